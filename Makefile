@@ -1,0 +1,52 @@
+# attn.h - build, test, bench.  `make` builds the examples, `make test` runs the whole suite.
+CC      ?= cc
+CLANG   ?= clang
+CXX     ?= g++
+WARN    = -std=c99 -Wall -Wextra -pedantic -Werror
+CFLAGS  ?= -O2
+LIBS    = -lm -pthread
+BUILD   = build
+
+EXAMPLES = $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
+TEST_SRC = tests/main.c tests/attn_impl.c $(wildcard tests/test_*.c)
+TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) attn.h
+HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo yes)
+
+# Test builds: the default compiler, clang, the scalar fallback, no threads, ASan+UBSan.
+TEST_BINS = $(BUILD)/test_cc $(BUILD)/test_scalar $(BUILD)/test_nothreads $(BUILD)/test_sanitize
+ifeq ($(HAVE_CLANG),yes)
+TEST_BINS += $(BUILD)/test_clang
+endif
+
+.PHONY: all examples test bench clean
+all: examples
+examples: $(EXAMPLES)
+
+$(BUILD):
+	@mkdir -p $(BUILD)
+
+$(BUILD)/%: examples/%.c attn.h | $(BUILD)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+
+$(BUILD)/test_cc: $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) $(CFLAGS) -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_clang: $(TEST_DEP) | $(BUILD)
+	$(CLANG) $(WARN) $(CFLAGS) -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_scalar: $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) $(CFLAGS) -DATTN_NO_SIMD -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_nothreads: $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) $(CFLAGS) -DATTN_NO_THREADS -I. $(TEST_SRC) -o $@ -lm
+$(BUILD)/test_sanitize: $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
+
+# Every test binary, then the header compile checks; the last line is "N passed, N failed".
+test: $(TEST_BINS)
+	@sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
+
+bench: | $(BUILD)
+	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -I. bench/bench.c -o $(BUILD)/bench $(LIBS)
+	./$(BUILD)/bench
+
+clean:
+	rm -rf $(BUILD)

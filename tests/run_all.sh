@@ -1,0 +1,37 @@
+#!/bin/sh
+# Runs every test binary given, plus compile checks of attn.h as C99 (gcc, clang) and C++,
+# and prints the totals as the last line: "N passed, N failed". Exits non-zero on any failure.
+cc="$1"; clang="$2"; cxx="$3"; shift 3
+passed=0; failed=0
+tmp=$(mktemp -d)
+printf '#define ATTN_IMPLEMENTATION\n#include "attn.h"\nint main(void){return 0;}\n' > "$tmp/c.c"
+check() {   # name, command...
+    name=$1; shift
+    if "$@" > "$tmp/log" 2>&1; then passed=$((passed + 1)); echo "ok    $name"
+    else failed=$((failed + 1)); echo "FAIL  $name"; sed 's/^/    /' "$tmp/log" | head -20; fi
+}
+check "C99 with $cc"   $cc -std=c99 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/a.o"
+if command -v "$clang" >/dev/null 2>&1; then
+    check "C99 with $clang" $clang -std=c99 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/b.o"
+fi
+check "C++ with $cxx"  $cxx -x c++ -Wall -Wextra -Werror -I. -c "$tmp/c.c" -o "$tmp/d.o"
+check "C99 ATTN_NO_THREADS ATTN_NO_SIMD ATTN_STATIC" $cc -std=c99 -Wall -Wextra -pedantic -Werror -Wno-unused-function \
+    -DATTN_NO_THREADS -DATTN_NO_SIMD -DATTN_STATIC -I. -c "$tmp/c.c" -o "$tmp/e.o"
+
+for bin in "$@"; do
+    echo "== $bin"
+    "./$bin" > "$tmp/out" 2>&1
+    rc=$?
+    grep -v '^ok ' "$tmp/out" | tail -n 40
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/out" | tail -n 1)
+    if [ -z "$line" ]; then
+        failed=$((failed + 1)); echo "FAIL  $bin exited $rc without a summary line"
+        continue
+    fi
+    p=$(echo "$line" | cut -d' ' -f1); f=$(echo "$line" | cut -d' ' -f3)
+    passed=$((passed + p)); failed=$((failed + f))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); echo "FAIL  $bin exited $rc"; fi
+done
+rm -rf "$tmp"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
