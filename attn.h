@@ -8,8 +8,9 @@
         3.2 memory and threads
         3.3 numerics: fp16/bf16 conversion
         3.4 argument validation
-        3.5 exact attention: masks, tiled online-softmax forward
-        3.6 merge of partial results
+        3.5 micro-kernels: scalar, AVX2+FMA, AVX-512 (run-time dispatch)
+        3.6 exact attention: masks, tiled online-softmax forward, split-KV
+        3.7 merge of partial results
      4. License
 
    USAGE
@@ -714,14 +715,350 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.5 exact attention: masks, tiled online-softmax forward
-   --------------------------------------------------------------------------------------- */
-#define ATTN__BQ 64          /* query rows per tile */
-#define ATTN__BK 64          /* keys per tile */
+   3.5 micro-kernels: scalar, AVX2+FMA and AVX-512, chosen at run time
+   ---------------------------------------------------------------------------------------
+   Exact attention works on tiles of ATTN__BQ "rows" (a row = one query position of one query
+   head; the heads of a GQA group share a tile so K/V are read once for all of them) against
+   chunks of ATTN__BK keys. Layouts, chosen so no kernel transposes K or V:
+     QT  [D][BQ]    the tile's queries transposed, pre-multiplied by scale (packed once a tile)
+     S   [BK][BQ]   scores, then probabilities: one key per line, rows across SIMD lanes
+     acc [BQ][ldo]  unnormalised output rows
+     K, V rows are read in place (f32) or from a converted copy (f16/bf16).
+   So Q.K^T broadcasts K[j][d] against QT's lanes, P.V broadcasts P[j][r] against V's row, and
+   the online softmax runs down the key axis with one lane per row: no horizontal reductions. */
+#define ATTN__BQ 64          /* rows per tile; a multiple of 16 */
+#define ATTN__BK 64          /* keys per chunk */
 
+/* What the softmax stage needs per row of the tile ("lane"). */
+typedef struct attn__smx {
+    float *m, *l, *alpha;               /* running max, running sum, this chunk's rescale factor */
+    const float *pos, *slope;           /* query position (ALiBi distance) and ALiBi slope */
+    const int32_t *lo, *hi, *cap;       /* key j visible iff j <= cap && (j < pre || lo <= j <= hi) */
+    int pre;                            /* sinks / global keys: visible to all (under cap) */
+    float softcap;                      /* 0: off */
+    int alibi, mask;                    /* apply ALiBi; apply the lo/hi/cap mask */
+} attn__smx;
+
+/* One implementation of the four kernels. */
+typedef struct attn__isa {
+    const char *name;
+    /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
+    void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
+    /* softcap, ALiBi, mask, then online softmax of S's nk lines: S becomes P, m/l/alpha updated */
+    void (*softmax)(float *S, int nk, int nlanes, int c0, const attn__smx *X);
+    /* acc[r][c] = alpha[r] acc[r][c] + sum_j S[j][r] V[j][c], r < nrows (a multiple of 8) */
+    void (*pv)(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
+               const float *alpha, float *acc, size_t ldo);
+    /* n elements of dtype t -> fp32, times mul */
+    void (*load)(const void *src, attn_dtype t, float *dst, int n, float mul);
+} attn__isa;
+
+/* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
+static void attn__qk_scalar(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S) {
+    int j, d, r;
+    for (j = 0; j < nk; ++j) {
+        float *s = S + (size_t)j * ATTN__BQ;
+        const float *kj = K + (ptrdiff_t)j * ldk;
+        for (r = 0; r < nlanes; ++r) s[r] = 0.0f;
+        for (d = 0; d < D; ++d) {
+            const float kd = kj[d], *qt = QT + (size_t)d * ATTN__BQ;
+            for (r = 0; r < nlanes; ++r) s[r] += kd * qt[r];
+        }
+    }
+}
+
+/* Shared by every ISA: the visibility rule for one lane, as the SIMD code evaluates it. */
+static int attn__lane_visible(const attn__smx *X, int r, int j) {
+    return j <= X->cap[r] && (j < X->pre || (j >= X->lo[r] && j <= X->hi[r]));
+}
+
+static void attn__softmax_scalar(float *S, int nk, int nlanes, int c0, const attn__smx *X) {
+    int r, j;
+    for (r = 0; r < nlanes; ++r) {
+        float mx = -INFINITY, mnew, msafe, alpha, sum = 0.0f;
+        for (j = 0; j < nk; ++j) {
+            float s = S[(size_t)j * ATTN__BQ + r];
+            if (X->softcap > 0.0f) s = X->softcap * tanhf(s / X->softcap);
+            if (X->alibi) s -= X->slope[r] * fabsf(X->pos[r] - (float)(c0 + j));
+            if (X->mask && !attn__lane_visible(X, r, c0 + j)) s = -INFINITY;
+            S[(size_t)j * ATTN__BQ + r] = s;
+            mx = s > mx ? s : mx;
+        }
+        mnew = ATTN__MAX(X->m[r], mx);
+        msafe = mnew == -INFINITY ? 0.0f : mnew;      /* a row with nothing visible yet stays 0 */
+        alpha = expf(X->m[r] - msafe);
+        for (j = 0; j < nk; ++j) {
+            float p = expf(S[(size_t)j * ATTN__BQ + r] - msafe);
+            S[(size_t)j * ATTN__BQ + r] = p;
+            sum += p;
+        }
+        X->l[r] = X->l[r] * alpha + sum;
+        X->m[r] = mnew;
+        X->alpha[r] = alpha;
+    }
+}
+
+static void attn__pv_scalar(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
+                            const float *alpha, float *acc, size_t ldo) {
+    int r, j, c;
+    for (r = 0; r < nrows; ++r) {
+        float *o = acc + (size_t)r * ldo;
+        const float a = alpha[r];
+        for (c = 0; c < Dv; ++c) o[c] *= a;
+        for (j = 0; j < nk; ++j) {
+            const float p = S[(size_t)j * ATTN__BQ + r], *vj = V + (ptrdiff_t)j * ldv;
+            if (p == 0.0f) continue;
+            for (c = 0; c < Dv; ++c) o[c] += p * vj[c];
+        }
+    }
+}
+
+static const attn__isa attn__isa_scalar = {
+    "scalar", attn__qk_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row
+};
+
+/* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
+#if !defined(ATTN_NO_SIMD) && (defined(__x86_64__) || defined(__i386__) || defined(_M_X64)) && \
+    (defined(__GNUC__) || defined(__clang__) || defined(__AVX512F__))
+#define ATTN__X86_SIMD 1
+#include <immintrin.h>
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTN__T512 __attribute__((target("avx512f,avx2,fma,f16c")))
+#define ATTN__T256 __attribute__((target("avx2,fma,f16c")))
+#define ATTN__INLINE __attribute__((always_inline)) inline
+#else
+#define ATTN__T512
+#define ATTN__T256
+#define ATTN__INLINE __forceinline
+#endif
+
+/* exp(x) on 16 lanes, Cephes' expf: |rel err| < 2 ulp on [-87, 88]; 0 below -104; NaN kept.
+   Also returns (via q, n) the pieces expm1 needs: exp(x) = 2^n (1 + q). */
+ATTN__T512 static ATTN__INLINE __m512 attn__exp_parts512(__m512 x, __m512 *q_out, __m512 *n_out) {
+    __m512 n, r, r2, p, q;
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(88.5f), x));
+    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    r2 = _mm512_mul_ps(r, r);
+    q = _mm512_fmadd_ps(p, r2, r);                      /* exp(r) - 1, no cancellation */
+    if (q_out) { *q_out = q; *n_out = n; }
+    return _mm512_scalef_ps(_mm512_add_ps(q, _mm512_set1_ps(1.0f)), n);
+}
+ATTN__T512 static ATTN__INLINE __m512 attn__exp512(__m512 x) { return attn__exp_parts512(x, NULL, NULL); }
+
+/* tanh(x) = -expm1(-2|x|) / (2 + expm1(-2|x|)) with the sign of x; expm1 = 2^n q + (2^n - 1). */
+ATTN__T512 static ATTN__INLINE __m512 attn__tanh512(__m512 x) {
+    const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
+    __m512 ax = _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_castps_si512(sign), _mm512_castps_si512(x)));
+    __m512 q, n, two_n, em, t;
+    attn__exp_parts512(_mm512_mul_ps(ax, _mm512_set1_ps(-2.0f)), &q, &n);
+    two_n = _mm512_scalef_ps(_mm512_set1_ps(1.0f), n);
+    em = _mm512_fmadd_ps(two_n, q, _mm512_sub_ps(two_n, _mm512_set1_ps(1.0f)));
+    t = _mm512_div_ps(_mm512_sub_ps(_mm512_setzero_ps(), em), _mm512_add_ps(em, _mm512_set1_ps(2.0f)));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t),
+                               _mm512_and_si512(_mm512_castps_si512(x), _mm512_castps_si512(sign))));
+}
+
+/* Q.K^T register tiles: 6 keys x 64 lanes (24 zmm accumulators) for full tiles, 8 keys x 16
+   lanes for narrow ones (decoding: a GQA group's few rows), 1 key for the tails. Written out
+   by macro so the accumulators stay in registers whatever the compiler's unrolling. */
+#define ATTN__QK6_ROW(x) b = _mm512_set1_ps(k##x[d]); \
+    c##x##0 = _mm512_fmadd_ps(b, q0, c##x##0); c##x##1 = _mm512_fmadd_ps(b, q1, c##x##1); \
+    c##x##2 = _mm512_fmadd_ps(b, q2, c##x##2); c##x##3 = _mm512_fmadd_ps(b, q3, c##x##3);
+#define ATTN__QK6_STORE(x) _mm512_store_ps(S + x * ATTN__BQ, c##x##0); _mm512_store_ps(S + x * ATTN__BQ + 16, c##x##1); \
+    _mm512_store_ps(S + x * ATTN__BQ + 32, c##x##2); _mm512_store_ps(S + x * ATTN__BQ + 48, c##x##3);
+ATTN__T512 static void attn__qk512_6x64(const float *K, ptrdiff_t ldk, const float *QT, int D, float *S) {
+    const float *k0 = K, *k1 = K + ldk, *k2 = K + 2 * ldk, *k3 = K + 3 * ldk, *k4 = K + 4 * ldk, *k5 = K + 5 * ldk;
+    __m512 c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+           c40, c41, c42, c43, c50, c51, c52, c53, b;
+    int d;
+    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = c20 = c21 = c22 = c23 = _mm512_setzero_ps();
+    c30 = c31 = c32 = c33 = c40 = c41 = c42 = c43 = c50 = c51 = c52 = c53 = _mm512_setzero_ps();
+    for (d = 0; d < D; ++d) {
+        const float *qt = QT + (size_t)d * ATTN__BQ;
+        const __m512 q0 = _mm512_load_ps(qt), q1 = _mm512_load_ps(qt + 16), q2 = _mm512_load_ps(qt + 32),
+                     q3 = _mm512_load_ps(qt + 48);
+        ATTN__QK6_ROW(0) ATTN__QK6_ROW(1) ATTN__QK6_ROW(2) ATTN__QK6_ROW(3) ATTN__QK6_ROW(4) ATTN__QK6_ROW(5)
+    }
+    ATTN__QK6_STORE(0) ATTN__QK6_STORE(1) ATTN__QK6_STORE(2) ATTN__QK6_STORE(3) ATTN__QK6_STORE(4) ATTN__QK6_STORE(5)
+}
+ATTN__T512 static void attn__qk512_1x64(const float *K, const float *QT, int D, float *S) {
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    int d;
+    for (d = 0; d < D; ++d) {
+        const float *qt = QT + (size_t)d * ATTN__BQ;
+        const __m512 b = _mm512_set1_ps(K[d]);
+        c0 = _mm512_fmadd_ps(b, _mm512_load_ps(qt), c0);      c1 = _mm512_fmadd_ps(b, _mm512_load_ps(qt + 16), c1);
+        c2 = _mm512_fmadd_ps(b, _mm512_load_ps(qt + 32), c2); c3 = _mm512_fmadd_ps(b, _mm512_load_ps(qt + 48), c3);
+    }
+    _mm512_store_ps(S, c0); _mm512_store_ps(S + 16, c1); _mm512_store_ps(S + 32, c2); _mm512_store_ps(S + 48, c3);
+}
+#define ATTN__QK8_ROW(x) c##x = _mm512_fmadd_ps(_mm512_set1_ps(k##x[d]), q, c##x);
+ATTN__T512 static void attn__qk512_8x16(const float *K, ptrdiff_t ldk, const float *QT, int D, float *S) {
+    const float *k0 = K, *k1 = K + ldk, *k2 = K + 2 * ldk, *k3 = K + 3 * ldk, *k4 = K + 4 * ldk, *k5 = K + 5 * ldk,
+                *k6 = K + 6 * ldk, *k7 = K + 7 * ldk;
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+    int d;
+    for (d = 0; d < D; ++d) {
+        const __m512 q = _mm512_load_ps(QT + (size_t)d * ATTN__BQ);
+        ATTN__QK8_ROW(0) ATTN__QK8_ROW(1) ATTN__QK8_ROW(2) ATTN__QK8_ROW(3)
+        ATTN__QK8_ROW(4) ATTN__QK8_ROW(5) ATTN__QK8_ROW(6) ATTN__QK8_ROW(7)
+    }
+    _mm512_store_ps(S, c0); _mm512_store_ps(S + ATTN__BQ, c1); _mm512_store_ps(S + 2 * ATTN__BQ, c2);
+    _mm512_store_ps(S + 3 * ATTN__BQ, c3); _mm512_store_ps(S + 4 * ATTN__BQ, c4); _mm512_store_ps(S + 5 * ATTN__BQ, c5);
+    _mm512_store_ps(S + 6 * ATTN__BQ, c6); _mm512_store_ps(S + 7 * ATTN__BQ, c7);
+}
+ATTN__T512 static void attn__qk512_1x16(const float *K, const float *QT, int D, float *S) {
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0;
+    int d;
+    for (d = 0; d + 2 <= D; d += 2) {
+        c0 = _mm512_fmadd_ps(_mm512_set1_ps(K[d]), _mm512_load_ps(QT + (size_t)d * ATTN__BQ), c0);
+        c1 = _mm512_fmadd_ps(_mm512_set1_ps(K[d + 1]), _mm512_load_ps(QT + (size_t)(d + 1) * ATTN__BQ), c1);
+    }
+    if (d < D) c0 = _mm512_fmadd_ps(_mm512_set1_ps(K[d]), _mm512_load_ps(QT + (size_t)d * ATTN__BQ), c0);
+    _mm512_store_ps(S, _mm512_add_ps(c0, c1));
+}
+
+ATTN__T512 static void attn__qk_avx512(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S) {
+    int j = 0;
+    if (nlanes <= 16) {
+        for (; j + 8 <= nk; j += 8) attn__qk512_8x16(K + (ptrdiff_t)j * ldk, ldk, QT, D, S + (size_t)j * ATTN__BQ);
+        for (; j < nk; ++j) attn__qk512_1x16(K + (ptrdiff_t)j * ldk, QT, D, S + (size_t)j * ATTN__BQ);
+    } else {        /* lanes past nlanes hold zeros in QT: computing all 64 is harmless */
+        for (; j + 6 <= nk; j += 6) attn__qk512_6x64(K + (ptrdiff_t)j * ldk, ldk, QT, D, S + (size_t)j * ATTN__BQ);
+        for (; j < nk; ++j) attn__qk512_1x64(K + (ptrdiff_t)j * ldk, QT, D, S + (size_t)j * ATTN__BQ);
+    }
+}
+
+ATTN__T512 static void attn__softmax_avx512(float *S, int nk, int nlanes, int c0, const attn__smx *X) {
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+    const __m512 cap = _mm512_set1_ps(X->softcap), inv_cap = _mm512_set1_ps(X->softcap > 0 ? 1.0f / X->softcap : 0.0f);
+    const int transform = X->softcap > 0.0f || X->alibi || X->mask;
+    int r, j;
+    for (r = 0; r < nlanes; r += 16) {
+        const __m512 mold = _mm512_loadu_ps(X->m + r);
+        const __m512 pos = _mm512_loadu_ps(X->pos + r), slope = _mm512_loadu_ps(X->slope + r);
+        const __m512i lo = _mm512_loadu_si512(X->lo + r), hi = _mm512_loadu_si512(X->hi + r),
+                      capi = _mm512_loadu_si512(X->cap + r);
+        __m512 mx = ninf, mnew, msafe, alpha, sum = zero;
+        float *s = S + r;
+        if (transform) {
+            for (j = 0; j < nk; ++j) {
+                __m512 v = _mm512_load_ps(s + (size_t)j * ATTN__BQ);
+                if (X->softcap > 0.0f) v = _mm512_mul_ps(cap, attn__tanh512(_mm512_mul_ps(v, inv_cap)));
+                if (X->alibi) {
+                    __m512 dist = _mm512_sub_ps(pos, _mm512_set1_ps((float)(c0 + j)));
+                    dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
+                    v = _mm512_fnmadd_ps(slope, dist, v);
+                }
+                if (X->mask) {
+                    const __m512i jv = _mm512_set1_epi32(c0 + j);
+                    __mmask16 k = _mm512_cmple_epi32_mask(jv, capi);
+                    if (c0 + j >= X->pre) k &= _mm512_cmple_epi32_mask(lo, jv) & _mm512_cmple_epi32_mask(jv, hi);
+                    v = _mm512_mask_blend_ps(k, ninf, v);
+                }
+                _mm512_store_ps(s + (size_t)j * ATTN__BQ, v);
+                mx = _mm512_max_ps(mx, v);
+            }
+        } else {
+            for (j = 0; j < nk; ++j) mx = _mm512_max_ps(mx, _mm512_load_ps(s + (size_t)j * ATTN__BQ));
+        }
+        mnew = _mm512_max_ps(mold, mx);
+        msafe = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ), mnew, zero);
+        alpha = attn__exp512(_mm512_sub_ps(mold, msafe));
+        for (j = 0; j < nk; ++j) {
+            const __m512 p = attn__exp512(_mm512_sub_ps(_mm512_load_ps(s + (size_t)j * ATTN__BQ), msafe));
+            _mm512_store_ps(s + (size_t)j * ATTN__BQ, p);
+            sum = _mm512_add_ps(sum, p);
+        }
+        _mm512_storeu_ps(X->l + r, _mm512_fmadd_ps(_mm512_loadu_ps(X->l + r), alpha, sum));
+        _mm512_storeu_ps(X->m + r, mnew);
+        _mm512_storeu_ps(X->alpha + r, alpha);
+    }
+}
+
+static __mmask16 attn__mask16(int n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u); }
+
+/* P.V register tile: 8 rows x 32 columns (16 zmm accumulators), alpha rescale folded in;
+   masked loads/stores cover a head dim that is not a multiple of 32. */
+#define ATTN__PV_LOAD(r) al = _mm512_set1_ps(alpha[r0 + r]); o = acc + (size_t)(r0 + r) * ldo + c; \
+    a##r##0 = _mm512_mul_ps(al, _mm512_maskz_loadu_ps(m0, o)); a##r##1 = _mm512_mul_ps(al, _mm512_maskz_loadu_ps(m1, o + 16));
+#define ATTN__PV_FMA(r) p = _mm512_set1_ps(pj[r]); a##r##0 = _mm512_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm512_fmadd_ps(p, v1, a##r##1);
+#define ATTN__PV_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; \
+    _mm512_mask_storeu_ps(o, m0, a##r##0); _mm512_mask_storeu_ps(o + 16, m1, a##r##1);
+ATTN__T512 static void attn__pv_avx512(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
+                                       const float *alpha, float *acc, size_t ldo) {
+    int r0, c, j;
+    for (r0 = 0; r0 < nrows; r0 += 8)
+        for (c = 0; c < Dv; c += 32) {
+            const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16);
+            __m512 a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51, a60, a61, a70, a71, al, p;
+            float *o;
+            ATTN__PV_LOAD(0) ATTN__PV_LOAD(1) ATTN__PV_LOAD(2) ATTN__PV_LOAD(3)
+            ATTN__PV_LOAD(4) ATTN__PV_LOAD(5) ATTN__PV_LOAD(6) ATTN__PV_LOAD(7)
+            for (j = 0; j < nk; ++j) {
+                const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ + r0;
+                const __m512 v0 = _mm512_maskz_loadu_ps(m0, vj), v1 = _mm512_maskz_loadu_ps(m1, vj + 16);
+                ATTN__PV_FMA(0) ATTN__PV_FMA(1) ATTN__PV_FMA(2) ATTN__PV_FMA(3)
+                ATTN__PV_FMA(4) ATTN__PV_FMA(5) ATTN__PV_FMA(6) ATTN__PV_FMA(7)
+            }
+            ATTN__PV_STORE(0) ATTN__PV_STORE(1) ATTN__PV_STORE(2) ATTN__PV_STORE(3)
+            ATTN__PV_STORE(4) ATTN__PV_STORE(5) ATTN__PV_STORE(6) ATTN__PV_STORE(7)
+        }
+}
+
+ATTN__T512 static void attn__load_avx512(const void *src, attn_dtype t, float *dst, int n, float mul) {
+    const __m512 mv = _mm512_set1_ps(mul);
+    int i = 0;
+    if (t == ATTN_F32) {
+        const float *s = (const float *)src;
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_mul_ps(mv, _mm512_loadu_ps(s + i)));
+    } else if (t == ATTN_F16) {
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(dst + i, _mm512_mul_ps(mv, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i)))));
+    } else {
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 16 <= n; i += 16) {
+            const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i)));
+            _mm512_storeu_ps(dst + i, _mm512_mul_ps(mv, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16))));
+        }
+    }
+    if (i < n) attn__load_row((const char *)src + (size_t)i * attn__dtype_size(t), t, dst + i, n - i, mul);
+}
+
+static const attn__isa attn__isa_avx512 = {
+    "avx512", attn__qk_avx512, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512
+};
+#endif /* ATTN__X86_SIMD */
+
+/* The fastest kernels this CPU runs. */
+static const attn__isa *attn__pick_isa(void) {
+#if defined(ATTN__X86_SIMD)
+#if defined(__AVX512F__)
+    return &attn__isa_avx512;
+#elif defined(__GNUC__) || defined(__clang__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return &attn__isa_avx512;
+#endif
+#endif
+    return &attn__isa_scalar;
+}
+
+/* ---------------------------------------------------------------------------------------
+   3.6 exact attention: masks, tiled online-softmax forward, split-KV
+   --------------------------------------------------------------------------------------- */
 static size_t attn__round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* Key j (in [0, Lk)) visible from query position p (see the SEMANTICS block). */
+/* Key j (in [0, Lk)) visible from query position p: the SEMANTICS block, literally. */
 static int attn__visible(const attn__problem *P, long long p, long long j) {
     long long t = p - j, D = P->dilation;
     if (P->causal && j > p) return 0;
@@ -734,17 +1071,16 @@ static int attn__visible(const attn__problem *P, long long p, long long j) {
 
 /* Whether every key in [c0, c1) is visible from every query position in [p0, p1]. */
 static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1) {
-    long long D = P->dilation;
     if (P->causal && c1 - 1 > p0) return 0;
     if (c1 <= P->sink || c1 <= P->global || p1 < P->global) return 1;
-    if (D > 1) return 0;
+    if (P->dilation > 1) return 0;
     if (P->window_left && p1 - c0 > P->window_left) return 0;
     if (P->window_right && c1 - 1 - p0 > P->window_right) return 0;
     return 1;
 }
 
-/* Up to two key ranges [lo, hi) outside which no key is visible from positions [p0, p1].
-   Returns how many. */
+/* Up to two key ranges [lo, hi) outside which no key is visible from positions [p0, p1]:
+   fully masked chunks are never computed. Returns how many ranges. */
 static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]) {
     long long D = P->dilation, hi = Lk, pre, lo, lhi;
     if (P->causal) hi = ATTN__MIN(hi, p1 + 1);
@@ -759,163 +1095,31 @@ static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, 
     r[0][0] = 0; r[0][1] = pre; r[1][0] = lo; r[1][1] = lhi; return 2;
 }
 
-/* --- tile kernels: the only loops that see O(tile * dim) work ------------------------ */
-
-/* S[r][j] = sum_d Q[r][d] * Kt[d][j]  (Q row-major ldq, Kt is K transposed, ldk) */
-static void attn__qk_scalar(const float *Q, size_t ldq, const float *Kt, size_t ldk, int nq, int nk, int D,
-                            float *S, size_t lds) {
-    int r, j, d;
-    for (r = 0; r < nq; ++r) {
-        float *s = S + (size_t)r * lds;
-        for (j = 0; j < nk; ++j) s[j] = 0.0f;
-        for (d = 0; d < D; ++d) {
-            const float qd = Q[(size_t)r * ldq + d], *kt = Kt + (size_t)d * ldk;
-            for (j = 0; j < nk; ++j) s[j] += qd * kt[j];
-        }
-    }
-}
-/* O[r][c] += sum_j P[r][j] * V[j][c] */
-static void attn__pv_scalar(const float *Pm, size_t ldp, const float *V, size_t ldv, int nq, int nk, int Dv,
-                            float *O, size_t ldo) {
-    int r, j, c;
-    for (r = 0; r < nq; ++r) {
-        float *o = O + (size_t)r * ldo;
-        for (j = 0; j < nk; ++j) {
-            const float p = Pm[(size_t)r * ldp + j], *vj = V + (size_t)j * ldv;
-            if (p == 0.0f) continue;
-            for (c = 0; c < Dv; ++c) o[c] += p * vj[c];
-        }
-    }
-}
-
-/* Per-thread scratch for the forward: tiles of Q, K^T, V, scores, accumulators. */
+/* Per-thread scratch (floats, 64-byte aligned pieces). */
 typedef struct attn__fwd_ws {
-    float *q, *kt, *v, *s, *acc, *m, *l;
-    size_t ldq, ldk, ldv, lds, ldo;
+    float *qt, *s, *acc, *m, *l, *alpha, *kbuf, *vbuf;
+    size_t ldo, ldk, ldv;
 } attn__fwd_ws;
 
 static size_t attn__fwd_ws_floats(int D, int Dv) {
-    size_t dq = attn__round16((size_t)D), dv = attn__round16((size_t)Dv);
-    return ATTN__BQ * dq + dq * ATTN__BK + ATTN__BK * dv + ATTN__BQ * ATTN__BK + ATTN__BQ * dv + 2 * ATTN__BQ;
+    const size_t dk = attn__round16((size_t)D), dv = attn__round16((size_t)Dv);
+    return dk * ATTN__BQ + (size_t)ATTN__BK * ATTN__BQ + ATTN__BQ * dv + 3 * ATTN__BQ + ATTN__BK * dk + ATTN__BK * dv;
 }
 static attn__fwd_ws attn__fwd_ws_at(float *base, int D, int Dv) {
     attn__fwd_ws w;
-    w.ldq = attn__round16((size_t)D); w.ldk = ATTN__BK; w.ldv = attn__round16((size_t)Dv);
-    w.lds = ATTN__BK; w.ldo = w.ldv;
-    w.q = base; w.kt = w.q + ATTN__BQ * w.ldq; w.v = w.kt + w.ldq * ATTN__BK;
-    w.s = w.v + ATTN__BK * w.ldv; w.acc = w.s + ATTN__BQ * ATTN__BK; w.m = w.acc + ATTN__BQ * w.ldo;
-    w.l = w.m + ATTN__BQ;
+    w.ldk = attn__round16((size_t)D); w.ldv = attn__round16((size_t)Dv); w.ldo = w.ldv;
+    w.qt = base;                   w.s = w.qt + w.ldk * ATTN__BQ;
+    w.acc = w.s + ATTN__BK * ATTN__BQ; w.m = w.acc + ATTN__BQ * w.ldo;
+    w.l = w.m + ATTN__BQ;          w.alpha = w.l + ATTN__BQ;
+    w.kbuf = w.alpha + ATTN__BQ;   w.vbuf = w.kbuf + ATTN__BK * w.ldk;
     return w;
 }
 
-/* Where one sequence of the batch lives: tensor batch index, first row of q and k in the
-   tensor's seq axis, valid lengths. */
+/* Where one sequence of the batch lives: tensor batch, its index for seqlens/bias, first row
+   of q and of k on the tensors' seq axis, valid lengths. */
 typedef struct attn__seq { int tb, seq, q0, k0, Lq, Lk; } attn__seq;
 
-typedef struct attn__fwd_ctx {
-    const attn__problem *P;
-    float *ws;                 /* n_threads per-thread blocks */
-    size_t ws_floats;
-    int row_blocks;            /* tiles of ATTN__BQ rows along q.seq */
-} attn__fwd_ctx;
-
-/* Rows [i0, i0+nq) (indices inside sequence S) of head h: full online-softmax pass. */
-static void attn__fwd_tile(const attn__problem *P, attn__fwd_ws *w, const attn__seq *S, int h, int i0, int nq) {
-    const int D = P->q.dim, Dv = P->v.dim, hk = h / P->groups;
-    const long long shift = (long long)S->Lk - S->Lq;      /* position of query i is i + shift */
-    const long long p0 = i0 + shift, p1 = i0 + nq - 1 + shift;
-    const float slope = P->alibi ? P->alibi[h] : 0.0f;
-    const float *bias = NULL;
-    long long ranges[2][2];
-    int n_ranges, ri, r, j, c;
-
-    if (P->bias) {
-        int bb = P->bias_batch == 1 ? 0 : S->seq, bh = P->bias_heads == 1 ? 0 : h;
-        bias = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh;
-    }
-    for (r = 0; r < nq; ++r) {
-        attn__load_row(attn__at(&P->q, S->tb, S->q0 + i0 + r, h), P->q.dtype, w->q + (size_t)r * w->ldq, D, P->scale);
-        w->m[r] = -INFINITY; w->l[r] = 0.0f;
-        for (c = 0; c < Dv; ++c) w->acc[(size_t)r * w->ldo + c] = 0.0f;
-    }
-    n_ranges = attn__key_ranges(P, p0, p1, S->Lk, ranges);
-    for (ri = 0; ri < n_ranges; ++ri) {
-        long long c0;
-        for (c0 = ranges[ri][0]; c0 < ranges[ri][1]; c0 += ATTN__BK) {
-            const int nk = (int)ATTN__MIN((long long)ATTN__BK, ranges[ri][1] - c0);
-            const int full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
-            const float *vt;
-            size_t ldv;
-            /* K^T tile and V tile in fp32 (f32 V with unit dim stride is read in place) */
-            for (j = 0; j < nk; ++j) {
-                float tmp[16];
-                const char *kr = (const char *)attn__at(&P->k, S->tb, S->k0 + (int)c0 + j, hk);
-                int d0;
-                for (d0 = 0; d0 < D; d0 += 16) {
-                    int n = ATTN__MIN(16, D - d0), d;
-                    attn__load_row(kr + (size_t)d0 * P->k.esize, P->k.dtype, tmp, n, 1.0f);
-                    for (d = 0; d < n; ++d) w->kt[(size_t)(d0 + d) * w->ldk + j] = tmp[d];
-                }
-            }
-            if (P->v.dtype == ATTN_F32) {
-                vt = (const float *)attn__at(&P->v, S->tb, S->k0 + (int)c0, hk);
-                ldv = (size_t)P->v.ss;
-                if (P->v.ss < 0 || nk == 1) ldv = 0;     /* negative/unused stride: copy below */
-            } else {
-                ldv = 0; vt = NULL;
-            }
-            if (ldv == 0) {
-                for (j = 0; j < nk; ++j)
-                    attn__load_row(attn__at(&P->v, S->tb, S->k0 + (int)c0 + j, hk), P->v.dtype, w->v + (size_t)j * w->ldv, Dv, 1.0f);
-                vt = w->v; ldv = w->ldv;
-            }
-            attn__qk_scalar(w->q, w->ldq, w->kt, w->ldk, nq, nk, D, w->s, w->lds);
-
-            for (r = 0; r < nq; ++r) {
-                float *s = w->s + (size_t)r * w->lds, mx = -INFINITY, mnew, alpha, sum = 0.0f;
-                const long long p = p0 + r;
-                if (P->softcap > 0.0f) {
-                    const float cap = P->softcap, inv = 1.0f / P->softcap;
-                    for (j = 0; j < nk; ++j) s[j] = cap * tanhf(s[j] * inv);
-                }
-                if (P->alibi) for (j = 0; j < nk; ++j) s[j] -= slope * fabsf((float)(p - (c0 + j)));
-                if (bias) {
-                    const float *br = bias + (ptrdiff_t)(S->q0 + i0 + r) * P->bias_sq + c0;
-                    for (j = 0; j < nk; ++j) s[j] += br[j];
-                }
-                if (!full) for (j = 0; j < nk; ++j) if (!attn__visible(P, p, c0 + j)) s[j] = -INFINITY;
-                for (j = 0; j < nk; ++j) mx = s[j] > mx ? s[j] : mx;
-                mnew = ATTN__MAX(w->m[r], mx);
-                if (mnew == -INFINITY) { for (j = 0; j < nk; ++j) s[j] = 0.0f; continue; }
-                alpha = expf(w->m[r] - mnew);
-                for (j = 0; j < nk; ++j) { s[j] = expf(s[j] - mnew); sum += s[j]; }
-                w->l[r] = w->l[r] * alpha + sum;
-                w->m[r] = mnew;
-                if (alpha != 1.0f) { float *o = w->acc + (size_t)r * w->ldo; for (c = 0; c < Dv; ++c) o[c] *= alpha; }
-            }
-            attn__pv_scalar(w->s, w->lds, vt, ldv, nq, nk, Dv, w->acc, w->ldo);
-        }
-    }
-    for (r = 0; r < nq; ++r) {
-        void *o = attn__at(&P->out, S->tb, S->q0 + i0 + r, h);
-        float *lse = P->lse ? P->lse + ((size_t)S->tb * P->q.heads + h) * P->q.seq + S->q0 + i0 + r : NULL;
-        if (w->l[r] > 0.0f) {
-            attn__store_row(o, P->out.dtype, w->acc + (size_t)r * w->ldo, Dv, 1.0f / w->l[r]);
-            if (lse) *lse = w->m[r] + logf(w->l[r]);
-        } else {
-            attn__store_zero_row(o, P->out.dtype, Dv);
-            if (lse) *lse = -INFINITY;
-        }
-    }
-}
-
-/* Zero output and -inf lse for tensor rows no sequence owns (padding, varlen tail). */
-static void attn__fwd_empty_row(const attn__problem *P, int tb, int row, int h) {
-    attn__store_zero_row(attn__at(&P->out, tb, row, h), P->out.dtype, P->v.dim);
-    if (P->lse) P->lse[((size_t)tb * P->q.heads + h) * P->q.seq + row] = -INFINITY;
-}
-
-/* The sequence that owns tensor row `row` of batch tb; 0 if none. */
+/* The sequence owning tensor row `row` of batch tb; 0 if none (padding, varlen tail). */
 static int attn__seq_of_row(const attn__problem *P, int tb, int row, attn__seq *S) {
     if (P->cu_q) {
         int lo = 0, hi = P->n_seqs;                       /* last s with cu_q[s] <= row */
@@ -933,74 +1137,286 @@ static int attn__seq_of_row(const attn__problem *P, int tb, int row, attn__seq *
     return 1;
 }
 
-/* One task: ATTN__BQ tensor rows of one (batch, head). Rows are cut where sequences change. */
-static void attn__fwd_task(void *vctx, int task, int thread) {
-    const attn__fwd_ctx *ctx = (const attn__fwd_ctx *)vctx;
-    const attn__problem *P = ctx->P;
-    attn__fwd_ws w = attn__fwd_ws_at(ctx->ws + (size_t)thread * ctx->ws_floats, P->q.dim, P->v.dim);
-    const int blk = task % ctx->row_blocks, bh = task / ctx->row_blocks;
-    const int h = bh % P->q.heads, tb = bh / P->q.heads;
-    const int r1 = ATTN__MIN(P->q.seq, (blk + 1) * ATTN__BQ);
-    int row = blk * ATTN__BQ;
-    while (row < r1) {
-        attn__seq S;
-        if (!attn__seq_of_row(P, tb, row, &S)) { attn__fwd_empty_row(P, tb, row, h); ++row; continue; }
-        {
-            const int end = ATTN__MIN(r1, S.q0 + S.Lq);
-            attn__fwd_tile(P, &w, &S, h, row - S.q0, end - row);
-            row = end;
+/* The work: "units" of ATTN__BQ rows of one (tensor batch, KV head), where row v is query
+   position v / groups of query head hk * groups + v % groups; each unit is cut into tiles where
+   the owning sequence changes. With few units (decoding), each unit's keys are also cut into
+   n_splits ranges computed as separate tasks and merged by logsumexp (flash-decoding). The
+   decomposition depends only on the shapes, never on the thread count: same bits for any. */
+typedef struct attn__fwd_ctx {
+    const attn__problem *P;
+    const attn__isa *isa;
+    float *ws;                 /* n_threads per-thread blocks of ws_floats */
+    size_t ws_floats;
+    float *partial;            /* n_splits > 1: [unit][split][BQ] x (ldo acc + m + l) */
+    size_t partial_row;        /* floats per partial row: ldo + 2 */
+    int units_per_head, n_units, n_splits, split_keys;
+} attn__fwd_ctx;
+
+/* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
+static void attn__fwd_store(const attn__problem *P, int tb, int row, int h, const float *acc, float m, float l) {
+    void *o = attn__at(&P->out, tb, row, h);
+    float *lse = P->lse ? P->lse + ((size_t)tb * P->q.heads + h) * P->q.seq + row : NULL;
+    if (l > 0.0f) {
+        attn__store_row(o, P->out.dtype, acc, P->v.dim, 1.0f / l);
+        if (lse) *lse = m + logf(l);
+    } else {
+        attn__store_zero_row(o, P->out.dtype, P->v.dim);
+        if (lse) *lse = -INFINITY;
+    }
+}
+
+/* One tile: rows v0..v0+n-1 of sequence S and KV head hk, keys [klo, khi) of the sequence.
+   partial == NULL: finish the rows into out/lse; else leave acc, m, l there (row stride prow). */
+static void attn__fwd_tile(const attn__fwd_ctx *C, attn__fwd_ws *w, const attn__seq *S, int hk, int v0, int n,
+                           long long klo, long long khi, float *partial) {
+    const attn__problem *P = C->P;
+    const attn__isa *isa = C->isa;
+    const int D = P->q.dim, Dv = P->v.dim, g = P->groups;
+    const int nlanes = (int)attn__round16((size_t)n), nrows8 = (n + 7) & ~7;
+    const long long shift = (long long)S->Lk - S->Lq;      /* query i sits at position i + shift */
+    const long long p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
+    int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
+    int head[ATTN__BQ], qrow[ATTN__BQ];
+    float pos[ATTN__BQ], slope[ATTN__BQ], qtmp[16];
+    attn__smx X;
+    long long ranges[2][2];
+    int n_ranges, ri, r, j, d;
+
+    /* per-row masks, positions, slopes; Q^T packed with the scale folded in */
+    for (r = 0; r < nlanes; ++r) {
+        long long p, c, a, b;
+        if (r >= n) { lo[r] = 0; hi[r] = -1; cap[r] = -1; pos[r] = 0.0f; slope[r] = 0.0f; continue; }
+        head[r] = hk * g + (v0 + r) % g;
+        qrow[r] = S->q0 + (v0 + r) / g;
+        p = (v0 + r) / g + shift;
+        c = P->causal ? ATTN__MIN(p, (long long)S->Lk - 1) : (long long)S->Lk - 1;
+        if (p < P->global) { a = 0; b = S->Lk - 1; }
+        else {
+            a = P->window_left ? p - (long long)P->window_left : 0;
+            b = P->window_right ? p + (long long)P->window_right : (long long)S->Lk - 1;
+        }
+        cap[r] = (int32_t)ATTN__MAX(c, -1LL);
+        lo[r] = (int32_t)ATTN__MAX(a, 0LL);
+        hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
+        pos[r] = (float)p;
+        slope[r] = P->alibi ? P->alibi[head[r]] : 0.0f;
+    }
+    for (r = 0; r < nlanes; ++r) {
+        for (d = 0; d < D; d += 16) {
+            const int m = ATTN__MIN(16, D - d);
+            int e;
+            if (r < n) isa->load((const char *)attn__at(&P->q, S->tb, qrow[r], head[r]) + (size_t)d * P->q.esize,
+                                 P->q.dtype, qtmp, m, P->scale);
+            for (e = 0; e < m; ++e) w->qt[(size_t)(d + e) * ATTN__BQ + r] = r < n ? qtmp[e] : 0.0f;
+        }
+        w->m[r] = -INFINITY; w->l[r] = 0.0f;
+        memset(w->acc + (size_t)r * w->ldo, 0, sizeof(float) * w->ldo);
+    }
+    X.m = w->m; X.l = w->l; X.alpha = w->alpha; X.pos = pos; X.slope = slope;
+    X.lo = lo; X.hi = hi; X.cap = cap;
+    X.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)S->Lk);
+    X.alibi = P->alibi != NULL;
+
+    n_ranges = attn__key_ranges(P, p0, p1, S->Lk, ranges);
+    for (ri = 0; ri < n_ranges; ++ri) {
+        const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
+        long long c0;
+        for (c0 = a; c0 < b; c0 += ATTN__BK) {
+            const int nk = (int)ATTN__MIN((long long)ATTN__BK, b - c0);
+            const int full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
+            const char *kp = (const char *)attn__at(&P->k, S->tb, S->k0 + (int)c0, hk);
+            const char *vp = (const char *)attn__at(&P->v, S->tb, S->k0 + (int)c0, hk);
+            const float *K, *V;
+            ptrdiff_t ldk, ldv;
+            if (P->k.dtype == ATTN_F32) { K = (const float *)kp; ldk = P->k.ss; V = (const float *)vp; ldv = P->v.ss; }
+            else {              /* f16/bf16 K and V: convert the chunk once for all rows */
+                for (j = 0; j < nk; ++j) {
+                    isa->load(kp + (ptrdiff_t)j * P->k.ss * (ptrdiff_t)P->k.esize, P->k.dtype, w->kbuf + (size_t)j * w->ldk, D, 1.0f);
+                    isa->load(vp + (ptrdiff_t)j * P->v.ss * (ptrdiff_t)P->v.esize, P->v.dtype, w->vbuf + (size_t)j * w->ldv, Dv, 1.0f);
+                }
+                K = w->kbuf; ldk = (ptrdiff_t)w->ldk; V = w->vbuf; ldv = (ptrdiff_t)w->ldv;
+            }
+            isa->qk(K, ldk, nk, w->qt, nlanes, D, w->s);
+            X.softcap = P->softcap;
+            if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
+                /* softcap comes before bias and mask: apply it here, not in the stage */
+                for (j = 0; j < nk; ++j)
+                    for (r = 0; r < n; ++r) {
+                        float *sv = w->s + (size_t)j * ATTN__BQ + r;
+                        *sv = P->softcap * tanhf(*sv / P->softcap);
+                    }
+                X.softcap = 0.0f;
+            }
+            if (P->bias) {
+                for (r = 0; r < n; ++r) {
+                    const int bb = P->bias_batch == 1 ? 0 : S->seq, bh = P->bias_heads == 1 ? 0 : head[r];
+                    const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
+                                      (ptrdiff_t)qrow[r] * P->bias_sq + c0;
+                    for (j = 0; j < nk; ++j) w->s[(size_t)j * ATTN__BQ + r] += br[j];
+                }
+            }
+            X.mask = !full;
+            if (!full && P->dilation > 1) {     /* dilated windows: per-element rule, then no lane mask */
+                for (r = 0; r < nlanes; ++r)
+                    for (j = 0; j < nk; ++j)
+                        if (r >= n || !attn__visible(P, (v0 + r) / g + shift, c0 + j)) w->s[(size_t)j * ATTN__BQ + r] = -INFINITY;
+                X.mask = 0;
+            }
+            isa->softmax(w->s, nk, nlanes, (int)c0, &X);
+            isa->pv(w->s, nk, nrows8, V, ldv, Dv, w->alpha, w->acc, w->ldo);
+        }
+    }
+    for (r = 0; r < n; ++r) {
+        if (partial) {
+            float *pr = partial + (size_t)r * C->partial_row;
+            memcpy(pr, w->acc + (size_t)r * w->ldo, sizeof(float) * (size_t)Dv);
+            pr[w->ldo] = w->m[r]; pr[w->ldo + 1] = w->l[r];
+        } else {
+            attn__fwd_store(P, S->tb, qrow[r], head[r], w->acc + (size_t)r * w->ldo, w->m[r], w->l[r]);
         }
     }
 }
 
-static attn_status attn__fwd_workspace(const attn__problem *P, size_t *floats_per_thread, size_t *bytes) {
-    size_t n = attn__fwd_ws_floats(P->q.dim, P->v.dim);
-    if (!attn__mul_size(n, (size_t)P->n_threads, bytes) || !attn__mul_size(*bytes, sizeof(float), bytes) ||
-        !attn__add_size(*bytes, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
-    *floats_per_thread = n;
+/* Runs every tile of unit u (its ATTN__BQ rows, cut where the owning sequence changes) over
+   the keys of one split; rows no sequence owns get zeros. */
+static void attn__fwd_unit(const attn__fwd_ctx *C, attn__fwd_ws *w, int u, int split) {
+    const attn__problem *P = C->P;
+    const int g = P->groups, blk = u % C->units_per_head, bh = u / C->units_per_head;
+    const int hk = bh % P->k.heads, tb = bh / P->k.heads;
+    const int vr0 = blk * ATTN__BQ, vr1 = (int)ATTN__MIN((long long)P->q.seq * g, (long long)vr0 + ATTN__BQ);
+    int v = vr0;
+    while (v < vr1) {
+        attn__seq S;
+        const int row = v / g;
+        if (!attn__seq_of_row(P, tb, row, &S)) {       /* no sequence owns this row: zeros */
+            if (split == 0) attn__fwd_store(P, tb, row, hk * g + v % g, NULL, 0.0f, 0.0f);
+            ++v;
+            continue;
+        }
+        {
+            const int end = (int)ATTN__MIN((long long)vr1, ((long long)S.q0 + S.Lq) * g);
+            long long klo = 0, khi = S.Lk;
+            float *partial = NULL;
+            if (C->n_splits > 1) {
+                klo = (long long)split * C->split_keys; khi = ATTN__MIN(khi, klo + C->split_keys);
+                partial = C->partial + (((size_t)u * C->n_splits + split) * ATTN__BQ + (size_t)(v - vr0)) * C->partial_row;
+            }
+            attn__fwd_tile(C, w, &S, hk, v - S.q0 * g, end - v, klo, khi, partial);
+            v = end;
+        }
+    }
+}
+
+static void attn__fwd_task(void *vctx, int task, int thread) {
+    const attn__fwd_ctx *C = (const attn__fwd_ctx *)vctx;
+    attn__fwd_ws w = attn__fwd_ws_at(C->ws + (size_t)thread * C->ws_floats, C->P->q.dim, C->P->v.dim);
+    /* the last row blocks first: under a causal mask they carry the most keys */
+    const int split = task % C->n_splits, t = task / C->n_splits;
+    const int u = (t / C->units_per_head) * C->units_per_head + (C->units_per_head - 1 - t % C->units_per_head);
+    attn__fwd_unit(C, &w, u, split);
+}
+
+/* Second pass with n_splits > 1: merge each row's partials in split order. */
+static void attn__fwd_merge_task(void *vctx, int u, int thread) {
+    const attn__fwd_ctx *C = (const attn__fwd_ctx *)vctx;
+    const attn__problem *P = C->P;
+    const int g = P->groups, blk = u % C->units_per_head, bh = u / C->units_per_head;
+    const int hk = bh % P->k.heads, tb = bh / P->k.heads, Dv = P->v.dim;
+    const int vr0 = blk * ATTN__BQ, vr1 = (int)ATTN__MIN((long long)P->q.seq * g, (long long)vr0 + ATTN__BQ);
+    float *acc = C->ws + (size_t)thread * C->ws_floats;
+    int v, s, c;
+    for (v = vr0; v < vr1; ++v) {
+        attn__seq S;
+        const int row = v / g;
+        float mx = -INFINITY, l = 0.0f;
+        if (!attn__seq_of_row(P, tb, row, &S)) continue;       /* already zeroed by split 0 */
+        for (s = 0; s < C->n_splits; ++s) {
+            const float *pr = C->partial + (((size_t)u * C->n_splits + s) * ATTN__BQ + (size_t)(v - vr0)) * C->partial_row;
+            mx = ATTN__MAX(mx, pr[C->partial_row - 2]);
+        }
+        for (c = 0; c < Dv; ++c) acc[c] = 0.0f;
+        if (mx != -INFINITY)
+            for (s = 0; s < C->n_splits; ++s) {
+                const float *pr = C->partial + (((size_t)u * C->n_splits + s) * ATTN__BQ + (size_t)(v - vr0)) * C->partial_row;
+                const float f = pr[C->partial_row - 2] == -INFINITY ? 0.0f : expf(pr[C->partial_row - 2] - mx);
+                l += f * pr[C->partial_row - 1];
+                for (c = 0; c < Dv; ++c) acc[c] += f * pr[c];
+            }
+        attn__fwd_store(P, tb, row, hk * g + v % g, acc, mx, l);
+    }
+}
+
+/* Plans the decomposition and sizes the workspace. */
+static attn_status attn__fwd_plan(const attn__problem *P, attn__fwd_ctx *C, size_t *bytes) {
+    size_t units, per_thread, total, partial = 0, tasks;
+    const size_t vrows = (size_t)P->q.seq * (size_t)P->groups;
+    memset(C, 0, sizeof *C);
+    C->P = P;
+    if (vrows / ATTN__BQ >= (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    C->units_per_head = (int)((vrows + ATTN__BQ - 1) / ATTN__BQ);
+    if (!attn__mul_size((size_t)C->units_per_head, (size_t)P->k.heads * (size_t)P->q.batch, &units) || units > INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    C->n_units = (int)units;
+    /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
+       at least 8 chunks each, aiming at 32 tasks; depends on shapes only */
+    C->n_splits = 1;
+    if (units < 32) {
+        const long long min_keys = 8LL * ATTN__BK;
+        long long want = (32 + (long long)units - 1) / (long long)units, by_len = ((long long)P->k.seq + min_keys - 1) / min_keys;
+        C->n_splits = (int)ATTN__MAX(1LL, ATTN__MIN(want, by_len));
+    }
+    C->split_keys = (int)((((long long)P->k.seq + C->n_splits - 1) / C->n_splits + ATTN__BK - 1) / ATTN__BK * ATTN__BK);
+    if (!attn__mul_size(units, (size_t)C->n_splits, &tasks) || tasks > INT_MAX) return ATTN_ERR_OVERFLOW;
+    C->ws_floats = attn__fwd_ws_floats(P->q.dim, P->v.dim);
+    C->partial_row = attn__round16((size_t)P->v.dim) + 2;
+    if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread)) return ATTN_ERR_OVERFLOW;
+    if (C->n_splits > 1 && (!attn__mul_size(tasks, (size_t)ATTN__BQ * C->partial_row, &partial))) return ATTN_ERR_OVERFLOW;
+    if (!attn__add_size(per_thread, partial, &total) || !attn__mul_size(total, sizeof(float), &total) ||
+        !attn__add_size(total, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
     return ATTN_OK;
 }
 
 ATTNDEF attn_status attn_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, size_t *bytes) {
     attn__problem P;
-    size_t per;
+    attn__fwd_ctx C;
     attn_status s;
     if (!bytes) return ATTN_ERR_NULL_ARG;
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, NULL, &P)) != ATTN_OK) return s;
-    return attn__fwd_workspace(&P, &per, bytes);
+    return attn__fwd_plan(&P, &C, bytes);
 }
 
 ATTNDEF attn_status attn_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
                                  attn_tensor out, float *lse) {
     attn__problem P;
-    attn__fwd_ctx ctx;
-    size_t bytes, n_tasks;
+    attn__fwd_ctx C;
+    size_t bytes;
     void *owned = NULL;
+    char *base;
     attn_status s;
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, &out, &P)) != ATTN_OK) return s;
     P.lse = lse;
-    if ((s = attn__fwd_workspace(&P, &ctx.ws_floats, &bytes)) != ATTN_OK) return s;
-    ctx.row_blocks = (q.seq + ATTN__BQ - 1) / ATTN__BQ;
-    if (!attn__mul_size((size_t)ctx.row_blocks, (size_t)q.heads, &n_tasks) ||
-        !attn__mul_size(n_tasks, (size_t)q.batch, &n_tasks) || n_tasks > INT_MAX) return ATTN_ERR_OVERFLOW;
+    if ((s = attn__fwd_plan(&P, &C, &bytes)) != ATTN_OK) return s;
     if (desc->workspace) {
         if (desc->workspace_size < bytes) return ATTN_ERR_WORKSPACE;
-        ctx.ws = (float *)desc->workspace;
-        ctx.ws = (float *)((char *)ctx.ws + (ATTN__ALIGN - (uintptr_t)ctx.ws % ATTN__ALIGN) % ATTN__ALIGN);
+        base = (char *)desc->workspace;
     } else {
         if (!(owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
-        ctx.ws = (float *)owned;
+        base = (char *)owned;
     }
-    ctx.P = &P;
-    attn__parallel_for(desc, (int)n_tasks, P.n_threads, attn__fwd_task, &ctx);
+    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
+    C.ws = (float *)base;
+    C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
+    C.isa = attn__pick_isa();
+    attn__parallel_for(desc, C.n_units * C.n_splits, P.n_threads, attn__fwd_task, &C);
+    if (C.n_splits > 1) attn__parallel_for(desc, C.n_units, P.n_threads, attn__fwd_merge_task, &C);
     attn__free(owned);
     return ATTN_OK;
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.6 merge of partial results
+   3.7 merge of partial results
    --------------------------------------------------------------------------------------- */
 ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse,
                                attn_tensor out, float *lse) {
