@@ -729,6 +729,20 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BQ 64          /* rows per tile; a multiple of 16 */
 #define ATTN__BK 64          /* keys per chunk */
 
+#define ATTN__PF 16          /* rows of K/V prefetched ahead on memory-bound tiles */
+static void attn__prefetch(const char *p, size_t bytes) {
+#if defined(__GNUC__) || defined(__clang__)
+    size_t off;
+    for (off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
+#else
+    (void)p; (void)bytes;
+#endif
+}
+
+/* What a memory-bound kernel may prefetch: K rows below k_rows (counted from the chunk's
+   first key), and v_rows V rows of v_bytes, v_stride bytes apart. */
+typedef struct attn__pf { int k_rows, v_rows; const char *v; ptrdiff_t v_stride; size_t v_bytes; } attn__pf;
+
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
     float *m, *l, *alpha;               /* running max, running sum, this chunk's rescale factor */
@@ -744,9 +758,12 @@ typedef struct attn__isa {
     const char *name;
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
+    /* the same for n <= 16 rows from row-major QR [16][ldq]; NULL: use qk */
+    void (*qk_narrow)(const float *K, ptrdiff_t ldk, int nk, const attn__pf *pf, const float *QR, size_t ldq, int n, int D, float *S);
     /* softcap, ALiBi, mask, then online softmax of S's nk lines: S becomes P, m/l/alpha updated */
     void (*softmax)(float *S, int nk, int nlanes, int c0, const attn__smx *X);
-    /* acc[r][c] = alpha[r] acc[r][c] + sum_j S[j][r] V[j][c], r < nrows (a multiple of 8) */
+    /* acc[r][c] = alpha[r] acc[r][c] + sum_j S[j][r] V[j][c] for r < nrows; may also compute
+       rows up to the next multiple of 8 (acc has ATTN__BQ rows) */
     void (*pv)(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
                const float *alpha, float *acc, size_t ldo);
     /* n elements of dtype t -> fp32, times mul */
@@ -814,7 +831,7 @@ static void attn__pv_scalar(const float *S, int nk, int nrows, const float *V, p
 }
 
 static const attn__isa attn__isa_scalar = {
-    "scalar", attn__qk_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row
+    "scalar", attn__qk_scalar, NULL, attn__softmax_scalar, attn__pv_scalar, attn__load_row
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -927,6 +944,67 @@ ATTN__T512 static void attn__qk512_1x16(const float *K, const float *QT, int D, 
     _mm512_store_ps(S, _mm512_add_ps(c0, c1));
 }
 
+/* First n lanes set (n clamped to [0, 16]). */
+static __mmask16 attn__mask16(int n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u); }
+
+/* Lane i of the result = sum of the 16 lanes of v[i]: a transposing reduction tree. */
+ATTN__T512 static ATTN__INLINE __m512 attn__hsum16x16(const __m512 *v) {
+    __m512 u[8], x[4], y0, y1, s01, s23;
+    int i;
+    for (i = 0; i < 8; ++i)
+        u[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+    for (i = 0; i < 4; ++i)
+        x[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[2 * i]), _mm512_castps_pd(u[2 * i + 1]))),
+                             _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[2 * i]), _mm512_castps_pd(u[2 * i + 1]))));
+    y0 = _mm512_shuffle_f32x4(x[0], x[1], 0x88); y1 = _mm512_shuffle_f32x4(x[0], x[1], 0xdd); s01 = _mm512_add_ps(y0, y1);
+    y0 = _mm512_shuffle_f32x4(x[2], x[3], 0x88); y1 = _mm512_shuffle_f32x4(x[2], x[3], 0xdd); s23 = _mm512_add_ps(y0, y1);
+    return _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88), _mm512_shuffle_f32x4(s01, s23, 0xdd));
+}
+
+/* Narrow tiles (at most 16 rows: decoding, a GQA group): dot products of whole K rows with
+   Q rows (QR [16][ldq], zero rows past n) instead of lane broadcasts, so no SIMD lane idles.
+   R rows (a power of two) x 16/R keys make 16 accumulators, reduced by attn__hsum16x16;
+   keys past nk read row j again and are not stored. Rows up to pf_rows exist and are
+   prefetched ATTN__PF keys ahead: this path is memory-bound. */
+#define ATTN__NQ_FMA(i) a##i = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, K + (ptrdiff_t)kj[(i) / R] * ldk + d), \
+                                               _mm512_load_ps(QR + (size_t)((i) % R) * ldq + d), a##i);
+ATTN__T512 static ATTN__INLINE void attn__qk512_narrow_r(const float *K, ptrdiff_t ldk, int nk, const attn__pf *pf,
+                                                         const float *QR, size_t ldq, int D, float *S, const int R) {
+    const int KJ = 16 / R;
+    const __mmask16 tail = attn__mask16(D % 16 ? D % 16 : 16);
+    int j, d, kk;
+    for (j = 0; j < nk; j += KJ) {
+        const int kn = ATTN__MIN(KJ, nk - j);
+        int kj[16];
+        __m512 a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, v[16];
+        float tmp[16];
+        for (kk = 0; kk < KJ; ++kk) {
+            kj[kk] = kk < kn ? j + kk : j;
+            if (j + kk + ATTN__PF < pf->k_rows) attn__prefetch((const char *)(K + (ptrdiff_t)(j + kk + ATTN__PF) * ldk), sizeof(float) * (size_t)D);
+            if (j + kk < pf->v_rows) attn__prefetch(pf->v + (ptrdiff_t)(j + kk) * pf->v_stride, pf->v_bytes);
+        }
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = _mm512_setzero_ps();
+        for (d = 0; d < D; d += 16) {
+            const __mmask16 m = d + 16 <= D ? (__mmask16)0xffff : tail;
+            ATTN__NQ_FMA(0) ATTN__NQ_FMA(1) ATTN__NQ_FMA(2) ATTN__NQ_FMA(3) ATTN__NQ_FMA(4) ATTN__NQ_FMA(5)
+            ATTN__NQ_FMA(6) ATTN__NQ_FMA(7) ATTN__NQ_FMA(8) ATTN__NQ_FMA(9) ATTN__NQ_FMA(10) ATTN__NQ_FMA(11)
+            ATTN__NQ_FMA(12) ATTN__NQ_FMA(13) ATTN__NQ_FMA(14) ATTN__NQ_FMA(15)
+        }
+        v[0] = a0; v[1] = a1; v[2] = a2; v[3] = a3; v[4] = a4; v[5] = a5; v[6] = a6; v[7] = a7;
+        v[8] = a8; v[9] = a9; v[10] = a10; v[11] = a11; v[12] = a12; v[13] = a13; v[14] = a14; v[15] = a15;
+        _mm512_storeu_ps(tmp, attn__hsum16x16(v));
+        for (kk = 0; kk < kn; ++kk) memcpy(S + (size_t)(j + kk) * ATTN__BQ, tmp + kk * R, sizeof(float) * (size_t)R);
+    }
+}
+ATTN__T512 static void attn__qk512_narrow(const float *K, ptrdiff_t ldk, int nk, const attn__pf *pf, const float *QR, size_t ldq,
+                                          int n, int D, float *S) {
+    if (n <= 1) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 1);
+    else if (n <= 2) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 2);
+    else if (n <= 4) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 4);
+    else if (n <= 8) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 8);
+    else attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 16);
+}
+
 ATTN__T512 static void attn__qk_avx512(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S) {
     int j = 0;
     if (nlanes <= 16) {
@@ -985,7 +1063,6 @@ ATTN__T512 static void attn__softmax_avx512(float *S, int nk, int nlanes, int c0
     }
 }
 
-static __mmask16 attn__mask16(int n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u); }
 
 /* P.V register tile: 8 rows x 32 columns (16 zmm accumulators), alpha rescale folded in;
    masked loads/stores cover a head dim that is not a multiple of 32. */
@@ -994,9 +1071,38 @@ static __mmask16 attn__mask16(int n) { return n >= 16 ? (__mmask16)0xffff : n <=
 #define ATTN__PV_FMA(r) p = _mm512_set1_ps(pj[r]); a##r##0 = _mm512_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm512_fmadd_ps(p, v1, a##r##1);
 #define ATTN__PV_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; \
     _mm512_mask_storeu_ps(o, m0, a##r##0); _mm512_mask_storeu_ps(o + 16, m1, a##r##1);
+#define ATTN__PV4_LOAD(r) al = _mm512_set1_ps(alpha[r]); o = acc + (size_t)r * ldo + c; \
+    a##r##0 = _mm512_mul_ps(al, _mm512_maskz_loadu_ps(m0, o));      a##r##1 = _mm512_mul_ps(al, _mm512_maskz_loadu_ps(m1, o + 16)); \
+    a##r##2 = _mm512_mul_ps(al, _mm512_maskz_loadu_ps(m2, o + 32)); a##r##3 = _mm512_mul_ps(al, _mm512_maskz_loadu_ps(m3, o + 48));
+#define ATTN__PV4_FMA(r) p = _mm512_set1_ps(pj[r]); \
+    a##r##0 = _mm512_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm512_fmadd_ps(p, v1, a##r##1); \
+    a##r##2 = _mm512_fmadd_ps(p, v2, a##r##2); a##r##3 = _mm512_fmadd_ps(p, v3, a##r##3);
+#define ATTN__PV4_STORE(r) o = acc + (size_t)r * ldo + c; \
+    _mm512_mask_storeu_ps(o, m0, a##r##0);      _mm512_mask_storeu_ps(o + 16, m1, a##r##1); \
+    _mm512_mask_storeu_ps(o + 32, m2, a##r##2); _mm512_mask_storeu_ps(o + 48, m3, a##r##3);
+/* 4 rows x 64 columns, for narrow tiles (a decoding step's GQA group). */
+ATTN__T512 static void attn__pv512_4rows(const float *S, int nk, const float *V, ptrdiff_t ldv, int Dv,
+                                         const float *alpha, float *acc, size_t ldo) {
+    int c, j;
+    for (c = 0; c < Dv; c += 64) {
+        const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16), m2 = attn__mask16(Dv - c - 32),
+                        m3 = attn__mask16(Dv - c - 48);
+        __m512 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33, al, p;
+        float *o;
+        ATTN__PV4_LOAD(0) ATTN__PV4_LOAD(1) ATTN__PV4_LOAD(2) ATTN__PV4_LOAD(3)
+        for (j = 0; j < nk; ++j) {
+            const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ;
+            const __m512 v0 = _mm512_maskz_loadu_ps(m0, vj), v1 = _mm512_maskz_loadu_ps(m1, vj + 16),
+                         v2 = _mm512_maskz_loadu_ps(m2, vj + 32), v3 = _mm512_maskz_loadu_ps(m3, vj + 48);
+            ATTN__PV4_FMA(0) ATTN__PV4_FMA(1) ATTN__PV4_FMA(2) ATTN__PV4_FMA(3)
+        }
+        ATTN__PV4_STORE(0) ATTN__PV4_STORE(1) ATTN__PV4_STORE(2) ATTN__PV4_STORE(3)
+    }
+}
 ATTN__T512 static void attn__pv_avx512(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
                                        const float *alpha, float *acc, size_t ldo) {
     int r0, c, j;
+    if (nrows <= 4) { attn__pv512_4rows(S, nk, V, ldv, Dv, alpha, acc, ldo); return; }
     for (r0 = 0; r0 < nrows; r0 += 8)
         for (c = 0; c < Dv; c += 32) {
             const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16);
@@ -1036,18 +1142,189 @@ ATTN__T512 static void attn__load_avx512(const void *src, attn_dtype t, float *d
 }
 
 static const attn__isa attn__isa_avx512 = {
-    "avx512", attn__qk_avx512, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512
+    "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512
+};
+
+/* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
+
+/* exp on 8 lanes (same polynomial as the AVX-512 one); 2^n built in the exponent field, so
+   inputs below -87.3 give exactly 0. Returns exp(r) - 1 and n through q/n when asked. */
+ATTN__T256 static ATTN__INLINE __m256 attn__exp_parts256(__m256 x, __m256 *q_out, __m256 *n_out) {
+    __m256 n, r, r2, p, q, two_n;
+    const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
+    x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.3f), x));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    r2 = _mm256_mul_ps(r, r);
+    q = _mm256_fmadd_ps(p, r2, r);
+    two_n = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+    if (q_out) { *q_out = q; *n_out = two_n; }
+    return _mm256_andnot_ps(under, _mm256_fmadd_ps(two_n, q, two_n));
+}
+ATTN__T256 static ATTN__INLINE __m256 attn__exp256(__m256 x) { return attn__exp_parts256(x, NULL, NULL); }
+
+ATTN__T256 static ATTN__INLINE __m256 attn__tanh256(__m256 x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 q, two_n, em, t;
+    attn__exp_parts256(_mm256_mul_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(-2.0f)), &q, &two_n);
+    em = _mm256_fmadd_ps(two_n, q, _mm256_sub_ps(two_n, _mm256_set1_ps(1.0f)));     /* expm1(-2|x|) */
+    t = _mm256_div_ps(_mm256_sub_ps(_mm256_setzero_ps(), em), _mm256_add_ps(em, _mm256_set1_ps(2.0f)));
+    return _mm256_or_ps(t, _mm256_and_ps(x, sign));
+}
+
+/* Q.K^T: 6 keys x 16 lanes (12 ymm accumulators) per step, lane blocks of 16. */
+#define ATTN__QK6Y_ROW(x) b = _mm256_broadcast_ss(k##x + d); \
+    c##x##0 = _mm256_fmadd_ps(b, q0, c##x##0); c##x##1 = _mm256_fmadd_ps(b, q1, c##x##1);
+#define ATTN__QK6Y_STORE(x) _mm256_store_ps(S + x * ATTN__BQ, c##x##0); _mm256_store_ps(S + x * ATTN__BQ + 8, c##x##1);
+ATTN__T256 static void attn__qk256_6x16(const float *K, ptrdiff_t ldk, const float *QT, int D, float *S) {
+    const float *k0 = K, *k1 = K + ldk, *k2 = K + 2 * ldk, *k3 = K + 3 * ldk, *k4 = K + 4 * ldk, *k5 = K + 5 * ldk;
+    __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, b;
+    int d;
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+    for (d = 0; d < D; ++d) {
+        const __m256 q0 = _mm256_load_ps(QT + (size_t)d * ATTN__BQ), q1 = _mm256_load_ps(QT + (size_t)d * ATTN__BQ + 8);
+        ATTN__QK6Y_ROW(0) ATTN__QK6Y_ROW(1) ATTN__QK6Y_ROW(2) ATTN__QK6Y_ROW(3) ATTN__QK6Y_ROW(4) ATTN__QK6Y_ROW(5)
+    }
+    ATTN__QK6Y_STORE(0) ATTN__QK6Y_STORE(1) ATTN__QK6Y_STORE(2) ATTN__QK6Y_STORE(3) ATTN__QK6Y_STORE(4) ATTN__QK6Y_STORE(5)
+}
+ATTN__T256 static void attn__qk256_1x16(const float *K, const float *QT, int D, float *S) {
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0;
+    int d;
+    for (d = 0; d < D; ++d) {
+        const __m256 b = _mm256_broadcast_ss(K + d);
+        c0 = _mm256_fmadd_ps(b, _mm256_load_ps(QT + (size_t)d * ATTN__BQ), c0);
+        c1 = _mm256_fmadd_ps(b, _mm256_load_ps(QT + (size_t)d * ATTN__BQ + 8), c1);
+    }
+    _mm256_store_ps(S, c0); _mm256_store_ps(S + 8, c1);
+}
+ATTN__T256 static void attn__qk_avx2(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S) {
+    int r, j;
+    for (r = 0; r < nlanes; r += 16) {
+        for (j = 0; j + 6 <= nk; j += 6) attn__qk256_6x16(K + (ptrdiff_t)j * ldk, ldk, QT + r, D, S + (size_t)j * ATTN__BQ + r);
+        for (; j < nk; ++j) attn__qk256_1x16(K + (ptrdiff_t)j * ldk, QT + r, D, S + (size_t)j * ATTN__BQ + r);
+    }
+}
+
+ATTN__T256 static void attn__softmax_avx2(float *S, int nk, int nlanes, int c0, const attn__smx *X) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    const __m256 cap = _mm256_set1_ps(X->softcap), inv_cap = _mm256_set1_ps(X->softcap > 0 ? 1.0f / X->softcap : 0.0f);
+    const int transform = X->softcap > 0.0f || X->alibi || X->mask;
+    int r, j;
+    for (r = 0; r < nlanes; r += 8) {
+        const __m256 mold = _mm256_loadu_ps(X->m + r);
+        const __m256 pos = _mm256_loadu_ps(X->pos + r), slope = _mm256_loadu_ps(X->slope + r);
+        const __m256i one = _mm256_set1_epi32(1);
+        const __m256i lo1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(X->lo + r)), one);
+        const __m256i hi1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(X->hi + r)), one);
+        const __m256i cap1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(X->cap + r)), one);
+        __m256 mx = ninf, mnew, msafe, alpha, sum = zero;
+        float *s = S + r;
+        if (transform) {
+            for (j = 0; j < nk; ++j) {
+                __m256 v = _mm256_load_ps(s + (size_t)j * ATTN__BQ);
+                if (X->softcap > 0.0f) v = _mm256_mul_ps(cap, attn__tanh256(_mm256_mul_ps(v, inv_cap)));
+                if (X->alibi) {
+                    const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_set1_ps((float)(c0 + j))));
+                    v = _mm256_fnmadd_ps(slope, dist, v);
+                }
+                if (X->mask) {       /* j <= cap  &&  (j < pre || (lo <= j && j <= hi)) */
+                    const __m256i jv = _mm256_set1_epi32(c0 + j);
+                    __m256i k = _mm256_cmpgt_epi32(cap1, jv);
+                    if (c0 + j >= X->pre) k = _mm256_and_si256(k, _mm256_and_si256(_mm256_cmpgt_epi32(jv, lo1), _mm256_cmpgt_epi32(hi1, jv)));
+                    v = _mm256_blendv_ps(ninf, v, _mm256_castsi256_ps(k));
+                }
+                _mm256_store_ps(s + (size_t)j * ATTN__BQ, v);
+                mx = _mm256_max_ps(mx, v);
+            }
+        } else {
+            for (j = 0; j < nk; ++j) mx = _mm256_max_ps(mx, _mm256_load_ps(s + (size_t)j * ATTN__BQ));
+        }
+        mnew = _mm256_max_ps(mold, mx);
+        msafe = _mm256_blendv_ps(mnew, zero, _mm256_cmp_ps(mnew, ninf, _CMP_EQ_OQ));
+        alpha = attn__exp256(_mm256_sub_ps(mold, msafe));
+        for (j = 0; j < nk; ++j) {
+            const __m256 p = attn__exp256(_mm256_sub_ps(_mm256_load_ps(s + (size_t)j * ATTN__BQ), msafe));
+            _mm256_store_ps(s + (size_t)j * ATTN__BQ, p);
+            sum = _mm256_add_ps(sum, p);
+        }
+        _mm256_storeu_ps(X->l + r, _mm256_fmadd_ps(_mm256_loadu_ps(X->l + r), alpha, sum));
+        _mm256_storeu_ps(X->m + r, mnew);
+        _mm256_storeu_ps(X->alpha + r, alpha);
+    }
+}
+
+/* P.V: 4 rows x 16 columns (8 ymm accumulators); maskload/maskstore for a ragged head dim. */
+ATTN__T256 static __m256i attn__mask8(int n) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n < 0 ? 0 : n), idx);
+}
+#define ATTN__PVY_LOAD(r) al = _mm256_set1_ps(alpha[r0 + r]); o = acc + (size_t)(r0 + r) * ldo + c; \
+    a##r##0 = _mm256_mul_ps(al, _mm256_maskload_ps(o, m0)); a##r##1 = _mm256_mul_ps(al, _mm256_maskload_ps(o + 8, m1));
+#define ATTN__PVY_FMA(r) p = _mm256_broadcast_ss(pj + r); a##r##0 = _mm256_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm256_fmadd_ps(p, v1, a##r##1);
+#define ATTN__PVY_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; _mm256_maskstore_ps(o, m0, a##r##0); _mm256_maskstore_ps(o + 8, m1, a##r##1);
+ATTN__T256 static void attn__pv_avx2(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
+                                     const float *alpha, float *acc, size_t ldo) {
+    int r0, c, j;
+    for (r0 = 0; r0 < nrows; r0 += 4)
+        for (c = 0; c < Dv; c += 16) {
+            const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8);
+            __m256 a00, a01, a10, a11, a20, a21, a30, a31, al, p;
+            float *o;
+            ATTN__PVY_LOAD(0) ATTN__PVY_LOAD(1) ATTN__PVY_LOAD(2) ATTN__PVY_LOAD(3)
+            for (j = 0; j < nk; ++j) {
+                const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ + r0;
+                const __m256 v0 = _mm256_maskload_ps(vj, m0), v1 = _mm256_maskload_ps(vj + 8, m1);
+                ATTN__PVY_FMA(0) ATTN__PVY_FMA(1) ATTN__PVY_FMA(2) ATTN__PVY_FMA(3)
+            }
+            ATTN__PVY_STORE(0) ATTN__PVY_STORE(1) ATTN__PVY_STORE(2) ATTN__PVY_STORE(3)
+        }
+}
+
+ATTN__T256 static void attn__load_avx2(const void *src, attn_dtype t, float *dst, int n, float mul) {
+    const __m256 mv = _mm256_set1_ps(mul);
+    int i = 0;
+    if (t == ATTN_F32) {
+        const float *s = (const float *)src;
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, _mm256_loadu_ps(s + i)));
+    } else if (t == ATTN_F16) {
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i)))));
+    } else {
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 8 <= n; i += 8) {
+            const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
+            _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16))));
+        }
+    }
+    if (i < n) attn__load_row((const char *)src + (size_t)i * attn__dtype_size(t), t, dst + i, n - i, mul);
+}
+
+static const attn__isa attn__isa_avx2 = {
+    "avx2", attn__qk_avx2, NULL, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
-/* The fastest kernels this CPU runs. */
+/* The fastest kernels this CPU runs (ATTN_NO_AVX512 caps it at AVX2, ATTN_NO_SIMD at scalar). */
 static const attn__isa *attn__pick_isa(void) {
 #if defined(ATTN__X86_SIMD)
-#if defined(__AVX512F__)
-    return &attn__isa_avx512;
-#elif defined(__GNUC__) || defined(__clang__)
+#if defined(__GNUC__) || defined(__clang__)
     __builtin_cpu_init();
+#if !defined(ATTN_NO_AVX512)
     if (__builtin_cpu_supports("avx512f")) return &attn__isa_avx512;
+#endif
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &attn__isa_avx2;
+#elif defined(__AVX512F__) && !defined(ATTN_NO_AVX512)
+    return &attn__isa_avx512;
+#elif defined(__AVX2__)
+    return &attn__isa_avx2;
 #endif
 #endif
     return &attn__isa_scalar;
@@ -1097,18 +1374,18 @@ static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, 
 
 /* Per-thread scratch (floats, 64-byte aligned pieces). */
 typedef struct attn__fwd_ws {
-    float *qt, *s, *acc, *m, *l, *alpha, *kbuf, *vbuf;
+    float *qt, *qr, *s, *acc, *m, *l, *alpha, *kbuf, *vbuf;
     size_t ldo, ldk, ldv;
 } attn__fwd_ws;
 
 static size_t attn__fwd_ws_floats(int D, int Dv) {
     const size_t dk = attn__round16((size_t)D), dv = attn__round16((size_t)Dv);
-    return dk * ATTN__BQ + (size_t)ATTN__BK * ATTN__BQ + ATTN__BQ * dv + 3 * ATTN__BQ + ATTN__BK * dk + ATTN__BK * dv;
+    return dk * ATTN__BQ + 16 * dk + (size_t)ATTN__BK * ATTN__BQ + ATTN__BQ * dv + 3 * ATTN__BQ + ATTN__BK * dk + ATTN__BK * dv;
 }
 static attn__fwd_ws attn__fwd_ws_at(float *base, int D, int Dv) {
     attn__fwd_ws w;
     w.ldk = attn__round16((size_t)D); w.ldv = attn__round16((size_t)Dv); w.ldo = w.ldv;
-    w.qt = base;                   w.s = w.qt + w.ldk * ATTN__BQ;
+    w.qt = base;                   w.qr = w.qt + w.ldk * ATTN__BQ; w.s = w.qr + 16 * w.ldk;
     w.acc = w.s + ATTN__BK * ATTN__BQ; w.m = w.acc + ATTN__BQ * w.ldo;
     w.l = w.m + ATTN__BQ;          w.alpha = w.l + ATTN__BQ;
     w.kbuf = w.alpha + ATTN__BQ;   w.vbuf = w.kbuf + ATTN__BK * w.ldk;
@@ -1172,7 +1449,7 @@ static void attn__fwd_tile(const attn__fwd_ctx *C, attn__fwd_ws *w, const attn__
     const attn__problem *P = C->P;
     const attn__isa *isa = C->isa;
     const int D = P->q.dim, Dv = P->v.dim, g = P->groups;
-    const int nlanes = (int)attn__round16((size_t)n), nrows8 = (n + 7) & ~7;
+    const int nlanes = (int)attn__round16((size_t)n), narrow = n <= 16 && isa->qk_narrow != NULL;
     const long long shift = (long long)S->Lk - S->Lq;      /* query i sits at position i + shift */
     const long long p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
     int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
@@ -1208,6 +1485,7 @@ static void attn__fwd_tile(const attn__fwd_ctx *C, attn__fwd_ws *w, const attn__
             if (r < n) isa->load((const char *)attn__at(&P->q, S->tb, qrow[r], head[r]) + (size_t)d * P->q.esize,
                                  P->q.dtype, qtmp, m, P->scale);
             for (e = 0; e < m; ++e) w->qt[(size_t)(d + e) * ATTN__BQ + r] = r < n ? qtmp[e] : 0.0f;
+            if (narrow) for (e = 0; e < m; ++e) w->qr[(size_t)r * w->ldk + d + e] = r < n ? qtmp[e] : 0.0f;
         }
         w->m[r] = -INFINITY; w->l[r] = 0.0f;
         memset(w->acc + (size_t)r * w->ldo, 0, sizeof(float) * w->ldo);
@@ -1228,15 +1506,33 @@ static void attn__fwd_tile(const attn__fwd_ctx *C, attn__fwd_ws *w, const attn__
             const char *vp = (const char *)attn__at(&P->v, S->tb, S->k0 + (int)c0, hk);
             const float *K, *V;
             ptrdiff_t ldk, ldv;
-            if (P->k.dtype == ATTN_F32) { K = (const float *)kp; ldk = P->k.ss; V = (const float *)vp; ldv = P->v.ss; }
-            else {              /* f16/bf16 K and V: convert the chunk once for all rows */
+            attn__pf pf = {0, 0, NULL, 0, 0};
+            if (P->k.dtype == ATTN_F32 && (nlanes > 16 || narrow)) {
+                K = (const float *)kp; ldk = P->k.ss; V = (const float *)vp; ldv = P->v.ss;
+                if (narrow) {       /* memory-bound: K ATTN__PF rows ahead, V of this chunk */
+                    pf.k_rows = (int)ATTN__MIN(b - c0, (long long)ATTN__BK + ATTN__PF);
+                    pf.v = vp; pf.v_rows = nk; pf.v_stride = P->v.ss * (ptrdiff_t)sizeof(float);
+                    pf.v_bytes = sizeof(float) * (size_t)Dv;
+                }
+            }
+            else {
+                /* f16/bf16 K and V are converted once for all rows. Narrow tiles (decoding) are
+                   memory-bound: they copy f32 too, and prefetch ATTN__PF rows ahead, since one
+                   head's rows sit [heads * dim] apart and each starts a page the hardware
+                   prefetchers will not enter. */
+                const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
                 for (j = 0; j < nk; ++j) {
-                    isa->load(kp + (ptrdiff_t)j * P->k.ss * (ptrdiff_t)P->k.esize, P->k.dtype, w->kbuf + (size_t)j * w->ldk, D, 1.0f);
-                    isa->load(vp + (ptrdiff_t)j * P->v.ss * (ptrdiff_t)P->v.esize, P->v.dtype, w->vbuf + (size_t)j * w->ldv, Dv, 1.0f);
+                    if (nlanes <= 16 && c0 + j + ATTN__PF < b) {
+                        attn__prefetch(kp + (ptrdiff_t)(j + ATTN__PF) * kst, (size_t)D * P->k.esize);
+                        attn__prefetch(vp + (ptrdiff_t)(j + ATTN__PF) * vst, (size_t)Dv * P->v.esize);
+                    }
+                    isa->load(kp + (ptrdiff_t)j * kst, P->k.dtype, w->kbuf + (size_t)j * w->ldk, D, 1.0f);
+                    isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, w->vbuf + (size_t)j * w->ldv, Dv, 1.0f);
                 }
                 K = w->kbuf; ldk = (ptrdiff_t)w->ldk; V = w->vbuf; ldv = (ptrdiff_t)w->ldv;
             }
-            isa->qk(K, ldk, nk, w->qt, nlanes, D, w->s);
+            if (narrow) isa->qk_narrow(K, ldk, nk, &pf, w->qr, w->ldk, n, D, w->s);
+            else isa->qk(K, ldk, nk, w->qt, nlanes, D, w->s);
             X.softcap = P->softcap;
             if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
                 /* softcap comes before bias and mask: apply it here, not in the stage */
@@ -1263,7 +1559,7 @@ static void attn__fwd_tile(const attn__fwd_ctx *C, attn__fwd_ws *w, const attn__
                 X.mask = 0;
             }
             isa->softmax(w->s, nk, nlanes, (int)c0, &X);
-            isa->pv(w->s, nk, nrows8, V, ldv, Dv, w->alpha, w->acc, w->ldo);
+            isa->pv(w->s, nk, n, V, ldv, Dv, w->alpha, w->acc, w->ldo);
         }
     }
     for (r = 0; r < n; ++r) {
