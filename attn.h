@@ -728,20 +728,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
    the online softmax runs down the key axis with one lane per row: no horizontal reductions. */
 #define ATTN__BQ 64          /* rows per tile; a multiple of 16 */
 #define ATTN__BK 64          /* keys per chunk */
-
-#define ATTN__PF 16          /* rows of K/V prefetched ahead on memory-bound tiles */
-static void attn__prefetch(const char *p, size_t bytes) {
-#if defined(__GNUC__) || defined(__clang__)
-    size_t off;
-    for (off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
-#else
-    (void)p; (void)bytes;
-#endif
-}
-
-/* What a memory-bound kernel may prefetch: K rows below k_rows (counted from the chunk's
-   first key), and v_rows V rows of v_bytes, v_stride bytes apart. */
-typedef struct attn__pf { int k_rows, v_rows; const char *v; ptrdiff_t v_stride; size_t v_bytes; } attn__pf;
+#define ATTN__BK_DECODE 8    /* keys per chunk when decoding walks every KV head at once */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -759,7 +746,7 @@ typedef struct attn__isa {
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
     /* the same for n <= 16 rows from row-major QR [16][ldq]; NULL: use qk */
-    void (*qk_narrow)(const float *K, ptrdiff_t ldk, int nk, const attn__pf *pf, const float *QR, size_t ldq, int n, int D, float *S);
+    void (*qk_narrow)(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq, int n, int D, float *S);
     /* softcap, ALiBi, mask, then online softmax of S's nk lines: S becomes P, m/l/alpha updated */
     void (*softmax)(float *S, int nk, int nlanes, int c0, const attn__smx *X);
     /* acc[r][c] = alpha[r] acc[r][c] + sum_j S[j][r] V[j][c] for r < nrows; may also compute
@@ -964,12 +951,11 @@ ATTN__T512 static ATTN__INLINE __m512 attn__hsum16x16(const __m512 *v) {
 /* Narrow tiles (at most 16 rows: decoding, a GQA group): dot products of whole K rows with
    Q rows (QR [16][ldq], zero rows past n) instead of lane broadcasts, so no SIMD lane idles.
    R rows (a power of two) x 16/R keys make 16 accumulators, reduced by attn__hsum16x16;
-   keys past nk read row j again and are not stored. Rows up to pf_rows exist and are
-   prefetched ATTN__PF keys ahead: this path is memory-bound. */
+   keys past nk read row j again and are not stored. */
 #define ATTN__NQ_FMA(i) a##i = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, K + (ptrdiff_t)kj[(i) / R] * ldk + d), \
                                                _mm512_load_ps(QR + (size_t)((i) % R) * ldq + d), a##i);
-ATTN__T512 static ATTN__INLINE void attn__qk512_narrow_r(const float *K, ptrdiff_t ldk, int nk, const attn__pf *pf,
-                                                         const float *QR, size_t ldq, int D, float *S, const int R) {
+ATTN__T512 static ATTN__INLINE void attn__qk512_narrow_r(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq,
+                                                         int D, float *S, const int R) {
     const int KJ = 16 / R;
     const __mmask16 tail = attn__mask16(D % 16 ? D % 16 : 16);
     int j, d, kk;
@@ -978,11 +964,7 @@ ATTN__T512 static ATTN__INLINE void attn__qk512_narrow_r(const float *K, ptrdiff
         int kj[16];
         __m512 a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, v[16];
         float tmp[16];
-        for (kk = 0; kk < KJ; ++kk) {
-            kj[kk] = kk < kn ? j + kk : j;
-            if (j + kk + ATTN__PF < pf->k_rows) attn__prefetch((const char *)(K + (ptrdiff_t)(j + kk + ATTN__PF) * ldk), sizeof(float) * (size_t)D);
-            if (j + kk < pf->v_rows) attn__prefetch(pf->v + (ptrdiff_t)(j + kk) * pf->v_stride, pf->v_bytes);
-        }
+        for (kk = 0; kk < KJ; ++kk) kj[kk] = kk < kn ? j + kk : j;
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = _mm512_setzero_ps();
         for (d = 0; d < D; d += 16) {
             const __mmask16 m = d + 16 <= D ? (__mmask16)0xffff : tail;
@@ -996,13 +978,13 @@ ATTN__T512 static ATTN__INLINE void attn__qk512_narrow_r(const float *K, ptrdiff
         for (kk = 0; kk < kn; ++kk) memcpy(S + (size_t)(j + kk) * ATTN__BQ, tmp + kk * R, sizeof(float) * (size_t)R);
     }
 }
-ATTN__T512 static void attn__qk512_narrow(const float *K, ptrdiff_t ldk, int nk, const attn__pf *pf, const float *QR, size_t ldq,
+ATTN__T512 static void attn__qk512_narrow(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq,
                                           int n, int D, float *S) {
-    if (n <= 1) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 1);
-    else if (n <= 2) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 2);
-    else if (n <= 4) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 4);
-    else if (n <= 8) attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 8);
-    else attn__qk512_narrow_r(K, ldk, nk, pf, QR, ldq, D, S, 16);
+    if (n <= 1) attn__qk512_narrow_r(K, ldk, nk, QR, ldq, D, S, 1);
+    else if (n <= 2) attn__qk512_narrow_r(K, ldk, nk, QR, ldq, D, S, 2);
+    else if (n <= 4) attn__qk512_narrow_r(K, ldk, nk, QR, ldq, D, S, 4);
+    else if (n <= 8) attn__qk512_narrow_r(K, ldk, nk, QR, ldq, D, S, 8);
+    else attn__qk512_narrow_r(K, ldk, nk, QR, ldq, D, S, 16);
 }
 
 ATTN__T512 static void attn__qk_avx512(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S) {
@@ -1372,26 +1354,6 @@ static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, 
     r[0][0] = 0; r[0][1] = pre; r[1][0] = lo; r[1][1] = lhi; return 2;
 }
 
-/* Per-thread scratch (floats, 64-byte aligned pieces). */
-typedef struct attn__fwd_ws {
-    float *qt, *qr, *s, *acc, *m, *l, *alpha, *kbuf, *vbuf;
-    size_t ldo, ldk, ldv;
-} attn__fwd_ws;
-
-static size_t attn__fwd_ws_floats(int D, int Dv) {
-    const size_t dk = attn__round16((size_t)D), dv = attn__round16((size_t)Dv);
-    return dk * ATTN__BQ + 16 * dk + (size_t)ATTN__BK * ATTN__BQ + ATTN__BQ * dv + 3 * ATTN__BQ + ATTN__BK * dk + ATTN__BK * dv;
-}
-static attn__fwd_ws attn__fwd_ws_at(float *base, int D, int Dv) {
-    attn__fwd_ws w;
-    w.ldk = attn__round16((size_t)D); w.ldv = attn__round16((size_t)Dv); w.ldo = w.ldv;
-    w.qt = base;                   w.qr = w.qt + w.ldk * ATTN__BQ; w.s = w.qr + 16 * w.ldk;
-    w.acc = w.s + ATTN__BK * ATTN__BQ; w.m = w.acc + ATTN__BQ * w.ldo;
-    w.l = w.m + ATTN__BQ;          w.alpha = w.l + ATTN__BQ;
-    w.kbuf = w.alpha + ATTN__BQ;   w.vbuf = w.kbuf + ATTN__BK * w.ldk;
-    return w;
-}
-
 /* Where one sequence of the batch lives: tensor batch, its index for seqlens/bias, first row
    of q and of k on the tensors' seq axis, valid lengths. */
 typedef struct attn__seq { int tb, seq, q0, k0, Lq, Lk; } attn__seq;
@@ -1414,19 +1376,47 @@ static int attn__seq_of_row(const attn__problem *P, int tb, int row, attn__seq *
     return 1;
 }
 
-/* The work: "units" of ATTN__BQ rows of one (tensor batch, KV head), where row v is query
-   position v / groups of query head hk * groups + v % groups; each unit is cut into tiles where
-   the owning sequence changes. With few units (decoding), each unit's keys are also cut into
-   n_splits ranges computed as separate tasks and merged by logsumexp (flash-decoding). The
-   decomposition depends only on the shapes, never on the thread count: same bits for any. */
+/* One tile's state: its rows and their masks, packed queries, running softmax and output.
+   Memory-bound decoding keeps one per KV head and walks the keys once for all of them. */
+typedef struct attn__tile {
+    attn__seq S;
+    int hk, v0, n, nlanes, narrow;
+    long long shift, p0, p1;                   /* query i sits at position i + shift */
+    float *qt, *qr, *acc, *m, *l, *alpha;      /* workspace: [D][BQ], [16][ldk], [rows][ldo], [rows] */
+    int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
+    int head[ATTN__BQ], qrow[ATTN__BQ];
+    float pos[ATTN__BQ], slope[ATTN__BQ];
+} attn__tile;
+
+/* Workspace geometry, in floats; every piece starts 64-byte aligned. */
+typedef struct attn__fwd_geo {
+    size_t ldk, ldv, ldo;        /* row strides of Q/K, V, out rows */
+    size_t scratch;              /* S [BK][BQ], K and V chunk copies */
+    size_t tile;                 /* a tile with ATTN__BQ rows: struct, QT, acc, m/l/alpha */
+    size_t narrow_tile;          /* a tile with at most 16 rows: struct, QR, acc, m/l/alpha */
+} attn__fwd_geo;
+
+static attn__fwd_geo attn__fwd_geometry(int D, int Dv) {
+    attn__fwd_geo g;
+    const size_t st = attn__round16((sizeof(attn__tile) + sizeof(float) - 1) / sizeof(float));
+    g.ldk = attn__round16((size_t)D); g.ldv = attn__round16((size_t)Dv); g.ldo = g.ldv;
+    g.scratch = (size_t)ATTN__BK * ATTN__BQ + ATTN__BK * g.ldk + ATTN__BK * g.ldv;
+    g.tile = st + g.ldk * ATTN__BQ + ATTN__BQ * g.ldo + 3 * ATTN__BQ;
+    g.narrow_tile = st + 16 * g.ldk + 16 * g.ldo + 3 * 16;
+    return g;
+}
+
 typedef struct attn__fwd_ctx {
     const attn__problem *P;
     const attn__isa *isa;
-    float *ws;                 /* n_threads per-thread blocks of ws_floats */
+    attn__fwd_geo geo;
+    float *ws;                 /* n_threads blocks of ws_floats */
     size_t ws_floats;
-    float *partial;            /* n_splits > 1: [unit][split][BQ] x (ldo acc + m + l) */
-    size_t partial_row;        /* floats per partial row: ldo + 2 */
+    float *partial;            /* n_splits > 1: [unit][split][unit_rows] x partial_row */
+    size_t partial_row;        /* ldo acc floats, then m, l */
+    int unit_rows;             /* rows in a unit: min(ATTN__BQ, q.seq * groups) */
     int units_per_head, n_units, n_splits, split_keys;
+    int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
 } attn__fwd_ctx;
 
 /* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
@@ -1442,144 +1432,159 @@ static void attn__fwd_store(const attn__problem *P, int tb, int row, int h, cons
     }
 }
 
-/* One tile: rows v0..v0+n-1 of sequence S and KV head hk, keys [klo, khi) of the sequence.
-   partial == NULL: finish the rows into out/lse; else leave acc, m, l there (row stride prow). */
-static void attn__fwd_tile(const attn__fwd_ctx *C, attn__fwd_ws *w, const attn__seq *S, int hk, int v0, int n,
-                           long long klo, long long khi, float *partial) {
+/* Sets up tile T in memory mem: rows v0..v0+n-1 (row v = query v / groups of head
+   hk * groups + v % groups) of sequence S. */
+static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, const attn__seq *S, int hk, int v0, int n) {
     const attn__problem *P = C->P;
-    const attn__isa *isa = C->isa;
-    const int D = P->q.dim, Dv = P->v.dim, g = P->groups;
-    const int nlanes = (int)attn__round16((size_t)n), narrow = n <= 16 && isa->qk_narrow != NULL;
-    const long long shift = (long long)S->Lk - S->Lq;      /* query i sits at position i + shift */
-    const long long p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
-    int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
-    int head[ATTN__BQ], qrow[ATTN__BQ];
-    float pos[ATTN__BQ], slope[ATTN__BQ], qtmp[16];
-    attn__smx X;
-    long long ranges[2][2];
-    int n_ranges, ri, r, j, d;
-
-    /* per-row masks, positions, slopes; Q^T packed with the scale folded in */
-    for (r = 0; r < nlanes; ++r) {
+    const int D = P->q.dim, g = P->groups;
+    const size_t st = attn__round16((sizeof(attn__tile) + sizeof(float) - 1) / sizeof(float));
+    int r, d, rows;
+    float qtmp[16];
+    T->S = *S; T->hk = hk; T->v0 = v0; T->n = n;
+    T->nlanes = (int)attn__round16((size_t)n);
+    T->narrow = n <= 16 && C->isa->qk_narrow != NULL;
+    T->shift = (long long)S->Lk - S->Lq;
+    T->p0 = v0 / g + T->shift; T->p1 = (v0 + n - 1) / g + T->shift;
+    rows = T->narrow ? 16 : ATTN__BQ;
+    T->qt = mem + st;
+    T->qr = T->qt;                                  /* a tile packs QT or QR, never both */
+    T->acc = T->qt + (T->narrow ? 16 * C->geo.ldk : C->geo.ldk * ATTN__BQ);
+    T->m = T->acc + (size_t)rows * C->geo.ldo; T->l = T->m + rows; T->alpha = T->l + rows;
+    for (r = 0; r < T->nlanes; ++r) {
         long long p, c, a, b;
-        if (r >= n) { lo[r] = 0; hi[r] = -1; cap[r] = -1; pos[r] = 0.0f; slope[r] = 0.0f; continue; }
-        head[r] = hk * g + (v0 + r) % g;
-        qrow[r] = S->q0 + (v0 + r) / g;
-        p = (v0 + r) / g + shift;
+        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; continue; }
+        T->head[r] = hk * g + (v0 + r) % g;
+        T->qrow[r] = S->q0 + (v0 + r) / g;
+        p = (v0 + r) / g + T->shift;
         c = P->causal ? ATTN__MIN(p, (long long)S->Lk - 1) : (long long)S->Lk - 1;
         if (p < P->global) { a = 0; b = S->Lk - 1; }
         else {
             a = P->window_left ? p - (long long)P->window_left : 0;
             b = P->window_right ? p + (long long)P->window_right : (long long)S->Lk - 1;
         }
-        cap[r] = (int32_t)ATTN__MAX(c, -1LL);
-        lo[r] = (int32_t)ATTN__MAX(a, 0LL);
-        hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
-        pos[r] = (float)p;
-        slope[r] = P->alibi ? P->alibi[head[r]] : 0.0f;
+        T->cap[r] = (int32_t)ATTN__MAX(c, -1LL);
+        T->lo[r] = (int32_t)ATTN__MAX(a, 0LL);
+        T->hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
+        T->pos[r] = (float)p;
+        T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
-    for (r = 0; r < nlanes; ++r) {
+    for (r = 0; r < T->nlanes; ++r) {             /* queries, scale folded in */
         for (d = 0; d < D; d += 16) {
             const int m = ATTN__MIN(16, D - d);
             int e;
-            if (r < n) isa->load((const char *)attn__at(&P->q, S->tb, qrow[r], head[r]) + (size_t)d * P->q.esize,
-                                 P->q.dtype, qtmp, m, P->scale);
-            for (e = 0; e < m; ++e) w->qt[(size_t)(d + e) * ATTN__BQ + r] = r < n ? qtmp[e] : 0.0f;
-            if (narrow) for (e = 0; e < m; ++e) w->qr[(size_t)r * w->ldk + d + e] = r < n ? qtmp[e] : 0.0f;
+            if (r < n) C->isa->load((const char *)attn__at(&P->q, S->tb, T->qrow[r], T->head[r]) + (size_t)d * P->q.esize,
+                                    P->q.dtype, qtmp, m, P->scale);
+            else for (e = 0; e < m; ++e) qtmp[e] = 0.0f;
+            if (T->narrow) memcpy(T->qr + (size_t)r * C->geo.ldk + d, qtmp, sizeof(float) * (size_t)m);
+            else for (e = 0; e < m; ++e) T->qt[(size_t)(d + e) * ATTN__BQ + r] = qtmp[e];
         }
-        w->m[r] = -INFINITY; w->l[r] = 0.0f;
-        memset(w->acc + (size_t)r * w->ldo, 0, sizeof(float) * w->ldo);
+        T->m[r] = -INFINITY; T->l[r] = 0.0f;
+        memset(T->acc + (size_t)r * C->geo.ldo, 0, sizeof(float) * C->geo.ldo);
     }
-    X.m = w->m; X.l = w->l; X.alpha = w->alpha; X.pos = pos; X.slope = slope;
-    X.lo = lo; X.hi = hi; X.cap = cap;
-    X.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)S->Lk);
-    X.alibi = P->alibi != NULL;
+}
 
-    n_ranges = attn__key_ranges(P, p0, p1, S->Lk, ranges);
+/* Keys [c0, c0 + nk) of the sequence into tile T. */
+static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long c0, int nk) {
+    const attn__problem *P = C->P;
+    const attn__isa *isa = C->isa;
+    const int D = P->q.dim, Dv = P->v.dim, n = T->n, g = P->groups;
+    const int full = attn__chunk_full(P, T->p0, T->p1, c0, c0 + nk);
+    const char *kp = (const char *)attn__at(&P->k, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    const char *vp = (const char *)attn__at(&P->v, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    float *S = scratch, *kbuf = S + ATTN__BK * ATTN__BQ, *vbuf = kbuf + ATTN__BK * C->geo.ldk;
+    const float *K, *V;
+    ptrdiff_t ldk, ldv;
+    attn__smx X;
+    int r, j;
+    if (P->k.dtype == ATTN_F32) {
+        K = (const float *)kp; ldk = P->k.ss; V = (const float *)vp; ldv = P->v.ss;
+    } else {                                        /* f16/bf16: convert once for all rows */
+        const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
+        for (j = 0; j < nk; ++j) {
+            isa->load(kp + (ptrdiff_t)j * kst, P->k.dtype, kbuf + (size_t)j * C->geo.ldk, D, 1.0f);
+            isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, vbuf + (size_t)j * C->geo.ldv, Dv, 1.0f);
+        }
+        K = kbuf; ldk = (ptrdiff_t)C->geo.ldk; V = vbuf; ldv = (ptrdiff_t)C->geo.ldv;
+    }
+    if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
+    else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
+
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
+    X.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)T->S.Lk);
+    X.alibi = P->alibi != NULL;
+    X.softcap = P->softcap;
+    X.mask = !full;
+    if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
+        /* softcap comes before bias and mask: apply it here, not in the stage */
+        for (j = 0; j < nk; ++j)
+            for (r = 0; r < n; ++r) {
+                float *sv = S + (size_t)j * ATTN__BQ + r;
+                *sv = P->softcap * tanhf(*sv / P->softcap);
+            }
+        X.softcap = 0.0f;
+    }
+    if (P->bias) {
+        for (r = 0; r < n; ++r) {
+            const int bb = P->bias_batch == 1 ? 0 : T->S.seq, bh = P->bias_heads == 1 ? 0 : T->head[r];
+            const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
+                              (ptrdiff_t)T->qrow[r] * P->bias_sq + c0;
+            for (j = 0; j < nk; ++j) S[(size_t)j * ATTN__BQ + r] += br[j];
+        }
+    }
+    if (!full && P->dilation > 1) {                 /* dilated windows: the rule per element */
+        for (r = 0; r < T->nlanes; ++r)
+            for (j = 0; j < nk; ++j)
+                if (r >= n || !attn__visible(P, (T->v0 + r) / g + T->shift, c0 + j)) S[(size_t)j * ATTN__BQ + r] = -INFINITY;
+        X.mask = 0;
+    }
+    isa->softmax(S, nk, T->nlanes, (int)c0, &X);
+    isa->pv(S, nk, n, V, ldv, Dv, T->alpha, T->acc, C->geo.ldo);
+}
+
+/* Every visible key of [klo, khi) into tile T, chunk by chunk; fully masked chunks skipped. */
+static void attn__tile_keys(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long klo, long long khi) {
+    const attn__problem *P = C->P;
+    long long ranges[2][2], c0;
+    int ri, n_ranges = attn__key_ranges(P, T->p0, T->p1, T->S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        long long c0;
         for (c0 = a; c0 < b; c0 += ATTN__BK) {
             const int nk = (int)ATTN__MIN((long long)ATTN__BK, b - c0);
-            const int full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
-            const char *kp = (const char *)attn__at(&P->k, S->tb, S->k0 + (int)c0, hk);
-            const char *vp = (const char *)attn__at(&P->v, S->tb, S->k0 + (int)c0, hk);
-            const float *K, *V;
-            ptrdiff_t ldk, ldv;
-            attn__pf pf = {0, 0, NULL, 0, 0};
-            if (P->k.dtype == ATTN_F32 && (nlanes > 16 || narrow)) {
-                K = (const float *)kp; ldk = P->k.ss; V = (const float *)vp; ldv = P->v.ss;
-                if (narrow) {       /* memory-bound: K ATTN__PF rows ahead, V of this chunk */
-                    pf.k_rows = (int)ATTN__MIN(b - c0, (long long)ATTN__BK + ATTN__PF);
-                    pf.v = vp; pf.v_rows = nk; pf.v_stride = P->v.ss * (ptrdiff_t)sizeof(float);
-                    pf.v_bytes = sizeof(float) * (size_t)Dv;
-                }
-            }
-            else {
-                /* f16/bf16 K and V are converted once for all rows. Narrow tiles (decoding) are
-                   memory-bound: they copy f32 too, and prefetch ATTN__PF rows ahead, since one
-                   head's rows sit [heads * dim] apart and each starts a page the hardware
-                   prefetchers will not enter. */
-                const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
-                for (j = 0; j < nk; ++j) {
-                    if (nlanes <= 16 && c0 + j + ATTN__PF < b) {
-                        attn__prefetch(kp + (ptrdiff_t)(j + ATTN__PF) * kst, (size_t)D * P->k.esize);
-                        attn__prefetch(vp + (ptrdiff_t)(j + ATTN__PF) * vst, (size_t)Dv * P->v.esize);
-                    }
-                    isa->load(kp + (ptrdiff_t)j * kst, P->k.dtype, w->kbuf + (size_t)j * w->ldk, D, 1.0f);
-                    isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, w->vbuf + (size_t)j * w->ldv, Dv, 1.0f);
-                }
-                K = w->kbuf; ldk = (ptrdiff_t)w->ldk; V = w->vbuf; ldv = (ptrdiff_t)w->ldv;
-            }
-            if (narrow) isa->qk_narrow(K, ldk, nk, &pf, w->qr, w->ldk, n, D, w->s);
-            else isa->qk(K, ldk, nk, w->qt, nlanes, D, w->s);
-            X.softcap = P->softcap;
-            if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
-                /* softcap comes before bias and mask: apply it here, not in the stage */
-                for (j = 0; j < nk; ++j)
-                    for (r = 0; r < n; ++r) {
-                        float *sv = w->s + (size_t)j * ATTN__BQ + r;
-                        *sv = P->softcap * tanhf(*sv / P->softcap);
-                    }
-                X.softcap = 0.0f;
-            }
-            if (P->bias) {
-                for (r = 0; r < n; ++r) {
-                    const int bb = P->bias_batch == 1 ? 0 : S->seq, bh = P->bias_heads == 1 ? 0 : head[r];
-                    const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
-                                      (ptrdiff_t)qrow[r] * P->bias_sq + c0;
-                    for (j = 0; j < nk; ++j) w->s[(size_t)j * ATTN__BQ + r] += br[j];
-                }
-            }
-            X.mask = !full;
-            if (!full && P->dilation > 1) {     /* dilated windows: per-element rule, then no lane mask */
-                for (r = 0; r < nlanes; ++r)
-                    for (j = 0; j < nk; ++j)
-                        if (r >= n || !attn__visible(P, (v0 + r) / g + shift, c0 + j)) w->s[(size_t)j * ATTN__BQ + r] = -INFINITY;
-                X.mask = 0;
-            }
-            isa->softmax(w->s, nk, nlanes, (int)c0, &X);
-            isa->pv(w->s, nk, n, V, ldv, Dv, w->alpha, w->acc, w->ldo);
-        }
-    }
-    for (r = 0; r < n; ++r) {
-        if (partial) {
-            float *pr = partial + (size_t)r * C->partial_row;
-            memcpy(pr, w->acc + (size_t)r * w->ldo, sizeof(float) * (size_t)Dv);
-            pr[w->ldo] = w->m[r]; pr[w->ldo + 1] = w->l[r];
-        } else {
-            attn__fwd_store(P, S->tb, qrow[r], head[r], w->acc + (size_t)r * w->ldo, w->m[r], w->l[r]);
+            attn__tile_chunk(C, T, scratch, c0, nk);
         }
     }
 }
 
-/* Runs every tile of unit u (its ATTN__BQ rows, cut where the owning sequence changes) over
-   the keys of one split; rows no sequence owns get zeros. */
-static void attn__fwd_unit(const attn__fwd_ctx *C, attn__fwd_ws *w, int u, int split) {
+/* Finished rows to out/lse, or (partial != NULL, row stride partial_row) acc, m, l. */
+static void attn__tile_end(const attn__fwd_ctx *C, const attn__tile *T, float *partial) {
+    const int Dv = C->P->v.dim;
+    int r;
+    for (r = 0; r < T->n; ++r) {
+        const float *acc = T->acc + (size_t)r * C->geo.ldo;
+        if (partial) {
+            float *pr = partial + (size_t)r * C->partial_row;
+            memcpy(pr, acc, sizeof(float) * (size_t)Dv);
+            pr[C->partial_row - 2] = T->m[r]; pr[C->partial_row - 1] = T->l[r];
+        } else {
+            attn__fwd_store(C->P, T->S.tb, T->qrow[r], T->head[r], acc, T->m[r], T->l[r]);
+        }
+    }
+}
+
+/* Partial slot of unit u, split s, first row v (relative to the unit). */
+static float *attn__partial_at(const attn__fwd_ctx *C, int u, int s, int v) {
+    return C->partial + (((size_t)u * C->n_splits + s) * C->unit_rows + (size_t)v) * C->partial_row;
+}
+
+/* Runs every tile of unit u (its rows, cut where the owning sequence changes) over the keys
+   of one split; rows no sequence owns get zeros. */
+static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) {
     const attn__problem *P = C->P;
     const int g = P->groups, blk = u % C->units_per_head, bh = u / C->units_per_head;
     const int hk = bh % P->k.heads, tb = bh / P->k.heads;
     const int vr0 = blk * ATTN__BQ, vr1 = (int)ATTN__MIN((long long)P->q.seq * g, (long long)vr0 + ATTN__BQ);
+    attn__tile *T = (attn__tile *)(void *)(ws + C->geo.scratch);
     int v = vr0;
     while (v < vr1) {
         attn__seq S;
@@ -1592,24 +1597,59 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, attn__fwd_ws *w, int u, int s
         {
             const int end = (int)ATTN__MIN((long long)vr1, ((long long)S.q0 + S.Lq) * g);
             long long klo = 0, khi = S.Lk;
-            float *partial = NULL;
-            if (C->n_splits > 1) {
-                klo = (long long)split * C->split_keys; khi = ATTN__MIN(khi, klo + C->split_keys);
-                partial = C->partial + (((size_t)u * C->n_splits + split) * ATTN__BQ + (size_t)(v - vr0)) * C->partial_row;
-            }
-            attn__fwd_tile(C, w, &S, hk, v - S.q0 * g, end - v, klo, khi, partial);
+            if (C->n_splits > 1) { klo = (long long)split * C->split_keys; khi = ATTN__MIN(khi, klo + C->split_keys); }
+            attn__tile_begin(C, T, ws + C->geo.scratch, &S, hk, v - S.q0 * g, end - v);
+            attn__tile_keys(C, T, ws, klo, khi);
+            attn__tile_end(C, T, C->n_splits > 1 ? attn__partial_at(C, u, split, v - vr0) : NULL);
             v = end;
         }
     }
 }
 
+/* Decoding: all KV heads of batch tb over one split of the keys, chunk by chunk, so K and V
+   are read as the contiguous [seq][heads][dim] rows they are (one head alone is a strided
+   walk across pages that caps the read bandwidth far below the machine's). */
+/* Decoding's per-KV-head tiles live one after another after the scratch. */
+static attn__tile *attn__decode_tile(const attn__fwd_ctx *C, float *ws, int hk) {
+    return (attn__tile *)(void *)(ws + C->geo.scratch + (size_t)hk * C->geo.narrow_tile);
+}
+
+static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int split) {
+    const attn__problem *P = C->P;
+    const int g = P->groups, Hk = P->k.heads;
+    attn__seq S;
+    long long klo, khi, ranges[2][2], c0;
+    int hk, ri, n_ranges, v, n;
+    if (!attn__seq_of_row(P, tb, 0, &S)) S.Lq = 0;
+    n = S.Lq * g;                                   /* rows past Lq are padding: zeros */
+    if (split == 0)
+        for (hk = 0; hk < Hk; ++hk)
+            for (v = n; v < P->q.seq * g; ++v) attn__fwd_store(P, tb, v / g, hk * g + v % g, NULL, 0.0f, 0.0f);
+    if (n == 0) return;
+    klo = (long long)split * C->split_keys; khi = ATTN__MIN((long long)S.Lk, klo + C->split_keys);
+    for (hk = 0; hk < Hk; ++hk) {
+        attn__tile *T = attn__decode_tile(C, ws, hk);
+        attn__tile_begin(C, T, (float *)(void *)T, &S, hk, 0, n);
+    }
+    n_ranges = attn__key_ranges(P, (long long)S.Lk - S.Lq, (long long)S.Lk - 1, S.Lk, ranges);
+    for (ri = 0; ri < n_ranges; ++ri) {
+        const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
+        for (c0 = a; c0 < b; c0 += ATTN__BK_DECODE) {
+            const int nk = (int)ATTN__MIN((long long)ATTN__BK_DECODE, b - c0);
+            for (hk = 0; hk < Hk; ++hk) attn__tile_chunk(C, attn__decode_tile(C, ws, hk), ws, c0, nk);
+        }
+    }
+    for (hk = 0; hk < Hk; ++hk)
+        attn__tile_end(C, attn__decode_tile(C, ws, hk), C->n_splits > 1 ? attn__partial_at(C, tb * Hk + hk, split, 0) : NULL);
+}
+
 static void attn__fwd_task(void *vctx, int task, int thread) {
     const attn__fwd_ctx *C = (const attn__fwd_ctx *)vctx;
-    attn__fwd_ws w = attn__fwd_ws_at(C->ws + (size_t)thread * C->ws_floats, C->P->q.dim, C->P->v.dim);
-    /* the last row blocks first: under a causal mask they carry the most keys */
+    float *ws = C->ws + (size_t)thread * C->ws_floats;
     const int split = task % C->n_splits, t = task / C->n_splits;
-    const int u = (t / C->units_per_head) * C->units_per_head + (C->units_per_head - 1 - t % C->units_per_head);
-    attn__fwd_unit(C, &w, u, split);
+    if (C->decode) { attn__fwd_decode(C, ws, t, split); return; }
+    /* the last row blocks first: under a causal mask they carry the most keys */
+    attn__fwd_unit(C, ws, (t / C->units_per_head) * C->units_per_head + (C->units_per_head - 1 - t % C->units_per_head), split);
 }
 
 /* Second pass with n_splits > 1: merge each row's partials in split order. */
@@ -1625,15 +1665,12 @@ static void attn__fwd_merge_task(void *vctx, int u, int thread) {
         attn__seq S;
         const int row = v / g;
         float mx = -INFINITY, l = 0.0f;
-        if (!attn__seq_of_row(P, tb, row, &S)) continue;       /* already zeroed by split 0 */
-        for (s = 0; s < C->n_splits; ++s) {
-            const float *pr = C->partial + (((size_t)u * C->n_splits + s) * ATTN__BQ + (size_t)(v - vr0)) * C->partial_row;
-            mx = ATTN__MAX(mx, pr[C->partial_row - 2]);
-        }
+        if (!attn__seq_of_row(P, tb, row, &S)) continue;       /* zeroed by split 0 */
+        for (s = 0; s < C->n_splits; ++s) mx = ATTN__MAX(mx, attn__partial_at(C, u, s, v - vr0)[C->partial_row - 2]);
         for (c = 0; c < Dv; ++c) acc[c] = 0.0f;
         if (mx != -INFINITY)
             for (s = 0; s < C->n_splits; ++s) {
-                const float *pr = C->partial + (((size_t)u * C->n_splits + s) * ATTN__BQ + (size_t)(v - vr0)) * C->partial_row;
+                const float *pr = attn__partial_at(C, u, s, v - vr0);
                 const float f = pr[C->partial_row - 2] == -INFINITY ? 0.0f : expf(pr[C->partial_row - 2] - mx);
                 l += f * pr[C->partial_row - 1];
                 for (c = 0; c < Dv; ++c) acc[c] += f * pr[c];
@@ -1643,30 +1680,40 @@ static void attn__fwd_merge_task(void *vctx, int u, int thread) {
 }
 
 /* Plans the decomposition and sizes the workspace. */
-static attn_status attn__fwd_plan(const attn__problem *P, attn__fwd_ctx *C, size_t *bytes) {
-    size_t units, per_thread, total, partial = 0, tasks;
+static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, attn__fwd_ctx *C, size_t *bytes) {
+    size_t units, tasks, per_thread, total, partial = 0, heads_mem;
     const size_t vrows = (size_t)P->q.seq * (size_t)P->groups;
     memset(C, 0, sizeof *C);
-    C->P = P;
+    C->P = P; C->isa = isa;
+    C->geo = attn__fwd_geometry(P->q.dim, P->v.dim);
     if (vrows / ATTN__BQ >= (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     C->units_per_head = (int)((vrows + ATTN__BQ - 1) / ATTN__BQ);
+    C->unit_rows = (int)ATTN__MIN(vrows, (size_t)ATTN__BQ);
     if (!attn__mul_size((size_t)C->units_per_head, (size_t)P->k.heads * (size_t)P->q.batch, &units) || units > INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->n_units = (int)units;
+    C->decode = vrows <= 16 && isa->qk_narrow != NULL && !P->cu_q;
     /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
-       at least 8 chunks each, aiming at 32 tasks; depends on shapes only */
+       at least 8 chunks, aiming at 32 tasks; depends on shapes only, never on threads */
     C->n_splits = 1;
-    if (units < 32) {
-        const long long min_keys = 8LL * ATTN__BK;
-        long long want = (32 + (long long)units - 1) / (long long)units, by_len = ((long long)P->k.seq + min_keys - 1) / min_keys;
-        C->n_splits = (int)ATTN__MAX(1LL, ATTN__MIN(want, by_len));
+    {
+        const long long work = C->decode ? P->q.batch : (long long)units;
+        if (work < 32) {
+            const long long min_keys = 8LL * ATTN__BK;
+            const long long want = (32 + work - 1) / work, by_len = ((long long)P->k.seq + min_keys - 1) / min_keys;
+            C->n_splits = (int)ATTN__MAX(1LL, ATTN__MIN(want, by_len));
+        }
     }
     C->split_keys = (int)((((long long)P->k.seq + C->n_splits - 1) / C->n_splits + ATTN__BK - 1) / ATTN__BK * ATTN__BK);
-    if (!attn__mul_size(units, (size_t)C->n_splits, &tasks) || tasks > INT_MAX) return ATTN_ERR_OVERFLOW;
-    C->ws_floats = attn__fwd_ws_floats(P->q.dim, P->v.dim);
-    C->partial_row = attn__round16((size_t)P->v.dim) + 2;
+    if (!attn__mul_size(C->decode ? (size_t)P->q.batch : units, (size_t)C->n_splits, &tasks) || tasks > INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    C->partial_row = C->geo.ldo + 2;
+    if (!attn__mul_size(C->geo.narrow_tile, (size_t)P->k.heads, &heads_mem)) return ATTN_ERR_OVERFLOW;
+    C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);
+    C->ws_floats = ATTN__MAX(C->ws_floats, C->geo.ldo);          /* the merge pass's row */
     if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread)) return ATTN_ERR_OVERFLOW;
-    if (C->n_splits > 1 && (!attn__mul_size(tasks, (size_t)ATTN__BQ * C->partial_row, &partial))) return ATTN_ERR_OVERFLOW;
+    if (C->n_splits > 1 && (!attn__mul_size(units * (size_t)C->n_splits, (size_t)C->unit_rows, &partial) ||
+                            !attn__mul_size(partial, C->partial_row, &partial))) return ATTN_ERR_OVERFLOW;
     if (!attn__add_size(per_thread, partial, &total) || !attn__mul_size(total, sizeof(float), &total) ||
         !attn__add_size(total, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
     return ATTN_OK;
@@ -1679,7 +1726,7 @@ ATTNDEF attn_status attn_workspace_size(const attn_desc *desc, attn_tensor q, at
     if (!bytes) return ATTN_ERR_NULL_ARG;
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, NULL, &P)) != ATTN_OK) return s;
-    return attn__fwd_plan(&P, &C, bytes);
+    return attn__fwd_plan(&P, attn__pick_isa(), &C, bytes);
 }
 
 ATTNDEF attn_status attn_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
@@ -1693,7 +1740,7 @@ ATTNDEF attn_status attn_forward(const attn_desc *desc, attn_tensor q, attn_tens
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, &out, &P)) != ATTN_OK) return s;
     P.lse = lse;
-    if ((s = attn__fwd_plan(&P, &C, &bytes)) != ATTN_OK) return s;
+    if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, &bytes)) != ATTN_OK) return s;
     if (desc->workspace) {
         if (desc->workspace_size < bytes) return ATTN_ERR_WORKSPACE;
         base = (char *)desc->workspace;
@@ -1702,10 +1749,9 @@ ATTNDEF attn_status attn_forward(const attn_desc *desc, attn_tensor q, attn_tens
         base = (char *)owned;
     }
     base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
-    C.ws = (float *)base;
+    C.ws = (float *)(void *)base;
     C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
-    C.isa = attn__pick_isa();
-    attn__parallel_for(desc, C.n_units * C.n_splits, P.n_threads, attn__fwd_task, &C);
+    attn__parallel_for(desc, (C.decode ? q.batch : C.n_units) * C.n_splits, P.n_threads, attn__fwd_task, &C);
     if (C.n_splits > 1) attn__parallel_for(desc, C.n_units, P.n_threads, attn__fwd_merge_task, &C);
     attn__free(owned);
     return ATTN_OK;
