@@ -12,8 +12,9 @@ TEST_SRC = tests/main.c tests/attn_impl.c $(wildcard tests/test_*.c)
 TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) attn.h
 HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo yes)
 
-# Test builds: the default compiler, clang, the scalar fallback, no threads, ASan+UBSan.
-TEST_BINS = $(BUILD)/test_cc $(BUILD)/test_scalar $(BUILD)/test_nothreads $(BUILD)/test_sanitize
+# Test builds: the default compiler (best kernels this CPU has), the AVX2 kernels, the scalar
+# fallback, no threads, ASan+UBSan, clang.
+TEST_BINS = $(BUILD)/test_cc $(BUILD)/test_avx2 $(BUILD)/test_scalar $(BUILD)/test_nothreads $(BUILD)/test_sanitize
 ifeq ($(HAVE_CLANG),yes)
 TEST_BINS += $(BUILD)/test_clang
 endif
@@ -32,6 +33,8 @@ $(BUILD)/test_cc: $(TEST_DEP) | $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) -I. $(TEST_SRC) -o $@ $(LIBS)
 $(BUILD)/test_clang: $(TEST_DEP) | $(BUILD)
 	$(CLANG) $(WARN) $(CFLAGS) -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_avx2: $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) $(CFLAGS) -DATTN_NO_AVX512 -I. $(TEST_SRC) -o $@ $(LIBS)
 $(BUILD)/test_scalar: $(TEST_DEP) | $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) -DATTN_NO_SIMD -I. $(TEST_SRC) -o $@ $(LIBS)
 $(BUILD)/test_nothreads: $(TEST_DEP) | $(BUILD)

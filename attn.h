@@ -37,6 +37,9 @@
      ATTN_NO_THREADS    no pthreads; work runs on the calling thread unless you pass a
                         parallel hook in attn_desc.parallel
      ATTN_NO_SIMD       scalar kernels only
+     ATTN_NO_AVX512     never use the AVX-512 kernels (AVX2+FMA at most)
+   x86 kernels are compiled with per-function target attributes and picked at run time
+   (cpuid), so a binary built without -march runs AVX-512 or AVX2 where the CPU has them.
 
    SEMANTICS OF EXACT ATTENTION (attn_forward with attn_desc.kind = ATTN_SOFTMAX)
      For batch b, query head h (KV head h / (Hq/Hkv)), valid lengths Lq, Lk (q.seq/k.seq, or
@@ -225,6 +228,9 @@ typedef enum attn_status_category {
 ATTNDEF const char *attn_status_str(attn_status s);
 /* Category of a status. */
 ATTNDEF attn_status_category attn_status_cat(attn_status s);
+
+/* The kernel set attn_forward runs on this CPU: "avx512", "avx2" or "scalar". */
+ATTNDEF const char *attn_kernels(void);
 
 /* Dense [batch][seq][heads][dim] view of data. */
 ATTNDEF attn_tensor attn_tensor_dense(void *data, attn_dtype dtype, int batch, int seq, int heads, int dim);
@@ -1134,7 +1140,7 @@ static const attn__isa attn__isa_avx512 = {
 ATTN__T256 static ATTN__INLINE __m256 attn__exp_parts256(__m256 x, __m256 *q_out, __m256 *n_out) {
     __m256 n, r, r2, p, q, two_n;
     const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
-    x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.3f), x));
+    x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.37f), x));
     n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
@@ -1718,6 +1724,8 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         !attn__add_size(total, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
     return ATTN_OK;
 }
+
+ATTNDEF const char *attn_kernels(void) { return attn__pick_isa()->name; }
 
 ATTNDEF attn_status attn_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, size_t *bytes) {
     attn__problem P;

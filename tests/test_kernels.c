@@ -1,0 +1,176 @@
+/* tests/test_kernels.c - the SIMD building blocks and the decoding path.
+   - the vector exp and tanh of every x86 kernel set this CPU runs, against libm in double,
+     over the whole input range the softmax can see (stated bounds below);
+   - decoding (few query rows: the narrow, all-KV-heads-per-task, split-KV path) against the
+     double reference, with padding, windows, sinks, ALiBi, softcap, f16/bf16 caches;
+   - the same bits for every thread count, and through a caller's parallel hook.
+   This file includes the implementation privately (ATTN_STATIC) to reach the internal
+   vector functions; everything else goes through the public API. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#define ATTN_STATIC
+#define ATTN_IMPLEMENTATION
+#include "attn.h"
+#include "test.h"
+#include "ref.h"
+
+/* Accuracy bounds the vector functions are held to. */
+#define EXP_MAX_ULP   2.0      /* relative, on [-87, 88.3] (softmax only feeds it x <= 0) */
+#define EXP_ABS_LOW   1.25e-38 /* absolute, below -87 (AVX2 flushes to 0 below -87.3) */
+#define TANH_MAX_ERR  3.0e-7   /* absolute, and 4 ulp relative for |x| >= 2^-10 */
+
+static double ulp_of(double x) {
+    int e;
+    frexp(x, &e);                               /* x = m 2^e, 0.5 <= |m| < 1 */
+    return ldexp(1.0, (e - 24 < -149) ? -149 : e - 24);
+}
+
+typedef void (*vec_fn)(const float *x, float *y);   /* 16 inputs -> 16 outputs */
+
+#if defined(ATTN__X86_SIMD)
+ATTN__T512 static void exp16_avx512(const float *x, float *y) { _mm512_storeu_ps(y, attn__exp512(_mm512_loadu_ps(x))); }
+ATTN__T512 static void tanh16_avx512(const float *x, float *y) { _mm512_storeu_ps(y, attn__tanh512(_mm512_loadu_ps(x))); }
+ATTN__T256 static void exp16_avx2(const float *x, float *y) {
+    _mm256_storeu_ps(y, attn__exp256(_mm256_loadu_ps(x)));
+    _mm256_storeu_ps(y + 8, attn__exp256(_mm256_loadu_ps(x + 8)));
+}
+ATTN__T256 static void tanh16_avx2(const float *x, float *y) {
+    _mm256_storeu_ps(y, attn__tanh256(_mm256_loadu_ps(x)));
+    _mm256_storeu_ps(y + 8, attn__tanh256(_mm256_loadu_ps(x + 8)));
+}
+#endif
+
+static void check_exp(const char *isa, vec_fn f) {
+    double worst_ulp = 0.0, worst_low = 0.0;
+    float x[16], y[16];
+    const int n = 1 << 21;
+    int i, e;
+    for (i = 0; i < n; i += 16) {
+        for (e = 0; e < 16; ++e) x[e] = (float)(-104.0 + (88.3 + 104.0) * (double)(i + e) / n);
+        f(x, y);
+        for (e = 0; e < 16; ++e) {
+            const double ref = exp((double)x[e]), err = fabs((double)y[e] - ref);
+            if (x[e] >= -87.0f) { if (err / ulp_of(ref) > worst_ulp) worst_ulp = err / ulp_of(ref); }
+            else if (err > worst_low) worst_low = err;
+        }
+    }
+    T_CHECK(worst_ulp <= EXP_MAX_ULP, "%s exp: %.2f ulp on [-87, 88.3] (bound %.1f)", isa, worst_ulp, EXP_MAX_ULP);
+    T_CHECK(worst_low <= EXP_ABS_LOW, "%s exp: abs error %.3g below -87 (bound %.3g)", isa, worst_low, EXP_ABS_LOW);
+    for (e = 0; e < 16; ++e) x[e] = 0.0f;
+    x[1] = -INFINITY; x[2] = NAN; x[3] = -1e30f; x[4] = 1e-30f;
+    f(x, y);
+    T_CHECK(y[0] == 1.0f, "%s exp(0) = %.9g, want 1", isa, y[0]);
+    T_CHECK(y[1] == 0.0f, "%s exp(-inf) = %.9g, want 0 (masked keys must weigh nothing)", isa, y[1]);
+    T_CHECK(y[2] != y[2], "%s exp(NaN) = %.9g, want NaN", isa, y[2]);
+    T_CHECK(y[3] == 0.0f, "%s exp(-1e30) = %.9g, want 0", isa, y[3]);
+    T_CHECK(y[4] == 1.0f, "%s exp(1e-30) = %.9g, want 1", isa, y[4]);
+    printf("      %s exp: max %.2f ulp on [-87, 88.3], max abs %.2g below\n", isa, worst_ulp, worst_low);
+}
+
+static void check_tanh(const char *isa, vec_fn f) {
+    double worst = 0.0, worst_rel = 0.0;
+    float x[16], y[16];
+    const int n = 1 << 20;
+    int i, e;
+    for (i = 0; i < n; i += 16) {
+        for (e = 0; e < 16; ++e) {
+            const double t = (double)(i + e) / n;            /* dense near 0, out to +-30 */
+            x[e] = (float)((e & 1 ? -1.0 : 1.0) * 30.0 * t * t * t);
+        }
+        f(x, y);
+        for (e = 0; e < 16; ++e) {
+            const double ref = tanh((double)x[e]), err = fabs((double)y[e] - ref);
+            if (err > worst) worst = err;
+            if (fabs(x[e]) >= 1.0 / 1024 && err / ulp_of(ref) > worst_rel) worst_rel = err / ulp_of(ref);
+        }
+    }
+    T_CHECK(worst <= TANH_MAX_ERR, "%s tanh: abs error %.3g (bound %.3g)", isa, worst, TANH_MAX_ERR);
+    T_CHECK(worst_rel <= 4.0, "%s tanh: %.2f ulp for |x| >= 2^-10 (bound 4)", isa, worst_rel);
+    printf("      %s tanh: max abs %.2g, max %.2f ulp for |x| >= 2^-10\n", isa, worst, worst_rel);
+}
+
+static void test_vector_math(void) {
+#if defined(ATTN__X86_SIMD) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) { check_exp("avx512", exp16_avx512); check_tanh("avx512", tanh16_avx512); }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { check_exp("avx2", exp16_avx2); check_tanh("avx2", tanh16_avx2); }
+#endif
+    printf("      kernels in use: %s\n", attn__pick_isa()->name);
+}
+
+/* A caller's "thread pool": runs tasks in reverse order on pretend thread 1. */
+static void reverse_pool(void *user, int n_tasks, int n_threads, attn_task_fn task, void *ctx) {
+    int i;
+    (void)user; (void)n_threads;
+    for (i = n_tasks - 1; i >= 0; --i) task(ctx, i, n_threads > 1 ? 1 : 0);
+}
+
+/* One decoding step (Sq query rows per sequence against a cache of Lk) vs the reference. */
+static void check_decode(t_rng *r, int B, int Sq, int Hq, int Hkv, int D, int Lk, attn_dtype dt, const attn_desc *d0) {
+    attn_desc d = *d0;
+    const size_t nq = (size_t)B * Sq * Hq * D, nk = (size_t)B * Lk * Hkv * D, no = (size_t)B * Sq * Hq * D;
+    void *q = t_xmalloc(nq * t_dt_size(dt)), *k = t_xmalloc(nk * t_dt_size(dt)), *v = t_xmalloc(nk * t_dt_size(dt));
+    float *out = (float *)t_xmalloc(no * sizeof(float)), *out2 = (float *)t_xmalloc(no * sizeof(float));
+    float *lse = (float *)t_xmalloc((size_t)B * Hq * Sq * sizeof(float)), *lse2 = (float *)t_xmalloc((size_t)B * Hq * Sq * sizeof(float));
+    double *ro = (double *)t_xmalloc(no * sizeof(double)), *rl = (double *)t_xmalloc((size_t)B * Hq * Sq * sizeof(double));
+    double *got = (double *)t_xmalloc(no * sizeof(double));
+    attn_tensor tq = attn_tensor_dense(q, dt, B, Sq, Hq, D), tk = attn_tensor_dense(k, dt, B, Lk, Hkv, D);
+    attn_tensor tv = attn_tensor_dense(v, dt, B, Lk, Hkv, D), to = attn_tensor_dense(out, ATTN_F32, B, Sq, Hq, D);
+    attn_status s;
+    size_t i;
+    int threads[3] = {1, 2, 5}, t, same = 1;
+    t_fill_normal(&tq, r, 1.0); t_fill_normal(&tk, r, 1.0); t_fill_normal(&tv, r, 1.0);
+    s = attn_forward(&d, tq, tk, tv, to, lse);
+    T_CHECK(s == ATTN_OK, "decode B%d Sq%d %d/%d D%d Lk%d %s: %s", B, Sq, Hq, Hkv, D, Lk, t_dt_name(dt), attn_status_str(s));
+    ref_attention(&d, tq, tk, tv, ro, rl);
+    for (i = 0; i < no; ++i) got[i] = out[i];
+    {
+        const double err = t_max_norm_err(ro, got, no), tol = 1e-5;
+        double lerr = 0.0;
+        for (i = 0; i < (size_t)B * Hq * Sq; ++i) {
+            const double e = rl[i] == -INFINITY ? (lse[i] == -INFINITY ? 0.0 : INFINITY) : fabs(lse[i] - rl[i]) / (1.0 + fabs(rl[i]));
+            if (!(e <= lerr)) lerr = e;
+        }
+        T_CHECK(err <= tol && lerr <= tol, "decode B%d Sq%d %d/%d D%d Lk%d %s causal%d win%d sink%d: out err %.3g lse err %.3g",
+                B, Sq, Hq, Hkv, D, Lk, t_dt_name(dt), d.causal, d.window_left, d.sink_tokens, err, lerr);
+    }
+    for (t = 0; t < 4; ++t) {                     /* same bits for any thread count, any pool */
+        attn_desc d2 = d;
+        if (t < 3) d2.n_threads = threads[t]; else { d2.parallel = reverse_pool; d2.n_threads = 2; }
+        s = attn_forward(&d2, tq, tk, tv, attn_tensor_dense(out2, ATTN_F32, B, Sq, Hq, D), lse2);
+        same &= s == ATTN_OK && memcmp(out, out2, no * sizeof(float)) == 0 &&
+                memcmp(lse, lse2, (size_t)B * Hq * Sq * sizeof(float)) == 0;
+    }
+    T_CHECK(same, "decode B%d Sq%d Lk%d: results differ between thread counts / a custom pool", B, Sq, Lk);
+    free(q); free(k); free(v); free(out); free(out2); free(lse); free(lse2); free(ro); free(rl); free(got);
+}
+
+static void test_decoding(void) {
+    t_rng r = t_rng_seed(77);
+    attn_desc d;
+    int seqlens_q[3] = {1, 0, 1}, seqlens_k[3] = {900, 37, 1};
+    float slopes[32];
+    int i;
+    memset(&d, 0, sizeof d);
+    check_decode(&r, 1, 1, 32, 8, 128, T_QUICK ? 700 : 3000, ATTN_F32, &d);    /* split-KV, GQA 4 */
+    check_decode(&r, 2, 1, 8, 8, 64, 1025, ATTN_BF16, &d);                    /* MHA, bf16 cache */
+    check_decode(&r, 1, 1, 16, 1, 80, 777, ATTN_F16, &d);                      /* MQA, 16 rows */
+    d.causal = 1;
+    check_decode(&r, 1, 3, 12, 4, 96, 513, ATTN_F32, &d);                      /* 3 tokens (speculative) */
+    check_decode(&r, 3, 2, 8, 2, 40, 300, ATTN_F32, &d);
+    d.window_left = 100; d.sink_tokens = 4;                                    /* StreamingLLM-style */
+    check_decode(&r, 1, 1, 32, 8, 128, 2000, ATTN_F16, &d);
+    d.window_left = 0; d.sink_tokens = 0; d.softcap = 30.0f;
+    for (i = 0; i < 32; ++i) slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / 32);
+    d.alibi_slopes = slopes;
+    check_decode(&r, 1, 1, 32, 8, 64, 1500, ATTN_F32, &d);
+    d.softcap = 0.0f; d.alibi_slopes = NULL; d.causal = 0;
+    d.seqlens_q = seqlens_q; d.seqlens_k = seqlens_k;                          /* padded batch */
+    check_decode(&r, 3, 1, 8, 4, 32, 900, ATTN_F32, &d);
+}
+
+void test_kernels(void) {
+    test_vector_math();
+    test_decoding();
+}
