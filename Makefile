@@ -11,12 +11,18 @@ EXAMPLES = $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
 TEST_SRC = tests/main.c tests/attn_impl.c $(wildcard tests/test_*.c)
 TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) attn.h
 HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo yes)
+# NEON kernels: cross-compiled for AArch64 and run under qemu where both are installed.
+ARM_CC  ?= aarch64-linux-gnu-gcc
+HAVE_ARM := $(shell command -v $(ARM_CC) >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 && echo yes)
 
 # Test builds: the default compiler (best kernels this CPU has), the AVX2 kernels, the scalar
 # fallback, no threads, ASan+UBSan, clang.
 TEST_BINS = $(BUILD)/test_cc $(BUILD)/test_avx2 $(BUILD)/test_scalar $(BUILD)/test_nothreads $(BUILD)/test_sanitize
 ifeq ($(HAVE_CLANG),yes)
 TEST_BINS += $(BUILD)/test_clang
+endif
+ifeq ($(HAVE_ARM),yes)
+TEST_BINS += $(BUILD)/test_neon
 endif
 
 .PHONY: all examples test bench clean
@@ -42,6 +48,9 @@ $(BUILD)/test_nothreads: $(TEST_DEP) | $(BUILD)
 $(BUILD)/test_sanitize: $(TEST_DEP) | $(BUILD)
 	$(CC) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	    -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
+
+$(BUILD)/test_neon: $(TEST_DEP) | $(BUILD)
+	$(ARM_CC) $(WARN) $(CFLAGS) -static -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
 
 # Every test binary, then the header compile checks; the last line is "N passed, N failed".
 test: $(TEST_BINS)

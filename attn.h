@@ -8,7 +8,7 @@
         3.2 memory and threads
         3.3 numerics: fp16/bf16 conversion
         3.4 argument validation
-        3.5 micro-kernels: scalar, AVX2+FMA, AVX-512 (run-time dispatch)
+        3.5 micro-kernels: scalar, AVX2+FMA, AVX-512 (run-time dispatch), NEON
         3.6 exact attention: masks, tiled online-softmax forward, split-KV
         3.7 merge of partial results
      4. License
@@ -721,7 +721,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.5 micro-kernels: scalar, AVX2+FMA and AVX-512, chosen at run time
+   3.5 micro-kernels: scalar, AVX2+FMA and AVX-512 chosen at run time, NEON on AArch64
    ---------------------------------------------------------------------------------------
    Exact attention works on tiles of ATTN__BQ "rows" (a row = one query position of one query
    head; the heads of a GQA group share a tile so K/V are read once for all of them) against
@@ -1300,6 +1300,166 @@ static const attn__isa attn__isa_avx2 = {
 };
 #endif /* ATTN__X86_SIMD */
 
+/* --- NEON (AArch64): the same kernels on 4 lanes --------------------------------------- */
+#if !defined(ATTN_NO_SIMD) && defined(__aarch64__)
+#define ATTN__NEON 1
+#include <arm_neon.h>
+
+/* exp on 4 lanes (the same polynomial); inputs below -87.3 give exactly 0. Returns
+   exp(r) - 1 and 2^n through q/two_n when asked. */
+static inline float32x4_t attn__exp_parts_neon(float32x4_t x, float32x4_t *q_out, float32x4_t *two_n_out) {
+    const uint32x4_t under = vcltq_f32(x, vdupq_n_f32(-87.3f));
+    float32x4_t n, r, p, q, two_n;
+    x = vmaxq_f32(vdupq_n_f32(-87.3f), vminq_f32(vdupq_n_f32(88.37f), x));
+    n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+    r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+    p = vdupq_n_f32(1.9875691500e-4f);
+    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    q = vfmaq_f32(r, p, vmulq_f32(r, r));
+    two_n = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23));
+    if (q_out) { *q_out = q; *two_n_out = two_n; }
+    return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(vfmaq_f32(two_n, two_n, q)), under));
+}
+static inline float32x4_t attn__exp_neon(float32x4_t x) { return attn__exp_parts_neon(x, NULL, NULL); }
+static inline float32x4_t attn__tanh_neon(float32x4_t x) {
+    float32x4_t q, two_n, em, t;
+    attn__exp_parts_neon(vmulq_f32(vabsq_f32(x), vdupq_n_f32(-2.0f)), &q, &two_n);
+    em = vfmaq_f32(vsubq_f32(two_n, vdupq_n_f32(1.0f)), two_n, q);          /* expm1(-2|x|) */
+    t = vdivq_f32(vnegq_f32(em), vaddq_f32(em, vdupq_n_f32(2.0f)));
+    return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(t),
+                                 vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x80000000u))));
+}
+
+/* Q.K^T: 4 keys x 16 lanes (16 accumulators) per step, lane blocks of 16. */
+static void attn__qk_neon(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S) {
+    int r, j, d, x, g;
+    for (r = 0; r < nlanes; r += 16) {
+        for (j = 0; j + 4 <= nk; j += 4) {
+            const float *k0 = K + (ptrdiff_t)j * ldk, *k1 = k0 + ldk, *k2 = k1 + ldk, *k3 = k2 + ldk;
+            float32x4_t a[4][4];
+            for (x = 0; x < 4; ++x) for (g = 0; g < 4; ++g) a[x][g] = vdupq_n_f32(0.0f);
+            for (d = 0; d < D; ++d) {
+                const float *qt = QT + (size_t)d * ATTN__BQ + r;
+                const float32x4_t q0 = vld1q_f32(qt), q1 = vld1q_f32(qt + 4), q2 = vld1q_f32(qt + 8), q3 = vld1q_f32(qt + 12);
+                const float kv[4] = {k0[d], k1[d], k2[d], k3[d]};
+                for (x = 0; x < 4; ++x) {
+                    a[x][0] = vfmaq_n_f32(a[x][0], q0, kv[x]); a[x][1] = vfmaq_n_f32(a[x][1], q1, kv[x]);
+                    a[x][2] = vfmaq_n_f32(a[x][2], q2, kv[x]); a[x][3] = vfmaq_n_f32(a[x][3], q3, kv[x]);
+                }
+            }
+            for (x = 0; x < 4; ++x) for (g = 0; g < 4; ++g) vst1q_f32(S + (size_t)(j + x) * ATTN__BQ + r + 4 * g, a[x][g]);
+        }
+        for (; j < nk; ++j) {
+            const float *kj = K + (ptrdiff_t)j * ldk;
+            float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+            for (d = 0; d < D; ++d) {
+                const float *qt = QT + (size_t)d * ATTN__BQ + r;
+                a0 = vfmaq_n_f32(a0, vld1q_f32(qt), kj[d]);     a1 = vfmaq_n_f32(a1, vld1q_f32(qt + 4), kj[d]);
+                a2 = vfmaq_n_f32(a2, vld1q_f32(qt + 8), kj[d]); a3 = vfmaq_n_f32(a3, vld1q_f32(qt + 12), kj[d]);
+            }
+            vst1q_f32(S + (size_t)j * ATTN__BQ + r, a0);     vst1q_f32(S + (size_t)j * ATTN__BQ + r + 4, a1);
+            vst1q_f32(S + (size_t)j * ATTN__BQ + r + 8, a2); vst1q_f32(S + (size_t)j * ATTN__BQ + r + 12, a3);
+        }
+    }
+}
+
+static void attn__softmax_neon(float *S, int nk, int nlanes, int c0, const attn__smx *X) {
+    const float32x4_t ninf = vdupq_n_f32(-INFINITY), zero = vdupq_n_f32(0.0f);
+    const float32x4_t cap = vdupq_n_f32(X->softcap), inv_cap = vdupq_n_f32(X->softcap > 0 ? 1.0f / X->softcap : 0.0f);
+    const int transform = X->softcap > 0.0f || X->alibi || X->mask;
+    int r, j;
+    for (r = 0; r < nlanes; r += 4) {
+        const float32x4_t mold = vld1q_f32(X->m + r), pos = vld1q_f32(X->pos + r), slope = vld1q_f32(X->slope + r);
+        const int32x4_t lo = vld1q_s32(X->lo + r), hi = vld1q_s32(X->hi + r), capi = vld1q_s32(X->cap + r);
+        float32x4_t mx = ninf, mnew, msafe, alpha, sum = zero;
+        float *s = S + r;
+        if (transform) {
+            for (j = 0; j < nk; ++j) {
+                float32x4_t v = vld1q_f32(s + (size_t)j * ATTN__BQ);
+                if (X->softcap > 0.0f) v = vmulq_f32(cap, attn__tanh_neon(vmulq_f32(v, inv_cap)));
+                if (X->alibi) v = vfmsq_f32(v, slope, vabsq_f32(vsubq_f32(pos, vdupq_n_f32((float)(c0 + j)))));
+                if (X->mask) {       /* j <= cap  &&  (j < pre || (lo <= j && j <= hi)) */
+                    const int32x4_t jv = vdupq_n_s32(c0 + j);
+                    uint32x4_t k = vcleq_s32(jv, capi);
+                    if (c0 + j >= X->pre) k = vandq_u32(k, vandq_u32(vcleq_s32(lo, jv), vcleq_s32(jv, hi)));
+                    v = vbslq_f32(k, v, ninf);
+                }
+                vst1q_f32(s + (size_t)j * ATTN__BQ, v);
+                mx = vmaxq_f32(mx, v);
+            }
+        } else {
+            for (j = 0; j < nk; ++j) mx = vmaxq_f32(mx, vld1q_f32(s + (size_t)j * ATTN__BQ));
+        }
+        mnew = vmaxq_f32(mold, mx);
+        msafe = vbslq_f32(vceqq_f32(mnew, ninf), zero, mnew);
+        alpha = attn__exp_neon(vsubq_f32(mold, msafe));
+        for (j = 0; j < nk; ++j) {
+            const float32x4_t p = attn__exp_neon(vsubq_f32(vld1q_f32(s + (size_t)j * ATTN__BQ), msafe));
+            vst1q_f32(s + (size_t)j * ATTN__BQ, p);
+            sum = vaddq_f32(sum, p);
+        }
+        vst1q_f32(X->l + r, vfmaq_f32(sum, vld1q_f32(X->l + r), alpha));
+        vst1q_f32(X->m + r, mnew);
+        vst1q_f32(X->alpha + r, alpha);
+    }
+}
+
+/* P.V: 4 rows x 16 columns (16 accumulators); a ragged head dim's last columns in scalar. */
+static void attn__pv_neon(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
+                          const float *alpha, float *acc, size_t ldo) {
+    const int dv16 = Dv & ~15;
+    int r0, c, j, x, g;
+    for (r0 = 0; r0 < nrows; r0 += 4) {
+        for (c = 0; c < dv16; c += 16) {
+            float32x4_t a[4][4];
+            for (x = 0; x < 4; ++x)
+                for (g = 0; g < 4; ++g) a[x][g] = vmulq_n_f32(vld1q_f32(acc + (size_t)(r0 + x) * ldo + c + 4 * g), alpha[r0 + x]);
+            for (j = 0; j < nk; ++j) {
+                const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ + r0;
+                const float32x4_t v0 = vld1q_f32(vj), v1 = vld1q_f32(vj + 4), v2 = vld1q_f32(vj + 8), v3 = vld1q_f32(vj + 12);
+                for (x = 0; x < 4; ++x) {
+                    a[x][0] = vfmaq_n_f32(a[x][0], v0, pj[x]); a[x][1] = vfmaq_n_f32(a[x][1], v1, pj[x]);
+                    a[x][2] = vfmaq_n_f32(a[x][2], v2, pj[x]); a[x][3] = vfmaq_n_f32(a[x][3], v3, pj[x]);
+                }
+            }
+            for (x = 0; x < 4; ++x) for (g = 0; g < 4; ++g) vst1q_f32(acc + (size_t)(r0 + x) * ldo + c + 4 * g, a[x][g]);
+        }
+        for (x = 0; x < 4; ++x) {
+            float *o = acc + (size_t)(r0 + x) * ldo;
+            for (c = dv16; c < Dv; ++c) {
+                float t = o[c] * alpha[r0 + x];
+                for (j = 0; j < nk; ++j) t += S[(size_t)j * ATTN__BQ + r0 + x] * V[(ptrdiff_t)j * ldv + c];
+                o[c] = t;
+            }
+        }
+    }
+}
+
+static void attn__load_neon(const void *src, attn_dtype t, float *dst, int n, float mul) {
+    int i = 0;
+    if (t == ATTN_F32) {
+        const float *s = (const float *)src;
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vmulq_n_f32(vld1q_f32(s + i), mul));
+    } else if (t == ATTN_F16) {
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vmulq_n_f32(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(s + i))), mul));
+    } else {
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vmulq_n_f32(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(s + i), 16)), mul));
+    }
+    if (i < n) attn__load_row((const char *)src + (size_t)i * attn__dtype_size(t), t, dst + i, n - i, mul);
+}
+
+static const attn__isa attn__isa_neon = {
+    "neon", attn__qk_neon, NULL, attn__softmax_neon, attn__pv_neon, attn__load_neon
+};
+#endif /* ATTN__NEON */
+
 /* The fastest kernels this CPU runs (ATTN_NO_AVX512 caps it at AVX2, ATTN_NO_SIMD at scalar). */
 static const attn__isa *attn__pick_isa(void) {
 #if defined(ATTN__X86_SIMD)
@@ -1314,6 +1474,9 @@ static const attn__isa *attn__pick_isa(void) {
 #elif defined(__AVX2__)
     return &attn__isa_avx2;
 #endif
+#endif
+#if defined(ATTN__NEON)
+    return &attn__isa_neon;
 #endif
     return &attn__isa_scalar;
 }

@@ -20,7 +20,10 @@ check "C99 ATTN_NO_THREADS ATTN_NO_SIMD ATTN_STATIC" $cc -std=c99 -Wall -Wextra 
 
 for bin in "$@"; do
     echo "== $bin"
-    "./$bin" > "$tmp/out" 2>&1
+    case "$bin" in
+        *_neon) qemu-aarch64 "./$bin" > "$tmp/out" 2>&1 ;;
+        *)      "./$bin" > "$tmp/out" 2>&1 ;;
+    esac
     rc=$?
     grep -v '^ok ' "$tmp/out" | tail -n 40
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/out" | tail -n 1)

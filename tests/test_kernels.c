@@ -41,6 +41,17 @@ ATTN__T256 static void tanh16_avx2(const float *x, float *y) {
 }
 #endif
 
+#if defined(ATTN__NEON)
+static void exp16_neon(const float *x, float *y) {
+    int i;
+    for (i = 0; i < 16; i += 4) vst1q_f32(y + i, attn__exp_neon(vld1q_f32(x + i)));
+}
+static void tanh16_neon(const float *x, float *y) {
+    int i;
+    for (i = 0; i < 16; i += 4) vst1q_f32(y + i, attn__tanh_neon(vld1q_f32(x + i)));
+}
+#endif
+
 static void check_exp(const char *isa, vec_fn f) {
     double worst_ulp = 0.0, worst_low = 0.0;
     float x[16], y[16];
@@ -95,6 +106,9 @@ static void test_vector_math(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) { check_exp("avx512", exp16_avx512); check_tanh("avx512", tanh16_avx512); }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { check_exp("avx2", exp16_avx2); check_tanh("avx2", tanh16_avx2); }
+#endif
+#if defined(ATTN__NEON)
+    check_exp("neon", exp16_neon); check_tanh("neon", tanh16_neon);
 #endif
     printf("      kernels in use: %s\n", attn__pick_isa()->name);
 }
