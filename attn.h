@@ -172,7 +172,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NULL_K,                ATTN_CAT_NULL,        "k.data is NULL") \
     X(ATTN_ERR_NULL_V,                ATTN_CAT_NULL,        "v.data is NULL") \
     X(ATTN_ERR_NULL_OUT,              ATTN_CAT_NULL,        "out.data is NULL") \
-    X(ATTN_ERR_NULL_ARG,              ATTN_CAT_NULL,        "a required pointer argument is NULL") \
+    X(ATTN_ERR_NULL_ARG,              ATTN_CAT_NULL,        "attn_workspace_size: bytes is NULL") \
     X(ATTN_ERR_DTYPE,                 ATTN_CAT_DTYPE,       "a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
     X(ATTN_ERR_DTYPE_MISMATCH,        ATTN_CAT_DTYPE,       "k.dtype and v.dtype must equal q.dtype") \
     X(ATTN_ERR_Q_SHAPE,               ATTN_CAT_SHAPE,       "q.batch, q.seq, q.heads and q.dim must all be >= 1") \
@@ -211,7 +211,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_MERGE_N_PARTS,         ATTN_CAT_RANGE,       "attn_merge: n_parts must be >= 1") \
     X(ATTN_ERR_MERGE_NULL,            ATTN_CAT_NULL,        "attn_merge: parts, part_lse, a part's data or a part_lse[p] is NULL") \
     X(ATTN_ERR_MERGE_SHAPE,           ATTN_CAT_SHAPE,       "attn_merge: every part must have out's batch, seq, heads and dim") \
-    X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's size or strides overflow ptrdiff_t/size_t") \
+    X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)")
 
 #define ATTN__STATUS_ENUM(name, cat, msg) name,
@@ -360,6 +360,7 @@ static int attn__cpu_count(void) {
 #endif
 }
 
+#if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
 /* Built-in parallel-for: n_threads workers (the caller is worker 0) take task indices from a
    shared counter. Which thread runs a task never changes its result: every task writes its own
    outputs and uses only its thread's scratch. */
@@ -381,8 +382,6 @@ static int attn__pool_take(attn__pool *p) {
     pthread_mutex_lock(&p->lock); i = p->next++; pthread_mutex_unlock(&p->lock);
 #elif defined(ATTN__WIN32_THREADS)
     EnterCriticalSection(&p->lock); i = p->next++; LeaveCriticalSection(&p->lock);
-#else
-    i = p->next++;
 #endif
     return i;
 }
@@ -395,6 +394,7 @@ static void *attn__worker_main(void *arg) { attn__worker_loop((attn__worker *)ar
 #elif defined(ATTN__WIN32_THREADS)
 static DWORD WINAPI attn__worker_main(LPVOID arg) { attn__worker_loop((attn__worker *)arg); return 0; }
 #endif
+#endif /* threads */
 
 #define ATTN__MAX_THREADS 256
 
@@ -777,6 +777,23 @@ static void attn__qk_scalar(const float *K, ptrdiff_t ldk, int nk, const float *
     }
 }
 
+/* Narrow tiles (decoding): one dot product per (key, query row); lanes n..15 get 0. */
+static void attn__qk_narrow_scalar(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq, int n, int D,
+                                   float *S) {
+    int j, d, r;
+    for (j = 0; j < nk; ++j) {
+        const float *kj = K + (ptrdiff_t)j * ldk;
+        float *s = S + (size_t)j * ATTN__BQ;
+        for (r = 0; r < 16; ++r) {
+            const float *q = QR + (size_t)r * ldq;
+            float a = 0.0f;
+            if (r < n)
+                for (d = 0; d < D; ++d) a += kj[d] * q[d];
+            s[r] = a;
+        }
+    }
+}
+
 /* Shared by every ISA: the visibility rule for one lane, as the SIMD code evaluates it. */
 static int attn__lane_visible(const attn__smx *X, int r, int j) {
     return j <= X->cap[r] && (j < X->pre || (j >= X->lo[r] && j <= X->hi[r]));
@@ -824,7 +841,7 @@ static void attn__pv_scalar(const float *S, int nk, int nrows, const float *V, p
 }
 
 static const attn__isa attn__isa_scalar = {
-    "scalar", attn__qk_scalar, NULL, attn__softmax_scalar, attn__pv_scalar, attn__load_row
+    "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -981,7 +998,10 @@ ATTN__T512 static ATTN__INLINE void attn__qk512_narrow_r(const float *K, ptrdiff
         v[0] = a0; v[1] = a1; v[2] = a2; v[3] = a3; v[4] = a4; v[5] = a5; v[6] = a6; v[7] = a7;
         v[8] = a8; v[9] = a9; v[10] = a10; v[11] = a11; v[12] = a12; v[13] = a13; v[14] = a14; v[15] = a15;
         _mm512_storeu_ps(tmp, attn__hsum16x16(v));
-        for (kk = 0; kk < kn; ++kk) memcpy(S + (size_t)(j + kk) * ATTN__BQ, tmp + kk * R, sizeof(float) * (size_t)R);
+        for (kk = 0; kk < kn; ++kk) {
+            memcpy(S + (size_t)(j + kk) * ATTN__BQ, tmp + kk * R, sizeof(float) * (size_t)R);
+            memset(S + (size_t)(j + kk) * ATTN__BQ + R, 0, sizeof(float) * (size_t)(16 - R));
+        }
     }
 }
 ATTN__T512 static void attn__qk512_narrow(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq,
@@ -1644,12 +1664,18 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
             if (r < n) C->isa->load((const char *)attn__at(&P->q, S->tb, T->qrow[r], T->head[r]) + (size_t)d * P->q.esize,
                                     P->q.dtype, qtmp, m, P->scale);
             else for (e = 0; e < m; ++e) qtmp[e] = 0.0f;
-            if (T->narrow) memcpy(T->qr + (size_t)r * C->geo.ldk + d, qtmp, sizeof(float) * (size_t)m);
+            for (e = m; e < 16; ++e) qtmp[e] = 0.0f;
+            /* QR rows are read 16 floats at a time with the K load masked: the padding must be
+               0, not garbage (0 * NaN would poison the dot product) */
+            if (T->narrow) memcpy(T->qr + (size_t)r * C->geo.ldk + d, qtmp, sizeof qtmp);
             else for (e = 0; e < m; ++e) T->qt[(size_t)(d + e) * ATTN__BQ + r] = qtmp[e];
         }
         T->m[r] = -INFINITY; T->l[r] = 0.0f;
         memset(T->acc + (size_t)r * C->geo.ldo, 0, sizeof(float) * C->geo.ldo);
     }
+    if (!T->narrow && T->nlanes < ATTN__BQ)        /* the 64-lane QK kernel reads every lane */
+        for (d = 0; d < D; ++d)
+            memset(T->qt + (size_t)d * ATTN__BQ + T->nlanes, 0, sizeof(float) * (size_t)(ATTN__BQ - T->nlanes));
 }
 
 /* Keys [c0, c0 + nk) of the sequence into tile T. */

@@ -1,0 +1,26 @@
+/* tests/main.c - runs every test family; the last line printed is "N passed, N failed" and the
+   exit status is non-zero when any check failed. Add a family: write tests/test_<family>.c with
+   a void test_<family>(void), declare it in tests/test.h and call it below (before
+   test_status_coverage, which must stay last). This file does not define ATTN_IMPLEMENTATION:
+   tests/attn_impl.c is the one implementation translation unit. */
+#include "test.h"
+
+int t_passed = 0, t_failed = 0, t_printed = 0;
+int t_status_provoked[ATTN_STATUS_COUNT];
+
+static void run_family(const char *name, void (*fn)(void)) {
+    int p0 = t_passed, f0 = t_failed;
+    t_printed = 0;
+    fn();
+    printf("%s %-10s %d checks, %d failed\n", t_failed == f0 ? "ok  " : "FAIL", name,
+           (t_passed - p0) + (t_failed - f0), t_failed - f0);
+    fflush(stdout);
+}
+
+int main(void) {
+    run_family("exact", test_exact);
+    run_family("kernels", test_kernels);
+    run_family("status", test_status_coverage);   /* keep last: checks every code was provoked */
+    printf("%d passed, %d failed\n", t_passed, t_failed);
+    return t_failed != 0;
+}

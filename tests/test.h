@@ -1,0 +1,276 @@
+/* tests/test.h - a tiny test runner for attn.h, plus helpers every test family shares:
+   counters and T_CHECK, a deterministic RNG, IEEE fp16/bf16 conversion written from the
+   format definitions (independent of attn.h's own), strided element access through an
+   attn_tensor, and max-normalised-error helpers.
+
+   Everything here is static (header-only helpers); the counters are defined in tests/main.c.
+   Only section 2 of attn.h (the public types) is used: nothing here shares code with the
+   implementation. */
+#ifndef ATTN_TESTS_TEST_H
+#define ATTN_TESTS_TEST_H
+
+#include "attn.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* every helper is static; families use different subsets of them */
+#if defined(__GNUC__) || defined(__clang__)
+#define T_UNUSED __attribute__((unused))
+#else
+#define T_UNUSED
+#endif
+
+/* ---------------------------------------------------------------------------------------- */
+/* Runner                                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+extern int t_passed, t_failed;
+extern int t_printed;   /* failures printed in the current family (main.c resets it) */
+/* t_status_provoked[s] is set once a test saw a call return exactly s when it was meant to;
+   test_status_coverage() (last in main.c) checks every provocable code was seen. */
+extern int t_status_provoked[ATTN_STATUS_COUNT];
+/* ATTN_MALLOC calls made by the implementation so far (tests/attn_impl.c) */
+extern size_t t_attn_mallocs;
+
+/* ATTN_TEST_QUICK (the sanitizer build) shrinks the randomised sweeps. */
+#ifdef ATTN_TEST_QUICK
+#define T_QUICK 1
+#else
+#define T_QUICK 0
+#endif
+
+#ifndef T_MAX_PRINTED_FAILURES   /* per family; -DT_MAX_PRINTED_FAILURES=1000000 prints all */
+#define T_MAX_PRINTED_FAILURES 200
+#endif
+
+/* Test families (each in tests/test_<family>.c), called from tests/main.c. */
+void test_exact(void);
+void test_kernels(void);
+void test_status_coverage(void);   /* last: every provocable status code was provoked */
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 4, 5)))
+#endif
+T_UNUSED static int t_check_(int ok, const char *file, int line, const char *fmt, ...) {
+    if (ok) { ++t_passed; return 1; }
+    ++t_failed;
+    if (++t_printed <= T_MAX_PRINTED_FAILURES) {
+        va_list ap;
+        printf("FAIL %s:%d: ", file, line);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        printf("\n");
+        if (t_printed == T_MAX_PRINTED_FAILURES) printf("(further failures of this family counted, not printed)\n");
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* T_CHECK(cond, fmt, ...): counts a pass, or prints "FAIL file:line: message" and counts a
+   failure. The format string is part of __VA_ARGS__, so T_CHECK(c, "plain message") is valid
+   C99 under -pedantic. Evaluates to 1 on pass, 0 on failure. */
+#define T_CHECK(cond, ...) t_check_((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
+#define T_CHECK0(cond, msg) t_check_((cond) ? 1 : 0, __FILE__, __LINE__, "%s", (msg))
+
+/* ---------------------------------------------------------------------------------------- */
+/* Deterministic RNG (splitmix64)                                                            */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct { uint64_t s; } t_rng;
+
+T_UNUSED static t_rng t_rng_seed(uint64_t seed) { t_rng r; r.s = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull; return r; }
+
+T_UNUSED static uint64_t t_next(t_rng *r) {
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* uniform in [0, 1) with 53 random bits */
+T_UNUSED static double t_unif(t_rng *r) { return (double)(t_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+/* uniform integer in [lo, hi] (inclusive) */
+T_UNUSED static int t_irange(t_rng *r, int lo, int hi) {
+    uint64_t span = (uint64_t)((int64_t)hi - (int64_t)lo) + 1u;
+    return (int)((int64_t)lo + (int64_t)(t_next(r) % span));
+}
+T_UNUSED static int t_chance(t_rng *r, double p) { return t_unif(r) < p; }
+/* standard normal (Box-Muller) */
+T_UNUSED static double t_normal(t_rng *r) {
+    double u1 = t_unif(r), u2 = t_unif(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+T_UNUSED static int t_pick(t_rng *r, const int *xs, int n) { return xs[t_irange(r, 0, n - 1)]; }
+
+/* ---------------------------------------------------------------------------------------- */
+/* IEEE binary16 / bfloat16 <-> binary32, round to nearest even                               */
+/* ---------------------------------------------------------------------------------------- */
+
+T_UNUSED static uint32_t t_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+T_UNUSED static float t_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+T_UNUSED static uint16_t t_f32_to_f16(float f) {
+    uint32_t x = t_f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7FFFFFFFu;
+    uint32_t e = ax >> 23, m = ax & 0x7FFFFFu;
+    if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | (m >> 13));   /* NaN stays NaN */
+    if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);   /* >= 65520 rounds to inf */
+    if (ax < 0x38800000u) {                                     /* below 2^-14: subnormal */
+        /* value = (m | 2^23) * 2^(e-150); in units of 2^-24 that is (m|2^23) >> (126 - e) */
+        uint32_t mm, shift, r, rem, half;
+        if (e < 102u) return sign;                              /* < 2^-25: rounds to 0 */
+        mm = m | 0x800000u;
+        shift = 126u - e;                                       /* 14 .. 24 */
+        r = mm >> shift;
+        rem = mm & ((1u << shift) - 1u);
+        half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (r & 1u))) ++r;
+        return (uint16_t)(sign | r);
+    } else {
+        uint32_t h = ((e - 112u) << 10) | (m >> 13);
+        uint32_t rem = m & 0x1FFFu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  /* carry may bump exponent */
+        return (uint16_t)(sign | h);
+    }
+}
+
+T_UNUSED static float t_f16_to_f32(uint16_t h) {
+    uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+    uint32_t e = ((uint32_t)h >> 10) & 0x1Fu, m = (uint32_t)h & 0x3FFu;
+    if (e == 0) {
+        float v = (float)ldexp((double)m, -24);
+        return sign ? -v : v;
+    }
+    if (e == 31) return t_bits_f32(sign | 0x7F800000u | (m << 13));
+    return t_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+T_UNUSED static uint16_t t_f32_to_bf16(float f) {
+    uint32_t x = t_f32_bits(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x0040u);
+    x += 0x7FFFu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+T_UNUSED static float t_bf16_to_f32(uint16_t b) { return t_bits_f32((uint32_t)b << 16); }
+
+/* value as stored in dtype dt (rounded once, from float) */
+T_UNUSED static double t_round_dt(double x, attn_dtype dt) {
+    float f = (float)x;
+    if (dt == ATTN_F16) return t_f16_to_f32(t_f32_to_f16(f));
+    if (dt == ATTN_BF16) return t_bf16_to_f32(t_f32_to_bf16(f));
+    return f;
+}
+T_UNUSED static size_t t_dt_size(attn_dtype dt) { return dt == ATTN_F32 ? 4u : 2u; }
+T_UNUSED static const char *t_dt_name(attn_dtype dt) {
+    return dt == ATTN_F32 ? "f32" : dt == ATTN_F16 ? "f16" : dt == ATTN_BF16 ? "bf16" : "bad";
+}
+/* relative size of one rounding to dt (with margin: 2x the unit roundoff) */
+T_UNUSED static double t_dt_rel(attn_dtype dt) {
+    return dt == ATTN_F16 ? 1.0 / 1024.0 : dt == ATTN_BF16 ? 1.0 / 128.0 : 0.0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Strided element access through an attn_tensor (own addressing, from the documented layout) */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct { ptrdiff_t sb, ss, sh; } t_strides;
+
+/* Documented: strides in elements, all three 0 = dense [batch][seq][heads][dim]. */
+T_UNUSED static t_strides t_resolve(const attn_tensor *t) {
+    t_strides s;
+    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
+        s.sh = t->dim;
+        s.ss = (ptrdiff_t)t->heads * t->dim;
+        s.sb = (ptrdiff_t)t->seq * t->heads * t->dim;
+    } else {
+        s.sb = t->stride_batch; s.ss = t->stride_seq; s.sh = t->stride_head;
+    }
+    return s;
+}
+T_UNUSED static ptrdiff_t t_offset(const attn_tensor *t, int b, int s, int h, int d) {
+    t_strides st = t_resolve(t);
+    return (ptrdiff_t)b * st.sb + (ptrdiff_t)s * st.ss + (ptrdiff_t)h * st.sh + d;
+}
+/* number of elements a buffer needs to hold the view (max offset + 1); dims must be >= 1 */
+T_UNUSED static size_t t_extent(const attn_tensor *t) {
+    t_strides st = t_resolve(t);
+    return (size_t)((ptrdiff_t)(t->batch - 1) * st.sb + (ptrdiff_t)(t->seq - 1) * st.ss +
+                    (ptrdiff_t)(t->heads - 1) * st.sh + t->dim);
+}
+T_UNUSED static double t_load_at(const void *data, attn_dtype dt, ptrdiff_t off) {
+    if (dt == ATTN_F32) return ((const float *)data)[off];
+    if (dt == ATTN_F16) return t_f16_to_f32(((const uint16_t *)data)[off]);
+    return t_bf16_to_f32(((const uint16_t *)data)[off]);
+}
+T_UNUSED static void t_store_at(void *data, attn_dtype dt, ptrdiff_t off, double x) {
+    if (dt == ATTN_F32) ((float *)data)[off] = (float)x;
+    else if (dt == ATTN_F16) ((uint16_t *)data)[off] = t_f32_to_f16((float)x);
+    else ((uint16_t *)data)[off] = t_f32_to_bf16((float)x);
+}
+T_UNUSED static double t_load(const attn_tensor *t, int b, int s, int h, int d) {
+    return t_load_at(t->data, t->dtype, t_offset(t, b, s, h, d));
+}
+T_UNUSED static void t_store(const attn_tensor *t, int b, int s, int h, int d, double x) {
+    t_store_at(t->data, t->dtype, t_offset(t, b, s, h, d), x);
+}
+/* fill every element of the view with N(0, sigma) values rounded to the tensor's dtype */
+T_UNUSED static void t_fill_normal(const attn_tensor *t, t_rng *r, double sigma) {
+    int b, s, h, d;
+    for (b = 0; b < t->batch; ++b)
+        for (s = 0; s < t->seq; ++s)
+            for (h = 0; h < t->heads; ++h)
+                for (d = 0; d < t->dim; ++d) t_store(t, b, s, h, d, sigma * t_normal(r));
+}
+/* fill a whole raw buffer of n elements with NaN of dtype dt (gaps must never be read) */
+T_UNUSED static void t_fill_nan(void *data, attn_dtype dt, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        if (dt == ATTN_F32) ((float *)data)[i] = (float)NAN;
+        else ((uint16_t *)data)[i] = dt == ATTN_F16 ? 0x7E00u : 0x7FC0u;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Error measures                                                                            */
+/* ---------------------------------------------------------------------------------------- */
+
+/* max |got - ref| / max(1, max |ref|) over n values; NaN in got gives +inf */
+T_UNUSED static double t_max_norm_err(const double *ref, const double *got, size_t n) {
+    double mx = 1.0, err = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) if (fabs(ref[i]) > mx) mx = fabs(ref[i]);
+    for (i = 0; i < n; ++i) {
+        double e = fabs(got[i] - ref[i]);
+        if (!(e <= err)) err = e != e ? INFINITY : e;
+    }
+    return err / mx;
+}
+
+/* a byte pattern used to prove an output buffer was not written */
+T_UNUSED static void t_sentinel(void *p, size_t bytes, unsigned char seed) {
+    size_t i;
+    for (i = 0; i < bytes; ++i) ((unsigned char *)p)[i] = (unsigned char)(seed + i * 37u);
+}
+T_UNUSED static int t_sentinel_ok(const void *p, size_t bytes, unsigned char seed) {
+    size_t i;
+    for (i = 0; i < bytes; ++i)
+        if (((const unsigned char *)p)[i] != (unsigned char)(seed + i * 37u)) return 0;
+    return 1;
+}
+
+T_UNUSED static void *t_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) { fprintf(stderr, "test: out of memory (%lu bytes)\n", (unsigned long)n); exit(2); }
+    return p;
+}
+
+#endif /* ATTN_TESTS_TEST_H */
