@@ -56,9 +56,13 @@ $(BUILD)/test_neon: $(TEST_DEP) | $(BUILD)
 test: $(TEST_BINS)
 	@sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
 
-bench: | $(BUILD)
-	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -I. bench/bench.c -o $(BUILD)/bench $(LIBS)
-	./$(BUILD)/bench
+# Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);
+# `make bench` builds and runs them all, `make build/bench_<family>` builds one.
+BENCHES = $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/bench*.c))
+bench: $(BENCHES)
+	@for b in $(BENCHES); do echo "== $$b"; ./$$b || exit 1; done
+$(BENCHES): $(BUILD)/%: bench/%.c bench/bench_util.h attn.h | $(BUILD)
+	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -I. $< -o $@ $(LIBS)
 
 clean:
 	rm -rf $(BUILD)

@@ -11,6 +11,11 @@
         3.5 micro-kernels: scalar, AVX2+FMA, AVX-512 (run-time dispatch), NEON
         3.6 exact attention: masks, tiled online-softmax forward, split-KV
         3.7 merge of partial results
+        3.8 exact attention backward (FlashAttention-2 recomputation), dropout
+        3.9 GEMM (blocked SIMD SGEMM for the layers, caller BLAS hook)
+        3.10 layers: standard MHA, Optimized, Efficient, Super, Direct
+        3.11 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention
+        3.12 AMX tile kernels (bf16)
      4. License
 
    USAGE
@@ -161,6 +166,9 @@ typedef struct attn_desc {
     void *parallel_user;
     void *workspace;
     size_t workspace_size;
+    /* backward / training fields */
+    /* generation fields */
+    /* AMX fields */
 } attn_desc;
 
 /* Status codes: one per check, each message names the field at fault.
@@ -211,6 +219,11 @@ typedef struct attn_desc {
     X(ATTN_ERR_MERGE_N_PARTS,         ATTN_CAT_RANGE,       "attn_merge: n_parts must be >= 1") \
     X(ATTN_ERR_MERGE_NULL,            ATTN_CAT_NULL,        "attn_merge: parts, part_lse, a part's data or a part_lse[p] is NULL") \
     X(ATTN_ERR_MERGE_SHAPE,           ATTN_CAT_SHAPE,       "attn_merge: every part must have out's batch, seq, heads and dim") \
+    /* -- backward (attn_backward, dropout) -- */ \
+    /* -- GEMM (attn_sgemm) -- */ \
+    /* -- layers (attn_layer_*) -- */ \
+    /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
+    /* -- AMX -- */ \
     X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)")
 
@@ -259,6 +272,29 @@ ATTNDEF attn_status attn_workspace_size(const attn_desc *desc, attn_tensor q, at
    Rows where every part has lse = -inf get zeros and -inf. */
 ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse,
                                attn_tensor out, float *lse);
+
+/* ---- Backward (training) --------------------------------------------------------------- */
+
+/* ---- GEMM ------------------------------------------------------------------------------ */
+
+/* ---- Layers: hidden states + weights -> output ----------------------------------------- */
+
+/* Weights of one attention layer: fp32, row-major, projections written as the papers write
+   them, y = x W + b with W [in, out]. A NULL bias means no bias. Head i (d_k = d_model/heads)
+   owns columns i*d_k .. (i+1)*d_k-1 of wq, wk, wv and rows i*d_k .. (i+1)*d_k-1 of wo; with
+   kv_heads < heads (GQA/MQA) wk/wv have kv_heads*d_k columns. Which fields a layer kind reads
+   is documented with attn_layer_kind. */
+typedef struct attn_layer_weights {
+    const float *wq, *bq;     /* [d_model, heads*d_k],    [heads*d_k]    */
+    const float *wk, *bk;     /* [d_model, kv_heads*d_k], [kv_heads*d_k] */
+    const float *wv, *bv;     /* [d_model, kv_heads*d_k], [kv_heads*d_k] */
+    const float *wo, *bo;     /* [heads*d_k, d_model],    [d_model]      */
+    /* layer-kind specific weights */
+} attn_layer_weights;
+
+/* ---- Generation: KV caches, RoPE, StreamingLLM, EL-attention --------------------------- */
+
+/* ---- AMX -------------------------------------------------------------------------------- */
 
 #ifdef __cplusplus
 }
@@ -1502,6 +1538,10 @@ static const attn__isa *attn__pick_isa(void) {
 }
 
 /* ---------------------------------------------------------------------------------------
+   3.12 AMX tile kernels (bf16): placed before 3.6, which calls them
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
    3.6 exact attention: masks, tiled online-softmax forward, split-KV
    --------------------------------------------------------------------------------------- */
 static size_t attn__round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -2021,10 +2061,25 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
     return ATTN_OK;
 }
 
+/* ---------------------------------------------------------------------------------------
+   3.8 exact attention backward (FlashAttention-2 recomputation), dropout
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
+   3.9 GEMM (blocked SIMD SGEMM for the layers, caller BLAS hook)
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
+   3.10 layers: standard MHA, Optimized, Efficient, Super, Direct
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
+   3.11 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention
+   --------------------------------------------------------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif
-/* ATTN_IMPL_READY */
 #endif /* ATTN__IMPLEMENTATION_DONE */
 #endif /* ATTN_IMPLEMENTATION */
 

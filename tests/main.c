@@ -20,6 +20,11 @@ static void run_family(const char *name, void (*fn)(void)) {
 int main(void) {
     run_family("exact", test_exact);
     run_family("kernels", test_kernels);
+    /* backward */
+    /* gemm */
+    /* layers */
+    /* generation */
+    /* amx */
     run_family("status", test_status_coverage);   /* keep last: checks every code was provoked */
     printf("%d passed, %d failed\n", t_passed, t_failed);
     return t_failed != 0;

@@ -53,6 +53,11 @@ extern size_t t_attn_mallocs;
 /* Test families (each in tests/test_<family>.c), called from tests/main.c. */
 void test_exact(void);
 void test_kernels(void);
+/* backward */
+/* gemm */
+/* layers */
+/* generation */
+/* amx */
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
 
 #if defined(__GNUC__) || defined(__clang__)
