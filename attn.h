@@ -770,7 +770,8 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
    the online softmax runs down the key axis with one lane per row: no horizontal reductions. */
 #define ATTN__BQ 64          /* rows per tile; a multiple of 16 */
 #define ATTN__BK 64          /* keys per chunk */
-#define ATTN__BK_DECODE 8    /* keys per chunk when decoding walks every KV head at once */
+#define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
+#define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -1646,6 +1647,7 @@ typedef struct attn__fwd_ctx {
     int unit_rows;             /* rows in a unit: min(ATTN__BQ, q.seq * groups) */
     int units_per_head, n_units, n_splits, split_keys;
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
+    int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
 } attn__fwd_ctx;
 
 /* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
@@ -1718,29 +1720,15 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
             memset(T->qt + (size_t)d * ATTN__BQ + T->nlanes, 0, sizeof(float) * (size_t)(ATTN__BQ - T->nlanes));
 }
 
-/* Keys [c0, c0 + nk) of the sequence into tile T. */
-static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long c0, int nk) {
+/* Keys [c0, c0 + nk) of the sequence into tile T, from fp32 rows K (stride ldk) and V. */
+static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *S, long long c0, int nk,
+                                  const float *K, ptrdiff_t ldk, const float *V, ptrdiff_t ldv) {
     const attn__problem *P = C->P;
     const attn__isa *isa = C->isa;
     const int D = P->q.dim, Dv = P->v.dim, n = T->n, g = P->groups;
     const int full = attn__chunk_full(P, T->p0, T->p1, c0, c0 + nk);
-    const char *kp = (const char *)attn__at(&P->k, T->S.tb, T->S.k0 + (int)c0, T->hk);
-    const char *vp = (const char *)attn__at(&P->v, T->S.tb, T->S.k0 + (int)c0, T->hk);
-    float *S = scratch, *kbuf = S + ATTN__BK * ATTN__BQ, *vbuf = kbuf + ATTN__BK * C->geo.ldk;
-    const float *K, *V;
-    ptrdiff_t ldk, ldv;
     attn__smx X;
     int r, j;
-    if (P->k.dtype == ATTN_F32) {
-        K = (const float *)kp; ldk = P->k.ss; V = (const float *)vp; ldv = P->v.ss;
-    } else {                                        /* f16/bf16: convert once for all rows */
-        const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
-        for (j = 0; j < nk; ++j) {
-            isa->load(kp + (ptrdiff_t)j * kst, P->k.dtype, kbuf + (size_t)j * C->geo.ldk, D, 1.0f);
-            isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, vbuf + (size_t)j * C->geo.ldv, Dv, 1.0f);
-        }
-        K = kbuf; ldk = (ptrdiff_t)C->geo.ldk; V = vbuf; ldv = (ptrdiff_t)C->geo.ldv;
-    }
     if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
     else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
 
@@ -1775,6 +1763,28 @@ static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scrat
     }
     isa->softmax(S, nk, T->nlanes, (int)c0, &X);
     isa->pv(S, nk, n, V, ldv, Dv, T->alpha, T->acc, C->geo.ldo);
+}
+
+/* Keys [c0, c0 + nk) of the sequence into tile T, read from the tensors (f16/bf16 converted
+   once for all rows into the scratch). */
+static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long c0, int nk) {
+    const attn__problem *P = C->P;
+    const char *kp = (const char *)attn__at(&P->k, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    const char *vp = (const char *)attn__at(&P->v, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    float *S = scratch, *kbuf = S + ATTN__BK * ATTN__BQ, *vbuf = kbuf + ATTN__BK * C->geo.ldk;
+    int j;
+    if (P->k.dtype == ATTN_F32) {
+        attn__tile_chunk_rows(C, T, S, c0, nk, (const float *)kp, P->k.ss, (const float *)vp, P->v.ss);
+        return;
+    }
+    {
+        const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
+        for (j = 0; j < nk; ++j) {
+            C->isa->load(kp + (ptrdiff_t)j * kst, P->k.dtype, kbuf + (size_t)j * C->geo.ldk, P->q.dim, 1.0f);
+            C->isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, vbuf + (size_t)j * C->geo.ldv, P->v.dim, 1.0f);
+        }
+    }
+    attn__tile_chunk_rows(C, T, S, c0, nk, kbuf, (ptrdiff_t)C->geo.ldk, vbuf, (ptrdiff_t)C->geo.ldv);
 }
 
 /* Every visible key of [klo, khi) into tile T, chunk by chunk; fully masked chunks skipped. */
@@ -1841,17 +1851,61 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) 
     }
 }
 
-/* Decoding: all KV heads of batch tb over one split of the keys, chunk by chunk, so K and V
-   are read as the contiguous [seq][heads][dim] rows they are (one head alone is a strided
-   walk across pages that caps the read bandwidth far below the machine's). */
-/* Decoding's per-KV-head tiles live one after another after the scratch. */
+/* Decoding: all KV heads of batch tb over one split of the keys, chunk by chunk. Each chunk's
+   K and V rows of every head are first staged (converted to fp32) into an L2-resident buffer
+   in one pass that walks memory in address order, so the hardware prefetchers stream it; the
+   per-head kernels then read the staged rows. Reading one head's rows straight from a
+   [seq][heads][dim] cache is a walk with a page-sized stride that the prefetchers do not
+   follow: it measured 7 GB/s on one core against 38 GB/s for a streaming read. */
+/* Decoding's per-KV-head tiles live one after another after the scratch, then the stage. */
 static attn__tile *attn__decode_tile(const attn__fwd_ctx *C, float *ws, int hk) {
     return (attn__tile *)(void *)(ws + C->geo.scratch + (size_t)hk * C->geo.narrow_tile);
+}
+
+/* Prefetches part `part` of `parts` of the rows attn__decode_stage will read for keys
+   [c0, c0 + nk) into L2, so the next chunk's memory reads overlap this chunk's arithmetic. */
+static void attn__decode_prefetch(const attn__fwd_ctx *C, const attn__seq *S, long long c0, int nk, int part, int parts) {
+#if defined(__GNUC__) || defined(__clang__)
+    const attn__problem *P = C->P;
+    const int Hk = P->k.heads, rows = nk * Hk, r0 = (int)((long long)rows * part / parts),
+              r1 = (int)((long long)rows * (part + 1) / parts);
+    const size_t kb = (size_t)P->q.dim * P->k.esize, vb = (size_t)P->v.dim * P->v.esize;
+    int r;
+    size_t off;
+    for (r = r0; r < r1; ++r) {
+        const int key = S->k0 + (int)c0 + r / Hk, hk = r % Hk;
+        const char *kp = (const char *)attn__at(&P->k, S->tb, key, hk), *vp = (const char *)attn__at(&P->v, S->tb, key, hk);
+        for (off = 0; off < kb; off += 64) __builtin_prefetch(kp + off, 0, 2);
+        for (off = 0; off < vb; off += 64) __builtin_prefetch(vp + off, 0, 2);
+    }
+#else
+    (void)C; (void)S; (void)c0; (void)nk; (void)part; (void)parts;
+#endif
+}
+
+/* Keys [c0, c0 + nk) of every KV head into the stage: K rows at stage[hk][j][ldk], V rows
+   after all K rows at [hk][j][ldv]. The loop order follows the larger stride outside. */
+static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float *stage, long long c0, int nk) {
+    const attn__problem *P = C->P;
+    const int Hk = P->k.heads, dk = C->decode_chunk;
+    float *vstage = stage + (size_t)Hk * dk * C->geo.ldk;
+    const int keys_outer = (P->k.ss < 0 ? -P->k.ss : P->k.ss) >= (P->k.sh < 0 ? -P->k.sh : P->k.sh);
+    int a, b;
+    for (a = 0; a < (keys_outer ? nk : Hk); ++a)
+        for (b = 0; b < (keys_outer ? Hk : nk); ++b) {
+            const int j = keys_outer ? a : b, hk = keys_outer ? b : a;
+            const int key = S->k0 + (int)c0 + j;
+            C->isa->load(attn__at(&P->k, S->tb, key, hk), P->k.dtype,
+                         stage + ((size_t)hk * dk + j) * C->geo.ldk, P->q.dim, 1.0f);
+            C->isa->load(attn__at(&P->v, S->tb, key, hk), P->v.dtype,
+                         vstage + ((size_t)hk * dk + j) * C->geo.ldv, P->v.dim, 1.0f);
+        }
 }
 
 static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int split) {
     const attn__problem *P = C->P;
     const int g = P->groups, Hk = P->k.heads;
+    float *stage = ws + C->geo.scratch + (size_t)Hk * C->geo.narrow_tile;
     attn__seq S;
     long long klo, khi, ranges[2][2], c0;
     int hk, ri, n_ranges, v, n;
@@ -1869,9 +1923,19 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
     n_ranges = attn__key_ranges(P, (long long)S.Lk - S.Lq, (long long)S.Lk - 1, S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        for (c0 = a; c0 < b; c0 += ATTN__BK_DECODE) {
-            const int nk = (int)ATTN__MIN((long long)ATTN__BK_DECODE, b - c0);
-            for (hk = 0; hk < Hk; ++hk) attn__tile_chunk(C, attn__decode_tile(C, ws, hk), ws, c0, nk);
+        for (c0 = a; c0 < b; c0 += C->decode_chunk) {
+            const int nk = (int)ATTN__MIN((long long)C->decode_chunk, b - c0);
+            const size_t dk = (size_t)C->decode_chunk;
+            const float *vstage = stage + (size_t)Hk * dk * C->geo.ldk;
+            const long long c1 = c0 + nk;
+            const int nk1 = (int)ATTN__MIN((long long)C->decode_chunk, b - c1);
+            attn__decode_stage(C, &S, stage, c0, nk);
+            for (hk = 0; hk < Hk; ++hk) {
+                if (nk1 > 0) attn__decode_prefetch(C, &S, c1, nk1, hk, Hk);
+                attn__tile_chunk_rows(C, attn__decode_tile(C, ws, hk), ws, c0, nk,
+                                      stage + hk * dk * C->geo.ldk, (ptrdiff_t)C->geo.ldk,
+                                      vstage + hk * dk * C->geo.ldv, (ptrdiff_t)C->geo.ldv);
+            }
         }
     }
     for (hk = 0; hk < Hk; ++hk)
@@ -1944,6 +2008,13 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         return ATTN_ERR_OVERFLOW;
     C->partial_row = C->geo.ldo + 2;
     if (!attn__mul_size(C->geo.narrow_tile, (size_t)P->k.heads, &heads_mem)) return ATTN_ERR_OVERFLOW;
+    if (C->decode) {            /* the stage: decode_chunk keys of every head, K and V, fp32 */
+        const size_t row = ((size_t)P->k.heads * (C->geo.ldk + C->geo.ldv)) * sizeof(float);
+        size_t stage;
+        C->decode_chunk = (int)ATTN__MAX((size_t)1, ATTN__MIN((size_t)ATTN__BK_DECODE, ATTN__DECODE_STAGE_BYTES / row));
+        if (!attn__mul_size((size_t)P->k.heads * (size_t)C->decode_chunk, C->geo.ldk + C->geo.ldv, &stage) ||
+            !attn__add_size(heads_mem, stage, &heads_mem)) return ATTN_ERR_OVERFLOW;
+    }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);
     C->ws_floats = ATTN__MAX(C->ws_floats, C->geo.ldo);          /* the merge pass's row */
     if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread)) return ATTN_ERR_OVERFLOW;
