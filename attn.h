@@ -2118,17 +2118,22 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
    C = alpha*acc + beta*C (first k block; C is not read when beta == 0) or C = alpha*acc + C.
    So the result is bitwise the same for every n_threads. */
 
-#define ATTN__GEMM_KC 256    /* largest k block: B panel kc*NR floats stays in L1 */
+#define ATTN__GEMM_KC 384    /* largest k block (tuned on Zen 5: 48 KiB L1d, 1 MiB L2) */
 
 /* acc = A panel [kc][MR] times B panel [kc][NR]; then for r < mr, c < nr:
    C[r][c] = alpha*acc[r][c] + beta*C[r][c] when load_c, else alpha*acc[r][c]. */
 typedef void (*attn__gemm_ukr)(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                int mr, int nr, float alpha, float beta, int load_c);
+/* dst[j*ldd + r] = src[r*lds + j] for j < nc (<= 16), r < 16: rows r >= nr (<= 16) read as 0;
+   only the lanes in smask of each destination vector are written. NULL: scalar packing. */
+typedef void (*attn__gemm_tr)(const float *src, ptrdiff_t lds, int nr, int nc, float *dst, ptrdiff_t ldd,
+                              unsigned smask);
 typedef struct attn__gemm_kern {
     const char *name;
     int mr, nr;          /* register tile */
     int mc, nc;          /* row block (packed A in L2), column block (packed B in L3) */
     attn__gemm_ukr ukr;
+    attn__gemm_tr tr;
 } attn__gemm_kern;
 
 /* --- scalar (and the portable kernel other ISAs fall back to): 4 x 16 ---------------------- */
@@ -2148,7 +2153,7 @@ static void attn__gemm_ukr_scalar(int kc, const float *A, const float *B, float 
         else        for (c = 0; c < nr; ++c) cr[c] = alpha * acc[r][c];
     }
 }
-static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, attn__gemm_ukr_scalar };
+static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, attn__gemm_ukr_scalar, NULL };
 
 #if defined(ATTN__X86_SIMD)
 /* --- AVX-512: 14 rows x 32 columns, 28 zmm accumulators; masked stores at the edges -------- */
@@ -2156,7 +2161,8 @@ static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, a
 #define ATTN__G512_DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
 #define ATTN__G512_FMA(r) a = _mm512_set1_ps(A[r]); \
     c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0); c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);
-#define ATTN__G512_PF(r) if ((r) < mr) _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc), _MM_HINT_T0);
+#define ATTN__G512_PF(r) if ((r) < mr) { _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc), _MM_HINT_T0); \
+    _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc + 31), _MM_HINT_T0); }
 #define ATTN__G512_STORE(r) if ((r) < mr) { \
     float *cr = C + (ptrdiff_t)(r) * ldc; \
     __m512 x0 = _mm512_mul_ps(va, c##r##0), x1 = _mm512_mul_ps(va, c##r##1); \
@@ -2179,7 +2185,36 @@ ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B,
     m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
     ATTN__G512_ROWS(ATTN__G512_STORE)
 }
-static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512 };
+/* 16 x 16 transpose in registers (unpack, unpack, two 128-bit lane shuffles) for packing */
+ATTN__T512 static void attn__gemm_tr512(const float *src, ptrdiff_t lds, int nr, int nc, float *dst, ptrdiff_t ldd,
+                                        unsigned smask) {
+    __m512 r[16], t[16];
+    const __mmask16 lm = (__mmask16)(nc >= 16 ? 0xFFFFu : (1u << nc) - 1u);
+    int i;
+    for (i = 0; i < 16; ++i) r[i] = i < nr ? _mm512_maskz_loadu_ps(lm, src + (ptrdiff_t)i * lds) : _mm512_setzero_ps();
+    for (i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    for (i = 0; i < 4; ++i) {   /* r[i] holds element 4L+i of rows 0-3 in lane L; r[4+i] rows 4-7, ... */
+        t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+        t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+        t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+        t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+    }
+    for (i = 0; i < 8; ++i) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+        r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    }
+    for (i = 0; i < nc; ++i) _mm512_mask_storeu_ps(dst + (ptrdiff_t)i * ldd, (__mmask16)smask, r[i]);
+}
+static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512 };
 
 /* --- AVX2 + FMA: 6 rows x 16 columns, 12 ymm accumulators -------------------------------- */
 #define ATTN__G256_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -2206,7 +2241,7 @@ ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B,
     m0 = attn__mask8(nr); m1 = attn__mask8(nr - 8);
     ATTN__G256_ROWS(ATTN__G256_STORE)
 }
-static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256 };
+static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, NULL };
 #endif /* ATTN__X86_SIMD */
 
 /* The micro-kernel of the ISA attn__pick_isa chose (same cpuid dispatch as attention). */
@@ -2222,13 +2257,18 @@ static const attn__gemm_kern *attn__gemm_pick(void) {
 
 /* Rows [i0, i0+mb) x columns [p0, p0+kb) of op(A) as MR-row panels [kb][MR]; rows past the
    edge are 0. op(A)[i][p] is A[i*lda + p], or A[p*lda + i] when ta. */
-static void attn__gemm_pack_a(int ta, const float *A, ptrdiff_t lda, ptrdiff_t i0, ptrdiff_t mb,
-                              ptrdiff_t p0, int kb, int MR, float *dst) {
+static void attn__gemm_pack_a(const attn__gemm_kern *K, int ta, const float *A, ptrdiff_t lda, ptrdiff_t i0,
+                              ptrdiff_t mb, ptrdiff_t p0, int kb, float *dst) {
+    const int MR = K->mr;
     ptrdiff_t ir;
     int r, p;
     for (ir = 0; ir < mb; ir += MR, dst += (ptrdiff_t)MR * kb) {
         const int rows = (int)ATTN__MIN((ptrdiff_t)MR, mb - ir);
-        if (!ta) {
+        if (!ta && K->tr) {   /* MR <= 16: 16 x 16 blocks transposed in registers */
+            const float *src = A + (i0 + ir) * lda + p0;
+            for (p = 0; p < kb; p += 16)
+                K->tr(src + p, lda, rows, ATTN__MIN(16, kb - p), dst + (ptrdiff_t)p * MR, MR, (1u << MR) - 1u);
+        } else if (!ta) {
             for (r = 0; r < rows; ++r) {
                 const float *src = A + (ptrdiff_t)(i0 + ir + r) * lda + p0;
                 for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * MR + r] = src[p];
@@ -2247,13 +2287,21 @@ static void attn__gemm_pack_a(int ta, const float *A, ptrdiff_t lda, ptrdiff_t i
 
 /* Rows [p0, p0+kb) x columns [j0, j0+nb) of op(B) as NR-column panels [kb][NR]; columns past
    the edge are 0. op(B)[p][j] is B[p*ldb + j], or B[j*ldb + p] when tb. */
-static void attn__gemm_pack_b(int tb, const float *B, ptrdiff_t ldb, ptrdiff_t p0, int kb, ptrdiff_t j0,
-                              ptrdiff_t nb, int NR, float *dst) {
+static void attn__gemm_pack_b(const attn__gemm_kern *K, int tb, const float *B, ptrdiff_t ldb, ptrdiff_t p0,
+                              int kb, ptrdiff_t j0, ptrdiff_t nb, float *dst) {
+    const int NR = K->nr;
     ptrdiff_t jr;
     int c, p;
     for (jr = 0; jr < nb; jr += NR, dst += (ptrdiff_t)NR * kb) {
         const int cols = (int)ATTN__MIN((ptrdiff_t)NR, nb - jr);
-        if (!tb) {
+        if (tb && K->tr) {   /* NR a multiple of 16: 16 x 16 blocks transposed in registers */
+            for (c = 0; c < NR; c += 16) {
+                const int nr = ATTN__MAX(0, ATTN__MIN(16, cols - c));
+                const float *src = nr > 0 ? B + (j0 + jr + c) * ldb + p0 : B;   /* nr == 0: zeros, B unread */
+                for (p = 0; p < kb; p += 16)
+                    K->tr(src + (nr > 0 ? p : 0), ldb, nr, ATTN__MIN(16, kb - p), dst + (ptrdiff_t)p * NR + c, NR, 0xFFFFu);
+            }
+        } else if (!tb) {
             for (p = 0; p < kb; ++p) {
                 const float *src = B + (ptrdiff_t)(p0 + p) * ldb + j0 + jr;
                 float *d = dst + (ptrdiff_t)p * NR;
@@ -2297,10 +2345,10 @@ static void attn__gemm_task(void *ctx, int t, int thread) {
             const int kb = (int)ATTN__MIN(J->kc, J->k - pc);
             const int load_c = pc > 0 || J->beta != 0.0f;
             const float beta = pc > 0 ? 1.0f : J->beta;
-            attn__gemm_pack_b(J->tb, J->B, J->ldb, pc, kb, jc, nb, NR, Bp);
+            attn__gemm_pack_b(K, J->tb, J->B, J->ldb, pc, kb, jc, nb, Bp);
             for (ic = r0; ic < r1; ic += J->mc) {
                 const ptrdiff_t mb = ATTN__MIN(J->mc, r1 - ic);
-                attn__gemm_pack_a(J->ta, J->A, J->lda, ic, mb, pc, kb, MR, Ap);
+                attn__gemm_pack_a(K, J->ta, J->A, J->lda, ic, mb, pc, kb, Ap);
                 for (jr = 0; jr < nb; jr += NR)
                     for (ir = 0; ir < mb; ir += MR)
                         K->ukr(kb, Ap + ir * kb, Bp + jr * kb, J->C + (ic + ir) * J->ldc + jc + jr, J->ldc,
