@@ -2392,11 +2392,12 @@ static void attn__sgemm(int n_threads, int trans_a, int trans_b, int m, int n, i
     /* k blocks of (nearly) equal size, a multiple of 8: depends on k alone (determinism) */
     nk = (J.k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
     J.kc = ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round((J.k + nk - 1) / nk, 8));
-    /* threads: at most one per ~4 MFLOP; the task grid tm x tn = T minimising the largest
-       task's padded tile plus its packing (a packed float costs about 32 multiply-adds) */
+    /* threads: one more per 32 MFLOP (~0.15 ms on one core: starting a thread costs tens of
+       microseconds); the task grid tm x tn = T minimising the largest task's padded tile plus
+       its packing (a packed float costs about 32 multiply-adds) */
     T = n_threads > 0 ? n_threads : attn__cpu_count();
     work = 2.0 * m * (double)n * k;
-    if ((double)T > work / 4.0e6 + 1.0) T = (int)(work / 4.0e6) + 1;
+    if ((double)T > work / 32.0e6 + 1.0) T = (int)(work / 32.0e6) + 1;
     T = ATTN__MAX(1, ATTN__MIN(T, ATTN__MAX_THREADS));
     tm = 1; tn = T;
     for (a = 1; a <= T; ++a) {

@@ -105,6 +105,16 @@ static void test_shapes(void) {
             run_case(&g, &r, label);
         }
     }
+    /* multi-threaded task grids (rows split, columns split, both) against the reference */
+    for (c = 0; c < (T_QUICK ? 1 : 3); ++c) {
+        static const int mt[][4] = { { 600, 400, 500, 3 }, { 40, 2000, 500, 2 }, { 700, 300, 400, 4 } };
+        gcase g;
+        memset(&g, 0, sizeof g);
+        g.ta = c & 1; g.tb = c == 1; g.m = mt[c][0]; g.n = mt[c][1]; g.k = mt[c][2]; g.threads = mt[c][3];
+        g.alpha = 1.5f; g.beta = 0.5f; g.pad_c = 2;
+        describe(label, sizeof label, "threads", &g);
+        run_case(&g, &r, label);
+    }
 }
 
 /* random sizes, transposes, alpha/beta, padding and thread counts */
@@ -167,7 +177,8 @@ static void test_degenerate(void) {
 
 /* the result is bitwise the same for every thread count, and for the allocation-free fallback */
 static void test_threads(void) {
-    static const int shapes[][5] = { { 300, 200, 300, 0, 0 }, { 1000, 40, 100, 1, 0 }, { 20, 1000, 300, 0, 1 },
+    /* big enough that up to 7 threads engage (attn_sgemm starts one per 32 MFLOP) */
+    static const int shapes[][5] = { { 600, 400, 500, 0, 0 }, { 2000, 60, 400, 1, 0 }, { 40, 2000, 500, 0, 1 },
                                      { 257, 129, 600, 1, 1 }, { 64, 64, 64, 0, 1 } };
     static const int threads[] = { 1, 2, 3, 0, 4, 7 };
     t_rng r = t_rng_seed(503);
