@@ -2162,7 +2162,7 @@ static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, a
 #define ATTN__G512_FMA(r) a = _mm512_set1_ps(A[r]); \
     c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0); c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);
 #define ATTN__G512_PF(r) if ((r) < mr) { _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc), _MM_HINT_T0); \
-    _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc + 31), _MM_HINT_T0); }
+    _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc + pf1), _MM_HINT_T0); }
 #define ATTN__G512_STORE(r) if ((r) < mr) { \
     float *cr = C + (ptrdiff_t)(r) * ldc; \
     __m512 x0 = _mm512_mul_ps(va, c##r##0), x1 = _mm512_mul_ps(va, c##r##1); \
@@ -2173,6 +2173,7 @@ ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m512 a, b0, b1, va, vb;
     __mmask16 m0, m1;
+    const int pf1 = nr > 16 ? 16 : 0;   /* the second cache line of a row, if the tile has one */
     int p;
     ATTN__G512_ROWS(ATTN__G512_DECL)
     ATTN__G512_ROWS(ATTN__G512_PF)
