@@ -2128,12 +2128,15 @@ typedef void (*attn__gemm_ukr)(int kc, const float *A, const float *B, float *C,
    only the lanes in smask of each destination vector are written. NULL: scalar packing. */
 typedef void (*attn__gemm_tr)(const float *src, ptrdiff_t lds, int nr, int nc, float *dst, ptrdiff_t ldd,
                               unsigned smask);
+/* src[0..n) cut into chunks of w (<= 32) floats; chunk q goes to dst + q*ps, zero-padded to w. */
+typedef void (*attn__gemm_rows)(const float *src, ptrdiff_t n, float *dst, ptrdiff_t ps, int w);
 typedef struct attn__gemm_kern {
     const char *name;
     int mr, nr;          /* register tile */
     int mc, nc;          /* row block (packed A in L2), column block (packed B in L3) */
     attn__gemm_ukr ukr;
     attn__gemm_tr tr;
+    attn__gemm_rows rows;
 } attn__gemm_kern;
 
 /* --- scalar (and the portable kernel other ISAs fall back to): 4 x 16 ---------------------- */
@@ -2153,7 +2156,18 @@ static void attn__gemm_ukr_scalar(int kc, const float *A, const float *B, float 
         else        for (c = 0; c < nr; ++c) cr[c] = alpha * acc[r][c];
     }
 }
-static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, attn__gemm_ukr_scalar, NULL };
+static void attn__gemm_rows_scalar(const float *src, ptrdiff_t n, float *dst, ptrdiff_t ps, int w) {
+    ptrdiff_t q;
+    int c;
+    for (q = 0; q < n; q += w) {
+        const int cnt = (int)ATTN__MIN((ptrdiff_t)w, n - q);
+        float *d = dst + q / w * ps;
+        for (c = 0; c < cnt; ++c) d[c] = src[q + c];
+        for (; c < w; ++c) d[c] = 0.0f;
+    }
+}
+static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, attn__gemm_ukr_scalar, NULL,
+                                                   attn__gemm_rows_scalar };
 
 #if defined(ATTN__X86_SIMD)
 /* --- AVX-512: 14 rows x 32 columns, 28 zmm accumulators; masked stores at the edges -------- */
@@ -2215,7 +2229,23 @@ ATTN__T512 static void attn__gemm_tr512(const float *src, ptrdiff_t lds, int nr,
     }
     for (i = 0; i < nc; ++i) _mm512_mask_storeu_ps(dst + (ptrdiff_t)i * ldd, (__mmask16)smask, r[i]);
 }
-static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512 };
+ATTN__T512 static void attn__gemm_rows512(const float *src, ptrdiff_t n, float *dst, ptrdiff_t ps, int w) {
+    const __mmask16 s0 = (__mmask16)(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
+    const __mmask16 s1 = (__mmask16)(w >= 32 ? 0xFFFFu : w > 16 ? (1u << (w - 16)) - 1u : 0u);
+    ptrdiff_t q;
+    for (q = 0; q < n; q += w) {
+        const int cnt = (int)ATTN__MIN((ptrdiff_t)w, n - q);
+        float *d = dst + q / w * ps;
+        const __mmask16 l0 = (__mmask16)(cnt >= 16 ? 0xFFFFu : (1u << cnt) - 1u);
+        _mm512_mask_storeu_ps(d, s0, _mm512_maskz_loadu_ps(l0, src + q));
+        if (w > 16) {
+            const __mmask16 l1 = (__mmask16)(cnt >= 32 ? 0xFFFFu : cnt > 16 ? (1u << (cnt - 16)) - 1u : 0u);
+            _mm512_mask_storeu_ps(d + 16, s1, _mm512_maskz_loadu_ps(l1, src + q + 16));
+        }
+    }
+}
+static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512,
+                                                   attn__gemm_rows512 };
 
 /* --- AVX2 + FMA: 6 rows x 16 columns, 12 ymm accumulators -------------------------------- */
 #define ATTN__G256_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -2242,7 +2272,8 @@ ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B,
     m0 = attn__mask8(nr); m1 = attn__mask8(nr - 8);
     ATTN__G256_ROWS(ATTN__G256_STORE)
 }
-static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, NULL };
+static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, NULL,
+                                                 attn__gemm_rows_scalar };
 #endif /* ATTN__X86_SIMD */
 
 /* The micro-kernel of the ISA attn__pick_isa chose (same cpuid dispatch as attention). */
@@ -2263,25 +2294,22 @@ static void attn__gemm_pack_a(const attn__gemm_kern *K, int ta, const float *A, 
     const int MR = K->mr;
     ptrdiff_t ir;
     int r, p;
+    if (ta) {   /* row p of the stored A holds op(A)[i0..][p]: cut it across the panels */
+        for (p = 0; p < kb; ++p) K->rows(A + (p0 + p) * lda + i0, mb, dst + (ptrdiff_t)p * MR, (ptrdiff_t)MR * kb, MR);
+        return;
+    }
     for (ir = 0; ir < mb; ir += MR, dst += (ptrdiff_t)MR * kb) {
         const int rows = (int)ATTN__MIN((ptrdiff_t)MR, mb - ir);
         if (!ta && K->tr) {   /* MR <= 16: 16 x 16 blocks transposed in registers */
             const float *src = A + (i0 + ir) * lda + p0;
             for (p = 0; p < kb; p += 16)
                 K->tr(src + p, lda, rows, ATTN__MIN(16, kb - p), dst + (ptrdiff_t)p * MR, MR, (1u << MR) - 1u);
-        } else if (!ta) {
+        } else {
             for (r = 0; r < rows; ++r) {
-                const float *src = A + (ptrdiff_t)(i0 + ir + r) * lda + p0;
+                const float *src = A + (i0 + ir + r) * lda + p0;
                 for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * MR + r] = src[p];
             }
             for (; r < MR; ++r) for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * MR + r] = 0.0f;
-        } else {
-            for (p = 0; p < kb; ++p) {
-                const float *src = A + (ptrdiff_t)(p0 + p) * lda + i0 + ir;
-                float *d = dst + (ptrdiff_t)p * MR;
-                for (r = 0; r < rows; ++r) d[r] = src[r];
-                for (; r < MR; ++r) d[r] = 0.0f;
-            }
         }
     }
 }
@@ -2293,6 +2321,10 @@ static void attn__gemm_pack_b(const attn__gemm_kern *K, int tb, const float *B, 
     const int NR = K->nr;
     ptrdiff_t jr;
     int c, p;
+    if (!tb) {   /* row p of B holds op(B)[p][j0..]: cut it across the panels */
+        for (p = 0; p < kb; ++p) K->rows(B + (p0 + p) * ldb + j0, nb, dst + (ptrdiff_t)p * NR, (ptrdiff_t)NR * kb, NR);
+        return;
+    }
     for (jr = 0; jr < nb; jr += NR, dst += (ptrdiff_t)NR * kb) {
         const int cols = (int)ATTN__MIN((ptrdiff_t)NR, nb - jr);
         if (tb && K->tr) {   /* NR a multiple of 16: 16 x 16 blocks transposed in registers */
@@ -2302,16 +2334,9 @@ static void attn__gemm_pack_b(const attn__gemm_kern *K, int tb, const float *B, 
                 for (p = 0; p < kb; p += 16)
                     K->tr(src + (nr > 0 ? p : 0), ldb, nr, ATTN__MIN(16, kb - p), dst + (ptrdiff_t)p * NR + c, NR, 0xFFFFu);
             }
-        } else if (!tb) {
-            for (p = 0; p < kb; ++p) {
-                const float *src = B + (ptrdiff_t)(p0 + p) * ldb + j0 + jr;
-                float *d = dst + (ptrdiff_t)p * NR;
-                for (c = 0; c < cols; ++c) d[c] = src[c];
-                for (; c < NR; ++c) d[c] = 0.0f;
-            }
         } else {
             for (c = 0; c < cols; ++c) {
-                const float *src = B + (ptrdiff_t)(j0 + jr + c) * ldb + p0;
+                const float *src = B + (j0 + jr + c) * ldb + p0;
                 for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * NR + c] = src[p];
             }
             for (; c < NR; ++c) for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * NR + c] = 0.0f;
