@@ -221,6 +221,22 @@ typedef struct attn_desc {
     X(ATTN_ERR_MERGE_SHAPE,           ATTN_CAT_SHAPE,       "attn_merge: every part must have out's batch, seq, heads and dim") \
     /* -- backward (attn_backward, dropout) -- */ \
     /* -- GEMM (attn_sgemm) -- */ \
+    X(ATTN_ERR_GEMM_M,                ATTN_CAT_SHAPE,       "attn_sgemm: m must be >= 0") \
+    X(ATTN_ERR_GEMM_N,                ATTN_CAT_SHAPE,       "attn_sgemm: n must be >= 0") \
+    X(ATTN_ERR_GEMM_K,                ATTN_CAT_SHAPE,       "attn_sgemm: k must be >= 0") \
+    X(ATTN_ERR_GEMM_N_THREADS,        ATTN_CAT_RANGE,       "attn_sgemm: n_threads must be >= 0") \
+    X(ATTN_ERR_GEMM_ALPHA,            ATTN_CAT_RANGE,       "attn_sgemm: alpha must be finite") \
+    X(ATTN_ERR_GEMM_BETA,             ATTN_CAT_RANGE,       "attn_sgemm: beta must be finite") \
+    X(ATTN_ERR_GEMM_LDA,              ATTN_CAT_SHAPE,       "attn_sgemm: lda must be >= max(1, row length of the stored a: k, or m when trans_a)") \
+    X(ATTN_ERR_GEMM_LDB,              ATTN_CAT_SHAPE,       "attn_sgemm: ldb must be >= max(1, row length of the stored b: n, or k when trans_b)") \
+    X(ATTN_ERR_GEMM_LDC,              ATTN_CAT_SHAPE,       "attn_sgemm: ldc must be >= max(1, n)") \
+    X(ATTN_ERR_GEMM_NULL_A,           ATTN_CAT_NULL,        "attn_sgemm: a is NULL (allowed only when m or k is 0)") \
+    X(ATTN_ERR_GEMM_NULL_B,           ATTN_CAT_NULL,        "attn_sgemm: b is NULL (allowed only when k or n is 0)") \
+    X(ATTN_ERR_GEMM_NULL_C,           ATTN_CAT_NULL,        "attn_sgemm: c is NULL (allowed only when m or n is 0)") \
+    X(ATTN_ERR_GEMM_A_OVERFLOW,       ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of a, (rows-1)*lda + row length floats, overflows ptrdiff_t") \
+    X(ATTN_ERR_GEMM_B_OVERFLOW,       ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of b, (rows-1)*ldb + row length floats, overflows ptrdiff_t") \
+    X(ATTN_ERR_GEMM_C_OVERFLOW,       ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of c, (m-1)*ldc + n floats, overflows ptrdiff_t") \
+    X(ATTN_ERR_GEMM_ALIAS,            ATTN_CAT_UNSUPPORTED, "attn_sgemm: c overlaps a or b") \
     /* -- layers (attn_layer_*) -- */ \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
     /* -- AMX -- */ \
@@ -276,6 +292,30 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
 /* ---- Backward (training) --------------------------------------------------------------- */
 
 /* ---- GEMM ------------------------------------------------------------------------------ */
+
+/* A GEMM you can plug in (the layers' hook) to route their projections to your BLAS. It must
+   compute, row-major, C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C, op(X) = X^T when
+   trans_x != 0 (A is then stored [k,m] with leading dimension lda, B stored [n,k]); beta == 0
+   means C is not read. With CBLAS:
+     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                 m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                                */
+typedef void (*attn_sgemm_fn)(void *user, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                              const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb,
+                              float beta, float *c, ptrdiff_t ldc);
+
+/* Built-in fp32 GEMM (blocked, packed, AVX-512 / AVX2+FMA / scalar picked at run time,
+   multi-threaded), row-major:
+     C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C      op(X) = X^T when trans_x != 0
+     a    stored [m,k] (lda >= max(1,k)), or [k,m] when trans_a (lda >= max(1,m))
+     b    stored [k,n] (ldb >= max(1,n)), or [n,k] when trans_b (ldb >= max(1,k))
+     c    [m,n], ldc >= max(1,n); must not overlap a or b
+   m, n, k >= 0; a pointer may be NULL only when its matrix has no elements. beta == 0 means C is
+   not read (NaN/inf in C are overwritten); k == 0 or alpha == 0 gives C = beta*C without
+   reading a or b. alpha and beta must be finite. n_threads: 0 = all cores. The result is
+   bitwise the same for every n_threads. On any error nothing is written. */
+ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                               const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb,
+                               float beta, float *c, ptrdiff_t ldc, int n_threads);
 
 /* ---- Layers: hidden states + weights -> output ----------------------------------------- */
 
@@ -2139,6 +2179,401 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
 /* ---------------------------------------------------------------------------------------
    3.9 GEMM (blocked SIMD SGEMM for the layers, caller BLAS hook)
    --------------------------------------------------------------------------------------- */
+
+/* C[m,n] = alpha op(A) op(B) + beta C, Goto/BLIS style. C is cut into one rectangular task per
+   thread; a task loops over its column blocks (nc), the k blocks (kc) and its row blocks (mc):
+   it packs a kc x nc block of op(B) into NR-column panels, an mc x kc block of op(A) into
+   MR-row panels, and runs the MR x NR register micro-kernel over every (panel, panel) pair.
+   Each C element is summed over k in the same order whatever the task grid, thread count or
+   edge masking: kc depends on k alone, each kc block is summed from 0 in registers, then
+   C = alpha*acc + beta*C (first k block; C is not read when beta == 0) or C = alpha*acc + C.
+   So the result is bitwise the same for every n_threads. */
+
+#define ATTN__GEMM_KC 384    /* largest k block (tuned on Zen 5: 48 KiB L1d, 1 MiB L2) */
+
+/* acc = A panel [kc][MR] times B panel [kc][NR]; then for r < mr, c < nr:
+   C[r][c] = alpha*acc[r][c] + beta*C[r][c] when load_c, else alpha*acc[r][c]. */
+typedef void (*attn__gemm_ukr)(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
+                               int mr, int nr, float alpha, float beta, int load_c);
+/* dst[j*ldd + r] = src[r*lds + j] for j < nc (<= 16), r < 16: rows r >= nr (<= 16) read as 0;
+   only the lanes in smask of each destination vector are written. NULL: scalar packing. */
+typedef void (*attn__gemm_tr)(const float *src, ptrdiff_t lds, int nr, int nc, float *dst, ptrdiff_t ldd,
+                              unsigned smask);
+/* src[0..n) cut into chunks of w (<= 32) floats; chunk q goes to dst + q*ps, zero-padded to w. */
+typedef void (*attn__gemm_rows)(const float *src, ptrdiff_t n, float *dst, ptrdiff_t ps, int w);
+typedef struct attn__gemm_kern {
+    const char *name;
+    int mr, nr;          /* register tile */
+    int mc, nc;          /* row block (packed A in L2), column block (packed B in L3) */
+    attn__gemm_ukr ukr;
+    attn__gemm_tr tr;
+    attn__gemm_rows rows;
+} attn__gemm_kern;
+
+/* --- scalar (and the portable kernel other ISAs fall back to): 4 x 16 ---------------------- */
+static void attn__gemm_ukr_scalar(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
+                                  int mr, int nr, float alpha, float beta, int load_c) {
+    float acc[4][16];
+    int p, r, c;
+    memset(acc, 0, sizeof acc);
+    for (p = 0; p < kc; ++p, A += 4, B += 16)
+        for (r = 0; r < 4; ++r) {
+            const float a = A[r];
+            for (c = 0; c < 16; ++c) acc[r][c] += a * B[c];
+        }
+    for (r = 0; r < mr; ++r) {
+        float *cr = C + (ptrdiff_t)r * ldc;
+        if (load_c) for (c = 0; c < nr; ++c) cr[c] = alpha * acc[r][c] + beta * cr[c];
+        else        for (c = 0; c < nr; ++c) cr[c] = alpha * acc[r][c];
+    }
+}
+static void attn__gemm_rows_scalar(const float *src, ptrdiff_t n, float *dst, ptrdiff_t ps, int w) {
+    ptrdiff_t q;
+    int c;
+    for (q = 0; q < n; q += w) {
+        const int cnt = (int)ATTN__MIN((ptrdiff_t)w, n - q);
+        float *d = dst + q / w * ps;
+        for (c = 0; c < cnt; ++c) d[c] = src[q + c];
+        for (; c < w; ++c) d[c] = 0.0f;
+    }
+}
+static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, attn__gemm_ukr_scalar, NULL,
+                                                   attn__gemm_rows_scalar };
+
+#if defined(ATTN__X86_SIMD)
+/* --- AVX-512: 14 rows x 32 columns, 28 zmm accumulators; masked stores at the edges -------- */
+#define ATTN__G512_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define ATTN__G512_DECL(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+#define ATTN__G512_FMA(r) a = _mm512_set1_ps(A[r]); \
+    c##r##0 = _mm512_fmadd_ps(a, b0, c##r##0); c##r##1 = _mm512_fmadd_ps(a, b1, c##r##1);
+#define ATTN__G512_PF(r) if ((r) < mr) { _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc), _MM_HINT_T0); \
+    _mm_prefetch((const char *)(C + (ptrdiff_t)(r) * ldc + pf1), _MM_HINT_T0); }
+#define ATTN__G512_STORE(r) if ((r) < mr) { \
+    float *cr = C + (ptrdiff_t)(r) * ldc; \
+    __m512 x0 = _mm512_mul_ps(va, c##r##0), x1 = _mm512_mul_ps(va, c##r##1); \
+    if (load_c) { x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), x0); \
+                  x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), x1); } \
+    _mm512_mask_storeu_ps(cr, m0, x0); _mm512_mask_storeu_ps(cr + 16, m1, x1); }
+ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
+                                         int mr, int nr, float alpha, float beta, int load_c) {
+    __m512 a, b0, b1, va, vb;
+    __mmask16 m0, m1;
+    const int pf1 = nr > 16 ? 16 : 0;   /* the second cache line of a row, if the tile has one */
+    int p;
+    ATTN__G512_ROWS(ATTN__G512_DECL)
+    ATTN__G512_ROWS(ATTN__G512_PF)
+    for (p = 0; p < kc; ++p, A += 14, B += 32) {
+        b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
+        ATTN__G512_ROWS(ATTN__G512_FMA)
+    }
+    va = _mm512_set1_ps(alpha); vb = _mm512_set1_ps(beta);
+    m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
+    ATTN__G512_ROWS(ATTN__G512_STORE)
+}
+/* 16 x 16 transpose in registers (unpack, unpack, two 128-bit lane shuffles) for packing */
+ATTN__T512 static void attn__gemm_tr512(const float *src, ptrdiff_t lds, int nr, int nc, float *dst, ptrdiff_t ldd,
+                                        unsigned smask) {
+    __m512 r[16], t[16];
+    const __mmask16 lm = (__mmask16)(nc >= 16 ? 0xFFFFu : (1u << nc) - 1u);
+    int i;
+    for (i = 0; i < 16; ++i) r[i] = i < nr ? _mm512_maskz_loadu_ps(lm, src + (ptrdiff_t)i * lds) : _mm512_setzero_ps();
+    for (i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    for (i = 0; i < 4; ++i) {   /* r[i] holds element 4L+i of rows 0-3 in lane L; r[4+i] rows 4-7, ... */
+        t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+        t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+        t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+        t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+    }
+    for (i = 0; i < 8; ++i) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+        r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    }
+    for (i = 0; i < nc; ++i) _mm512_mask_storeu_ps(dst + (ptrdiff_t)i * ldd, (__mmask16)smask, r[i]);
+}
+ATTN__T512 static void attn__gemm_rows512(const float *src, ptrdiff_t n, float *dst, ptrdiff_t ps, int w) {
+    const __mmask16 s0 = (__mmask16)(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
+    const __mmask16 s1 = (__mmask16)(w >= 32 ? 0xFFFFu : w > 16 ? (1u << (w - 16)) - 1u : 0u);
+    ptrdiff_t q;
+    for (q = 0; q < n; q += w) {
+        const int cnt = (int)ATTN__MIN((ptrdiff_t)w, n - q);
+        float *d = dst + q / w * ps;
+        const __mmask16 l0 = (__mmask16)(cnt >= 16 ? 0xFFFFu : (1u << cnt) - 1u);
+        _mm512_mask_storeu_ps(d, s0, _mm512_maskz_loadu_ps(l0, src + q));
+        if (w > 16) {
+            const __mmask16 l1 = (__mmask16)(cnt >= 32 ? 0xFFFFu : cnt > 16 ? (1u << (cnt - 16)) - 1u : 0u);
+            _mm512_mask_storeu_ps(d + 16, s1, _mm512_maskz_loadu_ps(l1, src + q + 16));
+        }
+    }
+}
+static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512,
+                                                   attn__gemm_rows512 };
+
+/* --- AVX2 + FMA: 6 rows x 16 columns, 12 ymm accumulators -------------------------------- */
+#define ATTN__G256_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ATTN__G256_DECL(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
+#define ATTN__G256_FMA(r) a = _mm256_broadcast_ss(A + (r)); \
+    c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0); c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1);
+#define ATTN__G256_STORE(r) if ((r) < mr) { \
+    float *cr = C + (ptrdiff_t)(r) * ldc; \
+    __m256 x0 = _mm256_mul_ps(va, c##r##0), x1 = _mm256_mul_ps(va, c##r##1); \
+    if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr, m0), x0); \
+                  x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8, m1), x1); } \
+    _mm256_maskstore_ps(cr, m0, x0); _mm256_maskstore_ps(cr + 8, m1, x1); }
+ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
+                                         int mr, int nr, float alpha, float beta, int load_c) {
+    __m256 a, b0, b1, va, vb;
+    __m256i m0, m1;
+    int p;
+    ATTN__G256_ROWS(ATTN__G256_DECL)
+    for (p = 0; p < kc; ++p, A += 6, B += 16) {
+        b0 = _mm256_load_ps(B); b1 = _mm256_load_ps(B + 8);
+        ATTN__G256_ROWS(ATTN__G256_FMA)
+    }
+    va = _mm256_set1_ps(alpha); vb = _mm256_set1_ps(beta);
+    m0 = attn__mask8(nr); m1 = attn__mask8(nr - 8);
+    ATTN__G256_ROWS(ATTN__G256_STORE)
+}
+static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, NULL,
+                                                 attn__gemm_rows_scalar };
+#endif /* ATTN__X86_SIMD */
+
+/* The micro-kernel of the ISA attn__pick_isa chose (same cpuid dispatch as attention). */
+static const attn__gemm_kern *attn__gemm_pick(void) {
+    const attn__isa *isa = attn__pick_isa();
+#if defined(ATTN__X86_SIMD)
+    if (isa == &attn__isa_avx512) return &attn__gemm_avx512;
+    if (isa == &attn__isa_avx2) return &attn__gemm_avx2;
+#endif
+    (void)isa;
+    return &attn__gemm_scalar;
+}
+
+/* Rows [i0, i0+mb) x columns [p0, p0+kb) of op(A) as MR-row panels [kb][MR]; rows past the
+   edge are 0. op(A)[i][p] is A[i*lda + p], or A[p*lda + i] when ta. */
+static void attn__gemm_pack_a(const attn__gemm_kern *K, int ta, const float *A, ptrdiff_t lda, ptrdiff_t i0,
+                              ptrdiff_t mb, ptrdiff_t p0, int kb, float *dst) {
+    const int MR = K->mr;
+    ptrdiff_t ir;
+    int r, p;
+    if (ta) {   /* row p of the stored A holds op(A)[i0..][p]: cut it across the panels */
+        for (p = 0; p < kb; ++p) K->rows(A + (p0 + p) * lda + i0, mb, dst + (ptrdiff_t)p * MR, (ptrdiff_t)MR * kb, MR);
+        return;
+    }
+    for (ir = 0; ir < mb; ir += MR, dst += (ptrdiff_t)MR * kb) {
+        const int rows = (int)ATTN__MIN((ptrdiff_t)MR, mb - ir);
+        if (!ta && K->tr) {   /* MR <= 16: 16 x 16 blocks transposed in registers */
+            const float *src = A + (i0 + ir) * lda + p0;
+            for (p = 0; p < kb; p += 16)
+                K->tr(src + p, lda, rows, ATTN__MIN(16, kb - p), dst + (ptrdiff_t)p * MR, MR, (1u << MR) - 1u);
+        } else {
+            for (r = 0; r < rows; ++r) {
+                const float *src = A + (i0 + ir + r) * lda + p0;
+                for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * MR + r] = src[p];
+            }
+            for (; r < MR; ++r) for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * MR + r] = 0.0f;
+        }
+    }
+}
+
+/* Rows [p0, p0+kb) x columns [j0, j0+nb) of op(B) as NR-column panels [kb][NR]; columns past
+   the edge are 0. op(B)[p][j] is B[p*ldb + j], or B[j*ldb + p] when tb. */
+static void attn__gemm_pack_b(const attn__gemm_kern *K, int tb, const float *B, ptrdiff_t ldb, ptrdiff_t p0,
+                              int kb, ptrdiff_t j0, ptrdiff_t nb, float *dst) {
+    const int NR = K->nr;
+    ptrdiff_t jr;
+    int c, p;
+    if (!tb) {   /* row p of B holds op(B)[p][j0..]: cut it across the panels */
+        for (p = 0; p < kb; ++p) K->rows(B + (p0 + p) * ldb + j0, nb, dst + (ptrdiff_t)p * NR, (ptrdiff_t)NR * kb, NR);
+        return;
+    }
+    for (jr = 0; jr < nb; jr += NR, dst += (ptrdiff_t)NR * kb) {
+        const int cols = (int)ATTN__MIN((ptrdiff_t)NR, nb - jr);
+        if (tb && K->tr) {   /* NR a multiple of 16: 16 x 16 blocks transposed in registers */
+            for (c = 0; c < NR; c += 16) {
+                const int nr = ATTN__MAX(0, ATTN__MIN(16, cols - c));
+                const float *src = nr > 0 ? B + (j0 + jr + c) * ldb + p0 : B;   /* nr == 0: zeros, B unread */
+                for (p = 0; p < kb; p += 16)
+                    K->tr(src + (nr > 0 ? p : 0), ldb, nr, ATTN__MIN(16, kb - p), dst + (ptrdiff_t)p * NR + c, NR, 0xFFFFu);
+            }
+        } else {
+            for (c = 0; c < cols; ++c) {
+                const float *src = B + (j0 + jr + c) * ldb + p0;
+                for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * NR + c] = src[p];
+            }
+            for (; c < NR; ++c) for (p = 0; p < kb; ++p) dst[(ptrdiff_t)p * NR + c] = 0.0f;
+        }
+    }
+}
+
+typedef struct attn__gemm_job {
+    const attn__gemm_kern *K;
+    int ta, tb;
+    ptrdiff_t m, n, k, kc, mc, nc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    ptrdiff_t lda, ldb, ldc;
+    ptrdiff_t tn, rows_per, cols_per;   /* task t: rows (t / tn)*rows_per.., columns (t % tn)*cols_per.. */
+    float *ws;                    /* per thread: packed B [kc*nc], then packed A [mc*kc] */
+    size_t ws_floats;
+} attn__gemm_job;
+
+static void attn__gemm_task(void *ctx, int t, int thread) {
+    const attn__gemm_job *J = (const attn__gemm_job *)ctx;
+    const attn__gemm_kern *K = J->K;
+    const int MR = K->mr, NR = K->nr;
+    const ptrdiff_t r0 = (t / J->tn) * J->rows_per, c0 = (t % J->tn) * J->cols_per;
+    const ptrdiff_t r1 = ATTN__MIN(J->m, r0 + J->rows_per), c1 = ATTN__MIN(J->n, c0 + J->cols_per);
+    float *Bp = J->ws + (size_t)thread * J->ws_floats, *Ap = Bp + J->kc * J->nc;
+    ptrdiff_t jc, pc, ic, jr, ir;
+    for (jc = c0; jc < c1; jc += J->nc) {
+        const ptrdiff_t nb = ATTN__MIN(J->nc, c1 - jc);
+        for (pc = 0; pc < J->k; pc += J->kc) {
+            const int kb = (int)ATTN__MIN(J->kc, J->k - pc);
+            const int load_c = pc > 0 || J->beta != 0.0f;
+            const float beta = pc > 0 ? 1.0f : J->beta;
+            attn__gemm_pack_b(K, J->tb, J->B, J->ldb, pc, kb, jc, nb, Bp);
+            for (ic = r0; ic < r1; ic += J->mc) {
+                const ptrdiff_t mb = ATTN__MIN(J->mc, r1 - ic);
+                attn__gemm_pack_a(K, J->ta, J->A, J->lda, ic, mb, pc, kb, Ap);
+                for (jr = 0; jr < nb; jr += NR)
+                    for (ir = 0; ir < mb; ir += MR)
+                        K->ukr(kb, Ap + ir * kb, Bp + jr * kb, J->C + (ic + ir) * J->ldc + jc + jr, J->ldc,
+                               (int)ATTN__MIN((ptrdiff_t)MR, mb - ir), (int)ATTN__MIN((ptrdiff_t)NR, nb - jr),
+                               J->alpha, beta, load_c);
+            }
+        }
+    }
+}
+
+/* x rounded up to a multiple of q (x >= 0, q >= 1, x + q fits) */
+static ptrdiff_t attn__gemm_round(ptrdiff_t x, ptrdiff_t q) { return (x + q - 1) / q * q; }
+
+/* No validation (attn_sgemm validates); see attn_sgemm for the contract. n_threads <= 0: all
+   cores. Never fails: when the packing buffers cannot be allocated it runs on this thread
+   with buffers on the stack (the same result, just slower). */
+static void attn__sgemm(int n_threads, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                        const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
+                        float beta, float *C, ptrdiff_t ldc) {
+    const attn__gemm_kern *K;
+    attn__gemm_job J;
+    ptrdiff_t tm, tn, nk;
+    int T, a, n_tasks, used;
+    double best = -1.0, work;
+    size_t total;
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0.0f) {   /* C = beta*C; a and b are not read */
+        int i, j;
+        if (beta == 1.0f) return;
+        for (i = 0; i < m; ++i) {
+            float *cr = C + (ptrdiff_t)i * ldc;
+            if (beta == 0.0f) for (j = 0; j < n; ++j) cr[j] = 0.0f;
+            else for (j = 0; j < n; ++j) cr[j] *= beta;
+        }
+        return;
+    }
+    K = attn__gemm_pick();
+    memset(&J, 0, sizeof J);
+    J.K = K; J.ta = trans_a != 0; J.tb = trans_b != 0; J.m = m; J.n = n; J.k = k;
+    J.alpha = alpha; J.beta = beta; J.A = A; J.B = B; J.C = C; J.lda = lda; J.ldb = ldb; J.ldc = ldc;
+    /* k blocks of (nearly) equal size, a multiple of 8: depends on k alone (determinism) */
+    nk = (J.k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
+    J.kc = ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round((J.k + nk - 1) / nk, 8));
+    /* threads: one more per 32 MFLOP (~0.15 ms on one core: starting a thread costs tens of
+       microseconds); the task grid tm x tn = T minimising the largest task's padded tile plus
+       its packing (a packed float costs about 32 multiply-adds) */
+    T = n_threads > 0 ? n_threads : attn__cpu_count();
+    work = 2.0 * m * (double)n * k;
+    if ((double)T > work / 32.0e6 + 1.0) T = (int)(work / 32.0e6) + 1;
+    T = ATTN__MAX(1, ATTN__MIN(T, ATTN__MAX_THREADS));
+    tm = 1; tn = T;
+    for (a = 1; a <= T; ++a) {
+        int b = T / a;
+        ptrdiff_t rp, cp;
+        double cost;
+        if (a * b != T) continue;
+        rp = attn__gemm_round((J.m + a - 1) / a, K->mr);
+        cp = attn__gemm_round((J.n + b - 1) / b, K->nr);
+        cost = (double)rp * cp + 32.0 * (rp + cp);
+        if (best < 0.0 || cost < best) { best = cost; tm = a; tn = b; }
+    }
+    J.rows_per = attn__gemm_round((J.m + tm - 1) / tm, K->mr);
+    J.cols_per = attn__gemm_round((J.n + tn - 1) / tn, K->nr);
+    tm = (J.m + J.rows_per - 1) / J.rows_per;      /* padding may leave fewer tasks */
+    tn = (J.n + J.cols_per - 1) / J.cols_per;
+    J.tn = tn;
+    n_tasks = (int)(tm * tn);
+    used = ATTN__MIN(T, n_tasks);
+    J.mc = ATTN__MIN(K->mc, J.rows_per);
+    J.nc = ATTN__MIN(K->nc, J.cols_per);
+    J.ws_floats = (size_t)J.kc * (size_t)(J.nc + J.mc);   /* <= 256 * (4096 + 336) */
+    J.ws_floats = (J.ws_floats + 15) & ~(size_t)15;     /* every thread's block 64-byte aligned */
+    if (attn__mul_size(J.ws_floats, (size_t)used * sizeof(float), &total) &&
+        (J.ws = (float *)attn__alloc(total)) != NULL) {
+        attn__parallel_for(NULL, n_tasks, used, attn__gemm_task, &J);
+        attn__free(J.ws);
+    } else {
+        /* one MR x NR tile at a time on this thread */
+        float stack[ATTN__GEMM_KC * (32 + 16) + 16];
+        int t;
+        J.mc = K->mr; J.nc = K->nr;
+        J.ws = stack + (16 - ((uintptr_t)stack / sizeof(float)) % 16) % 16;
+        J.ws_floats = 0;
+        for (t = 0; t < n_tasks; ++t) attn__gemm_task(&J, t, 0);
+    }
+}
+
+/* Floats spanned by a rows x cols matrix with leading dimension ld >= cols (0 when empty);
+   0 returned when that many bytes would overflow ptrdiff_t. */
+static int attn__gemm_extent(int rows, int cols, ptrdiff_t ld, size_t *ext) {
+    const size_t lim = (size_t)PTRDIFF_MAX / sizeof(float);
+    *ext = 0;
+    if (rows <= 0 || cols <= 0) return 1;
+    if ((size_t)(rows - 1) > (lim - (size_t)cols) / (size_t)ld) return 0;
+    *ext = (size_t)(rows - 1) * (size_t)ld + (size_t)cols;
+    return 1;
+}
+static int attn__gemm_overlap(const float *x, size_t nx, const float *y, size_t ny) {
+    const uintptr_t x0 = (uintptr_t)x, y0 = (uintptr_t)y;
+    return x0 < y0 + ny * sizeof(float) && y0 < x0 + nx * sizeof(float);
+}
+
+ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                               const float *a, ptrdiff_t lda, const float *b, ptrdiff_t ldb,
+                               float beta, float *c, ptrdiff_t ldc, int n_threads) {
+    const int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    const int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    size_t ea, eb, ec;
+    if (m < 0) return ATTN_ERR_GEMM_M;
+    if (n < 0) return ATTN_ERR_GEMM_N;
+    if (k < 0) return ATTN_ERR_GEMM_K;
+    if (n_threads < 0) return ATTN_ERR_GEMM_N_THREADS;
+    if (!isfinite(alpha)) return ATTN_ERR_GEMM_ALPHA;
+    if (!isfinite(beta)) return ATTN_ERR_GEMM_BETA;
+    if (lda < ATTN__MAX(1, a_cols)) return ATTN_ERR_GEMM_LDA;
+    if (ldb < ATTN__MAX(1, b_cols)) return ATTN_ERR_GEMM_LDB;
+    if (ldc < ATTN__MAX(1, n)) return ATTN_ERR_GEMM_LDC;
+    if (!a && m > 0 && k > 0) return ATTN_ERR_GEMM_NULL_A;
+    if (!b && k > 0 && n > 0) return ATTN_ERR_GEMM_NULL_B;
+    if (!c && m > 0 && n > 0) return ATTN_ERR_GEMM_NULL_C;
+    if (!attn__gemm_extent(a_rows, a_cols, lda, &ea)) return ATTN_ERR_GEMM_A_OVERFLOW;
+    if (!attn__gemm_extent(b_rows, b_cols, ldb, &eb)) return ATTN_ERR_GEMM_B_OVERFLOW;
+    if (!attn__gemm_extent(m, n, ldc, &ec)) return ATTN_ERR_GEMM_C_OVERFLOW;
+    if (ec > 0 && ((ea > 0 && attn__gemm_overlap(c, ec, a, ea)) || (eb > 0 && attn__gemm_overlap(c, ec, b, eb))))
+        return ATTN_ERR_GEMM_ALIAS;
+    attn__sgemm(n_threads, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return ATTN_OK;
+}
 
 /* ---------------------------------------------------------------------------------------
    3.10 layers: standard MHA, Optimized, Efficient, Super, Direct

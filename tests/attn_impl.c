@@ -8,9 +8,10 @@
 #include <string.h>
 
 size_t t_attn_mallocs = 0;
+int t_attn_fail_mallocs = 0;   /* non-zero: every allocation fails (out-of-memory paths) */
 
 static void *t_poison_malloc(size_t n) {
-    void *p = malloc(n ? n : 1);
+    void *p = t_attn_fail_mallocs ? NULL : malloc(n ? n : 1);
     if (p) memset(p, 0xFF, n);
     ++t_attn_mallocs;
     return p;

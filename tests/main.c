@@ -22,6 +22,7 @@ int main(void) {
     run_family("kernels", test_kernels);
     /* backward */
     /* gemm */
+    run_family("gemm", test_gemm);
     /* layers */
     /* generation */
     /* amx */

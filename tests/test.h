@@ -55,6 +55,7 @@ void test_exact(void);
 void test_kernels(void);
 /* backward */
 /* gemm */
+void test_gemm(void);
 /* layers */
 /* generation */
 /* amx */
