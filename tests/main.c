@@ -23,6 +23,7 @@ int main(void) {
     /* backward */
     /* gemm */
     /* layers */
+    run_family("layers", test_layers);
     /* generation */
     /* amx */
     run_family("status", test_status_coverage);   /* keep last: checks every code was provoked */

@@ -56,6 +56,7 @@ void test_kernels(void);
 /* backward */
 /* gemm */
 /* layers */
+void test_layers(void);
 /* generation */
 /* amx */
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
