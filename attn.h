@@ -229,10 +229,11 @@ typedef struct attn_desc {
     X(ATTN_ERR_LAYER_KV_HEADS_KIND,   ATTN_CAT_UNSUPPORTED, "attn_layer_desc.kv_heads < heads (GQA/MQA) needs kind ATTN_LAYER_STANDARD") \
     X(ATTN_ERR_LAYER_CONTEXT,         ATTN_CAT_RANGE,       "attn_layer_desc.context must be >= 1 for ATTN_LAYER_SUPER and the Direct kinds") \
     X(ATTN_ERR_LAYER_N_THREADS,       ATTN_CAT_RANGE,       "attn_layer_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_LAYER_SLIDING,         ATTN_CAT_RANGE,       "attn_layer_desc.sliding_alignment must be 0 or 1") \
     X(ATTN_ERR_LAYER_DIRECT_ATTN,     ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.softcap and .bias must be 0/NULL with the Direct kinds") \
     X(ATTN_ERR_LAYER_SHAPE,           ATTN_CAT_SHAPE,       "attn_layer: batch, lq and lk must be >= 1") \
     X(ATTN_ERR_LAYER_SELF_LK,         ATTN_CAT_SHAPE,       "attn_layer: with x_kv NULL (self-attention) lk must equal lq") \
-    X(ATTN_ERR_LAYER_SEQ_CONTEXT,     ATTN_CAT_SHAPE,       "attn_layer: lk (Super) or lq and lk (Direct) must be <= attn_layer_desc.context") \
+    X(ATTN_ERR_LAYER_SEQ_CONTEXT,     ATTN_CAT_SHAPE,       "attn_layer: lk (Super without sliding_alignment) or lq and lk (Direct) must be <= attn_layer_desc.context") \
     X(ATTN_ERR_LAYER_NULL_X,          ATTN_CAT_NULL,        "attn_layer: x_q is NULL") \
     X(ATTN_ERR_LAYER_NULL_OUT,        ATTN_CAT_NULL,        "attn_layer_forward: out is NULL") \
     X(ATTN_ERR_LAYER_NULL_WEIGHTS,    ATTN_CAT_NULL,        "attn_layer: weights is NULL") \
@@ -338,7 +339,11 @@ typedef struct attn_layer_weights {
                    A = the leading lk x lk block of wa; causal: A lower triangular (A[t][s] used only
                    for s <= t); padding (attn.seqlens_k): only valid tokens are mixed, rows past
                    the valid length are 0 (never visible); packed (cu_seqlens): each segment uses
-                   the leading block with its own positions. lk > context is an error.
+                   the leading block with its own positions. lk > context is an error, unless
+                   sliding_alignment = 1: token t >= context then mixes the context tokens that
+                   end at t with W^A's last row, V'_t = sum_u wa[(c-1)*c + u] Xkv_{t-c+1+u} +
+                   b^A[c-1] (c = context): the trained alignment of the last position slides
+                   along the sequence (causal by construction); tokens t < c are unchanged.
      DIRECT        V = Xkv wv + bv, one score matrix shared by every feature (heads unused):
                    O = softmax(W_D[:lq, :lk] + masks) V wo + bo   (logit (i, j) = wd[i*context + j])
      DIRECT_INPUT  logit (i, j) = wd[i*context + j] * s * (Xq_i . Xkv_j), s = attn.scale or
@@ -360,6 +365,8 @@ typedef enum attn_layer_kind {
    heads            1                           attention heads; must divide d_model
    kv_heads         heads                       K/V heads (GQA/MQA, STANDARD only)
    context          - (Super, Direct: required) trained length: W^A / W_D are context x context
+   sliding_alignment off (lk > context: error)  Super only: 1 = slide W^A's last row along longer
+                                                sequences (see ATTN_LAYER_SUPER)
    attn             plain softmax               masks for the SDPA core (causal, windows, sinks,
                                                 global, seqlens/cu_seqlens, alibi, softcap, bias):
                                                 see attn_desc; its n_threads and workspace are
@@ -371,6 +378,7 @@ typedef enum attn_layer_kind {
 typedef struct attn_layer_desc {
     attn_layer_kind kind;
     int d_model, heads, kv_heads, context;
+    int sliding_alignment;
     attn_desc attn;
     int n_threads;
     attn_sgemm_fn sgemm;
@@ -2236,6 +2244,7 @@ typedef struct attn__layer {
     const attn_layer_weights *w;
     attn_layer_kind kind;
     int B, lq, lk, dm, H, Hkv, dk, ctx, n_threads, self, direct, lmax;
+    int lblk;                      /* Super: the W^A block used, min(longest key sequence, context) */
     const float *xq, *xkv;
     float dscale;                  /* DIRECT_INPUT: scale of Xq Xkv^T */
     attn_desc ad;                  /* the SDPA core: the caller's masks, our threads/workspace */
@@ -2269,6 +2278,7 @@ static attn_status attn__layer_check_desc(const attn_layer_desc *d) {
     if (Hkv != H && d->kind != ATTN_LAYER_STANDARD) return ATTN_ERR_LAYER_KV_HEADS_KIND;
     if (d->kind >= ATTN_LAYER_SUPER && d->context < 1) return ATTN_ERR_LAYER_CONTEXT;
     if (d->n_threads < 0) return ATTN_ERR_LAYER_N_THREADS;
+    if (d->sliding_alignment != 0 && d->sliding_alignment != 1) return ATTN_ERR_LAYER_SLIDING;
     if (d->kind >= ATTN_LAYER_DIRECT && (d->attn.softcap != 0.0f || d->attn.bias.data)) return ATTN_ERR_LAYER_DIRECT_ATTN;
     return ATTN_OK;
 }
@@ -2331,7 +2341,8 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
             for (u = 0; u < d->attn.varlen_batch; ++u)
                 L->lmax = ATTN__MAX(L->lmax, d->attn.cu_seqlens_k[u + 1] - d->attn.cu_seqlens_k[u]);
         }
-        if (d->kind == ATTN_LAYER_SUPER && L->lmax > L->ctx) return ATTN_ERR_LAYER_SEQ_CONTEXT;
+        if (d->kind == ATTN_LAYER_SUPER && L->lmax > L->ctx && !d->sliding_alignment) return ATTN_ERR_LAYER_SEQ_CONTEXT;
+        L->lblk = ATTN__MIN(L->lmax, ATTN__MAX(L->ctx, 1));
     }
     L->n_threads = attn__resolve_threads(&L->ad);
     std_kv = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_OPTIMIZED;
@@ -2342,7 +2353,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     if (!direct && !attn__layer_take3(&L->f_q, &t, (size_t)batch, (size_t)lq, (size_t)L->dm)) return ATTN_ERR_OVERFLOW;
     if (std_kv && !attn__layer_take3(&L->f_k, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
     if (own_v && !attn__layer_take3(&L->f_v, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
-    if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_wa, &t, (size_t)L->lmax, (size_t)L->lmax, 1)) return ATTN_ERR_OVERFLOW;
+    if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_wa, &t, (size_t)L->lblk, (size_t)L->lblk, 1)) return ATTN_ERR_OVERFLOW;
     if (d->kind == ATTN_LAYER_DIRECT_INPUT && !attn__layer_take3(&L->f_g, &t, (size_t)batch, (size_t)lq, (size_t)lk)) return ATTN_ERR_OVERFLOW;
     if (backward) {
         if (!attn__layer_take3(&L->f_lse, &t, (size_t)batch, (size_t)(direct ? 1 : L->H), (size_t)lq) ||
@@ -2354,7 +2365,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
         if (direct && !attn__layer_take3(&L->f_dg, &t, (size_t)batch, (size_t)lq, (size_t)lk)) return ATTN_ERR_OVERFLOW;
         if (d->kind == ATTN_LAYER_DIRECT_INPUT && !attn__layer_take3(&L->f_m, &t, (size_t)batch, (size_t)lq, (size_t)lk))
             return ATTN_ERR_OVERFLOW;
-        if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_dwa, &t, (size_t)L->lmax, (size_t)L->lmax, 1))
+        if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_dwa, &t, (size_t)L->lblk, (size_t)L->lblk, 1))
             return ATTN_ERR_OVERFLOW;
     }
     L->floats = t;
@@ -2426,24 +2437,49 @@ static void attn__layer_unit(const attn__layer *L, int u, int *tb, int *k0, int 
     else { *tb = u; *k0 = 0; *Lk = L->ad.seqlens_k ? L->ad.seqlens_k[u] : L->lk; }
 }
 
-/* Super: WAm = the leading lmax x lmax block of W^A (upper triangle 0 under causal);
-   V' = WAm[:Lk, :Lk] Xkv + b^A per key sequence, rows outside every valid sequence 0. */
+/* Super: WAm = the leading lblk x lblk block of W^A (upper triangle 0 under causal);
+   V' = WAm[:n, :n] Xkv + b^A per key sequence (n = min(Lk, context)), then the sliding rows
+   t >= context (sliding_alignment); rows outside every valid sequence 0. */
+typedef struct attn__slide_ctx { const attn__layer *L; const float *X; float *Y; int t0, t1; } attn__slide_ctx;
+#define ATTN__SLIDE_ROWS 32
+static void attn__slide_task(void *vctx, int task, int thread) {
+    const attn__slide_ctx *C = (const attn__slide_ctx *)vctx;
+    const attn__layer *L = C->L;
+    const int c = L->ctx, dm = L->dm, t1 = ATTN__MIN(C->t1, C->t0 + (task + 1) * ATTN__SLIDE_ROWS);
+    const float *w = L->w->wa + (size_t)(c - 1) * c, b = L->w->ba ? L->w->ba[c - 1] : 0.0f;
+    int t, u, f;
+    (void)thread;
+    for (t = C->t0 + task * ATTN__SLIDE_ROWS; t < t1; ++t) {
+        float *y = C->Y + (size_t)t * dm;
+        for (f = 0; f < dm; ++f) y[f] = b;
+        for (u = 0; u < c; ++u) {
+            const float wu = w[u], *x = C->X + (size_t)(t - c + 1 + u) * dm;
+            for (f = 0; f < dm; ++f) y[f] += wu * x[f];
+        }
+    }
+}
 static void attn__layer_super_mix(const attn__layer *L, float *WAm, float *Vp) {
-    const int lm = L->lmax, dm = L->dm;
+    const int lm = L->lblk, dm = L->dm;
     int t, s2, u;
     for (t = 0; t < lm; ++t)
         for (s2 = 0; s2 < lm; ++s2)
             WAm[(size_t)t * lm + s2] = (L->ad.causal && s2 > t) ? 0.0f : L->w->wa[(size_t)t * L->ctx + s2];
     memset(Vp, 0, sizeof(float) * (size_t)L->B * L->lk * dm);
     for (u = 0; u < attn__layer_units(L); ++u) {
-        int tb, k0, Lk;
+        int tb, k0, Lk, n;
         size_t row;
         attn__layer_unit(L, u, &tb, &k0, &Lk);
         if (Lk <= 0) continue;
+        n = ATTN__MIN(Lk, L->ctx);
         row = (size_t)tb * L->lk + (size_t)k0;
-        attn__layer_gemm(L, 0, 0, Lk, dm, Lk, 1.0f, WAm, lm, L->xkv + row * dm, dm, 0.0f, Vp + row * dm, dm);
+        attn__layer_gemm(L, 0, 0, n, dm, n, 1.0f, WAm, lm, L->xkv + row * dm, dm, 0.0f, Vp + row * dm, dm);
         if (L->w->ba)
-            for (t = 0; t < Lk; ++t) for (s2 = 0; s2 < dm; ++s2) Vp[(row + (size_t)t) * dm + s2] += L->w->ba[t];
+            for (t = 0; t < n; ++t) for (s2 = 0; s2 < dm; ++s2) Vp[(row + (size_t)t) * dm + s2] += L->w->ba[t];
+        if (Lk > L->ctx) {
+            attn__slide_ctx C;
+            C.L = L; C.X = L->xkv + row * dm; C.Y = Vp + row * dm; C.t0 = L->ctx; C.t1 = Lk;
+            attn__parallel_for(&L->ad, (Lk - L->ctx + ATTN__SLIDE_ROWS - 1) / ATTN__SLIDE_ROWS, L->n_threads, attn__slide_task, &C);
+        }
     }
 }
 
@@ -2528,7 +2564,7 @@ ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int
     f = 2.0 * B * q * d * d * (L.direct ? 1.0 : 2.0);          /* W^O, and W^Q unless Direct */
     if (L.kind == ATTN_LAYER_STANDARD || L.kind == ATTN_LAYER_OPTIMIZED) f += 2.0 * B * k * d * dkv;   /* W^K */
     if (L.kind == ATTN_LAYER_STANDARD || L.direct) f += 2.0 * B * k * d * dkv;                           /* W^V */
-    if (L.kind == ATTN_LAYER_SUPER) f += 2.0 * B * k * k * d;                                            /* W^A V */
+    if (L.kind == ATTN_LAYER_SUPER) f += 2.0 * B * k * (k < L.ctx ? k : L.ctx) * d;                      /* W^A V */
     if (L.kind == ATTN_LAYER_DIRECT_INPUT) f += 2.0 * B * q * k * d;                                     /* Xq Xkv^T */
     f += 2.0 * B * q * k * d * (L.direct ? 1.0 : 2.0);       /* Q K^T (not Direct) and P V */
     *flops = f;
@@ -2705,30 +2741,42 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
         attn__ldx_gemm(&L, xkv, mk, dkv, dV, weights->wv);
     } else if (L.kind != ATTN_LAYER_SUPER) attn__ldx_add(xkv, dV, (size_t)mk * dm);   /* V_i = Xkv_i */
     else {                                  /* V' = WAm Xkv + b^A per key sequence */
-        const int lm = L.lmax;
+        const int lm = L.lblk, c = L.ctx;
         float *WAm = attn__layer_buf(&L, L.f_wa), *dWA = attn__layer_buf(&L, L.f_dwa);
         int u;
         memset(dWA, 0, sizeof(float) * (size_t)lm * lm);
-        if (grads->ba) for (i = 0; i < L.ctx; ++i) grads->ba[i] = 0.0f;
+        if (grads->ba) for (i = 0; i < c; ++i) grads->ba[i] = 0.0f;
         for (u = 0; u < attn__layer_units(&L); ++u) {
-            int tb, k0, Lk;
+            int tb, k0, Lk, n, t;
             size_t row;
             attn__layer_unit(&L, u, &tb, &k0, &Lk);
             if (Lk <= 0) continue;
+            n = ATTN__MIN(Lk, c);
             row = (size_t)tb * lk + (size_t)k0;
-            attn__layer_gemm(&L, 0, 1, Lk, Lk, dm, 1.0f, dV + row * dm, dm, L.xkv + row * dm, dm, 1.0f, dWA, lm);
+            attn__layer_gemm(&L, 0, 1, n, n, dm, 1.0f, dV + row * dm, dm, L.xkv + row * dm, dm, 1.0f, dWA, lm);
             if (grads->ba)
                 for (i = 0; i < Lk; ++i) {
                     float acc = 0.0f;
                     for (j = 0; j < dm; ++j) acc += dV[(row + (size_t)i) * dm + j];
-                    grads->ba[i] += acc;
+                    grads->ba[ATTN__MIN(i, c - 1)] += acc;
                 }
-            if (xkv->p) attn__layer_gemm(&L, 1, 0, Lk, dm, Lk, 1.0f, WAm, lm, dV + row * dm, dm, 1.0f, xkv->p + row * dm, dm);
+            if (xkv->p) attn__layer_gemm(&L, 1, 0, n, dm, n, 1.0f, WAm, lm, dV + row * dm, dm, 1.0f, xkv->p + row * dm, dm);
+            for (t = c; t < Lk; ++t) {      /* sliding rows: W^A's last row over tokens t-c+1 .. t */
+                const float *g = dV + (row + (size_t)t) * dm, *w = weights->wa + (size_t)(c - 1) * c;
+                for (i = 0; i < c; ++i) {
+                    const size_t src = row + (size_t)(t - c + 1 + i);
+                    const float *x = L.xkv + src * dm;
+                    float acc = 0.0f;
+                    for (j = 0; j < dm; ++j) acc += g[j] * x[j];
+                    dWA[(size_t)(c - 1) * lm + i] += acc;
+                    if (xkv->p) for (j = 0; j < dm; ++j) xkv->p[src * dm + j] += w[i] * g[j];
+                }
+            }
         }
         if (grads->wa)
-            for (i = 0; i < L.ctx; ++i)
-                for (j = 0; j < L.ctx; ++j)
-                    grads->wa[(size_t)i * L.ctx + j] = (i < lm && j < lm && !(L.ad.causal && j > i)) ? dWA[(size_t)i * lm + j] : 0.0f;
+            for (i = 0; i < c; ++i)
+                for (j = 0; j < c; ++j)
+                    grads->wa[(size_t)i * c + j] = (i < lm && j < lm && !(L.ad.causal && j > i)) ? dWA[(size_t)i * lm + j] : 0.0f;
     }
     if (L.direct) {                         /* logits' gradient dG [B, lq, lk] */
         float *dG = attn__layer_buf(&L, L.f_dg), *M = attn__layer_buf(&L, L.f_m);

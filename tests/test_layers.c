@@ -127,14 +127,16 @@ static void ref_layer(const lcfg *c, double *const *w, int B, int lq, int lk, co
         else memcpy(K, Xk, sizeof(double) * (size_t)lk * dm);
         if (kind == ATTN_LAYER_STANDARD || direct) { rproj(Xk, lk, dm, w[W_V], w[W_BV], dkv, V); vcols = dkv; }
         else if (kind == ATTN_LAYER_SUPER) {
+            /* token t mixes the window [o, o + ctx) that ends at t once t >= ctx, with row t - o */
             for (t = 0; t < lk; ++t)
                 for (e = 0; e < dm; ++e) {
                     double acc = 0.0;
+                    const int o = t > ctx - 1 ? t - (ctx - 1) : 0, rw = t - o;
                     int s2;
                     if (t < Lk) {
-                        acc = w[W_BA] ? w[W_BA][t] : 0.0;
-                        for (s2 = 0; s2 < Lk; ++s2)
-                            if (!ad->causal || s2 <= t) acc += w[W_A][(size_t)t * ctx + s2] * Xk[(size_t)s2 * dm + e];
+                        acc = w[W_BA] ? w[W_BA][rw] : 0.0;
+                        for (s2 = o; s2 < Lk && s2 < o + ctx; ++s2)
+                            if (!ad->causal || s2 <= t) acc += w[W_A][(size_t)rw * ctx + (s2 - o)] * Xk[(size_t)s2 * dm + e];
                     }
                     V[(size_t)t * dm + e] = acc;
                 }
@@ -350,6 +352,15 @@ static void test_forward(void) {
         c.d.attn.causal = 1;
         check_forward(&c, 2, 70, 70, 1, "long causal super", &r);
         lcfg_free(&c);
+        for (m = 0; m < N_MASKS; ++m) {       /* sliding alignment: sequences longer than W^A */
+            lcfg_init(&c, ATTN_LAYER_SUPER, 16, 2, 0, 5, &r);
+            apply_mask(&c, &masks[m], 2, 13, 13, &r);
+            c.d.sliding_alignment = 1;
+            check_forward(&c, 2, 13, 13, 1, masks[m].name, &r);
+            apply_mask(&c, &masks[m], 2, 9, 80, &r);
+            check_forward(&c, 2, 9, 80, 0, masks[m].name, &r);
+            lcfg_free(&c);
+        }
     }
     {   /* caller workspace (no allocation), the sgemm hook, packed sequences (Super) */
         lcfg c;
@@ -630,6 +641,17 @@ static void test_gradients(void) {
                 check_gradients(&c, B, lq, lk, self, masks[m].name, &r);
                 lcfg_free(&c);
             }
+    for (m = 0; m < N_MASKS; ++m)            /* Super with sliding alignment (context 3 < lk) */
+        for (self = 0; self <= 1; ++self) {
+            lcfg c;
+            const int B = 2, lq = self ? 7 : 4, lk = 7;
+            if (T_QUICK && m % 3 != 0) continue;
+            lcfg_init(&c, ATTN_LAYER_SUPER, 8, 2, 0, 3, &r);
+            apply_mask(&c, &masks[m], B, lq, lk, &r);
+            c.d.sliding_alignment = 1;
+            check_gradients(&c, B, lq, lk, self, masks[m].name, &r);
+            lcfg_free(&c);
+        }
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -708,6 +730,10 @@ static void test_layer_errors(void) {
     e = base; e.lk = 7; expect_err(&e, ATTN_ERR_LAYER_SEQ_CONTEXT, E_BOTH, "super lk above context");
     e = base; e.d.kind = ATTN_LAYER_DIRECT; e.lq = 7; expect_err(&e, ATTN_ERR_LAYER_SEQ_CONTEXT, E_BOTH, "direct lq above context");
     e = base; e.lq = 7; expect_err(&e, ATTN_OK, E_BOTH, "super lq above context is fine (W^A mixes keys)");
+    e = base; e.lk = 7; e.d.sliding_alignment = 1; expect_err(&e, ATTN_OK, E_BOTH, "super lk above context with sliding alignment");
+    e = base; e.d.sliding_alignment = 2; expect_err(&e, ATTN_ERR_LAYER_SLIDING, E_BOTH, "sliding_alignment 2");
+    e = base; e.d.kind = ATTN_LAYER_DIRECT; e.lk = 7; e.d.sliding_alignment = 1;
+    expect_err(&e, ATTN_ERR_LAYER_SEQ_CONTEXT, E_BOTH, "direct lk above context (no sliding for W_D)");
     e = base; e.null_x = 1; expect_err(&e, ATTN_ERR_LAYER_NULL_X, E_BOTH, "x_q NULL");
     e = base; e.null_out = 1; expect_err(&e, ATTN_ERR_LAYER_NULL_OUT, E_FWD, "out NULL");
     e = base; e.null_w = 1; expect_err(&e, ATTN_ERR_LAYER_NULL_WEIGHTS, E_BOTH, "weights NULL");
