@@ -62,6 +62,10 @@
      So: window_left = w-1 with causal = Mistral's sliding window w; sinks and global tokens
      bypass the window and dilation but never causality or padding.
 
+   LAYERS (attn_layer_forward / attn_layer_backward): hidden states + weights -> output for
+     standard MHA and the cost-effective variants (Optimized, Efficient, Super) and Direct
+     attention; the exact formula of each is documented with attn_layer_kind (section 2).
+
    VERSION  0.1   first release: exact attention with every mask, merge.
 */
 #ifndef ATTN_H_INCLUDED
@@ -230,7 +234,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LAYER_CONTEXT,         ATTN_CAT_RANGE,       "attn_layer_desc.context must be >= 1 for ATTN_LAYER_SUPER and the Direct kinds") \
     X(ATTN_ERR_LAYER_N_THREADS,       ATTN_CAT_RANGE,       "attn_layer_desc.n_threads must be >= 0") \
     X(ATTN_ERR_LAYER_SLIDING,         ATTN_CAT_RANGE,       "attn_layer_desc.sliding_alignment must be 0 or 1") \
-    X(ATTN_ERR_LAYER_DIRECT_ATTN,     ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.softcap and .bias must be 0/NULL with the Direct kinds") \
+    X(ATTN_ERR_LAYER_DIRECT_ATTN,     ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.softcap, .bias, .cu_seqlens_q/_k must be 0/NULL with the Direct kinds") \
     X(ATTN_ERR_LAYER_SHAPE,           ATTN_CAT_SHAPE,       "attn_layer: batch, lq and lk must be >= 1") \
     X(ATTN_ERR_LAYER_SELF_LK,         ATTN_CAT_SHAPE,       "attn_layer: with x_kv NULL (self-attention) lk must equal lq") \
     X(ATTN_ERR_LAYER_SEQ_CONTEXT,     ATTN_CAT_SHAPE,       "attn_layer: lk (Super without sliding_alignment) or lq and lk (Direct) must be <= attn_layer_desc.context") \
@@ -2279,7 +2283,8 @@ static attn_status attn__layer_check_desc(const attn_layer_desc *d) {
     if (d->kind >= ATTN_LAYER_SUPER && d->context < 1) return ATTN_ERR_LAYER_CONTEXT;
     if (d->n_threads < 0) return ATTN_ERR_LAYER_N_THREADS;
     if (d->sliding_alignment != 0 && d->sliding_alignment != 1) return ATTN_ERR_LAYER_SLIDING;
-    if (d->kind >= ATTN_LAYER_DIRECT && (d->attn.softcap != 0.0f || d->attn.bias.data)) return ATTN_ERR_LAYER_DIRECT_ATTN;
+    if (d->kind >= ATTN_LAYER_DIRECT && (d->attn.softcap != 0.0f || d->attn.bias.data ||
+                                         d->attn.cu_seqlens_q || d->attn.cu_seqlens_k)) return ATTN_ERR_LAYER_DIRECT_ATTN;
     return ATTN_OK;
 }
 

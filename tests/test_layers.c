@@ -154,6 +154,7 @@ static void ref_layer(const lcfg *c, double *const *w, int B, int lq, int lk, co
                         for (e = 0; e < dk; ++e) x += Q[(size_t)i * dm + h * dk + e] * K[(size_t)j * kcols + hk * dk + e];
                         x *= scale;
                         if (ad->softcap > 0.0f) x = ad->softcap * tanh(x / ad->softcap);
+                        if (ad->bias.data) x += ref_bias(&ad->bias, lq, lk, b, h, i, j);
                     } else if (kind == ATTN_LAYER_DIRECT) x = w[W_D][(size_t)i * ctx + j];
                     else {
                         for (e = 0; e < dm; ++e) x += Xq[(size_t)i * dm + e] * Xk[(size_t)j * dm + e];
@@ -199,17 +200,19 @@ static const char *kind_name(int k) {
 }
 
 /* a mask setting for the sweeps */
-typedef struct { const char *name; int causal, wl, wr, sink, glob, pad, alibi, softcap, scale; } lmask;
+typedef struct { const char *name; int causal, wl, wr, sink, glob, pad, alibi, softcap, scale, bias; } lmask;
 static const lmask masks[] = {
-    { "none", 0, 0, 0, 0, 0, 0, 0, 0, 0 }, { "causal", 1, 0, 0, 0, 0, 0, 0, 0, 0 },
-    { "window", 1, 2, 0, 1, 0, 0, 0, 0, 0 }, { "bidir-window+global", 0, 1, 1, 0, 1, 0, 0, 0, 0 },
-    { "padding", 0, 0, 0, 0, 0, 1, 0, 0, 0 }, { "causal+padding", 1, 0, 0, 0, 0, 1, 0, 0, 0 },
-    { "alibi+scale", 0, 0, 0, 0, 0, 0, 1, 0, 1 }, { "softcap", 1, 0, 0, 0, 0, 0, 0, 1, 0 },
+    { "none", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, { "causal", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
+    { "window", 1, 2, 0, 1, 0, 0, 0, 0, 0, 0 }, { "bidir-window+global", 0, 1, 1, 0, 1, 0, 0, 0, 0, 0 },
+    { "padding", 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 }, { "causal+padding", 1, 0, 0, 0, 0, 1, 0, 0, 0, 0 },
+    { "alibi+scale", 0, 0, 0, 0, 0, 0, 1, 0, 1, 0 }, { "softcap", 1, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+    { "bias", 1, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
 };
 #define N_MASKS ((int)(sizeof masks / sizeof masks[0]))
 
 static int g_seqlens_q[8], g_seqlens_k[8];
 static float g_slopes[16];
+static float g_bias[2 * 16 * 16 * 80];
 
 static void apply_mask(lcfg *c, const lmask *m, int B, int lq, int lk, t_rng *r) {
     attn_desc *a = &c->d.attn;
@@ -225,6 +228,12 @@ static void apply_mask(lcfg *c, const lmask *m, int B, int lq, int lk, t_rng *r)
     if (m->alibi) { for (b = 0; b < 16; ++b) g_slopes[b] = 0.1f * (float)(b + 1); a->alibi_slopes = g_slopes; }
     if (m->softcap && c->d.kind < ATTN_LAYER_DIRECT) a->softcap = 2.0f;
     if (m->scale) a->scale = 0.4f;
+    if (m->bias && c->d.kind < ATTN_LAYER_DIRECT) {   /* [B, H, lq, lk] additive logits bias */
+        size_t i, n = (size_t)B * c->H * lq * lk;
+        if (n > sizeof g_bias / sizeof g_bias[0]) return;
+        for (i = 0; i < n; ++i) g_bias[i] = (float)(0.5 * t_normal(r));
+        a->bias.data = g_bias; a->bias.batch = B; a->bias.heads = c->H;
+    }
 }
 
 /* runs forward of c on random inputs; compares against the reference */
@@ -626,6 +635,63 @@ static void check_gradients(lcfg *c, int B, int lq, int lk, int self, const char
     free(xq); free(xk); free(dout); free(dxq); free(dxk); free(xqd); free(xkd); free(R); free(buf); free(fd);
 }
 
+/* packed sequences (cu_seqlens, causal): the backward equals per-segment calls: weight gradients
+   summed over segments, input gradients row by row; a row outside every segment gets 0 */
+static void check_packed_backward(int kind, t_rng *r) {
+    static const int cu[4] = { 0, 3, 3, 8 };
+    const int l = 9, dm = 8;
+    const size_t n = (size_t)l * dm;
+    float *x = (float *)t_xmalloc(sizeof(float) * n), *dout = (float *)t_xmalloc(sizeof(float) * n);
+    float *dx = (float *)t_xmalloc(sizeof(float) * n), *dx2 = (float *)t_xmalloc(sizeof(float) * n);
+    double *tmp = (double *)t_xmalloc(sizeof(double) * n);
+    float *g1[W_COUNT], *g2[W_COUNT], *acc[W_COUNT];
+    lcfg c;
+    attn_layer_weights W;
+    attn_layer_grads G1, G2;
+    attn_status s;
+    int w, seg, ok = 1;
+    size_t i;
+    lcfg_init(&c, kind, dm, 2, 0, 6, r);
+    W = lcfg_weights(&c);
+    fill_x(x, tmp, n, r); fill_x(dout, tmp, n, r);
+    for (w = 0; w < W_COUNT; ++w) {
+        const size_t k = c.n[w] ? c.n[w] : 1;
+        g1[w] = (float *)calloc(k, sizeof(float)); g2[w] = (float *)calloc(k, sizeof(float)); acc[w] = (float *)calloc(k, sizeof(float));
+    }
+#define T_SET_GRADS(G, g) (G.wq = g[W_Q], G.bq = g[W_BQ], G.wk = g[W_K], G.bk = g[W_BK], G.wv = g[W_V], G.bv = g[W_BV], \
+                           G.wo = g[W_O], G.bo = g[W_BO], G.wa = g[W_A], G.ba = g[W_BA], G.wd = g[W_D])
+    memset(&G1, 0, sizeof G1); memset(&G2, 0, sizeof G2);
+    T_SET_GRADS(G1, g1); T_SET_GRADS(G2, g2);
+    c.d.attn.causal = 1; c.d.attn.cu_seqlens_q = cu; c.d.attn.cu_seqlens_k = cu; c.d.attn.varlen_batch = 3;
+    s = attn_layer_backward(&c.d, &W, 1, l, l, x, NULL, dout, dx, NULL, &G1);
+    if (kind >= ATTN_LAYER_DIRECT) {   /* the Direct kinds do not take packed sequences */
+        T_CHECK(s == ATTN_ERR_LAYER_DIRECT_ATTN, "%s packed: status %s", kind_name(kind), attn_status_str(s));
+    } else {
+        T_CHECK(s == ATTN_OK, "%s packed backward: %s", kind_name(kind), attn_status_str(s));
+        memset(&c.d.attn, 0, sizeof c.d.attn);
+        c.d.attn.causal = 1;
+        memset(dx2, 0, sizeof(float) * n);
+        for (seg = 0; seg < 3; ++seg) {
+            const int a = cu[seg], len = cu[seg + 1] - cu[seg];
+            if (!len) continue;
+            s = attn_layer_backward(&c.d, &W, 1, len, len, x + (size_t)a * dm, NULL, dout + (size_t)a * dm, dx2 + (size_t)a * dm, NULL, &G2);
+            ok &= s == ATTN_OK;
+            for (w = 0; w < W_COUNT; ++w) for (i = 0; i < c.n[w]; ++i) acc[w][i] += g2[w][i];
+        }
+        /* row 8 lies outside every segment: its output is b^O, so dout's row 8 reaches grads.bo */
+        for (i = 0; i < (size_t)dm; ++i) acc[W_BO][i] += dout[(size_t)(l - 1) * dm + i];
+        T_CHECK(ok, "%s: per-segment backward failed", kind_name(kind));
+        T_CHECK(max_diff(dx, dx2, n) <= TOL_GRAD, "%s packed: dx differs from per-segment (%.3g)", kind_name(kind), max_diff(dx, dx2, n));
+        for (w = 0; w < W_COUNT; ++w)
+            if (c.n[w]) T_CHECK(max_diff(g1[w], acc[w], c.n[w]) <= TOL_GRAD, "%s packed: grad %s differs from per-segment sum (%.3g)",
+                                kind_name(kind), w_names[w], max_diff(g1[w], acc[w], c.n[w]));
+    }
+#undef T_SET_GRADS
+    for (w = 0; w < W_COUNT; ++w) { free(g1[w]); free(g2[w]); free(acc[w]); }
+    lcfg_free(&c);
+    free(x); free(dout); free(dx); free(dx2); free(tmp);
+}
+
 static void test_gradients(void) {
     t_rng r = t_rng_seed(503);
     int kind, m, self;
@@ -641,6 +707,7 @@ static void test_gradients(void) {
                 check_gradients(&c, B, lq, lk, self, masks[m].name, &r);
                 lcfg_free(&c);
             }
+    for (kind = 0; kind < 6; ++kind) check_packed_backward(kind, &r);
     for (m = 0; m < N_MASKS; ++m)            /* Super with sliding alignment (context 3 < lk) */
         for (self = 0; self <= 1; ++self) {
             lcfg c;
