@@ -130,7 +130,6 @@ int main(void) {
         float *Q = (float *)xalloc(nl * 4), *K = (float *)xalloc(nl * 4), *V = (float *)xalloc(nl * 4);
         float *A = (float *)xalloc(nl * 4), *sc = (float *)xalloc((size_t)s->l * 4);
         attn_layer_weights w;
-        double t_std = 0.0;
         fill_rand(x, nx); fill_rand(wq, nw); fill_rand(wk, nw); fill_rand(wv, nw); fill_rand(wo, nw);
         fill_rand(bias, (size_t)s->dm); fill_rand(wa, nc); fill_rand(ba, (size_t)s->l); fill_rand(wd, nc);
         for (i = 0; i < (int)nw; ++i) { wq[i] *= 0.05f; wk[i] *= 0.05f; wv[i] *= 0.05f; wo[i] *= 0.05f; }
@@ -139,68 +138,75 @@ int main(void) {
         w.wq = wq; w.bq = bias; w.wk = wk; w.bk = bias; w.wv = wv; w.bv = bias; w.wo = wo; w.bo = bias;
         w.wa = wa; w.ba = ba; w.wd = wd;
         printf("\nshape d_m %d, h %d, l %d, batch %d (self-attention, no mask, %d threads)\n", s->dm, s->h, s->l, s->B, g_ncpu);
-        for (k = 0; k < 6; ++k) {
-            row *r = &rows[n_rows++];
-            attn_layer_desc d;
-            gemm_clock gc;
-            double ts[64], t0, flops = 0.0, mn, mx, sum_gemm = 0.0, t_all = 0.0;
-            int rep, min_reps = g_quick ? 3 : 7;
-            size_t wsb = 0;
-            void *ws;
-            memset(r, 0, sizeof *r);
-            r->shape = si; r->kind = k;
-            memset(&d, 0, sizeof d);
-            d.kind = (attn_layer_kind)k; d.d_model = s->dm; d.heads = s->h; d.context = s->l;
-            if (attn_layer_flops(&d, s->B, s->l, s->l, &flops) != ATTN_OK ||
-                attn_layer_workspace_size(&d, 0, s->B, s->l, s->l, &wsb) != ATTN_OK) die("bad layer desc");
-            ws = xalloc(wsb);
-            d.workspace = ws; d.workspace_size = wsb;
-            /* warm-up, then reps until min_reps and 1 s (at most 64) */
-            if (attn_layer_forward(&d, &w, s->B, s->l, s->l, x, NULL, out) != ATTN_OK) die("forward failed");
-            for (rep = 0; rep < 64 && (rep < min_reps || t_all < (g_quick ? 0.3 : 1.0)); ++rep) {
-                t0 = now_s();
-                attn_layer_forward(&d, &w, s->B, s->l, s->l, x, NULL, out);
-                ts[rep] = now_s() - t0;
-                t_all += ts[rep];
+        {
+            attn_layer_desc d[6];
+            void *ws[6];
+            double ts[6][64], flops[6], t_all = 0.0, t0, mn, mx;
+            row *r0 = &rows[n_rows];
+            int rounds, min_rounds = g_quick ? 3 : 7;
+            for (k = 0; k < 6; ++k) {
+                size_t wsb = 0;
+                memset(&d[k], 0, sizeof d[k]);
+                memset(&rows[n_rows + k], 0, sizeof(row));
+                rows[n_rows + k].shape = si; rows[n_rows + k].kind = k;
+                d[k].kind = (attn_layer_kind)k; d[k].d_model = s->dm; d[k].heads = s->h; d[k].context = s->l;
+                if (attn_layer_flops(&d[k], s->B, s->l, s->l, &flops[k]) != ATTN_OK ||
+                    attn_layer_workspace_size(&d[k], 0, s->B, s->l, s->l, &wsb) != ATTN_OK) die("bad layer desc");
+                ws[k] = xalloc(wsb);
+                d[k].workspace = ws[k]; d[k].workspace_size = wsb;
+                if (attn_layer_forward(&d[k], &w, s->B, s->l, s->l, x, NULL, out) != ATTN_OK) die("forward failed");  /* warm-up */
             }
-            r->reps = rep;
-            r->med_ms = 1e3 * median_of(ts, rep, &mn, &mx);
-            r->spread = 100.0 * (mx - mn) / (r->med_ms * 1e-3);
-            r->gflops = flops / (r->med_ms * 1e-3) * 1e-9;
-            /* GEMM share: the same call with the projections routed through a timing hook */
-            gc.secs = 0.0; gc.calls = 0;
-            d.sgemm = timed_sgemm; d.sgemm_user = &gc;
-            for (rep = 0; rep < 3; ++rep) {
-                double tg = gc.secs;
-                t0 = now_s();
-                attn_layer_forward(&d, &w, s->B, s->l, s->l, x, NULL, out);
-                t0 = now_s() - t0;
-                ts[rep] = (gc.secs - tg) / t0;
+            /* interleaved rounds (every kind once per round), so drifting load on a shared
+               machine hits every kind alike: at least min_rounds and 6 s in all (at most 64) */
+            for (rounds = 0; rounds < 64 && (rounds < min_rounds || t_all < (g_quick ? 2.0 : 6.0)); ++rounds)
+                for (k = 0; k < 6; ++k) {
+                    t0 = now_s();
+                    attn_layer_forward(&d[k], &w, s->B, s->l, s->l, x, NULL, out);
+                    ts[k][rounds] = now_s() - t0;
+                    t_all += ts[k][rounds];
+                }
+            for (k = 0; k < 6; ++k) {
+                row *r = &rows[n_rows + k];
+                gemm_clock gc;
+                double share[3];
+                int rep;
+                r->reps = rounds;
+                r->med_ms = 1e3 * median_of(ts[k], rounds, &mn, &mx);
+                r->spread = 100.0 * (mx - mn) / (r->med_ms * 1e-3);
+                r->gflops = flops[k] / (r->med_ms * 1e-3) * 1e-9;
+                r->faster_pct = 100.0 * (r0->med_ms / r->med_ms - 1.0);
+                /* GEMM share: the same call with the projections routed through a timing hook */
+                gc.secs = 0.0; gc.calls = 0;
+                d[k].sgemm = timed_sgemm; d[k].sgemm_user = &gc;
+                for (rep = 0; rep < 3; ++rep) {
+                    double tg = gc.secs;
+                    t0 = now_s();
+                    attn_layer_forward(&d[k], &w, s->B, s->l, s->l, x, NULL, out);
+                    share[rep] = (gc.secs - tg) / (now_s() - t0);
+                }
+                r->gemm_share = 100.0 * median_of(share, 3, &mn, &mx);
+                d[k].sgemm = NULL; d[k].sgemm_user = NULL;
+                /* naive layer: time and check (skipped at the big shape in quick mode) */
+                if (!(g_quick && si == 0)) {
+                    double err = 0.0, mref = 1.0;
+                    size_t e;
+                    t0 = now_s();
+                    naive_layer(k, s, &w, x, ref, Q, K, V, A, sc);
+                    r->naive_ms = 1e3 * (now_s() - t0);
+                    r->x_naive = r->naive_ms / r->med_ms;
+                    attn_layer_forward(&d[k], &w, s->B, s->l, s->l, x, NULL, out);
+                    for (e = 0; e < nx; ++e) { if (fabs(ref[e]) > mref) mref = fabs(ref[e]); if (fabs(out[e] - ref[e]) > err) err = fabs(out[e] - ref[e]); }
+                    r->err = err / mref; r->checked = 1;
+                    if (!(r->err <= 1e-4)) { failed++; printf("  CHECK FAILED: %s max rel err %.3g\n", kind_names[k], r->err); }
+                }
+                printf("  %-13s %9.2f ms (median of %2d, spread %5.1f%%)  %7.1f GFLOP/s  gemm %4.1f%% of time  vs standard %+6.1f%% (paper %s)",
+                       kind_names[k], r->med_ms, r->reps, r->spread, r->gflops, r->gemm_share, r->faster_pct, claims[k]);
+                if (r->checked) printf("  naive %.0f ms (x%.1f), err %.1e", r->naive_ms, r->x_naive, r->err);
+                printf("\n");
+                fflush(stdout);
+                free(ws[k]);
             }
-            r->gemm_share = 100.0 * median_of(ts, 3, &mn, &mx);
-            d.sgemm = NULL; d.sgemm_user = NULL;
-            (void)sum_gemm;
-            if (k == ATTN_LAYER_STANDARD) t_std = r->med_ms;
-            r->faster_pct = 100.0 * (t_std / r->med_ms - 1.0);
-            /* naive layer: time and check (skipped at the big shape in quick mode) */
-            if (!(g_quick && si == 0)) {
-                double err = 0.0, mref = 1.0;
-                size_t e;
-                t0 = now_s();
-                naive_layer(k, s, &w, x, ref, Q, K, V, A, sc);
-                r->naive_ms = 1e3 * (now_s() - t0);
-                r->x_naive = r->naive_ms / r->med_ms;
-                attn_layer_forward(&d, &w, s->B, s->l, s->l, x, NULL, out);
-                for (e = 0; e < nx; ++e) { if (fabs(ref[e]) > mref) mref = fabs(ref[e]); if (fabs(out[e] - ref[e]) > err) err = fabs(out[e] - ref[e]); }
-                r->err = err / mref; r->checked = 1;
-                if (!(r->err <= 1e-4)) { failed++; printf("  CHECK FAILED: %s max rel err %.3g\n", kind_names[k], r->err); }
-            }
-            printf("  %-13s %9.2f ms (median of %2d, spread %5.1f%%)  %7.1f GFLOP/s  gemm %4.1f%% of time  vs standard %+6.1f%% (paper %s)",
-                   kind_names[k], r->med_ms, r->reps, r->spread, r->gflops, r->gemm_share, r->faster_pct, claims[k]);
-            if (r->checked) printf("  naive %.0f ms (x%.1f), err %.1e", r->naive_ms, r->x_naive, r->err);
-            printf("\n");
-            fflush(stdout);
-            free(ws);
+            n_rows += 6;
         }
         free(x); free(out); free(ref); free(wq); free(wk); free(wv); free(wo); free(bias); free(wa); free(ba); free(wd);
         free(Q); free(K); free(V); free(A); free(sc);
