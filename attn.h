@@ -2317,6 +2317,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     if (direct && (lq > L->ctx || lk > L->ctx)) return ATTN_ERR_LAYER_SEQ_CONTEXT;
     /* every row count a GEMM sees must fit an int */
     if (!attn__mul_size((size_t)batch, (size_t)ATTN__MAX(lq, lk), &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size((size_t)batch, (size_t)L->H, &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;  /* backward tasks */
     L->ad = d->attn;
     L->ad.n_threads = d->n_threads; L->ad.workspace = NULL; L->ad.workspace_size = 0;
     L->dscale = d->attn.scale != 0.0f ? d->attn.scale : 1.0f / sqrtf((float)L->dm);

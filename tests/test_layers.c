@@ -542,6 +542,13 @@ static void test_properties(void) {
 /* Gradients vs finite differences of the double reference                                   */
 /* ---------------------------------------------------------------------------------------- */
 
+/* a parallel hook that runs the tasks backwards, on "thread" i % n_threads */
+static void reverse_parallel(void *user, int n_tasks, int n_threads, attn_task_fn task, void *ctx) {
+    int i;
+    (void)user;
+    for (i = n_tasks - 1; i >= 0; --i) task(ctx, i, i % (n_threads > 0 ? n_threads : 1));
+}
+
 static double ref_loss(const lcfg *c, double *const *w, int B, int lq, int lk, const double *xq, const double *xkv,
                        const double *R, double *buf) {
     double L = 0.0;
@@ -620,6 +627,23 @@ static void check_gradients(lcfg *c, int B, int lq, int lk, int self, const char
         e = max_err_fd(w == 0 ? dxq : dxk, fd, n);
         if (e <= TOL_GRAD && e > g_worst_grad) g_worst_grad = e;
         T_CHECK(e <= TOL_GRAD, "%s %s self%d: grad %s err %.3g", kind_name(c->d.kind), what, self, w == 0 ? "x_q" : "x_kv", e);
+    }
+    {   /* bitwise the same for another thread count and through a parallel hook */
+        float *dxq2 = (float *)t_xmalloc(sizeof(float) * nq);
+        attn_layer_grads G2;
+        attn_layer_desc d0 = c->d;
+        int pass;
+        memset(&G2, 0, sizeof G2);
+        G2.wo = (float *)t_xmalloc(sizeof(float) * gn[W_O]);
+        for (pass = 0; pass < 2; ++pass) {
+            if (pass == 0) c->d.n_threads = 3;
+            else { c->d.attn.parallel = reverse_parallel; c->d.attn.parallel_user = NULL; }
+            s = attn_layer_backward(&c->d, &W, B, lq, lk, xq, self ? NULL : xk, dout, dxq2, NULL, &G2);
+            T_CHECK(s == ATTN_OK && memcmp(dxq2, dxq, sizeof(float) * nq) == 0 && memcmp(G2.wo, g[W_O], sizeof(float) * gn[W_O]) == 0,
+                    "%s %s: backward differs with %s", kind_name(c->d.kind), what, pass ? "a parallel hook" : "3 threads");
+        }
+        c->d = d0;
+        free(G2.wo); free(dxq2);
     }
     {   /* NULL gradient pointers are skipped; the ones given are the same */
         attn_layer_grads G2;
