@@ -349,9 +349,14 @@ typedef struct attn_layer_weights {
                    b^A[c-1] (c = context): the trained alignment of the last position slides
                    along the sequence (causal by construction); tokens t < c are unchanged.
      DIRECT        V = Xkv wv + bv, one score matrix shared by every feature (heads unused):
-                   O = softmax(W_D[:lq, :lk] + masks) V wo + bo   (logit (i, j) = wd[i*context + j])
-     DIRECT_INPUT  logit (i, j) = wd[i*context + j] * s * (Xq_i . Xkv_j), s = attn.scale or
-                   1/sqrt(d_model); then as DIRECT. lq, lk <= context for both Direct kinds.
+                   O = softmax(logits + masks) V wo + bo, logit (i, j) = wd[(i + a)*context + j],
+                   a = max(lk - lq, 0) (tensor lengths; padding does not shift rows): query
+                   rows are bottom-right aligned like the causal mask,
+                   so a short query block against a longer key sequence (decoding) uses the rows
+                   of its positions
+     DIRECT_INPUT  logit (i, j) = wd[(i + a)*context + j] * s * (Xq_i . Xkv_j), s = attn.scale or
+                   1/sqrt(d_model); then as DIRECT. lq, lk <= context for both Direct kinds;
+                   one head: attn.alibi_slopes has 1 entry.
    Fields read:  STANDARD wq bq wk bk wv bv wo bo;  OPTIMIZED wq bq wk bk wo bo;  EFFICIENT
    wq bq wo bo;  SUPER wq bq wo bo wa ba;  DIRECT, DIRECT_INPUT wv bv wo bo wd.
    Parameter counts (biases included, as the paper's tables): STANDARD 4 d^2 + 4 d (GQA: K/V
@@ -2251,6 +2256,7 @@ typedef struct attn__layer {
     int lblk;                      /* Super: the W^A block used, min(longest key sequence, context) */
     const float *xq, *xkv;
     float dscale;                  /* DIRECT_INPUT: scale of Xq Xkv^T */
+    const float *wd;               /* Direct kinds: W_D from the row of query 0, wd + a*context */
     attn_desc ad;                  /* the SDPA core: the caller's masks, our threads/workspace */
     attn_tensor tq, tk, tv, to;
     size_t attn_bytes;             /* the SDPA core's workspace */
@@ -2501,7 +2507,7 @@ static void attn__layer_direct_logits(const attn__layer *L, float *G, float *M) 
         for (i = 0; i < lq; ++i)
             for (j = 0; j < lk; ++j) {
                 const size_t e = ((size_t)b * lq + i) * lk + j;
-                G[e] = dst[e] * L->w->wd[(size_t)i * L->ctx + j];
+                G[e] = dst[e] * L->wd[(size_t)i * L->ctx + j];
             }
 }
 
@@ -2516,7 +2522,7 @@ static void attn__layer_fwd(attn__layer *L, float *lse) {
     if (K) { attn__layer_gemm(L, 0, 0, mk, dkv, dm, 1.0f, L->xkv, dm, w->wk, dkv, 0.0f, K, dkv); attn__layer_add_bias(K, w->bk, (size_t)mk, dkv); }
     if (L->kind == ATTN_LAYER_SUPER) attn__layer_super_mix(L, attn__layer_buf(L, L->f_wa), V);
     else if (V) { attn__layer_gemm(L, 0, 0, mk, dkv, dm, 1.0f, L->xkv, dm, w->wv, dkv, 0.0f, V, dkv); attn__layer_add_bias(V, w->bv, (size_t)mk, dkv); }
-    if (L->kind == ATTN_LAYER_DIRECT) L->ad.bias.data = w->wd;
+    if (L->kind == ATTN_LAYER_DIRECT) L->ad.bias.data = L->wd;
     if (L->kind == ATTN_LAYER_DIRECT_INPUT) {
         float *G = attn__layer_buf(L, L->f_g);
         attn__layer_direct_logits(L, G, attn__layer_buf(L, L->f_m));
@@ -2590,6 +2596,7 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
     if ((s = attn__layer_plan(desc, 0, batch, lq, lk, x_kv == NULL, &L)) != ATTN_OK) return s;
     if ((s = attn__layer_check_weights(desc->kind, weights)) != ATTN_OK) return s;
     L.w = weights; L.xq = x_q; L.xkv = x_kv ? x_kv : x_q;
+    if (L.direct) L.wd = weights->wd + (size_t)(lk > lq ? lk - lq : 0) * (size_t)L.ctx;
     if ((s = attn__layer_workspace(&L, &owned)) != ATTN_OK) return s;
     attn__layer_fwd(&L, NULL);
     attn__layer_gemm(&L, 0, 0, batch * lq, dm, dm, 1.0f, attn__layer_buf(&L, L.f_a), dm, weights->wo, dm, 0.0f, out, dm);
@@ -2712,6 +2719,7 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     if ((s = attn__layer_plan(desc, 1, batch, lq, lk, x_kv == NULL, &L)) != ATTN_OK) return s;
     if ((s = attn__layer_check_weights(desc->kind, weights)) != ATTN_OK) return s;
     L.w = weights; L.xq = x_q; L.xkv = x_kv ? x_kv : x_q;
+    if (L.direct) L.wd = weights->wd + (size_t)(lk > lq ? lk - lq : 0) * (size_t)L.ctx;
     if ((s = attn__layer_workspace(&L, &owned)) != ATTN_OK) return s;
     mq = batch * lq; mk = batch * lk; dm = L.dm; dkv = L.Hkv * L.dk;
     lse = attn__layer_buf(&L, L.f_lse);
@@ -2786,14 +2794,15 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     }
     if (L.direct) {                         /* logits' gradient dG [B, lq, lk] */
         float *dG = attn__layer_buf(&L, L.f_dg), *M = attn__layer_buf(&L, L.f_m);
-        const float *wd = weights->wd;
+        const float *wd = L.wd;
         if (grads->wd) {
+            float *gwd = grads->wd + (size_t)(L.wd - weights->wd);
             for (i = 0; i < L.ctx; ++i) for (j = 0; j < L.ctx; ++j) grads->wd[(size_t)i * L.ctx + j] = 0.0f;
             for (b = 0; b < batch; ++b)
                 for (i = 0; i < lq; ++i)
                     for (j = 0; j < lk; ++j) {
                         const size_t e = ((size_t)b * lq + i) * lk + j;
-                        grads->wd[(size_t)i * L.ctx + j] += M ? dG[e] * M[e] : dG[e];
+                        gwd[(size_t)i * L.ctx + j] += M ? dG[e] * M[e] : dG[e];
                     }
         }
         if (M) {                            /* dM = dG * W_D; dXq = s dM Xkv, dXkv = s dM^T Xq */

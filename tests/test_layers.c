@@ -112,6 +112,7 @@ static void ref_layer(const lcfg *c, double *const *w, int B, int lq, int lk, co
     const int dkv = c->Hkv * c->dk;
     const double scale = ad->scale != 0.0f ? ad->scale : 1.0 / sqrt((double)dk);
     const double dscale = ad->scale != 0.0f ? ad->scale : 1.0 / sqrt((double)dm);
+    const int wrow = lk > lq ? lk - lq : 0;   /* W_D rows bottom-right aligned (tensor lengths) */
     double *Q = (double *)t_xmalloc(sizeof(double) * (size_t)lq * dm);
     double *K = (double *)t_xmalloc(sizeof(double) * (size_t)lk * dm);
     double *V = (double *)t_xmalloc(sizeof(double) * (size_t)lk * dm);
@@ -155,10 +156,10 @@ static void ref_layer(const lcfg *c, double *const *w, int B, int lq, int lk, co
                         x *= scale;
                         if (ad->softcap > 0.0f) x = ad->softcap * tanh(x / ad->softcap);
                         if (ad->bias.data) x += ref_bias(&ad->bias, lq, lk, b, h, i, j);
-                    } else if (kind == ATTN_LAYER_DIRECT) x = w[W_D][(size_t)i * ctx + j];
+                    } else if (kind == ATTN_LAYER_DIRECT) x = w[W_D][(size_t)(i + wrow) * ctx + j];
                     else {
                         for (e = 0; e < dm; ++e) x += Xq[(size_t)i * dm + e] * Xk[(size_t)j * dm + e];
-                        x *= dscale * w[W_D][(size_t)i * ctx + j];
+                        x *= dscale * w[W_D][(size_t)(i + wrow) * ctx + j];
                     }
                     if (ad->alibi_slopes) x -= ad->alibi_slopes[h] * (double)llabs(p - j);
                     s[j] = x;
@@ -508,6 +509,29 @@ static void test_properties(void) {
         }
         lcfg_free(&oth);
         lcfg_free(&std);
+    }
+    {   /* decoding: the last n queries against every key == the last n rows of causal self-attention */
+        const int l = 9;
+        float *x = (float *)t_xmalloc(sizeof(float) * l * dm), *a = (float *)t_xmalloc(sizeof(float) * l * dm);
+        float *b = (float *)t_xmalloc(sizeof(float) * l * dm);
+        int kind, nl;
+        fill_x(x, tmp, (size_t)l * dm, &r);
+        for (kind = 0; kind < 6; ++kind) {
+            lcfg c;
+            attn_layer_weights W;
+            lcfg_init(&c, kind, dm, H, 0, 12, &r);
+            c.d.attn.causal = 1;
+            W = lcfg_weights(&c);
+            T_CHECK(attn_layer_forward(&c.d, &W, 1, l, l, x, NULL, a) == ATTN_OK, "%s prefill", kind_name(kind));
+            for (nl = 1; nl <= 3; nl += 2) {
+                T_CHECK(attn_layer_forward(&c.d, &W, 1, nl, l, x + (size_t)(l - nl) * dm, x, b) == ATTN_OK, "%s decode", kind_name(kind));
+                T_CHECK(max_diff(b, a + (size_t)(l - nl) * dm, (size_t)nl * dm) <= TOL_FWD,
+                        "%s: the last %d queries differ from the causal prefill's rows (%.3g)", kind_name(kind), nl,
+                        max_diff(b, a + (size_t)(l - nl) * dm, (size_t)nl * dm));
+            }
+            lcfg_free(&c);
+        }
+        free(x); free(a); free(b);
     }
     {   /* causal Super never reads later tokens; non-causal Super does */
         const int l = 9, t0 = 5;
