@@ -417,7 +417,7 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
    (self-attention: the whole input gradient; dx_kv must be NULL), dx_kv [batch, lk, d_model]
    (cross-attention) and the weight gradients; any of them may be NULL (not computed). Recomputes
    the forward; per-row attention backward, O(lk) memory per thread beside the projections
-   (the input-dependent Direct kind keeps [batch, lq, lk] scores, as its forward does). */
+   (the Direct kinds keep [batch, lq, lk] logit gradients). Outputs must not overlap the inputs. */
 ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_layer_weights *weights,
                                         int batch, int lq, int lk, const float *x_q, const float *x_kv,
                                         const float *dout, float *dx_q, float *dx_kv,
@@ -2261,11 +2261,12 @@ typedef struct attn__layer {
     attn_tensor tq, tk, tv, to;
     size_t attn_bytes;             /* the SDPA core's workspace */
     /* workspace offsets in floats ((size_t)-1: not used) */
-    size_t f_q, f_k, f_v, f_a, f_lse, f_g, f_m, f_wa, f_da, f_dq, f_dk, f_dv, f_dg, f_dwa, floats;
+    size_t f_q, f_k, f_v, f_a, f_lse, f_g, f_m, f_wa, f_da, f_dq, f_dk, f_dv, f_dg, f_dwa, f_bs, floats;
     float *ws;
 } attn__layer;
 
 static const float attn__layer_zero[1] = { 0.0f };
+#define ATTN__LBR 64            /* query rows per block of the attention backward */
 
 static void attn__layer_gemm(const attn__layer *L, int ta, int tb, int m, int n, int k, float alpha,
                              const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
@@ -2360,7 +2361,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     std_kv = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_OPTIMIZED;
     own_v = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_SUPER || direct;
     L->f_q = L->f_k = L->f_v = L->f_lse = L->f_g = L->f_m = L->f_wa = none;
-    L->f_da = L->f_dq = L->f_dk = L->f_dv = L->f_dg = L->f_dwa = none;
+    L->f_da = L->f_dq = L->f_dk = L->f_dv = L->f_dg = L->f_dwa = L->f_bs = none;
     if (!attn__layer_take3(&L->f_a, &t, (size_t)batch, (size_t)lq, (size_t)L->dm)) return ATTN_ERR_OVERFLOW;
     if (!direct && !attn__layer_take3(&L->f_q, &t, (size_t)batch, (size_t)lq, (size_t)L->dm)) return ATTN_ERR_OVERFLOW;
     if (std_kv && !attn__layer_take3(&L->f_k, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
@@ -2379,6 +2380,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
             return ATTN_ERR_OVERFLOW;
         if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_dwa, &t, (size_t)L->lblk, (size_t)L->lblk, 1))
             return ATTN_ERR_OVERFLOW;
+        if (!attn__layer_take3(&L->f_bs, &t, (size_t)L->n_threads, 2 * (size_t)ATTN__LBR, (size_t)lk)) return ATTN_ERR_OVERFLOW;
     }
     L->floats = t;
     return ATTN_OK;
@@ -2607,23 +2609,79 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
 
 /* ---- backward ---- */
 
-/* Per-row softmax-attention backward for one (tensor batch, KV head): recomputes each visible
-   logit exactly as attn_forward does, p = exp(s - lse), dp = dO . v, ds = p (dp - dO . O).
-   Writes dq (rows of this group's heads), dk, dv (this KV head), dbias [B, lq, lk] (one head). */
+/* Softmax-attention backward for one (tensor batch, KV head), in blocks of ATTN__LBR query rows
+   of one head and one sequence: S = scale Q K^T and dP = dO V^T by GEMM; then per element the
+   logit exactly as attn_forward forms it (softcap, bias, ALiBi, attn__visible), p = exp(s - lse),
+   ds = p (dp - dO . O); then dV += P^T dO, dQ = dS K, dK += dS^T Q by GEMM. Writes dq (rows of
+   this group's heads), dk, dv (this KV head) and dbias [B, Sq, Sk] (one head). Scratch per
+   thread: 2 ATTN__LBR Sk floats. The GEMMs run on one thread (the tasks are the parallelism). */
 typedef struct attn__lbwd {
     const attn__problem *P;
     const float *lse, *dout;   /* lse [B, Hq, Sq]; dout dense like out */
     float *dq, *dk, *dv;       /* dense like q, k, v; dq, dk NULL for the Direct kinds */
     float *dbias;              /* [B, Sq, Sk] or NULL */
+    float *scratch;            /* n_threads x 2 ATTN__LBR Sk */
 } attn__lbwd;
+
+static void attn__lbwd_block(const attn__lbwd *C, float *S, float *dP, const attn__seq *Sq_, int tb, int h, int r0, int nr) {
+    const attn__problem *P = C->P;
+    const int Hq = P->q.heads, Hkv = P->k.heads, hk = h / P->groups, D = P->q.dim, Dv = P->v.dim;
+    const int Sq = P->q.seq, Sk = P->k.seq, Lk = Sq_->Lk, row0 = Sq_->q0 + r0;
+    const float *Q = (const float *)attn__at(&P->q, tb, row0, h), *K = (const float *)attn__at(&P->k, tb, Sq_->k0, hk);
+    const float *V = (const float *)attn__at(&P->v, tb, Sq_->k0, hk);
+    const float *dO = C->dout + (((size_t)tb * Sq + row0) * Hq + h) * Dv;
+    const ptrdiff_t ldo = (ptrdiff_t)Hq * Dv;
+    int i, j, c;
+    if (Lk <= 0) return;
+    if (C->dq) attn__sgemm(1, 0, 1, nr, Lk, D, P->scale, Q, P->q.ss, K, P->k.ss, 0.0f, S, Lk);
+    else memset(S, 0, sizeof(float) * (size_t)nr * Lk);
+    attn__sgemm(1, 0, 1, nr, Lk, Dv, 1.0f, dO, ldo, V, P->v.ss, 0.0f, dP, Lk);
+    for (i = 0; i < nr; ++i) {
+        const int row = row0 + i;
+        const long long p = (long long)(r0 + i) + Lk - Sq_->Lq;
+        const float lse = C->lse[((size_t)tb * Hq + h) * Sq + row];
+        const float *o = (const float *)attn__at(&P->out, tb, row, h), *dOi = dO + (ptrdiff_t)i * ldo;
+        float *sr = S + (size_t)i * Lk, *dpr = dP + (size_t)i * Lk;
+        float *db = C->dbias ? C->dbias + ((size_t)tb * Sq + row) * Sk : NULL;
+        float Di = 0.0f;
+        if (lse == -INFINITY) {
+            memset(sr, 0, sizeof(float) * (size_t)Lk); memset(dpr, 0, sizeof(float) * (size_t)Lk);
+            continue;
+        }
+        for (c = 0; c < Dv; ++c) Di += dOi[c] * o[c];
+        for (j = 0; j < Lk; ++j) {
+            float t = sr[j], dcap = 1.0f, pr, ds;
+            if (!attn__visible(P, p, j)) { sr[j] = 0.0f; dpr[j] = 0.0f; continue; }
+            if (P->softcap > 0.0f) { const float th = tanhf(t / P->softcap); t = P->softcap * th; dcap = 1.0f - th * th; }
+            if (P->bias) {
+                const int bb = P->bias_batch == 1 ? 0 : Sq_->seq, bh = P->bias_heads == 1 ? 0 : h;
+                t += P->bias[(ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)row * P->bias_sq + j];
+            }
+            if (P->alibi) t -= P->alibi[h] * fabsf((float)p - (float)j);
+            pr = expf(t - lse);
+            ds = pr * (dpr[j] - Di);
+            if (db) db[j] += ds;
+            sr[j] = pr;
+            dpr[j] = ds * dcap * P->scale;
+        }
+    }
+    attn__sgemm(1, 1, 0, Lk, Dv, nr, 1.0f, S, Lk, dO, ldo, 1.0f, C->dv + (((size_t)tb * Sk + Sq_->k0) * Hkv + hk) * Dv,
+                (ptrdiff_t)Hkv * Dv);
+    if (C->dq) {
+        attn__sgemm(1, 0, 0, nr, D, Lk, 1.0f, dP, Lk, K, P->k.ss, 0.0f, C->dq + (((size_t)tb * Sq + row0) * Hq + h) * D,
+                    (ptrdiff_t)Hq * D);
+        attn__sgemm(1, 1, 0, Lk, D, nr, 1.0f, dP, Lk, Q, P->q.ss, 1.0f, C->dk + (((size_t)tb * Sk + Sq_->k0) * Hkv + hk) * D,
+                    (ptrdiff_t)Hkv * D);
+    }
+}
 
 static void attn__lbwd_task(void *vctx, int task, int thread) {
     const attn__lbwd *C = (const attn__lbwd *)vctx;
     const attn__problem *P = C->P;
     const int Hq = P->q.heads, Hkv = P->k.heads, g = P->groups, D = P->q.dim, Dv = P->v.dim;
     const int Sq = P->q.seq, Sk = P->k.seq, tb = task / Hkv, hk = task % Hkv;
-    int row, hh, j, c;
-    (void)thread;
+    float *S = C->scratch + (size_t)thread * 2 * ATTN__LBR * (size_t)Sk, *dP = S + (size_t)ATTN__LBR * Sk;
+    int row, hh, j, u, n_units;
     for (j = 0; j < Sk; ++j) {
         if (C->dk) memset(C->dk + (((size_t)tb * Sk + j) * Hkv + hk) * D, 0, sizeof(float) * (size_t)D);
         memset(C->dv + (((size_t)tb * Sk + j) * Hkv + hk) * Dv, 0, sizeof(float) * (size_t)Dv);
@@ -2632,49 +2690,21 @@ static void attn__lbwd_task(void *vctx, int task, int thread) {
         for (hh = 0; hh < g; ++hh)
             if (C->dq) memset(C->dq + (((size_t)tb * Sq + row) * Hq + hk * g + hh) * D, 0, sizeof(float) * (size_t)D);
     if (C->dbias) memset(C->dbias + (size_t)tb * Sq * Sk, 0, sizeof(float) * (size_t)Sq * Sk);
-    for (row = 0; row < Sq; ++row) {
-        attn__seq S;
-        long long p;
-        if (!attn__seq_of_row(P, tb, row, &S)) continue;
-        p = (long long)(row - S.q0) + S.Lk - S.Lq;
-        for (hh = 0; hh < g; ++hh) {
-            const int h = hk * g + hh;
-            const float lse = C->lse[((size_t)tb * Hq + h) * Sq + row];
-            const float *q = (const float *)attn__at(&P->q, tb, row, h), *o = (const float *)attn__at(&P->out, tb, row, h);
-            const float *dO = C->dout + (((size_t)tb * Sq + row) * Hq + h) * Dv;
-            float *dq = C->dq ? C->dq + (((size_t)tb * Sq + row) * Hq + h) * D : NULL;
-            float Di = 0.0f;
-            if (lse == -INFINITY) continue;
-            for (c = 0; c < Dv; ++c) Di += dO[c] * o[c];
-            for (j = 0; j < S.Lk; ++j) {
-                const float *kj, *vj;
-                float raw = 0.0f, t, dcap = 1.0f, pr, dp = 0.0f, ds;
-                if (!attn__visible(P, p, j)) continue;
-                kj = (const float *)attn__at(&P->k, tb, S.k0 + j, hk);
-                vj = (const float *)attn__at(&P->v, tb, S.k0 + j, hk);
-                for (c = 0; c < D; ++c) raw += q[c] * kj[c];
-                t = raw * P->scale;
-                if (P->softcap > 0.0f) { const float th = tanhf(t / P->softcap); t = P->softcap * th; dcap = 1.0f - th * th; }
-                if (P->bias) {
-                    const int bb = P->bias_batch == 1 ? 0 : S.seq, bh = P->bias_heads == 1 ? 0 : h;
-                    t += P->bias[(ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)row * P->bias_sq + j];
-                }
-                if (P->alibi) t -= P->alibi[h] * fabsf((float)p - (float)j);
-                pr = expf(t - lse);
-                for (c = 0; c < Dv; ++c) dp += dO[c] * vj[c];
-                ds = pr * (dp - Di);
-                {
-                    float *dv = C->dv + (((size_t)tb * Sk + S.k0 + j) * Hkv + hk) * Dv;
-                    for (c = 0; c < Dv; ++c) dv[c] += pr * dO[c];
-                }
-                if (C->dbias) C->dbias[((size_t)tb * Sq + row) * Sk + j] += ds;
-                if (dq) {
-                    float *dk = C->dk + (((size_t)tb * Sk + S.k0 + j) * Hkv + hk) * D;
-                    ds *= dcap * P->scale;
-                    for (c = 0; c < D; ++c) { dq[c] += ds * kj[c]; dk[c] += ds * q[c]; }
-                }
-            }
+    n_units = P->cu_q ? P->n_seqs : 1;
+    for (u = 0; u < n_units; ++u) {           /* the sequences of tensor batch tb */
+        attn__seq S1;
+        int r0;
+        if (P->cu_q) {
+            S1.tb = 0; S1.seq = u; S1.q0 = P->cu_q[u]; S1.k0 = P->cu_k[u];
+            S1.Lq = P->cu_q[u + 1] - S1.q0; S1.Lk = P->cu_k[u + 1] - S1.k0;
+        } else {
+            S1.tb = tb; S1.seq = tb; S1.q0 = 0; S1.k0 = 0;
+            S1.Lq = P->seqlens_q ? P->seqlens_q[tb] : Sq;
+            S1.Lk = P->seqlens_k ? P->seqlens_k[tb] : Sk;
         }
+        for (hh = 0; hh < g; ++hh)
+            for (r0 = 0; r0 < S1.Lq; r0 += ATTN__LBR)
+                attn__lbwd_block(C, S, dP, &S1, tb, hk * g + hh, r0, ATTN__MIN(ATTN__LBR, S1.Lq - r0));
     }
 }
 
@@ -2735,6 +2765,7 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     s = attn__check_forward(&L.ad, &L.tq, &L.tk, &L.tv, &L.to, &P);
     ATTN_ASSERT(s == ATTN_OK);
     C.P = &P; C.lse = lse; C.dout = dA; C.dq = dQ; C.dk = dK; C.dv = dV; C.dbias = attn__layer_buf(&L, L.f_dg);
+    C.scratch = attn__layer_buf(&L, L.f_bs);
     attn__parallel_for(&L.ad, batch * P.k.heads, L.n_threads, attn__lbwd_task, &C);
     /* input projections; dx targets: self-attention sends both paths to dx_q */
     xq.p = dx_q; xq.written = 0; xkv_own.p = dx_kv; xkv_own.written = 0;

@@ -88,7 +88,7 @@ static void naive_layer(int kind, const shape *s, const attn_layer_weights *w, c
 
 typedef struct {
     int shape, kind;
-    double med_ms, spread, gflops, pct_peak, gemm_share, faster_pct, naive_ms, x_naive, err;
+    double med_ms, spread, gflops, pct_peak, gemm_share, faster_pct, naive_ms, x_naive, err, bwd_ms;
     int reps, checked;
 } row;
 
@@ -186,6 +186,25 @@ int main(void) {
                 }
                 r->gemm_share = 100.0 * median_of(share, 3, &mn, &mx);
                 d[k].sgemm = NULL; d[k].sgemm_user = NULL;
+                {   /* backward (every gradient): median of 3, 1 call at the big shape in quick mode */
+                    const int nb = (g_quick && si == 0) ? 1 : 3;
+                    float *gx = (float *)xalloc(nx * 4), *gw = (float *)xalloc((nw > nc ? nw : nc) * 4 * 4);
+                    attn_layer_grads G;
+                    attn_layer_desc db = d[k];
+                    double tb[3];
+                    G.wq = gw; G.wk = gw + nw; G.wv = gw + 2 * nw; G.wo = gw + 3 * nw;
+                    G.bq = G.bk = G.bv = G.bo = (float *)xalloc((size_t)s->dm * 4);
+                    G.wa = G.wd = gw; G.ba = (float *)xalloc((size_t)s->l * 4);
+                    if (nc > nw) { G.wq = G.wk = G.wv = G.wo = gw; }
+                    db.workspace = NULL; db.workspace_size = 0;
+                    for (rep = 0; rep < nb; ++rep) {
+                        t0 = now_s();
+                        if (attn_layer_backward(&db, &w, s->B, s->l, s->l, x, NULL, out, gx, NULL, &G) != ATTN_OK) die("backward failed");
+                        tb[rep] = now_s() - t0;
+                    }
+                    r->bwd_ms = 1e3 * median_of(tb, nb, &mn, &mx);
+                    free(gx); free(gw); free(G.bq); free(G.ba);
+                }
                 /* naive layer: time and check (skipped at the big shape in quick mode) */
                 if (!(g_quick && si == 0)) {
                     double err = 0.0, mref = 1.0;
@@ -202,6 +221,7 @@ int main(void) {
                 printf("  %-13s %9.2f ms (median of %2d, spread %5.1f%%)  %7.1f GFLOP/s  gemm %4.1f%% of time  vs standard %+6.1f%% (paper %s)",
                        kind_names[k], r->med_ms, r->reps, r->spread, r->gflops, r->gemm_share, r->faster_pct, claims[k]);
                 if (r->checked) printf("  naive %.0f ms (x%.1f), err %.1e", r->naive_ms, r->x_naive, r->err);
+                printf("  backward %.1f ms", r->bwd_ms);
                 printf("\n");
                 fflush(stdout);
                 free(ws[k]);
@@ -219,33 +239,34 @@ int main(void) {
     printf("reference peak (higher of start and end): %.1f GFLOP/s on %d threads\n", peak, g_ncpu);
     for (i = 0; i < n_rows; ++i) rows[i].pct_peak = 100.0 * rows[i].gflops / peak;
 
-    printf("\n%-22s %-13s %10s %9s %7s %7s %12s %10s %9s\n", "shape", "kind", "median ms", "GFLOP/s", "%peak",
-           "gemm%", "vs standard", "paper", "x naive");
+    printf("\n%-22s %-13s %10s %9s %7s %7s %12s %10s %9s %10s\n", "shape", "kind", "median ms", "GFLOP/s", "%peak",
+           "gemm%", "vs standard", "paper", "x naive", "bwd ms");
     for (i = 0; i < n_rows; ++i) {
         const row *r = &rows[i];
         const shape *s = &shapes[r->shape];
         char sh[64], xn[32];
         snprintf(sh, sizeof sh, "dm%d h%d l%d B%d", s->dm, s->h, s->l, s->B);
         if (r->checked) snprintf(xn, sizeof xn, "%.1f", r->x_naive); else snprintf(xn, sizeof xn, "-");
-        printf("%-22s %-13s %10.2f %9.1f %6.1f%% %6.1f%% %+11.1f%% %10s %9s\n", sh, kind_names[r->kind], r->med_ms,
-               r->gflops, r->pct_peak, r->gemm_share, r->faster_pct, claims[r->kind], xn);
+        printf("%-22s %-13s %10.2f %9.1f %6.1f%% %6.1f%% %+11.1f%% %10s %9s %10.1f\n", sh, kind_names[r->kind], r->med_ms,
+               r->gflops, r->pct_peak, r->gemm_share, r->faster_pct, claims[r->kind], xn, r->bwd_ms);
     }
     printf("\nGFLOP/s: attn_layer_flops (projections, W^A mix, attention matmuls; dense) / median time.\n"
            "%%peak: of the %d-thread FMA peak. gemm%%: time inside the projection GEMMs (timed through the\n"
            "sgemm hook calling the built-in attn__sgemm). vs standard: t_standard / t_kind - 1 (positive =\n"
-           "faster), the paper's claim beside it. x naive: plain-loop 1-thread layer time / attn.h time.\n", g_ncpu);
+           "faster), the paper's claim beside it. x naive: plain-loop 1-thread layer time / attn.h time.\n"
+           "bwd ms: attn_layer_backward with every gradient (recomputes the forward), median of 3.\n", g_ncpu);
 
     snprintf(path, sizeof path, "%s/results_layers.csv", outdir);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
     fprintf(f, "d_model,heads,l,batch,kind,threads,median_ms,spread_pct,reps,gflops,pct_peak,gemm_share_pct,"
-               "faster_than_standard_pct,paper_claim,naive_ms,x_naive,check_err,cpu\n");
+               "faster_than_standard_pct,paper_claim,naive_ms,x_naive,check_err,backward_ms,cpu\n");
     for (i = 0; i < n_rows; ++i) {
         const row *r = &rows[i];
         const shape *s = &shapes[r->shape];
-        fprintf(f, "%d,%d,%d,%d,%s,%d,%.4f,%.2f,%d,%.2f,%.2f,%.1f,%.2f,%s,%.2f,%.2f,%.3g,\"%s\"\n", s->dm, s->h, s->l, s->B,
-                kind_names[r->kind], g_ncpu, r->med_ms, r->spread, r->reps, r->gflops, r->pct_peak, r->gemm_share,
-                r->faster_pct, claims[r->kind], r->naive_ms, r->x_naive, r->err, cpu);
+        fprintf(f, "%d,%d,%d,%d,%s,%d,%.4f,%.2f,%d,%.2f,%.2f,%.1f,%.2f,%s,%.2f,%.2f,%.3g,%.2f,\"%s\"\n", s->dm, s->h, s->l,
+                s->B, kind_names[r->kind], g_ncpu, r->med_ms, r->spread, r->reps, r->gflops, r->pct_peak, r->gemm_share,
+                r->faster_pct, claims[r->kind], r->naive_ms, r->x_naive, r->err, r->bwd_ms, cpu);
     }
     fclose(f);
     printf("wrote %s; wall time %.1f s\n", path, now_s() - t_start);

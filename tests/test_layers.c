@@ -593,7 +593,7 @@ static void check_gradients(lcfg *c, int B, int lq, int lk, int self, const char
     float *dxq = (float *)t_xmalloc(sizeof(float) * nq), *dxk = (float *)t_xmalloc(sizeof(float) * nk);
     double *xqd = (double *)t_xmalloc(sizeof(double) * nq), *xkd = (double *)t_xmalloc(sizeof(double) * nk);
     double *R = (double *)t_xmalloc(sizeof(double) * nq), *buf = (double *)t_xmalloc(sizeof(double) * nq);
-    double *fd = (double *)t_xmalloc(sizeof(double) * (nq > nk ? nq : nk));
+    double *fd;
     float *g[W_COUNT];
     size_t gn[W_COUNT];
     attn_layer_weights W = lcfg_weights(c);
@@ -601,6 +601,11 @@ static void check_gradients(lcfg *c, int B, int lq, int lk, int self, const char
     attn_status s;
     int w;
     size_t i;
+    {
+        size_t mx = nq > nk ? nq : nk;
+        for (w = 0; w < W_COUNT; ++w) if (c->n[w] > mx) mx = c->n[w];
+        fd = (double *)t_xmalloc(sizeof(double) * mx);
+    }
     fill_x(xq, xqd, nq, r); fill_x(xk, xkd, nk, r); fill_x(dout, R, nq, r);
     /* every gradient buffer, also those the kind does not read (must stay untouched) */
     for (w = 0; w < W_COUNT; ++w) {
@@ -755,6 +760,18 @@ static void test_gradients(void) {
                 check_gradients(&c, B, lq, lk, self, masks[m].name, &r);
                 lcfg_free(&c);
             }
+    {   /* more query rows than one backward block (64), with padding and GQA */
+        lcfg c;
+        lcfg_init(&c, ATTN_LAYER_STANDARD, 8, 4, 2, 0, &r);
+        apply_mask(&c, &masks[5], 2, 70, 70, &r);            /* causal + padding */
+        g_seqlens_q[1] = 67; g_seqlens_k[1] = 69;
+        check_gradients(&c, 2, 70, 70, 1, "70 rows", &r);
+        lcfg_free(&c);
+        lcfg_init(&c, ATTN_LAYER_DIRECT_INPUT, 8, 1, 0, 80, &r);
+        c.d.attn.causal = 1;
+        check_gradients(&c, 1, 66, 75, 0, "66 rows", &r);
+        lcfg_free(&c);
+    }
     for (kind = 0; kind < 6; ++kind) check_packed_backward(kind, &r);
     for (m = 0; m < N_MASKS; ++m)            /* Super with sliding alignment (context 3 < lk) */
         for (self = 0; self <= 1; ++self) {
