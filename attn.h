@@ -2244,9 +2244,9 @@ static void attn__sgemm(int n_threads, int trans_a, int trans_b, int m, int n, i
    --------------------------------------------------------------------------------------- */
 /* Layers run on dense fp32 [batch, seq, d_model] hidden states. The projections are GEMMs over
    all batch*seq rows (attn__layer_gemm: the caller's hook or attn__sgemm); the SDPA core is
-   attn_forward with the caller's masks; the backward recomputes the forward, then runs a
-   per-row softmax-attention backward (attn__lbwd_task) whose logits and visibility are those
-   of attn_forward (attn__visible, softcap, bias, ALiBi), and the projections' GEMMs.
+   attn_forward with the caller's masks; the backward recomputes the forward (with lse), then
+   runs a blocked softmax-attention backward (attn__lbwd_task) whose logits and visibility are
+   those of attn_forward (attn__visible, softcap, bias, ALiBi), and the projections' GEMMs.
    The Direct kinds run the same core with q = k = 0 (dim 1) and their logits as the bias. */
 typedef struct attn__layer {
     const attn_layer_desc *d;
