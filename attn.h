@@ -380,10 +380,12 @@ typedef enum attn_layer_kind {
                                                 global, seqlens/cu_seqlens, alibi, softcap, bias):
                                                 see attn_desc; its n_threads and workspace are
                                                 ignored (the layer's are used); its parallel hook
-                                                is used for every threaded part
+                                                runs the attention and the layer's own loops
    n_threads        all cores                   threads for GEMMs and attention
    sgemm, sgemm_user built-in attn sgemm        route every projection GEMM to your BLAS
-   workspace        allocate per call           scratch of attn_layer_workspace_size() bytes */
+   workspace        allocate per call           scratch of attn_layer_workspace_size() bytes: the
+                                                layer then allocates nothing itself (a GEMM may:
+                                                the built-in one packs into its own buffers) */
 typedef struct attn_layer_desc {
     attn_layer_kind kind;
     int d_model, heads, kv_heads, context;

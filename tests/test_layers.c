@@ -195,6 +195,12 @@ static double max_err_fd(const float *got, const double *ref, size_t n) {
     free(g);
     return e;
 }
+static double max_diff(const float *a, const float *b, size_t n) {
+    double m = 1.0, e = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) { if (fabs(b[i]) > m) m = fabs(b[i]); if (!(fabs(a[i] - b[i]) <= e)) e = a[i] != a[i] ? INFINITY : fabs(a[i] - b[i]); }
+    return e / m;
+}
 static const char *kind_name(int k) {
     static const char *const n[] = { "standard", "optimized", "efficient", "super", "direct", "direct_input" };
     return k >= 0 && k < 6 ? n[k] : "?";
@@ -392,29 +398,34 @@ static void test_forward(void) {
             T_CHECK(attn_layer_workspace_size(&c.d, 0, B, l, l, &bytes) == ATTN_OK && bytes > 0, "workspace size");
             ws = t_xmalloc(bytes);
             c.d.workspace = ws; c.d.workspace_size = bytes;
-            m0 = t_attn_mallocs;
             s = attn_layer_forward(&c.d, &W, B, l, l, x, NULL, o2);
-            T_CHECK(s == ATTN_OK && t_attn_mallocs == m0, "%s: caller workspace must make forward allocation-free", kind_name(k2));
-            T_CHECK(memcmp(o1, o2, sizeof(float) * B * l * dm) == 0, "%s: caller workspace changes the result", kind_name(k2));
-            free(ws);
-            T_CHECK(attn_layer_workspace_size(&c.d, 1, B, l, l, &bytes) == ATTN_OK, "bwd workspace size");
-            ws = t_xmalloc(bytes);
-            c.d.workspace = ws; c.d.workspace_size = bytes;
-            {
-                float *g = (float *)t_xmalloc(sizeof(float) * B * l * dm);
-                attn_layer_grads G;
-                memset(&G, 0, sizeof G);
-                m0 = t_attn_mallocs;
-                s = attn_layer_backward(&c.d, &W, B, l, l, x, NULL, x, g, NULL, &G);
-                T_CHECK(s == ATTN_OK && t_attn_mallocs == m0, "%s: caller workspace must make backward allocation-free", kind_name(k2));
-                free(g);
-            }
-            free(ws);
-            c.d.workspace = NULL; c.d.workspace_size = 0;
+            T_CHECK(s == ATTN_OK && memcmp(o1, o2, sizeof(float) * B * l * dm) == 0, "%s: caller workspace changes the result",
+                    kind_name(k2));
+            /* with a caller workspace and an sgemm hook nothing is allocated (the built-in SGEMM
+               may allocate its packing buffers, so the allocation count is checked with the hook) */
             hs.calls = 0;
             c.d.sgemm = test_sgemm; c.d.sgemm_user = &hs;
+            m0 = t_attn_mallocs;
             s = attn_layer_forward(&c.d, &W, B, l, l, x, NULL, o2);
-            T_CHECK(s == ATTN_OK && hs.calls >= 1, "%s: sgemm hook not called", kind_name(k2));
+            T_CHECK(s == ATTN_OK && t_attn_mallocs == m0, "%s: workspace + sgemm hook must make forward allocation-free", kind_name(k2));
+            T_CHECK(hs.calls >= 1, "%s: sgemm hook not called", kind_name(k2));
+            free(ws);
+            c.d.workspace = NULL; c.d.workspace_size = 0;
+            T_CHECK(attn_layer_workspace_size(&c.d, 1, B, l, l, &bytes) == ATTN_OK, "bwd workspace size");
+            {   /* backward with a caller workspace (and the hook) == backward allocating (built-in) */
+                float *g1 = (float *)t_xmalloc(sizeof(float) * B * l * dm), *g2 = (float *)t_xmalloc(sizeof(float) * B * l * dm);
+                attn_layer_grads G;
+                memset(&G, 0, sizeof G);
+                c.d.sgemm = NULL; c.d.sgemm_user = NULL;
+                s = attn_layer_backward(&c.d, &W, B, l, l, x, NULL, x, g1, NULL, &G);
+                ws = t_xmalloc(bytes);
+                c.d.workspace = ws; c.d.workspace_size = bytes;
+                c.d.sgemm = test_sgemm; c.d.sgemm_user = &hs;
+                T_CHECK(s == ATTN_OK && attn_layer_backward(&c.d, &W, B, l, l, x, NULL, x, g2, NULL, &G) == ATTN_OK &&
+                        max_diff(g2, g1, (size_t)B * l * dm) <= TOL_GRAD, "%s: backward with workspace + hook differs", kind_name(k2));
+                free(g1); free(g2); free(ws);
+                c.d.workspace = NULL; c.d.workspace_size = 0;
+            }
             ref_layer(&c, c.wd, B, l, l, xd, xd, ref);
             T_CHECK(max_err_fd(o2, ref, (size_t)B * l * dm) <= TOL_FWD, "%s: forward through the hook", kind_name(k2));
             lcfg_free(&c);
@@ -450,12 +461,6 @@ static void set_identity(float *w, int n) {
     int i;
     memset(w, 0, sizeof(float) * (size_t)n * n);
     for (i = 0; i < n; ++i) w[(size_t)i * n + i] = 1.0f;
-}
-static double max_diff(const float *a, const float *b, size_t n) {
-    double m = 1.0, e = 0.0;
-    size_t i;
-    for (i = 0; i < n; ++i) { if (fabs(b[i]) > m) m = fabs(b[i]); if (!(fabs(a[i] - b[i]) <= e)) e = a[i] != a[i] ? INFINITY : fabs(a[i] - b[i]); }
-    return e / m;
 }
 
 static void test_properties(void) {
