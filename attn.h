@@ -382,7 +382,9 @@ typedef enum attn_layer_kind {
                                                 ignored (the layer's are used); its parallel hook
                                                 runs the attention and the layer's own loops
    n_threads        all cores                   threads for GEMMs and attention
-   sgemm, sgemm_user built-in attn sgemm        route every projection GEMM to your BLAS
+   sgemm, sgemm_user built-in attn sgemm        route every projection GEMM (and W^A, Xq Xkv^T) to
+                                                your BLAS; the attention backward's per-block
+                                                GEMMs stay on the built-in one
    workspace        allocate per call           scratch of attn_layer_workspace_size() bytes: the
                                                 layer then allocates nothing itself (a GEMM may:
                                                 the built-in one packs into its own buffers) */
