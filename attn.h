@@ -62,6 +62,10 @@
      So: window_left = w-1 with causal = Mistral's sliding window w; sinks and global tokens
      bypass the window and dilation but never causality or padding.
 
+   LAYERS (attn_layer_forward / attn_layer_backward): hidden states + weights -> output for
+     standard MHA and the cost-effective variants (Optimized, Efficient, Super) and Direct
+     attention; the exact formula of each is documented with attn_layer_kind (section 2).
+
    VERSION  0.1   first release: exact attention with every mask, merge.
 */
 #ifndef ATTN_H_INCLUDED
@@ -238,6 +242,32 @@ typedef struct attn_desc {
     X(ATTN_ERR_GEMM_C_OVERFLOW,       ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of c, (m-1)*ldc + n floats, overflows ptrdiff_t") \
     X(ATTN_ERR_GEMM_ALIAS,            ATTN_CAT_UNSUPPORTED, "attn_sgemm: c overlaps a or b") \
     /* -- layers (attn_layer_*) -- */ \
+    X(ATTN_ERR_LAYER_KIND,            ATTN_CAT_RANGE,       "attn_layer_desc.kind is not a known attn_layer_kind") \
+    X(ATTN_ERR_LAYER_D_MODEL,         ATTN_CAT_RANGE,       "attn_layer_desc.d_model must be >= 1") \
+    X(ATTN_ERR_LAYER_HEADS,           ATTN_CAT_RANGE,       "attn_layer_desc.heads must be >= 0 and divide attn_layer_desc.d_model") \
+    X(ATTN_ERR_LAYER_KV_HEADS,        ATTN_CAT_RANGE,       "attn_layer_desc.kv_heads must be >= 0 and divide attn_layer_desc.heads") \
+    X(ATTN_ERR_LAYER_KV_HEADS_KIND,   ATTN_CAT_UNSUPPORTED, "attn_layer_desc.kv_heads < heads (GQA/MQA) needs kind ATTN_LAYER_STANDARD") \
+    X(ATTN_ERR_LAYER_CONTEXT,         ATTN_CAT_RANGE,       "attn_layer_desc.context must be >= 1 for ATTN_LAYER_SUPER and the Direct kinds") \
+    X(ATTN_ERR_LAYER_N_THREADS,       ATTN_CAT_RANGE,       "attn_layer_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_LAYER_SLIDING,         ATTN_CAT_RANGE,       "attn_layer_desc.sliding_alignment must be 0 or 1") \
+    X(ATTN_ERR_LAYER_DIRECT_ATTN,     ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.softcap, .bias, .cu_seqlens_q/_k must be 0/NULL with the Direct kinds") \
+    X(ATTN_ERR_LAYER_SHAPE,           ATTN_CAT_SHAPE,       "attn_layer: batch, lq and lk must be >= 1") \
+    X(ATTN_ERR_LAYER_SELF_LK,         ATTN_CAT_SHAPE,       "attn_layer: with x_kv NULL (self-attention) lk must equal lq") \
+    X(ATTN_ERR_LAYER_SEQ_CONTEXT,     ATTN_CAT_SHAPE,       "attn_layer: lk (Super without sliding_alignment) or lq and lk (Direct) must be <= attn_layer_desc.context") \
+    X(ATTN_ERR_LAYER_NULL_X,          ATTN_CAT_NULL,        "attn_layer: x_q is NULL") \
+    X(ATTN_ERR_LAYER_NULL_OUT,        ATTN_CAT_NULL,        "attn_layer_forward: out is NULL") \
+    X(ATTN_ERR_LAYER_NULL_WEIGHTS,    ATTN_CAT_NULL,        "attn_layer: weights is NULL") \
+    X(ATTN_ERR_LAYER_NULL_WQ,         ATTN_CAT_NULL,        "attn_layer_weights.wq is NULL (read by Standard, Optimized, Efficient, Super)") \
+    X(ATTN_ERR_LAYER_NULL_WK,         ATTN_CAT_NULL,        "attn_layer_weights.wk is NULL (read by Standard, Optimized)") \
+    X(ATTN_ERR_LAYER_NULL_WV,         ATTN_CAT_NULL,        "attn_layer_weights.wv is NULL (read by Standard and the Direct kinds)") \
+    X(ATTN_ERR_LAYER_NULL_WO,         ATTN_CAT_NULL,        "attn_layer_weights.wo is NULL (read by every kind)") \
+    X(ATTN_ERR_LAYER_NULL_WA,         ATTN_CAT_NULL,        "attn_layer_weights.wa is NULL (read by Super)") \
+    X(ATTN_ERR_LAYER_NULL_WD,         ATTN_CAT_NULL,        "attn_layer_weights.wd is NULL (read by the Direct kinds)") \
+    X(ATTN_ERR_LAYER_NULL_DOUT,       ATTN_CAT_NULL,        "attn_layer_backward: dout is NULL") \
+    X(ATTN_ERR_LAYER_NULL_GRADS,      ATTN_CAT_NULL,        "attn_layer_backward: grads is NULL") \
+    X(ATTN_ERR_LAYER_DX_KV,           ATTN_CAT_RANGE,       "attn_layer_backward: dx_kv must be NULL for self-attention (dx_q gets the whole input gradient)") \
+    X(ATTN_ERR_LAYER_NULL_RESULT,     ATTN_CAT_NULL,        "attn_layer_param_count/_flops/_workspace_size: the result pointer is NULL") \
+    X(ATTN_ERR_LAYER_WORKSPACE,       ATTN_CAT_RANGE,       "attn_layer_desc.workspace_size is smaller than attn_layer_workspace_size() asks for") \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
     /* -- AMX -- */ \
     X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
@@ -330,7 +360,117 @@ typedef struct attn_layer_weights {
     const float *wv, *bv;     /* [d_model, kv_heads*d_k], [kv_heads*d_k] */
     const float *wo, *bo;     /* [heads*d_k, d_model],    [d_model]      */
     /* layer-kind specific weights */
+    const float *wa, *ba;     /* Super: W^A [context, context], b^A [context]; row t mixes keys s */
+    const float *wd;          /* Direct kinds: W_D [context, context]; row = query i, column = key j */
 } attn_layer_weights;
+
+/* Which layer attn_layer_forward computes. Per batch, with queries from Xq [lq, d_model] and
+   keys/values from Xkv [lk, d_model] (Xkv = Xq for self-attention), d_k = d_model / heads,
+   head i = columns i*d_k .. (i+1)*d_k-1, and SDPA_i = softmax attention of head i with every
+   mask of attn_layer_desc.attn (scale 1/sqrt(d_k) unless attn.scale is set):
+     STANDARD      Q = Xq wq + bq, K = Xkv wk + bk, V = Xkv wv + bv (GQA: kv_heads heads)
+                   O = concat_i SDPA_i(Q_i, K_i, V_i) wo + bo
+     OPTIMIZED     as STANDARD without wv, bv: V_i = Xkv_i (head i's slice of the input)
+     EFFICIENT     without wk, bk, wv, bv: K_i = V_i = Xkv_i; S_i = softmax(Q_i Xkv_i^T / sqrt(d_k))
+     SUPER         EFFICIENT with V'_i = A Xkv_i + b^A (b^A[t] added to every feature of token t),
+                   A = the leading lk x lk block of wa; causal: A lower triangular (A[t][s] used only
+                   for s <= t); padding (attn.seqlens_k): only valid tokens are mixed, rows past
+                   the valid length are 0 (never visible); packed (cu_seqlens): each segment uses
+                   the leading block with its own positions. lk > context is an error, unless
+                   sliding_alignment = 1: token t >= context then mixes the context tokens that
+                   end at t with W^A's last row, V'_t = sum_u wa[(c-1)*c + u] Xkv_{t-c+1+u} +
+                   b^A[c-1] (c = context): the trained alignment of the last position slides
+                   along the sequence (causal by construction); tokens t < c are unchanged.
+     DIRECT        V = Xkv wv + bv, one score matrix shared by every feature (heads unused):
+                   O = softmax(logits + masks) V wo + bo, logit (i, j) = wd[(i + a)*context + j],
+                   a = max(lk - lq, 0) (tensor lengths; padding does not shift rows): query
+                   rows are bottom-right aligned like the causal mask,
+                   so a short query block against a longer key sequence (decoding) uses the rows
+                   of its positions
+     DIRECT_INPUT  logit (i, j) = wd[(i + a)*context + j] * s * (Xq_i . Xkv_j), s = attn.scale or
+                   1/sqrt(d_model); then as DIRECT. lq, lk <= context for both Direct kinds;
+                   one head: attn.alibi_slopes has 1 entry.
+   Fields read:  STANDARD wq bq wk bk wv bv wo bo;  OPTIMIZED wq bq wk bk wo bo;  EFFICIENT
+   wq bq wo bo;  SUPER wq bq wo bo wa ba;  DIRECT, DIRECT_INPUT wv bv wo bo wd.
+   Parameter counts (biases included, as the paper's tables): STANDARD 4 d^2 + 4 d (GQA: K/V
+   columns kv_heads*d_k), OPTIMIZED 3 d^2 + 3 d, EFFICIENT 2 d^2 + 2 d, SUPER 2 d^2 + 2 d + c^2 + c,
+   Direct kinds 2 d^2 + 2 d + c^2 (d = d_model, c = context). */
+typedef enum attn_layer_kind {
+    ATTN_LAYER_STANDARD = 0, ATTN_LAYER_OPTIMIZED, ATTN_LAYER_EFFICIENT, ATTN_LAYER_SUPER,
+    ATTN_LAYER_DIRECT, ATTN_LAYER_DIRECT_INPUT
+} attn_layer_kind;
+
+/* Configures a layer call. Zero-initialise, then set what you need.
+   field            default (0)                 meaning
+   kind             ATTN_LAYER_STANDARD         which layer (attn_layer_kind)
+   d_model          - (required)                hidden size
+   heads            1                           attention heads; must divide d_model
+   kv_heads         heads                       K/V heads (GQA/MQA, STANDARD only)
+   context          - (Super, Direct: required) trained length: W^A / W_D are context x context
+   sliding_alignment off (lk > context: error)  Super only: 1 = slide W^A's last row along longer
+                                                sequences (see ATTN_LAYER_SUPER)
+   attn             plain softmax               masks for the SDPA core (causal, windows, sinks,
+                                                global, seqlens/cu_seqlens, alibi, softcap, bias):
+                                                see attn_desc; its n_threads and workspace are
+                                                ignored (the layer's are used); its parallel hook
+                                                runs the attention and the layer's own loops
+   n_threads        all cores                   threads for GEMMs and attention
+   sgemm, sgemm_user built-in attn sgemm        route every projection GEMM (and W^A, Xq Xkv^T) to
+                                                your BLAS; the attention backward's per-block
+                                                GEMMs stay on the built-in one
+   workspace        allocate per call           scratch of attn_layer_workspace_size() bytes: the
+                                                layer then allocates nothing itself (a GEMM may:
+                                                the built-in one packs into its own buffers) */
+typedef struct attn_layer_desc {
+    attn_layer_kind kind;
+    int d_model, heads, kv_heads, context;
+    int sliding_alignment;
+    attn_desc attn;
+    int n_threads;
+    attn_sgemm_fn sgemm;
+    void *sgemm_user;
+    void *workspace;
+    size_t workspace_size;
+} attn_layer_desc;
+
+/* Gradients of attn_layer_backward, one per field of attn_layer_weights with the same shape;
+   overwritten. A NULL field is not computed. Fields the kind does not read are not written. */
+typedef struct attn_layer_grads {
+    float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
+    float *wa, *ba;           /* [context, context], [context]: entries outside the block used get 0 */
+    float *wd;                /* [context, context] */
+} attn_layer_grads;
+
+/* Layer forward.
+     x_q   [batch, lq, d_model] fp32 dense     queries' hidden states
+     x_kv  [batch, lk, d_model] fp32 dense, or NULL for self-attention (then lk must equal lq)
+     out   [batch, lq, d_model] fp32 dense; written on success only; must not overlap the inputs
+   Padding query rows (attn.seqlens_q) and rows that see no key get out = bo. */
+ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_layer_weights *weights,
+                                       int batch, int lq, int lk, const float *x_q, const float *x_kv,
+                                       float *out);
+
+/* Layer backward: given dout = dL/dout [batch, lq, d_model], writes dx_q [batch, lq, d_model]
+   (self-attention: the whole input gradient; dx_kv must be NULL), dx_kv [batch, lk, d_model]
+   (cross-attention) and the weight gradients; any of them may be NULL (not computed). Recomputes
+   the forward; per-row attention backward, O(lk) memory per thread beside the projections
+   (the Direct kinds keep [batch, lq, lk] logit gradients). Outputs must not overlap the inputs. */
+ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_layer_weights *weights,
+                                        int batch, int lq, int lk, const float *x_q, const float *x_kv,
+                                        const float *dout, float *dx_q, float *dx_kv,
+                                        const attn_layer_grads *grads);
+
+/* Bytes of scratch the forward (backward != 0: the backward) needs; pass it in desc->workspace
+   to make the calls allocation-free. Validates desc and the sizes (not the weights). */
+ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int backward, int batch, int lq,
+                                              int lk, size_t *bytes);
+
+/* Number of parameters of the layer (biases included; see attn_layer_kind). */
+ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *count);
+
+/* Forward FLOPs (2 per multiply-add) of the projections, alignment and attention matmuls,
+   counted dense (masks not deducted; softmax and bias adds not counted). */
+ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int lq, int lk, double *flops);
 
 /* ---- Generation: KV caches, RoPE, StreamingLLM, EL-attention --------------------------- */
 
@@ -2578,6 +2718,622 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
 /* ---------------------------------------------------------------------------------------
    3.10 layers: standard MHA, Optimized, Efficient, Super, Direct
    --------------------------------------------------------------------------------------- */
+/* Layers run on dense fp32 [batch, seq, d_model] hidden states. The projections are GEMMs over
+   all batch*seq rows (attn__layer_gemm: the caller's hook or attn__sgemm); the SDPA core is
+   attn_forward with the caller's masks; the backward recomputes the forward (with lse), then
+   runs a blocked softmax-attention backward (attn__lbwd_task) whose logits and visibility are
+   those of attn_forward (attn__visible, softcap, bias, ALiBi), and the projections' GEMMs.
+   The Direct kinds run the same core with q = k = 0 (dim 1) and their logits as the bias. */
+typedef struct attn__layer {
+    const attn_layer_desc *d;
+    const attn_layer_weights *w;
+    attn_layer_kind kind;
+    int B, lq, lk, dm, H, Hkv, dk, ctx, n_threads, self, direct, lmax;
+    int lblk;                      /* Super: the W^A block used, min(longest key sequence, context) */
+    const float *xq, *xkv;
+    float dscale;                  /* DIRECT_INPUT: scale of Xq Xkv^T */
+    const float *wd;               /* Direct kinds: W_D from the row of query 0, wd + a*context */
+    attn_desc ad;                  /* the SDPA core: the caller's masks, our threads/workspace */
+    attn_tensor tq, tk, tv, to;
+    size_t attn_bytes;             /* the SDPA core's workspace */
+    /* workspace offsets in floats ((size_t)-1: not used) */
+    size_t f_q, f_k, f_v, f_a, f_lse, f_g, f_m, f_wa, f_da, f_dq, f_dk, f_dv, f_dg, f_dwa, f_bs, floats;
+    float *ws;
+} attn__layer;
+
+static const float attn__layer_zero[1] = { 0.0f };
+#define ATTN__LBR 64            /* query rows per block of the attention backward */
+
+static void attn__layer_gemm(const attn__layer *L, int ta, int tb, int m, int n, int k, float alpha,
+                             const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
+                             float beta, float *C, ptrdiff_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (L->d->sgemm) L->d->sgemm(L->d->sgemm_user, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    else attn__sgemm(L->n_threads, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Desc checks shared by every layer call (sizes not involved). */
+static attn_status attn__layer_check_desc(const attn_layer_desc *d) {
+    int H, Hkv;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if ((int)d->kind < (int)ATTN_LAYER_STANDARD || (int)d->kind > (int)ATTN_LAYER_DIRECT_INPUT) return ATTN_ERR_LAYER_KIND;
+    if (d->d_model < 1) return ATTN_ERR_LAYER_D_MODEL;
+    H = d->heads ? d->heads : 1;
+    if (d->heads < 0 || d->d_model % H != 0) return ATTN_ERR_LAYER_HEADS;
+    Hkv = d->kv_heads ? d->kv_heads : H;
+    if (d->kv_heads < 0 || H % Hkv != 0) return ATTN_ERR_LAYER_KV_HEADS;
+    if (Hkv != H && d->kind != ATTN_LAYER_STANDARD) return ATTN_ERR_LAYER_KV_HEADS_KIND;
+    if (d->kind >= ATTN_LAYER_SUPER && d->context < 1) return ATTN_ERR_LAYER_CONTEXT;
+    if (d->n_threads < 0) return ATTN_ERR_LAYER_N_THREADS;
+    if (d->sliding_alignment != 0 && d->sliding_alignment != 1) return ATTN_ERR_LAYER_SLIDING;
+    if (d->kind >= ATTN_LAYER_DIRECT && (d->attn.softcap != 0.0f || d->attn.bias.data ||
+                                         d->attn.cu_seqlens_q || d->attn.cu_seqlens_k)) return ATTN_ERR_LAYER_DIRECT_ATTN;
+    return ATTN_OK;
+}
+
+/* n floats more in the workspace, each piece 64-byte aligned; 0 on overflow */
+static int attn__layer_take(size_t *off, size_t *total, size_t n) {
+    size_t r = (n + 15) & ~(size_t)15;
+    if (r < n) return 0;
+    *off = *total;
+    return attn__add_size(*total, r, total);
+}
+static int attn__layer_take3(size_t *off, size_t *total, size_t a, size_t b, size_t c) {
+    size_t n;
+    return attn__mul_size(a, b, &n) && attn__mul_size(n, c, &n) && attn__layer_take(off, total, n);
+}
+
+/* Validates everything but the data pointers and resolves L (data pointers are placeholders). */
+static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int batch, int lq, int lk, int self,
+                                    attn__layer *L) {
+    attn_status s;
+    size_t t = 0, n, none = (size_t)-1;
+    int direct, std_kv, own_v;
+    memset(L, 0, sizeof *L);
+    if ((s = attn__layer_check_desc(d)) != ATTN_OK) return s;
+    if (batch < 1 || lq < 1 || lk < 1) return ATTN_ERR_LAYER_SHAPE;
+    if (self && lk != lq) return ATTN_ERR_LAYER_SELF_LK;
+    L->d = d; L->kind = d->kind; L->B = batch; L->lq = lq; L->lk = lk; L->self = self;
+    L->dm = d->d_model; L->H = d->heads ? d->heads : 1; L->Hkv = d->kv_heads ? d->kv_heads : L->H;
+    L->dk = L->dm / L->H; L->ctx = d->context;
+    L->direct = direct = d->kind >= ATTN_LAYER_DIRECT;
+    if (direct && (lq > L->ctx || lk > L->ctx)) return ATTN_ERR_LAYER_SEQ_CONTEXT;
+    /* every row count a GEMM sees must fit an int */
+    if (!attn__mul_size((size_t)batch, (size_t)ATTN__MAX(lq, lk), &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size((size_t)batch, (size_t)L->H, &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;  /* backward tasks */
+    L->ad = d->attn;
+    L->ad.n_threads = d->n_threads; L->ad.workspace = NULL; L->ad.workspace_size = 0;
+    L->dscale = d->attn.scale != 0.0f ? d->attn.scale : 1.0f / sqrtf((float)L->dm);
+    if (direct) {
+        L->tq = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, 1, 1);
+        L->tq.stride_head = 1;                          /* broadcast one zero: strides b 0, s 0 */
+        L->tk = L->tq; L->tk.seq = lk;
+        L->tv = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lk, 1, L->dm);
+        L->to = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, 1, L->dm);
+        memset(&L->ad.bias, 0, sizeof L->ad.bias);
+        L->ad.bias.data = attn__layer_zero;             /* placeholder: W_D or the logits */
+        L->ad.bias.heads = 1;
+        if (d->kind == ATTN_LAYER_DIRECT) { L->ad.bias.batch = 1; L->ad.bias.stride_q = L->ctx; }
+        else L->ad.bias.batch = batch;                  /* dense [B, 1, lq, lk] */
+    } else {
+        L->tq = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, L->H, L->dk);
+        L->tk = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lk, L->Hkv, L->dk);
+        L->tv = L->tk;
+        L->to = L->tq;
+    }
+    if ((s = attn_workspace_size(&L->ad, L->tq, L->tk, L->tv, &L->attn_bytes)) != ATTN_OK) return s;
+    {   /* Super: the longest key sequence (packed: the longest segment) must fit W^A */
+        int u;
+        L->lmax = lk;
+        if (d->attn.cu_seqlens_k) {
+            L->lmax = 0;
+            for (u = 0; u < d->attn.varlen_batch; ++u)
+                L->lmax = ATTN__MAX(L->lmax, d->attn.cu_seqlens_k[u + 1] - d->attn.cu_seqlens_k[u]);
+        }
+        if (d->kind == ATTN_LAYER_SUPER && L->lmax > L->ctx && !d->sliding_alignment) return ATTN_ERR_LAYER_SEQ_CONTEXT;
+        L->lblk = ATTN__MIN(L->lmax, ATTN__MAX(L->ctx, 1));
+    }
+    L->n_threads = attn__resolve_threads(&L->ad);
+    std_kv = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_OPTIMIZED;
+    own_v = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_SUPER || direct;
+    L->f_q = L->f_k = L->f_v = L->f_lse = L->f_g = L->f_m = L->f_wa = none;
+    L->f_da = L->f_dq = L->f_dk = L->f_dv = L->f_dg = L->f_dwa = L->f_bs = none;
+    if (!attn__layer_take3(&L->f_a, &t, (size_t)batch, (size_t)lq, (size_t)L->dm)) return ATTN_ERR_OVERFLOW;
+    if (!direct && !attn__layer_take3(&L->f_q, &t, (size_t)batch, (size_t)lq, (size_t)L->dm)) return ATTN_ERR_OVERFLOW;
+    if (std_kv && !attn__layer_take3(&L->f_k, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
+    if (own_v && !attn__layer_take3(&L->f_v, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
+    if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_wa, &t, (size_t)L->lblk, (size_t)L->lblk, 1)) return ATTN_ERR_OVERFLOW;
+    if (d->kind == ATTN_LAYER_DIRECT_INPUT && !attn__layer_take3(&L->f_g, &t, (size_t)batch, (size_t)lq, (size_t)lk)) return ATTN_ERR_OVERFLOW;
+    if (backward) {
+        if (!attn__layer_take3(&L->f_lse, &t, (size_t)batch, (size_t)(direct ? 1 : L->H), (size_t)lq) ||
+            !attn__layer_take3(&L->f_da, &t, (size_t)batch, (size_t)lq, (size_t)L->dm) ||
+            !attn__layer_take3(&L->f_dv, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
+        if (!direct && (!attn__layer_take3(&L->f_dq, &t, (size_t)batch, (size_t)lq, (size_t)L->dm) ||
+                        !attn__layer_take3(&L->f_dk, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)))
+            return ATTN_ERR_OVERFLOW;
+        if (direct && !attn__layer_take3(&L->f_dg, &t, (size_t)batch, (size_t)lq, (size_t)lk)) return ATTN_ERR_OVERFLOW;
+        if (d->kind == ATTN_LAYER_DIRECT_INPUT && !attn__layer_take3(&L->f_m, &t, (size_t)batch, (size_t)lq, (size_t)lk))
+            return ATTN_ERR_OVERFLOW;
+        if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_dwa, &t, (size_t)L->lblk, (size_t)L->lblk, 1))
+            return ATTN_ERR_OVERFLOW;
+        if (!attn__layer_take3(&L->f_bs, &t, (size_t)L->n_threads, 2 * (size_t)ATTN__LBR, (size_t)lk)) return ATTN_ERR_OVERFLOW;
+    }
+    L->floats = t;
+    return ATTN_OK;
+}
+
+/* Total bytes: the floats, the SDPA core's workspace, alignment slack. */
+static attn_status attn__layer_bytes(const attn__layer *L, size_t *bytes) {
+    size_t b;
+    if (!attn__mul_size(L->floats, sizeof(float), &b) || !attn__add_size(b, L->attn_bytes, &b) ||
+        !attn__add_size(b, 2 * ATTN__ALIGN, &b)) return ATTN_ERR_OVERFLOW;
+    *bytes = b;
+    return ATTN_OK;
+}
+
+static attn_status attn__layer_check_weights(const attn_layer_kind kind, const attn_layer_weights *w) {
+    if (!w) return ATTN_ERR_LAYER_NULL_WEIGHTS;
+    if (kind <= ATTN_LAYER_SUPER && !w->wq) return ATTN_ERR_LAYER_NULL_WQ;
+    if ((kind == ATTN_LAYER_STANDARD || kind == ATTN_LAYER_OPTIMIZED) && !w->wk) return ATTN_ERR_LAYER_NULL_WK;
+    if ((kind == ATTN_LAYER_STANDARD || kind >= ATTN_LAYER_DIRECT) && !w->wv) return ATTN_ERR_LAYER_NULL_WV;
+    if (!w->wo) return ATTN_ERR_LAYER_NULL_WO;
+    if (kind == ATTN_LAYER_SUPER && !w->wa) return ATTN_ERR_LAYER_NULL_WA;
+    if (kind >= ATTN_LAYER_DIRECT && !w->wd) return ATTN_ERR_LAYER_NULL_WD;
+    return ATTN_OK;
+}
+
+/* Workspace from desc or allocated; *owned is what to free. */
+static attn_status attn__layer_workspace(attn__layer *L, void **owned) {
+    size_t bytes;
+    char *base;
+    attn_status s;
+    *owned = NULL;
+    if ((s = attn__layer_bytes(L, &bytes)) != ATTN_OK) return s;
+    if (L->d->workspace) {
+        if (L->d->workspace_size < bytes) return ATTN_ERR_LAYER_WORKSPACE;
+        base = (char *)L->d->workspace;
+    } else {
+        if (!(*owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
+        base = (char *)*owned;
+    }
+    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
+    L->ws = (float *)(void *)base;
+    base += L->floats * sizeof(float);
+    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
+    L->ad.workspace = base; L->ad.workspace_size = L->attn_bytes;
+    return ATTN_OK;
+}
+
+static float *attn__layer_buf(const attn__layer *L, size_t off) { return off == (size_t)-1 ? NULL : L->ws + off; }
+
+static void attn__layer_add_bias(float *Y, const float *b, size_t rows, int cols) {
+    size_t r;
+    int c;
+    if (!b) return;
+    for (r = 0; r < rows; ++r) for (c = 0; c < cols; ++c) Y[r * (size_t)cols + c] += b[c];
+}
+static void attn__layer_colsum(float *g, const float *Y, size_t rows, int cols) {
+    size_t r;
+    int c;
+    if (!g) return;
+    for (c = 0; c < cols; ++c) g[c] = 0.0f;
+    for (r = 0; r < rows; ++r) for (c = 0; c < cols; ++c) g[c] += Y[r * (size_t)cols + c];
+}
+
+/* The key sequences of the batch: unit u -> tensor batch, first key row, valid key length. */
+static int attn__layer_units(const attn__layer *L) { return L->ad.cu_seqlens_k ? L->ad.varlen_batch : L->B; }
+static void attn__layer_unit(const attn__layer *L, int u, int *tb, int *k0, int *Lk) {
+    if (L->ad.cu_seqlens_k) { *tb = 0; *k0 = L->ad.cu_seqlens_k[u]; *Lk = L->ad.cu_seqlens_k[u + 1] - *k0; }
+    else { *tb = u; *k0 = 0; *Lk = L->ad.seqlens_k ? L->ad.seqlens_k[u] : L->lk; }
+}
+
+/* Super: WAm = the leading lblk x lblk block of W^A (upper triangle 0 under causal);
+   V' = WAm[:n, :n] Xkv + b^A per key sequence (n = min(Lk, context)), then the sliding rows
+   t >= context (sliding_alignment); rows outside every valid sequence 0. */
+typedef struct attn__slide_ctx { const attn__layer *L; const float *X; float *Y; int t0, t1; } attn__slide_ctx;
+#define ATTN__SLIDE_ROWS 32
+static void attn__slide_task(void *vctx, int task, int thread) {
+    const attn__slide_ctx *C = (const attn__slide_ctx *)vctx;
+    const attn__layer *L = C->L;
+    const int c = L->ctx, dm = L->dm, t1 = ATTN__MIN(C->t1, C->t0 + (task + 1) * ATTN__SLIDE_ROWS);
+    const float *w = L->w->wa + (size_t)(c - 1) * c, b = L->w->ba ? L->w->ba[c - 1] : 0.0f;
+    int t, u, f;
+    (void)thread;
+    for (t = C->t0 + task * ATTN__SLIDE_ROWS; t < t1; ++t) {
+        float *y = C->Y + (size_t)t * dm;
+        for (f = 0; f < dm; ++f) y[f] = b;
+        for (u = 0; u < c; ++u) {
+            const float wu = w[u], *x = C->X + (size_t)(t - c + 1 + u) * dm;
+            for (f = 0; f < dm; ++f) y[f] += wu * x[f];
+        }
+    }
+}
+static void attn__layer_super_mix(const attn__layer *L, float *WAm, float *Vp) {
+    const int lm = L->lblk, dm = L->dm;
+    int t, s2, u;
+    for (t = 0; t < lm; ++t)
+        for (s2 = 0; s2 < lm; ++s2)
+            WAm[(size_t)t * lm + s2] = (L->ad.causal && s2 > t) ? 0.0f : L->w->wa[(size_t)t * L->ctx + s2];
+    memset(Vp, 0, sizeof(float) * (size_t)L->B * L->lk * dm);
+    for (u = 0; u < attn__layer_units(L); ++u) {
+        int tb, k0, Lk, n;
+        size_t row;
+        attn__layer_unit(L, u, &tb, &k0, &Lk);
+        if (Lk <= 0) continue;
+        n = ATTN__MIN(Lk, L->ctx);
+        row = (size_t)tb * L->lk + (size_t)k0;
+        attn__layer_gemm(L, 0, 0, n, dm, n, 1.0f, WAm, lm, L->xkv + row * dm, dm, 0.0f, Vp + row * dm, dm);
+        if (L->w->ba)
+            for (t = 0; t < n; ++t) for (s2 = 0; s2 < dm; ++s2) Vp[(row + (size_t)t) * dm + s2] += L->w->ba[t];
+        if (Lk > L->ctx) {
+            attn__slide_ctx C;
+            C.L = L; C.X = L->xkv + row * dm; C.Y = Vp + row * dm; C.t0 = L->ctx; C.t1 = Lk;
+            attn__parallel_for(&L->ad, (Lk - L->ctx + ATTN__SLIDE_ROWS - 1) / ATTN__SLIDE_ROWS, L->n_threads, attn__slide_task, &C);
+        }
+    }
+}
+
+/* DIRECT_INPUT: G[b] = dscale * Xq[b] Xkv[b]^T (into M when M != NULL, then G = M * W_D). */
+static void attn__layer_direct_logits(const attn__layer *L, float *G, float *M) {
+    const int lq = L->lq, lk = L->lk, dm = L->dm;
+    float *dst = M ? M : G;
+    int b, i, j;
+    for (b = 0; b < L->B; ++b)
+        attn__layer_gemm(L, 0, 1, lq, lk, dm, L->dscale, L->xq + (size_t)b * lq * dm, dm,
+                         L->xkv + (size_t)b * lk * dm, dm, 0.0f, dst + (size_t)b * lq * lk, lk);
+    for (b = 0; b < L->B; ++b)
+        for (i = 0; i < lq; ++i)
+            for (j = 0; j < lk; ++j) {
+                const size_t e = ((size_t)b * lq + i) * lk + j;
+                G[e] = dst[e] * L->wd[(size_t)i * L->ctx + j];
+            }
+}
+
+/* The forward into the workspace: A (attention output before W^O); lse when given. */
+static void attn__layer_fwd(attn__layer *L, float *lse) {
+    const attn_layer_weights *w = L->w;
+    const int mq = L->B * L->lq, mk = L->B * L->lk, dm = L->dm, dkv = L->Hkv * L->dk;
+    float *Q = attn__layer_buf(L, L->f_q), *K = attn__layer_buf(L, L->f_k), *V = attn__layer_buf(L, L->f_v);
+    float *A = attn__layer_buf(L, L->f_a);
+    attn_status s;
+    if (Q) { attn__layer_gemm(L, 0, 0, mq, dm, dm, 1.0f, L->xq, dm, w->wq, dm, 0.0f, Q, dm); attn__layer_add_bias(Q, w->bq, (size_t)mq, dm); }
+    if (K) { attn__layer_gemm(L, 0, 0, mk, dkv, dm, 1.0f, L->xkv, dm, w->wk, dkv, 0.0f, K, dkv); attn__layer_add_bias(K, w->bk, (size_t)mk, dkv); }
+    if (L->kind == ATTN_LAYER_SUPER) attn__layer_super_mix(L, attn__layer_buf(L, L->f_wa), V);
+    else if (V) { attn__layer_gemm(L, 0, 0, mk, dkv, dm, 1.0f, L->xkv, dm, w->wv, dkv, 0.0f, V, dkv); attn__layer_add_bias(V, w->bv, (size_t)mk, dkv); }
+    if (L->kind == ATTN_LAYER_DIRECT) L->ad.bias.data = L->wd;
+    if (L->kind == ATTN_LAYER_DIRECT_INPUT) {
+        float *G = attn__layer_buf(L, L->f_g);
+        attn__layer_direct_logits(L, G, attn__layer_buf(L, L->f_m));
+        L->ad.bias.data = G;
+    }
+    if (!L->direct) { L->tq.data = Q; L->tk.data = (void *)(uintptr_t)(K ? K : L->xkv); }
+    L->tv.data = (void *)(uintptr_t)(V ? V : L->xkv);
+    L->to.data = A;
+    s = attn_forward(&L->ad, L->tq, L->tk, L->tv, L->to, lse);
+    ATTN_ASSERT(s == ATTN_OK);
+    (void)s;
+}
+
+ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int backward, int batch, int lq, int lk,
+                                              size_t *bytes) {
+    attn__layer L;
+    attn_status s;
+    if (!bytes) return ATTN_ERR_LAYER_NULL_RESULT;
+    if ((s = attn__layer_plan(desc, backward != 0, batch, lq, lk, 0, &L)) != ATTN_OK) return s;
+    return attn__layer_bytes(&L, bytes);
+}
+
+ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *count) {
+    attn_status s;
+    size_t d, dkv, c, n = 0;
+    if (!count) return ATTN_ERR_LAYER_NULL_RESULT;
+    if ((s = attn__layer_check_desc(desc)) != ATTN_OK) return s;
+    d = (size_t)desc->d_model;
+    dkv = d / (size_t)(desc->heads ? desc->heads : 1) * (size_t)(desc->kv_heads ? desc->kv_heads : (desc->heads ? desc->heads : 1));
+    c = (size_t)desc->context;
+    /* d <= INT_MAX and c <= INT_MAX: every product below fits 64-bit size_t; check anyway */
+    if (!attn__mul_size(d, d, &n) || !attn__mul_size(c, c, &c)) return ATTN_ERR_OVERFLOW;
+    switch (desc->kind) {
+    case ATTN_LAYER_STANDARD:  n = 2 * (d * d + d) + 2 * (d * dkv + dkv); break;
+    case ATTN_LAYER_OPTIMIZED: n = 2 * (d * d + d) + d * dkv + dkv; break;
+    case ATTN_LAYER_EFFICIENT: n = 2 * (d * d + d); break;
+    case ATTN_LAYER_SUPER:     n = 2 * (d * d + d) + c + (size_t)desc->context; break;
+    default:                   n = 2 * (d * d + d) + c; break;
+    }
+    *count = n;
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int lq, int lk, double *flops) {
+    attn__layer L;
+    attn_status s;
+    double B, q, k, d, dkv, f;
+    if (!flops) return ATTN_ERR_LAYER_NULL_RESULT;
+    if ((s = attn__layer_plan(desc, 0, batch, lq, lk, 0, &L)) != ATTN_OK) return s;
+    B = batch; q = lq; k = lk; d = L.dm; dkv = (double)L.Hkv * L.dk;
+    f = 2.0 * B * q * d * d * (L.direct ? 1.0 : 2.0);          /* W^O, and W^Q unless Direct */
+    if (L.kind == ATTN_LAYER_STANDARD || L.kind == ATTN_LAYER_OPTIMIZED) f += 2.0 * B * k * d * dkv;   /* W^K */
+    if (L.kind == ATTN_LAYER_STANDARD || L.direct) f += 2.0 * B * k * d * dkv;                           /* W^V */
+    if (L.kind == ATTN_LAYER_SUPER) f += 2.0 * B * k * (k < L.ctx ? k : L.ctx) * d;                      /* W^A V */
+    if (L.kind == ATTN_LAYER_DIRECT_INPUT) f += 2.0 * B * q * k * d;                                     /* Xq Xkv^T */
+    f += 2.0 * B * q * k * d * (L.direct ? 1.0 : 2.0);       /* Q K^T (not Direct) and P V */
+    *flops = f;
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_layer_weights *weights,
+                                       int batch, int lq, int lk, const float *x_q, const float *x_kv,
+                                       float *out) {
+    attn__layer L;
+    attn_status s;
+    void *owned;
+    const int dm = desc ? desc->d_model : 0;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if (!x_q) return ATTN_ERR_LAYER_NULL_X;
+    if (!out) return ATTN_ERR_LAYER_NULL_OUT;
+    if ((s = attn__layer_plan(desc, 0, batch, lq, lk, x_kv == NULL, &L)) != ATTN_OK) return s;
+    if ((s = attn__layer_check_weights(desc->kind, weights)) != ATTN_OK) return s;
+    L.w = weights; L.xq = x_q; L.xkv = x_kv ? x_kv : x_q;
+    if (L.direct) L.wd = weights->wd + (size_t)(lk > lq ? lk - lq : 0) * (size_t)L.ctx;
+    if ((s = attn__layer_workspace(&L, &owned)) != ATTN_OK) return s;
+    attn__layer_fwd(&L, NULL);
+    attn__layer_gemm(&L, 0, 0, batch * lq, dm, dm, 1.0f, attn__layer_buf(&L, L.f_a), dm, weights->wo, dm, 0.0f, out, dm);
+    attn__layer_add_bias(out, weights->bo, (size_t)batch * lq, dm);
+    attn__free(owned);
+    return ATTN_OK;
+}
+
+/* ---- backward ---- */
+
+/* Softmax-attention backward for one (tensor batch, KV head), in blocks of ATTN__LBR query rows
+   of one head and one sequence: S = scale Q K^T and dP = dO V^T by GEMM; then per element the
+   logit exactly as attn_forward forms it (softcap, bias, ALiBi, attn__visible), p = exp(s - lse),
+   ds = p (dp - dO . O); then dV += P^T dO, dQ = dS K, dK += dS^T Q by GEMM. Writes dq (rows of
+   this group's heads), dk, dv (this KV head) and dbias [B, Sq, Sk] (one head). Scratch per
+   thread: 2 ATTN__LBR Sk floats. The GEMMs run on one thread (the tasks are the parallelism). */
+typedef struct attn__lbwd {
+    const attn__problem *P;
+    const float *lse, *dout;   /* lse [B, Hq, Sq]; dout dense like out */
+    float *dq, *dk, *dv;       /* dense like q, k, v; dq, dk NULL for the Direct kinds */
+    float *dbias;              /* [B, Sq, Sk] or NULL */
+    float *scratch;            /* n_threads x 2 ATTN__LBR Sk */
+} attn__lbwd;
+
+static void attn__lbwd_block(const attn__lbwd *C, float *S, float *dP, const attn__seq *Sq_, int tb, int h, int r0, int nr) {
+    const attn__problem *P = C->P;
+    const int Hq = P->q.heads, Hkv = P->k.heads, hk = h / P->groups, D = P->q.dim, Dv = P->v.dim;
+    const int Sq = P->q.seq, Sk = P->k.seq, Lk = Sq_->Lk, row0 = Sq_->q0 + r0;
+    const float *Q = (const float *)attn__at(&P->q, tb, row0, h), *K = (const float *)attn__at(&P->k, tb, Sq_->k0, hk);
+    const float *V = (const float *)attn__at(&P->v, tb, Sq_->k0, hk);
+    const float *dO = C->dout + (((size_t)tb * Sq + row0) * Hq + h) * Dv;
+    const ptrdiff_t ldo = (ptrdiff_t)Hq * Dv;
+    int i, j, c;
+    if (Lk <= 0) return;
+    if (C->dq) attn__sgemm(1, 0, 1, nr, Lk, D, P->scale, Q, P->q.ss, K, P->k.ss, 0.0f, S, Lk);
+    else memset(S, 0, sizeof(float) * (size_t)nr * Lk);
+    attn__sgemm(1, 0, 1, nr, Lk, Dv, 1.0f, dO, ldo, V, P->v.ss, 0.0f, dP, Lk);
+    for (i = 0; i < nr; ++i) {
+        const int row = row0 + i;
+        const long long p = (long long)(r0 + i) + Lk - Sq_->Lq;
+        const float lse = C->lse[((size_t)tb * Hq + h) * Sq + row];
+        const float *o = (const float *)attn__at(&P->out, tb, row, h), *dOi = dO + (ptrdiff_t)i * ldo;
+        float *sr = S + (size_t)i * Lk, *dpr = dP + (size_t)i * Lk;
+        float *db = C->dbias ? C->dbias + ((size_t)tb * Sq + row) * Sk : NULL;
+        float Di = 0.0f;
+        if (lse == -INFINITY) {
+            memset(sr, 0, sizeof(float) * (size_t)Lk); memset(dpr, 0, sizeof(float) * (size_t)Lk);
+            continue;
+        }
+        for (c = 0; c < Dv; ++c) Di += dOi[c] * o[c];
+        for (j = 0; j < Lk; ++j) {
+            float t = sr[j], dcap = 1.0f, pr, ds;
+            if (!attn__visible(P, p, j)) { sr[j] = 0.0f; dpr[j] = 0.0f; continue; }
+            if (P->softcap > 0.0f) { const float th = tanhf(t / P->softcap); t = P->softcap * th; dcap = 1.0f - th * th; }
+            if (P->bias) {
+                const int bb = P->bias_batch == 1 ? 0 : Sq_->seq, bh = P->bias_heads == 1 ? 0 : h;
+                t += P->bias[(ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)row * P->bias_sq + j];
+            }
+            if (P->alibi) t -= P->alibi[h] * fabsf((float)p - (float)j);
+            pr = expf(t - lse);
+            ds = pr * (dpr[j] - Di);
+            if (db) db[j] += ds;
+            sr[j] = pr;
+            dpr[j] = ds * dcap * P->scale;
+        }
+    }
+    attn__sgemm(1, 1, 0, Lk, Dv, nr, 1.0f, S, Lk, dO, ldo, 1.0f, C->dv + (((size_t)tb * Sk + Sq_->k0) * Hkv + hk) * Dv,
+                (ptrdiff_t)Hkv * Dv);
+    if (C->dq) {
+        attn__sgemm(1, 0, 0, nr, D, Lk, 1.0f, dP, Lk, K, P->k.ss, 0.0f, C->dq + (((size_t)tb * Sq + row0) * Hq + h) * D,
+                    (ptrdiff_t)Hq * D);
+        attn__sgemm(1, 1, 0, Lk, D, nr, 1.0f, dP, Lk, Q, P->q.ss, 1.0f, C->dk + (((size_t)tb * Sk + Sq_->k0) * Hkv + hk) * D,
+                    (ptrdiff_t)Hkv * D);
+    }
+}
+
+static void attn__lbwd_task(void *vctx, int task, int thread) {
+    const attn__lbwd *C = (const attn__lbwd *)vctx;
+    const attn__problem *P = C->P;
+    const int Hq = P->q.heads, Hkv = P->k.heads, g = P->groups, D = P->q.dim, Dv = P->v.dim;
+    const int Sq = P->q.seq, Sk = P->k.seq, tb = task / Hkv, hk = task % Hkv;
+    float *S = C->scratch + (size_t)thread * 2 * ATTN__LBR * (size_t)Sk, *dP = S + (size_t)ATTN__LBR * Sk;
+    int row, hh, j, u, n_units;
+    for (j = 0; j < Sk; ++j) {
+        if (C->dk) memset(C->dk + (((size_t)tb * Sk + j) * Hkv + hk) * D, 0, sizeof(float) * (size_t)D);
+        memset(C->dv + (((size_t)tb * Sk + j) * Hkv + hk) * Dv, 0, sizeof(float) * (size_t)Dv);
+    }
+    for (row = 0; row < Sq; ++row)
+        for (hh = 0; hh < g; ++hh)
+            if (C->dq) memset(C->dq + (((size_t)tb * Sq + row) * Hq + hk * g + hh) * D, 0, sizeof(float) * (size_t)D);
+    if (C->dbias) memset(C->dbias + (size_t)tb * Sq * Sk, 0, sizeof(float) * (size_t)Sq * Sk);
+    n_units = P->cu_q ? P->n_seqs : 1;
+    for (u = 0; u < n_units; ++u) {           /* the sequences of tensor batch tb */
+        attn__seq S1;
+        int r0;
+        if (P->cu_q) {
+            S1.tb = 0; S1.seq = u; S1.q0 = P->cu_q[u]; S1.k0 = P->cu_k[u];
+            S1.Lq = P->cu_q[u + 1] - S1.q0; S1.Lk = P->cu_k[u + 1] - S1.k0;
+        } else {
+            S1.tb = tb; S1.seq = tb; S1.q0 = 0; S1.k0 = 0;
+            S1.Lq = P->seqlens_q ? P->seqlens_q[tb] : Sq;
+            S1.Lk = P->seqlens_k ? P->seqlens_k[tb] : Sk;
+        }
+        for (hh = 0; hh < g; ++hh)
+            for (r0 = 0; r0 < S1.Lq; r0 += ATTN__LBR)
+                attn__lbwd_block(C, S, dP, &S1, tb, hk * g + hh, r0, ATTN__MIN(ATTN__LBR, S1.Lq - r0));
+    }
+}
+
+/* An input-gradient target: the first contribution overwrites, the next ones add. */
+typedef struct attn__ldx { float *p; int written; } attn__ldx;
+
+static void attn__ldx_add(attn__ldx *x, const float *src, size_t n) {
+    size_t i;
+    if (!x->p) return;
+    if (x->written) for (i = 0; i < n; ++i) x->p[i] += src[i];
+    else memcpy(x->p, src, n * sizeof(float));
+    x->written = 1;
+}
+/* x (rows m, cols dm) += dY (m x n) W^T, W [dm, n] */
+static void attn__ldx_gemm(const attn__layer *L, attn__ldx *x, int m, int n, const float *dY, const float *W) {
+    if (!x->p) return;
+    attn__layer_gemm(L, 0, 1, m, L->dm, n, 1.0f, dY, n, W, n, x->written ? 1.0f : 0.0f, x->p, L->dm);
+    x->written = 1;
+}
+/* gW [dm, n] = X^T dY over m rows */
+static void attn__layer_wgrad(const attn__layer *L, float *gW, const float *X, const float *dY, int m, int n) {
+    if (gW) attn__layer_gemm(L, 1, 0, L->dm, n, m, 1.0f, X, L->dm, dY, n, 0.0f, gW, n);
+}
+
+ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_layer_weights *weights,
+                                        int batch, int lq, int lk, const float *x_q, const float *x_kv,
+                                        const float *dout, float *dx_q, float *dx_kv,
+                                        const attn_layer_grads *grads) {
+    attn__layer L;
+    attn__problem P;
+    attn__lbwd C;
+    attn__ldx xq, xkv_own, *xkv;
+    attn_status s;
+    void *owned;
+    int mq, mk, dm, dkv, b, i, j;
+    float *A, *dA, *dQ, *dK, *dV, *lse;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if (!x_q) return ATTN_ERR_LAYER_NULL_X;
+    if (!dout) return ATTN_ERR_LAYER_NULL_DOUT;
+    if (!grads) return ATTN_ERR_LAYER_NULL_GRADS;
+    if (!x_kv && dx_kv) return ATTN_ERR_LAYER_DX_KV;
+    if ((s = attn__layer_plan(desc, 1, batch, lq, lk, x_kv == NULL, &L)) != ATTN_OK) return s;
+    if ((s = attn__layer_check_weights(desc->kind, weights)) != ATTN_OK) return s;
+    L.w = weights; L.xq = x_q; L.xkv = x_kv ? x_kv : x_q;
+    if (L.direct) L.wd = weights->wd + (size_t)(lk > lq ? lk - lq : 0) * (size_t)L.ctx;
+    if ((s = attn__layer_workspace(&L, &owned)) != ATTN_OK) return s;
+    mq = batch * lq; mk = batch * lk; dm = L.dm; dkv = L.Hkv * L.dk;
+    lse = attn__layer_buf(&L, L.f_lse);
+    attn__layer_fwd(&L, lse);
+    A = attn__layer_buf(&L, L.f_a); dA = attn__layer_buf(&L, L.f_da);
+    dQ = attn__layer_buf(&L, L.f_dq); dK = attn__layer_buf(&L, L.f_dk); dV = attn__layer_buf(&L, L.f_dv);
+    /* output projection */
+    attn__layer_gemm(&L, 0, 1, mq, dm, dm, 1.0f, dout, dm, weights->wo, dm, 0.0f, dA, dm);
+    attn__layer_wgrad(&L, grads->wo, A, dout, mq, dm);
+    attn__layer_colsum(grads->bo, dout, (size_t)mq, dm);
+    /* attention core */
+    memset(&P, 0, sizeof P);
+    s = attn__check_forward(&L.ad, &L.tq, &L.tk, &L.tv, &L.to, &P);
+    ATTN_ASSERT(s == ATTN_OK);
+    C.P = &P; C.lse = lse; C.dout = dA; C.dq = dQ; C.dk = dK; C.dv = dV; C.dbias = attn__layer_buf(&L, L.f_dg);
+    C.scratch = attn__layer_buf(&L, L.f_bs);
+    attn__parallel_for(&L.ad, batch * P.k.heads, L.n_threads, attn__lbwd_task, &C);
+    /* input projections; dx targets: self-attention sends both paths to dx_q */
+    xq.p = dx_q; xq.written = 0; xkv_own.p = dx_kv; xkv_own.written = 0;
+    xkv = x_kv ? &xkv_own : &xq;
+    if (dQ) {
+        attn__layer_wgrad(&L, grads->wq, L.xq, dQ, mq, dm);
+        attn__layer_colsum(grads->bq, dQ, (size_t)mq, dm);
+        attn__ldx_gemm(&L, &xq, mq, dm, dQ, weights->wq);
+    }
+    if (L.kind == ATTN_LAYER_STANDARD || L.kind == ATTN_LAYER_OPTIMIZED) {
+        attn__layer_wgrad(&L, grads->wk, L.xkv, dK, mk, dkv);
+        attn__layer_colsum(grads->bk, dK, (size_t)mk, dkv);
+        attn__ldx_gemm(&L, xkv, mk, dkv, dK, weights->wk);
+    } else if (dK) attn__ldx_add(xkv, dK, (size_t)mk * dm);         /* K_i = Xkv_i */
+    if (L.kind == ATTN_LAYER_STANDARD || L.direct) {
+        attn__layer_wgrad(&L, grads->wv, L.xkv, dV, mk, dkv);
+        attn__layer_colsum(grads->bv, dV, (size_t)mk, dkv);
+        attn__ldx_gemm(&L, xkv, mk, dkv, dV, weights->wv);
+    } else if (L.kind != ATTN_LAYER_SUPER) attn__ldx_add(xkv, dV, (size_t)mk * dm);   /* V_i = Xkv_i */
+    else {                                  /* V' = WAm Xkv + b^A per key sequence */
+        const int lm = L.lblk, c = L.ctx;
+        float *WAm = attn__layer_buf(&L, L.f_wa), *dWA = attn__layer_buf(&L, L.f_dwa);
+        int u;
+        memset(dWA, 0, sizeof(float) * (size_t)lm * lm);
+        if (grads->ba) for (i = 0; i < c; ++i) grads->ba[i] = 0.0f;
+        for (u = 0; u < attn__layer_units(&L); ++u) {
+            int tb, k0, Lk, n, t;
+            size_t row;
+            attn__layer_unit(&L, u, &tb, &k0, &Lk);
+            if (Lk <= 0) continue;
+            n = ATTN__MIN(Lk, c);
+            row = (size_t)tb * lk + (size_t)k0;
+            attn__layer_gemm(&L, 0, 1, n, n, dm, 1.0f, dV + row * dm, dm, L.xkv + row * dm, dm, 1.0f, dWA, lm);
+            if (grads->ba)
+                for (i = 0; i < Lk; ++i) {
+                    float acc = 0.0f;
+                    for (j = 0; j < dm; ++j) acc += dV[(row + (size_t)i) * dm + j];
+                    grads->ba[ATTN__MIN(i, c - 1)] += acc;
+                }
+            if (xkv->p) attn__layer_gemm(&L, 1, 0, n, dm, n, 1.0f, WAm, lm, dV + row * dm, dm, 1.0f, xkv->p + row * dm, dm);
+            for (t = c; t < Lk; ++t) {      /* sliding rows: W^A's last row over tokens t-c+1 .. t */
+                const float *g = dV + (row + (size_t)t) * dm, *w = weights->wa + (size_t)(c - 1) * c;
+                for (i = 0; i < c; ++i) {
+                    const size_t src = row + (size_t)(t - c + 1 + i);
+                    const float *x = L.xkv + src * dm;
+                    float acc = 0.0f;
+                    for (j = 0; j < dm; ++j) acc += g[j] * x[j];
+                    dWA[(size_t)(c - 1) * lm + i] += acc;
+                    if (xkv->p) for (j = 0; j < dm; ++j) xkv->p[src * dm + j] += w[i] * g[j];
+                }
+            }
+        }
+        if (grads->wa)
+            for (i = 0; i < c; ++i)
+                for (j = 0; j < c; ++j)
+                    grads->wa[(size_t)i * c + j] = (i < lm && j < lm && !(L.ad.causal && j > i)) ? dWA[(size_t)i * lm + j] : 0.0f;
+    }
+    if (L.direct) {                         /* logits' gradient dG [B, lq, lk] */
+        float *dG = attn__layer_buf(&L, L.f_dg), *M = attn__layer_buf(&L, L.f_m);
+        const float *wd = L.wd;
+        if (grads->wd) {
+            float *gwd = grads->wd + (size_t)(L.wd - weights->wd);
+            for (i = 0; i < L.ctx; ++i) for (j = 0; j < L.ctx; ++j) grads->wd[(size_t)i * L.ctx + j] = 0.0f;
+            for (b = 0; b < batch; ++b)
+                for (i = 0; i < lq; ++i)
+                    for (j = 0; j < lk; ++j) {
+                        const size_t e = ((size_t)b * lq + i) * lk + j;
+                        gwd[(size_t)i * L.ctx + j] += M ? dG[e] * M[e] : dG[e];
+                    }
+        }
+        if (M) {                            /* dM = dG * W_D; dXq = s dM Xkv, dXkv = s dM^T Xq */
+            const float bq = xq.written ? 1.0f : 0.0f, bk = xkv->written ? 1.0f : 0.0f;
+            for (b = 0; b < batch; ++b)
+                for (i = 0; i < lq; ++i)
+                    for (j = 0; j < lk; ++j) dG[((size_t)b * lq + i) * lk + j] *= wd[(size_t)i * L.ctx + j];
+            if (xq.p)
+                for (b = 0; b < batch; ++b)
+                    attn__layer_gemm(&L, 0, 0, lq, dm, lk, L.dscale, dG + (size_t)b * lq * lk, lk,
+                                     L.xkv + (size_t)b * lk * dm, dm, bq, xq.p + (size_t)b * lq * dm, dm);
+            xq.written = xq.p != NULL;
+            if (xkv->p)
+                for (b = 0; b < batch; ++b)
+                    attn__layer_gemm(&L, 1, 0, lk, dm, lq, L.dscale, dG + (size_t)b * lq * lk, lk,
+                                     L.xq + (size_t)b * lq * dm, dm, x_kv ? bk : 1.0f, xkv->p + (size_t)b * lk * dm, dm);
+            xkv->written = xkv->p != NULL;
+        }
+    }
+    if (xq.p && !xq.written) memset(xq.p, 0, sizeof(float) * (size_t)mq * dm);
+    if (xkv_own.p && !xkv_own.written) memset(xkv_own.p, 0, sizeof(float) * (size_t)mk * dm);
+    attn__free(owned);
+    return ATTN_OK;
+}
 
 /* ---------------------------------------------------------------------------------------
    3.11 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention

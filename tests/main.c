@@ -24,6 +24,7 @@ int main(void) {
     /* gemm */
     run_family("gemm", test_gemm);
     /* layers */
+    run_family("layers", test_layers);
     /* generation */
     /* amx */
     run_family("status", test_status_coverage);   /* keep last: checks every code was provoked */

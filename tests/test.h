@@ -57,6 +57,7 @@ void test_kernels(void);
 /* gemm */
 void test_gemm(void);
 /* layers */
+void test_layers(void);
 /* generation */
 /* amx */
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
