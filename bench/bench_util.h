@@ -4,6 +4,9 @@
    a bench program's single translation unit; everything is static. */
 #ifndef ATTN_BENCH_UTIL_H
 #define ATTN_BENCH_UTIL_H
+#if defined(__GNUC__)   /* each bench program uses a different subset of these helpers */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
