@@ -2147,12 +2147,14 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
        dV += (z P)^T dO,  dK += dS^T Q            pv kernel into the block's fp32 accumulators
        dQpart[split] += dS K                      pvt kernel into the split's fp32 rows
    dk/dv rows are written when their key block is done: every key row has exactly one owner.
-   Pass 3 (rows): dq = scale * sum of dQpart over splits in split order; zeros for rows and
+   A split's dQpart rows are zeroed when a pair first touches them and flagged (rows no key of
+   the split reaches are never touched, zeroed or read).
+   Pass 3 (rows): dq = scale * sum of the touched dQpart rows in split order; zeros for rows and
    keys that no sequence owns. dbias: a task owns dbias[.., keys of its split] and, when the
    bias broadcasts over batch (heads), takes every sequence (KV head) of its split in order.
    Every sum has a fixed order: the bits never depend on the thread count. */
 
-#define ATTN__BWD_SPLIT_TASKS 32          /* split the keys until about this many tasks */
+#define ATTN__BWD_SPLIT_TASKS 16          /* split the keys until about this many tasks */
 #define ATTN__BWD_SPLIT_BYTES ((size_t)512 << 20)   /* at most this much fp32 dq partials */
 
 /* --- dropout: a counter-based hash of (seed, b, h, i, j); formula in the DROPOUT doc ------ */
@@ -2525,8 +2527,9 @@ typedef struct attn__bwd_ctx {
     attn__view dout, dq, dk, dv;
     const float *lse;            /* [B][Hq][Sq] the forward's logsumexp */
     float *drow;                 /* [B][Hq][Sq] rowsum(dout * out) */
-    float *dqp;                  /* [n_split][B][Sq][Hq][D] fp32 partial dq (unscaled) */
+    float *dqp;                  /* [n_split][B][Hq][Sq][D] fp32 partial dq (unscaled) */
     size_t dqp_split;            /* floats per split */
+    unsigned char *touched;      /* [n_split][B][Hq][Sq]: that split's dQpart row was written */
     float *ws;                   /* n_threads blocks of ws_floats */
     size_t ws_floats, ldk, ldv;  /* ldk/ldv: row strides of converted rows */
     float *dbias;                /* NULL: not asked */
@@ -2629,6 +2632,13 @@ static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     if (R.dropout) for (r = 0; r < n; ++r) attn__dropout_row(P, S->tb, h, qrow0 + r, &R.ra[r], &R.rc[r]);
     else for (r = 0; r < n; ++r) R.ra[r] = R.rc[r] = 0;
     R.P = P;
+    {   /* first touch of these rows in this split: zero them, mark them */
+        unsigned char *tf = C->touched + (size_t)split * C->dqp_split / (size_t)D + li;
+        if (!tf[0]) {
+            memset(C->dqp + (size_t)split * C->dqp_split + li * (size_t)D, 0, sizeof(float) * (size_t)n * (size_t)D);
+            memset(tf, 1, (size_t)n);
+        }
+    }
     C->bisa->stage(W->st, W->dpt, &R);
     if (C->dbias) {
         const int bb = P->bias_batch == 1 ? 0 : S->seq, bh = P->bias_heads == 1 ? 0 : h;
@@ -2638,9 +2648,7 @@ static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     }
     C->isa->pv(W->st, n, nk, Or, ldo, Dv, W->ones, W->dva, C->ldv);
     C->isa->pv(W->dpt, n, nk, Qr, ldq, D, W->ones, W->dka, C->ldk);
-    C->bisa->pvt(W->dpt, nk, n, Kr, ldkr, D,
-                 C->dqp + (size_t)split * C->dqp_split + (((size_t)S->tb * P->q.seq + (size_t)qrow0) * Hq + (size_t)h) * (size_t)D,
-                 (size_t)Hq * (size_t)D);
+    C->bisa->pvt(W->dpt, nk, n, Kr, ldkr, D, C->dqp + (size_t)split * C->dqp_split + (li * (size_t)D), (size_t)D);
 }
 
 /* KV head hk of sequence S over the keys of one split. */
@@ -2651,10 +2659,10 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     const long long shift = (long long)S->Lk - S->Lq;
     long long c0;
     int i, h, j, d;
-    float *dqp = C->dqp + (size_t)split * C->dqp_split;
-    for (i = 0; i < S->Lq; ++i)                       /* this split's dq rows start at zero */
-        memset(dqp + (((size_t)S->tb * P->q.seq + (size_t)(S->q0 + i)) * Hq + (size_t)hk * g) * (size_t)D, 0,
-               sizeof(float) * (size_t)g * (size_t)D);
+    const size_t dqp_split_rows = C->dqp_split / (size_t)D;
+    for (h = hk * g; h < hk * g + g; ++h)            /* no dq row of this split touched yet */
+        memset(C->touched + (size_t)split * (dqp_split_rows) + ((size_t)S->tb * Hq + (size_t)h) * P->q.seq + (size_t)S->q0, 0,
+               (size_t)S->Lq);
     for (c0 = klo; c0 < kend; c0 += ATTN__BQ) {
         const int nk = (int)ATTN__MIN((long long)ATTN__BQ, kend - c0);
         const int krow = S->k0 + (int)c0;
@@ -2755,11 +2763,13 @@ static void attn__bwd_final_task(void *vctx, int task, int thread) {
             const int owned = attn__seq_of_row(P, tb, row, &S);
             for (h = 0; h < Hq; ++h) {
                 void *o = attn__at(&C->dq, tb, row, h);
-                const float *src = C->dqp + (((size_t)tb * P->q.seq + (size_t)row) * Hq + (size_t)h) * (size_t)D;
+                const float *src = C->dqp + (((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row) * (size_t)D;
                 if (!owned) { attn__store_zero_row(o, C->dq.dtype, D); continue; }
-                memcpy(acc, src, sizeof(float) * (size_t)D);
-                for (s = 1; s < C->n_split; ++s)
-                    for (c = 0; c < D; ++c) acc[c] += src[(size_t)s * C->dqp_split + (size_t)c];
+                const unsigned char *tf = C->touched + ((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row;
+                for (c = 0; c < D; ++c) acc[c] = 0.0f;
+                for (s = 0; s < C->n_split; ++s)
+                    if (tf[(size_t)s * (C->dqp_split / (size_t)D)])
+                        for (c = 0; c < D; ++c) acc[c] += src[(size_t)s * C->dqp_split + (size_t)c];
                 attn__store_row(o, C->dq.dtype, acc, D, P->scale);
             }
         }
@@ -2809,6 +2819,7 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, at
     if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread) ||
         !attn__mul_size(dq_floats, (size_t)C->n_split, &total) || !attn__add_size(total, per_thread, &total) ||
         !attn__add_size(total, drow_floats, &total) || !attn__mul_size(total, sizeof(float), &total) ||
+        !attn__add_size(total, (size_t)C->n_split * (drow_floats + ATTN__ALIGN), &total) ||   /* touched flags */
         !attn__add_size(total, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
     C->thr = attn__dropout_thr(P->dropout_p);
     C->keep_scale = 1.0f / (1.0f - P->dropout_p);
@@ -2877,6 +2888,7 @@ ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_ten
     C.ws = (float *)(void *)base;
     C.drow = C.ws + C.ws_floats * (size_t)P.n_threads;
     C.dqp = C.drow + attn__round16((size_t)q.batch * (size_t)q.heads * (size_t)q.seq);
+    C.touched = (unsigned char *)(C.dqp + C.dqp_split * (size_t)C.n_split);
     C.dbias = desc->dbias;
     attn__parallel_for(desc, q.batch * C.q_blocks, P.n_threads, attn__bwd_drow_task, &C);
     attn__parallel_for(desc, C.n_bg * C.n_hg * C.n_split, P.n_threads, attn__bwd_task, &C);
