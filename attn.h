@@ -2156,6 +2156,7 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
 
 #define ATTN__BWD_SPLIT_TASKS 16          /* split the keys until about this many tasks */
 #define ATTN__BWD_SPLIT_BYTES ((size_t)512 << 20)   /* at most this much fp32 dq partials */
+#define ATTN__BWD_KG 4                    /* key blocks per sweep over the query blocks */
 
 /* --- dropout: a counter-based hash of (seed, b, h, i, j); formula in the DROPOUT doc ------ */
 static uint64_t attn__mix64(uint64_t z) {
@@ -2543,21 +2544,27 @@ typedef struct attn__bwd_ctx {
 } attn__bwd_ctx;
 
 /* Per-thread scratch, in floats (each piece a multiple of 16 floats: stays 64-byte aligned). */
-typedef struct attn__bwd_ws { float *kt, *vt, *kc, *qc, *oc, *st, *dpt, *dl, *dka, *dva, *ones; } attn__bwd_ws;
+typedef struct attn__bwd_ws {
+    float *kt[ATTN__BWD_KG], *vt[ATTN__BWD_KG], *kc[ATTN__BWD_KG], *dka[ATTN__BWD_KG], *dva[ATTN__BWD_KG];
+    float *qc, *oc, *st, *dpt, *dl, *ones;
+} attn__bwd_ws;
 
 static size_t attn__bwd_ws_layout(const attn__bwd_ctx *C, float *base, attn__bwd_ws *W) {
     const size_t D = (size_t)C->P->q.dim, Dv = (size_t)C->P->v.dim, B = ATTN__BQ;
     float *p = base;
-    W->kt = p; p += attn__round16(D) * B;
-    W->vt = p; p += attn__round16(Dv) * B;
-    W->kc = p; p += B * C->ldk;
+    int g;
+    for (g = 0; g < ATTN__BWD_KG; ++g) {
+        W->kt[g] = p; p += attn__round16(D) * B;
+        W->vt[g] = p; p += attn__round16(Dv) * B;
+        W->kc[g] = p; p += B * C->ldk;
+        W->dka[g] = p; p += B * C->ldk;
+        W->dva[g] = p; p += B * C->ldv;
+    }
     W->qc = p; p += B * C->ldk;
     W->oc = p; p += B * C->ldv;
     W->st = p; p += B * B;
     W->dpt = p; p += B * B;
     W->dl = p; p += B * B;
-    W->dka = p; p += B * C->ldk;
-    W->dva = p; p += B * C->ldv;
     W->ones = p; p += B;
     return (size_t)(p - base);
 }
@@ -2587,19 +2594,17 @@ static const float *attn__bwd_rows_f32(const attn__isa *isa, const attn__view *t
 
 /* One (query block, key block) pair of head h: rows i0..i0+n-1 of sequence S. */
 static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const attn__seq *S, int h, int split,
-                           int i0, int n, long long c0, int nk, int full, const float *Kr, ptrdiff_t ldkr) {
+                           int i0, int n, const float *Qr, ptrdiff_t ldq, const float *Or, ptrdiff_t ldo,
+                           long long c0, int nk, int full, int kg, const float *Kr, ptrdiff_t ldkr) {
     const attn__problem *P = C->P;
     const int D = P->q.dim, Dv = P->v.dim, Hq = P->q.heads, qrow0 = S->q0 + i0;
     const long long shift = (long long)S->Lk - S->Lq;
     const size_t li = ((size_t)S->tb * Hq + h) * P->q.seq + (size_t)qrow0;
-    ptrdiff_t ldq, ldo;
-    const float *Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, qrow0, h, n, W->qc, C->ldk, &ldq);
-    const float *Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, qrow0, h, n, W->oc, C->ldv, &ldo);
     attn__bwd_rows R;
     int r, j;
     R.n = n; R.nk = nk; R.nlanes = (int)attn__round16((size_t)nk);
-    C->isa->qk(Qr, ldq, n, W->kt, R.nlanes, D, W->st);
-    C->isa->qk(Or, ldo, n, W->vt, R.nlanes, Dv, W->dpt);
+    C->isa->qk(Qr, ldq, n, W->kt[kg], R.nlanes, D, W->st);
+    C->isa->qk(Or, ldo, n, W->vt[kg], R.nlanes, Dv, W->dpt);
     R.c0 = c0; R.p0 = i0 + shift;
     R.lse = C->lse + li; R.drow = C->drow + li;
     R.alibi = P->alibi != NULL; R.slope = P->alibi ? P->alibi[h] : 0.0f;
@@ -2646,8 +2651,8 @@ static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
         for (r = 0; r < n; ++r)
             for (j = 0; j < nk; ++j) db[(ptrdiff_t)r * P->bias_sq + j] += W->dl[(size_t)r * ATTN__BQ + j];
     }
-    C->isa->pv(W->st, n, nk, Or, ldo, Dv, W->ones, W->dva, C->ldv);
-    C->isa->pv(W->dpt, n, nk, Qr, ldq, D, W->ones, W->dka, C->ldk);
+    C->isa->pv(W->st, n, nk, Or, ldo, Dv, W->ones, W->dva[kg], C->ldv);
+    C->isa->pv(W->dpt, n, nk, Qr, ldq, D, W->ones, W->dka[kg], C->ldk);
     C->bisa->pvt(W->dpt, nk, n, Kr, ldkr, D, C->dqp + (size_t)split * C->dqp_split + (li * (size_t)D), (size_t)D);
 }
 
@@ -2663,37 +2668,59 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     for (h = hk * g; h < hk * g + g; ++h)            /* no dq row of this split touched yet */
         memset(C->touched + (size_t)split * (dqp_split_rows) + ((size_t)S->tb * Hq + (size_t)h) * P->q.seq + (size_t)S->q0, 0,
                (size_t)S->Lq);
-    for (c0 = klo; c0 < kend; c0 += ATTN__BQ) {
-        const int nk = (int)ATTN__MIN((long long)ATTN__BQ, kend - c0);
-        const int krow = S->k0 + (int)c0;
-        ptrdiff_t ldkr, ldvr;
-        const float *Kr = attn__bwd_rows_f32(C->isa, &P->k, S->tb, krow, hk, nk, W->kc, C->ldk, &ldkr);
-        const float *Vr = attn__bwd_rows_f32(C->isa, &P->v, S->tb, krow, hk, nk, W->oc, C->ldv, &ldvr);
-        for (d = 0; d < D; ++d) {                     /* K^T (times scale), V^T; lanes >= nk zero */
-            float *kt = W->kt + (size_t)d * ATTN__BQ;
-            for (j = 0; j < nk; ++j) kt[j] = Kr[(ptrdiff_t)j * ldkr + d] * P->scale;
-            for (; j < ATTN__BQ; ++j) kt[j] = 0.0f;
+    for (c0 = klo; c0 < kend; c0 += (long long)ATTN__BQ * ATTN__BWD_KG) {
+        /* ATTN__BWD_KG key blocks at once: each query block's rows are loaded once for all */
+        const float *Kr[ATTN__BWD_KG];
+        ptrdiff_t ldkr[ATTN__BWD_KG];
+        int nk[ATTN__BWD_KG], ng = 0, kg;
+        for (kg = 0; kg < ATTN__BWD_KG && c0 + (long long)kg * ATTN__BQ < kend; ++kg, ++ng) {
+            const long long cb = c0 + (long long)kg * ATTN__BQ;
+            const int krow = S->k0 + (int)cb;
+            ptrdiff_t ldvr;
+            const float *Vr;
+            nk[kg] = (int)ATTN__MIN((long long)ATTN__BQ, kend - cb);
+            Kr[kg] = attn__bwd_rows_f32(C->isa, &P->k, S->tb, krow, hk, nk[kg], W->kc[kg], C->ldk, &ldkr[kg]);
+            Vr = attn__bwd_rows_f32(C->isa, &P->v, S->tb, krow, hk, nk[kg], W->oc, C->ldv, &ldvr);
+            for (d = 0; d < D; ++d) {                 /* K^T (times scale), V^T; lanes >= nk zero */
+                float *kt = W->kt[kg] + (size_t)d * ATTN__BQ;
+                for (j = 0; j < nk[kg]; ++j) kt[j] = Kr[kg][(ptrdiff_t)j * ldkr[kg] + d] * P->scale;
+                for (; j < ATTN__BQ; ++j) kt[j] = 0.0f;
+            }
+            for (d = 0; d < Dv; ++d) {
+                float *vt = W->vt[kg] + (size_t)d * ATTN__BQ;
+                for (j = 0; j < nk[kg]; ++j) vt[j] = Vr[(ptrdiff_t)j * ldvr + d];
+                for (; j < ATTN__BQ; ++j) vt[j] = 0.0f;
+            }
+            memset(W->dka[kg], 0, sizeof(float) * ATTN__BQ * C->ldk);
+            memset(W->dva[kg], 0, sizeof(float) * ATTN__BQ * C->ldv);
         }
-        for (d = 0; d < Dv; ++d) {
-            float *vt = W->vt + (size_t)d * ATTN__BQ;
-            for (j = 0; j < nk; ++j) vt[j] = Vr[(ptrdiff_t)j * ldvr + d];
-            for (; j < ATTN__BQ; ++j) vt[j] = 0.0f;
-        }
-        memset(W->dka, 0, sizeof(float) * ATTN__BQ * C->ldk);
-        memset(W->dva, 0, sizeof(float) * ATTN__BQ * C->ldv);
         for (h = hk * g; h < hk * g + g; ++h)
             for (i = 0; i < S->Lq; i += ATTN__BQ) {
                 const int n = ATTN__MIN(ATTN__BQ, S->Lq - i);
                 const long long p0 = i + shift, p1 = i + n - 1 + shift;
                 long long rg[2][2];
-                int nr = attn__key_ranges(P, p0, p1, S->Lk, rg), ri, seen = 0;
-                for (ri = 0; ri < nr; ++ri) seen |= rg[ri][0] < c0 + nk && rg[ri][1] > c0;
-                if (!seen) continue;
-                attn__bwd_pair(C, W, S, h, split, i, n, c0, nk, attn__chunk_full(P, p0, p1, c0, c0 + nk), Kr, ldkr);
+                const int nr = attn__key_ranges(P, p0, p1, S->Lk, rg);
+                const float *Qr = NULL, *Or = NULL;
+                ptrdiff_t ldq = 0, ldo = 0;
+                for (kg = 0; kg < ng; ++kg) {
+                    const long long cb = c0 + (long long)kg * ATTN__BQ;
+                    int ri, seen = 0;
+                    for (ri = 0; ri < nr; ++ri) seen |= rg[ri][0] < cb + nk[kg] && rg[ri][1] > cb;
+                    if (!seen) continue;
+                    if (!Qr) {
+                        Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, S->q0 + i, h, n, W->qc, C->ldk, &ldq);
+                        Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, S->q0 + i, h, n, W->oc, C->ldv, &ldo);
+                    }
+                    attn__bwd_pair(C, W, S, h, split, i, n, Qr, ldq, Or, ldo, cb, nk[kg], attn__chunk_full(P, p0, p1, cb, cb + nk[kg]),
+                                   kg, Kr[kg], ldkr[kg]);
+                }
             }
-        for (j = 0; j < nk; ++j) {
-            attn__store_row(attn__at(&C->dk, S->tb, krow + j, hk), C->dk.dtype, W->dka + (size_t)j * C->ldk, D, P->scale);
-            attn__store_row(attn__at(&C->dv, S->tb, krow + j, hk), C->dv.dtype, W->dva + (size_t)j * C->ldv, Dv, 1.0f);
+        for (kg = 0; kg < ng; ++kg) {
+            const int krow = S->k0 + (int)(c0 + (long long)kg * ATTN__BQ);
+            for (j = 0; j < nk[kg]; ++j) {
+                attn__store_row(attn__at(&C->dk, S->tb, krow + j, hk), C->dk.dtype, W->dka[kg] + (size_t)j * C->ldk, D, P->scale);
+                attn__store_row(attn__at(&C->dv, S->tb, krow + j, hk), C->dv.dtype, W->dva[kg] + (size_t)j * C->ldv, Dv, 1.0f);
+            }
         }
     }
 }
