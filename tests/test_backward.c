@@ -406,6 +406,33 @@ static void test_families(void) {
             }
 }
 
+/* Long sequences with many heads: few key splits, so several key blocks share one sweep over
+   the query blocks (the sweep mostly gives one key block per split). */
+static void test_long(void) {
+    t_rng r = t_rng_seed(67);
+    int cfg;
+    for (cfg = 0; cfg < 4; ++cfg) {
+        bcase c;
+        attn_desc d;
+        float *bias = NULL;
+        char tag[64];
+        memset(&c, 0, sizeof c);
+        memset(&d, 0, sizeof d);
+        c.B = 1; c.Hq = 16; c.Hkv = cfg == 3 ? 4 : 16; c.Sq = T_QUICK ? 300 : 600; c.Sk = cfg == 1 ? c.Sq + 77 : c.Sq;
+        c.D = 32; c.Dv = cfg == 2 ? 24 : 32;
+        c.dt = cfg == 2 ? ATTN_F16 : ATTN_F32; c.odt = ATTN_F32; c.gdt = ATTN_F32;
+        c.lq = BL_DENSE; c.lk = BL_DENSE; c.lv = BL_DENSE; c.lo = BL_DENSE; c.lg = BL_DENSE;
+        d.n_threads = 2;
+        if (cfg == 0) d.causal = 1;
+        if (cfg == 1) { d.window_left = 150; d.window_right = 40; d.sink_tokens = 3; }
+        if (cfg == 2) { d.causal = 1; d.dropout_p = 0.15f; d.dropout_seed = 11; d.softcap = 6.0f; }
+        if (cfg == 3) { d.causal = 1; bias = mk_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, 0, &r, NULL); d.dbias = (float *)1; }
+        snprintf(tag, sizeof tag, "long cfg %d", cfg);
+        run_case(tag, &d, &c, &r);
+        free(bias);
+    }
+}
+
 /* Loss = sum(out * dout) of the reference forward; central differences against the reference
    gradients, every input element, in double. */
 static double fd_loss(const attn_desc *d, const rb_dims *z, const double *q, const double *k, const double *v,
@@ -792,6 +819,7 @@ void test_backward(void) {
     test_errors();
     fd_checks();
     test_families();
+    test_long();
     test_sweep();
     prop_gqa();
     prop_dropout();
