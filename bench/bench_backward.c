@@ -30,6 +30,7 @@ typedef struct brow {
     char name[48];
     attn_dtype dt;
     int B, Hq, Hkv, S, D, causal, threads, naive;
+    float dropout;                       /* attn_desc.dropout_p (seed 1) */
     double fwd_ms, bwd_ms, fwd_gf, bwd_gf, fwd_pct, bwd_pct, naive_ms, speedup, err;
     int ok;
 } brow;
@@ -98,6 +99,20 @@ static void naive_backward(int S, int H, int Hkv, int D, int causal, const float
     }
 }
 
+/* attn.h's documented dropout mask (DROPOUT block), written out again here */
+static uint64_t mix64(uint64_t z) {
+    z ^= z >> 30; z *= 0xBF58476D1CE4E5B9ull; z ^= z >> 27; z *= 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint32_t low32(uint32_t x) { x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu; return x ^ (x >> 16); }
+static double drop_z(float p, int H, int S, int h, int i, int j) {
+    const uint64_t r = mix64(1ull + 0x9E3779B97F4A7C15ull * (1u + (uint64_t)h * (uint64_t)S + (uint64_t)i));
+    if (p <= 0.0f) return 1.0;
+    (void)H;
+    return (low32(low32((uint32_t)j + (uint32_t)r) ^ (uint32_t)(r >> 32)) >> 8) >= (uint32_t)((double)p * 16777216.0)
+               ? (double)(1.0f / (1.0f - p)) : 0.0;
+}
+
 /* --- check: some rows of dq, some keys of dk/dv in double, lse and out from the forward --- */
 static double check(const brow *r, const float *q, const float *k, const float *v, const float *out, const float *dout,
                     const float *lse, const void *dq, const void *dk, const void *dv) {
@@ -116,9 +131,10 @@ static double check(const brow *r, const float *q, const float *k, const float *
 #define P_DP(ii, jj, P, dP) do { double s_ = 0.0, t_ = 0.0; int c_; \
         for (c_ = 0; c_ < D; ++c_) { s_ += (double)q[((size_t)(ii) * H + h) * D + c_] * k[((size_t)(jj) * Hkv + hk) * D + c_]; \
                                      t_ += (double)dout[((size_t)(ii) * H + h) * D + c_] * v[((size_t)(jj) * Hkv + hk) * D + c_]; } \
-        P = (r->causal && (jj) > (ii)) ? 0.0 : exp(s_ * scale - lse[(size_t)h * S + (ii)]); dP = t_; } while (0)
+        P = (r->causal && (jj) > (ii)) ? 0.0 : exp(s_ * scale - lse[(size_t)h * S + (ii)]); \
+        Z = drop_z(r->dropout, H, S, h, (ii), (jj)); dP = t_ * Z; } while (0)
         for (t = 0; t < 3; ++t) {
-            double P, dP;
+            double P, dP, Z;
             const int x = idx[t];
             for (c = 0; c < 3 * D; ++c) ref[c] = 0.0;
             for (j = 0; j < S; ++j) {               /* dq row x */
@@ -129,7 +145,7 @@ static double check(const brow *r, const float *q, const float *k, const float *
                 P_DP(i, x, P, dP);
                 for (c = 0; c < D; ++c) {
                     ref[D + c] += P * (dP - Drow[i]) * scale * q[((size_t)i * H + h) * D + c];
-                    ref[2 * D + c] += P * dout[((size_t)i * H + h) * D + c];
+                    ref[2 * D + c] += P * Z * dout[((size_t)i * H + h) * D + c];
                 }
             }
             for (c = 0; c < D; ++c) {
@@ -186,6 +202,7 @@ static int run_row(brow *r, double peak) {
     for (i = 0; i < nk; ++i) { k[i] = ld(lk, r->dt, i); v[i] = ld(lv, r->dt, i); }
     memset(&d, 0, sizeof d);
     d.causal = r->causal; d.n_threads = r->threads;
+    d.dropout_p = r->dropout; d.dropout_seed = 1;
     tq = attn_tensor_dense(lq, r->dt, 1, S, H, D); tk = attn_tensor_dense(lk, r->dt, 1, S, Hkv, D);
     tv = attn_tensor_dense(lv, r->dt, 1, S, Hkv, D); to = attn_tensor_dense(out, ATTN_F32, 1, S, H, D);
     tdo = attn_tensor_dense(ldo, r->dt, 1, S, H, D); tdq = attn_tensor_dense(dq, r->dt, 1, S, H, D);
@@ -281,6 +298,7 @@ int main(void) {
         add("D64_S4096_causal", ATTN_F32, 8, 8, 4096, 64, 1, ncpu, 0);
         add("D128_S2048_causal", ATTN_BF16, 8, 8, 2048, 128, 1, ncpu, 0);
         add("D128_S2048_causal", ATTN_F16, 8, 8, 2048, 128, 1, ncpu, 0);
+        add("D128_S2048_causal_dropout0.1", ATTN_F32, 8, 8, 2048, 128, 1, ncpu, 0)->dropout = 0.1f;
     }
     t_all = now_s();
     printf("\n%-26s %-5s %7s %9s %7s %6s %9s %7s %6s %8s %9s %8s %9s\n", "case", "dtype", "threads", "fwd ms", "GF/s", "%peak",
@@ -309,13 +327,13 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_backward.csv", outdir);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "cannot write %s\n", path); return 3; }
-    fprintf(f, "case,dtype,B,Hq,Hkv,S,D,causal,threads,fwd_ms,fwd_gflops,fwd_pct_peak,bwd_ms,bwd_gflops,bwd_pct_peak,"
+    fprintf(f, "case,dtype,B,Hq,Hkv,S,D,causal,dropout_p,threads,fwd_ms,fwd_gflops,fwd_pct_peak,bwd_ms,bwd_gflops,bwd_pct_peak,"
                "bwd_over_fwd_time,naive_ms,speedup_vs_naive,check_rel_err,status\n");
-    fprintf(f, "machine_fma_peak_all,f32,,,,,,,%d,,%.2f,100,,,,,,,,ok\n", ncpu, peak);
+    fprintf(f, "machine_fma_peak_all,f32,,,,,,,,%d,,%.2f,100,,,,,,,,ok\n", ncpu, peak);
     for (i = 0; i < nR; ++i) {
         const brow *r = &R[i];
-        fprintf(f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%.4f,%.2f,%.2f,%.4f,%.2f,%.2f,%.3f,", r->name, dtype_name(r->dt), r->B, r->Hq,
-                r->Hkv, r->S, r->D, r->causal, r->threads, r->fwd_ms, r->fwd_gf, r->fwd_pct, r->bwd_ms, r->bwd_gf, r->bwd_pct,
+        fprintf(f, "%s,%s,%d,%d,%d,%d,%d,%d,%g,%d,%.4f,%.2f,%.2f,%.4f,%.2f,%.2f,%.3f,", r->name, dtype_name(r->dt), r->B, r->Hq,
+                r->Hkv, r->S, r->D, r->causal, (double)r->dropout, r->threads, r->fwd_ms, r->fwd_gf, r->fwd_pct, r->bwd_ms, r->bwd_gf, r->bwd_pct,
                 r->bwd_ms / r->fwd_ms);
         if (r->naive_ms > 0) fprintf(f, "%.3f,%.2f,", r->naive_ms, r->speedup); else fprintf(f, ",,");
         fprintf(f, "%.3e,%s\n", r->err, r->ok ? "ok" : "FAILED");
