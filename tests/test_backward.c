@@ -813,6 +813,85 @@ static void test_errors(void) {
     free(eb_bias); free(eb_db);
 }
 
+/* Random valid and invalid arguments; every buffer holds exactly what its own declared shape
+   needs (one element when the shape is invalid), so an access outside what the call may touch
+   hits ASan in the sanitizer build. No crash for any input; a refused call writes nothing. */
+typedef struct { attn_tensor t; void *buf; size_t bytes; } fz;
+static fz fz_new(t_rng *r, attn_dtype dt, int B, int S, int H, int D) {
+    fz x;
+    memset(&x, 0, sizeof x);
+    x.t.dtype = dt; x.t.batch = B; x.t.seq = S; x.t.heads = H; x.t.dim = D;
+    if (B >= 1 && S >= 1 && H >= 1 && D >= 1 && t_chance(r, 0.3)) {
+        x.t.stride_head = D + t_irange(r, 0, 2); x.t.stride_seq = H * x.t.stride_head + t_irange(r, 0, 2);
+        x.t.stride_batch = S * x.t.stride_seq + t_irange(r, 0, 2);
+    }
+    x.bytes = (B >= 1 && S >= 1 && H >= 1 && D >= 1) ? t_extent(&x.t) * t_dt_size(dt == ATTN_F32 || dt == ATTN_F16 || dt == ATTN_BF16 ? dt : ATTN_F32) : 4;
+    x.buf = t_xmalloc(x.bytes);
+    memset(x.buf, 0, x.bytes);
+    x.t.data = x.buf;
+    return x;
+}
+static int fz_dim(t_rng *r, int v) { return t_chance(r, 0.06) ? t_irange(r, -1, 0) : t_chance(r, 0.04) ? v + 1 : v; }
+
+static void fuzz_backward(void) {
+    t_rng r = t_rng_seed(71);
+    int it, n = T_QUICK ? 150 : 500, ok = 0;
+    for (it = 0; it < n; ++it) {
+        const int B = t_irange(&r, 1, 2), Sq = t_irange(&r, 1, 9), Sk = t_irange(&r, 1, 9), Hkv = t_irange(&r, 1, 2);
+        const int Hq = Hkv * t_irange(&r, 1, 2), D = t_irange(&r, 1, 9), Dv = t_irange(&r, 1, 9);
+        const attn_dtype dt = pick_dt(&r, 0.5), bad = (attn_dtype)(t_chance(&r, 0.03) ? 7 : 0);
+        fz q = fz_new(&r, dt, fz_dim(&r, B), fz_dim(&r, Sq), Hq, D), k = fz_new(&r, dt, B, fz_dim(&r, Sk), Hkv, fz_dim(&r, D));
+        fz v = fz_new(&r, dt, B, Sk, fz_dim(&r, Hkv), Dv), o = fz_new(&r, pick_dt(&r, 0.7), B, Sq, Hq, fz_dim(&r, Dv));
+        fz dO = fz_new(&r, bad ? bad : pick_dt(&r, 0.7), B, fz_dim(&r, Sq), Hq, Dv);
+        fz dq = fz_new(&r, pick_dt(&r, 0.7), B, Sq, fz_dim(&r, Hq), D), dk = fz_new(&r, pick_dt(&r, 0.7), B, Sk, Hkv, fz_dim(&r, D));
+        fz dv = fz_new(&r, pick_dt(&r, 0.7), fz_dim(&r, B), Sk, Hkv, Dv);
+        float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * Sq), *bias = NULL, *db = NULL;
+        int sql[2], skl[2], cuq[3], cuk[3];
+        unsigned char *copy[4];
+        attn_desc d;
+        attn_status st;
+        int i;
+        memset(&d, 0, sizeof d);
+        for (i = 0; i < B * Hq * Sq; ++i) lse[i] = (float)(t_normal(&r) + 2.0);
+        d.causal = t_chance(&r, 0.5) ? 1 : t_chance(&r, 0.05) ? 2 : 0;
+        if (t_chance(&r, 0.3)) d.window_left = t_irange(&r, -1, 4);
+        if (t_chance(&r, 0.2)) d.dilation = t_irange(&r, 0, 3);
+        if (t_chance(&r, 0.2)) d.sink_tokens = t_irange(&r, 0, 3);
+        if (t_chance(&r, 0.2)) d.softcap = t_chance(&r, 0.9) ? 3.0f : -1.0f;
+        if (t_chance(&r, 0.3)) d.dropout_p = t_chance(&r, 0.85) ? 0.3f : t_chance(&r, 0.5) ? 1.0f : -0.2f;
+        d.dropout_seed = t_next(&r);
+        d.n_threads = t_irange(&r, 0, 3);
+        if (t_chance(&r, 0.15)) { for (i = 0; i < 2; ++i) { sql[i] = t_irange(&r, -1, Sq + 1); skl[i] = t_irange(&r, 0, Sk); } d.seqlens_q = sql; d.seqlens_k = skl; }
+        else if (t_chance(&r, 0.12)) {
+            cuq[0] = 0; cuq[1] = t_irange(&r, 0, Sq); cuq[2] = t_irange(&r, cuq[1] - 1, Sq + 1);
+            cuk[0] = 0; cuk[1] = t_irange(&r, 0, Sk); cuk[2] = Sk;
+            d.cu_seqlens_q = cuq; d.cu_seqlens_k = cuk; d.varlen_batch = 2;
+        } else if (t_chance(&r, 0.3)) {
+            const int bb = t_chance(&r, 0.5) ? 1 : B, bh = t_chance(&r, 0.5) ? 1 : Hq;
+            bias = (float *)t_xmalloc(sizeof(float) * (size_t)bb * bh * Sq * Sk);
+            for (i = 0; i < bb * bh * Sq * Sk; ++i) bias[i] = (float)t_normal(&r);
+            d.bias.data = bias; d.bias.batch = t_chance(&r, 0.9) ? bb : 3; d.bias.heads = bh;
+            if (t_chance(&r, 0.6)) { db = (float *)t_xmalloc(sizeof(float) * (size_t)bb * bh * Sq * Sk); d.dbias = db; }
+        }
+        copy[0] = (unsigned char *)t_xmalloc(dq.bytes); memcpy(copy[0], dq.buf, dq.bytes);
+        copy[1] = (unsigned char *)t_xmalloc(dk.bytes); memcpy(copy[1], dk.buf, dk.bytes);
+        copy[2] = (unsigned char *)t_xmalloc(dv.bytes); memcpy(copy[2], dv.buf, dv.bytes);
+        copy[3] = NULL;
+        if (db) { t_sentinel(db, sizeof(float) * (size_t)d.bias.heads * Sq * Sk * (d.bias.batch == 3 ? 1 : d.bias.batch), 0x66); }
+        st = attn_backward(&d, q.t, k.t, v.t, o.t, dO.t, lse, dq.t, dk.t, dv.t);
+        if (st == ATTN_OK) ++ok;
+        else
+            T_CHECK(memcmp(copy[0], dq.buf, dq.bytes) == 0 && memcmp(copy[1], dk.buf, dk.bytes) == 0 &&
+                    memcmp(copy[2], dv.buf, dv.bytes) == 0 &&
+                    (!db || t_sentinel_ok(db, sizeof(float) * (size_t)d.bias.heads * Sq * Sk * (d.bias.batch == 3 ? 1 : d.bias.batch), 0x66)),
+                    "fuzz #%d: attn_backward returned %s but wrote a gradient", it, attn_status_str(st));
+        free(copy[0]); free(copy[1]); free(copy[2]);
+        free(q.buf); free(k.buf); free(v.buf); free(o.buf); free(dO.buf); free(dq.buf); free(dk.buf); free(dv.buf);
+        free(lse); free(bias); free(db);
+    }
+    T_CHECK(ok > n / 10 && ok < n - n / 10, "fuzz: %d of %d calls valid; the mix should hold both kinds", ok, n);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 void test_backward(void) {
@@ -824,5 +903,6 @@ void test_backward(void) {
     prop_gqa();
     prop_dropout();
     prop_determinism();
+    fuzz_backward();
     printf("      backward: largest passing gradient error is %.2f of its tolerance (%s)\n", g_worst, g_worst_tag);
 }
