@@ -2136,9 +2136,10 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
    3.8 exact attention backward (FlashAttention-2 recomputation), dropout
    --------------------------------------------------------------------------------------- */
 /* Pass 1 (rows): drow_i = rowsum(dout_i * out_i) for every valid row (FlashAttention-2's D).
-   Pass 2 (tasks = key split x sequence group x KV-head group): for every block of 64 keys of
-   the split, K^T (times scale) and V^T are packed once; then for every query head of the KV
-   head's group and every block of 64 query rows that can see the keys (the forward's
+   Pass 2 (tasks = key split x sequence group x KV-head group): the split's keys go in groups
+   of ATTN__BWD_KG blocks of 64; each block's K^T (times scale) and V^T are packed once; then
+   for every query head of the KV head's group and every block of 64 query rows (loaded once
+   for the whole group) and every key block of the group it can see (the forward's
    attn__key_ranges / attn__chunk_full), with lanes = keys:
        ST  = Q (scale K)^T                        qk kernel (the forward's)
        P   = exp(logits(ST) - lse)                softcap, bias, ALiBi, mask as the forward
@@ -2152,7 +2153,11 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
    Pass 3 (rows): dq = scale * sum of the touched dQpart rows in split order; zeros for rows and
    keys that no sequence owns. dbias: a task owns dbias[.., keys of its split] and, when the
    bias broadcasts over batch (heads), takes every sequence (KV head) of its split in order.
-   Every sum has a fixed order: the bits never depend on the thread count. */
+   Every sum has a fixed order: the bits never depend on the thread count. The number of
+   splits depends on the shapes only (enough tasks to keep cores busy, fp32 partials capped).
+   Workspace: per thread the packed key blocks and their dK/dV accumulators (about
+   ATTN__BWD_KG * 64 * (3 D + 2 Dv) floats) and one query block; shared: drow, the dQ partials
+   (n_split * |dq| fp32) and their flags. */
 
 #define ATTN__BWD_SPLIT_TASKS 16          /* split the keys until about this many tasks */
 #define ATTN__BWD_SPLIT_BYTES ((size_t)512 << 20)   /* at most this much fp32 dq partials */
