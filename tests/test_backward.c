@@ -31,7 +31,7 @@
 /* Tensors                                                                                   */
 /* ---------------------------------------------------------------------------------------- */
 
-enum { BL_DENSE, BL_BHSD, BL_PADDED, BL_SEQMAJOR, BL_COUNT };
+enum { BL_DENSE, BL_BHSD, BL_PADDED, BL_SEQMAJOR, BL_COUNT, BL_BCAST_HEADS = BL_COUNT };
 #define B_OUT_SEED 0x3Cu
 
 typedef struct { attn_tensor t; void *buf; size_t n; int is_out; } bt;
@@ -47,6 +47,9 @@ static bt bt_new(attn_dtype dt, int B, int S, int H, int D, int layout, t_rng *r
         t.stride_head = D + t_irange(r, 1, 3); t.stride_seq = H * t.stride_head + t_irange(r, 0, 2);
         t.stride_batch = S * t.stride_seq + t_irange(r, 0, 3);
     } else if (layout == BL_SEQMAJOR) { t.stride_head = D; t.stride_batch = (ptrdiff_t)H * D; t.stride_seq = (ptrdiff_t)B * H * D; }
+    else if (layout == BL_BCAST_HEADS) {     /* inputs only: every head reads head 0 */
+        t.stride_head = 0; t.stride_seq = D + t_irange(r, 0, 2); t.stride_batch = S * t.stride_seq + 1;
+    }
     x.n = t_extent(&t);
     x.buf = t_xmalloc(x.n * t_dt_size(dt));
     x.is_out = is_out;
@@ -197,13 +200,15 @@ typedef struct {
     attn_dtype dt, odt, gdt;
     int B, Sq, Sk, Hq, Hkv, D, Dv;
     int lq, lk, lv, lo, lg;
+    int ldo;                /* dout's layout when not lo's (0: lo's) */
 } bcase;
 
 static void run_case(const char *tag, const attn_desc *d0, const bcase *c, t_rng *r) {
     attn_desc d = *d0;
     bt q = bt_new(c->dt, c->B, c->Sq, c->Hq, c->D, c->lq, r, 0), k = bt_new(c->dt, c->B, c->Sk, c->Hkv, c->D, c->lk, r, 0);
     bt v = bt_new(c->dt, c->B, c->Sk, c->Hkv, c->Dv, c->lv, r, 0);
-    bt out = bt_new(c->odt, c->B, c->Sq, c->Hq, c->Dv, c->lo, r, 1), dout = bt_new(c->odt, c->B, c->Sq, c->Hq, c->Dv, c->lo, r, 0);
+    bt out = bt_new(c->odt, c->B, c->Sq, c->Hq, c->Dv, c->lo, r, 1);
+    bt dout = bt_new(c->odt, c->B, c->Sq, c->Hq, c->Dv, c->ldo ? c->ldo : c->lo, r, 0);
     bt dq = bt_new(c->gdt, c->B, c->Sq, c->Hq, c->D, c->lg, r, 1), dk = bt_new(c->gdt, c->B, c->Sk, c->Hkv, c->D, c->lg, r, 1);
     bt dv = bt_new(c->gdt, c->B, c->Sk, c->Hkv, c->Dv, c->lg, r, 1);
     float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)c->B * c->Hq * c->Sq);
@@ -300,6 +305,7 @@ static void sweep_case(int idx, t_rng *r) {
     c.dt = pick_dt(r, 0.5); c.odt = pick_dt(r, 0.8); c.gdt = pick_dt(r, 0.6);
     c.lq = t_irange(r, 0, BL_COUNT - 1); c.lk = t_irange(r, 0, BL_COUNT - 1); c.lv = t_irange(r, 0, BL_COUNT - 1);
     c.lo = t_irange(r, 0, BL_COUNT - 1); c.lg = t_irange(r, 0, BL_COUNT - 1);
+    if (t_chance(r, 0.1)) c.ldo = BL_BCAST_HEADS;
     memset(&d, 0, sizeof d);
     d.causal = t_chance(r, 0.5);
     if (t_chance(r, 0.3)) d.window_left = t_chance(r, 0.8) ? t_irange(r, 1, c.Sk / 2 + 2) : c.Sk + t_irange(r, 0, 5);
