@@ -276,10 +276,10 @@ static attn_dtype pick_dt(t_rng *r, double p32) {
 
 static void sweep_case(int idx, t_rng *r) {
     static const int seqs[9] = { 1, 2, 3, 17, 63, 65, 127, 129, 300 };
-    static const int dims[8] = { 1, 3, 8, 32, 64, 80, 96, 128 };
+    static const int dims[9] = { 1, 3, 8, 32, 64, 80, 96, 128, 256 };
     static const int ratios[3] = { 1, 2, 3 };
     const double cap = T_QUICK ? 1.2e6 : 6e6;
-    const int pair = (idx * 7) % 72;
+    const int pair = (idx * 7) % 81;                 /* idx 0..80 covers every (Sq, D) pair */
     bcase c;
     attn_desc d;
     float *bias = NULL, *alibi = NULL;
@@ -290,7 +290,7 @@ static void sweep_case(int idx, t_rng *r) {
     c.Sq = seqs[pair % 9]; c.D = dims[pair / 9];
     ksi = t_chance(r, 0.4) ? pair % 9 : t_irange(r, 0, 8);
     c.Sk = seqs[ksi];
-    c.Dv = t_chance(r, 0.7) ? c.D : dims[t_irange(r, 0, 7)];
+    c.Dv = t_chance(r, 0.7) ? c.D : dims[t_irange(r, 0, 8)];
     ratio = t_pick(r, ratios, 3); c.Hkv = t_irange(r, 1, 2); c.B = t_irange(r, 1, 3);
     varlen = t_chance(r, 0.15);
     if (varlen) c.B = 1;
@@ -341,7 +341,7 @@ static void sweep_case(int idx, t_rng *r) {
 
 static void test_sweep(void) {
     t_rng r = t_rng_seed(41);
-    int i, n = T_QUICK ? 60 : 216;
+    int i, n = T_QUICK ? 81 : 243;
     for (i = 0; i < n; ++i) sweep_case(i, &r);
 }
 
