@@ -66,6 +66,19 @@
      standard MHA and the cost-effective variants (Optimized, Efficient, Super) and Direct
      attention; the exact formula of each is documented with attn_layer_kind (section 2).
 
+   DROPOUT (attn_desc.dropout_p = p > 0; FlashAttention's placement)
+     out_i = sum_j softmax_ij * z_ij * v_j with z_ij = keep_ij / (1 - p); lse stays the
+     logsumexp of the undropped logits. keep_ij is a pure function of (dropout_seed, b, h, i, j)
+     with b the tensor batch, h the query head, i the q tensor row, j the k tensor row (packed
+     varlen: positions in the packed tensors), so attn_backward regenerates the forward's mask:
+       u64 mix(u64 z) { z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
+                        z *= 0x94D049BB133111EB; return z ^ (z >> 31); }
+       u32 low(u32 x) { x ^= x >> 16; x *= 0x7FEB352D; x ^= x >> 15; x *= 0x846CA68B;
+                        return x ^ (x >> 16); }
+       r = mix(seed + 0x9E3779B97F4A7C15 * (1 + (b * Hq + h) * q.seq + i))     (mod 2^64)
+       x = low(low((u32)j + (u32)r) ^ (u32)(r >> 32))
+       keep_ij = (x >> 8) >= (u32)(p * 2^24);   1 / (1 - p) is computed in fp32
+
    VERSION  0.1   first release: exact attention with every mask, merge.
 */
 #ifndef ATTN_H_INCLUDED
@@ -150,7 +163,15 @@ typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           scratch memory of workspace_size bytes; ask
-                                                attn_workspace_size() for the size needed */
+                                                attn_workspace_size() for the size needed
+                                                (attn_backward_workspace_size() for attn_backward)
+   dropout_p        no dropout                  attention dropout probability in [0, 1), applied
+                                                by attn_forward and attn_backward (see DROPOUT)
+   dropout_seed     0                           the dropout mask's seed (forward and backward
+                                                must get the same one)
+   dbias            not computed                attn_backward only: bias gradient, written with
+                                                bias's shape [batch|1, heads|1, Sq, Sk] and
+                                                strides (summed over broadcast axes) */
 typedef struct attn_desc {
     attn_kind kind;
     float scale;
@@ -171,6 +192,9 @@ typedef struct attn_desc {
     void *workspace;
     size_t workspace_size;
     /* backward / training fields */
+    float dropout_p;
+    unsigned long long dropout_seed;
+    float *dbias;
     /* generation fields */
     /* AMX fields */
 } attn_desc;
@@ -224,6 +248,21 @@ typedef struct attn_desc {
     X(ATTN_ERR_MERGE_NULL,            ATTN_CAT_NULL,        "attn_merge: parts, part_lse, a part's data or a part_lse[p] is NULL") \
     X(ATTN_ERR_MERGE_SHAPE,           ATTN_CAT_SHAPE,       "attn_merge: every part must have out's batch, seq, heads and dim") \
     /* -- backward (attn_backward, dropout) -- */ \
+    X(ATTN_ERR_DROPOUT,               ATTN_CAT_RANGE,       "attn_desc.dropout_p must be in [0, 1)") \
+    X(ATTN_ERR_BWD_NULL_DOUT,         ATTN_CAT_NULL,        "attn_backward: dout.data is NULL") \
+    X(ATTN_ERR_BWD_NULL_LSE,          ATTN_CAT_NULL,        "attn_backward: lse is NULL (pass the forward's logsumexp)") \
+    X(ATTN_ERR_BWD_NULL_DQ,           ATTN_CAT_NULL,        "attn_backward: dq.data is NULL") \
+    X(ATTN_ERR_BWD_NULL_DK,           ATTN_CAT_NULL,        "attn_backward: dk.data is NULL") \
+    X(ATTN_ERR_BWD_NULL_DV,           ATTN_CAT_NULL,        "attn_backward: dv.data is NULL") \
+    X(ATTN_ERR_BWD_DOUT_SHAPE,        ATTN_CAT_SHAPE,       "attn_backward: dout must be [q.batch, q.seq, q.heads, v.dim]") \
+    X(ATTN_ERR_BWD_DQ_SHAPE,          ATTN_CAT_SHAPE,       "attn_backward: dq must have q's batch, seq, heads and dim") \
+    X(ATTN_ERR_BWD_DK_SHAPE,          ATTN_CAT_SHAPE,       "attn_backward: dk must have k's batch, seq, heads and dim") \
+    X(ATTN_ERR_BWD_DV_SHAPE,          ATTN_CAT_SHAPE,       "attn_backward: dv must have v's batch, seq, heads and dim") \
+    X(ATTN_ERR_BWD_DQ_BROADCAST,      ATTN_CAT_SHAPE,       "attn_backward: dq must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_BWD_DK_BROADCAST,      ATTN_CAT_SHAPE,       "attn_backward: dk must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_BWD_DV_BROADCAST,      ATTN_CAT_SHAPE,       "attn_backward: dv must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_BWD_DBIAS_NO_BIAS,     ATTN_CAT_RANGE,       "attn_backward: attn_desc.dbias needs attn_desc.bias.data (dbias takes bias's shape and strides)") \
+    X(ATTN_ERR_BWD_DBIAS_BROADCAST,   ATTN_CAT_SHAPE,       "attn_backward: attn_desc.dbias needs attn_desc.bias strides with no zero stride on an axis of extent > 1") \
     /* -- GEMM (attn_sgemm) -- */ \
     X(ATTN_ERR_GEMM_M,                ATTN_CAT_SHAPE,       "attn_sgemm: m must be >= 0") \
     X(ATTN_ERR_GEMM_N,                ATTN_CAT_SHAPE,       "attn_sgemm: n must be >= 0") \
@@ -320,6 +359,30 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
                                attn_tensor out, float *lse);
 
 /* ---- Backward (training) --------------------------------------------------------------- */
+
+/* Exact attention backward (FlashAttention-2: probabilities recomputed block by block from
+   q, k and lse, never stored; memory O(blocks + dq)). Gradients of the loss with respect to
+   q, k, v (and, if desc->dbias, to the bias) given dout = dLoss/dout.
+     q, k, v, desc   exactly what the forward got (same masks, scale, softcap, ALiBi, bias,
+                     dropout_p and dropout_seed)
+     out   [B, Sq, Hq, Dv]   the forward's output (any dtype)
+     dout  [B, Sq, Hq, Dv]   gradient of out (any dtype; may broadcast with zero strides)
+     lse   [B, Hq, Sq] fp32 dense: the forward's logsumexp
+     dq    [B, Sq, Hq, D]    dk [B, Sk, Hkv, D]    dv [B, Sk, Hkv, Dv]   (any dtype each)
+   dq, dk, dv (and dbias) are OVERWRITTEN, never accumulated into: add them to your running
+   gradients yourself. With GQA/MQA dk and dv hold the sum over each KV head's query heads.
+   Padding rows/keys and keys no query sees get zero gradients. Results are bitwise identical
+   for any thread count (no atomics: key blocks own dk/dv rows, fixed-order reductions for dq
+   and dbias). On any error nothing is written. Outputs must not overlap the inputs or each
+   other. */
+ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                  attn_tensor out, attn_tensor dout, const float *lse,
+                                  attn_tensor dq, attn_tensor dk, attn_tensor dv);
+
+/* Bytes of scratch attn_backward needs for these arguments (the same checks on desc, q, k, v
+   run first); pass memory of that size in desc->workspace to make attn_backward allocation-free. */
+ATTNDEF attn_status attn_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k,
+                                                 attn_tensor v, size_t *bytes);
 
 /* ---- GEMM ------------------------------------------------------------------------------ */
 
@@ -838,6 +901,8 @@ typedef struct attn__problem {
     int bias_batch, bias_heads;
     ptrdiff_t bias_sb, bias_sh, bias_sq;
     int n_threads;
+    float dropout_p;             /* backward / training: attention dropout (3.8) */
+    unsigned long long dropout_seed;
 } attn__problem;
 
 static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
@@ -871,6 +936,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     }
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (!isfinite(d->softcap) || d->softcap < 0) return ATTN_ERR_SOFTCAP;
+    if (!(d->dropout_p >= 0.0f && d->dropout_p < 1.0f)) return ATTN_ERR_DROPOUT;
     if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
     if (d->window_left < 0) return ATTN_ERR_WINDOW_LEFT;
     if (d->window_right < 0) return ATTN_ERR_WINDOW_RIGHT;
@@ -933,6 +999,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     P->cu_q = varlen ? d->cu_seqlens_q : NULL; P->cu_k = varlen ? d->cu_seqlens_k : NULL;
     P->alibi = d->alibi_slopes;
     P->n_threads = attn__resolve_threads(d);
+    P->dropout_p = d->dropout_p; P->dropout_seed = d->dropout_seed;
     return ATTN_OK;
 }
 
@@ -1900,6 +1967,9 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
             memset(T->qt + (size_t)d * ATTN__BQ + T->nlanes, 0, sizeof(float) * (size_t)(ATTN__BQ - T->nlanes));
 }
 
+/* Attention dropout on a tile's probabilities S [nk][BQ] (defined in 3.8). */
+static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk);
+
 /* Keys [c0, c0 + nk) of the sequence into tile T, from fp32 rows K (stride ldk) and V. */
 static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *S, long long c0, int nk,
                                   const float *K, ptrdiff_t ldk, const float *V, ptrdiff_t ldv) {
@@ -1942,6 +2012,7 @@ static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *
         X.mask = 0;
     }
     isa->softmax(S, nk, T->nlanes, (int)c0, &X);
+    if (P->dropout_p > 0.0f) attn__dropout_tile(P, T, S, c0, nk);   /* l keeps the undropped sum */
     isa->pv(S, nk, n, V, ldv, Dv, T->alpha, T->acc, C->geo.ldo);
 }
 
@@ -2315,6 +2386,799 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
 /* ---------------------------------------------------------------------------------------
    3.8 exact attention backward (FlashAttention-2 recomputation), dropout
    --------------------------------------------------------------------------------------- */
+/* Pass 1 (rows): drow_i = rowsum(dout_i * out_i) for every valid row (FlashAttention-2's D).
+   Pass 2 (tasks = key split x sequence group x KV-head group): the split's keys go in groups
+   of ATTN__BWD_KG blocks of 64; each block's K^T (times scale) and V^T are packed once; then
+   for every query head of the KV head's group and every block of 64 query rows (loaded once
+   for the whole group) and every key block of the group it can see (the forward's
+   attn__key_ranges / attn__chunk_full), with lanes = keys:
+       ST  = Q (scale K)^T                        qk kernel (the forward's)
+       P   = exp(logits(ST) - lse)                softcap, bias, ALiBi, mask as the forward
+       dPT = dO V^T                               qk kernel
+       dS  = P (z dPT - drow) softcap'            z = dropout keep / (1 - p), else 1
+       dV += (z P)^T dO,  dK += dS^T Q            pv kernel into the block's fp32 accumulators
+       dQpart[split] += dS K                      pvt kernel into the split's fp32 rows
+   dk/dv rows are written when their key block is done: every key row has exactly one owner.
+   A split's dQpart rows are zeroed when a pair first touches them and flagged (rows no key of
+   the split reaches are never touched, zeroed or read).
+   Pass 3 (rows): dq = scale * sum of the touched dQpart rows in split order; zeros for rows and
+   keys that no sequence owns. dbias: a task owns dbias[.., keys of its split] and, when the
+   bias broadcasts over batch (heads), takes every sequence (KV head) of its split in order.
+   Every sum has a fixed order: the bits never depend on the thread count. The number of
+   splits depends on the shapes only (enough tasks to keep cores busy, fp32 partials capped).
+   Workspace: per thread the packed key blocks and their dK/dV accumulators (about
+   ATTN__BWD_KG * 64 * (3 D + 2 Dv) floats) and one query block; shared: drow, the dQ partials
+   (n_split * |dq| fp32) and their flags. */
+
+#define ATTN__BWD_SPLIT_TASKS 16          /* split the keys until about this many tasks */
+#define ATTN__BWD_SPLIT_BYTES ((size_t)512 << 20)   /* at most this much fp32 dq partials */
+#define ATTN__BWD_KG 4                    /* key blocks per sweep over the query blocks */
+
+/* --- dropout: a counter-based hash of (seed, b, h, i, j); formula in the DROPOUT doc ------ */
+static uint64_t attn__mix64(uint64_t z) {
+    z ^= z >> 30; z *= 0xBF58476D1CE4E5B9ull;
+    z ^= z >> 27; z *= 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static uint32_t attn__low32(uint32_t x) {
+    x ^= x >> 16; x *= 0x7FEB352Du; x ^= x >> 15; x *= 0x846CA68Bu;
+    return x ^ (x >> 16);
+}
+/* The per-row key (ra, rc) of query row (tensor batch tb, head h, q tensor row i). */
+static void attn__dropout_row(const attn__problem *P, int tb, int h, int i, uint32_t *ra, uint32_t *rc) {
+    const uint64_t idx = ((uint64_t)tb * (uint64_t)P->q.heads + (uint64_t)h) * (uint64_t)P->q.seq + (uint64_t)i;
+    const uint64_t r = attn__mix64((uint64_t)P->dropout_seed + 0x9E3779B97F4A7C15ull * (1u + idx));
+    *ra = (uint32_t)r; *rc = (uint32_t)(r >> 32);
+}
+static int attn__dropout_keep(uint32_t ra, uint32_t rc, uint32_t j, uint32_t thr) {
+    return (attn__low32(attn__low32(j + ra) ^ rc) >> 8) >= thr;
+}
+static uint32_t attn__dropout_thr(float p) { return (uint32_t)((double)p * 16777216.0); }
+
+/* What the element-wise stage needs for one (query block, key block) pair. Rows are query
+   rows (one head, consecutive positions), lanes are keys. */
+typedef struct attn__bwd_rows {
+    int n, nk, nlanes;                 /* query rows, keys, lanes (nk rounded up to 16) */
+    long long c0, p0;                  /* key position of lane 0, query position of row 0 */
+    const float *lse, *drow;           /* [n] */
+    int alibi; float slope;            /* ALiBi slope of the head */
+    int mask;                          /* 0 none, 1 the lo/hi/cap rule, 2 attn__visible (dilation) */
+    int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
+    int pre;                           /* keys below pre (sinks, global) pass lo/hi */
+    float softcap;
+    const float *bias; ptrdiff_t bias_sq;   /* row 0's bias at lane 0, or NULL */
+    float *dlogit;                     /* [n][BQ]: dLoss/dlogit before softcap' (for dbias), or NULL */
+    int dropout; uint32_t thr, krow0;  /* krow0: k tensor row of lane 0 */
+    float keep_scale;
+    uint32_t ra[ATTN__BQ], rc[ATTN__BQ];
+    const attn__problem *P;
+} attn__bwd_rows;
+
+/* Kernels the backward adds to attn__isa's. */
+typedef struct attn__bwd_isa {
+    /* ST [n][BQ] scores -> z P; dPT [n][BQ] dO.V -> dS (times softcap'); lanes >= nk -> 0 */
+    void (*stage)(float *ST, float *dPT, const attn__bwd_rows *R);
+    /* acc[r][c] += sum_k S[r][k] V[k][c] for r < nrows exactly, k < nk (S rows of stride BQ) */
+    void (*pvt)(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo);
+    /* forward: S [nk][BQ] (lanes = rows) times keep/(1-p), krow0 the k row of line 0 */
+    void (*dropout)(float *S, int nk, int nlanes, uint32_t krow0, const uint32_t *ra, const uint32_t *rc,
+                    uint32_t thr, float scale);
+} attn__bwd_isa;
+
+static void attn__bwd_stage_scalar(float *ST, float *dPT, const attn__bwd_rows *R) {
+    int r, j;
+    for (r = 0; r < R->n; ++r) {
+        float *s = ST + (size_t)r * ATTN__BQ, *dp = dPT + (size_t)r * ATTN__BQ;
+        float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
+        const float lse = R->lse[r], drow = R->drow[r], pos = (float)(R->p0 + r);
+        for (j = 0; j < R->nlanes; ++j) {
+            const long long key = R->c0 + j;
+            float x = s[j], dc = 1.0f, pr = 0.0f, ds = 0.0f;
+            int vis = j < R->nk && lse != -INFINITY;
+            if (vis && R->mask == 1) vis = key <= R->cap[r] && (key < R->pre || (key >= R->lo[r] && key <= R->hi[r]));
+            if (vis && R->mask == 2) vis = attn__visible(R->P, R->p0 + r, key);
+            if (vis) {
+                float d = dp[j];
+                if (R->softcap > 0.0f) { const float th = tanhf(x / R->softcap); x = R->softcap * th; dc = 1.0f - th * th; }
+                if (R->bias) x += R->bias[(ptrdiff_t)r * R->bias_sq + j];
+                if (R->alibi) x -= R->slope * fabsf(pos - (float)key);
+                pr = expf(x - lse);
+                if (R->dropout) {
+                    const float z = attn__dropout_keep(R->ra[r], R->rc[r], R->krow0 + (uint32_t)j, R->thr) ? R->keep_scale : 0.0f;
+                    d *= z; ds = pr * (d - drow); pr *= z;
+                } else {
+                    ds = pr * (d - drow);
+                }
+            }
+            if (dl) dl[j] = ds;
+            s[j] = pr; dp[j] = ds * dc;
+        }
+    }
+}
+
+static void attn__pvt_scalar(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo) {
+    int r, k, c;
+    for (r = 0; r < nrows; ++r) {
+        float *o = acc + (size_t)r * ldo;
+        for (c = 0; c < Dv; ++c) {
+            float t = o[c];
+            for (k = 0; k < nk; ++k) t += S[(size_t)r * ATTN__BQ + k] * V[(ptrdiff_t)k * ldv + c];
+            o[c] = t;
+        }
+    }
+}
+
+static void attn__dropout_scalar(float *S, int nk, int nlanes, uint32_t krow0, const uint32_t *ra, const uint32_t *rc,
+                                 uint32_t thr, float scale) {
+    int r, j;
+    for (j = 0; j < nk; ++j)
+        for (r = 0; r < nlanes; ++r) {
+            float *s = S + (size_t)j * ATTN__BQ + r;
+            *s = attn__dropout_keep(ra[r], rc[r], krow0 + (uint32_t)j, thr) ? *s * scale : 0.0f;
+        }
+}
+
+static const attn__bwd_isa attn__bwd_isa_scalar = { attn__bwd_stage_scalar, attn__pvt_scalar, attn__dropout_scalar };
+
+#if defined(ATTN__X86_SIMD)
+ATTN__T512 static ATTN__INLINE __m512i attn__low512(__m512i x) {
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32((int)0x7FEB352Du));
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32((int)0x846CA68Bu));
+    return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+}
+ATTN__T512 static ATTN__INLINE __mmask16 attn__keep512(__m512i j, __m512i ra, __m512i rc, __m512i thr) {
+    const __m512i x = attn__low512(_mm512_xor_si512(attn__low512(_mm512_add_epi32(j, ra)), rc));
+    return _mm512_cmpge_epu32_mask(_mm512_srli_epi32(x, 8), thr);
+}
+
+ATTN__T512 static void attn__bwd_stage_avx512(float *ST, float *dPT, const attn__bwd_rows *R) {
+    const __m512 one = _mm512_set1_ps(1.0f), zs = _mm512_set1_ps(R->keep_scale);
+    const __m512 capv = _mm512_set1_ps(R->softcap), inv_cap = _mm512_set1_ps(R->softcap > 0 ? 1.0f / R->softcap : 0.0f);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i thr = _mm512_set1_epi32((int)R->thr), pre = _mm512_set1_epi32(R->pre);
+    int r, j;
+    if (R->mask == 2) { attn__bwd_stage_scalar(ST, dPT, R); return; }
+    for (r = 0; r < R->n; ++r) {
+        float *s = ST + (size_t)r * ATTN__BQ, *dp = dPT + (size_t)r * ATTN__BQ;
+        float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
+        const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
+        const __m512 vl = _mm512_set1_ps(R->lse[r]), vd = _mm512_set1_ps(R->drow[r]);
+        const __m512 pos = _mm512_set1_ps((float)(R->p0 + r)), slope = _mm512_set1_ps(R->slope);
+        const __m512i capi = _mm512_set1_epi32(R->cap[r]), lo = _mm512_set1_epi32(R->lo[r]), hi = _mm512_set1_epi32(R->hi[r]);
+        const __m512i ra = _mm512_set1_epi32((int)(R->ra[r] + R->krow0)), rc = _mm512_set1_epi32((int)R->rc[r]);
+        const int dead = R->lse[r] == -INFINITY;
+        for (j = 0; j < R->nlanes; j += 16) {
+            const __m512i jv = _mm512_add_epi32(iota, _mm512_set1_epi32((int)R->c0 + j));
+            __mmask16 vis = dead ? (__mmask16)0 : attn__mask16(R->nk - j);
+            __m512 x = _mm512_load_ps(s + j), dc = one, p, d, ds;
+            if (R->softcap > 0.0f) {
+                const __m512 th = attn__tanh512(_mm512_mul_ps(x, inv_cap));
+                x = _mm512_mul_ps(capv, th); dc = _mm512_fnmadd_ps(th, th, one);
+            }
+            if (brow) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(vis, brow + j));
+            if (R->alibi) {
+                __m512 dist = _mm512_sub_ps(pos, _mm512_cvtepi32_ps(jv));
+                dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
+                x = _mm512_fnmadd_ps(slope, dist, x);
+            }
+            if (R->mask)
+                vis &= _mm512_cmple_epi32_mask(jv, capi) &
+                       (_mm512_cmplt_epi32_mask(jv, pre) | (_mm512_cmple_epi32_mask(lo, jv) & _mm512_cmple_epi32_mask(jv, hi)));
+            p = _mm512_maskz_mov_ps(vis, attn__exp512(_mm512_sub_ps(x, vl)));
+            d = _mm512_maskz_load_ps(vis, dp + j);
+            if (R->dropout) {
+                const __m512 z = _mm512_maskz_mov_ps(attn__keep512(_mm512_add_epi32(iota, _mm512_set1_epi32(j)), ra, rc, thr), zs);
+                d = _mm512_mul_ps(d, z);
+                ds = _mm512_mul_ps(p, _mm512_sub_ps(d, vd));
+                p = _mm512_mul_ps(p, z);
+            } else {
+                ds = _mm512_mul_ps(p, _mm512_sub_ps(d, vd));
+            }
+            if (dl) _mm512_store_ps(dl + j, ds);
+            _mm512_store_ps(s + j, p);
+            _mm512_store_ps(dp + j, R->softcap > 0.0f ? _mm512_mul_ps(ds, dc) : ds);
+        }
+    }
+}
+
+/* acc rows += S rows . V: 8 rows x 32 columns (16 zmm accumulators), then single rows. */
+#define ATTN__PVT_LOAD(r) o = acc + (size_t)(r0 + r) * ldo + c; a##r##0 = _mm512_maskz_loadu_ps(m0, o); a##r##1 = _mm512_maskz_loadu_ps(m1, o + 16);
+#define ATTN__PVT_FMA(r) p = _mm512_set1_ps(sk[(r) * ATTN__BQ]); a##r##0 = _mm512_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm512_fmadd_ps(p, v1, a##r##1);
+#define ATTN__PVT_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; _mm512_mask_storeu_ps(o, m0, a##r##0); _mm512_mask_storeu_ps(o + 16, m1, a##r##1);
+ATTN__T512 static void attn__pvt_avx512(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo) {
+    int r0 = 0, c, k;
+    for (; r0 + 8 <= nrows; r0 += 8)
+        for (c = 0; c < Dv; c += 32) {
+            const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16);
+            __m512 a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51, a60, a61, a70, a71, p;
+            float *o;
+            ATTN__PVT_LOAD(0) ATTN__PVT_LOAD(1) ATTN__PVT_LOAD(2) ATTN__PVT_LOAD(3)
+            ATTN__PVT_LOAD(4) ATTN__PVT_LOAD(5) ATTN__PVT_LOAD(6) ATTN__PVT_LOAD(7)
+            for (k = 0; k < nk; ++k) {
+                const float *vk = V + (ptrdiff_t)k * ldv + c, *sk = S + (size_t)r0 * ATTN__BQ + k;
+                const __m512 v0 = _mm512_maskz_loadu_ps(m0, vk), v1 = _mm512_maskz_loadu_ps(m1, vk + 16);
+                ATTN__PVT_FMA(0) ATTN__PVT_FMA(1) ATTN__PVT_FMA(2) ATTN__PVT_FMA(3)
+                ATTN__PVT_FMA(4) ATTN__PVT_FMA(5) ATTN__PVT_FMA(6) ATTN__PVT_FMA(7)
+            }
+            ATTN__PVT_STORE(0) ATTN__PVT_STORE(1) ATTN__PVT_STORE(2) ATTN__PVT_STORE(3)
+            ATTN__PVT_STORE(4) ATTN__PVT_STORE(5) ATTN__PVT_STORE(6) ATTN__PVT_STORE(7)
+        }
+    for (; r0 < nrows; ++r0)
+        for (c = 0; c < Dv; c += 32) {
+            const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16);
+            float *o = acc + (size_t)r0 * ldo + c;
+            __m512 a0 = _mm512_maskz_loadu_ps(m0, o), a1 = _mm512_maskz_loadu_ps(m1, o + 16);
+            for (k = 0; k < nk; ++k) {
+                const float *vk = V + (ptrdiff_t)k * ldv + c;
+                const __m512 p = _mm512_set1_ps(S[(size_t)r0 * ATTN__BQ + k]);
+                a0 = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m0, vk), a0);
+                a1 = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m1, vk + 16), a1);
+            }
+            _mm512_mask_storeu_ps(o, m0, a0); _mm512_mask_storeu_ps(o + 16, m1, a1);
+        }
+}
+
+ATTN__T512 static void attn__dropout_avx512(float *S, int nk, int nlanes, uint32_t krow0, const uint32_t *ra, const uint32_t *rc,
+                                            uint32_t thr, float scale) {
+    const __m512i tv = _mm512_set1_epi32((int)thr);
+    const __m512 sv = _mm512_set1_ps(scale);
+    int r, j;
+    for (r = 0; r < nlanes; r += 16) {
+        const __m512i a = _mm512_loadu_si512(ra + r), c = _mm512_loadu_si512(rc + r);
+        for (j = 0; j < nk; ++j) {
+            float *s = S + (size_t)j * ATTN__BQ + r;
+            const __mmask16 keep = attn__keep512(_mm512_set1_epi32((int)(krow0 + (uint32_t)j)), a, c, tv);
+            _mm512_store_ps(s, _mm512_maskz_mul_ps(keep, _mm512_load_ps(s), sv));
+        }
+    }
+}
+
+static const attn__bwd_isa attn__bwd_isa_avx512 = { attn__bwd_stage_avx512, attn__pvt_avx512, attn__dropout_avx512 };
+
+/* --- AVX2 + FMA ------------------------------------------------------------------------- */
+ATTN__T256 static ATTN__INLINE __m256i attn__low256(__m256i x) {
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x7FEB352Du));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x846CA68Bu));
+    return _mm256_xor_si256(x, _mm256_srli_epi32(x, 16));
+}
+/* all-ones lanes where kept; thr1 = thr - 1 (x >> 8 < 2^24, so the signed compare is exact) */
+ATTN__T256 static ATTN__INLINE __m256 attn__keep256(__m256i j, __m256i ra, __m256i rc, __m256i thr1) {
+    const __m256i x = attn__low256(_mm256_xor_si256(attn__low256(_mm256_add_epi32(j, ra)), rc));
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_srli_epi32(x, 8), thr1));
+}
+
+ATTN__T256 static void attn__bwd_stage_avx2(float *ST, float *dPT, const attn__bwd_rows *R) {
+    const __m256 one = _mm256_set1_ps(1.0f), zs = _mm256_set1_ps(R->keep_scale);
+    const __m256 capv = _mm256_set1_ps(R->softcap), inv_cap = _mm256_set1_ps(R->softcap > 0 ? 1.0f / R->softcap : 0.0f);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i thr1 = _mm256_set1_epi32((int)R->thr - 1), pre = _mm256_set1_epi32(R->pre);
+    int r, j;
+    if (R->mask == 2) { attn__bwd_stage_scalar(ST, dPT, R); return; }
+    for (r = 0; r < R->n; ++r) {
+        float *s = ST + (size_t)r * ATTN__BQ, *dp = dPT + (size_t)r * ATTN__BQ;
+        float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
+        const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
+        const __m256 vl = _mm256_set1_ps(R->lse[r]), vd = _mm256_set1_ps(R->drow[r]);
+        const __m256 pos = _mm256_set1_ps((float)(R->p0 + r)), slope = _mm256_set1_ps(R->slope);
+        const __m256i cap1 = _mm256_set1_epi32(R->cap[r] + 1), lo1 = _mm256_set1_epi32(R->lo[r] - 1),
+                      hi1 = _mm256_set1_epi32(R->hi[r] + 1);
+        const __m256i ra = _mm256_set1_epi32((int)(R->ra[r] + R->krow0)), rc = _mm256_set1_epi32((int)R->rc[r]);
+        const int dead = R->lse[r] == -INFINITY;
+        for (j = 0; j < R->nlanes; j += 8) {
+            const __m256i jv = _mm256_add_epi32(iota, _mm256_set1_epi32((int)R->c0 + j));
+            __m256i vis = dead ? _mm256_setzero_si256() : attn__mask8(R->nk - j);
+            __m256 x = _mm256_load_ps(s + j), dc = one, p, d, ds;
+            if (R->softcap > 0.0f) {
+                const __m256 th = attn__tanh256(_mm256_mul_ps(x, inv_cap));
+                x = _mm256_mul_ps(capv, th); dc = _mm256_fnmadd_ps(th, th, one);
+            }
+            if (brow) x = _mm256_add_ps(x, _mm256_maskload_ps(brow + j, vis));
+            if (R->alibi) {
+                const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_cvtepi32_ps(jv)));
+                x = _mm256_fnmadd_ps(slope, dist, x);
+            }
+            if (R->mask) {
+                const __m256i win = _mm256_and_si256(_mm256_cmpgt_epi32(jv, lo1), _mm256_cmpgt_epi32(hi1, jv));
+                vis = _mm256_and_si256(vis, _mm256_and_si256(_mm256_cmpgt_epi32(cap1, jv),
+                                                             _mm256_or_si256(_mm256_cmpgt_epi32(pre, jv), win)));
+            }
+            p = _mm256_and_ps(_mm256_castsi256_ps(vis), attn__exp256(_mm256_sub_ps(x, vl)));
+            d = _mm256_and_ps(_mm256_castsi256_ps(vis), _mm256_load_ps(dp + j));
+            if (R->dropout) {
+                const __m256 z = _mm256_and_ps(attn__keep256(_mm256_add_epi32(iota, _mm256_set1_epi32(j)), ra, rc, thr1), zs);
+                d = _mm256_mul_ps(d, z);
+                ds = _mm256_mul_ps(p, _mm256_sub_ps(d, vd));
+                p = _mm256_mul_ps(p, z);
+            } else {
+                ds = _mm256_mul_ps(p, _mm256_sub_ps(d, vd));
+            }
+            if (dl) _mm256_store_ps(dl + j, ds);
+            _mm256_store_ps(s + j, p);
+            _mm256_store_ps(dp + j, R->softcap > 0.0f ? _mm256_mul_ps(ds, dc) : ds);
+        }
+    }
+}
+
+#define ATTN__PVTY_LOAD(r) o = acc + (size_t)(r0 + r) * ldo + c; a##r##0 = _mm256_maskload_ps(o, m0); a##r##1 = _mm256_maskload_ps(o + 8, m1);
+#define ATTN__PVTY_FMA(r) p = _mm256_broadcast_ss(sk + (r) * ATTN__BQ); a##r##0 = _mm256_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm256_fmadd_ps(p, v1, a##r##1);
+#define ATTN__PVTY_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; _mm256_maskstore_ps(o, m0, a##r##0); _mm256_maskstore_ps(o + 8, m1, a##r##1);
+ATTN__T256 static void attn__pvt_avx2(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo) {
+    int r0 = 0, c, k;
+    for (; r0 + 4 <= nrows; r0 += 4)
+        for (c = 0; c < Dv; c += 16) {
+            const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8);
+            __m256 a00, a01, a10, a11, a20, a21, a30, a31, p;
+            float *o;
+            ATTN__PVTY_LOAD(0) ATTN__PVTY_LOAD(1) ATTN__PVTY_LOAD(2) ATTN__PVTY_LOAD(3)
+            for (k = 0; k < nk; ++k) {
+                const float *vk = V + (ptrdiff_t)k * ldv + c, *sk = S + (size_t)r0 * ATTN__BQ + k;
+                const __m256 v0 = _mm256_maskload_ps(vk, m0), v1 = _mm256_maskload_ps(vk + 8, m1);
+                ATTN__PVTY_FMA(0) ATTN__PVTY_FMA(1) ATTN__PVTY_FMA(2) ATTN__PVTY_FMA(3)
+            }
+            ATTN__PVTY_STORE(0) ATTN__PVTY_STORE(1) ATTN__PVTY_STORE(2) ATTN__PVTY_STORE(3)
+        }
+    for (; r0 < nrows; ++r0)
+        for (c = 0; c < Dv; c += 16) {
+            const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8);
+            float *o = acc + (size_t)r0 * ldo + c;
+            __m256 a0 = _mm256_maskload_ps(o, m0), a1 = _mm256_maskload_ps(o + 8, m1);
+            for (k = 0; k < nk; ++k) {
+                const float *vk = V + (ptrdiff_t)k * ldv + c;
+                const __m256 p = _mm256_broadcast_ss(S + (size_t)r0 * ATTN__BQ + k);
+                a0 = _mm256_fmadd_ps(p, _mm256_maskload_ps(vk, m0), a0);
+                a1 = _mm256_fmadd_ps(p, _mm256_maskload_ps(vk + 8, m1), a1);
+            }
+            _mm256_maskstore_ps(o, m0, a0); _mm256_maskstore_ps(o + 8, m1, a1);
+        }
+}
+
+ATTN__T256 static void attn__dropout_avx2(float *S, int nk, int nlanes, uint32_t krow0, const uint32_t *ra, const uint32_t *rc,
+                                          uint32_t thr, float scale) {
+    const __m256i t1 = _mm256_set1_epi32((int)thr - 1);
+    const __m256 sv = _mm256_set1_ps(scale);
+    int r, j;
+    for (r = 0; r < nlanes; r += 8) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(ra + r)),
+                      c = _mm256_loadu_si256((const __m256i *)(const void *)(rc + r));
+        for (j = 0; j < nk; ++j) {
+            float *s = S + (size_t)j * ATTN__BQ + r;
+            const __m256 keep = attn__keep256(_mm256_set1_epi32((int)(krow0 + (uint32_t)j)), a, c, t1);
+            _mm256_store_ps(s, _mm256_and_ps(keep, _mm256_mul_ps(_mm256_load_ps(s), sv)));
+        }
+    }
+}
+
+static const attn__bwd_isa attn__bwd_isa_avx2 = { attn__bwd_stage_avx2, attn__pvt_avx2, attn__dropout_avx2 };
+#endif /* ATTN__X86_SIMD */
+
+static const attn__bwd_isa *attn__pick_bwd_isa(const attn__isa *isa) {
+#if defined(ATTN__X86_SIMD)
+    if (isa == &attn__isa_avx512) return &attn__bwd_isa_avx512;
+    if (isa == &attn__isa_avx2) return &attn__bwd_isa_avx2;
+#endif
+    (void)isa;
+    return &attn__bwd_isa_scalar;
+}
+
+/* The forward's hook (attn__tile_chunk): probabilities of the tile's rows times keep/(1-p). */
+static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk) {
+    uint32_t ra[ATTN__BQ], rc[ATTN__BQ];
+    int r;
+    for (r = 0; r < T->nlanes; ++r) {
+        if (r < T->n) attn__dropout_row(P, T->S.tb, T->head[r], T->qrow[r], &ra[r], &rc[r]);
+        else ra[r] = rc[r] = 0;
+    }
+    attn__pick_bwd_isa(attn__pick_isa())->dropout(S, nk, T->nlanes, (uint32_t)(T->S.k0 + c0), ra, rc,
+                                                  attn__dropout_thr(P->dropout_p), 1.0f / (1.0f - P->dropout_p));
+}
+
+/* --- the backward proper ------------------------------------------------------------------ */
+typedef struct attn__bwd_ctx {
+    const attn__problem *P;
+    const attn__isa *isa;
+    const attn__bwd_isa *bisa;
+    attn__view dout, dq, dk, dv;
+    const float *lse;            /* [B][Hq][Sq] the forward's logsumexp */
+    float *drow;                 /* [B][Hq][Sq] rowsum(dout * out) */
+    float *dqp;                  /* [n_split][B][Hq][Sq][D] fp32 partial dq (unscaled) */
+    size_t dqp_split;            /* floats per split */
+    unsigned char *touched;      /* [n_split][B][Hq][Sq]: that split's dQpart row was written */
+    float *ws;                   /* n_threads blocks of ws_floats */
+    size_t ws_floats, ldk, ldv;  /* ldk/ldv: row strides of converted rows */
+    float *dbias;                /* NULL: not asked */
+    int n_split;
+    long long split_keys;        /* keys per split, a multiple of ATTN__BQ */
+    int all_seqs, all_heads;     /* a task takes every sequence / every KV head (dbias broadcast) */
+    int n_bg, n_hg;              /* sequence groups, KV-head groups */
+    int q_blocks, k_blocks;      /* pass 1/3 row blocks per batch */
+    uint32_t thr;
+    float keep_scale;
+} attn__bwd_ctx;
+
+/* Per-thread scratch, in floats (each piece a multiple of 16 floats: stays 64-byte aligned). */
+typedef struct attn__bwd_ws {
+    float *kt[ATTN__BWD_KG], *vt[ATTN__BWD_KG], *kc[ATTN__BWD_KG], *dka[ATTN__BWD_KG], *dva[ATTN__BWD_KG];
+    float *qc, *oc, *st, *dpt, *dl, *ones;
+} attn__bwd_ws;
+
+static size_t attn__bwd_ws_layout(const attn__bwd_ctx *C, float *base, attn__bwd_ws *W) {
+    const size_t D = (size_t)C->P->q.dim, Dv = (size_t)C->P->v.dim, B = ATTN__BQ;
+    float *p = base;
+    int g;
+    for (g = 0; g < ATTN__BWD_KG; ++g) {
+        W->kt[g] = p; p += attn__round16(D) * B;
+        W->vt[g] = p; p += attn__round16(Dv) * B;
+        W->kc[g] = p; p += B * C->ldk;
+        W->dka[g] = p; p += B * C->ldk;
+        W->dva[g] = p; p += B * C->ldv;
+    }
+    W->qc = p; p += B * C->ldk;
+    W->oc = p; p += B * C->ldv;
+    W->st = p; p += B * B;
+    W->dpt = p; p += B * B;
+    W->dl = p; p += B * B;
+    W->ones = p; p += B;
+    return (size_t)(p - base);
+}
+
+/* Sequence n of the batch (tensor batch, offsets, lengths). */
+static void attn__bwd_seq(const attn__problem *P, int n, attn__seq *S) {
+    if (P->cu_q) {
+        S->tb = 0; S->seq = n; S->q0 = P->cu_q[n]; S->k0 = P->cu_k[n];
+        S->Lq = P->cu_q[n + 1] - P->cu_q[n]; S->Lk = P->cu_k[n + 1] - P->cu_k[n];
+    } else {
+        S->tb = n; S->seq = n; S->q0 = 0; S->k0 = 0;
+        S->Lq = P->seqlens_q ? P->seqlens_q[n] : P->q.seq;
+        S->Lk = P->seqlens_k ? P->seqlens_k[n] : P->k.seq;
+    }
+}
+
+/* n rows of a strided tensor as fp32 rows: in place when f32, else converted into buf. */
+static const float *attn__bwd_rows_f32(const attn__isa *isa, const attn__view *t, int tb, int row0, int h, int n,
+                                       float *buf, size_t ldb, ptrdiff_t *ld) {
+    const char *src = (const char *)attn__at(t, tb, row0, h);
+    int r;
+    if (t->dtype == ATTN_F32) { *ld = t->ss; return (const float *)(const void *)src; }
+    for (r = 0; r < n; ++r) isa->load(src + (ptrdiff_t)r * t->ss * (ptrdiff_t)t->esize, t->dtype, buf + (size_t)r * ldb, t->dim, 1.0f);
+    *ld = (ptrdiff_t)ldb;
+    return buf;
+}
+
+/* One (query block, key block) pair of head h: rows i0..i0+n-1 of sequence S. */
+static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const attn__seq *S, int h, int split,
+                           int i0, int n, const float *Qr, ptrdiff_t ldq, const float *Or, ptrdiff_t ldo,
+                           long long c0, int nk, int full, int kg, const float *Kr, ptrdiff_t ldkr) {
+    const attn__problem *P = C->P;
+    const int D = P->q.dim, Dv = P->v.dim, Hq = P->q.heads, qrow0 = S->q0 + i0;
+    const long long shift = (long long)S->Lk - S->Lq;
+    const size_t li = ((size_t)S->tb * Hq + h) * P->q.seq + (size_t)qrow0;
+    attn__bwd_rows R;
+    int r, j;
+    R.n = n; R.nk = nk; R.nlanes = (int)attn__round16((size_t)nk);
+    C->isa->qk(Qr, ldq, n, W->kt[kg], R.nlanes, D, W->st);
+    C->isa->qk(Or, ldo, n, W->vt[kg], R.nlanes, Dv, W->dpt);
+    R.c0 = c0; R.p0 = i0 + shift;
+    R.lse = C->lse + li; R.drow = C->drow + li;
+    R.alibi = P->alibi != NULL; R.slope = P->alibi ? P->alibi[h] : 0.0f;
+    R.mask = full ? 0 : P->dilation > 1 ? 2 : 1;
+    R.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)S->Lk);
+    if (R.mask == 1)
+        for (r = 0; r < n; ++r) {             /* the forward's per-row rule (attn__tile_begin) */
+            const long long p = R.p0 + r, c = P->causal ? ATTN__MIN(p, (long long)S->Lk - 1) : (long long)S->Lk - 1;
+            long long a = 0, b = (long long)S->Lk - 1;
+            if (p >= P->global) {
+                if (P->window_left) a = p - (long long)P->window_left;
+                if (P->window_right) b = p + (long long)P->window_right;
+            }
+            R.cap[r] = (int32_t)ATTN__MAX(c, -1LL);
+            R.lo[r] = (int32_t)ATTN__MAX(a, 0LL);
+            R.hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
+        }
+    else
+        for (r = 0; r < n; ++r) { R.cap[r] = INT32_MAX; R.lo[r] = 0; R.hi[r] = INT32_MAX; }
+    R.softcap = P->softcap;
+    R.bias = NULL; R.bias_sq = 0;
+    if (P->bias) {
+        const int bb = P->bias_batch == 1 ? 0 : S->seq, bh = P->bias_heads == 1 ? 0 : h;
+        R.bias = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)qrow0 * P->bias_sq + c0;
+        R.bias_sq = P->bias_sq;
+    }
+    R.dlogit = C->dbias ? W->dl : NULL;
+    R.dropout = P->dropout_p > 0.0f; R.thr = C->thr; R.keep_scale = C->keep_scale;
+    R.krow0 = (uint32_t)(S->k0 + c0);
+    if (R.dropout) for (r = 0; r < n; ++r) attn__dropout_row(P, S->tb, h, qrow0 + r, &R.ra[r], &R.rc[r]);
+    else for (r = 0; r < n; ++r) R.ra[r] = R.rc[r] = 0;
+    R.P = P;
+    {   /* first touch of these rows in this split: zero them, mark them */
+        unsigned char *tf = C->touched + (size_t)split * C->dqp_split / (size_t)D + li;
+        if (!tf[0]) {
+            memset(C->dqp + (size_t)split * C->dqp_split + li * (size_t)D, 0, sizeof(float) * (size_t)n * (size_t)D);
+            memset(tf, 1, (size_t)n);
+        }
+    }
+    C->bisa->stage(W->st, W->dpt, &R);
+    if (C->dbias) {
+        const int bb = P->bias_batch == 1 ? 0 : S->seq, bh = P->bias_heads == 1 ? 0 : h;
+        float *db = C->dbias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)qrow0 * P->bias_sq + c0;
+        for (r = 0; r < n; ++r)
+            for (j = 0; j < nk; ++j) db[(ptrdiff_t)r * P->bias_sq + j] += W->dl[(size_t)r * ATTN__BQ + j];
+    }
+    C->isa->pv(W->st, n, nk, Or, ldo, Dv, W->ones, W->dva[kg], C->ldv);
+    C->isa->pv(W->dpt, n, nk, Qr, ldq, D, W->ones, W->dka[kg], C->ldk);
+    C->bisa->pvt(W->dpt, nk, n, Kr, ldkr, D, C->dqp + (size_t)split * C->dqp_split + (li * (size_t)D), (size_t)D);
+}
+
+/* KV head hk of sequence S over the keys of one split. */
+static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const attn__seq *S, int hk, int split) {
+    const attn__problem *P = C->P;
+    const int D = P->q.dim, Dv = P->v.dim, g = P->groups, Hq = P->q.heads;
+    const long long klo = split * C->split_keys, kend = ATTN__MIN((long long)S->Lk, klo + C->split_keys);
+    const long long shift = (long long)S->Lk - S->Lq;
+    long long c0;
+    int i, h, j, d;
+    const size_t dqp_split_rows = C->dqp_split / (size_t)D;
+    for (h = hk * g; h < hk * g + g; ++h)            /* no dq row of this split touched yet */
+        memset(C->touched + (size_t)split * (dqp_split_rows) + ((size_t)S->tb * Hq + (size_t)h) * P->q.seq + (size_t)S->q0, 0,
+               (size_t)S->Lq);
+    for (c0 = klo; c0 < kend; c0 += (long long)ATTN__BQ * ATTN__BWD_KG) {
+        /* ATTN__BWD_KG key blocks at once: each query block's rows are loaded once for all */
+        const float *Kr[ATTN__BWD_KG];
+        ptrdiff_t ldkr[ATTN__BWD_KG];
+        int nk[ATTN__BWD_KG], ng = 0, kg;
+        for (kg = 0; kg < ATTN__BWD_KG && c0 + (long long)kg * ATTN__BQ < kend; ++kg, ++ng) {
+            const long long cb = c0 + (long long)kg * ATTN__BQ;
+            const int krow = S->k0 + (int)cb;
+            ptrdiff_t ldvr;
+            const float *Vr;
+            nk[kg] = (int)ATTN__MIN((long long)ATTN__BQ, kend - cb);
+            Kr[kg] = attn__bwd_rows_f32(C->isa, &P->k, S->tb, krow, hk, nk[kg], W->kc[kg], C->ldk, &ldkr[kg]);
+            Vr = attn__bwd_rows_f32(C->isa, &P->v, S->tb, krow, hk, nk[kg], W->oc, C->ldv, &ldvr);
+            for (d = 0; d < D; ++d) {                 /* K^T (times scale), V^T; lanes >= nk zero */
+                float *kt = W->kt[kg] + (size_t)d * ATTN__BQ;
+                for (j = 0; j < nk[kg]; ++j) kt[j] = Kr[kg][(ptrdiff_t)j * ldkr[kg] + d] * P->scale;
+                for (; j < ATTN__BQ; ++j) kt[j] = 0.0f;
+            }
+            for (d = 0; d < Dv; ++d) {
+                float *vt = W->vt[kg] + (size_t)d * ATTN__BQ;
+                for (j = 0; j < nk[kg]; ++j) vt[j] = Vr[(ptrdiff_t)j * ldvr + d];
+                for (; j < ATTN__BQ; ++j) vt[j] = 0.0f;
+            }
+            memset(W->dka[kg], 0, sizeof(float) * ATTN__BQ * C->ldk);
+            memset(W->dva[kg], 0, sizeof(float) * ATTN__BQ * C->ldv);
+        }
+        for (h = hk * g; h < hk * g + g; ++h)
+            for (i = 0; i < S->Lq; i += ATTN__BQ) {
+                const int n = ATTN__MIN(ATTN__BQ, S->Lq - i);
+                const long long p0 = i + shift, p1 = i + n - 1 + shift;
+                long long rg[2][2];
+                const int nr = attn__key_ranges(P, p0, p1, S->Lk, rg);
+                const float *Qr = NULL, *Or = NULL;
+                ptrdiff_t ldq = 0, ldo = 0;
+                for (kg = 0; kg < ng; ++kg) {
+                    const long long cb = c0 + (long long)kg * ATTN__BQ;
+                    int ri, seen = 0;
+                    for (ri = 0; ri < nr; ++ri) seen |= rg[ri][0] < cb + nk[kg] && rg[ri][1] > cb;
+                    if (!seen) continue;
+                    if (!Qr) {
+                        Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, S->q0 + i, h, n, W->qc, C->ldk, &ldq);
+                        Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, S->q0 + i, h, n, W->oc, C->ldv, &ldo);
+                    }
+                    attn__bwd_pair(C, W, S, h, split, i, n, Qr, ldq, Or, ldo, cb, nk[kg], attn__chunk_full(P, p0, p1, cb, cb + nk[kg]),
+                                   kg, Kr[kg], ldkr[kg]);
+                }
+            }
+        for (kg = 0; kg < ng; ++kg) {
+            const int krow = S->k0 + (int)(c0 + (long long)kg * ATTN__BQ);
+            for (j = 0; j < nk[kg]; ++j) {
+                attn__store_row(attn__at(&C->dk, S->tb, krow + j, hk), C->dk.dtype, W->dka[kg] + (size_t)j * C->ldk, D, P->scale);
+                attn__store_row(attn__at(&C->dv, S->tb, krow + j, hk), C->dv.dtype, W->dva[kg] + (size_t)j * C->ldv, Dv, 1.0f);
+            }
+        }
+    }
+}
+
+/* Pass 2 task: key split x sequence group x KV-head group; heavy (early) splits first. */
+static void attn__bwd_task(void *vctx, int task, int thread) {
+    const attn__bwd_ctx *C = (const attn__bwd_ctx *)vctx;
+    const attn__problem *P = C->P;
+    const int units = C->n_bg * C->n_hg, split = task / units, bg = (task % units) / C->n_hg, hg = task % C->n_hg;
+    const int n0 = C->all_seqs ? 0 : bg, n1 = C->all_seqs ? P->n_seqs : bg + 1;
+    const int h0 = C->all_heads ? 0 : hg, h1 = C->all_heads ? P->k.heads : hg + 1;
+    attn__bwd_ws W;
+    int n, hk, i;
+    attn__bwd_ws_layout(C, C->ws + (size_t)thread * C->ws_floats, &W);
+    for (i = 0; i < ATTN__BQ; ++i) W.ones[i] = 1.0f;
+    if (C->dbias) {                  /* this task's dbias columns start at zero */
+        const long long klo = split * C->split_keys, khi = ATTN__MIN((long long)P->k.seq, klo + C->split_keys);
+        const int b0 = P->bias_batch == 1 ? 0 : n0, b1 = P->bias_batch == 1 ? 1 : n1;
+        const int g = P->groups, e0 = P->bias_heads == 1 ? 0 : h0 * g, e1 = P->bias_heads == 1 ? 1 : h1 * g;
+        int bb, bh, row;
+        for (bb = b0; bb < b1; ++bb)
+            for (bh = e0; bh < e1; ++bh)
+                for (row = 0; row < P->q.seq; ++row)
+                    memset(C->dbias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)row * P->bias_sq + klo, 0,
+                           sizeof(float) * (size_t)(khi - klo));
+    }
+    for (n = n0; n < n1; ++n) {
+        attn__seq S;
+        attn__bwd_seq(P, n, &S);
+        for (hk = h0; hk < h1; ++hk) attn__bwd_unit(C, &W, &S, hk, split);
+    }
+}
+
+/* Pass 1: drow = rowsum(dout * out) for the valid rows of one block of 64 rows. */
+static void attn__bwd_drow_task(void *vctx, int task, int thread) {
+    const attn__bwd_ctx *C = (const attn__bwd_ctx *)vctx;
+    const attn__problem *P = C->P;
+    const int tb = task / C->q_blocks, r0 = (task % C->q_blocks) * ATTN__BQ, r1 = ATTN__MIN(P->q.seq, r0 + ATTN__BQ);
+    const int Dv = P->v.dim;
+    float *a = C->ws + (size_t)thread * C->ws_floats, *b = a + C->ldv;
+    int row, h, c;
+    for (row = r0; row < r1; ++row) {
+        attn__seq S;
+        if (!attn__seq_of_row(P, tb, row, &S)) continue;      /* never read */
+        for (h = 0; h < P->q.heads; ++h) {
+            float s = 0.0f;
+            C->isa->load(attn__at(&C->dout, tb, row, h), C->dout.dtype, a, Dv, 1.0f);
+            C->isa->load(attn__at(&P->out, tb, row, h), P->out.dtype, b, Dv, 1.0f);
+            for (c = 0; c < Dv; ++c) s += a[c] * b[c];
+            C->drow[((size_t)tb * P->q.heads + h) * P->q.seq + row] = s;
+        }
+    }
+}
+
+/* Pass 3: dq rows of one block (sum of the splits in order, times scale); then dk/dv rows that
+   no sequence owns (padding keys, keys after the last packed sequence) get zeros. */
+static void attn__bwd_final_task(void *vctx, int task, int thread) {
+    const attn__bwd_ctx *C = (const attn__bwd_ctx *)vctx;
+    const attn__problem *P = C->P;
+    const int D = P->q.dim, Hq = P->q.heads;
+    int row, h, s, c;
+    if (task < P->q.batch * C->q_blocks) {
+        const int tb = task / C->q_blocks, r0 = (task % C->q_blocks) * ATTN__BQ, r1 = ATTN__MIN(P->q.seq, r0 + ATTN__BQ);
+        float *acc = C->ws + (size_t)thread * C->ws_floats;
+        for (row = r0; row < r1; ++row) {
+            attn__seq S;
+            const int owned = attn__seq_of_row(P, tb, row, &S);
+            for (h = 0; h < Hq; ++h) {
+                void *o = attn__at(&C->dq, tb, row, h);
+                const float *src = C->dqp + (((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row) * (size_t)D;
+                if (!owned) { attn__store_zero_row(o, C->dq.dtype, D); continue; }
+                const unsigned char *tf = C->touched + ((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row;
+                for (c = 0; c < D; ++c) acc[c] = 0.0f;
+                for (s = 0; s < C->n_split; ++s)
+                    if (tf[(size_t)s * (C->dqp_split / (size_t)D)])
+                        for (c = 0; c < D; ++c) acc[c] += src[(size_t)s * C->dqp_split + (size_t)c];
+                attn__store_row(o, C->dq.dtype, acc, D, P->scale);
+            }
+        }
+    } else {
+        const int t = task - P->q.batch * C->q_blocks, tb = t / C->k_blocks;
+        const int k0 = (t % C->k_blocks) * ATTN__BQ, k1 = ATTN__MIN(P->k.seq, k0 + ATTN__BQ);
+        const int owned_end = P->cu_k ? P->cu_k[P->n_seqs] : (P->seqlens_k ? P->seqlens_k[tb] : P->k.seq);
+        for (row = ATTN__MAX(k0, owned_end); row < k1; ++row)
+            for (h = 0; h < P->k.heads; ++h) {
+                attn__store_zero_row(attn__at(&C->dk, tb, row, h), C->dk.dtype, D);
+                attn__store_zero_row(attn__at(&C->dv, tb, row, h), C->dv.dtype, P->v.dim);
+            }
+    }
+}
+
+/* Decomposition and workspace size; shapes only (never the thread count). */
+static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, attn__bwd_ctx *C, size_t *bytes) {
+    size_t units, dq_floats, dq_bytes, drow_floats, per_thread, total, maxsplit;
+    attn__bwd_ws W;
+    long long kb;
+    int want;
+    memset(C, 0, sizeof *C);
+    C->P = P;
+    C->isa = attn__pick_isa(); C->bisa = attn__pick_bwd_isa(C->isa);
+    C->ldk = attn__round16((size_t)P->q.dim); C->ldv = attn__round16((size_t)P->v.dim);
+    C->all_seqs = d->dbias && P->bias && P->bias_batch == 1 && P->n_seqs > 1;
+    C->all_heads = d->dbias && P->bias && P->bias_heads == 1 && P->k.heads > 1;
+    C->n_bg = C->all_seqs ? 1 : P->n_seqs; C->n_hg = C->all_heads ? 1 : P->k.heads;
+    units = (size_t)C->n_bg * (size_t)C->n_hg;                       /* <= batch * heads: fits */
+    if (!attn__mul_size((size_t)P->q.batch * (size_t)P->q.seq, (size_t)P->q.heads, &dq_floats) ||
+        !attn__mul_size(dq_floats, (size_t)P->q.dim, &dq_floats) || !attn__mul_size(dq_floats, sizeof(float), &dq_bytes))
+        return ATTN_ERR_OVERFLOW;
+    kb = ((long long)P->k.seq + ATTN__BQ - 1) / ATTN__BQ;
+    want = units >= ATTN__BWD_SPLIT_TASKS ? 1 : (int)((ATTN__BWD_SPLIT_TASKS + units - 1) / units);
+    maxsplit = dq_bytes > 0 ? ATTN__BWD_SPLIT_BYTES / dq_bytes : (size_t)want;
+    C->n_split = (int)ATTN__MAX(1LL, ATTN__MIN((long long)want, ATTN__MIN(kb, (long long)ATTN__MIN(maxsplit, (size_t)INT_MAX))));
+    C->split_keys = (kb + C->n_split - 1) / C->n_split * ATTN__BQ;
+    C->n_split = (int)((P->k.seq + C->split_keys - 1) / C->split_keys);
+    if (units * (size_t)C->n_split > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    C->q_blocks = (P->q.seq + ATTN__BQ - 1) / ATTN__BQ;
+    C->k_blocks = (P->k.seq + ATTN__BQ - 1) / ATTN__BQ;
+    if ((size_t)P->q.batch * (size_t)C->q_blocks + (size_t)P->k.batch * (size_t)C->k_blocks > (size_t)INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    C->dqp_split = dq_floats;
+    C->ws_floats = attn__bwd_ws_layout(C, NULL, &W);
+    drow_floats = attn__round16((size_t)P->q.batch * (size_t)P->q.heads * (size_t)P->q.seq);   /* checked by validation */
+    if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread) ||
+        !attn__mul_size(dq_floats, (size_t)C->n_split, &total) || !attn__add_size(total, per_thread, &total) ||
+        !attn__add_size(total, drow_floats, &total) || !attn__mul_size(total, sizeof(float), &total) ||
+        !attn__add_size(total, (size_t)C->n_split * (drow_floats + ATTN__ALIGN), &total) ||   /* touched flags */
+        !attn__add_size(total, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
+    C->thr = attn__dropout_thr(P->dropout_p);
+    C->keep_scale = 1.0f / (1.0f - P->dropout_p);
+    return ATTN_OK;
+}
+
+static int attn__grad_bcast(const attn_tensor *t) {
+    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
+           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) || (t->heads > 1 && t->stride_head == 0));
+}
+
+ATTNDEF attn_status attn_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                                 size_t *bytes) {
+    attn__problem P;
+    attn__bwd_ctx C;
+    attn_status s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__check_forward(desc, &q, &k, &v, NULL, &P)) != ATTN_OK) return s;
+    return attn__bwd_plan(&P, desc, &C, bytes);
+}
+
+ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                  attn_tensor out, attn_tensor dout, const float *lse,
+                                  attn_tensor dq, attn_tensor dk, attn_tensor dv) {
+    attn__problem P;
+    attn__bwd_ctx C;
+    size_t bytes;
+    void *owned = NULL;
+    char *base;
+    attn_status s;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__check_forward(desc, &q, &k, &v, &out, &P)) != ATTN_OK) return s;
+    if (!dout.data) return ATTN_ERR_BWD_NULL_DOUT;
+    if (!lse) return ATTN_ERR_BWD_NULL_LSE;
+    if (!dq.data) return ATTN_ERR_BWD_NULL_DQ;
+    if (!dk.data) return ATTN_ERR_BWD_NULL_DK;
+    if (!dv.data) return ATTN_ERR_BWD_NULL_DV;
+    if (!attn__dtype_ok(dout.dtype) || !attn__dtype_ok(dq.dtype) || !attn__dtype_ok(dk.dtype) || !attn__dtype_ok(dv.dtype))
+        return ATTN_ERR_DTYPE;
+    if (dout.batch != out.batch || dout.seq != out.seq || dout.heads != out.heads || dout.dim != out.dim)
+        return ATTN_ERR_BWD_DOUT_SHAPE;
+    if (dq.batch != q.batch || dq.seq != q.seq || dq.heads != q.heads || dq.dim != q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
+    if (dk.batch != k.batch || dk.seq != k.seq || dk.heads != k.heads || dk.dim != k.dim) return ATTN_ERR_BWD_DK_SHAPE;
+    if (dv.batch != v.batch || dv.seq != v.seq || dv.heads != v.heads || dv.dim != v.dim) return ATTN_ERR_BWD_DV_SHAPE;
+    if (attn__grad_bcast(&dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+    if (attn__grad_bcast(&dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+    if (attn__grad_bcast(&dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+    if (desc->dbias) {
+        if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
+        if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (q.seq > 1 && P.bias_sq == 0))
+            return ATTN_ERR_BWD_DBIAS_BROADCAST;
+    }
+    if ((s = attn__bwd_plan(&P, desc, &C, &bytes)) != ATTN_OK) return s;
+    C.lse = lse;
+    if ((s = attn__make_view(&dout, &C.dout)) != ATTN_OK || (s = attn__make_view(&dq, &C.dq)) != ATTN_OK ||
+        (s = attn__make_view(&dk, &C.dk)) != ATTN_OK || (s = attn__make_view(&dv, &C.dv)) != ATTN_OK) return s;
+    if (desc->workspace) {
+        if (desc->workspace_size < bytes) return ATTN_ERR_WORKSPACE;
+        base = (char *)desc->workspace;
+    } else {
+        if (!(owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
+        base = (char *)owned;
+    }
+    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
+    C.ws = (float *)(void *)base;
+    C.drow = C.ws + C.ws_floats * (size_t)P.n_threads;
+    C.dqp = C.drow + attn__round16((size_t)q.batch * (size_t)q.heads * (size_t)q.seq);
+    C.touched = (unsigned char *)(C.dqp + C.dqp_split * (size_t)C.n_split);
+    C.dbias = desc->dbias;
+    attn__parallel_for(desc, q.batch * C.q_blocks, P.n_threads, attn__bwd_drow_task, &C);
+    attn__parallel_for(desc, C.n_bg * C.n_hg * C.n_split, P.n_threads, attn__bwd_task, &C);
+    attn__parallel_for(desc, q.batch * C.q_blocks + k.batch * C.k_blocks, P.n_threads, attn__bwd_final_task, &C);
+    attn__free(owned);
+    return ATTN_OK;
+}
 
 /* ---------------------------------------------------------------------------------------
    3.9 GEMM (blocked SIMD SGEMM for the layers, caller BLAS hook)

@@ -21,6 +21,7 @@ int main(void) {
     run_family("exact", test_exact);
     run_family("kernels", test_kernels);
     /* backward */
+    run_family("backward", test_backward);
     /* gemm */
     run_family("gemm", test_gemm);
     /* layers */

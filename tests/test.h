@@ -54,6 +54,7 @@ extern size_t t_attn_mallocs;
 void test_exact(void);
 void test_kernels(void);
 /* backward */
+void test_backward(void);
 /* gemm */
 void test_gemm(void);
 /* layers */
