@@ -146,7 +146,14 @@ typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           scratch memory of workspace_size bytes; ask
-                                                attn_workspace_size() for the size needed */
+                                                attn_workspace_size() for the size needed
+   rope             off (ATTN_ROPE_OFF)         rotate q and k in the kernel (RoPE), so K/V
+                                                caches can hold un-rotated keys
+   rope_dim         q.dim                       leading dims rotated (even); the rest pass through
+   rope_base        10000                       theta_i = base^(-2i/rope_dim)
+   rope_scaling     1                           linear position interpolation: pos / scaling
+   rope_pos_q       i + Lk - Lq                 [q.batch][q.seq] query positions
+   rope_pos_k       j (slot in the sequence)    [k.batch][k.seq] key positions */
 typedef struct attn_desc {
     attn_kind kind;
     float scale;
@@ -168,6 +175,12 @@ typedef struct attn_desc {
     size_t workspace_size;
     /* backward / training fields */
     /* generation fields */
+    int rope;                      /* ATTN_ROPE_OFF (0), ATTN_ROPE_INTERLEAVED, ATTN_ROPE_HALF */
+    int rope_dim;                  /* 0: q.dim */
+    float rope_base;               /* 0: 10000 */
+    float rope_scaling;            /* 0: 1 */
+    const int *rope_pos_q;         /* [q.batch][q.seq] or NULL */
+    const int *rope_pos_k;         /* [k.batch][k.seq] (a cache: [batch][capacity]) or NULL */
     /* AMX fields */
 } attn_desc;
 
@@ -223,6 +236,40 @@ typedef struct attn_desc {
     /* -- GEMM (attn_sgemm) -- */ \
     /* -- layers (attn_layer_*) -- */ \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
+    X(ATTN_ERR_ROPE_MODE,             ATTN_CAT_RANGE,       "attn_desc.rope must be ATTN_ROPE_OFF, ATTN_ROPE_INTERLEAVED or ATTN_ROPE_HALF") \
+    X(ATTN_ERR_ROPE_DIM,              ATTN_CAT_RANGE,       "attn_desc.rope_dim must be even and in [0, q.dim]") \
+    X(ATTN_ERR_ROPE_BASE,             ATTN_CAT_RANGE,       "attn_desc.rope_base must be 0 or finite and > 0") \
+    X(ATTN_ERR_ROPE_SCALING,          ATTN_CAT_RANGE,       "attn_desc.rope_scaling must be 0 or finite and > 0") \
+    X(ATTN_ERR_ROPE_X,                ATTN_CAT_NULL,        "attn_rope_apply: x.data is NULL") \
+    X(ATTN_ERR_ROPE_X_SHAPE,          ATTN_CAT_SHAPE,       "attn_rope_apply: x.batch, x.seq, x.heads and x.dim must all be >= 1") \
+    X(ATTN_ERR_ROPE_X_BROADCAST,      ATTN_CAT_SHAPE,       "attn_rope_apply: x must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_KV_NULL,               ATTN_CAT_NULL,        "the attn_kv_cache pointer is NULL") \
+    X(ATTN_ERR_KV_DATA,               ATTN_CAT_NULL,        "attn_kv_cache.k.data or attn_kv_cache.v.data is NULL") \
+    X(ATTN_ERR_KV_LENS,               ATTN_CAT_NULL,        "attn_kv_cache.lens is NULL") \
+    X(ATTN_ERR_KV_DTYPE,              ATTN_CAT_DTYPE,       "attn_kv_cache.k.dtype and .v.dtype must be equal and one of ATTN_F32, ATTN_F16, ATTN_BF16") \
+    X(ATTN_ERR_KV_SHAPE,              ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must have extents >= 1 and equal batch, seq and heads") \
+    X(ATTN_ERR_KV_BROADCAST,          ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_KV_BATCH,              ATTN_CAT_SHAPE,       "attn_kv_cache.batch must be >= 1, and equal k.batch when page_size is 0") \
+    X(ATTN_ERR_KV_PAGE_SIZE,          ATTN_CAT_SHAPE,       "attn_kv_cache.page_size must be 0 (contiguous) or equal k.seq (paged)") \
+    X(ATTN_ERR_KV_BLOCK_TABLE,        ATTN_CAT_NULL,        "attn_kv_cache.block_table is NULL in a paged cache") \
+    X(ATTN_ERR_KV_MAX_PAGES,          ATTN_CAT_RANGE,       "attn_kv_cache.max_pages must be >= 1 in a paged cache") \
+    X(ATTN_ERR_KV_LEN,                ATTN_CAT_RANGE,       "attn_kv_cache.lens[b] must be in [0, capacity]") \
+    X(ATTN_ERR_KV_PAGE_INDEX,         ATTN_CAT_RANGE,       "attn_kv_cache.block_table[b][p] must be in [0, k.batch) for every page in use") \
+    X(ATTN_ERR_KV_NEW_NULL,           ATTN_CAT_NULL,        "attn_kv_append: k_new.data or v_new.data is NULL") \
+    X(ATTN_ERR_KV_NEW_SHAPE,          ATTN_CAT_SHAPE,       "attn_kv_append: k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
+    X(ATTN_ERR_KV_N_NEW,              ATTN_CAT_RANGE,       "attn_kv_append: n_new[b] must be in [0, k_new.seq]") \
+    X(ATTN_ERR_KV_FULL,               ATTN_CAT_RANGE,       "attn_kv_append: lens[b] + n_new[b] exceeds the cache capacity") \
+    X(ATTN_ERR_KV_SEQ,                ATTN_CAT_RANGE,       "attn_kv_evict: seq must be in [0, cache.batch)") \
+    X(ATTN_ERR_KV_EVICT_RANGE,        ATTN_CAT_RANGE,       "attn_kv_evict: start and count must be >= 0 and start + count <= lens[seq]") \
+    X(ATTN_ERR_KV_STREAM,             ATTN_CAT_RANGE,       "attn_kv_append_streaming: sink must be >= 0, recent >= 1 and sink + recent <= capacity") \
+    X(ATTN_ERR_DECODE_LENGTHS,        ATTN_CAT_UNSUPPORTED, "attn_decode: attn_desc.seqlens_k and cu_seqlens_q/_k must be NULL (the cache holds the lengths)") \
+    X(ATTN_ERR_EL_NULL,               ATTN_CAT_NULL,        "attn_el_attention: desc, w, x, h or out is NULL") \
+    X(ATTN_ERR_EL_WEIGHTS,            ATTN_CAT_NULL,        "attn_el_attention: w->wq, w->wk, w->wv and w->wo must not be NULL") \
+    X(ATTN_ERR_EL_SHAPE,              ATTN_CAT_SHAPE,       "attn_el_desc.d_model, heads, batch, beams and src_len must be >= 1") \
+    X(ATTN_ERR_EL_HEADS,              ATTN_CAT_SHAPE,       "attn_el_desc.d_model must be a multiple of heads, heads a multiple of kv_heads") \
+    X(ATTN_ERR_EL_SRC_LENS,           ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
+    X(ATTN_ERR_EL_SCALE,              ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
+    X(ATTN_ERR_EL_N_THREADS,          ATTN_CAT_RANGE,       "attn_el_desc.n_threads must be >= 0") \
     /* -- AMX -- */ \
     X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)")
@@ -293,6 +340,97 @@ typedef struct attn_layer_weights {
 } attn_layer_weights;
 
 /* ---- Generation: KV caches, RoPE, StreamingLLM, EL-attention --------------------------- */
+
+/* RoPE conventions (attn_desc.rope). Pair i (i < rope_dim/2) of a head vector is rotated by
+   angle pos/scaling * base^(-2i/rope_dim): (a, b) -> (a cos - b sin, b cos + a sin).
+     ATTN_ROPE_INTERLEAVED   pairs (x[2i], x[2i+1])           GPT-J, Meta's original Llama
+     ATTN_ROPE_HALF          pairs (x[i], x[i + rope_dim/2])  GPT-NeoX, Hugging Face Llama */
+enum { ATTN_ROPE_OFF = 0, ATTN_ROPE_INTERLEAVED = 1, ATTN_ROPE_HALF = 2 };
+
+/* Rotates x [B, S, H, D] in place by the RoPE configuration in desc (rope, rope_dim,
+   rope_base, rope_scaling; the rope_pos_* fields are not read). positions [B][S] or NULL
+   (position = s). rope == ATTN_ROPE_OFF leaves x as it is. attn_forward/attn_decode with the
+   same desc fields and positions compute exactly this rotation in the kernel. */
+ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const int *positions);
+
+/* A K/V cache for decoding: contiguous (page_size 0) or paged (vLLM's block table).
+     contiguous  k [batch, capacity, kv_heads, D]   v [batch, capacity, kv_heads, Dv]
+     paged       k [n_pages, page_size, kv_heads, D] v [n_pages, page_size, kv_heads, Dv]: the
+                 page pool; sequence b's token t lives on page block_table[b*max_pages +
+                 t/page_size], row t % page_size. capacity = max_pages * page_size.
+   lens[b] (caller memory) is how many tokens sequence b holds; the helpers update it. Any
+   strides (elements) as attn_tensor allows, f32/f16/bf16 (k and v alike). Only the pages
+   covering [0, lens[b]) (and, when appending, the new tokens) are read or validated. */
+typedef struct attn_kv_cache {
+    attn_tensor k, v;
+    int *lens;                   /* [batch] */
+    int batch;                   /* sequences */
+    int page_size;               /* 0: contiguous; else tokens per page (= k.seq) */
+    const int *block_table;      /* paged: [batch][max_pages] */
+    int max_pages;               /* paged: block-table row length */
+} attn_kv_cache;
+
+/* Appends n_new[b] (NULL: k_new.seq) tokens of k_new/v_new [batch, S, kv_heads, D|Dv] (any
+   dtype, converted to the cache's) to each sequence b at lens[b], then lens[b] += n_new[b].
+   All or nothing: on error neither the cache nor lens is written. */
+ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn_tensor v_new, const int *n_new);
+
+/* Tokens sequence seq holds, or -1 if cache/lens is NULL or seq is out of range. */
+ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq);
+
+/* Removes tokens [start, start + count) of sequence seq; later tokens move down (their slot,
+   and so their default RoPE position, drops by count). */
+ATTNDEF attn_status attn_kv_evict(attn_kv_cache *cache, int seq, int start, int count);
+
+/* StreamingLLM's cache policy (StartRecentKVCache): appends like attn_kv_append, but keeps only
+   the first `sink` tokens ever appended and the most recent `recent` ones, evicting the middle;
+   a sequence never holds more than sink + recent tokens. Keys are stored un-rotated: decode
+   with attn_desc.rope set and rope_pos_q/_k NULL, so every key is rotated by its cache slot
+   and the query by its own slot (distances in cache slots, as the reference does). */
+ATTNDEF attn_status attn_kv_append_streaming(attn_kv_cache *cache, int sink, int recent,
+                                             attn_tensor k_new, attn_tensor v_new, const int *n_new);
+
+/* Decoding attention over a cache: q [batch, Sq, Hq, D] holds each sequence's newest Sq
+   tokens (already appended), so query i sits at position lens[b] - Sq + i (seqlens_q[b]
+   instead of Sq when given). Every attn_forward option applies (GQA/MQA, causal, windows,
+   sinks, softcap, ALiBi, bias [B|1, H|1, Sq, capacity], RoPE, threads, workspace) except
+   seqlens_k and cu_seqlens (the cache holds the lengths). Splits long caches across threads
+   (flash-decoding); results are bitwise the same for every thread count.
+     out [batch, Sq, Hq, Dv]    lse [batch, Hq, Sq] or NULL */
+ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                attn_tensor out, float *lse);
+/* Workspace bytes attn_decode needs (for desc->workspace). */
+ATTNDEF attn_status attn_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                               size_t *bytes);
+
+/* EL-attention (Yan et al. 2021): the output of a standard MHA layer (attn_layer_weights,
+   biases optional) for queries x attending to hidden states h, without building per-head K/V
+   and without a K/V cache. Per head i: q_i = x W_i^Q + b_i^Q, expanded query
+   q_i (W_i^K)^T, logits (q_i (W_i^K)^T) . h_j + q_i . b_i^K times scale, P_i h, and
+   out = sum_i ((P_i h) W_i^V + b_i^V) W_i^O + b^O. All beams and heads of a batch entry
+   share h, which is streamed once per call for all of them.
+   field       default     meaning
+   d_model     required    model width (x, h, out rows)
+   heads       required    query heads, d_k = d_model / heads
+   kv_heads    heads       K/V heads (GQA/MQA: wk, wv have kv_heads*d_k columns)
+   batch       required    batch entries (each with its own h)
+   beams       required    queries per batch entry (beams, or several tokens)
+   src_len     required    rows of h per batch entry
+   src_lens    src_len     [batch] valid rows of h (padding after), each >= 1
+   scale       1/sqrt(d_k) logit scale
+   n_threads, parallel, parallel_user: as attn_desc
+     x [batch, beams, d_model]   h [batch, src_len, d_model]   out [batch, beams, d_model], fp32 */
+typedef struct attn_el_desc {
+    int d_model, heads, kv_heads;
+    int batch, beams, src_len;
+    const int *src_lens;
+    float scale;
+    int n_threads;
+    attn_parallel_fn parallel;
+    void *parallel_user;
+} attn_el_desc;
+ATTNDEF attn_status attn_el_attention(const attn_el_desc *desc, const attn_layer_weights *w,
+                                      const float *x, const float *h, float *out);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
@@ -658,7 +796,23 @@ typedef struct attn__problem {
     int bias_batch, bias_heads;
     ptrdiff_t bias_sb, bias_sh, bias_sq;
     int n_threads;
+    /* generation (3.11): in-kernel RoPE (rope 0: off); a paged cache (page_size > 0: the k/v
+       views are the page pool, batch/seq hold the logical batch and key length) */
+    int rope, rope_dim;
+    double rope_base, rope_scaling;
+    const int *rope_pos_q, *rope_pos_k;
+    ptrdiff_t rope_ld_k;                       /* row length of rope_pos_k */
+    const int *block_table;
+    int page_size, max_pages;
 } attn__problem;
+
+/* 3.11 generation: RoPE settings of attn_desc checked / copied into the problem */
+static attn_status attn__check_rope(const attn_desc *d, int dim);
+static void attn__rope_resolve(const attn_desc *d, attn__problem *P, int k_seq);
+/* used by 3.6: rotate an fp32 row in place; load q elements [d0, d0+n) rotated, times mul */
+static void attn__rope_row(const attn__problem *P, float *x, long long pos);
+static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype t, int d0, int n, long long pos,
+                            float *dst, float mul);
 
 static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
                                        const attn_tensor *v, const attn_tensor *out, attn__problem *P) {
@@ -698,6 +852,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->sink_tokens < 0) return ATTN_ERR_SINK_TOKENS;
     if (d->global_tokens < 0) return ATTN_ERR_GLOBAL_TOKENS;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if ((s = attn__check_rope(d, q->dim)) != ATTN_OK) return s;
     varlen = d->cu_seqlens_q || d->cu_seqlens_k;
     if (varlen) {
         if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
@@ -753,6 +908,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     P->cu_q = varlen ? d->cu_seqlens_q : NULL; P->cu_k = varlen ? d->cu_seqlens_k : NULL;
     P->alibi = d->alibi_slopes;
     P->n_threads = attn__resolve_threads(d);
+    attn__rope_resolve(d, P, k->seq);
     return ATTN_OK;
 }
 
@@ -1701,7 +1857,11 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
         for (d = 0; d < D; d += 16) {
             const int m = ATTN__MIN(16, D - d);
             int e;
-            if (r < n) C->isa->load((const char *)attn__at(&P->q, S->tb, T->qrow[r], T->head[r]) + (size_t)d * P->q.esize,
+            if (r < n && P->rope)                  /* in-kernel RoPE (3.11): rotate, then scale */
+                attn__rope_load(P, attn__at(&P->q, S->tb, T->qrow[r], T->head[r]), P->q.dtype, d, m,
+                                P->rope_pos_q ? P->rope_pos_q[(size_t)S->tb * P->q.seq + T->qrow[r]] : (v0 + r) / g + T->shift,
+                                qtmp, P->scale);
+            else if (r < n) C->isa->load((const char *)attn__at(&P->q, S->tb, T->qrow[r], T->head[r]) + (size_t)d * P->q.esize,
                                     P->q.dtype, qtmp, m, P->scale);
             else for (e = 0; e < m; ++e) qtmp[e] = 0.0f;
             for (e = m; e < 16; ++e) qtmp[e] = 0.0f;
@@ -1718,21 +1878,37 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
             memset(T->qt + (size_t)d * ATTN__BQ + T->nlanes, 0, sizeof(float) * (size_t)(ATTN__BQ - T->nlanes));
 }
 
-/* Keys [c0, c0 + nk) of the sequence into tile T. */
+/* K/V row `row` of batch tb, head h: in place, or through the block table of a paged cache. */
+static const char *attn__kv_at(const attn__problem *P, const attn__view *v, int tb, int row, int h) {
+    if (P->page_size) {
+        const ptrdiff_t page = P->block_table[(size_t)tb * (size_t)P->max_pages + (size_t)(row / P->page_size)];
+        return v->data + (ptrdiff_t)v->esize * (page * v->sb + (ptrdiff_t)(row % P->page_size) * v->ss + (ptrdiff_t)h * v->sh);
+    }
+    return (const char *)attn__at(v, tb, row, h);
+}
+/* How many of the n keys from row `row` on are one strided run (a paged cache: same page). */
+static int attn__kv_run(const attn__problem *P, long long row, int n) {
+    return P->page_size ? (int)ATTN__MIN((long long)n, P->page_size - row % P->page_size) : n;
+}
+
+/* Keys [c0, c0 + nk) of the sequence into tile T (one strided run of K/V rows). */
 static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long c0, int nk) {
     const attn__problem *P = C->P;
     const attn__isa *isa = C->isa;
     const int D = P->q.dim, Dv = P->v.dim, n = T->n, g = P->groups;
     const int full = attn__chunk_full(P, T->p0, T->p1, c0, c0 + nk);
-    const char *kp = (const char *)attn__at(&P->k, T->S.tb, T->S.k0 + (int)c0, T->hk);
-    const char *vp = (const char *)attn__at(&P->v, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    const char *kp = attn__kv_at(P, &P->k, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    const char *vp = attn__kv_at(P, &P->v, T->S.tb, T->S.k0 + (int)c0, T->hk);
     float *S = scratch, *kbuf = S + ATTN__BK * ATTN__BQ, *vbuf = kbuf + ATTN__BK * C->geo.ldk;
     const float *K, *V;
     ptrdiff_t ldk, ldv;
     attn__smx X;
     int r, j;
-    if (P->k.dtype == ATTN_F32) {
+    if (P->k.dtype == ATTN_F32 && !P->rope) {
         K = (const float *)kp; ldk = P->k.ss; V = (const float *)vp; ldv = P->v.ss;
+    } else if (P->k.dtype == ATTN_F32) {            /* in-kernel RoPE: rotated copy of K */
+        for (j = 0; j < nk; ++j) isa->load(kp + (ptrdiff_t)j * P->k.ss * 4, ATTN_F32, kbuf + (size_t)j * C->geo.ldk, D, 1.0f);
+        K = kbuf; ldk = (ptrdiff_t)C->geo.ldk; V = (const float *)vp; ldv = P->v.ss;
     } else {                                        /* f16/bf16: convert once for all rows */
         const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
         for (j = 0; j < nk; ++j) {
@@ -1741,6 +1917,12 @@ static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scrat
         }
         K = kbuf; ldk = (ptrdiff_t)C->geo.ldk; V = vbuf; ldv = (ptrdiff_t)C->geo.ldv;
     }
+    if (P->rope)                                    /* keys at their positions (3.11) */
+        for (j = 0; j < nk; ++j) {
+            const int kr = T->S.k0 + (int)c0 + j;
+            attn__rope_row(P, kbuf + (size_t)j * C->geo.ldk,
+                           P->rope_pos_k ? P->rope_pos_k[(size_t)T->S.tb * (size_t)P->rope_ld_k + (size_t)kr] : c0 + j);
+        }
     if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
     else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
 
@@ -1781,11 +1963,11 @@ static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scrat
 static void attn__tile_keys(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long klo, long long khi) {
     const attn__problem *P = C->P;
     long long ranges[2][2], c0;
-    int ri, n_ranges = attn__key_ranges(P, T->p0, T->p1, T->S.Lk, ranges);
+    int ri, nk, n_ranges = attn__key_ranges(P, T->p0, T->p1, T->S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        for (c0 = a; c0 < b; c0 += ATTN__BK) {
-            const int nk = (int)ATTN__MIN((long long)ATTN__BK, b - c0);
+        for (c0 = a; c0 < b; c0 += nk) {
+            nk = attn__kv_run(P, T->S.k0 + c0, (int)ATTN__MIN((long long)ATTN__BK, b - c0));
             attn__tile_chunk(C, T, scratch, c0, nk);
         }
     }
@@ -1854,7 +2036,7 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
     const int g = P->groups, Hk = P->k.heads;
     attn__seq S;
     long long klo, khi, ranges[2][2], c0;
-    int hk, ri, n_ranges, v, n;
+    int hk, ri, n_ranges, v, n, nk;
     if (!attn__seq_of_row(P, tb, 0, &S)) S.Lq = 0;
     n = S.Lq * g;                                   /* rows past Lq are padding: zeros */
     if (split == 0)
@@ -1869,8 +2051,8 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
     n_ranges = attn__key_ranges(P, (long long)S.Lk - S.Lq, (long long)S.Lk - 1, S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        for (c0 = a; c0 < b; c0 += ATTN__BK_DECODE) {
-            const int nk = (int)ATTN__MIN((long long)ATTN__BK_DECODE, b - c0);
+        for (c0 = a; c0 < b; c0 += nk) {
+            nk = attn__kv_run(P, S.k0 + c0, (int)ATTN__MIN((long long)ATTN__BK_DECODE, b - c0));
             for (hk = 0; hk < Hk; ++hk) attn__tile_chunk(C, attn__decode_tile(C, ws, hk), ws, c0, nk);
         }
     }
@@ -2076,6 +2258,591 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
 /* ---------------------------------------------------------------------------------------
    3.11 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention
    --------------------------------------------------------------------------------------- */
+
+/* --- RoPE ------------------------------------------------------------------------------ */
+static attn_status attn__check_rope(const attn_desc *d, int dim) {
+    if (d->rope != ATTN_ROPE_OFF && d->rope != ATTN_ROPE_INTERLEAVED && d->rope != ATTN_ROPE_HALF) return ATTN_ERR_ROPE_MODE;
+    if (d->rope == ATTN_ROPE_OFF) return ATTN_OK;
+    if (d->rope_dim < 0 || d->rope_dim > dim || d->rope_dim % 2 != 0) return ATTN_ERR_ROPE_DIM;
+    if (!isfinite(d->rope_base) || d->rope_base < 0.0f) return ATTN_ERR_ROPE_BASE;
+    if (!isfinite(d->rope_scaling) || d->rope_scaling < 0.0f) return ATTN_ERR_ROPE_SCALING;
+    return ATTN_OK;
+}
+static void attn__rope_resolve(const attn_desc *d, attn__problem *P, int k_seq) {
+    P->rope = d->rope;
+    P->rope_dim = d->rope_dim ? d->rope_dim : P->q.dim - P->q.dim % 2;
+    P->rope_base = d->rope_base != 0.0f ? (double)d->rope_base : 10000.0;
+    P->rope_scaling = d->rope_scaling != 0.0f ? (double)d->rope_scaling : 1.0;
+    P->rope_pos_q = d->rope_pos_q; P->rope_pos_k = d->rope_pos_k;
+    P->rope_ld_k = k_seq;
+}
+/* cos and sin of pair i at position pos, in double, rounded once */
+static void attn__rope_cs(const attn__problem *P, long long pos, int i, float *c, float *s) {
+    const double th = (double)pos / P->rope_scaling * pow(P->rope_base, -2.0 * (double)i / (double)P->rope_dim);
+    *c = (float)cos(th); *s = (float)sin(th);
+}
+static void attn__rope_row(const attn__problem *P, float *x, long long pos) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    int i;
+    for (i = 0; i < half; ++i) {
+        const int ia = il ? 2 * i : i, ib = il ? 2 * i + 1 : i + half;
+        const float a = x[ia], b = x[ib];
+        float c, s;
+        attn__rope_cs(P, pos, i, &c, &s);
+        x[ia] = a * c - b * s;
+        x[ib] = b * c + a * s;
+    }
+}
+/* elements [d0, d0 + n) of a stored row, rotated as attn__rope_row would, times mul */
+static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype t, int d0, int n, long long pos,
+                            float *dst, float mul) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    const size_t es = attn__dtype_size(t);
+    int e;
+    for (e = d0; e < d0 + n; ++e) {
+        float x, y, c, s, v;
+        attn__load_row((const char *)row + (size_t)e * es, t, &x, 1, 1.0f);
+        if (e >= P->rope_dim) { dst[e - d0] = x * mul; continue; }
+        {
+            const int i = il ? e / 2 : (e < half ? e : e - half);
+            const int first = il ? e % 2 == 0 : e < half;
+            const int partner = il ? (first ? e + 1 : e - 1) : (first ? e + half : e - half);
+            attn__load_row((const char *)row + (size_t)partner * es, t, &y, 1, 1.0f);
+            attn__rope_cs(P, pos, i, &c, &s);
+            if (first) v = x * c - y * s;            /* a = x, b = y */
+            else v = x * c + y * s;                  /* b = x, a = y */
+        }
+        dst[e - d0] = v * mul;
+    }
+}
+
+static int attn__out_bcast(const attn_tensor *t) {
+    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
+           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) ||
+            (t->heads > 1 && t->stride_head == 0));
+}
+
+ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const int *positions) {
+    attn__problem P;
+    attn_status s;
+    float *buf;
+    int b, t, h;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if (!x.data) return ATTN_ERR_ROPE_X;
+    if (!attn__dtype_ok(x.dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(&x)) return ATTN_ERR_ROPE_X_SHAPE;
+    if (attn__out_bcast(&x)) return ATTN_ERR_ROPE_X_BROADCAST;
+    if ((s = attn__check_rope(desc, x.dim)) != ATTN_OK) return s;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__make_view(&x, &P.q)) != ATTN_OK) return s;
+    if (desc->rope == ATTN_ROPE_OFF) return ATTN_OK;
+    attn__rope_resolve(desc, &P, x.seq);
+    if (!(buf = (float *)attn__alloc(sizeof(float) * (size_t)x.dim))) return ATTN_ERR_OUT_OF_MEMORY;
+    for (b = 0; b < x.batch; ++b)
+        for (t = 0; t < x.seq; ++t)
+            for (h = 0; h < x.heads; ++h) {
+                void *row = attn__at(&P.q, b, t, h);
+                attn__load_row(row, x.dtype, buf, P.rope_dim, 1.0f);
+                attn__rope_row(&P, buf, positions ? positions[(size_t)b * (size_t)x.seq + (size_t)t] : t);
+                attn__store_row(row, x.dtype, buf, P.rope_dim, 1.0f);
+            }
+    attn__free(buf);
+    return ATTN_OK;
+}
+
+/* --- KV caches -------------------------------------------------------------------------- */
+typedef struct attn__cache {
+    attn__view k, v;           /* the storage: [batch|n_pages, capacity|page_size, heads, dim] */
+    int capacity;
+} attn__cache;
+
+/* Pages covering tokens [0, n) of sequence b all in the pool. */
+static int attn__pages_ok(const attn_kv_cache *c, int b, long long n) {
+    long long p, np;
+    if (!c->page_size) return 1;
+    np = (n + c->page_size - 1) / c->page_size;
+    for (p = 0; p < np; ++p) {
+        const int pg = c->block_table[(size_t)b * (size_t)c->max_pages + (size_t)p];
+        if (pg < 0 || pg >= c->k.batch) return 0;
+    }
+    return 1;
+}
+
+static attn_status attn__check_cache(const attn_kv_cache *c, attn__cache *R) {
+    attn_status s;
+    int b;
+    if (!c) return ATTN_ERR_KV_NULL;
+    if (!c->k.data || !c->v.data) return ATTN_ERR_KV_DATA;
+    if (!c->lens) return ATTN_ERR_KV_LENS;
+    if (!attn__dtype_ok(c->k.dtype) || c->v.dtype != c->k.dtype) return ATTN_ERR_KV_DTYPE;
+    if (!attn__shape_ok(&c->k) || !attn__shape_ok(&c->v) || c->k.batch != c->v.batch || c->k.seq != c->v.seq ||
+        c->k.heads != c->v.heads) return ATTN_ERR_KV_SHAPE;
+    if (attn__out_bcast(&c->k) || attn__out_bcast(&c->v)) return ATTN_ERR_KV_BROADCAST;
+    if (c->batch < 1 || (c->page_size == 0 && c->batch != c->k.batch)) return ATTN_ERR_KV_BATCH;
+    if (c->page_size < 0 || (c->page_size > 0 && c->page_size != c->k.seq)) return ATTN_ERR_KV_PAGE_SIZE;
+    if (c->page_size) {
+        size_t n;
+        if (!c->block_table) return ATTN_ERR_KV_BLOCK_TABLE;
+        if (c->max_pages < 1) return ATTN_ERR_KV_MAX_PAGES;
+        if (!attn__mul_size((size_t)c->max_pages, (size_t)c->page_size, &n) || n > (size_t)INT_MAX ||
+            !attn__mul_size((size_t)c->max_pages, (size_t)c->batch, &n) || n > (size_t)PTRDIFF_MAX / sizeof(int))
+            return ATTN_ERR_OVERFLOW;
+        R->capacity = c->max_pages * c->page_size;
+    } else {
+        R->capacity = c->k.seq;
+    }
+    if ((s = attn__make_view(&c->k, &R->k)) != ATTN_OK || (s = attn__make_view(&c->v, &R->v)) != ATTN_OK) return s;
+    if (!attn__lengths_ok(c->lens, c->batch, R->capacity)) return ATTN_ERR_KV_LEN;
+    for (b = 0; b < c->batch; ++b)
+        if (!attn__pages_ok(c, b, c->lens[b])) return ATTN_ERR_KV_PAGE_INDEX;
+    return ATTN_OK;
+}
+
+/* Address of token t of sequence b, head h, in cache view v. */
+static char *attn__cache_at(const attn_kv_cache *c, const attn__view *v, int b, int t, int h) {
+    if (c->page_size) {
+        const ptrdiff_t pg = c->block_table[(size_t)b * (size_t)c->max_pages + (size_t)(t / c->page_size)];
+        return v->data + (ptrdiff_t)v->esize * (pg * v->sb + (ptrdiff_t)(t % c->page_size) * v->ss + (ptrdiff_t)h * v->sh);
+    }
+    return (char *)attn__at(v, b, t, h);
+}
+
+/* One row of n elements from src (type ts) to dst (type td): bytes when the types match. */
+static void attn__copy_row(void *dst, attn_dtype td, const void *src, attn_dtype ts, int n) {
+    float tmp[64];
+    int d;
+    if (td == ts) { memmove(dst, src, (size_t)n * attn__dtype_size(td)); return; }
+    for (d = 0; d < n; d += 64) {
+        const int m = ATTN__MIN(64, n - d);
+        attn__load_row((const char *)src + (size_t)d * attn__dtype_size(ts), ts, tmp, m, 1.0f);
+        attn__store_row((char *)dst + (size_t)d * attn__dtype_size(td), td, tmp, m, 1.0f);
+    }
+}
+
+/* k_new/v_new checked against the cache; views in kn, vn. */
+static attn_status attn__check_new(const attn_kv_cache *c, const attn_tensor *k, const attn_tensor *v, const int *n_new,
+                                   attn__view *kn, attn__view *vn) {
+    attn_status s;
+    int b;
+    if (!k->data || !v->data) return ATTN_ERR_KV_NEW_NULL;
+    if (!attn__dtype_ok(k->dtype) || !attn__dtype_ok(v->dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(k) || !attn__shape_ok(v) || k->batch != c->batch || v->batch != c->batch || k->seq != v->seq ||
+        k->heads != c->k.heads || v->heads != c->k.heads || k->dim != c->k.dim || v->dim != c->v.dim)
+        return ATTN_ERR_KV_NEW_SHAPE;
+    if ((s = attn__make_view(k, kn)) != ATTN_OK || (s = attn__make_view(v, vn)) != ATTN_OK) return s;
+    if (n_new)
+        for (b = 0; b < c->batch; ++b) if (n_new[b] < 0 || n_new[b] > k->seq) return ATTN_ERR_KV_N_NEW;
+    return ATTN_OK;
+}
+
+/* Token i of the new tensors into slot t of sequence b. */
+static void attn__kv_put(const attn_kv_cache *c, const attn__cache *R, const attn__view *kn, const attn__view *vn,
+                         int b, int i, int t) {
+    int h;
+    for (h = 0; h < c->k.heads; ++h) {
+        attn__copy_row(attn__cache_at(c, &R->k, b, t, h), R->k.dtype, attn__at(kn, b, i, h), kn->dtype, R->k.dim);
+        attn__copy_row(attn__cache_at(c, &R->v, b, t, h), R->v.dtype, attn__at(vn, b, i, h), vn->dtype, R->v.dim);
+    }
+}
+/* Slots [start + count, lens[b]) of sequence b move down by count. */
+static void attn__kv_shift(const attn_kv_cache *c, const attn__cache *R, int b, int start, int count) {
+    int t, h;
+    if (count == 0) return;
+    for (t = start + count; t < c->lens[b]; ++t)
+        for (h = 0; h < c->k.heads; ++h) {
+            memmove(attn__cache_at(c, &R->k, b, t - count, h), attn__cache_at(c, &R->k, b, t, h), R->k.esize * (size_t)R->k.dim);
+            memmove(attn__cache_at(c, &R->v, b, t - count, h), attn__cache_at(c, &R->v, b, t, h), R->v.esize * (size_t)R->v.dim);
+        }
+    c->lens[b] -= count;
+}
+
+ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn_tensor v_new, const int *n_new) {
+    attn__cache R;
+    attn__view kn, vn;
+    attn_status s;
+    int b, i;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if ((s = attn__check_new(cache, &k_new, &v_new, n_new, &kn, &vn)) != ATTN_OK) return s;
+    for (b = 0; b < cache->batch; ++b) {
+        const long long n = n_new ? n_new[b] : k_new.seq;
+        if (cache->lens[b] + n > R.capacity) return ATTN_ERR_KV_FULL;
+        if (!attn__pages_ok(cache, b, cache->lens[b] + n)) return ATTN_ERR_KV_PAGE_INDEX;
+    }
+    for (b = 0; b < cache->batch; ++b) {
+        const int n = n_new ? n_new[b] : k_new.seq;
+        for (i = 0; i < n; ++i) attn__kv_put(cache, &R, &kn, &vn, b, i, cache->lens[b] + i);
+        cache->lens[b] += n;
+    }
+    return ATTN_OK;
+}
+
+ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq) {
+    if (!cache || !cache->lens || seq < 0 || seq >= cache->batch) return -1;
+    return cache->lens[seq];
+}
+
+ATTNDEF attn_status attn_kv_evict(attn_kv_cache *cache, int seq, int start, int count) {
+    attn__cache R;
+    attn_status s;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if (seq < 0 || seq >= cache->batch) return ATTN_ERR_KV_SEQ;
+    if (start < 0 || count < 0 || (long long)start + count > cache->lens[seq]) return ATTN_ERR_KV_EVICT_RANGE;
+    attn__kv_shift(cache, &R, seq, start, count);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_kv_append_streaming(attn_kv_cache *cache, int sink, int recent,
+                                             attn_tensor k_new, attn_tensor v_new, const int *n_new) {
+    attn__cache R;
+    attn__view kn, vn;
+    attn_status s;
+    int b, i;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if (sink < 0 || recent < 1 || (long long)sink + recent > R.capacity) return ATTN_ERR_KV_STREAM;
+    if ((s = attn__check_new(cache, &k_new, &v_new, n_new, &kn, &vn)) != ATTN_OK) return s;
+    for (b = 0; b < cache->batch; ++b) {
+        const long long m = (long long)cache->lens[b] + (n_new ? n_new[b] : k_new.seq);
+        if (!attn__pages_ok(cache, b, ATTN__MIN(m, (long long)sink + recent))) return ATTN_ERR_KV_PAGE_INDEX;
+    }
+    for (b = 0; b < cache->batch; ++b) {
+        /* the stream so far is slots [0, l0) then the n new tokens: M in all. Keep stream
+           indices [0, sink) and [M - recent, M); the cache already holds the policy's set. */
+        const int l0 = cache->lens[b], n = n_new ? n_new[b] : k_new.seq;
+        const long long M = (long long)l0 + n, r0 = M - recent;
+        if (M <= (long long)sink + recent) {
+            for (i = 0; i < n; ++i) attn__kv_put(cache, &R, &kn, &vn, b, i, l0 + i);
+            cache->lens[b] = (int)M;
+            continue;
+        }
+        if (l0 > sink) {                                  /* old slots [sink, min(l0, r0)) go */
+            const int e1 = (int)ATTN__MIN((long long)l0, r0);
+            if (e1 > sink) attn__kv_shift(cache, &R, b, sink, e1 - sink);
+        }
+        for (i = 0; i < n; ++i)                           /* new sinks, then the new recent ones */
+            if ((long long)l0 + i < sink || (long long)l0 + i >= r0) attn__kv_put(cache, &R, &kn, &vn, b, i, cache->lens[b]++);
+    }
+    return ATTN_OK;
+}
+
+/* --- decoding over a cache ------------------------------------------------------------- */
+static attn_status attn__decode_setup(const attn_desc *d, attn_tensor *q, const attn_kv_cache *c, attn_tensor *out,
+                                      attn__problem *P) {
+    attn__cache R;
+    attn_tensor kt, vt;
+    attn_desc dd;
+    attn_status s;
+    int b, mx = 1;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if ((s = attn__check_cache(c, &R)) != ATTN_OK) return s;
+    if (d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_DECODE_LENGTHS;
+    dd = *d; dd.seqlens_k = c->lens;
+    kt = c->k; vt = c->v;
+    if (c->page_size) {   /* the logical [batch, capacity] view, for the shape checks only */
+        kt.batch = vt.batch = c->batch; kt.seq = vt.seq = R.capacity;
+        kt.stride_batch = 0; kt.stride_seq = R.k.ss; kt.stride_head = R.k.sh;
+        vt.stride_batch = 0; vt.stride_seq = R.v.ss; vt.stride_head = R.v.sh;
+    }
+    if ((s = attn__check_forward(&dd, q, &kt, &vt, out, P)) != ATTN_OK) return s;
+    for (b = 0; b < c->batch; ++b) mx = ATTN__MAX(mx, c->lens[b]);
+    P->k = R.k; P->v = R.v;
+    P->k.batch = P->v.batch = c->batch;
+    P->k.seq = P->v.seq = mx;          /* the split plan follows the longest sequence */
+    P->rope_ld_k = R.capacity;
+    if (c->page_size) { P->page_size = c->page_size; P->block_table = c->block_table; P->max_pages = c->max_pages; }
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                               size_t *bytes) {
+    attn__problem P;
+    attn__fwd_ctx C;
+    attn_status s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__decode_setup(desc, &q, cache, NULL, &P)) != ATTN_OK) return s;
+    return attn__fwd_plan(&P, attn__pick_isa(), &C, bytes);
+}
+
+ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                attn_tensor out, float *lse) {
+    attn__problem P;
+    attn__fwd_ctx C;
+    size_t bytes;
+    void *owned = NULL;
+    char *base;
+    attn_status s;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__decode_setup(desc, &q, cache, &out, &P)) != ATTN_OK) return s;
+    P.lse = lse;
+    if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, &bytes)) != ATTN_OK) return s;
+    if (desc->workspace) {
+        if (desc->workspace_size < bytes) return ATTN_ERR_WORKSPACE;
+        base = (char *)desc->workspace;
+    } else {
+        if (!(owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
+        base = (char *)owned;
+    }
+    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
+    C.ws = (float *)(void *)base;
+    C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
+    attn__parallel_for(desc, (C.decode ? q.batch : C.n_units) * C.n_splits, P.n_threads, attn__fwd_task, &C);
+    if (C.n_splits > 1) attn__parallel_for(desc, C.n_units, P.n_threads, attn__fwd_merge_task, &C);
+    attn__free(owned);
+    return ATTN_OK;
+}
+
+/* --- EL-attention ---------------------------------------------------------------------- */
+/* Small private GEMM-like loops (M = batch x beams rows: weight-bandwidth bound), written so
+   the compiler vectorises the contiguous inner loops. TODO(lead): route to attn__sgemm. */
+#define ATTN__EL_BJ 16       /* rows of h per block: streamed once for every beam and head */
+#define ATTN__EL_NB 64       /* weight columns per task */
+
+/* C[m][n0..n1) = bias + sum_k A[m][k] B[k][n], m < M; each weight row is read once for all M */
+static void attn__el_gemm_cols(int M, int K, const float *A, size_t lda, const float *B, size_t ldb,
+                               const float *bias, float *C, size_t ldc, int n0, int n1) {
+    int m, k, n;
+    for (m = 0; m < M; ++m) {
+        float *c = C + (size_t)m * ldc;
+        for (n = n0; n < n1; ++n) c[n] = bias ? bias[n] : 0.0f;
+    }
+    for (k = 0; k < K; ++k) {
+        const float *b = B + (size_t)k * ldb;
+        for (m = 0; m < M; ++m) {
+            const float a = A[(size_t)m * lda + k];
+            float *c = C + (size_t)m * ldc;
+            for (n = n0; n < n1; ++n) c[n] += a * b[n];
+        }
+    }
+}
+
+/* dot products of a with b0..b3 (n each): 16 independent lanes per product */
+static void attn__el_dot4(const float *a, const float *b0, const float *b1, const float *b2, const float *b3, int n,
+                          float *out) {
+    float s0[16], s1[16], s2[16], s3[16];
+    int i, e;
+    for (e = 0; e < 16; ++e) s0[e] = s1[e] = s2[e] = s3[e] = 0.0f;
+    for (i = 0; i + 16 <= n; i += 16)
+        for (e = 0; e < 16; ++e) {
+            const float x = a[i + e];
+            s0[e] += x * b0[i + e]; s1[e] += x * b1[i + e]; s2[e] += x * b2[i + e]; s3[e] += x * b3[i + e];
+        }
+    for (e = 0; i + e < n; ++e) {
+        const float x = a[i + e];
+        s0[e] += x * b0[i + e]; s1[e] += x * b1[i + e]; s2[e] += x * b2[i + e]; s3[e] += x * b3[i + e];
+    }
+    for (e = 1; e < 16; ++e) { s0[0] += s0[e]; s1[0] += s1[e]; s2[0] += s2[e]; s3[0] += s3[e]; }
+    out[0] = s0[0]; out[1] = s1[0]; out[2] = s2[0]; out[3] = s3[0];
+}
+
+typedef struct attn__el_ctx {
+    const attn_el_desc *d;
+    const attn_layer_weights *w;
+    const float *x, *h;
+    float *out;
+    int dm, H, Hk, g, dk, nq, R, splits, split_rows;   /* nq = batch*beams queries, R = beams*heads */
+    float scale;
+    float *q;          /* [nq][H*dk] */
+    float *eq;         /* [batch][R][dm] expanded queries, scale folded in */
+    float *cst;        /* [batch][R] scale * q_i . bk_i */
+    float *part;       /* [batch][splits][R][dm + 2] acc, m, l */
+    float *o;          /* [nq][H*dk] per-head outputs (before W^O) */
+} attn__el_ctx;
+
+static void attn__el_q_task(void *vc, int t, int thread) {        /* q = x W^Q + b^Q */
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int N = C->H * C->dk, n0 = t * ATTN__EL_NB, n1 = ATTN__MIN(N, n0 + ATTN__EL_NB);
+    (void)thread;
+    attn__el_gemm_cols(C->nq, C->dm, C->x, (size_t)C->dm, C->w->wq, (size_t)N, C->w->bq, C->q, (size_t)N, n0, n1);
+}
+
+/* expanded queries, rows c of W^K [c0, c1): eq[b][beam*H + i][c] = scale * q_i . W^K[c][head i's KV cols] */
+static void attn__el_eq_task(void *vc, int t, int thread) {
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int c0 = t * ATTN__EL_NB, c1 = ATTN__MIN(C->dm, c0 + ATTN__EL_NB), Nk = C->Hk * C->dk, N = C->H * C->dk;
+    const int beams = C->d->beams;
+    int c, qi, i;
+    (void)thread;
+    for (c = c0; c < c1; c += 4) {
+        const float *wr[4];
+        int u;
+        for (u = 0; u < 4; ++u) wr[u] = C->w->wk + (size_t)ATTN__MIN(c + u, c1 - 1) * Nk;
+        for (qi = 0; qi < C->nq; ++qi)
+            for (i = 0; i < C->H; ++i) {
+                const int kc = (i / C->g) * C->dk;
+                float dots[4];
+                float *e = C->eq + ((size_t)(qi / beams) * C->R + (size_t)(qi % beams) * C->H + i) * C->dm;
+                attn__el_dot4(C->q + (size_t)qi * N + (size_t)i * C->dk, wr[0] + kc, wr[1] + kc, wr[2] + kc, wr[3] + kc,
+                              C->dk, dots);
+                for (u = 0; u < 4 && c + u < c1; ++u) e[c + u] = dots[u] * C->scale;
+            }
+    }
+}
+
+/* attention of every beam and head of batch entry b over one split of h's rows: online
+   softmax, h read once in blocks of ATTN__EL_BJ rows for all R queries */
+static void attn__el_att_task(void *vc, int t, int thread) {
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int b = t / C->splits, sp = t % C->splits, dm = C->dm, R = C->R;
+    const int Lb = C->d->src_lens ? C->d->src_lens[b] : C->d->src_len;
+    const int j0 = sp * C->split_rows, j1 = ATTN__MIN(Lb, j0 + C->split_rows);
+    const float *hb = C->h + (size_t)b * C->d->src_len * dm;
+    const size_t prow = (size_t)dm + 2;
+    float *part = C->part + ((size_t)b * C->splits + sp) * R * prow;
+    int r, j, jb, c;
+    (void)thread;
+    for (r = 0; r < R; ++r) {
+        float *pr = part + (size_t)r * prow;
+        for (c = 0; c < dm; ++c) pr[c] = 0.0f;
+        pr[dm] = -INFINITY; pr[dm + 1] = 0.0f;
+    }
+    for (jb = j0; jb < j1; jb += ATTN__EL_BJ) {
+        const int nb = ATTN__MIN(ATTN__EL_BJ, j1 - jb);
+        for (r = 0; r < R; ++r) {
+            const float *e = C->eq + ((size_t)b * R + r) * dm, cr = C->cst[(size_t)b * R + r];
+            float *pr = part + (size_t)r * prow, s[ATTN__EL_BJ], mx = pr[dm], alpha, sum = 0.0f;
+            for (j = 0; j < nb; j += 4) {
+                const float *h0 = hb + (size_t)(jb + j) * dm;
+                const float *h1 = hb + (size_t)(jb + ATTN__MIN(j + 1, nb - 1)) * dm;
+                const float *h2 = hb + (size_t)(jb + ATTN__MIN(j + 2, nb - 1)) * dm;
+                const float *h3 = hb + (size_t)(jb + ATTN__MIN(j + 3, nb - 1)) * dm;
+                float dots[4];
+                int u;
+                attn__el_dot4(e, h0, h1, h2, h3, dm, dots);
+                for (u = 0; u < 4 && j + u < nb; ++u) s[j + u] = dots[u] + cr;
+            }
+            for (j = 0; j < nb; ++j) mx = ATTN__MAX(mx, s[j]);
+            alpha = expf(pr[dm] - mx);                        /* exp(-inf) = 0 on the first block */
+            for (j = 0; j < nb; ++j) { s[j] = expf(s[j] - mx); sum += s[j]; }
+            pr[dm] = mx; pr[dm + 1] = pr[dm + 1] * alpha + sum;
+            for (j = 0; j < nb; j += 4) {                     /* acc = alpha acc + sum_j p_j h_j */
+                const float p0 = s[j], p1 = j + 1 < nb ? s[j + 1] : 0.0f, p2 = j + 2 < nb ? s[j + 2] : 0.0f,
+                            p3 = j + 3 < nb ? s[j + 3] : 0.0f, a = j == 0 ? alpha : 1.0f;
+                const float *h0 = hb + (size_t)(jb + j) * dm;
+                const float *h1 = hb + (size_t)(jb + ATTN__MIN(j + 1, nb - 1)) * dm;
+                const float *h2 = hb + (size_t)(jb + ATTN__MIN(j + 2, nb - 1)) * dm;
+                const float *h3 = hb + (size_t)(jb + ATTN__MIN(j + 3, nb - 1)) * dm;
+                for (c = 0; c < dm; ++c) pr[c] = pr[c] * a + p0 * h0[c] + p1 * h1[c] + p2 * h2[c] + p3 * h3[c];
+            }
+        }
+    }
+}
+
+/* merge the splits of batch entry b, then o = (P_i h) W_i^V + b_i^V for every beam and head */
+static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) */
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int b = t / C->R, r = t % C->R, dm = C->dm;
+    const size_t prow = (size_t)dm + 2;
+    float mx = -INFINITY, l = 0.0f, *dst;
+    int sp, c;
+    (void)thread;
+    for (sp = 0; sp < C->splits; ++sp)
+        mx = ATTN__MAX(mx, C->part[(((size_t)b * C->splits + sp) * C->R + r) * prow + dm]);
+    /* merged into split 0's slot: read every split before writing the element */
+    dst = C->part + ((size_t)b * C->splits * C->R + r) * prow;
+    for (sp = 0; sp < C->splits; ++sp) {
+        const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow;
+        l += pr[dm] == -INFINITY ? 0.0f : expf(pr[dm] - mx) * pr[dm + 1];
+    }
+    for (c = 0; c < dm; ++c) {
+        float a = 0.0f;
+        for (sp = 0; sp < C->splits; ++sp) {
+            const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow;
+            if (pr[dm] != -INFINITY) a += expf(pr[dm] - mx) * pr[c];
+        }
+        dst[c] = a / l;
+    }
+}
+
+/* o[q][i*dk + t] = b^V + sum_c ctx[q, i][c] W^V[c][kv(i)*dk + t], one task per head */
+static void attn__el_v_task(void *vc, int i, int thread) {
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int dm = C->dm, dk = C->dk, Nk = C->Hk * dk, N = C->H * dk, beams = C->d->beams, kc = (i / C->g) * dk;
+    const size_t prow = (size_t)dm + 2;
+    int qi, c, u;
+    (void)thread;
+    for (qi = 0; qi < C->nq; ++qi) {
+        float *o = C->o + (size_t)qi * N + (size_t)i * dk;
+        for (u = 0; u < dk; ++u) o[u] = C->w->bv ? C->w->bv[kc + u] : 0.0f;
+    }
+    for (c = 0; c < dm; ++c) {
+        const float *wv = C->w->wv + (size_t)c * Nk + kc;
+        for (qi = 0; qi < C->nq; ++qi) {
+            const int b = qi / beams;
+            const float a = C->part[((size_t)b * C->splits * C->R + (size_t)(qi % beams) * C->H + i) * prow + c];
+            float *o = C->o + (size_t)qi * N + (size_t)i * dk;
+            for (u = 0; u < dk; ++u) o[u] += a * wv[u];
+        }
+    }
+}
+
+static void attn__el_out_task(void *vc, int t, int thread) {      /* out = o W^O + b^O */
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int n0 = t * ATTN__EL_NB, n1 = ATTN__MIN(C->dm, n0 + ATTN__EL_NB), N = C->H * C->dk;
+    (void)thread;
+    attn__el_gemm_cols(C->nq, N, C->o, (size_t)N, C->w->wo, (size_t)C->dm, C->w->bo, C->out, (size_t)C->dm, n0, n1);
+}
+
+ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_weights *w,
+                                      const float *x, const float *h, float *out) {
+    attn__el_ctx C;
+    attn_desc pd;
+    size_t nq, n_q, n_eq, n_cst, n_part, n_o, total, t;
+    void *mem;
+    int b, r, i, nt;
+    if (!d || !w || !x || !h || !out) return ATTN_ERR_EL_NULL;
+    if (!w->wq || !w->wk || !w->wv || !w->wo) return ATTN_ERR_EL_WEIGHTS;
+    if (d->d_model < 1 || d->heads < 1 || d->batch < 1 || d->beams < 1 || d->src_len < 1) return ATTN_ERR_EL_SHAPE;
+    if (d->kv_heads < 0 || d->d_model % d->heads != 0 || d->heads % (d->kv_heads ? d->kv_heads : d->heads) != 0)
+        return ATTN_ERR_EL_HEADS;
+    if (!isfinite(d->scale)) return ATTN_ERR_EL_SCALE;
+    if (d->n_threads < 0) return ATTN_ERR_EL_N_THREADS;
+    if (d->src_lens)
+        for (b = 0; b < d->batch; ++b) if (d->src_lens[b] < 1 || d->src_lens[b] > d->src_len) return ATTN_ERR_EL_SRC_LENS;
+    memset(&C, 0, sizeof C);
+    C.d = d; C.w = w; C.x = x; C.h = h; C.out = out;
+    C.dm = d->d_model; C.H = d->heads; C.Hk = d->kv_heads ? d->kv_heads : d->heads; C.g = C.H / C.Hk;
+    C.dk = C.dm / C.H;
+    C.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)C.dk);
+    /* h streams once per split; enough splits to feed 16 tasks, at least 64 rows each */
+    C.splits = (int)ATTN__MAX(1, ATTN__MIN((16 + d->batch - 1) / d->batch, (d->src_len + 63) / 64));
+    C.split_rows = (d->src_len + C.splits - 1) / C.splits;
+    if (!attn__mul_size((size_t)d->batch, (size_t)d->beams, &nq) || nq > INT_MAX ||
+        !attn__mul_size((size_t)d->beams, (size_t)d->heads, &t) || t > INT_MAX ||
+        !attn__mul_size(nq * (size_t)C.H, (size_t)C.dm, &n_eq) ||
+        !attn__mul_size((size_t)d->src_len, (size_t)C.dm, &t) || !attn__mul_size(t, (size_t)d->batch, &t) ||
+        t > (size_t)PTRDIFF_MAX / sizeof(float) ||
+        !attn__mul_size(nq, (size_t)C.dm, &n_q) || !attn__mul_size(nq * (size_t)C.H, (size_t)C.splits, &n_part) ||
+        !attn__mul_size(n_part, (size_t)C.dm + 2, &n_part) || nq * (size_t)C.H > (size_t)INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    C.nq = (int)nq; C.R = d->beams * d->heads;
+    n_cst = nq * (size_t)C.H; n_o = n_q;
+    total = n_q + n_eq + n_cst + n_part + n_o + 5 * 16;
+    if (total > SIZE_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    if (!(mem = attn__alloc(total * sizeof(float)))) return ATTN_ERR_OUT_OF_MEMORY;
+    C.q = (float *)mem;
+    C.eq = C.q + attn__round16(n_q);
+    C.cst = C.eq + attn__round16(n_eq);
+    C.part = C.cst + attn__round16(n_cst);
+    C.o = C.part + attn__round16(n_part);
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user; pd.n_threads = d->n_threads;
+    nt = attn__resolve_threads(&pd);
+    attn__parallel_for(&pd, (C.H * C.dk + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_q_task, &C);
+    attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_eq_task, &C);
+    for (b = 0; b < d->batch; ++b)              /* the constant q_i . b_i^K (cancels in softmax) */
+        for (r = 0; r < C.R; ++r) {
+            const int qi = b * d->beams + r / C.H, hd = r % C.H, kc = (hd / C.g) * C.dk;
+            float a = 0.0f;
+            if (w->bk) for (i = 0; i < C.dk; ++i) a += C.q[(size_t)qi * C.H * C.dk + (size_t)hd * C.dk + i] * w->bk[kc + i];
+            C.cst[(size_t)b * C.R + r] = a * C.scale;
+        }
+    attn__parallel_for(&pd, d->batch * C.splits, nt, attn__el_att_task, &C);
+    attn__parallel_for(&pd, d->batch * C.R, nt, attn__el_merge_task, &C);
+    attn__parallel_for(&pd, C.H, nt, attn__el_v_task, &C);
+    attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_out_task, &C);
+    attn__free(mem);
+    return ATTN_OK;
+}
 
 #ifdef __cplusplus
 }
