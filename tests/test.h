@@ -57,6 +57,7 @@ void test_kernels(void);
 /* gemm */
 /* layers */
 /* generation */
+void test_generation(void);
 /* amx */
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
 
