@@ -2727,29 +2727,26 @@ static void attn__el_att_task(void *vc, int t, int thread) {
     }
 }
 
-/* merge the splits of batch entry b, then o = (P_i h) W_i^V + b_i^V for every beam and head */
+/* merge the splits of one (batch entry, beam x head) row into split 0's slot, normalised */
 static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) */
     const attn__el_ctx *C = (const attn__el_ctx *)vc;
     const int b = t / C->R, r = t % C->R, dm = C->dm;
     const size_t prow = (size_t)dm + 2;
-    float mx = -INFINITY, l = 0.0f, *dst;
+    float mx = -INFINITY, l = 0.0f, f[16], *dst = C->part + ((size_t)b * C->splits * C->R + r) * prow;
     int sp, c;
     (void)thread;
     for (sp = 0; sp < C->splits; ++sp)
         mx = ATTN__MAX(mx, C->part[(((size_t)b * C->splits + sp) * C->R + r) * prow + dm]);
-    /* merged into split 0's slot: read every split before writing the element */
-    dst = C->part + ((size_t)b * C->splits * C->R + r) * prow;
-    for (sp = 0; sp < C->splits; ++sp) {
+    for (sp = 0; sp < C->splits; ++sp) {             /* splits past the valid rows saw nothing */
         const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow;
-        l += pr[dm] == -INFINITY ? 0.0f : expf(pr[dm] - mx) * pr[dm + 1];
+        f[sp] = pr[dm] == -INFINITY ? 0.0f : expf(pr[dm] - mx);
+        l += f[sp] * pr[dm + 1];
     }
-    for (c = 0; c < dm; ++c) {
-        float a = 0.0f;
-        for (sp = 0; sp < C->splits; ++sp) {
-            const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow;
-            if (pr[dm] != -INFINITY) a += expf(pr[dm] - mx) * pr[c];
-        }
-        dst[c] = a / l;
+    for (sp = 0; sp < C->splits; ++sp) f[sp] /= l;
+    for (c = 0; c < dm; ++c) dst[c] *= f[0];
+    for (sp = 1; sp < C->splits; ++sp) {
+        const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow, w = f[sp];
+        if (w != 0.0f) for (c = 0; c < dm; ++c) dst[c] += w * pr[c];
     }
 }
 
@@ -2803,30 +2800,30 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     C.dm = d->d_model; C.H = d->heads; C.Hk = d->kv_heads ? d->kv_heads : d->heads; C.g = C.H / C.Hk;
     C.dk = C.dm / C.H;
     C.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)C.dk);
-    /* h streams once per split; enough splits to feed 16 tasks, at least 64 rows each */
+    /* h streams once per split; enough splits to feed 16 tasks, at least 64 rows each
+       (so at most 16 splits: attn__el_merge_task's weights array) */
     C.splits = (int)ATTN__MAX(1, ATTN__MIN((16 + d->batch - 1) / d->batch, (d->src_len + 63) / 64));
     C.split_rows = (d->src_len + C.splits - 1) / C.splits;
     if (!attn__mul_size((size_t)d->batch, (size_t)d->beams, &nq) || nq > INT_MAX ||
-        !attn__mul_size((size_t)d->beams, (size_t)d->heads, &t) || t > INT_MAX ||
-        !attn__mul_size(nq * (size_t)C.H, (size_t)C.dm, &n_eq) ||
+        !attn__mul_size(nq, (size_t)C.H, &n_cst) || n_cst > INT_MAX ||                 /* also beams*heads */
+        !attn__mul_size(n_cst, (size_t)C.dm, &n_eq) || !attn__mul_size(nq, (size_t)C.dm, &n_q) ||
         !attn__mul_size((size_t)d->src_len, (size_t)C.dm, &t) || !attn__mul_size(t, (size_t)d->batch, &t) ||
         t > (size_t)PTRDIFF_MAX / sizeof(float) ||
-        !attn__mul_size(nq, (size_t)C.dm, &n_q) || !attn__mul_size(nq * (size_t)C.H, (size_t)C.splits, &n_part) ||
-        !attn__mul_size(n_part, (size_t)C.dm + 2, &n_part) || nq * (size_t)C.H > (size_t)INT_MAX)
+        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, (size_t)C.dm + 2, &n_part))
         return ATTN_ERR_OVERFLOW;
     C.nq = (int)nq; C.R = d->beams * d->heads;
-    n_cst = nq * (size_t)C.H; n_o = n_q;
-    total = n_q + n_eq + n_cst + n_part + n_o + 5 * 16;
-    if (total > SIZE_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    n_o = n_q;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user; pd.n_threads = d->n_threads;
+    nt = attn__resolve_threads(&pd);
+    if (!attn__add_size(n_q, n_eq, &total) || !attn__add_size(total, n_cst, &total) || !attn__add_size(total, n_part, &total) ||
+        !attn__add_size(total, n_o + 5 * 16, &total) || total > SIZE_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
     if (!(mem = attn__alloc(total * sizeof(float)))) return ATTN_ERR_OUT_OF_MEMORY;
     C.q = (float *)mem;
     C.eq = C.q + attn__round16(n_q);
     C.cst = C.eq + attn__round16(n_eq);
     C.part = C.cst + attn__round16(n_cst);
     C.o = C.part + attn__round16(n_part);
-    memset(&pd, 0, sizeof pd);
-    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user; pd.n_threads = d->n_threads;
-    nt = attn__resolve_threads(&pd);
     attn__parallel_for(&pd, (C.H * C.dk + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_q_task, &C);
     attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_eq_task, &C);
     for (b = 0; b < d->batch; ++b)              /* the constant q_i . b_i^K (cancels in softmax) */
