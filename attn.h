@@ -2644,7 +2644,8 @@ typedef struct attn__el_ctx {
     float *q;          /* [nq][H*dk] */
     float *eq;         /* [batch][R][dm] expanded queries, scale folded in */
     float *cst;        /* [batch][R] scale * q_i . bk_i */
-    float *part;       /* [batch][splits][R][dm + 2] acc, m, l */
+    float *part;       /* [batch][splits][R][prow]: acc [dm], m, l */
+    size_t prow;       /* dm + 2 rounded up to 16, plus 16: rows never 4 KiB apart */
     float *o;          /* [nq][H*dk] per-head outputs (before W^O) */
 } attn__el_ctx;
 
@@ -2678,17 +2679,71 @@ static void attn__el_eq_task(void *vc, int t, int thread) {
     }
 }
 
+/* 4 x 4 dot products of rows a0..a3 with rows b0..b3 (n each): out[4*i + j] = a_i . b_j;
+   8 independent lanes per product, 16 accumulators: half a load per FMA */
+static void attn__el_dot4x4(const float *const *a, const float *const *b, int n, float *out) {
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
+    float s[16][8];
+    int i, e, k;
+    for (k = 0; k < 16; ++k) for (e = 0; e < 8; ++e) s[k][e] = 0.0f;
+    for (i = 0; i + 8 <= n; i += 8)
+        for (e = 0; e < 8; ++e) {
+            const float x0 = a0[i + e], x1 = a1[i + e], x2 = a2[i + e], x3 = a3[i + e];
+            const float y0 = b0[i + e], y1 = b1[i + e], y2 = b2[i + e], y3 = b3[i + e];
+            s[0][e] += x0 * y0; s[1][e] += x0 * y1; s[2][e] += x0 * y2; s[3][e] += x0 * y3;
+            s[4][e] += x1 * y0; s[5][e] += x1 * y1; s[6][e] += x1 * y2; s[7][e] += x1 * y3;
+            s[8][e] += x2 * y0; s[9][e] += x2 * y1; s[10][e] += x2 * y2; s[11][e] += x2 * y3;
+            s[12][e] += x3 * y0; s[13][e] += x3 * y1; s[14][e] += x3 * y2; s[15][e] += x3 * y3;
+        }
+    for (k = 0; k < 16; ++k) {
+        float t = 0.0f;
+        for (e = 0; e < 8; ++e) t += s[k][e];
+        for (e = i; e < n; ++e) t += a[k / 4][e] * b[k % 4][e];
+        out[k] = t;
+    }
+}
+#if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
+#define ATTN__RESTRICT __restrict
+#else
+#define ATTN__RESTRICT
+#endif
+/* o_i = w[16 + i] o_i + sum_j w[4*i + j] h_j for 4 rows o_i and 4 rows h_j of n: restrict, so
+   the compiler vectorises without runtime overlap checks on eight streams */
+static void attn__el_pv4x4(float *ATTN__RESTRICT o0, float *ATTN__RESTRICT o1, float *ATTN__RESTRICT o2,
+                           float *ATTN__RESTRICT o3, const float *ATTN__RESTRICT h0, const float *ATTN__RESTRICT h1,
+                           const float *ATTN__RESTRICT h2, const float *ATTN__RESTRICT h3, const float *w, int n) {
+    const float a0 = w[16], a1 = w[17], a2 = w[18], a3 = w[19];
+    const float p00 = w[0], p01 = w[1], p02 = w[2], p03 = w[3], p10 = w[4], p11 = w[5], p12 = w[6], p13 = w[7];
+    const float p20 = w[8], p21 = w[9], p22 = w[10], p23 = w[11], p30 = w[12], p31 = w[13], p32 = w[14], p33 = w[15];
+    int c;
+    for (c = 0; c < n; ++c) {
+        const float y0 = h0[c], y1 = h1[c], y2 = h2[c], y3 = h3[c];
+        o0[c] = o0[c] * a0 + p00 * y0 + p01 * y1 + p02 * y2 + p03 * y3;
+        o1[c] = o1[c] * a1 + p10 * y0 + p11 * y1 + p12 * y2 + p13 * y3;
+        o2[c] = o2[c] * a2 + p20 * y0 + p21 * y1 + p22 * y2 + p23 * y3;
+        o3[c] = o3[c] * a3 + p30 * y0 + p31 * y1 + p32 * y2 + p33 * y3;
+    }
+}
+/* the same for one row o: o = a o + sum_j p[j] h_j */
+static void attn__el_pv1x4(float *ATTN__RESTRICT o, const float *ATTN__RESTRICT h0, const float *ATTN__RESTRICT h1,
+                           const float *ATTN__RESTRICT h2, const float *ATTN__RESTRICT h3, const float *p, float a, int n) {
+    const float p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
+    int c;
+    for (c = 0; c < n; ++c) o[c] = o[c] * a + p0 * h0[c] + p1 * h1[c] + p2 * h2[c] + p3 * h3[c];
+}
+
 /* attention of every beam and head of batch entry b over one split of h's rows: online
-   softmax, h read once in blocks of ATTN__EL_BJ rows for all R queries */
+   softmax, h read once in blocks of ATTN__EL_BJ rows for all R queries, 4 queries x 4 rows
+   of h at a time */
 static void attn__el_att_task(void *vc, int t, int thread) {
     const attn__el_ctx *C = (const attn__el_ctx *)vc;
     const int b = t / C->splits, sp = t % C->splits, dm = C->dm, R = C->R;
     const int Lb = C->d->src_lens ? C->d->src_lens[b] : C->d->src_len;
     const int j0 = sp * C->split_rows, j1 = ATTN__MIN(Lb, j0 + C->split_rows);
     const float *hb = C->h + (size_t)b * C->d->src_len * dm;
-    const size_t prow = (size_t)dm + 2;
+    const size_t prow = C->prow;
     float *part = C->part + ((size_t)b * C->splits + sp) * R * prow;
-    int r, j, jb, c;
+    int r, r0, i, j, jb, c, u;
     (void)thread;
     for (r = 0; r < R; ++r) {
         float *pr = part + (size_t)r * prow;
@@ -2697,31 +2752,36 @@ static void attn__el_att_task(void *vc, int t, int thread) {
     }
     for (jb = j0; jb < j1; jb += ATTN__EL_BJ) {
         const int nb = ATTN__MIN(ATTN__EL_BJ, j1 - jb);
-        for (r = 0; r < R; ++r) {
-            const float *e = C->eq + ((size_t)b * R + r) * dm, cr = C->cst[(size_t)b * R + r];
-            float *pr = part + (size_t)r * prow, s[ATTN__EL_BJ], mx = pr[dm], alpha, sum = 0.0f;
-            for (j = 0; j < nb; j += 4) {
-                const float *h0 = hb + (size_t)(jb + j) * dm;
-                const float *h1 = hb + (size_t)(jb + ATTN__MIN(j + 1, nb - 1)) * dm;
-                const float *h2 = hb + (size_t)(jb + ATTN__MIN(j + 2, nb - 1)) * dm;
-                const float *h3 = hb + (size_t)(jb + ATTN__MIN(j + 3, nb - 1)) * dm;
-                float dots[4];
-                int u;
-                attn__el_dot4(e, h0, h1, h2, h3, dm, dots);
-                for (u = 0; u < 4 && j + u < nb; ++u) s[j + u] = dots[u] + cr;
+        for (r0 = 0; r0 < R; r0 += 4) {
+            const int nr = ATTN__MIN(4, R - r0);
+            const float *e[4], *hr[4];
+            float *o[4], s[4][ATTN__EL_BJ], p[20], alpha[4], d16[16];
+            for (i = 0; i < 4; ++i) {                     /* rows past nr repeat the last (not stored) */
+                e[i] = C->eq + ((size_t)b * R + (size_t)(r0 + ATTN__MIN(i, nr - 1))) * dm;
+                o[i] = part + (size_t)(r0 + ATTN__MIN(i, nr - 1)) * prow;
             }
-            for (j = 0; j < nb; ++j) mx = ATTN__MAX(mx, s[j]);
-            alpha = expf(pr[dm] - mx);                        /* exp(-inf) = 0 on the first block */
-            for (j = 0; j < nb; ++j) { s[j] = expf(s[j] - mx); sum += s[j]; }
-            pr[dm] = mx; pr[dm + 1] = pr[dm + 1] * alpha + sum;
-            for (j = 0; j < nb; j += 4) {                     /* acc = alpha acc + sum_j p_j h_j */
-                const float p0 = s[j], p1 = j + 1 < nb ? s[j + 1] : 0.0f, p2 = j + 2 < nb ? s[j + 2] : 0.0f,
-                            p3 = j + 3 < nb ? s[j + 3] : 0.0f, a = j == 0 ? alpha : 1.0f;
-                const float *h0 = hb + (size_t)(jb + j) * dm;
-                const float *h1 = hb + (size_t)(jb + ATTN__MIN(j + 1, nb - 1)) * dm;
-                const float *h2 = hb + (size_t)(jb + ATTN__MIN(j + 2, nb - 1)) * dm;
-                const float *h3 = hb + (size_t)(jb + ATTN__MIN(j + 3, nb - 1)) * dm;
-                for (c = 0; c < dm; ++c) pr[c] = pr[c] * a + p0 * h0[c] + p1 * h1[c] + p2 * h2[c] + p3 * h3[c];
+            for (j = 0; j < nb; j += 4) {                 /* keys past nb repeat the last (masked) */
+                for (u = 0; u < 4; ++u) hr[u] = hb + (size_t)(jb + ATTN__MIN(j + u, nb - 1)) * dm;
+                attn__el_dot4x4(e, hr, dm, d16);
+                for (i = 0; i < 4; ++i)
+                    for (u = 0; u < 4 && j + u < nb; ++u) s[i][j + u] = d16[4 * i + u];
+            }
+            for (i = 0; i < nr; ++i) {                    /* online softmax of each row */
+                float *pr = o[i], mx = pr[dm], sum = 0.0f;
+                const float cr = C->cst[(size_t)b * R + r0 + i];
+                for (j = 0; j < nb; ++j) { s[i][j] += cr; mx = ATTN__MAX(mx, s[i][j]); }
+                alpha[i] = expf(pr[dm] - mx);             /* exp(-inf) = 0 on the first block */
+                for (j = 0; j < nb; ++j) { s[i][j] = expf(s[i][j] - mx); sum += s[i][j]; }
+                pr[dm] = mx; pr[dm + 1] = pr[dm + 1] * alpha[i] + sum;
+            }
+            for (j = 0; j < nb; j += 4) {                 /* acc = alpha acc + sum_j p_j h_j */
+                for (u = 0; u < 4; ++u) hr[u] = hb + (size_t)(jb + ATTN__MIN(j + u, nb - 1)) * dm;
+                for (i = 0; i < 4; ++i) {
+                    for (u = 0; u < 4; ++u) p[4 * i + u] = i < nr && j + u < nb ? s[i][j + u] : 0.0f;
+                    p[16 + i] = j == 0 && i < nr ? alpha[i] : 1.0f;
+                }
+                if (nr == 4) attn__el_pv4x4(o[0], o[1], o[2], o[3], hr[0], hr[1], hr[2], hr[3], p, dm);
+                else for (i = 0; i < nr; ++i) attn__el_pv1x4(o[i], hr[0], hr[1], hr[2], hr[3], p + 4 * i, p[16 + i], dm);
             }
         }
     }
@@ -2731,7 +2791,7 @@ static void attn__el_att_task(void *vc, int t, int thread) {
 static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) */
     const attn__el_ctx *C = (const attn__el_ctx *)vc;
     const int b = t / C->R, r = t % C->R, dm = C->dm;
-    const size_t prow = (size_t)dm + 2;
+    const size_t prow = C->prow;
     float mx = -INFINITY, l = 0.0f, f[16], *dst = C->part + ((size_t)b * C->splits * C->R + r) * prow;
     int sp, c;
     (void)thread;
@@ -2754,7 +2814,7 @@ static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) *
 static void attn__el_v_task(void *vc, int i, int thread) {
     const attn__el_ctx *C = (const attn__el_ctx *)vc;
     const int dm = C->dm, dk = C->dk, Nk = C->Hk * dk, N = C->H * dk, beams = C->d->beams, kc = (i / C->g) * dk;
-    const size_t prow = (size_t)dm + 2;
+    const size_t prow = C->prow;
     int qi, c, u;
     (void)thread;
     for (qi = 0; qi < C->nq; ++qi) {
@@ -2804,12 +2864,13 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
        (so at most 16 splits: attn__el_merge_task's weights array) */
     C.splits = (int)ATTN__MAX(1, ATTN__MIN((16 + d->batch - 1) / d->batch, (d->src_len + 63) / 64));
     C.split_rows = (d->src_len + C.splits - 1) / C.splits;
+    C.prow = attn__round16((size_t)C.dm + 2) + 16;
     if (!attn__mul_size((size_t)d->batch, (size_t)d->beams, &nq) || nq > INT_MAX ||
         !attn__mul_size(nq, (size_t)C.H, &n_cst) || n_cst > INT_MAX ||                 /* also beams*heads */
         !attn__mul_size(n_cst, (size_t)C.dm, &n_eq) || !attn__mul_size(nq, (size_t)C.dm, &n_q) ||
         !attn__mul_size((size_t)d->src_len, (size_t)C.dm, &t) || !attn__mul_size(t, (size_t)d->batch, &t) ||
         t > (size_t)PTRDIFF_MAX / sizeof(float) ||
-        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, (size_t)C.dm + 2, &n_part))
+        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part))
         return ATTN_ERR_OVERFLOW;
     C.nq = (int)nq; C.R = d->beams * d->heads;
     n_o = n_q;
