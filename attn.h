@@ -2595,6 +2595,13 @@ ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn
 /* Small private GEMM-like loops (M = batch x beams rows: weight-bandwidth bound), written so
    the compiler vectorises the contiguous inner loops. TODO(lead): route to attn__sgemm. */
 #define ATTN__EL_BJ 16       /* rows of h per block: streamed once for every beam and head */
+/* a*b + c: fused where the build targets FMA (ISO C modes never contract a*b + c, and a
+   library fmaf call per element would be far slower than the two operations) */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define ATTN__EL_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define ATTN__EL_FMA(a, b, c) ((a) * (b) + (c))
+#endif
 #define ATTN__EL_NB 64       /* weight columns per task */
 
 /* C[m][n0..n1) = bias + sum_k A[m][k] B[k][n], m < M; each weight row is read once for all M */
@@ -2610,7 +2617,7 @@ static void attn__el_gemm_cols(int M, int K, const float *A, size_t lda, const f
         for (m = 0; m < M; ++m) {
             const float a = A[(size_t)m * lda + k];
             float *c = C + (size_t)m * ldc;
-            for (n = n0; n < n1; ++n) c[n] += a * b[n];
+            for (n = n0; n < n1; ++n) c[n] = ATTN__EL_FMA(a, b[n], c[n]);
         }
     }
 }
@@ -2624,7 +2631,8 @@ static void attn__el_dot4(const float *a, const float *b0, const float *b1, cons
     for (i = 0; i + 16 <= n; i += 16)
         for (e = 0; e < 16; ++e) {
             const float x = a[i + e];
-            s0[e] += x * b0[i + e]; s1[e] += x * b1[i + e]; s2[e] += x * b2[i + e]; s3[e] += x * b3[i + e];
+            s0[e] = ATTN__EL_FMA(x, b0[i + e], s0[e]); s1[e] = ATTN__EL_FMA(x, b1[i + e], s1[e]);
+            s2[e] = ATTN__EL_FMA(x, b2[i + e], s2[e]); s3[e] = ATTN__EL_FMA(x, b3[i + e], s3[e]);
         }
     for (e = 0; i + e < n; ++e) {
         const float x = a[i + e];
@@ -2690,10 +2698,14 @@ static void attn__el_dot4x4(const float *const *a, const float *const *b, int n,
         for (e = 0; e < 8; ++e) {
             const float x0 = a0[i + e], x1 = a1[i + e], x2 = a2[i + e], x3 = a3[i + e];
             const float y0 = b0[i + e], y1 = b1[i + e], y2 = b2[i + e], y3 = b3[i + e];
-            s[0][e] += x0 * y0; s[1][e] += x0 * y1; s[2][e] += x0 * y2; s[3][e] += x0 * y3;
-            s[4][e] += x1 * y0; s[5][e] += x1 * y1; s[6][e] += x1 * y2; s[7][e] += x1 * y3;
-            s[8][e] += x2 * y0; s[9][e] += x2 * y1; s[10][e] += x2 * y2; s[11][e] += x2 * y3;
-            s[12][e] += x3 * y0; s[13][e] += x3 * y1; s[14][e] += x3 * y2; s[15][e] += x3 * y3;
+            s[0][e] = ATTN__EL_FMA(x0, y0, s[0][e]); s[1][e] = ATTN__EL_FMA(x0, y1, s[1][e]);
+            s[2][e] = ATTN__EL_FMA(x0, y2, s[2][e]); s[3][e] = ATTN__EL_FMA(x0, y3, s[3][e]);
+            s[4][e] = ATTN__EL_FMA(x1, y0, s[4][e]); s[5][e] = ATTN__EL_FMA(x1, y1, s[5][e]);
+            s[6][e] = ATTN__EL_FMA(x1, y2, s[6][e]); s[7][e] = ATTN__EL_FMA(x1, y3, s[7][e]);
+            s[8][e] = ATTN__EL_FMA(x2, y0, s[8][e]); s[9][e] = ATTN__EL_FMA(x2, y1, s[9][e]);
+            s[10][e] = ATTN__EL_FMA(x2, y2, s[10][e]); s[11][e] = ATTN__EL_FMA(x2, y3, s[11][e]);
+            s[12][e] = ATTN__EL_FMA(x3, y0, s[12][e]); s[13][e] = ATTN__EL_FMA(x3, y1, s[13][e]);
+            s[14][e] = ATTN__EL_FMA(x3, y2, s[14][e]); s[15][e] = ATTN__EL_FMA(x3, y3, s[15][e]);
         }
     for (k = 0; k < 16; ++k) {
         float t = 0.0f;
@@ -2718,10 +2730,10 @@ static void attn__el_pv4x4(float *ATTN__RESTRICT o0, float *ATTN__RESTRICT o1, f
     int c;
     for (c = 0; c < n; ++c) {
         const float y0 = h0[c], y1 = h1[c], y2 = h2[c], y3 = h3[c];
-        o0[c] = o0[c] * a0 + p00 * y0 + p01 * y1 + p02 * y2 + p03 * y3;
-        o1[c] = o1[c] * a1 + p10 * y0 + p11 * y1 + p12 * y2 + p13 * y3;
-        o2[c] = o2[c] * a2 + p20 * y0 + p21 * y1 + p22 * y2 + p23 * y3;
-        o3[c] = o3[c] * a3 + p30 * y0 + p31 * y1 + p32 * y2 + p33 * y3;
+        o0[c] = ATTN__EL_FMA(p03, y3, ATTN__EL_FMA(p02, y2, ATTN__EL_FMA(p01, y1, ATTN__EL_FMA(p00, y0, o0[c] * a0))));
+        o1[c] = ATTN__EL_FMA(p13, y3, ATTN__EL_FMA(p12, y2, ATTN__EL_FMA(p11, y1, ATTN__EL_FMA(p10, y0, o1[c] * a1))));
+        o2[c] = ATTN__EL_FMA(p23, y3, ATTN__EL_FMA(p22, y2, ATTN__EL_FMA(p21, y1, ATTN__EL_FMA(p20, y0, o2[c] * a2))));
+        o3[c] = ATTN__EL_FMA(p33, y3, ATTN__EL_FMA(p32, y2, ATTN__EL_FMA(p31, y1, ATTN__EL_FMA(p30, y0, o3[c] * a3))));
     }
 }
 /* the same for one row o: o = a o + sum_j p[j] h_j */
@@ -2827,7 +2839,7 @@ static void attn__el_v_task(void *vc, int i, int thread) {
             const int b = qi / beams;
             const float a = C->part[((size_t)b * C->splits * C->R + (size_t)(qi % beams) * C->H + i) * prow + c];
             float *o = C->o + (size_t)qi * N + (size_t)i * dk;
-            for (u = 0; u < dk; ++u) o[u] += a * wv[u];
+            for (u = 0; u < dk; ++u) o[u] = ATTN__EL_FMA(a, wv[u], o[u]);
         }
     }
 }

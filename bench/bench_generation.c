@@ -149,29 +149,23 @@ static void bench_decode(void) {
    ------------------------------------------------------------------------------------------ */
 enum { DM = 1024, NH = 16, DK = 64, BEAM = 4 };
 
-/* C[M][N] = A[M][K] B[K][N] + bias, threads split the columns; 4 x 64 register blocks */
+/* C[M][N] = A[M][K] B[K][N] + bias, threads split the columns in blocks of 64: the same loop
+   as attn.h's private EL-attention GEMM (k outer, each weight row read once for all M rows),
+   so the MHA baselines and EL-attention project with equal code */
 typedef struct { int M, N, K; const float *A, *B, *bias; float *C; } gemm_job;
 static void gemm_worker(void *arg, int tid, int nt) {
     const gemm_job *g = (const gemm_job *)arg;
     const int nb = (g->N + 63) / 64, b0 = nb * tid / nt, b1 = nb * (tid + 1) / nt;
-    int bi, m, k, n, i;
-    for (bi = b0; bi < b1; ++bi) {
-        const int n0 = bi * 64, nn = g->N - n0 < 64 ? g->N - n0 : 64;
-        for (m = 0; m < g->M; m += 4) {
-            const int mm = g->M - m < 4 ? g->M - m : 4;
-            float acc[4][64];
-            for (i = 0; i < 4; ++i) for (n = 0; n < 64; ++n) acc[i][n] = 0.0f;
-            for (k = 0; k < g->K; ++k) {
-                const float *b = g->B + (size_t)k * g->N + n0;
-                float bb[64];
-                for (n = 0; n < 64; ++n) bb[n] = n < nn ? b[n] : 0.0f;
-                for (i = 0; i < 4; ++i) {
-                    const float a = i < mm ? g->A[(size_t)(m + i) * g->K + k] : 0.0f;
-                    for (n = 0; n < 64; ++n) acc[i][n] += a * bb[n];
-                }
-            }
-            for (i = 0; i < mm; ++i)
-                for (n = 0; n < nn; ++n) g->C[(size_t)(m + i) * g->N + n0 + n] = acc[i][n] + (g->bias ? g->bias[n0 + n] : 0.0f);
+    const int n0 = b0 * 64, n1 = b1 * 64 < g->N ? b1 * 64 : g->N;
+    int m, k, n;
+    for (m = 0; m < g->M; ++m)
+        for (n = n0; n < n1; ++n) g->C[(size_t)m * g->N + n] = g->bias ? g->bias[n] : 0.0f;
+    for (k = 0; k < g->K; ++k) {
+        const float *b = g->B + (size_t)k * g->N;
+        for (m = 0; m < g->M; ++m) {
+            const float a = g->A[(size_t)m * g->K + k];
+            float *c = g->C + (size_t)m * g->N;
+            for (n = n0; n < n1; ++n) c[n] += a * b[n];
         }
     }
 }
@@ -183,7 +177,7 @@ static void gemm(int M, int N, int K, const float *A, const float *B, const floa
 
 static void bench_el(void) {
     static const int Ls_full[] = { 64, 128, 256, 512, 1024 }, Ls_quick[] = { 64, 256, 1024 };
-    const int *Ls = g_quick ? Ls_quick : Ls_full, nL = g_quick ? 3 : 5, runs = g_quick ? 3 : 5;
+    const int *Ls = g_quick ? Ls_quick : Ls_full, nL = g_quick ? 3 : 5, runs = g_quick ? 3 : 7;
     attn_layer_weights w;
     float *wq = (float *)xalloc(sizeof(float) * DM * DM), *wk = (float *)xalloc(sizeof(float) * DM * DM);
     float *wv = (float *)xalloc(sizeof(float) * DM * DM), *wo = (float *)xalloc(sizeof(float) * DM * DM);
@@ -213,6 +207,7 @@ static void bench_el(void) {
         attn_desc d;
         attn_el_desc ed;
         double t_noc[8], t_c[8], t_s[8], t_el[8], m_noc, m_c, m_s, m_el, err = 0.0, mxv = 0.0, mib_c, mib_s, mib_el;
+        double lo[4], hi[4];
         fill_rand(h, (size_t)L * DM);
         memset(&d, 0, sizeof d); d.n_threads = g_ncpu;
         memset(&ed, 0, sizeof ed);
@@ -265,19 +260,19 @@ static void bench_el(void) {
         }
         err /= mxv > 0 ? mxv : 1.0;
         if (err > 1e-4) { printf("CHECK FAILED: EL vs MHA rel err %.3g\n", err); exit(1); }
-        m_noc = median_of(t_noc, runs, NULL, NULL); m_c = median_of(t_c, runs, NULL, NULL);
-        m_s = median_of(t_s, runs, NULL, NULL); m_el = median_of(t_el, runs, NULL, NULL);
+        m_noc = median_of(t_noc, runs, &lo[0], &hi[0]); m_c = median_of(t_c, runs, &lo[1], &hi[1]);
+        m_s = median_of(t_s, runs, &lo[2], &hi[2]); m_el = median_of(t_el, runs, &lo[3], &hi[3]);
         mib_c = 2.0 * BEAM * L * DM * 4 / MIB; mib_s = 2.0 * L * DM * 4 / MIB; mib_el = (double)L * DM * 4 / MIB;
         printf("   %5d | %10.3f %10.3f %10.3f %10.3f | %6.2fx %6.2fx %6.2fx | %9.2f %9.2f %9.2f\n", L, m_noc * 1e3, m_c * 1e3,
                m_s * 1e3, m_el * 1e3, m_noc / m_el, m_c / m_el, m_s / m_el, mib_c, mib_s, mib_el);
-        csv_row("el", "mha_nocache", "f32", "-", L, m_noc * 1e3, 0, 0, 0, 0, m_noc / m_el, 0.0, 0.0);
-        csv_row("el", "mha_cache_per_beam", "f32", "-", L, m_c * 1e3, 0, 0, 0, 0, m_c / m_el, mib_c, 0.0);
-        csv_row("el", "mha_cache_shared", "f32", "-", L, m_s * 1e3, 0, 0, 0, 0, m_s / m_el, mib_s, 0.0);
-        csv_row("el", "el_attention", "f32", "-", L, m_el * 1e3, 0, 0, 0, 0, 1.0, mib_el, err);
+        csv_row("el", "mha_nocache", "f32", "-", L, m_noc * 1e3, lo[0] * 1e3, hi[0] * 1e3, 0, 0, m_noc / m_el, 0.0, 0.0);
+        csv_row("el", "mha_cache_per_beam", "f32", "-", L, m_c * 1e3, lo[1] * 1e3, hi[1] * 1e3, 0, 0, m_c / m_el, mib_c, 0.0);
+        csv_row("el", "mha_cache_shared", "f32", "-", L, m_s * 1e3, lo[2] * 1e3, hi[2] * 1e3, 0, 0, m_s / m_el, mib_s, 0.0);
+        csv_row("el", "el_attention", "f32", "-", L, m_el * 1e3, lo[3] * 1e3, hi[3] * 1e3, 0, 0, 1.0, mib_el, err);
         fflush(stdout);
         free(h); free(K); free(V); free(Kb); free(Vb);
     }
-    printf("   (EL/x: time of x / time of EL, > 1 means EL is faster. Cache MiB per layer: K+V per beam, K+V shared,\n"
+    printf("   (EL/x: time of x / time of EL (medians), > 1 means EL is faster. Cache MiB per layer: K+V per beam, K+V shared,\n"
            "    and H, which EL keeps once for all layers: an N-layer decoder's cross-attention cache is 2 N x %d\n"
            "    times smaller with EL than fairseq's per-beam cache, 2 N times smaller than a shared one.\n"
            "    Paper (GPU, fairseq): EL 1.4x-5x faster than cached MHA; cache 2L times smaller for cross-attention.)\n", BEAM);
