@@ -152,6 +152,11 @@ enum { DM = 1024, NH = 16, DK = 64, BEAM = 4 };
 /* C[M][N] = A[M][K] B[K][N] + bias, threads split the columns in blocks of 64: the same loop
    as attn.h's private EL-attention GEMM (k outer, each weight row read once for all M rows),
    so the MHA baselines and EL-attention project with equal code */
+#if defined(__FMA__)
+#define BENCH_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define BENCH_FMA(a, b, c) ((a) * (b) + (c))
+#endif
 typedef struct { int M, N, K; const float *A, *B, *bias; float *C; } gemm_job;
 static void gemm_worker(void *arg, int tid, int nt) {
     const gemm_job *g = (const gemm_job *)arg;
@@ -165,7 +170,7 @@ static void gemm_worker(void *arg, int tid, int nt) {
         for (m = 0; m < g->M; ++m) {
             const float a = g->A[(size_t)m * g->K + k];
             float *c = g->C + (size_t)m * g->N;
-            for (n = n0; n < n1; ++n) c[n] += a * b[n];
+            for (n = n0; n < n1; ++n) c[n] = BENCH_FMA(a, b[n], c[n]);
         }
     }
 }
