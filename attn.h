@@ -802,6 +802,7 @@ typedef struct attn__problem {
     double rope_base, rope_scaling;
     const int *rope_pos_q, *rope_pos_k;
     ptrdiff_t rope_ld_k;                       /* row length of rope_pos_k */
+    const float *rope_tab;                     /* attn_decode: [slot][rope_dim/2] (cos, sin), or NULL */
     const int *block_table;
     int page_size, max_pages;
 } attn__problem;
@@ -811,6 +812,8 @@ static attn_status attn__check_rope(const attn_desc *d, int dim);
 static void attn__rope_resolve(const attn_desc *d, attn__problem *P, int k_seq);
 /* used by 3.6: rotate an fp32 row in place; load q elements [d0, d0+n) rotated, times mul */
 static void attn__rope_row(const attn__problem *P, float *x, long long pos);
+static void attn__rope_rows(const attn__problem *P, float *x, size_t ld, int n, long long pos0);
+static void attn__rope_rows_tab(const attn__problem *P, float *x, size_t ld, int n, long long pos0);
 static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype t, int d0, int n, long long pos,
                             float *dst, float mul);
 
@@ -1917,12 +1920,14 @@ static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scrat
         }
         K = kbuf; ldk = (ptrdiff_t)C->geo.ldk; V = vbuf; ldv = (ptrdiff_t)C->geo.ldv;
     }
-    if (P->rope)                                    /* keys at their positions (3.11) */
-        for (j = 0; j < nk; ++j) {
-            const int kr = T->S.k0 + (int)c0 + j;
+    if (P->rope && P->rope_tab)                     /* keys at their slots c0 + j (3.11) */
+        attn__rope_rows_tab(P, kbuf, C->geo.ldk, nk, c0);
+    else if (P->rope && !P->rope_pos_k)
+        attn__rope_rows(P, kbuf, C->geo.ldk, nk, c0);
+    else if (P->rope)                               /* keys at the given positions */
+        for (j = 0; j < nk; ++j)
             attn__rope_row(P, kbuf + (size_t)j * C->geo.ldk,
-                           P->rope_pos_k ? P->rope_pos_k[(size_t)T->S.tb * (size_t)P->rope_ld_k + (size_t)kr] : c0 + j);
-        }
+                           P->rope_pos_k[(size_t)T->S.tb * (size_t)P->rope_ld_k + (size_t)(T->S.k0 + (int)c0 + j)]);
     if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
     else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
 
@@ -2293,6 +2298,64 @@ static void attn__rope_row(const attn__problem *P, float *x, long long pos) {
         x[ib] = b * c + a * s;
     }
 }
+/* n rows of x (stride ld) at consecutive positions pos0, pos0 + 1, ...: cos and sin exact at
+   pos0, then by the angle-addition recurrence in double (error ~1e-16 per row, far below the
+   fp32 rounding of the result); 4 transcendental calls per pair instead of 2 per pair per row */
+static void attn__rope_rows(const attn__problem *P, float *x, size_t ld, int n, long long pos0) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    int i, j;
+    for (i = 0; i < half; ++i) {
+        const int ia = il ? 2 * i : i, ib = il ? 2 * i + 1 : i + half;
+        const double fr = pow(P->rope_base, -2.0 * (double)i / (double)P->rope_dim), f = fr / P->rope_scaling;
+        const double cd = cos(f), sd = sin(f);
+        double c = cos((double)pos0 / P->rope_scaling * fr), sn = sin((double)pos0 / P->rope_scaling * fr);
+        for (j = 0; j < n; ++j) {
+            float *r = x + (size_t)j * ld;
+            const float a = r[ia], b = r[ib], cf = (float)c, sf = (float)sn;
+            const double c2 = c * cd - sn * sd;
+            r[ia] = a * cf - b * sf;
+            r[ib] = b * cf + a * sf;
+            sn = sn * cd + c * sd; c = c2;
+        }
+    }
+}
+/* the same rotation with cos/sin read from P->rope_tab for slots pos0.. (attn_decode) */
+static void attn__rope_rows_tab(const attn__problem *P, float *x, size_t ld, int n, long long pos0) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    int i, j;
+    for (j = 0; j < n; ++j) {
+        float *r = x + (size_t)j * ld;
+        const float *t = P->rope_tab + (size_t)(pos0 + j) * (size_t)half * 2;
+        for (i = 0; i < half; ++i) {
+            const int ia = il ? 2 * i : i, ib = il ? 2 * i + 1 : i + half;
+            const float a = r[ia], b = r[ib], cf = t[2 * i], sf = t[2 * i + 1];
+            r[ia] = a * cf - b * sf;
+            r[ib] = b * cf + a * sf;
+        }
+    }
+}
+/* rope_tab rows [64 t, 64 t + 64): exact at the block start, recurrence inside (as rope_rows) */
+typedef struct attn__rope_tab_ctx { const attn__problem *P; float *tab; long long n; } attn__rope_tab_ctx;
+static void attn__rope_tab_task(void *vc, int t, int thread) {
+    const attn__rope_tab_ctx *X = (const attn__rope_tab_ctx *)vc;
+    const attn__problem *P = X->P;
+    const int half = P->rope_dim / 2;
+    const long long p0 = (long long)t * 64, p1 = ATTN__MIN(X->n, p0 + 64);
+    int i;
+    long long p;
+    (void)thread;
+    for (i = 0; i < half; ++i) {
+        const double fr = pow(P->rope_base, -2.0 * (double)i / (double)P->rope_dim), f = fr / P->rope_scaling;
+        const double cd = cos(f), sd = sin(f);
+        double c = cos((double)p0 / P->rope_scaling * fr), sn = sin((double)p0 / P->rope_scaling * fr);
+        for (p = p0; p < p1; ++p) {
+            const double c2 = c * cd - sn * sd;
+            X->tab[((size_t)p * half + i) * 2] = (float)c;
+            X->tab[((size_t)p * half + i) * 2 + 1] = (float)sn;
+            sn = sn * cd + c * sd; c = c2;
+        }
+    }
+}
 /* elements [d0, d0 + n) of a stored row, rotated as attn__rope_row would, times mul */
 static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype t, int d0, int n, long long pos,
                             float *dst, float mul) {
@@ -2525,6 +2588,13 @@ ATTNDEF attn_status attn_kv_append_streaming(attn_kv_cache *cache, int sink, int
 }
 
 /* --- decoding over a cache ------------------------------------------------------------- */
+/* RoPE at default slot positions: one cos/sin table for slots [0, longest sequence) (P->k.seq
+   after attn__decode_setup), shared by every head and chunk, after the forward workspace */
+static size_t attn__decode_tab_bytes(const attn__problem *P) {
+    if (!P->rope || P->rope_pos_k) return 0;
+    return (size_t)P->k.seq * (size_t)(P->rope_dim / 2) * 2 * sizeof(float) + ATTN__ALIGN;
+}
+
 static attn_status attn__decode_setup(const attn_desc *d, attn_tensor *q, const attn_kv_cache *c, attn_tensor *out,
                                       attn__problem *P) {
     attn__cache R;
@@ -2560,14 +2630,15 @@ ATTNDEF attn_status attn_decode_workspace_size(const attn_desc *desc, attn_tenso
     if (!bytes) return ATTN_ERR_NULL_ARG;
     memset(&P, 0, sizeof P);
     if ((s = attn__decode_setup(desc, &q, cache, NULL, &P)) != ATTN_OK) return s;
-    return attn__fwd_plan(&P, attn__pick_isa(), &C, bytes);
+    if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, bytes)) != ATTN_OK) return s;
+    return attn__add_size(*bytes, attn__decode_tab_bytes(&P), bytes) ? ATTN_OK : ATTN_ERR_OVERFLOW;
 }
 
 ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
                                 attn_tensor out, float *lse) {
     attn__problem P;
     attn__fwd_ctx C;
-    size_t bytes;
+    size_t bytes, tab, total;
     void *owned = NULL;
     char *base;
     attn_status s;
@@ -2575,12 +2646,22 @@ ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn
     if ((s = attn__decode_setup(desc, &q, cache, &out, &P)) != ATTN_OK) return s;
     P.lse = lse;
     if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, &bytes)) != ATTN_OK) return s;
+    tab = attn__decode_tab_bytes(&P);
+    if (!attn__add_size(bytes, tab, &total)) return ATTN_ERR_OVERFLOW;
     if (desc->workspace) {
-        if (desc->workspace_size < bytes) return ATTN_ERR_WORKSPACE;
+        if (desc->workspace_size < total) return ATTN_ERR_WORKSPACE;
         base = (char *)desc->workspace;
     } else {
-        if (!(owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
+        if (!(owned = attn__alloc(total))) return ATTN_ERR_OUT_OF_MEMORY;
         base = (char *)owned;
+    }
+    if (tab) {                                     /* the table lives in the last tab bytes */
+        attn__rope_tab_ctx X;
+        char *tb = base + bytes;
+        tb += (ATTN__ALIGN - (uintptr_t)tb % ATTN__ALIGN) % ATTN__ALIGN;
+        X.P = &P; X.tab = (float *)(void *)tb; X.n = P.k.seq;
+        attn__parallel_for(desc, (int)((X.n + 63) / 64), P.n_threads, attn__rope_tab_task, &X);
+        P.rope_tab = X.tab;
     }
     base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
     C.ws = (float *)(void *)base;

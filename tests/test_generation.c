@@ -387,6 +387,25 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
             T_CHECK(st == ATTN_OK && memcmp(o2, out.data, ob) == 0 && memcmp(l2, lse, lb) == 0,
                     "%s: n_threads %d%s not bitwise equal to the default", ctx, td.n_threads, k == 4 ? " (hook)" : "");
         }
+        {   /* a caller workspace of attn_decode_workspace_size bytes: no allocation, same bits */
+            size_t bytes = 0, m0;
+            void *ws;
+            attn_desc wd = d;
+            attn_tensor o = out;
+            o.data = o2;
+            T_CHECK(attn_decode_workspace_size(&d, q, &tc.c, &bytes) == ATTN_OK && bytes > 0, "%s: attn_decode_workspace_size", ctx);
+            ws = t_xmalloc(bytes);
+            wd.workspace = ws; wd.workspace_size = bytes;
+            m0 = t_attn_mallocs;
+            st = attn_decode(&wd, q, &tc.c, o, l2);
+            T_CHECK(st == ATTN_OK && t_attn_mallocs == m0 && memcmp(o2, out.data, ob) == 0 && memcmp(l2, lse, lb) == 0,
+                    "%s: caller workspace run allocated (%d) or differs (%s)", ctx, (int)(t_attn_mallocs - m0), attn_status_str(st));
+            wd.workspace_size = bytes - 1;
+            st = attn_decode(&wd, q, &tc.c, o, l2);
+            if (T_CHECK(st == ATTN_ERR_WORKSPACE, "%s: a workspace one byte short returned %s", ctx, attn_status_str(st)))
+                t_status_provoked[ATTN_ERR_WORKSPACE] = 1;
+            free(ws);
+        }
         free(o2); free(l2);
     }
     free(ref); free(rlse); free(shift);
