@@ -149,7 +149,7 @@ typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
                                                 attn_workspace_size() for the size needed
    rope             off (ATTN_ROPE_OFF)         rotate q and k in the kernel (RoPE), so K/V
                                                 caches can hold un-rotated keys
-   rope_dim         q.dim                       leading dims rotated (even); the rest pass through
+   rope_dim         q.dim (even part)           leading dims rotated (even); the rest pass through
    rope_base        10000                       theta_i = base^(-2i/rope_dim)
    rope_scaling     1                           linear position interpolation: pos / scaling
    rope_pos_q       i + Lk - Lq                 [q.batch][q.seq] query positions
@@ -176,7 +176,7 @@ typedef struct attn_desc {
     /* backward / training fields */
     /* generation fields */
     int rope;                      /* ATTN_ROPE_OFF (0), ATTN_ROPE_INTERLEAVED, ATTN_ROPE_HALF */
-    int rope_dim;                  /* 0: q.dim */
+    int rope_dim;                  /* 0: q.dim rounded down to even */
     float rope_base;               /* 0: 10000 */
     float rope_scaling;            /* 0: 1 */
     const int *rope_pos_q;         /* [q.batch][q.seq] or NULL */
@@ -255,9 +255,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_KV_MAX_PAGES,          ATTN_CAT_RANGE,       "attn_kv_cache.max_pages must be >= 1 in a paged cache") \
     X(ATTN_ERR_KV_LEN,                ATTN_CAT_RANGE,       "attn_kv_cache.lens[b] must be in [0, capacity]") \
     X(ATTN_ERR_KV_PAGE_INDEX,         ATTN_CAT_RANGE,       "attn_kv_cache.block_table[b][p] must be in [0, k.batch) for every page in use") \
-    X(ATTN_ERR_KV_NEW_NULL,           ATTN_CAT_NULL,        "attn_kv_append: k_new.data or v_new.data is NULL") \
-    X(ATTN_ERR_KV_NEW_SHAPE,          ATTN_CAT_SHAPE,       "attn_kv_append: k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
-    X(ATTN_ERR_KV_N_NEW,              ATTN_CAT_RANGE,       "attn_kv_append: n_new[b] must be in [0, k_new.seq]") \
+    X(ATTN_ERR_KV_NEW_NULL,           ATTN_CAT_NULL,        "attn_kv_append(_streaming): k_new.data or v_new.data is NULL") \
+    X(ATTN_ERR_KV_NEW_SHAPE,          ATTN_CAT_SHAPE,       "attn_kv_append(_streaming): k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
+    X(ATTN_ERR_KV_N_NEW,              ATTN_CAT_RANGE,       "attn_kv_append(_streaming): n_new[b] must be in [0, k_new.seq]") \
     X(ATTN_ERR_KV_FULL,               ATTN_CAT_RANGE,       "attn_kv_append: lens[b] + n_new[b] exceeds the cache capacity") \
     X(ATTN_ERR_KV_SEQ,                ATTN_CAT_RANGE,       "attn_kv_evict: seq must be in [0, cache.batch)") \
     X(ATTN_ERR_KV_EVICT_RANGE,        ATTN_CAT_RANGE,       "attn_kv_evict: start and count must be >= 0 and start + count <= lens[seq]") \
