@@ -171,7 +171,14 @@ typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
                                                 must get the same one)
    dbias            not computed                attn_backward only: bias gradient, written with
                                                 bias's shape [batch|1, heads|1, Sq, Sk] and
-                                                strides (summed over broadcast axes) */
+                                                strides (summed over broadcast axes)
+   rope             off (ATTN_ROPE_OFF)         rotate q and k in the kernel (RoPE), so K/V
+                                                caches can hold un-rotated keys
+   rope_dim         q.dim (even part)           leading dims rotated (even); the rest pass through
+   rope_base        10000                       theta_i = base^(-2i/rope_dim)
+   rope_scaling     1                           linear position interpolation: pos / scaling
+   rope_pos_q       i + Lk - Lq                 [q.batch][q.seq] query positions
+   rope_pos_k       j (slot in the sequence)    [k.batch][k.seq] key positions */
 typedef struct attn_desc {
     attn_kind kind;
     float scale;
@@ -196,6 +203,12 @@ typedef struct attn_desc {
     unsigned long long dropout_seed;
     float *dbias;
     /* generation fields */
+    int rope;                      /* ATTN_ROPE_OFF (0), ATTN_ROPE_INTERLEAVED, ATTN_ROPE_HALF */
+    int rope_dim;                  /* 0: q.dim rounded down to even */
+    float rope_base;               /* 0: 10000 */
+    float rope_scaling;            /* 0: 1 */
+    const int *rope_pos_q;         /* [q.batch][q.seq] or NULL */
+    const int *rope_pos_k;         /* [k.batch][k.seq] (a cache: [batch][capacity]) or NULL */
     /* AMX fields */
 } attn_desc;
 
@@ -308,6 +321,40 @@ typedef struct attn_desc {
     X(ATTN_ERR_LAYER_NULL_RESULT,     ATTN_CAT_NULL,        "attn_layer_param_count/_flops/_workspace_size: the result pointer is NULL") \
     X(ATTN_ERR_LAYER_WORKSPACE,       ATTN_CAT_RANGE,       "attn_layer_desc.workspace_size is smaller than attn_layer_workspace_size() asks for") \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
+    X(ATTN_ERR_ROPE_MODE,             ATTN_CAT_RANGE,       "attn_desc.rope must be ATTN_ROPE_OFF, ATTN_ROPE_INTERLEAVED or ATTN_ROPE_HALF") \
+    X(ATTN_ERR_ROPE_DIM,              ATTN_CAT_RANGE,       "attn_desc.rope_dim must be even and in [0, q.dim]") \
+    X(ATTN_ERR_ROPE_BASE,             ATTN_CAT_RANGE,       "attn_desc.rope_base must be 0 or finite and > 0") \
+    X(ATTN_ERR_ROPE_SCALING,          ATTN_CAT_RANGE,       "attn_desc.rope_scaling must be 0 or finite and > 0") \
+    X(ATTN_ERR_ROPE_X,                ATTN_CAT_NULL,        "attn_rope_apply: x.data is NULL") \
+    X(ATTN_ERR_ROPE_X_SHAPE,          ATTN_CAT_SHAPE,       "attn_rope_apply: x.batch, x.seq, x.heads and x.dim must all be >= 1") \
+    X(ATTN_ERR_ROPE_X_BROADCAST,      ATTN_CAT_SHAPE,       "attn_rope_apply: x must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_KV_NULL,               ATTN_CAT_NULL,        "the attn_kv_cache pointer is NULL") \
+    X(ATTN_ERR_KV_DATA,               ATTN_CAT_NULL,        "attn_kv_cache.k.data or attn_kv_cache.v.data is NULL") \
+    X(ATTN_ERR_KV_LENS,               ATTN_CAT_NULL,        "attn_kv_cache.lens is NULL") \
+    X(ATTN_ERR_KV_DTYPE,              ATTN_CAT_DTYPE,       "attn_kv_cache.k.dtype and .v.dtype must be equal and one of ATTN_F32, ATTN_F16, ATTN_BF16") \
+    X(ATTN_ERR_KV_SHAPE,              ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must have extents >= 1 and equal batch, seq and heads") \
+    X(ATTN_ERR_KV_BROADCAST,          ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_KV_BATCH,              ATTN_CAT_SHAPE,       "attn_kv_cache.batch must be >= 1, and equal k.batch when page_size is 0") \
+    X(ATTN_ERR_KV_PAGE_SIZE,          ATTN_CAT_SHAPE,       "attn_kv_cache.page_size must be 0 (contiguous) or equal k.seq (paged)") \
+    X(ATTN_ERR_KV_BLOCK_TABLE,        ATTN_CAT_NULL,        "attn_kv_cache.block_table is NULL in a paged cache") \
+    X(ATTN_ERR_KV_MAX_PAGES,          ATTN_CAT_RANGE,       "attn_kv_cache.max_pages must be >= 1 in a paged cache") \
+    X(ATTN_ERR_KV_LEN,                ATTN_CAT_RANGE,       "attn_kv_cache.lens[b] must be in [0, capacity]") \
+    X(ATTN_ERR_KV_PAGE_INDEX,         ATTN_CAT_RANGE,       "attn_kv_cache.block_table[b][p] must be in [0, k.batch) for every page in use") \
+    X(ATTN_ERR_KV_NEW_NULL,           ATTN_CAT_NULL,        "attn_kv_append(_streaming): k_new.data or v_new.data is NULL") \
+    X(ATTN_ERR_KV_NEW_SHAPE,          ATTN_CAT_SHAPE,       "attn_kv_append(_streaming): k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
+    X(ATTN_ERR_KV_N_NEW,              ATTN_CAT_RANGE,       "attn_kv_append(_streaming): n_new[b] must be in [0, k_new.seq]") \
+    X(ATTN_ERR_KV_FULL,               ATTN_CAT_RANGE,       "attn_kv_append: lens[b] + n_new[b] exceeds the cache capacity") \
+    X(ATTN_ERR_KV_SEQ,                ATTN_CAT_RANGE,       "attn_kv_evict: seq must be in [0, cache.batch)") \
+    X(ATTN_ERR_KV_EVICT_RANGE,        ATTN_CAT_RANGE,       "attn_kv_evict: start and count must be >= 0 and start + count <= lens[seq]") \
+    X(ATTN_ERR_KV_STREAM,             ATTN_CAT_RANGE,       "attn_kv_append_streaming: sink must be >= 0, recent >= 1 and sink + recent <= capacity") \
+    X(ATTN_ERR_DECODE_LENGTHS,        ATTN_CAT_UNSUPPORTED, "attn_decode: attn_desc.seqlens_k and cu_seqlens_q/_k must be NULL (the cache holds the lengths)") \
+    X(ATTN_ERR_EL_NULL,               ATTN_CAT_NULL,        "attn_el_attention: desc, w, x, h or out is NULL") \
+    X(ATTN_ERR_EL_WEIGHTS,            ATTN_CAT_NULL,        "attn_el_attention: w->wq, w->wk, w->wv and w->wo must not be NULL") \
+    X(ATTN_ERR_EL_SHAPE,              ATTN_CAT_SHAPE,       "attn_el_desc.d_model, heads, batch, beams and src_len must be >= 1") \
+    X(ATTN_ERR_EL_HEADS,              ATTN_CAT_SHAPE,       "attn_el_desc.d_model must be a multiple of heads, heads a multiple of kv_heads") \
+    X(ATTN_ERR_EL_SRC_LENS,           ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
+    X(ATTN_ERR_EL_SCALE,              ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
+    X(ATTN_ERR_EL_N_THREADS,          ATTN_CAT_RANGE,       "attn_el_desc.n_threads must be >= 0") \
     /* -- AMX -- */ \
     X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)")
@@ -536,6 +583,97 @@ ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *
 ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int lq, int lk, double *flops);
 
 /* ---- Generation: KV caches, RoPE, StreamingLLM, EL-attention --------------------------- */
+
+/* RoPE conventions (attn_desc.rope). Pair i (i < rope_dim/2) of a head vector is rotated by
+   angle pos/scaling * base^(-2i/rope_dim): (a, b) -> (a cos - b sin, b cos + a sin).
+     ATTN_ROPE_INTERLEAVED   pairs (x[2i], x[2i+1])           GPT-J, Meta's original Llama
+     ATTN_ROPE_HALF          pairs (x[i], x[i + rope_dim/2])  GPT-NeoX, Hugging Face Llama */
+enum { ATTN_ROPE_OFF = 0, ATTN_ROPE_INTERLEAVED = 1, ATTN_ROPE_HALF = 2 };
+
+/* Rotates x [B, S, H, D] in place by the RoPE configuration in desc (rope, rope_dim,
+   rope_base, rope_scaling; the rope_pos_* fields are not read). positions [B][S] or NULL
+   (position = s). rope == ATTN_ROPE_OFF leaves x as it is. attn_forward/attn_decode with the
+   same desc fields and positions compute exactly this rotation in the kernel. */
+ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const int *positions);
+
+/* A K/V cache for decoding: contiguous (page_size 0) or paged (vLLM's block table).
+     contiguous  k [batch, capacity, kv_heads, D]   v [batch, capacity, kv_heads, Dv]
+     paged       k [n_pages, page_size, kv_heads, D] v [n_pages, page_size, kv_heads, Dv]: the
+                 page pool; sequence b's token t lives on page block_table[b*max_pages +
+                 t/page_size], row t % page_size. capacity = max_pages * page_size.
+   lens[b] (caller memory) is how many tokens sequence b holds; the helpers update it. Any
+   strides (elements) as attn_tensor allows, f32/f16/bf16 (k and v alike). Only the pages
+   covering [0, lens[b]) (and, when appending, the new tokens) are read or validated. */
+typedef struct attn_kv_cache {
+    attn_tensor k, v;
+    int *lens;                   /* [batch] */
+    int batch;                   /* sequences */
+    int page_size;               /* 0: contiguous; else tokens per page (= k.seq) */
+    const int *block_table;      /* paged: [batch][max_pages] */
+    int max_pages;               /* paged: block-table row length */
+} attn_kv_cache;
+
+/* Appends n_new[b] (NULL: k_new.seq) tokens of k_new/v_new [batch, S, kv_heads, D|Dv] (any
+   dtype, converted to the cache's) to each sequence b at lens[b], then lens[b] += n_new[b].
+   All or nothing: on error neither the cache nor lens is written. */
+ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn_tensor v_new, const int *n_new);
+
+/* Tokens sequence seq holds, or -1 if cache/lens is NULL or seq is out of range. */
+ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq);
+
+/* Removes tokens [start, start + count) of sequence seq; later tokens move down (their slot,
+   and so their default RoPE position, drops by count). */
+ATTNDEF attn_status attn_kv_evict(attn_kv_cache *cache, int seq, int start, int count);
+
+/* StreamingLLM's cache policy (StartRecentKVCache): appends like attn_kv_append, but keeps only
+   the first `sink` tokens ever appended and the most recent `recent` ones, evicting the middle;
+   a sequence never holds more than sink + recent tokens. Keys are stored un-rotated: decode
+   with attn_desc.rope set and rope_pos_q/_k NULL, so every key is rotated by its cache slot
+   and the query by its own slot (distances in cache slots, as the reference does). */
+ATTNDEF attn_status attn_kv_append_streaming(attn_kv_cache *cache, int sink, int recent,
+                                             attn_tensor k_new, attn_tensor v_new, const int *n_new);
+
+/* Decoding attention over a cache: q [batch, Sq, Hq, D] holds each sequence's newest Sq
+   tokens (already appended), so query i sits at position lens[b] - Sq + i (seqlens_q[b]
+   instead of Sq when given). Every attn_forward option applies (GQA/MQA, causal, windows,
+   sinks, softcap, ALiBi, bias [B|1, H|1, Sq, capacity], RoPE, threads, workspace) except
+   seqlens_k and cu_seqlens (the cache holds the lengths). Splits long caches across threads
+   (flash-decoding); results are bitwise the same for every thread count.
+     out [batch, Sq, Hq, Dv]    lse [batch, Hq, Sq] or NULL */
+ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                attn_tensor out, float *lse);
+/* Workspace bytes attn_decode needs (for desc->workspace). */
+ATTNDEF attn_status attn_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                               size_t *bytes);
+
+/* EL-attention (Yan et al. 2021): the output of a standard MHA layer (attn_layer_weights,
+   biases optional) for queries x attending to hidden states h, without building per-head K/V
+   and without a K/V cache. Per head i: q_i = x W_i^Q + b_i^Q, expanded query
+   q_i (W_i^K)^T, logits (q_i (W_i^K)^T) . h_j + q_i . b_i^K times scale, P_i h, and
+   out = sum_i ((P_i h) W_i^V + b_i^V) W_i^O + b^O. All beams and heads of a batch entry
+   share h, which is streamed once per call for all of them.
+   field       default     meaning
+   d_model     required    model width (x, h, out rows)
+   heads       required    query heads, d_k = d_model / heads
+   kv_heads    heads       K/V heads (GQA/MQA: wk, wv have kv_heads*d_k columns)
+   batch       required    batch entries (each with its own h)
+   beams       required    queries per batch entry (beams, or several tokens)
+   src_len     required    rows of h per batch entry
+   src_lens    src_len     [batch] valid rows of h (padding after), each >= 1
+   scale       1/sqrt(d_k) logit scale
+   n_threads, parallel, parallel_user: as attn_desc
+     x [batch, beams, d_model]   h [batch, src_len, d_model]   out [batch, beams, d_model], fp32 */
+typedef struct attn_el_desc {
+    int d_model, heads, kv_heads;
+    int batch, beams, src_len;
+    const int *src_lens;
+    float scale;
+    int n_threads;
+    attn_parallel_fn parallel;
+    void *parallel_user;
+} attn_el_desc;
+ATTNDEF attn_status attn_el_attention(const attn_el_desc *desc, const attn_layer_weights *w,
+                                      const float *x, const float *h, float *out);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
@@ -903,7 +1041,26 @@ typedef struct attn__problem {
     int n_threads;
     float dropout_p;             /* backward / training: attention dropout (3.8) */
     unsigned long long dropout_seed;
+    /* generation (3.11): in-kernel RoPE (rope 0: off); a paged cache (page_size > 0: the k/v
+       views are the page pool, batch/seq hold the logical batch and key length) */
+    int rope, rope_dim;
+    double rope_base, rope_scaling;
+    const int *rope_pos_q, *rope_pos_k;
+    ptrdiff_t rope_ld_k;                       /* row length of rope_pos_k */
+    const float *rope_tab;                     /* attn_decode: [slot][rope_dim/2] (cos, sin), or NULL */
+    const int *block_table;
+    int page_size, max_pages;
 } attn__problem;
+
+/* 3.11 generation: RoPE settings of attn_desc checked / copied into the problem */
+static attn_status attn__check_rope(const attn_desc *d, int dim);
+static void attn__rope_resolve(const attn_desc *d, attn__problem *P, int k_seq);
+/* used by 3.6: rotate an fp32 row in place; load q elements [d0, d0+n) rotated, times mul */
+static void attn__rope_row(const attn__problem *P, float *x, long long pos);
+static void attn__rope_rows(const attn__problem *P, float *x, size_t ld, int n, long long pos0);
+static void attn__rope_rows_tab(const attn__problem *P, float *x, size_t ld, int n, long long pos0);
+static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype t, int d0, int n, long long pos,
+                            float *dst, float mul);
 
 static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
                                        const attn_tensor *v, const attn_tensor *out, attn__problem *P) {
@@ -944,6 +1101,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->sink_tokens < 0) return ATTN_ERR_SINK_TOKENS;
     if (d->global_tokens < 0) return ATTN_ERR_GLOBAL_TOKENS;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if ((s = attn__check_rope(d, q->dim)) != ATTN_OK) return s;
     varlen = d->cu_seqlens_q || d->cu_seqlens_k;
     if (varlen) {
         if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
@@ -1000,6 +1158,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     P->alibi = d->alibi_slopes;
     P->n_threads = attn__resolve_threads(d);
     P->dropout_p = d->dropout_p; P->dropout_seed = d->dropout_seed;
+    attn__rope_resolve(d, P, k->seq);
     return ATTN_OK;
 }
 
@@ -1950,7 +2109,11 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
         for (d = 0; d < D; d += 16) {
             const int m = ATTN__MIN(16, D - d);
             int e;
-            if (r < n) C->isa->load((const char *)attn__at(&P->q, S->tb, T->qrow[r], T->head[r]) + (size_t)d * P->q.esize,
+            if (r < n && P->rope)                  /* in-kernel RoPE (3.11): rotate, then scale */
+                attn__rope_load(P, attn__at(&P->q, S->tb, T->qrow[r], T->head[r]), P->q.dtype, d, m,
+                                P->rope_pos_q ? P->rope_pos_q[(size_t)S->tb * P->q.seq + T->qrow[r]] : (v0 + r) / g + T->shift,
+                                qtmp, P->scale);
+            else if (r < n) C->isa->load((const char *)attn__at(&P->q, S->tb, T->qrow[r], T->head[r]) + (size_t)d * P->q.esize,
                                     P->q.dtype, qtmp, m, P->scale);
             else for (e = 0; e < m; ++e) qtmp[e] = 0.0f;
             for (e = m; e < 16; ++e) qtmp[e] = 0.0f;
@@ -1965,6 +2128,19 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
     if (!T->narrow && T->nlanes < ATTN__BQ)        /* the 64-lane QK kernel reads every lane */
         for (d = 0; d < D; ++d)
             memset(T->qt + (size_t)d * ATTN__BQ + T->nlanes, 0, sizeof(float) * (size_t)(ATTN__BQ - T->nlanes));
+}
+
+/* K/V row `row` of batch tb, head h: in place, or through the block table of a paged cache. */
+static const char *attn__kv_at(const attn__problem *P, const attn__view *v, int tb, int row, int h) {
+    if (P->page_size) {
+        const ptrdiff_t page = P->block_table[(size_t)tb * (size_t)P->max_pages + (size_t)(row / P->page_size)];
+        return v->data + (ptrdiff_t)v->esize * (page * v->sb + (ptrdiff_t)(row % P->page_size) * v->ss + (ptrdiff_t)h * v->sh);
+    }
+    return (const char *)attn__at(v, tb, row, h);
+}
+/* How many of the n keys from row `row` on are one strided run (a paged cache: same page). */
+static int attn__kv_run(const attn__problem *P, long long row, int n) {
+    return P->page_size ? (int)ATTN__MIN((long long)n, P->page_size - row % P->page_size) : n;
 }
 
 /* Attention dropout on a tile's probabilities S [nk][BQ] (defined in 3.8). */
@@ -2016,37 +2192,52 @@ static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *
     isa->pv(S, nk, n, V, ldv, Dv, T->alpha, T->acc, C->geo.ldo);
 }
 
-/* Keys [c0, c0 + nk) of the sequence into tile T, read from the tensors (f16/bf16 converted
-   once for all rows into the scratch). */
+/* In-kernel RoPE (3.11) on fp32 key rows x[j] = keys c0 + j of sequence S: at their slots
+   (from the per-call table, or by recurrence), or at the positions the caller gave. */
+static void attn__rope_keys(const attn__problem *P, const attn__seq *S, float *x, size_t ld, long long c0, int nk) {
+    int j;
+    if (P->rope_tab) attn__rope_rows_tab(P, x, ld, nk, c0);
+    else if (!P->rope_pos_k) attn__rope_rows(P, x, ld, nk, c0);
+    else
+        for (j = 0; j < nk; ++j)
+            attn__rope_row(P, x + (size_t)j * ld, P->rope_pos_k[(size_t)S->tb * (size_t)P->rope_ld_k + (size_t)(S->k0 + (int)c0 + j)]);
+}
+
+/* Keys [c0, c0 + nk) of the sequence (one strided run of K/V rows) into tile T, read from the
+   tensors: f32 in place, f16/bf16 converted once for all rows into the scratch, K copied
+   and rotated there under in-kernel RoPE. */
 static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long c0, int nk) {
     const attn__problem *P = C->P;
-    const char *kp = (const char *)attn__at(&P->k, T->S.tb, T->S.k0 + (int)c0, T->hk);
-    const char *vp = (const char *)attn__at(&P->v, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    const char *kp = attn__kv_at(P, &P->k, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    const char *vp = attn__kv_at(P, &P->v, T->S.tb, T->S.k0 + (int)c0, T->hk);
+    const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
     float *S = scratch, *kbuf = S + ATTN__BK * ATTN__BQ, *vbuf = kbuf + ATTN__BK * C->geo.ldk;
+    const float *K = (const float *)(const void *)kp, *V = (const float *)(const void *)vp;
+    ptrdiff_t ldk = P->k.ss, ldv = P->v.ss;
     int j;
-    if (P->k.dtype == ATTN_F32) {
-        attn__tile_chunk_rows(C, T, S, c0, nk, (const float *)kp, P->k.ss, (const float *)vp, P->v.ss);
-        return;
-    }
-    {
-        const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
-        for (j = 0; j < nk; ++j) {
+    if (P->k.dtype != ATTN_F32 || P->rope) {
+        for (j = 0; j < nk; ++j)
             C->isa->load(kp + (ptrdiff_t)j * kst, P->k.dtype, kbuf + (size_t)j * C->geo.ldk, P->q.dim, 1.0f);
-            C->isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, vbuf + (size_t)j * C->geo.ldv, P->v.dim, 1.0f);
-        }
+        if (P->rope) attn__rope_keys(P, &T->S, kbuf, C->geo.ldk, c0, nk);
+        K = kbuf; ldk = (ptrdiff_t)C->geo.ldk;
     }
-    attn__tile_chunk_rows(C, T, S, c0, nk, kbuf, (ptrdiff_t)C->geo.ldk, vbuf, (ptrdiff_t)C->geo.ldv);
+    if (P->v.dtype != ATTN_F32) {
+        for (j = 0; j < nk; ++j)
+            C->isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, vbuf + (size_t)j * C->geo.ldv, P->v.dim, 1.0f);
+        V = vbuf; ldv = (ptrdiff_t)C->geo.ldv;
+    }
+    attn__tile_chunk_rows(C, T, S, c0, nk, K, ldk, V, ldv);
 }
 
 /* Every visible key of [klo, khi) into tile T, chunk by chunk; fully masked chunks skipped. */
 static void attn__tile_keys(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long klo, long long khi) {
     const attn__problem *P = C->P;
     long long ranges[2][2], c0;
-    int ri, n_ranges = attn__key_ranges(P, T->p0, T->p1, T->S.Lk, ranges);
+    int ri, nk, n_ranges = attn__key_ranges(P, T->p0, T->p1, T->S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        for (c0 = a; c0 < b; c0 += ATTN__BK) {
-            const int nk = (int)ATTN__MIN((long long)ATTN__BK, b - c0);
+        for (c0 = a; c0 < b; c0 += nk) {
+            nk = attn__kv_run(P, T->S.k0 + c0, (int)ATTN__MIN((long long)ATTN__BK, b - c0));
             attn__tile_chunk(C, T, scratch, c0, nk);
         }
     }
@@ -2125,7 +2316,7 @@ static void attn__decode_prefetch(const attn__fwd_ctx *C, const attn__seq *S, lo
     size_t off;
     for (r = r0; r < r1; ++r) {
         const int key = S->k0 + (int)c0 + r / Hk, hk = r % Hk;
-        const char *kp = (const char *)attn__at(&P->k, S->tb, key, hk), *vp = (const char *)attn__at(&P->v, S->tb, key, hk);
+        const char *kp = attn__kv_at(P, &P->k, S->tb, key, hk), *vp = attn__kv_at(P, &P->v, S->tb, key, hk);
         for (off = 0; off < kb; off += 64) __builtin_prefetch(kp + off, 0, 2);
         for (off = 0; off < vb; off += 64) __builtin_prefetch(vp + off, 0, 2);
     }
@@ -2146,11 +2337,13 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
         for (b = 0; b < (keys_outer ? Hk : nk); ++b) {
             const int j = keys_outer ? a : b, hk = keys_outer ? b : a;
             const int key = S->k0 + (int)c0 + j;
-            C->isa->load(attn__at(&P->k, S->tb, key, hk), P->k.dtype,
+            C->isa->load(attn__kv_at(P, &P->k, S->tb, key, hk), P->k.dtype,
                          stage + ((size_t)hk * dk + j) * C->geo.ldk, P->q.dim, 1.0f);
-            C->isa->load(attn__at(&P->v, S->tb, key, hk), P->v.dtype,
+            C->isa->load(attn__kv_at(P, &P->v, S->tb, key, hk), P->v.dtype,
                          vstage + ((size_t)hk * dk + j) * C->geo.ldv, P->v.dim, 1.0f);
         }
+    if (P->rope)
+        for (a = 0; a < Hk; ++a) attn__rope_keys(P, S, stage + (size_t)a * dk * C->geo.ldk, C->geo.ldk, c0, nk);
 }
 
 static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int split) {
@@ -2159,7 +2352,7 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
     float *stage = ws + C->geo.scratch + (size_t)Hk * C->geo.narrow_tile;
     attn__seq S;
     long long klo, khi, ranges[2][2], c0;
-    int hk, ri, n_ranges, v, n;
+    int hk, ri, n_ranges, v, n, nk;
     if (!attn__seq_of_row(P, tb, 0, &S)) S.Lq = 0;
     n = S.Lq * g;                                   /* rows past Lq are padding: zeros */
     if (split == 0)
@@ -2174,12 +2367,14 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
     n_ranges = attn__key_ranges(P, (long long)S.Lk - S.Lq, (long long)S.Lk - 1, S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        for (c0 = a; c0 < b; c0 += C->decode_chunk) {
-            const int nk = (int)ATTN__MIN((long long)C->decode_chunk, b - c0);
+        for (c0 = a; c0 < b; c0 += nk) {
             const size_t dk = (size_t)C->decode_chunk;
             const float *vstage = stage + (size_t)Hk * dk * C->geo.ldk;
-            const long long c1 = c0 + nk;
-            const int nk1 = (int)ATTN__MIN((long long)C->decode_chunk, b - c1);
+            long long c1;
+            int nk1;
+            nk = attn__kv_run(P, S.k0 + c0, (int)ATTN__MIN((long long)C->decode_chunk, b - c0));
+            c1 = c0 + nk;
+            nk1 = c1 < b ? attn__kv_run(P, S.k0 + c1, (int)ATTN__MIN((long long)C->decode_chunk, b - c1)) : 0;
             attn__decode_stage(C, &S, stage, c0, nk);
             for (hk = 0; hk < Hk; ++hk) {
                 if (nk1 > 0) attn__decode_prefetch(C, &S, c1, nk1, hk, Hk);
@@ -4202,6 +4397,737 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
 /* ---------------------------------------------------------------------------------------
    3.11 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention
    --------------------------------------------------------------------------------------- */
+
+/* --- RoPE ------------------------------------------------------------------------------ */
+static attn_status attn__check_rope(const attn_desc *d, int dim) {
+    if (d->rope != ATTN_ROPE_OFF && d->rope != ATTN_ROPE_INTERLEAVED && d->rope != ATTN_ROPE_HALF) return ATTN_ERR_ROPE_MODE;
+    if (d->rope == ATTN_ROPE_OFF) return ATTN_OK;
+    if (d->rope_dim < 0 || d->rope_dim > dim || d->rope_dim % 2 != 0) return ATTN_ERR_ROPE_DIM;
+    if (!isfinite(d->rope_base) || d->rope_base < 0.0f) return ATTN_ERR_ROPE_BASE;
+    if (!isfinite(d->rope_scaling) || d->rope_scaling < 0.0f) return ATTN_ERR_ROPE_SCALING;
+    return ATTN_OK;
+}
+static void attn__rope_resolve(const attn_desc *d, attn__problem *P, int k_seq) {
+    P->rope = d->rope;
+    P->rope_dim = d->rope_dim ? d->rope_dim : P->q.dim - P->q.dim % 2;
+    P->rope_base = d->rope_base != 0.0f ? (double)d->rope_base : 10000.0;
+    P->rope_scaling = d->rope_scaling != 0.0f ? (double)d->rope_scaling : 1.0;
+    P->rope_pos_q = d->rope_pos_q; P->rope_pos_k = d->rope_pos_k;
+    P->rope_ld_k = k_seq;
+}
+/* cos and sin of pair i at position pos, in double, rounded once */
+static void attn__rope_cs(const attn__problem *P, long long pos, int i, float *c, float *s) {
+    const double th = (double)pos / P->rope_scaling * pow(P->rope_base, -2.0 * (double)i / (double)P->rope_dim);
+    *c = (float)cos(th); *s = (float)sin(th);
+}
+static void attn__rope_row(const attn__problem *P, float *x, long long pos) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    int i;
+    for (i = 0; i < half; ++i) {
+        const int ia = il ? 2 * i : i, ib = il ? 2 * i + 1 : i + half;
+        const float a = x[ia], b = x[ib];
+        float c, s;
+        attn__rope_cs(P, pos, i, &c, &s);
+        x[ia] = a * c - b * s;
+        x[ib] = b * c + a * s;
+    }
+}
+/* n rows of x (stride ld) at consecutive positions pos0, pos0 + 1, ...: cos and sin exact at
+   pos0, then by the angle-addition recurrence in double (error ~1e-16 per row, far below the
+   fp32 rounding of the result); 4 transcendental calls per pair instead of 2 per pair per row */
+static void attn__rope_rows(const attn__problem *P, float *x, size_t ld, int n, long long pos0) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    int i, j;
+    for (i = 0; i < half; ++i) {
+        const int ia = il ? 2 * i : i, ib = il ? 2 * i + 1 : i + half;
+        const double fr = pow(P->rope_base, -2.0 * (double)i / (double)P->rope_dim), f = fr / P->rope_scaling;
+        const double cd = cos(f), sd = sin(f);
+        double c = cos((double)pos0 / P->rope_scaling * fr), sn = sin((double)pos0 / P->rope_scaling * fr);
+        for (j = 0; j < n; ++j) {
+            float *r = x + (size_t)j * ld;
+            const float a = r[ia], b = r[ib], cf = (float)c, sf = (float)sn;
+            const double c2 = c * cd - sn * sd;
+            r[ia] = a * cf - b * sf;
+            r[ib] = b * cf + a * sf;
+            sn = sn * cd + c * sd; c = c2;
+        }
+    }
+}
+/* the same rotation with cos/sin read from P->rope_tab for slots pos0.. (attn_decode) */
+static void attn__rope_rows_tab(const attn__problem *P, float *x, size_t ld, int n, long long pos0) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    int i, j;
+    for (j = 0; j < n; ++j) {
+        float *r = x + (size_t)j * ld;
+        const float *t = P->rope_tab + (size_t)(pos0 + j) * (size_t)half * 2;
+        for (i = 0; i < half; ++i) {
+            const int ia = il ? 2 * i : i, ib = il ? 2 * i + 1 : i + half;
+            const float a = r[ia], b = r[ib], cf = t[2 * i], sf = t[2 * i + 1];
+            r[ia] = a * cf - b * sf;
+            r[ib] = b * cf + a * sf;
+        }
+    }
+}
+/* rope_tab rows [64 t, 64 t + 64): exact at the block start, recurrence inside (as rope_rows) */
+typedef struct attn__rope_tab_ctx { const attn__problem *P; float *tab; long long n; } attn__rope_tab_ctx;
+static void attn__rope_tab_task(void *vc, int t, int thread) {
+    const attn__rope_tab_ctx *X = (const attn__rope_tab_ctx *)vc;
+    const attn__problem *P = X->P;
+    const int half = P->rope_dim / 2;
+    const long long p0 = (long long)t * 64, p1 = ATTN__MIN(X->n, p0 + 64);
+    int i;
+    long long p;
+    (void)thread;
+    for (i = 0; i < half; ++i) {
+        const double fr = pow(P->rope_base, -2.0 * (double)i / (double)P->rope_dim), f = fr / P->rope_scaling;
+        const double cd = cos(f), sd = sin(f);
+        double c = cos((double)p0 / P->rope_scaling * fr), sn = sin((double)p0 / P->rope_scaling * fr);
+        for (p = p0; p < p1; ++p) {
+            const double c2 = c * cd - sn * sd;
+            X->tab[((size_t)p * half + i) * 2] = (float)c;
+            X->tab[((size_t)p * half + i) * 2 + 1] = (float)sn;
+            sn = sn * cd + c * sd; c = c2;
+        }
+    }
+}
+/* elements [d0, d0 + n) of a stored row, rotated as attn__rope_row would, times mul */
+static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype t, int d0, int n, long long pos,
+                            float *dst, float mul) {
+    const int half = P->rope_dim / 2, il = P->rope == ATTN_ROPE_INTERLEAVED;
+    const size_t es = attn__dtype_size(t);
+    int e;
+    for (e = d0; e < d0 + n; ++e) {
+        float x, y, c, s, v;
+        attn__load_row((const char *)row + (size_t)e * es, t, &x, 1, 1.0f);
+        if (e >= P->rope_dim) { dst[e - d0] = x * mul; continue; }
+        {
+            const int i = il ? e / 2 : (e < half ? e : e - half);
+            const int first = il ? e % 2 == 0 : e < half;
+            const int partner = il ? (first ? e + 1 : e - 1) : (first ? e + half : e - half);
+            attn__load_row((const char *)row + (size_t)partner * es, t, &y, 1, 1.0f);
+            attn__rope_cs(P, pos, i, &c, &s);
+            if (first) v = x * c - y * s;            /* a = x, b = y */
+            else v = x * c + y * s;                  /* b = x, a = y */
+        }
+        dst[e - d0] = v * mul;
+    }
+}
+
+static int attn__out_bcast(const attn_tensor *t) {
+    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
+           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) ||
+            (t->heads > 1 && t->stride_head == 0));
+}
+
+ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const int *positions) {
+    attn__problem P;
+    attn_status s;
+    float *buf;
+    int b, t, h;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if (!x.data) return ATTN_ERR_ROPE_X;
+    if (!attn__dtype_ok(x.dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(&x)) return ATTN_ERR_ROPE_X_SHAPE;
+    if (attn__out_bcast(&x)) return ATTN_ERR_ROPE_X_BROADCAST;
+    if ((s = attn__check_rope(desc, x.dim)) != ATTN_OK) return s;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__make_view(&x, &P.q)) != ATTN_OK) return s;
+    if (desc->rope == ATTN_ROPE_OFF) return ATTN_OK;
+    attn__rope_resolve(desc, &P, x.seq);
+    if (!(buf = (float *)attn__alloc(sizeof(float) * (size_t)x.dim))) return ATTN_ERR_OUT_OF_MEMORY;
+    for (b = 0; b < x.batch; ++b)
+        for (t = 0; t < x.seq; ++t)
+            for (h = 0; h < x.heads; ++h) {
+                void *row = attn__at(&P.q, b, t, h);
+                attn__load_row(row, x.dtype, buf, P.rope_dim, 1.0f);
+                attn__rope_row(&P, buf, positions ? positions[(size_t)b * (size_t)x.seq + (size_t)t] : t);
+                attn__store_row(row, x.dtype, buf, P.rope_dim, 1.0f);
+            }
+    attn__free(buf);
+    return ATTN_OK;
+}
+
+/* --- KV caches -------------------------------------------------------------------------- */
+typedef struct attn__cache {
+    attn__view k, v;           /* the storage: [batch|n_pages, capacity|page_size, heads, dim] */
+    int capacity;
+} attn__cache;
+
+/* Pages covering tokens [0, n) of sequence b all in the pool. */
+static int attn__pages_ok(const attn_kv_cache *c, int b, long long n) {
+    long long p, np;
+    if (!c->page_size) return 1;
+    np = (n + c->page_size - 1) / c->page_size;
+    for (p = 0; p < np; ++p) {
+        const int pg = c->block_table[(size_t)b * (size_t)c->max_pages + (size_t)p];
+        if (pg < 0 || pg >= c->k.batch) return 0;
+    }
+    return 1;
+}
+
+static attn_status attn__check_cache(const attn_kv_cache *c, attn__cache *R) {
+    attn_status s;
+    int b;
+    if (!c) return ATTN_ERR_KV_NULL;
+    if (!c->k.data || !c->v.data) return ATTN_ERR_KV_DATA;
+    if (!c->lens) return ATTN_ERR_KV_LENS;
+    if (!attn__dtype_ok(c->k.dtype) || c->v.dtype != c->k.dtype) return ATTN_ERR_KV_DTYPE;
+    if (!attn__shape_ok(&c->k) || !attn__shape_ok(&c->v) || c->k.batch != c->v.batch || c->k.seq != c->v.seq ||
+        c->k.heads != c->v.heads) return ATTN_ERR_KV_SHAPE;
+    if (attn__out_bcast(&c->k) || attn__out_bcast(&c->v)) return ATTN_ERR_KV_BROADCAST;
+    if (c->batch < 1 || (c->page_size == 0 && c->batch != c->k.batch)) return ATTN_ERR_KV_BATCH;
+    if (c->page_size < 0 || (c->page_size > 0 && c->page_size != c->k.seq)) return ATTN_ERR_KV_PAGE_SIZE;
+    if (c->page_size) {
+        size_t n;
+        if (!c->block_table) return ATTN_ERR_KV_BLOCK_TABLE;
+        if (c->max_pages < 1) return ATTN_ERR_KV_MAX_PAGES;
+        if (!attn__mul_size((size_t)c->max_pages, (size_t)c->page_size, &n) || n > (size_t)INT_MAX ||
+            !attn__mul_size((size_t)c->max_pages, (size_t)c->batch, &n) || n > (size_t)PTRDIFF_MAX / sizeof(int))
+            return ATTN_ERR_OVERFLOW;
+        R->capacity = c->max_pages * c->page_size;
+    } else {
+        R->capacity = c->k.seq;
+    }
+    if ((s = attn__make_view(&c->k, &R->k)) != ATTN_OK || (s = attn__make_view(&c->v, &R->v)) != ATTN_OK) return s;
+    if (!attn__lengths_ok(c->lens, c->batch, R->capacity)) return ATTN_ERR_KV_LEN;
+    for (b = 0; b < c->batch; ++b)
+        if (!attn__pages_ok(c, b, c->lens[b])) return ATTN_ERR_KV_PAGE_INDEX;
+    return ATTN_OK;
+}
+
+/* Address of token t of sequence b, head h, in cache view v. */
+static char *attn__cache_at(const attn_kv_cache *c, const attn__view *v, int b, int t, int h) {
+    if (c->page_size) {
+        const ptrdiff_t pg = c->block_table[(size_t)b * (size_t)c->max_pages + (size_t)(t / c->page_size)];
+        return v->data + (ptrdiff_t)v->esize * (pg * v->sb + (ptrdiff_t)(t % c->page_size) * v->ss + (ptrdiff_t)h * v->sh);
+    }
+    return (char *)attn__at(v, b, t, h);
+}
+
+/* One row of n elements from src (type ts) to dst (type td): bytes when the types match. */
+static void attn__copy_row(void *dst, attn_dtype td, const void *src, attn_dtype ts, int n) {
+    float tmp[64];
+    int d;
+    if (td == ts) { memmove(dst, src, (size_t)n * attn__dtype_size(td)); return; }
+    for (d = 0; d < n; d += 64) {
+        const int m = ATTN__MIN(64, n - d);
+        attn__load_row((const char *)src + (size_t)d * attn__dtype_size(ts), ts, tmp, m, 1.0f);
+        attn__store_row((char *)dst + (size_t)d * attn__dtype_size(td), td, tmp, m, 1.0f);
+    }
+}
+
+/* k_new/v_new checked against the cache; views in kn, vn. */
+static attn_status attn__check_new(const attn_kv_cache *c, const attn_tensor *k, const attn_tensor *v, const int *n_new,
+                                   attn__view *kn, attn__view *vn) {
+    attn_status s;
+    int b;
+    if (!k->data || !v->data) return ATTN_ERR_KV_NEW_NULL;
+    if (!attn__dtype_ok(k->dtype) || !attn__dtype_ok(v->dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(k) || !attn__shape_ok(v) || k->batch != c->batch || v->batch != c->batch || k->seq != v->seq ||
+        k->heads != c->k.heads || v->heads != c->k.heads || k->dim != c->k.dim || v->dim != c->v.dim)
+        return ATTN_ERR_KV_NEW_SHAPE;
+    if ((s = attn__make_view(k, kn)) != ATTN_OK || (s = attn__make_view(v, vn)) != ATTN_OK) return s;
+    if (n_new)
+        for (b = 0; b < c->batch; ++b) if (n_new[b] < 0 || n_new[b] > k->seq) return ATTN_ERR_KV_N_NEW;
+    return ATTN_OK;
+}
+
+/* Token i of the new tensors into slot t of sequence b. */
+static void attn__kv_put(const attn_kv_cache *c, const attn__cache *R, const attn__view *kn, const attn__view *vn,
+                         int b, int i, int t) {
+    int h;
+    for (h = 0; h < c->k.heads; ++h) {
+        attn__copy_row(attn__cache_at(c, &R->k, b, t, h), R->k.dtype, attn__at(kn, b, i, h), kn->dtype, R->k.dim);
+        attn__copy_row(attn__cache_at(c, &R->v, b, t, h), R->v.dtype, attn__at(vn, b, i, h), vn->dtype, R->v.dim);
+    }
+}
+/* Slots [start + count, lens[b]) of sequence b move down by count. */
+static void attn__kv_shift(const attn_kv_cache *c, const attn__cache *R, int b, int start, int count) {
+    int t, h;
+    if (count == 0) return;
+    for (t = start + count; t < c->lens[b]; ++t)
+        for (h = 0; h < c->k.heads; ++h) {
+            memmove(attn__cache_at(c, &R->k, b, t - count, h), attn__cache_at(c, &R->k, b, t, h), R->k.esize * (size_t)R->k.dim);
+            memmove(attn__cache_at(c, &R->v, b, t - count, h), attn__cache_at(c, &R->v, b, t, h), R->v.esize * (size_t)R->v.dim);
+        }
+    c->lens[b] -= count;
+}
+
+ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn_tensor v_new, const int *n_new) {
+    attn__cache R;
+    attn__view kn, vn;
+    attn_status s;
+    int b, i;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if ((s = attn__check_new(cache, &k_new, &v_new, n_new, &kn, &vn)) != ATTN_OK) return s;
+    for (b = 0; b < cache->batch; ++b) {
+        const long long n = n_new ? n_new[b] : k_new.seq;
+        if (cache->lens[b] + n > R.capacity) return ATTN_ERR_KV_FULL;
+        if (!attn__pages_ok(cache, b, cache->lens[b] + n)) return ATTN_ERR_KV_PAGE_INDEX;
+    }
+    for (b = 0; b < cache->batch; ++b) {
+        const int n = n_new ? n_new[b] : k_new.seq;
+        for (i = 0; i < n; ++i) attn__kv_put(cache, &R, &kn, &vn, b, i, cache->lens[b] + i);
+        cache->lens[b] += n;
+    }
+    return ATTN_OK;
+}
+
+ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq) {
+    if (!cache || !cache->lens || seq < 0 || seq >= cache->batch) return -1;
+    return cache->lens[seq];
+}
+
+ATTNDEF attn_status attn_kv_evict(attn_kv_cache *cache, int seq, int start, int count) {
+    attn__cache R;
+    attn_status s;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if (seq < 0 || seq >= cache->batch) return ATTN_ERR_KV_SEQ;
+    if (start < 0 || count < 0 || (long long)start + count > cache->lens[seq]) return ATTN_ERR_KV_EVICT_RANGE;
+    attn__kv_shift(cache, &R, seq, start, count);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_kv_append_streaming(attn_kv_cache *cache, int sink, int recent,
+                                             attn_tensor k_new, attn_tensor v_new, const int *n_new) {
+    attn__cache R;
+    attn__view kn, vn;
+    attn_status s;
+    int b, i;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if (sink < 0 || recent < 1 || (long long)sink + recent > R.capacity) return ATTN_ERR_KV_STREAM;
+    if ((s = attn__check_new(cache, &k_new, &v_new, n_new, &kn, &vn)) != ATTN_OK) return s;
+    for (b = 0; b < cache->batch; ++b) {
+        const long long m = (long long)cache->lens[b] + (n_new ? n_new[b] : k_new.seq);
+        if (!attn__pages_ok(cache, b, ATTN__MIN(m, (long long)sink + recent))) return ATTN_ERR_KV_PAGE_INDEX;
+    }
+    for (b = 0; b < cache->batch; ++b) {
+        /* the stream so far is slots [0, l0) then the n new tokens: M in all. Keep stream
+           indices [0, sink) and [M - recent, M); the cache already holds the policy's set. */
+        const int l0 = cache->lens[b], n = n_new ? n_new[b] : k_new.seq;
+        const long long M = (long long)l0 + n, r0 = M - recent;
+        if (M <= (long long)sink + recent) {
+            for (i = 0; i < n; ++i) attn__kv_put(cache, &R, &kn, &vn, b, i, l0 + i);
+            cache->lens[b] = (int)M;
+            continue;
+        }
+        if (l0 > sink) {                                  /* old slots [sink, min(l0, r0)) go */
+            const int e1 = (int)ATTN__MIN((long long)l0, r0);
+            if (e1 > sink) attn__kv_shift(cache, &R, b, sink, e1 - sink);
+        }
+        for (i = 0; i < n; ++i)                           /* new sinks, then the new recent ones */
+            if ((long long)l0 + i < sink || (long long)l0 + i >= r0) attn__kv_put(cache, &R, &kn, &vn, b, i, cache->lens[b]++);
+    }
+    return ATTN_OK;
+}
+
+/* --- decoding over a cache ------------------------------------------------------------- */
+/* RoPE at default slot positions: one cos/sin table for slots [0, longest sequence) (P->k.seq
+   after attn__decode_setup), shared by every head and chunk, after the forward workspace */
+static size_t attn__decode_tab_bytes(const attn__problem *P) {
+    if (!P->rope || P->rope_pos_k) return 0;
+    return (size_t)P->k.seq * (size_t)(P->rope_dim / 2) * 2 * sizeof(float) + ATTN__ALIGN;
+}
+
+static attn_status attn__decode_setup(const attn_desc *d, attn_tensor *q, const attn_kv_cache *c, attn_tensor *out,
+                                      attn__problem *P) {
+    attn__cache R;
+    attn_tensor kt, vt;
+    attn_desc dd;
+    attn_status s;
+    int b, mx = 1;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if ((s = attn__check_cache(c, &R)) != ATTN_OK) return s;
+    if (d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_DECODE_LENGTHS;
+    dd = *d; dd.seqlens_k = c->lens;
+    kt = c->k; vt = c->v;
+    if (c->page_size) {   /* the logical [batch, capacity] view, for the shape checks only */
+        kt.batch = vt.batch = c->batch; kt.seq = vt.seq = R.capacity;
+        kt.stride_batch = 0; kt.stride_seq = R.k.ss; kt.stride_head = R.k.sh;
+        vt.stride_batch = 0; vt.stride_seq = R.v.ss; vt.stride_head = R.v.sh;
+    }
+    if ((s = attn__check_forward(&dd, q, &kt, &vt, out, P)) != ATTN_OK) return s;
+    for (b = 0; b < c->batch; ++b) mx = ATTN__MAX(mx, c->lens[b]);
+    P->k = R.k; P->v = R.v;
+    P->k.batch = P->v.batch = c->batch;
+    P->k.seq = P->v.seq = mx;          /* the split plan follows the longest sequence */
+    P->rope_ld_k = R.capacity;
+    if (c->page_size) { P->page_size = c->page_size; P->block_table = c->block_table; P->max_pages = c->max_pages; }
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                               size_t *bytes) {
+    attn__problem P;
+    attn__fwd_ctx C;
+    attn_status s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__decode_setup(desc, &q, cache, NULL, &P)) != ATTN_OK) return s;
+    if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, bytes)) != ATTN_OK) return s;
+    return attn__add_size(*bytes, attn__decode_tab_bytes(&P), bytes) ? ATTN_OK : ATTN_ERR_OVERFLOW;
+}
+
+ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                attn_tensor out, float *lse) {
+    attn__problem P;
+    attn__fwd_ctx C;
+    size_t bytes, tab, total;
+    void *owned = NULL;
+    char *base;
+    attn_status s;
+    memset(&P, 0, sizeof P);
+    if ((s = attn__decode_setup(desc, &q, cache, &out, &P)) != ATTN_OK) return s;
+    P.lse = lse;
+    if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, &bytes)) != ATTN_OK) return s;
+    tab = attn__decode_tab_bytes(&P);
+    if (!attn__add_size(bytes, tab, &total)) return ATTN_ERR_OVERFLOW;
+    if (desc->workspace) {
+        if (desc->workspace_size < total) return ATTN_ERR_WORKSPACE;
+        base = (char *)desc->workspace;
+    } else {
+        if (!(owned = attn__alloc(total))) return ATTN_ERR_OUT_OF_MEMORY;
+        base = (char *)owned;
+    }
+    if (tab) {                                     /* the table lives in the last tab bytes */
+        attn__rope_tab_ctx X;
+        char *tb = base + bytes;
+        tb += (ATTN__ALIGN - (uintptr_t)tb % ATTN__ALIGN) % ATTN__ALIGN;
+        X.P = &P; X.tab = (float *)(void *)tb; X.n = P.k.seq;
+        attn__parallel_for(desc, (int)((X.n + 63) / 64), P.n_threads, attn__rope_tab_task, &X);
+        P.rope_tab = X.tab;
+    }
+    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
+    C.ws = (float *)(void *)base;
+    C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
+    attn__parallel_for(desc, (C.decode ? q.batch : C.n_units) * C.n_splits, P.n_threads, attn__fwd_task, &C);
+    if (C.n_splits > 1) attn__parallel_for(desc, C.n_units, P.n_threads, attn__fwd_merge_task, &C);
+    attn__free(owned);
+    return ATTN_OK;
+}
+
+/* --- EL-attention ---------------------------------------------------------------------- */
+/* Small private GEMM-like loops (M = batch x beams rows: weight-bandwidth bound), written so
+   the compiler vectorises the contiguous inner loops. TODO(lead): route to attn__sgemm. */
+#define ATTN__EL_BJ 16       /* rows of h per block: streamed once for every beam and head */
+/* a*b + c: fused where the build targets FMA (ISO C modes never contract a*b + c, and a
+   library fmaf call per element would be far slower than the two operations) */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define ATTN__EL_FMA(a, b, c) fmaf(a, b, c)
+#else
+#define ATTN__EL_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+#define ATTN__EL_NB 64       /* weight columns per task */
+
+/* C[m][n0..n1) = bias + sum_k A[m][k] B[k][n], m < M; each weight row is read once for all M */
+static void attn__el_gemm_cols(int M, int K, const float *A, size_t lda, const float *B, size_t ldb,
+                               const float *bias, float *C, size_t ldc, int n0, int n1) {
+    int m, k, n;
+    for (m = 0; m < M; ++m) {
+        float *c = C + (size_t)m * ldc;
+        for (n = n0; n < n1; ++n) c[n] = bias ? bias[n] : 0.0f;
+    }
+    for (k = 0; k < K; ++k) {
+        const float *b = B + (size_t)k * ldb;
+        for (m = 0; m < M; ++m) {
+            const float a = A[(size_t)m * lda + k];
+            float *c = C + (size_t)m * ldc;
+            for (n = n0; n < n1; ++n) c[n] = ATTN__EL_FMA(a, b[n], c[n]);
+        }
+    }
+}
+
+/* dot products of a with b0..b3 (n each): 16 independent lanes per product */
+static void attn__el_dot4(const float *a, const float *b0, const float *b1, const float *b2, const float *b3, int n,
+                          float *out) {
+    float s0[16], s1[16], s2[16], s3[16];
+    int i, e;
+    for (e = 0; e < 16; ++e) s0[e] = s1[e] = s2[e] = s3[e] = 0.0f;
+    for (i = 0; i + 16 <= n; i += 16)
+        for (e = 0; e < 16; ++e) {
+            const float x = a[i + e];
+            s0[e] = ATTN__EL_FMA(x, b0[i + e], s0[e]); s1[e] = ATTN__EL_FMA(x, b1[i + e], s1[e]);
+            s2[e] = ATTN__EL_FMA(x, b2[i + e], s2[e]); s3[e] = ATTN__EL_FMA(x, b3[i + e], s3[e]);
+        }
+    for (e = 0; i + e < n; ++e) {
+        const float x = a[i + e];
+        s0[e] += x * b0[i + e]; s1[e] += x * b1[i + e]; s2[e] += x * b2[i + e]; s3[e] += x * b3[i + e];
+    }
+    for (e = 1; e < 16; ++e) { s0[0] += s0[e]; s1[0] += s1[e]; s2[0] += s2[e]; s3[0] += s3[e]; }
+    out[0] = s0[0]; out[1] = s1[0]; out[2] = s2[0]; out[3] = s3[0];
+}
+
+typedef struct attn__el_ctx {
+    const attn_el_desc *d;
+    const attn_layer_weights *w;
+    const float *x, *h;
+    float *out;
+    int dm, H, Hk, g, dk, nq, R, splits, split_rows;   /* nq = batch*beams queries, R = beams*heads */
+    float scale;
+    float *q;          /* [nq][H*dk] */
+    float *eq;         /* [batch][R][dm] expanded queries, scale folded in */
+    float *cst;        /* [batch][R] scale * q_i . bk_i */
+    float *part;       /* [batch][splits][R][prow]: acc [dm], m, l */
+    size_t prow;       /* dm + 2 rounded up to 16, plus 16: rows never 4 KiB apart */
+    float *o;          /* [nq][H*dk] per-head outputs (before W^O) */
+} attn__el_ctx;
+
+static void attn__el_q_task(void *vc, int t, int thread) {        /* q = x W^Q + b^Q */
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int N = C->H * C->dk, n0 = t * ATTN__EL_NB, n1 = ATTN__MIN(N, n0 + ATTN__EL_NB);
+    (void)thread;
+    attn__el_gemm_cols(C->nq, C->dm, C->x, (size_t)C->dm, C->w->wq, (size_t)N, C->w->bq, C->q, (size_t)N, n0, n1);
+}
+
+/* expanded queries, rows c of W^K [c0, c1): eq[b][beam*H + i][c] = scale * q_i . W^K[c][head i's KV cols] */
+static void attn__el_eq_task(void *vc, int t, int thread) {
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int c0 = t * ATTN__EL_NB, c1 = ATTN__MIN(C->dm, c0 + ATTN__EL_NB), Nk = C->Hk * C->dk, N = C->H * C->dk;
+    const int beams = C->d->beams;
+    int c, qi, i;
+    (void)thread;
+    for (c = c0; c < c1; c += 4) {
+        const float *wr[4];
+        int u;
+        for (u = 0; u < 4; ++u) wr[u] = C->w->wk + (size_t)ATTN__MIN(c + u, c1 - 1) * Nk;
+        for (qi = 0; qi < C->nq; ++qi)
+            for (i = 0; i < C->H; ++i) {
+                const int kc = (i / C->g) * C->dk;
+                float dots[4];
+                float *e = C->eq + ((size_t)(qi / beams) * C->R + (size_t)(qi % beams) * C->H + i) * C->dm;
+                attn__el_dot4(C->q + (size_t)qi * N + (size_t)i * C->dk, wr[0] + kc, wr[1] + kc, wr[2] + kc, wr[3] + kc,
+                              C->dk, dots);
+                for (u = 0; u < 4 && c + u < c1; ++u) e[c + u] = dots[u] * C->scale;
+            }
+    }
+}
+
+/* 4 x 4 dot products of rows a0..a3 with rows b0..b3 (n each): out[4*i + j] = a_i . b_j;
+   8 independent lanes per product, 16 accumulators: half a load per FMA */
+static void attn__el_dot4x4(const float *const *a, const float *const *b, int n, float *out) {
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
+    float s[16][8];
+    int i, e, k;
+    for (k = 0; k < 16; ++k) for (e = 0; e < 8; ++e) s[k][e] = 0.0f;
+    for (i = 0; i + 8 <= n; i += 8)
+        for (e = 0; e < 8; ++e) {
+            const float x0 = a0[i + e], x1 = a1[i + e], x2 = a2[i + e], x3 = a3[i + e];
+            const float y0 = b0[i + e], y1 = b1[i + e], y2 = b2[i + e], y3 = b3[i + e];
+            s[0][e] = ATTN__EL_FMA(x0, y0, s[0][e]); s[1][e] = ATTN__EL_FMA(x0, y1, s[1][e]);
+            s[2][e] = ATTN__EL_FMA(x0, y2, s[2][e]); s[3][e] = ATTN__EL_FMA(x0, y3, s[3][e]);
+            s[4][e] = ATTN__EL_FMA(x1, y0, s[4][e]); s[5][e] = ATTN__EL_FMA(x1, y1, s[5][e]);
+            s[6][e] = ATTN__EL_FMA(x1, y2, s[6][e]); s[7][e] = ATTN__EL_FMA(x1, y3, s[7][e]);
+            s[8][e] = ATTN__EL_FMA(x2, y0, s[8][e]); s[9][e] = ATTN__EL_FMA(x2, y1, s[9][e]);
+            s[10][e] = ATTN__EL_FMA(x2, y2, s[10][e]); s[11][e] = ATTN__EL_FMA(x2, y3, s[11][e]);
+            s[12][e] = ATTN__EL_FMA(x3, y0, s[12][e]); s[13][e] = ATTN__EL_FMA(x3, y1, s[13][e]);
+            s[14][e] = ATTN__EL_FMA(x3, y2, s[14][e]); s[15][e] = ATTN__EL_FMA(x3, y3, s[15][e]);
+        }
+    for (k = 0; k < 16; ++k) {
+        float t = 0.0f;
+        for (e = 0; e < 8; ++e) t += s[k][e];
+        for (e = i; e < n; ++e) t += a[k / 4][e] * b[k % 4][e];
+        out[k] = t;
+    }
+}
+#if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
+#define ATTN__RESTRICT __restrict
+#else
+#define ATTN__RESTRICT
+#endif
+/* o_i = w[16 + i] o_i + sum_j w[4*i + j] h_j for 4 rows o_i and 4 rows h_j of n: restrict, so
+   the compiler vectorises without runtime overlap checks on eight streams */
+static void attn__el_pv4x4(float *ATTN__RESTRICT o0, float *ATTN__RESTRICT o1, float *ATTN__RESTRICT o2,
+                           float *ATTN__RESTRICT o3, const float *ATTN__RESTRICT h0, const float *ATTN__RESTRICT h1,
+                           const float *ATTN__RESTRICT h2, const float *ATTN__RESTRICT h3, const float *w, int n) {
+    const float a0 = w[16], a1 = w[17], a2 = w[18], a3 = w[19];
+    const float p00 = w[0], p01 = w[1], p02 = w[2], p03 = w[3], p10 = w[4], p11 = w[5], p12 = w[6], p13 = w[7];
+    const float p20 = w[8], p21 = w[9], p22 = w[10], p23 = w[11], p30 = w[12], p31 = w[13], p32 = w[14], p33 = w[15];
+    int c;
+    for (c = 0; c < n; ++c) {
+        const float y0 = h0[c], y1 = h1[c], y2 = h2[c], y3 = h3[c];
+        o0[c] = ATTN__EL_FMA(p03, y3, ATTN__EL_FMA(p02, y2, ATTN__EL_FMA(p01, y1, ATTN__EL_FMA(p00, y0, o0[c] * a0))));
+        o1[c] = ATTN__EL_FMA(p13, y3, ATTN__EL_FMA(p12, y2, ATTN__EL_FMA(p11, y1, ATTN__EL_FMA(p10, y0, o1[c] * a1))));
+        o2[c] = ATTN__EL_FMA(p23, y3, ATTN__EL_FMA(p22, y2, ATTN__EL_FMA(p21, y1, ATTN__EL_FMA(p20, y0, o2[c] * a2))));
+        o3[c] = ATTN__EL_FMA(p33, y3, ATTN__EL_FMA(p32, y2, ATTN__EL_FMA(p31, y1, ATTN__EL_FMA(p30, y0, o3[c] * a3))));
+    }
+}
+/* the same for one row o: o = a o + sum_j p[j] h_j */
+static void attn__el_pv1x4(float *ATTN__RESTRICT o, const float *ATTN__RESTRICT h0, const float *ATTN__RESTRICT h1,
+                           const float *ATTN__RESTRICT h2, const float *ATTN__RESTRICT h3, const float *p, float a, int n) {
+    const float p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3];
+    int c;
+    for (c = 0; c < n; ++c) o[c] = o[c] * a + p0 * h0[c] + p1 * h1[c] + p2 * h2[c] + p3 * h3[c];
+}
+
+/* attention of every beam and head of batch entry b over one split of h's rows: online
+   softmax, h read once in blocks of ATTN__EL_BJ rows for all R queries, 4 queries x 4 rows
+   of h at a time */
+static void attn__el_att_task(void *vc, int t, int thread) {
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int b = t / C->splits, sp = t % C->splits, dm = C->dm, R = C->R;
+    const int Lb = C->d->src_lens ? C->d->src_lens[b] : C->d->src_len;
+    const int j0 = sp * C->split_rows, j1 = ATTN__MIN(Lb, j0 + C->split_rows);
+    const float *hb = C->h + (size_t)b * C->d->src_len * dm;
+    const size_t prow = C->prow;
+    float *part = C->part + ((size_t)b * C->splits + sp) * R * prow;
+    int r, r0, i, j, jb, c, u;
+    (void)thread;
+    for (r = 0; r < R; ++r) {
+        float *pr = part + (size_t)r * prow;
+        for (c = 0; c < dm; ++c) pr[c] = 0.0f;
+        pr[dm] = -INFINITY; pr[dm + 1] = 0.0f;
+    }
+    for (jb = j0; jb < j1; jb += ATTN__EL_BJ) {
+        const int nb = ATTN__MIN(ATTN__EL_BJ, j1 - jb);
+        for (r0 = 0; r0 < R; r0 += 4) {
+            const int nr = ATTN__MIN(4, R - r0);
+            const float *e[4], *hr[4];
+            float *o[4], s[4][ATTN__EL_BJ], p[20], alpha[4], d16[16];
+            for (i = 0; i < 4; ++i) {                     /* rows past nr repeat the last (not stored) */
+                e[i] = C->eq + ((size_t)b * R + (size_t)(r0 + ATTN__MIN(i, nr - 1))) * dm;
+                o[i] = part + (size_t)(r0 + ATTN__MIN(i, nr - 1)) * prow;
+            }
+            for (j = 0; j < nb; j += 4) {                 /* keys past nb repeat the last (masked) */
+                for (u = 0; u < 4; ++u) hr[u] = hb + (size_t)(jb + ATTN__MIN(j + u, nb - 1)) * dm;
+                attn__el_dot4x4(e, hr, dm, d16);
+                for (i = 0; i < 4; ++i)
+                    for (u = 0; u < 4 && j + u < nb; ++u) s[i][j + u] = d16[4 * i + u];
+            }
+            for (i = 0; i < nr; ++i) {                    /* online softmax of each row */
+                float *pr = o[i], mx = pr[dm], sum = 0.0f;
+                const float cr = C->cst[(size_t)b * R + r0 + i];
+                for (j = 0; j < nb; ++j) { s[i][j] += cr; mx = ATTN__MAX(mx, s[i][j]); }
+                alpha[i] = expf(pr[dm] - mx);             /* exp(-inf) = 0 on the first block */
+                for (j = 0; j < nb; ++j) { s[i][j] = expf(s[i][j] - mx); sum += s[i][j]; }
+                pr[dm] = mx; pr[dm + 1] = pr[dm + 1] * alpha[i] + sum;
+            }
+            for (j = 0; j < nb; j += 4) {                 /* acc = alpha acc + sum_j p_j h_j */
+                for (u = 0; u < 4; ++u) hr[u] = hb + (size_t)(jb + ATTN__MIN(j + u, nb - 1)) * dm;
+                for (i = 0; i < 4; ++i) {
+                    for (u = 0; u < 4; ++u) p[4 * i + u] = i < nr && j + u < nb ? s[i][j + u] : 0.0f;
+                    p[16 + i] = j == 0 && i < nr ? alpha[i] : 1.0f;
+                }
+                if (nr == 4) attn__el_pv4x4(o[0], o[1], o[2], o[3], hr[0], hr[1], hr[2], hr[3], p, dm);
+                else for (i = 0; i < nr; ++i) attn__el_pv1x4(o[i], hr[0], hr[1], hr[2], hr[3], p + 4 * i, p[16 + i], dm);
+            }
+        }
+    }
+}
+
+/* merge the splits of one (batch entry, beam x head) row into split 0's slot, normalised */
+static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) */
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int b = t / C->R, r = t % C->R, dm = C->dm;
+    const size_t prow = C->prow;
+    float mx = -INFINITY, l = 0.0f, f[16], *dst = C->part + ((size_t)b * C->splits * C->R + r) * prow;
+    int sp, c;
+    (void)thread;
+    for (sp = 0; sp < C->splits; ++sp)
+        mx = ATTN__MAX(mx, C->part[(((size_t)b * C->splits + sp) * C->R + r) * prow + dm]);
+    for (sp = 0; sp < C->splits; ++sp) {             /* splits past the valid rows saw nothing */
+        const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow;
+        f[sp] = pr[dm] == -INFINITY ? 0.0f : expf(pr[dm] - mx);
+        l += f[sp] * pr[dm + 1];
+    }
+    for (sp = 0; sp < C->splits; ++sp) f[sp] /= l;
+    for (c = 0; c < dm; ++c) dst[c] *= f[0];
+    for (sp = 1; sp < C->splits; ++sp) {
+        const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow, w = f[sp];
+        if (w != 0.0f) for (c = 0; c < dm; ++c) dst[c] += w * pr[c];
+    }
+}
+
+/* o[q][i*dk + t] = b^V + sum_c ctx[q, i][c] W^V[c][kv(i)*dk + t], one task per head */
+static void attn__el_v_task(void *vc, int i, int thread) {
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int dm = C->dm, dk = C->dk, Nk = C->Hk * dk, N = C->H * dk, beams = C->d->beams, kc = (i / C->g) * dk;
+    const size_t prow = C->prow;
+    int qi, c, u;
+    (void)thread;
+    for (qi = 0; qi < C->nq; ++qi) {
+        float *o = C->o + (size_t)qi * N + (size_t)i * dk;
+        for (u = 0; u < dk; ++u) o[u] = C->w->bv ? C->w->bv[kc + u] : 0.0f;
+    }
+    for (c = 0; c < dm; ++c) {
+        const float *wv = C->w->wv + (size_t)c * Nk + kc;
+        for (qi = 0; qi < C->nq; ++qi) {
+            const int b = qi / beams;
+            const float a = C->part[((size_t)b * C->splits * C->R + (size_t)(qi % beams) * C->H + i) * prow + c];
+            float *o = C->o + (size_t)qi * N + (size_t)i * dk;
+            for (u = 0; u < dk; ++u) o[u] = ATTN__EL_FMA(a, wv[u], o[u]);
+        }
+    }
+}
+
+static void attn__el_out_task(void *vc, int t, int thread) {      /* out = o W^O + b^O */
+    const attn__el_ctx *C = (const attn__el_ctx *)vc;
+    const int n0 = t * ATTN__EL_NB, n1 = ATTN__MIN(C->dm, n0 + ATTN__EL_NB), N = C->H * C->dk;
+    (void)thread;
+    attn__el_gemm_cols(C->nq, N, C->o, (size_t)N, C->w->wo, (size_t)C->dm, C->w->bo, C->out, (size_t)C->dm, n0, n1);
+}
+
+ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_weights *w,
+                                      const float *x, const float *h, float *out) {
+    attn__el_ctx C;
+    attn_desc pd;
+    size_t nq, n_q, n_eq, n_cst, n_part, n_o, total, t;
+    void *mem;
+    int b, r, i, nt;
+    if (!d || !w || !x || !h || !out) return ATTN_ERR_EL_NULL;
+    if (!w->wq || !w->wk || !w->wv || !w->wo) return ATTN_ERR_EL_WEIGHTS;
+    if (d->d_model < 1 || d->heads < 1 || d->batch < 1 || d->beams < 1 || d->src_len < 1) return ATTN_ERR_EL_SHAPE;
+    if (d->kv_heads < 0 || d->d_model % d->heads != 0 || d->heads % (d->kv_heads ? d->kv_heads : d->heads) != 0)
+        return ATTN_ERR_EL_HEADS;
+    if (!isfinite(d->scale)) return ATTN_ERR_EL_SCALE;
+    if (d->n_threads < 0) return ATTN_ERR_EL_N_THREADS;
+    if (d->src_lens)
+        for (b = 0; b < d->batch; ++b) if (d->src_lens[b] < 1 || d->src_lens[b] > d->src_len) return ATTN_ERR_EL_SRC_LENS;
+    memset(&C, 0, sizeof C);
+    C.d = d; C.w = w; C.x = x; C.h = h; C.out = out;
+    C.dm = d->d_model; C.H = d->heads; C.Hk = d->kv_heads ? d->kv_heads : d->heads; C.g = C.H / C.Hk;
+    C.dk = C.dm / C.H;
+    C.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)C.dk);
+    /* h streams once per split; enough splits to feed 16 tasks, at least 64 rows each
+       (so at most 16 splits: attn__el_merge_task's weights array) */
+    C.splits = (int)ATTN__MAX(1, ATTN__MIN((16 + d->batch - 1) / d->batch, (d->src_len + 63) / 64));
+    C.split_rows = (d->src_len + C.splits - 1) / C.splits;
+    C.prow = attn__round16((size_t)C.dm + 2) + 16;
+    if (!attn__mul_size((size_t)d->batch, (size_t)d->beams, &nq) || nq > INT_MAX ||
+        !attn__mul_size(nq, (size_t)C.H, &n_cst) || n_cst > INT_MAX ||                 /* also beams*heads */
+        !attn__mul_size(n_cst, (size_t)C.dm, &n_eq) || !attn__mul_size(nq, (size_t)C.dm, &n_q) ||
+        !attn__mul_size((size_t)d->src_len, (size_t)C.dm, &t) || !attn__mul_size(t, (size_t)d->batch, &t) ||
+        t > (size_t)PTRDIFF_MAX / sizeof(float) ||
+        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part))
+        return ATTN_ERR_OVERFLOW;
+    C.nq = (int)nq; C.R = d->beams * d->heads;
+    n_o = n_q;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user; pd.n_threads = d->n_threads;
+    nt = attn__resolve_threads(&pd);
+    if (!attn__add_size(n_q, n_eq, &total) || !attn__add_size(total, n_cst, &total) || !attn__add_size(total, n_part, &total) ||
+        !attn__add_size(total, n_o + 5 * 16, &total) || total > SIZE_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    if (!(mem = attn__alloc(total * sizeof(float)))) return ATTN_ERR_OUT_OF_MEMORY;
+    C.q = (float *)mem;
+    C.eq = C.q + attn__round16(n_q);
+    C.cst = C.eq + attn__round16(n_eq);
+    C.part = C.cst + attn__round16(n_cst);
+    C.o = C.part + attn__round16(n_part);
+    attn__parallel_for(&pd, (C.H * C.dk + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_q_task, &C);
+    attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_eq_task, &C);
+    for (b = 0; b < d->batch; ++b)              /* the constant q_i . b_i^K (cancels in softmax) */
+        for (r = 0; r < C.R; ++r) {
+            const int qi = b * d->beams + r / C.H, hd = r % C.H, kc = (hd / C.g) * C.dk;
+            float a = 0.0f;
+            if (w->bk) for (i = 0; i < C.dk; ++i) a += C.q[(size_t)qi * C.H * C.dk + (size_t)hd * C.dk + i] * w->bk[kc + i];
+            C.cst[(size_t)b * C.R + r] = a * C.scale;
+        }
+    attn__parallel_for(&pd, d->batch * C.splits, nt, attn__el_att_task, &C);
+    attn__parallel_for(&pd, d->batch * C.R, nt, attn__el_merge_task, &C);
+    attn__parallel_for(&pd, C.H, nt, attn__el_v_task, &C);
+    attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_out_task, &C);
+    attn__free(mem);
+    return ATTN_OK;
+}
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@ int main(void) {
     /* layers */
     run_family("layers", test_layers);
     /* generation */
+    run_family("generation", test_generation);
     /* amx */
     run_family("status", test_status_coverage);   /* keep last: checks every code was provoked */
     printf("%d passed, %d failed\n", t_passed, t_failed);

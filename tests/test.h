@@ -60,6 +60,7 @@ void test_gemm(void);
 /* layers */
 void test_layers(void);
 /* generation */
+void test_generation(void);
 /* amx */
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
 
