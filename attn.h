@@ -146,7 +146,11 @@ typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           scratch memory of workspace_size bytes; ask
-                                                attn_workspace_size() for the size needed */
+                                                attn_workspace_size() for the size needed
+   no_amx           fastest bf16 kernels        bf16 q/k/v (not decoding): 0 = AMX tiles where the CPU
+                                                and OS allow them, else AVX512-BF16 dot products,
+                                                else the fp32 kernels; 1 = never AMX; 2 = fp32
+                                                kernels only (inputs converted), as without either */
 typedef struct attn_desc {
     attn_kind kind;
     float scale;
@@ -169,6 +173,7 @@ typedef struct attn_desc {
     /* backward / training fields */
     /* generation fields */
     /* AMX fields */
+    int no_amx;
 } attn_desc;
 
 /* Status codes: one per check, each message names the field at fault.
@@ -224,6 +229,7 @@ typedef struct attn_desc {
     /* -- layers (attn_layer_*) -- */ \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
     /* -- AMX -- */ \
+    X(ATTN_ERR_NO_AMX,                ATTN_CAT_RANGE,       "attn_desc.no_amx must be 0, 1 or 2") \
     X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)")
 
@@ -658,6 +664,7 @@ typedef struct attn__problem {
     int bias_batch, bias_heads;
     ptrdiff_t bias_sb, bias_sh, bias_sq;
     int n_threads;
+    int no_amx;                  /* attn_desc.no_amx (3.12) */
 } attn__problem;
 
 static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
@@ -698,6 +705,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->sink_tokens < 0) return ATTN_ERR_SINK_TOKENS;
     if (d->global_tokens < 0) return ATTN_ERR_GLOBAL_TOKENS;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (d->no_amx < 0 || d->no_amx > 2) return ATTN_ERR_NO_AMX;
     varlen = d->cu_seqlens_q || d->cu_seqlens_k;
     if (varlen) {
         if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
@@ -753,6 +761,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     P->cu_q = varlen ? d->cu_seqlens_q : NULL; P->cu_k = varlen ? d->cu_seqlens_k : NULL;
     P->alibi = d->alibi_slopes;
     P->n_threads = attn__resolve_threads(d);
+    P->no_amx = d->no_amx;
     return ATTN_OK;
 }
 
@@ -1540,6 +1549,474 @@ static const attn__isa *attn__pick_isa(void) {
 /* ---------------------------------------------------------------------------------------
    3.12 AMX tile kernels (bf16): placed before 3.6, which calls them
    --------------------------------------------------------------------------------------- */
+/* bf16 q/k/v, prefill shapes (not the one-query decode path): Q.K^T and P.V as bf16 products
+   with fp32 accumulation, on AMX tiles (tdpbf16ps) where the CPU and OS allow them, else on
+   AVX512-BF16 (vdpbf16ps). Between the products the AVX-512 online-softmax stage of 3.5 runs
+   on fp32 scores with every mask and option of the fp32 path (softcap, ALiBi, bias, windows,
+   dilation, sinks, global tokens, padding, varlen); the probabilities P are rounded to bf16
+   (round to nearest even) for the P.V product, while the row sums l use the fp32 P.
+   Accuracy: q.k is exact in fp32 accumulation up to summation order (bf16 x bf16 products are
+   exact in fp32); the only extra error against the fp32 kernels is P's rounding, a relative
+   2^-9 per weight, which leaves |out - ref| / max|v| below about 4e-3 (tests: 1e-2).
+   Layouts (per tile of ATTN__BQ rows, per chunk of ATTN__BK keys; "word" = a bf16 pair):
+     QP  [ldk2/2][BQ] words   q[r][2i], q[r][2i+1]: queries in VNNI pairs, packed once a tile
+     Kb  [BK][ldk2] bf16      the chunk's keys, rows zero-padded to ldk2 = D rounded to 32
+     VP  [BK/2][ldv2] words   v[2i][c], v[2i+1][c]: the chunk's values in VNNI pairs
+     S   [BK][BQ] fp32        scores, then P (the layout of 3.5's softmax stage)
+     PP  [BK/2][BQ] words     P[2i][r], P[2i+1][r] (AVX512-BF16 path), or
+     PT  [BQ][BK] bf16        P transposed (AMX path: the A operand of P.V)
+     acc [BQ][ldv2] fp32      unnormalised output rows
+   AMX: S^T blocks = Kb (A, 16 keys x 32 dims) x QP (B, 16 pairs x 16 rows); acc blocks =
+   PT (A, 16 rows x 32 keys) x VP (B, 16 pairs x 16 columns); 2 x 2 blocks of 16 x 16 fp32
+   per step in tmm0-3, A in tmm4-5, B in tmm6-7. Each tile call loads its own configuration
+   (ldtilecfg) and releases the tiles (tilerelease) before it returns, so no tile state
+   outlives a call or moves between threads.
+   Compiled with gcc >= 11 / clang >= 12 on x86-64 (target attributes, so no -m flags are
+   needed); AMX only on Linux (the tile data permission is asked with arch_prctl). Run-time
+   detection: cpuid (AVX512F/BW/VL + AVX512-BF16; AMX-TILE + AMX-BF16), XCR0 tile state,
+   ARCH_REQ_XCOMP_PERM; anything missing or refused falls back (AMX -> AVX512-BF16 -> fp32).
+   ATTN_NO_AMX compiles the AMX kernels out, ATTN_NO_AVX512 / ATTN_NO_SIMD both paths;
+   attn_desc.no_amx picks per call (1: no AMX, 2: neither). */
+#if defined(ATTN__X86_SIMD) && defined(__x86_64__) && !defined(ATTN_NO_AVX512) && \
+    ((defined(__clang__) && (defined(__apple_build_version__) ? __clang_major__ >= 13 : __clang_major__ >= 12)) || \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define ATTN__BF16K 1
+#if defined(__linux__) && !defined(ATTN_NO_AMX)
+#define ATTN__AMX 1
+#endif
+#include <cpuid.h>
+#define ATTN__TBF __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+#define ATTN__TAMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+
+/* 3.6's helpers, defined after this section */
+static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
+static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
+static int attn__visible(const attn__problem *P, long long p, long long j);
+static void attn__fwd_store(const attn__problem *P, int tb, int row, int h, const float *acc, float m, float l);
+
+/* Per-row state of a bf16 tile (the fields attn__tile keeps, plus m, l, alpha). */
+typedef struct attn__btile {
+    int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
+    int head[ATTN__BQ], qrow[ATTN__BQ];
+    float pos[ATTN__BQ], slope[ATTN__BQ], m[ATTN__BQ], l[ATTN__BQ], alpha[ATTN__BQ];
+} attn__btile;
+
+/* Offsets (floats, each 64-byte aligned) of the pieces of one thread's workspace. */
+typedef struct attn__bgeo { size_t ldk2, ldv2, qp, kb, vp, s, pp, acc, total; } attn__bgeo;
+
+static attn__bgeo attn__bf16_geometry(int D, int Dv) {
+    attn__bgeo g;
+    g.ldk2 = ((size_t)D + 31) & ~(size_t)31; g.ldv2 = ((size_t)Dv + 31) & ~(size_t)31;
+    g.qp = ((sizeof(attn__btile) + 63) & ~(size_t)63) / sizeof(float);
+    g.kb = g.qp + g.ldk2 / 2 * ATTN__BQ;
+    g.vp = g.kb + ATTN__BK * g.ldk2 / 2;
+    g.s = g.vp + ATTN__BK / 2 * g.ldv2;
+    g.pp = g.s + (size_t)ATTN__BK * ATTN__BQ;
+    g.acc = g.pp + (size_t)ATTN__BK / 2 * ATTN__BQ;
+    g.total = g.acc + ATTN__BQ * g.ldv2;
+    return g;
+}
+
+/* Which bf16 kernels this CPU/OS can run: 0 none, 1 AVX512-BF16, 2 AMX as well. */
+static int attn__bf16_cpu(void) {
+    unsigned a, b, c, d, a1, b1, c1, d1;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || __get_cpuid_max(0, NULL) < 7) return 0;   /* avx512f: OS zmm state too */
+    __cpuid_count(7, 0, a, b, c, d);
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    (void)c; (void)b1; (void)c1; (void)d1;
+    if (!(b & (1u << 30)) || !(b & (1u << 31)) || !(a1 & (1u << 5))) return 0;   /* AVX512BW, VL, BF16 */
+    if (a < 1) return 1;
+#if defined(ATTN__AMX)
+    if ((d & (1u << 24)) && (d & (1u << 22))) {             /* AMX-TILE, AMX-BF16 */
+        unsigned xlo, xhi;
+        long r;
+        __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+        (void)xhi;
+        if ((xlo & (3u << 17)) != (3u << 17)) return 1;      /* XTILECFG, XTILEDATA enabled by the OS */
+        /* arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18): process-wide, idempotent */
+        __asm__ volatile("syscall" : "=a"(r) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+        if (r == 0) return 2;
+    }
+#else
+    (void)d;
+#endif
+    return 1;
+}
+
+/* The kernels this call runs (0: the fp32 path). */
+static int attn__bf16_kernel(const attn__problem *P) {
+    int k;
+    if (P->no_amx == 2 || P->q.dtype != ATTN_BF16) return 0;
+    k = attn__bf16_cpu();
+    return P->no_amx == 1 ? ATTN__MIN(k, 1) : k;
+}
+
+static ATTN__INLINE uint32_t attn__ld32(const void *p) { uint32_t u; memcpy(&u, p, 4); return u; }
+
+/* S[j][r] = scale * K[j] . Q[r] on 64 lanes from VNNI words: 6 keys x 64 lanes per step. */
+#define ATTN__BQK_ROW(x) b = (__m512bh)_mm512_set1_epi32((int)attn__ld32(k##x + 2 * dp)); \
+    c##x##0 = _mm512_dpbf16_ps(c##x##0, q0, b); c##x##1 = _mm512_dpbf16_ps(c##x##1, q1, b); \
+    c##x##2 = _mm512_dpbf16_ps(c##x##2, q2, b); c##x##3 = _mm512_dpbf16_ps(c##x##3, q3, b);
+#define ATTN__BQK_STORE(x) _mm512_store_ps(S + x * ATTN__BQ, _mm512_mul_ps(sc, c##x##0)); \
+    _mm512_store_ps(S + x * ATTN__BQ + 16, _mm512_mul_ps(sc, c##x##1)); \
+    _mm512_store_ps(S + x * ATTN__BQ + 32, _mm512_mul_ps(sc, c##x##2)); \
+    _mm512_store_ps(S + x * ATTN__BQ + 48, _mm512_mul_ps(sc, c##x##3));
+ATTN__TBF static void attn__bqk_6x64(const uint16_t *K, size_t ldk2, const uint32_t *QP, int nd2, float scale, float *S) {
+    const uint16_t *k0 = K, *k1 = K + ldk2, *k2 = K + 2 * ldk2, *k3 = K + 3 * ldk2, *k4 = K + 4 * ldk2, *k5 = K + 5 * ldk2;
+    const __m512 sc = _mm512_set1_ps(scale);
+    __m512 c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+           c40, c41, c42, c43, c50, c51, c52, c53;
+    __m512bh b;
+    int dp;
+    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = c20 = c21 = c22 = c23 = _mm512_setzero_ps();
+    c30 = c31 = c32 = c33 = c40 = c41 = c42 = c43 = c50 = c51 = c52 = c53 = _mm512_setzero_ps();
+    for (dp = 0; dp < nd2; ++dp) {
+        const uint32_t *qw = QP + (size_t)dp * ATTN__BQ;
+        const __m512bh q0 = (__m512bh)_mm512_load_si512(qw), q1 = (__m512bh)_mm512_load_si512(qw + 16),
+                       q2 = (__m512bh)_mm512_load_si512(qw + 32), q3 = (__m512bh)_mm512_load_si512(qw + 48);
+        ATTN__BQK_ROW(0) ATTN__BQK_ROW(1) ATTN__BQK_ROW(2) ATTN__BQK_ROW(3) ATTN__BQK_ROW(4) ATTN__BQK_ROW(5)
+    }
+    ATTN__BQK_STORE(0) ATTN__BQK_STORE(1) ATTN__BQK_STORE(2) ATTN__BQK_STORE(3) ATTN__BQK_STORE(4) ATTN__BQK_STORE(5)
+}
+ATTN__TBF static void attn__bqk_1x64(const uint16_t *K, const uint32_t *QP, int nd2, float scale, float *S) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    int dp;
+    for (dp = 0; dp < nd2; ++dp) {
+        const uint32_t *qw = QP + (size_t)dp * ATTN__BQ;
+        const __m512bh b = (__m512bh)_mm512_set1_epi32((int)attn__ld32(K + 2 * dp));
+        c0 = _mm512_dpbf16_ps(c0, (__m512bh)_mm512_load_si512(qw), b);
+        c1 = _mm512_dpbf16_ps(c1, (__m512bh)_mm512_load_si512(qw + 16), b);
+        c2 = _mm512_dpbf16_ps(c2, (__m512bh)_mm512_load_si512(qw + 32), b);
+        c3 = _mm512_dpbf16_ps(c3, (__m512bh)_mm512_load_si512(qw + 48), b);
+    }
+    _mm512_store_ps(S, _mm512_mul_ps(sc, c0)); _mm512_store_ps(S + 16, _mm512_mul_ps(sc, c1));
+    _mm512_store_ps(S + 32, _mm512_mul_ps(sc, c2)); _mm512_store_ps(S + 48, _mm512_mul_ps(sc, c3));
+}
+
+/* 16 bf16 pair words (a[i], b[i]) from two fp32 vectors, each rounded to nearest even. */
+ATTN__TBF static ATTN__INLINE __m512i attn__bf16_pairs(__m512 a, __m512 b) {
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));   /* [a0..a15 | b0..b15] */
+}
+
+/* PP[jp][r] = (P[2jp][r], P[2jp+1][r]) for jp < (nk+1)/2, r < nlanes; P[nk][.] = 0. */
+ATTN__TBF static void attn__bf16_pack_pp(const float *S, int nk, int nlanes, uint32_t *PP) {
+    int jp, r;
+    for (jp = 0; 2 * jp < nk; ++jp) {
+        const float *s0 = S + (size_t)(2 * jp) * ATTN__BQ, *s1 = s0 + ATTN__BQ;
+        for (r = 0; r < nlanes; r += 16) {
+            const __m512 b = 2 * jp + 1 < nk ? _mm512_load_ps(s1 + r) : _mm512_setzero_ps();
+            _mm512_store_si512(PP + (size_t)jp * ATTN__BQ + r, attn__bf16_pairs(_mm512_load_ps(s0 + r), b));
+        }
+    }
+}
+
+/* VP[jp][c] = (V[2jp][c], V[2jp+1][c]) from bf16 rows (byte stride vst): npairs pair rows,
+   zero past nk keys and past Dv columns (to ldv2). */
+ATTN__TBF static void attn__bf16_pack_v(const char *vp, ptrdiff_t vst, int nk, int npairs, int Dv, size_t ldv2, uint32_t *VP) {
+    int jp, c;
+    for (jp = 0; jp < npairs; ++jp) {
+        const uint16_t *v0 = 2 * jp < nk ? (const uint16_t *)(const void *)(vp + (ptrdiff_t)(2 * jp) * vst) : NULL;
+        const uint16_t *v1 = 2 * jp + 1 < nk ? (const uint16_t *)(const void *)(vp + (ptrdiff_t)(2 * jp + 1) * vst) : NULL;
+        uint32_t *o = VP + (size_t)jp * ldv2;
+        for (c = 0; c < (int)ldv2; c += 16) {
+            const __mmask16 m = attn__mask16(Dv - c);
+            const __m512i a = v0 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v0 + c)) : _mm512_setzero_si512();
+            const __m512i b = v1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v1 + c)) : _mm512_setzero_si512();
+            _mm512_store_si512(o + c, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+        }
+    }
+}
+
+/* acc[r][c] = alpha[r] acc[r][c] + sum_j P[j][r] V[j][c]: 8 rows x 32 columns per step (acc
+   and VP are padded to ldv2 columns, so no masks); rows up to the next multiple of 8. */
+#define ATTN__BPV_LOAD(x) al = _mm512_set1_ps(alpha[r0 + x]); o = acc + (size_t)(r0 + x) * ldo + c; \
+    a##x##0 = _mm512_mul_ps(al, _mm512_load_ps(o)); a##x##1 = _mm512_mul_ps(al, _mm512_load_ps(o + 16));
+#define ATTN__BPV_FMA(x) p = (__m512bh)_mm512_set1_epi32((int)pw[x]); \
+    a##x##0 = _mm512_dpbf16_ps(a##x##0, v0, p); a##x##1 = _mm512_dpbf16_ps(a##x##1, v1, p);
+#define ATTN__BPV_STORE(x) o = acc + (size_t)(r0 + x) * ldo + c; _mm512_store_ps(o, a##x##0); _mm512_store_ps(o + 16, a##x##1);
+ATTN__TBF static void attn__bpv(const uint32_t *PP, int npairs, int nrows, const uint32_t *VP, size_t ldv2, int Dv,
+                                const float *alpha, float *acc, size_t ldo) {
+    int r0, c, jp;
+    for (r0 = 0; r0 < nrows; r0 += 8)
+        for (c = 0; c < Dv; c += 32) {
+            __m512 a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51, a60, a61, a70, a71, al;
+            __m512bh p;
+            float *o;
+            ATTN__BPV_LOAD(0) ATTN__BPV_LOAD(1) ATTN__BPV_LOAD(2) ATTN__BPV_LOAD(3)
+            ATTN__BPV_LOAD(4) ATTN__BPV_LOAD(5) ATTN__BPV_LOAD(6) ATTN__BPV_LOAD(7)
+            for (jp = 0; jp < npairs; ++jp) {
+                const uint32_t *vw = VP + (size_t)jp * ldv2 + c, *pw = PP + (size_t)jp * ATTN__BQ + r0;
+                const __m512bh v0 = (__m512bh)_mm512_load_si512(vw), v1 = (__m512bh)_mm512_load_si512(vw + 16);
+                ATTN__BPV_FMA(0) ATTN__BPV_FMA(1) ATTN__BPV_FMA(2) ATTN__BPV_FMA(3)
+                ATTN__BPV_FMA(4) ATTN__BPV_FMA(5) ATTN__BPV_FMA(6) ATTN__BPV_FMA(7)
+            }
+            ATTN__BPV_STORE(0) ATTN__BPV_STORE(1) ATTN__BPV_STORE(2) ATTN__BPV_STORE(3)
+            ATTN__BPV_STORE(4) ATTN__BPV_STORE(5) ATTN__BPV_STORE(6) ATTN__BPV_STORE(7)
+        }
+}
+
+#if defined(ATTN__AMX)
+/* In-register transpose of a 16 x 16 matrix of 32-bit words. */
+ATTN__TBF static ATTN__INLINE void attn__tr16x16(__m512i *r) {
+    __m512i t[16];
+    int i, k;
+    for (i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 4; ++i) {   /* r[4i+k], 128-bit lane L: column 4L+k of rows 4i..4i+3 */
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (k = 0; k < 4; ++k) {
+        t[k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88);
+        t[4 + k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xdd);
+        t[8 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88);
+        t[12 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xdd);
+    }
+    for (k = 0; k < 4; ++k) {
+        r[k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88);
+        r[4 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0x88);
+        r[8 + k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd);
+        r[12 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0xdd);
+    }
+}
+
+/* PT[r][j] = P[j][r] in bf16 (as words: PT[r][jp] = (P[2jp][r], P[2jp+1][r])), rows r <
+   nrows32 and keys j < nk32 (multiples of 32); zero for j >= nk and r >= nlanes. */
+ATTN__TBF static void attn__bf16_pack_pt(const float *S, int nk, int nk32, int nlanes, int nrows32, uint32_t *PT) {
+    int jp0, r0, i;
+    for (jp0 = 0; 2 * jp0 < nk32; jp0 += 16)
+        for (r0 = 0; r0 < nrows32; r0 += 16) {
+            const __mmask16 lm = attn__mask16(nlanes - r0);
+            __m512i w[16];
+            for (i = 0; i < 16; ++i) {
+                const int j = 2 * (jp0 + i);
+                const float *s = S + (size_t)j * ATTN__BQ + r0;
+                const __m512 a = j < nk ? _mm512_maskz_load_ps(lm, s) : _mm512_setzero_ps();
+                const __m512 b = j + 1 < nk ? _mm512_maskz_load_ps(lm, s + ATTN__BQ) : _mm512_setzero_ps();
+                w[i] = attn__bf16_pairs(a, b);
+            }
+            attn__tr16x16(w);
+            for (i = 0; i < 16; ++i) _mm512_store_si512(PT + (size_t)(r0 + i) * (ATTN__BK / 2) + jp0, w[i]);
+        }
+}
+
+/* Palette 1, tmm0-7 all 16 rows x 64 bytes. */
+typedef struct attn__amx_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} attn__amx_cfg;
+
+ATTN__TAMX static void attn__amx_begin(void) {
+    attn__amx_cfg cfg;
+    int i;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (i = 0; i < 8; ++i) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
+    _tile_loadconfig(&cfg);
+}
+ATTN__TAMX static void attn__amx_end(void) { _tile_release(); }
+
+/* S[j][r] = scale * K[j] . Q[r], j < nk32, r < nl32 (multiples of 32; Kb and QP zero-padded). */
+ATTN__TAMX static void attn__qk_amx(const uint16_t *Kb, size_t ldk2, int nk32, const uint32_t *QP, int nl32,
+                                    int nlanes, int nk, float scale, float *S) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    int j0, r0, d, j;
+    for (j0 = 0; j0 < nk32; j0 += 32)
+        for (r0 = 0; r0 < nl32; r0 += 32) {
+            _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+            for (d = 0; d < (int)ldk2; d += 32) {
+                _tile_loadd(4, Kb + (size_t)j0 * ldk2 + d, (long)(ldk2 * 2));
+                _tile_loadd(5, Kb + (size_t)(j0 + 16) * ldk2 + d, (long)(ldk2 * 2));
+                _tile_loadd(6, QP + (size_t)(d / 2) * ATTN__BQ + r0, ATTN__BQ * 4);
+                _tile_loadd(7, QP + (size_t)(d / 2) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+                _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+            }
+            _tile_stored(0, S + (size_t)j0 * ATTN__BQ + r0, ATTN__BQ * 4);
+            _tile_stored(1, S + (size_t)j0 * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+            _tile_stored(2, S + (size_t)(j0 + 16) * ATTN__BQ + r0, ATTN__BQ * 4);
+            _tile_stored(3, S + (size_t)(j0 + 16) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+        }
+    for (j = 0; j < nk; ++j)
+        for (r0 = 0; r0 < nlanes; r0 += 16) {
+            float *s = S + (size_t)j * ATTN__BQ + r0;
+            _mm512_store_ps(s, _mm512_mul_ps(sc, _mm512_load_ps(s)));
+        }
+}
+
+/* acc[r][c] = alpha[r] acc[r][c] + sum_j PT[r][j] V[j][c], r < nrows32, j < nk32, c < ldv2. */
+ATTN__TAMX static void attn__pv_amx(const uint32_t *PT, int nk32, int nrows32, const uint32_t *VP, size_t ldv2,
+                                    const float *alpha, float *acc) {
+    int r0, c, jk, r;
+    for (r0 = 0; r0 < nrows32; r0 += 32)
+        for (c = 0; c < (int)ldv2; c += 32) {
+            for (r = r0; r < r0 + 32; ++r) {
+                float *o = acc + (size_t)r * ldv2 + c;
+                const __m512 al = _mm512_set1_ps(alpha[r]);
+                _mm512_store_ps(o, _mm512_mul_ps(al, _mm512_load_ps(o)));
+                _mm512_store_ps(o + 16, _mm512_mul_ps(al, _mm512_load_ps(o + 16)));
+            }
+            _tile_loadd(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
+            _tile_loadd(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
+            _tile_loadd(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
+            _tile_loadd(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
+            for (jk = 0; jk < nk32; jk += 32) {
+                _tile_loadd(4, PT + (size_t)r0 * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
+                _tile_loadd(5, PT + (size_t)(r0 + 16) * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
+                _tile_loadd(6, VP + (size_t)(jk / 2) * ldv2 + c, (long)(ldv2 * 4));
+                _tile_loadd(7, VP + (size_t)(jk / 2) * ldv2 + c + 16, (long)(ldv2 * 4));
+                _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+            }
+            _tile_stored(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
+            _tile_stored(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
+            _tile_stored(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
+            _tile_stored(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
+        }
+}
+#endif /* ATTN__AMX */
+
+/* One chunk of keys [c0, c0 + nk) into a bf16 tile of n rows (kind 1: AVX512-BF16, 2: AMX). */
+static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo *G, float *ws, int tb, int seq, int k0, int Lk,
+                             int hk, int v0, int n, long long shift, long long p0, long long p1, long long c0, int nk) {
+    attn__btile *T = (attn__btile *)(void *)ws;
+    uint32_t *QP = (uint32_t *)(void *)(ws + G->qp), *VP = (uint32_t *)(void *)(ws + G->vp);
+    uint32_t *PP = (uint32_t *)(void *)(ws + G->pp);
+    uint16_t *Kb = (uint16_t *)(void *)(ws + G->kb);
+    float *S = ws + G->s, *acc = ws + G->acc;
+    const int D = P->q.dim, Dv = P->v.dim, g = P->groups, nlanes = (n + 15) & ~15;
+    const int nk32 = (nk + 31) & ~31, full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
+    const char *kp = (const char *)attn__at(&P->k, tb, k0 + (int)c0, hk);
+    const char *vp = (const char *)attn__at(&P->v, tb, k0 + (int)c0, hk);
+    const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
+    attn__smx X;
+    int r, j;
+    for (j = 0; j < nk32; ++j) {                    /* keys: zero-padded rows of ldk2 */
+        uint16_t *kr = Kb + (size_t)j * G->ldk2;
+        if (j < nk) memcpy(kr, kp + (ptrdiff_t)j * kst, sizeof(uint16_t) * (size_t)D);
+        memset(kr + (j < nk ? D : 0), 0, sizeof(uint16_t) * (G->ldk2 - (size_t)(j < nk ? D : 0)));
+    }
+    attn__bf16_pack_v(vp, vst, nk, kind == 2 ? nk32 / 2 : (nk + 1) / 2, Dv, G->ldv2, VP);
+#if defined(ATTN__AMX)
+    if (kind == 2) attn__qk_amx(Kb, G->ldk2, nk32, QP, (nlanes + 31) & ~31, nlanes, nk, P->scale, S);
+    else
+#endif
+    {
+        const int nd2 = (D + 1) / 2;
+        for (j = 0; j + 6 <= nk; j += 6)
+            attn__bqk_6x64(Kb + (size_t)j * G->ldk2, G->ldk2, QP, nd2, P->scale, S + (size_t)j * ATTN__BQ);
+        for (; j < nk; ++j) attn__bqk_1x64(Kb + (size_t)j * G->ldk2, QP, nd2, P->scale, S + (size_t)j * ATTN__BQ);
+    }
+    /* the same stage as attn__tile_chunk: softcap, bias, masks, online softmax */
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
+    X.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)Lk);
+    X.alibi = P->alibi != NULL;
+    X.softcap = P->softcap;
+    X.mask = !full;
+    if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
+        for (j = 0; j < nk; ++j)
+            for (r = 0; r < n; ++r) {
+                float *sv = S + (size_t)j * ATTN__BQ + r;
+                *sv = P->softcap * tanhf(*sv / P->softcap);
+            }
+        X.softcap = 0.0f;
+    }
+    if (P->bias) {
+        for (r = 0; r < n; ++r) {
+            const int bb = P->bias_batch == 1 ? 0 : seq, bh = P->bias_heads == 1 ? 0 : T->head[r];
+            const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
+                              (ptrdiff_t)T->qrow[r] * P->bias_sq + c0;
+            for (j = 0; j < nk; ++j) S[(size_t)j * ATTN__BQ + r] += br[j];
+        }
+    }
+    if (!full && P->dilation > 1) {
+        for (r = 0; r < nlanes; ++r)
+            for (j = 0; j < nk; ++j)
+                if (r >= n || !attn__visible(P, (v0 + r) / g + shift, c0 + j)) S[(size_t)j * ATTN__BQ + r] = -INFINITY;
+        X.mask = 0;
+    }
+    attn__softmax_avx512(S, nk, nlanes, (int)c0, &X);
+#if defined(ATTN__AMX)
+    if (kind == 2) {
+        attn__bf16_pack_pt(S, nk, nk32, nlanes, (n + 31) & ~31, PP);
+        attn__pv_amx(PP, nk32, (n + 31) & ~31, VP, G->ldv2, T->alpha, acc);
+        return;
+    }
+#endif
+    attn__bf16_pack_pp(S, nk, nlanes, PP);
+    attn__bpv(PP, (nk + 1) / 2, n, VP, G->ldv2, Dv, T->alpha, acc, G->ldv2);
+}
+
+/* Rows v0..v0+n-1 (row v = query v / groups of head hk * groups + v % groups) of sequence
+   seq (tensor batch tb, first q/k rows q0/k0, lengths Lq/Lk) over the keys [klo, khi): the
+   bf16 counterpart of attn__tile_begin + attn__tile_keys + attn__tile_end. */
+static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb, int seq, int q0, int k0, int Lq, int Lk,
+                            int hk, int v0, int n, long long klo, long long khi, float *partial, size_t partial_row) {
+    const attn__bgeo G = attn__bf16_geometry(P->q.dim, P->v.dim);
+    attn__btile *T = (attn__btile *)(void *)ws;
+    uint16_t *QP = (uint16_t *)(void *)(ws + G.qp);
+    float *acc = ws + G.acc;
+    const int D = P->q.dim, Dv = P->v.dim, g = P->groups;
+    const long long shift = (long long)Lk - Lq, p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
+    long long ranges[2][2], c0;
+    int r, d, ri, n_ranges;
+    for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks, as attn__tile_begin */
+        long long p, c, a, b;
+        T->m[r] = -INFINITY; T->l[r] = 0.0f; T->alpha[r] = 1.0f;
+        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; T->head[r] = 0; T->qrow[r] = 0; continue; }
+        T->head[r] = hk * g + (v0 + r) % g;
+        T->qrow[r] = q0 + (v0 + r) / g;
+        p = (v0 + r) / g + shift;
+        c = P->causal ? ATTN__MIN(p, (long long)Lk - 1) : (long long)Lk - 1;
+        if (p < P->global) { a = 0; b = Lk - 1; }
+        else {
+            a = P->window_left ? p - (long long)P->window_left : 0;
+            b = P->window_right ? p + (long long)P->window_right : (long long)Lk - 1;
+        }
+        T->cap[r] = (int32_t)ATTN__MAX(c, -1LL);
+        T->lo[r] = (int32_t)ATTN__MAX(a, 0LL);
+        T->hi[r] = (int32_t)ATTN__MIN(b, (long long)Lk - 1);
+        T->pos[r] = (float)p;
+        T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
+    }
+    memset(QP, 0, sizeof(uint32_t) * (G.ldk2 / 2) * ATTN__BQ);
+    for (r = 0; r < n; ++r) {                       /* queries in VNNI pairs, unscaled (exact) */
+        const uint16_t *q = (const uint16_t *)attn__at(&P->q, tb, T->qrow[r], T->head[r]);
+        for (d = 0; d < D; ++d) QP[(size_t)(d / 2) * ATTN__BQ * 2 + (size_t)r * 2 + (d & 1)] = q[d];
+    }
+    memset(acc, 0, sizeof(float) * ATTN__BQ * G.ldv2);
+#if defined(ATTN__AMX)
+    if (kind == 2) attn__amx_begin();
+#endif
+    n_ranges = attn__key_ranges(P, p0, p1, Lk, ranges);
+    for (ri = 0; ri < n_ranges; ++ri) {
+        const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
+        for (c0 = a; c0 < b; c0 += ATTN__BK)
+            attn__bf16_chunk(P, kind, &G, ws, tb, seq, k0, Lk, hk, v0, n, shift, p0, p1, c0, (int)ATTN__MIN((long long)ATTN__BK, b - c0));
+    }
+#if defined(ATTN__AMX)
+    if (kind == 2) attn__amx_end();
+#endif
+    for (r = 0; r < n; ++r) {
+        const float *ar = acc + (size_t)r * G.ldv2;
+        if (partial) {
+            float *pr = partial + (size_t)r * partial_row;
+            memcpy(pr, ar, sizeof(float) * (size_t)Dv);
+            pr[partial_row - 2] = T->m[r]; pr[partial_row - 1] = T->l[r];
+        } else {
+            attn__fwd_store(P, tb, T->qrow[r], T->head[r], ar, T->m[r], T->l[r]);
+        }
+    }
+}
+#endif /* ATTN__BF16K */
 
 /* ---------------------------------------------------------------------------------------
    3.6 exact attention: masks, tiled online-softmax forward, split-KV
@@ -1646,6 +2123,7 @@ typedef struct attn__fwd_ctx {
     int unit_rows;             /* rows in a unit: min(ATTN__BQ, q.seq * groups) */
     int units_per_head, n_units, n_splits, split_keys;
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
+    int bf16;                  /* 3.12 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
 } attn__fwd_ctx;
 
 /* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
@@ -1833,6 +2311,14 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) 
             const int end = (int)ATTN__MIN((long long)vr1, ((long long)S.q0 + S.Lq) * g);
             long long klo = 0, khi = S.Lk;
             if (C->n_splits > 1) { klo = (long long)split * C->split_keys; khi = ATTN__MIN(khi, klo + C->split_keys); }
+#if defined(ATTN__BF16K)   /* 3.12: bf16 q/k/v on the bf16 dot-product / AMX tile kernels */
+            if (C->bf16) {
+                attn__bf16_tile(P, C->bf16, ws, S.tb, S.seq, S.q0, S.k0, S.Lq, S.Lk, hk, v - S.q0 * g, end - v, klo, khi,
+                                C->n_splits > 1 ? attn__partial_at(C, u, split, v - vr0) : NULL, C->partial_row);
+                v = end;
+                continue;
+            }
+#endif
             attn__tile_begin(C, T, ws + C->geo.scratch, &S, hk, v - S.q0 * g, end - v);
             attn__tile_keys(C, T, ws, klo, khi);
             attn__tile_end(C, T, C->n_splits > 1 ? attn__partial_at(C, u, split, v - vr0) : NULL);
@@ -1946,6 +2432,10 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     if (!attn__mul_size(C->geo.narrow_tile, (size_t)P->k.heads, &heads_mem)) return ATTN_ERR_OVERFLOW;
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);
     C->ws_floats = ATTN__MAX(C->ws_floats, C->geo.ldo);          /* the merge pass's row */
+#if defined(ATTN__BF16K)   /* 3.12: bf16 prefill on the bf16 kernels, with their own tile memory */
+    C->bf16 = C->decode || isa != &attn__isa_avx512 ? 0 : attn__bf16_kernel(P);
+    if (C->bf16) C->ws_floats = ATTN__MAX(C->ws_floats, attn__bf16_geometry(P->q.dim, P->v.dim).total);
+#endif
     if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread)) return ATTN_ERR_OVERFLOW;
     if (C->n_splits > 1 && (!attn__mul_size(units * (size_t)C->n_splits, (size_t)C->unit_rows, &partial) ||
                             !attn__mul_size(partial, C->partial_row, &partial))) return ATTN_ERR_OVERFLOW;
