@@ -302,6 +302,11 @@ typedef struct attn_layer_weights {
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
+/* The kernels attn_forward runs for bf16 q/k/v outside decoding (attn_desc.no_amx = 0):
+   "amx" (tdpbf16ps tiles), "avx512bf16" (vdpbf16ps) or "none" (the fp32 kernels of
+   attn_kernels() on converted inputs). The first two round P to bf16 for the P.V product. */
+ATTNDEF const char *attn_bf16_kernels(void);
+
 #ifdef __cplusplus
 }
 #endif
@@ -2017,6 +2022,15 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
     }
 }
 #endif /* ATTN__BF16K */
+
+ATTNDEF const char *attn_bf16_kernels(void) {
+#if defined(ATTN__BF16K)
+    const int k = attn__pick_isa() == &attn__isa_avx512 ? attn__bf16_cpu() : 0;
+    return k == 2 ? "amx" : k == 1 ? "avx512bf16" : "none";
+#else
+    return "none";
+#endif
+}
 
 /* ---------------------------------------------------------------------------------------
    3.6 exact attention: masks, tiled online-softmax forward, split-KV

@@ -58,6 +58,7 @@ void test_kernels(void);
 /* layers */
 /* generation */
 /* amx */
+void test_amx(void);
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
 
 #if defined(__GNUC__) || defined(__clang__)
