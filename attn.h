@@ -1586,12 +1586,25 @@ static const attn__isa *attn__pick_isa(void) {
     ((defined(__clang__) && (defined(__apple_build_version__) ? __clang_major__ >= 13 : __clang_major__ >= 12)) || \
      (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define ATTN__BF16K 1
-#if defined(__linux__) && !defined(ATTN_NO_AMX)
+#if (defined(__linux__) || defined(ATTN__AMX_EMULATE)) && !defined(ATTN_NO_AMX)
 #define ATTN__AMX 1
 #endif
 #include <cpuid.h>
 #define ATTN__TBF __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+#if defined(ATTN__AMX_EMULATE)
+/* Test builds only (tests/test_amx_emu.c): the AMX kernels run on a software tile file that
+   the test defines through the ATTN__TILE_* macros, on any CPU with AVX512-BF16. */
+#define ATTN__TAMX ATTN__TBF
+#else
 #define ATTN__TAMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+#define ATTN__TILE_FILE
+#define ATTN__TILE_CFG(cfg) _tile_loadconfig(cfg)
+#define ATTN__TILE_RELEASE() _tile_release()
+#define ATTN__TILE_ZERO(t) _tile_zero(t)
+#define ATTN__TILE_LOAD(t, base, stride) _tile_loadd(t, base, stride)
+#define ATTN__TILE_STORE(t, base, stride) _tile_stored(t, base, stride)
+#define ATTN__TILE_DP(c, a, b) _tile_dpbf16ps(c, a, b)
+#endif
 
 /* 3.6's helpers, defined after this section */
 static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
@@ -1632,7 +1645,10 @@ static int attn__bf16_cpu(void) {
     (void)c; (void)b1; (void)c1; (void)d1;
     if (!(b & (1u << 30)) || !(b & (1u << 31)) || !(a1 & (1u << 5))) return 0;   /* AVX512BW, VL, BF16 */
     if (a < 1) return 1;
-#if defined(ATTN__AMX)
+#if defined(ATTN__AMX_EMULATE)
+    (void)d;
+    return 2;
+#elif defined(ATTN__AMX)
     if ((d & (1u << 24)) && (d & (1u << 22))) {             /* AMX-TILE, AMX-BF16 */
         unsigned xlo, xhi;
         long r;
@@ -1820,35 +1836,39 @@ typedef struct attn__amx_cfg {
     uint8_t rows[16];
 } attn__amx_cfg;
 
+static void attn__amx_config(attn__amx_cfg *cfg) {
+    int i;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->palette = 1;
+    for (i = 0; i < 8; ++i) { cfg->colsb[i] = 64; cfg->rows[i] = 16; }
+}
 ATTN__TAMX static void attn__amx_begin(void) {
     attn__amx_cfg cfg;
-    int i;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (i = 0; i < 8; ++i) { cfg.colsb[i] = 64; cfg.rows[i] = 16; }
-    _tile_loadconfig(&cfg);
+    attn__amx_config(&cfg);
+    ATTN__TILE_CFG(&cfg);
 }
-ATTN__TAMX static void attn__amx_end(void) { _tile_release(); }
+ATTN__TAMX static void attn__amx_end(void) { ATTN__TILE_RELEASE(); }
 
 /* S[j][r] = scale * K[j] . Q[r], j < nk32, r < nl32 (multiples of 32; Kb and QP zero-padded). */
 ATTN__TAMX static void attn__qk_amx(const uint16_t *Kb, size_t ldk2, int nk32, const uint32_t *QP, int nl32,
                                     int nlanes, int nk, float scale, float *S) {
     const __m512 sc = _mm512_set1_ps(scale);
     int j0, r0, d, j;
+    ATTN__TILE_FILE
     for (j0 = 0; j0 < nk32; j0 += 32)
         for (r0 = 0; r0 < nl32; r0 += 32) {
-            _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+            ATTN__TILE_ZERO(0); ATTN__TILE_ZERO(1); ATTN__TILE_ZERO(2); ATTN__TILE_ZERO(3);
             for (d = 0; d < (int)ldk2; d += 32) {
-                _tile_loadd(4, Kb + (size_t)j0 * ldk2 + d, (long)(ldk2 * 2));
-                _tile_loadd(5, Kb + (size_t)(j0 + 16) * ldk2 + d, (long)(ldk2 * 2));
-                _tile_loadd(6, QP + (size_t)(d / 2) * ATTN__BQ + r0, ATTN__BQ * 4);
-                _tile_loadd(7, QP + (size_t)(d / 2) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
-                _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+                ATTN__TILE_LOAD(4, Kb + (size_t)j0 * ldk2 + d, (long)(ldk2 * 2));
+                ATTN__TILE_LOAD(5, Kb + (size_t)(j0 + 16) * ldk2 + d, (long)(ldk2 * 2));
+                ATTN__TILE_LOAD(6, QP + (size_t)(d / 2) * ATTN__BQ + r0, ATTN__BQ * 4);
+                ATTN__TILE_LOAD(7, QP + (size_t)(d / 2) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+                ATTN__TILE_DP(0, 4, 6); ATTN__TILE_DP(1, 4, 7); ATTN__TILE_DP(2, 5, 6); ATTN__TILE_DP(3, 5, 7);
             }
-            _tile_stored(0, S + (size_t)j0 * ATTN__BQ + r0, ATTN__BQ * 4);
-            _tile_stored(1, S + (size_t)j0 * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
-            _tile_stored(2, S + (size_t)(j0 + 16) * ATTN__BQ + r0, ATTN__BQ * 4);
-            _tile_stored(3, S + (size_t)(j0 + 16) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+            ATTN__TILE_STORE(0, S + (size_t)j0 * ATTN__BQ + r0, ATTN__BQ * 4);
+            ATTN__TILE_STORE(1, S + (size_t)j0 * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+            ATTN__TILE_STORE(2, S + (size_t)(j0 + 16) * ATTN__BQ + r0, ATTN__BQ * 4);
+            ATTN__TILE_STORE(3, S + (size_t)(j0 + 16) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
         }
     for (j = 0; j < nk; ++j)
         for (r0 = 0; r0 < nlanes; r0 += 16) {
@@ -1861,6 +1881,7 @@ ATTN__TAMX static void attn__qk_amx(const uint16_t *Kb, size_t ldk2, int nk32, c
 ATTN__TAMX static void attn__pv_amx(const uint32_t *PT, int nk32, int nrows32, const uint32_t *VP, size_t ldv2,
                                     const float *alpha, float *acc) {
     int r0, c, jk, r;
+    ATTN__TILE_FILE
     for (r0 = 0; r0 < nrows32; r0 += 32)
         for (c = 0; c < (int)ldv2; c += 32) {
             for (r = r0; r < r0 + 32; ++r) {
@@ -1869,21 +1890,21 @@ ATTN__TAMX static void attn__pv_amx(const uint32_t *PT, int nk32, int nrows32, c
                 _mm512_store_ps(o, _mm512_mul_ps(al, _mm512_load_ps(o)));
                 _mm512_store_ps(o + 16, _mm512_mul_ps(al, _mm512_load_ps(o + 16)));
             }
-            _tile_loadd(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
-            _tile_loadd(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
-            _tile_loadd(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
-            _tile_loadd(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
+            ATTN__TILE_LOAD(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_LOAD(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
+            ATTN__TILE_LOAD(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_LOAD(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
             for (jk = 0; jk < nk32; jk += 32) {
-                _tile_loadd(4, PT + (size_t)r0 * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
-                _tile_loadd(5, PT + (size_t)(r0 + 16) * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
-                _tile_loadd(6, VP + (size_t)(jk / 2) * ldv2 + c, (long)(ldv2 * 4));
-                _tile_loadd(7, VP + (size_t)(jk / 2) * ldv2 + c + 16, (long)(ldv2 * 4));
-                _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+                ATTN__TILE_LOAD(4, PT + (size_t)r0 * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
+                ATTN__TILE_LOAD(5, PT + (size_t)(r0 + 16) * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
+                ATTN__TILE_LOAD(6, VP + (size_t)(jk / 2) * ldv2 + c, (long)(ldv2 * 4));
+                ATTN__TILE_LOAD(7, VP + (size_t)(jk / 2) * ldv2 + c + 16, (long)(ldv2 * 4));
+                ATTN__TILE_DP(0, 4, 6); ATTN__TILE_DP(1, 4, 7); ATTN__TILE_DP(2, 5, 6); ATTN__TILE_DP(3, 5, 7);
             }
-            _tile_stored(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
-            _tile_stored(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
-            _tile_stored(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
-            _tile_stored(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
+            ATTN__TILE_STORE(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_STORE(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
+            ATTN__TILE_STORE(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_STORE(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
         }
 }
 #endif /* ATTN__AMX */

@@ -59,6 +59,7 @@ void test_kernels(void);
 /* generation */
 /* amx */
 void test_amx(void);
+void test_amx_emu(void);   /* the AMX branch on a software tile file */
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
 
 #if defined(__GNUC__) || defined(__clang__)
