@@ -1736,18 +1736,22 @@ ATTN__TBF static void attn__bf16_pack_pp(const float *S, int nk, int nlanes, uin
 }
 
 /* VP[jp][c] = (V[2jp][c], V[2jp+1][c]) from bf16 rows (byte stride vst): npairs pair rows,
-   zero past nk keys and past Dv columns (to ldv2). */
+   zero past nk keys and past Dv columns (to ldv2, a multiple of 32). */
 ATTN__TBF static void attn__bf16_pack_v(const char *vp, ptrdiff_t vst, int nk, int npairs, int Dv, size_t ldv2, uint32_t *VP) {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
     int jp, c;
     for (jp = 0; jp < npairs; ++jp) {
         const uint16_t *v0 = 2 * jp < nk ? (const uint16_t *)(const void *)(vp + (ptrdiff_t)(2 * jp) * vst) : NULL;
         const uint16_t *v1 = 2 * jp + 1 < nk ? (const uint16_t *)(const void *)(vp + (ptrdiff_t)(2 * jp + 1) * vst) : NULL;
         uint32_t *o = VP + (size_t)jp * ldv2;
-        for (c = 0; c < (int)ldv2; c += 16) {
-            const __mmask16 m = attn__mask16(Dv - c);
-            const __m512i a = v0 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v0 + c)) : _mm512_setzero_si512();
-            const __m512i b = v1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, v1 + c)) : _mm512_setzero_si512();
-            _mm512_store_si512(o + c, _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+        for (c = 0; c < (int)ldv2; c += 32) {
+            const __mmask32 m = Dv - c >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (Dv - c > 0 ? Dv - c : 0)) - 1u);
+            const __m512i a = v0 ? _mm512_maskz_loadu_epi16(m, v0 + c) : _mm512_setzero_si512();
+            const __m512i b = v1 ? _mm512_maskz_loadu_epi16(m, v1 + c) : _mm512_setzero_si512();
+            _mm512_store_si512(o + c, _mm512_permutex2var_epi16(a, lo, b));
+            _mm512_store_si512(o + c + 16, _mm512_permutex2var_epi16(a, hi, b));
         }
     }
 }
