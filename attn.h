@@ -1675,16 +1675,21 @@ static int attn__bf16_kernel(const attn__problem *P) {
 
 static ATTN__INLINE uint32_t attn__ld32(const void *p) { uint32_t u; memcpy(&u, p, 4); return u; }
 
-/* S[j][r] = scale * K[j] . Q[r] on 64 lanes from VNNI words: 6 keys x 64 lanes per step. */
+/* S[j][r] = scale * K[j] . Q[r] on 64 lanes from VNNI words, 6 keys x 64 lanes per step:
+   keys j < nr (<= 6) of K (row stride ldk elements); past nr the last key is recomputed, not
+   stored, so a tail runs at the full rate. */
 #define ATTN__BQK_ROW(x) b = (__m512bh)_mm512_set1_epi32((int)attn__ld32(k##x + 2 * dp)); \
     c##x##0 = _mm512_dpbf16_ps(c##x##0, q0, b); c##x##1 = _mm512_dpbf16_ps(c##x##1, q1, b); \
     c##x##2 = _mm512_dpbf16_ps(c##x##2, q2, b); c##x##3 = _mm512_dpbf16_ps(c##x##3, q3, b);
-#define ATTN__BQK_STORE(x) _mm512_store_ps(S + x * ATTN__BQ, _mm512_mul_ps(sc, c##x##0)); \
+#define ATTN__BQK_STORE(x) if (x < nr) { \
+    _mm512_store_ps(S + x * ATTN__BQ, _mm512_mul_ps(sc, c##x##0)); \
     _mm512_store_ps(S + x * ATTN__BQ + 16, _mm512_mul_ps(sc, c##x##1)); \
     _mm512_store_ps(S + x * ATTN__BQ + 32, _mm512_mul_ps(sc, c##x##2)); \
-    _mm512_store_ps(S + x * ATTN__BQ + 48, _mm512_mul_ps(sc, c##x##3));
-ATTN__TBF static void attn__bqk_6x64(const uint16_t *K, size_t ldk2, const uint32_t *QP, int nd2, float scale, float *S) {
-    const uint16_t *k0 = K, *k1 = K + ldk2, *k2 = K + 2 * ldk2, *k3 = K + 3 * ldk2, *k4 = K + 4 * ldk2, *k5 = K + 5 * ldk2;
+    _mm512_store_ps(S + x * ATTN__BQ + 48, _mm512_mul_ps(sc, c##x##3)); }
+ATTN__TBF static void attn__bqk_6x64(const uint16_t *K, ptrdiff_t ldk, int nr, const uint32_t *QP, int nd2, float scale,
+                                     float *S) {
+    const uint16_t *k0 = K, *k1 = K + ATTN__MIN(1, nr - 1) * ldk, *k2 = K + ATTN__MIN(2, nr - 1) * ldk,
+                   *k3 = K + ATTN__MIN(3, nr - 1) * ldk, *k4 = K + ATTN__MIN(4, nr - 1) * ldk, *k5 = K + ATTN__MIN(5, nr - 1) * ldk;
     const __m512 sc = _mm512_set1_ps(scale);
     __m512 c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
            c40, c41, c42, c43, c50, c51, c52, c53;
@@ -1699,21 +1704,6 @@ ATTN__TBF static void attn__bqk_6x64(const uint16_t *K, size_t ldk2, const uint3
         ATTN__BQK_ROW(0) ATTN__BQK_ROW(1) ATTN__BQK_ROW(2) ATTN__BQK_ROW(3) ATTN__BQK_ROW(4) ATTN__BQK_ROW(5)
     }
     ATTN__BQK_STORE(0) ATTN__BQK_STORE(1) ATTN__BQK_STORE(2) ATTN__BQK_STORE(3) ATTN__BQK_STORE(4) ATTN__BQK_STORE(5)
-}
-ATTN__TBF static void attn__bqk_1x64(const uint16_t *K, const uint32_t *QP, int nd2, float scale, float *S) {
-    const __m512 sc = _mm512_set1_ps(scale);
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-    int dp;
-    for (dp = 0; dp < nd2; ++dp) {
-        const uint32_t *qw = QP + (size_t)dp * ATTN__BQ;
-        const __m512bh b = (__m512bh)_mm512_set1_epi32((int)attn__ld32(K + 2 * dp));
-        c0 = _mm512_dpbf16_ps(c0, (__m512bh)_mm512_load_si512(qw), b);
-        c1 = _mm512_dpbf16_ps(c1, (__m512bh)_mm512_load_si512(qw + 16), b);
-        c2 = _mm512_dpbf16_ps(c2, (__m512bh)_mm512_load_si512(qw + 32), b);
-        c3 = _mm512_dpbf16_ps(c3, (__m512bh)_mm512_load_si512(qw + 48), b);
-    }
-    _mm512_store_ps(S, _mm512_mul_ps(sc, c0)); _mm512_store_ps(S + 16, _mm512_mul_ps(sc, c1));
-    _mm512_store_ps(S + 32, _mm512_mul_ps(sc, c2)); _mm512_store_ps(S + 48, _mm512_mul_ps(sc, c3));
 }
 
 /* 16 bf16 pair words (a[i], b[i]) from two fp32 vectors, each rounded to nearest even. */
@@ -1756,6 +1746,49 @@ ATTN__TBF static void attn__bf16_pack_v(const char *vp, ptrdiff_t vst, int nk, i
     }
 }
 
+/* In-register transpose of a 16 x 16 matrix of 32-bit words. */
+ATTN__TBF static ATTN__INLINE void attn__tr16x16(__m512i *r) {
+    __m512i t[16];
+    int i, k;
+    for (i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 4; ++i) {   /* r[4i+k], 128-bit lane L: column 4L+k of rows 4i..4i+3 */
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (k = 0; k < 4; ++k) {
+        t[k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88);
+        t[4 + k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xdd);
+        t[8 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88);
+        t[12 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xdd);
+    }
+    for (k = 0; k < 4; ++k) {
+        r[k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88);
+        r[4 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0x88);
+        r[8 + k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd);
+        r[12 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0xdd);
+    }
+}
+
+/* QP[dp][r] = (q_r[2dp], q_r[2dp+1]) for the n rows at q[r] (bf16), zero past n and past D,
+   dp < ldk2 / 2: each row's bf16 pairs are already 32-bit words, so 16 x 16 word blocks are
+   transposed. */
+ATTN__TBF static void attn__bf16_pack_q(const uint16_t *const *q, int n, int D, size_t ldk2, uint32_t *QP) {
+    int r0, d0, i;
+    for (r0 = 0; r0 < ATTN__BQ; r0 += 16)
+        for (d0 = 0; d0 < (int)ldk2; d0 += 32) {
+            const __mmask32 m = D - d0 >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (D - d0 > 0 ? D - d0 : 0)) - 1u);
+            __m512i w[16];
+            for (i = 0; i < 16; ++i) w[i] = r0 + i < n ? _mm512_maskz_loadu_epi16(m, q[r0 + i] + d0) : _mm512_setzero_si512();
+            attn__tr16x16(w);
+            for (i = 0; i < 16; ++i) _mm512_store_si512(QP + (size_t)(d0 / 2 + i) * ATTN__BQ + r0, w[i]);
+        }
+}
+
 /* acc[r][c] = alpha[r] acc[r][c] + sum_j P[j][r] V[j][c]: 8 rows x 32 columns per step (acc
    and VP are padded to ldv2 columns, so no masks); rows up to the next multiple of 8. */
 #define ATTN__BPV_LOAD(x) al = _mm512_set1_ps(alpha[r0 + x]); o = acc + (size_t)(r0 + x) * ldo + c; \
@@ -1785,34 +1818,6 @@ ATTN__TBF static void attn__bpv(const uint32_t *PP, int npairs, int nrows, const
 }
 
 #if defined(ATTN__AMX)
-/* In-register transpose of a 16 x 16 matrix of 32-bit words. */
-ATTN__TBF static ATTN__INLINE void attn__tr16x16(__m512i *r) {
-    __m512i t[16];
-    int i, k;
-    for (i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (i = 0; i < 4; ++i) {   /* r[4i+k], 128-bit lane L: column 4L+k of rows 4i..4i+3 */
-        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (k = 0; k < 4; ++k) {
-        t[k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88);
-        t[4 + k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xdd);
-        t[8 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88);
-        t[12 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xdd);
-    }
-    for (k = 0; k < 4; ++k) {
-        r[k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88);
-        r[4 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0x88);
-        r[8 + k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd);
-        r[12 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0xdd);
-    }
-}
-
 /* PT[r][j] = P[j][r] in bf16 (as words: PT[r][jp] = (P[2jp][r], P[2jp+1][r])), rows r <
    nrows32 and keys j < nk32 (multiples of 32); zero for j >= nk and r >= nlanes. */
 ATTN__TBF static void attn__bf16_pack_pt(const float *S, int nk, int nk32, int nlanes, int nrows32, uint32_t *PT) {
@@ -1928,21 +1933,23 @@ static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo 
     const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
     attn__smx X;
     int r, j;
-    for (j = 0; j < nk32; ++j) {                    /* keys: zero-padded rows of ldk2 */
-        uint16_t *kr = Kb + (size_t)j * G->ldk2;
-        if (j < nk) memcpy(kr, kp + (ptrdiff_t)j * kst, sizeof(uint16_t) * (size_t)D);
-        memset(kr + (j < nk ? D : 0), 0, sizeof(uint16_t) * (G->ldk2 - (size_t)(j < nk ? D : 0)));
+    if (kind == 2 || D % 2) {                       /* keys: zero-padded rows of ldk2 */
+        for (j = 0; j < nk32; ++j) {
+            uint16_t *kr = Kb + (size_t)j * G->ldk2;
+            if (j < nk) memcpy(kr, kp + (ptrdiff_t)j * kst, sizeof(uint16_t) * (size_t)D);
+            memset(kr + (j < nk ? D : 0), 0, sizeof(uint16_t) * (G->ldk2 - (size_t)(j < nk ? D : 0)));
+        }
     }
     attn__bf16_pack_v(vp, vst, nk, kind == 2 ? nk32 / 2 : (nk + 1) / 2, Dv, G->ldv2, VP);
 #if defined(ATTN__AMX)
     if (kind == 2) attn__qk_amx(Kb, G->ldk2, nk32, QP, (nlanes + 31) & ~31, nlanes, nk, P->scale, S);
     else
 #endif
-    {
-        const int nd2 = (D + 1) / 2;
-        for (j = 0; j + 6 <= nk; j += 6)
-            attn__bqk_6x64(Kb + (size_t)j * G->ldk2, G->ldk2, QP, nd2, P->scale, S + (size_t)j * ATTN__BQ);
-        for (; j < nk; ++j) attn__bqk_1x64(Kb + (size_t)j * G->ldk2, QP, nd2, P->scale, S + (size_t)j * ATTN__BQ);
+    {   /* even D: the pairs are read from k in place */
+        const uint16_t *K = D % 2 ? Kb : (const uint16_t *)(const void *)kp;
+        const ptrdiff_t ldk = D % 2 ? (ptrdiff_t)G->ldk2 : P->k.ss;
+        for (j = 0; j < nk; j += 6)
+            attn__bqk_6x64(K + (ptrdiff_t)j * ldk, ldk, ATTN__MIN(6, nk - j), QP, (D + 1) / 2, P->scale, S + (size_t)j * ATTN__BQ);
     }
     /* the same stage as attn__tile_chunk: softcap, bias, masks, online softmax */
     X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
@@ -1992,12 +1999,12 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
                             int hk, int v0, int n, long long klo, long long khi, float *partial, size_t partial_row) {
     const attn__bgeo G = attn__bf16_geometry(P->q.dim, P->v.dim);
     attn__btile *T = (attn__btile *)(void *)ws;
-    uint16_t *QP = (uint16_t *)(void *)(ws + G.qp);
+    uint32_t *QP = (uint32_t *)(void *)(ws + G.qp);
     float *acc = ws + G.acc;
     const int D = P->q.dim, Dv = P->v.dim, g = P->groups;
     const long long shift = (long long)Lk - Lq, p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
     long long ranges[2][2], c0;
-    int r, d, ri, n_ranges;
+    int r, ri, n_ranges;
     for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks, as attn__tile_begin */
         long long p, c, a, b;
         T->m[r] = -INFINITY; T->l[r] = 0.0f; T->alpha[r] = 1.0f;
@@ -2017,10 +2024,10 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
         T->pos[r] = (float)p;
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
-    memset(QP, 0, sizeof(uint32_t) * (G.ldk2 / 2) * ATTN__BQ);
-    for (r = 0; r < n; ++r) {                       /* queries in VNNI pairs, unscaled (exact) */
-        const uint16_t *q = (const uint16_t *)attn__at(&P->q, tb, T->qrow[r], T->head[r]);
-        for (d = 0; d < D; ++d) QP[(size_t)(d / 2) * ATTN__BQ * 2 + (size_t)r * 2 + (d & 1)] = q[d];
+    {                                               /* queries in VNNI pairs, unscaled (exact) */
+        const uint16_t *qr[ATTN__BQ];
+        for (r = 0; r < ATTN__BQ; ++r) qr[r] = r < n ? (const uint16_t *)attn__at(&P->q, tb, T->qrow[r], T->head[r]) : NULL;
+        attn__bf16_pack_q(qr, n, D, G.ldk2, QP);
     }
     memset(acc, 0, sizeof(float) * ATTN__BQ * G.ldv2);
 #if defined(ATTN__AMX)

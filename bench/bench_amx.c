@@ -7,7 +7,9 @@
            BENCH_OUTDIR=<dir>             where results_amx.csv goes (default: bench)
    Exit:   0 ok; 1 a bf16-kernel result left its accuracy bound; 2 attn_forward failed.
 
-   What it measures (2 threads unless said; median of 5 runs, 3 for S >= 4096; one warm-up):
+   What it measures (2 threads unless said; one warm-up, then the median of 7 runs, 5 at
+   S = 4096, 3 at S = 8192, the three prefill variants of a case timed in turn so a busy
+   machine slows them alike):
      peaks   fp32 FMA (bench_util.h: 16 zmm FMA chains), AVX512-BF16 (16 zmm vdpbf16ps
              chains, 64 flops each) and AMX (tdpbf16ps on 4 accumulator tiles, 16384 flops
              each) on 1 and 2 threads; the AMX loop runs only where attn_bf16_kernels() says
@@ -114,15 +116,36 @@ static double product_peak(int kind, int nt) {
 
 /* median seconds of attn_forward over reps runs after one warm-up */
 static double time_fwd(const attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor o, int reps) {
-    double t[9], mn, mx;
+    double t[16], mn, mx;
     int r;
     if (attn_forward(d, q, k, v, o, NULL) != ATTN_OK) { fprintf(stderr, "attn_forward failed\n"); exit(2); }
-    for (r = 0; r < reps; ++r) {
+    for (r = 0; r < reps && r < 16; ++r) {
         const double t0 = now_s();
         attn_forward(d, q, k, v, o, NULL);
         t[r] = now_s() - t0;
     }
     return median_of(t, reps, &mn, &mx);
+}
+
+/* The three prefill variants timed in turn, reps rounds (so a busy machine slows all three
+   alike), after one warm-up each; median seconds of each into t[3]. */
+typedef struct pf_run { attn_desc d; int no_amx; attn_tensor q, k, v, o; } pf_run;
+static void time_interleaved(pf_run *runs, int reps, double *t) {
+    double s[3][16], mn, mx;
+    int r, m;
+    for (m = 0; m < 3; ++m) {
+        runs[m].d.no_amx = runs[m].no_amx;
+        if (attn_forward(&runs[m].d, runs[m].q, runs[m].k, runs[m].v, runs[m].o, NULL) != ATTN_OK) {
+            fprintf(stderr, "attn_forward failed\n"); exit(2);
+        }
+    }
+    for (r = 0; r < reps && r < 16; ++r)
+        for (m = 0; m < 3; ++m) {
+            const double t0 = now_s();
+            attn_forward(&runs[m].d, runs[m].q, runs[m].k, runs[m].v, runs[m].o, NULL);
+            s[m][r] = now_s() - t0;
+        }
+    for (m = 0; m < 3; ++m) t[m] = median_of(s[m], reps, &mn, &mx);
 }
 
 int main(void) {
@@ -156,16 +179,16 @@ int main(void) {
     for (di = 0; di < 2; ++di)
         for (si = 0; si < 4; ++si)
             for (causal = 0; causal <= 1; ++causal) {
-                const int S = Ss[si], D = Ds[di], H = 8, reps = S >= 4096 ? 3 : 5;
+                const int S = Ss[si], D = Ds[di], H = 8, reps = S >= 8192 ? 3 : S >= 4096 ? 5 : 7;
                 const size_t n = (size_t)S * H * D;
                 float *f = (float *)xalloc(3 * n * sizeof(float)), *o = (float *)xalloc(n * sizeof(float));
-                float *o2 = (float *)xalloc(n * sizeof(float));
+                float *o2 = (float *)xalloc(n * sizeof(float)), *o3 = (float *)xalloc(n * sizeof(float));
                 uint16_t *b = (uint16_t *)xalloc(3 * n * sizeof(uint16_t));
-                attn_tensor qf, kf, vf, qb, kb, vb, to, to2;
+                attn_tensor qf, kf, vf, qb, kb, vb, to, to2, to3;
                 attn_desc d;
                 double flops, tk, tf, t32, g, vmax = 0, diff = 0;
                 size_t i;
-                if (quick && S > 2048) { free(f); free(o); free(o2); free(b); continue; }
+                if (quick && S > 2048) { free(f); free(o); free(o2); free(o3); free(b); continue; }
                 fill_rand(f, 3 * n);
                 convert_from_f32(b, ATTN_BF16, f, 3 * n);
                 for (i = 0; i < 3 * n; ++i) f[i] = bf16_to_f32(b[i]);   /* the same values in both */
@@ -174,11 +197,18 @@ int main(void) {
                 qb = attn_tensor_dense(b, ATTN_BF16, 1, S, H, D); kb = attn_tensor_dense(b + n, ATTN_BF16, 1, S, H, D);
                 vb = attn_tensor_dense(b + 2 * n, ATTN_BF16, 1, S, H, D);
                 to = attn_tensor_dense(o, ATTN_F32, 1, S, H, D); to2 = attn_tensor_dense(o2, ATTN_F32, 1, S, H, D);
+                to3 = attn_tensor_dense(o3, ATTN_F32, 1, S, H, D);
                 memset(&d, 0, sizeof d);
                 d.causal = causal; d.n_threads = nt;
-                d.no_amx = 0; tk = time_fwd(&d, qb, kb, vb, to, reps);
-                d.no_amx = 2; tf = time_fwd(&d, qb, kb, vb, to2, reps);
-                t32 = time_fwd(&d, qf, kf, vf, to2, reps);
+                {
+                    pf_run runs[3];
+                    double tt[3];
+                    runs[0].d = d; runs[0].no_amx = 0; runs[0].q = qb; runs[0].k = kb; runs[0].v = vb; runs[0].o = to;
+                    runs[1].d = d; runs[1].no_amx = 2; runs[1].q = qb; runs[1].k = kb; runs[1].v = vb; runs[1].o = to2;
+                    runs[2].d = d; runs[2].no_amx = 2; runs[2].q = qf; runs[2].k = kf; runs[2].v = vf; runs[2].o = to3;
+                    time_interleaved(runs, reps, tt);
+                    tk = tt[0]; tf = tt[1]; t32 = tt[2];
+                }
                 for (i = 0; i < n; ++i) { diff = fabs(o[i] - o2[i]) > diff ? fabs(o[i] - o2[i]) : diff; }
                 for (i = 2 * n; i < 3 * n; ++i) vmax = fabs(f[i]) > vmax ? fabs(f[i]) : vmax;
                 if (!(diff <= ldexp(vmax, -8))) bad = 1;
@@ -191,7 +221,7 @@ int main(void) {
                         flops / tf * 1e-9, flops / t32 * 1e-9, 100 * g / fma2, kpeak > 0 ? 100 * g / kpeak : 0.0, t32 / tk,
                         fma2, bf2, amx2, diff / vmax);
                 fflush(stdout);
-                free(f); free(o); free(o2); free(b);
+                free(f); free(o); free(o2); free(o3); free(b);
             }
     {   /* decode stays on the fp32 narrow path whatever no_amx says */
         static const int Ls[] = { 16384, 65536 };
