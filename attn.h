@@ -42,9 +42,14 @@
      ATTN_NO_THREADS    no pthreads; work runs on the calling thread unless you pass a
                         parallel hook in attn_desc.parallel
      ATTN_NO_SIMD       scalar kernels only
-     ATTN_NO_AVX512     never use the AVX-512 kernels (AVX2+FMA at most)
+     ATTN_NO_AVX512     never use the AVX-512 kernels (AVX2+FMA at most; no bf16 tile kernels)
+     ATTN_NO_AMX        never compile the AMX tile kernels (bf16 prefill then runs on AVX512-BF16
+                        where the CPU has it, else on the fp32 kernels); see 3.12
    x86 kernels are compiled with per-function target attributes and picked at run time
    (cpuid), so a binary built without -march runs AVX-512 or AVX2 where the CPU has them.
+   bf16 q/k/v outside decoding run on bf16 dot-product tiles (AMX, else AVX512-BF16; gcc >= 11
+   or clang >= 12) that round the softmax weights P to bf16 for P.V: |error| <= 2^-9 max|v|.
+   attn_bf16_kernels() names them; attn_desc.no_amx = 2 keeps such calls on the fp32 kernels.
 
    SEMANTICS OF EXACT ATTENTION (attn_forward with attn_desc.kind = ATTN_SOFTMAX)
      For batch b, query head h (KV head h / (Hq/Hkv)), valid lengths Lq, Lk (q.seq/k.seq, or
@@ -1597,12 +1602,16 @@ static const attn__isa *attn__pick_isa(void) {
 #define ATTN__TAMX ATTN__TBF
 #else
 #define ATTN__TAMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+/* gcc's tile intrinsics are asm statements that do not tell the compiler which memory they
+   read (tileloadd: none; ldtilecfg: 8 of the 64 bytes): a compiler barrier with the address
+   makes every earlier store visible to them. tilestored has its own memory clobber. */
+#define ATTN__TILE_BARRIER(p) __asm__ __volatile__("" : : "r"(p) : "memory")
 #define ATTN__TILE_FILE
-#define ATTN__TILE_CFG(cfg) _tile_loadconfig(cfg)
+#define ATTN__TILE_CFG(cfg) do { ATTN__TILE_BARRIER(cfg); _tile_loadconfig(cfg); } while (0)
 #define ATTN__TILE_RELEASE() _tile_release()
 #define ATTN__TILE_ZERO(t) _tile_zero(t)
-#define ATTN__TILE_LOAD(t, base, stride) _tile_loadd(t, base, stride)
-#define ATTN__TILE_STORE(t, base, stride) _tile_stored(t, base, stride)
+#define ATTN__TILE_LOAD(t, base, stride) do { ATTN__TILE_BARRIER(base); _tile_loadd(t, base, stride); } while (0)
+#define ATTN__TILE_STORE(t, base, stride) do { _tile_stored(t, base, stride); ATTN__TILE_BARRIER(base); } while (0)
 #define ATTN__TILE_DP(c, a, b) _tile_dpbf16ps(c, a, b)
 #endif
 
