@@ -1559,7 +1559,8 @@ static const attn__isa *attn__pick_isa(void) {
 /* ---------------------------------------------------------------------------------------
    3.12 AMX tile kernels (bf16): placed before 3.6, which calls them
    --------------------------------------------------------------------------------------- */
-/* bf16 q/k/v, prefill shapes (not the one-query decode path): Q.K^T and P.V as bf16 products
+/* bf16 q/k/v outside decoding (Sq x Hq/Hkv <= 16 stays on 3.6's decode path, which is
+   bandwidth-bound): Q.K^T and P.V as bf16 products
    with fp32 accumulation, on AMX tiles (tdpbf16ps) where the CPU and OS allow them, else on
    AVX512-BF16 (vdpbf16ps). Between the products the AVX-512 online-softmax stage of 3.5 runs
    on fp32 scores with every mask and option of the fp32 path (softcap, ALiBi, bias, windows,
@@ -1572,6 +1573,7 @@ static const attn__isa *attn__pick_isa(void) {
    Layouts (per tile of ATTN__BQ rows, per chunk of ATTN__BK keys; "word" = a bf16 pair):
      QP  [ldk2/2][BQ] words   q[r][2i], q[r][2i+1]: queries in VNNI pairs, packed once a tile
      Kb  [BK][ldk2] bf16      the chunk's keys, rows zero-padded to ldk2 = D rounded to 32
+                              (AMX, odd D; the AVX512-BF16 path reads even-D keys in place)
      VP  [BK/2][ldv2] words   v[2i][c], v[2i+1][c]: the chunk's values in VNNI pairs
      S   [BK][BQ] fp32        scores, then P (the layout of 3.5's softmax stage)
      PP  [BK/2][BQ] words     P[2i][r], P[2i+1][r] (AVX512-BF16 path), or
@@ -1579,7 +1581,8 @@ static const attn__isa *attn__pick_isa(void) {
      acc [BQ][ldv2] fp32      unnormalised output rows
    AMX: S^T blocks = Kb (A, 16 keys x 32 dims) x QP (B, 16 pairs x 16 rows); acc blocks =
    PT (A, 16 rows x 32 keys) x VP (B, 16 pairs x 16 columns); 2 x 2 blocks of 16 x 16 fp32
-   per step in tmm0-3, A in tmm4-5, B in tmm6-7. Each tile call loads its own configuration
+   per step in tmm0-3, A in tmm4-5, B in tmm6-7. Each attn__bf16_tile call (one row tile of a
+   task, on whatever thread runs the task) loads its own configuration
    (ldtilecfg) and releases the tiles (tilerelease) before it returns, so no tile state
    outlives a call or moves between threads.
    Compiled with gcc >= 11 / clang >= 12 on x86-64 (target attributes, so no -m flags are
