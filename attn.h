@@ -42,9 +42,14 @@
      ATTN_NO_THREADS    no pthreads; work runs on the calling thread unless you pass a
                         parallel hook in attn_desc.parallel
      ATTN_NO_SIMD       scalar kernels only
-     ATTN_NO_AVX512     never use the AVX-512 kernels (AVX2+FMA at most)
+     ATTN_NO_AVX512     never use the AVX-512 kernels (AVX2+FMA at most; no bf16 tile kernels)
+     ATTN_NO_AMX        never compile the AMX tile kernels (bf16 prefill then runs on AVX512-BF16
+                        where the CPU has it, else on the fp32 kernels); see 3.12
    x86 kernels are compiled with per-function target attributes and picked at run time
    (cpuid), so a binary built without -march runs AVX-512 or AVX2 where the CPU has them.
+   bf16 q/k/v outside decoding run on bf16 dot-product tiles (AMX, else AVX512-BF16; gcc >= 11
+   or clang >= 12) that round the softmax weights P to bf16 for P.V: |error| <= 2^-9 max|v|.
+   attn_bf16_kernels() names them; attn_desc.no_amx = 2 keeps such calls on the fp32 kernels.
 
    SEMANTICS OF EXACT ATTENTION (attn_forward with attn_desc.kind = ATTN_SOFTMAX)
      For batch b, query head h (KV head h / (Hq/Hkv)), valid lengths Lq, Lk (q.seq/k.seq, or
@@ -178,7 +183,11 @@ typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
    rope_base        10000                       theta_i = base^(-2i/rope_dim)
    rope_scaling     1                           linear position interpolation: pos / scaling
    rope_pos_q       i + Lk - Lq                 [q.batch][q.seq] query positions
-   rope_pos_k       j (slot in the sequence)    [k.batch][k.seq] key positions */
+   rope_pos_k       j (slot in the sequence)    [k.batch][k.seq] key positions
+   no_amx           fastest bf16 kernels        bf16 q/k/v (not decoding): 0 = AMX tiles where the CPU
+                                                and OS allow them, else AVX512-BF16 dot products,
+                                                else the fp32 kernels; 1 = never AMX; 2 = fp32
+                                                kernels only (inputs converted), as without either */
 typedef struct attn_desc {
     attn_kind kind;
     float scale;
@@ -210,6 +219,7 @@ typedef struct attn_desc {
     const int *rope_pos_q;         /* [q.batch][q.seq] or NULL */
     const int *rope_pos_k;         /* [k.batch][k.seq] (a cache: [batch][capacity]) or NULL */
     /* AMX fields */
+    int no_amx;
 } attn_desc;
 
 /* Status codes: one per check, each message names the field at fault.
@@ -356,6 +366,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_EL_SCALE,              ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
     X(ATTN_ERR_EL_N_THREADS,          ATTN_CAT_RANGE,       "attn_el_desc.n_threads must be >= 0") \
     /* -- AMX -- */ \
+    X(ATTN_ERR_NO_AMX,                ATTN_CAT_RANGE,       "attn_desc.no_amx must be 0, 1 or 2") \
     X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)")
 
@@ -676,6 +687,11 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *desc, const attn_layer
                                       const float *x, const float *h, float *out);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
+
+/* The kernels attn_forward runs for bf16 q/k/v outside decoding (attn_desc.no_amx = 0):
+   "amx" (tdpbf16ps tiles), "avx512bf16" (vdpbf16ps) or "none" (the fp32 kernels of
+   attn_kernels() on converted inputs). The first two round P to bf16 for the P.V product. */
+ATTNDEF const char *attn_bf16_kernels(void);
 
 #ifdef __cplusplus
 }
@@ -1050,6 +1066,7 @@ typedef struct attn__problem {
     const float *rope_tab;                     /* attn_decode: [slot][rope_dim/2] (cos, sin), or NULL */
     const int *block_table;
     int page_size, max_pages;
+    int no_amx;                  /* attn_desc.no_amx (3.12) */
 } attn__problem;
 
 /* 3.11 generation: RoPE settings of attn_desc checked / copied into the problem */
@@ -1102,6 +1119,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->global_tokens < 0) return ATTN_ERR_GLOBAL_TOKENS;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if ((s = attn__check_rope(d, q->dim)) != ATTN_OK) return s;
+    if (d->no_amx < 0 || d->no_amx > 2) return ATTN_ERR_NO_AMX;
     varlen = d->cu_seqlens_q || d->cu_seqlens_k;
     if (varlen) {
         if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
@@ -1159,6 +1177,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     P->n_threads = attn__resolve_threads(d);
     P->dropout_p = d->dropout_p; P->dropout_seed = d->dropout_seed;
     attn__rope_resolve(d, P, k->seq);
+    P->no_amx = d->no_amx;
     return ATTN_OK;
 }
 
@@ -1947,6 +1966,524 @@ static const attn__isa *attn__pick_isa(void) {
 /* ---------------------------------------------------------------------------------------
    3.12 AMX tile kernels (bf16): placed before 3.6, which calls them
    --------------------------------------------------------------------------------------- */
+/* bf16 q/k/v outside decoding (Sq x Hq/Hkv <= 16 stays on 3.6's decode path, which is
+   bandwidth-bound): Q.K^T and P.V as bf16 products
+   with fp32 accumulation, on AMX tiles (tdpbf16ps) where the CPU and OS allow them, else on
+   AVX512-BF16 (vdpbf16ps). Between the products the AVX-512 online-softmax stage of 3.5 runs
+   on fp32 scores with every mask and option of the fp32 path (softcap, ALiBi, bias, windows,
+   dilation, sinks, global tokens, padding, varlen); the probabilities P are rounded to bf16
+   (round to nearest even) for the P.V product, while the row sums l use the fp32 P.
+   Accuracy: q.k is exact in fp32 accumulation up to summation order (bf16 x bf16 products are
+   exact in fp32); the only extra error against the fp32 kernels is P's rounding, a relative
+   2^-9 per weight: |out - out_fp32| <= 2^-9 max|v| (= 1.95e-3 max|v|; measured up to 8.8e-4
+   max|v| on N(0,1) data; tests/test_amx.c allows 2^-8 max|v|). lse is not affected.
+   Layouts (per tile of ATTN__BQ rows, per chunk of ATTN__BK keys; "word" = a bf16 pair):
+     QP  [ldk2/2][BQ] words   q[r][2i], q[r][2i+1]: queries in VNNI pairs, packed once a tile
+     Kb  [BK][ldk2] bf16      the chunk's keys, rows zero-padded to ldk2 = D rounded to 32
+                              (AMX, odd D; the AVX512-BF16 path reads even-D keys in place)
+     VP  [BK/2][ldv2] words   v[2i][c], v[2i+1][c]: the chunk's values in VNNI pairs
+     S   [BK][BQ] fp32        scores, then P (the layout of 3.5's softmax stage)
+     PP  [BK/2][BQ] words     P[2i][r], P[2i+1][r] (AVX512-BF16 path), or
+     PT  [BQ][BK] bf16        P transposed (AMX path: the A operand of P.V)
+     acc [BQ][ldv2] fp32      unnormalised output rows
+   AMX: S^T blocks = Kb (A, 16 keys x 32 dims) x QP (B, 16 pairs x 16 rows); acc blocks =
+   PT (A, 16 rows x 32 keys) x VP (B, 16 pairs x 16 columns); 2 x 2 blocks of 16 x 16 fp32
+   per step in tmm0-3, A in tmm4-5, B in tmm6-7. Each attn__bf16_tile call (one row tile of a
+   task, on whatever thread runs the task) loads its own configuration
+   (ldtilecfg) and releases the tiles (tilerelease) before it returns, so no tile state
+   outlives a call or moves between threads.
+   Compiled with gcc >= 11 / clang >= 12 on x86-64 (target attributes, so no -m flags are
+   needed); AMX only on Linux (the tile data permission is asked with arch_prctl). Run-time
+   detection: cpuid (AVX512F/BW/VL + AVX512-BF16; AMX-TILE + AMX-BF16), XCR0 tile state,
+   ARCH_REQ_XCOMP_PERM; anything missing or refused falls back (AMX -> AVX512-BF16 -> fp32).
+   ATTN_NO_AMX compiles the AMX kernels out, ATTN_NO_AVX512 / ATTN_NO_SIMD both paths;
+   attn_desc.no_amx picks per call (1: no AMX, 2: neither). */
+#if defined(ATTN__X86_SIMD) && defined(__x86_64__) && !defined(ATTN_NO_AVX512) && \
+    ((defined(__clang__) && (defined(__apple_build_version__) ? __clang_major__ >= 13 : __clang_major__ >= 12)) || \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define ATTN__BF16K 1
+#if (defined(__linux__) || defined(ATTN__AMX_EMULATE)) && !defined(ATTN_NO_AMX)
+#define ATTN__AMX 1
+#endif
+#include <cpuid.h>
+#define ATTN__TBF __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+#if defined(ATTN__AMX_EMULATE)
+/* Test builds only (tests/test_amx_emu.c): the AMX kernels run on a software tile file that
+   the test defines through the ATTN__TILE_* macros, on any CPU with AVX512-BF16. */
+#define ATTN__TAMX ATTN__TBF
+#else
+#define ATTN__TAMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
+/* gcc's tile intrinsics are asm statements that do not tell the compiler which memory they
+   read (tileloadd: none; ldtilecfg: 8 of the 64 bytes): a compiler barrier with the address
+   makes every earlier store visible to them. tilestored has its own memory clobber. */
+#define ATTN__TILE_BARRIER(p) __asm__ __volatile__("" : : "r"(p) : "memory")
+#define ATTN__TILE_FILE
+#define ATTN__TILE_CFG(cfg) do { ATTN__TILE_BARRIER(cfg); _tile_loadconfig(cfg); } while (0)
+#define ATTN__TILE_RELEASE() _tile_release()
+#define ATTN__TILE_ZERO(t) _tile_zero(t)
+#define ATTN__TILE_LOAD(t, base, stride) do { ATTN__TILE_BARRIER(base); _tile_loadd(t, base, stride); } while (0)
+#define ATTN__TILE_STORE(t, base, stride) do { _tile_stored(t, base, stride); ATTN__TILE_BARRIER(base); } while (0)
+#define ATTN__TILE_DP(c, a, b) _tile_dpbf16ps(c, a, b)
+#endif
+
+/* 3.6's helpers, defined after this section */
+static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
+static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
+static int attn__visible(const attn__problem *P, long long p, long long j);
+static void attn__fwd_store(const attn__problem *P, int tb, int row, int h, const float *acc, float m, float l);
+
+/* Per-row state of a bf16 tile (the fields attn__tile keeps, plus m, l, alpha). */
+typedef struct attn__btile {
+    int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
+    int head[ATTN__BQ], qrow[ATTN__BQ];
+    float pos[ATTN__BQ], slope[ATTN__BQ], m[ATTN__BQ], l[ATTN__BQ], alpha[ATTN__BQ];
+} attn__btile;
+
+/* Offsets (floats, each 64-byte aligned) of the pieces of one thread's workspace. */
+typedef struct attn__bgeo { size_t ldk2, ldv2, qp, kb, vp, s, pp, acc, total; } attn__bgeo;
+
+static attn__bgeo attn__bf16_geometry(int D, int Dv) {
+    attn__bgeo g;
+    g.ldk2 = ((size_t)D + 31) & ~(size_t)31; g.ldv2 = ((size_t)Dv + 31) & ~(size_t)31;
+    g.qp = ((sizeof(attn__btile) + 63) & ~(size_t)63) / sizeof(float);
+    g.kb = g.qp + g.ldk2 / 2 * ATTN__BQ;
+    g.vp = g.kb + ATTN__BK * g.ldk2 / 2;
+    g.s = g.vp + ATTN__BK / 2 * g.ldv2;
+    g.pp = g.s + (size_t)ATTN__BK * ATTN__BQ;
+    g.acc = g.pp + (size_t)ATTN__BK / 2 * ATTN__BQ;
+    g.total = g.acc + ATTN__BQ * g.ldv2;
+    return g;
+}
+
+/* Which bf16 kernels this CPU/OS can run: 0 none, 1 AVX512-BF16, 2 AMX as well. */
+static int attn__bf16_cpu(void) {
+    unsigned a, b, c, d, a1, b1, c1, d1;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || __get_cpuid_max(0, NULL) < 7) return 0;   /* avx512f: OS zmm state too */
+    __cpuid_count(7, 0, a, b, c, d);
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    (void)c; (void)b1; (void)c1; (void)d1;
+    if (!(b & (1u << 30)) || !(b & (1u << 31)) || !(a1 & (1u << 5))) return 0;   /* AVX512BW, VL, BF16 */
+    if (a < 1) return 1;
+#if defined(ATTN__AMX_EMULATE)
+    (void)d;
+    return 2;
+#elif defined(ATTN__AMX)
+    if ((d & (1u << 24)) && (d & (1u << 22))) {             /* AMX-TILE, AMX-BF16 */
+        unsigned xlo, xhi;
+        long r;
+        __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+        (void)xhi;
+        if ((xlo & (3u << 17)) != (3u << 17)) return 1;      /* XTILECFG, XTILEDATA enabled by the OS */
+        /* arch_prctl(ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18): process-wide, idempotent */
+        __asm__ volatile("syscall" : "=a"(r) : "a"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+        if (r == 0) return 2;
+    }
+#else
+    (void)d;
+#endif
+    return 1;
+}
+
+/* The kernels this call runs (0: the fp32 path). */
+static int attn__bf16_kernel(const attn__problem *P) {
+    int k;
+    /* dropout (3.8), in-kernel RoPE and paged caches (3.11) run on the fp32 kernels */
+    if (P->no_amx == 2 || P->q.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
+    k = attn__bf16_cpu();
+    return P->no_amx == 1 ? ATTN__MIN(k, 1) : k;
+}
+
+static ATTN__INLINE uint32_t attn__ld32(const void *p) { uint32_t u; memcpy(&u, p, 4); return u; }
+
+/* S[j][r] = scale * K[j] . Q[r] on 64 lanes from VNNI words, 6 keys x 64 lanes per step:
+   keys j < nr (<= 6) of K (row stride ldk elements); past nr the last key is recomputed, not
+   stored, so a tail runs at the full rate. */
+#define ATTN__BQK_ROW(x) b = (__m512bh)_mm512_set1_epi32((int)attn__ld32(k##x + 2 * dp)); \
+    c##x##0 = _mm512_dpbf16_ps(c##x##0, q0, b); c##x##1 = _mm512_dpbf16_ps(c##x##1, q1, b); \
+    c##x##2 = _mm512_dpbf16_ps(c##x##2, q2, b); c##x##3 = _mm512_dpbf16_ps(c##x##3, q3, b);
+#define ATTN__BQK_STORE(x) if (x < nr) { \
+    _mm512_store_ps(S + x * ATTN__BQ, _mm512_mul_ps(sc, c##x##0)); \
+    _mm512_store_ps(S + x * ATTN__BQ + 16, _mm512_mul_ps(sc, c##x##1)); \
+    _mm512_store_ps(S + x * ATTN__BQ + 32, _mm512_mul_ps(sc, c##x##2)); \
+    _mm512_store_ps(S + x * ATTN__BQ + 48, _mm512_mul_ps(sc, c##x##3)); }
+ATTN__TBF static void attn__bqk_6x64(const uint16_t *K, ptrdiff_t ldk, int nr, const uint32_t *QP, int nd2, float scale,
+                                     float *S) {
+    const uint16_t *k0 = K, *k1 = K + ATTN__MIN(1, nr - 1) * ldk, *k2 = K + ATTN__MIN(2, nr - 1) * ldk,
+                   *k3 = K + ATTN__MIN(3, nr - 1) * ldk, *k4 = K + ATTN__MIN(4, nr - 1) * ldk, *k5 = K + ATTN__MIN(5, nr - 1) * ldk;
+    const __m512 sc = _mm512_set1_ps(scale);
+    __m512 c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33,
+           c40, c41, c42, c43, c50, c51, c52, c53;
+    __m512bh b;
+    int dp;
+    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = c20 = c21 = c22 = c23 = _mm512_setzero_ps();
+    c30 = c31 = c32 = c33 = c40 = c41 = c42 = c43 = c50 = c51 = c52 = c53 = _mm512_setzero_ps();
+    for (dp = 0; dp < nd2; ++dp) {
+        const uint32_t *qw = QP + (size_t)dp * ATTN__BQ;
+        const __m512bh q0 = (__m512bh)_mm512_load_si512(qw), q1 = (__m512bh)_mm512_load_si512(qw + 16),
+                       q2 = (__m512bh)_mm512_load_si512(qw + 32), q3 = (__m512bh)_mm512_load_si512(qw + 48);
+        ATTN__BQK_ROW(0) ATTN__BQK_ROW(1) ATTN__BQK_ROW(2) ATTN__BQK_ROW(3) ATTN__BQK_ROW(4) ATTN__BQK_ROW(5)
+    }
+    ATTN__BQK_STORE(0) ATTN__BQK_STORE(1) ATTN__BQK_STORE(2) ATTN__BQK_STORE(3) ATTN__BQK_STORE(4) ATTN__BQK_STORE(5)
+}
+
+/* 16 bf16 pair words (a[i], b[i]) from two fp32 vectors, each rounded to nearest even. */
+ATTN__TBF static ATTN__INLINE __m512i attn__bf16_pairs(__m512 a, __m512 b) {
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));   /* [a0..a15 | b0..b15] */
+}
+
+/* PP[jp][r] = (P[2jp][r], P[2jp+1][r]) for jp < (nk+1)/2, r < nlanes; P[nk][.] = 0. */
+ATTN__TBF static void attn__bf16_pack_pp(const float *S, int nk, int nlanes, uint32_t *PP) {
+    int jp, r;
+    for (jp = 0; 2 * jp < nk; ++jp) {
+        const float *s0 = S + (size_t)(2 * jp) * ATTN__BQ, *s1 = s0 + ATTN__BQ;
+        for (r = 0; r < nlanes; r += 16) {
+            const __m512 b = 2 * jp + 1 < nk ? _mm512_load_ps(s1 + r) : _mm512_setzero_ps();
+            _mm512_store_si512(PP + (size_t)jp * ATTN__BQ + r, attn__bf16_pairs(_mm512_load_ps(s0 + r), b));
+        }
+    }
+}
+
+/* VP[jp][c] = (V[2jp][c], V[2jp+1][c]) from bf16 rows (byte stride vst): npairs pair rows,
+   zero past nk keys and past Dv columns (to ldv2, a multiple of 32). */
+ATTN__TBF static void attn__bf16_pack_v(const char *vp, ptrdiff_t vst, int nk, int npairs, int Dv, size_t ldv2, uint32_t *VP) {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    int jp, c;
+    for (jp = 0; jp < npairs; ++jp) {
+        const uint16_t *v0 = 2 * jp < nk ? (const uint16_t *)(const void *)(vp + (ptrdiff_t)(2 * jp) * vst) : NULL;
+        const uint16_t *v1 = 2 * jp + 1 < nk ? (const uint16_t *)(const void *)(vp + (ptrdiff_t)(2 * jp + 1) * vst) : NULL;
+        uint32_t *o = VP + (size_t)jp * ldv2;
+        for (c = 0; c < (int)ldv2; c += 32) {
+            const __mmask32 m = Dv - c >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (Dv - c > 0 ? Dv - c : 0)) - 1u);
+            const __m512i a = v0 ? _mm512_maskz_loadu_epi16(m, v0 + c) : _mm512_setzero_si512();
+            const __m512i b = v1 ? _mm512_maskz_loadu_epi16(m, v1 + c) : _mm512_setzero_si512();
+            _mm512_store_si512(o + c, _mm512_permutex2var_epi16(a, lo, b));
+            _mm512_store_si512(o + c + 16, _mm512_permutex2var_epi16(a, hi, b));
+        }
+    }
+}
+
+/* In-register transpose of a 16 x 16 matrix of 32-bit words. */
+ATTN__TBF static ATTN__INLINE void attn__tr16x16(__m512i *r) {
+    __m512i t[16];
+    int i, k;
+    for (i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 4; ++i) {   /* r[4i+k], 128-bit lane L: column 4L+k of rows 4i..4i+3 */
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (k = 0; k < 4; ++k) {
+        t[k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x88);
+        t[4 + k] = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xdd);
+        t[8 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x88);
+        t[12 + k] = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xdd);
+    }
+    for (k = 0; k < 4; ++k) {
+        r[k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0x88);
+        r[4 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0x88);
+        r[8 + k] = _mm512_shuffle_i32x4(t[k], t[8 + k], 0xdd);
+        r[12 + k] = _mm512_shuffle_i32x4(t[4 + k], t[12 + k], 0xdd);
+    }
+}
+
+/* QP[dp][r] = (q_r[2dp], q_r[2dp+1]) for the n rows at q[r] (bf16), zero past n and past D,
+   dp < ldk2 / 2: each row's bf16 pairs are already 32-bit words, so 16 x 16 word blocks are
+   transposed. */
+ATTN__TBF static void attn__bf16_pack_q(const uint16_t *const *q, int n, int D, size_t ldk2, uint32_t *QP) {
+    int r0, d0, i;
+    for (r0 = 0; r0 < ATTN__BQ; r0 += 16)
+        for (d0 = 0; d0 < (int)ldk2; d0 += 32) {
+            const __mmask32 m = D - d0 >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (D - d0 > 0 ? D - d0 : 0)) - 1u);
+            __m512i w[16];
+            for (i = 0; i < 16; ++i) w[i] = r0 + i < n ? _mm512_maskz_loadu_epi16(m, q[r0 + i] + d0) : _mm512_setzero_si512();
+            attn__tr16x16(w);
+            for (i = 0; i < 16; ++i) _mm512_store_si512(QP + (size_t)(d0 / 2 + i) * ATTN__BQ + r0, w[i]);
+        }
+}
+
+/* acc[r][c] = alpha[r] acc[r][c] + sum_j P[j][r] V[j][c]: 8 rows x 32 columns per step (acc
+   and VP are padded to ldv2 columns, so no masks); rows up to the next multiple of 8. */
+#define ATTN__BPV_LOAD(x) al = _mm512_set1_ps(alpha[r0 + x]); o = acc + (size_t)(r0 + x) * ldo + c; \
+    a##x##0 = _mm512_mul_ps(al, _mm512_load_ps(o)); a##x##1 = _mm512_mul_ps(al, _mm512_load_ps(o + 16));
+#define ATTN__BPV_FMA(x) p = (__m512bh)_mm512_set1_epi32((int)pw[x]); \
+    a##x##0 = _mm512_dpbf16_ps(a##x##0, v0, p); a##x##1 = _mm512_dpbf16_ps(a##x##1, v1, p);
+#define ATTN__BPV_STORE(x) o = acc + (size_t)(r0 + x) * ldo + c; _mm512_store_ps(o, a##x##0); _mm512_store_ps(o + 16, a##x##1);
+ATTN__TBF static void attn__bpv(const uint32_t *PP, int npairs, int nrows, const uint32_t *VP, size_t ldv2, int Dv,
+                                const float *alpha, float *acc, size_t ldo) {
+    int r0, c, jp;
+    for (r0 = 0; r0 < nrows; r0 += 8)
+        for (c = 0; c < Dv; c += 32) {
+            __m512 a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51, a60, a61, a70, a71, al;
+            __m512bh p;
+            float *o;
+            ATTN__BPV_LOAD(0) ATTN__BPV_LOAD(1) ATTN__BPV_LOAD(2) ATTN__BPV_LOAD(3)
+            ATTN__BPV_LOAD(4) ATTN__BPV_LOAD(5) ATTN__BPV_LOAD(6) ATTN__BPV_LOAD(7)
+            for (jp = 0; jp < npairs; ++jp) {
+                const uint32_t *vw = VP + (size_t)jp * ldv2 + c, *pw = PP + (size_t)jp * ATTN__BQ + r0;
+                const __m512bh v0 = (__m512bh)_mm512_load_si512(vw), v1 = (__m512bh)_mm512_load_si512(vw + 16);
+                ATTN__BPV_FMA(0) ATTN__BPV_FMA(1) ATTN__BPV_FMA(2) ATTN__BPV_FMA(3)
+                ATTN__BPV_FMA(4) ATTN__BPV_FMA(5) ATTN__BPV_FMA(6) ATTN__BPV_FMA(7)
+            }
+            ATTN__BPV_STORE(0) ATTN__BPV_STORE(1) ATTN__BPV_STORE(2) ATTN__BPV_STORE(3)
+            ATTN__BPV_STORE(4) ATTN__BPV_STORE(5) ATTN__BPV_STORE(6) ATTN__BPV_STORE(7)
+        }
+}
+
+#if defined(ATTN__AMX)
+/* PT[r][j] = P[j][r] in bf16 (as words: PT[r][jp] = (P[2jp][r], P[2jp+1][r])), rows r <
+   nrows32 and keys j < nk32 (multiples of 32); zero for j >= nk and r >= nlanes. */
+ATTN__TBF static void attn__bf16_pack_pt(const float *S, int nk, int nk32, int nlanes, int nrows32, uint32_t *PT) {
+    int jp0, r0, i;
+    for (jp0 = 0; 2 * jp0 < nk32; jp0 += 16)
+        for (r0 = 0; r0 < nrows32; r0 += 16) {
+            const __mmask16 lm = attn__mask16(nlanes - r0);
+            __m512i w[16];
+            for (i = 0; i < 16; ++i) {
+                const int j = 2 * (jp0 + i);
+                const float *s = S + (size_t)j * ATTN__BQ + r0;
+                const __m512 a = j < nk ? _mm512_maskz_load_ps(lm, s) : _mm512_setzero_ps();
+                const __m512 b = j + 1 < nk ? _mm512_maskz_load_ps(lm, s + ATTN__BQ) : _mm512_setzero_ps();
+                w[i] = attn__bf16_pairs(a, b);
+            }
+            attn__tr16x16(w);
+            for (i = 0; i < 16; ++i) _mm512_store_si512(PT + (size_t)(r0 + i) * (ATTN__BK / 2) + jp0, w[i]);
+        }
+}
+
+/* Palette 1, tmm0-7 all 16 rows x 64 bytes. */
+typedef struct attn__amx_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} attn__amx_cfg;
+
+static void attn__amx_config(attn__amx_cfg *cfg) {
+    int i;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->palette = 1;
+    for (i = 0; i < 8; ++i) { cfg->colsb[i] = 64; cfg->rows[i] = 16; }
+}
+ATTN__TAMX static void attn__amx_begin(void) {
+    attn__amx_cfg cfg;
+    attn__amx_config(&cfg);
+    ATTN__TILE_CFG(&cfg);
+}
+ATTN__TAMX static void attn__amx_end(void) { ATTN__TILE_RELEASE(); }
+
+/* S[j][r] = scale * K[j] . Q[r], j < nk32, r < nl32 (multiples of 32; Kb and QP zero-padded). */
+ATTN__TAMX static void attn__qk_amx(const uint16_t *Kb, size_t ldk2, int nk32, const uint32_t *QP, int nl32,
+                                    int nlanes, int nk, float scale, float *S) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    int j0, r0, d, j;
+    ATTN__TILE_FILE
+    for (j0 = 0; j0 < nk32; j0 += 32)
+        for (r0 = 0; r0 < nl32; r0 += 32) {
+            ATTN__TILE_ZERO(0); ATTN__TILE_ZERO(1); ATTN__TILE_ZERO(2); ATTN__TILE_ZERO(3);
+            for (d = 0; d < (int)ldk2; d += 32) {
+                ATTN__TILE_LOAD(4, Kb + (size_t)j0 * ldk2 + d, (long)(ldk2 * 2));
+                ATTN__TILE_LOAD(5, Kb + (size_t)(j0 + 16) * ldk2 + d, (long)(ldk2 * 2));
+                ATTN__TILE_LOAD(6, QP + (size_t)(d / 2) * ATTN__BQ + r0, ATTN__BQ * 4);
+                ATTN__TILE_LOAD(7, QP + (size_t)(d / 2) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+                ATTN__TILE_DP(0, 4, 6); ATTN__TILE_DP(1, 4, 7); ATTN__TILE_DP(2, 5, 6); ATTN__TILE_DP(3, 5, 7);
+            }
+            ATTN__TILE_STORE(0, S + (size_t)j0 * ATTN__BQ + r0, ATTN__BQ * 4);
+            ATTN__TILE_STORE(1, S + (size_t)j0 * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+            ATTN__TILE_STORE(2, S + (size_t)(j0 + 16) * ATTN__BQ + r0, ATTN__BQ * 4);
+            ATTN__TILE_STORE(3, S + (size_t)(j0 + 16) * ATTN__BQ + r0 + 16, ATTN__BQ * 4);
+        }
+    for (j = 0; j < nk; ++j)
+        for (r0 = 0; r0 < nlanes; r0 += 16) {
+            float *s = S + (size_t)j * ATTN__BQ + r0;
+            _mm512_store_ps(s, _mm512_mul_ps(sc, _mm512_load_ps(s)));
+        }
+}
+
+/* acc[r][c] = alpha[r] acc[r][c] + sum_j PT[r][j] V[j][c], r < nrows32, j < nk32, c < ldv2. */
+ATTN__TAMX static void attn__pv_amx(const uint32_t *PT, int nk32, int nrows32, const uint32_t *VP, size_t ldv2,
+                                    const float *alpha, float *acc) {
+    int r0, c, jk, r;
+    ATTN__TILE_FILE
+    for (r0 = 0; r0 < nrows32; r0 += 32)
+        for (c = 0; c < (int)ldv2; c += 32) {
+            for (r = r0; r < r0 + 32; ++r) {
+                float *o = acc + (size_t)r * ldv2 + c;
+                const __m512 al = _mm512_set1_ps(alpha[r]);
+                _mm512_store_ps(o, _mm512_mul_ps(al, _mm512_load_ps(o)));
+                _mm512_store_ps(o + 16, _mm512_mul_ps(al, _mm512_load_ps(o + 16)));
+            }
+            ATTN__TILE_LOAD(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_LOAD(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
+            ATTN__TILE_LOAD(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_LOAD(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
+            for (jk = 0; jk < nk32; jk += 32) {
+                ATTN__TILE_LOAD(4, PT + (size_t)r0 * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
+                ATTN__TILE_LOAD(5, PT + (size_t)(r0 + 16) * (ATTN__BK / 2) + jk / 2, ATTN__BK * 2);
+                ATTN__TILE_LOAD(6, VP + (size_t)(jk / 2) * ldv2 + c, (long)(ldv2 * 4));
+                ATTN__TILE_LOAD(7, VP + (size_t)(jk / 2) * ldv2 + c + 16, (long)(ldv2 * 4));
+                ATTN__TILE_DP(0, 4, 6); ATTN__TILE_DP(1, 4, 7); ATTN__TILE_DP(2, 5, 6); ATTN__TILE_DP(3, 5, 7);
+            }
+            ATTN__TILE_STORE(0, acc + (size_t)r0 * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_STORE(1, acc + (size_t)r0 * ldv2 + c + 16, (long)(ldv2 * 4));
+            ATTN__TILE_STORE(2, acc + (size_t)(r0 + 16) * ldv2 + c, (long)(ldv2 * 4));
+            ATTN__TILE_STORE(3, acc + (size_t)(r0 + 16) * ldv2 + c + 16, (long)(ldv2 * 4));
+        }
+}
+#endif /* ATTN__AMX */
+
+/* One chunk of keys [c0, c0 + nk) into a bf16 tile of n rows (kind 1: AVX512-BF16, 2: AMX). */
+static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo *G, float *ws, int tb, int seq, int k0, int Lk,
+                             int hk, int v0, int n, long long shift, long long p0, long long p1, long long c0, int nk) {
+    attn__btile *T = (attn__btile *)(void *)ws;
+    uint32_t *QP = (uint32_t *)(void *)(ws + G->qp), *VP = (uint32_t *)(void *)(ws + G->vp);
+    uint32_t *PP = (uint32_t *)(void *)(ws + G->pp);
+    uint16_t *Kb = (uint16_t *)(void *)(ws + G->kb);
+    float *S = ws + G->s, *acc = ws + G->acc;
+    const int D = P->q.dim, Dv = P->v.dim, g = P->groups, nlanes = (n + 15) & ~15;
+    const int nk32 = (nk + 31) & ~31, full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
+    const char *kp = (const char *)attn__at(&P->k, tb, k0 + (int)c0, hk);
+    const char *vp = (const char *)attn__at(&P->v, tb, k0 + (int)c0, hk);
+    const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
+    attn__smx X;
+    int r, j;
+    if (kind == 2 || D % 2) {                       /* keys: zero-padded rows of ldk2 */
+        for (j = 0; j < nk32; ++j) {
+            uint16_t *kr = Kb + (size_t)j * G->ldk2;
+            if (j < nk) memcpy(kr, kp + (ptrdiff_t)j * kst, sizeof(uint16_t) * (size_t)D);
+            memset(kr + (j < nk ? D : 0), 0, sizeof(uint16_t) * (G->ldk2 - (size_t)(j < nk ? D : 0)));
+        }
+    }
+    attn__bf16_pack_v(vp, vst, nk, kind == 2 ? nk32 / 2 : (nk + 1) / 2, Dv, G->ldv2, VP);
+#if defined(ATTN__AMX)
+    if (kind == 2) attn__qk_amx(Kb, G->ldk2, nk32, QP, (nlanes + 31) & ~31, nlanes, nk, P->scale, S);
+    else
+#endif
+    {   /* even D: the pairs are read from k in place */
+        const uint16_t *K = D % 2 ? Kb : (const uint16_t *)(const void *)kp;
+        const ptrdiff_t ldk = D % 2 ? (ptrdiff_t)G->ldk2 : P->k.ss;
+        for (j = 0; j < nk; j += 6)
+            attn__bqk_6x64(K + (ptrdiff_t)j * ldk, ldk, ATTN__MIN(6, nk - j), QP, (D + 1) / 2, P->scale, S + (size_t)j * ATTN__BQ);
+    }
+    /* the same stage as attn__tile_chunk: softcap, bias, masks, online softmax */
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
+    X.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)Lk);
+    X.alibi = P->alibi != NULL;
+    X.softcap = P->softcap;
+    X.mask = !full;
+    if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
+        for (j = 0; j < nk; ++j)
+            for (r = 0; r < n; ++r) {
+                float *sv = S + (size_t)j * ATTN__BQ + r;
+                *sv = P->softcap * tanhf(*sv / P->softcap);
+            }
+        X.softcap = 0.0f;
+    }
+    if (P->bias) {
+        for (r = 0; r < n; ++r) {
+            const int bb = P->bias_batch == 1 ? 0 : seq, bh = P->bias_heads == 1 ? 0 : T->head[r];
+            const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
+                              (ptrdiff_t)T->qrow[r] * P->bias_sq + c0;
+            for (j = 0; j < nk; ++j) S[(size_t)j * ATTN__BQ + r] += br[j];
+        }
+    }
+    if (!full && P->dilation > 1) {
+        for (r = 0; r < nlanes; ++r)
+            for (j = 0; j < nk; ++j)
+                if (r >= n || !attn__visible(P, (v0 + r) / g + shift, c0 + j)) S[(size_t)j * ATTN__BQ + r] = -INFINITY;
+        X.mask = 0;
+    }
+    attn__softmax_avx512(S, nk, nlanes, (int)c0, &X);
+#if defined(ATTN__AMX)
+    if (kind == 2) {
+        attn__bf16_pack_pt(S, nk, nk32, nlanes, (n + 31) & ~31, PP);
+        attn__pv_amx(PP, nk32, (n + 31) & ~31, VP, G->ldv2, T->alpha, acc);
+        return;
+    }
+#endif
+    attn__bf16_pack_pp(S, nk, nlanes, PP);
+    attn__bpv(PP, (nk + 1) / 2, n, VP, G->ldv2, Dv, T->alpha, acc, G->ldv2);
+}
+
+/* Rows v0..v0+n-1 (row v = query v / groups of head hk * groups + v % groups) of sequence
+   seq (tensor batch tb, first q/k rows q0/k0, lengths Lq/Lk) over the keys [klo, khi): the
+   bf16 counterpart of attn__tile_begin + attn__tile_keys + attn__tile_end. */
+static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb, int seq, int q0, int k0, int Lq, int Lk,
+                            int hk, int v0, int n, long long klo, long long khi, float *partial, size_t partial_row) {
+    const attn__bgeo G = attn__bf16_geometry(P->q.dim, P->v.dim);
+    attn__btile *T = (attn__btile *)(void *)ws;
+    uint32_t *QP = (uint32_t *)(void *)(ws + G.qp);
+    float *acc = ws + G.acc;
+    const int D = P->q.dim, Dv = P->v.dim, g = P->groups;
+    const long long shift = (long long)Lk - Lq, p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
+    long long ranges[2][2], c0;
+    int r, ri, n_ranges;
+    for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks, as attn__tile_begin */
+        long long p, c, a, b;
+        T->m[r] = -INFINITY; T->l[r] = 0.0f; T->alpha[r] = 1.0f;
+        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; T->head[r] = 0; T->qrow[r] = 0; continue; }
+        T->head[r] = hk * g + (v0 + r) % g;
+        T->qrow[r] = q0 + (v0 + r) / g;
+        p = (v0 + r) / g + shift;
+        c = P->causal ? ATTN__MIN(p, (long long)Lk - 1) : (long long)Lk - 1;
+        if (p < P->global) { a = 0; b = Lk - 1; }
+        else {
+            a = P->window_left ? p - (long long)P->window_left : 0;
+            b = P->window_right ? p + (long long)P->window_right : (long long)Lk - 1;
+        }
+        T->cap[r] = (int32_t)ATTN__MAX(c, -1LL);
+        T->lo[r] = (int32_t)ATTN__MAX(a, 0LL);
+        T->hi[r] = (int32_t)ATTN__MIN(b, (long long)Lk - 1);
+        T->pos[r] = (float)p;
+        T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
+    }
+    {                                               /* queries in VNNI pairs, unscaled (exact) */
+        const uint16_t *qr[ATTN__BQ];
+        for (r = 0; r < ATTN__BQ; ++r) qr[r] = r < n ? (const uint16_t *)attn__at(&P->q, tb, T->qrow[r], T->head[r]) : NULL;
+        attn__bf16_pack_q(qr, n, D, G.ldk2, QP);
+    }
+    memset(acc, 0, sizeof(float) * ATTN__BQ * G.ldv2);
+#if defined(ATTN__AMX)
+    if (kind == 2) attn__amx_begin();
+#endif
+    n_ranges = attn__key_ranges(P, p0, p1, Lk, ranges);
+    for (ri = 0; ri < n_ranges; ++ri) {
+        const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
+        for (c0 = a; c0 < b; c0 += ATTN__BK)
+            attn__bf16_chunk(P, kind, &G, ws, tb, seq, k0, Lk, hk, v0, n, shift, p0, p1, c0, (int)ATTN__MIN((long long)ATTN__BK, b - c0));
+    }
+#if defined(ATTN__AMX)
+    if (kind == 2) attn__amx_end();
+#endif
+    for (r = 0; r < n; ++r) {
+        const float *ar = acc + (size_t)r * G.ldv2;
+        if (partial) {
+            float *pr = partial + (size_t)r * partial_row;
+            memcpy(pr, ar, sizeof(float) * (size_t)Dv);
+            pr[partial_row - 2] = T->m[r]; pr[partial_row - 1] = T->l[r];
+        } else {
+            attn__fwd_store(P, tb, T->qrow[r], T->head[r], ar, T->m[r], T->l[r]);
+        }
+    }
+}
+#endif /* ATTN__BF16K */
+
+ATTNDEF const char *attn_bf16_kernels(void) {
+#if defined(ATTN__BF16K)
+    const int k = attn__pick_isa() == &attn__isa_avx512 ? attn__bf16_cpu() : 0;
+    return k == 2 ? "amx" : k == 1 ? "avx512bf16" : "none";
+#else
+    return "none";
+#endif
+}
 
 /* ---------------------------------------------------------------------------------------
    3.6 exact attention: masks, tiled online-softmax forward, split-KV
@@ -2054,6 +2591,7 @@ typedef struct attn__fwd_ctx {
     int units_per_head, n_units, n_splits, split_keys;
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
     int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
+    int bf16;                  /* 3.12 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
 } attn__fwd_ctx;
 
 /* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
@@ -2285,6 +2823,14 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) 
             const int end = (int)ATTN__MIN((long long)vr1, ((long long)S.q0 + S.Lq) * g);
             long long klo = 0, khi = S.Lk;
             if (C->n_splits > 1) { klo = (long long)split * C->split_keys; khi = ATTN__MIN(khi, klo + C->split_keys); }
+#if defined(ATTN__BF16K)   /* 3.12: bf16 q/k/v on the bf16 dot-product / AMX tile kernels */
+            if (C->bf16) {
+                attn__bf16_tile(P, C->bf16, ws, S.tb, S.seq, S.q0, S.k0, S.Lq, S.Lk, hk, v - S.q0 * g, end - v, klo, khi,
+                                C->n_splits > 1 ? attn__partial_at(C, u, split, v - vr0) : NULL, C->partial_row);
+                v = end;
+                continue;
+            }
+#endif
             attn__tile_begin(C, T, ws + C->geo.scratch, &S, hk, v - S.q0 * g, end - v);
             attn__tile_keys(C, T, ws, klo, khi);
             attn__tile_end(C, T, C->n_splits > 1 ? attn__partial_at(C, u, split, v - vr0) : NULL);
@@ -2463,6 +3009,10 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);
     C->ws_floats = ATTN__MAX(C->ws_floats, C->geo.ldo);          /* the merge pass's row */
+#if defined(ATTN__BF16K)   /* 3.12: bf16 prefill on the bf16 kernels, with their own tile memory */
+    C->bf16 = C->decode || isa != &attn__isa_avx512 ? 0 : attn__bf16_kernel(P);
+    if (C->bf16) C->ws_floats = ATTN__MAX(C->ws_floats, attn__bf16_geometry(P->q.dim, P->v.dim).total);
+#endif
     if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread)) return ATTN_ERR_OVERFLOW;
     if (C->n_splits > 1 && (!attn__mul_size(units * (size_t)C->n_splits, (size_t)C->unit_rows, &partial) ||
                             !attn__mul_size(partial, C->partial_row, &partial))) return ATTN_ERR_OVERFLOW;

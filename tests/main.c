@@ -29,6 +29,8 @@ int main(void) {
     /* generation */
     run_family("generation", test_generation);
     /* amx */
+    run_family("amx", test_amx);
+    run_family("amx-emu", test_amx_emu);
     run_family("status", test_status_coverage);   /* keep last: checks every code was provoked */
     printf("%d passed, %d failed\n", t_passed, t_failed);
     return t_failed != 0;

@@ -62,6 +62,8 @@ void test_layers(void);
 /* generation */
 void test_generation(void);
 /* amx */
+void test_amx(void);
+void test_amx_emu(void);   /* the AMX branch on a software tile file */
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
 
 #if defined(__GNUC__) || defined(__clang__)

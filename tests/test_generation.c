@@ -247,6 +247,7 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
     int maxlen = 1, b, i, h, cap;
     tcache tc;
     attn_tensor Kf, Vf, q, out;
+    double kernel_tol = 0.0;      /* extra tolerance of the bf16 tile kernels, when they run */
     double *ref, *rlse;
     float *lse, *alibi = NULL, *bias = NULL;
     int *sq = NULL, *pos_q = NULL, *pos_k = NULL, *shift;
@@ -315,12 +316,21 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
             kr = attn_tensor_dense(krot, ATTN_F32, B, cap, Hkv, D);
         }
         ref_attention(&rd, qr, kr, Vf, ref, rlse);
+        /* more than 16 rows per KV head is not the decoding shape: bf16 q/k/v then run on the
+           bf16 tile kernels (3.12), which round P to bf16: up to 2^-8 max|v| more (test_amx.c) */
+        if (cf->dt == ATTN_BF16 && Sq * (Hq / Hkv) > 16 && !d.rope && !cf->ps) {
+            double vmax = 0.0;
+            int bb, ss, hh, cc;
+            for (bb = 0; bb < B; ++bb) for (ss = 0; ss < cap; ++ss) for (hh = 0; hh < Hkv; ++hh)
+                for (cc = 0; cc < Dv; ++cc) vmax = G_MAX(vmax, fabs(t_load(&Vf, bb, ss, hh, cc)));
+            kernel_tol = ldexp(vmax, -8);
+        }
         for (b = 0; b < B; ++b)
             for (i = 0; i < Sq; ++i)
                 for (h = 0; h < Hq; ++h) {
                     const float l = lse[((size_t)b * Hq + h) * Sq + i];
                     const double rl = rlse[((size_t)b * Hq + h) * Sq + i];
-                    rows_close(ctx, &out, ref, b, i, h, G_TOL);
+                    rows_close(ctx, &out, ref, b, i, h, G_TOL + kernel_tol);
                     T_CHECK(rl == -INFINITY ? l == -INFINITY : fabs(l - rl) <= 1e-5 * (1.0 + fabs(rl)),
                             "%s: lse b=%d h=%d i=%d = %.8g, ref %.8g", ctx, b, h, i, (double)l, rl);
                 }
@@ -343,6 +353,7 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
                 for (h = 0; h < Hq; ++h) for (c = 0; c < D; ++c) t_store(&qf, b, row, h, c, t_load(&q, b, i, h, c));
             }
         fd.seqlens_q = lens; fd.seqlens_k = lens;
+        fd.no_amx = 2;      /* decoding runs the fp32 kernels: compare with the same numerics */
         st = attn_forward(&fd, qf, Kf, Vf, of, NULL);
         if (T_CHECK(st == ATTN_OK, "%s: full forward returned %s", ctx, attn_status_str(st))) {
             fo = tensor_doubles(&of);
@@ -358,7 +369,7 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
                         }
                         for (c = 0; c < Dv; ++c) {
                             const double fr = fo[(((size_t)b * cap + row) * Hq + h) * Dv + c], g = t_load(&out, b, i, h, c);
-                            const double e = fabs(g - fr), allow = G_TOL * mx + t_dt_rel(out.dtype) * fabs(fr);
+                            const double e = fabs(g - fr), allow = (G_TOL + kernel_tol) * mx + t_dt_rel(out.dtype) * fabs(fr);
                             if (!(e <= allow)) worst = e != e ? INFINITY : G_MAX(worst, e);
                         }
                         T_CHECK(worst == 0.0, "%s: decode row b=%d i=%d h=%d != full forward row %d (err %.3g)", ctx, b, i, h,
