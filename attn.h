@@ -745,6 +745,15 @@ ATTNDEF const char *attn_bf16_kernels(void);
 #define ATTN__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define ATTN__ALIGN 64
 
+/* g++ 12 at -O2 reports its own _mm512_undefined_* helpers (self-initialised) as "maybe
+   uninitialized" (or "uninitialized") where the AVX-512 intrinsics inline into our kernels: a false positive that
+   -Werror users would otherwise hit; popped at the end of the implementation. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -5681,6 +5690,9 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
 
 #ifdef __cplusplus
 }
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#pragma GCC diagnostic pop
 #endif
 #endif /* ATTN__IMPLEMENTATION_DONE */
 #endif /* ATTN_IMPLEMENTATION */

@@ -15,6 +15,7 @@ if command -v "$clang" >/dev/null 2>&1; then
     check "C99 with $clang" $clang -std=c99 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/b.o"
 fi
 check "C++ with $cxx"  $cxx -x c++ -Wall -Wextra -Werror -I. -c "$tmp/c.c" -o "$tmp/d.o"
+check "C++ -O2 with $cxx"  $cxx -x c++ -O2 -Wall -Wextra -Werror -I. -c "$tmp/c.c" -o "$tmp/f.o"
 check "C99 ATTN_NO_THREADS ATTN_NO_SIMD ATTN_STATIC" $cc -std=c99 -Wall -Wextra -pedantic -Werror -Wno-unused-function \
     -DATTN_NO_THREADS -DATTN_NO_SIMD -DATTN_STATIC -I. -c "$tmp/c.c" -o "$tmp/e.o"
 
