@@ -2040,6 +2040,8 @@ static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, 
 static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
 static int attn__visible(const attn__problem *P, long long p, long long j);
 static void attn__fwd_store(const attn__problem *P, int tb, int row, int h, const float *acc, float m, float l);
+static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, int nk, int n, int nlanes, long long c0,
+                              int full, int seq, int Lk, const int *head, const int *qrow, int v0, long long shift);
 
 /* Per-row state of a bf16 tile (the fields attn__tile keeps, plus m, l, alpha). */
 typedef struct attn__btile {
@@ -2356,13 +2358,13 @@ static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo 
     uint32_t *PP = (uint32_t *)(void *)(ws + G->pp);
     uint16_t *Kb = (uint16_t *)(void *)(ws + G->kb);
     float *S = ws + G->s, *acc = ws + G->acc;
-    const int D = P->q.dim, Dv = P->v.dim, g = P->groups, nlanes = (n + 15) & ~15;
+    const int D = P->q.dim, Dv = P->v.dim, nlanes = (n + 15) & ~15;
     const int nk32 = (nk + 31) & ~31, full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
     const char *kp = (const char *)attn__at(&P->k, tb, k0 + (int)c0, hk);
     const char *vp = (const char *)attn__at(&P->v, tb, k0 + (int)c0, hk);
     const ptrdiff_t kst = P->k.ss * (ptrdiff_t)P->k.esize, vst = P->v.ss * (ptrdiff_t)P->v.esize;
     attn__smx X;
-    int r, j;
+    int j;
     if (kind == 2 || D % 2) {                       /* keys: zero-padded rows of ldk2 */
         for (j = 0; j < nk32; ++j) {
             uint16_t *kr = Kb + (size_t)j * G->ldk2;
@@ -2381,35 +2383,9 @@ static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo 
         for (j = 0; j < nk; j += 6)
             attn__bqk_6x64(K + (ptrdiff_t)j * ldk, ldk, ATTN__MIN(6, nk - j), QP, (D + 1) / 2, P->scale, S + (size_t)j * ATTN__BQ);
     }
-    /* the same stage as attn__tile_chunk: softcap, bias, masks, online softmax */
     X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
     X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
-    X.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)Lk);
-    X.alibi = P->alibi != NULL;
-    X.softcap = P->softcap;
-    X.mask = !full;
-    if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
-        for (j = 0; j < nk; ++j)
-            for (r = 0; r < n; ++r) {
-                float *sv = S + (size_t)j * ATTN__BQ + r;
-                *sv = P->softcap * tanhf(*sv / P->softcap);
-            }
-        X.softcap = 0.0f;
-    }
-    if (P->bias) {
-        for (r = 0; r < n; ++r) {
-            const int bb = P->bias_batch == 1 ? 0 : seq, bh = P->bias_heads == 1 ? 0 : T->head[r];
-            const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
-                              (ptrdiff_t)T->qrow[r] * P->bias_sq + c0;
-            for (j = 0; j < nk; ++j) S[(size_t)j * ATTN__BQ + r] += br[j];
-        }
-    }
-    if (!full && P->dilation > 1) {
-        for (r = 0; r < nlanes; ++r)
-            for (j = 0; j < nk; ++j)
-                if (r >= n || !attn__visible(P, (v0 + r) / g + shift, c0 + j)) S[(size_t)j * ATTN__BQ + r] = -INFINITY;
-        X.mask = 0;
-    }
+    attn__score_stage(P, &X, S, nk, n, nlanes, c0, full, seq, Lk, T->head, T->qrow, v0, shift);
     attn__softmax_avx512(S, nk, nlanes, (int)c0, &X);
 #if defined(ATTN__AMX)
     if (kind == 2) {
@@ -2693,47 +2669,56 @@ static int attn__kv_run(const attn__problem *P, long long row, int n) {
 /* Attention dropout on a tile's probabilities S [nk][BQ] (defined in 3.8). */
 static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk);
 
-/* Keys [c0, c0 + nk) of the sequence into tile T, from fp32 rows K (stride ldk) and V. */
-static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *S, long long c0, int nk,
-                                  const float *K, ptrdiff_t ldk, const float *V, ptrdiff_t ldv) {
-    const attn__problem *P = C->P;
-    const attn__isa *isa = C->isa;
-    const int D = P->q.dim, Dv = P->v.dim, n = T->n, g = P->groups;
-    const int full = attn__chunk_full(P, T->p0, T->p1, c0, c0 + nk);
-    attn__smx X;
+/* Between Q.K^T and the softmax, for every kind of tile: softcap (it comes before bias and
+   mask, so it is applied here when either follows; else the softmax kernel fuses it), the
+   additive bias, the dilated-window rule per element; then the rest of X for isa->softmax
+   (which applies ALiBi and the lo/hi/cap mask). Row r < n is query row qrow[r] of head
+   head[r] at position (v0 + r) / groups + shift; lanes n..nlanes-1 are padding. */
+static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, int nk, int n, int nlanes, long long c0,
+                              int full, int seq, int Lk, const int *head, const int *qrow, int v0, long long shift) {
     int r, j;
-    if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
-    else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
-
-    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
-    X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
-    X.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)T->S.Lk);
-    X.alibi = P->alibi != NULL;
-    X.softcap = P->softcap;
-    X.mask = !full;
+    X->pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)Lk);
+    X->alibi = P->alibi != NULL;
+    X->softcap = P->softcap;
+    X->mask = !full;
     if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
-        /* softcap comes before bias and mask: apply it here, not in the stage */
         for (j = 0; j < nk; ++j)
             for (r = 0; r < n; ++r) {
                 float *sv = S + (size_t)j * ATTN__BQ + r;
                 *sv = P->softcap * tanhf(*sv / P->softcap);
             }
-        X.softcap = 0.0f;
+        X->softcap = 0.0f;
     }
     if (P->bias) {
         for (r = 0; r < n; ++r) {
-            const int bb = P->bias_batch == 1 ? 0 : T->S.seq, bh = P->bias_heads == 1 ? 0 : T->head[r];
+            const int bb = P->bias_batch == 1 ? 0 : seq, bh = P->bias_heads == 1 ? 0 : head[r];
             const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
-                              (ptrdiff_t)T->qrow[r] * P->bias_sq + c0;
+                              (ptrdiff_t)qrow[r] * P->bias_sq + c0;
             for (j = 0; j < nk; ++j) S[(size_t)j * ATTN__BQ + r] += br[j];
         }
     }
     if (!full && P->dilation > 1) {                 /* dilated windows: the rule per element */
-        for (r = 0; r < T->nlanes; ++r)
+        for (r = 0; r < nlanes; ++r)
             for (j = 0; j < nk; ++j)
-                if (r >= n || !attn__visible(P, (T->v0 + r) / g + T->shift, c0 + j)) S[(size_t)j * ATTN__BQ + r] = -INFINITY;
-        X.mask = 0;
+                if (r >= n || !attn__visible(P, (v0 + r) / P->groups + shift, c0 + j)) S[(size_t)j * ATTN__BQ + r] = -INFINITY;
+        X->mask = 0;
     }
+}
+
+/* Keys [c0, c0 + nk) of the sequence into tile T, from fp32 rows K (stride ldk) and V. */
+static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *S, long long c0, int nk,
+                                  const float *K, ptrdiff_t ldk, const float *V, ptrdiff_t ldv) {
+    const attn__problem *P = C->P;
+    const attn__isa *isa = C->isa;
+    const int D = P->q.dim, Dv = P->v.dim, n = T->n;
+    const int full = attn__chunk_full(P, T->p0, T->p1, c0, c0 + nk);
+    attn__smx X;
+    if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
+    else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
+
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
+    attn__score_stage(P, &X, S, nk, n, T->nlanes, c0, full, T->S.seq, T->S.Lk, T->head, T->qrow, T->v0, T->shift);
     isa->softmax(S, nk, T->nlanes, (int)c0, &X);
     if (P->dropout_p > 0.0f) attn__dropout_tile(P, T, S, c0, nk);   /* l keeps the undropped sum */
     isa->pv(S, nk, n, V, ldv, Dv, T->alpha, T->acc, C->geo.ldo);
