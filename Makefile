@@ -6,6 +6,9 @@ WARN    = -std=c99 -Wall -Wextra -pedantic -Werror
 CFLAGS  ?= -O2
 LIBS    = -lm -pthread
 BUILD   = build
+# Build the test binaries side by side (one job per core); the tests themselves run one by one.
+NPROC  := $(shell nproc 2>/dev/null || echo 2)
+MAKEFLAGS += -j$(NPROC)
 
 EXAMPLES = $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
 TEST_SRC = tests/main.c tests/attn_impl.c $(wildcard tests/test_*.c)

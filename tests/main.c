@@ -4,16 +4,18 @@
    test_status_coverage, which must stay last). This file does not define ATTN_IMPLEMENTATION:
    tests/attn_impl.c is the one implementation translation unit. */
 #include "test.h"
+#include <time.h>
 
 int t_passed = 0, t_failed = 0, t_printed = 0;
 int t_status_provoked[ATTN_STATUS_COUNT];
 
 static void run_family(const char *name, void (*fn)(void)) {
     int p0 = t_passed, f0 = t_failed;
+    clock_t t0 = clock();
     t_printed = 0;
     fn();
-    printf("%s %-10s %d checks, %d failed\n", t_failed == f0 ? "ok  " : "FAIL", name,
-           (t_passed - p0) + (t_failed - f0), t_failed - f0);
+    printf("%s %-10s %d checks, %d failed (%.1f s cpu)\n", t_failed == f0 ? "ok  " : "FAIL", name,
+           (t_passed - p0) + (t_failed - f0), t_failed - f0, (double)(clock() - t0) / CLOCKS_PER_SEC);
     fflush(stdout);
 }
 
