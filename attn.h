@@ -2576,6 +2576,7 @@ typedef struct attn__fwd_ctx {
     int units_per_head, n_units, n_splits, split_keys;
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
     int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
+    int fused;                 /* decoding takes attn__fwd_decode_fused (no stage) */
     int bf16;                  /* 3.12 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
 } attn__fwd_ctx;
 
@@ -2886,6 +2887,238 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
         for (a = 0; a < Hk; ++a) attn__rope_keys(P, S, stage + (size_t)a * dk * C->geo.ldk, C->geo.ldk, c0, nk);
 }
 
+#if defined(ATTN__X86_SIMD)
+/* Fused decoding (AVX-512), for one query row per sequence (q.seq == 1) with no per-element
+   mask: every key of attn__key_ranges is visible to every row, so a chunk of 16 keys needs
+   no mask beyond its tail. No stage: each chunk's K rows are read once, in address order
+   (key groups outer, KV heads inner), straight into register dot products; then per head the
+   online softmax and P.V with the accumulators in registers. The next chunk's rows are
+   prefetched while this one computes, so the memory reads overlap the arithmetic.
+   R = the tile's rows (groups) rounded up to a power of two; 16 accumulators are
+   16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V. Scores sit in
+   S[h][j*R + r] (16 keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
+   (lane i = row i % R). */
+#define ATTN__X16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+
+/* 16 lanes of a K or V row of dtype t, as fp32. */
+ATTN__T512 static ATTN__INLINE __m512 attn__dec_ld512(const char *p, attn_dtype t) {
+    if (t == ATTN_F32) return _mm512_loadu_ps((const float *)(const void *)p);
+    if (t == ATTN_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 16));
+}
+
+/* One vector whose lane i is the sum of a_i's 16 lanes. */
+ATTN__T512 static ATTN__INLINE __m512 attn__hsum16_512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5,
+                                                      __m512 a6, __m512 a7, __m512 a8, __m512 a9, __m512 a10, __m512 a11,
+                                                      __m512 a12, __m512 a13, __m512 a14, __m512 a15) {
+#define ATTN__HS1(x, y) _mm512_add_ps(_mm512_unpacklo_ps(x, y), _mm512_unpackhi_ps(x, y))
+#define ATTN__HS2(x, y) _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(x), _mm512_castps_pd(y))), \
+                                      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(x), _mm512_castps_pd(y))))
+#define ATTN__HS3(x, y) _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xdd))
+    const __m512 b0 = ATTN__HS1(a0, a1), b1 = ATTN__HS1(a2, a3), b2 = ATTN__HS1(a4, a5), b3 = ATTN__HS1(a6, a7);
+    const __m512 b4 = ATTN__HS1(a8, a9), b5 = ATTN__HS1(a10, a11), b6 = ATTN__HS1(a12, a13), b7 = ATTN__HS1(a14, a15);
+    const __m512 c0 = ATTN__HS2(b0, b1), c1 = ATTN__HS2(b2, b3), c2 = ATTN__HS2(b4, b5), c3 = ATTN__HS2(b6, b7);
+    const __m512 d0 = ATTN__HS3(c0, c1), d1 = ATTN__HS3(c2, c3);
+    return ATTN__HS3(d0, d1);
+#undef ATTN__HS1
+#undef ATTN__HS2
+#undef ATTN__HS3
+}
+
+/* Max (or sum) of the lanes of x that hold the same row (lane i: row i % R), in every lane. */
+ATTN__T512 static ATTN__INLINE __m512 attn__fold512(__m512 x, int R, int is_max) {
+#define ATTN__FOLD(y) x = is_max ? _mm512_max_ps(x, y) : _mm512_add_ps(x, y)
+    if (R <= 8) ATTN__FOLD(_mm512_shuffle_f32x4(x, x, 0x4e));
+    if (R <= 4) ATTN__FOLD(_mm512_shuffle_f32x4(x, x, 0xb1));
+    if (R <= 2) ATTN__FOLD(_mm512_permute_ps(x, 0x4e));
+    if (R <= 1) ATTN__FOLD(_mm512_permute_ps(x, 0xb1));
+#undef ATTN__FOLD
+    return x;
+}
+
+/* A chunk of nk <= 16 keys (one strided run), and the next chunk's nn keys to prefetch. */
+typedef struct attn__dec_chunk {
+    const char *k, *v, *kn, *vn;    /* key c0's (next chunk: its first key's) rows of KV head 0 */
+    ptrdiff_t kst, vst, khs, vhs;   /* bytes to the next key, to the next head */
+    long long c0;
+    int nk, nn;
+} attn__dec_chunk;
+
+ATTN__T512 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n) {
+    size_t off;
+    for (off = 0; off < n; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+}
+
+ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X,
+                                                       const int R, const attn_dtype t) {
+    const attn__problem *P = C->P;
+    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 16, KG = 16 / R, CW = 16 / R;
+    const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
+    const size_t ldq = C->geo.ldk, ldo = C->geo.ldo;
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+    int h, g0, kk, d, j, c, v, i;
+    /* Q.K^T in address order: 16/R keys x every head, R query rows each */
+    for (g0 = 0; g0 < 16; g0 += KG) {
+        const char *kr[16];
+        for (kk = 0; kk < KG; ++kk) kr[kk] = X->k + (ptrdiff_t)ATTN__MIN(g0 + kk, X->nk - 1) * X->kst;  /* tail: repeat */
+        for (h = 0; h < Hk; ++h) {
+            const float *q = attn__decode_tile(C, ws, h)->qr;
+            const ptrdiff_t ho = (ptrdiff_t)h * X->khs;
+            __m512 a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+            __m512 a8 = zero, a9 = zero, a10 = zero, a11 = zero, a12 = zero, a13 = zero, a14 = zero, a15 = zero;
+            for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn + (ptrdiff_t)(g0 + kk) * X->kst + ho, (size_t)(D * es));
+            for (d = 0; d < D; d += 16) {
+#define ATTN__DEC_QK(i) a##i = _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)((i) % R) * ldq + d), \
+                                               attn__dec_ld512(kr[(i) / R] + ho + (ptrdiff_t)d * es, t), a##i);
+                ATTN__X16(ATTN__DEC_QK)
+#undef ATTN__DEC_QK
+            }
+            _mm512_storeu_ps(S + (size_t)h * 16 * R + (size_t)g0 * R,
+                             attn__hsum16_512(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15));
+        }
+    }
+    for (h = 0; h < Hk; ++h) {
+        attn__tile *T = attn__decode_tile(C, ws, h);
+        float *sh = S + (size_t)h * 16 * R;
+        const char *vb = X->v + (ptrdiff_t)h * X->vhs;
+        __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
+        if (P->alibi) {                 /* lane i: row i % R's slope, key offset i / R */
+            float sl[16], ko[16];
+            for (i = 0; i < 16; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R); }
+            slope = _mm512_loadu_ps(sl); koff = _mm512_loadu_ps(ko);
+        }
+        /* online softmax over the chunk (the SEMANTICS order: softcap, ALiBi, mask) */
+        for (v = 0; v < R; ++v) {
+            __m512 x = _mm512_loadu_ps(sh + 16 * v);
+            const int valid = X->nk * R - 16 * v;
+            if (P->softcap > 0.0f)
+                x = _mm512_mul_ps(_mm512_set1_ps(P->softcap), attn__tanh512(_mm512_mul_ps(x, _mm512_set1_ps(1.0f / P->softcap))));
+            if (P->alibi) {
+                __m512 dist = _mm512_sub_ps(_mm512_set1_ps(T->pos[0]), _mm512_add_ps(_mm512_set1_ps((float)(X->c0 + v * KG)), koff));
+                dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
+                x = _mm512_fnmadd_ps(slope, dist, x);
+            }
+            if (valid < 16) x = _mm512_mask_blend_ps((__mmask16)(valid <= 0 ? 0 : (1u << valid) - 1u), ninf, x);
+            _mm512_storeu_ps(sh + 16 * v, x);
+            mx = _mm512_max_ps(mx, x);
+        }
+        mx = attn__fold512(mx, R, 1);
+        mold = _mm512_loadu_ps(T->m);
+        mnew = _mm512_max_ps(mold, mx);
+        msafe = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ), mnew, zero);
+        alpha = attn__exp512(_mm512_sub_ps(mold, msafe));
+        for (v = 0; v < R; ++v) {
+            const __m512 p = attn__exp512(_mm512_sub_ps(_mm512_loadu_ps(sh + 16 * v), msafe));
+            _mm512_storeu_ps(sh + 16 * v, p);
+            sum = _mm512_add_ps(sum, p);
+        }
+        _mm512_storeu_ps(T->l, _mm512_fmadd_ps(_mm512_loadu_ps(T->l), alpha, attn__fold512(sum, R, 0)));
+        _mm512_storeu_ps(T->m, mnew);
+        _mm512_storeu_ps(T->alpha, alpha);
+        /* P.V: R rows x 16/R column vectors of the accumulator in registers per pass; a last
+           pass past the head dim reads a valid column again and stores nothing of it */
+        for (c = 0; c < nv; c += CW) {
+            __mmask16 mk[16];
+            ptrdiff_t co[16];
+            __m512 o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15;
+            for (i = 0; i < CW; ++i) {
+                mk[i] = (__mmask16)(c + i < nv ? 0xffff : 0);
+                co[i] = (ptrdiff_t)ATTN__MIN(c + i, nv - 1) * 16 * es;
+            }
+#define ATTN__DEC_OLD(i) o##i = _mm512_mul_ps(_mm512_set1_ps(T->alpha[(i) / CW]), \
+                         _mm512_maskz_loadu_ps(mk[(i) % CW], T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 16));
+            ATTN__X16(ATTN__DEC_OLD)
+#undef ATTN__DEC_OLD
+            for (j = 0; j < X->nk; ++j) {
+                const char *vr = vb + (ptrdiff_t)j * X->vst;
+                const float *pj = sh + (size_t)j * R;
+                if (j < X->nn) attn__prefetch_bytes(X->vn + (ptrdiff_t)j * X->vst + (ptrdiff_t)h * X->vhs + (ptrdiff_t)c * 16 * es,
+                                                    (size_t)(CW * 16 * es));
+#define ATTN__DEC_PV(i) o##i = _mm512_fmadd_ps(_mm512_set1_ps(pj[(i) / CW]), attn__dec_ld512(vr + co[(i) % CW], t), o##i);
+                ATTN__X16(ATTN__DEC_PV)
+#undef ATTN__DEC_PV
+            }
+#define ATTN__DEC_OST(i) _mm512_mask_storeu_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 16, mk[(i) % CW], o##i);
+            ATTN__X16(ATTN__DEC_OST)
+#undef ATTN__DEC_OST
+        }
+    }
+}
+
+/* One instance per row count R and dtype, so both are constants inside the kernel. */
+ATTN__T512 static void attn__dec512_r1(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
+    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 1, ATTN_F32);
+    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 1, ATTN_F16);
+    else attn__dec512_chunk(C, ws, S, X, 1, ATTN_BF16);
+}
+ATTN__T512 static void attn__dec512_r2(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
+    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 2, ATTN_F32);
+    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 2, ATTN_F16);
+    else attn__dec512_chunk(C, ws, S, X, 2, ATTN_BF16);
+}
+ATTN__T512 static void attn__dec512_r4(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
+    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 4, ATTN_F32);
+    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 4, ATTN_F16);
+    else attn__dec512_chunk(C, ws, S, X, 4, ATTN_BF16);
+}
+ATTN__T512 static void attn__dec512_r8(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
+    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 8, ATTN_F32);
+    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 8, ATTN_F16);
+    else attn__dec512_chunk(C, ws, S, X, 8, ATTN_BF16);
+}
+ATTN__T512 static void attn__dec512_r16(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
+    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 16, ATTN_F32);
+    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 16, ATTN_F16);
+    else attn__dec512_chunk(C, ws, S, X, 16, ATTN_BF16);
+}
+#undef ATTN__X16
+#endif /* ATTN__X86_SIMD */
+
+/* Whether decoding can take the fused kernel above: AVX-512, one query row per sequence,
+   head dims in whole vectors, no per-element score inputs (bias, dilation, dropout) and no
+   key rotation; everything else stages. */
+static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
+#if defined(ATTN__X86_SIMD)
+    return isa == &attn__isa_avx512 && P->q.seq == 1 && P->q.dim % 16 == 0 && P->v.dim % 16 == 0 && !P->bias &&
+           P->dilation <= 1 && P->dropout_p <= 0.0f && !P->rope && P->k.dtype == P->v.dtype;
+#else
+    (void)P; (void)isa;
+    return 0;
+#endif
+}
+
+/* Decoding through the fused kernel: every visible key of the split, 16 at a time. */
+static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long klo, long long khi) {
+#if defined(ATTN__X86_SIMD)
+    const attn__problem *P = C->P;
+    const int n = Sq->Lq * P->groups;
+    long long ranges[2][2], c0;
+    int ri, n_ranges = attn__key_ranges(P, (long long)Sq->Lk - 1, (long long)Sq->Lk - 1, Sq->Lk, ranges);
+    attn__dec_chunk X;
+    X.kst = P->k.ss * (ptrdiff_t)P->k.esize; X.vst = P->v.ss * (ptrdiff_t)P->v.esize;
+    X.khs = P->k.sh * (ptrdiff_t)P->k.esize; X.vhs = P->v.sh * (ptrdiff_t)P->v.esize;
+    for (ri = 0; ri < n_ranges; ++ri) {
+        const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
+        for (c0 = a; c0 < b; c0 += X.nk) {
+            const long long c1 = c0 + (X.nk = attn__kv_run(P, Sq->k0 + c0, (int)ATTN__MIN(16LL, b - c0)));
+            X.c0 = c0;
+            X.k = attn__kv_at(P, &P->k, Sq->tb, Sq->k0 + (int)c0, 0);
+            X.v = attn__kv_at(P, &P->v, Sq->tb, Sq->k0 + (int)c0, 0);
+            X.nn = c1 < b ? attn__kv_run(P, Sq->k0 + c1, (int)ATTN__MIN(16LL, b - c1)) : 0;
+            X.kn = X.nn ? attn__kv_at(P, &P->k, Sq->tb, Sq->k0 + (int)c1, 0) : X.k;
+            X.vn = X.nn ? attn__kv_at(P, &P->v, Sq->tb, Sq->k0 + (int)c1, 0) : X.v;
+            if (n <= 1) attn__dec512_r1(C, ws, S, &X, P->k.dtype);
+            else if (n <= 2) attn__dec512_r2(C, ws, S, &X, P->k.dtype);
+            else if (n <= 4) attn__dec512_r4(C, ws, S, &X, P->k.dtype);
+            else if (n <= 8) attn__dec512_r8(C, ws, S, &X, P->k.dtype);
+            else attn__dec512_r16(C, ws, S, &X, P->k.dtype);
+        }
+    }
+#else
+    (void)C; (void)ws; (void)S; (void)Sq; (void)klo; (void)khi;
+#endif
+}
+
 static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int split) {
     const attn__problem *P = C->P;
     const int g = P->groups, Hk = P->k.heads;
@@ -2904,7 +3137,12 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
         attn__tile *T = attn__decode_tile(C, ws, hk);
         attn__tile_begin(C, T, (float *)(void *)T, &S, hk, 0, n);
     }
-    n_ranges = attn__key_ranges(P, (long long)S.Lk - S.Lq, (long long)S.Lk - 1, S.Lk, ranges);
+    if (C->fused) {
+        attn__fwd_decode_fused(C, ws, stage, &S, klo, khi);
+        n_ranges = 0;
+    } else {
+        n_ranges = attn__key_ranges(P, (long long)S.Lk - S.Lq, (long long)S.Lk - 1, S.Lk, ranges);
+    }
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
         for (c0 = a; c0 < b; c0 += nk) {
@@ -2994,11 +3232,12 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         return ATTN_ERR_OVERFLOW;
     C->partial_row = C->geo.ldo + 2;
     if (!attn__mul_size(C->geo.narrow_tile, (size_t)P->k.heads, &heads_mem)) return ATTN_ERR_OVERFLOW;
-    if (C->decode) {            /* the stage: decode_chunk keys of every head, K and V, fp32 */
+    if (C->decode) {            /* the stage: decode_chunk keys of every head, K and V, fp32; fused: the scores */
         const size_t row = ((size_t)P->k.heads * (C->geo.ldk + C->geo.ldv)) * sizeof(float);
         size_t stage;
         C->decode_chunk = (int)ATTN__MAX((size_t)1, ATTN__MIN((size_t)ATTN__BK_DECODE, ATTN__DECODE_STAGE_BYTES / row));
-        if (!attn__mul_size((size_t)P->k.heads * (size_t)C->decode_chunk, C->geo.ldk + C->geo.ldv, &stage) ||
+        C->fused = attn__decode_fused(P, isa);
+        if (!attn__mul_size((size_t)P->k.heads, C->fused ? 16 * 16 : (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv), &stage) ||
             !attn__add_size(heads_mem, stage, &heads_mem)) return ATTN_ERR_OVERFLOW;
     }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);

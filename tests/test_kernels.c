@@ -121,22 +121,23 @@ static void reverse_pool(void *user, int n_tasks, int n_threads, attn_task_fn ta
 }
 
 /* One decoding step (Sq query rows per sequence against a cache of Lk) vs the reference. */
-static void check_decode(t_rng *r, int B, int Sq, int Hq, int Hkv, int D, int Lk, attn_dtype dt, const attn_desc *d0) {
+static void check_decode(t_rng *r, int B, int Sq, int Hq, int Hkv, int D, int Dv, int Lk, attn_dtype dt, const attn_desc *d0) {
     attn_desc d = *d0;
-    const size_t nq = (size_t)B * Sq * Hq * D, nk = (size_t)B * Lk * Hkv * D, no = (size_t)B * Sq * Hq * D;
-    void *q = t_xmalloc(nq * t_dt_size(dt)), *k = t_xmalloc(nk * t_dt_size(dt)), *v = t_xmalloc(nk * t_dt_size(dt));
+    const size_t nq = (size_t)B * Sq * Hq * D, nk = (size_t)B * Lk * Hkv * D, nv = (size_t)B * Lk * Hkv * Dv,
+                 no = (size_t)B * Sq * Hq * Dv;
+    void *q = t_xmalloc(nq * t_dt_size(dt)), *k = t_xmalloc(nk * t_dt_size(dt)), *v = t_xmalloc(nv * t_dt_size(dt));
     float *out = (float *)t_xmalloc(no * sizeof(float)), *out2 = (float *)t_xmalloc(no * sizeof(float));
     float *lse = (float *)t_xmalloc((size_t)B * Hq * Sq * sizeof(float)), *lse2 = (float *)t_xmalloc((size_t)B * Hq * Sq * sizeof(float));
     double *ro = (double *)t_xmalloc(no * sizeof(double)), *rl = (double *)t_xmalloc((size_t)B * Hq * Sq * sizeof(double));
     double *got = (double *)t_xmalloc(no * sizeof(double));
     attn_tensor tq = attn_tensor_dense(q, dt, B, Sq, Hq, D), tk = attn_tensor_dense(k, dt, B, Lk, Hkv, D);
-    attn_tensor tv = attn_tensor_dense(v, dt, B, Lk, Hkv, D), to = attn_tensor_dense(out, ATTN_F32, B, Sq, Hq, D);
+    attn_tensor tv = attn_tensor_dense(v, dt, B, Lk, Hkv, Dv), to = attn_tensor_dense(out, ATTN_F32, B, Sq, Hq, Dv);
     attn_status s;
     size_t i;
     int threads[3] = {1, 2, 5}, t, same = 1;
     t_fill_normal(&tq, r, 1.0); t_fill_normal(&tk, r, 1.0); t_fill_normal(&tv, r, 1.0);
     s = attn_forward(&d, tq, tk, tv, to, lse);
-    T_CHECK(s == ATTN_OK, "decode B%d Sq%d %d/%d D%d Lk%d %s: %s", B, Sq, Hq, Hkv, D, Lk, t_dt_name(dt), attn_status_str(s));
+    T_CHECK(s == ATTN_OK, "decode B%d Sq%d %d/%d D%d Dv%d Lk%d %s: %s", B, Sq, Hq, Hkv, D, Dv, Lk, t_dt_name(dt), attn_status_str(s));
     ref_attention(&d, tq, tk, tv, ro, rl);
     for (i = 0; i < no; ++i) got[i] = out[i];
     {
@@ -146,18 +147,51 @@ static void check_decode(t_rng *r, int B, int Sq, int Hq, int Hkv, int D, int Lk
             const double e = rl[i] == -INFINITY ? (lse[i] == -INFINITY ? 0.0 : INFINITY) : fabs(lse[i] - rl[i]) / (1.0 + fabs(rl[i]));
             if (!(e <= lerr)) lerr = e;
         }
-        T_CHECK(err <= tol && lerr <= tol, "decode B%d Sq%d %d/%d D%d Lk%d %s causal%d win%d sink%d: out err %.3g lse err %.3g",
-                B, Sq, Hq, Hkv, D, Lk, t_dt_name(dt), d.causal, d.window_left, d.sink_tokens, err, lerr);
+        T_CHECK(err <= tol && lerr <= tol, "decode B%d Sq%d %d/%d D%d Dv%d Lk%d %s causal%d win%d sink%d global%d softcap%g "
+                "alibi%d lens%d: out err %.3g lse err %.3g", B, Sq, Hq, Hkv, D, Dv, Lk, t_dt_name(dt), d.causal, d.window_left,
+                d.sink_tokens, d.global_tokens, d.softcap, d.alibi_slopes != NULL, d.seqlens_k != NULL, err, lerr);
     }
     for (t = 0; t < 4; ++t) {                     /* same bits for any thread count, any pool */
         attn_desc d2 = d;
         if (t < 3) d2.n_threads = threads[t]; else { d2.parallel = reverse_pool; d2.n_threads = 2; }
-        s = attn_forward(&d2, tq, tk, tv, attn_tensor_dense(out2, ATTN_F32, B, Sq, Hq, D), lse2);
+        s = attn_forward(&d2, tq, tk, tv, attn_tensor_dense(out2, ATTN_F32, B, Sq, Hq, Dv), lse2);
         same &= s == ATTN_OK && memcmp(out, out2, no * sizeof(float)) == 0 &&
                 memcmp(lse, lse2, (size_t)B * Hq * Sq * sizeof(float)) == 0;
     }
     T_CHECK(same, "decode B%d Sq%d Lk%d: results differ between thread counts / a custom pool", B, Sq, Lk);
     free(q); free(k); free(v); free(out); free(out2); free(lse); free(lse2); free(ro); free(rl); free(got);
+}
+
+/* One query row per sequence over random shapes and options: on AVX-512 this is the fused
+   decoding kernel (every row count 1..16 rounded to 1/2/4/8/16, chunk tails, head dims that
+   leave a partial P.V pass, two key ranges from sinks + window); elsewhere the staged one. */
+static void test_decode_sweep(void) {
+    static const int groups[] = {1, 2, 3, 4, 5, 8, 12, 16}, dims[] = {16, 32, 48, 64, 80, 128, 256};
+    static const int lens[] = {1, 2, 15, 16, 17, 31, 33, 100, 257, 600};
+    static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    t_rng r = t_rng_seed(2024);
+    float slopes[48];
+    int it, i, seqlens_k[2];
+    for (i = 0; i < 48; ++i) slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / 48);
+    for (it = 0; it < (T_QUICK ? 40 : 160); ++it) {
+        attn_desc d;
+        const int g = t_pick(&r, groups, 8), Hkv = t_irange(&r, 1, 3), D = t_pick(&r, dims, 7);
+        const int Dv = t_chance(&r, 0.5) ? D : t_pick(&r, dims, 7), B = t_irange(&r, 1, 2);
+        const int Lk = t_chance(&r, 0.5) ? t_pick(&r, lens, 10) : t_irange(&r, 1, 600);
+        memset(&d, 0, sizeof d);
+        d.causal = t_chance(&r, 0.5);
+        if (t_chance(&r, 0.3)) d.window_left = t_irange(&r, 1, 60);
+        if (t_chance(&r, 0.3)) d.sink_tokens = t_irange(&r, 1, 8);
+        if (t_chance(&r, 0.15)) d.global_tokens = t_irange(&r, 1, 5);
+        if (t_chance(&r, 0.3)) d.softcap = (float)t_irange(&r, 5, 50);
+        if (t_chance(&r, 0.3)) d.alibi_slopes = slopes;
+        if (t_chance(&r, 0.3)) {
+            for (i = 0; i < B; ++i) seqlens_k[i] = t_irange(&r, 0, Lk);
+            d.seqlens_k = seqlens_k;
+        }
+        d.n_threads = t_irange(&r, 1, 3);
+        check_decode(&r, B, 1, g * Hkv, Hkv, D, Dv, Lk, dts[t_irange(&r, 0, 2)], &d);
+    }
 }
 
 static void test_decoding(void) {
@@ -167,24 +201,25 @@ static void test_decoding(void) {
     float slopes[32];
     int i;
     memset(&d, 0, sizeof d);
-    check_decode(&r, 1, 1, 32, 8, 128, T_QUICK ? 700 : 3000, ATTN_F32, &d);    /* split-KV, GQA 4 */
-    check_decode(&r, 2, 1, 8, 8, 64, 1025, ATTN_BF16, &d);                    /* MHA, bf16 cache */
-    check_decode(&r, 1, 1, 16, 1, 80, 777, ATTN_F16, &d);                      /* MQA, 16 rows */
+    check_decode(&r, 1, 1, 32, 8, 128, 128, T_QUICK ? 700 : 3000, ATTN_F32, &d);    /* split-KV, GQA 4 */
+    check_decode(&r, 2, 1, 8, 8, 64, 64, 1025, ATTN_BF16, &d);                    /* MHA, bf16 cache */
+    check_decode(&r, 1, 1, 16, 1, 80, 80, 777, ATTN_F16, &d);                      /* MQA, 16 rows */
     d.causal = 1;
-    check_decode(&r, 1, 3, 12, 4, 96, 513, ATTN_F32, &d);                      /* 3 tokens (speculative) */
-    check_decode(&r, 3, 2, 8, 2, 40, 300, ATTN_F32, &d);
+    check_decode(&r, 1, 3, 12, 4, 96, 96, 513, ATTN_F32, &d);                      /* 3 tokens (speculative) */
+    check_decode(&r, 3, 2, 8, 2, 40, 40, 300, ATTN_F32, &d);
     d.window_left = 100; d.sink_tokens = 4;                                    /* StreamingLLM-style */
-    check_decode(&r, 1, 1, 32, 8, 128, 2000, ATTN_F16, &d);
+    check_decode(&r, 1, 1, 32, 8, 128, 128, 2000, ATTN_F16, &d);
     d.window_left = 0; d.sink_tokens = 0; d.softcap = 30.0f;
     for (i = 0; i < 32; ++i) slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / 32);
     d.alibi_slopes = slopes;
-    check_decode(&r, 1, 1, 32, 8, 64, 1500, ATTN_F32, &d);
+    check_decode(&r, 1, 1, 32, 8, 64, 64, 1500, ATTN_F32, &d);
     d.softcap = 0.0f; d.alibi_slopes = NULL; d.causal = 0;
     d.seqlens_q = seqlens_q; d.seqlens_k = seqlens_k;                          /* padded batch */
-    check_decode(&r, 3, 1, 8, 4, 32, 900, ATTN_F32, &d);
+    check_decode(&r, 3, 1, 8, 4, 32, 32, 900, ATTN_F32, &d);
 }
 
 void test_kernels(void) {
     test_vector_math();
     test_decoding();
+    test_decode_sweep();
 }
