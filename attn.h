@@ -1206,6 +1206,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BK 64          /* keys per chunk */
 #define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
 #define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
+#define ATTN__DEC_NK 32      /* keys per chunk of the fused AVX-512 decoding kernel */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -2889,14 +2890,14 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
 
 #if defined(ATTN__X86_SIMD)
 /* Fused decoding (AVX-512), for one query row per sequence (q.seq == 1) with no per-element
-   mask: every key of attn__key_ranges is visible to every row, so a chunk of 16 keys needs
+   mask: every key of attn__key_ranges is visible to every row, so a chunk of keys needs
    no mask beyond its tail. No stage: each chunk's K rows are read once, in address order
    (key groups outer, KV heads inner), straight into register dot products; then per head the
    online softmax and P.V with the accumulators in registers. The next chunk's rows are
    prefetched while this one computes, so the memory reads overlap the arithmetic.
    R = the tile's rows (groups) rounded up to a power of two; 16 accumulators are
    16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V. Scores sit in
-   S[h][j*R + r] (16 keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
+   S[h][j*R + r] (ATTN__DEC_NK keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
    (lane i = row i % R). */
 #define ATTN__X16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
@@ -2925,6 +2926,26 @@ ATTN__T512 static ATTN__INLINE __m512 attn__hsum16_512(__m512 a0, __m512 a1, __m
 #undef ATTN__HS3
 }
 
+/* Keeps a vector in a register: without it gcc folds each use into the FMA as a memory
+   operand, loading it 16/R times instead of once (the loads then bound the loop). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTN__IN_REG(x) __asm__("" : "+v"(x))
+#else
+#define ATTN__IN_REG(x) ((void)0)
+#endif
+
+/* x_i for a constant i (the kernels below index named registers by row or key). */
+ATTN__T512 static ATTN__INLINE __m512 attn__pick16(int i, __m512 x0, __m512 x1, __m512 x2, __m512 x3, __m512 x4, __m512 x5,
+                                                  __m512 x6, __m512 x7, __m512 x8, __m512 x9, __m512 x10, __m512 x11,
+                                                  __m512 x12, __m512 x13, __m512 x14, __m512 x15) {
+    switch (i) {
+    case 0: return x0;   case 1: return x1;   case 2: return x2;   case 3: return x3;
+    case 4: return x4;   case 5: return x5;   case 6: return x6;   case 7: return x7;
+    case 8: return x8;   case 9: return x9;   case 10: return x10; case 11: return x11;
+    case 12: return x12; case 13: return x13; case 14: return x14; default: return x15;
+    }
+}
+
 /* Max (or sum) of the lanes of x that hold the same row (lane i: row i % R), in every lane. */
 ATTN__T512 static ATTN__INLINE __m512 attn__fold512(__m512 x, int R, int is_max) {
 #define ATTN__FOLD(y) x = is_max ? _mm512_max_ps(x, y) : _mm512_add_ps(x, y)
@@ -2936,7 +2957,7 @@ ATTN__T512 static ATTN__INLINE __m512 attn__fold512(__m512 x, int R, int is_max)
     return x;
 }
 
-/* A chunk of nk <= 16 keys (one strided run), and the next chunk's nn keys to prefetch. */
+/* A chunk of nk <= ATTN__DEC_NK keys (one strided run), and the next chunk's nn keys to prefetch. */
 typedef struct attn__dec_chunk {
     const char *k, *v, *kn, *vn;    /* key c0's (next chunk: its first key's) rows of KV head 0 */
     ptrdiff_t kst, vst, khs, vhs;   /* bytes to the next key, to the next head */
@@ -2952,13 +2973,13 @@ ATTN__T512 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n
 ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X,
                                                        const int R, const attn_dtype t) {
     const attn__problem *P = C->P;
-    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 16, KG = 16 / R, CW = 16 / R;
+    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 16, KG = 16 / R, CW = 16 / R, NV = ATTN__DEC_NK * R / 16;
     const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
     const size_t ldq = C->geo.ldk, ldo = C->geo.ldo;
     const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
     int h, g0, kk, d, j, c, v, i;
     /* Q.K^T in address order: 16/R keys x every head, R query rows each */
-    for (g0 = 0; g0 < 16; g0 += KG) {
+    for (g0 = 0; g0 < ATTN__DEC_NK; g0 += KG) {
         const char *kr[16];
         for (kk = 0; kk < KG; ++kk) kr[kk] = X->k + (ptrdiff_t)ATTN__MIN(g0 + kk, X->nk - 1) * X->kst;  /* tail: repeat */
         for (h = 0; h < Hk; ++h) {
@@ -2966,20 +2987,30 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             const ptrdiff_t ho = (ptrdiff_t)h * X->khs;
             __m512 a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
             __m512 a8 = zero, a9 = zero, a10 = zero, a11 = zero, a12 = zero, a13 = zero, a14 = zero, a15 = zero;
+            __m512 q0 = zero, q1 = zero, q2 = zero, q3 = zero, q4 = zero, q5 = zero, q6 = zero, q7 = zero;
+            __m512 q8 = zero, q9 = zero, q10 = zero, q11 = zero, q12 = zero, q13 = zero, q14 = zero, q15 = zero;
+            __m512 k0 = zero, k1 = zero, k2 = zero, k3 = zero, k4 = zero, k5 = zero, k6 = zero, k7 = zero;
+            __m512 k8 = zero, k9 = zero, k10 = zero, k11 = zero, k12 = zero, k13 = zero, k14 = zero, k15 = zero;
             for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn + (ptrdiff_t)(g0 + kk) * X->kst + ho, (size_t)(D * es));
-            for (d = 0; d < D; d += 16) {
-#define ATTN__DEC_QK(i) a##i = _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)((i) % R) * ldq + d), \
-                                               attn__dec_ld512(kr[(i) / R] + ho + (ptrdiff_t)d * es, t), a##i);
+            for (d = 0; d < D; d += 16) {       /* R query and 16/R key vectors in registers */
+#define ATTN__DEC_LQ(i) if ((i) < R) { q##i = _mm512_loadu_ps(q + (size_t)(i) * ldq + d); ATTN__IN_REG(q##i); }
+#define ATTN__DEC_LK(i) if ((i) < KG) k##i = attn__dec_ld512(kr[i] + ho + (ptrdiff_t)d * es, t);
+#define ATTN__DEC_QK(i) a##i = _mm512_fmadd_ps(attn__pick16((i) % R, q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15), \
+                                               attn__pick16((i) / R, k0, k1, k2, k3, k4, k5, k6, k7, k8, k9, k10, k11, k12, k13, k14, k15), a##i);
+                ATTN__X16(ATTN__DEC_LQ)
+                ATTN__X16(ATTN__DEC_LK)
                 ATTN__X16(ATTN__DEC_QK)
+#undef ATTN__DEC_LQ
+#undef ATTN__DEC_LK
 #undef ATTN__DEC_QK
             }
-            _mm512_storeu_ps(S + (size_t)h * 16 * R + (size_t)g0 * R,
+            _mm512_storeu_ps(S + (size_t)h * ATTN__DEC_NK * R + (size_t)g0 * R,
                              attn__hsum16_512(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15));
         }
     }
     for (h = 0; h < Hk; ++h) {
         attn__tile *T = attn__decode_tile(C, ws, h);
-        float *sh = S + (size_t)h * 16 * R;
+        float *sh = S + (size_t)h * ATTN__DEC_NK * R;
         const char *vb = X->v + (ptrdiff_t)h * X->vhs;
         __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope, key offset i / R */
@@ -2988,7 +3019,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             slope = _mm512_loadu_ps(sl); koff = _mm512_loadu_ps(ko);
         }
         /* online softmax over the chunk (the SEMANTICS order: softcap, ALiBi, mask) */
-        for (v = 0; v < R; ++v) {
+        for (v = 0; v < NV; ++v) {
             __m512 x = _mm512_loadu_ps(sh + 16 * v);
             const int valid = X->nk * R - 16 * v;
             if (P->softcap > 0.0f)
@@ -3007,7 +3038,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
         mnew = _mm512_max_ps(mold, mx);
         msafe = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ), mnew, zero);
         alpha = attn__exp512(_mm512_sub_ps(mold, msafe));
-        for (v = 0; v < R; ++v) {
+        for (v = 0; v < NV; ++v) {
             const __m512 p = attn__exp512(_mm512_sub_ps(_mm512_loadu_ps(sh + 16 * v), msafe));
             _mm512_storeu_ps(sh + 16 * v, p);
             sum = _mm512_add_ps(sum, p);
@@ -3087,7 +3118,7 @@ static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
 #endif
 }
 
-/* Decoding through the fused kernel: every visible key of the split, 16 at a time. */
+/* Decoding through the fused kernel: every visible key of the split, ATTN__DEC_NK at a time. */
 static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long klo, long long khi) {
 #if defined(ATTN__X86_SIMD)
     const attn__problem *P = C->P;
@@ -3100,11 +3131,11 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
         for (c0 = a; c0 < b; c0 += X.nk) {
-            const long long c1 = c0 + (X.nk = attn__kv_run(P, Sq->k0 + c0, (int)ATTN__MIN(16LL, b - c0)));
+            const long long c1 = c0 + (X.nk = attn__kv_run(P, Sq->k0 + c0, (int)ATTN__MIN((long long)ATTN__DEC_NK, b - c0)));
             X.c0 = c0;
             X.k = attn__kv_at(P, &P->k, Sq->tb, Sq->k0 + (int)c0, 0);
             X.v = attn__kv_at(P, &P->v, Sq->tb, Sq->k0 + (int)c0, 0);
-            X.nn = c1 < b ? attn__kv_run(P, Sq->k0 + c1, (int)ATTN__MIN(16LL, b - c1)) : 0;
+            X.nn = c1 < b ? attn__kv_run(P, Sq->k0 + c1, (int)ATTN__MIN((long long)ATTN__DEC_NK, b - c1)) : 0;
             X.kn = X.nn ? attn__kv_at(P, &P->k, Sq->tb, Sq->k0 + (int)c1, 0) : X.k;
             X.vn = X.nn ? attn__kv_at(P, &P->v, Sq->tb, Sq->k0 + (int)c1, 0) : X.v;
             if (n <= 1) attn__dec512_r1(C, ws, S, &X, P->k.dtype);
@@ -3237,7 +3268,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         size_t stage;
         C->decode_chunk = (int)ATTN__MAX((size_t)1, ATTN__MIN((size_t)ATTN__BK_DECODE, ATTN__DECODE_STAGE_BYTES / row));
         C->fused = attn__decode_fused(P, isa);
-        if (!attn__mul_size((size_t)P->k.heads, C->fused ? 16 * 16 : (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv), &stage) ||
+        if (!attn__mul_size((size_t)P->k.heads, C->fused ? 16 * ATTN__DEC_NK : (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv), &stage) ||
             !attn__add_size(heads_mem, stage, &heads_mem)) return ATTN_ERR_OVERFLOW;
     }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);
