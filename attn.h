@@ -649,7 +649,9 @@ ATTNDEF attn_status attn_kv_append_streaming(attn_kv_cache *cache, int sink, int
    instead of Sq when given). Every attn_forward option applies (GQA/MQA, causal, windows,
    sinks, softcap, ALiBi, bias [B|1, H|1, Sq, capacity], RoPE, threads, workspace) except
    seqlens_k and cu_seqlens (the cache holds the lengths). Splits long caches across threads
-   (flash-decoding); results are bitwise the same for every thread count.
+   (flash-decoding); results are bitwise the same for every thread count. With Sq = 1 on
+   AVX-512 (no bias, dilation, dropout or RoPE) a fused kernel reads the cache once in
+   address order for every head; other steps stage each chunk of keys first.
      out [batch, Sq, Hq, Dv]    lse [batch, Hq, Sq] or NULL */
 ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
                                 attn_tensor out, float *lse);
@@ -2835,7 +2837,9 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) 
     }
 }
 
-/* Decoding: all KV heads of batch tb over one split of the keys, chunk by chunk. Each chunk's
+/* Decoding: all KV heads of batch tb over one split of the keys, chunk by chunk. The common
+   step (one query row per sequence, AVX-512, no bias/dilation/dropout/in-kernel RoPE) runs
+   the fused kernel below (attn__fwd_decode_fused); everything else stages: each chunk's
    K and V rows of every head are first staged (converted to fp32) into an L2-resident buffer
    in one pass that walks memory in address order, so the hardware prefetchers stream it; the
    per-head kernels then read the staged rows. Reading one head's rows straight from a
@@ -2973,13 +2977,13 @@ ATTN__T512 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n
 ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X,
                                                        const int R, const attn_dtype t) {
     const attn__problem *P = C->P;
-    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 16, KG = 16 / R, CW = 16 / R, NV = ATTN__DEC_NK * R / 16;
+    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 16, KG = 16 / R, CW = 16 / R, nvec = (X->nk * R + 15) / 16;
     const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
     const size_t ldq = C->geo.ldk, ldo = C->geo.ldo;
     const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
     int h, g0, kk, d, j, c, v, i;
     /* Q.K^T in address order: 16/R keys x every head, R query rows each */
-    for (g0 = 0; g0 < ATTN__DEC_NK; g0 += KG) {
+    for (g0 = 0; g0 < X->nk; g0 += KG) {           /* a short chunk (page end) computes only its keys */
         const char *kr[16];
         for (kk = 0; kk < KG; ++kk) kr[kk] = X->k + (ptrdiff_t)ATTN__MIN(g0 + kk, X->nk - 1) * X->kst;  /* tail: repeat */
         for (h = 0; h < Hk; ++h) {
@@ -3019,7 +3023,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             slope = _mm512_loadu_ps(sl); koff = _mm512_loadu_ps(ko);
         }
         /* online softmax over the chunk (the SEMANTICS order: softcap, ALiBi, mask) */
-        for (v = 0; v < NV; ++v) {
+        for (v = 0; v < nvec; ++v) {
             __m512 x = _mm512_loadu_ps(sh + 16 * v);
             const int valid = X->nk * R - 16 * v;
             if (P->softcap > 0.0f)
@@ -3038,7 +3042,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
         mnew = _mm512_max_ps(mold, mx);
         msafe = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ), mnew, zero);
         alpha = attn__exp512(_mm512_sub_ps(mold, msafe));
-        for (v = 0; v < NV; ++v) {
+        for (v = 0; v < nvec; ++v) {
             const __m512 p = attn__exp512(_mm512_sub_ps(_mm512_loadu_ps(sh + 16 * v), msafe));
             _mm512_storeu_ps(sh + 16 * v, p);
             sum = _mm512_add_ps(sum, p);
