@@ -1603,24 +1603,20 @@ ATTN__T512 static void attn__pv_avx512(const float *S, int nk, int nrows, const 
         }
 }
 
+/* 16 elements of dtype t at p, as fp32. */
+ATTN__T512 static ATTN__INLINE __m512 attn__ld16_512(const void *p, attn_dtype t) {
+    if (t == ATTN_F32) return _mm512_loadu_ps((const float *)p);
+    if (t == ATTN_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
 ATTN__T512 static void attn__load_avx512(const void *src, attn_dtype t, float *dst, int n, float mul) {
     const __m512 mv = _mm512_set1_ps(mul);
+    const size_t es = attn__dtype_size(t);
     int i = 0;
-    if (t == ATTN_F32) {
-        const float *s = (const float *)src;
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_mul_ps(mv, _mm512_loadu_ps(s + i)));
-    } else if (t == ATTN_F16) {
-        const uint16_t *s = (const uint16_t *)src;
-        for (; i + 16 <= n; i += 16)
-            _mm512_storeu_ps(dst + i, _mm512_mul_ps(mv, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i)))));
-    } else {
-        const uint16_t *s = (const uint16_t *)src;
-        for (; i + 16 <= n; i += 16) {
-            const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i)));
-            _mm512_storeu_ps(dst + i, _mm512_mul_ps(mv, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16))));
-        }
-    }
-    if (i < n) attn__load_row((const char *)src + (size_t)i * attn__dtype_size(t), t, dst + i, n - i, mul);
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_mul_ps(mv, attn__ld16_512((const char *)src + (size_t)i * es, t)));
+    if (i < n) attn__load_row((const char *)src + (size_t)i * es, t, dst + i, n - i, mul);
 }
 
 static const attn__isa attn__isa_avx512 = {
@@ -2905,13 +2901,6 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
    (lane i = row i % R). */
 #define ATTN__X16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
-/* 16 lanes of a K or V row of dtype t, as fp32. */
-ATTN__T512 static ATTN__INLINE __m512 attn__dec_ld512(const char *p, attn_dtype t) {
-    if (t == ATTN_F32) return _mm512_loadu_ps((const float *)(const void *)p);
-    if (t == ATTN_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)p)), 16));
-}
-
 /* One vector whose lane i is the sum of a_i's 16 lanes. */
 ATTN__T512 static ATTN__INLINE __m512 attn__hsum16_512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5,
                                                       __m512 a6, __m512 a7, __m512 a8, __m512 a9, __m512 a10, __m512 a11,
@@ -2998,7 +2987,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn + (ptrdiff_t)(g0 + kk) * X->kst + ho, (size_t)(D * es));
             for (d = 0; d < D; d += 16) {       /* R query and 16/R key vectors in registers */
 #define ATTN__DEC_LQ(i) if ((i) < R) { q##i = _mm512_loadu_ps(q + (size_t)(i) * ldq + d); ATTN__IN_REG(q##i); }
-#define ATTN__DEC_LK(i) if ((i) < KG) k##i = attn__dec_ld512(kr[i] + ho + (ptrdiff_t)d * es, t);
+#define ATTN__DEC_LK(i) if ((i) < KG) k##i = attn__ld16_512(kr[i] + ho + (ptrdiff_t)d * es, t);
 #define ATTN__DEC_QK(i) a##i = _mm512_fmadd_ps(attn__pick16((i) % R, q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15), \
                                                attn__pick16((i) / R, k0, k1, k2, k3, k4, k5, k6, k7, k8, k9, k10, k11, k12, k13, k14, k15), a##i);
                 ATTN__X16(ATTN__DEC_LQ)
@@ -3069,7 +3058,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
                 const float *pj = sh + (size_t)j * R;
                 if (j < X->nn) attn__prefetch_bytes(X->vn + (ptrdiff_t)j * X->vst + (ptrdiff_t)h * X->vhs + (ptrdiff_t)c * 16 * es,
                                                     (size_t)(CW * 16 * es));
-#define ATTN__DEC_PV(i) o##i = _mm512_fmadd_ps(_mm512_set1_ps(pj[(i) / CW]), attn__dec_ld512(vr + co[(i) % CW], t), o##i);
+#define ATTN__DEC_PV(i) o##i = _mm512_fmadd_ps(_mm512_set1_ps(pj[(i) / CW]), attn__ld16_512(vr + co[(i) % CW], t), o##i);
                 ATTN__X16(ATTN__DEC_PV)
 #undef ATTN__DEC_PV
             }
@@ -3080,31 +3069,16 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
     }
 }
 
-/* One instance per row count R and dtype, so both are constants inside the kernel. */
-ATTN__T512 static void attn__dec512_r1(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
-    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 1, ATTN_F32);
-    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 1, ATTN_F16);
-    else attn__dec512_chunk(C, ws, S, X, 1, ATTN_BF16);
-}
-ATTN__T512 static void attn__dec512_r2(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
-    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 2, ATTN_F32);
-    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 2, ATTN_F16);
-    else attn__dec512_chunk(C, ws, S, X, 2, ATTN_BF16);
-}
-ATTN__T512 static void attn__dec512_r4(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
-    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 4, ATTN_F32);
-    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 4, ATTN_F16);
-    else attn__dec512_chunk(C, ws, S, X, 4, ATTN_BF16);
-}
-ATTN__T512 static void attn__dec512_r8(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
-    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 8, ATTN_F32);
-    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 8, ATTN_F16);
-    else attn__dec512_chunk(C, ws, S, X, 8, ATTN_BF16);
-}
-ATTN__T512 static void attn__dec512_r16(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, attn_dtype t) {
-    if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, 16, ATTN_F32);
-    else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, 16, ATTN_F16);
-    else attn__dec512_chunk(C, ws, S, X, 16, ATTN_BF16);
+/* One instance of the kernel per row count R (1, 2, 4, 8, 16) and dtype, so both are
+   constants inside it. */
+ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, int R, attn_dtype t) {
+#define ATTN__DEC_CASE(r) case r: \
+        if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, r, ATTN_F32); \
+        else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, r, ATTN_F16); \
+        else attn__dec512_chunk(C, ws, S, X, r, ATTN_BF16); \
+        break;
+    switch (R) { ATTN__DEC_CASE(1) ATTN__DEC_CASE(2) ATTN__DEC_CASE(4) ATTN__DEC_CASE(8) default: ATTN__DEC_CASE(16) }
+#undef ATTN__DEC_CASE
 }
 #undef ATTN__X16
 #endif /* ATTN__X86_SIMD */
@@ -3127,9 +3101,11 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
 #if defined(ATTN__X86_SIMD)
     const attn__problem *P = C->P;
     const int n = Sq->Lq * P->groups;
+    int R = 1;                                  /* rows rounded up to a power of two (n <= 16) */
     long long ranges[2][2], c0;
     int ri, n_ranges = attn__key_ranges(P, (long long)Sq->Lk - 1, (long long)Sq->Lk - 1, Sq->Lk, ranges);
     attn__dec_chunk X;
+    while (R < n) R *= 2;
     X.kst = P->k.ss * (ptrdiff_t)P->k.esize; X.vst = P->v.ss * (ptrdiff_t)P->v.esize;
     X.khs = P->k.sh * (ptrdiff_t)P->k.esize; X.vhs = P->v.sh * (ptrdiff_t)P->v.esize;
     for (ri = 0; ri < n_ranges; ++ri) {
@@ -3142,11 +3118,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
             X.nn = c1 < b ? attn__kv_run(P, Sq->k0 + c1, (int)ATTN__MIN((long long)ATTN__DEC_NK, b - c1)) : 0;
             X.kn = X.nn ? attn__kv_at(P, &P->k, Sq->tb, Sq->k0 + (int)c1, 0) : X.k;
             X.vn = X.nn ? attn__kv_at(P, &P->v, Sq->tb, Sq->k0 + (int)c1, 0) : X.v;
-            if (n <= 1) attn__dec512_r1(C, ws, S, &X, P->k.dtype);
-            else if (n <= 2) attn__dec512_r2(C, ws, S, &X, P->k.dtype);
-            else if (n <= 4) attn__dec512_r4(C, ws, S, &X, P->k.dtype);
-            else if (n <= 8) attn__dec512_r8(C, ws, S, &X, P->k.dtype);
-            else attn__dec512_r16(C, ws, S, &X, P->k.dtype);
+            attn__dec512(C, ws, S, &X, R, P->k.dtype);
         }
     }
 #else
