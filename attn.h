@@ -147,6 +147,21 @@ typedef void (*attn_task_fn)(void *task_ctx, int task_index, int thread_index);
 typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
                                  attn_task_fn task, void *task_ctx);
 
+/* A persistent thread pool, for calls made again and again (a decoding loop). Without one,
+   every call starts and joins its threads, which costs tens of microseconds (about 40-120 us
+   on the 2-core test machine: a third of a 4k-token decode step). Plug it in with
+       desc.parallel = attn_pool_parallel; desc.parallel_user = pool;
+   Between calls its workers spin for up to spin_us microseconds (0: 100; negative: never)
+   waiting for the next one, then sleep. One call at a time: a second caller waits for the
+   first. Do not call it from inside one of its own tasks, and destroy it only when no call
+   is running. attn_pool_create returns NULL where attn.h has no threads (ATTN_NO_THREADS)
+   or the threads could not be created. n_threads 0 = all cores. */
+typedef struct attn_pool attn_pool;
+ATTNDEF attn_pool *attn_pool_create(int n_threads, int spin_us);
+ATTNDEF void attn_pool_destroy(attn_pool *pool);
+ATTNDEF int attn_pool_threads(const attn_pool *pool);
+ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_task_fn task, void *task_ctx);
+
 /* Everything that configures a call. Zero-initialise, then set what you need.
    field            default (0)                 meaning
    kind             ATTN_SOFTMAX                mechanism
@@ -891,6 +906,206 @@ static void attn__parallel_for(const attn_desc *d, int n_tasks, int n_threads, a
     for (i = 0; i < n_tasks; ++i) task(ctx, i, 0);
 }
 
+/* --- attn_pool: persistent workers ----------------------------------------------------
+   Worker i (1..n-1) sleeps on `wake` until `generation` moves, runs tasks of that job as
+   thread i (when i < the job's n_threads), then counts itself out of `busy`; the caller is
+   thread 0. Spinning reads generation and busy with atomic loads (GCC/clang builtins or
+   Interlocked*), writes happen under `lock`; without those builtins nothing spins. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS))
+#define ATTN__ATOMIC_LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define ATTN__ATOMIC_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define ATTN__HAVE_SPIN 1
+#elif defined(ATTN__WIN32_THREADS)
+#define ATTN__ATOMIC_LOAD(x) InterlockedOr((volatile LONG *)&(x), 0)
+#define ATTN__ATOMIC_STORE(x, v) InterlockedExchange((volatile LONG *)&(x), (LONG)(v))
+#define ATTN__HAVE_SPIN 1
+#else
+#define ATTN__ATOMIC_LOAD(x) (x)
+#define ATTN__ATOMIC_STORE(x, v) ((x) = (v))
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#define ATTN__PAUSE() __asm__ __volatile__("pause")
+#elif defined(_MSC_VER)
+#define ATTN__PAUSE() YieldProcessor()
+#else
+#define ATTN__PAUSE() ((void)0)
+#endif
+#define ATTN__SPINS_PER_US 32       /* pause + load rounds per microsecond, roughly (25-40 ns each) */
+
+#if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
+#if defined(ATTN__PTHREADS)
+typedef pthread_mutex_t attn__mutex;
+typedef pthread_cond_t attn__cond;
+typedef pthread_t attn__thread;
+#define attn__lock(m) pthread_mutex_lock(m)
+#define attn__unlock(m) pthread_mutex_unlock(m)
+#define attn__wait(c, m) pthread_cond_wait(c, m)
+#define attn__broadcast(c) pthread_cond_broadcast(c)
+#else
+typedef CRITICAL_SECTION attn__mutex;
+typedef CONDITION_VARIABLE attn__cond;
+typedef HANDLE attn__thread;
+#define attn__lock(m) EnterCriticalSection(m)
+#define attn__unlock(m) LeaveCriticalSection(m)
+#define attn__wait(c, m) SleepConditionVariableCS(c, m, INFINITE)
+#define attn__broadcast(c) WakeAllConditionVariable(c)
+#endif
+
+typedef struct attn__pool_worker { struct attn_pool *pool; int index; } attn__pool_worker;
+
+struct attn_pool {
+    int n_threads, started;          /* threads including the caller; workers running */
+    long spins;                      /* spin rounds before sleeping */
+    attn__mutex lock, run;           /* lock: the fields below; run: one job at a time */
+    attn__cond wake, done;
+    unsigned generation;             /* counts jobs; a worker runs each new value once */
+    int stop, busy;                  /* shutting down; workers still in the current job */
+    attn_task_fn task; void *ctx;
+    int n_tasks, next, job_threads;
+    attn__thread th[ATTN__MAX_THREADS];
+    attn__pool_worker workers[ATTN__MAX_THREADS];
+};
+
+static int attn__pool_next(attn_pool *p) {
+    int i;
+    attn__lock(&p->lock); i = p->next++; attn__unlock(&p->lock);
+    return i;
+}
+static void attn__pool_work(attn_pool *p, int thread) {
+    int i;
+    if (thread < p->job_threads)
+        while ((i = attn__pool_next(p)) < p->n_tasks) p->task(p->ctx, i, thread);
+}
+static void attn__pool_worker_loop(attn__pool_worker *w) {
+    attn_pool *p = w->pool;
+    unsigned seen = 0;
+    for (;;) {
+        long k;
+        for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->generation) == seen && !ATTN__ATOMIC_LOAD(p->stop); ++k) ATTN__PAUSE();
+        attn__lock(&p->lock);
+        while (p->generation == seen && !p->stop) attn__wait(&p->wake, &p->lock);
+        if (p->stop) { attn__unlock(&p->lock); return; }
+        seen = p->generation;
+        attn__unlock(&p->lock);
+        attn__pool_work(p, w->index);
+        attn__lock(&p->lock);
+        ATTN__ATOMIC_STORE(p->busy, p->busy - 1);
+        if (p->busy == 0) attn__broadcast(&p->done);
+        attn__unlock(&p->lock);
+    }
+}
+#if defined(ATTN__PTHREADS)
+static void *attn__pool_main(void *arg) { attn__pool_worker_loop((attn__pool_worker *)arg); return NULL; }
+#else
+static DWORD WINAPI attn__pool_main(LPVOID arg) { attn__pool_worker_loop((attn__pool_worker *)arg); return 0; }
+#endif
+
+static void attn__pool_join(attn_pool *p) {
+    int i;
+    attn__lock(&p->lock);
+    ATTN__ATOMIC_STORE(p->stop, 1);
+    attn__broadcast(&p->wake);
+    attn__unlock(&p->lock);
+    for (i = 1; i <= p->started; ++i) {
+#if defined(ATTN__PTHREADS)
+        pthread_join(p->th[i], NULL);
+#else
+        WaitForSingleObject(p->th[i], INFINITE); CloseHandle(p->th[i]);
+#endif
+    }
+#if defined(ATTN__PTHREADS)
+    pthread_mutex_destroy(&p->lock); pthread_mutex_destroy(&p->run);
+    pthread_cond_destroy(&p->wake); pthread_cond_destroy(&p->done);
+#else
+    DeleteCriticalSection(&p->lock); DeleteCriticalSection(&p->run);
+#endif
+}
+
+ATTNDEF attn_pool *attn_pool_create(int n_threads, int spin_us) {
+    attn_pool *p;
+    int i;
+    if (n_threads <= 0) n_threads = attn__cpu_count();
+    n_threads = ATTN__MIN(n_threads, ATTN__MAX_THREADS);
+    p = (attn_pool *)attn__alloc(sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    p->n_threads = n_threads;
+#if defined(ATTN__HAVE_SPIN)
+    p->spins = spin_us < 0 ? 0 : (long)(spin_us == 0 ? 100 : ATTN__MIN(spin_us, 1000000)) * ATTN__SPINS_PER_US;
+#else
+    (void)spin_us;
+#endif
+#if defined(ATTN__PTHREADS)
+    if (pthread_mutex_init(&p->lock, NULL) != 0) { attn__free(p); return NULL; }
+    if (pthread_mutex_init(&p->run, NULL) != 0) { pthread_mutex_destroy(&p->lock); attn__free(p); return NULL; }
+    if (pthread_cond_init(&p->wake, NULL) != 0) {
+        pthread_mutex_destroy(&p->lock); pthread_mutex_destroy(&p->run); attn__free(p); return NULL;
+    }
+    if (pthread_cond_init(&p->done, NULL) != 0) {
+        pthread_cond_destroy(&p->wake); pthread_mutex_destroy(&p->lock); pthread_mutex_destroy(&p->run);
+        attn__free(p); return NULL;
+    }
+#else
+    InitializeCriticalSection(&p->lock); InitializeCriticalSection(&p->run);
+    InitializeConditionVariable(&p->wake); InitializeConditionVariable(&p->done);
+#endif
+    for (i = 1; i < n_threads; ++i) {
+        p->workers[i].pool = p; p->workers[i].index = i;
+#if defined(ATTN__PTHREADS)
+        if (pthread_create(&p->th[i], NULL, attn__pool_main, &p->workers[i]) != 0) break;
+#else
+        p->th[i] = CreateThread(NULL, 0, attn__pool_main, &p->workers[i], 0, NULL);
+        if (!p->th[i]) break;
+#endif
+        p->started = i;
+    }
+    if (p->started != n_threads - 1) { attn__pool_join(p); attn__free(p); return NULL; }
+    return p;
+}
+
+ATTNDEF void attn_pool_destroy(attn_pool *pool) {
+    if (!pool) return;
+    attn__pool_join(pool);
+    attn__free(pool);
+}
+
+ATTNDEF int attn_pool_threads(const attn_pool *pool) { return pool ? pool->n_threads : 0; }
+
+ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_task_fn task, void *task_ctx) {
+    attn_pool *p = (attn_pool *)user;
+    long k;
+    int i;
+    if (n_tasks <= 0) return;
+    if (!p || n_threads <= 1 || n_tasks == 1 || p->n_threads == 1) {     /* nothing to share */
+        for (i = 0; i < n_tasks; ++i) task(task_ctx, i, 0);
+        return;
+    }
+    attn__lock(&p->run);
+    attn__lock(&p->lock);
+    p->task = task; p->ctx = task_ctx; p->n_tasks = n_tasks; p->next = 0;
+    p->job_threads = ATTN__MIN(n_threads, p->n_threads);
+    ATTN__ATOMIC_STORE(p->busy, p->n_threads - 1);
+    ATTN__ATOMIC_STORE(p->generation, p->generation + 1u);
+    attn__broadcast(&p->wake);
+    attn__unlock(&p->lock);
+    attn__pool_work(p, 0);
+    for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->busy) != 0; ++k) ATTN__PAUSE();
+    attn__lock(&p->lock);
+    while (p->busy != 0) attn__wait(&p->done, &p->lock);
+    attn__unlock(&p->lock);
+    attn__unlock(&p->run);
+}
+#else  /* no threads: the pool does not exist */
+ATTNDEF attn_pool *attn_pool_create(int n_threads, int spin_us) { (void)n_threads; (void)spin_us; return NULL; }
+ATTNDEF void attn_pool_destroy(attn_pool *pool) { (void)pool; }
+ATTNDEF int attn_pool_threads(const attn_pool *pool) { (void)pool; return 0; }
+ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_task_fn task, void *task_ctx) {
+    int i;
+    (void)user; (void)n_threads;
+    for (i = 0; i < n_tasks; ++i) task(task_ctx, i, 0);
+}
+#endif
+
 static int attn__resolve_threads(const attn_desc *d) {
     int n = d->n_threads > 0 ? d->n_threads : attn__cpu_count();
     return ATTN__MIN(n, ATTN__MAX_THREADS);
@@ -1235,6 +1450,8 @@ typedef struct attn__isa {
                const float *alpha, float *acc, size_t ldo);
     /* n elements of dtype t -> fp32, times mul */
     void (*load)(const void *src, attn_dtype t, float *dst, int n, float mul);
+    /* n fp32 values times mul -> dtype t, bit for bit attn__store_row */
+    void (*store)(void *dst, attn_dtype t, const float *src, int n, float mul);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -1315,7 +1532,7 @@ static void attn__pv_scalar(const float *S, int nk, int nrows, const float *V, p
 }
 
 static const attn__isa attn__isa_scalar = {
-    "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row
+    "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -1619,8 +1836,37 @@ ATTN__T512 static void attn__load_avx512(const void *src, attn_dtype t, float *d
     if (i < n) attn__load_row((const char *)src + (size_t)i * es, t, dst + i, n - i, mul);
 }
 
+/* 16 fp32 lanes -> 16 f16 or bf16, rounded as attn__f32_to_f16 / attn__f32_to_bf16 do (to
+   nearest even; a NaN becomes the same quiet NaN, whatever its payload). vcvtps2ph rounds
+   exactly; vcvtneps2bf16 would flush denormals, so bf16 rounds in integers. */
+ATTN__T512 static ATTN__INLINE __m256i attn__half16_512(__m512 x, attn_dtype t) {
+    const __m512i u = _mm512_castps_si512(x), sign = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    if (t == ATTN_F16)                  /* AVX512F only: the NaN fix-up in 32-bit lanes */
+        return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(
+            _mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), nan,
+            _mm512_or_si512(sign, _mm512_set1_epi32(0x7e00))));
+    {
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+        return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
+    }
+}
+
+ATTN__T512 static void attn__store_avx512(void *dst, attn_dtype t, const float *src, int n, float mul) {
+    const __m512 mv = _mm512_set1_ps(mul);
+    int i = 0;
+    if (t == ATTN_F32)
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps((float *)dst + i, _mm512_mul_ps(mv, _mm512_loadu_ps(src + i)));
+    else
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i), attn__half16_512(_mm512_mul_ps(mv, _mm512_loadu_ps(src + i)), t));
+    if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
+}
+
 static const attn__isa attn__isa_avx512 = {
-    "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512
+    "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
+    attn__store_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -1785,8 +2031,29 @@ ATTN__T256 static void attn__load_avx2(const void *src, attn_dtype t, float *dst
     if (i < n) attn__load_row((const char *)src + (size_t)i * attn__dtype_size(t), t, dst + i, n - i, mul);
 }
 
+/* fp32 -> f16 with F16C (exact rounding; NaN as attn__f32_to_f16 writes it); bf16 in the
+   scalar loop */
+ATTN__T256 static void attn__store_avx2(void *dst, attn_dtype t, const float *src, int n, float mul) {
+    const __m256 mv = _mm256_set1_ps(mul);
+    int i = 0;
+    if (t == ATTN_F32)
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps((float *)dst + i, _mm256_mul_ps(mv, _mm256_loadu_ps(src + i)));
+    else if (t == ATTN_F16)
+        for (; i + 8 <= n; i += 8) {
+            const __m256 x = _mm256_mul_ps(mv, _mm256_loadu_ps(src + i));
+            const __m256i u = _mm256_castps_si256(x);
+            const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+            const __m256i qn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7e00));
+            const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+            const __m256i r = _mm256_blendv_epi8(h, qn, nan);     /* 32-bit lanes, values < 2^16 */
+            _mm_storeu_si128((__m128i *)((uint16_t *)dst + i),
+                             _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+        }
+    if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
+}
+
 static const attn__isa attn__isa_avx2 = {
-    "avx2", attn__qk_avx2, NULL, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2
+    "avx2", attn__qk_avx2, NULL, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -1946,7 +2213,7 @@ static void attn__load_neon(const void *src, attn_dtype t, float *dst, int n, fl
 }
 
 static const attn__isa attn__isa_neon = {
-    "neon", attn__qk_neon, NULL, attn__softmax_neon, attn__pv_neon, attn__load_neon
+    "neon", attn__qk_neon, NULL, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row
 };
 #endif /* ATTN__NEON */
 
@@ -2038,7 +2305,7 @@ static const attn__isa *attn__pick_isa(void) {
 static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
 static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
 static int attn__visible(const attn__problem *P, long long p, long long j);
-static void attn__fwd_store(const attn__problem *P, int tb, int row, int h, const float *acc, float m, float l);
+static void attn__fwd_store(const attn__problem *P, const attn__isa *isa, int tb, int row, int h, const float *acc, float m, float l);
 static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, int nk, int n, int nlanes, long long c0,
                               int full, int seq, int Lk, const int *head, const int *qrow, int v0, long long shift);
 
@@ -2454,7 +2721,7 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
             memcpy(pr, ar, sizeof(float) * (size_t)Dv);
             pr[partial_row - 2] = T->m[r]; pr[partial_row - 1] = T->l[r];
         } else {
-            attn__fwd_store(P, tb, T->qrow[r], T->head[r], ar, T->m[r], T->l[r]);
+            attn__fwd_store(P, &attn__isa_avx512, tb, T->qrow[r], T->head[r], ar, T->m[r], T->l[r]);
         }
     }
 }
@@ -2580,11 +2847,11 @@ typedef struct attn__fwd_ctx {
 } attn__fwd_ctx;
 
 /* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
-static void attn__fwd_store(const attn__problem *P, int tb, int row, int h, const float *acc, float m, float l) {
+static void attn__fwd_store(const attn__problem *P, const attn__isa *isa, int tb, int row, int h, const float *acc, float m, float l) {
     void *o = attn__at(&P->out, tb, row, h);
     float *lse = P->lse ? P->lse + ((size_t)tb * P->q.heads + h) * P->q.seq + row : NULL;
     if (l > 0.0f) {
-        attn__store_row(o, P->out.dtype, acc, P->v.dim, 1.0f / l);
+        isa->store(o, P->out.dtype, acc, P->v.dim, 1.0f / l);
         if (lse) *lse = m + logf(l);
     } else {
         attn__store_zero_row(o, P->out.dtype, P->v.dim);
@@ -2629,7 +2896,12 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
     for (r = 0; r < T->nlanes; ++r) {             /* queries, scale folded in */
-        for (d = 0; d < D; d += 16) {
+        if (T->narrow && !P->rope) {               /* row-major QR, one load per row */
+            float *qr = T->qr + (size_t)r * C->geo.ldk;
+            const int d0 = r < n ? D : 0;
+            if (r < n) C->isa->load(attn__at(&P->q, S->tb, T->qrow[r], T->head[r]), P->q.dtype, qr, D, P->scale);
+            memset(qr + d0, 0, sizeof(float) * (attn__round16((size_t)D) - (size_t)d0));   /* see below */
+        } else for (d = 0; d < D; d += 16) {
             const int m = ATTN__MIN(16, D - d);
             int e;
             if (r < n && P->rope)                  /* in-kernel RoPE (3.11): rotate, then scale */
@@ -2646,7 +2918,8 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
             else for (e = 0; e < m; ++e) T->qt[(size_t)(d + e) * ATTN__BQ + r] = qtmp[e];
         }
         T->m[r] = -INFINITY; T->l[r] = 0.0f;
-        memset(T->acc + (size_t)r * C->geo.ldo, 0, sizeof(float) * C->geo.ldo);
+        if (r < ((n + 7) & ~7))                    /* the P.V kernels touch rows up to a multiple of 8 */
+            memset(T->acc + (size_t)r * C->geo.ldo, 0, sizeof(float) * C->geo.ldo);
     }
     if (!T->narrow && T->nlanes < ATTN__BQ)        /* the 64-lane QK kernel reads every lane */
         for (d = 0; d < D; ++d)
@@ -2786,7 +3059,7 @@ static void attn__tile_end(const attn__fwd_ctx *C, const attn__tile *T, float *p
             memcpy(pr, acc, sizeof(float) * (size_t)Dv);
             pr[C->partial_row - 2] = T->m[r]; pr[C->partial_row - 1] = T->l[r];
         } else {
-            attn__fwd_store(C->P, T->S.tb, T->qrow[r], T->head[r], acc, T->m[r], T->l[r]);
+            attn__fwd_store(C->P, C->isa, T->S.tb, T->qrow[r], T->head[r], acc, T->m[r], T->l[r]);
         }
     }
 }
@@ -2809,7 +3082,7 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) 
         attn__seq S;
         const int row = v / g;
         if (!attn__seq_of_row(P, tb, row, &S)) {       /* no sequence owns this row: zeros */
-            if (split == 0) attn__fwd_store(P, tb, row, hk * g + v % g, NULL, 0.0f, 0.0f);
+            if (split == 0) attn__fwd_store(P, C->isa, tb, row, hk * g + v % g, NULL, 0.0f, 0.0f);
             ++v;
             continue;
         }
@@ -2987,7 +3260,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn + (ptrdiff_t)(g0 + kk) * X->kst + ho, (size_t)(D * es));
             for (d = 0; d < D; d += 16) {       /* R query and 16/R key vectors in registers */
 #define ATTN__DEC_LQ(i) if ((i) < R) { q##i = _mm512_loadu_ps(q + (size_t)(i) * ldq + d); ATTN__IN_REG(q##i); }
-#define ATTN__DEC_LK(i) if ((i) < KG) k##i = attn__ld16_512(kr[i] + ho + (ptrdiff_t)d * es, t);
+#define ATTN__DEC_LK(i) if ((i) < KG) { k##i = attn__ld16_512(kr[i] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k##i); }
 #define ATTN__DEC_QK(i) a##i = _mm512_fmadd_ps(attn__pick16((i) % R, q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14, q15), \
                                                attn__pick16((i) / R, k0, k1, k2, k3, k4, k5, k6, k7, k8, k9, k10, k11, k12, k13, k14, k15), a##i);
                 ATTN__X16(ATTN__DEC_LQ)
@@ -3137,7 +3410,7 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
     n = S.Lq * g;                                   /* rows past Lq are padding: zeros */
     if (split == 0)
         for (hk = 0; hk < Hk; ++hk)
-            for (v = n; v < P->q.seq * g; ++v) attn__fwd_store(P, tb, v / g, hk * g + v % g, NULL, 0.0f, 0.0f);
+            for (v = n; v < P->q.seq * g; ++v) attn__fwd_store(P, C->isa, tb, v / g, hk * g + v % g, NULL, 0.0f, 0.0f);
     if (n == 0) return;
     klo = (long long)split * C->split_keys; khi = ATTN__MIN((long long)S.Lk, klo + C->split_keys);
     for (hk = 0; hk < Hk; ++hk) {
@@ -3205,8 +3478,18 @@ static void attn__fwd_merge_task(void *vctx, int u, int thread) {
                 l += f * pr[C->partial_row - 1];
                 for (c = 0; c < Dv; ++c) acc[c] += f * pr[c];
             }
-        attn__fwd_store(P, tb, row, hk * g + v % g, acc, mx, l);
+        attn__fwd_store(P, C->isa, tb, row, hk * g + v % g, acc, mx, l);
     }
+}
+
+/* Both passes of a planned forward: the tiles (or decode steps) over every split, then the
+   logsumexp merge of the splits. The merge reads n_units x n_splits partial rows; below a
+   few hundred KiB of them starting a thread costs more than the merge (about 40 us here). */
+static void attn__fwd_run(const attn_desc *desc, attn__fwd_ctx *C, int batch, int n_threads) {
+    const double merge_floats = (double)C->n_units * C->n_splits * C->unit_rows * (double)C->partial_row;
+    attn__parallel_for(desc, (C->decode ? batch : C->n_units) * C->n_splits, n_threads, attn__fwd_task, C);
+    if (C->n_splits > 1)
+        attn__parallel_for(desc, C->n_units, merge_floats < 65536.0 ? 1 : n_threads, attn__fwd_merge_task, C);
 }
 
 /* Plans the decomposition and sizes the workspace. */
@@ -3295,8 +3578,7 @@ ATTNDEF attn_status attn_forward(const attn_desc *desc, attn_tensor q, attn_tens
     base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
     C.ws = (float *)(void *)base;
     C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
-    attn__parallel_for(desc, (C.decode ? q.batch : C.n_units) * C.n_splits, P.n_threads, attn__fwd_task, &C);
-    if (C.n_splits > 1) attn__parallel_for(desc, C.n_units, P.n_threads, attn__fwd_merge_task, &C);
+    attn__fwd_run(desc, &C, q.batch, P.n_threads);
     attn__free(owned);
     return ATTN_OK;
 }
@@ -5590,8 +5872,7 @@ ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn
     base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
     C.ws = (float *)(void *)base;
     C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
-    attn__parallel_for(desc, (C.decode ? q.batch : C.n_units) * C.n_splits, P.n_threads, attn__fwd_task, &C);
-    if (C.n_splits > 1) attn__parallel_for(desc, C.n_units, P.n_threads, attn__fwd_merge_task, &C);
+    attn__fwd_run(desc, &C, q.batch, P.n_threads);
     attn__free(owned);
     return ATTN_OK;
 }

@@ -113,6 +113,8 @@ static void test_vector_math(void) {
     printf("      kernels in use: %s\n", attn__pick_isa()->name);
 }
 
+static attn_pool *g_pool;   /* attn_pool with 3 threads (NULL without threads: runs inline) */
+
 /* A caller's "thread pool": runs tasks in reverse order on pretend thread 1. */
 static void reverse_pool(void *user, int n_tasks, int n_threads, attn_task_fn task, void *ctx) {
     int i;
@@ -151,9 +153,11 @@ static void check_decode(t_rng *r, int B, int Sq, int Hq, int Hkv, int D, int Dv
                 "alibi%d lens%d: out err %.3g lse err %.3g", B, Sq, Hq, Hkv, D, Dv, Lk, t_dt_name(dt), d.causal, d.window_left,
                 d.sink_tokens, d.global_tokens, d.softcap, d.alibi_slopes != NULL, d.seqlens_k != NULL, err, lerr);
     }
-    for (t = 0; t < 4; ++t) {                     /* same bits for any thread count, any pool */
+    for (t = 0; t < 5; ++t) {                     /* same bits for any thread count, any pool */
         attn_desc d2 = d;
-        if (t < 3) d2.n_threads = threads[t]; else { d2.parallel = reverse_pool; d2.n_threads = 2; }
+        if (t < 3) d2.n_threads = threads[t];
+        else if (t == 3) { d2.parallel = reverse_pool; d2.n_threads = 2; }
+        else { d2.parallel = attn_pool_parallel; d2.parallel_user = g_pool; d2.n_threads = 3; }
         s = attn_forward(&d2, tq, tk, tv, attn_tensor_dense(out2, ATTN_F32, B, Sq, Hq, Dv), lse2);
         same &= s == ATTN_OK && memcmp(out, out2, no * sizeof(float)) == 0 &&
                 memcmp(lse, lse2, (size_t)B * Hq * Sq * sizeof(float)) == 0;
@@ -218,8 +222,144 @@ static void test_decoding(void) {
     check_decode(&r, 3, 1, 8, 4, 32, 32, 900, ATTN_F32, &d);
 }
 
+/* Output conversion, each kernel set's store against the test's own IEEE conversion (t_f32_to_f16,
+   t_f32_to_bf16, written from the spec): ties to even, f16 subnormals, overflow to inf, -0,
+   every length mod 16 (vector body + scalar tail), and NaN staying a quiet NaN. */
+typedef void (*store_fn)(void *dst, attn_dtype t, const float *src, int n, float mul);
+static void check_store(const char *isa, store_fn store) {
+    static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    float src[67], got32[67];
+    uint16_t got[67];
+    t_rng r = t_rng_seed(31);
+    int it, i, di, bad = 0, n;
+    for (it = 0; it < 400; ++it) {
+        n = 1 + it % 67;
+        for (i = 0; i < n; ++i) {
+            const float unit = t_chance(&r, 0.5) ? 1.0f : (float)ldexp(1.0, t_irange(&r, -30, 18));
+            switch (t_irange(&r, 0, 5)) {   /* exact ties of f16 (2^-11 steps at 1) and bf16 (2^-8) */
+            case 0: src[i] = unit * (1.0f + (float)ldexp(2.0 * t_irange(&r, 0, 511) + 1.0, -11)); break;
+            case 1: src[i] = unit * (1.0f + (float)ldexp(2.0 * t_irange(&r, 0, 63) + 1.0, -8)); break;
+            case 2: src[i] = (float)ldexp(t_irange(&r, 0, 4000) * 0.5, -24); break;           /* f16 subnormals, ties */
+            case 3: src[i] = t_chance(&r, 0.5) ? 65519.0f + (float)t_irange(&r, 0, 2) : -1e30f; break; /* overflow */
+            case 4: src[i] = t_chance(&r, 0.5) ? -0.0f : (t_chance(&r, 0.5) ? INFINITY : -INFINITY); break;
+            default: src[i] = (float)(t_normal(&r) * ldexp(1.0, t_irange(&r, -40, 40))); break;
+            }
+            if (t_chance(&r, 0.5)) src[i] = -src[i];
+        }
+        if (it % 7 == 0) src[it % n] = t_chance(&r, 0.5) ? NAN : -NAN;
+        for (di = 0; di < 3; ++di) {
+            const attn_dtype dt = dts[di];
+            const float mul = it % 3 == 0 ? 1.0f : 0.75f;
+            store(dt == ATTN_F32 ? (void *)got32 : (void *)got, dt, src, n, mul);
+            for (i = 0; i < n; ++i) {
+                const float x = src[i] * mul;
+                if (dt == ATTN_F32) bad += memcmp(&got32[i], &x, 4) != 0;
+                else if (x != x)           /* any quiet NaN, sign kept */
+                    bad += dt == ATTN_F16 ? (got[i] & 0x7e00u) != 0x7e00u || (got[i] >> 15) != (t_f32_bits(x) >> 31)
+                                          : (got[i] & 0x7fc0u) != 0x7fc0u || (got[i] >> 15) != (t_f32_bits(x) >> 31);
+                else bad += got[i] != (dt == ATTN_F16 ? t_f32_to_f16(x) : t_f32_to_bf16(x));
+            }
+        }
+    }
+    T_CHECK(bad == 0, "%s store: %d values rounded differently from IEEE round-to-nearest-even", isa, bad);
+}
+
+static void test_output_store(void) {
+    check_store("scalar", attn__store_row);
+#if defined(ATTN__X86_SIMD) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) check_store("avx512", attn__isa_avx512.store);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        check_store("avx2", attn__isa_avx2.store);
+#endif
+#if defined(ATTN__NEON)
+    check_store("neon", attn__isa_neon.store);
+#endif
+}
+
+/* attn_pool: every task exactly once, thread indices below the call's n_threads and the
+   pool's size, many calls in a row (spinning and sleeping workers), two callers at once. */
+typedef struct pool_job { int hits[1000]; int bad_thread; int limit; } pool_job;
+static void pool_count(void *ctx, int i, int thread) {
+    pool_job *j = (pool_job *)ctx;
+    ++j->hits[i];                               /* index i belongs to one task: no race */
+    if (thread < 0 || thread >= j->limit) j->bad_thread = 1;
+}
+static int pool_round(attn_pool *p, int n_tasks, int n_threads) {
+    static pool_job j;
+    int i, ok;
+    memset(&j, 0, sizeof j);
+    j.limit = p ? ATTN__MIN(n_threads < 1 ? 1 : n_threads, attn_pool_threads(p)) : 1;
+    attn_pool_parallel(p, n_tasks, n_threads, pool_count, &j);
+    ok = !j.bad_thread;
+    for (i = 0; i < n_tasks; ++i) ok &= j.hits[i] == 1;
+    for (; i < 1000; ++i) ok &= j.hits[i] == 0;
+    return ok;
+}
+#if defined(ATTN__PTHREADS)
+typedef struct pool_caller { attn_pool *p; int ok; pool_job job; } pool_caller;
+static void *pool_caller_main(void *arg) {
+    pool_caller *c = (pool_caller *)arg;
+    int it, i;
+    c->ok = 1;
+    for (it = 0; it < 50; ++it) {
+        memset(&c->job, 0, sizeof c->job);
+        c->job.limit = 3;
+        attn_pool_parallel(c->p, 500, 3, pool_count, &c->job);
+        for (i = 0; i < 500; ++i) c->ok &= c->job.hits[i] == 1;
+        c->ok &= !c->job.bad_thread;
+    }
+    return NULL;
+}
+#endif
+static void test_pool(void) {
+    static const int tasks[] = {0, 1, 2, 3, 7, 64, 1000}, threads[] = {0, 1, 2, 3, 8};
+    int spin, ti, hi, it, ok = 1;
+#if defined(ATTN_NO_THREADS)
+    T_CHECK(attn_pool_create(2, 0) == NULL && attn_pool_threads(NULL) == 0, "ATTN_NO_THREADS: attn_pool_create must return NULL");
+    T_CHECK(pool_round(NULL, 64, 2), "a NULL pool must run every task inline");
+    return;
+#endif
+    for (spin = -1; spin <= 0; ++spin) {       /* -1: workers sleep between calls; 0: spin first */
+        attn_pool *p = attn_pool_create(3, spin);
+        T_CHECK(p != NULL && attn_pool_threads(p) == 3, "attn_pool_create(3, %d) failed", spin);
+        if (!p) continue;
+        for (ti = 0; ti < 7; ++ti)
+            for (hi = 0; hi < 5; ++hi) ok &= pool_round(p, tasks[ti], threads[hi]);
+        for (it = 0; it < 300; ++it) ok &= pool_round(p, 1 + it % 9, 3);
+        T_CHECK(ok, "attn_pool (spin %d): a task ran twice, never, or on a thread index out of range", spin);
+#if defined(ATTN__PTHREADS)
+        {
+            pool_caller a, b;
+            pthread_t ta, tb;
+            a.p = b.p = p;
+            if (pthread_create(&ta, NULL, pool_caller_main, &a) == 0) {
+                if (pthread_create(&tb, NULL, pool_caller_main, &b) == 0) {
+                    pthread_join(tb, NULL);
+                    T_CHECK(b.ok, "attn_pool: a second concurrent caller lost tasks");
+                }
+                pthread_join(ta, NULL);
+                T_CHECK(a.ok, "attn_pool: concurrent callers lost tasks");
+            }
+        }
+#endif
+        attn_pool_destroy(p);
+    }
+    attn_pool_destroy(NULL);
+    {
+        attn_pool *one = attn_pool_create(1, 0);
+        T_CHECK(one != NULL && attn_pool_threads(one) == 1 && pool_round(one, 50, 4), "a 1-thread pool runs tasks inline");
+        attn_pool_destroy(one);
+    }
+}
+
 void test_kernels(void) {
+    g_pool = attn_pool_create(3, 0);
+    test_output_store();
+    test_pool();
     test_vector_math();
     test_decoding();
     test_decode_sweep();
+    attn_pool_destroy(g_pool);
+    g_pool = NULL;
 }
