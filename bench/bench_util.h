@@ -197,7 +197,7 @@ static void convert_from_f32(void *dst, attn_dtype dt, const float *src, size_t 
     if (dt == ATTN_F32) { memcpy(dst, src, n * 4); return; }
     if (dt == ATTN_F16) {
 #if defined(__F16C__)
-        for (; i + 8 <= n; i += 8)
+        for (; i < n / 8 * 8; i += 8)    /* not i + 8 <= n: gcc 12 -O3 then warns, wrongly, of overflow */
             _mm_storeu_si128((__m128i *)(d + i),
                              _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
 #endif
@@ -511,11 +511,26 @@ static void print_machine(const machine *m, int ncpu, size_t bw_bytes) {
    machine whose memory bandwidth drifts (a shared cloud host) better than one number. */
 static bw_job g_flush[2];
 static int g_flush_next;
+/* Decoding benches run attn through this pool (attn_pool_parallel), and the flush runs on it
+   too, the way a model's other layers would between two attention calls: so a decode call
+   finds the workers awake, not asleep since the last call (waking a sleeping thread costs
+   about 100 us on the shared 2-core machine, starting one 40-120 us). NULL: threads per call. */
+static attn_pool *g_bench_pool;
+static void bw_pool_task(void *arg, int i, int thread) {
+    (void)thread;
+    bw_worker(arg, i, attn_pool_threads(g_bench_pool));
+}
 static double flush_caches(void) {
     bw_job *j = &g_flush[g_flush_next];
     double t;
     g_flush_next ^= 1;
-    t = team_run(online_cpus(), bw_worker, j);
+    if (g_bench_pool) {
+        const double t0 = now_s();
+        attn_pool_parallel(g_bench_pool, attn_pool_threads(g_bench_pool), attn_pool_threads(g_bench_pool), bw_pool_task, j);
+        t = now_s() - t0;
+    } else {
+        t = team_run(online_cpus(), bw_worker, j);
+    }
     g_sink += j->sink[0];
     return (double)(j->n * sizeof(float)) / t * 1e-9;
 }
