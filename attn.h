@@ -1423,9 +1423,12 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BK 64          /* keys per chunk */
 #define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
 #define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
-#define ATTN__DEC_NK 16      /* keys per chunk of the fused AVX-512 decoding kernel, which is also
-                                how far ahead it prefetches: f16 64k decode measured 81-86% of read
-                                bandwidth with 16 against 79-83% with 32, f32 alike (paged f32 better) */
+#define ATTN__DEC_NK 16      /* most keys per chunk of the fused AVX-512 decoding kernel */
+#define ATTN__DEC_CHUNK_BYTES (32 * 1024)  /* K+V bytes per fused decoding chunk, which is also how
+                                far ahead it prefetches (into L1, 48 KiB here): Hkv 8, D 128 decode
+                                from memory measured 87% of read bandwidth with 4-key f32 chunks
+                                (32 KiB) against 75% with 8 and 74% with 16; f16 88% with 8 keys
+                                (32 KiB) against 79% with 4 and 83% with 16 */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -3387,25 +3390,30 @@ static void attn__dec_rows(const attn__problem *P, const attn__seq *S, long long
 }
 #endif
 
-/* Decoding through the fused kernel: every visible key of the split, ATTN__DEC_NK at a time. */
+/* Decoding through the fused kernel: every visible key of the split, a chunk of keys at a time. */
 static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long klo, long long khi) {
 #if defined(ATTN__X86_SIMD)
     const attn__problem *P = C->P;
     const int n = Sq->Lq * P->groups;
     int R = 1;                                  /* rows rounded up to a power of two (n <= 16) */
     long long ranges[2][2], c0;
-    int ri, n_ranges = attn__key_ranges(P, (long long)Sq->Lk - 1, (long long)Sq->Lk - 1, Sq->Lk, ranges);
+    int ri, nkc, n_ranges = attn__key_ranges(P, (long long)Sq->Lk - 1, (long long)Sq->Lk - 1, Sq->Lk, ranges);
     attn__dec_chunk X;
     while (R < n) R *= 2;
+    {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the 16/R keys Q.K^T takes at once */
+        const size_t key_bytes = (size_t)P->k.heads * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
+        nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, ATTN__DEC_CHUNK_BYTES / key_bytes / (size_t)(16 / R) * (size_t)(16 / R));
+        nkc = ATTN__MAX(nkc, 16 / R);
+    }
     X.khs = P->k.sh * (ptrdiff_t)P->k.esize; X.vhs = P->v.sh * (ptrdiff_t)P->v.esize;
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        X.nn = (int)ATTN__MIN((long long)ATTN__DEC_NK, b - a);
+        X.nn = (int)ATTN__MIN((long long)nkc, b - a);
         if (X.nn > 0) attn__dec_rows(P, Sq, a, X.nn, X.kn, X.vn);
         for (c0 = a; c0 < b; c0 += X.nk) {          /* this chunk = the last one's next */
             X.c0 = c0; X.nk = X.nn;
             memcpy(X.k, X.kn, sizeof X.k); memcpy(X.v, X.vn, sizeof X.v);
-            X.nn = (int)ATTN__MIN((long long)ATTN__DEC_NK, b - c0 - X.nk);
+            X.nn = (int)ATTN__MIN((long long)nkc, b - c0 - X.nk);
             if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
             else X.nn = 0;
             attn__dec512(C, ws, S, &X, R, P->k.dtype);
