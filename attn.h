@@ -760,6 +760,20 @@ ATTNDEF const char *attn_bf16_kernels(void);
 
 #define ATTN__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define ATTN__MAX(a, b) ((a) > (b) ? (a) : (b))
+#if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
+#define ATTN__RESTRICT __restrict
+#else
+#define ATTN__RESTRICT
+#endif
+
+/* y += a x over n floats; restrict and 16-float blocks, so compilers vectorise it at -O2
+   (gcc's cheap cost model takes only loops with a known trip count) */
+static void attn__axpy(float *ATTN__RESTRICT y, float a, const float *ATTN__RESTRICT x, int n) {
+    int i = 0, j;
+    for (; i + 16 <= n; i += 16)
+        for (j = 0; j < 16; ++j) y[i + j] += a * x[i + j];
+    for (; i < n; ++i) y[i] += a * x[i];
+}
 #define ATTN__ALIGN 64
 
 /* g++ 12 at -O2 reports its own _mm512_undefined_* helpers (self-initialised) as "maybe
@@ -3501,7 +3515,7 @@ static void attn__fwd_merge_task(void *vctx, int u, int thread) {
                 const float *pr = attn__partial_at(C, u, s, v - vr0);
                 const float f = pr[C->partial_row - 2] == -INFINITY ? 0.0f : expf(pr[C->partial_row - 2] - mx);
                 l += f * pr[C->partial_row - 1];
-                for (c = 0; c < Dv; ++c) acc[c] += f * pr[c];
+                attn__axpy(acc, f, pr, Dv);
             }
         attn__fwd_store(P, C->isa, tb, row, hk * g + v % g, acc, mx, l);
     }
@@ -6025,11 +6039,6 @@ static void attn__el_dot4x4(const float *const *a, const float *const *b, int n,
         out[k] = t;
     }
 }
-#if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
-#define ATTN__RESTRICT __restrict
-#else
-#define ATTN__RESTRICT
-#endif
 /* o_i = w[16 + i] o_i + sum_j w[4*i + j] h_j for 4 rows o_i and 4 rows h_j of n: restrict, so
    the compiler vectorises without runtime overlap checks on eight streams */
 static void attn__el_pv4x4(float *ATTN__RESTRICT o0, float *ATTN__RESTRICT o1, float *ATTN__RESTRICT o2,
