@@ -22,7 +22,7 @@
         only ever lowers them, so the higher of the two is the reference for % peak and % bw,
         and a disagreement of more than 10% is reported as a noisy run.
      2. Times attn_forward (CLOCK_MONOTONIC; one warm-up call, then repetitions until 0.5 s or
-        7 reps (15 for decode), at least 3; median, min and max reported) on prefill and
+        7 reps (25 for decode), at least 3; median, min and max reported) on prefill and
         decode shapes, and a naive attention written below (what a C programmer would write)
         on the small prefill shapes for the speed-up ratio. Every case's warm-up output is
         checked against a double-precision reference on a few rows first: a broken kernel is
@@ -246,7 +246,7 @@ static void call_case(run_ctx *c) {
 static int g_quick;
 static double g_t_start, g_budget;
 static const double MIN_TIME = 0.5;
-static const int MIN_REPS = 3, MAX_REPS = 7, MAX_REPS_DECODE = 15;
+static const int MIN_REPS = 3, MAX_REPS = 7, MAX_REPS_DECODE = 25;
 
 /* timed reps (the caller has made the warm-up call and checked its output) */
 static void time_case(bench_row *r, run_ctx *c, int flush) {
@@ -262,7 +262,10 @@ static void time_case(bench_row *r, run_ctx *c, int flush) {
         if (n >= (flush ? MAX_REPS_DECODE : MAX_REPS) || (n >= MIN_REPS && total >= MIN_TIME)) break;
     }
     r->reps = n;
-    if (flush) r->bw_local = median_of(bw, n, NULL, NULL);
+    if (flush) {
+        r->bw_local = median_of(bw, n, NULL, NULL);
+        r->pct_bw_local = median_pct_of_flush(kv_bytes(r), t, bw, n);
+    }
     r->med_ms = 1e3 * median_of(t, n, &r->min_ms, &r->max_ms);
     r->min_ms *= 1e3;
     r->max_ms *= 1e3;
@@ -310,7 +313,6 @@ static void set_percentages(bench_row *r) {
     r->pct_peak = 100.0 * r->gflops / (r->threads == 1 ? g_peak_1t : g_peak_all);
     if (r->kind == K_DECODE) {
         r->pct_bw = 100.0 * r->gbs / g_bw;
-        r->pct_bw_local = 100.0 * r->gbs / r->bw_local;
     }
 }
 
@@ -845,7 +847,8 @@ int main(void) {
     printf("\n%%peak: of the %d-thread FMA peak (%.1f GFLOP/s), or of the 1-thread peak (%.1f) for "
            "1-thread rows. spread: (max - min) / median of the reps.\n"
            "%%bw: of the reference read bandwidth (%.1f GB/s); bw@case: median GB/s of the cache-flush "
-           "reads between that case's calls, %%bw@ of it.\n"
+           "reads between that case's calls; %%bw@: median over the calls of (the call's GB/s / the "
+           "flush read just before it).\n"
            "x naive: naive time / attn.h time (naive: 1 thread; attn.h: %d threads).\n"
            "check: max |out - ref| / max_d sum_j p_j |v_jd| over the checked rows (double-precision "
            "reference from the same stored inputs).\n", g_ncpu, g_peak_all, g_peak_1t, g_bw, g_ncpu);

@@ -3,11 +3,13 @@
    1. Decoding over a K/V cache (attn_decode): 1 query token, KV length 4k..64k, Hq 32 / Hkv 8,
       head dim 128, f32 and f16 storage, contiguous and paged (page_size 16, shuffled block
       table). Caches are flushed before every call (bench_util.h flush_caches), so the K/V bytes
-      come from memory. Reported: median time, GB/s of K+V read and % of the machine's measured
-      read bandwidth, and the speed-up over a naive scalar decode loop (timed at 4k). Every case
-      is checked against that naive loop before it is timed. attn_decode runs on an attn_pool
-      (which also runs the flush, as a model's other layers would between two steps); the
-      "threads/call" column times the same calls with attn's per-call threads instead.
+      come from memory. Reported: median time, GB/s of K+V read, % of the machine's read
+      bandwidth measured at the start ("% bw") and of the flush read just before each call
+      ("% bw@": the median over the calls, which follows a shared machine's drifting bandwidth),
+      and the speed-up over a naive scalar decode loop (timed at 4k). Every case is checked
+      against that naive loop before it is timed. attn_decode runs on an attn_pool (which also
+      runs the flush, as a model's other layers would between two steps); the "threads/call"
+      column times the same calls with attn's per-call threads instead (ms, % bw@).
    2. The EL-attention paper's synthetic comparison on this CPU: batch x beam = 1 x 4, input
       length 64..1024, 16 heads, d_model 1024, one cross-attention layer. Per decode step:
         MHA, no cache      K = H W^K + b^K, V = H W^V + b^V recomputed every step, then attention
@@ -30,9 +32,9 @@ static double g_bw;
 static FILE *g_csv;
 
 static void csv_row(const char *section, const char *name, const char *dt, const char *layout, int L, double med, double mn,
-                    double mx, double gbs, double pct, double ratio, double cache_mib, double err) {
-    fprintf(g_csv, "%s,%s,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.2f,%.2f,%.3f,%.3f,%.2e\n", section, name, dt, layout, L, g_ncpu, med,
-            mn, mx, gbs, pct, ratio, cache_mib, err);
+                    double mx, double gbs, double pct, double pct_local, double ratio, double cache_mib, double err) {
+    fprintf(g_csv, "%s,%s,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,%.3f,%.3f,%.2e\n", section, name, dt, layout, L, g_ncpu,
+            med, mn, mx, gbs, pct, pct_local, ratio, cache_mib, err);
     fflush(g_csv);
 }
 
@@ -72,13 +74,13 @@ static void naive_decode(const attn_kv_cache *c, const attn_tensor *q, float *ou
 
 static void bench_decode(void) {
     static const int Ls_full[] = { 4096, 8192, 16384, 32768, 65536 }, Ls_quick[] = { 4096, 16384 };
-    const int *Ls = g_quick ? Ls_quick : Ls_full, nL = g_quick ? 2 : 5, runs = g_quick ? 5 : 7;
+    const int *Ls = g_quick ? Ls_quick : Ls_full, nL = g_quick ? 2 : 5, runs = g_quick ? 5 : 11;
     int di, lay, li, r, i;
     double naive_ms[2][2] = { { 0, 0 }, { 0, 0 } };
     printf("\n1. decode over a K/V cache: batch 1, 1 query token, Hq %d / Hkv %d, D %d, %d threads, caches flushed\n", HQ, HKV,
            HD, g_ncpu);
-    printf("   %-5s %-10s %6s %10s %8s %8s %7s %10s %9s %14s\n", "dtype", "cache", "L", "median ms", "GB/s", "% bw", "x naive",
-           "K+V MiB", "max err", "threads/call");
+    printf("   %-5s %-10s %6s %10s %8s %8s %8s %7s %10s %9s %14s\n", "dtype", "cache", "L", "median ms", "GB/s", "% bw", "% bw@",
+           "x naive", "K+V MiB", "max err", "threads/call");
     for (di = 0; di < 2; ++di) {
         const attn_dtype dt = di ? ATTN_F16 : ATTN_F32;
         for (lay = 0; lay < 2; ++lay)
@@ -93,7 +95,8 @@ static void bench_decode(void) {
                 attn_kv_cache c;
                 attn_tensor q, o;
                 attn_desc d;
-                double t[16], t_call[16], med, mn, mx, med_call, err = 0.0, gbs, bytes = 2.0 * L * HKV * HD * (double)es;
+                double t[16], t_call[16], bw[16], bw_call[16], med, mn, mx, med_call, err = 0.0, gbs;
+                const double bytes = 2.0 * L * HKV * HD * (double)es;
                 memset(&c, 0, sizeof c); memset(&d, 0, sizeof d);
                 fill_rand(tmp, n); convert_from_f32(kb, dt, tmp, n);
                 fill_rand(tmp, n); convert_from_f32(vb, dt, tmp, n);
@@ -126,11 +129,11 @@ static void bench_decode(void) {
                 for (r = 0; r < runs; ++r) {       /* pool and per-call threads in turn */
                     attn_desc dc = d;
                     double t0;
-                    flush_caches();
+                    bw[r] = flush_caches();
                     t0 = now_s();
                     attn_decode(&d, q, &c, o, NULL);
                     t[r] = now_s() - t0;
-                    flush_caches();
+                    bw_call[r] = flush_caches();
                     dc.parallel = NULL; dc.parallel_user = NULL;
                     t0 = now_s();
                     attn_decode(&dc, q, &c, o, NULL);
@@ -142,13 +145,15 @@ static void bench_decode(void) {
                 {
                     /* the naive loop at 4k scaled to this L: its time grows linearly */
                     const double nv = naive_ms[di][lay] * (double)L / Ls[0];
-                    printf("   %-5s %-10s %6d %10.3f %8.2f %7.1f%% %7.1f %10.1f %9.2e %8.3f ms %2.0f%%\n", dtype_name(dt),
-                           lay ? "paged/16" : "contiguous", L, med * 1e3, gbs, 100.0 * gbs / g_bw, nv / (med * 1e3), bytes / MIB,
-                           err, med_call * 1e3, 100.0 * bytes / med_call * 1e-9 / g_bw);
+                    const double local = median_pct_of_flush(bytes, t, bw, runs);
+                    const double local_call = median_pct_of_flush(bytes, t_call, bw_call, runs);
+                    printf("   %-5s %-10s %6d %10.3f %8.2f %7.1f%% %7.1f%% %7.1f %10.1f %9.2e %8.3f ms %2.0f%%\n", dtype_name(dt),
+                           lay ? "paged/16" : "contiguous", L, med * 1e3, gbs, 100.0 * gbs / g_bw, local, nv / (med * 1e3),
+                           bytes / MIB, err, med_call * 1e3, local_call);
                     csv_row("decode", "attn_decode", dtype_name(dt), lay ? "paged16" : "contiguous", L, med * 1e3, mn * 1e3, mx * 1e3,
-                            gbs, 100.0 * gbs / g_bw, nv / (med * 1e3), bytes / MIB, err);
+                            gbs, 100.0 * gbs / g_bw, local, nv / (med * 1e3), bytes / MIB, err);
                     csv_row("decode", "attn_decode_threads_per_call", dtype_name(dt), lay ? "paged16" : "contiguous", L,
-                            med_call * 1e3, 0, 0, bytes / med_call * 1e-9, 100.0 * bytes / med_call * 1e-9 / g_bw,
+                            med_call * 1e3, 0, 0, bytes / med_call * 1e-9, 100.0 * bytes / med_call * 1e-9 / g_bw, local_call,
                             nv / (med_call * 1e3), bytes / MIB, err);
                 }
                 fflush(stdout);
@@ -284,10 +289,10 @@ static void bench_el(void) {
         mib_c = 2.0 * BEAM * L * DM * 4 / MIB; mib_s = 2.0 * L * DM * 4 / MIB; mib_el = (double)L * DM * 4 / MIB;
         printf("   %5d | %10.3f %10.3f %10.3f %10.3f | %6.2fx %6.2fx %6.2fx | %9.2f %9.2f %9.2f\n", L, m_noc * 1e3, m_c * 1e3,
                m_s * 1e3, m_el * 1e3, m_noc / m_el, m_c / m_el, m_s / m_el, mib_c, mib_s, mib_el);
-        csv_row("el", "mha_nocache", "f32", "-", L, m_noc * 1e3, lo[0] * 1e3, hi[0] * 1e3, 0, 0, m_noc / m_el, 0.0, 0.0);
-        csv_row("el", "mha_cache_per_beam", "f32", "-", L, m_c * 1e3, lo[1] * 1e3, hi[1] * 1e3, 0, 0, m_c / m_el, mib_c, 0.0);
-        csv_row("el", "mha_cache_shared", "f32", "-", L, m_s * 1e3, lo[2] * 1e3, hi[2] * 1e3, 0, 0, m_s / m_el, mib_s, 0.0);
-        csv_row("el", "el_attention", "f32", "-", L, m_el * 1e3, lo[3] * 1e3, hi[3] * 1e3, 0, 0, 1.0, mib_el, err);
+        csv_row("el", "mha_nocache", "f32", "-", L, m_noc * 1e3, lo[0] * 1e3, hi[0] * 1e3, 0, 0, 0, m_noc / m_el, 0.0, 0.0);
+        csv_row("el", "mha_cache_per_beam", "f32", "-", L, m_c * 1e3, lo[1] * 1e3, hi[1] * 1e3, 0, 0, 0, m_c / m_el, mib_c, 0.0);
+        csv_row("el", "mha_cache_shared", "f32", "-", L, m_s * 1e3, lo[2] * 1e3, hi[2] * 1e3, 0, 0, 0, m_s / m_el, mib_s, 0.0);
+        csv_row("el", "el_attention", "f32", "-", L, m_el * 1e3, lo[3] * 1e3, hi[3] * 1e3, 0, 0, 0, 1.0, mib_el, err);
         fflush(stdout);
         free(h); free(K); free(V); free(Kb); free(Vb);
     }
@@ -335,7 +340,7 @@ int main(void) {
     g_bench_pool = attn_pool_create(g_ncpu, 0);
     snprintf(path, sizeof path, "%s/results_generation.csv", outdir);
     if (!(g_csv = fopen(path, "w"))) die("cannot write results_generation.csv");
-    fprintf(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,ratio,cache_mib,check_err\n");
+    fprintf(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err\n");
     bench_decode();
     bench_el();
     fclose(g_csv);

@@ -64,6 +64,17 @@ static double median_of(const double *v, int n, double *mn, double *mx) {
     return m;
 }
 
+/* Decoding against the bandwidth beside it: the median over n calls of (call i's GB/s / the
+   GB/s of the flush read just before it), in %. Pairing each call with its own flush cancels
+   the drift of a shared machine's memory bandwidth, which a ratio of two medians does not. */
+static double median_pct_of_flush(double bytes, const double *t, const double *flush_gbs, int n) {
+    double r[64];
+    int i;
+    if (n > 64) n = 64;
+    for (i = 0; i < n; ++i) r[i] = 100.0 * bytes / t[i] * 1e-9 / flush_gbs[i];
+    return median_of(r, n, NULL, NULL);
+}
+
 static int env_int(const char *name, int dflt) {
     const char *s = getenv(name);
     return (s && *s) ? atoi(s) : dflt;
