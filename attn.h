@@ -2030,24 +2030,63 @@ ATTN__T256 static void attn__pv_avx2(const float *S, int nk, int nrows, const fl
         }
 }
 
+/* 8 elements of dtype t at p as fp32 (F16C for f16, a shift for bf16) */
+ATTN__T256 static ATTN__INLINE __m256 attn__ld8_256(const void *p, attn_dtype t) {
+    if (t == ATTN_F32) return _mm256_loadu_ps((const float *)p);
+    if (t == ATTN_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
 ATTN__T256 static void attn__load_avx2(const void *src, attn_dtype t, float *dst, int n, float mul) {
     const __m256 mv = _mm256_set1_ps(mul);
+    const size_t es = attn__dtype_size(t);
     int i = 0;
-    if (t == ATTN_F32) {
-        const float *s = (const float *)src;
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, _mm256_loadu_ps(s + i)));
-    } else if (t == ATTN_F16) {
-        const uint16_t *s = (const uint16_t *)src;
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i)))));
-    } else {
-        const uint16_t *s = (const uint16_t *)src;
-        for (; i + 8 <= n; i += 8) {
-            const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
-            _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16))));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, attn__ld8_256((const char *)src + (size_t)i * es, t)));
+    if (i < n) attn__load_row((const char *)src + (size_t)i * es, t, dst + i, n - i, mul);
+}
+
+/* One vector whose lane i is the sum of a_i's 8 lanes. */
+ATTN__T256 static ATTN__INLINE __m256 attn__hsum8_256(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
+                                                     __m256 a6, __m256 a7) {
+    const __m256 b0 = _mm256_hadd_ps(a0, a1), b1 = _mm256_hadd_ps(a2, a3), b2 = _mm256_hadd_ps(a4, a5), b3 = _mm256_hadd_ps(a6, a7);
+    const __m256 c0 = _mm256_hadd_ps(b0, b1), c1 = _mm256_hadd_ps(b2, b3);  /* a0..a3 | a4..a7, per 128-bit half */
+    return _mm256_add_ps(_mm256_permute2f128_ps(c0, c1, 0x20), _mm256_permute2f128_ps(c0, c1, 0x31));
+}
+
+/* Narrow tiles (decoding): S[j][r] = K_j . QR_r for r < n, 0 for n <= r < 16; two keys x four
+   rows per pass (8 accumulators), the K tail masked (QR rows are zero-padded to 16 floats). */
+ATTN__T256 static void attn__qk256_narrow(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq, int n, int D,
+                                          float *S) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(D % 8), lane);
+    const int Dm = D - D % 8;
+    int j, r0, d, r;
+    for (j = 0; j < nk; j += 2) {
+        const float *k0 = K + (ptrdiff_t)j * ldk, *k1 = j + 1 < nk ? k0 + ldk : k0;   /* odd tail: key j twice */
+        float out[8];
+        for (r0 = 0; r0 < n; r0 += 4) {
+            const float *q0 = QR + (size_t)r0 * ldq, *q1 = q0 + ldq, *q2 = q1 + ldq, *q3 = q2 + ldq;
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, x0, x1;
+            for (d = 0; d < D; d += 8) {
+                if (d < Dm) { x0 = _mm256_loadu_ps(k0 + d); x1 = _mm256_loadu_ps(k1 + d); }
+                else { x0 = _mm256_maskload_ps(k0 + d, tail); x1 = _mm256_maskload_ps(k1 + d, tail); }
+                a0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(q0 + d), a0); a1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(q1 + d), a1);
+                a2 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(q2 + d), a2); a3 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(q3 + d), a3);
+                a4 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(q0 + d), a4); a5 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(q1 + d), a5);
+                a6 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(q2 + d), a6); a7 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(q3 + d), a7);
+            }
+            _mm256_storeu_ps(out, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
+            for (r = r0; r < r0 + 4 && r < n; ++r) {
+                S[(size_t)j * ATTN__BQ + r] = out[r - r0];
+                if (j + 1 < nk) S[(size_t)(j + 1) * ATTN__BQ + r] = out[4 + r - r0];
+            }
+        }
+        for (r = n; r < 16; ++r) {
+            S[(size_t)j * ATTN__BQ + r] = 0.0f;
+            if (j + 1 < nk) S[(size_t)(j + 1) * ATTN__BQ + r] = 0.0f;
         }
     }
-    if (i < n) attn__load_row((const char *)src + (size_t)i * attn__dtype_size(t), t, dst + i, n - i, mul);
 }
 
 /* fp32 -> f16 with F16C (exact rounding; NaN as attn__f32_to_f16 writes it); bf16 in the
@@ -2072,7 +2111,7 @@ ATTN__T256 static void attn__store_avx2(void *dst, attn_dtype t, const float *sr
 }
 
 static const attn__isa attn__isa_avx2 = {
-    "avx2", attn__qk_avx2, NULL, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2
+    "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -3252,7 +3291,7 @@ typedef struct attn__dec_chunk {
     int nk, nn;
 } attn__dec_chunk;
 
-ATTN__T512 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n) {
+ATTN__T256 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n) {
     size_t off;
     for (off = 0; off < n; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
 }
@@ -3374,6 +3413,133 @@ ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S,
 #undef ATTN__DEC_CASE
 }
 #undef ATTN__X16
+
+/* The same kernel in 8 lanes for AVX2 (16 registers): R <= 8 rows, 8/R keys per Q.K^T pass
+   with the query rows as memory operands, R rows x 8/R column vectors in P.V. */
+#define ATTN__X8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+ATTN__T256 static ATTN__INLINE __m256 attn__pick8(int i, __m256 x0, __m256 x1, __m256 x2, __m256 x3, __m256 x4, __m256 x5,
+                                                 __m256 x6, __m256 x7) {
+    switch (i) {
+    case 0: return x0; case 1: return x1; case 2: return x2; case 3: return x3;
+    case 4: return x4; case 5: return x5; case 6: return x6; default: return x7;
+    }
+}
+
+/* Max (or sum) of the lanes of x that hold the same row (lane i: row i % R), in every lane. */
+ATTN__T256 static ATTN__INLINE __m256 attn__fold256(__m256 x, int R, int is_max) {
+#define ATTN__FOLD(y) x = is_max ? _mm256_max_ps(x, y) : _mm256_add_ps(x, y)
+    if (R <= 4) ATTN__FOLD(_mm256_permute2f128_ps(x, x, 0x01));
+    if (R <= 2) ATTN__FOLD(_mm256_permute_ps(x, 0x4e));
+    if (R <= 1) ATTN__FOLD(_mm256_permute_ps(x, 0xb1));
+#undef ATTN__FOLD
+    return x;
+}
+
+ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X,
+                                                       const int R, const attn_dtype t) {
+    const attn__problem *P = C->P;
+    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 8, KG = 8 / R, CW = 8 / R, nvec = (X->nk * R + 7) / 8;
+    const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
+    const size_t ldq = C->geo.ldk, ldo = C->geo.ldo;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    int h, g0, kk, d, j, c, v, i;
+    for (g0 = 0; g0 < X->nk; g0 += KG) {           /* Q.K^T in address order, as attn__dec512_chunk */
+        const char *kr[8];
+        for (kk = 0; kk < KG; ++kk) kr[kk] = X->k[ATTN__MIN(g0 + kk, X->nk - 1)];
+        for (h = 0; h < Hk; ++h) {
+            const float *q = attn__decode_tile(C, ws, h)->qr;
+            const ptrdiff_t ho = (ptrdiff_t)h * X->khs;
+            __m256 a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+            __m256 k0 = zero, k1 = zero, k2 = zero, k3 = zero, k4 = zero, k5 = zero, k6 = zero, k7 = zero;
+            for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn[g0 + kk] + ho, (size_t)(D * es));
+            for (d = 0; d < D; d += 8) {
+#define ATTN__DEC_LK(i) if ((i) < KG) { k##i = attn__ld8_256(kr[i] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k##i); }
+#define ATTN__DEC_QK(i) a##i = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)((i) % R) * ldq + d), \
+                                               attn__pick8((i) / R, k0, k1, k2, k3, k4, k5, k6, k7), a##i);
+                ATTN__X8(ATTN__DEC_LK)
+                ATTN__X8(ATTN__DEC_QK)
+#undef ATTN__DEC_LK
+#undef ATTN__DEC_QK
+            }
+            _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
+        }
+    }
+    for (h = 0; h < Hk; ++h) {
+        attn__tile *T = attn__decode_tile(C, ws, h);
+        float *sh = S + (size_t)h * ATTN__DEC_NK * R;
+        const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
+        __m256 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
+        if (P->alibi) {                 /* lane i: row i % R's slope, key offset i / R */
+            float sl[8], ko[8];
+            for (i = 0; i < 8; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R); }
+            slope = _mm256_loadu_ps(sl); koff = _mm256_loadu_ps(ko);
+        }
+        for (v = 0; v < nvec; ++v) {    /* online softmax over the chunk (softcap, ALiBi, mask) */
+            __m256 x = _mm256_loadu_ps(sh + 8 * v);
+            const int valid = X->nk * R - 8 * v;
+            if (P->softcap > 0.0f)
+                x = _mm256_mul_ps(_mm256_set1_ps(P->softcap), attn__tanh256(_mm256_mul_ps(x, _mm256_set1_ps(1.0f / P->softcap))));
+            if (P->alibi) {
+                __m256 dist = _mm256_sub_ps(_mm256_set1_ps(T->pos[0]), _mm256_add_ps(_mm256_set1_ps((float)(X->c0 + v * KG)), koff));
+                dist = _mm256_and_ps(dist, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+                x = _mm256_fnmadd_ps(slope, dist, x);
+            }
+            if (valid < 8) x = _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane)));
+            _mm256_storeu_ps(sh + 8 * v, x);
+            mx = _mm256_max_ps(mx, x);
+        }
+        mx = attn__fold256(mx, R, 1);
+        mold = _mm256_loadu_ps(T->m);
+        mnew = _mm256_max_ps(mold, mx);
+        msafe = _mm256_blendv_ps(mnew, zero, _mm256_cmp_ps(mnew, ninf, _CMP_EQ_OQ));
+        alpha = attn__exp256(_mm256_sub_ps(mold, msafe));
+        for (v = 0; v < nvec; ++v) {
+            const __m256 p = attn__exp256(_mm256_sub_ps(_mm256_loadu_ps(sh + 8 * v), msafe));
+            _mm256_storeu_ps(sh + 8 * v, p);
+            sum = _mm256_add_ps(sum, p);
+        }
+        _mm256_storeu_ps(T->l, _mm256_fmadd_ps(_mm256_loadu_ps(T->l), alpha, attn__fold256(sum, R, 0)));
+        _mm256_storeu_ps(T->m, mnew);
+        _mm256_storeu_ps(T->alpha, alpha);
+        for (c = 0; c < nv; c += CW) {  /* P.V; a pass past the head dim re-reads a valid column, stores none */
+            __m256i mk[8];
+            ptrdiff_t co[8];
+            __m256 o0, o1, o2, o3, o4, o5, o6, o7;
+            for (i = 0; i < CW; ++i) {
+                mk[i] = _mm256_set1_epi32(c + i < nv ? -1 : 0);
+                co[i] = (ptrdiff_t)ATTN__MIN(c + i, nv - 1) * 8 * es;
+            }
+#define ATTN__DEC_OLD(i) o##i = _mm256_mul_ps(_mm256_set1_ps(T->alpha[(i) / CW]), \
+                         _mm256_maskload_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 8, mk[(i) % CW]));
+            ATTN__X8(ATTN__DEC_OLD)
+#undef ATTN__DEC_OLD
+            for (j = 0; j < X->nk; ++j) {
+                const char *vr = X->v[j] + vo;
+                const float *pj = sh + (size_t)j * R;
+                if (j < X->nn) attn__prefetch_bytes(X->vn[j] + vo + (ptrdiff_t)c * 8 * es, (size_t)(CW * 8 * es));
+#define ATTN__DEC_PV(i) o##i = _mm256_fmadd_ps(_mm256_set1_ps(pj[(i) / CW]), attn__ld8_256(vr + co[(i) % CW], t), o##i);
+                ATTN__X8(ATTN__DEC_PV)
+#undef ATTN__DEC_PV
+            }
+#define ATTN__DEC_OST(i) _mm256_maskstore_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 8, mk[(i) % CW], o##i);
+            ATTN__X8(ATTN__DEC_OST)
+#undef ATTN__DEC_OST
+        }
+    }
+}
+
+ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, int R, attn_dtype t) {
+#define ATTN__DEC_CASE(r) case r: \
+        if (t == ATTN_F32) attn__dec256_chunk(C, ws, S, X, r, ATTN_F32); \
+        else if (t == ATTN_F16) attn__dec256_chunk(C, ws, S, X, r, ATTN_F16); \
+        else attn__dec256_chunk(C, ws, S, X, r, ATTN_BF16); \
+        break;
+    switch (R) { ATTN__DEC_CASE(1) ATTN__DEC_CASE(2) ATTN__DEC_CASE(4) default: ATTN__DEC_CASE(8) }
+#undef ATTN__DEC_CASE
+}
+#undef ATTN__X8
 #endif /* ATTN__X86_SIMD */
 
 /* Whether decoding can take the fused kernel above: AVX-512, one query row per sequence,
@@ -3381,7 +3547,8 @@ ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S,
    key rotation; everything else stages. */
 static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
 #if defined(ATTN__X86_SIMD)
-    return isa == &attn__isa_avx512 && P->q.seq == 1 && P->q.dim % 16 == 0 && P->v.dim % 16 == 0 && !P->bias &&
+    const int lanes = isa == &attn__isa_avx512 ? 16 : isa == &attn__isa_avx2 ? 8 : 0;
+    return lanes && P->q.seq == 1 && P->groups <= lanes && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
            P->dilation <= 1 && P->dropout_p <= 0.0f && !P->rope && P->k.dtype == P->v.dtype;
 #else
     (void)P; (void)isa;
@@ -3414,10 +3581,11 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     int ri, nkc, n_ranges = attn__key_ranges(P, (long long)Sq->Lk - 1, (long long)Sq->Lk - 1, Sq->Lk, ranges);
     attn__dec_chunk X;
     while (R < n) R *= 2;
-    {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the 16/R keys Q.K^T takes at once */
+    {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)P->k.heads * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
-        nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, ATTN__DEC_CHUNK_BYTES / key_bytes / (size_t)(16 / R) * (size_t)(16 / R));
-        nkc = ATTN__MAX(nkc, 16 / R);
+        const int kg = (C->isa == &attn__isa_avx512 ? 16 : 8) / R;
+        nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, ATTN__DEC_CHUNK_BYTES / key_bytes / (size_t)kg * (size_t)kg);
+        nkc = ATTN__MAX(nkc, kg);
     }
     X.khs = P->k.sh * (ptrdiff_t)P->k.esize; X.vhs = P->v.sh * (ptrdiff_t)P->v.esize;
     for (ri = 0; ri < n_ranges; ++ri) {
@@ -3430,7 +3598,8 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
             X.nn = (int)ATTN__MIN((long long)nkc, b - c0 - X.nk);
             if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
             else X.nn = 0;
-            attn__dec512(C, ws, S, &X, R, P->k.dtype);
+            if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R, P->k.dtype);
+            else attn__dec256(C, ws, S, &X, R, P->k.dtype);
         }
     }
 #else
