@@ -665,8 +665,8 @@ ATTNDEF attn_status attn_kv_append_streaming(attn_kv_cache *cache, int sink, int
    sinks, softcap, ALiBi, bias [B|1, H|1, Sq, capacity], RoPE, threads, workspace) except
    seqlens_k and cu_seqlens (the cache holds the lengths). Splits long caches across threads
    (flash-decoding); results are bitwise the same for every thread count. With Sq = 1 on
-   AVX-512 (no bias, dilation, dropout or RoPE) a fused kernel reads the cache once in
-   address order for every head; other steps stage each chunk of keys first.
+   AVX-512 (AVX2: Hq/Hkv <= 8), no bias, dilation, dropout or RoPE, a fused kernel reads the
+   cache once in address order for every head; other steps stage each chunk of keys first.
      out [batch, Sq, Hq, Dv]    lse [batch, Hq, Sq] or NULL */
 ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
                                 attn_tensor out, float *lse);
@@ -2270,8 +2270,34 @@ static void attn__load_neon(const void *src, attn_dtype t, float *dst, int n, fl
     if (i < n) attn__load_row((const char *)src + (size_t)i * attn__dtype_size(t), t, dst + i, n - i, mul);
 }
 
+/* Narrow tiles (decoding): S[j][r] = K_j . QR_r for r < n, 0 for n <= r < 16; four rows per
+   pass, each reduced across its lanes at the end, the K tail in scalar code. */
+static void attn__qk_narrow_neon(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq, int n, int D,
+                                 float *S) {
+    const int Dm = D & ~3;
+    int j, r0, r, d;
+    for (j = 0; j < nk; ++j) {
+        const float *kj = K + (ptrdiff_t)j * ldk;
+        float *s = S + (size_t)j * ATTN__BQ;
+        for (r0 = 0; r0 < n; r0 += 4) {
+            const float *q0 = QR + (size_t)r0 * ldq, *q1 = q0 + ldq, *q2 = q1 + ldq, *q3 = q2 + ldq;
+            float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+            float t[4];
+            for (d = 0; d < Dm; d += 4) {
+                const float32x4_t k = vld1q_f32(kj + d);
+                a0 = vfmaq_f32(a0, k, vld1q_f32(q0 + d)); a1 = vfmaq_f32(a1, k, vld1q_f32(q1 + d));
+                a2 = vfmaq_f32(a2, k, vld1q_f32(q2 + d)); a3 = vfmaq_f32(a3, k, vld1q_f32(q3 + d));
+            }
+            t[0] = vaddvq_f32(a0); t[1] = vaddvq_f32(a1); t[2] = vaddvq_f32(a2); t[3] = vaddvq_f32(a3);
+            for (; d < D; ++d) { t[0] += kj[d] * q0[d]; t[1] += kj[d] * q1[d]; t[2] += kj[d] * q2[d]; t[3] += kj[d] * q3[d]; }
+            for (r = r0; r < r0 + 4 && r < n; ++r) s[r] = t[r - r0];
+        }
+        for (r = n; r < 16; ++r) s[r] = 0.0f;
+    }
+}
+
 static const attn__isa attn__isa_neon = {
-    "neon", attn__qk_neon, NULL, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row
+    "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row
 };
 #endif /* ATTN__NEON */
 
@@ -3542,9 +3568,9 @@ ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S,
 #undef ATTN__X8
 #endif /* ATTN__X86_SIMD */
 
-/* Whether decoding can take the fused kernel above: AVX-512, one query row per sequence,
-   head dims in whole vectors, no per-element score inputs (bias, dilation, dropout) and no
-   key rotation; everything else stages. */
+/* Whether decoding can take the fused kernels above: AVX-512 (or AVX2 with at most 8 rows),
+   one query row per sequence, head dims in whole vectors, no per-element score inputs (bias,
+   dilation, dropout) and no key rotation; everything else stages. */
 static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
 #if defined(ATTN__X86_SIMD)
     const int lanes = isa == &attn__isa_avx512 ? 16 : isa == &attn__isa_avx2 ? 8 : 0;

@@ -22,10 +22,18 @@
       EL's output is checked against the cached MHA's.
 
    Environment: BENCH_QUICK=1 (smaller, faster), BENCH_OUTDIR (default bench) for
-   results_generation.csv. Numbers are medians; the machine is shared, so they are noisy. */
+   results_generation.csv (results_generation_avx2.csv when built with -DATTN_NO_AVX512). Numbers are medians; the machine is shared, so they are noisy. */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
+
+/* `make bench` also runs this program built with -DATTN_NO_AVX512 (build/bench_generation_avx2):
+   the AVX2 kernels on the same machine, for CPUs without AVX-512 */
+#if defined(ATTN_NO_AVX512)
+#define RESULTS_CSV "results_generation_avx2.csv"
+#else
+#define RESULTS_CSV "results_generation.csv"
+#endif
 
 static int g_ncpu, g_quick;
 static double g_bw;
@@ -338,8 +346,8 @@ int main(void) {
         g_flush[i].init = 0;
     }
     g_bench_pool = attn_pool_create(g_ncpu, 0);
-    snprintf(path, sizeof path, "%s/results_generation.csv", outdir);
-    if (!(g_csv = fopen(path, "w"))) die("cannot write results_generation.csv");
+    snprintf(path, sizeof path, "%s/%s", outdir, RESULTS_CSV);
+    if (!(g_csv = fopen(path, "w"))) die("cannot write " RESULTS_CSV);
     fprintf(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err\n");
     bench_decode();
     bench_el();
