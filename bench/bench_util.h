@@ -525,11 +525,18 @@ static int g_flush_next;
 /* Decoding benches run attn through this pool (attn_pool_parallel), and the flush runs on it
    too, the way a model's other layers would between two attention calls: so a decode call
    finds the workers awake, not asleep since the last call (waking a sleeping thread costs
-   about 100 us on the shared 2-core machine, starting one 40-120 us). NULL: threads per call. */
+   30-100 us on the shared 2-core machine, starting one 40-120 us). The flush is cut into
+   FLUSH_TASKS pieces that the pool hands out as threads come free, so the threads finish it
+   together, as a balanced layer's would: with one half per thread, one thread could finish
+   more than the pool's 100 us spin before the other and be asleep when decoding starts.
+   NULL: threads per call. */
+#define FLUSH_TASKS 64
 static attn_pool *g_bench_pool;
 static void bw_pool_task(void *arg, int i, int thread) {
-    (void)thread;
-    bw_worker(arg, i, attn_pool_threads(g_bench_pool));
+    bw_job *j = (bw_job *)arg;
+    const size_t chunk = (j->n / FLUSH_TASKS) & ~(size_t)127;
+    const size_t lo = chunk * (size_t)i, hi = (i == FLUSH_TASKS - 1) ? j->n : lo + chunk;
+    j->sink[thread] += sum_floats(j->p + lo, hi - lo);   /* a thread runs its tasks one by one */
 }
 static double flush_caches(void) {
     bw_job *j = &g_flush[g_flush_next];
@@ -537,7 +544,7 @@ static double flush_caches(void) {
     g_flush_next ^= 1;
     if (g_bench_pool) {
         const double t0 = now_s();
-        attn_pool_parallel(g_bench_pool, attn_pool_threads(g_bench_pool), attn_pool_threads(g_bench_pool), bw_pool_task, j);
+        attn_pool_parallel(g_bench_pool, FLUSH_TASKS, attn_pool_threads(g_bench_pool), bw_pool_task, j);
         t = now_s() - t0;
     } else {
         t = team_run(online_cpus(), bw_worker, j);
