@@ -1441,8 +1441,8 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__DEC_CHUNK_BYTES (32 * 1024)  /* K+V bytes per fused decoding chunk, which is also how
                                 far ahead it prefetches (into L1, 48 KiB here): Hkv 8, D 128 decode
                                 from memory ran 1.15x faster with 4-key f32 chunks (32 KiB) than with
-                                16, and f16 1.05x faster with 8 keys (32 KiB) than with 16, 1.03x
-                                than with 4 (calls alternated in one process, caches flushed) */
+                                16, and f16 1.05x faster with 8 keys (32 KiB) than with 16; 8 against
+                                4 keys: within noise (calls alternated in one process, caches flushed) */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
