@@ -19,8 +19,9 @@ ARM_CC  ?= aarch64-linux-gnu-gcc
 HAVE_ARM := $(shell command -v $(ARM_CC) >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 && echo yes)
 
 # Test builds: the default compiler (best kernels this CPU has), the AVX2 kernels, the scalar
-# fallback, no threads, ASan+UBSan, clang.
-TEST_BINS = $(BUILD)/test_cc $(BUILD)/test_avx2 $(BUILD)/test_scalar $(BUILD)/test_nothreads $(BUILD)/test_sanitize
+# fallback, no threads, ASan+UBSan (best kernels, and AVX2 ones), clang.
+TEST_BINS = $(BUILD)/test_cc $(BUILD)/test_avx2 $(BUILD)/test_scalar $(BUILD)/test_nothreads $(BUILD)/test_sanitize \
+            $(BUILD)/test_sanitize_avx2
 ifeq ($(HAVE_CLANG),yes)
 TEST_BINS += $(BUILD)/test_clang
 endif
@@ -51,6 +52,9 @@ $(BUILD)/test_nothreads: $(TEST_DEP) | $(BUILD)
 $(BUILD)/test_sanitize: $(TEST_DEP) | $(BUILD)
 	$(CC) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	    -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_sanitize_avx2: $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -DATTN_TEST_QUICK -DATTN_NO_AVX512 -I. $(TEST_SRC) -o $@ $(LIBS)
 
 $(BUILD)/test_neon: $(TEST_DEP) | $(BUILD)
 	$(ARM_CC) $(WARN) $(CFLAGS) -static -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)

@@ -4165,8 +4165,10 @@ ATTN__T256 static void attn__bwd_stage_avx2(float *ST, float *dPT, const attn__b
         const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
         const __m256 vl = _mm256_set1_ps(R->lse[r]), vd = _mm256_set1_ps(R->drow[r]);
         const __m256 pos = _mm256_set1_ps((float)(R->p0 + r)), slope = _mm256_set1_ps(R->slope);
-        const __m256i cap1 = _mm256_set1_epi32(R->cap[r] + 1), lo1 = _mm256_set1_epi32(R->lo[r] - 1),
-                      hi1 = _mm256_set1_epi32(R->hi[r] + 1);
+        /* cap and hi are INT32_MAX on unmasked blocks (then unused): +1 in 64 bits, clamped */
+        const __m256i cap1 = _mm256_set1_epi32((int)ATTN__MIN((long long)R->cap[r] + 1, (long long)INT32_MAX)),
+                      lo1 = _mm256_set1_epi32(R->lo[r] - 1),
+                      hi1 = _mm256_set1_epi32((int)ATTN__MIN((long long)R->hi[r] + 1, (long long)INT32_MAX));
         const __m256i ra = _mm256_set1_epi32((int)(R->ra[r] + R->krow0)), rc = _mm256_set1_epi32((int)R->rc[r]);
         const int dead = R->lse[r] == -INFINITY;
         for (j = 0; j < R->nlanes; j += 8) {
