@@ -833,43 +833,60 @@ static int attn__cpu_count(void) {
 #endif
 }
 
-#if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
-/* Built-in parallel-for: n_threads workers (the caller is worker 0) take task indices from a
-   shared counter. Which thread runs a task never changes its result: every task writes its own
-   outputs and uses only its thread's scratch. */
-typedef struct attn__pool {
-    attn_task_fn task; void *ctx;
-    int n_tasks, next;
-#if defined(ATTN__PTHREADS)
-    pthread_mutex_t lock;
-#elif defined(ATTN__WIN32_THREADS)
-    CRITICAL_SECTION lock;
-#endif
-} attn__pool;
-
-typedef struct attn__worker { attn__pool *pool; int thread; } attn__worker;
-
-static int attn__pool_take(attn__pool *p) {
-    int i;
-#if defined(ATTN__PTHREADS)
-    pthread_mutex_lock(&p->lock); i = p->next++; pthread_mutex_unlock(&p->lock);
-#elif defined(ATTN__WIN32_THREADS)
-    EnterCriticalSection(&p->lock); i = p->next++; LeaveCriticalSection(&p->lock);
-#endif
-    return i;
-}
-static void attn__worker_loop(attn__worker *w) {
-    int i;
-    while ((i = attn__pool_take(w->pool)) < w->pool->n_tasks) w->pool->task(w->pool->ctx, i, w->thread);
-}
-#if defined(ATTN__PTHREADS)
-static void *attn__worker_main(void *arg) { attn__worker_loop((attn__worker *)arg); return NULL; }
-#elif defined(ATTN__WIN32_THREADS)
-static DWORD WINAPI attn__worker_main(LPVOID arg) { attn__worker_loop((attn__worker *)arg); return 0; }
-#endif
-#endif /* threads */
-
 #define ATTN__MAX_THREADS 256
+
+#if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
+/* Thread primitives, one set for the per-call parallel-for and attn_pool below. */
+#if defined(ATTN__PTHREADS)
+typedef pthread_mutex_t attn__mutex;
+typedef pthread_cond_t attn__cond;
+typedef pthread_t attn__thread;
+#define ATTN__THREAD_MAIN(name, type, body) static void *name(void *arg) { body((type *)arg); return NULL; }
+#define attn__mutex_init(m) (pthread_mutex_init(m, NULL) == 0)
+#define attn__mutex_destroy(m) pthread_mutex_destroy(m)
+#define attn__cond_init(c) (pthread_cond_init(c, NULL) == 0)
+#define attn__cond_destroy(c) pthread_cond_destroy(c)
+#define attn__lock(m) pthread_mutex_lock(m)
+#define attn__unlock(m) pthread_mutex_unlock(m)
+#define attn__wait(c, m) pthread_cond_wait(c, m)
+#define attn__broadcast(c) pthread_cond_broadcast(c)
+#define attn__thread_start(t, fn, arg) (pthread_create(t, NULL, fn, arg) == 0)
+#define attn__thread_join(t) pthread_join(t, NULL)
+#else
+typedef CRITICAL_SECTION attn__mutex;
+typedef CONDITION_VARIABLE attn__cond;
+typedef HANDLE attn__thread;
+#define ATTN__THREAD_MAIN(name, type, body) static DWORD WINAPI name(LPVOID arg) { body((type *)arg); return 0; }
+#define attn__mutex_init(m) (InitializeCriticalSection(m), 1)
+#define attn__mutex_destroy(m) DeleteCriticalSection(m)
+#define attn__cond_init(c) (InitializeConditionVariable(c), 1)
+#define attn__cond_destroy(c) ((void)(c))
+#define attn__lock(m) EnterCriticalSection(m)
+#define attn__unlock(m) LeaveCriticalSection(m)
+#define attn__wait(c, m) SleepConditionVariableCS(c, m, INFINITE)
+#define attn__broadcast(c) WakeAllConditionVariable(c)
+#define attn__thread_start(t, fn, arg) ((*(t) = CreateThread(NULL, 0, fn, arg, 0, NULL)) != NULL)
+#define attn__thread_join(t) (WaitForSingleObject(t, INFINITE), CloseHandle(t))
+#endif
+
+/* A job: task indices handed out from a shared counter to whichever thread asks next. Which
+   thread runs a task never changes its result: every task writes its own outputs and uses
+   only its thread's scratch. */
+typedef struct attn__job { attn_task_fn task; void *ctx; int n_tasks, next; attn__mutex lock; } attn__job;
+static void attn__job_run(attn__job *j, int thread) {
+    for (;;) {
+        int i;
+        attn__lock(&j->lock); i = j->next++; attn__unlock(&j->lock);
+        if (i >= j->n_tasks) return;
+        j->task(j->ctx, i, thread);
+    }
+}
+
+/* Per-call threads: worker i runs the job as thread i, then exits. */
+typedef struct attn__worker { attn__job *job; int thread; } attn__worker;
+static void attn__worker_run(attn__worker *w) { attn__job_run(w->job, w->thread); }
+ATTN__THREAD_MAIN(attn__worker_main, attn__worker, attn__worker_run)
+#endif /* threads */
 
 /* Runs task over [0, n_tasks) on n_threads threads (or the caller's hook). Threads that fail
    to start just leave more tasks to the others, so the result is always complete. */
@@ -880,51 +897,32 @@ static void attn__parallel_for(const attn_desc *d, int n_tasks, int n_threads, a
     if (n_threads > n_tasks) n_threads = n_tasks;
 #if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
     if (n_threads > 1) {
-        attn__pool pool;
+        attn__job job;
         attn__worker workers[ATTN__MAX_THREADS];
+        attn__thread th[ATTN__MAX_THREADS];
         int started = 1;
-#if defined(ATTN__PTHREADS)
-        pthread_t th[ATTN__MAX_THREADS];
-        pthread_mutex_init(&pool.lock, NULL);
-#else
-        HANDLE th[ATTN__MAX_THREADS];
-        InitializeCriticalSection(&pool.lock);
-#endif
-        pool.task = task; pool.ctx = ctx; pool.n_tasks = n_tasks; pool.next = 0;
-        for (i = 0; i < n_threads; ++i) { workers[i].pool = &pool; workers[i].thread = i; }
-        for (i = 1; i < n_threads; ++i) {
-#if defined(ATTN__PTHREADS)
-            if (pthread_create(&th[i], NULL, attn__worker_main, &workers[i]) != 0) break;
-#else
-            th[i] = CreateThread(NULL, 0, attn__worker_main, &workers[i], 0, NULL);
-            if (!th[i]) break;
-#endif
-            ++started;
+        job.task = task; job.ctx = ctx; job.n_tasks = n_tasks; job.next = 0;
+        if (attn__mutex_init(&job.lock)) {
+            for (i = 0; i < n_threads; ++i) { workers[i].job = &job; workers[i].thread = i; }
+            for (i = 1; i < n_threads; ++i) {
+                if (!attn__thread_start(&th[i], attn__worker_main, &workers[i])) break;
+                ++started;
+            }
+            attn__job_run(&job, 0);           /* the caller is thread 0 */
+            for (i = 1; i < started; ++i) attn__thread_join(th[i]);
+            attn__mutex_destroy(&job.lock);
+            return;
         }
-        attn__worker_loop(&workers[0]);   /* a failed start just leaves more work for us */
-        for (i = 1; i < started; ++i) {
-#if defined(ATTN__PTHREADS)
-            pthread_join(th[i], NULL);
-#else
-            WaitForSingleObject(th[i], INFINITE); CloseHandle(th[i]);
-#endif
-        }
-#if defined(ATTN__PTHREADS)
-        pthread_mutex_destroy(&pool.lock);
-#else
-        DeleteCriticalSection(&pool.lock);
-#endif
-        return;
     }
 #endif
     for (i = 0; i < n_tasks; ++i) task(ctx, i, 0);
 }
 
 /* --- attn_pool: persistent workers ----------------------------------------------------
-   Worker i (1..n-1) sleeps on `wake` until `generation` moves, runs tasks of that job as
-   thread i (when i < the job's n_threads), then counts itself out of `busy`; the caller is
-   thread 0. Spinning reads generation and busy with atomic loads (GCC/clang builtins or
-   Interlocked*), writes happen under `lock`; without those builtins nothing spins. */
+   Worker i (1..n-1) sleeps on `wake` until `generation` moves, runs the new job as thread i
+   (when i < the job's n_threads), then counts itself out of `busy`; the caller is thread 0.
+   Spinning reads generation and busy with atomic loads (GCC/clang builtins or Interlocked*),
+   writes happen under `lock`; without those builtins nothing spins. */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS))
 #define ATTN__ATOMIC_LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define ATTN__ATOMIC_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
@@ -947,24 +945,6 @@ static void attn__parallel_for(const attn_desc *d, int n_tasks, int n_threads, a
 #define ATTN__SPINS_PER_US 32       /* pause + load rounds per microsecond, roughly (25-40 ns each) */
 
 #if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
-#if defined(ATTN__PTHREADS)
-typedef pthread_mutex_t attn__mutex;
-typedef pthread_cond_t attn__cond;
-typedef pthread_t attn__thread;
-#define attn__lock(m) pthread_mutex_lock(m)
-#define attn__unlock(m) pthread_mutex_unlock(m)
-#define attn__wait(c, m) pthread_cond_wait(c, m)
-#define attn__broadcast(c) pthread_cond_broadcast(c)
-#else
-typedef CRITICAL_SECTION attn__mutex;
-typedef CONDITION_VARIABLE attn__cond;
-typedef HANDLE attn__thread;
-#define attn__lock(m) EnterCriticalSection(m)
-#define attn__unlock(m) LeaveCriticalSection(m)
-#define attn__wait(c, m) SleepConditionVariableCS(c, m, INFINITE)
-#define attn__broadcast(c) WakeAllConditionVariable(c)
-#endif
-
 typedef struct attn__pool_worker { struct attn_pool *pool; int index; } attn__pool_worker;
 
 struct attn_pool {
@@ -973,23 +953,12 @@ struct attn_pool {
     attn__mutex lock, run;           /* lock: the fields below; run: one job at a time */
     attn__cond wake, done;
     unsigned generation;             /* counts jobs; a worker runs each new value once */
-    int stop, busy;                  /* shutting down; workers still in the current job */
-    attn_task_fn task; void *ctx;
-    int n_tasks, next, job_threads;
+    int stop, busy, job_threads;     /* shutting down; workers still in the job; its threads */
+    attn__job job;                   /* the current job */
     attn__thread th[ATTN__MAX_THREADS];
     attn__pool_worker workers[ATTN__MAX_THREADS];
 };
 
-static int attn__pool_next(attn_pool *p) {
-    int i;
-    attn__lock(&p->lock); i = p->next++; attn__unlock(&p->lock);
-    return i;
-}
-static void attn__pool_work(attn_pool *p, int thread) {
-    int i;
-    if (thread < p->job_threads)
-        while ((i = attn__pool_next(p)) < p->n_tasks) p->task(p->ctx, i, thread);
-}
 static void attn__pool_worker_loop(attn__pool_worker *w) {
     attn_pool *p = w->pool;
     unsigned seen = 0;
@@ -1001,43 +970,39 @@ static void attn__pool_worker_loop(attn__pool_worker *w) {
         if (p->stop) { attn__unlock(&p->lock); return; }
         seen = p->generation;
         attn__unlock(&p->lock);
-        attn__pool_work(p, w->index);
+        if (w->index < p->job_threads) attn__job_run(&p->job, w->index);
         attn__lock(&p->lock);
         ATTN__ATOMIC_STORE(p->busy, p->busy - 1);
         if (p->busy == 0) attn__broadcast(&p->done);
         attn__unlock(&p->lock);
     }
 }
-#if defined(ATTN__PTHREADS)
-static void *attn__pool_main(void *arg) { attn__pool_worker_loop((attn__pool_worker *)arg); return NULL; }
-#else
-static DWORD WINAPI attn__pool_main(LPVOID arg) { attn__pool_worker_loop((attn__pool_worker *)arg); return 0; }
-#endif
+ATTN__THREAD_MAIN(attn__pool_main, attn__pool_worker, attn__pool_worker_loop)
 
-static void attn__pool_join(attn_pool *p) {
+/* Undoes the first `inited` of attn_pool_create's five initialisations, then frees p. */
+static void attn__pool_release(attn_pool *p, int inited) {
+    if (inited > 4) attn__mutex_destroy(&p->job.lock);
+    if (inited > 3) attn__cond_destroy(&p->done);
+    if (inited > 2) attn__cond_destroy(&p->wake);
+    if (inited > 1) attn__mutex_destroy(&p->run);
+    if (inited > 0) attn__mutex_destroy(&p->lock);
+    attn__free(p);
+}
+
+/* Stops and joins the workers, then releases p. */
+static void attn__pool_close(attn_pool *p) {
     int i;
     attn__lock(&p->lock);
     ATTN__ATOMIC_STORE(p->stop, 1);
     attn__broadcast(&p->wake);
     attn__unlock(&p->lock);
-    for (i = 1; i <= p->started; ++i) {
-#if defined(ATTN__PTHREADS)
-        pthread_join(p->th[i], NULL);
-#else
-        WaitForSingleObject(p->th[i], INFINITE); CloseHandle(p->th[i]);
-#endif
-    }
-#if defined(ATTN__PTHREADS)
-    pthread_mutex_destroy(&p->lock); pthread_mutex_destroy(&p->run);
-    pthread_cond_destroy(&p->wake); pthread_cond_destroy(&p->done);
-#else
-    DeleteCriticalSection(&p->lock); DeleteCriticalSection(&p->run);
-#endif
+    for (i = 1; i <= p->started; ++i) attn__thread_join(p->th[i]);
+    attn__pool_release(p, 5);
 }
 
 ATTNDEF attn_pool *attn_pool_create(int n_threads, int spin_us) {
     attn_pool *p;
-    int i;
+    int i, inited;
     if (n_threads <= 0) n_threads = attn__cpu_count();
     n_threads = ATTN__MIN(n_threads, ATTN__MAX_THREADS);
     p = (attn_pool *)attn__alloc(sizeof *p);
@@ -1049,38 +1014,20 @@ ATTNDEF attn_pool *attn_pool_create(int n_threads, int spin_us) {
 #else
     (void)spin_us;
 #endif
-#if defined(ATTN__PTHREADS)
-    if (pthread_mutex_init(&p->lock, NULL) != 0) { attn__free(p); return NULL; }
-    if (pthread_mutex_init(&p->run, NULL) != 0) { pthread_mutex_destroy(&p->lock); attn__free(p); return NULL; }
-    if (pthread_cond_init(&p->wake, NULL) != 0) {
-        pthread_mutex_destroy(&p->lock); pthread_mutex_destroy(&p->run); attn__free(p); return NULL;
-    }
-    if (pthread_cond_init(&p->done, NULL) != 0) {
-        pthread_cond_destroy(&p->wake); pthread_mutex_destroy(&p->lock); pthread_mutex_destroy(&p->run);
-        attn__free(p); return NULL;
-    }
-#else
-    InitializeCriticalSection(&p->lock); InitializeCriticalSection(&p->run);
-    InitializeConditionVariable(&p->wake); InitializeConditionVariable(&p->done);
-#endif
+    inited = !attn__mutex_init(&p->lock) ? 0 : !attn__mutex_init(&p->run) ? 1 : !attn__cond_init(&p->wake) ? 2
+           : !attn__cond_init(&p->done) ? 3 : !attn__mutex_init(&p->job.lock) ? 4 : 5;
+    if (inited < 5) { attn__pool_release(p, inited); return NULL; }
     for (i = 1; i < n_threads; ++i) {
         p->workers[i].pool = p; p->workers[i].index = i;
-#if defined(ATTN__PTHREADS)
-        if (pthread_create(&p->th[i], NULL, attn__pool_main, &p->workers[i]) != 0) break;
-#else
-        p->th[i] = CreateThread(NULL, 0, attn__pool_main, &p->workers[i], 0, NULL);
-        if (!p->th[i]) break;
-#endif
+        if (!attn__thread_start(&p->th[i], attn__pool_main, &p->workers[i])) break;
         p->started = i;
     }
-    if (p->started != n_threads - 1) { attn__pool_join(p); attn__free(p); return NULL; }
+    if (p->started != n_threads - 1) { attn__pool_close(p); return NULL; }
     return p;
 }
 
 ATTNDEF void attn_pool_destroy(attn_pool *pool) {
-    if (!pool) return;
-    attn__pool_join(pool);
-    attn__free(pool);
+    if (pool) attn__pool_close(pool);
 }
 
 ATTNDEF int attn_pool_threads(const attn_pool *pool) { return pool ? pool->n_threads : 0; }
@@ -1096,13 +1043,13 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     }
     attn__lock(&p->run);
     attn__lock(&p->lock);
-    p->task = task; p->ctx = task_ctx; p->n_tasks = n_tasks; p->next = 0;
+    p->job.task = task; p->job.ctx = task_ctx; p->job.n_tasks = n_tasks; p->job.next = 0;
     p->job_threads = ATTN__MIN(n_threads, p->n_threads);
     ATTN__ATOMIC_STORE(p->busy, p->n_threads - 1);
     ATTN__ATOMIC_STORE(p->generation, p->generation + 1u);
     attn__broadcast(&p->wake);
     attn__unlock(&p->lock);
-    attn__pool_work(p, 0);
+    attn__job_run(&p->job, 0);
     for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->busy) != 0; ++k) ATTN__PAUSE();
     attn__lock(&p->lock);
     while (p->busy != 0) attn__wait(&p->done, &p->lock);
@@ -3571,15 +3518,18 @@ ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S,
 /* Whether decoding can take the fused kernels above: AVX-512 (or AVX2 with at most 8 rows),
    one query row per sequence, head dims in whole vectors, no per-element score inputs (bias,
    dilation, dropout) and no key rotation; everything else stages. */
-static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
+static int attn__dec_lanes(const attn__isa *isa) {    /* the fused kernel's vector width, 0: none */
 #if defined(ATTN__X86_SIMD)
-    const int lanes = isa == &attn__isa_avx512 ? 16 : isa == &attn__isa_avx2 ? 8 : 0;
-    return lanes && P->q.seq == 1 && P->groups <= lanes && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
-           P->dilation <= 1 && P->dropout_p <= 0.0f && !P->rope && P->k.dtype == P->v.dtype;
+    return isa == &attn__isa_avx512 ? 16 : isa == &attn__isa_avx2 ? 8 : 0;
 #else
-    (void)P; (void)isa;
+    (void)isa;
     return 0;
 #endif
+}
+static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
+    const int lanes = attn__dec_lanes(isa);
+    return lanes && P->q.seq == 1 && P->groups <= lanes && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
+           P->dilation <= 1 && P->dropout_p <= 0.0f && !P->rope && P->k.dtype == P->v.dtype;
 }
 
 #if defined(ATTN__X86_SIMD)
@@ -3609,7 +3559,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     while (R < n) R *= 2;
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)P->k.heads * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
-        const int kg = (C->isa == &attn__isa_avx512 ? 16 : 8) / R;
+        const int kg = attn__dec_lanes(C->isa) / R;
         nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, ATTN__DEC_CHUNK_BYTES / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
@@ -3623,7 +3573,6 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
             memcpy(X.k, X.kn, sizeof X.k); memcpy(X.v, X.vn, sizeof X.v);
             X.nn = (int)ATTN__MIN((long long)nkc, b - c0 - X.nk);
             if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
-            else X.nn = 0;
             if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R, P->k.dtype);
             else attn__dec256(C, ws, S, &X, R, P->k.dtype);
         }

@@ -736,15 +736,7 @@ int main(void) {
     g_peak_1t = m0.peak_1t; g_peak_all = m0.peak_all; g_bw = m0.bw;
     fflush(stdout);
 
-    /* flush buffer for decode */
-    for (i = 0; i < 2; ++i) {
-        g_flush[i].n = (8 * llc > ((size_t)256 << 20) ? 8 * llc : ((size_t)256 << 20)) / sizeof(float);
-        g_flush[i].p = (float *)xalloc(g_flush[i].n * sizeof(float));
-        g_flush[i].init = 1;
-        team_run(g_ncpu, bw_worker, &g_flush[i]);
-        g_flush[i].init = 0;
-    }
-    g_bench_pool = attn_pool_create(g_ncpu, 0);
+    flush_open(g_ncpu, llc);     /* flush arrays and the pool for decode */
 
     /* 2. the case list, in execution order: decode first (cheap, fixed cost), then prefill in
        rounds of increasing S over every series, so a tight budget trims the largest S of every
@@ -818,8 +810,7 @@ int main(void) {
     /* the machine again: other work on the machine only ever lowers a measurement, so the
        higher of the two medians is the reference for % peak and % bw */
     free(dk); free(dv); dk = dv = NULL;
-    attn_pool_destroy(g_bench_pool);
-    g_bench_pool = NULL;
+    flush_close();
     printf("machine, at the end:\n");
     measure_machine(&m1, isa, g_ncpu, peak_secs, bw_bytes);
     print_machine(&m1, g_ncpu, bw_bytes);
@@ -863,7 +854,6 @@ int main(void) {
     t_end = now_s();
     printf("%d cases: %d timed, %d skipped (time budget %.0f s), %d failed the check; wall time %.1f s\n",
            n_rows, n_ok, n_skip, g_budget, g_failed, t_end - g_t_start);
-    free(g_flush[0].p); free(g_flush[1].p);
     free(pq); free(pk); free(pv); free(pout); free(lq); free(lk); free(lv);
     free(naive_out); free(naive_scores); free(dk); free(dv); free(dq); free(dout); free(dlk); free(dlv);
     if (g_failed) {

@@ -22,7 +22,8 @@
       EL's output is checked against the cached MHA's.
 
    Environment: BENCH_QUICK=1 (smaller, faster), BENCH_OUTDIR (default bench) for
-   results_generation.csv (results_generation_avx2.csv when built with -DATTN_NO_AVX512). Numbers are medians; the machine is shared, so they are noisy. */
+   results_generation.csv (results_generation_avx2.csv when built with -DATTN_NO_AVX512).
+   Numbers are medians; the machine is shared, so they are noisy. */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
@@ -316,7 +317,7 @@ int main(void) {
     size_t llc, bw_bytes;
     char cpu[256], path[512];
     const char *outdir = getenv("BENCH_OUTDIR");
-    int i, isa;
+    int isa;
     machine m;
     g_quick = env_int("BENCH_QUICK", 0) != 0;
     if (!outdir || !*outdir) outdir = "bench";
@@ -338,22 +339,14 @@ int main(void) {
     printf("machine (FMA loop: %s):\n", isa_desc[isa]);
     print_machine(&m, g_ncpu, bw_bytes);
     g_bw = m.bw;
-    for (i = 0; i < 2; ++i) {
-        g_flush[i].n = (8 * llc > ((size_t)256 << 20) ? 8 * llc : ((size_t)256 << 20)) / sizeof(float);
-        g_flush[i].p = (float *)xalloc(g_flush[i].n * sizeof(float));
-        g_flush[i].init = 1;
-        team_run(g_ncpu, bw_worker, &g_flush[i]);
-        g_flush[i].init = 0;
-    }
-    g_bench_pool = attn_pool_create(g_ncpu, 0);
+    flush_open(g_ncpu, llc);
     snprintf(path, sizeof path, "%s/%s", outdir, RESULTS_CSV);
     if (!(g_csv = fopen(path, "w"))) die("cannot write " RESULTS_CSV);
     fprintf(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err\n");
     bench_decode();
     bench_el();
     fclose(g_csv);
-    free(g_flush[0].p); free(g_flush[1].p);
-    attn_pool_destroy(g_bench_pool);
+    flush_close();
     printf("\nwrote %s\n", path);
     return 0;
 }

@@ -553,4 +553,24 @@ static double flush_caches(void) {
     return (double)(j->n * sizeof(float)) / t * 1e-9;
 }
 
+/* The flush arrays (max(8x LLC, 256 MiB) each, first touched by the threads that read them)
+   and the decoding pool; flush_close frees both. */
+static void flush_open(int ncpu, size_t llc) {
+    int i;
+    for (i = 0; i < 2; ++i) {
+        g_flush[i].n = (8 * llc > ((size_t)256 << 20) ? 8 * llc : ((size_t)256 << 20)) / sizeof(float);
+        g_flush[i].p = (float *)xalloc(g_flush[i].n * sizeof(float));
+        g_flush[i].init = 1;
+        team_run(ncpu, bw_worker, &g_flush[i]);
+        g_flush[i].init = 0;
+    }
+    g_bench_pool = attn_pool_create(ncpu, 0);
+}
+static void flush_close(void) {
+    free(g_flush[0].p); free(g_flush[1].p);
+    g_flush[0].p = g_flush[1].p = NULL;
+    attn_pool_destroy(g_bench_pool);
+    g_bench_pool = NULL;
+}
+
 #endif /* ATTN_BENCH_UTIL_H */
