@@ -83,7 +83,7 @@ static void naive_decode(const attn_kv_cache *c, const attn_tensor *q, float *ou
 
 static void bench_decode(void) {
     static const int Ls_full[] = { 4096, 8192, 16384, 32768, 65536 }, Ls_quick[] = { 4096, 16384 };
-    const int *Ls = g_quick ? Ls_quick : Ls_full, nL = g_quick ? 2 : 5, runs = g_quick ? 5 : 11;
+    const int *Ls = g_quick ? Ls_quick : Ls_full, nL = g_quick ? 2 : 5, runs = g_quick ? 5 : 25;
     int di, lay, li, r, i;
     double naive_ms[2][2] = { { 0, 0 }, { 0, 0 } };
     printf("\n1. decode over a K/V cache: batch 1, 1 query token, Hq %d / Hkv %d, D %d, %d threads, caches flushed\n", HQ, HKV,
@@ -104,7 +104,7 @@ static void bench_decode(void) {
                 attn_kv_cache c;
                 attn_tensor q, o;
                 attn_desc d;
-                double t[16], t_call[16], bw[16], bw_call[16], med, mn, mx, med_call, err = 0.0, gbs;
+                double t[25], t_call[25], bw[25], bw_call[25], med, mn, mx, med_call, err = 0.0, gbs;
                 const double bytes = 2.0 * L * HKV * HD * (double)es;
                 memset(&c, 0, sizeof c); memset(&d, 0, sizeof d);
                 fill_rand(tmp, n); convert_from_f32(kb, dt, tmp, n);
