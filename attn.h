@@ -1385,6 +1385,8 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
 #define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
 #define ATTN__DEC_NK 16      /* most keys per chunk of the fused AVX-512 decoding kernel */
+#define ATTN__DEC_ROWS 8     /* most query rows per KV head (q.seq x groups) the fused decoding kernels
+                                take; at 16 the staged tiles were 10-18% faster */
 #define ATTN__DEC_CHUNK_BYTES (32 * 1024)  /* K+V bytes per fused decoding chunk, which is also how
                                 far ahead it prefetches (into L1, 48 KiB here): Hkv 8, D 128 decode
                                 from memory ran 1.15x faster with 4-key f32 chunks (32 KiB) than with
@@ -3193,13 +3195,13 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
 }
 
 #if defined(ATTN__X86_SIMD)
-/* Fused decoding (AVX-512), for one query row per sequence (q.seq == 1) with no per-element
-   mask: every key of attn__key_ranges is visible to every row, so a chunk of keys needs
-   no mask beyond its tail. No stage: each chunk's K rows are read once, in address order
-   (key groups outer, KV heads inner), straight into register dot products; then per head the
-   online softmax and P.V with the accumulators in registers. The next chunk's rows are
-   prefetched while this one computes, so the memory reads overlap the arithmetic.
-   R = the tile's rows (groups) rounded up to a power of two; 16 accumulators are
+/* Fused decoding (AVX-512), for the keys every query row of a sequence sees (attn__fwd_decode
+   stages the few that only some rows see), so a chunk of keys needs no mask beyond its tail.
+   No stage: each chunk's K rows are read once, in address order (key groups outer, KV heads
+   inner), straight into register dot products; then per head the online softmax and P.V with
+   the accumulators in registers. The next chunk's rows are prefetched while this one computes,
+   so the memory reads overlap the arithmetic.
+   R = the tile's rows (q.seq x groups) rounded up to a power of two; 16 accumulators are
    16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V. Scores sit in
    S[h][j*R + r] (ATTN__DEC_NK keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
    (lane i = row i % R). */
@@ -3312,9 +3314,9 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
         float *sh = S + (size_t)h * ATTN__DEC_NK * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
-        if (P->alibi) {                 /* lane i: row i % R's slope, key offset i / R */
+        if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
             float sl[16], ko[16];
-            for (i = 0; i < 16; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R); }
+            for (i = 0; i < 16; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R) - T->pos[i % R]; }
             slope = _mm512_loadu_ps(sl); koff = _mm512_loadu_ps(ko);
         }
         /* online softmax over the chunk (the SEMANTICS order: softcap, ALiBi, mask) */
@@ -3324,7 +3326,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm512_mul_ps(_mm512_set1_ps(P->softcap), attn__tanh512(_mm512_mul_ps(x, _mm512_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m512 dist = _mm512_sub_ps(_mm512_set1_ps(T->pos[0]), _mm512_add_ps(_mm512_set1_ps((float)(X->c0 + v * KG)), koff));
+                __m512 dist = _mm512_add_ps(_mm512_set1_ps((float)(X->c0 + v * KG)), koff);     /* key - row position */
                 dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                 x = _mm512_fnmadd_ps(slope, dist, x);
             }
@@ -3374,7 +3376,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
     }
 }
 
-/* One instance of the kernel per row count R (1, 2, 4, 8, 16) and dtype, so both are
+/* One instance of the kernel per row count R (1, 2, 4, 8) and dtype, so both are
    constants inside it. */
 ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, int R, attn_dtype t) {
 #define ATTN__DEC_CASE(r) case r: \
@@ -3382,7 +3384,7 @@ ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S,
         else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, r, ATTN_F16); \
         else attn__dec512_chunk(C, ws, S, X, r, ATTN_BF16); \
         break;
-    switch (R) { ATTN__DEC_CASE(1) ATTN__DEC_CASE(2) ATTN__DEC_CASE(4) ATTN__DEC_CASE(8) default: ATTN__DEC_CASE(16) }
+    switch (R) { ATTN__DEC_CASE(1) ATTN__DEC_CASE(2) ATTN__DEC_CASE(4) default: ATTN__DEC_CASE(8) }
 #undef ATTN__DEC_CASE
 }
 #undef ATTN__X16
@@ -3444,9 +3446,9 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
         float *sh = S + (size_t)h * ATTN__DEC_NK * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m256 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
-        if (P->alibi) {                 /* lane i: row i % R's slope, key offset i / R */
+        if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
             float sl[8], ko[8];
-            for (i = 0; i < 8; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R); }
+            for (i = 0; i < 8; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R) - T->pos[i % R]; }
             slope = _mm256_loadu_ps(sl); koff = _mm256_loadu_ps(ko);
         }
         for (v = 0; v < nvec; ++v) {    /* online softmax over the chunk (softcap, ALiBi, mask) */
@@ -3455,7 +3457,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm256_mul_ps(_mm256_set1_ps(P->softcap), attn__tanh256(_mm256_mul_ps(x, _mm256_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m256 dist = _mm256_sub_ps(_mm256_set1_ps(T->pos[0]), _mm256_add_ps(_mm256_set1_ps((float)(X->c0 + v * KG)), koff));
+                __m256 dist = _mm256_add_ps(_mm256_set1_ps((float)(X->c0 + v * KG)), koff);     /* key - row position */
                 dist = _mm256_and_ps(dist, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
                 x = _mm256_fnmadd_ps(slope, dist, x);
             }
@@ -3515,9 +3517,10 @@ ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S,
 #undef ATTN__X8
 #endif /* ATTN__X86_SIMD */
 
-/* Whether decoding can take the fused kernels above: AVX-512 (or AVX2 with at most 8 rows),
-   one query row per sequence, head dims in whole vectors, no per-element score inputs (bias,
-   dilation, dropout) and no key rotation; everything else stages. */
+/* Whether decoding can take the fused kernels above: AVX-512 or AVX2, at most ATTN__DEC_ROWS
+   query rows per KV head (q.seq x groups), head dims in whole vectors, no per-element score
+   inputs (bias, dilation, dropout) and no key rotation; everything else stages. Keys that only
+   some of the rows see (the last q.seq - 1 under a causal mask, window edges) stage too. */
 static int attn__dec_lanes(const attn__isa *isa) {    /* the fused kernel's vector width, 0: none */
 #if defined(ATTN__X86_SIMD)
     return isa == &attn__isa_avx512 ? 16 : isa == &attn__isa_avx2 ? 8 : 0;
@@ -3528,7 +3531,7 @@ static int attn__dec_lanes(const attn__isa *isa) {    /* the fused kernel's vect
 }
 static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
     const int lanes = attn__dec_lanes(isa);
-    return lanes && P->q.seq == 1 && P->groups <= lanes && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
+    return lanes && P->q.seq * P->groups <= ATTN__DEC_ROWS && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
            P->dilation <= 1 && P->dropout_p <= 0.0f && !P->rope && P->k.dtype == P->v.dtype;
 }
 
@@ -3547,14 +3550,14 @@ static void attn__dec_rows(const attn__problem *P, const attn__seq *S, long long
 }
 #endif
 
-/* Decoding through the fused kernel: every visible key of the split, a chunk of keys at a time. */
-static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long klo, long long khi) {
+/* Keys [a, b) of sequence Sq through the fused kernel, a chunk at a time; every row sees them all. */
+static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long a, long long b) {
 #if defined(ATTN__X86_SIMD)
     const attn__problem *P = C->P;
     const int n = Sq->Lq * P->groups;
-    int R = 1;                                  /* rows rounded up to a power of two (n <= 16) */
-    long long ranges[2][2], c0;
-    int ri, nkc, n_ranges = attn__key_ranges(P, (long long)Sq->Lk - 1, (long long)Sq->Lk - 1, Sq->Lk, ranges);
+    int R = 1;                                  /* rows rounded up to a power of two (n <= ATTN__DEC_ROWS) */
+    long long c0;
+    int nkc, h, i;
     attn__dec_chunk X;
     while (R < n) R *= 2;
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
@@ -3563,23 +3566,48 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
         nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, ATTN__DEC_CHUNK_BYTES / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
+    for (h = 0; h < P->k.heads; ++h) {    /* the kernel keeps m and l in every lane (lane i: row i % R);
+                                             staged keys before these updated rows 0..n-1 only */
+        attn__tile *T = attn__decode_tile(C, ws, h);
+        for (i = R; i < attn__dec_lanes(C->isa); ++i) { T->m[i] = T->m[i % R]; T->l[i] = T->l[i % R]; }
+    }
     X.khs = P->k.sh * (ptrdiff_t)P->k.esize; X.vhs = P->v.sh * (ptrdiff_t)P->v.esize;
-    for (ri = 0; ri < n_ranges; ++ri) {
-        const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        X.nn = (int)ATTN__MIN((long long)nkc, b - a);
-        if (X.nn > 0) attn__dec_rows(P, Sq, a, X.nn, X.kn, X.vn);
-        for (c0 = a; c0 < b; c0 += X.nk) {          /* this chunk = the last one's next */
-            X.c0 = c0; X.nk = X.nn;
-            memcpy(X.k, X.kn, sizeof X.k); memcpy(X.v, X.vn, sizeof X.v);
-            X.nn = (int)ATTN__MIN((long long)nkc, b - c0 - X.nk);
-            if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
-            if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R, P->k.dtype);
-            else attn__dec256(C, ws, S, &X, R, P->k.dtype);
-        }
+    X.nn = (int)ATTN__MIN((long long)nkc, b - a);
+    if (X.nn > 0) attn__dec_rows(P, Sq, a, X.nn, X.kn, X.vn);
+    for (c0 = a; c0 < b; c0 += X.nk) {          /* this chunk = the last one's next */
+        X.c0 = c0; X.nk = X.nn;
+        memcpy(X.k, X.kn, sizeof X.k); memcpy(X.v, X.vn, sizeof X.v);
+        X.nn = (int)ATTN__MIN((long long)nkc, b - c0 - X.nk);
+        if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
+        if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R, P->k.dtype);
+        else attn__dec256(C, ws, S, &X, R, P->k.dtype);
     }
 #else
-    (void)C; (void)ws; (void)S; (void)Sq; (void)klo; (void)khi;
+    (void)C; (void)ws; (void)S; (void)Sq; (void)a; (void)b;
 #endif
+}
+
+/* Keys [a, b) of sequence S through the stage: each chunk converted to fp32, then the tile
+   kernels with every mask. */
+static void attn__fwd_decode_staged(const attn__fwd_ctx *C, float *ws, float *stage, const attn__seq *S, long long a, long long b) {
+    const attn__problem *P = C->P;
+    const int Hk = P->k.heads;
+    const size_t dk = (size_t)C->decode_chunk;
+    const float *vstage = stage + (size_t)Hk * dk * C->geo.ldk;
+    long long c0, c1;
+    int hk, nk, nk1;
+    for (c0 = a; c0 < b; c0 += nk) {
+        nk = attn__kv_run(P, S->k0 + c0, (int)ATTN__MIN((long long)C->decode_chunk, b - c0));
+        c1 = c0 + nk;
+        nk1 = c1 < b ? attn__kv_run(P, S->k0 + c1, (int)ATTN__MIN((long long)C->decode_chunk, b - c1)) : 0;
+        attn__decode_stage(C, S, stage, c0, nk);
+        for (hk = 0; hk < Hk; ++hk) {
+            if (nk1 > 0) attn__decode_prefetch(C, S, c1, nk1, hk, Hk);
+            attn__tile_chunk_rows(C, attn__decode_tile(C, ws, hk), ws, c0, nk,
+                                  stage + hk * dk * C->geo.ldk, (ptrdiff_t)C->geo.ldk,
+                                  vstage + hk * dk * C->geo.ldv, (ptrdiff_t)C->geo.ldv);
+        }
+    }
 }
 
 static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int split) {
@@ -3587,8 +3615,8 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
     const int g = P->groups, Hk = P->k.heads;
     float *stage = ws + C->geo.scratch + (size_t)Hk * C->geo.narrow_tile;
     attn__seq S;
-    long long klo, khi, ranges[2][2], c0;
-    int hk, ri, n_ranges, v, n, nk;
+    long long klo, khi, ranges[2][2], p0, p1;
+    int hk, ri, n_ranges, v, n;
     if (!attn__seq_of_row(P, tb, 0, &S)) S.Lq = 0;
     n = S.Lq * g;                                   /* rows past Lq are padding: zeros */
     if (split == 0)
@@ -3600,30 +3628,23 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
         attn__tile *T = attn__decode_tile(C, ws, hk);
         attn__tile_begin(C, T, (float *)(void *)T, &S, hk, 0, n);
     }
-    if (C->fused) {
-        attn__fwd_decode_fused(C, ws, stage, &S, klo, khi);
-        n_ranges = 0;
-    } else {
-        n_ranges = attn__key_ranges(P, (long long)S.Lk - S.Lq, (long long)S.Lk - 1, S.Lk, ranges);
-    }
+    p0 = (long long)S.Lk - S.Lq; p1 = (long long)S.Lk - 1;          /* the rows' positions */
+    n_ranges = attn__key_ranges(P, p0, p1, S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        for (c0 = a; c0 < b; c0 += nk) {
-            const size_t dk = (size_t)C->decode_chunk;
-            const float *vstage = stage + (size_t)Hk * dk * C->geo.ldk;
-            long long c1;
-            int nk1;
-            nk = attn__kv_run(P, S.k0 + c0, (int)ATTN__MIN((long long)C->decode_chunk, b - c0));
-            c1 = c0 + nk;
-            nk1 = c1 < b ? attn__kv_run(P, S.k0 + c1, (int)ATTN__MIN((long long)C->decode_chunk, b - c1)) : 0;
-            attn__decode_stage(C, &S, stage, c0, nk);
-            for (hk = 0; hk < Hk; ++hk) {
-                if (nk1 > 0) attn__decode_prefetch(C, &S, c1, nk1, hk, Hk);
-                attn__tile_chunk_rows(C, attn__decode_tile(C, ws, hk), ws, c0, nk,
-                                      stage + hk * dk * C->geo.ldk, (ptrdiff_t)C->geo.ldk,
-                                      vstage + hk * dk * C->geo.ldv, (ptrdiff_t)C->geo.ldv);
-            }
+        long long fa = a, fb = b;
+        if (a >= b) continue;
+        if (C->fused) {         /* the keys every row sees, [fa, fb), fuse; the edges around them stage */
+            int w;              /* the edges are at most q.seq - 1 keys wide (positions p0..p1) */
+            for (w = 0; w < 16 && fa < fb && !attn__chunk_full(P, p0, p1, fa, fa + 1); ++w) ++fa;
+            for (w = 0; w < 16 && fb > fa && !attn__chunk_full(P, p0, p1, fb - 1, fb); ++w) --fb;
+            if (fa < fb && !attn__chunk_full(P, p0, p1, fa, fb)) fa = fb = b;
+        } else {
+            fa = fb = b;
         }
+        attn__fwd_decode_staged(C, ws, stage, &S, a, fa);
+        if (fa < fb) attn__fwd_decode_fused(C, ws, stage, &S, fa, fb);
+        attn__fwd_decode_staged(C, ws, stage, &S, fb, b);
     }
     for (hk = 0; hk < Hk; ++hk)
         attn__tile_end(C, attn__decode_tile(C, ws, hk), C->n_splits > 1 ? attn__partial_at(C, tb * Hk + hk, split, 0) : NULL);
@@ -3710,7 +3731,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         size_t stage;
         C->decode_chunk = (int)ATTN__MAX((size_t)1, ATTN__MIN((size_t)ATTN__BK_DECODE, ATTN__DECODE_STAGE_BYTES / row));
         C->fused = attn__decode_fused(P, isa);
-        if (!attn__mul_size((size_t)P->k.heads, C->fused ? 16 * ATTN__DEC_NK : (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv), &stage) ||
+        if (!attn__mul_size((size_t)P->k.heads, ATTN__MAX((size_t)(C->fused ? 16 * ATTN__DEC_NK : 0), (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv)), &stage) ||
             !attn__add_size(heads_mem, stage, &heads_mem)) return ATTN_ERR_OVERFLOW;
     }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);

@@ -166,9 +166,10 @@ static void check_decode(t_rng *r, int B, int Sq, int Hq, int Hkv, int D, int Dv
     free(q); free(k); free(v); free(out); free(out2); free(lse); free(lse2); free(ro); free(rl); free(got);
 }
 
-/* One query row per sequence over random shapes and options: on AVX-512 this is the fused
-   decoding kernel (every row count 1..16 rounded to 1/2/4/8/16, chunk tails, head dims that
-   leave a partial P.V pass, two key ranges from sinks + window); elsewhere the staged one. */
+/* One query row per sequence over random shapes and options: on AVX-512 and AVX2 this is the
+   fused decoding kernel for up to 8 rows per KV head (row counts rounded to 1/2/4/8, chunk
+   tails, head dims that leave a partial P.V pass, two key ranges from sinks + window), the
+   staged one for 12 and 16 rows and on the other kernels. */
 static void test_decode_sweep(void) {
     static const int groups[] = {1, 2, 3, 4, 5, 8, 12, 16}, dims[] = {16, 32, 48, 64, 80, 128, 256};
     static const int lens[] = {1, 2, 15, 16, 17, 31, 33, 100, 257, 600};
@@ -195,6 +196,32 @@ static void test_decode_sweep(void) {
         }
         d.n_threads = t_irange(&r, 1, 3);
         check_decode(&r, B, 1, g * Hkv, Hkv, D, Dv, Lk, dts[t_irange(&r, 0, 2)], &d);
+    }
+}
+
+/* Several query rows per sequence (speculative steps): the fused kernel takes the keys every
+   row sees, the staged tiles the edges only some rows see (the last Sq - 1 keys under a causal
+   mask, the start of a window), and ALiBi distances differ per row. */
+static void test_decode_steps(void) {
+    static const int groups[] = {1, 2, 4, 8}, dims[] = {16, 64, 128};
+    static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    t_rng r = t_rng_seed(2025);
+    float slopes[48];
+    int it, i;
+    for (i = 0; i < 48; ++i) slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / 48);
+    for (it = 0; it < (T_QUICK ? 30 : 120); ++it) {
+        attn_desc d;
+        const int g = t_pick(&r, groups, 4), Sq = t_irange(&r, 2, 16 / g > 2 ? 16 / g : 2), Hkv = t_irange(&r, 1, 2);
+        const int D = t_pick(&r, dims, 3), Lk = t_irange(&r, Sq, 400);
+        memset(&d, 0, sizeof d);
+        d.causal = t_chance(&r, 0.8);
+        if (t_chance(&r, 0.3)) d.window_left = t_irange(&r, 1, 60);
+        if (t_chance(&r, 0.3)) d.sink_tokens = t_irange(&r, 1, 8);
+        if (t_chance(&r, 0.1)) d.global_tokens = t_irange(&r, 1, 5);
+        if (t_chance(&r, 0.3)) d.softcap = (float)t_irange(&r, 5, 50);
+        if (t_chance(&r, 0.4)) d.alibi_slopes = slopes;
+        d.n_threads = t_irange(&r, 1, 3);
+        check_decode(&r, t_irange(&r, 1, 2), Sq, g * Hkv, Hkv, D, D, Lk, dts[t_irange(&r, 0, 2)], &d);
     }
 }
 
@@ -360,6 +387,7 @@ void test_kernels(void) {
     test_vector_math();
     test_decoding();
     test_decode_sweep();
+    test_decode_steps();
     attn_pool_destroy(g_pool);
     g_pool = NULL;
 }
