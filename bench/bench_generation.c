@@ -10,6 +10,8 @@
       against that naive loop before it is timed. attn_decode runs on an attn_pool (which also
       runs the flush, as a model's other layers would between two steps); the "threads/call"
       column times the same calls with attn's per-call threads instead (ms, % bw@).
+   1b. Speculative steps: 2 and 4 query tokens per call (causal among themselves) at 16k,
+      against 1-token calls ("x steps": how much faster one Lq-token call is than Lq 1-token calls).
    2. The EL-attention paper's synthetic comparison on this CPU: batch x beam = 1 x 4, input
       length 64..1024, 16 heads, d_model 1024, one cross-attention layer. Per decode step:
         MHA, no cache      K = H W^K + b^K, V = H W^V + b^V recomputed every step, then attention
@@ -170,6 +172,76 @@ static void bench_decode(void) {
             }
     }
     printf("   (x naive: a scalar two-pass loop on 1 thread, timed at L = %d and scaled linearly)\n", Ls[0]);
+}
+
+/* 1b. Several query tokens per step (speculative decoding: the draft tokens checked in one
+   call, causal among themselves), L = 16384, contiguous cache; each token's row is checked
+   against the naive loop over the keys it sees. "x steps": Lq one-token calls / one Lq-token call. */
+static void bench_decode_steps(void) {
+    static const int lqs[] = { 1, 2, 4 };
+    const int L = g_quick ? 4096 : 16384, runs = g_quick ? 5 : 25;
+    int di, li, r, i, t;
+    printf("\n1b. speculative steps: Lq query tokens per call (causal), L %d, contiguous, Hq %d / Hkv %d, D %d, %d threads, caches flushed\n",
+           L, HQ, HKV, HD, g_ncpu);
+    printf("   %-5s %3s %10s %8s %8s %8s %9s\n", "dtype", "Lq", "median ms", "GB/s", "% bw@", "x steps", "max err");
+    for (di = 0; di < 2; ++di) {
+        const attn_dtype dt = di ? ATTN_F16 : ATTN_F32;
+        const size_t n = (size_t)L * HKV * HD, es = dtype_size(dt), qn = (size_t)4 * HQ * HD;
+        const double bytes = 2.0 * (double)n * (double)es;
+        float *tmp = (float *)xalloc(n * sizeof(float)), *ref = (float *)xalloc(sizeof(float) * qn);
+        float *qf = (float *)xalloc(sizeof(float) * qn), *sbuf = (float *)xalloc(sizeof(float) * (size_t)L);
+        void *kb = xalloc(n * es), *vb = xalloc(n * es), *qb = xalloc(qn * es), *ob = xalloc(qn * es);
+        double t1 = 0.0;
+        int lens[1];
+        attn_kv_cache c;
+        memset(&c, 0, sizeof c);
+        fill_rand(tmp, n); convert_from_f32(kb, dt, tmp, n);
+        fill_rand(tmp, n); convert_from_f32(vb, dt, tmp, n);
+        fill_rand(qf, qn); convert_from_f32(qb, dt, qf, qn);
+        c.k = attn_tensor_dense(kb, dt, 1, L, HKV, HD); c.v = attn_tensor_dense(vb, dt, 1, L, HKV, HD);
+        c.lens = lens; c.batch = 1;
+        for (li = 0; li < 3; ++li) {
+            const int Lq = lqs[li];
+            const attn_tensor q = attn_tensor_dense(qb, dt, 1, Lq, HQ, HD), o = attn_tensor_dense(ob, dt, 1, Lq, HQ, HD);
+            double tm[25], bw[25], med, err = 0.0;
+            attn_desc d;
+            memset(&d, 0, sizeof d);
+            d.causal = 1; d.n_threads = g_ncpu;
+            d.parallel = attn_pool_parallel; d.parallel_user = g_bench_pool;
+            lens[0] = L;
+            if (attn_decode(&d, q, &c, o, NULL) != ATTN_OK) die("attn_decode failed");
+            for (t = 0; t < Lq; ++t) {      /* token t sees keys 0 .. L - Lq + t */
+                attn_kv_cache ct = c;
+                attn_tensor qt = attn_tensor_dense((char *)qb + (size_t)t * HQ * HD * es, dt, 1, 1, HQ, HD);
+                int lt[1];
+                lt[0] = L - Lq + 1 + t; ct.lens = lt;
+                naive_decode(&ct, &qt, ref, sbuf);
+                for (i = 0; i < HQ * HD; ++i) {
+                    const double e = fabs((double)ld(ob, dt, (size_t)t * HQ * HD + i) - ref[i]);
+                    if (e > err) err = e;
+                }
+            }
+            if (err > (dt == ATTN_F32 ? 1e-4 : 2e-3)) { printf("CHECK FAILED: max err %.3g\n", err); exit(1); }
+            for (r = 0; r < runs; ++r) {
+                double t0;
+                bw[r] = flush_caches();
+                t0 = now_s();
+                attn_decode(&d, q, &c, o, NULL);
+                tm[r] = now_s() - t0;
+            }
+            med = median_of(tm, runs, NULL, NULL);
+            if (Lq == 1) t1 = med;
+            printf("   %-5s %3d %10.3f %8.2f %7.1f%% %8.2f %9.2e\n", dtype_name(dt), Lq, med * 1e3, bytes / med * 1e-9,
+                   median_pct_of_flush(bytes, tm, bw, runs), Lq * t1 / med, err);
+            csv_row("decode_steps", Lq == 1 ? "attn_decode_Lq1" : Lq == 2 ? "attn_decode_Lq2" : "attn_decode_Lq4", dtype_name(dt),
+                    "contiguous", L, med * 1e3, 0, 0, bytes / med * 1e-9, 100.0 * bytes / med * 1e-9 / g_bw,
+                    median_pct_of_flush(bytes, tm, bw, runs), Lq * t1 / med, bytes / MIB, err);
+            fflush(stdout);
+        }
+        free(tmp); free(ref); free(qf); free(sbuf); free(kb); free(vb); free(qb); free(ob);
+    }
+    printf("   (speculative decoding checks Lq draft tokens in one call; the fused kernel takes up to 8 query rows per\n"
+           "    KV head: Lq 2 x 4 groups here, Lq 4 x 4 = 16 rows run on the staged tiles)\n");
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -344,6 +416,7 @@ int main(void) {
     if (!(g_csv = fopen(path, "w"))) die("cannot write " RESULTS_CSV);
     fprintf(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err\n");
     bench_decode();
+    bench_decode_steps();
     bench_el();
     fclose(g_csv);
     flush_close();
