@@ -1385,8 +1385,9 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
 #define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
 #define ATTN__DEC_NK 16      /* most keys per chunk of the fused AVX-512 decoding kernel */
-#define ATTN__DEC_ROWS 8     /* most query rows per KV head (q.seq x groups) the fused decoding kernels
-                                take; at 16 the staged tiles were faster (f16 13-18%, f32 up to 12%) */
+#define ATTN__DEC_ROWS 8     /* most query rows per tile of the fused decoding kernels: 16 rows (q.seq x
+                                groups) run as two tiles of 8 over each chunk, which beat one tile of
+                                16 rows (register spills) and the staged tiles */
 #define ATTN__DEC_CHUNK_BYTES (32 * 1024)  /* K+V bytes per fused decoding chunk, which is also how
                                 far ahead it prefetches (into L1, 48 KiB here): Hkv 8, D 128 decode
                                 from memory ran 1.15x faster with 4-key f32 chunks (32 KiB) than with
@@ -2876,6 +2877,7 @@ typedef struct attn__fwd_ctx {
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
     int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
     int fused;                 /* decoding takes attn__fwd_decode_fused (no stage) */
+    int dec_tiles;             /* decoding tiles per KV head (rows in blocks of ATTN__DEC_ROWS when fused) */
     int bf16;                  /* 3.12 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
 } attn__fwd_ctx;
 
@@ -3201,7 +3203,7 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
    inner), straight into register dot products; then per head the online softmax and P.V with
    the accumulators in registers. The next chunk's rows are prefetched while this one computes,
    so the memory reads overlap the arithmetic.
-   R = the tile's rows (q.seq x groups) rounded up to a power of two; 16 accumulators are
+   R = the tile's rows (at most ATTN__DEC_ROWS) rounded up to a power of two; 16 accumulators are
    16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V. Scores sit in
    S[h][j*R + r] (ATTN__DEC_NK keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
    (lane i = row i % R). */
@@ -3264,6 +3266,7 @@ typedef struct attn__dec_chunk {
     ptrdiff_t khs, vhs;                               /* bytes to the next head */
     long long c0;
     int nk, nn;
+    int tile0;                                        /* the first tile: attn__decode_tile(tile0 + KV head) */
 } attn__dec_chunk;
 
 ATTN__T256 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n) {
@@ -3284,7 +3287,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
         const char *kr[16];
         for (kk = 0; kk < KG; ++kk) kr[kk] = X->k[ATTN__MIN(g0 + kk, X->nk - 1)];  /* tail: repeat the last key */
         for (h = 0; h < Hk; ++h) {
-            const float *q = attn__decode_tile(C, ws, h)->qr;
+            const float *q = attn__decode_tile(C, ws, X->tile0 + h)->qr;
             const ptrdiff_t ho = (ptrdiff_t)h * X->khs;
             __m512 a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
             __m512 a8 = zero, a9 = zero, a10 = zero, a11 = zero, a12 = zero, a13 = zero, a14 = zero, a15 = zero;
@@ -3310,7 +3313,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
         }
     }
     for (h = 0; h < Hk; ++h) {
-        attn__tile *T = attn__decode_tile(C, ws, h);
+        attn__tile *T = attn__decode_tile(C, ws, X->tile0 + h);
         float *sh = S + (size_t)h * ATTN__DEC_NK * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
@@ -3424,7 +3427,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
         const char *kr[8];
         for (kk = 0; kk < KG; ++kk) kr[kk] = X->k[ATTN__MIN(g0 + kk, X->nk - 1)];
         for (h = 0; h < Hk; ++h) {
-            const float *q = attn__decode_tile(C, ws, h)->qr;
+            const float *q = attn__decode_tile(C, ws, X->tile0 + h)->qr;
             const ptrdiff_t ho = (ptrdiff_t)h * X->khs;
             __m256 a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
             __m256 k0 = zero, k1 = zero, k2 = zero, k3 = zero, k4 = zero, k5 = zero, k6 = zero, k7 = zero;
@@ -3442,7 +3445,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
         }
     }
     for (h = 0; h < Hk; ++h) {
-        attn__tile *T = attn__decode_tile(C, ws, h);
+        attn__tile *T = attn__decode_tile(C, ws, X->tile0 + h);
         float *sh = S + (size_t)h * ATTN__DEC_NK * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m256 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
@@ -3517,10 +3520,11 @@ ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S,
 #undef ATTN__X8
 #endif /* ATTN__X86_SIMD */
 
-/* Whether decoding can take the fused kernels above: AVX-512 or AVX2, at most ATTN__DEC_ROWS
-   query rows per KV head (q.seq x groups), head dims in whole vectors, no per-element score
-   inputs (bias, dilation, dropout) and no key rotation; everything else stages. Keys that only
-   some of the rows see (the last q.seq - 1 under a causal mask, window edges) stage too. */
+/* Whether decoding can take the fused kernels above: AVX-512 or AVX2 (the query rows of a KV
+   head, q.seq x groups <= 16, in tiles of ATTN__DEC_ROWS), head dims in whole vectors, no
+   per-element score inputs (bias, dilation, dropout) and no key rotation; everything else
+   stages. Keys that only some of the rows see (the last q.seq - 1 under a causal mask, window
+   edges) stage too. */
 static int attn__dec_lanes(const attn__isa *isa) {    /* the fused kernel's vector width, 0: none */
 #if defined(ATTN__X86_SIMD)
     return isa == &attn__isa_avx512 ? 16 : isa == &attn__isa_avx2 ? 8 : 0;
@@ -3531,7 +3535,7 @@ static int attn__dec_lanes(const attn__isa *isa) {    /* the fused kernel's vect
 }
 static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
     const int lanes = attn__dec_lanes(isa);
-    return lanes && P->q.seq * P->groups <= ATTN__DEC_ROWS && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
+    return lanes && P->q.seq * P->groups <= 2 * ATTN__DEC_ROWS && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
            P->dilation <= 1 && P->dropout_p <= 0.0f && !P->rope && P->k.dtype == P->v.dtype;
 }
 
@@ -3550,27 +3554,30 @@ static void attn__dec_rows(const attn__problem *P, const attn__seq *S, long long
 }
 #endif
 
-/* Keys [a, b) of sequence Sq through the fused kernel, a chunk at a time; every row sees them all. */
+/* Keys [a, b) of sequence Sq through the fused kernel, a chunk at a time; every row sees them all.
+   The rows' tiles (ATTN__DEC_ROWS rows each) take each chunk in turn while it is in L1. */
 static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long a, long long b) {
 #if defined(ATTN__X86_SIMD)
     const attn__problem *P = C->P;
-    const int n = Sq->Lq * P->groups;
-    int R = 1;                                  /* rows rounded up to a power of two (n <= ATTN__DEC_ROWS) */
+    const int n = Sq->Lq * P->groups, Hk = P->k.heads, lanes = attn__dec_lanes(C->isa);
+    const int n_tiles = (n + ATTN__DEC_ROWS - 1) / ATTN__DEC_ROWS;
+    int R[2] = { 1, 1 };                        /* each tile's rows rounded up to a power of two */
     long long c0;
-    int nkc, h, i;
+    int nkc, h, i, t, nn;
     attn__dec_chunk X;
-    while (R < n) R *= 2;
+    for (t = 0; t < n_tiles; ++t)
+        while (R[t] < ATTN__MIN(ATTN__DEC_ROWS, n - t * ATTN__DEC_ROWS)) R[t] *= 2;
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
-        const size_t key_bytes = (size_t)P->k.heads * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
-        const int kg = attn__dec_lanes(C->isa) / R;
+        const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
+        const int kg = lanes / R[0];
         nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, ATTN__DEC_CHUNK_BYTES / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
-    for (h = 0; h < P->k.heads; ++h) {    /* the kernel keeps m and l in every lane (lane i: row i % R);
-                                             staged keys before these updated rows 0..n-1 only */
-        attn__tile *T = attn__decode_tile(C, ws, h);
-        for (i = R; i < attn__dec_lanes(C->isa); ++i) { T->m[i] = T->m[i % R]; T->l[i] = T->l[i % R]; }
-    }
+    for (t = 0; t < n_tiles; ++t)               /* the kernel keeps m and l in every lane (lane i: row i % R); */
+        for (h = 0; h < Hk; ++h) {              /* staged keys before these updated the tile's rows only */
+            attn__tile *T = attn__decode_tile(C, ws, t * Hk + h);
+            for (i = R[t]; i < lanes; ++i) { T->m[i] = T->m[i % R[t]]; T->l[i] = T->l[i % R[t]]; }
+        }
     X.khs = P->k.sh * (ptrdiff_t)P->k.esize; X.vhs = P->v.sh * (ptrdiff_t)P->v.esize;
     X.nn = (int)ATTN__MIN((long long)nkc, b - a);
     if (X.nn > 0) attn__dec_rows(P, Sq, a, X.nn, X.kn, X.vn);
@@ -3579,8 +3586,12 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
         memcpy(X.k, X.kn, sizeof X.k); memcpy(X.v, X.vn, sizeof X.v);
         X.nn = (int)ATTN__MIN((long long)nkc, b - c0 - X.nk);
         if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
-        if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R, P->k.dtype);
-        else attn__dec256(C, ws, S, &X, R, P->k.dtype);
+        for (t = 0, nn = X.nn; t < n_tiles; ++t) {
+            X.tile0 = t * Hk; X.nn = t == 0 ? nn : 0;   /* the first tile prefetches the next chunk */
+            if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R[t], P->k.dtype);
+            else attn__dec256(C, ws, S, &X, R[t], P->k.dtype);
+        }
+        X.nn = nn;
     }
 #else
     (void)C; (void)ws; (void)S; (void)Sq; (void)a; (void)b;
@@ -3589,7 +3600,8 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
 
 /* Keys [a, b) of sequence S through the stage: each chunk converted to fp32, then the tile
    kernels with every mask. */
-static void attn__fwd_decode_staged(const attn__fwd_ctx *C, float *ws, float *stage, const attn__seq *S, long long a, long long b) {
+static void attn__fwd_decode_staged(const attn__fwd_ctx *C, float *ws, float *stage, const attn__seq *S, long long a, long long b,
+                                    int n_tiles) {
     const attn__problem *P = C->P;
     const int Hk = P->k.heads;
     const size_t dk = (size_t)C->decode_chunk;
@@ -3602,10 +3614,12 @@ static void attn__fwd_decode_staged(const attn__fwd_ctx *C, float *ws, float *st
         nk1 = c1 < b ? attn__kv_run(P, S->k0 + c1, (int)ATTN__MIN((long long)C->decode_chunk, b - c1)) : 0;
         attn__decode_stage(C, S, stage, c0, nk);
         for (hk = 0; hk < Hk; ++hk) {
+            int t;
             if (nk1 > 0) attn__decode_prefetch(C, S, c1, nk1, hk, Hk);
-            attn__tile_chunk_rows(C, attn__decode_tile(C, ws, hk), ws, c0, nk,
-                                  stage + hk * dk * C->geo.ldk, (ptrdiff_t)C->geo.ldk,
-                                  vstage + hk * dk * C->geo.ldv, (ptrdiff_t)C->geo.ldv);
+            for (t = 0; t < n_tiles; ++t)
+                attn__tile_chunk_rows(C, attn__decode_tile(C, ws, t * Hk + hk), ws, c0, nk,
+                                      stage + hk * dk * C->geo.ldk, (ptrdiff_t)C->geo.ldk,
+                                      vstage + hk * dk * C->geo.ldv, (ptrdiff_t)C->geo.ldv);
         }
     }
 }
@@ -3613,10 +3627,10 @@ static void attn__fwd_decode_staged(const attn__fwd_ctx *C, float *ws, float *st
 static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int split) {
     const attn__problem *P = C->P;
     const int g = P->groups, Hk = P->k.heads;
-    float *stage = ws + C->geo.scratch + (size_t)Hk * C->geo.narrow_tile;
+    float *stage = ws + C->geo.scratch + (size_t)Hk * C->dec_tiles * C->geo.narrow_tile;
     attn__seq S;
     long long klo, khi, ranges[2][2], p0, p1;
-    int hk, ri, n_ranges, v, n;
+    int hk, ri, n_ranges, v, n, t, n_tiles, rows;
     if (!attn__seq_of_row(P, tb, 0, &S)) S.Lq = 0;
     n = S.Lq * g;                                   /* rows past Lq are padding: zeros */
     if (split == 0)
@@ -3624,10 +3638,13 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
             for (v = n; v < P->q.seq * g; ++v) attn__fwd_store(P, C->isa, tb, v / g, hk * g + v % g, NULL, 0.0f, 0.0f);
     if (n == 0) return;
     klo = (long long)split * C->split_keys; khi = ATTN__MIN((long long)S.Lk, klo + C->split_keys);
-    for (hk = 0; hk < Hk; ++hk) {
-        attn__tile *T = attn__decode_tile(C, ws, hk);
-        attn__tile_begin(C, T, (float *)(void *)T, &S, hk, 0, n);
-    }
+    rows = C->fused ? ATTN__DEC_ROWS : n;           /* rows per tile */
+    n_tiles = (n + rows - 1) / rows;
+    for (t = 0; t < n_tiles; ++t)
+        for (hk = 0; hk < Hk; ++hk) {
+            attn__tile *T = attn__decode_tile(C, ws, t * Hk + hk);
+            attn__tile_begin(C, T, (float *)(void *)T, &S, hk, t * rows, ATTN__MIN(rows, n - t * rows));
+        }
     p0 = (long long)S.Lk - S.Lq; p1 = (long long)S.Lk - 1;          /* the rows' positions */
     n_ranges = attn__key_ranges(P, p0, p1, S.Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
@@ -3642,12 +3659,14 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
         } else {
             fa = fb = b;
         }
-        attn__fwd_decode_staged(C, ws, stage, &S, a, fa);
+        attn__fwd_decode_staged(C, ws, stage, &S, a, fa, n_tiles);
         if (fa < fb) attn__fwd_decode_fused(C, ws, stage, &S, fa, fb);
-        attn__fwd_decode_staged(C, ws, stage, &S, fb, b);
+        attn__fwd_decode_staged(C, ws, stage, &S, fb, b, n_tiles);
     }
-    for (hk = 0; hk < Hk; ++hk)
-        attn__tile_end(C, attn__decode_tile(C, ws, hk), C->n_splits > 1 ? attn__partial_at(C, tb * Hk + hk, split, 0) : NULL);
+    for (t = 0; t < n_tiles; ++t)
+        for (hk = 0; hk < Hk; ++hk)
+            attn__tile_end(C, attn__decode_tile(C, ws, t * Hk + hk),
+                           C->n_splits > 1 ? attn__partial_at(C, tb * Hk + hk, split, t * rows) : NULL);
 }
 
 static void attn__fwd_task(void *vctx, int task, int thread) {
@@ -3725,12 +3744,13 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     if (!attn__mul_size(C->decode ? (size_t)P->q.batch : units, (size_t)C->n_splits, &tasks) || tasks > INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->partial_row = C->geo.ldo + 2;
-    if (!attn__mul_size(C->geo.narrow_tile, (size_t)P->k.heads, &heads_mem)) return ATTN_ERR_OVERFLOW;
+    C->fused = C->decode && attn__decode_fused(P, isa);
+    C->dec_tiles = C->fused ? (int)((vrows + ATTN__DEC_ROWS - 1) / ATTN__DEC_ROWS) : 1;
+    if (!attn__mul_size(C->geo.narrow_tile, (size_t)P->k.heads * (size_t)C->dec_tiles, &heads_mem)) return ATTN_ERR_OVERFLOW;
     if (C->decode) {            /* the stage: decode_chunk keys of every head, K and V, fp32; fused: the scores */
         const size_t row = ((size_t)P->k.heads * (C->geo.ldk + C->geo.ldv)) * sizeof(float);
         size_t stage;
         C->decode_chunk = (int)ATTN__MAX((size_t)1, ATTN__MIN((size_t)ATTN__BK_DECODE, ATTN__DECODE_STAGE_BYTES / row));
-        C->fused = attn__decode_fused(P, isa);
         if (!attn__mul_size((size_t)P->k.heads, ATTN__MAX((size_t)(C->fused ? 16 * ATTN__DEC_NK : 0), (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv)), &stage) ||
             !attn__add_size(heads_mem, stage, &heads_mem)) return ATTN_ERR_OVERFLOW;
     }

@@ -240,8 +240,8 @@ static void bench_decode_steps(void) {
         }
         free(tmp); free(ref); free(qf); free(sbuf); free(kb); free(vb); free(qb); free(ob);
     }
-    printf("   (speculative decoding checks Lq draft tokens in one call; the fused kernel takes up to 8 query rows per\n"
-           "    KV head: Lq 2 x 4 groups here, Lq 4 x 4 = 16 rows run on the staged tiles)\n");
+    printf("   (speculative decoding checks Lq draft tokens in one call; the fused kernel runs the query rows of a KV head\n"
+           "    in tiles of 8: Lq 2 x 4 groups is one tile, Lq 4 x 4 = 16 rows two tiles over each chunk)\n");
 }
 
 /* ------------------------------------------------------------------------------------------
