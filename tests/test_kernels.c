@@ -167,9 +167,9 @@ static void check_decode(t_rng *r, int B, int Sq, int Hq, int Hkv, int D, int Dv
 }
 
 /* One query row per sequence over random shapes and options: on AVX-512 and AVX2 this is the
-   fused decoding kernel for up to 8 rows per KV head (row counts rounded to 1/2/4/8, chunk
-   tails, head dims that leave a partial P.V pass, two key ranges from sinks + window), the
-   staged one for 12 and 16 rows and on the other kernels. */
+   fused decoding kernel (tiles of up to 8 rows, 12 and 16 rows as two tiles; row counts
+   rounded to 1/2/4/8, chunk tails, head dims that leave a partial P.V pass, two key ranges
+   from sinks + window), the staged one on the other kernels. */
 static void test_decode_sweep(void) {
     static const int groups[] = {1, 2, 3, 4, 5, 8, 12, 16}, dims[] = {16, 32, 48, 64, 80, 128, 256};
     static const int lens[] = {1, 2, 15, 16, 17, 31, 33, 100, 257, 600};
