@@ -1388,6 +1388,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__DEC_ROWS 8     /* most query rows per tile of the fused decoding kernels: 16 rows (q.seq x
                                 groups) run as two tiles of 8 over each chunk, which beat one tile of
                                 16 rows (register spills) and the staged tiles */
+#define ATTN__DEC_TILES 4    /* most fused decoding tiles per KV head (32 rows) */
 #define ATTN__DEC_CHUNK_BYTES (32 * 1024)  /* K+V bytes per fused decoding chunk, which is also how
                                 far ahead it prefetches (into L1, 48 KiB here): Hkv 8, D 128 decode
                                 from memory ran 1.15x faster with 4-key f32 chunks (32 KiB) than with
@@ -2275,8 +2276,8 @@ static const attn__isa *attn__pick_isa(void) {
 /* ---------------------------------------------------------------------------------------
    3.12 AMX tile kernels (bf16): placed before 3.6, which calls them
    --------------------------------------------------------------------------------------- */
-/* bf16 q/k/v outside decoding (Sq x Hq/Hkv <= 16 stays on 3.6's decode path, which is
-   bandwidth-bound): Q.K^T and P.V as bf16 products
+/* bf16 q/k/v outside decoding (Sq x Hq/Hkv <= 16, or <= 32 on the fused decoding kernels,
+   stays on 3.6's decode path, which is bandwidth-bound): Q.K^T and P.V as bf16 products
    with fp32 accumulation, on AMX tiles (tdpbf16ps) where the CPU and OS allow them, else on
    AVX512-BF16 (vdpbf16ps). Between the products the AVX-512 online-softmax stage of 3.5 runs
    on fp32 scores with every mask and option of the fp32 path (softcap, ALiBi, bias, windows,
@@ -3521,7 +3522,7 @@ ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S,
 #endif /* ATTN__X86_SIMD */
 
 /* Whether decoding can take the fused kernels above: AVX-512 or AVX2 (the query rows of a KV
-   head, q.seq x groups <= 16, in tiles of ATTN__DEC_ROWS), head dims in whole vectors, no
+   head, q.seq x groups <= 32, in tiles of ATTN__DEC_ROWS), head dims in whole vectors, no
    per-element score inputs (bias, dilation, dropout) and no key rotation; everything else
    stages. Keys that only some of the rows see (the last q.seq - 1 under a causal mask, window
    edges) stage too. */
@@ -3535,7 +3536,7 @@ static int attn__dec_lanes(const attn__isa *isa) {    /* the fused kernel's vect
 }
 static int attn__decode_fused(const attn__problem *P, const attn__isa *isa) {
     const int lanes = attn__dec_lanes(isa);
-    return lanes && P->q.seq * P->groups <= 2 * ATTN__DEC_ROWS && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
+    return lanes && (long long)P->q.seq * P->groups <= ATTN__DEC_TILES * ATTN__DEC_ROWS && P->q.dim % lanes == 0 && P->v.dim % lanes == 0 && !P->bias &&
            P->dilation <= 1 && P->dropout_p <= 0.0f && !P->rope && P->k.dtype == P->v.dtype;
 }
 
@@ -3561,7 +3562,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     const attn__problem *P = C->P;
     const int n = Sq->Lq * P->groups, Hk = P->k.heads, lanes = attn__dec_lanes(C->isa);
     const int n_tiles = (n + ATTN__DEC_ROWS - 1) / ATTN__DEC_ROWS;
-    int R[2] = { 1, 1 };                        /* each tile's rows rounded up to a power of two */
+    int R[ATTN__DEC_TILES] = { 1, 1, 1, 1 };   /* each tile's rows rounded up to a power of two */
     long long c0;
     int nkc, h, i, t, nn;
     attn__dec_chunk X;
@@ -3728,7 +3729,9 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     if (!attn__mul_size((size_t)C->units_per_head, (size_t)P->k.heads * (size_t)P->q.batch, &units) || units > INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->n_units = (int)units;
-    C->decode = vrows <= 16 && isa->qk_narrow != NULL && !P->cu_q;
+    /* decoding: a step's rows of a KV head in one narrow tile, or in the fused kernels' tiles */
+    C->decode = (vrows <= 16 || (vrows <= ATTN__DEC_TILES * ATTN__DEC_ROWS && attn__decode_fused(P, isa))) &&
+                isa->qk_narrow != NULL && !P->cu_q;
     /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
        at least 8 chunks, aiming at 32 tasks; depends on shapes only, never on threads */
     C->n_splits = 1;

@@ -10,7 +10,7 @@
       against that naive loop before it is timed. attn_decode runs on an attn_pool (which also
       runs the flush, as a model's other layers would between two steps); the "threads/call"
       column times the same calls with attn's per-call threads instead (ms, % bw@).
-   1b. Speculative steps: 2 and 4 query tokens per call (causal among themselves) at 16k,
+   1b. Speculative steps: 2, 4 and 8 query tokens per call (causal among themselves) at 16k,
       against 1-token calls ("x steps": how much faster one Lq-token call is than Lq 1-token calls).
    2. The EL-attention paper's synthetic comparison on this CPU: batch x beam = 1 x 4, input
       length 64..1024, 16 heads, d_model 1024, one cross-attention layer. Per decode step:
@@ -178,7 +178,7 @@ static void bench_decode(void) {
    call, causal among themselves), L = 16384, contiguous cache; each token's row is checked
    against the naive loop over the keys it sees. "x steps": Lq one-token calls / one Lq-token call. */
 static void bench_decode_steps(void) {
-    static const int lqs[] = { 1, 2, 4 };
+    static const int lqs[] = { 1, 2, 4, 8 };
     const int L = g_quick ? 4096 : 16384, runs = g_quick ? 5 : 25;
     int di, li, r, i, t;
     printf("\n1b. speculative steps: Lq query tokens per call (causal), L %d, contiguous, Hq %d / Hkv %d, D %d, %d threads, caches flushed\n",
@@ -186,7 +186,7 @@ static void bench_decode_steps(void) {
     printf("   %-5s %3s %10s %8s %8s %8s %9s\n", "dtype", "Lq", "median ms", "GB/s", "% bw@", "x steps", "max err");
     for (di = 0; di < 2; ++di) {
         const attn_dtype dt = di ? ATTN_F16 : ATTN_F32;
-        const size_t n = (size_t)L * HKV * HD, es = dtype_size(dt), qn = (size_t)4 * HQ * HD;
+        const size_t n = (size_t)L * HKV * HD, es = dtype_size(dt), qn = (size_t)8 * HQ * HD;
         const double bytes = 2.0 * (double)n * (double)es;
         float *tmp = (float *)xalloc(n * sizeof(float)), *ref = (float *)xalloc(sizeof(float) * qn);
         float *qf = (float *)xalloc(sizeof(float) * qn), *sbuf = (float *)xalloc(sizeof(float) * (size_t)L);
@@ -200,7 +200,7 @@ static void bench_decode_steps(void) {
         fill_rand(qf, qn); convert_from_f32(qb, dt, qf, qn);
         c.k = attn_tensor_dense(kb, dt, 1, L, HKV, HD); c.v = attn_tensor_dense(vb, dt, 1, L, HKV, HD);
         c.lens = lens; c.batch = 1;
-        for (li = 0; li < 3; ++li) {
+        for (li = 0; li < 4; ++li) {
             const int Lq = lqs[li];
             const attn_tensor q = attn_tensor_dense(qb, dt, 1, Lq, HQ, HD), o = attn_tensor_dense(ob, dt, 1, Lq, HQ, HD);
             double tm[25], bw[25], med, err = 0.0;
@@ -233,7 +233,7 @@ static void bench_decode_steps(void) {
             if (Lq == 1) t1 = med;
             printf("   %-5s %3d %10.3f %8.2f %7.1f%% %8.2f %9.2e\n", dtype_name(dt), Lq, med * 1e3, bytes / med * 1e-9,
                    median_pct_of_flush(bytes, tm, bw, runs), Lq * t1 / med, err);
-            csv_row("decode_steps", Lq == 1 ? "attn_decode_Lq1" : Lq == 2 ? "attn_decode_Lq2" : "attn_decode_Lq4", dtype_name(dt),
+            csv_row("decode_steps", Lq == 1 ? "attn_decode_Lq1" : Lq == 2 ? "attn_decode_Lq2" : Lq == 4 ? "attn_decode_Lq4" : "attn_decode_Lq8", dtype_name(dt),
                     "contiguous", L, med * 1e3, 0, 0, bytes / med * 1e-9, 100.0 * bytes / med * 1e-9 / g_bw,
                     median_pct_of_flush(bytes, tm, bw, runs), Lq * t1 / med, bytes / MIB, err);
             fflush(stdout);
@@ -241,7 +241,7 @@ static void bench_decode_steps(void) {
         free(tmp); free(ref); free(qf); free(sbuf); free(kb); free(vb); free(qb); free(ob);
     }
     printf("   (speculative decoding checks Lq draft tokens in one call; the fused kernel runs the query rows of a KV head\n"
-           "    in tiles of 8: Lq 2 x 4 groups is one tile, Lq 4 x 4 = 16 rows two tiles over each chunk)\n");
+           "    in tiles of 8 over each chunk: Lq 2 x 4 groups is one tile, Lq 8 x 4 = 32 rows four)\n");
 }
 
 /* ------------------------------------------------------------------------------------------

@@ -199,9 +199,10 @@ static void test_decode_sweep(void) {
     }
 }
 
-/* Several query rows per sequence (speculative steps): the fused kernel takes the keys every
-   row sees, the staged tiles the edges only some rows see (the last Sq - 1 keys under a causal
-   mask, the start of a window), and ALiBi distances differ per row. */
+/* Several query rows per sequence (speculative steps, up to 32 rows per KV head: 4 fused
+   tiles): the fused kernel takes the keys every row sees, the staged tiles the edges only some
+   rows see (the last Sq - 1 keys under a causal mask, the start of a window), and ALiBi
+   distances differ per row. */
 static void test_decode_steps(void) {
     static const int groups[] = {1, 2, 4, 8}, dims[] = {16, 64, 128};
     static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
@@ -211,7 +212,7 @@ static void test_decode_steps(void) {
     for (i = 0; i < 48; ++i) slopes[i] = (float)pow(2.0, -8.0 * (i + 1) / 48);
     for (it = 0; it < (T_QUICK ? 30 : 120); ++it) {
         attn_desc d;
-        const int g = t_pick(&r, groups, 4), Sq = t_irange(&r, 2, 16 / g > 2 ? 16 / g : 2), Hkv = t_irange(&r, 1, 2);
+        const int g = t_pick(&r, groups, 4), Sq = t_irange(&r, 2, 32 / g), Hkv = t_irange(&r, 1, 2);
         const int D = t_pick(&r, dims, 3), Lk = t_irange(&r, Sq, 400);
         memset(&d, 0, sizeof d);
         d.causal = t_chance(&r, 0.8);
