@@ -3562,12 +3562,12 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     const attn__problem *P = C->P;
     const int n = Sq->Lq * P->groups, Hk = P->k.heads, lanes = attn__dec_lanes(C->isa);
     const int n_tiles = (n + ATTN__DEC_ROWS - 1) / ATTN__DEC_ROWS;
-    int R[ATTN__DEC_TILES] = { 1, 1, 1, 1 };   /* each tile's rows rounded up to a power of two */
+    int R[ATTN__DEC_TILES];                     /* each tile's rows rounded up to a power of two */
     long long c0;
     int nkc, h, i, t, nn;
     attn__dec_chunk X;
     for (t = 0; t < n_tiles; ++t)
-        while (R[t] < ATTN__MIN(ATTN__DEC_ROWS, n - t * ATTN__DEC_ROWS)) R[t] *= 2;
+        for (R[t] = 1; R[t] < ATTN__MIN(ATTN__DEC_ROWS, n - t * ATTN__DEC_ROWS); R[t] *= 2) {}
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
         const int kg = lanes / R[0];
@@ -3653,9 +3653,9 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
         long long fa = a, fb = b;
         if (a >= b) continue;
         if (C->fused) {         /* the keys every row sees, [fa, fb), fuse; the edges around them stage */
-            int w;              /* the edges are at most q.seq - 1 keys wide (positions p0..p1) */
-            for (w = 0; w < 16 && fa < fb && !attn__chunk_full(P, p0, p1, fa, fa + 1); ++w) ++fa;
-            for (w = 0; w < 16 && fb > fa && !attn__chunk_full(P, p0, p1, fb - 1, fb); ++w) --fb;
+            int w;              /* the edges are at most Lq - 1 keys wide (positions p0..p1) */
+            for (w = 0; w < S.Lq && fa < fb && !attn__chunk_full(P, p0, p1, fa, fa + 1); ++w) ++fa;
+            for (w = 0; w < S.Lq && fb > fa && !attn__chunk_full(P, p0, p1, fb - 1, fb); ++w) --fb;
             if (fa < fb && !attn__chunk_full(P, p0, p1, fa, fb)) fa = fb = b;
         } else {
             fa = fb = b;
