@@ -123,10 +123,28 @@ typedef struct attn_tensor {
     ptrdiff_t stride_batch, stride_seq, stride_head;
 } attn_tensor;
 
-/* Which mechanism attn_forward computes. */
-typedef enum attn_kind {
-    ATTN_SOFTMAX = 0          /* exact scaled dot-product attention with masks */
-} attn_kind;
+/* Which mechanism attn_forward (and attn_backward, attn_decode, attn_step where the kind has
+   them) computes. X(name, value, id, description): values are fixed, a new kind takes the next
+   free value of its family's block. attn_kind_name() gives the description. */
+#define ATTN__KIND_LIST(X) \
+    X(ATTN_SOFTMAX,            0, softmax,     "exact scaled dot-product attention with masks") \
+    /* -- sparse (10-19) -- */ \
+    \
+    /* -- linear and kernel (20-29) -- */ \
+    \
+    /* -- low-rank (30-39) -- */ \
+    /* (end of list) */
+#define ATTN__KIND_ENUM(name, value, id, text) name = value,
+typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } attn_kind;
+#undef ATTN__KIND_ENUM
+
+/* Per-kind parameters live in attn_desc, one struct per family, read only by its kinds. */
+/* -- sparse parameter structs -- */
+
+/* -- linear and kernel parameter structs -- */
+
+/* -- low-rank parameter structs -- */
+
 
 /* Optional additive bias on the logits, fp32, shape [batch|1, heads|1, seq_q, seq_k].
      data          NULL: no bias
@@ -235,158 +253,188 @@ typedef struct attn_desc {
     const int *rope_pos_k;         /* [k.batch][k.seq] (a cache: [batch][capacity]) or NULL */
     /* AMX fields */
     int no_amx;
+    /* per-kind parameters (read only by their kind; zero = the kind's defaults) */
+    /* -- sparse -- */
+
+    /* -- linear and kernel -- */
+
+    /* -- low-rank -- */
+
 } attn_desc;
 
 /* Status codes: one per check, each message names the field at fault.
-   X(name, category, message) */
+   X(name, value, category, message). Values are fixed: a new code takes the next free value
+   of its block and is never renumbered. Blocks: 0-199 core (exact attention, backward, GEMM,
+   layers, generation, EL), 200-249 recurrent state and mechanism seam, 250-299 CUDA, 300-349 sparse,
+   350-399 linear and kernel, 400-449 low-rank, 450-499 state space. */
 #define ATTN__STATUS_LIST(X) \
-    X(ATTN_OK,                        ATTN_CAT_OK,          "ok") \
-    X(ATTN_ERR_NULL_DESC,             ATTN_CAT_NULL,        "desc is NULL") \
-    X(ATTN_ERR_NULL_Q,                ATTN_CAT_NULL,        "q.data is NULL") \
-    X(ATTN_ERR_NULL_K,                ATTN_CAT_NULL,        "k.data is NULL") \
-    X(ATTN_ERR_NULL_V,                ATTN_CAT_NULL,        "v.data is NULL") \
-    X(ATTN_ERR_NULL_OUT,              ATTN_CAT_NULL,        "out.data is NULL") \
-    X(ATTN_ERR_NULL_ARG,              ATTN_CAT_NULL,        "attn_workspace_size: bytes is NULL") \
-    X(ATTN_ERR_DTYPE,                 ATTN_CAT_DTYPE,       "a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
-    X(ATTN_ERR_DTYPE_MISMATCH,        ATTN_CAT_DTYPE,       "k.dtype and v.dtype must equal q.dtype") \
-    X(ATTN_ERR_Q_SHAPE,               ATTN_CAT_SHAPE,       "q.batch, q.seq, q.heads and q.dim must all be >= 1") \
-    X(ATTN_ERR_K_SHAPE,               ATTN_CAT_SHAPE,       "k.batch, k.seq, k.heads and k.dim must all be >= 1") \
-    X(ATTN_ERR_V_SHAPE,               ATTN_CAT_SHAPE,       "v.batch, v.seq, v.heads and v.dim must all be >= 1") \
-    X(ATTN_ERR_OUT_SHAPE,             ATTN_CAT_SHAPE,       "out must be [q.batch, q.seq, q.heads, v.dim]") \
-    X(ATTN_ERR_K_BATCH,               ATTN_CAT_SHAPE,       "k.batch must equal q.batch") \
-    X(ATTN_ERR_K_DIM,                 ATTN_CAT_SHAPE,       "k.dim must equal q.dim") \
-    X(ATTN_ERR_V_BATCH_SEQ,           ATTN_CAT_SHAPE,       "v.batch and v.seq must equal k.batch and k.seq") \
-    X(ATTN_ERR_V_HEADS,               ATTN_CAT_SHAPE,       "v.heads must equal k.heads") \
-    X(ATTN_ERR_GQA_HEADS,             ATTN_CAT_SHAPE,       "q.heads must be a multiple of k.heads (GQA/MQA)") \
-    X(ATTN_ERR_OUT_BROADCAST,         ATTN_CAT_SHAPE,       "out must not have a zero stride on an axis of extent > 1") \
-    X(ATTN_ERR_KIND,                  ATTN_CAT_RANGE,       "attn_desc.kind is not a known attn_kind") \
-    X(ATTN_ERR_SCALE,                 ATTN_CAT_RANGE,       "attn_desc.scale must be finite") \
-    X(ATTN_ERR_SOFTCAP,               ATTN_CAT_RANGE,       "attn_desc.softcap must be finite and >= 0") \
-    X(ATTN_ERR_WINDOW_LEFT,           ATTN_CAT_RANGE,       "attn_desc.window_left must be >= 0") \
-    X(ATTN_ERR_WINDOW_RIGHT,          ATTN_CAT_RANGE,       "attn_desc.window_right must be >= 0") \
-    X(ATTN_ERR_DILATION,              ATTN_CAT_RANGE,       "attn_desc.dilation must be >= 0") \
-    X(ATTN_ERR_SINK_TOKENS,           ATTN_CAT_RANGE,       "attn_desc.sink_tokens must be >= 0") \
-    X(ATTN_ERR_GLOBAL_TOKENS,         ATTN_CAT_RANGE,       "attn_desc.global_tokens must be >= 0") \
-    X(ATTN_ERR_CAUSAL,                ATTN_CAT_RANGE,       "attn_desc.causal must be 0 or 1") \
-    X(ATTN_ERR_SEQLENS_Q,             ATTN_CAT_RANGE,       "attn_desc.seqlens_q[b] must be in [0, q.seq]") \
-    X(ATTN_ERR_SEQLENS_K,             ATTN_CAT_RANGE,       "attn_desc.seqlens_k[b] must be in [0, k.seq]") \
-    X(ATTN_ERR_CU_SEQLENS_Q,          ATTN_CAT_RANGE,       "attn_desc.cu_seqlens_q must start at 0, never decrease and end at most at q.seq") \
-    X(ATTN_ERR_CU_SEQLENS_K,          ATTN_CAT_RANGE,       "attn_desc.cu_seqlens_k must start at 0, never decrease and end at most at k.seq") \
-    X(ATTN_ERR_CU_SEQLENS_PAIR,       ATTN_CAT_RANGE,       "attn_desc.cu_seqlens_q and attn_desc.cu_seqlens_k must be given together") \
-    X(ATTN_ERR_VARLEN_BATCH,          ATTN_CAT_RANGE,       "attn_desc.varlen_batch must be >= 1 when cu_seqlens are given, else 0") \
-    X(ATTN_ERR_VARLEN_SHAPE,          ATTN_CAT_SHAPE,       "with cu_seqlens, q, k, v and out must have batch 1") \
-    X(ATTN_ERR_ALIBI,                 ATTN_CAT_RANGE,       "attn_desc.alibi_slopes[h] must be finite") \
-    X(ATTN_ERR_BIAS_BATCH,            ATTN_CAT_SHAPE,       "attn_desc.bias.batch must be 1 or q.batch") \
-    X(ATTN_ERR_BIAS_HEADS,            ATTN_CAT_SHAPE,       "attn_desc.bias.heads must be 1 or q.heads") \
-    X(ATTN_ERR_N_THREADS,             ATTN_CAT_RANGE,       "attn_desc.n_threads must be >= 0") \
-    X(ATTN_ERR_WORKSPACE,             ATTN_CAT_RANGE,       "attn_desc.workspace_size is smaller than attn_workspace_size() asks for") \
-    X(ATTN_ERR_VARLEN_WITH_SEQLENS,   ATTN_CAT_UNSUPPORTED, "attn_desc.seqlens_q/_k cannot be combined with cu_seqlens_q/_k") \
-    X(ATTN_ERR_VARLEN_WITH_BIAS,      ATTN_CAT_UNSUPPORTED, "attn_desc.bias cannot be combined with cu_seqlens_q/_k") \
-    X(ATTN_ERR_MERGE_N_PARTS,         ATTN_CAT_RANGE,       "attn_merge: n_parts must be >= 1") \
-    X(ATTN_ERR_MERGE_NULL,            ATTN_CAT_NULL,        "attn_merge: parts, part_lse, a part's data or a part_lse[p] is NULL") \
-    X(ATTN_ERR_MERGE_SHAPE,           ATTN_CAT_SHAPE,       "attn_merge: every part must have out's batch, seq, heads and dim") \
+    X(ATTN_OK,                          0, ATTN_CAT_OK,          "ok") \
+    X(ATTN_ERR_NULL_DESC,               1, ATTN_CAT_NULL,        "desc is NULL") \
+    X(ATTN_ERR_NULL_Q,                  2, ATTN_CAT_NULL,        "q.data is NULL") \
+    X(ATTN_ERR_NULL_K,                  3, ATTN_CAT_NULL,        "k.data is NULL") \
+    X(ATTN_ERR_NULL_V,                  4, ATTN_CAT_NULL,        "v.data is NULL") \
+    X(ATTN_ERR_NULL_OUT,                5, ATTN_CAT_NULL,        "out.data is NULL") \
+    X(ATTN_ERR_NULL_ARG,                6, ATTN_CAT_NULL,        "attn_workspace_size: bytes is NULL") \
+    X(ATTN_ERR_DTYPE,                   7, ATTN_CAT_DTYPE,       "a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
+    X(ATTN_ERR_DTYPE_MISMATCH,          8, ATTN_CAT_DTYPE,       "k.dtype and v.dtype must equal q.dtype") \
+    X(ATTN_ERR_Q_SHAPE,                 9, ATTN_CAT_SHAPE,       "q.batch, q.seq, q.heads and q.dim must all be >= 1") \
+    X(ATTN_ERR_K_SHAPE,                10, ATTN_CAT_SHAPE,       "k.batch, k.seq, k.heads and k.dim must all be >= 1") \
+    X(ATTN_ERR_V_SHAPE,                11, ATTN_CAT_SHAPE,       "v.batch, v.seq, v.heads and v.dim must all be >= 1") \
+    X(ATTN_ERR_OUT_SHAPE,              12, ATTN_CAT_SHAPE,       "out must be [q.batch, q.seq, q.heads, v.dim]") \
+    X(ATTN_ERR_K_BATCH,                13, ATTN_CAT_SHAPE,       "k.batch must equal q.batch") \
+    X(ATTN_ERR_K_DIM,                  14, ATTN_CAT_SHAPE,       "k.dim must equal q.dim") \
+    X(ATTN_ERR_V_BATCH_SEQ,            15, ATTN_CAT_SHAPE,       "v.batch and v.seq must equal k.batch and k.seq") \
+    X(ATTN_ERR_V_HEADS,                16, ATTN_CAT_SHAPE,       "v.heads must equal k.heads") \
+    X(ATTN_ERR_GQA_HEADS,              17, ATTN_CAT_SHAPE,       "q.heads must be a multiple of k.heads (GQA/MQA)") \
+    X(ATTN_ERR_OUT_BROADCAST,          18, ATTN_CAT_SHAPE,       "out must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_KIND,                   19, ATTN_CAT_RANGE,       "attn_desc.kind is not a known attn_kind") \
+    X(ATTN_ERR_SCALE,                  20, ATTN_CAT_RANGE,       "attn_desc.scale must be finite") \
+    X(ATTN_ERR_SOFTCAP,                21, ATTN_CAT_RANGE,       "attn_desc.softcap must be finite and >= 0") \
+    X(ATTN_ERR_WINDOW_LEFT,            22, ATTN_CAT_RANGE,       "attn_desc.window_left must be >= 0") \
+    X(ATTN_ERR_WINDOW_RIGHT,           23, ATTN_CAT_RANGE,       "attn_desc.window_right must be >= 0") \
+    X(ATTN_ERR_DILATION,               24, ATTN_CAT_RANGE,       "attn_desc.dilation must be >= 0") \
+    X(ATTN_ERR_SINK_TOKENS,            25, ATTN_CAT_RANGE,       "attn_desc.sink_tokens must be >= 0") \
+    X(ATTN_ERR_GLOBAL_TOKENS,          26, ATTN_CAT_RANGE,       "attn_desc.global_tokens must be >= 0") \
+    X(ATTN_ERR_CAUSAL,                 27, ATTN_CAT_RANGE,       "attn_desc.causal must be 0 or 1") \
+    X(ATTN_ERR_SEQLENS_Q,              28, ATTN_CAT_RANGE,       "attn_desc.seqlens_q[b] must be in [0, q.seq]") \
+    X(ATTN_ERR_SEQLENS_K,              29, ATTN_CAT_RANGE,       "attn_desc.seqlens_k[b] must be in [0, k.seq]") \
+    X(ATTN_ERR_CU_SEQLENS_Q,           30, ATTN_CAT_RANGE,       "attn_desc.cu_seqlens_q must start at 0, never decrease and end at most at q.seq") \
+    X(ATTN_ERR_CU_SEQLENS_K,           31, ATTN_CAT_RANGE,       "attn_desc.cu_seqlens_k must start at 0, never decrease and end at most at k.seq") \
+    X(ATTN_ERR_CU_SEQLENS_PAIR,        32, ATTN_CAT_RANGE,       "attn_desc.cu_seqlens_q and attn_desc.cu_seqlens_k must be given together") \
+    X(ATTN_ERR_VARLEN_BATCH,           33, ATTN_CAT_RANGE,       "attn_desc.varlen_batch must be >= 1 when cu_seqlens are given, else 0") \
+    X(ATTN_ERR_VARLEN_SHAPE,           34, ATTN_CAT_SHAPE,       "with cu_seqlens, q, k, v and out must have batch 1") \
+    X(ATTN_ERR_ALIBI,                  35, ATTN_CAT_RANGE,       "attn_desc.alibi_slopes[h] must be finite") \
+    X(ATTN_ERR_BIAS_BATCH,             36, ATTN_CAT_SHAPE,       "attn_desc.bias.batch must be 1 or q.batch") \
+    X(ATTN_ERR_BIAS_HEADS,             37, ATTN_CAT_SHAPE,       "attn_desc.bias.heads must be 1 or q.heads") \
+    X(ATTN_ERR_N_THREADS,              38, ATTN_CAT_RANGE,       "attn_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_WORKSPACE,              39, ATTN_CAT_RANGE,       "attn_desc.workspace_size is smaller than attn_workspace_size() asks for") \
+    X(ATTN_ERR_VARLEN_WITH_SEQLENS,    40, ATTN_CAT_UNSUPPORTED, "attn_desc.seqlens_q/_k cannot be combined with cu_seqlens_q/_k") \
+    X(ATTN_ERR_VARLEN_WITH_BIAS,       41, ATTN_CAT_UNSUPPORTED, "attn_desc.bias cannot be combined with cu_seqlens_q/_k") \
+    X(ATTN_ERR_MERGE_N_PARTS,          42, ATTN_CAT_RANGE,       "attn_merge: n_parts must be >= 1") \
+    X(ATTN_ERR_MERGE_NULL,             43, ATTN_CAT_NULL,        "attn_merge: parts, part_lse, a part's data or a part_lse[p] is NULL") \
+    X(ATTN_ERR_MERGE_SHAPE,            44, ATTN_CAT_SHAPE,       "attn_merge: every part must have out's batch, seq, heads and dim") \
     /* -- backward (attn_backward, dropout) -- */ \
-    X(ATTN_ERR_DROPOUT,               ATTN_CAT_RANGE,       "attn_desc.dropout_p must be in [0, 1)") \
-    X(ATTN_ERR_BWD_NULL_DOUT,         ATTN_CAT_NULL,        "attn_backward: dout.data is NULL") \
-    X(ATTN_ERR_BWD_NULL_LSE,          ATTN_CAT_NULL,        "attn_backward: lse is NULL (pass the forward's logsumexp)") \
-    X(ATTN_ERR_BWD_NULL_DQ,           ATTN_CAT_NULL,        "attn_backward: dq.data is NULL") \
-    X(ATTN_ERR_BWD_NULL_DK,           ATTN_CAT_NULL,        "attn_backward: dk.data is NULL") \
-    X(ATTN_ERR_BWD_NULL_DV,           ATTN_CAT_NULL,        "attn_backward: dv.data is NULL") \
-    X(ATTN_ERR_BWD_DOUT_SHAPE,        ATTN_CAT_SHAPE,       "attn_backward: dout must be [q.batch, q.seq, q.heads, v.dim]") \
-    X(ATTN_ERR_BWD_DQ_SHAPE,          ATTN_CAT_SHAPE,       "attn_backward: dq must have q's batch, seq, heads and dim") \
-    X(ATTN_ERR_BWD_DK_SHAPE,          ATTN_CAT_SHAPE,       "attn_backward: dk must have k's batch, seq, heads and dim") \
-    X(ATTN_ERR_BWD_DV_SHAPE,          ATTN_CAT_SHAPE,       "attn_backward: dv must have v's batch, seq, heads and dim") \
-    X(ATTN_ERR_BWD_DQ_BROADCAST,      ATTN_CAT_SHAPE,       "attn_backward: dq must not have a zero stride on an axis of extent > 1") \
-    X(ATTN_ERR_BWD_DK_BROADCAST,      ATTN_CAT_SHAPE,       "attn_backward: dk must not have a zero stride on an axis of extent > 1") \
-    X(ATTN_ERR_BWD_DV_BROADCAST,      ATTN_CAT_SHAPE,       "attn_backward: dv must not have a zero stride on an axis of extent > 1") \
-    X(ATTN_ERR_BWD_DBIAS_NO_BIAS,     ATTN_CAT_RANGE,       "attn_backward: attn_desc.dbias needs attn_desc.bias.data (dbias takes bias's shape and strides)") \
-    X(ATTN_ERR_BWD_DBIAS_BROADCAST,   ATTN_CAT_SHAPE,       "attn_backward: attn_desc.dbias needs attn_desc.bias strides with no zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_DROPOUT,                45, ATTN_CAT_RANGE,       "attn_desc.dropout_p must be in [0, 1)") \
+    X(ATTN_ERR_BWD_NULL_DOUT,          46, ATTN_CAT_NULL,        "attn_backward: dout.data is NULL") \
+    X(ATTN_ERR_BWD_NULL_LSE,           47, ATTN_CAT_NULL,        "attn_backward: lse is NULL (pass the forward's logsumexp)") \
+    X(ATTN_ERR_BWD_NULL_DQ,            48, ATTN_CAT_NULL,        "attn_backward: dq.data is NULL") \
+    X(ATTN_ERR_BWD_NULL_DK,            49, ATTN_CAT_NULL,        "attn_backward: dk.data is NULL") \
+    X(ATTN_ERR_BWD_NULL_DV,            50, ATTN_CAT_NULL,        "attn_backward: dv.data is NULL") \
+    X(ATTN_ERR_BWD_DOUT_SHAPE,         51, ATTN_CAT_SHAPE,       "attn_backward: dout must be [q.batch, q.seq, q.heads, v.dim]") \
+    X(ATTN_ERR_BWD_DQ_SHAPE,           52, ATTN_CAT_SHAPE,       "attn_backward: dq must have q's batch, seq, heads and dim") \
+    X(ATTN_ERR_BWD_DK_SHAPE,           53, ATTN_CAT_SHAPE,       "attn_backward: dk must have k's batch, seq, heads and dim") \
+    X(ATTN_ERR_BWD_DV_SHAPE,           54, ATTN_CAT_SHAPE,       "attn_backward: dv must have v's batch, seq, heads and dim") \
+    X(ATTN_ERR_BWD_DQ_BROADCAST,       55, ATTN_CAT_SHAPE,       "attn_backward: dq must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_BWD_DK_BROADCAST,       56, ATTN_CAT_SHAPE,       "attn_backward: dk must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_BWD_DV_BROADCAST,       57, ATTN_CAT_SHAPE,       "attn_backward: dv must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_BWD_DBIAS_NO_BIAS,      58, ATTN_CAT_RANGE,       "attn_backward: attn_desc.dbias needs attn_desc.bias.data (dbias takes bias's shape and strides)") \
+    X(ATTN_ERR_BWD_DBIAS_BROADCAST,    59, ATTN_CAT_SHAPE,       "attn_backward: attn_desc.dbias needs attn_desc.bias strides with no zero stride on an axis of extent > 1") \
     /* -- GEMM (attn_sgemm) -- */ \
-    X(ATTN_ERR_GEMM_M,                ATTN_CAT_SHAPE,       "attn_sgemm: m must be >= 0") \
-    X(ATTN_ERR_GEMM_N,                ATTN_CAT_SHAPE,       "attn_sgemm: n must be >= 0") \
-    X(ATTN_ERR_GEMM_K,                ATTN_CAT_SHAPE,       "attn_sgemm: k must be >= 0") \
-    X(ATTN_ERR_GEMM_N_THREADS,        ATTN_CAT_RANGE,       "attn_sgemm: n_threads must be >= 0") \
-    X(ATTN_ERR_GEMM_ALPHA,            ATTN_CAT_RANGE,       "attn_sgemm: alpha must be finite") \
-    X(ATTN_ERR_GEMM_BETA,             ATTN_CAT_RANGE,       "attn_sgemm: beta must be finite") \
-    X(ATTN_ERR_GEMM_LDA,              ATTN_CAT_SHAPE,       "attn_sgemm: lda must be >= max(1, row length of the stored a: k, or m when trans_a)") \
-    X(ATTN_ERR_GEMM_LDB,              ATTN_CAT_SHAPE,       "attn_sgemm: ldb must be >= max(1, row length of the stored b: n, or k when trans_b)") \
-    X(ATTN_ERR_GEMM_LDC,              ATTN_CAT_SHAPE,       "attn_sgemm: ldc must be >= max(1, n)") \
-    X(ATTN_ERR_GEMM_NULL_A,           ATTN_CAT_NULL,        "attn_sgemm: a is NULL (allowed only when m or k is 0)") \
-    X(ATTN_ERR_GEMM_NULL_B,           ATTN_CAT_NULL,        "attn_sgemm: b is NULL (allowed only when k or n is 0)") \
-    X(ATTN_ERR_GEMM_NULL_C,           ATTN_CAT_NULL,        "attn_sgemm: c is NULL (allowed only when m or n is 0)") \
-    X(ATTN_ERR_GEMM_A_OVERFLOW,       ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of a, (rows-1)*lda + row length floats, overflows ptrdiff_t") \
-    X(ATTN_ERR_GEMM_B_OVERFLOW,       ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of b, (rows-1)*ldb + row length floats, overflows ptrdiff_t") \
-    X(ATTN_ERR_GEMM_C_OVERFLOW,       ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of c, (m-1)*ldc + n floats, overflows ptrdiff_t") \
-    X(ATTN_ERR_GEMM_ALIAS,            ATTN_CAT_UNSUPPORTED, "attn_sgemm: c overlaps a or b") \
+    X(ATTN_ERR_GEMM_M,                 60, ATTN_CAT_SHAPE,       "attn_sgemm: m must be >= 0") \
+    X(ATTN_ERR_GEMM_N,                 61, ATTN_CAT_SHAPE,       "attn_sgemm: n must be >= 0") \
+    X(ATTN_ERR_GEMM_K,                 62, ATTN_CAT_SHAPE,       "attn_sgemm: k must be >= 0") \
+    X(ATTN_ERR_GEMM_N_THREADS,         63, ATTN_CAT_RANGE,       "attn_sgemm: n_threads must be >= 0") \
+    X(ATTN_ERR_GEMM_ALPHA,             64, ATTN_CAT_RANGE,       "attn_sgemm: alpha must be finite") \
+    X(ATTN_ERR_GEMM_BETA,              65, ATTN_CAT_RANGE,       "attn_sgemm: beta must be finite") \
+    X(ATTN_ERR_GEMM_LDA,               66, ATTN_CAT_SHAPE,       "attn_sgemm: lda must be >= max(1, row length of the stored a: k, or m when trans_a)") \
+    X(ATTN_ERR_GEMM_LDB,               67, ATTN_CAT_SHAPE,       "attn_sgemm: ldb must be >= max(1, row length of the stored b: n, or k when trans_b)") \
+    X(ATTN_ERR_GEMM_LDC,               68, ATTN_CAT_SHAPE,       "attn_sgemm: ldc must be >= max(1, n)") \
+    X(ATTN_ERR_GEMM_NULL_A,            69, ATTN_CAT_NULL,        "attn_sgemm: a is NULL (allowed only when m or k is 0)") \
+    X(ATTN_ERR_GEMM_NULL_B,            70, ATTN_CAT_NULL,        "attn_sgemm: b is NULL (allowed only when k or n is 0)") \
+    X(ATTN_ERR_GEMM_NULL_C,            71, ATTN_CAT_NULL,        "attn_sgemm: c is NULL (allowed only when m or n is 0)") \
+    X(ATTN_ERR_GEMM_A_OVERFLOW,        72, ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of a, (rows-1)*lda + row length floats, overflows ptrdiff_t") \
+    X(ATTN_ERR_GEMM_B_OVERFLOW,        73, ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of b, (rows-1)*ldb + row length floats, overflows ptrdiff_t") \
+    X(ATTN_ERR_GEMM_C_OVERFLOW,        74, ATTN_CAT_OVERFLOW,    "attn_sgemm: the extent of c, (m-1)*ldc + n floats, overflows ptrdiff_t") \
+    X(ATTN_ERR_GEMM_ALIAS,             75, ATTN_CAT_UNSUPPORTED, "attn_sgemm: c overlaps a or b") \
     /* -- layers (attn_layer_*) -- */ \
-    X(ATTN_ERR_LAYER_KIND,            ATTN_CAT_RANGE,       "attn_layer_desc.kind is not a known attn_layer_kind") \
-    X(ATTN_ERR_LAYER_D_MODEL,         ATTN_CAT_RANGE,       "attn_layer_desc.d_model must be >= 1") \
-    X(ATTN_ERR_LAYER_HEADS,           ATTN_CAT_RANGE,       "attn_layer_desc.heads must be >= 0 and divide attn_layer_desc.d_model") \
-    X(ATTN_ERR_LAYER_KV_HEADS,        ATTN_CAT_RANGE,       "attn_layer_desc.kv_heads must be >= 0 and divide attn_layer_desc.heads") \
-    X(ATTN_ERR_LAYER_KV_HEADS_KIND,   ATTN_CAT_UNSUPPORTED, "attn_layer_desc.kv_heads < heads (GQA/MQA) needs kind ATTN_LAYER_STANDARD") \
-    X(ATTN_ERR_LAYER_CONTEXT,         ATTN_CAT_RANGE,       "attn_layer_desc.context must be >= 1 for ATTN_LAYER_SUPER and the Direct kinds") \
-    X(ATTN_ERR_LAYER_N_THREADS,       ATTN_CAT_RANGE,       "attn_layer_desc.n_threads must be >= 0") \
-    X(ATTN_ERR_LAYER_SLIDING,         ATTN_CAT_RANGE,       "attn_layer_desc.sliding_alignment must be 0 or 1") \
-    X(ATTN_ERR_LAYER_DIRECT_ATTN,     ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.softcap, .bias, .cu_seqlens_q/_k must be 0/NULL with the Direct kinds") \
-    X(ATTN_ERR_LAYER_SHAPE,           ATTN_CAT_SHAPE,       "attn_layer: batch, lq and lk must be >= 1") \
-    X(ATTN_ERR_LAYER_SELF_LK,         ATTN_CAT_SHAPE,       "attn_layer: with x_kv NULL (self-attention) lk must equal lq") \
-    X(ATTN_ERR_LAYER_SEQ_CONTEXT,     ATTN_CAT_SHAPE,       "attn_layer: lk (Super without sliding_alignment) or lq and lk (Direct) must be <= attn_layer_desc.context") \
-    X(ATTN_ERR_LAYER_NULL_X,          ATTN_CAT_NULL,        "attn_layer: x_q is NULL") \
-    X(ATTN_ERR_LAYER_NULL_OUT,        ATTN_CAT_NULL,        "attn_layer_forward: out is NULL") \
-    X(ATTN_ERR_LAYER_NULL_WEIGHTS,    ATTN_CAT_NULL,        "attn_layer: weights is NULL") \
-    X(ATTN_ERR_LAYER_NULL_WQ,         ATTN_CAT_NULL,        "attn_layer_weights.wq is NULL (read by Standard, Optimized, Efficient, Super)") \
-    X(ATTN_ERR_LAYER_NULL_WK,         ATTN_CAT_NULL,        "attn_layer_weights.wk is NULL (read by Standard, Optimized)") \
-    X(ATTN_ERR_LAYER_NULL_WV,         ATTN_CAT_NULL,        "attn_layer_weights.wv is NULL (read by Standard and the Direct kinds)") \
-    X(ATTN_ERR_LAYER_NULL_WO,         ATTN_CAT_NULL,        "attn_layer_weights.wo is NULL (read by every kind)") \
-    X(ATTN_ERR_LAYER_NULL_WA,         ATTN_CAT_NULL,        "attn_layer_weights.wa is NULL (read by Super)") \
-    X(ATTN_ERR_LAYER_NULL_WD,         ATTN_CAT_NULL,        "attn_layer_weights.wd is NULL (read by the Direct kinds)") \
-    X(ATTN_ERR_LAYER_NULL_DOUT,       ATTN_CAT_NULL,        "attn_layer_backward: dout is NULL") \
-    X(ATTN_ERR_LAYER_NULL_GRADS,      ATTN_CAT_NULL,        "attn_layer_backward: grads is NULL") \
-    X(ATTN_ERR_LAYER_DX_KV,           ATTN_CAT_RANGE,       "attn_layer_backward: dx_kv must be NULL for self-attention (dx_q gets the whole input gradient)") \
-    X(ATTN_ERR_LAYER_NULL_RESULT,     ATTN_CAT_NULL,        "attn_layer_param_count/_flops/_workspace_size: the result pointer is NULL") \
-    X(ATTN_ERR_LAYER_WORKSPACE,       ATTN_CAT_RANGE,       "attn_layer_desc.workspace_size is smaller than attn_layer_workspace_size() asks for") \
+    X(ATTN_ERR_LAYER_KIND,             76, ATTN_CAT_RANGE,       "attn_layer_desc.kind is not a known attn_layer_kind") \
+    X(ATTN_ERR_LAYER_D_MODEL,          77, ATTN_CAT_RANGE,       "attn_layer_desc.d_model must be >= 1") \
+    X(ATTN_ERR_LAYER_HEADS,            78, ATTN_CAT_RANGE,       "attn_layer_desc.heads must be >= 0 and divide attn_layer_desc.d_model") \
+    X(ATTN_ERR_LAYER_KV_HEADS,         79, ATTN_CAT_RANGE,       "attn_layer_desc.kv_heads must be >= 0 and divide attn_layer_desc.heads") \
+    X(ATTN_ERR_LAYER_KV_HEADS_KIND,    80, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.kv_heads < heads (GQA/MQA) needs kind ATTN_LAYER_STANDARD") \
+    X(ATTN_ERR_LAYER_CONTEXT,          81, ATTN_CAT_RANGE,       "attn_layer_desc.context must be >= 1 for ATTN_LAYER_SUPER and the Direct kinds") \
+    X(ATTN_ERR_LAYER_N_THREADS,        82, ATTN_CAT_RANGE,       "attn_layer_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_LAYER_SLIDING,          83, ATTN_CAT_RANGE,       "attn_layer_desc.sliding_alignment must be 0 or 1") \
+    X(ATTN_ERR_LAYER_DIRECT_ATTN,      84, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.softcap, .bias, .cu_seqlens_q/_k must be 0/NULL with the Direct kinds") \
+    X(ATTN_ERR_LAYER_SHAPE,            85, ATTN_CAT_SHAPE,       "attn_layer: batch, lq and lk must be >= 1") \
+    X(ATTN_ERR_LAYER_SELF_LK,          86, ATTN_CAT_SHAPE,       "attn_layer: with x_kv NULL (self-attention) lk must equal lq") \
+    X(ATTN_ERR_LAYER_SEQ_CONTEXT,      87, ATTN_CAT_SHAPE,       "attn_layer: lk (Super without sliding_alignment) or lq and lk (Direct) must be <= attn_layer_desc.context") \
+    X(ATTN_ERR_LAYER_NULL_X,           88, ATTN_CAT_NULL,        "attn_layer: x_q is NULL") \
+    X(ATTN_ERR_LAYER_NULL_OUT,         89, ATTN_CAT_NULL,        "attn_layer_forward: out is NULL") \
+    X(ATTN_ERR_LAYER_NULL_WEIGHTS,     90, ATTN_CAT_NULL,        "attn_layer: weights is NULL") \
+    X(ATTN_ERR_LAYER_NULL_WQ,          91, ATTN_CAT_NULL,        "attn_layer_weights.wq is NULL (read by Standard, Optimized, Efficient, Super)") \
+    X(ATTN_ERR_LAYER_NULL_WK,          92, ATTN_CAT_NULL,        "attn_layer_weights.wk is NULL (read by Standard, Optimized)") \
+    X(ATTN_ERR_LAYER_NULL_WV,          93, ATTN_CAT_NULL,        "attn_layer_weights.wv is NULL (read by Standard and the Direct kinds)") \
+    X(ATTN_ERR_LAYER_NULL_WO,          94, ATTN_CAT_NULL,        "attn_layer_weights.wo is NULL (read by every kind)") \
+    X(ATTN_ERR_LAYER_NULL_WA,          95, ATTN_CAT_NULL,        "attn_layer_weights.wa is NULL (read by Super)") \
+    X(ATTN_ERR_LAYER_NULL_WD,          96, ATTN_CAT_NULL,        "attn_layer_weights.wd is NULL (read by the Direct kinds)") \
+    X(ATTN_ERR_LAYER_NULL_DOUT,        97, ATTN_CAT_NULL,        "attn_layer_backward: dout is NULL") \
+    X(ATTN_ERR_LAYER_NULL_GRADS,       98, ATTN_CAT_NULL,        "attn_layer_backward: grads is NULL") \
+    X(ATTN_ERR_LAYER_DX_KV,            99, ATTN_CAT_RANGE,       "attn_layer_backward: dx_kv must be NULL for self-attention (dx_q gets the whole input gradient)") \
+    X(ATTN_ERR_LAYER_NULL_RESULT,     100, ATTN_CAT_NULL,        "attn_layer_param_count/_flops/_workspace_size: the result pointer is NULL") \
+    X(ATTN_ERR_LAYER_WORKSPACE,       101, ATTN_CAT_RANGE,       "attn_layer_desc.workspace_size is smaller than attn_layer_workspace_size() asks for") \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
-    X(ATTN_ERR_ROPE_MODE,             ATTN_CAT_RANGE,       "attn_desc.rope must be ATTN_ROPE_OFF, ATTN_ROPE_INTERLEAVED or ATTN_ROPE_HALF") \
-    X(ATTN_ERR_ROPE_DIM,              ATTN_CAT_RANGE,       "attn_desc.rope_dim must be even and in [0, q.dim]") \
-    X(ATTN_ERR_ROPE_BASE,             ATTN_CAT_RANGE,       "attn_desc.rope_base must be 0 or finite and > 0") \
-    X(ATTN_ERR_ROPE_SCALING,          ATTN_CAT_RANGE,       "attn_desc.rope_scaling must be 0 or finite and > 0") \
-    X(ATTN_ERR_ROPE_X,                ATTN_CAT_NULL,        "attn_rope_apply: x.data is NULL") \
-    X(ATTN_ERR_ROPE_X_SHAPE,          ATTN_CAT_SHAPE,       "attn_rope_apply: x.batch, x.seq, x.heads and x.dim must all be >= 1") \
-    X(ATTN_ERR_ROPE_X_BROADCAST,      ATTN_CAT_SHAPE,       "attn_rope_apply: x must not have a zero stride on an axis of extent > 1") \
-    X(ATTN_ERR_KV_NULL,               ATTN_CAT_NULL,        "the attn_kv_cache pointer is NULL") \
-    X(ATTN_ERR_KV_DATA,               ATTN_CAT_NULL,        "attn_kv_cache.k.data or attn_kv_cache.v.data is NULL") \
-    X(ATTN_ERR_KV_LENS,               ATTN_CAT_NULL,        "attn_kv_cache.lens is NULL") \
-    X(ATTN_ERR_KV_DTYPE,              ATTN_CAT_DTYPE,       "attn_kv_cache.k.dtype and .v.dtype must be equal and one of ATTN_F32, ATTN_F16, ATTN_BF16") \
-    X(ATTN_ERR_KV_SHAPE,              ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must have extents >= 1 and equal batch, seq and heads") \
-    X(ATTN_ERR_KV_BROADCAST,          ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must not have a zero stride on an axis of extent > 1") \
-    X(ATTN_ERR_KV_BATCH,              ATTN_CAT_SHAPE,       "attn_kv_cache.batch must be >= 1, and equal k.batch when page_size is 0") \
-    X(ATTN_ERR_KV_PAGE_SIZE,          ATTN_CAT_SHAPE,       "attn_kv_cache.page_size must be 0 (contiguous) or equal k.seq (paged)") \
-    X(ATTN_ERR_KV_BLOCK_TABLE,        ATTN_CAT_NULL,        "attn_kv_cache.block_table is NULL in a paged cache") \
-    X(ATTN_ERR_KV_MAX_PAGES,          ATTN_CAT_RANGE,       "attn_kv_cache.max_pages must be >= 1 in a paged cache") \
-    X(ATTN_ERR_KV_LEN,                ATTN_CAT_RANGE,       "attn_kv_cache.lens[b] must be in [0, capacity]") \
-    X(ATTN_ERR_KV_PAGE_INDEX,         ATTN_CAT_RANGE,       "attn_kv_cache.block_table[b][p] must be in [0, k.batch) for every page in use") \
-    X(ATTN_ERR_KV_NEW_NULL,           ATTN_CAT_NULL,        "attn_kv_append(_streaming): k_new.data or v_new.data is NULL") \
-    X(ATTN_ERR_KV_NEW_SHAPE,          ATTN_CAT_SHAPE,       "attn_kv_append(_streaming): k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
-    X(ATTN_ERR_KV_N_NEW,              ATTN_CAT_RANGE,       "attn_kv_append(_streaming): n_new[b] must be in [0, k_new.seq]") \
-    X(ATTN_ERR_KV_FULL,               ATTN_CAT_RANGE,       "attn_kv_append: lens[b] + n_new[b] exceeds the cache capacity") \
-    X(ATTN_ERR_KV_SEQ,                ATTN_CAT_RANGE,       "attn_kv_evict: seq must be in [0, cache.batch)") \
-    X(ATTN_ERR_KV_EVICT_RANGE,        ATTN_CAT_RANGE,       "attn_kv_evict: start and count must be >= 0 and start + count <= lens[seq]") \
-    X(ATTN_ERR_KV_STREAM,             ATTN_CAT_RANGE,       "attn_kv_append_streaming: sink must be >= 0, recent >= 1 and sink + recent <= capacity") \
-    X(ATTN_ERR_DECODE_LENGTHS,        ATTN_CAT_UNSUPPORTED, "attn_decode: attn_desc.seqlens_k and cu_seqlens_q/_k must be NULL (the cache holds the lengths)") \
-    X(ATTN_ERR_EL_NULL,               ATTN_CAT_NULL,        "attn_el_attention: desc, w, x, h or out is NULL") \
-    X(ATTN_ERR_EL_WEIGHTS,            ATTN_CAT_NULL,        "attn_el_attention: w->wq, w->wk, w->wv and w->wo must not be NULL") \
-    X(ATTN_ERR_EL_SHAPE,              ATTN_CAT_SHAPE,       "attn_el_desc.d_model, heads, batch, beams and src_len must be >= 1") \
-    X(ATTN_ERR_EL_HEADS,              ATTN_CAT_SHAPE,       "attn_el_desc.d_model must be a multiple of heads, heads a multiple of kv_heads") \
-    X(ATTN_ERR_EL_SRC_LENS,           ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
-    X(ATTN_ERR_EL_SCALE,              ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
-    X(ATTN_ERR_EL_N_THREADS,          ATTN_CAT_RANGE,       "attn_el_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_ROPE_MODE,             102, ATTN_CAT_RANGE,       "attn_desc.rope must be ATTN_ROPE_OFF, ATTN_ROPE_INTERLEAVED or ATTN_ROPE_HALF") \
+    X(ATTN_ERR_ROPE_DIM,              103, ATTN_CAT_RANGE,       "attn_desc.rope_dim must be even and in [0, q.dim]") \
+    X(ATTN_ERR_ROPE_BASE,             104, ATTN_CAT_RANGE,       "attn_desc.rope_base must be 0 or finite and > 0") \
+    X(ATTN_ERR_ROPE_SCALING,          105, ATTN_CAT_RANGE,       "attn_desc.rope_scaling must be 0 or finite and > 0") \
+    X(ATTN_ERR_ROPE_X,                106, ATTN_CAT_NULL,        "attn_rope_apply: x.data is NULL") \
+    X(ATTN_ERR_ROPE_X_SHAPE,          107, ATTN_CAT_SHAPE,       "attn_rope_apply: x.batch, x.seq, x.heads and x.dim must all be >= 1") \
+    X(ATTN_ERR_ROPE_X_BROADCAST,      108, ATTN_CAT_SHAPE,       "attn_rope_apply: x must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_KV_NULL,               109, ATTN_CAT_NULL,        "the attn_kv_cache pointer is NULL") \
+    X(ATTN_ERR_KV_DATA,               110, ATTN_CAT_NULL,        "attn_kv_cache.k.data or attn_kv_cache.v.data is NULL") \
+    X(ATTN_ERR_KV_LENS,               111, ATTN_CAT_NULL,        "attn_kv_cache.lens is NULL") \
+    X(ATTN_ERR_KV_DTYPE,              112, ATTN_CAT_DTYPE,       "attn_kv_cache.k.dtype and .v.dtype must be equal and one of ATTN_F32, ATTN_F16, ATTN_BF16") \
+    X(ATTN_ERR_KV_SHAPE,              113, ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must have extents >= 1 and equal batch, seq and heads") \
+    X(ATTN_ERR_KV_BROADCAST,          114, ATTN_CAT_SHAPE,       "attn_kv_cache.k and .v must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_KV_BATCH,              115, ATTN_CAT_SHAPE,       "attn_kv_cache.batch must be >= 1, and equal k.batch when page_size is 0") \
+    X(ATTN_ERR_KV_PAGE_SIZE,          116, ATTN_CAT_SHAPE,       "attn_kv_cache.page_size must be 0 (contiguous) or equal k.seq (paged)") \
+    X(ATTN_ERR_KV_BLOCK_TABLE,        117, ATTN_CAT_NULL,        "attn_kv_cache.block_table is NULL in a paged cache") \
+    X(ATTN_ERR_KV_MAX_PAGES,          118, ATTN_CAT_RANGE,       "attn_kv_cache.max_pages must be >= 1 in a paged cache") \
+    X(ATTN_ERR_KV_LEN,                119, ATTN_CAT_RANGE,       "attn_kv_cache.lens[b] must be in [0, capacity]") \
+    X(ATTN_ERR_KV_PAGE_INDEX,         120, ATTN_CAT_RANGE,       "attn_kv_cache.block_table[b][p] must be in [0, k.batch) for every page in use") \
+    X(ATTN_ERR_KV_NEW_NULL,           121, ATTN_CAT_NULL,        "attn_kv_append(_streaming): k_new.data or v_new.data is NULL") \
+    X(ATTN_ERR_KV_NEW_SHAPE,          122, ATTN_CAT_SHAPE,       "attn_kv_append(_streaming): k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
+    X(ATTN_ERR_KV_N_NEW,              123, ATTN_CAT_RANGE,       "attn_kv_append(_streaming): n_new[b] must be in [0, k_new.seq]") \
+    X(ATTN_ERR_KV_FULL,               124, ATTN_CAT_RANGE,       "attn_kv_append: lens[b] + n_new[b] exceeds the cache capacity") \
+    X(ATTN_ERR_KV_SEQ,                125, ATTN_CAT_RANGE,       "attn_kv_evict: seq must be in [0, cache.batch)") \
+    X(ATTN_ERR_KV_EVICT_RANGE,        126, ATTN_CAT_RANGE,       "attn_kv_evict: start and count must be >= 0 and start + count <= lens[seq]") \
+    X(ATTN_ERR_KV_STREAM,             127, ATTN_CAT_RANGE,       "attn_kv_append_streaming: sink must be >= 0, recent >= 1 and sink + recent <= capacity") \
+    X(ATTN_ERR_DECODE_LENGTHS,        128, ATTN_CAT_UNSUPPORTED, "attn_decode: attn_desc.seqlens_k and cu_seqlens_q/_k must be NULL (the cache holds the lengths)") \
+    X(ATTN_ERR_EL_NULL,               129, ATTN_CAT_NULL,        "attn_el_attention: desc, w, x, h or out is NULL") \
+    X(ATTN_ERR_EL_WEIGHTS,            130, ATTN_CAT_NULL,        "attn_el_attention: w->wq, w->wk, w->wv and w->wo must not be NULL") \
+    X(ATTN_ERR_EL_SHAPE,              131, ATTN_CAT_SHAPE,       "attn_el_desc.d_model, heads, batch, beams and src_len must be >= 1") \
+    X(ATTN_ERR_EL_HEADS,              132, ATTN_CAT_SHAPE,       "attn_el_desc.d_model must be a multiple of heads, heads a multiple of kv_heads") \
+    X(ATTN_ERR_EL_SRC_LENS,           133, ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
+    X(ATTN_ERR_EL_SCALE,              134, ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
+    X(ATTN_ERR_EL_N_THREADS,          135, ATTN_CAT_RANGE,       "attn_el_desc.n_threads must be >= 0") \
     /* -- AMX -- */ \
-    X(ATTN_ERR_NO_AMX,                ATTN_CAT_RANGE,       "attn_desc.no_amx must be 0, 1 or 2") \
-    X(ATTN_ERR_OVERFLOW,              ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
-    X(ATTN_ERR_OUT_OF_MEMORY,         ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)")
+    X(ATTN_ERR_NO_AMX,                136, ATTN_CAT_RANGE,       "attn_desc.no_amx must be 0, 1 or 2") \
+    X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
+    X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
+    /* -- core, continued (139-199) -- */ \
+    \
+    /* -- recurrent state and mechanism seam (200-249) -- */ \
+    X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
+    X(ATTN_ERR_STATE_NULL,            201, ATTN_CAT_NULL,        "the attn_state pointer or its data is NULL") \
+    X(ATTN_ERR_STATE_SIZE,            202, ATTN_CAT_RANGE,       "attn_state.size (or floats) is smaller than attn_state_size() asks for") \
+    X(ATTN_ERR_STATE_MISMATCH,        203, ATTN_CAT_SHAPE,       "attn_state was initialised for another kind or other batch, heads or dims") \
+    \
+    /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
+    \
+    /* -- sparse (300-349) -- */ \
+    \
+    /* -- linear and kernel (350-399) -- */ \
+    \
+    /* -- low-rank (400-449) -- */ \
+    \
+    /* -- state space (450-499) -- */ \
+    /* (end of list) */
 
-#define ATTN__STATUS_ENUM(name, cat, msg) name,
-typedef enum attn_status { ATTN__STATUS_LIST(ATTN__STATUS_ENUM) ATTN_STATUS_COUNT } attn_status;
+/* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
+   entries (values in the gaps between blocks are unused). */
+#define ATTN__STATUS_ENUM(name, value, cat, msg) name = value,
+typedef enum attn_status { ATTN__STATUS_LIST(ATTN__STATUS_ENUM) ATTN_STATUS_END = 500 } attn_status;
 #undef ATTN__STATUS_ENUM
 
 /* The broad class of a status, for callers that branch on the kind of failure. */
@@ -702,6 +750,41 @@ typedef struct attn_el_desc {
 } attn_el_desc;
 ATTNDEF attn_status attn_el_attention(const attn_el_desc *desc, const attn_layer_weights *w,
                                       const float *x, const float *h, float *out);
+
+/* ---- Mechanisms: names and recurrent state ---------------------------------------------- */
+
+/* "exact scaled dot-product attention with masks" for ATTN_SOFTMAX, and so on; never NULL
+   ("unknown attn_kind" for a value that is not a kind). */
+ATTNDEF const char *attn_kind_name(attn_kind kind);
+
+/* The state of a mechanism that decodes like an RNN (linear attention and its kernel variants):
+   everything the past tokens left behind, in fp32 caller memory, so a long sequence can be
+   processed in pieces and generation costs O(1) per token. The kind defines the layout; the
+   caller only sizes, initialises and passes it:
+       size_t n; attn_state_size(&desc, q, k, v, &n);            // floats needed
+       attn_state st; attn_state_init(&desc, q, k, v, buf, n, &st);   // empty state, pos 0
+       attn_step(&desc, q_t, k_t, v_t, &st, out_t);              // any number of tokens per call
+   attn_step consumes q/k/v's seq tokens in order (the causal form, continuing from the state),
+   writes their outputs and advances the state; several tokens per call run the kind's chunked
+   algorithm. All or nothing: a call that fails leaves the state and out untouched. The shapes
+   (batch, heads, dims) and the kind must match those the state was initialised for. */
+typedef struct attn_state {
+    float *data;                 /* fp32 state, attn_state_size() floats of caller memory */
+    size_t size;                 /* floats at data */
+    attn_kind kind;              /* the kind it was initialised for */
+    int batch, heads, dim_k, dim_v;   /* q.batch, q.heads, q.dim (k.dim), v.dim at init */
+    long long pos;               /* tokens consumed so far: the position of the next one */
+} attn_state;
+
+/* Floats of state the kind needs for q/k/v of these shapes (seq is not read). */
+ATTNDEF attn_status attn_state_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                    size_t *floats);
+/* Makes state describe an empty history (pos 0) in data[0, floats). */
+ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                    float *data, size_t floats, attn_state *state);
+/* Consumes seq tokens: out [batch, seq, heads, v.dim]. */
+ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                              attn_state *state, attn_tensor out);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
@@ -1130,24 +1213,21 @@ static void attn__store_zero_row(void *dst, attn_dtype t, int n) {
 /* ---------------------------------------------------------------------------------------
    3.4 argument validation
    --------------------------------------------------------------------------------------- */
-static const char *const attn__status_msg[] = {
-#define ATTN__STATUS_MSG(name, cat, msg) msg,
+ATTNDEF const char *attn_status_str(attn_status s) {
+    switch (s) {
+#define ATTN__STATUS_MSG(name, value, cat, msg) case name: return msg;
     ATTN__STATUS_LIST(ATTN__STATUS_MSG)
 #undef ATTN__STATUS_MSG
-};
-static const attn_status_category attn__status_cat[] = {
-#define ATTN__STATUS_CAT(name, cat, msg) cat,
-    ATTN__STATUS_LIST(ATTN__STATUS_CAT)
-#undef ATTN__STATUS_CAT
-};
-
-ATTNDEF const char *attn_status_str(attn_status s) {
-    if ((int)s < 0 || (int)s >= (int)ATTN_STATUS_COUNT) return "unknown attn_status value";
-    return attn__status_msg[s];
+    default: return "unknown attn_status value";
+    }
 }
 ATTNDEF attn_status_category attn_status_cat(attn_status s) {
-    if ((int)s < 0 || (int)s >= (int)ATTN_STATUS_COUNT) return ATTN_CAT_RANGE;
-    return attn__status_cat[s];
+    switch (s) {
+#define ATTN__STATUS_CAT(name, value, cat, msg) case name: return cat;
+    ATTN__STATUS_LIST(ATTN__STATUS_CAT)
+#undef ATTN__STATUS_CAT
+    default: return ATTN_CAT_RANGE;
+    }
 }
 
 ATTNDEF attn_tensor attn_tensor_dense(void *data, attn_dtype dtype, int batch, int seq, int heads, int dim) {

@@ -7,7 +7,7 @@
 #include <time.h>
 
 int t_passed = 0, t_failed = 0, t_printed = 0;
-int t_status_provoked[ATTN_STATUS_COUNT];
+int t_status_provoked[ATTN_STATUS_END];
 
 static void run_family(const char *name, void (*fn)(void)) {
     int p0 = t_passed, f0 = t_failed;

@@ -35,7 +35,7 @@ extern int t_passed, t_failed;
 extern int t_printed;   /* failures printed in the current family (main.c resets it) */
 /* t_status_provoked[s] is set once a test saw a call return exactly s when it was meant to;
    test_status_coverage() (last in main.c) checks every provocable code was seen. */
-extern int t_status_provoked[ATTN_STATUS_COUNT];
+extern int t_status_provoked[ATTN_STATUS_END];
 /* ATTN_MALLOC calls made by the implementation so far (tests/attn_impl.c) */
 extern size_t t_attn_mallocs;
 

@@ -1255,32 +1255,52 @@ static void test_merge(void) {
 /* Status table and error paths                                                              */
 /* ---------------------------------------------------------------------------------------- */
 
-#define T_STATUS_NAME(name, cat, msg) #name,
-#define T_STATUS_CAT(name, cat, msg) cat,
-#define T_STATUS_MSG(name, cat, msg) msg,
-static const char *const status_names[] = { ATTN__STATUS_LIST(T_STATUS_NAME) "?" };
-static const attn_status_category status_cats[] = { ATTN__STATUS_LIST(T_STATUS_CAT) ATTN_CAT_OK };
-static const char *const status_msgs[] = { ATTN__STATUS_LIST(T_STATUS_MSG) "?" };
+/* The documented table, indexed by value (the list's values are sparse: blocks per family). */
+#define T_STATUS_NAME(name, value, cat, msg) [value] = #name,
+#define T_STATUS_CAT(name, value, cat, msg) [value] = cat,
+#define T_STATUS_MSG(name, value, cat, msg) [value] = msg,
+#define T_STATUS_VALUE(name, value, cat, msg) value,
+static const char *const status_names[ATTN_STATUS_END] = { ATTN__STATUS_LIST(T_STATUS_NAME) };
+static const attn_status_category status_cats[ATTN_STATUS_END] = { ATTN__STATUS_LIST(T_STATUS_CAT) };
+static const char *const status_msgs[ATTN_STATUS_END] = { ATTN__STATUS_LIST(T_STATUS_MSG) };
+static const int status_values[] = { ATTN__STATUS_LIST(T_STATUS_VALUE) };
+#define T_N_STATUS ((int)(sizeof status_values / sizeof status_values[0]))
 
 static const char *sname(attn_status s) {
-    return (int)s >= 0 && (int)s < (int)ATTN_STATUS_COUNT ? status_names[s] : "(out of range)";
+    return (int)s >= 0 && (int)s < (int)ATTN_STATUS_END && status_names[s] ? status_names[s] : "(out of range)";
 }
 
-/* attn_status_str / attn_status_cat agree with the documented table and are never NULL */
+/* attn_status_str / attn_status_cat agree with the documented table and are never NULL; the
+   values are unique and strictly increasing in list order (a code is never renumbered or
+   inserted in the middle of a block), and values outside the list read as unknown. */
 static void test_status_table(void) {
-    int s;
-    for (s = 0; s < (int)ATTN_STATUS_COUNT; ++s) {
-        const char *m = attn_status_str((attn_status)s);
-        T_CHECK(m && strcmp(m, status_msgs[s]) == 0, "attn_status_str(%s) = \"%s\", documented \"%s\"",
-                status_names[s], m ? m : "(null)", status_msgs[s]);
-        T_CHECK(attn_status_cat((attn_status)s) == status_cats[s], "attn_status_cat(%s) = %d, documented %d",
-                status_names[s], (int)attn_status_cat((attn_status)s), (int)status_cats[s]);
+    int i, s;
+    for (i = 0; i < T_N_STATUS; ++i) {
+        s = status_values[i];
+        T_CHECK(s >= 0 && s < (int)ATTN_STATUS_END, "status value %d outside [0, ATTN_STATUS_END)", s);
+        if (s < 0 || s >= (int)ATTN_STATUS_END) continue;
+        T_CHECK(i == 0 || s > status_values[i - 1], "status %s: value %d not above the previous %d",
+                status_names[s], s, status_values[i - 1]);
+        {
+            const char *m = attn_status_str((attn_status)s);
+            T_CHECK(m && strcmp(m, status_msgs[s]) == 0, "attn_status_str(%s) = \"%s\", documented \"%s\"",
+                    status_names[s], m ? m : "(null)", status_msgs[s]);
+            T_CHECK(attn_status_cat((attn_status)s) == status_cats[s], "attn_status_cat(%s) = %d, documented %d",
+                    status_names[s], (int)attn_status_cat((attn_status)s), (int)status_cats[s]);
+        }
     }
     T_CHECK(status_cats[0] == ATTN_CAT_OK && ATTN_OK == 0, "ATTN_OK must be 0 in category ATTN_CAT_OK");
+    T_CHECK(ATTN_ERR_OVERFLOW == 137 && ATTN_ERR_OUT_OF_MEMORY == 138 && ATTN_ERR_NULL_DESC == 1,
+            "pinned status values changed (ATTN_ERR_OVERFLOW %d, ATTN_ERR_OUT_OF_MEMORY %d)",
+            (int)ATTN_ERR_OVERFLOW, (int)ATTN_ERR_OUT_OF_MEMORY);
+    for (s = 0; s < (int)ATTN_STATUS_END + 2; ++s) {
+        if (s < (int)ATTN_STATUS_END && status_msgs[s]) continue;
+        T_CHECK(strcmp(attn_status_str((attn_status)s), "unknown attn_status value") == 0,
+                "attn_status_str(%d) (no such code) = \"%s\"", s, attn_status_str((attn_status)s));
+    }
     {
-        const char *m1 = attn_status_str(ATTN_STATUS_COUNT), *m2 = attn_status_str((attn_status)-1),
-                   *m3 = attn_status_str((attn_status)100000);
-        T_CHECK(m1 && *m1 && m2 && *m2 && m3 && *m3, "attn_status_str of an out-of-range value must be a non-empty string");
+        const char *m2 = attn_status_str((attn_status)-1), *m3 = attn_status_str((attn_status)100000);
+        T_CHECK(m2 && *m2 && m3 && *m3, "attn_status_str of an out-of-range value must be a non-empty string");
     }
 }
 
@@ -1808,7 +1828,7 @@ static void fuzz_forward(void) {
             T_CHECK(why != NULL, "fuzz: attn_forward rejected a valid call with %s%s", sname(st), ctx);
             T_CHECK(t_sentinel_ok(out.buf, out.bytes, OUT_SEED) && (!lse || t_sentinel_ok(lse, nl * sizeof(float), LSE_SEED)),
                     "fuzz: attn_forward returned %s but wrote out or lse%s", sname(st), ctx);
-            T_CHECK(st > ATTN_OK && st < ATTN_STATUS_COUNT && st != ATTN_ERR_OUT_OF_MEMORY,
+            T_CHECK(st > ATTN_OK && st < ATTN_STATUS_END && st != ATTN_ERR_OUT_OF_MEMORY,
                     "fuzz: unexpected status %d%s", (int)st, ctx);
         }
         {
@@ -1972,7 +1992,9 @@ void test_exact(void) {
    test family. Exempt: ATTN_OK and ATTN_ERR_OUT_OF_MEMORY (needs a failing allocator). */
 void test_status_coverage(void) {
     int s;
-    for (s = 1; s < (int)ATTN_STATUS_COUNT; ++s) {
+    int i;
+    for (i = 1; i < T_N_STATUS; ++i) {
+        s = status_values[i];
         if (s == (int)ATTN_ERR_OUT_OF_MEMORY) continue;
         T_CHECK(t_status_provoked[s], "status %s was never provoked by an otherwise-valid call", status_names[s]);
     }
