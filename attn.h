@@ -276,7 +276,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NULL_OUT,                5, ATTN_CAT_NULL,        "out.data is NULL") \
     X(ATTN_ERR_NULL_ARG,                6, ATTN_CAT_NULL,        "attn_workspace_size: bytes is NULL") \
     X(ATTN_ERR_DTYPE,                   7, ATTN_CAT_DTYPE,       "a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
-    X(ATTN_ERR_DTYPE_MISMATCH,          8, ATTN_CAT_DTYPE,       "k.dtype and v.dtype must equal q.dtype") \
+    X(ATTN_ERR_DTYPE_MISMATCH,          8, ATTN_CAT_DTYPE,       "v.dtype must equal k.dtype (q and out may have any dtype)") \
     X(ATTN_ERR_Q_SHAPE,                 9, ATTN_CAT_SHAPE,       "q.batch, q.seq, q.heads and q.dim must all be >= 1") \
     X(ATTN_ERR_K_SHAPE,                10, ATTN_CAT_SHAPE,       "k.batch, k.seq, k.heads and k.dim must all be >= 1") \
     X(ATTN_ERR_V_SHAPE,                11, ATTN_CAT_SHAPE,       "v.batch, v.seq, v.heads and v.dim must all be >= 1") \
@@ -841,6 +841,11 @@ ATTNDEF const char *attn_bf16_kernels(void);
 #endif
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ATTN__MAYBE_UNUSED __attribute__((unused))   /* shared helpers a build may not call */
+#else
+#define ATTN__MAYBE_UNUSED
+#endif
 #define ATTN__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define ATTN__MAX(a, b) ((a) > (b) ? (a) : (b))
 #if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
@@ -903,6 +908,24 @@ static void attn__free(void *p) {
     memcpy(&raw, (unsigned char *)p - sizeof(void *), sizeof(void *));
     ATTN_FREE(raw);
 }
+
+/* Scratch memory of one call: the caller's (a desc's workspace, at least bytes long) or one
+   allocation. The one place every entry point gets its workspace from. base is aligned to
+   ATTN__ALIGN; ask for ATTN__ALIGN bytes more than you use so a caller's unaligned buffer fits. */
+typedef struct attn__ws { char *base; void *owned; } attn__ws;
+static attn_status attn__ws_acquire(void *user, size_t user_bytes, size_t bytes, attn_status too_small, attn__ws *w) {
+    w->owned = NULL;
+    if (user) {
+        if (user_bytes < bytes) return too_small;
+        w->base = (char *)user;
+    } else {
+        if (!(w->owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
+        w->base = (char *)w->owned;
+    }
+    w->base += (ATTN__ALIGN - (uintptr_t)w->base % ATTN__ALIGN) % ATTN__ALIGN;
+    return ATTN_OK;
+}
+static void attn__ws_release(attn__ws *w) { attn__free(w->owned); w->owned = NULL; }
 
 static int attn__cpu_count(void) {
 #if defined(ATTN__PTHREADS) && defined(_SC_NPROCESSORS_ONLN)
@@ -1346,19 +1369,81 @@ static void attn__rope_rows_tab(const attn__problem *P, float *x, size_t ld, int
 static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype t, int d0, int n, long long pos,
                             float *dst, float mul);
 
-static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
-                                       const attn_tensor *v, const attn_tensor *out, attn__problem *P) {
+/* ---- The mechanism seam -------------------------------------------------------------------
+   Every attn_kind is one attn__mech: the operations it has (NULL: ATTN_ERR_KIND_OP), each taking
+   the public call's arguments in an attn__call. attn_forward, attn_backward, attn_decode,
+   attn_step, attn_state_size and the workspace queries only pick the kind's entry (section
+   3.18) and call it, so a family adds its kind to ATTN__KIND_LIST, one attn__mech and its
+   kernels, and touches nothing else. One function per operation does validate -> plan ->
+   (query: report the bytes and return) -> workspace -> run, so a workspace query can never
+   disagree with the call it sizes:
+       static attn_status attn__mykind_forward(const attn__call *c) {
+           my_plan P; size_t bytes; attn__ws w; attn_status s;
+           if ((s = my_check(c, &P)) != ATTN_OK) return s;   // attn__check_qkv + my fields
+           bytes = my_bytes(&P);
+           if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }   // workspace query
+           if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes,
+                                     ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+           my_run(&P, w.base);                              // kernels on attn__vec(), threads
+           attn__ws_release(&w);                            // on attn__parallel_for(c->d, ...)
+           return ATTN_OK;
+       }
+       static const attn__mech attn__mech_mykind = { attn__mykind_forward, NULL, NULL, NULL, NULL };
+   plus one line X(ATTN_MYKIND, 11, mykind, "...") in ATTN__KIND_LIST. Kernels are written once
+   against the vector layer (attn__vec(), 3.5), which runs them on AVX-512, AVX2, NEON or scalar. */
+typedef struct attn__call {
+    const attn_desc *d;                 /* never NULL (the dispatcher checks) */
+    attn_tensor q, k, v, out;           /* out unused by workspace and state-size queries */
+    float *lse;                         /* forward / decode: [B, Hq, Sq] or NULL */
+    attn_tensor dout, dq, dk, dv;       /* backward */
+    const float *lse_in;                /* backward: the forward's lse */
+    const attn_kv_cache *cache;         /* decode */
+    attn_state *state;                  /* step */
+    size_t *bytes;                      /* non-NULL: a query; write the workspace bytes (state
+                                           size: floats) here, and nothing else */
+} attn__call;
+typedef attn_status (*attn__op_fn)(const attn__call *c);
+typedef struct attn__mech {
+    attn__op_fn forward;                /* attn_forward, attn_workspace_size */
+    attn__op_fn backward;               /* attn_backward, attn_backward_workspace_size */
+    attn__op_fn decode;                 /* attn_decode, attn_decode_workspace_size */
+    attn__op_fn step;                   /* attn_step (state given) */
+    attn__op_fn state_size;             /* attn_state_size, attn_state_init: floats in *c->bytes */
+} attn__mech;
+
+/* The checks every kind's step shares: the state exists, was made for this kind and these
+   shapes, and is large enough. Kinds call it from their step after attn__check_qkv. */
+ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, size_t need) {
+    const attn_state *st = c->state;
+    if (!st || !st->data) return ATTN_ERR_STATE_NULL;
+    if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
+        st->dim_v != c->v.dim) return ATTN_ERR_STATE_MISMATCH;
+    if (st->size < need || st->pos < 0) return ATTN_ERR_STATE_SIZE;
+    return ATTN_OK;
+}
+
+/* An output view with a zero stride on an axis of extent > 1 (two elements would share memory).
+   All strides 0 means dense, which is fine. The one broadcast check of every output. */
+static int attn__tensor_bcast(const attn_tensor *t) {
+    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
+           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) || (t->heads > 1 && t->stride_head == 0));
+}
+
+/* The tensor contract every attn_kind shares: q [B, Sq, Hq, D], k [B, Sk, Hkv, D],
+   v [B, Sk, Hkv, Dv], out [B, Sq, Hq, Dv] (NULL: a workspace query), Hq a multiple of Hkv;
+   any dtype for q and out, one dtype for k and v. Fills the four views. Kinds then check their
+   own fields (desc and per-kind parameters). */
+static attn_status attn__check_qkv(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                   const attn_tensor *out, attn__view *qv, attn__view *kv, attn__view *vv,
+                                   attn__view *ov) {
     attn_status s;
-    int h, varlen;
-    if (!d) return ATTN_ERR_NULL_DESC;
-    if ((int)d->kind != (int)ATTN_SOFTMAX) return ATTN_ERR_KIND;
     if (!q->data) return ATTN_ERR_NULL_Q;
     if (!k->data) return ATTN_ERR_NULL_K;
     if (!v->data) return ATTN_ERR_NULL_V;
     if (out && !out->data) return ATTN_ERR_NULL_OUT;
     if (!attn__dtype_ok(q->dtype) || !attn__dtype_ok(k->dtype) || !attn__dtype_ok(v->dtype) ||
         (out && !attn__dtype_ok(out->dtype))) return ATTN_ERR_DTYPE;
-    if (k->dtype != q->dtype || v->dtype != q->dtype) return ATTN_ERR_DTYPE_MISMATCH;
+    if (v->dtype != k->dtype) return ATTN_ERR_DTYPE_MISMATCH;
     if (!attn__shape_ok(q)) return ATTN_ERR_Q_SHAPE;
     if (!attn__shape_ok(k)) return ATTN_ERR_K_SHAPE;
     if (!attn__shape_ok(v)) return ATTN_ERR_V_SHAPE;
@@ -1370,11 +1455,26 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (out) {
         if (out->batch != q->batch || out->seq != q->seq || out->heads != q->heads || out->dim != v->dim)
             return ATTN_ERR_OUT_SHAPE;
-        if (!(out->stride_batch == 0 && out->stride_seq == 0 && out->stride_head == 0) &&
-            ((out->batch > 1 && out->stride_batch == 0) || (out->seq > 1 && out->stride_seq == 0) ||
-             (out->heads > 1 && out->stride_head == 0)))
-            return ATTN_ERR_OUT_BROADCAST;
+        if (attn__tensor_bcast(out)) return ATTN_ERR_OUT_BROADCAST;
     }
+    if ((s = attn__make_view(q, qv)) != ATTN_OK || (s = attn__make_view(k, kv)) != ATTN_OK ||
+        (s = attn__make_view(v, vv)) != ATTN_OK) return s;
+    if (out && (s = attn__make_view(out, ov)) != ATTN_OK) return s;
+    {   /* lse [B, Hq, Sq] and the work decomposition must be indexable */
+        size_t n;
+        if (!attn__mul_size((size_t)q->batch, (size_t)q->heads, &n) || !attn__mul_size(n, (size_t)q->seq, &n) ||
+            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    }
+    return ATTN_OK;
+}
+
+static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
+                                       const attn_tensor *v, const attn_tensor *out, attn__problem *P) {
+    attn_status s;
+    int h, varlen;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if ((int)d->kind != (int)ATTN_SOFTMAX) return ATTN_ERR_KIND;
+    if ((s = attn__check_qkv(q, k, v, out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK) return s;
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (!isfinite(d->softcap) || d->softcap < 0) return ATTN_ERR_SOFTCAP;
     if (!(d->dropout_p >= 0.0f && d->dropout_p < 1.0f)) return ATTN_ERR_DROPOUT;
@@ -1406,14 +1506,6 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->bias.data) {
         if (d->bias.batch != 1 && d->bias.batch != q->batch) return ATTN_ERR_BIAS_BATCH;
         if (d->bias.heads != 1 && d->bias.heads != q->heads) return ATTN_ERR_BIAS_HEADS;
-    }
-    if ((s = attn__make_view(q, &P->q)) != ATTN_OK || (s = attn__make_view(k, &P->k)) != ATTN_OK ||
-        (s = attn__make_view(v, &P->v)) != ATTN_OK) return s;
-    if (out && (s = attn__make_view(out, &P->out)) != ATTN_OK) return s;
-    {   /* lse [B, Hq, Sq] and the work decomposition must be indexable */
-        size_t n;
-        if (!attn__mul_size((size_t)q->batch, (size_t)q->heads, &n) || !attn__mul_size(n, (size_t)q->seq, &n) ||
-            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
     }
     P->bias = d->bias.data;
     if (P->bias) {                              /* bias [Bb, Hb, Sq, Sk], seq_k contiguous */
@@ -1502,6 +1594,18 @@ typedef struct attn__isa {
     void (*load)(const void *src, attn_dtype t, float *dst, int n, float mul);
     /* n fp32 values times mul -> dtype t, bit for bit attn__store_row */
     void (*store)(void *dst, attn_dtype t, const float *src, int n, float mul);
+    /* ---- the vector layer: the row operations every family's kernels are written with
+       (attn__vec() returns the table of the CPU's best ISA). Rows are fp32 and contiguous, any
+       length n >= 0 (tails masked, never read past n), any alignment; load and store above
+       convert f16/bf16 storage. The reductions sum in a fixed, length-determined order, so a
+       result never depends on threads or on where a row sits in memory. */
+    float (*dot)(const float *a, const float *b, int n);          /* sum_i a[i] b[i] */
+    void (*axpy)(float *y, float a, const float *x, int n);       /* y[i] += a x[i] */
+    void (*scal)(float *y, float a, int n);                       /* y[i] *= a */
+    float (*max)(const float *x, int n);                          /* max_i x[i]; -inf when n = 0 */
+    /* y[i] = exp(x[i] - m) (y may be x), returns sum_i y[i]; exp(-inf) = 0, so masked entries
+       (-inf) drop out. The SIMD exp is the polynomial of the softmax kernels (1 ulp). */
+    float (*exp_sum)(float *y, const float *x, float m, int n);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -1581,8 +1685,37 @@ static void attn__pv_scalar(const float *S, int nk, int nrows, const float *V, p
     }
 }
 
+/* The scalar vector layer: the reference the SIMD ones are tested against. */
+static float attn__dot_scalar(const float *a, const float *b, int n) {
+    float s = 0.0f;
+    int i;
+    for (i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+static void attn__axpy_scalar(float *y, float a, const float *x, int n) {
+    int i;
+    for (i = 0; i < n; ++i) y[i] += a * x[i];
+}
+static void attn__scal_scalar(float *y, float a, int n) {
+    int i;
+    for (i = 0; i < n; ++i) y[i] *= a;
+}
+static float attn__max_scalar(const float *x, int n) {
+    float m = -INFINITY;
+    int i;
+    for (i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+    return m;
+}
+static float attn__exp_sum_scalar(float *y, const float *x, float m, int n) {
+    float s = 0.0f;
+    int i;
+    for (i = 0; i < n; ++i) { y[i] = expf(x[i] - m); s += y[i]; }
+    return s;
+}
+
 static const attn__isa attn__isa_scalar = {
-    "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row
+    "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
+    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -1914,9 +2047,59 @@ ATTN__T512 static void attn__store_avx512(void *dst, attn_dtype t, const float *
     if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
 }
 
+/* The AVX-512 vector layer: 16 lanes, masked tails. */
+ATTN__T512 static ATTN__INLINE __mmask16 attn__tail16(int n) { return (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u); }
+ATTN__T512 static float attn__dot_avx512(const float *a, const float *b, int n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+ATTN__T512 static void attn__axpy_avx512(float *y, float a, const float *x, int n) {
+    const __m512 va = _mm512_set1_ps(a);
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        _mm512_mask_storeu_ps(y + i, k, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, y + i)));
+    }
+}
+ATTN__T512 static void attn__scal_avx512(float *y, float a, int n) {
+    const __m512 va = _mm512_set1_ps(a);
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(va, _mm512_maskz_loadu_ps(k, y + i)));
+    }
+}
+ATTN__T512 static float attn__max_avx512(const float *x, int n) {
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    int i;
+    for (i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(m, attn__tail16(n - i), x + i));
+    return _mm512_reduce_max_ps(m);
+}
+ATTN__T512 static float attn__exp_sum_avx512(float *y, const float *x, float m, int n) {
+    const __m512 vm = _mm512_set1_ps(m);
+    __m512 s = _mm512_setzero_ps();
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        const __m512 e = _mm512_maskz_mov_ps(k, attn__exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        _mm512_mask_storeu_ps(y + i, k, e);
+        s = _mm512_add_ps(s, e);
+    }
+    return _mm512_reduce_add_ps(s);
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
-    attn__store_avx512
+    attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -2141,8 +2324,72 @@ ATTN__T256 static void attn__store_avx2(void *dst, attn_dtype t, const float *sr
     if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
 }
 
+/* The AVX2 vector layer: 8 lanes, masked tails. */
+ATTN__T256 static ATTN__INLINE float attn__hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+ATTN__T256 static float attn__dot_avx2(const float *a, const float *b, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    for (; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, k), _mm256_maskload_ps(b + i, k), s0);
+    }
+    return attn__hsum256(_mm256_add_ps(s0, s1));
+}
+ATTN__T256 static void attn__axpy_avx2(float *y, float a, const float *x, int n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        _mm256_maskstore_ps(y + i, k, _mm256_fmadd_ps(va, _mm256_maskload_ps(x + i, k), _mm256_maskload_ps(y + i, k)));
+    }
+}
+ATTN__T256 static void attn__scal_avx2(float *y, float a, int n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        _mm256_maskstore_ps(y + i, k, _mm256_mul_ps(va, _mm256_maskload_ps(y + i, k)));
+    }
+}
+ATTN__T256 static float attn__max_avx2(const float *x, int n) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 m = ninf;
+    __m128 h;
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        m = _mm256_max_ps(m, _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, k), _mm256_castsi256_ps(k)));
+    }
+    h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+ATTN__T256 static float attn__exp_sum_avx2(float *y, const float *x, float m, int n) {
+    const __m256 vm = _mm256_set1_ps(m);
+    __m256 s = _mm256_setzero_ps();
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(k), attn__exp256(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), vm)));
+        _mm256_maskstore_ps(y + i, k, e);
+        s = _mm256_add_ps(s, e);
+    }
+    return attn__hsum256(s);
+}
+
 static const attn__isa attn__isa_avx2 = {
-    "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2
+    "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
+    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -2327,8 +2574,58 @@ static void attn__qk_narrow_neon(const float *K, ptrdiff_t ldk, int nk, const fl
     }
 }
 
+/* The NEON vector layer: 4 lanes, scalar tails folded into lane 0's order. */
+static float attn__dot_neon(const float *a, const float *b, int n) {
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
+    float s;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    s = vaddvq_f32(vaddq_f32(s0, s1));
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+static void attn__axpy_neon(float *y, float a, const float *x, int n) {
+    const float32x4_t va = vdupq_n_f32(a);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), va, vld1q_f32(x + i)));
+    for (; i < n; ++i) y[i] += a * x[i];
+}
+static void attn__scal_neon(float *y, float a, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vmulq_n_f32(vld1q_f32(y + i), a));
+    for (; i < n; ++i) y[i] *= a;
+}
+static float attn__max_neon(const float *x, int n) {
+    float32x4_t m = vdupq_n_f32(-INFINITY);
+    float r;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) m = vmaxq_f32(m, vld1q_f32(x + i));
+    r = vmaxvq_f32(m);
+    for (; i < n; ++i) r = x[i] > r ? x[i] : r;
+    return r;
+}
+static float attn__exp_sum_neon(float *y, const float *x, float m, int n) {
+    const float32x4_t vm = vdupq_n_f32(m);
+    float32x4_t s = vdupq_n_f32(0.0f);
+    float r;
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t e = attn__exp_neon(vsubq_f32(vld1q_f32(x + i), vm));
+        vst1q_f32(y + i, e);
+        s = vaddq_f32(s, e);
+    }
+    r = vaddvq_f32(s);
+    for (; i < n; ++i) { y[i] = expf(x[i] - m); r += y[i]; }
+    return r;
+}
+
 static const attn__isa attn__isa_neon = {
-    "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row
+    "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
+    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon
 };
 #endif /* ATTN__NEON */
 
@@ -2352,6 +2649,8 @@ static const attn__isa *attn__pick_isa(void) {
 #endif
     return &attn__isa_scalar;
 }
+/* The vector layer of the CPU's best ISA (see attn__isa's dot .. exp_sum). */
+ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
 
 /* ---------------------------------------------------------------------------------------
    3.12 AMX tile kernels (bf16): placed before 3.6, which calls them
@@ -2481,7 +2780,7 @@ static int attn__bf16_cpu(void) {
 static int attn__bf16_kernel(const attn__problem *P) {
     int k;
     /* dropout (3.8), in-kernel RoPE and paged caches (3.11) run on the fp32 kernels */
-    if (P->no_amx == 2 || P->q.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
+    if (P->no_amx == 2 || P->q.dtype != ATTN_BF16 || P->k.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
     k = attn__bf16_cpu();
     return P->no_amx == 1 ? ATTN__MIN(k, 1) : k;
 }
@@ -3853,40 +4152,23 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
 
 ATTNDEF const char *attn_kernels(void) { return attn__pick_isa()->name; }
 
-ATTNDEF attn_status attn_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, size_t *bytes) {
-    attn__problem P;
-    attn__fwd_ctx C;
-    attn_status s;
-    if (!bytes) return ATTN_ERR_NULL_ARG;
-    memset(&P, 0, sizeof P);
-    if ((s = attn__check_forward(desc, &q, &k, &v, NULL, &P)) != ATTN_OK) return s;
-    return attn__fwd_plan(&P, attn__pick_isa(), &C, bytes);
-}
-
-ATTNDEF attn_status attn_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
-                                 attn_tensor out, float *lse) {
+/* ATTN_SOFTMAX's forward (attn_forward, attn_workspace_size). */
+static attn_status attn__softmax_forward(const attn__call *c) {
     attn__problem P;
     attn__fwd_ctx C;
     size_t bytes;
-    void *owned = NULL;
-    char *base;
+    attn__ws w;
     attn_status s;
     memset(&P, 0, sizeof P);
-    if ((s = attn__check_forward(desc, &q, &k, &v, &out, &P)) != ATTN_OK) return s;
-    P.lse = lse;
+    if ((s = attn__check_forward(c->d, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
+    P.lse = c->lse;
     if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, &bytes)) != ATTN_OK) return s;
-    if (desc->workspace) {
-        if (desc->workspace_size < bytes) return ATTN_ERR_WORKSPACE;
-        base = (char *)desc->workspace;
-    } else {
-        if (!(owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
-        base = (char *)owned;
-    }
-    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
-    C.ws = (float *)(void *)base;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    C.ws = (float *)(void *)w.base;
     C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
-    attn__fwd_run(desc, &C, q.batch, P.n_threads);
-    attn__free(owned);
+    attn__fwd_run(c->d, &C, c->q.batch, P.n_threads);
+    attn__ws_release(&w);
     return ATTN_OK;
 }
 
@@ -4685,33 +4967,19 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, at
     return ATTN_OK;
 }
 
-static int attn__grad_bcast(const attn_tensor *t) {
-    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
-           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) || (t->heads > 1 && t->stride_head == 0));
-}
-
-ATTNDEF attn_status attn_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
-                                                 size_t *bytes) {
-    attn__problem P;
-    attn__bwd_ctx C;
-    attn_status s;
-    if (!bytes) return ATTN_ERR_NULL_ARG;
-    memset(&P, 0, sizeof P);
-    if ((s = attn__check_forward(desc, &q, &k, &v, NULL, &P)) != ATTN_OK) return s;
-    return attn__bwd_plan(&P, desc, &C, bytes);
-}
-
-ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
-                                  attn_tensor out, attn_tensor dout, const float *lse,
-                                  attn_tensor dq, attn_tensor dk, attn_tensor dv) {
+/* ATTN_SOFTMAX's backward (attn_backward, attn_backward_workspace_size). */
+static attn_status attn__softmax_backward(const attn__call *c) {
+    const attn_desc *desc = c->d;
+    const attn_tensor q = c->q, k = c->k, v = c->v, out = c->out, dout = c->dout, dq = c->dq, dk = c->dk, dv = c->dv;
+    const float *lse = c->lse_in;
     attn__problem P;
     attn__bwd_ctx C;
     size_t bytes;
-    void *owned = NULL;
-    char *base;
+    attn__ws w;
     attn_status s;
     memset(&P, 0, sizeof P);
-    if ((s = attn__check_forward(desc, &q, &k, &v, &out, &P)) != ATTN_OK) return s;
+    if ((s = attn__check_forward(desc, &q, &k, &v, c->bytes ? NULL : &out, &P)) != ATTN_OK) return s;
+    if (c->bytes) return attn__bwd_plan(&P, desc, &C, c->bytes);
     if (!dout.data) return ATTN_ERR_BWD_NULL_DOUT;
     if (!lse) return ATTN_ERR_BWD_NULL_LSE;
     if (!dq.data) return ATTN_ERR_BWD_NULL_DQ;
@@ -4724,9 +4992,9 @@ ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_ten
     if (dq.batch != q.batch || dq.seq != q.seq || dq.heads != q.heads || dq.dim != q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
     if (dk.batch != k.batch || dk.seq != k.seq || dk.heads != k.heads || dk.dim != k.dim) return ATTN_ERR_BWD_DK_SHAPE;
     if (dv.batch != v.batch || dv.seq != v.seq || dv.heads != v.heads || dv.dim != v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-    if (attn__grad_bcast(&dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-    if (attn__grad_bcast(&dk)) return ATTN_ERR_BWD_DK_BROADCAST;
-    if (attn__grad_bcast(&dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+    if (attn__tensor_bcast(&dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+    if (attn__tensor_bcast(&dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+    if (attn__tensor_bcast(&dv)) return ATTN_ERR_BWD_DV_BROADCAST;
     if (desc->dbias) {
         if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
         if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (q.seq > 1 && P.bias_sq == 0))
@@ -4736,15 +5004,8 @@ ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_ten
     C.lse = lse;
     if ((s = attn__make_view(&dout, &C.dout)) != ATTN_OK || (s = attn__make_view(&dq, &C.dq)) != ATTN_OK ||
         (s = attn__make_view(&dk, &C.dk)) != ATTN_OK || (s = attn__make_view(&dv, &C.dv)) != ATTN_OK) return s;
-    if (desc->workspace) {
-        if (desc->workspace_size < bytes) return ATTN_ERR_WORKSPACE;
-        base = (char *)desc->workspace;
-    } else {
-        if (!(owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
-        base = (char *)owned;
-    }
-    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
-    C.ws = (float *)(void *)base;
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    C.ws = (float *)(void *)w.base;
     C.drow = C.ws + C.ws_floats * (size_t)P.n_threads;
     C.dqp = C.drow + attn__round16((size_t)q.batch * (size_t)q.heads * (size_t)q.seq);
     C.touched = (unsigned char *)(C.dqp + C.dqp_split * (size_t)C.n_split);
@@ -4752,7 +5013,7 @@ ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_ten
     attn__parallel_for(desc, q.batch * C.q_blocks, P.n_threads, attn__bwd_drow_task, &C);
     attn__parallel_for(desc, C.n_bg * C.n_hg * C.n_split, P.n_threads, attn__bwd_task, &C);
     attn__parallel_for(desc, q.batch * C.q_blocks + k.batch * C.k_blocks, P.n_threads, attn__bwd_final_task, &C);
-    attn__free(owned);
+    attn__ws_release(&w);
     return ATTN_OK;
 }
 
@@ -5328,15 +5589,12 @@ static attn_status attn__layer_workspace(attn__layer *L, void **owned) {
     char *base;
     attn_status s;
     *owned = NULL;
+    attn__ws w;
     if ((s = attn__layer_bytes(L, &bytes)) != ATTN_OK) return s;
-    if (L->d->workspace) {
-        if (L->d->workspace_size < bytes) return ATTN_ERR_LAYER_WORKSPACE;
-        base = (char *)L->d->workspace;
-    } else {
-        if (!(*owned = attn__alloc(bytes))) return ATTN_ERR_OUT_OF_MEMORY;
-        base = (char *)*owned;
-    }
-    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
+    if ((s = attn__ws_acquire(L->d->workspace, L->d->workspace_size, bytes, ATTN_ERR_LAYER_WORKSPACE, &w)) != ATTN_OK)
+        return s;
+    *owned = w.owned;
+    base = w.base;
     L->ws = (float *)(void *)base;
     base += L->floats * sizeof(float);
     base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
@@ -6137,52 +6395,37 @@ static attn_status attn__decode_setup(const attn_desc *d, attn_tensor *q, const 
     return ATTN_OK;
 }
 
-ATTNDEF attn_status attn_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
-                                               size_t *bytes) {
-    attn__problem P;
-    attn__fwd_ctx C;
-    attn_status s;
-    if (!bytes) return ATTN_ERR_NULL_ARG;
-    memset(&P, 0, sizeof P);
-    if ((s = attn__decode_setup(desc, &q, cache, NULL, &P)) != ATTN_OK) return s;
-    if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, bytes)) != ATTN_OK) return s;
-    return attn__add_size(*bytes, attn__decode_tab_bytes(&P), bytes) ? ATTN_OK : ATTN_ERR_OVERFLOW;
-}
-
-ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
-                                attn_tensor out, float *lse) {
+/* ATTN_SOFTMAX's decode (attn_decode, attn_decode_workspace_size). */
+static attn_status attn__softmax_decode(const attn__call *c) {
+    const attn_desc *desc = c->d;
+    attn_tensor q = c->q, out = c->out;
     attn__problem P;
     attn__fwd_ctx C;
     size_t bytes, tab, total;
-    void *owned = NULL;
+    attn__ws w;
     char *base;
     attn_status s;
     memset(&P, 0, sizeof P);
-    if ((s = attn__decode_setup(desc, &q, cache, &out, &P)) != ATTN_OK) return s;
-    P.lse = lse;
+    if ((s = attn__decode_setup(desc, &q, c->cache, c->bytes ? NULL : &out, &P)) != ATTN_OK) return s;
+    P.lse = c->lse;
     if ((s = attn__fwd_plan(&P, attn__pick_isa(), &C, &bytes)) != ATTN_OK) return s;
     tab = attn__decode_tab_bytes(&P);
     if (!attn__add_size(bytes, tab, &total)) return ATTN_ERR_OVERFLOW;
-    if (desc->workspace) {
-        if (desc->workspace_size < total) return ATTN_ERR_WORKSPACE;
-        base = (char *)desc->workspace;
-    } else {
-        if (!(owned = attn__alloc(total))) return ATTN_ERR_OUT_OF_MEMORY;
-        base = (char *)owned;
-    }
-    if (tab) {                                     /* the table lives in the last tab bytes */
+    if (c->bytes) { *c->bytes = total; return ATTN_OK; }
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, total, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    base = w.base;
+    if (tab) {   /* the table follows the tiles' memory (bytes - ATTN__ALIGN from the aligned base) */
         attn__rope_tab_ctx X;
-        char *tb = base + bytes;
+        char *tb = base + (bytes - ATTN__ALIGN);
         tb += (ATTN__ALIGN - (uintptr_t)tb % ATTN__ALIGN) % ATTN__ALIGN;
         X.P = &P; X.tab = (float *)(void *)tb; X.n = P.k.seq;
         attn__parallel_for(desc, (int)((X.n + 63) / 64), P.n_threads, attn__rope_tab_task, &X);
         P.rope_tab = X.tab;
     }
-    base += (ATTN__ALIGN - (uintptr_t)base % ATTN__ALIGN) % ATTN__ALIGN;
     C.ws = (float *)(void *)base;
     C.partial = C.ws + C.ws_floats * (size_t)P.n_threads;
     attn__fwd_run(desc, &C, q.batch, P.n_threads);
-    attn__free(owned);
+    attn__ws_release(&w);
     return ATTN_OK;
 }
 
@@ -6502,6 +6745,157 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_out_task, &C);
     attn__free(mem);
     return ATTN_OK;
+}
+
+/* ---------------------------------------------------------------------------------------
+   3.13 sparse attention
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
+   3.14 linear and kernel attention
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
+   3.15 low-rank attention
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
+   3.16 state-space scans
+   --------------------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------------------
+   3.17 the mechanism table and the public entry points that dispatch through it
+   --------------------------------------------------------------------------------------- */
+static const attn__mech attn__mech_softmax = {
+    attn__softmax_forward, attn__softmax_backward, attn__softmax_decode, NULL, NULL
+};
+
+/* The kind's entry, or NULL for a value that is not a kind. */
+static const attn__mech *attn__mech_of(attn_kind kind) {
+    switch (kind) {
+#define ATTN__KIND_CASE(name, value, id, text) case name: return &attn__mech_##id;
+    ATTN__KIND_LIST(ATTN__KIND_CASE)
+#undef ATTN__KIND_CASE
+    default: return NULL;
+    }
+}
+
+ATTNDEF const char *attn_kind_name(attn_kind kind) {
+    switch (kind) {
+#define ATTN__KIND_TEXT(name, value, id, text) case name: return text;
+    ATTN__KIND_LIST(ATTN__KIND_TEXT)
+#undef ATTN__KIND_TEXT
+    default: return "unknown attn_kind";
+    }
+}
+
+typedef enum attn__op { ATTN__FORWARD, ATTN__BACKWARD, ATTN__DECODE, ATTN__STEP, ATTN__STATE_SIZE } attn__op;
+
+/* Runs desc->kind's operation op on the call. */
+static attn_status attn__dispatch(attn__op op, attn__call *c) {
+    const attn__mech *m;
+    attn__op_fn fn = NULL;
+    if (!c->d) return ATTN_ERR_NULL_DESC;
+    if (!(m = attn__mech_of(c->d->kind))) return ATTN_ERR_KIND;
+    switch (op) {
+    case ATTN__FORWARD: fn = m->forward; break;
+    case ATTN__BACKWARD: fn = m->backward; break;
+    case ATTN__DECODE: fn = m->decode; break;
+    case ATTN__STEP: fn = m->step; break;
+    case ATTN__STATE_SIZE: fn = m->state_size; break;
+    }
+    return fn ? fn(c) : ATTN_ERR_KIND_OP;
+}
+
+static void attn__call_init(attn__call *c, const attn_desc *desc, const attn_tensor *q, const attn_tensor *k,
+                            const attn_tensor *v) {
+    memset(c, 0, sizeof *c);
+    c->d = desc; c->q = *q; c->k = *k; c->v = *v;
+}
+
+ATTNDEF attn_status attn_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                 attn_tensor out, float *lse) {
+    attn__call c;
+    attn__call_init(&c, desc, &q, &k, &v);
+    c.out = out; c.lse = lse;
+    return attn__dispatch(ATTN__FORWARD, &c);
+}
+
+ATTNDEF attn_status attn_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, size_t *bytes) {
+    attn__call c;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    attn__call_init(&c, desc, &q, &k, &v);
+    c.bytes = bytes;
+    return attn__dispatch(ATTN__FORWARD, &c);
+}
+
+ATTNDEF attn_status attn_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                  attn_tensor out, attn_tensor dout, const float *lse,
+                                  attn_tensor dq, attn_tensor dk, attn_tensor dv) {
+    attn__call c;
+    attn__call_init(&c, desc, &q, &k, &v);
+    c.out = out; c.dout = dout; c.lse_in = lse; c.dq = dq; c.dk = dk; c.dv = dv;
+    return attn__dispatch(ATTN__BACKWARD, &c);
+}
+
+ATTNDEF attn_status attn_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                                 size_t *bytes) {
+    attn__call c;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    attn__call_init(&c, desc, &q, &k, &v);
+    c.bytes = bytes;
+    return attn__dispatch(ATTN__BACKWARD, &c);
+}
+
+ATTNDEF attn_status attn_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                attn_tensor out, float *lse) {
+    attn__call c;
+    attn__call_init(&c, desc, &q, &q, &q);
+    c.out = out; c.lse = lse; c.cache = cache;
+    return attn__dispatch(ATTN__DECODE, &c);
+}
+
+ATTNDEF attn_status attn_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                               size_t *bytes) {
+    attn__call c;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    attn__call_init(&c, desc, &q, &q, &q);
+    c.cache = cache; c.bytes = bytes;
+    return attn__dispatch(ATTN__DECODE, &c);
+}
+
+ATTNDEF attn_status attn_state_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                    size_t *floats) {
+    attn__call c;
+    if (!floats) return ATTN_ERR_NULL_ARG;
+    attn__call_init(&c, desc, &q, &k, &v);
+    c.bytes = floats;
+    return attn__dispatch(ATTN__STATE_SIZE, &c);
+}
+
+ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                    float *data, size_t floats, attn_state *state) {
+    attn__call c;
+    size_t need = 0;
+    attn_status s;
+    attn__call_init(&c, desc, &q, &k, &v);
+    c.bytes = &need;
+    if ((s = attn__dispatch(ATTN__STATE_SIZE, &c)) != ATTN_OK) return s;
+    if (!state || !data) return ATTN_ERR_STATE_NULL;
+    if (floats < need) return ATTN_ERR_STATE_SIZE;
+    memset(data, 0, need * sizeof(float));     /* every kind's empty history is all zeros */
+    state->data = data; state->size = floats; state->kind = desc->kind;
+    state->batch = q.batch; state->heads = q.heads; state->dim_k = q.dim; state->dim_v = v.dim;
+    state->pos = 0;
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                              attn_state *state, attn_tensor out) {
+    attn__call c;
+    attn__call_init(&c, desc, &q, &k, &v);
+    c.out = out; c.state = state;
+    return attn__dispatch(ATTN__STEP, &c);
 }
 
 #ifdef __cplusplus

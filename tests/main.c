@@ -33,6 +33,18 @@ int main(void) {
     /* amx */
     run_family("amx", test_amx);
     run_family("amx-emu", test_amx_emu);
+    /* sparse */
+
+    /* linear */
+
+    /* low-rank */
+
+    /* state space */
+
+    /* cuda (emulated) */
+
+    /* fuzz */
+
     run_family("status", test_status_coverage);   /* keep last: checks every code was provoked */
     printf("%d passed, %d failed\n", t_passed, t_failed);
     return t_failed != 0;

@@ -64,6 +64,18 @@ void test_generation(void);
 /* amx */
 void test_amx(void);
 void test_amx_emu(void);   /* the AMX branch on a software tile file */
+/* sparse */
+
+/* linear */
+
+/* low-rank */
+
+/* state space */
+
+/* cuda (emulated) */
+
+/* fuzz */
+
 void test_status_coverage(void);   /* last: every provocable status code was provoked */
 
 #if defined(__GNUC__) || defined(__clang__)

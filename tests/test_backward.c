@@ -198,6 +198,7 @@ static int cmp_grad(const char *name, const char *ctx, const double *ref, const 
    and lg for the gradients. */
 typedef struct {
     attn_dtype dt, odt, gdt;
+    int q_own; attn_dtype qdt;     /* q_own: q has its own dtype qdt (mixed with K/V's dt) */
     int B, Sq, Sk, Hq, Hkv, D, Dv;
     int lq, lk, lv, lo, lg;
     int ldo;                /* dout's layout when not lo's (0: lo's) */
@@ -208,7 +209,7 @@ static void run_case(const char *tag, const attn_desc *d0, const bcase *c, t_rng
     /* the forward on the fp32 kernels: the bf16 tile kernels round P to bf16 (test_amx.c holds
        them to their own tolerance), this reference checks out and the gradients to fp32 accuracy */
     d.no_amx = 2;
-    bt q = bt_new(c->dt, c->B, c->Sq, c->Hq, c->D, c->lq, r, 0), k = bt_new(c->dt, c->B, c->Sk, c->Hkv, c->D, c->lk, r, 0);
+    bt q = bt_new(c->q_own ? c->qdt : c->dt, c->B, c->Sq, c->Hq, c->D, c->lq, r, 0), k = bt_new(c->dt, c->B, c->Sk, c->Hkv, c->D, c->lk, r, 0);
     bt v = bt_new(c->dt, c->B, c->Sk, c->Hkv, c->Dv, c->lv, r, 0);
     bt out = bt_new(c->odt, c->B, c->Sq, c->Hq, c->Dv, c->lo, r, 1);
     bt dout = bt_new(c->odt, c->B, c->Sq, c->Hq, c->Dv, c->ldo ? c->ldo : c->lo, r, 0);
@@ -306,6 +307,7 @@ static void sweep_case(int idx, t_rng *r) {
     }
     c.Hq = c.Hkv * ratio;
     c.dt = pick_dt(r, 0.5); c.odt = pick_dt(r, 0.8); c.gdt = pick_dt(r, 0.6);
+    if (t_chance(r, 0.2)) { c.q_own = 1; c.qdt = pick_dt(r, 0.5); }
     c.lq = t_irange(r, 0, BL_COUNT - 1); c.lk = t_irange(r, 0, BL_COUNT - 1); c.lv = t_irange(r, 0, BL_COUNT - 1);
     c.lo = t_irange(r, 0, BL_COUNT - 1); c.lg = t_irange(r, 0, BL_COUNT - 1);
     if (t_chance(r, 0.1)) c.ldo = BL_BCAST_HEADS;

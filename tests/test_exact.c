@@ -264,7 +264,7 @@ static int check_result(const char *tag, const char *ctx, const attn_desc *d, at
     double *rlse = (double *)t_xmalloc(nl * sizeof(double));
     int ok;
     ref_attention(d, q, k, v, rout, rlse);
-    if (q.dtype == ATTN_BF16 && d->no_amx != 2) {   /* amx: see g_kernel_tol */
+    if (q.dtype == ATTN_BF16 && k.dtype == ATTN_BF16 && d->no_amx != 2) {   /* amx: see g_kernel_tol */
         int b, s, h, c;
         for (b = 0; b < v.batch; ++b) for (s = 0; s < v.seq; ++s) for (h = 0; h < v.heads; ++h) for (c = 0; c < Dv; ++c)
             g_kernel_tol = fmax(g_kernel_tol, ldexp(fabs(t_load(&v, b, s, h, c)), -8));
@@ -442,7 +442,8 @@ static void sweep_one(int idx, t_rng *r) {
     }
 
     tame_alibi(alibi, Hq, d.causal, Sq > Sk ? Sq : Sk);
-    q = tb_new(dt, B, Sq, Hq, D, pick_layout(r, 1), r, 0);
+    /* a quarter of the calls mix dtypes: q (and out) apart from K/V (f32 queries over an f16 cache) */
+    q = tb_new(t_chance(r, 0.25) ? pick_dtype(r, 0.6) : dt, B, Sq, Hq, D, pick_layout(r, 1), r, 0);
     k = tb_new(dt, B, Sk, Hkv, D, pick_layout(r, 1), r, 0);
     v = tb_new(dt, B, Sk, Hkv, Dv, pick_layout(r, 1), r, 0);
     out = tb_new(odt, B, Sq, Hq, Dv, pick_layout(r, 0), r, 1);
@@ -1396,8 +1397,8 @@ static void test_errors(void) {
     E_CASE(base_a, "q/k/v dtype 3", ATTN_ERR_DTYPE, "dtype", 1, e.q.dtype = e.k.dtype = e.v.dtype = (attn_dtype)3);
     E_CASE(base_a, "q/k/v dtype -1", ATTN_ERR_DTYPE, "dtype", 1, e.q.dtype = e.k.dtype = e.v.dtype = (attn_dtype)-1);
     E_CASE(base_a, "out dtype 7", ATTN_ERR_DTYPE, "dtype", 0, e.out.dtype = (attn_dtype)7);
-    E_CASE(base_a, "k f16 with q f32", ATTN_ERR_DTYPE_MISMATCH, "k.dtype", 1, e.k.dtype = ATTN_F16);
-    E_CASE(base_a, "v bf16 with q f32", ATTN_ERR_DTYPE_MISMATCH, "v.dtype", 1, e.v.dtype = ATTN_BF16);
+    E_CASE(base_a, "v f16 with k f32", ATTN_ERR_DTYPE_MISMATCH, "v.dtype", 1, e.v.dtype = ATTN_F16);
+    E_CASE(base_a, "v bf16 with k f16", ATTN_ERR_DTYPE_MISMATCH, "v.dtype", 1, (e.k.dtype = ATTN_F16, e.v.dtype = ATTN_BF16));
     E_CASE(base_a, "q.seq 0", ATTN_ERR_Q_SHAPE, "q.", 1, (e.q.seq = 0, e.out.seq = 0, e.d.seqlens_q = NULL));
     E_CASE(base_a, "q.seq -1", ATTN_ERR_Q_SHAPE, "q.", 1, (e.q.seq = -1, e.out.seq = -1, e.d.seqlens_q = NULL));
     E_CASE(base_a, "q.heads 0", ATTN_ERR_Q_SHAPE, "q.", 1, (e.q.heads = 0, e.out.heads = 0, e.d.alibi_slopes = NULL));
@@ -1638,7 +1639,7 @@ static const char *fz_predict(const attn_desc *d, const attn_tensor *q, const at
     if (!v->data) return "v.data NULL";
     if (out && !out->data) return "out.data NULL";
     if (!dt_ok(q->dtype) || !dt_ok(k->dtype) || !dt_ok(v->dtype) || (out && !dt_ok(out->dtype))) return "dtype";
-    if (k->dtype != q->dtype || v->dtype != q->dtype) return "dtype mismatch";
+    if (v->dtype != k->dtype) return "dtype mismatch";
     if (!dims_ok(q)) return "q shape";
     if (!dims_ok(k)) return "k shape";
     if (!dims_ok(v)) return "v shape";
@@ -1967,10 +1968,73 @@ static void test_conversions(void) {
 
 /* ---------------------------------------------------------------------------------------- */
 
+/* The mechanism seam: every public entry point dispatches on attn_desc.kind. A value that is
+   not a kind is ATTN_ERR_KIND from each of them; a kind without the operation is
+   ATTN_ERR_KIND_OP; both before anything is written. attn_kind_name follows ATTN__KIND_LIST. */
+#define T_KIND_VALUE(name, value, id, text) value,
+#define T_KIND_TEXT(name, value, id, text) text,
+static void test_seam(void) {
+    static const int kinds[] = { ATTN__KIND_LIST(T_KIND_VALUE) };
+    static const char *const texts[] = { ATTN__KIND_LIST(T_KIND_TEXT) };
+    const int n_kinds = (int)(sizeof kinds / sizeof kinds[0]);
+    float q[2 * 3 * 2 * 4], k[2 * 5 * 1 * 4], v[2 * 5 * 1 * 3], out[2 * 3 * 2 * 3], lse[2 * 2 * 3], st[64];
+    attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 2, 3, 2, 4), tk = attn_tensor_dense(k, ATTN_F32, 2, 5, 1, 4);
+    attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 2, 5, 1, 3), to = attn_tensor_dense(out, ATTN_F32, 2, 3, 2, 3);
+    attn_desc d;
+    attn_state state;
+    size_t bytes;
+    int kv, i, is_kind;
+    for (i = 0; i < (int)(sizeof q / sizeof q[0]); ++i) q[i] = (float)i * 0.01f;
+    for (i = 0; i < (int)(sizeof k / sizeof k[0]); ++i) k[i] = (float)i * -0.02f;
+    for (i = 0; i < (int)(sizeof v / sizeof v[0]); ++i) v[i] = (float)i;
+    T_CHECK(kinds[0] == ATTN_SOFTMAX && ATTN_SOFTMAX == 0, "ATTN_SOFTMAX must be kind 0 (the zero desc)");
+    for (kv = -2; kv <= (int)ATTN_KIND_END + 1; ++kv) {
+        const char *name = attn_kind_name((attn_kind)kv);
+        attn_status s1, s2, s3, s4;
+        is_kind = -1;
+        for (i = 0; i < n_kinds; ++i) if (kinds[i] == kv) is_kind = i;
+        T_CHECK(i == 0 || is_kind < 0 || kv < (int)ATTN_KIND_END, "kind %d at or above ATTN_KIND_END", kv);
+        if (is_kind >= 0) {
+            T_CHECK(name && strcmp(name, texts[is_kind]) == 0, "attn_kind_name(%d) = \"%s\"", kv, name ? name : "(null)");
+            continue;
+        }
+        T_CHECK(name && strcmp(name, "unknown attn_kind") == 0, "attn_kind_name(%d) (no such kind) = \"%s\"", kv, name ? name : "(null)");
+        memset(&d, 0, sizeof d);
+        d.kind = (attn_kind)kv;
+        t_sentinel(out, sizeof out, 5); t_sentinel(lse, sizeof lse, 6);
+        s1 = attn_forward(&d, tq, tk, tv, to, lse);
+        s2 = attn_workspace_size(&d, tq, tk, tv, &bytes);
+        s3 = attn_state_size(&d, tq, tk, tv, &bytes);
+        s4 = attn_step(&d, tq, tk, tv, &state, to);
+        T_CHECK(s1 == ATTN_ERR_KIND && s2 == ATTN_ERR_KIND && s3 == ATTN_ERR_KIND && s4 == ATTN_ERR_KIND,
+                "kind %d: forward %s, workspace %s, state_size %s, step %s (want ATTN_ERR_KIND)", kv,
+                attn_status_str(s1), attn_status_str(s2), attn_status_str(s3), attn_status_str(s4));
+        T_CHECK(t_sentinel_ok(out, sizeof out, 5) && t_sentinel_ok(lse, sizeof lse, 6), "kind %d: outputs written", kv);
+    }
+    /* softmax has no recurrent state: the state entry points refuse it, touching nothing */
+    memset(&d, 0, sizeof d);
+    t_sentinel(out, sizeof out, 5); t_sentinel(st, sizeof st, 7);
+    memset(&state, 0, sizeof state);
+    state.data = st; state.size = 64;
+    {
+        const attn_status s1 = attn_state_size(&d, tq, tk, tv, &bytes);
+        const attn_status s2 = attn_state_init(&d, tq, tk, tv, st, 64, &state);
+        const attn_status s3 = attn_step(&d, tq, tk, tv, &state, to);
+        if (T_CHECK(s1 == ATTN_ERR_KIND_OP && s2 == ATTN_ERR_KIND_OP && s3 == ATTN_ERR_KIND_OP,
+                    "softmax state_size %s, state_init %s, step %s (want ATTN_ERR_KIND_OP)", attn_status_str(s1),
+                    attn_status_str(s2), attn_status_str(s3)))
+            t_status_provoked[ATTN_ERR_KIND_OP] = 1;
+        T_CHECK(t_sentinel_ok(out, sizeof out, 5) && t_sentinel_ok(st, sizeof st, 7) && state.size == 64,
+                "softmax state calls wrote something");
+    }
+    T_CHECK(attn_state_size(&d, tq, tk, tv, NULL) == ATTN_ERR_NULL_ARG, "attn_state_size(floats NULL)");
+}
+
 void test_exact(void) {
     test_conversions();
     test_tensor_helpers();
     test_status_table();
+    test_seam();
     test_errors();
     test_merge_errors();
     test_masks();

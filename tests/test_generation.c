@@ -238,6 +238,7 @@ static void g_hook(void *user, int n_tasks, int n_threads, attn_task_fn task, vo
 typedef struct {
     int B, Hkv, g, D, Dv, Sq, ps, layout, out_dt_same, use_bias, use_seqlens_q;
     attn_dtype dt;
+    int q_f32;                    /* f32 queries over an f16/bf16 cache (llama.cpp's layout) */
 } dcfg;
 
 /* One decode case: cache filled through appends, attn_decode vs the double reference and vs
@@ -257,12 +258,12 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
     tc_make(&tc, cf->dt, B, Hkv, D, Dv, maxlen, cf->ps, cf->layout, r);
     cap = tc.cap;
     snprintf(ctx, sizeof ctx, "%s [%s B%d Hkv%d g%d D%d Dv%d Sq%d ps%d cap%d causal%d wl%d sink%d cap%.0f alibi%d rope%d/%d bias%d]",
-             tag, t_dt_name(cf->dt), B, Hkv, cf->g, D, Dv, Sq, cf->ps, cap, d.causal, d.window_left, d.sink_tokens,
+             tag, cf->q_f32 ? "q f32 over cache" : t_dt_name(cf->dt), B, Hkv, cf->g, D, Dv, Sq, cf->ps, cap, d.causal, d.window_left, d.sink_tokens,
              (double)d.softcap, d.alibi_slopes != NULL || cf->g < 0, d.rope, d.rope_dim, cf->use_bias);
     Kf = attn_tensor_dense(t_xmalloc((size_t)B * cap * Hkv * D * t_dt_size(cf->dt)), cf->dt, B, cap, Hkv, D);
     Vf = attn_tensor_dense(t_xmalloc((size_t)B * cap * Hkv * Dv * t_dt_size(cf->dt)), cf->dt, B, cap, Hkv, Dv);
     t_fill_normal(&Kf, r, 1.0); t_fill_normal(&Vf, r, 1.0);
-    q = attn_tensor_dense(t_xmalloc((size_t)B * Sq * Hq * D * t_dt_size(cf->dt)), cf->dt, B, Sq, Hq, D);
+    q = attn_tensor_dense(t_xmalloc((size_t)B * Sq * Hq * D * 4), cf->q_f32 ? ATTN_F32 : cf->dt, B, Sq, Hq, D);
     t_fill_normal(&q, r, 1.0);
     out = attn_tensor_dense(t_xmalloc((size_t)B * Sq * Hq * Dv * 4), cf->out_dt_same ? cf->dt : ATTN_F32, B, Sq, Hq, Dv);
     lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * Sq);
@@ -341,7 +342,7 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
        differs; no explicit query positions: the full forward's queries are other tokens) */
     if (!cf->use_bias && !pos_q) {
         attn_desc fd = d;
-        attn_tensor qf = attn_tensor_dense(t_xmalloc((size_t)B * cap * Hq * D * t_dt_size(cf->dt)), cf->dt, B, cap, Hq, D);
+        attn_tensor qf = attn_tensor_dense(t_xmalloc((size_t)B * cap * Hq * D * 4), q.dtype, B, cap, Hq, D);
         attn_tensor of = attn_tensor_dense(t_xmalloc((size_t)B * cap * Hq * Dv * 4), ATTN_F32, B, cap, Hq, Dv);
         double *fo;
         int c;
@@ -444,6 +445,7 @@ static void test_decode_sweep(void) {
         cf.ps = idx % 2 ? t_pick(&r, pss, 6) : 0;
         cf.layout = t_irange(&r, 0, 2);
         cf.out_dt_same = t_chance(&r, 0.25);
+        cf.q_f32 = cf.dt != ATTN_F32 && t_chance(&r, 0.4);
         cf.use_bias = t_chance(&r, 0.1);
         cf.use_seqlens_q = t_chance(&r, 0.1);
         for (b = 0; b < cf.B; ++b) lens[b] = t_chance(&r, 0.08) ? t_irange(&r, 0, 2) : t_irange(&r, 1, T_QUICK ? 90 : 300);

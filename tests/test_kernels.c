@@ -305,6 +305,73 @@ static void test_output_store(void) {
 #endif
 }
 
+/* The vector layer (attn__isa dot .. exp_sum) of every ISA this CPU runs, against double
+   sums: every length 0..80 at every start offset mod 16, a guard float on both sides that must
+   survive, -inf entries (masked logits) in exp_sum, and y aliasing x. Bounds: dot within
+   n * 2^-23 * sum|a_i b_i|, exp_sum elements 2 ulp (SIMD exp) and the sum 4 ulp + n 2^-24 rel,
+   max and axpy/scal exact (one rounding each, fused or not: 1 ulp of |y| + |a x|). */
+static void check_vec(const char *isa, const attn__isa *V) {
+    enum { NMAX = 80, PAD = 16 };
+    float a[NMAX + 2 * PAD + 2], b[NMAX + 2 * PAD + 2], y[NMAX + 2 * PAD + 2], y0[NMAX + 2 * PAD + 2];
+    t_rng r = t_rng_seed(777);
+    int n, off, i, bad_dot = 0, bad_axpy = 0, bad_scal = 0, bad_max = 0, bad_exp = 0, bad_guard = 0;
+    for (n = 0; n <= NMAX; ++n)
+        for (off = 1; off <= PAD; off += 5) {
+            float *pa = a + off, *pb = b + off, *py = y + off, got, m, mu;
+            double ref = 0.0, mag = 0.0, dmax = -INFINITY, esum = 0.0;
+            const float alpha = (float)t_normal(&r);
+            for (i = 0; i < NMAX + 2 * PAD + 2; ++i) { a[i] = (float)t_normal(&r); b[i] = (float)t_normal(&r); y0[i] = y[i] = (float)t_normal(&r); }
+            for (i = 0; i < n; ++i) { ref += (double)pa[i] * pb[i]; mag += fabs((double)pa[i] * pb[i]); dmax = pa[i] > dmax ? pa[i] : dmax; }
+            got = V->dot(pa, pb, n);
+            bad_dot += fabs(got - ref) > (n + 1) * ldexp(1.0, -23) * mag + 1e-30;
+            got = V->max(pa, n);
+            bad_max += n == 0 ? !(got == -INFINITY) : got != (float)dmax;
+            V->axpy(py, alpha, pa, n);
+            for (i = 0; i < n; ++i) {
+                const double want = (double)y0[off + i] + (double)alpha * pa[i];
+                bad_axpy += fabs(py[i] - want) > ldexp(fabs(y0[off + i]) + fabs((double)alpha * pa[i]), -23);
+            }
+            for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
+            memcpy(y, y0, sizeof y);
+            V->scal(py, alpha, n);
+            for (i = 0; i < n; ++i) bad_scal += py[i] != y0[off + i] * alpha;
+            for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
+            /* exp_sum in place over logits with some -inf, shifted by their max */
+            memcpy(y, y0, sizeof y);
+            for (i = 0; i < n; ++i) if (t_chance(&r, 0.2)) py[i] = -INFINITY;
+            memcpy(y0, y, sizeof y);
+            m = n ? V->max(py, n) : 0.0f;
+            mu = m == -INFINITY ? 0.0f : m;
+            got = V->exp_sum(py, py, mu, n);
+            for (i = 0; i < n; ++i) {
+                const double e = exp((double)y0[off + i] - mu);
+                esum += e;
+                bad_exp += fabs(py[i] - e) > 2.5 * ldexp(1.0, -23) * e + 1e-37;
+            }
+            bad_exp += fabs(got - esum) > (4.0 + n) * ldexp(1.0, -24) * esum + 1e-37;
+            for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
+        }
+    T_CHECK(bad_dot == 0, "%s dot: %d results outside n 2^-23 sum|a b|", isa, bad_dot);
+    T_CHECK(bad_max == 0, "%s max: %d wrong", isa, bad_max);
+    T_CHECK(bad_axpy == 0, "%s axpy: %d elements off by more than 1 ulp", isa, bad_axpy);
+    T_CHECK(bad_scal == 0, "%s scal: %d elements not the exact product", isa, bad_scal);
+    T_CHECK(bad_exp == 0, "%s exp_sum: %d elements or sums outside their bound", isa, bad_exp);
+    T_CHECK(bad_guard == 0, "%s vector layer: %d floats written outside [0, n)", isa, bad_guard);
+}
+
+static void test_vector_layer(void) {
+    check_vec("scalar", &attn__isa_scalar);
+#if defined(ATTN__X86_SIMD) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) check_vec("avx512", &attn__isa_avx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) check_vec("avx2", &attn__isa_avx2);
+#endif
+#if defined(ATTN__NEON)
+    check_vec("neon", &attn__isa_neon);
+#endif
+    T_CHECK(attn__vec() == attn__pick_isa(), "attn__vec() is not the ISA the kernels run on");
+}
+
 /* attn_pool: every task exactly once, thread indices below the call's n_threads and the
    pool's size, many calls in a row (spinning and sleeping workers), two callers at once. */
 typedef struct pool_job { int hits[1000]; int bad_thread; int limit; } pool_job;
@@ -384,6 +451,7 @@ static void test_pool(void) {
 void test_kernels(void) {
     g_pool = attn_pool_create(3, 0);
     test_output_store();
+    test_vector_layer();
     test_pool();
     test_vector_math();
     test_decoding();
