@@ -5438,12 +5438,11 @@ typedef struct attn__layer {
     attn_tensor tq, tk, tv, to;
     size_t attn_bytes;             /* the SDPA core's workspace */
     /* workspace offsets in floats ((size_t)-1: not used) */
-    size_t f_q, f_k, f_v, f_a, f_lse, f_g, f_m, f_wa, f_da, f_dq, f_dk, f_dv, f_dg, f_dwa, f_bs, floats;
+    size_t f_q, f_k, f_v, f_a, f_lse, f_g, f_m, f_wa, f_da, f_dq, f_dk, f_dv, f_dg, f_dwa, floats;
     float *ws;
 } attn__layer;
 
 static const float attn__layer_zero[1] = { 0.0f };
-#define ATTN__LBR 64            /* query rows per block of the attention backward */
 
 static void attn__layer_gemm(const attn__layer *L, int ta, int tb, int m, int n, int k, float alpha,
                              const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
@@ -5523,6 +5522,11 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
         L->to = L->tq;
     }
     if ((s = attn_workspace_size(&L->ad, L->tq, L->tk, L->tv, &L->attn_bytes)) != ATTN_OK) return s;
+    if (backward) {             /* the core's backward runs in the same memory after the forward */
+        size_t bb;
+        if ((s = attn_backward_workspace_size(&L->ad, L->tq, L->tk, L->tv, &bb)) != ATTN_OK) return s;
+        L->attn_bytes = ATTN__MAX(L->attn_bytes, bb);
+    }
     {   /* Super: the longest key sequence (packed: the longest segment) must fit W^A */
         int u;
         L->lmax = lk;
@@ -5538,7 +5542,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     std_kv = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_OPTIMIZED;
     own_v = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_SUPER || direct;
     L->f_q = L->f_k = L->f_v = L->f_lse = L->f_g = L->f_m = L->f_wa = none;
-    L->f_da = L->f_dq = L->f_dk = L->f_dv = L->f_dg = L->f_dwa = L->f_bs = none;
+    L->f_da = L->f_dq = L->f_dk = L->f_dv = L->f_dg = L->f_dwa = none;
     if (!attn__layer_take3(&L->f_a, &t, (size_t)batch, (size_t)lq, (size_t)L->dm)) return ATTN_ERR_OVERFLOW;
     if (!direct && !attn__layer_take3(&L->f_q, &t, (size_t)batch, (size_t)lq, (size_t)L->dm)) return ATTN_ERR_OVERFLOW;
     if (std_kv && !attn__layer_take3(&L->f_k, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
@@ -5549,15 +5553,16 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
         if (!attn__layer_take3(&L->f_lse, &t, (size_t)batch, (size_t)(direct ? 1 : L->H), (size_t)lq) ||
             !attn__layer_take3(&L->f_da, &t, (size_t)batch, (size_t)lq, (size_t)L->dm) ||
             !attn__layer_take3(&L->f_dv, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
-        if (!direct && (!attn__layer_take3(&L->f_dq, &t, (size_t)batch, (size_t)lq, (size_t)L->dm) ||
-                        !attn__layer_take3(&L->f_dk, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)))
+        /* dq, dk of the core (Direct kinds: of its one-float zero q/k, discarded) */
+        if (!attn__layer_take3(&L->f_dq, &t, (size_t)batch, (size_t)lq, direct ? 1 : (size_t)L->dm) ||
+            !attn__layer_take3(&L->f_dk, &t, (size_t)batch, (size_t)lk, direct ? 1 : (size_t)L->Hkv * L->dk))
             return ATTN_ERR_OVERFLOW;
-        if (direct && !attn__layer_take3(&L->f_dg, &t, (size_t)batch, (size_t)lq, (size_t)lk)) return ATTN_ERR_OVERFLOW;
+        if (d->kind == ATTN_LAYER_DIRECT_INPUT && !attn__layer_take3(&L->f_dg, &t, (size_t)batch, (size_t)lq, (size_t)lk))
+            return ATTN_ERR_OVERFLOW;
         if (d->kind == ATTN_LAYER_DIRECT_INPUT && !attn__layer_take3(&L->f_m, &t, (size_t)batch, (size_t)lq, (size_t)lk))
             return ATTN_ERR_OVERFLOW;
         if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_dwa, &t, (size_t)L->lblk, (size_t)L->lblk, 1))
             return ATTN_ERR_OVERFLOW;
-        if (!attn__layer_take3(&L->f_bs, &t, (size_t)L->n_threads, 2 * (size_t)ATTN__LBR, (size_t)lk)) return ATTN_ERR_OVERFLOW;
     }
     L->floats = t;
     return ATTN_OK;
@@ -5783,105 +5788,6 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
 
 /* ---- backward ---- */
 
-/* Softmax-attention backward for one (tensor batch, KV head), in blocks of ATTN__LBR query rows
-   of one head and one sequence: S = scale Q K^T and dP = dO V^T by GEMM; then per element the
-   logit exactly as attn_forward forms it (softcap, bias, ALiBi, attn__visible), p = exp(s - lse),
-   ds = p (dp - dO . O); then dV += P^T dO, dQ = dS K, dK += dS^T Q by GEMM. Writes dq (rows of
-   this group's heads), dk, dv (this KV head) and dbias [B, Sq, Sk] (one head). Scratch per
-   thread: 2 ATTN__LBR Sk floats. The GEMMs run on one thread (the tasks are the parallelism). */
-typedef struct attn__lbwd {
-    const attn__problem *P;
-    const float *lse, *dout;   /* lse [B, Hq, Sq]; dout dense like out */
-    float *dq, *dk, *dv;       /* dense like q, k, v; dq, dk NULL for the Direct kinds */
-    float *dbias;              /* [B, Sq, Sk] or NULL */
-    float *scratch;            /* n_threads x 2 ATTN__LBR Sk */
-} attn__lbwd;
-
-static void attn__lbwd_block(const attn__lbwd *C, float *S, float *dP, const attn__seq *Sq_, int tb, int h, int r0, int nr) {
-    const attn__problem *P = C->P;
-    const int Hq = P->q.heads, Hkv = P->k.heads, hk = h / P->groups, D = P->q.dim, Dv = P->v.dim;
-    const int Sq = P->q.seq, Sk = P->k.seq, Lk = Sq_->Lk, row0 = Sq_->q0 + r0;
-    const float *Q = (const float *)attn__at(&P->q, tb, row0, h), *K = (const float *)attn__at(&P->k, tb, Sq_->k0, hk);
-    const float *V = (const float *)attn__at(&P->v, tb, Sq_->k0, hk);
-    const float *dO = C->dout + (((size_t)tb * Sq + row0) * Hq + h) * Dv;
-    const ptrdiff_t ldo = (ptrdiff_t)Hq * Dv;
-    int i, j, c;
-    if (Lk <= 0) return;
-    if (C->dq) attn__sgemm(1, 0, 1, nr, Lk, D, P->scale, Q, P->q.ss, K, P->k.ss, 0.0f, S, Lk);
-    else memset(S, 0, sizeof(float) * (size_t)nr * Lk);
-    attn__sgemm(1, 0, 1, nr, Lk, Dv, 1.0f, dO, ldo, V, P->v.ss, 0.0f, dP, Lk);
-    for (i = 0; i < nr; ++i) {
-        const int row = row0 + i;
-        const long long p = (long long)(r0 + i) + Lk - Sq_->Lq;
-        const float lse = C->lse[((size_t)tb * Hq + h) * Sq + row];
-        const float *o = (const float *)attn__at(&P->out, tb, row, h), *dOi = dO + (ptrdiff_t)i * ldo;
-        float *sr = S + (size_t)i * Lk, *dpr = dP + (size_t)i * Lk;
-        float *db = C->dbias ? C->dbias + ((size_t)tb * Sq + row) * Sk : NULL;
-        float Di = 0.0f;
-        if (lse == -INFINITY) {
-            memset(sr, 0, sizeof(float) * (size_t)Lk); memset(dpr, 0, sizeof(float) * (size_t)Lk);
-            continue;
-        }
-        for (c = 0; c < Dv; ++c) Di += dOi[c] * o[c];
-        for (j = 0; j < Lk; ++j) {
-            float t = sr[j], dcap = 1.0f, pr, ds;
-            if (!attn__visible(P, p, j)) { sr[j] = 0.0f; dpr[j] = 0.0f; continue; }
-            if (P->softcap > 0.0f) { const float th = tanhf(t / P->softcap); t = P->softcap * th; dcap = 1.0f - th * th; }
-            if (P->bias) {
-                const int bb = P->bias_batch == 1 ? 0 : Sq_->seq, bh = P->bias_heads == 1 ? 0 : h;
-                t += P->bias[(ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)row * P->bias_sq + j];
-            }
-            if (P->alibi) t -= P->alibi[h] * fabsf((float)p - (float)j);
-            pr = expf(t - lse);
-            ds = pr * (dpr[j] - Di);
-            if (db) db[j] += ds;
-            sr[j] = pr;
-            dpr[j] = ds * dcap * P->scale;
-        }
-    }
-    attn__sgemm(1, 1, 0, Lk, Dv, nr, 1.0f, S, Lk, dO, ldo, 1.0f, C->dv + (((size_t)tb * Sk + Sq_->k0) * Hkv + hk) * Dv,
-                (ptrdiff_t)Hkv * Dv);
-    if (C->dq) {
-        attn__sgemm(1, 0, 0, nr, D, Lk, 1.0f, dP, Lk, K, P->k.ss, 0.0f, C->dq + (((size_t)tb * Sq + row0) * Hq + h) * D,
-                    (ptrdiff_t)Hq * D);
-        attn__sgemm(1, 1, 0, Lk, D, nr, 1.0f, dP, Lk, Q, P->q.ss, 1.0f, C->dk + (((size_t)tb * Sk + Sq_->k0) * Hkv + hk) * D,
-                    (ptrdiff_t)Hkv * D);
-    }
-}
-
-static void attn__lbwd_task(void *vctx, int task, int thread) {
-    const attn__lbwd *C = (const attn__lbwd *)vctx;
-    const attn__problem *P = C->P;
-    const int Hq = P->q.heads, Hkv = P->k.heads, g = P->groups, D = P->q.dim, Dv = P->v.dim;
-    const int Sq = P->q.seq, Sk = P->k.seq, tb = task / Hkv, hk = task % Hkv;
-    float *S = C->scratch + (size_t)thread * 2 * ATTN__LBR * (size_t)Sk, *dP = S + (size_t)ATTN__LBR * Sk;
-    int row, hh, j, u, n_units;
-    for (j = 0; j < Sk; ++j) {
-        if (C->dk) memset(C->dk + (((size_t)tb * Sk + j) * Hkv + hk) * D, 0, sizeof(float) * (size_t)D);
-        memset(C->dv + (((size_t)tb * Sk + j) * Hkv + hk) * Dv, 0, sizeof(float) * (size_t)Dv);
-    }
-    for (row = 0; row < Sq; ++row)
-        for (hh = 0; hh < g; ++hh)
-            if (C->dq) memset(C->dq + (((size_t)tb * Sq + row) * Hq + hk * g + hh) * D, 0, sizeof(float) * (size_t)D);
-    if (C->dbias) memset(C->dbias + (size_t)tb * Sq * Sk, 0, sizeof(float) * (size_t)Sq * Sk);
-    n_units = P->cu_q ? P->n_seqs : 1;
-    for (u = 0; u < n_units; ++u) {           /* the sequences of tensor batch tb */
-        attn__seq S1;
-        int r0;
-        if (P->cu_q) {
-            S1.tb = 0; S1.seq = u; S1.q0 = P->cu_q[u]; S1.k0 = P->cu_k[u];
-            S1.Lq = P->cu_q[u + 1] - S1.q0; S1.Lk = P->cu_k[u + 1] - S1.k0;
-        } else {
-            S1.tb = tb; S1.seq = tb; S1.q0 = 0; S1.k0 = 0;
-            S1.Lq = P->seqlens_q ? P->seqlens_q[tb] : Sq;
-            S1.Lk = P->seqlens_k ? P->seqlens_k[tb] : Sk;
-        }
-        for (hh = 0; hh < g; ++hh)
-            for (r0 = 0; r0 < S1.Lq; r0 += ATTN__LBR)
-                attn__lbwd_block(C, S, dP, &S1, tb, hk * g + hh, r0, ATTN__MIN(ATTN__LBR, S1.Lq - r0));
-    }
-}
-
 /* An input-gradient target: the first contribution overwrites, the next ones add. */
 typedef struct attn__ldx { float *p; int written; } attn__ldx;
 
@@ -5908,8 +5814,8 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
                                         const float *dout, float *dx_q, float *dx_kv,
                                         const attn_layer_grads *grads) {
     attn__layer L;
-    attn__problem P;
-    attn__lbwd C;
+    attn_desc bd;
+    attn_tensor tdo, tdq, tdk, tdv;
     attn__ldx xq, xkv_own, *xkv;
     attn_status s;
     void *owned;
@@ -5934,17 +5840,25 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     attn__layer_gemm(&L, 0, 1, mq, dm, dm, 1.0f, dout, dm, weights->wo, dm, 0.0f, dA, dm);
     attn__layer_wgrad(&L, grads->wo, A, dout, mq, dm);
     attn__layer_colsum(grads->bo, dout, (size_t)mq, dm);
-    /* attention core */
-    memset(&P, 0, sizeof P);
-    s = attn__check_forward(&L.ad, &L.tq, &L.tk, &L.tv, &L.to, &P);
+    /* attention core: attn_backward on the forward's tensors. The Direct kinds' logits are the
+       bias (W_D, or the input-dependent logits), so their gradient is dbias: DIRECT's, summed
+       over the batch, lands in grads->wd's block in place (rows ctx apart, as W_D is read) */
+    bd = L.ad;
+    bd.dbias = NULL;
+    if (L.kind == ATTN_LAYER_DIRECT && grads->wd) {
+        for (i = 0; i < L.ctx; ++i) for (j = 0; j < L.ctx; ++j) grads->wd[(size_t)i * L.ctx + j] = 0.0f;
+        bd.dbias = grads->wd + (size_t)(L.wd - weights->wd);
+    } else if (L.kind == ATTN_LAYER_DIRECT_INPUT) bd.dbias = attn__layer_buf(&L, L.f_dg);
+    tdo = L.to; tdo.data = dA;
+    tdq = L.tq; tdq.data = dQ; tdq.stride_batch = tdq.stride_seq = tdq.stride_head = 0;
+    tdk = L.tk; tdk.data = dK; tdk.stride_batch = tdk.stride_seq = tdk.stride_head = 0;
+    tdv = L.tv; tdv.data = dV; tdv.stride_batch = tdv.stride_seq = tdv.stride_head = 0;
+    s = attn_backward(&bd, L.tq, L.tk, L.tv, L.to, tdo, lse, tdq, tdk, tdv);
     ATTN_ASSERT(s == ATTN_OK);
-    C.P = &P; C.lse = lse; C.dout = dA; C.dq = dQ; C.dk = dK; C.dv = dV; C.dbias = attn__layer_buf(&L, L.f_dg);
-    C.scratch = attn__layer_buf(&L, L.f_bs);
-    attn__parallel_for(&L.ad, batch * P.k.heads, L.n_threads, attn__lbwd_task, &C);
     /* input projections; dx targets: self-attention sends both paths to dx_q */
     xq.p = dx_q; xq.written = 0; xkv_own.p = dx_kv; xkv_own.written = 0;
     xkv = x_kv ? &xkv_own : &xq;
-    if (dQ) {
+    if (!L.direct) {
         attn__layer_wgrad(&L, grads->wq, L.xq, dQ, mq, dm);
         attn__layer_colsum(grads->bq, dQ, (size_t)mq, dm);
         attn__ldx_gemm(&L, &xq, mq, dm, dQ, weights->wq);
@@ -5953,7 +5867,7 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
         attn__layer_wgrad(&L, grads->wk, L.xkv, dK, mk, dkv);
         attn__layer_colsum(grads->bk, dK, (size_t)mk, dkv);
         attn__ldx_gemm(&L, xkv, mk, dkv, dK, weights->wk);
-    } else if (dK) attn__ldx_add(xkv, dK, (size_t)mk * dm);         /* K_i = Xkv_i */
+    } else if (!L.direct) attn__ldx_add(xkv, dK, (size_t)mk * dm);   /* K_i = Xkv_i */
     if (L.kind == ATTN_LAYER_STANDARD || L.direct) {
         attn__layer_wgrad(&L, grads->wv, L.xkv, dV, mk, dkv);
         attn__layer_colsum(grads->bv, dV, (size_t)mk, dkv);
@@ -6000,7 +5914,7 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     if (L.direct) {                         /* logits' gradient dG [B, lq, lk] */
         float *dG = attn__layer_buf(&L, L.f_dg), *M = attn__layer_buf(&L, L.f_m);
         const float *wd = L.wd;
-        if (grads->wd) {
+        if (grads->wd && M) {
             float *gwd = grads->wd + (size_t)(L.wd - weights->wd);
             for (i = 0; i < L.ctx; ++i) for (j = 0; j < L.ctx; ++j) grads->wd[(size_t)i * L.ctx + j] = 0.0f;
             for (b = 0; b < batch; ++b)
