@@ -5301,9 +5301,10 @@ static void attn__gemm_task(void *ctx, int t, int thread) {
 static ptrdiff_t attn__gemm_round(ptrdiff_t x, ptrdiff_t q) { return (x + q - 1) / q * q; }
 
 /* No validation (attn_sgemm validates); see attn_sgemm for the contract. n_threads <= 0: all
-   cores. Never fails: when the packing buffers cannot be allocated it runs on this thread
-   with buffers on the stack (the same result, just slower). */
-static void attn__sgemm(int n_threads, int trans_a, int trans_b, int m, int n, int k, float alpha,
+   cores. par: the desc whose parallel hook (a caller's attn_pool) runs the tasks, or NULL for
+   the built-in threads. Never fails: when the packing buffers cannot be allocated it runs on
+   this thread with buffers on the stack (the same result, just slower). */
+static void attn__sgemm_par(const attn_desc *par, int n_threads, int trans_a, int trans_b, int m, int n, int k, float alpha,
                         const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
                         float beta, float *C, ptrdiff_t ldc) {
     const attn__gemm_kern *K;
@@ -5361,7 +5362,7 @@ static void attn__sgemm(int n_threads, int trans_a, int trans_b, int m, int n, i
     J.ws_floats = (J.ws_floats + 15) & ~(size_t)15;     /* every thread's block 64-byte aligned */
     if (attn__mul_size(J.ws_floats, (size_t)used * sizeof(float), &total) &&
         (J.ws = (float *)attn__alloc(total)) != NULL) {
-        attn__parallel_for(NULL, n_tasks, used, attn__gemm_task, &J);
+        attn__parallel_for(par, n_tasks, used, attn__gemm_task, &J);
         attn__free(J.ws);
     } else {
         /* one MR x NR tile at a time on this thread */
@@ -5372,6 +5373,11 @@ static void attn__sgemm(int n_threads, int trans_a, int trans_b, int m, int n, i
         J.ws_floats = 0;
         for (t = 0; t < n_tasks; ++t) attn__gemm_task(&J, t, 0);
     }
+}
+static void attn__sgemm(int n_threads, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                        const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
+                        float beta, float *C, ptrdiff_t ldc) {
+    attn__sgemm_par(NULL, n_threads, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* Floats spanned by a rows x cols matrix with leading dimension ld >= cols (0 when empty);
@@ -5449,7 +5455,7 @@ static void attn__layer_gemm(const attn__layer *L, int ta, int tb, int m, int n,
                              float beta, float *C, ptrdiff_t ldc) {
     if (m <= 0 || n <= 0) return;
     if (L->d->sgemm) L->d->sgemm(L->d->sgemm_user, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    else attn__sgemm(L->n_threads, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    else attn__sgemm_par(&L->ad, L->n_threads, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* Desc checks shared by every layer call (sizes not involved). */
@@ -6344,8 +6350,9 @@ static attn_status attn__softmax_decode(const attn__call *c) {
 }
 
 /* --- EL-attention ---------------------------------------------------------------------- */
-/* Small private GEMM-like loops (M = batch x beams rows: weight-bandwidth bound), written so
-   the compiler vectorises the contiguous inner loops. TODO(lead): route to attn__sgemm. */
+/* The projections (q, expanded queries, W^V, W^O) run on the library's SGEMM with the call's
+   threads or pool; the attention over h has its own 4 x 4 register-blocked loops (below),
+   which read h once for all beams and heads. */
 #define ATTN__EL_BJ 16       /* rows of h per block: streamed once for every beam and head */
 /* a*b + c: fused where the build targets FMA (ISO C modes never contract a*b + c, and a
    library fmaf call per element would be far slower than the two operations) */
@@ -6354,45 +6361,6 @@ static attn_status attn__softmax_decode(const attn__call *c) {
 #else
 #define ATTN__EL_FMA(a, b, c) ((a) * (b) + (c))
 #endif
-#define ATTN__EL_NB 64       /* weight columns per task */
-
-/* C[m][n0..n1) = bias + sum_k A[m][k] B[k][n], m < M; each weight row is read once for all M */
-static void attn__el_gemm_cols(int M, int K, const float *A, size_t lda, const float *B, size_t ldb,
-                               const float *bias, float *C, size_t ldc, int n0, int n1) {
-    int m, k, n;
-    for (m = 0; m < M; ++m) {
-        float *c = C + (size_t)m * ldc;
-        for (n = n0; n < n1; ++n) c[n] = bias ? bias[n] : 0.0f;
-    }
-    for (k = 0; k < K; ++k) {
-        const float *b = B + (size_t)k * ldb;
-        for (m = 0; m < M; ++m) {
-            const float a = A[(size_t)m * lda + k];
-            float *c = C + (size_t)m * ldc;
-            for (n = n0; n < n1; ++n) c[n] = ATTN__EL_FMA(a, b[n], c[n]);
-        }
-    }
-}
-
-/* dot products of a with b0..b3 (n each): 16 independent lanes per product */
-static void attn__el_dot4(const float *a, const float *b0, const float *b1, const float *b2, const float *b3, int n,
-                          float *out) {
-    float s0[16], s1[16], s2[16], s3[16];
-    int i, e;
-    for (e = 0; e < 16; ++e) s0[e] = s1[e] = s2[e] = s3[e] = 0.0f;
-    for (i = 0; i + 16 <= n; i += 16)
-        for (e = 0; e < 16; ++e) {
-            const float x = a[i + e];
-            s0[e] = ATTN__EL_FMA(x, b0[i + e], s0[e]); s1[e] = ATTN__EL_FMA(x, b1[i + e], s1[e]);
-            s2[e] = ATTN__EL_FMA(x, b2[i + e], s2[e]); s3[e] = ATTN__EL_FMA(x, b3[i + e], s3[e]);
-        }
-    for (e = 0; i + e < n; ++e) {
-        const float x = a[i + e];
-        s0[e] += x * b0[i + e]; s1[e] += x * b1[i + e]; s2[e] += x * b2[i + e]; s3[e] += x * b3[i + e];
-    }
-    for (e = 1; e < 16; ++e) { s0[0] += s0[e]; s1[0] += s1[e]; s2[0] += s2[e]; s3[0] += s3[e]; }
-    out[0] = s0[0]; out[1] = s1[0]; out[2] = s2[0]; out[3] = s3[0];
-}
 
 typedef struct attn__el_ctx {
     const attn_el_desc *d;
@@ -6406,38 +6374,9 @@ typedef struct attn__el_ctx {
     float *cst;        /* [batch][R] scale * q_i . bk_i */
     float *part;       /* [batch][splits][R][prow]: acc [dm], m, l */
     size_t prow;       /* dm + 2 rounded up to 16, plus 16: rows never 4 KiB apart */
+    float *ctx;        /* [nq][H][dm] the merged, normalised P h rows */
     float *o;          /* [nq][H*dk] per-head outputs (before W^O) */
 } attn__el_ctx;
-
-static void attn__el_q_task(void *vc, int t, int thread) {        /* q = x W^Q + b^Q */
-    const attn__el_ctx *C = (const attn__el_ctx *)vc;
-    const int N = C->H * C->dk, n0 = t * ATTN__EL_NB, n1 = ATTN__MIN(N, n0 + ATTN__EL_NB);
-    (void)thread;
-    attn__el_gemm_cols(C->nq, C->dm, C->x, (size_t)C->dm, C->w->wq, (size_t)N, C->w->bq, C->q, (size_t)N, n0, n1);
-}
-
-/* expanded queries, rows c of W^K [c0, c1): eq[b][beam*H + i][c] = scale * q_i . W^K[c][head i's KV cols] */
-static void attn__el_eq_task(void *vc, int t, int thread) {
-    const attn__el_ctx *C = (const attn__el_ctx *)vc;
-    const int c0 = t * ATTN__EL_NB, c1 = ATTN__MIN(C->dm, c0 + ATTN__EL_NB), Nk = C->Hk * C->dk, N = C->H * C->dk;
-    const int beams = C->d->beams;
-    int c, qi, i;
-    (void)thread;
-    for (c = c0; c < c1; c += 4) {
-        const float *wr[4];
-        int u;
-        for (u = 0; u < 4; ++u) wr[u] = C->w->wk + (size_t)ATTN__MIN(c + u, c1 - 1) * Nk;
-        for (qi = 0; qi < C->nq; ++qi)
-            for (i = 0; i < C->H; ++i) {
-                const int kc = (i / C->g) * C->dk;
-                float dots[4];
-                float *e = C->eq + ((size_t)(qi / beams) * C->R + (size_t)(qi % beams) * C->H + i) * C->dm;
-                attn__el_dot4(C->q + (size_t)qi * N + (size_t)i * C->dk, wr[0] + kc, wr[1] + kc, wr[2] + kc, wr[3] + kc,
-                              C->dk, dots);
-                for (u = 0; u < 4 && c + u < c1; ++u) e[c + u] = dots[u] * C->scale;
-            }
-    }
-}
 
 /* 4 x 4 dot products of rows a0..a3 with rows b0..b3 (n each): out[4*i + j] = a_i . b_j;
    8 independent lanes per product, 16 accumulators: half a load per FMA */
@@ -6546,12 +6485,12 @@ static void attn__el_att_task(void *vc, int t, int thread) {
     }
 }
 
-/* merge the splits of one (batch entry, beam x head) row into split 0's slot, normalised */
+/* merge the splits of one (batch entry, beam x head) row into ctx, normalised */
 static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) */
     const attn__el_ctx *C = (const attn__el_ctx *)vc;
     const int b = t / C->R, r = t % C->R, dm = C->dm;
     const size_t prow = C->prow;
-    float mx = -INFINITY, l = 0.0f, f[16], *dst = C->part + ((size_t)b * C->splits * C->R + r) * prow;
+    float mx = -INFINITY, l = 0.0f, f[16], *dst = C->ctx + ((size_t)b * C->R + r) * (size_t)dm;
     int sp, c;
     (void)thread;
     for (sp = 0; sp < C->splits; ++sp)
@@ -6562,40 +6501,17 @@ static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) *
         l += f[sp] * pr[dm + 1];
     }
     for (sp = 0; sp < C->splits; ++sp) f[sp] /= l;
-    for (c = 0; c < dm; ++c) dst[c] *= f[0];
+    for (c = 0; c < dm; ++c) dst[c] = C->part[((size_t)b * C->splits * C->R + r) * prow + c] * f[0];
     for (sp = 1; sp < C->splits; ++sp) {
         const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow, w = f[sp];
         if (w != 0.0f) for (c = 0; c < dm; ++c) dst[c] += w * pr[c];
     }
 }
 
-/* o[q][i*dk + t] = b^V + sum_c ctx[q, i][c] W^V[c][kv(i)*dk + t], one task per head */
-static void attn__el_v_task(void *vc, int i, int thread) {
-    const attn__el_ctx *C = (const attn__el_ctx *)vc;
-    const int dm = C->dm, dk = C->dk, Nk = C->Hk * dk, N = C->H * dk, beams = C->d->beams, kc = (i / C->g) * dk;
-    const size_t prow = C->prow;
-    int qi, c, u;
-    (void)thread;
-    for (qi = 0; qi < C->nq; ++qi) {
-        float *o = C->o + (size_t)qi * N + (size_t)i * dk;
-        for (u = 0; u < dk; ++u) o[u] = C->w->bv ? C->w->bv[kc + u] : 0.0f;
-    }
-    for (c = 0; c < dm; ++c) {
-        const float *wv = C->w->wv + (size_t)c * Nk + kc;
-        for (qi = 0; qi < C->nq; ++qi) {
-            const int b = qi / beams;
-            const float a = C->part[((size_t)b * C->splits * C->R + (size_t)(qi % beams) * C->H + i) * prow + c];
-            float *o = C->o + (size_t)qi * N + (size_t)i * dk;
-            for (u = 0; u < dk; ++u) o[u] = ATTN__EL_FMA(a, wv[u], o[u]);
-        }
-    }
-}
-
-static void attn__el_out_task(void *vc, int t, int thread) {      /* out = o W^O + b^O */
-    const attn__el_ctx *C = (const attn__el_ctx *)vc;
-    const int n0 = t * ATTN__EL_NB, n1 = ATTN__MIN(C->dm, n0 + ATTN__EL_NB), N = C->H * C->dk;
-    (void)thread;
-    attn__el_gemm_cols(C->nq, N, C->o, (size_t)N, C->w->wo, (size_t)C->dm, C->w->bo, C->out, (size_t)C->dm, n0, n1);
+/* rows [m][n] = bias (or 0), before a GEMM adds into them */
+static void attn__el_fill_bias(float *Cm, int m, int n, size_t ldc, const float *bias) {
+    int i, j;
+    for (i = 0; i < m; ++i) for (j = 0; j < n; ++j) Cm[(size_t)i * ldc + j] = bias ? bias[j] : 0.0f;
 }
 
 ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_weights *w,
@@ -6637,15 +6553,23 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user; pd.n_threads = d->n_threads;
     nt = attn__resolve_threads(&pd);
     if (!attn__add_size(n_q, n_eq, &total) || !attn__add_size(total, n_cst, &total) || !attn__add_size(total, n_part, &total) ||
-        !attn__add_size(total, n_o + 5 * 16, &total) || total > SIZE_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+        !attn__add_size(total, n_eq, &total) ||
+        !attn__add_size(total, n_o + 6 * 16, &total) || total > SIZE_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
     if (!(mem = attn__alloc(total * sizeof(float)))) return ATTN_ERR_OUT_OF_MEMORY;
     C.q = (float *)mem;
     C.eq = C.q + attn__round16(n_q);
     C.cst = C.eq + attn__round16(n_eq);
     C.part = C.cst + attn__round16(n_cst);
     C.o = C.part + attn__round16(n_part);
-    attn__parallel_for(&pd, (C.H * C.dk + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_q_task, &C);
-    attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_eq_task, &C);
+    C.ctx = C.o + attn__round16(n_o);
+    {   /* q = x W^Q + b^Q;  per head i: eq rows (qi, i) = scale q_i (W^K_kv(i))^T, [nq][H][dm] */
+        const int N = C.H * C.dk, Nk = C.Hk * C.dk;
+        attn__el_fill_bias(C.q, C.nq, N, (size_t)N, w->bq);
+        attn__sgemm_par(&pd, nt, 0, 0, C.nq, N, C.dm, 1.0f, x, C.dm, w->wq, N, 1.0f, C.q, N);
+        for (i = 0; i < C.H; ++i)
+            attn__sgemm_par(&pd, nt, 0, 1, C.nq, C.dm, C.dk, C.scale, C.q + (size_t)i * C.dk, N,
+                            w->wk + (size_t)(i / C.g) * C.dk, Nk, 0.0f, C.eq + (size_t)i * C.dm, (ptrdiff_t)C.H * C.dm);
+    }
     for (b = 0; b < d->batch; ++b)              /* the constant q_i . b_i^K (cancels in softmax) */
         for (r = 0; r < C.R; ++r) {
             const int qi = b * d->beams + r / C.H, hd = r % C.H, kc = (hd / C.g) * C.dk;
@@ -6655,8 +6579,17 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
         }
     attn__parallel_for(&pd, d->batch * C.splits, nt, attn__el_att_task, &C);
     attn__parallel_for(&pd, d->batch * C.R, nt, attn__el_merge_task, &C);
-    attn__parallel_for(&pd, C.H, nt, attn__el_v_task, &C);
-    attn__parallel_for(&pd, (C.dm + ATTN__EL_NB - 1) / ATTN__EL_NB, nt, attn__el_out_task, &C);
+    {   /* o rows (qi, i) = ctx (qi, i) W^V_kv(i) + b^V_kv(i);  out = o W^O + b^O */
+        const int N = C.H * C.dk, Nk = C.Hk * C.dk;
+        for (i = 0; i < C.H; ++i) {
+            const int kc = (i / C.g) * C.dk;
+            attn__el_fill_bias(C.o + (size_t)i * C.dk, C.nq, C.dk, (size_t)N, w->bv ? w->bv + kc : NULL);
+            attn__sgemm_par(&pd, nt, 0, 0, C.nq, C.dk, C.dm, 1.0f, C.ctx + (size_t)i * C.dm, (ptrdiff_t)C.H * C.dm,
+                            w->wv + kc, Nk, 1.0f, C.o + (size_t)i * C.dk, N);
+        }
+        attn__el_fill_bias(out, C.nq, C.dm, (size_t)C.dm, w->bo);
+        attn__sgemm_par(&pd, nt, 0, 0, C.nq, C.dm, N, 1.0f, C.o, N, w->wo, C.dm, 1.0f, out, C.dm);
+    }
     attn__free(mem);
     return ATTN_OK;
 }
