@@ -862,6 +862,25 @@ static void attn__axpy(float *ATTN__RESTRICT y, float a, const float *ATTN__REST
         for (j = 0; j < 16; ++j) y[i + j] += a * x[i + j];
     for (; i < n; ++i) y[i] += a * x[i];
 }
+
+/* The one logsumexp merge of partial softmax results (split-KV, attn_merge, EL-attention's
+   splits): part p has running max m_p (in w[p]) and sum l_p (l NULL: every l_p = 1, parts
+   already normalised with m_p their lse). On return w[p] = exp(m_p - M) / L with M = max m,
+   L = sum_p exp(m_p - M) l_p, so the merged row is sum_p w[p] row_p (unnormalised partial
+   rows) and its lse is the return value M + log L. Parts with m_p = -inf weigh 0; when every
+   part has -inf, all weights are 0 and the result is -inf (a row that saw no key). */
+static float attn__lse_weights(int n, float *w, const float *l) {
+    float M = -INFINITY, L = 0.0f;
+    int p;
+    for (p = 0; p < n; ++p) M = ATTN__MAX(M, w[p]);
+    if (M == -INFINITY) { for (p = 0; p < n; ++p) w[p] = 0.0f; return -INFINITY; }
+    for (p = 0; p < n; ++p) {
+        w[p] = w[p] == -INFINITY ? 0.0f : expf(w[p] - M);
+        L += w[p] * (l ? l[p] : 1.0f);
+    }
+    for (p = 0; p < n; ++p) w[p] /= L;
+    return M + logf(L);
+}
 #define ATTN__ALIGN 64
 
 /* g++ 12 at -O2 reports its own _mm512_undefined_* helpers (self-initialised) as "maybe
@@ -4065,23 +4084,22 @@ static void attn__fwd_merge_task(void *vctx, int u, int thread) {
     const int g = P->groups, blk = u % C->units_per_head, bh = u / C->units_per_head;
     const int hk = bh % P->k.heads, tb = bh / P->k.heads, Dv = P->v.dim;
     const int vr0 = blk * ATTN__BQ, vr1 = (int)ATTN__MIN((long long)P->q.seq * g, (long long)vr0 + ATTN__BQ);
-    float *acc = C->ws + (size_t)thread * C->ws_floats;
+    float *acc = C->ws + (size_t)thread * C->ws_floats, w[32], l[32];   /* n_splits <= 32 (attn__fwd_plan) */
     int v, s, c;
     for (v = vr0; v < vr1; ++v) {
         attn__seq S;
         const int row = v / g;
-        float mx = -INFINITY, l = 0.0f;
+        float lse;
         if (!attn__seq_of_row(P, tb, row, &S)) continue;       /* zeroed by split 0 */
-        for (s = 0; s < C->n_splits; ++s) mx = ATTN__MAX(mx, attn__partial_at(C, u, s, v - vr0)[C->partial_row - 2]);
+        for (s = 0; s < C->n_splits; ++s) {
+            const float *pr = attn__partial_at(C, u, s, v - vr0);
+            w[s] = pr[C->partial_row - 2]; l[s] = pr[C->partial_row - 1];
+        }
+        lse = attn__lse_weights(C->n_splits, w, l);
         for (c = 0; c < Dv; ++c) acc[c] = 0.0f;
-        if (mx != -INFINITY)
-            for (s = 0; s < C->n_splits; ++s) {
-                const float *pr = attn__partial_at(C, u, s, v - vr0);
-                const float f = pr[C->partial_row - 2] == -INFINITY ? 0.0f : expf(pr[C->partial_row - 2] - mx);
-                l += f * pr[C->partial_row - 1];
-                attn__axpy(acc, f, pr, Dv);
-            }
-        attn__fwd_store(P, C->isa, tb, row, hk * g + v % g, acc, mx, l);
+        for (s = 0; s < C->n_splits; ++s)
+            if (w[s] != 0.0f) attn__axpy(acc, w[s], attn__partial_at(C, u, s, v - vr0), Dv);
+        attn__fwd_store(P, C->isa, tb, row, hk * g + v % g, acc, lse, lse == -INFINITY ? 0.0f : 1.0f);
     }
 }
 
@@ -4212,16 +4230,13 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
         for (h = 0; h < out.heads; ++h)
             for (s = 0; s < out.seq; ++s) {
                 const size_t li = ((size_t)b * out.heads + h) * out.seq + s;
-                float mx = -INFINITY, sum = 0.0f, total;
-                for (p = 0; p < n_parts; ++p) mx = ATTN__MAX(mx, part_lse[p][li]);
-                if (mx == -INFINITY) {
+                float total;
+                for (p = 0; p < n_parts; ++p) w[p] = part_lse[p][li];
+                if ((total = attn__lse_weights(n_parts, w, NULL)) == -INFINITY) {
                     attn__store_zero_row(attn__at(&o, b, s, h), o.dtype, o.dim);
                     if (lse) lse[li] = -INFINITY;
                     continue;
                 }
-                for (p = 0; p < n_parts; ++p) { w[p] = expf(part_lse[p][li] - mx); sum += w[p]; }
-                total = mx + logf(sum);
-                for (p = 0; p < n_parts; ++p) w[p] /= sum;
                 /* element by element, all parts read before the element is written: in-place safe */
                 for (c = 0; c < o.dim; c += 16) {
                     float acc[16], tmp[16];
@@ -6490,17 +6505,14 @@ static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) *
     const attn__el_ctx *C = (const attn__el_ctx *)vc;
     const int b = t / C->R, r = t % C->R, dm = C->dm;
     const size_t prow = C->prow;
-    float mx = -INFINITY, l = 0.0f, f[16], *dst = C->ctx + ((size_t)b * C->R + r) * (size_t)dm;
+    float f[16], l[16], *dst = C->ctx + ((size_t)b * C->R + r) * (size_t)dm;
     int sp, c;
     (void)thread;
-    for (sp = 0; sp < C->splits; ++sp)
-        mx = ATTN__MAX(mx, C->part[(((size_t)b * C->splits + sp) * C->R + r) * prow + dm]);
     for (sp = 0; sp < C->splits; ++sp) {             /* splits past the valid rows saw nothing */
         const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow;
-        f[sp] = pr[dm] == -INFINITY ? 0.0f : expf(pr[dm] - mx);
-        l += f[sp] * pr[dm + 1];
+        f[sp] = pr[dm]; l[sp] = pr[dm + 1];
     }
-    for (sp = 0; sp < C->splits; ++sp) f[sp] /= l;
+    attn__lse_weights(C->splits, f, l);              /* every src_lens[b] >= 1: split 0 saw a row */
     for (c = 0; c < dm; ++c) dst[c] = C->part[((size_t)b * C->splits * C->R + r) * prow + c] * f[0];
     for (sp = 1; sp < C->splits; ++sp) {
         const float *pr = C->part + (((size_t)b * C->splits + sp) * C->R + r) * prow, w = f[sp];
