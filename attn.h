@@ -306,7 +306,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_ALIBI,                  35, ATTN_CAT_RANGE,       "attn_desc.alibi_slopes[h] must be finite") \
     X(ATTN_ERR_BIAS_BATCH,             36, ATTN_CAT_SHAPE,       "attn_desc.bias.batch must be 1 or q.batch") \
     X(ATTN_ERR_BIAS_HEADS,             37, ATTN_CAT_SHAPE,       "attn_desc.bias.heads must be 1 or q.heads") \
-    X(ATTN_ERR_N_THREADS,              38, ATTN_CAT_RANGE,       "attn_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_N_THREADS,              38, ATTN_CAT_RANGE,       "n_threads (of attn_desc, attn_layer_desc, attn_el_desc or attn_sgemm) must be >= 0") \
     X(ATTN_ERR_WORKSPACE,              39, ATTN_CAT_RANGE,       "attn_desc.workspace_size is smaller than attn_workspace_size() asks for") \
     X(ATTN_ERR_VARLEN_WITH_SEQLENS,    40, ATTN_CAT_UNSUPPORTED, "attn_desc.seqlens_q/_k cannot be combined with cu_seqlens_q/_k") \
     X(ATTN_ERR_VARLEN_WITH_BIAS,       41, ATTN_CAT_UNSUPPORTED, "attn_desc.bias cannot be combined with cu_seqlens_q/_k") \
@@ -333,7 +333,6 @@ typedef struct attn_desc {
     X(ATTN_ERR_GEMM_M,                 60, ATTN_CAT_SHAPE,       "attn_sgemm: m must be >= 0") \
     X(ATTN_ERR_GEMM_N,                 61, ATTN_CAT_SHAPE,       "attn_sgemm: n must be >= 0") \
     X(ATTN_ERR_GEMM_K,                 62, ATTN_CAT_SHAPE,       "attn_sgemm: k must be >= 0") \
-    X(ATTN_ERR_GEMM_N_THREADS,         63, ATTN_CAT_RANGE,       "attn_sgemm: n_threads must be >= 0") \
     X(ATTN_ERR_GEMM_ALPHA,             64, ATTN_CAT_RANGE,       "attn_sgemm: alpha must be finite") \
     X(ATTN_ERR_GEMM_BETA,              65, ATTN_CAT_RANGE,       "attn_sgemm: beta must be finite") \
     X(ATTN_ERR_GEMM_LDA,               66, ATTN_CAT_SHAPE,       "attn_sgemm: lda must be >= max(1, row length of the stored a: k, or m when trans_a)") \
@@ -353,7 +352,6 @@ typedef struct attn_desc {
     X(ATTN_ERR_LAYER_KV_HEADS,         79, ATTN_CAT_RANGE,       "attn_layer_desc.kv_heads must be >= 0 and divide attn_layer_desc.heads") \
     X(ATTN_ERR_LAYER_KV_HEADS_KIND,    80, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.kv_heads < heads (GQA/MQA) needs kind ATTN_LAYER_STANDARD") \
     X(ATTN_ERR_LAYER_CONTEXT,          81, ATTN_CAT_RANGE,       "attn_layer_desc.context must be >= 1 for ATTN_LAYER_SUPER and the Direct kinds") \
-    X(ATTN_ERR_LAYER_N_THREADS,        82, ATTN_CAT_RANGE,       "attn_layer_desc.n_threads must be >= 0") \
     X(ATTN_ERR_LAYER_SLIDING,          83, ATTN_CAT_RANGE,       "attn_layer_desc.sliding_alignment must be 0 or 1") \
     X(ATTN_ERR_LAYER_DIRECT_ATTN,      84, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.softcap, .bias, .cu_seqlens_q/_k must be 0/NULL with the Direct kinds") \
     X(ATTN_ERR_LAYER_SHAPE,            85, ATTN_CAT_SHAPE,       "attn_layer: batch, lq and lk must be >= 1") \
@@ -407,7 +405,6 @@ typedef struct attn_desc {
     X(ATTN_ERR_EL_HEADS,              132, ATTN_CAT_SHAPE,       "attn_el_desc.d_model must be a multiple of heads, heads a multiple of kv_heads") \
     X(ATTN_ERR_EL_SRC_LENS,           133, ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
     X(ATTN_ERR_EL_SCALE,              134, ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
-    X(ATTN_ERR_EL_N_THREADS,          135, ATTN_CAT_RANGE,       "attn_el_desc.n_threads must be >= 0") \
     /* -- AMX -- */ \
     X(ATTN_ERR_NO_AMX,                136, ATTN_CAT_RANGE,       "attn_desc.no_amx must be 0, 1 or 2") \
     X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
@@ -5419,7 +5416,7 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
     if (m < 0) return ATTN_ERR_GEMM_M;
     if (n < 0) return ATTN_ERR_GEMM_N;
     if (k < 0) return ATTN_ERR_GEMM_K;
-    if (n_threads < 0) return ATTN_ERR_GEMM_N_THREADS;
+    if (n_threads < 0) return ATTN_ERR_N_THREADS;
     if (!isfinite(alpha)) return ATTN_ERR_GEMM_ALPHA;
     if (!isfinite(beta)) return ATTN_ERR_GEMM_BETA;
     if (lda < ATTN__MAX(1, a_cols)) return ATTN_ERR_GEMM_LDA;
@@ -5485,7 +5482,7 @@ static attn_status attn__layer_check_desc(const attn_layer_desc *d) {
     if (d->kv_heads < 0 || H % Hkv != 0) return ATTN_ERR_LAYER_KV_HEADS;
     if (Hkv != H && d->kind != ATTN_LAYER_STANDARD) return ATTN_ERR_LAYER_KV_HEADS_KIND;
     if (d->kind >= ATTN_LAYER_SUPER && d->context < 1) return ATTN_ERR_LAYER_CONTEXT;
-    if (d->n_threads < 0) return ATTN_ERR_LAYER_N_THREADS;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->sliding_alignment != 0 && d->sliding_alignment != 1) return ATTN_ERR_LAYER_SLIDING;
     if (d->kind >= ATTN_LAYER_DIRECT && (d->attn.softcap != 0.0f || d->attn.bias.data ||
                                          d->attn.cu_seqlens_q || d->attn.cu_seqlens_k)) return ATTN_ERR_LAYER_DIRECT_ATTN;
@@ -6539,7 +6536,7 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     if (d->kv_heads < 0 || d->d_model % d->heads != 0 || d->heads % (d->kv_heads ? d->kv_heads : d->heads) != 0)
         return ATTN_ERR_EL_HEADS;
     if (!isfinite(d->scale)) return ATTN_ERR_EL_SCALE;
-    if (d->n_threads < 0) return ATTN_ERR_EL_N_THREADS;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->src_lens)
         for (b = 0; b < d->batch; ++b) if (d->src_lens[b] < 1 || d->src_lens[b] > d->src_len) return ATTN_ERR_EL_SRC_LENS;
     memset(&C, 0, sizeof C);

@@ -278,7 +278,7 @@ static void test_errors(void) {
     e = ebase(); e.m = -1; expect("m < 0", &e, ATTN_ERR_GEMM_M, "m must");
     e = ebase(); e.n = -3; expect("n < 0", &e, ATTN_ERR_GEMM_N, "n must");
     e = ebase(); e.k = INT_MIN; expect("k < 0", &e, ATTN_ERR_GEMM_K, "k must");
-    e = ebase(); e.threads = -1; expect("n_threads < 0", &e, ATTN_ERR_GEMM_N_THREADS, "n_threads");
+    e = ebase(); e.threads = -1; expect("n_threads < 0", &e, ATTN_ERR_N_THREADS, "n_threads");
     e = ebase(); e.alpha = (float)NAN; expect("alpha NaN", &e, ATTN_ERR_GEMM_ALPHA, "alpha");
     e = ebase(); e.alpha = (float)INFINITY; expect("alpha inf", &e, ATTN_ERR_GEMM_ALPHA, "alpha");
     e = ebase(); e.beta = (float)-INFINITY; expect("beta -inf", &e, ATTN_ERR_GEMM_BETA, "beta");

@@ -1209,7 +1209,7 @@ static void test_gen_errors(void) {
             case 9: bad_lens[1] = 0; z.src_lens = bad_lens; cases[nc].want = ATTN_ERR_EL_SRC_LENS; cases[nc].field = "src_lens[b]"; break;
             case 10: bad_lens[0] = 4; z.src_lens = bad_lens; cases[nc].want = ATTN_ERR_EL_SRC_LENS; cases[nc].field = "src_len"; break;
             case 11: z.scale = (float)NAN; cases[nc].want = ATTN_ERR_EL_SCALE; cases[nc].field = "scale"; break;
-            default: z.n_threads = -1; cases[nc].want = ATTN_ERR_EL_N_THREADS; cases[nc].field = "n_threads"; break;
+            default: z.n_threads = -1; cases[nc].want = ATTN_ERR_N_THREADS; cases[nc].field = "n_threads"; break;
             }
             t_sentinel(xo, sizeof xo, 0x22);
             st = attn_el_attention(&z, wp, xx, hh, xo);

@@ -856,7 +856,7 @@ static void test_layer_errors(void) {
     e = base; e.d.kv_heads = -1; expect_err(&e, ATTN_ERR_LAYER_KV_HEADS, E_BOTH, "kv_heads -1");
     e = base; e.d.kv_heads = 1; expect_err(&e, ATTN_ERR_LAYER_KV_HEADS_KIND, E_BOTH, "GQA super");
     e = base; e.d.context = 0; expect_err(&e, ATTN_ERR_LAYER_CONTEXT, E_BOTH, "context 0");
-    e = base; e.d.n_threads = -1; expect_err(&e, ATTN_ERR_LAYER_N_THREADS, E_BOTH, "n_threads -1");
+    e = base; e.d.n_threads = -1; expect_err(&e, ATTN_ERR_N_THREADS, E_BOTH, "n_threads -1");
     e = base; e.d.kind = ATTN_LAYER_DIRECT; e.d.attn.softcap = 1.0f; expect_err(&e, ATTN_ERR_LAYER_DIRECT_ATTN, E_BOTH, "direct softcap");
     e = base; e.d.kind = ATTN_LAYER_DIRECT_INPUT; e.d.attn.bias.data = wbuf; e.d.attn.bias.batch = 1; e.d.attn.bias.heads = 1;
     expect_err(&e, ATTN_ERR_LAYER_DIRECT_ATTN, E_BOTH, "direct bias");
