@@ -4081,7 +4081,7 @@ static void attn__fwd_merge_task(void *vctx, int u, int thread) {
     const int g = P->groups, blk = u % C->units_per_head, bh = u / C->units_per_head;
     const int hk = bh % P->k.heads, tb = bh / P->k.heads, Dv = P->v.dim;
     const int vr0 = blk * ATTN__BQ, vr1 = (int)ATTN__MIN((long long)P->q.seq * g, (long long)vr0 + ATTN__BQ);
-    float *acc = C->ws + (size_t)thread * C->ws_floats, w[32], l[32];   /* n_splits <= 32 (attn__fwd_plan) */
+    float *acc = C->ws + (size_t)thread * C->ws_floats, w[32] = { 0 }, l[32] = { 0 };   /* n_splits <= 32 (attn__fwd_plan) */
     int v, s, c;
     for (v = vr0; v < vr1; ++v) {
         attn__seq S;
@@ -6502,7 +6502,7 @@ static void attn__el_merge_task(void *vc, int t, int thread) {   /* t = (b, r) *
     const attn__el_ctx *C = (const attn__el_ctx *)vc;
     const int b = t / C->R, r = t % C->R, dm = C->dm;
     const size_t prow = C->prow;
-    float f[16], l[16], *dst = C->ctx + ((size_t)b * C->R + r) * (size_t)dm;
+    float f[16] = { 0 }, l[16] = { 0 }, *dst = C->ctx + ((size_t)b * C->R + r) * (size_t)dm;
     int sp, c;
     (void)thread;
     for (sp = 0; sp < C->splits; ++sp) {             /* splits past the valid rows saw nothing */
