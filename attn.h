@@ -1,21 +1,32 @@
-/* attn.h - v0.1 - exact and approximate attention for C99 - public domain or MIT (see end of file)
+/* attn.h - v0.2 - exact and approximate attention for C99 - public domain or MIT (see end of file)
 
-   Table of contents
+   Table of contents (each section starts with a banner "   3.N title"; grep "3.N " to jump)
      1. Documentation (this block)
      2. Public API: types, status codes, functions
      3. Implementation (#define ATTN_IMPLEMENTATION)
-        3.1 portability and configuration
-        3.2 memory and threads
+        3.1 portability and configuration (attn__alloc, attn__ws_acquire, attn__axpy,
+            attn__lse_weights: the one logsumexp merge)
+        3.2 threads (attn__parallel_for, attn_pool)
         3.3 numerics: fp16/bf16 conversion
-        3.4 argument validation
-        3.5 micro-kernels: scalar, AVX2+FMA, AVX-512 (run-time dispatch), NEON
-        3.6 exact attention: masks, tiled online-softmax forward, split-KV
-        3.7 merge of partial results
-        3.8 exact attention backward (FlashAttention-2 recomputation), dropout
-        3.9 GEMM (blocked SIMD SGEMM for the layers, caller BLAS hook)
-        3.10 layers: standard MHA, Optimized, Efficient, Super, Direct
-        3.11 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention
-        3.12 AMX tile kernels (bf16)
+        3.4 argument validation and the mechanism seam (attn__call, attn__mech, attn__check_qkv,
+            attn__check_forward: how a family plugs in is described there)
+        3.5 micro-kernels and the vector layer: scalar, AVX2+FMA, AVX-512 (run-time dispatch),
+            NEON (attn__isa, attn__pick_isa, attn__vec)
+        3.6 AMX / AVX512-BF16 tile kernels (bf16)
+        3.7 exact attention: masks, tiled online-softmax forward, split-KV, decoding kernels
+            (attn__fwd_plan, attn__fwd_unit, attn__dec512, attn__dec256, attn__softmax_forward)
+        3.8 merge of partial results (attn_merge)
+        3.9 exact attention backward: FlashAttention-2 recomputation, dropout
+            (attn__bwd_plan, attn__softmax_backward)
+        3.10 GEMM: blocked SIMD SGEMM (attn__sgemm_par, attn_sgemm)
+        3.11 layers: standard MHA, Optimized, Efficient, Super, Direct
+        3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, decoding
+             (attn__softmax_decode), EL-attention
+        3.13 sparse attention
+        3.14 linear and kernel attention
+        3.15 low-rank attention
+        3.16 state-space scans
+        3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
      4. License
 
    USAGE
@@ -44,9 +55,13 @@
      ATTN_NO_SIMD       scalar kernels only
      ATTN_NO_AVX512     never use the AVX-512 kernels (AVX2+FMA at most; no bf16 tile kernels)
      ATTN_NO_AMX        never compile the AMX tile kernels (bf16 prefill then runs on AVX512-BF16
-                        where the CPU has it, else on the fp32 kernels); see 3.12
+                        where the CPU has it, else on the fp32 kernels); see 3.6
    x86 kernels are compiled with per-function target attributes and picked at run time
-   (cpuid), so a binary built without -march runs AVX-512 or AVX2 where the CPU has them.
+   (cpuid), so a binary built without -march runs AVX-512 or AVX2 where the CPU has them;
+   AArch64 builds use the NEON kernels; ATTN_NO_SIMD (or any other CPU) the scalar ones.
+   attn_kernels() names the set in use ("avx512", "avx2", "neon" or "scalar").
+   Storage dtypes: q and out may each be f32, f16 or bf16; k and v share one (so f32 queries
+   over an f16/bf16 cache, as llama.cpp holds it, are fine).
    bf16 q/k/v outside decoding run on bf16 dot-product tiles (AMX, else AVX512-BF16; gcc >= 11
    or clang >= 12) that round the softmax weights P to bf16 for P.V: |error| <= 2^-9 max|v|.
    attn_bf16_kernels() names them; attn_desc.no_amx = 2 keeps such calls on the fp32 kernels.
@@ -84,7 +99,12 @@
        x = low(low((u32)j + (u32)r) ^ (u32)(r >> 32))
        keep_ij = (x >> 8) >= (u32)(p * 2^24);   1 / (1 - p) is computed in fp32
 
-   VERSION  0.1   first release: exact attention with every mask, merge.
+   VERSION  0.2   the mechanism seam: attn_kind table (attn_kind_name), attn_state / attn_step for
+                  recurrent kinds, fixed status values in blocks per family, ATTN_ERR_N_THREADS
+                  for every thread-count check, mixed dtypes (q/out any, K and V one dtype),
+                  ATTN_ERR_KIND_OP; see README "API changes".
+            0.1   first release: exact attention with every mask, merge, backward, layers,
+                  generation (KV caches, decoding, RoPE, StreamingLLM, EL-attention).
 */
 #ifndef ATTN_H_INCLUDED
 #define ATTN_H_INCLUDED
@@ -92,7 +112,7 @@
 #include <stddef.h>   /* size_t, ptrdiff_t */
 
 #define ATTN_VERSION_MAJOR 0
-#define ATTN_VERSION_MINOR 1
+#define ATTN_VERSION_MINOR 2
 
 #ifndef ATTNDEF
 #ifdef ATTN_STATIC
@@ -445,7 +465,7 @@ ATTNDEF const char *attn_status_str(attn_status s);
 /* Category of a status. */
 ATTNDEF attn_status_category attn_status_cat(attn_status s);
 
-/* The kernel set attn_forward runs on this CPU: "avx512", "avx2" or "scalar". */
+/* The kernel set attn_forward runs on this CPU: "avx512", "avx2", "neon" or "scalar". */
 ATTNDEF const char *attn_kernels(void);
 
 /* Dense [batch][seq][heads][dim] view of data. */
@@ -1250,7 +1270,7 @@ static void attn__store_zero_row(void *dst, attn_dtype t, int n) {
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.4 argument validation
+   3.4 argument validation and the mechanism seam
    --------------------------------------------------------------------------------------- */
 ATTNDEF const char *attn_status_str(attn_status s) {
     switch (s) {
@@ -1361,9 +1381,9 @@ typedef struct attn__problem {
     int bias_batch, bias_heads;
     ptrdiff_t bias_sb, bias_sh, bias_sq;
     int n_threads;
-    float dropout_p;             /* backward / training: attention dropout (3.8) */
+    float dropout_p;             /* backward / training: attention dropout (3.9) */
     unsigned long long dropout_seed;
-    /* generation (3.11): in-kernel RoPE (rope 0: off); a paged cache (page_size > 0: the k/v
+    /* generation (3.12): in-kernel RoPE (rope 0: off); a paged cache (page_size > 0: the k/v
        views are the page pool, batch/seq hold the logical batch and key length) */
     int rope, rope_dim;
     double rope_base, rope_scaling;
@@ -1372,13 +1392,13 @@ typedef struct attn__problem {
     const float *rope_tab;                     /* attn_decode: [slot][rope_dim/2] (cos, sin), or NULL */
     const int *block_table;
     int page_size, max_pages;
-    int no_amx;                  /* attn_desc.no_amx (3.12) */
+    int no_amx;                  /* attn_desc.no_amx (3.6) */
 } attn__problem;
 
-/* 3.11 generation: RoPE settings of attn_desc checked / copied into the problem */
+/* 3.12 generation: RoPE settings of attn_desc checked / copied into the problem */
 static attn_status attn__check_rope(const attn_desc *d, int dim);
 static void attn__rope_resolve(const attn_desc *d, attn__problem *P, int k_seq);
-/* used by 3.6: rotate an fp32 row in place; load q elements [d0, d0+n) rotated, times mul */
+/* used by 3.7: rotate an fp32 row in place; load q elements [d0, d0+n) rotated, times mul */
 static void attn__rope_row(const attn__problem *P, float *x, long long pos);
 static void attn__rope_rows(const attn__problem *P, float *x, size_t ld, int n, long long pos0);
 static void attn__rope_rows_tab(const attn__problem *P, float *x, size_t ld, int n, long long pos0);
@@ -1598,7 +1618,7 @@ typedef struct attn__isa {
     const char *name;
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
-    /* the same for n <= 16 rows from row-major QR [16][ldq]; NULL: use qk */
+    /* the same for n <= 16 rows from row-major QR [16][ldq] (decoding's narrow tiles) */
     void (*qk_narrow)(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq, int n, int D, float *S);
     /* softcap, ALiBi, mask, then online softmax of S's nk lines: S becomes P, m/l/alpha updated */
     void (*softmax)(float *S, int nk, int nlanes, int c0, const attn__smx *X);
@@ -2669,10 +2689,10 @@ static const attn__isa *attn__pick_isa(void) {
 ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
 
 /* ---------------------------------------------------------------------------------------
-   3.12 AMX tile kernels (bf16): placed before 3.6, which calls them
+   3.6 AMX / AVX512-BF16 tile kernels (bf16), called by 3.7
    --------------------------------------------------------------------------------------- */
 /* bf16 q/k/v outside decoding (Sq x Hq/Hkv <= 16, or <= 32 on the fused decoding kernels,
-   stays on 3.6's decode path, which is bandwidth-bound): Q.K^T and P.V as bf16 products
+   stays on 3.7's decode path, which is bandwidth-bound): Q.K^T and P.V as bf16 products
    with fp32 accumulation, on AMX tiles (tdpbf16ps) where the CPU and OS allow them, else on
    AVX512-BF16 (vdpbf16ps). Between the products the AVX-512 online-softmax stage of 3.5 runs
    on fp32 scores with every mask and option of the fp32 path (softcap, ALiBi, bias, windows,
@@ -2731,7 +2751,7 @@ ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_i
 #define ATTN__TILE_DP(c, a, b) _tile_dpbf16ps(c, a, b)
 #endif
 
-/* 3.6's helpers, defined after this section */
+/* 3.7's helpers, defined after this section */
 static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
 static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
 static int attn__visible(const attn__problem *P, long long p, long long j);
@@ -2795,7 +2815,7 @@ static int attn__bf16_cpu(void) {
 /* The kernels this call runs (0: the fp32 path). */
 static int attn__bf16_kernel(const attn__problem *P) {
     int k;
-    /* dropout (3.8), in-kernel RoPE and paged caches (3.11) run on the fp32 kernels */
+    /* dropout (3.9), in-kernel RoPE and paged caches (3.12) run on the fp32 kernels */
     if (P->no_amx == 2 || P->q.dtype != ATTN_BF16 || P->k.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
     k = attn__bf16_cpu();
     return P->no_amx == 1 ? ATTN__MIN(k, 1) : k;
@@ -3167,7 +3187,7 @@ ATTNDEF const char *attn_bf16_kernels(void) {
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.6 exact attention: masks, tiled online-softmax forward, split-KV
+   3.7 exact attention: masks, tiled online-softmax forward, split-KV
    --------------------------------------------------------------------------------------- */
 static size_t attn__round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -3274,7 +3294,7 @@ typedef struct attn__fwd_ctx {
     int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
     int fused;                 /* decoding takes attn__fwd_decode_fused (no stage) */
     int dec_tiles;             /* decoding tiles per KV head (rows in blocks of ATTN__DEC_ROWS when fused) */
-    int bf16;                  /* 3.12 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
+    int bf16;                  /* 3.6 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
 } attn__fwd_ctx;
 
 /* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
@@ -3300,7 +3320,7 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
     float qtmp[16];
     T->S = *S; T->hk = hk; T->v0 = v0; T->n = n;
     T->nlanes = (int)attn__round16((size_t)n);
-    T->narrow = n <= 16 && C->isa->qk_narrow != NULL;
+    T->narrow = n <= 16;
     T->shift = (long long)S->Lk - S->Lq;
     T->p0 = v0 / g + T->shift; T->p1 = (v0 + n - 1) / g + T->shift;
     rows = T->narrow ? 16 : ATTN__BQ;
@@ -3335,7 +3355,7 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
         } else for (d = 0; d < D; d += 16) {
             const int m = ATTN__MIN(16, D - d);
             int e;
-            if (r < n && P->rope)                  /* in-kernel RoPE (3.11): rotate, then scale */
+            if (r < n && P->rope)                  /* in-kernel RoPE (3.12): rotate, then scale */
                 attn__rope_load(P, attn__at(&P->q, S->tb, T->qrow[r], T->head[r]), P->q.dtype, d, m,
                                 P->rope_pos_q ? P->rope_pos_q[(size_t)S->tb * P->q.seq + T->qrow[r]] : (v0 + r) / g + T->shift,
                                 qtmp, P->scale);
@@ -3370,7 +3390,7 @@ static int attn__kv_run(const attn__problem *P, long long row, int n) {
     return P->page_size ? (int)ATTN__MIN((long long)n, P->page_size - row % P->page_size) : n;
 }
 
-/* Attention dropout on a tile's probabilities S [nk][BQ] (defined in 3.8). */
+/* Attention dropout on a tile's probabilities S [nk][BQ] (defined in 3.9). */
 static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk);
 
 /* Between Q.K^T and the softmax, for every kind of tile: softcap (it comes before bias and
@@ -3428,7 +3448,7 @@ static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *
     isa->pv(S, nk, n, V, ldv, Dv, T->alpha, T->acc, C->geo.ldo);
 }
 
-/* In-kernel RoPE (3.11) on fp32 key rows x[j] = keys c0 + j of sequence S: at their slots
+/* In-kernel RoPE (3.12) on fp32 key rows x[j] = keys c0 + j of sequence S: at their slots
    (from the per-call table, or by recurrence), or at the positions the caller gave. */
 static void attn__rope_keys(const attn__problem *P, const attn__seq *S, float *x, size_t ld, long long c0, int nk) {
     int j;
@@ -3521,7 +3541,7 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) 
             const int end = (int)ATTN__MIN((long long)vr1, ((long long)S.q0 + S.Lq) * g);
             long long klo = 0, khi = S.Lk;
             if (C->n_splits > 1) { klo = (long long)split * C->split_keys; khi = ATTN__MIN(khi, klo + C->split_keys); }
-#if defined(ATTN__BF16K)   /* 3.12: bf16 q/k/v on the bf16 dot-product / AMX tile kernels */
+#if defined(ATTN__BF16K)   /* 3.6: bf16 q/k/v on the bf16 dot-product / AMX tile kernels */
             if (C->bf16) {
                 attn__bf16_tile(P, C->bf16, ws, S.tb, S.seq, S.q0, S.k0, S.Lq, S.Lk, hk, v - S.q0 * g, end - v, klo, khi,
                                 C->n_splits > 1 ? attn__partial_at(C, u, split, v - vr0) : NULL, C->partial_row);
@@ -4125,7 +4145,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     C->n_units = (int)units;
     /* decoding: a step's rows of a KV head in one narrow tile, or in the fused kernels' tiles */
     C->decode = (vrows <= 16 || (vrows <= ATTN__DEC_TILES * ATTN__DEC_ROWS && attn__decode_fused(P, isa))) &&
-                isa->qk_narrow != NULL && !P->cu_q;
+                !P->cu_q;
     /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
        at least 8 chunks, aiming at 32 tasks; depends on shapes only, never on threads */
     C->n_splits = 1;
@@ -4153,7 +4173,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);
     C->ws_floats = ATTN__MAX(C->ws_floats, C->geo.ldo);          /* the merge pass's row */
-#if defined(ATTN__BF16K)   /* 3.12: bf16 prefill on the bf16 kernels, with their own tile memory */
+#if defined(ATTN__BF16K)   /* 3.6: bf16 prefill on the bf16 kernels, with their own tile memory */
     C->bf16 = C->decode || isa != &attn__isa_avx512 ? 0 : attn__bf16_kernel(P);
     if (C->bf16) C->ws_floats = ATTN__MAX(C->ws_floats, attn__bf16_geometry(P->q.dim, P->v.dim).total);
 #endif
@@ -4188,7 +4208,7 @@ static attn_status attn__softmax_forward(const attn__call *c) {
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.7 merge of partial results
+   3.8 merge of partial results
    --------------------------------------------------------------------------------------- */
 ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse,
                                attn_tensor out, float *lse) {
@@ -4252,7 +4272,7 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.8 exact attention backward (FlashAttention-2 recomputation), dropout
+   3.9 exact attention backward (FlashAttention-2 recomputation), dropout
    --------------------------------------------------------------------------------------- */
 /* Pass 1 (rows): drow_i = rowsum(dout_i * out_i) for every valid row (FlashAttention-2's D).
    Pass 2 (tasks = key split x sequence group x KV-head group): the split's keys go in groups
@@ -5030,7 +5050,7 @@ static attn_status attn__softmax_backward(const attn__call *c) {
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.9 GEMM (blocked SIMD SGEMM for the layers, caller BLAS hook)
+   3.10 GEMM (blocked SIMD SGEMM for the layers, caller BLAS hook)
    --------------------------------------------------------------------------------------- */
 
 /* C[m,n] = alpha op(A) op(B) + beta C, Goto/BLIS style. C is cut into one rectangular task per
@@ -5435,7 +5455,7 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.10 layers: standard MHA, Optimized, Efficient, Super, Direct
+   3.11 layers: standard MHA, Optimized, Efficient, Super, Direct
    --------------------------------------------------------------------------------------- */
 /* Layers run on dense fp32 [batch, seq, d_model] hidden states. The projections are GEMMs over
    all batch*seq rows (attn__layer_gemm: the caller's hook or attn__sgemm); the SDPA core is
@@ -5966,7 +5986,7 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
 }
 
 /* ---------------------------------------------------------------------------------------
-   3.11 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention
+   3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, EL-attention
    --------------------------------------------------------------------------------------- */
 
 /* --- RoPE ------------------------------------------------------------------------------ */
