@@ -151,6 +151,7 @@ typedef struct attn_tensor {
     /* -- sparse (10-19) -- */ \
     \
     /* -- linear and kernel (20-29) -- */ \
+    X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
     \
     /* -- low-rank (30-39) -- */ \
     /* (end of list) */
@@ -162,6 +163,21 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
 /* -- sparse parameter structs -- */
 
 /* -- linear and kernel parameter structs -- */
+/* ATTN_LINEAR, linear attention ("Transformers are RNNs", Katharopoulos et al. 2020; the
+   fast-transformers reference). With phi(x) = elu(x) + 1 applied to q and k (no 1/sqrt(d)
+   scale) and the visible keys of query i (all valid keys; under causal, j <= i + Lk - Lq,
+   bottom-right aligned as ATTN_SOFTMAX):
+       out_i = phi(q_i)^T S_i / (phi(q_i) . z_i + eps),  S_i = sum_j phi(k_j) v_j^T,  z_i = sum_j phi(k_j)
+   Cost O(n d dv) instead of O(n^2 d): the causal form runs in chunks of 64 rows (dense within
+   the chunk, a carried (S, z) state between chunks), all on GEMMs. attn_step decodes it as an
+   RNN with the state (S, z) per sequence and KV head. Reads causal, seqlens_q/_k, n_threads,
+   parallel, workspace and linear; the softmax-only fields must be 0 (ATTN_ERR_KIND_OPTION) and
+   lse NULL (no logsumexp). A row with no visible key or a padding row gets 0.
+   field   default   meaning
+   eps     1e-6      added to the denominator; finite and >= 0 (0 selects the default) */
+typedef struct attn_linear_params {
+    float eps;
+} attn_linear_params;
 
 /* -- low-rank parameter structs -- */
 
@@ -277,7 +293,7 @@ typedef struct attn_desc {
     /* -- sparse -- */
 
     /* -- linear and kernel -- */
-
+    attn_linear_params linear;   /* ATTN_LINEAR */
     /* -- low-rank -- */
 
 } attn_desc;
@@ -436,12 +452,17 @@ typedef struct attn_desc {
     X(ATTN_ERR_STATE_NULL,            201, ATTN_CAT_NULL,        "the attn_state pointer or its data is NULL") \
     X(ATTN_ERR_STATE_SIZE,            202, ATTN_CAT_RANGE,       "attn_state.size (or floats) is smaller than attn_state_size() asks for") \
     X(ATTN_ERR_STATE_MISMATCH,        203, ATTN_CAT_SHAPE,       "attn_state was initialised for another kind or other batch, heads or dims") \
+    X(ATTN_ERR_KIND_LSE,              204, ATTN_CAT_UNSUPPORTED, "lse must be NULL: this attn_desc.kind has no logsumexp") \
+    X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, no_amx, dbias)") \
+    X(ATTN_ERR_STEP_SEQ,              206, ATTN_CAT_SHAPE,       "attn_step: k.seq must equal q.seq (one key and value per new token)") \
+    X(ATTN_ERR_STEP_LENGTHS,          207, ATTN_CAT_UNSUPPORTED, "attn_step: attn_desc.seqlens_q/_k must be NULL (every sequence consumes q.seq tokens)") \
     \
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
     \
     /* -- sparse (300-349) -- */ \
     \
     /* -- linear and kernel (350-399) -- */ \
+    X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
     \
     /* -- low-rank (400-449) -- */ \
     \
@@ -790,6 +811,7 @@ typedef struct attn_state {
     size_t size;                 /* floats at data */
     attn_kind kind;              /* the kind it was initialised for */
     int batch, heads, dim_k, dim_v;   /* q.batch, q.heads, q.dim (k.dim), v.dim at init */
+    int heads_kv;                /* k.heads at init */
     long long pos;               /* tokens consumed so far: the position of the next one */
 } attn_state;
 
@@ -1439,6 +1461,7 @@ typedef struct attn__call {
                                            size: floats) here, and nothing else */
 } attn__call;
 typedef attn_status (*attn__op_fn)(const attn__call *c);
+typedef enum attn__op { ATTN__FORWARD, ATTN__BACKWARD, ATTN__DECODE, ATTN__STEP, ATTN__STATE_SIZE } attn__op;
 typedef struct attn__mech {
     attn__op_fn forward;                /* attn_forward, attn_workspace_size */
     attn__op_fn backward;               /* attn_backward, attn_backward_workspace_size */
@@ -1453,8 +1476,18 @@ ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, siz
     const attn_state *st = c->state;
     if (!st || !st->data) return ATTN_ERR_STATE_NULL;
     if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
-        st->dim_v != c->v.dim) return ATTN_ERR_STATE_MISMATCH;
+        st->dim_v != c->v.dim || st->heads_kv != c->k.heads) return ATTN_ERR_STATE_MISMATCH;
     if (st->size < need || st->pos < 0) return ATTN_ERR_STATE_SIZE;
+    return ATTN_OK;
+}
+
+/* The kinds other than ATTN_SOFTMAX share attn_desc's threads, workspace, causal and seqlens
+   fields; the softmax-only fields must be zero so a setting is never silently ignored. */
+ATTN__MAYBE_UNUSED static attn_status attn__check_plain(const attn_desc *d) {
+    if (d->scale != 0.0f || d->window_left || d->window_right || d->dilation || d->sink_tokens || d->global_tokens ||
+        d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope || d->rope_pos_q ||
+        d->rope_pos_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch || d->no_amx || d->dbias)
+        return ATTN_ERR_KIND_OPTION;
     return ATTN_OK;
 }
 
@@ -5332,6 +5365,63 @@ static void attn__gemm_task(void *ctx, int t, int thread) {
 /* x rounded up to a multiple of q (x >= 0, q >= 1, x + q fits) */
 static ptrdiff_t attn__gemm_round(ptrdiff_t x, ptrdiff_t q) { return (x + q - 1) / q * q; }
 
+/* C = beta C: the k == 0 or alpha == 0 product (A and B are not read). */
+static void attn__gemm_scale_c(int m, int n, float beta, float *C, ptrdiff_t ldc) {
+    int i, j;
+    if (beta == 1.0f) return;
+    for (i = 0; i < m; ++i) {
+        float *cr = C + (ptrdiff_t)i * ldc;
+        if (beta == 0.0f) for (j = 0; j < n; ++j) cr[j] = 0.0f;
+        else for (j = 0; j < n; ++j) cr[j] *= beta;
+    }
+}
+
+/* The product's kernel and k blocking: k blocks of (nearly) equal size, a multiple of 8,
+   depending on k alone (determinism). Task grid and buffers are the caller's to set. */
+static void attn__gemm_job_init(attn__gemm_job *J, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                                const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb, float beta, float *C,
+                                ptrdiff_t ldc) {
+    ptrdiff_t nk;
+    memset(J, 0, sizeof *J);
+    J->K = attn__gemm_pick(); J->ta = trans_a != 0; J->tb = trans_b != 0; J->m = m; J->n = n; J->k = k;
+    J->alpha = alpha; J->beta = beta; J->A = A; J->B = B; J->C = C; J->lda = lda; J->ldb = ldb; J->ldc = ldc;
+    nk = (J->k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
+    J->kc = ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round((J->k + nk - 1) / nk, 8));
+}
+
+/* One task covering all of C, blocked for the caller's packing buffer (attn__sgemm_1t). */
+static void attn__gemm_job_1t(attn__gemm_job *J) {
+    J->rows_per = attn__gemm_round(J->m, J->K->mr);
+    J->cols_per = attn__gemm_round(J->n, J->K->nr);
+    J->tn = 1;
+    J->mc = ATTN__MIN(J->K->mc, J->rows_per);
+    J->nc = ATTN__MIN(J->K->nc, J->cols_per);
+    J->ws_floats = (size_t)J->kc * (size_t)(J->nc + J->mc);
+}
+
+/* A GEMM inside a family's parallel task: it runs on the calling thread, starts no thread and
+   allocates nothing; ws is the caller's packing buffer (64-byte aligned) of at least
+   attn__sgemm_1t_floats(m, n, k) floats, which depends on the shape alone. Same contract and
+   same kernels as attn__sgemm_par. */
+ATTN__MAYBE_UNUSED static size_t attn__sgemm_1t_floats(int m, int n, int k) {
+    attn__gemm_job J;
+    if (m <= 0 || n <= 0 || k <= 0) return 0;
+    attn__gemm_job_init(&J, 0, 0, m, n, k, 1.0f, NULL, 0, NULL, 0, 0.0f, NULL, 0);
+    attn__gemm_job_1t(&J);
+    return (J.ws_floats + 15) & ~(size_t)15;
+}
+ATTN__MAYBE_UNUSED static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                                              const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
+                                              float beta, float *C, ptrdiff_t ldc) {
+    attn__gemm_job J;
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0.0f) { attn__gemm_scale_c(m, n, beta, C, ldc); return; }
+    attn__gemm_job_init(&J, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    attn__gemm_job_1t(&J);
+    J.ws = ws;
+    attn__gemm_task(&J, 0, 0);
+}
+
 /* No validation (attn_sgemm validates); see attn_sgemm for the contract. n_threads <= 0: all
    cores. par: the desc whose parallel hook (a caller's attn_pool) runs the tasks, or NULL for
    the built-in threads. Never fails: when the packing buffers cannot be allocated it runs on
@@ -5341,28 +5431,14 @@ static void attn__sgemm_par(const attn_desc *par, int n_threads, int trans_a, in
                         float beta, float *C, ptrdiff_t ldc) {
     const attn__gemm_kern *K;
     attn__gemm_job J;
-    ptrdiff_t tm, tn, nk;
+    ptrdiff_t tm, tn;
     int T, a, n_tasks, used;
     double best = -1.0, work;
     size_t total;
     if (m <= 0 || n <= 0) return;
-    if (k <= 0 || alpha == 0.0f) {   /* C = beta*C; a and b are not read */
-        int i, j;
-        if (beta == 1.0f) return;
-        for (i = 0; i < m; ++i) {
-            float *cr = C + (ptrdiff_t)i * ldc;
-            if (beta == 0.0f) for (j = 0; j < n; ++j) cr[j] = 0.0f;
-            else for (j = 0; j < n; ++j) cr[j] *= beta;
-        }
-        return;
-    }
-    K = attn__gemm_pick();
-    memset(&J, 0, sizeof J);
-    J.K = K; J.ta = trans_a != 0; J.tb = trans_b != 0; J.m = m; J.n = n; J.k = k;
-    J.alpha = alpha; J.beta = beta; J.A = A; J.B = B; J.C = C; J.lda = lda; J.ldb = ldb; J.ldc = ldc;
-    /* k blocks of (nearly) equal size, a multiple of 8: depends on k alone (determinism) */
-    nk = (J.k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
-    J.kc = ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round((J.k + nk - 1) / nk, 8));
+    if (k <= 0 || alpha == 0.0f) { attn__gemm_scale_c(m, n, beta, C, ldc); return; }
+    attn__gemm_job_init(&J, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    K = J.K;
     /* threads: one more per 32 MFLOP (~0.15 ms on one core: starting a thread costs tens of
        microseconds); the task grid tm x tn = T minimising the largest task's padded tile plus
        its packing (a packed float costs about 32 multiply-adds) */
@@ -6630,6 +6706,249 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
 /* ---------------------------------------------------------------------------------------
    3.14 linear and kernel attention
    --------------------------------------------------------------------------------------- */
+/* ---- ATTN_LINEAR: linear attention, phi(x) = elu(x) + 1 ----------------------------------
+   One task per (sequence, KV head) carries the state (S [D][Dv], z [D]) of that head's keys
+   and serves the g = Hq/Hkv query heads that read it, stacking their rows in one GEMM:
+     non-causal: absorb every valid key into (S, z), then out = phi(Q) S / (phi(Q) z + eps);
+     causal: query rows in chunks of ATTN__LIN_ROWS; before a chunk, absorb the keys every row
+       of it sees; inside it, the dense masked product A = phi(Q) phi(K)^T over the chunk's own
+       keys adds A V and A's row sums; then those keys are absorbed too.
+   attn_step is the causal form with (S, z) read from and written back to the attn_state.
+   Every product is a single-thread GEMM (attn__sgemm_1t) on the task's workspace slice, and
+   each output row is computed by one task in one order: results do not depend on threads. */
+#define ATTN__LIN_ROWS 64          /* query rows (and keys) per causal chunk */
+#define ATTN__LIN_KEYS 256         /* keys per absorbing GEMM (longer k, fewer C passes) */
+
+typedef struct attn__lin {
+    const attn_desc *d;
+    const attn__isa *isa;
+    attn__view q, k, v, out;
+    const int *seqlens_q, *seqlens_k;
+    int causal, groups, D, Dv, n_threads, n_tasks;
+    float eps;
+    float *state;                 /* attn_step: [B][Hkv][D*Dv + D]; NULL: per-call state */
+    float *ws;                    /* n_threads slices of ws_per floats */
+    size_t ws_per, gemm_floats;
+} attn__lin;
+
+/* Validates a call of any ATTN_LINEAR operation and resolves it (no workspace yet). */
+static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *L) {
+    const attn_desc *d = c->d;
+    const int with_out = (op == ATTN__FORWARD || op == ATTN__STEP) && !c->bytes;
+    attn_status s;
+    memset(L, 0, sizeof *L);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, with_out ? &c->out : NULL, &L->q, &L->k, &L->v, &L->out)) != ATTN_OK)
+        return s;
+    if (op == ATTN__FORWARD && c->lse) return ATTN_ERR_KIND_LSE;
+    if ((s = attn__check_plain(d)) != ATTN_OK) return s;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!isfinite(d->linear.eps) || d->linear.eps < 0.0f) return ATTN_ERR_LINEAR_EPS;
+    if (op == ATTN__STEP) {
+        if (c->k.seq != c->q.seq) return ATTN_ERR_STEP_SEQ;
+        if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_STEP_LENGTHS;
+    } else {
+        if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, c->q.batch, c->q.seq)) return ATTN_ERR_SEQLENS_Q;
+        if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->q.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
+        L->seqlens_q = d->seqlens_q; L->seqlens_k = d->seqlens_k;
+    }
+    L->d = d;
+    L->causal = op == ATTN__STEP ? 1 : d->causal;
+    L->groups = c->q.heads / c->k.heads;
+    L->D = c->q.dim; L->Dv = c->v.dim;
+    L->eps = d->linear.eps != 0.0f ? d->linear.eps : 1e-6f;
+    L->n_tasks = c->q.batch * c->k.heads;      /* <= B * Hq * Sq, checked by attn__check_qkv */
+    L->n_threads = ATTN__MIN(attn__resolve_threads(d), L->n_tasks);
+    return ATTN_OK;
+}
+
+/* Floats of state: (S, z) per sequence and KV head. 0 on overflow. */
+static size_t attn__lin_state_floats(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v) {
+    size_t per, n;
+    if (!attn__mul_size((size_t)q->dim, (size_t)v->dim, &per) || !attn__add_size(per, (size_t)q->dim, &per) ||
+        !attn__mul_size(per, (size_t)q->batch * (size_t)k->heads, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
+        return 0;
+    return n;
+}
+
+/* The workspace of one task: S, z (when not in a state), phi(K) and V blocks, the stacked
+   phi(Q) rows, the chunk's A, numerators and denominators, a row of scratch, GEMM packing. */
+static int attn__lin_plan(attn__lin *L, size_t *bytes) {
+    const size_t D = (size_t)L->D, Dv = (size_t)L->Dv, R = (size_t)L->groups * ATTN__LIN_ROWS;
+    const int gr = (int)ATTN__MIN(R, (size_t)INT_MAX);
+    size_t g1, g2, g3, g4, f = 0, t;
+    g1 = attn__sgemm_1t_floats(L->D, L->Dv, ATTN__LIN_KEYS);       /* S += phi(K)^T V */
+    g2 = attn__sgemm_1t_floats(gr, L->Dv, L->D);                    /* phi(Q) S */
+    g3 = attn__sgemm_1t_floats(gr, ATTN__LIN_ROWS, L->D);           /* A = phi(Q) phi(K)^T */
+    g4 = attn__sgemm_1t_floats(gr, L->Dv, ATTN__LIN_ROWS);          /* A V */
+    L->gemm_floats = ATTN__MAX(ATTN__MAX(g1, g2), ATTN__MAX(g3, g4));
+    /* S + z, K block, V block, Q rows, A, num, den, scratch row, GEMM: each rounded to 16 */
+    {
+        size_t parts[9];
+        int i;
+        if (!attn__mul_size(D, Dv, &parts[0]) || !attn__add_size(parts[0], D + 16, &parts[0])) return 0;
+        if (!attn__mul_size(D, ATTN__LIN_KEYS, &parts[1]) || !attn__mul_size(Dv, ATTN__LIN_KEYS, &parts[2])) return 0;
+        if (!attn__mul_size(R, D, &parts[3]) || !attn__mul_size(R, ATTN__LIN_ROWS, &parts[4]) ||
+            !attn__mul_size(R, Dv, &parts[5])) return 0;
+        parts[6] = R; parts[7] = ATTN__MAX(D, Dv); parts[8] = L->gemm_floats;
+        for (i = 0; i < 9; ++i) {
+            if (!attn__add_size(parts[i], 15, &t)) return 0;
+            if (!attn__add_size(f, t & ~(size_t)15, &f)) return 0;
+        }
+    }
+    L->ws_per = f;
+    if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), bytes) ||
+        !attn__add_size(*bytes, 64, bytes) || *bytes > (size_t)PTRDIFF_MAX) return 0;
+    return 1;
+}
+
+static float *attn__lin_carve(float **p, size_t n) {
+    float *r = *p;
+    *p += (n + 15) & ~(size_t)15;
+    return r;
+}
+
+/* dst = phi(src) = elu(src) + 1 for n elements of dtype t; tmp: n floats. NaN stays NaN. */
+static void attn__lin_phi(const attn__isa *isa, const void *src, attn_dtype t, float *dst, float *tmp, int n) {
+    int i;
+    isa->load(src, t, dst, n, 1.0f);
+    for (i = 0; i < n; ++i) tmp[i] = dst[i] > 0.0f ? 0.0f : dst[i];
+    isa->exp_sum(tmp, tmp, 0.0f, n);
+    for (i = 0; i < n; ++i) dst[i] = dst[i] > 0.0f ? dst[i] + 1.0f : (dst[i] <= 0.0f ? tmp[i] : dst[i]);
+}
+
+typedef struct attn__lin_bufs { float *S, *z, *K, *V, *Q, *A, *num, *den, *row, *gemm; } attn__lin_bufs;
+
+/* Loads keys [j0, j0 + n) of (b, hk) as phi(K) and V rows into B->K, B->V. */
+static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int n) {
+    int j;
+    for (j = 0; j < n; ++j) {
+        attn__lin_phi(L->isa, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->D, B->row, L->D);
+        L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, B->V + (size_t)j * L->Dv, L->Dv, 1.0f);
+    }
+}
+
+/* S += phi(K)^T V and z += sum_j phi(K_j) for the n rows in B->K, B->V. */
+static void attn__lin_absorb_loaded(const attn__lin *L, const attn__lin_bufs *B, int n) {
+    int j;
+    attn__sgemm_1t(B->gemm, 1, 0, L->D, L->Dv, n, 1.0f, B->K, L->D, B->V, L->Dv, 1.0f, B->S, L->Dv);
+    for (j = 0; j < n; ++j) L->isa->axpy(B->z, 1.0f, B->K + (size_t)j * L->D, L->D);
+}
+
+/* Absorbs keys [j0, j1) into (S, z), ATTN__LIN_KEYS at a time. */
+static void attn__lin_absorb(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int j1) {
+    while (j0 < j1) {
+        const int n = ATTN__MIN(ATTN__LIN_KEYS, j1 - j0);
+        attn__lin_load_keys(L, B, b, hk, j0, n);
+        attn__lin_absorb_loaded(L, B, n);
+        j0 += n;
+    }
+}
+
+static void attn__lin_task(void *ctx, int t, int thread) {
+    const attn__lin *L = (const attn__lin *)ctx;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, D = L->D, Dv = L->Dv;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
+    const long long shift = (long long)Lk - Lq;
+    float *w = L->ws + (size_t)thread * L->ws_per;
+    attn__lin_bufs B;
+    int q0, gi, i, kdone = 0;
+    B.S = attn__lin_carve(&w, (size_t)D * Dv + (size_t)D + 16);
+    B.K = attn__lin_carve(&w, (size_t)D * ATTN__LIN_KEYS);
+    B.V = attn__lin_carve(&w, (size_t)Dv * ATTN__LIN_KEYS);
+    B.Q = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * D);
+    B.A = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * ATTN__LIN_ROWS);
+    B.num = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * Dv);
+    B.den = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS);
+    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B.gemm = attn__lin_carve(&w, L->gemm_floats);
+    if (L->state) {
+        B.S = L->state + (size_t)t * ((size_t)D * Dv + D);
+    } else {
+        memset(B.S, 0, ((size_t)D * Dv + D) * sizeof(float));
+    }
+    B.z = B.S + (size_t)D * Dv;
+    if (!L->causal) attn__lin_absorb(L, &B, b, hk, 0, Lk);
+    for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
+        const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
+        const long long pa = q0 + shift;               /* position of the chunk's first row */
+        int r;
+        if (L->causal) {                               /* keys every row of the chunk sees */
+            const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
+            if (upto > kdone) { attn__lin_absorb(L, &B, b, hk, kdone, upto); kdone = upto; }
+        }
+        for (gi = 0; gi < g; ++gi)                     /* row gi*n + i: head hk*g + gi, query q0 + i */
+            for (i = 0; i < n; ++i)
+                attn__lin_phi(isa, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
+                              B.row, D);
+        attn__sgemm_1t(B.gemm, 0, 0, m, Dv, D, 1.0f, B.Q, D, B.S, Dv, 0.0f, B.num, Dv);
+        for (r = 0; r < m; ++r) B.den[r] = isa->dot(B.Q + (size_t)r * D, B.z, D);
+        if (L->causal) {                               /* the chunk's own keys, masked j <= p */
+            const int kend = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)), nk = kend - kdone;
+            if (nk > 0) {
+                int j;
+                attn__lin_load_keys(L, &B, b, hk, kdone, nk);
+                attn__sgemm_1t(B.gemm, 0, 1, m, nk, D, 1.0f, B.Q, D, B.K, D, 0.0f, B.A, nk);
+                for (r = 0; r < m; ++r) {
+                    float *a = B.A + (size_t)r * nk, sum = 0.0f;
+                    const long long last = pa + r % n - kdone;          /* last visible column */
+                    for (j = 0; j < nk; ++j) {
+                        if (j > last) a[j] = 0.0f;
+                        sum += a[j];
+                    }
+                    B.den[r] += sum;
+                }
+                attn__sgemm_1t(B.gemm, 0, 0, m, Dv, nk, 1.0f, B.A, nk, B.V, Dv, 1.0f, B.num, Dv);
+                attn__lin_absorb_loaded(L, &B, nk);
+                kdone = kend;
+            }
+        }
+        for (gi = 0; gi < g; ++gi)
+            for (i = 0; i < n; ++i) {
+                const int r2 = gi * n + i;
+                isa->store(attn__at(&L->out, b, q0 + i, hk * g + gi), L->out.dtype, B.num + (size_t)r2 * Dv, Dv,
+                           1.0f / (B.den[r2] + L->eps));
+            }
+    }
+    for (gi = 0; gi < g; ++gi)                         /* padding rows */
+        for (i = Lq; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&L->out, b, i, hk * g + gi), L->out.dtype, Dv);
+}
+
+/* forward, step (state given) and their workspace queries */
+static attn_status attn__lin_run(const attn__call *c, attn__op op) {
+    attn__lin L;
+    attn__ws w;
+    size_t bytes, need;
+    attn_status s;
+    if ((s = attn__lin_check(c, op, &L)) != ATTN_OK) return s;
+    if (op == ATTN__STEP) {
+        if (!(need = attn__lin_state_floats(&c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+        if ((s = attn__check_state(c, need)) != ATTN_OK) return s;
+    }
+    if (!attn__lin_plan(&L, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    L.ws = (float *)(w.base + (64 - (uintptr_t)w.base % 64) % 64);
+    L.isa = attn__vec();
+    if (op == ATTN__STEP) L.state = c->state->data;
+    attn__parallel_for(c->d, L.n_tasks, L.n_threads, attn__lin_task, &L);
+    if (op == ATTN__STEP) c->state->pos += c->q.seq;
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static attn_status attn__linear_forward(const attn__call *c) { return attn__lin_run(c, ATTN__FORWARD); }
+static attn_status attn__linear_step(const attn__call *c) { return attn__lin_run(c, ATTN__STEP); }
+static attn_status attn__linear_state_size(const attn__call *c) {
+    attn__lin L;
+    attn_status s;
+    if ((s = attn__lin_check(c, ATTN__STATE_SIZE, &L)) != ATTN_OK) return s;
+    if (!(*c->bytes = attn__lin_state_floats(&c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_linear = {
+    attn__linear_forward, NULL, NULL, attn__linear_step, attn__linear_state_size
+};
 
 /* ---------------------------------------------------------------------------------------
    3.15 low-rank attention
@@ -6664,8 +6983,6 @@ ATTNDEF const char *attn_kind_name(attn_kind kind) {
     default: return "unknown attn_kind";
     }
 }
-
-typedef enum attn__op { ATTN__FORWARD, ATTN__BACKWARD, ATTN__DECODE, ATTN__STEP, ATTN__STATE_SIZE } attn__op;
 
 /* Runs desc->kind's operation op on the call. */
 static attn_status attn__dispatch(attn__op op, attn__call *c) {
@@ -6761,7 +7078,7 @@ ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_t
     if (floats < need) return ATTN_ERR_STATE_SIZE;
     memset(data, 0, need * sizeof(float));     /* every kind's empty history is all zeros */
     state->data = data; state->size = floats; state->kind = desc->kind;
-    state->batch = q.batch; state->heads = q.heads; state->dim_k = q.dim; state->dim_v = v.dim;
+    state->batch = q.batch; state->heads = q.heads; state->dim_k = q.dim; state->dim_v = v.dim; state->heads_kv = k.heads;
     state->pos = 0;
     return ATTN_OK;
 }
