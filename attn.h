@@ -4,9 +4,8 @@
      1. Documentation (this block)
      2. Public API: types, status codes, functions
      3. Implementation (#define ATTN_IMPLEMENTATION)
-        3.1 portability and configuration (attn__alloc, attn__ws_acquire, attn__axpy,
-            attn__lse_weights: the one logsumexp merge)
-        3.2 threads (attn__parallel_for, attn_pool)
+        3.1 portability and configuration (attn__lse_weights: the one logsumexp merge)
+        3.2 memory and threads (checked sizes, attn__parallel_for, attn_pool)
         3.3 numerics: fp16/bf16 conversion
         3.4 argument validation and the mechanism seam (attn__call, attn__mech, attn__check_qkv,
             attn__check_forward: how a family plugs in is described there)
@@ -64,7 +63,7 @@
    over an f16/bf16 cache, as llama.cpp holds it, are fine).
    bf16 q/k/v outside decoding run on bf16 dot-product tiles (AMX, else AVX512-BF16; gcc >= 11
    or clang >= 12) that round the softmax weights P to bf16 for P.V: |error| <= 2^-9 max|v|.
-   attn_bf16_kernels() names them; attn_desc.no_amx = 2 keeps such calls on the fp32 kernels.
+   attn_bf16_kernels() names them; attn_desc.bf16_kernels = ATTN_BF16_FP32 keeps such calls on the fp32 kernels.
 
    SEMANTICS OF EXACT ATTENTION (attn_forward with attn_desc.kind = ATTN_SOFTMAX)
      For batch b, query head h (KV head h / (Hq/Hkv)), valid lengths Lq, Lk (q.seq/k.seq, or
@@ -253,10 +252,14 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
    rope_scaling     1                           linear position interpolation: pos / scaling
    rope_pos_q       i + Lk - Lq                 [q.batch][q.seq] query positions
    rope_pos_k       j (slot in the sequence)    [k.batch][k.seq] key positions
-   no_amx           fastest bf16 kernels        bf16 q/k/v (not decoding): 0 = AMX tiles where the CPU
-                                                and OS allow them, else AVX512-BF16 dot products,
-                                                else the fp32 kernels; 1 = never AMX; 2 = fp32
-                                                kernels only (inputs converted), as without either */
+   bf16_kernels     ATTN_BF16_AUTO              bf16 q/k/v (not decoding): AUTO = AMX tiles where the
+                                                CPU and OS allow them, else AVX512-BF16 dot products,
+                                                else the fp32 kernels; ATTN_BF16_NO_AMX = never AMX;
+                                                ATTN_BF16_FP32 = the fp32 kernels only (inputs
+                                                converted), as on a CPU with neither */
+/* attn_desc.bf16_kernels: which kernels bf16 q/k/v may run on (see attn_bf16_kernels()). */
+typedef enum attn_bf16_mode { ATTN_BF16_AUTO = 0, ATTN_BF16_NO_AMX = 1, ATTN_BF16_FP32 = 2 } attn_bf16_mode;
+
 typedef struct attn_desc {
     attn_kind kind;
     float scale;
@@ -288,7 +291,7 @@ typedef struct attn_desc {
     const int *rope_pos_q;         /* [q.batch][q.seq] or NULL */
     const int *rope_pos_k;         /* [k.batch][k.seq] (a cache: [batch][capacity]) or NULL */
     /* AMX fields */
-    int no_amx;
+    attn_bf16_mode bf16_kernels;
     /* per-kind parameters (read only by their kind; zero = the kind's defaults) */
     /* -- sparse -- */
 
@@ -310,7 +313,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NULL_K,                  3, ATTN_CAT_NULL,        "k.data is NULL") \
     X(ATTN_ERR_NULL_V,                  4, ATTN_CAT_NULL,        "v.data is NULL") \
     X(ATTN_ERR_NULL_OUT,                5, ATTN_CAT_NULL,        "out.data is NULL") \
-    X(ATTN_ERR_NULL_ARG,                6, ATTN_CAT_NULL,        "attn_workspace_size: bytes is NULL") \
+    X(ATTN_ERR_NULL_ARG,                6, ATTN_CAT_NULL,        "a result pointer is NULL (bytes or floats of a workspace/state size query, attn_kv_len's len, a layer counter's result)") \
     X(ATTN_ERR_DTYPE,                   7, ATTN_CAT_DTYPE,       "a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
     X(ATTN_ERR_DTYPE_MISMATCH,          8, ATTN_CAT_DTYPE,       "v.dtype must equal k.dtype (q and out may have any dtype)") \
     X(ATTN_ERR_Q_SHAPE,                 9, ATTN_CAT_SHAPE,       "q.batch, q.seq, q.heads and q.dim must all be >= 1") \
@@ -324,7 +327,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_GQA_HEADS,              17, ATTN_CAT_SHAPE,       "q.heads must be a multiple of k.heads (GQA/MQA)") \
     X(ATTN_ERR_OUT_BROADCAST,          18, ATTN_CAT_SHAPE,       "out must not have a zero stride on an axis of extent > 1") \
     X(ATTN_ERR_KIND,                   19, ATTN_CAT_RANGE,       "attn_desc.kind is not a known attn_kind") \
-    X(ATTN_ERR_SCALE,                  20, ATTN_CAT_RANGE,       "attn_desc.scale must be finite") \
+    X(ATTN_ERR_SCALE,                  20, ATTN_CAT_RANGE,       "scale (of attn_desc or attn_el_desc) must be finite") \
     X(ATTN_ERR_SOFTCAP,                21, ATTN_CAT_RANGE,       "attn_desc.softcap must be finite and >= 0") \
     X(ATTN_ERR_WINDOW_LEFT,            22, ATTN_CAT_RANGE,       "attn_desc.window_left must be >= 0") \
     X(ATTN_ERR_WINDOW_RIGHT,           23, ATTN_CAT_RANGE,       "attn_desc.window_right must be >= 0") \
@@ -343,7 +346,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_BIAS_BATCH,             36, ATTN_CAT_SHAPE,       "attn_desc.bias.batch must be 1 or q.batch") \
     X(ATTN_ERR_BIAS_HEADS,             37, ATTN_CAT_SHAPE,       "attn_desc.bias.heads must be 1 or q.heads") \
     X(ATTN_ERR_N_THREADS,              38, ATTN_CAT_RANGE,       "n_threads (of attn_desc, attn_layer_desc, attn_el_desc or attn_sgemm) must be >= 0") \
-    X(ATTN_ERR_WORKSPACE,              39, ATTN_CAT_RANGE,       "attn_desc.workspace_size is smaller than attn_workspace_size() asks for") \
+    X(ATTN_ERR_WORKSPACE,              39, ATTN_CAT_RANGE,       "workspace_size (of attn_desc or attn_layer_desc) is smaller than the matching size query (attn_workspace_size, attn_backward_workspace_size, attn_decode_workspace_size, attn_layer_workspace_size) asks for") \
     X(ATTN_ERR_VARLEN_WITH_SEQLENS,    40, ATTN_CAT_UNSUPPORTED, "attn_desc.seqlens_q/_k cannot be combined with cu_seqlens_q/_k") \
     X(ATTN_ERR_VARLEN_WITH_BIAS,       41, ATTN_CAT_UNSUPPORTED, "attn_desc.bias cannot be combined with cu_seqlens_q/_k") \
     X(ATTN_ERR_MERGE_N_PARTS,          42, ATTN_CAT_RANGE,       "attn_merge: n_parts must be >= 1") \
@@ -405,8 +408,6 @@ typedef struct attn_desc {
     X(ATTN_ERR_LAYER_NULL_DOUT,        97, ATTN_CAT_NULL,        "attn_layer_backward: dout is NULL") \
     X(ATTN_ERR_LAYER_NULL_GRADS,       98, ATTN_CAT_NULL,        "attn_layer_backward: grads is NULL") \
     X(ATTN_ERR_LAYER_DX_KV,            99, ATTN_CAT_RANGE,       "attn_layer_backward: dx_kv must be NULL for self-attention (dx_q gets the whole input gradient)") \
-    X(ATTN_ERR_LAYER_NULL_RESULT,     100, ATTN_CAT_NULL,        "attn_layer_param_count/_flops/_workspace_size: the result pointer is NULL") \
-    X(ATTN_ERR_LAYER_WORKSPACE,       101, ATTN_CAT_RANGE,       "attn_layer_desc.workspace_size is smaller than attn_layer_workspace_size() asks for") \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
     X(ATTN_ERR_ROPE_MODE,             102, ATTN_CAT_RANGE,       "attn_desc.rope must be ATTN_ROPE_OFF, ATTN_ROPE_INTERLEAVED or ATTN_ROPE_HALF") \
     X(ATTN_ERR_ROPE_DIM,              103, ATTN_CAT_RANGE,       "attn_desc.rope_dim must be even and in [0, q.dim]") \
@@ -431,7 +432,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_KV_NEW_SHAPE,          122, ATTN_CAT_SHAPE,       "attn_kv_append(_streaming): k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
     X(ATTN_ERR_KV_N_NEW,              123, ATTN_CAT_RANGE,       "attn_kv_append(_streaming): n_new[b] must be in [0, k_new.seq]") \
     X(ATTN_ERR_KV_FULL,               124, ATTN_CAT_RANGE,       "attn_kv_append: lens[b] + n_new[b] exceeds the cache capacity") \
-    X(ATTN_ERR_KV_SEQ,                125, ATTN_CAT_RANGE,       "attn_kv_evict: seq must be in [0, cache.batch)") \
+    X(ATTN_ERR_KV_SEQ,                125, ATTN_CAT_RANGE,       "attn_kv_evict / attn_kv_len: seq must be in [0, cache.batch)") \
     X(ATTN_ERR_KV_EVICT_RANGE,        126, ATTN_CAT_RANGE,       "attn_kv_evict: start and count must be >= 0 and start + count <= lens[seq]") \
     X(ATTN_ERR_KV_STREAM,             127, ATTN_CAT_RANGE,       "attn_kv_append_streaming: sink must be >= 0, recent >= 1 and sink + recent <= capacity") \
     X(ATTN_ERR_DECODE_LENGTHS,        128, ATTN_CAT_UNSUPPORTED, "attn_decode: attn_desc.seqlens_k and cu_seqlens_q/_k must be NULL (the cache holds the lengths)") \
@@ -440,9 +441,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_EL_SHAPE,              131, ATTN_CAT_SHAPE,       "attn_el_desc.d_model, heads, batch, beams and src_len must be >= 1") \
     X(ATTN_ERR_EL_HEADS,              132, ATTN_CAT_SHAPE,       "attn_el_desc.d_model must be a multiple of heads, heads a multiple of kv_heads") \
     X(ATTN_ERR_EL_SRC_LENS,           133, ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
-    X(ATTN_ERR_EL_SCALE,              134, ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
-    /* -- AMX -- */ \
-    X(ATTN_ERR_NO_AMX,                136, ATTN_CAT_RANGE,       "attn_desc.no_amx must be 0, 1 or 2") \
+    /* -- AMX, then core (values 63, 82, 100, 101, 134 and 135 are retired, never reused) -- */ \
+    X(ATTN_ERR_BF16_KERNELS,               136, ATTN_CAT_RANGE,       "attn_desc.bf16_kernels must be ATTN_BF16_AUTO, ATTN_BF16_NO_AMX or ATTN_BF16_FP32") \
     X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
@@ -453,7 +453,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_STATE_SIZE,            202, ATTN_CAT_RANGE,       "attn_state.size (or floats) is smaller than attn_state_size() asks for") \
     X(ATTN_ERR_STATE_MISMATCH,        203, ATTN_CAT_SHAPE,       "attn_state was initialised for another kind or other batch, heads or dims") \
     X(ATTN_ERR_KIND_LSE,              204, ATTN_CAT_UNSUPPORTED, "lse must be NULL: this attn_desc.kind has no logsumexp") \
-    X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, no_amx, dbias)") \
+    X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, bf16_kernels, dbias)") \
     X(ATTN_ERR_STEP_SEQ,              206, ATTN_CAT_SHAPE,       "attn_step: k.seq must equal q.seq (one key and value per new token)") \
     X(ATTN_ERR_STEP_LENGTHS,          207, ATTN_CAT_UNSUPPORTED, "attn_step: attn_desc.seqlens_q/_k must be NULL (every sequence consumes q.seq tokens)") \
     \
@@ -638,8 +638,7 @@ typedef enum attn_layer_kind {
                                                 runs the attention and the layer's own loops
    n_threads        all cores                   threads for GEMMs and attention
    sgemm, sgemm_user built-in attn sgemm        route every projection GEMM (and W^A, Xq Xkv^T) to
-                                                your BLAS; the attention backward's per-block
-                                                GEMMs stay on the built-in one
+                                                your BLAS (the attention core never calls it)
    workspace        allocate per call           scratch of attn_layer_workspace_size() bytes: the
                                                 layer then allocates nothing itself (a GEMM may:
                                                 the built-in one packs into its own buffers) */
@@ -675,8 +674,9 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
 /* Layer backward: given dout = dL/dout [batch, lq, d_model], writes dx_q [batch, lq, d_model]
    (self-attention: the whole input gradient; dx_kv must be NULL), dx_kv [batch, lk, d_model]
    (cross-attention) and the weight gradients; any of them may be NULL (not computed). Recomputes
-   the forward; per-row attention backward, O(lk) memory per thread beside the projections
-   (the Direct kinds keep [batch, lq, lk] logit gradients). Outputs must not overlap the inputs. */
+   the forward, then runs attn_backward on the attention core (no lq x lk matrix beside the
+   projections; the Direct kinds keep [batch, lq, lk] logit gradients). Outputs must not overlap
+   the inputs. */
 ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_layer_weights *weights,
                                         int batch, int lq, int lk, const float *x_q, const float *x_kv,
                                         const float *dout, float *dx_q, float *dx_kv,
@@ -730,8 +730,8 @@ typedef struct attn_kv_cache {
    All or nothing: on error neither the cache nor lens is written. */
 ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn_tensor v_new, const int *n_new);
 
-/* Tokens sequence seq holds, or -1 if cache/lens is NULL or seq is out of range. */
-ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq);
+/* *len = the tokens sequence seq holds (the cache is validated as by attn_kv_append). */
+ATTNDEF attn_status attn_kv_len(const attn_kv_cache *cache, int seq, int *len);
 
 /* Removes tokens [start, start + count) of sequence seq; later tokens move down (their slot,
    and so their default RoPE position, drops by count). */
@@ -827,7 +827,7 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
-/* The kernels attn_forward runs for bf16 q/k/v outside decoding (attn_desc.no_amx = 0):
+/* The kernels attn_forward runs for bf16 q/k/v outside decoding (attn_desc.bf16_kernels = ATTN_BF16_AUTO):
    "amx" (tdpbf16ps tiles), "avx512bf16" (vdpbf16ps) or "none" (the fp32 kernels of
    attn_kernels() on converted inputs). The first two round P to bf16 for the P.V product. */
 ATTNDEF const char *attn_bf16_kernels(void);
@@ -1414,7 +1414,7 @@ typedef struct attn__problem {
     const float *rope_tab;                     /* attn_decode: [slot][rope_dim/2] (cos, sin), or NULL */
     const int *block_table;
     int page_size, max_pages;
-    int no_amx;                  /* attn_desc.no_amx (3.6) */
+    int bf16_kernels;            /* attn_desc.bf16_kernels (3.6) */
 } attn__problem;
 
 /* 3.12 generation: RoPE settings of attn_desc checked / copied into the problem */
@@ -1431,7 +1431,7 @@ static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype 
    Every attn_kind is one attn__mech: the operations it has (NULL: ATTN_ERR_KIND_OP), each taking
    the public call's arguments in an attn__call. attn_forward, attn_backward, attn_decode,
    attn_step, attn_state_size and the workspace queries only pick the kind's entry (section
-   3.18) and call it, so a family adds its kind to ATTN__KIND_LIST, one attn__mech and its
+   3.17) and call it, so a family adds its kind to ATTN__KIND_LIST, one attn__mech and its
    kernels, and touches nothing else. One function per operation does validate -> plan ->
    (query: report the bytes and return) -> workspace -> run, so a workspace query can never
    disagree with the call it sizes:
@@ -1486,7 +1486,7 @@ ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, siz
 ATTN__MAYBE_UNUSED static attn_status attn__check_plain(const attn_desc *d) {
     if (d->scale != 0.0f || d->window_left || d->window_right || d->dilation || d->sink_tokens || d->global_tokens ||
         d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope || d->rope_pos_q ||
-        d->rope_pos_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch || d->no_amx || d->dbias)
+        d->rope_pos_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch || d->bf16_kernels || d->dbias)
         return ATTN_ERR_KIND_OPTION;
     return ATTN_OK;
 }
@@ -1555,7 +1555,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->global_tokens < 0) return ATTN_ERR_GLOBAL_TOKENS;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if ((s = attn__check_rope(d, q->dim)) != ATTN_OK) return s;
-    if (d->no_amx < 0 || d->no_amx > 2) return ATTN_ERR_NO_AMX;
+    if ((int)d->bf16_kernels < ATTN_BF16_AUTO || (int)d->bf16_kernels > ATTN_BF16_FP32) return ATTN_ERR_BF16_KERNELS;
     varlen = d->cu_seqlens_q || d->cu_seqlens_k;
     if (varlen) {
         if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
@@ -1605,7 +1605,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     P->n_threads = attn__resolve_threads(d);
     P->dropout_p = d->dropout_p; P->dropout_seed = d->dropout_seed;
     attn__rope_resolve(d, P, k->seq);
-    P->no_amx = d->no_amx;
+    P->bf16_kernels = (int)d->bf16_kernels;
     return ATTN_OK;
 }
 
@@ -1646,7 +1646,7 @@ typedef struct attn__smx {
     int alibi, mask;                    /* apply ALiBi; apply the lo/hi/cap mask */
 } attn__smx;
 
-/* One implementation of the four kernels. */
+/* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
     const char *name;
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
@@ -2755,7 +2755,7 @@ ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_i
    detection: cpuid (AVX512F/BW/VL + AVX512-BF16; AMX-TILE + AMX-BF16), XCR0 tile state,
    ARCH_REQ_XCOMP_PERM; anything missing or refused falls back (AMX -> AVX512-BF16 -> fp32).
    ATTN_NO_AMX compiles the AMX kernels out, ATTN_NO_AVX512 / ATTN_NO_SIMD both paths;
-   attn_desc.no_amx picks per call (1: no AMX, 2: neither). */
+   attn_desc.bf16_kernels picks per call (ATTN_BF16_NO_AMX, ATTN_BF16_FP32). */
 #if defined(ATTN__X86_SIMD) && defined(__x86_64__) && !defined(ATTN_NO_AVX512) && \
     ((defined(__clang__) && (defined(__apple_build_version__) ? __clang_major__ >= 13 : __clang_major__ >= 12)) || \
      (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
@@ -2849,9 +2849,9 @@ static int attn__bf16_cpu(void) {
 static int attn__bf16_kernel(const attn__problem *P) {
     int k;
     /* dropout (3.9), in-kernel RoPE and paged caches (3.12) run on the fp32 kernels */
-    if (P->no_amx == 2 || P->q.dtype != ATTN_BF16 || P->k.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
+    if (P->bf16_kernels == ATTN_BF16_FP32 || P->q.dtype != ATTN_BF16 || P->k.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
     k = attn__bf16_cpu();
-    return P->no_amx == 1 ? ATTN__MIN(k, 1) : k;
+    return P->bf16_kernels == ATTN_BF16_NO_AMX ? ATTN__MIN(k, 1) : k;
 }
 
 static ATTN__INLINE uint32_t attn__ld32(const void *p) { uint32_t u; memcpy(&u, p, 4); return u; }
@@ -4259,10 +4259,7 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
     for (p = 0; p < n_parts; ++p)
         if (parts[p].batch != out.batch || parts[p].seq != out.seq || parts[p].heads != out.heads || parts[p].dim != out.dim)
             return ATTN_ERR_MERGE_SHAPE;
-    if (!(out.stride_batch == 0 && out.stride_seq == 0 && out.stride_head == 0) &&
-        ((out.batch > 1 && out.stride_batch == 0) || (out.seq > 1 && out.stride_seq == 0) ||
-         (out.heads > 1 && out.stride_head == 0)))
-        return ATTN_ERR_OUT_BROADCAST;
+    if (attn__tensor_bcast(&out)) return ATTN_ERR_OUT_BROADCAST;
     if ((st = attn__make_view(&out, &o)) != ATTN_OK) return st;
     {
         size_t n, bytes;
@@ -5536,8 +5533,8 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
 /* Layers run on dense fp32 [batch, seq, d_model] hidden states. The projections are GEMMs over
    all batch*seq rows (attn__layer_gemm: the caller's hook or attn__sgemm); the SDPA core is
    attn_forward with the caller's masks; the backward recomputes the forward (with lse), then
-   runs a blocked softmax-attention backward (attn__lbwd_task) whose logits and visibility are
-   those of attn_forward (attn__visible, softcap, bias, ALiBi), and the projections' GEMMs.
+   runs attn_backward on the attention core (the Direct kinds' logit gradient is its dbias),
+   and the projections' GEMMs.
    The Direct kinds run the same core with q = k = 0 (dim 1) and their logits as the bias. */
 typedef struct attn__layer {
     const attn_layer_desc *d;
@@ -5710,7 +5707,7 @@ static attn_status attn__layer_workspace(attn__layer *L, void **owned) {
     *owned = NULL;
     attn__ws w;
     if ((s = attn__layer_bytes(L, &bytes)) != ATTN_OK) return s;
-    if ((s = attn__ws_acquire(L->d->workspace, L->d->workspace_size, bytes, ATTN_ERR_LAYER_WORKSPACE, &w)) != ATTN_OK)
+    if ((s = attn__ws_acquire(L->d->workspace, L->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK)
         return s;
     *owned = w.owned;
     base = w.base;
@@ -5835,7 +5832,7 @@ ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int b
                                               size_t *bytes) {
     attn__layer L;
     attn_status s;
-    if (!bytes) return ATTN_ERR_LAYER_NULL_RESULT;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
     if ((s = attn__layer_plan(desc, backward != 0, batch, lq, lk, 0, &L)) != ATTN_OK) return s;
     return attn__layer_bytes(&L, bytes);
 }
@@ -5843,7 +5840,7 @@ ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int b
 ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *count) {
     attn_status s;
     size_t d, dkv, c, n = 0;
-    if (!count) return ATTN_ERR_LAYER_NULL_RESULT;
+    if (!count) return ATTN_ERR_NULL_ARG;
     if ((s = attn__layer_check_desc(desc)) != ATTN_OK) return s;
     d = (size_t)desc->d_model;
     dkv = d / (size_t)(desc->heads ? desc->heads : 1) * (size_t)(desc->kv_heads ? desc->kv_heads : (desc->heads ? desc->heads : 1));
@@ -5865,7 +5862,7 @@ ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int
     attn__layer L;
     attn_status s;
     double B, q, k, d, dkv, f;
-    if (!flops) return ATTN_ERR_LAYER_NULL_RESULT;
+    if (!flops) return ATTN_ERR_NULL_ARG;
     if ((s = attn__layer_plan(desc, 0, batch, lq, lk, 0, &L)) != ATTN_OK) return s;
     B = batch; q = lq; k = lk; d = L.dm; dkv = (double)L.Hkv * L.dk;
     f = 2.0 * B * q * d * d * (L.direct ? 1.0 : 2.0);          /* W^O, and W^Q unless Direct */
@@ -6180,12 +6177,6 @@ static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype 
     }
 }
 
-static int attn__out_bcast(const attn_tensor *t) {
-    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
-           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) ||
-            (t->heads > 1 && t->stride_head == 0));
-}
-
 ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const int *positions) {
     attn__problem P;
     attn_status s;
@@ -6195,7 +6186,7 @@ ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const 
     if (!x.data) return ATTN_ERR_ROPE_X;
     if (!attn__dtype_ok(x.dtype)) return ATTN_ERR_DTYPE;
     if (!attn__shape_ok(&x)) return ATTN_ERR_ROPE_X_SHAPE;
-    if (attn__out_bcast(&x)) return ATTN_ERR_ROPE_X_BROADCAST;
+    if (attn__tensor_bcast(&x)) return ATTN_ERR_ROPE_X_BROADCAST;
     if ((s = attn__check_rope(desc, x.dim)) != ATTN_OK) return s;
     memset(&P, 0, sizeof P);
     if ((s = attn__make_view(&x, &P.q)) != ATTN_OK) return s;
@@ -6241,7 +6232,7 @@ static attn_status attn__check_cache(const attn_kv_cache *c, attn__cache *R) {
     if (!attn__dtype_ok(c->k.dtype) || c->v.dtype != c->k.dtype) return ATTN_ERR_KV_DTYPE;
     if (!attn__shape_ok(&c->k) || !attn__shape_ok(&c->v) || c->k.batch != c->v.batch || c->k.seq != c->v.seq ||
         c->k.heads != c->v.heads) return ATTN_ERR_KV_SHAPE;
-    if (attn__out_bcast(&c->k) || attn__out_bcast(&c->v)) return ATTN_ERR_KV_BROADCAST;
+    if (attn__tensor_bcast(&c->k) || attn__tensor_bcast(&c->v)) return ATTN_ERR_KV_BROADCAST;
     if (c->batch < 1 || (c->page_size == 0 && c->batch != c->k.batch)) return ATTN_ERR_KV_BATCH;
     if (c->page_size < 0 || (c->page_size > 0 && c->page_size != c->k.seq)) return ATTN_ERR_KV_PAGE_SIZE;
     if (c->page_size) {
@@ -6340,9 +6331,14 @@ ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn
     return ATTN_OK;
 }
 
-ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq) {
-    if (!cache || !cache->lens || seq < 0 || seq >= cache->batch) return -1;
-    return cache->lens[seq];
+ATTNDEF attn_status attn_kv_len(const attn_kv_cache *cache, int seq, int *len) {
+    attn__cache R;
+    attn_status s;
+    if (!len) return ATTN_ERR_NULL_ARG;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if (seq < 0 || seq >= cache->batch) return ATTN_ERR_KV_SEQ;
+    *len = cache->lens[seq];
+    return ATTN_OK;
 }
 
 ATTNDEF attn_status attn_kv_evict(attn_kv_cache *cache, int seq, int start, int count) {
@@ -6631,7 +6627,7 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     if (d->d_model < 1 || d->heads < 1 || d->batch < 1 || d->beams < 1 || d->src_len < 1) return ATTN_ERR_EL_SHAPE;
     if (d->kv_heads < 0 || d->d_model % d->heads != 0 || d->heads % (d->kv_heads ? d->kv_heads : d->heads) != 0)
         return ATTN_ERR_EL_HEADS;
-    if (!isfinite(d->scale)) return ATTN_ERR_EL_SCALE;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->src_lens)
         for (b = 0; b < d->batch; ++b) if (d->src_lens[b] < 1 || d->src_lens[b] > d->src_len) return ATTN_ERR_EL_SRC_LENS;
@@ -6929,7 +6925,7 @@ static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     if (!attn__lin_plan(&L, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    L.ws = (float *)(w.base + (64 - (uintptr_t)w.base % 64) % 64);
+    L.ws = (float *)w.base;                   /* ATTN__ALIGN (64-byte) aligned */
     L.isa = attn__vec();
     if (op == ATTN__STEP) L.state = c->state->data;
     attn__parallel_for(c->d, L.n_tasks, L.n_threads, attn__lin_task, &L);

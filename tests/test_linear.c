@@ -294,7 +294,7 @@ static void test_linear_errors(void) {
         case 8: d.bias.data = lse; d.bias.batch = d.bias.heads = 1; want = ATTN_ERR_KIND_OPTION; what = "bias"; break;
         case 9: d.dropout_p = 0.1f; want = ATTN_ERR_KIND_OPTION; what = "dropout"; break;
         case 10: d.rope = ATTN_ROPE_HALF; want = ATTN_ERR_KIND_OPTION; what = "rope"; break;
-        case 11: d.no_amx = 1; want = ATTN_ERR_KIND_OPTION; what = "no_amx"; break;
+        case 11: d.bf16_kernels = 1; want = ATTN_ERR_KIND_OPTION; what = "bf16_kernels"; break;
         case 12: d.cu_seqlens_q = len; want = ATTN_ERR_KIND_OPTION; what = "cu_seqlens_q"; break;
         case 13: d.dbias = lse; want = ATTN_ERR_KIND_OPTION; what = "dbias"; break;
         case 14: lp = lse; want = ATTN_ERR_KIND_LSE; what = "lse"; break;
