@@ -1708,9 +1708,30 @@ static void attn__qk_narrow_scalar(const float *K, ptrdiff_t ldk, int nk, const 
     }
 }
 
+/* The visibility rule (attn__visible, 3.7) in the form the kernels evaluate per row ("lane"):
+   key j is visible from the row iff j <= cap && (j < pre || lo <= j <= hi). attn__lane_rule
+   gives a row's cap/lo/hi for query position p of a sequence with Lk keys, attn__lane_pre the
+   keys every row sees (sinks, global keys); with dilation 1 the form equals attn__visible, and
+   dilation is applied per element on top of it (attn__visible itself). Every tile kernel -
+   forward, bf16, backward - derives its per-row ranges here and only here. */
+static void attn__lane_rule(int causal, int window_left, int window_right, int global, long long p, long long Lk,
+                            int32_t *cap, int32_t *lo, int32_t *hi) {
+    long long c = causal ? ATTN__MIN(p, Lk - 1) : Lk - 1, a = 0, b = Lk - 1;
+    if (p >= global) {
+        if (window_left) a = p - (long long)window_left;
+        if (window_right) b = p + (long long)window_right;
+    }
+    *cap = (int32_t)ATTN__MAX(c, -1LL);
+    *lo = (int32_t)ATTN__MAX(a, 0LL);
+    *hi = (int32_t)ATTN__MIN(b, Lk - 1);
+}
+static int attn__lane_pre(int sink, int global, long long Lk) { return (int)ATTN__MIN((long long)ATTN__MAX(sink, global), Lk); }
+static int attn__lane_ok(int32_t cap, int32_t lo, int32_t hi, int pre, long long j) {
+    return j <= cap && (j < pre || (j >= lo && j <= hi));
+}
 /* Shared by every ISA: the visibility rule for one lane, as the SIMD code evaluates it. */
 static int attn__lane_visible(const attn__smx *X, int r, int j) {
-    return j <= X->cap[r] && (j < X->pre || (j >= X->lo[r] && j <= X->hi[r]));
+    return attn__lane_ok(X->cap[r], X->lo[r], X->hi[r], X->pre, j);
 }
 
 static void attn__softmax_scalar(float *S, int nk, int nlanes, int c0, const attn__smx *X) {
@@ -3160,22 +3181,14 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
     const long long shift = (long long)Lk - Lq, p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
     long long ranges[2][2], c0;
     int r, ri, n_ranges;
-    for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks, as attn__tile_begin */
-        long long p, c, a, b;
+    for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks (attn__lane_rule) */
+        long long p;
         T->m[r] = -INFINITY; T->l[r] = 0.0f; T->alpha[r] = 1.0f;
         if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; T->head[r] = 0; T->qrow[r] = 0; continue; }
         T->head[r] = hk * g + (v0 + r) % g;
         T->qrow[r] = q0 + (v0 + r) / g;
         p = (v0 + r) / g + shift;
-        c = P->causal ? ATTN__MIN(p, (long long)Lk - 1) : (long long)Lk - 1;
-        if (p < P->global) { a = 0; b = Lk - 1; }
-        else {
-            a = P->window_left ? p - (long long)P->window_left : 0;
-            b = P->window_right ? p + (long long)P->window_right : (long long)Lk - 1;
-        }
-        T->cap[r] = (int32_t)ATTN__MAX(c, -1LL);
-        T->lo[r] = (int32_t)ATTN__MAX(a, 0LL);
-        T->hi[r] = (int32_t)ATTN__MIN(b, (long long)Lk - 1);
+        attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, p, Lk, &T->cap[r], &T->lo[r], &T->hi[r]);
         T->pos[r] = (float)p;
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
@@ -3265,6 +3278,19 @@ static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, 
    of q and of k on the tensors' seq axis, valid lengths. */
 typedef struct attn__seq { int tb, seq, q0, k0, Lq, Lk; } attn__seq;
 
+/* Sequence n of the batch (packed: segment n of cu_seqlens; else batch entry n): where it
+   lives and its valid lengths. The one place seqlens / cu_seqlens are read. */
+static void attn__seq_at(const attn__problem *P, int n, attn__seq *S) {
+    if (P->cu_q) {
+        S->tb = 0; S->seq = n; S->q0 = P->cu_q[n]; S->k0 = P->cu_k[n];
+        S->Lq = P->cu_q[n + 1] - P->cu_q[n]; S->Lk = P->cu_k[n + 1] - P->cu_k[n];
+    } else {
+        S->tb = n; S->seq = n; S->q0 = 0; S->k0 = 0;
+        S->Lq = P->seqlens_q ? P->seqlens_q[n] : P->q.seq;
+        S->Lk = P->seqlens_k ? P->seqlens_k[n] : P->k.seq;
+    }
+}
+
 /* The sequence owning tensor row `row` of batch tb; 0 if none (padding, varlen tail). */
 static int attn__seq_of_row(const attn__problem *P, int tb, int row, attn__seq *S) {
     if (P->cu_q) {
@@ -3272,15 +3298,11 @@ static int attn__seq_of_row(const attn__problem *P, int tb, int row, attn__seq *
         while (hi - lo > 1) { int mid = (lo + hi) / 2; if (P->cu_q[mid] <= row) lo = mid; else hi = mid; }
         while (lo < P->n_seqs && P->cu_q[lo + 1] <= row) ++lo;   /* skip empty segments */
         if (lo >= P->n_seqs) return 0;
-        S->tb = 0; S->seq = lo; S->q0 = P->cu_q[lo]; S->k0 = P->cu_k[lo];
-        S->Lq = P->cu_q[lo + 1] - P->cu_q[lo]; S->Lk = P->cu_k[lo + 1] - P->cu_k[lo];
-    } else {
-        S->tb = tb; S->seq = tb; S->q0 = 0; S->k0 = 0;
-        S->Lq = P->seqlens_q ? P->seqlens_q[tb] : P->q.seq;
-        S->Lk = P->seqlens_k ? P->seqlens_k[tb] : P->k.seq;
-        if (row >= S->Lq) return 0;
+        attn__seq_at(P, lo, S);
+        return 1;
     }
-    return 1;
+    attn__seq_at(P, tb, S);
+    return row < S->Lq;
 }
 
 /* One tile's state: its rows and their masks, packed queries, running softmax and output.
@@ -3362,20 +3384,12 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
     T->acc = T->qt + (T->narrow ? 16 * C->geo.ldk : C->geo.ldk * ATTN__BQ);
     T->m = T->acc + (size_t)rows * C->geo.ldo; T->l = T->m + rows; T->alpha = T->l + rows;
     for (r = 0; r < T->nlanes; ++r) {
-        long long p, c, a, b;
+        long long p;
         if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; continue; }
         T->head[r] = hk * g + (v0 + r) % g;
         T->qrow[r] = S->q0 + (v0 + r) / g;
         p = (v0 + r) / g + T->shift;
-        c = P->causal ? ATTN__MIN(p, (long long)S->Lk - 1) : (long long)S->Lk - 1;
-        if (p < P->global) { a = 0; b = S->Lk - 1; }
-        else {
-            a = P->window_left ? p - (long long)P->window_left : 0;
-            b = P->window_right ? p + (long long)P->window_right : (long long)S->Lk - 1;
-        }
-        T->cap[r] = (int32_t)ATTN__MAX(c, -1LL);
-        T->lo[r] = (int32_t)ATTN__MAX(a, 0LL);
-        T->hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
+        attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, p, S->Lk, &T->cap[r], &T->lo[r], &T->hi[r]);
         T->pos[r] = (float)p;
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
@@ -3434,7 +3448,7 @@ static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, floa
 static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, int nk, int n, int nlanes, long long c0,
                               int full, int seq, int Lk, const int *head, const int *qrow, int v0, long long shift) {
     int r, j;
-    X->pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)Lk);
+    X->pre = attn__lane_pre(P->sink, P->global, Lk);
     X->alibi = P->alibi != NULL;
     X->softcap = P->softcap;
     X->mask = !full;
@@ -4393,7 +4407,7 @@ static void attn__bwd_stage_scalar(float *ST, float *dPT, const attn__bwd_rows *
             const long long key = R->c0 + j;
             float x = s[j], dc = 1.0f, pr = 0.0f, ds = 0.0f;
             int vis = j < R->nk && lse != -INFINITY;
-            if (vis && R->mask == 1) vis = key <= R->cap[r] && (key < R->pre || (key >= R->lo[r] && key <= R->hi[r]));
+            if (vis && R->mask == 1) vis = attn__lane_ok(R->cap[r], R->lo[r], R->hi[r], R->pre, key);
             if (vis && R->mask == 2) vis = attn__visible(R->P, R->p0 + r, key);
             if (vis) {
                 float d = dp[j];
@@ -4745,18 +4759,6 @@ static size_t attn__bwd_ws_layout(const attn__bwd_ctx *C, float *base, attn__bwd
     return (size_t)(p - base);
 }
 
-/* Sequence n of the batch (tensor batch, offsets, lengths). */
-static void attn__bwd_seq(const attn__problem *P, int n, attn__seq *S) {
-    if (P->cu_q) {
-        S->tb = 0; S->seq = n; S->q0 = P->cu_q[n]; S->k0 = P->cu_k[n];
-        S->Lq = P->cu_q[n + 1] - P->cu_q[n]; S->Lk = P->cu_k[n + 1] - P->cu_k[n];
-    } else {
-        S->tb = n; S->seq = n; S->q0 = 0; S->k0 = 0;
-        S->Lq = P->seqlens_q ? P->seqlens_q[n] : P->q.seq;
-        S->Lk = P->seqlens_k ? P->seqlens_k[n] : P->k.seq;
-    }
-}
-
 /* n rows of a strided tensor as fp32 rows: in place when f32, else converted into buf. */
 static const float *attn__bwd_rows_f32(const attn__isa *isa, const attn__view *t, int tb, int row0, int h, int n,
                                        float *buf, size_t ldb, ptrdiff_t *ld) {
@@ -4785,19 +4787,11 @@ static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     R.lse = C->lse + li; R.drow = C->drow + li;
     R.alibi = P->alibi != NULL; R.slope = P->alibi ? P->alibi[h] : 0.0f;
     R.mask = full ? 0 : P->dilation > 1 ? 2 : 1;
-    R.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)S->Lk);
+    R.pre = attn__lane_pre(P->sink, P->global, S->Lk);
     if (R.mask == 1)
-        for (r = 0; r < n; ++r) {             /* the forward's per-row rule (attn__tile_begin) */
-            const long long p = R.p0 + r, c = P->causal ? ATTN__MIN(p, (long long)S->Lk - 1) : (long long)S->Lk - 1;
-            long long a = 0, b = (long long)S->Lk - 1;
-            if (p >= P->global) {
-                if (P->window_left) a = p - (long long)P->window_left;
-                if (P->window_right) b = p + (long long)P->window_right;
-            }
-            R.cap[r] = (int32_t)ATTN__MAX(c, -1LL);
-            R.lo[r] = (int32_t)ATTN__MAX(a, 0LL);
-            R.hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
-        }
+        for (r = 0; r < n; ++r)               /* the forward's per-row rule */
+            attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, R.p0 + r, S->Lk, &R.cap[r], &R.lo[r],
+                            &R.hi[r]);
     else
         for (r = 0; r < n; ++r) { R.cap[r] = INT32_MAX; R.lo[r] = 0; R.hi[r] = INT32_MAX; }
     R.softcap = P->softcap;
@@ -4925,7 +4919,7 @@ static void attn__bwd_task(void *vctx, int task, int thread) {
     }
     for (n = n0; n < n1; ++n) {
         attn__seq S;
-        attn__bwd_seq(P, n, &S);
+        attn__seq_at(P, n, &S);
         for (hk = h0; hk < h1; ++hk) attn__bwd_unit(C, &W, &S, hk, split);
     }
 }
