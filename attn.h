@@ -6538,6 +6538,7 @@ static void attn__el_att_task(void *vc, int t, int thread) {
     const int j0 = sp * C->split_rows, j1 = ATTN__MIN(Lb, j0 + C->split_rows);
     const float *hb = C->h + (size_t)b * C->d->src_len * dm;
     const size_t prow = C->prow;
+    const attn__isa *isa = attn__vec();
     float *part = C->part + ((size_t)b * C->splits + sp) * R * prow;
     int r, r0, i, j, jb, c, u;
     (void)thread;
@@ -6562,12 +6563,13 @@ static void attn__el_att_task(void *vc, int t, int thread) {
                 for (i = 0; i < 4; ++i)
                     for (u = 0; u < 4 && j + u < nb; ++u) s[i][j + u] = d16[4 * i + u];
             }
-            for (i = 0; i < nr; ++i) {                    /* online softmax of each row */
-                float *pr = o[i], mx = pr[dm], sum = 0.0f;
+            for (i = 0; i < nr; ++i) {                    /* online softmax of each row (vector layer) */
+                float *pr = o[i], mx, sum;
                 const float cr = C->cst[(size_t)b * R + r0 + i];
-                for (j = 0; j < nb; ++j) { s[i][j] += cr; mx = ATTN__MAX(mx, s[i][j]); }
+                for (j = 0; j < nb; ++j) s[i][j] += cr;
+                mx = ATTN__MAX(pr[dm], isa->max(s[i], nb));
                 alpha[i] = expf(pr[dm] - mx);             /* exp(-inf) = 0 on the first block */
-                for (j = 0; j < nb; ++j) { s[i][j] = expf(s[i][j] - mx); sum += s[i][j]; }
+                sum = isa->exp_sum(s[i], s[i], mx, nb);
                 pr[dm] = mx; pr[dm + 1] = pr[dm + 1] * alpha[i] + sum;
             }
             for (j = 0; j < nb; j += 4) {                 /* acc = alpha acc + sum_j p_j h_j */
