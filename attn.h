@@ -6587,15 +6587,16 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     C.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)C.dk);
     /* h streams once per split; enough splits to feed 16 tasks, at least 64 rows each
        (so at most 16 splits: attn__el_merge_task's weights array) */
-    C.splits = (int)ATTN__MAX(1, ATTN__MIN((16 + d->batch - 1) / d->batch, (d->src_len + 63) / 64));
-    C.split_rows = (d->src_len + C.splits - 1) / C.splits;
+    C.splits = (int)ATTN__MAX(1LL, ATTN__MIN((16LL + d->batch - 1) / d->batch, ((long long)d->src_len + 63) / 64));
+    C.split_rows = (int)(((long long)d->src_len + C.splits - 1) / C.splits);   /* 64-bit: src_len may be INT_MAX */
     C.prow = attn__round16((size_t)C.dm + 2) + 16;
     if (!attn__mul_size((size_t)d->batch, (size_t)d->beams, &nq) || nq > INT_MAX ||
         !attn__mul_size(nq, (size_t)C.H, &n_cst) || n_cst > INT_MAX ||                 /* also beams*heads */
         !attn__mul_size(n_cst, (size_t)C.dm, &n_eq) || !attn__mul_size(nq, (size_t)C.dm, &n_q) ||
         !attn__mul_size((size_t)d->src_len, (size_t)C.dm, &t) || !attn__mul_size(t, (size_t)d->batch, &t) ||
         t > (size_t)PTRDIFF_MAX / sizeof(float) ||
-        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part))
+        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part) ||
+        (long long)d->batch * C.splits > INT_MAX)                                     /* the task count */
         return ATTN_ERR_OVERFLOW;
     C.nq = (int)nq; C.R = d->beams * d->heads;
     n_o = n_q;
