@@ -78,6 +78,18 @@
          t % D == 0,  window_left == 0 || t <= window_left * D,  window_right == 0 || -t <= window_right * D
        out_i = sum_j softmax_j(s_ij over visible j) v_j ;  lse_i = log sum_j exp(s_ij) (natural log)
      A row with no visible key (or a padding row, i >= Lq) gets out = 0 and lse = -inf.
+     Non-finite values propagate as the maths does (NaN in, NaN out, as PyTorch and
+     FlashAttention do): a visible logit s_ij that is NaN or +inf (NaN/inf in q or k, a +inf
+     bias, a scale whose products overflow to +inf) makes row i's out and lse NaN. A logit of
+     -inf (a -inf bias, a product that overflows to -inf) is a masked key, so a row whose
+     visible logits are all -inf is 0 / -inf like a row with no key. Keys that are not visible
+     never change the logits; their v rows are read only inside a 64-key block that holds a
+     visible key, where they are multiplied by weight 0: NaN/inf there reaches out (0 * inf is
+     NaN), as in PyTorch and FlashAttention (which rows, depends on the kernels). Keys past the
+     valid length (seqlens_k, cu_seqlens_k) are never read. NaN/inf in visible v rows reaches
+     out through the weighted sum.
+     ALiBi distances |p - j| are exact integers converted to fp32 once (exact up to 2^24;
+     beyond, one rounding), so ALiBi holds at any position.
      So: window_left = w-1 with causal = Mistral's sliding window w; sinks and global tokens
      bypass the window and dilation but never causality or padding.
 
@@ -907,11 +919,13 @@ static void attn__axpy(float *ATTN__RESTRICT y, float a, const float *ATTN__REST
    already normalised with m_p their lse). On return w[p] = exp(m_p - M) / L with M = max m,
    L = sum_p exp(m_p - M) l_p, so the merged row is sum_p w[p] row_p (unnormalised partial
    rows) and its lse is the return value M + log L. Parts with m_p = -inf weigh 0; when every
-   part has -inf, all weights are 0 and the result is -inf (a row that saw no key). */
+   part has -inf, all weights are 0 and the result is -inf (a row that saw no key). A NaN m_p
+   or l_p (a part that met a NaN or +inf logit) makes every weight and the result NaN. */
 static float attn__lse_weights(int n, float *w, const float *l) {
     float M = -INFINITY, L = 0.0f;
-    int p;
-    for (p = 0; p < n; ++p) M = ATTN__MAX(M, w[p]);
+    int p, nan = 0;
+    for (p = 0; p < n; ++p) { M = ATTN__MAX(M, w[p]); nan |= w[p] != w[p] || (l && l[p] != l[p]); }
+    if (nan) { for (p = 0; p < n; ++p) w[p] = (float)NAN; return (float)NAN; }
     if (M == -INFINITY) { for (p = 0; p < n; ++p) w[p] = 0.0f; return -INFINITY; }
     for (p = 0; p < n; ++p) {
         w[p] = w[p] == -INFINITY ? 0.0f : expf(w[p] - M);
@@ -1639,11 +1653,13 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
     float *m, *l, *alpha;               /* running max, running sum, this chunk's rescale factor */
-    const float *pos, *slope;           /* query position (ALiBi distance) and ALiBi slope */
+    const float *pos, *slope;           /* query position minus c0 (ALiBi distance) and ALiBi slope */
     const int32_t *lo, *hi, *cap;       /* key j visible iff j <= cap && (j < pre || lo <= j <= hi) */
     int pre;                            /* sinks / global keys: visible to all (under cap) */
     float softcap;                      /* 0: off */
     int alibi, mask;                    /* apply ALiBi; apply the lo/hi/cap mask */
+    float rel[ATTN__BQ];                /* pos's storage: position - c0 is exact in 64-bit integers and
+                                           converted once, so |p - j| stays exact past 2^24 */
 } attn__smx;
 
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
@@ -1741,7 +1757,7 @@ static void attn__softmax_scalar(float *S, int nk, int nlanes, int c0, const att
         for (j = 0; j < nk; ++j) {
             float s = S[(size_t)j * ATTN__BQ + r];
             if (X->softcap > 0.0f) s = X->softcap * tanhf(s / X->softcap);
-            if (X->alibi) s -= X->slope[r] * fabsf(X->pos[r] - (float)(c0 + j));
+            if (X->alibi) s -= X->slope[r] * fabsf(X->pos[r] - (float)j);
             if (X->mask && !attn__lane_visible(X, r, c0 + j)) s = -INFINITY;
             S[(size_t)j * ATTN__BQ + r] = s;
             mx = s > mx ? s : mx;
@@ -2005,7 +2021,7 @@ ATTN__T512 static void attn__softmax_avx512(float *S, int nk, int nlanes, int c0
                 __m512 v = _mm512_load_ps(s + (size_t)j * ATTN__BQ);
                 if (X->softcap > 0.0f) v = _mm512_mul_ps(cap, attn__tanh512(_mm512_mul_ps(v, inv_cap)));
                 if (X->alibi) {
-                    __m512 dist = _mm512_sub_ps(pos, _mm512_set1_ps((float)(c0 + j)));
+                    __m512 dist = _mm512_sub_ps(pos, _mm512_set1_ps((float)j));
                     dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                     v = _mm512_fnmadd_ps(slope, dist, v);
                 }
@@ -2278,7 +2294,7 @@ ATTN__T256 static void attn__softmax_avx2(float *S, int nk, int nlanes, int c0, 
                 __m256 v = _mm256_load_ps(s + (size_t)j * ATTN__BQ);
                 if (X->softcap > 0.0f) v = _mm256_mul_ps(cap, attn__tanh256(_mm256_mul_ps(v, inv_cap)));
                 if (X->alibi) {
-                    const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_set1_ps((float)(c0 + j))));
+                    const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_set1_ps((float)j)));
                     v = _mm256_fnmadd_ps(slope, dist, v);
                 }
                 if (X->mask) {       /* j <= cap  &&  (j < pre || (lo <= j && j <= hi)) */
@@ -2565,7 +2581,7 @@ static void attn__softmax_neon(float *S, int nk, int nlanes, int c0, const attn_
             for (j = 0; j < nk; ++j) {
                 float32x4_t v = vld1q_f32(s + (size_t)j * ATTN__BQ);
                 if (X->softcap > 0.0f) v = vmulq_f32(cap, attn__tanh_neon(vmulq_f32(v, inv_cap)));
-                if (X->alibi) v = vfmsq_f32(v, slope, vabsq_f32(vsubq_f32(pos, vdupq_n_f32((float)(c0 + j)))));
+                if (X->alibi) v = vfmsq_f32(v, slope, vabsq_f32(vsubq_f32(pos, vdupq_n_f32((float)j))));
                 if (X->mask) {       /* j <= cap  &&  (j < pre || (lo <= j && j <= hi)) */
                     const int32x4_t jv = vdupq_n_s32(c0 + j);
                     uint32x4_t k = vcleq_s32(jv, capi);
@@ -2817,7 +2833,7 @@ static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, in
 typedef struct attn__btile {
     int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
     int head[ATTN__BQ], qrow[ATTN__BQ];
-    float pos[ATTN__BQ], slope[ATTN__BQ], m[ATTN__BQ], l[ATTN__BQ], alpha[ATTN__BQ];
+    float slope[ATTN__BQ], m[ATTN__BQ], l[ATTN__BQ], alpha[ATTN__BQ];
 } attn__btile;
 
 /* Offsets (floats, each 64-byte aligned) of the pieces of one thread's workspace. */
@@ -3153,7 +3169,7 @@ static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo 
         for (j = 0; j < nk; j += 6)
             attn__bqk_6x64(K + (ptrdiff_t)j * ldk, ldk, ATTN__MIN(6, nk - j), QP, (D + 1) / 2, P->scale, S + (size_t)j * ATTN__BQ);
     }
-    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.slope = T->slope;
     X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
     attn__score_stage(P, &X, S, nk, n, nlanes, c0, full, seq, Lk, T->head, T->qrow, v0, shift);
     attn__softmax_avx512(S, nk, nlanes, (int)c0, &X);
@@ -3184,12 +3200,11 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
     for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks (attn__lane_rule) */
         long long p;
         T->m[r] = -INFINITY; T->l[r] = 0.0f; T->alpha[r] = 1.0f;
-        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; T->head[r] = 0; T->qrow[r] = 0; continue; }
+        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->slope[r] = 0.0f; T->head[r] = 0; T->qrow[r] = 0; continue; }
         T->head[r] = hk * g + (v0 + r) % g;
         T->qrow[r] = q0 + (v0 + r) / g;
         p = (v0 + r) / g + shift;
         attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, p, Lk, &T->cap[r], &T->lo[r], &T->hi[r]);
-        T->pos[r] = (float)p;
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
     {                                               /* queries in VNNI pairs, unscaled (exact) */
@@ -3314,7 +3329,8 @@ typedef struct attn__tile {
     float *qt, *qr, *acc, *m, *l, *alpha;      /* workspace: [D][BQ], [16][ldk], [rows][ldo], [rows] */
     int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
     int head[ATTN__BQ], qrow[ATTN__BQ];
-    float pos[ATTN__BQ], slope[ATTN__BQ];
+    long long pos[ATTN__BQ];                   /* query position (ALiBi in the decoding kernels) */
+    float slope[ATTN__BQ];
 } attn__tile;
 
 /* Workspace geometry, in floats; every piece starts 64-byte aligned. */
@@ -3344,7 +3360,8 @@ typedef struct attn__fwd_ctx {
     float *partial;            /* n_splits > 1: [unit][split][unit_rows] x partial_row */
     size_t partial_row;        /* ldo acc floats, then m, l */
     int unit_rows;             /* rows in a unit: min(ATTN__BQ, q.seq * groups) */
-    int units_per_head, n_units, n_splits, split_keys;
+    int units_per_head, n_units, n_splits;
+    long long split_keys;      /* keys per split, a multiple of ATTN__BK (64-bit: k.seq may be near INT_MAX) */
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
     int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
     int fused;                 /* decoding takes attn__fwd_decode_fused (no stage) */
@@ -3352,11 +3369,12 @@ typedef struct attn__fwd_ctx {
     int bf16;                  /* 3.6 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
 } attn__fwd_ctx;
 
-/* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
+/* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0 (no key
+   seen). A NaN l (a NaN or +inf logit reached the sum) is stored as it is: NaN out, NaN lse. */
 static void attn__fwd_store(const attn__problem *P, const attn__isa *isa, int tb, int row, int h, const float *acc, float m, float l) {
     void *o = attn__at(&P->out, tb, row, h);
     float *lse = P->lse ? P->lse + ((size_t)tb * P->q.heads + h) * P->q.seq + row : NULL;
-    if (l > 0.0f) {
+    if (l != 0.0f) {
         isa->store(o, P->out.dtype, acc, P->v.dim, 1.0f / l);
         if (lse) *lse = m + logf(l);
     } else {
@@ -3385,12 +3403,12 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
     T->m = T->acc + (size_t)rows * C->geo.ldo; T->l = T->m + rows; T->alpha = T->l + rows;
     for (r = 0; r < T->nlanes; ++r) {
         long long p;
-        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; continue; }
+        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0; T->slope[r] = 0.0f; continue; }
         T->head[r] = hk * g + (v0 + r) % g;
         T->qrow[r] = S->q0 + (v0 + r) / g;
         p = (v0 + r) / g + T->shift;
         attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, p, S->Lk, &T->cap[r], &T->lo[r], &T->hi[r]);
-        T->pos[r] = (float)p;
+        T->pos[r] = p;
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
     for (r = 0; r < T->nlanes; ++r) {             /* queries, scale folded in */
@@ -3450,6 +3468,9 @@ static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, in
     int r, j;
     X->pre = attn__lane_pre(P->sink, P->global, Lk);
     X->alibi = P->alibi != NULL;
+    X->pos = X->rel;
+    if (X->alibi)           /* distances relative to c0 in 64-bit integers: exact in fp32 below 2^24 */
+        for (r = 0; r < nlanes; ++r) X->rel[r] = r < n ? (float)((long long)(v0 + r) / P->groups + shift - c0) : 0.0f;
     X->softcap = P->softcap;
     X->mask = !full;
     if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
@@ -3487,7 +3508,7 @@ static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *
     if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
     else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
 
-    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.slope = T->slope;
     X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
     attn__score_stage(P, &X, S, nk, n, T->nlanes, c0, full, T->S.seq, T->S.Lk, T->head, T->qrow, T->v0, T->shift);
     isa->softmax(S, nk, T->nlanes, (int)c0, &X);
@@ -3782,7 +3803,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
         __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
             float sl[16], ko[16];
-            for (i = 0; i < 16; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R) - T->pos[i % R]; }
+            for (i = 0; i < 16; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(X->c0 + i / R - T->pos[i % R]); }
             slope = _mm512_loadu_ps(sl); koff = _mm512_loadu_ps(ko);
         }
         /* online softmax over the chunk (the SEMANTICS order: softcap, ALiBi, mask) */
@@ -3792,7 +3813,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm512_mul_ps(_mm512_set1_ps(P->softcap), attn__tanh512(_mm512_mul_ps(x, _mm512_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m512 dist = _mm512_add_ps(_mm512_set1_ps((float)(X->c0 + v * KG)), koff);     /* key - row position */
+                __m512 dist = _mm512_add_ps(_mm512_set1_ps((float)(v * KG)), koff);     /* key - row position */
                 dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                 x = _mm512_fnmadd_ps(slope, dist, x);
             }
@@ -3914,7 +3935,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
         __m256 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
             float sl[8], ko[8];
-            for (i = 0; i < 8; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R) - T->pos[i % R]; }
+            for (i = 0; i < 8; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(X->c0 + i / R - T->pos[i % R]); }
             slope = _mm256_loadu_ps(sl); koff = _mm256_loadu_ps(ko);
         }
         for (v = 0; v < nvec; ++v) {    /* online softmax over the chunk (softcap, ALiBi, mask) */
@@ -3923,7 +3944,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm256_mul_ps(_mm256_set1_ps(P->softcap), attn__tanh256(_mm256_mul_ps(x, _mm256_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m256 dist = _mm256_add_ps(_mm256_set1_ps((float)(X->c0 + v * KG)), koff);     /* key - row position */
+                __m256 dist = _mm256_add_ps(_mm256_set1_ps((float)(v * KG)), koff);     /* key - row position */
                 dist = _mm256_and_ps(dist, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
                 x = _mm256_fnmadd_ps(slope, dist, x);
             }
@@ -4204,7 +4225,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
             C->n_splits = (int)ATTN__MAX(1LL, ATTN__MIN(want, by_len));
         }
     }
-    C->split_keys = (int)((((long long)P->k.seq + C->n_splits - 1) / C->n_splits + ATTN__BK - 1) / ATTN__BK * ATTN__BK);
+    C->split_keys = (((long long)P->k.seq + C->n_splits - 1) / C->n_splits + ATTN__BK - 1) / ATTN__BK * ATTN__BK;
     if (!attn__mul_size(C->decode ? (size_t)P->q.batch : units, (size_t)C->n_splits, &tasks) || tasks > INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->partial_row = C->geo.ldo + 2;
@@ -4402,7 +4423,7 @@ static void attn__bwd_stage_scalar(float *ST, float *dPT, const attn__bwd_rows *
     for (r = 0; r < R->n; ++r) {
         float *s = ST + (size_t)r * ATTN__BQ, *dp = dPT + (size_t)r * ATTN__BQ;
         float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
-        const float lse = R->lse[r], drow = R->drow[r], pos = (float)(R->p0 + r);
+        const float lse = R->lse[r], drow = R->drow[r], pos = (float)(R->p0 + r - R->c0);   /* exact: relative to c0 */
         for (j = 0; j < R->nlanes; ++j) {
             const long long key = R->c0 + j;
             float x = s[j], dc = 1.0f, pr = 0.0f, ds = 0.0f;
@@ -4413,7 +4434,7 @@ static void attn__bwd_stage_scalar(float *ST, float *dPT, const attn__bwd_rows *
                 float d = dp[j];
                 if (R->softcap > 0.0f) { const float th = tanhf(x / R->softcap); x = R->softcap * th; dc = 1.0f - th * th; }
                 if (R->bias) x += R->bias[(ptrdiff_t)r * R->bias_sq + j];
-                if (R->alibi) x -= R->slope * fabsf(pos - (float)key);
+                if (R->alibi) x -= R->slope * fabsf(pos - (float)j);
                 pr = expf(x - lse);
                 if (R->dropout) {
                     const float z = attn__dropout_keep(R->ra[r], R->rc[r], R->krow0 + (uint32_t)j, R->thr) ? R->keep_scale : 0.0f;
@@ -4477,7 +4498,7 @@ ATTN__T512 static void attn__bwd_stage_avx512(float *ST, float *dPT, const attn_
         float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
         const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
         const __m512 vl = _mm512_set1_ps(R->lse[r]), vd = _mm512_set1_ps(R->drow[r]);
-        const __m512 pos = _mm512_set1_ps((float)(R->p0 + r)), slope = _mm512_set1_ps(R->slope);
+        const __m512 pos = _mm512_set1_ps((float)(R->p0 + r - R->c0)), slope = _mm512_set1_ps(R->slope);
         const __m512i capi = _mm512_set1_epi32(R->cap[r]), lo = _mm512_set1_epi32(R->lo[r]), hi = _mm512_set1_epi32(R->hi[r]);
         const __m512i ra = _mm512_set1_epi32((int)(R->ra[r] + R->krow0)), rc = _mm512_set1_epi32((int)R->rc[r]);
         const int dead = R->lse[r] == -INFINITY;
@@ -4491,7 +4512,7 @@ ATTN__T512 static void attn__bwd_stage_avx512(float *ST, float *dPT, const attn_
             }
             if (brow) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(vis, brow + j));
             if (R->alibi) {
-                __m512 dist = _mm512_sub_ps(pos, _mm512_cvtepi32_ps(jv));
+                __m512 dist = _mm512_sub_ps(pos, _mm512_cvtepi32_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(j))));
                 dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                 x = _mm512_fnmadd_ps(slope, dist, x);
             }
@@ -4595,7 +4616,7 @@ ATTN__T256 static void attn__bwd_stage_avx2(float *ST, float *dPT, const attn__b
         float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
         const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
         const __m256 vl = _mm256_set1_ps(R->lse[r]), vd = _mm256_set1_ps(R->drow[r]);
-        const __m256 pos = _mm256_set1_ps((float)(R->p0 + r)), slope = _mm256_set1_ps(R->slope);
+        const __m256 pos = _mm256_set1_ps((float)(R->p0 + r - R->c0)), slope = _mm256_set1_ps(R->slope);
         /* cap and hi are INT32_MAX on unmasked blocks (then unused): +1 in 64 bits, clamped */
         const __m256i cap1 = _mm256_set1_epi32((int)ATTN__MIN((long long)R->cap[r] + 1, (long long)INT32_MAX)),
                       lo1 = _mm256_set1_epi32(R->lo[r] - 1),
@@ -4612,7 +4633,7 @@ ATTN__T256 static void attn__bwd_stage_avx2(float *ST, float *dPT, const attn__b
             }
             if (brow) x = _mm256_add_ps(x, _mm256_maskload_ps(brow + j, vis));
             if (R->alibi) {
-                const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_cvtepi32_ps(jv)));
+                const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_cvtepi32_ps(_mm256_add_epi32(iota, _mm256_set1_epi32(j)))));
                 x = _mm256_fnmadd_ps(slope, dist, x);
             }
             if (R->mask) {
@@ -6634,15 +6655,16 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     C.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)C.dk);
     /* h streams once per split; enough splits to feed 16 tasks, at least 64 rows each
        (so at most 16 splits: attn__el_merge_task's weights array) */
-    C.splits = (int)ATTN__MAX(1, ATTN__MIN((16 + d->batch - 1) / d->batch, (d->src_len + 63) / 64));
-    C.split_rows = (d->src_len + C.splits - 1) / C.splits;
+    C.splits = (int)ATTN__MAX(1LL, ATTN__MIN((16LL + d->batch - 1) / d->batch, ((long long)d->src_len + 63) / 64));
+    C.split_rows = (int)(((long long)d->src_len + C.splits - 1) / C.splits);   /* 64-bit: src_len may be INT_MAX */
     C.prow = attn__round16((size_t)C.dm + 2) + 16;
     if (!attn__mul_size((size_t)d->batch, (size_t)d->beams, &nq) || nq > INT_MAX ||
         !attn__mul_size(nq, (size_t)C.H, &n_cst) || n_cst > INT_MAX ||                 /* also beams*heads */
         !attn__mul_size(n_cst, (size_t)C.dm, &n_eq) || !attn__mul_size(nq, (size_t)C.dm, &n_q) ||
         !attn__mul_size((size_t)d->src_len, (size_t)C.dm, &t) || !attn__mul_size(t, (size_t)d->batch, &t) ||
         t > (size_t)PTRDIFF_MAX / sizeof(float) ||
-        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part))
+        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part) ||
+        (long long)d->batch * C.splits > INT_MAX)                                     /* the task count */
         return ATTN_ERR_OVERFLOW;
     C.nq = (int)nq; C.R = d->beams * d->heads;
     n_o = n_q;
