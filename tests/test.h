@@ -71,6 +71,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* low-rank */
 
 /* state space */
+void test_ssm(void);
 
 /* cuda (emulated) */
 
