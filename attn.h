@@ -479,6 +479,32 @@ typedef struct attn_desc {
     /* -- low-rank (400-449) -- */ \
     \
     /* -- state space (450-499) -- */ \
+    X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
+    X(ATTN_ERR_SSM_D_STATE,           451, ATTN_CAT_SHAPE,       "attn_ssm_desc.d_state must be >= 1") \
+    X(ATTN_ERR_SSM_GROUPS,            452, ATTN_CAT_SHAPE,       "attn_ssm_desc.n_groups must be >= 0 (0: 1) and divide attn_ssm_desc.dim") \
+    X(ATTN_ERR_SSM_BC_CONST,          453, ATTN_CAT_RANGE,       "attn_ssm_desc.bc_const must be ATTN_SSM_BC_TOKEN or ATTN_SSM_BC_CONST") \
+    X(ATTN_ERR_SSM_SOFTPLUS,          454, ATTN_CAT_RANGE,       "attn_ssm_desc.delta_softplus must be 0 or 1") \
+    X(ATTN_ERR_SSM_VARLEN_BATCH,      455, ATTN_CAT_SHAPE,       "attn_ssm_desc.varlen_batch must be >= 1 with cu_seqlens (else 0), and batch must then be 1") \
+    X(ATTN_ERR_SSM_CU_SEQLENS,        456, ATTN_CAT_RANGE,       "attn_ssm_desc.cu_seqlens must start at 0, never decrease and end at attn_ssm_desc.len") \
+    X(ATTN_ERR_SSM_N_THREADS,         457, ATTN_CAT_RANGE,       "attn_ssm_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_SSM_NULL_U,            458, ATTN_CAT_NULL,        "attn_ssm: u.data (the step's x.data) is NULL") \
+    X(ATTN_ERR_SSM_NULL_DELTA,        459, ATTN_CAT_NULL,        "attn_ssm: delta.data (the step's dt.data) is NULL") \
+    X(ATTN_ERR_SSM_NULL_A,            460, ATTN_CAT_NULL,        "attn_ssm: A is NULL") \
+    X(ATTN_ERR_SSM_NULL_B,            461, ATTN_CAT_NULL,        "attn_ssm: B.data is NULL") \
+    X(ATTN_ERR_SSM_NULL_C,            462, ATTN_CAT_NULL,        "attn_ssm: C.data is NULL") \
+    X(ATTN_ERR_SSM_NULL_Y,            463, ATTN_CAT_NULL,        "attn_ssm: y.data (conv1d: out.data) is NULL") \
+    X(ATTN_ERR_SSM_DTYPE,             464, ATTN_CAT_DTYPE,       "attn_ssm: a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
+    X(ATTN_ERR_SSM_OVERFLOW,          465, ATTN_CAT_OVERFLOW,    "attn_ssm: a tensor's extent (sizes times strides) or the workspace size overflows") \
+    X(ATTN_ERR_SSM_Y_BROADCAST,       466, ATTN_CAT_SHAPE,       "attn_ssm: y (conv1d: out) must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_SSM_NULL_STATE,        467, ATTN_CAT_NULL,        "attn_ssm_*_step: state is NULL") \
+    X(ATTN_ERR_SSM_STEP_VARLEN,       468, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_step: attn_ssm_desc.cu_seqlens must be NULL") \
+    X(ATTN_ERR_SSM_CONV_KERNEL,       469, ATTN_CAT_RANGE,       "attn_ssm_desc.conv_kernel must be >= 0 (0: 4)") \
+    X(ATTN_ERR_SSM_CONV_ACT,          470, ATTN_CAT_RANGE,       "attn_ssm_desc.conv_act must be ATTN_SSM_CONV_SILU or ATTN_SSM_CONV_NONE") \
+    X(ATTN_ERR_SSM_NULL_WEIGHT,       471, ATTN_CAT_NULL,        "attn_ssm_conv1d: weight is NULL") \
+    X(ATTN_ERR_SSM_CONV_VARLEN,       472, ATTN_CAT_UNSUPPORTED, "attn_ssm_conv1d: attn_ssm_desc.cu_seqlens must be NULL") \
+    X(ATTN_ERR_SSM_WORKSPACE,         473, ATTN_CAT_RANGE,       "attn_ssm_desc.workspace_size is smaller than attn_ssm_workspace_size() asks for") \
+    X(ATTN_ERR_SSM_NULL_RESULT,       474, ATTN_CAT_NULL,        "attn_ssm_workspace_size: bytes is NULL") \
+    X(ATTN_ERR_SSM_OP,                475, ATTN_CAT_RANGE,       "attn_ssm_workspace_size: op is not an attn_ssm_op") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -843,6 +869,118 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
    "amx" (tdpbf16ps tiles), "avx512bf16" (vdpbf16ps) or "none" (the fp32 kernels of
    attn_kernels() on converted inputs). The first two round P to bf16 for the P.V product. */
 ATTNDEF const char *attn_bf16_kernels(void);
+
+/* ---- state-space scans (Mamba selective scan, causal conv1d, S4D) ---------------------- */
+
+/* A strided view of a [batch, channels, len] tensor: the scans' layout (Mamba's u, delta, z
+   and y are [B, D, L]; per-token B and C are [B, G*N, L]; a one-token step sees len 1).
+   The len axis is contiguous (stride 1). Strides in elements; both 0 = dense [batch][channels]
+   [len]. An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
+   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent. */
+typedef struct attn_ssm_tensor {
+    void *data;
+    attn_dtype dtype;
+    ptrdiff_t stride_batch, stride_chan;
+} attn_ssm_tensor;
+
+/* Where the selective scan's B and C come from (attn_ssm_desc.bc_const). */
+enum { ATTN_SSM_BC_TOKEN = 0,    /* input-dependent: [batch, n_groups * d_state, len] */
+       ATTN_SSM_BC_CONST = 1 };  /* constant per channel: [dim, d_state] (stride_chan = row
+                                    stride, 0: d_state; stride_batch ignored) */
+/* Activation after the causal conv1d (attn_ssm_desc.conv_act). */
+enum { ATTN_SSM_CONV_SILU = 0, ATTN_SSM_CONV_NONE = 1 };
+/* S4D discretisation (attn_ssm_desc.s4d_disc). */
+enum { ATTN_SSM_ZOH = 0, ATTN_SSM_BILINEAR = 1 };
+
+/* Everything that configures a scan call. Zero-initialise, then set what you need.
+   field            default (0)           meaning
+   batch            - (required)          sequences (1 with cu_seqlens)
+   dim              - (required)          channels D
+   len              - (required)          tokens L (the step forms ignore it: one token)
+   d_state          - (required)          state size N per channel (Mamba: 16 in the paper;
+                                          S4D: complex modes, N/2 of the paper's N)
+   n_groups         1                     G: per-token B/C groups; group g serves channels
+                                          [g D/G, (g+1) D/G); must divide dim
+   bc_const         ATTN_SSM_BC_TOKEN     B and C layout (ATTN_SSM_BC_TOKEN / _CONST)
+   delta_softplus   off                   1: delta = softplus(delta + delta_bias), threshold 20
+   cu_seqlens       not packed            [varlen_batch + 1] starts of packed sequences (batch 1,
+                                          first 0, non-decreasing, last = len): the state resets
+                                          at every start; states are then per sequence
+   varlen_batch     -                     number of packed sequences (with cu_seqlens)
+   conv_kernel      4                     causal conv1d width K
+   conv_act         ATTN_SSM_CONV_SILU    activation after the conv (ATTN_SSM_CONV_NONE: none)
+   s4d_disc         ATTN_SSM_ZOH          S4D discretisation (ATTN_SSM_ZOH / ATTN_SSM_BILINEAR)
+   n_threads        all cores             threads; results are bitwise the same for any count
+   parallel, parallel_user                your parallel-for (attn_parallel_fn), as attn_desc
+   workspace        allocate per call     scratch of attn_ssm_workspace_size() bytes */
+typedef struct attn_ssm_desc {
+    int batch, dim, len, d_state;
+    int n_groups;
+    int bc_const;
+    int delta_softplus;
+    const int *cu_seqlens;
+    int varlen_batch;
+    int conv_kernel;
+    int conv_act;
+    int s4d_disc;
+    int n_threads;
+    attn_parallel_fn parallel;
+    void *parallel_user;
+    void *workspace;
+    size_t workspace_size;
+} attn_ssm_desc;
+
+/* Mamba's selective scan (selective_scan_ref). S = number of state slots: batch, or
+   varlen_batch with cu_seqlens (one per packed sequence). For each sequence, channel d:
+     dt_l  = delta[d][l] + delta_bias[d];  dt_l = softplus(dt_l) if delta_softplus (dt_l if > 20)
+     x_l   = exp(dt_l A[d]) * x_{l-1} + dt_l B_l u[d][l]     (x_{-1} = state_in or 0; N-vectors)
+     y[d][l] = (C_l . x_l + d_skip[d] u[d][l]) * silu(z[d][l])         (silu(z) = z / (1 + e^-z))
+   B_l, C_l: ATTN_SSM_BC_TOKEN: B[b][g N + n][l] for channel d in group g; ATTN_SSM_BC_CONST:
+   B[d][n].
+     u, delta, z, y  [batch, dim, len]      z.data NULL: no gate
+     A               [dim, d_state] fp32    real, typically -exp(A_log)
+     B, C            see bc_const
+     d_skip          [dim] fp32 or NULL (0)  delta_bias [dim] fp32 or NULL (0)
+     state_in        [S, dim, d_state] fp32 or NULL (zeros): the state before token 0 of each
+                     sequence, so a long sequence runs in pieces
+     state_out       [S, dim, d_state] fp32 or NULL: the state after each sequence's last token
+                     (may be state_in: updated in place)
+   Parallel over (sequence, channel block); SIMD across channels. */
+ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                            const float *state_in, attn_ssm_tensor y, float *state_out);
+
+/* One token of the selective scan (selective_state_update): desc->len is ignored (1) and
+   cu_seqlens must be NULL. x, dt, z, y [batch, dim, 1]; per-token B, C [batch, G N, 1];
+   state [batch, dim, d_state] fp32, read and updated in place:
+     state = state * exp(dt A) + dt B x;  y = (state . C + d_skip x) * silu(z). */
+ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_tensor x, attn_ssm_tensor dt,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
+                                            float *state, attn_ssm_tensor y);
+
+/* The depthwise causal conv1d in front of Mamba's scan (K = conv_kernel):
+     out[b][c][t] = act(bias[c] + sum_{k<K} w[c][k] x[b][c][t - (K-1) + k])
+   where positions before 0 read state_in[b][c][K-1 + pos] (the K-1 previous inputs, oldest
+   first) or 0; tap K-1 multiplies the current token (no flip). act = SiLU or none.
+     x, out [batch, dim, len]   weight [dim, K] fp32   bias [dim] fp32 or NULL
+     state_in, state_out [batch, dim, K-1] fp32 or NULL: the last K-1 inputs (may alias)
+   cu_seqlens is not supported here (ATTN_ERR_SSM_CONV_VARLEN). */
+ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                    const float *bias, const float *state_in, attn_ssm_tensor out,
+                                    float *state_out);
+/* One token of the conv1d: x, out [batch, dim, 1]; state [batch, dim, K-1] updated in place. */
+ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                         const float *bias, float *state, attn_ssm_tensor out);
+
+/* Which call attn_ssm_workspace_size sizes. */
+typedef enum attn_ssm_op {
+    ATTN_SSM_OP_SCAN = 0, ATTN_SSM_OP_STEP, ATTN_SSM_OP_CONV, ATTN_SSM_OP_CONV_STEP,
+    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP
+} attn_ssm_op;
+/* Bytes of scratch the call op needs with this desc (pass it in desc->workspace). */
+ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes);
 
 #ifdef __cplusplus
 }
@@ -1691,6 +1829,8 @@ typedef struct attn__isa {
     /* y[i] = exp(x[i] - m) (y may be x), returns sum_i y[i]; exp(-inf) = 0, so masked entries
        (-inf) drop out. The SIMD exp is the polynomial of the softmax kernels (1 ulp). */
     float (*exp_sum)(float *y, const float *x, float m, int n);
+    /* y[i] = a[i] b[i] + c x[i]; y may be a, b or x (element i is read before it is written) */
+    void (*madd)(float *y, const float *a, const float *b, float c, const float *x, int n);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -1819,9 +1959,14 @@ static float attn__exp_sum_scalar(float *y, const float *x, float m, int n) {
     return s;
 }
 
+static void attn__madd_scalar(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    int i;
+    for (i = 0; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
-    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar
+    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -2203,9 +2348,20 @@ ATTN__T512 static float attn__exp_sum_avx512(float *y, const float *x, float m, 
     return _mm512_reduce_add_ps(s);
 }
 
+ATTN__T512 static void attn__madd_avx512(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    const __m512 vc = _mm512_set1_ps(c);
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        const __m512 cx = _mm512_mul_ps(vc, _mm512_maskz_loadu_ps(k, x + i));
+        _mm512_mask_storeu_ps(y + i, k, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), cx));
+    }
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
-    attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512
+    attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
+    attn__madd_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -2493,9 +2649,19 @@ ATTN__T256 static float attn__exp_sum_avx2(float *y, const float *x, float m, in
     return attn__hsum256(s);
 }
 
+ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    const __m256 vc = _mm256_set1_ps(c);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        const __m256 cx = _mm256_mul_ps(vc, _mm256_maskload_ps(x + i, k));
+        _mm256_maskstore_ps(y + i, k, _mm256_fmadd_ps(_mm256_maskload_ps(a + i, k), _mm256_maskload_ps(b + i, k), cx));
+    }
+}
+
 static const attn__isa attn__isa_avx2 = {
     "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
-    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2
+    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -2729,9 +2895,17 @@ static float attn__exp_sum_neon(float *y, const float *x, float m, int n) {
     return r;
 }
 
+static void attn__madd_neon(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    const float32x4_t vc = vdupq_n_f32(c);
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vfmaq_f32(vmulq_f32(vc, vld1q_f32(x + i)), vld1q_f32(a + i), vld1q_f32(b + i)));
+    for (; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
+}
+
 static const attn__isa attn__isa_neon = {
     "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
-    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon
+    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon
 };
 #endif /* ATTN__NEON */
 
@@ -6971,6 +7145,421 @@ static const attn__mech attn__mech_linear = {
 /* ---------------------------------------------------------------------------------------
    3.16 state-space scans
    --------------------------------------------------------------------------------------- */
+
+/* The scans take [batch, channels, len] views (attn_ssm_tensor) and their own desc. Every
+   kernel below is written against the vector layer (attn__vec()): the selective scan keeps a
+   block of up to ATTN__SSM_W channels of one group in SIMD lanes, so per token and state n it
+   is one exp over the block's N x W lanes, one madd (x = exp(dt A) x + B_n dt u) and one axpy
+   (y += C_n x) with B_n, C_n scalars shared by the whole group. Each (sequence, channel block)
+   is one task that runs its tokens in order: results never depend on the thread count. */
+#define ATTN__SSM_W 64          /* channels per block (lanes of the recurrence) */
+#define ATTN__SSM_T 128         /* tokens per chunk staged in the workspace: channel rows of
+                                   [B, D, L] tensors are L apart, so short row pieces thrash
+                                   the cache (32 tokens ran 1.4x slower than 128) */
+#define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
+
+/* A resolved view: element strides (dense defaults filled in). */
+typedef struct attn__ssm_tv { const char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
+
+static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if (d->batch < 1 || d->dim < 1 || (need_len && d->len < 1)) return ATTN_ERR_SSM_SHAPE;
+    if (d->n_threads < 0) return ATTN_ERR_SSM_N_THREADS;
+    return ATTN_OK;
+}
+
+/* Checks t as [nb, nc, nl] (nl contiguous) and resolves its strides. */
+static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int output, attn__ssm_tv *r) {
+    size_t e, a;
+    if (t.dtype != ATTN_F32 && t.dtype != ATTN_F16 && t.dtype != ATTN_BF16) return ATTN_ERR_SSM_DTYPE;
+    r->p = (const char *)t.data; r->dt = t.dtype;
+    if (t.stride_batch == 0 && t.stride_chan == 0) {
+        if (!attn__mul_size((size_t)nc, (size_t)nl, &e) || e > (size_t)PTRDIFF_MAX) return ATTN_ERR_SSM_OVERFLOW;
+        r->sc = nl; r->sb = (ptrdiff_t)e;
+    } else {
+        if (output && ((nb > 1 && t.stride_batch == 0) || (nc > 1 && t.stride_chan == 0))) return ATTN_ERR_SSM_Y_BROADCAST;
+        r->sb = t.stride_batch; r->sc = t.stride_chan;
+    }
+    /* the largest offset |sb| (nb-1) + |sc| (nc-1) + nl - 1, in bytes, must fit ptrdiff_t */
+    if (!attn__mul_size((size_t)(r->sb < 0 ? -r->sb : r->sb), (size_t)(nb - 1), &e)) return ATTN_ERR_SSM_OVERFLOW;
+    if (!attn__mul_size((size_t)(r->sc < 0 ? -r->sc : r->sc), (size_t)(nc - 1), &a) || !attn__add_size(e, a, &e) ||
+        !attn__add_size(e, (size_t)nl, &e) || !attn__mul_size(e, attn__dtype_size(t.dtype), &e) ||
+        e > (size_t)PTRDIFF_MAX)
+        return ATTN_ERR_SSM_OVERFLOW;
+    return ATTN_OK;
+}
+static const char *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
+    return v->p + ((ptrdiff_t)b * v->sb + (ptrdiff_t)c * v->sc + l) * (ptrdiff_t)attn__dtype_size(v->dt);
+}
+
+static int attn__ssm_threads(const attn_ssm_desc *d) {
+    int n = d->n_threads > 0 ? d->n_threads : attn__cpu_count();
+    return ATTN__MIN(n, ATTN__MAX_THREADS);
+}
+/* per-thread scratch in floats, rounded to whole cache lines */
+static size_t attn__ssm_round(size_t floats) { return (floats + 15) & ~(size_t)15; }
+
+/* Workspace bytes of n_threads regions of `floats` floats each (0 on overflow). */
+static size_t attn__ssm_ws_bytes(int n_threads, size_t floats) {
+    size_t b;
+    if (!attn__mul_size(attn__ssm_round(floats), (size_t)n_threads * sizeof(float), &b) || !attn__add_size(b, ATTN__ALIGN, &b))
+        return 0;
+    return b;
+}
+
+/* softplus with PyTorch's threshold 20, in place on x[0, n): x > 20 stays x, else log(1 + e^x)
+   with e^x from the vector layer and log1p as log(u) e / (u - 1), u = 1 + e (the classic
+   correction of u's rounding), log(u) = k ln 2 + 2 atanh(s) for u = 2^k m, m in [sqrt(1/2),
+   sqrt(2)), s = (m - 1) / (m + 1), |s| < 0.172: the series to s^9 leaves < 2^-30. e is scratch. */
+static void attn__ssm_softplus(const attn__isa *V, float *x, float *e, int n) {
+    int i;
+    V->exp_sum(e, x, 0.0f, n);
+    for (i = 0; i < n; ++i) {         /* branch-free, so compilers vectorise it */
+        const float ei = e[i], u = 1.0f + ei, d = u - 1.0f;
+        const uint32_t bits = attn__f32_to_bits(u);
+        const int big = (bits & 0x007fffffu) > 0x003504f3u;                /* mantissa > sqrt(2) */
+        const float m = attn__bits_to_f32((bits & 0x007fffffu) | (big ? 0x3f000000u : 0x3f800000u));
+        const float k = (float)((int)(bits >> 23) - 127 + big);
+        const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+        const float lg = k * 0.693147180559945f +
+                         2.0f * s * (1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9)))));
+        const float sp = d == 0.0f ? ei : lg * (ei / d);
+        x[i] = x[i] > 20.0f ? x[i] : sp;
+    }
+}
+
+/* ---- Mamba selective scan ---- */
+typedef struct attn__ssm_scan {
+    const attn__isa *V;
+    int B, D, L, N, G, cg, nblk, bc_const, softplus;
+    const int *cu;
+    int S;
+    attn__ssm_tv u, dl, z, Bm, Cm, y;
+    int has_z;
+    const float *A, *Dk, *dbias, *sin;
+    float *sout;
+    float *ws;
+    size_t ws_floats;
+} attn__ssm_scan;
+
+static size_t attn__ssm_scan_floats(int N) {
+    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T;
+    return attn__ssm_round((size_t)N * W * 6 + W * T * 6 + (size_t)N * T * 2 + T);
+}
+
+static void attn__ssm_scan_task(void *ctx, int task, int thread) {
+    const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
+    const attn__isa *V = P->V;
+    const int N = P->N, T = ATTN__SSM_T;
+    const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
+    const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    float *At = f, *Bt = At + (size_t)N * w, *Ct = Bt + (size_t)N * w, *x = Ct + (size_t)N * w;
+    float *E = x + (size_t)N * w, *tmp = E + (size_t)N * w;
+    float *ub = tmp + (size_t)N * w, *db = ub + (size_t)w * T, *zb = db + (size_t)w * T, *yb = ub;   /* rows [c][t] */
+    float *dt = zb + (size_t)w * T, *du = dt + (size_t)w * T, *yt = du + (size_t)w * T;             /* [t][c] */
+    float *bb = yt + (size_t)w * T, *cb = bb + (size_t)N * T, *zt = cb + (size_t)N * T;
+    int c, n, t, seg, s_lo, s_hi;
+    for (c = 0; c < w; ++c)
+        for (n = 0; n < N; ++n) At[(size_t)n * w + c] = P->A[(size_t)(c0 + c) * N + n];
+    if (P->bc_const)
+        for (c = 0; c < w; ++c) {
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, tmp, N, 1.0f);
+            for (n = 0; n < N; ++n) Bt[(size_t)n * w + c] = tmp[n];
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, tmp, N, 1.0f);
+            for (n = 0; n < N; ++n) Ct[(size_t)n * w + c] = tmp[n];
+        }
+    /* the sequences this task runs: one per batch entry, or every packed one */
+    if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
+    for (seg = s_lo; seg < s_hi; ++seg) {
+        const int t_beg = P->cu ? P->cu[seg] : 0, t_end = P->cu ? P->cu[seg + 1] : P->L;
+        int t0;
+        for (c = 0; c < w; ++c)
+            for (n = 0; n < N; ++n)
+                x[(size_t)n * w + c] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N + n] : 0.0f;
+        for (t0 = t_beg; t0 < t_end; t0 += T) {
+            const int nt = ATTN__MIN(T, t_end - t0);
+            for (c = 0; c < w; ++c) {
+                V->load(attn__ssm_at(&P->u, b, c0 + c, t0), P->u.dt, ub + (size_t)c * T, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, c0 + c, t0), P->dl.dt, db + (size_t)c * T, nt, 1.0f);
+                if (P->has_z) V->load(attn__ssm_at(&P->z, b, c0 + c, t0), P->z.dt, zb + (size_t)c * T, nt, 1.0f);
+            }
+            if (!P->bc_const)
+                for (n = 0; n < N; ++n) {
+                    V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                    V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                }
+            /* tokens x channels: dt = delta + delta_bias (softplus), du = dt u, y = D u */
+            for (c = 0; c < w; ++c) {
+                const float bias = P->dbias ? P->dbias[c0 + c] : 0.0f, dsk = P->Dk ? P->Dk[c0 + c] : 0.0f;
+                float *dc = db + (size_t)c * T;
+                for (t = 0; t < nt; ++t) dc[t] += bias;
+                if (P->softplus) attn__ssm_softplus(V, dc, zt, nt);
+                for (t = 0; t < nt; ++t) {
+                    const float uv = ub[(size_t)c * T + t], dv = dc[t];
+                    dt[(size_t)t * w + c] = dv;
+                    du[(size_t)t * w + c] = dv * uv;
+                    yt[(size_t)t * w + c] = dsk * uv;
+                }
+            }
+            for (t = 0; t < nt; ++t) {
+                const float *dtr = dt + (size_t)t * w, *dur = du + (size_t)t * w;
+                float *yr = yt + (size_t)t * w;
+                for (n = 0; n < N; ++n) V->madd(tmp + (size_t)n * w, dtr, At + (size_t)n * w, 0.0f, At + (size_t)n * w, w);
+                V->exp_sum(E, tmp, 0.0f, N * w);                         /* exp(dt A) */
+                if (!P->bc_const)
+                    for (n = 0; n < N; ++n) {
+                        float *xn = x + (size_t)n * w;
+                        V->madd(xn, E + (size_t)n * w, xn, bb[(size_t)n * T + t], dur, w);
+                        V->axpy(yr, cb[(size_t)n * T + t], xn, w);
+                    }
+                else
+                    for (n = 0; n < N; ++n) {
+                        float *xn = x + (size_t)n * w, *tn = tmp + (size_t)n * w;
+                        V->madd(tn, dur, Bt + (size_t)n * w, 0.0f, dur, w);     /* dt u B[d][n] */
+                        V->madd(xn, E + (size_t)n * w, xn, 1.0f, tn, w);
+                        V->madd(yr, xn, Ct + (size_t)n * w, 1.0f, yr, w);
+                    }
+            }
+            for (c = 0; c < w; ++c) {
+                float *yc = yb + (size_t)c * T;
+                for (t = 0; t < nt; ++t) yc[t] = yt[(size_t)t * w + c];
+                if (P->has_z) {                                          /* y *= z / (1 + e^-z) */
+                    const float *zc = zb + (size_t)c * T;
+                    for (t = 0; t < nt; ++t) zt[t] = -zc[t];
+                    V->exp_sum(zt, zt, 0.0f, nt);
+                    for (t = 0; t < nt; ++t) yc[t] *= zc[t] / (1.0f + zt[t]);
+                }
+                V->store((void *)attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
+            }
+        }
+        if (P->sout)
+            for (c = 0; c < w; ++c)
+                for (n = 0; n < N; ++n) P->sout[((size_t)seg * P->D + c0 + c) * N + n] = x[(size_t)n * w + c];
+    }
+}
+
+/* Validates a selective scan (L tokens; step: L = 1, no cu_seqlens) into P. */
+static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                        const float *A, attn_ssm_tensor Bm, attn_ssm_tensor Cm, attn_ssm_tensor z,
+                                        attn_ssm_tensor y, attn__ssm_scan *P, size_t *ws_bytes) {
+    attn_status s;
+    int L, G, i;
+    if ((s = attn__ssm_common(d, !step)) != ATTN_OK) return s;
+    L = step ? 1 : d->len;
+    if (d->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+    G = d->n_groups == 0 ? 1 : d->n_groups;
+    if (G < 0 || d->dim % G != 0) return ATTN_ERR_SSM_GROUPS;
+    if (d->bc_const != ATTN_SSM_BC_TOKEN && d->bc_const != ATTN_SSM_BC_CONST) return ATTN_ERR_SSM_BC_CONST;
+    if (d->delta_softplus != 0 && d->delta_softplus != 1) return ATTN_ERR_SSM_SOFTPLUS;
+    if (step && d->cu_seqlens) return ATTN_ERR_SSM_STEP_VARLEN;
+    if (d->cu_seqlens) {
+        if (d->varlen_batch < 1 || d->batch != 1) return ATTN_ERR_SSM_VARLEN_BATCH;
+        if (d->cu_seqlens[0] != 0 || d->cu_seqlens[d->varlen_batch] != L) return ATTN_ERR_SSM_CU_SEQLENS;
+        for (i = 0; i < d->varlen_batch; ++i)
+            if (d->cu_seqlens[i + 1] < d->cu_seqlens[i]) return ATTN_ERR_SSM_CU_SEQLENS;
+    } else if (d->varlen_batch != 0) return ATTN_ERR_SSM_VARLEN_BATCH;
+    if (!u.data) return ATTN_ERR_SSM_NULL_U;
+    if (!delta.data) return ATTN_ERR_SSM_NULL_DELTA;
+    if (!A) return ATTN_ERR_SSM_NULL_A;
+    if (!Bm.data) return ATTN_ERR_SSM_NULL_B;
+    if (!Cm.data) return ATTN_ERR_SSM_NULL_C;
+    if (!y.data) return ATTN_ERR_SSM_NULL_Y;
+    memset(P, 0, sizeof *P);
+    P->B = d->batch; P->D = d->dim; P->L = L; P->N = d->d_state; P->G = G; P->cg = d->dim / G;
+    P->nblk = (P->cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    P->bc_const = d->bc_const; P->softplus = d->delta_softplus;
+    P->cu = step ? NULL : d->cu_seqlens;
+    P->S = P->cu ? d->varlen_batch : d->batch;
+    if ((s = attn__ssm_view(u, P->B, P->D, L, 0, &P->u)) != ATTN_OK) return s;
+    if ((s = attn__ssm_view(delta, P->B, P->D, L, 0, &P->dl)) != ATTN_OK) return s;
+    if (z.data && (s = attn__ssm_view(z, P->B, P->D, L, 0, &P->z)) != ATTN_OK) return s;
+    if (P->bc_const) {
+        attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N]: one "batch", rows of N */
+        b2.stride_batch = 0; c2.stride_batch = 0;
+        if (b2.stride_chan == 0) b2.stride_chan = P->N;
+        if (c2.stride_chan == 0) c2.stride_chan = P->N;
+        if ((s = attn__ssm_view(b2, 1, P->D, P->N, 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(c2, 1, P->D, P->N, 0, &P->Cm)) != ATTN_OK) return s;
+    } else {
+        if ((s = attn__ssm_view(Bm, P->B, G * P->N, L, 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(Cm, P->B, G * P->N, L, 0, &P->Cm)) != ATTN_OK) return s;
+    }
+    if ((s = attn__ssm_view(y, P->B, P->D, L, 1, &P->y)) != ATTN_OK) return s;
+    P->has_z = z.data != NULL;
+    P->A = A;
+    P->ws_floats = attn__ssm_scan_floats(P->N);
+    if (!(*ws_bytes = attn__ssm_ws_bytes(attn__ssm_threads(d), P->ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    return ATTN_OK;
+}
+
+static attn_status attn__ssm_scan_run(const attn_ssm_desc *d, attn__ssm_scan *P, size_t bytes) {
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    const int nt = attn__ssm_threads(d);
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
+    P->V = attn__vec();
+    P->ws = (float *)w.base;
+    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, attn__ssm_scan_task, P);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                            const float *state_in, attn_ssm_tensor y, float *state_out) {
+    attn__ssm_scan P;
+    size_t bytes;
+    attn_status s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, y, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    P.Dk = d_skip; P.dbias = delta_bias; P.sin = state_in; P.sout = state_out;
+    return attn__ssm_scan_run(desc, &P, bytes);
+}
+
+ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_tensor x, attn_ssm_tensor dt,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
+                                            float *state, attn_ssm_tensor y) {
+    attn__ssm_scan P;
+    size_t bytes;
+    attn_status s = attn__ssm_scan_check(desc, 1, x, dt, A, B, C, z, y, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    if (!state) return ATTN_ERR_SSM_NULL_STATE;
+    P.Dk = d_skip; P.dbias = dt_bias; P.sin = state; P.sout = state;
+    return attn__ssm_scan_run(desc, &P, bytes);
+}
+
+/* ---- the causal depthwise conv1d ---- */
+typedef struct attn__ssm_conv {
+    const attn__isa *V;
+    int B, D, L, K, act;
+    attn__ssm_tv x, out;
+    const float *w, *bias, *sin;
+    float *sout;
+    float *ws;
+    size_t ws_floats;
+} attn__ssm_conv;
+
+#define ATTN__SSM_CONV_CH 16    /* channels per conv1d task */
+static size_t attn__ssm_conv_floats(int K) { return attn__ssm_round((size_t)ATTN__SSM_CONV_T * 3 + (size_t)K); }
+
+static void attn__ssm_conv_task(void *ctx, int task, int thread) {
+    const attn__ssm_conv *P = (const attn__ssm_conv *)ctx;
+    const attn__isa *V = P->V;
+    const int K = P->K, nblk = (P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH;
+    const int b = task / nblk, c0 = (task % nblk) * ATTN__SSM_CONV_CH, c1 = ATTN__MIN(P->D, c0 + ATTN__SSM_CONV_CH);
+    float *xp = P->ws + P->ws_floats * (size_t)thread;   /* [K-1 history | chunk] */
+    float *o = xp + ATTN__SSM_CONV_T + K, *e = o + ATTN__SSM_CONV_T;
+    int c, k, t, t0;
+    for (c = c0; c < c1; ++c) {
+        const float *wc = P->w + (size_t)c * K, bias = P->bias ? P->bias[c] : 0.0f;
+        const size_t hist = ((size_t)b * P->D + c) * (size_t)(K - 1);
+        for (k = 0; k < K - 1; ++k) xp[k] = P->sin ? P->sin[hist + k] : 0.0f;
+        for (t0 = 0; t0 < P->L; t0 += ATTN__SSM_CONV_T) {
+            const int nt = ATTN__MIN(ATTN__SSM_CONV_T, P->L - t0);
+            V->load(attn__ssm_at(&P->x, b, c, t0), P->x.dt, xp + K - 1, nt, 1.0f);
+            for (t = 0; t < nt; ++t) o[t] = bias;
+            for (k = 0; k < K; ++k) V->axpy(o, wc[k], xp + k, nt);
+            if (P->act == ATTN_SSM_CONV_SILU) {                  /* o / (1 + e^-o) */
+                for (t = 0; t < nt; ++t) e[t] = -o[t];
+                V->exp_sum(e, e, 0.0f, nt);
+                for (t = 0; t < nt; ++t) o[t] /= 1.0f + e[t];
+            }
+            V->store((void *)attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
+            memmove(xp, xp + nt, sizeof(float) * (size_t)(K - 1));   /* the last K-1 inputs */
+        }
+        if (P->sout)
+            for (k = 0; k < K - 1; ++k) P->sout[hist + k] = xp[k];
+    }
+}
+
+static attn_status attn__ssm_conv_check(const attn_ssm_desc *d, int step, attn_ssm_tensor x, const float *weight,
+                                        attn_ssm_tensor out, attn__ssm_conv *P, size_t *ws_bytes) {
+    attn_status s;
+    if ((s = attn__ssm_common(d, !step)) != ATTN_OK) return s;
+    if (d->conv_kernel < 0) return ATTN_ERR_SSM_CONV_KERNEL;
+    if (d->conv_act != ATTN_SSM_CONV_SILU && d->conv_act != ATTN_SSM_CONV_NONE) return ATTN_ERR_SSM_CONV_ACT;
+    if (d->cu_seqlens) return ATTN_ERR_SSM_CONV_VARLEN;
+    if (!x.data) return ATTN_ERR_SSM_NULL_U;
+    if (!weight) return ATTN_ERR_SSM_NULL_WEIGHT;
+    if (!out.data) return ATTN_ERR_SSM_NULL_Y;
+    memset(P, 0, sizeof *P);
+    P->B = d->batch; P->D = d->dim; P->L = step ? 1 : d->len;
+    P->K = d->conv_kernel ? d->conv_kernel : 4;
+    P->act = d->conv_act;
+    if (P->K > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+    if ((s = attn__ssm_view(x, P->B, P->D, P->L, 0, &P->x)) != ATTN_OK) return s;
+    if ((s = attn__ssm_view(out, P->B, P->D, P->L, 1, &P->out)) != ATTN_OK) return s;
+    P->w = weight;
+    P->ws_floats = attn__ssm_conv_floats(P->K);
+    if (!(*ws_bytes = attn__ssm_ws_bytes(attn__ssm_threads(d), P->ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    return ATTN_OK;
+}
+
+static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P, size_t bytes) {
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
+    P->V = attn__vec();
+    P->ws = (float *)w.base;
+    attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH), attn__ssm_threads(d),
+                       attn__ssm_conv_task, P);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                    const float *bias, const float *state_in, attn_ssm_tensor out,
+                                    float *state_out) {
+    attn__ssm_conv P;
+    size_t bytes;
+    attn_status s = attn__ssm_conv_check(desc, 0, x, weight, out, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    P.bias = bias; P.sin = state_in; P.sout = state_out;
+    return attn__ssm_conv_run(desc, &P, bytes);
+}
+
+ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                         const float *bias, float *state, attn_ssm_tensor out) {
+    attn__ssm_conv P;
+    size_t bytes;
+    attn_status s = attn__ssm_conv_check(desc, 1, x, weight, out, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    if (!state && P.K > 1) return ATTN_ERR_SSM_NULL_STATE;
+    P.bias = bias; P.sin = state; P.sout = state;
+    return attn__ssm_conv_run(desc, &P, bytes);
+}
+
+ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes) {
+    attn_status s;
+    int K;
+    size_t n;
+    if (!bytes) return ATTN_ERR_SSM_NULL_RESULT;
+    switch (op) {
+    case ATTN_SSM_OP_SCAN: case ATTN_SSM_OP_STEP:
+        if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_SCAN)) != ATTN_OK) return s;
+        if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_scan_floats(desc->d_state));
+        break;
+    case ATTN_SSM_OP_CONV: case ATTN_SSM_OP_CONV_STEP:
+        if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_CONV)) != ATTN_OK) return s;
+        if (desc->conv_kernel < 0 || desc->conv_kernel > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+        K = desc->conv_kernel ? desc->conv_kernel : 4;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_conv_floats(K));
+        break;
+    default: return ATTN_ERR_SSM_OP;
+    }
+    if (!n) return ATTN_ERR_SSM_OVERFLOW;
+    *bytes = n;
+    return ATTN_OK;
+}
 
 /* ---------------------------------------------------------------------------------------
    3.17 the mechanism table and the public entry points that dispatch through it

@@ -49,6 +49,7 @@ int main(void) {
     /* low-rank */
 
     /* state space */
+    run_family("ssm", test_ssm);
 
     /* cuda (emulated) */
 

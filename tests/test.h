@@ -72,6 +72,7 @@ void test_linear(void);
 /* low-rank */
 
 /* state space */
+void test_ssm(void);
 
 /* cuda (emulated) */
 
