@@ -46,6 +46,7 @@ int main(void) {
     /* linear */
 
     /* low-rank */
+    run_family("low-rank", test_lowrank);
 
     /* state space */
 

@@ -69,6 +69,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* linear */
 
 /* low-rank */
+void test_lowrank(void);
 
 /* state space */
 
