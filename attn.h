@@ -183,11 +183,17 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    k              - (required)       projected length: rows of E and F, in [1, n]
    n              - (required)       columns of E and F: the longest sequence, >= k.seq
    shared_heads   0: per KV head     1: one E (and F) shared by every head
-   shared_kv      0: F given         1: F = E (key-value sharing; f is not read) */
+   shared_kv      0: F given         1: F = E (key-value sharing; f is not read)
+   de, df         NULL: not computed attn_backward only: dL/dE, dL/dF, written with E's layout
+                                     (columns k.seq..n-1 get 0); with shared_kv, de gets the whole
+                                     gradient of the shared matrix and df is not written
+   attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
+   runs the exact kernel's backward on them (dropout with the forward's seed). */
 typedef struct attn_linformer_params {
     const float *e, *f;
     int k, n;
     int shared_heads, shared_kv;
+    float *de, *df;
 } attn_linformer_params;
 
 /* Nystromformer (ATTN_NYSTROM; Xiong et al. 2021), read from attn_desc.nystrom. Per (batch,
@@ -6739,6 +6745,15 @@ static attn_status attn__lr_core(const attn_desc *d, attn_tensor q, attn_tensor 
     c.d = &e; c.q = q; c.k = k; c.v = v; c.out = out; c.lse = lse; c.bytes = bytes;
     return attn__softmax_forward(&c);
 }
+/* The same for attn_backward's exact kernel (3.9). */
+static attn_status attn__lr_core_bwd(const attn__call *src, attn_tensor k, attn_tensor v, attn_tensor dk, attn_tensor dv,
+                                     void *ws, size_t ws_bytes, size_t *bytes) {
+    attn_desc e = *src->d;
+    attn__call c = *src;
+    e.kind = ATTN_SOFTMAX; e.workspace = ws; e.workspace_size = ws_bytes;
+    c.d = &e; c.k = k; c.v = v; c.dk = dk; c.dv = dv; c.bytes = bytes;
+    return attn__softmax_backward(&c);
+}
 
 /* *total += rows * cols floats, rounded up to 16 floats (64 bytes); 0 on overflow */
 static int attn__lr_floats(size_t *total, size_t rows, size_t cols) {
@@ -6777,9 +6792,15 @@ typedef struct attn__lin_plan {
     const float *e, *f;                 /* f = e when shared_kv */
     size_t e_head;                      /* floats between heads' E (0: shared across heads) */
     int kp, n, n_threads;
-    size_t scratch_floats;              /* per thread: k or v rows converted to fp32 */
+    size_t scratch_floats;              /* per thread: k or v rows converted to fp32 (backward: and
+                                           their gradient rows) */
     size_t floats, core_bytes;
     float *kbuf, *vbuf, *scratch;       /* E K [B, kp, Hkv, D], F V [B, kp, Hkv, Dv] */
+    /* backward */
+    int bwd, shared_kv;
+    attn__view dk, dv;
+    float *de, *df;                     /* df = NULL when shared_kv (de gets both) */
+    float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
 } attn__lin_plan;
 
 /* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :seq] X [seq, dim] */
@@ -6800,7 +6821,7 @@ static void attn__lin_task(void *ctx, int t, int thread) {
                       NULL, 1);
 }
 
-static attn_status attn__lin_plan_make(const attn__call *c, attn__lin_plan *P) {
+static attn_status attn__lin_plan_make(const attn__call *c, attn__lin_plan *P, int bwd) {
     const attn_desc *d = c->d;
     const attn_linformer_params *L = &d->linformer;
     attn_tensor kt, vt;
@@ -6825,13 +6846,36 @@ static attn_status attn__lin_plan_make(const attn__call *c, attn__lin_plan *P) {
     /* the exact kernel on q and the projections [B, kp, Hkv, D|Dv] validates the rest of desc */
     kt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->v.dim);
-    if ((s = attn__lr_core(d, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+    P->bwd = bwd;
+    if (!bwd) {
+        if ((s = attn__lr_core(d, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+    } else {
+        /* the user's dk, dv (the exact kernel checks dout, lse, dq and the rest when it runs, before
+           it writes dq; dk, dv, de and df are written after it succeeded) */
+        const attn_tensor *dk = &c->dk, *dv = &c->dv;
+        if ((s = attn__lr_core_bwd(c, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+        if (!c->bytes) {
+            if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+            if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+            if (!attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype)) return ATTN_ERR_DTYPE;
+            if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim)
+                return ATTN_ERR_BWD_DK_SHAPE;
+            if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim)
+                return ATTN_ERR_BWD_DV_SHAPE;
+            if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+            if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+            if ((s = attn__make_view(dk, &P->dk)) != ATTN_OK || (s = attn__make_view(dv, &P->dv)) != ATTN_OK) return s;
+        }
+        P->de = L->de; P->df = L->shared_kv ? NULL : L->df; P->shared_kv = L->shared_kv;
+    }
     P->n_threads = attn__resolve_threads(d);
-    P->scratch_floats = (size_t)(attn__lr_direct(&P->k) ? 0 : c->k.dim);
-    if (!attn__lr_direct(&P->v)) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)c->v.dim);
-    if (!attn__mul_size(P->scratch_floats, (size_t)c->k.seq, &P->scratch_floats) ||
+    P->scratch_floats = (size_t)(attn__lr_direct(&P->k) && !bwd ? 0 : c->k.dim);
+    if (!attn__lr_direct(&P->v) || bwd) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)c->v.dim);
+    if (!attn__mul_size(P->scratch_floats, (size_t)c->k.seq * (bwd ? 2u : 1u), &P->scratch_floats) ||
         !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim) ||
         !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim) ||
+        (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
+        (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
         !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
     P->floats = f;
     return ATTN_OK;
@@ -6845,7 +6889,7 @@ static attn_status attn__linformer_forward(const attn__call *c) {
     size_t bytes, kf, vf;
     int tasks, i;
     attn_tensor kt, vt;
-    if ((s = attn__lin_plan_make(c, &P)) != ATTN_OK) return s;
+    if ((s = attn__lin_plan_make(c, &P, 0)) != ATTN_OK) return s;
     if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -6865,7 +6909,96 @@ static attn_status attn__linformer_forward(const attn__call *c) {
     attn__ws_release(&w);
     return s;
 }
-static const attn__mech attn__mech_linformer = { attn__linformer_forward, NULL, NULL, NULL, NULL };
+
+/* Backward tasks. dK_{b,h} = E_h[:, :s]^T dK'_{b,h} (and dV with F), stored in the user's
+   dtype; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h} K_{b,h}^T (+ the F V terms when
+   E = F), summed in a fixed order (batch-major, then head), columns s..n-1 set to 0. */
+static void attn__lin_dx(const attn__lin_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
+    const attn__view *dx = which ? &P->dv : &P->dk;
+    const int D = dx->dim, H = dx->heads, s = dx->seq;
+    const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
+    const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
+    int i;
+    attn__sgemm_par(par, nt, 1, 0, s, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
+    for (i = 0; i < s; ++i) P->isa->store(attn__at(dx, b, i, h), dx->dtype, scratch + (size_t)i * D, D, 1.0f);
+}
+static int attn__lin_de_tasks(const attn__lin_plan *P) {
+    return (P->e_head ? P->k.heads : 1) * ((P->de ? 1 : 0) + (P->df ? 1 : 0));
+}
+/* task t: dE of E-head t (with shared_kv: both terms), then dF of E-head t - (tasks of dE) */
+static void attn__lin_de(const attn__lin_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
+    const int n_e = P->e_head ? P->k.heads : 1, is_f = !P->de || t >= n_e, eh = is_f && P->de ? t - n_e : t;
+    const int which0 = is_f, which1 = is_f || P->shared_kv, s = P->k.seq;
+    float *G = (is_f ? P->df : P->de) + (size_t)eh * P->e_head;
+    int which, b, h, i, first = 1;
+    for (which = which0; which <= which1; ++which) {
+        const attn__view *x = which ? &P->v : &P->k;
+        const int D = x->dim, H = x->heads;
+        for (b = 0; b < x->batch; ++b)
+            for (h = P->e_head ? eh : 0; h < (P->e_head ? eh + 1 : H); ++h) {
+                ptrdiff_t ld;
+                const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
+                const float *dX = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
+                attn__sgemm_par(par, nt, 0, 1, P->kp, s, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, first ? 0.0f : 1.0f, G, P->n);
+                first = 0;
+            }
+    }
+    if (s < P->n)
+        for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n + s, 0, sizeof(float) * (size_t)(P->n - s));
+}
+static void attn__lin_bwd_task(void *ctx, int t, int thread) {
+    const attn__lin_plan *P = (const attn__lin_plan *)ctx;
+    float *scratch = P->scratch + (size_t)thread * P->scratch_floats;
+    const int n_dx = 2 * P->k.batch * P->k.heads;
+    if (t < n_dx) attn__lin_dx(P, (t >> 1) / P->k.heads, (t >> 1) % P->k.heads, t & 1, scratch, NULL, 1);
+    else attn__lin_de(P, t - n_dx, scratch, NULL, 1);
+}
+
+/* ATTN_LINFORMER's backward: E K and F V again, the exact kernel's backward on them (dq and
+   dL/d(E K), dL/d(F V)), then dk, dv and (when given) dE, dF on the SGEMM. */
+static attn_status attn__linformer_backward(const attn__call *c) {
+    attn__lin_plan P;
+    attn__ws w;
+    attn_status s;
+    size_t bytes, kf, vf;
+    int tasks, i;
+    attn_tensor kt, vt, dkt, dvt;
+    if ((s = attn__lin_plan_make(c, &P, 1)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    kf = 0; attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->k.dim);
+    vf = 0; attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->v.dim);
+    P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.dkbuf = P.vbuf + vf; P.dvbuf = P.dkbuf + kf;
+    P.scratch = P.dvbuf + vf;
+    tasks = 2 * c->k.batch * c->k.heads;
+    if (tasks >= P.n_threads || P.n_threads == 1) {
+        attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_task, &P);
+    } else {
+        for (i = 0; i < tasks; ++i)
+            attn__lin_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+    }
+    kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    dkt = attn_tensor_dense(P.dkbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    dvt = attn_tensor_dense(P.dvbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    s = attn__lr_core_bwd(c, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    if (s == ATTN_OK) {
+        tasks += attn__lin_de_tasks(&P);
+        if (tasks >= P.n_threads || P.n_threads == 1) {
+            attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_bwd_task, &P);
+        } else {
+            const int n_dx = 2 * c->k.batch * c->k.heads;
+            for (i = 0; i < tasks; ++i) {
+                if (i < n_dx) attn__lin_dx(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+                else attn__lin_de(&P, i - n_dx, P.scratch, c->d, P.n_threads);
+            }
+        }
+    }
+    attn__ws_release(&w);
+    return s;
+}
+static const attn__mech attn__mech_linformer = { attn__linformer_forward, attn__linformer_backward, NULL, NULL, NULL };
 
 /* ---- Nystromformer -------------------------------------------------------------------------- */
 

@@ -589,9 +589,32 @@ static void test_lowrank_errors(void) {
     d = d0; d.scale = INFINITY; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "linformer scale (exact kernel's check)");
     d = d0; d.n_threads = -1; expect_status(&d, &f, NULL, ATTN_ERR_N_THREADS, "linformer n_threads");
     d = d0; { attn_tensor q2 = f.q; fx h = f; q2.data = NULL; h.q = q2; expect_status(&d, &h, NULL, ATTN_ERR_NULL_Q, "linformer q NULL"); }
-    {   /* backward, decode and step: not operations of the low-rank kinds */
-        attn_tensor dq = f.q;
-        T_CHECK(attn_backward(&d0, f.q, f.k, f.v, f.out, f.out, dummyf, dq, f.k, f.v) == ATTN_ERR_KIND_OP, "linformer backward: KIND_OP");
+    /* decode and step are not operations of the low-rank kinds, nor is Nystrom's backward */
+    T_CHECK(attn_decode(&d0, f.q, NULL, f.out, NULL) == ATTN_ERR_KIND_OP, "linformer decode: KIND_OP");
+    {   /* backward: the user's dk/dv checked before anything is written */
+        fx h = fx_make(ATTN_F32, ATTN_F32, 1, 8, 8, 2, 2, 4, 4, 0, &r, 1.0);   /* dq, dk, dv */
+        float lse[16];
+        attn_tensor dk2 = h.k;
+        const size_t bq = t_bytes(&h.q), bk = t_bytes(&h.k), bv = t_bytes(&h.v);
+        attn_status st;
+        T_CHECK(attn_forward(&d0, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer forward for backward");
+        t_sentinel(h.q.data, bq, 1); t_sentinel(h.k.data, bk, 2); t_sentinel(h.v.data, bv, 3);
+        dk2.data = NULL;
+        st = attn_backward(&d0, f.q, f.k, f.v, f.out, f.out, lse, h.q, dk2, h.v);
+        T_CHECK(st == ATTN_ERR_BWD_NULL_DK, "linformer backward dk NULL: %s", attn_status_str(st));
+        dk2 = h.k; dk2.seq = 7;
+        st = attn_backward(&d0, f.q, f.k, f.v, f.out, f.out, lse, h.q, dk2, h.v);
+        T_CHECK(st == ATTN_ERR_BWD_DK_SHAPE, "linformer backward dk shape: %s", attn_status_str(st));
+        st = attn_backward(&d0, f.q, f.k, f.v, f.out, f.out, NULL, h.q, h.k, h.v);
+        T_CHECK(st == ATTN_ERR_BWD_NULL_LSE, "linformer backward lse NULL: %s", attn_status_str(st));
+        d = d0; d.linformer.k = 9;
+        st = attn_backward(&d, f.q, f.k, f.v, f.out, f.out, lse, h.q, h.k, h.v);
+        T_CHECK(st == ATTN_ERR_LINFORMER_K, "linformer backward k > n: %s", attn_status_str(st));
+        T_CHECK(t_sentinel_ok(h.q.data, bq, 1) && t_sentinel_ok(h.k.data, bk, 2) && t_sentinel_ok(h.v.data, bv, 3),
+                "linformer backward error wrote an output");
+        d = d0; d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 4;
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, f.out, lse, h.q, h.k, h.v) == ATTN_ERR_KIND_OP, "nystrom backward: KIND_OP");
+        fx_free(&h);
     }
 
     memset(&d0, 0, sizeof d0);
@@ -631,7 +654,149 @@ static void test_lowrank_errors(void) {
     free(e); fx_free(&f); fx_free(&g);
 }
 
+/* ---- Linformer backward: finite differences of a double-precision forward ---------------- */
+
+typedef struct {
+    int B, Sq, Sk, Hq, Hk, D, Dv, kp, n, sh, skv;
+    double *q, *k, *v, *e, *f, *dout;    /* dense [B][S][H][dim]; E, F [ne][kp][n] */
+} lin_prob;
+
+static double lin_loss(const lin_prob *P) {
+    const int g = P->Hq / P->Hk;
+    double *Kp = (double *)t_xmalloc(sizeof(double) * (size_t)P->kp * P->D), *Vp = (double *)t_xmalloc(sizeof(double) * (size_t)P->kp * P->Dv);
+    double *Q = (double *)t_xmalloc(sizeof(double) * (size_t)P->Sq * P->D), *o = (double *)t_xmalloc(sizeof(double) * (size_t)P->Sq * P->Dv);
+    double L = 0.0;
+    int b, h, i, j, c;
+    for (b = 0; b < P->B; ++b)
+        for (h = 0; h < P->Hq; ++h) {
+            const int hk = h / g;
+            const double *E = P->e + (P->sh ? 0 : (size_t)hk * P->kp * P->n), *F = (P->skv ? P->e : P->f) + (P->sh ? 0 : (size_t)hk * P->kp * P->n);
+            for (i = 0; i < P->kp; ++i) {
+                for (c = 0; c < P->D; ++c) {
+                    double a = 0.0;
+                    for (j = 0; j < P->Sk; ++j) a += E[(size_t)i * P->n + j] * P->k[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->D + c];
+                    Kp[(size_t)i * P->D + c] = a;
+                }
+                for (c = 0; c < P->Dv; ++c) {
+                    double a = 0.0;
+                    for (j = 0; j < P->Sk; ++j) a += F[(size_t)i * P->n + j] * P->v[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->Dv + c];
+                    Vp[(size_t)i * P->Dv + c] = a;
+                }
+            }
+            for (i = 0; i < P->Sq; ++i)
+                for (c = 0; c < P->D; ++c) Q[(size_t)i * P->D + c] = P->q[(((size_t)b * P->Sq + i) * P->Hq + h) * P->D + c];
+            r_attn(Q, P->Sq, Kp, P->kp, Vp, P->D, P->Dv, 1.0 / sqrt((double)P->D), 0.0, o, NULL);
+            for (i = 0; i < P->Sq; ++i)
+                for (c = 0; c < P->Dv; ++c) L += o[(size_t)i * P->Dv + c] * P->dout[(((size_t)b * P->Sq + i) * P->Hq + h) * P->Dv + c];
+        }
+    free(Kp); free(Vp); free(Q); free(o);
+    return L;
+}
+
+/* max-normalised error of the library's gradient g (n floats) against central differences of x */
+static double fd_err(lin_prob *P, double *x, const float *g, size_t n) {
+    double *fd = (double *)t_xmalloc(sizeof(double) * n), *gd = (double *)t_xmalloc(sizeof(double) * n), err;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        const double x0 = x[i], eps = 1e-6;
+        double lp, lm;
+        x[i] = x0 + eps; lp = lin_loss(P);
+        x[i] = x0 - eps; lm = lin_loss(P);
+        x[i] = x0;
+        fd[i] = (lp - lm) / (2 * eps); gd[i] = g[i];
+    }
+    err = t_max_norm_err(fd, gd, n);
+    free(fd); free(gd);
+    return err;
+}
+
+static double *to_double(const float *x, size_t n) {
+    double *d = (double *)t_xmalloc(sizeof(double) * n);
+    size_t i;
+    for (i = 0; i < n; ++i) d[i] = x[i];
+    return d;
+}
+
+static void test_linformer_backward(void) {
+    t_rng r = t_rng_seed(1911);
+    int cfg;
+    for (cfg = 0; cfg < 6; ++cfg) {
+        lin_prob P;
+        const int only_de = cfg == 4, threads_check = cfg == 5;
+        fx f, gr;
+        attn_desc d;
+        float *e, *fm, *de, *df, *lse, *dout;
+        attn_tensor to;
+        size_t ne, nq, nk, nv, no, i;
+        double err;
+        attn_status s;
+        P.B = 2; P.Sq = 5; P.Sk = 6 + (cfg & 1); P.Hq = 4; P.Hk = 2; P.D = 4; P.Dv = 3; P.kp = 3; P.n = 8;
+        P.sh = cfg == 1 || cfg == 3; P.skv = cfg == 2 || cfg == 3;
+        f = fx_make(ATTN_F32, ATTN_F32, P.B, P.Sq, P.Sk, P.Hq, P.Hk, P.D, P.Dv, 0, &r, 1.0);
+        gr = fx_make(ATTN_F32, ATTN_F32, P.B, P.Sq, P.Sk, P.Hq, P.Hk, P.D, P.Dv, cfg & 1, &r, 1.0);   /* dq, dk, dv (strided for odd cfg) */
+        ne = (size_t)P.kp * P.n * (P.sh ? 1 : P.Hk);
+        nq = (size_t)P.B * P.Sq * P.Hq * P.D; nk = (size_t)P.B * P.Sk * P.Hk * P.D; nv = (size_t)P.B * P.Sk * P.Hk * P.Dv;
+        no = (size_t)P.B * P.Sq * P.Hq * P.Dv;
+        e = rand_mat(&r, ne, 0.7); fm = rand_mat(&r, ne, 0.7);
+        de = (float *)t_xmalloc(sizeof(float) * ne); df = (float *)t_xmalloc(sizeof(float) * ne);
+        t_sentinel(de, sizeof(float) * ne, 7); t_sentinel(df, sizeof(float) * ne, 8);
+        dout = rand_mat(&r, no, 1.0);
+        lse = (float *)t_xmalloc(sizeof(float) * (size_t)P.B * P.Hq * P.Sq);
+        to = attn_tensor_dense(dout, ATTN_F32, P.B, P.Sq, P.Hq, P.Dv);
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = P.skv ? NULL : fm; d.linformer.k = P.kp; d.linformer.n = P.n;
+        d.linformer.shared_heads = P.sh; d.linformer.shared_kv = P.skv;
+        d.linformer.de = de; d.linformer.df = only_de ? NULL : df;
+        d.n_threads = 1 + cfg % 3;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer forward (backward test)");
+        s = attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, gr.q, gr.k, gr.v);
+        T_CHECK(s == ATTN_OK, "linformer backward: %s", attn_status_str(s));
+        P.q = to_double((const float *)f.q.data, nq); P.k = to_double((const float *)f.k.data, nk);
+        P.v = to_double((const float *)f.v.data, nv); P.e = to_double(e, ne); P.f = to_double(fm, ne); P.dout = to_double(dout, no);
+        {   /* gradients read back densely from the (maybe strided) outputs */
+            float *gq = (float *)t_xmalloc(sizeof(float) * nq), *gk = (float *)t_xmalloc(sizeof(float) * nk), *gv = (float *)t_xmalloc(sizeof(float) * nv);
+            double *t;
+            t = out_get(&gr.q); for (i = 0; i < nq; ++i) gq[i] = (float)t[i]; free(t);
+            t = out_get(&gr.k); for (i = 0; i < nk; ++i) gk[i] = (float)t[i]; free(t);
+            t = out_get(&gr.v); for (i = 0; i < nv; ++i) gv[i] = (float)t[i]; free(t);
+            err = fd_err(&P, P.q, gq, nq); T_CHECK(err <= 1e-5, "linformer dq vs finite differences: %.3g (cfg %d)", err, cfg);
+            err = fd_err(&P, P.k, gk, nk); T_CHECK(err <= 1e-5, "linformer dk vs finite differences: %.3g (cfg %d)", err, cfg);
+            err = fd_err(&P, P.v, gv, nv); T_CHECK(err <= 1e-5, "linformer dv vs finite differences: %.3g (cfg %d)", err, cfg);
+            err = fd_err(&P, P.e, de, ne); T_CHECK(err <= 1e-5, "linformer dE vs finite differences: %.3g (cfg %d sh %d kv %d)", err, cfg, P.sh, P.skv);
+            if (!P.skv && !only_de) {
+                err = fd_err(&P, P.f, df, ne); T_CHECK(err <= 1e-5, "linformer dF vs finite differences: %.3g (cfg %d)", err, cfg);
+            } else {
+                T_CHECK(t_sentinel_ok(df, sizeof(float) * ne, 8), "linformer df written when it should not be (cfg %d)", cfg);
+            }
+            free(gq); free(gk); free(gv);
+        }
+        if (threads_check) {   /* bitwise the same for 1, 2, 3 threads and a caller workspace */
+            float *ref = (float *)t_xmalloc(sizeof(float) * (nq + nk + nv + ne)), *cur = (float *)t_xmalloc(sizeof(float) * (nq + nk + nv + ne));
+            size_t ws = 0;
+            void *buf;
+            int t;
+            for (t = 1; t <= 4; ++t) {
+                d.n_threads = t == 4 ? 2 : t;
+                if (t == 4) {
+                    T_CHECK(attn_backward_workspace_size(&d, f.q, f.k, f.v, &ws) == ATTN_OK && ws > 0, "linformer backward workspace query");
+                    buf = t_xmalloc(ws); memset(buf, 0xFF, ws); d.workspace = buf; d.workspace_size = ws;
+                }
+                T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, gr.q, gr.k, gr.v) == ATTN_OK, "linformer backward threads");
+                memcpy(cur, gr.q.data, sizeof(float) * nq); memcpy(cur + nq, gr.k.data, sizeof(float) * nk);
+                memcpy(cur + nq + nk, gr.v.data, sizeof(float) * nv); memcpy(cur + nq + nk + nv, de, sizeof(float) * ne);
+                if (t == 1) memcpy(ref, cur, sizeof(float) * (nq + nk + nv + ne));
+                else T_CHECK(memcmp(ref, cur, sizeof(float) * (nq + nk + nv + ne)) == 0, "linformer backward: run %d differs from 1 thread", t);
+                if (t == 4) { d.workspace = NULL; free(buf); }
+            }
+            free(ref); free(cur);
+        }
+        free(P.q); free(P.k); free(P.v); free(P.e); free(P.f); free(P.dout);
+        free(e); free(fm); free(de); free(df); free(lse); free(dout); fx_free(&f); fx_free(&gr);
+    }
+}
+
 void test_lowrank(void) {
+    test_linformer_backward();
     test_linformer_ref();
     test_linformer_identity();
     test_linformer_threads();
