@@ -165,6 +165,8 @@ typedef struct attn_tensor {
     X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
     \
     /* -- low-rank (30-39) -- */ \
+    X(ATTN_LINFORMER,         30, linformer,   "Linformer: softmax attention over keys and values projected along the sequence (E K, F V)") \
+    X(ATTN_NYSTROM,           31, nystrom,     "Nystromformer: softmax attention approximated through segment-mean landmarks and an iterative pseudo-inverse") \
     /* (end of list) */
 #define ATTN__KIND_ENUM(name, value, id, text) name = value,
 typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } attn_kind;
@@ -191,6 +193,73 @@ typedef struct attn_linear_params {
 } attn_linear_params;
 
 /* -- low-rank parameter structs -- */
+/* Linformer (ATTN_LINFORMER; Wang et al. 2020), read from attn_desc.linformer. Keys and values are
+   projected along the sequence before exact softmax attention, per KV head:
+       out_h = softmax(scale * Q_h (E_h K_h)^T) (F_h V_h),   E_h, F_h in R^{k x n}
+   E and F are fp32, row-major [k][n] (row stride n). An input of k.seq = s < n tokens uses
+   the leading s columns of E and F (the paper's "shorter inputs"). The projected attention
+   is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale, softcap, seqlens_q (padding
+   queries), dropout_p/_seed, n_threads, parallel and no_amx apply; lse gets the logsumexp over
+   the k projected keys. Key-position options (causal, windows, dilation, sinks, global tokens,
+   seqlens_k, cu_seqlens, ALiBi, bias, RoPE) do not exist after the projection and are rejected.
+   GQA: E and F are per KV head (k.heads of them), shared by that head's query heads.
+   Sharing across layers: pass the same e/f to each layer's call.
+   field          default            meaning
+   e              - (required)       E: [k.heads][k][n] (shared_heads 0) or [k][n] (shared_heads 1)
+   f              - (required unless shared_kv) F, laid out as E
+   k              - (required)       projected length: rows of E and F, in [1, n]
+   n              - (required)       columns of E and F: the longest sequence, >= k.seq
+   shared_heads   0: per KV head     1: one E (and F) shared by every head
+   shared_kv      0: F given         1: F = E (key-value sharing; f is not read)
+   de, df         NULL: not computed attn_backward only: dL/dE, dL/dF, written with E's layout
+                                     (columns k.seq..n-1 get 0); with shared_kv, de gets the whole
+                                     gradient of the shared matrix and df is not written
+   attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
+   runs the exact kernel's backward on them (dropout with the forward's seed). */
+typedef struct attn_linformer_params {
+    const float *e, *f;
+    int k, n;
+    int shared_heads, shared_kv;
+    float *de, *df;
+} attn_linformer_params;
+
+/* Nystromformer (ATTN_NYSTROM; Xiong et al. 2021), read from attn_desc.nystrom. Per (batch,
+   query head), with logits scaled by attn_desc.scale (0: 1/sqrt(d), the paper's d^-1/4 on Q and
+   on K), m landmarks Q~, K~ [m, d] = means of m contiguous segments of Q and K (length l = n/m):
+       F = softmax(Q K~^T)  [Sq, m]   A = softmax(Q~ K~^T)  [m, m]   B = softmax(Q~ K^T)  [m, Sk]
+       out = F pinv(A) (B V)  (+ conv(V) when conv is given)
+   pinv(A) is attn_nystrom_pinv's iteration (Z0 = A^T / max column sum of A, then `iterations`
+   steps of Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4), with Z0's scalar taken per (batch, head).
+   Hugging Face's NystromformerSelfAttention and the original code take that scalar as one max over
+   the whole batch and every head, so their output for one sequence depends on the others in its
+   batch; both agree when batch = heads = 1 (or when every (batch, head) has the same max).
+   F.W and B.V are attn_forward's exact kernel (keys K~ with values W = pinv(A) B V; queries Q~ over
+   K, V). With landmarks = q.seq = k.seq the landmarks are the tokens and the call is exact softmax
+   attention (Hugging Face's shortcut for num_landmarks == seq_len), plus the conv residual.
+   Padding rule (pad 1), for a length S not divisible by m: l = ceil(S/m), the sequence is taken
+   as padded with zero tokens to m*l, landmark j = (sum of the real tokens in [j*l, (j+1)*l)) / l
+   (the original code's masked mean: padding zeros count in the mean), padding keys are masked
+   out of B, padding queries produce no output. Cross-attention (q.seq != k.seq) takes landmarks
+   of each at its own segment length. GQA: K~ of KV head h/g serves query head h.
+   conv: depthwise convolution of V along the sequence, one filter per query head (query head h
+   filters V head h/g), zero padded, centred: out[i] += sum_t conv[h][t] V[i + t - kernel/2]
+   (Hugging Face's Conv2d(heads, heads, (kernel, 1), padding=(kernel/2, 0), groups=heads, bias
+   False); needs q.seq = k.seq). Only scale, n_threads, parallel, workspace and no_amx of
+   attn_desc apply; lse must be NULL (the approximation has no logsumexp).
+   field          default            meaning
+   landmarks      64                 m, in [1, min(q.seq, k.seq)]
+   iterations     6                  pseudo-inverse iterations (>= 1; negative is an error)
+   pad            0: m must divide   1: the padding rule above
+                  q.seq and k.seq
+   conv           NULL: no residual  [q.heads][conv_kernel] fp32 filter taps
+   conv_kernel    35                 odd taps per filter */
+typedef struct attn_nystrom_params {
+    int landmarks;
+    int iterations;
+    int pad;
+    const float *conv;
+    int conv_kernel;
+} attn_nystrom_params;
 
 
 /* Optional additive bias on the logits, fp32, shape [batch|1, heads|1, seq_q, seq_k].
@@ -310,6 +379,8 @@ typedef struct attn_desc {
     /* -- linear and kernel -- */
     attn_linear_params linear;   /* ATTN_LINEAR */
     /* -- low-rank -- */
+    attn_linformer_params linformer;  /* ATTN_LINFORMER */
+    attn_nystrom_params nystrom;      /* ATTN_NYSTROM */
 
 } attn_desc;
 
@@ -477,6 +548,24 @@ typedef struct attn_desc {
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
     \
     /* -- low-rank (400-449) -- */ \
+    X(ATTN_ERR_LINFORMER_NULL_E,      400, ATTN_CAT_NULL,        "attn_desc.linformer.e is NULL") \
+    X(ATTN_ERR_LINFORMER_NULL_F,      401, ATTN_CAT_NULL,        "attn_desc.linformer.f is NULL (set attn_desc.linformer.shared_kv = 1 for F = E)") \
+    X(ATTN_ERR_LINFORMER_N,           402, ATTN_CAT_SHAPE,       "attn_desc.linformer.n must be >= k.seq (shorter inputs use E's leading columns)") \
+    X(ATTN_ERR_LINFORMER_K,           403, ATTN_CAT_RANGE,       "attn_desc.linformer.k must be in [1, attn_desc.linformer.n]") \
+    X(ATTN_ERR_LINFORMER_SHARED_HEADS,404, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_heads must be 0 or 1") \
+    X(ATTN_ERR_LINFORMER_SHARED_KV,   405, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_kv must be 0 or 1") \
+    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection)") \
+    X(ATTN_ERR_NYSTROM_LANDMARKS,     407, ATTN_CAT_RANGE,       "attn_desc.nystrom.landmarks must be in [0, min(q.seq, k.seq)] (0: 64)") \
+    X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
+    X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations must be >= 0 (0: 6); attn_nystrom_pinv's iterations must be >= 1") \
+    X(ATTN_ERR_NYSTROM_PAD,           410, ATTN_CAT_RANGE,       "attn_desc.nystrom.pad must be 0 or 1") \
+    X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (35) or odd and >= 1") \
+    X(ATTN_ERR_NYSTROM_CONV_SEQ,      412, ATTN_CAT_SHAPE,       "attn_desc.nystrom.conv needs q.seq == k.seq (the residual adds conv(V) at each position)") \
+    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_NYSTROM_LSE,           414, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: lse must be NULL (the approximation has no logsumexp)") \
+    X(ATTN_ERR_NYSTROM_PINV_NULL,     415, ATTN_CAT_NULL,        "attn_nystrom_pinv: a or z is NULL") \
+    X(ATTN_ERR_NYSTROM_PINV_M,        416, ATTN_CAT_SHAPE,       "attn_nystrom_pinv: m must be >= 1") \
+    X(ATTN_ERR_NYSTROM_PINV_A,        417, ATTN_CAT_RANGE,       "attn_nystrom_pinv: a's largest column sum must be finite and > 0") \
     \
     /* -- state space (450-499) -- */ \
     X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
@@ -862,6 +951,15 @@ ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_t
 /* Consumes seq tokens: out [batch, seq, heads, v.dim]. */
 ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
                               attn_state *state, attn_tensor out);
+
+/* ---- Low-rank attention ----------------------------------------------------------------- */
+
+/* Nystromformer's iterative Moore-Penrose pseudo-inverse (the one ATTN_NYSTROM runs): a and z
+   are [m][m] fp32 row-major, a meant to be a softmax matrix (nonnegative, rows summing to 1).
+   Z0 = a^T / (max over columns j of sum_i a[i][j]), then `iterations` (>= 1; the paper uses 6)
+   steps of Z <- 1/4 Z (13I - aZ (15I - aZ (7I - aZ))), in fp32 on the library SGEMM. z must not
+   overlap a. Allocates 3 m^2 floats of scratch. */
+ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
@@ -7141,6 +7239,499 @@ static const attn__mech attn__mech_linear = {
 /* ---------------------------------------------------------------------------------------
    3.15 low-rank attention
    --------------------------------------------------------------------------------------- */
+/* Both kinds end in attn_forward's exact kernel (ATTN_SOFTMAX, 3.7) on fp32 tensors they build
+   in the workspace: Linformer once, on the projected keys and values; Nystromformer twice (the
+   landmark queries over the keys, the queries over the landmark keys). attn__lr_core runs it on
+   the caller's desc as ATTN_SOFTMAX with workspace ws (bytes non-NULL: the workspace query). */
+static attn_status attn__lr_core(const attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                                 float *lse, void *ws, size_t ws_bytes, size_t *bytes) {
+    attn_desc e = *d;
+    attn__call c;
+    e.kind = ATTN_SOFTMAX; e.workspace = ws; e.workspace_size = ws_bytes;
+    memset(&c, 0, sizeof c);
+    c.d = &e; c.q = q; c.k = k; c.v = v; c.out = out; c.lse = lse; c.bytes = bytes;
+    return attn__softmax_forward(&c);
+}
+/* The same for attn_backward's exact kernel (3.9). */
+static attn_status attn__lr_core_bwd(const attn__call *src, attn_tensor k, attn_tensor v, attn_tensor dk, attn_tensor dv,
+                                     void *ws, size_t ws_bytes, size_t *bytes) {
+    attn_desc e = *src->d;
+    attn__call c = *src;
+    e.kind = ATTN_SOFTMAX; e.workspace = ws; e.workspace_size = ws_bytes;
+    c.d = &e; c.k = k; c.v = v; c.dk = dk; c.dv = dv; c.bytes = bytes;
+    return attn__softmax_backward(&c);
+}
+
+/* *total += rows * cols floats, rounded up to 16 floats (64 bytes); 0 on overflow */
+static int attn__lr_floats(size_t *total, size_t rows, size_t cols) {
+    size_t n;
+    if (!attn__mul_size(rows, cols, &n) || !attn__add_size(n, 15, &n)) return 0;
+    return attn__add_size(*total, n & ~(size_t)15, total);
+}
+
+/* The workspace is [our floats][the exact kernel's bytes]; *bytes gets the sum plus alignment. */
+static int attn__lr_bytes(size_t floats, size_t core_bytes, size_t *bytes) {
+    return attn__mul_size(floats, sizeof(float), bytes) && attn__add_size(*bytes, core_bytes, bytes) &&
+           attn__add_size(*bytes, ATTN__ALIGN, bytes);
+}
+
+/* Rows of an input view (b, ., h) as an fp32 matrix with leading dimension *ld: the view itself
+   when it is fp32 with a usable row stride, else converted into buf [seq][dim]. */
+static int attn__lr_direct(const attn__view *x) {
+    return x->dtype == ATTN_F32 && (x->seq == 1 || x->ss >= x->dim);
+}
+static const float *attn__lr_rows(const attn__isa *isa, const attn__view *x, int b, int h, float *buf, ptrdiff_t *ld) {
+    int i;
+    if (attn__lr_direct(x)) {
+        *ld = x->seq == 1 ? x->dim : x->ss;
+        return (const float *)attn__at(x, b, 0, h);
+    }
+    for (i = 0; i < x->seq; ++i) isa->load(attn__at(x, b, i, h), x->dtype, buf + (size_t)i * x->dim, x->dim, 1.0f);
+    *ld = x->dim;
+    return buf;
+}
+
+/* ---- Linformer ------------------------------------------------------------------------------ */
+typedef struct attn__lin_plan {
+    const attn_desc *d;
+    const attn__isa *isa;
+    attn__view q, k, v, out;
+    const float *e, *f;                 /* f = e when shared_kv */
+    size_t e_head;                      /* floats between heads' E (0: shared across heads) */
+    int kp, n, n_threads;
+    size_t scratch_floats;              /* per thread: k or v rows converted to fp32 (backward: and
+                                           their gradient rows) */
+    size_t floats, core_bytes;
+    float *kbuf, *vbuf, *scratch;       /* E K [B, kp, Hkv, D], F V [B, kp, Hkv, Dv] */
+    /* backward */
+    int bwd, shared_kv;
+    attn__view dk, dv;
+    float *de, *df;                     /* df = NULL when shared_kv (de gets both) */
+    float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
+} attn__lin_plan;
+
+/* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :seq] X [seq, dim] */
+static void attn__lin_project(const attn__lin_plan *P, int b, int h, int which, float *scratch,
+                              const attn_desc *par, int nt) {
+    const attn__view *x = which ? &P->v : &P->k;
+    const int D = x->dim, H = x->heads;
+    const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
+    float *C = (which ? P->vbuf : P->kbuf) + ((size_t)b * P->kp * H + h) * D;
+    ptrdiff_t ld;
+    const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
+    attn__sgemm_par(par, nt, 0, 0, P->kp, D, x->seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
+}
+static void attn__lin_task(void *ctx, int t, int thread) {
+    const attn__lin_plan *P = (const attn__lin_plan *)ctx;
+    const int bh = t >> 1;
+    attn__lin_project(P, bh / P->k.heads, bh % P->k.heads, t & 1, P->scratch + (size_t)thread * P->scratch_floats,
+                      NULL, 1);
+}
+
+static attn_status attn__lin_plan_make(const attn__call *c, attn__lin_plan *P, int bwd) {
+    const attn_desc *d = c->d;
+    const attn_linformer_params *L = &d->linformer;
+    attn_tensor kt, vt;
+    attn_status s;
+    size_t f = 0;
+    memset(P, 0, sizeof *P);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (!L->e) return ATTN_ERR_LINFORMER_NULL_E;
+    if (L->shared_heads != 0 && L->shared_heads != 1) return ATTN_ERR_LINFORMER_SHARED_HEADS;
+    if (L->shared_kv != 0 && L->shared_kv != 1) return ATTN_ERR_LINFORMER_SHARED_KV;
+    if (!L->shared_kv && !L->f) return ATTN_ERR_LINFORMER_NULL_F;
+    if (L->n < c->k.seq) return ATTN_ERR_LINFORMER_N;
+    if (L->k < 1 || L->k > L->n) return ATTN_ERR_LINFORMER_K;
+    if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
+        d->global_tokens || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
+        d->alibi_slopes || d->bias.data || d->rope) return ATTN_ERR_LINFORMER_MASK;
+    P->d = d; P->isa = attn__vec();
+    P->e = L->e; P->f = L->shared_kv ? L->e : L->f;
+    P->kp = L->k; P->n = L->n;
+    if (!L->shared_heads && !attn__mul_size((size_t)L->k, (size_t)L->n, &P->e_head)) return ATTN_ERR_OVERFLOW;
+    /* the exact kernel on q and the projections [B, kp, Hkv, D|Dv] validates the rest of desc */
+    kt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->k.dim);
+    vt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->v.dim);
+    P->bwd = bwd;
+    if (!bwd) {
+        if ((s = attn__lr_core(d, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+    } else {
+        /* the user's dk, dv (the exact kernel checks dout, lse, dq and the rest when it runs, before
+           it writes dq; dk, dv, de and df are written after it succeeded) */
+        const attn_tensor *dk = &c->dk, *dv = &c->dv;
+        if ((s = attn__lr_core_bwd(c, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+        if (!c->bytes) {
+            if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+            if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+            if (!attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype)) return ATTN_ERR_DTYPE;
+            if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim)
+                return ATTN_ERR_BWD_DK_SHAPE;
+            if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim)
+                return ATTN_ERR_BWD_DV_SHAPE;
+            if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+            if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+            if ((s = attn__make_view(dk, &P->dk)) != ATTN_OK || (s = attn__make_view(dv, &P->dv)) != ATTN_OK) return s;
+        }
+        P->de = L->de; P->df = L->shared_kv ? NULL : L->df; P->shared_kv = L->shared_kv;
+    }
+    P->n_threads = attn__resolve_threads(d);
+    P->scratch_floats = (size_t)(attn__lr_direct(&P->k) && !bwd ? 0 : c->k.dim);
+    if (!attn__lr_direct(&P->v) || bwd) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)c->v.dim);
+    if (!attn__mul_size(P->scratch_floats, (size_t)c->k.seq * (bwd ? 2u : 1u), &P->scratch_floats) ||
+        !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim) ||
+        !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim) ||
+        (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
+        (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
+        !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
+    P->floats = f;
+    return ATTN_OK;
+}
+
+/* ATTN_LINFORMER's forward: E K and F V on the SGEMM, then the exact kernel on them. */
+static attn_status attn__linformer_forward(const attn__call *c) {
+    attn__lin_plan P;
+    attn__ws w;
+    attn_status s;
+    size_t bytes, kf, vf;
+    int tasks, i;
+    attn_tensor kt, vt;
+    if ((s = attn__lin_plan_make(c, &P, 0)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    kf = 0; attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->k.dim);
+    vf = 0; attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->v.dim);
+    P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.scratch = P.vbuf + vf;
+    tasks = 2 * c->k.batch * c->k.heads;
+    if (tasks >= P.n_threads || P.n_threads == 1) {
+        attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_task, &P);
+    } else {            /* few heads: one projection at a time, each GEMM on every thread */
+        for (i = 0; i < tasks; ++i)
+            attn__lin_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+    }
+    kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    s = attn__lr_core(c->d, c->q, kt, vt, c->out, c->lse, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    attn__ws_release(&w);
+    return s;
+}
+
+/* Backward tasks. dK_{b,h} = E_h[:, :s]^T dK'_{b,h} (and dV with F), stored in the user's
+   dtype; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h} K_{b,h}^T (+ the F V terms when
+   E = F), summed in a fixed order (batch-major, then head), columns s..n-1 set to 0. */
+static void attn__lin_dx(const attn__lin_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
+    const attn__view *dx = which ? &P->dv : &P->dk;
+    const int D = dx->dim, H = dx->heads, s = dx->seq;
+    const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
+    const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
+    int i;
+    attn__sgemm_par(par, nt, 1, 0, s, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
+    for (i = 0; i < s; ++i) P->isa->store(attn__at(dx, b, i, h), dx->dtype, scratch + (size_t)i * D, D, 1.0f);
+}
+static int attn__lin_de_tasks(const attn__lin_plan *P) {
+    return (P->e_head ? P->k.heads : 1) * ((P->de ? 1 : 0) + (P->df ? 1 : 0));
+}
+/* task t: dE of E-head t (with shared_kv: both terms), then dF of E-head t - (tasks of dE) */
+static void attn__lin_de(const attn__lin_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
+    const int n_e = P->e_head ? P->k.heads : 1, is_f = !P->de || t >= n_e, eh = is_f && P->de ? t - n_e : t;
+    const int which0 = is_f, which1 = is_f || P->shared_kv, s = P->k.seq;
+    float *G = (is_f ? P->df : P->de) + (size_t)eh * P->e_head;
+    int which, b, h, i, first = 1;
+    for (which = which0; which <= which1; ++which) {
+        const attn__view *x = which ? &P->v : &P->k;
+        const int D = x->dim, H = x->heads;
+        for (b = 0; b < x->batch; ++b)
+            for (h = P->e_head ? eh : 0; h < (P->e_head ? eh + 1 : H); ++h) {
+                ptrdiff_t ld;
+                const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
+                const float *dX = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
+                attn__sgemm_par(par, nt, 0, 1, P->kp, s, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, first ? 0.0f : 1.0f, G, P->n);
+                first = 0;
+            }
+    }
+    if (s < P->n)
+        for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n + s, 0, sizeof(float) * (size_t)(P->n - s));
+}
+static void attn__lin_bwd_task(void *ctx, int t, int thread) {
+    const attn__lin_plan *P = (const attn__lin_plan *)ctx;
+    float *scratch = P->scratch + (size_t)thread * P->scratch_floats;
+    const int n_dx = 2 * P->k.batch * P->k.heads;
+    if (t < n_dx) attn__lin_dx(P, (t >> 1) / P->k.heads, (t >> 1) % P->k.heads, t & 1, scratch, NULL, 1);
+    else attn__lin_de(P, t - n_dx, scratch, NULL, 1);
+}
+
+/* ATTN_LINFORMER's backward: E K and F V again, the exact kernel's backward on them (dq and
+   dL/d(E K), dL/d(F V)), then dk, dv and (when given) dE, dF on the SGEMM. */
+static attn_status attn__linformer_backward(const attn__call *c) {
+    attn__lin_plan P;
+    attn__ws w;
+    attn_status s;
+    size_t bytes, kf, vf;
+    int tasks, i;
+    attn_tensor kt, vt, dkt, dvt;
+    if ((s = attn__lin_plan_make(c, &P, 1)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    kf = 0; attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->k.dim);
+    vf = 0; attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->v.dim);
+    P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.dkbuf = P.vbuf + vf; P.dvbuf = P.dkbuf + kf;
+    P.scratch = P.dvbuf + vf;
+    tasks = 2 * c->k.batch * c->k.heads;
+    if (tasks >= P.n_threads || P.n_threads == 1) {
+        attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_task, &P);
+    } else {
+        for (i = 0; i < tasks; ++i)
+            attn__lin_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+    }
+    kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    dkt = attn_tensor_dense(P.dkbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    dvt = attn_tensor_dense(P.dvbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    s = attn__lr_core_bwd(c, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    if (s == ATTN_OK) {
+        tasks += attn__lin_de_tasks(&P);
+        if (tasks >= P.n_threads || P.n_threads == 1) {
+            attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_bwd_task, &P);
+        } else {
+            const int n_dx = 2 * c->k.batch * c->k.heads;
+            for (i = 0; i < tasks; ++i) {
+                if (i < n_dx) attn__lin_dx(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+                else attn__lin_de(&P, i - n_dx, P.scratch, c->d, P.n_threads);
+            }
+        }
+    }
+    attn__ws_release(&w);
+    return s;
+}
+static const attn__mech attn__mech_linformer = { attn__linformer_forward, attn__linformer_backward, NULL, NULL, NULL };
+
+/* ---- Nystromformer -------------------------------------------------------------------------- */
+
+/* Largest column sum of a [m][m] (summed in double, in row order); Z0's divisor. */
+static double attn__nys_colmax(const float *a, int m) {
+    double best = -INFINITY;
+    int i, j;
+    for (j = 0; j < m; ++j) {
+        double s = 0.0;
+        for (i = 0; i < m; ++i) s += a[(size_t)i * m + j];
+        if (s > best || s != s) best = s;
+    }
+    return best;
+}
+
+/* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; cmax > 0. */
+static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s) {
+    const size_t mm = (size_t)m * m;
+    float *AZ = s, *T = s + mm, *U = s + 2 * mm, *Zc = Z, *tmp;
+    const float inv = (float)(1.0 / cmax);
+    int i, j, it;
+    for (i = 0; i < m; ++i)
+        for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] * inv;
+    for (it = 0; it < iters; ++it) {
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 1.0f, A, m, Zc, m, 0.0f, AZ, m);            /* AZ */
+        for (i = 0; i < m; ++i) {                                                            /* T = 7I - AZ */
+            for (j = 0; j < m; ++j) T[(size_t)i * m + j] = -AZ[(size_t)i * m + j];
+            T[(size_t)i * m + i] += 7.0f;
+        }
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, T, m, 0.0f, U, m);            /* U = 15I - AZ T */
+        for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T, m);            /* T = 13I - AZ U */
+        for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 13.0f;
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 0.25f, Zc, m, T, m, 0.0f, U, m);            /* Z T / 4 */
+        tmp = Zc; Zc = U; U = tmp;
+    }
+    if (Zc != Z) memcpy(Z, Zc, mm * sizeof(float));
+}
+
+ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z) {
+    size_t n;
+    float *s;
+    double cmax;
+    if (!a || !z) return ATTN_ERR_NYSTROM_PINV_NULL;
+    if (m < 1) return ATTN_ERR_NYSTROM_PINV_M;
+    if (iterations < 1) return ATTN_ERR_NYSTROM_ITERATIONS;
+    if (!attn__mul_size((size_t)m, (size_t)m, &n) || !attn__mul_size(n, 3 * sizeof(float), &n) ||
+        n > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
+    cmax = attn__nys_colmax(a, m);
+    if (!(cmax > 0.0) || !isfinite(cmax)) return ATTN_ERR_NYSTROM_PINV_A;
+    if (!(s = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
+    attn__nys_pinv(a, m, iterations, cmax, z, s);
+    attn__free(s);
+    return ATTN_OK;
+}
+
+typedef struct attn__nys_plan {
+    const attn_desc *d;
+    const attn__isa *isa;
+    attn__view q, k, v, out;
+    int m, iters, lq, lk, exact, kernel, n_threads;
+    const float *conv;
+    float scale;
+    size_t scratch_floats, floats, core_bytes;
+    size_t f_ql, f_bv, f_stage;         /* floats of ql / kl, of bv / w, of stage */
+    float *ql, *kl, *bv, *w, *stage, *scratch;   /* Q~, K~ (per query head) [B, m, Hq, D];
+                                        B V, W = pinv(A) B V [B, m, Hq, Dv]; stage [B, Sq, Hq, Dv] */
+} attn__nys_plan;
+
+/* Landmarks: task t < B*Hq makes Q~ of (b, h); the rest K~ of a KV head, copied to its query heads. */
+static void attn__nys_landmark_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, g = Hq / P->k.heads, D = P->q.dim, is_k = t >= P->q.batch * Hq;
+    const attn__view *x = is_k ? &P->k : &P->q;
+    const int u = is_k ? t - P->q.batch * Hq : t, b = u / x->heads, h = u % x->heads, l = is_k ? P->lk : P->lq;
+    const int hq = is_k ? h * g : h;
+    float *buf = P->scratch + (size_t)thread * P->scratch_floats, *base = is_k ? P->kl : P->ql;
+    const float inv = 1.0f / (float)l;
+    int j, i, r;
+    for (j = 0; j < P->m; ++j) {
+        float *acc = base + (((size_t)b * P->m + j) * Hq + hq) * D;
+        for (i = 0; i < D; ++i) acc[i] = 0.0f;
+        for (r = j * l; r < (j + 1) * l && r < x->seq; ++r) {
+            const float *row = (const float *)attn__at(x, b, r, h);
+            if (x->dtype != ATTN_F32) { P->isa->load(row, x->dtype, buf, D, 1.0f); row = buf; }
+            P->isa->axpy(acc, 1.0f, row, D);
+        }
+        P->isa->scal(acc, inv, D);
+        if (is_k) for (i = 1; i < g; ++i) memcpy(acc + (size_t)i * D, acc, (size_t)D * sizeof(float));
+    }
+}
+
+/* Per (b, query head): A = softmax(scale Q~ K~^T), Z = pinv(A), W = Z (B V). */
+static void attn__nys_pinv_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, D = P->q.dim, Dv = P->v.dim, m = P->m, b = t / Hq, h = t % Hq;
+    const size_t mm = (size_t)m * m;
+    float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm;
+    const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv;
+    int i;
+    attn__sgemm_par(NULL, 1, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
+                    0.0f, A, m);
+    for (i = 0; i < m; ++i) {
+        float *row = A + (size_t)i * m;
+        const float mx = P->isa->max(row, m), sum = P->isa->exp_sum(row, row, mx, m);
+        P->isa->scal(row, 1.0f / sum, m);
+    }
+    attn__nys_pinv(A, m, P->iters, attn__nys_colmax(A, m), Z, Z + mm);
+    attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, P->bv + ov, (ptrdiff_t)Hq * Dv, 0.0f, P->w + ov,
+                    (ptrdiff_t)Hq * Dv);
+}
+
+/* The conv residual of (b, query head): out = stage + sum_t conv[h][t] V[i + t - kernel/2]. */
+static void attn__nys_conv_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, Dv = P->v.dim, b = t / Hq, h = t % Hq, hv = h / (Hq / P->k.heads);
+    const int n = P->q.seq, half = P->kernel / 2;
+    const float *wt = P->conv + (size_t)h * P->kernel;
+    float *acc = P->scratch + (size_t)thread * P->scratch_floats, *vbuf = acc + ((Dv + 15) & ~15);
+    const float *V;
+    ptrdiff_t ld;
+    int i, j;
+    V = attn__lr_rows(P->isa, &P->v, b, hv, vbuf, &ld);
+    for (i = 0; i < n; ++i) {
+        memcpy(acc, P->stage + (((size_t)b * n + i) * Hq + h) * Dv, (size_t)Dv * sizeof(float));
+        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
+            P->isa->axpy(acc, wt[j - i + half], V + (ptrdiff_t)j * ld, Dv);
+        P->isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc, Dv, 1.0f);
+    }
+}
+
+static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
+    const attn_desc *d = c->d;
+    const attn_nystrom_params *N = &d->nystrom;
+    const int B = c->q.batch, Sq = c->q.seq, Sk = c->k.seq, Hq = c->q.heads, D = c->q.dim, Dv = c->v.dim;
+    attn_tensor ql, kl, bv, stage;
+    attn_status s;
+    size_t f = 0, core2 = 0, sc;
+    memset(P, 0, sizeof *P);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (N->pad != 0 && N->pad != 1) return ATTN_ERR_NYSTROM_PAD;
+    P->m = N->landmarks ? N->landmarks : 64;
+    if (N->landmarks < 0 || P->m > ATTN__MIN(Sq, Sk)) return ATTN_ERR_NYSTROM_LANDMARKS;
+    if (!N->pad && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
+    if (N->iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
+    if (N->conv_kernel < 0 || (N->conv_kernel != 0 && N->conv_kernel % 2 == 0)) return ATTN_ERR_NYSTROM_CONV_KERNEL;
+    if (N->conv && Sq != Sk) return ATTN_ERR_NYSTROM_CONV_SEQ;
+    if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
+        d->global_tokens || d->seqlens_q || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
+        d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope)
+        return ATTN_ERR_NYSTROM_MASK;
+    if (c->lse) return ATTN_ERR_NYSTROM_LSE;
+    P->d = d; P->isa = attn__vec();
+    P->iters = N->iterations ? N->iterations : 6;
+    P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
+    P->exact = P->m == Sq && P->m == Sk;
+    P->conv = N->conv; P->kernel = N->conv_kernel ? N->conv_kernel : 35;
+    P->n_threads = attn__resolve_threads(d);
+    P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
+    /* the exact kernel's calls (they validate the rest of desc: scale, n_threads, no_amx) */
+    ql = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, D);
+    kl = ql;
+    bv = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, Dv);
+    stage = attn_tensor_dense(c->q.data, ATTN_F32, B, Sq, Hq, Dv);
+    if (P->exact) {
+        if ((s = attn__lr_core(d, c->q, c->k, c->v, P->conv ? stage : c->out, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK)
+            return s;
+    } else {
+        if ((s = attn__lr_core(d, ql, c->k, c->v, bv, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK ||
+            (s = attn__lr_core(d, c->q, kl, bv, P->conv ? stage : c->out, NULL, NULL, 0, &core2)) != ATTN_OK) return s;
+        P->core_bytes = ATTN__MAX(P->core_bytes, core2);
+        if (!attn__lr_floats(&P->f_ql, (size_t)B * P->m, (size_t)Hq * D) ||
+            !attn__lr_floats(&P->f_bv, (size_t)B * P->m, (size_t)Hq * Dv)) return ATTN_ERR_OVERFLOW;
+    }
+    /* per thread: a row of q/k converted (landmarks), A Z and 3 m^2 (pinv), a row and v (conv) */
+    P->scratch_floats = P->exact ? 0 : ATTN__MAX((size_t)D, 5 * (size_t)P->m * (size_t)P->m);
+    if (P->conv) {
+        sc = attn__lr_direct(&P->v) ? 0 : (size_t)Sk * (size_t)Dv;
+        if (!attn__add_size(sc, (size_t)(Dv + 15) & ~(size_t)15, &sc)) return ATTN_ERR_OVERFLOW;
+        P->scratch_floats = ATTN__MAX(P->scratch_floats, sc);
+        if (!attn__lr_floats(&P->f_stage, (size_t)B * Sq, (size_t)Hq * Dv)) return ATTN_ERR_OVERFLOW;
+    }
+    P->scratch_floats = (P->scratch_floats + 15) & ~(size_t)15;
+    if (!attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_bv, &f) ||
+        !attn__add_size(f, P->f_bv, &f) || !attn__add_size(f, P->f_stage, &f) ||
+        !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
+    P->floats = f;
+    return ATTN_OK;
+}
+
+/* ATTN_NYSTROM's forward: landmarks, B V (exact kernel), A and its pseudo-inverse per head,
+   F W (exact kernel), then the conv residual. */
+static attn_status attn__nystrom_forward(const attn__call *c) {
+    attn__nys_plan P;
+    attn__ws w;
+    attn_status s;
+    size_t bytes;
+    const int B = c->q.batch, Hq = c->q.heads, D = c->q.dim, Dv = c->v.dim;
+    char *core;
+    attn_tensor dst;
+    if ((s = attn__nys_plan_make(c, &P)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    P.ql = (float *)(void *)w.base; P.kl = P.ql + P.f_ql; P.bv = P.kl + P.f_ql; P.w = P.bv + P.f_bv;
+    P.stage = P.w + P.f_bv; P.scratch = P.stage + P.f_stage;
+    core = w.base + P.floats * sizeof(float);
+    dst = P.conv ? attn_tensor_dense(P.stage, ATTN_F32, B, c->q.seq, Hq, Dv) : c->out;
+    if (P.exact) {
+        s = attn__lr_core(c->d, c->q, c->k, c->v, dst, NULL, core, P.core_bytes, NULL);
+    } else {
+        attn__parallel_for(c->d, B * Hq + B * c->k.heads, P.n_threads, attn__nys_landmark_task, &P);
+        s = attn__lr_core(c->d, attn_tensor_dense(P.ql, ATTN_F32, B, P.m, Hq, D), c->k, c->v,
+                          attn_tensor_dense(P.bv, ATTN_F32, B, P.m, Hq, Dv), NULL, core, P.core_bytes, NULL);
+        if (s == ATTN_OK) {
+            attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_pinv_task, &P);
+            s = attn__lr_core(c->d, c->q, attn_tensor_dense(P.kl, ATTN_F32, B, P.m, Hq, D),
+                              attn_tensor_dense(P.w, ATTN_F32, B, P.m, Hq, Dv), dst, NULL, core, P.core_bytes, NULL);
+        }
+    }
+    if (s == ATTN_OK && P.conv) attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_conv_task, &P);
+    attn__ws_release(&w);
+    return s;
+}
+static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL, NULL, NULL };
 
 /* ---------------------------------------------------------------------------------------
    3.16 state-space scans

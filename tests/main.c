@@ -47,6 +47,7 @@ int main(void) {
     run_family("linear", test_linear);
 
     /* low-rank */
+    run_family("low-rank", test_lowrank);
 
     /* state space */
     run_family("ssm", test_ssm);

@@ -70,6 +70,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 void test_linear(void);
 
 /* low-rank */
+void test_lowrank(void);
 
 /* state space */
 void test_ssm(void);
