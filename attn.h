@@ -149,6 +149,8 @@ typedef struct attn_tensor {
 #define ATTN__KIND_LIST(X) \
     X(ATTN_SOFTMAX,            0, softmax,     "exact scaled dot-product attention with masks") \
     /* -- sparse (10-19) -- */ \
+    X(ATTN_LONGFORMER,        10, longformer,  "Longformer: dilated sliding window (dilation per head) and global tokens") \
+    X(ATTN_BIGBIRD,           11, bigbird,     "BigBird ITC: block-sparse window, global and random blocks") \
     \
     /* -- linear and kernel (20-29) -- */ \
     \
@@ -160,6 +162,46 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
 
 /* Per-kind parameters live in attn_desc, one struct per family, read only by its kinds. */
 /* -- sparse parameter structs -- */
+
+/* ATTN_LONGFORMER (Beltagy et al. 2020): exact attention (every attn_desc mask and option
+   applies: window_left/_right = the one-sided window w in keys, global_tokens, causal for the
+   autoregressive form, seqlens, ALiBi, bias, softcap, RoPE, GQA) where query head h uses
+   dilation dilations[h] instead of attn_desc.dilation: key j is visible from position p when
+   (p - j) % D_h == 0 and |p - j| <= w * D_h (keys p + D_h (k - w), k = 0..2w), or a global
+   token is involved. Runs the exact kernel once per run of heads with the same dilation, so
+   the cost is O(seq * window * dilation) per head; dropout is not supported.
+   field       default (NULL)              meaning
+   dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
+typedef struct attn_longformer_params {
+    const int *dilations;
+} attn_longformer_params;
+
+/* ATTN_BIGBIRD (Zaheer et al. 2020, ITC; Hugging Face BigBirdBlockSparseAttention), self-attention
+   (q.seq == k.seq = n) in nb = n / block blocks. Query block i of head h attends the SET UNION of
+     i == 0 or i == nb-1 (global rows):  every key block
+     otherwise:  {0, nb-1} (global columns), {i-1, i, i+1} (window), and its r random blocks
+                 table[h][i-1][0..r-1]
+   each key counted once (HF's eval mode points its random slots at block 0 and so counts block
+   0 twice; here a duplicate adds nothing). Softmax over the union, scale as attn_desc.scale;
+   softcap and GQA/MQA apply; the other attn_desc masks must be 0/NULL. lse is written.
+   The random table [q.heads][nb-2][r] (entries in [0, nb)) is random_table, or, when NULL,
+   drawn from seed by attn_bigbird_random_table() (documented there; the same on every platform
+   and thread count).
+   field          default (0)      meaning
+   block          64               block size b; must divide q.seq
+   random_blocks  3                r random key blocks per middle query block (see no_random)
+   no_random      off              1: r = 0 (window and global blocks only, HF's eval mode)
+   random_table   NULL (seeded)    [q.heads][nb-2][r] explicit random blocks
+   seed           0                seed of the drawn table
+   hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does */
+typedef struct attn_bigbird_params {
+    int block;
+    int random_blocks;
+    int no_random;
+    const int *random_table;
+    unsigned long long seed;
+    int hf_fallback;
+} attn_bigbird_params;
 
 /* -- linear and kernel parameter structs -- */
 
@@ -275,7 +317,8 @@ typedef struct attn_desc {
     int no_amx;
     /* per-kind parameters (read only by their kind; zero = the kind's defaults) */
     /* -- sparse -- */
-
+    attn_longformer_params longformer;
+    attn_bigbird_params bigbird;
     /* -- linear and kernel -- */
 
     /* -- low-rank -- */
@@ -440,6 +483,16 @@ typedef struct attn_desc {
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
     \
     /* -- sparse (300-349) -- */ \
+    X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
+    X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD is self-attention: k.seq must equal q.seq") \
+    X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
+    X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
+    X(ATTN_ERR_BIGBIRD_FLAGS,         306, ATTN_CAT_RANGE,       "attn_desc.bigbird.no_random and .hf_fallback must be 0 or 1") \
+    X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
+    X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
+    X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
     \
     /* -- linear and kernel (350-399) -- */ \
     \
@@ -802,6 +855,21 @@ ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_t
 /* Consumes seq tokens: out [batch, seq, heads, v.dim]. */
 ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
                               attn_state *state, attn_tensor out);
+
+/* ---- Sparse attention ------------------------------------------------------------------- */
+
+/* The random block table ATTN_BIGBIRD uses when attn_desc.bigbird.random_table is NULL, for
+   heads query heads and sequence length seq (block, random_blocks, no_random and seed from
+   desc->bigbird; the other desc fields are not read): table [heads][nb-2][r] ints, nb = seq /
+   block (nothing is written when nb < 3 or r = 0). Row (h, i), for query block i in 1..nb-2:
+   the candidates are blocks 1..nb-2 without the window {i-1, i, i+1}, in ascending order,
+   a[0..M); a partial Fisher-Yates shuffle picks min(r, M) of them: for t = 0..min(r, M)-1,
+       key = (h * (nb-2) + i-1) * r + t
+       z   = mix(seed + 0x9E3779B97F4A7C15 * (1 + key))             (mod 2^64; mix as DROPOUT)
+       j   = t + ((z >> 32) * (M - t) >> 32)                         (64-bit product)
+       swap(a[t], a[j]); table[h][i-1][t] = a[t]
+   and slots t >= M get 0 (block 0, global anyway), so r >= M covers every candidate. A pure function of (seed, heads, seq, block, r): the same on every platform. */
+ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
@@ -6626,6 +6694,321 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
 /* ---------------------------------------------------------------------------------------
    3.13 sparse attention
    --------------------------------------------------------------------------------------- */
+
+/* ---- ATTN_LONGFORMER: the exact core (3.7), once per run of heads sharing a dilation -------
+   One visibility rule (attn__visible): a piece of heads [h0, h1) runs attn__softmax_forward on
+   head-sliced views with attn_desc.dilation = that piece's dilation. A piece is whole KV
+   groups, or lies inside one group (its query heads then share one KV head). */
+static int attn__lf_dil(const attn_desc *d, int h) {
+    const int D = d->longformer.dilations ? d->longformer.dilations[h] : d->dilation;
+    return D > 1 ? D : 1;
+}
+
+/* The end of the piece that starts at head h0 (Hq heads, GQA groups of g). */
+static int attn__lf_piece(const attn_desc *d, int Hq, int g, int h0) {
+    int h1 = h0 + 1;
+    while (h1 < Hq && attn__lf_dil(d, h1) == attn__lf_dil(d, h0)) ++h1;
+    if (h0 % g != 0 || h1 - h0 < g) return ATTN__MIN(h1, (h0 / g + 1) * g);
+    return h0 + (h1 - h0) / g * g;
+}
+
+/* Heads [h0, h0 + nh) of t, with explicit strides (validated tensors: no overflow). */
+static attn_tensor attn__heads_view(const attn_tensor *t, int h0, int nh) {
+    attn_tensor r = *t;
+    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
+        r.stride_head = t->dim; r.stride_seq = (ptrdiff_t)t->heads * t->dim;
+        r.stride_batch = r.stride_seq * t->seq;
+    }
+    r.data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * r.stride_head * h0;
+    r.heads = nh;
+    return r;
+}
+
+/* The exact call of piece [h0, h1): sliced tensors, ALiBi slopes and bias; desc sd prepared. */
+static void attn__lf_sub(const attn__call *c, attn_desc *sd, int h0, int h1, attn__call *sc) {
+    const attn_desc *d = c->d;
+    const int g = c->q.heads / c->k.heads, nh = h1 - h0, nk = nh >= g ? nh / g : 1;
+    memset(sc, 0, sizeof *sc);
+    sc->d = sd;
+    sd->dilation = attn__lf_dil(d, h0);
+    sc->q = attn__heads_view(&c->q, h0, nh);
+    sc->k = attn__heads_view(&c->k, h0 / g, nk);
+    sc->v = attn__heads_view(&c->v, h0 / g, nk);
+    sc->out = c->bytes ? c->out : attn__heads_view(&c->out, h0, nh);
+    sd->alibi_slopes = d->alibi_slopes ? d->alibi_slopes + h0 : NULL;
+    if (d->bias.data && d->bias.heads != 1) {
+        ptrdiff_t sq = d->bias.stride_q, sh = d->bias.stride_head, sb = d->bias.stride_batch;
+        if (sq == 0 && sh == 0 && sb == 0) {
+            sq = c->k.seq; sh = sq * c->q.seq; sb = sh * d->bias.heads;
+        }
+        sd->bias.data = d->bias.data + sh * h0;
+        sd->bias.heads = nh;
+        sd->bias.stride_q = sq; sd->bias.stride_head = sh; sd->bias.stride_batch = sb;
+    }
+}
+
+static attn_status attn__longformer_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn_desc sd = *d;
+    attn__problem P;
+    attn__call sc;
+    size_t sub = 0, one, stage = 0, bytes;
+    attn__ws w;
+    attn_status s;
+    int h, h0, h1, pieces = 0;
+    const int Hq = c->q.heads, B = c->q.batch, Sq = c->q.seq;
+    float *lse_stage = NULL;
+    memset(&P, 0, sizeof P);
+    sd.kind = ATTN_SOFTMAX;
+    if ((s = attn__check_forward(&sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
+    if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->longformer.dilations)
+        for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
+    for (h0 = 0; h0 < Hq; h0 = h1, ++pieces) {           /* the largest piece's exact workspace */
+        attn_desc qd = sd;
+        h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
+        attn__lf_sub(c, &qd, h0, h1, &sc);
+        qd.workspace = NULL; qd.workspace_size = 0;
+        sc.bytes = &one;
+        if ((s = attn__softmax_forward(&sc)) != ATTN_OK) return s;
+        sub = ATTN__MAX(sub, one);
+    }
+    if (pieces > 1 && B > 1) stage = (size_t)B * Hq * Sq;       /* lse rows of a piece are not one run */
+    if (!attn__mul_size(stage, sizeof(float), &bytes) || !attn__add_size(bytes, sub, &bytes) ||
+        !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    if (stage) lse_stage = (float *)(void *)(w.base + sub);
+    for (h0 = 0; h0 < Hq; h0 = h1) {
+        attn_desc qd = sd;
+        int b;
+        h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
+        attn__lf_sub(c, &qd, h0, h1, &sc);
+        qd.workspace = w.base; qd.workspace_size = sub;
+        sc.lse = !c->lse ? NULL : lse_stage ? lse_stage : c->lse + (size_t)h0 * Sq;
+        s = attn__softmax_forward(&sc);
+        ATTN_ASSERT(s == ATTN_OK);
+        if (sc.lse && lse_stage)
+            for (b = 0; b < B; ++b)
+                memcpy(c->lse + ((size_t)b * Hq + h0) * Sq, lse_stage + (size_t)b * (h1 - h0) * Sq,
+                       sizeof(float) * (size_t)(h1 - h0) * Sq);
+    }
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_longformer = { attn__longformer_forward, NULL, NULL, NULL, NULL };
+
+/* ---- The block-sparse kernel: each query block of each head attends a list of key blocks ----
+   The exact core's tiles (3.7: attn__tile_begin, attn__tile_chunk, attn__tile_end: their Q.K^T,
+   online softmax and P.V on the ISA's kernels) run over the listed key blocks only, one tile per
+   (batch, query head, query block, piece of ATTN__BQ rows), on the problem narrowed to that
+   batch entry and head, so every row of a tile shares one list whatever the GQA grouping. The
+   list (ascending, no repeats) comes from the kind's callback; consecutive blocks are walked as
+   one range. Each output row is computed by one task in a fixed order: results do not depend
+   on the thread count. The problem must carry no masks (blocks are the pattern). */
+typedef int (*attn__bsr_list_fn)(const void *ctx, int h, int qb, int *list, int *scratch);
+typedef struct attn__bsr {
+    const attn__problem *P;      /* views, scale, softcap, lse, groups, n_threads; no masks */
+    int block, nqb, nkb, pieces; /* block: query rows = keys per block; pieces: tiles per block */
+    attn__bsr_list_fn list;
+    const void *list_ctx;
+    size_t list_ints;            /* scratch ints the callback uses beside the list */
+    const attn__isa *isa;
+    attn__fwd_geo geo;
+    float *ws;                   /* n_threads blocks of ws_floats */
+    size_t ws_floats;
+} attn__bsr;
+
+/* Sizes the per-thread scratch and the workspace bytes (ATTN__ALIGN slack included). */
+static attn_status attn__bsr_plan(attn__bsr *L, size_t *bytes) {
+    size_t ints, n;
+    L->isa = attn__pick_isa();
+    L->geo = attn__fwd_geometry(L->P->q.dim, L->P->v.dim);
+    L->pieces = (L->block + ATTN__BQ - 1) / ATTN__BQ;
+    if (!attn__add_size((size_t)L->nkb, L->list_ints, &ints)) return ATTN_ERR_OVERFLOW;
+    L->ws_floats = L->geo.scratch + L->geo.tile + attn__round16(ints);   /* int and float are 4 bytes */
+    if (!attn__mul_size(L->ws_floats, (size_t)L->P->n_threads, &n) || !attn__mul_size(n, sizeof(float), &n) ||
+        !attn__add_size(n, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size((size_t)L->P->q.batch * L->P->q.heads, (size_t)L->nqb * L->pieces, &n) || n > INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+
+static void attn__bsr_task(void *ctx, int task, int thread) {
+    const attn__bsr *L = (const attn__bsr *)ctx;
+    const attn__problem *P0 = L->P;
+    const int Hq = P0->q.heads, piece = task % L->pieces, qb = task / L->pieces % L->nqb;
+    const int h = task / L->pieces / L->nqb % Hq, b = task / L->pieces / L->nqb / Hq;
+    float *ws = L->ws + (size_t)thread * L->ws_floats;
+    int *list = (int *)(void *)(ws + L->geo.scratch + L->geo.tile);
+    attn__tile *T = (attn__tile *)(void *)(ws + L->geo.scratch);
+    attn__problem P = *P0;
+    attn__fwd_ctx C;
+    attn__seq S;
+    const int r0 = qb * L->block + piece * ATTN__BQ, rows = ATTN__MIN(ATTN__BQ, (qb + 1) * L->block - r0);
+    int n, i, j;
+    P.q.data = (char *)attn__at(&P0->q, b, 0, h); P.q.batch = 1; P.q.heads = 1;
+    P.out.data = (char *)attn__at(&P0->out, b, 0, h); P.out.batch = 1; P.out.heads = 1;
+    P.k.data = (char *)attn__at(&P0->k, b, 0, h / P0->groups); P.k.batch = 1; P.k.heads = 1;
+    P.v.data = (char *)attn__at(&P0->v, b, 0, h / P0->groups); P.v.batch = 1; P.v.heads = 1;
+    P.groups = 1; P.n_seqs = 1;
+    P.lse = P0->lse ? P0->lse + ((size_t)b * Hq + h) * P0->q.seq : NULL;
+    memset(&C, 0, sizeof C);
+    C.P = &P; C.isa = L->isa; C.geo = L->geo;
+    S.tb = 0; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
+    n = L->list(L->list_ctx, h, qb, list, list + L->nkb);
+    attn__tile_begin(&C, T, ws + L->geo.scratch, &S, 0, r0, rows);
+    for (i = 0; i < n; i = j) {
+        long long c0, c1;
+        for (j = i + 1; j < n && list[j] == list[j - 1] + 1; ++j) {}
+        c1 = (long long)(list[j - 1] + 1) * L->block;
+        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += ATTN__BK)
+            attn__tile_chunk(&C, T, ws, c0, (int)ATTN__MIN((long long)ATTN__BK, c1 - c0));
+    }
+    attn__tile_end(&C, T, NULL);
+}
+
+/* Runs the planned layout on workspace ws (aligned). */
+static void attn__bsr_run(const attn_desc *d, attn__bsr *L, float *ws) {
+    L->ws = ws;
+    attn__parallel_for(d, L->P->q.batch * L->P->q.heads * L->nqb * L->pieces, L->P->n_threads, attn__bsr_task, L);
+}
+
+/* ---- ATTN_BIGBIRD (ITC) ----------------------------------------------------------------- */
+typedef struct attn__bb {
+    int nb, r, full;             /* blocks, random blocks per row, 1: every row sees everything */
+    unsigned long long seed;
+    const int *table;            /* [Hq][nb-2][r] or NULL (drawn) */
+} attn__bb;
+
+/* Random blocks of middle row i (1..nb-2) of head h, as attn_bigbird_random_table documents:
+   writes min(r, n_out) slots to out; a: nb ints of scratch. */
+static void attn__bb_row(unsigned long long seed, int nb, int r, int h, int i, int *a, int *out, int n_out) {
+    int M = 0, t, c;
+    for (c = 1; c <= nb - 2; ++c) if (c < i - 1 || c > i + 1) a[M++] = c;
+    for (t = 0; t < ATTN__MIN(r, n_out); ++t) {
+        if (t < M) {
+            const uint64_t key = ((uint64_t)h * (uint64_t)(nb - 2) + (uint64_t)(i - 1)) * (uint64_t)r + (uint64_t)t;
+            const uint64_t z = attn__mix64((uint64_t)seed + 0x9E3779B97F4A7C15ull * (1u + key));
+            const int j = t + (int)(((z >> 32) * (uint64_t)(M - t)) >> 32), x = a[j];
+            a[j] = a[t]; a[t] = x;
+            out[t] = x;
+        } else {
+            out[t] = 0;
+        }
+    }
+}
+
+/* The sorted key blocks of query block i of head h. scratch: 3 nb ints. */
+static int attn__bb_list(const void *ctx, int h, int i, int *list, int *scratch) {
+    const attn__bb *B = (const attn__bb *)ctx;
+    const int nb = B->nb;
+    int *seen = scratch, *rnd = scratch + nb, n = 0, t, m;
+    if (B->full || i == 0 || i == nb - 1) {
+        for (t = 0; t < nb; ++t) list[t] = t;
+        return nb;
+    }
+    memset(seen, 0, sizeof(int) * (size_t)nb);
+    seen[0] = seen[nb - 1] = seen[i - 1] = seen[i] = seen[i + 1] = 1;
+    if (B->table) {
+        const int *row = B->table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)B->r;
+        for (t = 0; t < B->r; ++t) seen[row[t]] = 1;
+    } else {
+        m = ATTN__MIN(B->r, nb);
+        attn__bb_row(B->seed, nb, B->r, h, i, scratch + 2 * nb, rnd, m);
+        for (t = 0; t < m; ++t) seen[rnd[t]] = 1;
+    }
+    for (t = 0; t < nb; ++t) if (seen[t]) list[n++] = t;
+    return n;
+}
+
+/* The parameters every BigBird entry point checks. */
+static attn_status attn__bb_params(const attn_bigbird_params *p, int seq, int *block, int *r) {
+    *block = p->block ? p->block : 64;
+    if (p->block < 0 || seq % *block != 0) return ATTN_ERR_BIGBIRD_BLOCK;
+    if (p->random_blocks < 0) return ATTN_ERR_BIGBIRD_RANDOM;
+    if ((p->no_random != 0 && p->no_random != 1) || (p->hf_fallback != 0 && p->hf_fallback != 1))
+        return ATTN_ERR_BIGBIRD_FLAGS;
+    *r = p->no_random ? 0 : p->random_blocks ? p->random_blocks : 3;
+    return ATTN_OK;
+}
+
+/* The attn_desc fields a block-sparse kind does not take must be 0/NULL. */
+static int attn__sparse_plain(const attn_desc *d) {
+    return !d->causal && !d->window_left && !d->window_right && !d->dilation && !d->sink_tokens &&
+           !d->global_tokens && !d->seqlens_q && !d->seqlens_k && !d->cu_seqlens_q && !d->cu_seqlens_k &&
+           !d->varlen_batch && !d->alibi_slopes && !d->bias.data && d->dropout_p == 0.0f && !d->rope;
+}
+
+/* Validates a BigBird call into P (views, scale, softcap, threads) and B. */
+static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__bb *B, int *block) {
+    const attn_desc *d = c->d;
+    const attn_bigbird_params *p = &d->bigbird;
+    attn_status s;
+    int r;
+    memset(P, 0, sizeof *P);
+    memset(B, 0, sizeof *B);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (!isfinite(d->softcap) || d->softcap < 0) return ATTN_ERR_SOFTCAP;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d)) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if ((s = attn__bb_params(p, c->q.seq, block, &r)) != ATTN_OK) return s;
+    B->nb = c->q.seq / *block; B->r = r; B->seed = p->seed; B->table = r > 0 ? p->random_table : NULL;
+    B->full = p->hf_fallback && (long long)c->q.seq <= (5 + 2LL * r) * *block;
+    if (B->table && B->nb > 2) {
+        const size_t n = (size_t)c->q.heads * (size_t)(B->nb - 2) * (size_t)r;
+        size_t i;
+        for (i = 0; i < n; ++i) if (B->table[i] < 0 || B->table[i] >= B->nb) return ATTN_ERR_BIGBIRD_TABLE;
+    }
+    P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P->softcap = d->softcap;
+    P->dilation = 1;
+    P->groups = c->q.heads / c->k.heads;
+    P->n_seqs = c->q.batch;
+    P->n_threads = attn__resolve_threads(d);
+    P->lse = c->lse;
+    return ATTN_OK;
+}
+
+static attn_status attn__bigbird_forward(const attn__call *c) {
+    attn__problem P;
+    attn__bb B;
+    attn__bsr L;
+    size_t bytes;
+    attn__ws w;
+    attn_status s;
+    int block;
+    if ((s = attn__bb_check(c, &P, &B, &block)) != ATTN_OK) return s;
+    memset(&L, 0, sizeof L);
+    L.P = &P; L.block = block; L.nqb = L.nkb = B.nb;
+    L.list = attn__bb_list; L.list_ctx = &B; L.list_ints = 3 * (size_t)B.nb;
+    if ((s = attn__bsr_plan(&L, &bytes)) != ATTN_OK) return s;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    attn__bsr_run(c->d, &L, (float *)(void *)w.base);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_bigbird = { attn__bigbird_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table) {
+    attn_status s;
+    int block, r, nb, h, i, *a;
+    if (!desc || !table) return ATTN_ERR_BIGBIRD_NULL_TABLE;
+    if (heads < 1 || seq < 1) return ATTN_ERR_BIGBIRD_SHAPE;
+    if ((s = attn__bb_params(&desc->bigbird, seq, &block, &r)) != ATTN_OK) return s;
+    nb = seq / block;
+    if (nb < 3 || r == 0) return ATTN_OK;
+    if (!(a = (int *)attn__alloc(sizeof(int) * (size_t)nb))) return ATTN_ERR_OUT_OF_MEMORY;
+    for (h = 0; h < heads; ++h)
+        for (i = 1; i <= nb - 2; ++i)
+            attn__bb_row(desc->bigbird.seed, nb, r, h, i, a, table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)r, r);
+    attn__free(a);
+    return ATTN_OK;
+}
 
 /* ---------------------------------------------------------------------------------------
    3.14 linear and kernel attention
