@@ -169,7 +169,10 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    dilation dilations[h] instead of attn_desc.dilation: key j is visible from position p when
    (p - j) % D_h == 0 and |p - j| <= w * D_h (keys p + D_h (k - w), k = 0..2w), or a global
    token is involved. Runs the exact kernel once per run of heads with the same dilation, so
-   the cost is O(seq * window * dilation) per head; dropout is not supported.
+   the cost is O(seq * window) per head (a dilated head without global tokens, sinks, padding,
+   ALiBi, bias or RoPE and with q.seq == k.seq runs as D undilated problems on every D-th row;
+   otherwise its dilated window is masked element by element: O(seq * window * D)). Dropout is
+   not supported.
    field       default (NULL)              meaning
    dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
 typedef struct attn_longformer_params {
@@ -6747,6 +6750,23 @@ static void attn__lf_sub(const attn__call *c, attn_desc *sd, int h0, int h1, att
     }
 }
 
+/* Dilated heads without global tokens, sinks, padding, ALiBi, bias or RoPE, with q.seq == k.seq:
+   the queries at positions p = rho (mod D) see exactly the keys j = rho (mod D) of their window,
+   so the piece splits into D undilated windowed problems on strided views of every D-th row
+   (class rho), each costing seq/D * (2w+1) pairs: O(seq * window) whatever the dilation. */
+static int attn__lf_classes(const attn__call *c, int D) {
+    const attn_desc *d = c->d;
+    if (D <= 1 || c->q.seq != c->k.seq || d->global_tokens || d->sink_tokens || d->seqlens_q || d->seqlens_k ||
+        d->cu_seqlens_q || d->cu_seqlens_k || d->alibi_slopes || d->bias.data || d->rope) return 1;
+    return ATTN__MIN(D, c->q.seq);
+}
+/* Rows rho, rho + D, ... of a sliced view (class rho of D). */
+static void attn__lf_rows(attn_tensor *t, int rho, int D) {
+    t->data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * t->stride_seq * rho;
+    t->seq = (t->seq - rho + D - 1) / D;
+    t->stride_seq *= D;
+}
+
 static attn_status attn__longformer_forward(const attn__call *c) {
     const attn_desc *d = c->d;
     attn_desc sd = *d;
@@ -6755,43 +6775,64 @@ static attn_status attn__longformer_forward(const attn__call *c) {
     size_t sub = 0, one, stage = 0, bytes;
     attn__ws w;
     attn_status s;
-    int h, h0, h1, pieces = 0;
+    int h, h0, h1, pieces = 0, classes = 0, pass;
     const int Hq = c->q.heads, B = c->q.batch, Sq = c->q.seq;
     float *lse_stage = NULL;
     memset(&P, 0, sizeof P);
+    memset(&w, 0, sizeof w);
     sd.kind = ATTN_SOFTMAX;
     if ((s = attn__check_forward(&sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
     if (d->longformer.dilations)
         for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
-    for (h0 = 0; h0 < Hq; h0 = h1, ++pieces) {           /* the largest piece's exact workspace */
-        attn_desc qd = sd;
-        h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
-        attn__lf_sub(c, &qd, h0, h1, &sc);
-        qd.workspace = NULL; qd.workspace_size = 0;
-        sc.bytes = &one;
-        if ((s = attn__softmax_forward(&sc)) != ATTN_OK) return s;
-        sub = ATTN__MAX(sub, one);
-    }
-    if (pieces > 1 && B > 1) stage = (size_t)B * Hq * Sq;       /* lse rows of a piece are not one run */
-    if (!attn__mul_size(stage, sizeof(float), &bytes) || !attn__add_size(bytes, sub, &bytes) ||
-        !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
-    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
-    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    if (stage) lse_stage = (float *)(void *)(w.base + sub);
-    for (h0 = 0; h0 < Hq; h0 = h1) {
-        attn_desc qd = sd;
-        int b;
-        h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
-        attn__lf_sub(c, &qd, h0, h1, &sc);
-        qd.workspace = w.base; qd.workspace_size = sub;
-        sc.lse = !c->lse ? NULL : lse_stage ? lse_stage : c->lse + (size_t)h0 * Sq;
-        s = attn__softmax_forward(&sc);
-        ATTN_ASSERT(s == ATTN_OK);
-        if (sc.lse && lse_stage)
-            for (b = 0; b < B; ++b)
-                memcpy(c->lse + ((size_t)b * Hq + h0) * Sq, lse_stage + (size_t)b * (h1 - h0) * Sq,
-                       sizeof(float) * (size_t)(h1 - h0) * Sq);
+    /* pass 0 sizes (the largest sub-call's exact workspace), pass 1 runs */
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            if (classes > pieces || (pieces > 1 && B > 1)) stage = (size_t)B * Hq * Sq;   /* lse rows not one run */
+            if (!attn__mul_size(stage, sizeof(float), &bytes) || !attn__add_size(bytes, sub, &bytes) ||
+                !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+            if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+            if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+            if (stage) lse_stage = (float *)(void *)(w.base + sub);
+        }
+        for (h0 = 0; h0 < Hq; h0 = h1) {
+            const int Dh = attn__lf_dil(d, h0), nc = attn__lf_classes(c, Dh);
+            int rho;
+            h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
+            if (pass == 0) { ++pieces; classes += nc; }
+            for (rho = 0; rho < nc; ++rho) {
+                attn_desc qd = sd;
+                int b, hh, i;
+                attn__lf_sub(c, &qd, h0, h1, &sc);
+                if (nc > 1) {
+                    qd.dilation = 1;
+                    attn__lf_rows(&sc.q, rho, Dh);
+                    attn__lf_rows(&sc.k, rho, Dh);
+                    attn__lf_rows(&sc.v, rho, Dh);
+                    if (!c->bytes) attn__lf_rows(&sc.out, rho, Dh);
+                }
+                if (pass == 0) {
+                    qd.workspace = NULL; qd.workspace_size = 0;
+                    sc.bytes = &one;
+                    if ((s = attn__softmax_forward(&sc)) != ATTN_OK) return s;
+                    sub = ATTN__MAX(sub, one);
+                    continue;
+                }
+                qd.workspace = w.base; qd.workspace_size = sub;
+                sc.lse = !c->lse ? NULL : lse_stage ? lse_stage : c->lse + (size_t)h0 * Sq;
+                s = attn__softmax_forward(&sc);
+                ATTN_ASSERT(s == ATTN_OK);
+                if (sc.lse && lse_stage) {            /* staged [B][h1-h0][sc.q.seq] rows to their places */
+                    const int D = nc > 1 ? (Dh) : 1;
+                    for (b = 0; b < B; ++b)
+                        for (hh = 0; hh < h1 - h0; ++hh) {
+                            const float *src = lse_stage + ((size_t)b * (h1 - h0) + hh) * sc.q.seq;
+                            float *dst = c->lse + ((size_t)b * Hq + h0 + hh) * Sq + rho;
+                            for (i = 0; i < sc.q.seq; ++i) dst[(size_t)i * D] = src[i];
+                        }
+                }
+            }
+        }
     }
     attn__ws_release(&w);
     return ATTN_OK;
