@@ -151,6 +151,7 @@ typedef struct attn_tensor {
     /* -- sparse (10-19) -- */ \
     X(ATTN_LONGFORMER,        10, longformer,  "Longformer: dilated sliding window (dilation per head) and global tokens") \
     X(ATTN_BIGBIRD,           11, bigbird,     "BigBird ITC: block-sparse window, global and random blocks") \
+    X(ATTN_LSH,               12, lsh,         "Reformer LSH: shared-QK attention within hashed, sorted chunks") \
     \
     /* -- linear and kernel (20-29) -- */ \
     \
@@ -197,6 +198,35 @@ typedef struct attn_longformer_params {
    random_table   NULL (seeded)    [q.heads][nb-2][r] explicit random blocks
    seed           0                seed of the drawn table
    hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does */
+/* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
+   shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
+   k (queries are q's rows, raw; hashing and keys come from k's rows). For head h, round
+   r < n_hashes, position i:
+     bucket_r(i) = argmax over [k_i R_hr, -k_i R_hr] (first maximum), R_hr [dim][n_buckets/2]
+     positions sorted stably by (r, bucket, position) into one axis of n_hashes * n entries, cut
+     into chunks of bucket_size; chunk m's queries attend the keys of chunks m-1 and m (chunk 0
+     looks at the last chunk, circularly over all rounds), without deduplication
+     s = scale * q_i . n(k_j),  n(k) = k / sqrt(mean(k^2) + 1e-6)   (scale 0: 1/sqrt(dim))
+     causal: s = -1e9 where j > i; then s = -1e5 where j == i (a token sees itself only when
+     nothing else is visible)
+     round r gives o_r(i) = softmax(s) . v and lse_r(i); out_i = sum_r o_r(i) exp(lse_r(i) - L_i),
+     L_i = logsumexp_r lse_r(i) (written to lse)
+   softcap and the other attn_desc masks must be 0/NULL; attn_desc.causal applies.
+   field        default (0)                     meaning
+   bucket_size  64                              chunk length; must divide n
+   n_buckets    n / bucket_size, rounded up to  buckets per round; even, >= 2
+                an even number >= 2
+   n_hashes     1                               hashing rounds (>= 1; negative is an error)
+   rotations    NULL: drawn from seed           [q.heads][n_hashes][dim][n_buckets/2] fp32, finite
+   seed         0                               seed of the drawn rotations (attn_lsh_rotations) */
+typedef struct attn_lsh_params {
+    int bucket_size;
+    int n_buckets;
+    int n_hashes;
+    const float *rotations;
+    unsigned long long seed;
+} attn_lsh_params;
+
 typedef struct attn_bigbird_params {
     int block;
     int random_blocks;
@@ -322,6 +352,7 @@ typedef struct attn_desc {
     /* -- sparse -- */
     attn_longformer_params longformer;
     attn_bigbird_params bigbird;
+    attn_lsh_params lsh;
     /* -- linear and kernel -- */
 
     /* -- low-rank -- */
@@ -488,14 +519,21 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
-    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD is self-attention: k.seq must equal q.seq") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD and ATTN_LSH, attn_desc.causal (BigBird), softcap (LSH), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD and ATTN_LSH are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
     X(ATTN_ERR_BIGBIRD_FLAGS,         306, ATTN_CAT_RANGE,       "attn_desc.bigbird.no_random and .hf_fallback must be 0 or 1") \
     X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
     X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
     X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
+    X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH shares QK: k.heads must equal q.heads") \
+    X(ATTN_ERR_LSH_BUCKET_SIZE,       311, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_size must be >= 0 and divide q.seq") \
+    X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
+    X(ATTN_ERR_LSH_HASHES,            313, ATTN_CAT_RANGE,       "attn_desc.lsh.n_hashes must be >= 0 (0: 1), and n_hashes * q.seq must fit in an int") \
+    X(ATTN_ERR_LSH_ROTATIONS,         314, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations must be finite") \
+    X(ATTN_ERR_LSH_NULL,              315, ATTN_CAT_NULL,        "attn_lsh_rotations: desc or rotations is NULL") \
+    X(ATTN_ERR_LSH_SHAPE,             316, ATTN_CAT_SHAPE,       "attn_lsh_rotations: heads, seq and dim must be >= 1") \
     \
     /* -- linear and kernel (350-399) -- */ \
     \
@@ -873,6 +911,15 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
        swap(a[t], a[j]); table[h][i-1][t] = a[t]
    and slots t >= M get 0 (block 0, global anyway), so r >= M covers every candidate. A pure function of (seed, heads, seq, block, r): the same on every platform. */
 ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
+
+/* The rotations ATTN_LSH uses when attn_desc.lsh.rotations is NULL, for heads query heads,
+   sequence length seq and head dim (bucket_size, n_buckets, n_hashes and seed from desc->lsh):
+   R [heads][n_hashes][dim][n_buckets/2] fp32. Element idx (its index in that array):
+       z  = mix(seed + 0x9E3779B97F4A7C15 * (1 + idx))              (mod 2^64; mix as DROPOUT)
+       u1 = ((z >> 32) + 0.5) / 2^32,  u2 = ((z & 0xFFFFFFFF) + 0.5) / 2^32
+       R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
+   a pure function of (seed, idx): the same on every platform and thread count. */
+ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
@@ -6976,7 +7023,7 @@ static attn_status attn__bb_params(const attn_bigbird_params *p, int seq, int *b
 
 /* The attn_desc fields a block-sparse kind does not take must be 0/NULL. */
 static int attn__sparse_plain(const attn_desc *d) {
-    return !d->causal && !d->window_left && !d->window_right && !d->dilation && !d->sink_tokens &&
+    return !d->window_left && !d->window_right && !d->dilation && !d->sink_tokens &&
            !d->global_tokens && !d->seqlens_q && !d->seqlens_k && !d->cu_seqlens_q && !d->cu_seqlens_k &&
            !d->varlen_batch && !d->alibi_slopes && !d->bias.data && d->dropout_p == 0.0f && !d->rope;
 }
@@ -6994,7 +7041,7 @@ static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__b
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (!isfinite(d->softcap) || d->softcap < 0) return ATTN_ERR_SOFTCAP;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
-    if (!attn__sparse_plain(d)) return ATTN_ERR_SPARSE_MASKS;
+    if (!attn__sparse_plain(d) || d->causal) return ATTN_ERR_SPARSE_MASKS;
     if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
     if ((s = attn__bb_params(p, c->q.seq, block, &r)) != ATTN_OK) return s;
     B->nb = c->q.seq / *block; B->r = r; B->seed = p->seed; B->table = r > 0 ? p->random_table : NULL;
@@ -7048,6 +7095,190 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
         for (i = 1; i <= nb - 2; ++i)
             attn__bb_row(desc->bigbird.seed, nb, r, h, i, a, table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)r, r);
     attn__free(a);
+    return ATTN_OK;
+}
+
+/* ---- ATTN_LSH (Reformer) ------------------------------------------------------------------
+   One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
+   v rows in fp32, every round's buckets by dot products with the rotation columns (vector
+   layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
+   query's 2 * bucket_size scores, the HF masks, the softmax (vector layer max / exp_sum) and
+   P.V (axpy), merged per position across rounds by the logsumexp rule in sorted-axis order. */
+typedef struct attn__lsh {
+    const attn__problem *P;
+    int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
+    const float *rot;            /* given rotations, or NULL (drawn) */
+    unsigned long long seed;
+    const attn__isa *isa;
+    float *ws;
+    size_t ws_floats;            /* per thread: floats (int arrays counted as floats) */
+} attn__lsh;
+
+static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
+    const uint64_t z = attn__mix64((uint64_t)seed + 0x9E3779B97F4A7C15ull * (1u + idx));
+    const double u1 = ((double)(z >> 32) + 0.5) / 4294967296.0, u2 = ((double)(z & 0xFFFFFFFFu) + 0.5) / 4294967296.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2));
+}
+
+static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, int *nb, int *nh) {
+    *c = p->bucket_size ? p->bucket_size : 64;
+    if (p->bucket_size < 0 || seq % *c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
+    if (p->n_buckets) {
+        if (p->n_buckets < 2 || p->n_buckets % 2 != 0) return ATTN_ERR_LSH_BUCKETS;
+        *nb = p->n_buckets;
+    } else {
+        *nb = seq / *c;
+        *nb = *nb < 2 ? 2 : *nb + (*nb & 1);
+    }
+    if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
+    *nh = p->n_hashes ? p->n_hashes : 1;
+    return ATTN_OK;
+}
+
+static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
+    /* floats: Q, K [n][D], V, acc [n][Dv], m, l [n], Rt [nb/2][D], scores [2c];
+       ints: order [nh*n], bucket [n], counts [nb+1] */
+    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 2) + (size_t)(nb / 2) * D + 2 * (size_t)c +
+                         (size_t)nh * n + (size_t)n + (size_t)nb + 1);
+}
+
+static void attn__lsh_task(void *ctx, int task, int thread) {
+    const attn__lsh *X = (const attn__lsh *)ctx;
+    const attn__problem *P = X->P;
+    const attn__isa *isa = X->isa;
+    const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
+    const int half = X->nb / 2, N = X->nh * n, nchunks = N / c;
+    float *Q = X->ws + (size_t)thread * X->ws_floats, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n;
+    float *Rt = l + n, *sc = Rt + (size_t)half * D;
+    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *cnt = bucket + n;
+    int i, j, r, t, u, e, ch;
+    for (i = 0; i < n; ++i) {
+        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        m[i] = -INFINITY; l[i] = 0.0f;
+        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+    }
+    for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
+        for (e = 0; e < D; ++e)               /* Rt[col][e] = R[h][r][e][col] */
+            for (j = 0; j < half; ++j) {
+                const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + j;
+                Rt[(size_t)j * D + e] = X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
+            }
+        for (i = 0; i < n; ++i) {
+            float best = -INFINITY;
+            int arg = 0;
+            float lo = INFINITY;
+            int arg_lo = 0;
+            for (j = 0; j < half; ++j) {      /* argmax of [x R, -x R]: the max, or minus the min */
+                const float z = isa->dot(K + (size_t)i * D, Rt + (size_t)j * D, D);
+                if (z > best) { best = z; arg = j; }
+                if (z < lo) { lo = z; arg_lo = j; }
+            }
+            if (-lo > best) arg = half + arg_lo;
+            bucket[i] = arg;
+        }
+        memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 1));
+        for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
+        for (j = 0; j < X->nb; ++j) cnt[j + 1] += cnt[j];
+        for (i = 0; i < n; ++i) order[(size_t)r * n + cnt[bucket[i]]++] = i;
+    }
+    for (i = 0; i < n; ++i) {                  /* keys: n(k) = k / sqrt(mean(k^2) + 1e-6) */
+        const float ss = isa->dot(K + (size_t)i * D, K + (size_t)i * D, D);
+        isa->scal(K + (size_t)i * D, 1.0f / sqrtf(ss / (float)D + 1e-6f), D);
+    }
+    for (ch = 0; ch < nchunks; ++ch) {
+        const int prev = (ch + nchunks - 1) % nchunks;
+        for (t = ch * c; t < (ch + 1) * c; ++t) {
+            const int p = order[t];
+            float mx, sum, lse_r, o_scale;
+            for (u = 0; u < 2 * c; ++u) {
+                const int jj = order[(u < c ? prev * c : ch * c) + u % c];
+                float s = isa->dot(Q + (size_t)p * D, K + (size_t)jj * D, D);
+                if (P->causal && jj > p) s = -1e9f;
+                if (jj == p) s = -1e5f;
+                sc[u] = s;
+            }
+            mx = isa->max(sc, 2 * c);
+            sum = isa->exp_sum(sc, sc, mx, 2 * c);
+            lse_r = mx + logf(sum);
+            /* merge round result (sum_u sc[u] v_u / sum, lse_r) into position p */
+            if (lse_r > m[p]) {
+                const float a = m[p] == -INFINITY ? 0.0f : expf(m[p] - lse_r);
+                isa->scal(acc + (size_t)p * Dv, a, Dv);
+                l[p] = l[p] * a + 1.0f;
+                m[p] = lse_r;
+                o_scale = 1.0f / sum;
+            } else {
+                const float w = expf(lse_r - m[p]);
+                l[p] += w;
+                o_scale = w / sum;
+            }
+            for (u = 0; u < 2 * c; ++u)
+                if (sc[u] != 0.0f)
+                    isa->axpy(acc + (size_t)p * Dv, sc[u] * o_scale, V + (size_t)order[(u < c ? prev * c : ch * c) + u % c] * Dv, Dv);
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, 1.0f / l[i]);
+        if (P->lse) P->lse[((size_t)b * H + h) * n + i] = m[i] + logf(l[i]);
+    }
+}
+
+static attn_status attn__lsh_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn__problem P;
+    attn__lsh X;
+    size_t bytes, nrot;
+    attn__ws w;
+    attn_status s;
+    int tasks, nt;
+    memset(&P, 0, sizeof P);
+    memset(&X, 0, sizeof X);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P.q, &P.k, &P.v, &P.out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if ((s = attn__lsh_params(&d->lsh, c->q.seq, &X.c, &X.nb, &X.nh)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)c->q.heads * (size_t)X.nh, (size_t)c->q.dim * (size_t)(X.nb / 2), &nrot))
+        return ATTN_ERR_OVERFLOW;
+    if (d->lsh.rotations) {
+        size_t i;
+        for (i = 0; i < nrot; ++i) if (!isfinite(d->lsh.rotations[i])) return ATTN_ERR_LSH_ROTATIONS;
+    }
+    P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P.causal = d->causal;
+    P.lse = c->lse;
+    P.n_threads = attn__resolve_threads(d);
+    X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.seed = d->lsh.seed; X.isa = attn__pick_isa();
+    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
+    tasks = c->q.batch * c->q.heads;
+    nt = ATTN__MIN(P.n_threads, tasks);
+    if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
+        return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    X.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, tasks, nt, attn__lsh_task, &X);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_lsh = { attn__lsh_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations) {
+    attn_status s;
+    int c, nb, nh;
+    size_t n, i;
+    if (!desc || !rotations) return ATTN_ERR_LSH_NULL;
+    if (heads < 1 || seq < 1 || dim < 1) return ATTN_ERR_LSH_SHAPE;
+    if ((s = attn__lsh_params(&desc->lsh, seq, &c, &nb, &nh)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)heads * (size_t)nh, (size_t)dim * (size_t)(nb / 2), &n)) return ATTN_ERR_OVERFLOW;
+    for (i = 0; i < n; ++i) rotations[i] = attn__lsh_normal(desc->lsh.seed, (uint64_t)i);
     return ATTN_OK;
 }
 

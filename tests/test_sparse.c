@@ -426,6 +426,210 @@ static void test_bigbird(void) {
     bb_full(&r, 128, 32, 0, 0);         /* nb = 4: window + global cover everything */
 }
 
+/* ---- Reformer LSH reference: ZOO's hashing, sort, chunks, masks and round merge ------------ */
+static double lsh_normal_ref(unsigned long long seed, uint64_t idx) {
+    const uint64_t z = bb_mix(seed + 0x9E3779B97F4A7C15ull * (idx + 1));
+    const double u1 = ((double)(z >> 32) + 0.5) / 4294967296.0, u2 = ((double)(z & 0xFFFFFFFFu) + 0.5) / 4294967296.0;
+    return (double)(float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2));
+}
+
+typedef struct { int bucket, pos; } lsh_ent;
+static int lsh_cmp(const void *a, const void *b) {
+    const lsh_ent *x = (const lsh_ent *)a, *y = (const lsh_ent *)b;
+    if (x->bucket != y->bucket) return x->bucket < y->bucket ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Returns 0 if some bucket argmax is a near tie (the caller draws new inputs). */
+static int lsh_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const float *R, int c, int nb, int nh,
+                   int causal, double scale, double *out, double *lse) {
+    const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim, half = nb / 2, N = nh * n, nch = N / c;
+    lsh_ent *ax = (lsh_ent *)t_xmalloc(sizeof(lsh_ent) * (size_t)N);
+    double *o = (double *)t_xmalloc(sizeof(double) * (size_t)N * Dv), *lr = (double *)t_xmalloc(sizeof(double) * (size_t)N);
+    double *s = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)c), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
+    int b, h, r, i, j, e, t, u, ok = 1;
+    for (b = 0; b < B && ok; ++b)
+        for (h = 0; h < H && ok; ++h) {
+            for (j = 0; j < n; ++j) {                    /* keys: RMS-normalised */
+                double ms = 0;
+                for (e = 0; e < D; ++e) ms += t_load(k, b, j, h, e) * t_load(k, b, j, h, e);
+                ms = 1.0 / sqrt(ms / D + 1e-6);
+                for (e = 0; e < D; ++e) kn[(size_t)j * D + e] = t_load(k, b, j, h, e) * ms;
+            }
+            for (r = 0; r < nh; ++r) {
+                for (i = 0; i < n; ++i) {
+                    double best = -INFINITY, second = -INFINITY;
+                    int arg = -1, cc;
+                    for (cc = 0; cc < nb; ++cc) {
+                        double y = 0;
+                        for (e = 0; e < D; ++e)
+                            y += t_load(k, b, i, h, e) * R[(((size_t)h * nh + r) * D + e) * half + cc % half];
+                        if (cc >= half) y = -y;
+                        if (y > best) { second = best; best = y; arg = cc; }
+                        else if (y > second) second = y;
+                    }
+                    if (best - second < 1e-3) ok = 0;
+                    ax[(size_t)r * n + i].bucket = arg; ax[(size_t)r * n + i].pos = i;
+                }
+                qsort(ax + (size_t)r * n, (size_t)n, sizeof(lsh_ent), lsh_cmp);
+            }
+            for (t = 0; t < N; ++t) {                    /* every sorted entry as a query */
+                const int ch = t / c, prev = (ch + nch - 1) % nch, p = ax[t].pos;
+                double mx = -INFINITY, l = 0;
+                for (u = 0; u < 2 * c; ++u) {
+                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                    double x = 0;
+                    for (e = 0; e < D; ++e) x += t_load(q, b, p, h, e) * kn[(size_t)jj * D + e];
+                    x *= scale;
+                    if (causal && jj > p) x = -1e9;
+                    if (jj == p) x = -1e5;
+                    s[u] = x;
+                    if (x > mx) mx = x;
+                }
+                for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] = 0;
+                for (u = 0; u < 2 * c; ++u) {
+                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                    const double w = exp(s[u] - mx);
+                    l += w;
+                    for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] += w * t_load(v, b, jj, h, e);
+                }
+                for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] /= l;
+                lr[t] = mx + log(l);
+            }
+            for (i = 0; i < n; ++i) {                    /* rounds merged by their logsumexp */
+                double M = -INFINITY, L = 0, *orow = out + (((size_t)b * n + i) * H + h) * Dv;
+                for (t = 0; t < N; ++t) if (ax[t].pos == i && lr[t] > M) M = lr[t];
+                for (t = 0; t < N; ++t) if (ax[t].pos == i) L += exp(lr[t] - M);
+                L = M + log(L);
+                for (e = 0; e < Dv; ++e) orow[e] = 0;
+                for (t = 0; t < N; ++t)
+                    if (ax[t].pos == i)
+                        for (e = 0; e < Dv; ++e) orow[e] += o[(size_t)t * Dv + e] * exp(lr[t] - L);
+                lse[((size_t)b * H + h) * n + i] = L;
+            }
+        }
+    free(ax); free(o); free(lr); free(s); free(kn);
+    return ok;
+}
+
+static void lsh_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt, attn_dtype qt, int c, int nb, int nh,
+                     int causal, int seeded, int shared) {
+    sp_tensor q = sp_make(qt, B, n, H, D, 0), k = sp_make(kvt, B, n, H, D, 0), v = sp_make(kvt, B, n, H, Dv, 0),
+              o = sp_make(qt, B, n, H, Dv, 0), o2 = sp_make(qt, B, n, H, Dv, 0);
+    const int nbd = nb ? nb : ((n / (c ? c : 64)) < 2 ? 2 : (n / (c ? c : 64)) + ((n / (c ? c : 64)) & 1));
+    const int nhd = nh ? nh : 1;
+    const size_t nrot = (size_t)H * nhd * D * (nbd / 2);
+    float *R = (float *)t_xmalloc(sizeof(float) * nrot), *R2 = (float *)t_xmalloc(sizeof(float) * nrot);
+    float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n), *lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
+    double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)B * n * H * Dv), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * H * n);
+    attn_desc d;
+    attn_status s;
+    char what[160];
+    size_t i;
+    int tries = 0;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.causal = causal;
+    d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.seed = t_next(r);
+    d.n_threads = 1 + (int)(t_next(r) % 3);
+    for (i = 0; i < nrot; ++i) R[i] = seeded ? (float)lsh_normal_ref(d.lsh.seed, (uint64_t)i) : (float)t_normal(r);
+    if (!seeded) d.lsh.rotations = R;
+    sprintf(what, "lsh B%d n%d H%d D%d/%d %s/%s c%d nb%d nh%d causal%d seeded%d shared%d", B, n, H, D, Dv, t_dt_name(qt),
+            t_dt_name(kvt), c, nbd, nhd, causal, seeded, shared);
+    do {   /* inputs whose bucket argmaxes are not near ties (fp32 vs double could differ there) */
+        t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+        if (shared && qt == kvt) memcpy(q.buf, k.buf, sp_bytes(&k));
+        else t_fill_normal(&q.t, r, 1.0);
+    } while (!lsh_ref(&q.t, &k.t, &v.t, R, c ? c : 64, nbd, nhd, causal, 1.0 / sqrt((double)D), ro, rl) && ++tries < 20);
+    if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
+    s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %d", what, (int)s)) goto done;
+    sp_compare(what, &o.t, lse, ro, rl, TOL_OUT);
+    if (seeded) {   /* the library's rotations == the formula; seeded == explicit, bitwise */
+        attn_desc e = d;
+        T_CHECK(attn_lsh_rotations(&d, H, n, D, R2) == ATTN_OK && memcmp(R, R2, sizeof(float) * nrot) == 0,
+                "%s: drawn rotations differ from the formula", what);
+        e.lsh.rotations = R2;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0 && memcmp(lse, lse2, sizeof(float) * (size_t)B * H * n) == 0,
+                "%s: seeded and explicit rotations differ", what);
+    }
+    {   /* thread count and caller workspace: bitwise, allocation-free */
+        size_t bytes = 0, m0;
+        attn_desc e = d;
+        void *ws;
+        e.n_threads = d.n_threads % 3 + 1;
+        T_CHECK(attn_workspace_size(&e, q.t, k.t, v.t, &bytes) == ATTN_OK && bytes > 0, "%s: workspace query", what);
+        ws = t_xmalloc(bytes);
+        e.workspace = ws; e.workspace_size = bytes;
+        m0 = t_attn_mallocs;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && t_attn_mallocs == m0 && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0 &&
+                memcmp(lse, lse2, sizeof(float) * (size_t)B * H * n) == 0, "%s: caller workspace / threads %d vs %d", what,
+                d.n_threads, e.n_threads);
+        e.workspace_size = bytes - 1;
+        T_CHECK(attn_forward(&e, q.t, k.t, v.t, o2.t, NULL) == ATTN_ERR_WORKSPACE, "%s: short workspace", what);
+        free(ws);
+    }
+done:
+    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    free(R); free(R2); free(lse); free(lse2); free(ro); free(rl);
+}
+
+/* One chunk holding everything: full attention without the diagonal (each key seen twice, as
+   chunk 0's previous chunk is itself): lse is exact attention's plus log 2. */
+static void lsh_one_chunk(t_rng *r, int n, attn_dtype dt) {
+    sp_tensor q = sp_make(dt, 2, n, 2, 16, 0), v = sp_make(dt, 2, n, 2, 16, 0), o = sp_make(dt, 2, n, 2, 16, 0),
+              o2 = sp_make(dt, 2, n, 2, 16, 0);
+    float *bias = (float *)t_xmalloc(sizeof(float) * (size_t)n * n), lse[2 * 2 * 64], lse2[2 * 2 * 64];
+    attn_desc d, e;
+    int i, ok = 1;
+    attn_status s1, s2;
+    t_fill_normal(&q.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+    memset(&d, 0, sizeof d); memset(&e, 0, sizeof e);
+    d.kind = ATTN_LSH; d.lsh.bucket_size = n; d.lsh.seed = 5;
+    for (i = 0; i < n * n; ++i) bias[i] = i % (n + 1) == 0 ? -INFINITY : 0.0f;
+    e.bias.data = bias; e.bias.batch = 1; e.bias.heads = 1;
+    s1 = attn_forward(&d, q.t, q.t, v.t, o.t, lse);
+    /* exact attention on the same normalised keys: k_j / sqrt(mean(k_j^2) + 1e-6), scale 1/sqrt(D) */
+    {
+        sp_tensor kn = sp_make(ATTN_F32, 2, n, 2, 16, 0);
+        int b, j, h, x;
+        for (b = 0; b < 2; ++b)
+            for (j = 0; j < n; ++j)
+                for (h = 0; h < 2; ++h) {
+                    double ms = 0;
+                    for (x = 0; x < 16; ++x) ms += t_load(&q.t, b, j, h, x) * t_load(&q.t, b, j, h, x);
+                    for (x = 0; x < 16; ++x) t_store(&kn.t, b, j, h, x, t_load(&q.t, b, j, h, x) / sqrt(ms / 16 + 1e-6));
+                }
+        s2 = attn_forward(&e, q.t, kn.t, v.t, o2.t, lse2);
+        sp_free(&kn);
+    }
+    for (i = 0; i < (int)o.n; ++i)
+        if (!(fabs(t_load_at(o.buf, dt, i) - t_load_at(o2.buf, dt, i)) <= 2e-5 + 2 * t_dt_rel(dt))) ok = 0;
+    for (i = 0; i < 2 * 2 * n; ++i) if (!(fabs(lse[i] - (lse2[i] + log(2.0))) <= 2e-5 * (1 + fabs(lse2[i])))) ok = 0;
+    T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && ok, "lsh one chunk (n %d, %s) must equal full attention without the diagonal",
+            n, t_dt_name(dt));
+    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); free(bias);
+}
+
+static void test_lsh(void) {
+    t_rng r = t_rng_seed(23);
+    int it, n = T_QUICK ? 6 : 30;
+    lsh_case(&r, 1, 256, 2, 32, 32, ATTN_F32, ATTN_F32, 0, 0, 0, 0, 1, 1);     /* defaults: c 64, nb 4, 1 round */
+    lsh_case(&r, 2, 96, 2, 16, 16, ATTN_F32, ATTN_F32, 8, 4, 3, 1, 1, 1);      /* causal, 3 rounds */
+    lsh_case(&r, 1, 64, 3, 8, 12, ATTN_F16, ATTN_F16, 16, 6, 2, 0, 0, 1);
+    lsh_case(&r, 2, 48, 1, 16, 8, ATTN_BF16, ATTN_F32, 4, 2, 4, 1, 1, 0);      /* separate q */
+    for (it = 0; it < n; ++it) {
+        static const int cs[4] = { 4, 8, 16, 32 };
+        const int c = t_pick(&r, cs, 4), nch = t_irange(&r, 1, 6);
+        lsh_case(&r, t_irange(&r, 1, 2), c * nch, t_irange(&r, 1, 3), t_irange(&r, 2, 24), t_irange(&r, 1, 24),
+                 sp_dtypes[t_irange(&r, 0, 2)], sp_dtypes[t_irange(&r, 0, 2)], c, t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 5),
+                 t_irange(&r, 0, 4), t_chance(&r, 0.5), t_chance(&r, 0.5), t_chance(&r, 0.7));
+    }
+    lsh_one_chunk(&r, 32, ATTN_F32);
+    lsh_one_chunk(&r, 64, ATTN_F32);
+}
+
 /* ---- statuses: exact code, outputs untouched --------------------------------------------- */
 static void sp_expect(const char *what, const attn_desc *d, sp_tensor *q, sp_tensor *k, sp_tensor *v, sp_tensor *o,
                       attn_status want) {
@@ -491,6 +695,44 @@ static void test_sparse_errors(void) {
     sp_expect("bigbird scale", &e, &q, &k, &v, &o, ATTN_ERR_SCALE);
     e = d; e.workspace = tbl; e.workspace_size = 4;
     sp_expect("bigbird workspace", &e, &q, &k, &v, &o, ATTN_ERR_WORKSPACE);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.lsh.bucket_size = 16;
+    sp_expect("lsh k.heads", &d, &q, &k, &v, &o, ATTN_ERR_LSH_HEADS);
+    sp_expect("lsh k.seq", &d, &q, &k2, &v2, &o, ATTN_ERR_SPARSE_SELF);
+    {
+        sp_tensor k4 = sp_make(ATTN_F32, 1, 128, 4, 8, 0), v4 = sp_make(ATTN_F32, 1, 128, 4, 8, 0);
+        float rot[4 * 8 * 4];
+        e = d; e.softcap = 1.0f;
+        sp_expect("lsh softcap", &e, &q, &k4, &v4, &o, ATTN_ERR_SPARSE_MASKS);
+        e = d; e.window_left = 2;
+        sp_expect("lsh window", &e, &q, &k4, &v4, &o, ATTN_ERR_SPARSE_MASKS);
+        e = d; e.causal = 2;
+        sp_expect("lsh causal 2", &e, &q, &k4, &v4, &o, ATTN_ERR_CAUSAL);
+        e = d; e.lsh.bucket_size = 48;
+        sp_expect("lsh bucket_size not dividing", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKET_SIZE);
+        e = d; e.lsh.bucket_size = -1;
+        sp_expect("lsh bucket_size < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKET_SIZE);
+        e = d; e.lsh.n_buckets = 3;
+        sp_expect("lsh odd n_buckets", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKETS);
+        e = d; e.lsh.n_buckets = -2;
+        sp_expect("lsh n_buckets < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKETS);
+        e = d; e.lsh.n_hashes = -1;
+        sp_expect("lsh n_hashes < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_HASHES);
+        e = d; e.lsh.n_hashes = INT_MAX / 64;
+        sp_expect("lsh n_hashes * seq overflows", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_HASHES);
+        for (i = 0; i < 4 * 8 * 4; ++i) rot[i] = 1.0f;
+        rot[77] = (float)NAN;
+        e = d; e.lsh.n_buckets = 8; e.lsh.rotations = rot;
+        sp_expect("lsh NaN rotation", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_ROTATIONS);
+        T_CHECK(attn_lsh_rotations(NULL, 1, 64, 8, rot) == ATTN_ERR_LSH_NULL && attn_lsh_rotations(&d, 1, 64, 8, NULL) == ATTN_ERR_LSH_NULL,
+                "rotations: NULL");
+        t_status_provoked[ATTN_ERR_LSH_NULL] = 1;
+        T_CHECK(attn_lsh_rotations(&d, 0, 64, 8, rot) == ATTN_ERR_LSH_SHAPE && attn_lsh_rotations(&d, 1, 64, 0, rot) == ATTN_ERR_LSH_SHAPE,
+                "rotations: shape");
+        t_status_provoked[ATTN_ERR_LSH_SHAPE] = 1;
+        T_CHECK(attn_lsh_rotations(&d, 1, 60, 8, rot) == ATTN_ERR_LSH_BUCKET_SIZE && rot[0] == 1.0f, "rotations: bucket size");
+        sp_free(&k4); sp_free(&v4);
+    }
     {   /* attn_bigbird_random_table */
         for (i = 0; i < 8; ++i) tbl[i] = 1000 + i;
         T_CHECK(attn_bigbird_random_table(NULL, 1, 64, tbl) == ATTN_ERR_BIGBIRD_NULL_TABLE &&
@@ -510,4 +752,5 @@ void test_sparse(void) {
     test_sparse_errors();
     test_longformer();
     test_bigbird();
+    test_lsh();
 }
