@@ -160,6 +160,9 @@ typedef struct attn_tensor {
 #define ATTN__KIND_LIST(X) \
     X(ATTN_SOFTMAX,            0, softmax,     "exact scaled dot-product attention with masks") \
     /* -- sparse (10-19) -- */ \
+    X(ATTN_LONGFORMER,        10, longformer,  "Longformer: dilated sliding window (dilation per head) and global tokens") \
+    X(ATTN_BIGBIRD,           11, bigbird,     "BigBird ITC: block-sparse window, global and random blocks") \
+    X(ATTN_LSH,               12, lsh,         "Reformer LSH: shared-QK attention within hashed, sorted chunks") \
     \
     /* -- linear and kernel (20-29) -- */ \
     X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
@@ -174,6 +177,78 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
 
 /* Per-kind parameters live in attn_desc, one struct per family, read only by its kinds. */
 /* -- sparse parameter structs -- */
+
+/* ATTN_LONGFORMER (Beltagy et al. 2020): exact attention (every attn_desc mask and option
+   applies: window_left/_right = the one-sided window w in keys, global_tokens, causal for the
+   autoregressive form, seqlens, ALiBi, bias, softcap, RoPE, GQA) where query head h uses
+   dilation dilations[h] instead of attn_desc.dilation: key j is visible from position p when
+   (p - j) % D_h == 0 and |p - j| <= w * D_h (keys p + D_h (k - w), k = 0..2w), or a global
+   token is involved. Runs the exact kernel once per run of heads with the same dilation, so
+   the cost is O(seq * window) per head (a dilated head without global tokens, sinks, padding,
+   ALiBi, bias or RoPE and with q.seq == k.seq runs as D undilated problems on every D-th row;
+   otherwise its dilated window is masked element by element: O(seq * window * D)). Dropout is
+   not supported.
+   field       default (NULL)              meaning
+   dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
+typedef struct attn_longformer_params {
+    const int *dilations;
+} attn_longformer_params;
+
+/* ATTN_BIGBIRD (Zaheer et al. 2020, ITC; Hugging Face BigBirdBlockSparseAttention), self-attention
+   (q.seq == k.seq = n) in nb = n / block blocks. Query block i of head h attends the SET UNION of
+     i == 0 or i == nb-1 (global rows):  every key block
+     otherwise:  {0, nb-1} (global columns), {i-1, i, i+1} (window), and its r random blocks
+                 table[h][i-1][0..r-1]
+   each key counted once (HF's eval mode points its random slots at block 0 and so counts block
+   0 twice; here a duplicate adds nothing). Softmax over the union, scale as attn_desc.scale;
+   softcap and GQA/MQA apply; the other attn_desc masks must be 0/NULL. lse is written.
+   The random table [q.heads][nb-2][r] (entries in [0, nb)) is random_table, or, when NULL,
+   drawn from seed by attn_bigbird_random_table() (documented there; the same on every platform
+   and thread count).
+   field          default (0)      meaning
+   block          64               block size b; must divide q.seq
+   random_blocks  3                r random key blocks per middle query block (see no_random)
+   no_random      off              1: r = 0 (window and global blocks only, HF's eval mode)
+   random_table   NULL (seeded)    [q.heads][nb-2][r] explicit random blocks
+   seed           0                seed of the drawn table
+   hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does */
+/* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
+   shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
+   k (queries are q's rows, raw; hashing and keys come from k's rows). For head h, round
+   r < n_hashes, position i:
+     bucket_r(i) = argmax over [k_i R_hr, -k_i R_hr] (first maximum), R_hr [dim][n_buckets/2]
+     positions sorted stably by (r, bucket, position) into one axis of n_hashes * n entries, cut
+     into chunks of bucket_size; chunk m's queries attend the keys of chunks m-1 and m (chunk 0
+     looks at the last chunk, circularly over all rounds), without deduplication
+     s = scale * q_i . n(k_j),  n(k) = k / sqrt(mean(k^2) + 1e-6)   (scale 0: 1/sqrt(dim))
+     causal: s = -1e9 where j > i; then s = -1e5 where j == i (a token sees itself only when
+     nothing else is visible)
+     round r gives o_r(i) = softmax(s) . v and lse_r(i); out_i = sum_r o_r(i) exp(lse_r(i) - L_i),
+     L_i = logsumexp_r lse_r(i) (written to lse)
+   softcap and the other attn_desc masks must be 0/NULL; attn_desc.causal applies.
+   field        default (0)                     meaning
+   bucket_size  64                              chunk length; must divide n
+   n_buckets    n / bucket_size, rounded up to  buckets per round; even, >= 2
+                an even number >= 2
+   n_hashes     1                               hashing rounds (>= 1; negative is an error)
+   rotations    NULL: drawn from seed           [q.heads][n_hashes][dim][n_buckets/2] fp32, finite
+   seed         0                               seed of the drawn rotations (attn_lsh_rotations) */
+typedef struct attn_lsh_params {
+    int bucket_size;
+    int n_buckets;
+    int n_hashes;
+    const float *rotations;
+    unsigned long long seed;
+} attn_lsh_params;
+
+typedef struct attn_bigbird_params {
+    int block;
+    int random_blocks;
+    int no_random;
+    const int *random_table;
+    unsigned long long seed;
+    int hf_fallback;
+} attn_bigbird_params;
 
 /* -- linear and kernel parameter structs -- */
 /* ATTN_LINEAR, linear attention ("Transformers are RNNs", Katharopoulos et al. 2020; the
@@ -199,7 +274,7 @@ typedef struct attn_linear_params {
    E and F are fp32, row-major [k][n] (row stride n). An input of k.seq = s < n tokens uses
    the leading s columns of E and F (the paper's "shorter inputs"). The projected attention
    is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale, softcap, seqlens_q (padding
-   queries), dropout_p/_seed, n_threads, parallel and no_amx apply; lse gets the logsumexp over
+   queries), dropout_p/_seed, n_threads, parallel and bf16_kernels apply; lse gets the logsumexp over
    the k projected keys. Key-position options (causal, windows, dilation, sinks, global tokens,
    seqlens_k, cu_seqlens, ALiBi, bias, RoPE) do not exist after the projection and are rejected.
    GQA: E and F are per KV head (k.heads of them), shared by that head's query heads.
@@ -244,7 +319,7 @@ typedef struct attn_linformer_params {
    conv: depthwise convolution of V along the sequence, one filter per query head (query head h
    filters V head h/g), zero padded, centred: out[i] += sum_t conv[h][t] V[i + t - kernel/2]
    (Hugging Face's Conv2d(heads, heads, (kernel, 1), padding=(kernel/2, 0), groups=heads, bias
-   False); needs q.seq = k.seq). Only scale, n_threads, parallel, workspace and no_amx of
+   False); needs q.seq = k.seq). Only scale, n_threads, parallel, workspace and bf16_kernels of
    attn_desc apply; lse must be NULL (the approximation has no logsumexp).
    field          default            meaning
    landmarks      64                 m, in [1, min(q.seq, k.seq)]
@@ -375,7 +450,9 @@ typedef struct attn_desc {
     attn_bf16_mode bf16_kernels;
     /* per-kind parameters (read only by their kind; zero = the kind's defaults) */
     /* -- sparse -- */
-
+    attn_longformer_params longformer;
+    attn_bigbird_params bigbird;
+    attn_lsh_params lsh;
     /* -- linear and kernel -- */
     attn_linear_params linear;   /* ATTN_LINEAR */
     /* -- low-rank -- */
@@ -543,6 +620,23 @@ typedef struct attn_desc {
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
     \
     /* -- sparse (300-349) -- */ \
+    X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
+    X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD and ATTN_LSH, attn_desc.causal (BigBird), softcap (LSH), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD and ATTN_LSH are self-attention: k.seq must equal q.seq") \
+    X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
+    X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
+    X(ATTN_ERR_BIGBIRD_FLAGS,         306, ATTN_CAT_RANGE,       "attn_desc.bigbird.no_random and .hf_fallback must be 0 or 1") \
+    X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
+    X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
+    X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
+    X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH shares QK: k.heads must equal q.heads") \
+    X(ATTN_ERR_LSH_BUCKET_SIZE,       311, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_size must be >= 0 and divide q.seq") \
+    X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
+    X(ATTN_ERR_LSH_HASHES,            313, ATTN_CAT_RANGE,       "attn_desc.lsh.n_hashes must be >= 0 (0: 1), and n_hashes * q.seq must fit in an int") \
+    X(ATTN_ERR_LSH_ROTATIONS,         314, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations must be finite") \
+    X(ATTN_ERR_LSH_NULL,              315, ATTN_CAT_NULL,        "attn_lsh_rotations: desc or rotations is NULL") \
+    X(ATTN_ERR_LSH_SHAPE,             316, ATTN_CAT_SHAPE,       "attn_lsh_rotations: heads, seq and dim must be >= 1") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
@@ -951,6 +1045,30 @@ ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_t
 /* Consumes seq tokens: out [batch, seq, heads, v.dim]. */
 ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
                               attn_state *state, attn_tensor out);
+
+/* ---- Sparse attention ------------------------------------------------------------------- */
+
+/* The random block table ATTN_BIGBIRD uses when attn_desc.bigbird.random_table is NULL, for
+   heads query heads and sequence length seq (block, random_blocks, no_random and seed from
+   desc->bigbird; the other desc fields are not read): table [heads][nb-2][r] ints, nb = seq /
+   block (nothing is written when nb < 3 or r = 0). Row (h, i), for query block i in 1..nb-2:
+   the candidates are blocks 1..nb-2 without the window {i-1, i, i+1}, in ascending order,
+   a[0..M); a partial Fisher-Yates shuffle picks min(r, M) of them: for t = 0..min(r, M)-1,
+       key = (h * (nb-2) + i-1) * r + t
+       z   = mix(seed + 0x9E3779B97F4A7C15 * (1 + key))             (mod 2^64; mix as DROPOUT)
+       j   = t + ((z >> 32) * (M - t) >> 32)                         (64-bit product)
+       swap(a[t], a[j]); table[h][i-1][t] = a[t]
+   and slots t >= M get 0 (block 0, global anyway), so r >= M covers every candidate. A pure function of (seed, heads, seq, block, r): the same on every platform. */
+ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
+
+/* The rotations ATTN_LSH uses when attn_desc.lsh.rotations is NULL, for heads query heads,
+   sequence length seq and head dim (bucket_size, n_buckets, n_hashes and seed from desc->lsh):
+   R [heads][n_hashes][dim][n_buckets/2] fp32. Element idx (its index in that array):
+       z  = mix(seed + 0x9E3779B97F4A7C15 * (1 + idx))              (mod 2^64; mix as DROPOUT)
+       u1 = ((z >> 32) + 0.5) / 2^32,  u2 = ((z & 0xFFFFFFFF) + 0.5) / 2^32
+       R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
+   a pure function of (seed, idx): the same on every platform and thread count. */
+ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations);
 
 /* ---- Low-rank attention ----------------------------------------------------------------- */
 
@@ -6989,6 +7107,543 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
    3.13 sparse attention
    --------------------------------------------------------------------------------------- */
 
+/* ---- ATTN_LONGFORMER: the exact core (3.7), once per run of heads sharing a dilation -------
+   One visibility rule (attn__visible): a piece of heads [h0, h1) runs attn__softmax_forward on
+   head-sliced views with attn_desc.dilation = that piece's dilation. A piece is whole KV
+   groups, or lies inside one group (its query heads then share one KV head). */
+static int attn__lf_dil(const attn_desc *d, int h) {
+    const int D = d->longformer.dilations ? d->longformer.dilations[h] : d->dilation;
+    return D > 1 ? D : 1;
+}
+
+/* The end of the piece that starts at head h0 (Hq heads, GQA groups of g). */
+static int attn__lf_piece(const attn_desc *d, int Hq, int g, int h0) {
+    int h1 = h0 + 1;
+    while (h1 < Hq && attn__lf_dil(d, h1) == attn__lf_dil(d, h0)) ++h1;
+    if (h0 % g != 0 || h1 - h0 < g) return ATTN__MIN(h1, (h0 / g + 1) * g);
+    return h0 + (h1 - h0) / g * g;
+}
+
+/* Heads [h0, h0 + nh) of t, with explicit strides (validated tensors: no overflow). */
+static attn_tensor attn__heads_view(const attn_tensor *t, int h0, int nh) {
+    attn_tensor r = *t;
+    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
+        r.stride_head = t->dim; r.stride_seq = (ptrdiff_t)t->heads * t->dim;
+        r.stride_batch = r.stride_seq * t->seq;
+    }
+    r.data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * r.stride_head * h0;
+    r.heads = nh;
+    return r;
+}
+
+/* The exact call of piece [h0, h1): sliced tensors, ALiBi slopes and bias; desc sd prepared. */
+static void attn__lf_sub(const attn__call *c, attn_desc *sd, int h0, int h1, attn__call *sc) {
+    const attn_desc *d = c->d;
+    const int g = c->q.heads / c->k.heads, nh = h1 - h0, nk = nh >= g ? nh / g : 1;
+    memset(sc, 0, sizeof *sc);
+    sc->d = sd;
+    sd->dilation = attn__lf_dil(d, h0);
+    sc->q = attn__heads_view(&c->q, h0, nh);
+    sc->k = attn__heads_view(&c->k, h0 / g, nk);
+    sc->v = attn__heads_view(&c->v, h0 / g, nk);
+    sc->out = c->bytes ? c->out : attn__heads_view(&c->out, h0, nh);
+    sd->alibi_slopes = d->alibi_slopes ? d->alibi_slopes + h0 : NULL;
+    if (d->bias.data && d->bias.heads != 1) {
+        ptrdiff_t sq = d->bias.stride_q, sh = d->bias.stride_head, sb = d->bias.stride_batch;
+        if (sq == 0 && sh == 0 && sb == 0) {
+            sq = c->k.seq; sh = sq * c->q.seq; sb = sh * d->bias.heads;
+        }
+        sd->bias.data = d->bias.data + sh * h0;
+        sd->bias.heads = nh;
+        sd->bias.stride_q = sq; sd->bias.stride_head = sh; sd->bias.stride_batch = sb;
+    }
+}
+
+/* Dilated heads without global tokens, sinks, padding, ALiBi, bias or RoPE, with q.seq == k.seq:
+   the queries at positions p = rho (mod D) see exactly the keys j = rho (mod D) of their window,
+   so the piece splits into D undilated windowed problems on strided views of every D-th row
+   (class rho), each costing seq/D * (2w+1) pairs: O(seq * window) whatever the dilation. */
+static int attn__lf_classes(const attn__call *c, int D) {
+    const attn_desc *d = c->d;
+    if (D <= 1 || c->q.seq != c->k.seq || d->global_tokens || d->sink_tokens || d->seqlens_q || d->seqlens_k ||
+        d->cu_seqlens_q || d->cu_seqlens_k || d->alibi_slopes || d->bias.data || d->rope) return 1;
+    return ATTN__MIN(D, c->q.seq);
+}
+/* Rows rho, rho + D, ... of a sliced view (class rho of D). */
+static void attn__lf_rows(attn_tensor *t, int rho, int D) {
+    t->data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * t->stride_seq * rho;
+    t->seq = (t->seq - rho + D - 1) / D;
+    t->stride_seq *= D;
+}
+
+static attn_status attn__longformer_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn_desc sd = *d;
+    attn__problem P;
+    attn__call sc;
+    size_t sub = 0, one, stage = 0, bytes;
+    attn__ws w;
+    attn_status s;
+    int h, h0, h1, pieces = 0, classes = 0, pass;
+    const int Hq = c->q.heads, B = c->q.batch, Sq = c->q.seq;
+    float *lse_stage = NULL;
+    memset(&P, 0, sizeof P);
+    memset(&w, 0, sizeof w);
+    sd.kind = ATTN_SOFTMAX;
+    if ((s = attn__check_forward(&sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
+    if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->longformer.dilations)
+        for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
+    /* pass 0 sizes (the largest sub-call's exact workspace), pass 1 runs */
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            if (classes > pieces || (pieces > 1 && B > 1)) stage = (size_t)B * Hq * Sq;   /* lse rows not one run */
+            if (!attn__mul_size(stage, sizeof(float), &bytes) || !attn__add_size(bytes, sub, &bytes) ||
+                !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+            if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+            if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+            if (stage) lse_stage = (float *)(void *)(w.base + sub);
+        }
+        for (h0 = 0; h0 < Hq; h0 = h1) {
+            const int Dh = attn__lf_dil(d, h0), nc = attn__lf_classes(c, Dh);
+            int rho;
+            h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
+            if (pass == 0) { ++pieces; classes += nc; }
+            for (rho = 0; rho < nc; ++rho) {
+                attn_desc qd = sd;
+                int b, hh, i;
+                attn__lf_sub(c, &qd, h0, h1, &sc);
+                if (nc > 1) {
+                    qd.dilation = 1;
+                    attn__lf_rows(&sc.q, rho, Dh);
+                    attn__lf_rows(&sc.k, rho, Dh);
+                    attn__lf_rows(&sc.v, rho, Dh);
+                    if (!c->bytes) attn__lf_rows(&sc.out, rho, Dh);
+                }
+                if (pass == 0) {
+                    qd.workspace = NULL; qd.workspace_size = 0;
+                    sc.bytes = &one;
+                    if ((s = attn__softmax_forward(&sc)) != ATTN_OK) return s;
+                    sub = ATTN__MAX(sub, one);
+                    continue;
+                }
+                qd.workspace = w.base; qd.workspace_size = sub;
+                sc.lse = !c->lse ? NULL : lse_stage ? lse_stage : c->lse + (size_t)h0 * Sq;
+                s = attn__softmax_forward(&sc);
+                ATTN_ASSERT(s == ATTN_OK);
+                if (sc.lse && lse_stage) {            /* staged [B][h1-h0][sc.q.seq] rows to their places */
+                    const int D = nc > 1 ? (Dh) : 1;
+                    for (b = 0; b < B; ++b)
+                        for (hh = 0; hh < h1 - h0; ++hh) {
+                            const float *src = lse_stage + ((size_t)b * (h1 - h0) + hh) * sc.q.seq;
+                            float *dst = c->lse + ((size_t)b * Hq + h0 + hh) * Sq + rho;
+                            for (i = 0; i < sc.q.seq; ++i) dst[(size_t)i * D] = src[i];
+                        }
+                }
+            }
+        }
+    }
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_longformer = { attn__longformer_forward, NULL, NULL, NULL, NULL };
+
+/* ---- The block-sparse kernel: each query block of each head attends a list of key blocks ----
+   The exact core's tiles (3.7: attn__tile_begin, attn__tile_chunk, attn__tile_end: their Q.K^T,
+   online softmax and P.V on the ISA's kernels) run over the listed key blocks only, one tile per
+   (batch, query head, query block, piece of ATTN__BQ rows), on the problem narrowed to that
+   batch entry and head, so every row of a tile shares one list whatever the GQA grouping. The
+   list (ascending, no repeats) comes from the kind's callback; consecutive blocks are walked as
+   one range. Each output row is computed by one task in a fixed order: results do not depend
+   on the thread count. The problem must carry no masks (blocks are the pattern). */
+typedef int (*attn__bsr_list_fn)(const void *ctx, int h, int qb, int *list, int *scratch);
+typedef struct attn__bsr {
+    const attn__problem *P;      /* views, scale, softcap, lse, groups, n_threads; no masks */
+    int block, nqb, nkb, pieces; /* block: query rows = keys per block; pieces: tiles per block */
+    attn__bsr_list_fn list;
+    const void *list_ctx;
+    size_t list_ints;            /* scratch ints the callback uses beside the list */
+    const attn__isa *isa;
+    attn__fwd_geo geo;
+    float *ws;                   /* n_threads blocks of ws_floats */
+    size_t ws_floats;
+} attn__bsr;
+
+/* Sizes the per-thread scratch and the workspace bytes (ATTN__ALIGN slack included). */
+static attn_status attn__bsr_plan(attn__bsr *L, size_t *bytes) {
+    size_t ints, n;
+    L->isa = attn__pick_isa();
+    L->geo = attn__fwd_geometry(L->P->q.dim, L->P->v.dim);
+    L->pieces = (L->block + ATTN__BQ - 1) / ATTN__BQ;
+    if (!attn__add_size((size_t)L->nkb, L->list_ints, &ints)) return ATTN_ERR_OVERFLOW;
+    L->ws_floats = L->geo.scratch + L->geo.tile + attn__round16(ints);   /* int and float are 4 bytes */
+    if (!attn__mul_size(L->ws_floats, (size_t)L->P->n_threads, &n) || !attn__mul_size(n, sizeof(float), &n) ||
+        !attn__add_size(n, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size((size_t)L->P->q.batch * L->P->q.heads, (size_t)L->nqb * L->pieces, &n) || n > INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+
+static void attn__bsr_task(void *ctx, int task, int thread) {
+    const attn__bsr *L = (const attn__bsr *)ctx;
+    const attn__problem *P0 = L->P;
+    const int Hq = P0->q.heads, piece = task % L->pieces, qb = task / L->pieces % L->nqb;
+    const int h = task / L->pieces / L->nqb % Hq, b = task / L->pieces / L->nqb / Hq;
+    float *ws = L->ws + (size_t)thread * L->ws_floats;
+    int *list = (int *)(void *)(ws + L->geo.scratch + L->geo.tile);
+    attn__tile *T = (attn__tile *)(void *)(ws + L->geo.scratch);
+    attn__problem P = *P0;
+    attn__fwd_ctx C;
+    attn__seq S;
+    const int r0 = qb * L->block + piece * ATTN__BQ, rows = ATTN__MIN(ATTN__BQ, (qb + 1) * L->block - r0);
+    int n, i, j;
+    P.q.data = (char *)attn__at(&P0->q, b, 0, h); P.q.batch = 1; P.q.heads = 1;
+    P.out.data = (char *)attn__at(&P0->out, b, 0, h); P.out.batch = 1; P.out.heads = 1;
+    P.k.data = (char *)attn__at(&P0->k, b, 0, h / P0->groups); P.k.batch = 1; P.k.heads = 1;
+    P.v.data = (char *)attn__at(&P0->v, b, 0, h / P0->groups); P.v.batch = 1; P.v.heads = 1;
+    P.groups = 1; P.n_seqs = 1;
+    P.lse = P0->lse ? P0->lse + ((size_t)b * Hq + h) * P0->q.seq : NULL;
+    memset(&C, 0, sizeof C);
+    C.P = &P; C.isa = L->isa; C.geo = L->geo;
+    S.tb = 0; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
+    n = L->list(L->list_ctx, h, qb, list, list + L->nkb);
+    attn__tile_begin(&C, T, ws + L->geo.scratch, &S, 0, r0, rows);
+    for (i = 0; i < n; i = j) {
+        long long c0, c1;
+        for (j = i + 1; j < n && list[j] == list[j - 1] + 1; ++j) {}
+        c1 = (long long)(list[j - 1] + 1) * L->block;
+        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += ATTN__BK)
+            attn__tile_chunk(&C, T, ws, c0, (int)ATTN__MIN((long long)ATTN__BK, c1 - c0));
+    }
+    attn__tile_end(&C, T, NULL);
+}
+
+/* Runs the planned layout on workspace ws (aligned). */
+static void attn__bsr_run(const attn_desc *d, attn__bsr *L, float *ws) {
+    L->ws = ws;
+    attn__parallel_for(d, L->P->q.batch * L->P->q.heads * L->nqb * L->pieces, L->P->n_threads, attn__bsr_task, L);
+}
+
+/* ---- ATTN_BIGBIRD (ITC) ----------------------------------------------------------------- */
+typedef struct attn__bb {
+    int nb, r, full;             /* blocks, random blocks per row, 1: every row sees everything */
+    unsigned long long seed;
+    const int *table;            /* [Hq][nb-2][r] or NULL (drawn) */
+} attn__bb;
+
+/* Random blocks of middle row i (1..nb-2) of head h, as attn_bigbird_random_table documents:
+   writes min(r, n_out) slots to out; a: nb ints of scratch. */
+static void attn__bb_row(unsigned long long seed, int nb, int r, int h, int i, int *a, int *out, int n_out) {
+    int M = 0, t, c;
+    for (c = 1; c <= nb - 2; ++c) if (c < i - 1 || c > i + 1) a[M++] = c;
+    for (t = 0; t < ATTN__MIN(r, n_out); ++t) {
+        if (t < M) {
+            const uint64_t key = ((uint64_t)h * (uint64_t)(nb - 2) + (uint64_t)(i - 1)) * (uint64_t)r + (uint64_t)t;
+            const uint64_t z = attn__mix64((uint64_t)seed + 0x9E3779B97F4A7C15ull * (1u + key));
+            const int j = t + (int)(((z >> 32) * (uint64_t)(M - t)) >> 32), x = a[j];
+            a[j] = a[t]; a[t] = x;
+            out[t] = x;
+        } else {
+            out[t] = 0;
+        }
+    }
+}
+
+/* The sorted key blocks of query block i of head h. scratch: 3 nb ints. */
+static int attn__bb_list(const void *ctx, int h, int i, int *list, int *scratch) {
+    const attn__bb *B = (const attn__bb *)ctx;
+    const int nb = B->nb;
+    int *seen = scratch, *rnd = scratch + nb, n = 0, t, m;
+    if (B->full || i == 0 || i == nb - 1) {
+        for (t = 0; t < nb; ++t) list[t] = t;
+        return nb;
+    }
+    memset(seen, 0, sizeof(int) * (size_t)nb);
+    seen[0] = seen[nb - 1] = seen[i - 1] = seen[i] = seen[i + 1] = 1;
+    if (B->table) {
+        const int *row = B->table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)B->r;
+        for (t = 0; t < B->r; ++t) seen[row[t]] = 1;
+    } else {
+        m = ATTN__MIN(B->r, nb);
+        attn__bb_row(B->seed, nb, B->r, h, i, scratch + 2 * nb, rnd, m);
+        for (t = 0; t < m; ++t) seen[rnd[t]] = 1;
+    }
+    for (t = 0; t < nb; ++t) if (seen[t]) list[n++] = t;
+    return n;
+}
+
+/* The parameters every BigBird entry point checks. */
+static attn_status attn__bb_params(const attn_bigbird_params *p, int seq, int *block, int *r) {
+    *block = p->block ? p->block : 64;
+    if (p->block < 0 || seq % *block != 0) return ATTN_ERR_BIGBIRD_BLOCK;
+    if (p->random_blocks < 0) return ATTN_ERR_BIGBIRD_RANDOM;
+    if ((p->no_random != 0 && p->no_random != 1) || (p->hf_fallback != 0 && p->hf_fallback != 1))
+        return ATTN_ERR_BIGBIRD_FLAGS;
+    *r = p->no_random ? 0 : p->random_blocks ? p->random_blocks : 3;
+    return ATTN_OK;
+}
+
+/* The attn_desc fields a block-sparse kind does not take must be 0/NULL. */
+static int attn__sparse_plain(const attn_desc *d) {
+    return !d->window_left && !d->window_right && !d->dilation && !d->sink_tokens &&
+           !d->global_tokens && !d->seqlens_q && !d->seqlens_k && !d->cu_seqlens_q && !d->cu_seqlens_k &&
+           !d->varlen_batch && !d->alibi_slopes && !d->bias.data && d->dropout_p == 0.0f && !d->rope;
+}
+
+/* Validates a BigBird call into P (views, scale, softcap, threads) and B. */
+static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__bb *B, int *block) {
+    const attn_desc *d = c->d;
+    const attn_bigbird_params *p = &d->bigbird;
+    attn_status s;
+    int r;
+    memset(P, 0, sizeof *P);
+    memset(B, 0, sizeof *B);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (!isfinite(d->softcap) || d->softcap < 0) return ATTN_ERR_SOFTCAP;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->causal) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if ((s = attn__bb_params(p, c->q.seq, block, &r)) != ATTN_OK) return s;
+    B->nb = c->q.seq / *block; B->r = r; B->seed = p->seed; B->table = r > 0 ? p->random_table : NULL;
+    B->full = p->hf_fallback && (long long)c->q.seq <= (5 + 2LL * r) * *block;
+    if (B->table && B->nb > 2) {
+        const size_t n = (size_t)c->q.heads * (size_t)(B->nb - 2) * (size_t)r;
+        size_t i;
+        for (i = 0; i < n; ++i) if (B->table[i] < 0 || B->table[i] >= B->nb) return ATTN_ERR_BIGBIRD_TABLE;
+    }
+    P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P->softcap = d->softcap;
+    P->dilation = 1;
+    P->groups = c->q.heads / c->k.heads;
+    P->n_seqs = c->q.batch;
+    P->n_threads = attn__resolve_threads(d);
+    P->lse = c->lse;
+    return ATTN_OK;
+}
+
+static attn_status attn__bigbird_forward(const attn__call *c) {
+    attn__problem P;
+    attn__bb B;
+    attn__bsr L;
+    size_t bytes;
+    attn__ws w;
+    attn_status s;
+    int block;
+    if ((s = attn__bb_check(c, &P, &B, &block)) != ATTN_OK) return s;
+    memset(&L, 0, sizeof L);
+    L.P = &P; L.block = block; L.nqb = L.nkb = B.nb;
+    L.list = attn__bb_list; L.list_ctx = &B; L.list_ints = 3 * (size_t)B.nb;
+    if ((s = attn__bsr_plan(&L, &bytes)) != ATTN_OK) return s;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    attn__bsr_run(c->d, &L, (float *)(void *)w.base);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_bigbird = { attn__bigbird_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table) {
+    attn_status s;
+    int block, r, nb, h, i, *a;
+    if (!desc || !table) return ATTN_ERR_BIGBIRD_NULL_TABLE;
+    if (heads < 1 || seq < 1) return ATTN_ERR_BIGBIRD_SHAPE;
+    if ((s = attn__bb_params(&desc->bigbird, seq, &block, &r)) != ATTN_OK) return s;
+    nb = seq / block;
+    if (nb < 3 || r == 0) return ATTN_OK;
+    if (!(a = (int *)attn__alloc(sizeof(int) * (size_t)nb))) return ATTN_ERR_OUT_OF_MEMORY;
+    for (h = 0; h < heads; ++h)
+        for (i = 1; i <= nb - 2; ++i)
+            attn__bb_row(desc->bigbird.seed, nb, r, h, i, a, table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)r, r);
+    attn__free(a);
+    return ATTN_OK;
+}
+
+/* ---- ATTN_LSH (Reformer) ------------------------------------------------------------------
+   One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
+   v rows in fp32, every round's buckets by dot products with the rotation columns (vector
+   layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
+   query's 2 * bucket_size scores, the HF masks, the softmax (vector layer max / exp_sum) and
+   P.V (axpy), merged per position across rounds by the logsumexp rule in sorted-axis order. */
+typedef struct attn__lsh {
+    const attn__problem *P;
+    int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
+    const float *rot;            /* given rotations, or NULL (drawn) */
+    unsigned long long seed;
+    const attn__isa *isa;
+    float *ws;
+    size_t ws_floats;            /* per thread: floats (int arrays counted as floats) */
+} attn__lsh;
+
+static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
+    const uint64_t z = attn__mix64((uint64_t)seed + 0x9E3779B97F4A7C15ull * (1u + idx));
+    const double u1 = ((double)(z >> 32) + 0.5) / 4294967296.0, u2 = ((double)(z & 0xFFFFFFFFu) + 0.5) / 4294967296.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2));
+}
+
+static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, int *nb, int *nh) {
+    *c = p->bucket_size ? p->bucket_size : 64;
+    if (p->bucket_size < 0 || seq % *c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
+    if (p->n_buckets) {
+        if (p->n_buckets < 2 || p->n_buckets % 2 != 0) return ATTN_ERR_LSH_BUCKETS;
+        *nb = p->n_buckets;
+    } else {
+        *nb = seq / *c;
+        *nb = *nb < 2 ? 2 : *nb + (*nb & 1);
+    }
+    if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
+    *nh = p->n_hashes ? p->n_hashes : 1;
+    return ATTN_OK;
+}
+
+static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
+    /* floats: Q, K [n][D], V, acc [n][Dv], m, l [n], Rt [nb/2][D], scores [2c];
+       ints: order [nh*n], bucket [n], counts [nb+1] */
+    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 2) + (size_t)(nb / 2) * D + 2 * (size_t)c +
+                         (size_t)nh * n + (size_t)n + (size_t)nb + 1);
+}
+
+static void attn__lsh_task(void *ctx, int task, int thread) {
+    const attn__lsh *X = (const attn__lsh *)ctx;
+    const attn__problem *P = X->P;
+    const attn__isa *isa = X->isa;
+    const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
+    const int half = X->nb / 2, N = X->nh * n, nchunks = N / c;
+    float *Q = X->ws + (size_t)thread * X->ws_floats, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n;
+    float *Rt = l + n, *sc = Rt + (size_t)half * D;
+    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *cnt = bucket + n;
+    int i, j, r, t, u, e, ch;
+    for (i = 0; i < n; ++i) {
+        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        m[i] = -INFINITY; l[i] = 0.0f;
+        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+    }
+    for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
+        for (e = 0; e < D; ++e)               /* Rt[col][e] = R[h][r][e][col] */
+            for (j = 0; j < half; ++j) {
+                const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + j;
+                Rt[(size_t)j * D + e] = X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
+            }
+        for (i = 0; i < n; ++i) {
+            float best = -INFINITY;
+            int arg = 0;
+            float lo = INFINITY;
+            int arg_lo = 0;
+            for (j = 0; j < half; ++j) {      /* argmax of [x R, -x R]: the max, or minus the min */
+                const float z = isa->dot(K + (size_t)i * D, Rt + (size_t)j * D, D);
+                if (z > best) { best = z; arg = j; }
+                if (z < lo) { lo = z; arg_lo = j; }
+            }
+            if (-lo > best) arg = half + arg_lo;
+            bucket[i] = arg;
+        }
+        memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 1));
+        for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
+        for (j = 0; j < X->nb; ++j) cnt[j + 1] += cnt[j];
+        for (i = 0; i < n; ++i) order[(size_t)r * n + cnt[bucket[i]]++] = i;
+    }
+    for (i = 0; i < n; ++i) {                  /* keys: n(k) = k / sqrt(mean(k^2) + 1e-6) */
+        const float ss = isa->dot(K + (size_t)i * D, K + (size_t)i * D, D);
+        isa->scal(K + (size_t)i * D, 1.0f / sqrtf(ss / (float)D + 1e-6f), D);
+    }
+    for (ch = 0; ch < nchunks; ++ch) {
+        const int prev = (ch + nchunks - 1) % nchunks;
+        for (t = ch * c; t < (ch + 1) * c; ++t) {
+            const int p = order[t];
+            float mx, sum, lse_r, o_scale;
+            for (u = 0; u < 2 * c; ++u) {
+                const int jj = order[(u < c ? prev * c : ch * c) + u % c];
+                float s = isa->dot(Q + (size_t)p * D, K + (size_t)jj * D, D);
+                if (P->causal && jj > p) s = -1e9f;
+                if (jj == p) s = -1e5f;
+                sc[u] = s;
+            }
+            mx = isa->max(sc, 2 * c);
+            sum = isa->exp_sum(sc, sc, mx, 2 * c);
+            lse_r = mx + logf(sum);
+            /* merge round result (sum_u sc[u] v_u / sum, lse_r) into position p */
+            if (lse_r > m[p]) {
+                const float a = m[p] == -INFINITY ? 0.0f : expf(m[p] - lse_r);
+                isa->scal(acc + (size_t)p * Dv, a, Dv);
+                l[p] = l[p] * a + 1.0f;
+                m[p] = lse_r;
+                o_scale = 1.0f / sum;
+            } else {
+                const float w = expf(lse_r - m[p]);
+                l[p] += w;
+                o_scale = w / sum;
+            }
+            for (u = 0; u < 2 * c; ++u)
+                if (sc[u] != 0.0f)
+                    isa->axpy(acc + (size_t)p * Dv, sc[u] * o_scale, V + (size_t)order[(u < c ? prev * c : ch * c) + u % c] * Dv, Dv);
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, 1.0f / l[i]);
+        if (P->lse) P->lse[((size_t)b * H + h) * n + i] = m[i] + logf(l[i]);
+    }
+}
+
+static attn_status attn__lsh_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn__problem P;
+    attn__lsh X;
+    size_t bytes, nrot;
+    attn__ws w;
+    attn_status s;
+    int tasks, nt;
+    memset(&P, 0, sizeof P);
+    memset(&X, 0, sizeof X);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P.q, &P.k, &P.v, &P.out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if ((s = attn__lsh_params(&d->lsh, c->q.seq, &X.c, &X.nb, &X.nh)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)c->q.heads * (size_t)X.nh, (size_t)c->q.dim * (size_t)(X.nb / 2), &nrot))
+        return ATTN_ERR_OVERFLOW;
+    if (d->lsh.rotations) {
+        size_t i;
+        for (i = 0; i < nrot; ++i) if (!isfinite(d->lsh.rotations[i])) return ATTN_ERR_LSH_ROTATIONS;
+    }
+    P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P.causal = d->causal;
+    P.lse = c->lse;
+    P.n_threads = attn__resolve_threads(d);
+    X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.seed = d->lsh.seed; X.isa = attn__pick_isa();
+    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
+    tasks = c->q.batch * c->q.heads;
+    nt = ATTN__MIN(P.n_threads, tasks);
+    if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
+        return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    X.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, tasks, nt, attn__lsh_task, &X);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_lsh = { attn__lsh_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations) {
+    attn_status s;
+    int c, nb, nh;
+    size_t n, i;
+    if (!desc || !rotations) return ATTN_ERR_LSH_NULL;
+    if (heads < 1 || seq < 1 || dim < 1) return ATTN_ERR_LSH_SHAPE;
+    if ((s = attn__lsh_params(&desc->lsh, seq, &c, &nb, &nh)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)heads * (size_t)nh, (size_t)dim * (size_t)(nb / 2), &n)) return ATTN_ERR_OVERFLOW;
+    for (i = 0; i < n; ++i) rotations[i] = attn__lsh_normal(desc->lsh.seed, (uint64_t)i);
+    return ATTN_OK;
+}
+
 /* ---------------------------------------------------------------------------------------
    3.14 linear and kernel attention
    --------------------------------------------------------------------------------------- */
@@ -7292,7 +7947,7 @@ static const float *attn__lr_rows(const attn__isa *isa, const attn__view *x, int
 }
 
 /* ---- Linformer ------------------------------------------------------------------------------ */
-typedef struct attn__lin_plan {
+typedef struct attn__lfm_plan {
     const attn_desc *d;
     const attn__isa *isa;
     attn__view q, k, v, out;
@@ -7308,10 +7963,10 @@ typedef struct attn__lin_plan {
     attn__view dk, dv;
     float *de, *df;                     /* df = NULL when shared_kv (de gets both) */
     float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
-} attn__lin_plan;
+} attn__lfm_plan;
 
 /* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :seq] X [seq, dim] */
-static void attn__lin_project(const attn__lin_plan *P, int b, int h, int which, float *scratch,
+static void attn__lfm_project(const attn__lfm_plan *P, int b, int h, int which, float *scratch,
                               const attn_desc *par, int nt) {
     const attn__view *x = which ? &P->v : &P->k;
     const int D = x->dim, H = x->heads;
@@ -7321,14 +7976,14 @@ static void attn__lin_project(const attn__lin_plan *P, int b, int h, int which, 
     const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
     attn__sgemm_par(par, nt, 0, 0, P->kp, D, x->seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
 }
-static void attn__lin_task(void *ctx, int t, int thread) {
-    const attn__lin_plan *P = (const attn__lin_plan *)ctx;
+static void attn__lfm_task(void *ctx, int t, int thread) {
+    const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
     const int bh = t >> 1;
-    attn__lin_project(P, bh / P->k.heads, bh % P->k.heads, t & 1, P->scratch + (size_t)thread * P->scratch_floats,
+    attn__lfm_project(P, bh / P->k.heads, bh % P->k.heads, t & 1, P->scratch + (size_t)thread * P->scratch_floats,
                       NULL, 1);
 }
 
-static attn_status attn__lin_plan_make(const attn__call *c, attn__lin_plan *P, int bwd) {
+static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, int bwd) {
     const attn_desc *d = c->d;
     const attn_linformer_params *L = &d->linformer;
     attn_tensor kt, vt;
@@ -7390,13 +8045,13 @@ static attn_status attn__lin_plan_make(const attn__call *c, attn__lin_plan *P, i
 
 /* ATTN_LINFORMER's forward: E K and F V on the SGEMM, then the exact kernel on them. */
 static attn_status attn__linformer_forward(const attn__call *c) {
-    attn__lin_plan P;
+    attn__lfm_plan P;
     attn__ws w;
     attn_status s;
     size_t bytes, kf, vf;
     int tasks, i;
     attn_tensor kt, vt;
-    if ((s = attn__lin_plan_make(c, &P, 0)) != ATTN_OK) return s;
+    if ((s = attn__lfm_plan_make(c, &P, 0)) != ATTN_OK) return s;
     if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -7405,10 +8060,10 @@ static attn_status attn__linformer_forward(const attn__call *c) {
     P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.scratch = P.vbuf + vf;
     tasks = 2 * c->k.batch * c->k.heads;
     if (tasks >= P.n_threads || P.n_threads == 1) {
-        attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_task, &P);
+        attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_task, &P);
     } else {            /* few heads: one projection at a time, each GEMM on every thread */
         for (i = 0; i < tasks; ++i)
-            attn__lin_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+            attn__lfm_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
     }
     kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
@@ -7420,7 +8075,7 @@ static attn_status attn__linformer_forward(const attn__call *c) {
 /* Backward tasks. dK_{b,h} = E_h[:, :s]^T dK'_{b,h} (and dV with F), stored in the user's
    dtype; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h} K_{b,h}^T (+ the F V terms when
    E = F), summed in a fixed order (batch-major, then head), columns s..n-1 set to 0. */
-static void attn__lin_dx(const attn__lin_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
+static void attn__lfm_dx(const attn__lfm_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
     const attn__view *dx = which ? &P->dv : &P->dk;
     const int D = dx->dim, H = dx->heads, s = dx->seq;
     const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
@@ -7429,11 +8084,11 @@ static void attn__lin_dx(const attn__lin_plan *P, int b, int h, int which, float
     attn__sgemm_par(par, nt, 1, 0, s, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
     for (i = 0; i < s; ++i) P->isa->store(attn__at(dx, b, i, h), dx->dtype, scratch + (size_t)i * D, D, 1.0f);
 }
-static int attn__lin_de_tasks(const attn__lin_plan *P) {
+static int attn__lfm_de_tasks(const attn__lfm_plan *P) {
     return (P->e_head ? P->k.heads : 1) * ((P->de ? 1 : 0) + (P->df ? 1 : 0));
 }
 /* task t: dE of E-head t (with shared_kv: both terms), then dF of E-head t - (tasks of dE) */
-static void attn__lin_de(const attn__lin_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
+static void attn__lfm_de(const attn__lfm_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
     const int n_e = P->e_head ? P->k.heads : 1, is_f = !P->de || t >= n_e, eh = is_f && P->de ? t - n_e : t;
     const int which0 = is_f, which1 = is_f || P->shared_kv, s = P->k.seq;
     float *G = (is_f ? P->df : P->de) + (size_t)eh * P->e_head;
@@ -7453,24 +8108,24 @@ static void attn__lin_de(const attn__lin_plan *P, int t, float *scratch, const a
     if (s < P->n)
         for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n + s, 0, sizeof(float) * (size_t)(P->n - s));
 }
-static void attn__lin_bwd_task(void *ctx, int t, int thread) {
-    const attn__lin_plan *P = (const attn__lin_plan *)ctx;
+static void attn__lfm_bwd_task(void *ctx, int t, int thread) {
+    const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
     float *scratch = P->scratch + (size_t)thread * P->scratch_floats;
     const int n_dx = 2 * P->k.batch * P->k.heads;
-    if (t < n_dx) attn__lin_dx(P, (t >> 1) / P->k.heads, (t >> 1) % P->k.heads, t & 1, scratch, NULL, 1);
-    else attn__lin_de(P, t - n_dx, scratch, NULL, 1);
+    if (t < n_dx) attn__lfm_dx(P, (t >> 1) / P->k.heads, (t >> 1) % P->k.heads, t & 1, scratch, NULL, 1);
+    else attn__lfm_de(P, t - n_dx, scratch, NULL, 1);
 }
 
 /* ATTN_LINFORMER's backward: E K and F V again, the exact kernel's backward on them (dq and
    dL/d(E K), dL/d(F V)), then dk, dv and (when given) dE, dF on the SGEMM. */
 static attn_status attn__linformer_backward(const attn__call *c) {
-    attn__lin_plan P;
+    attn__lfm_plan P;
     attn__ws w;
     attn_status s;
     size_t bytes, kf, vf;
     int tasks, i;
     attn_tensor kt, vt, dkt, dvt;
-    if ((s = attn__lin_plan_make(c, &P, 1)) != ATTN_OK) return s;
+    if ((s = attn__lfm_plan_make(c, &P, 1)) != ATTN_OK) return s;
     if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -7480,10 +8135,10 @@ static attn_status attn__linformer_backward(const attn__call *c) {
     P.scratch = P.dvbuf + vf;
     tasks = 2 * c->k.batch * c->k.heads;
     if (tasks >= P.n_threads || P.n_threads == 1) {
-        attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_task, &P);
+        attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_task, &P);
     } else {
         for (i = 0; i < tasks; ++i)
-            attn__lin_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+            attn__lfm_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
     }
     kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
@@ -7491,14 +8146,14 @@ static attn_status attn__linformer_backward(const attn__call *c) {
     dvt = attn_tensor_dense(P.dvbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
     s = attn__lr_core_bwd(c, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
     if (s == ATTN_OK) {
-        tasks += attn__lin_de_tasks(&P);
+        tasks += attn__lfm_de_tasks(&P);
         if (tasks >= P.n_threads || P.n_threads == 1) {
-            attn__parallel_for(c->d, tasks, P.n_threads, attn__lin_bwd_task, &P);
+            attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_bwd_task, &P);
         } else {
             const int n_dx = 2 * c->k.batch * c->k.heads;
             for (i = 0; i < tasks; ++i) {
-                if (i < n_dx) attn__lin_dx(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
-                else attn__lin_de(&P, i - n_dx, P.scratch, c->d, P.n_threads);
+                if (i < n_dx) attn__lfm_dx(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+                else attn__lfm_de(&P, i - n_dx, P.scratch, c->d, P.n_threads);
             }
         }
     }
@@ -7666,7 +8321,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     P->conv = N->conv; P->kernel = N->conv_kernel ? N->conv_kernel : 35;
     P->n_threads = attn__resolve_threads(d);
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
-    /* the exact kernel's calls (they validate the rest of desc: scale, n_threads, no_amx) */
+    /* the exact kernel's calls (they validate the rest of desc: scale, n_threads, bf16_kernels) */
     ql = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, D);
     kl = ql;
     bv = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, Dv);

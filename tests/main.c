@@ -42,6 +42,7 @@ int main(void) {
     run_family("amx", test_amx);
     run_family("amx-emu", test_amx_emu);
     /* sparse */
+    run_family("sparse", test_sparse);
 
     /* linear */
     run_family("linear", test_linear);

@@ -300,7 +300,7 @@ static void test_linformer_identity(void) {
         memset(&d, 0, sizeof d);
         d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.k = n; d.linformer.n = n;
         d.linformer.shared_heads = 1; d.linformer.shared_kv = 1; d.n_threads = 2;
-        x = d; x.kind = ATTN_SOFTMAX; x.no_amx = 2;
+        x = d; x.kind = ATTN_SOFTMAX; x.bf16_kernels = ATTN_BF16_FP32;
         T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "identity linformer");
         T_CHECK(attn_forward(&x, f.q, f.k, f.v, o2, NULL) == ATTN_OK, "identity exact");
         a = out_get(&f.out); b = out_get(&o2);
