@@ -192,7 +192,7 @@ static void rk4_check(const rk4_case *cs, t_rng *rng) {
 
 /* step == forward, two pieces == one pass, thread counts: all bitwise */
 static void rk4_properties(t_rng *rng, attn_dtype dt) {
-    const int B = 2, T = 23, H = 3, D = 40, C = H * D, T1 = 9;
+    const int B = 2, T = 37, H = 3, D = 200, C = H * D, T1 = 21;   /* 12 blocks: sub-groups of 8 + 4; 3 chunks */
     rk_buf k = rk_alloc(dt, B, T, H, D, 5), v = rk_alloc(dt, B, T, H, D, 0);
     rk_buf o1 = rk_alloc(dt, B, T, H, D, 0), o2 = rk_alloc(dt, B, T, H, D, 0), o3 = rk_alloc(dt, B, 1, H, D, 0);
     const size_t SN = (size_t)3 * B * C, ob = o1.n * t_dt_size(dt);
@@ -344,7 +344,7 @@ static void rk6_check(const rk6_case *cs, t_rng *rng) {
 }
 
 static void rk6_properties(t_rng *rng, attn_dtype dt) {
-    const int B = 2, T = 13, H = 2, D = 32, C = H * D, T1 = 5, N = 16;
+    const int B = 2, T = 37, H = 2, D = 48, C = H * D, T1 = 21, N = 8;   /* 12 heads: sub-groups of 8 + 4 */
     rk_buf r = rk_alloc(dt, B, T, H, D, 3), k = rk_alloc(dt, B, T, H, D, 0), v = rk_alloc(dt, B, T, H, D, 0);
     rk_buf w = rk_alloc(dt, B, T, H, D, 0);
     rk_buf o1 = rk_alloc(dt, B, T, H, D, 0), o2 = rk_alloc(dt, B, T, H, D, 0), o3 = rk_alloc(dt, B, 1, H, D, 0);
