@@ -4,9 +4,8 @@
      1. Documentation (this block)
      2. Public API: types, status codes, functions
      3. Implementation (#define ATTN_IMPLEMENTATION)
-        3.1 portability and configuration (attn__alloc, attn__ws_acquire, attn__axpy,
-            attn__lse_weights: the one logsumexp merge)
-        3.2 threads (attn__parallel_for, attn_pool)
+        3.1 portability and configuration (attn__lse_weights: the one logsumexp merge)
+        3.2 memory and threads (checked sizes, attn__parallel_for, attn_pool)
         3.3 numerics: fp16/bf16 conversion
         3.4 argument validation and the mechanism seam (attn__call, attn__mech, attn__check_qkv,
             attn__check_forward: how a family plugs in is described there)
@@ -64,7 +63,7 @@
    over an f16/bf16 cache, as llama.cpp holds it, are fine).
    bf16 q/k/v outside decoding run on bf16 dot-product tiles (AMX, else AVX512-BF16; gcc >= 11
    or clang >= 12) that round the softmax weights P to bf16 for P.V: |error| <= 2^-9 max|v|.
-   attn_bf16_kernels() names them; attn_desc.no_amx = 2 keeps such calls on the fp32 kernels.
+   attn_bf16_kernels() names them; attn_desc.bf16_kernels = ATTN_BF16_FP32 keeps such calls on the fp32 kernels.
 
    SEMANTICS OF EXACT ATTENTION (attn_forward with attn_desc.kind = ATTN_SOFTMAX)
      For batch b, query head h (KV head h / (Hq/Hkv)), valid lengths Lq, Lk (q.seq/k.seq, or
@@ -151,6 +150,7 @@ typedef struct attn_tensor {
     /* -- sparse (10-19) -- */ \
     \
     /* -- linear and kernel (20-29) -- */ \
+    X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
     \
     /* -- low-rank (30-39) -- */ \
     /* (end of list) */
@@ -162,6 +162,21 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
 /* -- sparse parameter structs -- */
 
 /* -- linear and kernel parameter structs -- */
+/* ATTN_LINEAR, linear attention ("Transformers are RNNs", Katharopoulos et al. 2020; the
+   fast-transformers reference). With phi(x) = elu(x) + 1 applied to q and k (no 1/sqrt(d)
+   scale) and the visible keys of query i (all valid keys; under causal, j <= i + Lk - Lq,
+   bottom-right aligned as ATTN_SOFTMAX):
+       out_i = phi(q_i)^T S_i / (phi(q_i) . z_i + eps),  S_i = sum_j phi(k_j) v_j^T,  z_i = sum_j phi(k_j)
+   Cost O(n d dv) instead of O(n^2 d): the causal form runs in chunks of 64 rows (dense within
+   the chunk, a carried (S, z) state between chunks), all on GEMMs. attn_step decodes it as an
+   RNN with the state (S, z) per sequence and KV head. Reads causal, seqlens_q/_k, n_threads,
+   parallel, workspace and linear; the softmax-only fields must be 0 (ATTN_ERR_KIND_OPTION) and
+   lse NULL (no logsumexp). A row with no visible key or a padding row gets 0.
+   field   default   meaning
+   eps     1e-6      added to the denominator; finite and >= 0 (0 selects the default) */
+typedef struct attn_linear_params {
+    float eps;
+} attn_linear_params;
 
 /* -- low-rank parameter structs -- */
 
@@ -237,10 +252,14 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
    rope_scaling     1                           linear position interpolation: pos / scaling
    rope_pos_q       i + Lk - Lq                 [q.batch][q.seq] query positions
    rope_pos_k       j (slot in the sequence)    [k.batch][k.seq] key positions
-   no_amx           fastest bf16 kernels        bf16 q/k/v (not decoding): 0 = AMX tiles where the CPU
-                                                and OS allow them, else AVX512-BF16 dot products,
-                                                else the fp32 kernels; 1 = never AMX; 2 = fp32
-                                                kernels only (inputs converted), as without either */
+   bf16_kernels     ATTN_BF16_AUTO              bf16 q/k/v (not decoding): AUTO = AMX tiles where the
+                                                CPU and OS allow them, else AVX512-BF16 dot products,
+                                                else the fp32 kernels; ATTN_BF16_NO_AMX = never AMX;
+                                                ATTN_BF16_FP32 = the fp32 kernels only (inputs
+                                                converted), as on a CPU with neither */
+/* attn_desc.bf16_kernels: which kernels bf16 q/k/v may run on (see attn_bf16_kernels()). */
+typedef enum attn_bf16_mode { ATTN_BF16_AUTO = 0, ATTN_BF16_NO_AMX = 1, ATTN_BF16_FP32 = 2 } attn_bf16_mode;
+
 typedef struct attn_desc {
     attn_kind kind;
     float scale;
@@ -272,12 +291,12 @@ typedef struct attn_desc {
     const int *rope_pos_q;         /* [q.batch][q.seq] or NULL */
     const int *rope_pos_k;         /* [k.batch][k.seq] (a cache: [batch][capacity]) or NULL */
     /* AMX fields */
-    int no_amx;
+    attn_bf16_mode bf16_kernels;
     /* per-kind parameters (read only by their kind; zero = the kind's defaults) */
     /* -- sparse -- */
 
     /* -- linear and kernel -- */
-
+    attn_linear_params linear;   /* ATTN_LINEAR */
     /* -- low-rank -- */
 
 } attn_desc;
@@ -294,7 +313,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NULL_K,                  3, ATTN_CAT_NULL,        "k.data is NULL") \
     X(ATTN_ERR_NULL_V,                  4, ATTN_CAT_NULL,        "v.data is NULL") \
     X(ATTN_ERR_NULL_OUT,                5, ATTN_CAT_NULL,        "out.data is NULL") \
-    X(ATTN_ERR_NULL_ARG,                6, ATTN_CAT_NULL,        "attn_workspace_size: bytes is NULL") \
+    X(ATTN_ERR_NULL_ARG,                6, ATTN_CAT_NULL,        "a result pointer is NULL (bytes or floats of a workspace/state size query, attn_kv_len's len, a layer counter's result)") \
     X(ATTN_ERR_DTYPE,                   7, ATTN_CAT_DTYPE,       "a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
     X(ATTN_ERR_DTYPE_MISMATCH,          8, ATTN_CAT_DTYPE,       "v.dtype must equal k.dtype (q and out may have any dtype)") \
     X(ATTN_ERR_Q_SHAPE,                 9, ATTN_CAT_SHAPE,       "q.batch, q.seq, q.heads and q.dim must all be >= 1") \
@@ -308,7 +327,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_GQA_HEADS,              17, ATTN_CAT_SHAPE,       "q.heads must be a multiple of k.heads (GQA/MQA)") \
     X(ATTN_ERR_OUT_BROADCAST,          18, ATTN_CAT_SHAPE,       "out must not have a zero stride on an axis of extent > 1") \
     X(ATTN_ERR_KIND,                   19, ATTN_CAT_RANGE,       "attn_desc.kind is not a known attn_kind") \
-    X(ATTN_ERR_SCALE,                  20, ATTN_CAT_RANGE,       "attn_desc.scale must be finite") \
+    X(ATTN_ERR_SCALE,                  20, ATTN_CAT_RANGE,       "scale (of attn_desc or attn_el_desc) must be finite") \
     X(ATTN_ERR_SOFTCAP,                21, ATTN_CAT_RANGE,       "attn_desc.softcap must be finite and >= 0") \
     X(ATTN_ERR_WINDOW_LEFT,            22, ATTN_CAT_RANGE,       "attn_desc.window_left must be >= 0") \
     X(ATTN_ERR_WINDOW_RIGHT,           23, ATTN_CAT_RANGE,       "attn_desc.window_right must be >= 0") \
@@ -327,7 +346,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_BIAS_BATCH,             36, ATTN_CAT_SHAPE,       "attn_desc.bias.batch must be 1 or q.batch") \
     X(ATTN_ERR_BIAS_HEADS,             37, ATTN_CAT_SHAPE,       "attn_desc.bias.heads must be 1 or q.heads") \
     X(ATTN_ERR_N_THREADS,              38, ATTN_CAT_RANGE,       "n_threads (of attn_desc, attn_layer_desc, attn_el_desc or attn_sgemm) must be >= 0") \
-    X(ATTN_ERR_WORKSPACE,              39, ATTN_CAT_RANGE,       "attn_desc.workspace_size is smaller than attn_workspace_size() asks for") \
+    X(ATTN_ERR_WORKSPACE,              39, ATTN_CAT_RANGE,       "workspace_size (of attn_desc or attn_layer_desc) is smaller than the matching size query (attn_workspace_size, attn_backward_workspace_size, attn_decode_workspace_size, attn_layer_workspace_size) asks for") \
     X(ATTN_ERR_VARLEN_WITH_SEQLENS,    40, ATTN_CAT_UNSUPPORTED, "attn_desc.seqlens_q/_k cannot be combined with cu_seqlens_q/_k") \
     X(ATTN_ERR_VARLEN_WITH_BIAS,       41, ATTN_CAT_UNSUPPORTED, "attn_desc.bias cannot be combined with cu_seqlens_q/_k") \
     X(ATTN_ERR_MERGE_N_PARTS,          42, ATTN_CAT_RANGE,       "attn_merge: n_parts must be >= 1") \
@@ -389,8 +408,6 @@ typedef struct attn_desc {
     X(ATTN_ERR_LAYER_NULL_DOUT,        97, ATTN_CAT_NULL,        "attn_layer_backward: dout is NULL") \
     X(ATTN_ERR_LAYER_NULL_GRADS,       98, ATTN_CAT_NULL,        "attn_layer_backward: grads is NULL") \
     X(ATTN_ERR_LAYER_DX_KV,            99, ATTN_CAT_RANGE,       "attn_layer_backward: dx_kv must be NULL for self-attention (dx_q gets the whole input gradient)") \
-    X(ATTN_ERR_LAYER_NULL_RESULT,     100, ATTN_CAT_NULL,        "attn_layer_param_count/_flops/_workspace_size: the result pointer is NULL") \
-    X(ATTN_ERR_LAYER_WORKSPACE,       101, ATTN_CAT_RANGE,       "attn_layer_desc.workspace_size is smaller than attn_layer_workspace_size() asks for") \
     /* -- generation (KV caches, RoPE, StreamingLLM, EL-attention) -- */ \
     X(ATTN_ERR_ROPE_MODE,             102, ATTN_CAT_RANGE,       "attn_desc.rope must be ATTN_ROPE_OFF, ATTN_ROPE_INTERLEAVED or ATTN_ROPE_HALF") \
     X(ATTN_ERR_ROPE_DIM,              103, ATTN_CAT_RANGE,       "attn_desc.rope_dim must be even and in [0, q.dim]") \
@@ -415,7 +432,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_KV_NEW_SHAPE,          122, ATTN_CAT_SHAPE,       "attn_kv_append(_streaming): k_new and v_new must be [cache.batch, S, k.heads, k.dim|v.dim]") \
     X(ATTN_ERR_KV_N_NEW,              123, ATTN_CAT_RANGE,       "attn_kv_append(_streaming): n_new[b] must be in [0, k_new.seq]") \
     X(ATTN_ERR_KV_FULL,               124, ATTN_CAT_RANGE,       "attn_kv_append: lens[b] + n_new[b] exceeds the cache capacity") \
-    X(ATTN_ERR_KV_SEQ,                125, ATTN_CAT_RANGE,       "attn_kv_evict: seq must be in [0, cache.batch)") \
+    X(ATTN_ERR_KV_SEQ,                125, ATTN_CAT_RANGE,       "attn_kv_evict / attn_kv_len: seq must be in [0, cache.batch)") \
     X(ATTN_ERR_KV_EVICT_RANGE,        126, ATTN_CAT_RANGE,       "attn_kv_evict: start and count must be >= 0 and start + count <= lens[seq]") \
     X(ATTN_ERR_KV_STREAM,             127, ATTN_CAT_RANGE,       "attn_kv_append_streaming: sink must be >= 0, recent >= 1 and sink + recent <= capacity") \
     X(ATTN_ERR_DECODE_LENGTHS,        128, ATTN_CAT_UNSUPPORTED, "attn_decode: attn_desc.seqlens_k and cu_seqlens_q/_k must be NULL (the cache holds the lengths)") \
@@ -424,9 +441,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_EL_SHAPE,              131, ATTN_CAT_SHAPE,       "attn_el_desc.d_model, heads, batch, beams and src_len must be >= 1") \
     X(ATTN_ERR_EL_HEADS,              132, ATTN_CAT_SHAPE,       "attn_el_desc.d_model must be a multiple of heads, heads a multiple of kv_heads") \
     X(ATTN_ERR_EL_SRC_LENS,           133, ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
-    X(ATTN_ERR_EL_SCALE,              134, ATTN_CAT_RANGE,       "attn_el_desc.scale must be finite") \
-    /* -- AMX -- */ \
-    X(ATTN_ERR_NO_AMX,                136, ATTN_CAT_RANGE,       "attn_desc.no_amx must be 0, 1 or 2") \
+    /* -- AMX, then core (values 63, 82, 100, 101, 134 and 135 are retired, never reused) -- */ \
+    X(ATTN_ERR_BF16_KERNELS,               136, ATTN_CAT_RANGE,       "attn_desc.bf16_kernels must be ATTN_BF16_AUTO, ATTN_BF16_NO_AMX or ATTN_BF16_FP32") \
     X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
@@ -436,12 +452,17 @@ typedef struct attn_desc {
     X(ATTN_ERR_STATE_NULL,            201, ATTN_CAT_NULL,        "the attn_state pointer or its data is NULL") \
     X(ATTN_ERR_STATE_SIZE,            202, ATTN_CAT_RANGE,       "attn_state.size (or floats) is smaller than attn_state_size() asks for") \
     X(ATTN_ERR_STATE_MISMATCH,        203, ATTN_CAT_SHAPE,       "attn_state was initialised for another kind or other batch, heads or dims") \
+    X(ATTN_ERR_KIND_LSE,              204, ATTN_CAT_UNSUPPORTED, "lse must be NULL: this attn_desc.kind has no logsumexp") \
+    X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, bf16_kernels, dbias)") \
+    X(ATTN_ERR_STEP_SEQ,              206, ATTN_CAT_SHAPE,       "attn_step: k.seq must equal q.seq (one key and value per new token)") \
+    X(ATTN_ERR_STEP_LENGTHS,          207, ATTN_CAT_UNSUPPORTED, "attn_step: attn_desc.seqlens_q/_k must be NULL (every sequence consumes q.seq tokens)") \
     \
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
     \
     /* -- sparse (300-349) -- */ \
     \
     /* -- linear and kernel (350-399) -- */ \
+    X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
     X(ATTN_ERR_RWKV_NULL_R,           370, ATTN_CAT_NULL,        "attn_rwkv6: r.data is NULL") \
@@ -635,8 +656,7 @@ typedef enum attn_layer_kind {
                                                 runs the attention and the layer's own loops
    n_threads        all cores                   threads for GEMMs and attention
    sgemm, sgemm_user built-in attn sgemm        route every projection GEMM (and W^A, Xq Xkv^T) to
-                                                your BLAS; the attention backward's per-block
-                                                GEMMs stay on the built-in one
+                                                your BLAS (the attention core never calls it)
    workspace        allocate per call           scratch of attn_layer_workspace_size() bytes: the
                                                 layer then allocates nothing itself (a GEMM may:
                                                 the built-in one packs into its own buffers) */
@@ -672,8 +692,9 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
 /* Layer backward: given dout = dL/dout [batch, lq, d_model], writes dx_q [batch, lq, d_model]
    (self-attention: the whole input gradient; dx_kv must be NULL), dx_kv [batch, lk, d_model]
    (cross-attention) and the weight gradients; any of them may be NULL (not computed). Recomputes
-   the forward; per-row attention backward, O(lk) memory per thread beside the projections
-   (the Direct kinds keep [batch, lq, lk] logit gradients). Outputs must not overlap the inputs. */
+   the forward, then runs attn_backward on the attention core (no lq x lk matrix beside the
+   projections; the Direct kinds keep [batch, lq, lk] logit gradients). Outputs must not overlap
+   the inputs. */
 ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_layer_weights *weights,
                                         int batch, int lq, int lk, const float *x_q, const float *x_kv,
                                         const float *dout, float *dx_q, float *dx_kv,
@@ -727,8 +748,8 @@ typedef struct attn_kv_cache {
    All or nothing: on error neither the cache nor lens is written. */
 ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn_tensor v_new, const int *n_new);
 
-/* Tokens sequence seq holds, or -1 if cache/lens is NULL or seq is out of range. */
-ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq);
+/* *len = the tokens sequence seq holds (the cache is validated as by attn_kv_append). */
+ATTNDEF attn_status attn_kv_len(const attn_kv_cache *cache, int seq, int *len);
 
 /* Removes tokens [start, start + count) of sequence seq; later tokens move down (their slot,
    and so their default RoPE position, drops by count). */
@@ -808,6 +829,7 @@ typedef struct attn_state {
     size_t size;                 /* floats at data */
     attn_kind kind;              /* the kind it was initialised for */
     int batch, heads, dim_k, dim_v;   /* q.batch, q.heads, q.dim (k.dim), v.dim at init */
+    int heads_kv;                /* k.heads at init */
     long long pos;               /* tokens consumed so far: the position of the next one */
 } attn_state;
 
@@ -823,7 +845,7 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
-/* The kernels attn_forward runs for bf16 q/k/v outside decoding (attn_desc.no_amx = 0):
+/* The kernels attn_forward runs for bf16 q/k/v outside decoding (attn_desc.bf16_kernels = ATTN_BF16_AUTO):
    "amx" (tdpbf16ps tiles), "avx512bf16" (vdpbf16ps) or "none" (the fp32 kernels of
    attn_kernels() on converted inputs). The first two round P to bf16 for the P.V product. */
 ATTNDEF const char *attn_bf16_kernels(void);
@@ -1481,7 +1503,7 @@ typedef struct attn__problem {
     const float *rope_tab;                     /* attn_decode: [slot][rope_dim/2] (cos, sin), or NULL */
     const int *block_table;
     int page_size, max_pages;
-    int no_amx;                  /* attn_desc.no_amx (3.6) */
+    int bf16_kernels;            /* attn_desc.bf16_kernels (3.6) */
 } attn__problem;
 
 /* 3.12 generation: RoPE settings of attn_desc checked / copied into the problem */
@@ -1498,7 +1520,7 @@ static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype 
    Every attn_kind is one attn__mech: the operations it has (NULL: ATTN_ERR_KIND_OP), each taking
    the public call's arguments in an attn__call. attn_forward, attn_backward, attn_decode,
    attn_step, attn_state_size and the workspace queries only pick the kind's entry (section
-   3.18) and call it, so a family adds its kind to ATTN__KIND_LIST, one attn__mech and its
+   3.17) and call it, so a family adds its kind to ATTN__KIND_LIST, one attn__mech and its
    kernels, and touches nothing else. One function per operation does validate -> plan ->
    (query: report the bytes and return) -> workspace -> run, so a workspace query can never
    disagree with the call it sizes:
@@ -1528,6 +1550,7 @@ typedef struct attn__call {
                                            size: floats) here, and nothing else */
 } attn__call;
 typedef attn_status (*attn__op_fn)(const attn__call *c);
+typedef enum attn__op { ATTN__FORWARD, ATTN__BACKWARD, ATTN__DECODE, ATTN__STEP, ATTN__STATE_SIZE } attn__op;
 typedef struct attn__mech {
     attn__op_fn forward;                /* attn_forward, attn_workspace_size */
     attn__op_fn backward;               /* attn_backward, attn_backward_workspace_size */
@@ -1542,8 +1565,18 @@ ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, siz
     const attn_state *st = c->state;
     if (!st || !st->data) return ATTN_ERR_STATE_NULL;
     if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
-        st->dim_v != c->v.dim) return ATTN_ERR_STATE_MISMATCH;
+        st->dim_v != c->v.dim || st->heads_kv != c->k.heads) return ATTN_ERR_STATE_MISMATCH;
     if (st->size < need || st->pos < 0) return ATTN_ERR_STATE_SIZE;
+    return ATTN_OK;
+}
+
+/* The kinds other than ATTN_SOFTMAX share attn_desc's threads, workspace, causal and seqlens
+   fields; the softmax-only fields must be zero so a setting is never silently ignored. */
+ATTN__MAYBE_UNUSED static attn_status attn__check_plain(const attn_desc *d) {
+    if (d->scale != 0.0f || d->window_left || d->window_right || d->dilation || d->sink_tokens || d->global_tokens ||
+        d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope || d->rope_pos_q ||
+        d->rope_pos_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch || d->bf16_kernels || d->dbias)
+        return ATTN_ERR_KIND_OPTION;
     return ATTN_OK;
 }
 
@@ -1611,7 +1644,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->global_tokens < 0) return ATTN_ERR_GLOBAL_TOKENS;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if ((s = attn__check_rope(d, q->dim)) != ATTN_OK) return s;
-    if (d->no_amx < 0 || d->no_amx > 2) return ATTN_ERR_NO_AMX;
+    if ((int)d->bf16_kernels < ATTN_BF16_AUTO || (int)d->bf16_kernels > ATTN_BF16_FP32) return ATTN_ERR_BF16_KERNELS;
     varlen = d->cu_seqlens_q || d->cu_seqlens_k;
     if (varlen) {
         if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
@@ -1661,7 +1694,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     P->n_threads = attn__resolve_threads(d);
     P->dropout_p = d->dropout_p; P->dropout_seed = d->dropout_seed;
     attn__rope_resolve(d, P, k->seq);
-    P->no_amx = d->no_amx;
+    P->bf16_kernels = (int)d->bf16_kernels;
     return ATTN_OK;
 }
 
@@ -1702,7 +1735,7 @@ typedef struct attn__smx {
     int alibi, mask;                    /* apply ALiBi; apply the lo/hi/cap mask */
 } attn__smx;
 
-/* One implementation of the four kernels. */
+/* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
     const char *name;
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
@@ -2811,7 +2844,7 @@ ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_i
    detection: cpuid (AVX512F/BW/VL + AVX512-BF16; AMX-TILE + AMX-BF16), XCR0 tile state,
    ARCH_REQ_XCOMP_PERM; anything missing or refused falls back (AMX -> AVX512-BF16 -> fp32).
    ATTN_NO_AMX compiles the AMX kernels out, ATTN_NO_AVX512 / ATTN_NO_SIMD both paths;
-   attn_desc.no_amx picks per call (1: no AMX, 2: neither). */
+   attn_desc.bf16_kernels picks per call (ATTN_BF16_NO_AMX, ATTN_BF16_FP32). */
 #if defined(ATTN__X86_SIMD) && defined(__x86_64__) && !defined(ATTN_NO_AVX512) && \
     ((defined(__clang__) && (defined(__apple_build_version__) ? __clang_major__ >= 13 : __clang_major__ >= 12)) || \
      (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
@@ -2905,9 +2938,9 @@ static int attn__bf16_cpu(void) {
 static int attn__bf16_kernel(const attn__problem *P) {
     int k;
     /* dropout (3.9), in-kernel RoPE and paged caches (3.12) run on the fp32 kernels */
-    if (P->no_amx == 2 || P->q.dtype != ATTN_BF16 || P->k.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
+    if (P->bf16_kernels == ATTN_BF16_FP32 || P->q.dtype != ATTN_BF16 || P->k.dtype != ATTN_BF16 || P->dropout_p > 0.0f || P->rope || P->page_size) return 0;
     k = attn__bf16_cpu();
-    return P->no_amx == 1 ? ATTN__MIN(k, 1) : k;
+    return P->bf16_kernels == ATTN_BF16_NO_AMX ? ATTN__MIN(k, 1) : k;
 }
 
 static ATTN__INLINE uint32_t attn__ld32(const void *p) { uint32_t u; memcpy(&u, p, 4); return u; }
@@ -4315,10 +4348,7 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
     for (p = 0; p < n_parts; ++p)
         if (parts[p].batch != out.batch || parts[p].seq != out.seq || parts[p].heads != out.heads || parts[p].dim != out.dim)
             return ATTN_ERR_MERGE_SHAPE;
-    if (!(out.stride_batch == 0 && out.stride_seq == 0 && out.stride_head == 0) &&
-        ((out.batch > 1 && out.stride_batch == 0) || (out.seq > 1 && out.stride_seq == 0) ||
-         (out.heads > 1 && out.stride_head == 0)))
-        return ATTN_ERR_OUT_BROADCAST;
+    if (attn__tensor_bcast(&out)) return ATTN_ERR_OUT_BROADCAST;
     if ((st = attn__make_view(&out, &o)) != ATTN_OK) return st;
     {
         size_t n, bytes;
@@ -5421,6 +5451,63 @@ static void attn__gemm_task(void *ctx, int t, int thread) {
 /* x rounded up to a multiple of q (x >= 0, q >= 1, x + q fits) */
 static ptrdiff_t attn__gemm_round(ptrdiff_t x, ptrdiff_t q) { return (x + q - 1) / q * q; }
 
+/* C = beta C: the k == 0 or alpha == 0 product (A and B are not read). */
+static void attn__gemm_scale_c(int m, int n, float beta, float *C, ptrdiff_t ldc) {
+    int i, j;
+    if (beta == 1.0f) return;
+    for (i = 0; i < m; ++i) {
+        float *cr = C + (ptrdiff_t)i * ldc;
+        if (beta == 0.0f) for (j = 0; j < n; ++j) cr[j] = 0.0f;
+        else for (j = 0; j < n; ++j) cr[j] *= beta;
+    }
+}
+
+/* The product's kernel and k blocking: k blocks of (nearly) equal size, a multiple of 8,
+   depending on k alone (determinism). Task grid and buffers are the caller's to set. */
+static void attn__gemm_job_init(attn__gemm_job *J, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                                const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb, float beta, float *C,
+                                ptrdiff_t ldc) {
+    ptrdiff_t nk;
+    memset(J, 0, sizeof *J);
+    J->K = attn__gemm_pick(); J->ta = trans_a != 0; J->tb = trans_b != 0; J->m = m; J->n = n; J->k = k;
+    J->alpha = alpha; J->beta = beta; J->A = A; J->B = B; J->C = C; J->lda = lda; J->ldb = ldb; J->ldc = ldc;
+    nk = (J->k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
+    J->kc = ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round((J->k + nk - 1) / nk, 8));
+}
+
+/* One task covering all of C, blocked for the caller's packing buffer (attn__sgemm_1t). */
+static void attn__gemm_job_1t(attn__gemm_job *J) {
+    J->rows_per = attn__gemm_round(J->m, J->K->mr);
+    J->cols_per = attn__gemm_round(J->n, J->K->nr);
+    J->tn = 1;
+    J->mc = ATTN__MIN(J->K->mc, J->rows_per);
+    J->nc = ATTN__MIN(J->K->nc, J->cols_per);
+    J->ws_floats = (size_t)J->kc * (size_t)(J->nc + J->mc);
+}
+
+/* A GEMM inside a family's parallel task: it runs on the calling thread, starts no thread and
+   allocates nothing; ws is the caller's packing buffer (64-byte aligned) of at least
+   attn__sgemm_1t_floats(m, n, k) floats, which depends on the shape alone. Same contract and
+   same kernels as attn__sgemm_par. */
+ATTN__MAYBE_UNUSED static size_t attn__sgemm_1t_floats(int m, int n, int k) {
+    attn__gemm_job J;
+    if (m <= 0 || n <= 0 || k <= 0) return 0;
+    attn__gemm_job_init(&J, 0, 0, m, n, k, 1.0f, NULL, 0, NULL, 0, 0.0f, NULL, 0);
+    attn__gemm_job_1t(&J);
+    return (J.ws_floats + 15) & ~(size_t)15;
+}
+ATTN__MAYBE_UNUSED static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                                              const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
+                                              float beta, float *C, ptrdiff_t ldc) {
+    attn__gemm_job J;
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0.0f) { attn__gemm_scale_c(m, n, beta, C, ldc); return; }
+    attn__gemm_job_init(&J, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    attn__gemm_job_1t(&J);
+    J.ws = ws;
+    attn__gemm_task(&J, 0, 0);
+}
+
 /* No validation (attn_sgemm validates); see attn_sgemm for the contract. n_threads <= 0: all
    cores. par: the desc whose parallel hook (a caller's attn_pool) runs the tasks, or NULL for
    the built-in threads. Never fails: when the packing buffers cannot be allocated it runs on
@@ -5430,28 +5517,14 @@ static void attn__sgemm_par(const attn_desc *par, int n_threads, int trans_a, in
                         float beta, float *C, ptrdiff_t ldc) {
     const attn__gemm_kern *K;
     attn__gemm_job J;
-    ptrdiff_t tm, tn, nk;
+    ptrdiff_t tm, tn;
     int T, a, n_tasks, used;
     double best = -1.0, work;
     size_t total;
     if (m <= 0 || n <= 0) return;
-    if (k <= 0 || alpha == 0.0f) {   /* C = beta*C; a and b are not read */
-        int i, j;
-        if (beta == 1.0f) return;
-        for (i = 0; i < m; ++i) {
-            float *cr = C + (ptrdiff_t)i * ldc;
-            if (beta == 0.0f) for (j = 0; j < n; ++j) cr[j] = 0.0f;
-            else for (j = 0; j < n; ++j) cr[j] *= beta;
-        }
-        return;
-    }
-    K = attn__gemm_pick();
-    memset(&J, 0, sizeof J);
-    J.K = K; J.ta = trans_a != 0; J.tb = trans_b != 0; J.m = m; J.n = n; J.k = k;
-    J.alpha = alpha; J.beta = beta; J.A = A; J.B = B; J.C = C; J.lda = lda; J.ldb = ldb; J.ldc = ldc;
-    /* k blocks of (nearly) equal size, a multiple of 8: depends on k alone (determinism) */
-    nk = (J.k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
-    J.kc = ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round((J.k + nk - 1) / nk, 8));
+    if (k <= 0 || alpha == 0.0f) { attn__gemm_scale_c(m, n, beta, C, ldc); return; }
+    attn__gemm_job_init(&J, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    K = J.K;
     /* threads: one more per 32 MFLOP (~0.15 ms on one core: starting a thread costs tens of
        microseconds); the task grid tm x tn = T minimising the largest task's padded tile plus
        its packing (a packed float costs about 32 multiply-adds) */
@@ -5549,8 +5622,8 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
 /* Layers run on dense fp32 [batch, seq, d_model] hidden states. The projections are GEMMs over
    all batch*seq rows (attn__layer_gemm: the caller's hook or attn__sgemm); the SDPA core is
    attn_forward with the caller's masks; the backward recomputes the forward (with lse), then
-   runs a blocked softmax-attention backward (attn__lbwd_task) whose logits and visibility are
-   those of attn_forward (attn__visible, softcap, bias, ALiBi), and the projections' GEMMs.
+   runs attn_backward on the attention core (the Direct kinds' logit gradient is its dbias),
+   and the projections' GEMMs.
    The Direct kinds run the same core with q = k = 0 (dim 1) and their logits as the bias. */
 typedef struct attn__layer {
     const attn_layer_desc *d;
@@ -5723,7 +5796,7 @@ static attn_status attn__layer_workspace(attn__layer *L, void **owned) {
     *owned = NULL;
     attn__ws w;
     if ((s = attn__layer_bytes(L, &bytes)) != ATTN_OK) return s;
-    if ((s = attn__ws_acquire(L->d->workspace, L->d->workspace_size, bytes, ATTN_ERR_LAYER_WORKSPACE, &w)) != ATTN_OK)
+    if ((s = attn__ws_acquire(L->d->workspace, L->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK)
         return s;
     *owned = w.owned;
     base = w.base;
@@ -5848,7 +5921,7 @@ ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int b
                                               size_t *bytes) {
     attn__layer L;
     attn_status s;
-    if (!bytes) return ATTN_ERR_LAYER_NULL_RESULT;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
     if ((s = attn__layer_plan(desc, backward != 0, batch, lq, lk, 0, &L)) != ATTN_OK) return s;
     return attn__layer_bytes(&L, bytes);
 }
@@ -5856,7 +5929,7 @@ ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int b
 ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *count) {
     attn_status s;
     size_t d, dkv, c, n = 0;
-    if (!count) return ATTN_ERR_LAYER_NULL_RESULT;
+    if (!count) return ATTN_ERR_NULL_ARG;
     if ((s = attn__layer_check_desc(desc)) != ATTN_OK) return s;
     d = (size_t)desc->d_model;
     dkv = d / (size_t)(desc->heads ? desc->heads : 1) * (size_t)(desc->kv_heads ? desc->kv_heads : (desc->heads ? desc->heads : 1));
@@ -5878,7 +5951,7 @@ ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int
     attn__layer L;
     attn_status s;
     double B, q, k, d, dkv, f;
-    if (!flops) return ATTN_ERR_LAYER_NULL_RESULT;
+    if (!flops) return ATTN_ERR_NULL_ARG;
     if ((s = attn__layer_plan(desc, 0, batch, lq, lk, 0, &L)) != ATTN_OK) return s;
     B = batch; q = lq; k = lk; d = L.dm; dkv = (double)L.Hkv * L.dk;
     f = 2.0 * B * q * d * d * (L.direct ? 1.0 : 2.0);          /* W^O, and W^Q unless Direct */
@@ -6193,12 +6266,6 @@ static void attn__rope_load(const attn__problem *P, const void *row, attn_dtype 
     }
 }
 
-static int attn__out_bcast(const attn_tensor *t) {
-    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
-           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) ||
-            (t->heads > 1 && t->stride_head == 0));
-}
-
 ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const int *positions) {
     attn__problem P;
     attn_status s;
@@ -6208,7 +6275,7 @@ ATTNDEF attn_status attn_rope_apply(const attn_desc *desc, attn_tensor x, const 
     if (!x.data) return ATTN_ERR_ROPE_X;
     if (!attn__dtype_ok(x.dtype)) return ATTN_ERR_DTYPE;
     if (!attn__shape_ok(&x)) return ATTN_ERR_ROPE_X_SHAPE;
-    if (attn__out_bcast(&x)) return ATTN_ERR_ROPE_X_BROADCAST;
+    if (attn__tensor_bcast(&x)) return ATTN_ERR_ROPE_X_BROADCAST;
     if ((s = attn__check_rope(desc, x.dim)) != ATTN_OK) return s;
     memset(&P, 0, sizeof P);
     if ((s = attn__make_view(&x, &P.q)) != ATTN_OK) return s;
@@ -6254,7 +6321,7 @@ static attn_status attn__check_cache(const attn_kv_cache *c, attn__cache *R) {
     if (!attn__dtype_ok(c->k.dtype) || c->v.dtype != c->k.dtype) return ATTN_ERR_KV_DTYPE;
     if (!attn__shape_ok(&c->k) || !attn__shape_ok(&c->v) || c->k.batch != c->v.batch || c->k.seq != c->v.seq ||
         c->k.heads != c->v.heads) return ATTN_ERR_KV_SHAPE;
-    if (attn__out_bcast(&c->k) || attn__out_bcast(&c->v)) return ATTN_ERR_KV_BROADCAST;
+    if (attn__tensor_bcast(&c->k) || attn__tensor_bcast(&c->v)) return ATTN_ERR_KV_BROADCAST;
     if (c->batch < 1 || (c->page_size == 0 && c->batch != c->k.batch)) return ATTN_ERR_KV_BATCH;
     if (c->page_size < 0 || (c->page_size > 0 && c->page_size != c->k.seq)) return ATTN_ERR_KV_PAGE_SIZE;
     if (c->page_size) {
@@ -6353,9 +6420,14 @@ ATTNDEF attn_status attn_kv_append(attn_kv_cache *cache, attn_tensor k_new, attn
     return ATTN_OK;
 }
 
-ATTNDEF int attn_kv_len(const attn_kv_cache *cache, int seq) {
-    if (!cache || !cache->lens || seq < 0 || seq >= cache->batch) return -1;
-    return cache->lens[seq];
+ATTNDEF attn_status attn_kv_len(const attn_kv_cache *cache, int seq, int *len) {
+    attn__cache R;
+    attn_status s;
+    if (!len) return ATTN_ERR_NULL_ARG;
+    if ((s = attn__check_cache(cache, &R)) != ATTN_OK) return s;
+    if (seq < 0 || seq >= cache->batch) return ATTN_ERR_KV_SEQ;
+    *len = cache->lens[seq];
+    return ATTN_OK;
 }
 
 ATTNDEF attn_status attn_kv_evict(attn_kv_cache *cache, int seq, int start, int count) {
@@ -6644,7 +6716,7 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     if (d->d_model < 1 || d->heads < 1 || d->batch < 1 || d->beams < 1 || d->src_len < 1) return ATTN_ERR_EL_SHAPE;
     if (d->kv_heads < 0 || d->d_model % d->heads != 0 || d->heads % (d->kv_heads ? d->kv_heads : d->heads) != 0)
         return ATTN_ERR_EL_HEADS;
-    if (!isfinite(d->scale)) return ATTN_ERR_EL_SCALE;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->src_lens)
         for (b = 0; b < d->batch; ++b) if (d->src_lens[b] < 1 || d->src_lens[b] > d->src_len) return ATTN_ERR_EL_SRC_LENS;
@@ -6719,6 +6791,249 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
 /* ---------------------------------------------------------------------------------------
    3.14 linear and kernel attention
    --------------------------------------------------------------------------------------- */
+/* ---- ATTN_LINEAR: linear attention, phi(x) = elu(x) + 1 ----------------------------------
+   One task per (sequence, KV head) carries the state (S [D][Dv], z [D]) of that head's keys
+   and serves the g = Hq/Hkv query heads that read it, stacking their rows in one GEMM:
+     non-causal: absorb every valid key into (S, z), then out = phi(Q) S / (phi(Q) z + eps);
+     causal: query rows in chunks of ATTN__LIN_ROWS; before a chunk, absorb the keys every row
+       of it sees; inside it, the dense masked product A = phi(Q) phi(K)^T over the chunk's own
+       keys adds A V and A's row sums; then those keys are absorbed too.
+   attn_step is the causal form with (S, z) read from and written back to the attn_state.
+   Every product is a single-thread GEMM (attn__sgemm_1t) on the task's workspace slice, and
+   each output row is computed by one task in one order: results do not depend on threads. */
+#define ATTN__LIN_ROWS 64          /* query rows (and keys) per causal chunk */
+#define ATTN__LIN_KEYS 256         /* keys per absorbing GEMM (longer k, fewer C passes) */
+
+typedef struct attn__lin {
+    const attn_desc *d;
+    const attn__isa *isa;
+    attn__view q, k, v, out;
+    const int *seqlens_q, *seqlens_k;
+    int causal, groups, D, Dv, n_threads, n_tasks;
+    float eps;
+    float *state;                 /* attn_step: [B][Hkv][D*Dv + D]; NULL: per-call state */
+    float *ws;                    /* n_threads slices of ws_per floats */
+    size_t ws_per, gemm_floats;
+} attn__lin;
+
+/* Validates a call of any ATTN_LINEAR operation and resolves it (no workspace yet). */
+static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *L) {
+    const attn_desc *d = c->d;
+    const int with_out = (op == ATTN__FORWARD || op == ATTN__STEP) && !c->bytes;
+    attn_status s;
+    memset(L, 0, sizeof *L);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, with_out ? &c->out : NULL, &L->q, &L->k, &L->v, &L->out)) != ATTN_OK)
+        return s;
+    if (op == ATTN__FORWARD && c->lse) return ATTN_ERR_KIND_LSE;
+    if ((s = attn__check_plain(d)) != ATTN_OK) return s;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!isfinite(d->linear.eps) || d->linear.eps < 0.0f) return ATTN_ERR_LINEAR_EPS;
+    if (op == ATTN__STEP) {
+        if (c->k.seq != c->q.seq) return ATTN_ERR_STEP_SEQ;
+        if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_STEP_LENGTHS;
+    } else {
+        if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, c->q.batch, c->q.seq)) return ATTN_ERR_SEQLENS_Q;
+        if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->q.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
+        L->seqlens_q = d->seqlens_q; L->seqlens_k = d->seqlens_k;
+    }
+    L->d = d;
+    L->causal = op == ATTN__STEP ? 1 : d->causal;
+    L->groups = c->q.heads / c->k.heads;
+    L->D = c->q.dim; L->Dv = c->v.dim;
+    L->eps = d->linear.eps != 0.0f ? d->linear.eps : 1e-6f;
+    L->n_tasks = c->q.batch * c->k.heads;      /* <= B * Hq * Sq, checked by attn__check_qkv */
+    L->n_threads = ATTN__MIN(attn__resolve_threads(d), L->n_tasks);
+    return ATTN_OK;
+}
+
+/* Floats of state: (S, z) per sequence and KV head. 0 on overflow. */
+static size_t attn__lin_state_floats(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v) {
+    size_t per, n;
+    if (!attn__mul_size((size_t)q->dim, (size_t)v->dim, &per) || !attn__add_size(per, (size_t)q->dim, &per) ||
+        !attn__mul_size(per, (size_t)q->batch * (size_t)k->heads, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
+        return 0;
+    return n;
+}
+
+/* The workspace of one task: S, z (when not in a state), phi(K) and V blocks, the stacked
+   phi(Q) rows, the chunk's A, numerators and denominators, a row of scratch, GEMM packing. */
+static int attn__lin_plan(attn__lin *L, size_t *bytes) {
+    const size_t D = (size_t)L->D, Dv = (size_t)L->Dv, R = (size_t)L->groups * ATTN__LIN_ROWS;
+    const int gr = (int)ATTN__MIN(R, (size_t)INT_MAX);
+    size_t g1, g2, g3, g4, f = 0, t;
+    g1 = attn__sgemm_1t_floats(L->D, L->Dv, ATTN__LIN_KEYS);       /* S += phi(K)^T V */
+    g2 = attn__sgemm_1t_floats(gr, L->Dv, L->D);                    /* phi(Q) S */
+    g3 = attn__sgemm_1t_floats(gr, ATTN__LIN_ROWS, L->D);           /* A = phi(Q) phi(K)^T */
+    g4 = attn__sgemm_1t_floats(gr, L->Dv, ATTN__LIN_ROWS);          /* A V */
+    L->gemm_floats = ATTN__MAX(ATTN__MAX(g1, g2), ATTN__MAX(g3, g4));
+    /* S + z, K block, V block, Q rows, A, num, den, scratch row, GEMM: each rounded to 16 */
+    {
+        size_t parts[9];
+        int i;
+        if (!attn__mul_size(D, Dv, &parts[0]) || !attn__add_size(parts[0], D + 16, &parts[0])) return 0;
+        if (!attn__mul_size(D, ATTN__LIN_KEYS, &parts[1]) || !attn__mul_size(Dv, ATTN__LIN_KEYS, &parts[2])) return 0;
+        if (!attn__mul_size(R, D, &parts[3]) || !attn__mul_size(R, ATTN__LIN_ROWS, &parts[4]) ||
+            !attn__mul_size(R, Dv, &parts[5])) return 0;
+        parts[6] = R; parts[7] = ATTN__MAX(D, Dv); parts[8] = L->gemm_floats;
+        for (i = 0; i < 9; ++i) {
+            if (!attn__add_size(parts[i], 15, &t)) return 0;
+            if (!attn__add_size(f, t & ~(size_t)15, &f)) return 0;
+        }
+    }
+    L->ws_per = f;
+    if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), bytes) ||
+        !attn__add_size(*bytes, 64, bytes) || *bytes > (size_t)PTRDIFF_MAX) return 0;
+    return 1;
+}
+
+static float *attn__lin_carve(float **p, size_t n) {
+    float *r = *p;
+    *p += (n + 15) & ~(size_t)15;
+    return r;
+}
+
+/* dst = phi(src) = elu(src) + 1 for n elements of dtype t; tmp: n floats. NaN stays NaN. */
+static void attn__lin_phi(const attn__isa *isa, const void *src, attn_dtype t, float *dst, float *tmp, int n) {
+    int i;
+    isa->load(src, t, dst, n, 1.0f);
+    for (i = 0; i < n; ++i) tmp[i] = dst[i] > 0.0f ? 0.0f : dst[i];
+    isa->exp_sum(tmp, tmp, 0.0f, n);
+    for (i = 0; i < n; ++i) dst[i] = dst[i] > 0.0f ? dst[i] + 1.0f : (dst[i] <= 0.0f ? tmp[i] : dst[i]);
+}
+
+typedef struct attn__lin_bufs { float *S, *z, *K, *V, *Q, *A, *num, *den, *row, *gemm; } attn__lin_bufs;
+
+/* Loads keys [j0, j0 + n) of (b, hk) as phi(K) and V rows into B->K, B->V. */
+static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int n) {
+    int j;
+    for (j = 0; j < n; ++j) {
+        attn__lin_phi(L->isa, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->D, B->row, L->D);
+        L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, B->V + (size_t)j * L->Dv, L->Dv, 1.0f);
+    }
+}
+
+/* S += phi(K)^T V and z += sum_j phi(K_j) for the n rows in B->K, B->V. */
+static void attn__lin_absorb_loaded(const attn__lin *L, const attn__lin_bufs *B, int n) {
+    int j;
+    attn__sgemm_1t(B->gemm, 1, 0, L->D, L->Dv, n, 1.0f, B->K, L->D, B->V, L->Dv, 1.0f, B->S, L->Dv);
+    for (j = 0; j < n; ++j) L->isa->axpy(B->z, 1.0f, B->K + (size_t)j * L->D, L->D);
+}
+
+/* Absorbs keys [j0, j1) into (S, z), ATTN__LIN_KEYS at a time. */
+static void attn__lin_absorb(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int j1) {
+    while (j0 < j1) {
+        const int n = ATTN__MIN(ATTN__LIN_KEYS, j1 - j0);
+        attn__lin_load_keys(L, B, b, hk, j0, n);
+        attn__lin_absorb_loaded(L, B, n);
+        j0 += n;
+    }
+}
+
+static void attn__lin_task(void *ctx, int t, int thread) {
+    const attn__lin *L = (const attn__lin *)ctx;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, D = L->D, Dv = L->Dv;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
+    const long long shift = (long long)Lk - Lq;
+    float *w = L->ws + (size_t)thread * L->ws_per;
+    attn__lin_bufs B;
+    int q0, gi, i, kdone = 0;
+    B.S = attn__lin_carve(&w, (size_t)D * Dv + (size_t)D + 16);
+    B.K = attn__lin_carve(&w, (size_t)D * ATTN__LIN_KEYS);
+    B.V = attn__lin_carve(&w, (size_t)Dv * ATTN__LIN_KEYS);
+    B.Q = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * D);
+    B.A = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * ATTN__LIN_ROWS);
+    B.num = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * Dv);
+    B.den = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS);
+    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B.gemm = attn__lin_carve(&w, L->gemm_floats);
+    if (L->state) {
+        B.S = L->state + (size_t)t * ((size_t)D * Dv + D);
+    } else {
+        memset(B.S, 0, ((size_t)D * Dv + D) * sizeof(float));
+    }
+    B.z = B.S + (size_t)D * Dv;
+    if (!L->causal) attn__lin_absorb(L, &B, b, hk, 0, Lk);
+    for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
+        const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
+        const long long pa = q0 + shift;               /* position of the chunk's first row */
+        int r;
+        if (L->causal) {                               /* keys every row of the chunk sees */
+            const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
+            if (upto > kdone) { attn__lin_absorb(L, &B, b, hk, kdone, upto); kdone = upto; }
+        }
+        for (gi = 0; gi < g; ++gi)                     /* row gi*n + i: head hk*g + gi, query q0 + i */
+            for (i = 0; i < n; ++i)
+                attn__lin_phi(isa, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
+                              B.row, D);
+        attn__sgemm_1t(B.gemm, 0, 0, m, Dv, D, 1.0f, B.Q, D, B.S, Dv, 0.0f, B.num, Dv);
+        for (r = 0; r < m; ++r) B.den[r] = isa->dot(B.Q + (size_t)r * D, B.z, D);
+        if (L->causal) {                               /* the chunk's own keys, masked j <= p */
+            const int kend = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)), nk = kend - kdone;
+            if (nk > 0) {
+                int j;
+                attn__lin_load_keys(L, &B, b, hk, kdone, nk);
+                attn__sgemm_1t(B.gemm, 0, 1, m, nk, D, 1.0f, B.Q, D, B.K, D, 0.0f, B.A, nk);
+                for (r = 0; r < m; ++r) {
+                    float *a = B.A + (size_t)r * nk, sum = 0.0f;
+                    const long long last = pa + r % n - kdone;          /* last visible column */
+                    for (j = 0; j < nk; ++j) {
+                        if (j > last) a[j] = 0.0f;
+                        sum += a[j];
+                    }
+                    B.den[r] += sum;
+                }
+                attn__sgemm_1t(B.gemm, 0, 0, m, Dv, nk, 1.0f, B.A, nk, B.V, Dv, 1.0f, B.num, Dv);
+                attn__lin_absorb_loaded(L, &B, nk);
+                kdone = kend;
+            }
+        }
+        for (gi = 0; gi < g; ++gi)
+            for (i = 0; i < n; ++i) {
+                const int r2 = gi * n + i;
+                isa->store(attn__at(&L->out, b, q0 + i, hk * g + gi), L->out.dtype, B.num + (size_t)r2 * Dv, Dv,
+                           1.0f / (B.den[r2] + L->eps));
+            }
+    }
+    for (gi = 0; gi < g; ++gi)                         /* padding rows */
+        for (i = Lq; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&L->out, b, i, hk * g + gi), L->out.dtype, Dv);
+}
+
+/* forward, step (state given) and their workspace queries */
+static attn_status attn__lin_run(const attn__call *c, attn__op op) {
+    attn__lin L;
+    attn__ws w;
+    size_t bytes, need;
+    attn_status s;
+    if ((s = attn__lin_check(c, op, &L)) != ATTN_OK) return s;
+    if (op == ATTN__STEP) {
+        if (!(need = attn__lin_state_floats(&c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+        if ((s = attn__check_state(c, need)) != ATTN_OK) return s;
+    }
+    if (!attn__lin_plan(&L, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    L.ws = (float *)w.base;                   /* ATTN__ALIGN (64-byte) aligned */
+    L.isa = attn__vec();
+    if (op == ATTN__STEP) L.state = c->state->data;
+    attn__parallel_for(c->d, L.n_tasks, L.n_threads, attn__lin_task, &L);
+    if (op == ATTN__STEP) c->state->pos += c->q.seq;
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static attn_status attn__linear_forward(const attn__call *c) { return attn__lin_run(c, ATTN__FORWARD); }
+static attn_status attn__linear_step(const attn__call *c) { return attn__lin_run(c, ATTN__STEP); }
+static attn_status attn__linear_state_size(const attn__call *c) {
+    attn__lin L;
+    attn_status s;
+    if ((s = attn__lin_check(c, ATTN__STATE_SIZE, &L)) != ATTN_OK) return s;
+    if (!(*c->bytes = attn__lin_state_floats(&c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_linear = {
+    attn__linear_forward, NULL, NULL, attn__linear_step, attn__linear_state_size
+};
 
 /* ---- RWKV -----------------------------------------------------------------------------------
    RWKV-4 WKV and RWKV-5/6 time mixing as scans (attn_rwkv4_*, attn_rwkv6_*; section 2 has the
@@ -7197,8 +7512,6 @@ ATTNDEF const char *attn_kind_name(attn_kind kind) {
     }
 }
 
-typedef enum attn__op { ATTN__FORWARD, ATTN__BACKWARD, ATTN__DECODE, ATTN__STEP, ATTN__STATE_SIZE } attn__op;
-
 /* Runs desc->kind's operation op on the call. */
 static attn_status attn__dispatch(attn__op op, attn__call *c) {
     const attn__mech *m;
@@ -7293,7 +7606,7 @@ ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_t
     if (floats < need) return ATTN_ERR_STATE_SIZE;
     memset(data, 0, need * sizeof(float));     /* every kind's empty history is all zeros */
     state->data = data; state->size = floats; state->kind = desc->kind;
-    state->batch = q.batch; state->heads = q.heads; state->dim_k = q.dim; state->dim_v = v.dim;
+    state->batch = q.batch; state->heads = q.heads; state->dim_k = q.dim; state->dim_v = v.dim; state->heads_kv = k.heads;
     state->pos = 0;
     return ATTN_OK;
 }

@@ -695,13 +695,7 @@ int main(void) {
     g_ncpu = online_cpus();
     llc = llc_bytes();
     cpu_model(cpu, sizeof cpu);
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     Ss = g_quick ? S_quick : S_full; nS = g_quick ? 2 : 5;
     Ls = g_quick ? L_quick : L_full; nL = g_quick ? 2 : 5;
     Smax = Ss[nS - 1];

@@ -277,6 +277,16 @@ enum { ISA_ZMM = 0, ISA_YMM = 1, ISA_PORTABLE = 2 };
 static const char *isa_desc[] = { "AVX-512 (16 independent zmm accumulators)",
                                   "AVX2+FMA (12 independent ymm accumulators)",
                                   "portable loop (64 accumulators, vectorised by the compiler; build with -march=native for the SIMD peak)" };
+/* the widest FMA loop this build can run (what "% of peak" is measured against) */
+static int best_fma_isa(void) {
+#if defined(__AVX512F__)
+    return ISA_ZMM;
+#elif defined(__AVX2__) && defined(__FMA__)
+    return ISA_YMM;
+#else
+    return ISA_PORTABLE;
+#endif
+}
 static double isa_flops_per_iter(int isa) {
     return isa == ISA_ZMM ? 16.0 * 16 * 2 : (isa == ISA_YMM ? 12.0 * 8 * 2 : 64.0 * 2);
 }

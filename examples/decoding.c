@@ -23,7 +23,7 @@ static int check(attn_status st, const char *what) {
 int main(void) {
     static float kpool[N_PAGES * PAGE * HKV * D], vpool[N_PAGES * PAGE * HKV * D];
     float q[B * HQ * D], k[B * HKV * D], v[B * HKV * D], out[B * HQ * D];
-    int table[B * MAX_PAGES], lens[B] = { 0, 0 }, i, t;
+    int table[B * MAX_PAGES], lens[B] = { 0, 0 }, i, t, n = 0;
     attn_kv_cache cache = {0};
     attn_desc d = {0};
 
@@ -45,8 +45,9 @@ int main(void) {
         if (!check(attn_decode(&d, attn_tensor_dense(q, ATTN_F32, B, 1, HQ, D), &cache,
                                attn_tensor_dense(out, ATTN_F32, B, 1, HQ, D), NULL), "attn_decode")) return 1;
     }
-    printf("paged cache: %d tokens per sequence, last output (seq 0, head 0) %.4f (values are token indices)\n",
-           attn_kv_len(&cache, 0), (double)out[0]);
+    if (!check(attn_kv_len(&cache, 0, &n), "attn_kv_len")) return 1;
+    printf("paged cache: %d tokens per sequence, last output (seq 0, head 0) %.4f (values are token indices)\n", n,
+           (double)out[0]);
 
     /* a full cache says so and changes nothing */
     {
@@ -67,6 +68,7 @@ int main(void) {
         if (!check(attn_decode(&d, attn_tensor_dense(q, ATTN_F32, B, 1, HQ, D), &cache,
                                attn_tensor_dense(out, ATTN_F32, B, 1, HQ, D), NULL), "attn_decode")) return 1;
     }
-    printf("streaming cache after 100 tokens: %d kept (tokens 0-3 and 92-99)\n", attn_kv_len(&cache, 0));
+    if (!check(attn_kv_len(&cache, 0, &n), "attn_kv_len")) return 1;
+    printf("streaming cache after 100 tokens: %d kept (tokens 0-3 and 92-99)\n", n);
     return 0;
 }

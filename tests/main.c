@@ -44,6 +44,7 @@ int main(void) {
     /* sparse */
 
     /* linear */
+    run_family("linear", test_linear);
     run_family("rwkv", test_rwkv);
 
     /* low-rank */

@@ -67,6 +67,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* sparse */
 
 /* linear */
+void test_linear(void);
 void test_rwkv(void);
 
 /* low-rank */

@@ -9,10 +9,10 @@
             of the output: 2^-10 |ref| f16, 2^-7 |ref| bf16)
      lse:   |lse - ref| <= 1e-5 * max(1, |ref|)   (P's rounding does not reach lse)
      fully masked rows: out exactly 0, lse exactly -inf
-   attn_desc.no_amx = 2 (the fp32 kernels on converted inputs, the fallback when neither AMX
+   attn_desc.bf16_kernels = 2 (the fp32 kernels on converted inputs, the fallback when neither AMX
    nor AVX512-BF16 is there) is held to the fp32 bound without the 2^-8 term, and = 1 (never
-   AMX) to the bf16 bound; where the CPU has no AMX, no_amx = 1 must equal no_amx = 0 bitwise.
-   Tile state: calls alternating kernels (no_amx 0/1/2) and thread counts 1..3 must reproduce
+   AMX) to the bf16 bound; where the CPU has no AMX, bf16_kernels = 1 must equal bf16_kernels = 0 bitwise.
+   Tile state: calls alternating kernels (bf16_kernels 0/1/2) and thread counts 1..3 must reproduce
    each kernel's first result bitwise; a caller workspace full of NaN bytes changes nothing.
    The AMX branch itself runs only on a CPU with AMX (the suite prints which kernels ran). */
 #include "test.h"
@@ -75,7 +75,7 @@ static const char *const a_mask_names[M_COUNT] = {
 
 static double g_worst_bf16 = 0.0;   /* largest |out - ref| / max|v| seen on the bf16 kernels */
 
-/* One case: bf16 q/k/v on the bf16 kernels (no_amx 0 and 1) and on the fp32 fallback (2). */
+/* One case: bf16 q/k/v on the bf16 kernels (bf16_kernels 0 and 1) and on the fp32 fallback (2). */
 static void a_case(t_rng *r, int mask, int B, int Sq, int Sk, int Hq, int Hkv, int D, int Dv, attn_dtype odt) {
     a_buf q = a_make(ATTN_BF16, B, Sq, Hq, D), k = a_make(ATTN_BF16, B, Sk, Hkv, D), v = a_make(ATTN_BF16, B, Sk, Hkv, Dv);
     a_buf o[3];
@@ -125,10 +125,10 @@ static void a_case(t_rng *r, int mask, int B, int Sq, int Sk, int Hq, int Hkv, i
         attn_status s;
         o[m] = a_make(odt, B, Sq, Hq, Dv);
         lse[m] = (float *)t_xmalloc(nl * sizeof(float));
-        d.no_amx = m;
+        d.bf16_kernels = m;
         d.n_threads = 1 + m;
         s = attn_forward(&d, q.t, k.t, v.t, o[m].t, lse[m]);
-        snprintf(tag, sizeof tag, "amx: mask '%s' B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d Dv=%d out %s no_amx=%d",
+        snprintf(tag, sizeof tag, "amx: mask '%s' B=%d Sq=%d Sk=%d Hq=%d Hkv=%d D=%d Dv=%d out %s bf16_kernels=%d",
                  a_mask_names[mask], B, Sq, Sk, Hq, Hkv, D, Dv, t_dt_name(odt), m);
         if (!T_CHECK(s == ATTN_OK, "%s: status %d", tag, (int)s)) continue;
         a_cmp(tag, ro, rl, &o[m].t, lse[m], m == 2 ? 0.0 : ldexp(vmax, -8));
@@ -141,7 +141,7 @@ static void a_case(t_rng *r, int mask, int B, int Sq, int Sk, int Hq, int Hkv, i
     }
     if (strcmp(attn_bf16_kernels(), "amx") != 0)
         T_CHECK(memcmp(o[0].t.data, o[1].t.data, o[0].n * t_dt_size(odt)) == 0 && memcmp(lse[0], lse[1], nl * sizeof(float)) == 0,
-                "amx: mask '%s' D=%d: without AMX, no_amx=1 must equal no_amx=0 bitwise", a_mask_names[mask], D);
+                "amx: mask '%s' D=%d: without AMX, bf16_kernels=1 must equal bf16_kernels=0 bitwise", a_mask_names[mask], D);
     for (m = 0; m < 3; ++m) { free(o[m].t.data); free(lse[m]); }
     free(q.t.data); free(k.t.data); free(v.t.data); free(ro); free(rl); free(bias); free(slopes);
 }
@@ -185,14 +185,14 @@ static void test_amx_state(void) {
     d.causal = 1; d.window_left = 90;
     for (m = 0; m < 3; ++m) {
         first[m] = a_make(ATTN_F32, B, S, H, D);
-        d.no_amx = m; d.n_threads = 1;
-        T_CHECK(attn_forward(&d, q.t, k.t, v.t, first[m].t, NULL) == ATTN_OK, "amx state: first call, no_amx=%d", m);
+        d.bf16_kernels = m; d.n_threads = 1;
+        T_CHECK(attn_forward(&d, q.t, k.t, v.t, first[m].t, NULL) == ATTN_OK, "amx state: first call, bf16_kernels=%d", m);
     }
     for (it = 0; it < (T_QUICK ? 2 : 4); ++it)
         for (nt = 1; nt <= 3; ++nt)
             for (m = 0; m < 3; ++m) {
                 const int mm = (m + it) % 3;
-                d.no_amx = mm; d.n_threads = nt;
+                d.bf16_kernels = mm; d.n_threads = nt;
                 memset(o.t.data, 0xFF, bytes);
                 if (attn_forward(&d, q.t, k.t, v.t, o.t, NULL) != ATTN_OK || memcmp(o.t.data, first[mm].t.data, bytes) != 0) ++bad;
             }
@@ -200,7 +200,7 @@ static void test_amx_state(void) {
     {   /* a caller workspace of exactly the size asked for, full of NaN bytes */
         size_t ws = 0;
         void *w;
-        d.no_amx = 0; d.n_threads = 2;
+        d.bf16_kernels = 0; d.n_threads = 2;
         T_CHECK(attn_workspace_size(&d, q.t, k.t, v.t, &ws) == ATTN_OK, "amx state: attn_workspace_size");
         w = t_xmalloc(ws);
         memset(w, 0xFF, ws);
@@ -215,7 +215,7 @@ static void test_amx_state(void) {
     free(o.t.data); free(q.t.data); free(k.t.data); free(v.t.data);
 }
 
-/* attn_desc.no_amx outside 0..2: ATTN_ERR_NO_AMX, nothing written, same from attn_workspace_size. */
+/* attn_desc.bf16_kernels outside 0..2: ATTN_ERR_BF16_KERNELS, nothing written, same from attn_workspace_size. */
 static void test_amx_errors(void) {
     static const int bad_values[] = { -1, 3, INT_MAX, INT_MIN };
     a_buf q = a_make(ATTN_BF16, 1, 9, 2, 8), k = a_make(ATTN_BF16, 1, 9, 2, 8), v = a_make(ATTN_BF16, 1, 9, 2, 8);
@@ -229,21 +229,21 @@ static void test_amx_errors(void) {
         size_t ws = 12345;
         attn_status s, s2;
         memset(&d, 0, sizeof d);
-        d.no_amx = bad_values[i];
+        d.bf16_kernels = bad_values[i];
         t_sentinel(o.t.data, o.n * sizeof(float), 0x5A); t_sentinel(lse, sizeof lse, 0x5B);
         s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
         s2 = attn_workspace_size(&d, q.t, k.t, v.t, &ws);
-        if (T_CHECK(s == ATTN_ERR_NO_AMX && s2 == ATTN_ERR_NO_AMX, "amx: no_amx=%d gave %d / %d", bad_values[i], (int)s, (int)s2))
-            t_status_provoked[ATTN_ERR_NO_AMX] = 1;
-        T_CHECK(strstr(attn_status_str(s), "no_amx") != NULL, "amx: message does not name the field");
+        if (T_CHECK(s == ATTN_ERR_BF16_KERNELS && s2 == ATTN_ERR_BF16_KERNELS, "amx: bf16_kernels=%d gave %d / %d", bad_values[i], (int)s, (int)s2))
+            t_status_provoked[ATTN_ERR_BF16_KERNELS] = 1;
+        T_CHECK(strstr(attn_status_str(s), "bf16_kernels") != NULL, "amx: message does not name the field");
         T_CHECK(t_sentinel_ok(o.t.data, o.n * sizeof(float), 0x5A) && t_sentinel_ok(lse, sizeof lse, 0x5B) && ws == 12345,
-                "amx: no_amx=%d wrote outputs", bad_values[i]);
+                "amx: bf16_kernels=%d wrote outputs", bad_values[i]);
     }
     free(o.t.data); free(q.t.data); free(k.t.data); free(v.t.data);
 }
 
 /* Dropout and in-kernel RoPE are not on the bf16 tile kernels: such calls must run the fp32
-   kernels, bit for bit what no_amx = 2 gives (a bf16 path that ignored them would differ). */
+   kernels, bit for bit what bf16_kernels = 2 gives (a bf16 path that ignored them would differ). */
 static void test_amx_uncovered_options(void) {
     const int B = 1, S = 96, H = 2, D = 64;
     a_buf q = a_make(ATTN_BF16, B, S, H, D), k = a_make(ATTN_BF16, B, S, H, D), v = a_make(ATTN_BF16, B, S, H, D);
@@ -258,9 +258,9 @@ static void test_amx_uncovered_options(void) {
         d.causal = 1;
         if (opt == 0) { d.dropout_p = 0.25f; d.dropout_seed = 7; }
         else d.rope = ATTN_ROPE_HALF;
-        d.no_amx = 0;
+        d.bf16_kernels = 0;
         T_CHECK(attn_forward(&d, q.t, k.t, v.t, o0.t, NULL) == ATTN_OK, "amx: %s call failed", opt ? "rope" : "dropout");
-        d.no_amx = 2;
+        d.bf16_kernels = 2;
         T_CHECK(attn_forward(&d, q.t, k.t, v.t, o2.t, NULL) == ATTN_OK, "amx: %s fp32 call failed", opt ? "rope" : "dropout");
         T_CHECK(memcmp(o0.t.data, o2.t.data, bytes) == 0, "amx: bf16 q/k/v with %s must run the fp32 kernels",
                 opt ? "in-kernel RoPE" : "dropout");

@@ -208,7 +208,7 @@ static void run_case(const char *tag, const attn_desc *d0, const bcase *c, t_rng
     attn_desc d = *d0;
     /* the forward on the fp32 kernels: the bf16 tile kernels round P to bf16 (test_amx.c holds
        them to their own tolerance), this reference checks out and the gradients to fp32 accuracy */
-    d.no_amx = 2;
+    d.bf16_kernels = 2;
     bt q = bt_new(c->q_own ? c->qdt : c->dt, c->B, c->Sq, c->Hq, c->D, c->lq, r, 0), k = bt_new(c->dt, c->B, c->Sk, c->Hkv, c->D, c->lk, r, 0);
     bt v = bt_new(c->dt, c->B, c->Sk, c->Hkv, c->Dv, c->lv, r, 0);
     bt out = bt_new(c->odt, c->B, c->Sq, c->Hq, c->Dv, c->lo, r, 1);

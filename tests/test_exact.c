@@ -264,7 +264,7 @@ static int check_result(const char *tag, const char *ctx, const attn_desc *d, at
     double *rlse = (double *)t_xmalloc(nl * sizeof(double));
     int ok;
     ref_attention(d, q, k, v, rout, rlse);
-    if (q.dtype == ATTN_BF16 && k.dtype == ATTN_BF16 && d->no_amx != 2) {   /* amx: see g_kernel_tol */
+    if (q.dtype == ATTN_BF16 && k.dtype == ATTN_BF16 && d->bf16_kernels != 2) {   /* amx: see g_kernel_tol */
         int b, s, h, c;
         for (b = 0; b < v.batch; ++b) for (s = 0; s < v.seq; ++s) for (h = 0; h < v.heads; ++h) for (c = 0; c < Dv; ++c)
             g_kernel_tol = fmax(g_kernel_tol, ldexp(fabs(t_load(&v, b, s, h, c)), -8));

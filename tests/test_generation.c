@@ -269,7 +269,10 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
     lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * Sq);
     if (!tc_fill(&tc, &Kf, &Vf, lens, r)) goto done;
     T_CHECK(tc_content_ok(&tc, &Kf, &Vf), "%s: cache content after appends differs from the history", ctx);
-    for (b = 0; b < B; ++b) T_CHECK(attn_kv_len(&tc.c, b) == lens[b], "%s: attn_kv_len(%d) = %d, want %d", ctx, b, attn_kv_len(&tc.c, b), lens[b]);
+    for (b = 0; b < B; ++b) {
+        int got = -1;
+        T_CHECK(attn_kv_len(&tc.c, b, &got) == ATTN_OK && got == lens[b], "%s: attn_kv_len(%d) = %d, want %d", ctx, b, got, lens[b]);
+    }
     if (d.alibi_slopes) {
         alibi = (float *)t_xmalloc(sizeof(float) * (size_t)Hq);
         for (h = 0; h < Hq; ++h) alibi[h] = (float)(0.02 + 0.1 * t_unif(r));
@@ -354,7 +357,7 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
                 for (h = 0; h < Hq; ++h) for (c = 0; c < D; ++c) t_store(&qf, b, row, h, c, t_load(&q, b, i, h, c));
             }
         fd.seqlens_q = lens; fd.seqlens_k = lens;
-        fd.no_amx = 2;      /* decoding runs the fp32 kernels: compare with the same numerics */
+        fd.bf16_kernels = 2;      /* decoding runs the fp32 kernels: compare with the same numerics */
         st = attn_forward(&fd, qf, Kf, Vf, of, NULL);
         if (T_CHECK(st == ATTN_OK, "%s: full forward returned %s", ctx, attn_status_str(st))) {
             fo = tensor_doubles(&of);
@@ -819,7 +822,8 @@ static void test_evict(void) {
             memmove(&list[sq][start], &list[sq][start + count], sizeof(long long) * (size_t)(n[sq] - start - count));
             n[sq] -= count;
             for (b = 0; b < B && ok; ++b) {
-                if (!T_CHECK(attn_kv_len(&tc.c, b) == n[b], "evict: attn_kv_len(%d) = %d, want %d", b, attn_kv_len(&tc.c, b), n[b])) ok = 0;
+                int got = -1;
+                if (!T_CHECK(attn_kv_len(&tc.c, b, &got) == ATTN_OK && got == n[b], "evict: attn_kv_len(%d) = %d, want %d", b, got, n[b])) ok = 0;
                 for (s = 0; s < n[b] && ok; ++s)
                     for (h = 0; h < Hkv; ++h) {
                         for (e = 0; e < D; ++e) if (tc_get(&tc, 0, b, s, h, e) != tok_val(0, b, list[b][s], h, e, dt)) ok = 0;
@@ -829,8 +833,12 @@ static void test_evict(void) {
             }
         }
         if (ok) T_CHECK(1, "evict");
-        T_CHECK(attn_kv_len(&tc.c, -1) == -1 && attn_kv_len(&tc.c, B) == -1 && attn_kv_len(NULL, 0) == -1,
-                "attn_kv_len of a bad sequence or NULL cache must be -1");
+        {
+            int got = 12345;
+            T_CHECK(attn_kv_len(&tc.c, -1, &got) == ATTN_ERR_KV_SEQ && attn_kv_len(&tc.c, B, &got) == ATTN_ERR_KV_SEQ &&
+                    attn_kv_len(NULL, 0, &got) == ATTN_ERR_KV_NULL && attn_kv_len(&tc.c, 0, NULL) == ATTN_ERR_NULL_ARG &&
+                    got == 12345, "attn_kv_len of a bad sequence, a NULL cache or a NULL len: a status, len untouched");
+        }
         free(Kf.data); free(Vf.data);
         tc_free(&tc);
     }
@@ -1208,7 +1216,7 @@ static void test_gen_errors(void) {
             case 8: z.kv_heads = 3; cases[nc].want = ATTN_ERR_EL_HEADS; cases[nc].field = "kv_heads"; break;
             case 9: bad_lens[1] = 0; z.src_lens = bad_lens; cases[nc].want = ATTN_ERR_EL_SRC_LENS; cases[nc].field = "src_lens[b]"; break;
             case 10: bad_lens[0] = 4; z.src_lens = bad_lens; cases[nc].want = ATTN_ERR_EL_SRC_LENS; cases[nc].field = "src_len"; break;
-            case 11: z.scale = (float)NAN; cases[nc].want = ATTN_ERR_EL_SCALE; cases[nc].field = "scale"; break;
+            case 11: z.scale = (float)NAN; cases[nc].want = ATTN_ERR_SCALE; cases[nc].field = "scale"; break;
             default: z.n_threads = -1; cases[nc].want = ATTN_ERR_N_THREADS; cases[nc].field = "n_threads"; break;
             }
             t_sentinel(xo, sizeof xo, 0x22);

@@ -885,7 +885,7 @@ static void test_layer_errors(void) {
     e = base; e.null_grads = 1; expect_err(&e, ATTN_ERR_LAYER_NULL_GRADS, E_BWD, "grads NULL");
     e = base; e.self = 1; e.lk = e.lq; e.dx_kv_self = 1; expect_err(&e, ATTN_ERR_LAYER_DX_KV, E_BWD, "dx_kv with self-attention");
     e = base; e.d.attn.window_left = -1; expect_err(&e, ATTN_ERR_WINDOW_LEFT, E_BOTH, "attn.window_left -1 (passed through)");
-    e = base; e.d.workspace = wbuf; e.d.workspace_size = 16; expect_err(&e, ATTN_ERR_LAYER_WORKSPACE, E_BOTH, "small workspace");
+    e = base; e.d.workspace = wbuf; e.d.workspace_size = 16; expect_err(&e, ATTN_ERR_WORKSPACE, E_BOTH, "small workspace");
     e = base; e.B = INT_MAX; e.lq = 2; expect_err(&e, ATTN_ERR_OVERFLOW, E_BOTH, "batch * lq overflows int");
     {   /* packed Super: the longest segment must fit W^A */
         static const int cu[3] = { 0, 2, 9 };
@@ -894,10 +894,10 @@ static void test_layer_errors(void) {
         expect_err(&e, ATTN_OK, E_BOTH, "packed super: segments of 2 and 7 fit context 8 though lk 9 does not");
         e.d.context = 6; expect_err(&e, ATTN_ERR_LAYER_SEQ_CONTEXT, E_BOTH, "packed super: segment of 7 above context 6");
     }
-    if (T_CHECK(attn_layer_param_count(&base.d, NULL) == ATTN_ERR_LAYER_NULL_RESULT, "param_count NULL result"))
-        t_status_provoked[ATTN_ERR_LAYER_NULL_RESULT] = 1;
-    T_CHECK(attn_layer_flops(&base.d, 1, 1, 1, NULL) == ATTN_ERR_LAYER_NULL_RESULT, "flops NULL result");
-    T_CHECK(attn_layer_workspace_size(&base.d, 0, 1, 1, 1, NULL) == ATTN_ERR_LAYER_NULL_RESULT, "workspace_size NULL result");
+    if (T_CHECK(attn_layer_param_count(&base.d, NULL) == ATTN_ERR_NULL_ARG, "param_count NULL result"))
+        t_status_provoked[ATTN_ERR_NULL_ARG] = 1;
+    T_CHECK(attn_layer_flops(&base.d, 1, 1, 1, NULL) == ATTN_ERR_NULL_ARG, "flops NULL result");
+    T_CHECK(attn_layer_workspace_size(&base.d, 0, 1, 1, 1, NULL) == ATTN_ERR_NULL_ARG, "workspace_size NULL result");
     T_CHECK(attn_layer_param_count(NULL, &n) == ATTN_ERR_NULL_DESC, "param_count NULL desc");
     T_CHECK(attn_layer_flops(&base.d, 1, 1, 7, &f) == ATTN_ERR_LAYER_SEQ_CONTEXT, "flops lk above context");
     e = base; e.d.heads = 3;
