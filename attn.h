@@ -864,8 +864,8 @@ ATTNDEF const char *attn_bf16_kernels(void);
    field            default (0)                 meaning
    head_size        64 if k.dim % 64 == 0,      RWKV-5/6 head size N (channels per head); must
                     else k.dim                  divide k.dim (attn_rwkv4_* do not read it)
-   n_threads        all cores                   threads (work splits over batch x channel
-                                                blocks, or batch x heads)
+   n_threads        all cores (fewer for calls  threads (work splits over batch x channel
+                    of a few microseconds)      blocks, or batch x heads)
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           RWKV-5/6: scratch of attn_rwkv6_workspace_size()
@@ -7199,6 +7199,14 @@ static void attn__rwkv4_task(void *vctx, int task, int thread) {
     }
 }
 
+/* Threads worth starting (attn_rwkv_desc.n_threads 0) for units x tokens of work (channels,
+   or RWKV-6 state entries): one per `grain`, at least 1, at most n_threads. A one-token step
+   of a small model is a few microseconds of work, less than waking a second thread costs. */
+static int attn__rwkv_threads(int n_threads, size_t units, size_t tokens, size_t grain) {
+    const size_t want = (units > SIZE_MAX / tokens ? SIZE_MAX : units * tokens) / grain;
+    return want < 1 ? 1 : (want < (size_t)n_threads ? (int)want : n_threads);
+}
+
 /* Task groups per batch entry: about two tasks per thread in all, at most one per block. */
 static int attn__rwkv_groups(int units, int batch, int n_threads) {
     const int want = (2 * n_threads + batch - 1) / batch;
@@ -7240,7 +7248,7 @@ static attn_status attn__rwkv4_run(const attn_rwkv_desc *d, const float *time_de
     X.time_decay = time_decay; X.time_first = time_first;
     X.state_in = state_in; X.state_out = state_out; X.C = (int)C;
     attn__rwkv_pdesc(d, &pd);
-    nt = attn__resolve_threads(&pd);
+    nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st / 3, (size_t)k->seq, 16384);
     X.groups = attn__rwkv_groups(k->heads * X.nblk, k->batch, nt);
     if (!attn__mul_size((size_t)k->batch, (size_t)X.groups, &tasks) || tasks > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     attn__parallel_for(&pd, (int)tasks, nt, attn__rwkv4_task, &X);
@@ -7427,12 +7435,13 @@ static attn_status attn__rwkv6_run(const attn_rwkv_desc *d, const attn_tensor *r
         (!bytes && (s = attn__make_view(out, &X.out)) != ATTN_OK)) return s;
     X.per_head = k->dim / X.N;
     attn__rwkv_pdesc(d, &pd);
-    nt = attn__resolve_threads(&pd);
     /* heads held at once: up to 8, with at most 32 Ki floats (128 KiB) of their states */
     X.sub = (int)ATTN__MAX(1, ATTN__MIN(8, 32768 / ((size_t)X.N * (size_t)X.N)));
     if (!attn__mul_size((size_t)k->heads, (size_t)k->dim, &C) || C > (size_t)INT_MAX ||
-        !attn__mul_size(C * (size_t)k->batch, (size_t)X.N, &st) || st > (size_t)PTRDIFF_MAX / sizeof(float) ||
-        !attn__mul_size((size_t)X.N * (size_t)X.N, (size_t)X.sub, &per) ||
+        !attn__mul_size(C * (size_t)k->batch, (size_t)X.N, &st) || st > (size_t)PTRDIFF_MAX / sizeof(float))
+        return ATTN_ERR_OVERFLOW;
+    nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st, (size_t)k->seq, 1u << 18);
+    if (!attn__mul_size((size_t)X.N * (size_t)X.N, (size_t)X.sub, &per) ||
         !attn__add_size(per, 5 * (size_t)X.N + 15, &per) ||
         !attn__mul_size(per / 16 * 16, (size_t)nt * sizeof(float), &total) ||      /* states, r, k, v, w, y */
         !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
