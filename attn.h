@@ -641,6 +641,24 @@ typedef struct attn_desc {
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
     \
+    /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
+    X(ATTN_ERR_RWKV_NULL_R,           370, ATTN_CAT_NULL,        "attn_rwkv6: r.data is NULL") \
+    X(ATTN_ERR_RWKV_NULL_W,           371, ATTN_CAT_NULL,        "attn_rwkv6: w.data is NULL") \
+    X(ATTN_ERR_RWKV_NULL_TIME_DECAY,  372, ATTN_CAT_NULL,        "attn_rwkv4: time_decay is NULL") \
+    X(ATTN_ERR_RWKV_NULL_TIME_FIRST,  373, ATTN_CAT_NULL,        "attn_rwkv4: time_first is NULL") \
+    X(ATTN_ERR_RWKV_NULL_U,           374, ATTN_CAT_NULL,        "attn_rwkv6: u is NULL") \
+    X(ATTN_ERR_RWKV_NULL_STATE,       375, ATTN_CAT_NULL,        "attn_rwkv4_step/attn_rwkv6_step/attn_rwkv4_state_init: state is NULL") \
+    X(ATTN_ERR_RWKV_SHAPE,            376, ATTN_CAT_SHAPE,       "attn_rwkv: v, out (and r, w for attn_rwkv6) must have k's batch, seq, heads and dim") \
+    X(ATTN_ERR_RWKV_STEP_SEQ,         377, ATTN_CAT_SHAPE,       "attn_rwkv4_step/attn_rwkv6_step: k.seq must be 1 (one token; use _forward with state for more)") \
+    X(ATTN_ERR_RWKV_TIME_DECAY,       378, ATTN_CAT_RANGE,       "attn_rwkv4: time_decay[c] must be finite") \
+    X(ATTN_ERR_RWKV_TIME_FIRST,       379, ATTN_CAT_RANGE,       "attn_rwkv4: time_first[c] must be finite") \
+    X(ATTN_ERR_RWKV_U,                380, ATTN_CAT_RANGE,       "attn_rwkv6: u[c] must be finite") \
+    X(ATTN_ERR_RWKV_W_RANGE,          381, ATTN_CAT_RANGE,       "attn_rwkv6: every decay w[b][t][h][i] must be in [0, 1]") \
+    X(ATTN_ERR_RWKV_HEAD_SIZE,        382, ATTN_CAT_RANGE,       "attn_rwkv_desc.head_size must be >= 0 and divide k.dim") \
+    X(ATTN_ERR_RWKV_STATE_ALIAS,      383, ATTN_CAT_UNSUPPORTED, "attn_rwkv: state_out must be state_in itself or not overlap it") \
+    X(ATTN_ERR_RWKV_WORKSPACE,        384, ATTN_CAT_RANGE,       "attn_rwkv_desc.workspace_size is smaller than attn_rwkv6_workspace_size() asks for") \
+    X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size: bytes is NULL") \
+    X(ATTN_ERR_RWKV_STATE_SHAPE,      386, ATTN_CAT_SHAPE,       "attn_rwkv4_state_init: batch and channels must be >= 1") \
     /* -- low-rank (400-449) -- */ \
     X(ATTN_ERR_LINFORMER_NULL_E,      400, ATTN_CAT_NULL,        "attn_desc.linformer.e is NULL") \
     X(ATTN_ERR_LINFORMER_NULL_F,      401, ATTN_CAT_NULL,        "attn_desc.linformer.f is NULL (set attn_desc.linformer.shared_kv = 1 for F = E)") \
@@ -1197,6 +1215,77 @@ typedef enum attn_ssm_op {
 } attn_ssm_op;
 /* Bytes of scratch the call op needs with this desc (pass it in desc->workspace). */
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes);
+
+/* ---- RWKV ------------------------------------------------------------------------------- */
+
+/* RWKV time mixing as scans: they take the recurrence's inputs (receptance r, key k, value v,
+   decay, bonus), not q/k/v attention, so they are plain functions (no attn_kind). Tensors are
+   attn_tensor views [batch, T, heads, dim] (f32, f16 or bf16 storage each, fp32 maths; inputs
+   may broadcast with stride 0, out may not); a token's C = heads * dim channels are numbered
+   c = h * dim + d, so a flat [B, T, C] buffer is attn_tensor_dense(p, dt, B, T, 1, C).
+   State is fp32 caller memory, so a sequence can run in pieces: pass one call's state_out as
+   the next call's state_in (they may be the same buffer; partial overlap is an error). A NULL
+   state_in is the empty history, a NULL state_out is not written. Results are bitwise the same
+   for every thread count, for one pass or any split into pieces, and step == forward.
+   field            default (0)                 meaning
+   head_size        64 if k.dim % 64 == 0,      RWKV-5/6 head size N (channels per head); must
+                    else k.dim                  divide k.dim (attn_rwkv4_* do not read it)
+   n_threads        all cores (fewer for calls  threads (work splits over batch x channel
+                    of a few microseconds)      blocks, or batch x heads)
+   parallel         built-in threads            your parallel-for (see attn_parallel_fn)
+   parallel_user    -                           passed to parallel
+   workspace        allocate per call           RWKV-5/6: scratch of attn_rwkv6_workspace_size()
+                                                bytes (RWKV-4 needs none) */
+typedef struct attn_rwkv_desc {
+    int head_size;
+    int n_threads;
+    attn_parallel_fn parallel;
+    void *parallel_user;
+    void *workspace;
+    size_t workspace_size;
+} attn_rwkv_desc;
+
+/* RWKV-4 WKV (time mixing), per channel c, with w = -exp(time_decay[c]), u = time_first[c]:
+     wkv_t = (sum_{i<t} e^{(t-1-i) w + k_i} v_i + e^{u + k_t} v_t)
+           / (sum_{i<t} e^{(t-1-i) w + k_i}     + e^{u + k_t})
+   computed with the stable max-tracking recurrence of the reference CUDA kernel (state aa, bb,
+   pp; pp starts at -1e38), which stays finite where the sums overflow:
+     p = max(pp, u + k); e1 = exp(pp - p); e2 = exp(u + k - p); wkv = (e1 aa + e2 v) / (e1 bb + e2)
+     p' = max(pp + w, k); e1 = exp(pp + w - p'); e2 = exp(k - p'); aa = e1 aa + e2 v;
+     bb = e1 bb + e2; pp = p'
+     time_decay, time_first   [C] fp32
+     k, v, out                [B, T, H, D] (C = H * D); out written on success only
+     state_in, state_out      [B][3][C] fp32: aa, bb, pp of each channel (or NULL)
+   Parallel over batch x blocks of 64 channels; SIMD exp from the vector layer. */
+ATTNDEF attn_status attn_rwkv4_forward(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
+                                       attn_tensor k, attn_tensor v, attn_tensor out,
+                                       const float *state_in, float *state_out);
+/* One token (k.seq == 1) of attn_rwkv4_forward, state [B][3][C] read and updated in place. */
+ATTNDEF attn_status attn_rwkv4_step(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
+                                    attn_tensor k, attn_tensor v, attn_tensor out, float *state);
+/* Writes the empty history into state [batch][3][channels]: aa = bb = 0, pp = -1e38. */
+ATTNDEF attn_status attn_rwkv4_state_init(float *state, int batch, int channels);
+
+/* RWKV-5/6 time mixing with a matrix-valued state per head (N = head_size channels; head g
+   covers channels [g N, g N + N)): with r, k, v, w the token's head slices,
+     y_t[j] = sum_i r_t[i] (u[i] k_t[i] v_t[j] + S[i][j]);   then  S[i][j] = w_t[i] S[i][j] + k_t[i] v_t[j]
+   w is the decay in [0, 1] (RWKV-6: data-dependent, w = exp(-exp(x)) of the model's decay
+   projection x; RWKV-5: one decay per channel: pass a view with stride_batch = stride_seq = 0).
+     r, k, v, w, out          [B, T, H, D] (C = H * D channels, N divides D); out written on
+                              success only (y, before the model's group norm and gate)
+     u                        [C] fp32, the bonus (time_first / time_faaaa)
+     state_in, state_out      [B][C / N][N][N] fp32, S[i][j] (i: key channel, j: value channel)
+   Parallel over batch x heads; the recurrent form, O(T N C) work. */
+ATTNDEF attn_status attn_rwkv6_forward(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                       attn_tensor w, const float *u, attn_tensor out,
+                                       const float *state_in, float *state_out);
+/* One token (seq 1) of attn_rwkv6_forward, state [B][C/N][N][N] read and updated in place. */
+ATTNDEF attn_status attn_rwkv6_step(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                    attn_tensor w, const float *u, attn_tensor out, float *state);
+/* Bytes of scratch attn_rwkv6_forward and attn_rwkv6_step need for these shapes (desc->workspace).
+   Validates desc and the tensors' shapes and dtypes (not u, not the data). */
+ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                              attn_tensor w, size_t *bytes);
 
 #ifdef __cplusplus
 }
@@ -7890,6 +7979,458 @@ static attn_status attn__linear_state_size(const attn__call *c) {
 static const attn__mech attn__mech_linear = {
     attn__linear_forward, NULL, NULL, attn__linear_step, attn__linear_state_size
 };
+
+/* ---- RWKV -----------------------------------------------------------------------------------
+   RWKV-4 WKV and RWKV-5/6 time mixing as scans (attn_rwkv4_*, attn_rwkv6_*; section 2 has the
+   maths). Work is split into tasks whose boundaries depend only on the shapes (channel blocks
+   of ATTN__RWKV4_BLOCK, or heads), each task runs the whole sequence of its channels in order,
+   so every output is computed by the same operations whatever the thread count, the piece
+   boundaries or forward vs step. */
+#define ATTN__RWKV4_BLOCK 64
+
+/* The attn_desc carrying only the threading fields, for attn__parallel_for. */
+static void attn__rwkv_pdesc(const attn_rwkv_desc *d, attn_desc *pd) {
+    memset(pd, 0, sizeof *pd);
+    pd->n_threads = d->n_threads; pd->parallel = d->parallel; pd->parallel_user = d->parallel_user;
+}
+
+/* t has ref's batch, seq, heads and dim. */
+static int attn__rwkv_same_shape(const attn_tensor *t, const attn_tensor *ref) {
+    return t->batch == ref->batch && t->seq == ref->seq && t->heads == ref->heads && t->dim == ref->dim;
+}
+
+/* state_out is state_in itself, or the two n-float ranges do not overlap. */
+static int attn__rwkv_alias_ok(const float *in, const float *out, size_t n) {
+    uintptr_t a = (uintptr_t)in, b = (uintptr_t)out, len = (uintptr_t)n * sizeof(float);
+    if (!in || !out || in == out) return 1;
+    return b >= a + len || a >= b + len;
+}
+
+/* Every element of the view in [lo, hi] (NaN is not); axes with stride 0 are read once. */
+static int attn__rwkv_range_ok(const attn__view *v, float lo, float hi) {
+    const int nb = v->sb == 0 ? 1 : v->batch, ns = v->ss == 0 ? 1 : v->seq, nh = v->sh == 0 ? 1 : v->heads;
+    int b, s, h, i;
+    for (b = 0; b < nb; ++b)
+        for (s = 0; s < ns; ++s)
+            for (h = 0; h < nh; ++h) {
+                const void *row = attn__at(v, b, s, h);
+                for (i = 0; i < v->dim; ++i) {
+                    const float x = v->dtype == ATTN_F32 ? ((const float *)row)[i]
+                                  : v->dtype == ATTN_F16 ? attn__f16_to_f32(((const uint16_t *)row)[i])
+                                                         : attn__bf16_to_f32(((const uint16_t *)row)[i]);
+                    if (!(x >= lo && x <= hi)) return 0;
+                }
+            }
+    return 1;
+}
+
+/* Tokens ahead of the current one whose rows a task prefetches: a task reads one block of
+   every token's row, a walk with a stride of the row length (often a page) that the hardware
+   prefetchers do not follow. */
+#define ATTN__RWKV_PREFETCH 8
+static void attn__rwkv_prefetch(const void *p, size_t bytes, int write) {
+#if defined(__GNUC__) || defined(__clang__)
+    size_t off;
+    if (write) for (off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 1, 3);
+    else for (off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 0, 3);
+#else
+    (void)p; (void)bytes; (void)write;
+#endif
+}
+
+static int attn__rwkv_finite(const float *x, size_t n) {
+    size_t i;
+    for (i = 0; i < n; ++i) if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* ---- RWKV-4 ---- */
+#define ATTN__RWKV_CHUNK 16     /* tokens of one block (or head) run before the task moves on */
+#define ATTN__RWKV4_SUB 8       /* channel blocks a task holds at once */
+
+/* One block's constants and running state. */
+typedef struct attn__rwkv4_blk {
+    float w[ATTN__RWKV4_BLOCK], u[ATTN__RWKV4_BLOCK];
+    float aa[ATTN__RWKV4_BLOCK], bb[ATTN__RWKV4_BLOCK], pp[ATTN__RWKV4_BLOCK];
+} attn__rwkv4_blk;
+
+typedef struct attn__rwkv4_ctx {
+    const attn__isa *isa;
+    attn__view k, v, out;
+    const float *time_decay, *time_first, *state_in;
+    float *state_out;
+    int C, nblk, groups;          /* channels, blocks per tensor head, task groups per batch entry */
+} attn__rwkv4_ctx;
+
+/* Tokens [t0, t1) of one block of n <= 64 channels (tensor head h, dims [d0, d0 + n)). The
+   four exps of a token (two for the output, two for the state update) depend only on the old
+   state and k, so they run as one vector-layer exp over 4n values. */
+static void attn__rwkv4_tokens(const attn__rwkv4_ctx *X, attn__rwkv4_blk *B, int b, int h, int d0, int n, int t0, int t1) {
+    const attn__isa *isa = X->isa;
+    float kk[ATTN__RWKV4_BLOCK], vv[ATTN__RWKV4_BLOCK], y[ATTN__RWKV4_BLOCK], pn[ATTN__RWKV4_BLOCK];
+    float x[4 * ATTN__RWKV4_BLOCK], e[4 * ATTN__RWKV4_BLOCK];
+    float *aa = B->aa, *bb = B->bb, *pp = B->pp;
+    const float *w = B->w, *u = B->u;
+    int t, j;
+    for (t = t0; t < t1; ++t) {
+        if (t + ATTN__RWKV_CHUNK < X->k.seq) {   /* this block's row of the next chunk */
+            const int tp = t + ATTN__RWKV_CHUNK;
+            attn__rwkv_prefetch((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)n * X->k.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)n * X->v.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->out, b, tp, h) + (size_t)d0 * X->out.esize, (size_t)n * X->out.esize, 1);
+        }
+        isa->load((const char *)attn__at(&X->k, b, t, h) + (size_t)d0 * X->k.esize, X->k.dtype, kk, n, 1.0f);
+        isa->load((const char *)attn__at(&X->v, b, t, h) + (size_t)d0 * X->v.esize, X->v.dtype, vv, n, 1.0f);
+        for (j = 0; j < n; ++j) {
+            const float ww = u[j] + kk[j], p = pp[j] > ww ? pp[j] : ww;
+            const float w2 = w[j] + pp[j], p2 = w2 > kk[j] ? w2 : kk[j];
+            x[j] = pp[j] - p; x[n + j] = ww - p;
+            x[2 * n + j] = w2 - p2; x[3 * n + j] = kk[j] - p2;
+            pn[j] = p2;
+        }
+        isa->exp_sum(e, x, 0.0f, 4 * n);
+        for (j = 0; j < n; ++j) {
+            const float e1 = e[j], e2 = e[n + j], f1 = e[2 * n + j], f2 = e[3 * n + j];
+            y[j] = (e1 * aa[j] + e2 * vv[j]) / (e1 * bb[j] + e2);
+            aa[j] = f1 * aa[j] + f2 * vv[j];
+            bb[j] = f1 * bb[j] + f2;
+            pp[j] = pn[j];
+        }
+        isa->store((char *)attn__at(&X->out, b, t, h) + (size_t)d0 * X->out.esize, X->out.dtype, y, n, 1.0f);
+    }
+}
+
+/* Task (b, group): the group's blocks of batch entry b (block q: tensor head q / nblk, dims
+   from (q % nblk) * 64), ATTN__RWKV4_SUB at a time, each over the whole sequence in chunks of
+   ATTN__RWKV_CHUNK tokens, the held blocks taking turns per chunk: so the rows of a chunk are
+   read while their pages are hot, instead of one block walking every page of the sequence
+   (a page-sized stride the TLB and prefetchers do not keep up with). Every block runs the
+   same operations in the same order whatever the grouping, so results do not depend on it. */
+static void attn__rwkv4_task(void *vctx, int task, int thread) {
+    const attn__rwkv4_ctx *X = (const attn__rwkv4_ctx *)vctx;
+    const int D = X->k.dim, nb = X->k.heads * X->nblk, b = task / X->groups, g = task % X->groups;
+    const int q0 = (int)((long long)nb * g / X->groups), q1 = (int)((long long)nb * (g + 1) / X->groups);
+    const size_t C = (size_t)X->C;
+    attn__rwkv4_blk blk[ATTN__RWKV4_SUB];
+    int s0, q, j, t0;
+    (void)thread;
+    for (s0 = q0; s0 < q1; s0 += ATTN__RWKV4_SUB) {
+        const int s1 = ATTN__MIN(q1, s0 + ATTN__RWKV4_SUB);
+        for (q = s0; q < s1; ++q) {
+            attn__rwkv4_blk *B = &blk[q - s0];
+            const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+            const int c0 = h * D + d0;
+            if (X->state_in) {
+                const float *st = X->state_in + (size_t)b * 3 * C + c0;
+                for (j = 0; j < n; ++j) { B->aa[j] = st[j]; B->bb[j] = st[C + j]; B->pp[j] = st[2 * C + j]; }
+            } else {
+                for (j = 0; j < n; ++j) { B->aa[j] = 0.0f; B->bb[j] = 0.0f; B->pp[j] = -1e38f; }
+            }
+            for (j = 0; j < n; ++j) { B->w[j] = -expf(X->time_decay[c0 + j]); B->u[j] = X->time_first[c0 + j]; }
+        }
+        for (t0 = 0; t0 < X->k.seq; t0 += ATTN__RWKV_CHUNK)
+            for (q = s0; q < s1; ++q) {
+                const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK;
+                attn__rwkv4_tokens(X, &blk[q - s0], b, h, d0, ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0), t0,
+                                   ATTN__MIN(X->k.seq, t0 + ATTN__RWKV_CHUNK));
+            }
+        if (X->state_out)
+            for (q = s0; q < s1; ++q) {
+                const attn__rwkv4_blk *B = &blk[q - s0];
+                const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+                float *st = X->state_out + (size_t)b * 3 * C + (size_t)h * D + d0;
+                for (j = 0; j < n; ++j) { st[j] = B->aa[j]; st[C + j] = B->bb[j]; st[2 * C + j] = B->pp[j]; }
+            }
+    }
+}
+
+/* Threads worth starting (attn_rwkv_desc.n_threads 0) for units x tokens of work (channels,
+   or RWKV-6 state entries): one per `grain`, at least 1, at most n_threads. A one-token step
+   of a small model is a few microseconds of work, less than waking a second thread costs. */
+static int attn__rwkv_threads(int n_threads, size_t units, size_t tokens, size_t grain) {
+    const size_t want = (units > SIZE_MAX / tokens ? SIZE_MAX : units * tokens) / grain;
+    return want < 1 ? 1 : (want < (size_t)n_threads ? (int)want : n_threads);
+}
+
+/* Task groups per batch entry: about two tasks per thread in all, at most one per block. */
+static int attn__rwkv_groups(int units, int batch, int n_threads) {
+    const int want = (2 * n_threads + batch - 1) / batch;
+    return ATTN__MAX(1, ATTN__MIN(units, want));
+}
+
+/* attn_rwkv4_forward (step 0) and attn_rwkv4_step (step 1: state is state_in and state_out). */
+static attn_status attn__rwkv4_run(const attn_rwkv_desc *d, const float *time_decay, const float *time_first,
+                                   const attn_tensor *k, const attn_tensor *v, const attn_tensor *out,
+                                   const float *state_in, float *state_out, int step) {
+    attn__rwkv4_ctx X;
+    attn_desc pd;
+    attn_status s;
+    size_t C, st, tasks;
+    int nt;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!k->data) return ATTN_ERR_NULL_K;
+    if (!v->data) return ATTN_ERR_NULL_V;
+    if (!out->data) return ATTN_ERR_NULL_OUT;
+    if (!time_decay) return ATTN_ERR_RWKV_NULL_TIME_DECAY;
+    if (!time_first) return ATTN_ERR_RWKV_NULL_TIME_FIRST;
+    if (!attn__dtype_ok(k->dtype) || !attn__dtype_ok(v->dtype) || !attn__dtype_ok(out->dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(k)) return ATTN_ERR_K_SHAPE;
+    if (!attn__rwkv_same_shape(v, k) || !attn__rwkv_same_shape(out, k)) return ATTN_ERR_RWKV_SHAPE;
+    if (attn__tensor_bcast(out)) return ATTN_ERR_OUT_BROADCAST;
+    if ((s = attn__make_view(k, &X.k)) != ATTN_OK || (s = attn__make_view(v, &X.v)) != ATTN_OK ||
+        (s = attn__make_view(out, &X.out)) != ATTN_OK) return s;
+    X.nblk = (k->dim + ATTN__RWKV4_BLOCK - 1) / ATTN__RWKV4_BLOCK;
+    if (!attn__mul_size((size_t)k->heads, (size_t)k->dim, &C) || C > (size_t)INT_MAX ||
+        !attn__mul_size(C, (size_t)k->batch * 3, &st) || st > (size_t)PTRDIFF_MAX / sizeof(float) ||
+        (size_t)k->heads * (size_t)X.nblk > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    if (step && k->seq != 1) return ATTN_ERR_RWKV_STEP_SEQ;
+    if (step && !state_out) return ATTN_ERR_RWKV_NULL_STATE;
+    if (!attn__rwkv_alias_ok(state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    if (!attn__rwkv_finite(time_decay, C)) return ATTN_ERR_RWKV_TIME_DECAY;
+    if (!attn__rwkv_finite(time_first, C)) return ATTN_ERR_RWKV_TIME_FIRST;
+    X.isa = attn__vec();
+    X.time_decay = time_decay; X.time_first = time_first;
+    X.state_in = state_in; X.state_out = state_out; X.C = (int)C;
+    attn__rwkv_pdesc(d, &pd);
+    nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st / 3, (size_t)k->seq, 16384);
+    X.groups = attn__rwkv_groups(k->heads * X.nblk, k->batch, nt);
+    if (!attn__mul_size((size_t)k->batch, (size_t)X.groups, &tasks) || tasks > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    attn__parallel_for(&pd, (int)tasks, nt, attn__rwkv4_task, &X);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_rwkv4_forward(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
+                                       attn_tensor k, attn_tensor v, attn_tensor out,
+                                       const float *state_in, float *state_out) {
+    return attn__rwkv4_run(desc, time_decay, time_first, &k, &v, &out, state_in, state_out, 0);
+}
+
+ATTNDEF attn_status attn_rwkv4_step(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
+                                    attn_tensor k, attn_tensor v, attn_tensor out, float *state) {
+    return attn__rwkv4_run(desc, time_decay, time_first, &k, &v, &out, state, state, 1);
+}
+
+ATTNDEF attn_status attn_rwkv4_state_init(float *state, int batch, int channels) {
+    size_t n, b, c;
+    if (!state) return ATTN_ERR_RWKV_NULL_STATE;
+    if (batch < 1 || channels < 1) return ATTN_ERR_RWKV_STATE_SHAPE;
+    if (!attn__mul_size((size_t)batch * 3, (size_t)channels, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
+        return ATTN_ERR_OVERFLOW;
+    for (b = 0; b < (size_t)batch; ++b) {
+        float *s = state + b * 3 * (size_t)channels;
+        for (c = 0; c < (size_t)channels; ++c) { s[c] = 0.0f; s[channels + c] = 0.0f; s[2 * (size_t)channels + c] = -1e38f; }
+    }
+    return ATTN_OK;
+}
+
+/* ---- RWKV-5/6 ---- */
+typedef struct attn__rwkv6_ctx {
+    const attn__isa *isa;
+    attn__view r, k, v, w, out;
+    const float *u, *state_in;
+    float *state_out, *ws;
+    int N, G, per_head, groups;  /* head size, heads (C / N), RWKV heads per tensor head, task groups */
+    int sub;                     /* heads a task holds at once */
+    size_t per_thread;           /* floats of scratch per thread */
+    void (*rows)(float *S, int N, const float *r, const float *w, const float *k, const float *v, float *y);
+} attn__rwkv6_ctx;
+
+/* One token of one head, on its N x N state S (row i = key channel i):
+     y += r_i S_i;  S_i = w_i S_i + k_i v      for i < N
+   written once in plain C over 16-float blocks (restrict, a fixed trip count, so compilers
+   vectorise it at -O2) and compiled per ISA with the x86 target attributes: one fused pass over
+   S instead of three vector-layer calls per row (measured 3x faster at N = 64). No FMA
+   contraction in C99 mode, and the same code path for each element whatever the call, so
+   results are bitwise the same for every thread count and forward vs step. */
+#define ATTN__RWKV6_ROWS_BODY                                                                     \
+    int i, j, l;                                                                                  \
+    for (i = 0; i < N; ++i) {                                                                     \
+        float *ATTN__RESTRICT s = S + (size_t)i * N;                                              \
+        const float ri = r[i], wi = w[i], ki = k[i];                                              \
+        for (j = 0; j + 16 <= N; j += 16)                                                         \
+            for (l = 0; l < 16; ++l) {                                                            \
+                const float sv = s[j + l];                                                        \
+                y[j + l] += ri * sv;                                                              \
+                s[j + l] = wi * sv + ki * v[j + l];                                               \
+            }                                                                                     \
+        for (; j < N; ++j) {                                                                      \
+            const float sv = s[j];                                                                \
+            y[j] += ri * sv;                                                                      \
+            s[j] = wi * sv + ki * v[j];                                                           \
+        }                                                                                         \
+    }
+static void attn__rwkv6_rows_scalar(float *ATTN__RESTRICT S, int N, const float *r, const float *w, const float *k,
+                                    const float *ATTN__RESTRICT v, float *ATTN__RESTRICT y) {
+    ATTN__RWKV6_ROWS_BODY
+}
+#if defined(ATTN__X86_SIMD)
+ATTN__T256 static void attn__rwkv6_rows_avx2(float *ATTN__RESTRICT S, int N, const float *r, const float *w, const float *k,
+                                            const float *ATTN__RESTRICT v, float *ATTN__RESTRICT y) {
+    ATTN__RWKV6_ROWS_BODY
+}
+#if !defined(ATTN_NO_AVX512)
+ATTN__T512 static void attn__rwkv6_rows_avx512(float *ATTN__RESTRICT S, int N, const float *r, const float *w,
+                                              const float *k, const float *ATTN__RESTRICT v, float *ATTN__RESTRICT y) {
+    ATTN__RWKV6_ROWS_BODY
+}
+#endif
+#endif
+#undef ATTN__RWKV6_ROWS_BODY
+
+/* The row kernel for the vector layer's ISA (NEON builds vectorise the plain one). */
+static void (*attn__rwkv6_rows_for(const attn__isa *isa))(float *, int, const float *, const float *, const float *,
+                                                         const float *, float *) {
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+    if (isa == &attn__isa_avx512) return attn__rwkv6_rows_avx512;
+#endif
+    if (isa == &attn__isa_avx2) return attn__rwkv6_rows_avx2;
+#endif
+    (void)isa;
+    return attn__rwkv6_rows_scalar;
+}
+
+/* Tokens [t0, t1) of RWKV head g (tensor head h, dims [d0, d0 + N)) of batch entry b.
+   y = (sum_i r_i u_i k_i) v + sum_i r_i S_i, then the state update (attn__rwkv6_rows_*). */
+static void attn__rwkv6_tokens(const attn__rwkv6_ctx *X, float *S, float *buf, int b, int g, int t0, int t1) {
+    const attn__isa *isa = X->isa;
+    const int N = X->N, h = g / X->per_head, d0 = (g % X->per_head) * N;
+    float *rr = buf, *kk = rr + N, *vv = kk + N, *ww = vv + N, *y = ww + N;
+    const float *u = X->u + (size_t)g * N;
+    int t, i;
+    for (t = t0; t < t1; ++t) {
+        float a = 0.0f;
+        if (t + ATTN__RWKV_CHUNK < X->k.seq) {   /* this head's row of the next chunk */
+            const int tp = t + ATTN__RWKV_CHUNK;
+            attn__rwkv_prefetch((const char *)attn__at(&X->r, b, tp, h) + (size_t)d0 * X->r.esize, (size_t)N * X->r.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)N * X->k.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)N * X->v.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->w, b, tp, h) + (size_t)d0 * X->w.esize, (size_t)N * X->w.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->out, b, tp, h) + (size_t)d0 * X->out.esize, (size_t)N * X->out.esize, 1);
+        }
+        isa->load((const char *)attn__at(&X->r, b, t, h) + (size_t)d0 * X->r.esize, X->r.dtype, rr, N, 1.0f);
+        isa->load((const char *)attn__at(&X->k, b, t, h) + (size_t)d0 * X->k.esize, X->k.dtype, kk, N, 1.0f);
+        isa->load((const char *)attn__at(&X->v, b, t, h) + (size_t)d0 * X->v.esize, X->v.dtype, vv, N, 1.0f);
+        isa->load((const char *)attn__at(&X->w, b, t, h) + (size_t)d0 * X->w.esize, X->w.dtype, ww, N, 1.0f);
+        for (i = 0; i < N; ++i) a += rr[i] * u[i] * kk[i];
+        for (i = 0; i < N; ++i) y[i] = a * vv[i];
+        X->rows(S, N, rr, ww, kk, vv, y);
+        isa->store((char *)attn__at(&X->out, b, t, h) + (size_t)d0 * X->out.esize, X->out.dtype, y, N, 1.0f);
+    }
+}
+
+/* Task (b, group): the group's heads of batch entry b, X->sub at a time, in chunks of
+   ATTN__RWKV_CHUNK tokens with the held heads taking turns per chunk (as RWKV-4's blocks: the
+   chunk's rows are read while their pages are hot, and a head's state stays in L1 for a chunk).
+   States live in state_out when given, else in the thread's scratch. */
+static void attn__rwkv6_task(void *vctx, int task, int thread) {
+    const attn__rwkv6_ctx *X = (const attn__rwkv6_ctx *)vctx;
+    const int b = task / X->groups, grp = task % X->groups;
+    const int g0 = (int)((long long)X->G * grp / X->groups), g1 = (int)((long long)X->G * (grp + 1) / X->groups);
+    const size_t NN = (size_t)X->N * X->N;
+    float *buf = X->ws + (size_t)thread * X->per_thread, *scratch = buf + 5 * (size_t)X->N;
+    int s0, g, t0;
+    for (s0 = g0; s0 < g1; s0 += X->sub) {
+        const int s1 = ATTN__MIN(g1, s0 + X->sub);
+        for (g = s0; g < s1; ++g) {
+            const size_t off = ((size_t)b * X->G + g) * NN;
+            float *S = X->state_out ? X->state_out + off : scratch + (size_t)(g - s0) * NN;
+            if (!X->state_in) memset(S, 0, NN * sizeof(float));
+            else if (X->state_in + off != S) memcpy(S, X->state_in + off, NN * sizeof(float));
+        }
+        for (t0 = 0; t0 < X->k.seq; t0 += ATTN__RWKV_CHUNK)
+            for (g = s0; g < s1; ++g) {
+                float *S = X->state_out ? X->state_out + ((size_t)b * X->G + g) * NN : scratch + (size_t)(g - s0) * NN;
+                attn__rwkv6_tokens(X, S, buf, b, g, t0, ATTN__MIN(X->k.seq, t0 + ATTN__RWKV_CHUNK));
+            }
+    }
+}
+
+/* attn_rwkv6_forward (step 0), attn_rwkv6_step (step 1: state_in == state_out) and
+   attn_rwkv6_workspace_size (bytes non-NULL: out, u, the states and the data are not read). */
+static attn_status attn__rwkv6_run(const attn_rwkv_desc *d, const attn_tensor *r, const attn_tensor *k,
+                                   const attn_tensor *v, const attn_tensor *w, const float *u, const attn_tensor *out,
+                                   const float *state_in, float *state_out, int step, size_t *bytes) {
+    attn__rwkv6_ctx X;
+    attn_desc pd;
+    attn__ws ws;
+    attn_status s;
+    size_t C, st, tasks, per, total;
+    int nt;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (d->head_size < 0) return ATTN_ERR_RWKV_HEAD_SIZE;
+    if (!r->data) return ATTN_ERR_RWKV_NULL_R;
+    if (!k->data) return ATTN_ERR_NULL_K;
+    if (!v->data) return ATTN_ERR_NULL_V;
+    if (!w->data) return ATTN_ERR_RWKV_NULL_W;
+    if (!bytes && !out->data) return ATTN_ERR_NULL_OUT;
+    if (!bytes && !u) return ATTN_ERR_RWKV_NULL_U;
+    if (!attn__dtype_ok(r->dtype) || !attn__dtype_ok(k->dtype) || !attn__dtype_ok(v->dtype) ||
+        !attn__dtype_ok(w->dtype) || (!bytes && !attn__dtype_ok(out->dtype))) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(k)) return ATTN_ERR_K_SHAPE;
+    if (!attn__rwkv_same_shape(r, k) || !attn__rwkv_same_shape(v, k) || !attn__rwkv_same_shape(w, k) ||
+        (!bytes && !attn__rwkv_same_shape(out, k))) return ATTN_ERR_RWKV_SHAPE;
+    if (!bytes && attn__tensor_bcast(out)) return ATTN_ERR_OUT_BROADCAST;
+    X.N = d->head_size ? d->head_size : (k->dim % 64 == 0 ? 64 : k->dim);
+    if (k->dim % X.N != 0) return ATTN_ERR_RWKV_HEAD_SIZE;
+    if ((s = attn__make_view(r, &X.r)) != ATTN_OK || (s = attn__make_view(k, &X.k)) != ATTN_OK ||
+        (s = attn__make_view(v, &X.v)) != ATTN_OK || (s = attn__make_view(w, &X.w)) != ATTN_OK ||
+        (!bytes && (s = attn__make_view(out, &X.out)) != ATTN_OK)) return s;
+    X.per_head = k->dim / X.N;
+    attn__rwkv_pdesc(d, &pd);
+    /* heads held at once: up to 8, with at most 32 Ki floats (128 KiB) of their states */
+    X.sub = (int)ATTN__MAX(1, ATTN__MIN(8, 32768 / ((size_t)X.N * (size_t)X.N)));
+    if (!attn__mul_size((size_t)k->heads, (size_t)k->dim, &C) || C > (size_t)INT_MAX ||
+        !attn__mul_size(C * (size_t)k->batch, (size_t)X.N, &st) || st > (size_t)PTRDIFF_MAX / sizeof(float))
+        return ATTN_ERR_OVERFLOW;
+    nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st, (size_t)k->seq, 1u << 18);
+    if (!attn__mul_size((size_t)X.N * (size_t)X.N, (size_t)X.sub, &per) ||
+        !attn__add_size(per, 5 * (size_t)X.N + 15, &per) ||
+        !attn__mul_size(per / 16 * 16, (size_t)nt * sizeof(float), &total) ||      /* states, r, k, v, w, y */
+        !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
+    per = per / 16 * 16;
+    if (step && k->seq != 1) return ATTN_ERR_RWKV_STEP_SEQ;
+    if (bytes) { *bytes = total; return ATTN_OK; }
+    if (step && !state_out) return ATTN_ERR_RWKV_NULL_STATE;
+    if (!attn__rwkv_alias_ok(state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    if (!attn__rwkv_finite(u, C)) return ATTN_ERR_RWKV_U;
+    if (!attn__rwkv_range_ok(&X.w, 0.0f, 1.0f)) return ATTN_ERR_RWKV_W_RANGE;
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
+    X.isa = attn__vec();
+    X.u = u; X.state_in = state_in; X.state_out = state_out;
+    X.ws = (float *)ws.base; X.per_thread = per;
+    X.G = (int)(C / (size_t)X.N);
+    X.rows = attn__rwkv6_rows_for(X.isa);
+    X.groups = attn__rwkv_groups(X.G, k->batch, nt);
+    if (!attn__mul_size((size_t)k->batch, (size_t)X.groups, &tasks) || tasks > (size_t)INT_MAX) {
+        attn__ws_release(&ws);
+        return ATTN_ERR_OVERFLOW;
+    }
+    attn__parallel_for(&pd, (int)tasks, nt, attn__rwkv6_task, &X);
+    attn__ws_release(&ws);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_rwkv6_forward(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                       attn_tensor w, const float *u, attn_tensor out,
+                                       const float *state_in, float *state_out) {
+    return attn__rwkv6_run(desc, &r, &k, &v, &w, u, &out, state_in, state_out, 0, NULL);
+}
+
+ATTNDEF attn_status attn_rwkv6_step(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                    attn_tensor w, const float *u, attn_tensor out, float *state) {
+    return attn__rwkv6_run(desc, &r, &k, &v, &w, u, &out, state, state, 1, NULL);
+}
+
+ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                              attn_tensor w, size_t *bytes) {
+    attn_tensor none;
+    if (!bytes) return ATTN_ERR_RWKV_NULL_BYTES;
+    memset(&none, 0, sizeof none);
+    return attn__rwkv6_run(desc, &r, &k, &v, &w, NULL, &none, NULL, NULL, 0, bytes);
+}
 
 /* ---------------------------------------------------------------------------------------
    3.15 low-rank attention

@@ -69,6 +69,7 @@ void test_sparse(void);
 
 /* linear */
 void test_linear(void);
+void test_rwkv(void);
 
 /* low-rank */
 void test_lowrank(void);

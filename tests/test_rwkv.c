@@ -1,0 +1,637 @@
+/* tests/test_rwkv.c - RWKV scans: attn_rwkv4_* (WKV with the stable (aa, bb, pp) recurrence)
+   and attn_rwkv6_* (RWKV-5/6 matrix-valued state per head), against naive double-precision
+   references written here from ZOO.md's equations, sharing no code with attn.h:
+     RWKV-4: the direct sums  wkv_t = (sum_{i<t} e^{(t-1-i)w + k_i} v_i + e^{u+k_t} v_t) / (same, v = 1)
+             evaluated as written (normal inputs), and with a log-sum-exp shift where the
+             sums overflow even in double (k ~ 1000): the library must stay finite and agree;
+     RWKV-6: y_t[j] = sum_i r_t[i] (u_i k_t[i] v_t[j] + S_{t-1}[i][j]) with the state expanded as
+             S_{t-1} = prod_{m<t} w_m S_0 + sum_{s<t} prod_{s<m<t} w_m k_s v_s^T (O(T^2 N^2)).
+   Properties: step == forward, two pieces == one pass, thread counts 1/2/3/hook bitwise equal,
+   f16/bf16 storage (mixed), strided views, RWKV-5 as a broadcast decay, head-size splits,
+   workspace (no allocation), every bad argument a status with outputs untouched.
+   Tolerances (max error / max(1, max |ref|)): f32 storage 1e-4 (RWKV-4: the SIMD exp is 2 ulp,
+   the state accumulates T roundings); f16/bf16 out storage adds its rounding (2^-10 / 2^-7);
+   RWKV-4 with keys near +-1000 adds T * 1e-4 (fp32 log-weights of size 1000 round at 6e-5). */
+#include "test.h"
+
+extern int t_attn_fail_mallocs;   /* tests/attn_impl.c: non-zero makes ATTN_MALLOC return NULL */
+
+/* ---- buffers ---------------------------------------------------------------------------- */
+typedef struct { attn_tensor t; void *buf; size_t n; } rk_buf;
+
+/* [B, T, H, D] of dtype dt; pad > 0: a strided view with pad unused elements after each token */
+static rk_buf rk_alloc(attn_dtype dt, int B, int T, int H, int D, int pad) {
+    rk_buf r;
+    memset(&r, 0, sizeof r);
+    r.t.dtype = dt; r.t.batch = B; r.t.seq = T; r.t.heads = H; r.t.dim = D;
+    if (pad > 0) {
+        r.t.stride_head = D;
+        r.t.stride_seq = (ptrdiff_t)H * D + pad;
+        r.t.stride_batch = (ptrdiff_t)T * r.t.stride_seq;
+    }
+    r.n = t_extent(&r.t) + (size_t)pad;
+    r.buf = t_xmalloc(r.n * t_dt_size(dt));
+    t_fill_nan(r.buf, dt, r.n);          /* gaps must never be read */
+    r.t.data = r.buf;
+    return r;
+}
+static void rk_free(rk_buf *r) { free(r->buf); r->buf = NULL; }
+
+/* tokens [t0, t0 + n) of a view, with explicit strides */
+static attn_tensor rk_slice(const attn_tensor *full, int t0, int n) {
+    attn_tensor s = *full;
+    t_strides st = t_resolve(full);
+    s.stride_batch = st.sb; s.stride_seq = st.ss; s.stride_head = st.sh;
+    s.data = (char *)full->data + (ptrdiff_t)t_dt_size(full->dtype) * (ptrdiff_t)t0 * st.ss;
+    s.seq = n;
+    return s;
+}
+
+/* every element into dst[((b T + t) H + h) D + d] */
+static void rk_read(const attn_tensor *t, double *dst) {
+    int b, s, h, d;
+    size_t i = 0;
+    for (b = 0; b < t->batch; ++b)
+        for (s = 0; s < t->seq; ++s)
+            for (h = 0; h < t->heads; ++h)
+                for (d = 0; d < t->dim; ++d) dst[i++] = t_load(t, b, s, h, d);
+}
+
+static double rk_tol(attn_dtype out_dt) { return 1e-4 + t_dt_rel(out_dt); }
+
+static int rk_bytes_eq(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
+
+/* a parallel hook that runs tasks backwards on thread 0 (order must not matter) */
+static void rk_hook(void *user, int n_tasks, int n_threads, attn_task_fn task, void *ctx) {
+    int i;
+    (void)user; (void)n_threads;
+    for (i = n_tasks - 1; i >= 0; --i) task(ctx, i, n_threads - 1);
+}
+
+/* ---- RWKV-4 reference ---------------------------------------------------------------------
+   Channel c of batch b, token t (0-based within the call). With a state (aa0, bb0, pp0) the
+   history weighs e^{pp0 + t w} at token t (the recurrence decays it once per token).
+   shifted = 0: the direct sums as written; 1: every log-weight minus their max. */
+typedef struct { double aa, bb, pp; int have; } rk4_hist;
+
+static double rk4_ref_token(const double *k, const double *v, int t, double w, double u, const rk4_hist *H,
+                            int shifted, double *num_out, double *den_out) {
+    double M = -INFINITY, num = 0.0, den = 0.0;
+    int i;
+    if (shifted) {
+        if (H->have) M = H->pp + t * w;
+        for (i = 0; i < t; ++i) M = fmax(M, (t - 1 - i) * w + k[i]);
+        M = fmax(M, u + k[t]);
+    } else {
+        M = 0.0;
+    }
+    if (H->have) { double e = exp(H->pp + t * w - M); num += e * H->aa; den += e * H->bb; }
+    for (i = 0; i < t; ++i) { double e = exp((t - 1 - i) * w + k[i] - M); num += e * v[i]; den += e; }
+    { double e = exp(u + k[t] - M); num += e * v[t]; den += e; }
+    if (num_out) *num_out = num;
+    if (den_out) *den_out = den;
+    return num / den;
+}
+
+/* The state after T tokens in log form: log(bb e^pp) and aa / bb, from the sums (shifted). */
+static void rk4_ref_state(const double *k, const double *v, int T, double w, const rk4_hist *H, double *log_den,
+                          double *ratio) {
+    double M = -INFINITY, num = 0.0, den = 0.0;
+    int i;
+    if (H->have) M = H->pp + T * w;
+    for (i = 0; i < T; ++i) M = fmax(M, (T - 1 - i) * w + k[i]);
+    if (H->have) { double e = exp(H->pp + T * w - M); num += e * H->aa; den += e * H->bb; }
+    for (i = 0; i < T; ++i) { double e = exp((T - 1 - i) * w + k[i] - M); num += e * v[i]; den += e; }
+    *log_den = M + log(den);
+    *ratio = num / den;
+}
+
+typedef struct {
+    int B, T, H, D, pad, big_k, with_state;
+    attn_dtype dk, dv, dout;
+} rk4_case;
+
+/* Runs one case against the reference (outputs and the final state). */
+static void rk4_check(const rk4_case *cs, t_rng *rng) {
+    const int B = cs->B, T = cs->T, H = cs->H, D = cs->D, C = H * D;
+    rk_buf k = rk_alloc(cs->dk, B, T, H, D, cs->pad), v = rk_alloc(cs->dv, B, T, H, D, cs->pad);
+    rk_buf o = rk_alloc(cs->dout, B, T, H, D, cs->pad);
+    float *td = (float *)t_xmalloc(sizeof(float) * C), *tf = (float *)t_xmalloc(sizeof(float) * C);
+    float *st_in = (float *)t_xmalloc(sizeof(float) * 3 * B * C), *st_out = (float *)t_xmalloc(sizeof(float) * 3 * B * C);
+    double *kd = (double *)t_xmalloc(sizeof(double) * B * T * C), *vd = (double *)t_xmalloc(sizeof(double) * B * T * C);
+    double *od = (double *)t_xmalloc(sizeof(double) * B * T * C), *ref = (double *)t_xmalloc(sizeof(double) * B * T * C);
+    double *kc = (double *)t_xmalloc(sizeof(double) * T), *vc = (double *)t_xmalloc(sizeof(double) * T);
+    double err, tol, serr = 0.0, raw_overflow = 0.0;
+    int b, t, c, finite = 1;
+    attn_rwkv_desc d;
+    attn_status s;
+    memset(&d, 0, sizeof d);
+    t_fill_normal(&k.t, rng, 1.0);
+    t_fill_normal(&v.t, rng, 1.0);
+    if (cs->big_k)   /* keys around +-1000: e^k overflows double, let alone float */
+        for (b = 0; b < B; ++b) for (t = 0; t < T; ++t) for (c = 0; c < C; ++c)
+            t_store(&k.t, b, t, c / D, c % D, t_round_dt((t_chance(rng, 0.5) ? 1.0 : -1.0) * (900.0 + 200.0 * t_unif(rng)), cs->dk));
+    for (c = 0; c < C; ++c) { td[c] = (float)(0.7 * t_normal(rng)); tf[c] = (float)(0.7 * t_normal(rng)); }
+    if (cs->with_state) {      /* a state left by a previous random sequence */
+        rk_buf k0 = rk_alloc(ATTN_F32, B, 7, H, D, 0), v0 = rk_alloc(ATTN_F32, B, 7, H, D, 0), o0 = rk_alloc(ATTN_F32, B, 7, H, D, 0);
+        t_fill_normal(&k0.t, rng, 1.0); t_fill_normal(&v0.t, rng, 1.0);
+        s = attn_rwkv4_forward(&d, td, tf, k0.t, v0.t, o0.t, NULL, st_in);
+        T_CHECK(s == ATTN_OK, "rwkv4 state prep: %s", attn_status_str(s));
+        rk_free(&k0); rk_free(&v0); rk_free(&o0);
+    }
+    rk_read(&k.t, kd); rk_read(&v.t, vd);
+    s = attn_rwkv4_forward(&d, td, tf, k.t, v.t, o.t, cs->with_state ? st_in : NULL, st_out);
+    T_CHECK(s == ATTN_OK, "rwkv4 forward: %s", attn_status_str(s));
+    rk_read(&o.t, od);
+    for (b = 0; b < B; ++b)
+        for (c = 0; c < C; ++c) {
+            const double w = -exp((double)td[c]), u = tf[c];
+            rk4_hist hist;
+            double ld, ratio, gl, gr;
+            hist.have = cs->with_state;
+            if (hist.have) { const float *sp = st_in + (size_t)b * 3 * C; hist.aa = sp[c]; hist.bb = sp[C + c]; hist.pp = sp[2 * C + c]; }
+            for (t = 0; t < T; ++t) {
+                kc[t] = kd[((size_t)b * T + t) * C + c];
+                vc[t] = vd[((size_t)b * T + t) * C + c];
+            }
+            for (t = 0; t < T; ++t) {
+                const size_t i = ((size_t)b * T + t) * C + c;
+                double num, den;
+                if (cs->big_k || cs->with_state) {
+                    ref[i] = rk4_ref_token(kc, vc, t, w, u, &hist, 1, NULL, NULL);
+                    if (cs->big_k) {        /* the unshifted sums really do overflow here */
+                        (void)rk4_ref_token(kc, vc, t, w, u, &hist, 0, &num, &den);
+                        if (!isfinite(num) || !isfinite(den)) raw_overflow += 1.0;
+                    }
+                } else {
+                    ref[i] = rk4_ref_token(kc, vc, t, w, u, &hist, 0, NULL, NULL);
+                }
+                if (!isfinite(od[i])) finite = 0;
+            }
+            rk4_ref_state(kc, vc, T, w, &hist, &ld, &ratio);
+            {
+                const float *so = st_out + (size_t)b * 3 * C;
+                gl = log((double)so[C + c]) + so[2 * C + c];
+                gr = (double)so[c] / so[C + c];
+                serr = fmax(serr, fabs(gl - ld) / fmax(1.0, fabs(ld)));
+                serr = fmax(serr, fabs(gr - ratio) / fmax(1.0, fabs(ratio)));
+            }
+        }
+    err = t_max_norm_err(ref, od, (size_t)B * T * C);
+    /* keys near 1000: each fp32 log-weight (u + k, pp + w) is rounded at 2^-24 * 1024 = 6e-5,
+       and pp carries one such rounding per token, so weights are exact to about T * 1e-4 */
+    tol = rk_tol(cs->dout) + (cs->big_k ? T * 1e-4 : 0.0);
+    T_CHECK(finite, "rwkv4 B%d T%d H%d D%d big_k %d: non-finite output", B, T, H, D, cs->big_k);
+    T_CHECK(err <= tol, "rwkv4 B%d T%d H%d D%d pad %d big_k %d state %d dt %s/%s/%s: err %.3g > %.3g", B, T, H, D,
+            cs->pad, cs->big_k, cs->with_state, t_dt_name(cs->dk), t_dt_name(cs->dv), t_dt_name(cs->dout), err, tol);
+    T_CHECK(serr <= 1e-4 + (cs->big_k ? T * 1e-4 : 0.0), "rwkv4 B%d T%d H%d D%d big_k %d: state err %.3g", B, T, H, D, cs->big_k, serr);
+    if (cs->big_k) T_CHECK(raw_overflow > 0.0, "rwkv4 big_k: the direct sums were expected to overflow");
+    rk_free(&k); rk_free(&v); rk_free(&o);
+    free(td); free(tf); free(st_in); free(st_out); free(kd); free(vd); free(od); free(ref); free(kc); free(vc);
+}
+
+/* step == forward, two pieces == one pass, thread counts: all bitwise */
+static void rk4_properties(t_rng *rng, attn_dtype dt) {
+    const int B = 2, T = 37, H = 3, D = 200, C = H * D, T1 = 21;   /* 12 blocks: sub-groups of 8 + 4; 3 chunks */
+    rk_buf k = rk_alloc(dt, B, T, H, D, 5), v = rk_alloc(dt, B, T, H, D, 0);
+    rk_buf o1 = rk_alloc(dt, B, T, H, D, 0), o2 = rk_alloc(dt, B, T, H, D, 0), o3 = rk_alloc(dt, B, 1, H, D, 0);
+    const size_t SN = (size_t)3 * B * C, ob = o1.n * t_dt_size(dt);
+    float *td = (float *)t_xmalloc(sizeof(float) * C), *tf = (float *)t_xmalloc(sizeof(float) * C);
+    float *s0 = (float *)t_xmalloc(sizeof(float) * SN), *s1 = (float *)t_xmalloc(sizeof(float) * SN);
+    float *s2 = (float *)t_xmalloc(sizeof(float) * SN);
+    attn_rwkv_desc d;
+    attn_status s;
+    int t, nt, b, h, ok;
+    memset(&d, 0, sizeof d);
+    t_fill_normal(&k.t, rng, 2.0);
+    t_fill_normal(&v.t, rng, 1.0);
+    for (t = 0; t < C; ++t) { td[t] = (float)t_normal(rng); tf[t] = (float)t_normal(rng); }
+    T_CHECK(attn_rwkv4_state_init(s0, B, C) == ATTN_OK, "rwkv4_state_init");
+    /* one pass from an explicit empty state == from NULL */
+    d.n_threads = 1;
+    s = attn_rwkv4_forward(&d, td, tf, k.t, v.t, o1.t, NULL, s1);
+    T_CHECK(s == ATTN_OK, "rwkv4 one pass: %s", attn_status_str(s));
+    s = attn_rwkv4_forward(&d, td, tf, k.t, v.t, o2.t, s0, s2);
+    T_CHECK(s == ATTN_OK && rk_bytes_eq(o1.buf, o2.buf, ob) && rk_bytes_eq(s1, s2, SN * 4),
+            "rwkv4 %s: state_init state != NULL state", t_dt_name(dt));
+    /* thread counts and a hook */
+    for (nt = 0; nt <= 4; ++nt) {
+        memset(o2.buf, 0, ob); memset(s2, 0, SN * 4);
+        d.n_threads = nt < 4 ? nt : 2;
+        d.parallel = nt == 4 ? rk_hook : NULL;
+        s = attn_rwkv4_forward(&d, td, tf, k.t, v.t, o2.t, NULL, s2);
+        T_CHECK(s == ATTN_OK && rk_bytes_eq(o1.buf, o2.buf, ob) && rk_bytes_eq(s1, s2, SN * 4),
+                "rwkv4 %s: n_threads %d (hook %d) differs from 1 thread", t_dt_name(dt), d.n_threads, nt == 4);
+    }
+    d.parallel = NULL; d.n_threads = 2;
+    /* two pieces (state carried, in place) == one pass */
+    memset(o2.buf, 0, ob);
+    s = attn_rwkv4_forward(&d, td, tf, rk_slice(&k.t, 0, T1), rk_slice(&v.t, 0, T1), rk_slice(&o2.t, 0, T1), NULL, s2);
+    T_CHECK(s == ATTN_OK, "rwkv4 piece 1: %s", attn_status_str(s));
+    s = attn_rwkv4_forward(&d, td, tf, rk_slice(&k.t, T1, T - T1), rk_slice(&v.t, T1, T - T1), rk_slice(&o2.t, T1, T - T1), s2, s2);
+    T_CHECK(s == ATTN_OK && rk_bytes_eq(o1.buf, o2.buf, ob) && rk_bytes_eq(s1, s2, SN * 4),
+            "rwkv4 %s: two pieces != one pass", t_dt_name(dt));
+    /* token by token with attn_rwkv4_step == forward */
+    memcpy(s2, s0, SN * 4);
+    ok = 1;
+    for (t = 0; t < T; ++t) {
+        s = attn_rwkv4_step(&d, td, tf, rk_slice(&k.t, t, 1), rk_slice(&v.t, t, 1), o3.t, s2);
+        if (s != ATTN_OK) { ok = 0; break; }
+        for (b = 0; b < B; ++b)
+            for (h = 0; h < H; ++h)
+                if (memcmp((char *)o3.buf + t_dt_size(dt) * (size_t)t_offset(&o3.t, b, 0, h, 0),
+                           (char *)o1.buf + t_dt_size(dt) * (size_t)t_offset(&o1.t, b, t, h, 0), t_dt_size(dt) * D) != 0) ok = 0;
+    }
+    T_CHECK(ok && rk_bytes_eq(s1, s2, SN * 4), "rwkv4 %s: step != forward", t_dt_name(dt));
+    rk_free(&k); rk_free(&v); rk_free(&o1); rk_free(&o2); rk_free(&o3);
+    free(td); free(tf); free(s0); free(s1); free(s2);
+}
+
+/* ---- RWKV-6 reference -------------------------------------------------------------------- */
+typedef struct {
+    int B, T, H, D, head_size, pad, v5, with_state;
+    attn_dtype dr, dk, dv, dw, dout;
+} rk6_case;
+
+/* decay in (0, 1): exp(-exp(x)), x ~ N(-1.5, 1) (rounded to the storage type) */
+static void rk6_fill_w(const attn_tensor *w, t_rng *rng) {
+    int b, t, h, d;
+    for (b = 0; b < w->batch; ++b)
+        for (t = 0; t < w->seq; ++t)
+            for (h = 0; h < w->heads; ++h)
+                for (d = 0; d < w->dim; ++d) {
+                    double x = exp(-exp(-1.5 + t_normal(rng)));
+                    double r = t_round_dt(x, w->dtype);
+                    if (r >= 1.0) r = t_round_dt(0.99, w->dtype);
+                    t_store(w, b, t, h, d, r);
+                }
+}
+
+static void rk6_check(const rk6_case *cs, t_rng *rng) {
+    const int B = cs->B, T = cs->T, H = cs->H, D = cs->D, C = H * D;
+    const int N = cs->head_size ? cs->head_size : (D % 64 == 0 ? 64 : D), G = C / N;
+    rk_buf r = rk_alloc(cs->dr, B, T, H, D, cs->pad), k = rk_alloc(cs->dk, B, T, H, D, cs->pad);
+    rk_buf v = rk_alloc(cs->dv, B, T, H, D, 0), o = rk_alloc(cs->dout, B, T, H, D, cs->pad);
+    rk_buf wb = rk_alloc(cs->dw, cs->v5 ? 1 : B, cs->v5 ? 1 : T, H, D, 0);
+    const size_t SN = (size_t)B * C * N;
+    attn_tensor w = wb.t;
+    float *u = (float *)t_xmalloc(sizeof(float) * C), *st_in = (float *)t_xmalloc(sizeof(float) * SN);
+    float *st_out = (float *)t_xmalloc(sizeof(float) * SN);
+    const size_t NE = (size_t)B * T * C;
+    double *rd = (double *)t_xmalloc(sizeof(double) * NE), *kd = (double *)t_xmalloc(sizeof(double) * NE);
+    double *vd = (double *)t_xmalloc(sizeof(double) * NE), *wd = (double *)t_xmalloc(sizeof(double) * NE);
+    double *od = (double *)t_xmalloc(sizeof(double) * NE), *ref = (double *)t_xmalloc(sizeof(double) * NE);
+    double *sref = (double *)t_xmalloc(sizeof(double) * SN), *sgot = (double *)t_xmalloc(sizeof(double) * SN);
+    double err, serr;
+    size_t e;
+    int b, g, t, s_, m, i, j;
+    attn_rwkv_desc d;
+    attn_status s;
+    memset(&d, 0, sizeof d);
+    d.head_size = cs->head_size;
+    t_fill_normal(&r.t, rng, 1.0); t_fill_normal(&k.t, rng, 1.0); t_fill_normal(&v.t, rng, 1.0);
+    rk6_fill_w(&wb.t, rng);
+    if (cs->v5) { w.batch = B; w.seq = T; w.stride_batch = 0; w.stride_seq = 0; w.stride_head = D; }
+    for (i = 0; i < C; ++i) u[i] = (float)t_normal(rng);
+    for (e = 0; e < SN; ++e) st_in[e] = (float)(0.5 * t_normal(rng));
+    s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w, u, o.t, cs->with_state ? st_in : NULL, st_out);
+    T_CHECK(s == ATTN_OK, "rwkv6 forward: %s", attn_status_str(s));
+    rk_read(&r.t, rd); rk_read(&k.t, kd); rk_read(&v.t, vd); rk_read(&o.t, od);
+    {   /* w through the (possibly broadcast) view, element by element */
+        size_t q = 0;
+        int h, dd;
+        for (b = 0; b < B; ++b) for (t = 0; t < T; ++t) for (h = 0; h < H; ++h) for (dd = 0; dd < D; ++dd)
+            wd[q++] = t_load(&w, b, t, h, dd);
+    }
+#define RK6_AT(a, bb_, tt_, cc_) (a)[((size_t)(bb_) * T + (tt_)) * C + (cc_)]
+    for (b = 0; b < B; ++b)
+        for (g = 0; g < G; ++g) {
+            const int c0 = g * N;
+            for (t = 0; t <= T; ++t) {     /* t == T: the final state */
+                /* S_{t-1}[i][j] by the expanded formula */
+                for (i = 0; i < N; ++i)
+                    for (j = 0; j < N; ++j) {
+                        double acc = 0.0, pw = 1.0;
+                        for (m = 0; m < t; ++m) pw *= RK6_AT(wd, b, m, c0 + i);
+                        if (cs->with_state) acc = pw * st_in[((size_t)b * G + g) * N * N + (size_t)i * N + j];
+                        for (s_ = 0; s_ < t; ++s_) {
+                            double p = 1.0;
+                            for (m = s_ + 1; m < t; ++m) p *= RK6_AT(wd, b, m, c0 + i);
+                            acc += p * RK6_AT(kd, b, s_, c0 + i) * RK6_AT(vd, b, s_, c0 + j);
+                        }
+                        sref[((size_t)b * G + g) * N * N + (size_t)i * N + j] = acc;
+                    }
+                if (t == T) break;
+                for (j = 0; j < N; ++j) {
+                    double y = 0.0;
+                    for (i = 0; i < N; ++i)
+                        y += RK6_AT(rd, b, t, c0 + i) * (u[c0 + i] * RK6_AT(kd, b, t, c0 + i) * RK6_AT(vd, b, t, c0 + j) +
+                                                         sref[((size_t)b * G + g) * N * N + (size_t)i * N + j]);
+                    RK6_AT(ref, b, t, c0 + j) = y;
+                }
+            }
+        }
+#undef RK6_AT
+    for (e = 0; e < SN; ++e) sgot[e] = st_out[e];
+    err = t_max_norm_err(ref, od, NE);
+    serr = t_max_norm_err(sref, sgot, SN);
+    T_CHECK(err <= rk_tol(cs->dout), "rwkv6 B%d T%d H%d D%d N%d pad %d v5 %d state %d dt %s/%s/%s/%s/%s: err %.3g > %.3g", B, T,
+            H, D, N, cs->pad, cs->v5, cs->with_state, t_dt_name(cs->dr), t_dt_name(cs->dk), t_dt_name(cs->dv),
+            t_dt_name(cs->dw), t_dt_name(cs->dout), err, rk_tol(cs->dout));
+    T_CHECK(serr <= 1e-4, "rwkv6 B%d T%d H%d D%d N%d: state err %.3g", B, T, H, D, N, serr);
+    rk_free(&r); rk_free(&k); rk_free(&v); rk_free(&o); rk_free(&wb);
+    free(u); free(st_in); free(st_out); free(rd); free(kd); free(vd); free(wd); free(od); free(ref); free(sref); free(sgot);
+}
+
+static void rk6_properties(t_rng *rng, attn_dtype dt) {
+    const int B = 2, T = 37, H = 2, D = 48, C = H * D, T1 = 21, N = 8;   /* 12 heads: sub-groups of 8 + 4 */
+    rk_buf r = rk_alloc(dt, B, T, H, D, 3), k = rk_alloc(dt, B, T, H, D, 0), v = rk_alloc(dt, B, T, H, D, 0);
+    rk_buf w = rk_alloc(dt, B, T, H, D, 0);
+    rk_buf o1 = rk_alloc(dt, B, T, H, D, 0), o2 = rk_alloc(dt, B, T, H, D, 0), o3 = rk_alloc(dt, B, 1, H, D, 0);
+    const size_t SN = (size_t)B * C * N, ob = o1.n * t_dt_size(dt);
+    float *u = (float *)t_xmalloc(sizeof(float) * C), *s1 = (float *)t_xmalloc(sizeof(float) * SN);
+    float *s2 = (float *)t_xmalloc(sizeof(float) * SN);
+    size_t ws_bytes = 0, mallocs;
+    void *ws;
+    attn_rwkv_desc d;
+    attn_status s;
+    int t, nt, b, h, ok;
+    memset(&d, 0, sizeof d);
+    d.head_size = N;
+    t_fill_normal(&r.t, rng, 1.0); t_fill_normal(&k.t, rng, 1.0); t_fill_normal(&v.t, rng, 1.0);
+    rk6_fill_w(&w.t, rng);
+    for (t = 0; t < C; ++t) u[t] = (float)t_normal(rng);
+    d.n_threads = 1;
+    s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w.t, u, o1.t, NULL, s1);
+    T_CHECK(s == ATTN_OK, "rwkv6 one pass: %s", attn_status_str(s));
+    for (nt = 0; nt <= 4; ++nt) {
+        memset(o2.buf, 0, ob); memset(s2, 0, SN * 4);
+        d.n_threads = nt < 4 ? nt : 3;
+        d.parallel = nt == 4 ? rk_hook : NULL;
+        s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w.t, u, o2.t, NULL, s2);
+        T_CHECK(s == ATTN_OK && rk_bytes_eq(o1.buf, o2.buf, ob) && rk_bytes_eq(s1, s2, SN * 4),
+                "rwkv6 %s: n_threads %d (hook %d) differs from 1 thread", t_dt_name(dt), d.n_threads, nt == 4);
+    }
+    d.parallel = NULL; d.n_threads = 2;
+    /* no state_out: the same outputs (scratch state) */
+    memset(o2.buf, 0, ob);
+    s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w.t, u, o2.t, NULL, NULL);
+    T_CHECK(s == ATTN_OK && rk_bytes_eq(o1.buf, o2.buf, ob), "rwkv6 %s: state_out NULL changes the output", t_dt_name(dt));
+    /* caller workspace: no allocation */
+    T_CHECK(attn_rwkv6_workspace_size(&d, r.t, k.t, v.t, w.t, &ws_bytes) == ATTN_OK && ws_bytes > 0, "rwkv6 workspace size");
+    ws = t_xmalloc(ws_bytes);
+    d.workspace = ws; d.workspace_size = ws_bytes;
+    mallocs = t_attn_mallocs;
+    memset(o2.buf, 0, ob);
+    s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w.t, u, o2.t, NULL, s2);
+    T_CHECK(s == ATTN_OK && t_attn_mallocs == mallocs && rk_bytes_eq(o1.buf, o2.buf, ob) && rk_bytes_eq(s1, s2, SN * 4),
+            "rwkv6 %s: caller workspace (mallocs %lu)", t_dt_name(dt), (unsigned long)(t_attn_mallocs - mallocs));
+    /* two pieces, state carried in place */
+    memset(o2.buf, 0, ob);
+    s = attn_rwkv6_forward(&d, rk_slice(&r.t, 0, T1), rk_slice(&k.t, 0, T1), rk_slice(&v.t, 0, T1), rk_slice(&w.t, 0, T1), u,
+                           rk_slice(&o2.t, 0, T1), NULL, s2);
+    T_CHECK(s == ATTN_OK, "rwkv6 piece 1: %s", attn_status_str(s));
+    s = attn_rwkv6_forward(&d, rk_slice(&r.t, T1, T - T1), rk_slice(&k.t, T1, T - T1), rk_slice(&v.t, T1, T - T1),
+                           rk_slice(&w.t, T1, T - T1), u, rk_slice(&o2.t, T1, T - T1), s2, s2);
+    T_CHECK(s == ATTN_OK && rk_bytes_eq(o1.buf, o2.buf, ob) && rk_bytes_eq(s1, s2, SN * 4),
+            "rwkv6 %s: two pieces != one pass", t_dt_name(dt));
+    /* step token by token (workspace still given: steps allocate nothing) */
+    memset(s2, 0, SN * 4);
+    ok = 1;
+    mallocs = t_attn_mallocs;
+    for (t = 0; t < T; ++t) {
+        s = attn_rwkv6_step(&d, rk_slice(&r.t, t, 1), rk_slice(&k.t, t, 1), rk_slice(&v.t, t, 1), rk_slice(&w.t, t, 1), u,
+                            o3.t, s2);
+        if (s != ATTN_OK) { ok = 0; break; }
+        for (b = 0; b < B; ++b)
+            for (h = 0; h < H; ++h)
+                if (memcmp((char *)o3.buf + t_dt_size(dt) * (size_t)t_offset(&o3.t, b, 0, h, 0),
+                           (char *)o1.buf + t_dt_size(dt) * (size_t)t_offset(&o1.t, b, t, h, 0), t_dt_size(dt) * D) != 0) ok = 0;
+    }
+    T_CHECK(ok && rk_bytes_eq(s1, s2, SN * 4) && t_attn_mallocs == mallocs, "rwkv6 %s: step != forward", t_dt_name(dt));
+    free(ws);
+    rk_free(&r); rk_free(&k); rk_free(&v); rk_free(&w); rk_free(&o1); rk_free(&o2); rk_free(&o3);
+    free(u); free(s1); free(s2);
+}
+
+/* ---- errors: each status, outputs (out and state) untouched ------------------------------- */
+#define RK_SENT 0x5A
+
+typedef struct {
+    rk_buf k, v, o, r, w;
+    float *td, *tf, *u, *st_in, *st_out;
+    size_t sn;
+} rk_err_env;
+
+static void rk_err_arm(rk_err_env *E) {
+    t_sentinel(E->o.buf, E->o.n * t_dt_size(E->o.t.dtype), RK_SENT);
+    t_sentinel(E->st_out, E->sn * sizeof(float), RK_SENT + 1);
+}
+static int rk_err_untouched(const rk_err_env *E) {
+    return t_sentinel_ok(E->o.buf, E->o.n * t_dt_size(E->o.t.dtype), RK_SENT) &&
+           t_sentinel_ok(E->st_out, E->sn * sizeof(float), RK_SENT + 1);
+}
+static void rk_expect(const rk_err_env *E, attn_status got, attn_status want, const char *what) {
+    int untouched = rk_err_untouched(E);
+    T_CHECK(got == want && untouched, "%s: got %s (%d), want %s (%d), outputs %s", what, attn_status_str(got), (int)got,
+            attn_status_str(want), (int)want, untouched ? "untouched" : "WRITTEN");
+    if (got == want && untouched) t_status_provoked[want] = 1;
+}
+
+static void rk_errors(t_rng *rng) {
+    const int B = 1, T = 4, H = 2, D = 32, C = H * D;
+    rk_err_env E;
+    attn_rwkv_desc d;
+    attn_tensor t1, t2;
+    size_t bytes;
+    int i;
+    memset(&d, 0, sizeof d);
+    E.k = rk_alloc(ATTN_F32, B, T, H, D, 0); E.v = rk_alloc(ATTN_F32, B, T, H, D, 0);
+    E.o = rk_alloc(ATTN_F32, B, T, H, D, 0); E.r = rk_alloc(ATTN_F32, B, T, H, D, 0);
+    E.w = rk_alloc(ATTN_F32, B, T, H, D, 0);
+    t_fill_normal(&E.k.t, rng, 1.0); t_fill_normal(&E.v.t, rng, 1.0); t_fill_normal(&E.r.t, rng, 1.0);
+    rk6_fill_w(&E.w.t, rng);
+    E.sn = (size_t)B * C * 64;   /* >= RWKV-4's 3 B C and RWKV-6's B C N (N <= 32 here) */
+    E.td = (float *)t_xmalloc(sizeof(float) * C); E.tf = (float *)t_xmalloc(sizeof(float) * C);
+    E.u = (float *)t_xmalloc(sizeof(float) * C);
+    E.st_in = (float *)t_xmalloc(sizeof(float) * E.sn); E.st_out = (float *)t_xmalloc(sizeof(float) * E.sn);
+    for (i = 0; i < C; ++i) { E.td[i] = 0.1f; E.tf[i] = 0.2f; E.u[i] = 0.3f; }
+    memset(E.st_in, 0, sizeof(float) * E.sn);
+
+#define RK4(desc_, td_, tf_, k_, v_, o_, si_, so_, want, what) \
+    do { rk_err_arm(&E); rk_expect(&E, attn_rwkv4_forward(desc_, td_, tf_, k_, v_, o_, si_, so_), want, what); } while (0)
+#define RK6(desc_, r_, k_, v_, w_, u_, o_, si_, so_, want, what) \
+    do { rk_err_arm(&E); rk_expect(&E, attn_rwkv6_forward(desc_, r_, k_, v_, w_, u_, o_, si_, so_), want, what); } while (0)
+
+    /* the valid calls first (so the errors below are each one argument's fault) */
+    rk_err_arm(&E);
+    T_CHECK(attn_rwkv4_forward(&d, E.td, E.tf, E.k.t, E.v.t, E.o.t, NULL, E.st_out) == ATTN_OK, "rwkv4 valid call");
+    T_CHECK(attn_rwkv6_forward(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out) == ATTN_OK, "rwkv6 valid call");
+
+    /* RWKV-4 */
+    RK4(NULL, E.td, E.tf, E.k.t, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_NULL_DESC, "rwkv4 desc NULL");
+    d.n_threads = -1;
+    RK4(&d, E.td, E.tf, E.k.t, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_N_THREADS, "rwkv4 n_threads -1");
+    d.n_threads = 0;
+    t1 = E.k.t; t1.data = NULL;
+    RK4(&d, E.td, E.tf, t1, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_NULL_K, "rwkv4 k NULL");
+    t1 = E.v.t; t1.data = NULL;
+    RK4(&d, E.td, E.tf, E.k.t, t1, E.o.t, NULL, E.st_out, ATTN_ERR_NULL_V, "rwkv4 v NULL");
+    t1 = E.o.t; t1.data = NULL;
+    RK4(&d, E.td, E.tf, E.k.t, E.v.t, t1, NULL, E.st_out, ATTN_ERR_NULL_OUT, "rwkv4 out NULL");
+    RK4(&d, NULL, E.tf, E.k.t, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_NULL_TIME_DECAY, "rwkv4 time_decay NULL");
+    RK4(&d, E.td, NULL, E.k.t, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_NULL_TIME_FIRST, "rwkv4 time_first NULL");
+    t1 = E.v.t; t1.dtype = (attn_dtype)7;
+    RK4(&d, E.td, E.tf, E.k.t, t1, E.o.t, NULL, E.st_out, ATTN_ERR_DTYPE, "rwkv4 v dtype");
+    t1 = E.k.t; t1.seq = 0; t2 = E.v.t; t2.seq = 0;
+    RK4(&d, E.td, E.tf, t1, t2, E.o.t, NULL, E.st_out, ATTN_ERR_K_SHAPE, "rwkv4 k.seq 0");
+    t1 = E.v.t; t1.dim = D - 1;
+    RK4(&d, E.td, E.tf, E.k.t, t1, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_SHAPE, "rwkv4 v.dim");
+    t1 = E.o.t; t1.seq = T - 1;
+    RK4(&d, E.td, E.tf, E.k.t, E.v.t, t1, NULL, E.st_out, ATTN_ERR_RWKV_SHAPE, "rwkv4 out.seq");
+    t1 = E.o.t; t1.stride_batch = (ptrdiff_t)T * H * D; t1.stride_seq = 0; t1.stride_head = D;
+    RK4(&d, E.td, E.tf, E.k.t, E.v.t, t1, NULL, E.st_out, ATTN_ERR_OUT_BROADCAST, "rwkv4 out broadcast");
+    t1 = E.k.t; t1.stride_seq = PTRDIFF_MAX / 2; t1.stride_head = D; t1.stride_batch = 0;
+    RK4(&d, E.td, E.tf, t1, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_OVERFLOW, "rwkv4 k strides overflow");
+    RK4(&d, E.td, E.tf, E.k.t, E.v.t, E.o.t, E.st_out + 1, E.st_out, ATTN_ERR_RWKV_STATE_ALIAS, "rwkv4 state overlap");
+    E.td[5] = NAN;
+    RK4(&d, E.td, E.tf, E.k.t, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_TIME_DECAY, "rwkv4 time_decay NaN");
+    E.td[5] = 0.1f; E.tf[C - 1] = INFINITY;
+    RK4(&d, E.td, E.tf, E.k.t, E.v.t, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_TIME_FIRST, "rwkv4 time_first inf");
+    E.tf[C - 1] = 0.2f;
+    /* step */
+    rk_err_arm(&E);
+    rk_expect(&E, attn_rwkv4_step(&d, E.td, E.tf, E.k.t, E.v.t, E.o.t, E.st_out), ATTN_ERR_RWKV_STEP_SEQ, "rwkv4_step seq 4");
+    rk_err_arm(&E);
+    rk_expect(&E, attn_rwkv4_step(&d, E.td, E.tf, rk_slice(&E.k.t, 0, 1), rk_slice(&E.v.t, 0, 1), rk_slice(&E.o.t, 0, 1), NULL),
+              ATTN_ERR_RWKV_NULL_STATE, "rwkv4_step state NULL");
+    /* state_init */
+    rk_err_arm(&E);
+    rk_expect(&E, attn_rwkv4_state_init(NULL, 1, C), ATTN_ERR_RWKV_NULL_STATE, "rwkv4_state_init NULL");
+    rk_expect(&E, attn_rwkv4_state_init(E.st_out, 0, C), ATTN_ERR_RWKV_STATE_SHAPE, "rwkv4_state_init batch 0");
+    rk_expect(&E, attn_rwkv4_state_init(E.st_out, 1, -3), ATTN_ERR_RWKV_STATE_SHAPE, "rwkv4_state_init channels -3");
+    rk_expect(&E, attn_rwkv4_state_init(E.st_out, INT_MAX, INT_MAX), ATTN_ERR_OVERFLOW, "rwkv4_state_init overflow");
+
+    /* RWKV-6 */
+    RK6(NULL, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_NULL_DESC, "rwkv6 desc NULL");
+    d.n_threads = -2;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_N_THREADS, "rwkv6 n_threads -2");
+    d.n_threads = 0; d.head_size = -1;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_HEAD_SIZE, "rwkv6 head_size -1");
+    d.head_size = 12;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_HEAD_SIZE, "rwkv6 head_size 12 (dim 32)");
+    d.head_size = 0;
+    t1 = E.r.t; t1.data = NULL;
+    RK6(&d, t1, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_NULL_R, "rwkv6 r NULL");
+    t1 = E.k.t; t1.data = NULL;
+    RK6(&d, E.r.t, t1, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_NULL_K, "rwkv6 k NULL");
+    t1 = E.v.t; t1.data = NULL;
+    RK6(&d, E.r.t, E.k.t, t1, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_NULL_V, "rwkv6 v NULL");
+    t1 = E.w.t; t1.data = NULL;
+    RK6(&d, E.r.t, E.k.t, E.v.t, t1, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_NULL_W, "rwkv6 w NULL");
+    t1 = E.o.t; t1.data = NULL;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, t1, NULL, E.st_out, ATTN_ERR_NULL_OUT, "rwkv6 out NULL");
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, NULL, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_NULL_U, "rwkv6 u NULL");
+    t1 = E.w.t; t1.dtype = (attn_dtype)-1;
+    RK6(&d, E.r.t, E.k.t, E.v.t, t1, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_DTYPE, "rwkv6 w dtype");
+    t1 = E.k.t; t1.heads = 0;
+    RK6(&d, E.r.t, t1, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_K_SHAPE, "rwkv6 k.heads 0");
+    t1 = E.r.t; t1.batch = 2;
+    RK6(&d, t1, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_SHAPE, "rwkv6 r.batch");
+    t1 = E.w.t; t1.heads = 1; t1.dim = C;
+    RK6(&d, E.r.t, E.k.t, E.v.t, t1, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_SHAPE, "rwkv6 w [B,T,1,C] vs [B,T,2,32]");
+    t1 = E.o.t; t1.stride_batch = 0; t1.stride_seq = 0; t1.stride_head = D;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, t1, NULL, E.st_out, ATTN_ERR_OUT_BROADCAST, "rwkv6 out broadcast");
+    t1 = E.v.t; t1.stride_batch = PTRDIFF_MIN; t1.stride_seq = H * D; t1.stride_head = D;
+    RK6(&d, E.r.t, E.k.t, t1, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_OVERFLOW, "rwkv6 v stride overflow");
+    rk_err_arm(&E);
+    rk_expect(&E, attn_rwkv6_step(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, E.st_out), ATTN_ERR_RWKV_STEP_SEQ, "rwkv6_step seq 4");
+    rk_err_arm(&E);
+    rk_expect(&E, attn_rwkv6_step(&d, rk_slice(&E.r.t, 0, 1), rk_slice(&E.k.t, 0, 1), rk_slice(&E.v.t, 0, 1),
+                                  rk_slice(&E.w.t, 0, 1), E.u, rk_slice(&E.o.t, 0, 1), NULL),
+              ATTN_ERR_RWKV_NULL_STATE, "rwkv6_step state NULL");
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, E.st_out + 3, E.st_out, ATTN_ERR_RWKV_STATE_ALIAS, "rwkv6 state overlap");
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, E.st_out, E.st_out + 3, ATTN_ERR_RWKV_STATE_ALIAS, "rwkv6 state overlap 2");
+    E.u[7] = NAN;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_U, "rwkv6 u NaN");
+    E.u[7] = 0.3f;
+    ((float *)E.w.buf)[E.w.n - 1] = 1.5f;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_W_RANGE, "rwkv6 w 1.5 (last element)");
+    ((float *)E.w.buf)[E.w.n - 1] = -0.0625f;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_W_RANGE, "rwkv6 w -1/16");
+    ((float *)E.w.buf)[E.w.n - 1] = NAN;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_W_RANGE, "rwkv6 w NaN");
+    ((float *)E.w.buf)[E.w.n - 1] = 1.0f;    /* 0 and 1 are allowed */
+    ((float *)E.w.buf)[0] = 0.0f;
+    rk_err_arm(&E);
+    T_CHECK(attn_rwkv6_forward(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out) == ATTN_OK, "rwkv6 w 0 and 1 allowed");
+    /* workspace: query NULL, too small, out of memory */
+    rk_err_arm(&E);
+    rk_expect(&E, attn_rwkv6_workspace_size(&d, E.r.t, E.k.t, E.v.t, E.w.t, NULL), ATTN_ERR_RWKV_NULL_BYTES, "rwkv6 bytes NULL");
+    T_CHECK(attn_rwkv6_workspace_size(&d, E.r.t, E.k.t, E.v.t, E.w.t, &bytes) == ATTN_OK, "rwkv6 workspace query");
+    t1 = E.r.t; t1.data = NULL;
+    rk_expect(&E, attn_rwkv6_workspace_size(&d, t1, E.k.t, E.v.t, E.w.t, &bytes), ATTN_ERR_RWKV_NULL_R, "rwkv6 query r NULL");
+    {
+        void *ws = t_xmalloc(bytes);
+        d.workspace = ws; d.workspace_size = bytes - 1;
+        RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_RWKV_WORKSPACE, "rwkv6 workspace too small");
+        d.workspace = NULL; d.workspace_size = 0;
+        free(ws);
+    }
+    t_attn_fail_mallocs = 1;
+    RK6(&d, E.r.t, E.k.t, E.v.t, E.w.t, E.u, E.o.t, NULL, E.st_out, ATTN_ERR_OUT_OF_MEMORY, "rwkv6 out of memory");
+    t_attn_fail_mallocs = 0;
+#undef RK4
+#undef RK6
+    rk_free(&E.k); rk_free(&E.v); rk_free(&E.o); rk_free(&E.r); rk_free(&E.w);
+    free(E.td); free(E.tf); free(E.u); free(E.st_in); free(E.st_out);
+}
+
+void test_rwkv(void) {
+    t_rng rng = t_rng_seed(0x52574B56ull);
+    static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    int i;
+    /* RWKV-4 against the direct sums (and the shifted sums where they overflow) */
+    {
+        static const rk4_case cases[] = {
+            /* B  T   H  D    pad big state  k          v          out */
+            { 1, 40, 1, 64,  0, 0, 0, ATTN_F32,  ATTN_F32,  ATTN_F32 },
+            { 2, 33, 3, 40,  3, 0, 0, ATTN_F32,  ATTN_F32,  ATTN_F32 },
+            { 1, 25, 1, 150, 0, 0, 1, ATTN_F32,  ATTN_F32,  ATTN_F32 },   /* blocks 64 + 64 + 22, a state */
+            { 2, 20, 2, 17,  0, 0, 0, ATTN_F16,  ATTN_F16,  ATTN_F16 },
+            { 1, 20, 2, 70,  2, 0, 0, ATTN_BF16, ATTN_BF16, ATTN_BF16 },
+            { 1, 18, 1, 33,  0, 0, 0, ATTN_F16,  ATTN_BF16, ATTN_F32 },
+            { 1, 30, 2, 24,  0, 1, 0, ATTN_F32,  ATTN_F32,  ATTN_F32 },   /* k ~ +-1000: overflowing sums */
+            { 1, 16, 1, 20,  0, 1, 1, ATTN_BF16, ATTN_F16,  ATTN_F32 },
+        };
+        const int n = (int)(sizeof cases / sizeof cases[0]);
+        for (i = 0; i < n; ++i) rk4_check(&cases[i], &rng);
+        if (!T_QUICK) {     /* a random sweep */
+            for (i = 0; i < 12; ++i) {
+                rk4_case c;
+                c.B = t_irange(&rng, 1, 3); c.T = t_irange(&rng, 1, 40); c.H = t_irange(&rng, 1, 3);
+                c.D = t_irange(&rng, 1, 140); c.pad = t_irange(&rng, 0, 2); c.big_k = t_chance(&rng, 0.25);
+                c.with_state = t_chance(&rng, 0.5);
+                c.dk = dts[t_irange(&rng, 0, 2)]; c.dv = dts[t_irange(&rng, 0, 2)]; c.dout = dts[t_irange(&rng, 0, 2)];
+                rk4_check(&c, &rng);
+            }
+        }
+    }
+    for (i = 0; i < 3; ++i) rk4_properties(&rng, dts[i]);
+    /* RWKV-5/6 against the expanded sums */
+    {
+        static const rk6_case cases[] = {
+            /* B  T   H  D   hs  pad v5 state  r          k          v          w          out */
+            { 1, 12, 1, 64,  0,  0, 0, 0, ATTN_F32,  ATTN_F32,  ATTN_F32,  ATTN_F32,  ATTN_F32 },   /* N = 64 */
+            { 2, 9,  2, 16,  0,  2, 0, 1, ATTN_F32,  ATTN_F32,  ATTN_F32,  ATTN_F32,  ATTN_F32 },   /* N = dim */
+            { 1, 7,  1, 128, 0,  0, 1, 1, ATTN_F32,  ATTN_F32,  ATTN_F32,  ATTN_F32,  ATTN_F32 },   /* [B,T,C]: 2 heads, v5 */
+            { 1, 8,  2, 24,  8,  1, 0, 0, ATTN_F16,  ATTN_F16,  ATTN_F16,  ATTN_F16,  ATTN_F16 },
+            { 2, 8,  1, 32,  16, 0, 1, 0, ATTN_BF16, ATTN_BF16, ATTN_BF16, ATTN_BF16, ATTN_BF16 },
+            { 1, 10, 3, 8,   0,  0, 0, 1, ATTN_F16,  ATTN_BF16, ATTN_F32,  ATTN_F16,  ATTN_BF16 },
+        };
+        const int n = (int)(sizeof cases / sizeof cases[0]);
+        for (i = 0; i < n; ++i) rk6_check(&cases[i], &rng);
+    }
+    for (i = 0; i < 3; ++i) rk6_properties(&rng, dts[i]);
+    rk_errors(&rng);
+}
