@@ -29,9 +29,13 @@ ifeq ($(HAVE_ARM),yes)
 TEST_BINS += $(BUILD)/test_neon
 endif
 
-.PHONY: all examples test bench clean
+.PHONY: all examples run test bench clean
 all: examples
 examples: $(EXAMPLES)
+
+# The zoo tour: every mechanism on the same inputs, a table and zoo.svg (under a minute).
+run: $(BUILD)/zoo
+	./$(BUILD)/zoo
 
 $(BUILD):
 	@mkdir -p $(BUILD)
@@ -60,7 +64,7 @@ $(BUILD)/test_neon: $(TEST_DEP) | $(BUILD)
 	$(ARM_CC) $(WARN) $(CFLAGS) -static -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
 
 # Every test binary, then the header compile checks; the last line is "N passed, N failed".
-test: $(TEST_BINS)
+test: $(TEST_BINS) $(EXAMPLES)
 	@sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
 
 # Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);
