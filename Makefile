@@ -22,6 +22,10 @@ HAVE_M32 := $(shell printf 'int main(void){return 0;}' | $(CC) -m32 -x c - -o /d
 # libFuzzer where clang has it (make fuzz); else make fuzz runs the plain driver for the time.
 HAVE_LIBFUZZER := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}' | \
     $(CLANG) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 && echo yes)
+# Windows: a mingw-w64 cross build (the Win32 thread code) run under wine, where both are installed.
+WIN_CC  ?= x86_64-w64-mingw32-gcc
+WINE    ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || ls /usr/lib/wine/wine64 2>/dev/null)
+HAVE_WIN := $(shell command -v $(WIN_CC) >/dev/null 2>&1 && test -n "$(WINE)" && echo yes)
 FUZZ_TARGETS = forward backward merge decode layers el sgemm rope pool
 FUZZ_SECONDS ?= 60
 # make test: each fuzz target on the seed corpus (tests/fuzz/corpus) plus FUZZ_ITERS seeded inputs
@@ -40,6 +44,9 @@ TEST_BINS += $(BUILD)/test_neon
 endif
 ifeq ($(HAVE_M32),yes)
 TEST_BINS += $(BUILD)/test_m32
+endif
+ifeq ($(HAVE_WIN),yes)
+TEST_BINS += $(BUILD)/test_win.exe
 endif
 
 .PHONY: all examples test bench clean fuzz portability
@@ -73,6 +80,8 @@ $(BUILD)/test_neon: $(TEST_DEP) | $(BUILD)
 	$(ARM_CC) $(WARN) $(CFLAGS) -static -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
 $(BUILD)/test_m32: $(TEST_DEP) | $(BUILD)
 	$(CC) -m32 $(WARN) $(CFLAGS) -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_win.exe: $(TEST_DEP) | $(BUILD)
+	$(WIN_CC) $(WARN) $(CFLAGS) -static -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ -lm
 
 # The plain fuzz driver (ASan + UBSan): every target on the seed corpus plus seeded inputs.
 $(BUILD)/fuzz_driver: $(FUZZ_SRC) $(TEST_DEP) | $(BUILD)
@@ -102,7 +111,7 @@ portability:
 
 # Every test binary, then the header compile checks; the last line is "N passed, N failed".
 test: $(TEST_BINS) $(BUILD)/fuzz_driver
-	@FUZZ_DRIVER="$(BUILD)/fuzz_driver -c tests/fuzz/corpus -n $(FUZZ_ITERS) all" sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
+	@WINE="$(WINE)" FUZZ_DRIVER="$(BUILD)/fuzz_driver -c tests/fuzz/corpus -n $(FUZZ_ITERS) all" sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
 
 # Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);
 # `make bench` builds and runs them all, `make build/bench_<family>` builds one.

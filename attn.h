@@ -877,6 +877,9 @@ ATTNDEF const char *attn_bf16_kernels(void);
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
+#ifndef NOMINMAX              /* windows.h's min/max macros would rewrite attn__isa's ->max() calls */
+#define NOMINMAX
+#endif
 #include <windows.h>
 #else
 #define ATTN__PTHREADS 1

@@ -50,6 +50,7 @@ for bin in "$@"; do
     i=$((i + 1))
     case "$bin" in
         *_neon) wait ;;
+        *.exe)  WINEDEBUG=-all "$WINE" "./$bin" > "$tmp/out$i" 2>&1; echo $? > "$tmp/rc$i" ;;   # mingw-w64 build under wine
         *)      "./$bin" > "$tmp/out$i" 2>&1; echo $? > "$tmp/rc$i" ;;
     esac
     echo "== $bin"
