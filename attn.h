@@ -6796,7 +6796,7 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
         if (attn__tensor_span(&c->v, &in[n_in], NULL)) ++n_in;
     }
     if (op == ATTN__BACKWARD) {
-        const attn_tensor *g[3];
+        const attn_tensor *g[3], *like[3];
         g[0] = &c->dq; g[1] = &c->dk; g[2] = &c->dv;
         if (attn__tensor_span(&c->out, &in[n_in], NULL)) ++n_in;
         if (attn__tensor_span(&c->dout, &in[n_in], NULL)) ++n_in;
@@ -6805,7 +6805,6 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
             in[n_in].hi = in[n_in].lo + (uintptr_t)c->q.batch * (uintptr_t)c->q.heads * (uintptr_t)c->q.seq * sizeof(float);
             ++n_in;
         }
-        const attn_tensor *like[3];
         like[0] = &c->q; like[1] = &c->k; like[2] = &c->v;
         for (i = 0; i < 3; ++i)
             if (attn__same_shape(g[i], like[i]->batch, like[i]->seq, like[i]->heads, like[i]->dim) &&

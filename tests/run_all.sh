@@ -50,7 +50,8 @@ for bin in "$@"; do
     i=$((i + 1))
     case "$bin" in
         *_neon) wait ;;
-        *.exe)  WINEDEBUG=-all "$WINE" "./$bin" > "$tmp/out$i" 2>&1; echo $? > "$tmp/rc$i" ;;   # mingw-w64 build under wine
+        *.exe)  WINEDEBUG=-all "$WINE" "./$bin" 2>&1 | tr -d '\r' > "$tmp/out$i"; grep -qE '^[0-9]+ passed, 0 failed$' "$tmp/out$i"
+                echo $? > "$tmp/rc$i" ;;   # mingw-w64 build under wine (CRLF output; wine's own exit status is lost in the pipe)
         *)      "./$bin" > "$tmp/out$i" 2>&1; echo $? > "$tmp/rc$i" ;;
     esac
     echo "== $bin"
