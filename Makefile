@@ -26,7 +26,7 @@ HAVE_LIBFUZZER := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long
 WIN_CC  ?= x86_64-w64-mingw32-gcc
 WINE    ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || ls /usr/lib/wine/wine64 2>/dev/null)
 HAVE_WIN := $(shell command -v $(WIN_CC) >/dev/null 2>&1 && test -n "$(WINE)" && echo yes)
-FUZZ_TARGETS = forward backward merge decode layers el sgemm rope pool
+FUZZ_TARGETS = forward backward merge decode layers el sgemm rope pool kinds
 FUZZ_SECONDS ?= 60
 # make test: each fuzz target on the seed corpus (tests/fuzz/corpus) plus FUZZ_ITERS seeded inputs
 FUZZ_ITERS   ?= 2000

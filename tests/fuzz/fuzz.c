@@ -9,7 +9,8 @@
      - on small valid shapes, agreement with the double references of tests/ref.h (forward,
        decode, merge), a naive loop (sgemm), the standard layer (EL-attention), or exact
        properties (thread counts bitwise equal, RoPE preserves norms, the pool runs every task once).
-   Targets: forward backward merge decode layers el sgemm rope pool.
+   Targets: forward backward merge decode layers el sgemm rope pool kinds (every attn_kind of
+   ATTN__KIND_LIST, so each family's kinds are fuzzed as they land).
 
    Two builds of this one file:
      plain driver (default): `fuzz [-n N] [-t SECONDS] [-c CORPUS_DIR] [-s SEED] TARGET...|all`
@@ -547,11 +548,54 @@ static void target_pool(fz *f) {
     attn_pool_destroy(pool);
 }
 
+/* ---- every attn_kind (ATTN__KIND_LIST: each family's kinds as they land), default parameters:
+   guards, untouched on error, no NaN from finite inputs, bitwise equal for 1 and 3 threads ---- */
+#define FZ_KIND_VALUE(name, value, id, text) value,
+static void target_kinds(fz *f) {
+    static const int kinds[] = { ATTN__KIND_LIST(FZ_KIND_VALUE) };
+    t_rng r = t_rng_seed(fz_u16(f));
+    const int B = fz_int(f, 1, 2), Hkv = fz_int(f, 1, 2), g = fz_int(f, 1, 2), Hq = Hkv * g;
+    const int Sq = fz_int(f, 1, 40), Sk = fz_chance(f, 60) ? Sq : fz_int(f, 1, 70), D = fz_int(f, 1, 20), Dv = fz_int(f, 1, 20);
+    const attn_dtype qt = fz_dtype(f), kt = fz_dtype(f), ot = fz_dtype(f);
+    int lens_q[3], lens_k[3];
+    float slopes[4], *lse = NULL;
+    attn_desc d;
+    attn_tensor q, k, v, o;
+    size_t ob, lb = (size_t)B * Hq * Sq * sizeof(float);
+    attn_status st;
+    fz_desc(f, &d, B, Sq, Sk, Hq, lens_q, lens_k, slopes, 0);
+    if (fz_chance(f, 160)) {                        /* most calls plain: kinds refuse masks they lack */
+        const int kind = d.kind;
+        memset(&d, 0, sizeof d);
+        d.kind = (attn_kind)kind; d.causal = fz_chance(f, 128); d.n_threads = fz_int(f, 0, 3);
+    }
+    if ((int)d.kind != 97) d.kind = (attn_kind)kinds[fz_u8(f) % (sizeof kinds / sizeof kinds[0])];
+    q = fz_tensor(f, &r, qt, B, Sq, Hq, D, 0, NULL);
+    k = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 0, NULL);
+    v = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 0, NULL);
+    o = fz_tensor(f, &r, ot, B, Sq, Hq, Dv, 1, &ob);
+    if (fz_chance(f, 128)) { lse = (float *)gb_alloc(lb); t_sentinel(lse, lb, 0x3C); }
+    st = attn_forward(&d, q, k, v, o, lse);
+    FZ_CHECK(known_status(st), "kind %d: unknown status %d", (int)d.kind, (int)st); g_valid += st == ATTN_OK;
+    if (st != ATTN_OK) {
+        FZ_CHECK(t_sentinel_ok(o.data, ob, 0xC7), "kind %d: out written on error %s", (int)d.kind, attn_status_str(st));
+        FZ_CHECK(!lse || t_sentinel_ok(lse, lb, 0x3C), "kind %d: lse written on error %s", (int)d.kind, attn_status_str(st));
+    } else {
+        void *c1 = gb_dup(o.data, ob);
+        FZ_CHECK(!has_nan(&o), "kind %d (%s): NaN in out from finite inputs", (int)d.kind, attn_kind_name(d.kind));
+        d.n_threads = d.n_threads == 1 ? 3 : 1;
+        FZ_CHECK(attn_forward(&d, q, k, v, o, lse) == ATTN_OK, "kind %d: second call failed", (int)d.kind);
+        FZ_CHECK(memcmp(c1, o.data, ob) == 0, "kind %d (%s): out differs between 1 and 3 threads", (int)d.kind, attn_kind_name(d.kind));
+        free(c1);
+    }
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------ */
 typedef void (*fz_fn)(fz *);
 static const struct { const char *name; fz_fn fn; } g_targets[] = {
     { "forward", target_forward }, { "backward", target_backward }, { "merge", target_merge }, { "decode", target_decode },
-    { "layers", target_layers }, { "el", target_el }, { "sgemm", target_sgemm }, { "rope", target_rope }, { "pool", target_pool }
+    { "layers", target_layers }, { "el", target_el }, { "sgemm", target_sgemm }, { "rope", target_rope }, { "pool", target_pool },
+    { "kinds", target_kinds }
 };
 #define N_TARGETS ((int)(sizeof g_targets / sizeof g_targets[0]))
 
