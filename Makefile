@@ -17,6 +17,20 @@ HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo yes)
 # NEON kernels: cross-compiled for AArch64 and run under qemu where both are installed.
 ARM_CC  ?= aarch64-linux-gnu-gcc
 HAVE_ARM := $(shell command -v $(ARM_CC) >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 && echo yes)
+# 32-bit x86 (x87 float evaluation, 32-bit size_t/ptrdiff_t) where gcc-multilib is installed.
+HAVE_M32 := $(shell printf 'int main(void){return 0;}' | $(CC) -m32 -x c - -o /dev/null >/dev/null 2>&1 && echo yes)
+# libFuzzer where clang has it (make fuzz); else make fuzz runs the plain driver for the time.
+HAVE_LIBFUZZER := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}' | \
+    $(CLANG) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 && echo yes)
+# Windows: a mingw-w64 cross build (the Win32 thread code) run under wine, where both are installed.
+WIN_CC  ?= x86_64-w64-mingw32-gcc
+WINE    ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || ls /usr/lib/wine/wine64 2>/dev/null)
+HAVE_WIN := $(shell command -v $(WIN_CC) >/dev/null 2>&1 && test -n "$(WINE)" && echo yes)
+FUZZ_TARGETS = forward backward merge decode layers el sgemm rope pool kinds
+FUZZ_SECONDS ?= 60
+# make test: each fuzz target on the seed corpus (tests/fuzz/corpus) plus FUZZ_ITERS seeded inputs
+FUZZ_ITERS   ?= 2000
+FUZZ_SRC = tests/fuzz/fuzz.c tests/attn_impl.c
 
 # Test builds: the default compiler (best kernels this CPU has), the AVX2 kernels, the scalar
 # fallback, no threads, ASan+UBSan (best kernels, and AVX2 ones), clang.
@@ -28,8 +42,14 @@ endif
 ifeq ($(HAVE_ARM),yes)
 TEST_BINS += $(BUILD)/test_neon
 endif
+ifeq ($(HAVE_M32),yes)
+TEST_BINS += $(BUILD)/test_m32
+endif
+ifeq ($(HAVE_WIN),yes)
+TEST_BINS += $(BUILD)/test_win.exe
+endif
 
-.PHONY: all examples run test bench clean
+.PHONY: all examples run test bench clean fuzz portability
 all: examples
 examples: $(EXAMPLES)
 
@@ -62,10 +82,40 @@ $(BUILD)/test_sanitize_avx2: $(TEST_DEP) | $(BUILD)
 
 $(BUILD)/test_neon: $(TEST_DEP) | $(BUILD)
 	$(ARM_CC) $(WARN) $(CFLAGS) -static -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_m32: $(TEST_DEP) | $(BUILD)
+	$(CC) -m32 $(WARN) $(CFLAGS) -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ $(LIBS)
+$(BUILD)/test_win.exe: $(TEST_DEP) | $(BUILD)
+	$(WIN_CC) $(WARN) $(CFLAGS) -static -DATTN_TEST_QUICK -I. $(TEST_SRC) -o $@ -lm
+
+# The plain fuzz driver (ASan + UBSan): every target on the seed corpus plus seeded inputs.
+$(BUILD)/fuzz_driver: $(FUZZ_SRC) $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    -I. -Itests $(FUZZ_SRC) -o $@ $(LIBS)
+$(BUILD)/fuzz_%: $(FUZZ_SRC) $(TEST_DEP) | $(BUILD)
+	$(CLANG) -std=c99 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFUZZ_LIBFUZZER \
+	    -DFUZZ_TARGET=$* -I. -Itests $(FUZZ_SRC) -o $@ $(LIBS)
+
+# make fuzz: each target for FUZZ_SECONDS (libFuzzer where clang has it, seeded from
+# tests/fuzz/corpus; new inputs go to build/corpus/<target>), else the plain driver.
+ifeq ($(HAVE_LIBFUZZER),yes)
+fuzz: $(patsubst %,$(BUILD)/fuzz_%,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do mkdir -p $(BUILD)/corpus/$$t; echo "== fuzz $$t ($(FUZZ_SECONDS) s, libFuzzer)"; \
+	    if ./$(BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=512 -print_final_stats=1 \
+	        $(BUILD)/corpus/$$t tests/fuzz/corpus/$$t > $(BUILD)/fuzz_$$t.log 2>&1; \
+	    then grep -E 'stat::number_of_executed_units' $(BUILD)/fuzz_$$t.log; \
+	    else tail -n 40 $(BUILD)/fuzz_$$t.log; exit 1; fi; done
+else
+fuzz: $(BUILD)/fuzz_driver
+	@for t in $(FUZZ_TARGETS); do ./$(BUILD)/fuzz_driver -c tests/fuzz/corpus -t $(FUZZ_SECONDS) $$t || exit 1; done
+endif
+
+# Header compile checks beyond C99/C++ (also run by make test through tests/run_all.sh).
+portability:
+	@sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)"
 
 # Every test binary, then the header compile checks; the last line is "N passed, N failed".
-test: $(TEST_BINS) $(EXAMPLES)
-	@sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
+test: $(TEST_BINS) $(EXAMPLES) $(BUILD)/fuzz_driver
+	@WINE="$(WINE)" FUZZ_DRIVER="$(BUILD)/fuzz_driver -c tests/fuzz/corpus -n $(FUZZ_ITERS) all" sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
 
 # Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);
 # `make bench` builds and runs them all, `make build/bench_<family>` builds one.

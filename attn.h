@@ -146,7 +146,19 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
 
 /* A strided view of a 4-D tensor [batch, seq, heads, dim]; the dim axis has stride 1.
    Strides are in elements. All three 0 means dense [batch][seq][heads][dim]. An input may use
-   stride 0 on an axis to broadcast it; an output may not (on an axis of extent > 1). */
+   stride 0 on an axis to broadcast it; an output may not (on an axis of extent > 1).
+   Outputs and memory (checked, never a silent race or overwrite):
+     - an output's rows must not overlap each other: sorted by |stride|, each axis of extent > 1
+       must step at least over the span of the axes inside it (the row of dim elements for the
+       innermost). Dense, BHSD, padded and paged layouts all are; a layout that interleaves two
+       axes without sharing elements is refused too (the check stays O(1) and exact to this rule).
+     - an output's span (lowest to highest byte its view can address) must not meet the span
+       of an input or of another output of the same call: ATTN_ERR_OUT_OVERLAP (forward,
+       decode), ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer
+       even in slots no input uses: give it its own buffer. Inputs may share memory freely.
+     - KV caches: k's and v's rows must not overlap (same rule) and k's span must not meet v's:
+       ATTN_ERR_KV_OVERLAP (an append would overwrite other pages).
+   attn_merge is in-place safe (out may be parts[0]); attn_sgemm refuses c overlapping a or b. */
 typedef struct attn_tensor {
     void *data;
     attn_dtype dtype;
@@ -606,6 +618,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
+    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v or the KV cache, or out's rows overlap each other (see attn_tensor)") \
+    X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk or dv overlaps q, k, v, out, dout, lse, another gradient or its own rows (see attn_tensor)") \
+    X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
     \
     /* -- recurrent state and mechanism seam (200-249) -- */ \
     X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
@@ -1327,6 +1342,9 @@ ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_t
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
+#ifndef NOMINMAX              /* windows.h's min/max macros would rewrite attn__isa's ->max() calls */
+#define NOMINMAX
+#endif
 #include <windows.h>
 #else
 #define ATTN__PTHREADS 1
@@ -1830,6 +1848,55 @@ static attn_status attn__make_view(const attn_tensor *t, attn__view *v) {
 
 static int attn__shape_ok(const attn_tensor *t) {
     return t->batch >= 1 && t->seq >= 1 && t->heads >= 1 && t->dim >= 1;
+}
+
+/* Bytes [lo, hi) a view (made by attn__make_view, so every sum fits ptrdiff_t) can address. */
+typedef struct attn__span { uintptr_t lo, hi; } attn__span;
+static attn__span attn__view_span(const attn__view *v) {
+    const ptrdiff_t st[3] = { v->sb, v->ss, v->sh };
+    const int n[3] = { v->batch, v->seq, v->heads };
+    ptrdiff_t neg = 0, pos = v->dim;
+    attn__span r;
+    int i;
+    for (i = 0; i < 3; ++i) {
+        const ptrdiff_t e = st[i] * (ptrdiff_t)(n[i] - 1);
+        if (e < 0) neg += e; else pos += e;
+    }
+    r.lo = (uintptr_t)v->data - (uintptr_t)(-neg) * v->esize;
+    r.hi = (uintptr_t)v->data + (uintptr_t)pos * v->esize;
+    return r;
+}
+static int attn__spans_meet(attn__span a, attn__span b) { return a.lo < b.hi && b.lo < a.hi; }
+
+/* 1 when two different rows of the view can share an element, by the rule attn_tensor documents:
+   sorted by |stride|, each axis of extent > 1 must step over the span of the axes inside it. */
+static int attn__view_self_overlap(const attn__view *v) {
+    size_t st[3], inner = (size_t)v->dim, t;
+    int n[3], k = 0, i, j;
+    const ptrdiff_t s3[3] = { v->sh, v->ss, v->sb };
+    const int n3[3] = { v->heads, v->seq, v->batch };
+    for (i = 0; i < 3; ++i)
+        if (n3[i] > 1) { st[k] = (size_t)(s3[i] < 0 ? -s3[i] : s3[i]); n[k] = n3[i]; ++k; }
+    for (i = 1; i < k; ++i)                       /* insertion sort by |stride| */
+        for (j = i; j > 0 && st[j] < st[j - 1]; --j) {
+            t = st[j]; st[j] = st[j - 1]; st[j - 1] = t;
+            { const int m = n[j]; n[j] = n[j - 1]; n[j - 1] = m; }
+        }
+    for (i = 0; i < k; ++i) {                     /* sums bounded by the view's span (checked) */
+        if (st[i] < inner) return 1;
+        inner += st[i] * (size_t)(n[i] - 1);
+    }
+    return 0;
+}
+
+/* The span of a tensor that passes the basic checks (data, dtype, shape, size), else 0: such a
+   tensor is left to the operation's own validation, which reports it. */
+static int attn__tensor_span(const attn_tensor *t, attn__span *sp, attn__view *vw) {
+    attn__view v;
+    if (!t->data || !attn__dtype_ok(t->dtype) || !attn__shape_ok(t) || attn__make_view(t, &v) != ATTN_OK) return 0;
+    *sp = attn__view_span(&v);
+    if (vw) *vw = v;
+    return 1;
 }
 
 /* Checks an int array of lengths, each in [0, max]. */
@@ -6741,6 +6808,8 @@ static attn_status attn__check_cache(const attn_kv_cache *c, attn__cache *R) {
         R->capacity = c->k.seq;
     }
     if ((s = attn__make_view(&c->k, &R->k)) != ATTN_OK || (s = attn__make_view(&c->v, &R->v)) != ATTN_OK) return s;
+    if (attn__view_self_overlap(&R->k) || attn__view_self_overlap(&R->v) ||
+        attn__spans_meet(attn__view_span(&R->k), attn__view_span(&R->v))) return ATTN_ERR_KV_OVERLAP;
     if (!attn__lengths_ok(c->lens, c->batch, R->capacity)) return ATTN_ERR_KV_LEN;
     for (b = 0; b < c->batch; ++b)
         if (!attn__pages_ok(c, b, c->lens[b])) return ATTN_ERR_KV_PAGE_INDEX;
@@ -9374,10 +9443,84 @@ ATTNDEF const char *attn_kind_name(attn_kind kind) {
     }
 }
 
+/* The memory rule of attn_tensor for every kind, before the kind's operation runs (so before
+   any write): outputs' rows do not overlap, and no output's span meets an input's or another
+   output's. Tensors that fail the basic checks, outputs whose shape is not the one the
+   operation needs or that broadcast, are skipped: the operation reports those faults first. */
+static int attn__same_shape(const attn_tensor *a, int batch, int seq, int heads, int dim) {
+    return a->batch == batch && a->seq == seq && a->heads == heads && a->dim == dim && !attn__tensor_bcast(a);
+}
+static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
+    attn__span in[6], o[4];
+    attn__view ov;
+    int n_in = 0, n_o = 0, i, j;
+    const attn_status err = op == ATTN__BACKWARD ? ATTN_ERR_BWD_OVERLAP : ATTN_ERR_OUT_OVERLAP;
+    if (c->bytes || (op != ATTN__FORWARD && op != ATTN__BACKWARD && op != ATTN__DECODE)) return ATTN_OK;
+    if (op == ATTN__DECODE) {                  /* q of the cache's batch, heads and dim (the cache's own
+                                                  checks, O(pages), stay in the operation) */
+        if (!c->cache || !attn__shape_ok(&c->q) || c->cache->k.heads < 1 || c->q.batch != c->cache->batch ||
+            c->q.dim != c->cache->k.dim || c->q.heads % c->cache->k.heads != 0)
+            return ATTN_OK;
+    } else {                                   /* the shared tensor contract holds */
+        attn__view qv, kv, vv, xv;
+        if (attn__check_qkv(&c->q, &c->k, &c->v, op == ATTN__FORWARD ? &c->out : NULL, &qv, &kv, &vv, &xv) != ATTN_OK)
+            return ATTN_OK;
+        if (op == ATTN__BACKWARD &&            /* out and dout (inputs here) of the forward's shape */
+            (c->out.batch != c->q.batch || c->out.seq != c->q.seq || c->out.heads != c->q.heads || c->out.dim != c->v.dim ||
+             c->dout.batch != c->q.batch || c->dout.seq != c->q.seq || c->dout.heads != c->q.heads || c->dout.dim != c->v.dim))
+            return ATTN_OK;
+    }
+    if (attn__tensor_span(&c->q, &in[n_in], NULL)) ++n_in;
+    if (op == ATTN__DECODE) {                  /* the cache's own views (pages: the whole pool) */
+        if (c->cache) {
+            if (attn__tensor_span(&c->cache->k, &in[n_in], NULL)) ++n_in;
+            if (attn__tensor_span(&c->cache->v, &in[n_in], NULL)) ++n_in;
+        }
+    } else {
+        if (attn__tensor_span(&c->k, &in[n_in], NULL)) ++n_in;
+        if (attn__tensor_span(&c->v, &in[n_in], NULL)) ++n_in;
+    }
+    if (op == ATTN__BACKWARD) {
+        const attn_tensor *g[3], *like[3];
+        g[0] = &c->dq; g[1] = &c->dk; g[2] = &c->dv;
+        if (attn__tensor_span(&c->out, &in[n_in], NULL)) ++n_in;
+        if (attn__tensor_span(&c->dout, &in[n_in], NULL)) ++n_in;
+        if (c->lse_in && attn__tensor_span(&c->q, &in[n_in], NULL)) {    /* lse_in [B, Hq, Sq] floats */
+            in[n_in].lo = (uintptr_t)c->lse_in;
+            in[n_in].hi = in[n_in].lo + (uintptr_t)c->q.batch * (uintptr_t)c->q.heads * (uintptr_t)c->q.seq * sizeof(float);
+            ++n_in;
+        }
+        like[0] = &c->q; like[1] = &c->k; like[2] = &c->v;
+        for (i = 0; i < 3; ++i)
+            if (attn__same_shape(g[i], like[i]->batch, like[i]->seq, like[i]->heads, like[i]->dim) &&
+                attn__tensor_span(g[i], &o[n_o], &ov)) {
+                if (attn__view_self_overlap(&ov)) return err;
+                ++n_o;
+            }
+    } else {
+        const int dv = op == ATTN__DECODE ? (c->cache ? c->cache->v.dim : -1) : c->v.dim;
+        if (attn__same_shape(&c->out, c->q.batch, c->q.seq, c->q.heads, dv) && attn__tensor_span(&c->out, &o[n_o], &ov)) {
+            if (attn__view_self_overlap(&ov)) return err;
+            ++n_o;
+        }
+        if (c->lse && attn__tensor_span(&c->q, &o[n_o], NULL)) {         /* lse [B, Hq, Sq] floats */
+            o[n_o].lo = (uintptr_t)c->lse;
+            o[n_o].hi = o[n_o].lo + (uintptr_t)c->q.batch * (uintptr_t)c->q.heads * (uintptr_t)c->q.seq * sizeof(float);
+            ++n_o;
+        }
+    }
+    for (i = 0; i < n_o; ++i) {
+        for (j = 0; j < n_in; ++j) if (attn__spans_meet(o[i], in[j])) return err;
+        for (j = 0; j < i; ++j) if (attn__spans_meet(o[i], o[j])) return err;
+    }
+    return ATTN_OK;
+}
+
 /* Runs desc->kind's operation op on the call. */
 static attn_status attn__dispatch(attn__op op, attn__call *c) {
     const attn__mech *m;
     attn__op_fn fn = NULL;
+    attn_status s;
     if (!c->d) return ATTN_ERR_NULL_DESC;
     if (!(m = attn__mech_of(c->d->kind))) return ATTN_ERR_KIND;
     switch (op) {
@@ -9387,7 +9530,9 @@ static attn_status attn__dispatch(attn__op op, attn__call *c) {
     case ATTN__STEP: fn = m->step; break;
     case ATTN__STATE_SIZE: fn = m->state_size; break;
     }
-    return fn ? fn(c) : ATTN_ERR_KIND_OP;
+    if (!fn) return ATTN_ERR_KIND_OP;
+    if ((s = attn__check_overlap(op, c)) != ATTN_OK) return s;
+    return fn(c);
 }
 
 static void attn__call_init(attn__call *c, const attn_desc *desc, const attn_tensor *q, const attn_tensor *k,

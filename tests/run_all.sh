@@ -18,6 +18,23 @@ check "C++ with $cxx"  $cxx -x c++ -Wall -Wextra -Werror -I. -c "$tmp/c.c" -o "$
 check "C++ -O2 with $cxx"  $cxx -x c++ -O2 -Wall -Wextra -Werror -I. -c "$tmp/c.c" -o "$tmp/f.o"
 check "C99 ATTN_NO_THREADS ATTN_NO_SIMD ATTN_STATIC" $cc -std=c99 -Wall -Wextra -pedantic -Werror -Wno-unused-function \
     -DATTN_NO_THREADS -DATTN_NO_SIMD -DATTN_STATIC -I. -c "$tmp/c.c" -o "$tmp/e.o"
+# the build matrix beyond C99 (issue 16): C11, C++11 and C++17, 32-bit x86 where gcc-multilib is
+# installed (the whole suite also runs as build/test_m32)
+check "C11 with $cc"   $cc -std=c11 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/g.o"
+check "C++11 with $cxx" $cxx -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/h.o"
+check "C++17 with $cxx" $cxx -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/i.o"
+if command -v "$clang" >/dev/null 2>&1; then
+    check "C11 with $clang" $clang -std=c11 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/j.o"
+    check "C++17 with $clang" $clang -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/k.o"
+fi
+if printf 'int main(void){return 0;}' | $cc -m32 -x c - -o "$tmp/m32" >/dev/null 2>&1; then
+    check "C99 -m32 with $cc" $cc -m32 -std=c99 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/l.o"
+fi
+# fuzz targets (tests/fuzz): the seed corpus and seeded random inputs under ASan + UBSan
+if [ -n "${FUZZ_DRIVER:-}" ]; then
+    check "fuzz: $FUZZ_DRIVER" $FUZZ_DRIVER
+    grep "^fuzz " "$tmp/log" | sed "s/^/    /"
+fi
 
 # The emulated binaries (qemu) are the slowest and mostly wait on translation, so they start
 # first in the background; their output is read in order below like the others'.
@@ -33,6 +50,8 @@ for bin in "$@"; do
     i=$((i + 1))
     case "$bin" in
         *_neon) wait ;;
+        *.exe)  WINEDEBUG=-all "$WINE" "./$bin" 2>&1 | tr -d '\r' > "$tmp/out$i"; grep -qE '^[0-9]+ passed, 0 failed$' "$tmp/out$i"
+                echo $? > "$tmp/rc$i" ;;   # mingw-w64 build under wine (CRLF output; wine's own exit status is lost in the pipe)
         *)      "./$bin" > "$tmp/out$i" 2>&1; echo $? > "$tmp/rc$i" ;;
     esac
     echo "== $bin"

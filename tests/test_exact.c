@@ -1281,7 +1281,7 @@ static void test_status_table(void) {
         T_CHECK(s >= 0 && s < (int)ATTN_STATUS_END, "status value %d outside [0, ATTN_STATUS_END)", s);
         if (s < 0 || s >= (int)ATTN_STATUS_END) continue;
         T_CHECK(i == 0 || s > status_values[i - 1], "status %s: value %d not above the previous %d",
-                status_names[s], s, status_values[i - 1]);
+                status_names[s], s, status_values[i > 0 ? i - 1 : 0]);
         {
             const char *m = attn_status_str((attn_status)s);
             T_CHECK(m && strcmp(m, status_msgs[s]) == 0, "attn_status_str(%s) = \"%s\", documented \"%s\"",
@@ -1952,7 +1952,10 @@ static void test_conversions(void) {
             "f16 ties to even");
     T_CHECK(t_f32_to_f16(5.9604645e-8f) == 0x0001u && t_f32_to_f16(2.9802322e-8f) == 0x0000u &&
             t_f32_to_f16(4.5e-8f) == 0x0001u && t_f32_to_f16(6.0975552e-5f) == 0x03FFu, "f16 subnormals");
-    T_CHECK(t_f16_to_f32(0x0001u) == 5.9604645e-8f && t_f16_to_f32(0x7BFFu) == 65504.0f && t_f16_to_f32(0xC000u) == -2.0f &&
+    /* 2^-24 through a float object: under FLT_EVAL_METHOD 2 (x87, -m32) the literal itself keeps
+       long double precision, where 5.9604645e-8 is not 2^-24 */
+    volatile float tiny = 5.9604645e-8f;
+    T_CHECK(t_f16_to_f32(0x0001u) == tiny && t_f16_to_f32(0x7BFFu) == 65504.0f && t_f16_to_f32(0xC000u) == -2.0f &&
             t_f16_to_f32(0x7C00u) == INFINITY && t_f16_to_f32(0x7E00u) != t_f16_to_f32(0x7E00u), "f16 decode");
     T_CHECK(t_f32_to_bf16(1.0f) == 0x3F80u && t_f32_to_bf16(1.0f + 1.0f / 256.0f) == 0x3F80u &&
             t_f32_to_bf16(1.0f + 3.0f / 256.0f) == 0x3F82u && t_bf16_to_f32(0x3F81u) == 1.0f + 1.0f / 128.0f,
@@ -2182,10 +2185,147 @@ static void robust_nonfinite(void) {
             }
 }
 
+/* Defect 5: outputs that share memory with inputs, with another output or with themselves, and
+   KV caches whose views overlap: a specific status, nothing written. */
+static void robust_overlap(void) {
+    enum { B = 2, S = 5, H = 2, D = 16, N = B * S * H * D };
+    static float qb[N], kb[N], vb[N], ob[N], dob[N], dqb[N], dkb[N], dvb[N], lse[B * H * S], big[4 * N];
+    attn_desc d;
+    attn_tensor q, k, v, o;
+    attn_status st;
+    t_rng r = t_rng_seed(1605);
+    int i;
+    memset(&d, 0, sizeof d);
+    for (i = 0; i < N; ++i) { qb[i] = (float)t_normal(&r); kb[i] = (float)t_normal(&r); vb[i] = (float)t_normal(&r); dob[i] = (float)t_normal(&r); }
+    q = attn_tensor_dense(qb, ATTN_F32, B, S, H, D); k = attn_tensor_dense(kb, ATTN_F32, B, S, H, D);
+    v = attn_tensor_dense(vb, ATTN_F32, B, S, H, D); o = attn_tensor_dense(ob, ATTN_F32, B, S, H, D);
+    T_CHECK(attn_forward(&d, q, k, v, o, lse) == ATTN_OK, "overlap fixture must succeed");
+    {   /* forward: out == q, out == v, out inside k (offset by one row), lse inside q, out rows overlapping */
+        int c;
+        for (c = 0; c < 5; ++c) {
+            attn_tensor oo = o;
+            float *ll = lse;
+            unsigned char *watch;
+            size_t wbytes;
+            if (c == 0) oo.data = qb;
+            else if (c == 1) oo.data = vb;
+            else if (c == 2) oo.data = kb + D;
+            else if (c == 3) ll = qb + 3;
+            else { oo.stride_head = D; oo.stride_seq = D; oo.stride_batch = (ptrdiff_t)S * H * D; }   /* heads of a row overlap the next row */
+            watch = (unsigned char *)(c == 0 || c == 3 ? (void *)qb : c == 1 ? (void *)vb : c == 2 ? (void *)kb : (void *)ob);
+            wbytes = sizeof(float) * N;
+            if (c == 4) t_sentinel(ob, wbytes, 0x61);
+            {
+                unsigned char *copy = (unsigned char *)t_xmalloc(wbytes);
+                memcpy(copy, watch, wbytes);
+                t_sentinel(lse, sizeof lse, 0x62);
+                if (c == 3) memcpy(copy, watch, wbytes);
+                st = attn_forward(&d, q, k, v, oo, ll);
+                if (T_CHECK(st == ATTN_ERR_OUT_OVERLAP && memcmp(copy, watch, wbytes) == 0 &&
+                            (c == 3 || t_sentinel_ok(lse, sizeof lse, 0x62)),
+                            "forward overlap case %d: %s (want %s), or an output was written", c, attn_status_str(st),
+                            attn_status_str(ATTN_ERR_OUT_OVERLAP)))
+                    t_status_provoked[ATTN_ERR_OUT_OVERLAP] = 1;
+                free(copy);
+            }
+        }
+        /* inputs may share memory freely: q, k, v interleaved in one packed [B, S, 3, H, D] buffer */
+        {
+            attn_tensor pq = attn_tensor_dense(big, ATTN_F32, B, S, H, D), pk, pv;
+            pq.stride_head = D; pq.stride_seq = 3 * H * D; pq.stride_batch = (ptrdiff_t)S * 3 * H * D;
+            pk = pq; pk.data = big + H * D; pv = pq; pv.data = big + 2 * H * D;
+            for (i = 0; i < 3 * N; ++i) big[i] = (float)t_normal(&r);
+            st = attn_forward(&d, pq, pk, pv, o, lse);
+            T_CHECK(st == ATTN_OK, "packed QKV inputs (shared buffer) with a separate out: %s", attn_status_str(st));
+            st = attn_forward(&d, q, q, q, o, lse);
+            T_CHECK(st == ATTN_OK, "q = k = v (self-attention on one tensor): %s", attn_status_str(st));
+        }
+    }
+    {   /* backward: dq == dout, dk == k, dv overlapping dq, dq rows overlapping */
+        attn_tensor dout = attn_tensor_dense(dob, ATTN_F32, B, S, H, D);
+        attn_tensor dq = attn_tensor_dense(dqb, ATTN_F32, B, S, H, D), dk = attn_tensor_dense(dkb, ATTN_F32, B, S, H, D),
+                    dv = attn_tensor_dense(dvb, ATTN_F32, B, S, H, D);
+        int c;
+        T_CHECK(attn_forward(&d, q, k, v, o, lse) == ATTN_OK, "backward overlap fixture (forward)");
+        T_CHECK(attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv) == ATTN_OK, "backward overlap fixture");
+        for (c = 0; c < 5; ++c) {
+            attn_tensor gq = dq, gk = dk, gv = dv;
+            float *snap = (float *)t_xmalloc(sizeof(float) * N * 7);
+            if (c == 0) gq.data = dob;
+            else if (c == 1) gk.data = kb;
+            else if (c == 2) gv.data = dqb + 7;
+            else if (c == 3) { gq.stride_head = 1; gq.stride_seq = H; gq.stride_batch = (ptrdiff_t)S * H; }
+            else gk.data = lse;
+            memcpy(snap, qb, sizeof qb); memcpy(snap + N, kb, sizeof kb); memcpy(snap + 2 * N, vb, sizeof vb);
+            memcpy(snap + 3 * N, dob, sizeof dob);
+            t_sentinel(dqb, sizeof dqb, 0x71); t_sentinel(dkb, sizeof dkb, 0x72); t_sentinel(dvb, sizeof dvb, 0x73);
+            st = attn_backward(&d, q, k, v, o, dout, lse, gq, gk, gv);
+            if (T_CHECK(st == ATTN_ERR_BWD_OVERLAP && t_sentinel_ok(dqb, sizeof dqb, 0x71) && t_sentinel_ok(dkb, sizeof dkb, 0x72) &&
+                        t_sentinel_ok(dvb, sizeof dvb, 0x73) && memcmp(snap, qb, sizeof qb) == 0 && memcmp(snap + N, kb, sizeof kb) == 0 &&
+                        memcmp(snap + 2 * N, vb, sizeof vb) == 0 && memcmp(snap + 3 * N, dob, sizeof dob) == 0,
+                        "backward overlap case %d: %s (want %s), or something was written", c, attn_status_str(st),
+                        attn_status_str(ATTN_ERR_BWD_OVERLAP)))
+                t_status_provoked[ATTN_ERR_BWD_OVERLAP] = 1;
+            free(snap);
+        }
+    }
+    {   /* KV caches: rows of k overlapping (issue 16: k.stride_batch = 1, page_size 1, one head, D 16),
+           k and v in one span; append and decode refuse them; decode's out inside the cache */
+        enum { P = 8 };
+        static float ck[P * D], cv[P * D], kn[2 * D], vn[2 * D], qd[2 * D], od[2 * D], ld[2];
+        static int table[2 * 4] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+        int lens[2] = { 1, 1 }, c;
+        attn_kv_cache kc;
+        for (i = 0; i < 2 * D; ++i) { kn[i] = (float)t_normal(&r); vn[i] = (float)t_normal(&r); qd[i] = (float)t_normal(&r); }
+        for (i = 0; i < P * D; ++i) { ck[i] = (float)t_normal(&r); cv[i] = (float)t_normal(&r); }
+        for (c = 0; c < 4; ++c) {
+            float sk[P * D], sv[P * D];
+            int sl[2];
+            memset(&kc, 0, sizeof kc);
+            kc.k = attn_tensor_dense(ck, ATTN_F32, P, 1, 1, D); kc.v = attn_tensor_dense(cv, ATTN_F32, P, 1, 1, D);
+            kc.lens = lens; kc.batch = 2; kc.page_size = 1; kc.block_table = table; kc.max_pages = 4;
+            if (c == 0) T_CHECK(attn_kv_append(&kc, attn_tensor_dense(kn, ATTN_F32, 2, 1, 1, D),
+                                               attn_tensor_dense(vn, ATTN_F32, 2, 1, 1, D), NULL) == ATTN_OK,
+                                "paged cache fixture: append");
+            if (c == 1) { kc.k.stride_batch = 1; kc.k.stride_seq = D; kc.k.stride_head = D; }   /* pages one element apart */
+            if (c == 2) kc.v.data = ck + D;                                                   /* v's span inside k's */
+            if (c == 3) { kc.v.stride_batch = D; kc.v.stride_seq = 0; kc.v.stride_head = 0; kc.v.dim = D; kc.v.seq = 1;
+                          kc.v.stride_seq = (ptrdiff_t)D; kc.v.stride_batch = D / 2; }          /* pages half a row apart */
+            memcpy(sk, ck, sizeof sk); memcpy(sv, cv, sizeof sv); sl[0] = lens[0]; sl[1] = lens[1];
+            st = attn_kv_append(&kc, attn_tensor_dense(kn, ATTN_F32, 2, 1, 1, D), attn_tensor_dense(vn, ATTN_F32, 2, 1, 1, D), NULL);
+            if (c == 0) { T_CHECK(st == ATTN_OK, "paged cache: second append %s", attn_status_str(st)); continue; }
+            if (T_CHECK(st == ATTN_ERR_KV_OVERLAP && memcmp(sk, ck, sizeof sk) == 0 && memcmp(sv, cv, sizeof sv) == 0 &&
+                        sl[0] == lens[0] && sl[1] == lens[1],
+                        "cache overlap case %d: attn_kv_append %s (want %s), or the cache was written", c, attn_status_str(st),
+                        attn_status_str(ATTN_ERR_KV_OVERLAP)))
+                t_status_provoked[ATTN_ERR_KV_OVERLAP] = 1;
+            t_sentinel(od, sizeof od, 0x81);
+            st = attn_decode(&d, attn_tensor_dense(qd, ATTN_F32, 2, 1, 1, D), &kc, attn_tensor_dense(od, ATTN_F32, 2, 1, 1, D), ld);
+            T_CHECK(st == ATTN_ERR_KV_OVERLAP && t_sentinel_ok(od, sizeof od, 0x81),
+                    "cache overlap case %d: attn_decode %s (want %s), or out was written", c, attn_status_str(st),
+                    attn_status_str(ATTN_ERR_KV_OVERLAP));
+        }
+        {   /* decode: out inside the cache's v pool, lse inside k's */
+            float sk[P * D], sv[P * D];
+            memset(&kc, 0, sizeof kc);
+            kc.k = attn_tensor_dense(ck, ATTN_F32, P, 1, 1, D); kc.v = attn_tensor_dense(cv, ATTN_F32, P, 1, 1, D);
+            kc.lens = lens; kc.batch = 2; kc.page_size = 1; kc.block_table = table; kc.max_pages = 4;
+            memcpy(sk, ck, sizeof sk); memcpy(sv, cv, sizeof sv);
+            st = attn_decode(&d, attn_tensor_dense(qd, ATTN_F32, 2, 1, 1, D), &kc, attn_tensor_dense(cv + 5 * D, ATTN_F32, 2, 1, 1, D), ld);
+            T_CHECK(st == ATTN_ERR_OUT_OVERLAP && memcmp(sv, cv, sizeof sv) == 0, "decode with out inside the cache: %s", attn_status_str(st));
+            st = attn_decode(&d, attn_tensor_dense(qd, ATTN_F32, 2, 1, 1, D), &kc, attn_tensor_dense(od, ATTN_F32, 2, 1, 1, D), ck + 3);
+            T_CHECK(st == ATTN_ERR_OUT_OVERLAP && memcmp(sk, ck, sizeof sk) == 0, "decode with lse inside the cache: %s", attn_status_str(st));
+            st = attn_decode(&d, attn_tensor_dense(qd, ATTN_F32, 2, 1, 1, D), &kc, attn_tensor_dense(od, ATTN_F32, 2, 1, 1, D), ld);
+            T_CHECK(st == ATTN_OK, "decode fixture: %s", attn_status_str(st));
+        }
+    }
+}
+
 static void test_robust(void) {
     robust_huge_keys();
     robust_alibi_far();
     robust_nonfinite();
+    robust_overlap();
 }
 
 void test_exact(void) {

@@ -334,7 +334,7 @@ static void check_vec(const char *isa, const attn__isa *V) {
             for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
             memcpy(y, y0, sizeof y);
             V->scal(py, alpha, n);
-            for (i = 0; i < n; ++i) bad_scal += py[i] != y0[off + i] * alpha;
+            for (i = 0; i < n; ++i) { volatile float p = y0[off + i] * alpha; bad_scal += py[i] != p; }   /* fp32 product (x87) */
             for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
             /* exp_sum in place over logits with some -inf, shifted by their max */
             memcpy(y, y0, sizeof y);
