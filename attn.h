@@ -7136,10 +7136,11 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, i
 }
 
 static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
-    /* floats: Q, K [n][D], V, acc [n][Dv], m, l [n], Rt [nb/2][D], scores [2c];
-       ints: order [nh*n], bucket [n], counts [nb+1] */
-    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 2) + (size_t)(nb / 2) * D + 2 * (size_t)c +
-                         (size_t)nh * n + (size_t)n + (size_t)nb + 1);
+    /* floats: Q, K [n][D], V, acc [n][Dv], m, l, hi, lo [n], RT [D][BQ], S [BK][BQ], scores [2c];
+       ints: order [nh*n], bucket, arg_lo [n], counts [nb+1] */
+    (void)nb;
+    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) + (size_t)D * ATTN__BQ + ATTN__BK * ATTN__BQ +
+                         2 * (size_t)c + (size_t)nh * n + 2 * (size_t)n + (size_t)nb + 1);
 }
 
 static void attn__lsh_task(void *ctx, int task, int thread) {
@@ -7148,10 +7149,11 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int half = X->nb / 2, N = X->nh * n, nchunks = N / c;
-    float *Q = X->ws + (size_t)thread * X->ws_floats, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
-    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n;
-    float *Rt = l + n, *sc = Rt + (size_t)half * D;
-    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *cnt = bucket + n;
+    float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
+    float *Q = S + ATTN__BK * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
+    float *sc = lo + n;
+    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *arg_lo = bucket + n, *cnt = arg_lo + n;
     int i, j, r, t, u, e, ch;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
@@ -7161,24 +7163,32 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
     }
     for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
-        for (e = 0; e < D; ++e)               /* Rt[col][e] = R[h][r][e][col] */
-            for (j = 0; j < half; ++j) {
-                const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + j;
-                Rt[(size_t)j * D + e] = X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
+        /* x R in blocks of ATTN__BQ rotation columns x ATTN__BK keys on the exact core's Q.K^T
+           kernel (RT = the block of R, [D][BQ], zero lanes past half); running first max and
+           first min per key, so the argmax of [x R, -x R] is the first maximum */
+        int c0;
+        for (i = 0; i < n; ++i) { hi[i] = -INFINITY; lo[i] = INFINITY; bucket[i] = 0; arg_lo[i] = 0; }
+        for (c0 = 0; c0 < half; c0 += ATTN__BQ) {
+            const int nl = ATTN__MIN(ATTN__BQ, half - c0), lanes = (int)attn__round16((size_t)nl);
+            int i0;
+            for (e = 0; e < D; ++e)
+                for (j = 0; j < ATTN__BQ; ++j) {
+                    const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + c0 + j;
+                    RT[(size_t)e * ATTN__BQ + j] = j >= nl ? 0.0f : X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
+                }
+            for (i0 = 0; i0 < n; i0 += ATTN__BK) {
+                const int nk = ATTN__MIN(ATTN__BK, n - i0);
+                isa->qk(K + (size_t)i0 * D, D, nk, RT, lanes, D, S);
+                for (i = 0; i < nk; ++i) {
+                    const float *row = S + (size_t)i * ATTN__BQ;
+                    for (j = 0; j < nl; ++j) {
+                        if (row[j] > hi[i0 + i]) { hi[i0 + i] = row[j]; bucket[i0 + i] = c0 + j; }
+                        if (row[j] < lo[i0 + i]) { lo[i0 + i] = row[j]; arg_lo[i0 + i] = c0 + j; }
+                    }
+                }
             }
-        for (i = 0; i < n; ++i) {
-            float best = -INFINITY;
-            int arg = 0;
-            float lo = INFINITY;
-            int arg_lo = 0;
-            for (j = 0; j < half; ++j) {      /* argmax of [x R, -x R]: the max, or minus the min */
-                const float z = isa->dot(K + (size_t)i * D, Rt + (size_t)j * D, D);
-                if (z > best) { best = z; arg = j; }
-                if (z < lo) { lo = z; arg_lo = j; }
-            }
-            if (-lo > best) arg = half + arg_lo;
-            bucket[i] = arg;
         }
+        for (i = 0; i < n; ++i) if (-lo[i] > hi[i]) bucket[i] = half + arg_lo[i];
         memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 1));
         for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
         for (j = 0; j < X->nb; ++j) cnt[j + 1] += cnt[j];

@@ -9,6 +9,8 @@
      lf512       ATTN_LONGFORMER, window 512 each side
      lf_dil      ATTN_LONGFORMER, window 256 each side, per-head dilations {1, 2, 4, 8}
      bigbird     ATTN_BIGBIRD, block 64, 3 random blocks (seeded)
+     lsh         ATTN_LSH, bucket 64, n_buckets 64 (fixed, so the hashing stays O(seq)), 2 rounds,
+                 shared QK (q passed as k)
    Env: BENCH_QUICK=1 (lengths up to 16k, exact up to 8k, fewer repetitions), BENCH_OUTDIR
    (default bench). Writes BENCH_OUTDIR/results_sparse.csv and BENCH_OUTDIR/chart_sparse.svg. */
 #define ATTN_IMPLEMENTATION
@@ -18,10 +20,10 @@
 #define H 4
 #define D 64
 #define N_LEN 7
-#define N_MECH 5
+#define N_MECH 6
 static const int lens[N_LEN] = { 1024, 2048, 4096, 8192, 16384, 32768, 65536 };
-static const char *const names[N_MECH] = { "exact", "lf256", "lf512", "lf_dil", "bigbird" };
-static const char *const colors[N_MECH] = { "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e" };
+static const char *const names[N_MECH] = { "exact", "lf256", "lf512", "lf_dil", "bigbird", "lsh" };
+static const char *const colors[N_MECH] = { "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#8c564b" };
 static const int dils[H] = { 1, 2, 4, 8 };
 
 typedef struct {
@@ -41,6 +43,11 @@ static void make_desc(int m, attn_desc *d) {
         if (m == 3) d->longformer.dilations = dils;
         return;
     }
+    if (m == 5) {
+        d->kind = ATTN_LSH;
+        d->lsh.n_buckets = 64; d->lsh.n_hashes = 2; d->lsh.seed = 1;
+        return;
+    }
     d->kind = ATTN_BIGBIRD;
     d->bigbird.seed = 1;
 }
@@ -50,6 +57,8 @@ static double pairs_of(int m, int S, int h, const int *table) {
     double n = 0;
     int i;
     if (m == 0) return (double)S * S;
+    if (m == 5) return 2.0 * S * 128 + 32.0 * S;   /* 2 rounds x 2 chunks of 64 keys, plus the hashing (2 rounds
+                                                     x 32 rotation columns x 2D flops) counted as 4D-flop pairs */
     if (m <= 3) {
         const int w = m == 2 ? 512 : 256, Dl = m == 3 ? dils[h] : 1, G = m == 3 ? 0 : 1;
         for (i = 0; i < S; ++i) {
@@ -231,11 +240,11 @@ int main(void) {
             if (m == 0 && S > max_exact) continue;
             make_desc(m, &d);
             if (m == 4) attn_bigbird_random_table(&d, H, S, table);
-            if (attn_forward(&d, tq, tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");   /* warm-up */
+            if (attn_forward(&d, tq, m == 5 ? tq : tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");   /* warm-up */
             budget = g_quick ? 0.5 : 2.0;
             for (r = 0; r < 15; ++r) {
                 const double t0 = now_s();
-                attn_forward(&d, tq, tk, tv, to, NULL);
+                attn_forward(&d, tq, m == 5 ? tq : tk, tv, to, NULL);
                 t[r] = now_s() - t0;
                 budget -= t[r];
                 if (r >= 2 && budget < 0) { ++r; break; }
