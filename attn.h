@@ -152,6 +152,7 @@ typedef struct attn_tensor {
     X(ATTN_LONGFORMER,        10, longformer,  "Longformer: dilated sliding window (dilation per head) and global tokens") \
     X(ATTN_BIGBIRD,           11, bigbird,     "BigBird ITC: block-sparse window, global and random blocks") \
     X(ATTN_LSH,               12, lsh,         "Reformer LSH: shared-QK attention within hashed, sorted chunks") \
+    X(ATTN_ROUTING,           13, routing,     "Routing Transformer: shared-QK attention within each centroid's top-w window") \
     \
     /* -- linear and kernel (20-29) -- */ \
     \
@@ -226,6 +227,27 @@ typedef struct attn_lsh_params {
     const float *rotations;
     unsigned long long seed;
 } attn_lsh_params;
+
+/* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
+   k.seq = n, q.heads == k.heads (pass the shared QK projection as q and k). For head h:
+     x_i = k_i / |k_i| (0 for a zero row), mu_c = centroids[h][c] / |centroids[h][c]|
+     cluster c's window W_c: the w = min(window, n) positions with the largest x_i . mu_c (ties:
+     the lower position first), in position order
+     inside W_c, query i attends keys j in W_c with s = scale * q_i . k_j; causal: j > i hidden;
+     j == i gets the logit -5e4 (a token sees itself only when nothing else is visible, as the
+     reference code's TOKEN_SELF_ATTN_VALUE); o_c(i) = softmax(s) . v
+     out_i = the mean of o_c(i) over the windows holding i, 0 when none does
+   No logsumexp is defined (a mean of softmaxes): lse must be NULL. softcap and the other attn_desc
+   masks must be 0/NULL. attn_routing_update() moves the centroids (k-means EMA).
+   field        default (0)   meaning
+   centroids    required      [q.heads][n_clusters][dim] fp32, finite
+   n_clusters   required      clusters c, >= 1 (about sqrt(n) in the paper)
+   window       64            tokens per cluster window w */
+typedef struct attn_routing_params {
+    const float *centroids;
+    int n_clusters;
+    int window;
+} attn_routing_params;
 
 typedef struct attn_bigbird_params {
     int block;
@@ -353,6 +375,7 @@ typedef struct attn_desc {
     attn_longformer_params longformer;
     attn_bigbird_params bigbird;
     attn_lsh_params lsh;
+    attn_routing_params routing;
     /* -- linear and kernel -- */
 
     /* -- low-rank -- */
@@ -519,21 +542,28 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD and ATTN_LSH, attn_desc.causal (BigBird), softcap (LSH), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
-    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD and ATTN_LSH are self-attention: k.seq must equal q.seq") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
     X(ATTN_ERR_BIGBIRD_FLAGS,         306, ATTN_CAT_RANGE,       "attn_desc.bigbird.no_random and .hf_fallback must be 0 or 1") \
     X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
     X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
     X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
-    X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH shares QK: k.heads must equal q.heads") \
+    X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH and ATTN_ROUTING share QK: k.heads must equal q.heads") \
     X(ATTN_ERR_LSH_BUCKET_SIZE,       311, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_size must be >= 0 and divide q.seq") \
     X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
     X(ATTN_ERR_LSH_HASHES,            313, ATTN_CAT_RANGE,       "attn_desc.lsh.n_hashes must be >= 0 (0: 1), and n_hashes * q.seq must fit in an int") \
     X(ATTN_ERR_LSH_ROTATIONS,         314, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations must be finite") \
     X(ATTN_ERR_LSH_NULL,              315, ATTN_CAT_NULL,        "attn_lsh_rotations: desc or rotations is NULL") \
     X(ATTN_ERR_LSH_SHAPE,             316, ATTN_CAT_SHAPE,       "attn_lsh_rotations: heads, seq and dim must be >= 1") \
+    X(ATTN_ERR_ROUTING_CENTROIDS,     317, ATTN_CAT_NULL,        "attn_desc.routing.centroids is NULL") \
+    X(ATTN_ERR_ROUTING_CLUSTERS,      318, ATTN_CAT_RANGE,       "attn_desc.routing.n_clusters must be >= 1") \
+    X(ATTN_ERR_ROUTING_WINDOW,        319, ATTN_CAT_RANGE,       "attn_desc.routing.window must be >= 0 (0: 64)") \
+    X(ATTN_ERR_ROUTING_LSE,           320, ATTN_CAT_UNSUPPORTED, "ATTN_ROUTING defines no logsumexp: lse must be NULL") \
+    X(ATTN_ERR_ROUTING_NONFINITE,     321, ATTN_CAT_RANGE,       "attn_desc.routing.centroids must be finite") \
+    X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
+    X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
     \
     /* -- linear and kernel (350-399) -- */ \
     \
@@ -920,6 +950,16 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
        R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
    a pure function of (seed, idx): the same on every platform and thread count. */
 ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations);
+
+/* The Routing Transformer's centroid update (k-means by EMA): centroids [heads][n_clusters][dim]
+   fp32 (n_clusters from desc->routing; its centroids pointer is not read), updated in place,
+   from x [B, n, heads, dim] (the shared QK rows, any dtype; its own strides):
+   per head, every token goes to the cluster c maximising x_i . mu_c (first maximum; x_i, mu_c
+   normalised as for ATTN_ROUTING); a cluster with tokens moves to
+       mu_c = decay * mu_c + (1 - decay) * m / |m|,   m = sum of its tokens' x_i / count
+   (m / |m| = 0 when m = 0); a cluster without tokens keeps its centroid. decay 0 means 0.999.
+   Sums run in double in token order on the calling thread; a small scratch is allocated. */
+ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
 
@@ -7289,6 +7329,203 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
     if ((s = attn__lsh_params(&desc->lsh, seq, &c, &nb, &nh)) != ATTN_OK) return s;
     if (!attn__mul_size((size_t)heads * (size_t)nh, (size_t)dim * (size_t)(nb / 2), &n)) return ATTN_ERR_OVERFLOW;
     for (i = 0; i < n; ++i) rotations[i] = attn__lsh_normal(desc->lsh.seed, (uint64_t)i);
+    return ATTN_OK;
+}
+
+/* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
+   One task per (batch, head): the head's rows in fp32, the routing scores per cluster (vector
+   layer dots), a sort for each cluster's top-w window, the window's attention (dots, max,
+   exp_sum, axpy), and per token the sum of its windows' outputs and their count. */
+typedef struct attn__rt {
+    const attn__problem *P;
+    int n, nc, w;
+    const float *cen;
+    const attn__isa *isa;
+    float *ws;
+    size_t ws_floats;
+} attn__rt;
+
+typedef struct attn__rt_ent { float s; int pos; } attn__rt_ent;
+static int attn__rt_by_score(const void *a, const void *b) {   /* score descending, position ascending */
+    const attn__rt_ent *x = (const attn__rt_ent *)a, *y = (const attn__rt_ent *)b;
+    if (x->s != y->s) return x->s > y->s ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+static int attn__rt_by_pos(const void *a, const void *b) {
+    const attn__rt_ent *x = (const attn__rt_ent *)a, *y = (const attn__rt_ent *)b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* mu / |mu| into dst (zeros for a zero row) */
+static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D) {
+    const float nn = isa->dot(src, src, D);
+    memcpy(dst, src, sizeof(float) * (size_t)D);
+    isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
+}
+
+static size_t attn__rt_ws_floats(int n, int D, int Dv, int nc, int w) {
+    /* floats: Q, K, X [n][D], V, acc [n][Dv], mu [nc][D], scores [w]; ints: count [n];
+       entries [n] (2 each) */
+    return attn__round16((size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1 + 2) + (size_t)nc * D + (size_t)w);
+}
+
+static void attn__rt_task(void *ctx, int task, int thread) {
+    const attn__rt *R = (const attn__rt *)ctx;
+    const attn__problem *P = R->P;
+    const attn__isa *isa = R->isa;
+    const int H = P->q.heads, b = task / H, h = task % H, n = R->n, D = P->q.dim, Dv = P->v.dim, w = R->w;
+    float *Q = R->ws + (size_t)thread * R->ws_floats, *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
+    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *mu = acc + (size_t)n * Dv, *sc = mu + (size_t)R->nc * D;
+    int *cnt = (int *)(void *)(sc + w);
+    attn__rt_ent *ent = (attn__rt_ent *)(void *)(cnt + n);
+    int i, c, s, t;
+    for (i = 0; i < n; ++i) {
+        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        attn__unit(isa, K + (size_t)i * D, Xn + (size_t)i * D, D);
+        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+        cnt[i] = 0;
+    }
+    for (c = 0; c < R->nc; ++c) attn__unit(isa, R->cen + ((size_t)h * R->nc + c) * D, mu + (size_t)c * D, D);
+    for (c = 0; c < R->nc; ++c) {
+        for (i = 0; i < n; ++i) { ent[i].s = isa->dot(Xn + (size_t)i * D, mu + (size_t)c * D, D); ent[i].pos = i; }
+        qsort(ent, (size_t)n, sizeof *ent, attn__rt_by_score);
+        qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
+        for (s = 0; s < w; ++s) {                 /* query ent[s].pos over the window */
+            const int p = ent[s].pos;
+            float mx, sum;
+            int m = 0;
+            for (t = 0; t < w; ++t) {
+                const int j = ent[t].pos;
+                float x;
+                if (P->causal && j > p) { sc[t] = -INFINITY; continue; }
+                x = j == p ? -5e4f : isa->dot(Q + (size_t)p * D, K + (size_t)j * D, D);
+                sc[t] = x; ++m;
+            }
+            if (!m) continue;                     /* (never: the query's own key is visible) */
+            mx = isa->max(sc, w);
+            sum = isa->exp_sum(sc, sc, mx, w);
+            for (t = 0; t < w; ++t)
+                if (sc[t] != 0.0f) isa->axpy(acc + (size_t)p * Dv, sc[t] / sum, V + (size_t)ent[t].pos * Dv, Dv);
+            cnt[p]++;
+        }
+    }
+    for (i = 0; i < n; ++i)
+        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, cnt[i] ? 1.0f / (float)cnt[i] : 0.0f);
+}
+
+/* The checks ATTN_ROUTING's forward and attn_routing_update share: the routing parameters. */
+static attn_status attn__rt_params(const attn_routing_params *p, int heads, int dim) {
+    size_t n, i;
+    if (!p->centroids) return ATTN_ERR_ROUTING_CENTROIDS;
+    if (p->n_clusters < 1) return ATTN_ERR_ROUTING_CLUSTERS;
+    if (p->window < 0) return ATTN_ERR_ROUTING_WINDOW;
+    if (!attn__mul_size((size_t)heads * (size_t)p->n_clusters, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
+        return ATTN_ERR_OVERFLOW;
+    for (i = 0; i < n; ++i) if (!isfinite(p->centroids[i])) return ATTN_ERR_ROUTING_NONFINITE;
+    return ATTN_OK;
+}
+
+static attn_status attn__routing_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn__problem P;
+    attn__rt R;
+    size_t bytes;
+    attn__ws w;
+    attn_status s;
+    int tasks, nt;
+    memset(&P, 0, sizeof P);
+    memset(&R, 0, sizeof R);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P.q, &P.k, &P.v, &P.out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
+    if (c->lse) return ATTN_ERR_ROUTING_LSE;
+    P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P.causal = d->causal;
+    P.n_threads = attn__resolve_threads(d);
+    R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
+    R.w = ATTN__MIN(d->routing.window ? d->routing.window : 64, R.n);
+    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.nc, R.w);
+    tasks = c->q.batch * c->q.heads;
+    nt = ATTN__MIN(P.n_threads, tasks);
+    if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
+        return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    R.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, tasks, nt, attn__rt_task, &R);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_routing = { attn__routing_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids) {
+    attn__view xv;
+    attn_status s;
+    int C, D, H, h, b, i, c, e, best;
+    double *sum, *mu;
+    int *count;
+    float bs, t;
+    const attn__isa *isa = attn__pick_isa();
+    float *xr;
+    attn_routing_params prm;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    prm = desc->routing; prm.centroids = centroids;
+    if (!x.data) return ATTN_ERR_ROUTING_X;
+    if (!attn__dtype_ok(x.dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(&x)) return ATTN_ERR_Q_SHAPE;
+    if ((s = attn__make_view(&x, &xv)) != ATTN_OK) return s;
+    if ((s = attn__rt_params(&prm, x.heads, x.dim)) != ATTN_OK) return s;
+    if (!(decay >= 0.0f && decay < 1.0f)) return ATTN_ERR_ROUTING_DECAY;
+    if (decay == 0.0f) decay = 0.999f;
+    C = desc->routing.n_clusters; D = x.dim; H = x.heads;
+    sum = (double *)attn__alloc(sizeof(double) * ((size_t)C * D + (size_t)C * D) + sizeof(int) * (size_t)C + sizeof(float) * 2 * (size_t)D);
+    if (!sum) return ATTN_ERR_OUT_OF_MEMORY;
+    mu = sum + (size_t)C * D;
+    count = (int *)(void *)(mu + (size_t)C * D);
+    xr = (float *)(void *)(count + C);
+    for (h = 0; h < H; ++h) {
+        float *cen = centroids + (size_t)h * C * D;
+        memset(sum, 0, sizeof(double) * (size_t)C * D);
+        memset(count, 0, sizeof(int) * (size_t)C);
+        for (c = 0; c < C; ++c) {                  /* unit centroids, in double */
+            double nn = 0;
+            for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * cen[(size_t)c * D + e];
+            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
+        }
+        for (b = 0; b < x.batch; ++b)
+            for (i = 0; i < x.seq; ++i) {
+                double nn = 0;
+                isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
+                for (e = 0; e < D; ++e) nn += (double)xr[e] * xr[e];
+                nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;
+                best = 0; bs = -INFINITY;
+                for (c = 0; c < C; ++c) {
+                    double dt = 0;
+                    for (e = 0; e < D; ++e) dt += xr[e] * nn * mu[(size_t)c * D + e];
+                    t = (float)dt;
+                    if (t > bs) { bs = t; best = c; }
+                }
+                for (e = 0; e < D; ++e) sum[(size_t)best * D + e] += xr[e] * nn;
+                count[best]++;
+            }
+        for (c = 0; c < C; ++c) {
+            double nn = 0;
+            if (!count[c]) continue;              /* empty cluster: keeps its centroid */
+            for (e = 0; e < D; ++e) nn += sum[(size_t)c * D + e] * sum[(size_t)c * D + e];
+            nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;    /* |m| = |sum| / count: m / |m| = sum / |sum| */
+            for (e = 0; e < D; ++e)
+                cen[(size_t)c * D + e] = (float)(decay * (double)cen[(size_t)c * D + e] + (1.0 - decay) * sum[(size_t)c * D + e] * nn);
+        }
+    }
+    attn__free(sum);
     return ATTN_OK;
 }
 
