@@ -7333,9 +7333,10 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
 }
 
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
-   One task per (batch, head): the head's rows in fp32, the routing scores per cluster (vector
-   layer dots), a sort for each cluster's top-w window, the window's attention (dots, max,
-   exp_sum, axpy), and per token the sum of its windows' outputs and their count. */
+   One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
+   at a time on the exact core's Q.K^T tile kernel, streamed into one heap per cluster that
+   keeps its top w (O(n log w)); each window's attention (vector layer dots, max, exp_sum,
+   axpy); per token the sum of its windows' outputs and their count. */
 typedef struct attn__rt {
     const attn__problem *P;
     int n, nc, w;
@@ -7346,14 +7347,28 @@ typedef struct attn__rt {
 } attn__rt;
 
 typedef struct attn__rt_ent { float s; int pos; } attn__rt_ent;
-static int attn__rt_by_score(const void *a, const void *b) {   /* score descending, position ascending */
-    const attn__rt_ent *x = (const attn__rt_ent *)a, *y = (const attn__rt_ent *)b;
-    if (x->s != y->s) return x->s > y->s ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
 static int attn__rt_by_pos(const void *a, const void *b) {
     const attn__rt_ent *x = (const attn__rt_ent *)a, *y = (const attn__rt_ent *)b;
     return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+/* a ranks below b: lower score, or the same score at a later position */
+static int attn__rt_worse(attn__rt_ent a, attn__rt_ent b) { return a.s < b.s || (a.s == b.s && a.pos > b.pos); }
+
+/* Offers e to the heap of the w best entries (the worst on top); *n entries so far. */
+static void attn__rt_offer(attn__rt_ent *hp, int *n, int w, attn__rt_ent e) {
+    int i, c;
+    if (*n < w) {
+        for (i = (*n)++; i > 0 && attn__rt_worse(e, hp[(i - 1) / 2]); i = (i - 1) / 2) hp[i] = hp[(i - 1) / 2];
+        hp[i] = e;
+        return;
+    }
+    if (!attn__rt_worse(hp[0], e)) return;
+    for (i = 0; (c = 2 * i + 1) < w; i = c) {
+        if (c + 1 < w && attn__rt_worse(hp[c + 1], hp[c])) ++c;
+        if (!attn__rt_worse(hp[c], e)) break;
+        hp[i] = hp[c];
+    }
+    hp[i] = e;
 }
 
 /* mu / |mu| into dst (zeros for a zero row) */
@@ -7363,10 +7378,11 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
     isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
 }
 
-static size_t attn__rt_ws_floats(int n, int D, int Dv, int nc, int w) {
-    /* floats: Q, K, X [n][D], V, acc [n][Dv], mu [nc][D], scores [w]; ints: count [n];
-       entries [n] (2 each) */
-    return attn__round16((size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1 + 2) + (size_t)nc * D + (size_t)w);
+static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
+    /* floats: RT [D][BQ], S [BK][BQ] (aligned, first), Q, K, X [n][D], V, acc [n][Dv], a row [D],
+       scores [w]; ints: count [n], heap sizes [BQ]; heaps [BQ][w] entries (2 each) */
+    return attn__round16((size_t)D * ATTN__BQ + ATTN__BK * ATTN__BQ + (size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1) +
+                         (size_t)D + (size_t)w + ATTN__BQ + 2 * (size_t)ATTN__BQ * w);
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
@@ -7374,11 +7390,12 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     const attn__problem *P = R->P;
     const attn__isa *isa = R->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = R->n, D = P->q.dim, Dv = P->v.dim, w = R->w;
-    float *Q = R->ws + (size_t)thread * R->ws_floats, *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
-    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *mu = acc + (size_t)n * Dv, *sc = mu + (size_t)R->nc * D;
-    int *cnt = (int *)(void *)(sc + w);
-    attn__rt_ent *ent = (attn__rt_ent *)(void *)(cnt + n);
-    int i, c, s, t;
+    float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
+    float *Q = S + ATTN__BK * ATTN__BQ, *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
+    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *sc = row + D;
+    int *cnt = (int *)(void *)(sc + w), *hn = cnt + n;
+    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(hn + ATTN__BQ);
+    int i, c0, cl, s, t, e, i0;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
         isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
@@ -7387,28 +7404,41 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
         cnt[i] = 0;
     }
-    for (c = 0; c < R->nc; ++c) attn__unit(isa, R->cen + ((size_t)h * R->nc + c) * D, mu + (size_t)c * D, D);
-    for (c = 0; c < R->nc; ++c) {
-        for (i = 0; i < n; ++i) { ent[i].s = isa->dot(Xn + (size_t)i * D, mu + (size_t)c * D, D); ent[i].pos = i; }
-        qsort(ent, (size_t)n, sizeof *ent, attn__rt_by_score);
-        qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
-        for (s = 0; s < w; ++s) {                 /* query ent[s].pos over the window */
-            const int p = ent[s].pos;
-            float mx, sum;
-            int m = 0;
-            for (t = 0; t < w; ++t) {
-                const int j = ent[t].pos;
-                float x;
-                if (P->causal && j > p) { sc[t] = -INFINITY; continue; }
-                x = j == p ? -5e4f : isa->dot(Q + (size_t)p * D, K + (size_t)j * D, D);
-                sc[t] = x; ++m;
+    for (c0 = 0; c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
+        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0), lanes = (int)attn__round16((size_t)ncb);
+        memset(RT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
+        for (cl = 0; cl < ncb; ++cl) {
+            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, row, D);
+            for (e = 0; e < D; ++e) RT[(size_t)e * ATTN__BQ + cl] = row[e];
+            hn[cl] = 0;
+        }
+        for (i0 = 0; i0 < n; i0 += ATTN__BK) {       /* routing scores on the Q.K^T tile kernel */
+            const int nk = ATTN__MIN(ATTN__BK, n - i0);
+            isa->qk(Xn + (size_t)i0 * D, D, nk, RT, lanes, D, S);
+            for (i = 0; i < nk; ++i)
+                for (cl = 0; cl < ncb; ++cl) {
+                    attn__rt_ent en;
+                    en.s = S[(size_t)i * ATTN__BQ + cl]; en.pos = i0 + i;
+                    attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+                }
+        }
+        for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
+            attn__rt_ent *ent = heaps + (size_t)cl * w;
+            qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
+            for (s = 0; s < w; ++s) {
+                const int p = ent[s].pos;
+                float mx, sum;
+                for (t = 0; t < w; ++t) {
+                    const int j = ent[t].pos;
+                    if (P->causal && j > p) { sc[t] = -INFINITY; continue; }
+                    sc[t] = j == p ? -5e4f : isa->dot(Q + (size_t)p * D, K + (size_t)j * D, D);
+                }
+                mx = isa->max(sc, w);                /* >= -5e4: the query's own key is in the window */
+                sum = isa->exp_sum(sc, sc, mx, w);
+                for (t = 0; t < w; ++t)
+                    if (sc[t] != 0.0f) isa->axpy(acc + (size_t)p * Dv, sc[t] / sum, V + (size_t)ent[t].pos * Dv, Dv);
+                cnt[p]++;
             }
-            if (!m) continue;                     /* (never: the query's own key is visible) */
-            mx = isa->max(sc, w);
-            sum = isa->exp_sum(sc, sc, mx, w);
-            for (t = 0; t < w; ++t)
-                if (sc[t] != 0.0f) isa->axpy(acc + (size_t)p * Dv, sc[t] / sum, V + (size_t)ent[t].pos * Dv, Dv);
-            cnt[p]++;
         }
     }
     for (i = 0; i < n; ++i)
@@ -7452,7 +7482,7 @@ static attn_status attn__routing_forward(const attn__call *c) {
     P.n_threads = attn__resolve_threads(d);
     R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
     R.w = ATTN__MIN(d->routing.window ? d->routing.window : 64, R.n);
-    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.nc, R.w);
+    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w);
     tasks = c->q.batch * c->q.heads;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))

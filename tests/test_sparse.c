@@ -826,6 +826,7 @@ static void test_routing(void) {
     rt_case(&r, 2, 100, 2, 16, 16, ATTN_F32, ATTN_F32, 10, 10, 1, 1);        /* causal, sqrt(n) clusters */
     rt_case(&r, 1, 50, 3, 8, 12, ATTN_F16, ATTN_BF16, 3, 8, 0, 0);           /* separate q */
     rt_case(&r, 1, 7, 1, 4, 4, ATTN_F32, ATTN_F32, 2, 20, 1, 1);             /* window > n */
+    rt_case(&r, 1, 150, 2, 8, 8, ATTN_F32, ATTN_F32, 70, 8, 1, 1);          /* clusters in 2 blocks of 64 */
     for (it = 0; it < n; ++it)
         rt_case(&r, t_irange(&r, 1, 2), t_irange(&r, 1, 120), t_irange(&r, 1, 3), t_irange(&r, 2, 24), t_irange(&r, 1, 24),
                 sp_dtypes[t_irange(&r, 0, 2)], sp_dtypes[t_irange(&r, 0, 2)], t_irange(&r, 1, 8), t_irange(&r, 0, 40),
