@@ -22,7 +22,9 @@
         3.11 layers: standard MHA, Optimized, Efficient, Super, Direct
         3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, decoding
              (attn__softmax_decode), EL-attention
-        3.13 sparse attention
+        3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
+             dilation), attn__bsr (the block-sparse kernel on the exact core's tiles),
+             ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention
         3.15 low-rank attention
         3.16 state-space scans

@@ -990,6 +990,18 @@ static void test_sparse_errors(void) {
         for (i = 0; i < 8; ++i) if (tbl[i] != 1000 + i) break;
         T_CHECK(i == 8, "table: a failed call wrote the table");
     }
+    {   /* no sparse kind has a backward, decode or step: ATTN_ERR_KIND_OP, nothing written */
+        static const attn_kind kinds[4] = { ATTN_LONGFORMER, ATTN_BIGBIRD, ATTN_LSH, ATTN_ROUTING };
+        float lse[512];
+        for (i = 0; i < 4; ++i) {
+            memset(&d, 0, sizeof d);
+            d.kind = kinds[i];
+            t_sentinel(o.buf, sp_bytes(&o), 0x11u);
+            T_CHECK(attn_backward(&d, q.t, k.t, v.t, o.t, o.t, lse, q.t, k.t, v.t) == ATTN_ERR_KIND_OP &&
+                    t_sentinel_ok(o.buf, sp_bytes(&o), 0x11u), "%s: attn_backward must be ATTN_ERR_KIND_OP", attn_kind_name(kinds[i]));
+            T_CHECK(strstr(attn_kind_name(kinds[i]), "unknown") == NULL, "kind name");
+        }
+    }
     sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&k2); sp_free(&v2);
 }
 
