@@ -249,10 +249,12 @@ static void test_longformer(void) {
     for (it = 0; it < n; ++it) {
         const int Hkv = t_irange(&r, 1, 3), Hq = Hkv * t_irange(&r, 1, 3), Sk = t_irange(&r, 1, 150);
         const int Sq = t_chance(&r, 0.7) ? Sk : t_irange(&r, 1, 150);
-        lf_case(&r, t_irange(&r, 1, 2), Sq, Sk, Hq, Hkv, t_irange(&r, 1, 40), t_irange(&r, 1, 40),
-                sp_dtypes[t_irange(&r, 0, 2)], sp_dtypes[t_irange(&r, 0, 2)], t_irange(&r, 1, 12), t_irange(&r, 0, 12),
-                t_chance(&r, 0.3) ? t_irange(&r, 1, 4) : 0, t_chance(&r, 0.3), t_irange(&r, 0, 3), t_chance(&r, 0.8),
-                t_irange(&r, 0, 15));
+        int a[12];   /* drawn in order (argument evaluation order is unspecified) */
+        a[0] = t_irange(&r, 1, 2); a[1] = t_irange(&r, 1, 40); a[2] = t_irange(&r, 1, 40); a[3] = t_irange(&r, 0, 2);
+        a[4] = t_irange(&r, 0, 2); a[5] = t_irange(&r, 1, 12); a[6] = t_irange(&r, 0, 12);
+        a[7] = t_chance(&r, 0.3) ? t_irange(&r, 1, 4) : 0; a[8] = t_chance(&r, 0.3); a[9] = t_irange(&r, 0, 3);
+        a[10] = t_chance(&r, 0.8); a[11] = t_irange(&r, 0, 15);
+        lf_case(&r, a[0], Sq, Sk, Hq, Hkv, a[1], a[2], sp_dtypes[a[3]], sp_dtypes[a[4]], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
     }
 }
 
@@ -418,8 +420,11 @@ static void test_bigbird(void) {
         static const int blks[6] = { 4, 8, 16, 24, 64, 70 };
         const int blk = t_pick(&r, blks, 6), nb = t_irange(&r, 1, 12);
         const int Hkv = t_irange(&r, 1, 2), Hq = Hkv * t_irange(&r, 1, 3);
-        bb_case(&r, t_irange(&r, 1, 2), blk * nb, Hq, Hkv, t_irange(&r, 1, 40), t_irange(&r, 1, 40), sp_dtypes[t_irange(&r, 0, 2)],
-                sp_dtypes[t_irange(&r, 0, 2)], blk, t_irange(&r, 0, 4), t_chance(&r, 0.5), t_chance(&r, 0.8), t_chance(&r, 0.2));
+        int a[9];
+        a[0] = t_irange(&r, 1, 2); a[1] = t_irange(&r, 1, 40); a[2] = t_irange(&r, 1, 40); a[3] = t_irange(&r, 0, 2);
+        a[4] = t_irange(&r, 0, 2); a[5] = t_irange(&r, 0, 4); a[6] = t_chance(&r, 0.5); a[7] = t_chance(&r, 0.8);
+        a[8] = t_chance(&r, 0.2);
+        bb_case(&r, a[0], blk * nb, Hq, Hkv, a[1], a[2], sp_dtypes[a[3]], sp_dtypes[a[4]], blk, a[5], a[6], a[7], a[8]);
     }
     bb_full(&r, 256, 16, 16, 0);        /* r >= every candidate: full */
     bb_full(&r, 512, 64, 3, 1);         /* n = 512 <= (5 + 6) 64: HF falls back to full */
@@ -622,9 +627,11 @@ static void test_lsh(void) {
     for (it = 0; it < n; ++it) {
         static const int cs[4] = { 4, 8, 16, 32 };
         const int c = t_pick(&r, cs, 4), nch = t_irange(&r, 1, 6);
-        lsh_case(&r, t_irange(&r, 1, 2), c * nch, t_irange(&r, 1, 3), t_irange(&r, 2, 24), t_irange(&r, 1, 24),
-                 sp_dtypes[t_irange(&r, 0, 2)], sp_dtypes[t_irange(&r, 0, 2)], c, t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 5),
-                 t_irange(&r, 0, 4), t_chance(&r, 0.5), t_chance(&r, 0.5), t_chance(&r, 0.7));
+        int a[11];
+        a[0] = t_irange(&r, 1, 2); a[1] = t_irange(&r, 1, 3); a[2] = t_irange(&r, 2, 24); a[3] = t_irange(&r, 1, 24);
+        a[4] = t_irange(&r, 0, 2); a[5] = t_irange(&r, 0, 2); a[6] = t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 5);
+        a[7] = t_irange(&r, 0, 4); a[8] = t_chance(&r, 0.5); a[9] = t_chance(&r, 0.5); a[10] = t_chance(&r, 0.7);
+        lsh_case(&r, a[0], c * nch, a[1], a[2], a[3], sp_dtypes[a[4]], sp_dtypes[a[5]], c, a[6], a[7], a[8], a[9], a[10]);
     }
     lsh_one_chunk(&r, 32, ATTN_F32);
     lsh_one_chunk(&r, 64, ATTN_F32);
@@ -827,10 +834,13 @@ static void test_routing(void) {
     rt_case(&r, 1, 50, 3, 8, 12, ATTN_F16, ATTN_BF16, 3, 8, 0, 0);           /* separate q */
     rt_case(&r, 1, 7, 1, 4, 4, ATTN_F32, ATTN_F32, 2, 20, 1, 1);             /* window > n */
     rt_case(&r, 1, 150, 2, 8, 8, ATTN_F32, ATTN_F32, 70, 8, 1, 1);          /* clusters in 2 blocks of 64 */
-    for (it = 0; it < n; ++it)
-        rt_case(&r, t_irange(&r, 1, 2), t_irange(&r, 1, 120), t_irange(&r, 1, 3), t_irange(&r, 2, 24), t_irange(&r, 1, 24),
-                sp_dtypes[t_irange(&r, 0, 2)], sp_dtypes[t_irange(&r, 0, 2)], t_irange(&r, 1, 8), t_irange(&r, 0, 40),
-                t_chance(&r, 0.5), t_chance(&r, 0.7));
+    for (it = 0; it < n; ++it) {
+        int a[11];
+        a[0] = t_irange(&r, 1, 2); a[1] = t_irange(&r, 1, 120); a[2] = t_irange(&r, 1, 3); a[3] = t_irange(&r, 2, 24);
+        a[4] = t_irange(&r, 1, 24); a[5] = t_irange(&r, 0, 2); a[6] = t_irange(&r, 0, 2); a[7] = t_irange(&r, 1, 8);
+        a[8] = t_irange(&r, 0, 40); a[9] = t_chance(&r, 0.5); a[10] = t_chance(&r, 0.7);
+        rt_case(&r, a[0], a[1], a[2], a[3], a[4], sp_dtypes[a[5]], sp_dtypes[a[6]], a[7], a[8], a[9], a[10]);
+    }
     rt_one_cluster(&r, 40);
     rt_one_cluster(&r, 64);
     rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f);
