@@ -176,7 +176,8 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    the cost is O(seq * window) per head (a dilated head without global tokens, sinks, padding,
    ALiBi, bias or RoPE and with q.seq == k.seq runs as D undilated problems on every D-th row;
    otherwise its dilated window is masked element by element: O(seq * window * D)). Dropout is
-   not supported.
+   not supported. attn_backward: the exact backward on the same pieces (the query heads of a KV
+   group must share a dilation; dbias with a head-broadcast bias needs one dilation for all).
    field       default (NULL)              meaning
    dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
 typedef struct attn_longformer_params {
@@ -566,6 +567,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_ROUTING_NONFINITE,     321, ATTN_CAT_RANGE,       "attn_desc.routing.centroids must be finite") \
     X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
     X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
+    X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     \
     /* -- linear and kernel (350-399) -- */ \
     \
@@ -6926,7 +6928,94 @@ static attn_status attn__longformer_forward(const attn__call *c) {
     attn__ws_release(&w);
     return ATTN_OK;
 }
-static const attn__mech attn__mech_longformer = { attn__longformer_forward, NULL, NULL, NULL, NULL };
+/* attn_backward: the exact backward (3.9) on the same pieces and classes as the forward; the
+   pieces are whole KV groups (required), the classes own disjoint key rows, so every dk/dv row
+   is written by one call. lse rows are staged into each call's dense layout. */
+static void attn__lf_rows_all(attn__call *sc, int rho, int D) {
+    attn__lf_rows(&sc->q, rho, D); attn__lf_rows(&sc->k, rho, D); attn__lf_rows(&sc->v, rho, D);
+    attn__lf_rows(&sc->out, rho, D); attn__lf_rows(&sc->dout, rho, D); attn__lf_rows(&sc->dq, rho, D);
+    attn__lf_rows(&sc->dk, rho, D); attn__lf_rows(&sc->dv, rho, D);
+}
+static attn_status attn__longformer_backward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn_desc sd = *d;
+    attn__call fc;
+    size_t sub = 0, one, stage, bytes;
+    attn__ws w;
+    attn_status s;
+    int h, h0, h1, pass, pieces = 0, dummy = 0;
+    const int Hq = c->q.heads, B = c->q.batch, Sq = c->q.seq;
+    float *lse_stage = NULL;
+    memset(&w, 0, sizeof w);
+    sd.kind = ATTN_SOFTMAX;
+    /* every check of the exact backward on the whole call: a caller workspace of 0 bytes makes
+       it stop with ATTN_ERR_WORKSPACE right after them, before it writes anything */
+    fc = *c; fc.d = &sd;
+    if (!c->bytes) { sd.workspace = &dummy; sd.workspace_size = 0; }
+    s = attn__softmax_backward(&fc);
+    sd.workspace = d->workspace; sd.workspace_size = d->workspace_size;
+    if (c->bytes ? s != ATTN_OK : s != ATTN_ERR_WORKSPACE) return s;
+    if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->longformer.dilations)
+        for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
+    {
+        const int g = Hq / c->k.heads;
+        for (h = 0; h < Hq; ++h) if (attn__lf_dil(d, h) != attn__lf_dil(d, h / g * g)) return ATTN_ERR_LONGFORMER_BACKWARD;
+        for (h = 0; h < Hq; ++h) if (attn__lf_dil(d, h) != attn__lf_dil(d, 0)) break;
+        if (h < Hq && d->dbias && d->bias.heads == 1) return ATTN_ERR_LONGFORMER_BACKWARD;
+    }
+    stage = (size_t)B * Hq * Sq;
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            if (!attn__mul_size(stage, sizeof(float), &bytes) || !attn__add_size(bytes, sub, &bytes) ||
+                !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+            if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+            if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+            lse_stage = (float *)(void *)(w.base + sub);
+        }
+        for (h0 = 0; h0 < Hq; h0 = h1) {
+            const int Dh = attn__lf_dil(d, h0), nc = attn__lf_classes(c, Dh);
+            int rho;
+            h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
+            if (pass == 0) ++pieces;
+            for (rho = 0; rho < nc; ++rho) {
+                attn_desc qd = sd;
+                attn__call sc;
+                const int nh = h1 - h0, nk = nh / (Hq / c->k.heads);
+                int b, hh, i;
+                attn__lf_sub(c, &qd, h0, h1, &sc);
+                sc.dout = attn__heads_view(&c->dout, h0, nh);
+                sc.dq = attn__heads_view(&c->dq, h0, nh);
+                sc.dk = attn__heads_view(&c->dk, h0 / (Hq / c->k.heads), nk);
+                sc.dv = attn__heads_view(&c->dv, h0 / (Hq / c->k.heads), nk);
+                if (c->bytes) sc.out = attn__heads_view(&c->out, h0, nh);   /* sliced views are never read here */
+                if (d->dbias && d->bias.heads != 1)
+                    qd.dbias = d->dbias + (qd.bias.data - d->bias.data);        /* dbias has bias's strides */
+                if (nc > 1) { qd.dilation = 1; attn__lf_rows_all(&sc, rho, Dh); }
+                if (pass == 0) {
+                    qd.workspace = NULL; qd.workspace_size = 0;
+                    sc.bytes = &one;
+                    if ((s = attn__softmax_backward(&sc)) != ATTN_OK) return s;
+                    sub = ATTN__MAX(sub, one);
+                    continue;
+                }
+                for (b = 0; b < B; ++b)                  /* lse rows into the call's dense [B][nh][rows] */
+                    for (hh = 0; hh < nh; ++hh)
+                        for (i = 0; i < sc.q.seq; ++i)
+                            lse_stage[((size_t)b * nh + hh) * sc.q.seq + i] =
+                                c->lse_in[((size_t)b * Hq + h0 + hh) * Sq + rho + (size_t)i * (nc > 1 ? Dh : 1)];
+                qd.workspace = w.base; qd.workspace_size = sub;
+                sc.lse_in = lse_stage;
+                s = attn__softmax_backward(&sc);
+                ATTN_ASSERT(s == ATTN_OK);
+            }
+        }
+    }
+    (void)pieces;
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_longformer = { attn__longformer_forward, attn__longformer_backward, NULL, NULL, NULL };
 
 /* ---- The block-sparse kernel: each query block of each head attends a list of key blocks ----
    The exact core's tiles (3.7: attn__tile_begin, attn__tile_chunk, attn__tile_end: their Q.K^T,

@@ -258,6 +258,131 @@ static void test_longformer(void) {
     }
 }
 
+/* ---- Longformer backward: the gradients of the masked softmax in double ----------------- */
+static double lf_bwd_err(const double *ref, const attn_tensor *t) {
+    double mx = 1, err = 0;
+    int b, s, h, d;
+    size_t n = 0;
+    for (b = 0; b < t->batch; ++b)
+        for (s = 0; s < t->seq; ++s)
+            for (h = 0; h < t->heads; ++h)
+                for (d = 0; d < t->dim; ++d, ++n) if (fabs(ref[n]) > mx) mx = fabs(ref[n]);
+    n = 0;
+    for (b = 0; b < t->batch; ++b)
+        for (s = 0; s < t->seq; ++s)
+            for (h = 0; h < t->heads; ++h)
+                for (d = 0; d < t->dim; ++d, ++n) {
+                    const double e = fabs(t_load(t, b, s, h, d) - ref[n]);
+                    if (!(e <= err)) err = e != e ? INFINITY : e;
+                }
+    return err / mx;
+}
+
+static void lf_bwd_case(t_rng *r, int B, int S, int Hq, int Hkv, int D, int Dv, int w, int G, int causal, int mode, int alibi_on) {
+    sp_tensor q = sp_make(ATTN_F32, B, S, Hq, D, 0), k = sp_make(ATTN_F32, B, S, Hkv, D, 0), v = sp_make(ATTN_F32, B, S, Hkv, Dv, 0),
+              o = sp_make(ATTN_F32, B, S, Hq, Dv, 0), dout = sp_make(ATTN_F32, B, S, Hq, Dv, 0),
+              dq = sp_make(ATTN_F32, B, S, Hq, D, 0), dk = sp_make(ATTN_F32, B, S, Hkv, D, 0), dv = sp_make(ATTN_F32, B, S, Hkv, Dv, 0),
+              dq2 = sp_make(ATTN_F32, B, S, Hq, D, 0), dk2 = sp_make(ATTN_F32, B, S, Hkv, D, 0), dv2 = sp_make(ATTN_F32, B, S, Hkv, Dv, 0);
+    const int g = Hq / Hkv;
+    int *dil = (int *)t_xmalloc(sizeof(int) * (size_t)Hq), h, b, i, j, e;
+    float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * S), alibi[16];
+    double *rdq = (double *)t_xmalloc(sizeof(double) * q.n), *rdk = (double *)t_xmalloc(sizeof(double) * k.n);
+    double *rdv = (double *)t_xmalloc(sizeof(double) * v.n), *P = (double *)t_xmalloc(sizeof(double) * (size_t)S);
+    const double scale = 1.0 / sqrt((double)D);
+    attn_desc d;
+    lf_ref L;
+    attn_status st;
+    char what[128];
+    t_fill_normal(&q.t, r, 1.0); t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0); t_fill_normal(&dout.t, r, 1.0);
+    for (h = 0; h < Hq; ++h) dil[h] = h % g == 0 ? (mode == 1 ? 2 : t_irange(r, 0, 5)) : dil[h - 1];   /* one per KV group */
+    for (h = 0; h < Hq; ++h) alibi[h] = (float)(0.1 * (h + 1));
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LONGFORMER; d.window_left = d.window_right = w; d.global_tokens = G; d.causal = causal;
+    d.longformer.dilations = dil; d.n_threads = 1 + (int)(t_next(r) % 3);
+    if (alibi_on) d.alibi_slopes = alibi;
+    sprintf(what, "longformer backward B%d S%d H%d/%d D%d/%d w%d G%d c%d m%d a%d", B, S, Hq, Hkv, D, Dv, w, G, causal, mode, alibi_on);
+    L.Sq = S; L.Sk = S; L.wl = w; L.wr = w; L.G = G; L.causal = causal; L.dil = dil; L.seqlens_k = NULL;
+    memset(rdq, 0, sizeof(double) * q.n); memset(rdk, 0, sizeof(double) * k.n); memset(rdv, 0, sizeof(double) * v.n);
+    for (b = 0; b < B; ++b)
+        for (h = 0; h < Hq; ++h)
+            for (i = 0; i < S; ++i) {
+                double mx = -INFINITY, l = 0, Di = 0, o_i[64];
+                for (j = 0; j < S; ++j) {
+                    double x = 0;
+                    P[j] = -INFINITY;
+                    if (!lf_vis(&L, b, h, i, j)) continue;
+                    for (e = 0; e < D; ++e) x += t_load(&q.t, b, i, h, e) * t_load(&k.t, b, j, h / g, e);
+                    x = x * scale - (alibi_on ? alibi[h] * fabs((double)i - j) : 0.0);
+                    P[j] = x; if (x > mx) mx = x;
+                }
+                if (mx == -INFINITY) continue;
+                for (j = 0; j < S; ++j) if (P[j] > -INFINITY) l += exp(P[j] - mx);
+                for (e = 0; e < Dv; ++e) o_i[e] = 0;
+                for (j = 0; j < S; ++j) {
+                    if (P[j] == -INFINITY) { P[j] = 0; continue; }
+                    P[j] = exp(P[j] - mx) / l;
+                    for (e = 0; e < Dv; ++e) o_i[e] += P[j] * t_load(&v.t, b, j, h / g, e);
+                }
+                for (e = 0; e < Dv; ++e) Di += t_load(&dout.t, b, i, h, e) * o_i[e];
+                for (j = 0; j < S; ++j) {
+                    double dp = 0, ds;
+                    if (P[j] == 0) continue;
+                    for (e = 0; e < Dv; ++e) {
+                        dp += t_load(&dout.t, b, i, h, e) * t_load(&v.t, b, j, h / g, e);
+                        rdv[(((size_t)b * S + j) * Hkv + h / g) * Dv + e] += P[j] * t_load(&dout.t, b, i, h, e);
+                    }
+                    ds = P[j] * (dp - Di) * scale;
+                    for (e = 0; e < D; ++e) {
+                        rdq[(((size_t)b * S + i) * Hq + h) * D + e] += ds * t_load(&k.t, b, j, h / g, e);
+                        rdk[(((size_t)b * S + j) * Hkv + h / g) * D + e] += ds * t_load(&q.t, b, i, h, e);
+                    }
+                }
+            }
+    st = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
+    if (st == ATTN_OK) st = attn_backward(&d, q.t, k.t, v.t, o.t, dout.t, lse, dq.t, dk.t, dv.t);
+    if (!T_CHECK(st == ATTN_OK, "%s: status %d", what, (int)st)) goto done;
+    T_CHECK(lf_bwd_err(rdq, &dq.t) <= 1e-4 && lf_bwd_err(rdk, &dk.t) <= 1e-4 && lf_bwd_err(rdv, &dv.t) <= 1e-4,
+            "%s: gradients differ from the reference (dq %.2g, dk %.2g, dv %.2g)", what, lf_bwd_err(rdq, &dq.t),
+            lf_bwd_err(rdk, &dk.t), lf_bwd_err(rdv, &dv.t));
+    {   /* other thread count with a caller workspace: bitwise, allocation-free */
+        attn_desc e2 = d;
+        size_t bytes = 0, m0;
+        void *ws;
+        e2.n_threads = d.n_threads % 3 + 1;
+        T_CHECK(attn_backward_workspace_size(&e2, q.t, k.t, v.t, &bytes) == ATTN_OK && bytes > 0, "%s: workspace query", what);
+        ws = t_xmalloc(bytes);
+        e2.workspace = ws; e2.workspace_size = bytes;
+        m0 = t_attn_mallocs;
+        st = attn_backward(&e2, q.t, k.t, v.t, o.t, dout.t, lse, dq2.t, dk2.t, dv2.t);
+        T_CHECK(st == ATTN_OK && t_attn_mallocs == m0 && memcmp(dq.buf, dq2.buf, sp_bytes(&dq)) == 0 &&
+                memcmp(dk.buf, dk2.buf, sp_bytes(&dk)) == 0 && memcmp(dv.buf, dv2.buf, sp_bytes(&dv)) == 0,
+                "%s: threads %d vs %d / caller workspace", what, d.n_threads, e2.n_threads);
+        free(ws);
+    }
+    if (g > 1) {   /* two dilations inside one KV group: a clear status, nothing written */
+        dil[1] = dil[0] + 1;
+        t_sentinel(dq2.buf, sp_bytes(&dq2), 0x21u); t_sentinel(dk2.buf, sp_bytes(&dk2), 0x22u); t_sentinel(dv2.buf, sp_bytes(&dv2), 0x23u);
+        st = attn_backward(&d, q.t, k.t, v.t, o.t, dout.t, lse, dq2.t, dk2.t, dv2.t);
+        if (T_CHECK(st == ATTN_ERR_LONGFORMER_BACKWARD && t_sentinel_ok(dq2.buf, sp_bytes(&dq2), 0x21u) &&
+                    t_sentinel_ok(dk2.buf, sp_bytes(&dk2), 0x22u) && t_sentinel_ok(dv2.buf, sp_bytes(&dv2), 0x23u),
+                    "%s: split group must give ATTN_ERR_LONGFORMER_BACKWARD, got %d", what, (int)st))
+            t_status_provoked[ATTN_ERR_LONGFORMER_BACKWARD] = 1;
+    }
+done:
+    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&dout); sp_free(&dq); sp_free(&dk); sp_free(&dv);
+    sp_free(&dq2); sp_free(&dk2); sp_free(&dv2);
+    free(dil); free(lse); free(rdq); free(rdk); free(rdv); free(P);
+}
+
+static void test_longformer_backward(void) {
+    t_rng r = t_rng_seed(41);
+    lf_bwd_case(&r, 2, 60, 4, 2, 16, 12, 4, 0, 0, 0, 0);     /* per-group dilations, D strided problems */
+    lf_bwd_case(&r, 1, 70, 4, 4, 8, 8, 5, 0, 1, 0, 0);       /* causal */
+    lf_bwd_case(&r, 2, 50, 4, 2, 8, 8, 3, 2, 0, 0, 1);       /* global tokens and ALiBi: masked per element */
+    lf_bwd_case(&r, 1, 40, 6, 2, 8, 16, 3, 0, 1, 1, 0);      /* one dilation: one call */
+    lf_bwd_case(&r, 2, 33, 2, 1, 8, 8, 20, 0, 0, 0, 0);
+}
+
 /* ---- BigBird reference: the block pattern of ZOO.md from the table ----------------------- */
 typedef struct { int b, nb, r, full; const int *table; } bb_ref;
 
@@ -1000,10 +1125,10 @@ static void test_sparse_errors(void) {
         for (i = 0; i < 8; ++i) if (tbl[i] != 1000 + i) break;
         T_CHECK(i == 8, "table: a failed call wrote the table");
     }
-    {   /* no sparse kind has a backward, decode or step: ATTN_ERR_KIND_OP, nothing written */
+    {   /* BigBird, LSH and routing have no backward, decode or step: ATTN_ERR_KIND_OP, nothing written */
         static const attn_kind kinds[4] = { ATTN_LONGFORMER, ATTN_BIGBIRD, ATTN_LSH, ATTN_ROUTING };
         float lse[512];
-        for (i = 0; i < 4; ++i) {
+        for (i = 1; i < 4; ++i) {   /* (ATTN_LONGFORMER has a backward: test_longformer_backward) */
             memset(&d, 0, sizeof d);
             d.kind = kinds[i];
             t_sentinel(o.buf, sp_bytes(&o), 0x11u);
@@ -1018,6 +1143,7 @@ static void test_sparse_errors(void) {
 void test_sparse(void) {
     test_sparse_errors();
     test_longformer();
+    test_longformer_backward();
     test_bigbird();
     test_lsh();
     test_routing();
