@@ -21,7 +21,9 @@
         3.11 layers: standard MHA, Optimized, Efficient, Super, Direct
         3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, decoding
              (attn__softmax_decode), EL-attention
-        3.13 sparse attention
+        3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
+             dilation), attn__bsr (the block-sparse kernel on the exact core's tiles),
+             ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention
         3.15 low-rank attention
         3.16 state-space scans
@@ -175,6 +177,7 @@ typedef struct attn_tensor {
     X(ATTN_LONGFORMER,        10, longformer,  "Longformer: dilated sliding window (dilation per head) and global tokens") \
     X(ATTN_BIGBIRD,           11, bigbird,     "BigBird ITC: block-sparse window, global and random blocks") \
     X(ATTN_LSH,               12, lsh,         "Reformer LSH: shared-QK attention within hashed, sorted chunks") \
+    X(ATTN_ROUTING,           13, routing,     "Routing Transformer: shared-QK attention within each centroid's top-w window") \
     \
     /* -- linear and kernel (20-29) -- */ \
     X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
@@ -199,7 +202,8 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    the cost is O(seq * window) per head (a dilated head without global tokens, sinks, padding,
    ALiBi, bias or RoPE and with q.seq == k.seq runs as D undilated problems on every D-th row;
    otherwise its dilated window is masked element by element: O(seq * window * D)). Dropout is
-   not supported.
+   not supported. attn_backward: the exact backward on the same pieces (the query heads of a KV
+   group must share a dilation; dbias with a head-broadcast bias needs one dilation for all).
    field       default (NULL)              meaning
    dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
 typedef struct attn_longformer_params {
@@ -252,6 +256,27 @@ typedef struct attn_lsh_params {
     const float *rotations;
     unsigned long long seed;
 } attn_lsh_params;
+
+/* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
+   k.seq = n, q.heads == k.heads (pass the shared QK projection as q and k). For head h:
+     x_i = k_i / |k_i| (0 for a zero row), mu_c = centroids[h][c] / |centroids[h][c]|
+     cluster c's window W_c: the w = min(window, n) positions with the largest x_i . mu_c (ties:
+     the lower position first), in position order
+     inside W_c, query i attends keys j in W_c with s = scale * q_i . k_j; causal: j > i hidden;
+     j == i gets the logit -5e4 (a token sees itself only when nothing else is visible, as the
+     reference code's TOKEN_SELF_ATTN_VALUE); o_c(i) = softmax(s) . v
+     out_i = the mean of o_c(i) over the windows holding i, 0 when none does
+   No logsumexp is defined (a mean of softmaxes): lse must be NULL. softcap and the other attn_desc
+   masks must be 0/NULL. attn_routing_update() moves the centroids (k-means EMA).
+   field        default (0)   meaning
+   centroids    required      [q.heads][n_clusters][dim] fp32, finite
+   n_clusters   required      clusters c, >= 1 (about sqrt(n) in the paper)
+   window       64            tokens per cluster window w */
+typedef struct attn_routing_params {
+    const float *centroids;
+    int n_clusters;
+    int window;
+} attn_routing_params;
 
 typedef struct attn_bigbird_params {
     int block;
@@ -465,6 +490,7 @@ typedef struct attn_desc {
     attn_longformer_params longformer;
     attn_bigbird_params bigbird;
     attn_lsh_params lsh;
+    attn_routing_params routing;
     /* -- linear and kernel -- */
     attn_linear_params linear;   /* ATTN_LINEAR */
     /* -- low-rank -- */
@@ -637,21 +663,29 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD and ATTN_LSH, attn_desc.causal (BigBird), softcap (LSH), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
-    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD and ATTN_LSH are self-attention: k.seq must equal q.seq") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
     X(ATTN_ERR_BIGBIRD_FLAGS,         306, ATTN_CAT_RANGE,       "attn_desc.bigbird.no_random and .hf_fallback must be 0 or 1") \
     X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
     X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
     X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
-    X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH shares QK: k.heads must equal q.heads") \
+    X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH and ATTN_ROUTING share QK: k.heads must equal q.heads") \
     X(ATTN_ERR_LSH_BUCKET_SIZE,       311, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_size must be >= 0 and divide q.seq") \
     X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
     X(ATTN_ERR_LSH_HASHES,            313, ATTN_CAT_RANGE,       "attn_desc.lsh.n_hashes must be >= 0 (0: 1), and n_hashes * q.seq must fit in an int") \
     X(ATTN_ERR_LSH_ROTATIONS,         314, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations must be finite") \
     X(ATTN_ERR_LSH_NULL,              315, ATTN_CAT_NULL,        "attn_lsh_rotations: desc or rotations is NULL") \
     X(ATTN_ERR_LSH_SHAPE,             316, ATTN_CAT_SHAPE,       "attn_lsh_rotations: heads, seq and dim must be >= 1") \
+    X(ATTN_ERR_ROUTING_CENTROIDS,     317, ATTN_CAT_NULL,        "attn_desc.routing.centroids is NULL") \
+    X(ATTN_ERR_ROUTING_CLUSTERS,      318, ATTN_CAT_RANGE,       "attn_desc.routing.n_clusters must be >= 1") \
+    X(ATTN_ERR_ROUTING_WINDOW,        319, ATTN_CAT_RANGE,       "attn_desc.routing.window must be >= 0 (0: 64)") \
+    X(ATTN_ERR_ROUTING_LSE,           320, ATTN_CAT_UNSUPPORTED, "ATTN_ROUTING defines no logsumexp: lse must be NULL") \
+    X(ATTN_ERR_ROUTING_NONFINITE,     321, ATTN_CAT_RANGE,       "attn_desc.routing.centroids must be finite") \
+    X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
+    X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
+    X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
@@ -1102,6 +1136,16 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
        R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
    a pure function of (seed, idx): the same on every platform and thread count. */
 ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations);
+
+/* The Routing Transformer's centroid update (k-means by EMA): centroids [heads][n_clusters][dim]
+   fp32 (n_clusters from desc->routing; its centroids pointer is not read), updated in place,
+   from x [B, n, heads, dim] (the shared QK rows, any dtype; its own strides):
+   per head, every token goes to the cluster c maximising x_i . mu_c (first maximum; x_i, mu_c
+   normalised as for ATTN_ROUTING); a cluster with tokens moves to
+       mu_c = decay * mu_c + (1 - decay) * m / |m|,   m = sum of its tokens' x_i / count
+   (m / |m| = 0 when m = 0); a cluster without tokens keeps its centroid. decay 0 means 0.999.
+   Sums run in double in token order on the calling thread; a small scratch is allocated. */
+ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids);
 
 /* ---- Low-rank attention ----------------------------------------------------------------- */
 
@@ -7404,7 +7448,94 @@ static attn_status attn__longformer_forward(const attn__call *c) {
     attn__ws_release(&w);
     return ATTN_OK;
 }
-static const attn__mech attn__mech_longformer = { attn__longformer_forward, NULL, NULL, NULL, NULL };
+/* attn_backward: the exact backward (3.9) on the same pieces and classes as the forward; the
+   pieces are whole KV groups (required), the classes own disjoint key rows, so every dk/dv row
+   is written by one call. lse rows are staged into each call's dense layout. */
+static void attn__lf_rows_all(attn__call *sc, int rho, int D) {
+    attn__lf_rows(&sc->q, rho, D); attn__lf_rows(&sc->k, rho, D); attn__lf_rows(&sc->v, rho, D);
+    attn__lf_rows(&sc->out, rho, D); attn__lf_rows(&sc->dout, rho, D); attn__lf_rows(&sc->dq, rho, D);
+    attn__lf_rows(&sc->dk, rho, D); attn__lf_rows(&sc->dv, rho, D);
+}
+static attn_status attn__longformer_backward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn_desc sd = *d;
+    attn__call fc;
+    size_t sub = 0, one, stage, bytes;
+    attn__ws w;
+    attn_status s;
+    int h, h0, h1, pass, pieces = 0, dummy = 0;
+    const int Hq = c->q.heads, B = c->q.batch, Sq = c->q.seq;
+    float *lse_stage = NULL;
+    memset(&w, 0, sizeof w);
+    sd.kind = ATTN_SOFTMAX;
+    /* every check of the exact backward on the whole call: a caller workspace of 0 bytes makes
+       it stop with ATTN_ERR_WORKSPACE right after them, before it writes anything */
+    fc = *c; fc.d = &sd;
+    if (!c->bytes) { sd.workspace = &dummy; sd.workspace_size = 0; }
+    s = attn__softmax_backward(&fc);
+    sd.workspace = d->workspace; sd.workspace_size = d->workspace_size;
+    if (c->bytes ? s != ATTN_OK : s != ATTN_ERR_WORKSPACE) return s;
+    if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->longformer.dilations)
+        for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
+    {
+        const int g = Hq / c->k.heads;
+        for (h = 0; h < Hq; ++h) if (attn__lf_dil(d, h) != attn__lf_dil(d, h / g * g)) return ATTN_ERR_LONGFORMER_BACKWARD;
+        for (h = 0; h < Hq; ++h) if (attn__lf_dil(d, h) != attn__lf_dil(d, 0)) break;
+        if (h < Hq && d->dbias && d->bias.heads == 1) return ATTN_ERR_LONGFORMER_BACKWARD;
+    }
+    stage = (size_t)B * Hq * Sq;
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            if (!attn__mul_size(stage, sizeof(float), &bytes) || !attn__add_size(bytes, sub, &bytes) ||
+                !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+            if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+            if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+            lse_stage = (float *)(void *)(w.base + sub);
+        }
+        for (h0 = 0; h0 < Hq; h0 = h1) {
+            const int Dh = attn__lf_dil(d, h0), nc = attn__lf_classes(c, Dh);
+            int rho;
+            h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
+            if (pass == 0) ++pieces;
+            for (rho = 0; rho < nc; ++rho) {
+                attn_desc qd = sd;
+                attn__call sc;
+                const int nh = h1 - h0, nk = nh / (Hq / c->k.heads);
+                int b, hh, i;
+                attn__lf_sub(c, &qd, h0, h1, &sc);
+                sc.dout = attn__heads_view(&c->dout, h0, nh);
+                sc.dq = attn__heads_view(&c->dq, h0, nh);
+                sc.dk = attn__heads_view(&c->dk, h0 / (Hq / c->k.heads), nk);
+                sc.dv = attn__heads_view(&c->dv, h0 / (Hq / c->k.heads), nk);
+                if (c->bytes) sc.out = attn__heads_view(&c->out, h0, nh);   /* sliced views are never read here */
+                if (d->dbias && d->bias.heads != 1)
+                    qd.dbias = d->dbias + (qd.bias.data - d->bias.data);        /* dbias has bias's strides */
+                if (nc > 1) { qd.dilation = 1; attn__lf_rows_all(&sc, rho, Dh); }
+                if (pass == 0) {
+                    qd.workspace = NULL; qd.workspace_size = 0;
+                    sc.bytes = &one;
+                    if ((s = attn__softmax_backward(&sc)) != ATTN_OK) return s;
+                    sub = ATTN__MAX(sub, one);
+                    continue;
+                }
+                for (b = 0; b < B; ++b)                  /* lse rows into the call's dense [B][nh][rows] */
+                    for (hh = 0; hh < nh; ++hh)
+                        for (i = 0; i < sc.q.seq; ++i)
+                            lse_stage[((size_t)b * nh + hh) * sc.q.seq + i] =
+                                c->lse_in[((size_t)b * Hq + h0 + hh) * Sq + rho + (size_t)i * (nc > 1 ? Dh : 1)];
+                qd.workspace = w.base; qd.workspace_size = sub;
+                sc.lse_in = lse_stage;
+                s = attn__softmax_backward(&sc);
+                ATTN_ASSERT(s == ATTN_OK);
+            }
+        }
+    }
+    (void)pieces;
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_longformer = { attn__longformer_forward, attn__longformer_backward, NULL, NULL, NULL };
 
 /* ---- The block-sparse kernel: each query block of each head attends a list of key blocks ----
    The exact core's tiles (3.7: attn__tile_begin, attn__tile_chunk, attn__tile_end: their Q.K^T,
@@ -7656,10 +7787,11 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, i
 }
 
 static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
-    /* floats: Q, K [n][D], V, acc [n][Dv], m, l [n], Rt [nb/2][D], scores [2c];
-       ints: order [nh*n], bucket [n], counts [nb+1] */
-    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 2) + (size_t)(nb / 2) * D + 2 * (size_t)c +
-                         (size_t)nh * n + (size_t)n + (size_t)nb + 1);
+    /* floats: Q, K [n][D], V, acc [n][Dv], m, l, hi, lo [n], RT [D][BQ], S [BK][BQ], scores [2c];
+       ints: order [nh*n], bucket, arg_lo [n], counts [nb+1] */
+    (void)nb;
+    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) + (size_t)D * ATTN__BQ + ATTN__BK * ATTN__BQ +
+                         2 * (size_t)c + (size_t)nh * n + 2 * (size_t)n + (size_t)nb + 1);
 }
 
 static void attn__lsh_task(void *ctx, int task, int thread) {
@@ -7668,10 +7800,11 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int half = X->nb / 2, N = X->nh * n, nchunks = N / c;
-    float *Q = X->ws + (size_t)thread * X->ws_floats, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
-    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n;
-    float *Rt = l + n, *sc = Rt + (size_t)half * D;
-    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *cnt = bucket + n;
+    float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
+    float *Q = S + ATTN__BK * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
+    float *sc = lo + n;
+    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *arg_lo = bucket + n, *cnt = arg_lo + n;
     int i, j, r, t, u, e, ch;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
@@ -7681,24 +7814,32 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
     }
     for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
-        for (e = 0; e < D; ++e)               /* Rt[col][e] = R[h][r][e][col] */
-            for (j = 0; j < half; ++j) {
-                const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + j;
-                Rt[(size_t)j * D + e] = X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
+        /* x R in blocks of ATTN__BQ rotation columns x ATTN__BK keys on the exact core's Q.K^T
+           kernel (RT = the block of R, [D][BQ], zero lanes past half); running first max and
+           first min per key, so the argmax of [x R, -x R] is the first maximum */
+        int c0;
+        for (i = 0; i < n; ++i) { hi[i] = -INFINITY; lo[i] = INFINITY; bucket[i] = 0; arg_lo[i] = 0; }
+        for (c0 = 0; c0 < half; c0 += ATTN__BQ) {
+            const int nl = ATTN__MIN(ATTN__BQ, half - c0), lanes = (int)attn__round16((size_t)nl);
+            int i0;
+            for (e = 0; e < D; ++e)
+                for (j = 0; j < ATTN__BQ; ++j) {
+                    const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + c0 + j;
+                    RT[(size_t)e * ATTN__BQ + j] = j >= nl ? 0.0f : X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
+                }
+            for (i0 = 0; i0 < n; i0 += ATTN__BK) {
+                const int nk = ATTN__MIN(ATTN__BK, n - i0);
+                isa->qk(K + (size_t)i0 * D, D, nk, RT, lanes, D, S);
+                for (i = 0; i < nk; ++i) {
+                    const float *row = S + (size_t)i * ATTN__BQ;
+                    for (j = 0; j < nl; ++j) {
+                        if (row[j] > hi[i0 + i]) { hi[i0 + i] = row[j]; bucket[i0 + i] = c0 + j; }
+                        if (row[j] < lo[i0 + i]) { lo[i0 + i] = row[j]; arg_lo[i0 + i] = c0 + j; }
+                    }
+                }
             }
-        for (i = 0; i < n; ++i) {
-            float best = -INFINITY;
-            int arg = 0;
-            float lo = INFINITY;
-            int arg_lo = 0;
-            for (j = 0; j < half; ++j) {      /* argmax of [x R, -x R]: the max, or minus the min */
-                const float z = isa->dot(K + (size_t)i * D, Rt + (size_t)j * D, D);
-                if (z > best) { best = z; arg = j; }
-                if (z < lo) { lo = z; arg_lo = j; }
-            }
-            if (-lo > best) arg = half + arg_lo;
-            bucket[i] = arg;
         }
+        for (i = 0; i < n; ++i) if (-lo[i] > hi[i]) bucket[i] = half + arg_lo[i];
         memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 1));
         for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
         for (j = 0; j < X->nb; ++j) cnt[j + 1] += cnt[j];
@@ -7799,6 +7940,233 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
     if ((s = attn__lsh_params(&desc->lsh, seq, &c, &nb, &nh)) != ATTN_OK) return s;
     if (!attn__mul_size((size_t)heads * (size_t)nh, (size_t)dim * (size_t)(nb / 2), &n)) return ATTN_ERR_OVERFLOW;
     for (i = 0; i < n; ++i) rotations[i] = attn__lsh_normal(desc->lsh.seed, (uint64_t)i);
+    return ATTN_OK;
+}
+
+/* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
+   One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
+   at a time on the exact core's Q.K^T tile kernel, streamed into one heap per cluster that
+   keeps its top w (O(n log w)); each window's attention (vector layer dots, max, exp_sum,
+   axpy); per token the sum of its windows' outputs and their count. */
+typedef struct attn__rt {
+    const attn__problem *P;
+    int n, nc, w;
+    const float *cen;
+    const attn__isa *isa;
+    float *ws;
+    size_t ws_floats;
+} attn__rt;
+
+typedef struct attn__rt_ent { float s; int pos; } attn__rt_ent;
+static int attn__rt_by_pos(const void *a, const void *b) {
+    const attn__rt_ent *x = (const attn__rt_ent *)a, *y = (const attn__rt_ent *)b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+/* a ranks below b: lower score, or the same score at a later position */
+static int attn__rt_worse(attn__rt_ent a, attn__rt_ent b) { return a.s < b.s || (a.s == b.s && a.pos > b.pos); }
+
+/* Offers e to the heap of the w best entries (the worst on top); *n entries so far. */
+static void attn__rt_offer(attn__rt_ent *hp, int *n, int w, attn__rt_ent e) {
+    int i, c;
+    if (*n < w) {
+        for (i = (*n)++; i > 0 && attn__rt_worse(e, hp[(i - 1) / 2]); i = (i - 1) / 2) hp[i] = hp[(i - 1) / 2];
+        hp[i] = e;
+        return;
+    }
+    if (!attn__rt_worse(hp[0], e)) return;
+    for (i = 0; (c = 2 * i + 1) < w; i = c) {
+        if (c + 1 < w && attn__rt_worse(hp[c + 1], hp[c])) ++c;
+        if (!attn__rt_worse(hp[c], e)) break;
+        hp[i] = hp[c];
+    }
+    hp[i] = e;
+}
+
+/* mu / |mu| into dst (zeros for a zero row) */
+static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D) {
+    const float nn = isa->dot(src, src, D);
+    memcpy(dst, src, sizeof(float) * (size_t)D);
+    isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
+}
+
+static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
+    /* floats: RT [D][BQ], S [BK][BQ] (aligned, first), Q, K, X [n][D], V, acc [n][Dv], a row [D],
+       scores [w]; ints: count [n], heap sizes [BQ]; heaps [BQ][w] entries (2 each) */
+    return attn__round16((size_t)D * ATTN__BQ + ATTN__BK * ATTN__BQ + (size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1) +
+                         (size_t)D + (size_t)w + ATTN__BQ + 2 * (size_t)ATTN__BQ * w);
+}
+
+static void attn__rt_task(void *ctx, int task, int thread) {
+    const attn__rt *R = (const attn__rt *)ctx;
+    const attn__problem *P = R->P;
+    const attn__isa *isa = R->isa;
+    const int H = P->q.heads, b = task / H, h = task % H, n = R->n, D = P->q.dim, Dv = P->v.dim, w = R->w;
+    float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
+    float *Q = S + ATTN__BK * ATTN__BQ, *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
+    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *sc = row + D;
+    int *cnt = (int *)(void *)(sc + w), *hn = cnt + n;
+    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(hn + ATTN__BQ);
+    int i, c0, cl, s, t, e, i0;
+    for (i = 0; i < n; ++i) {
+        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        attn__unit(isa, K + (size_t)i * D, Xn + (size_t)i * D, D);
+        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+        cnt[i] = 0;
+    }
+    for (c0 = 0; c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
+        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0), lanes = (int)attn__round16((size_t)ncb);
+        memset(RT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
+        for (cl = 0; cl < ncb; ++cl) {
+            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, row, D);
+            for (e = 0; e < D; ++e) RT[(size_t)e * ATTN__BQ + cl] = row[e];
+            hn[cl] = 0;
+        }
+        for (i0 = 0; i0 < n; i0 += ATTN__BK) {       /* routing scores on the Q.K^T tile kernel */
+            const int nk = ATTN__MIN(ATTN__BK, n - i0);
+            isa->qk(Xn + (size_t)i0 * D, D, nk, RT, lanes, D, S);
+            for (i = 0; i < nk; ++i)
+                for (cl = 0; cl < ncb; ++cl) {
+                    attn__rt_ent en;
+                    en.s = S[(size_t)i * ATTN__BQ + cl]; en.pos = i0 + i;
+                    attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+                }
+        }
+        for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
+            attn__rt_ent *ent = heaps + (size_t)cl * w;
+            qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
+            for (s = 0; s < w; ++s) {
+                const int p = ent[s].pos;
+                float mx, sum;
+                for (t = 0; t < w; ++t) {
+                    const int j = ent[t].pos;
+                    if (P->causal && j > p) { sc[t] = -INFINITY; continue; }
+                    sc[t] = j == p ? -5e4f : isa->dot(Q + (size_t)p * D, K + (size_t)j * D, D);
+                }
+                mx = isa->max(sc, w);                /* >= -5e4: the query's own key is in the window */
+                sum = isa->exp_sum(sc, sc, mx, w);
+                for (t = 0; t < w; ++t)
+                    if (sc[t] != 0.0f) isa->axpy(acc + (size_t)p * Dv, sc[t] / sum, V + (size_t)ent[t].pos * Dv, Dv);
+                cnt[p]++;
+            }
+        }
+    }
+    for (i = 0; i < n; ++i)
+        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, cnt[i] ? 1.0f / (float)cnt[i] : 0.0f);
+}
+
+/* The checks ATTN_ROUTING's forward and attn_routing_update share: the routing parameters. */
+static attn_status attn__rt_params(const attn_routing_params *p, int heads, int dim) {
+    size_t n, i;
+    if (!p->centroids) return ATTN_ERR_ROUTING_CENTROIDS;
+    if (p->n_clusters < 1) return ATTN_ERR_ROUTING_CLUSTERS;
+    if (p->window < 0) return ATTN_ERR_ROUTING_WINDOW;
+    if (!attn__mul_size((size_t)heads * (size_t)p->n_clusters, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
+        return ATTN_ERR_OVERFLOW;
+    for (i = 0; i < n; ++i) if (!isfinite(p->centroids[i])) return ATTN_ERR_ROUTING_NONFINITE;
+    return ATTN_OK;
+}
+
+static attn_status attn__routing_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn__problem P;
+    attn__rt R;
+    size_t bytes;
+    attn__ws w;
+    attn_status s;
+    int tasks, nt;
+    memset(&P, 0, sizeof P);
+    memset(&R, 0, sizeof R);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P.q, &P.k, &P.v, &P.out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
+    if (c->lse) return ATTN_ERR_ROUTING_LSE;
+    P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P.causal = d->causal;
+    P.n_threads = attn__resolve_threads(d);
+    R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
+    R.w = ATTN__MIN(d->routing.window ? d->routing.window : 64, R.n);
+    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w);
+    tasks = c->q.batch * c->q.heads;
+    nt = ATTN__MIN(P.n_threads, tasks);
+    if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
+        return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    R.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, tasks, nt, attn__rt_task, &R);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_routing = { attn__routing_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids) {
+    attn__view xv;
+    attn_status s;
+    int C, D, H, h, b, i, c, e, best;
+    double *sum, *mu;
+    int *count;
+    float bs, t;
+    const attn__isa *isa = attn__pick_isa();
+    float *xr;
+    attn_routing_params prm;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    prm = desc->routing; prm.centroids = centroids;
+    if (!x.data) return ATTN_ERR_ROUTING_X;
+    if (!attn__dtype_ok(x.dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(&x)) return ATTN_ERR_Q_SHAPE;
+    if ((s = attn__make_view(&x, &xv)) != ATTN_OK) return s;
+    if ((s = attn__rt_params(&prm, x.heads, x.dim)) != ATTN_OK) return s;
+    if (!(decay >= 0.0f && decay < 1.0f)) return ATTN_ERR_ROUTING_DECAY;
+    if (decay == 0.0f) decay = 0.999f;
+    C = desc->routing.n_clusters; D = x.dim; H = x.heads;
+    sum = (double *)attn__alloc(sizeof(double) * ((size_t)C * D + (size_t)C * D) + sizeof(int) * (size_t)C + sizeof(float) * 2 * (size_t)D);
+    if (!sum) return ATTN_ERR_OUT_OF_MEMORY;
+    mu = sum + (size_t)C * D;
+    count = (int *)(void *)(mu + (size_t)C * D);
+    xr = (float *)(void *)(count + C);
+    for (h = 0; h < H; ++h) {
+        float *cen = centroids + (size_t)h * C * D;
+        memset(sum, 0, sizeof(double) * (size_t)C * D);
+        memset(count, 0, sizeof(int) * (size_t)C);
+        for (c = 0; c < C; ++c) {                  /* unit centroids, in double */
+            double nn = 0;
+            for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * cen[(size_t)c * D + e];
+            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
+        }
+        for (b = 0; b < x.batch; ++b)
+            for (i = 0; i < x.seq; ++i) {
+                double nn = 0;
+                isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
+                for (e = 0; e < D; ++e) nn += (double)xr[e] * xr[e];
+                nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;
+                best = 0; bs = -INFINITY;
+                for (c = 0; c < C; ++c) {
+                    double dt = 0;
+                    for (e = 0; e < D; ++e) dt += xr[e] * nn * mu[(size_t)c * D + e];
+                    t = (float)dt;
+                    if (t > bs) { bs = t; best = c; }
+                }
+                for (e = 0; e < D; ++e) sum[(size_t)best * D + e] += xr[e] * nn;
+                count[best]++;
+            }
+        for (c = 0; c < C; ++c) {
+            double nn = 0;
+            if (!count[c]) continue;              /* empty cluster: keeps its centroid */
+            for (e = 0; e < D; ++e) nn += sum[(size_t)c * D + e] * sum[(size_t)c * D + e];
+            nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;    /* |m| = |sum| / count: m / |m| = sum / |sum| */
+            for (e = 0; e < D; ++e)
+                cen[(size_t)c * D + e] = (float)(decay * (double)cen[(size_t)c * D + e] + (1.0 - decay) * sum[(size_t)c * D + e] * nn);
+        }
+    }
+    attn__free(sum);
     return ATTN_OK;
 }
 

@@ -9,6 +9,13 @@
      lf512       ATTN_LONGFORMER, window 512 each side
      lf_dil      ATTN_LONGFORMER, window 256 each side, per-head dilations {1, 2, 4, 8}
      bigbird     ATTN_BIGBIRD, block 64, 3 random blocks (seeded)
+     lsh         ATTN_LSH, bucket 64, n_buckets 64 (fixed, so the hashing stays O(seq)), 2 rounds,
+                 shared QK (q passed as k)
+     routing     ATTN_ROUTING, window 64, n_clusters = seq / 64 (every token in one window on
+                 average; the routing scores cost O(seq^2 / 64 * D): the paper's sqrt(n) clusters
+                 with w = sqrt(n) is the O(n^1.5) setting), shared QK
+   Each time is the median of 3..15 calls (about 2 s per cell, at least 3). A full run takes about
+   4 minutes on a loaded 2-core machine (exact attention at 16k: ~13 s a call).
    Env: BENCH_QUICK=1 (lengths up to 16k, exact up to 8k, fewer repetitions), BENCH_OUTDIR
    (default bench). Writes BENCH_OUTDIR/results_sparse.csv and BENCH_OUTDIR/chart_sparse.svg. */
 #define ATTN_IMPLEMENTATION
@@ -18,10 +25,11 @@
 #define H 4
 #define D 64
 #define N_LEN 7
-#define N_MECH 5
+#define N_MECH 7
 static const int lens[N_LEN] = { 1024, 2048, 4096, 8192, 16384, 32768, 65536 };
-static const char *const names[N_MECH] = { "exact", "lf256", "lf512", "lf_dil", "bigbird" };
-static const char *const colors[N_MECH] = { "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e" };
+static const char *const names[N_MECH] = { "exact", "lf256", "lf512", "lf_dil", "bigbird", "lsh", "routing" };
+static const char *const colors[N_MECH] = { "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2" };
+static float *g_centroids;
 static const int dils[H] = { 1, 2, 4, 8 };
 
 typedef struct {
@@ -31,7 +39,7 @@ typedef struct {
 static cell cells[N_MECH][N_LEN];
 static int g_quick, g_ncpu;
 
-static void make_desc(int m, attn_desc *d) {
+static void make_desc(int m, int S, attn_desc *d) {
     memset(d, 0, sizeof *d);
     if (m == 0) return;
     if (m <= 3) {
@@ -39,6 +47,16 @@ static void make_desc(int m, attn_desc *d) {
         d->window_left = d->window_right = m == 2 ? 512 : 256;
         d->global_tokens = m == 3 ? 0 : 1;
         if (m == 3) d->longformer.dilations = dils;
+        return;
+    }
+    if (m == 6) {
+        d->kind = ATTN_ROUTING;
+        d->routing.centroids = g_centroids; d->routing.n_clusters = S / 64; d->routing.window = 64;
+        return;
+    }
+    if (m == 5) {
+        d->kind = ATTN_LSH;
+        d->lsh.n_buckets = 64; d->lsh.n_hashes = 2; d->lsh.seed = 1;
         return;
     }
     d->kind = ATTN_BIGBIRD;
@@ -50,6 +68,10 @@ static double pairs_of(int m, int S, int h, const int *table) {
     double n = 0;
     int i;
     if (m == 0) return (double)S * S;
+    if (m == 6) return (double)S * 64 + (double)S * (S / 64) / 2.0;   /* windows of 64 x 64, plus routing
+                                                                     (S x S/64 dots of 2D flops = half a pair) */
+    if (m == 5) return 2.0 * S * 128 + 32.0 * S;   /* 2 rounds x 2 chunks of 64 keys, plus the hashing (2 rounds
+                                                     x 32 rotation columns x 2D flops) counted as 4D-flop pairs */
     if (m <= 3) {
         const int w = m == 2 ? 512 : 256, Dl = m == 3 ? dils[h] : 1, G = m == 3 ? 0 : 1;
         for (i = 0; i < S; ++i) {
@@ -198,6 +220,8 @@ int main(void) {
     if (!outdir || !*outdir) outdir = "bench";
     max_len = g_quick ? 16384 : 65536;
     max_exact = g_quick ? 8192 : 16384;
+    g_centroids = (float *)xalloc(sizeof(float) * (size_t)H * (65536 / 64) * D);
+    fill_rand(g_centroids, (size_t)H * (65536 / 64) * D);
     cpu_model(cpu, sizeof cpu);
 #if defined(__AVX512F__)
     isa = ISA_ZMM;
@@ -229,13 +253,15 @@ int main(void) {
             double t[16], mn, mx, budget;
             int r, h;
             if (m == 0 && S > max_exact) continue;
-            make_desc(m, &d);
+            make_desc(m, S, &d);
             if (m == 4) attn_bigbird_random_table(&d, H, S, table);
-            if (attn_forward(&d, tq, tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");   /* warm-up */
+            /* warm-up (not timed), except for calls long enough to warm up by themselves */
+            if (m != 0 || S < 8192)
+                if (attn_forward(&d, tq, m >= 5 ? tq : tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");
             budget = g_quick ? 0.5 : 2.0;
             for (r = 0; r < 15; ++r) {
                 const double t0 = now_s();
-                attn_forward(&d, tq, tk, tv, to, NULL);
+                if (attn_forward(&d, tq, m >= 5 ? tq : tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");
                 t[r] = now_s() - t0;
                 budget -= t[r];
                 if (r >= 2 && budget < 0) { ++r; break; }
