@@ -363,12 +363,12 @@ static void test_nystrom_ref(void) {
     t_rng r = t_rng_seed(1904);
     const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
     int it, n_it = T_QUICK ? 8 : 30;
-    for (it = 0; it < n_it; ++it) {
+    for (it = 0; it < n_it + 4; ++it) {   /* the last 4: several key chunks (256) and query blocks (128) */
         const attn_dtype dt = dts[it % 3], odt = dts[(it / 3) % 3];
-        const int B = t_irange(&r, 1, 2), Hk = t_irange(&r, 1, 2), Hq = Hk * t_irange(&r, 1, 2);
-        const int pad = it % 2, m = t_irange(&r, 1, 8);
-        int Sq = m * t_irange(&r, 1, 6) + (pad ? t_irange(&r, 0, m - 1) : 0);
-        int Sk = m * t_irange(&r, 1, 6) + (pad ? t_irange(&r, 0, m - 1) : 0);
+        const int big = it >= n_it, B = t_irange(&r, 1, 2), Hk = t_irange(&r, 1, 2), Hq = Hk * t_irange(&r, 1, 2);
+        const int pad = it % 2, m = big ? t_irange(&r, 8, 24) : t_irange(&r, 1, 8);
+        int Sq = m * (big ? t_irange(&r, 20, 40) : t_irange(&r, 1, 6)) + (pad ? t_irange(&r, 0, m - 1) : 0);
+        int Sk = m * (big ? t_irange(&r, 20, 40) : t_irange(&r, 1, 6)) + (pad ? t_irange(&r, 0, m - 1) : 0);
         const int D = t_irange(&r, 1, 33), Dv = t_irange(&r, 1, 30), conv = t_chance(&r, 0.5), layout = t_irange(&r, 0, 1);
         fx f;
         attn_desc d;
@@ -510,7 +510,7 @@ static void test_nystrom_threads(void) {
     t_rng r = t_rng_seed(1908);
     int c;
     for (c = 0; c < 2; ++c) {
-        fx f = fx_make(c ? ATTN_BF16 : ATTN_F32, c ? ATTN_F16 : ATTN_F32, 2, 96, 96, 4, 2, 32, 32, c, &r, 1.0);
+        fx f = fx_make(c ? ATTN_BF16 : ATTN_F32, c ? ATTN_F16 : ATTN_F32, 2, 640, 640, 4, 2, 32, 32, c, &r, 1.0);
         float *w = rand_mat(&r, 4 * 35, 0.1);
         attn_desc d;
         memset(&d, 0, sizeof d);
