@@ -369,7 +369,7 @@ static void test_nystrom_ref(void) {
         const int pad = it % 2, m = big ? t_irange(&r, 8, 24) : t_irange(&r, 1, 8);
         int Sq = m * (big ? t_irange(&r, 20, 40) : t_irange(&r, 1, 6)) + (pad ? t_irange(&r, 0, m - 1) : 0);
         int Sk = m * (big ? t_irange(&r, 20, 40) : t_irange(&r, 1, 6)) + (pad ? t_irange(&r, 0, m - 1) : 0);
-        const int D = t_irange(&r, 1, 33), Dv = t_irange(&r, 1, 30), conv = t_chance(&r, 0.5), layout = t_irange(&r, 0, 1);
+        const int D = t_irange(&r, 1, 33), Dv = t_irange(&r, 1, 30), conv = big || t_chance(&r, 0.5), layout = t_irange(&r, 0, 1);
         fx f;
         attn_desc d;
         float *w = NULL;
