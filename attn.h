@@ -24,7 +24,9 @@
              (attn__softmax_decode), EL-attention
         3.13 sparse attention
         3.14 linear and kernel attention
-        3.15 low-rank attention
+        3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
+             projections around the exact kernel), Nystromformer (attn__nystrom_forward:
+             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
         3.16 state-space scans
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
      4. License
@@ -85,6 +87,12 @@
    LAYERS (attn_layer_forward / attn_layer_backward): hidden states + weights -> output for
      standard MHA and the cost-effective variants (Optimized, Efficient, Super) and Direct
      attention; the exact formula of each is documented with attn_layer_kind (section 2).
+
+   LOW-RANK (attn_forward with kind ATTN_LINFORMER or ATTN_NYSTROM; parameters in
+     attn_desc.linformer / .nystrom, formulas and defaults with attn_linformer_params and
+     attn_nystrom_params in section 2): Linformer = exact attention over E K, F V (forward and
+     backward, dE/dF; its dropout mask indexes the k projected keys as j); Nystromformer =
+     F pinv(A) (B V) with segment-mean landmarks, forward only.
 
    DROPOUT (attn_desc.dropout_p = p > 0; FlashAttention's placement)
      out_i = sum_j softmax_ij * z_ij * v_j with z_ij = keep_ij / (1 - p); lse stays the
