@@ -307,7 +307,7 @@ int main(void) {
         for (i = 0; i < KP * nn; ++i) { E2[i] *= 0.01f; F2[i] *= 0.01f; }
         t0 = now_s(); naive_linformer(q, k, v, E2, F2, nn, ox); tn = now_s() - t0;
         memset(&d, 0, sizeof d);
-        d.kind = ATTN_LINFORMER; d.linformer.e = E2; d.linformer.f = F2; d.linformer.k = KP; d.linformer.n = nn;
+        d.kind = ATTN_LINFORMER; d.linformer.e = E2; d.linformer.f = F2; d.linformer.k = KP; d.linformer.n = nn; d.linformer.shared_heads = 1;
         d.n_threads = 1;
         tl = time_call(&d, tq, tk, tv, to, 1, &t0, &t0);
         e1 = max_norm_err(ox, o, (size_t)nn * H * D);
