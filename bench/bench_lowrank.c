@@ -238,6 +238,7 @@ int main(void) {
     isa = ISA_PORTABLE;
 #endif
     printf("attn.h low-rank benchmark%s: %s, %d online CPUs, kernels %s\n", quick ? " (BENCH_QUICK)" : "", cpu, ncpu, attn_kernels());
+    printf("machine (FMA loop: %s):\n", isa_desc[isa]);
     measure_machine(&mc, isa, ncpu, quick ? 0.05 : 0.2, (size_t)64 << 20);
     print_machine(&mc, ncpu, (size_t)64 << 20);
     printf("B 1, H %d, d %d, fp32, q k v ~ U(-1,1); Linformer k %d (E = F = segment-mean pooling, shared across heads); Nystrom m %d, 6 iterations\n",
