@@ -25,7 +25,9 @@
              dilation), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention
-        3.15 low-rank attention
+        3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
+             projections around the exact kernel), Nystromformer (attn__nystrom_forward:
+             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
         3.16 state-space scans
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
      4. License
@@ -98,6 +100,12 @@
    LAYERS (attn_layer_forward / attn_layer_backward): hidden states + weights -> output for
      standard MHA and the cost-effective variants (Optimized, Efficient, Super) and Direct
      attention; the exact formula of each is documented with attn_layer_kind (section 2).
+
+   LOW-RANK (attn_forward with kind ATTN_LINFORMER or ATTN_NYSTROM; parameters in
+     attn_desc.linformer / .nystrom, formulas and defaults with attn_linformer_params and
+     attn_nystrom_params in section 2): Linformer = exact attention over E K, F V (forward and
+     backward, dE/dF; its dropout mask indexes the k projected keys as j); Nystromformer =
+     F pinv(A) (B V) with segment-mean landmarks, forward only.
 
    DROPOUT (attn_desc.dropout_p = p > 0; FlashAttention's placement)
      out_i = sum_j softmax_ij * z_ij * v_j with z_ij = keep_ij / (1 - p); lse stays the
@@ -9195,17 +9203,20 @@ ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, flo
     return ATTN_OK;
 }
 
+#define ATTN__NYS_KC 256   /* keys per B V chunk (task): depends on nothing else, so neither does the sum */
+#define ATTN__NYS_RQ 128   /* query rows per F W block (task) */
 typedef struct attn__nys_plan {
     const attn_desc *d;
     const attn__isa *isa;
     attn__view q, k, v, out;
-    int m, iters, lq, lk, exact, kernel, n_threads;
+    int m, iters, lq, lk, exact, kernel, n_threads, n_chunks, n_blocks;
     const float *conv;
     float scale;
     size_t scratch_floats, floats, core_bytes;
-    size_t f_ql, f_bv, f_stage;         /* floats of ql / kl, of bv / w, of stage */
-    float *ql, *kl, *bv, *w, *stage, *scratch;   /* Q~, K~ (per query head) [B, m, Hq, D];
-                                        B V, W = pinv(A) B V [B, m, Hq, Dv]; stage [B, Sq, Hq, Dv] */
+    size_t f_ql, f_w, f_part, f_stage, part_row;   /* floats of ql / kl, of w, partials, stage */
+    float *ql, *kl, *w, *part, *stage, *scratch;   /* Q~, K~ (per query head) [B, m, Hq, D];
+                                        W = pinv(A) B V [B, m, Hq, Dv]; part: per (b, h, key chunk)
+                                        m rows of [Dv sums, max, sum]; stage [B, Sq, Hq, Dv] */
 } attn__nys_plan;
 
 /* Landmarks: task t < B*Hq makes Q~ of (b, h); the rest K~ of a KV head, copied to its query heads. */
@@ -9231,14 +9242,69 @@ static void attn__nys_landmark_task(void *ctx, int t, int thread) {
     }
 }
 
-/* Per (b, query head): A = softmax(scale Q~ K~^T), Z = pinv(A), W = Z (B V). */
+/* Rows [r0, r1) of an input view (b, ., h) as fp32 with leading dimension *ld (converted into
+   buf when not directly usable). */
+static const float *attn__nys_rows(const attn__isa *isa, const attn__view *x, int b, int h, int r0, int r1, float *buf,
+                                   ptrdiff_t *ld) {
+    int i;
+    if (attn__lr_direct(x)) {
+        *ld = x->seq == 1 ? x->dim : x->ss;
+        return (const float *)attn__at(x, b, r0, h);
+    }
+    for (i = r0; i < r1; ++i) isa->load(attn__at(x, b, i, h), x->dtype, buf + (size_t)(i - r0) * x->dim, x->dim, 1.0f);
+    *ld = x->dim;
+    return buf;
+}
+
+/* B V, part 1, for (b, KV head, key chunk): for each of the g query heads, S = scale Q~ K_c^T
+   [m, kc], E = exp(S - rowmax), partial = E V_c [m, Dv] with its row max and row sum. */
+static void attn__nys_bv_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, Hk = P->k.heads, g = Hq / Hk, D = P->q.dim, Dv = P->v.dim, m = P->m;
+    const int c = t % P->n_chunks, bh = t / P->n_chunks, b = bh / Hk, hk = bh % Hk;
+    const int k0 = c * ATTN__NYS_KC, k1 = ATTN__MIN(P->k.seq, k0 + ATTN__NYS_KC), kc = k1 - k0;
+    float *S = P->scratch + (size_t)thread * P->scratch_floats, *kb = S + (size_t)m * ATTN__NYS_KC;
+    float *vb = kb + (size_t)ATTN__NYS_KC * D;
+    ptrdiff_t ldk, ldv;
+    const float *K = attn__nys_rows(P->isa, &P->k, b, hk, k0, k1, kb, &ldk);
+    const float *V = attn__nys_rows(P->isa, &P->v, b, hk, k0, k1, vb, &ldv);
+    int i, r;
+    for (i = 0; i < g; ++i) {
+        const int h = hk * g + i;
+        float *part = P->part + (((size_t)b * Hq + h) * P->n_chunks + c) * (size_t)m * P->part_row;
+        attn__sgemm_par(NULL, 1, 0, 1, m, kc, D, P->scale, P->ql + ((size_t)b * m * Hq + h) * D, (ptrdiff_t)Hq * D, K, ldk,
+                        0.0f, S, kc);
+        for (r = 0; r < m; ++r) {
+            float *row = S + (size_t)r * kc;
+            const float mx = P->isa->max(row, kc);
+            part[(size_t)r * P->part_row + Dv] = mx;
+            part[(size_t)r * P->part_row + Dv + 1] = P->isa->exp_sum(row, row, mx, kc);
+        }
+        attn__sgemm_par(NULL, 1, 0, 0, m, Dv, kc, 1.0f, S, kc, V, ldv, 0.0f, part, (ptrdiff_t)P->part_row);
+    }
+}
+
+/* Per (b, query head): B V from the chunks' partials (merged in chunk order), A = softmax(scale
+   Q~ K~^T), Z = pinv(A), W = Z (B V). */
 static void attn__nys_pinv_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
     const int Hq = P->q.heads, D = P->q.dim, Dv = P->v.dim, m = P->m, b = t / Hq, h = t % Hq;
     const size_t mm = (size_t)m * m;
-    float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm;
-    const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv;
-    int i;
+    float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm, *bv = Z + 4 * mm;
+    const float *part = P->part + ((size_t)b * Hq + h) * P->n_chunks * (size_t)m * P->part_row;
+    const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv, cstride = (size_t)m * P->part_row;
+    int i, c;
+    for (i = 0; i < m; ++i) {
+        float mx = -INFINITY, l = 0.0f, *row = bv + (size_t)i * Dv;
+        for (c = 0; c < P->n_chunks; ++c) mx = ATTN__MAX(mx, part[c * cstride + (size_t)i * P->part_row + Dv]);
+        for (c = 0; c < Dv; ++c) row[c] = 0.0f;
+        for (c = 0; c < P->n_chunks; ++c) {
+            const float *pr = part + c * cstride + (size_t)i * P->part_row, wgt = expf(pr[Dv] - mx);
+            l += wgt * pr[Dv + 1];
+            P->isa->axpy(row, wgt, pr, Dv);
+        }
+        P->isa->scal(row, 1.0f / l, Dv);
+    }
     attn__sgemm_par(NULL, 1, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
                     0.0f, A, m);
     for (i = 0; i < m; ++i) {
@@ -9247,26 +9313,59 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
         P->isa->scal(row, 1.0f / sum, m);
     }
     attn__nys_pinv(A, m, P->iters, attn__nys_colmax(A, m), Z, Z + mm);
-    attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, P->bv + ov, (ptrdiff_t)Hq * Dv, 0.0f, P->w + ov,
-                    (ptrdiff_t)Hq * Dv);
+    attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, bv, Dv, 0.0f, P->w + ov, (ptrdiff_t)Hq * Dv);
 }
 
-/* The conv residual of (b, query head): out = stage + sum_t conv[h][t] V[i + t - kernel/2]. */
+/* conv residual of rows [r0, r1) of (b, query head h) added to O [r1 - r0][Dv]; vb: scratch for
+   V rows [r0 - kernel/2, r1 + kernel/2) converted to fp32 */
+static void attn__nys_conv_rows(const attn__nys_plan *P, int b, int h, int r0, int r1, float *O, float *vb) {
+    const int Hq = P->q.heads, Dv = P->v.dim, hv = h / (Hq / P->k.heads), n = P->k.seq, half = P->kernel / 2;
+    const int v0 = ATTN__MAX(0, r0 - half), v1 = ATTN__MIN(n, r1 + half);
+    const float *wt = P->conv + (size_t)h * P->kernel;
+    ptrdiff_t ld;
+    const float *V = attn__nys_rows(P->isa, &P->v, b, hv, v0, v1, vb, &ld);
+    int i, j;
+    for (i = r0; i < r1; ++i)
+        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
+            P->isa->axpy(O + (size_t)(i - r0) * Dv, wt[j - i + half], V + (ptrdiff_t)(j - v0) * ld, Dv);
+}
+
+/* F W for a block of query rows of (b, h): S = softmax(scale Q K~^T) [rows, m], O = S W, plus
+   the conv residual, stored to out. */
+static void attn__nys_fw_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, D = P->q.dim, Dv = P->v.dim, m = P->m;
+    const int blk = t % P->n_blocks, bh = t / P->n_blocks, b = bh / Hq, h = bh % Hq;
+    const int r0 = blk * ATTN__NYS_RQ, r1 = ATTN__MIN(P->q.seq, r0 + ATTN__NYS_RQ), nr = r1 - r0;
+    float *S = P->scratch + (size_t)thread * P->scratch_floats, *O = S + (size_t)ATTN__NYS_RQ * m;
+    float *qb = O + (size_t)ATTN__NYS_RQ * Dv;
+    ptrdiff_t ldq;
+    const float *Q = attn__nys_rows(P->isa, &P->q, b, h, r0, r1, qb, &ldq);
+    const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv;
+    int i;
+    attn__sgemm_par(NULL, 1, 0, 1, nr, m, D, P->scale, Q, ldq, P->kl + oq, (ptrdiff_t)Hq * D, 0.0f, S, m);
+    for (i = 0; i < nr; ++i) {
+        float *row = S + (size_t)i * m;
+        const float mx = P->isa->max(row, m), sum = P->isa->exp_sum(row, row, mx, m);
+        P->isa->scal(row, 1.0f / sum, m);
+    }
+    attn__sgemm_par(NULL, 1, 0, 0, nr, Dv, m, 1.0f, S, m, P->w + ov, (ptrdiff_t)Hq * Dv, 0.0f, O, Dv);
+    if (P->conv) attn__nys_conv_rows(P, b, h, r0, r1, O, qb);
+    for (i = 0; i < nr; ++i) P->isa->store(attn__at(&P->out, b, r0 + i, h), P->out.dtype, O + (size_t)i * Dv, Dv, 1.0f);
+}
+
+/* The exact path's conv residual (landmarks = n): out = stage + conv(V), per (b, query head). */
 static void attn__nys_conv_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
-    const int Hq = P->q.heads, Dv = P->v.dim, b = t / Hq, h = t % Hq, hv = h / (Hq / P->k.heads);
-    const int n = P->q.seq, half = P->kernel / 2;
-    const float *wt = P->conv + (size_t)h * P->kernel;
-    float *acc = P->scratch + (size_t)thread * P->scratch_floats, *vbuf = acc + ((Dv + 15) & ~15);
-    const float *V;
-    ptrdiff_t ld;
-    int i, j;
-    V = attn__lr_rows(P->isa, &P->v, b, hv, vbuf, &ld);
-    for (i = 0; i < n; ++i) {
-        memcpy(acc, P->stage + (((size_t)b * n + i) * Hq + h) * Dv, (size_t)Dv * sizeof(float));
-        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
-            P->isa->axpy(acc, wt[j - i + half], V + (ptrdiff_t)j * ld, Dv);
-        P->isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc, Dv, 1.0f);
+    const int Hq = P->q.heads, Dv = P->v.dim, b = t / Hq, h = t % Hq, n = P->q.seq;
+    float *acc = P->scratch + (size_t)thread * P->scratch_floats, *vb = acc + (size_t)ATTN__NYS_RQ * Dv;
+    int r0, i;
+    for (r0 = 0; r0 < n; r0 += ATTN__NYS_RQ) {
+        const int r1 = ATTN__MIN(n, r0 + ATTN__NYS_RQ);
+        for (i = r0; i < r1; ++i)
+            memcpy(acc + (size_t)(i - r0) * Dv, P->stage + (((size_t)b * n + i) * Hq + h) * Dv, (size_t)Dv * sizeof(float));
+        attn__nys_conv_rows(P, b, h, r0, r1, acc, vb);
+        for (i = r0; i < r1; ++i) P->isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)(i - r0) * Dv, Dv, 1.0f);
     }
 }
 
@@ -9274,9 +9373,9 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     const attn_desc *d = c->d;
     const attn_nystrom_params *N = &d->nystrom;
     const int B = c->q.batch, Sq = c->q.seq, Sk = c->k.seq, Hq = c->q.heads, D = c->q.dim, Dv = c->v.dim;
-    attn_tensor ql, kl, bv, stage;
+    attn_tensor stage;
     attn_status s;
-    size_t f = 0, core2 = 0, sc;
+    size_t f = 0, sc, m2, vrows;
     memset(P, 0, sizeof *P);
     if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
         return s;
@@ -9292,6 +9391,9 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
         d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope)
         return ATTN_ERR_NYSTROM_MASK;
     if (c->lse) return ATTN_ERR_NYSTROM_LSE;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (d->bf16_kernels < 0 || d->bf16_kernels > 2) return ATTN_ERR_NO_AMX;
     P->d = d; P->isa = attn__vec();
     P->iters = N->iterations ? N->iterations : 6;
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
@@ -9299,68 +9401,66 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     P->conv = N->conv; P->kernel = N->conv_kernel ? N->conv_kernel : 35;
     P->n_threads = attn__resolve_threads(d);
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
-    /* the exact kernel's calls (they validate the rest of desc: scale, n_threads, bf16_kernels) */
-    ql = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, D);
-    kl = ql;
-    bv = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, Dv);
-    stage = attn_tensor_dense(c->q.data, ATTN_F32, B, Sq, Hq, Dv);
-    if (P->exact) {
+    P->n_chunks = (Sk + ATTN__NYS_KC - 1) / ATTN__NYS_KC;
+    P->n_blocks = (Sq + ATTN__NYS_RQ - 1) / ATTN__NYS_RQ;
+    P->part_row = (size_t)Dv + 2;
+    m2 = (size_t)P->m * (size_t)P->m;
+    /* V rows a block of conv residuals reads: the block and kernel/2 either side (fp32 copies) */
+    if (!attn__add_size((size_t)ATTN__NYS_RQ, (size_t)P->kernel, &vrows) || !attn__mul_size(vrows, (size_t)Dv, &vrows))
+        return ATTN_ERR_OVERFLOW;
+    if (P->exact) {   /* landmarks = tokens: the exact kernel (into stage when the conv follows) */
+        stage = attn_tensor_dense(c->q.data, ATTN_F32, B, Sq, Hq, Dv);
         if ((s = attn__lr_core(d, c->q, c->k, c->v, P->conv ? stage : c->out, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK)
             return s;
+        if (P->conv) {
+            P->scratch_floats = (size_t)ATTN__NYS_RQ * Dv + vrows;
+            if (!attn__lr_floats(&P->f_stage, (size_t)B * Sq, (size_t)Hq * Dv)) return ATTN_ERR_OVERFLOW;
+        }
     } else {
-        if ((s = attn__lr_core(d, ql, c->k, c->v, bv, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK ||
-            (s = attn__lr_core(d, c->q, kl, bv, P->conv ? stage : c->out, NULL, NULL, 0, &core2)) != ATTN_OK) return s;
-        P->core_bytes = ATTN__MAX(P->core_bytes, core2);
+        /* per thread: a q/k row (landmarks); S, K and V chunks (B V); A, Z, 3 m^2 and B V (pinv);
+           S, O and q rows or V rows (F W) */
+        const size_t bvs = (size_t)P->m * ATTN__NYS_KC + (size_t)ATTN__NYS_KC * ((size_t)D + Dv);
+        const size_t fws = (size_t)ATTN__NYS_RQ * ((size_t)P->m + Dv) + ATTN__MAX((size_t)ATTN__NYS_RQ * D, vrows);
+        if (m2 > (SIZE_MAX - (size_t)P->m * Dv) / 8) return ATTN_ERR_OVERFLOW;
+        P->scratch_floats = ATTN__MAX(ATTN__MAX((size_t)D, bvs), ATTN__MAX(5 * m2 + (size_t)P->m * Dv, fws));
         if (!attn__lr_floats(&P->f_ql, (size_t)B * P->m, (size_t)Hq * D) ||
-            !attn__lr_floats(&P->f_bv, (size_t)B * P->m, (size_t)Hq * Dv)) return ATTN_ERR_OVERFLOW;
-    }
-    /* per thread: a row of q/k converted (landmarks), A Z and 3 m^2 (pinv), a row and v (conv) */
-    P->scratch_floats = P->exact ? 0 : ATTN__MAX((size_t)D, 5 * (size_t)P->m * (size_t)P->m);
-    if (P->conv) {
-        sc = attn__lr_direct(&P->v) ? 0 : (size_t)Sk * (size_t)Dv;
-        if (!attn__add_size(sc, (size_t)(Dv + 15) & ~(size_t)15, &sc)) return ATTN_ERR_OVERFLOW;
-        P->scratch_floats = ATTN__MAX(P->scratch_floats, sc);
-        if (!attn__lr_floats(&P->f_stage, (size_t)B * Sq, (size_t)Hq * Dv)) return ATTN_ERR_OVERFLOW;
+            !attn__lr_floats(&P->f_w, (size_t)B * P->m, (size_t)Hq * Dv) ||
+            !attn__mul_size((size_t)B * Hq, (size_t)P->n_chunks, &sc) || !attn__mul_size(sc, (size_t)P->m, &sc) ||
+            !attn__lr_floats(&P->f_part, sc, P->part_row)) return ATTN_ERR_OVERFLOW;
     }
     P->scratch_floats = (P->scratch_floats + 15) & ~(size_t)15;
-    if (!attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_bv, &f) ||
-        !attn__add_size(f, P->f_bv, &f) || !attn__add_size(f, P->f_stage, &f) ||
+    if (!attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_w, &f) ||
+        !attn__add_size(f, P->f_part, &f) || !attn__add_size(f, P->f_stage, &f) ||
         !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
     P->floats = f;
     return ATTN_OK;
 }
 
-/* ATTN_NYSTROM's forward: landmarks, B V (exact kernel), A and its pseudo-inverse per head,
-   F W (exact kernel), then the conv residual. */
+/* ATTN_NYSTROM's forward: landmarks; B V in key chunks (GEMMs, split softmax); per head the
+   chunks' merge, A and its pseudo-inverse, W = pinv(A) B V; then F W and the conv residual in
+   blocks of query rows (GEMMs). With landmarks = q.seq = k.seq: the exact kernel. */
 static attn_status attn__nystrom_forward(const attn__call *c) {
     attn__nys_plan P;
     attn__ws w;
-    attn_status s;
+    attn_status s = ATTN_OK;
     size_t bytes;
-    const int B = c->q.batch, Hq = c->q.heads, D = c->q.dim, Dv = c->v.dim;
-    char *core;
-    attn_tensor dst;
+    const int B = c->q.batch, Hq = c->q.heads, Dv = c->v.dim;
     if ((s = attn__nys_plan_make(c, &P)) != ATTN_OK) return s;
     if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    P.ql = (float *)(void *)w.base; P.kl = P.ql + P.f_ql; P.bv = P.kl + P.f_ql; P.w = P.bv + P.f_bv;
-    P.stage = P.w + P.f_bv; P.scratch = P.stage + P.f_stage;
-    core = w.base + P.floats * sizeof(float);
-    dst = P.conv ? attn_tensor_dense(P.stage, ATTN_F32, B, c->q.seq, Hq, Dv) : c->out;
+    P.ql = (float *)(void *)w.base; P.kl = P.ql + P.f_ql; P.w = P.kl + P.f_ql; P.part = P.w + P.f_w;
+    P.stage = P.part + P.f_part; P.scratch = P.stage + P.f_stage;
     if (P.exact) {
-        s = attn__lr_core(c->d, c->q, c->k, c->v, dst, NULL, core, P.core_bytes, NULL);
+        attn_tensor dst = P.conv ? attn_tensor_dense(P.stage, ATTN_F32, B, c->q.seq, Hq, Dv) : c->out;
+        s = attn__lr_core(c->d, c->q, c->k, c->v, dst, NULL, w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+        if (s == ATTN_OK && P.conv) attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_conv_task, &P);
     } else {
         attn__parallel_for(c->d, B * Hq + B * c->k.heads, P.n_threads, attn__nys_landmark_task, &P);
-        s = attn__lr_core(c->d, attn_tensor_dense(P.ql, ATTN_F32, B, P.m, Hq, D), c->k, c->v,
-                          attn_tensor_dense(P.bv, ATTN_F32, B, P.m, Hq, Dv), NULL, core, P.core_bytes, NULL);
-        if (s == ATTN_OK) {
-            attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_pinv_task, &P);
-            s = attn__lr_core(c->d, c->q, attn_tensor_dense(P.kl, ATTN_F32, B, P.m, Hq, D),
-                              attn_tensor_dense(P.w, ATTN_F32, B, P.m, Hq, Dv), dst, NULL, core, P.core_bytes, NULL);
-        }
+        attn__parallel_for(c->d, B * c->k.heads * P.n_chunks, P.n_threads, attn__nys_bv_task, &P);
+        attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_pinv_task, &P);
+        attn__parallel_for(c->d, B * Hq * P.n_blocks, P.n_threads, attn__nys_fw_task, &P);
     }
-    if (s == ATTN_OK && P.conv) attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_conv_task, &P);
     attn__ws_release(&w);
     return s;
 }

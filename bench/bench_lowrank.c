@@ -238,6 +238,7 @@ int main(void) {
     isa = ISA_PORTABLE;
 #endif
     printf("attn.h low-rank benchmark%s: %s, %d online CPUs, kernels %s\n", quick ? " (BENCH_QUICK)" : "", cpu, ncpu, attn_kernels());
+    printf("machine (FMA loop: %s):\n", isa_desc[isa]);
     measure_machine(&mc, isa, ncpu, quick ? 0.05 : 0.2, (size_t)64 << 20);
     print_machine(&mc, ncpu, (size_t)64 << 20);
     printf("B 1, H %d, d %d, fp32, q k v ~ U(-1,1); Linformer k %d (E = F = segment-mean pooling, shared across heads); Nystrom m %d, 6 iterations\n",
@@ -307,7 +308,7 @@ int main(void) {
         for (i = 0; i < KP * nn; ++i) { E2[i] *= 0.01f; F2[i] *= 0.01f; }
         t0 = now_s(); naive_linformer(q, k, v, E2, F2, nn, ox); tn = now_s() - t0;
         memset(&d, 0, sizeof d);
-        d.kind = ATTN_LINFORMER; d.linformer.e = E2; d.linformer.f = F2; d.linformer.k = KP; d.linformer.n = nn;
+        d.kind = ATTN_LINFORMER; d.linformer.e = E2; d.linformer.f = F2; d.linformer.k = KP; d.linformer.n = nn; d.linformer.shared_heads = 1;
         d.n_threads = 1;
         tl = time_call(&d, tq, tk, tv, to, 1, &t0, &t0);
         e1 = max_norm_err(ox, o, (size_t)nn * H * D);
