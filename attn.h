@@ -480,6 +480,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_S4D_DISC,          481, ATTN_CAT_RANGE,       "attn_ssm_desc.s4d_disc must be ATTN_SSM_ZOH or ATTN_SSM_BILINEAR") \
     X(ATTN_ERR_SSM_S4D_VARLEN,        482, ATTN_CAT_UNSUPPORTED, "attn_ssm_s4d*: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_NULL_K,            483, ATTN_CAT_NULL,        "attn_ssm_s4d_kernel: K is NULL") \
+    X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: dy.data is NULL") \
+    X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: grads is NULL") \
+    X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -934,6 +937,27 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
                                             const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
                                             float *state, attn_ssm_tensor y);
 
+/* Gradients of attn_ssm_selective_scan, overwritten; a NULL field is not returned.
+     du, ddelta, dz  [batch, dim, len] dense fp32 (dz only with z)
+     dA              [dim, d_state]           dD, ddelta_bias  [dim]
+     dB, dC          ATTN_SSM_BC_TOKEN: [batch, G N, len] dense; ATTN_SSM_BC_CONST: [dim, d_state]
+   (no gradient for state_in; d_skip NULL counts as D = 0, delta_bias NULL as 0). */
+typedef struct attn_ssm_grads {
+    float *du, *ddelta, *dz;
+    float *dA, *dB, *dC;
+    float *dD, *ddelta_bias;
+} attn_ssm_grads;
+
+/* Backward of the selective scan: the forward's arguments (y and state_out aside), dy [batch,
+   dim, len] (no zero strides) = dLoss/dy, and the gradients. Recomputes the states from
+   checkpoints every 128 tokens (O(L/128 N) memory per thread); threads over channel blocks,
+   per-token dB/dC summed over the blocks in a fixed order (bitwise the same for any thread
+   count). cu_seqlens is not supported (ATTN_ERR_SSM_BWD_VARLEN). */
+ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                                     const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                                     const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                                     const float *state_in, attn_ssm_tensor dy, const attn_ssm_grads *grads);
+
 /* The depthwise causal conv1d in front of Mamba's scan (K = conv_kernel):
      out[b][c][t] = act(bias[c] + sum_{k<K} w[c][k] x[b][c][t - (K-1) + k])
    where positions before 0 read state_in[b][c][K-1 + pos] (the K-1 previous inputs, oldest
@@ -985,7 +1009,7 @@ ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_
 /* Which call attn_ssm_workspace_size sizes. */
 typedef enum attn_ssm_op {
     ATTN_SSM_OP_SCAN = 0, ATTN_SSM_OP_STEP, ATTN_SSM_OP_CONV, ATTN_SSM_OP_CONV_STEP,
-    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP
+    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP, ATTN_SSM_OP_SCAN_BACKWARD
 } attn_ssm_op;
 /* Bytes of scratch the call op needs with this desc (pass it in desc->workspace). */
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes);
@@ -7142,6 +7166,195 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
     return attn__ssm_scan_run(desc, &P, bytes);
 }
 
+/* ---- selective scan backward ---- */
+typedef struct attn__ssm_bwd {
+    attn__ssm_scan F;            /* the forward's problem (y = dy) */
+    const attn_ssm_grads *g;
+    float *part;                 /* token B/C: [2][G nblk][B][N][L] partial dB, dC per block */
+    size_t thread_floats;
+} attn__ssm_bwd;
+
+static size_t attn__ssm_bwd_floats(int N, int L) {
+    const size_t T = ATTN__SSM_T, nck = ((size_t)L + T - 1) / T + 1;
+    return attn__ssm_round(nck * N + (T + 1) * N + T * 5 + 2 * (size_t)N * T + 2 * (size_t)N);
+}
+
+/* workspace bytes of the backward (0 on overflow): per-thread scratch + the dB/dC partials */
+static size_t attn__ssm_bwd_bytes(const attn_ssm_desc *d, int G) {
+    const int cg = d->dim / G, nblk = (cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    size_t part = 0, thr, bytes;
+    if (d->bc_const == ATTN_SSM_BC_TOKEN &&
+        (!attn__mul_size((size_t)2 * G * nblk, (size_t)d->batch, &part) || !attn__mul_size(part, (size_t)d->d_state, &part) ||
+         !attn__mul_size(part, (size_t)d->len, &part)))
+        return 0;
+    if (!attn__mul_size(attn__ssm_bwd_floats(d->d_state, d->len), (size_t)attn__ssm_threads(d), &thr) ||
+        !attn__add_size(thr, part, &bytes) || bytes > (SIZE_MAX - ATTN__ALIGN) / sizeof(float))
+        return 0;
+    return bytes * sizeof(float) + ATTN__ALIGN;
+}
+
+static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
+    const attn__ssm_bwd *W = (const attn__ssm_bwd *)ctx;
+    const attn__ssm_scan *P = &W->F;
+    const attn_ssm_grads *G = W->g;
+    const attn__isa *V = attn__vec();
+    const int N = P->N, T = ATTN__SSM_T, L = P->L, nck = (L + T - 1) / T;
+    const int g = task / P->nblk, blk = task % P->nblk;
+    const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
+    float *f = P->ws + W->thread_floats * (size_t)thread;
+    float *ck = f, *xs = ck + (size_t)(nck + 1) * N, *ub = xs + (size_t)(T + 1) * N, *rb = ub + T, *zb = rb + T, *gb = zb + T;
+    float *tb = gb + T, *bb = tb + T, *cb = bb + (size_t)N * T, *gr = cb + (size_t)N * T, *cst = gr + N;
+    int c, b, n, k, j;
+    for (c = c0; c < c0 + w; ++c) {
+        const float *Ac = P->A + (size_t)c * N;
+        const float bias = P->dbias ? P->dbias[c] : 0.0f, dsk = P->Dk ? P->Dk[c] : 0.0f;
+        double dD = 0.0, dbias = 0.0;
+        for (n = 0; n < N; ++n) { if (G->dA) G->dA[(size_t)c * N + n] = 0.0f; }
+        if (P->bc_const)
+            for (n = 0; n < N; ++n) {
+                if (G->dB) G->dB[(size_t)c * N + n] = 0.0f;
+                if (G->dC) G->dC[(size_t)c * N + n] = 0.0f;
+            }
+        for (b = 0; b < P->B; ++b) {
+            float *x = gr;                                   /* forward: checkpoints every T tokens */
+            for (n = 0; n < N; ++n) x[n] = P->sin ? P->sin[((size_t)b * P->D + c) * N + n] : 0.0f;
+            if (P->bc_const) {
+                V->load(attn__ssm_at(&P->Bm, 0, c, 0), P->Bm.dt, bb, N, 1.0f);
+                V->load(attn__ssm_at(&P->Cm, 0, c, 0), P->Cm.dt, cb, N, 1.0f);
+            }
+            for (k = 0; k < nck; ++k) {
+                const int t0 = k * T, nt = ATTN__MIN(T, L - t0);
+                memcpy(ck + (size_t)k * N, x, sizeof(float) * (size_t)N);
+                V->load(attn__ssm_at(&P->u, b, c, t0), P->u.dt, ub, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, c, t0), P->dl.dt, tb, nt, 1.0f);
+                if (!P->bc_const)
+                    for (n = 0; n < N; ++n) V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                for (j = 0; j < nt; ++j) {
+                    float dt = tb[j] + bias;
+                    if (P->softplus && dt <= 20.0f) dt = log1pf(expf(dt));
+                    for (n = 0; n < N; ++n)
+                        x[n] = expf(dt * Ac[n]) * x[n] + dt * (P->bc_const ? bb[n] : bb[(size_t)n * T + j]) * ub[j];
+                }
+            }
+            for (n = 0; n < N; ++n) gr[n] = 0.0f;            /* reverse: dLoss/dx carried back */
+            for (k = nck - 1; k >= 0; --k) {
+                const int t0 = k * T, nt = ATTN__MIN(T, L - t0);
+                V->load(attn__ssm_at(&P->u, b, c, t0), P->u.dt, ub, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, c, t0), P->dl.dt, rb, nt, 1.0f);
+                V->load(attn__ssm_at(&P->y, b, c, t0), P->y.dt, gb, nt, 1.0f);
+                if (P->has_z) V->load(attn__ssm_at(&P->z, b, c, t0), P->z.dt, zb, nt, 1.0f);
+                if (!P->bc_const)
+                    for (n = 0; n < N; ++n) {
+                        V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                        V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                    }
+                memcpy(xs, ck + (size_t)k * N, sizeof(float) * (size_t)N);
+                for (j = 0; j < nt; ++j) {                   /* recompute the chunk's states */
+                    float dt = rb[j] + bias;
+                    if (P->softplus && dt <= 20.0f) dt = log1pf(expf(dt));
+                    tb[j] = dt;
+                    for (n = 0; n < N; ++n)
+                        xs[(size_t)(j + 1) * N + n] = expf(dt * Ac[n]) * xs[(size_t)j * N + n] +
+                                                      dt * (P->bc_const ? bb[n] : bb[(size_t)n * T + j]) * ub[j];
+                }
+                for (j = nt - 1; j >= 0; --j) {
+                    const int l = t0 + j;
+                    const size_t o = ((size_t)b * P->D + c) * L + l;
+                    const float *xl = xs + (size_t)(j + 1) * N, *xp = xs + (size_t)j * N, dt = tb[j], uv = ub[j];
+                    float yp = dsk * uv, dyp = gb[j], du, ddt = 0.0f;
+                    for (n = 0; n < N; ++n) yp += (P->bc_const ? cb[n] : cb[(size_t)n * T + j]) * xl[n];
+                    if (P->has_z) {
+                        const float zv = zb[j], sg = 1.0f / (1.0f + expf(-zv));
+                        if (G->dz) G->dz[o] = dyp * yp * sg * (1.0f + zv * (1.0f - sg));
+                        dyp *= zv * sg;
+                    }
+                    dD += (double)dyp * uv;
+                    du = dyp * dsk;
+                    for (n = 0; n < N; ++n) {
+                        const float Bn = P->bc_const ? bb[n] : bb[(size_t)n * T + j];
+                        const float Cn = P->bc_const ? cb[n] : cb[(size_t)n * T + j];
+                        const float e = expf(dt * Ac[n]), gx = gr[n] + dyp * Cn;
+                        if (P->bc_const) {
+                            if (G->dC) cst[n] = dyp * xl[n];
+                        } else if (G->dC) {
+                            float *pc = W->part + ((((size_t)1 * P->G * P->nblk + (size_t)task) * P->B + b) * N + n) * L;
+                            pc[l] = (c == c0 ? 0.0f : pc[l]) + dyp * xl[n];
+                        }
+                        if (G->dA) G->dA[(size_t)c * N + n] += gx * xp[n] * e * dt;
+                        ddt += gx * (xp[n] * e * Ac[n] + Bn * uv);
+                        if (P->bc_const) { if (G->dB) G->dB[(size_t)c * N + n] += gx * dt * uv; }
+                        else if (G->dB) {
+                            float *pb = W->part + ((((size_t)0 * P->G * P->nblk + (size_t)task) * P->B + b) * N + n) * L;
+                            pb[l] = (c == c0 ? 0.0f : pb[l]) + gx * dt * uv;
+                        }
+                        du += gx * dt * Bn;
+                        gr[n] = gx * e;
+                    }
+                    if (P->bc_const && G->dC)
+                        for (n = 0; n < N; ++n) G->dC[(size_t)c * N + n] += cst[n];
+                    if (P->softplus) {
+                        const float r = rb[j] + bias;
+                        if (r <= 20.0f) ddt *= 1.0f / (1.0f + expf(-r));
+                    }
+                    dbias += ddt;
+                    if (G->du) G->du[o] = du;
+                    if (G->ddelta) G->ddelta[o] = ddt;
+                }
+            }
+        }
+        if (G->dD) G->dD[c] = (float)dD;
+        if (G->ddelta_bias) G->ddelta_bias[c] = (float)dbias;
+    }
+}
+
+/* dB / dC rows of per-token B, C: the blocks' partials summed in block order */
+static void attn__ssm_bwd_reduce(void *ctx, int task, int thread) {
+    const attn__ssm_bwd *W = (const attn__ssm_bwd *)ctx;
+    const attn__ssm_scan *P = &W->F;
+    const int which = task / (P->B * P->G * P->N), rest = task % (P->B * P->G * P->N);
+    const int b = rest / (P->G * P->N), g = (rest / P->N) % P->G, n = rest % P->N;
+    float *out = (which ? W->g->dC : W->g->dB) + (((size_t)b * P->G + g) * P->N + n) * P->L;
+    int blk, l;
+    (void)thread;
+    if (!(which ? W->g->dC : W->g->dB)) return;
+    for (blk = 0; blk < P->nblk; ++blk) {
+        const float *pp = W->part + ((((size_t)which * P->G * P->nblk + (size_t)g * P->nblk + blk) * P->B + b) * P->N + n) * P->L;
+        if (blk == 0) memcpy(out, pp, sizeof(float) * (size_t)P->L);
+        else for (l = 0; l < P->L; ++l) out[l] += pp[l];
+    }
+}
+
+ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                                     const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                                     const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                                     const float *state_in, attn_ssm_tensor dy, const attn_ssm_grads *grads) {
+    attn__ssm_bwd W;
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    size_t bytes, thr;
+    int nt;
+    if (desc && desc->cu_seqlens) return ATTN_ERR_SSM_BWD_VARLEN;
+    if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
+    if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK) return s;
+    if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
+    W.g = grads;
+    W.F.Dk = d_skip; W.F.dbias = delta_bias; W.F.sin = state_in;
+    nt = attn__ssm_threads(desc);
+    W.thread_floats = attn__ssm_bwd_floats(W.F.N, W.F.L);
+    thr = W.thread_floats * (size_t)nt;
+    if (!(bytes = attn__ssm_bwd_bytes(desc, W.F.G))) return ATTN_ERR_SSM_OVERFLOW;
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
+    W.F.ws = (float *)w.base;
+    W.part = W.F.ws + thr;
+    attn__parallel_for(&pd, W.F.G * W.F.nblk, nt, attn__ssm_bwd_task, &W);
+    if (!W.F.bc_const) attn__parallel_for(&pd, 2 * W.F.B * W.F.G * W.F.N, nt, attn__ssm_bwd_reduce, &W);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 /* ---- the causal depthwise conv1d ---- */
 typedef struct attn__ssm_conv {
     const attn__isa *V;
@@ -7441,6 +7654,13 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
         if (desc->conv_kernel < 0 || desc->conv_kernel > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
         K = desc->conv_kernel ? desc->conv_kernel : 4;
         n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_conv_floats(K));
+        break;
+    case ATTN_SSM_OP_SCAN_BACKWARD:
+        if ((s = attn__ssm_common(desc, 1)) != ATTN_OK) return s;
+        if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+        K = desc->n_groups == 0 ? 1 : desc->n_groups;
+        if (K < 0 || desc->dim % K != 0) return ATTN_ERR_SSM_GROUPS;
+        n = attn__ssm_bwd_bytes(desc, K);
         break;
     case ATTN_SSM_OP_S4D: case ATTN_SSM_OP_S4D_STEP:
         if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_S4D)) != ATTN_OK) return s;

@@ -918,6 +918,157 @@ static void test_s4d_errors(void) {
     sv_free(&u); sp_free(&g_ep); free(g_est); s4_free(&s);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Selective-scan backward: finite differences of a double forward                           */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int B, D, L, N, G, bc_const, softplus, has_z;
+    double *u, *dl, *z, *A, *Bm, *Cm, *Dk, *bias, *dy, *sin;   /* dense, as the library's */
+} bwp;
+
+/* sum_{b,c,l} dy * y, the forward evaluated in double */
+static double bw_loss(const bwp *p) {
+    const int N = p->N, cg = p->D / p->G;
+    double loss = 0.0, x[8];
+    int b, c, l, n;
+    for (b = 0; b < p->B; ++b)
+        for (c = 0; c < p->D; ++c) {
+            const int g = c / cg;
+            for (n = 0; n < N; ++n) x[n] = p->sin[((size_t)b * p->D + c) * N + n];
+            for (l = 0; l < p->L; ++l) {
+                const size_t o = ((size_t)b * p->D + c) * p->L + l;
+                double dt = p->dl[o] + p->bias[c], y = p->Dk[c] * p->u[o];
+                if (p->softplus && dt <= 20.0) dt = log1p(exp(dt));
+                for (n = 0; n < N; ++n) {
+                    const double bn = p->bc_const ? p->Bm[c * N + n] : p->Bm[(((size_t)b * p->G + g) * N + n) * p->L + l];
+                    const double cn = p->bc_const ? p->Cm[c * N + n] : p->Cm[(((size_t)b * p->G + g) * N + n) * p->L + l];
+                    x[n] = exp(dt * p->A[c * N + n]) * x[n] + dt * bn * p->u[o];
+                    y += cn * x[n];
+                }
+                if (p->has_z) y *= p->z[o] / (1.0 + exp(-p->z[o]));
+                loss += p->dy[o] * y;
+            }
+        }
+    return loss;
+}
+
+static double *bw_vec(t_rng *r, size_t n, double mu, double sd) {
+    double *v = (double *)t_xmalloc(sizeof(double) * n);
+    size_t i;
+    for (i = 0; i < n; ++i) v[i] = (float)(mu + sd * t_normal(r));   /* f32-representable */
+    return v;
+}
+static float *bw_f32(const double *v, size_t n) {
+    float *f = (float *)t_xmalloc(sizeof(float) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) f[i] = (float)v[i];
+    return f;
+}
+
+/* FD check of one gradient array: up to 24 sampled entries, central differences, eps 1e-5 */
+static void bw_fd(bwp *p, double *param, size_t n, const float *grad, const char *name, t_rng *r, int cfg) {
+    double gmax = 1e-3, err = 0.0;
+    size_t k, i;
+    for (i = 0; i < n; ++i) gmax = SR_MAX(gmax, fabs(grad[i]));
+    for (k = 0; k < 24 && k < n; ++k) {
+        const size_t j = n <= 24 ? k : (size_t)t_irange(r, 0, (int)n - 1);
+        const double keep = param[j], eps = 1e-5 * SR_MAX(1.0, fabs(keep));
+        double lp, lm, fd;
+        param[j] = keep + eps; lp = bw_loss(p);
+        param[j] = keep - eps; lm = bw_loss(p);
+        param[j] = keep;
+        fd = (lp - lm) / (2 * eps);
+        err = SR_MAX(err, fabs(fd - grad[j]));
+    }
+    T_CHECK(err <= 2e-3 * gmax, "backward config %d: %s vs finite differences: err %g (max |grad| %g)", cfg, name, err, gmax);
+}
+
+static void test_scan_backward(void) {
+    t_rng r = t_rng_seed(2014);
+    int cfg;
+    for (cfg = 0; cfg < 4; ++cfg) {
+        bwp p;
+        const int B = 2, D = 6, N = 3, L = cfg == 3 ? 300 : 37;
+        size_t nx, nbc;
+        attn_ssm_desc d;
+        attn_ssm_grads gr;
+        attn_ssm_tensor tu, tdl, tz, tb, tc, tdy;
+        float *fu, *fdl, *fz, *fA, *fB, *fC, *fD, *fbias, *fdy, *fsin;
+        float *g_u, *g_dl, *g_z, *g_A, *g_B, *g_C, *g_D, *g_bias;
+        attn_status s;
+        memset(&p, 0, sizeof p);
+        p.B = B; p.D = D; p.L = L; p.N = N; p.G = cfg == 1 ? 2 : 1; p.bc_const = cfg == 2; p.softplus = cfg != 1;
+        p.has_z = cfg != 2;
+        nx = (size_t)B * D * L; nbc = p.bc_const ? (size_t)D * N : (size_t)B * p.G * N * L;
+        p.u = bw_vec(&r, nx, 0.0, 1.0); p.z = bw_vec(&r, nx, 0.0, 1.5); p.dy = bw_vec(&r, nx, 0.0, 1.0);
+        p.dl = bw_vec(&r, nx, p.softplus ? -2.0 : 0.1, p.softplus ? 1.0 : 0.03);
+        p.A = bw_vec(&r, (size_t)D * N, -1.0, 0.3); p.Bm = bw_vec(&r, nbc, 0.0, 1.0); p.Cm = bw_vec(&r, nbc, 0.0, 1.0);
+        p.Dk = bw_vec(&r, D, 0.0, 1.0); p.bias = bw_vec(&r, D, 0.0, 0.2); p.sin = bw_vec(&r, (size_t)B * D * N, 0.0, 1.0);
+        fu = bw_f32(p.u, nx); fdl = bw_f32(p.dl, nx); fz = bw_f32(p.z, nx); fdy = bw_f32(p.dy, nx);
+        fA = bw_f32(p.A, (size_t)D * N); fB = bw_f32(p.Bm, nbc); fC = bw_f32(p.Cm, nbc); fD = bw_f32(p.Dk, D);
+        fbias = bw_f32(p.bias, D); fsin = bw_f32(p.sin, (size_t)B * D * N);
+        g_u = (float *)t_xmalloc(4 * nx); g_dl = (float *)t_xmalloc(4 * nx); g_z = (float *)t_xmalloc(4 * nx);
+        g_A = (float *)t_xmalloc(4 * (size_t)D * N); g_B = (float *)t_xmalloc(4 * nbc); g_C = (float *)t_xmalloc(4 * nbc);
+        g_D = (float *)t_xmalloc(4 * (size_t)D); g_bias = (float *)t_xmalloc(4 * (size_t)D);
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = p.G; d.bc_const = p.bc_const;
+        d.delta_softplus = p.softplus; d.n_threads = 1 + cfg % 3;
+        memset(&tu, 0, sizeof tu); tu.dtype = ATTN_F32;
+        tdl = tz = tb = tc = tdy = tu;
+        tu.data = fu; tdl.data = fdl; tz.data = p.has_z ? fz : NULL; tb.data = fB; tc.data = fC; tdy.data = fdy;
+        gr.du = g_u; gr.ddelta = g_dl; gr.dz = g_z; gr.dA = g_A; gr.dB = g_B; gr.dC = g_C; gr.dD = g_D; gr.ddelta_bias = g_bias;
+        s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &gr);
+        T_CHECK(s == ATTN_OK, "backward config %d: %s", cfg, attn_status_str(s));
+        bw_fd(&p, p.u, nx, g_u, "du", &r, cfg);
+        bw_fd(&p, p.dl, nx, g_dl, "ddelta", &r, cfg);
+        if (p.has_z) bw_fd(&p, p.z, nx, g_z, "dz", &r, cfg);
+        bw_fd(&p, p.A, (size_t)D * N, g_A, "dA", &r, cfg);
+        bw_fd(&p, p.Bm, nbc, g_B, "dB", &r, cfg);
+        bw_fd(&p, p.Cm, nbc, g_C, "dC", &r, cfg);
+        bw_fd(&p, p.Dk, D, g_D, "dD", &r, cfg);
+        bw_fd(&p, p.bias, D, g_bias, "ddelta_bias", &r, cfg);
+        {   /* thread counts and the workspace query: bitwise */
+            float *h_u = (float *)t_xmalloc(4 * nx), *h_B = (float *)t_xmalloc(4 * nbc), *h_A = (float *)t_xmalloc(4 * (size_t)D * N);
+            attn_ssm_grads g2 = gr;
+            size_t bytes = 0, m0;
+            void *ws;
+            g2.du = h_u; g2.dB = h_B; g2.dA = h_A;
+            d.n_threads = 3 - cfg % 3;
+            T_CHECK(attn_ssm_workspace_size(&d, ATTN_SSM_OP_SCAN_BACKWARD, &bytes) == ATTN_OK, "backward workspace query");
+            ws = t_xmalloc(bytes); d.workspace = ws; d.workspace_size = bytes;
+            m0 = t_attn_mallocs;
+            T_CHECK(attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2) == ATTN_OK &&
+                    t_attn_mallocs == m0, "backward with the queried workspace: allocation-free");
+            T_CHECK(memcmp(h_u, g_u, 4 * nx) == 0 && memcmp(h_B, g_B, 4 * nbc) == 0 && memcmp(h_A, g_A, 4 * (size_t)D * N) == 0,
+                    "backward config %d: thread counts differ (bitwise)", cfg);
+            if (cfg == 0) {                                   /* error paths, gradients untouched */
+                t_sentinel(h_u, 4 * nx, 5);
+                d.workspace_size = bytes - 1;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                T_CHECK(s == ATTN_ERR_SSM_WORKSPACE && t_sentinel_ok(h_u, 4 * nx, 5), "backward small workspace");
+                d.workspace = NULL; d.workspace_size = 0;
+                tdy.data = NULL;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                if (T_CHECK(s == ATTN_ERR_SSM_NULL_DY && t_sentinel_ok(h_u, 4 * nx, 5), "backward NULL dy")) t_status_provoked[s] = 1;
+                tdy.data = fdy;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, NULL);
+                if (T_CHECK(s == ATTN_ERR_SSM_NULL_GRADS && t_sentinel_ok(h_u, 4 * nx, 5), "backward NULL grads")) t_status_provoked[s] = 1;
+                d.cu_seqlens = &cfg; d.varlen_batch = 1;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                if (T_CHECK(s == ATTN_ERR_SSM_BWD_VARLEN && t_sentinel_ok(h_u, 4 * nx, 5), "backward cu_seqlens")) t_status_provoked[s] = 1;
+                d.cu_seqlens = NULL; d.varlen_batch = 0; d.n_groups = 4;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                T_CHECK(s == ATTN_ERR_SSM_GROUPS && t_sentinel_ok(h_u, 4 * nx, 5), "backward G not dividing D");
+            }
+            free(h_u); free(h_B); free(h_A); free(ws);
+        }
+        free(p.u); free(p.z); free(p.dy); free(p.dl); free(p.A); free(p.Bm); free(p.Cm); free(p.Dk); free(p.bias); free(p.sin);
+        free(fu); free(fdl); free(fz); free(fdy); free(fA); free(fB); free(fC); free(fD); free(fbias); free(fsin);
+        free(g_u); free(g_dl); free(g_z); free(g_A); free(g_B); free(g_C); free(g_D); free(g_bias);
+    }
+}
+
 void test_ssm(void) {
     test_scan_ref();
     test_scan_threads();
@@ -932,4 +1083,5 @@ void test_ssm(void) {
     test_s4d();
     test_s4d_props();
     test_s4d_errors();
+    test_scan_backward();
 }
