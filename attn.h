@@ -25,7 +25,8 @@
         3.13 sparse attention
         3.14 linear and kernel attention
         3.15 low-rank attention
-        3.16 state-space scans
+        3.16 state-space scans: Mamba selective scan, its step and backward, causal conv1d, S4D
+             (attn__ssm_scan_task, attn__ssm_bwd_task, attn__ssm_conv_task, attn__s4d_task)
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
      4. License
 
@@ -7101,6 +7102,9 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     memset(P, 0, sizeof *P);
     P->B = d->batch; P->D = d->dim; P->L = L; P->N = d->d_state; P->G = G; P->cg = d->dim / G;
     P->nblk = (P->cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    if ((size_t)P->B * (size_t)P->G * (size_t)P->nblk > (size_t)INT_MAX / 2 ||
+        (size_t)2 * P->B * (size_t)P->G * (size_t)P->N > (size_t)INT_MAX)
+        return ATTN_ERR_SSM_OVERFLOW;                          /* task counts are ints */
     P->bc_const = d->bc_const; P->softplus = d->delta_softplus;
     P->cu = step ? NULL : d->cu_seqlens;
     P->S = P->cu ? d->varlen_batch : d->batch;
@@ -7414,6 +7418,7 @@ static attn_status attn__ssm_conv_check(const attn_ssm_desc *d, int step, attn_s
     P->K = d->conv_kernel ? d->conv_kernel : 4;
     P->act = d->conv_act;
     if (P->K > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+    if ((size_t)P->B * (size_t)((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH) > (size_t)INT_MAX) return ATTN_ERR_SSM_OVERFLOW;
     if ((s = attn__ssm_view(x, P->B, P->D, P->L, 0, &P->x)) != ATTN_OK) return s;
     if ((s = attn__ssm_view(out, P->B, P->D, P->L, 1, &P->out)) != ATTN_OK) return s;
     P->w = weight;
