@@ -28,7 +28,8 @@
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
-        3.16 state-space scans
+        3.16 state-space scans: Mamba selective scan, its step and backward, causal conv1d, S4D
+             (attn__ssm_scan_task, attn__ssm_bwd_task, attn__ssm_conv_task, attn__s4d_task)
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
      4. License
 
@@ -763,6 +764,17 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_WORKSPACE,         473, ATTN_CAT_RANGE,       "attn_ssm_desc.workspace_size is smaller than attn_ssm_workspace_size() asks for") \
     X(ATTN_ERR_SSM_NULL_RESULT,       474, ATTN_CAT_NULL,        "attn_ssm_workspace_size: bytes is NULL") \
     X(ATTN_ERR_SSM_OP,                475, ATTN_CAT_RANGE,       "attn_ssm_workspace_size: op is not an attn_ssm_op") \
+    X(ATTN_ERR_SSM_NULL_PARAMS,       476, ATTN_CAT_NULL,        "attn_ssm_s4d*: params is NULL") \
+    X(ATTN_ERR_SSM_S4D_NULL_DT,       477, ATTN_CAT_NULL,        "attn_s4d_params.log_dt is NULL") \
+    X(ATTN_ERR_SSM_S4D_NULL_A,        478, ATTN_CAT_NULL,        "attn_s4d_params.log_a_real or .a_imag is NULL") \
+    X(ATTN_ERR_SSM_S4D_NULL_C,        479, ATTN_CAT_NULL,        "attn_s4d_params.c_re or .c_im is NULL") \
+    X(ATTN_ERR_SSM_S4D_B_PAIR,        480, ATTN_CAT_NULL,        "attn_s4d_params.b_re and .b_im must be given together (or both NULL)") \
+    X(ATTN_ERR_SSM_S4D_DISC,          481, ATTN_CAT_RANGE,       "attn_ssm_desc.s4d_disc must be ATTN_SSM_ZOH or ATTN_SSM_BILINEAR") \
+    X(ATTN_ERR_SSM_S4D_VARLEN,        482, ATTN_CAT_UNSUPPORTED, "attn_ssm_s4d*: attn_ssm_desc.cu_seqlens must be NULL") \
+    X(ATTN_ERR_SSM_NULL_K,            483, ATTN_CAT_NULL,        "attn_ssm_s4d_kernel: K is NULL") \
+    X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: dy.data is NULL") \
+    X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: grads is NULL") \
+    X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -1261,6 +1273,27 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
                                             const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
                                             float *state, attn_ssm_tensor y);
 
+/* Gradients of attn_ssm_selective_scan, overwritten; a NULL field is not returned.
+     du, ddelta, dz  [batch, dim, len] dense fp32 (dz only with z)
+     dA              [dim, d_state]           dD, ddelta_bias  [dim]
+     dB, dC          ATTN_SSM_BC_TOKEN: [batch, G N, len] dense; ATTN_SSM_BC_CONST: [dim, d_state]
+   (no gradient for state_in; d_skip NULL counts as D = 0, delta_bias NULL as 0). */
+typedef struct attn_ssm_grads {
+    float *du, *ddelta, *dz;
+    float *dA, *dB, *dC;
+    float *dD, *ddelta_bias;
+} attn_ssm_grads;
+
+/* Backward of the selective scan: the forward's arguments (y and state_out aside), dy [batch,
+   dim, len] (no zero strides) = dLoss/dy, and the gradients. Recomputes the states from
+   checkpoints every 128 tokens (O(L/128 N) memory per thread); threads over channel blocks,
+   per-token dB/dC summed over the blocks in a fixed order (bitwise the same for any thread
+   count). cu_seqlens is not supported (ATTN_ERR_SSM_BWD_VARLEN). */
+ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                                     const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                                     const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                                     const float *state_in, attn_ssm_tensor dy, const attn_ssm_grads *grads);
+
 /* The depthwise causal conv1d in front of Mamba's scan (K = conv_kernel):
      out[b][c][t] = act(bias[c] + sum_{k<K} w[c][k] x[b][c][t - (K-1) + k])
    where positions before 0 read state_in[b][c][K-1 + pos] (the K-1 previous inputs, oldest
@@ -1275,10 +1308,44 @@ ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x
 ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
                                          const float *bias, float *state, attn_ssm_tensor out);
 
+/* S4D (diagonal state space, Gu et al. 2022), per channel h and complex mode n < d_state:
+     A = -exp(log_a_real) + i a_imag,  dt = exp(log_dt[h]),  B = b_re + i b_im (NULL: 1),
+     C = c_re + i c_im (all [dim, d_state] fp32, log_dt [dim]);
+     ZOH:      dA = e^{dt A},                     dB = (e^{dt A} - 1) / A * B
+     bilinear: dA = (1 + dt A/2) / (1 - dt A/2),  dB = dt B / (1 - dt A/2)
+     kernel    K_l = 2 Re sum_n C_n dB_n dA_n^l
+     y         y_l = sum_{k<=l} K_{l-k} u_k + 2 Re sum_n C_n dA_n^{l+1} x0_n + d_skip u_l
+   which equals the recurrence x_l = dA x_{l-1} + dB u_l (x_{-1} = x0), y_l = 2 Re(C x_l) + D u_l.
+   (d_state is the number of complex modes: the paper's N/2.) */
+typedef struct attn_s4d_params {
+    const float *log_dt;             /* [dim] */
+    const float *log_a_real, *a_imag;/* [dim, d_state] */
+    const float *b_re, *b_im;        /* [dim, d_state], both or neither (NULL: B = 1) */
+    const float *c_re, *c_im;        /* [dim, d_state] */
+    const float *d_skip;             /* [dim] or NULL (0) */
+} attn_s4d_params;
+
+/* The S4D convolution kernel K [dim, len] (fp32, row h = channel h), from the Vandermonde
+   product evaluated in double. */
+ATTNDEF attn_status attn_ssm_s4d_kernel(const attn_ssm_desc *desc, const attn_s4d_params *params, float *K);
+
+/* S4D as a causal convolution: u, y [batch, dim, len]; state_in / state_out [batch, dim,
+   d_state, 2] fp32 (complex x as re, im) or NULL: the state before the first / after the last
+   token, so sequences run in pieces (state_out may be state_in). Chunks of 64 tokens: a direct
+   convolution with K inside a chunk, the carried complex state across chunks, so the cost is
+   O(L (64 + d_state)) per channel at any length; one chunk (L <= 64) is the direct form. */
+ATTNDEF attn_status attn_ssm_s4d(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                 const float *state_in, attn_ssm_tensor y, float *state_out);
+
+/* One S4D token: u, y [batch, dim, 1]; state [batch, dim, d_state, 2] updated in place:
+   x = dA x + dB u, y = 2 Re(C x) + d_skip u. */
+ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                      float *state, attn_ssm_tensor y);
+
 /* Which call attn_ssm_workspace_size sizes. */
 typedef enum attn_ssm_op {
     ATTN_SSM_OP_SCAN = 0, ATTN_SSM_OP_STEP, ATTN_SSM_OP_CONV, ATTN_SSM_OP_CONV_STEP,
-    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP
+    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP, ATTN_SSM_OP_SCAN_BACKWARD
 } attn_ssm_op;
 /* Bytes of scratch the call op needs with this desc (pass it in desc->workspace). */
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes);
@@ -9692,6 +9759,9 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     memset(P, 0, sizeof *P);
     P->B = d->batch; P->D = d->dim; P->L = L; P->N = d->d_state; P->G = G; P->cg = d->dim / G;
     P->nblk = (P->cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    if ((size_t)P->B * (size_t)P->G * (size_t)P->nblk > (size_t)INT_MAX / 2 ||
+        (size_t)2 * P->B * (size_t)P->G * (size_t)P->N > (size_t)INT_MAX)
+        return ATTN_ERR_SSM_OVERFLOW;                          /* task counts are ints */
     P->bc_const = d->bc_const; P->softplus = d->delta_softplus;
     P->cu = step ? NULL : d->cu_seqlens;
     P->S = P->cu ? d->varlen_batch : d->batch;
@@ -9757,6 +9827,195 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
     return attn__ssm_scan_run(desc, &P, bytes);
 }
 
+/* ---- selective scan backward ---- */
+typedef struct attn__ssm_bwd {
+    attn__ssm_scan F;            /* the forward's problem (y = dy) */
+    const attn_ssm_grads *g;
+    float *part;                 /* token B/C: [2][G nblk][B][N][L] partial dB, dC per block */
+    size_t thread_floats;
+} attn__ssm_bwd;
+
+static size_t attn__ssm_bwd_floats(int N, int L) {
+    const size_t T = ATTN__SSM_T, nck = ((size_t)L + T - 1) / T + 1;
+    return attn__ssm_round(nck * N + (T + 1) * N + T * 5 + 2 * (size_t)N * T + 2 * (size_t)N);
+}
+
+/* workspace bytes of the backward (0 on overflow): per-thread scratch + the dB/dC partials */
+static size_t attn__ssm_bwd_bytes(const attn_ssm_desc *d, int G) {
+    const int cg = d->dim / G, nblk = (cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    size_t part = 0, thr, bytes;
+    if (d->bc_const == ATTN_SSM_BC_TOKEN &&
+        (!attn__mul_size((size_t)2 * G * nblk, (size_t)d->batch, &part) || !attn__mul_size(part, (size_t)d->d_state, &part) ||
+         !attn__mul_size(part, (size_t)d->len, &part)))
+        return 0;
+    if (!attn__mul_size(attn__ssm_bwd_floats(d->d_state, d->len), (size_t)attn__ssm_threads(d), &thr) ||
+        !attn__add_size(thr, part, &bytes) || bytes > (SIZE_MAX - ATTN__ALIGN) / sizeof(float))
+        return 0;
+    return bytes * sizeof(float) + ATTN__ALIGN;
+}
+
+static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
+    const attn__ssm_bwd *W = (const attn__ssm_bwd *)ctx;
+    const attn__ssm_scan *P = &W->F;
+    const attn_ssm_grads *G = W->g;
+    const attn__isa *V = attn__vec();
+    const int N = P->N, T = ATTN__SSM_T, L = P->L, nck = (L + T - 1) / T;
+    const int g = task / P->nblk, blk = task % P->nblk;
+    const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
+    float *f = P->ws + W->thread_floats * (size_t)thread;
+    float *ck = f, *xs = ck + (size_t)(nck + 1) * N, *ub = xs + (size_t)(T + 1) * N, *rb = ub + T, *zb = rb + T, *gb = zb + T;
+    float *tb = gb + T, *bb = tb + T, *cb = bb + (size_t)N * T, *gr = cb + (size_t)N * T, *cst = gr + N;
+    int c, b, n, k, j;
+    for (c = c0; c < c0 + w; ++c) {
+        const float *Ac = P->A + (size_t)c * N;
+        const float bias = P->dbias ? P->dbias[c] : 0.0f, dsk = P->Dk ? P->Dk[c] : 0.0f;
+        double dD = 0.0, dbias = 0.0;
+        for (n = 0; n < N; ++n) { if (G->dA) G->dA[(size_t)c * N + n] = 0.0f; }
+        if (P->bc_const)
+            for (n = 0; n < N; ++n) {
+                if (G->dB) G->dB[(size_t)c * N + n] = 0.0f;
+                if (G->dC) G->dC[(size_t)c * N + n] = 0.0f;
+            }
+        for (b = 0; b < P->B; ++b) {
+            float *x = gr;                                   /* forward: checkpoints every T tokens */
+            for (n = 0; n < N; ++n) x[n] = P->sin ? P->sin[((size_t)b * P->D + c) * N + n] : 0.0f;
+            if (P->bc_const) {
+                V->load(attn__ssm_at(&P->Bm, 0, c, 0), P->Bm.dt, bb, N, 1.0f);
+                V->load(attn__ssm_at(&P->Cm, 0, c, 0), P->Cm.dt, cb, N, 1.0f);
+            }
+            for (k = 0; k < nck; ++k) {
+                const int t0 = k * T, nt = ATTN__MIN(T, L - t0);
+                memcpy(ck + (size_t)k * N, x, sizeof(float) * (size_t)N);
+                V->load(attn__ssm_at(&P->u, b, c, t0), P->u.dt, ub, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, c, t0), P->dl.dt, tb, nt, 1.0f);
+                if (!P->bc_const)
+                    for (n = 0; n < N; ++n) V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                for (j = 0; j < nt; ++j) {
+                    float dt = tb[j] + bias;
+                    if (P->softplus && dt <= 20.0f) dt = log1pf(expf(dt));
+                    for (n = 0; n < N; ++n)
+                        x[n] = expf(dt * Ac[n]) * x[n] + dt * (P->bc_const ? bb[n] : bb[(size_t)n * T + j]) * ub[j];
+                }
+            }
+            for (n = 0; n < N; ++n) gr[n] = 0.0f;            /* reverse: dLoss/dx carried back */
+            for (k = nck - 1; k >= 0; --k) {
+                const int t0 = k * T, nt = ATTN__MIN(T, L - t0);
+                V->load(attn__ssm_at(&P->u, b, c, t0), P->u.dt, ub, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, c, t0), P->dl.dt, rb, nt, 1.0f);
+                V->load(attn__ssm_at(&P->y, b, c, t0), P->y.dt, gb, nt, 1.0f);
+                if (P->has_z) V->load(attn__ssm_at(&P->z, b, c, t0), P->z.dt, zb, nt, 1.0f);
+                if (!P->bc_const)
+                    for (n = 0; n < N; ++n) {
+                        V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                        V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                    }
+                memcpy(xs, ck + (size_t)k * N, sizeof(float) * (size_t)N);
+                for (j = 0; j < nt; ++j) {                   /* recompute the chunk's states */
+                    float dt = rb[j] + bias;
+                    if (P->softplus && dt <= 20.0f) dt = log1pf(expf(dt));
+                    tb[j] = dt;
+                    for (n = 0; n < N; ++n)
+                        xs[(size_t)(j + 1) * N + n] = expf(dt * Ac[n]) * xs[(size_t)j * N + n] +
+                                                      dt * (P->bc_const ? bb[n] : bb[(size_t)n * T + j]) * ub[j];
+                }
+                for (j = nt - 1; j >= 0; --j) {
+                    const int l = t0 + j;
+                    const size_t o = ((size_t)b * P->D + c) * L + l;
+                    const float *xl = xs + (size_t)(j + 1) * N, *xp = xs + (size_t)j * N, dt = tb[j], uv = ub[j];
+                    float yp = dsk * uv, dyp = gb[j], du, ddt = 0.0f;
+                    for (n = 0; n < N; ++n) yp += (P->bc_const ? cb[n] : cb[(size_t)n * T + j]) * xl[n];
+                    if (P->has_z) {
+                        const float zv = zb[j], sg = 1.0f / (1.0f + expf(-zv));
+                        if (G->dz) G->dz[o] = dyp * yp * sg * (1.0f + zv * (1.0f - sg));
+                        dyp *= zv * sg;
+                    }
+                    dD += (double)dyp * uv;
+                    du = dyp * dsk;
+                    for (n = 0; n < N; ++n) {
+                        const float Bn = P->bc_const ? bb[n] : bb[(size_t)n * T + j];
+                        const float Cn = P->bc_const ? cb[n] : cb[(size_t)n * T + j];
+                        const float e = expf(dt * Ac[n]), gx = gr[n] + dyp * Cn;
+                        if (P->bc_const) {
+                            if (G->dC) cst[n] = dyp * xl[n];
+                        } else if (G->dC) {
+                            float *pc = W->part + ((((size_t)1 * P->G * P->nblk + (size_t)task) * P->B + b) * N + n) * L;
+                            pc[l] = (c == c0 ? 0.0f : pc[l]) + dyp * xl[n];
+                        }
+                        if (G->dA) G->dA[(size_t)c * N + n] += gx * xp[n] * e * dt;
+                        ddt += gx * (xp[n] * e * Ac[n] + Bn * uv);
+                        if (P->bc_const) { if (G->dB) G->dB[(size_t)c * N + n] += gx * dt * uv; }
+                        else if (G->dB) {
+                            float *pb = W->part + ((((size_t)0 * P->G * P->nblk + (size_t)task) * P->B + b) * N + n) * L;
+                            pb[l] = (c == c0 ? 0.0f : pb[l]) + gx * dt * uv;
+                        }
+                        du += gx * dt * Bn;
+                        gr[n] = gx * e;
+                    }
+                    if (P->bc_const && G->dC)
+                        for (n = 0; n < N; ++n) G->dC[(size_t)c * N + n] += cst[n];
+                    if (P->softplus) {
+                        const float r = rb[j] + bias;
+                        if (r <= 20.0f) ddt *= 1.0f / (1.0f + expf(-r));
+                    }
+                    dbias += ddt;
+                    if (G->du) G->du[o] = du;
+                    if (G->ddelta) G->ddelta[o] = ddt;
+                }
+            }
+        }
+        if (G->dD) G->dD[c] = (float)dD;
+        if (G->ddelta_bias) G->ddelta_bias[c] = (float)dbias;
+    }
+}
+
+/* dB / dC rows of per-token B, C: the blocks' partials summed in block order */
+static void attn__ssm_bwd_reduce(void *ctx, int task, int thread) {
+    const attn__ssm_bwd *W = (const attn__ssm_bwd *)ctx;
+    const attn__ssm_scan *P = &W->F;
+    const int which = task / (P->B * P->G * P->N), rest = task % (P->B * P->G * P->N);
+    const int b = rest / (P->G * P->N), g = (rest / P->N) % P->G, n = rest % P->N;
+    float *out = (which ? W->g->dC : W->g->dB) + (((size_t)b * P->G + g) * P->N + n) * P->L;
+    int blk, l;
+    (void)thread;
+    if (!(which ? W->g->dC : W->g->dB)) return;
+    for (blk = 0; blk < P->nblk; ++blk) {
+        const float *pp = W->part + ((((size_t)which * P->G * P->nblk + (size_t)g * P->nblk + blk) * P->B + b) * P->N + n) * P->L;
+        if (blk == 0) memcpy(out, pp, sizeof(float) * (size_t)P->L);
+        else for (l = 0; l < P->L; ++l) out[l] += pp[l];
+    }
+}
+
+ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                                     const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                                     const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                                     const float *state_in, attn_ssm_tensor dy, const attn_ssm_grads *grads) {
+    attn__ssm_bwd W;
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    size_t bytes, thr;
+    int nt;
+    if (desc && desc->cu_seqlens) return ATTN_ERR_SSM_BWD_VARLEN;
+    if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
+    if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK) return s;
+    if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
+    W.g = grads;
+    W.F.Dk = d_skip; W.F.dbias = delta_bias; W.F.sin = state_in;
+    nt = attn__ssm_threads(desc);
+    W.thread_floats = attn__ssm_bwd_floats(W.F.N, W.F.L);
+    thr = W.thread_floats * (size_t)nt;
+    if (!(bytes = attn__ssm_bwd_bytes(desc, W.F.G))) return ATTN_ERR_SSM_OVERFLOW;
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
+    W.F.ws = (float *)w.base;
+    W.part = W.F.ws + thr;
+    attn__parallel_for(&pd, W.F.G * W.F.nblk, nt, attn__ssm_bwd_task, &W);
+    if (!W.F.bc_const) attn__parallel_for(&pd, 2 * W.F.B * W.F.G * W.F.N, nt, attn__ssm_bwd_reduce, &W);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 /* ---- the causal depthwise conv1d ---- */
 typedef struct attn__ssm_conv {
     const attn__isa *V;
@@ -9816,6 +10075,7 @@ static attn_status attn__ssm_conv_check(const attn_ssm_desc *d, int step, attn_s
     P->K = d->conv_kernel ? d->conv_kernel : 4;
     P->act = d->conv_act;
     if (P->K > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+    if ((size_t)P->B * (size_t)((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH) > (size_t)INT_MAX) return ATTN_ERR_SSM_OVERFLOW;
     if ((s = attn__ssm_view(x, P->B, P->D, P->L, 0, &P->x)) != ATTN_OK) return s;
     if ((s = attn__ssm_view(out, P->B, P->D, P->L, 1, &P->out)) != ATTN_OK) return s;
     P->w = weight;
@@ -9861,6 +10121,185 @@ ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_ten
     return attn__ssm_conv_run(desc, &P, bytes);
 }
 
+/* ---- S4D ---- */
+#define ATTN__S4D_T 64          /* tokens per chunk: direct convolution inside, state across */
+
+typedef struct attn__s4d {
+    const attn__isa *V;
+    int B, D, L, N, disc;
+    const attn_s4d_params *p;
+    attn__ssm_tv u, y;
+    const float *sin;
+    float *sout, *K;            /* K: attn_ssm_s4d_kernel's output (then u/y are unused) */
+    float *ws;
+    size_t ws_floats;
+} attn__s4d;
+
+static size_t attn__s4d_floats(int N) {
+    const size_t T = ATTN__S4D_T;
+    return attn__ssm_round(T * 4 + T * 2 * (size_t)N + 2 * (size_t)N * 3);
+}
+
+/* channel h's discretisation, in double: dA, C dB (complex, re/im arrays of N) */
+static void attn__s4d_disc(const attn__s4d *P, int h, int n, double *dar, double *dai, double *cbr, double *cbi,
+                           double *dbr, double *dbi) {
+    const attn_s4d_params *p = P->p;
+    const size_t i = (size_t)h * P->N + n;
+    const double dt = exp((double)p->log_dt[h]), ar = -exp((double)p->log_a_real[i]), ai = p->a_imag[i];
+    const double br = p->b_re ? p->b_re[i] : 1.0, bi = p->b_re ? p->b_im[i] : 0.0;
+    double qr, qi, den;
+    if (P->disc == ATTN_SSM_ZOH) {
+        const double e = exp(dt * ar);
+        *dar = e * cos(dt * ai); *dai = e * sin(dt * ai);
+        den = ar * ar + ai * ai;                                /* q = (dA - 1) / A */
+        qr = ((*dar - 1.0) * ar + *dai * ai) / den; qi = (*dai * ar - (*dar - 1.0) * ai) / den;
+    } else {
+        const double mr = 1.0 - dt * ar / 2, mi = -dt * ai / 2, pr = 1.0 + dt * ar / 2, pi = dt * ai / 2;
+        den = mr * mr + mi * mi;                                /* dA = (1 + dtA/2) / (1 - dtA/2) */
+        *dar = (pr * mr + pi * mi) / den; *dai = (pi * mr - pr * mi) / den;
+        qr = dt * mr / den; qi = -dt * mi / den;                /* q = dt / (1 - dtA/2) */
+    }
+    *dbr = qr * br - qi * bi; *dbi = qr * bi + qi * br;
+    *cbr = p->c_re[i] * *dbr - p->c_im[i] * *dbi; *cbi = p->c_re[i] * *dbi + p->c_im[i] * *dbr;
+}
+
+static void attn__s4d_kernel_task(void *ctx, int h, int thread) {
+    const attn__s4d *P = (const attn__s4d *)ctx;
+    float *K = P->K + (size_t)h * P->L;
+    int n, l;
+    (void)thread;
+    for (l = 0; l < P->L; ++l) K[l] = 0.0f;
+    for (n = 0; n < P->N; ++n) {             /* K_l += 2 Re(C dB dA^l), powers by multiplication */
+        double ar, ai, cr, ci, br, bi, pr = 1.0, pi = 0.0, t;
+        attn__s4d_disc(P, h, n, &ar, &ai, &cr, &ci, &br, &bi);
+        for (l = 0; l < P->L; ++l) {
+            K[l] += (float)(2.0 * (cr * pr - ci * pi));
+            t = pr * ar - pi * ai; pi = pr * ai + pi * ar; pr = t;
+        }
+    }
+}
+
+static void attn__s4d_task(void *ctx, int h, int thread) {
+    const attn__s4d *P = (const attn__s4d *)ctx;
+    const attn__isa *V = P->V;
+    const int N = P->N, T = ATTN__S4D_T, Tk = ATTN__MIN(T, P->L);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    float *Kr = f, *ub = Kr + T, *yb = ub + T, *G = yb + T, *xs = G + (size_t)T * 2 * N;   /* xs [2N] */
+    float *da = xs + 2 * (size_t)N, *db = da + 2 * (size_t)N;                             /* [2N] each */
+    const float dsk = P->p->d_skip ? P->p->d_skip[h] : 0.0f;
+    int n, l, b, k;
+    /* Krev[T-1-j] = K_j (j < Tk); G[l] = (2 Re(C dA^{l+1}), -2 Im(C dA^{l+1})) per mode */
+    for (l = 0; l < T; ++l) Kr[l] = 0.0f;
+    for (n = 0; n < N; ++n) {
+        double ar, ai, cr, ci, br, bi, pr = 1.0, pi = 0.0, qr, qi, t;
+        const double c_r = P->p->c_re[(size_t)h * N + n], c_i = P->p->c_im[(size_t)h * N + n];
+        attn__s4d_disc(P, h, n, &ar, &ai, &cr, &ci, &br, &bi);
+        da[2 * n] = (float)ar; da[2 * n + 1] = (float)ai; db[2 * n] = (float)br; db[2 * n + 1] = (float)bi;
+        for (l = 0; l < Tk; ++l) {
+            Kr[T - 1 - l] += (float)(2.0 * (cr * pr - ci * pi));
+            t = pr * ar - pi * ai; pi = pr * ai + pi * ar; pr = t;            /* now dA^{l+1} */
+            qr = c_r * pr - c_i * pi; qi = c_r * pi + c_i * pr;
+            G[(size_t)l * 2 * N + 2 * n] = (float)(2.0 * qr);
+            G[(size_t)l * 2 * N + 2 * n + 1] = (float)(-2.0 * qi);
+        }
+    }
+    for (b = 0; b < P->B; ++b) {
+        const size_t so = ((size_t)b * P->D + h) * (size_t)N * 2;
+        int t0;
+        for (n = 0; n < 2 * N; ++n) xs[n] = P->sin ? P->sin[so + n] : 0.0f;
+        for (t0 = 0; t0 < P->L; t0 += T) {
+            const int nt = ATTN__MIN(T, P->L - t0);
+            V->load(attn__ssm_at(&P->u, b, h, t0), P->u.dt, ub, nt, 1.0f);
+            for (l = 0; l < nt; ++l)                 /* chunk-local convolution + carried state */
+                yb[l] = V->dot(Kr + T - 1 - l, ub, l + 1) + V->dot(G + (size_t)l * 2 * N, xs, 2 * N) + dsk * ub[l];
+            V->store((void *)attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
+            for (k = 0; k < nt; ++k)                 /* the state after the chunk: x = dA x + dB u */
+                for (n = 0; n < N; ++n) {
+                    const float xr = xs[2 * n], xi = xs[2 * n + 1], uk = ub[k];
+                    xs[2 * n] = da[2 * n] * xr - da[2 * n + 1] * xi + db[2 * n] * uk;
+                    xs[2 * n + 1] = da[2 * n] * xi + da[2 * n + 1] * xr + db[2 * n + 1] * uk;
+                }
+        }
+        if (P->sout)
+            for (n = 0; n < 2 * N; ++n) P->sout[so + n] = xs[n];
+    }
+}
+
+static attn_status attn__s4d_check(const attn_ssm_desc *d, int step, int kernel, const attn_s4d_params *p, attn_ssm_tensor u,
+                                   attn_ssm_tensor y, attn__s4d *P, size_t *ws_bytes) {
+    attn_status s;
+    if ((s = attn__ssm_common(d, !step)) != ATTN_OK) return s;
+    if (d->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+    if (d->s4d_disc != ATTN_SSM_ZOH && d->s4d_disc != ATTN_SSM_BILINEAR) return ATTN_ERR_SSM_S4D_DISC;
+    if (d->cu_seqlens) return ATTN_ERR_SSM_S4D_VARLEN;
+    if (!p) return ATTN_ERR_SSM_NULL_PARAMS;
+    if (!p->log_dt) return ATTN_ERR_SSM_S4D_NULL_DT;
+    if (!p->log_a_real || !p->a_imag) return ATTN_ERR_SSM_S4D_NULL_A;
+    if (!p->c_re || !p->c_im) return ATTN_ERR_SSM_S4D_NULL_C;
+    if (!p->b_re != !p->b_im) return ATTN_ERR_SSM_S4D_B_PAIR;
+    memset(P, 0, sizeof *P);
+    P->B = d->batch; P->D = d->dim; P->L = step ? 1 : d->len; P->N = d->d_state; P->disc = d->s4d_disc; P->p = p;
+    if (!kernel) {
+        if (!u.data) return ATTN_ERR_SSM_NULL_U;
+        if (!y.data) return ATTN_ERR_SSM_NULL_Y;
+        if ((s = attn__ssm_view(u, P->B, P->D, P->L, 0, &P->u)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(y, P->B, P->D, P->L, 1, &P->y)) != ATTN_OK) return s;
+    }
+    P->ws_floats = attn__s4d_floats(P->N);
+    if (!(*ws_bytes = attn__ssm_ws_bytes(attn__ssm_threads(d), P->ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    return ATTN_OK;
+}
+
+static attn_status attn__s4d_run(const attn_ssm_desc *d, attn__s4d *P, size_t bytes, attn_task_fn task) {
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    w.owned = NULL; w.base = NULL;
+    if (task == attn__s4d_task &&
+        (s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
+    P->V = attn__vec();
+    P->ws = (float *)w.base;
+    attn__parallel_for(&pd, P->D, attn__ssm_threads(d), task, P);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_ssm_s4d_kernel(const attn_ssm_desc *desc, const attn_s4d_params *params, float *K) {
+    attn__s4d P;
+    attn_ssm_tensor none;
+    size_t bytes, n;
+    attn_status s;
+    memset(&none, 0, sizeof none);
+    if ((s = attn__s4d_check(desc, 0, 1, params, none, none, &P, &bytes)) != ATTN_OK) return s;
+    if (!K) return ATTN_ERR_SSM_NULL_K;
+    if (!attn__mul_size((size_t)P.D, (size_t)P.L, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_SSM_OVERFLOW;
+    P.K = K;
+    return attn__s4d_run(desc, &P, 0, attn__s4d_kernel_task);
+}
+
+ATTNDEF attn_status attn_ssm_s4d(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                 const float *state_in, attn_ssm_tensor y, float *state_out) {
+    attn__s4d P;
+    size_t bytes;
+    attn_status s = attn__s4d_check(desc, 0, 0, params, u, y, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    P.sin = state_in; P.sout = state_out;
+    return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
+}
+
+ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                      float *state, attn_ssm_tensor y) {
+    attn__s4d P;
+    size_t bytes;
+    attn_status s = attn__s4d_check(desc, 1, 0, params, u, y, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    if (!state) return ATTN_ERR_SSM_NULL_STATE;
+    P.sin = state; P.sout = state;
+    return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
+}
+
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes) {
     attn_status s;
     int K;
@@ -9877,6 +10316,18 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
         if (desc->conv_kernel < 0 || desc->conv_kernel > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
         K = desc->conv_kernel ? desc->conv_kernel : 4;
         n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_conv_floats(K));
+        break;
+    case ATTN_SSM_OP_SCAN_BACKWARD:
+        if ((s = attn__ssm_common(desc, 1)) != ATTN_OK) return s;
+        if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+        K = desc->n_groups == 0 ? 1 : desc->n_groups;
+        if (K < 0 || desc->dim % K != 0) return ATTN_ERR_SSM_GROUPS;
+        n = attn__ssm_bwd_bytes(desc, K);
+        break;
+    case ATTN_SSM_OP_S4D: case ATTN_SSM_OP_S4D_STEP:
+        if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_S4D)) != ATTN_OK) return s;
+        if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__s4d_floats(desc->d_state));
         break;
     default: return ATTN_ERR_SSM_OP;
     }

@@ -686,6 +686,389 @@ static void test_conv_errors(void) {
     sp_free(&g_ep);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* S4D                                                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int D, N;
+    float *log_dt, *lar, *aim, *br, *bi, *cr, *ci, *dk;
+    attn_s4d_params p;
+} s4p;
+
+static void s4_init(s4p *s, t_rng *r, int D, int N, int has_b, int has_d) {
+    int h, n;
+    memset(s, 0, sizeof *s);
+    s->D = D; s->N = N;
+    s->log_dt = (float *)t_xmalloc(sizeof(float) * D); s->dk = (float *)t_xmalloc(sizeof(float) * D);
+    s->lar = (float *)t_xmalloc(sizeof(float) * D * N); s->aim = (float *)t_xmalloc(sizeof(float) * D * N);
+    s->br = (float *)t_xmalloc(sizeof(float) * D * N); s->bi = (float *)t_xmalloc(sizeof(float) * D * N);
+    s->cr = (float *)t_xmalloc(sizeof(float) * D * N); s->ci = (float *)t_xmalloc(sizeof(float) * D * N);
+    for (h = 0; h < D; ++h) {
+        s->log_dt[h] = (float)(log(1e-3) + t_unif(r) * (log(1e-1) - log(1e-3)));   /* ZOO: U[log 1e-3, log 1e-1] */
+        s->dk[h] = (float)t_normal(r);
+        for (n = 0; n < N; ++n) {                 /* S4D-Lin: A = -0.5 + i pi n (jittered) */
+            s->lar[h * N + n] = (float)log(0.5 * (0.5 + t_unif(r)));
+            s->aim[h * N + n] = (float)(3.14159265358979 * n * (0.9 + 0.2 * t_unif(r)));
+            s->br[h * N + n] = (float)t_normal(r); s->bi[h * N + n] = (float)t_normal(r);
+            s->cr[h * N + n] = (float)(0.5 * t_normal(r)); s->ci[h * N + n] = (float)(0.5 * t_normal(r));
+        }
+    }
+    s->p.log_dt = s->log_dt; s->p.log_a_real = s->lar; s->p.a_imag = s->aim;
+    s->p.b_re = has_b ? s->br : NULL; s->p.b_im = has_b ? s->bi : NULL;
+    s->p.c_re = s->cr; s->p.c_im = s->ci; s->p.d_skip = has_d ? s->dk : NULL;
+}
+static void s4_free(s4p *s) {
+    free(s->log_dt); free(s->dk); free(s->lar); free(s->aim); free(s->br); free(s->bi); free(s->cr); free(s->ci);
+}
+
+/* ZOO's discretisation in double: dA, dB for channel h, mode n */
+static void s4_ref_disc(const s4p *s, int disc, int h, int n, double *ar_, double *ai_, double *br_, double *bi_) {
+    const double dt = exp((double)s->log_dt[h]), ar = -exp((double)s->lar[h * s->N + n]), ai = s->aim[h * s->N + n];
+    const double Br = s->p.b_re ? s->br[h * s->N + n] : 1.0, Bi = s->p.b_re ? s->bi[h * s->N + n] : 0.0;
+    double qr, qi;
+    if (disc == ATTN_SSM_ZOH) {   /* dA = e^{dt A}; dB = (dA - 1) / A B */
+        const double er = exp(dt * ar) * cos(dt * ai), ei = exp(dt * ar) * sin(dt * ai), m = ar * ar + ai * ai;
+        *ar_ = er; *ai_ = ei;
+        qr = ((er - 1) * ar + ei * ai) / m; qi = (ei * ar - (er - 1) * ai) / m;
+    } else {                      /* dA = (1 + dtA/2)/(1 - dtA/2); dB = dt B / (1 - dtA/2) */
+        const double nr = 1 + dt * ar / 2, ni = dt * ai / 2, dr = 1 - dt * ar / 2, di = -dt * ai / 2, m = dr * dr + di * di;
+        *ar_ = (nr * dr + ni * di) / m; *ai_ = (ni * dr - nr * di) / m;
+        qr = dt * dr / m; qi = -dt * di / m;
+    }
+    *br_ = qr * Br - qi * Bi; *bi_ = qr * Bi + qi * Br;
+}
+
+/* the recurrence in double: y [B][D][L], final state [B][D][N][2] */
+static void s4_ref(const s4p *s, int disc, const sv *u, int B, int L, const float *sin, double *y, double *st) {
+    int b, h, n, l;
+    for (b = 0; b < B; ++b)
+        for (h = 0; h < s->D; ++h) {
+            for (n = 0; n < s->N; ++n) {
+                double ar, ai, br, bi;
+                double xr = sin ? sin[(((size_t)b * s->D + h) * s->N + n) * 2] : 0.0;
+                double xi = sin ? sin[(((size_t)b * s->D + h) * s->N + n) * 2 + 1] : 0.0;
+                const double cr = s->cr[h * s->N + n], ci = s->ci[h * s->N + n];
+                s4_ref_disc(s, disc, h, n, &ar, &ai, &br, &bi);
+                for (l = 0; l < L; ++l) {
+                    const double uv = sv_get(u, b, h, l), tr = ar * xr - ai * xi + br * uv;
+                    xi = ar * xi + ai * xr + bi * uv; xr = tr;
+                    if (n == 0) y[((size_t)b * s->D + h) * L + l] = s->p.d_skip ? s->dk[h] * uv : 0.0;
+                    y[((size_t)b * s->D + h) * L + l] += 2.0 * (cr * xr - ci * xi);
+                }
+                st[(((size_t)b * s->D + h) * s->N + n) * 2] = xr; st[(((size_t)b * s->D + h) * s->N + n) * 2 + 1] = xi;
+            }
+        }
+}
+
+static void test_s4d(void) {
+    t_rng r = t_rng_seed(2011);
+    const int n_cases = T_QUICK ? 8 : 30;
+    int i;
+    for (i = 0; i < n_cases; ++i) {
+        static const int Ls[] = { 1, 5, 64, 65, 200, 700 };
+        const int B = t_irange(&r, 1, 2), D = t_irange(&r, 1, 12), N = t_irange(&r, 1, 32), L = t_pick(&r, Ls, 6);
+        const int disc = t_irange(&r, 0, 1), has_sin = t_chance(&r, 0.5);
+        const attn_dtype dt = sr_dts[t_irange(&r, 0, 2)], ydt = sr_dts[t_irange(&r, 0, 2)];
+        s4p s;
+        sv u = sv_make(dt, B, D, L, t_chance(&r, 0.5)), y = sv_make(ydt, B, D, L, t_chance(&r, 0.5));
+        const size_t ns = (size_t)B * D * N * 2, ny = (size_t)B * D * L;
+        float *x0 = (float *)t_xmalloc(sizeof(float) * ns), *sout = (float *)t_xmalloc(sizeof(float) * ns);
+        float *K = (float *)t_xmalloc(sizeof(float) * D * L);
+        double *yr = (double *)t_xmalloc(sizeof(double) * ny), *yg = (double *)t_xmalloc(sizeof(double) * ny);
+        double *sr = (double *)t_xmalloc(sizeof(double) * ns), *sg = (double *)t_xmalloc(sizeof(double) * ns);
+        double *kr = (double *)t_xmalloc(sizeof(double) * D * L), *kg = (double *)t_xmalloc(sizeof(double) * D * L);
+        attn_ssm_desc d;
+        attn_status st;
+        int b, h, l, n;
+        size_t k;
+        s4_init(&s, &r, D, N, t_chance(&r, 0.5), t_chance(&r, 0.7));
+        for (b = 0; b < B; ++b) for (h = 0; h < D; ++h) for (l = 0; l < L; ++l) sv_set(&u, b, h, l, t_normal(&r));
+        for (k = 0; k < ns; ++k) x0[k] = (float)t_normal(&r);
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.s4d_disc = disc; d.n_threads = t_irange(&r, 1, 3);
+        st = attn_ssm_s4d(&d, &s.p, u.t, has_sin ? x0 : NULL, y.t, sout);
+        T_CHECK(st == ATTN_OK, "s4d case %d: %s", i, attn_status_str(st));
+        s4_ref(&s, disc, &u, B, L, has_sin ? x0 : NULL, yr, sr);
+        for (b = 0; b < B; ++b) for (h = 0; h < D; ++h) for (l = 0; l < L; ++l) yg[((size_t)b * D + h) * L + l] = sv_get(&y, b, h, l);
+        for (k = 0; k < ns; ++k) sg[k] = sout[k];
+        T_CHECK(t_max_norm_err(yr, yg, ny) <= 1e-4 + 2.0 * t_dt_rel(ydt),
+                "s4d case %d (B%d D%d N%d L%d %s %s->%s): convolution vs recurrence err %g", i, B, D, N, L,
+                disc ? "bilinear" : "zoh", t_dt_name(dt), t_dt_name(ydt), t_max_norm_err(yr, yg, ny));
+        T_CHECK(t_max_norm_err(sr, sg, ns) <= 1e-4, "s4d case %d: state err %g", i, t_max_norm_err(sr, sg, ns));
+        /* the kernel: K_l = 2 Re sum_n C_n dB_n dA_n^l, dA^l in polar form (|dA|^l, l arg dA) */
+        T_CHECK(attn_ssm_s4d_kernel(&d, &s.p, K) == ATTN_OK, "s4d kernel case %d", i);
+        for (h = 0; h < D; ++h)
+            for (l = 0; l < L; ++l) {
+                double acc = 0.0;
+                for (n = 0; n < N; ++n) {
+                    double ar, ai, br, bi, mag, ang, pr, pi;
+                    const double cr = s.cr[h * N + n], ci = s.ci[h * N + n];
+                    s4_ref_disc(&s, disc, h, n, &ar, &ai, &br, &bi);
+                    mag = pow(sqrt(ar * ar + ai * ai), l); ang = l * atan2(ai, ar);
+                    pr = mag * cos(ang); pi = mag * sin(ang);
+                    acc += 2.0 * ((cr * br - ci * bi) * pr - (cr * bi + ci * br) * pi);
+                }
+                kr[(size_t)h * L + l] = acc; kg[(size_t)h * L + l] = K[(size_t)h * L + l];
+            }
+        T_CHECK(t_max_norm_err(kr, kg, (size_t)D * L) <= 1e-5, "s4d kernel case %d: err %g", i, t_max_norm_err(kr, kg, (size_t)D * L));
+        sv_free(&u); sv_free(&y);
+        free(x0); free(sout); free(K); free(yr); free(yg); free(sr); free(sg); free(kr); free(kg);
+        s4_free(&s);
+    }
+}
+
+/* S4D properties: L steps == the convolution, two pieces == one pass, thread counts bitwise */
+static void test_s4d_props(void) {
+    t_rng r = t_rng_seed(2012);
+    const int B = 2, D = 9, N = 24, L = 150, L1 = 77;
+    s4p s;
+    sv u = sv_make(ATTN_F32, B, D, L, 0), y = sv_make(ATTN_F32, B, D, L, 0);
+    const size_t ns = (size_t)B * D * N * 2, ny = (size_t)B * D * L;
+    float *st = (float *)t_xmalloc(sizeof(float) * ns), *s1 = (float *)t_xmalloc(sizeof(float) * ns);
+    float *y1 = (float *)t_xmalloc(sizeof(float) * ny);
+    double *a = (double *)t_xmalloc(sizeof(double) * ny), *g = (double *)t_xmalloc(sizeof(double) * ny);
+    attn_ssm_desc d;
+    attn_ssm_tensor ut, yt;
+    int b, h, l, nt, disc;
+    size_t k;
+    s4_init(&s, &r, D, N, 1, 1);
+    for (b = 0; b < B; ++b) for (h = 0; h < D; ++h) for (l = 0; l < L; ++l) sv_set(&u, b, h, l, t_normal(&r));
+    for (disc = 0; disc < 2; ++disc) {
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.s4d_disc = disc;
+        for (nt = 1; nt <= 3; ++nt) {
+            d.n_threads = nt;
+            T_CHECK(attn_ssm_s4d(&d, &s.p, u.t, NULL, y.t, st) == ATTN_OK, "s4d threads %d", nt);
+            if (nt == 1) { memcpy(y1, y.t.data, sizeof(float) * ny); memcpy(s1, st, sizeof(float) * ns); }
+            else T_CHECK(memcmp(y1, y.t.data, sizeof(float) * ny) == 0 && memcmp(s1, st, sizeof(float) * ns) == 0,
+                         "s4d: %d threads differ from 1 (bitwise)", nt);
+        }
+        for (k = 0; k < ny; ++k) a[k] = y1[k];
+        /* L steps */
+        memset(st, 0, sizeof(float) * ns);
+        for (l = 0; l < L; ++l) {
+            ut = u.t; yt = y.t;
+            ut.stride_chan = yt.stride_chan = L; ut.stride_batch = yt.stride_batch = (ptrdiff_t)D * L;
+            ut.data = (float *)ut.data + l; yt.data = (float *)yt.data + l;
+            if (attn_ssm_s4d_step(&d, &s.p, ut, st, yt) != ATTN_OK) break;
+        }
+        T_CHECK(l == L, "s4d step failed");
+        for (k = 0; k < ny; ++k) g[k] = ((float *)y.t.data)[k];
+        T_CHECK(t_max_norm_err(a, g, ny) <= 1e-5, "s4d (disc %d): L steps vs convolution err %g", disc, t_max_norm_err(a, g, ny));
+        for (k = 0; k < ns; ++k) if (fabs(st[k] - s1[k]) > 1e-5 * SR_MAX(1.0, fabs(s1[k]))) break;
+        T_CHECK(k == ns, "s4d: L steps final state differs");
+        /* two pieces */
+        ut = u.t; yt = y.t;
+        ut.stride_chan = yt.stride_chan = L; ut.stride_batch = yt.stride_batch = (ptrdiff_t)D * L;
+        d.len = L1;
+        T_CHECK(attn_ssm_s4d(&d, &s.p, ut, NULL, yt, st) == ATTN_OK, "s4d piece 1");
+        ut.data = (float *)ut.data + L1; yt.data = (float *)yt.data + L1; d.len = L - L1;
+        T_CHECK(attn_ssm_s4d(&d, &s.p, ut, st, yt, st) == ATTN_OK, "s4d piece 2");
+        for (k = 0; k < ny; ++k) g[k] = ((float *)y.t.data)[k];
+        T_CHECK(t_max_norm_err(a, g, ny) <= 1e-5, "s4d (disc %d): two pieces vs one pass err %g", disc, t_max_norm_err(a, g, ny));
+        for (k = 0; k < ns; ++k) if (fabs(st[k] - s1[k]) > 1e-5 * SR_MAX(1.0, fabs(s1[k]))) break;
+        T_CHECK(k == ns, "s4d: two pieces final state differs");
+    }
+    sv_free(&u); sv_free(&y); free(st); free(s1); free(y1); free(a); free(g);
+    s4_free(&s);
+}
+
+static void test_s4d_errors(void) {
+    t_rng r = t_rng_seed(2013);
+    s4p s;
+    attn_s4d_params p;
+    attn_ssm_desc d;
+    sv u;
+    float K[8];
+    int cu[2] = { 0, 4 };
+    size_t bytes;
+    s4_init(&s, &r, 2, 3, 1, 1);
+    sp_init(&g_ep, &r, 1, 2, 4, 1, 1, 0, 0, ATTN_F32, ATTN_F32, 0, 0, 0, 0, 0);   /* y: the sentinel out */
+    u = sv_make(ATTN_F32, 1, 2, 4, 0);
+    memset(u.t.data, 0, sv_bytes(&u));
+    g_est_bytes = sizeof(float) * 2 * 3 * 2;
+    g_est = (float *)t_xmalloc(g_est_bytes);
+    t_sentinel(g_ep.y.t.data, sv_bytes(&g_ep.y), 7); t_sentinel(g_est, g_est_bytes, 9);
+    memset(&d, 0, sizeof d);
+    d.batch = 1; d.dim = 2; d.len = 4; d.d_state = 3;
+    T_CHECK(attn_ssm_s4d(&d, &s.p, u.t, NULL, g_ep.y.t, g_est) == ATTN_OK, "s4d errors: the valid call");
+    t_sentinel(g_ep.y.t.data, sv_bytes(&g_ep.y), 7); t_sentinel(g_est, g_est_bytes, 9);
+    sr_expect(attn_ssm_s4d(NULL, &s.p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_NULL_DESC, "s4d NULL desc");
+    sr_expect(attn_ssm_s4d(&d, NULL, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_NULL_PARAMS, "s4d NULL params");
+    p = s.p; p.log_dt = NULL; sr_expect(attn_ssm_s4d(&d, &p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_S4D_NULL_DT, "s4d NULL log_dt");
+    p = s.p; p.a_imag = NULL; sr_expect(attn_ssm_s4d(&d, &p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_S4D_NULL_A, "s4d NULL a_imag");
+    p = s.p; p.c_re = NULL; sr_expect(attn_ssm_s4d(&d, &p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_S4D_NULL_C, "s4d NULL c_re");
+    p = s.p; p.b_im = NULL; sr_expect(attn_ssm_s4d(&d, &p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_S4D_B_PAIR, "s4d b_re without b_im");
+    d.s4d_disc = 2; sr_expect(attn_ssm_s4d(&d, &s.p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_S4D_DISC, "s4d_disc 2");
+    d.s4d_disc = 0; d.cu_seqlens = cu; d.varlen_batch = 1;
+    sr_expect(attn_ssm_s4d(&d, &s.p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_S4D_VARLEN, "s4d cu_seqlens");
+    d.cu_seqlens = NULL; d.varlen_batch = 0; d.d_state = 0;
+    sr_expect(attn_ssm_s4d(&d, &s.p, u.t, NULL, g_ep.y.t, g_est), ATTN_ERR_SSM_D_STATE, "s4d N = 0");
+    d.d_state = 3;
+    sr_expect(attn_ssm_s4d_step(&d, &s.p, u.t, NULL, g_ep.y.t), ATTN_ERR_SSM_NULL_STATE, "s4d step NULL state");
+    t_sentinel(K, sizeof K, 3);
+    d.len = 4;
+    T_CHECK(attn_ssm_s4d_kernel(&d, &s.p, NULL) == ATTN_ERR_SSM_NULL_K, "s4d kernel NULL K");
+    t_status_provoked[ATTN_ERR_SSM_NULL_K] = 1;       /* nothing to leave untouched: K is the output */
+    d.s4d_disc = 5;
+    T_CHECK(attn_ssm_s4d_kernel(&d, &s.p, K) == ATTN_ERR_SSM_S4D_DISC && t_sentinel_ok(K, sizeof K, 3), "s4d kernel bad disc: K untouched");
+    d.s4d_disc = 0;
+    T_CHECK(attn_ssm_workspace_size(&d, ATTN_SSM_OP_S4D, &bytes) == ATTN_OK && bytes > 0, "s4d workspace query");
+    sv_free(&u); sp_free(&g_ep); free(g_est); s4_free(&s);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Selective-scan backward: finite differences of a double forward                           */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int B, D, L, N, G, bc_const, softplus, has_z;
+    double *u, *dl, *z, *A, *Bm, *Cm, *Dk, *bias, *dy, *sin;   /* dense, as the library's */
+} bwp;
+
+/* sum_{b,c,l} dy * y, the forward evaluated in double */
+static double bw_loss(const bwp *p) {
+    const int N = p->N, cg = p->D / p->G;
+    double loss = 0.0, x[8];
+    int b, c, l, n;
+    for (b = 0; b < p->B; ++b)
+        for (c = 0; c < p->D; ++c) {
+            const int g = c / cg;
+            for (n = 0; n < N; ++n) x[n] = p->sin[((size_t)b * p->D + c) * N + n];
+            for (l = 0; l < p->L; ++l) {
+                const size_t o = ((size_t)b * p->D + c) * p->L + l;
+                double dt = p->dl[o] + p->bias[c], y = p->Dk[c] * p->u[o];
+                if (p->softplus && dt <= 20.0) dt = log1p(exp(dt));
+                for (n = 0; n < N; ++n) {
+                    const double bn = p->bc_const ? p->Bm[c * N + n] : p->Bm[(((size_t)b * p->G + g) * N + n) * p->L + l];
+                    const double cn = p->bc_const ? p->Cm[c * N + n] : p->Cm[(((size_t)b * p->G + g) * N + n) * p->L + l];
+                    x[n] = exp(dt * p->A[c * N + n]) * x[n] + dt * bn * p->u[o];
+                    y += cn * x[n];
+                }
+                if (p->has_z) y *= p->z[o] / (1.0 + exp(-p->z[o]));
+                loss += p->dy[o] * y;
+            }
+        }
+    return loss;
+}
+
+static double *bw_vec(t_rng *r, size_t n, double mu, double sd) {
+    double *v = (double *)t_xmalloc(sizeof(double) * n);
+    size_t i;
+    for (i = 0; i < n; ++i) v[i] = (float)(mu + sd * t_normal(r));   /* f32-representable */
+    return v;
+}
+static float *bw_f32(const double *v, size_t n) {
+    float *f = (float *)t_xmalloc(sizeof(float) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) f[i] = (float)v[i];
+    return f;
+}
+
+/* FD check of one gradient array: up to 24 sampled entries, central differences, eps 1e-5 */
+static void bw_fd(bwp *p, double *param, size_t n, const float *grad, const char *name, t_rng *r, int cfg) {
+    double gmax = 1e-3, err = 0.0;
+    size_t k, i;
+    for (i = 0; i < n; ++i) gmax = SR_MAX(gmax, fabs(grad[i]));
+    for (k = 0; k < 24 && k < n; ++k) {
+        const size_t j = n <= 24 ? k : (size_t)t_irange(r, 0, (int)n - 1);
+        const double keep = param[j], eps = 1e-5 * SR_MAX(1.0, fabs(keep));
+        double lp, lm, fd;
+        param[j] = keep + eps; lp = bw_loss(p);
+        param[j] = keep - eps; lm = bw_loss(p);
+        param[j] = keep;
+        fd = (lp - lm) / (2 * eps);
+        err = SR_MAX(err, fabs(fd - grad[j]));
+    }
+    T_CHECK(err <= 2e-3 * gmax, "backward config %d: %s vs finite differences: err %g (max |grad| %g)", cfg, name, err, gmax);
+}
+
+static void test_scan_backward(void) {
+    t_rng r = t_rng_seed(2014);
+    int cfg;
+    for (cfg = 0; cfg < 4; ++cfg) {
+        bwp p;
+        const int B = 2, D = 6, N = 3, L = cfg == 3 ? 300 : 37;
+        size_t nx, nbc;
+        attn_ssm_desc d;
+        attn_ssm_grads gr;
+        attn_ssm_tensor tu, tdl, tz, tb, tc, tdy;
+        float *fu, *fdl, *fz, *fA, *fB, *fC, *fD, *fbias, *fdy, *fsin;
+        float *g_u, *g_dl, *g_z, *g_A, *g_B, *g_C, *g_D, *g_bias;
+        attn_status s;
+        memset(&p, 0, sizeof p);
+        p.B = B; p.D = D; p.L = L; p.N = N; p.G = cfg == 1 ? 2 : 1; p.bc_const = cfg == 2; p.softplus = cfg != 1;
+        p.has_z = cfg != 2;
+        nx = (size_t)B * D * L; nbc = p.bc_const ? (size_t)D * N : (size_t)B * p.G * N * L;
+        p.u = bw_vec(&r, nx, 0.0, 1.0); p.z = bw_vec(&r, nx, 0.0, 1.5); p.dy = bw_vec(&r, nx, 0.0, 1.0);
+        p.dl = bw_vec(&r, nx, p.softplus ? -2.0 : 0.1, p.softplus ? 1.0 : 0.03);
+        p.A = bw_vec(&r, (size_t)D * N, -1.0, 0.3); p.Bm = bw_vec(&r, nbc, 0.0, 1.0); p.Cm = bw_vec(&r, nbc, 0.0, 1.0);
+        p.Dk = bw_vec(&r, D, 0.0, 1.0); p.bias = bw_vec(&r, D, 0.0, 0.2); p.sin = bw_vec(&r, (size_t)B * D * N, 0.0, 1.0);
+        fu = bw_f32(p.u, nx); fdl = bw_f32(p.dl, nx); fz = bw_f32(p.z, nx); fdy = bw_f32(p.dy, nx);
+        fA = bw_f32(p.A, (size_t)D * N); fB = bw_f32(p.Bm, nbc); fC = bw_f32(p.Cm, nbc); fD = bw_f32(p.Dk, D);
+        fbias = bw_f32(p.bias, D); fsin = bw_f32(p.sin, (size_t)B * D * N);
+        g_u = (float *)t_xmalloc(4 * nx); g_dl = (float *)t_xmalloc(4 * nx); g_z = (float *)t_xmalloc(4 * nx);
+        g_A = (float *)t_xmalloc(4 * (size_t)D * N); g_B = (float *)t_xmalloc(4 * nbc); g_C = (float *)t_xmalloc(4 * nbc);
+        g_D = (float *)t_xmalloc(4 * (size_t)D); g_bias = (float *)t_xmalloc(4 * (size_t)D);
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = p.G; d.bc_const = p.bc_const;
+        d.delta_softplus = p.softplus; d.n_threads = 1 + cfg % 3;
+        memset(&tu, 0, sizeof tu); tu.dtype = ATTN_F32;
+        tdl = tz = tb = tc = tdy = tu;
+        tu.data = fu; tdl.data = fdl; tz.data = p.has_z ? fz : NULL; tb.data = fB; tc.data = fC; tdy.data = fdy;
+        gr.du = g_u; gr.ddelta = g_dl; gr.dz = g_z; gr.dA = g_A; gr.dB = g_B; gr.dC = g_C; gr.dD = g_D; gr.ddelta_bias = g_bias;
+        s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &gr);
+        T_CHECK(s == ATTN_OK, "backward config %d: %s", cfg, attn_status_str(s));
+        bw_fd(&p, p.u, nx, g_u, "du", &r, cfg);
+        bw_fd(&p, p.dl, nx, g_dl, "ddelta", &r, cfg);
+        if (p.has_z) bw_fd(&p, p.z, nx, g_z, "dz", &r, cfg);
+        bw_fd(&p, p.A, (size_t)D * N, g_A, "dA", &r, cfg);
+        bw_fd(&p, p.Bm, nbc, g_B, "dB", &r, cfg);
+        bw_fd(&p, p.Cm, nbc, g_C, "dC", &r, cfg);
+        bw_fd(&p, p.Dk, D, g_D, "dD", &r, cfg);
+        bw_fd(&p, p.bias, D, g_bias, "ddelta_bias", &r, cfg);
+        {   /* thread counts and the workspace query: bitwise */
+            float *h_u = (float *)t_xmalloc(4 * nx), *h_B = (float *)t_xmalloc(4 * nbc), *h_A = (float *)t_xmalloc(4 * (size_t)D * N);
+            attn_ssm_grads g2 = gr;
+            size_t bytes = 0, m0;
+            void *ws;
+            g2.du = h_u; g2.dB = h_B; g2.dA = h_A;
+            d.n_threads = 3 - cfg % 3;
+            T_CHECK(attn_ssm_workspace_size(&d, ATTN_SSM_OP_SCAN_BACKWARD, &bytes) == ATTN_OK, "backward workspace query");
+            ws = t_xmalloc(bytes); d.workspace = ws; d.workspace_size = bytes;
+            m0 = t_attn_mallocs;
+            T_CHECK(attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2) == ATTN_OK &&
+                    t_attn_mallocs == m0, "backward with the queried workspace: allocation-free");
+            T_CHECK(memcmp(h_u, g_u, 4 * nx) == 0 && memcmp(h_B, g_B, 4 * nbc) == 0 && memcmp(h_A, g_A, 4 * (size_t)D * N) == 0,
+                    "backward config %d: thread counts differ (bitwise)", cfg);
+            if (cfg == 0) {                                   /* error paths, gradients untouched */
+                t_sentinel(h_u, 4 * nx, 5);
+                d.workspace_size = bytes - 1;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                T_CHECK(s == ATTN_ERR_SSM_WORKSPACE && t_sentinel_ok(h_u, 4 * nx, 5), "backward small workspace");
+                d.workspace = NULL; d.workspace_size = 0;
+                tdy.data = NULL;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                if (T_CHECK(s == ATTN_ERR_SSM_NULL_DY && t_sentinel_ok(h_u, 4 * nx, 5), "backward NULL dy")) t_status_provoked[s] = 1;
+                tdy.data = fdy;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, NULL);
+                if (T_CHECK(s == ATTN_ERR_SSM_NULL_GRADS && t_sentinel_ok(h_u, 4 * nx, 5), "backward NULL grads")) t_status_provoked[s] = 1;
+                d.cu_seqlens = &cfg; d.varlen_batch = 1;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                if (T_CHECK(s == ATTN_ERR_SSM_BWD_VARLEN && t_sentinel_ok(h_u, 4 * nx, 5), "backward cu_seqlens")) t_status_provoked[s] = 1;
+                d.cu_seqlens = NULL; d.varlen_batch = 0; d.n_groups = 4;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                T_CHECK(s == ATTN_ERR_SSM_GROUPS && t_sentinel_ok(h_u, 4 * nx, 5), "backward G not dividing D");
+            }
+            free(h_u); free(h_B); free(h_A); free(ws);
+        }
+        free(p.u); free(p.z); free(p.dy); free(p.dl); free(p.A); free(p.Bm); free(p.Cm); free(p.Dk); free(p.bias); free(p.sin);
+        free(fu); free(fdl); free(fz); free(fdy); free(fA); free(fB); free(fC); free(fD); free(fbias); free(fsin);
+        free(g_u); free(g_dl); free(g_z); free(g_A); free(g_B); free(g_C); free(g_D); free(g_bias);
+    }
+}
+
 void test_ssm(void) {
     test_scan_ref();
     test_scan_threads();
@@ -697,4 +1080,8 @@ void test_ssm(void) {
     test_conv_props();
     test_scan_errors();
     test_conv_errors();
+    test_s4d();
+    test_s4d_props();
+    test_s4d_errors();
+    test_scan_backward();
 }
