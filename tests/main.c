@@ -46,6 +46,7 @@ int main(void) {
     /* linear */
     run_family("linear", test_linear);
     run_family("rwkv", test_rwkv);
+    run_family("cosformer", test_cosformer);
 
     /* low-rank */
 

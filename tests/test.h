@@ -69,6 +69,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* linear */
 void test_linear(void);
 void test_rwkv(void);
+void test_cosformer(void);
 
 /* low-rank */
 
