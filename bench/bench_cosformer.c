@@ -13,6 +13,9 @@
    Writes BENCH_OUTDIR/results_cosformer.csv and BENCH_OUTDIR/chart_cosformer.svg. */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunused-variable"   /* bench_util.h's isa_desc */
+#endif
 #include "bench_util.h"
 
 #define H 8
