@@ -913,7 +913,7 @@ typedef struct attn_rwkv_desc {
      time_decay, time_first   [C] fp32
      k, v, out                [B, T, H, D] (C = H * D); out written on success only
      state_in, state_out      [B][3][C] fp32: aa, bb, pp of each channel (or NULL)
-   Parallel over batch x blocks of 64 channels; SIMD exp from the vector layer. */
+   Parallel over batch x groups of 64-channel blocks; SIMD exp from the vector layer. */
 ATTNDEF attn_status attn_rwkv4_forward(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
                                        attn_tensor k, attn_tensor v, attn_tensor out,
                                        const float *state_in, float *state_out);
@@ -932,7 +932,7 @@ ATTNDEF attn_status attn_rwkv4_state_init(float *state, int batch, int channels)
                               success only (y, before the model's group norm and gate)
      u                        [C] fp32, the bonus (time_first / time_faaaa)
      state_in, state_out      [B][C / N][N][N] fp32, S[i][j] (i: key channel, j: value channel)
-   Parallel over batch x heads; the recurrent form, O(T N C) work. */
+   Parallel over batch x groups of heads; the recurrent form, O(T N C) work. */
 ATTNDEF attn_status attn_rwkv6_forward(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
                                        attn_tensor w, const float *u, attn_tensor out,
                                        const float *state_in, float *state_out);

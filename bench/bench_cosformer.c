@@ -38,9 +38,11 @@ static int g_reps;
 
 static double time_call(attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor o, double *lo,
                         double *hi) {
-    double t[64];
+    double t[64], t0 = now_s();
     int i, reps = g_reps;
     attn_forward(d, q, k, v, o, NULL);                     /* warm-up (and first-touch) */
+    t[0] = now_s() - t0;
+    if (t[0] > 4.0) { *lo = *hi = t[0] * 1e3; return t[0] * 1e3; }   /* a call over 4 s: its own sample */
     for (i = 0; i < reps; ++i) {
         double t0 = now_s();
         if (attn_forward(d, q, k, v, o, NULL) != ATTN_OK) die("attn_forward failed");
