@@ -78,6 +78,18 @@
          t % D == 0,  window_left == 0 || t <= window_left * D,  window_right == 0 || -t <= window_right * D
        out_i = sum_j softmax_j(s_ij over visible j) v_j ;  lse_i = log sum_j exp(s_ij) (natural log)
      A row with no visible key (or a padding row, i >= Lq) gets out = 0 and lse = -inf.
+     Non-finite values propagate as the maths does (NaN in, NaN out, as PyTorch and
+     FlashAttention do): a visible logit s_ij that is NaN or +inf (NaN/inf in q or k, a +inf
+     bias, a scale whose products overflow to +inf) makes row i's out and lse NaN. A logit of
+     -inf (a -inf bias, a product that overflows to -inf) is a masked key, so a row whose
+     visible logits are all -inf is 0 / -inf like a row with no key. Keys that are not visible
+     never change the logits; their v rows are read only inside a 64-key block that holds a
+     visible key, where they are multiplied by weight 0: NaN/inf there reaches out (0 * inf is
+     NaN), as in PyTorch and FlashAttention (which rows, depends on the kernels). Keys past the
+     valid length (seqlens_k, cu_seqlens_k) are never read. NaN/inf in visible v rows reaches
+     out through the weighted sum.
+     ALiBi distances |p - j| are exact integers converted to fp32 once (exact up to 2^24;
+     beyond, one rounding), so ALiBi holds at any position.
      So: window_left = w-1 with causal = Mistral's sliding window w; sinks and global tokens
      bypass the window and dilation but never causality or padding.
 
@@ -148,12 +160,17 @@ typedef struct attn_tensor {
 #define ATTN__KIND_LIST(X) \
     X(ATTN_SOFTMAX,            0, softmax,     "exact scaled dot-product attention with masks") \
     /* -- sparse (10-19) -- */ \
+    X(ATTN_LONGFORMER,        10, longformer,  "Longformer: dilated sliding window (dilation per head) and global tokens") \
+    X(ATTN_BIGBIRD,           11, bigbird,     "BigBird ITC: block-sparse window, global and random blocks") \
+    X(ATTN_LSH,               12, lsh,         "Reformer LSH: shared-QK attention within hashed, sorted chunks") \
     \
     /* -- linear and kernel (20-29) -- */ \
     X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
     X(ATTN_COSFORMER,         22, cosformer,   "cosFormer: ReLU linear attention re-weighted by cos(pi/2 (i - j) / M) (Qin et al. 2022)") \
     \
     /* -- low-rank (30-39) -- */ \
+    X(ATTN_LINFORMER,         30, linformer,   "Linformer: softmax attention over keys and values projected along the sequence (E K, F V)") \
+    X(ATTN_NYSTROM,           31, nystrom,     "Nystromformer: softmax attention approximated through segment-mean landmarks and an iterative pseudo-inverse") \
     /* (end of list) */
 #define ATTN__KIND_ENUM(name, value, id, text) name = value,
 typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } attn_kind;
@@ -161,6 +178,78 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
 
 /* Per-kind parameters live in attn_desc, one struct per family, read only by its kinds. */
 /* -- sparse parameter structs -- */
+
+/* ATTN_LONGFORMER (Beltagy et al. 2020): exact attention (every attn_desc mask and option
+   applies: window_left/_right = the one-sided window w in keys, global_tokens, causal for the
+   autoregressive form, seqlens, ALiBi, bias, softcap, RoPE, GQA) where query head h uses
+   dilation dilations[h] instead of attn_desc.dilation: key j is visible from position p when
+   (p - j) % D_h == 0 and |p - j| <= w * D_h (keys p + D_h (k - w), k = 0..2w), or a global
+   token is involved. Runs the exact kernel once per run of heads with the same dilation, so
+   the cost is O(seq * window) per head (a dilated head without global tokens, sinks, padding,
+   ALiBi, bias or RoPE and with q.seq == k.seq runs as D undilated problems on every D-th row;
+   otherwise its dilated window is masked element by element: O(seq * window * D)). Dropout is
+   not supported.
+   field       default (NULL)              meaning
+   dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
+typedef struct attn_longformer_params {
+    const int *dilations;
+} attn_longformer_params;
+
+/* ATTN_BIGBIRD (Zaheer et al. 2020, ITC; Hugging Face BigBirdBlockSparseAttention), self-attention
+   (q.seq == k.seq = n) in nb = n / block blocks. Query block i of head h attends the SET UNION of
+     i == 0 or i == nb-1 (global rows):  every key block
+     otherwise:  {0, nb-1} (global columns), {i-1, i, i+1} (window), and its r random blocks
+                 table[h][i-1][0..r-1]
+   each key counted once (HF's eval mode points its random slots at block 0 and so counts block
+   0 twice; here a duplicate adds nothing). Softmax over the union, scale as attn_desc.scale;
+   softcap and GQA/MQA apply; the other attn_desc masks must be 0/NULL. lse is written.
+   The random table [q.heads][nb-2][r] (entries in [0, nb)) is random_table, or, when NULL,
+   drawn from seed by attn_bigbird_random_table() (documented there; the same on every platform
+   and thread count).
+   field          default (0)      meaning
+   block          64               block size b; must divide q.seq
+   random_blocks  3                r random key blocks per middle query block (see no_random)
+   no_random      off              1: r = 0 (window and global blocks only, HF's eval mode)
+   random_table   NULL (seeded)    [q.heads][nb-2][r] explicit random blocks
+   seed           0                seed of the drawn table
+   hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does */
+/* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
+   shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
+   k (queries are q's rows, raw; hashing and keys come from k's rows). For head h, round
+   r < n_hashes, position i:
+     bucket_r(i) = argmax over [k_i R_hr, -k_i R_hr] (first maximum), R_hr [dim][n_buckets/2]
+     positions sorted stably by (r, bucket, position) into one axis of n_hashes * n entries, cut
+     into chunks of bucket_size; chunk m's queries attend the keys of chunks m-1 and m (chunk 0
+     looks at the last chunk, circularly over all rounds), without deduplication
+     s = scale * q_i . n(k_j),  n(k) = k / sqrt(mean(k^2) + 1e-6)   (scale 0: 1/sqrt(dim))
+     causal: s = -1e9 where j > i; then s = -1e5 where j == i (a token sees itself only when
+     nothing else is visible)
+     round r gives o_r(i) = softmax(s) . v and lse_r(i); out_i = sum_r o_r(i) exp(lse_r(i) - L_i),
+     L_i = logsumexp_r lse_r(i) (written to lse)
+   softcap and the other attn_desc masks must be 0/NULL; attn_desc.causal applies.
+   field        default (0)                     meaning
+   bucket_size  64                              chunk length; must divide n
+   n_buckets    n / bucket_size, rounded up to  buckets per round; even, >= 2
+                an even number >= 2
+   n_hashes     1                               hashing rounds (>= 1; negative is an error)
+   rotations    NULL: drawn from seed           [q.heads][n_hashes][dim][n_buckets/2] fp32, finite
+   seed         0                               seed of the drawn rotations (attn_lsh_rotations) */
+typedef struct attn_lsh_params {
+    int bucket_size;
+    int n_buckets;
+    int n_hashes;
+    const float *rotations;
+    unsigned long long seed;
+} attn_lsh_params;
+
+typedef struct attn_bigbird_params {
+    int block;
+    int random_blocks;
+    int no_random;
+    const int *random_table;
+    unsigned long long seed;
+    int hf_fallback;
+} attn_bigbird_params;
 
 /* -- linear and kernel parameter structs -- */
 /* ATTN_LINEAR, linear attention ("Transformers are RNNs", Katharopoulos et al. 2020; the
@@ -197,6 +286,73 @@ typedef struct attn_cosformer_params {
 } attn_cosformer_params;
 
 /* -- low-rank parameter structs -- */
+/* Linformer (ATTN_LINFORMER; Wang et al. 2020), read from attn_desc.linformer. Keys and values are
+   projected along the sequence before exact softmax attention, per KV head:
+       out_h = softmax(scale * Q_h (E_h K_h)^T) (F_h V_h),   E_h, F_h in R^{k x n}
+   E and F are fp32, row-major [k][n] (row stride n). An input of k.seq = s < n tokens uses
+   the leading s columns of E and F (the paper's "shorter inputs"). The projected attention
+   is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale, softcap, seqlens_q (padding
+   queries), dropout_p/_seed, n_threads, parallel and bf16_kernels apply; lse gets the logsumexp over
+   the k projected keys. Key-position options (causal, windows, dilation, sinks, global tokens,
+   seqlens_k, cu_seqlens, ALiBi, bias, RoPE) do not exist after the projection and are rejected.
+   GQA: E and F are per KV head (k.heads of them), shared by that head's query heads.
+   Sharing across layers: pass the same e/f to each layer's call.
+   field          default            meaning
+   e              - (required)       E: [k.heads][k][n] (shared_heads 0) or [k][n] (shared_heads 1)
+   f              - (required unless shared_kv) F, laid out as E
+   k              - (required)       projected length: rows of E and F, in [1, n]
+   n              - (required)       columns of E and F: the longest sequence, >= k.seq
+   shared_heads   0: per KV head     1: one E (and F) shared by every head
+   shared_kv      0: F given         1: F = E (key-value sharing; f is not read)
+   de, df         NULL: not computed attn_backward only: dL/dE, dL/dF, written with E's layout
+                                     (columns k.seq..n-1 get 0); with shared_kv, de gets the whole
+                                     gradient of the shared matrix and df is not written
+   attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
+   runs the exact kernel's backward on them (dropout with the forward's seed). */
+typedef struct attn_linformer_params {
+    const float *e, *f;
+    int k, n;
+    int shared_heads, shared_kv;
+    float *de, *df;
+} attn_linformer_params;
+
+/* Nystromformer (ATTN_NYSTROM; Xiong et al. 2021), read from attn_desc.nystrom. Per (batch,
+   query head), with logits scaled by attn_desc.scale (0: 1/sqrt(d), the paper's d^-1/4 on Q and
+   on K), m landmarks Q~, K~ [m, d] = means of m contiguous segments of Q and K (length l = n/m):
+       F = softmax(Q K~^T)  [Sq, m]   A = softmax(Q~ K~^T)  [m, m]   B = softmax(Q~ K^T)  [m, Sk]
+       out = F pinv(A) (B V)  (+ conv(V) when conv is given)
+   pinv(A) is attn_nystrom_pinv's iteration (Z0 = A^T / max column sum of A, then `iterations`
+   steps of Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4), with Z0's scalar taken per (batch, head).
+   Hugging Face's NystromformerSelfAttention and the original code take that scalar as one max over
+   the whole batch and every head, so their output for one sequence depends on the others in its
+   batch; both agree when batch = heads = 1 (or when every (batch, head) has the same max).
+   F.W and B.V are attn_forward's exact kernel (keys K~ with values W = pinv(A) B V; queries Q~ over
+   K, V). With landmarks = q.seq = k.seq the landmarks are the tokens and the call is exact softmax
+   attention (Hugging Face's shortcut for num_landmarks == seq_len), plus the conv residual.
+   Padding rule (pad 1), for a length S not divisible by m: l = ceil(S/m), the sequence is taken
+   as padded with zero tokens to m*l, landmark j = (sum of the real tokens in [j*l, (j+1)*l)) / l
+   (the original code's masked mean: padding zeros count in the mean), padding keys are masked
+   out of B, padding queries produce no output. Cross-attention (q.seq != k.seq) takes landmarks
+   of each at its own segment length. GQA: K~ of KV head h/g serves query head h.
+   conv: depthwise convolution of V along the sequence, one filter per query head (query head h
+   filters V head h/g), zero padded, centred: out[i] += sum_t conv[h][t] V[i + t - kernel/2]
+   (Hugging Face's Conv2d(heads, heads, (kernel, 1), padding=(kernel/2, 0), groups=heads, bias
+   False); needs q.seq = k.seq). Only scale, n_threads, parallel, workspace and bf16_kernels of
+   attn_desc apply; lse must be NULL (the approximation has no logsumexp).
+   field          default            meaning
+   landmarks      64                 m, in [1, min(q.seq, k.seq)]
+   iterations     6                  pseudo-inverse iterations (>= 1; negative is an error)
+   pad            0: m must divide   1: the padding rule above
+                  q.seq and k.seq
+   conv           NULL: no residual  [q.heads][conv_kernel] fp32 filter taps
+   conv_kernel    35                 odd taps per filter */
+typedef struct attn_nystrom_params {
+    int landmarks;
+    int iterations;
+    int pad;
+    const float *conv;
+    int conv_kernel;
+} attn_nystrom_params;
 
 
 /* Optional additive bias on the logits, fp32, shape [batch|1, heads|1, seq_q, seq_k].
@@ -312,11 +468,15 @@ typedef struct attn_desc {
     attn_bf16_mode bf16_kernels;
     /* per-kind parameters (read only by their kind; zero = the kind's defaults) */
     /* -- sparse -- */
-
+    attn_longformer_params longformer;
+    attn_bigbird_params bigbird;
+    attn_lsh_params lsh;
     /* -- linear and kernel -- */
     attn_linear_params linear;   /* ATTN_LINEAR */
     attn_cosformer_params cosformer;   /* ATTN_COSFORMER */
     /* -- low-rank -- */
+    attn_linformer_params linformer;  /* ATTN_LINFORMER */
+    attn_nystrom_params nystrom;      /* ATTN_NYSTROM */
 
 } attn_desc;
 
@@ -479,6 +639,23 @@ typedef struct attn_desc {
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
     \
     /* -- sparse (300-349) -- */ \
+    X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
+    X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD and ATTN_LSH, attn_desc.causal (BigBird), softcap (LSH), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD and ATTN_LSH are self-attention: k.seq must equal q.seq") \
+    X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
+    X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
+    X(ATTN_ERR_BIGBIRD_FLAGS,         306, ATTN_CAT_RANGE,       "attn_desc.bigbird.no_random and .hf_fallback must be 0 or 1") \
+    X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
+    X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
+    X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
+    X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH shares QK: k.heads must equal q.heads") \
+    X(ATTN_ERR_LSH_BUCKET_SIZE,       311, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_size must be >= 0 and divide q.seq") \
+    X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
+    X(ATTN_ERR_LSH_HASHES,            313, ATTN_CAT_RANGE,       "attn_desc.lsh.n_hashes must be >= 0 (0: 1), and n_hashes * q.seq must fit in an int") \
+    X(ATTN_ERR_LSH_ROTATIONS,         314, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations must be finite") \
+    X(ATTN_ERR_LSH_NULL,              315, ATTN_CAT_NULL,        "attn_lsh_rotations: desc or rotations is NULL") \
+    X(ATTN_ERR_LSH_SHAPE,             316, ATTN_CAT_SHAPE,       "attn_lsh_rotations: heads, seq and dim must be >= 1") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
@@ -506,8 +683,52 @@ typedef struct attn_desc {
     X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (q.seq, k.seq; attn_step: state.pos + k.seq)") \
     X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
     /* -- low-rank (400-449) -- */ \
+    X(ATTN_ERR_LINFORMER_NULL_E,      400, ATTN_CAT_NULL,        "attn_desc.linformer.e is NULL") \
+    X(ATTN_ERR_LINFORMER_NULL_F,      401, ATTN_CAT_NULL,        "attn_desc.linformer.f is NULL (set attn_desc.linformer.shared_kv = 1 for F = E)") \
+    X(ATTN_ERR_LINFORMER_N,           402, ATTN_CAT_SHAPE,       "attn_desc.linformer.n must be >= k.seq (shorter inputs use E's leading columns)") \
+    X(ATTN_ERR_LINFORMER_K,           403, ATTN_CAT_RANGE,       "attn_desc.linformer.k must be in [1, attn_desc.linformer.n]") \
+    X(ATTN_ERR_LINFORMER_SHARED_HEADS,404, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_heads must be 0 or 1") \
+    X(ATTN_ERR_LINFORMER_SHARED_KV,   405, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_kv must be 0 or 1") \
+    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection)") \
+    X(ATTN_ERR_NYSTROM_LANDMARKS,     407, ATTN_CAT_RANGE,       "attn_desc.nystrom.landmarks must be in [0, min(q.seq, k.seq)] (0: 64)") \
+    X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
+    X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations must be >= 0 (0: 6); attn_nystrom_pinv's iterations must be >= 1") \
+    X(ATTN_ERR_NYSTROM_PAD,           410, ATTN_CAT_RANGE,       "attn_desc.nystrom.pad must be 0 or 1") \
+    X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (35) or odd and >= 1") \
+    X(ATTN_ERR_NYSTROM_CONV_SEQ,      412, ATTN_CAT_SHAPE,       "attn_desc.nystrom.conv needs q.seq == k.seq (the residual adds conv(V) at each position)") \
+    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_NYSTROM_LSE,           414, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: lse must be NULL (the approximation has no logsumexp)") \
+    X(ATTN_ERR_NYSTROM_PINV_NULL,     415, ATTN_CAT_NULL,        "attn_nystrom_pinv: a or z is NULL") \
+    X(ATTN_ERR_NYSTROM_PINV_M,        416, ATTN_CAT_SHAPE,       "attn_nystrom_pinv: m must be >= 1") \
+    X(ATTN_ERR_NYSTROM_PINV_A,        417, ATTN_CAT_RANGE,       "attn_nystrom_pinv: a's largest column sum must be finite and > 0") \
     \
     /* -- state space (450-499) -- */ \
+    X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
+    X(ATTN_ERR_SSM_D_STATE,           451, ATTN_CAT_SHAPE,       "attn_ssm_desc.d_state must be >= 1") \
+    X(ATTN_ERR_SSM_GROUPS,            452, ATTN_CAT_SHAPE,       "attn_ssm_desc.n_groups must be >= 0 (0: 1) and divide attn_ssm_desc.dim") \
+    X(ATTN_ERR_SSM_BC_CONST,          453, ATTN_CAT_RANGE,       "attn_ssm_desc.bc_const must be ATTN_SSM_BC_TOKEN or ATTN_SSM_BC_CONST") \
+    X(ATTN_ERR_SSM_SOFTPLUS,          454, ATTN_CAT_RANGE,       "attn_ssm_desc.delta_softplus must be 0 or 1") \
+    X(ATTN_ERR_SSM_VARLEN_BATCH,      455, ATTN_CAT_SHAPE,       "attn_ssm_desc.varlen_batch must be >= 1 with cu_seqlens (else 0), and batch must then be 1") \
+    X(ATTN_ERR_SSM_CU_SEQLENS,        456, ATTN_CAT_RANGE,       "attn_ssm_desc.cu_seqlens must start at 0, never decrease and end at attn_ssm_desc.len") \
+    X(ATTN_ERR_SSM_N_THREADS,         457, ATTN_CAT_RANGE,       "attn_ssm_desc.n_threads must be >= 0") \
+    X(ATTN_ERR_SSM_NULL_U,            458, ATTN_CAT_NULL,        "attn_ssm: u.data (the step's x.data) is NULL") \
+    X(ATTN_ERR_SSM_NULL_DELTA,        459, ATTN_CAT_NULL,        "attn_ssm: delta.data (the step's dt.data) is NULL") \
+    X(ATTN_ERR_SSM_NULL_A,            460, ATTN_CAT_NULL,        "attn_ssm: A is NULL") \
+    X(ATTN_ERR_SSM_NULL_B,            461, ATTN_CAT_NULL,        "attn_ssm: B.data is NULL") \
+    X(ATTN_ERR_SSM_NULL_C,            462, ATTN_CAT_NULL,        "attn_ssm: C.data is NULL") \
+    X(ATTN_ERR_SSM_NULL_Y,            463, ATTN_CAT_NULL,        "attn_ssm: y.data (conv1d: out.data) is NULL") \
+    X(ATTN_ERR_SSM_DTYPE,             464, ATTN_CAT_DTYPE,       "attn_ssm: a tensor's dtype is not ATTN_F32, ATTN_F16 or ATTN_BF16") \
+    X(ATTN_ERR_SSM_OVERFLOW,          465, ATTN_CAT_OVERFLOW,    "attn_ssm: a tensor's extent (sizes times strides) or the workspace size overflows") \
+    X(ATTN_ERR_SSM_Y_BROADCAST,       466, ATTN_CAT_SHAPE,       "attn_ssm: y (conv1d: out) must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_SSM_NULL_STATE,        467, ATTN_CAT_NULL,        "attn_ssm_*_step: state is NULL") \
+    X(ATTN_ERR_SSM_STEP_VARLEN,       468, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_step: attn_ssm_desc.cu_seqlens must be NULL") \
+    X(ATTN_ERR_SSM_CONV_KERNEL,       469, ATTN_CAT_RANGE,       "attn_ssm_desc.conv_kernel must be >= 0 (0: 4)") \
+    X(ATTN_ERR_SSM_CONV_ACT,          470, ATTN_CAT_RANGE,       "attn_ssm_desc.conv_act must be ATTN_SSM_CONV_SILU or ATTN_SSM_CONV_NONE") \
+    X(ATTN_ERR_SSM_NULL_WEIGHT,       471, ATTN_CAT_NULL,        "attn_ssm_conv1d: weight is NULL") \
+    X(ATTN_ERR_SSM_CONV_VARLEN,       472, ATTN_CAT_UNSUPPORTED, "attn_ssm_conv1d: attn_ssm_desc.cu_seqlens must be NULL") \
+    X(ATTN_ERR_SSM_WORKSPACE,         473, ATTN_CAT_RANGE,       "attn_ssm_desc.workspace_size is smaller than attn_ssm_workspace_size() asks for") \
+    X(ATTN_ERR_SSM_NULL_RESULT,       474, ATTN_CAT_NULL,        "attn_ssm_workspace_size: bytes is NULL") \
+    X(ATTN_ERR_SSM_OP,                475, ATTN_CAT_RANGE,       "attn_ssm_workspace_size: op is not an attn_ssm_op") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -866,12 +1087,157 @@ ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_t
 ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
                               attn_state *state, attn_tensor out);
 
+/* ---- Sparse attention ------------------------------------------------------------------- */
+
+/* The random block table ATTN_BIGBIRD uses when attn_desc.bigbird.random_table is NULL, for
+   heads query heads and sequence length seq (block, random_blocks, no_random and seed from
+   desc->bigbird; the other desc fields are not read): table [heads][nb-2][r] ints, nb = seq /
+   block (nothing is written when nb < 3 or r = 0). Row (h, i), for query block i in 1..nb-2:
+   the candidates are blocks 1..nb-2 without the window {i-1, i, i+1}, in ascending order,
+   a[0..M); a partial Fisher-Yates shuffle picks min(r, M) of them: for t = 0..min(r, M)-1,
+       key = (h * (nb-2) + i-1) * r + t
+       z   = mix(seed + 0x9E3779B97F4A7C15 * (1 + key))             (mod 2^64; mix as DROPOUT)
+       j   = t + ((z >> 32) * (M - t) >> 32)                         (64-bit product)
+       swap(a[t], a[j]); table[h][i-1][t] = a[t]
+   and slots t >= M get 0 (block 0, global anyway), so r >= M covers every candidate. A pure function of (seed, heads, seq, block, r): the same on every platform. */
+ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
+
+/* The rotations ATTN_LSH uses when attn_desc.lsh.rotations is NULL, for heads query heads,
+   sequence length seq and head dim (bucket_size, n_buckets, n_hashes and seed from desc->lsh):
+   R [heads][n_hashes][dim][n_buckets/2] fp32. Element idx (its index in that array):
+       z  = mix(seed + 0x9E3779B97F4A7C15 * (1 + idx))              (mod 2^64; mix as DROPOUT)
+       u1 = ((z >> 32) + 0.5) / 2^32,  u2 = ((z & 0xFFFFFFFF) + 0.5) / 2^32
+       R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
+   a pure function of (seed, idx): the same on every platform and thread count. */
+ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations);
+
+/* ---- Low-rank attention ----------------------------------------------------------------- */
+
+/* Nystromformer's iterative Moore-Penrose pseudo-inverse (the one ATTN_NYSTROM runs): a and z
+   are [m][m] fp32 row-major, a meant to be a softmax matrix (nonnegative, rows summing to 1).
+   Z0 = a^T / (max over columns j of sum_i a[i][j]), then `iterations` (>= 1; the paper uses 6)
+   steps of Z <- 1/4 Z (13I - aZ (15I - aZ (7I - aZ))), in fp32 on the library SGEMM. z must not
+   overlap a. Allocates 3 m^2 floats of scratch. */
+ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z);
+
 /* ---- AMX -------------------------------------------------------------------------------- */
 
 /* The kernels attn_forward runs for bf16 q/k/v outside decoding (attn_desc.bf16_kernels = ATTN_BF16_AUTO):
    "amx" (tdpbf16ps tiles), "avx512bf16" (vdpbf16ps) or "none" (the fp32 kernels of
    attn_kernels() on converted inputs). The first two round P to bf16 for the P.V product. */
 ATTNDEF const char *attn_bf16_kernels(void);
+
+/* ---- state-space scans (Mamba selective scan, causal conv1d, S4D) ---------------------- */
+
+/* A strided view of a [batch, channels, len] tensor: the scans' layout (Mamba's u, delta, z
+   and y are [B, D, L]; per-token B and C are [B, G*N, L]; a one-token step sees len 1).
+   The len axis is contiguous (stride 1). Strides in elements; both 0 = dense [batch][channels]
+   [len]. An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
+   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent. */
+typedef struct attn_ssm_tensor {
+    void *data;
+    attn_dtype dtype;
+    ptrdiff_t stride_batch, stride_chan;
+} attn_ssm_tensor;
+
+/* Where the selective scan's B and C come from (attn_ssm_desc.bc_const). */
+enum { ATTN_SSM_BC_TOKEN = 0,    /* input-dependent: [batch, n_groups * d_state, len] */
+       ATTN_SSM_BC_CONST = 1 };  /* constant per channel: [dim, d_state] (stride_chan = row
+                                    stride, 0: d_state; stride_batch ignored) */
+/* Activation after the causal conv1d (attn_ssm_desc.conv_act). */
+enum { ATTN_SSM_CONV_SILU = 0, ATTN_SSM_CONV_NONE = 1 };
+/* S4D discretisation (attn_ssm_desc.s4d_disc). */
+enum { ATTN_SSM_ZOH = 0, ATTN_SSM_BILINEAR = 1 };
+
+/* Everything that configures a scan call. Zero-initialise, then set what you need.
+   field            default (0)           meaning
+   batch            - (required)          sequences (1 with cu_seqlens)
+   dim              - (required)          channels D
+   len              - (required)          tokens L (the step forms ignore it: one token)
+   d_state          - (required)          state size N per channel (Mamba: 16 in the paper;
+                                          S4D: complex modes, N/2 of the paper's N)
+   n_groups         1                     G: per-token B/C groups; group g serves channels
+                                          [g D/G, (g+1) D/G); must divide dim
+   bc_const         ATTN_SSM_BC_TOKEN     B and C layout (ATTN_SSM_BC_TOKEN / _CONST)
+   delta_softplus   off                   1: delta = softplus(delta + delta_bias), threshold 20
+   cu_seqlens       not packed            [varlen_batch + 1] starts of packed sequences (batch 1,
+                                          first 0, non-decreasing, last = len): the state resets
+                                          at every start; states are then per sequence
+   varlen_batch     -                     number of packed sequences (with cu_seqlens)
+   conv_kernel      4                     causal conv1d width K
+   conv_act         ATTN_SSM_CONV_SILU    activation after the conv (ATTN_SSM_CONV_NONE: none)
+   s4d_disc         ATTN_SSM_ZOH          S4D discretisation (ATTN_SSM_ZOH / ATTN_SSM_BILINEAR)
+   n_threads        all cores             threads; results are bitwise the same for any count
+   parallel, parallel_user                your parallel-for (attn_parallel_fn), as attn_desc
+   workspace        allocate per call     scratch of attn_ssm_workspace_size() bytes */
+typedef struct attn_ssm_desc {
+    int batch, dim, len, d_state;
+    int n_groups;
+    int bc_const;
+    int delta_softplus;
+    const int *cu_seqlens;
+    int varlen_batch;
+    int conv_kernel;
+    int conv_act;
+    int s4d_disc;
+    int n_threads;
+    attn_parallel_fn parallel;
+    void *parallel_user;
+    void *workspace;
+    size_t workspace_size;
+} attn_ssm_desc;
+
+/* Mamba's selective scan (selective_scan_ref). S = number of state slots: batch, or
+   varlen_batch with cu_seqlens (one per packed sequence). For each sequence, channel d:
+     dt_l  = delta[d][l] + delta_bias[d];  dt_l = softplus(dt_l) if delta_softplus (dt_l if > 20)
+     x_l   = exp(dt_l A[d]) * x_{l-1} + dt_l B_l u[d][l]     (x_{-1} = state_in or 0; N-vectors)
+     y[d][l] = (C_l . x_l + d_skip[d] u[d][l]) * silu(z[d][l])         (silu(z) = z / (1 + e^-z))
+   B_l, C_l: ATTN_SSM_BC_TOKEN: B[b][g N + n][l] for channel d in group g; ATTN_SSM_BC_CONST:
+   B[d][n].
+     u, delta, z, y  [batch, dim, len]      z.data NULL: no gate
+     A               [dim, d_state] fp32    real, typically -exp(A_log)
+     B, C            see bc_const
+     d_skip          [dim] fp32 or NULL (0)  delta_bias [dim] fp32 or NULL (0)
+     state_in        [S, dim, d_state] fp32 or NULL (zeros): the state before token 0 of each
+                     sequence, so a long sequence runs in pieces
+     state_out       [S, dim, d_state] fp32 or NULL: the state after each sequence's last token
+                     (may be state_in: updated in place)
+   Parallel over (sequence, channel block); SIMD across channels. */
+ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                            const float *state_in, attn_ssm_tensor y, float *state_out);
+
+/* One token of the selective scan (selective_state_update): desc->len is ignored (1) and
+   cu_seqlens must be NULL. x, dt, z, y [batch, dim, 1]; per-token B, C [batch, G N, 1];
+   state [batch, dim, d_state] fp32, read and updated in place:
+     state = state * exp(dt A) + dt B x;  y = (state . C + d_skip x) * silu(z). */
+ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_tensor x, attn_ssm_tensor dt,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
+                                            float *state, attn_ssm_tensor y);
+
+/* The depthwise causal conv1d in front of Mamba's scan (K = conv_kernel):
+     out[b][c][t] = act(bias[c] + sum_{k<K} w[c][k] x[b][c][t - (K-1) + k])
+   where positions before 0 read state_in[b][c][K-1 + pos] (the K-1 previous inputs, oldest
+   first) or 0; tap K-1 multiplies the current token (no flip). act = SiLU or none.
+     x, out [batch, dim, len]   weight [dim, K] fp32   bias [dim] fp32 or NULL
+     state_in, state_out [batch, dim, K-1] fp32 or NULL: the last K-1 inputs (may alias)
+   cu_seqlens is not supported here (ATTN_ERR_SSM_CONV_VARLEN). */
+ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                    const float *bias, const float *state_in, attn_ssm_tensor out,
+                                    float *state_out);
+/* One token of the conv1d: x, out [batch, dim, 1]; state [batch, dim, K-1] updated in place. */
+ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                         const float *bias, float *state, attn_ssm_tensor out);
+
+/* Which call attn_ssm_workspace_size sizes. */
+typedef enum attn_ssm_op {
+    ATTN_SSM_OP_SCAN = 0, ATTN_SSM_OP_STEP, ATTN_SSM_OP_CONV, ATTN_SSM_OP_CONV_STEP,
+    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP
+} attn_ssm_op;
+/* Bytes of scratch the call op needs with this desc (pass it in desc->workspace). */
+ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes);
 
 /* ---- RWKV ------------------------------------------------------------------------------- */
 
@@ -1019,11 +1385,13 @@ static void attn__axpy(float *ATTN__RESTRICT y, float a, const float *ATTN__REST
    already normalised with m_p their lse). On return w[p] = exp(m_p - M) / L with M = max m,
    L = sum_p exp(m_p - M) l_p, so the merged row is sum_p w[p] row_p (unnormalised partial
    rows) and its lse is the return value M + log L. Parts with m_p = -inf weigh 0; when every
-   part has -inf, all weights are 0 and the result is -inf (a row that saw no key). */
+   part has -inf, all weights are 0 and the result is -inf (a row that saw no key). A NaN m_p
+   or l_p (a part that met a NaN or +inf logit) makes every weight and the result NaN. */
 static float attn__lse_weights(int n, float *w, const float *l) {
     float M = -INFINITY, L = 0.0f;
-    int p;
-    for (p = 0; p < n; ++p) M = ATTN__MAX(M, w[p]);
+    int p, nan = 0;
+    for (p = 0; p < n; ++p) { M = ATTN__MAX(M, w[p]); nan |= w[p] != w[p] || (l && l[p] != l[p]); }
+    if (nan) { for (p = 0; p < n; ++p) w[p] = (float)NAN; return (float)NAN; }
     if (M == -INFINITY) { for (p = 0; p < n; ++p) w[p] = 0.0f; return -INFINITY; }
     for (p = 0; p < n; ++p) {
         w[p] = w[p] == -INFINITY ? 0.0f : expf(w[p] - M);
@@ -1751,11 +2119,13 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
     float *m, *l, *alpha;               /* running max, running sum, this chunk's rescale factor */
-    const float *pos, *slope;           /* query position (ALiBi distance) and ALiBi slope */
+    const float *pos, *slope;           /* query position minus c0 (ALiBi distance) and ALiBi slope */
     const int32_t *lo, *hi, *cap;       /* key j visible iff j <= cap && (j < pre || lo <= j <= hi) */
     int pre;                            /* sinks / global keys: visible to all (under cap) */
     float softcap;                      /* 0: off */
     int alibi, mask;                    /* apply ALiBi; apply the lo/hi/cap mask */
+    float rel[ATTN__BQ];                /* pos's storage: position - c0 is exact in 64-bit integers and
+                                           converted once, so |p - j| stays exact past 2^24 */
 } attn__smx;
 
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
@@ -1787,6 +2157,8 @@ typedef struct attn__isa {
     /* y[i] = exp(x[i] - m) (y may be x), returns sum_i y[i]; exp(-inf) = 0, so masked entries
        (-inf) drop out. The SIMD exp is the polynomial of the softmax kernels (1 ulp). */
     float (*exp_sum)(float *y, const float *x, float m, int n);
+    /* y[i] = a[i] b[i] + c x[i]; y may be a, b or x (element i is read before it is written) */
+    void (*madd)(float *y, const float *a, const float *b, float c, const float *x, int n);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -1820,9 +2192,30 @@ static void attn__qk_narrow_scalar(const float *K, ptrdiff_t ldk, int nk, const 
     }
 }
 
+/* The visibility rule (attn__visible, 3.7) in the form the kernels evaluate per row ("lane"):
+   key j is visible from the row iff j <= cap && (j < pre || lo <= j <= hi). attn__lane_rule
+   gives a row's cap/lo/hi for query position p of a sequence with Lk keys, attn__lane_pre the
+   keys every row sees (sinks, global keys); with dilation 1 the form equals attn__visible, and
+   dilation is applied per element on top of it (attn__visible itself). Every tile kernel -
+   forward, bf16, backward - derives its per-row ranges here and only here. */
+static void attn__lane_rule(int causal, int window_left, int window_right, int global, long long p, long long Lk,
+                            int32_t *cap, int32_t *lo, int32_t *hi) {
+    long long c = causal ? ATTN__MIN(p, Lk - 1) : Lk - 1, a = 0, b = Lk - 1;
+    if (p >= global) {
+        if (window_left) a = p - (long long)window_left;
+        if (window_right) b = p + (long long)window_right;
+    }
+    *cap = (int32_t)ATTN__MAX(c, -1LL);
+    *lo = (int32_t)ATTN__MAX(a, 0LL);
+    *hi = (int32_t)ATTN__MIN(b, Lk - 1);
+}
+static int attn__lane_pre(int sink, int global, long long Lk) { return (int)ATTN__MIN((long long)ATTN__MAX(sink, global), Lk); }
+static int attn__lane_ok(int32_t cap, int32_t lo, int32_t hi, int pre, long long j) {
+    return j <= cap && (j < pre || (j >= lo && j <= hi));
+}
 /* Shared by every ISA: the visibility rule for one lane, as the SIMD code evaluates it. */
 static int attn__lane_visible(const attn__smx *X, int r, int j) {
-    return j <= X->cap[r] && (j < X->pre || (j >= X->lo[r] && j <= X->hi[r]));
+    return attn__lane_ok(X->cap[r], X->lo[r], X->hi[r], X->pre, j);
 }
 
 static void attn__softmax_scalar(float *S, int nk, int nlanes, int c0, const attn__smx *X) {
@@ -1832,7 +2225,7 @@ static void attn__softmax_scalar(float *S, int nk, int nlanes, int c0, const att
         for (j = 0; j < nk; ++j) {
             float s = S[(size_t)j * ATTN__BQ + r];
             if (X->softcap > 0.0f) s = X->softcap * tanhf(s / X->softcap);
-            if (X->alibi) s -= X->slope[r] * fabsf(X->pos[r] - (float)(c0 + j));
+            if (X->alibi) s -= X->slope[r] * fabsf(X->pos[r] - (float)j);
             if (X->mask && !attn__lane_visible(X, r, c0 + j)) s = -INFINITY;
             S[(size_t)j * ATTN__BQ + r] = s;
             mx = s > mx ? s : mx;
@@ -1894,9 +2287,14 @@ static float attn__exp_sum_scalar(float *y, const float *x, float m, int n) {
     return s;
 }
 
+static void attn__madd_scalar(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    int i;
+    for (i = 0; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
-    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar
+    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -2096,7 +2494,7 @@ ATTN__T512 static void attn__softmax_avx512(float *S, int nk, int nlanes, int c0
                 __m512 v = _mm512_load_ps(s + (size_t)j * ATTN__BQ);
                 if (X->softcap > 0.0f) v = _mm512_mul_ps(cap, attn__tanh512(_mm512_mul_ps(v, inv_cap)));
                 if (X->alibi) {
-                    __m512 dist = _mm512_sub_ps(pos, _mm512_set1_ps((float)(c0 + j)));
+                    __m512 dist = _mm512_sub_ps(pos, _mm512_set1_ps((float)j));
                     dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                     v = _mm512_fnmadd_ps(slope, dist, v);
                 }
@@ -2278,9 +2676,20 @@ ATTN__T512 static float attn__exp_sum_avx512(float *y, const float *x, float m, 
     return _mm512_reduce_add_ps(s);
 }
 
+ATTN__T512 static void attn__madd_avx512(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    const __m512 vc = _mm512_set1_ps(c);
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        const __m512 cx = _mm512_mul_ps(vc, _mm512_maskz_loadu_ps(k, x + i));
+        _mm512_mask_storeu_ps(y + i, k, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), cx));
+    }
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
-    attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512
+    attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
+    attn__madd_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -2369,7 +2778,7 @@ ATTN__T256 static void attn__softmax_avx2(float *S, int nk, int nlanes, int c0, 
                 __m256 v = _mm256_load_ps(s + (size_t)j * ATTN__BQ);
                 if (X->softcap > 0.0f) v = _mm256_mul_ps(cap, attn__tanh256(_mm256_mul_ps(v, inv_cap)));
                 if (X->alibi) {
-                    const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_set1_ps((float)(c0 + j))));
+                    const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_set1_ps((float)j)));
                     v = _mm256_fnmadd_ps(slope, dist, v);
                 }
                 if (X->mask) {       /* j <= cap  &&  (j < pre || (lo <= j && j <= hi)) */
@@ -2568,9 +2977,19 @@ ATTN__T256 static float attn__exp_sum_avx2(float *y, const float *x, float m, in
     return attn__hsum256(s);
 }
 
+ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    const __m256 vc = _mm256_set1_ps(c);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        const __m256 cx = _mm256_mul_ps(vc, _mm256_maskload_ps(x + i, k));
+        _mm256_maskstore_ps(y + i, k, _mm256_fmadd_ps(_mm256_maskload_ps(a + i, k), _mm256_maskload_ps(b + i, k), cx));
+    }
+}
+
 static const attn__isa attn__isa_avx2 = {
     "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
-    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2
+    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -2656,7 +3075,7 @@ static void attn__softmax_neon(float *S, int nk, int nlanes, int c0, const attn_
             for (j = 0; j < nk; ++j) {
                 float32x4_t v = vld1q_f32(s + (size_t)j * ATTN__BQ);
                 if (X->softcap > 0.0f) v = vmulq_f32(cap, attn__tanh_neon(vmulq_f32(v, inv_cap)));
-                if (X->alibi) v = vfmsq_f32(v, slope, vabsq_f32(vsubq_f32(pos, vdupq_n_f32((float)(c0 + j)))));
+                if (X->alibi) v = vfmsq_f32(v, slope, vabsq_f32(vsubq_f32(pos, vdupq_n_f32((float)j))));
                 if (X->mask) {       /* j <= cap  &&  (j < pre || (lo <= j && j <= hi)) */
                     const int32x4_t jv = vdupq_n_s32(c0 + j);
                     uint32x4_t k = vcleq_s32(jv, capi);
@@ -2804,9 +3223,17 @@ static float attn__exp_sum_neon(float *y, const float *x, float m, int n) {
     return r;
 }
 
+static void attn__madd_neon(float *y, const float *a, const float *b, float c, const float *x, int n) {
+    const float32x4_t vc = vdupq_n_f32(c);
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1q_f32(y + i, vfmaq_f32(vmulq_f32(vc, vld1q_f32(x + i)), vld1q_f32(a + i), vld1q_f32(b + i)));
+    for (; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
+}
+
 static const attn__isa attn__isa_neon = {
     "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
-    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon
+    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon
 };
 #endif /* ATTN__NEON */
 
@@ -2908,7 +3335,7 @@ static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, in
 typedef struct attn__btile {
     int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
     int head[ATTN__BQ], qrow[ATTN__BQ];
-    float pos[ATTN__BQ], slope[ATTN__BQ], m[ATTN__BQ], l[ATTN__BQ], alpha[ATTN__BQ];
+    float slope[ATTN__BQ], m[ATTN__BQ], l[ATTN__BQ], alpha[ATTN__BQ];
 } attn__btile;
 
 /* Offsets (floats, each 64-byte aligned) of the pieces of one thread's workspace. */
@@ -3244,7 +3671,7 @@ static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo 
         for (j = 0; j < nk; j += 6)
             attn__bqk_6x64(K + (ptrdiff_t)j * ldk, ldk, ATTN__MIN(6, nk - j), QP, (D + 1) / 2, P->scale, S + (size_t)j * ATTN__BQ);
     }
-    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.slope = T->slope;
     X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
     attn__score_stage(P, &X, S, nk, n, nlanes, c0, full, seq, Lk, T->head, T->qrow, v0, shift);
     attn__softmax_avx512(S, nk, nlanes, (int)c0, &X);
@@ -3272,23 +3699,14 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
     const long long shift = (long long)Lk - Lq, p0 = v0 / g + shift, p1 = (v0 + n - 1) / g + shift;
     long long ranges[2][2], c0;
     int r, ri, n_ranges;
-    for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks, as attn__tile_begin */
-        long long p, c, a, b;
+    for (r = 0; r < ATTN__BQ; ++r) {               /* per-row masks (attn__lane_rule) */
+        long long p;
         T->m[r] = -INFINITY; T->l[r] = 0.0f; T->alpha[r] = 1.0f;
-        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; T->head[r] = 0; T->qrow[r] = 0; continue; }
+        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->slope[r] = 0.0f; T->head[r] = 0; T->qrow[r] = 0; continue; }
         T->head[r] = hk * g + (v0 + r) % g;
         T->qrow[r] = q0 + (v0 + r) / g;
         p = (v0 + r) / g + shift;
-        c = P->causal ? ATTN__MIN(p, (long long)Lk - 1) : (long long)Lk - 1;
-        if (p < P->global) { a = 0; b = Lk - 1; }
-        else {
-            a = P->window_left ? p - (long long)P->window_left : 0;
-            b = P->window_right ? p + (long long)P->window_right : (long long)Lk - 1;
-        }
-        T->cap[r] = (int32_t)ATTN__MAX(c, -1LL);
-        T->lo[r] = (int32_t)ATTN__MAX(a, 0LL);
-        T->hi[r] = (int32_t)ATTN__MIN(b, (long long)Lk - 1);
-        T->pos[r] = (float)p;
+        attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, p, Lk, &T->cap[r], &T->lo[r], &T->hi[r]);
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
     {                                               /* queries in VNNI pairs, unscaled (exact) */
@@ -3377,6 +3795,19 @@ static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, 
    of q and of k on the tensors' seq axis, valid lengths. */
 typedef struct attn__seq { int tb, seq, q0, k0, Lq, Lk; } attn__seq;
 
+/* Sequence n of the batch (packed: segment n of cu_seqlens; else batch entry n): where it
+   lives and its valid lengths. The one place seqlens / cu_seqlens are read. */
+static void attn__seq_at(const attn__problem *P, int n, attn__seq *S) {
+    if (P->cu_q) {
+        S->tb = 0; S->seq = n; S->q0 = P->cu_q[n]; S->k0 = P->cu_k[n];
+        S->Lq = P->cu_q[n + 1] - P->cu_q[n]; S->Lk = P->cu_k[n + 1] - P->cu_k[n];
+    } else {
+        S->tb = n; S->seq = n; S->q0 = 0; S->k0 = 0;
+        S->Lq = P->seqlens_q ? P->seqlens_q[n] : P->q.seq;
+        S->Lk = P->seqlens_k ? P->seqlens_k[n] : P->k.seq;
+    }
+}
+
 /* The sequence owning tensor row `row` of batch tb; 0 if none (padding, varlen tail). */
 static int attn__seq_of_row(const attn__problem *P, int tb, int row, attn__seq *S) {
     if (P->cu_q) {
@@ -3384,15 +3815,11 @@ static int attn__seq_of_row(const attn__problem *P, int tb, int row, attn__seq *
         while (hi - lo > 1) { int mid = (lo + hi) / 2; if (P->cu_q[mid] <= row) lo = mid; else hi = mid; }
         while (lo < P->n_seqs && P->cu_q[lo + 1] <= row) ++lo;   /* skip empty segments */
         if (lo >= P->n_seqs) return 0;
-        S->tb = 0; S->seq = lo; S->q0 = P->cu_q[lo]; S->k0 = P->cu_k[lo];
-        S->Lq = P->cu_q[lo + 1] - P->cu_q[lo]; S->Lk = P->cu_k[lo + 1] - P->cu_k[lo];
-    } else {
-        S->tb = tb; S->seq = tb; S->q0 = 0; S->k0 = 0;
-        S->Lq = P->seqlens_q ? P->seqlens_q[tb] : P->q.seq;
-        S->Lk = P->seqlens_k ? P->seqlens_k[tb] : P->k.seq;
-        if (row >= S->Lq) return 0;
+        attn__seq_at(P, lo, S);
+        return 1;
     }
-    return 1;
+    attn__seq_at(P, tb, S);
+    return row < S->Lq;
 }
 
 /* One tile's state: its rows and their masks, packed queries, running softmax and output.
@@ -3404,7 +3831,8 @@ typedef struct attn__tile {
     float *qt, *qr, *acc, *m, *l, *alpha;      /* workspace: [D][BQ], [16][ldk], [rows][ldo], [rows] */
     int32_t lo[ATTN__BQ], hi[ATTN__BQ], cap[ATTN__BQ];
     int head[ATTN__BQ], qrow[ATTN__BQ];
-    float pos[ATTN__BQ], slope[ATTN__BQ];
+    long long pos[ATTN__BQ];                   /* query position (ALiBi in the decoding kernels) */
+    float slope[ATTN__BQ];
 } attn__tile;
 
 /* Workspace geometry, in floats; every piece starts 64-byte aligned. */
@@ -3434,7 +3862,8 @@ typedef struct attn__fwd_ctx {
     float *partial;            /* n_splits > 1: [unit][split][unit_rows] x partial_row */
     size_t partial_row;        /* ldo acc floats, then m, l */
     int unit_rows;             /* rows in a unit: min(ATTN__BQ, q.seq * groups) */
-    int units_per_head, n_units, n_splits, split_keys;
+    int units_per_head, n_units, n_splits;
+    long long split_keys;      /* keys per split, a multiple of ATTN__BK (64-bit: k.seq may be near INT_MAX) */
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
     int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
     int fused;                 /* decoding takes attn__fwd_decode_fused (no stage) */
@@ -3442,11 +3871,12 @@ typedef struct attn__fwd_ctx {
     int bf16;                  /* 3.6 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
 } attn__fwd_ctx;
 
-/* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0. */
+/* Writes one finished row: out = acc / l, lse = m + log l; zeros and -inf if l == 0 (no key
+   seen). A NaN l (a NaN or +inf logit reached the sum) is stored as it is: NaN out, NaN lse. */
 static void attn__fwd_store(const attn__problem *P, const attn__isa *isa, int tb, int row, int h, const float *acc, float m, float l) {
     void *o = attn__at(&P->out, tb, row, h);
     float *lse = P->lse ? P->lse + ((size_t)tb * P->q.heads + h) * P->q.seq + row : NULL;
-    if (l > 0.0f) {
+    if (l != 0.0f) {
         isa->store(o, P->out.dtype, acc, P->v.dim, 1.0f / l);
         if (lse) *lse = m + logf(l);
     } else {
@@ -3474,21 +3904,13 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
     T->acc = T->qt + (T->narrow ? 16 * C->geo.ldk : C->geo.ldk * ATTN__BQ);
     T->m = T->acc + (size_t)rows * C->geo.ldo; T->l = T->m + rows; T->alpha = T->l + rows;
     for (r = 0; r < T->nlanes; ++r) {
-        long long p, c, a, b;
-        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0.0f; T->slope[r] = 0.0f; continue; }
+        long long p;
+        if (r >= n) { T->lo[r] = 0; T->hi[r] = -1; T->cap[r] = -1; T->pos[r] = 0; T->slope[r] = 0.0f; continue; }
         T->head[r] = hk * g + (v0 + r) % g;
         T->qrow[r] = S->q0 + (v0 + r) / g;
         p = (v0 + r) / g + T->shift;
-        c = P->causal ? ATTN__MIN(p, (long long)S->Lk - 1) : (long long)S->Lk - 1;
-        if (p < P->global) { a = 0; b = S->Lk - 1; }
-        else {
-            a = P->window_left ? p - (long long)P->window_left : 0;
-            b = P->window_right ? p + (long long)P->window_right : (long long)S->Lk - 1;
-        }
-        T->cap[r] = (int32_t)ATTN__MAX(c, -1LL);
-        T->lo[r] = (int32_t)ATTN__MAX(a, 0LL);
-        T->hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
-        T->pos[r] = (float)p;
+        attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, p, S->Lk, &T->cap[r], &T->lo[r], &T->hi[r]);
+        T->pos[r] = p;
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
     for (r = 0; r < T->nlanes; ++r) {             /* queries, scale folded in */
@@ -3546,8 +3968,11 @@ static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, floa
 static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, int nk, int n, int nlanes, long long c0,
                               int full, int seq, int Lk, const int *head, const int *qrow, int v0, long long shift) {
     int r, j;
-    X->pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)Lk);
+    X->pre = attn__lane_pre(P->sink, P->global, Lk);
     X->alibi = P->alibi != NULL;
+    X->pos = X->rel;
+    if (X->alibi)           /* distances relative to c0 in 64-bit integers: exact in fp32 below 2^24 */
+        for (r = 0; r < nlanes; ++r) X->rel[r] = r < n ? (float)((long long)(v0 + r) / P->groups + shift - c0) : 0.0f;
     X->softcap = P->softcap;
     X->mask = !full;
     if (P->softcap > 0.0f && (P->bias || (!full && P->dilation > 1))) {
@@ -3585,7 +4010,7 @@ static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *
     if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
     else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
 
-    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.pos = T->pos; X.slope = T->slope;
+    X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.slope = T->slope;
     X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
     attn__score_stage(P, &X, S, nk, n, T->nlanes, c0, full, T->S.seq, T->S.Lk, T->head, T->qrow, T->v0, T->shift);
     isa->softmax(S, nk, T->nlanes, (int)c0, &X);
@@ -3880,7 +4305,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
         __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
             float sl[16], ko[16];
-            for (i = 0; i < 16; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R) - T->pos[i % R]; }
+            for (i = 0; i < 16; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(X->c0 + i / R - T->pos[i % R]); }
             slope = _mm512_loadu_ps(sl); koff = _mm512_loadu_ps(ko);
         }
         /* online softmax over the chunk (the SEMANTICS order: softcap, ALiBi, mask) */
@@ -3890,7 +4315,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm512_mul_ps(_mm512_set1_ps(P->softcap), attn__tanh512(_mm512_mul_ps(x, _mm512_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m512 dist = _mm512_add_ps(_mm512_set1_ps((float)(X->c0 + v * KG)), koff);     /* key - row position */
+                __m512 dist = _mm512_add_ps(_mm512_set1_ps((float)(v * KG)), koff);     /* key - row position */
                 dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                 x = _mm512_fnmadd_ps(slope, dist, x);
             }
@@ -4012,7 +4437,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
         __m256 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
             float sl[8], ko[8];
-            for (i = 0; i < 8; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(i / R) - T->pos[i % R]; }
+            for (i = 0; i < 8; ++i) { sl[i] = T->slope[i % R]; ko[i] = (float)(X->c0 + i / R - T->pos[i % R]); }
             slope = _mm256_loadu_ps(sl); koff = _mm256_loadu_ps(ko);
         }
         for (v = 0; v < nvec; ++v) {    /* online softmax over the chunk (softcap, ALiBi, mask) */
@@ -4021,7 +4446,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm256_mul_ps(_mm256_set1_ps(P->softcap), attn__tanh256(_mm256_mul_ps(x, _mm256_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m256 dist = _mm256_add_ps(_mm256_set1_ps((float)(X->c0 + v * KG)), koff);     /* key - row position */
+                __m256 dist = _mm256_add_ps(_mm256_set1_ps((float)(v * KG)), koff);     /* key - row position */
                 dist = _mm256_and_ps(dist, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
                 x = _mm256_fnmadd_ps(slope, dist, x);
             }
@@ -4302,7 +4727,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
             C->n_splits = (int)ATTN__MAX(1LL, ATTN__MIN(want, by_len));
         }
     }
-    C->split_keys = (int)((((long long)P->k.seq + C->n_splits - 1) / C->n_splits + ATTN__BK - 1) / ATTN__BK * ATTN__BK);
+    C->split_keys = (((long long)P->k.seq + C->n_splits - 1) / C->n_splits + ATTN__BK - 1) / ATTN__BK * ATTN__BK;
     if (!attn__mul_size(C->decode ? (size_t)P->q.batch : units, (size_t)C->n_splits, &tasks) || tasks > INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->partial_row = C->geo.ldo + 2;
@@ -4500,18 +4925,18 @@ static void attn__bwd_stage_scalar(float *ST, float *dPT, const attn__bwd_rows *
     for (r = 0; r < R->n; ++r) {
         float *s = ST + (size_t)r * ATTN__BQ, *dp = dPT + (size_t)r * ATTN__BQ;
         float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
-        const float lse = R->lse[r], drow = R->drow[r], pos = (float)(R->p0 + r);
+        const float lse = R->lse[r], drow = R->drow[r], pos = (float)(R->p0 + r - R->c0);   /* exact: relative to c0 */
         for (j = 0; j < R->nlanes; ++j) {
             const long long key = R->c0 + j;
             float x = s[j], dc = 1.0f, pr = 0.0f, ds = 0.0f;
             int vis = j < R->nk && lse != -INFINITY;
-            if (vis && R->mask == 1) vis = key <= R->cap[r] && (key < R->pre || (key >= R->lo[r] && key <= R->hi[r]));
+            if (vis && R->mask == 1) vis = attn__lane_ok(R->cap[r], R->lo[r], R->hi[r], R->pre, key);
             if (vis && R->mask == 2) vis = attn__visible(R->P, R->p0 + r, key);
             if (vis) {
                 float d = dp[j];
                 if (R->softcap > 0.0f) { const float th = tanhf(x / R->softcap); x = R->softcap * th; dc = 1.0f - th * th; }
                 if (R->bias) x += R->bias[(ptrdiff_t)r * R->bias_sq + j];
-                if (R->alibi) x -= R->slope * fabsf(pos - (float)key);
+                if (R->alibi) x -= R->slope * fabsf(pos - (float)j);
                 pr = expf(x - lse);
                 if (R->dropout) {
                     const float z = attn__dropout_keep(R->ra[r], R->rc[r], R->krow0 + (uint32_t)j, R->thr) ? R->keep_scale : 0.0f;
@@ -4575,7 +5000,7 @@ ATTN__T512 static void attn__bwd_stage_avx512(float *ST, float *dPT, const attn_
         float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
         const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
         const __m512 vl = _mm512_set1_ps(R->lse[r]), vd = _mm512_set1_ps(R->drow[r]);
-        const __m512 pos = _mm512_set1_ps((float)(R->p0 + r)), slope = _mm512_set1_ps(R->slope);
+        const __m512 pos = _mm512_set1_ps((float)(R->p0 + r - R->c0)), slope = _mm512_set1_ps(R->slope);
         const __m512i capi = _mm512_set1_epi32(R->cap[r]), lo = _mm512_set1_epi32(R->lo[r]), hi = _mm512_set1_epi32(R->hi[r]);
         const __m512i ra = _mm512_set1_epi32((int)(R->ra[r] + R->krow0)), rc = _mm512_set1_epi32((int)R->rc[r]);
         const int dead = R->lse[r] == -INFINITY;
@@ -4589,7 +5014,7 @@ ATTN__T512 static void attn__bwd_stage_avx512(float *ST, float *dPT, const attn_
             }
             if (brow) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(vis, brow + j));
             if (R->alibi) {
-                __m512 dist = _mm512_sub_ps(pos, _mm512_cvtepi32_ps(jv));
+                __m512 dist = _mm512_sub_ps(pos, _mm512_cvtepi32_ps(_mm512_add_epi32(iota, _mm512_set1_epi32(j))));
                 dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                 x = _mm512_fnmadd_ps(slope, dist, x);
             }
@@ -4693,7 +5118,7 @@ ATTN__T256 static void attn__bwd_stage_avx2(float *ST, float *dPT, const attn__b
         float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
         const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
         const __m256 vl = _mm256_set1_ps(R->lse[r]), vd = _mm256_set1_ps(R->drow[r]);
-        const __m256 pos = _mm256_set1_ps((float)(R->p0 + r)), slope = _mm256_set1_ps(R->slope);
+        const __m256 pos = _mm256_set1_ps((float)(R->p0 + r - R->c0)), slope = _mm256_set1_ps(R->slope);
         /* cap and hi are INT32_MAX on unmasked blocks (then unused): +1 in 64 bits, clamped */
         const __m256i cap1 = _mm256_set1_epi32((int)ATTN__MIN((long long)R->cap[r] + 1, (long long)INT32_MAX)),
                       lo1 = _mm256_set1_epi32(R->lo[r] - 1),
@@ -4710,7 +5135,7 @@ ATTN__T256 static void attn__bwd_stage_avx2(float *ST, float *dPT, const attn__b
             }
             if (brow) x = _mm256_add_ps(x, _mm256_maskload_ps(brow + j, vis));
             if (R->alibi) {
-                const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_cvtepi32_ps(jv)));
+                const __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(pos, _mm256_cvtepi32_ps(_mm256_add_epi32(iota, _mm256_set1_epi32(j)))));
                 x = _mm256_fnmadd_ps(slope, dist, x);
             }
             if (R->mask) {
@@ -4857,18 +5282,6 @@ static size_t attn__bwd_ws_layout(const attn__bwd_ctx *C, float *base, attn__bwd
     return (size_t)(p - base);
 }
 
-/* Sequence n of the batch (tensor batch, offsets, lengths). */
-static void attn__bwd_seq(const attn__problem *P, int n, attn__seq *S) {
-    if (P->cu_q) {
-        S->tb = 0; S->seq = n; S->q0 = P->cu_q[n]; S->k0 = P->cu_k[n];
-        S->Lq = P->cu_q[n + 1] - P->cu_q[n]; S->Lk = P->cu_k[n + 1] - P->cu_k[n];
-    } else {
-        S->tb = n; S->seq = n; S->q0 = 0; S->k0 = 0;
-        S->Lq = P->seqlens_q ? P->seqlens_q[n] : P->q.seq;
-        S->Lk = P->seqlens_k ? P->seqlens_k[n] : P->k.seq;
-    }
-}
-
 /* n rows of a strided tensor as fp32 rows: in place when f32, else converted into buf. */
 static const float *attn__bwd_rows_f32(const attn__isa *isa, const attn__view *t, int tb, int row0, int h, int n,
                                        float *buf, size_t ldb, ptrdiff_t *ld) {
@@ -4897,19 +5310,11 @@ static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     R.lse = C->lse + li; R.drow = C->drow + li;
     R.alibi = P->alibi != NULL; R.slope = P->alibi ? P->alibi[h] : 0.0f;
     R.mask = full ? 0 : P->dilation > 1 ? 2 : 1;
-    R.pre = (int)ATTN__MIN((long long)ATTN__MAX(P->sink, P->global), (long long)S->Lk);
+    R.pre = attn__lane_pre(P->sink, P->global, S->Lk);
     if (R.mask == 1)
-        for (r = 0; r < n; ++r) {             /* the forward's per-row rule (attn__tile_begin) */
-            const long long p = R.p0 + r, c = P->causal ? ATTN__MIN(p, (long long)S->Lk - 1) : (long long)S->Lk - 1;
-            long long a = 0, b = (long long)S->Lk - 1;
-            if (p >= P->global) {
-                if (P->window_left) a = p - (long long)P->window_left;
-                if (P->window_right) b = p + (long long)P->window_right;
-            }
-            R.cap[r] = (int32_t)ATTN__MAX(c, -1LL);
-            R.lo[r] = (int32_t)ATTN__MAX(a, 0LL);
-            R.hi[r] = (int32_t)ATTN__MIN(b, (long long)S->Lk - 1);
-        }
+        for (r = 0; r < n; ++r)               /* the forward's per-row rule */
+            attn__lane_rule(P->causal, P->window_left, P->window_right, P->global, R.p0 + r, S->Lk, &R.cap[r], &R.lo[r],
+                            &R.hi[r]);
     else
         for (r = 0; r < n; ++r) { R.cap[r] = INT32_MAX; R.lo[r] = 0; R.hi[r] = INT32_MAX; }
     R.softcap = P->softcap;
@@ -5037,7 +5442,7 @@ static void attn__bwd_task(void *vctx, int task, int thread) {
     }
     for (n = n0; n < n1; ++n) {
         attn__seq S;
-        attn__bwd_seq(P, n, &S);
+        attn__seq_at(P, n, &S);
         for (hk = h0; hk < h1; ++hk) attn__bwd_unit(C, &W, &S, hk, split);
     }
 }
@@ -6656,6 +7061,7 @@ static void attn__el_att_task(void *vc, int t, int thread) {
     const int j0 = sp * C->split_rows, j1 = ATTN__MIN(Lb, j0 + C->split_rows);
     const float *hb = C->h + (size_t)b * C->d->src_len * dm;
     const size_t prow = C->prow;
+    const attn__isa *isa = attn__vec();
     float *part = C->part + ((size_t)b * C->splits + sp) * R * prow;
     int r, r0, i, j, jb, c, u;
     (void)thread;
@@ -6680,12 +7086,13 @@ static void attn__el_att_task(void *vc, int t, int thread) {
                 for (i = 0; i < 4; ++i)
                     for (u = 0; u < 4 && j + u < nb; ++u) s[i][j + u] = d16[4 * i + u];
             }
-            for (i = 0; i < nr; ++i) {                    /* online softmax of each row */
-                float *pr = o[i], mx = pr[dm], sum = 0.0f;
+            for (i = 0; i < nr; ++i) {                    /* online softmax of each row (vector layer) */
+                float *pr = o[i], mx, sum;
                 const float cr = C->cst[(size_t)b * R + r0 + i];
-                for (j = 0; j < nb; ++j) { s[i][j] += cr; mx = ATTN__MAX(mx, s[i][j]); }
+                for (j = 0; j < nb; ++j) s[i][j] += cr;
+                mx = ATTN__MAX(pr[dm], isa->max(s[i], nb));
                 alpha[i] = expf(pr[dm] - mx);             /* exp(-inf) = 0 on the first block */
-                for (j = 0; j < nb; ++j) { s[i][j] = expf(s[i][j] - mx); sum += s[i][j]; }
+                sum = isa->exp_sum(s[i], s[i], mx, nb);
                 pr[dm] = mx; pr[dm + 1] = pr[dm + 1] * alpha[i] + sum;
             }
             for (j = 0; j < nb; j += 4) {                 /* acc = alpha acc + sum_j p_j h_j */
@@ -6750,15 +7157,16 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
     C.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)C.dk);
     /* h streams once per split; enough splits to feed 16 tasks, at least 64 rows each
        (so at most 16 splits: attn__el_merge_task's weights array) */
-    C.splits = (int)ATTN__MAX(1, ATTN__MIN((16 + d->batch - 1) / d->batch, (d->src_len + 63) / 64));
-    C.split_rows = (d->src_len + C.splits - 1) / C.splits;
+    C.splits = (int)ATTN__MAX(1LL, ATTN__MIN((16LL + d->batch - 1) / d->batch, ((long long)d->src_len + 63) / 64));
+    C.split_rows = (int)(((long long)d->src_len + C.splits - 1) / C.splits);   /* 64-bit: src_len may be INT_MAX */
     C.prow = attn__round16((size_t)C.dm + 2) + 16;
     if (!attn__mul_size((size_t)d->batch, (size_t)d->beams, &nq) || nq > INT_MAX ||
         !attn__mul_size(nq, (size_t)C.H, &n_cst) || n_cst > INT_MAX ||                 /* also beams*heads */
         !attn__mul_size(n_cst, (size_t)C.dm, &n_eq) || !attn__mul_size(nq, (size_t)C.dm, &n_q) ||
         !attn__mul_size((size_t)d->src_len, (size_t)C.dm, &t) || !attn__mul_size(t, (size_t)d->batch, &t) ||
         t > (size_t)PTRDIFF_MAX / sizeof(float) ||
-        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part))
+        !attn__mul_size(n_cst, (size_t)C.splits, &n_part) || !attn__mul_size(n_part, C.prow, &n_part) ||
+        (long long)d->batch * C.splits > INT_MAX)                                     /* the task count */
         return ATTN_ERR_OVERFLOW;
     C.nq = (int)nq; C.R = d->beams * d->heads;
     n_o = n_q;
@@ -6810,6 +7218,543 @@ ATTNDEF attn_status attn_el_attention(const attn_el_desc *d, const attn_layer_we
 /* ---------------------------------------------------------------------------------------
    3.13 sparse attention
    --------------------------------------------------------------------------------------- */
+
+/* ---- ATTN_LONGFORMER: the exact core (3.7), once per run of heads sharing a dilation -------
+   One visibility rule (attn__visible): a piece of heads [h0, h1) runs attn__softmax_forward on
+   head-sliced views with attn_desc.dilation = that piece's dilation. A piece is whole KV
+   groups, or lies inside one group (its query heads then share one KV head). */
+static int attn__lf_dil(const attn_desc *d, int h) {
+    const int D = d->longformer.dilations ? d->longformer.dilations[h] : d->dilation;
+    return D > 1 ? D : 1;
+}
+
+/* The end of the piece that starts at head h0 (Hq heads, GQA groups of g). */
+static int attn__lf_piece(const attn_desc *d, int Hq, int g, int h0) {
+    int h1 = h0 + 1;
+    while (h1 < Hq && attn__lf_dil(d, h1) == attn__lf_dil(d, h0)) ++h1;
+    if (h0 % g != 0 || h1 - h0 < g) return ATTN__MIN(h1, (h0 / g + 1) * g);
+    return h0 + (h1 - h0) / g * g;
+}
+
+/* Heads [h0, h0 + nh) of t, with explicit strides (validated tensors: no overflow). */
+static attn_tensor attn__heads_view(const attn_tensor *t, int h0, int nh) {
+    attn_tensor r = *t;
+    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
+        r.stride_head = t->dim; r.stride_seq = (ptrdiff_t)t->heads * t->dim;
+        r.stride_batch = r.stride_seq * t->seq;
+    }
+    r.data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * r.stride_head * h0;
+    r.heads = nh;
+    return r;
+}
+
+/* The exact call of piece [h0, h1): sliced tensors, ALiBi slopes and bias; desc sd prepared. */
+static void attn__lf_sub(const attn__call *c, attn_desc *sd, int h0, int h1, attn__call *sc) {
+    const attn_desc *d = c->d;
+    const int g = c->q.heads / c->k.heads, nh = h1 - h0, nk = nh >= g ? nh / g : 1;
+    memset(sc, 0, sizeof *sc);
+    sc->d = sd;
+    sd->dilation = attn__lf_dil(d, h0);
+    sc->q = attn__heads_view(&c->q, h0, nh);
+    sc->k = attn__heads_view(&c->k, h0 / g, nk);
+    sc->v = attn__heads_view(&c->v, h0 / g, nk);
+    sc->out = c->bytes ? c->out : attn__heads_view(&c->out, h0, nh);
+    sd->alibi_slopes = d->alibi_slopes ? d->alibi_slopes + h0 : NULL;
+    if (d->bias.data && d->bias.heads != 1) {
+        ptrdiff_t sq = d->bias.stride_q, sh = d->bias.stride_head, sb = d->bias.stride_batch;
+        if (sq == 0 && sh == 0 && sb == 0) {
+            sq = c->k.seq; sh = sq * c->q.seq; sb = sh * d->bias.heads;
+        }
+        sd->bias.data = d->bias.data + sh * h0;
+        sd->bias.heads = nh;
+        sd->bias.stride_q = sq; sd->bias.stride_head = sh; sd->bias.stride_batch = sb;
+    }
+}
+
+/* Dilated heads without global tokens, sinks, padding, ALiBi, bias or RoPE, with q.seq == k.seq:
+   the queries at positions p = rho (mod D) see exactly the keys j = rho (mod D) of their window,
+   so the piece splits into D undilated windowed problems on strided views of every D-th row
+   (class rho), each costing seq/D * (2w+1) pairs: O(seq * window) whatever the dilation. */
+static int attn__lf_classes(const attn__call *c, int D) {
+    const attn_desc *d = c->d;
+    if (D <= 1 || c->q.seq != c->k.seq || d->global_tokens || d->sink_tokens || d->seqlens_q || d->seqlens_k ||
+        d->cu_seqlens_q || d->cu_seqlens_k || d->alibi_slopes || d->bias.data || d->rope) return 1;
+    return ATTN__MIN(D, c->q.seq);
+}
+/* Rows rho, rho + D, ... of a sliced view (class rho of D). */
+static void attn__lf_rows(attn_tensor *t, int rho, int D) {
+    t->data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * t->stride_seq * rho;
+    t->seq = (t->seq - rho + D - 1) / D;
+    t->stride_seq *= D;
+}
+
+static attn_status attn__longformer_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn_desc sd = *d;
+    attn__problem P;
+    attn__call sc;
+    size_t sub = 0, one, stage = 0, bytes;
+    attn__ws w;
+    attn_status s;
+    int h, h0, h1, pieces = 0, classes = 0, pass;
+    const int Hq = c->q.heads, B = c->q.batch, Sq = c->q.seq;
+    float *lse_stage = NULL;
+    memset(&P, 0, sizeof P);
+    memset(&w, 0, sizeof w);
+    sd.kind = ATTN_SOFTMAX;
+    if ((s = attn__check_forward(&sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
+    if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->longformer.dilations)
+        for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
+    /* pass 0 sizes (the largest sub-call's exact workspace), pass 1 runs */
+    for (pass = 0; pass < 2; ++pass) {
+        if (pass == 1) {
+            if (classes > pieces || (pieces > 1 && B > 1)) stage = (size_t)B * Hq * Sq;   /* lse rows not one run */
+            if (!attn__mul_size(stage, sizeof(float), &bytes) || !attn__add_size(bytes, sub, &bytes) ||
+                !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+            if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+            if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+            if (stage) lse_stage = (float *)(void *)(w.base + sub);
+        }
+        for (h0 = 0; h0 < Hq; h0 = h1) {
+            const int Dh = attn__lf_dil(d, h0), nc = attn__lf_classes(c, Dh);
+            int rho;
+            h1 = attn__lf_piece(d, Hq, Hq / c->k.heads, h0);
+            if (pass == 0) { ++pieces; classes += nc; }
+            for (rho = 0; rho < nc; ++rho) {
+                attn_desc qd = sd;
+                int b, hh, i;
+                attn__lf_sub(c, &qd, h0, h1, &sc);
+                if (nc > 1) {
+                    qd.dilation = 1;
+                    attn__lf_rows(&sc.q, rho, Dh);
+                    attn__lf_rows(&sc.k, rho, Dh);
+                    attn__lf_rows(&sc.v, rho, Dh);
+                    if (!c->bytes) attn__lf_rows(&sc.out, rho, Dh);
+                }
+                if (pass == 0) {
+                    qd.workspace = NULL; qd.workspace_size = 0;
+                    sc.bytes = &one;
+                    if ((s = attn__softmax_forward(&sc)) != ATTN_OK) return s;
+                    sub = ATTN__MAX(sub, one);
+                    continue;
+                }
+                qd.workspace = w.base; qd.workspace_size = sub;
+                sc.lse = !c->lse ? NULL : lse_stage ? lse_stage : c->lse + (size_t)h0 * Sq;
+                s = attn__softmax_forward(&sc);
+                ATTN_ASSERT(s == ATTN_OK);
+                if (sc.lse && lse_stage) {            /* staged [B][h1-h0][sc.q.seq] rows to their places */
+                    const int D = nc > 1 ? (Dh) : 1;
+                    for (b = 0; b < B; ++b)
+                        for (hh = 0; hh < h1 - h0; ++hh) {
+                            const float *src = lse_stage + ((size_t)b * (h1 - h0) + hh) * sc.q.seq;
+                            float *dst = c->lse + ((size_t)b * Hq + h0 + hh) * Sq + rho;
+                            for (i = 0; i < sc.q.seq; ++i) dst[(size_t)i * D] = src[i];
+                        }
+                }
+            }
+        }
+    }
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_longformer = { attn__longformer_forward, NULL, NULL, NULL, NULL };
+
+/* ---- The block-sparse kernel: each query block of each head attends a list of key blocks ----
+   The exact core's tiles (3.7: attn__tile_begin, attn__tile_chunk, attn__tile_end: their Q.K^T,
+   online softmax and P.V on the ISA's kernels) run over the listed key blocks only, one tile per
+   (batch, query head, query block, piece of ATTN__BQ rows), on the problem narrowed to that
+   batch entry and head, so every row of a tile shares one list whatever the GQA grouping. The
+   list (ascending, no repeats) comes from the kind's callback; consecutive blocks are walked as
+   one range. Each output row is computed by one task in a fixed order: results do not depend
+   on the thread count. The problem must carry no masks (blocks are the pattern). */
+typedef int (*attn__bsr_list_fn)(const void *ctx, int h, int qb, int *list, int *scratch);
+typedef struct attn__bsr {
+    const attn__problem *P;      /* views, scale, softcap, lse, groups, n_threads; no masks */
+    int block, nqb, nkb, pieces; /* block: query rows = keys per block; pieces: tiles per block */
+    attn__bsr_list_fn list;
+    const void *list_ctx;
+    size_t list_ints;            /* scratch ints the callback uses beside the list */
+    const attn__isa *isa;
+    attn__fwd_geo geo;
+    float *ws;                   /* n_threads blocks of ws_floats */
+    size_t ws_floats;
+} attn__bsr;
+
+/* Sizes the per-thread scratch and the workspace bytes (ATTN__ALIGN slack included). */
+static attn_status attn__bsr_plan(attn__bsr *L, size_t *bytes) {
+    size_t ints, n;
+    L->isa = attn__pick_isa();
+    L->geo = attn__fwd_geometry(L->P->q.dim, L->P->v.dim);
+    L->pieces = (L->block + ATTN__BQ - 1) / ATTN__BQ;
+    if (!attn__add_size((size_t)L->nkb, L->list_ints, &ints)) return ATTN_ERR_OVERFLOW;
+    L->ws_floats = L->geo.scratch + L->geo.tile + attn__round16(ints);   /* int and float are 4 bytes */
+    if (!attn__mul_size(L->ws_floats, (size_t)L->P->n_threads, &n) || !attn__mul_size(n, sizeof(float), &n) ||
+        !attn__add_size(n, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size((size_t)L->P->q.batch * L->P->q.heads, (size_t)L->nqb * L->pieces, &n) || n > INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+
+static void attn__bsr_task(void *ctx, int task, int thread) {
+    const attn__bsr *L = (const attn__bsr *)ctx;
+    const attn__problem *P0 = L->P;
+    const int Hq = P0->q.heads, piece = task % L->pieces, qb = task / L->pieces % L->nqb;
+    const int h = task / L->pieces / L->nqb % Hq, b = task / L->pieces / L->nqb / Hq;
+    float *ws = L->ws + (size_t)thread * L->ws_floats;
+    int *list = (int *)(void *)(ws + L->geo.scratch + L->geo.tile);
+    attn__tile *T = (attn__tile *)(void *)(ws + L->geo.scratch);
+    attn__problem P = *P0;
+    attn__fwd_ctx C;
+    attn__seq S;
+    const int r0 = qb * L->block + piece * ATTN__BQ, rows = ATTN__MIN(ATTN__BQ, (qb + 1) * L->block - r0);
+    int n, i, j;
+    P.q.data = (char *)attn__at(&P0->q, b, 0, h); P.q.batch = 1; P.q.heads = 1;
+    P.out.data = (char *)attn__at(&P0->out, b, 0, h); P.out.batch = 1; P.out.heads = 1;
+    P.k.data = (char *)attn__at(&P0->k, b, 0, h / P0->groups); P.k.batch = 1; P.k.heads = 1;
+    P.v.data = (char *)attn__at(&P0->v, b, 0, h / P0->groups); P.v.batch = 1; P.v.heads = 1;
+    P.groups = 1; P.n_seqs = 1;
+    P.lse = P0->lse ? P0->lse + ((size_t)b * Hq + h) * P0->q.seq : NULL;
+    memset(&C, 0, sizeof C);
+    C.P = &P; C.isa = L->isa; C.geo = L->geo;
+    S.tb = 0; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
+    n = L->list(L->list_ctx, h, qb, list, list + L->nkb);
+    attn__tile_begin(&C, T, ws + L->geo.scratch, &S, 0, r0, rows);
+    for (i = 0; i < n; i = j) {
+        long long c0, c1;
+        for (j = i + 1; j < n && list[j] == list[j - 1] + 1; ++j) {}
+        c1 = (long long)(list[j - 1] + 1) * L->block;
+        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += ATTN__BK)
+            attn__tile_chunk(&C, T, ws, c0, (int)ATTN__MIN((long long)ATTN__BK, c1 - c0));
+    }
+    attn__tile_end(&C, T, NULL);
+}
+
+/* Runs the planned layout on workspace ws (aligned). */
+static void attn__bsr_run(const attn_desc *d, attn__bsr *L, float *ws) {
+    L->ws = ws;
+    attn__parallel_for(d, L->P->q.batch * L->P->q.heads * L->nqb * L->pieces, L->P->n_threads, attn__bsr_task, L);
+}
+
+/* ---- ATTN_BIGBIRD (ITC) ----------------------------------------------------------------- */
+typedef struct attn__bb {
+    int nb, r, full;             /* blocks, random blocks per row, 1: every row sees everything */
+    unsigned long long seed;
+    const int *table;            /* [Hq][nb-2][r] or NULL (drawn) */
+} attn__bb;
+
+/* Random blocks of middle row i (1..nb-2) of head h, as attn_bigbird_random_table documents:
+   writes min(r, n_out) slots to out; a: nb ints of scratch. */
+static void attn__bb_row(unsigned long long seed, int nb, int r, int h, int i, int *a, int *out, int n_out) {
+    int M = 0, t, c;
+    for (c = 1; c <= nb - 2; ++c) if (c < i - 1 || c > i + 1) a[M++] = c;
+    for (t = 0; t < ATTN__MIN(r, n_out); ++t) {
+        if (t < M) {
+            const uint64_t key = ((uint64_t)h * (uint64_t)(nb - 2) + (uint64_t)(i - 1)) * (uint64_t)r + (uint64_t)t;
+            const uint64_t z = attn__mix64((uint64_t)seed + 0x9E3779B97F4A7C15ull * (1u + key));
+            const int j = t + (int)(((z >> 32) * (uint64_t)(M - t)) >> 32), x = a[j];
+            a[j] = a[t]; a[t] = x;
+            out[t] = x;
+        } else {
+            out[t] = 0;
+        }
+    }
+}
+
+/* The sorted key blocks of query block i of head h. scratch: 3 nb ints. */
+static int attn__bb_list(const void *ctx, int h, int i, int *list, int *scratch) {
+    const attn__bb *B = (const attn__bb *)ctx;
+    const int nb = B->nb;
+    int *seen = scratch, *rnd = scratch + nb, n = 0, t, m;
+    if (B->full || i == 0 || i == nb - 1) {
+        for (t = 0; t < nb; ++t) list[t] = t;
+        return nb;
+    }
+    memset(seen, 0, sizeof(int) * (size_t)nb);
+    seen[0] = seen[nb - 1] = seen[i - 1] = seen[i] = seen[i + 1] = 1;
+    if (B->table) {
+        const int *row = B->table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)B->r;
+        for (t = 0; t < B->r; ++t) seen[row[t]] = 1;
+    } else {
+        m = ATTN__MIN(B->r, nb);
+        attn__bb_row(B->seed, nb, B->r, h, i, scratch + 2 * nb, rnd, m);
+        for (t = 0; t < m; ++t) seen[rnd[t]] = 1;
+    }
+    for (t = 0; t < nb; ++t) if (seen[t]) list[n++] = t;
+    return n;
+}
+
+/* The parameters every BigBird entry point checks. */
+static attn_status attn__bb_params(const attn_bigbird_params *p, int seq, int *block, int *r) {
+    *block = p->block ? p->block : 64;
+    if (p->block < 0 || seq % *block != 0) return ATTN_ERR_BIGBIRD_BLOCK;
+    if (p->random_blocks < 0) return ATTN_ERR_BIGBIRD_RANDOM;
+    if ((p->no_random != 0 && p->no_random != 1) || (p->hf_fallback != 0 && p->hf_fallback != 1))
+        return ATTN_ERR_BIGBIRD_FLAGS;
+    *r = p->no_random ? 0 : p->random_blocks ? p->random_blocks : 3;
+    return ATTN_OK;
+}
+
+/* The attn_desc fields a block-sparse kind does not take must be 0/NULL. */
+static int attn__sparse_plain(const attn_desc *d) {
+    return !d->window_left && !d->window_right && !d->dilation && !d->sink_tokens &&
+           !d->global_tokens && !d->seqlens_q && !d->seqlens_k && !d->cu_seqlens_q && !d->cu_seqlens_k &&
+           !d->varlen_batch && !d->alibi_slopes && !d->bias.data && d->dropout_p == 0.0f && !d->rope;
+}
+
+/* Validates a BigBird call into P (views, scale, softcap, threads) and B. */
+static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__bb *B, int *block) {
+    const attn_desc *d = c->d;
+    const attn_bigbird_params *p = &d->bigbird;
+    attn_status s;
+    int r;
+    memset(P, 0, sizeof *P);
+    memset(B, 0, sizeof *B);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (!isfinite(d->softcap) || d->softcap < 0) return ATTN_ERR_SOFTCAP;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->causal) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if ((s = attn__bb_params(p, c->q.seq, block, &r)) != ATTN_OK) return s;
+    B->nb = c->q.seq / *block; B->r = r; B->seed = p->seed; B->table = r > 0 ? p->random_table : NULL;
+    B->full = p->hf_fallback && (long long)c->q.seq <= (5 + 2LL * r) * *block;
+    if (B->table && B->nb > 2) {
+        const size_t n = (size_t)c->q.heads * (size_t)(B->nb - 2) * (size_t)r;
+        size_t i;
+        for (i = 0; i < n; ++i) if (B->table[i] < 0 || B->table[i] >= B->nb) return ATTN_ERR_BIGBIRD_TABLE;
+    }
+    P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P->softcap = d->softcap;
+    P->dilation = 1;
+    P->groups = c->q.heads / c->k.heads;
+    P->n_seqs = c->q.batch;
+    P->n_threads = attn__resolve_threads(d);
+    P->lse = c->lse;
+    return ATTN_OK;
+}
+
+static attn_status attn__bigbird_forward(const attn__call *c) {
+    attn__problem P;
+    attn__bb B;
+    attn__bsr L;
+    size_t bytes;
+    attn__ws w;
+    attn_status s;
+    int block;
+    if ((s = attn__bb_check(c, &P, &B, &block)) != ATTN_OK) return s;
+    memset(&L, 0, sizeof L);
+    L.P = &P; L.block = block; L.nqb = L.nkb = B.nb;
+    L.list = attn__bb_list; L.list_ctx = &B; L.list_ints = 3 * (size_t)B.nb;
+    if ((s = attn__bsr_plan(&L, &bytes)) != ATTN_OK) return s;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    attn__bsr_run(c->d, &L, (float *)(void *)w.base);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_bigbird = { attn__bigbird_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table) {
+    attn_status s;
+    int block, r, nb, h, i, *a;
+    if (!desc || !table) return ATTN_ERR_BIGBIRD_NULL_TABLE;
+    if (heads < 1 || seq < 1) return ATTN_ERR_BIGBIRD_SHAPE;
+    if ((s = attn__bb_params(&desc->bigbird, seq, &block, &r)) != ATTN_OK) return s;
+    nb = seq / block;
+    if (nb < 3 || r == 0) return ATTN_OK;
+    if (!(a = (int *)attn__alloc(sizeof(int) * (size_t)nb))) return ATTN_ERR_OUT_OF_MEMORY;
+    for (h = 0; h < heads; ++h)
+        for (i = 1; i <= nb - 2; ++i)
+            attn__bb_row(desc->bigbird.seed, nb, r, h, i, a, table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)r, r);
+    attn__free(a);
+    return ATTN_OK;
+}
+
+/* ---- ATTN_LSH (Reformer) ------------------------------------------------------------------
+   One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
+   v rows in fp32, every round's buckets by dot products with the rotation columns (vector
+   layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
+   query's 2 * bucket_size scores, the HF masks, the softmax (vector layer max / exp_sum) and
+   P.V (axpy), merged per position across rounds by the logsumexp rule in sorted-axis order. */
+typedef struct attn__lsh {
+    const attn__problem *P;
+    int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
+    const float *rot;            /* given rotations, or NULL (drawn) */
+    unsigned long long seed;
+    const attn__isa *isa;
+    float *ws;
+    size_t ws_floats;            /* per thread: floats (int arrays counted as floats) */
+} attn__lsh;
+
+static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
+    const uint64_t z = attn__mix64((uint64_t)seed + 0x9E3779B97F4A7C15ull * (1u + idx));
+    const double u1 = ((double)(z >> 32) + 0.5) / 4294967296.0, u2 = ((double)(z & 0xFFFFFFFFu) + 0.5) / 4294967296.0;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2));
+}
+
+static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, int *nb, int *nh) {
+    *c = p->bucket_size ? p->bucket_size : 64;
+    if (p->bucket_size < 0 || seq % *c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
+    if (p->n_buckets) {
+        if (p->n_buckets < 2 || p->n_buckets % 2 != 0) return ATTN_ERR_LSH_BUCKETS;
+        *nb = p->n_buckets;
+    } else {
+        *nb = seq / *c;
+        *nb = *nb < 2 ? 2 : *nb + (*nb & 1);
+    }
+    if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
+    *nh = p->n_hashes ? p->n_hashes : 1;
+    return ATTN_OK;
+}
+
+static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
+    /* floats: Q, K [n][D], V, acc [n][Dv], m, l [n], Rt [nb/2][D], scores [2c];
+       ints: order [nh*n], bucket [n], counts [nb+1] */
+    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 2) + (size_t)(nb / 2) * D + 2 * (size_t)c +
+                         (size_t)nh * n + (size_t)n + (size_t)nb + 1);
+}
+
+static void attn__lsh_task(void *ctx, int task, int thread) {
+    const attn__lsh *X = (const attn__lsh *)ctx;
+    const attn__problem *P = X->P;
+    const attn__isa *isa = X->isa;
+    const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
+    const int half = X->nb / 2, N = X->nh * n, nchunks = N / c;
+    float *Q = X->ws + (size_t)thread * X->ws_floats, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n;
+    float *Rt = l + n, *sc = Rt + (size_t)half * D;
+    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *cnt = bucket + n;
+    int i, j, r, t, u, e, ch;
+    for (i = 0; i < n; ++i) {
+        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        m[i] = -INFINITY; l[i] = 0.0f;
+        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+    }
+    for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
+        for (e = 0; e < D; ++e)               /* Rt[col][e] = R[h][r][e][col] */
+            for (j = 0; j < half; ++j) {
+                const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + j;
+                Rt[(size_t)j * D + e] = X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
+            }
+        for (i = 0; i < n; ++i) {
+            float best = -INFINITY;
+            int arg = 0;
+            float lo = INFINITY;
+            int arg_lo = 0;
+            for (j = 0; j < half; ++j) {      /* argmax of [x R, -x R]: the max, or minus the min */
+                const float z = isa->dot(K + (size_t)i * D, Rt + (size_t)j * D, D);
+                if (z > best) { best = z; arg = j; }
+                if (z < lo) { lo = z; arg_lo = j; }
+            }
+            if (-lo > best) arg = half + arg_lo;
+            bucket[i] = arg;
+        }
+        memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 1));
+        for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
+        for (j = 0; j < X->nb; ++j) cnt[j + 1] += cnt[j];
+        for (i = 0; i < n; ++i) order[(size_t)r * n + cnt[bucket[i]]++] = i;
+    }
+    for (i = 0; i < n; ++i) {                  /* keys: n(k) = k / sqrt(mean(k^2) + 1e-6) */
+        const float ss = isa->dot(K + (size_t)i * D, K + (size_t)i * D, D);
+        isa->scal(K + (size_t)i * D, 1.0f / sqrtf(ss / (float)D + 1e-6f), D);
+    }
+    for (ch = 0; ch < nchunks; ++ch) {
+        const int prev = (ch + nchunks - 1) % nchunks;
+        for (t = ch * c; t < (ch + 1) * c; ++t) {
+            const int p = order[t];
+            float mx, sum, lse_r, o_scale;
+            for (u = 0; u < 2 * c; ++u) {
+                const int jj = order[(u < c ? prev * c : ch * c) + u % c];
+                float s = isa->dot(Q + (size_t)p * D, K + (size_t)jj * D, D);
+                if (P->causal && jj > p) s = -1e9f;
+                if (jj == p) s = -1e5f;
+                sc[u] = s;
+            }
+            mx = isa->max(sc, 2 * c);
+            sum = isa->exp_sum(sc, sc, mx, 2 * c);
+            lse_r = mx + logf(sum);
+            /* merge round result (sum_u sc[u] v_u / sum, lse_r) into position p */
+            if (lse_r > m[p]) {
+                const float a = m[p] == -INFINITY ? 0.0f : expf(m[p] - lse_r);
+                isa->scal(acc + (size_t)p * Dv, a, Dv);
+                l[p] = l[p] * a + 1.0f;
+                m[p] = lse_r;
+                o_scale = 1.0f / sum;
+            } else {
+                const float w = expf(lse_r - m[p]);
+                l[p] += w;
+                o_scale = w / sum;
+            }
+            for (u = 0; u < 2 * c; ++u)
+                if (sc[u] != 0.0f)
+                    isa->axpy(acc + (size_t)p * Dv, sc[u] * o_scale, V + (size_t)order[(u < c ? prev * c : ch * c) + u % c] * Dv, Dv);
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, 1.0f / l[i]);
+        if (P->lse) P->lse[((size_t)b * H + h) * n + i] = m[i] + logf(l[i]);
+    }
+}
+
+static attn_status attn__lsh_forward(const attn__call *c) {
+    const attn_desc *d = c->d;
+    attn__problem P;
+    attn__lsh X;
+    size_t bytes, nrot;
+    attn__ws w;
+    attn_status s;
+    int tasks, nt;
+    memset(&P, 0, sizeof P);
+    memset(&X, 0, sizeof X);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P.q, &P.k, &P.v, &P.out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if ((s = attn__lsh_params(&d->lsh, c->q.seq, &X.c, &X.nb, &X.nh)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)c->q.heads * (size_t)X.nh, (size_t)c->q.dim * (size_t)(X.nb / 2), &nrot))
+        return ATTN_ERR_OVERFLOW;
+    if (d->lsh.rotations) {
+        size_t i;
+        for (i = 0; i < nrot; ++i) if (!isfinite(d->lsh.rotations[i])) return ATTN_ERR_LSH_ROTATIONS;
+    }
+    P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P.causal = d->causal;
+    P.lse = c->lse;
+    P.n_threads = attn__resolve_threads(d);
+    X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.seed = d->lsh.seed; X.isa = attn__pick_isa();
+    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
+    tasks = c->q.batch * c->q.heads;
+    nt = ATTN__MIN(P.n_threads, tasks);
+    if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
+        return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    X.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, tasks, nt, attn__lsh_task, &X);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_lsh = { attn__lsh_forward, NULL, NULL, NULL, NULL };
+
+ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations) {
+    attn_status s;
+    int c, nb, nh;
+    size_t n, i;
+    if (!desc || !rotations) return ATTN_ERR_LSH_NULL;
+    if (heads < 1 || seq < 1 || dim < 1) return ATTN_ERR_LSH_SHAPE;
+    if ((s = attn__lsh_params(&desc->lsh, seq, &c, &nb, &nh)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)heads * (size_t)nh, (size_t)dim * (size_t)(nb / 2), &n)) return ATTN_ERR_OVERFLOW;
+    for (i = 0; i < n; ++i) rotations[i] = attn__lsh_normal(desc->lsh.seed, (uint64_t)i);
+    return ATTN_OK;
+}
 
 /* ---------------------------------------------------------------------------------------
    3.14 linear and kernel attention
@@ -7557,10 +8502,918 @@ ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_t
 /* ---------------------------------------------------------------------------------------
    3.15 low-rank attention
    --------------------------------------------------------------------------------------- */
+/* Both kinds end in attn_forward's exact kernel (ATTN_SOFTMAX, 3.7) on fp32 tensors they build
+   in the workspace: Linformer once, on the projected keys and values; Nystromformer twice (the
+   landmark queries over the keys, the queries over the landmark keys). attn__lr_core runs it on
+   the caller's desc as ATTN_SOFTMAX with workspace ws (bytes non-NULL: the workspace query). */
+static attn_status attn__lr_core(const attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                                 float *lse, void *ws, size_t ws_bytes, size_t *bytes) {
+    attn_desc e = *d;
+    attn__call c;
+    e.kind = ATTN_SOFTMAX; e.workspace = ws; e.workspace_size = ws_bytes;
+    memset(&c, 0, sizeof c);
+    c.d = &e; c.q = q; c.k = k; c.v = v; c.out = out; c.lse = lse; c.bytes = bytes;
+    return attn__softmax_forward(&c);
+}
+/* The same for attn_backward's exact kernel (3.9). */
+static attn_status attn__lr_core_bwd(const attn__call *src, attn_tensor k, attn_tensor v, attn_tensor dk, attn_tensor dv,
+                                     void *ws, size_t ws_bytes, size_t *bytes) {
+    attn_desc e = *src->d;
+    attn__call c = *src;
+    e.kind = ATTN_SOFTMAX; e.workspace = ws; e.workspace_size = ws_bytes;
+    c.d = &e; c.k = k; c.v = v; c.dk = dk; c.dv = dv; c.bytes = bytes;
+    return attn__softmax_backward(&c);
+}
+
+/* *total += rows * cols floats, rounded up to 16 floats (64 bytes); 0 on overflow */
+static int attn__lr_floats(size_t *total, size_t rows, size_t cols) {
+    size_t n;
+    if (!attn__mul_size(rows, cols, &n) || !attn__add_size(n, 15, &n)) return 0;
+    return attn__add_size(*total, n & ~(size_t)15, total);
+}
+
+/* The workspace is [our floats][the exact kernel's bytes]; *bytes gets the sum plus alignment. */
+static int attn__lr_bytes(size_t floats, size_t core_bytes, size_t *bytes) {
+    return attn__mul_size(floats, sizeof(float), bytes) && attn__add_size(*bytes, core_bytes, bytes) &&
+           attn__add_size(*bytes, ATTN__ALIGN, bytes);
+}
+
+/* Rows of an input view (b, ., h) as an fp32 matrix with leading dimension *ld: the view itself
+   when it is fp32 with a usable row stride, else converted into buf [seq][dim]. */
+static int attn__lr_direct(const attn__view *x) {
+    return x->dtype == ATTN_F32 && (x->seq == 1 || x->ss >= x->dim);
+}
+static const float *attn__lr_rows(const attn__isa *isa, const attn__view *x, int b, int h, float *buf, ptrdiff_t *ld) {
+    int i;
+    if (attn__lr_direct(x)) {
+        *ld = x->seq == 1 ? x->dim : x->ss;
+        return (const float *)attn__at(x, b, 0, h);
+    }
+    for (i = 0; i < x->seq; ++i) isa->load(attn__at(x, b, i, h), x->dtype, buf + (size_t)i * x->dim, x->dim, 1.0f);
+    *ld = x->dim;
+    return buf;
+}
+
+/* ---- Linformer ------------------------------------------------------------------------------ */
+typedef struct attn__lfm_plan {
+    const attn_desc *d;
+    const attn__isa *isa;
+    attn__view q, k, v, out;
+    const float *e, *f;                 /* f = e when shared_kv */
+    size_t e_head;                      /* floats between heads' E (0: shared across heads) */
+    int kp, n, n_threads;
+    size_t scratch_floats;              /* per thread: k or v rows converted to fp32 (backward: and
+                                           their gradient rows) */
+    size_t floats, core_bytes;
+    float *kbuf, *vbuf, *scratch;       /* E K [B, kp, Hkv, D], F V [B, kp, Hkv, Dv] */
+    /* backward */
+    int bwd, shared_kv;
+    attn__view dk, dv;
+    float *de, *df;                     /* df = NULL when shared_kv (de gets both) */
+    float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
+} attn__lfm_plan;
+
+/* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :seq] X [seq, dim] */
+static void attn__lfm_project(const attn__lfm_plan *P, int b, int h, int which, float *scratch,
+                              const attn_desc *par, int nt) {
+    const attn__view *x = which ? &P->v : &P->k;
+    const int D = x->dim, H = x->heads;
+    const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
+    float *C = (which ? P->vbuf : P->kbuf) + ((size_t)b * P->kp * H + h) * D;
+    ptrdiff_t ld;
+    const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
+    attn__sgemm_par(par, nt, 0, 0, P->kp, D, x->seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
+}
+static void attn__lfm_task(void *ctx, int t, int thread) {
+    const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
+    const int bh = t >> 1;
+    attn__lfm_project(P, bh / P->k.heads, bh % P->k.heads, t & 1, P->scratch + (size_t)thread * P->scratch_floats,
+                      NULL, 1);
+}
+
+static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, int bwd) {
+    const attn_desc *d = c->d;
+    const attn_linformer_params *L = &d->linformer;
+    attn_tensor kt, vt;
+    attn_status s;
+    size_t f = 0;
+    memset(P, 0, sizeof *P);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (!L->e) return ATTN_ERR_LINFORMER_NULL_E;
+    if (L->shared_heads != 0 && L->shared_heads != 1) return ATTN_ERR_LINFORMER_SHARED_HEADS;
+    if (L->shared_kv != 0 && L->shared_kv != 1) return ATTN_ERR_LINFORMER_SHARED_KV;
+    if (!L->shared_kv && !L->f) return ATTN_ERR_LINFORMER_NULL_F;
+    if (L->n < c->k.seq) return ATTN_ERR_LINFORMER_N;
+    if (L->k < 1 || L->k > L->n) return ATTN_ERR_LINFORMER_K;
+    if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
+        d->global_tokens || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
+        d->alibi_slopes || d->bias.data || d->rope) return ATTN_ERR_LINFORMER_MASK;
+    P->d = d; P->isa = attn__vec();
+    P->e = L->e; P->f = L->shared_kv ? L->e : L->f;
+    P->kp = L->k; P->n = L->n;
+    if (!L->shared_heads && !attn__mul_size((size_t)L->k, (size_t)L->n, &P->e_head)) return ATTN_ERR_OVERFLOW;
+    /* the exact kernel on q and the projections [B, kp, Hkv, D|Dv] validates the rest of desc */
+    kt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->k.dim);
+    vt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->v.dim);
+    P->bwd = bwd;
+    if (!bwd) {
+        if ((s = attn__lr_core(d, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+    } else {
+        /* the user's dk, dv (the exact kernel checks dout, lse, dq and the rest when it runs, before
+           it writes dq; dk, dv, de and df are written after it succeeded) */
+        const attn_tensor *dk = &c->dk, *dv = &c->dv;
+        if ((s = attn__lr_core_bwd(c, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+        if (!c->bytes) {
+            if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+            if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+            if (!attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype)) return ATTN_ERR_DTYPE;
+            if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim)
+                return ATTN_ERR_BWD_DK_SHAPE;
+            if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim)
+                return ATTN_ERR_BWD_DV_SHAPE;
+            if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+            if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+            if ((s = attn__make_view(dk, &P->dk)) != ATTN_OK || (s = attn__make_view(dv, &P->dv)) != ATTN_OK) return s;
+        }
+        P->de = L->de; P->df = L->shared_kv ? NULL : L->df; P->shared_kv = L->shared_kv;
+    }
+    P->n_threads = attn__resolve_threads(d);
+    P->scratch_floats = (size_t)(attn__lr_direct(&P->k) && !bwd ? 0 : c->k.dim);
+    if (!attn__lr_direct(&P->v) || bwd) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)c->v.dim);
+    if (!attn__mul_size(P->scratch_floats, (size_t)c->k.seq * (bwd ? 2u : 1u), &P->scratch_floats) ||
+        !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim) ||
+        !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim) ||
+        (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
+        (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
+        !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
+    P->floats = f;
+    return ATTN_OK;
+}
+
+/* ATTN_LINFORMER's forward: E K and F V on the SGEMM, then the exact kernel on them. */
+static attn_status attn__linformer_forward(const attn__call *c) {
+    attn__lfm_plan P;
+    attn__ws w;
+    attn_status s;
+    size_t bytes, kf, vf;
+    int tasks, i;
+    attn_tensor kt, vt;
+    if ((s = attn__lfm_plan_make(c, &P, 0)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    kf = 0; attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->k.dim);
+    vf = 0; attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->v.dim);
+    P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.scratch = P.vbuf + vf;
+    tasks = 2 * c->k.batch * c->k.heads;
+    if (tasks >= P.n_threads || P.n_threads == 1) {
+        attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_task, &P);
+    } else {            /* few heads: one projection at a time, each GEMM on every thread */
+        for (i = 0; i < tasks; ++i)
+            attn__lfm_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+    }
+    kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    s = attn__lr_core(c->d, c->q, kt, vt, c->out, c->lse, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    attn__ws_release(&w);
+    return s;
+}
+
+/* Backward tasks. dK_{b,h} = E_h[:, :s]^T dK'_{b,h} (and dV with F), stored in the user's
+   dtype; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h} K_{b,h}^T (+ the F V terms when
+   E = F), summed in a fixed order (batch-major, then head), columns s..n-1 set to 0. */
+static void attn__lfm_dx(const attn__lfm_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
+    const attn__view *dx = which ? &P->dv : &P->dk;
+    const int D = dx->dim, H = dx->heads, s = dx->seq;
+    const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
+    const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
+    int i;
+    attn__sgemm_par(par, nt, 1, 0, s, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
+    for (i = 0; i < s; ++i) P->isa->store(attn__at(dx, b, i, h), dx->dtype, scratch + (size_t)i * D, D, 1.0f);
+}
+static int attn__lfm_de_tasks(const attn__lfm_plan *P) {
+    return (P->e_head ? P->k.heads : 1) * ((P->de ? 1 : 0) + (P->df ? 1 : 0));
+}
+/* task t: dE of E-head t (with shared_kv: both terms), then dF of E-head t - (tasks of dE) */
+static void attn__lfm_de(const attn__lfm_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
+    const int n_e = P->e_head ? P->k.heads : 1, is_f = !P->de || t >= n_e, eh = is_f && P->de ? t - n_e : t;
+    const int which0 = is_f, which1 = is_f || P->shared_kv, s = P->k.seq;
+    float *G = (is_f ? P->df : P->de) + (size_t)eh * P->e_head;
+    int which, b, h, i, first = 1;
+    for (which = which0; which <= which1; ++which) {
+        const attn__view *x = which ? &P->v : &P->k;
+        const int D = x->dim, H = x->heads;
+        for (b = 0; b < x->batch; ++b)
+            for (h = P->e_head ? eh : 0; h < (P->e_head ? eh + 1 : H); ++h) {
+                ptrdiff_t ld;
+                const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
+                const float *dX = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
+                attn__sgemm_par(par, nt, 0, 1, P->kp, s, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, first ? 0.0f : 1.0f, G, P->n);
+                first = 0;
+            }
+    }
+    if (s < P->n)
+        for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n + s, 0, sizeof(float) * (size_t)(P->n - s));
+}
+static void attn__lfm_bwd_task(void *ctx, int t, int thread) {
+    const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
+    float *scratch = P->scratch + (size_t)thread * P->scratch_floats;
+    const int n_dx = 2 * P->k.batch * P->k.heads;
+    if (t < n_dx) attn__lfm_dx(P, (t >> 1) / P->k.heads, (t >> 1) % P->k.heads, t & 1, scratch, NULL, 1);
+    else attn__lfm_de(P, t - n_dx, scratch, NULL, 1);
+}
+
+/* ATTN_LINFORMER's backward: E K and F V again, the exact kernel's backward on them (dq and
+   dL/d(E K), dL/d(F V)), then dk, dv and (when given) dE, dF on the SGEMM. */
+static attn_status attn__linformer_backward(const attn__call *c) {
+    attn__lfm_plan P;
+    attn__ws w;
+    attn_status s;
+    size_t bytes, kf, vf;
+    int tasks, i;
+    attn_tensor kt, vt, dkt, dvt;
+    if ((s = attn__lfm_plan_make(c, &P, 1)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    kf = 0; attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->k.dim);
+    vf = 0; attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->v.dim);
+    P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.dkbuf = P.vbuf + vf; P.dvbuf = P.dkbuf + kf;
+    P.scratch = P.dvbuf + vf;
+    tasks = 2 * c->k.batch * c->k.heads;
+    if (tasks >= P.n_threads || P.n_threads == 1) {
+        attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_task, &P);
+    } else {
+        for (i = 0; i < tasks; ++i)
+            attn__lfm_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+    }
+    kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    dkt = attn_tensor_dense(P.dkbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
+    dvt = attn_tensor_dense(P.dvbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
+    s = attn__lr_core_bwd(c, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    if (s == ATTN_OK) {
+        tasks += attn__lfm_de_tasks(&P);
+        if (tasks >= P.n_threads || P.n_threads == 1) {
+            attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_bwd_task, &P);
+        } else {
+            const int n_dx = 2 * c->k.batch * c->k.heads;
+            for (i = 0; i < tasks; ++i) {
+                if (i < n_dx) attn__lfm_dx(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
+                else attn__lfm_de(&P, i - n_dx, P.scratch, c->d, P.n_threads);
+            }
+        }
+    }
+    attn__ws_release(&w);
+    return s;
+}
+static const attn__mech attn__mech_linformer = { attn__linformer_forward, attn__linformer_backward, NULL, NULL, NULL };
+
+/* ---- Nystromformer -------------------------------------------------------------------------- */
+
+/* Largest column sum of a [m][m] (summed in double, in row order); Z0's divisor. */
+static double attn__nys_colmax(const float *a, int m) {
+    double best = -INFINITY;
+    int i, j;
+    for (j = 0; j < m; ++j) {
+        double s = 0.0;
+        for (i = 0; i < m; ++i) s += a[(size_t)i * m + j];
+        if (s > best || s != s) best = s;
+    }
+    return best;
+}
+
+/* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; cmax > 0. */
+static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s) {
+    const size_t mm = (size_t)m * m;
+    float *AZ = s, *T = s + mm, *U = s + 2 * mm, *Zc = Z, *tmp;
+    const float inv = (float)(1.0 / cmax);
+    int i, j, it;
+    for (i = 0; i < m; ++i)
+        for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] * inv;
+    for (it = 0; it < iters; ++it) {
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 1.0f, A, m, Zc, m, 0.0f, AZ, m);            /* AZ */
+        for (i = 0; i < m; ++i) {                                                            /* T = 7I - AZ */
+            for (j = 0; j < m; ++j) T[(size_t)i * m + j] = -AZ[(size_t)i * m + j];
+            T[(size_t)i * m + i] += 7.0f;
+        }
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, T, m, 0.0f, U, m);            /* U = 15I - AZ T */
+        for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T, m);            /* T = 13I - AZ U */
+        for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 13.0f;
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 0.25f, Zc, m, T, m, 0.0f, U, m);            /* Z T / 4 */
+        tmp = Zc; Zc = U; U = tmp;
+    }
+    if (Zc != Z) memcpy(Z, Zc, mm * sizeof(float));
+}
+
+ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z) {
+    size_t n;
+    float *s;
+    double cmax;
+    if (!a || !z) return ATTN_ERR_NYSTROM_PINV_NULL;
+    if (m < 1) return ATTN_ERR_NYSTROM_PINV_M;
+    if (iterations < 1) return ATTN_ERR_NYSTROM_ITERATIONS;
+    if (!attn__mul_size((size_t)m, (size_t)m, &n) || !attn__mul_size(n, 3 * sizeof(float), &n) ||
+        n > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
+    cmax = attn__nys_colmax(a, m);
+    if (!(cmax > 0.0) || !isfinite(cmax)) return ATTN_ERR_NYSTROM_PINV_A;
+    if (!(s = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
+    attn__nys_pinv(a, m, iterations, cmax, z, s);
+    attn__free(s);
+    return ATTN_OK;
+}
+
+typedef struct attn__nys_plan {
+    const attn_desc *d;
+    const attn__isa *isa;
+    attn__view q, k, v, out;
+    int m, iters, lq, lk, exact, kernel, n_threads;
+    const float *conv;
+    float scale;
+    size_t scratch_floats, floats, core_bytes;
+    size_t f_ql, f_bv, f_stage;         /* floats of ql / kl, of bv / w, of stage */
+    float *ql, *kl, *bv, *w, *stage, *scratch;   /* Q~, K~ (per query head) [B, m, Hq, D];
+                                        B V, W = pinv(A) B V [B, m, Hq, Dv]; stage [B, Sq, Hq, Dv] */
+} attn__nys_plan;
+
+/* Landmarks: task t < B*Hq makes Q~ of (b, h); the rest K~ of a KV head, copied to its query heads. */
+static void attn__nys_landmark_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, g = Hq / P->k.heads, D = P->q.dim, is_k = t >= P->q.batch * Hq;
+    const attn__view *x = is_k ? &P->k : &P->q;
+    const int u = is_k ? t - P->q.batch * Hq : t, b = u / x->heads, h = u % x->heads, l = is_k ? P->lk : P->lq;
+    const int hq = is_k ? h * g : h;
+    float *buf = P->scratch + (size_t)thread * P->scratch_floats, *base = is_k ? P->kl : P->ql;
+    const float inv = 1.0f / (float)l;
+    int j, i, r;
+    for (j = 0; j < P->m; ++j) {
+        float *acc = base + (((size_t)b * P->m + j) * Hq + hq) * D;
+        for (i = 0; i < D; ++i) acc[i] = 0.0f;
+        for (r = j * l; r < (j + 1) * l && r < x->seq; ++r) {
+            const float *row = (const float *)attn__at(x, b, r, h);
+            if (x->dtype != ATTN_F32) { P->isa->load(row, x->dtype, buf, D, 1.0f); row = buf; }
+            P->isa->axpy(acc, 1.0f, row, D);
+        }
+        P->isa->scal(acc, inv, D);
+        if (is_k) for (i = 1; i < g; ++i) memcpy(acc + (size_t)i * D, acc, (size_t)D * sizeof(float));
+    }
+}
+
+/* Per (b, query head): A = softmax(scale Q~ K~^T), Z = pinv(A), W = Z (B V). */
+static void attn__nys_pinv_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, D = P->q.dim, Dv = P->v.dim, m = P->m, b = t / Hq, h = t % Hq;
+    const size_t mm = (size_t)m * m;
+    float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm;
+    const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv;
+    int i;
+    attn__sgemm_par(NULL, 1, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
+                    0.0f, A, m);
+    for (i = 0; i < m; ++i) {
+        float *row = A + (size_t)i * m;
+        const float mx = P->isa->max(row, m), sum = P->isa->exp_sum(row, row, mx, m);
+        P->isa->scal(row, 1.0f / sum, m);
+    }
+    attn__nys_pinv(A, m, P->iters, attn__nys_colmax(A, m), Z, Z + mm);
+    attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, P->bv + ov, (ptrdiff_t)Hq * Dv, 0.0f, P->w + ov,
+                    (ptrdiff_t)Hq * Dv);
+}
+
+/* The conv residual of (b, query head): out = stage + sum_t conv[h][t] V[i + t - kernel/2]. */
+static void attn__nys_conv_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, Dv = P->v.dim, b = t / Hq, h = t % Hq, hv = h / (Hq / P->k.heads);
+    const int n = P->q.seq, half = P->kernel / 2;
+    const float *wt = P->conv + (size_t)h * P->kernel;
+    float *acc = P->scratch + (size_t)thread * P->scratch_floats, *vbuf = acc + ((Dv + 15) & ~15);
+    const float *V;
+    ptrdiff_t ld;
+    int i, j;
+    V = attn__lr_rows(P->isa, &P->v, b, hv, vbuf, &ld);
+    for (i = 0; i < n; ++i) {
+        memcpy(acc, P->stage + (((size_t)b * n + i) * Hq + h) * Dv, (size_t)Dv * sizeof(float));
+        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
+            P->isa->axpy(acc, wt[j - i + half], V + (ptrdiff_t)j * ld, Dv);
+        P->isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc, Dv, 1.0f);
+    }
+}
+
+static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
+    const attn_desc *d = c->d;
+    const attn_nystrom_params *N = &d->nystrom;
+    const int B = c->q.batch, Sq = c->q.seq, Sk = c->k.seq, Hq = c->q.heads, D = c->q.dim, Dv = c->v.dim;
+    attn_tensor ql, kl, bv, stage;
+    attn_status s;
+    size_t f = 0, core2 = 0, sc;
+    memset(P, 0, sizeof *P);
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (N->pad != 0 && N->pad != 1) return ATTN_ERR_NYSTROM_PAD;
+    P->m = N->landmarks ? N->landmarks : 64;
+    if (N->landmarks < 0 || P->m > ATTN__MIN(Sq, Sk)) return ATTN_ERR_NYSTROM_LANDMARKS;
+    if (!N->pad && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
+    if (N->iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
+    if (N->conv_kernel < 0 || (N->conv_kernel != 0 && N->conv_kernel % 2 == 0)) return ATTN_ERR_NYSTROM_CONV_KERNEL;
+    if (N->conv && Sq != Sk) return ATTN_ERR_NYSTROM_CONV_SEQ;
+    if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
+        d->global_tokens || d->seqlens_q || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
+        d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope)
+        return ATTN_ERR_NYSTROM_MASK;
+    if (c->lse) return ATTN_ERR_NYSTROM_LSE;
+    P->d = d; P->isa = attn__vec();
+    P->iters = N->iterations ? N->iterations : 6;
+    P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
+    P->exact = P->m == Sq && P->m == Sk;
+    P->conv = N->conv; P->kernel = N->conv_kernel ? N->conv_kernel : 35;
+    P->n_threads = attn__resolve_threads(d);
+    P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
+    /* the exact kernel's calls (they validate the rest of desc: scale, n_threads, bf16_kernels) */
+    ql = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, D);
+    kl = ql;
+    bv = attn_tensor_dense(c->q.data, ATTN_F32, B, P->m, Hq, Dv);
+    stage = attn_tensor_dense(c->q.data, ATTN_F32, B, Sq, Hq, Dv);
+    if (P->exact) {
+        if ((s = attn__lr_core(d, c->q, c->k, c->v, P->conv ? stage : c->out, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK)
+            return s;
+    } else {
+        if ((s = attn__lr_core(d, ql, c->k, c->v, bv, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK ||
+            (s = attn__lr_core(d, c->q, kl, bv, P->conv ? stage : c->out, NULL, NULL, 0, &core2)) != ATTN_OK) return s;
+        P->core_bytes = ATTN__MAX(P->core_bytes, core2);
+        if (!attn__lr_floats(&P->f_ql, (size_t)B * P->m, (size_t)Hq * D) ||
+            !attn__lr_floats(&P->f_bv, (size_t)B * P->m, (size_t)Hq * Dv)) return ATTN_ERR_OVERFLOW;
+    }
+    /* per thread: a row of q/k converted (landmarks), A Z and 3 m^2 (pinv), a row and v (conv) */
+    P->scratch_floats = P->exact ? 0 : ATTN__MAX((size_t)D, 5 * (size_t)P->m * (size_t)P->m);
+    if (P->conv) {
+        sc = attn__lr_direct(&P->v) ? 0 : (size_t)Sk * (size_t)Dv;
+        if (!attn__add_size(sc, (size_t)(Dv + 15) & ~(size_t)15, &sc)) return ATTN_ERR_OVERFLOW;
+        P->scratch_floats = ATTN__MAX(P->scratch_floats, sc);
+        if (!attn__lr_floats(&P->f_stage, (size_t)B * Sq, (size_t)Hq * Dv)) return ATTN_ERR_OVERFLOW;
+    }
+    P->scratch_floats = (P->scratch_floats + 15) & ~(size_t)15;
+    if (!attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_bv, &f) ||
+        !attn__add_size(f, P->f_bv, &f) || !attn__add_size(f, P->f_stage, &f) ||
+        !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
+    P->floats = f;
+    return ATTN_OK;
+}
+
+/* ATTN_NYSTROM's forward: landmarks, B V (exact kernel), A and its pseudo-inverse per head,
+   F W (exact kernel), then the conv residual. */
+static attn_status attn__nystrom_forward(const attn__call *c) {
+    attn__nys_plan P;
+    attn__ws w;
+    attn_status s;
+    size_t bytes;
+    const int B = c->q.batch, Hq = c->q.heads, D = c->q.dim, Dv = c->v.dim;
+    char *core;
+    attn_tensor dst;
+    if ((s = attn__nys_plan_make(c, &P)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    P.ql = (float *)(void *)w.base; P.kl = P.ql + P.f_ql; P.bv = P.kl + P.f_ql; P.w = P.bv + P.f_bv;
+    P.stage = P.w + P.f_bv; P.scratch = P.stage + P.f_stage;
+    core = w.base + P.floats * sizeof(float);
+    dst = P.conv ? attn_tensor_dense(P.stage, ATTN_F32, B, c->q.seq, Hq, Dv) : c->out;
+    if (P.exact) {
+        s = attn__lr_core(c->d, c->q, c->k, c->v, dst, NULL, core, P.core_bytes, NULL);
+    } else {
+        attn__parallel_for(c->d, B * Hq + B * c->k.heads, P.n_threads, attn__nys_landmark_task, &P);
+        s = attn__lr_core(c->d, attn_tensor_dense(P.ql, ATTN_F32, B, P.m, Hq, D), c->k, c->v,
+                          attn_tensor_dense(P.bv, ATTN_F32, B, P.m, Hq, Dv), NULL, core, P.core_bytes, NULL);
+        if (s == ATTN_OK) {
+            attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_pinv_task, &P);
+            s = attn__lr_core(c->d, c->q, attn_tensor_dense(P.kl, ATTN_F32, B, P.m, Hq, D),
+                              attn_tensor_dense(P.w, ATTN_F32, B, P.m, Hq, Dv), dst, NULL, core, P.core_bytes, NULL);
+        }
+    }
+    if (s == ATTN_OK && P.conv) attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_conv_task, &P);
+    attn__ws_release(&w);
+    return s;
+}
+static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL, NULL, NULL };
 
 /* ---------------------------------------------------------------------------------------
    3.16 state-space scans
    --------------------------------------------------------------------------------------- */
+
+/* The scans take [batch, channels, len] views (attn_ssm_tensor) and their own desc. Every
+   kernel below is written against the vector layer (attn__vec()): the selective scan keeps a
+   block of up to ATTN__SSM_W channels of one group in SIMD lanes, so per token and state n it
+   is one exp over the block's N x W lanes, one madd (x = exp(dt A) x + B_n dt u) and one axpy
+   (y += C_n x) with B_n, C_n scalars shared by the whole group. Each (sequence, channel block)
+   is one task that runs its tokens in order: results never depend on the thread count. */
+#define ATTN__SSM_W 64          /* channels per block (lanes of the recurrence) */
+#define ATTN__SSM_T 128         /* tokens per chunk staged in the workspace: channel rows of
+                                   [B, D, L] tensors are L apart, so short row pieces thrash
+                                   the cache (32 tokens ran 1.4x slower than 128) */
+#define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
+
+/* A resolved view: element strides (dense defaults filled in). */
+typedef struct attn__ssm_tv { const char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
+
+static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if (d->batch < 1 || d->dim < 1 || (need_len && d->len < 1)) return ATTN_ERR_SSM_SHAPE;
+    if (d->n_threads < 0) return ATTN_ERR_SSM_N_THREADS;
+    return ATTN_OK;
+}
+
+/* Checks t as [nb, nc, nl] (nl contiguous) and resolves its strides. */
+static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int output, attn__ssm_tv *r) {
+    size_t e, a;
+    if (t.dtype != ATTN_F32 && t.dtype != ATTN_F16 && t.dtype != ATTN_BF16) return ATTN_ERR_SSM_DTYPE;
+    r->p = (const char *)t.data; r->dt = t.dtype;
+    if (t.stride_batch == 0 && t.stride_chan == 0) {
+        if (!attn__mul_size((size_t)nc, (size_t)nl, &e) || e > (size_t)PTRDIFF_MAX) return ATTN_ERR_SSM_OVERFLOW;
+        r->sc = nl; r->sb = (ptrdiff_t)e;
+    } else {
+        if (output && ((nb > 1 && t.stride_batch == 0) || (nc > 1 && t.stride_chan == 0))) return ATTN_ERR_SSM_Y_BROADCAST;
+        r->sb = t.stride_batch; r->sc = t.stride_chan;
+    }
+    /* the largest offset |sb| (nb-1) + |sc| (nc-1) + nl - 1, in bytes, must fit ptrdiff_t */
+    if (!attn__mul_size((size_t)(r->sb < 0 ? -r->sb : r->sb), (size_t)(nb - 1), &e)) return ATTN_ERR_SSM_OVERFLOW;
+    if (!attn__mul_size((size_t)(r->sc < 0 ? -r->sc : r->sc), (size_t)(nc - 1), &a) || !attn__add_size(e, a, &e) ||
+        !attn__add_size(e, (size_t)nl, &e) || !attn__mul_size(e, attn__dtype_size(t.dtype), &e) ||
+        e > (size_t)PTRDIFF_MAX)
+        return ATTN_ERR_SSM_OVERFLOW;
+    return ATTN_OK;
+}
+static const char *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
+    return v->p + ((ptrdiff_t)b * v->sb + (ptrdiff_t)c * v->sc + l) * (ptrdiff_t)attn__dtype_size(v->dt);
+}
+
+static int attn__ssm_threads(const attn_ssm_desc *d) {
+    int n = d->n_threads > 0 ? d->n_threads : attn__cpu_count();
+    return ATTN__MIN(n, ATTN__MAX_THREADS);
+}
+/* per-thread scratch in floats, rounded to whole cache lines */
+static size_t attn__ssm_round(size_t floats) { return (floats + 15) & ~(size_t)15; }
+
+/* Workspace bytes of n_threads regions of `floats` floats each (0 on overflow). */
+static size_t attn__ssm_ws_bytes(int n_threads, size_t floats) {
+    size_t b;
+    if (!attn__mul_size(attn__ssm_round(floats), (size_t)n_threads * sizeof(float), &b) || !attn__add_size(b, ATTN__ALIGN, &b))
+        return 0;
+    return b;
+}
+
+/* softplus with PyTorch's threshold 20, in place on x[0, n): x > 20 stays x, else log(1 + e^x)
+   with e^x from the vector layer and log1p as log(u) e / (u - 1), u = 1 + e (the classic
+   correction of u's rounding), log(u) = k ln 2 + 2 atanh(s) for u = 2^k m, m in [sqrt(1/2),
+   sqrt(2)), s = (m - 1) / (m + 1), |s| < 0.172: the series to s^9 leaves < 2^-30. e is scratch. */
+static void attn__ssm_softplus(const attn__isa *V, float *x, float *e, int n) {
+    int i;
+    V->exp_sum(e, x, 0.0f, n);
+    for (i = 0; i < n; ++i) {         /* branch-free, so compilers vectorise it */
+        const float ei = e[i], u = 1.0f + ei, d = u - 1.0f;
+        const uint32_t bits = attn__f32_to_bits(u);
+        const int big = (bits & 0x007fffffu) > 0x003504f3u;                /* mantissa > sqrt(2) */
+        const float m = attn__bits_to_f32((bits & 0x007fffffu) | (big ? 0x3f000000u : 0x3f800000u));
+        const float k = (float)((int)(bits >> 23) - 127 + big);
+        const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+        const float lg = k * 0.693147180559945f +
+                         2.0f * s * (1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9)))));
+        const float sp = d == 0.0f ? ei : lg * (ei / d);
+        x[i] = x[i] > 20.0f ? x[i] : sp;
+    }
+}
+
+/* ---- Mamba selective scan ---- */
+typedef struct attn__ssm_scan {
+    const attn__isa *V;
+    int B, D, L, N, G, cg, nblk, bc_const, softplus;
+    const int *cu;
+    int S;
+    attn__ssm_tv u, dl, z, Bm, Cm, y;
+    int has_z;
+    const float *A, *Dk, *dbias, *sin;
+    float *sout;
+    float *ws;
+    size_t ws_floats;
+} attn__ssm_scan;
+
+static size_t attn__ssm_scan_floats(int N) {
+    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T;
+    return attn__ssm_round((size_t)N * W * 6 + W * T * 6 + (size_t)N * T * 2 + T);
+}
+
+static void attn__ssm_scan_task(void *ctx, int task, int thread) {
+    const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
+    const attn__isa *V = P->V;
+    const int N = P->N, T = ATTN__SSM_T;
+    const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
+    const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    float *At = f, *Bt = At + (size_t)N * w, *Ct = Bt + (size_t)N * w, *x = Ct + (size_t)N * w;
+    float *E = x + (size_t)N * w, *tmp = E + (size_t)N * w;
+    float *ub = tmp + (size_t)N * w, *db = ub + (size_t)w * T, *zb = db + (size_t)w * T, *yb = ub;   /* rows [c][t] */
+    float *dt = zb + (size_t)w * T, *du = dt + (size_t)w * T, *yt = du + (size_t)w * T;             /* [t][c] */
+    float *bb = yt + (size_t)w * T, *cb = bb + (size_t)N * T, *zt = cb + (size_t)N * T;
+    int c, n, t, seg, s_lo, s_hi;
+    for (c = 0; c < w; ++c)
+        for (n = 0; n < N; ++n) At[(size_t)n * w + c] = P->A[(size_t)(c0 + c) * N + n];
+    if (P->bc_const)
+        for (c = 0; c < w; ++c) {
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, tmp, N, 1.0f);
+            for (n = 0; n < N; ++n) Bt[(size_t)n * w + c] = tmp[n];
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, tmp, N, 1.0f);
+            for (n = 0; n < N; ++n) Ct[(size_t)n * w + c] = tmp[n];
+        }
+    /* the sequences this task runs: one per batch entry, or every packed one */
+    if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
+    for (seg = s_lo; seg < s_hi; ++seg) {
+        const int t_beg = P->cu ? P->cu[seg] : 0, t_end = P->cu ? P->cu[seg + 1] : P->L;
+        int t0;
+        for (c = 0; c < w; ++c)
+            for (n = 0; n < N; ++n)
+                x[(size_t)n * w + c] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N + n] : 0.0f;
+        for (t0 = t_beg; t0 < t_end; t0 += T) {
+            const int nt = ATTN__MIN(T, t_end - t0);
+            for (c = 0; c < w; ++c) {
+                V->load(attn__ssm_at(&P->u, b, c0 + c, t0), P->u.dt, ub + (size_t)c * T, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, c0 + c, t0), P->dl.dt, db + (size_t)c * T, nt, 1.0f);
+                if (P->has_z) V->load(attn__ssm_at(&P->z, b, c0 + c, t0), P->z.dt, zb + (size_t)c * T, nt, 1.0f);
+            }
+            if (!P->bc_const)
+                for (n = 0; n < N; ++n) {
+                    V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                    V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                }
+            /* tokens x channels: dt = delta + delta_bias (softplus), du = dt u, y = D u */
+            for (c = 0; c < w; ++c) {
+                const float bias = P->dbias ? P->dbias[c0 + c] : 0.0f, dsk = P->Dk ? P->Dk[c0 + c] : 0.0f;
+                float *dc = db + (size_t)c * T;
+                for (t = 0; t < nt; ++t) dc[t] += bias;
+                if (P->softplus) attn__ssm_softplus(V, dc, zt, nt);
+                for (t = 0; t < nt; ++t) {
+                    const float uv = ub[(size_t)c * T + t], dv = dc[t];
+                    dt[(size_t)t * w + c] = dv;
+                    du[(size_t)t * w + c] = dv * uv;
+                    yt[(size_t)t * w + c] = dsk * uv;
+                }
+            }
+            for (t = 0; t < nt; ++t) {
+                const float *dtr = dt + (size_t)t * w, *dur = du + (size_t)t * w;
+                float *yr = yt + (size_t)t * w;
+                for (n = 0; n < N; ++n) V->madd(tmp + (size_t)n * w, dtr, At + (size_t)n * w, 0.0f, At + (size_t)n * w, w);
+                V->exp_sum(E, tmp, 0.0f, N * w);                         /* exp(dt A) */
+                if (!P->bc_const)
+                    for (n = 0; n < N; ++n) {
+                        float *xn = x + (size_t)n * w;
+                        V->madd(xn, E + (size_t)n * w, xn, bb[(size_t)n * T + t], dur, w);
+                        V->axpy(yr, cb[(size_t)n * T + t], xn, w);
+                    }
+                else
+                    for (n = 0; n < N; ++n) {
+                        float *xn = x + (size_t)n * w, *tn = tmp + (size_t)n * w;
+                        V->madd(tn, dur, Bt + (size_t)n * w, 0.0f, dur, w);     /* dt u B[d][n] */
+                        V->madd(xn, E + (size_t)n * w, xn, 1.0f, tn, w);
+                        V->madd(yr, xn, Ct + (size_t)n * w, 1.0f, yr, w);
+                    }
+            }
+            for (c = 0; c < w; ++c) {
+                float *yc = yb + (size_t)c * T;
+                for (t = 0; t < nt; ++t) yc[t] = yt[(size_t)t * w + c];
+                if (P->has_z) {                                          /* y *= z / (1 + e^-z) */
+                    const float *zc = zb + (size_t)c * T;
+                    for (t = 0; t < nt; ++t) zt[t] = -zc[t];
+                    V->exp_sum(zt, zt, 0.0f, nt);
+                    for (t = 0; t < nt; ++t) yc[t] *= zc[t] / (1.0f + zt[t]);
+                }
+                V->store((void *)attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
+            }
+        }
+        if (P->sout)
+            for (c = 0; c < w; ++c)
+                for (n = 0; n < N; ++n) P->sout[((size_t)seg * P->D + c0 + c) * N + n] = x[(size_t)n * w + c];
+    }
+}
+
+/* Validates a selective scan (L tokens; step: L = 1, no cu_seqlens) into P. */
+static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                        const float *A, attn_ssm_tensor Bm, attn_ssm_tensor Cm, attn_ssm_tensor z,
+                                        attn_ssm_tensor y, attn__ssm_scan *P, size_t *ws_bytes) {
+    attn_status s;
+    int L, G, i;
+    if ((s = attn__ssm_common(d, !step)) != ATTN_OK) return s;
+    L = step ? 1 : d->len;
+    if (d->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+    G = d->n_groups == 0 ? 1 : d->n_groups;
+    if (G < 0 || d->dim % G != 0) return ATTN_ERR_SSM_GROUPS;
+    if (d->bc_const != ATTN_SSM_BC_TOKEN && d->bc_const != ATTN_SSM_BC_CONST) return ATTN_ERR_SSM_BC_CONST;
+    if (d->delta_softplus != 0 && d->delta_softplus != 1) return ATTN_ERR_SSM_SOFTPLUS;
+    if (step && d->cu_seqlens) return ATTN_ERR_SSM_STEP_VARLEN;
+    if (d->cu_seqlens) {
+        if (d->varlen_batch < 1 || d->batch != 1) return ATTN_ERR_SSM_VARLEN_BATCH;
+        if (d->cu_seqlens[0] != 0 || d->cu_seqlens[d->varlen_batch] != L) return ATTN_ERR_SSM_CU_SEQLENS;
+        for (i = 0; i < d->varlen_batch; ++i)
+            if (d->cu_seqlens[i + 1] < d->cu_seqlens[i]) return ATTN_ERR_SSM_CU_SEQLENS;
+    } else if (d->varlen_batch != 0) return ATTN_ERR_SSM_VARLEN_BATCH;
+    if (!u.data) return ATTN_ERR_SSM_NULL_U;
+    if (!delta.data) return ATTN_ERR_SSM_NULL_DELTA;
+    if (!A) return ATTN_ERR_SSM_NULL_A;
+    if (!Bm.data) return ATTN_ERR_SSM_NULL_B;
+    if (!Cm.data) return ATTN_ERR_SSM_NULL_C;
+    if (!y.data) return ATTN_ERR_SSM_NULL_Y;
+    memset(P, 0, sizeof *P);
+    P->B = d->batch; P->D = d->dim; P->L = L; P->N = d->d_state; P->G = G; P->cg = d->dim / G;
+    P->nblk = (P->cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    P->bc_const = d->bc_const; P->softplus = d->delta_softplus;
+    P->cu = step ? NULL : d->cu_seqlens;
+    P->S = P->cu ? d->varlen_batch : d->batch;
+    if ((s = attn__ssm_view(u, P->B, P->D, L, 0, &P->u)) != ATTN_OK) return s;
+    if ((s = attn__ssm_view(delta, P->B, P->D, L, 0, &P->dl)) != ATTN_OK) return s;
+    if (z.data && (s = attn__ssm_view(z, P->B, P->D, L, 0, &P->z)) != ATTN_OK) return s;
+    if (P->bc_const) {
+        attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N]: one "batch", rows of N */
+        b2.stride_batch = 0; c2.stride_batch = 0;
+        if (b2.stride_chan == 0) b2.stride_chan = P->N;
+        if (c2.stride_chan == 0) c2.stride_chan = P->N;
+        if ((s = attn__ssm_view(b2, 1, P->D, P->N, 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(c2, 1, P->D, P->N, 0, &P->Cm)) != ATTN_OK) return s;
+    } else {
+        if ((s = attn__ssm_view(Bm, P->B, G * P->N, L, 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(Cm, P->B, G * P->N, L, 0, &P->Cm)) != ATTN_OK) return s;
+    }
+    if ((s = attn__ssm_view(y, P->B, P->D, L, 1, &P->y)) != ATTN_OK) return s;
+    P->has_z = z.data != NULL;
+    P->A = A;
+    P->ws_floats = attn__ssm_scan_floats(P->N);
+    if (!(*ws_bytes = attn__ssm_ws_bytes(attn__ssm_threads(d), P->ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    return ATTN_OK;
+}
+
+static attn_status attn__ssm_scan_run(const attn_ssm_desc *d, attn__ssm_scan *P, size_t bytes) {
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    const int nt = attn__ssm_threads(d);
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
+    P->V = attn__vec();
+    P->ws = (float *)w.base;
+    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, attn__ssm_scan_task, P);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
+                                            const float *state_in, attn_ssm_tensor y, float *state_out) {
+    attn__ssm_scan P;
+    size_t bytes;
+    attn_status s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, y, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    P.Dk = d_skip; P.dbias = delta_bias; P.sin = state_in; P.sout = state_out;
+    return attn__ssm_scan_run(desc, &P, bytes);
+}
+
+ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_tensor x, attn_ssm_tensor dt,
+                                            const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
+                                            const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
+                                            float *state, attn_ssm_tensor y) {
+    attn__ssm_scan P;
+    size_t bytes;
+    attn_status s = attn__ssm_scan_check(desc, 1, x, dt, A, B, C, z, y, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    if (!state) return ATTN_ERR_SSM_NULL_STATE;
+    P.Dk = d_skip; P.dbias = dt_bias; P.sin = state; P.sout = state;
+    return attn__ssm_scan_run(desc, &P, bytes);
+}
+
+/* ---- the causal depthwise conv1d ---- */
+typedef struct attn__ssm_conv {
+    const attn__isa *V;
+    int B, D, L, K, act;
+    attn__ssm_tv x, out;
+    const float *w, *bias, *sin;
+    float *sout;
+    float *ws;
+    size_t ws_floats;
+} attn__ssm_conv;
+
+#define ATTN__SSM_CONV_CH 16    /* channels per conv1d task */
+static size_t attn__ssm_conv_floats(int K) { return attn__ssm_round((size_t)ATTN__SSM_CONV_T * 3 + (size_t)K); }
+
+static void attn__ssm_conv_task(void *ctx, int task, int thread) {
+    const attn__ssm_conv *P = (const attn__ssm_conv *)ctx;
+    const attn__isa *V = P->V;
+    const int K = P->K, nblk = (P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH;
+    const int b = task / nblk, c0 = (task % nblk) * ATTN__SSM_CONV_CH, c1 = ATTN__MIN(P->D, c0 + ATTN__SSM_CONV_CH);
+    float *xp = P->ws + P->ws_floats * (size_t)thread;   /* [K-1 history | chunk] */
+    float *o = xp + ATTN__SSM_CONV_T + K, *e = o + ATTN__SSM_CONV_T;
+    int c, k, t, t0;
+    for (c = c0; c < c1; ++c) {
+        const float *wc = P->w + (size_t)c * K, bias = P->bias ? P->bias[c] : 0.0f;
+        const size_t hist = ((size_t)b * P->D + c) * (size_t)(K - 1);
+        for (k = 0; k < K - 1; ++k) xp[k] = P->sin ? P->sin[hist + k] : 0.0f;
+        for (t0 = 0; t0 < P->L; t0 += ATTN__SSM_CONV_T) {
+            const int nt = ATTN__MIN(ATTN__SSM_CONV_T, P->L - t0);
+            V->load(attn__ssm_at(&P->x, b, c, t0), P->x.dt, xp + K - 1, nt, 1.0f);
+            for (t = 0; t < nt; ++t) o[t] = bias;
+            for (k = 0; k < K; ++k) V->axpy(o, wc[k], xp + k, nt);
+            if (P->act == ATTN_SSM_CONV_SILU) {                  /* o / (1 + e^-o) */
+                for (t = 0; t < nt; ++t) e[t] = -o[t];
+                V->exp_sum(e, e, 0.0f, nt);
+                for (t = 0; t < nt; ++t) o[t] /= 1.0f + e[t];
+            }
+            V->store((void *)attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
+            memmove(xp, xp + nt, sizeof(float) * (size_t)(K - 1));   /* the last K-1 inputs */
+        }
+        if (P->sout)
+            for (k = 0; k < K - 1; ++k) P->sout[hist + k] = xp[k];
+    }
+}
+
+static attn_status attn__ssm_conv_check(const attn_ssm_desc *d, int step, attn_ssm_tensor x, const float *weight,
+                                        attn_ssm_tensor out, attn__ssm_conv *P, size_t *ws_bytes) {
+    attn_status s;
+    if ((s = attn__ssm_common(d, !step)) != ATTN_OK) return s;
+    if (d->conv_kernel < 0) return ATTN_ERR_SSM_CONV_KERNEL;
+    if (d->conv_act != ATTN_SSM_CONV_SILU && d->conv_act != ATTN_SSM_CONV_NONE) return ATTN_ERR_SSM_CONV_ACT;
+    if (d->cu_seqlens) return ATTN_ERR_SSM_CONV_VARLEN;
+    if (!x.data) return ATTN_ERR_SSM_NULL_U;
+    if (!weight) return ATTN_ERR_SSM_NULL_WEIGHT;
+    if (!out.data) return ATTN_ERR_SSM_NULL_Y;
+    memset(P, 0, sizeof *P);
+    P->B = d->batch; P->D = d->dim; P->L = step ? 1 : d->len;
+    P->K = d->conv_kernel ? d->conv_kernel : 4;
+    P->act = d->conv_act;
+    if (P->K > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+    if ((s = attn__ssm_view(x, P->B, P->D, P->L, 0, &P->x)) != ATTN_OK) return s;
+    if ((s = attn__ssm_view(out, P->B, P->D, P->L, 1, &P->out)) != ATTN_OK) return s;
+    P->w = weight;
+    P->ws_floats = attn__ssm_conv_floats(P->K);
+    if (!(*ws_bytes = attn__ssm_ws_bytes(attn__ssm_threads(d), P->ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    return ATTN_OK;
+}
+
+static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P, size_t bytes) {
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
+    P->V = attn__vec();
+    P->ws = (float *)w.base;
+    attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH), attn__ssm_threads(d),
+                       attn__ssm_conv_task, P);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                    const float *bias, const float *state_in, attn_ssm_tensor out,
+                                    float *state_out) {
+    attn__ssm_conv P;
+    size_t bytes;
+    attn_status s = attn__ssm_conv_check(desc, 0, x, weight, out, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    P.bias = bias; P.sin = state_in; P.sout = state_out;
+    return attn__ssm_conv_run(desc, &P, bytes);
+}
+
+ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                         const float *bias, float *state, attn_ssm_tensor out) {
+    attn__ssm_conv P;
+    size_t bytes;
+    attn_status s = attn__ssm_conv_check(desc, 1, x, weight, out, &P, &bytes);
+    if (s != ATTN_OK) return s;
+    if (!state && P.K > 1) return ATTN_ERR_SSM_NULL_STATE;
+    P.bias = bias; P.sin = state; P.sout = state;
+    return attn__ssm_conv_run(desc, &P, bytes);
+}
+
+ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes) {
+    attn_status s;
+    int K;
+    size_t n;
+    if (!bytes) return ATTN_ERR_SSM_NULL_RESULT;
+    switch (op) {
+    case ATTN_SSM_OP_SCAN: case ATTN_SSM_OP_STEP:
+        if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_SCAN)) != ATTN_OK) return s;
+        if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_scan_floats(desc->d_state));
+        break;
+    case ATTN_SSM_OP_CONV: case ATTN_SSM_OP_CONV_STEP:
+        if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_CONV)) != ATTN_OK) return s;
+        if (desc->conv_kernel < 0 || desc->conv_kernel > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+        K = desc->conv_kernel ? desc->conv_kernel : 4;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_conv_floats(K));
+        break;
+    default: return ATTN_ERR_SSM_OP;
+    }
+    if (!n) return ATTN_ERR_SSM_OVERFLOW;
+    *bytes = n;
+    return ATTN_OK;
+}
 
 /* ---------------------------------------------------------------------------------------
    3.17 the mechanism table and the public entry points that dispatch through it

@@ -264,13 +264,7 @@ int main(void) {
     (void)bench_unused;
     g_quick = env_int("BENCH_QUICK", 0) != 0;
     if (!outdir || !*outdir) outdir = "bench";
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     cpu_model(cpu, sizeof cpu);
     printf("attn.h backward benchmark%s: %s, %d online CPUs, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", cpu, ncpu, attn_kernels());
     {

@@ -119,13 +119,7 @@ int main(void) {
     char cpu[256], path[512];
     FILE *f;
     if (!outdir || !*outdir) outdir = "bench";
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     cpu_model(cpu, sizeof cpu);
     printf("attn_sgemm bench: %s, %d CPUs, kernels %s\n", cpu, ncpu, attn_kernels());
     p1a = fma_peak_steady(isa, 1, quick ? 0.1 : 0.3, &sp, &att);

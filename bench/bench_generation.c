@@ -396,13 +396,7 @@ int main(void) {
     g_ncpu = online_cpus();
     llc = llc_bytes();
     cpu_model(cpu, sizeof cpu);
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     printf("attn.h generation benchmark%s: %s, %d online CPUs, LLC %.0f MiB, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", cpu,
            g_ncpu, (double)llc / MIB, attn_kernels());
     bw_bytes = (size_t)(g_quick ? 256 : 1024) << 20;

@@ -104,13 +104,7 @@ int main(void) {
     g_ncpu = online_cpus();
     if (!outdir || !*outdir) outdir = "bench";
     cpu_model(cpu, sizeof cpu);
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     printf("attn.h layer benchmark%s: %s, %d online CPUs, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", cpu, g_ncpu,
            attn_kernels());
     peak_secs = g_quick ? 0.05 : 0.2;

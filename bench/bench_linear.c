@@ -14,9 +14,6 @@
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-variable"   /* bench_util.h's isa_desc */
-#endif
 
 #define H 8
 #define D 128

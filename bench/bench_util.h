@@ -6,6 +6,7 @@
 #define ATTN_BENCH_UTIL_H
 #if defined(__GNUC__)   /* each bench program uses a different subset of these helpers */
 #pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
 #endif
 #include <stdio.h>
 #include <stdlib.h>

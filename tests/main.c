@@ -42,6 +42,7 @@ int main(void) {
     run_family("amx", test_amx);
     run_family("amx-emu", test_amx_emu);
     /* sparse */
+    run_family("sparse", test_sparse);
 
     /* linear */
     run_family("linear", test_linear);
@@ -49,8 +50,10 @@ int main(void) {
     run_family("cosformer", test_cosformer);
 
     /* low-rank */
+    run_family("low-rank", test_lowrank);
 
     /* state space */
+    run_family("ssm", test_ssm);
 
     /* cuda (emulated) */
 

@@ -65,6 +65,7 @@ void test_generation(void);
 void test_amx(void);
 void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* sparse */
+void test_sparse(void);
 
 /* linear */
 void test_linear(void);
@@ -72,8 +73,10 @@ void test_rwkv(void);
 void test_cosformer(void);
 
 /* low-rank */
+void test_lowrank(void);
 
 /* state space */
+void test_ssm(void);
 
 /* cuda (emulated) */
 

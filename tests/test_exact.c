@@ -2030,6 +2030,164 @@ static void test_seam(void) {
     T_CHECK(attn_state_size(&d, tq, tk, tv, NULL) == ATTN_ERR_NULL_ARG, "attn_state_size(floats NULL)");
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Robustness (issue 16): huge key lengths, ALiBi past 2^24, non-finite inputs, overlaps      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* A view of one element repeated over batch and seq (stride 0): any length, no memory. */
+static attn_tensor bcast_view(float *x, int B, int S) {
+    attn_tensor t = attn_tensor_dense(x, ATTN_F32, B, S, 1, 1);
+    t.stride_batch = 0; t.stride_seq = 0; t.stride_head = 1;
+    return t;
+}
+
+/* Defect 1: a single split over more than 2^31 - 64 keys (split_keys rounded up in an int). */
+static void robust_huge_keys(void) {
+    float q = 1.0f, k = 1.0f, v = 2.0f, out[32], lse[32];
+    const double want_lse = 1.0 + log(5.0);
+    attn_desc d;
+    int b, ok = 1;
+    attn_status st;
+    memset(&d, 0, sizeof d);
+    d.causal = 1; d.window_left = 4;
+    for (b = 0; b < 32; ++b) { out[b] = -7.0f; lse[b] = -7.0f; }
+    {
+        attn_tensor tq = attn_tensor_dense(&q, ATTN_F32, 1, 1, 1, 1);
+        tq.batch = 32; tq.stride_batch = 0; tq.stride_seq = 1; tq.stride_head = 1;
+        st = attn_forward(&d, tq, bcast_view(&k, 32, INT_MAX), bcast_view(&v, 32, INT_MAX),
+                          attn_tensor_dense(out, ATTN_F32, 32, 1, 1, 1), lse);
+    }
+    T_CHECK(st == ATTN_OK, "k.seq = INT_MAX broadcast: status %s", attn_status_str(st));
+    for (b = 0; b < 32; ++b) ok &= fabs(out[b] - 2.0) < 1e-6 && fabs(lse[b] - want_lse) < 1e-5;
+    T_CHECK(ok, "k.seq = INT_MAX, causal, window_left 4: out[0] = %g (want 2), lse[0] = %g (want %g)",
+            (double)out[0], (double)lse[0], want_lse);
+}
+
+/* Defect 2: ALiBi distances past 2^24 (positions held in float). q = 0: logits are -slope |p - j|. */
+static void robust_alibi_far(void) {
+    static const int sqs[3] = { 1, 20, 100 };
+    const int Sk = (1 << 24) + 4;
+    float kv[4] = { 1.0f, 1.0f, 1.0f, 1.0f }, slope = 3.0f, *out, *lse, *q;
+    int n, i, mode;
+    q = (float *)calloc(100 * 4, sizeof(float));
+    out = (float *)t_xmalloc(100 * 4 * sizeof(float));
+    lse = (float *)t_xmalloc(100 * sizeof(float));
+    for (mode = 0; mode < 2; ++mode)
+        for (n = 0; n < 3; ++n) {
+            const int Sq = sqs[n];
+            attn_desc d;
+            attn_tensor tk = attn_tensor_dense(kv, ATTN_F32, 1, Sk, 1, 4), tv = tk;
+            attn_status st;
+            double worst = 0.0;
+            int bad = -1;
+            tk.stride_batch = 0; tk.stride_seq = 0; tk.stride_head = 4; tv = tk;
+            tk.dim = 4; tv.dim = 1;
+            memset(&d, 0, sizeof d);
+            d.alibi_slopes = &slope;
+            d.window_left = 4;
+            if (mode == 0) d.causal = 1; else d.window_right = 2;
+            st = attn_forward(&d, attn_tensor_dense(q, ATTN_F32, 1, Sq, 1, 4), tk, tv,
+                              attn_tensor_dense(out, ATTN_F32, 1, Sq, 1, 1), lse);
+            T_CHECK(st == ATTN_OK, "alibi Sk=2^24+4 Sq=%d: status %s", Sq, attn_status_str(st));
+            for (i = 0; i < Sq; ++i) {
+                const long long p = (long long)i + Sk - Sq;
+                double sum = 0.0, e;
+                long long j;
+                for (j = p - 4; j <= p + (mode ? 2 : 0) && j < Sk; ++j) sum += exp(-3.0 * (double)(j > p ? j - p : p - j));
+                e = fabs((double)lse[i] - log(sum));
+                if (!(e <= worst)) { worst = e; bad = i; }
+            }
+            T_CHECK(worst < 1e-5, "alibi slope 3 past 2^24 (Sk=2^24+4, Sq=%d, %s): lse row %d off by %g",
+                    Sq, mode ? "window 4/2" : "causal window 4", bad, worst);
+        }
+    free(q); free(out); free(lse);
+}
+
+static int row_nan(const attn_tensor *out, const float *lse, int b, int i, int h) {
+    int c;
+    for (c = 0; c < out->dim; ++c) { double x = t_load(out, b, i, h, c); if (x == x) return 0; }
+    { const float l = lse[((size_t)b * out->heads + h) * out->seq + i]; return l != l; }
+}
+
+/* Defect 3: non-finite inputs propagate (NaN in, NaN out); only rows that see no key are 0 / -inf.
+   Each shape takes a different kernel path: decoding (narrow/fused), decoding split over keys,
+   prefill tiles, prefill tiles split over keys; every storage dtype (bf16: the bf16 tiles). */
+static void robust_nonfinite(void) {
+    static const int shapes[5][4] = { { 1, 37, 2, 1 }, { 1, 3000, 1, 1 }, { 70, 50, 2, 2 }, { 5, 2000, 1, 1 }, { 3, 9, 4, 2 } };
+    static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    t_rng r = t_rng_seed(1616);
+    int sh, di, kind;
+    for (sh = 0; sh < 5; ++sh)
+        for (di = 0; di < 3; ++di)
+            for (kind = 0; kind < 6; ++kind) {
+                const int Sq = shapes[sh][0], Sk = shapes[sh][1], Hq = shapes[sh][2], Hkv = shapes[sh][3], B = 2, D = 8;
+                const int g = Hq / Hkv;
+                const attn_dtype dt = dts[di];
+                simple_call c;
+                float *bias = NULL;
+                int lk[2];
+                attn_status st;
+                int b, i, h, bad = 0, first = -1, n_nan = 0;
+                sc_init(&c, dt, ATTN_F32, B, Sq, Sk, Hq, Hkv, D, D, &r);
+                if (kind == 0) {            /* NaN in q[0, Sq-1, 0, 3]: that row only */
+                    t_store(&c.q.t, 0, Sq - 1, 0, 3, NAN);
+                } else if (kind == 1) {     /* +inf in k[1, Sk-1, 0, 0], non-causal: rows with q[.,0] >= 0 see a +inf or NaN logit */
+                    t_store(&c.k.t, 1, Sk - 1, 0, 0, INFINITY);
+                } else if (kind == 2) {     /* a scale whose logits overflow to +inf: every row */
+                    int e;
+                    for (e = 0; e < (int)c.q.n; ++e) t_store_at(c.q.buf, dt, e, 1.0);
+                    for (e = 0; e < (int)c.k.n; ++e) t_store_at(c.k.buf, dt, e, 1.0);
+                    c.d.scale = 3e38f;
+                } else if (kind == 3) {     /* bias +inf at (row Sq-1, key 0) of every batch and head */
+                    bias = (float *)calloc((size_t)Sq * Sk, sizeof(float));
+                    bias[(size_t)(Sq - 1) * Sk] = INFINITY;
+                    c.d.bias.data = bias; c.d.bias.batch = 1; c.d.bias.heads = 1;
+                } else if (kind == 4) {     /* NaN in q of rows that see no key (seqlens_k[0] = 0): stay 0 / -inf */
+                    c.d.causal = 1;
+                    lk[0] = 0; lk[1] = Sk; c.d.seqlens_k = lk;
+                    t_store(&c.q.t, 0, Sq - 1, 0, 0, NAN);
+                } else {                    /* +inf in a key past seqlens_k (no row sees it): no effect */
+                    c.d.causal = 1;
+                    lk[0] = Sk - 1; lk[1] = Sk - 1; c.d.seqlens_k = lk;
+                    t_store(&c.k.t, 0, Sk - 1, 0, 0, INFINITY);
+                }
+                st = sc_run(&c);
+                T_CHECK(st == ATTN_OK, "non-finite #%d %s Sq=%d Sk=%d: status %s", kind, t_dt_name(dt), Sq, Sk, attn_status_str(st));
+                for (b = 0; b < B; ++b)
+                    for (h = 0; h < Hq; ++h)
+                        for (i = 0; i < Sq; ++i) {
+                            int want;   /* 0 finite, 1 NaN, 2 masked (0, -inf) */
+                            if (kind == 0) want = b == 0 && i == Sq - 1 && h == 0;
+                            else if (kind == 1) want = b == 1 && h / g == 0 && t_load(&c.q.t, b, i, h, 0) >= 0.0;
+                            else if (kind == 2) want = 1;
+                            else if (kind == 3) want = i == Sq - 1;
+                            else if (kind == 4) want = b == 0 || i + Sk - Sq < 0 ? 2 : 0;
+                            else want = i + Sk - 1 - Sq < 0 ? 2 : 0;
+                            if (want == 1) ++n_nan;
+                            if (!(want == 0 ? row_finite(&c.out.t, c.lse, b, i, h) :
+                                  want == 1 ? row_nan(&c.out.t, c.lse, b, i, h) : row_masked(&c.out.t, c.lse, b, i, h))) {
+                                if (first < 0) first = (b * Hq + h) * Sq + i;
+                                ++bad;
+                            }
+                        }
+                T_CHECK(bad == 0, "non-finite #%d (%s) %s Sq=%d Sk=%d Hq=%d Hkv=%d: %d rows wrong (first b,h,i = %d,%d,%d: "
+                        "out[0] = %g, lse = %g); %d rows should be NaN",
+                        kind, kind == 0 ? "NaN in q" : kind == 1 ? "+inf in k" : kind == 2 ? "scale 3e38" :
+                        kind == 3 ? "bias +inf" : kind == 4 ? "NaN q, no key" : "+inf in an invisible key",
+                        t_dt_name(dt), Sq, Sk, Hq, Hkv, bad, first < 0 ? 0 : first / Sq / Hq, first < 0 ? 0 : first / Sq % Hq,
+                        first < 0 ? 0 : first % Sq, first < 0 ? 0.0 : t_load(&c.out.t, first / Sq / Hq, first % Sq, first / Sq % Hq, 0),
+                        first < 0 ? 0.0 : (double)c.lse[first], n_nan);
+                free(bias);
+                sc_free(&c);
+            }
+}
+
+static void test_robust(void) {
+    robust_huge_keys();
+    robust_alibi_far();
+    robust_nonfinite();
+}
+
 void test_exact(void) {
     test_conversions();
     test_tensor_helpers();
@@ -2049,6 +2207,7 @@ void test_exact(void) {
     test_merge();
     fuzz_forward();
     fuzz_merge();
+    test_robust();
     printf("      exact: largest passing f32 out error is %.2f of its tolerance (%s)\n", g_worst_ratio, g_worst_tag);
 }
 

@@ -1235,6 +1235,13 @@ static void test_gen_errors(void) {
         st = attn_el_attention(&z, &lw, xi, hx, xo);
         T_CHECK((st == ATTN_ERR_OVERFLOW || st == ATTN_ERR_OUT_OF_MEMORY) && t_sentinel_ok(xo, sizeof xo, 0x33),
                 "EL huge sizes: %s", attn_status_str(st));
+        /* issue 16: batch and src_len at INT_MAX (the split plan's batch + 15 and src_len + 63 were
+           signed overflow before the size checks: UBSan aborts the sanitizer builds) */
+        z = e; z.d_model = 4; z.heads = 1; z.batch = INT_MAX; z.beams = 1; z.src_len = INT_MAX; z.src_lens = NULL;
+        t_sentinel(xo, sizeof xo, 0x44);
+        st = attn_el_attention(&z, &lw, xi, hx, xo);
+        T_CHECK(st == ATTN_ERR_OVERFLOW && t_sentinel_ok(xo, sizeof xo, 0x44), "EL batch = src_len = INT_MAX: %s (want %s)",
+                attn_status_str(st), attn_status_str(ATTN_ERR_OVERFLOW));
     }
 }
 

@@ -448,7 +448,35 @@ static void test_pool(void) {
     }
 }
 
+/* attn__lane_rule (the per-row form every tile kernel derives its masks from) against the
+   reference's literal rule, for every key of every row, dilation 1 (dilation is applied per
+   element on top of the lane form). */
+static void test_lane_rule(void) {
+    t_rng r = t_rng_seed(4242);
+    int c, bad = 0, n = 0;
+    for (c = 0; c < 400; ++c) {
+        attn_desc d;
+        const int Lq = t_irange(&r, 1, 40), Lk = t_irange(&r, 1, 40);
+        int i, j, pre;
+        memset(&d, 0, sizeof d);
+        d.causal = t_irange(&r, 0, 1);
+        d.window_left = t_chance(&r, 0.5) ? t_irange(&r, 1, 10) : 0;
+        d.window_right = t_chance(&r, 0.5) ? t_irange(&r, 1, 10) : 0;
+        d.sink_tokens = t_chance(&r, 0.3) ? t_irange(&r, 1, 5) : 0;
+        d.global_tokens = t_chance(&r, 0.3) ? t_irange(&r, 1, 5) : 0;
+        pre = attn__lane_pre(d.sink_tokens, d.global_tokens, Lk);
+        for (i = 0; i < Lq; ++i) {
+            int32_t cap, lo, hi;
+            attn__lane_rule(d.causal, d.window_left, d.window_right, d.global_tokens, (long long)i + Lk - Lq, Lk, &cap, &lo, &hi);
+            for (j = 0; j < Lk; ++j, ++n)
+                if (attn__lane_ok(cap, lo, hi, pre, j) != ref_visible(&d, i, j, Lq, Lk)) ++bad;
+        }
+    }
+    T_CHECK(bad == 0, "attn__lane_rule disagrees with the reference rule on %d of %d (row, key) pairs", bad, n);
+}
+
 void test_kernels(void) {
+    test_lane_rule();
     g_pool = attn_pool_create(3, 0);
     test_output_store();
     test_vector_layer();

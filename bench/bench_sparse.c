@@ -1,0 +1,300 @@
+/* bench/bench_sparse.c - sparse attention kinds beside exact attention on the same machine in
+   the same run: time vs sequence length (1k..64k), fitted scaling exponent, crossover length,
+   difference from exact attention, effective GFLOP/s (4 * D per visible (query, key) pair) and %
+   of the measured FMA peak, and a naive C loop (1 thread) that also checks the result.
+
+   Shape: batch 1, H = 4 heads, D = Dv = 64, f32, self-attention, all cores.
+     exact       ATTN_SOFTMAX, no mask (run up to 16k: 64k would take minutes per call here)
+     lf256       ATTN_LONGFORMER, window 256 each side (HF attention_window 512), 1 global token
+     lf512       ATTN_LONGFORMER, window 512 each side
+     lf_dil      ATTN_LONGFORMER, window 256 each side, per-head dilations {1, 2, 4, 8}
+     bigbird     ATTN_BIGBIRD, block 64, 3 random blocks (seeded)
+   Env: BENCH_QUICK=1 (lengths up to 16k, exact up to 8k, fewer repetitions), BENCH_OUTDIR
+   (default bench). Writes BENCH_OUTDIR/results_sparse.csv and BENCH_OUTDIR/chart_sparse.svg. */
+#define ATTN_IMPLEMENTATION
+#include "attn.h"
+#include "bench_util.h"
+
+#define H 4
+#define D 64
+#define N_LEN 7
+#define N_MECH 5
+static const int lens[N_LEN] = { 1024, 2048, 4096, 8192, 16384, 32768, 65536 };
+static const char *const names[N_MECH] = { "exact", "lf256", "lf512", "lf_dil", "bigbird" };
+static const char *const colors[N_MECH] = { "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e" };
+static const int dils[H] = { 1, 2, 4, 8 };
+
+typedef struct {
+    double ms, spread, pairs, gflops, pct, err;
+    int reps, ran;
+} cell;
+static cell cells[N_MECH][N_LEN];
+static int g_quick, g_ncpu;
+
+static void make_desc(int m, attn_desc *d) {
+    memset(d, 0, sizeof *d);
+    if (m == 0) return;
+    if (m <= 3) {
+        d->kind = ATTN_LONGFORMER;
+        d->window_left = d->window_right = m == 2 ? 512 : 256;
+        d->global_tokens = m == 3 ? 0 : 1;
+        if (m == 3) d->longformer.dilations = dils;
+        return;
+    }
+    d->kind = ATTN_BIGBIRD;
+    d->bigbird.seed = 1;
+}
+
+/* visible (query, key) pairs of one head h, counted from the pattern's definition */
+static double pairs_of(int m, int S, int h, const int *table) {
+    double n = 0;
+    int i;
+    if (m == 0) return (double)S * S;
+    if (m <= 3) {
+        const int w = m == 2 ? 512 : 256, Dl = m == 3 ? dils[h] : 1, G = m == 3 ? 0 : 1;
+        for (i = 0; i < S; ++i) {
+            long long lo = i - (long long)w * Dl, hi = i + (long long)w * Dl, c;
+            if (i < G) { n += S; continue; }
+            if (lo < 0) lo = i % Dl;
+            if (hi > S - 1) hi = S - 1;
+            c = (hi - lo) / Dl + 1;                         /* keys lo, lo + Dl, ..., <= hi */
+            n += (double)c + (G > 0 && lo > 0 ? 1 : 0);   /* + the global key 0 when outside */
+        }
+        return n;
+    }
+    {
+        const int b = 64, nb = S / b;
+        int r, t, seen[1024];
+        for (r = 0; r < nb; ++r) {
+            int c = 0;
+            if (r == 0 || r == nb - 1) { n += (double)nb * b * b; continue; }
+            memset(seen, 0, sizeof(int) * (size_t)nb);
+            seen[0] = seen[nb - 1] = seen[r - 1] = seen[r] = seen[r + 1] = 1;
+            for (t = 0; t < 3; ++t) seen[table[((size_t)h * (nb - 2) + (r - 1)) * 3 + t]] = 1;
+            for (t = 0; t < nb; ++t) c += seen[t];
+            n += (double)c * b * b;
+        }
+        return n;
+    }
+}
+
+/* naive Longformer (window 256, global token 0) / BigBird rows: plain loops, 1 thread, fp32 */
+static void naive(int m, int S, const float *q, const float *k, const float *v, float *out, const int *table) {
+    const float sc = 1.0f / sqrtf((float)D);
+    float *s = (float *)xalloc(sizeof(float) * (size_t)S);
+    char *vis = (char *)xalloc((size_t)S);
+    int h, i, j, e;
+    for (h = 0; h < H; ++h)
+        for (i = 0; i < S; ++i) {
+            float mx = -INFINITY, sum = 0.0f, *o = out + ((size_t)i * H + h) * D;
+            for (j = 0; j < S; ++j) {
+                if (m == 1) vis[j] = (char)(i == 0 || j == 0 || (j >= i - 256 && j <= i + 256));
+                else {
+                    const int qi = i / 64, kj = j / 64, nb = S / 64;
+                    int t;
+                    vis[j] = (char)(qi == 0 || qi == nb - 1 || kj == 0 || kj == nb - 1 || (kj >= qi - 1 && kj <= qi + 1));
+                    if (!vis[j]) for (t = 0; t < 3; ++t) if (table[((size_t)h * (nb - 2) + (qi - 1)) * 3 + t] == kj) vis[j] = 1;
+                }
+                if (!vis[j]) continue;
+                s[j] = 0.0f;
+                for (e = 0; e < D; ++e) s[j] += q[((size_t)i * H + h) * D + e] * k[((size_t)j * H + h) * D + e];
+                s[j] *= sc;
+                if (s[j] > mx) mx = s[j];
+            }
+            for (e = 0; e < D; ++e) o[e] = 0.0f;
+            for (j = 0; j < S; ++j) {
+                float p;
+                if (!vis[j]) continue;
+                p = expf(s[j] - mx); sum += p;
+                for (e = 0; e < D; ++e) o[e] += p * v[((size_t)j * H + h) * D + e];
+            }
+            for (e = 0; e < D; ++e) o[e] /= sum;
+        }
+    free(s); free(vis);
+}
+
+static double max_rel_diff(const float *a, const float *ref, size_t n) {
+    double mref = 1.0, err = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) if (fabs(ref[i]) > mref) mref = fabs(ref[i]);
+    for (i = 0; i < n; ++i) if (fabs(a[i] - ref[i]) > err) err = fabs(a[i] - ref[i]);
+    return err / mref;
+}
+
+/* least-squares slope of log t vs log S over the lengths that ran */
+static double exponent(int m) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int i, n = 0;
+    for (i = 0; i < N_LEN; ++i)
+        if (cells[m][i].ran) {
+            const double x = log((double)lens[i]), y = log(cells[m][i].ms);
+            sx += x; sy += y; sxx += x * x; sxy += x * y; ++n;
+        }
+    return n < 2 ? NAN : (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+static void write_svg(const char *path, const char *cpu, double peak) {
+    const double W = 900, Hh = 560, L = 80, R = 860, T = 70, B = 490;
+    const double xlo = 10, xhi = 16;
+    double ylo = 1e9, yhi = -1e9, y;
+    FILE *f = fopen(path, "w");
+    int m, i;
+    if (!f) { fprintf(stderr, "bench: cannot write %s\n", path); return; }
+    for (m = 0; m < N_MECH; ++m)
+        for (i = 0; i < N_LEN; ++i)
+            if (cells[m][i].ran) {
+                const double l = log10(cells[m][i].ms);
+                if (l < ylo) ylo = l;
+                if (l > yhi) yhi = l;
+            }
+    ylo = floor(ylo); yhi = ceil(yhi);
+    if (yhi <= ylo) yhi = ylo + 1;
+#define SX(S) (L + (log2((double)(S)) - xlo) / (xhi - xlo) * (R - L))
+#define SY(lm) (B - ((lm) - ylo) / (yhi - ylo) * (B - T))
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+               "height=\"%.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n"
+               "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, Hh);
+    fprintf(f, "<text x=\"%.0f\" y=\"26\" font-size=\"17\" font-weight=\"bold\">attn.h sparse attention: forward time vs "
+               "sequence length (B=1, H=%d, D=%d, f32)</text>\n", L, H, D);
+    fprintf(f, "<text x=\"%.0f\" y=\"46\" font-size=\"12\" fill=\"#444\">%s, %d threads, FMA peak %.0f GFLOP/s; "
+               "log-log axes; medians</text>\n", L, cpu, g_ncpu, peak);
+    for (y = ylo; y <= yhi + 1e-9; y += 1) {
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", L, SY(y), R, SY(y));
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g ms</text>\n", L - 6, SY(y) + 4, pow(10, y));
+    }
+    for (i = 0; i < N_LEN; ++i) {
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", SX(lens[i]), T, SX(lens[i]), B);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%dk</text>\n", SX(lens[i]), B + 18, lens[i] / 1024);
+    }
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#000\"/>\n", L, T, R - L, B - T);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">sequence length (log2 scale)</text>\n", (L + R) / 2, B + 40);
+    for (m = 0; m < N_MECH; ++m) {
+        int first = 1;
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colors[m]);
+        for (i = 0; i < N_LEN; ++i)
+            if (cells[m][i].ran) { fprintf(f, "%s%.1f,%.1f", first ? "" : " ", SX(lens[i]), SY(log10(cells[m][i].ms))); first = 0; }
+        fprintf(f, "\"/>\n");
+        for (i = 0; i < N_LEN; ++i)
+            if (cells[m][i].ran)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", SX(lens[i]), SY(log10(cells[m][i].ms)), colors[m]);
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s "
+                   "(slope %.2f)</text>\n", L + 12, T + 14 + 18.0 * m, colors[m], L + 32, T + 20 + 18.0 * m, names[m], exponent(m));
+    }
+    fprintf(f, "</svg>\n");
+    fclose(f);
+#undef SX
+#undef SY
+}
+
+int main(void) {
+    char cpu[256], path[512];
+    const char *outdir = getenv("BENCH_OUTDIR");
+    machine m0;
+    double peak, t_start = now_s();
+    int isa, m, li, failed = 0, max_len, max_exact;
+    FILE *f;
+    g_quick = env_int("BENCH_QUICK", 0) != 0;
+    g_ncpu = online_cpus();
+    if (!outdir || !*outdir) outdir = "bench";
+    max_len = g_quick ? 16384 : 65536;
+    max_exact = g_quick ? 8192 : 16384;
+    cpu_model(cpu, sizeof cpu);
+#if defined(__AVX512F__)
+    isa = ISA_ZMM;
+#elif defined(__AVX2__) && defined(__FMA__)
+    isa = ISA_YMM;
+#else
+    isa = ISA_PORTABLE;
+#endif
+    printf("attn.h sparse benchmark%s: %s, %d online CPUs, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", cpu, g_ncpu,
+           attn_kernels());
+    printf("machine (FMA loop: %s):\n", isa_desc[isa]);
+    measure_machine(&m0, isa, g_ncpu, g_quick ? 0.05 : 0.2, (size_t)64 << 20);
+    print_machine(&m0, g_ncpu, (size_t)64 << 20);
+    peak = m0.peak_all;
+    printf("\n%-8s %6s %10s %8s %9s %7s %10s %12s\n", "kind", "seq", "median ms", "spread", "GFLOP/s", "%peak",
+           "vs exact", "diff/exact");
+    for (li = 0; li < N_LEN && lens[li] <= max_len; ++li) {
+        const int S = lens[li], nb = S / 64;
+        const size_t n = (size_t)S * H * D;
+        float *q = (float *)xalloc(n * 4), *k = (float *)xalloc(n * 4), *v = (float *)xalloc(n * 4);
+        float *ex = (float *)xalloc(n * 4), *o = (float *)xalloc(n * 4);
+        int *table = (int *)xalloc(sizeof(int) * (size_t)H * (nb > 2 ? nb - 2 : 1) * 3);
+        attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, S, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, S, H, D),
+                    tv = attn_tensor_dense(v, ATTN_F32, 1, S, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, S, H, D);
+        fill_rand(q, n); fill_rand(k, n); fill_rand(v, n);
+        for (m = 0; m < N_MECH; ++m) {
+            cell *c = &cells[m][li];
+            attn_desc d;
+            double t[16], mn, mx, budget;
+            int r, h;
+            if (m == 0 && S > max_exact) continue;
+            make_desc(m, &d);
+            if (m == 4) attn_bigbird_random_table(&d, H, S, table);
+            if (attn_forward(&d, tq, tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");   /* warm-up */
+            budget = g_quick ? 0.5 : 2.0;
+            for (r = 0; r < 15; ++r) {
+                const double t0 = now_s();
+                attn_forward(&d, tq, tk, tv, to, NULL);
+                t[r] = now_s() - t0;
+                budget -= t[r];
+                if (r >= 2 && budget < 0) { ++r; break; }
+            }
+            c->reps = r;
+            c->ms = 1e3 * median_of(t, r, &mn, &mx);
+            c->spread = 100.0 * (mx - mn) / (c->ms * 1e-3);
+            for (c->pairs = 0, h = 0; h < H; ++h) c->pairs += pairs_of(m, S, h, table);
+            c->gflops = 4.0 * D * c->pairs / (c->ms * 1e-3) * 1e-9;
+            c->pct = 100.0 * c->gflops / peak;
+            c->ran = 1;
+            if (m == 0) memcpy(ex, o, n * 4);
+            c->err = cells[0][li].ran ? max_rel_diff(o, ex, n) : NAN;
+            printf("%-8s %6d %10.2f %7.1f%% %9.1f %6.1f%% %9.1fx %12.3g\n", names[m], S, c->ms, c->spread, c->gflops, c->pct,
+                   cells[0][li].ran ? cells[0][li].ms / c->ms : NAN, c->err);
+            fflush(stdout);
+            if ((m == 1 || m == 4) && S == 4096) {   /* the naive loop: time and check */
+                float *nv = (float *)xalloc(n * 4);
+                double t0 = now_s(), tn, e;
+                naive(m, S, q, k, v, nv, table);
+                tn = now_s() - t0;
+                e = max_rel_diff(o, nv, n);
+                printf("         naive C loop (1 thread) %.0f ms: attn.h x%.1f faster, max rel diff %.2g%s\n", 1e3 * tn,
+                       1e3 * tn / c->ms, e, e <= 1e-4 ? "" : "  CHECK FAILED");
+                if (!(e <= 1e-4)) failed++;
+                free(nv);
+            }
+        }
+        free(q); free(k); free(v); free(ex); free(o); free(table);
+    }
+    printf("\n%-8s %10s %14s %16s\n", "kind", "exponent", "crossover", "x exact @16k");
+    for (m = 0; m < N_MECH; ++m) {
+        int cross = -1;
+        for (li = 0; li < N_LEN; ++li)
+            if (cells[0][li].ran && cells[m][li].ran && cells[m][li].ms < cells[0][li].ms) { cross = lens[li]; break; }
+        printf("%-8s %10.2f %14s %15.1fx\n", names[m], exponent(m),
+               m == 0 ? "-" : cross < 0 ? "none measured" : cross == lens[0] ? "<= 1024" : (snprintf(path, sizeof path, "%d", cross), path),
+               cells[0][4].ran && cells[m][4].ran ? cells[0][4].ms / cells[m][4].ms : NAN);
+    }
+    printf("\nGFLOP/s: 4*D per visible (query, key) pair, counted from each pattern / median time; %%peak of the\n"
+           "%d-thread FMA peak. exponent: least-squares slope of log time vs log seq. crossover: first measured\n"
+           "length where the kind beats exact attention. diff/exact: max |out - exact| / max |exact| (the\n"
+           "sparse kinds are different functions: this is how far they are from full attention on random data).\n", g_ncpu);
+    snprintf(path, sizeof path, "%s/results_sparse.csv", outdir);
+    f = fopen(path, "w");
+    if (!f) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
+    fprintf(f, "kind,seq,heads,dim,threads,median_ms,spread_pct,reps,pairs,gflops,pct_peak,x_vs_exact,diff_vs_exact,exponent,cpu,isa\n");
+    for (m = 0; m < N_MECH; ++m)
+        for (li = 0; li < N_LEN; ++li) {
+            const cell *c = &cells[m][li];
+            if (!c->ran) continue;
+            fprintf(f, "%s,%d,%d,%d,%d,%.4f,%.2f,%d,%.0f,%.2f,%.2f,%.3f,%.3g,%.3f,\"%s\",%s\n", names[m], lens[li], H, D, g_ncpu,
+                    c->ms, c->spread, c->reps, c->pairs, c->gflops, c->pct, cells[0][li].ran ? cells[0][li].ms / c->ms : NAN,
+                    c->err, exponent(m), cpu, attn_kernels());
+        }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/chart_sparse.svg", outdir);
+    write_svg(path, cpu, peak);
+    printf("wrote %s/results_sparse.csv and %s; wall time %.1f s\n", outdir, path, now_s() - t_start);
+    if (failed) { fprintf(stderr, "bench: %d check(s) FAILED\n", failed); return 1; }
+    return 0;
+}

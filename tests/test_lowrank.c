@@ -1,0 +1,810 @@
+/* tests/test_lowrank.c - low-rank attention: Linformer (ATTN_LINFORMER) and Nystromformer
+   (ATTN_NYSTROM, attn_nystrom_pinv), against naive double-precision references written from
+   ZOO.md's equations (nothing shared with attn.h), plus the properties of issue 19:
+   Linformer with E = F = I (k = n) == exact attention; Nystrom with landmarks = n == exact
+   attention; Nystrom on segment-constant inputs == exact attention (the general path:
+   landmarks, three softmaxes, pseudo-inverse); the pseudo-inverse iteration converges to a
+   double-precision inverse; thread counts 1/2/3 bitwise equal; f16/bf16 storage; strided
+   views; workspace; every error path with outputs untouched. */
+#include "test.h"
+
+/* ---- references (double) ---------------------------------------------------------------- */
+
+/* softmax attention of rows: out[i] = sum_j p_ij v_j, p = softmax(scale q_i.k_j (softcap)) */
+static void r_attn(const double *Q, int Sq, const double *K, int Sk, const double *V, int D, int Dv, double scale,
+                   double softcap, double *out, double *lse) {
+    double *s = (double *)t_xmalloc(sizeof(double) * (size_t)Sk);
+    int i, j, c;
+    for (i = 0; i < Sq; ++i) {
+        double mx = -INFINITY, sum = 0.0;
+        for (j = 0; j < Sk; ++j) {
+            double a = 0.0;
+            for (c = 0; c < D; ++c) a += Q[(size_t)i * D + c] * K[(size_t)j * D + c];
+            a *= scale;
+            if (softcap > 0.0) a = softcap * tanh(a / softcap);
+            s[j] = a; if (a > mx) mx = a;
+        }
+        for (j = 0; j < Sk; ++j) { s[j] = exp(s[j] - mx); sum += s[j]; }
+        for (c = 0; c < Dv; ++c) {
+            double a = 0.0;
+            for (j = 0; j < Sk; ++j) a += s[j] * V[(size_t)j * Dv + c];
+            out[(size_t)i * Dv + c] = a / sum;
+        }
+        if (lse) lse[i] = mx + log(sum);
+    }
+    free(s);
+}
+
+/* rows (b, ., h) of a tensor as a dense double [seq][dim] matrix */
+static double *r_rows(const attn_tensor *t, int b, int h) {
+    double *x = (double *)t_xmalloc(sizeof(double) * (size_t)t->seq * (size_t)t->dim);
+    int i, c;
+    for (i = 0; i < t->seq; ++i)
+        for (c = 0; c < t->dim; ++c) x[(size_t)i * t->dim + c] = t_load(t, b, i, h, c);
+    return x;
+}
+
+static double r_scale(const attn_desc *d, int D) { return d->scale != 0.0f ? (double)d->scale : 1.0 / sqrt((double)D); }
+
+/* Linformer: out [B][Sq][Hq][Dv], lse [B][Hq][Sq] (ZOO: head = softmax(Q (E K)^T / sqrt d) (F V)) */
+static void r_linformer(const attn_desc *d, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                        double *out, double *lse) {
+    const attn_linformer_params *L = &d->linformer;
+    const int B = q->batch, Sq = q->seq, Sk = k->seq, Hq = q->heads, Hk = k->heads, D = q->dim, Dv = v->dim;
+    const int g = Hq / Hk, kp = L->k, n = L->n;
+    double *Kp = (double *)t_xmalloc(sizeof(double) * (size_t)kp * D), *Vp = (double *)t_xmalloc(sizeof(double) * (size_t)kp * Dv);
+    double *o = (double *)t_xmalloc(sizeof(double) * (size_t)Sq * Dv);
+    int b, h, i, j, c;
+    for (b = 0; b < B; ++b)
+        for (h = 0; h < Hq; ++h) {
+            const int hk = h / g;
+            const float *E = L->e + (L->shared_heads ? 0 : (size_t)hk * kp * n);
+            const float *F = (L->shared_kv ? L->e : L->f) + (L->shared_heads ? 0 : (size_t)hk * kp * n);
+            double *Q = r_rows(q, b, h), *K = r_rows(k, b, hk), *V = r_rows(v, b, hk), *ls = NULL;
+            for (i = 0; i < kp; ++i) {
+                for (c = 0; c < D; ++c) {
+                    double a = 0.0;
+                    for (j = 0; j < Sk; ++j) a += (double)E[(size_t)i * n + j] * K[(size_t)j * D + c];
+                    Kp[(size_t)i * D + c] = a;
+                }
+                for (c = 0; c < Dv; ++c) {
+                    double a = 0.0;
+                    for (j = 0; j < Sk; ++j) a += (double)F[(size_t)i * n + j] * V[(size_t)j * Dv + c];
+                    Vp[(size_t)i * Dv + c] = a;
+                }
+            }
+            if (lse) ls = lse + ((size_t)b * Hq + h) * Sq;
+            r_attn(Q, Sq, Kp, kp, Vp, D, Dv, r_scale(d, D), d->softcap, o, ls);
+            for (i = 0; i < Sq; ++i)
+                for (c = 0; c < Dv; ++c) out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = o[(size_t)i * Dv + c];
+            free(Q); free(K); free(V);
+        }
+    free(Kp); free(Vp); free(o);
+}
+
+/* plain matrix product C [m][n] = A [m][k] B [k][n] */
+static void r_mm(const double *A, const double *Bm, double *C, int m, int k, int n) {
+    int i, j, p;
+    for (i = 0; i < m; ++i)
+        for (j = 0; j < n; ++j) {
+            double a = 0.0;
+            for (p = 0; p < k; ++p) a += A[(size_t)i * k + p] * Bm[(size_t)p * n + j];
+            C[(size_t)i * n + j] = a;
+        }
+}
+
+/* ZOO's pseudo-inverse iteration in double: Z0 = A^T / max column sum, iters steps */
+static void r_pinv_iter(const double *A, int m, int iters, double *Z) {
+    const size_t mm = (size_t)m * m;
+    double *AZ = (double *)t_xmalloc(sizeof(double) * mm * 3), *T = AZ + mm, *U = T + mm, mx = -INFINITY;
+    int i, j, it;
+    for (j = 0; j < m; ++j) {
+        double s = 0.0;
+        for (i = 0; i < m; ++i) s += A[(size_t)i * m + j];
+        if (s > mx) mx = s;
+    }
+    for (i = 0; i < m; ++i)
+        for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] / mx;
+    for (it = 0; it < iters; ++it) {
+        r_mm(A, Z, AZ, m, m, m);
+        for (i = 0; i < (int)mm; ++i) T[i] = -AZ[i];
+        for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 7.0;
+        r_mm(AZ, T, U, m, m, m);
+        for (i = 0; i < (int)mm; ++i) U[i] = -U[i];
+        for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0;
+        r_mm(AZ, U, T, m, m, m);
+        for (i = 0; i < (int)mm; ++i) T[i] = -T[i];
+        for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 13.0;
+        r_mm(Z, T, U, m, m, m);
+        for (i = 0; i < (int)mm; ++i) Z[i] = 0.25 * U[i];
+    }
+    free(AZ);
+}
+
+/* row-wise softmax of S [r][c] times scale, in place */
+static void r_softmax_rows(double *S, int r, int c, double scale) {
+    int i, j;
+    for (i = 0; i < r; ++i) {
+        double *s = S + (size_t)i * c, mx = -INFINITY, sum = 0.0;
+        for (j = 0; j < c; ++j) { s[j] *= scale; if (s[j] > mx) mx = s[j]; }
+        for (j = 0; j < c; ++j) { s[j] = exp(s[j] - mx); sum += s[j]; }
+        for (j = 0; j < c; ++j) s[j] /= sum;
+    }
+}
+
+/* segment-mean landmarks [m][D] of X [S][D], segment length l = ceil(S/m), padding zeros counted */
+static double *r_landmarks(const double *X, int S, int D, int m) {
+    const int l = (S + m - 1) / m;
+    double *L = (double *)t_xmalloc(sizeof(double) * (size_t)m * D);
+    int j, r, c;
+    for (j = 0; j < m; ++j)
+        for (c = 0; c < D; ++c) {
+            double a = 0.0;
+            for (r = j * l; r < (j + 1) * l && r < S; ++r) a += X[(size_t)r * D + c];
+            L[(size_t)j * D + c] = a / l;
+        }
+    return L;
+}
+
+/* Nystromformer (ZOO): out = F pinv(A) (B V) + conv(V); m = Sq = Sk: exact softmax attention */
+static void r_nystrom(const attn_desc *d, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, double *out) {
+    const attn_nystrom_params *N = &d->nystrom;
+    const int B = q->batch, Sq = q->seq, Sk = k->seq, Hq = q->heads, Hk = k->heads, D = q->dim, Dv = v->dim;
+    const int g = Hq / Hk, m = N->landmarks ? N->landmarks : 64, iters = N->iterations ? N->iterations : 6;
+    const int ks = N->conv_kernel ? N->conv_kernel : 35;
+    const double sc = r_scale(d, D);
+    int b, h, i, j, c;
+    for (b = 0; b < B; ++b)
+        for (h = 0; h < Hq; ++h) {
+            double *Q = r_rows(q, b, h), *K = r_rows(k, b, h / g), *V = r_rows(v, b, h / g);
+            double *o = (double *)t_xmalloc(sizeof(double) * (size_t)Sq * Dv);
+            if (m == Sq && m == Sk) {
+                r_attn(Q, Sq, K, Sk, V, D, Dv, sc, 0.0, o, NULL);
+            } else {
+                double *Ql = r_landmarks(Q, Sq, D, m), *Kl = r_landmarks(K, Sk, D, m);
+                double *F = (double *)t_xmalloc(sizeof(double) * (size_t)Sq * m);
+                double *A = (double *)t_xmalloc(sizeof(double) * (size_t)m * m), *Z = (double *)t_xmalloc(sizeof(double) * (size_t)m * m);
+                double *Bm = (double *)t_xmalloc(sizeof(double) * (size_t)m * Sk);
+                double *BV = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv), *W = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv);
+                double *KlT = (double *)t_xmalloc(sizeof(double) * (size_t)D * (m > Sk ? m : Sk));
+                for (i = 0; i < m; ++i) for (c = 0; c < D; ++c) KlT[(size_t)c * m + i] = Kl[(size_t)i * D + c];
+                r_mm(Q, KlT, F, Sq, D, m); r_softmax_rows(F, Sq, m, sc);
+                r_mm(Ql, KlT, A, m, D, m); r_softmax_rows(A, m, m, sc);
+                for (i = 0; i < Sk; ++i) for (c = 0; c < D; ++c) KlT[(size_t)c * Sk + i] = K[(size_t)i * D + c];
+                r_mm(Ql, KlT, Bm, m, D, Sk); r_softmax_rows(Bm, m, Sk, sc);   /* padding keys: not present */
+                r_pinv_iter(A, m, iters, Z);
+                r_mm(Bm, V, BV, m, Sk, Dv);
+                r_mm(Z, BV, W, m, m, Dv);
+                r_mm(F, W, o, Sq, m, Dv);
+                free(Ql); free(Kl); free(F); free(A); free(Z); free(Bm); free(BV); free(W); free(KlT);
+            }
+            if (N->conv)
+                for (i = 0; i < Sq; ++i)
+                    for (j = 0; j < ks; ++j) {
+                        const int p = i + j - ks / 2;
+                        if (p < 0 || p >= Sk) continue;
+                        for (c = 0; c < Dv; ++c) o[(size_t)i * Dv + c] += (double)N->conv[(size_t)h * ks + j] * V[(size_t)p * Dv + c];
+                    }
+            for (i = 0; i < Sq; ++i)
+                for (c = 0; c < Dv; ++c) out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = o[(size_t)i * Dv + c];
+            free(Q); free(K); free(V); free(o);
+        }
+}
+
+/* ---- fixtures ------------------------------------------------------------------------------- */
+
+typedef struct {
+    attn_tensor q, k, v, out;
+    int layout;        /* 0 dense BSHD, 1 BHSD strides */
+} fx;
+
+static attn_tensor fx_tensor(attn_dtype dt, int B, int S, int H, int D, int layout) {
+    attn_tensor t = layout ? attn_tensor_bhsd(NULL, dt, B, H, S, D) : attn_tensor_dense(NULL, dt, B, S, H, D);
+    t.data = t_xmalloc(t_extent(&t) * t_dt_size(dt));
+    return t;
+}
+static fx fx_make(attn_dtype dt, attn_dtype odt, int B, int Sq, int Sk, int Hq, int Hk, int D, int Dv, int layout, t_rng *r,
+                  double sigma) {
+    fx f;
+    f.layout = layout;
+    f.q = fx_tensor(dt, B, Sq, Hq, D, layout); f.k = fx_tensor(dt, B, Sk, Hk, D, layout);
+    f.v = fx_tensor(dt, B, Sk, Hk, Dv, layout); f.out = fx_tensor(odt, B, Sq, Hq, Dv, layout);
+    t_fill_normal(&f.q, r, sigma); t_fill_normal(&f.k, r, sigma); t_fill_normal(&f.v, r, 1.0);
+    return f;
+}
+static void fx_free(fx *f) { free(f->q.data); free(f->k.data); free(f->v.data); free(f->out.data); }
+static size_t t_bytes(const attn_tensor *t) { return t_extent(t) * t_dt_size(t->dtype); }
+
+static double *out_get(const attn_tensor *o) {
+    double *x = (double *)t_xmalloc(sizeof(double) * (size_t)o->batch * o->seq * o->heads * o->dim);
+    int b, s, h, c;
+    size_t n = 0;
+    for (b = 0; b < o->batch; ++b)
+        for (s = 0; s < o->seq; ++s)
+            for (h = 0; h < o->heads; ++h)
+                for (c = 0; c < o->dim; ++c) x[n++] = t_load(o, b, s, h, c);
+    return x;
+}
+static size_t out_n(const attn_tensor *o) { return (size_t)o->batch * o->seq * o->heads * o->dim; }
+
+static float *rand_mat(t_rng *r, size_t n, double sigma) {
+    float *x = (float *)t_xmalloc(sizeof(float) * n);
+    size_t i;
+    for (i = 0; i < n; ++i) x[i] = (float)(sigma * t_normal(r));
+    return x;
+}
+
+/* ---- Linformer ------------------------------------------------------------------------------ */
+
+static double lin_tol(attn_dtype odt) { return odt == ATTN_F32 ? 2e-5 : 3.0 * t_dt_rel(odt); }
+
+static void test_linformer_ref(void) {
+    t_rng r = t_rng_seed(1901);
+    const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    int it, n_it = T_QUICK ? 8 : 30;
+    for (it = 0; it < n_it; ++it) {
+        const attn_dtype dt = dts[it % 3], odt = dts[(it / 3) % 3];
+        const int B = t_irange(&r, 1, 2), Hk = t_irange(&r, 1, 2), Hq = Hk * t_irange(&r, 1, 2);
+        const int n = t_irange(&r, 4, 48), Sk = t_irange(&r, 1, n), Sq = t_irange(&r, 1, 40);
+        const int D = t_irange(&r, 1, 40), Dv = t_irange(&r, 1, 36), kp = t_irange(&r, 1, n);
+        const int layout = t_irange(&r, 0, 1);
+        fx f = fx_make(dt, odt, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 1.0);
+        attn_desc d;
+        float *e, *fm, *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * Sq);
+        double *ref = (double *)t_xmalloc(sizeof(double) * out_n(&f.out)), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * Hq * Sq), *got, err, lerr = 0.0;
+        attn_status s;
+        size_t i;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER;
+        d.linformer.k = kp; d.linformer.n = n;
+        d.linformer.shared_heads = t_irange(&r, 0, 1);
+        d.linformer.shared_kv = t_irange(&r, 0, 1);
+        e = rand_mat(&r, (size_t)kp * n * (d.linformer.shared_heads ? 1 : Hk), 1.0 / sqrt((double)kp));
+        fm = rand_mat(&r, (size_t)kp * n * (d.linformer.shared_heads ? 1 : Hk), 1.0 / sqrt((double)kp));
+        d.linformer.e = e; d.linformer.f = d.linformer.shared_kv ? NULL : fm;
+        if (t_chance(&r, 0.3)) d.scale = 0.3f;
+        if (t_chance(&r, 0.2)) d.softcap = 3.0f;
+        d.n_threads = t_irange(&r, 1, 3);
+        s = attn_forward(&d, f.q, f.k, f.v, f.out, lse);
+        T_CHECK(s == ATTN_OK, "linformer forward: %s", attn_status_str(s));
+        r_linformer(&d, &f.q, &f.k, &f.v, ref, rl);
+        got = out_get(&f.out);
+        err = t_max_norm_err(ref, got, out_n(&f.out));
+        for (i = 0; i < (size_t)B * Hq * Sq; ++i) {
+            double e2 = fabs(rl[i] - lse[i]) / (1.0 + fabs(rl[i]));
+            if (!(e2 <= lerr)) lerr = e2 != e2 ? INFINITY : e2;
+        }
+        T_CHECK(err <= lin_tol(odt), "linformer vs ref: err %.3g (tol %.3g) dt %s out %s B%d Sq%d Sk%d n%d k%d Hq%d Hk%d D%d Dv%d share h%d kv%d layout %d",
+                err, lin_tol(odt), t_dt_name(dt), t_dt_name(odt), B, Sq, Sk, n, kp, Hq, Hk, D, Dv,
+                d.linformer.shared_heads, d.linformer.shared_kv, layout);
+        T_CHECK(lerr <= 2e-5, "linformer lse err %.3g", lerr);
+        free(got); free(ref); free(rl); free(lse); free(e); free(fm); fx_free(&f);
+    }
+}
+
+/* E = F = I (k = n): exactly attn_forward's exact attention on the same inputs (bitwise for fp32) */
+static void test_linformer_identity(void) {
+    t_rng r = t_rng_seed(1902);
+    const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    int it;
+    for (it = 0; it < 6; ++it) {
+        const attn_dtype dt = dts[it % 3];
+        const int n = 37 + 20 * it, B = 2, Hk = 2, Hq = 4, D = 24, Dv = 20;
+        fx f = fx_make(dt, ATTN_F32, B, 29, n, Hq, Hk, D, Dv, it >= 3, &r, 1.0);
+        attn_tensor o2 = fx_tensor(ATTN_F32, B, 29, Hq, Dv, it >= 3);
+        float *e = (float *)calloc((size_t)n * n, sizeof(float));
+        attn_desc d, x;
+        double *a, *b;
+        int i;
+        for (i = 0; i < n; ++i) e[(size_t)i * n + i] = 1.0f;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.k = n; d.linformer.n = n;
+        d.linformer.shared_heads = 1; d.linformer.shared_kv = 1; d.n_threads = 2;
+        x = d; x.kind = ATTN_SOFTMAX; x.bf16_kernels = ATTN_BF16_FP32;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "identity linformer");
+        T_CHECK(attn_forward(&x, f.q, f.k, f.v, o2, NULL) == ATTN_OK, "identity exact");
+        a = out_get(&f.out); b = out_get(&o2);
+        if (dt == ATTN_F32) T_CHECK(memcmp(a, b, sizeof(double) * out_n(&o2)) == 0, "E = F = I not bitwise exact attention (n %d)", n);
+        else T_CHECK(t_max_norm_err(b, a, out_n(&o2)) <= 1e-5, "E = F = I vs exact (%s) err %.3g", t_dt_name(dt), t_max_norm_err(b, a, out_n(&o2)));
+        free(a); free(b); free(e); free(o2.data); fx_free(&f);
+    }
+}
+
+/* ---- shared property helpers ------------------------------------------------------------------ */
+
+/* thread counts 1, 2, 3 (and a workspace given by the caller) give bitwise the same output */
+static void check_threads(attn_desc d, const fx *f, const char *what) {
+    const size_t ob = t_bytes(&f->out);
+    unsigned char *ref = (unsigned char *)t_xmalloc(ob);
+    size_t ws = 0;
+    void *buf;
+    int t;
+    d.n_threads = 1;
+    T_CHECK(attn_forward(&d, f->q, f->k, f->v, f->out, NULL) == ATTN_OK, "%s: 1 thread", what);
+    memcpy(ref, f->out.data, ob);
+    for (t = 2; t <= 3; ++t) {
+        d.n_threads = t;
+        memset(f->out.data, 0x55, ob);
+        T_CHECK(attn_forward(&d, f->q, f->k, f->v, f->out, NULL) == ATTN_OK, "%s: %d threads", what, t);
+        T_CHECK(memcmp(ref, f->out.data, ob) == 0, "%s: %d threads differ from 1", what, t);
+    }
+    T_CHECK(attn_workspace_size(&d, f->q, f->k, f->v, &ws) == ATTN_OK && ws > 0, "%s: workspace query", what);
+    buf = t_xmalloc(ws);
+    memset(buf, 0xFF, ws);
+    d.workspace = buf; d.workspace_size = ws;
+    memset(f->out.data, 0x55, ob);
+    T_CHECK(attn_forward(&d, f->q, f->k, f->v, f->out, NULL) == ATTN_OK, "%s: with workspace", what);
+    T_CHECK(memcmp(ref, f->out.data, ob) == 0, "%s: caller workspace changes the result", what);
+    d.workspace_size = ws - 1;
+    memcpy(f->out.data, ref, ob);
+    T_CHECK(attn_forward(&d, f->q, f->k, f->v, f->out, NULL) == ATTN_ERR_WORKSPACE, "%s: small workspace", what);
+    T_CHECK(memcmp(ref, f->out.data, ob) == 0, "%s: small workspace wrote out", what);
+    free(buf); free(ref);
+}
+
+static void test_linformer_threads(void) {
+    t_rng r = t_rng_seed(1903);
+    int c;
+    for (c = 0; c < 3; ++c) {   /* many heads (tasks >= threads), one head (threaded GEMMs), f16 */
+        const int Hk = c == 1 ? 1 : 3, n = 300;
+        fx f = fx_make(c == 2 ? ATTN_F16 : ATTN_F32, c == 2 ? ATTN_BF16 : ATTN_F32, c == 1 ? 1 : 2, 70, 260, Hk, Hk, 48, 40, c == 2, &r, 1.0);
+        float *e = rand_mat(&r, (size_t)64 * n * Hk, 0.1), *fm = rand_mat(&r, (size_t)64 * n * Hk, 0.1);
+        attn_desc d;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = fm; d.linformer.k = 64; d.linformer.n = n;
+        check_threads(d, &f, "linformer");
+        free(e); free(fm); fx_free(&f);
+    }
+}
+
+/* ---- Nystromformer ---------------------------------------------------------------------------- */
+
+static void test_nystrom_ref(void) {
+    t_rng r = t_rng_seed(1904);
+    const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    int it, n_it = T_QUICK ? 8 : 30;
+    for (it = 0; it < n_it; ++it) {
+        const attn_dtype dt = dts[it % 3], odt = dts[(it / 3) % 3];
+        const int B = t_irange(&r, 1, 2), Hk = t_irange(&r, 1, 2), Hq = Hk * t_irange(&r, 1, 2);
+        const int pad = it % 2, m = t_irange(&r, 1, 8);
+        int Sq = m * t_irange(&r, 1, 6) + (pad ? t_irange(&r, 0, m - 1) : 0);
+        int Sk = m * t_irange(&r, 1, 6) + (pad ? t_irange(&r, 0, m - 1) : 0);
+        const int D = t_irange(&r, 1, 33), Dv = t_irange(&r, 1, 30), conv = t_chance(&r, 0.5), layout = t_irange(&r, 0, 1);
+        fx f;
+        attn_desc d;
+        float *w = NULL;
+        double *ref, *got, err, tol;
+        attn_status s;
+        if (conv) Sk = Sq;
+        f = fx_make(dt, odt, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 0.8);
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_NYSTROM;
+        d.nystrom.landmarks = m; d.nystrom.pad = pad;
+        d.nystrom.iterations = t_chance(&r, 0.5) ? 0 : t_irange(&r, 1, 9);
+        if (conv) {
+            d.nystrom.conv_kernel = t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 0, 4) + 1;
+            w = rand_mat(&r, (size_t)Hq * (d.nystrom.conv_kernel ? d.nystrom.conv_kernel : 35), 0.2);
+            d.nystrom.conv = w;
+        }
+        if (t_chance(&r, 0.3)) d.scale = 0.25f;
+        d.n_threads = t_irange(&r, 1, 3);
+        s = attn_forward(&d, f.q, f.k, f.v, f.out, NULL);
+        T_CHECK(s == ATTN_OK, "nystrom forward: %s", attn_status_str(s));
+        ref = (double *)t_xmalloc(sizeof(double) * out_n(&f.out));
+        r_nystrom(&d, &f.q, &f.k, &f.v, ref);
+        got = out_get(&f.out);
+        err = t_max_norm_err(ref, got, out_n(&f.out));
+        /* fp32 pseudo-inverse iterations amplify rounding by about cond(A) */
+        tol = odt == ATTN_F32 ? 2e-4 : 3.0 * t_dt_rel(odt) + 2e-4;
+        T_CHECK(err <= tol, "nystrom vs ref: err %.3g (tol %.3g) dt %s out %s B%d Sq%d Sk%d m%d pad%d Hq%d Hk%d D%d Dv%d conv%d it%d layout%d",
+                err, tol, t_dt_name(dt), t_dt_name(odt), B, Sq, Sk, m, pad, Hq, Hk, D, Dv, conv, d.nystrom.iterations, layout);
+        free(ref); free(got); free(w); fx_free(&f);
+    }
+}
+
+/* landmarks = n: exact softmax attention (bitwise: the same exact kernel runs) */
+static void test_nystrom_exact(void) {
+    t_rng r = t_rng_seed(1905);
+    int it;
+    for (it = 0; it < 4; ++it) {
+        const int n = 16 + 24 * it;
+        fx f = fx_make(it == 3 ? ATTN_BF16 : ATTN_F32, ATTN_F32, 2, n, n, 4, 2, 32, 24, it & 1, &r, 1.0);
+        attn_tensor o2 = fx_tensor(ATTN_F32, 2, n, 4, 24, it & 1);
+        attn_desc d, x;
+        double *a, *b;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_NYSTROM; d.nystrom.landmarks = n; d.n_threads = 2;
+        x = d; x.kind = ATTN_SOFTMAX;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom m = n");
+        T_CHECK(attn_forward(&x, f.q, f.k, f.v, o2, NULL) == ATTN_OK, "exact");
+        a = out_get(&f.out); b = out_get(&o2);
+        T_CHECK(memcmp(a, b, sizeof(double) * out_n(&o2)) == 0, "nystrom m = n is not exact attention (n %d)", n);
+        free(a); free(b); free(o2.data); fx_free(&f);
+    }
+}
+
+/* The general path on segment-constant inputs: Q and K constant on each of the m segments, so
+   the landmarks are the distinct tokens, B V = A Vbar (Vbar: segment means of V) and
+   F pinv(A) A Vbar = F Vbar is exact attention when the pseudo-inverse has converged. */
+static void test_nystrom_segments(void) {
+    t_rng r = t_rng_seed(1906);
+    const int m = 16, l = 4, n = m * l, D = 16, Dv = 8;
+    fx f = fx_make(ATTN_F32, ATTN_F32, 1, n, n, 2, 2, D, Dv, 0, &r, 1.0);
+    attn_tensor o2 = fx_tensor(ATTN_F32, 1, n, 2, Dv, 0);
+    attn_desc d, x;
+    double *a, *b, err;
+    int s, h, c;
+    for (h = 0; h < 2; ++h)     /* q = k = 2.5 x the segment's first key: A near the identity */
+        for (s = 0; s < n; ++s)
+            for (c = 0; c < D; ++c) t_store(&f.q, 0, s, h, c, 2.5 * t_load(&f.k, 0, (s / l) * l, h, c));
+    for (h = 0; h < 2; ++h)
+        for (s = 0; s < n; ++s)
+            for (c = 0; c < D; ++c) t_store(&f.k, 0, s, h, c, t_load(&f.q, 0, s, h, c));
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_NYSTROM; d.nystrom.landmarks = m; d.nystrom.iterations = 12; d.n_threads = 2;
+    x = d; x.kind = ATTN_SOFTMAX;
+    T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom segments");
+    T_CHECK(attn_forward(&x, f.q, f.k, f.v, o2, NULL) == ATTN_OK, "exact segments");
+    a = out_get(&f.out); b = out_get(&o2);
+    err = t_max_norm_err(b, a, out_n(&o2));
+    T_CHECK(err <= 1e-4, "nystrom on segment-constant inputs vs exact: err %.3g", err);
+    free(a); free(b); free(o2.data); fx_free(&f);
+}
+
+/* the iteration converges to a double-precision inverse (Gauss-Jordan) for well-conditioned A */
+static int r_inverse(const double *A, int m, double *X) {
+    double *M = (double *)t_xmalloc(sizeof(double) * (size_t)m * 2 * m);
+    int i, j, p, c;
+    for (i = 0; i < m; ++i)
+        for (j = 0; j < 2 * m; ++j) M[(size_t)i * 2 * m + j] = j < m ? A[(size_t)i * m + j] : (j - m == i);
+    for (c = 0; c < m; ++c) {
+        int piv = c;
+        double pv;
+        for (i = c + 1; i < m; ++i) if (fabs(M[(size_t)i * 2 * m + c]) > fabs(M[(size_t)piv * 2 * m + c])) piv = i;
+        if (M[(size_t)piv * 2 * m + c] == 0.0) { free(M); return 0; }
+        for (j = 0; j < 2 * m; ++j) { double t = M[(size_t)c * 2 * m + j]; M[(size_t)c * 2 * m + j] = M[(size_t)piv * 2 * m + j]; M[(size_t)piv * 2 * m + j] = t; }
+        pv = M[(size_t)c * 2 * m + c];
+        for (j = 0; j < 2 * m; ++j) M[(size_t)c * 2 * m + j] /= pv;
+        for (p = 0; p < m; ++p) {
+            double fct = M[(size_t)p * 2 * m + c];
+            if (p == c || fct == 0.0) continue;
+            for (j = 0; j < 2 * m; ++j) M[(size_t)p * 2 * m + j] -= fct * M[(size_t)c * 2 * m + j];
+        }
+    }
+    for (i = 0; i < m; ++i) for (j = 0; j < m; ++j) X[(size_t)i * m + j] = M[(size_t)i * 2 * m + m + j];
+    free(M);
+    return 1;
+}
+
+static void test_nystrom_pinv(void) {
+    t_rng r = t_rng_seed(1907);
+    const int ms[6] = { 1, 7, 32, 64, 64, 128 }, its[6] = { 6, 6, 6, 6, 14, 14 };
+    const double diags[6] = { 3.0, 3.0, 5.0, 6.0, 3.0, 3.0 };
+    int t;
+    for (t = 0; t < 6; ++t) {
+        const int m = ms[t], iters = its[t];
+        const double diag = diags[t];
+        double *A = (double *)t_xmalloc(sizeof(double) * (size_t)m * m), *X = (double *)t_xmalloc(sizeof(double) * (size_t)m * m);
+        double *Zr = (double *)t_xmalloc(sizeof(double) * (size_t)m * m), err6 = 0.0, errd = 0.0, mx = 0.0;
+        float *a = (float *)t_xmalloc(sizeof(float) * (size_t)m * m), *z = (float *)t_xmalloc(sizeof(float) * (size_t)m * m);
+        int i, j;
+        /* a softmax matrix with a strong diagonal: rows sum to 1, condition number a few units */
+        for (i = 0; i < m; ++i) for (j = 0; j < m; ++j) A[(size_t)i * m + j] = 0.5 * t_normal(&r) + (i == j ? diag : 0.0);
+        r_softmax_rows(A, m, m, 1.0);
+        for (i = 0; i < m * m; ++i) { a[i] = (float)A[i]; A[i] = a[i]; }
+        T_CHECK(r_inverse(A, m, X), "test matrix singular");
+        T_CHECK(attn_nystrom_pinv(m, iters, a, z) == ATTN_OK, "pinv");
+        r_pinv_iter(A, m, iters, Zr);
+        for (i = 0; i < m * m; ++i) {
+            if (fabs(X[i]) > mx) mx = fabs(X[i]);
+            if (fabs(z[i] - X[i]) > err6) err6 = fabs(z[i] - X[i]);
+            if (fabs(Zr[i] - X[i]) > errd) errd = fabs(Zr[i] - X[i]);
+        }
+        T_CHECK(errd / mx <= 1e-10, "pinv iteration (double, %d steps) vs inverse: %.3g (m %d)", iters, errd / mx, m);
+        T_CHECK(err6 / mx <= 2e-5, "attn_nystrom_pinv (%d steps) vs double inverse: %.3g (m %d)", iters, err6 / mx, m);
+        free(A); free(X); free(Zr); free(a); free(z);
+    }
+}
+
+static void test_nystrom_threads(void) {
+    t_rng r = t_rng_seed(1908);
+    int c;
+    for (c = 0; c < 2; ++c) {
+        fx f = fx_make(c ? ATTN_BF16 : ATTN_F32, c ? ATTN_F16 : ATTN_F32, 2, 96, 96, 4, 2, 32, 32, c, &r, 1.0);
+        float *w = rand_mat(&r, 4 * 35, 0.1);
+        attn_desc d;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 32;
+        if (c) d.nystrom.conv = w;
+        check_threads(d, &f, c ? "nystrom bf16 conv" : "nystrom");
+        free(w); fx_free(&f);
+    }
+}
+
+/* Approximation error vs exact attention for m in {16, 32, 64, 128} on a fixed input (reported) */
+static void test_nystrom_error_report(void) {
+    t_rng r = t_rng_seed(1909);
+    const int n = T_QUICK ? 256 : 512, ms[5] = { 16, 32, 64, 128, 0 };
+    fx f = fx_make(ATTN_F32, ATTN_F32, 1, n, n, 2, 2, 32, 32, 0, &r, 0.7);
+    attn_tensor o2 = fx_tensor(ATTN_F32, 1, n, 2, 32, 0);
+    attn_desc d, x;
+    double *ex, err[5];
+    int i;
+    memset(&x, 0, sizeof x);
+    T_CHECK(attn_forward(&x, f.q, f.k, f.v, o2, NULL) == ATTN_OK, "exact");
+    ex = out_get(&o2);
+    printf("     nystrom error vs exact (n %d, d 32, q,k ~ N(0, 0.49), max-normalised):", n);
+    for (i = 0; i < 5; ++i) {
+        double *a;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_NYSTROM; d.nystrom.landmarks = ms[i] ? ms[i] : n;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom m %d", d.nystrom.landmarks);
+        a = out_get(&f.out);
+        err[i] = t_max_norm_err(ex, a, out_n(&o2));
+        printf(" m %d: %.3g%s", d.nystrom.landmarks, err[i], i < 4 ? "," : "\n");
+        free(a);
+    }
+    T_CHECK(err[3] < err[0] && err[0] < 1.0, "nystrom error should fall from m 16 (%.3g) to 128 (%.3g)", err[0], err[3]);
+    T_CHECK(err[4] == 0.0, "nystrom m = n error %.3g", err[4]);
+    free(ex); free(o2.data); fx_free(&f);
+}
+
+/* ---- error paths ------------------------------------------------------------------------------ */
+
+/* call must return exactly want and leave out (and lse) untouched */
+static void expect_status(const attn_desc *d, const fx *f, float *lse, attn_status want, const char *what) {
+    const size_t ob = t_bytes(&f->out);
+    float lbuf[64];
+    attn_status s;
+    t_sentinel(f->out.data, ob, 0x3B);
+    t_sentinel(lbuf, sizeof lbuf, 0x11);
+    s = attn_forward(d, f->q, f->k, f->v, f->out, lse ? lbuf : NULL);
+    if (T_CHECK(s == want, "%s: got %s, want %s", what, attn_status_str(s), attn_status_str(want)) &&
+        T_CHECK(t_sentinel_ok(f->out.data, ob, 0x3B) && t_sentinel_ok(lbuf, sizeof lbuf, 0x11), "%s: output written", what))
+        t_status_provoked[want] = 1;
+}
+
+static void test_lowrank_errors(void) {
+    t_rng r = t_rng_seed(1910);
+    fx f = fx_make(ATTN_F32, ATTN_F32, 1, 8, 8, 2, 2, 4, 4, 0, &r, 1.0);
+    fx g = fx_make(ATTN_F32, ATTN_F32, 1, 8, 6, 2, 2, 4, 4, 0, &r, 1.0);
+    float *e = rand_mat(&r, 2 * 4 * 8, 0.3), w[2 * 35], a[4] = { 0, 0, 0, 0 }, z[4];
+    attn_desc d0, d;
+    int dummy[1] = { 8 };
+    float dummyf[2] = { 0, 0 };
+    memset(w, 0, sizeof w);
+    memset(&d0, 0, sizeof d0);
+    d0.kind = ATTN_LINFORMER; d0.linformer.e = e; d0.linformer.k = 4; d0.linformer.n = 8; d0.linformer.shared_kv = 1;
+    d = d0; T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "linformer base call");
+    d = d0; d.linformer.e = NULL; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_NULL_E, "linformer e NULL");
+    d = d0; d.linformer.shared_kv = 0; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_NULL_F, "linformer f NULL");
+    d = d0; d.linformer.n = 7; d.linformer.k = 4; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_N, "linformer n < k.seq");
+    d = d0; d.linformer.k = 9; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_K, "linformer k > n");
+    d = d0; d.linformer.k = 0; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_K, "linformer k 0");
+    d = d0; d.linformer.shared_heads = 2; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_HEADS, "linformer shared_heads");
+    d = d0; d.linformer.shared_kv = -1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_KV, "linformer shared_kv");
+    d = d0; d.causal = 1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer causal");
+    d = d0; d.seqlens_k = dummy; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer seqlens_k");
+    d = d0; d.alibi_slopes = dummyf; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer alibi");
+    d = d0; d.scale = INFINITY; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "linformer scale (exact kernel's check)");
+    d = d0; d.n_threads = -1; expect_status(&d, &f, NULL, ATTN_ERR_N_THREADS, "linformer n_threads");
+    d = d0; { attn_tensor q2 = f.q; fx h = f; q2.data = NULL; h.q = q2; expect_status(&d, &h, NULL, ATTN_ERR_NULL_Q, "linformer q NULL"); }
+    /* decode and step are not operations of the low-rank kinds, nor is Nystrom's backward */
+    T_CHECK(attn_decode(&d0, f.q, NULL, f.out, NULL) == ATTN_ERR_KIND_OP, "linformer decode: KIND_OP");
+    {   /* backward: the user's dk/dv checked before anything is written */
+        fx h = fx_make(ATTN_F32, ATTN_F32, 1, 8, 8, 2, 2, 4, 4, 0, &r, 1.0);   /* dq, dk, dv */
+        float lse[16];
+        attn_tensor dk2 = h.k;
+        const size_t bq = t_bytes(&h.q), bk = t_bytes(&h.k), bv = t_bytes(&h.v);
+        attn_status st;
+        T_CHECK(attn_forward(&d0, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer forward for backward");
+        t_sentinel(h.q.data, bq, 1); t_sentinel(h.k.data, bk, 2); t_sentinel(h.v.data, bv, 3);
+        dk2.data = NULL;
+        st = attn_backward(&d0, f.q, f.k, f.v, f.out, f.out, lse, h.q, dk2, h.v);
+        T_CHECK(st == ATTN_ERR_BWD_NULL_DK, "linformer backward dk NULL: %s", attn_status_str(st));
+        dk2 = h.k; dk2.seq = 7;
+        st = attn_backward(&d0, f.q, f.k, f.v, f.out, f.out, lse, h.q, dk2, h.v);
+        T_CHECK(st == ATTN_ERR_BWD_DK_SHAPE, "linformer backward dk shape: %s", attn_status_str(st));
+        st = attn_backward(&d0, f.q, f.k, f.v, f.out, f.out, NULL, h.q, h.k, h.v);
+        T_CHECK(st == ATTN_ERR_BWD_NULL_LSE, "linformer backward lse NULL: %s", attn_status_str(st));
+        d = d0; d.linformer.k = 9;
+        st = attn_backward(&d, f.q, f.k, f.v, f.out, f.out, lse, h.q, h.k, h.v);
+        T_CHECK(st == ATTN_ERR_LINFORMER_K, "linformer backward k > n: %s", attn_status_str(st));
+        T_CHECK(t_sentinel_ok(h.q.data, bq, 1) && t_sentinel_ok(h.k.data, bk, 2) && t_sentinel_ok(h.v.data, bv, 3),
+                "linformer backward error wrote an output");
+        d = d0; d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 4;
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, f.out, lse, h.q, h.k, h.v) == ATTN_ERR_KIND_OP, "nystrom backward: KIND_OP");
+        fx_free(&h);
+    }
+
+    memset(&d0, 0, sizeof d0);
+    d0.kind = ATTN_NYSTROM; d0.nystrom.landmarks = 4;
+    d = d0; T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom base call");
+    d = d0; d.nystrom.landmarks = 3; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_DIVIDE, "nystrom m does not divide n");
+    d = d0; d.nystrom.landmarks = 4; expect_status(&d, &g, NULL, ATTN_ERR_NYSTROM_DIVIDE, "nystrom m does not divide k.seq");
+    d = d0; d.nystrom.landmarks = 3; d.nystrom.pad = 1; T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom pad accepts m 3");
+    d = d0; d.nystrom.landmarks = 9; d.nystrom.pad = 1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_LANDMARKS, "nystrom m > n");
+    d = d0; d.nystrom.landmarks = -1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_LANDMARKS, "nystrom m < 0");
+    d = d0; d.nystrom.landmarks = 0; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_LANDMARKS, "nystrom default 64 > n");
+    d = d0; d.nystrom.iterations = -1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_ITERATIONS, "nystrom iterations < 0");
+    d = d0; d.nystrom.pad = 2; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PAD, "nystrom pad");
+    d = d0; d.nystrom.conv = w; d.nystrom.conv_kernel = 4; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_CONV_KERNEL, "nystrom even kernel");
+    d = d0; d.nystrom.conv = w; d.nystrom.conv_kernel = -3; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_CONV_KERNEL, "nystrom negative kernel");
+    d = d0; d.nystrom.conv = w; d.nystrom.landmarks = 2; expect_status(&d, &g, NULL, ATTN_ERR_NYSTROM_CONV_SEQ, "nystrom conv with q.seq != k.seq");
+    d = d0; d.causal = 1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom causal");
+    d = d0; d.softcap = 1.0f; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom softcap");
+    d = d0; d.dropout_p = 0.1f; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom dropout");
+    d = d0; expect_status(&d, &f, dummyf, ATTN_ERR_NYSTROM_LSE, "nystrom lse");
+    d = d0; d.scale = NAN; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "nystrom scale (exact kernel's check)");
+    {   /* the public pseudo-inverse */
+        float one[1] = { 2.0f };
+        memcpy(z, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16);
+        T_CHECK(attn_nystrom_pinv(2, 6, NULL, z) == ATTN_ERR_NYSTROM_PINV_NULL, "pinv a NULL");
+        T_CHECK(attn_nystrom_pinv(2, 6, a, NULL) == ATTN_ERR_NYSTROM_PINV_NULL, "pinv z NULL");
+        T_CHECK(attn_nystrom_pinv(0, 6, a, z) == ATTN_ERR_NYSTROM_PINV_M, "pinv m 0");
+        T_CHECK(attn_nystrom_pinv(2, 0, a, z) == ATTN_ERR_NYSTROM_ITERATIONS, "pinv zero iterations");
+        T_CHECK(attn_nystrom_pinv(2, 6, a, z) == ATTN_ERR_NYSTROM_PINV_A, "pinv zero matrix");
+        T_CHECK(memcmp(z, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16) == 0, "pinv error wrote z");
+        t_status_provoked[ATTN_ERR_NYSTROM_PINV_NULL] = t_status_provoked[ATTN_ERR_NYSTROM_PINV_M] = 1;
+        t_status_provoked[ATTN_ERR_NYSTROM_PINV_A] = 1;
+        T_CHECK(attn_nystrom_pinv(1, 6, one, z) == ATTN_OK && fabs(z[0] - 0.5) < 1e-6, "pinv of [2] = %g", (double)z[0]);
+    }
+    T_CHECK(strstr(attn_kind_name(ATTN_LINFORMER), "Linformer") != NULL && strstr(attn_kind_name(ATTN_NYSTROM), "Nystrom") != NULL,
+            "kind names");
+    free(e); fx_free(&f); fx_free(&g);
+}
+
+/* ---- Linformer backward: finite differences of a double-precision forward ---------------- */
+
+typedef struct {
+    int B, Sq, Sk, Hq, Hk, D, Dv, kp, n, sh, skv;
+    double *q, *k, *v, *e, *f, *dout;    /* dense [B][S][H][dim]; E, F [ne][kp][n] */
+} lin_prob;
+
+static double lin_loss(const lin_prob *P) {
+    const int g = P->Hq / P->Hk;
+    double *Kp = (double *)t_xmalloc(sizeof(double) * (size_t)P->kp * P->D), *Vp = (double *)t_xmalloc(sizeof(double) * (size_t)P->kp * P->Dv);
+    double *Q = (double *)t_xmalloc(sizeof(double) * (size_t)P->Sq * P->D), *o = (double *)t_xmalloc(sizeof(double) * (size_t)P->Sq * P->Dv);
+    double L = 0.0;
+    int b, h, i, j, c;
+    for (b = 0; b < P->B; ++b)
+        for (h = 0; h < P->Hq; ++h) {
+            const int hk = h / g;
+            const double *E = P->e + (P->sh ? 0 : (size_t)hk * P->kp * P->n), *F = (P->skv ? P->e : P->f) + (P->sh ? 0 : (size_t)hk * P->kp * P->n);
+            for (i = 0; i < P->kp; ++i) {
+                for (c = 0; c < P->D; ++c) {
+                    double a = 0.0;
+                    for (j = 0; j < P->Sk; ++j) a += E[(size_t)i * P->n + j] * P->k[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->D + c];
+                    Kp[(size_t)i * P->D + c] = a;
+                }
+                for (c = 0; c < P->Dv; ++c) {
+                    double a = 0.0;
+                    for (j = 0; j < P->Sk; ++j) a += F[(size_t)i * P->n + j] * P->v[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->Dv + c];
+                    Vp[(size_t)i * P->Dv + c] = a;
+                }
+            }
+            for (i = 0; i < P->Sq; ++i)
+                for (c = 0; c < P->D; ++c) Q[(size_t)i * P->D + c] = P->q[(((size_t)b * P->Sq + i) * P->Hq + h) * P->D + c];
+            r_attn(Q, P->Sq, Kp, P->kp, Vp, P->D, P->Dv, 1.0 / sqrt((double)P->D), 0.0, o, NULL);
+            for (i = 0; i < P->Sq; ++i)
+                for (c = 0; c < P->Dv; ++c) L += o[(size_t)i * P->Dv + c] * P->dout[(((size_t)b * P->Sq + i) * P->Hq + h) * P->Dv + c];
+        }
+    free(Kp); free(Vp); free(Q); free(o);
+    return L;
+}
+
+/* max-normalised error of the library's gradient g (n floats) against central differences of x */
+static double fd_err(lin_prob *P, double *x, const float *g, size_t n) {
+    double *fd = (double *)t_xmalloc(sizeof(double) * n), *gd = (double *)t_xmalloc(sizeof(double) * n), err;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        const double x0 = x[i], eps = 1e-6;
+        double lp, lm;
+        x[i] = x0 + eps; lp = lin_loss(P);
+        x[i] = x0 - eps; lm = lin_loss(P);
+        x[i] = x0;
+        fd[i] = (lp - lm) / (2 * eps); gd[i] = g[i];
+    }
+    err = t_max_norm_err(fd, gd, n);
+    free(fd); free(gd);
+    return err;
+}
+
+static double *to_double(const float *x, size_t n) {
+    double *d = (double *)t_xmalloc(sizeof(double) * n);
+    size_t i;
+    for (i = 0; i < n; ++i) d[i] = x[i];
+    return d;
+}
+
+static void test_linformer_backward(void) {
+    t_rng r = t_rng_seed(1911);
+    int cfg;
+    for (cfg = 0; cfg < 6; ++cfg) {
+        lin_prob P;
+        const int only_de = cfg == 4, threads_check = cfg == 5;
+        fx f, gr;
+        attn_desc d;
+        float *e, *fm, *de, *df, *lse, *dout;
+        attn_tensor to;
+        size_t ne, nq, nk, nv, no, i;
+        double err;
+        attn_status s;
+        P.B = 2; P.Sq = 5; P.Sk = 6 + (cfg & 1); P.Hq = 4; P.Hk = 2; P.D = 4; P.Dv = 3; P.kp = 3; P.n = 8;
+        P.sh = cfg == 1 || cfg == 3; P.skv = cfg == 2 || cfg == 3;
+        f = fx_make(ATTN_F32, ATTN_F32, P.B, P.Sq, P.Sk, P.Hq, P.Hk, P.D, P.Dv, 0, &r, 1.0);
+        gr = fx_make(ATTN_F32, ATTN_F32, P.B, P.Sq, P.Sk, P.Hq, P.Hk, P.D, P.Dv, cfg & 1, &r, 1.0);   /* dq, dk, dv (strided for odd cfg) */
+        ne = (size_t)P.kp * P.n * (P.sh ? 1 : P.Hk);
+        nq = (size_t)P.B * P.Sq * P.Hq * P.D; nk = (size_t)P.B * P.Sk * P.Hk * P.D; nv = (size_t)P.B * P.Sk * P.Hk * P.Dv;
+        no = (size_t)P.B * P.Sq * P.Hq * P.Dv;
+        e = rand_mat(&r, ne, 0.7); fm = rand_mat(&r, ne, 0.7);
+        de = (float *)t_xmalloc(sizeof(float) * ne); df = (float *)t_xmalloc(sizeof(float) * ne);
+        t_sentinel(de, sizeof(float) * ne, 7); t_sentinel(df, sizeof(float) * ne, 8);
+        dout = rand_mat(&r, no, 1.0);
+        lse = (float *)t_xmalloc(sizeof(float) * (size_t)P.B * P.Hq * P.Sq);
+        to = attn_tensor_dense(dout, ATTN_F32, P.B, P.Sq, P.Hq, P.Dv);
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = P.skv ? NULL : fm; d.linformer.k = P.kp; d.linformer.n = P.n;
+        d.linformer.shared_heads = P.sh; d.linformer.shared_kv = P.skv;
+        d.linformer.de = de; d.linformer.df = only_de ? NULL : df;
+        d.n_threads = 1 + cfg % 3;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer forward (backward test)");
+        s = attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, gr.q, gr.k, gr.v);
+        T_CHECK(s == ATTN_OK, "linformer backward: %s", attn_status_str(s));
+        P.q = to_double((const float *)f.q.data, nq); P.k = to_double((const float *)f.k.data, nk);
+        P.v = to_double((const float *)f.v.data, nv); P.e = to_double(e, ne); P.f = to_double(fm, ne); P.dout = to_double(dout, no);
+        {   /* gradients read back densely from the (maybe strided) outputs */
+            float *gq = (float *)t_xmalloc(sizeof(float) * nq), *gk = (float *)t_xmalloc(sizeof(float) * nk), *gv = (float *)t_xmalloc(sizeof(float) * nv);
+            double *t;
+            t = out_get(&gr.q); for (i = 0; i < nq; ++i) gq[i] = (float)t[i]; free(t);
+            t = out_get(&gr.k); for (i = 0; i < nk; ++i) gk[i] = (float)t[i]; free(t);
+            t = out_get(&gr.v); for (i = 0; i < nv; ++i) gv[i] = (float)t[i]; free(t);
+            err = fd_err(&P, P.q, gq, nq); T_CHECK(err <= 1e-5, "linformer dq vs finite differences: %.3g (cfg %d)", err, cfg);
+            err = fd_err(&P, P.k, gk, nk); T_CHECK(err <= 1e-5, "linformer dk vs finite differences: %.3g (cfg %d)", err, cfg);
+            err = fd_err(&P, P.v, gv, nv); T_CHECK(err <= 1e-5, "linformer dv vs finite differences: %.3g (cfg %d)", err, cfg);
+            err = fd_err(&P, P.e, de, ne); T_CHECK(err <= 1e-5, "linformer dE vs finite differences: %.3g (cfg %d sh %d kv %d)", err, cfg, P.sh, P.skv);
+            if (!P.skv && !only_de) {
+                err = fd_err(&P, P.f, df, ne); T_CHECK(err <= 1e-5, "linformer dF vs finite differences: %.3g (cfg %d)", err, cfg);
+            } else {
+                T_CHECK(t_sentinel_ok(df, sizeof(float) * ne, 8), "linformer df written when it should not be (cfg %d)", cfg);
+            }
+            free(gq); free(gk); free(gv);
+        }
+        if (threads_check) {   /* bitwise the same for 1, 2, 3 threads and a caller workspace */
+            float *ref = (float *)t_xmalloc(sizeof(float) * (nq + nk + nv + ne)), *cur = (float *)t_xmalloc(sizeof(float) * (nq + nk + nv + ne));
+            size_t ws = 0;
+            void *buf;
+            int t;
+            for (t = 1; t <= 4; ++t) {
+                d.n_threads = t == 4 ? 2 : t;
+                if (t == 4) {
+                    T_CHECK(attn_backward_workspace_size(&d, f.q, f.k, f.v, &ws) == ATTN_OK && ws > 0, "linformer backward workspace query");
+                    buf = t_xmalloc(ws); memset(buf, 0xFF, ws); d.workspace = buf; d.workspace_size = ws;
+                }
+                T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, gr.q, gr.k, gr.v) == ATTN_OK, "linformer backward threads");
+                memcpy(cur, gr.q.data, sizeof(float) * nq); memcpy(cur + nq, gr.k.data, sizeof(float) * nk);
+                memcpy(cur + nq + nk, gr.v.data, sizeof(float) * nv); memcpy(cur + nq + nk + nv, de, sizeof(float) * ne);
+                if (t == 1) memcpy(ref, cur, sizeof(float) * (nq + nk + nv + ne));
+                else T_CHECK(memcmp(ref, cur, sizeof(float) * (nq + nk + nv + ne)) == 0, "linformer backward: run %d differs from 1 thread", t);
+                if (t == 4) { d.workspace = NULL; free(buf); }
+            }
+            free(ref); free(cur);
+        }
+        free(P.q); free(P.k); free(P.v); free(P.e); free(P.f); free(P.dout);
+        free(e); free(fm); free(de); free(df); free(lse); free(dout); fx_free(&f); fx_free(&gr);
+    }
+}
+
+void test_lowrank(void) {
+    test_linformer_backward();
+    test_linformer_ref();
+    test_linformer_identity();
+    test_linformer_threads();
+    test_nystrom_pinv();
+    test_nystrom_ref();
+    test_nystrom_exact();
+    test_nystrom_segments();
+    test_nystrom_threads();
+    test_nystrom_error_report();
+    test_lowrank_errors();
+}

@@ -1,0 +1,756 @@
+/* tests/test_sparse.c - sparse attention kinds (ATTN_LONGFORMER, ATTN_BIGBIRD) against naive
+   double-precision references that build each pattern from ZOO.md ("Sparse" and "Exact
+   attention and its masks") on their own, then apply a masked softmax in double.
+
+   TOLERANCES (q/k/v are rounded to their storage dtype before the reference reads them, so the
+   reference computes on exactly the stored values):
+     out:  |out - ref| <= TOL * max(1, max |ref| of the row) + rel(out dtype) * |ref|
+           TOL = 2e-5 (fp32 kernels); bf16 q/k/v on the exact core's bf16 tiles (Longformer,
+           where the CPU has them) round P to bf16: TOL = 2^-8 (the documented 2^-9 max|v|
+           with margin, |v| <= 5 here)
+     lse:  |lse - ref| <= 2e-5 * max(1, |ref|)
+     rows that see no key: out exactly 0, lse exactly -inf
+   Properties: one dilation for every head == ATTN_SOFTMAX with that dilation (bitwise);
+   per-head pieces == one ATTN_SOFTMAX call per head (bitwise); BigBird with enough random
+   blocks or the HF fallback == full attention; a seeded BigBird == the same table passed
+   explicitly (bitwise); duplicate/window/global entries in the table change nothing (set
+   union, bitwise); thread counts 1, 2, 3 and a caller workspace give bitwise equal results;
+   the drawn table equals an independent implementation of the documented formula; every
+   sparse status with outputs untouched. */
+#include "test.h"
+
+extern size_t t_attn_mallocs;
+
+#define TOL_OUT 2e-5
+#define TOL_LSE 2e-5
+
+/* ---- tensors with their own dense buffers ------------------------------------------------ */
+typedef struct { attn_tensor t; void *buf; size_t n; } sp_tensor;
+
+static sp_tensor sp_make(attn_dtype dt, int B, int S, int H, int D, int bhsd) {
+    sp_tensor x;
+    x.t = bhsd ? attn_tensor_bhsd(NULL, dt, B, H, S, D) : attn_tensor_dense(NULL, dt, B, S, H, D);
+    x.n = (size_t)B * S * H * D;
+    x.buf = t_xmalloc(x.n * t_dt_size(dt));
+    memset(x.buf, 0, x.n * t_dt_size(dt));
+    x.t.data = x.buf;
+    return x;
+}
+static void sp_free(sp_tensor *x) { free(x->buf); x->buf = NULL; }
+static size_t sp_bytes(const sp_tensor *x) { return x->n * t_dt_size(x->t.dtype); }
+
+/* ---- the reference: masked softmax in double over vis(b, h, i, j) ------------------------ */
+typedef int (*sp_vis_fn)(const void *ctx, int b, int h, int i, int j);
+
+typedef struct {
+    double scale, softcap;
+    const float *alibi;          /* [Hq] or NULL: - slope |p - j| */
+    const float *bias;           /* dense [B][Hq][Sq][Sk] or NULL */
+} sp_opts;
+
+/* out [B][Sq][Hq][Dv], lse [B][Hq][Sq] */
+static void sp_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const sp_opts *o,
+                   sp_vis_fn vis, const void *ctx, double *out, double *lse) {
+    const int B = q->batch, Sq = q->seq, Sk = k->seq, Hq = q->heads, g = Hq / k->heads, D = q->dim, Dv = v->dim;
+    double *s = (double *)t_xmalloc(sizeof(double) * (size_t)Sk);
+    int b, h, i, j, d;
+    for (b = 0; b < B; ++b)
+        for (h = 0; h < Hq; ++h)
+            for (i = 0; i < Sq; ++i) {
+                double m = -INFINITY, l = 0.0;
+                double *orow = out + (((size_t)b * Sq + i) * Hq + h) * Dv;
+                for (j = 0; j < Sk; ++j) {
+                    double x = 0.0;
+                    s[j] = -INFINITY;
+                    if (!vis(ctx, b, h, i, j)) continue;
+                    for (d = 0; d < D; ++d) x += t_load(q, b, i, h, d) * t_load(k, b, j, h / g, d);
+                    x *= o->scale;
+                    if (o->softcap > 0) x = o->softcap * tanh(x / o->softcap);
+                    if (o->bias) x += o->bias[(((size_t)b * Hq + h) * Sq + i) * Sk + j];
+                    if (o->alibi) x -= o->alibi[h] * fabs((double)(i + Sk - Sq) - j);
+                    s[j] = x;
+                    if (x > m) m = x;
+                }
+                for (d = 0; d < Dv; ++d) orow[d] = 0.0;
+                if (m == -INFINITY) { lse[((size_t)b * Hq + h) * Sq + i] = -INFINITY; continue; }
+                for (j = 0; j < Sk; ++j) {
+                    double p;
+                    if (s[j] == -INFINITY) continue;
+                    p = exp(s[j] - m);
+                    l += p;
+                    for (d = 0; d < Dv; ++d) orow[d] += p * t_load(v, b, j, h / g, d);
+                }
+                for (d = 0; d < Dv; ++d) orow[d] /= l;
+                lse[((size_t)b * Hq + h) * Sq + i] = m + log(l);
+            }
+    free(s);
+}
+
+/* Compares out/lse with the reference; returns 1 if within tolerance. */
+static int sp_compare(const char *what, const attn_tensor *out, const float *lse, const double *ro, const double *rl,
+                      double tol) {
+    const int B = out->batch, S = out->seq, H = out->heads, Dv = out->dim;
+    const double rel = t_dt_rel(out->dtype);
+    double worst = 0.0;
+    int b, s, h, d, ok = 1;
+    for (b = 0; b < B; ++b)
+        for (s = 0; s < S; ++s)
+            for (h = 0; h < H; ++h) {
+                const double *r = ro + (((size_t)b * S + s) * H + h) * Dv;
+                double mx = 1.0;
+                for (d = 0; d < Dv; ++d) if (fabs(r[d]) > mx) mx = fabs(r[d]);
+                for (d = 0; d < Dv; ++d) {
+                    const double got = t_load(out, b, s, h, d), e = fabs(got - r[d]);
+                    const double bound = tol * mx + rel * fabs(r[d]);
+                    if (!(e <= bound)) { ok = 0; if (e / bound > worst || e != e) worst = e != e ? INFINITY : e / bound; }
+                }
+                if (lse) {
+                    const double L = rl[((size_t)b * H + h) * S + s], got = lse[((size_t)b * H + h) * S + s];
+                    if (L == -INFINITY) { if (got != -INFINITY) ok = 0; }
+                    else if (!(fabs(got - L) <= TOL_LSE * (fabs(L) > 1 ? fabs(L) : 1))) ok = 0;
+                }
+            }
+    T_CHECK(ok, "%s: out/lse differ from the reference (worst error %.3g x the bound)", what, worst);
+    return ok;
+}
+
+/* ---- Longformer reference: ZOO's keys p + D_h (k - w), k = 0..2w, plus global tokens ------- */
+typedef struct {
+    int Sq, Sk, wl, wr, G, causal;
+    const int *dil;              /* [Hq] */
+    const int *seqlens_k;        /* [B] or NULL */
+} lf_ref;
+
+static int lf_vis(const void *ctx, int b, int h, int i, int j) {
+    const lf_ref *L = (const lf_ref *)ctx;
+    const int Lk = L->seqlens_k ? L->seqlens_k[b] : L->Sk, p = i + L->Sk - L->Sq;
+    const int D = L->dil[h] > 1 ? L->dil[h] : 1;
+    int t;
+    if (j >= Lk || (L->seqlens_k && i >= Lk)) return 0;  /* padding keys and rows */
+    if (L->causal && j > p) return 0;                    /* autoregressive form */
+    if (j < L->G || p < L->G) return 1;                  /* global tokens, both ways */
+    /* the dilated window, listed (attn_desc: a window side of 0 is unbounded) */
+    for (t = -(L->wl ? L->wl : L->Sk + L->Sq); t <= (L->wr ? L->wr : L->Sk + L->Sq); ++t)
+        if (p + D * t == j) return 1;
+    return 0;
+}
+
+static attn_dtype sp_dtypes[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+
+/* One random Longformer case against the reference, plus the bitwise properties. */
+static void lf_case(t_rng *r, int B, int Sq, int Sk, int Hq, int Hkv, int D, int Dv, attn_dtype kvt, attn_dtype qt,
+                    int wl, int wr, int G, int causal, int mode, int use_lse, int extras) {
+    sp_tensor q = sp_make(qt, B, Sq, Hq, D, mode == 1), k = sp_make(kvt, B, Sk, Hkv, D, 0),
+              v = sp_make(kvt, B, Sk, Hkv, Dv, mode == 1), o = sp_make(qt, B, Sq, Hq, Dv, 0),
+              o2 = sp_make(qt, B, Sq, Hq, Dv, 0);
+    int *dil = (int *)t_xmalloc(sizeof(int) * (size_t)Hq), *slk = NULL, h, b;
+    float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * Sq), *lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * Sq);
+    float *alibi = NULL, *bias = NULL;
+    double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)B * Sq * Hq * Dv), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * Hq * Sq);
+    attn_desc d;
+    sp_opts opt;
+    lf_ref L;
+    char what[160];
+    attn_status s;
+    double tol = TOL_OUT;
+    t_fill_normal(&q.t, r, 1.0); t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+    for (h = 0; h < Hq; ++h)   /* mode 2: one dilation; mode 3: up to beyond the sequence */
+        dil[h] = mode == 2 ? 3 : mode == 3 ? t_irange(r, 0, 2 * Sq) : t_irange(r, 0, 4);
+    memset(&d, 0, sizeof d);
+    memset(&opt, 0, sizeof opt);
+    d.kind = ATTN_LONGFORMER;
+    d.window_left = wl; d.window_right = wr; d.global_tokens = G; d.causal = causal;
+    d.longformer.dilations = dil;
+    d.n_threads = 1 + (int)(t_next(r) % 3);
+    opt.scale = 1.0 / sqrt((double)D);
+    if (extras & 1) {                                    /* ALiBi, per head */
+        alibi = (float *)t_xmalloc(sizeof(float) * (size_t)Hq);
+        for (h = 0; h < Hq; ++h) alibi[h] = (float)(0.05 * (h + 1));
+        d.alibi_slopes = alibi; opt.alibi = alibi;
+    }
+    if (extras & 2) {                                    /* a per-head bias */
+        size_t n = (size_t)B * Hq * Sq * Sk, i;
+        bias = (float *)t_xmalloc(sizeof(float) * n);
+        for (i = 0; i < n; ++i) bias[i] = (float)(0.5 * t_normal(r));
+        d.bias.data = bias; d.bias.batch = B; d.bias.heads = Hq;
+        opt.bias = bias;
+    }
+    if ((extras & 4) && Sq == Sk) {                      /* padding (self-attention lengths) */
+        slk = (int *)t_xmalloc(sizeof(int) * (size_t)B);
+        for (b = 0; b < B; ++b) slk[b] = t_irange(r, 1, Sk);
+        d.seqlens_k = slk; d.seqlens_q = slk;
+    }
+    if (extras & 8) { d.softcap = 5.0f; opt.softcap = 5.0; }
+    L.Sq = Sq; L.Sk = Sk; L.wl = wl; L.wr = wr; L.G = G; L.causal = causal; L.dil = dil; L.seqlens_k = slk;
+    sp_ref(&q.t, &k.t, &v.t, &opt, lf_vis, &L, ro, rl);
+    s = attn_forward(&d, q.t, k.t, v.t, o.t, use_lse ? lse : NULL);
+    sprintf(what, "longformer B%d Sq%d Sk%d H%d/%d D%d/%d %s/%s w%d/%d G%d c%d m%d x%d", B, Sq, Sk, Hq, Hkv, D, Dv,
+            t_dt_name(qt), t_dt_name(kvt), wl, wr, G, causal, mode, extras);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %d", what, (int)s)) goto done;
+    if (kvt == ATTN_BF16 && qt == ATTN_BF16) tol = 1.0 / 256.0;
+    sp_compare(what, &o.t, use_lse ? lse : NULL, ro, rl, tol);
+    {   /* thread count and caller workspace: bitwise */
+        size_t bytes = 0, m0;
+        void *ws;
+        attn_desc d2 = d;
+        d2.n_threads = d.n_threads % 3 + 1;
+        T_CHECK(attn_workspace_size(&d2, q.t, k.t, v.t, &bytes) == ATTN_OK && bytes > 0, "%s: workspace query", what);
+        ws = t_xmalloc(bytes);
+        d2.workspace = ws; d2.workspace_size = bytes;
+        m0 = t_attn_mallocs;
+        s = attn_forward(&d2, q.t, k.t, v.t, o2.t, use_lse ? lse2 : NULL);
+        T_CHECK(s == ATTN_OK && t_attn_mallocs == m0, "%s: caller workspace must make the call allocation-free", what);
+        T_CHECK(memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0 && (!use_lse || memcmp(lse, lse2, sizeof(float) * (size_t)B * Hq * Sq) == 0),
+                "%s: threads %d vs %d differ", what, d.n_threads, d2.n_threads);
+        d2.workspace_size = bytes - 1;
+        T_CHECK(attn_forward(&d2, q.t, k.t, v.t, o2.t, NULL) == ATTN_ERR_WORKSPACE, "%s: short workspace", what);
+        free(ws);
+    }
+    if (mode == 2) {   /* one dilation for all heads == ATTN_SOFTMAX with it (bitwise unless
+                          the dilated window ran as D strided problems: then within tolerance) */
+        attn_desc e = d;
+        const int split = Sq == Sk && !G && !(extras & 7);
+        e.kind = ATTN_SOFTMAX; e.dilation = 3; e.longformer.dilations = NULL;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, use_lse ? lse2 : NULL);
+        if (split) {
+            size_t i, nn = o.n;
+            double *a = (double *)t_xmalloc(sizeof(double) * nn), *bb = (double *)t_xmalloc(sizeof(double) * nn);
+            for (i = 0; i < nn; ++i) { a[i] = t_load_at(o.buf, qt, (ptrdiff_t)i); bb[i] = t_load_at(o2.buf, qt, (ptrdiff_t)i); }
+            T_CHECK(s == ATTN_OK && t_max_norm_err(bb, a, nn) <= 1e-5 + 2 * t_dt_rel(qt) * (qt == ATTN_BF16 || kvt == ATTN_BF16 ? 8 : 1),
+                    "%s: equal dilations must equal ATTN_SOFTMAX", what);
+            free(a); free(bb);
+        } else
+            T_CHECK(s == ATTN_OK && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0 &&
+                    (!use_lse || memcmp(lse, lse2, sizeof(float) * (size_t)B * Hq * Sq) == 0),
+                    "%s: equal dilations must equal ATTN_SOFTMAX bitwise", what);
+        e = d; e.longformer.dilations = NULL; e.dilation = 3;   /* NULL array: desc.dilation */
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, NULL);
+        T_CHECK(s == ATTN_OK && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0, "%s: dilations NULL uses desc.dilation", what);
+    }
+done:
+    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    free(dil); free(slk); free(lse); free(lse2); free(alibi); free(bias); free(ro); free(rl);
+}
+
+static void test_longformer(void) {
+    t_rng r = t_rng_seed(17);
+    int it, n = T_QUICK ? 8 : 40;
+    /* fixed cases: GQA pieces (whole groups, inside groups), batch > 1 with lse staging */
+    lf_case(&r, 2, 96, 96, 4, 2, 16, 16, ATTN_F32, ATTN_F32, 4, 4, 0, 0, 0, 1, 0);
+    lf_case(&r, 2, 96, 96, 6, 2, 24, 8, ATTN_F32, ATTN_F32, 5, 3, 2, 0, 1, 1, 3);
+    lf_case(&r, 1, 130, 130, 4, 4, 16, 16, ATTN_F32, ATTN_F32, 8, 8, 1, 1, 0, 1, 4);
+    lf_case(&r, 3, 70, 70, 4, 1, 16, 16, ATTN_F32, ATTN_F32, 6, 6, 0, 0, 2, 1, 0);
+    lf_case(&r, 2, 50, 80, 4, 2, 16, 16, ATTN_F32, ATTN_F32, 4, 2, 3, 1, 0, 1, 8);
+    /* dilated heads as D strided problems: causal, softcap, GQA, batch 2 with lse, D > seq */
+    lf_case(&r, 2, 100, 100, 4, 2, 16, 16, ATTN_F32, ATTN_F32, 5, 5, 0, 1, 0, 1, 8);
+    lf_case(&r, 2, 77, 77, 6, 3, 16, 16, ATTN_F32, ATTN_F32, 3, 6, 0, 0, 0, 1, 0);
+    lf_case(&r, 1, 20, 20, 4, 2, 8, 8, ATTN_F16, ATTN_F32, 2, 2, 0, 1, 3, 1, 0);
+    lf_case(&r, 2, 33, 33, 3, 1, 8, 8, ATTN_F32, ATTN_F32, 1, 0, 0, 0, 3, 1, 0);
+    for (it = 0; it < n; ++it) {
+        const int Hkv = t_irange(&r, 1, 3), Hq = Hkv * t_irange(&r, 1, 3), Sk = t_irange(&r, 1, 150);
+        const int Sq = t_chance(&r, 0.7) ? Sk : t_irange(&r, 1, 150);
+        lf_case(&r, t_irange(&r, 1, 2), Sq, Sk, Hq, Hkv, t_irange(&r, 1, 40), t_irange(&r, 1, 40),
+                sp_dtypes[t_irange(&r, 0, 2)], sp_dtypes[t_irange(&r, 0, 2)], t_irange(&r, 1, 12), t_irange(&r, 0, 12),
+                t_chance(&r, 0.3) ? t_irange(&r, 1, 4) : 0, t_chance(&r, 0.3), t_irange(&r, 0, 3), t_chance(&r, 0.8),
+                t_irange(&r, 0, 15));
+    }
+}
+
+/* ---- BigBird reference: the block pattern of ZOO.md from the table ----------------------- */
+typedef struct { int b, nb, r, full; const int *table; } bb_ref;
+
+static int bb_vis(const void *ctx, int bt, int h, int i, int j) {
+    const bb_ref *R = (const bb_ref *)ctx;
+    const int qi = i / R->b, kj = j / R->b, nb = R->nb;
+    int t;
+    (void)bt;
+    if (R->full) return 1;
+    if (qi == 0 || qi == nb - 1) return 1;               /* global rows */
+    if (kj == 0 || kj == nb - 1) return 1;               /* global columns */
+    if (kj >= qi - 1 && kj <= qi + 1) return 1;          /* window of 3 blocks */
+    for (t = 0; t < R->r; ++t)                           /* random blocks (set union) */
+        if (R->table[((size_t)h * (nb - 2) + (qi - 1)) * R->r + t] == kj) return 1;
+    return 0;
+}
+
+/* The documented draw, written again here: splitmix64's finaliser, partial Fisher-Yates. */
+static uint64_t bb_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static void bb_table_ref(unsigned long long seed, int H, int nb, int r, int *table) {
+    int *a = (int *)t_xmalloc(sizeof(int) * (size_t)(nb > 0 ? nb : 1));
+    int h, i, t, c, M;
+    for (h = 0; h < H; ++h)
+        for (i = 1; i <= nb - 2; ++i) {
+            int *row = table + ((size_t)h * (nb - 2) + (i - 1)) * r;
+            M = 0;
+            for (c = 1; c <= nb - 2; ++c) if (c != i - 1 && c != i && c != i + 1) a[M++] = c;
+            for (t = 0; t < r; ++t) {
+                if (t >= M) { row[t] = 0; continue; }
+                {
+                    const uint64_t key = ((uint64_t)h * (uint64_t)(nb - 2) + (uint64_t)(i - 1)) * (uint64_t)r + (uint64_t)t;
+                    const uint64_t z = bb_mix(seed + 0x9E3779B97F4A7C15ull * (key + 1));
+                    const int j = t + (int)(((z >> 32) * (uint64_t)(M - t)) >> 32), x = a[j];
+                    a[j] = a[t]; a[t] = x; row[t] = x;
+                }
+            }
+        }
+    free(a);
+}
+
+static void bb_case(t_rng *r, int B, int S, int Hq, int Hkv, int D, int Dv, attn_dtype kvt, attn_dtype qt, int blk,
+                    int rnd, int seeded, int use_lse, int softcap) {
+    sp_tensor q = sp_make(qt, B, S, Hq, D, 0), k = sp_make(kvt, B, S, Hkv, D, t_chance(r, 0.3)),
+              v = sp_make(kvt, B, S, Hkv, Dv, 0), o = sp_make(qt, B, S, Hq, Dv, 0), o2 = sp_make(qt, B, S, Hq, Dv, 0);
+    const int b = blk ? blk : 64, nb = S / b, rows = nb > 2 ? nb - 2 : 0;
+    const size_t tn = (size_t)Hq * rows * (size_t)(rnd ? rnd : 1) + 1;
+    int *table = (int *)t_xmalloc(sizeof(int) * tn), *t2 = (int *)t_xmalloc(sizeof(int) * tn);
+    float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * S), *lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * S);
+    double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)B * S * Hq * Dv), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * Hq * S);
+    attn_desc d;
+    sp_opts opt;
+    bb_ref R;
+    char what[160];
+    attn_status s;
+    size_t i;
+    t_fill_normal(&q.t, r, 1.0); t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+    memset(&d, 0, sizeof d); memset(&opt, 0, sizeof opt);
+    d.kind = ATTN_BIGBIRD;
+    d.bigbird.block = blk; d.bigbird.random_blocks = rnd; d.bigbird.no_random = rnd == 0;
+    d.bigbird.seed = t_next(r);
+    d.n_threads = 1 + (int)(t_next(r) % 3);
+    if (softcap) { d.softcap = 4.0f; opt.softcap = 4.0; }
+    opt.scale = 1.0 / sqrt((double)D);
+    if (seeded) bb_table_ref(d.bigbird.seed, Hq, nb, rnd, table);
+    else for (i = 0; i < tn; ++i) table[i] = t_irange(r, 0, nb - 1);
+    if (!seeded) d.bigbird.random_table = table;
+    R.b = b; R.nb = nb; R.r = rnd; R.full = 0; R.table = table;
+    sp_ref(&q.t, &k.t, &v.t, &opt, bb_vis, &R, ro, rl);
+    s = attn_forward(&d, q.t, k.t, v.t, o.t, use_lse ? lse : NULL);
+    sprintf(what, "bigbird B%d S%d H%d/%d D%d/%d %s/%s b%d r%d seeded%d", B, S, Hq, Hkv, D, Dv, t_dt_name(qt),
+            t_dt_name(kvt), b, rnd, seeded);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %d", what, (int)s)) goto done;
+    sp_compare(what, &o.t, use_lse ? lse : NULL, ro, rl, TOL_OUT);
+    if (seeded && rnd > 0) {   /* the library's table == ours; seeded == explicit, bitwise */
+        attn_desc e = d;
+        for (i = 0; i < tn; ++i) t2[i] = -7;
+        T_CHECK(attn_bigbird_random_table(&d, Hq, S, t2) == ATTN_OK &&
+                memcmp(t2, table, sizeof(int) * (size_t)Hq * rows * rnd) == 0, "%s: drawn table differs from the formula", what);
+        e.bigbird.random_table = table; e.n_threads = d.n_threads % 3 + 1;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, use_lse ? lse2 : NULL);
+        T_CHECK(s == ATTN_OK && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0 &&
+                (!use_lse || memcmp(lse, lse2, sizeof(float) * (size_t)B * Hq * S) == 0),
+                "%s: seeded and explicit table (threads %d vs %d) differ", what, d.n_threads, e.n_threads);
+    }
+    if (!seeded && rnd > 0 && rows > 0) {   /* set union: a table whose slots repeat window/global blocks */
+        attn_desc e = d;
+        int h, ii, t;
+        for (h = 0; h < Hq; ++h)
+            for (ii = 0; ii < rows; ++ii)
+                for (t = 0; t < rnd; ++t) {
+                    const size_t at = ((size_t)h * rows + ii) * rnd + t;
+                    const int qi = ii + 1, pick = t_irange(r, 0, 3);
+                    t2[at] = t == 0 ? table[at] : pick == 0 ? 0 : pick == 1 ? nb - 1 : pick == 2 ? qi : table[at - 1];
+                }
+        /* the reference set of t2 is a subset of table's only where table holds them: rebuild */
+        R.table = t2;
+        sp_ref(&q.t, &k.t, &v.t, &opt, bb_vis, &R, ro, rl);
+        e.bigbird.random_table = t2;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, use_lse ? lse2 : NULL);
+        T_CHECK(s == ATTN_OK, "%s: duplicate table status", what);
+        if (s == ATTN_OK) sp_compare("bigbird duplicates", &o2.t, use_lse ? lse2 : NULL, ro, rl, TOL_OUT);
+    }
+    {   /* workspace query, caller workspace allocation-free, bitwise */
+        size_t bytes = 0, m0;
+        attn_desc e = d;
+        void *ws;
+        e.n_threads = d.n_threads % 3 + 1;
+        T_CHECK(attn_workspace_size(&e, q.t, k.t, v.t, &bytes) == ATTN_OK && bytes > 0, "%s: workspace query", what);
+        ws = t_xmalloc(bytes);
+        e.workspace = ws; e.workspace_size = bytes;
+        m0 = t_attn_mallocs;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, use_lse ? lse2 : NULL);
+        T_CHECK(s == ATTN_OK && t_attn_mallocs == m0 && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0,
+                "%s: caller workspace / threads %d vs %d", what, d.n_threads, e.n_threads);
+        e.workspace_size = bytes - 1;
+        T_CHECK(attn_forward(&e, q.t, k.t, v.t, o2.t, NULL) == ATTN_ERR_WORKSPACE, "%s: short workspace", what);
+        free(ws);
+    }
+done:
+    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    free(table); free(t2); free(lse); free(lse2); free(ro); free(rl);
+}
+
+/* BigBird that must equal full attention: r covering every block, and HF's fallback. */
+static void bb_full(t_rng *r, int S, int blk, int rnd, int fallback) {
+    sp_tensor q = sp_make(ATTN_F32, 2, S, 4, 16, 0), k = sp_make(ATTN_F32, 2, S, 2, 16, 0),
+              v = sp_make(ATTN_F32, 2, S, 2, 16, 0), o = sp_make(ATTN_F32, 2, S, 4, 16, 0),
+              o2 = sp_make(ATTN_F32, 2, S, 4, 16, 0);
+    float lse[2 * 4 * 512], lse2[2 * 4 * 512];
+    attn_desc d, e;
+    attn_status s1, s2;
+    int i, ok = 1;
+    t_fill_normal(&q.t, r, 1.0); t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_BIGBIRD; d.bigbird.block = blk; d.bigbird.random_blocks = rnd; d.bigbird.hf_fallback = fallback;
+    d.bigbird.seed = 99;
+    memset(&e, 0, sizeof e);
+    s1 = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
+    s2 = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+    for (i = 0; i < (int)o.n; ++i) if (!(fabs(((float *)o.buf)[i] - ((float *)o2.buf)[i]) <= 1e-5)) ok = 0;
+    for (i = 0; i < 2 * 4 * S; ++i) if (!(fabs(lse[i] - lse2[i]) <= 1e-5 * (1 + fabs(lse2[i])))) ok = 0;
+    T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && ok, "bigbird S%d b%d r%d fallback%d must equal full attention", S, blk, rnd, fallback);
+    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+}
+
+static void test_bigbird(void) {
+    t_rng r = t_rng_seed(11);
+    int it, n = T_QUICK ? 6 : 30;
+    bb_case(&r, 1, 512, 2, 2, 32, 32, ATTN_F32, ATTN_F32, 0, 0, 1, 1, 0);      /* defaults: b 64, r 3 */
+    bb_case(&r, 2, 640, 4, 2, 16, 24, ATTN_F32, ATTN_F32, 64, 2, 1, 1, 0);
+    bb_case(&r, 1, 160, 4, 1, 16, 16, ATTN_F32, ATTN_F32, 16, 3, 0, 1, 1);      /* explicit table, MQA */
+    bb_case(&r, 2, 300, 2, 2, 8, 8, ATTN_F16, ATTN_F32, 100, 1, 1, 1, 0);       /* block > ATTN__BQ */
+    bb_case(&r, 1, 96, 2, 1, 16, 16, ATTN_BF16, ATTN_BF16, 8, 2, 0, 1, 0);
+    bb_case(&r, 1, 40, 3, 3, 5, 7, ATTN_F32, ATTN_F16, 20, 1, 1, 1, 0);         /* nb = 2: all global */
+    for (it = 0; it < n; ++it) {
+        static const int blks[6] = { 4, 8, 16, 24, 64, 70 };
+        const int blk = t_pick(&r, blks, 6), nb = t_irange(&r, 1, 12);
+        const int Hkv = t_irange(&r, 1, 2), Hq = Hkv * t_irange(&r, 1, 3);
+        bb_case(&r, t_irange(&r, 1, 2), blk * nb, Hq, Hkv, t_irange(&r, 1, 40), t_irange(&r, 1, 40), sp_dtypes[t_irange(&r, 0, 2)],
+                sp_dtypes[t_irange(&r, 0, 2)], blk, t_irange(&r, 0, 4), t_chance(&r, 0.5), t_chance(&r, 0.8), t_chance(&r, 0.2));
+    }
+    bb_full(&r, 256, 16, 16, 0);        /* r >= every candidate: full */
+    bb_full(&r, 512, 64, 3, 1);         /* n = 512 <= (5 + 6) 64: HF falls back to full */
+    bb_full(&r, 128, 32, 0, 0);         /* nb = 4: window + global cover everything */
+}
+
+/* ---- Reformer LSH reference: ZOO's hashing, sort, chunks, masks and round merge ------------ */
+static double lsh_normal_ref(unsigned long long seed, uint64_t idx) {
+    const uint64_t z = bb_mix(seed + 0x9E3779B97F4A7C15ull * (idx + 1));
+    const double u1 = ((double)(z >> 32) + 0.5) / 4294967296.0, u2 = ((double)(z & 0xFFFFFFFFu) + 0.5) / 4294967296.0;
+    return (double)(float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2));
+}
+
+typedef struct { int bucket, pos; } lsh_ent;
+static int lsh_cmp(const void *a, const void *b) {
+    const lsh_ent *x = (const lsh_ent *)a, *y = (const lsh_ent *)b;
+    if (x->bucket != y->bucket) return x->bucket < y->bucket ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Returns 0 if some bucket argmax is a near tie (the caller draws new inputs). */
+static int lsh_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const float *R, int c, int nb, int nh,
+                   int causal, double scale, double *out, double *lse) {
+    const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim, half = nb / 2, N = nh * n, nch = N / c;
+    lsh_ent *ax = (lsh_ent *)t_xmalloc(sizeof(lsh_ent) * (size_t)N);
+    double *o = (double *)t_xmalloc(sizeof(double) * (size_t)N * Dv), *lr = (double *)t_xmalloc(sizeof(double) * (size_t)N);
+    double *s = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)c), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
+    int b, h, r, i, j, e, t, u, ok = 1;
+    for (b = 0; b < B && ok; ++b)
+        for (h = 0; h < H && ok; ++h) {
+            for (j = 0; j < n; ++j) {                    /* keys: RMS-normalised */
+                double ms = 0;
+                for (e = 0; e < D; ++e) ms += t_load(k, b, j, h, e) * t_load(k, b, j, h, e);
+                ms = 1.0 / sqrt(ms / D + 1e-6);
+                for (e = 0; e < D; ++e) kn[(size_t)j * D + e] = t_load(k, b, j, h, e) * ms;
+            }
+            for (r = 0; r < nh; ++r) {
+                for (i = 0; i < n; ++i) {
+                    double best = -INFINITY, second = -INFINITY;
+                    int arg = -1, cc;
+                    for (cc = 0; cc < nb; ++cc) {
+                        double y = 0;
+                        for (e = 0; e < D; ++e)
+                            y += t_load(k, b, i, h, e) * R[(((size_t)h * nh + r) * D + e) * half + cc % half];
+                        if (cc >= half) y = -y;
+                        if (y > best) { second = best; best = y; arg = cc; }
+                        else if (y > second) second = y;
+                    }
+                    if (best - second < 1e-3) ok = 0;
+                    ax[(size_t)r * n + i].bucket = arg; ax[(size_t)r * n + i].pos = i;
+                }
+                qsort(ax + (size_t)r * n, (size_t)n, sizeof(lsh_ent), lsh_cmp);
+            }
+            for (t = 0; t < N; ++t) {                    /* every sorted entry as a query */
+                const int ch = t / c, prev = (ch + nch - 1) % nch, p = ax[t].pos;
+                double mx = -INFINITY, l = 0;
+                for (u = 0; u < 2 * c; ++u) {
+                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                    double x = 0;
+                    for (e = 0; e < D; ++e) x += t_load(q, b, p, h, e) * kn[(size_t)jj * D + e];
+                    x *= scale;
+                    if (causal && jj > p) x = -1e9;
+                    if (jj == p) x = -1e5;
+                    s[u] = x;
+                    if (x > mx) mx = x;
+                }
+                for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] = 0;
+                for (u = 0; u < 2 * c; ++u) {
+                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                    const double w = exp(s[u] - mx);
+                    l += w;
+                    for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] += w * t_load(v, b, jj, h, e);
+                }
+                for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] /= l;
+                lr[t] = mx + log(l);
+            }
+            for (i = 0; i < n; ++i) {                    /* rounds merged by their logsumexp */
+                double M = -INFINITY, L = 0, *orow = out + (((size_t)b * n + i) * H + h) * Dv;
+                for (t = 0; t < N; ++t) if (ax[t].pos == i && lr[t] > M) M = lr[t];
+                for (t = 0; t < N; ++t) if (ax[t].pos == i) L += exp(lr[t] - M);
+                L = M + log(L);
+                for (e = 0; e < Dv; ++e) orow[e] = 0;
+                for (t = 0; t < N; ++t)
+                    if (ax[t].pos == i)
+                        for (e = 0; e < Dv; ++e) orow[e] += o[(size_t)t * Dv + e] * exp(lr[t] - L);
+                lse[((size_t)b * H + h) * n + i] = L;
+            }
+        }
+    free(ax); free(o); free(lr); free(s); free(kn);
+    return ok;
+}
+
+static void lsh_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt, attn_dtype qt, int c, int nb, int nh,
+                     int causal, int seeded, int shared) {
+    sp_tensor q = sp_make(qt, B, n, H, D, 0), k = sp_make(kvt, B, n, H, D, 0), v = sp_make(kvt, B, n, H, Dv, 0),
+              o = sp_make(qt, B, n, H, Dv, 0), o2 = sp_make(qt, B, n, H, Dv, 0);
+    const int nbd = nb ? nb : ((n / (c ? c : 64)) < 2 ? 2 : (n / (c ? c : 64)) + ((n / (c ? c : 64)) & 1));
+    const int nhd = nh ? nh : 1;
+    const size_t nrot = (size_t)H * nhd * D * (nbd / 2);
+    float *R = (float *)t_xmalloc(sizeof(float) * nrot), *R2 = (float *)t_xmalloc(sizeof(float) * nrot);
+    float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n), *lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
+    double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)B * n * H * Dv), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * H * n);
+    attn_desc d;
+    attn_status s;
+    char what[160];
+    size_t i;
+    int tries = 0;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.causal = causal;
+    d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.seed = t_next(r);
+    d.n_threads = 1 + (int)(t_next(r) % 3);
+    for (i = 0; i < nrot; ++i) R[i] = seeded ? (float)lsh_normal_ref(d.lsh.seed, (uint64_t)i) : (float)t_normal(r);
+    if (!seeded) d.lsh.rotations = R;
+    sprintf(what, "lsh B%d n%d H%d D%d/%d %s/%s c%d nb%d nh%d causal%d seeded%d shared%d", B, n, H, D, Dv, t_dt_name(qt),
+            t_dt_name(kvt), c, nbd, nhd, causal, seeded, shared);
+    do {   /* inputs whose bucket argmaxes are not near ties (fp32 vs double could differ there) */
+        t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+        if (shared && qt == kvt) memcpy(q.buf, k.buf, sp_bytes(&k));
+        else t_fill_normal(&q.t, r, 1.0);
+    } while (!lsh_ref(&q.t, &k.t, &v.t, R, c ? c : 64, nbd, nhd, causal, 1.0 / sqrt((double)D), ro, rl) && ++tries < 20);
+    if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
+    s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %d", what, (int)s)) goto done;
+    sp_compare(what, &o.t, lse, ro, rl, TOL_OUT);
+    if (seeded) {   /* the library's rotations == the formula; seeded == explicit, bitwise */
+        attn_desc e = d;
+        T_CHECK(attn_lsh_rotations(&d, H, n, D, R2) == ATTN_OK && memcmp(R, R2, sizeof(float) * nrot) == 0,
+                "%s: drawn rotations differ from the formula", what);
+        e.lsh.rotations = R2;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0 && memcmp(lse, lse2, sizeof(float) * (size_t)B * H * n) == 0,
+                "%s: seeded and explicit rotations differ", what);
+    }
+    {   /* thread count and caller workspace: bitwise, allocation-free */
+        size_t bytes = 0, m0;
+        attn_desc e = d;
+        void *ws;
+        e.n_threads = d.n_threads % 3 + 1;
+        T_CHECK(attn_workspace_size(&e, q.t, k.t, v.t, &bytes) == ATTN_OK && bytes > 0, "%s: workspace query", what);
+        ws = t_xmalloc(bytes);
+        e.workspace = ws; e.workspace_size = bytes;
+        m0 = t_attn_mallocs;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && t_attn_mallocs == m0 && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0 &&
+                memcmp(lse, lse2, sizeof(float) * (size_t)B * H * n) == 0, "%s: caller workspace / threads %d vs %d", what,
+                d.n_threads, e.n_threads);
+        e.workspace_size = bytes - 1;
+        T_CHECK(attn_forward(&e, q.t, k.t, v.t, o2.t, NULL) == ATTN_ERR_WORKSPACE, "%s: short workspace", what);
+        free(ws);
+    }
+done:
+    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    free(R); free(R2); free(lse); free(lse2); free(ro); free(rl);
+}
+
+/* One chunk holding everything: full attention without the diagonal (each key seen twice, as
+   chunk 0's previous chunk is itself): lse is exact attention's plus log 2. */
+static void lsh_one_chunk(t_rng *r, int n, attn_dtype dt) {
+    sp_tensor q = sp_make(dt, 2, n, 2, 16, 0), v = sp_make(dt, 2, n, 2, 16, 0), o = sp_make(dt, 2, n, 2, 16, 0),
+              o2 = sp_make(dt, 2, n, 2, 16, 0);
+    float *bias = (float *)t_xmalloc(sizeof(float) * (size_t)n * n), lse[2 * 2 * 64], lse2[2 * 2 * 64];
+    attn_desc d, e;
+    int i, ok = 1;
+    attn_status s1, s2;
+    t_fill_normal(&q.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+    memset(&d, 0, sizeof d); memset(&e, 0, sizeof e);
+    d.kind = ATTN_LSH; d.lsh.bucket_size = n; d.lsh.seed = 5;
+    for (i = 0; i < n * n; ++i) bias[i] = i % (n + 1) == 0 ? -INFINITY : 0.0f;
+    e.bias.data = bias; e.bias.batch = 1; e.bias.heads = 1;
+    s1 = attn_forward(&d, q.t, q.t, v.t, o.t, lse);
+    /* exact attention on the same normalised keys: k_j / sqrt(mean(k_j^2) + 1e-6), scale 1/sqrt(D) */
+    {
+        sp_tensor kn = sp_make(ATTN_F32, 2, n, 2, 16, 0);
+        int b, j, h, x;
+        for (b = 0; b < 2; ++b)
+            for (j = 0; j < n; ++j)
+                for (h = 0; h < 2; ++h) {
+                    double ms = 0;
+                    for (x = 0; x < 16; ++x) ms += t_load(&q.t, b, j, h, x) * t_load(&q.t, b, j, h, x);
+                    for (x = 0; x < 16; ++x) t_store(&kn.t, b, j, h, x, t_load(&q.t, b, j, h, x) / sqrt(ms / 16 + 1e-6));
+                }
+        s2 = attn_forward(&e, q.t, kn.t, v.t, o2.t, lse2);
+        sp_free(&kn);
+    }
+    for (i = 0; i < (int)o.n; ++i)
+        if (!(fabs(t_load_at(o.buf, dt, i) - t_load_at(o2.buf, dt, i)) <= 2e-5 + 2 * t_dt_rel(dt))) ok = 0;
+    for (i = 0; i < 2 * 2 * n; ++i) if (!(fabs(lse[i] - (lse2[i] + log(2.0))) <= 2e-5 * (1 + fabs(lse2[i])))) ok = 0;
+    T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && ok, "lsh one chunk (n %d, %s) must equal full attention without the diagonal",
+            n, t_dt_name(dt));
+    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); free(bias);
+}
+
+static void test_lsh(void) {
+    t_rng r = t_rng_seed(23);
+    int it, n = T_QUICK ? 6 : 30;
+    lsh_case(&r, 1, 256, 2, 32, 32, ATTN_F32, ATTN_F32, 0, 0, 0, 0, 1, 1);     /* defaults: c 64, nb 4, 1 round */
+    lsh_case(&r, 2, 96, 2, 16, 16, ATTN_F32, ATTN_F32, 8, 4, 3, 1, 1, 1);      /* causal, 3 rounds */
+    lsh_case(&r, 1, 64, 3, 8, 12, ATTN_F16, ATTN_F16, 16, 6, 2, 0, 0, 1);
+    lsh_case(&r, 2, 48, 1, 16, 8, ATTN_BF16, ATTN_F32, 4, 2, 4, 1, 1, 0);      /* separate q */
+    for (it = 0; it < n; ++it) {
+        static const int cs[4] = { 4, 8, 16, 32 };
+        const int c = t_pick(&r, cs, 4), nch = t_irange(&r, 1, 6);
+        lsh_case(&r, t_irange(&r, 1, 2), c * nch, t_irange(&r, 1, 3), t_irange(&r, 2, 24), t_irange(&r, 1, 24),
+                 sp_dtypes[t_irange(&r, 0, 2)], sp_dtypes[t_irange(&r, 0, 2)], c, t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 5),
+                 t_irange(&r, 0, 4), t_chance(&r, 0.5), t_chance(&r, 0.5), t_chance(&r, 0.7));
+    }
+    lsh_one_chunk(&r, 32, ATTN_F32);
+    lsh_one_chunk(&r, 64, ATTN_F32);
+}
+
+/* ---- statuses: exact code, outputs untouched --------------------------------------------- */
+static void sp_expect(const char *what, const attn_desc *d, sp_tensor *q, sp_tensor *k, sp_tensor *v, sp_tensor *o,
+                      attn_status want) {
+    float lse[4096];
+    size_t bytes = 12345;
+    attn_status s, sw;
+    t_sentinel(o->buf, sp_bytes(o), 0xC3u);
+    t_sentinel(lse, sizeof lse, 0x5Au);
+    s = attn_forward(d, q->t, k->t, v->t, o->t, lse);
+    sw = attn_workspace_size(d, q->t, k->t, v->t, &bytes);
+    if (T_CHECK(s == want && t_sentinel_ok(o->buf, sp_bytes(o), 0xC3u) && t_sentinel_ok(lse, sizeof lse, 0x5Au),
+                "%s: want %d (%s), got %d", what, (int)want, attn_status_str(want), (int)s))
+        t_status_provoked[want] = 1;
+    T_CHECK(sw == want || (want == ATTN_ERR_WORKSPACE && sw == ATTN_OK), "%s: workspace query gave %d", what, (int)sw);
+    T_CHECK(strlen(attn_status_str(want)) > 10 && strstr(attn_status_str(want), "unknown") == NULL, "%s: message", what);
+}
+
+static void test_sparse_errors(void) {
+    sp_tensor q = sp_make(ATTN_F32, 1, 128, 4, 8, 0), k = sp_make(ATTN_F32, 1, 128, 2, 8, 0),
+              v = sp_make(ATTN_F32, 1, 128, 2, 8, 0), o = sp_make(ATTN_F32, 1, 128, 4, 8, 0),
+              k2 = sp_make(ATTN_F32, 1, 64, 2, 8, 0), v2 = sp_make(ATTN_F32, 1, 64, 2, 8, 0);
+    int dil[4] = { 1, 2, -1, 0 }, table[4 * 6 * 2], tbl[8], i;
+    attn_desc d, e;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LONGFORMER; d.window_left = d.window_right = 4; d.longformer.dilations = dil;
+    sp_expect("longformer dilations < 0", &d, &q, &k, &v, &o, ATTN_ERR_LONGFORMER_DILATIONS);
+    dil[2] = 2;
+    e = d; e.dropout_p = 0.1f;
+    sp_expect("longformer dropout", &e, &q, &k, &v, &o, ATTN_ERR_LONGFORMER_DROPOUT);
+    e = d; e.window_left = -1;
+    sp_expect("longformer window", &e, &q, &k, &v, &o, ATTN_ERR_WINDOW_LEFT);
+    e = d; e.workspace = tbl; e.workspace_size = 4;
+    sp_expect("longformer workspace", &e, &q, &k, &v, &o, ATTN_ERR_WORKSPACE);
+
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_BIGBIRD; d.bigbird.block = 16; d.bigbird.random_blocks = 2;
+    for (i = 0; i < 4 * 6 * 2; ++i) table[i] = i % 8;
+    d.bigbird.random_table = table;
+    e = d; e.causal = 1;
+    sp_expect("bigbird causal", &e, &q, &k, &v, &o, ATTN_ERR_SPARSE_MASKS);
+    e = d; e.window_left = 3;
+    sp_expect("bigbird window", &e, &q, &k, &v, &o, ATTN_ERR_SPARSE_MASKS);
+    e = d; e.rope = ATTN_ROPE_HALF;
+    sp_expect("bigbird rope", &e, &q, &k, &v, &o, ATTN_ERR_SPARSE_MASKS);
+    sp_expect("bigbird k.seq", &d, &q, &k2, &v2, &o, ATTN_ERR_SPARSE_SELF);
+    e = d; e.bigbird.block = 48;
+    sp_expect("bigbird block not dividing", &e, &q, &k, &v, &o, ATTN_ERR_BIGBIRD_BLOCK);
+    e = d; e.bigbird.block = -16;
+    sp_expect("bigbird block < 0", &e, &q, &k, &v, &o, ATTN_ERR_BIGBIRD_BLOCK);
+    e = d; e.bigbird.block = 0;          /* default 64 divides 128: fine; 0 with seq 96 is not */
+    e.bigbird.random_blocks = -1;
+    sp_expect("bigbird random < 0", &e, &q, &k, &v, &o, ATTN_ERR_BIGBIRD_RANDOM);
+    e = d; e.bigbird.no_random = 2;
+    sp_expect("bigbird no_random", &e, &q, &k, &v, &o, ATTN_ERR_BIGBIRD_FLAGS);
+    e = d; e.bigbird.hf_fallback = -1;
+    sp_expect("bigbird hf_fallback", &e, &q, &k, &v, &o, ATTN_ERR_BIGBIRD_FLAGS);
+    e = d; table[4 * 6 * 2 - 1] = 8;
+    sp_expect("bigbird table entry >= nb", &e, &q, &k, &v, &o, ATTN_ERR_BIGBIRD_TABLE);
+    table[4 * 6 * 2 - 1] = -1;
+    sp_expect("bigbird table entry < 0", &e, &q, &k, &v, &o, ATTN_ERR_BIGBIRD_TABLE);
+    table[4 * 6 * 2 - 1] = 7;
+    e = d; e.scale = (float)INFINITY;
+    sp_expect("bigbird scale", &e, &q, &k, &v, &o, ATTN_ERR_SCALE);
+    e = d; e.workspace = tbl; e.workspace_size = 4;
+    sp_expect("bigbird workspace", &e, &q, &k, &v, &o, ATTN_ERR_WORKSPACE);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.lsh.bucket_size = 16;
+    sp_expect("lsh k.heads", &d, &q, &k, &v, &o, ATTN_ERR_LSH_HEADS);
+    sp_expect("lsh k.seq", &d, &q, &k2, &v2, &o, ATTN_ERR_SPARSE_SELF);
+    {
+        sp_tensor k4 = sp_make(ATTN_F32, 1, 128, 4, 8, 0), v4 = sp_make(ATTN_F32, 1, 128, 4, 8, 0);
+        float rot[4 * 8 * 4];
+        e = d; e.softcap = 1.0f;
+        sp_expect("lsh softcap", &e, &q, &k4, &v4, &o, ATTN_ERR_SPARSE_MASKS);
+        e = d; e.window_left = 2;
+        sp_expect("lsh window", &e, &q, &k4, &v4, &o, ATTN_ERR_SPARSE_MASKS);
+        e = d; e.causal = 2;
+        sp_expect("lsh causal 2", &e, &q, &k4, &v4, &o, ATTN_ERR_CAUSAL);
+        e = d; e.lsh.bucket_size = 48;
+        sp_expect("lsh bucket_size not dividing", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKET_SIZE);
+        e = d; e.lsh.bucket_size = -1;
+        sp_expect("lsh bucket_size < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKET_SIZE);
+        e = d; e.lsh.n_buckets = 3;
+        sp_expect("lsh odd n_buckets", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKETS);
+        e = d; e.lsh.n_buckets = -2;
+        sp_expect("lsh n_buckets < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_BUCKETS);
+        e = d; e.lsh.n_hashes = -1;
+        sp_expect("lsh n_hashes < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_HASHES);
+        e = d; e.lsh.n_hashes = INT_MAX / 64;
+        sp_expect("lsh n_hashes * seq overflows", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_HASHES);
+        for (i = 0; i < 4 * 8 * 4; ++i) rot[i] = 1.0f;
+        rot[77] = (float)NAN;
+        e = d; e.lsh.n_buckets = 8; e.lsh.rotations = rot;
+        sp_expect("lsh NaN rotation", &e, &q, &k4, &v4, &o, ATTN_ERR_LSH_ROTATIONS);
+        T_CHECK(attn_lsh_rotations(NULL, 1, 64, 8, rot) == ATTN_ERR_LSH_NULL && attn_lsh_rotations(&d, 1, 64, 8, NULL) == ATTN_ERR_LSH_NULL,
+                "rotations: NULL");
+        t_status_provoked[ATTN_ERR_LSH_NULL] = 1;
+        T_CHECK(attn_lsh_rotations(&d, 0, 64, 8, rot) == ATTN_ERR_LSH_SHAPE && attn_lsh_rotations(&d, 1, 64, 0, rot) == ATTN_ERR_LSH_SHAPE,
+                "rotations: shape");
+        t_status_provoked[ATTN_ERR_LSH_SHAPE] = 1;
+        T_CHECK(attn_lsh_rotations(&d, 1, 60, 8, rot) == ATTN_ERR_LSH_BUCKET_SIZE && rot[0] == 1.0f, "rotations: bucket size");
+        sp_free(&k4); sp_free(&v4);
+    }
+    {   /* attn_bigbird_random_table */
+        for (i = 0; i < 8; ++i) tbl[i] = 1000 + i;
+        T_CHECK(attn_bigbird_random_table(NULL, 1, 64, tbl) == ATTN_ERR_BIGBIRD_NULL_TABLE &&
+                attn_bigbird_random_table(&d, 1, 64, NULL) == ATTN_ERR_BIGBIRD_NULL_TABLE, "table: NULL");
+        t_status_provoked[ATTN_ERR_BIGBIRD_NULL_TABLE] = 1;
+        T_CHECK(attn_bigbird_random_table(&d, 0, 64, tbl) == ATTN_ERR_BIGBIRD_SHAPE &&
+                attn_bigbird_random_table(&d, 1, 0, tbl) == ATTN_ERR_BIGBIRD_SHAPE, "table: shape");
+        t_status_provoked[ATTN_ERR_BIGBIRD_SHAPE] = 1;
+        T_CHECK(attn_bigbird_random_table(&d, 1, 60, tbl) == ATTN_ERR_BIGBIRD_BLOCK, "table: block");
+        for (i = 0; i < 8; ++i) if (tbl[i] != 1000 + i) break;
+        T_CHECK(i == 8, "table: a failed call wrote the table");
+    }
+    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&k2); sp_free(&v2);
+}
+
+void test_sparse(void) {
+    test_sparse_errors();
+    test_longformer();
+    test_bigbird();
+    test_lsh();
+}

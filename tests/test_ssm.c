@@ -1,0 +1,700 @@
+/* tests/test_ssm.c - state-space scans: Mamba's selective scan (attn_ssm_selective_scan), its
+   one-token step (attn_ssm_selective_step), the causal depthwise conv1d and its step.
+
+   References (written here from ZOO.md's "State space" definitions, in double, sharing no code
+   with attn.h):
+     sr_scan   the sequential selective_scan_ref recurrence: delta += delta_bias, softplus
+               (threshold 20), x = exp(delta A) x + delta B u, y = C.x + D u, y *= silu(z),
+               state reset at every packed sequence start, last state returned
+     sr_conv   out[c][t] = bias[c] + sum_k w[c][k] x[c][t-(K-1)+k] (history before t = 0), SiLU
+
+   TOLERANCES (inputs stored as f16/bf16 are exact inputs of the reference)
+     scan y:        max |y - ref| <= 2e-4 * max(1, max |ref|), plus one rounding of the y dtype
+                    (2^-10 f16, 2^-7 bf16); state_out 2e-4 * max(1, max |ref state|)
+     conv out:      1e-5 relative, plus one rounding of the out dtype
+     properties:    thread counts 1/2/3 and the parallel hook bitwise; two pieces with the
+                    carried state == one pass bitwise (x86: the same per-token operations; NEON
+                    within 1e-6); L steps == one scan within 1e-6; packed varlen == separate
+                    calls bitwise */
+#include "test.h"
+
+#define SR_TOL 2e-4
+#define SR_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* ---------------------------------------------------------------------------------------- */
+/* Views: [batch, chans, len] with optional padding (own addressing, from the documented layout) */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    attn_ssm_tensor t;
+    int nb, nc, nl;
+    size_t elems;                 /* buffer size in elements */
+} sv;
+
+static ptrdiff_t sv_off(const sv *v, int b, int c, int l) {
+    ptrdiff_t sb = v->t.stride_batch, sc = v->t.stride_chan;
+    if (sb == 0 && sc == 0) { sc = v->nl; sb = (ptrdiff_t)v->nc * v->nl; }
+    return (ptrdiff_t)b * sb + (ptrdiff_t)c * sc + l;
+}
+/* padded: strides larger than dense (gaps filled with NaN that must never be read) */
+static sv sv_make(attn_dtype dt, int nb, int nc, int nl, int padded) {
+    sv v;
+    memset(&v, 0, sizeof v);
+    v.nb = nb; v.nc = nc; v.nl = nl; v.t.dtype = dt;
+    if (padded) { v.t.stride_chan = nl + 3; v.t.stride_batch = (ptrdiff_t)nc * (nl + 3) + 5; }
+    v.elems = (size_t)sv_off(&v, nb - 1, nc - 1, nl - 1) + 1;
+    v.t.data = t_xmalloc(v.elems * t_dt_size(dt));
+    t_fill_nan(v.t.data, dt, v.elems);
+    return v;
+}
+static double sv_get(const sv *v, int b, int c, int l) { return t_load_at(v->t.data, v->t.dtype, sv_off(v, b, c, l)); }
+static void sv_set(const sv *v, int b, int c, int l, double x) { t_store_at(v->t.data, v->t.dtype, sv_off(v, b, c, l), x); }
+static void sv_free(sv *v) { free(v->t.data); v->t.data = NULL; }
+static size_t sv_bytes(const sv *v) { return v->elems * t_dt_size(v->t.dtype); }
+
+/* ---------------------------------------------------------------------------------------- */
+/* A selective-scan problem and its double reference                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int B, D, L, N, G, bc_const, softplus, S;
+    int *cu;                      /* [S+1] or NULL */
+    sv u, dl, z, Bm, Cm, y;
+    int has_z;
+    float *A, *Dk, *dbias, *sin;  /* Dk, dbias, sin may be NULL */
+} sp;
+
+static void sp_init(sp *p, t_rng *r, int B, int D, int L, int N, int G, int bc_const, int softplus,
+                    attn_dtype dt, attn_dtype ydt, int padded, int has_z, int has_dk, int has_sin, int nseg) {
+    int b, c, l, n, s;
+    memset(p, 0, sizeof *p);
+    p->B = B; p->D = D; p->L = L; p->N = N; p->G = G; p->bc_const = bc_const; p->softplus = softplus;
+    p->S = nseg ? nseg : B;
+    if (nseg) {                   /* random segment lengths summing to L, some empty */
+        p->cu = (int *)t_xmalloc(sizeof(int) * (size_t)(nseg + 1));
+        p->cu[0] = 0; p->cu[nseg] = L;
+        for (s = 1; s < nseg; ++s) p->cu[s] = t_irange(r, 0, L);
+        for (s = 1; s < nseg; ++s) {      /* sort */
+            int k = s;
+            while (k > 1 && p->cu[k - 1] > p->cu[k]) { int tmp = p->cu[k]; p->cu[k] = p->cu[k - 1]; p->cu[k - 1] = tmp; --k; }
+        }
+    }
+    p->u = sv_make(dt, B, D, L, padded);
+    p->dl = sv_make(dt, B, D, L, padded);
+    p->y = sv_make(ydt, B, D, L, padded);
+    p->has_z = has_z;
+    if (has_z) p->z = sv_make(dt, B, D, L, padded);
+    if (bc_const) {
+        p->Bm = sv_make(dt, 1, D, N, 0); p->Cm = sv_make(dt, 1, D, N, 0);
+        for (c = 0; c < D; ++c)
+            for (n = 0; n < N; ++n) { sv_set(&p->Bm, 0, c, n, t_normal(r)); sv_set(&p->Cm, 0, c, n, t_normal(r)); }
+    } else {
+        p->Bm = sv_make(dt, B, G * N, L, padded); p->Cm = sv_make(dt, B, G * N, L, padded);
+        for (b = 0; b < B; ++b)
+            for (c = 0; c < G * N; ++c)
+                for (l = 0; l < L; ++l) { sv_set(&p->Bm, b, c, l, t_normal(r)); sv_set(&p->Cm, b, c, l, t_normal(r)); }
+    }
+    for (b = 0; b < B; ++b)
+        for (c = 0; c < D; ++c)
+            for (l = 0; l < L; ++l) {
+                sv_set(&p->u, b, c, l, t_normal(r));
+                /* softplus: raw delta around -3 (dt ~ 0.05); else dt in [0.001, 0.2] */
+                sv_set(&p->dl, b, c, l, !softplus ? 0.001 + 0.2 * t_unif(r)
+                                      : t_chance(r, 0.05) ? 25.0 * t_unif(r) : -3.0 + t_normal(r));
+                if (has_z) sv_set(&p->z, b, c, l, 2.0 * t_normal(r));
+            }
+    p->A = (float *)t_xmalloc(sizeof(float) * (size_t)D * N);
+    for (c = 0; c < D; ++c)
+        for (n = 0; n < N; ++n) p->A[(size_t)c * N + n] = -(float)(n + 1) * (float)(0.5 + t_unif(r));
+    if (has_dk) {
+        p->Dk = (float *)t_xmalloc(sizeof(float) * (size_t)D);
+        p->dbias = (float *)t_xmalloc(sizeof(float) * (size_t)D);
+        for (c = 0; c < D; ++c) { p->Dk[c] = (float)t_normal(r); p->dbias[c] = (float)(softplus ? 0.5 * t_normal(r) : 0.01 * t_unif(r)); }
+    }
+    if (has_sin) {
+        p->sin = (float *)t_xmalloc(sizeof(float) * (size_t)p->S * D * N);
+        for (s = 0; s < p->S * D * N; ++s) p->sin[s] = (float)t_normal(r);
+    }
+}
+static void sp_free(sp *p) {
+    sv_free(&p->u); sv_free(&p->dl); sv_free(&p->y); sv_free(&p->Bm); sv_free(&p->Cm);
+    if (p->has_z) sv_free(&p->z);
+    free(p->A); free(p->Dk); free(p->dbias); free(p->sin); free(p->cu);
+}
+static attn_ssm_desc sp_desc(const sp *p) {
+    attn_ssm_desc d;
+    memset(&d, 0, sizeof d);
+    d.batch = p->B; d.dim = p->D; d.len = p->L; d.d_state = p->N;
+    d.n_groups = p->G == 1 && (p->D & 1) ? 0 : p->G;   /* 0 = default 1 */
+    d.bc_const = p->bc_const; d.delta_softplus = p->softplus;
+    d.cu_seqlens = p->cu; d.varlen_batch = p->cu ? p->S : 0;
+    return d;
+}
+static attn_ssm_tensor sp_z(const sp *p) {
+    attn_ssm_tensor z;
+    if (p->has_z) return p->z.t;
+    memset(&z, 0, sizeof z);
+    return z;
+}
+static attn_status sp_run(const sp *p, const attn_ssm_desc *d, float *sout) {
+    return attn_ssm_selective_scan(d, p->u.t, p->dl.t, p->A, p->Bm.t, p->Cm.t, p->Dk, sp_z(p), p->dbias, p->sin,
+                                   p->y.t, sout);
+}
+
+/* The sequential double reference: y [B][D][L] and state [S][D][N]. */
+static void sr_scan(const sp *p, double *y, double *st) {
+    const int N = p->N, cg = p->D / p->G;
+    int b, c, l, n, s;
+    double *x = (double *)t_xmalloc(sizeof(double) * (size_t)N);
+    for (b = 0; b < p->B; ++b)
+        for (c = 0; c < p->D; ++c) {
+            const int g = c / cg;
+            const int s_lo = p->cu ? 0 : b, s_hi = p->cu ? p->S : b + 1;
+            for (s = s_lo; s < s_hi; ++s) {
+                const int l0 = p->cu ? p->cu[s] : 0, l1 = p->cu ? p->cu[s + 1] : p->L;
+                for (n = 0; n < N; ++n) x[n] = p->sin ? p->sin[((size_t)s * p->D + c) * N + n] : 0.0;
+                for (l = l0; l < l1; ++l) {
+                    const double uv = sv_get(&p->u, b, c, l);
+                    double dt = sv_get(&p->dl, b, c, l) + (p->dbias ? p->dbias[c] : 0.0), acc = 0.0;
+                    if (p->softplus && dt <= 20.0) dt = log1p(exp(dt));
+                    for (n = 0; n < N; ++n) {
+                        const double bn = p->bc_const ? sv_get(&p->Bm, 0, c, n) : sv_get(&p->Bm, b, g * N + n, l);
+                        const double cn = p->bc_const ? sv_get(&p->Cm, 0, c, n) : sv_get(&p->Cm, b, g * N + n, l);
+                        x[n] = exp(dt * p->A[(size_t)c * N + n]) * x[n] + dt * bn * uv;
+                        acc += cn * x[n];
+                    }
+                    acc += (p->Dk ? p->Dk[c] : 0.0) * uv;
+                    if (p->has_z) { const double zv = sv_get(&p->z, b, c, l); acc *= zv / (1.0 + exp(-zv)); }
+                    y[((size_t)b * p->D + c) * p->L + l] = acc;
+                }
+                for (n = 0; n < N; ++n) st[((size_t)s * p->D + c) * N + n] = x[n];
+            }
+        }
+    free(x);
+}
+
+/* y of p as doubles, [B][D][L] */
+static void sp_get_y(const sp *p, double *y) {
+    int b, c, l;
+    for (b = 0; b < p->B; ++b)
+        for (c = 0; c < p->D; ++c)
+            for (l = 0; l < p->L; ++l) y[((size_t)b * p->D + c) * p->L + l] = sv_get(&p->y, b, c, l);
+}
+
+static const attn_dtype sr_dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+
+static void test_scan_ref(void) {
+    t_rng r = t_rng_seed(2001);
+    const int n_cases = T_QUICK ? 14 : 60;
+    int i;
+    for (i = 0; i < n_cases; ++i) {
+        static const int Ds[] = { 1, 3, 8, 64, 70, 130 }, Ls[] = { 1, 5, 32, 33, 77 }, Ns[] = { 1, 4, 16 };
+        const int D = t_pick(&r, Ds, 6), L = t_pick(&r, Ls, 5), N = t_pick(&r, Ns, 3);
+        const int G = (D % 2 == 0 && t_chance(&r, 0.5)) ? 2 : 1;
+        const int bc_const = t_chance(&r, 0.3), softplus = t_chance(&r, 0.5);
+        const attn_dtype dt = sr_dts[t_irange(&r, 0, 2)], ydt = sr_dts[t_irange(&r, 0, 2)];
+        const int nseg = t_chance(&r, 0.25) ? t_irange(&r, 1, 4) : 0;
+        const int B = nseg ? 1 : t_irange(&r, 1, 3);
+        sp p;
+        attn_ssm_desc d;
+        double *yr, *yg, *sr, *sg, ys = 0.0, ss = 0.0, tol;
+        float *sout;
+        size_t ny, ns, k;
+        attn_status s;
+        sp_init(&p, &r, B, D, L, N, G, bc_const, softplus, dt, ydt, t_chance(&r, 0.5), t_chance(&r, 0.7),
+                t_chance(&r, 0.7), t_chance(&r, 0.5), nseg);
+        d = sp_desc(&p);
+        d.n_threads = t_irange(&r, 1, 3);
+        ny = (size_t)B * D * L; ns = (size_t)p.S * D * N;
+        yr = (double *)t_xmalloc(sizeof(double) * ny); yg = (double *)t_xmalloc(sizeof(double) * ny);
+        sr = (double *)t_xmalloc(sizeof(double) * ns); sg = (double *)t_xmalloc(sizeof(double) * ns);
+        sout = (float *)t_xmalloc(sizeof(float) * ns);
+        s = sp_run(&p, &d, sout);
+        T_CHECK(s == ATTN_OK, "scan case %d: %s", i, attn_status_str(s));
+        sr_scan(&p, yr, sr);
+        sp_get_y(&p, yg);
+        for (k = 0; k < ns; ++k) sg[k] = sout[k];
+        for (k = 0; k < ny; ++k) ys = SR_MAX(ys, fabs(yr[k]));
+        tol = SR_TOL + 2.0 * t_dt_rel(ydt);
+        T_CHECK(t_max_norm_err(yr, yg, ny) <= tol, "scan case %d (B%d D%d L%d N%d G%d const%d sp%d %s->%s seg%d): y err %g > %g",
+                i, B, D, L, N, G, bc_const, softplus, t_dt_name(dt), t_dt_name(ydt), nseg, t_max_norm_err(yr, yg, ny), tol);
+        for (k = 0; k < ns; ++k) ss = SR_MAX(ss, fabs(sr[k]));
+        T_CHECK(t_max_norm_err(sr, sg, ns) <= SR_TOL, "scan case %d: state err %g", i, t_max_norm_err(sr, sg, ns));
+        (void)ys; (void)ss;
+        free(yr); free(yg); free(sr); free(sg); free(sout);
+        sp_free(&p);
+    }
+}
+
+/* A big-ish f32 problem for the properties. */
+static void sp_std(sp *p, t_rng *r, int B, int D, int L, int softplus, int bc_const, attn_dtype dt) {
+    sp_init(p, r, B, D, L, 16, D % 4 == 0 ? 4 : 1, bc_const, softplus, dt, dt, 0, 1, 1, 1, 0);
+}
+
+static void t_count_par(void *user, int n_tasks, int n_threads, attn_task_fn task, void *ctx) {
+    int i;
+    (void)n_threads;
+    ++*(int *)user;
+    for (i = n_tasks - 1; i >= 0; --i) task(ctx, i, 0);   /* reverse order, one thread */
+}
+
+static void test_scan_threads(void) {
+    t_rng r = t_rng_seed(2002);
+    sp p;
+    attn_ssm_desc d;
+    int nt, calls = 0, bc;
+    for (bc = 0; bc < 2; ++bc) {
+        size_t yb, sb;
+        unsigned char *y1, *s1;
+        float *st;
+        sp_std(&p, &r, 2, 200, 70, 1, bc, ATTN_BF16);
+        d = sp_desc(&p);
+        yb = sv_bytes(&p.y); sb = sizeof(float) * (size_t)p.S * p.D * p.N;
+        y1 = (unsigned char *)t_xmalloc(yb); s1 = (unsigned char *)t_xmalloc(sb); st = (float *)t_xmalloc(sb);
+        for (nt = 1; nt <= 4; ++nt) {
+            attn_status s;
+            d.n_threads = nt == 4 ? 2 : nt;
+            d.parallel = nt == 4 ? t_count_par : NULL; d.parallel_user = nt == 4 ? &calls : NULL;
+            s = sp_run(&p, &d, st);
+            T_CHECK(s == ATTN_OK, "threads %d: %s", nt, attn_status_str(s));
+            if (nt == 1) { memcpy(y1, p.y.t.data, yb); memcpy(s1, st, sb); }
+            else T_CHECK(memcmp(y1, p.y.t.data, yb) == 0 && memcmp(s1, st, sb) == 0,
+                         "bc_const %d: %s differs from 1 thread (bitwise)", bc, nt == 4 ? "parallel hook" : "threads");
+        }
+        T_CHECK(calls > 0, "the parallel hook was not used");
+        free(y1); free(s1); free(st);
+        sp_free(&p);
+    }
+}
+
+static int sr_neon(void) { return strcmp(attn_kernels(), "neon") == 0; }
+
+/* two pieces [0, L1) and [L1, L) with the carried state == one pass */
+static void test_scan_pieces(void) {
+    t_rng r = t_rng_seed(2003);
+    int it;
+    for (it = 0; it < 4; ++it) {
+        sp p;
+        attn_ssm_desc d;
+        const int L = it < 2 ? 70 : 45, L1 = it == 0 ? 32 : it == 1 ? 1 : t_irange(&r, 2, 44);
+        size_t ns, yb;
+        float *st_full, *st_mid, *st2;
+        unsigned char *yfull;
+        attn_ssm_tensor u, dl, z, Bm, Cm, y;
+        attn_status s;
+        double *a, *b2, err;
+        size_t k;
+        sp_init(&p, &r, 2, 72, L, 16, 2, it == 3, 1, it == 2 ? ATTN_F16 : ATTN_F32, ATTN_F32, 1, 1, 1, 1, 0);
+        d = sp_desc(&p);
+        ns = (size_t)p.S * p.D * p.N; yb = sv_bytes(&p.y);
+        st_full = (float *)t_xmalloc(sizeof(float) * ns); st_mid = (float *)t_xmalloc(sizeof(float) * ns);
+        st2 = (float *)t_xmalloc(sizeof(float) * ns);
+        yfull = (unsigned char *)t_xmalloc(yb);
+        s = sp_run(&p, &d, st_full);
+        T_CHECK(s == ATTN_OK, "pieces: full %s", attn_status_str(s));
+        memcpy(yfull, p.y.t.data, yb);
+        t_fill_nan(p.y.t.data, p.y.t.dtype, p.y.elems);
+        /* piece 1: the first L1 tokens (views keep the full tensors' strides) */
+        d.len = L1;
+        s = sp_run(&p, &d, st_mid);
+        T_CHECK(s == ATTN_OK, "pieces: first %s", attn_status_str(s));
+        /* piece 2: offset views, state_in = st_mid */
+        u = p.u.t; dl = p.dl.t; z = p.z.t; Bm = p.Bm.t; Cm = p.Cm.t; y = p.y.t;
+        u.data = (char *)u.data + (size_t)L1 * t_dt_size(u.dtype);
+        dl.data = (char *)dl.data + (size_t)L1 * t_dt_size(dl.dtype);
+        z.data = (char *)z.data + (size_t)L1 * t_dt_size(z.dtype);
+        y.data = (char *)y.data + (size_t)L1 * t_dt_size(y.dtype);
+        if (!p.bc_const) {
+            Bm.data = (char *)Bm.data + (size_t)L1 * t_dt_size(Bm.dtype);
+            Cm.data = (char *)Cm.data + (size_t)L1 * t_dt_size(Cm.dtype);
+        }
+        d.len = L - L1;
+        s = attn_ssm_selective_scan(&d, u, dl, p.A, Bm, Cm, p.Dk, z, p.dbias, st_mid, y, st2);
+        T_CHECK(s == ATTN_OK, "pieces: second %s", attn_status_str(s));
+        a = (double *)t_xmalloc(sizeof(double) * (size_t)p.B * p.D * L); b2 = (double *)t_xmalloc(sizeof(double) * (size_t)p.B * p.D * L);
+        sp_get_y(&p, b2);
+        memcpy(p.y.t.data, yfull, yb);
+        sp_get_y(&p, a);
+        err = t_max_norm_err(a, b2, (size_t)p.B * p.D * L);
+        if (sr_neon()) T_CHECK(err <= 1e-6, "pieces L1=%d: err %g", L1, err);
+        else T_CHECK(err == 0.0, "pieces L1=%d (bc_const %d): y differs from one pass (err %g)", L1, p.bc_const, err);
+        for (k = 0; k < ns; ++k)
+            if (st2[k] != st_full[k] && !(sr_neon() && fabs(st2[k] - st_full[k]) <= 1e-6 * SR_MAX(1.0, fabs(st_full[k])))) break;
+        T_CHECK(k == ns, "pieces L1=%d: final state differs at %d", L1, (int)k);
+        free(a); free(b2); free(st_full); free(st_mid); free(st2); free(yfull);
+        sp_free(&p);
+    }
+}
+
+/* L calls of the step == one scan; the step's x/dt/z/y are [B, D, 1] views into the full tensors */
+static void test_scan_steps(void) {
+    t_rng r = t_rng_seed(2004);
+    int it;
+    for (it = 0; it < 2; ++it) {
+        sp p;
+        attn_ssm_desc d;
+        const int L = 19;
+        float *st_full, *st;
+        double *a, *b2, err;
+        size_t ns, ny, k;
+        int l;
+        attn_status s = ATTN_OK;
+        sp_init(&p, &r, 3, 40, L, 16, 2, it, 1, it ? ATTN_BF16 : ATTN_F32, ATTN_F32, 1, 1, 1, 1, 0);
+        d = sp_desc(&p);
+        ns = (size_t)p.S * p.D * p.N; ny = (size_t)p.B * p.D * L;
+        st_full = (float *)t_xmalloc(sizeof(float) * ns); st = (float *)t_xmalloc(sizeof(float) * ns);
+        a = (double *)t_xmalloc(sizeof(double) * ny); b2 = (double *)t_xmalloc(sizeof(double) * ny);
+        T_CHECK(sp_run(&p, &d, st_full) == ATTN_OK, "steps: scan");
+        sp_get_y(&p, a);
+        memcpy(st, p.sin, sizeof(float) * ns);
+        d.len = 0;                                      /* ignored by the step */
+        for (l = 0; l < L && s == ATTN_OK; ++l) {
+            attn_ssm_tensor u = p.u.t, dl = p.dl.t, z = p.z.t, Bm = p.Bm.t, Cm = p.Cm.t, y = p.y.t;
+            u.data = (char *)u.data + (size_t)l * t_dt_size(u.dtype);
+            dl.data = (char *)dl.data + (size_t)l * t_dt_size(dl.dtype);
+            z.data = (char *)z.data + (size_t)l * t_dt_size(z.dtype);
+            y.data = (char *)y.data + (size_t)l * t_dt_size(y.dtype);
+            if (!p.bc_const) {
+                Bm.data = (char *)Bm.data + (size_t)l * t_dt_size(Bm.dtype);
+                Cm.data = (char *)Cm.data + (size_t)l * t_dt_size(Cm.dtype);
+            }
+            s = attn_ssm_selective_step(&d, u, dl, p.A, Bm, Cm, p.Dk, z, p.dbias, st, y);
+        }
+        T_CHECK(s == ATTN_OK, "steps: %s", attn_status_str(s));
+        sp_get_y(&p, b2);
+        err = t_max_norm_err(a, b2, ny);
+        T_CHECK(err <= 1e-6, "L steps vs one scan (bc_const %d): err %g", it, err);
+        for (k = 0; k < ns; ++k) if (fabs(st[k] - st_full[k]) > 1e-6 * SR_MAX(1.0, fabs(st_full[k]))) break;
+        T_CHECK(k == ns, "L steps: final state differs at %d", (int)k);
+        free(st_full); free(st); free(a); free(b2);
+        sp_free(&p);
+    }
+}
+
+/* packed sequences == each sequence run as its own batch-1 call with its own state_in */
+static void test_scan_varlen(void) {
+    t_rng r = t_rng_seed(2005);
+    sp p;
+    attn_ssm_desc d;
+    float *st;
+    int sq, ok = 1;
+    size_t ns;
+    sp_init(&p, &r, 1, 66, 90, 16, 3, 0, 1, ATTN_F32, ATTN_F32, 0, 1, 1, 1, 4);
+    p.cu[1] = p.cu[2];                           /* force an empty sequence */
+    d = sp_desc(&p);
+    ns = (size_t)p.S * p.D * p.N;
+    st = (float *)t_xmalloc(sizeof(float) * ns);
+    T_CHECK(sp_run(&p, &d, st) == ATTN_OK, "varlen: packed");
+    for (sq = 0; sq < p.S; ++sq) {
+        const int l0 = p.cu[sq], n = p.cu[sq + 1] - l0;
+        attn_ssm_desc e = d;
+        attn_ssm_tensor u = p.u.t, dl = p.dl.t, z = p.z.t, Bm = p.Bm.t, Cm = p.Cm.t, y;
+        float *st1 = (float *)t_xmalloc(sizeof(float) * (size_t)p.D * p.N);
+        float *y1 = (float *)t_xmalloc(sizeof(float) * (size_t)p.D * (n ? n : 1));
+        int c, l;
+        size_t k;
+        if (n == 0) {                            /* an empty sequence: state passes through */
+            for (k = 0; k < (size_t)p.D * p.N; ++k) if (st[(size_t)sq * p.D * p.N + k] != p.sin[(size_t)sq * p.D * p.N + k]) ok = 0;
+            free(st1); free(y1);
+            continue;
+        }
+        e.cu_seqlens = NULL; e.varlen_batch = 0; e.len = n;
+        u.data = (char *)u.data + (size_t)l0 * 4; dl.data = (char *)dl.data + (size_t)l0 * 4;
+        z.data = (char *)z.data + (size_t)l0 * 4; Bm.data = (char *)Bm.data + (size_t)l0 * 4;
+        Cm.data = (char *)Cm.data + (size_t)l0 * 4;
+        u.stride_chan = dl.stride_chan = z.stride_chan = Bm.stride_chan = Cm.stride_chan = p.L;
+        u.stride_batch = dl.stride_batch = z.stride_batch = Bm.stride_batch = Cm.stride_batch = 1;
+        memset(&y, 0, sizeof y); y.data = y1; y.dtype = ATTN_F32;
+        T_CHECK(attn_ssm_selective_scan(&e, u, dl, p.A, Bm, Cm, p.Dk, z, p.dbias, p.sin + (size_t)sq * p.D * p.N, y, st1) == ATTN_OK,
+                "varlen: sequence %d alone", sq);
+        for (c = 0; c < p.D; ++c)
+            for (l = 0; l < n; ++l) if (y1[(size_t)c * n + l] != (float)sv_get(&p.y, 0, c, l0 + l)) ok = 0;
+        for (k = 0; k < (size_t)p.D * p.N; ++k) if (st1[k] != st[(size_t)sq * p.D * p.N + k]) ok = 0;
+        free(st1); free(y1);
+    }
+    T_CHECK(ok, "varlen: packed sequences differ from separate calls (bitwise)");
+    free(st);
+    sp_free(&p);
+}
+
+/* workspace: the query's size makes the call allocation-free; one byte less is refused */
+static void test_scan_workspace(void) {
+    t_rng r = t_rng_seed(2006);
+    sp p;
+    attn_ssm_desc d;
+    size_t bytes = 0, m0, yb;
+    void *ws;
+    unsigned char *y1;
+    attn_status s;
+    sp_std(&p, &r, 1, 64, 40, 0, 0, ATTN_F32);
+    d = sp_desc(&p);
+    d.n_threads = 2;
+    yb = sv_bytes(&p.y);
+    T_CHECK(attn_ssm_workspace_size(&d, ATTN_SSM_OP_SCAN, &bytes) == ATTN_OK && bytes > 0, "scan workspace query");
+    ws = t_xmalloc(bytes);
+    d.workspace = ws; d.workspace_size = bytes;
+    m0 = t_attn_mallocs;
+    s = sp_run(&p, &d, NULL);
+    T_CHECK(s == ATTN_OK && t_attn_mallocs == m0, "scan with a workspace: %s, %d allocations", attn_status_str(s), (int)(t_attn_mallocs - m0));
+    y1 = (unsigned char *)t_xmalloc(yb);
+    memcpy(y1, p.y.t.data, yb);
+    d.workspace = NULL; d.workspace_size = 0;
+    T_CHECK(sp_run(&p, &d, NULL) == ATTN_OK && memcmp(y1, p.y.t.data, yb) == 0, "workspace vs allocated: bitwise");
+    t_sentinel(p.y.t.data, yb, 11);
+    d.workspace = ws; d.workspace_size = bytes - 1;
+    s = sp_run(&p, &d, NULL);
+    T_CHECK(s == ATTN_ERR_SSM_WORKSPACE && t_sentinel_ok(p.y.t.data, yb, 11), "small workspace: %s", attn_status_str(s));
+    if (s == ATTN_ERR_SSM_WORKSPACE && t_sentinel_ok(p.y.t.data, yb, 11)) t_status_provoked[ATTN_ERR_SSM_WORKSPACE] = 1;
+    free(ws); free(y1);
+    sp_free(&p);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Causal conv1d                                                                              */
+/* ---------------------------------------------------------------------------------------- */
+
+static void sr_conv(const sv *x, int B, int D, int L, int K, const float *w, const float *bias, const float *sin,
+                    int silu, double *out, double *sout) {
+    int b, c, t, k;
+    for (b = 0; b < B; ++b)
+        for (c = 0; c < D; ++c) {
+            for (t = 0; t < L; ++t) {
+                double a = bias ? bias[c] : 0.0;
+                for (k = 0; k < K; ++k) {
+                    const int pos = t - (K - 1) + k;
+                    double xv = 0.0;
+                    if (pos >= 0) xv = sv_get(x, b, c, pos);
+                    else if (sin) xv = sin[((size_t)b * D + c) * (K - 1) + (K - 1 + pos)];
+                    a += w[(size_t)c * K + k] * xv;
+                }
+                if (silu) a = a / (1.0 + exp(-a));
+                out[((size_t)b * D + c) * L + t] = a;
+            }
+            for (k = 0; k < K - 1; ++k) {          /* the last K-1 inputs */
+                const int pos = L - (K - 1) + k;
+                sout[((size_t)b * D + c) * (K - 1) + k] =
+                    pos >= 0 ? sv_get(x, b, c, pos) : (sin ? sin[((size_t)b * D + c) * (K - 1) + (K - 1 + pos)] : 0.0);
+            }
+        }
+}
+
+static void test_conv(void) {
+    t_rng r = t_rng_seed(2007);
+    const int n_cases = T_QUICK ? 8 : 30;
+    int i;
+    for (i = 0; i < n_cases; ++i) {
+        static const int Ks[] = { 0, 1, 2, 4, 5 }, Ls[] = { 1, 2, 3, 17, 1100 };
+        const int B = t_irange(&r, 1, 2), D = t_irange(&r, 1, 40), L = t_pick(&r, Ls, 5), K0 = t_pick(&r, Ks, 5);
+        const int K = K0 ? K0 : 4, silu = t_chance(&r, 0.7), has_sin = t_chance(&r, 0.6), has_bias = t_chance(&r, 0.6);
+        const attn_dtype dt = sr_dts[t_irange(&r, 0, 2)], odt = sr_dts[t_irange(&r, 0, 2)];
+        sv x = sv_make(dt, B, D, L, t_chance(&r, 0.5)), o = sv_make(odt, B, D, L, t_chance(&r, 0.5));
+        const size_t nh = (size_t)B * D * (K - 1) + 1, no = (size_t)B * D * L;
+        float *w = (float *)t_xmalloc(sizeof(float) * (size_t)D * K), *bias = (float *)t_xmalloc(sizeof(float) * (size_t)D);
+        float *sin = (float *)t_xmalloc(sizeof(float) * nh), *sout = (float *)t_xmalloc(sizeof(float) * nh);
+        double *ref = (double *)t_xmalloc(sizeof(double) * no), *got = (double *)t_xmalloc(sizeof(double) * no);
+        double *sref = (double *)t_xmalloc(sizeof(double) * nh), *sgot = (double *)t_xmalloc(sizeof(double) * nh), tol;
+        attn_ssm_desc d;
+        attn_status s;
+        int b, c, t;
+        size_t k;
+        for (b = 0; b < B; ++b) for (c = 0; c < D; ++c) for (t = 0; t < L; ++t) sv_set(&x, b, c, t, t_normal(&r));
+        for (k = 0; k < (size_t)D * K; ++k) w[k] = (float)(0.5 * t_normal(&r));
+        for (k = 0; k < (size_t)D; ++k) bias[k] = (float)t_normal(&r);
+        for (k = 0; k < nh; ++k) sin[k] = (float)t_normal(&r);
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.conv_kernel = K0; d.conv_act = silu ? ATTN_SSM_CONV_SILU : ATTN_SSM_CONV_NONE;
+        d.n_threads = t_irange(&r, 1, 3);
+        s = attn_ssm_conv1d(&d, x.t, w, has_bias ? bias : NULL, has_sin ? sin : NULL, o.t, sout);
+        T_CHECK(s == ATTN_OK, "conv case %d: %s", i, attn_status_str(s));
+        sr_conv(&x, B, D, L, K, w, has_bias ? bias : NULL, has_sin ? sin : NULL, silu, ref, sref);
+        for (b = 0; b < B; ++b) for (c = 0; c < D; ++c) for (t = 0; t < L; ++t) got[((size_t)b * D + c) * L + t] = sv_get(&o, b, c, t);
+        for (k = 0; k < nh - 1; ++k) sgot[k] = sout[k];
+        tol = 1e-5 + 2.0 * t_dt_rel(odt);
+        T_CHECK(t_max_norm_err(ref, got, no) <= tol, "conv case %d (B%d D%d L%d K%d silu%d %s->%s): err %g", i, B, D, L, K, silu,
+                t_dt_name(dt), t_dt_name(odt), t_max_norm_err(ref, got, no));
+        T_CHECK(t_max_norm_err(sref, sgot, nh - 1) == 0.0, "conv case %d: state_out differs", i);
+        /* L steps == one pass (f32 out) */
+        if (L <= 17) {
+            float *st = (float *)t_xmalloc(sizeof(float) * nh);
+            int ok = 1;
+            memcpy(st, sin, sizeof(float) * nh);
+            if (!has_sin) memset(st, 0, sizeof(float) * nh);
+            for (t = 0; t < L; ++t) {
+                attn_ssm_tensor xs = x.t, os = o.t;
+                xs.data = (char *)xs.data + (size_t)t * t_dt_size(dt);
+                os.data = (char *)os.data + (size_t)t * t_dt_size(odt);
+                if (x.t.stride_batch == 0 && x.t.stride_chan == 0) { xs.stride_chan = L; xs.stride_batch = (ptrdiff_t)D * L; }
+                if (o.t.stride_batch == 0 && o.t.stride_chan == 0) { os.stride_chan = L; os.stride_batch = (ptrdiff_t)D * L; }
+                if (attn_ssm_conv1d_step(&d, xs, w, has_bias ? bias : NULL, st, os) != ATTN_OK) ok = 0;
+            }
+            for (b = 0; b < B; ++b) for (c = 0; c < D; ++c) for (t = 0; t < L; ++t)
+                if (fabs(sv_get(&o, b, c, t) - got[((size_t)b * D + c) * L + t]) > 1e-6 * SR_MAX(1.0, fabs(got[((size_t)b * D + c) * L + t]))) ok = 0;
+            for (k = 0; k < nh - 1; ++k) if (st[k] != sout[k]) ok = 0;
+            T_CHECK(ok, "conv case %d: L steps differ from one pass", i);
+            free(st);
+        }
+        sv_free(&x); sv_free(&o);
+        free(w); free(bias); free(sin); free(sout); free(ref); free(got); free(sref); free(sgot);
+    }
+}
+
+/* conv: thread counts bitwise, two pieces == one pass */
+static void test_conv_props(void) {
+    t_rng r = t_rng_seed(2008);
+    const int B = 2, D = 50, L = 2100, K = 4, L1 = 1030;
+    sv x = sv_make(ATTN_F32, B, D, L, 0), o = sv_make(ATTN_F32, B, D, L, 0);
+    float *w = (float *)t_xmalloc(sizeof(float) * D * K), *sa = (float *)t_xmalloc(sizeof(float) * B * D * (K - 1));
+    float *sb = (float *)t_xmalloc(sizeof(float) * B * D * (K - 1));
+    unsigned char *o1 = (unsigned char *)t_xmalloc(sv_bytes(&o));
+    attn_ssm_desc d;
+    attn_ssm_tensor x2, o2;
+    int b, c, t, nt;
+    for (b = 0; b < B; ++b) for (c = 0; c < D; ++c) for (t = 0; t < L; ++t) sv_set(&x, b, c, t, t_normal(&r));
+    for (t = 0; t < D * K; ++t) w[t] = (float)t_normal(&r);
+    memset(&d, 0, sizeof d);
+    d.batch = B; d.dim = D; d.len = L;
+    for (nt = 1; nt <= 3; ++nt) {
+        d.n_threads = nt;
+        T_CHECK(attn_ssm_conv1d(&d, x.t, w, NULL, NULL, o.t, sa) == ATTN_OK, "conv threads %d", nt);
+        if (nt == 1) memcpy(o1, o.t.data, sv_bytes(&o));
+        else T_CHECK(memcmp(o1, o.t.data, sv_bytes(&o)) == 0, "conv: %d threads differ from 1 (bitwise)", nt);
+    }
+    t_fill_nan(o.t.data, ATTN_F32, o.elems);
+    d.len = L1;
+    x2 = x.t; o2 = o.t;
+    x2.stride_chan = o2.stride_chan = L; x2.stride_batch = o2.stride_batch = (ptrdiff_t)D * L;
+    T_CHECK(attn_ssm_conv1d(&d, x2, w, NULL, NULL, o2, sb) == ATTN_OK, "conv piece 1");
+    x2.data = (float *)x2.data + L1; o2.data = (float *)o2.data + L1;
+    d.len = L - L1;
+    T_CHECK(attn_ssm_conv1d(&d, x2, w, NULL, sb, o2, sb) == ATTN_OK, "conv piece 2 (state in place)");
+    T_CHECK(memcmp(o1, o.t.data, sv_bytes(&o)) == 0 && memcmp(sa, sb, sizeof(float) * B * D * (K - 1)) == 0,
+            "conv: two pieces differ from one pass (bitwise)");
+    sv_free(&x); sv_free(&o); free(w); free(sa); free(sb); free(o1);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Error paths: the exact status, y / state_out / out untouched                              */
+/* ---------------------------------------------------------------------------------------- */
+
+static sp g_ep;                   /* the valid problem every error case perturbs */
+static float *g_est;              /* state_out (scan) / state (step) */
+static size_t g_est_bytes;
+
+static void sr_expect(attn_status got, attn_status want, const char *what) {
+    const int untouched = t_sentinel_ok(g_ep.y.t.data, sv_bytes(&g_ep.y), 7) && t_sentinel_ok(g_est, g_est_bytes, 9);
+    T_CHECK(got == want && untouched, "%s: got %s (%d), want %s (%d)%s", what, attn_status_str(got), (int)got,
+            attn_status_str(want), (int)want, untouched ? "" : ", outputs written");
+    if (got == want && untouched) t_status_provoked[want] = 1;
+    t_sentinel(g_ep.y.t.data, sv_bytes(&g_ep.y), 7);
+    t_sentinel(g_est, g_est_bytes, 9);
+}
+
+typedef struct {
+    attn_ssm_desc d;
+    attn_ssm_tensor u, dl, Bm, Cm, z, y;
+    const float *A;
+} sr_args;
+static sr_args sr_valid(void) {
+    sr_args a;
+    a.d = sp_desc(&g_ep); a.u = g_ep.u.t; a.dl = g_ep.dl.t; a.Bm = g_ep.Bm.t; a.Cm = g_ep.Cm.t; a.z = g_ep.z.t; a.y = g_ep.y.t;
+    a.A = g_ep.A;
+    return a;
+}
+static attn_status sr_call(const sr_args *a) {
+    return attn_ssm_selective_scan(&a->d, a->u, a->dl, a->A, a->Bm, a->Cm, g_ep.Dk, a->z, g_ep.dbias, g_ep.sin, a->y, g_est);
+}
+static attn_status sr_call_step(const sr_args *a) {
+    return attn_ssm_selective_step(&a->d, a->u, a->dl, a->A, a->Bm, a->Cm, g_ep.Dk, a->z, g_ep.dbias, g_est, a->y);
+}
+
+static void test_scan_errors(void) {
+    t_rng r = t_rng_seed(2009);
+    sr_args a;
+    int cu_bad[3] = { 0, 5, 3 }, cu_ok[3] = { 0, 2, 4 };
+    size_t bytes;
+    /* B 1, D 4, L 4, N 2, G 2 */
+    sp_init(&g_ep, &r, 1, 4, 4, 2, 2, 0, 1, ATTN_F32, ATTN_F32, 0, 1, 1, 1, 0);
+    g_est_bytes = sizeof(float) * 4 * 2 * 2;
+    g_est = (float *)t_xmalloc(g_est_bytes);
+    t_sentinel(g_ep.y.t.data, sv_bytes(&g_ep.y), 7);
+    t_sentinel(g_est, g_est_bytes, 9);
+    a = sr_valid();
+    sr_expect(attn_ssm_selective_scan(NULL, a.u, a.dl, a.A, a.Bm, a.Cm, NULL, a.z, NULL, NULL, a.y, g_est), ATTN_ERR_NULL_DESC, "NULL desc");
+    a = sr_valid(); a.d.len = 0; sr_expect(sr_call(&a), ATTN_ERR_SSM_SHAPE, "len 0");
+    a = sr_valid(); a.d.dim = -1; sr_expect(sr_call(&a), ATTN_ERR_SSM_SHAPE, "dim -1");
+    a = sr_valid(); a.d.batch = 0; sr_expect(sr_call_step(&a), ATTN_ERR_SSM_SHAPE, "step batch 0");
+    a = sr_valid(); a.d.d_state = 0; sr_expect(sr_call(&a), ATTN_ERR_SSM_D_STATE, "N = 0");
+    a = sr_valid(); a.d.n_groups = 3; sr_expect(sr_call(&a), ATTN_ERR_SSM_GROUPS, "G not dividing D");
+    a = sr_valid(); a.d.n_groups = -2; sr_expect(sr_call(&a), ATTN_ERR_SSM_GROUPS, "G < 0");
+    a = sr_valid(); a.d.bc_const = 2; sr_expect(sr_call(&a), ATTN_ERR_SSM_BC_CONST, "bc_const 2");
+    a = sr_valid(); a.d.delta_softplus = -1; sr_expect(sr_call(&a), ATTN_ERR_SSM_SOFTPLUS, "softplus -1");
+    a = sr_valid(); a.d.n_threads = -1; sr_expect(sr_call(&a), ATTN_ERR_SSM_N_THREADS, "n_threads -1");
+    a = sr_valid(); a.d.varlen_batch = 2; sr_expect(sr_call(&a), ATTN_ERR_SSM_VARLEN_BATCH, "varlen_batch without cu_seqlens");
+    a = sr_valid(); a.d.cu_seqlens = cu_ok; a.d.varlen_batch = 0; sr_expect(sr_call(&a), ATTN_ERR_SSM_VARLEN_BATCH, "cu_seqlens, varlen_batch 0");
+    a = sr_valid(); a.d.cu_seqlens = cu_bad; a.d.varlen_batch = 2; sr_expect(sr_call(&a), ATTN_ERR_SSM_CU_SEQLENS, "cu_seqlens decreasing");
+    a = sr_valid(); a.d.cu_seqlens = cu_ok; a.d.varlen_batch = 1; sr_expect(sr_call(&a), ATTN_ERR_SSM_CU_SEQLENS, "cu_seqlens not ending at len");
+    a = sr_valid(); a.d.cu_seqlens = cu_ok; a.d.varlen_batch = 2; sr_expect(sr_call_step(&a), ATTN_ERR_SSM_STEP_VARLEN, "step with cu_seqlens");
+    a = sr_valid(); a.u.data = NULL; sr_expect(sr_call(&a), ATTN_ERR_SSM_NULL_U, "NULL u");
+    a = sr_valid(); a.dl.data = NULL; sr_expect(sr_call(&a), ATTN_ERR_SSM_NULL_DELTA, "NULL delta");
+    a = sr_valid(); a.A = NULL; sr_expect(sr_call(&a), ATTN_ERR_SSM_NULL_A, "NULL A");
+    a = sr_valid(); a.Bm.data = NULL; sr_expect(sr_call(&a), ATTN_ERR_SSM_NULL_B, "NULL B");
+    a = sr_valid(); a.Cm.data = NULL; sr_expect(sr_call(&a), ATTN_ERR_SSM_NULL_C, "NULL C");
+    a = sr_valid(); a.y.data = NULL; sr_expect(sr_call(&a), ATTN_ERR_SSM_NULL_Y, "NULL y");
+    a = sr_valid(); a.dl.dtype = (attn_dtype)7; sr_expect(sr_call(&a), ATTN_ERR_SSM_DTYPE, "delta dtype 7");
+    a = sr_valid(); a.z.dtype = (attn_dtype)-1; sr_expect(sr_call(&a), ATTN_ERR_SSM_DTYPE, "z dtype -1");
+    a = sr_valid(); a.u.stride_chan = PTRDIFF_MAX / 2; a.u.stride_batch = 1; sr_expect(sr_call(&a), ATTN_ERR_SSM_OVERFLOW, "u stride overflow");
+    a = sr_valid(); a.y.stride_chan = 0; a.y.stride_batch = 16; sr_expect(sr_call(&a), ATTN_ERR_SSM_Y_BROADCAST, "y broadcast over channels");
+    a = sr_valid();
+    sr_expect(attn_ssm_selective_step(&a.d, a.u, a.dl, a.A, a.Bm, a.Cm, NULL, a.z, NULL, NULL, a.y), ATTN_ERR_SSM_NULL_STATE, "step NULL state");
+    a = sr_valid();
+    sr_expect(attn_ssm_workspace_size(&a.d, ATTN_SSM_OP_SCAN, NULL), ATTN_ERR_SSM_NULL_RESULT, "workspace_size NULL bytes");
+    sr_expect(attn_ssm_workspace_size(&a.d, (attn_ssm_op)99, &bytes), ATTN_ERR_SSM_OP, "workspace_size op 99");
+    sp_free(&g_ep);
+    free(g_est);
+}
+
+static void test_conv_errors(void) {
+    t_rng r = t_rng_seed(2010);
+    attn_ssm_desc d;
+    sv x, o;
+    float w[12], st[6];
+    int k;
+    sp_init(&g_ep, &r, 1, 2, 3, 1, 1, 0, 0, ATTN_F32, ATTN_F32, 0, 0, 0, 0, 0);   /* y is the sentinel out */
+    x = sv_make(ATTN_F32, 1, 2, 3, 0);
+    o = g_ep.y;
+    for (k = 0; k < 12; ++k) w[k] = 0.1f * (float)k;
+    for (k = 0; k < 6; ++k) ((float *)x.t.data)[k] = (float)k;
+    g_est = st; g_est_bytes = sizeof st;
+    t_sentinel(o.t.data, sv_bytes(&o), 7); t_sentinel(st, sizeof st, 9);
+    memset(&d, 0, sizeof d);
+    d.batch = 1; d.dim = 2; d.len = 3;
+    sr_expect(attn_ssm_conv1d(NULL, x.t, w, NULL, NULL, o.t, st), ATTN_ERR_NULL_DESC, "conv NULL desc");
+    d.conv_kernel = -1; sr_expect(attn_ssm_conv1d(&d, x.t, w, NULL, NULL, o.t, st), ATTN_ERR_SSM_CONV_KERNEL, "conv_kernel -1");
+    d.conv_kernel = 0; d.conv_act = 2; sr_expect(attn_ssm_conv1d(&d, x.t, w, NULL, NULL, o.t, st), ATTN_ERR_SSM_CONV_ACT, "conv_act 2");
+    d.conv_act = 0; d.cu_seqlens = &k; sr_expect(attn_ssm_conv1d(&d, x.t, w, NULL, NULL, o.t, st), ATTN_ERR_SSM_CONV_VARLEN, "conv cu_seqlens");
+    d.cu_seqlens = NULL;
+    sr_expect(attn_ssm_conv1d(&d, x.t, NULL, NULL, NULL, o.t, st), ATTN_ERR_SSM_NULL_WEIGHT, "conv NULL weight");
+    {
+        attn_ssm_tensor bad = x.t;
+        bad.data = NULL; sr_expect(attn_ssm_conv1d(&d, bad, w, NULL, NULL, o.t, st), ATTN_ERR_SSM_NULL_U, "conv NULL x");
+        bad = o.t; bad.data = NULL; sr_expect(attn_ssm_conv1d(&d, x.t, w, NULL, NULL, bad, st), ATTN_ERR_SSM_NULL_Y, "conv NULL out");
+        bad = o.t; bad.dtype = (attn_dtype)3; sr_expect(attn_ssm_conv1d(&d, x.t, w, NULL, NULL, bad, st), ATTN_ERR_SSM_DTYPE, "conv out dtype 3");
+    }
+    d.len = 0; sr_expect(attn_ssm_conv1d(&d, x.t, w, NULL, NULL, o.t, st), ATTN_ERR_SSM_SHAPE, "conv len 0");
+    sr_expect(attn_ssm_conv1d_step(&d, x.t, w, NULL, NULL, o.t), ATTN_ERR_SSM_NULL_STATE, "conv step NULL state");
+    sv_free(&x);
+    sp_free(&g_ep);
+}
+
+void test_ssm(void) {
+    test_scan_ref();
+    test_scan_threads();
+    test_scan_pieces();
+    test_scan_steps();
+    test_scan_varlen();
+    test_scan_workspace();
+    test_conv();
+    test_conv_props();
+    test_scan_errors();
+    test_conv_errors();
+}
