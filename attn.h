@@ -8193,7 +8193,8 @@ static void attn__rwkv4_task(void *vctx, int task, int thread) {
             } else {
                 for (j = 0; j < n; ++j) { B->aa[j] = 0.0f; B->bb[j] = 0.0f; B->pp[j] = -1e38f; }
             }
-            for (j = 0; j < n; ++j) { B->w[j] = -expf(X->time_decay[c0 + j]); B->u[j] = X->time_first[c0 + j]; }
+            X->isa->exp_sum(B->w, X->time_decay + c0, 0.0f, n);          /* w = -exp(time_decay) */
+            for (j = 0; j < n; ++j) { B->w[j] = -B->w[j]; B->u[j] = X->time_first[c0 + j]; }
         }
         for (t0 = 0; t0 < X->k.seq; t0 += ATTN__RWKV_CHUNK)
             for (q = s0; q < s1; ++q) {
