@@ -7771,6 +7771,9 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
    each output row is computed by one task in one order: results do not depend on threads. */
 #define ATTN__LIN_ROWS 64          /* query rows (and keys) per causal chunk */
 #define ATTN__LIN_KEYS 256         /* keys per absorbing GEMM (longer k, fewer C passes) */
+#define ATTN__LIN_FEW 4            /* at most this many rows (or keys): vector-layer products instead
+                                      of GEMMs, whose packing dominated one-token steps (B 1, H 8,
+                                      D 64, one thread: 90 -> 25 us per ATTN_LINEAR step) */
 
 typedef struct attn__lin {
     const attn_desc *d;
@@ -7922,7 +7925,14 @@ static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int
 /* S += phi(K)^T V and z += sum_j phi(K_j) for the n rows in B->K, B->V. */
 static void attn__lin_absorb_loaded(const attn__lin *L, const attn__lin_bufs *B, int n) {
     int j;
-    attn__sgemm_1t(B->gemm, 1, 0, L->F, L->Dv, n, 1.0f, B->K, L->F, B->V, L->Dv, 1.0f, B->S, L->Dv);
+    if (n <= ATTN__LIN_FEW) {          /* a decoding step's few keys: rank-1 updates, no GEMM packing */
+        int f;
+        for (j = 0; j < n; ++j)
+            for (f = 0; f < L->F; ++f)
+                L->isa->axpy(B->S + (size_t)f * L->Dv, B->K[(size_t)j * L->F + f], B->V + (size_t)j * L->Dv, L->Dv);
+    } else {
+        attn__sgemm_1t(B->gemm, 1, 0, L->F, L->Dv, n, 1.0f, B->K, L->F, B->V, L->Dv, 1.0f, B->S, L->Dv);
+    }
     for (j = 0; j < n; ++j) L->isa->axpy(B->z, 1.0f, B->K + (size_t)j * L->F, L->F);
 }
 
@@ -7973,14 +7983,28 @@ static void attn__lin_task(void *ctx, int t, int thread) {
             for (i = 0; i < n; ++i)
                 attn__lin_feat(L, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
                                B.row, L->pos0 + q0 + i + (L->causal ? shift : 0));
-        attn__sgemm_1t(B.gemm, 0, 0, m, Dv, D, 1.0f, B.Q, D, B.S, Dv, 0.0f, B.num, Dv);
+        if (m <= ATTN__LIN_FEW) {     /* num = phi(Q) S row by row (decoding steps) */
+            int f;
+            for (r = 0; r < m; ++r) {
+                float *nr = B.num + (size_t)r * Dv;
+                memset(nr, 0, (size_t)Dv * sizeof(float));
+                for (f = 0; f < D; ++f) isa->axpy(nr, B.Q[(size_t)r * D + f], B.S + (size_t)f * Dv, Dv);
+            }
+        } else {
+            attn__sgemm_1t(B.gemm, 0, 0, m, Dv, D, 1.0f, B.Q, D, B.S, Dv, 0.0f, B.num, Dv);
+        }
         for (r = 0; r < m; ++r) B.den[r] = isa->dot(B.Q + (size_t)r * D, B.z, D);
         if (L->causal) {                               /* the chunk's own keys, masked j <= p */
             const int kend = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)), nk = kend - kdone;
             if (nk > 0) {
                 int j;
                 attn__lin_load_keys(L, &B, b, hk, kdone, nk);
-                attn__sgemm_1t(B.gemm, 0, 1, m, nk, D, 1.0f, B.Q, D, B.K, D, 0.0f, B.A, nk);
+                if (m <= ATTN__LIN_FEW) {
+                    for (r = 0; r < m; ++r)
+                        for (j = 0; j < nk; ++j) B.A[(size_t)r * nk + j] = isa->dot(B.Q + (size_t)r * D, B.K + (size_t)j * D, D);
+                } else {
+                    attn__sgemm_1t(B.gemm, 0, 1, m, nk, D, 1.0f, B.Q, D, B.K, D, 0.0f, B.A, nk);
+                }
                 for (r = 0; r < m; ++r) {
                     float *a = B.A + (size_t)r * nk, sum = 0.0f;
                     const long long last = pa + r % n - kdone;          /* last visible column */
@@ -7990,7 +8014,13 @@ static void attn__lin_task(void *ctx, int t, int thread) {
                     }
                     B.den[r] += sum;
                 }
-                attn__sgemm_1t(B.gemm, 0, 0, m, Dv, nk, 1.0f, B.A, nk, B.V, Dv, 1.0f, B.num, Dv);
+                if (m <= ATTN__LIN_FEW) {
+                    for (r = 0; r < m; ++r)
+                        for (j = 0; j < nk; ++j)
+                            isa->axpy(B.num + (size_t)r * Dv, B.A[(size_t)r * nk + j], B.V + (size_t)j * Dv, Dv);
+                } else {
+                    attn__sgemm_1t(B.gemm, 0, 0, m, Dv, nk, 1.0f, B.A, nk, B.V, Dv, 1.0f, B.num, Dv);
+                }
                 attn__lin_absorb_loaded(L, &B, nk);
                 kdone = kend;
             }
