@@ -7834,6 +7834,12 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     }
     L->n_tasks = c->q.batch * c->k.heads;      /* <= B * Hq * Sq, checked by attn__check_qkv */
     L->n_threads = ATTN__MIN(attn__resolve_threads(d), L->n_tasks);
+    if (d->n_threads == 0) {     /* default threads: one per ~2^20 state-update flops of the call, so a
+                                    decoding step is not slower than its threads' start-up */
+        const double work = (double)c->q.batch * c->k.heads * ((double)c->q.seq + c->k.seq) * L->F * L->Dv;
+        const int want = work < 1048576.0 ? 1 : (work > 1048576.0 * ATTN__MAX_THREADS ? ATTN__MAX_THREADS : (int)(work / 1048576.0));
+        L->n_threads = ATTN__MAX(1, ATTN__MIN(L->n_threads, want));
+    }
     return ATTN_OK;
 }
 
