@@ -190,6 +190,7 @@ typedef struct attn_tensor {
     \
     /* -- linear and kernel (20-29) -- */ \
     X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
+    X(ATTN_COSFORMER,         22, cosformer,   "cosFormer: ReLU linear attention re-weighted by cos(pi/2 (i - j) / M) (Qin et al. 2022)") \
     \
     /* -- low-rank (30-39) -- */ \
     X(ATTN_LINFORMER,         30, linformer,   "Linformer: softmax attention over keys and values projected along the sequence (E K, F V)") \
@@ -312,6 +313,23 @@ typedef struct attn_bigbird_params {
 typedef struct attn_linear_params {
     float eps;
 } attn_linear_params;
+
+/* ATTN_COSFORMER (cosFormer, Qin et al. 2022, and its reference code): ReLU features with a
+   cos re-weighting, computed as linear attention over [relu(x) sin a, relu(x) cos a] (2 d
+   features), so O(n d dv) on ATTN_LINEAR's chunked core. Positions are 1-based: key j at
+   j + 1, query i at i + 1 (under causal, i + 1 + Lk - Lq: bottom-right aligned, so a decoding
+   query sits at its own key's position); attn_step continues from attn_state.pos. With
+   a_p = (pi/2) p / M, phi(q_i) . phi(k_j) = relu(q_i) . relu(k_j) cos(pi/2 (p_i - p_j) / M):
+       out_i = sum_j w_ij v_j / max(sum_j w_ij, eps)   over the visible keys j (as ATTN_LINEAR)
+   Reads what ATTN_LINEAR reads plus cosformer; lse must be NULL.
+   field     default          meaning
+   max_len   max(Lq, Lk)      M; every position must be <= M (so cos >= 0). attn_step needs it
+                              set (> 0): decoding cannot know the final length
+   eps       1e-6             denominator clamp; finite and >= 0 (0 selects the default) */
+typedef struct attn_cosformer_params {
+    int max_len;
+    float eps;
+} attn_cosformer_params;
 
 /* -- low-rank parameter structs -- */
 /* Linformer (ATTN_LINFORMER; Wang et al. 2020), read from attn_desc.linformer. Keys and values are
@@ -502,6 +520,7 @@ typedef struct attn_desc {
     attn_routing_params routing;
     /* -- linear and kernel -- */
     attn_linear_params linear;   /* ATTN_LINEAR */
+    attn_cosformer_params cosformer;   /* ATTN_COSFORMER */
     /* -- low-rank -- */
     attn_linformer_params linformer;  /* ATTN_LINFORMER */
     attn_nystrom_params nystrom;      /* ATTN_NYSTROM */
@@ -698,6 +717,7 @@ typedef struct attn_desc {
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
+    /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
     X(ATTN_ERR_RWKV_NULL_R,           370, ATTN_CAT_NULL,        "attn_rwkv6: r.data is NULL") \
@@ -717,6 +737,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_RWKV_WORKSPACE,        384, ATTN_CAT_RANGE,       "attn_rwkv_desc.workspace_size is smaller than attn_rwkv6_workspace_size() asks for") \
     X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size: bytes is NULL") \
     X(ATTN_ERR_RWKV_STATE_SHAPE,      386, ATTN_CAT_SHAPE,       "attn_rwkv4_state_init: batch and channels must be >= 1") \
+    X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0") \
+    X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (q.seq, k.seq; attn_step: state.pos + k.seq)") \
+    X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
     /* -- low-rank (400-449) -- */ \
     X(ATTN_ERR_LINFORMER_NULL_E,      400, ATTN_CAT_NULL,        "attn_desc.linformer.e is NULL") \
     X(ATTN_ERR_LINFORMER_NULL_F,      401, ATTN_CAT_NULL,        "attn_desc.linformer.f is NULL (set attn_desc.linformer.shared_kv = 1 for F = E)") \
@@ -1390,7 +1413,7 @@ typedef struct attn_rwkv_desc {
      time_decay, time_first   [C] fp32
      k, v, out                [B, T, H, D] (C = H * D); out written on success only
      state_in, state_out      [B][3][C] fp32: aa, bb, pp of each channel (or NULL)
-   Parallel over batch x blocks of 64 channels; SIMD exp from the vector layer. */
+   Parallel over batch x groups of 64-channel blocks; SIMD exp from the vector layer. */
 ATTNDEF attn_status attn_rwkv4_forward(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
                                        attn_tensor k, attn_tensor v, attn_tensor out,
                                        const float *state_in, float *state_out);
@@ -1409,7 +1432,7 @@ ATTNDEF attn_status attn_rwkv4_state_init(float *state, int batch, int channels)
                               success only (y, before the model's group norm and gate)
      u                        [C] fp32, the bonus (time_first / time_faaaa)
      state_in, state_out      [B][C / N][N][N] fp32, S[i][j] (i: key channel, j: value channel)
-   Parallel over batch x heads; the recurrent form, O(T N C) work. */
+   Parallel over batch x groups of heads; the recurrent form, O(T N C) work. */
 ATTNDEF attn_status attn_rwkv6_forward(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
                                        attn_tensor w, const float *u, attn_tensor out,
                                        const float *state_in, float *state_out);
@@ -8260,6 +8283,9 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
    each output row is computed by one task in one order: results do not depend on threads. */
 #define ATTN__LIN_ROWS 64          /* query rows (and keys) per causal chunk */
 #define ATTN__LIN_KEYS 256         /* keys per absorbing GEMM (longer k, fewer C passes) */
+#define ATTN__LIN_FEW 4            /* at most this many rows (or keys): vector-layer products instead
+                                      of GEMMs, whose packing dominated one-token steps (B 1, H 8,
+                                      D 64, one thread: 90 -> 25 us per ATTN_LINEAR step) */
 
 typedef struct attn__lin {
     const attn_desc *d;
@@ -8267,8 +8293,12 @@ typedef struct attn__lin {
     attn__view q, k, v, out;
     const int *seqlens_q, *seqlens_k;
     int causal, groups, D, Dv, n_threads, n_tasks;
+    int F;                        /* features per q/k row: D (ATTN_LINEAR), 2 D (ATTN_COSFORMER) */
+    int cos;                      /* ATTN_COSFORMER: [relu sin, relu cos] features, clamped denominator */
+    double ang;                   /* ATTN_COSFORMER: (pi/2) / M */
+    long long pos0;               /* 0-based position of the call's first token (attn_step: state pos) */
     float eps;
-    float *state;                 /* attn_step: [B][Hkv][D*Dv + D]; NULL: per-call state */
+    float *state;                 /* attn_step: [B][Hkv][F*Dv + F]; NULL: per-call state */
     float *ws;                    /* n_threads slices of ws_per floats */
     size_t ws_per, gemm_floats;
 } attn__lin;
@@ -8285,7 +8315,13 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     if ((s = attn__check_plain(d)) != ATTN_OK) return s;
     if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
-    if (!isfinite(d->linear.eps) || d->linear.eps < 0.0f) return ATTN_ERR_LINEAR_EPS;
+    if (d->kind == ATTN_COSFORMER) {
+        if (!isfinite(d->cosformer.eps) || d->cosformer.eps < 0.0f) return ATTN_ERR_COSFORMER_EPS;
+        if (d->cosformer.max_len < 0 ||
+            (op == ATTN__FORWARD && d->cosformer.max_len && d->cosformer.max_len < ATTN__MAX(c->q.seq, c->k.seq)))
+            return ATTN_ERR_COSFORMER_MAX_LEN;
+        if (op == ATTN__STEP && d->cosformer.max_len == 0) return ATTN_ERR_COSFORMER_STEP_M;
+    } else if (!isfinite(d->linear.eps) || d->linear.eps < 0.0f) return ATTN_ERR_LINEAR_EPS;
     if (op == ATTN__STEP) {
         if (c->k.seq != c->q.seq) return ATTN_ERR_STEP_SEQ;
         if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_STEP_LENGTHS;
@@ -8299,15 +8335,30 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     L->groups = c->q.heads / c->k.heads;
     L->D = c->q.dim; L->Dv = c->v.dim;
     L->eps = d->linear.eps != 0.0f ? d->linear.eps : 1e-6f;
+    L->F = L->D;
+    if (d->kind == ATTN_COSFORMER) {
+        const int M = d->cosformer.max_len ? d->cosformer.max_len : ATTN__MAX(c->q.seq, c->k.seq);
+        if (L->D > INT_MAX / 2) return ATTN_ERR_OVERFLOW;
+        L->F = 2 * L->D;
+        L->cos = 1;
+        L->ang = 1.57079632679489661923 / (double)M;
+        L->eps = d->cosformer.eps != 0.0f ? d->cosformer.eps : 1e-6f;
+    }
     L->n_tasks = c->q.batch * c->k.heads;      /* <= B * Hq * Sq, checked by attn__check_qkv */
     L->n_threads = ATTN__MIN(attn__resolve_threads(d), L->n_tasks);
+    if (d->n_threads == 0) {     /* default threads: one per ~2^20 state-update flops of the call, so a
+                                    decoding step is not slower than its threads' start-up */
+        const double work = (double)c->q.batch * c->k.heads * ((double)c->q.seq + c->k.seq) * L->F * L->Dv;
+        const int want = work < 1048576.0 ? 1 : (work > 1048576.0 * ATTN__MAX_THREADS ? ATTN__MAX_THREADS : (int)(work / 1048576.0));
+        L->n_threads = ATTN__MAX(1, ATTN__MIN(L->n_threads, want));
+    }
     return ATTN_OK;
 }
 
-/* Floats of state: (S, z) per sequence and KV head. 0 on overflow. */
-static size_t attn__lin_state_floats(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v) {
+/* Floats of state: (S [F][Dv], z [F]) per sequence and KV head. 0 on overflow. */
+static size_t attn__lin_state_floats(int F, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v) {
     size_t per, n;
-    if (!attn__mul_size((size_t)q->dim, (size_t)v->dim, &per) || !attn__add_size(per, (size_t)q->dim, &per) ||
+    if (!attn__mul_size((size_t)F, (size_t)v->dim, &per) || !attn__add_size(per, (size_t)F, &per) ||
         !attn__mul_size(per, (size_t)q->batch * (size_t)k->heads, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
         return 0;
     return n;
@@ -8316,12 +8367,12 @@ static size_t attn__lin_state_floats(const attn_tensor *q, const attn_tensor *k,
 /* The workspace of one task: S, z (when not in a state), phi(K) and V blocks, the stacked
    phi(Q) rows, the chunk's A, numerators and denominators, a row of scratch, GEMM packing. */
 static int attn__lin_plan(attn__lin *L, size_t *bytes) {
-    const size_t D = (size_t)L->D, Dv = (size_t)L->Dv, R = (size_t)L->groups * ATTN__LIN_ROWS;
+    const size_t D = (size_t)L->F, Dv = (size_t)L->Dv, R = (size_t)L->groups * ATTN__LIN_ROWS;   /* D: features */
     const int gr = (int)ATTN__MIN(R, (size_t)INT_MAX);
     size_t g1, g2, g3, g4, f = 0, t;
-    g1 = attn__sgemm_1t_floats(L->D, L->Dv, ATTN__LIN_KEYS);       /* S += phi(K)^T V */
-    g2 = attn__sgemm_1t_floats(gr, L->Dv, L->D);                    /* phi(Q) S */
-    g3 = attn__sgemm_1t_floats(gr, ATTN__LIN_ROWS, L->D);           /* A = phi(Q) phi(K)^T */
+    g1 = attn__sgemm_1t_floats(L->F, L->Dv, ATTN__LIN_KEYS);       /* S += phi(K)^T V */
+    g2 = attn__sgemm_1t_floats(gr, L->Dv, L->F);                    /* phi(Q) S */
+    g3 = attn__sgemm_1t_floats(gr, ATTN__LIN_ROWS, L->F);           /* A = phi(Q) phi(K)^T */
     g4 = attn__sgemm_1t_floats(gr, L->Dv, ATTN__LIN_ROWS);          /* A V */
     L->gemm_floats = ATTN__MAX(ATTN__MAX(g1, g2), ATTN__MAX(g3, g4));
     /* S + z, K block, V block, Q rows, A, num, den, scratch row, GEMM: each rounded to 16 */
@@ -8332,7 +8383,7 @@ static int attn__lin_plan(attn__lin *L, size_t *bytes) {
         if (!attn__mul_size(D, ATTN__LIN_KEYS, &parts[1]) || !attn__mul_size(Dv, ATTN__LIN_KEYS, &parts[2])) return 0;
         if (!attn__mul_size(R, D, &parts[3]) || !attn__mul_size(R, ATTN__LIN_ROWS, &parts[4]) ||
             !attn__mul_size(R, Dv, &parts[5])) return 0;
-        parts[6] = R; parts[7] = ATTN__MAX(D, Dv); parts[8] = L->gemm_floats;
+        parts[6] = R; parts[7] = ATTN__MAX((size_t)L->D, Dv); parts[8] = L->gemm_floats;
         for (i = 0; i < 9; ++i) {
             if (!attn__add_size(parts[i], 15, &t)) return 0;
             if (!attn__add_size(f, t & ~(size_t)15, &f)) return 0;
@@ -8359,13 +8410,32 @@ static void attn__lin_phi(const attn__isa *isa, const void *src, attn_dtype t, f
     for (i = 0; i < n; ++i) dst[i] = dst[i] > 0.0f ? dst[i] + 1.0f : (dst[i] <= 0.0f ? tmp[i] : dst[i]);
 }
 
+/* The kind's features of one q or k row at 0-based position pos: dst [F]; tmp: D floats.
+   ATTN_LINEAR: elu + 1. ATTN_COSFORMER: [relu(x) sin a, relu(x) cos a], a = (pi/2)(pos + 1)/M
+   (relu keeps NaN). */
+static void attn__lin_feat(const attn__lin *L, const void *src, attn_dtype t, float *dst, float *tmp, long long pos) {
+    if (!L->cos) {
+        attn__lin_phi(L->isa, src, t, dst, tmp, L->D);
+    } else {
+        const double a = L->ang * (double)(pos + 1);
+        const float sa = (float)sin(a), ca = (float)cos(a);
+        int i;
+        L->isa->load(src, t, tmp, L->D, 1.0f);
+        for (i = 0; i < L->D; ++i) {
+            const float r = tmp[i] > 0.0f ? tmp[i] : (tmp[i] <= 0.0f ? 0.0f : tmp[i]);
+            dst[i] = r * sa;
+            dst[L->D + i] = r * ca;
+        }
+    }
+}
+
 typedef struct attn__lin_bufs { float *S, *z, *K, *V, *Q, *A, *num, *den, *row, *gemm; } attn__lin_bufs;
 
 /* Loads keys [j0, j0 + n) of (b, hk) as phi(K) and V rows into B->K, B->V. */
 static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int n) {
     int j;
     for (j = 0; j < n; ++j) {
-        attn__lin_phi(L->isa, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->D, B->row, L->D);
+        attn__lin_feat(L, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->F, B->row, L->pos0 + j0 + j);
         L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, B->V + (size_t)j * L->Dv, L->Dv, 1.0f);
     }
 }
@@ -8373,8 +8443,15 @@ static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int
 /* S += phi(K)^T V and z += sum_j phi(K_j) for the n rows in B->K, B->V. */
 static void attn__lin_absorb_loaded(const attn__lin *L, const attn__lin_bufs *B, int n) {
     int j;
-    attn__sgemm_1t(B->gemm, 1, 0, L->D, L->Dv, n, 1.0f, B->K, L->D, B->V, L->Dv, 1.0f, B->S, L->Dv);
-    for (j = 0; j < n; ++j) L->isa->axpy(B->z, 1.0f, B->K + (size_t)j * L->D, L->D);
+    if (n <= ATTN__LIN_FEW) {          /* a decoding step's few keys: rank-1 updates, no GEMM packing */
+        int f;
+        for (j = 0; j < n; ++j)
+            for (f = 0; f < L->F; ++f)
+                L->isa->axpy(B->S + (size_t)f * L->Dv, B->K[(size_t)j * L->F + f], B->V + (size_t)j * L->Dv, L->Dv);
+    } else {
+        attn__sgemm_1t(B->gemm, 1, 0, L->F, L->Dv, n, 1.0f, B->K, L->F, B->V, L->Dv, 1.0f, B->S, L->Dv);
+    }
+    for (j = 0; j < n; ++j) L->isa->axpy(B->z, 1.0f, B->K + (size_t)j * L->F, L->F);
 }
 
 /* Absorbs keys [j0, j1) into (S, z), ATTN__LIN_KEYS at a time. */
@@ -8390,7 +8467,7 @@ static void attn__lin_absorb(const attn__lin *L, const attn__lin_bufs *B, int b,
 static void attn__lin_task(void *ctx, int t, int thread) {
     const attn__lin *L = (const attn__lin *)ctx;
     const attn__isa *isa = L->isa;
-    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, D = L->D, Dv = L->Dv;
+    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, D = L->F, Dv = L->Dv;   /* D: features */
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const long long shift = (long long)Lk - Lq;
     float *w = L->ws + (size_t)thread * L->ws_per;
@@ -8403,7 +8480,7 @@ static void attn__lin_task(void *ctx, int t, int thread) {
     B.A = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * ATTN__LIN_ROWS);
     B.num = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * Dv);
     B.den = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS);
-    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(L->D, Dv));
     B.gemm = attn__lin_carve(&w, L->gemm_floats);
     if (L->state) {
         B.S = L->state + (size_t)t * ((size_t)D * Dv + D);
@@ -8422,16 +8499,30 @@ static void attn__lin_task(void *ctx, int t, int thread) {
         }
         for (gi = 0; gi < g; ++gi)                     /* row gi*n + i: head hk*g + gi, query q0 + i */
             for (i = 0; i < n; ++i)
-                attn__lin_phi(isa, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
-                              B.row, D);
-        attn__sgemm_1t(B.gemm, 0, 0, m, Dv, D, 1.0f, B.Q, D, B.S, Dv, 0.0f, B.num, Dv);
+                attn__lin_feat(L, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
+                               B.row, L->pos0 + q0 + i + (L->causal ? shift : 0));
+        if (m <= ATTN__LIN_FEW) {     /* num = phi(Q) S row by row (decoding steps) */
+            int f;
+            for (r = 0; r < m; ++r) {
+                float *nr = B.num + (size_t)r * Dv;
+                memset(nr, 0, (size_t)Dv * sizeof(float));
+                for (f = 0; f < D; ++f) isa->axpy(nr, B.Q[(size_t)r * D + f], B.S + (size_t)f * Dv, Dv);
+            }
+        } else {
+            attn__sgemm_1t(B.gemm, 0, 0, m, Dv, D, 1.0f, B.Q, D, B.S, Dv, 0.0f, B.num, Dv);
+        }
         for (r = 0; r < m; ++r) B.den[r] = isa->dot(B.Q + (size_t)r * D, B.z, D);
         if (L->causal) {                               /* the chunk's own keys, masked j <= p */
             const int kend = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)), nk = kend - kdone;
             if (nk > 0) {
                 int j;
                 attn__lin_load_keys(L, &B, b, hk, kdone, nk);
-                attn__sgemm_1t(B.gemm, 0, 1, m, nk, D, 1.0f, B.Q, D, B.K, D, 0.0f, B.A, nk);
+                if (m <= ATTN__LIN_FEW) {
+                    for (r = 0; r < m; ++r)
+                        for (j = 0; j < nk; ++j) B.A[(size_t)r * nk + j] = isa->dot(B.Q + (size_t)r * D, B.K + (size_t)j * D, D);
+                } else {
+                    attn__sgemm_1t(B.gemm, 0, 1, m, nk, D, 1.0f, B.Q, D, B.K, D, 0.0f, B.A, nk);
+                }
                 for (r = 0; r < m; ++r) {
                     float *a = B.A + (size_t)r * nk, sum = 0.0f;
                     const long long last = pa + r % n - kdone;          /* last visible column */
@@ -8441,7 +8532,13 @@ static void attn__lin_task(void *ctx, int t, int thread) {
                     }
                     B.den[r] += sum;
                 }
-                attn__sgemm_1t(B.gemm, 0, 0, m, Dv, nk, 1.0f, B.A, nk, B.V, Dv, 1.0f, B.num, Dv);
+                if (m <= ATTN__LIN_FEW) {
+                    for (r = 0; r < m; ++r)
+                        for (j = 0; j < nk; ++j)
+                            isa->axpy(B.num + (size_t)r * Dv, B.A[(size_t)r * nk + j], B.V + (size_t)j * Dv, Dv);
+                } else {
+                    attn__sgemm_1t(B.gemm, 0, 0, m, Dv, nk, 1.0f, B.A, nk, B.V, Dv, 1.0f, B.num, Dv);
+                }
                 attn__lin_absorb_loaded(L, &B, nk);
                 kdone = kend;
             }
@@ -8450,7 +8547,7 @@ static void attn__lin_task(void *ctx, int t, int thread) {
             for (i = 0; i < n; ++i) {
                 const int r2 = gi * n + i;
                 isa->store(attn__at(&L->out, b, q0 + i, hk * g + gi), L->out.dtype, B.num + (size_t)r2 * Dv, Dv,
-                           1.0f / (B.den[r2] + L->eps));
+                           1.0f / (L->cos ? ATTN__MAX(B.den[r2], L->eps) : B.den[r2] + L->eps));
             }
     }
     for (gi = 0; gi < g; ++gi)                         /* padding rows */
@@ -8465,8 +8562,10 @@ static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     attn_status s;
     if ((s = attn__lin_check(c, op, &L)) != ATTN_OK) return s;
     if (op == ATTN__STEP) {
-        if (!(need = attn__lin_state_floats(&c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+        if (!(need = attn__lin_state_floats(L.F, &c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
         if ((s = attn__check_state(c, need)) != ATTN_OK) return s;
+        if (L.cos && c->state->pos > (long long)c->d->cosformer.max_len - c->k.seq) return ATTN_ERR_COSFORMER_MAX_LEN;
+        L.pos0 = c->state->pos;
     }
     if (!attn__lin_plan(&L, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
@@ -8485,10 +8584,14 @@ static attn_status attn__linear_state_size(const attn__call *c) {
     attn__lin L;
     attn_status s;
     if ((s = attn__lin_check(c, ATTN__STATE_SIZE, &L)) != ATTN_OK) return s;
-    if (!(*c->bytes = attn__lin_state_floats(&c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+    if (!(*c->bytes = attn__lin_state_floats(L.F, &c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
     return ATTN_OK;
 }
 static const attn__mech attn__mech_linear = {
+    attn__linear_forward, NULL, NULL, attn__linear_step, attn__linear_state_size
+};
+/* ATTN_COSFORMER: the same core with its features (attn__lin_feat) and clamped denominator */
+static const attn__mech attn__mech_cosformer = {
     attn__linear_forward, NULL, NULL, attn__linear_step, attn__linear_state_size
 };
 
@@ -8638,7 +8741,8 @@ static void attn__rwkv4_task(void *vctx, int task, int thread) {
             } else {
                 for (j = 0; j < n; ++j) { B->aa[j] = 0.0f; B->bb[j] = 0.0f; B->pp[j] = -1e38f; }
             }
-            for (j = 0; j < n; ++j) { B->w[j] = -expf(X->time_decay[c0 + j]); B->u[j] = X->time_first[c0 + j]; }
+            X->isa->exp_sum(B->w, X->time_decay + c0, 0.0f, n);          /* w = -exp(time_decay) */
+            for (j = 0; j < n; ++j) { B->w[j] = -B->w[j]; B->u[j] = X->time_first[c0 + j]; }
         }
         for (t0 = 0; t0 < X->k.seq; t0 += ATTN__RWKV_CHUNK)
             for (q = s0; q < s1; ++q) {

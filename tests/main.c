@@ -47,6 +47,7 @@ int main(void) {
     /* linear */
     run_family("linear", test_linear);
     run_family("rwkv", test_rwkv);
+    run_family("cosformer", test_cosformer);
 
     /* low-rank */
     run_family("low-rank", test_lowrank);

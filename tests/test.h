@@ -70,6 +70,7 @@ void test_sparse(void);
 /* linear */
 void test_linear(void);
 void test_rwkv(void);
+void test_cosformer(void);
 
 /* low-rank */
 void test_lowrank(void);
