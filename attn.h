@@ -9564,7 +9564,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     if (c->lse) return ATTN_ERR_NYSTROM_LSE;
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
-    if (d->bf16_kernels < 0 || d->bf16_kernels > 2) return ATTN_ERR_NO_AMX;
+    if ((int)d->bf16_kernels < ATTN_BF16_AUTO || (int)d->bf16_kernels > ATTN_BF16_FP32) return ATTN_ERR_BF16_KERNELS;
     P->d = d; P->isa = attn__vec();
     P->iters = N->iterations ? N->iterations : 6;
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
