@@ -567,8 +567,15 @@ static void test_conv_props(void) {
     x2.data = (float *)x2.data + L1; o2.data = (float *)o2.data + L1;
     d.len = L - L1;
     T_CHECK(attn_ssm_conv1d(&d, x2, w, NULL, sb, o2, sb) == ATTN_OK, "conv piece 2 (state in place)");
-    T_CHECK(memcmp(o1, o.t.data, sv_bytes(&o)) == 0 && memcmp(sa, sb, sizeof(float) * B * D * (K - 1)) == 0,
-            "conv: two pieces differ from one pass (bitwise)");
+    if (sr_neon()) {   /* NEON: the chunk edges take another summation order (as the scan's pieces) */
+        const float *a1 = (const float *)(const void *)o1, *a2 = (const float *)o.t.data;
+        size_t e, bad = 0;
+        for (e = 0; e < o.elems; ++e) if (!(fabs(a1[e] - a2[e]) <= 1e-6 * SR_MAX(1.0, fabs(a1[e])))) ++bad;
+        T_CHECK(bad == 0 && memcmp(sa, sb, sizeof(float) * B * D * (K - 1)) == 0,
+                "conv: two pieces differ from one pass by more than 1e-6 (%lu elements)", (unsigned long)bad);
+    } else
+        T_CHECK(memcmp(o1, o.t.data, sv_bytes(&o)) == 0 && memcmp(sa, sb, sizeof(float) * B * D * (K - 1)) == 0,
+                "conv: two pieces differ from one pass (bitwise)");
     sv_free(&x); sv_free(&o); free(w); free(sa); free(sb); free(o1);
 }
 
