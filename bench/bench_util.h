@@ -584,4 +584,152 @@ static void flush_close(void) {
     g_bench_pool = NULL;
 }
 
+/* ------------------------------------------------------------------------------------------
+   scaling series: time vs sequence length of a mechanism beside exact attention (the linear
+   family's benches): the measured points, the fitted exponent, the crossover, CSV and SVG
+   ------------------------------------------------------------------------------------------ */
+typedef struct bench_point {
+    const char *mech;
+    int causal, seq;
+    double ms, lo, hi, gflops, pct;
+    double err;                  /* vs exact, or vs the naive path (naive rows) */
+} bench_point;
+#define BENCH_MAX_POINTS 64
+static bench_point bench_points[BENCH_MAX_POINTS];
+static int bench_n_points;
+
+/* median ms of reps attn_forward calls after a warm-up (three when a call takes over 2 s; the
+   warm-up alone when it took over 4 s); lo/hi: the fastest and slowest, in ms */
+static double bench_time_forward(attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor o, int reps,
+                                 double *lo, double *hi) {
+    double t[64], t0 = now_s(), med;
+    int i;
+    if (reps > 64) reps = 64;
+    if (attn_forward(d, q, k, v, o, NULL) != ATTN_OK) die("attn_forward failed");
+    t[0] = now_s() - t0;
+    if (t[0] > 4.0) { *lo = *hi = t[0] * 1e3; return t[0] * 1e3; }
+    for (i = 0; i < reps; ++i) {
+        t0 = now_s();
+        if (attn_forward(d, q, k, v, o, NULL) != ATTN_OK) die("attn_forward failed");
+        t[i] = now_s() - t0;
+        if (t[i] > 2.0 && i >= 2) { reps = i + 1; break; }
+    }
+    med = median_of(t, reps, lo, hi) * 1e3;
+    *lo *= 1e3; *hi *= 1e3;
+    return med;
+}
+
+static void bench_add_point(const char *mech, int causal, int seq, double ms, double lo, double hi, double flops,
+                            double peak, double err) {
+    bench_point *r;
+    if (bench_n_points >= BENCH_MAX_POINTS) die("too many points");
+    r = &bench_points[bench_n_points++];
+    r->mech = mech; r->causal = causal; r->seq = seq; r->ms = ms; r->lo = lo; r->hi = hi;
+    r->gflops = flops > 0 ? flops / (ms * 1e-3) / 1e9 : 0.0;
+    r->pct = flops > 0 ? 100.0 * r->gflops / peak : 0.0;
+    r->err = err;
+    printf("  %-9s causal %d  L %6d  %10.3f ms  (%.3f-%.3f)  %7.1f GFLOP/s  %5.1f%% peak  diff %.2e\n", mech, causal,
+           seq, ms, lo, hi, r->gflops, r->pct, err);
+    fflush(stdout);
+}
+
+/* max |a - b| / max |b| */
+static double bench_max_norm_diff(const float *a, const float *b, size_t n) {
+    double mx = 1e-30, e = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) { if (fabs(b[i]) > mx) mx = fabs(b[i]); if (fabs(a[i] - b[i]) > e) e = fabs(a[i] - b[i]); }
+    return e / mx;
+}
+
+/* least-squares slope of log(ms) on log(seq) over one series' points with seq >= from */
+static double bench_exponent(const char *mech, int causal, int from) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int i, n = 0;
+    for (i = 0; i < bench_n_points; ++i) {
+        const bench_point *r = &bench_points[i];
+        double x, y;
+        if (strcmp(r->mech, mech) != 0 || r->causal != causal || r->seq < from) continue;
+        x = log((double)r->seq); y = log(r->ms);
+        sx += x; sy += y; sxx += x * x; sxy += x * y; ++n;
+    }
+    return n >= 2 ? (n * sxy - sx * sy) / (n * sxx - sx * sx) : NAN;
+}
+
+static double bench_ms_of(const char *mech, int causal, int seq) {
+    int i;
+    for (i = 0; i < bench_n_points; ++i)
+        if (strcmp(bench_points[i].mech, mech) == 0 && bench_points[i].causal == causal && bench_points[i].seq == seq)
+            return bench_points[i].ms;
+    return NAN;
+}
+
+/* the shortest measured length where mech beat "exact"; 0 if it never did */
+static int bench_crossover(const char *mech, int causal) {
+    int i;
+    for (i = 0; i < bench_n_points; ++i) {
+        const bench_point *r = &bench_points[i];
+        if (strcmp(r->mech, mech) == 0 && r->causal == causal && r->ms < bench_ms_of("exact", causal, r->seq)) return r->seq;
+    }
+    return 0;
+}
+
+/* every point as CSV, the CPU model and kernel set in each row */
+static void bench_write_points_csv(const char *path, const char *cpu) {
+    FILE *f = fopen(path, "w");
+    int i;
+    if (!f) die("cannot write the CSV");
+    fprintf(f, "cpu,kernels,mech,causal,seq,ms,ms_min,ms_max,gflops,pct_peak,diff\n");
+    for (i = 0; i < bench_n_points; ++i) {
+        const bench_point *r = &bench_points[i];
+        fprintf(f, "\"%s\",%s,%s,%d,%d,%.4f,%.4f,%.4f,%.1f,%.1f,%.3e\n", cpu, attn_kernels(), r->mech, r->causal, r->seq,
+                r->ms, r->lo, r->hi, r->gflops, r->pct, r->err);
+    }
+    fclose(f);
+}
+
+/* log-log time vs length (1k .. 256k, 0.1 ms .. 100 s): mech and exact, causal (solid) and not
+   (dashed), each labelled with its exponent over seq >= 4k */
+static void bench_write_scaling_svg(const char *path, const char *title, const char *cpu, const char *mech_name) {
+    const double W = 720, Hh = 440, x0 = 70, y0 = 40, pw = 600, ph = 330;
+    const double lx0 = log10(1024.0), lx1 = log10(262144.0), ly0 = -1.0, ly1 = 5.0;
+    static const char *const colors[4] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728" };
+    FILE *f = fopen(path, "w");
+    int s, i, e;
+    if (!f) die("cannot write the SVG");
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, Hh);
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s</text>\n<text x=\"%.0f\" y=\"34\" fill=\"#555\">%s, %s "
+               "kernels, log-log</text>\n", x0, title, x0, cpu, attn_kernels());
+    for (e = 3; e <= 5; ++e) {
+        double x = x0 + pw * (e - lx0) / (lx1 - lx0);
+        if (x < x0) continue;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.1f\" "
+                   "text-anchor=\"middle\">1e%d</text>\n", x, y0, x, y0 + ph, x, y0 + ph + 16, e);
+    }
+    for (e = (int)ly0; e <= (int)ly1; ++e) {
+        double y = y0 + ph * (ly1 - e) / (ly1 - ly0);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.1f\" "
+                   "text-anchor=\"end\">%g ms</text>\n", x0, y, x0 + pw, y, x0 - 4, y + 4, pow(10.0, e));
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">sequence length (tokens)</text>\n", x0 + pw / 2, Hh - 8);
+    for (s = 0; s < 4; ++s) {
+        const char *mech = s < 2 ? mech_name : "exact";
+        const int causal = s % 2;
+        int first = 1;
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", colors[s],
+                causal ? "" : " stroke-dasharray=\"6 3\"");
+        for (i = 0; i < bench_n_points; ++i) {
+            const bench_point *r = &bench_points[i];
+            if (strcmp(r->mech, mech) != 0 || r->causal != causal) continue;
+            fprintf(f, "%s%.1f,%.1f", first ? "" : " ", x0 + pw * (log10((double)r->seq) - lx0) / (lx1 - lx0),
+                    y0 + ph * (ly1 - log10(r->ms)) / (ly1 - ly0));
+            first = 0;
+        }
+        fprintf(f, "\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s, %s (exponent %.2f)</text>\n", x0 + 10,
+                y0 + 16 + 16 * s, colors[s], mech, causal ? "causal" : "non-causal", bench_exponent(mech, causal, 4096));
+    }
+    fprintf(f, "</svg>\n");
+    fclose(f);
+}
+
 #endif /* ATTN_BENCH_UTIL_H */
