@@ -124,7 +124,10 @@
    VERSION  0.2   the mechanism seam: attn_kind table (attn_kind_name), attn_state / attn_step for
                   recurrent kinds, fixed status values in blocks per family, ATTN_ERR_N_THREADS
                   for every thread-count check, mixed dtypes (q/out any, K and V one dtype),
-                  ATTN_ERR_KIND_OP; see README "API changes".
+                  ATTN_ERR_KIND_OP; bf16_kernels (was no_amx), attn_kv_len returns a status;
+                  overlap statuses; NaN propagation; the sparse (Longformer, BigBird, LSH,
+                  Routing), linear (linear, cosFormer, RWKV), low-rank (Linformer, Nystromformer)
+                  and state-space (Mamba scan, conv1d, S4D) families; see README "API changes".
             0.1   first release: exact attention with every mask, merge, backward, layers,
                   generation (KV caches, decoding, RoPE, StreamingLLM, EL-attention).
 */
