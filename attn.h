@@ -7988,6 +7988,22 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     }
 }
 
+/* The checks the shared-QK kinds (ATTN_LSH, ATTN_ROUTING) share: the tensor contract, scale,
+   causal, threads, no other mask, self-attention with as many KV heads as query heads. */
+static attn_status attn__shared_qk_check(const attn__call *c, attn__problem *P) {
+    const attn_desc *d = c->d;
+    attn_status s;
+    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
+        return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    return ATTN_OK;
+}
+
 static attn_status attn__lsh_forward(const attn__call *c) {
     const attn_desc *d = c->d;
     attn__problem P;
@@ -7998,14 +8014,7 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     int tasks, nt;
     memset(&P, 0, sizeof P);
     memset(&X, 0, sizeof X);
-    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P.q, &P.k, &P.v, &P.out)) != ATTN_OK)
-        return s;
-    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
-    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
-    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
-    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
-    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
-    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if ((s = attn__shared_qk_check(c, &P)) != ATTN_OK) return s;
     if ((s = attn__lsh_params(&d->lsh, c->q.seq, &X.c, &X.nb, &X.nh)) != ATTN_OK) return s;
     if (!attn__mul_size((size_t)c->q.heads * (size_t)X.nh, (size_t)c->q.dim * (size_t)(X.nb / 2), &nrot))
         return ATTN_ERR_OVERFLOW;
@@ -8179,14 +8188,7 @@ static attn_status attn__routing_forward(const attn__call *c) {
     int tasks, nt;
     memset(&P, 0, sizeof P);
     memset(&R, 0, sizeof R);
-    if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P.q, &P.k, &P.v, &P.out)) != ATTN_OK)
-        return s;
-    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
-    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
-    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
-    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
-    if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
-    if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if ((s = attn__shared_qk_check(c, &P)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
     if (c->lse) return ATTN_ERR_ROUTING_LSE;
     P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
