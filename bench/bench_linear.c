@@ -1,128 +1,151 @@
-/* bench/bench_linear.c - ATTN_LINEAR (linear attention, elu+1) against exact attention.
-
-   1. Time vs sequence length (B 1, H 8, D = Dv = 128, fp32, 2 threads on an attn_pool), causal
-      and not: linear attention from 1k to 256k tokens, exact attention (ATTN_SOFTMAX, the
-      same q/k/v) up to 16k; the fitted scaling exponents (log-log least squares), the
-      crossover length where linear becomes faster, GFLOP/s and % of the measured FMA peak of
-      the chunked kernel, and the max-norm difference between the two outputs (linear attention
-      is another mechanism, not an approximation: the number says how far apart they are).
+/* bench/bench_linear.c - the linear family's attn_kinds against exact attention:
+   ATTN_LINEAR (elu+1 features, D = Dv = 128) and ATTN_COSFORMER (ReLU features re-weighted by
+   cos(pi/2 (i - j)/M): 2 D features, D = Dv = 64), both on the chunked ATTN_LINEAR core.
+   For each:
+   1. Time vs sequence length (B 1, H 8, fp32, all threads on an attn_pool), causal and not,
+      from 1k tokens up, beside exact attention (ATTN_SOFTMAX, the same q/k/v) up to 16k; the
+      fitted scaling exponents (log-log least squares), the crossover length, GFLOP/s and % of
+      the measured FMA peak of the chunked kernel, and the max-norm difference between the two
+      outputs (these are other mechanisms, not approximations: it says how far apart they are).
    2. The naive path: the token-by-token recurrence in plain C (1 thread), checked against the
       library's output, and the library's speed-up over it.
-   3. Decoding: attn_step with one token per call (B 1, H 8, D 128): microseconds per token.
-   Env: BENCH_QUICK=1 (lengths to 32k, fewer reps), BENCH_OUTDIR (default bench).
-   Writes BENCH_OUTDIR/results_linear.csv and BENCH_OUTDIR/chart_linear.svg. */
+   3. Decoding: attn_step with one token per call: microseconds per token.
+   Env: BENCH_QUICK=1 (shorter lengths, fewer reps), BENCH_OUTDIR (default bench).
+   Writes BENCH_OUTDIR/results_<name>.csv and BENCH_OUTDIR/chart_<name>.svg for each. */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
 
 #define H 8
-#define D 128
 #define CHUNK 64                 /* ATTN__LIN_ROWS: the intra-chunk product is counted whole */
+#define MAX_F 256
+
+typedef struct {
+    const char *name, *title;
+    attn_kind kind;
+    int D, F;                    /* head dim (= Dv), features per row */
+    int cos;                     /* cosFormer features and denominator clamp */
+    int lmax, lmax_quick;
+} lin_cfg;
+
+static const lin_cfg g_cfgs[2] = {
+    { "linear", "Linear attention (elu+1) vs exact attention: time per call, B 1, H 8, D 128, fp32", ATTN_LINEAR,
+      128, 128, 0, 262144, 32768 },
+    { "cosformer", "cosFormer vs exact attention: time per call, B 1, H 8, D 64, fp32", ATTN_COSFORMER, 64, 128, 1,
+      131072, 16384 },
+};
 
 static attn_pool *g_pool;
-static int g_reps;
+static int g_reps, g_quick, g_ncpu;
 
 /* executed flops of the chunked kernel (ATTN__LIN_ROWS-row chunks, whole-chunk products) */
-static double linear_flops(int causal, int L) {
-    double per = 2.0 * D * D + 2.0 * D * D + 2.0 * D;       /* absorb + phi(Q) S + den */
-    if (causal) per += 2.0 * CHUNK * D + 2.0 * CHUNK * D;    /* A = phi(Q) phi(K)^T, A V */
+static double chunk_flops(const lin_cfg *c, int causal, int L) {
+    const double D = c->D, F = c->F;
+    double per = 2.0 * F * D + 2.0 * F * D + 2.0 * F;          /* absorb + phi(Q) S + den */
+    if (causal) per += 2.0 * CHUNK * F + 2.0 * CHUNK * D;       /* A = phi(Q) phi(K)^T, A V */
     return per * L * H;
 }
 
-/* the naive path: causal recurrence, S += phi(k) v^T, out = phi(q) S / (phi(q) z + eps) */
-static void naive_causal(const float *q, const float *k, const float *v, float *out, int L, float *S, float *z) {
+/* the naive path: the causal recurrence S += phi(k) v^T, out = phi(q) S / den, with
+   linear: phi(x) = elu(x) + 1, den = phi(q) z + 1e-6;
+   cosFormer: phi(x) = [relu(x) sin a_t, relu(x) cos a_t], a_t = (pi/2)(t + 1)/M, M = L,
+   den = max(phi(q) z, 1e-6) */
+static void naive_causal(const lin_cfg *c, const float *q, const float *k, const float *v, float *out, int L, float *S,
+                         float *z) {
+    const int D = c->D, F = c->F;
     int h, t, i, j;
-    float pq[D], pk[D];
+    float pq[MAX_F], pk[MAX_F];
     for (h = 0; h < H; ++h) {
-        memset(S, 0, sizeof(float) * D * D);
-        memset(z, 0, sizeof(float) * D);
+        memset(S, 0, sizeof(float) * F * D);
+        memset(z, 0, sizeof(float) * F);
         for (t = 0; t < L; ++t) {
             const float *qt = q + ((size_t)t * H + h) * D, *kt = k + ((size_t)t * H + h) * D, *vt = v + ((size_t)t * H + h) * D;
             float *ot = out + ((size_t)t * H + h) * D, den = 0.0f;
-            for (i = 0; i < D; ++i) {
-                pq[i] = qt[i] > 0 ? qt[i] + 1.0f : expf(qt[i]);
-                pk[i] = kt[i] > 0 ? kt[i] + 1.0f : expf(kt[i]);
+            if (c->cos) {
+                const float sa = (float)sin(1.57079632679489661923 * (t + 1.0) / L);
+                const float ca = (float)cos(1.57079632679489661923 * (t + 1.0) / L);
+                for (i = 0; i < D; ++i) {
+                    const float rq = qt[i] > 0 ? qt[i] : 0.0f, rk = kt[i] > 0 ? kt[i] : 0.0f;
+                    pq[i] = rq * sa; pq[D + i] = rq * ca; pk[i] = rk * sa; pk[D + i] = rk * ca;
+                }
+            } else {
+                for (i = 0; i < D; ++i) {
+                    pq[i] = qt[i] > 0 ? qt[i] + 1.0f : expf(qt[i]);
+                    pk[i] = kt[i] > 0 ? kt[i] + 1.0f : expf(kt[i]);
+                }
             }
-            for (i = 0; i < D; ++i) {
+            for (i = 0; i < F; ++i) {
                 z[i] += pk[i];
                 for (j = 0; j < D; ++j) S[i * D + j] += pk[i] * vt[j];
             }
             for (j = 0; j < D; ++j) ot[j] = 0.0f;
-            for (i = 0; i < D; ++i) {
+            for (i = 0; i < F; ++i) {
                 den += pq[i] * z[i];
                 for (j = 0; j < D; ++j) ot[j] += pq[i] * S[i * D + j];
             }
-            for (j = 0; j < D; ++j) ot[j] /= den + 1e-6f;
+            den = c->cos ? (den > 1e-6f ? den : 1e-6f) : den + 1e-6f;
+            for (j = 0; j < D; ++j) ot[j] /= den;
         }
     }
 }
 
-int main(void) {
-    const int quick = env_int("BENCH_QUICK", 0), ncpu = online_cpus();
-    const char *outdir = getenv("BENCH_OUTDIR") ? getenv("BENCH_OUTDIR") : "bench";
-    const int Lmax = quick ? 32768 : 262144, Lexact = quick ? 4096 : 16384, Lnaive = quick ? 2048 : 4096;
-    char cpu[256], path[512];
-    machine m;
-    size_t nmax = (size_t)Lmax * H * D;
-    float *q = (float *)xalloc(nmax * 4), *k = (float *)xalloc(nmax * 4), *v = (float *)xalloc(nmax * 4);
-    float *o = (float *)xalloc(nmax * 4), *oe = (float *)xalloc((size_t)Lexact * H * D * 4);
-    int L, causal, i;
-    g_reps = quick ? 5 : 11;
-    cpu_model(cpu, sizeof cpu);
-    printf("bench_linear: %s, %d threads, kernels %s\n", cpu, ncpu, attn_kernels());
-    measure_machine(&m, best_fma_isa(), ncpu, quick ? 0.1 : 0.25, (size_t)256 << 20);
-    print_machine(&m, ncpu, (size_t)256 << 20);
-    fill_rand(q, nmax); fill_rand(k, nmax); fill_rand(v, nmax);
-    g_pool = attn_pool_create(ncpu, 0);
+/* every call runs on the pool; cosFormer's decoding fixes M up front */
+static attn_desc desc_of(attn_kind kind, int causal, int decoding) {
+    attn_desc d;
+    memset(&d, 0, sizeof d);
+    d.kind = kind; d.causal = causal; d.n_threads = g_ncpu;
+    d.parallel = g_pool ? attn_pool_parallel : NULL; d.parallel_user = g_pool;
+    if (kind == ATTN_COSFORMER && decoding) d.cosformer.max_len = 1 << 20;
+    return d;
+}
 
-    printf("1. time per call vs sequence length (B 1, H 8, D 128, fp32, %d threads)\n", ncpu);
+static void run(const lin_cfg *c, const machine *m, const char *cpu, const char *outdir, float *q, float *k, float *v,
+                float *o, float *oe) {
+    const int D = c->D, Lmax = g_quick ? c->lmax_quick : c->lmax, Lexact = g_quick ? 4096 : 16384;
+    const int Lnaive = g_quick ? 2048 : 4096;
+    char path[512];
+    int L, causal, i;
+    bench_n_points = 0;
+    printf("== %s: 1. time per call vs sequence length (B 1, H %d, D %d, fp32, %d threads)\n", c->name, H, D, g_ncpu);
     for (L = 1024; L <= Lmax; L *= 2)
         for (causal = 0; causal <= 1; ++causal) {
-            attn_desc d;
             attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, L, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, L, H, D);
             attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, L, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, L, H, D);
             double lo, hi, ms, ems = 0, elo = 0, ehi = 0, diff = NAN;
-            memset(&d, 0, sizeof d);
-            d.causal = causal; d.n_threads = ncpu;
-            d.parallel = g_pool ? attn_pool_parallel : NULL; d.parallel_user = g_pool;
+            attn_desc d;
             if (L <= Lexact) {
-                attn_tensor te = attn_tensor_dense(oe, ATTN_F32, 1, L, H, D);
-                d.kind = ATTN_SOFTMAX;
-                ems = bench_time_forward(&d, tq, tk, tv, te, g_reps, &elo, &ehi);
+                d = desc_of(ATTN_SOFTMAX, causal, 0);
+                ems = bench_time_forward(&d, tq, tk, tv, attn_tensor_dense(oe, ATTN_F32, 1, L, H, D), g_reps, &elo, &ehi);
             }
-            d.kind = ATTN_LINEAR;
+            d = desc_of(c->kind, causal, 0);
             ms = bench_time_forward(&d, tq, tk, tv, to, g_reps, &lo, &hi);
             if (L <= Lexact) diff = bench_max_norm_diff(o, oe, (size_t)L * H * D);
-            bench_add_point("linear", causal, L, ms, lo, hi, linear_flops(causal, L), m.peak_all, diff);
+            bench_add_point(c->name, causal, L, ms, lo, hi, chunk_flops(c, causal, L), m->peak_all, diff);
             if (L <= Lexact)
-                bench_add_point("exact", causal, L, ems, elo, ehi, (causal ? 2.0 : 4.0) * L * (double)L * D * H, m.peak_all, 0.0);
+                bench_add_point("exact", causal, L, ems, elo, ehi, (causal ? 2.0 : 4.0) * L * (double)L * D * H, m->peak_all, 0.0);
         }
 
-    printf("2. the naive recurrence (plain C, 1 thread), causal, L %d\n", Lnaive);
+    printf("== %s: 2. the naive recurrence (plain C, 1 thread), causal, L %d\n", c->name, Lnaive);
     {
-        float *S = (float *)xalloc(sizeof(float) * D * D), *z = (float *)xalloc(sizeof(float) * D);
+        float *S = (float *)xalloc(sizeof(float) * c->F * D), *z = (float *)xalloc(sizeof(float) * c->F);
         float *on = (float *)xalloc((size_t)Lnaive * H * D * 4);
+        attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, Lnaive, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, Lnaive, H, D);
+        attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, Lnaive, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, Lnaive, H, D);
+        attn_desc d = desc_of(c->kind, 1, 0);
         double t0 = now_s(), nms;
-        naive_causal(q, k, v, on, Lnaive, S, z);
+        naive_causal(c, q, k, v, on, Lnaive, S, z);
         nms = (now_s() - t0) * 1e3;
-        bench_add_point("naive", 1, Lnaive, nms, nms, nms, 4.0 * D * D * (double)Lnaive * H, m.peak_1t, 0.0);
-        {
-            attn_desc d;
-            attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, Lnaive, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, Lnaive, H, D);
-            attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, Lnaive, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, Lnaive, H, D);
-            memset(&d, 0, sizeof d);
-            d.kind = ATTN_LINEAR; d.causal = 1;
-            attn_forward(&d, tq, tk, tv, to, NULL);
-            bench_points[bench_n_points - 1].err = bench_max_norm_diff(o, on, (size_t)Lnaive * H * D);
-            printf("  naive vs attn.h: max-norm difference %.2e; attn.h is %.1fx faster\n", bench_points[bench_n_points - 1].err,
-                   nms / bench_ms_of("linear", 1, Lnaive));
-        }
+        bench_add_point("naive", 1, Lnaive, nms, nms, nms, 4.0 * c->F * D * (double)Lnaive * H, m->peak_1t, 0.0);
+        attn_forward(&d, tq, tk, tv, to, NULL);
+        bench_points[bench_n_points - 1].err = bench_max_norm_diff(o, on, (size_t)Lnaive * H * D);
+        printf("  naive vs attn.h: max-norm difference %.2e; attn.h is %.1fx faster\n", bench_points[bench_n_points - 1].err,
+               nms / bench_ms_of(c->name, 1, Lnaive));
         free(S); free(z); free(on);
     }
 
-    printf("3. decoding: attn_step, one token per call (B 1, H 8, D 128)\n");
+    printf("== %s: 3. decoding: attn_step, one token per call (B 1, H %d, D %d)\n", c->name, H, D);
     {
-        attn_desc d;
+        attn_desc d = desc_of(c->kind, 1, 1);
         attn_state st;
         size_t floats = 0;
         float *sbuf;
@@ -130,12 +153,9 @@ int main(void) {
         attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, 1, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, 1, H, D);
         attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, 1, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, 1, H, D);
         int reps = 51, j;
-        memset(&d, 0, sizeof d);
-        d.kind = ATTN_LINEAR; d.causal = 1; d.n_threads = ncpu;
-        d.parallel = g_pool ? attn_pool_parallel : NULL; d.parallel_user = g_pool;
-        attn_state_size(&d, tq, tk, tv, &floats);
+        if (attn_state_size(&d, tq, tk, tv, &floats) != ATTN_OK) die("attn_state_size failed");
         sbuf = (float *)xalloc(floats * 4);
-        attn_state_init(&d, tq, tk, tv, sbuf, floats, &st);
+        if (attn_state_init(&d, tq, tk, tv, sbuf, floats, &st) != ATTN_OK) die("attn_state_init failed");
         for (i = 0; i < reps; ++i) {
             double t0 = now_s();
             for (j = 0; j < 100; ++j) attn_step(&d, tq, tk, tv, &st, to);
@@ -144,20 +164,45 @@ int main(void) {
         us = median_of(t, reps, &lo, &hi) * 1e6;
         printf("  %.2f us per token (%.0f tokens/s; %.2f-%.2f), state %.0f KiB\n", us, 1e6 / us, lo * 1e6, hi * 1e6,
                floats * 4.0 / 1024);
-        bench_add_point("step", 1, 1, us * 1e-3, lo * 1e3, hi * 1e3, (4.0 * D * D + 2.0 * D) * H, m.peak_all, 0.0);
+        bench_add_point("step", 1, 1, us * 1e-3, lo * 1e3, hi * 1e3, (4.0 * c->F * D + 2.0 * c->F) * H, m->peak_all, 0.0);
         free(sbuf);
     }
 
     for (causal = 0; causal <= 1; ++causal)
-        printf("%s: exponent linear %.2f (L >= 4k), exact %.2f; crossover: linear faster from L = %d\n",
-               causal ? "causal" : "non-causal", bench_exponent("linear", causal, 4096), bench_exponent("exact", causal, 4096),
-               bench_crossover("linear", causal));
-    snprintf(path, sizeof path, "%s/results_linear.csv", outdir);
+        printf("%s, %s: exponent %.2f (L >= 4k), exact %.2f; crossover: faster than exact from L = %d\n", c->name,
+               causal ? "causal" : "non-causal", bench_exponent(c->name, causal, 4096), bench_exponent("exact", causal, 4096),
+               bench_crossover(c->name, causal));
+    snprintf(path, sizeof path, "%s/results_%s.csv", outdir, c->name);
     bench_write_points_csv(path, cpu);
     printf("wrote %s\n", path);
-    snprintf(path, sizeof path, "%s/chart_linear.svg", outdir);
-    bench_write_scaling_svg(path, "Linear attention (elu+1) vs exact attention: time per call, B 1, H 8, D 128, fp32", cpu, "linear");
+    snprintf(path, sizeof path, "%s/chart_%s.svg", outdir, c->name);
+    bench_write_scaling_svg(path, c->title, cpu, c->name);
     printf("wrote %s\n", path);
+}
+
+int main(void) {
+    const char *outdir = getenv("BENCH_OUTDIR") ? getenv("BENCH_OUTDIR") : "bench";
+    size_t nmax = 0;
+    char cpu[256];
+    machine m;
+    float *q, *k, *v, *o, *oe;
+    int i;
+    g_quick = env_int("BENCH_QUICK", 0);
+    g_ncpu = online_cpus();
+    g_reps = g_quick ? 5 : 11;
+    for (i = 0; i < 2; ++i) {
+        const size_t n = (size_t)(g_quick ? g_cfgs[i].lmax_quick : g_cfgs[i].lmax) * H * g_cfgs[i].D;
+        if (n > nmax) nmax = n;
+    }
+    q = (float *)xalloc(nmax * 4); k = (float *)xalloc(nmax * 4); v = (float *)xalloc(nmax * 4);
+    o = (float *)xalloc(nmax * 4); oe = (float *)xalloc((size_t)16384 * H * 128 * 4);
+    cpu_model(cpu, sizeof cpu);
+    printf("bench_linear: %s, %d threads, kernels %s\n", cpu, g_ncpu, attn_kernels());
+    measure_machine(&m, best_fma_isa(), g_ncpu, g_quick ? 0.1 : 0.25, (size_t)256 << 20);
+    print_machine(&m, g_ncpu, (size_t)256 << 20);
+    fill_rand(q, nmax); fill_rand(k, nmax); fill_rand(v, nmax);
+    g_pool = attn_pool_create(g_ncpu, 0);
+    for (i = 0; i < 2; ++i) run(&g_cfgs[i], &m, cpu, outdir, q, k, v, o, oe);
     if (g_pool) attn_pool_destroy(g_pool);
     free(q); free(k); free(v); free(o); free(oe);
     return 0;
