@@ -1919,7 +1919,7 @@ ATTNDEF const char *attn_status_str(attn_status s) {
 #define ATTN__STATUS_MSG(name, value, cat, msg) case name: return msg;
     ATTN__STATUS_LIST(ATTN__STATUS_MSG)
 #undef ATTN__STATUS_MSG
-    default: return "unknown attn_status value";
+    case ATTN_STATUS_END: default: return "unknown attn_status value";
     }
 }
 ATTNDEF attn_status_category attn_status_cat(attn_status s) {
@@ -1927,7 +1927,7 @@ ATTNDEF attn_status_category attn_status_cat(attn_status s) {
 #define ATTN__STATUS_CAT(name, value, cat, msg) case name: return cat;
     ATTN__STATUS_LIST(ATTN__STATUS_CAT)
 #undef ATTN__STATUS_CAT
-    default: return ATTN_CAT_RANGE;
+    case ATTN_STATUS_END: default: return ATTN_CAT_RANGE;
     }
 }
 
@@ -2141,7 +2141,7 @@ typedef struct attn__mech {
 
 /* The checks every kind's step shares: the state exists, was made for this kind and these
    shapes, and is large enough. Kinds call it from their step after attn__check_qkv. */
-ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, size_t need) {
+static attn_status attn__check_state(const attn__call *c, size_t need) {
     const attn_state *st = c->state;
     if (!st || !st->data) return ATTN_ERR_STATE_NULL;
     if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
@@ -2152,7 +2152,7 @@ ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, siz
 
 /* The kinds other than ATTN_SOFTMAX share attn_desc's threads, workspace, causal and seqlens
    fields; the softmax-only fields must be zero so a setting is never silently ignored. */
-ATTN__MAYBE_UNUSED static attn_status attn__check_plain(const attn_desc *d) {
+static attn_status attn__check_plain(const attn_desc *d) {
     if (d->scale != 0.0f || d->window_left || d->window_right || d->dilation || d->sink_tokens || d->global_tokens ||
         d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope || d->rope_pos_q ||
         d->rope_pos_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch || d->bf16_kernels || d->dbias)
@@ -2811,7 +2811,7 @@ ATTN__T512 static void attn__store_avx512(void *dst, attn_dtype t, const float *
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps((float *)dst + i, _mm512_mul_ps(mv, _mm512_loadu_ps(src + i)));
     else
         for (; i + 16 <= n; i += 16)
-            _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i), attn__half16_512(_mm512_mul_ps(mv, _mm512_loadu_ps(src + i)), t));
+            _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)dst + i), attn__half16_512(_mm512_mul_ps(mv, _mm512_loadu_ps(src + i)), t));
     if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
 }
 
@@ -2957,9 +2957,9 @@ ATTN__T256 static void attn__softmax_avx2(float *S, int nk, int nlanes, int c0, 
         const __m256 mold = _mm256_loadu_ps(X->m + r);
         const __m256 pos = _mm256_loadu_ps(X->pos + r), slope = _mm256_loadu_ps(X->slope + r);
         const __m256i one = _mm256_set1_epi32(1);
-        const __m256i lo1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(X->lo + r)), one);
-        const __m256i hi1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(X->hi + r)), one);
-        const __m256i cap1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(X->cap + r)), one);
+        const __m256i lo1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(X->lo + r)), one);
+        const __m256i hi1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(X->hi + r)), one);
+        const __m256i cap1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(X->cap + r)), one);
         __m256 mx = ninf, mnew, msafe, alpha, sum = zero;
         float *s = S + r;
         if (transform) {
@@ -3097,7 +3097,7 @@ ATTN__T256 static void attn__store_avx2(void *dst, attn_dtype t, const float *sr
             const __m256i qn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7e00));
             const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
             const __m256i r = _mm256_blendv_epi8(h, qn, nan);     /* 32-bit lanes, values < 2^16 */
-            _mm_storeu_si128((__m128i *)((uint16_t *)dst + i),
+            _mm_storeu_si128((__m128i *)(void *)((uint16_t *)dst + i),
                              _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
         }
     if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
@@ -3447,7 +3447,7 @@ static const attn__isa *attn__pick_isa(void) {
     return &attn__isa_scalar;
 }
 /* The vector layer of the CPU's best ISA (see attn__isa's dot .. exp_sum). */
-ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
+static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
 
 /* ---------------------------------------------------------------------------------------
    3.6 AMX / AVX512-BF16 tile kernels (bf16), called by 3.7
@@ -5673,8 +5673,8 @@ static void attn__bwd_final_task(void *vctx, int task, int thread) {
             for (h = 0; h < Hq; ++h) {
                 void *o = attn__at(&C->dq, tb, row, h);
                 const float *src = C->dqp + (((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row) * (size_t)D;
-                if (!owned) { attn__store_zero_row(o, C->dq.dtype, D); continue; }
                 const unsigned char *tf = C->touched + ((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row;
+                if (!owned) { attn__store_zero_row(o, C->dq.dtype, D); continue; }
                 for (c = 0; c < D; ++c) acc[c] = 0.0f;
                 for (s = 0; s < C->n_split; ++s)
                     if (tf[(size_t)s * (C->dqp_split / (size_t)D)])
@@ -6106,14 +6106,14 @@ static void attn__gemm_job_1t(attn__gemm_job *J) {
    allocates nothing; ws is the caller's packing buffer (64-byte aligned) of at least
    attn__sgemm_1t_floats(m, n, k) floats, which depends on the shape alone. Same contract and
    same kernels as attn__sgemm_par. */
-ATTN__MAYBE_UNUSED static size_t attn__sgemm_1t_floats(int m, int n, int k) {
+static size_t attn__sgemm_1t_floats(int m, int n, int k) {
     attn__gemm_job J;
     if (m <= 0 || n <= 0 || k <= 0) return 0;
     attn__gemm_job_init(&J, 0, 0, m, n, k, 1.0f, NULL, 0, NULL, 0, 0.0f, NULL, 0);
     attn__gemm_job_1t(&J);
     return (J.ws_floats + 15) & ~(size_t)15;
 }
-ATTN__MAYBE_UNUSED static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
+static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
                                               const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
                                               float beta, float *C, ptrdiff_t ldc) {
     attn__gemm_job J;
@@ -6157,7 +6157,7 @@ static void attn__sgemm_par(const attn_desc *par, int n_threads, int trans_a, in
         if (a * b != T) continue;
         rp = attn__gemm_round((J.m + a - 1) / a, K->mr);
         cp = attn__gemm_round((J.n + b - 1) / b, K->nr);
-        cost = (double)rp * cp + 32.0 * (rp + cp);
+        cost = (double)rp * (double)cp + 32.0 * (double)(rp + cp);
         if (best < 0.0 || cost < best) { best = cost; tm = a; tn = b; }
     }
     J.rows_per = attn__gemm_round((J.m + tm - 1) / tm, K->mr);
@@ -6410,8 +6410,8 @@ static attn_status attn__layer_workspace(attn__layer *L, void **owned) {
     size_t bytes;
     char *base;
     attn_status s;
-    *owned = NULL;
     attn__ws w;
+    *owned = NULL;
     if ((s = attn__layer_bytes(L, &bytes)) != ATTN_OK) return s;
     if ((s = attn__ws_acquire(L->d->workspace, L->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK)
         return s;
@@ -6558,6 +6558,7 @@ ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *
     case ATTN_LAYER_OPTIMIZED: n = 2 * (d * d + d) + d * dkv + dkv; break;
     case ATTN_LAYER_EFFICIENT: n = 2 * (d * d + d); break;
     case ATTN_LAYER_SUPER:     n = 2 * (d * d + d) + c + (size_t)desc->context; break;
+    case ATTN_LAYER_DIRECT: case ATTN_LAYER_DIRECT_INPUT:
     default:                   n = 2 * (d * d + d) + c; break;
     }
     *count = n;
@@ -8241,23 +8242,23 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
         memset(count, 0, sizeof(int) * (size_t)C);
         for (c = 0; c < C; ++c) {                  /* unit centroids, in double */
             double nn = 0;
-            for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * cen[(size_t)c * D + e];
-            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
+            for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * (double)cen[(size_t)c * D + e];
+            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? (double)cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
         }
         for (b = 0; b < x.batch; ++b)
             for (i = 0; i < x.seq; ++i) {
                 double nn = 0;
                 isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
-                for (e = 0; e < D; ++e) nn += (double)xr[e] * xr[e];
+                for (e = 0; e < D; ++e) nn += (double)xr[e] * (double)xr[e];
                 nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;
                 best = 0; bs = -INFINITY;
                 for (c = 0; c < C; ++c) {
                     double dt = 0;
-                    for (e = 0; e < D; ++e) dt += xr[e] * nn * mu[(size_t)c * D + e];
+                    for (e = 0; e < D; ++e) dt += (double)xr[e] * nn * mu[(size_t)c * D + e];
                     t = (float)dt;
                     if (t > bs) { bs = t; best = c; }
                 }
-                for (e = 0; e < D; ++e) sum[(size_t)best * D + e] += xr[e] * nn;
+                for (e = 0; e < D; ++e) sum[(size_t)best * D + e] += (double)xr[e] * nn;
                 count[best]++;
             }
         for (c = 0; c < C; ++c) {
@@ -8266,7 +8267,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
             for (e = 0; e < D; ++e) nn += sum[(size_t)c * D + e] * sum[(size_t)c * D + e];
             nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;    /* |m| = |sum| / count: m / |m| = sum / |sum| */
             for (e = 0; e < D; ++e)
-                cen[(size_t)c * D + e] = (float)(decay * (double)cen[(size_t)c * D + e] + (1.0 - decay) * sum[(size_t)c * D + e] * nn);
+                cen[(size_t)c * D + e] = (float)((double)decay * (double)cen[(size_t)c * D + e] + (1.0 - (double)decay) * sum[(size_t)c * D + e] * nn);
         }
     }
     attn__free(sum);
@@ -8575,7 +8576,7 @@ static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     if (!attn__lin_plan(&L, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    L.ws = (float *)w.base;                   /* ATTN__ALIGN (64-byte) aligned */
+    L.ws = (float *)(void *)w.base;                   /* ATTN__ALIGN (64-byte) aligned */
     L.isa = attn__vec();
     if (op == ATTN__STEP) L.state = c->state->data;
     attn__parallel_for(c->d, L.n_tasks, L.n_threads, attn__lin_task, &L);
@@ -9021,7 +9022,7 @@ static attn_status attn__rwkv6_run(const attn_rwkv_desc *d, const attn_tensor *r
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
     X.isa = attn__vec();
     X.u = u; X.state_in = state_in; X.state_out = state_out;
-    X.ws = (float *)ws.base; X.per_thread = per;
+    X.ws = (float *)(void *)ws.base; X.per_thread = per;
     X.G = (int)(C / (size_t)X.N);
     X.rows = attn__rwkv6_rows_for(X.isa);
     X.groups = attn__rwkv_groups(X.G, k->batch, nt);
@@ -9328,11 +9329,11 @@ static const attn__mech attn__mech_linformer = { attn__linformer_forward, attn__
 
 /* Largest column sum of a [m][m] (summed in double, in row order); Z0's divisor. */
 static double attn__nys_colmax(const float *a, int m) {
-    double best = -INFINITY;
+    double best = -(double)INFINITY;
     int i, j;
     for (j = 0; j < m; ++j) {
         double s = 0.0;
-        for (i = 0; i < m; ++i) s += a[(size_t)i * m + j];
+        for (i = 0; i < m; ++i) s += (double)a[(size_t)i * m + j];
         if (s > best || s != s) best = s;
     }
     return best;
@@ -9659,7 +9660,7 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
 
 /* A resolved view: element strides (dense defaults filled in). */
-typedef struct attn__ssm_tv { const char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
+typedef struct attn__ssm_tv { char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
 
 static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
     if (!d) return ATTN_ERR_NULL_DESC;
@@ -9672,7 +9673,7 @@ static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
 static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int output, attn__ssm_tv *r) {
     size_t e, a;
     if (t.dtype != ATTN_F32 && t.dtype != ATTN_F16 && t.dtype != ATTN_BF16) return ATTN_ERR_SSM_DTYPE;
-    r->p = (const char *)t.data; r->dt = t.dtype;
+    r->p = (char *)t.data; r->dt = t.dtype;
     if (t.stride_batch == 0 && t.stride_chan == 0) {
         if (!attn__mul_size((size_t)nc, (size_t)nl, &e) || e > (size_t)PTRDIFF_MAX) return ATTN_ERR_SSM_OVERFLOW;
         r->sc = nl; r->sb = (ptrdiff_t)e;
@@ -9688,7 +9689,7 @@ static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int
         return ATTN_ERR_SSM_OVERFLOW;
     return ATTN_OK;
 }
-static const char *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
+static char *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
     return v->p + ((ptrdiff_t)b * v->sb + (ptrdiff_t)c * v->sc + l) * (ptrdiff_t)attn__dtype_size(v->dt);
 }
 
@@ -9830,7 +9831,7 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
                     V->exp_sum(zt, zt, 0.0f, nt);
                     for (t = 0; t < nt; ++t) yc[t] *= zc[t] / (1.0f + zt[t]);
                 }
-                V->store((void *)attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
+                V->store(attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
             }
         }
         if (P->sout)
@@ -9905,7 +9906,7 @@ static attn_status attn__ssm_scan_run(const attn_ssm_desc *d, attn__ssm_scan *P,
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
-    P->ws = (float *)w.base;
+    P->ws = (float *)(void *)w.base;
     attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, attn__ssm_scan_task, P);
     attn__ws_release(&w);
     return ATTN_OK;
@@ -10038,7 +10039,7 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                         if (G->dz) G->dz[o] = dyp * yp * sg * (1.0f + zv * (1.0f - sg));
                         dyp *= zv * sg;
                     }
-                    dD += (double)dyp * uv;
+                    dD += (double)dyp * (double)uv;
                     du = dyp * dsk;
                     for (n = 0; n < N; ++n) {
                         const float Bn = P->bc_const ? bb[n] : bb[(size_t)n * T + j];
@@ -10066,7 +10067,7 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                         const float r = rb[j] + bias;
                         if (r <= 20.0f) ddt *= 1.0f / (1.0f + expf(-r));
                     }
-                    dbias += ddt;
+                    dbias += (double)ddt;
                     if (G->du) G->du[o] = du;
                     if (G->ddelta) G->ddelta[o] = ddt;
                 }
@@ -10117,7 +10118,7 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
     memset(&pd, 0, sizeof pd);
     pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
-    W.F.ws = (float *)w.base;
+    W.F.ws = (float *)(void *)w.base;
     W.part = W.F.ws + thr;
     attn__parallel_for(&pd, W.F.G * W.F.nblk, nt, attn__ssm_bwd_task, &W);
     if (!W.F.bc_const) attn__parallel_for(&pd, 2 * W.F.B * W.F.G * W.F.N, nt, attn__ssm_bwd_reduce, &W);
@@ -10161,7 +10162,7 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
                 V->exp_sum(e, e, 0.0f, nt);
                 for (t = 0; t < nt; ++t) o[t] /= 1.0f + e[t];
             }
-            V->store((void *)attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
+            V->store(attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
             memmove(xp, xp + nt, sizeof(float) * (size_t)(K - 1));   /* the last K-1 inputs */
         }
         if (P->sout)
@@ -10201,7 +10202,7 @@ static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P,
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
-    P->ws = (float *)w.base;
+    P->ws = (float *)(void *)w.base;
     attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH), attn__ssm_threads(d),
                        attn__ssm_conv_task, P);
     attn__ws_release(&w);
@@ -10254,8 +10255,8 @@ static void attn__s4d_disc(const attn__s4d *P, int h, int n, double *dar, double
                            double *dbr, double *dbi) {
     const attn_s4d_params *p = P->p;
     const size_t i = (size_t)h * P->N + n;
-    const double dt = exp((double)p->log_dt[h]), ar = -exp((double)p->log_a_real[i]), ai = p->a_imag[i];
-    const double br = p->b_re ? p->b_re[i] : 1.0, bi = p->b_re ? p->b_im[i] : 0.0;
+    const double dt = exp((double)p->log_dt[h]), ar = -exp((double)p->log_a_real[i]), ai = (double)p->a_imag[i];
+    const double br = p->b_re ? (double)p->b_re[i] : 1.0, bi = p->b_re ? (double)p->b_im[i] : 0.0;
     double qr, qi, den;
     if (P->disc == ATTN_SSM_ZOH) {
         const double e = exp(dt * ar);
@@ -10269,7 +10270,7 @@ static void attn__s4d_disc(const attn__s4d *P, int h, int n, double *dar, double
         qr = dt * mr / den; qi = -dt * mi / den;                /* q = dt / (1 - dtA/2) */
     }
     *dbr = qr * br - qi * bi; *dbi = qr * bi + qi * br;
-    *cbr = p->c_re[i] * *dbr - p->c_im[i] * *dbi; *cbi = p->c_re[i] * *dbi + p->c_im[i] * *dbr;
+    { const double cr = (double)p->c_re[i], ci = (double)p->c_im[i]; *cbr = cr * *dbr - ci * *dbi; *cbi = cr * *dbi + ci * *dbr; }
 }
 
 static void attn__s4d_kernel_task(void *ctx, int h, int thread) {
@@ -10301,7 +10302,7 @@ static void attn__s4d_task(void *ctx, int h, int thread) {
     for (l = 0; l < T; ++l) Kr[l] = 0.0f;
     for (n = 0; n < N; ++n) {
         double ar, ai, cr, ci, br, bi, pr = 1.0, pi = 0.0, qr, qi, t;
-        const double c_r = P->p->c_re[(size_t)h * N + n], c_i = P->p->c_im[(size_t)h * N + n];
+        const double c_r = (double)P->p->c_re[(size_t)h * N + n], c_i = (double)P->p->c_im[(size_t)h * N + n];
         attn__s4d_disc(P, h, n, &ar, &ai, &cr, &ci, &br, &bi);
         da[2 * n] = (float)ar; da[2 * n + 1] = (float)ai; db[2 * n] = (float)br; db[2 * n + 1] = (float)bi;
         for (l = 0; l < Tk; ++l) {
@@ -10321,7 +10322,7 @@ static void attn__s4d_task(void *ctx, int h, int thread) {
             V->load(attn__ssm_at(&P->u, b, h, t0), P->u.dt, ub, nt, 1.0f);
             for (l = 0; l < nt; ++l)                 /* chunk-local convolution + carried state */
                 yb[l] = V->dot(Kr + T - 1 - l, ub, l + 1) + V->dot(G + (size_t)l * 2 * N, xs, 2 * N) + dsk * ub[l];
-            V->store((void *)attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
+            V->store(attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
             for (k = 0; k < nt; ++k)                 /* the state after the chunk: x = dA x + dB u */
                 for (n = 0; n < N; ++n) {
                     const float xr = xs[2 * n], xi = xs[2 * n + 1], uk = ub[k];
@@ -10369,7 +10370,7 @@ static attn_status attn__s4d_run(const attn_ssm_desc *d, attn__s4d *P, size_t by
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
-    P->ws = (float *)w.base;
+    P->ws = (float *)(void *)w.base;
     attn__parallel_for(&pd, P->D, attn__ssm_threads(d), task, P);
     attn__ws_release(&w);
     return ATTN_OK;
@@ -10458,7 +10459,7 @@ static const attn__mech *attn__mech_of(attn_kind kind) {
 #define ATTN__KIND_CASE(name, value, id, text) case name: return &attn__mech_##id;
     ATTN__KIND_LIST(ATTN__KIND_CASE)
 #undef ATTN__KIND_CASE
-    default: return NULL;
+    case ATTN_KIND_END: default: return NULL;
     }
 }
 
@@ -10467,7 +10468,7 @@ ATTNDEF const char *attn_kind_name(attn_kind kind) {
 #define ATTN__KIND_TEXT(name, value, id, text) case name: return text;
     ATTN__KIND_LIST(ATTN__KIND_TEXT)
 #undef ATTN__KIND_TEXT
-    default: return "unknown attn_kind";
+    case ATTN_KIND_END: default: return "unknown attn_kind";
     }
 }
 
