@@ -5401,10 +5401,130 @@ ATTN__T256 static void attn__dropout_avx2(float *S, int nk, int nlanes, uint32_t
 static const attn__bwd_isa attn__bwd_isa_avx2 = { attn__bwd_stage_avx2, attn__pvt_avx2, attn__dropout_avx2 };
 #endif /* ATTN__X86_SIMD */
 
+#if defined(ATTN__NEON)
+/* --- NEON backward kernels: the AVX2 ones on 4 lanes ------------------------------------ */
+static inline uint32x4_t attn__low_neon(uint32x4_t x) {   /* attn__low32 on 4 lanes */
+    x = veorq_u32(x, vshrq_n_u32(x, 16)); x = vmulq_u32(x, vdupq_n_u32(0x7FEB352Du));
+    x = veorq_u32(x, vshrq_n_u32(x, 15)); x = vmulq_u32(x, vdupq_n_u32(0x846CA68Bu));
+    return veorq_u32(x, vshrq_n_u32(x, 16));
+}
+/* attn__dropout_keep on 4 lanes: all-ones where kept */
+static inline uint32x4_t attn__keep_neon(uint32x4_t j, uint32x4_t ra, uint32x4_t rc, uint32x4_t thr) {
+    const uint32x4_t x = attn__low_neon(veorq_u32(attn__low_neon(vaddq_u32(j, ra)), rc));
+    return vcgeq_u32(vshrq_n_u32(x, 8), thr);
+}
+
+static void attn__bwd_stage_neon(float *ST, float *dPT, const attn__bwd_rows *R) {
+    const float32x4_t one = vdupq_n_f32(1.0f), zs = vdupq_n_f32(R->keep_scale), capv = vdupq_n_f32(R->softcap);
+    const float32x4_t inv_cap = vdupq_n_f32(R->softcap > 0 ? 1.0f / R->softcap : 0.0f);
+    static const int32_t iota_s[4] = { 0, 1, 2, 3 };
+    const int32x4_t iota = vld1q_s32(iota_s), pre = vdupq_n_s32(R->pre);
+    const uint32x4_t thr = vdupq_n_u32(R->thr);
+    int r, j;
+    if (R->mask == 2) { attn__bwd_stage_scalar(ST, dPT, R); return; }
+    for (r = 0; r < R->n; ++r) {
+        float *s = ST + (size_t)r * ATTN__BQ, *dp = dPT + (size_t)r * ATTN__BQ;
+        float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
+        const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
+        const float32x4_t vl = vdupq_n_f32(R->lse[r]), vd = vdupq_n_f32(R->drow[r]);
+        const float32x4_t pos = vdupq_n_f32((float)(R->p0 + r - R->c0)), slope = vdupq_n_f32(R->slope);
+        const int32x4_t cap = vdupq_n_s32(R->cap[r]), lo = vdupq_n_s32(R->lo[r]), hi = vdupq_n_s32(R->hi[r]);
+        const uint32x4_t ra = vdupq_n_u32(R->ra[r] + R->krow0), rc = vdupq_n_u32(R->rc[r]);
+        const int dead = R->lse[r] == -INFINITY;
+        for (j = 0; j < R->nlanes; j += 4) {
+            const int32x4_t jl = vaddq_s32(iota, vdupq_n_s32(j)), jv = vaddq_s32(jl, vdupq_n_s32((int)R->c0));
+            uint32x4_t vis = dead ? vdupq_n_u32(0) : vcltq_s32(jl, vdupq_n_s32(R->nk));
+            float32x4_t x = vld1q_f32(s + j), dc = one, p, d, ds;
+            if (R->softcap > 0.0f) {
+                const float32x4_t th = attn__tanh_neon(vmulq_f32(x, inv_cap));
+                x = vmulq_f32(capv, th); dc = vfmsq_f32(one, th, th);
+            }
+            if (brow) {   /* lanes past nk are not read */
+                float b4[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+                int e;
+                for (e = 0; e < 4 && j + e < R->nk; ++e) b4[e] = brow[j + e];
+                x = vaddq_f32(x, vld1q_f32(b4));
+            }
+            if (R->alibi) x = vfmsq_f32(x, slope, vabsq_f32(vsubq_f32(pos, vcvtq_f32_s32(jl))));
+            if (R->mask) {   /* attn__lane_ok: key <= cap and (key < pre or lo <= key <= hi) */
+                const uint32x4_t win = vandq_u32(vcgeq_s32(jv, lo), vcleq_s32(jv, hi));
+                vis = vandq_u32(vis, vandq_u32(vcleq_s32(jv, cap), vorrq_u32(vcltq_s32(jv, pre), win)));
+            }
+            p = vreinterpretq_f32_u32(vandq_u32(vis, vreinterpretq_u32_f32(attn__exp_neon(vsubq_f32(x, vl)))));
+            d = vreinterpretq_f32_u32(vandq_u32(vis, vreinterpretq_u32_f32(vld1q_f32(dp + j))));
+            if (R->dropout) {
+                const uint32x4_t keep = attn__keep_neon(vreinterpretq_u32_s32(jl), ra, rc, thr);
+                const float32x4_t z = vreinterpretq_f32_u32(vandq_u32(keep, vreinterpretq_u32_f32(zs)));
+                d = vmulq_f32(d, z);
+                ds = vmulq_f32(p, vsubq_f32(d, vd));
+                p = vmulq_f32(p, z);
+            } else {
+                ds = vmulq_f32(p, vsubq_f32(d, vd));
+            }
+            if (dl) vst1q_f32(dl + j, ds);
+            vst1q_f32(s + j, p);
+            vst1q_f32(dp + j, R->softcap > 0.0f ? vmulq_f32(ds, dc) : ds);
+        }
+    }
+}
+
+/* acc[r][c] += sum_k S[r][k] V[k][c]: 4 rows x 16 columns in 16 accumulators, rows < nrows only */
+static void attn__pvt_neon(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo) {
+    const int dv16 = Dv & ~15;
+    int r0, c, k, x, g;
+    for (r0 = 0; r0 < nrows; r0 += 4) {
+        const int nr = ATTN__MIN(4, nrows - r0);
+        for (c = 0; c < dv16; c += 16) {
+            float32x4_t a[4][4];
+            for (x = 0; x < 4; ++x)
+                for (g = 0; g < 4; ++g) a[x][g] = x < nr ? vld1q_f32(acc + (size_t)(r0 + x) * ldo + c + 4 * g) : vdupq_n_f32(0.0f);
+            for (k = 0; k < nk; ++k) {
+                const float *vk = V + (ptrdiff_t)k * ldv + c, *sk = S + (size_t)r0 * ATTN__BQ + k;
+                const float32x4_t v0 = vld1q_f32(vk), v1 = vld1q_f32(vk + 4), v2 = vld1q_f32(vk + 8), v3 = vld1q_f32(vk + 12);
+                for (x = 0; x < nr; ++x) {
+                    const float p = sk[(size_t)x * ATTN__BQ];
+                    a[x][0] = vfmaq_n_f32(a[x][0], v0, p); a[x][1] = vfmaq_n_f32(a[x][1], v1, p);
+                    a[x][2] = vfmaq_n_f32(a[x][2], v2, p); a[x][3] = vfmaq_n_f32(a[x][3], v3, p);
+                }
+            }
+            for (x = 0; x < nr; ++x) for (g = 0; g < 4; ++g) vst1q_f32(acc + (size_t)(r0 + x) * ldo + c + 4 * g, a[x][g]);
+        }
+        for (x = 0; x < nr; ++x) {
+            float *o = acc + (size_t)(r0 + x) * ldo;
+            for (c = dv16; c < Dv; ++c) {
+                float t = o[c];
+                for (k = 0; k < nk; ++k) t += S[(size_t)(r0 + x) * ATTN__BQ + k] * V[(ptrdiff_t)k * ldv + c];
+                o[c] = t;
+            }
+        }
+    }
+}
+
+static void attn__dropout_neon(float *S, int nk, int nlanes, uint32_t krow0, const uint32_t *ra, const uint32_t *rc,
+                               uint32_t thr, float scale) {
+    const uint32x4_t t = vdupq_n_u32(thr);
+    const float32x4_t sv = vdupq_n_f32(scale);
+    int r, j;
+    for (r = 0; r < nlanes; r += 4) {
+        const uint32x4_t a = vld1q_u32(ra + r), c = vld1q_u32(rc + r);
+        for (j = 0; j < nk; ++j) {
+            float *s = S + (size_t)j * ATTN__BQ + r;
+            const uint32x4_t keep = attn__keep_neon(vdupq_n_u32(krow0 + (uint32_t)j), a, c, t);
+            vst1q_f32(s, vreinterpretq_f32_u32(vandq_u32(keep, vreinterpretq_u32_f32(vmulq_f32(vld1q_f32(s), sv)))));
+        }
+    }
+}
+
+static const attn__bwd_isa attn__bwd_isa_neon = { attn__bwd_stage_neon, attn__pvt_neon, attn__dropout_neon };
+#endif /* ATTN__NEON */
+
 static const attn__bwd_isa *attn__pick_bwd_isa(const attn__isa *isa) {
 #if defined(ATTN__X86_SIMD)
     if (isa == &attn__isa_avx512) return &attn__bwd_isa_avx512;
     if (isa == &attn__isa_avx2) return &attn__bwd_isa_avx2;
+#endif
+#if defined(ATTN__NEON)
+    if (isa == &attn__isa_neon) return &attn__bwd_isa_neon;
 #endif
     (void)isa;
     return &attn__bwd_isa_scalar;
@@ -5956,12 +6076,52 @@ static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn_
                                                  attn__gemm_rows_scalar };
 #endif /* ATTN__X86_SIMD */
 
+#if defined(ATTN__NEON)
+/* --- NEON: 8 rows x 12 columns, 24 of the 32 q registers accumulate; an edge tile goes
+   through a full 8 x 12 copy of C so the edge and interior stores do the same arithmetic. */
+#define ATTN__GNEON_ROWS(X) X(0, a0, 0) X(1, a0, 1) X(2, a0, 2) X(3, a0, 3) X(4, a1, 0) X(5, a1, 1) X(6, a1, 2) X(7, a1, 3)
+#define ATTN__GNEON_DECL(r, av, l) float32x4_t c##r##0 = vdupq_n_f32(0.0f), c##r##1 = c##r##0, c##r##2 = c##r##0;
+#define ATTN__GNEON_FMA(r, av, l) c##r##0 = vfmaq_laneq_f32(c##r##0, b0, av, l); \
+    c##r##1 = vfmaq_laneq_f32(c##r##1, b1, av, l); c##r##2 = vfmaq_laneq_f32(c##r##2, b2, av, l);
+#define ATTN__GNEON_STORE(r, av, l) { float *cr = T + (ptrdiff_t)(r) * ldt; \
+    float32x4_t x0 = vmulq_f32(va, c##r##0), x1 = vmulq_f32(va, c##r##1), x2 = vmulq_f32(va, c##r##2); \
+    if (load_c) { x0 = vfmaq_f32(x0, vb, vld1q_f32(cr)); x1 = vfmaq_f32(x1, vb, vld1q_f32(cr + 4)); \
+                  x2 = vfmaq_f32(x2, vb, vld1q_f32(cr + 8)); } \
+    vst1q_f32(cr, x0); vst1q_f32(cr + 4, x1); vst1q_f32(cr + 8, x2); }
+static void attn__gemm_ukr_neon(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
+                                int mr, int nr, float alpha, float beta, int load_c) {
+    const int full = mr == 8 && nr == 12;
+    float tile[8 * 12];
+    float *T = full ? C : tile;
+    const ptrdiff_t ldt = full ? ldc : 12;
+    float32x4_t a0, a1, b0, b1, b2, va, vb;
+    int p, r, c;
+    ATTN__GNEON_ROWS(ATTN__GNEON_DECL)
+    for (p = 0; p < kc; ++p, A += 8, B += 12) {
+        a0 = vld1q_f32(A); a1 = vld1q_f32(A + 4);
+        b0 = vld1q_f32(B); b1 = vld1q_f32(B + 4); b2 = vld1q_f32(B + 8);
+        ATTN__GNEON_ROWS(ATTN__GNEON_FMA)
+    }
+    if (!full && load_c)
+        for (r = 0; r < 8; ++r) for (c = 0; c < 12; ++c) tile[r * 12 + c] = r < mr && c < nr ? C[(ptrdiff_t)r * ldc + c] : 0.0f;
+    va = vdupq_n_f32(alpha); vb = vdupq_n_f32(beta);
+    ATTN__GNEON_ROWS(ATTN__GNEON_STORE)
+    if (!full)
+        for (r = 0; r < mr; ++r) for (c = 0; c < nr; ++c) C[(ptrdiff_t)r * ldc + c] = tile[r * 12 + c];
+}
+static const attn__gemm_kern attn__gemm_neon = { "neon", 8, 12, 192, 3072, attn__gemm_ukr_neon, NULL,
+                                                 attn__gemm_rows_scalar };
+#endif /* ATTN__NEON */
+
 /* The micro-kernel of the ISA attn__pick_isa chose (same cpuid dispatch as attention). */
 static const attn__gemm_kern *attn__gemm_pick(void) {
     const attn__isa *isa = attn__pick_isa();
 #if defined(ATTN__X86_SIMD)
     if (isa == &attn__isa_avx512) return &attn__gemm_avx512;
     if (isa == &attn__isa_avx2) return &attn__gemm_avx2;
+#endif
+#if defined(ATTN__NEON)
+    if (isa == &attn__isa_neon) return &attn__gemm_neon;
 #endif
     (void)isa;
     return &attn__gemm_scalar;
