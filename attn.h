@@ -6082,12 +6082,18 @@ static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, 
 #define ATTN__G256_DECL(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
 #define ATTN__G256_FMA(r) a = _mm256_broadcast_ss(A + (r)); \
     c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0); c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1);
+/* maskload/maskstore only for a partial tile: AMD runs a masked store as a microcoded
+   sequence, which cost the full 6 x 16 tiles several % of the product */
 #define ATTN__G256_STORE(r) if ((r) < mr) { \
     float *cr = C + (ptrdiff_t)(r) * ldc; \
     __m256 x0 = _mm256_mul_ps(va, c##r##0), x1 = _mm256_mul_ps(va, c##r##1); \
-    if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr, m0), x0); \
-                  x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8, m1), x1); } \
-    _mm256_maskstore_ps(cr, m0, x0); _mm256_maskstore_ps(cr + 8, m1, x1); }
+    if (nr == 16) { \
+        if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr), x0); x1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8), x1); } \
+        _mm256_storeu_ps(cr, x0); _mm256_storeu_ps(cr + 8, x1); \
+    } else { \
+        if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr, m0), x0); \
+                      x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8, m1), x1); } \
+        _mm256_maskstore_ps(cr, m0, x0); _mm256_maskstore_ps(cr + 8, m1, x1); } }
 ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m256 a, b0, b1, va, vb;
