@@ -455,7 +455,7 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
    alibi_slopes     none                        [q.heads] ALiBi slopes
    softcap          off                         logit soft-capping c*tanh(s/c)
    bias             none                        additive fp32 bias (attn_bias)
-   n_threads        all cores                   threads to use
+   n_threads        all cores                   threads to use ("all cores": counted once per process)
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           scratch memory of workspace_size bytes; ask
@@ -1605,10 +1605,20 @@ static attn_status attn__ws_acquire(void *user, size_t user_bytes, size_t bytes,
 }
 static void attn__ws_release(attn__ws *w) { attn__free(w->owned); w->owned = NULL; }
 
+#if defined(ATTN__PTHREADS) && defined(_SC_NPROCESSORS_ONLN)
+/* sysconf reads /sys on Linux (15 us a call on a Zen 5 VM, more than a one-token decode step),
+   so the count is read once per process: every call with n_threads = 0 asks for it. */
+static int attn__cpu_count_value;
+static pthread_once_t attn__cpu_count_once = PTHREAD_ONCE_INIT;
+static void attn__cpu_count_init(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    attn__cpu_count_value = n < 1 ? 1 : (n > 256 ? 256 : (int)n);
+}
+#endif
 static int attn__cpu_count(void) {
 #if defined(ATTN__PTHREADS) && defined(_SC_NPROCESSORS_ONLN)
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (n > 256 ? 256 : (int)n);
+    pthread_once(&attn__cpu_count_once, attn__cpu_count_init);
+    return attn__cpu_count_value;
 #elif defined(ATTN__WIN32_THREADS)
     SYSTEM_INFO si; GetSystemInfo(&si);
     return si.dwNumberOfProcessors < 1 ? 1 : (int)ATTN__MIN(si.dwNumberOfProcessors, 256);
