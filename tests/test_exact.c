@@ -381,7 +381,7 @@ static void test_sweep(void) {
 /* Every mask alone and in combinations, at fixed shapes, both Sq < Sk and Sq > Sk             */
 /* ---------------------------------------------------------------------------------------- */
 
-#define N_MASK_CFG 28
+#define N_MASK_CFG 29
 static const char *mask_cfg(int cfg, attn_desc *d, int B, int Hq, int Sq, int Sk, t_rng *r,
                             float **bias, float **alibi, int **sql, int **skl, int **cuq, int **cuk) {
     switch (cfg) {
@@ -421,8 +421,10 @@ static const char *mask_cfg(int cfg, attn_desc *d, int B, int Hq, int Sq, int Sk
              d->cu_seqlens_k = *cuk = t_make_cu(4, Sk, 0, r); d->causal = 1; d->window_left = 4;
              d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->softcap = 4.0f; d->sink_tokens = 1;
              return "varlen + causal + window + alibi + softcap + sink";
-    default: d->window_left = 3; d->window_right = 1; d->sink_tokens = 2; d->global_tokens = 2;
+    case 27: d->window_left = 3; d->window_right = 1; d->sink_tokens = 2; d->global_tokens = 2;
              return "window + sinks + global, non-causal";
+    default: d->dilation = 3; d->window_left = 2; d->causal = 1;   /* Sq == Sk: D undilated problems */
+             return "dilated causal window";
     }
 }
 
