@@ -4992,6 +4992,7 @@ ATTNDEF const char *attn_kernels(void) { return attn__pick_isa()->name; }
 /* ATTN_SOFTMAX's forward (attn_forward, attn_workspace_size). */
 static int attn__lf_classes(const attn__call *c, int D);
 static attn_status attn__longformer_forward(const attn__call *c);
+static attn_status attn__longformer_backward(const attn__call *c);
 
 static attn_status attn__softmax_forward(const attn__call *c) {
     attn__problem P;
@@ -5919,6 +5920,11 @@ static attn_status attn__softmax_backward(const attn__call *c) {
     size_t bytes;
     attn__ws w;
     attn_status s;
+    /* a dilated window that splits into D undilated problems runs as ATTN_LONGFORMER's backward
+       runs it (see attn__softmax_forward): the element-by-element mask takes the scalar stage */
+    if (desc->dilation > 1 && desc->dropout_p == 0.0f && !desc->longformer.dilations &&
+        attn__lf_classes(c, desc->dilation) > 1)
+        return attn__longformer_backward(c);
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, c->bytes ? NULL : &out, &P)) != ATTN_OK) return s;
     if (c->bytes) return attn__bwd_plan(&P, desc, &C, c->bytes);
@@ -7794,8 +7800,9 @@ static attn_status attn__longformer_backward(const attn__call *c) {
        it stop with ATTN_ERR_WORKSPACE right after them, before it writes anything */
     fc = *c; fc.d = &sd;
     if (!c->bytes) { sd.workspace = &dummy; sd.workspace_size = 0; }
+    if (sd.dilation > 1) sd.dilation = 1;   /* no check depends on it; > 1 would route back here */
     s = attn__softmax_backward(&fc);
-    sd.workspace = d->workspace; sd.workspace_size = d->workspace_size;
+    sd.workspace = d->workspace; sd.workspace_size = d->workspace_size; sd.dilation = d->dilation;
     if (c->bytes ? s != ATTN_OK : s != ATTN_ERR_WORKSPACE) return s;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
     if (d->longformer.dilations)
