@@ -8082,8 +8082,11 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
    v rows in fp32, every round's buckets by dot products with the rotation columns (vector
    layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
-   query's 2 * bucket_size scores, the HF masks, the softmax (vector layer max / exp_sum) and
-   P.V (axpy), merged per position across rounds by the logsumexp rule in sorted-axis order. */
+   chunk's keys (its own and the previous chunk's, 2 * bucket_size) gathered into a block,
+   the chunk's queries (up to ATTN__BQ at a time) transposed into lanes, their scores on the
+   exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on its P.V tile
+   kernel, each query's round result merged into its position across rounds by the logsumexp
+   rule in sorted-axis order. */
 typedef struct attn__lsh {
     const attn__problem *P;
     int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
@@ -8116,11 +8119,13 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, i
 }
 
 static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
-    /* floats: Q, K [n][D], V, acc [n][Dv], m, l, hi, lo [n], RT [D][BQ], S [BK][BQ], scores [2c];
-       ints: order [nh*n], bucket, arg_lo [n], counts [nb+1] */
-    (void)nb;
-    return attn__round16((size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) + (size_t)D * ATTN__BQ + ATTN__BK * ATTN__BQ +
-                         2 * (size_t)c + (size_t)nh * n + 2 * (size_t)n + (size_t)nb + 1);
+    /* floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc [n][Dv],
+       m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv], mx,
+       sum [BQ]; ints: order [nh*n], bucket, arg_lo [n], counts [nb+1], the chunk's key ids [2c] */
+    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys);
+    return attn__round16((size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) +
+                         keys * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
+                         (size_t)nh * n + 2 * (size_t)n + (size_t)nb + 1 + keys);
 }
 
 static void attn__lsh_task(void *ctx, int task, int thread) {
@@ -8129,12 +8134,15 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int half = X->nb / 2, N = X->nh * n, nchunks = N / c;
+    const int keys = 2 * c;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *Q = S + ATTN__BK * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
     float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
-    float *sc = lo + n;
-    int *order = (int *)(void *)(sc + 2 * c), *bucket = order + N, *arg_lo = bucket + n, *cnt = arg_lo + n;
-    int i, j, r, t, u, e, ch;
+    float *Kc = lo + n, *Vc = Kc + (size_t)keys * D, *O = Vc + (size_t)keys * Dv, *mx = O + (size_t)ATTN__BQ * Dv;
+    float *sum = mx + ATTN__BQ;
+    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_lo = bucket + n, *cnt = arg_lo + n;
+    int *kid = cnt + X->nb + 1;
+    int i, j, r, u, e, ch;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
         isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
@@ -8179,35 +8187,57 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
         isa->scal(K + (size_t)i * D, 1.0f / sqrtf(ss / (float)D + 1e-6f), D);
     }
     for (ch = 0; ch < nchunks; ++ch) {
-        const int prev = (ch + nchunks - 1) % nchunks;
-        for (t = ch * c; t < (ch + 1) * c; ++t) {
-            const int p = order[t];
-            float mx, sum, lse_r, o_scale;
-            for (u = 0; u < 2 * c; ++u) {
-                const int jj = order[(u < c ? prev * c : ch * c) + u % c];
-                float s = isa->dot(Q + (size_t)p * D, K + (size_t)jj * D, D);
-                if (P->causal && jj > p) s = -1e9f;
-                if (jj == p) s = -1e5f;
-                sc[u] = s;
+        const int prev = (ch + nchunks - 1) % nchunks, *qid = order + (size_t)ch * c;
+        int q0;
+        for (u = 0; u < keys; ++u) {          /* the previous chunk's keys, then this chunk's */
+            kid[u] = order[(size_t)(u < c ? prev : ch) * c + u % c];
+            memcpy(Kc + (size_t)u * D, K + (size_t)kid[u] * D, sizeof(float) * (size_t)D);
+            memcpy(Vc + (size_t)u * Dv, V + (size_t)kid[u] * Dv, sizeof(float) * (size_t)Dv);
+        }
+        for (q0 = 0; q0 < c; q0 += ATTN__BQ) {   /* queries in lanes, ATTN__BQ at a time */
+            const int nl = ATTN__MIN(ATTN__BQ, c - q0), lanes = (int)attn__round16((size_t)nl);
+            int k0;
+            for (e = 0; e < D; ++e)
+                for (j = 0; j < lanes; ++j) RT[(size_t)e * ATTN__BQ + j] = j < nl ? Q[(size_t)qid[q0 + j] * D + e] : 0.0f;
+            for (k0 = 0; k0 < keys; k0 += ATTN__BK)
+                isa->qk(Kc + (size_t)k0 * D, D, ATTN__MIN(ATTN__BK, keys - k0), RT, lanes, D, S + (size_t)k0 * ATTN__BQ);
+            for (j = 0; j < ATTN__BQ; ++j) { mx[j] = -INFINITY; sum[j] = 0.0f; }   /* sum: pv's alpha */
+            for (u = 0; u < keys; ++u) {      /* HF's masks: causal -1e9, the query itself -1e5 */
+                const int ku = kid[u], cut = P->causal ? ku : INT_MIN;   /* masked where cut > p */
+                const int *pq = qid + q0;
+                float *su = S + (size_t)u * ATTN__BQ;
+                for (j = 0; j < nl; ++j) {
+                    float x = cut > pq[j] ? -1e9f : su[j];
+                    x = ku == pq[j] ? -1e5f : x;
+                    su[j] = x;
+                    mx[j] = mx[j] > x ? mx[j] : x;
+                }
             }
-            mx = isa->max(sc, 2 * c);
-            sum = isa->exp_sum(sc, sc, mx, 2 * c);
-            lse_r = mx + logf(sum);
-            /* merge round result (sum_u sc[u] v_u / sum, lse_r) into position p */
-            if (lse_r > m[p]) {
-                const float a = m[p] == -INFINITY ? 0.0f : expf(m[p] - lse_r);
-                isa->scal(acc + (size_t)p * Dv, a, Dv);
-                l[p] = l[p] * a + 1.0f;
-                m[p] = lse_r;
-                o_scale = 1.0f / sum;
-            } else {
-                const float w = expf(lse_r - m[p]);
-                l[p] += w;
-                o_scale = w / sum;
+            for (u = 0; u < keys; ++u) {      /* exp(s - max) per lane on the SIMD exp, then the sums */
+                float *su = S + (size_t)u * ATTN__BQ;
+                for (j = 0; j < nl; ++j) su[j] -= mx[j];
+                (void)isa->exp_sum(su, su, 0.0f, nl);
+                for (j = 0; j < nl; ++j) sum[j] += su[j];
             }
-            for (u = 0; u < 2 * c; ++u)
-                if (sc[u] != 0.0f)
-                    isa->axpy(acc + (size_t)p * Dv, sc[u] * o_scale, V + (size_t)order[(u < c ? prev * c : ch * c) + u % c] * Dv, Dv);
+            memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
+            isa->pv(S, keys, nl, Vc, Dv, Dv, sum /* finite (0 past nl): O is 0 */, O, (size_t)Dv);
+            for (j = 0; j < nl; ++j) {        /* merge (O_j / sum_j, lse_r) into position p */
+                const int p = qid[q0 + j];
+                const float lse_r = mx[j] + logf(sum[j]);
+                float o_scale;
+                if (lse_r > m[p]) {
+                    const float a = m[p] == -INFINITY ? 0.0f : expf(m[p] - lse_r);
+                    isa->scal(acc + (size_t)p * Dv, a, Dv);
+                    l[p] = l[p] * a + 1.0f;
+                    m[p] = lse_r;
+                    o_scale = 1.0f / sum[j];
+                } else {
+                    const float w = expf(lse_r - m[p]);
+                    l[p] += w;
+                    o_scale = w / sum[j];
+                }
+                isa->axpy(acc + (size_t)p * Dv, o_scale, O + (size_t)j * Dv, Dv);
+            }
         }
     }
     for (i = 0; i < n; ++i) {

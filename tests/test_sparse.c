@@ -760,6 +760,7 @@ static void test_lsh(void) {
     }
     lsh_one_chunk(&r, 32, ATTN_F32);
     lsh_one_chunk(&r, 64, ATTN_F32);
+    lsh_case(&r, 1, 192, 2, 16, 24, ATTN_F32, ATTN_F32, 96, 2, 2, 1, 1, 1);   /* c > 64: queries in two lane blocks */
 }
 
 /* ---- Routing Transformer reference: ZOO's routing, top-w windows, means ------------------- */
