@@ -48,6 +48,7 @@ int main(void) {
     run_family("linear", test_linear);
     run_family("rwkv", test_rwkv);
     run_family("cosformer", test_cosformer);
+    run_family("performer", test_performer);
 
     /* low-rank */
     run_family("low-rank", test_lowrank);

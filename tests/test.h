@@ -71,6 +71,7 @@ void test_sparse(void);
 void test_linear(void);
 void test_rwkv(void);
 void test_cosformer(void);
+void test_performer(void);
 
 /* low-rank */
 void test_lowrank(void);
