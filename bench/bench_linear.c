@@ -12,6 +12,8 @@
    2. The naive path: the token-by-token recurrence in plain C (1 thread), checked against the
       library's output, and the library's speed-up over it.
    3. Decoding: attn_step with one token per call: microseconds per token.
+   4. attn_backward (dq, dk, dv; two chunked passes) at 4k and 16k tokens: time, its ratio to the
+      forward and GFLOP/s of the GEMM work it executes.
    Env: BENCH_QUICK=1 (shorter lengths, fewer reps), BENCH_OUTDIR (default bench), BENCH_ONLY=name
    (one of linear, cosformer, performer).
    Writes BENCH_OUTDIR/results_<name>.csv and BENCH_OUTDIR/chart_<name>.svg for each. */
@@ -234,6 +236,38 @@ static void run(const lin_cfg *c, const machine *m, const char *cpu, const char 
         bench_add_point("step", 1, 1, us * 1e-3, lo * 1e3, hi * 1e3,
                         ((c->perf ? 8.0 : 4.0) * c->F * D + 2.0 * c->F) * H, m->peak_all, 0.0);
         free(sbuf);
+    }
+
+    printf("== %s: 4. backward: attn_backward (B 1, H %d, D %d, fp32, %d threads)\n", c->name, H, D, g_ncpu);
+    {
+        const int Lb[2] = { 4096, 16384 };
+        int li;
+        float *dO = (float *)xalloc((size_t)16384 * H * D * 4), *g3 = (float *)xalloc((size_t)3 * 16384 * H * D * 4);
+        fill_rand(dO, (size_t)16384 * H * D);
+        for (li = 0; li < (g_quick ? 1 : 2); ++li)
+            for (causal = 0; causal <= 1; ++causal) {
+                const int L = Lb[li];
+                attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, L, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, L, H, D);
+                attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, L, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, L, H, D);
+                attn_tensor tdo = attn_tensor_dense(dO, ATTN_F32, 1, L, H, D);
+                attn_tensor gq = attn_tensor_dense(g3, ATTN_F32, 1, L, H, D);
+                attn_tensor gk = attn_tensor_dense(g3 + (size_t)16384 * H * D, ATTN_F32, 1, L, H, D);
+                attn_tensor gv = attn_tensor_dense(g3 + (size_t)2 * 16384 * H * D, ATTN_F32, 1, L, H, D);
+                attn_desc d = desc_of(c->kind, causal, 0);
+                const double F = c->F, Dd = D;
+                const double per = 12.0 * F * Dd + (causal ? 8.0 * CHUNK * (F + Dd) : 0.0) + (c->perf ? 12.0 * Dd * F : 0.0);
+                double t[16], lo, hi, ms, fms = bench_ms_of(c->name, causal, L);
+                int reps = g_quick ? 3 : 5;
+                for (i = 0; i < reps; ++i) {
+                    double t0 = now_s();
+                    if (attn_backward(&d, tq, tk, tv, to, tdo, NULL, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
+                    t[i] = now_s() - t0;
+                }
+                ms = median_of(t, reps, &lo, &hi) * 1e3;
+                bench_add_point("backward", causal, L, ms, lo * 1e3, hi * 1e3, per * L * H, m->peak_all, 0.0);
+                if (fms > 0) printf("  backward / forward time at L %d, %s: %.2f\n", L, causal ? "causal" : "non-causal", ms / fms);
+            }
+        free(dO); free(g3);
     }
 
     for (causal = 0; causal <= 1; ++causal)

@@ -498,7 +498,7 @@ static void test_performer_errors(void) {
         case 22: op = 6; pp.features = 8; pp.fixed_norms = 3; want = ATTN_ERR_PERFORMER_OPTIONS; what = "draw fixed_norms"; break;
         case 23: op = 6; pp.features = 8; pp.eps = -INFINITY; want = ATTN_ERR_PERFORMER_EPS; what = "draw eps"; break;
         case 24: o.dim = 4; want = ATTN_ERR_OUT_SHAPE; what = "out dim"; break;
-        case 25: op = 7; want = ATTN_ERR_KIND_OP; what = "backward"; break;
+        case 25: op = 7; want = ATTN_ERR_KIND_OP; what = "decode"; break;
         }
         t_sentinel(out, sizeof out, 21);
         t_sentinel(sbuf, sizeof sbuf, 23);
@@ -510,7 +510,7 @@ static void test_performer_errors(void) {
         else if (op == 4) got = attn_performer_draw(&pp, 4, NULL);
         else if (op == 5) got = attn_performer_draw(&pp, 0, Wd);
         else if (op == 6) got = attn_performer_draw(&pp, 4, Wd);
-        else got = attn_backward(&d, tq, tk, tv, o, o, lse, tq, tk, tv);
+        else got = attn_decode(&d, tq, NULL, o, NULL);
         if (want == ATTN_OK) { T_CHECK(got == ATTN_OK, "performer %s: %s", what, attn_status_str(got)); continue; }
         pf_expect(got, want, what);
         T_CHECK(t_sentinel_ok(out, sizeof out, 21) && t_sentinel_ok(sbuf, sizeof sbuf, 23) && t_sentinel_ok(Wd, 4, 25),
