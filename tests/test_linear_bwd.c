@@ -8,9 +8,11 @@
    over the visible keys. Performer's convention (attn.h): W and every max of the stabiliser are
    constants, so the finite differences here freeze them at the unperturbed inputs (each query's
    row max and each row's visible-key max) - the same function the library differentiates.
-   In double with step 1e-5 the differences are exact to ~1e-9, so they serve as the independent
-   double gradient at the sampled coordinates (24 per tensor per case, all of them for the
-   smallest cases). Tolerance: max |err| / max(1, max |grad|) <= 2e-4 (fp32 GEMMs, O(100) terms).
+   In double with step 1e-5 the differences are exact to ~1e-9 (24 coordinates per tensor per
+   case, all of them for the smallest cases); and every coordinate against an independent double
+   gradient evaluated pair by pair from the definition (lb_grad_ref). Tolerance for both:
+   max |err| / max(1, max |grad|) <= 2e-4 (fp32 GEMMs over O(100) terms; f16/bf16 gradients add
+   1.5x their rounding).
    Also: threads 1/2/3 bitwise, a caller workspace, padding rows and keys get 0, f16/bf16
    storage, and the backward statuses with outputs untouched. */
 #include "test.h"
@@ -100,6 +102,114 @@ static void lb_forward(const lb_case *c, const double *q, const double *k, const
     free(pq); free(uk); free(hk); free(acc);
 }
 
+/* The gradient directly from the pairwise definition, in double (the second, independent check:
+   every coordinate): dA_ij = g_i . v_j + c_i with g_i = dO_i / den_i, c_i = -(dO_i . out_i) / den_i
+   (0 under an active cosFormer clamp); dv_j += A_ij g_i; dphi(q_i) += dA_ij phi(k_j);
+   dphi(k_j) = dA_ij phi(q_i) taken through k_j's features as row i sees them (Performer: with s_i). */
+static void lb_feat_grad(const lb_case *c, const double *x, const double *dphi, double s, int query, double *dx) {
+    const int D = c->D, m = c->m;
+    const double dn = pow((double)D, -0.25);
+    int d, l;
+    for (d = 0; d < D; ++d) dx[d] = 0.0;
+    if (c->kind == ATTN_PERFORMER) {
+        double h = 0.0, mx = -HUGE_VAL, tot = 0.0;
+        double *u = (double *)t_xmalloc(sizeof(double) * (size_t)m);
+        for (d = 0; d < D; ++d) h += x[d] * x[d] / (2.0 * sqrt((double)D));
+        for (l = 0; l < m; ++l) {
+            u[l] = 0.0;
+            for (d = 0; d < D; ++d) u[l] += c->W[l * D + d] * x[d];
+            if (!c->relu) u[l] *= dn;
+            if (u[l] > mx) mx = u[l];
+        }
+        for (l = 0; l < m; ++l) {
+            double t;
+            if (c->relu) t = u[l] > 0 ? dphi[l] : 0.0;
+            else { t = dphi[l] * exp(u[l] - h - (query ? mx : s)); tot += t; }
+            for (d = 0; d < D; ++d) dx[d] += t * c->W[l * D + d] * (c->relu ? 1.0 : dn);
+        }
+        for (d = 0; d < D; ++d) dx[d] -= tot * x[d] / sqrt((double)D);
+        free(u);
+    } else {
+        for (d = 0; d < D; ++d)
+            dx[d] = c->kind == ATTN_LINEAR ? dphi[d] * (x[d] > 0 ? 1.0 : exp(x[d])) : (x[d] > 0 ? dphi[d] : 0.0);
+    }
+}
+static void lb_phi(const lb_case *c, const double *x, double s, int query, double *f) {
+    const int D = c->D, m = c->m;
+    const double dn = pow((double)D, -0.25);
+    int d, l;
+    if (c->kind == ATTN_PERFORMER) {
+        double h = 0.0, mx = -HUGE_VAL;
+        for (d = 0; d < D; ++d) h += x[d] * x[d] / (2.0 * sqrt((double)D));
+        for (l = 0; l < m; ++l) {
+            f[l] = 0.0;
+            for (d = 0; d < D; ++d) f[l] += c->W[l * D + d] * x[d];
+            if (!c->relu) f[l] *= dn;
+            if (f[l] > mx) mx = f[l];
+        }
+        for (l = 0; l < m; ++l) f[l] = c->relu ? (f[l] > 0 ? f[l] : 0.0) + c->eps : exp(f[l] - h - (query ? mx : s)) + c->eps;
+    } else {
+        for (d = 0; d < D; ++d) f[d] = c->kind == ATTN_LINEAR ? (x[d] > 0 ? x[d] + 1.0 : exp(x[d])) : (x[d] > 0 ? x[d] : 0.0);
+    }
+}
+static void lb_grad_ref(const lb_case *c, const double *q, const double *k, const double *v, const double *dO,
+                        const double *fk, double *gq, double *gk, double *gv) {
+    const int g = c->Hq / c->Hkv, D = c->D, Dv = c->Dv, F = c->kind == ATTN_PERFORMER ? c->m : D;
+    double *pq = (double *)t_xmalloc(sizeof(double) * F), *pk = (double *)t_xmalloc(sizeof(double) * F);
+    double *dpq = (double *)t_xmalloc(sizeof(double) * F), *dpk = (double *)t_xmalloc(sizeof(double) * F);
+    double *dx = (double *)t_xmalloc(sizeof(double) * D), *num = (double *)t_xmalloc(sizeof(double) * Dv);
+    double *gi = (double *)t_xmalloc(sizeof(double) * Dv);
+    int b, h, i, j, d, l;
+    memset(gq, 0, sizeof(double) * (size_t)c->B * c->Sq * c->Hq * D);
+    memset(gk, 0, sizeof(double) * (size_t)c->B * c->Sk * c->Hkv * D);
+    memset(gv, 0, sizeof(double) * (size_t)c->B * c->Sk * c->Hkv * Dv);
+    for (b = 0; b < c->B; ++b)
+        for (h = 0; h < c->Hq; ++h) {
+            const int Lq = c->lq ? c->lq[b] : c->Sq, Lk = c->lk ? c->lk[b] : c->Sk, hv = h / g;
+            for (i = 0; i < Lq; ++i) {
+                const double *x = q + (((size_t)b * c->Sq + i) * c->Hq + h) * D, *o = dO + (((size_t)b * c->Sq + i) * c->Hq + h) * Dv;
+                const long long last = c->causal ? (long long)i + Lk - Lq : (long long)Lk - 1;
+                const double s = c->kind == ATTN_PERFORMER ? fk[((size_t)b * c->Hq + h) * c->Sq + i] : 0.0;
+                const double pi_ = (double)i + 1.0 + (c->causal ? (double)(Lk - Lq) : 0.0);
+                double den = 0.0, cc, dot = 0.0;
+                int clamped = 0;
+                if (last < 0) continue;
+                lb_phi(c, x, 0.0, 1, pq);
+                for (d = 0; d < Dv; ++d) num[d] = 0.0;
+                for (j = 0; j < Lk && j <= last; ++j) {          /* forward: den, num */
+                    const double *y = k + (((size_t)b * c->Sk + j) * c->Hkv + hv) * D, *vj = v + (((size_t)b * c->Sk + j) * c->Hkv + hv) * Dv;
+                    double a = 0.0;
+                    lb_phi(c, y, s, 0, pk);
+                    for (l = 0; l < F; ++l) a += pq[l] * pk[l];
+                    if (c->kind == ATTN_COSFORMER) a *= cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / c->M);
+                    den += a;
+                    for (d = 0; d < Dv; ++d) num[d] += a * vj[d];
+                }
+                if (c->kind == ATTN_LINEAR) den += c->eps;
+                else if (c->kind == ATTN_COSFORMER && !(den > c->eps)) { den = c->eps; clamped = 1; }
+                for (d = 0; d < Dv; ++d) { gi[d] = o[d] / den; dot += o[d] * num[d] / den; }
+                cc = clamped ? 0.0 : -dot / den;
+                for (l = 0; l < F; ++l) dpq[l] = 0.0;
+                for (j = 0; j < Lk && j <= last; ++j) {          /* backward */
+                    const double *y = k + (((size_t)b * c->Sk + j) * c->Hkv + hv) * D, *vj = v + (((size_t)b * c->Sk + j) * c->Hkv + hv) * Dv;
+                    double *gkj = gk + (((size_t)b * c->Sk + j) * c->Hkv + hv) * D, *gvj = gv + (((size_t)b * c->Sk + j) * c->Hkv + hv) * Dv;
+                    const double cw = c->kind == ATTN_COSFORMER ? cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / c->M) : 1.0;
+                    double a = 0.0, da = cc;
+                    lb_phi(c, y, s, 0, pk);
+                    for (l = 0; l < F; ++l) a += pq[l] * pk[l];
+                    a *= cw;
+                    for (d = 0; d < Dv; ++d) { da += gi[d] * vj[d]; gvj[d] += a * gi[d]; }
+                    for (l = 0; l < F; ++l) { dpq[l] += da * cw * pk[l]; dpk[l] = da * cw * pq[l]; }
+                    lb_feat_grad(c, y, dpk, s, 0, dx);
+                    for (d = 0; d < D; ++d) gkj[d] += dx[d];
+                }
+                lb_feat_grad(c, x, dpq, 0.0, 1, dx);
+                for (d = 0; d < D; ++d) gq[(((size_t)b * c->Sq + i) * c->Hq + h) * D + d] = dx[d];
+            }
+        }
+    free(pq); free(pk); free(dpq); free(dpk); free(dx); free(num); free(gi);
+}
+
 static double lb_loss(const lb_case *c, const double *q, const double *k, const double *v, const double *dout, double *out,
                       double *fq, double *fk) {
     const size_t n = (size_t)c->B * c->Sq * c->Hq * c->Dv;
@@ -134,7 +244,7 @@ static double g_lb_worst = 0.0;
 static void lb_run_case(int idx, lb_case *c, attn_dtype tin, attn_dtype tgrad, t_rng *r, int all) {
     attn_desc d;
     attn_tensor q, k, v, o, dO, dq, dk, dv;
-    double *qd, *kd, *vd, *od, *outd, *fq, *fk, *lib[3], *base[3], err = 0.0, gmax = 1.0;
+    double *qd, *kd, *vd, *od, *outd, *fq, *fk, *lib[3], *base[3], err = 0.0, aerr = 0.0, gmax = 1.0;
     size_t sizes[3], t;
     float *W = NULL;
     int which;
@@ -185,7 +295,21 @@ static void lb_run_case(int idx, lb_case *c, attn_dtype tin, attn_dtype tgrad, t
             err = fmax(err, fabs(fd - lib[which][at]));
         }
     }
+    {   /* every coordinate against the pairwise gradient */
+        double *ref[3];
+        ref[0] = (double *)t_xmalloc(sizeof(double) * sizes[0]); ref[1] = (double *)t_xmalloc(sizeof(double) * sizes[1]);
+        ref[2] = (double *)t_xmalloc(sizeof(double) * sizes[2]);
+        lb_grad_ref(c, qd, kd, vd, od, fk, ref[0], ref[1], ref[2]);
+        for (which = 0; which < 3; ++which) {
+            for (t = 0; t < sizes[which]; ++t) aerr = fmax(aerr, fabs(ref[which][t] - lib[which][t]));
+            free(ref[which]);
+        }
+        aerr /= gmax;
+    }
     err /= gmax;
+    T_CHECK(aerr <= (tgrad == ATTN_F32 ? 2e-4 : 1.5 * t_dt_rel(tgrad) + 2e-4), "linear-bwd #%d (%s%s causal %d): pairwise gradient err %.3g",
+            idx, attn_kind_name(c->kind), c->relu ? " relu" : "", c->causal, aerr);
+    if (aerr > g_lb_worst && tgrad == ATTN_F32) g_lb_worst = aerr;
     if (err > g_lb_worst && tgrad == ATTN_F32) g_lb_worst = err;
     T_CHECK(err <= (tgrad == ATTN_F32 ? 2e-4 : 1.5 * t_dt_rel(tgrad) + 2e-4),
             "linear-bwd #%d (%s%s causal %d B%d Sq%d Sk%d Hq%d Hkv%d D%d Dv%d m%d len %d, in %s, grads %s): err %.3g", idx,
