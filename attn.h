@@ -24,7 +24,10 @@
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
              dilation), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
-        3.14 linear and kernel attention
+        3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
+             state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
+             split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
+             (attn__lbw_task, attn__linear_backward), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
@@ -126,8 +129,9 @@
                   for every thread-count check, mixed dtypes (q/out any, K and V one dtype),
                   ATTN_ERR_KIND_OP; bf16_kernels (was no_amx), attn_kv_len returns a status;
                   overlap statuses; NaN propagation; the sparse (Longformer, BigBird, LSH,
-                  Routing), linear (linear, cosFormer, RWKV), low-rank (Linformer, Nystromformer)
-                  and state-space (Mamba scan, conv1d, S4D) families; see README "API changes".
+                  Routing), linear (linear, Performer, cosFormer, RWKV; attn_backward for the
+                  first three), low-rank (Linformer, Nystromformer) and state-space (Mamba
+                  scan, conv1d, S4D) families; see README "API changes".
             0.1   first release: exact attention with every mask, merge, backward, layers,
                   generation (KV caches, decoding, RoPE, StreamingLLM, EL-attention).
 */
