@@ -189,6 +189,13 @@ static void run(const lin_cfg *c, const machine *m, const char *cpu, const char 
             d = desc_of(c->kind, causal, 0);
             ms = bench_time_forward(&d, tq, tk, tv, to, g_reps, &lo, &hi);
             if (L <= Lexact) diff = bench_max_norm_diff(o, oe, (size_t)L * H * D);
+            if (L <= Lexact && c->perf) {       /* an estimate of exact attention: its RMS error */
+                double se = 0.0, sr = 0.0;
+                size_t e;
+                for (e = 0; e < (size_t)L * H * D; ++e) { se += (double)(o[e] - oe[e]) * (o[e] - oe[e]); sr += (double)oe[e] * oe[e]; }
+                printf("  performer causal %d L %6d: RMS error vs exact %.3g (exact output RMS %.3g)\n", causal, L,
+                       sqrt(se / ((double)L * H * D)), sqrt(sr / ((double)L * H * D)));
+            }
             bench_add_point(c->name, causal, L, ms, lo, hi, chunk_flops(c, causal, L), m->peak_all, diff);
             if (L <= Lexact)
                 bench_add_point("exact", causal, L, ems, elo, ehi, (causal ? 2.0 : 4.0) * L * (double)L * D * H, m->peak_all, 0.0);

@@ -388,6 +388,14 @@ static void test_performer_step(void) {
                 t_max_norm_err(ref, got, n));
         T_CHECK(t_max_norm_err(par, got, n) <= 2e-5, "performer step case %d: err %.3g vs the parallel form", c,
                 t_max_norm_err(par, got, n));
+        if (c == 0) {      /* the state caches W per (seed, fixed_norms): a new seed redraws it */
+            attn_tensor q = m.tq, k = m.tk, v = m.tv, o = m.to;
+            q.seq = k.seq = v.seq = o.seq = 1;
+            d.performer.seed += 1; d.performer.fixed_norms = 1;
+            T_CHECK(attn_step(&d, q, k, v, &st, o) == ATTN_OK, "performer step with a new seed");
+            attn_performer_draw(&d.performer, s.D, W);
+            T_CHECK(memcmp(sbuf, W, sizeof(float) * (size_t)s.m * s.D) == 0, "performer: a new seed did not redraw the state's W");
+        }
         free(sbuf); free(W); free(ref); free(got); free(par);
         pf_free(&m);
     }
