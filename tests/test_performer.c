@@ -9,7 +9,7 @@
    Properties: GQA, Lq != Lk, seqlens, f16/bf16 storage, causal == the non-causal result on the
    prefix, attn_step in pieces == causal parallel, threads 1/2/3 bitwise, orthogonality, the
    error against exact softmax attention falling as m grows, and every status with outputs
-   untouched. Tolerance: max |err| / max(1, max |ref|) <= 1e-4 + 1.5 x the out dtype's rounding
+   untouched. Tolerance: max |err| / max(1, max |ref|) <= 2e-5 + 1.5 x the out dtype's rounding
    (fp32 features: exp of arguments up to ~20 in magnitude, rounded to 6e-8 relative, summed
    over up to 256 features and 300 keys). */
 #include "test.h"
@@ -185,7 +185,7 @@ static void pf_ref(const pf_shape *s, const pf_bufs *m, const float *W, const in
     free(x); free(pq); free(pk); free(acc); free(umax);
 }
 
-static double pf_tol(attn_dtype out) { return 1e-4 + 1.5 * t_dt_rel(out); }
+static double pf_tol(attn_dtype out) { return 2e-5 + 1.5 * t_dt_rel(out); }
 static double g_pf_worst = 0.0;
 
 static void pf_desc(attn_desc *d, const pf_shape *s, unsigned long long seed) {
@@ -245,7 +245,7 @@ static void test_performer_sweep(void) {
         if (T_CHECK(st == ATTN_OK, "performer sweep #%d: %s", c, attn_status_str(st))) {
             pf_read(&m.to, got);
             err = t_max_norm_err(ref, got, n);
-            if (err > g_pf_worst) g_pf_worst = err;
+            if (err > g_pf_worst && s.to == ATTN_F32) g_pf_worst = err;
             T_CHECK(err <= pf_tol(s.to),
                     "performer sweep #%d: err %.3g > %.3g (B%d Sq%d Sk%d Hq%d Hkv%d D%d Dv%d m%d causal%d relu%d eps %g len%d own%d q %s kv %s out %s)",
                     c, err, pf_tol(s.to), s.B, s.Sq, s.Sk, s.Hq, s.Hkv, s.D, s.Dv, s.m, s.causal, s.relu, s.eps, use_len,
@@ -534,6 +534,6 @@ void test_performer(void) {
     test_performer_step();
     test_performer_converges();
     test_performer_errors();
-    printf("      performer: largest passing f32/f16/bf16 out error %.3g (tolerance %.3g for f32 out)\n", g_pf_worst,
+    printf("      performer: largest passing f32-out error %.3g (tolerance %.3g)\n", g_pf_worst,
            pf_tol(ATTN_F32));
 }
