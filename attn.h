@@ -9080,7 +9080,7 @@ static void attn__perf_task(void *ctx, int t, int thread) {
    [W][valid, seed low, seed high, fixed_norms] (attn_step), drawn when the key differs. */
 static void attn__perf_prepare(attn__lin *L, const attn__call *c, attn__op op, float *shared) {
     const attn_performer_params *p = &c->d->performer;
-    double *scratch = (double *)(shared + (((size_t)L->F * L->D + 15) & ~(size_t)15));
+    double *scratch = (double *)(void *)(shared + (((size_t)L->F * L->D + 15) & ~(size_t)15));
     if (L->W) return;
     if (op == ATTN__STEP) {
         float *key = c->state->data + (size_t)L->F * L->D, want[ATTN__PERF_HEAD];
@@ -9113,11 +9113,11 @@ static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     if (!attn__lin_plan(&L, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    L.ws = (float *)w.base + L.shared_floats; /* ATTN__ALIGN (64-byte) aligned */
+    L.ws = (float *)(void *)w.base + L.shared_floats;   /* ATTN__ALIGN (64-byte) aligned */
     L.isa = attn__vec();
     if (op == ATTN__STEP) L.state = c->state->data;
     if (L.perf) {
-        attn__perf_prepare(&L, c, op, (float *)w.base);
+        attn__perf_prepare(&L, c, op, (float *)(void *)w.base);
         if (L.state) L.state += (size_t)L.F * L.D + ATTN__PERF_HEAD;
     }
     attn__parallel_for(c->d, L.n_tasks, L.n_threads, L.perf ? attn__perf_task : attn__lin_task, &L);
