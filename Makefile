@@ -119,13 +119,17 @@ test: $(TEST_BINS) $(EXAMPLES) $(BUILD)/fuzz_driver
 
 # Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);
 # `make bench` builds and runs them all, `make build/bench_<family>` builds one.
-# bench_generation_avx2: decoding on the AVX2 kernels (-DATTN_NO_AVX512) on the same machine.
+# bench_generation_avx2 / bench_isa_avx2: decoding / prefill, backward and GEMM on the AVX2 kernels
+# (-DATTN_NO_AVX512) on the same machine.
 BENCHES = $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/bench*.c))
-bench: $(BENCHES) $(BUILD)/bench_generation_avx2
-	@for b in $(BENCHES) $(BUILD)/bench_generation_avx2; do echo "== $$b"; ./$$b || exit 1; done
+bench: $(BENCHES) $(BUILD)/bench_generation_avx2 $(BUILD)/bench_isa_avx2
+	@rm -f bench/results_isa.csv
+	@for b in $(BENCHES) $(BUILD)/bench_generation_avx2 $(BUILD)/bench_isa_avx2; do echo "== $$b"; ./$$b || exit 1; done
 $(BENCHES): $(BUILD)/%: bench/%.c bench/bench_util.h attn.h | $(BUILD)
 	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -I. $< -o $@ $(LIBS)
 $(BUILD)/bench_generation_avx2: bench/bench_generation.c bench/bench_util.h attn.h | $(BUILD)
+	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
+$(BUILD)/bench_isa_avx2: bench/bench_isa.c bench/bench_util.h attn.h | $(BUILD)
 	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
 
 clean:

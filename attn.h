@@ -495,6 +495,9 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
    window_left      unbounded                   at most n keys (n*dilation positions) before p
    window_right     unbounded                   at most n keys after p
    dilation         none (0 or 1)               Longformer dilated window: every dilation-th key
+                                                (cost O(seq * window) when q.seq == k.seq and no global
+                                                tokens, sinks, padding, ALiBi, bias, RoPE or dropout;
+                                                else the mask is applied per element: x dilation)
    sink_tokens      none                        first n keys visible to every query (StreamingLLM)
    global_tokens    none                        first n positions attend to and from everything
    seqlens_q/_k     full length                 [batch] valid lengths (padding at the end)
@@ -504,7 +507,7 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
    alibi_slopes     none                        [q.heads] ALiBi slopes
    softcap          off                         logit soft-capping c*tanh(s/c)
    bias             none                        additive fp32 bias (attn_bias)
-   n_threads        all cores                   threads to use
+   n_threads        all cores                   threads to use ("all cores": counted once per process)
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           scratch memory of workspace_size bytes; ask
@@ -1686,10 +1689,20 @@ static attn_status attn__ws_acquire(void *user, size_t user_bytes, size_t bytes,
 }
 static void attn__ws_release(attn__ws *w) { attn__free(w->owned); w->owned = NULL; }
 
+#if defined(ATTN__PTHREADS) && defined(_SC_NPROCESSORS_ONLN)
+/* sysconf reads /sys on Linux (15 us a call on a Zen 5 VM, more than a one-token decode step),
+   so the count is read once per process: every call with n_threads = 0 asks for it. */
+static int attn__cpu_count_value;
+static pthread_once_t attn__cpu_count_once = PTHREAD_ONCE_INIT;
+static void attn__cpu_count_init(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    attn__cpu_count_value = n < 1 ? 1 : (n > 256 ? 256 : (int)n);
+}
+#endif
 static int attn__cpu_count(void) {
 #if defined(ATTN__PTHREADS) && defined(_SC_NPROCESSORS_ONLN)
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (n > 256 ? 256 : (int)n);
+    pthread_once(&attn__cpu_count_once, attn__cpu_count_init);
+    return attn__cpu_count_value;
 #elif defined(ATTN__WIN32_THREADS)
     SYSTEM_INFO si; GetSystemInfo(&si);
     return si.dwNumberOfProcessors < 1 ? 1 : (int)ATTN__MIN(si.dwNumberOfProcessors, 256);
@@ -2000,7 +2013,7 @@ ATTNDEF const char *attn_status_str(attn_status s) {
 #define ATTN__STATUS_MSG(name, value, cat, msg) case name: return msg;
     ATTN__STATUS_LIST(ATTN__STATUS_MSG)
 #undef ATTN__STATUS_MSG
-    default: return "unknown attn_status value";
+    case ATTN_STATUS_END: default: return "unknown attn_status value";
     }
 }
 ATTNDEF attn_status_category attn_status_cat(attn_status s) {
@@ -2008,7 +2021,7 @@ ATTNDEF attn_status_category attn_status_cat(attn_status s) {
 #define ATTN__STATUS_CAT(name, value, cat, msg) case name: return cat;
     ATTN__STATUS_LIST(ATTN__STATUS_CAT)
 #undef ATTN__STATUS_CAT
-    default: return ATTN_CAT_RANGE;
+    case ATTN_STATUS_END: default: return ATTN_CAT_RANGE;
     }
 }
 
@@ -2222,7 +2235,7 @@ typedef struct attn__mech {
 
 /* The checks every kind's step shares: the state exists, was made for this kind and these
    shapes, and is large enough. Kinds call it from their step after attn__check_qkv. */
-ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, size_t need) {
+static attn_status attn__check_state(const attn__call *c, size_t need) {
     const attn_state *st = c->state;
     if (!st || !st->data) return ATTN_ERR_STATE_NULL;
     if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
@@ -2233,7 +2246,7 @@ ATTN__MAYBE_UNUSED static attn_status attn__check_state(const attn__call *c, siz
 
 /* The kinds other than ATTN_SOFTMAX share attn_desc's threads, workspace, causal and seqlens
    fields; the softmax-only fields must be zero so a setting is never silently ignored. */
-ATTN__MAYBE_UNUSED static attn_status attn__check_plain(const attn_desc *d) {
+static attn_status attn__check_plain(const attn_desc *d) {
     if (d->scale != 0.0f || d->window_left || d->window_right || d->dilation || d->sink_tokens || d->global_tokens ||
         d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope || d->rope_pos_q ||
         d->rope_pos_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch || d->bf16_kernels || d->dbias)
@@ -2401,6 +2414,11 @@ typedef struct attn__smx {
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
     const char *name;
+    /* 1: the forward copies f32 K/V rows that are not contiguous (e.g. [B, S, H, D], rows
+       H*D floats apart) into its scratch per key block, as it does f16/bf16 ones. Measured on
+       Zen 5, one thread, S 2048, D 128, H 8: AVX2 on [B, S, H, D] went from 61 to 74 GFLOP/s
+       (85 on [B, H, S, D]); AVX-512 lost 8% with the copy, so it reads such rows in place. */
+    int pack_strided_kv;
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
     /* the same for n <= 16 rows from row-major QR [16][ldq] (decoding's narrow tiles) */
@@ -2563,7 +2581,7 @@ static void attn__madd_scalar(float *y, const float *a, const float *b, float c,
 }
 
 static const attn__isa attn__isa_scalar = {
-    "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
+    "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar
 };
 
@@ -2892,7 +2910,7 @@ ATTN__T512 static void attn__store_avx512(void *dst, attn_dtype t, const float *
         for (; i + 16 <= n; i += 16) _mm512_storeu_ps((float *)dst + i, _mm512_mul_ps(mv, _mm512_loadu_ps(src + i)));
     else
         for (; i + 16 <= n; i += 16)
-            _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i), attn__half16_512(_mm512_mul_ps(mv, _mm512_loadu_ps(src + i)), t));
+            _mm256_storeu_si256((__m256i *)(void *)((uint16_t *)dst + i), attn__half16_512(_mm512_mul_ps(mv, _mm512_loadu_ps(src + i)), t));
     if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
 }
 
@@ -2957,7 +2975,7 @@ ATTN__T512 static void attn__madd_avx512(float *y, const float *a, const float *
 }
 
 static const attn__isa attn__isa_avx512 = {
-    "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
+    "avx512", 0, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
     attn__madd_avx512
 };
@@ -3038,9 +3056,9 @@ ATTN__T256 static void attn__softmax_avx2(float *S, int nk, int nlanes, int c0, 
         const __m256 mold = _mm256_loadu_ps(X->m + r);
         const __m256 pos = _mm256_loadu_ps(X->pos + r), slope = _mm256_loadu_ps(X->slope + r);
         const __m256i one = _mm256_set1_epi32(1);
-        const __m256i lo1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(X->lo + r)), one);
-        const __m256i hi1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(X->hi + r)), one);
-        const __m256i cap1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(X->cap + r)), one);
+        const __m256i lo1 = _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(X->lo + r)), one);
+        const __m256i hi1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(X->hi + r)), one);
+        const __m256i cap1 = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(X->cap + r)), one);
         __m256 mx = ninf, mnew, msafe, alpha, sum = zero;
         float *s = S + r;
         if (transform) {
@@ -3077,31 +3095,56 @@ ATTN__T256 static void attn__softmax_avx2(float *S, int nk, int nlanes, int c0, 
     }
 }
 
-/* P.V: 4 rows x 16 columns (8 ymm accumulators); maskload/maskstore for a ragged head dim. */
+/* P.V in blocks of 6 rows x 16 columns: 12 ymm accumulators, so the two FMA pipes (latency 4)
+   always have independent work (4 rows left 8 in flight, exactly the minimum, and ran at about
+   60% of the FMA peak from L1); plain loads and stores where all 16 columns exist, maskload /
+   maskstore only at a ragged head dim's tail. Rows are covered up to the next multiple of 4
+   in blocks of 6 and 4. Each acc element is alpha * acc + sum_j p_j v_j in j order whatever
+   the blocking, so the bits do not depend on it. */
 ATTN__T256 static __m256i attn__mask8(int n) {
     const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n < 0 ? 0 : n), idx);
 }
+#define ATTN__PVY_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ATTN__PVY_ROWS4(X) X(0) X(1) X(2) X(3)
+#define ATTN__PVY_DECL(r) __m256 a##r##0, a##r##1;
 #define ATTN__PVY_LOAD(r) al = _mm256_set1_ps(alpha[r0 + r]); o = acc + (size_t)(r0 + r) * ldo + c; \
-    a##r##0 = _mm256_mul_ps(al, _mm256_maskload_ps(o, m0)); a##r##1 = _mm256_mul_ps(al, _mm256_maskload_ps(o + 8, m1));
+    a##r##0 = _mm256_mul_ps(al, full ? _mm256_loadu_ps(o) : _mm256_maskload_ps(o, m0)); \
+    a##r##1 = _mm256_mul_ps(al, full ? _mm256_loadu_ps(o + 8) : _mm256_maskload_ps(o + 8, m1));
 #define ATTN__PVY_FMA(r) p = _mm256_broadcast_ss(pj + r); a##r##0 = _mm256_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm256_fmadd_ps(p, v1, a##r##1);
-#define ATTN__PVY_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; _mm256_maskstore_ps(o, m0, a##r##0); _mm256_maskstore_ps(o + 8, m1, a##r##1);
+#define ATTN__PVY_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; \
+    if (full) { _mm256_storeu_ps(o, a##r##0); _mm256_storeu_ps(o + 8, a##r##1); } \
+    else { _mm256_maskstore_ps(o, m0, a##r##0); _mm256_maskstore_ps(o + 8, m1, a##r##1); }
+/* One block of ROWS rows at r0, columns [c, c + 16) (masked past Dv). */
+#define ATTN__PVY_BLOCK(ROWS) { \
+    const int full = Dv - c >= 16; \
+    const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8); \
+    __m256 al, p, v0, v1; \
+    float *o; \
+    ROWS(ATTN__PVY_DECL) \
+    ROWS(ATTN__PVY_LOAD) \
+    if (full) { \
+        for (j = 0; j < nk; ++j) { \
+            const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ + r0; \
+            v0 = _mm256_loadu_ps(vj); v1 = _mm256_loadu_ps(vj + 8); \
+            ROWS(ATTN__PVY_FMA) \
+        } \
+    } else { \
+        for (j = 0; j < nk; ++j) { \
+            const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ + r0; \
+            v0 = _mm256_maskload_ps(vj, m0); v1 = _mm256_maskload_ps(vj + 8, m1); \
+            ROWS(ATTN__PVY_FMA) \
+        } \
+    } \
+    ROWS(ATTN__PVY_STORE) }
 ATTN__T256 static void attn__pv_avx2(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
                                      const float *alpha, float *acc, size_t ldo) {
+    const int R = (nrows + 3) & ~3, r6 = R - (R % 12 == 0 ? 0 : R % 12 == 4 ? 4 : 8);   /* rows in 6-blocks */
     int r0, c, j;
-    for (r0 = 0; r0 < nrows; r0 += 4)
-        for (c = 0; c < Dv; c += 16) {
-            const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8);
-            __m256 a00, a01, a10, a11, a20, a21, a30, a31, al, p;
-            float *o;
-            ATTN__PVY_LOAD(0) ATTN__PVY_LOAD(1) ATTN__PVY_LOAD(2) ATTN__PVY_LOAD(3)
-            for (j = 0; j < nk; ++j) {
-                const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ + r0;
-                const __m256 v0 = _mm256_maskload_ps(vj, m0), v1 = _mm256_maskload_ps(vj + 8, m1);
-                ATTN__PVY_FMA(0) ATTN__PVY_FMA(1) ATTN__PVY_FMA(2) ATTN__PVY_FMA(3)
-            }
-            ATTN__PVY_STORE(0) ATTN__PVY_STORE(1) ATTN__PVY_STORE(2) ATTN__PVY_STORE(3)
-        }
+    for (r0 = 0; r0 < r6; r0 += 6)
+        for (c = 0; c < Dv; c += 16) ATTN__PVY_BLOCK(ATTN__PVY_ROWS6)
+    for (; r0 < R; r0 += 4)
+        for (c = 0; c < Dv; c += 16) ATTN__PVY_BLOCK(ATTN__PVY_ROWS4)
 }
 
 /* 8 elements of dtype t at p as fp32 (F16C for f16, a shift for bf16) */
@@ -3178,7 +3221,7 @@ ATTN__T256 static void attn__store_avx2(void *dst, attn_dtype t, const float *sr
             const __m256i qn = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7e00));
             const __m256i h = _mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
             const __m256i r = _mm256_blendv_epi8(h, qn, nan);     /* 32-bit lanes, values < 2^16 */
-            _mm_storeu_si128((__m128i *)((uint16_t *)dst + i),
+            _mm_storeu_si128((__m128i *)(void *)((uint16_t *)dst + i),
                              _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
         }
     if (i < n) attn__store_row((char *)dst + (size_t)i * attn__dtype_size(t), t, src + i, n - i, mul);
@@ -3258,7 +3301,7 @@ ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b,
 }
 
 static const attn__isa attn__isa_avx2 = {
-    "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
+    "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2
 };
 #endif /* ATTN__X86_SIMD */
@@ -3502,7 +3545,7 @@ static void attn__madd_neon(float *y, const float *a, const float *b, float c, c
 }
 
 static const attn__isa attn__isa_neon = {
-    "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
+    "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon
 };
 #endif /* ATTN__NEON */
@@ -3528,7 +3571,7 @@ static const attn__isa *attn__pick_isa(void) {
     return &attn__isa_scalar;
 }
 /* The vector layer of the CPU's best ISA (see attn__isa's dot .. exp_sum). */
-ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
+static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
 
 /* ---------------------------------------------------------------------------------------
    3.6 AMX / AVX512-BF16 tile kernels (bf16), called by 3.7
@@ -4311,13 +4354,13 @@ static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scrat
     const float *K = (const float *)(const void *)kp, *V = (const float *)(const void *)vp;
     ptrdiff_t ldk = P->k.ss, ldv = P->v.ss;
     int j;
-    if (P->k.dtype != ATTN_F32 || P->rope) {
+    if (P->k.dtype != ATTN_F32 || P->rope || (C->isa->pack_strided_kv && ldk != P->q.dim)) {
         for (j = 0; j < nk; ++j)
             C->isa->load(kp + (ptrdiff_t)j * kst, P->k.dtype, kbuf + (size_t)j * C->geo.ldk, P->q.dim, 1.0f);
         if (P->rope) attn__rope_keys(P, &T->S, kbuf, C->geo.ldk, c0, nk);
         K = kbuf; ldk = (ptrdiff_t)C->geo.ldk;
     }
-    if (P->v.dtype != ATTN_F32) {
+    if (P->v.dtype != ATTN_F32 || (C->isa->pack_strided_kv && ldv != P->v.dim)) {
         for (j = 0; j < nk; ++j)
             C->isa->load(vp + (ptrdiff_t)j * vst, P->v.dtype, vbuf + (size_t)j * C->geo.ldv, P->v.dim, 1.0f);
         V = vbuf; ldv = (ptrdiff_t)C->geo.ldv;
@@ -5028,12 +5071,24 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
 ATTNDEF const char *attn_kernels(void) { return attn__pick_isa()->name; }
 
 /* ATTN_SOFTMAX's forward (attn_forward, attn_workspace_size). */
+static int attn__lf_classes(const attn__call *c, int D);
+static attn_status attn__longformer_forward(const attn__call *c);
+static attn_status attn__longformer_backward(const attn__call *c);
+
 static attn_status attn__softmax_forward(const attn__call *c) {
     attn__problem P;
     attn__fwd_ctx C;
     size_t bytes;
     attn__ws w;
     attn_status s;
+    /* A dilated window that splits into D undilated problems on every D-th row (attn__lf_classes:
+       q.seq == k.seq, no global tokens, sinks, padding, ALiBi, bias or RoPE; and no dropout) runs
+       as ATTN_LONGFORMER runs it, O(seq * window) instead of the element-by-element mask's
+       O(seq * window * D): S 8192, D 4, window 256, causal, 1 thread took 910 ms, now 157. Its
+       sub-calls are undilated, so they come back here and run the tiles below. */
+    if (c->d->dilation > 1 && c->d->dropout_p == 0.0f && !c->d->longformer.dilations &&
+        attn__lf_classes(c, c->d->dilation) > 1)
+        return attn__longformer_forward(c);
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(c->d, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
     P.lse = c->lse;
@@ -5430,37 +5485,37 @@ ATTN__T256 static void attn__bwd_stage_avx2(float *ST, float *dPT, const attn__b
     }
 }
 
-#define ATTN__PVTY_LOAD(r) o = acc + (size_t)(r0 + r) * ldo + c; a##r##0 = _mm256_maskload_ps(o, m0); a##r##1 = _mm256_maskload_ps(o + 8, m1);
-#define ATTN__PVTY_FMA(r) p = _mm256_broadcast_ss(sk + (r) * ATTN__BQ); a##r##0 = _mm256_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm256_fmadd_ps(p, v1, a##r##1);
-#define ATTN__PVTY_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; _mm256_maskstore_ps(o, m0, a##r##0); _mm256_maskstore_ps(o + 8, m1, a##r##1);
+/* acc[r][c] += sum_k S[r][k] V[k][c] for rows < nrows exactly: blocks of 6 rows x 16 columns
+   (12 accumulators, as attn__pv_avx2), then 4, then single rows; plain loads where all 16
+   columns exist. Every element sums k in order, so the blocking does not change the bits. */
+#define ATTN__PVTY_LOAD(r) o = acc + (size_t)(r0 + r) * ldo + c; \
+    a##r##0 = full ? _mm256_loadu_ps(o) : _mm256_maskload_ps(o, m0); \
+    a##r##1 = full ? _mm256_loadu_ps(o + 8) : _mm256_maskload_ps(o + 8, m1);
+#define ATTN__PVTY_FMA(r) p = _mm256_broadcast_ss(sk + (r) * ATTN__BQ); \
+    a##r##0 = _mm256_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm256_fmadd_ps(p, v1, a##r##1);
+#define ATTN__PVTY_BLOCK(ROWS) { \
+    const int full = Dv - c >= 16; \
+    const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8); \
+    __m256 p, v0, v1; \
+    float *o; \
+    ROWS(ATTN__PVY_DECL) \
+    ROWS(ATTN__PVTY_LOAD) \
+    for (k = 0; k < nk; ++k) { \
+        const float *vk = V + (ptrdiff_t)k * ldv + c, *sk = S + (size_t)r0 * ATTN__BQ + k; \
+        if (full) { v0 = _mm256_loadu_ps(vk); v1 = _mm256_loadu_ps(vk + 8); } \
+        else { v0 = _mm256_maskload_ps(vk, m0); v1 = _mm256_maskload_ps(vk + 8, m1); } \
+        ROWS(ATTN__PVTY_FMA) \
+    } \
+    ROWS(ATTN__PVY_STORE) }
+#define ATTN__PVY_ROWS1(X) X(0)
 ATTN__T256 static void attn__pvt_avx2(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo) {
     int r0 = 0, c, k;
+    for (; r0 + 6 <= nrows; r0 += 6)
+        for (c = 0; c < Dv; c += 16) ATTN__PVTY_BLOCK(ATTN__PVY_ROWS6)
     for (; r0 + 4 <= nrows; r0 += 4)
-        for (c = 0; c < Dv; c += 16) {
-            const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8);
-            __m256 a00, a01, a10, a11, a20, a21, a30, a31, p;
-            float *o;
-            ATTN__PVTY_LOAD(0) ATTN__PVTY_LOAD(1) ATTN__PVTY_LOAD(2) ATTN__PVTY_LOAD(3)
-            for (k = 0; k < nk; ++k) {
-                const float *vk = V + (ptrdiff_t)k * ldv + c, *sk = S + (size_t)r0 * ATTN__BQ + k;
-                const __m256 v0 = _mm256_maskload_ps(vk, m0), v1 = _mm256_maskload_ps(vk + 8, m1);
-                ATTN__PVTY_FMA(0) ATTN__PVTY_FMA(1) ATTN__PVTY_FMA(2) ATTN__PVTY_FMA(3)
-            }
-            ATTN__PVTY_STORE(0) ATTN__PVTY_STORE(1) ATTN__PVTY_STORE(2) ATTN__PVTY_STORE(3)
-        }
+        for (c = 0; c < Dv; c += 16) ATTN__PVTY_BLOCK(ATTN__PVY_ROWS4)
     for (; r0 < nrows; ++r0)
-        for (c = 0; c < Dv; c += 16) {
-            const __m256i m0 = attn__mask8(Dv - c), m1 = attn__mask8(Dv - c - 8);
-            float *o = acc + (size_t)r0 * ldo + c;
-            __m256 a0 = _mm256_maskload_ps(o, m0), a1 = _mm256_maskload_ps(o + 8, m1);
-            for (k = 0; k < nk; ++k) {
-                const float *vk = V + (ptrdiff_t)k * ldv + c;
-                const __m256 p = _mm256_broadcast_ss(S + (size_t)r0 * ATTN__BQ + k);
-                a0 = _mm256_fmadd_ps(p, _mm256_maskload_ps(vk, m0), a0);
-                a1 = _mm256_fmadd_ps(p, _mm256_maskload_ps(vk + 8, m1), a1);
-            }
-            _mm256_maskstore_ps(o, m0, a0); _mm256_maskstore_ps(o + 8, m1, a1);
-        }
+        for (c = 0; c < Dv; c += 16) ATTN__PVTY_BLOCK(ATTN__PVY_ROWS1)
 }
 
 ATTN__T256 static void attn__dropout_avx2(float *S, int nk, int nlanes, uint32_t krow0, const uint32_t *ra, const uint32_t *rc,
@@ -5482,10 +5537,130 @@ ATTN__T256 static void attn__dropout_avx2(float *S, int nk, int nlanes, uint32_t
 static const attn__bwd_isa attn__bwd_isa_avx2 = { attn__bwd_stage_avx2, attn__pvt_avx2, attn__dropout_avx2 };
 #endif /* ATTN__X86_SIMD */
 
+#if defined(ATTN__NEON)
+/* --- NEON backward kernels: the AVX2 ones on 4 lanes ------------------------------------ */
+static inline uint32x4_t attn__low_neon(uint32x4_t x) {   /* attn__low32 on 4 lanes */
+    x = veorq_u32(x, vshrq_n_u32(x, 16)); x = vmulq_u32(x, vdupq_n_u32(0x7FEB352Du));
+    x = veorq_u32(x, vshrq_n_u32(x, 15)); x = vmulq_u32(x, vdupq_n_u32(0x846CA68Bu));
+    return veorq_u32(x, vshrq_n_u32(x, 16));
+}
+/* attn__dropout_keep on 4 lanes: all-ones where kept */
+static inline uint32x4_t attn__keep_neon(uint32x4_t j, uint32x4_t ra, uint32x4_t rc, uint32x4_t thr) {
+    const uint32x4_t x = attn__low_neon(veorq_u32(attn__low_neon(vaddq_u32(j, ra)), rc));
+    return vcgeq_u32(vshrq_n_u32(x, 8), thr);
+}
+
+static void attn__bwd_stage_neon(float *ST, float *dPT, const attn__bwd_rows *R) {
+    const float32x4_t one = vdupq_n_f32(1.0f), zs = vdupq_n_f32(R->keep_scale), capv = vdupq_n_f32(R->softcap);
+    const float32x4_t inv_cap = vdupq_n_f32(R->softcap > 0 ? 1.0f / R->softcap : 0.0f);
+    static const int32_t iota_s[4] = { 0, 1, 2, 3 };
+    const int32x4_t iota = vld1q_s32(iota_s), pre = vdupq_n_s32(R->pre);
+    const uint32x4_t thr = vdupq_n_u32(R->thr);
+    int r, j;
+    if (R->mask == 2) { attn__bwd_stage_scalar(ST, dPT, R); return; }
+    for (r = 0; r < R->n; ++r) {
+        float *s = ST + (size_t)r * ATTN__BQ, *dp = dPT + (size_t)r * ATTN__BQ;
+        float *dl = R->dlogit ? R->dlogit + (size_t)r * ATTN__BQ : NULL;
+        const float *brow = R->bias ? R->bias + (ptrdiff_t)r * R->bias_sq : NULL;
+        const float32x4_t vl = vdupq_n_f32(R->lse[r]), vd = vdupq_n_f32(R->drow[r]);
+        const float32x4_t pos = vdupq_n_f32((float)(R->p0 + r - R->c0)), slope = vdupq_n_f32(R->slope);
+        const int32x4_t cap = vdupq_n_s32(R->cap[r]), lo = vdupq_n_s32(R->lo[r]), hi = vdupq_n_s32(R->hi[r]);
+        const uint32x4_t ra = vdupq_n_u32(R->ra[r] + R->krow0), rc = vdupq_n_u32(R->rc[r]);
+        const int dead = R->lse[r] == -INFINITY;
+        for (j = 0; j < R->nlanes; j += 4) {
+            const int32x4_t jl = vaddq_s32(iota, vdupq_n_s32(j)), jv = vaddq_s32(jl, vdupq_n_s32((int)R->c0));
+            uint32x4_t vis = dead ? vdupq_n_u32(0) : vcltq_s32(jl, vdupq_n_s32(R->nk));
+            float32x4_t x = vld1q_f32(s + j), dc = one, p, d, ds;
+            if (R->softcap > 0.0f) {
+                const float32x4_t th = attn__tanh_neon(vmulq_f32(x, inv_cap));
+                x = vmulq_f32(capv, th); dc = vfmsq_f32(one, th, th);
+            }
+            if (brow) {   /* lanes past nk are not read */
+                float b4[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+                int e;
+                for (e = 0; e < 4 && j + e < R->nk; ++e) b4[e] = brow[j + e];
+                x = vaddq_f32(x, vld1q_f32(b4));
+            }
+            if (R->alibi) x = vfmsq_f32(x, slope, vabsq_f32(vsubq_f32(pos, vcvtq_f32_s32(jl))));
+            if (R->mask) {   /* attn__lane_ok: key <= cap and (key < pre or lo <= key <= hi) */
+                const uint32x4_t win = vandq_u32(vcgeq_s32(jv, lo), vcleq_s32(jv, hi));
+                vis = vandq_u32(vis, vandq_u32(vcleq_s32(jv, cap), vorrq_u32(vcltq_s32(jv, pre), win)));
+            }
+            p = vreinterpretq_f32_u32(vandq_u32(vis, vreinterpretq_u32_f32(attn__exp_neon(vsubq_f32(x, vl)))));
+            d = vreinterpretq_f32_u32(vandq_u32(vis, vreinterpretq_u32_f32(vld1q_f32(dp + j))));
+            if (R->dropout) {
+                const uint32x4_t keep = attn__keep_neon(vreinterpretq_u32_s32(jl), ra, rc, thr);
+                const float32x4_t z = vreinterpretq_f32_u32(vandq_u32(keep, vreinterpretq_u32_f32(zs)));
+                d = vmulq_f32(d, z);
+                ds = vmulq_f32(p, vsubq_f32(d, vd));
+                p = vmulq_f32(p, z);
+            } else {
+                ds = vmulq_f32(p, vsubq_f32(d, vd));
+            }
+            if (dl) vst1q_f32(dl + j, ds);
+            vst1q_f32(s + j, p);
+            vst1q_f32(dp + j, R->softcap > 0.0f ? vmulq_f32(ds, dc) : ds);
+        }
+    }
+}
+
+/* acc[r][c] += sum_k S[r][k] V[k][c]: 4 rows x 16 columns in 16 accumulators, rows < nrows only */
+static void attn__pvt_neon(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo) {
+    const int dv16 = Dv & ~15;
+    int r0, c, k, x, g;
+    for (r0 = 0; r0 < nrows; r0 += 4) {
+        const int nr = ATTN__MIN(4, nrows - r0);
+        for (c = 0; c < dv16; c += 16) {
+            float32x4_t a[4][4];
+            for (x = 0; x < 4; ++x)
+                for (g = 0; g < 4; ++g) a[x][g] = x < nr ? vld1q_f32(acc + (size_t)(r0 + x) * ldo + c + 4 * g) : vdupq_n_f32(0.0f);
+            for (k = 0; k < nk; ++k) {
+                const float *vk = V + (ptrdiff_t)k * ldv + c, *sk = S + (size_t)r0 * ATTN__BQ + k;
+                const float32x4_t v0 = vld1q_f32(vk), v1 = vld1q_f32(vk + 4), v2 = vld1q_f32(vk + 8), v3 = vld1q_f32(vk + 12);
+                for (x = 0; x < nr; ++x) {
+                    const float p = sk[(size_t)x * ATTN__BQ];
+                    a[x][0] = vfmaq_n_f32(a[x][0], v0, p); a[x][1] = vfmaq_n_f32(a[x][1], v1, p);
+                    a[x][2] = vfmaq_n_f32(a[x][2], v2, p); a[x][3] = vfmaq_n_f32(a[x][3], v3, p);
+                }
+            }
+            for (x = 0; x < nr; ++x) for (g = 0; g < 4; ++g) vst1q_f32(acc + (size_t)(r0 + x) * ldo + c + 4 * g, a[x][g]);
+        }
+        for (x = 0; x < nr; ++x) {
+            float *o = acc + (size_t)(r0 + x) * ldo;
+            for (c = dv16; c < Dv; ++c) {
+                float t = o[c];
+                for (k = 0; k < nk; ++k) t += S[(size_t)(r0 + x) * ATTN__BQ + k] * V[(ptrdiff_t)k * ldv + c];
+                o[c] = t;
+            }
+        }
+    }
+}
+
+static void attn__dropout_neon(float *S, int nk, int nlanes, uint32_t krow0, const uint32_t *ra, const uint32_t *rc,
+                               uint32_t thr, float scale) {
+    const uint32x4_t t = vdupq_n_u32(thr);
+    const float32x4_t sv = vdupq_n_f32(scale);
+    int r, j;
+    for (r = 0; r < nlanes; r += 4) {
+        const uint32x4_t a = vld1q_u32(ra + r), c = vld1q_u32(rc + r);
+        for (j = 0; j < nk; ++j) {
+            float *s = S + (size_t)j * ATTN__BQ + r;
+            const uint32x4_t keep = attn__keep_neon(vdupq_n_u32(krow0 + (uint32_t)j), a, c, t);
+            vst1q_f32(s, vreinterpretq_f32_u32(vandq_u32(keep, vreinterpretq_u32_f32(vmulq_f32(vld1q_f32(s), sv)))));
+        }
+    }
+}
+
+static const attn__bwd_isa attn__bwd_isa_neon = { attn__bwd_stage_neon, attn__pvt_neon, attn__dropout_neon };
+#endif /* ATTN__NEON */
+
 static const attn__bwd_isa *attn__pick_bwd_isa(const attn__isa *isa) {
 #if defined(ATTN__X86_SIMD)
     if (isa == &attn__isa_avx512) return &attn__bwd_isa_avx512;
     if (isa == &attn__isa_avx2) return &attn__bwd_isa_avx2;
+#endif
+#if defined(ATTN__NEON)
+    if (isa == &attn__isa_neon) return &attn__bwd_isa_neon;
 #endif
     (void)isa;
     return &attn__bwd_isa_scalar;
@@ -5754,8 +5929,8 @@ static void attn__bwd_final_task(void *vctx, int task, int thread) {
             for (h = 0; h < Hq; ++h) {
                 void *o = attn__at(&C->dq, tb, row, h);
                 const float *src = C->dqp + (((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row) * (size_t)D;
-                if (!owned) { attn__store_zero_row(o, C->dq.dtype, D); continue; }
                 const unsigned char *tf = C->touched + ((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row;
+                if (!owned) { attn__store_zero_row(o, C->dq.dtype, D); continue; }
                 for (c = 0; c < D; ++c) acc[c] = 0.0f;
                 for (s = 0; s < C->n_split; ++s)
                     if (tf[(size_t)s * (C->dqp_split / (size_t)D)])
@@ -5826,6 +6001,11 @@ static attn_status attn__softmax_backward(const attn__call *c) {
     size_t bytes;
     attn__ws w;
     attn_status s;
+    /* a dilated window that splits into D undilated problems runs as ATTN_LONGFORMER's backward
+       runs it (see attn__softmax_forward): the element-by-element mask takes the scalar stage */
+    if (desc->dilation > 1 && desc->dropout_p == 0.0f && !desc->longformer.dilations &&
+        attn__lf_classes(c, desc->dilation) > 1)
+        return attn__longformer_backward(c);
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, c->bytes ? NULL : &out, &P)) != ATTN_OK) return s;
     if (c->bytes) return attn__bwd_plan(&P, desc, &C, c->bytes);
@@ -6013,12 +6193,18 @@ static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, 
 #define ATTN__G256_DECL(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
 #define ATTN__G256_FMA(r) a = _mm256_broadcast_ss(A + (r)); \
     c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0); c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1);
+/* maskload/maskstore only for a partial tile: AMD runs a masked store as a microcoded
+   sequence, which cost the full 6 x 16 tiles several % of the product */
 #define ATTN__G256_STORE(r) if ((r) < mr) { \
     float *cr = C + (ptrdiff_t)(r) * ldc; \
     __m256 x0 = _mm256_mul_ps(va, c##r##0), x1 = _mm256_mul_ps(va, c##r##1); \
-    if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr, m0), x0); \
-                  x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8, m1), x1); } \
-    _mm256_maskstore_ps(cr, m0, x0); _mm256_maskstore_ps(cr + 8, m1, x1); }
+    if (nr == 16) { \
+        if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr), x0); x1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8), x1); } \
+        _mm256_storeu_ps(cr, x0); _mm256_storeu_ps(cr + 8, x1); \
+    } else { \
+        if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr, m0), x0); \
+                      x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8, m1), x1); } \
+        _mm256_maskstore_ps(cr, m0, x0); _mm256_maskstore_ps(cr + 8, m1, x1); } }
 ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m256 a, b0, b1, va, vb;
@@ -6037,12 +6223,52 @@ static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn_
                                                  attn__gemm_rows_scalar };
 #endif /* ATTN__X86_SIMD */
 
+#if defined(ATTN__NEON)
+/* --- NEON: 8 rows x 12 columns, 24 of the 32 q registers accumulate; an edge tile goes
+   through a full 8 x 12 copy of C so the edge and interior stores do the same arithmetic. */
+#define ATTN__GNEON_ROWS(X) X(0, a0, 0) X(1, a0, 1) X(2, a0, 2) X(3, a0, 3) X(4, a1, 0) X(5, a1, 1) X(6, a1, 2) X(7, a1, 3)
+#define ATTN__GNEON_DECL(r, av, l) float32x4_t c##r##0 = vdupq_n_f32(0.0f), c##r##1 = c##r##0, c##r##2 = c##r##0;
+#define ATTN__GNEON_FMA(r, av, l) c##r##0 = vfmaq_laneq_f32(c##r##0, b0, av, l); \
+    c##r##1 = vfmaq_laneq_f32(c##r##1, b1, av, l); c##r##2 = vfmaq_laneq_f32(c##r##2, b2, av, l);
+#define ATTN__GNEON_STORE(r, av, l) { float *cr = T + (ptrdiff_t)(r) * ldt; \
+    float32x4_t x0 = vmulq_f32(va, c##r##0), x1 = vmulq_f32(va, c##r##1), x2 = vmulq_f32(va, c##r##2); \
+    if (load_c) { x0 = vfmaq_f32(x0, vb, vld1q_f32(cr)); x1 = vfmaq_f32(x1, vb, vld1q_f32(cr + 4)); \
+                  x2 = vfmaq_f32(x2, vb, vld1q_f32(cr + 8)); } \
+    vst1q_f32(cr, x0); vst1q_f32(cr + 4, x1); vst1q_f32(cr + 8, x2); }
+static void attn__gemm_ukr_neon(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
+                                int mr, int nr, float alpha, float beta, int load_c) {
+    const int full = mr == 8 && nr == 12;
+    float tile[8 * 12];
+    float *T = full ? C : tile;
+    const ptrdiff_t ldt = full ? ldc : 12;
+    float32x4_t a0, a1, b0, b1, b2, va, vb;
+    int p, r, c;
+    ATTN__GNEON_ROWS(ATTN__GNEON_DECL)
+    for (p = 0; p < kc; ++p, A += 8, B += 12) {
+        a0 = vld1q_f32(A); a1 = vld1q_f32(A + 4);
+        b0 = vld1q_f32(B); b1 = vld1q_f32(B + 4); b2 = vld1q_f32(B + 8);
+        ATTN__GNEON_ROWS(ATTN__GNEON_FMA)
+    }
+    if (!full && load_c)
+        for (r = 0; r < 8; ++r) for (c = 0; c < 12; ++c) tile[r * 12 + c] = r < mr && c < nr ? C[(ptrdiff_t)r * ldc + c] : 0.0f;
+    va = vdupq_n_f32(alpha); vb = vdupq_n_f32(beta);
+    ATTN__GNEON_ROWS(ATTN__GNEON_STORE)
+    if (!full)
+        for (r = 0; r < mr; ++r) for (c = 0; c < nr; ++c) C[(ptrdiff_t)r * ldc + c] = tile[r * 12 + c];
+}
+static const attn__gemm_kern attn__gemm_neon = { "neon", 8, 12, 192, 3072, attn__gemm_ukr_neon, NULL,
+                                                 attn__gemm_rows_scalar };
+#endif /* ATTN__NEON */
+
 /* The micro-kernel of the ISA attn__pick_isa chose (same cpuid dispatch as attention). */
 static const attn__gemm_kern *attn__gemm_pick(void) {
     const attn__isa *isa = attn__pick_isa();
 #if defined(ATTN__X86_SIMD)
     if (isa == &attn__isa_avx512) return &attn__gemm_avx512;
     if (isa == &attn__isa_avx2) return &attn__gemm_avx2;
+#endif
+#if defined(ATTN__NEON)
+    if (isa == &attn__isa_neon) return &attn__gemm_neon;
 #endif
     (void)isa;
     return &attn__gemm_scalar;
@@ -6187,14 +6413,14 @@ static void attn__gemm_job_1t(attn__gemm_job *J) {
    allocates nothing; ws is the caller's packing buffer (64-byte aligned) of at least
    attn__sgemm_1t_floats(m, n, k) floats, which depends on the shape alone. Same contract and
    same kernels as attn__sgemm_par. */
-ATTN__MAYBE_UNUSED static size_t attn__sgemm_1t_floats(int m, int n, int k) {
+static size_t attn__sgemm_1t_floats(int m, int n, int k) {
     attn__gemm_job J;
     if (m <= 0 || n <= 0 || k <= 0) return 0;
     attn__gemm_job_init(&J, 0, 0, m, n, k, 1.0f, NULL, 0, NULL, 0, 0.0f, NULL, 0);
     attn__gemm_job_1t(&J);
     return (J.ws_floats + 15) & ~(size_t)15;
 }
-ATTN__MAYBE_UNUSED static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
+static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
                                               const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
                                               float beta, float *C, ptrdiff_t ldc) {
     attn__gemm_job J;
@@ -6238,7 +6464,7 @@ static void attn__sgemm_par(const attn_desc *par, int n_threads, int trans_a, in
         if (a * b != T) continue;
         rp = attn__gemm_round((J.m + a - 1) / a, K->mr);
         cp = attn__gemm_round((J.n + b - 1) / b, K->nr);
-        cost = (double)rp * cp + 32.0 * (rp + cp);
+        cost = (double)rp * (double)cp + 32.0 * (double)(rp + cp);
         if (best < 0.0 || cost < best) { best = cost; tm = a; tn = b; }
     }
     J.rows_per = attn__gemm_round((J.m + tm - 1) / tm, K->mr);
@@ -6491,8 +6717,8 @@ static attn_status attn__layer_workspace(attn__layer *L, void **owned) {
     size_t bytes;
     char *base;
     attn_status s;
-    *owned = NULL;
     attn__ws w;
+    *owned = NULL;
     if ((s = attn__layer_bytes(L, &bytes)) != ATTN_OK) return s;
     if ((s = attn__ws_acquire(L->d->workspace, L->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK)
         return s;
@@ -6639,6 +6865,7 @@ ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *
     case ATTN_LAYER_OPTIMIZED: n = 2 * (d * d + d) + d * dkv + dkv; break;
     case ATTN_LAYER_EFFICIENT: n = 2 * (d * d + d); break;
     case ATTN_LAYER_SUPER:     n = 2 * (d * d + d) + c + (size_t)desc->context; break;
+    case ATTN_LAYER_DIRECT: case ATTN_LAYER_DIRECT_INPUT:
     default:                   n = 2 * (d * d + d) + c; break;
     }
     *count = n;
@@ -7654,8 +7881,9 @@ static attn_status attn__longformer_backward(const attn__call *c) {
        it stop with ATTN_ERR_WORKSPACE right after them, before it writes anything */
     fc = *c; fc.d = &sd;
     if (!c->bytes) { sd.workspace = &dummy; sd.workspace_size = 0; }
+    if (sd.dilation > 1) sd.dilation = 1;   /* no check depends on it; > 1 would route back here */
     s = attn__softmax_backward(&fc);
-    sd.workspace = d->workspace; sd.workspace_size = d->workspace_size;
+    sd.workspace = d->workspace; sd.workspace_size = d->workspace_size; sd.dilation = d->dilation;
     if (c->bytes ? s != ATTN_OK : s != ATTN_ERR_WORKSPACE) return s;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
     if (d->longformer.dilations)
@@ -8322,23 +8550,23 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
         memset(count, 0, sizeof(int) * (size_t)C);
         for (c = 0; c < C; ++c) {                  /* unit centroids, in double */
             double nn = 0;
-            for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * cen[(size_t)c * D + e];
-            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
+            for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * (double)cen[(size_t)c * D + e];
+            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? (double)cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
         }
         for (b = 0; b < x.batch; ++b)
             for (i = 0; i < x.seq; ++i) {
                 double nn = 0;
                 isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
-                for (e = 0; e < D; ++e) nn += (double)xr[e] * xr[e];
+                for (e = 0; e < D; ++e) nn += (double)xr[e] * (double)xr[e];
                 nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;
                 best = 0; bs = -INFINITY;
                 for (c = 0; c < C; ++c) {
                     double dt = 0;
-                    for (e = 0; e < D; ++e) dt += xr[e] * nn * mu[(size_t)c * D + e];
+                    for (e = 0; e < D; ++e) dt += (double)xr[e] * nn * mu[(size_t)c * D + e];
                     t = (float)dt;
                     if (t > bs) { bs = t; best = c; }
                 }
-                for (e = 0; e < D; ++e) sum[(size_t)best * D + e] += xr[e] * nn;
+                for (e = 0; e < D; ++e) sum[(size_t)best * D + e] += (double)xr[e] * nn;
                 count[best]++;
             }
         for (c = 0; c < C; ++c) {
@@ -8347,7 +8575,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
             for (e = 0; e < D; ++e) nn += sum[(size_t)c * D + e] * sum[(size_t)c * D + e];
             nn = nn > 0 ? 1.0 / sqrt(nn) : 0.0;    /* |m| = |sum| / count: m / |m| = sum / |sum| */
             for (e = 0; e < D; ++e)
-                cen[(size_t)c * D + e] = (float)(decay * (double)cen[(size_t)c * D + e] + (1.0 - decay) * sum[(size_t)c * D + e] * nn);
+                cen[(size_t)c * D + e] = (float)((double)decay * (double)cen[(size_t)c * D + e] + (1.0 - (double)decay) * sum[(size_t)c * D + e] * nn);
         }
     }
     attn__free(sum);
@@ -10025,7 +10253,7 @@ static attn_status attn__rwkv6_run(const attn_rwkv_desc *d, const attn_tensor *r
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
     X.isa = attn__vec();
     X.u = u; X.state_in = state_in; X.state_out = state_out;
-    X.ws = (float *)ws.base; X.per_thread = per;
+    X.ws = (float *)(void *)ws.base; X.per_thread = per;
     X.G = (int)(C / (size_t)X.N);
     X.rows = attn__rwkv6_rows_for(X.isa);
     X.groups = attn__rwkv_groups(X.G, k->batch, nt);
@@ -10332,11 +10560,11 @@ static const attn__mech attn__mech_linformer = { attn__linformer_forward, attn__
 
 /* Largest column sum of a [m][m] (summed in double, in row order); Z0's divisor. */
 static double attn__nys_colmax(const float *a, int m) {
-    double best = -INFINITY;
+    double best = -(double)INFINITY;
     int i, j;
     for (j = 0; j < m; ++j) {
         double s = 0.0;
-        for (i = 0; i < m; ++i) s += a[(size_t)i * m + j];
+        for (i = 0; i < m; ++i) s += (double)a[(size_t)i * m + j];
         if (s > best || s != s) best = s;
     }
     return best;
@@ -10663,7 +10891,7 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
 
 /* A resolved view: element strides (dense defaults filled in). */
-typedef struct attn__ssm_tv { const char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
+typedef struct attn__ssm_tv { char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
 
 static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
     if (!d) return ATTN_ERR_NULL_DESC;
@@ -10676,7 +10904,7 @@ static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
 static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int output, attn__ssm_tv *r) {
     size_t e, a;
     if (t.dtype != ATTN_F32 && t.dtype != ATTN_F16 && t.dtype != ATTN_BF16) return ATTN_ERR_SSM_DTYPE;
-    r->p = (const char *)t.data; r->dt = t.dtype;
+    r->p = (char *)t.data; r->dt = t.dtype;
     if (t.stride_batch == 0 && t.stride_chan == 0) {
         if (!attn__mul_size((size_t)nc, (size_t)nl, &e) || e > (size_t)PTRDIFF_MAX) return ATTN_ERR_SSM_OVERFLOW;
         r->sc = nl; r->sb = (ptrdiff_t)e;
@@ -10692,7 +10920,7 @@ static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int
         return ATTN_ERR_SSM_OVERFLOW;
     return ATTN_OK;
 }
-static const char *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
+static char *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
     return v->p + ((ptrdiff_t)b * v->sb + (ptrdiff_t)c * v->sc + l) * (ptrdiff_t)attn__dtype_size(v->dt);
 }
 
@@ -10834,7 +11062,7 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
                     V->exp_sum(zt, zt, 0.0f, nt);
                     for (t = 0; t < nt; ++t) yc[t] *= zc[t] / (1.0f + zt[t]);
                 }
-                V->store((void *)attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
+                V->store(attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
             }
         }
         if (P->sout)
@@ -10909,7 +11137,7 @@ static attn_status attn__ssm_scan_run(const attn_ssm_desc *d, attn__ssm_scan *P,
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
-    P->ws = (float *)w.base;
+    P->ws = (float *)(void *)w.base;
     attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, attn__ssm_scan_task, P);
     attn__ws_release(&w);
     return ATTN_OK;
@@ -11042,7 +11270,7 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                         if (G->dz) G->dz[o] = dyp * yp * sg * (1.0f + zv * (1.0f - sg));
                         dyp *= zv * sg;
                     }
-                    dD += (double)dyp * uv;
+                    dD += (double)dyp * (double)uv;
                     du = dyp * dsk;
                     for (n = 0; n < N; ++n) {
                         const float Bn = P->bc_const ? bb[n] : bb[(size_t)n * T + j];
@@ -11070,7 +11298,7 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                         const float r = rb[j] + bias;
                         if (r <= 20.0f) ddt *= 1.0f / (1.0f + expf(-r));
                     }
-                    dbias += ddt;
+                    dbias += (double)ddt;
                     if (G->du) G->du[o] = du;
                     if (G->ddelta) G->ddelta[o] = ddt;
                 }
@@ -11121,7 +11349,7 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
     memset(&pd, 0, sizeof pd);
     pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
-    W.F.ws = (float *)w.base;
+    W.F.ws = (float *)(void *)w.base;
     W.part = W.F.ws + thr;
     attn__parallel_for(&pd, W.F.G * W.F.nblk, nt, attn__ssm_bwd_task, &W);
     if (!W.F.bc_const) attn__parallel_for(&pd, 2 * W.F.B * W.F.G * W.F.N, nt, attn__ssm_bwd_reduce, &W);
@@ -11165,7 +11393,7 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
                 V->exp_sum(e, e, 0.0f, nt);
                 for (t = 0; t < nt; ++t) o[t] /= 1.0f + e[t];
             }
-            V->store((void *)attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
+            V->store(attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
             memmove(xp, xp + nt, sizeof(float) * (size_t)(K - 1));   /* the last K-1 inputs */
         }
         if (P->sout)
@@ -11205,7 +11433,7 @@ static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P,
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
-    P->ws = (float *)w.base;
+    P->ws = (float *)(void *)w.base;
     attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH), attn__ssm_threads(d),
                        attn__ssm_conv_task, P);
     attn__ws_release(&w);
@@ -11258,8 +11486,8 @@ static void attn__s4d_disc(const attn__s4d *P, int h, int n, double *dar, double
                            double *dbr, double *dbi) {
     const attn_s4d_params *p = P->p;
     const size_t i = (size_t)h * P->N + n;
-    const double dt = exp((double)p->log_dt[h]), ar = -exp((double)p->log_a_real[i]), ai = p->a_imag[i];
-    const double br = p->b_re ? p->b_re[i] : 1.0, bi = p->b_re ? p->b_im[i] : 0.0;
+    const double dt = exp((double)p->log_dt[h]), ar = -exp((double)p->log_a_real[i]), ai = (double)p->a_imag[i];
+    const double br = p->b_re ? (double)p->b_re[i] : 1.0, bi = p->b_re ? (double)p->b_im[i] : 0.0;
     double qr, qi, den;
     if (P->disc == ATTN_SSM_ZOH) {
         const double e = exp(dt * ar);
@@ -11273,7 +11501,7 @@ static void attn__s4d_disc(const attn__s4d *P, int h, int n, double *dar, double
         qr = dt * mr / den; qi = -dt * mi / den;                /* q = dt / (1 - dtA/2) */
     }
     *dbr = qr * br - qi * bi; *dbi = qr * bi + qi * br;
-    *cbr = p->c_re[i] * *dbr - p->c_im[i] * *dbi; *cbi = p->c_re[i] * *dbi + p->c_im[i] * *dbr;
+    { const double cr = (double)p->c_re[i], ci = (double)p->c_im[i]; *cbr = cr * *dbr - ci * *dbi; *cbi = cr * *dbi + ci * *dbr; }
 }
 
 static void attn__s4d_kernel_task(void *ctx, int h, int thread) {
@@ -11305,7 +11533,7 @@ static void attn__s4d_task(void *ctx, int h, int thread) {
     for (l = 0; l < T; ++l) Kr[l] = 0.0f;
     for (n = 0; n < N; ++n) {
         double ar, ai, cr, ci, br, bi, pr = 1.0, pi = 0.0, qr, qi, t;
-        const double c_r = P->p->c_re[(size_t)h * N + n], c_i = P->p->c_im[(size_t)h * N + n];
+        const double c_r = (double)P->p->c_re[(size_t)h * N + n], c_i = (double)P->p->c_im[(size_t)h * N + n];
         attn__s4d_disc(P, h, n, &ar, &ai, &cr, &ci, &br, &bi);
         da[2 * n] = (float)ar; da[2 * n + 1] = (float)ai; db[2 * n] = (float)br; db[2 * n + 1] = (float)bi;
         for (l = 0; l < Tk; ++l) {
@@ -11325,7 +11553,7 @@ static void attn__s4d_task(void *ctx, int h, int thread) {
             V->load(attn__ssm_at(&P->u, b, h, t0), P->u.dt, ub, nt, 1.0f);
             for (l = 0; l < nt; ++l)                 /* chunk-local convolution + carried state */
                 yb[l] = V->dot(Kr + T - 1 - l, ub, l + 1) + V->dot(G + (size_t)l * 2 * N, xs, 2 * N) + dsk * ub[l];
-            V->store((void *)attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
+            V->store(attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
             for (k = 0; k < nt; ++k)                 /* the state after the chunk: x = dA x + dB u */
                 for (n = 0; n < N; ++n) {
                     const float xr = xs[2 * n], xi = xs[2 * n + 1], uk = ub[k];
@@ -11373,7 +11601,7 @@ static attn_status attn__s4d_run(const attn_ssm_desc *d, attn__s4d *P, size_t by
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
-    P->ws = (float *)w.base;
+    P->ws = (float *)(void *)w.base;
     attn__parallel_for(&pd, P->D, attn__ssm_threads(d), task, P);
     attn__ws_release(&w);
     return ATTN_OK;
@@ -11462,7 +11690,7 @@ static const attn__mech *attn__mech_of(attn_kind kind) {
 #define ATTN__KIND_CASE(name, value, id, text) case name: return &attn__mech_##id;
     ATTN__KIND_LIST(ATTN__KIND_CASE)
 #undef ATTN__KIND_CASE
-    default: return NULL;
+    case ATTN_KIND_END: default: return NULL;
     }
 }
 
@@ -11471,7 +11699,7 @@ ATTNDEF const char *attn_kind_name(attn_kind kind) {
 #define ATTN__KIND_TEXT(name, value, id, text) case name: return text;
     ATTN__KIND_LIST(ATTN__KIND_TEXT)
 #undef ATTN__KIND_TEXT
-    default: return "unknown attn_kind";
+    case ATTN_KIND_END: default: return "unknown attn_kind";
     }
 }
 

@@ -304,4 +304,100 @@ T_UNUSED static void *t_xmalloc(size_t n) {
     return p;
 }
 
+/* The elements of an output buffer [0, n) that t's view does not cover still hold the sentinel
+   (t_sentinel(buf, n * element size, seed)): nothing was written outside the view. */
+T_UNUSED static int t_gaps_ok(const attn_tensor *t, const void *buf, size_t n, unsigned char seed) {
+    size_t es = t_dt_size(t->dtype), i, k;
+    unsigned char *mark = (unsigned char *)calloc(n ? n : 1, 1);
+    const unsigned char *p = (const unsigned char *)buf;
+    int b, s, h, d, ok = 1;
+    if (!mark) return 0;
+    for (b = 0; b < t->batch; ++b)
+        for (s = 0; s < t->seq; ++s)
+            for (h = 0; h < t->heads; ++h)
+                for (d = 0; d < t->dim; ++d) mark[t_offset(t, b, s, h, d)] = 1;
+    for (i = 0; i < n && ok; ++i)
+        if (!mark[i])
+            for (k = i * es; k < (i + 1) * es; ++k)
+                if (p[k] != (unsigned char)(seed + k * 37u)) { ok = 0; break; }
+    free(mark);
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Builders of masks and extras (shared by test_exact and test_backward)                     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* An fp32 bias for [B|1, Hq|1, Sq, Sk] in one of three stride modes:
+   0 dense (all strides 0), 1 explicit padded strides, 2 broadcast by a zero stride (a read
+   pattern dbias refuses). *count: the floats allocated. */
+T_UNUSED static float *t_make_bias(attn_bias *bs, int B, int Hq, int Sq, int Sk, int mode, t_rng *r, size_t *count) {
+    ptrdiff_t sb, sh, sq, n, i;
+    float *data;
+    memset(bs, 0, sizeof *bs);
+    bs->batch = (B > 1 && t_chance(r, 0.5)) ? B : 1;
+    bs->heads = (Hq > 1 && t_chance(r, 0.5)) ? Hq : 1;
+    if (mode == 2 && bs->batch == 1 && bs->heads == 1) mode = 1;
+    sq = Sk; sh = (ptrdiff_t)Sq * Sk; sb = (ptrdiff_t)bs->heads * Sq * Sk;
+    if (mode == 1) { sq = Sk + t_irange(r, 0, 3); sh = Sq * sq + t_irange(r, 1, 5); sb = bs->heads * sh + t_irange(r, 0, 3); }
+    if (mode == 2) {
+        sq = Sk + t_irange(r, 0, 2);
+        if (bs->batch > 1) { sb = 0; sh = Sq * sq + 1; }       /* every batch reads batch 0 */
+        else { sh = 0; sb = Sq * sq; }                           /* every head reads head 0 */
+    }
+    if (mode != 0) { bs->stride_batch = sb; bs->stride_head = sh; bs->stride_q = sq; }
+    n = (ptrdiff_t)(bs->batch - 1) * sb + (ptrdiff_t)(bs->heads - 1) * sh + (ptrdiff_t)(Sq - 1) * sq + Sk;
+    data = (float *)t_xmalloc((size_t)n * sizeof(float));
+    for (i = 0; i < n; ++i) data[i] = (float)t_normal(r);
+    bs->data = data;
+    if (count) *count = (size_t)n;
+    return data;
+}
+
+/* ALiBi slopes for Hq heads: the paper's geometric sequence, or random ones in [0, 0.5]
+   (a negative slope is valid but makes far keys dominate with logits ~ slope * distance, whose
+   fp32 rounding alone can exceed TOL_OUT at long lengths; test_edges covers a small one). */
+T_UNUSED static float *t_make_alibi(int Hq, t_rng *r) {
+    float *s = (float *)t_xmalloc((size_t)Hq * sizeof(float));
+    int h, geo = t_chance(r, 0.6);
+    for (h = 0; h < Hq; ++h)
+        s[h] = geo ? (float)pow(2.0, -8.0 * (h + 1) / Hq) : (float)(t_unif(r) * 0.5);
+    return s;
+}
+
+/* Without causal masking a query row with p < 0 (more queries than keys) sees only keys at
+   distance >= -p, so every logit carries an ALiBi offset of slope * distance; fp32 cannot hold
+   such logits to TOL_OUT (rounding ~ 2^-24 * |logit|). Keep slope * max distance <= 8 there. */
+T_UNUSED static void t_tame_alibi(float *s, int Hq, int causal, int max_dist) {
+    float mx = 0.0f;
+    int h;
+    if (causal || !s) return;
+    for (h = 0; h < Hq; ++h) if (fabsf(s[h]) > mx) mx = fabsf(s[h]);
+    if (mx * (float)max_dist > 8.0f)
+        for (h = 0; h < Hq; ++h) s[h] *= 8.0f / (mx * (float)max_dist);
+}
+
+/* cu_seqlens with nseg segments over [0, total]: sorted cut points, empty segments allowed;
+   tight: the last segment ends at total (else possibly earlier: trailing padding rows). */
+T_UNUSED static int *t_make_cu(int nseg, int total, int tight, t_rng *r) {
+    int *cu = (int *)t_xmalloc((size_t)(nseg + 1) * sizeof(int));
+    int i, j;
+    cu[0] = 0;
+    for (i = 1; i <= nseg; ++i) cu[i] = t_irange(r, 0, total);
+    for (i = 2; i <= nseg; ++i)
+        for (j = i; j > 1 && cu[j - 1] > cu[j]; --j) { int x = cu[j]; cu[j] = cu[j - 1]; cu[j - 1] = x; }
+    if (tight) cu[nseg] = total;
+    return cu;
+}
+
+T_UNUSED static int *t_make_seqlens(int B, int S, t_rng *r) {
+    int *a = (int *)t_xmalloc((size_t)B * sizeof(int));
+    int b;
+    for (b = 0; b < B; ++b) {
+        double u = t_unif(r);
+        a[b] = u < 0.2 ? 0 : u < 0.5 ? S : t_irange(r, 0, S);
+    }
+    return a;
+}
+
 #endif /* ATTN_TESTS_TEST_H */

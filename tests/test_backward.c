@@ -60,24 +60,7 @@ static bt bt_new(attn_dtype dt, int B, int S, int H, int D, int layout, t_rng *r
 }
 static void bt_free(bt *x) { free(x->buf); x->buf = NULL; }
 
-/* bytes of an output outside its view still hold the sentinel */
-static int bt_gaps_ok(const bt *x) {
-    size_t es = t_dt_size(x->t.dtype), i, k;
-    unsigned char *mark = (unsigned char *)calloc(x->n ? x->n : 1, 1);
-    const unsigned char *p = (const unsigned char *)x->buf;
-    int b, s, h, d, ok = 1;
-    if (!mark) return 0;
-    for (b = 0; b < x->t.batch; ++b)
-        for (s = 0; s < x->t.seq; ++s)
-            for (h = 0; h < x->t.heads; ++h)
-                for (d = 0; d < x->t.dim; ++d) mark[t_offset(&x->t, b, s, h, d)] = 1;
-    for (i = 0; i < x->n && ok; ++i)
-        if (!mark[i])
-            for (k = i * es; k < (i + 1) * es; ++k)
-                if (p[k] != (unsigned char)(B_OUT_SEED + k * 37u)) { ok = 0; break; }
-    free(mark);
-    return ok;
-}
+static int bt_gaps_ok(const bt *x) { return t_gaps_ok(&x->t, x->buf, x->n, B_OUT_SEED); }
 
 /* dense double copy [B][S][H][D] of a view */
 static double *bt_dense(const attn_tensor *t) {
@@ -108,62 +91,6 @@ static double *dbias_dense(const attn_bias *bs, const float *db, int Sq, int Sk)
     attn_bias t = *bs;
     t.data = db;
     return bias_dense(&t, Sq, Sk);
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* Builders (bias, ALiBi, lengths): as test_exact's, kept local                              */
-/* ---------------------------------------------------------------------------------------- */
-
-/* mode 0 dense, 1 padded strides, 2 a zero stride (broadcast read; dbias refuses it) */
-static float *mk_bias(attn_bias *bs, int B, int Hq, int Sq, int Sk, int mode, t_rng *r, size_t *count) {
-    ptrdiff_t sb, sh, sq, n, i;
-    float *data;
-    memset(bs, 0, sizeof *bs);
-    bs->batch = (B > 1 && t_chance(r, 0.5)) ? B : 1;
-    bs->heads = (Hq > 1 && t_chance(r, 0.5)) ? Hq : 1;
-    if (mode == 2 && bs->batch == 1 && bs->heads == 1) mode = 1;
-    sq = Sk; sh = (ptrdiff_t)Sq * Sk; sb = (ptrdiff_t)bs->heads * Sq * Sk;
-    if (mode == 1) { sq = Sk + t_irange(r, 0, 3); sh = Sq * sq + t_irange(r, 1, 5); sb = bs->heads * sh + t_irange(r, 0, 3); }
-    if (mode == 2) {
-        sq = Sk + t_irange(r, 0, 2);
-        if (bs->batch > 1) { sb = 0; sh = Sq * sq + 1; } else { sh = 0; sb = Sq * sq; }
-    }
-    if (mode != 0) { bs->stride_batch = sb; bs->stride_head = sh; bs->stride_q = sq; }
-    n = (ptrdiff_t)(bs->batch - 1) * sb + (ptrdiff_t)(bs->heads - 1) * sh + (ptrdiff_t)(Sq - 1) * sq + Sk;
-    data = (float *)t_xmalloc((size_t)n * sizeof(float));
-    for (i = 0; i < n; ++i) data[i] = (float)t_normal(r);
-    bs->data = data;
-    if (count) *count = (size_t)n;
-    return data;
-}
-static float *mk_alibi(int Hq, t_rng *r) {
-    float *s = (float *)t_xmalloc((size_t)Hq * sizeof(float));
-    int h, geo = t_chance(r, 0.6);
-    for (h = 0; h < Hq; ++h) s[h] = geo ? (float)pow(2.0, -8.0 * (h + 1) / Hq) : (float)(t_unif(r) * 0.5);
-    return s;
-}
-static void tame(float *s, int Hq, int causal, int max_dist) {   /* see test_exact's tame_alibi */
-    float mx = 0.0f;
-    int h;
-    if (causal || !s) return;
-    for (h = 0; h < Hq; ++h) if (fabsf(s[h]) > mx) mx = fabsf(s[h]);
-    if (mx * (float)max_dist > 8.0f) for (h = 0; h < Hq; ++h) s[h] *= 8.0f / (mx * (float)max_dist);
-}
-static int *mk_cu(int nseg, int total, int tight, t_rng *r) {
-    int *cu = (int *)t_xmalloc((size_t)(nseg + 1) * sizeof(int));
-    int i, j;
-    cu[0] = 0;
-    for (i = 1; i <= nseg; ++i) cu[i] = t_irange(r, 0, total);
-    for (i = 2; i <= nseg; ++i)
-        for (j = i; j > 1 && cu[j - 1] > cu[j]; --j) { int x = cu[j]; cu[j] = cu[j - 1]; cu[j - 1] = x; }
-    if (tight) cu[nseg] = total;
-    return cu;
-}
-static int *mk_lens(int B, int S, t_rng *r) {
-    int *a = (int *)t_xmalloc((size_t)B * sizeof(int));
-    int b;
-    for (b = 0; b < B; ++b) { double u = t_unif(r); a[b] = u < 0.2 ? 0 : u < 0.5 ? S : t_irange(r, 0, S); }
-    return a;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -320,25 +247,25 @@ static void sweep_case(int idx, t_rng *r) {
     if (t_chance(r, 0.1)) d.global_tokens = t_irange(r, 1, 3);
     if (t_chance(r, 0.15)) d.softcap = t_chance(r, 0.5) ? 5.0f : t_chance(r, 0.5) ? 1.0f : 30.0f;
     if (t_chance(r, 0.2)) d.scale = (float)((t_chance(r, 0.2) ? -1 : 1) * (0.3 + 1.5 * t_unif(r)) / sqrt((double)c.D));
-    if (t_chance(r, 0.2)) d.alibi_slopes = alibi = mk_alibi(c.Hq, r);
+    if (t_chance(r, 0.2)) d.alibi_slopes = alibi = t_make_alibi(c.Hq, r);
     if (t_chance(r, 0.25)) { d.dropout_p = t_chance(r, 0.5) ? 0.1f : t_chance(r, 0.5) ? 0.5f : 0.9f; d.dropout_seed = t_next(r); }
     d.n_threads = t_irange(r, 0, 3);
     if (varlen) {
         d.varlen_batch = t_irange(r, 1, 4);
-        d.cu_seqlens_q = cuq = mk_cu(d.varlen_batch, c.Sq, t_chance(r, 0.7), r);
-        d.cu_seqlens_k = cuk = mk_cu(d.varlen_batch, c.Sk, t_chance(r, 0.7), r);
+        d.cu_seqlens_q = cuq = t_make_cu(d.varlen_batch, c.Sq, t_chance(r, 0.7), r);
+        d.cu_seqlens_k = cuk = t_make_cu(d.varlen_batch, c.Sk, t_chance(r, 0.7), r);
     } else {
-        if (t_chance(r, 0.15)) d.seqlens_q = sql = mk_lens(c.B, c.Sq, r);
-        if (t_chance(r, 0.2)) d.seqlens_k = skl = mk_lens(c.B, c.Sk, r);
+        if (t_chance(r, 0.15)) d.seqlens_q = sql = t_make_seqlens(c.B, c.Sq, r);
+        if (t_chance(r, 0.2)) d.seqlens_k = skl = t_make_seqlens(c.B, c.Sk, r);
         if (t_chance(r, 0.3)) {
             const int mode = t_irange(r, 0, 2);
-            bias = mk_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, mode, r, NULL);
+            bias = t_make_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, mode, r, NULL);
             if (t_chance(r, 0.6) && !(d.bias.batch > 1 && d.bias.stride_batch == 0 && mode == 2) &&
                 !(d.bias.heads > 1 && d.bias.stride_head == 0 && mode == 2))
                 d.dbias = (float *)1;             /* run_case allocates it */
         }
     }
-    tame(alibi, c.Hq, d.causal, c.Sq > c.Sk ? c.Sq : c.Sk);
+    t_tame_alibi(alibi, c.Hq, d.causal, c.Sq > c.Sk ? c.Sq : c.Sk);
     snprintf(tag, sizeof tag, "sweep #%d", idx);
     run_case(tag, &d, &c, r);
     free(bias); free(alibi); free(sql); free(skl); free(cuq); free(cuk);
@@ -366,24 +293,24 @@ static const char *family(int f, attn_desc *d, int B, int Hq, int Sq, int Sk, t_
     case 5: d->causal = 1; d->window_left = 2; d->sink_tokens = 2; return "sinks + window";
     case 6: d->global_tokens = 2; d->window_left = 1; d->window_right = 1; return "global (Longformer)";
     case 7: d->softcap = 1.5f; return "softcap";
-    case 8: d->alibi_slopes = *alibi = mk_alibi(Hq, r); d->causal = 1; return "alibi + causal";
-    case 9: *bias = mk_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); d->dbias = (float *)1; return "bias + dbias";
-    case 10: *bias = mk_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); d->bias.batch = 1; d->bias.heads = 1;
+    case 8: d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->causal = 1; return "alibi + causal";
+    case 9: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); d->dbias = (float *)1; return "bias + dbias";
+    case 10: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); d->bias.batch = 1; d->bias.heads = 1;
              d->dbias = (float *)1; return "bias broadcast over batch and heads + dbias";
-    case 11: d->seqlens_q = *sql = mk_lens(B, Sq, r); d->seqlens_k = *skl = mk_lens(B, Sk, r); d->causal = 1;
+    case 11: d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); d->seqlens_k = *skl = t_make_seqlens(B, Sk, r); d->causal = 1;
              return "seqlens + causal";
-    case 12: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = mk_cu(3, Sq, 0, r); d->cu_seqlens_k = *cuk = mk_cu(3, Sk, 1, r);
+    case 12: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = t_make_cu(3, Sq, 0, r); d->cu_seqlens_k = *cuk = t_make_cu(3, Sk, 1, r);
              d->causal = 1; return "varlen + causal";
     case 13: d->dropout_p = 0.3f; d->dropout_seed = 77; return "dropout";
     case 14: d->dropout_p = 0.5f; d->dropout_seed = 5; d->causal = 1; d->softcap = 2.0f;
-             *bias = mk_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); d->dbias = (float *)1; return "dropout + softcap + bias";
+             *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); d->dbias = (float *)1; return "dropout + softcap + bias";
     case 15: d->scale = -0.4f; d->window_right = 2; return "negative scale + window_right";
     case 16: d->causal = 1; d->window_left = 3; d->sink_tokens = 1; d->global_tokens = 1; d->dilation = 2;
-             d->alibi_slopes = *alibi = mk_alibi(Hq, r); d->softcap = 3.0f;
-             *bias = mk_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); d->dbias = (float *)1;
-             d->seqlens_q = *sql = mk_lens(B, Sq, r); d->seqlens_k = *skl = mk_lens(B, Sk, r); return "everything";
-    default: d->varlen_batch = 2; d->cu_seqlens_q = *cuq = mk_cu(2, Sq, 1, r); d->cu_seqlens_k = *cuk = mk_cu(2, Sk, 0, r);
-             d->window_left = 2; d->alibi_slopes = *alibi = mk_alibi(Hq, r); d->softcap = 4.0f; d->dropout_p = 0.2f;
+             d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->softcap = 3.0f;
+             *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); d->dbias = (float *)1;
+             d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); d->seqlens_k = *skl = t_make_seqlens(B, Sk, r); return "everything";
+    default: d->varlen_batch = 2; d->cu_seqlens_q = *cuq = t_make_cu(2, Sq, 1, r); d->cu_seqlens_k = *cuk = t_make_cu(2, Sk, 0, r);
+             d->window_left = 2; d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->softcap = 4.0f; d->dropout_p = 0.2f;
              d->dropout_seed = 9; return "varlen + window + alibi + softcap + dropout";
     }
 }
@@ -410,7 +337,7 @@ static void test_families(void) {
                 memset(&d, 0, sizeof d);
                 name = family(f, &d, c.B, c.Hq, c.Sq, c.Sk, &r, &bias, &alibi, &sql, &skl, &cuq, &cuk);
                 d.n_threads = rep + 1;
-                tame(alibi, c.Hq, d.causal, 70);
+                t_tame_alibi(alibi, c.Hq, d.causal, 70);
                 snprintf(tag, sizeof tag, "family '%s' Sq=%d Sk=%d", name, c.Sq, c.Sk);
                 run_case(tag, &d, &c, &r);
                 free(bias); free(alibi); free(sql); free(skl); free(cuq); free(cuk);
@@ -437,7 +364,7 @@ static void test_long(void) {
         if (cfg == 0) d.causal = 1;
         if (cfg == 1) { d.window_left = 150; d.window_right = 40; d.sink_tokens = 3; }
         if (cfg == 2) { d.causal = 1; d.dropout_p = 0.15f; d.dropout_seed = 11; d.softcap = 6.0f; }
-        if (cfg == 3) { d.causal = 1; bias = mk_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, 0, &r, NULL); d.dbias = (float *)1; }
+        if (cfg == 3) { d.causal = 1; bias = t_make_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, 0, &r, NULL); d.dbias = (float *)1; }
         snprintf(tag, sizeof tag, "long cfg %d", cfg);
         run_case(tag, &d, &c, &r);
         free(bias);
@@ -652,7 +579,7 @@ static void prop_determinism(void) {
     fb a;
     attn_desc d;
     attn_bias bs;
-    float *bias = mk_bias(&bs, B, Hq, Sq, Sk, 1, &r, NULL), *db, *db0;
+    float *bias = t_make_bias(&bs, B, Hq, Sq, Sk, 1, &r, NULL), *db, *db0;
     const size_t nq = (size_t)B * Sq * Hq * D, nk = (size_t)B * Sk * Hkv * D, nv = (size_t)B * Sk * Hkv * Dv;
     size_t dbn = (size_t)((bs.batch - 1) * bs.stride_batch + (bs.heads - 1) * bs.stride_head + (Sq - 1) * bs.stride_q + Sk);
     float *q0 = (float *)t_xmalloc(nq * 4), *k0 = (float *)t_xmalloc(nk * 4), *v0 = (float *)t_xmalloc(nv * 4);

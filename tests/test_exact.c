@@ -90,24 +90,7 @@ static tb tb_new(attn_dtype dt, int B, int S, int H, int D, int layout, t_rng *r
 }
 static void tb_free(tb *x) { free(x->buf); x->buf = NULL; }
 
-/* Elements of an output buffer outside the view must keep their sentinel bytes. */
-static int tb_gaps_ok(const tb *x) {
-    size_t es = t_dt_size(x->t.dtype), i, k;
-    unsigned char *mark = (unsigned char *)calloc(x->n ? x->n : 1, 1);
-    const unsigned char *p = (const unsigned char *)x->buf;
-    int b, s, h, d, ok = 1;
-    if (!mark) return 0;
-    for (b = 0; b < x->t.batch; ++b)
-        for (s = 0; s < x->t.seq; ++s)
-            for (h = 0; h < x->t.heads; ++h)
-                for (d = 0; d < x->t.dim; ++d) mark[t_offset(&x->t, b, s, h, d)] = 1;
-    for (i = 0; i < x->n && ok; ++i)
-        if (!mark[i])
-            for (k = i * es; k < (i + 1) * es; ++k)
-                if (p[k] != (unsigned char)(OUT_SEED + k * 37u)) { ok = 0; break; }
-    free(mark);
-    return ok;
-}
+static int tb_gaps_ok(const tb *x) { return t_gaps_ok(&x->t, x->buf, x->n, OUT_SEED); }
 
 /* a view of rows [s0, s0 + n) of t along seq, with explicit strides */
 static attn_tensor view_seq(const attn_tensor *t, int s0, int n) {
@@ -303,76 +286,6 @@ static int fwd_check(const char *tag, const attn_desc *d, const tb *q, const tb 
 /* Mask/extra builders                                                                       */
 /* ---------------------------------------------------------------------------------------- */
 
-/* An fp32 bias for [B|1, Hq|1, Sq, Sk] in one of three stride modes:
-   0 dense (all strides 0), 1 explicit padded strides, 2 broadcast by a zero stride. */
-static float *make_bias(attn_bias *bs, int B, int Hq, int Sq, int Sk, int mode, t_rng *r) {
-    ptrdiff_t sb, sh, sq, n, i;
-    float *data;
-    memset(bs, 0, sizeof *bs);
-    bs->batch = (B > 1 && t_chance(r, 0.5)) ? B : 1;
-    bs->heads = (Hq > 1 && t_chance(r, 0.5)) ? Hq : 1;
-    if (mode == 2 && bs->batch == 1 && bs->heads == 1) mode = 1;
-    sq = Sk; sh = (ptrdiff_t)Sq * Sk; sb = (ptrdiff_t)bs->heads * Sq * Sk;
-    if (mode == 1) { sq = Sk + t_irange(r, 0, 3); sh = Sq * sq + t_irange(r, 1, 5); sb = bs->heads * sh + t_irange(r, 0, 3); }
-    if (mode == 2) {
-        sq = Sk + t_irange(r, 0, 2);
-        if (bs->batch > 1) { sb = 0; sh = Sq * sq + 1; }       /* every batch reads batch 0 */
-        else { sh = 0; sb = Sq * sq; }                           /* every head reads head 0 */
-    }
-    if (mode != 0) { bs->stride_batch = sb; bs->stride_head = sh; bs->stride_q = sq; }
-    n = (ptrdiff_t)(bs->batch - 1) * sb + (ptrdiff_t)(bs->heads - 1) * sh + (ptrdiff_t)(Sq - 1) * sq + Sk;
-    data = (float *)t_xmalloc((size_t)n * sizeof(float));
-    for (i = 0; i < n; ++i) data[i] = (float)t_normal(r);
-    bs->data = data;
-    return data;
-}
-
-/* ALiBi slopes for Hq heads: the paper's geometric sequence, or random ones in [0, 0.5]
-   (a negative slope is valid but makes far keys dominate with logits ~ slope * distance, whose
-   fp32 rounding alone can exceed TOL_OUT at long lengths; test_edges covers a small one). */
-static float *make_alibi(int Hq, t_rng *r) {
-    float *s = (float *)t_xmalloc((size_t)Hq * sizeof(float));
-    int h, geo = t_chance(r, 0.6);
-    for (h = 0; h < Hq; ++h)
-        s[h] = geo ? (float)pow(2.0, -8.0 * (h + 1) / Hq) : (float)(t_unif(r) * 0.5);
-    return s;
-}
-
-/* Without causal masking a query row with p < 0 (more queries than keys) sees only keys at
-   distance >= -p, so every logit carries an ALiBi offset of slope * distance; fp32 cannot hold
-   such logits to TOL_OUT (rounding ~ 2^-24 * |logit|). Keep slope * max distance <= 8 there. */
-static void tame_alibi(float *s, int Hq, int causal, int max_dist) {
-    float mx = 0.0f;
-    int h;
-    if (causal || !s) return;
-    for (h = 0; h < Hq; ++h) if (fabsf(s[h]) > mx) mx = fabsf(s[h]);
-    if (mx * (float)max_dist > 8.0f)
-        for (h = 0; h < Hq; ++h) s[h] *= 8.0f / (mx * (float)max_dist);
-}
-
-/* cu_seqlens with nseg segments over [0, total]: sorted cut points, empty segments allowed;
-   tight: the last segment ends at total (else possibly earlier: trailing padding rows). */
-static int *make_cu(int nseg, int total, int tight, t_rng *r) {
-    int *cu = (int *)t_xmalloc((size_t)(nseg + 1) * sizeof(int));
-    int i, j;
-    cu[0] = 0;
-    for (i = 1; i <= nseg; ++i) cu[i] = t_irange(r, 0, total);
-    for (i = 2; i <= nseg; ++i)
-        for (j = i; j > 1 && cu[j - 1] > cu[j]; --j) { int x = cu[j]; cu[j] = cu[j - 1]; cu[j - 1] = x; }
-    if (tight) cu[nseg] = total;
-    return cu;
-}
-
-static int *make_seqlens(int B, int S, t_rng *r) {
-    int *a = (int *)t_xmalloc((size_t)B * sizeof(int));
-    int b;
-    for (b = 0; b < B; ++b) {
-        double u = t_unif(r);
-        a[b] = u < 0.2 ? 0 : u < 0.5 ? S : t_irange(r, 0, S);
-    }
-    return a;
-}
-
 /* ---------------------------------------------------------------------------------------- */
 /* Randomised sweep over shapes, dtypes, layouts and masks                                    */
 /* ---------------------------------------------------------------------------------------- */
@@ -429,19 +342,19 @@ static void sweep_one(int idx, t_rng *r) {
     if (t_chance(r, 0.15)) d.softcap = t_chance(r, 0.5) ? 5.0f : t_chance(r, 0.5) ? 1.0f : 30.0f;
     if (t_chance(r, 0.2))
         d.scale = (float)((t_chance(r, 0.2) ? -1 : 1) * (0.3 + 1.5 * t_unif(r)) / sqrt((double)D));
-    if (t_chance(r, 0.2)) d.alibi_slopes = alibi = make_alibi(Hq, r);
+    if (t_chance(r, 0.2)) d.alibi_slopes = alibi = t_make_alibi(Hq, r);
     d.n_threads = t_irange(r, 0, 3);
     if (varlen) {
         d.varlen_batch = t_irange(r, 1, 4);
-        d.cu_seqlens_q = cuq = make_cu(d.varlen_batch, Sq, t_chance(r, 0.7), r);
-        d.cu_seqlens_k = cuk = make_cu(d.varlen_batch, Sk, t_chance(r, 0.7), r);
+        d.cu_seqlens_q = cuq = t_make_cu(d.varlen_batch, Sq, t_chance(r, 0.7), r);
+        d.cu_seqlens_k = cuk = t_make_cu(d.varlen_batch, Sk, t_chance(r, 0.7), r);
     } else {
-        if (t_chance(r, 0.15)) d.seqlens_q = sql = make_seqlens(B, Sq, r);
-        if (t_chance(r, 0.2)) d.seqlens_k = skl = make_seqlens(B, Sk, r);
-        if (t_chance(r, 0.25)) bias = make_bias(&d.bias, B, Hq, Sq, Sk, t_irange(r, 0, 2), r);
+        if (t_chance(r, 0.15)) d.seqlens_q = sql = t_make_seqlens(B, Sq, r);
+        if (t_chance(r, 0.2)) d.seqlens_k = skl = t_make_seqlens(B, Sk, r);
+        if (t_chance(r, 0.25)) bias = t_make_bias(&d.bias, B, Hq, Sq, Sk, t_irange(r, 0, 2), r, NULL);
     }
 
-    tame_alibi(alibi, Hq, d.causal, Sq > Sk ? Sq : Sk);
+    t_tame_alibi(alibi, Hq, d.causal, Sq > Sk ? Sq : Sk);
     /* a quarter of the calls mix dtypes: q (and out) apart from K/V (f32 queries over an f16 cache) */
     q = tb_new(t_chance(r, 0.25) ? pick_dtype(r, 0.6) : dt, B, Sq, Hq, D, pick_layout(r, 1), r, 0);
     k = tb_new(dt, B, Sk, Hkv, D, pick_layout(r, 1), r, 0);
@@ -468,7 +381,7 @@ static void test_sweep(void) {
 /* Every mask alone and in combinations, at fixed shapes, both Sq < Sk and Sq > Sk             */
 /* ---------------------------------------------------------------------------------------- */
 
-#define N_MASK_CFG 28
+#define N_MASK_CFG 29
 static const char *mask_cfg(int cfg, attn_desc *d, int B, int Hq, int Sq, int Sk, t_rng *r,
                             float **bias, float **alibi, int **sql, int **skl, int **cuq, int **cuk) {
     switch (cfg) {
@@ -485,31 +398,33 @@ static const char *mask_cfg(int cfg, attn_desc *d, int B, int Hq, int Sq, int Sk
     case 10: d->global_tokens = 3; return "global alone";
     case 11: d->global_tokens = 3; d->window_left = 2; d->window_right = 2; return "Longformer";
     case 12: d->global_tokens = 2; d->dilation = 2; d->window_left = 3; d->causal = 1; return "global+dilated+causal";
-    case 13: d->seqlens_q = *sql = make_seqlens(B, Sq, r); return "seqlens_q";
-    case 14: d->seqlens_k = *skl = make_seqlens(B, Sk, r); (*skl)[0] = 0; return "seqlens_k (one 0)";
-    case 15: d->seqlens_q = *sql = make_seqlens(B, Sq, r); d->seqlens_k = *skl = make_seqlens(B, Sk, r);
+    case 13: d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); return "seqlens_q";
+    case 14: d->seqlens_k = *skl = t_make_seqlens(B, Sk, r); (*skl)[0] = 0; return "seqlens_k (one 0)";
+    case 15: d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); d->seqlens_k = *skl = t_make_seqlens(B, Sk, r);
              d->causal = 1; return "seqlens both + causal";
-    case 16: d->alibi_slopes = *alibi = make_alibi(Hq, r); return "alibi";
-    case 17: d->alibi_slopes = *alibi = make_alibi(Hq, r); d->causal = 1; return "alibi + causal";
+    case 16: d->alibi_slopes = *alibi = t_make_alibi(Hq, r); return "alibi";
+    case 17: d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->causal = 1; return "alibi + causal";
     case 18: d->softcap = 2.0f; return "softcap";
-    case 19: *bias = make_bias(&d->bias, B, Hq, Sq, Sk, 0, r); return "bias dense";
-    case 20: *bias = make_bias(&d->bias, B, Hq, Sq, Sk, 2, r); return "bias zero-stride broadcast";
-    case 21: *bias = make_bias(&d->bias, B, Hq, Sq, Sk, 1, r); return "bias padded strides";
+    case 19: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); return "bias dense";
+    case 20: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 2, r, NULL); return "bias zero-stride broadcast";
+    case 21: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); return "bias padded strides";
     case 22: d->scale = 0.37f; return "scale";
     case 23: d->scale = -0.21f; return "negative scale";
     case 24: d->causal = 1; d->window_left = 6; d->sink_tokens = 2; d->global_tokens = 1; d->dilation = 2;
-             d->alibi_slopes = *alibi = make_alibi(Hq, r); d->softcap = 3.0f; d->scale = 0.3f;
-             *bias = make_bias(&d->bias, B, Hq, Sq, Sk, 1, r);
-             d->seqlens_q = *sql = make_seqlens(B, Sq, r); d->seqlens_k = *skl = make_seqlens(B, Sk, r);
+             d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->softcap = 3.0f; d->scale = 0.3f;
+             *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL);
+             d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); d->seqlens_k = *skl = t_make_seqlens(B, Sk, r);
              return "everything";
-    case 25: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = make_cu(3, Sq, 0, r);
-             d->cu_seqlens_k = *cuk = make_cu(3, Sk, 1, r); return "varlen";
-    case 26: d->varlen_batch = 4; d->cu_seqlens_q = *cuq = make_cu(4, Sq, 1, r);
-             d->cu_seqlens_k = *cuk = make_cu(4, Sk, 0, r); d->causal = 1; d->window_left = 4;
-             d->alibi_slopes = *alibi = make_alibi(Hq, r); d->softcap = 4.0f; d->sink_tokens = 1;
+    case 25: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = t_make_cu(3, Sq, 0, r);
+             d->cu_seqlens_k = *cuk = t_make_cu(3, Sk, 1, r); return "varlen";
+    case 26: d->varlen_batch = 4; d->cu_seqlens_q = *cuq = t_make_cu(4, Sq, 1, r);
+             d->cu_seqlens_k = *cuk = t_make_cu(4, Sk, 0, r); d->causal = 1; d->window_left = 4;
+             d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->softcap = 4.0f; d->sink_tokens = 1;
              return "varlen + causal + window + alibi + softcap + sink";
-    default: d->window_left = 3; d->window_right = 1; d->sink_tokens = 2; d->global_tokens = 2;
+    case 27: d->window_left = 3; d->window_right = 1; d->sink_tokens = 2; d->global_tokens = 2;
              return "window + sinks + global, non-causal";
+    default: d->dilation = 3; d->window_left = 2; d->causal = 1;   /* Sq == Sk: D undilated problems */
+             return "dilated causal window";
     }
 }
 
@@ -533,7 +448,7 @@ static void test_masks(void) {
                 memset(&d, 0, sizeof d);
                 name = mask_cfg(cfg, &d, B, Hq, Sq, Sk, &r, &bias, &alibi, &sql, &skl, &cuq, &cuk);
                 d.n_threads = rep + 1;
-                tame_alibi(alibi, Hq, d.causal, Sq > Sk ? Sq : Sk);
+                t_tame_alibi(alibi, Hq, d.causal, Sq > Sk ? Sq : Sk);
                 q = tb_new(dt, B, Sq, Hq, D, rep == 2 ? L_BHSD : L_DENSE, &r, 0);
                 k = tb_new(dt, B, Sk, Hkv, D, rep == 1 ? L_PADDED : L_DENSE, &r, 0);
                 v = tb_new(dt, B, Sk, Hkv, Dv, L_DENSE, &r, 0);
@@ -655,7 +570,7 @@ static void test_edges(void) {
     {
         float *bias;
         sc_init(&c, ATTN_F32, ATTN_F32, 2, 9, 13, 2, 2, 8, 8, &r);
-        bias = make_bias(&c.d.bias, 2, 2, 9, 13, 0, &r);
+        bias = t_make_bias(&c.d.bias, 2, 2, 9, 13, 0, &r, NULL);
         c.d.bias.batch = 1; c.d.bias.heads = 1;    /* dense [1,1,9,13], only the first block used */
         for (i = 0; i < 9 * 13; ++i) if (i % 13 != i / 13 && t_chance(&r, 0.5)) bias[i] = -INFINITY;
         fwd_check("bias with -inf entries", &c.d, &c.q, &c.k, &c.v, &c.out, 1);
@@ -783,7 +698,7 @@ static void prop_gqa(void) {
             attn_status s1, s2;
             memset(&d, 0, sizeof d);
             random_masks(&d, Sk, &r);
-            if (t_chance(&r, 0.5)) d.alibi_slopes = alibi = make_alibi(Hq, &r);
+            if (t_chance(&r, 0.5)) d.alibi_slopes = alibi = t_make_alibi(Hq, &r);
             q = tb_new(dt, B, Sq, Hq, D, L_DENSE, &r, 0);
             k = tb_new(dt, B, Sk, Hkv, D, L_PADDED, &r, 0);
             v = tb_new(dt, B, Sk, Hkv, Dv, L_BHSD, &r, 0);
@@ -878,9 +793,9 @@ static void prop_decode(void) {
         c.d.causal = 1;
         if (n & 1) c.d.window_left = t_irange(&r, 1, S / 2);
         if (n & 2) c.d.sink_tokens = 4;
-        if (t_chance(&r, 0.5)) c.d.alibi_slopes = alibi = make_alibi(Hq, &r);
+        if (t_chance(&r, 0.5)) c.d.alibi_slopes = alibi = t_make_alibi(Hq, &r);
         if (t_chance(&r, 0.5)) c.d.softcap = 5.0f;
-        if (n >= 4) bias = make_bias(&c.d.bias, B, Hq, S, S, 1, &r);   /* explicit strides */
+        if (n >= 4) bias = t_make_bias(&c.d.bias, B, Hq, S, S, 1, &r, NULL);   /* explicit strides */
         s1 = sc_run(&c);
         dd = c.d;
         if (bias) dd.bias.data = bias + (ptrdiff_t)(S - m) * c.d.bias.stride_q;
@@ -937,10 +852,10 @@ static void prop_split_merge(void) {
         char tag[96];
 
         sc_init(&c, n % 2 ? ATTN_F16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hkv, D, Dv, &r);
-        if (n % 3 == 1) bias = make_bias(&c.d.bias, B, Hq, Sq, Sk, t_irange(&r, 0, 2), &r);
+        if (n % 3 == 1) bias = t_make_bias(&c.d.bias, B, Hq, Sq, Sk, t_irange(&r, 0, 2), &r, NULL);
         if (n % 5 == 2) c.d.softcap = 3.0f;
         if (n % 4 == 1) c.d.scale = 0.11f;
-        if (n % 6 == 5) c.d.seqlens_q = sql = make_seqlens(B, Sq, &r);
+        if (n % 6 == 5) c.d.seqlens_q = sql = t_make_seqlens(B, Sq, &r);
         cut[0] = 0; cut[np] = Sk;
         cut[1] = t_irange(&r, 1, Sk - 2);
         if (np == 3) { cut[2] = t_irange(&r, cut[1] + 1, Sk - 1); }
@@ -1044,7 +959,7 @@ static void prop_threads(void) {
         sc_init(&c, cfg == 4 ? ATTN_BF16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, shp[cfg][4], shp[cfg][5], Dv, &r);
         if (cfg == 1) { c.d.causal = 1; c.d.window_left = 50; }
         if (cfg == 2) { c.d.cu_seqlens_q = cuq; c.d.cu_seqlens_k = cuk; c.d.varlen_batch = 3; c.d.causal = 1; }
-        if (cfg == 3) { c.d.alibi_slopes = alibi = make_alibi(Hq, &r); c.d.sink_tokens = 4; c.d.causal = 1; }
+        if (cfg == 3) { c.d.alibi_slopes = alibi = t_make_alibi(Hq, &r); c.d.sink_tokens = 4; c.d.causal = 1; }
         if (cfg == 4) { c.d.softcap = 10.0f; }
         ctx = describe(&c.d, &c.q.t, &c.k.t, &c.v.t, &c.out.t);
         for (t = 0; t < 5; ++t) {
@@ -1152,7 +1067,7 @@ static void prop_history(void) {
                 if (dirt == 0) {            /* NaN everywhere in the inputs */
                     t_fill_nan(x.q.buf, ATTN_F32, x.q.n); t_fill_nan(x.k.buf, ATTN_F32, x.k.n); t_fill_nan(x.v.buf, ATTN_F32, x.v.n);
                 } else if (dirt == 1) {     /* every logit -inf through the bias */
-                    bias = make_bias(&x.d.bias, B, Hq, Sq, Sk, 0, &r);
+                    bias = t_make_bias(&x.d.bias, B, Hq, Sq, Sk, 0, &r, NULL);
                     for (e = 0; e < Sq * Sk; ++e) bias[e] = -INFINITY;
                     x.d.bias.batch = 1; x.d.bias.heads = 1;
                 } else {                    /* logits far beyond exp's range, huge values */
@@ -1767,8 +1682,8 @@ static void fuzz_forward(void) {
         if (cu_mode) {
             int vb = t_chance(&r, 0.92) ? t_irange(&r, 1, 3) : t_irange(&r, -1, 0), n = vb >= 1 ? vb : 0;
             int qs = q.t.seq > 0 ? q.t.seq : 0, ks = k.t.seq > 0 ? k.t.seq : 0;
-            cuq = make_cu(n, qs, t_chance(&r, 0.6), &r);
-            cuk = make_cu(n, ks, t_chance(&r, 0.6), &r);
+            cuq = t_make_cu(n, qs, t_chance(&r, 0.6), &r);
+            cuk = t_make_cu(n, ks, t_chance(&r, 0.6), &r);
             if (t_chance(&r, 0.1)) {   /* corrupt one array */
                 int *c = t_chance(&r, 0.5) ? cuq : cuk, w = t_irange(&r, 0, 2);
                 if (w == 0) c[0] = 1;
