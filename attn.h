@@ -24,7 +24,10 @@
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
              dilation), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
-        3.14 linear and kernel attention
+        3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
+             state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
+             split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
+             (attn__lbw_task, attn__linear_backward), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
@@ -126,8 +129,9 @@
                   for every thread-count check, mixed dtypes (q/out any, K and V one dtype),
                   ATTN_ERR_KIND_OP; bf16_kernels (was no_amx), attn_kv_len returns a status;
                   overlap statuses; NaN propagation; the sparse (Longformer, BigBird, LSH,
-                  Routing), linear (linear, cosFormer, RWKV), low-rank (Linformer, Nystromformer)
-                  and state-space (Mamba scan, conv1d, S4D) families; see README "API changes".
+                  Routing), linear (linear, Performer, cosFormer, RWKV; attn_backward for the
+                  first three), low-rank (Linformer, Nystromformer) and state-space (Mamba
+                  scan, conv1d, S4D) families; see README "API changes".
             0.1   first release: exact attention with every mask, merge, backward, layers,
                   generation (KV caches, decoding, RoPE, StreamingLLM, EL-attention).
 */
@@ -193,6 +197,7 @@ typedef struct attn_tensor {
     \
     /* -- linear and kernel (20-29) -- */ \
     X(ATTN_LINEAR,            20, linear,      "linear attention, phi(x) = elu(x) + 1 (Katharopoulos et al. 2020)") \
+    X(ATTN_PERFORMER,         21, performer,   "Performer FAVOR+: positive orthogonal random features for the softmax kernel (Choromanski et al. 2021)") \
     X(ATTN_COSFORMER,         22, cosformer,   "cosFormer: ReLU linear attention re-weighted by cos(pi/2 (i - j) / M) (Qin et al. 2022)") \
     \
     /* -- low-rank (30-39) -- */ \
@@ -310,7 +315,10 @@ typedef struct attn_bigbird_params {
    the chunk, a carried (S, z) state between chunks), all on GEMMs. attn_step decodes it as an
    RNN with the state (S, z) per sequence and KV head. Reads causal, seqlens_q/_k, n_threads,
    parallel, workspace and linear; the softmax-only fields must be 0 (ATTN_ERR_KIND_OPTION) and
-   lse NULL (no logsumexp). A row with no visible key or a padding row gets 0.
+   lse NULL (no logsumexp). A row with no visible key or a padding row gets 0. attn_backward
+   gives dq, dk, dv (here, for ATTN_COSFORMER and for ATTN_PERFORMER) on the same chunked GEMMs,
+   in two passes over the chunks (section 3.14); lse must be NULL and out is validated but not
+   read (the forward's quantities are recomputed).
    field   default   meaning
    eps     1e-6      added to the denominator; finite and >= 0 (0 selects the default) */
 typedef struct attn_linear_params {
@@ -333,6 +341,47 @@ typedef struct attn_cosformer_params {
     int max_len;
     float eps;
 } attn_cosformer_params;
+
+/* ATTN_PERFORMER (Performer FAVOR+, Choromanski et al. 2021, and Google's fast_attention
+   reference): softmax attention exp(q.k / sqrt(d)) approximated by positive random features, so
+   O(n m dv) on ATTN_LINEAR's chunked core. W [m][d] is the projection; x' = d^-1/4 x, u = W x',
+   h = |x|^2 / (2 sqrt d), and (the common m^-1/2 cancels in the ratio and is not applied):
+       phi(x)_l = exp(u_l - h - s) + eps,   out_i = sum_j w_ij v_j / sum_j w_ij,  w_ij = phi(q_i) . phi(k_j)
+   over the visible keys j (as ATTN_LINEAR; no eps in the denominator: every phi > 0). The
+   stabiliser s: for a query its own row max max_l u_l; for the keys, the max of u_jl over the
+   keys VISIBLE to the query row: all valid keys of the (sequence, KV head) without causal (Google
+   exactly), the keys j <= i + Lk - Lq under causal, and the keys seen so far (state included) in
+   attn_step. Because s enters through eps, the kernel keeps sum_j exp(a_jl - c) v_j and
+   sum_j exp(a_jl - c) (a = u - h, c the running max, rescaled when it grows, as online softmax)
+   apart from eps sum_j v_j and eps n, so causal parallel == chunked == attn_step == the
+   non-causal result restricted to the prefix, exactly up to rounding. Every exp argument is <= 0.
+   kernel = ATTN_PERFORMER_RELU is the generalised kernel phi(x) = relu(x W^T) + eps (no d^-1/4,
+   no h, no s; Google's generalised attention). W is the caller's (projection) or drawn from seed
+   by attn_performer_draw (orthogonal blocks, chi or sqrt(d) row norms; the same bits on every
+   platform, ISA and thread count). A forward call draws W anew (a few d^3 flops); attn_step
+   caches the drawn W in the state (redrawn when seed or fixed_norms change), so decoding does
+   not pay for it. Reads what ATTN_LINEAR reads plus performer; lse must be NULL. attn_backward:
+   gradients of q, k and v; W and the stabiliser's maxes are constants (not differentiated).
+   field           default   meaning
+   features        256       m, random features: 0..65536 (0 selects the default)
+   eps             1e-6      the features' additive epsilon; 1e-3 with the ReLU kernel; finite,
+                             >= 0 (0 selects the default)
+   kernel          0         ATTN_PERFORMER_SOFTMAX (positive exp features) or ATTN_PERFORMER_RELU
+   fixed_norms     0         0: rows scaled by chi-distributed norms; 1: by sqrt(d)
+   projection      NULL      the caller's W [features][projection_dim] fp32 row-major, finite;
+                             NULL: attn_performer_draw(&performer, q.dim, W)
+   projection_dim  0         must equal q.dim when projection is set
+   seed            0         the counter-based RNG's seed when projection is NULL */
+typedef enum attn_performer_kernel { ATTN_PERFORMER_SOFTMAX = 0, ATTN_PERFORMER_RELU = 1 } attn_performer_kernel;
+typedef struct attn_performer_params {
+    int features;
+    float eps;
+    int kernel;
+    int fixed_norms;
+    const float *projection;
+    int projection_dim;
+    unsigned long long seed;
+} attn_performer_params;
 
 /* -- low-rank parameter structs -- */
 /* Linformer (ATTN_LINFORMER; Wang et al. 2020), read from attn_desc.linformer. Keys and values are
@@ -527,6 +576,7 @@ typedef struct attn_desc {
     /* -- linear and kernel -- */
     attn_linear_params linear;   /* ATTN_LINEAR */
     attn_cosformer_params cosformer;   /* ATTN_COSFORMER */
+    attn_performer_params performer;   /* ATTN_PERFORMER */
     /* -- low-rank -- */
     attn_linformer_params linformer;  /* ATTN_LINFORMER */
     attn_nystrom_params nystrom;      /* ATTN_NYSTROM */
@@ -723,6 +773,13 @@ typedef struct attn_desc {
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
+    X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256)") \
+    X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0") \
+    X(ATTN_ERR_PERFORMER_OPTIONS,     353, ATTN_CAT_RANGE,       "attn_desc.performer.kernel must be 0 (softmax) or 1 (ReLU) and .fixed_norms 0 or 1") \
+    X(ATTN_ERR_PERFORMER_PROJECTION_DIM, 354, ATTN_CAT_SHAPE,    "attn_desc.performer.projection_dim must equal q.dim when .projection is set") \
+    X(ATTN_ERR_PERFORMER_PROJECTION,  355, ATTN_CAT_RANGE,       "attn_desc.performer.projection must hold finite values") \
+    X(ATTN_ERR_PERFORMER_DRAW_NULL,   356, ATTN_CAT_NULL,        "attn_performer_draw: params or W is NULL") \
+    X(ATTN_ERR_PERFORMER_DRAW_DIM,    357, ATTN_CAT_SHAPE,       "attn_performer_draw: dim must be >= 1") \
     /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
@@ -1195,6 +1252,30 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
    (m / |m| = 0 when m = 0); a cluster without tokens keeps its centroid. decay 0 means 0.999.
    Sums run in double in token order on the calling thread; a small scratch is allocated. */
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids);
+
+/* ---- Linear and kernel attention --------------------------------------------------------- */
+
+/* The projection ATTN_PERFORMER draws when attn_desc.performer.projection is NULL (features,
+   fixed_norms and seed from params; kernel and eps are validated, not read): W [m][dim] fp32,
+   m = features (0: 256). Call it with a new seed to redraw the features (the paper redraws them
+   during training) and pass W as attn_desc.performer.projection. The maths, all in double:
+     gauss(stream, idx): for attempt a = 0, 1, ..., 63, key = (idx * 64 + a) * 2 + stream,
+         z1 = mix(seed + 0x9E3779B97F4A7C15 * (1 + 2 key)), z2 = mix(seed + 0x9E3779B97F4A7C15 * (2 + 2 key))
+         (mod 2^64; mix as DROPOUT), v = ((z >> 12) + 0.5) 2^-51 - 1 for each, s = v1^2 + v2^2;
+         the first attempt with s < 1 gives v1 sqrt(-2 ln(s) / s) (Marsaglia's polar method;
+         64 rejections in a row, probability 1e-43, give 0)
+     block b (b = 0 .. ceil(m/dim) - 1): G[i][t] = gauss(0, (b dim + i) dim + t), i, t < dim;
+         G = Q R (QR with R's diagonal > 0, i.e. Gram-Schmidt's Q; computed by Householder);
+         rows b dim + i < m of W are Q's columns i: W[b dim + i][t] = norm[b dim + i] Q[t][i]
+     norm[r] = sqrt(sum_t gauss(1, r dim + t)^2), t < dim (chi with dim degrees of freedom), or
+         sqrt(dim) with fixed_norms = 1
+   so rows within a block are orthogonal (Gaussian orthogonal random features, the last block
+   partial). ln is the library's own (frexp and a series), so W uses no libm function but
+   sqrt and the same bits come out on every platform, ISA and thread count (the double
+   arithmetic is kept uncontracted: no FMA fusion changes a bit). Allocates 2 dim^2 + dim
+   doubles. Cost: ceil(m/dim) QRs of dim^3 flops and (m + ceil(m/dim) dim) dim Gaussians (a few
+   ms at m 256, dim 64), which a forward call with projection NULL pays each time. */
+ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int dim, float *W);
 
 /* ---- Low-rank attention ----------------------------------------------------------------- */
 
@@ -8561,6 +8642,10 @@ typedef struct attn__lin {
     double ang;                   /* ATTN_COSFORMER: (pi/2) / M */
     long long pos0;               /* 0-based position of the call's first token (attn_step: state pos) */
     float eps;
+    int perf;                     /* ATTN_PERFORMER: 1 softmax kernel (positive exp features), 2 ReLU kernel */
+    const float *W;               /* ATTN_PERFORMER: the projection [F][D] (caller's, drawn, or the state's) */
+    float pnorm, hmul;            /* ATTN_PERFORMER: d^-1/4 (1 for ReLU) and 1 / (2 sqrt d) */
+    size_t shared_floats;         /* ATTN_PERFORMER: drawn W and the draw's scratch, before the slices */
     float *state;                 /* attn_step: [B][Hkv][F*Dv + F]; NULL: per-call state */
     float *ws;                    /* n_threads slices of ws_per floats */
     size_t ws_per, gemm_floats;
@@ -8584,6 +8669,19 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
             (op == ATTN__FORWARD && d->cosformer.max_len && d->cosformer.max_len < ATTN__MAX(c->q.seq, c->k.seq)))
             return ATTN_ERR_COSFORMER_MAX_LEN;
         if (op == ATTN__STEP && d->cosformer.max_len == 0) return ATTN_ERR_COSFORMER_STEP_M;
+    } else if (d->kind == ATTN_PERFORMER) {
+        const attn_performer_params *p = &d->performer;
+        if (p->features < 0 || p->features > 65536) return ATTN_ERR_PERFORMER_FEATURES;
+        if (!isfinite(p->eps) || p->eps < 0.0f) return ATTN_ERR_PERFORMER_EPS;
+        if ((p->kernel != ATTN_PERFORMER_SOFTMAX && p->kernel != ATTN_PERFORMER_RELU) ||
+            (p->fixed_norms != 0 && p->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
+        if (p->projection) {
+            const size_t n = (size_t)(p->features ? p->features : 256) * (size_t)c->q.dim;
+            size_t i;
+            if (p->projection_dim != c->q.dim) return ATTN_ERR_PERFORMER_PROJECTION_DIM;
+            for (i = 0; i < n; ++i)
+                if (!isfinite(p->projection[i])) return ATTN_ERR_PERFORMER_PROJECTION;
+        }
     } else if (!isfinite(d->linear.eps) || d->linear.eps < 0.0f) return ATTN_ERR_LINEAR_EPS;
     if (op == ATTN__STEP) {
         if (c->k.seq != c->q.seq) return ATTN_ERR_STEP_SEQ;
@@ -8607,6 +8705,15 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         L->ang = 1.57079632679489661923 / (double)M;
         L->eps = d->cosformer.eps != 0.0f ? d->cosformer.eps : 1e-6f;
     }
+    if (d->kind == ATTN_PERFORMER) {
+        const attn_performer_params *p = &d->performer;
+        L->F = p->features ? p->features : 256;
+        L->perf = p->kernel == ATTN_PERFORMER_RELU ? 2 : 1;
+        L->eps = p->eps != 0.0f ? p->eps : (L->perf == 2 ? 1e-3f : 1e-6f);
+        L->pnorm = L->perf == 2 ? 1.0f : (float)(1.0 / sqrt(sqrt((double)L->D)));
+        L->hmul = (float)(0.5 / sqrt((double)L->D));
+        L->W = p->projection;
+    }
     L->n_tasks = c->q.batch * c->k.heads;      /* <= B * Hq * Sq, checked by attn__check_qkv */
     L->n_threads = ATTN__MIN(attn__resolve_threads(d), L->n_tasks);
     if (d->n_threads == 0) {     /* default threads: one per ~2^20 state-update flops of the call, so a
@@ -8618,12 +8725,22 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     return ATTN_OK;
 }
 
-/* Floats of state: (S [F][Dv], z [F]) per sequence and KV head. 0 on overflow. */
-static size_t attn__lin_state_floats(int F, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v) {
-    size_t per, n;
-    if (!attn__mul_size((size_t)F, (size_t)v->dim, &per) || !attn__add_size(per, (size_t)F, &per) ||
-        !attn__mul_size(per, (size_t)q->batch * (size_t)k->heads, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
+/* Floats of state: (S [F][Dv], z [F]) per sequence and KV head. 0 on overflow. ATTN_PERFORMER
+   (perf): a header (the drawn W [F][D] and its key, ATTN__PERF_HEAD more) before them, and per
+   sequence and KV head also the eps part sum_j v_j [Dv] and the reference max c. */
+#define ATTN__PERF_HEAD 4
+static size_t attn__lin_state_per(int F, int Dv, int perf) {
+    size_t per;
+    if (!attn__mul_size((size_t)F, (size_t)Dv, &per) || !attn__add_size(per, (size_t)F, &per) ||
+        (perf && !attn__add_size(per, (size_t)Dv + 1, &per))) return 0;
+    return per;
+}
+static size_t attn__lin_state_floats(int F, int perf, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v) {
+    size_t per = attn__lin_state_per(F, v->dim, perf), n, head = 0;
+    if (!per || !attn__mul_size(per, (size_t)q->batch * (size_t)k->heads, &n)) return 0;
+    if (perf && (!attn__mul_size((size_t)F, (size_t)q->dim, &head) || !attn__add_size(n, head + ATTN__PERF_HEAD, &n)))
         return 0;
+    if (n > (size_t)PTRDIFF_MAX / sizeof(float)) return 0;
     return n;
 }
 
@@ -8638,22 +8755,38 @@ static int attn__lin_plan(attn__lin *L, size_t *bytes) {
     g3 = attn__sgemm_1t_floats(gr, ATTN__LIN_ROWS, L->F);           /* A = phi(Q) phi(K)^T */
     g4 = attn__sgemm_1t_floats(gr, L->Dv, ATTN__LIN_ROWS);          /* A V */
     L->gemm_floats = ATTN__MAX(ATTN__MAX(g1, g2), ATTN__MAX(g3, g4));
-    /* S + z, K block, V block, Q rows, A, num, den, scratch row, GEMM: each rounded to 16 */
+    if (L->perf) {                                                  /* U = X W^T for keys and for query rows */
+        L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(ATTN__LIN_KEYS, L->F, L->D));
+        L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(gr, L->F, L->D));
+    }
+    /* S + z (+ the eps sums), K block, V block, Q rows, A, num, den, scratch row, GEMM, and for
+       ATTN_PERFORMER the raw rows X and per-key and per-row scalars: each rounded to 16 */
     {
-        size_t parts[9];
+        size_t parts[11];
+        const int np = L->perf ? 11 : 9;
         int i;
-        if (!attn__mul_size(D, Dv, &parts[0]) || !attn__add_size(parts[0], D + 16, &parts[0])) return 0;
+        if (!attn__mul_size(D, Dv, &parts[0]) || !attn__add_size(parts[0], D + Dv + 17, &parts[0])) return 0;
         if (!attn__mul_size(D, ATTN__LIN_KEYS, &parts[1]) || !attn__mul_size(Dv, ATTN__LIN_KEYS, &parts[2])) return 0;
         if (!attn__mul_size(R, D, &parts[3]) || !attn__mul_size(R, ATTN__LIN_ROWS, &parts[4]) ||
             !attn__mul_size(R, Dv, &parts[5])) return 0;
         parts[6] = R; parts[7] = ATTN__MAX((size_t)L->D, Dv); parts[8] = L->gemm_floats;
-        for (i = 0; i < 9; ++i) {
+        if (!attn__mul_size(ATTN__MAX(R, (size_t)ATTN__LIN_KEYS), (size_t)L->D, &parts[9])) return 0;
+        if (!attn__mul_size(R, 4, &parts[10]) || !attn__add_size(parts[10], ATTN__LIN_KEYS + 64, &parts[10])) return 0;
+        for (i = 0; i < np; ++i) {
             if (!attn__add_size(parts[i], 15, &t)) return 0;
             if (!attn__add_size(f, t & ~(size_t)15, &f)) return 0;
         }
     }
     L->ws_per = f;
-    if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), bytes) ||
+    L->shared_floats = 0;
+    if (L->perf && !L->W) {          /* the drawn W [F][D] and the draw's 2 D^2 doubles */
+        size_t w, dd;
+        if (!attn__mul_size((size_t)L->F, (size_t)L->D, &w) || !attn__mul_size((size_t)L->D, (size_t)L->D * 4 + 2, &dd) ||
+            !attn__add_size(w, dd + 32, &L->shared_floats)) return 0;
+        L->shared_floats &= ~(size_t)15;
+    }
+    if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__add_size(t, L->shared_floats, &t) ||
+        !attn__mul_size(t, sizeof(float), bytes) ||
         !attn__add_size(*bytes, 64, bytes) || *bytes > (size_t)PTRDIFF_MAX) return 0;
     return 1;
 }
@@ -8817,6 +8950,411 @@ static void attn__lin_task(void *ctx, int t, int thread) {
         for (i = Lq; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&L->out, b, i, hk * g + gi), L->out.dtype, Dv);
 }
 
+/* ---- ATTN_PERFORMER: FAVOR+ on the same chunked core -----------------------------------------
+   The projection: Gaussians from a counter-based hash (attn__mix64, the DROPOUT mix) by
+   Marsaglia's polar method with the library's own ln, orthogonal blocks by a Householder QR,
+   chi row norms; all in double, rounded once to float (formula at attn_performer_draw). The
+   double arithmetic is kept uncontracted (no FMA fusion), so the bits do not depend on the
+   compiler's -ffp-contract or the ISA. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+/* ln(x) for x in (0, 1]: x = f 2^e, f in [sqrt(1/2), sqrt(2)), ln f = 2 atanh(t), t = (f-1)/(f+1),
+   |t| <= 0.172, 13 terms of the series (error below 2^-60); only +, -, *, / and frexp. */
+static double attn__perf_ln(double x) {
+    int e, k;
+    double f = frexp(x, &e), t, t2, p, r;
+    if (f < 0.70710678118654752440) { f = f * 2.0; e = e - 1; }
+    t = (f - 1.0) / (f + 1.0);
+    t2 = t * t;
+    p = 1.0 / 25.0;
+    for (k = 11; k >= 0; --k) {
+        r = p * t2;
+        p = r + 1.0 / (double)(2 * k + 1);
+    }
+    r = 2.0 * t;
+    r = r * p;
+    p = (double)e * 0.69314718055994530942;
+    return p + r;
+}
+/* The Gaussian number (stream, idx) of seed (attn_performer_draw's formula). */
+static double attn__perf_gauss(uint64_t seed, unsigned stream, uint64_t idx) {
+    int a;
+    for (a = 0; a < 64; ++a) {
+        const uint64_t key = (idx * 64u + (uint64_t)a) * 2u + stream;
+        const uint64_t z1 = attn__mix64(seed + 0x9E3779B97F4A7C15ull * (1u + 2u * key));
+        const uint64_t z2 = attn__mix64(seed + 0x9E3779B97F4A7C15ull * (2u + 2u * key));
+        double v1 = ((double)(z1 >> 12) + 0.5) * (1.0 / 2251799813685248.0), v2, s, t;
+        v1 = v1 - 1.0;
+        v2 = ((double)(z2 >> 12) + 0.5) * (1.0 / 2251799813685248.0);
+        v2 = v2 - 1.0;
+        s = v1 * v1;
+        t = v2 * v2;
+        s = s + t;
+        if (s < 1.0) {
+            t = -2.0 * attn__perf_ln(s);
+            t = t / s;
+            return v1 * sqrt(t);
+        }
+    }
+    return 0.0;
+}
+/* A [d][d] (row-major, overwritten by R) = Q R with R's diagonal > 0: Q [d][d] out. Householder
+   reflections H_k zero column k below the diagonal (A <- H_k A, Q <- Q H_k, from Q = I), then
+   column k of Q is negated where R[k][k] < 0 (which makes Q Gram-Schmidt's, a Haar draw). */
+static void attn__perf_qr(double *A, double *Q, double *v, int d) {
+    int i, j, k;
+    for (i = 0; i < d; ++i)
+        for (j = 0; j < d; ++j) Q[(size_t)i * d + j] = i == j ? 1.0 : 0.0;
+    for (k = 0; k + 1 < d; ++k) {
+        double nrm = 0.0, vn = 0.0, w, x;
+        for (i = k; i < d; ++i) { x = A[(size_t)i * d + k] * A[(size_t)i * d + k]; nrm = nrm + x; }
+        if (nrm == 0.0) continue;
+        nrm = sqrt(nrm);
+        for (i = k; i < d; ++i) v[i] = A[(size_t)i * d + k];
+        v[k] = v[k] >= 0.0 ? v[k] + nrm : v[k] - nrm;
+        for (i = k; i < d; ++i) { x = v[i] * v[i]; vn = vn + x; }
+        vn = 2.0 / vn;
+        for (j = k; j < d; ++j) {                   /* A <- (I - vn v v^T) A */
+            w = 0.0;
+            for (i = k; i < d; ++i) { x = v[i] * A[(size_t)i * d + j]; w = w + x; }
+            w = w * vn;
+            for (i = k; i < d; ++i) { x = w * v[i]; A[(size_t)i * d + j] = A[(size_t)i * d + j] - x; }
+        }
+        for (i = 0; i < d; ++i) {                   /* Q <- Q (I - vn v v^T) */
+            double *q = Q + (size_t)i * d;
+            w = 0.0;
+            for (j = k; j < d; ++j) { x = q[j] * v[j]; w = w + x; }
+            w = w * vn;
+            for (j = k; j < d; ++j) { x = w * v[j]; q[j] = q[j] - x; }
+        }
+    }
+    for (k = 0; k < d; ++k)
+        if (A[(size_t)k * d + k] < 0.0)
+            for (i = 0; i < d; ++i) Q[(size_t)i * d + k] = -Q[(size_t)i * d + k];
+}
+/* W [m][d] from seed; scratch: 2 d^2 + d doubles (attn_performer_draw's formula). */
+static void attn__perf_draw(uint64_t seed, int m, int d, int fixed_norms, float *W, double *scratch) {
+    double *A = scratch, *Q = scratch + (size_t)d * d, *v = Q + (size_t)d * d;
+    const int nb = (m + d - 1) / d;
+    int b, i, t;
+    for (b = 0; b < nb; ++b) {
+        for (i = 0; i < d; ++i)
+            for (t = 0; t < d; ++t)
+                A[(size_t)i * d + t] = attn__perf_gauss(seed, 0, ((uint64_t)b * (uint64_t)d + (uint64_t)i) * (uint64_t)d + (uint64_t)t);
+        attn__perf_qr(A, Q, v, d);
+        for (i = 0; i < d && b * d + i < m; ++i) {
+            const int r = b * d + i;
+            double nrm = 0.0, x;
+            if (fixed_norms) {
+                nrm = sqrt((double)d);
+            } else {
+                for (t = 0; t < d; ++t) {
+                    x = attn__perf_gauss(seed, 1, (uint64_t)r * (uint64_t)d + (uint64_t)t);
+                    x = x * x;
+                    nrm = nrm + x;
+                }
+                nrm = sqrt(nrm);
+            }
+            for (t = 0; t < d; ++t) W[(size_t)r * d + t] = (float)(nrm * Q[(size_t)t * d + i]);
+        }
+    }
+}
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT DEFAULT
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int dim, float *W) {
+    size_t n;
+    void *scratch;
+    int m;
+    if (!params || !W) return ATTN_ERR_PERFORMER_DRAW_NULL;
+    if (params->features < 0 || params->features > 65536) return ATTN_ERR_PERFORMER_FEATURES;
+    if (!isfinite(params->eps) || params->eps < 0.0f) return ATTN_ERR_PERFORMER_EPS;
+    if ((params->kernel != ATTN_PERFORMER_SOFTMAX && params->kernel != ATTN_PERFORMER_RELU) ||
+        (params->fixed_norms != 0 && params->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
+    if (dim < 1) return ATTN_ERR_PERFORMER_DRAW_DIM;
+    m = params->features ? params->features : 256;
+    if (!attn__mul_size((size_t)dim, (size_t)dim * 2 + 1, &n) || !attn__mul_size(n, sizeof(double), &n) ||
+        !attn__mul_size((size_t)m, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    if (!(scratch = attn__alloc(((size_t)dim * dim * 2 + (size_t)dim) * sizeof(double)))) return ATTN_ERR_OUT_OF_MEMORY;
+    attn__perf_draw((uint64_t)params->seed, m, dim, params->fixed_norms, W, (double *)scratch);
+    attn__free(scratch);
+    return ATTN_OK;
+}
+
+/* The kernel. Per (sequence, KV head) task, as ATTN_LINEAR's, with the state split by the
+   stabiliser (softmax kernel; a_jl = u_jl - h_j, c the reference max of the absorbed keys):
+       S[l] = sum_j exp(a_jl - c) v_j,  z[l] = sum_j exp(a_jl - c),  vs = sum_j v_j,  n keys
+   so for a query row with features Q~_l = exp(u_l - h - s_q) + eps, sumQ = sum_l Q~_l, whose
+   visible keys have max s >= c:
+       num = exp(c - s) Q~ S + eps sumQ vs,   den = exp(c - s) Q~ . z + eps sumQ n
+   Inside a causal chunk key j is loaded as exp(a_jl - c_j) with c_j the running max up to j,
+   so the dense part is A_ij = exp(c_j - s_i) (Q~_i . K~_j) + eps sumQ_i for j <= p_i; absorbing
+   keys rescales S, z by exp(c - c') and row j by exp(c_j - c'). Every exp argument is <= 0:
+   no overflow, and a term underflows only where its true value is below float's range.
+   ReLU kernel: K~ = relu(u) + eps plain (no split, no rescaling). */
+typedef struct attn__perf_bufs {
+    attn__lin_bufs B;             /* S, z, K (features), V, Q (features), A, num, den, row, gemm */
+    float *vs, *c;                /* the eps part sum_j v_j [Dv], the reference max */
+    float *X;                     /* raw q or k rows [max(R, KEYS)][D] */
+    float *ck;                    /* loaded keys' running max [KEYS] */
+    float *sq, *sumq, *fac, *e;   /* per row: s, sum of features, exp(c - s); e: exp(c_j - s) [64] */
+} attn__perf_bufs;
+
+static float attn__perf_exp(const attn__isa *isa, float x) {
+    float y;
+    isa->exp_sum(&y, &x, 0.0f, 1);
+    return y;
+}
+
+/* U = pnorm X W^T for the n rows in X [n][D], into U [n][F] */
+static void attn__perf_project(const attn__lin *L, float *gemm, int n, const float *X, float *U) {
+    const int F = L->F, D = L->D;
+    if (n <= ATTN__LIN_FEW) {
+        int r, l;
+        for (r = 0; r < n; ++r)
+            for (l = 0; l < F; ++l)
+                U[(size_t)r * F + l] = L->pnorm * L->isa->dot(X + (size_t)r * D, L->W + (size_t)l * D, D);
+    } else {
+        attn__sgemm_1t(gemm, 0, 1, n, F, D, L->pnorm, X, D, L->W, D, 0.0f, U, F);
+    }
+}
+
+/* Loads keys [j0, j0 + n) of (b, hk): raw rows into X, K~ rows into B.K, V rows into B.V, running
+   maxes into ck (continuing from *c when the state holds keys: has), or, with fixed (the
+   backward's second pass), K~ = exp(a - fixed[j]). */
+static void attn__perf_load_keys(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int j0, int n, int has,
+                                 const float *fixed) {
+    const attn__isa *isa = L->isa;
+    const int D = L->D, F = L->F;
+    float run = *P->c;
+    int j, l;
+    for (j = 0; j < n; ++j) {
+        isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, P->X + (size_t)j * D, D, 1.0f);
+        isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, P->B.V + (size_t)j * L->Dv, L->Dv, 1.0f);
+    }
+    attn__perf_project(L, P->B.gemm, n, P->X, P->B.K);
+    for (j = 0; j < n; ++j) {
+        float *u = P->B.K + (size_t)j * F;
+        if (L->perf == 2) {
+            for (l = 0; l < F; ++l) u[l] = (u[l] > 0.0f ? u[l] : (u[l] <= 0.0f ? 0.0f : u[l])) + L->eps;
+        } else {
+            const float *x = P->X + (size_t)j * D, h = L->hmul * isa->dot(x, x, D);
+            if (fixed) {
+                isa->exp_sum(u, u, fixed[j] + h, F);
+                continue;
+            } else {
+                const float mx = isa->max(u, F);
+                run = has ? (mx > run ? mx : run) : mx;
+                has = 1;
+                P->ck[j] = run;
+                isa->exp_sum(u, u, run + h, F);
+            }
+        }
+    }
+}
+
+/* Absorbs the n loaded keys into the state, which held cnt keys. */
+static void attn__perf_absorb_loaded(const attn__lin *L, const attn__perf_bufs *P, int n, long long cnt) {
+    const attn__isa *isa = L->isa;
+    const int F = L->F, Dv = L->Dv;
+    int j;
+    if (L->perf == 1) {
+        const float cn = P->ck[n - 1];
+        if (cnt > 0 && *P->c != cn) {
+            const float f = attn__perf_exp(isa, *P->c - cn);
+            isa->scal(P->B.S, f, F * Dv);
+            isa->scal(P->B.z, f, F);
+        }
+        for (j = 0; j < n - 1; ++j)
+            if (P->ck[j] != cn) isa->scal(P->B.K + (size_t)j * F, attn__perf_exp(isa, P->ck[j] - cn), F);
+        *P->c = cn;
+    }
+    attn__lin_absorb_loaded(L, &P->B, n);
+    for (j = 0; j < n; ++j) isa->axpy(P->vs, 1.0f, P->B.V + (size_t)j * Dv, Dv);
+}
+
+/* Absorbs keys [j0, j1) ATTN__LIN_KEYS at a time; *cnt counts the state's keys; kc (or NULL)
+   records each key's running max at kc[j]. */
+static void attn__perf_absorb(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int j0, int j1, long long *cnt,
+                              float *kc) {
+    while (j0 < j1) {
+        const int n = ATTN__MIN(ATTN__LIN_KEYS, j1 - j0);
+        attn__perf_load_keys(L, P, b, hk, j0, n, *cnt > 0, NULL);
+        if (kc && L->perf == 1) memcpy(kc + j0, P->ck, (size_t)n * sizeof(float));
+        attn__perf_absorb_loaded(L, P, n, *cnt);
+        *cnt += n;
+        j0 += n;
+    }
+}
+
+/* The chunk's query rows q0 .. q0 + n - 1 of the g heads (row gi*n + i): raw rows into XQ,
+   features into B.Q, sumq, and (softmax kernel) each row's key max s (the running max at its
+   last visible key: ck of the chunk's loaded keys from kdone, else the state's c) and exp(c - s). */
+static void attn__perf_queries(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int q0, int n, long long pa,
+                               int kdone, int Lk, long long cnt, float *XQ) {
+    const attn__isa *isa = L->isa;
+    const int g = L->groups, F = L->F, D = L->D, m = g * n;
+    int gi, i, r, l;
+    for (gi = 0; gi < g; ++gi)
+        for (i = 0; i < n; ++i)
+            isa->load(attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, XQ + (size_t)(gi * n + i) * D, D, 1.0f);
+    attn__perf_project(L, P->B.gemm, m, XQ, P->B.Q);
+    for (r = 0; r < m; ++r) {
+        float *u = P->B.Q + (size_t)r * F;
+        const long long vis = L->causal ? ATTN__MIN(pa + r % n, (long long)Lk - 1) : (long long)Lk - 1;
+        if (L->perf == 2) {
+            for (l = 0; l < F; ++l) u[l] = (u[l] > 0.0f ? u[l] : (u[l] <= 0.0f ? 0.0f : u[l])) + L->eps;
+            P->fac[r] = 1.0f;
+            P->sumq[r] = 0.0f;
+        } else {
+            const float *x = XQ + (size_t)r * D, h = L->hmul * isa->dot(x, x, D);
+            const float sum = isa->exp_sum(u, u, isa->max(u, F) + h, F);
+            for (l = 0; l < F; ++l) u[l] += L->eps;
+            P->sumq[r] = sum + (float)F * L->eps;
+            P->sq[r] = L->causal && vis >= kdone ? P->ck[vis - kdone] : *P->c;
+            P->fac[r] = cnt == 0 ? 0.0f : (P->sq[r] == *P->c ? 1.0f : attn__perf_exp(isa, *P->c - P->sq[r]));
+        }
+    }
+}
+
+static void attn__perf_task(void *ctx, int t, int thread) {
+    const attn__lin *L = (const attn__lin *)ctx;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
+    const long long shift = (long long)Lk - Lq;
+    const size_t per = attn__lin_state_per(F, Dv, 1), R = (size_t)g * ATTN__LIN_ROWS;
+    float *w = L->ws + (size_t)thread * L->ws_per;
+    attn__perf_bufs P;
+    attn__lin_bufs *B = &P.B;
+    long long cnt = L->pos0;                           /* keys in the state */
+    int q0, gi, i, kdone = 0;
+    B->S = attn__lin_carve(&w, per + 16);
+    B->K = attn__lin_carve(&w, (size_t)F * ATTN__LIN_KEYS);
+    B->V = attn__lin_carve(&w, (size_t)Dv * ATTN__LIN_KEYS);
+    B->Q = attn__lin_carve(&w, R * F);
+    B->A = attn__lin_carve(&w, R * ATTN__LIN_ROWS);
+    B->num = attn__lin_carve(&w, R * Dv);
+    B->den = attn__lin_carve(&w, R);
+    B->row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B->gemm = attn__lin_carve(&w, L->gemm_floats);
+    P.X = attn__lin_carve(&w, ATTN__MAX(R, (size_t)ATTN__LIN_KEYS) * D);
+    P.ck = w; P.sq = P.ck + ATTN__LIN_KEYS; P.sumq = P.sq + R; P.fac = P.sumq + R; P.e = P.fac + R;
+    if (L->state) {
+        B->S = L->state + (size_t)t * per;
+    } else {
+        memset(B->S, 0, per * sizeof(float));
+    }
+    B->z = B->S + (size_t)F * Dv;
+    P.vs = B->z + F;
+    P.c = P.vs + Dv;
+    if (!L->causal) attn__perf_absorb(L, &P, b, hk, 0, Lk, &cnt, NULL);
+    for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
+        const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
+        const long long pa = q0 + shift;               /* position of the chunk's first row */
+        int r, nk = 0, j, l;
+        if (L->causal) {                               /* keys every row of the chunk sees, then its own */
+            const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
+            if (upto > kdone) { attn__perf_absorb(L, &P, b, hk, kdone, upto, &cnt, NULL); kdone = upto; }
+            nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kdone;
+            if (nk > 0) attn__perf_load_keys(L, &P, b, hk, kdone, nk, cnt > 0, NULL);
+        }
+        attn__perf_queries(L, &P, b, hk, q0, n, pa, kdone, Lk, cnt, P.X);
+        if (m <= ATTN__LIN_FEW) {                      /* num = Q~ S row by row (decoding steps) */
+            for (r = 0; r < m; ++r) {
+                float *nr = B->num + (size_t)r * Dv;
+                memset(nr, 0, (size_t)Dv * sizeof(float));
+                for (l = 0; l < F; ++l) isa->axpy(nr, B->Q[(size_t)r * F + l], B->S + (size_t)l * Dv, Dv);
+            }
+        } else {
+            attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
+        }
+        for (r = 0; r < m; ++r) {
+            float *nr = B->num + (size_t)r * Dv;
+            B->den[r] = isa->dot(B->Q + (size_t)r * F, B->z, F);
+            if (L->perf == 1) {
+                if (P.fac[r] != 1.0f) { isa->scal(nr, P.fac[r], Dv); B->den[r] *= P.fac[r]; }
+                isa->axpy(nr, L->eps * P.sumq[r], P.vs, Dv);
+                B->den[r] += L->eps * P.sumq[r] * (float)cnt;
+            }
+        }
+        if (nk > 0) {                                  /* the chunk's own keys, masked j <= p */
+            if (m <= ATTN__LIN_FEW) {
+                for (r = 0; r < m; ++r)
+                    for (j = 0; j < nk; ++j) B->A[(size_t)r * nk + j] = isa->dot(B->Q + (size_t)r * F, B->K + (size_t)j * F, F);
+            } else {
+                attn__sgemm_1t(B->gemm, 0, 1, m, nk, F, 1.0f, B->Q, F, B->K, F, 0.0f, B->A, nk);
+            }
+            for (r = 0; r < m; ++r) {
+                float *a = B->A + (size_t)r * nk, sum = 0.0f;
+                const long long last = pa + r % n - kdone;          /* last visible column */
+                if (L->perf == 1) {
+                    const float ep = L->eps * P.sumq[r];
+                    isa->exp_sum(P.e, P.ck, P.sq[r], nk);           /* exp(c_j - s) (<= 1 where visible) */
+                    for (j = 0; j < nk; ++j) {
+                        a[j] = j > last ? 0.0f : P.e[j] * a[j] + ep;
+                        sum += a[j];
+                    }
+                } else {
+                    for (j = 0; j < nk; ++j) {
+                        if (j > last) a[j] = 0.0f;
+                        sum += a[j];
+                    }
+                }
+                B->den[r] += sum;
+            }
+            if (m <= ATTN__LIN_FEW) {
+                for (r = 0; r < m; ++r)
+                    for (j = 0; j < nk; ++j)
+                        isa->axpy(B->num + (size_t)r * Dv, B->A[(size_t)r * nk + j], B->V + (size_t)j * Dv, Dv);
+            } else {
+                attn__sgemm_1t(B->gemm, 0, 0, m, Dv, nk, 1.0f, B->A, nk, B->V, Dv, 1.0f, B->num, Dv);
+            }
+            attn__perf_absorb_loaded(L, &P, nk, cnt);
+            cnt += nk;
+            kdone += nk;
+        }
+        for (gi = 0; gi < g; ++gi)
+            for (i = 0; i < n; ++i) {
+                const int r2 = gi * n + i;
+                void *o = attn__at(&L->out, b, q0 + i, hk * g + gi);
+                const long long vis = L->causal ? ATTN__MIN(q0 + i + shift, (long long)Lk - 1) : (long long)Lk - 1;
+                if (vis < 0) attn__store_zero_row(o, L->out.dtype, Dv);       /* no visible key */
+                else isa->store(o, L->out.dtype, B->num + (size_t)r2 * Dv, Dv, 1.0f / B->den[r2]);
+            }
+    }
+    for (gi = 0; gi < g; ++gi)                         /* padding rows */
+        for (i = Lq; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&L->out, b, i, hk * g + gi), L->out.dtype, Dv);
+}
+
+/* ATTN_PERFORMER's W when drawn: into the workspace (forward), or cached in the state's header
+   [W][valid, seed low, seed high, fixed_norms] (attn_step), drawn when the key differs. */
+static void attn__perf_prepare(attn__lin *L, const attn__call *c, attn__op op, float *shared) {
+    const attn_performer_params *p = &c->d->performer;
+    double *scratch = (double *)(void *)(shared + (((size_t)L->F * L->D + 15) & ~(size_t)15));
+    if (L->W) return;
+    if (op == ATTN__STEP) {
+        float *key = c->state->data + (size_t)L->F * L->D, want[ATTN__PERF_HEAD];
+        const uint32_t lo = (uint32_t)p->seed, hi = (uint32_t)(p->seed >> 32);
+        want[0] = 1.0f; memcpy(&want[1], &lo, 4); memcpy(&want[2], &hi, 4); want[3] = (float)p->fixed_norms;
+        if (memcmp(key, want, sizeof want) != 0) {
+            attn__perf_draw((uint64_t)p->seed, L->F, L->D, p->fixed_norms, c->state->data, scratch);
+            memcpy(key, want, sizeof want);
+        }
+        L->W = c->state->data;
+    } else {
+        attn__perf_draw((uint64_t)p->seed, L->F, L->D, p->fixed_norms, shared, scratch);
+        L->W = shared;
+    }
+}
+
 /* forward, step (state given) and their workspace queries */
 static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     attn__lin L;
@@ -8825,7 +9363,7 @@ static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     attn_status s;
     if ((s = attn__lin_check(c, op, &L)) != ATTN_OK) return s;
     if (op == ATTN__STEP) {
-        if (!(need = attn__lin_state_floats(L.F, &c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+        if (!(need = attn__lin_state_floats(L.F, L.perf, &c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
         if ((s = attn__check_state(c, need)) != ATTN_OK) return s;
         if (L.cos && c->state->pos > (long long)c->d->cosformer.max_len - c->k.seq) return ATTN_ERR_COSFORMER_MAX_LEN;
         L.pos0 = c->state->pos;
@@ -8833,29 +9371,495 @@ static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     if (!attn__lin_plan(&L, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    L.ws = (float *)(void *)w.base;                   /* ATTN__ALIGN (64-byte) aligned */
+    L.ws = (float *)(void *)w.base + L.shared_floats;   /* ATTN__ALIGN (64-byte) aligned */
     L.isa = attn__vec();
     if (op == ATTN__STEP) L.state = c->state->data;
-    attn__parallel_for(c->d, L.n_tasks, L.n_threads, attn__lin_task, &L);
+    if (L.perf) {
+        attn__perf_prepare(&L, c, op, (float *)(void *)w.base);
+        if (L.state) L.state += (size_t)L.F * L.D + ATTN__PERF_HEAD;
+    }
+    attn__parallel_for(c->d, L.n_tasks, L.n_threads, L.perf ? attn__perf_task : attn__lin_task, &L);
     if (op == ATTN__STEP) c->state->pos += c->q.seq;
     attn__ws_release(&w);
     return ATTN_OK;
 }
 static attn_status attn__linear_forward(const attn__call *c) { return attn__lin_run(c, ATTN__FORWARD); }
+
 static attn_status attn__linear_step(const attn__call *c) { return attn__lin_run(c, ATTN__STEP); }
 static attn_status attn__linear_state_size(const attn__call *c) {
     attn__lin L;
     attn_status s;
     if ((s = attn__lin_check(c, ATTN__STATE_SIZE, &L)) != ATTN_OK) return s;
-    if (!(*c->bytes = attn__lin_state_floats(L.F, &c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
+    if (!(*c->bytes = attn__lin_state_floats(L.F, L.perf, &c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
     return ATTN_OK;
 }
+/* ---- backward of ATTN_LINEAR, ATTN_COSFORMER and ATTN_PERFORMER ------------------------------
+   With A_ij the (masked) weights of the forward, num_i = sum_j A_ij v_j, den_i its normaliser
+   (den + eps for ATTN_LINEAR, max(den, eps) for ATTN_COSFORMER, den for ATTN_PERFORMER) and
+   dO_i the output's gradient: g_i = dO_i / den_i, c_i = -(dO_i . out_i) / den_i (0 where the
+   cosFormer clamp is active), dA_ij = g_i . v_j + c_i, and
+       dphi(q_i) = sum_j dA_ij phi(k_j),  dphi(k_j) = sum_i dA_ij phi(q_i),  dv_j = sum_i A_ij g_i
+   then dq, dk through the features. Per (sequence, KV head) task, two passes over the 64-row
+   chunks, every product a GEMM:
+     pass 1 (forward order): the forward's state (S, z) gives den_i, out_i, hence g_i, c_i (den_i
+       and c_i kept per row); dphi(Q) = g S^T + c z^T + (the chunk's masked dA) phi(K).
+     pass 2 (reverse order): a suffix state G = sum_i phi(q_i) g_i^T, h = sum_i c_i phi(q_i) over
+       the later chunks' rows (which see every key of this chunk) gives dphi(K) = V G^T + h and
+       dV = phi(K) G, plus the chunk's own masked dA^T phi(Q) and A^T g; then the chunk's rows
+       join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
+   ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
+   stabiliser (the query's own row max and the visible keys' max s_i, as lucidrains' detach():
+   exactly the gradient of phi with s held fixed; with eps > 0 the stabiliser's own subgradient
+   would add eps-sized terms, which are left out by definition). With the split of the forward,
+   phi_{s_i}(k_j) = exp(c_j - s_i) K~_j + eps (K~_j = exp(a_j - c_j), c_j the running max at j):
+       dQ~_i = sum_j dA_ij (exp(c_j - s_i) K~_j + eps),  dK~_j = sum_i dA_ij exp(c_j - s_i) Q~_i,
+       dv_j = sum_i A_ij g_i
+   the suffix state keeps exp(R - s_i) Q~_i g_i^T and exp(R - s_i) c_i Q~_i against R, the
+   smallest s of its rows (rescaled when earlier rows lower it), and sum_i sumQ_i g_i for the eps
+   part of dv; every exp argument is again <= 0. Then through the features:
+       dx = d^-1/4 W^T (dphi . e) - (dphi . e) x / sqrt(d)  summed,  e = exp(u - h - s)
+   (ReLU kernel: dx = W^T (dphi . [u > 0]), with u > 0 read as phi > eps). */
+typedef struct attn__lbw {
+    attn__lin L;
+    attn__view dout, dq, dk, dv;
+    size_t rows_per;              /* floats of per-task row and key arrays in each slice */
+} attn__lbw;
+
+typedef struct attn__lbw_bufs {
+    attn__perf_bufs P;
+    float *G, *h, *gs;            /* the suffix state (G [F][Dv], h [F], gs [Dv]) */
+    float *XQ, *Gm, *Bm, *BE, *dQ, *dK, *dV, *dX, *Qw;
+    float *rden, *rc, *rs, *kc;   /* per task: rows' normaliser, c and s [g][Sq]; keys' max [Sk] */
+} attn__lbw_bufs;
+
+/* dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] whose features are Fe [n][F]; row r at
+   position p0 + r % period (ATTN_COSFORMER); query: Fe includes the Performer eps. */
+static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX,
+                            long long p0, int period, int query) {
+    const attn__isa *isa = L->isa;
+    const int F = L->F, D = L->D;
+    int r, d;
+    if (L->perf) {
+        for (r = 0; r < n; ++r) {
+            float *t = dF + (size_t)r * F;
+            const float *f = Fe + (size_t)r * F;
+            int l;
+            if (L->perf == 2) {
+                for (l = 0; l < F; ++l) t[l] = f[l] > L->eps ? t[l] : 0.0f;
+            } else {
+                const float e0 = query ? L->eps : 0.0f;
+                for (l = 0; l < F; ++l) t[l] *= f[l] - e0;
+            }
+        }
+        if (n <= ATTN__LIN_FEW) {
+            int l;
+            for (r = 0; r < n; ++r) {
+                memset(dX + (size_t)r * D, 0, (size_t)D * sizeof(float));
+                for (l = 0; l < F; ++l) isa->axpy(dX + (size_t)r * D, L->pnorm * dF[(size_t)r * F + l], L->W + (size_t)l * D, D);
+            }
+        } else {
+            attn__sgemm_1t(gemm, 0, 0, n, D, F, L->pnorm, dF, F, L->W, D, 0.0f, dX, D);
+        }
+        if (L->perf == 1)
+            for (r = 0; r < n; ++r) {
+                float s = 0.0f;
+                int l;
+                for (l = 0; l < F; ++l) s += dF[(size_t)r * F + l];
+                isa->axpy(dX + (size_t)r * D, -2.0f * L->hmul * s, X + (size_t)r * D, D);
+            }
+    } else if (L->cos) {
+        for (r = 0; r < n; ++r) {
+            const double a = L->ang * (double)(p0 + r % period + 1);
+            const float sa = (float)sin(a), ca = (float)cos(a);
+            const float *x = X + (size_t)r * D, *t = dF + (size_t)r * F;
+            for (d = 0; d < D; ++d) dX[(size_t)r * D + d] = x[d] > 0.0f ? t[d] * sa + t[D + d] * ca : (x[d] <= 0.0f ? 0.0f : x[d]);
+        }
+    } else {
+        for (r = 0; r < n; ++r) {
+            const float *x = X + (size_t)r * D, *t = dF + (size_t)r * F, *f = Fe + (size_t)r * F;
+            for (d = 0; d < D; ++d) dX[(size_t)r * D + d] = x[d] > 0.0f ? t[d] : t[d] * f[d];
+        }
+    }
+}
+
+/* Keys [j0, j0 + n) of (b, hk): raw rows into X, features into B.K, V into B.V; Performer: K~
+   with running maxes recorded into kc (fixed: kc given, the second pass). */
+static void attn__lbw_keys(const attn__lin *L, attn__lbw_bufs *W, int b, int hk, int j0, int n, long long cnt, int fixed) {
+    int j;
+    if (L->perf) {
+        attn__perf_load_keys(L, &W->P, b, hk, j0, n, cnt > 0, fixed && L->perf == 1 ? W->kc + j0 : NULL);
+        if (!fixed && L->perf == 1) memcpy(W->kc + j0, W->P.ck, (size_t)n * sizeof(float));
+        return;
+    }
+    attn__lin_load_keys(L, &W->P.B, b, hk, j0, n);
+    for (j = 0; j < n; ++j) L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, W->P.X + (size_t)j * L->D, L->D, 1.0f);
+}
+
+/* Query rows of the chunk: raw into XQ, features into B.Q (Performer: sumq, s, fac too). */
+static void attn__lbw_queries(const attn__lin *L, attn__lbw_bufs *W, int b, int hk, int q0, int n, long long pa, int kdone,
+                              int Lk, long long cnt) {
+    const int g = L->groups, D = L->D;
+    int gi, i;
+    if (L->perf) { attn__perf_queries(L, &W->P, b, hk, q0, n, pa, kdone, Lk, cnt, W->XQ); return; }
+    for (gi = 0; gi < g; ++gi)
+        for (i = 0; i < n; ++i) {
+            const int r = gi * n + i;
+            const void *src = attn__at(&L->q, b, q0 + i, hk * g + gi);
+            attn__lin_feat(L, src, L->q.dtype, W->P.B.Q + (size_t)r * L->F, W->P.B.row, L->pos0 + q0 + i + (L->causal ? pa - q0 : 0));
+            L->isa->load(src, L->q.dtype, W->XQ + (size_t)r * D, D, 1.0f);
+            W->P.fac[r] = 1.0f;
+            W->P.sumq[r] = 0.0f;
+        }
+}
+
+/* dK, dV of n loaded keys from the suffix state: dK = V G^T + h, dV = K G (Performer: times
+   exp(c_j - R), plus eps gs); then the intra-chunk terms are added by the caller. */
+static void attn__lbw_keys_from_state(const attn__lin *L, attn__lbw_bufs *W, int n, const float *kc, float R, int rhas) {
+    const attn__isa *isa = L->isa;
+    const int F = L->F, Dv = L->Dv;
+    int j;
+    attn__sgemm_1t(W->P.B.gemm, 0, 1, n, F, Dv, 1.0f, W->P.B.V, Dv, W->G, Dv, 0.0f, W->dK, F);
+    attn__sgemm_1t(W->P.B.gemm, 0, 0, n, Dv, F, 1.0f, W->P.B.K, F, W->G, Dv, 0.0f, W->dV, Dv);
+    for (j = 0; j < n; ++j) {
+        float *dk = W->dK + (size_t)j * F, *dv = W->dV + (size_t)j * Dv;
+        isa->axpy(dk, 1.0f, W->h, F);
+        if (L->perf == 1) {
+            const float f = rhas ? (kc[j] == R ? 1.0f : attn__perf_exp(isa, kc[j] - R)) : 0.0f;
+            isa->scal(dk, f, F);
+            isa->scal(dv, f, Dv);
+            isa->axpy(dv, L->eps, W->gs, Dv);
+        }
+    }
+}
+
+/* Writes the n keys' dk (through the features) and dv rows from j0. */
+static void attn__lbw_store_keys(const attn__lin *L, const attn__lbw *C, attn__lbw_bufs *W, int b, int hk, int j0, int n) {
+    int j;
+    attn__lbw_chain(L, W->P.B.gemm, n, W->P.X, W->P.B.K, W->dK, W->dX, j0, INT_MAX, 0);
+    for (j = 0; j < n; ++j) {
+        L->isa->store(attn__at(&C->dk, b, j0 + j, hk), C->dk.dtype, W->dX + (size_t)j * L->D, L->D, 1.0f);
+        L->isa->store(attn__at(&C->dv, b, j0 + j, hk), C->dv.dtype, W->dV + (size_t)j * L->Dv, L->Dv, 1.0f);
+    }
+}
+
+static void attn__lbw_task(void *ctx, int t, int thread) {
+    const attn__lbw *C = (const attn__lbw *)ctx;
+    const attn__lin *L = &C->L;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
+    const int Sq = L->q.seq, KB = ATTN__LIN_KEYS, split = L->perf == 1;
+    const long long shift = (long long)Lk - Lq;
+    const size_t per = attn__lin_state_per(F, Dv, 1), R = (size_t)g * ATTN__LIN_ROWS;
+    float *w = L->ws + (size_t)thread * L->ws_per, Rref = 0.0f;
+    attn__lbw_bufs Wb, *W = &Wb;
+    attn__perf_bufs *P = &W->P;
+    attn__lin_bufs *B = &P->B;
+    long long cnt = 0;
+    int q0, gi, i, r, j, kdone = 0, rhas = 0, nchunks, ci, kd0;
+    B->S = attn__lin_carve(&w, per + 16);
+    B->K = attn__lin_carve(&w, (size_t)F * KB);
+    B->V = attn__lin_carve(&w, (size_t)Dv * KB);
+    B->Q = attn__lin_carve(&w, R * F);
+    B->A = attn__lin_carve(&w, R * ATTN__LIN_ROWS);
+    B->num = attn__lin_carve(&w, R * Dv);
+    B->den = attn__lin_carve(&w, R);
+    B->row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B->gemm = attn__lin_carve(&w, L->gemm_floats);
+    P->X = attn__lin_carve(&w, (size_t)KB * D);
+    P->ck = attn__lin_carve(&w, (size_t)KB);
+    P->sq = attn__lin_carve(&w, R); P->sumq = attn__lin_carve(&w, R); P->fac = attn__lin_carve(&w, R);
+    P->e = attn__lin_carve(&w, ATTN__LIN_ROWS);
+    W->G = attn__lin_carve(&w, per + 16);
+    W->XQ = attn__lin_carve(&w, R * D);
+    W->Gm = attn__lin_carve(&w, R * Dv);
+    W->Bm = attn__lin_carve(&w, R * ATTN__LIN_ROWS);
+    W->BE = attn__lin_carve(&w, R * ATTN__LIN_ROWS);
+    W->dQ = attn__lin_carve(&w, R * F);
+    W->dK = attn__lin_carve(&w, (size_t)KB * F);
+    W->dV = attn__lin_carve(&w, (size_t)KB * Dv);
+    W->dX = attn__lin_carve(&w, ATTN__MAX(R, (size_t)KB) * D);
+    W->Qw = attn__lin_carve(&w, R * F);
+    W->rden = w; W->rc = W->rden + (size_t)g * Sq; W->rs = W->rc + (size_t)g * Sq; W->kc = W->rs + (size_t)g * Sq;
+    memset(B->S, 0, per * sizeof(float));
+    B->z = B->S + (size_t)F * Dv; P->vs = B->z + F; P->c = P->vs + Dv;
+    memset(W->G, 0, per * sizeof(float));
+    W->h = W->G + (size_t)F * Dv; W->gs = W->h + F;
+
+    /* pass 1: den, g, c per row; dq */
+    if (!L->causal)
+        while (kdone < Lk) {
+            const int n = ATTN__MIN(KB, Lk - kdone);
+            attn__lbw_keys(L, W, b, hk, kdone, n, cnt, 0);
+            if (L->perf) attn__perf_absorb_loaded(L, P, n, cnt); else attn__lin_absorb_loaded(L, B, n);
+            cnt += n; kdone += n;
+        }
+    for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
+        const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
+        const long long pa = q0 + shift;
+        int nk = 0;
+        if (L->causal) {
+            const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
+            while (kdone < upto) {
+                const int nb = ATTN__MIN(KB, upto - kdone);
+                attn__lbw_keys(L, W, b, hk, kdone, nb, cnt, 0);
+                if (L->perf) attn__perf_absorb_loaded(L, P, nb, cnt); else attn__lin_absorb_loaded(L, B, nb);
+                cnt += nb; kdone += nb;
+            }
+            nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kdone;
+            if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
+        }
+        attn__lbw_queries(L, W, b, hk, q0, n, pa, kdone, Lk, cnt);
+        attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
+        for (r = 0; r < m; ++r) {
+            float *nr = B->num + (size_t)r * Dv;
+            B->den[r] = isa->dot(B->Q + (size_t)r * F, B->z, F);
+            if (split) {
+                if (P->fac[r] != 1.0f) { isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
+                isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
+                B->den[r] += L->eps * P->sumq[r] * (float)cnt;
+            }
+        }
+        if (nk > 0) {
+            attn__sgemm_1t(B->gemm, 0, 1, m, nk, F, 1.0f, B->Q, F, B->K, F, 0.0f, B->A, nk);
+            for (r = 0; r < m; ++r) {
+                float *a = B->A + (size_t)r * nk, sum = 0.0f;
+                const long long last = pa + r % n - kdone;
+                if (split) isa->exp_sum(P->e, P->ck, P->sq[r], nk);
+                for (j = 0; j < nk; ++j) {
+                    a[j] = j > last ? 0.0f : (split ? P->e[j] * a[j] + L->eps * P->sumq[r] : a[j]);
+                    sum += a[j];
+                }
+                B->den[r] += sum;
+            }
+            attn__sgemm_1t(B->gemm, 0, 0, m, Dv, nk, 1.0f, B->A, nk, B->V, Dv, 1.0f, B->num, Dv);
+        }
+        for (gi = 0; gi < g; ++gi)                      /* g = dO / den, c = -(dO . out) / den */
+            for (i = 0; i < n; ++i) {
+                const int r2 = gi * n + i;
+                const size_t at = (size_t)gi * Sq + q0 + i;
+                float *gr = W->Gm + (size_t)r2 * Dv, *nr = B->num + (size_t)r2 * Dv, den = B->den[r2], cc;
+                const long long vis = L->causal ? ATTN__MIN(pa + i, (long long)Lk - 1) : (long long)Lk - 1;
+                int clamped = 0;
+                isa->load(attn__at(&C->dout, b, q0 + i, hk * g + gi), C->dout.dtype, gr, Dv, 1.0f);
+                if (vis < 0) {
+                    memset(gr, 0, (size_t)Dv * sizeof(float));
+                    W->rden[at] = 0.0f; W->rc[at] = 0.0f; W->rs[at] = 0.0f;
+                    continue;
+                }
+                if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
+                else if (!L->perf) den += L->eps;
+                isa->scal(nr, 1.0f / den, Dv);          /* out */
+                cc = clamped ? 0.0f : -isa->dot(gr, nr, Dv) / den;
+                isa->scal(gr, 1.0f / den, Dv);
+                W->rden[at] = den; W->rc[at] = cc; W->rs[at] = split ? P->sq[r2] : 0.0f;
+            }
+        /* dphi(Q) = fac (g S^T + c z) [+ eps ((g . vs) + c n)] + (dA . E) phi(K) [+ eps rowsum dA] */
+        attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, W->dQ, F);
+        for (r = 0; r < m; ++r) {
+            const float cc = W->rc[(size_t)(r / n) * Sq + q0 + r % n];
+            float *dq = W->dQ + (size_t)r * F;
+            isa->axpy(dq, cc, B->z, F);
+            if (split) {
+                const float add = L->eps * (isa->dot(W->Gm + (size_t)r * Dv, P->vs, Dv) + cc * (float)cnt);
+                int l;
+                if (P->fac[r] != 1.0f) isa->scal(dq, P->fac[r], F);
+                for (l = 0; l < F; ++l) dq[l] += add;
+            }
+        }
+        if (nk > 0) {
+            attn__sgemm_1t(B->gemm, 0, 1, m, nk, Dv, 1.0f, W->Gm, Dv, B->V, Dv, 0.0f, W->Bm, nk);
+            for (r = 0; r < m; ++r) {
+                const float cc = W->rc[(size_t)(r / n) * Sq + q0 + r % n];
+                const long long last = pa + r % n - kdone;
+                float *bm = W->Bm + (size_t)r * nk, *be = W->BE + (size_t)r * nk, rs = 0.0f;
+                if (split) isa->exp_sum(P->e, P->ck, P->sq[r], nk);
+                for (j = 0; j < nk; ++j) {
+                    bm[j] = j > last ? 0.0f : bm[j] + cc;
+                    rs += bm[j];
+                    be[j] = split ? (j > last ? 0.0f : bm[j] * P->e[j]) : bm[j];
+                }
+                if (split) {
+                    float *dq = W->dQ + (size_t)r * F;
+                    int l;
+                    for (l = 0; l < F; ++l) dq[l] += L->eps * rs;
+                }
+            }
+            attn__sgemm_1t(B->gemm, 0, 0, m, F, nk, 1.0f, W->BE, nk, B->K, F, 1.0f, W->dQ, F);
+        }
+        attn__lbw_chain(L, B->gemm, m, W->XQ, B->Q, W->dQ, W->dX, L->causal ? pa : q0, n, 1);
+        for (gi = 0; gi < g; ++gi)
+            for (i = 0; i < n; ++i)
+                isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
+        if (nk > 0) {
+            if (L->perf) attn__perf_absorb_loaded(L, P, nk, cnt); else attn__lin_absorb_loaded(L, B, nk);
+            cnt += nk; kdone += nk;
+        }
+    }
+    for (gi = 0; gi < g; ++gi)
+        for (i = Lq; i < Sq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
+
+    /* pass 2, last chunk first: dk, dv */
+    nchunks = (Lq + ATTN__LIN_ROWS - 1) / ATTN__LIN_ROWS;
+    for (ci = nchunks - 1; ci >= 0; --ci) {
+        const int qc = ci * ATTN__LIN_ROWS, n = ATTN__MIN(ATTN__LIN_ROWS, Lq - qc), m = g * n;
+        const long long pa = qc + shift;
+        const int kd = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)) : Lk;
+        const int nk = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd : 0;
+        int first = -1;
+        attn__lbw_queries(L, W, b, hk, qc, n, pa, kd, Lk, 1);
+        for (r = 0; r < m; ++r) {
+            const size_t at = (size_t)(r / n) * Sq + qc + r % n;
+            float *gr = W->Gm + (size_t)r * Dv;
+            if (W->rden[at] == 0.0f) { memset(gr, 0, (size_t)Dv * sizeof(float)); P->sq[r] = 0.0f; continue; }
+            isa->load(attn__at(&C->dout, b, qc + r % n, hk * g + r / n), C->dout.dtype, gr, Dv, 1.0f);
+            isa->scal(gr, 1.0f / W->rden[at], Dv);
+            P->sq[r] = W->rs[at];
+            if (first < 0 || r % n < first % n) first = r;
+        }
+        if (nk > 0) {
+            attn__lbw_keys(L, W, b, hk, kd, nk, 1, 1);
+            attn__lbw_keys_from_state(L, W, nk, W->kc + kd, Rref, rhas);
+            attn__sgemm_1t(B->gemm, 0, 1, m, nk, F, 1.0f, B->Q, F, B->K, F, 0.0f, B->A, nk);
+            attn__sgemm_1t(B->gemm, 0, 1, m, nk, Dv, 1.0f, W->Gm, Dv, B->V, Dv, 0.0f, W->Bm, nk);
+            for (r = 0; r < m; ++r) {
+                const size_t at = (size_t)(r / n) * Sq + qc + r % n;
+                const float cc = W->rc[at];
+                const long long last = W->rden[at] == 0.0f ? -1 : pa + r % n - kd;
+                float *a = B->A + (size_t)r * nk, *bm = W->Bm + (size_t)r * nk;
+                if (split) isa->exp_sum(P->e, W->kc + kd, P->sq[r], nk);
+                for (j = 0; j < nk; ++j) {
+                    if (j > last) { a[j] = 0.0f; bm[j] = 0.0f; continue; }
+                    a[j] = split ? P->e[j] * a[j] + L->eps * P->sumq[r] : a[j];
+                    bm[j] = split ? (bm[j] + cc) * P->e[j] : bm[j] + cc;
+                }
+            }
+            attn__sgemm_1t(B->gemm, 1, 0, nk, F, m, 1.0f, W->Bm, nk, B->Q, F, 1.0f, W->dK, F);
+            attn__sgemm_1t(B->gemm, 1, 0, nk, Dv, m, 1.0f, B->A, nk, W->Gm, Dv, 1.0f, W->dV, Dv);
+            attn__lbw_store_keys(L, C, W, b, hk, kd, nk);
+        }
+        if (first >= 0) {                               /* the chunk's rows join the suffix state */
+            const float Rn = split ? P->sq[first] : 0.0f;
+            if (split) {
+                if (rhas && Rn < Rref) {
+                    const float f = attn__perf_exp(isa, Rn - Rref);
+                    isa->scal(W->G, f, F * Dv);
+                    isa->scal(W->h, f, F);
+                }
+                if (!rhas || Rn < Rref) Rref = Rn;
+                rhas = 1;
+            }
+            for (r = 0; r < m; ++r) {
+                const size_t at = (size_t)(r / n) * Sq + qc + r % n;
+                const float wr = W->rden[at] == 0.0f ? 0.0f :
+                                 (split && P->sq[r] != Rref ? attn__perf_exp(isa, Rref - P->sq[r]) : 1.0f);
+                float *qw = W->Qw + (size_t)r * F;
+                memcpy(qw, B->Q + (size_t)r * F, (size_t)F * sizeof(float));
+                isa->scal(qw, wr, F);
+                isa->axpy(W->h, W->rc[at], qw, F);
+                if (split && wr != 0.0f) isa->axpy(W->gs, P->sumq[r], W->Gm + (size_t)r * Dv, Dv);
+            }
+            attn__sgemm_1t(B->gemm, 1, 0, F, Dv, m, 1.0f, W->Qw, F, W->Gm, Dv, 1.0f, W->G, Dv);
+        }
+    }
+    kd0 = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk)) : Lk;   /* keys every row sees */
+    if (Lq == 0) kd0 = Lk;
+    for (j = 0; j < kd0; j += KB) {
+        const int n = ATTN__MIN(KB, kd0 - j);
+        attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
+        attn__lbw_keys_from_state(L, W, n, W->kc + j, Rref, rhas);
+        attn__lbw_store_keys(L, C, W, b, hk, j, n);
+    }
+    for (j = Lk; j < L->k.seq; ++j) {
+        attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
+        attn__store_zero_row(attn__at(&C->dv, b, j, hk), C->dv.dtype, Dv);
+    }
+}
+
+static int attn__lbw_add(size_t *f, size_t a, size_t b) {    /* *f += roundup16(a * b) */
+    size_t t;
+    if (!attn__mul_size(a, b, &t) || !attn__add_size(t, 15, &t)) return 0;
+    return attn__add_size(*f, t & ~(size_t)15, f);
+}
+
+/* attn_backward (and its workspace query) for the three kinds of the ATTN_LINEAR core */
+static attn_status attn__linear_backward(const attn__call *c) {
+    attn__lbw C;
+    attn__lin *L = &C.L;
+    attn__ws w;
+    size_t bytes, f = 0, t;
+    attn_status s;
+    memset(&C, 0, sizeof C);
+    if ((s = attn__lin_check(c, ATTN__BACKWARD, L)) != ATTN_OK) return s;
+    if (c->lse_in) return ATTN_ERR_KIND_LSE;
+    if (!c->bytes) {
+        attn__view qv, kv, vv, ov;
+        const attn_tensor *dq = &c->dq, *dk = &c->dk, *dv = &c->dv, *dout = &c->dout;
+        if ((s = attn__check_qkv(&c->q, &c->k, &c->v, &c->out, &qv, &kv, &vv, &ov)) != ATTN_OK) return s;
+        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
+        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
+        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
+            return ATTN_ERR_DTYPE;
+        if (dout->batch != c->q.batch || dout->seq != c->q.seq || dout->heads != c->q.heads || dout->dim != c->v.dim)
+            return ATTN_ERR_BWD_DOUT_SHAPE;
+        if (dq->batch != c->q.batch || dq->seq != c->q.seq || dq->heads != c->q.heads || dq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
+        if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
+        if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
+        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+        if ((s = attn__make_view(dout, &C.dout)) != ATTN_OK || (s = attn__make_view(dq, &C.dq)) != ATTN_OK ||
+            (s = attn__make_view(dk, &C.dk)) != ATTN_OK || (s = attn__make_view(dv, &C.dv)) != ATTN_OK) return s;
+    }
+    if (!attn__lin_plan(L, &bytes)) return ATTN_ERR_OVERFLOW;    /* forward GEMM shapes, W's shared floats */
+    {
+        const int F = L->F, Dv = L->Dv, D = L->D, gr = (int)ATTN__MIN((size_t)L->groups * ATTN__LIN_ROWS, (size_t)INT_MAX);
+        const int KB = ATTN__LIN_KEYS, CH = ATTN__LIN_ROWS;
+        const size_t R = (size_t)gr, per = attn__lin_state_per(F, Dv, 1);
+        const int shapes[][3] = { { gr, F, Dv }, { gr, CH, Dv }, { gr, F, CH }, { KB, F, Dv }, { KB, Dv, F }, { CH, F, gr },
+                                  { CH, Dv, gr }, { F, Dv, gr }, { gr, D, F }, { KB, D, F }, { gr, Dv, F }, { gr, CH, F },
+                                  { gr, Dv, CH }, { F, Dv, KB }, { KB, F, D }, { gr, F, D } };
+        size_t i, rows;
+        if (!per) return ATTN_ERR_OVERFLOW;
+        for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+            L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
+        if (!attn__lbw_add(&f, per + 16, 2) || !attn__lbw_add(&f, F, KB) || !attn__lbw_add(&f, Dv, KB) ||
+            !attn__lbw_add(&f, R, F) || !attn__lbw_add(&f, R, CH) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, 1) ||
+            !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) || !attn__lbw_add(&f, KB, D) ||
+            !attn__lbw_add(&f, KB, 1) || !attn__lbw_add(&f, R, 3) || !attn__lbw_add(&f, CH, 1) ||
+            !attn__lbw_add(&f, R, D) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, 2 * CH) || !attn__lbw_add(&f, R, 2 * (size_t)F) ||
+            !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, ATTN__MAX(R, (size_t)KB), D) ||
+            !attn__mul_size((size_t)L->groups * 3, (size_t)c->q.seq, &rows) || !attn__add_size(rows, (size_t)c->k.seq, &rows) ||
+            !attn__lbw_add(&f, rows, 1) || !attn__add_size(f, 64, &f))   /* + the carves' rounding */
+            return ATTN_ERR_OVERFLOW;
+        L->ws_per = f;
+        if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__add_size(t, L->shared_floats, &t) ||
+            !attn__mul_size(t, sizeof(float), &bytes) || !attn__add_size(bytes, 64, &bytes) || bytes > (size_t)PTRDIFF_MAX)
+            return ATTN_ERR_OVERFLOW;
+    }
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    L->ws = (float *)(void *)w.base + L->shared_floats;
+    L->isa = attn__vec();
+    if (L->perf) attn__perf_prepare(L, c, ATTN__BACKWARD, (float *)(void *)w.base);
+    attn__parallel_for(c->d, L->n_tasks, L->n_threads, attn__lbw_task, &C);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 static const attn__mech attn__mech_linear = {
-    attn__linear_forward, NULL, NULL, attn__linear_step, attn__linear_state_size
+    attn__linear_forward, attn__linear_backward, NULL, attn__linear_step, attn__linear_state_size
 };
 /* ATTN_COSFORMER: the same core with its features (attn__lin_feat) and clamped denominator */
 static const attn__mech attn__mech_cosformer = {
-    attn__linear_forward, NULL, NULL, attn__linear_step, attn__linear_state_size
+    attn__linear_forward, attn__linear_backward, NULL, attn__linear_step, attn__linear_state_size
+};
+
+/* ATTN_PERFORMER: the same core with random features and the split, stabilised state */
+static const attn__mech attn__mech_performer = {
+    attn__linear_forward, attn__linear_backward, NULL, attn__linear_step, attn__linear_state_size
 };
 
 /* ---- RWKV -----------------------------------------------------------------------------------

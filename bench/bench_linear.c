@@ -1,16 +1,21 @@
 /* bench/bench_linear.c - the linear family's attn_kinds against exact attention:
-   ATTN_LINEAR (elu+1 features, D = Dv = 128) and ATTN_COSFORMER (ReLU features re-weighted by
-   cos(pi/2 (i - j)/M): 2 D features, D = Dv = 64), both on the chunked ATTN_LINEAR core.
+   ATTN_LINEAR (elu+1 features, D = Dv = 128), ATTN_COSFORMER (ReLU features re-weighted by
+   cos(pi/2 (i - j)/M): 2 D features, D = Dv = 64) and ATTN_PERFORMER (FAVOR+, m = 256 positive
+   random features, D = Dv = 64), all on the chunked ATTN_LINEAR core.
    For each:
    1. Time vs sequence length (B 1, H 8, fp32, all threads on an attn_pool), causal and not,
       from 1k tokens up, beside exact attention (ATTN_SOFTMAX, the same q/k/v) up to 16k; the
       fitted scaling exponents (log-log least squares), the crossover length, GFLOP/s and % of
       the measured FMA peak of the chunked kernel, and the max-norm difference between the two
-      outputs (these are other mechanisms, not approximations: it says how far apart they are).
+      outputs (linear and cosFormer are other mechanisms, not approximations: it says how far
+      apart they are; Performer approximates exact softmax attention: it is its error).
    2. The naive path: the token-by-token recurrence in plain C (1 thread), checked against the
       library's output, and the library's speed-up over it.
    3. Decoding: attn_step with one token per call: microseconds per token.
-   Env: BENCH_QUICK=1 (shorter lengths, fewer reps), BENCH_OUTDIR (default bench).
+   4. attn_backward (dq, dk, dv; two chunked passes) at 4k and 16k tokens: time, its ratio to the
+      forward and GFLOP/s of the GEMM work it executes.
+   Env: BENCH_QUICK=1 (shorter lengths, fewer reps), BENCH_OUTDIR (default bench), BENCH_ONLY=name
+   (one of linear, cosformer, performer).
    Writes BENCH_OUTDIR/results_<name>.csv and BENCH_OUTDIR/chart_<name>.svg for each. */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
@@ -19,21 +24,26 @@
 #define H 8
 #define CHUNK 64                 /* ATTN__LIN_ROWS: the intra-chunk product is counted whole */
 #define MAX_F 256
+#define N_CFG 3
 
 typedef struct {
     const char *name, *title;
     attn_kind kind;
     int D, F;                    /* head dim (= Dv), features per row */
     int cos;                     /* cosFormer features and denominator clamp */
+    int perf;                    /* Performer: F = m random features of a d-dim projection */
     int lmax, lmax_quick;
 } lin_cfg;
 
-static const lin_cfg g_cfgs[2] = {
+static const lin_cfg g_cfgs[N_CFG] = {
     { "linear", "Linear attention (elu+1) vs exact attention: time per call, B 1, H 8, D 128, fp32", ATTN_LINEAR,
-      128, 128, 0, 262144, 32768 },
-    { "cosformer", "cosFormer vs exact attention: time per call, B 1, H 8, D 64, fp32", ATTN_COSFORMER, 64, 128, 1,
+      128, 128, 0, 0, 262144, 32768 },
+    { "cosformer", "cosFormer vs exact attention: time per call, B 1, H 8, D 64, fp32", ATTN_COSFORMER, 64, 128, 1, 0,
       131072, 16384 },
+    { "performer", "Performer FAVOR+ (m 256) vs exact attention: time per call, B 1, H 8, D 64, fp32", ATTN_PERFORMER,
+      64, 256, 0, 1, 131072, 16384 },
 };
+static float g_W[MAX_F * 128];   /* Performer's projection (attn_performer_draw, default params) */
 
 static attn_pool *g_pool;
 static int g_reps, g_quick, g_ncpu;
@@ -43,6 +53,7 @@ static double chunk_flops(const lin_cfg *c, int causal, int L) {
     const double D = c->D, F = c->F;
     double per = 2.0 * F * D + 2.0 * F * D + 2.0 * F;          /* absorb + phi(Q) S + den */
     if (causal) per += 2.0 * CHUNK * F + 2.0 * CHUNK * D;       /* A = phi(Q) phi(K)^T, A V */
+    if (c->perf) per += 2.0 * 2.0 * D * F;                      /* the projections u = W x of q and k */
     return per * L * H;
 }
 
@@ -50,11 +61,69 @@ static double chunk_flops(const lin_cfg *c, int causal, int L) {
    linear: phi(x) = elu(x) + 1, den = phi(q) z + 1e-6;
    cosFormer: phi(x) = [relu(x) sin a_t, relu(x) cos a_t], a_t = (pi/2)(t + 1)/M, M = L,
    den = max(phi(q) z, 1e-6) */
+/* Performer: the split state of attn.h's ATTN_PERFORMER doc, token by token: u = W x / d^1/4,
+   h = |x|^2 / (2 sqrt d); a key rescales (S, z) to the new running max c, adds exp(u - h - c) v^T
+   and v to (S, vs); the query reads (q~ S + eps sum(q~) vs) / (q~ z + eps sum(q~) n),
+   q~ = exp(u - h - max u) + eps. */
+static void naive_performer(const lin_cfg *c, const float *q, const float *k, const float *v, float *out, int L, float *S,
+                            float *z) {
+    const int D = c->D, F = c->F;
+    const float dn = 1.0f / sqrtf(sqrtf((float)D)), hm = 0.5f / sqrtf((float)D), eps = 1e-6f;
+    int h, t, i, j;
+    float u[MAX_F], vs[128];
+    for (h = 0; h < H; ++h) {
+        float cmax = 0.0f;
+        memset(S, 0, sizeof(float) * F * D);
+        memset(z, 0, sizeof(float) * F);
+        memset(vs, 0, sizeof vs);
+        for (t = 0; t < L; ++t) {
+            const float *qt = q + ((size_t)t * H + h) * D, *kt = k + ((size_t)t * H + h) * D, *vt = v + ((size_t)t * H + h) * D;
+            float *ot = out + ((size_t)t * H + h) * D, den = 0.0f, hh = 0.0f, mx = -INFINITY, sq = 0.0f;
+            for (j = 0; j < D; ++j) hh += kt[j] * kt[j];
+            for (i = 0; i < F; ++i) {
+                u[i] = 0.0f;
+                for (j = 0; j < D; ++j) u[i] += g_W[i * D + j] * kt[j];
+                u[i] *= dn;
+                if (u[i] > mx) mx = u[i];
+            }
+            if (t > 0 && mx > cmax) {
+                const float f = expf(cmax - mx);
+                for (i = 0; i < F * D; ++i) S[i] *= f;
+                for (i = 0; i < F; ++i) z[i] *= f;
+            }
+            if (t == 0 || mx > cmax) cmax = mx;
+            for (i = 0; i < F; ++i) {
+                const float kf = expf(u[i] - hm * hh - cmax);
+                z[i] += kf;
+                for (j = 0; j < D; ++j) S[i * D + j] += kf * vt[j];
+            }
+            for (j = 0; j < D; ++j) vs[j] += vt[j];
+            hh = 0.0f; mx = -INFINITY;
+            for (j = 0; j < D; ++j) hh += qt[j] * qt[j];
+            for (i = 0; i < F; ++i) {
+                u[i] = 0.0f;
+                for (j = 0; j < D; ++j) u[i] += g_W[i * D + j] * qt[j];
+                u[i] *= dn;
+                if (u[i] > mx) mx = u[i];
+            }
+            for (i = 0; i < F; ++i) { u[i] = expf(u[i] - hm * hh - mx) + eps; sq += u[i]; }
+            for (j = 0; j < D; ++j) ot[j] = eps * sq * vs[j];
+            den = eps * sq * (float)(t + 1);
+            for (i = 0; i < F; ++i) {
+                den += u[i] * z[i];
+                for (j = 0; j < D; ++j) ot[j] += u[i] * S[i * D + j];
+            }
+            for (j = 0; j < D; ++j) ot[j] /= den;
+        }
+    }
+}
+
 static void naive_causal(const lin_cfg *c, const float *q, const float *k, const float *v, float *out, int L, float *S,
                          float *z) {
     const int D = c->D, F = c->F;
     int h, t, i, j;
     float pq[MAX_F], pk[MAX_F];
+    if (c->perf) { naive_performer(c, q, k, v, out, L, S, z); return; }
     for (h = 0; h < H; ++h) {
         memset(S, 0, sizeof(float) * F * D);
         memset(z, 0, sizeof(float) * F);
@@ -120,6 +189,13 @@ static void run(const lin_cfg *c, const machine *m, const char *cpu, const char 
             d = desc_of(c->kind, causal, 0);
             ms = bench_time_forward(&d, tq, tk, tv, to, g_reps, &lo, &hi);
             if (L <= Lexact) diff = bench_max_norm_diff(o, oe, (size_t)L * H * D);
+            if (L <= Lexact && c->perf) {       /* an estimate of exact attention: its RMS error */
+                double se = 0.0, sr = 0.0;
+                size_t e;
+                for (e = 0; e < (size_t)L * H * D; ++e) { se += (double)(o[e] - oe[e]) * (o[e] - oe[e]); sr += (double)oe[e] * oe[e]; }
+                printf("  performer causal %d L %6d: RMS error vs exact %.3g (exact output RMS %.3g)\n", causal, L,
+                       sqrt(se / ((double)L * H * D)), sqrt(sr / ((double)L * H * D)));
+            }
             bench_add_point(c->name, causal, L, ms, lo, hi, chunk_flops(c, causal, L), m->peak_all, diff);
             if (L <= Lexact)
                 bench_add_point("exact", causal, L, ems, elo, ehi, (causal ? 2.0 : 4.0) * L * (double)L * D * H, m->peak_all, 0.0);
@@ -135,7 +211,7 @@ static void run(const lin_cfg *c, const machine *m, const char *cpu, const char 
         double t0 = now_s(), nms;
         naive_causal(c, q, k, v, on, Lnaive, S, z);
         nms = (now_s() - t0) * 1e3;
-        bench_add_point("naive", 1, Lnaive, nms, nms, nms, 4.0 * c->F * D * (double)Lnaive * H, m->peak_1t, 0.0);
+        bench_add_point("naive", 1, Lnaive, nms, nms, nms, (c->perf ? 8.0 : 4.0) * c->F * D * (double)Lnaive * H, m->peak_1t, 0.0);
         attn_forward(&d, tq, tk, tv, to, NULL);
         bench_points[bench_n_points - 1].err = bench_max_norm_diff(o, on, (size_t)Lnaive * H * D);
         printf("  naive vs attn.h: max-norm difference %.2e; attn.h is %.1fx faster\n", bench_points[bench_n_points - 1].err,
@@ -164,8 +240,41 @@ static void run(const lin_cfg *c, const machine *m, const char *cpu, const char 
         us = median_of(t, reps, &lo, &hi) * 1e6;
         printf("  %.2f us per token (%.0f tokens/s; %.2f-%.2f), state %.0f KiB\n", us, 1e6 / us, lo * 1e6, hi * 1e6,
                floats * 4.0 / 1024);
-        bench_add_point("step", 1, 1, us * 1e-3, lo * 1e3, hi * 1e3, (4.0 * c->F * D + 2.0 * c->F) * H, m->peak_all, 0.0);
+        bench_add_point("step", 1, 1, us * 1e-3, lo * 1e3, hi * 1e3,
+                        ((c->perf ? 8.0 : 4.0) * c->F * D + 2.0 * c->F) * H, m->peak_all, 0.0);
         free(sbuf);
+    }
+
+    printf("== %s: 4. backward: attn_backward (B 1, H %d, D %d, fp32, %d threads)\n", c->name, H, D, g_ncpu);
+    {
+        const int Lb[2] = { 4096, 16384 };
+        int li;
+        float *dO = (float *)xalloc((size_t)16384 * H * D * 4), *g3 = (float *)xalloc((size_t)3 * 16384 * H * D * 4);
+        fill_rand(dO, (size_t)16384 * H * D);
+        for (li = 0; li < (g_quick ? 1 : 2); ++li)
+            for (causal = 0; causal <= 1; ++causal) {
+                const int L = Lb[li];
+                attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, L, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, L, H, D);
+                attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, L, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, L, H, D);
+                attn_tensor tdo = attn_tensor_dense(dO, ATTN_F32, 1, L, H, D);
+                attn_tensor gq = attn_tensor_dense(g3, ATTN_F32, 1, L, H, D);
+                attn_tensor gk = attn_tensor_dense(g3 + (size_t)16384 * H * D, ATTN_F32, 1, L, H, D);
+                attn_tensor gv = attn_tensor_dense(g3 + (size_t)2 * 16384 * H * D, ATTN_F32, 1, L, H, D);
+                attn_desc d = desc_of(c->kind, causal, 0);
+                const double F = c->F, Dd = D;
+                const double per = 12.0 * F * Dd + (causal ? 8.0 * CHUNK * (F + Dd) : 0.0) + (c->perf ? 12.0 * Dd * F : 0.0);
+                double t[16], lo, hi, ms, fms = bench_ms_of(c->name, causal, L);
+                int reps = g_quick ? 3 : 5;
+                for (i = 0; i < reps; ++i) {
+                    double t0 = now_s();
+                    if (attn_backward(&d, tq, tk, tv, to, tdo, NULL, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
+                    t[i] = now_s() - t0;
+                }
+                ms = median_of(t, reps, &lo, &hi) * 1e3;
+                bench_add_point("backward", causal, L, ms, lo * 1e3, hi * 1e3, per * L * H, m->peak_all, 0.0);
+                if (fms > 0) printf("  backward / forward time at L %d, %s: %.2f\n", L, causal ? "causal" : "non-causal", ms / fms);
+            }
+        free(dO); free(g3);
     }
 
     for (causal = 0; causal <= 1; ++causal)
@@ -190,7 +299,7 @@ int main(void) {
     g_quick = env_int("BENCH_QUICK", 0);
     g_ncpu = online_cpus();
     g_reps = g_quick ? 5 : 11;
-    for (i = 0; i < 2; ++i) {
+    for (i = 0; i < N_CFG; ++i) {
         const size_t n = (size_t)(g_quick ? g_cfgs[i].lmax_quick : g_cfgs[i].lmax) * H * g_cfgs[i].D;
         if (n > nmax) nmax = n;
     }
@@ -202,7 +311,15 @@ int main(void) {
     print_machine(&m, g_ncpu, (size_t)256 << 20);
     fill_rand(q, nmax); fill_rand(k, nmax); fill_rand(v, nmax);
     g_pool = attn_pool_create(g_ncpu, 0);
-    for (i = 0; i < 2; ++i) run(&g_cfgs[i], &m, cpu, outdir, q, k, v, o, oe);
+    {
+        attn_performer_params pp;
+        memset(&pp, 0, sizeof pp);
+        if (attn_performer_draw(&pp, 64, g_W) != ATTN_OK) die("attn_performer_draw failed");
+    }
+    for (i = 0; i < N_CFG; ++i) {
+        const char *only = getenv("BENCH_ONLY");      /* e.g. BENCH_ONLY=performer */
+        if (!only || !strcmp(only, g_cfgs[i].name)) run(&g_cfgs[i], &m, cpu, outdir, q, k, v, o, oe);
+    }
     if (g_pool) attn_pool_destroy(g_pool);
     free(q); free(k); free(v); free(o); free(oe);
     return 0;

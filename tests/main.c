@@ -48,6 +48,8 @@ int main(void) {
     run_family("linear", test_linear);
     run_family("rwkv", test_rwkv);
     run_family("cosformer", test_cosformer);
+    run_family("performer", test_performer);
+    run_family("linear-bwd", test_linear_bwd);
 
     /* low-rank */
     run_family("low-rank", test_lowrank);

@@ -71,6 +71,8 @@ void test_sparse(void);
 void test_linear(void);
 void test_rwkv(void);
 void test_cosformer(void);
+void test_performer(void);
+void test_linear_bwd(void);   /* attn_backward of ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER */
 
 /* low-rank */
 void test_lowrank(void);

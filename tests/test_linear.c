@@ -323,7 +323,7 @@ static void test_linear_errors(void) {
         case 36: step = 1; d.window_left = 1; want = ATTN_ERR_KIND_OPTION; what = "step window"; break;
         case 37: step = 3; want = ATTN_ERR_STATE_SIZE; what = "state_init floats"; break;
         case 38: step = 4; want = ATTN_ERR_STATE_NULL; what = "state_init data"; break;
-        case 39: step = 5; want = ATTN_ERR_KIND_OP; what = "backward"; break;
+        case 39: step = 5; want = ATTN_ERR_BWD_OVERLAP; what = "backward into q, k, v"; break;
         }
         t_sentinel(out, sizeof out, 11);
         t_sentinel(sbuf, sizeof sbuf, 13);

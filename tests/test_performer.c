@@ -1,0 +1,539 @@
+/* tests/test_performer.c - ATTN_PERFORMER (FAVOR+) against a naive double-precision reference
+   written from shared/ZOO.md, sharing no code with attn.h: x' = d^-1/4 x, u = W x',
+   h = |x|^2 / (2 sqrt d), phi(q)_l = exp(u_l - h - max_l u_l) + eps, phi(k_j)_l = exp(u_jl - h_j - s) + eps
+   with s the max of u over the keys VISIBLE to the query row (all valid keys; causal: j <= i + Lk - Lq),
+   w_ij = phi(q_i) . phi(k_j), out_i = sum_j w_ij v_j / sum_j w_ij, O(n^2) pair by pair (the common
+   m^-1/2 cancels). ReLU kernel: phi(x) = relu(x W^T) + eps. The projection W is checked separately
+   against this file's own RNG (the counter hash, Marsaglia's polar method with libm's log, a
+   modified Gram-Schmidt QR) and against constants (bitwise: the same in every ISA build).
+   Properties: GQA, Lq != Lk, seqlens, f16/bf16 storage, causal == the non-causal result on the
+   prefix, attn_step in pieces == causal parallel, threads 1/2/3 bitwise, orthogonality, the
+   error against exact softmax attention falling as m grows, and every status with outputs
+   untouched. Tolerance: max |err| / max(1, max |ref|) <= 2e-5 + 1.5 x the out dtype's rounding
+   (fp32 features: exp of arguments up to ~20 in magnitude, rounded to 6e-8 relative, summed
+   over up to 256 features and 300 keys). */
+#include "test.h"
+
+/* ---- the projection, independently ---- */
+static uint64_t pf_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double pf_gauss(uint64_t seed, unsigned stream, uint64_t idx) {
+    int a;
+    for (a = 0; a < 64; ++a) {
+        const uint64_t key = (idx * 64 + (uint64_t)a) * 2 + stream;
+        const double v1 = ldexp((double)(pf_mix(seed + 0x9E3779B97F4A7C15ull * (2 * key + 1)) >> 12) + 0.5, -51) - 1.0;
+        const double v2 = ldexp((double)(pf_mix(seed + 0x9E3779B97F4A7C15ull * (2 * key + 2)) >> 12) + 0.5, -51) - 1.0;
+        const double s = v1 * v1 + v2 * v2;
+        if (s < 1.0) return v1 * sqrt(-2.0 * log(s) / s);
+    }
+    return 0.0;
+}
+/* W [m][d] in double: per block the modified Gram-Schmidt orthonormalisation of G's columns */
+static void pf_draw_ref(uint64_t seed, int m, int d, int fixed, double *W) {
+    double *G = (double *)t_xmalloc(sizeof(double) * (size_t)d * d);
+    int b, i, t, c;
+    for (b = 0; b * d < m; ++b) {
+        for (i = 0; i < d; ++i)
+            for (t = 0; t < d; ++t) G[i * d + t] = pf_gauss(seed, 0, ((uint64_t)b * d + i) * d + t);
+        for (c = 0; c < d; ++c) {          /* column c of G: orthogonalise against the earlier ones */
+            double nrm = 0.0;
+            int c2;
+            for (c2 = 0; c2 < c; ++c2) {
+                double dot = 0.0;
+                for (i = 0; i < d; ++i) dot += G[i * d + c2] * G[i * d + c];
+                for (i = 0; i < d; ++i) G[i * d + c] -= dot * G[i * d + c2];
+            }
+            for (i = 0; i < d; ++i) nrm += G[i * d + c] * G[i * d + c];
+            for (i = 0; i < d; ++i) G[i * d + c] /= sqrt(nrm);
+        }
+        for (i = 0; i < d && b * d + i < m; ++i) {
+            const int r = b * d + i;
+            double nrm = 0.0;
+            for (t = 0; t < d; ++t) { const double x = pf_gauss(seed, 1, (uint64_t)r * d + t); nrm += x * x; }
+            nrm = fixed ? sqrt((double)d) : sqrt(nrm);
+            for (t = 0; t < d; ++t) W[(size_t)r * d + t] = nrm * G[t * d + i];
+        }
+    }
+    free(G);
+}
+
+static void test_performer_draw(void) {
+    static const int ms[4] = { 20, 7, 64, 100 }, ds[4] = { 8, 16, 32, 48 };
+    /* attn_performer_draw({features 20, seed 12345}, 8): W[0], W[9], W[77], W[159] (float bits) */
+    static const uint32_t want[4] = { 0xBF052118u, 0x3EECCD2Au, 0xBF322C58u, 0xBF8FF1F0u };
+    attn_performer_params p;
+    int c;
+    for (c = 0; c < 8; ++c) {
+        const int m = ms[c % 4], d = ds[c % 4], fixed = c / 4;
+        float *W = (float *)t_xmalloc(sizeof(float) * (size_t)m * d);
+        double *R = (double *)t_xmalloc(sizeof(double) * (size_t)m * d), err = 0.0, orth = 0.0;
+        int i, j, t;
+        memset(&p, 0, sizeof p);
+        p.features = m; p.seed = 1000u + (unsigned)c * 77u; p.fixed_norms = fixed;
+        T_CHECK(attn_performer_draw(&p, d, W) == ATTN_OK, "performer draw");
+        pf_draw_ref(p.seed, m, d, fixed, R);
+        for (i = 0; i < m * d; ++i) err = fmax(err, fabs(W[i] - R[i]) / sqrt((double)d));
+        T_CHECK(err < 1e-5, "performer draw m %d d %d fixed %d: W differs from the reference by %.3g", m, d, fixed, err);
+        if (fixed)   /* W W^T = d I within each block of d rows */
+            for (i = 0; i < m; ++i)
+                for (j = i - i % d; j < m && j < i - i % d + d; ++j) {
+                    double s = 0.0;
+                    for (t = 0; t < d; ++t) s += (double)W[i * d + t] * W[j * d + t];
+                    orth = fmax(orth, fabs(s / d - (i == j ? 1.0 : 0.0)));
+                }
+        T_CHECK(orth < 1e-5, "performer draw: W W^T / d off the identity by %.3g within a block", orth);
+        free(W);
+        free(R);
+    }
+    {   /* the same bits in every build (scalar, AVX2, AVX-512, NEON; any compiler) */
+        float W[20 * 8];
+        memset(&p, 0, sizeof p);
+        p.features = 20; p.seed = 12345;
+        attn_performer_draw(&p, 8, W);
+        T_CHECK(t_f32_bits(W[0]) == want[0] && t_f32_bits(W[9]) == want[1] && t_f32_bits(W[77]) == want[2] &&
+                t_f32_bits(W[159]) == want[3], "performer draw: W differs from the recorded bits");
+    }
+}
+
+/* ---- the forward, naively ---- */
+static void pf_feat(const double *x, const float *W, int m, int D, int relu, double s_key, int is_key, double eps, double *u) {
+    const double dn = relu ? 1.0 : pow((double)D, -0.25);
+    double h = 0.0, mx = -HUGE_VAL;
+    int l, t;
+    for (t = 0; t < D; ++t) h += x[t] * x[t];
+    h /= 2.0 * sqrt((double)D);
+    for (l = 0; l < m; ++l) {
+        u[l] = 0.0;
+        for (t = 0; t < D; ++t) u[l] += W[(size_t)l * D + t] * dn * x[t];
+        if (u[l] > mx) mx = u[l];
+    }
+    for (l = 0; l < m; ++l) u[l] = relu ? (u[l] > 0 ? u[l] : 0.0) + eps : exp(u[l] - h - (is_key ? s_key : mx)) + eps;
+}
+static double pf_umax(const double *x, const float *W, int m, int D) {
+    double mx = -HUGE_VAL;
+    int l, t;
+    for (l = 0; l < m; ++l) {
+        double u = 0.0;
+        for (t = 0; t < D; ++t) u += W[(size_t)l * D + t] * pow((double)D, -0.25) * x[t];
+        if (u > mx) mx = u;
+    }
+    return mx;
+}
+
+typedef struct { int B, Sq, Sk, Hq, Hkv, D, Dv, m, causal, relu; double eps; attn_dtype tq, tkv, to; } pf_shape;
+typedef struct { void *q, *k, *v, *out; attn_tensor tq, tk, tv, to; } pf_bufs;
+
+static void pf_alloc(pf_bufs *m, const pf_shape *s, t_rng *r, double sigma) {
+    m->q = t_xmalloc((size_t)s->B * s->Sq * s->Hq * s->D * t_dt_size(s->tq));
+    m->k = t_xmalloc((size_t)s->B * s->Sk * s->Hkv * s->D * t_dt_size(s->tkv));
+    m->v = t_xmalloc((size_t)s->B * s->Sk * s->Hkv * s->Dv * t_dt_size(s->tkv));
+    m->out = t_xmalloc((size_t)s->B * s->Sq * s->Hq * s->Dv * t_dt_size(s->to));
+    m->tq = attn_tensor_dense(m->q, s->tq, s->B, s->Sq, s->Hq, s->D);
+    m->tk = attn_tensor_dense(m->k, s->tkv, s->B, s->Sk, s->Hkv, s->D);
+    m->tv = attn_tensor_dense(m->v, s->tkv, s->B, s->Sk, s->Hkv, s->Dv);
+    m->to = attn_tensor_dense(m->out, s->to, s->B, s->Sq, s->Hq, s->Dv);
+    t_fill_normal(&m->tq, r, sigma);
+    t_fill_normal(&m->tk, r, sigma);
+    t_fill_normal(&m->tv, r, 1.0);
+}
+static void pf_free(pf_bufs *m) { free(m->q); free(m->k); free(m->v); free(m->out); }
+static void pf_read(const attn_tensor *t, double *dst) {
+    int b, s, h, d;
+    size_t n = 0;
+    for (b = 0; b < t->batch; ++b)
+        for (s = 0; s < t->seq; ++s)
+            for (h = 0; h < t->heads; ++h)
+                for (d = 0; d < t->dim; ++d) dst[n++] = t_load(t, b, s, h, d);
+}
+
+/* out [B, Sq, Hq, Dv] in double; W [m][D] */
+static void pf_ref(const pf_shape *s, const pf_bufs *m, const float *W, const int *lq, const int *lk, double *out) {
+    const int g = s->Hq / s->Hkv;
+    double *x = (double *)t_xmalloc(sizeof(double) * s->D), *pq = (double *)t_xmalloc(sizeof(double) * s->m);
+    double *pk = (double *)t_xmalloc(sizeof(double) * s->m), *acc = (double *)t_xmalloc(sizeof(double) * s->Dv);
+    double *umax = (double *)t_xmalloc(sizeof(double) * (s->Sk + 1));
+    int b, h, i, j, d, l;
+    for (b = 0; b < s->B; ++b)
+        for (h = 0; h < s->Hq; ++h) {
+            const int Lq = lq ? lq[b] : s->Sq, Lk = lk ? lk[b] : s->Sk;
+            for (j = 0; j < Lk; ++j) {
+                for (d = 0; d < s->D; ++d) x[d] = t_load(&m->tk, b, j, h / g, d);
+                umax[j] = pf_umax(x, W, s->m, s->D);
+            }
+            for (i = 0; i < s->Sq; ++i) {
+                double *o = out + (((size_t)b * s->Sq + i) * s->Hq + h) * s->Dv, den = 0.0, smax = -HUGE_VAL;
+                const long long last = s->causal ? (long long)i + Lk - Lq : (long long)Lk - 1;
+                for (d = 0; d < s->Dv; ++d) { acc[d] = 0.0; o[d] = 0.0; }
+                if (i >= Lq || last < 0) continue;
+                for (j = 0; j < Lk && j <= last; ++j) smax = fmax(smax, umax[j]);     /* s: the visible keys */
+                for (d = 0; d < s->D; ++d) x[d] = t_load(&m->tq, b, i, h, d);
+                pf_feat(x, W, s->m, s->D, s->relu, 0.0, 0, s->eps, pq);
+                for (j = 0; j < Lk && j <= last; ++j) {
+                    double wgt = 0.0;
+                    for (d = 0; d < s->D; ++d) x[d] = t_load(&m->tk, b, j, h / g, d);
+                    pf_feat(x, W, s->m, s->D, s->relu, smax, 1, s->eps, pk);
+                    for (l = 0; l < s->m; ++l) wgt += pq[l] * pk[l];
+                    den += wgt;
+                    for (d = 0; d < s->Dv; ++d) acc[d] += wgt * t_load(&m->tv, b, j, h / g, d);
+                }
+                for (d = 0; d < s->Dv; ++d) o[d] = acc[d] / den;
+            }
+        }
+    free(x); free(pq); free(pk); free(acc); free(umax);
+}
+
+static double pf_tol(attn_dtype out) { return 2e-5 + 1.5 * t_dt_rel(out); }
+static double g_pf_worst = 0.0;
+
+static void pf_desc(attn_desc *d, const pf_shape *s, unsigned long long seed) {
+    memset(d, 0, sizeof *d);
+    d->kind = ATTN_PERFORMER;
+    d->causal = s->causal;
+    d->performer.features = s->m == 256 ? 0 : s->m;
+    d->performer.kernel = s->relu;
+    d->performer.eps = s->eps == (s->relu ? 1e-3 : 1e-6) ? 0.0f : (float)s->eps;
+    d->performer.seed = seed;
+}
+
+static void test_performer_sweep(void) {
+    static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    const int n_cases = T_QUICK ? 16 : 60;
+    t_rng r = t_rng_seed(2021);
+    int c;
+    for (c = 0; c < n_cases; ++c) {
+        pf_shape s;
+        pf_bufs m;
+        attn_desc d;
+        int lq[3], lk[3], b, use_len, own;
+        double *ref, *got, err;
+        float *W;
+        size_t n;
+        attn_status st;
+        s.B = t_irange(&r, 1, 2); s.Hkv = t_irange(&r, 1, 2); s.Hq = s.Hkv * t_irange(&r, 1, 3);
+        s.Sq = t_chance(&r, 0.3) ? t_irange(&r, 1, 4) : t_irange(&r, 1, 150);
+        s.Sk = t_chance(&r, 0.5) ? s.Sq : t_irange(&r, 1, 200);
+        s.D = t_pick(&r, (const int[]){ 1, 4, 16, 17, 32 }, 5);
+        s.Dv = t_pick(&r, (const int[]){ 1, 5, 16, 31 }, 4);
+        s.m = t_pick(&r, (const int[]){ 1, 7, 16, 40, 256 }, 5);
+        s.causal = t_irange(&r, 0, 1);
+        s.relu = t_chance(&r, 0.25);
+        s.eps = s.relu ? 1e-3 : 1e-6;
+        if (t_chance(&r, 0.3)) s.eps = t_chance(&r, 0.5) ? 1e-3 : 0.1;
+        s.tq = dts[t_irange(&r, 0, 2)]; s.tkv = dts[t_irange(&r, 0, 2)]; s.to = dts[t_irange(&r, 0, 2)];
+        if (c < 16) s.tq = s.tkv = s.to = ATTN_F32;
+        pf_alloc(&m, &s, &r, 1.0);
+        pf_desc(&d, &s, (unsigned long long)c * 31u);
+        use_len = t_chance(&r, 0.3);
+        for (b = 0; b < s.B; ++b) { lq[b] = t_irange(&r, 0, s.Sq); lk[b] = t_irange(&r, 0, s.Sk); }
+        if (use_len) { d.seqlens_q = lq; d.seqlens_k = lk; }
+        d.n_threads = t_irange(&r, 1, 3);
+        W = (float *)t_xmalloc(sizeof(float) * (size_t)s.m * s.D);
+        T_CHECK(attn_performer_draw(&d.performer, s.D, W) == ATTN_OK, "performer draw");
+        own = t_chance(&r, 0.3);
+        if (own) {       /* the caller's projection: the same W, so the same reference */
+            d.performer.projection = W; d.performer.projection_dim = s.D; d.performer.seed = 999;
+        }
+        n = (size_t)s.B * s.Sq * s.Hq * s.Dv;
+        ref = (double *)t_xmalloc(n * sizeof(double));
+        got = (double *)t_xmalloc(n * sizeof(double));
+        pf_ref(&s, &m, W, use_len ? lq : NULL, use_len ? lk : NULL, ref);
+        t_fill_nan(m.out, s.to, n);
+        st = attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL);
+        if (T_CHECK(st == ATTN_OK, "performer sweep #%d: %s", c, attn_status_str(st))) {
+            pf_read(&m.to, got);
+            err = t_max_norm_err(ref, got, n);
+            if (err > g_pf_worst && s.to == ATTN_F32) g_pf_worst = err;
+            T_CHECK(err <= pf_tol(s.to),
+                    "performer sweep #%d: err %.3g > %.3g (B%d Sq%d Sk%d Hq%d Hkv%d D%d Dv%d m%d causal%d relu%d eps %g len%d own%d q %s kv %s out %s)",
+                    c, err, pf_tol(s.to), s.B, s.Sq, s.Sk, s.Hq, s.Hkv, s.D, s.Dv, s.m, s.causal, s.relu, s.eps, use_len,
+                    own, t_dt_name(s.tq), t_dt_name(s.tkv), t_dt_name(s.to));
+        }
+        free(W); free(ref); free(got);
+        pf_free(&m);
+    }
+}
+
+/* causal row i == the non-causal forward over keys [0, i + Lk - Lq]: the stabiliser is the max over
+   the visible keys, so the prefix result is the same function (up to rounding) */
+static void test_performer_prefix(void) {
+    pf_shape s = { 1, 90, 100, 2, 1, 16, 8, 64, 1, 0, 1e-3, ATTN_F32, ATTN_F32, ATTN_F32 };
+    pf_bufs m;
+    t_rng r = t_rng_seed(31);
+    attn_desc d;
+    int i, e, worst_i = -1;
+    double worst = 0.0;
+    float *full;
+    pf_alloc(&m, &s, &r, 1.5);
+    pf_desc(&d, &s, 7);
+    T_CHECK(attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer prefix: causal");
+    full = (float *)t_xmalloc(sizeof(float) * 90 * 2 * 8);
+    memcpy(full, m.out, sizeof(float) * 90 * 2 * 8);
+    d.causal = 0;
+    for (i = 0; i < 90; i += 7) {
+        attn_tensor q = m.tq, k = m.tk, v = m.tv, o = m.to;
+        float row[2 * 8];
+        q.data = (float *)m.q + (size_t)i * 2 * 16; q.seq = 1;
+        k.seq = v.seq = i + 10 + 1;
+        o.data = row; o.seq = 1;
+        T_CHECK(attn_forward(&d, q, k, v, o, NULL) == ATTN_OK, "performer prefix: non-causal");
+        for (e = 0; e < 16; ++e) {
+            const double x = fabs((double)row[e] - full[(size_t)i * 16 + e]);
+            if (x > worst) { worst = x; worst_i = i; }
+        }
+    }
+    T_CHECK(worst < 1e-5, "performer: causal row %d differs from the non-causal prefix result by %.3g", worst_i, worst);
+    free(full);
+    pf_free(&m);
+}
+
+/* 1, 2 and 3 threads and a caller workspace: bitwise the same output */
+static void test_performer_threads(void) {
+    pf_shape s = { 2, 130, 130, 4, 2, 32, 24, 96, 0, 0, 1e-6, ATTN_F32, ATTN_F16, ATTN_F32 };
+    pf_bufs m;
+    t_rng r = t_rng_seed(8);
+    attn_desc d;
+    size_t n = (size_t)2 * 130 * 4 * 24, bytes = 0, mallocs;
+    float *first = (float *)t_xmalloc(n * sizeof(float));
+    void *ws;
+    int th, causal;
+    pf_alloc(&m, &s, &r, 1.0);
+    for (causal = 0; causal <= 1; ++causal) {
+        s.causal = causal;
+        for (th = 1; th <= 3; ++th) {
+            pf_desc(&d, &s, 5);
+            d.n_threads = th;
+            T_CHECK(attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer threads %d", th);
+            if (th == 1) memcpy(first, m.out, n * sizeof(float));
+            else T_CHECK(memcmp(first, m.out, n * sizeof(float)) == 0, "performer causal %d: %d threads differ from 1", causal, th);
+        }
+        pf_desc(&d, &s, 5);
+        d.n_threads = 2;
+        T_CHECK(attn_workspace_size(&d, m.tq, m.tk, m.tv, &bytes) == ATTN_OK && bytes > 0, "performer workspace size");
+        ws = t_xmalloc(bytes);
+        d.workspace = ws; d.workspace_size = bytes;
+        memset(m.out, 0, n * sizeof(float));
+        mallocs = t_attn_mallocs;
+        T_CHECK(attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer with a workspace");
+        T_CHECK(t_attn_mallocs == mallocs, "performer with a caller workspace allocated");
+        T_CHECK(memcmp(first, m.out, n * sizeof(float)) == 0, "performer: the caller workspace changed the result");
+        free(ws);
+    }
+    free(first);
+    pf_free(&m);
+}
+
+/* attn_step over pieces of random sizes (1 token, a few, more than a chunk; the state carried
+   between them, W drawn once into it) == the causal parallel form == the reference */
+static void test_performer_step(void) {
+    static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    t_rng r = t_rng_seed(77);
+    int c;
+    for (c = 0; c < (T_QUICK ? 3 : 8); ++c) {
+        pf_shape s;
+        pf_bufs m;
+        attn_desc d;
+        attn_state st;
+        size_t floats = 0, n;
+        float *sbuf, *W;
+        double *ref, *got, *par;
+        int t0, ok = 1;
+        s.B = t_irange(&r, 1, 2); s.Hkv = t_irange(&r, 1, 2); s.Hq = s.Hkv * t_irange(&r, 1, 2);
+        s.Sq = s.Sk = t_irange(&r, 1, 200);
+        s.D = t_pick(&r, (const int[]){ 4, 16, 33 }, 3); s.Dv = t_pick(&r, (const int[]){ 8, 19 }, 2);
+        s.m = t_pick(&r, (const int[]){ 16, 50 }, 2); s.causal = 1; s.relu = c == 2; s.eps = s.relu ? 1e-3 : 1e-6;
+        s.tq = dts[c % 3]; s.tkv = dts[(c / 3) % 3]; s.to = ATTN_F32;
+        pf_alloc(&m, &s, &r, 1.0);
+        pf_desc(&d, &s, 100u + (unsigned)c);
+        d.n_threads = t_irange(&r, 1, 2);
+        n = (size_t)s.B * s.Sq * s.Hq * s.Dv;
+        ref = (double *)t_xmalloc(n * sizeof(double));
+        got = (double *)t_xmalloc(n * sizeof(double));
+        par = (double *)t_xmalloc(n * sizeof(double));
+        W = (float *)t_xmalloc(sizeof(float) * (size_t)s.m * s.D);
+        attn_performer_draw(&d.performer, s.D, W);
+        pf_ref(&s, &m, W, NULL, NULL, ref);
+        T_CHECK(attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer step: parallel");
+        pf_read(&m.to, par);
+        T_CHECK(attn_state_size(&d, m.tq, m.tk, m.tv, &floats) == ATTN_OK &&
+                floats == (size_t)s.m * s.D + 4 + (size_t)s.B * s.Hkv * ((size_t)s.m * s.Dv + s.m + s.Dv + 1),
+                "performer state size %lu", (unsigned long)floats);
+        sbuf = (float *)t_xmalloc((floats + 3) * sizeof(float));
+        t_fill_nan(sbuf, ATTN_F32, floats + 3);
+        T_CHECK(attn_state_init(&d, m.tq, m.tk, m.tv, sbuf, floats + 3, &st) == ATTN_OK && st.pos == 0, "performer state init");
+        t_fill_nan(m.out, s.to, n);
+        for (t0 = 0; t0 < s.Sq && ok;) {
+            const int want_len = t_chance(&r, 0.5) ? 1 : t_irange(&r, 1, 90);
+            const int len = want_len < s.Sq - t0 ? want_len : s.Sq - t0;
+            attn_tensor q = m.tq, k = m.tk, v = m.tv, o = m.to;
+            q.data = (char *)m.q + (size_t)t0 * s.Hq * s.D * t_dt_size(s.tq);
+            k.data = (char *)m.k + (size_t)t0 * s.Hkv * s.D * t_dt_size(s.tkv);
+            v.data = (char *)m.v + (size_t)t0 * s.Hkv * s.Dv * t_dt_size(s.tkv);
+            o.data = (char *)m.out + (size_t)t0 * s.Hq * s.Dv * t_dt_size(s.to);
+            q.seq = k.seq = v.seq = o.seq = len;
+            q.stride_batch = (ptrdiff_t)s.Sq * s.Hq * s.D; q.stride_seq = (ptrdiff_t)s.Hq * s.D; q.stride_head = s.D;
+            k.stride_batch = (ptrdiff_t)s.Sk * s.Hkv * s.D; k.stride_seq = (ptrdiff_t)s.Hkv * s.D; k.stride_head = s.D;
+            v.stride_batch = (ptrdiff_t)s.Sk * s.Hkv * s.Dv; v.stride_seq = (ptrdiff_t)s.Hkv * s.Dv; v.stride_head = s.Dv;
+            o.stride_batch = (ptrdiff_t)s.Sq * s.Hq * s.Dv; o.stride_seq = (ptrdiff_t)s.Hq * s.Dv; o.stride_head = s.Dv;
+            ok = T_CHECK(attn_step(&d, q, k, v, &st, o) == ATTN_OK, "performer step at %d (+%d)", t0, len);
+            t0 += len;
+        }
+        T_CHECK(st.pos == s.Sq, "performer state pos %lld after %d tokens", st.pos, s.Sq);
+        T_CHECK(isnan(sbuf[floats]) && isnan(sbuf[floats + 2]), "performer step wrote past the state's floats");
+        T_CHECK(memcmp(sbuf, W, sizeof(float) * (size_t)s.m * s.D) == 0, "performer: the state's cached W is not the drawn one");
+        pf_read(&m.to, got);
+        T_CHECK(t_max_norm_err(ref, got, n) <= pf_tol(s.to), "performer step case %d: err %.3g vs the reference", c,
+                t_max_norm_err(ref, got, n));
+        T_CHECK(t_max_norm_err(par, got, n) <= 2e-5, "performer step case %d: err %.3g vs the parallel form", c,
+                t_max_norm_err(par, got, n));
+        if (c == 0) {      /* the state caches W per (seed, fixed_norms): a new seed redraws it */
+            attn_tensor q = m.tq, k = m.tk, v = m.tv, o = m.to;
+            q.seq = k.seq = v.seq = o.seq = 1;
+            d.performer.seed += 1; d.performer.fixed_norms = 1;
+            T_CHECK(attn_step(&d, q, k, v, &st, o) == ATTN_OK, "performer step with a new seed");
+            attn_performer_draw(&d.performer, s.D, W);
+            T_CHECK(memcmp(sbuf, W, sizeof(float) * (size_t)s.m * s.D) == 0, "performer: a new seed did not redraw the state's W");
+        }
+        free(sbuf); free(W); free(ref); free(got); free(par);
+        pf_free(&m);
+    }
+}
+
+/* FAVOR+ estimates softmax attention without bias in the numerator and denominator, with Monte
+   Carlo error ~ 1/sqrt(m): from m = 64 to 1024 (16x the features) the error should fall about 4x.
+   Asserted: mean error over 4 seeds at m = 1024 < 0.6 x the one at m = 64 (a 40% margin covers the
+   seed-to-seed spread of a 4-sample mean and the ratio estimator's O(1/m) bias), and m = 256 below
+   m = 16. Inputs at sigma 0.5 (logits of order 1, as in a trained model). */
+static void test_performer_converges(void) {
+    static const int ms[4] = { 16, 64, 256, 1024 };
+    pf_shape s = { 1, 48, 64, 1, 1, 16, 8, 16, 0, 0, 1e-6, ATTN_F32, ATTN_F32, ATTN_F32 };
+    pf_bufs m;
+    t_rng r = t_rng_seed(4242);
+    double exact[48 * 8], got[48 * 8], err[4] = { 0, 0, 0, 0 };
+    attn_desc d;
+    int a, i, j, e, seed;
+    pf_alloc(&m, &s, &r, 0.5);
+    for (i = 0; i < 48; ++i) {          /* exact softmax attention, scale 1/sqrt(d), in double */
+        double w[64], mx = -HUGE_VAL, den = 0.0;
+        for (j = 0; j < 64; ++j) {
+            w[j] = 0.0;
+            for (e = 0; e < 16; ++e) w[j] += t_load(&m.tq, 0, i, 0, e) * t_load(&m.tk, 0, j, 0, e) / 4.0;
+            mx = fmax(mx, w[j]);
+        }
+        for (j = 0; j < 64; ++j) { w[j] = exp(w[j] - mx); den += w[j]; }
+        for (e = 0; e < 8; ++e) {
+            exact[i * 8 + e] = 0.0;
+            for (j = 0; j < 64; ++j) exact[i * 8 + e] += w[j] * t_load(&m.tv, 0, j, 0, e) / den;
+        }
+    }
+    for (a = 0; a < 4; ++a)
+        for (seed = 0; seed < 4; ++seed) {
+            double se = 0.0;
+            s.m = ms[a];
+            pf_desc(&d, &s, 5000u + (unsigned)seed);
+            T_CHECK(attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer m %d", ms[a]);
+            pf_read(&m.to, got);
+            for (i = 0; i < 48 * 8; ++i) se += (got[i] - exact[i]) * (got[i] - exact[i]);
+            err[a] += sqrt(se / (48 * 8)) / 4.0;
+        }
+    printf("      performer: RMS error vs exact softmax attention, m = 16/64/256/1024: %.4f %.4f %.4f %.4f\n", err[0],
+           err[1], err[2], err[3]);
+    T_CHECK(err[3] < 0.6 * err[1], "performer: error at m = 1024 (%.4g) not below 0.6 x m = 64 (%.4g)", err[3], err[1]);
+    T_CHECK(err[2] < err[0], "performer: error at m = 256 (%.4g) not below m = 16 (%.4g)", err[2], err[0]);
+    T_CHECK(err[3] < 0.05, "performer: error at m = 1024 is %.4g", err[3]);
+    pf_free(&m);
+}
+
+static int pf_expect(attn_status got, attn_status want, const char *what) {
+    if (T_CHECK(got == want, "performer %s: got %s, want %s", what, attn_status_str(got), attn_status_str(want))) {
+        t_status_provoked[want] = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static void test_performer_errors(void) {
+    float q[2 * 3 * 2 * 4], k[2 * 3 * 1 * 4], v[2 * 3 * 1 * 5], out[2 * 3 * 2 * 5], sbuf[400], lse[12], W[8 * 4], Wd[8 * 4];
+    attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 2, 3, 2, 4), tk = attn_tensor_dense(k, ATTN_F32, 2, 3, 1, 4);
+    attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 2, 3, 1, 5), to = attn_tensor_dense(out, ATTN_F32, 2, 3, 2, 5);
+    attn_desc d, base;
+    attn_state st, good;
+    attn_performer_params pp;
+    size_t floats = 0;
+    int i;
+    memset(q, 0, sizeof q); memset(k, 0, sizeof k); memset(v, 0, sizeof v);
+    memset(&base, 0, sizeof base);
+    base.kind = ATTN_PERFORMER;
+    base.performer.features = 8;
+    T_CHECK(attn_state_size(&base, tq, tk, tv, &floats) == ATTN_OK && floats == 8 * 4 + 4 + 2 * (8 * 5 + 8 + 5 + 1),
+            "performer state floats %lu", (unsigned long)floats);
+    T_CHECK(attn_state_init(&base, tq, tk, tv, sbuf, floats, &good) == ATTN_OK, "performer state init");
+    for (i = 0; i < (int)(sizeof W / sizeof W[0]); ++i) W[i] = 0.25f;
+    for (i = 0; i < 26; ++i) {
+        attn_status want = ATTN_OK, got;
+        const char *what = "";
+        int op = 0;
+        float *lp = NULL;
+        attn_tensor o = to;
+        d = base; st = good;
+        memset(&pp, 0, sizeof pp);
+        memcpy(Wd, W, sizeof W);
+        switch (i) {
+        case 0: d.performer.features = -1; want = ATTN_ERR_PERFORMER_FEATURES; what = "features < 0"; break;
+        case 1: d.performer.features = 65537; want = ATTN_ERR_PERFORMER_FEATURES; what = "features > 65536"; break;
+        case 2: d.performer.eps = -1e-6f; want = ATTN_ERR_PERFORMER_EPS; what = "eps < 0"; break;
+        case 3: d.performer.eps = NAN; want = ATTN_ERR_PERFORMER_EPS; what = "eps nan"; break;
+        case 4: d.performer.kernel = 2; want = ATTN_ERR_PERFORMER_OPTIONS; what = "kernel"; break;
+        case 5: d.performer.fixed_norms = -1; want = ATTN_ERR_PERFORMER_OPTIONS; what = "fixed_norms"; break;
+        case 6: d.performer.projection = W; d.performer.projection_dim = 5; want = ATTN_ERR_PERFORMER_PROJECTION_DIM; what = "projection_dim"; break;
+        case 7: d.performer.projection = W; want = ATTN_ERR_PERFORMER_PROJECTION_DIM; what = "projection_dim 0"; break;
+        case 8: Wd[31] = INFINITY; d.performer.projection = Wd; d.performer.projection_dim = 4; want = ATTN_ERR_PERFORMER_PROJECTION; what = "projection inf"; break;
+        case 9: lp = lse; want = ATTN_ERR_KIND_LSE; what = "lse"; break;
+        case 10: d.scale = 0.5f; want = ATTN_ERR_KIND_OPTION; what = "scale"; break;
+        case 11: d.linear.eps = -1.0f; want = ATTN_OK; what = "linear.eps is not read"; break;
+        case 12: op = 1; d.performer.features = -3; want = ATTN_ERR_PERFORMER_FEATURES; what = "step features"; break;
+        case 13: op = 1; st.data = NULL; want = ATTN_ERR_STATE_NULL; what = "step state data"; break;
+        case 14: op = 2; want = ATTN_ERR_STATE_NULL; what = "step state NULL"; break;
+        case 15: op = 1; st.size = floats - 1; want = ATTN_ERR_STATE_SIZE; what = "step state size"; break;
+        case 16: op = 1; d.performer.features = 9; want = ATTN_ERR_STATE_SIZE; what = "step state of 8 features used with 9"; break;
+        case 17: op = 1; st.kind = ATTN_LINEAR; want = ATTN_ERR_STATE_MISMATCH; what = "state kind"; break;
+        case 18: op = 3; want = ATTN_ERR_PERFORMER_DRAW_NULL; what = "draw params NULL"; break;
+        case 19: op = 4; want = ATTN_ERR_PERFORMER_DRAW_NULL; what = "draw W NULL"; break;
+        case 20: op = 5; pp.features = 8; want = ATTN_ERR_PERFORMER_DRAW_DIM; what = "draw dim 0"; break;
+        case 21: op = 6; pp.features = -8; want = ATTN_ERR_PERFORMER_FEATURES; what = "draw features"; break;
+        case 22: op = 6; pp.features = 8; pp.fixed_norms = 3; want = ATTN_ERR_PERFORMER_OPTIONS; what = "draw fixed_norms"; break;
+        case 23: op = 6; pp.features = 8; pp.eps = -INFINITY; want = ATTN_ERR_PERFORMER_EPS; what = "draw eps"; break;
+        case 24: o.dim = 4; want = ATTN_ERR_OUT_SHAPE; what = "out dim"; break;
+        case 25: op = 7; want = ATTN_ERR_KIND_OP; what = "decode"; break;
+        }
+        t_sentinel(out, sizeof out, 21);
+        t_sentinel(sbuf, sizeof sbuf, 23);
+        t_sentinel(Wd + 0, 4, 25);
+        if (op == 0) got = attn_forward(&d, tq, tk, tv, o, lp);
+        else if (op == 1) got = attn_step(&d, tq, tk, tv, &st, o);
+        else if (op == 2) got = attn_step(&d, tq, tk, tv, NULL, o);
+        else if (op == 3) got = attn_performer_draw(NULL, 4, Wd);
+        else if (op == 4) got = attn_performer_draw(&pp, 4, NULL);
+        else if (op == 5) got = attn_performer_draw(&pp, 0, Wd);
+        else if (op == 6) got = attn_performer_draw(&pp, 4, Wd);
+        else got = attn_decode(&d, tq, NULL, o, NULL);
+        if (want == ATTN_OK) { T_CHECK(got == ATTN_OK, "performer %s: %s", what, attn_status_str(got)); continue; }
+        pf_expect(got, want, what);
+        T_CHECK(t_sentinel_ok(out, sizeof out, 21) && t_sentinel_ok(sbuf, sizeof sbuf, 23) && t_sentinel_ok(Wd, 4, 25),
+                "performer %s: an output, the state or W was written", what);
+    }
+}
+
+void test_performer(void) {
+    test_performer_draw();
+    test_performer_sweep();
+    test_performer_prefix();
+    test_performer_threads();
+    test_performer_step();
+    test_performer_converges();
+    test_performer_errors();
+    printf("      performer: largest passing f32-out error %.3g (tolerance %.3g)\n", g_pf_worst,
+           pf_tol(ATTN_F32));
+}
