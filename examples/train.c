@@ -24,8 +24,10 @@
                                     model against finite differences (nonzero exit on failure)
            build/train --test       every attention kind, a tiny model, 30 steps: nonzero exit
                                     unless each one's loss falls
-           build/train --compare    every kind for the same budget over 3 seeds (make
-                                    train-compare): a table, examples/train_compare.csv and .svg */
+           build/train --compare [--kinds a,b,..] [--out PREFIX]
+                                    every kind (or those listed) for the same budget over 3 seeds
+                                    (make train-compare): a table, PREFIX.csv and PREFIX.svg
+                                    (default examples/train_compare) */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include <math.h>
@@ -41,6 +43,7 @@ typedef struct {
     int layers, d, heads, ctx, batch, steps, eval_every, eval_batches, sample, seed, quiet;
     float lr, wd;
     const char *csv, *data;
+    const char *compare_kinds, *out;   /* --compare: comma-separated kinds (NULL: all), file prefix */
 } config;
 
 typedef struct {
@@ -695,7 +698,8 @@ static int run_check(const corpus *cp) {
 
 /* ---- --compare: every kind, the same budget, 3 seeds ------------------------------------------ */
 
-static void write_compare_svg(const char *path, run_result res[][8], int n_kinds, int n_seeds, const config *c) {
+static void write_compare_svg(const char *path, run_result res[][8], const int *sel, int n_kinds, int n_seeds,
+                              const config *c) {
     static const char *const col[] = { "#000000", "#1f77b4", "#ff7f0e", "#d62728", "#9467bd", "#2ca02c", "#8c564b" };
     const double W = 760, Hh = 460, x0 = 70, y0 = 50, pw = 480, ph = 340;
     double lo = 1e9, hi = -1e9;
@@ -727,7 +731,7 @@ static void write_compare_svg(const char *path, run_result res[][8], int n_kinds
 #define PY(v) (y0 + ph * (1 - ((v) > hi ? 1.0 : ((v) - lo) / (hi - lo))))
     for (k = 0; k < n_kinds; ++k) {
         for (s = 0; s <= n_seeds; ++s) {     /* s == n_seeds: the mean */
-            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" %s points=\"", col[k % 7],
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" %s points=\"", col[sel[k] % 7],
                     s == n_seeds ? "2" : "0.6", s == n_seeds ? "" : "stroke-opacity=\"0.5\"");
             for (i = 0; i < res[k][0].n_val; ++i) {
                 double v = 0;
@@ -738,8 +742,8 @@ static void write_compare_svg(const char *path, run_result res[][8], int n_kinds
             }
             fprintf(f, "\"/>\n");
         }
-        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", x0 + pw + 20, y0 + 16.0 * k + 10, col[k % 7],
-                kinds[k].name);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", x0 + pw + 20, y0 + 16.0 * k + 10, col[sel[k] % 7],
+                kinds[sel[k]].name);
     }
 #undef PX
 #undef PY
@@ -747,43 +751,70 @@ static void write_compare_svg(const char *path, run_result res[][8], int n_kinds
     fclose(f);
 }
 
+/* Every kind (or --kinds a,b,c) for the same steps and batches over n_seeds seeds. Seed s gives
+   every kind the same training batches, so "vs standard" is the paired difference of final
+   validation losses (kind minus standard, seed by seed): mean +- sd over the seeds. */
 static int run_compare(config c, const corpus *cp, int n_seeds) {
     static run_result res[N_KINDS][8];
-    FILE *csv = fopen("examples/train_compare.csv", "w");
+    char path[512];
+    int sel[N_KINDS], n_sel = 0, k, s, i, std_at = -1;
+    FILE *csv;
     double t0 = now_s();
-    int k, s, i;
+    for (k = 0; k < N_KINDS; ++k) {
+        const char *p = c.compare_kinds;
+        const size_t len = strlen(kinds[k].name);
+        int want = p == NULL;
+        while (p && *p) {
+            if (strncmp(p, kinds[k].name, len) == 0 && (p[len] == ',' || p[len] == '\0')) want = 1;
+            p = strchr(p, ',');
+            if (p) ++p;
+        }
+        if (want) { if (k == 0) std_at = n_sel; sel[n_sel++] = k; }
+    }
+    if (n_sel == 0) { fprintf(stderr, "--kinds: no known kind in '%s'\n", c.compare_kinds); return 1; }
     c.quiet = 1; c.csv = NULL;
     printf("train-compare: %d kinds x %d seeds, %d steps each (batch %d x %d tokens), %d layers, d %d, %d heads, %s kernels\n",
-           N_KINDS, n_seeds, c.steps, c.batch, c.ctx, c.layers, c.d, c.heads, attn_kernels());
-    for (k = 0; k < N_KINDS; ++k)
+           n_sel, n_seeds, c.steps, c.batch, c.ctx, c.layers, c.d, c.heads, attn_kernels());
+    for (k = 0; k < n_sel; ++k)
         for (s = 0; s < n_seeds; ++s) {
-            c.kind = k; c.seed = s + 1;
-            fprintf(stderr, "\r  %-10s seed %d  (%.0f s so far)   ", kinds[k].name, s + 1, now_s() - t0);
+            c.kind = sel[k]; c.seed = s + 1;
+            fprintf(stderr, "\r  %-10s seed %d  (%.0f s so far)   ", kinds[sel[k]].name, s + 1, now_s() - t0);
             res[k][s] = train(&c, cp, 0);
         }
     fprintf(stderr, "\r%60s\r", "");
-    printf("\n| attention | params / attn layer | model params | final val loss (mean +- sd) | min .. max | s / run |\n");
-    printf("|---|---|---|---|---|---|\n");
+    printf("\n| attention | params / attn layer | model params | final val loss (mean +- sd) | min .. max | vs standard (paired) | s / run |\n");
+    printf("|---|---|---|---|---|---|---|\n");
+    snprintf(path, sizeof path, "%s.csv", c.out);
+    csv = fopen(path, "w");
     if (csv) fprintf(csv, "kind,seed,attn_params,model_params,step,val_loss\n");
-    for (k = 0; k < N_KINDS; ++k) {
-        double mean = 0, var = 0, mn = 1e9, mx = -1e9, secs = 0;
+    for (k = 0; k < n_sel; ++k) {
+        double mean = 0, var = 0, mn = 1e9, mx = -1e9, secs = 0, dmean = 0, dvar = 0;
         for (s = 0; s < n_seeds; ++s) {
             const double v = res[k][s].final_val;
             mean += v / n_seeds; secs += res[k][s].secs / n_seeds;
+            if (std_at >= 0) dmean += (v - res[std_at][s].final_val) / n_seeds;
             if (v < mn) mn = v;
             if (v > mx) mx = v;
             if (csv)
                 for (i = 0; i < res[k][s].n_val; ++i)
-                    fprintf(csv, "%s,%d,%zu,%zu,%d,%.5f\n", kinds[k].name, s + 1, res[k][s].attn_params,
+                    fprintf(csv, "%s,%d,%zu,%zu,%d,%.5f\n", kinds[sel[k]].name, s + 1, res[k][s].attn_params,
                             res[k][s].params, res[k][s].val_step[i], res[k][s].val[i]);
         }
-        for (s = 0; s < n_seeds; ++s) var += (res[k][s].final_val - mean) * (res[k][s].final_val - mean);
-        printf("| %s | %zu | %zu | %.3f +- %.3f | %.3f .. %.3f | %.1f |\n", kinds[k].name, res[k][0].attn_params,
-               res[k][0].params, mean, sqrt(var / (n_seeds > 1 ? n_seeds - 1 : 1)), mn, mx, secs);
+        for (s = 0; s < n_seeds; ++s) {
+            const double dv = std_at >= 0 ? res[k][s].final_val - res[std_at][s].final_val - dmean : 0;
+            var += (res[k][s].final_val - mean) * (res[k][s].final_val - mean);
+            dvar += dv * dv;
+        }
+        printf("| %s | %zu | %zu | %.3f +- %.3f | %.3f .. %.3f | ", kinds[sel[k]].name, res[k][0].attn_params,
+               res[k][0].params, mean, sqrt(var / (n_seeds > 1 ? n_seeds - 1 : 1)), mn, mx);
+        if (std_at >= 0 && k != std_at) printf("%+.3f +- %.3f", dmean, sqrt(dvar / (n_seeds > 1 ? n_seeds - 1 : 1)));
+        else printf("-");
+        printf(" | %.1f |\n", secs);
     }
     if (csv) fclose(csv);
-    write_compare_svg("examples/train_compare.svg", res, N_KINDS, n_seeds, &c);
-    printf("\nwrote examples/train_compare.csv and examples/train_compare.svg (%.0f s in all)\n", now_s() - t0);
+    snprintf(path, sizeof path, "%s.svg", c.out);
+    write_compare_svg(path, res, sel, n_sel, n_seeds, &c);
+    printf("\nwrote %s.csv and %s.svg (%.0f s in all)\n", c.out, c.out, now_s() - t0);
     return 0;
 }
 
@@ -802,7 +833,7 @@ int main(int argc, char **argv) {
     memset(&c, 0, sizeof c);
     c.kind = 0; c.layers = 2; c.d = 64; c.heads = 4; c.ctx = 64; c.batch = 16; c.steps = 600; c.eval_every = 100;
     c.eval_batches = 8; c.sample = 400; c.seed = 1; c.lr = 3e-3f; c.wd = 0.05f; c.csv = "train_loss.csv";
-    c.data = "examples/data/sonnets.txt";
+    c.data = "examples/data/sonnets.txt"; c.out = "examples/train_compare";
     for (i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--check") == 0) mode = 1;
@@ -831,6 +862,8 @@ int main(int argc, char **argv) {
             else if (strcmp(a, "--csv") == 0) c.csv = v;
             else if (strcmp(a, "--sample") == 0) c.sample = atoi(v);
             else if (strcmp(a, "--data") == 0) c.data = v;
+            else if (strcmp(a, "--kinds") == 0) c.compare_kinds = v;
+            else if (strcmp(a, "--out") == 0) c.out = v;
             else { fprintf(stderr, "unknown option %s\n", a); return 2; }
         }
     }
