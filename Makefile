@@ -74,7 +74,7 @@ $(BUILD)/ring: examples/ring.c attn.h | $(BUILD)
 # Every attention kind of examples/train.c for the same budget (400 steps of 8 x 64 tokens),
 # 3 seeds each: a table, examples/train_compare.csv and .svg (about 7 minutes on 2 cores).
 train-compare: $(BUILD)/train
-	./$(BUILD)/train --compare --steps 400 --batch 8 --eval-every 40
+	$(BUILD)/train --compare --steps 400 --batch 8 --eval-every 40
 
 # Header-only install: attn.h and a pkg-config file (CMake users: see CMakeLists.txt).
 install:
