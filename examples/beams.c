@@ -11,6 +11,7 @@
    they agree, and prints the memory each needs and their times.
    Build: cc -std=c99 -O2 -I. examples/beams.c -o beams -lm -pthread   (or: make)
    Options: `beams quick` uses a smaller model. Exit status 1 if the two differ. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, also under -std=c99 without threads */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include <math.h>

@@ -13,6 +13,7 @@
         (exactly 0 through the all-window stack, not 0 through the hybrid one; both checked).
    Build: cc -std=c99 -O2 -I. examples/hybrid.c -o hybrid -lm -pthread   (or: make)
    Options: `hybrid quick`: 512 tokens instead of 4096. Exit status 1 if a check fails. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, also under -std=c99 without threads */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include <math.h>

@@ -8,6 +8,7 @@
      2. times one forward of each layer on the same input (median of 5, all cores).
    Build: cc -std=c99 -O2 -I. examples/layers.c -o layers -lm -pthread   (or: make)
    Options: `layers quick` times a small shape only. Exit status 1 if a count differs. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, also under -std=c99 without threads */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include <stdio.h>

@@ -11,6 +11,7 @@
    attn_forward over exactly the tokens the policy should have kept (rebuilt from scratch).
    Build: cc -std=c99 -O2 -I. examples/streaming.c -o streaming -lm -pthread   (or: make)
    Options: `streaming quick` streams 3000 tokens instead of 50000. Exit status 1 on a mismatch. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, also under -std=c99 without threads */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include <math.h>

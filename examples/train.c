@@ -28,6 +28,7 @@
                                     every kind (or those listed) for the same budget over 3 seeds
                                     (make train-compare): a table, PREFIX.csv and PREFIX.svg
                                     (default examples/train_compare) */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, also under -std=c99 without threads */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include <math.h>

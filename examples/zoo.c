@@ -12,6 +12,7 @@
    time only. Options: `zoo quick` runs the two short lengths only; `zoo check` (make test) runs
    the shortest length, then checks each mechanism against its bound (the table at the end of
    main) and exits 1 if one is out of it. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, also under -std=c99 without threads */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include <math.h>
