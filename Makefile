@@ -10,7 +10,13 @@ BUILD   = build
 NPROC  := $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += -j$(NPROC)
 
-EXAMPLES = $(patsubst examples/%.c,$(BUILD)/%,$(wildcard examples/*.c))
+# examples/*.c, each one program; ring.c (MPI) only where mpicc is found
+HAVE_MPI := $(shell command -v mpicc >/dev/null 2>&1 && echo yes)
+EXAMPLES = $(patsubst examples/%.c,$(BUILD)/%,$(filter-out examples/ring.c,$(wildcard examples/*.c)))
+ifeq ($(HAVE_MPI),yes)
+EXAMPLES += $(BUILD)/ring
+endif
+PREFIX ?= /usr/local
 TEST_SRC = tests/main.c tests/attn_impl.c $(wildcard tests/test_*.c)
 TEST_DEP = $(TEST_SRC) $(wildcard tests/*.h) attn.h
 HAVE_CLANG := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo yes)
@@ -49,7 +55,7 @@ ifeq ($(HAVE_WIN),yes)
 TEST_BINS += $(BUILD)/test_win.exe
 endif
 
-.PHONY: all examples run test bench clean fuzz portability
+.PHONY: all examples run test bench clean fuzz portability train-compare install
 all: examples
 examples: $(EXAMPLES)
 
@@ -62,6 +68,21 @@ $(BUILD):
 
 $(BUILD)/%: examples/%.c attn.h | $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(BUILD)/ring: examples/ring.c attn.h | $(BUILD)
+	mpicc $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+
+# Every attention kind of examples/train.c for the same budget (400 steps of 8 x 64 tokens),
+# 3 seeds each: a table, examples/train_compare.csv and .svg (about 7 minutes on 2 cores).
+train-compare: $(BUILD)/train
+	$(BUILD)/train --compare --steps 400 --batch 8 --eval-every 40
+
+# Header-only install: attn.h and a pkg-config file (CMake users: see CMakeLists.txt).
+install:
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pkgconfig
+	install -m 644 attn.h $(DESTDIR)$(PREFIX)/include/attn.h
+	sed -e 's|@ATTN_PC_PREFIX@|$(PREFIX)|' -e 's|@ATTN_PC_INCLUDEDIR@|include|' \
+	    -e "s|@ATTN_PC_VERSION@|$$(sed -n 's/^#define ATTN_VERSION_MAJOR //p' attn.h).$$(sed -n 's/^#define ATTN_VERSION_MINOR //p' attn.h)|" \
+	    attn.pc.in > $(DESTDIR)$(PREFIX)/share/pkgconfig/attn.pc
 
 $(BUILD)/test_cc: $(TEST_DEP) | $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) -I. $(TEST_SRC) -o $@ $(LIBS)
@@ -113,9 +134,11 @@ endif
 portability:
 	@sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)"
 
-# Every test binary, then the header compile checks; the last line is "N passed, N failed".
+# Every test binary, then the header compile checks, then examples/check.sh (every example at a
+# small size checking itself, the MPI ring, CMake and pkg-config); the last line is "N passed, N failed".
 test: $(TEST_BINS) $(EXAMPLES) $(BUILD)/fuzz_driver
-	@WINE="$(WINE)" FUZZ_DRIVER="$(BUILD)/fuzz_driver -c tests/fuzz/corpus -n $(FUZZ_ITERS) all" sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS)
+	@WINE="$(WINE)" FUZZ_DRIVER="$(BUILD)/fuzz_driver -c tests/fuzz/corpus -n $(FUZZ_ITERS) all" BUILD="$(BUILD)" CC="$(CC)" \
+	    sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS) examples/check.sh
 
 # Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);
 # `make bench` builds and runs them all, `make build/bench_<family>` builds one.

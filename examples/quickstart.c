@@ -2,6 +2,7 @@
    Build: cc -std=c99 -O2 -I. examples/quickstart.c -o quickstart -lm -pthread   (or: make)   */
 #define ATTN_IMPLEMENTATION          /* exactly one .c file defines this before the include */
 #include "attn.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -40,5 +41,28 @@ int main(void) {
             printf("token %d head %d: mean attended position %.3f  lse %.4f\n",
                    s, h, o[0], lse[h * S + s]);
         }
-    return 0;
+
+    /* The same thing as a naive loop in double: softmax(q.k / sqrt(D)) over keys j <= s. */
+    {
+        double max_err = 0.0;
+        int j, x;
+        for (s = 0; s < S; ++s)
+            for (h = 0; h < H; ++h) {
+                double w[S], sum = 0.0, mx = -1e300;
+                for (j = 0; j <= s; ++j) {
+                    w[j] = 0.0;
+                    for (x = 0; x < D; ++x) w[j] += (double)q[(s * H + h) * D + x] * k[(j * H + h) * D + x];
+                    w[j] /= sqrt((double)D);
+                    if (w[j] > mx) mx = w[j];
+                }
+                for (j = 0; j <= s; ++j) sum += (w[j] = exp(w[j] - mx));
+                for (x = 0; x < D; ++x) {
+                    double o = 0.0;
+                    for (j = 0; j <= s; ++j) o += w[j] / sum * v[(j * H + h) * D + x];
+                    if (fabs(o - out[(s * H + h) * D + x]) > max_err) max_err = fabs(o - out[(s * H + h) * D + x]);
+                }
+            }
+        printf("max |attn_forward - naive loop| = %.1e %s\n", max_err, max_err < 1e-5 ? "(ok)" : "(TOO LARGE)");
+        return max_err < 1e-5 ? 0 : 1;
+    }
 }
