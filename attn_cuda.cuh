@@ -1,0 +1,645 @@
+/* attn_cuda.cuh - the CUDA companion of attn.h: the same API as CUDA kernels - public domain or
+   MIT (see attn.h)
+
+   USAGE
+     In exactly one .cu file:
+         #define ATTN_CUDA_IMPLEMENTATION
+         #include "attn_cuda.cuh"
+     That file also compiles a private (static) copy of attn.h's implementation, whose argument
+     validation attn_cuda_* reuse, so the CPU and CUDA paths reject the same bad inputs with the
+     same statuses; other files of the program may include attn.h's implementation as usual.
+     Include attn_cuda.cuh before any other include of attn.h in that file. Everywhere else just
+     #include "attn_cuda.cuh". Compile for sm_80 or newer (mma.sync m16n8k16 bf16, ldmatrix,
+     cp.async): nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90.
+
+   WHAT IT COMPUTES
+     attn_cuda_forward is attn_forward (attn.h's SEMANTICS OF EXACT ATTENTION) on the GPU:
+     every mask (causal bottom-right, windows, dilation, sinks, global tokens, seqlens padding,
+     cu_seqlens varlen), ALiBi, softcap, additive bias, GQA/MQA, lse. The mask rule is attn.h's
+     own (attn__lane_rule, attn__lane_ok, attn__visible, attn__key_ranges, attn__seq_at are
+     host+device functions, ATTN__HD), so there is one definition.
+     - f16 / bf16 q, k, v (one dtype), head dims 32, 64, 96, 128, 256 (v.dim == q.dim): a
+       FlashAttention-2 style kernel on tensor cores (mma.sync m16n8k16, fp32 accumulation,
+       online softmax in registers, ldmatrix(.trans), 2-stage cp.async K/V pipeline). P is
+       rounded to the input dtype for P.V, as FlashAttention does (|error| <= 2^-11 max|v| for
+       f16, 2^-8 for bf16, plus the fp32 sums).
+     - f32 q, k, v, any q.dim and v.dim up to 256: CUDA-core FMA kernel, fp32 throughout.
+     out may have any dtype. Pointers: tensors, lse, bias.data, seqlens_q/_k, cu_seqlens_q/_k
+     and alibi_slopes are DEVICE pointers (the small int/float arrays are copied to the host
+     once per call for validation and launch sizing, on the given stream, synchronously).
+     Not supported (a status, nothing launched): dropout_p > 0, rope, kinds other than
+     ATTN_SOFTMAX, workspace (none is needed).
+
+   EXECUTED WITHOUT A GPU
+     Compiled as host C++ with -DATTN_CUDA_EMULATE after including tests/cuda/emu.h, the same
+     kernel source runs under a CPU emulation of the CUDA execution model (blocks, threads as
+     fibers, __syncthreads, warp shuffles, mma/ldmatrix from the PTX ISA fragment layouts,
+     cp.async landing at wait_group, a shared-memory race detector). tests/cuda/ does that. */
+#ifndef ATTN_CUDA_CUH_INCLUDED
+#define ATTN_CUDA_CUH_INCLUDED
+
+#if defined(ATTN_CUDA_IMPLEMENTATION) && !defined(ATTN_IMPLEMENTATION)
+#define ATTN_STATIC
+#define ATTN_IMPLEMENTATION
+#define ATTN_CUDA__OWN_IMPL
+#endif
+
+#ifdef ATTN_CUDA__OWN_IMPL
+/* attn.h's implementation, private to this file: host code nvcc's front end checks more
+   strictly (set-but-unused locals in the cpuid code) and public functions this file does not
+   call. */
+#ifdef __NVCC__
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 550
+#endif
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#endif
+#include "attn.h"
+#ifdef ATTN_CUDA__OWN_IMPL
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#ifdef __NVCC__
+#pragma nv_diagnostic pop
+#endif
+#endif
+
+#ifndef ATTN_CUDA_EMULATE
+#include <cuda_runtime.h>
+#endif
+
+/* ---- public API ------------------------------------------------------------------------- */
+
+/* attn_forward on the GPU (see WHAT IT COMPUTES): q, k, v, out, lse and desc's arrays are
+   device pointers; the work is queued on stream. Returns attn_forward's status for the same
+   arguments, or an ATTN_ERR_CUDA_* one; on any error nothing is written or launched. */
+attn_status attn_cuda_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                              float *lse, cudaStream_t stream);
+/* Device workspace bytes attn_cuda_forward needs (the same validation runs first): 0. */
+attn_status attn_cuda_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                     size_t *bytes);
+
+#ifdef ATTN_CUDA_IMPLEMENTATION
+#ifndef ATTN_CUDA__IMPLEMENTATION_DONE
+#define ATTN_CUDA__IMPLEMENTATION_DONE
+
+#ifndef ATTN_CUDA_EMULATE
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#endif
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+/* ---------------------------------------------------------------------------------------
+   1. device primitives: inline PTX under nvcc, the emulator's instruction functions under
+      ATTN_CUDA_EMULATE (tests/cuda/emu.h). Every shared-memory access of the kernels goes
+      through one of these (so the emulator sees all of them).
+   --------------------------------------------------------------------------------------- */
+#ifdef ATTN_CUDA_EMULATE
+#define ACU_DEV static inline
+#define ACU_UNROLL
+#define ACU_GRID_CONST
+#define ACU_SHARED_BASE(name) unsigned char *name = emu_shared_base()
+#define ACU_LAUNCH(kernel, grid, block, smem, stream, ...) ((void)(stream), emu_launch(grid, block, smem, kernel, __VA_ARGS__))
+ACU_DEV void acu_mma(float d[4], const uint32_t a[4], const uint32_t b[2], int bf16) { emu_mma(d, a, b, bf16); }
+ACU_DEV void acu_ldsm_x4(uint32_t r[4], const void *p) { emu_ldmatrix_x4(r, p); }
+ACU_DEV void acu_ldsm_x4_t(uint32_t r[4], const void *p) { emu_ldmatrix_x4_trans(r, p); }
+ACU_DEV void acu_cp_async16(void *s, const void *g, int src_bytes) { emu_cp_async16(s, g, src_bytes); }
+ACU_DEV void acu_cp_commit(void) { emu_cp_commit(); }
+template <int N> ACU_DEV void acu_cp_wait(void) { emu_cp_wait(N); }
+ACU_DEV float acu_shfl_xor(float v, int m) { return emu_u2f(emu_shfl_xor(emu_f2u(v), m)); }
+ACU_DEV float acu_shfl_idx(float v, int src) { return emu_u2f(emu_shfl_idx(emu_f2u(v), src)); }
+ACU_DEV void acu_sts16B(void *p, const uint32_t v[4]) { emu_sts(p, v, 16); }
+ACU_DEV float acu_h2f(uint16_t h, int bf16) { return bf16 ? attn__bf16_to_f32(h) : attn__f16_to_f32(h); }
+ACU_DEV uint16_t acu_f2h(float f, int bf16) { return bf16 ? attn__f32_to_bf16(f) : attn__f32_to_f16(f); }
+#else
+#define ACU_DEV static __device__ __forceinline__
+#define ACU_UNROLL _Pragma("unroll")
+#define ACU_GRID_CONST __grid_constant__
+#define ACU_SHARED_BASE(name) extern __shared__ __align__(16) unsigned char name[]
+#define ACU_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+ACU_DEV void acu_mma(float d[4], const uint32_t a[4], const uint32_t b[2], int bf16) {
+    if (bf16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+ACU_DEV void acu_ldsm_x4(uint32_t r[4], const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s) : "memory");
+}
+ACU_DEV void acu_ldsm_x4_t(uint32_t r[4], const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s) : "memory");
+}
+ACU_DEV void acu_cp_async16(void *sp, const void *g, int src_bytes) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(sp);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "r"(src_bytes) : "memory");
+}
+ACU_DEV void acu_cp_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> ACU_DEV void acu_cp_wait(void) { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+ACU_DEV float acu_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+ACU_DEV float acu_shfl_idx(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+ACU_DEV void acu_sts16B(void *p, const uint32_t v[4]) { *(uint4 *)p = make_uint4(v[0], v[1], v[2], v[3]); }
+ACU_DEV float acu_h2f(uint16_t h, int bf16) {
+    return bf16 ? __bfloat162float(__ushort_as_bfloat16(h)) : __half2float(__ushort_as_half(h));
+}
+ACU_DEV uint16_t acu_f2h(float f, int bf16) {
+    return bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(f)) : __half_as_ushort(__float2half_rn(f));
+}
+#endif
+
+/* element i of a row of dtype t, as fp32; and the store back */
+ACU_DEV float acu_ld(const void *row, attn_dtype t, int i) {
+    if (t == ATTN_F32) return ((const float *)row)[i];
+    return acu_h2f(((const uint16_t *)row)[i], t == ATTN_BF16);
+}
+ACU_DEV void acu_st(void *row, attn_dtype t, int i, float x) {
+    if (t == ATTN_F32) ((float *)row)[i] = x;
+    else ((uint16_t *)row)[i] = acu_f2h(x, t == ATTN_BF16);
+}
+ACU_DEV uint32_t acu_pack(float lo, float hi, int bf16) {
+    return (uint32_t)acu_f2h(lo, bf16) | ((uint32_t)acu_f2h(hi, bf16) << 16);
+}
+/* row (b, s, h) of a view: the element offset rule of attn__at, on the device */
+ACU_DEV const char *acu_row(const attn__view &v, long long b, long long s, long long h) {
+    return v.data + (ptrdiff_t)v.esize * ((ptrdiff_t)b * v.sb + (ptrdiff_t)s * v.ss + (ptrdiff_t)h * v.sh);
+}
+
+/* ---------------------------------------------------------------------------------------
+   2. the forward kernels
+   --------------------------------------------------------------------------------------- */
+struct acu_fwd_params {
+    attn__problem P;            /* attn__check_forward's resolved problem (device pointers) */
+    int aligned;                /* q/k/v rows 16-byte aligned: cp.async, else element loads */
+    int tail;                   /* varlen: grid.z has one extra slice for rows past cu_seqlens_q[n] */
+};
+
+/* One sequence slice of the grid: where its rows live, how many tensor rows it owns. */
+ACU_DEV void acu_slice(const attn__problem &P, int z, int tail, attn__seq *S, int *rows) {
+    if (tail && z == P.n_seqs) {       /* packed rows after the last sequence: padding only */
+        S->tb = 0; S->seq = z; S->q0 = P.cu_q[P.n_seqs]; S->k0 = 0; S->Lq = 0; S->Lk = 0;
+        *rows = P.q.seq - S->q0;
+        return;
+    }
+    attn__seq_at(&P, z, S);
+    *rows = P.cu_q ? S->Lq : P.q.seq;
+}
+
+/* logit processing of one element, in attn.h's order: softcap, bias, ALiBi; -inf if masked */
+ACU_DEV float acu_logit(const attn__problem &P, float acc, const float *brow, float slope, long long p, long long j,
+                        int vis) {
+    float x = acc * P.scale;
+    if (!vis) return -INFINITY;
+    if (P.softcap > 0.0f) x = P.softcap * tanhf(x / P.softcap);
+    if (brow) x += brow[j];
+    if (P.alibi) x -= slope * fabsf((float)(p - j));
+    return x;
+}
+ACU_DEV int acu_visible(const attn__problem &P, int32_t cap, int32_t lo, int32_t hi, int pre, long long p, long long j,
+                        long long Lk) {
+    if (P.dilation > 1) return j < Lk && attn__visible(&P, p, j);
+    return attn__lane_ok(cap, lo, hi, pre, j);
+}
+
+/* Key tiles [t0, t1) of the block's rows [p0, p1] as up to two runs of BN-key tiles. */
+ACU_DEV int acu_tiles(const attn__problem &P, long long p0, long long p1, long long Lk, int BN, int t[2][2]) {
+    long long r[2][2];
+    int n = attn__key_ranges(&P, p0, p1, Lk, r), i, m = 0;
+    for (i = 0; i < n; ++i) {
+        int a = (int)(r[i][0] / BN), b = (int)((r[i][1] + BN - 1) / BN);
+        if (m && a < t[m - 1][1]) a = t[m - 1][1];
+        if (a < b) { t[m][0] = a; t[m][1] = b; ++m; }
+    }
+    return m;
+}
+
+#define ACU_BM 64                 /* query rows per block: 4 warps x 16 */
+#define ACU_THREADS 128
+
+template <int D> struct acu_cfg {
+    enum { BN = D > 128 ? 32 : 64,          /* keys per tile */
+           LD = D + 8,                      /* shared row stride in 16-bit elements (16 B pad: no ldmatrix bank conflicts) */
+           QREG = D <= 128,                 /* Q fragments held in registers */
+           SMEM = (ACU_BM + 4 * BN) * LD * 2 };
+};
+
+/* Tile rows [r0, r0 + n) of a 16-bit view into shared dst (row stride LD), rows >= valid zero
+   filled, never read. Each 16 bytes is one cp.async (aligned) or 8 element loads. */
+template <int D, int LD>
+ACU_DEV void acu_load_tile(unsigned char *dst, const attn__view &v, long long b, long long s0, long long h, int n,
+                           int valid, int aligned, int tid) {
+    const int chunks = D / 8;
+    int c;
+    for (c = tid; c < n * chunks; c += ACU_THREADS) {
+        const int r = c / chunks, col = (c % chunks) * 8;
+        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
+        const char *g = r < valid ? acu_row(v, b, s0 + r, h) + (size_t)col * 2 : v.data;
+        if (aligned) acu_cp_async16(sp, g, r < valid ? 16 : 0);
+        else {
+            uint32_t w[4] = { 0, 0, 0, 0 };
+            int e;
+            if (r < valid)
+                for (e = 0; e < 4; ++e)
+                    w[e] = (uint32_t)((const uint16_t *)g)[2 * e] | ((uint32_t)((const uint16_t *)g)[2 * e + 1] << 16);
+            acu_sts16B(sp, w);
+        }
+    }
+}
+
+/* FlashAttention-2 forward on tensor cores: block (m-tile, query head, sequence slice), 4 warps
+   of 16 query rows each; K/V tiles of BN keys double-buffered with cp.async. */
+template <int D, int BF16>
+__global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST acu_fwd_params prm) {
+    typedef acu_cfg<D> C;
+    enum { BN = C::BN, LD = C::LD, NT = BN / 8, DT = D / 8 };
+    const attn__problem &P = prm.P;
+    ACU_SHARED_BASE(smem);
+    unsigned char *Qs = smem, *Ks = smem + (size_t)ACU_BM * LD * 2, *Vs = Ks + (size_t)2 * BN * LD * 2;
+    const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int h = (int)blockIdx.y, hk = h / P.groups, m0 = (int)blockIdx.x * ACU_BM;
+    attn__seq S;
+    int rows, r, i, j, kk;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &rows);
+    if (m0 >= rows) return;
+    const long long shift = (long long)S.Lk - S.Lq;
+    /* this thread's two rows: warp rows g and g + 8 */
+    int ri[2], valid[2];
+    long long pos[2];
+    int32_t cap[2], lo[2], hi[2];
+    const float *brow[2];
+    float mrow[2], lrow[2], o[DT][4];
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    const float slope = P.alibi ? P.alibi[h] : 0.0f;
+    ACU_UNROLL for (r = 0; r < 2; ++r) {
+        ri[r] = m0 + warp * 16 + g + 8 * r;
+        valid[r] = ri[r] < S.Lq;
+        pos[r] = ri[r] + shift;
+        attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, pos[r], S.Lk, &cap[r], &lo[r], &hi[r]);
+        brow[r] = P.bias && valid[r] ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb +
+                                           (ptrdiff_t)(P.bias_heads == 1 ? 0 : h) * P.bias_sh + (ptrdiff_t)ri[r] * P.bias_sq
+                                     : (const float *)0;
+        mrow[r] = -INFINITY; lrow[r] = 0.0f;
+    }
+    ACU_UNROLL for (i = 0; i < DT; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+
+    int tiles[2][2], nrun = 0, ntiles = 0;
+    if (m0 < S.Lq) {
+        const long long p0 = m0 + shift, p1 = (long long)(m0 + ACU_BM < S.Lq ? m0 + ACU_BM : S.Lq) - 1 + shift;
+        nrun = acu_tiles(P, p0, p1, S.Lk, BN, tiles);
+        for (i = 0; i < nrun; ++i) ntiles += tiles[i][1] - tiles[i][0];
+    }
+    if (ntiles > 0) {
+        const int qn = S.Lq - m0 < ACU_BM ? S.Lq - m0 : ACU_BM;
+        uint32_t qf[C::QREG ? D / 16 : 1][4];
+        acu_load_tile<D, LD>(Qs, P.q, S.tb, (long long)S.q0 + m0, h, ACU_BM, qn, prm.aligned, tid);
+        acu_cp_commit();
+#define ACU_TILE_C0(n) (((n) < tiles[0][1] - tiles[0][0] ? tiles[0][0] + (n) : tiles[1][0] + (n) - (tiles[0][1] - tiles[0][0])) * BN)
+        {
+            const int c0 = ACU_TILE_C0(0), kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
+            acu_load_tile<D, LD>(Ks, P.k, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_load_tile<D, LD>(Vs, P.v, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_cp_commit();
+        }
+        for (int n = 0; n < ntiles; ++n) {
+            const int st = n & 1, c0 = ACU_TILE_C0(n);
+            unsigned char *Kc = Ks + (size_t)st * BN * LD * 2, *Vc = Vs + (size_t)st * BN * LD * 2;
+            if (n + 1 < ntiles) {       /* prefetch the next tile into the other stage */
+                const int c1 = ACU_TILE_C0(n + 1), kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
+                acu_load_tile<D, LD>(Ks + (size_t)(st ^ 1) * BN * LD * 2, P.k, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+                acu_load_tile<D, LD>(Vs + (size_t)(st ^ 1) * BN * LD * 2, P.v, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+            }
+            acu_cp_commit();
+            acu_cp_wait<1>();           /* Q and tile n have landed (this thread's copies) */
+            __syncthreads();            /* ... and everyone's */
+            if (C::QREG && n == 0)
+                ACU_UNROLL for (kk = 0; kk < D / 16; ++kk)
+                    acu_ldsm_x4(qf[C::QREG ? kk : 0], Qs + ((size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD +
+                                                         kk * 16 + (lane >> 4) * 8) * 2);
+            /* S = Q K^T: 16 rows x BN keys per warp */
+            float s[NT][4];
+            ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+            ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
+                uint32_t a[4];
+                if (C::QREG) { a[0] = qf[kk][0]; a[1] = qf[kk][1]; a[2] = qf[kk][2]; a[3] = qf[kk][3]; }
+                else acu_ldsm_x4(a, Qs + ((size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + kk * 16 +
+                                         (lane >> 4) * 8) * 2);
+                ACU_UNROLL for (j = 0; j < NT; j += 2) {
+                    uint32_t b[4];
+                    acu_ldsm_x4(b, Kc + ((size_t)(j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + kk * 16 +
+                                         ((lane >> 3) & 1) * 8) * 2);
+                    acu_mma(s[j], a, b, BF16);
+                    acu_mma(s[j + 1], a, b + 2, BF16);
+                }
+            }
+            /* masks, online softmax (rows g and g + 8; a row's 4 threads are lanes 4g..4g+3) */
+            ACU_UNROLL for (r = 0; r < 2; ++r) {
+                float mx = -INFINITY, msafe, alpha, sum = 0.0f;
+                ACU_UNROLL for (j = 0; j < NT; ++j)
+                    ACU_UNROLL for (i = 0; i < 2; ++i) {
+                        const long long key = (long long)c0 + j * 8 + 2 * t4 + i;
+                        const int vis = valid[r] && acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk);
+                        const float x = acu_logit(P, s[j][2 * r + i], brow[r], slope, pos[r], key, vis);
+                        s[j][2 * r + i] = x;
+                        mx = fmaxf(mx, x);
+                    }
+                mx = fmaxf(mx, acu_shfl_xor(mx, 1));
+                mx = fmaxf(mx, acu_shfl_xor(mx, 2));
+                mx = fmaxf(mx, mrow[r]);
+                msafe = mx == -INFINITY ? 0.0f : mx;
+                alpha = mrow[r] == -INFINITY ? 0.0f : expf(mrow[r] - msafe);
+                mrow[r] = mx;
+                ACU_UNROLL for (j = 0; j < NT; ++j)
+                    ACU_UNROLL for (i = 0; i < 2; ++i) {
+                        const float e = expf(s[j][2 * r + i] - msafe);
+                        s[j][2 * r + i] = e;
+                        sum += e;
+                    }
+                lrow[r] = lrow[r] * alpha + sum;
+                ACU_UNROLL for (i = 0; i < DT; ++i) { o[i][2 * r] *= alpha; o[i][2 * r + 1] *= alpha; }
+            }
+            /* O += P V: P's accumulator fragments are the A fragments of the next mma */
+            ACU_UNROLL for (kk = 0; kk < BN / 16; ++kk) {
+                uint32_t a[4];
+                a[0] = acu_pack(s[2 * kk][0], s[2 * kk][1], BF16);
+                a[1] = acu_pack(s[2 * kk][2], s[2 * kk][3], BF16);
+                a[2] = acu_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], BF16);
+                a[3] = acu_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], BF16);
+                ACU_UNROLL for (j = 0; j < DT; j += 2) {
+                    uint32_t b[4];
+                    acu_ldsm_x4_t(b, Vc + ((size_t)(kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + j * 8 +
+                                           (lane >> 4) * 8) * 2);
+                    acu_mma(o[j], a, b, BF16);
+                    acu_mma(o[j + 1], a, b + 2, BF16);
+                }
+            }
+            __syncthreads();            /* stage st is refilled by the next iteration's prefetch */
+        }
+#undef ACU_TILE_C0
+    }
+    /* epilogue: row sums over the 4 threads of a row, normalise, store out and lse */
+    ACU_UNROLL for (r = 0; r < 2; ++r) {
+        float l = lrow[r], inv, lse;
+        l += acu_shfl_xor(l, 1);
+        l += acu_shfl_xor(l, 2);
+        if (ri[r] >= rows) continue;
+        if (!valid[r] || l == 0.0f) { inv = 0.0f; lse = -INFINITY; }
+        else { inv = 1.0f / l; lse = mrow[r] + logf(l); }
+        char *orow = (char *)acu_row(P.out, S.tb, (long long)S.q0 + ri[r], h);
+        ACU_UNROLL for (i = 0; i < DT; ++i) {
+            acu_st(orow, P.out.dtype, i * 8 + 2 * t4, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r] * inv);
+            acu_st(orow, P.out.dtype, i * 8 + 2 * t4 + 1, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r + 1] * inv);
+        }
+        if (P.lse && t4 == 0) P.lse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + ri[r]] = lse;
+    }
+}
+
+/* fp32 forward on CUDA cores: one warp per query row (4 per block, 4 rows per warp); a lane
+   takes one key of each 32-key chunk for Q.K and BN/32 value dimensions for P.V. */
+#define ACU_F32_ROWS 16
+#define ACU_F32_DV 8               /* value dims per lane: v.dim <= 256 */
+__global__ void __launch_bounds__(ACU_THREADS) acu_fwd_f32(const ACU_GRID_CONST acu_fwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, D = P.q.dim, Dv = P.v.dim;
+    const int h = (int)blockIdx.y, hk = h / P.groups;
+    attn__seq S;
+    int rows, rr, u;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &rows);
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    const float slope = P.alibi ? P.alibi[h] : 0.0f;
+    for (rr = 0; rr < ACU_F32_ROWS / 4; ++rr) {
+        const int row = (int)blockIdx.x * ACU_F32_ROWS + warp * (ACU_F32_ROWS / 4) + rr;
+        if (row >= rows) break;                        /* uniform across the warp */
+        const int valid = row < S.Lq;
+        const long long p = row + shift;
+        float m = -INFINITY, l = 0.0f, acc[ACU_F32_DV];
+        int32_t cap, lo, hi;
+        int tl[2][2], nrun = 0, run;
+        const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + row, h);
+        const float *brow = P.bias && valid ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb +
+                                                  (ptrdiff_t)(P.bias_heads == 1 ? 0 : h) * P.bias_sh + (ptrdiff_t)row * P.bias_sq
+                                            : (const float *)0;
+        ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) acc[u] = 0.0f;
+        attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
+        if (valid) nrun = acu_tiles(P, p, p, S.Lk, 32, tl);
+        for (run = 0; run < nrun; ++run)
+            for (int tt = tl[run][0]; tt < tl[run][1]; ++tt) {
+                const long long c0 = (long long)tt * 32, key = c0 + lane;
+                float dot = 0.0f, x, mx, msafe, alpha, e, sum;
+                int d, jj;
+                const int vis = key < S.Lk && acu_visible(P, cap, lo, hi, pre, p, key, S.Lk);
+                if (vis) {
+                    const char *krow = acu_row(P.k, S.tb, (long long)S.k0 + key, hk);
+                    for (d = 0; d < D; ++d) dot += acu_ld(qrow, P.q.dtype, d) * acu_ld(krow, P.k.dtype, d);
+                }
+                x = acu_logit(P, dot, brow, slope, p, key, vis);
+                mx = x;
+                ACU_UNROLL for (d = 16; d >= 1; d >>= 1) mx = fmaxf(mx, acu_shfl_xor(mx, d));
+                mx = fmaxf(mx, m);
+                msafe = mx == -INFINITY ? 0.0f : mx;
+                alpha = m == -INFINITY ? 0.0f : expf(m - msafe);
+                m = mx;
+                e = expf(x - msafe);
+                sum = e;
+                ACU_UNROLL for (d = 16; d >= 1; d >>= 1) sum += acu_shfl_xor(sum, d);
+                l = l * alpha + sum;
+                ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) acc[u] *= alpha;
+                for (jj = 0; jj < 32; ++jj) {
+                    const float pj = acu_shfl_idx(e, jj);
+                    if (c0 + jj >= S.Lk) break;               /* uniform: keys past Lk are never read */
+                    const char *vrow = acu_row(P.v, S.tb, (long long)S.k0 + c0 + jj, hk);
+                    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+                        if (lane + 32 * u < Dv) acc[u] += pj * acu_ld(vrow, P.v.dtype, lane + 32 * u);
+                }
+            }
+        {
+            const int empty = !valid || l == 0.0f;
+            const float inv = empty ? 0.0f : 1.0f / l;
+            char *orow = (char *)acu_row(P.out, S.tb, (long long)S.q0 + row, h);
+            ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+                if (lane + 32 * u < Dv) acu_st(orow, P.out.dtype, lane + 32 * u, empty ? 0.0f : acc[u] * inv);
+            if (P.lse && lane == 0)
+                P.lse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + row] = empty ? -INFINITY : m + logf(l);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+   3. host side: validation (attn.h's), pointer checks, launch
+   --------------------------------------------------------------------------------------- */
+/* 1 when p is device (or managed) memory */
+static int acu_is_device(const void *p) {
+    cudaPointerAttributes a;
+    if (!p) return 1;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) { (void)cudaGetLastError(); return 0; }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* Host copies of desc's small device arrays, so attn.h's validation (which reads them) runs on
+   the host. Sizes come from shapes the caller checked (check_qkv passed). */
+typedef struct acu_host_arrays {
+    int *seqlens_q, *seqlens_k, *cu_q, *cu_k;
+    float *alibi;
+    void *block;
+} acu_host_arrays;
+static void acu_arrays_free(acu_host_arrays *A) { free(A->block); memset(A, 0, sizeof *A); }
+static attn_status acu_arrays_copy(const attn_desc *d, int batch, int heads, attn_desc *hd, acu_host_arrays *A,
+                                   cudaStream_t stream) {
+    const int nb = batch, nv = d->varlen_batch >= 1 && d->varlen_batch < (1 << 28) ? d->varlen_batch + 1 : 0;
+    size_t n = 0;
+    char *p;
+    memset(A, 0, sizeof *A);
+    *hd = *d;
+    if (d->seqlens_q) n += (size_t)nb * sizeof(int);
+    if (d->seqlens_k) n += (size_t)nb * sizeof(int);
+    if (d->cu_seqlens_q) n += (size_t)nv * sizeof(int);
+    if (d->cu_seqlens_k) n += (size_t)nv * sizeof(int);
+    if (d->alibi_slopes) n += (size_t)heads * sizeof(float);
+    if (!n) return ATTN_OK;
+    if (!(A->block = malloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
+    p = (char *)A->block;
+#define ACU_COPY(field, dst, count, type)                                                                        \
+    if (d->field) {                                                                                                \
+        dst = (type *)(void *)p;                                                                                   \
+        if ((count) && cudaMemcpyAsync(dst, d->field, (size_t)(count) * sizeof(type), cudaMemcpyDeviceToHost, stream) != cudaSuccess) \
+            { (void)cudaGetLastError(); acu_arrays_free(A); return ATTN_ERR_CUDA_RUNTIME; }                        \
+        p += (size_t)(count) * sizeof(type);                                                                       \
+        hd->field = dst;                                                                                           \
+    }
+    ACU_COPY(seqlens_q, A->seqlens_q, nb, int)
+    ACU_COPY(seqlens_k, A->seqlens_k, nb, int)
+    ACU_COPY(cu_seqlens_q, A->cu_q, nv, int)
+    ACU_COPY(cu_seqlens_k, A->cu_k, nv, int)
+    ACU_COPY(alibi_slopes, A->alibi, heads, float)
+#undef ACU_COPY
+    if (cudaStreamSynchronize(stream) != cudaSuccess) { (void)cudaGetLastError(); acu_arrays_free(A); return ATTN_ERR_CUDA_RUNTIME; }
+    return ATTN_OK;
+}
+
+static int acu_head_dim_ok(int d) { return d == 32 || d == 64 || d == 96 || d == 128 || d == 256; }
+static int acu_rows_aligned(const attn__view *v) {
+    return ((uintptr_t)v->data & 15) == 0 && v->sb % 8 == 0 && v->ss % 8 == 0 && v->sh % 8 == 0;
+}
+
+/* The checks of attn_cuda_forward, in attn_forward's order, then the CUDA ones. On success P
+   holds the resolved problem with the device pointers. */
+static attn_status acu_check_forward(const attn_desc *desc, const attn_tensor *q, const attn_tensor *k,
+                                     const attn_tensor *v, const attn_tensor *out, float *lse, attn__problem *P,
+                                     cudaStream_t stream) {
+    attn__view qv, kv, vv, ov;
+    attn__call c;
+    attn_desc hd;
+    acu_host_arrays A;
+    attn_status s;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if ((int)desc->kind != (int)ATTN_SOFTMAX) return attn__mech_of(desc->kind) ? ATTN_ERR_CUDA_UNSUPPORTED : ATTN_ERR_KIND;
+    if ((s = attn__check_qkv(q, k, v, out, &qv, &kv, &vv, &ov)) != ATTN_OK) return s;
+    if (!acu_is_device(q->data) || !acu_is_device(k->data) || !acu_is_device(v->data) || (out && !acu_is_device(out->data)) ||
+        !acu_is_device(lse) || !acu_is_device(desc->bias.data) || !acu_is_device(desc->seqlens_q) ||
+        !acu_is_device(desc->seqlens_k) || !acu_is_device(desc->cu_seqlens_q) || !acu_is_device(desc->cu_seqlens_k) ||
+        !acu_is_device(desc->alibi_slopes))
+        return ATTN_ERR_CUDA_HOST_POINTER;
+    if (out) {
+        attn__call_init(&c, desc, q, k, v);
+        c.out = *out; c.lse = lse;
+        if ((s = attn__check_overlap(ATTN__FORWARD, &c)) != ATTN_OK) return s;
+    }
+    if ((s = acu_arrays_copy(desc, q->batch, q->heads, &hd, &A, stream)) != ATTN_OK) return s;
+    memset(P, 0, sizeof *P);
+    s = attn__check_forward(&hd, q, k, v, out, P);
+    acu_arrays_free(&A);
+    if (s != ATTN_OK) return s;
+    /* P's array pointers back to the device ones */
+    P->seqlens_q = desc->seqlens_q; P->seqlens_k = desc->seqlens_k;
+    P->cu_q = P->cu_q ? desc->cu_seqlens_q : NULL; P->cu_k = P->cu_k ? desc->cu_seqlens_k : NULL;
+    P->alibi = desc->alibi_slopes;
+    P->lse = lse;
+    if (desc->dropout_p != 0.0f || desc->rope) return ATTN_ERR_CUDA_UNSUPPORTED;
+    if (q->dtype != k->dtype) return ATTN_ERR_CUDA_DTYPE_MIX;
+    if (q->dtype == ATTN_F32 ? (q->dim > 256 || v->dim > 256) : (!acu_head_dim_ok(q->dim) || v->dim != q->dim))
+        return ATTN_ERR_CUDA_HEAD_DIM;
+    return ATTN_OK;
+}
+
+template <int D, int BF16> static attn_status acu_launch_mma(const acu_fwd_params &prm, dim3 grid, cudaStream_t stream) {
+    void (*kern)(const acu_fwd_params) = acu_fwd_mma<D, BF16>;
+    const int smem = acu_cfg<D>::SMEM;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ATTN_ERR_CUDA_RUNTIME;
+    }
+    ACU_LAUNCH(kern, grid, dim3(ACU_THREADS), (size_t)smem, stream, prm);
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                     size_t *bytes) {
+    attn__problem P;
+    attn_status s;
+    if ((s = acu_check_forward(desc, &q, &k, &v, NULL, NULL, &P, (cudaStream_t)0)) != ATTN_OK) return s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    *bytes = 0;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                              float *lse, cudaStream_t stream) {
+    acu_fwd_params prm;
+    attn_status s;
+    int maxrows, z;
+    if ((s = acu_check_forward(desc, &q, &k, &v, &out, lse, &prm.P, stream)) != ATTN_OK) return s;
+    prm.aligned = acu_rows_aligned(&prm.P.q) && acu_rows_aligned(&prm.P.k) && acu_rows_aligned(&prm.P.v);
+    prm.tail = 0;
+    maxrows = q.seq;
+    z = prm.P.n_seqs;
+    if (prm.P.cu_q) {               /* varlen: the longest segment, plus the rows after the last one */
+        int *cu = (int *)malloc(((size_t)desc->varlen_batch + 1) * sizeof(int)), i;
+        if (!cu) return ATTN_ERR_OUT_OF_MEMORY;
+        if (cudaMemcpy(cu, desc->cu_seqlens_q, ((size_t)desc->varlen_batch + 1) * sizeof(int), cudaMemcpyDeviceToHost) !=
+            cudaSuccess) { free(cu); (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        maxrows = q.seq - cu[desc->varlen_batch];
+        prm.tail = maxrows > 0;
+        for (i = 0; i < desc->varlen_batch; ++i) maxrows = ATTN__MAX(maxrows, cu[i + 1] - cu[i]);
+        free(cu);
+        z += prm.tail;
+        if (maxrows < 1) maxrows = 1;
+    }
+    if (z > 65535 || q.heads > 65535) return ATTN_ERR_OVERFLOW;
+    (void)cudaGetLastError();
+    if (q.dtype == ATTN_F32) {
+        dim3 grid((unsigned)((maxrows + ACU_F32_ROWS - 1) / ACU_F32_ROWS), (unsigned)q.heads, (unsigned)z);
+        ACU_LAUNCH(acu_fwd_f32, grid, dim3(ACU_THREADS), 0, stream, prm);
+    } else {
+        dim3 grid((unsigned)((maxrows + ACU_BM - 1) / ACU_BM), (unsigned)q.heads, (unsigned)z);
+        const int bf = q.dtype == ATTN_BF16;
+        switch (q.dim) {
+        case 32: s = bf ? acu_launch_mma<32, 1>(prm, grid, stream) : acu_launch_mma<32, 0>(prm, grid, stream); break;
+        case 64: s = bf ? acu_launch_mma<64, 1>(prm, grid, stream) : acu_launch_mma<64, 0>(prm, grid, stream); break;
+        case 96: s = bf ? acu_launch_mma<96, 1>(prm, grid, stream) : acu_launch_mma<96, 0>(prm, grid, stream); break;
+        case 128: s = bf ? acu_launch_mma<128, 1>(prm, grid, stream) : acu_launch_mma<128, 0>(prm, grid, stream); break;
+        default: s = bf ? acu_launch_mma<256, 1>(prm, grid, stream) : acu_launch_mma<256, 0>(prm, grid, stream); break;
+        }
+        if (s != ATTN_OK) return s;
+    }
+    if (cudaGetLastError() != cudaSuccess) return ATTN_ERR_CUDA_RUNTIME;
+    return ATTN_OK;
+}
+
+#endif /* ATTN_CUDA__IMPLEMENTATION_DONE */
+#endif /* ATTN_CUDA_IMPLEMENTATION */
+#endif /* ATTN_CUDA_CUH_INCLUDED */
