@@ -1514,7 +1514,7 @@ ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_t
    attn__lane_pre, attn__lane_ok, attn__visible, attn__key_ranges, attn__seq_at): empty in C. */
 #ifndef ATTN__HD
 #if defined(__CUDACC__)
-#define ATTN__HD __host__ __device__
+#define ATTN__HD __host__ __device__ __forceinline__
 #else
 #define ATTN__HD
 #endif

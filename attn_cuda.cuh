@@ -82,6 +82,24 @@ attn_status attn_cuda_forward(const attn_desc *desc, attn_tensor q, attn_tensor 
 attn_status attn_cuda_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
                                      size_t *bytes);
 
+/* attn_decode on the GPU: q [batch, Sq, Hq, D] over a KV cache whose k/v data, lens and
+   block_table are device memory (the attn_kv_cache struct itself is a host struct; contiguous
+   or paged with any page size). Split-KV (flash-decoding): long caches are split across
+   blocks, each writes an fp32 partial row and its lse to the workspace, a second kernel merges
+   them. desc->workspace (device memory of attn_cuda_decode_workspace_size bytes) makes the
+   call allocation-free; without it the call allocates and frees the workspace itself (and then
+   waits for the stream). Same options and statuses as attn_decode, except RoPE and dropout. */
+attn_status attn_cuda_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache, attn_tensor out,
+                             float *lse, cudaStream_t stream);
+/* Device workspace bytes attn_cuda_decode needs (0 when the cache is not split). */
+attn_status attn_cuda_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                            size_t *bytes);
+/* attn_merge on the GPU: parts and part_lse are host arrays of device tensors / pointers; out
+   may be parts[0] (in place). Waits for the stream before returning (it frees a small device
+   copy of the part views). */
+attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse, attn_tensor out,
+                            float *lse, cudaStream_t stream);
+
 #ifdef ATTN_CUDA_IMPLEMENTATION
 #ifndef ATTN_CUDA__IMPLEMENTATION_DONE
 #define ATTN_CUDA__IMPLEMENTATION_DONE
@@ -93,6 +111,7 @@ attn_status attn_cuda_workspace_size(const attn_desc *desc, attn_tensor q, attn_
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include <vector>
 
 /* ---------------------------------------------------------------------------------------
    1. device primitives: inline PTX under nvcc, the emulator's instruction functions under
@@ -177,6 +196,15 @@ ACU_DEV uint32_t acu_pack(float lo, float hi, int bf16) {
 ACU_DEV const char *acu_row(const attn__view &v, long long b, long long s, long long h) {
     return v.data + (ptrdiff_t)v.esize * ((ptrdiff_t)b * v.sb + (ptrdiff_t)s * v.ss + (ptrdiff_t)h * v.sh);
 }
+/* K/V row: token `row` of sequence tb, head h; a paged cache (P.page_size > 0) looks the page up in
+   the block table, as attn.h's attn__kv_at does */
+ACU_DEV const char *acu_kv_row(const attn__problem &P, const attn__view &v, long long tb, long long row, long long h) {
+    if (P.page_size) {
+        const ptrdiff_t page = P.block_table[(size_t)tb * (size_t)P.max_pages + (size_t)(row / P.page_size)];
+        return v.data + (ptrdiff_t)v.esize * (page * v.sb + (ptrdiff_t)(row % P.page_size) * v.ss + (ptrdiff_t)h * v.sh);
+    }
+    return acu_row(v, tb, row, h);
+}
 
 /* ---------------------------------------------------------------------------------------
    2. the forward kernels
@@ -185,6 +213,10 @@ struct acu_fwd_params {
     attn__problem P;            /* attn__check_forward's resolved problem (device pointers) */
     int aligned;                /* q/k/v rows 16-byte aligned: cp.async, else element loads */
     int tail;                   /* varlen: grid.z has one extra slice for rows past cu_seqlens_q[n] */
+    int n_splits, split_keys;   /* split-KV (decoding): grid.z = slices x n_splits, split s takes keys
+                                   [s split_keys, (s + 1) split_keys) (a multiple of 64) */
+    float *part_out, *part_lse; /* n_splits > 1: normalised partial rows, fp32 dense [split][B][Sq][Hq][Dv],
+                                   and their lse [split][B][Hq][Sq], merged by acu_merge */
 };
 
 /* One sequence slice of the grid: where its rows live, how many tensor rows it owns. */
@@ -214,16 +246,31 @@ ACU_DEV int acu_visible(const attn__problem &P, int32_t cap, int32_t lo, int32_t
     return attn__lane_ok(cap, lo, hi, pre, j);
 }
 
-/* Key tiles [t0, t1) of the block's rows [p0, p1] as up to two runs of BN-key tiles. */
-ACU_DEV int acu_tiles(const attn__problem &P, long long p0, long long p1, long long Lk, int BN, int t[2][2]) {
+/* Key tiles [t0, t1) of the block's rows [p0, p1] within keys [klo, khi) as up to two runs of BN-key tiles. */
+ACU_DEV int acu_tiles(const attn__problem &P, long long p0, long long p1, long long Lk, int BN, long long klo, long long khi,
+                      int t[2][2]) {
     long long r[2][2];
     int n = attn__key_ranges(&P, p0, p1, Lk, r), i, m = 0;
     for (i = 0; i < n; ++i) {
-        int a = (int)(r[i][0] / BN), b = (int)((r[i][1] + BN - 1) / BN);
+        const long long lo = r[i][0] > klo ? r[i][0] : klo, hi = r[i][1] < khi ? r[i][1] : khi;
+        int a = (int)(lo / BN), b = lo < hi ? (int)((hi + BN - 1) / BN) : a;
         if (m && a < t[m - 1][1]) a = t[m - 1][1];
         if (a < b) { t[m][0] = a; t[m][1] = b; ++m; }
     }
     return m;
+}
+
+/* Where row i of slice S, head h goes: out (and lse), or with split-KV the split's fp32 partial. */
+ACU_DEV char *acu_out_row(const acu_fwd_params &prm, const attn__seq &S, int i, int h, int split, attn_dtype *dt,
+                          float **lse) {
+    const attn__problem &P = prm.P;
+    if (prm.n_splits > 1) {
+        const size_t rowi = ((size_t)S.tb * P.q.seq + (size_t)S.q0 + (size_t)i) * (size_t)P.q.heads + (size_t)h;
+        *dt = ATTN_F32;
+        *lse = prm.part_lse + (size_t)split * P.q.batch * P.q.heads * P.q.seq;
+        return (char *)(prm.part_out + ((size_t)split * P.q.batch * P.q.seq * P.q.heads + rowi) * (size_t)P.v.dim);
+    }
+    return (char *)acu_row(P.out, S.tb, (long long)S.q0 + i, h);
 }
 
 #define ACU_BM 64                 /* query rows per block: 4 warps x 16 */
@@ -239,14 +286,14 @@ template <int D> struct acu_cfg {
 /* Tile rows [r0, r0 + n) of a 16-bit view into shared dst (row stride LD), rows >= valid zero
    filled, never read. Each 16 bytes is one cp.async (aligned) or 8 element loads. */
 template <int D, int LD>
-ACU_DEV void acu_load_tile(unsigned char *dst, const attn__view &v, long long b, long long s0, long long h, int n,
-                           int valid, int aligned, int tid) {
+ACU_DEV void acu_load_tile(unsigned char *dst, const attn__problem &P, const attn__view &v, int kv, long long b, long long s0,
+                           long long h, int n, int valid, int aligned, int tid) {
     const int chunks = D / 8;
     int c;
     for (c = tid; c < n * chunks; c += ACU_THREADS) {
         const int r = c / chunks, col = (c % chunks) * 8;
         unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
-        const char *g = r < valid ? acu_row(v, b, s0 + r, h) + (size_t)col * 2 : v.data;
+        const char *g = r < valid ? (kv ? acu_kv_row(P, v, b, s0 + r, h) : acu_row(v, b, s0 + r, h)) + (size_t)col * 2 : v.data;
         if (aligned) acu_cp_async16(sp, g, r < valid ? 16 : 0);
         else {
             uint32_t w[4] = { 0, 0, 0, 0 };
@@ -272,7 +319,9 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
     const int h = (int)blockIdx.y, hk = h / P.groups, m0 = (int)blockIdx.x * ACU_BM;
     attn__seq S;
     int rows, r, i, j, kk;
-    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &rows);
+    const int split = (int)blockIdx.z % prm.n_splits;
+    const long long klo = (long long)split * prm.split_keys, khi = prm.n_splits > 1 ? klo + prm.split_keys : (1LL << 40);
+    acu_slice(P, (int)blockIdx.z / prm.n_splits, prm.tail, &S, &rows);
     if (m0 >= rows) return;
     const long long shift = (long long)S.Lk - S.Lq;
     /* this thread's two rows: warp rows g and g + 8 */
@@ -298,19 +347,19 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
     int tiles[2][2], nrun = 0, ntiles = 0;
     if (m0 < S.Lq) {
         const long long p0 = m0 + shift, p1 = (long long)(m0 + ACU_BM < S.Lq ? m0 + ACU_BM : S.Lq) - 1 + shift;
-        nrun = acu_tiles(P, p0, p1, S.Lk, BN, tiles);
+        nrun = acu_tiles(P, p0, p1, S.Lk, BN, klo, khi, tiles);
         for (i = 0; i < nrun; ++i) ntiles += tiles[i][1] - tiles[i][0];
     }
     if (ntiles > 0) {
         const int qn = S.Lq - m0 < ACU_BM ? S.Lq - m0 : ACU_BM;
         uint32_t qf[C::QREG ? D / 16 : 1][4];
-        acu_load_tile<D, LD>(Qs, P.q, S.tb, (long long)S.q0 + m0, h, ACU_BM, qn, prm.aligned, tid);
+        acu_load_tile<D, LD>(Qs, P, P.q, 0, S.tb, (long long)S.q0 + m0, h, ACU_BM, qn, prm.aligned, tid);
         acu_cp_commit();
 #define ACU_TILE_C0(n) (((n) < tiles[0][1] - tiles[0][0] ? tiles[0][0] + (n) : tiles[1][0] + (n) - (tiles[0][1] - tiles[0][0])) * BN)
         {
             const int c0 = ACU_TILE_C0(0), kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
-            acu_load_tile<D, LD>(Ks, P.k, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
-            acu_load_tile<D, LD>(Vs, P.v, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_load_tile<D, LD>(Ks, P, P.k, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_load_tile<D, LD>(Vs, P, P.v, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
             acu_cp_commit();
         }
         for (int n = 0; n < ntiles; ++n) {
@@ -318,9 +367,9 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
             unsigned char *Kc = Ks + (size_t)st * BN * LD * 2, *Vc = Vs + (size_t)st * BN * LD * 2;
             if (n + 1 < ntiles) {       /* prefetch the next tile into the other stage */
                 const int c1 = ACU_TILE_C0(n + 1), kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
-                acu_load_tile<D, LD>(Ks + (size_t)(st ^ 1) * BN * LD * 2, P.k, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                acu_load_tile<D, LD>(Ks + (size_t)(st ^ 1) * BN * LD * 2, P, P.k, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
                                      prm.aligned, tid);
-                acu_load_tile<D, LD>(Vs + (size_t)(st ^ 1) * BN * LD * 2, P.v, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                acu_load_tile<D, LD>(Vs + (size_t)(st ^ 1) * BN * LD * 2, P, P.v, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
                                      prm.aligned, tid);
             }
             acu_cp_commit();
@@ -399,12 +448,14 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
         if (ri[r] >= rows) continue;
         if (!valid[r] || l == 0.0f) { inv = 0.0f; lse = -INFINITY; }
         else { inv = 1.0f / l; lse = mrow[r] + logf(l); }
-        char *orow = (char *)acu_row(P.out, S.tb, (long long)S.q0 + ri[r], h);
+        attn_dtype odt = P.out.dtype;
+        float *plse = P.lse;
+        char *orow = acu_out_row(prm, S, ri[r], h, split, &odt, &plse);
         ACU_UNROLL for (i = 0; i < DT; ++i) {
-            acu_st(orow, P.out.dtype, i * 8 + 2 * t4, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r] * inv);
-            acu_st(orow, P.out.dtype, i * 8 + 2 * t4 + 1, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r + 1] * inv);
+            acu_st(orow, odt, i * 8 + 2 * t4, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r] * inv);
+            acu_st(orow, odt, i * 8 + 2 * t4 + 1, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r + 1] * inv);
         }
-        if (P.lse && t4 == 0) P.lse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + ri[r]] = lse;
+        if (plse && t4 == 0) plse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + ri[r]] = lse;
     }
 }
 
@@ -412,13 +463,15 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
    takes one key of each 32-key chunk for Q.K and BN/32 value dimensions for P.V. */
 #define ACU_F32_ROWS 16
 #define ACU_F32_DV 8               /* value dims per lane: v.dim <= 256 */
-__global__ void __launch_bounds__(ACU_THREADS) acu_fwd_f32(const ACU_GRID_CONST acu_fwd_params prm) {
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_fwd_f32(const ACU_GRID_CONST acu_fwd_params prm) {
     const attn__problem &P = prm.P;
     const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, D = P.q.dim, Dv = P.v.dim;
     const int h = (int)blockIdx.y, hk = h / P.groups;
     attn__seq S;
     int rows, rr, u;
-    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &rows);
+    const int split = (int)blockIdx.z % prm.n_splits;
+    const long long klo = (long long)split * prm.split_keys, khi = prm.n_splits > 1 ? klo + prm.split_keys : (1LL << 40);
+    acu_slice(P, (int)blockIdx.z / prm.n_splits, prm.tail, &S, &rows);
     const long long shift = (long long)S.Lk - S.Lq;
     const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
     const float slope = P.alibi ? P.alibi[h] : 0.0f;
@@ -429,22 +482,24 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_f32(const ACU_GRID_CONST 
         const long long p = row + shift;
         float m = -INFINITY, l = 0.0f, acc[ACU_F32_DV];
         int32_t cap, lo, hi;
-        int tl[2][2], nrun = 0, run;
+        int tl[2][2], nrun = 0, nt = 0, len0 = 0, tn;
         const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + row, h);
         const float *brow = P.bias && valid ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb +
                                                   (ptrdiff_t)(P.bias_heads == 1 ? 0 : h) * P.bias_sh + (ptrdiff_t)row * P.bias_sq
                                             : (const float *)0;
         ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) acc[u] = 0.0f;
         attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
-        if (valid) nrun = acu_tiles(P, p, p, S.Lk, 32, tl);
-        for (run = 0; run < nrun; ++run)
-            for (int tt = tl[run][0]; tt < tl[run][1]; ++tt) {
-                const long long c0 = (long long)tt * 32, key = c0 + lane;
+        if (valid) nrun = acu_tiles(P, p, p, S.Lk, 32, klo, khi, tl);
+        if (nrun > 0) { len0 = tl[0][1] - tl[0][0]; nt = len0 + (nrun > 1 ? tl[1][1] - tl[1][0] : 0); }
+        {
+            const int t00 = nrun > 0 ? tl[0][0] : 0, t10 = nrun > 1 ? tl[1][0] : 0;   /* scalars: no indexed arrays in the loop */
+            for (tn = 0; tn < nt; ++tn) {
+                const long long c0 = (long long)(tn < len0 ? t00 + tn : t10 + tn - len0) * 32, key = c0 + lane;
                 float dot = 0.0f, x, mx, msafe, alpha, e, sum;
                 int d, jj;
                 const int vis = key < S.Lk && acu_visible(P, cap, lo, hi, pre, p, key, S.Lk);
                 if (vis) {
-                    const char *krow = acu_row(P.k, S.tb, (long long)S.k0 + key, hk);
+                    const char *krow = acu_kv_row(P, P.k, S.tb, (long long)S.k0 + key, hk);
                     for (d = 0; d < D; ++d) dot += acu_ld(qrow, P.q.dtype, d) * acu_ld(krow, P.k.dtype, d);
                 }
                 x = acu_logit(P, dot, brow, slope, p, key, vis);
@@ -462,21 +517,78 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_f32(const ACU_GRID_CONST 
                 for (jj = 0; jj < 32; ++jj) {
                     const float pj = acu_shfl_idx(e, jj);
                     if (c0 + jj >= S.Lk) break;               /* uniform: keys past Lk are never read */
-                    const char *vrow = acu_row(P.v, S.tb, (long long)S.k0 + c0 + jj, hk);
+                    const char *vrow = acu_kv_row(P, P.v, S.tb, (long long)S.k0 + c0 + jj, hk);
                     ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
                         if (lane + 32 * u < Dv) acc[u] += pj * acu_ld(vrow, P.v.dtype, lane + 32 * u);
                 }
             }
+        }
         {
             const int empty = !valid || l == 0.0f;
             const float inv = empty ? 0.0f : 1.0f / l;
-            char *orow = (char *)acu_row(P.out, S.tb, (long long)S.q0 + row, h);
+            attn_dtype odt = P.out.dtype;
+            float *plse = P.lse;
+            char *orow = acu_out_row(prm, S, row, h, split, &odt, &plse);
             ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
-                if (lane + 32 * u < Dv) acu_st(orow, P.out.dtype, lane + 32 * u, empty ? 0.0f : acc[u] * inv);
-            if (P.lse && lane == 0)
-                P.lse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + row] = empty ? -INFINITY : m + logf(l);
+                if (lane + 32 * u < Dv) acu_st(orow, odt, lane + 32 * u, empty ? 0.0f : acc[u] * inv);
+            if (plse && lane == 0)
+                plse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + row] = empty ? -INFINITY : m + logf(l);
         }
     }
+}
+
+/* ---------------------------------------------------------------------------------------
+   2b. merge of partial results (attn_cuda_merge, and split-KV decoding's second kernel):
+       out = sum_p part_p exp(lse_p - lse), lse = log sum_p exp(lse_p), with attn.h's rules
+       (attn__lse_weights): a NaN lse makes the row NaN, all -inf gives zeros and -inf.
+   --------------------------------------------------------------------------------------- */
+struct acu_merge_params {
+    int n, B, S, H, Dv;
+    const attn__view *views;          /* device array of n part views, or NULL: dense parts */
+    const float *const *lses;         /* device array of n lse pointers (with views) */
+    const float *dense_out, *dense_lse;   /* dense fp32 parts [n][B][S][H][Dv], lse [n][B][H][S] */
+    attn__view out;
+    float *lse;
+};
+ACU_DEV float acu_part_lse(const acu_merge_params &M, int p, size_t li) {
+    return M.views ? M.lses[p][li] : M.dense_lse[(size_t)p * M.B * M.H * M.S + li];
+}
+/* one warp per row (b, s, h); lanes split the parts for the max and the sum, then the dims */
+__global__ void __launch_bounds__(ACU_THREADS) acu_merge(const ACU_GRID_CONST acu_merge_params M) {
+    const int lane = (int)threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (row >= (long long)M.B * M.S * M.H) return;     /* uniform across the warp */
+    const int h = (int)(row % M.H), s = (int)(row / M.H % M.S), b = (int)(row / M.H / M.S);
+    const size_t li = ((size_t)b * M.H + h) * M.S + s;
+    float mx = -INFINITY, L = 0.0f, nan = 0.0f, lse;
+    int p, d;
+    for (p = lane; p < M.n; p += 32) {
+        const float m = acu_part_lse(M, p, li);
+        if (m != m) nan = 1.0f;
+        mx = fmaxf(mx, m);
+    }
+    ACU_UNROLL for (d = 16; d >= 1; d >>= 1) { mx = fmaxf(mx, acu_shfl_xor(mx, d)); nan = fmaxf(nan, acu_shfl_xor(nan, d)); }
+    for (p = lane; p < M.n; p += 32) {
+        const float m = acu_part_lse(M, p, li);
+        if (m != -INFINITY) L += expf(m - mx);
+    }
+    ACU_UNROLL for (d = 16; d >= 1; d >>= 1) L += acu_shfl_xor(L, d);
+    lse = nan != 0.0f ? NAN : mx == -INFINITY ? -INFINITY : mx + logf(L);
+    char *orow = (char *)acu_row(M.out, b, s, h);
+    for (d = lane; d < M.Dv; d += 32) {
+        float acc = 0.0f;
+        if (nan != 0.0f) acc = NAN;
+        else if (mx != -INFINITY)
+            for (p = 0; p < M.n; ++p) {
+                const float m = acu_part_lse(M, p, li);
+                const float w = m == -INFINITY ? 0.0f : expf(m - mx) / L;
+                const float x = M.views ? acu_ld(acu_row(M.views[p], b, s, h), M.views[p].dtype, d)
+                                        : M.dense_out[(((size_t)p * M.B * M.S + (size_t)b * M.S + s) * M.H + h) * M.Dv + d];
+                acc += x * w;
+            }
+        acu_st(orow, M.out.dtype, d, acc);    /* every part read before the element is written: in-place safe */
+    }
+    if (M.lse && lane == 0) M.lse[li] = lse;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -587,6 +699,32 @@ template <int D, int BF16> static attn_status acu_launch_mma(const acu_fwd_param
     return ATTN_OK;
 }
 
+/* Launches the forward kernel for prm (grid: row tiles x heads x slices*splits). */
+static attn_status acu_run(acu_fwd_params &prm, int maxrows, int slices, cudaStream_t stream) {
+    const attn__problem &P = prm.P;
+    const long long z = (long long)slices * prm.n_splits;
+    attn_status s = ATTN_OK;
+    if (z > 65535 || P.q.heads > 65535) return ATTN_ERR_OVERFLOW;
+    (void)cudaGetLastError();
+    if (P.q.dtype == ATTN_F32) {
+        dim3 grid((unsigned)((maxrows + ACU_F32_ROWS - 1) / ACU_F32_ROWS), (unsigned)P.q.heads, (unsigned)z);
+        ACU_LAUNCH(acu_fwd_f32, grid, dim3(ACU_THREADS), 0, stream, prm);
+    } else {
+        dim3 grid((unsigned)((maxrows + ACU_BM - 1) / ACU_BM), (unsigned)P.q.heads, (unsigned)z);
+        const int bf = P.q.dtype == ATTN_BF16;
+        switch (P.q.dim) {
+        case 32: s = bf ? acu_launch_mma<32, 1>(prm, grid, stream) : acu_launch_mma<32, 0>(prm, grid, stream); break;
+        case 64: s = bf ? acu_launch_mma<64, 1>(prm, grid, stream) : acu_launch_mma<64, 0>(prm, grid, stream); break;
+        case 96: s = bf ? acu_launch_mma<96, 1>(prm, grid, stream) : acu_launch_mma<96, 0>(prm, grid, stream); break;
+        case 128: s = bf ? acu_launch_mma<128, 1>(prm, grid, stream) : acu_launch_mma<128, 0>(prm, grid, stream); break;
+        default: s = bf ? acu_launch_mma<256, 1>(prm, grid, stream) : acu_launch_mma<256, 0>(prm, grid, stream); break;
+        }
+        if (s != ATTN_OK) return s;
+    }
+    if (cudaGetLastError() != cudaSuccess) return ATTN_ERR_CUDA_RUNTIME;
+    return ATTN_OK;
+}
+
 attn_status attn_cuda_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
                                      size_t *bytes) {
     attn__problem P;
@@ -601,43 +739,220 @@ attn_status attn_cuda_forward(const attn_desc *desc, attn_tensor q, attn_tensor 
                               float *lse, cudaStream_t stream) {
     acu_fwd_params prm;
     attn_status s;
-    int maxrows, z;
+    int maxrows;
+    memset(&prm, 0, sizeof prm);
     if ((s = acu_check_forward(desc, &q, &k, &v, &out, lse, &prm.P, stream)) != ATTN_OK) return s;
     prm.aligned = acu_rows_aligned(&prm.P.q) && acu_rows_aligned(&prm.P.k) && acu_rows_aligned(&prm.P.v);
-    prm.tail = 0;
+    prm.n_splits = 1;
     maxrows = q.seq;
-    z = prm.P.n_seqs;
     if (prm.P.cu_q) {               /* varlen: the longest segment, plus the rows after the last one */
-        int *cu = (int *)malloc(((size_t)desc->varlen_batch + 1) * sizeof(int)), i;
-        if (!cu) return ATTN_ERR_OUT_OF_MEMORY;
-        if (cudaMemcpy(cu, desc->cu_seqlens_q, ((size_t)desc->varlen_batch + 1) * sizeof(int), cudaMemcpyDeviceToHost) !=
-            cudaSuccess) { free(cu); (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
-        maxrows = q.seq - cu[desc->varlen_batch];
+        std::vector<int> cu((size_t)desc->varlen_batch + 1);
+        int i;
+        if (cudaMemcpy(cu.data(), desc->cu_seqlens_q, cu.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        maxrows = q.seq - cu[(size_t)desc->varlen_batch];
         prm.tail = maxrows > 0;
-        for (i = 0; i < desc->varlen_batch; ++i) maxrows = ATTN__MAX(maxrows, cu[i + 1] - cu[i]);
-        free(cu);
-        z += prm.tail;
+        for (i = 0; i < desc->varlen_batch; ++i) maxrows = ATTN__MAX(maxrows, cu[(size_t)i + 1] - cu[(size_t)i]);
         if (maxrows < 1) maxrows = 1;
     }
-    if (z > 65535 || q.heads > 65535) return ATTN_ERR_OVERFLOW;
-    (void)cudaGetLastError();
-    if (q.dtype == ATTN_F32) {
-        dim3 grid((unsigned)((maxrows + ACU_F32_ROWS - 1) / ACU_F32_ROWS), (unsigned)q.heads, (unsigned)z);
-        ACU_LAUNCH(acu_fwd_f32, grid, dim3(ACU_THREADS), 0, stream, prm);
-    } else {
-        dim3 grid((unsigned)((maxrows + ACU_BM - 1) / ACU_BM), (unsigned)q.heads, (unsigned)z);
-        const int bf = q.dtype == ATTN_BF16;
-        switch (q.dim) {
-        case 32: s = bf ? acu_launch_mma<32, 1>(prm, grid, stream) : acu_launch_mma<32, 0>(prm, grid, stream); break;
-        case 64: s = bf ? acu_launch_mma<64, 1>(prm, grid, stream) : acu_launch_mma<64, 0>(prm, grid, stream); break;
-        case 96: s = bf ? acu_launch_mma<96, 1>(prm, grid, stream) : acu_launch_mma<96, 0>(prm, grid, stream); break;
-        case 128: s = bf ? acu_launch_mma<128, 1>(prm, grid, stream) : acu_launch_mma<128, 0>(prm, grid, stream); break;
-        default: s = bf ? acu_launch_mma<256, 1>(prm, grid, stream) : acu_launch_mma<256, 0>(prm, grid, stream); break;
-        }
-        if (s != ATTN_OK) return s;
+    return acu_run(prm, maxrows, prm.P.n_seqs + prm.tail, stream);
+}
+
+/* ---- decoding over a KV cache: split-KV (flash-decoding) + the merge kernel -------------- */
+static int acu_sm_count(void) {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
     }
+    return n > 0 ? n : 1;
+}
+
+/* The checks of attn_cuda_decode (attn_decode's, on host copies of lens, the block table and
+   desc's arrays), the CUDA ones, and the split plan. */
+static attn_status acu_check_decode(const attn_desc *desc, const attn_tensor *q, const attn_kv_cache *cache,
+                                    const attn_tensor *out, float *lse, acu_fwd_params *prm, size_t *ws_bytes, int *maxrows,
+                                    cudaStream_t stream) {
+    attn_kv_cache hc;
+    attn_desc hd;
+    acu_host_arrays A;
+    std::vector<int> lens, table;
+    attn__call c;
+    attn_tensor qc = *q, oc;
+    attn_status s;
+    int b, mx = 0;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if ((int)desc->kind != (int)ATTN_SOFTMAX) return attn__mech_of(desc->kind) ? ATTN_ERR_CUDA_UNSUPPORTED : ATTN_ERR_KIND;
+    if (!cache) return ATTN_ERR_KV_NULL;
+    if (!acu_is_device(q->data) || (out && !acu_is_device(out->data)) || !acu_is_device(lse) ||
+        !acu_is_device(cache->k.data) || !acu_is_device(cache->v.data) || !acu_is_device(cache->lens) ||
+        !acu_is_device(cache->block_table) || !acu_is_device(desc->bias.data) || !acu_is_device(desc->seqlens_q) ||
+        !acu_is_device(desc->alibi_slopes) || !acu_is_device(desc->workspace))
+        return ATTN_ERR_CUDA_HOST_POINTER;
+    hc = *cache;
+    if (cache->lens && cache->batch >= 1 && cache->batch < (1 << 28)) {
+        lens.resize((size_t)cache->batch);
+        if (cudaMemcpy(lens.data(), cache->lens, lens.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        hc.lens = lens.data();
+    }
+    if (cache->page_size > 0 && cache->block_table && cache->batch >= 1 && cache->max_pages >= 1 &&
+        (long long)cache->batch * cache->max_pages < (1LL << 28)) {
+        table.resize((size_t)cache->batch * (size_t)cache->max_pages);
+        if (cudaMemcpy(table.data(), cache->block_table, table.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        hc.block_table = table.data();
+    }
+    if (out) {
+        memset(&c, 0, sizeof c);
+        c.d = desc; c.q = *q; c.out = *out; c.lse = lse; c.cache = &hc;
+        if ((s = attn__check_overlap(ATTN__DECODE, &c)) != ATTN_OK) return s;
+        oc = *out;
+    }
+    if ((s = acu_arrays_copy(desc, q->batch, q->heads, &hd, &A, stream)) != ATTN_OK) return s;
+    memset(&prm->P, 0, sizeof prm->P);
+    s = attn__decode_setup(&hd, &qc, &hc, out ? &oc : NULL, &prm->P);
+    acu_arrays_free(&A);
+    if (s != ATTN_OK) return s;
+    attn__problem &P = prm->P;
+    P.seqlens_q = desc->seqlens_q; P.seqlens_k = cache->lens; P.alibi = desc->alibi_slopes;
+    P.block_table = cache->page_size ? cache->block_table : NULL;
+    P.lse = lse;
+    if (desc->dropout_p != 0.0f || desc->rope) return ATTN_ERR_CUDA_UNSUPPORTED;
+    if (q->dtype != cache->k.dtype) return ATTN_ERR_CUDA_DTYPE_MIX;
+    if (q->dtype == ATTN_F32 ? (q->dim > 256 || cache->v.dim > 256) : (!acu_head_dim_ok(q->dim) || cache->v.dim != q->dim))
+        return ATTN_ERR_CUDA_HEAD_DIM;
+    /* the split plan: enough blocks for two waves of the device's SMs, >= 64 keys a split */
+    for (b = 0; b < cache->batch; ++b) mx = ATTN__MAX(mx, lens[(size_t)b]);
+    {
+        const int rows = q->seq, per = q->dtype == ATTN_F32 ? ACU_F32_ROWS : ACU_BM;
+        const long long blocks = (long long)cache->batch * q->heads * ((rows + per - 1) / per);
+        long long want = (2LL * acu_sm_count() + blocks - 1) / blocks, keys;
+        if (want > (mx + 63) / 64) want = (mx + 63) / 64;
+        if (want > 64) want = 64;
+        if (want < 1) want = 1;
+        keys = ((mx + want - 1) / want + 63) / 64 * 64;
+        prm->n_splits = keys > 0 ? (int)((mx + keys - 1) / keys) : 1;
+        if (prm->n_splits < 1) prm->n_splits = 1;
+        prm->split_keys = (int)keys;
+        *maxrows = rows;
+    }
+    *ws_bytes = 0;
+    if (prm->n_splits > 1) {
+        const size_t rowsn = (size_t)q->batch * q->seq * q->heads;
+        *ws_bytes = (size_t)prm->n_splits * rowsn * ((size_t)cache->v.dim + 1) * sizeof(float);
+    }
+    prm->aligned = acu_rows_aligned(&P.q) && acu_rows_aligned(&P.k) && acu_rows_aligned(&P.v);
+    return ATTN_OK;
+}
+
+static attn_status acu_launch_merge(const acu_merge_params &M, cudaStream_t stream) {
+    const long long rows = (long long)M.B * M.S * M.H;
+    if ((rows + 3) / 4 > 0x7fffffffLL) return ATTN_ERR_OVERFLOW;
+    (void)cudaGetLastError();
+    ACU_LAUNCH(acu_merge, dim3((unsigned)((rows + 3) / 4)), dim3(ACU_THREADS), 0, stream, M);
     if (cudaGetLastError() != cudaSuccess) return ATTN_ERR_CUDA_RUNTIME;
     return ATTN_OK;
+}
+
+attn_status attn_cuda_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                            size_t *bytes) {
+    acu_fwd_params prm;
+    int maxrows;
+    size_t n;
+    attn_status s;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_decode(desc, &q, cache, NULL, NULL, &prm, &n, &maxrows, (cudaStream_t)0)) != ATTN_OK) return s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    *bytes = n;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache, attn_tensor out,
+                             float *lse, cudaStream_t stream) {
+    acu_fwd_params prm;
+    acu_merge_params M;
+    int maxrows;
+    size_t n;
+    void *ws = NULL;
+    attn_status s;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_decode(desc, &q, cache, &out, lse, &prm, &n, &maxrows, stream)) != ATTN_OK) return s;
+    if (n && desc->workspace) {
+        if (desc->workspace_size < n) return ATTN_ERR_WORKSPACE;
+        ws = desc->workspace;
+    } else if (n && cudaMalloc(&ws, n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ATTN_ERR_CUDA_RUNTIME;
+    }
+    if (prm.n_splits > 1) {
+        prm.part_out = (float *)ws;
+        prm.part_lse = prm.part_out + (size_t)prm.n_splits * q.batch * q.seq * q.heads * cache->v.dim;
+    }
+    s = acu_run(prm, maxrows, prm.P.n_seqs, stream);
+    if (s == ATTN_OK && prm.n_splits > 1) {
+        memset(&M, 0, sizeof M);
+        M.n = prm.n_splits; M.B = q.batch; M.S = q.seq; M.H = q.heads; M.Dv = cache->v.dim;
+        M.dense_out = prm.part_out; M.dense_lse = prm.part_lse;
+        M.out = prm.P.out; M.lse = lse;
+        s = acu_launch_merge(M, stream);
+    }
+    if (ws && ws != desc->workspace) {
+        if (cudaStreamSynchronize(stream) != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;
+        cudaFree(ws);
+    }
+    return s;
+}
+
+/* ---- attn_cuda_merge --------------------------------------------------------------------- */
+attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse, attn_tensor out,
+                            float *lse, cudaStream_t stream) {
+    acu_merge_params M;
+    attn__view o;
+    std::vector<attn__view> pv;
+    void *dev = NULL;
+    attn_status st;
+    int p;
+    /* attn_merge's checks, in its order */
+    if (n_parts < 1) return ATTN_ERR_MERGE_N_PARTS;
+    if (!parts || !part_lse) return ATTN_ERR_MERGE_NULL;
+    if (!out.data) return ATTN_ERR_NULL_OUT;
+    for (p = 0; p < n_parts; ++p) if (!parts[p].data || !part_lse[p]) return ATTN_ERR_MERGE_NULL;
+    if (!attn__dtype_ok(out.dtype)) return ATTN_ERR_DTYPE;
+    for (p = 0; p < n_parts; ++p) if (!attn__dtype_ok(parts[p].dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(&out)) return ATTN_ERR_OUT_SHAPE;
+    for (p = 0; p < n_parts; ++p)
+        if (parts[p].batch != out.batch || parts[p].seq != out.seq || parts[p].heads != out.heads || parts[p].dim != out.dim)
+            return ATTN_ERR_MERGE_SHAPE;
+    if (attn__tensor_bcast(&out)) return ATTN_ERR_OUT_BROADCAST;
+    if ((st = attn__make_view(&out, &o)) != ATTN_OK) return st;
+    {
+        size_t n;
+        if (!attn__mul_size((size_t)out.batch, (size_t)out.heads, &n) || !attn__mul_size(n, (size_t)out.seq, &n) ||
+            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    }
+    pv.resize((size_t)n_parts);
+    for (p = 0; p < n_parts; ++p) if ((st = attn__make_view(&parts[p], &pv[(size_t)p])) != ATTN_OK) return st;
+    /* the CUDA ones */
+    if (!acu_is_device(out.data) || !acu_is_device(lse)) return ATTN_ERR_CUDA_HOST_POINTER;
+    for (p = 0; p < n_parts; ++p)
+        if (!acu_is_device(parts[p].data) || !acu_is_device(part_lse[p])) return ATTN_ERR_CUDA_HOST_POINTER;
+    {   /* the part views and lse pointers, copied to the device */
+        const size_t vb = (size_t)n_parts * sizeof(attn__view), lb = (size_t)n_parts * sizeof(float *);
+        if (cudaMalloc(&dev, vb + lb) != cudaSuccess) { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        if (cudaMemcpy(dev, pv.data(), vb, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy((char *)dev + vb, part_lse, lb, cudaMemcpyHostToDevice) != cudaSuccess) {
+            (void)cudaGetLastError(); cudaFree(dev); return ATTN_ERR_CUDA_RUNTIME;
+        }
+        memset(&M, 0, sizeof M);
+        M.n = n_parts; M.B = out.batch; M.S = out.seq; M.H = out.heads; M.Dv = out.dim;
+        M.views = (const attn__view *)dev; M.lses = (const float *const *)(const void *)((char *)dev + vb);
+        M.out = o; M.lse = lse;
+    }
+    st = acu_launch_merge(M, stream);
+    if (cudaStreamSynchronize(stream) != cudaSuccess && st == ATTN_OK) st = ATTN_ERR_CUDA_RUNTIME;
+    cudaFree(dev);
+    return st;
 }
 
 #endif /* ATTN_CUDA__IMPLEMENTATION_DONE */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <math.h>
 #include <vector>
+#include <new>
 
 static int passed = 0, failed = 0;
 static int provoked[ATTN_STATUS_END];
@@ -483,6 +484,171 @@ static void test_errors(void) {
     }
 }
 
+/* ---- decoding over contiguous and paged caches vs attn_decode -------------------------------- */
+struct dcase {
+    const char *name;
+    attn_dtype dt;
+    int B, Sq, Hq, Hkv, D, page;   /* page 0: contiguous */
+    int causal, wl, sink, alibi, softcap, ws;   /* ws: pass a workspace of the queried size */
+};
+static void run_decode_case(const dcase &c) {
+    const int lens_v[4] = { 150, 97, 1, 64 };
+    const int cap = 160, mp = c.page ? (cap + c.page - 1) / c.page : 0, npages = c.page ? c.B * mp + 3 : 0;
+    int i;
+    buf bq, bk, bv, bo, blse, blens, btab, bslope, bws;
+    attn_tensor k, v;
+    if (c.page) {
+        k = attn_tensor_dense(NULL, c.dt, npages, c.page, c.Hkv, c.D); v = attn_tensor_dense(NULL, c.dt, npages, c.page, c.Hkv, c.D);
+    } else {
+        k = attn_tensor_dense(NULL, c.dt, c.B, cap, c.Hkv, c.D); v = attn_tensor_dense(NULL, c.dt, c.B, cap, c.Hkv, c.D);
+    }
+    const size_t nk = (size_t)k.batch * k.seq * k.heads * k.dim, nq = (size_t)c.B * c.Sq * c.Hq * c.D;
+    bk.alloc(nk * esz(c.dt)); bv.alloc(nk * esz(c.dt)); bq.alloc(nq * esz(c.dt)); bo.alloc(nq * 4);
+    blse.alloc((size_t)c.B * c.Hq * c.Sq * 4); blens.alloc((size_t)c.B * 4);
+    for (size_t x = 0; x < nk; ++x) { put(bk.h.data(), c.dt, x, nrand()); put(bv.h.data(), c.dt, x, nrand()); }
+    for (size_t x = 0; x < nq; ++x) put(bq.h.data(), c.dt, x, nrand());
+    for (i = 0; i < c.B; ++i) ((int *)blens.h.data())[i] = lens_v[i % 4];
+    if (c.page) {   /* pages handed out in a scrambled order */
+        btab.alloc((size_t)c.B * mp * 4);
+        for (i = 0; i < c.B * mp; ++i) ((int *)btab.h.data())[i] = (i * 7 + 2) % npages;
+    }
+    if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.03f * (i + 1); }
+    float vmax = 0;
+    for (size_t x = 0; x < nk; ++x) vmax = fmaxf(vmax, fabsf(get(bv.h.data(), c.dt, x)));
+    attn_desc d;
+    memset(&d, 0, sizeof d);
+    d.causal = c.causal; d.window_left = c.wl; d.sink_tokens = c.sink; d.softcap = c.softcap ? 2.0f : 0.0f;
+    d.bf16_kernels = ATTN_BF16_FP32;
+    attn_kv_cache hc;
+    memset(&hc, 0, sizeof hc);
+    hc.batch = c.B; hc.page_size = c.page; hc.max_pages = mp;
+    /* CPU */
+    std::vector<float> ref_o(nq), ref_lse((size_t)c.B * c.Hq * c.Sq);
+    {
+        attn_desc hd = d;
+        if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
+        hc.k = k; hc.v = v; hc.k.data = bk.h.data(); hc.v.data = bv.h.data();
+        hc.lens = (int *)blens.h.data(); hc.block_table = c.page ? (const int *)btab.h.data() : NULL;
+        attn_tensor q = attn_tensor_dense(bq.h.data(), c.dt, c.B, c.Sq, c.Hq, c.D);
+        attn_tensor o = attn_tensor_dense(ref_o.data(), ATTN_F32, c.B, c.Sq, c.Hq, c.D);
+        attn_status s = attn_decode(&hd, q, &hc, o, ref_lse.data());
+        CHECK(s == ATTN_OK, "%s: CPU attn_decode: %s", c.name, attn_status_str(s));
+    }
+    bq.up(); bk.up(); bv.up(); blens.up();
+    if (c.page) btab.up();
+    if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
+    memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();
+    attn_kv_cache dc = hc;
+    dc.k.data = bk.d; dc.v.data = bv.d; dc.lens = (int *)blens.d; dc.block_table = c.page ? (const int *)btab.d : NULL;
+    attn_tensor q = attn_tensor_dense(bq.d, c.dt, c.B, c.Sq, c.Hq, c.D);
+    attn_tensor o = attn_tensor_dense(bo.d, ATTN_F32, c.B, c.Sq, c.Hq, c.D);
+    size_t wsb = 0;
+    attn_status s = attn_cuda_decode_workspace_size(&d, q, &dc, &wsb);
+    CHECK(s == ATTN_OK, "%s: workspace query: %s", c.name, attn_status_str(s));
+    if (c.ws && wsb) {
+        bws.alloc(wsb);
+        d.workspace = bws.d; d.workspace_size = wsb - 4;   /* too small first: attn_decode's status */
+        std::vector<unsigned char> before(bo.h);
+        s = attn_cuda_decode(&d, q, &dc, o, (float *)blse.d, 0);
+        bo.down();
+        CHECK(s == ATTN_ERR_WORKSPACE && bo.h == before, "%s: short workspace: %s", c.name, attn_status_str(s));
+        d.workspace_size = wsb;
+    }
+#ifdef ATTN_CUDA_EMULATE
+    emu_reset_errors();
+#endif
+    s = attn_cuda_decode(&d, q, &dc, o, (float *)blse.d, 0);
+    CHECK(s == ATTN_OK, "%s: attn_cuda_decode: %s", c.name, attn_status_str(s));
+    cudaDeviceSynchronize();
+#ifdef ATTN_CUDA_EMULATE
+    CHECK(emu_errors() == 0, "%s: the emulator reported %d errors", c.name, emu_errors());
+    CHECK(wsb > 0, "%s: the cache was split (workspace %zu bytes)", c.name, wsb);
+#endif
+    bo.down(); blse.down();
+    double err = 0, lerr = 0;
+    for (size_t x = 0; x < nq; ++x) {
+        const float a = ((float *)bo.h.data())[x], r = ref_o[x];
+        err = fmax(err, a == r ? 0.0 : (isnan(a) || isnan(r)) ? 1e30 : fabs((double)a - r));
+    }
+    for (size_t x = 0; x < ref_lse.size(); ++x) {
+        const float a = ((float *)blse.h.data())[x], r = ref_lse[x];
+        lerr = fmax(lerr, a == r ? 0.0 : (isnan(a) || isnan(r) || isinf(a) || isinf(r)) ? 1e30 : fabs((double)a - r));
+    }
+    const double tol = c.dt == ATTN_F32 ? 1e-5 : c.dt == ATTN_F16 ? 4e-3 : 3e-2;
+    const double ltol = c.dt == ATTN_F32 ? 1e-4 : c.dt == ATTN_F16 ? 4e-3 : 3e-2;
+    CHECK(err / vmax <= tol, "%s: max |out - cpu| / max|v| = %g (tolerance %g)", c.name, err / vmax, tol);
+    CHECK(lerr <= ltol, "%s: max |lse - cpu| = %g (tolerance %g)", c.name, lerr, ltol);
+}
+static void test_decode(void) {
+    static const dcase cases[] = {
+        /* name                      dt         B Sq Hq Hkv D   page caus wl sink ali cap ws */
+        { "contiguous f16 GQA",      ATTN_F16,  2, 1, 4, 2, 64,  0,  0,  0, 0,   0,  0,  0 },
+        { "contiguous bf16 Sq=3",    ATTN_BF16, 3, 3, 2, 1, 32,  0,  1,  0, 0,   1,  0,  1 },
+        { "paged 16 f16 window",     ATTN_F16,  3, 1, 2, 2, 128, 16, 1, 40, 4,   0,  1,  0 },
+        { "paged 5 bf16 MQA",        ATTN_BF16, 4, 2, 4, 1, 64,  5,  1,  0, 0,   0,  0,  1 },
+        { "paged 7 f32",             ATTN_F32,  2, 1, 2, 1, 48,  7,  1,  0, 0,   1,  1,  0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_decode_case(cases[i]);
+}
+
+/* ---- attn_cuda_merge vs attn_merge ------------------------------------------------------------ */
+static void test_merge(void) {
+    const int B = 2, S = 3, H = 2, Dv = 40, n = 3;
+    const attn_dtype dts[n] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    buf bp[n], bl[n], bo, blo;
+    attn_tensor parts[n], hparts[n];
+    const float *lses[n], *hlses[n];
+    int p, inplace;
+    for (p = 0; p < n; ++p) {
+        bp[p].alloc((size_t)B * S * H * Dv * esz(dts[p])); bl[p].alloc((size_t)B * H * S * 4);
+        for (size_t x = 0; x < (size_t)B * S * H * Dv; ++x) put(bp[p].h.data(), dts[p], x, nrand());
+        for (size_t x = 0; x < (size_t)B * H * S; ++x) ((float *)bl[p].h.data())[x] = nrand() * 3;
+    }
+    /* row 0: every part -inf; row 1: one part -inf; row 2: a NaN */
+    for (p = 0; p < n; ++p) ((float *)bl[p].h.data())[0] = -INFINITY;
+    ((float *)bl[1].h.data())[1] = -INFINITY;
+    ((float *)bl[2].h.data())[2] = NAN;
+    for (inplace = 0; inplace < 2; ++inplace) {
+        for (p = 0; p < n; ++p) {
+            bp[p].up(); bl[p].up();
+            parts[p] = attn_tensor_dense(bp[p].d, dts[p], B, S, H, Dv); lses[p] = (const float *)bl[p].d;
+            hparts[p] = parts[p]; hparts[p].data = bp[p].h.data(); hlses[p] = (const float *)bl[p].h.data();
+        }
+        std::vector<float> ref((size_t)B * S * H * Dv), rlse((size_t)B * H * S);
+        attn_status s = attn_merge(n, hparts, hlses, attn_tensor_dense(ref.data(), ATTN_F32, B, S, H, Dv), rlse.data());
+        CHECK(s == ATTN_OK, "CPU attn_merge: %s", attn_status_str(s));
+        bo.alloc(ref.size() * 4); blo.alloc(rlse.size() * 4);
+        attn_tensor out = inplace ? parts[0] : attn_tensor_dense(bo.d, ATTN_F32, B, S, H, Dv);
+        s = attn_cuda_merge(n, parts, lses, out, (float *)blo.d, 0);
+        CHECK(s == ATTN_OK, "attn_cuda_merge%s: %s", inplace ? " (in place)" : "", attn_status_str(s));
+        (inplace ? bp[0] : bo).down(); blo.down();
+        double err = 0, lerr = 0;
+        for (size_t x = 0; x < ref.size(); ++x) {
+            const float a = inplace ? get(bp[0].h.data(), ATTN_F32, x) : ((float *)bo.h.data())[x], r = ref[x];
+            err = fmax(err, a == r || (isnan(a) && isnan(r)) ? 0.0 : isnan(a) || isnan(r) ? 1e30 : fabs((double)a - r));
+        }
+        for (size_t x = 0; x < rlse.size(); ++x) {
+            const float a = ((float *)blo.h.data())[x], r = rlse[x];
+            lerr = fmax(lerr, a == r || (isnan(a) && isnan(r)) ? 0.0 : isnan(a) || isnan(r) || isinf(a) || isinf(r) ? 1e30 : fabs((double)a - r));
+        }
+        CHECK(err <= 1e-5 && lerr <= 1e-5, "attn_cuda_merge%s vs attn_merge: out %g, lse %g", inplace ? " (in place)" : "", err, lerr);
+        bo.~buf(); new (&bo) buf(); blo.~buf(); new (&blo) buf();
+    }
+    {   /* a host part: the CUDA status; a bad part shape: attn_merge's */
+        std::vector<float> host((size_t)B * S * H * Dv);
+        attn_tensor pp[2] = { parts[1], attn_tensor_dense(host.data(), ATTN_F32, B, S, H, Dv) };
+        const float *ll[2] = { lses[1], lses[2] };
+        bo.alloc(host.size() * 4);
+        memset(bo.h.data(), 0x5A, bo.h.size()); bo.up();
+        attn_status s = attn_cuda_merge(2, pp, ll, attn_tensor_dense(bo.d, ATTN_F32, B, S, H, Dv), NULL, 0);
+        std::vector<unsigned char> before(bo.h); bo.down();
+        CHECK(s == ATTN_ERR_CUDA_HOST_POINTER && before == bo.h, "merge with a host part: %s", attn_status_str(s));
+        pp[1] = parts[2]; pp[1].dim = Dv - 1;
+        s = attn_cuda_merge(2, pp, ll, attn_tensor_dense(bo.d, ATTN_F32, B, S, H, Dv), NULL, 0);
+        CHECK(s == ATTN_ERR_MERGE_SHAPE, "merge with a part of another shape: %s", attn_status_str(s));
+    }
+}
+
 int main(void) {
 #ifdef ATTN_CUDA_EMULATE
     test_emulator();
@@ -490,6 +656,10 @@ int main(void) {
 #endif
     test_forward();
     printf("%s forward   %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
+    test_decode();
+    printf("%s decode    %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
+    test_merge();
+    printf("%s merge     %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     test_errors();
     printf("%s errors    %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     for (int s = 250; s < 300; ++s) {
