@@ -292,7 +292,8 @@ static void run_forward_case(const fcase &c) {
     /* tensors: dense, or BHSD (strided) views */
     attn_tensor q, k, v, o;
     buf bq, bk, bv, bo, blse, bbias, bslope, bsq, bsk, bcq, bck;
-    const size_t nq = (size_t)B * Sq * c.Hq * c.D, nk = (size_t)B * Sk * c.Hkv * c.D, nv = (size_t)B * Sk * c.Hkv * c.Dv,
+    const int pad = c.strided == 2 ? 4 : 0;   /* strided 2: k/v rows 4 elements apart from 16-byte alignment */
+    const size_t nq = (size_t)B * Sq * c.Hq * c.D, nk = (size_t)B * Sk * (c.Hkv * c.D + pad), nv = (size_t)B * Sk * (c.Hkv * c.Dv + pad),
                  no = (size_t)B * Sq * c.Hq * c.Dv;
     bq.alloc(nq * esz(dt)); bk.alloc(nk * esz(dt)); bv.alloc(nv * esz(dt)); bo.alloc(no * esz(c.odt));
     blse.alloc((size_t)B * c.Hq * Sq * 4);
@@ -301,12 +302,16 @@ static void run_forward_case(const fcase &c) {
     for (size_t x = 0; x < nv; ++x) put(bv.h.data(), dt, x, nrand());
     float vmax = 0;
     for (size_t x = 0; x < nv; ++x) vmax = fmaxf(vmax, fabsf(get(bv.h.data(), dt, x)));
-    if (c.strided) {
+    if (c.strided == 1) {
         q = attn_tensor_bhsd(NULL, dt, B, c.Hq, Sq, c.D); k = attn_tensor_bhsd(NULL, dt, B, c.Hkv, Sk, c.D);
         v = attn_tensor_bhsd(NULL, dt, B, c.Hkv, Sk, c.Dv); o = attn_tensor_bhsd(NULL, c.odt, B, c.Hq, Sq, c.Dv);
     } else {
         q = attn_tensor_dense(NULL, dt, B, Sq, c.Hq, c.D); k = attn_tensor_dense(NULL, dt, B, Sk, c.Hkv, c.D);
         v = attn_tensor_dense(NULL, dt, B, Sk, c.Hkv, c.Dv); o = attn_tensor_dense(NULL, c.odt, B, Sq, c.Hq, c.Dv);
+    }
+    if (pad) {
+        k.stride_head = c.D; k.stride_seq = c.Hkv * c.D + pad; k.stride_batch = (ptrdiff_t)Sk * k.stride_seq;
+        v.stride_head = c.Dv; v.stride_seq = c.Hkv * c.Dv + pad; v.stride_batch = (ptrdiff_t)Sk * v.stride_seq;
     }
     d.causal = c.causal; d.window_left = c.wl; d.window_right = c.wr; d.dilation = c.dil; d.sink_tokens = c.sink;
     d.global_tokens = c.global; d.softcap = c.softcap ? 1.5f : 0.0f;
@@ -390,6 +395,15 @@ static void test_forward(void) {
         { "bhsd strided D256", ATTN_BF16, ATTN_F32, 1, 20, 40, 1, 1, 256, 256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1 },
         { "f32 masks",         ATTN_F32, ATTN_F32, 2, 37, 45, 2, 1, 40, 24,  1, 6, 0, 2, 2, 3, 1, 1, 1, 1, 0, 1, 0 },
         { "f32 varlen",        ATTN_F32, ATTN_F16, 2, 25, 20, 2, 2, 16, 16,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0 },
+        /* every head dim in both 16-bit dtypes; the element-load path (unaligned rows); a long key run
+           (5 double-buffered tiles); windows that leave rows with no key (out 0, lse -inf) */
+        { "f16 D32 unaligned",  ATTN_F16, ATTN_F32, 1, 45, 77, 2, 1, 32, 32,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2 },
+        { "bf16 D96 unaligned", ATTN_BF16, ATTN_F16, 1, 30, 50, 1, 1, 96, 96, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2 },
+        { "bf16 D128",          ATTN_BF16, ATTN_F32, 1, 66, 70, 1, 1, 128, 128, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
+        { "f16 D256 GQA",       ATTN_F16, ATTN_F32, 1, 17, 70, 2, 1, 256, 256, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
+        { "bf16 D32 long keys", ATTN_BF16, ATTN_F32, 1, 20, 300, 1, 1, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
+        { "f16 empty rows",     ATTN_F16, ATTN_F32, 1, 70, 40, 1, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
+        { "f16 right window",   ATTN_F16, ATTN_F32, 2, 40, 90, 2, 2, 64, 64,  0, 3, 2, 2, 0, 0, 1, 0, 1, 1, 0, 1, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_forward_case(cases[i]);
 }
