@@ -693,7 +693,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_CUDA_HOST_POINTER,     250, ATTN_CAT_UNSUPPORTED, "attn_cuda: q, k, v, out, lse (or another tensor of the call), bias.data, seqlens_q/_k, cu_seqlens_q/_k or alibi_slopes is not device memory") \
     X(ATTN_ERR_CUDA_HEAD_DIM,         251, ATTN_CAT_UNSUPPORTED, "attn_cuda: f16/bf16 need q.dim == v.dim in {32, 64, 96, 128, 256}; f32 needs q.dim and v.dim <= 256") \
     X(ATTN_ERR_CUDA_DTYPE_MIX,        252, ATTN_CAT_DTYPE,       "attn_cuda: q, k and v (the KV cache) must have one dtype (out may have any)") \
-    X(ATTN_ERR_CUDA_UNSUPPORTED,      253, ATTN_CAT_UNSUPPORTED, "attn_cuda: only attn_desc.kind ATTN_SOFTMAX, without dropout_p and rope") \
+    X(ATTN_ERR_CUDA_UNSUPPORTED,      253, ATTN_CAT_UNSUPPORTED, "attn_cuda: only attn_desc.kind ATTN_SOFTMAX, without dropout_p and rope (attn_cuda_backward: and without dbias)") \
     X(ATTN_ERR_CUDA_RUNTIME,          254, ATTN_CAT_MEMORY,      "attn_cuda: a CUDA runtime call failed (allocation, copy, launch or no device); see cudaGetLastError") \
     \
     /* -- sparse (300-349) -- */ \

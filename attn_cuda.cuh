@@ -99,6 +99,18 @@ attn_status attn_cuda_decode_workspace_size(const attn_desc *desc, attn_tensor q
    copy of the part views). */
 attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse, attn_tensor out,
                             float *lse, cudaStream_t stream);
+/* attn_backward on the GPU (device pointers; the forward's desc, q, k, v, out and lse):
+   FlashAttention-2's recomputation on CUDA cores, fp32 maths for every storage dtype,
+   deterministic (no atomics: dk/dv rows owned by one warp each, dq in a second pass over the
+   keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
+   dbias give ATTN_ERR_CUDA_UNSUPPORTED. Without desc->workspace the call allocates its
+   [B, Hq, Sq] floats itself and waits for the stream. */
+attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                               attn_tensor dout, const float *lse, attn_tensor dq, attn_tensor dk, attn_tensor dv,
+                               cudaStream_t stream);
+/* Device workspace bytes attn_cuda_backward needs. */
+attn_status attn_cuda_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                              size_t *bytes);
 
 #ifdef ATTN_CUDA_IMPLEMENTATION
 #ifndef ATTN_CUDA__IMPLEMENTATION_DONE
@@ -222,7 +234,7 @@ struct acu_fwd_params {
 /* One sequence slice of the grid: where its rows live, how many tensor rows it owns. */
 ACU_DEV void acu_slice(const attn__problem &P, int z, int tail, attn__seq *S, int *rows) {
     if (tail && z == P.n_seqs) {       /* packed rows after the last sequence: padding only */
-        S->tb = 0; S->seq = z; S->q0 = P.cu_q[P.n_seqs]; S->k0 = 0; S->Lq = 0; S->Lk = 0;
+        S->tb = 0; S->seq = z; S->q0 = P.cu_q[P.n_seqs]; S->k0 = P.cu_k[P.n_seqs]; S->Lq = 0; S->Lk = 0;
         *rows = P.q.seq - S->q0;
         return;
     }
@@ -592,6 +604,179 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_merge(const ACU_GRID_CONST ac
 }
 
 /* ---------------------------------------------------------------------------------------
+   2c. backward: FlashAttention-2's recomputation on CUDA cores (fp32 FMA, any storage dtype),
+       deterministic: no atomics, every gradient row is owned by one warp that sums in a fixed
+       order. drow_i = dout_i . out_i; P = exp(s - lse) recomputed from q, k and the forward's
+       lse; dS = P (dout V^T - drow) (times 1 - tanh^2 under softcap); dV_j = sum_i P_ij dout_i,
+       dK_j = scale sum_i dS_ij q_i (over the KV head's query heads: GQA), dQ_i = scale
+       sum_j dS_ij k_j in a second pass (keys again) instead of atomics.
+   --------------------------------------------------------------------------------------- */
+struct acu_bwd_params {
+    attn__problem P;            /* q, k, v, out (the forward's) views, masks */
+    attn__view dout, dq, dk, dv;
+    const float *lse;           /* the forward's lse [B, Hq, Sq] */
+    float *drow;                /* workspace [B, Hq, Sq] */
+    int tail;                   /* varlen: one extra slice for rows past the last sequence */
+};
+/* logit s_ij of a visible pair, and d s / d (scale q.k) (softcap's 1 - tanh^2) */
+ACU_DEV float acu_bwd_logit(const attn__problem &P, float dot, const float *brow, float slope, long long p, long long j,
+                            float *dcap) {
+    float x = dot * P.scale;
+    *dcap = 1.0f;
+    if (P.softcap > 0.0f) { const float t = tanhf(x / P.softcap); x = P.softcap * t; *dcap = 1.0f - t * t; }
+    if (brow) x += brow[j];
+    if (P.alibi) x -= slope * fabsf((float)(p - j));
+    return x;
+}
+ACU_DEV float acu_dot(const char *a, attn_dtype ta, const char *b, attn_dtype tb, int n) {
+    float s = 0.0f;
+    int d;
+    for (d = 0; d < n; ++d) s += acu_ld(a, ta, d) * acu_ld(b, tb, d);
+    return s;
+}
+ACU_DEV const float *acu_bias_row(const attn__problem &P, const attn__seq &S, int h, int i) {
+    return P.bias ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb + (ptrdiff_t)(P.bias_heads == 1 ? 0 : h) * P.bias_sh +
+                        (ptrdiff_t)i * P.bias_sq
+                  : (const float *)0;
+}
+
+/* drow = rowsum(dout * out): one warp per (b, s, h) of the tensors */
+__global__ void __launch_bounds__(ACU_THREADS) acu_bwd_drow(const ACU_GRID_CONST acu_bwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int lane = (int)threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (row >= (long long)P.q.batch * P.q.seq * P.q.heads) return;
+    const int h = (int)(row % P.q.heads), s = (int)(row / P.q.heads % P.q.seq), b = (int)(row / P.q.heads / P.q.seq);
+    const char *o = acu_row(P.out, b, s, h), *g = acu_row(prm.dout, b, s, h);
+    float acc = 0.0f;
+    int d;
+    for (d = lane; d < P.v.dim; d += 32) acc += acu_ld(o, P.out.dtype, d) * acu_ld(g, prm.dout.dtype, d);
+    ACU_UNROLL for (d = 16; d >= 1; d >>= 1) acc += acu_shfl_xor(acc, d);
+    if (lane == 0) prm.drow[((size_t)b * P.q.heads + h) * P.q.seq + s] = acc;
+}
+
+/* dK, dV: one warp per key row of a (KV head, sequence slice); lanes take 32 query rows at a
+   time for the dot products, then each lane owns dims lane, lane + 32, ... of dk and dv. */
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dkdv(const ACU_GRID_CONST acu_bwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int lane = (int)threadIdx.x & 31, hk = (int)blockIdx.y, D = P.q.dim, Dv = P.v.dim;
+    attn__seq S;
+    int qrows, u;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &qrows);
+    const int krows = prm.tail && (int)blockIdx.z == P.n_seqs ? P.k.seq - S.k0 : P.cu_k ? S.Lk : P.k.seq;
+    const int j = (int)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (j >= krows) return;                            /* uniform across the warp */
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    float dk[ACU_F32_DV], dv[ACU_F32_DV];
+    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) dk[u] = dv[u] = 0.0f;
+    if (j < S.Lk) {
+        const char *krow = acu_row(P.k, S.tb, (long long)S.k0 + j, hk), *vrow = acu_row(P.v, S.tb, (long long)S.k0 + j, hk);
+        for (int g = 0; g < P.groups; ++g) {
+            const int h = hk * P.groups + g;
+            const float slope = P.alibi ? P.alibi[h] : 0.0f;
+            for (int i0 = 0; i0 < S.Lq; i0 += 32) {
+                const int i = i0 + lane;
+                const long long p = (long long)i + shift;
+                float pr = 0.0f, ds = 0.0f, any;
+                int vis = 0, d, jj;
+                if (i < S.Lq) {
+                    int32_t cap, lo, hi;
+                    attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
+                    vis = acu_visible(P, cap, lo, hi, pre, p, j, S.Lk);
+                }
+                if (vis) {
+                    const size_t li = ((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + i;
+                    const float lse = prm.lse[li];
+                    float dcap;
+                    const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + i, h);
+                    const float x = acu_bwd_logit(P, acu_dot(qrow, P.q.dtype, krow, P.k.dtype, D), acu_bias_row(P, S, h, i),
+                                                  slope, p, j, &dcap);
+                    if (lse != -INFINITY) {
+                        const float dp = acu_dot(acu_row(prm.dout, S.tb, (long long)S.q0 + i, h), prm.dout.dtype, vrow,
+                                                 P.v.dtype, Dv);
+                        pr = expf(x - lse);
+                        ds = pr * (dp - prm.drow[li]) * dcap;
+                    }
+                }
+                any = vis ? 1.0f : 0.0f;
+                ACU_UNROLL for (d = 16; d >= 1; d >>= 1) any = fmaxf(any, acu_shfl_xor(any, d));
+                if (any == 0.0f) continue;                 /* uniform: no query of the chunk sees key j */
+                for (jj = 0; jj < 32; ++jj) {
+                    const float pj = acu_shfl_idx(pr, jj), dsj = acu_shfl_idx(ds, jj);
+                    if (i0 + jj >= S.Lq) break;            /* uniform */
+                    if (pj == 0.0f && dsj == 0.0f) continue;
+                    const char *grow = acu_row(prm.dout, S.tb, (long long)S.q0 + i0 + jj, h);
+                    const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + i0 + jj, h);
+                    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) {
+                        if (lane + 32 * u < Dv) dv[u] += pj * acu_ld(grow, prm.dout.dtype, lane + 32 * u);
+                        if (lane + 32 * u < D) dk[u] += dsj * acu_ld(qrow, P.q.dtype, lane + 32 * u);
+                    }
+                }
+            }
+        }
+    }
+    {
+        char *kr = (char *)acu_row(prm.dk, S.tb, (long long)S.k0 + j, hk), *vr = (char *)acu_row(prm.dv, S.tb, (long long)S.k0 + j, hk);
+        ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) {
+            if (lane + 32 * u < D) acu_st(kr, prm.dk.dtype, lane + 32 * u, dk[u] * P.scale);
+            if (lane + 32 * u < Dv) acu_st(vr, prm.dv.dtype, lane + 32 * u, dv[u]);
+        }
+    }
+}
+
+/* dQ: one warp per query row (4 per block); lanes take 32 keys at a time */
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dq(const ACU_GRID_CONST acu_bwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int lane = (int)threadIdx.x & 31, h = (int)blockIdx.y, hk = h / P.groups, D = P.q.dim, Dv = P.v.dim;
+    attn__seq S;
+    int rows, u;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &rows);
+    const int i = (int)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (i >= rows) return;                             /* uniform across the warp */
+    const long long shift = (long long)S.Lk - S.Lq, p = (long long)i + shift;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    const float slope = P.alibi ? P.alibi[h] : 0.0f;
+    float dq[ACU_F32_DV];
+    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) dq[u] = 0.0f;
+    if (i < S.Lq) {
+        const size_t li = ((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + i;
+        const float lse = prm.lse[li], drow = prm.drow[li];
+        const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + i, h), *grow = acu_row(prm.dout, S.tb, (long long)S.q0 + i, h);
+        const float *brow = acu_bias_row(P, S, h, i);
+        int32_t cap, lo, hi;
+        int tl[2][2], nrun, nt = 0, len0 = 0, tn;
+        attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
+        nrun = lse == -INFINITY ? 0 : acu_tiles(P, p, p, S.Lk, 32, 0, 1LL << 40, tl);
+        if (nrun > 0) { len0 = tl[0][1] - tl[0][0]; nt = len0 + (nrun > 1 ? tl[1][1] - tl[1][0] : 0); }
+        const int t00 = nrun > 0 ? tl[0][0] : 0, t10 = nrun > 1 ? tl[1][0] : 0;
+        for (tn = 0; tn < nt; ++tn) {
+            const long long c0 = (long long)(tn < len0 ? t00 + tn : t10 + tn - len0) * 32, key = c0 + lane;
+            float ds = 0.0f;
+            int jj;
+            if (key < S.Lk && acu_visible(P, cap, lo, hi, pre, p, key, S.Lk)) {
+                const char *krow = acu_kv_row(P, P.k, S.tb, (long long)S.k0 + key, hk);
+                float dcap;
+                const float x = acu_bwd_logit(P, acu_dot(qrow, P.q.dtype, krow, P.k.dtype, D), brow, slope, p, key, &dcap);
+                const float dp = acu_dot(grow, prm.dout.dtype, acu_kv_row(P, P.v, S.tb, (long long)S.k0 + key, hk), P.v.dtype, Dv);
+                ds = expf(x - lse) * (dp - drow) * dcap;
+            }
+            for (jj = 0; jj < 32; ++jj) {
+                const float dsj = acu_shfl_idx(ds, jj);
+                if (c0 + jj >= S.Lk) break;            /* uniform */
+                if (dsj == 0.0f) continue;
+                const char *krow = acu_kv_row(P, P.k, S.tb, (long long)S.k0 + c0 + jj, hk);
+                ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+                    if (lane + 32 * u < D) dq[u] += dsj * acu_ld(krow, P.k.dtype, lane + 32 * u);
+            }
+        }
+    }
+    char *qr = (char *)acu_row(prm.dq, S.tb, (long long)S.q0 + i, h);
+    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+        if (lane + 32 * u < D) acu_st(qr, prm.dq.dtype, lane + 32 * u, dq[u] * P.scale);
+}
+
+/* ---------------------------------------------------------------------------------------
    3. host side: validation (attn.h's), pointer checks, launch
    --------------------------------------------------------------------------------------- */
 /* 1 when p is device (or managed) memory */
@@ -953,6 +1138,138 @@ attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *
     if (cudaStreamSynchronize(stream) != cudaSuccess && st == ATTN_OK) st = ATTN_ERR_CUDA_RUNTIME;
     cudaFree(dev);
     return st;
+}
+
+/* ---- backward ------------------------------------------------------------------------------ */
+/* attn_backward's checks in its order (on host copies of desc's arrays), then the CUDA ones. */
+static attn_status acu_check_backward(const attn_desc *desc, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                      const attn_tensor *out, const attn_tensor *dout, const float *lse, const attn_tensor *dq,
+                                      const attn_tensor *dk, const attn_tensor *dv, acu_bwd_params *prm, size_t *bytes,
+                                      cudaStream_t stream) {
+    attn__call c;
+    attn_desc hd;
+    acu_host_arrays A;
+    attn_status s;
+    const int query = dq == NULL;          /* a workspace query: q, k, v and desc only */
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if ((int)desc->kind != (int)ATTN_SOFTMAX) return attn__mech_of(desc->kind) ? ATTN_ERR_CUDA_UNSUPPORTED : ATTN_ERR_KIND;
+    if (!acu_is_device(q->data) || !acu_is_device(k->data) || !acu_is_device(v->data) || !acu_is_device(desc->bias.data) ||
+        !acu_is_device(desc->seqlens_q) || !acu_is_device(desc->seqlens_k) || !acu_is_device(desc->cu_seqlens_q) ||
+        !acu_is_device(desc->cu_seqlens_k) || !acu_is_device(desc->alibi_slopes) || !acu_is_device(desc->workspace) ||
+        (!query && (!acu_is_device(out->data) || !acu_is_device(dout->data) || !acu_is_device(lse) ||
+                    !acu_is_device(dq->data) || !acu_is_device(dk->data) || !acu_is_device(dv->data))))
+        return ATTN_ERR_CUDA_HOST_POINTER;
+    if (!query) {
+        attn__call_init(&c, desc, q, k, v);
+        c.out = *out; c.dout = *dout; c.lse_in = lse; c.dq = *dq; c.dk = *dk; c.dv = *dv;
+        if ((s = attn__check_overlap(ATTN__BACKWARD, &c)) != ATTN_OK) return s;
+    }
+    if ((s = acu_arrays_copy(desc, q->batch, q->heads, &hd, &A, stream)) != ATTN_OK) return s;
+    memset(&prm->P, 0, sizeof prm->P);
+    s = attn__check_forward(&hd, q, k, v, query ? NULL : out, &prm->P);
+    acu_arrays_free(&A);
+    if (s != ATTN_OK) return s;
+    attn__problem &P = prm->P;
+    P.seqlens_q = desc->seqlens_q; P.seqlens_k = desc->seqlens_k;
+    P.cu_q = P.cu_q ? desc->cu_seqlens_q : NULL; P.cu_k = P.cu_k ? desc->cu_seqlens_k : NULL;
+    P.alibi = desc->alibi_slopes;
+    if (!query) {
+        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
+        if (!lse) return ATTN_ERR_BWD_NULL_LSE;
+        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
+        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
+            return ATTN_ERR_DTYPE;
+        if (dout->batch != out->batch || dout->seq != out->seq || dout->heads != out->heads || dout->dim != out->dim)
+            return ATTN_ERR_BWD_DOUT_SHAPE;
+        if (dq->batch != q->batch || dq->seq != q->seq || dq->heads != q->heads || dq->dim != q->dim) return ATTN_ERR_BWD_DQ_SHAPE;
+        if (dk->batch != k->batch || dk->seq != k->seq || dk->heads != k->heads || dk->dim != k->dim) return ATTN_ERR_BWD_DK_SHAPE;
+        if (dv->batch != v->batch || dv->seq != v->seq || dv->heads != v->heads || dv->dim != v->dim) return ATTN_ERR_BWD_DV_SHAPE;
+        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+        if (desc->dbias) {
+            if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
+            if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (q->seq > 1 && P.bias_sq == 0))
+                return ATTN_ERR_BWD_DBIAS_BROADCAST;
+        }
+        if ((s = attn__make_view(dout, &prm->dout)) != ATTN_OK || (s = attn__make_view(dq, &prm->dq)) != ATTN_OK ||
+            (s = attn__make_view(dk, &prm->dk)) != ATTN_OK || (s = attn__make_view(dv, &prm->dv)) != ATTN_OK) return s;
+    }
+    if (desc->dropout_p != 0.0f || desc->rope || desc->dbias) return ATTN_ERR_CUDA_UNSUPPORTED;
+    if (q->dim > 256 || v->dim > 256) return ATTN_ERR_CUDA_HEAD_DIM;
+    prm->lse = lse;
+    *bytes = (size_t)q->batch * q->heads * q->seq * sizeof(float);
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                              size_t *bytes) {
+    acu_bwd_params prm;
+    size_t n;
+    attn_status s;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_backward(desc, &q, &k, &v, NULL, NULL, NULL, NULL, NULL, NULL, &prm, &n, (cudaStream_t)0)) != ATTN_OK)
+        return s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    *bytes = n;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                               attn_tensor dout, const float *lse, attn_tensor dq, attn_tensor dk, attn_tensor dv,
+                               cudaStream_t stream) {
+    acu_bwd_params prm;
+    size_t n;
+    void *ws = NULL;
+    attn_status s;
+    int qrows = q.seq, krows = k.seq, slices;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_backward(desc, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv, &prm, &n, stream)) != ATTN_OK) return s;
+    if (desc->workspace) {
+        if (desc->workspace_size < n) return ATTN_ERR_WORKSPACE;
+        ws = desc->workspace;
+    } else if (cudaMalloc(&ws, n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ATTN_ERR_CUDA_RUNTIME;
+    }
+    prm.drow = (float *)ws;
+    if (prm.P.cu_q) {               /* varlen: the longest segments, plus the rows after the last ones */
+        std::vector<int> cq((size_t)desc->varlen_batch + 1), ck((size_t)desc->varlen_batch + 1);
+        int i;
+        if (cudaMemcpy(cq.data(), desc->cu_seqlens_q, cq.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(ck.data(), desc->cu_seqlens_k, ck.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
+            (void)cudaGetLastError();
+            if (ws != desc->workspace) cudaFree(ws);
+            return ATTN_ERR_CUDA_RUNTIME;
+        }
+        qrows = q.seq - cq[(size_t)desc->varlen_batch]; krows = k.seq - ck[(size_t)desc->varlen_batch];
+        prm.tail = qrows > 0 || krows > 0;
+        for (i = 0; i < desc->varlen_batch; ++i) {
+            qrows = ATTN__MAX(qrows, cq[(size_t)i + 1] - cq[(size_t)i]);
+            krows = ATTN__MAX(krows, ck[(size_t)i + 1] - ck[(size_t)i]);
+        }
+        qrows = ATTN__MAX(qrows, 1); krows = ATTN__MAX(krows, 1);
+    }
+    slices = prm.P.n_seqs + prm.tail;
+    s = ATTN_OK;
+    if (slices > 65535 || q.heads > 65535) s = ATTN_ERR_OVERFLOW;
+    else {
+        const long long rows = (long long)q.batch * q.seq * q.heads;
+        (void)cudaGetLastError();
+        ACU_LAUNCH(acu_bwd_drow, dim3((unsigned)((rows + 3) / 4)), dim3(ACU_THREADS), 0, stream, prm);
+        ACU_LAUNCH(acu_bwd_dkdv, dim3((unsigned)((krows + 3) / 4), (unsigned)k.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
+                   stream, prm);
+        ACU_LAUNCH(acu_bwd_dq, dim3((unsigned)((qrows + 3) / 4), (unsigned)q.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
+                   stream, prm);
+        if (cudaGetLastError() != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;
+    }
+    if (ws != desc->workspace) {
+        if (cudaStreamSynchronize(stream) != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;
+        cudaFree(ws);
+    }
+    return s;
 }
 
 #endif /* ATTN_CUDA__IMPLEMENTATION_DONE */

@@ -1,5 +1,5 @@
 # ptxas -v output (nvcc -Xptxas -v, names demangled by c++filt) -> a markdown table of every
-# kernel: registers, stack, spills, shared memory. Exits 1 when a main kernel (acu_fwd_*) spills.
+# kernel: registers, stack, spills, shared memory. Exits 1 when a kernel of attn_cuda.cuh (acu_*) spills.
 # Dynamic shared memory is not in ptxas's output: for acu_fwd_mma<D, *> it is attn_cuda.cuh's
 # acu_cfg<D>::SMEM = (64 + 4 BN) (D + 8) 2 bytes with BN = 32 for D > 128, else 64.
 /Compiling entry function/ {
@@ -20,7 +20,7 @@
     }
     short = name; sub(/\(.*/, "", short); sub(/^void /, "", short)
     rows[++n] = sprintf("| %-26s | %-5s | %4s | %5s | %8s | %8s | %13s | %14s |", short, arch, regs, stack, sst, sld, smem, dyn)
-    if (short ~ /^acu_fwd/ && (sst > 0 || sld > 0)) { bad = bad " " short "(" arch ")" }
+    if (short ~ /^acu_/ && (sst > 0 || sld > 0)) { bad = bad " " short "(" arch ")" }
 }
 END {
     print "| kernel                     | arch  | regs | stack | spill st | spill ld | smem (static) | smem (dynamic) |"

@@ -496,6 +496,27 @@ static void test_errors(void) {
         }
         CHECK(scpu == ATTN_ERR_WINDOW_LEFT, "the CPU gives the same status");
     }
+    {   /* backward: attn_backward's statuses, the CUDA ones */
+        buf gq, gk, gv, gl;
+        gq.alloc(bq.h.size()); gk.alloc(bk.h.size()); gv.alloc(bv.h.size()); gl.alloc(blse.h.size());
+        attn_tensor dq = attn_tensor_dense(gq.d, ATTN_F16, 1, S, H, D), dk = attn_tensor_dense(gk.d, ATTN_F16, 1, S, H, D),
+                    dv = attn_tensor_dense(gv.d, ATTN_F16, 1, S, H, D), dout = attn_tensor_dense(NULL, ATTN_F16, 1, S, H, D);
+        attn_tensor oo = attn_tensor_dense(bo.d, ATTN_F16, 1, S, H, D);
+        std::vector<unsigned char> h0(gq.h.size(), 0);
+        attn_status s = attn_cuda_backward(&d, q, k, v, oo, dout, (const float *)gl.d, dq, dk, dv, 0);
+        CHECK(s == ATTN_ERR_BWD_NULL_DOUT, "backward, NULL dout: %s", attn_status_str(s));
+        dout.data = bo.d;
+        attn_tensor hq = dq; hq.data = h0.data();
+        s = attn_cuda_backward(&d, q, k, v, oo, dout, (const float *)gl.d, hq, dk, dv, 0);
+        CHECK(s == ATTN_ERR_CUDA_HOST_POINTER, "backward, host dq: %s", attn_status_str(s));
+        buf db; db.alloc(4);
+        attn_desc dd = d; dd.dbias = (float *)db.d;
+        s = attn_cuda_backward(&dd, q, k, v, oo, dout, (const float *)gl.d, dq, dk, dv, 0);
+        CHECK(s == ATTN_ERR_BWD_DBIAS_NO_BIAS, "backward, dbias without bias (attn_backward's status): %s", attn_status_str(s));
+        size_t n = 0;
+        s = attn_cuda_backward_workspace_size(&d, q, k, v, &n);
+        CHECK(s == ATTN_OK && n == (size_t)H * S * 4, "backward workspace query: %s, %zu bytes", attn_status_str(s), n);
+    }
 }
 
 /* ---- decoding over contiguous and paged caches vs attn_decode -------------------------------- */
@@ -663,6 +684,111 @@ static void test_merge(void) {
     }
 }
 
+/* ---- backward vs attn_backward ----------------------------------------------------------------- */
+struct bcase {
+    const char *name;
+    attn_dtype dt;
+    int B, Sq, Sk, Hq, Hkv, D, Dv;
+    int causal, wl, dil, sink, global, softcap, alibi, bias, seqlens, varlen;
+};
+static void run_backward_case(const bcase &c) {
+    const int B = c.varlen ? 1 : c.B, nseq = c.B;
+    int Sq = c.Sq, Sk = c.Sk, i;
+    std::vector<int> cu_q(nseq + 1, 0), cu_k(nseq + 1, 0), lq(nseq), lk(nseq);
+    for (i = 0; i < nseq; ++i) {
+        lq[i] = c.Sq - 5 * i; lk[i] = c.Sk - 7 * i;
+        cu_q[i + 1] = cu_q[i] + lq[i]; cu_k[i + 1] = cu_k[i] + lk[i];
+    }
+    if (c.varlen) { Sq = cu_q[nseq] + 2; Sk = cu_k[nseq] + 3; }
+    attn_desc d;
+    memset(&d, 0, sizeof d);
+    d.bf16_kernels = ATTN_BF16_FP32;
+    d.causal = c.causal; d.window_left = c.wl; d.dilation = c.dil; d.sink_tokens = c.sink; d.global_tokens = c.global;
+    d.softcap = c.softcap ? 1.5f : 0.0f;
+    buf bq, bk, bv, bo, bdo, blse, bdq, bdk, bdv, bslope, bbias, bsq, bsk, bcq, bck;
+    const size_t nq = (size_t)B * Sq * c.Hq * c.D, nk = (size_t)B * Sk * c.Hkv * c.D, nv = (size_t)B * Sk * c.Hkv * c.Dv,
+                 no = (size_t)B * Sq * c.Hq * c.Dv;
+    bq.alloc(nq * esz(c.dt)); bk.alloc(nk * esz(c.dt)); bv.alloc(nv * esz(c.dt)); bo.alloc(no * esz(c.dt));
+    bdo.alloc(no * esz(c.dt)); blse.alloc((size_t)B * c.Hq * Sq * 4);
+    bdq.alloc(nq * 4); bdk.alloc(nk * 4); bdv.alloc(nv * 4);
+    for (size_t x = 0; x < nq; ++x) put(bq.h.data(), c.dt, x, nrand());
+    for (size_t x = 0; x < nk; ++x) put(bk.h.data(), c.dt, x, nrand());
+    for (size_t x = 0; x < nv; ++x) put(bv.h.data(), c.dt, x, nrand());
+    for (size_t x = 0; x < no; ++x) put(bdo.h.data(), c.dt, x, nrand());
+    attn_tensor q = attn_tensor_dense(NULL, c.dt, B, Sq, c.Hq, c.D), k = attn_tensor_dense(NULL, c.dt, B, Sk, c.Hkv, c.D),
+                v = attn_tensor_dense(NULL, c.dt, B, Sk, c.Hkv, c.Dv), o = attn_tensor_dense(NULL, c.dt, B, Sq, c.Hq, c.Dv),
+                go = o, gq = attn_tensor_dense(NULL, ATTN_F32, B, Sq, c.Hq, c.D),
+                gk = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.D), gv = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.Dv);
+    if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.07f * (i + 1); }
+    if (c.bias) { bbias.alloc((size_t)B * c.Hq * Sq * Sk * 4); for (size_t x = 0; x < bbias.h.size() / 4; ++x) ((float *)bbias.h.data())[x] = nrand() * 0.5f; }
+    if (c.seqlens) { bsq.alloc((size_t)B * 4); bsk.alloc((size_t)B * 4); memcpy(bsq.h.data(), lq.data(), (size_t)B * 4); memcpy(bsk.h.data(), lk.data(), (size_t)B * 4); }
+    if (c.varlen) {
+        bcq.alloc((size_t)(nseq + 1) * 4); bck.alloc((size_t)(nseq + 1) * 4);
+        memcpy(bcq.h.data(), cu_q.data(), bcq.h.size()); memcpy(bck.h.data(), cu_k.data(), bck.h.size());
+        d.varlen_batch = nseq;
+    }
+    std::vector<float> rq(nq), rk(nk), rv(nv);
+    {   /* the CPU forward (its out and lse feed both backward passes), then the CPU backward */
+        attn_desc hd = d;
+        attn_tensor hq = q, hk = k, hv = v, ho = o, hgo = go, hgq = gq, hgk = gk, hgv = gv;
+        hq.data = bq.h.data(); hk.data = bk.h.data(); hv.data = bv.h.data(); ho.data = bo.h.data(); hgo.data = bdo.h.data();
+        hgq.data = rq.data(); hgk.data = rk.data(); hgv.data = rv.data();
+        if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
+        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = B; hd.bias.heads = c.Hq; }
+        if (c.seqlens) { hd.seqlens_q = (const int *)bsq.h.data(); hd.seqlens_k = (const int *)bsk.h.data(); }
+        if (c.varlen) { hd.cu_seqlens_q = (const int *)bcq.h.data(); hd.cu_seqlens_k = (const int *)bck.h.data(); }
+        attn_status s = attn_forward(&hd, hq, hk, hv, ho, (float *)blse.h.data());
+        CHECK(s == ATTN_OK, "%s: CPU forward: %s", c.name, attn_status_str(s));
+        s = attn_backward(&hd, hq, hk, hv, ho, hgo, (const float *)blse.h.data(), hgq, hgk, hgv);
+        CHECK(s == ATTN_OK, "%s: CPU backward: %s", c.name, attn_status_str(s));
+    }
+    bq.up(); bk.up(); bv.up(); bo.up(); bdo.up(); blse.up();
+    if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
+    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = B; d.bias.heads = c.Hq; }
+    if (c.seqlens) { bsq.up(); bsk.up(); d.seqlens_q = (const int *)bsq.d; d.seqlens_k = (const int *)bsk.d; }
+    if (c.varlen) { bcq.up(); bck.up(); d.cu_seqlens_q = (const int *)bcq.d; d.cu_seqlens_k = (const int *)bck.d; }
+    q.data = bq.d; k.data = bk.d; v.data = bv.d; o.data = bo.d; go.data = bdo.d; gq.data = bdq.d; gk.data = bdk.d; gv.data = bdv.d;
+    std::vector<unsigned char> first[3];
+    for (int rep = 0; rep < 2; ++rep) {
+        memset(bdq.h.data(), 0x7F, bdq.h.size()); memset(bdk.h.data(), 0x7F, bdk.h.size()); memset(bdv.h.data(), 0x7F, bdv.h.size());
+        bdq.up(); bdk.up(); bdv.up();
+#ifdef ATTN_CUDA_EMULATE
+        emu_reset_errors();
+#endif
+        attn_status s = attn_cuda_backward(&d, q, k, v, o, go, (const float *)blse.d, gq, gk, gv, 0);
+        CHECK(s == ATTN_OK, "%s: attn_cuda_backward: %s", c.name, attn_status_str(s));
+        cudaDeviceSynchronize();
+#ifdef ATTN_CUDA_EMULATE
+        CHECK(emu_errors() == 0, "%s: the emulator reported %d errors", c.name, emu_errors());
+#endif
+        bdq.down(); bdk.down(); bdv.down();
+        if (rep == 0) { first[0] = bdq.h; first[1] = bdk.h; first[2] = bdv.h; continue; }
+        CHECK(first[0] == bdq.h && first[1] == bdk.h && first[2] == bdv.h, "%s: two runs bitwise equal (deterministic)", c.name);
+    }
+    const std::vector<float> *refs[3] = { &rq, &rk, &rv };
+    buf *got[3] = { &bdq, &bdk, &bdv };
+    const char *names[3] = { "dq", "dk", "dv" };
+    for (int t = 0; t < 3; ++t) {
+        double err = 0, mx = 1e-30;
+        for (size_t x = 0; x < refs[t]->size(); ++x) {
+            const float a = ((float *)got[t]->h.data())[x], r = (*refs[t])[x];
+            mx = fmax(mx, fabs((double)r));
+            err = fmax(err, a == r ? 0.0 : isnan(a) || isnan(r) ? 1e30 : fabs((double)a - r));
+        }
+        CHECK(err / mx <= 1e-4, "%s: %s: max |cuda - cpu| / max |cpu| = %g (tolerance 1e-4)", c.name, names[t], err / mx);
+    }
+}
+static void test_backward(void) {
+    static const bcase cases[] = {
+        /* name                  dt         B Sq  Sk  Hq Hkv D   Dv  caus wl dil sink glob cap ali bias sl vl */
+        { "causal GQA f16",      ATTN_F16,  2, 40, 50, 4, 2, 64, 64,  1,  0, 0, 0,   0,   0,  0,  0,   0, 0 },
+        { "masks f32",           ATTN_F32,  1, 45, 45, 2, 1, 40, 24,  1,  6, 2, 2,   3,   1,  1,  1,   0, 0 },
+        { "seqlens bf16",        ATTN_BF16, 3, 30, 35, 2, 2, 32, 32,  1,  0, 0, 0,   0,   0,  0,  0,   1, 0 },
+        { "varlen MQA f32",      ATTN_F32,  3, 20, 25, 4, 1, 16, 16,  1,  5, 0, 1,   0,   1,  0,  0,   0, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_backward_case(cases[i]);
+}
+
 int main(void) {
 #ifdef ATTN_CUDA_EMULATE
     test_emulator();
@@ -674,6 +800,8 @@ int main(void) {
     printf("%s decode    %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     test_merge();
     printf("%s merge     %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
+    test_backward();
+    printf("%s backward  %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     test_errors();
     printf("%s errors    %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     for (int s = 250; s < 300; ++s) {
