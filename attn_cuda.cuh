@@ -144,6 +144,7 @@ ACU_DEV void acu_cp_commit(void) { emu_cp_commit(); }
 template <int N> ACU_DEV void acu_cp_wait(void) { emu_cp_wait(N); }
 ACU_DEV float acu_shfl_xor(float v, int m) { return emu_u2f(emu_shfl_xor(emu_f2u(v), m)); }
 ACU_DEV float acu_shfl_idx(float v, int src) { return emu_u2f(emu_shfl_idx(emu_f2u(v), src)); }
+ACU_DEV int acu_any(int pred) { return emu_any(pred); }
 ACU_DEV void acu_sts16B(void *p, const uint32_t v[4]) { emu_sts(p, v, 16); }
 ACU_DEV float acu_h2f(uint16_t h, int bf16) { return bf16 ? attn__bf16_to_f32(h) : attn__f16_to_f32(h); }
 ACU_DEV uint16_t acu_f2h(float f, int bf16) { return bf16 ? attn__f32_to_bf16(f) : attn__f32_to_f16(f); }
@@ -183,6 +184,7 @@ ACU_DEV void acu_cp_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "
 template <int N> ACU_DEV void acu_cp_wait(void) { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 ACU_DEV float acu_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 ACU_DEV float acu_shfl_idx(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+ACU_DEV int acu_any(int pred) { return __any_sync(0xffffffffu, pred); }
 ACU_DEV void acu_sts16B(void *p, const uint32_t v[4]) { *(uint4 *)p = make_uint4(v[0], v[1], v[2], v[3]); }
 ACU_DEV float acu_h2f(uint16_t h, int bf16) {
     return bf16 ? __bfloat162float(__ushort_as_bfloat16(h)) : __half2float(__ushort_as_half(h));
@@ -678,8 +680,8 @@ __global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dkdv(const ACU_GRID_CO
             for (int i0 = 0; i0 < S.Lq; i0 += 32) {
                 const int i = i0 + lane;
                 const long long p = (long long)i + shift;
-                float pr = 0.0f, ds = 0.0f, any;
-                int vis = 0, d, jj;
+                float pr = 0.0f, ds = 0.0f;
+                int vis = 0, jj;
                 if (i < S.Lq) {
                     int32_t cap, lo, hi;
                     attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
@@ -699,9 +701,7 @@ __global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dkdv(const ACU_GRID_CO
                         ds = pr * (dp - prm.drow[li]) * dcap;
                     }
                 }
-                any = vis ? 1.0f : 0.0f;
-                ACU_UNROLL for (d = 16; d >= 1; d >>= 1) any = fmaxf(any, acu_shfl_xor(any, d));
-                if (any == 0.0f) continue;                 /* uniform: no query of the chunk sees key j */
+                if (!acu_any(vis)) continue;               /* uniform: no query of the chunk sees key j */
                 for (jj = 0; jj < 32; ++jj) {
                     const float pj = acu_shfl_idx(pr, jj), dsj = acu_shfl_idx(ds, jj);
                     if (i0 + jj >= S.Lq) break;            /* uniform */

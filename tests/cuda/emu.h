@@ -9,11 +9,11 @@
    - __syncthreads: released when every thread of the block waits at it. A thread that exits
      while others wait, threads waiting at different kinds of collective with no way on, or a
      warp collective some lanes of the warp never reach: a reported error (deadlock).
-   - Warp collectives (shuffles, mma.sync, ldmatrix): each lane deposits its operands, and when
+   - Warp collectives (shuffles, votes, mma.sync, ldmatrix): each lane deposits its operands, and when
      all 32 lanes of the warp have arrived at the same instruction the result of each lane is
      computed from the PTX ISA's definition (fragment layouts of mma.m16n8k16 and ldmatrix) and
      handed back. One host function per instruction: emu_mma_f16, emu_mma_bf16, emu_ldmatrix_x4,
-     emu_ldmatrix_x4_trans, emu_shfl_xor, emu_shfl_idx.
+     emu_ldmatrix_x4_trans, emu_shfl_xor, emu_shfl_idx, emu_any, emu_ballot.
    - Dynamic shared memory: one buffer per block, filled with 0xFF bytes (NaN as f16, bf16 and
      fp32) before each block. Every shared access of the kernels goes through a primitive
      (ldmatrix, cp.async, emu_sts/emu_lds), so a shadow memory tracks, per byte, the last
@@ -151,7 +151,7 @@ template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAtt
 /* ---- the block scheduler ------------------------------------------------------------------ */
 enum { EMU_RUN = 0, EMU_BARRIER, EMU_WARP, EMU_DONE };
 enum { EMU_OP_NONE = 0, EMU_OP_SHFL_XOR, EMU_OP_SHFL_IDX, EMU_OP_MMA_F16, EMU_OP_MMA_BF16, EMU_OP_LDM, EMU_OP_LDM_T,
-       EMU_OP_SYNCWARP };
+       EMU_OP_SYNCWARP, EMU_OP_VOTE_ANY, EMU_OP_BALLOT };
 
 struct emu_cp { unsigned char *dst; unsigned char data[16]; int n; int group; uint32_t epoch; };
 
@@ -384,6 +384,13 @@ static inline void emu_warp_resolve(emu_block *B, int w) {
     case EMU_OP_LDM: emu_ldm_resolve(L, w * 32, 0); break;
     case EMU_OP_LDM_T: emu_ldm_resolve(L, w * 32, 1); break;
     case EMU_OP_SYNCWARP: break;
+    case EMU_OP_VOTE_ANY:
+    case EMU_OP_BALLOT: {                 /* vote.sync.any.pred, vote.sync.ballot.b32 (full mask) */
+        uint32_t bits = 0;
+        for (lane = 0; lane < 32; ++lane) bits |= (L[lane].in[0] != 0) << lane;
+        for (lane = 0; lane < 32; ++lane) L[lane].out[0] = op == EMU_OP_BALLOT ? bits : (uint32_t)(bits != 0);
+        break;
+    }
     default: emu_error("warp %d: unknown collective %d", w, op); B->aborted = 1; return;
     }
     for (lane = 0; lane < 32; ++lane) { L[lane].state = EMU_RUN; L[lane].op = EMU_OP_NONE; }
@@ -419,6 +426,13 @@ static inline void emu_ldmatrix(uint32_t r[4], const void *p, int trans) {
 static inline void emu_ldmatrix_x4(uint32_t r[4], const void *p) { emu_ldmatrix(r, p, 0); }
 static inline void emu_ldmatrix_x4_trans(uint32_t r[4], const void *p) { emu_ldmatrix(r, p, 1); }
 static inline void emu_syncwarp(void) { emu_warp_arrive(EMU_OP_SYNCWARP); }
+static inline uint32_t emu_vote(int pred, int op) {
+    emu_cur()->f[emu_cur()->cur].in[0] = (uint32_t)(pred != 0);
+    emu_warp_arrive(op);
+    return emu_cur()->f[emu_cur()->cur].out[0];
+}
+static inline int emu_any(int pred) { return (int)emu_vote(pred, EMU_OP_VOTE_ANY); }
+static inline uint32_t emu_ballot(int pred) { return emu_vote(pred, EMU_OP_BALLOT); }
 
 static inline void __syncthreads(void) {
     emu_block *B = emu_cur();

@@ -172,6 +172,12 @@ __global__ void k_shfl(float *out) {
     out[32 + l] = acu_shfl_idx((float)(l * 3 + 1), (l * 7) % 32);
 }
 
+__global__ void k_vote(uint32_t *out) {
+    const int l = (int)threadIdx.x;
+    out[l] = emu_ballot(l % 3 == 0);
+    out[32 + l] = (uint32_t)acu_any(l == 17);
+    out[64 + l] = (uint32_t)acu_any(0);
+}
 /* thread t writes word t, then reads word t+1: without the barrier, a race */
 __global__ void k_race(int *out, int barrier) {
     ACU_SHARED_BASE(sm);
@@ -228,6 +234,18 @@ static void test_emulator(void) {
     }
     {
         buf O;
+        int bad = 0;
+        uint32_t want = 0;
+        O.alloc(96 * 4);
+        for (i = 0; i < 32; i += 3) want |= 1u << i;
+        emu_launch(dim3(1), dim3(32), 0, k_vote, (uint32_t *)O.d);
+        O.down();
+        for (i = 0; i < 32; ++i)
+            bad += ((uint32_t *)O.h.data())[i] != want || ((uint32_t *)O.h.data())[32 + i] != 1 || ((uint32_t *)O.h.data())[64 + i] != 0;
+        CHECK(bad == 0, "vote.ballot / vote.any vs their definition: %d wrong lanes", bad);
+    }
+    {
+        buf O;
         O.alloc(64 * 4);
         emu_reset_errors(); emu_quiet(1);
         emu_launch(dim3(2), dim3(64), 64 * 16, k_race, (int *)O.d, 0);
@@ -266,6 +284,7 @@ struct fcase {
     attn_dtype dt, odt;
     int B, Sq, Sk, Hq, Hkv, D, Dv;
     int causal, wl, wr, dil, sink, global, softcap, alibi, bias, seqlens, varlen, lse, strided;
+    int nan;                    /* a NaN in q row 3 (head 0): that row's out and lse are NaN, as on the CPU */
 };
 
 static void run_forward_case(const fcase &c) {
@@ -298,6 +317,7 @@ static void run_forward_case(const fcase &c) {
     bq.alloc(nq * esz(dt)); bk.alloc(nk * esz(dt)); bv.alloc(nv * esz(dt)); bo.alloc(no * esz(c.odt));
     blse.alloc((size_t)B * c.Hq * Sq * 4);
     for (size_t x = 0; x < nq; ++x) put(bq.h.data(), dt, x, nrand());
+    if (c.nan) put(bq.h.data(), dt, (size_t)3 * c.Hq * c.D + 5, NAN);
     for (size_t x = 0; x < nk; ++x) put(bk.h.data(), dt, x, nrand());
     for (size_t x = 0; x < nv; ++x) put(bv.h.data(), dt, x, nrand());
     float vmax = 0;
@@ -363,13 +383,13 @@ static void run_forward_case(const fcase &c) {
     double err = 0, lerr = 0;
     for (size_t x = 0; x < no; ++x) {
         const float a = get(bo.h.data(), c.odt, x), r = get(ref_o.data(), c.odt, x);
-        const double e = a == r ? 0.0 : (isnan(a) || isnan(r)) ? 1e30 : fabs((double)a - r);
+        const double e = a == r || (isnan(a) && isnan(r)) ? 0.0 : (isnan(a) || isnan(r)) ? 1e30 : fabs((double)a - r);
         err = fmax(err, e);
     }
     if (c.lse)
         for (size_t x = 0; x < ref_lse.size(); ++x) {
             const float a = ((float *)blse.h.data())[x], r = ref_lse[x];
-            const double e = a == r ? 0.0 : (isnan(a) || isnan(r) || isinf(a) || isinf(r)) ? 1e30 : fabs((double)a - r);
+            const double e = a == r || (isnan(a) && isnan(r)) ? 0.0 : (isnan(a) || isnan(r) || isinf(a) || isinf(r)) ? 1e30 : fabs((double)a - r);
             lerr = fmax(lerr, e);
         }
     const double tol = dt == ATTN_F32 ? 1e-5 : dt == ATTN_F16 ? 4e-3 : 3e-2;
@@ -382,28 +402,30 @@ static void run_forward_case(const fcase &c) {
 
 static void test_forward(void) {
     static const fcase cases[] = {
-        /* name                dt        odt      B Sq  Sk  Hq Hkv D   Dv  caus wl wr dil sink glob cap ali bias sl vl lse str */
-        { "plain f16 D64",     ATTN_F16, ATTN_F16, 1, 70, 90, 2, 2, 64, 64,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "causal bf16 D64",   ATTN_BF16, ATTN_F32, 1, 70, 90, 2, 1, 64, 64, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "causal f16 D32 GQA", ATTN_F16, ATTN_F32, 2, 33, 65, 4, 2, 32, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "window f16 D96",    ATTN_F16, ATTN_F32, 1, 80, 80, 1, 1, 96, 96,  1, 9, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "window lr D128",    ATTN_F16, ATTN_F32, 1, 67, 130, 1, 1, 128, 128, 0, 20, 5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "dilation global",   ATTN_F16, ATTN_F32, 1, 70, 70, 2, 1, 32, 32,  1, 4, 0, 3, 0, 5, 0, 0, 0, 0, 0, 1, 0 },
-        { "softcap alibi bias", ATTN_BF16, ATTN_BF16, 2, 40, 50, 2, 2, 32, 32, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0 },
-        { "seqlens padding",   ATTN_F16, ATTN_F32, 3, 50, 60, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0 },
-        { "varlen MQA",        ATTN_F16, ATTN_F32, 3, 30, 40, 4, 1, 32, 32,  1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1, 0 },
-        { "bhsd strided D256", ATTN_BF16, ATTN_F32, 1, 20, 40, 1, 1, 256, 256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1 },
-        { "f32 masks",         ATTN_F32, ATTN_F32, 2, 37, 45, 2, 1, 40, 24,  1, 6, 0, 2, 2, 3, 1, 1, 1, 1, 0, 1, 0 },
-        { "f32 varlen",        ATTN_F32, ATTN_F16, 2, 25, 20, 2, 2, 16, 16,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0 },
+        /* name                dt        odt      B Sq  Sk  Hq Hkv D   Dv  caus wl wr dil sink glob cap ali bias sl vl lse str nan */
+        { "plain f16 D64",     ATTN_F16, ATTN_F16, 1, 70, 90, 2, 2, 64, 64,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "causal bf16 D64",   ATTN_BF16, ATTN_F32, 1, 70, 90, 2, 1, 64, 64, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "causal f16 D32 GQA", ATTN_F16, ATTN_F32, 2, 33, 65, 4, 2, 32, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "window f16 D96",    ATTN_F16, ATTN_F32, 1, 80, 80, 1, 1, 96, 96,  1, 9, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "window lr D128",    ATTN_F16, ATTN_F32, 1, 67, 130, 1, 1, 128, 128, 0, 20, 5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "dilation global",   ATTN_F16, ATTN_F32, 1, 70, 70, 2, 1, 32, 32,  1, 4, 0, 3, 0, 5, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "softcap alibi bias", ATTN_BF16, ATTN_BF16, 2, 40, 50, 2, 2, 32, 32, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0, 0 },
+        { "seqlens padding",   ATTN_F16, ATTN_F32, 3, 50, 60, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0 },
+        { "varlen MQA",        ATTN_F16, ATTN_F32, 3, 30, 40, 4, 1, 32, 32,  1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1, 0, 0 },
+        { "bhsd strided D256", ATTN_BF16, ATTN_F32, 1, 20, 40, 1, 1, 256, 256, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0 },
+        { "f32 masks",         ATTN_F32, ATTN_F32, 2, 37, 45, 2, 1, 40, 24,  1, 6, 0, 2, 2, 3, 1, 1, 1, 1, 0, 1, 0, 0 },
+        { "f32 varlen",        ATTN_F32, ATTN_F16, 2, 25, 20, 2, 2, 16, 16,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0 },
         /* every head dim in both 16-bit dtypes; the element-load path (unaligned rows); a long key run
            (5 double-buffered tiles); windows that leave rows with no key (out 0, lse -inf) */
-        { "f16 D32 unaligned",  ATTN_F16, ATTN_F32, 1, 45, 77, 2, 1, 32, 32,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2 },
-        { "bf16 D96 unaligned", ATTN_BF16, ATTN_F16, 1, 30, 50, 1, 1, 96, 96, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2 },
-        { "bf16 D128",          ATTN_BF16, ATTN_F32, 1, 66, 70, 1, 1, 128, 128, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "f16 D256 GQA",       ATTN_F16, ATTN_F32, 1, 17, 70, 2, 1, 256, 256, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "bf16 D32 long keys", ATTN_BF16, ATTN_F32, 1, 20, 300, 1, 1, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "f16 empty rows",     ATTN_F16, ATTN_F32, 1, 70, 40, 1, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0 },
-        { "f16 right window",   ATTN_F16, ATTN_F32, 2, 40, 90, 2, 2, 64, 64,  0, 3, 2, 2, 0, 0, 1, 0, 1, 1, 0, 1, 0 },
+        { "f16 D32 unaligned",  ATTN_F16, ATTN_F32, 1, 45, 77, 2, 1, 32, 32,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0 },
+        { "bf16 D96 unaligned", ATTN_BF16, ATTN_F16, 1, 30, 50, 1, 1, 96, 96, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0 },
+        { "bf16 D128",          ATTN_BF16, ATTN_F32, 1, 66, 70, 1, 1, 128, 128, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "f16 D256 GQA",       ATTN_F16, ATTN_F32, 1, 17, 70, 2, 1, 256, 256, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "bf16 D32 long keys", ATTN_BF16, ATTN_F32, 1, 20, 300, 1, 1, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "f16 empty rows",     ATTN_F16, ATTN_F32, 1, 70, 40, 1, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "f16 right window",   ATTN_F16, ATTN_F32, 2, 40, 90, 2, 2, 64, 64,  0, 3, 2, 2, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0 },
+        { "f16 NaN in q",       ATTN_F16, ATTN_F32, 1, 20, 30, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+        { "f32 NaN in q",       ATTN_F32, ATTN_F32, 1, 20, 30, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_forward_case(cases[i]);
 }
@@ -495,6 +517,23 @@ static void test_errors(void) {
             scpu = attn_forward(&dw, a, b, c, e, NULL);
         }
         CHECK(scpu == ATTN_ERR_WINDOW_LEFT, "the CPU gives the same status");
+    }
+    {   /* decode: attn_decode's statuses on the device arrays (copied for validation), the CUDA ones */
+        buf pk, pv, lens, tab;
+        pk.alloc((size_t)4 * 4 * H * D * 2); pv.alloc((size_t)4 * 4 * H * D * 2); lens.alloc(4); tab.alloc(2 * 4);
+        ((int *)lens.h.data())[0] = 7; ((int *)tab.h.data())[0] = 1; ((int *)tab.h.data())[1] = 9;   /* page 9 of 4 */
+        lens.up(); tab.up();
+        attn_kv_cache c;
+        memset(&c, 0, sizeof c);
+        c.k = attn_tensor_dense(pk.d, ATTN_F16, 4, 4, H, D); c.v = attn_tensor_dense(pv.d, ATTN_F16, 4, 4, H, D);
+        c.lens = (int *)lens.d; c.batch = 1; c.page_size = 4; c.block_table = (const int *)tab.d; c.max_pages = 2;
+        attn_tensor q1 = attn_tensor_dense(bq.d, ATTN_F16, 1, 1, H, D), o1 = attn_tensor_dense(bo.d, ATTN_F32, 1, 1, H, D);
+        EXPECT(attn_cuda_decode(&d, q1, &c, o1, (float *)blse.d, 0), ATTN_ERR_KV_PAGE_INDEX, "decode, block table entry past the pool");
+        int hl = 3;
+        attn_kv_cache ch = c; ch.lens = &hl;
+        EXPECT(attn_cuda_decode(&d, q1, &ch, o1, (float *)blse.d, 0), ATTN_ERR_CUDA_HOST_POINTER, "decode, host lens");
+        ((int *)lens.h.data())[0] = 9; lens.up();
+        EXPECT(attn_cuda_decode(&d, q1, &c, o1, (float *)blse.d, 0), ATTN_ERR_KV_LEN, "decode, lens past the capacity");
     }
     {   /* backward: attn_backward's statuses, the CUDA ones */
         buf gq, gk, gv, gl;
