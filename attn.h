@@ -1511,7 +1511,7 @@ ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_t
 #define ATTN__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define ATTN__MAX(a, b) ((a) > (b) ? (a) : (b))
 /* Host+device marker of the few mask helpers attn_cuda.cuh shares with the CUDA kernels (attn__lane_rule,
-   attn__lane_pre, attn__lane_ok, attn__visible, attn__key_ranges, attn__seq_at): empty in C. */
+   attn__lane_pre, attn__lane_ok, attn__visible, attn__chunk_full, attn__key_ranges, attn__seq_at): empty in C. */
 #ifndef ATTN__HD
 #if defined(__CUDACC__)
 #define ATTN__HD __host__ __device__ __forceinline__
@@ -3527,7 +3527,7 @@ ATTN__MAYBE_UNUSED static const attn__isa *attn__vec(void) { return attn__pick_i
 #endif
 
 /* 3.7's helpers, defined after this section */
-static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
+ATTN__HD static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
 ATTN__HD static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
 ATTN__HD static int attn__visible(const attn__problem *P, long long p, long long j);
 static void attn__fwd_store(const attn__problem *P, const attn__isa *isa, int tb, int row, int h, const float *acc, float m, float l);
@@ -3969,7 +3969,7 @@ ATTN__HD static int attn__visible(const attn__problem *P, long long p, long long
 }
 
 /* Whether every key in [c0, c1) is visible from every query position in [p0, p1]. */
-static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1) {
+ATTN__HD static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1) {
     if (P->causal && c1 - 1 > p0) return 0;
     if (c1 <= P->sink || c1 <= P->global || p1 < P->global) return 1;
     if (P->dilation > 1) return 0;

@@ -378,6 +378,9 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
         }
         for (int n = 0; n < ntiles; ++n) {
             const int st = n & 1, c0 = ACU_TILE_C0(n);
+            /* a tile every row sees whole (attn.h's attn__chunk_full, all rows valid): no per-element mask */
+            const int full = m0 + ACU_BM <= S.Lq && c0 + BN <= S.Lk &&
+                             attn__chunk_full(&P, m0 + shift, m0 + ACU_BM - 1 + shift, c0, c0 + BN);
             unsigned char *Kc = Ks + (size_t)st * BN * LD * 2, *Vc = Vs + (size_t)st * BN * LD * 2;
             if (n + 1 < ntiles) {       /* prefetch the next tile into the other stage */
                 const int c1 = ACU_TILE_C0(n + 1), kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
@@ -415,7 +418,7 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
                 ACU_UNROLL for (j = 0; j < NT; ++j)
                     ACU_UNROLL for (i = 0; i < 2; ++i) {
                         const long long key = (long long)c0 + j * 8 + 2 * t4 + i;
-                        const int vis = valid[r] && acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk);
+                        const int vis = full || (valid[r] && acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk));
                         const float x = acu_logit(P, s[j][2 * r + i], brow[r], slope, pos[r], key, vis);
                         s[j][2 * r + i] = x;
                         mx = fmaxf(mx, x);
