@@ -136,7 +136,7 @@ $(BUILD)/bench_generation_avx2: bench/bench_generation.c bench/bench_util.h attn
 # the CPU emulator (build/test_cuda_emu, built with $(CXX)).
 NVCC       ?= nvcc
 CUDA_ARCH  ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
-CUDA_FLAGS  = -O3 -std=c++17 $(CUDA_ARCH) -Werror all-warnings -Xcompiler -Wall,-Wextra -I.
+CUDA_FLAGS  = -O3 -std=c++17 $(CUDA_ARCH) -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I.
 CUDA_DEP    = attn_cuda.cuh attn.h tests/cuda/test_cuda.cu
 $(BUILD)/test_cuda_emu: $(CUDA_DEP) tests/cuda/emu.h | $(BUILD)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror -DATTN_CUDA_EMULATE -I. -Itests/cuda -x c++ tests/cuda/test_cuda.cu -o $@ -lm -pthread

@@ -16,19 +16,25 @@
      attn_cuda_forward is attn_forward (attn.h's SEMANTICS OF EXACT ATTENTION) on the GPU:
      every mask (causal bottom-right, windows, dilation, sinks, global tokens, seqlens padding,
      cu_seqlens varlen), ALiBi, softcap, additive bias, GQA/MQA, lse. The mask rule is attn.h's
-     own (attn__lane_rule, attn__lane_ok, attn__visible, attn__key_ranges, attn__seq_at are
-     host+device functions, ATTN__HD), so there is one definition.
+     own (attn__lane_rule, attn__lane_pre, attn__lane_ok, attn__visible, attn__chunk_full,
+     attn__key_ranges, attn__seq_at are host+device functions, ATTN__HD): one definition.
      - f16 / bf16 q, k, v (one dtype), head dims 32, 64, 96, 128, 256 (v.dim == q.dim): a
        FlashAttention-2 style kernel on tensor cores (mma.sync m16n8k16, fp32 accumulation,
-       online softmax in registers, ldmatrix(.trans), 2-stage cp.async K/V pipeline). P is
+       online softmax in registers, ldmatrix(.trans), 2-stage cp.async K/V pipeline, the query
+       heads of a GQA group packed into one block's rows so K/V tiles are read once). P is
        rounded to the input dtype for P.V, as FlashAttention does (|error| <= 2^-11 max|v| for
        f16, 2^-8 for bf16, plus the fp32 sums).
      - f32 q, k, v, any q.dim and v.dim up to 256: CUDA-core FMA kernel, fp32 throughout.
+     - attn_cuda_decode: the same kernels over a contiguous or paged KV cache (any page size),
+       split-KV (flash-decoding) with a merge kernel; attn_cuda_merge: attn_merge.
+     - attn_cuda_backward: FlashAttention-2's recomputation on CUDA cores (fp32 FMA, every
+       storage dtype), deterministic (no atomics).
      out may have any dtype. Pointers: tensors, lse, bias.data, seqlens_q/_k, cu_seqlens_q/_k
      and alibi_slopes are DEVICE pointers (the small int/float arrays are copied to the host
      once per call for validation and launch sizing, on the given stream, synchronously).
-     Not supported (a status, nothing launched): dropout_p > 0, rope, kinds other than
-     ATTN_SOFTMAX, workspace (none is needed).
+     Not supported (ATTN_ERR_CUDA_UNSUPPORTED, nothing launched): dropout_p > 0, rope, kinds
+     other than ATTN_SOFTMAX, dbias (backward). Not done yet: TF32 mma for f32 tensors, a
+     tensor-core backward.
 
    EXECUTED WITHOUT A GPU
      Compiled as host C++ with -DATTN_CUDA_EMULATE after including tests/cuda/emu.h, the same
@@ -320,8 +326,33 @@ ACU_DEV void acu_load_tile(unsigned char *dst, const attn__problem &P, const att
     }
 }
 
-/* FlashAttention-2 forward on tensor cores: block (m-tile, query head, sequence slice), 4 warps
-   of 16 query rows each; K/V tiles of BN keys double-buffered with cp.async. */
+/* The Q tile of packed rows [m0, m0 + BM): packed row pr is query row pr / G of head hk G + pr % G
+   (the G query heads of KV head hk side by side, so K/V tiles are loaded once for all of them);
+   rows past Lq zero filled. */
+template <int D, int LD>
+ACU_DEV void acu_load_q(unsigned char *dst, const attn__problem &P, long long b, long long q0, int m0, int hk, int Lq,
+                        int aligned, int tid) {
+    const int chunks = D / 8, G = P.groups;
+    int c;
+    for (c = tid; c < ACU_BM * chunks; c += ACU_THREADS) {
+        const int r = c / chunks, col = (c % chunks) * 8, i = (m0 + r) / G, h = hk * G + (m0 + r) % G, ok = i < Lq;
+        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
+        const char *g = ok ? acu_row(P.q, b, q0 + i, h) + (size_t)col * 2 : P.q.data;
+        if (aligned) acu_cp_async16(sp, g, ok ? 16 : 0);
+        else {
+            uint32_t w[4] = { 0, 0, 0, 0 };
+            int e;
+            if (ok)
+                for (e = 0; e < 4; ++e)
+                    w[e] = (uint32_t)((const uint16_t *)g)[2 * e] | ((uint32_t)((const uint16_t *)g)[2 * e + 1] << 16);
+            acu_sts16B(sp, w);
+        }
+    }
+}
+
+/* FlashAttention-2 forward on tensor cores: block (m-tile of packed rows, KV head, sequence
+   slice [x split]), 4 warps of 16 packed rows each (row = query row x query head of the KV
+   head's group: GQA packing); K/V tiles of BN keys double-buffered with cp.async. */
 template <int D, int BF16>
 __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST acu_fwd_params prm) {
     typedef acu_cfg<D> C;
@@ -330,44 +361,45 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
     ACU_SHARED_BASE(smem);
     unsigned char *Qs = smem, *Ks = smem + (size_t)ACU_BM * LD * 2, *Vs = Ks + (size_t)2 * BN * LD * 2;
     const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-    const int h = (int)blockIdx.y, hk = h / P.groups, m0 = (int)blockIdx.x * ACU_BM;
+    const int hk = (int)blockIdx.y, G = P.groups, m0 = (int)blockIdx.x * ACU_BM;
     attn__seq S;
     int rows, r, i, j, kk;
     const int split = (int)blockIdx.z % prm.n_splits;
     const long long klo = (long long)split * prm.split_keys, khi = prm.n_splits > 1 ? klo + prm.split_keys : (1LL << 40);
     acu_slice(P, (int)blockIdx.z / prm.n_splits, prm.tail, &S, &rows);
-    if (m0 >= rows) return;
+    if (m0 >= rows * G) return;
     const long long shift = (long long)S.Lk - S.Lq;
-    /* this thread's two rows: warp rows g and g + 8 */
-    int ri[2], valid[2];
+    /* this thread's two rows: warp rows g and g + 8 (query row ri, head hr) */
+    int ri[2], hr[2], valid[2];
+    float slope[2];
     long long pos[2];
     int32_t cap[2], lo[2], hi[2];
     const float *brow[2];
     float mrow[2], lrow[2], o[DT][4];
     const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
-    const float slope = P.alibi ? P.alibi[h] : 0.0f;
     ACU_UNROLL for (r = 0; r < 2; ++r) {
-        ri[r] = m0 + warp * 16 + g + 8 * r;
+        const int pr = m0 + warp * 16 + g + 8 * r;
+        ri[r] = pr / G; hr[r] = hk * G + pr % G;
+        slope[r] = P.alibi ? P.alibi[hr[r]] : 0.0f;
         valid[r] = ri[r] < S.Lq;
         pos[r] = ri[r] + shift;
         attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, pos[r], S.Lk, &cap[r], &lo[r], &hi[r]);
         brow[r] = P.bias && valid[r] ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb +
-                                           (ptrdiff_t)(P.bias_heads == 1 ? 0 : h) * P.bias_sh + (ptrdiff_t)ri[r] * P.bias_sq
+                                           (ptrdiff_t)(P.bias_heads == 1 ? 0 : hr[r]) * P.bias_sh + (ptrdiff_t)ri[r] * P.bias_sq
                                      : (const float *)0;
         mrow[r] = -INFINITY; lrow[r] = 0.0f;
     }
     ACU_UNROLL for (i = 0; i < DT; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
 
     int tiles[2][2], nrun = 0, ntiles = 0;
-    if (m0 < S.Lq) {
-        const long long p0 = m0 + shift, p1 = (long long)(m0 + ACU_BM < S.Lq ? m0 + ACU_BM : S.Lq) - 1 + shift;
+    if (m0 / G < S.Lq) {
+        const long long p0 = m0 / G + shift, p1 = (long long)((m0 + ACU_BM - 1) / G < S.Lq ? (m0 + ACU_BM - 1) / G : S.Lq - 1) + shift;
         nrun = acu_tiles(P, p0, p1, S.Lk, BN, klo, khi, tiles);
         for (i = 0; i < nrun; ++i) ntiles += tiles[i][1] - tiles[i][0];
     }
     if (ntiles > 0) {
-        const int qn = S.Lq - m0 < ACU_BM ? S.Lq - m0 : ACU_BM;
         uint32_t qf[C::QREG ? D / 16 : 1][4];
-        acu_load_tile<D, LD>(Qs, P, P.q, 0, S.tb, (long long)S.q0 + m0, h, ACU_BM, qn, prm.aligned, tid);
+        acu_load_q<D, LD>(Qs, P, S.tb, S.q0, m0, hk, S.Lq, prm.aligned, tid);
         acu_cp_commit();
 #define ACU_TILE_C0(n) (((n) < tiles[0][1] - tiles[0][0] ? tiles[0][0] + (n) : tiles[1][0] + (n) - (tiles[0][1] - tiles[0][0])) * BN)
         {
@@ -379,8 +411,8 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
         for (int n = 0; n < ntiles; ++n) {
             const int st = n & 1, c0 = ACU_TILE_C0(n);
             /* a tile every row sees whole (attn.h's attn__chunk_full, all rows valid): no per-element mask */
-            const int full = m0 + ACU_BM <= S.Lq && c0 + BN <= S.Lk &&
-                             attn__chunk_full(&P, m0 + shift, m0 + ACU_BM - 1 + shift, c0, c0 + BN);
+            const int full = (m0 + ACU_BM - 1) / G < S.Lq && c0 + BN <= S.Lk &&
+                             attn__chunk_full(&P, m0 / G + shift, (m0 + ACU_BM - 1) / G + shift, c0, c0 + BN);
             unsigned char *Kc = Ks + (size_t)st * BN * LD * 2, *Vc = Vs + (size_t)st * BN * LD * 2;
             if (n + 1 < ntiles) {       /* prefetch the next tile into the other stage */
                 const int c1 = ACU_TILE_C0(n + 1), kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
@@ -419,7 +451,7 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
                     ACU_UNROLL for (i = 0; i < 2; ++i) {
                         const long long key = (long long)c0 + j * 8 + 2 * t4 + i;
                         const int vis = full || (valid[r] && acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk));
-                        const float x = acu_logit(P, s[j][2 * r + i], brow[r], slope, pos[r], key, vis);
+                        const float x = acu_logit(P, s[j][2 * r + i], brow[r], slope[r], pos[r], key, vis);
                         s[j][2 * r + i] = x;
                         mx = fmaxf(mx, x);
                     }
@@ -467,12 +499,12 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
         else { inv = 1.0f / l; lse = mrow[r] + logf(l); }
         attn_dtype odt = P.out.dtype;
         float *plse = P.lse;
-        char *orow = acu_out_row(prm, S, ri[r], h, split, &odt, &plse);
+        char *orow = acu_out_row(prm, S, ri[r], hr[r], split, &odt, &plse);
         ACU_UNROLL for (i = 0; i < DT; ++i) {
             acu_st(orow, odt, i * 8 + 2 * t4, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r] * inv);
             acu_st(orow, odt, i * 8 + 2 * t4 + 1, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r + 1] * inv);
         }
-        if (plse && t4 == 0) plse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + ri[r]] = lse;
+        if (plse && t4 == 0) plse[((size_t)S.tb * P.q.heads + hr[r]) * P.q.seq + S.q0 + ri[r]] = lse;
     }
 }
 
@@ -898,7 +930,7 @@ static attn_status acu_run(acu_fwd_params &prm, int maxrows, int slices, cudaStr
         dim3 grid((unsigned)((maxrows + ACU_F32_ROWS - 1) / ACU_F32_ROWS), (unsigned)P.q.heads, (unsigned)z);
         ACU_LAUNCH(acu_fwd_f32, grid, dim3(ACU_THREADS), 0, stream, prm);
     } else {
-        dim3 grid((unsigned)((maxrows + ACU_BM - 1) / ACU_BM), (unsigned)P.q.heads, (unsigned)z);
+        dim3 grid((unsigned)(((long long)maxrows * P.groups + ACU_BM - 1) / ACU_BM), (unsigned)P.k.heads, (unsigned)z);
         const int bf = P.q.dtype == ATTN_BF16;
         switch (P.q.dim) {
         case 32: s = bf ? acu_launch_mma<32, 1>(prm, grid, stream) : acu_launch_mma<32, 0>(prm, grid, stream); break;
@@ -1013,8 +1045,9 @@ static attn_status acu_check_decode(const attn_desc *desc, const attn_tensor *q,
     /* the split plan: enough blocks for two waves of the device's SMs, >= 64 keys a split */
     for (b = 0; b < cache->batch; ++b) mx = ATTN__MAX(mx, lens[(size_t)b]);
     {
-        const int rows = q->seq, per = q->dtype == ATTN_F32 ? ACU_F32_ROWS : ACU_BM;
-        const long long blocks = (long long)cache->batch * q->heads * ((rows + per - 1) / per);
+        const int rows = q->seq, f32 = q->dtype == ATTN_F32, g = q->heads / cache->k.heads;
+        const long long blocks = f32 ? (long long)cache->batch * q->heads * ((rows + ACU_F32_ROWS - 1) / ACU_F32_ROWS)
+                                     : (long long)cache->batch * cache->k.heads * (((long long)rows * g + ACU_BM - 1) / ACU_BM);
         long long want = (2LL * acu_sm_count() + blocks - 1) / blocks, keys;
         if (want > (mx + 63) / 64) want = (mx + 63) / 64;
         if (want > 64) want = 64;
