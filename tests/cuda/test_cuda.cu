@@ -16,7 +16,6 @@
 #include <string.h>
 #include <math.h>
 #include <vector>
-#include <new>
 
 static int passed = 0, failed = 0;
 static int provoked[ATTN_STATUS_END];
@@ -443,7 +442,6 @@ static void test_errors(void) {
     attn_desc d;
     memset(&d, 0, sizeof d);
     std::vector<unsigned char> host(bq.h.size());
-    struct { const char *what; attn_status want; } r;
 #define EXPECT(call, status, what)                                                                  \
     do {                                                                                            \
         attn_status s_ = (call);                                                                    \
@@ -455,7 +453,6 @@ static void test_errors(void) {
               attn_status_str(status), untouched_ ? "untouched" : "WRITTEN");                       \
         if (s_ == (status) && untouched_) provoked[status] = 1;                                    \
     } while (0)
-    (void)r;
     {   /* host pointer where a device one is expected: a tensor, and a desc array */
         attn_tensor hq = q; hq.data = host.data();
         EXPECT(attn_cuda_forward(&d, hq, k, v, o, (float *)blse.d, 0), ATTN_ERR_CUDA_HOST_POINTER, "host q");
@@ -669,7 +666,7 @@ static void test_decode(void) {
 static void test_merge(void) {
     const int B = 2, S = 3, H = 2, Dv = 40, n = 3;
     const attn_dtype dts[n] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
-    buf bp[n], bl[n], bo, blo;
+    buf bp[n], bl[n];
     attn_tensor parts[n], hparts[n];
     const float *lses[n], *hlses[n];
     int p, inplace;
@@ -683,6 +680,7 @@ static void test_merge(void) {
     ((float *)bl[1].h.data())[1] = -INFINITY;
     ((float *)bl[2].h.data())[2] = NAN;
     for (inplace = 0; inplace < 2; ++inplace) {
+        buf bo, blo;
         for (p = 0; p < n; ++p) {
             bp[p].up(); bl[p].up();
             parts[p] = attn_tensor_dense(bp[p].d, dts[p], B, S, H, Dv); lses[p] = (const float *)bl[p].d;
@@ -706,9 +704,9 @@ static void test_merge(void) {
             lerr = fmax(lerr, a == r || (isnan(a) && isnan(r)) ? 0.0 : isnan(a) || isnan(r) || isinf(a) || isinf(r) ? 1e30 : fabs((double)a - r));
         }
         CHECK(err <= 1e-5 && lerr <= 1e-5, "attn_cuda_merge%s vs attn_merge: out %g, lse %g", inplace ? " (in place)" : "", err, lerr);
-        bo.~buf(); new (&bo) buf(); blo.~buf(); new (&blo) buf();
     }
     {   /* a host part: the CUDA status; a bad part shape: attn_merge's */
+        buf bo;
         std::vector<float> host((size_t)B * S * H * Dv);
         attn_tensor pp[2] = { parts[1], attn_tensor_dense(host.data(), ATTN_F32, B, S, H, Dv) };
         const float *ll[2] = { lses[1], lses[2] };
