@@ -336,7 +336,7 @@ static void run_forward_case(const fcase &c) {
     d.global_tokens = c.global; d.softcap = c.softcap ? 1.5f : 0.0f;
     if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.05f * (i + 1); }
     if (c.bias) {
-        bbias.alloc((size_t)B * c.Hq * Sq * Sk * 4);
+        bbias.alloc((size_t)(c.bias == 2 ? 1 : B * c.Hq) * Sq * Sk * 4);   /* bias 2: one [Sq, Sk] broadcast over batch and heads */
         for (size_t x = 0; x < bbias.h.size() / 4; ++x) ((float *)bbias.h.data())[x] = nrand() * 0.5f;
     }
     if (c.seqlens) {
@@ -356,7 +356,7 @@ static void run_forward_case(const fcase &c) {
         attn_tensor hq = q, hk = k, hv = v, ho = o;
         hq.data = bq.h.data(); hk.data = bk.h.data(); hv.data = bv.h.data(); ho.data = ref_o.data();
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
-        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = B; hd.bias.heads = c.Hq; }
+        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.bias == 2 ? 1 : B; hd.bias.heads = c.bias == 2 ? 1 : c.Hq; }
         if (c.seqlens) { hd.seqlens_q = (const int *)bsq.h.data(); hd.seqlens_k = (const int *)bsk.h.data(); }
         if (c.varlen) { hd.cu_seqlens_q = (const int *)bcq.h.data(); hd.cu_seqlens_k = (const int *)bck.h.data(); }
         attn_status s = attn_forward(&hd, hq, hk, hv, ho, c.lse ? ref_lse.data() : NULL);
@@ -365,7 +365,7 @@ static void run_forward_case(const fcase &c) {
     bq.up(); bk.up(); bv.up();
     memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();       /* every element must be written */
     if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
-    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = B; d.bias.heads = c.Hq; }
+    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = c.bias == 2 ? 1 : B; d.bias.heads = c.bias == 2 ? 1 : c.Hq; }
     if (c.seqlens) { bsq.up(); bsk.up(); d.seqlens_q = (const int *)bsq.d; d.seqlens_k = (const int *)bsk.d; }
     if (c.varlen) { bcq.up(); bck.up(); d.cu_seqlens_q = (const int *)bcq.d; d.cu_seqlens_k = (const int *)bck.d; }
     q.data = bq.d; k.data = bk.d; v.data = bv.d; o.data = bo.d;
@@ -423,6 +423,7 @@ static void test_forward(void) {
         { "bf16 D32 long keys", ATTN_BF16, ATTN_F32, 1, 20, 300, 1, 1, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
         { "f16 empty rows",     ATTN_F16, ATTN_F32, 1, 70, 40, 1, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
         { "f16 right window",   ATTN_F16, ATTN_F32, 2, 40, 90, 2, 2, 64, 64,  0, 3, 2, 2, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0 },
+        { "f16 bias broadcast", ATTN_F16, ATTN_F32, 2, 70, 80, 4, 2, 64, 64,  1, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 1, 0, 0 },
         { "f16 NaN in q",       ATTN_F16, ATTN_F32, 1, 20, 30, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
         { "f32 NaN in q",       ATTN_F32, ATTN_F32, 1, 20, 30, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
     };
@@ -561,12 +562,13 @@ struct dcase {
     attn_dtype dt;
     int B, Sq, Hq, Hkv, D, page;   /* page 0: contiguous */
     int causal, wl, sink, alibi, softcap, ws;   /* ws: pass a workspace of the queried size */
+    int bias;                       /* a [B, Hq, Sq, capacity] bias */
 };
 static void run_decode_case(const dcase &c) {
     const int lens_v[4] = { 150, 97, 1, 64 };
     const int cap = 160, mp = c.page ? (cap + c.page - 1) / c.page : 0, npages = c.page ? c.B * mp + 3 : 0;
     int i;
-    buf bq, bk, bv, bo, blse, blens, btab, bslope, bws;
+    buf bq, bk, bv, bo, blse, blens, btab, bslope, bws, bbias;
     attn_tensor k, v;
     if (c.page) {
         k = attn_tensor_dense(NULL, c.dt, npages, c.page, c.Hkv, c.D); v = attn_tensor_dense(NULL, c.dt, npages, c.page, c.Hkv, c.D);
@@ -584,6 +586,7 @@ static void run_decode_case(const dcase &c) {
         for (i = 0; i < c.B * mp; ++i) ((int *)btab.h.data())[i] = (i * 7 + 2) % npages;
     }
     if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.03f * (i + 1); }
+    if (c.bias) { bbias.alloc((size_t)c.B * c.Hq * c.Sq * cap * 4); for (size_t x = 0; x < bbias.h.size() / 4; ++x) ((float *)bbias.h.data())[x] = nrand(); }
     float vmax = 0;
     for (size_t x = 0; x < nk; ++x) vmax = fmaxf(vmax, fabsf(get(bv.h.data(), c.dt, x)));
     attn_desc d;
@@ -598,6 +601,7 @@ static void run_decode_case(const dcase &c) {
     {
         attn_desc hd = d;
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
+        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.B; hd.bias.heads = c.Hq; }
         hc.k = k; hc.v = v; hc.k.data = bk.h.data(); hc.v.data = bv.h.data();
         hc.lens = (int *)blens.h.data(); hc.block_table = c.page ? (const int *)btab.h.data() : NULL;
         attn_tensor q = attn_tensor_dense(bq.h.data(), c.dt, c.B, c.Sq, c.Hq, c.D);
@@ -608,6 +612,7 @@ static void run_decode_case(const dcase &c) {
     bq.up(); bk.up(); bv.up(); blens.up();
     if (c.page) btab.up();
     if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
+    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = c.B; d.bias.heads = c.Hq; }
     memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();
     attn_kv_cache dc = hc;
     dc.k.data = bk.d; dc.v.data = bv.d; dc.lens = (int *)blens.d; dc.block_table = c.page ? (const int *)btab.d : NULL;
@@ -653,11 +658,12 @@ static void run_decode_case(const dcase &c) {
 static void test_decode(void) {
     static const dcase cases[] = {
         /* name                      dt         B Sq Hq Hkv D   page caus wl sink ali cap ws */
-        { "contiguous f16 GQA",      ATTN_F16,  2, 1, 4, 2, 64,  0,  0,  0, 0,   0,  0,  0 },
-        { "contiguous bf16 Sq=3",    ATTN_BF16, 3, 3, 2, 1, 32,  0,  1,  0, 0,   1,  0,  1 },
-        { "paged 16 f16 window",     ATTN_F16,  3, 1, 2, 2, 128, 16, 1, 40, 4,   0,  1,  0 },
-        { "paged 5 bf16 MQA",        ATTN_BF16, 4, 2, 4, 1, 64,  5,  1,  0, 0,   0,  0,  1 },
-        { "paged 7 f32",             ATTN_F32,  2, 1, 2, 1, 48,  7,  1,  0, 0,   1,  1,  0 },
+        { "contiguous f16 GQA",      ATTN_F16,  2, 1, 4, 2, 64,  0,  0,  0, 0,   0,  0,  0, 0 },
+        { "contiguous bf16 Sq=3",    ATTN_BF16, 3, 3, 2, 1, 32,  0,  1,  0, 0,   1,  0,  1, 0 },
+        { "paged 16 f16 window",     ATTN_F16,  3, 1, 2, 2, 128, 16, 1, 40, 4,   0,  1,  0, 0 },
+        { "paged 5 bf16 MQA",        ATTN_BF16, 4, 2, 4, 1, 64,  5,  1,  0, 0,   0,  0,  1, 0 },
+        { "paged 7 f32",             ATTN_F32,  2, 1, 2, 1, 48,  7,  1,  0, 0,   1,  1,  0, 0 },
+        { "paged 8 f16 bias",        ATTN_F16,  2, 2, 4, 2, 32,  8,  1,  0, 0,   1,  0,  0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_decode_case(cases[i]);
 }
@@ -757,7 +763,7 @@ static void run_backward_case(const bcase &c) {
                 go = o, gq = attn_tensor_dense(NULL, ATTN_F32, B, Sq, c.Hq, c.D),
                 gk = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.D), gv = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.Dv);
     if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.07f * (i + 1); }
-    if (c.bias) { bbias.alloc((size_t)B * c.Hq * Sq * Sk * 4); for (size_t x = 0; x < bbias.h.size() / 4; ++x) ((float *)bbias.h.data())[x] = nrand() * 0.5f; }
+    if (c.bias) { bbias.alloc((size_t)(c.bias == 2 ? 1 : B * c.Hq) * Sq * Sk * 4); for (size_t x = 0; x < bbias.h.size() / 4; ++x) ((float *)bbias.h.data())[x] = nrand() * 0.5f; }
     if (c.seqlens) { bsq.alloc((size_t)B * 4); bsk.alloc((size_t)B * 4); memcpy(bsq.h.data(), lq.data(), (size_t)B * 4); memcpy(bsk.h.data(), lk.data(), (size_t)B * 4); }
     if (c.varlen) {
         bcq.alloc((size_t)(nseq + 1) * 4); bck.alloc((size_t)(nseq + 1) * 4);
@@ -771,7 +777,7 @@ static void run_backward_case(const bcase &c) {
         hq.data = bq.h.data(); hk.data = bk.h.data(); hv.data = bv.h.data(); ho.data = bo.h.data(); hgo.data = bdo.h.data();
         hgq.data = rq.data(); hgk.data = rk.data(); hgv.data = rv.data();
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
-        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = B; hd.bias.heads = c.Hq; }
+        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.bias == 2 ? 1 : B; hd.bias.heads = c.bias == 2 ? 1 : c.Hq; }
         if (c.seqlens) { hd.seqlens_q = (const int *)bsq.h.data(); hd.seqlens_k = (const int *)bsk.h.data(); }
         if (c.varlen) { hd.cu_seqlens_q = (const int *)bcq.h.data(); hd.cu_seqlens_k = (const int *)bck.h.data(); }
         attn_status s = attn_forward(&hd, hq, hk, hv, ho, (float *)blse.h.data());
@@ -781,7 +787,7 @@ static void run_backward_case(const bcase &c) {
     }
     bq.up(); bk.up(); bv.up(); bo.up(); bdo.up(); blse.up();
     if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
-    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = B; d.bias.heads = c.Hq; }
+    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = c.bias == 2 ? 1 : B; d.bias.heads = c.bias == 2 ? 1 : c.Hq; }
     if (c.seqlens) { bsq.up(); bsk.up(); d.seqlens_q = (const int *)bsq.d; d.seqlens_k = (const int *)bsk.d; }
     if (c.varlen) { bcq.up(); bck.up(); d.cu_seqlens_q = (const int *)bcq.d; d.cu_seqlens_k = (const int *)bck.d; }
     q.data = bq.d; k.data = bk.d; v.data = bv.d; o.data = bo.d; go.data = bdo.d; gq.data = bdq.d; gk.data = bdk.d; gv.data = bdv.d;
@@ -822,6 +828,8 @@ static void test_backward(void) {
         { "masks f32",           ATTN_F32,  1, 45, 45, 2, 1, 40, 24,  1,  6, 2, 2,   3,   1,  1,  1,   0, 0 },
         { "seqlens bf16",        ATTN_BF16, 3, 30, 35, 2, 2, 32, 32,  1,  0, 0, 0,   0,   0,  0,  0,   1, 0 },
         { "varlen MQA f32",      ATTN_F32,  3, 20, 25, 4, 1, 16, 16,  1,  5, 0, 1,   0,   1,  0,  0,   0, 1 },
+        { "D128 bf16 GQA 4:1",   ATTN_BF16, 1, 33, 40, 4, 1, 128, 128, 1, 9, 0, 2,   0,   0,  0,  2,   0, 0 },
+        { "D256 f16 bias",       ATTN_F16,  2, 17, 20, 2, 2, 256, 256, 0, 0, 0, 0,   2,   0,  1,  1,   0, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_backward_case(cases[i]);
 }
