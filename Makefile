@@ -42,6 +42,8 @@ FUZZ_SRC = tests/fuzz/fuzz.c tests/attn_impl.c
 # fallback, no threads, ASan+UBSan (best kernels, and AVX2 ones), clang.
 TEST_BINS = $(BUILD)/test_cc $(BUILD)/test_avx2 $(BUILD)/test_scalar $(BUILD)/test_nothreads $(BUILD)/test_sanitize \
             $(BUILD)/test_sanitize_avx2
+# the CUDA companion (attn_cuda.cuh) under the CPU emulator of tests/cuda/emu.h: g++ only, no GPU
+TEST_BINS += $(BUILD)/test_cuda_emu
 ifeq ($(HAVE_CLANG),yes)
 TEST_BINS += $(BUILD)/test_clang
 endif
@@ -55,7 +57,7 @@ ifeq ($(HAVE_WIN),yes)
 TEST_BINS += $(BUILD)/test_win.exe
 endif
 
-.PHONY: all examples run test bench clean fuzz portability train-compare install
+.PHONY: all examples run test bench clean fuzz portability train-compare install cuda test-cuda bench-cuda
 all: examples
 examples: $(EXAMPLES)
 
@@ -154,6 +156,28 @@ $(BUILD)/bench_generation_avx2: bench/bench_generation.c bench/bench_util.h attn
 	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
 $(BUILD)/bench_isa_avx2: bench/bench_isa.c bench/bench_util.h attn.h | $(BUILD)
 	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
+
+# The CUDA companion. make cuda: nvcc for sm_80 and sm_90, warnings as errors, the test program as
+# the build check of attn_cuda.cuh; ptxas -v per kernel into build/cuda_ptxas.md (fails on spills in
+# the main kernels). make test-cuda / bench-cuda run on a GPU; make test runs the same suite under
+# the CPU emulator (build/test_cuda_emu, built with $(CXX)).
+NVCC       ?= nvcc
+CUDA_ARCH  ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+CUDA_FLAGS  = -O3 -std=c++17 $(CUDA_ARCH) -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -I.
+CUDA_DEP    = attn_cuda.cuh attn.h tests/cuda/test_cuda.cu
+$(BUILD)/test_cuda_emu: $(CUDA_DEP) tests/cuda/emu.h | $(BUILD)
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror -DATTN_CUDA_EMULATE -I. -Itests/cuda -x c++ tests/cuda/test_cuda.cu -o $@ -lm -pthread
+$(BUILD)/test_cuda: $(CUDA_DEP) tests/cuda/ptxas_table.awk | $(BUILD)
+	$(NVCC) $(CUDA_FLAGS) -Xptxas -v tests/cuda/test_cuda.cu -o $@ 2> $(BUILD)/cuda_ptxas.log || { cat $(BUILD)/cuda_ptxas.log; exit 1; }
+	c++filt < $(BUILD)/cuda_ptxas.log | awk -f tests/cuda/ptxas_table.awk > $(BUILD)/cuda_ptxas.md || { rm -f $@; exit 1; }
+	@cat $(BUILD)/cuda_ptxas.md
+cuda: $(BUILD)/test_cuda
+test-cuda: $(BUILD)/test_cuda
+	./$(BUILD)/test_cuda
+$(BUILD)/bench_cuda: bench/bench_cuda.cu attn_cuda.cuh attn.h | $(BUILD)
+	$(NVCC) $(CUDA_FLAGS) bench/bench_cuda.cu -o $@ -lcublas
+bench-cuda: $(BUILD)/bench_cuda
+	./$(BUILD)/bench_cuda
 
 clean:
 	rm -rf $(BUILD)

@@ -743,6 +743,11 @@ typedef struct attn_desc {
     X(ATTN_ERR_STEP_LENGTHS,          207, ATTN_CAT_UNSUPPORTED, "attn_step: attn_desc.seqlens_q/_k must be NULL (every sequence consumes q.seq tokens)") \
     \
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
+    X(ATTN_ERR_CUDA_HOST_POINTER,     250, ATTN_CAT_UNSUPPORTED, "attn_cuda: q, k, v, out, lse (or another tensor of the call), bias.data, seqlens_q/_k, cu_seqlens_q/_k or alibi_slopes is not device memory") \
+    X(ATTN_ERR_CUDA_HEAD_DIM,         251, ATTN_CAT_UNSUPPORTED, "attn_cuda: f16/bf16 need q.dim == v.dim in {32, 64, 96, 128, 256}; f32 needs q.dim and v.dim <= 256") \
+    X(ATTN_ERR_CUDA_DTYPE_MIX,        252, ATTN_CAT_DTYPE,       "attn_cuda: q, k and v (the KV cache) must have one dtype (out may have any)") \
+    X(ATTN_ERR_CUDA_UNSUPPORTED,      253, ATTN_CAT_UNSUPPORTED, "attn_cuda: only attn_desc.kind ATTN_SOFTMAX, without dropout_p and rope (attn_cuda_backward: and without dbias)") \
+    X(ATTN_ERR_CUDA_RUNTIME,          254, ATTN_CAT_MEMORY,      "attn_cuda: a CUDA runtime call failed (allocation, copy, launch or no device); see cudaGetLastError") \
     \
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
@@ -1589,6 +1594,15 @@ ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_t
 #endif
 #define ATTN__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define ATTN__MAX(a, b) ((a) > (b) ? (a) : (b))
+/* Host+device marker of the few mask helpers attn_cuda.cuh shares with the CUDA kernels (attn__lane_rule,
+   attn__lane_pre, attn__lane_ok, attn__visible, attn__chunk_full, attn__key_ranges, attn__seq_at): empty in C. */
+#ifndef ATTN__HD
+#if defined(__CUDACC__)
+#define ATTN__HD __host__ __device__ __forceinline__
+#else
+#define ATTN__HD
+#endif
+#endif
 #if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
 #define ATTN__RESTRICT __restrict
 #else
@@ -2486,7 +2500,7 @@ static void attn__qk_narrow_scalar(const float *K, ptrdiff_t ldk, int nk, const 
    keys every row sees (sinks, global keys); with dilation 1 the form equals attn__visible, and
    dilation is applied per element on top of it (attn__visible itself). Every tile kernel -
    forward, bf16, backward - derives its per-row ranges here and only here. */
-static void attn__lane_rule(int causal, int window_left, int window_right, int global, long long p, long long Lk,
+ATTN__HD static void attn__lane_rule(int causal, int window_left, int window_right, int global, long long p, long long Lk,
                             int32_t *cap, int32_t *lo, int32_t *hi) {
     long long c = causal ? ATTN__MIN(p, Lk - 1) : Lk - 1, a = 0, b = Lk - 1;
     if (p >= global) {
@@ -2497,8 +2511,8 @@ static void attn__lane_rule(int causal, int window_left, int window_right, int g
     *lo = (int32_t)ATTN__MAX(a, 0LL);
     *hi = (int32_t)ATTN__MIN(b, Lk - 1);
 }
-static int attn__lane_pre(int sink, int global, long long Lk) { return (int)ATTN__MIN((long long)ATTN__MAX(sink, global), Lk); }
-static int attn__lane_ok(int32_t cap, int32_t lo, int32_t hi, int pre, long long j) {
+ATTN__HD static int attn__lane_pre(int sink, int global, long long Lk) { return (int)ATTN__MIN((long long)ATTN__MAX(sink, global), Lk); }
+ATTN__HD static int attn__lane_ok(int32_t cap, int32_t lo, int32_t hi, int pre, long long j) {
     return j <= cap && (j < pre || (j >= lo && j <= hi));
 }
 /* Shared by every ISA: the visibility rule for one lane, as the SIMD code evaluates it. */
@@ -3637,9 +3651,9 @@ static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
 #endif
 
 /* 3.7's helpers, defined after this section */
-static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
-static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
-static int attn__visible(const attn__problem *P, long long p, long long j);
+ATTN__HD static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
+ATTN__HD static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
+ATTN__HD static int attn__visible(const attn__problem *P, long long p, long long j);
 static void attn__fwd_store(const attn__problem *P, const attn__isa *isa, int tb, int row, int h, const float *acc, float m, float l);
 static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, int nk, int n, int nlanes, long long c0,
                               int full, int seq, int Lk, const int *head, const int *qrow, int v0, long long shift);
@@ -4068,7 +4082,7 @@ ATTNDEF const char *attn_bf16_kernels(void) {
 static size_t attn__round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* Key j (in [0, Lk)) visible from query position p: the SEMANTICS block, literally. */
-static int attn__visible(const attn__problem *P, long long p, long long j) {
+ATTN__HD static int attn__visible(const attn__problem *P, long long p, long long j) {
     long long t = p - j, D = P->dilation;
     if (P->causal && j > p) return 0;
     if (j < P->sink || j < P->global || p < P->global) return 1;
@@ -4079,7 +4093,7 @@ static int attn__visible(const attn__problem *P, long long p, long long j) {
 }
 
 /* Whether every key in [c0, c1) is visible from every query position in [p0, p1]. */
-static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1) {
+ATTN__HD static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1) {
     if (P->causal && c1 - 1 > p0) return 0;
     if (c1 <= P->sink || c1 <= P->global || p1 < P->global) return 1;
     if (P->dilation > 1) return 0;
@@ -4090,7 +4104,7 @@ static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, 
 
 /* Up to two key ranges [lo, hi) outside which no key is visible from positions [p0, p1]:
    fully masked chunks are never computed. Returns how many ranges. */
-static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]) {
+ATTN__HD static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]) {
     long long D = P->dilation, hi = Lk, pre, lo, lhi;
     if (P->causal) hi = ATTN__MIN(hi, p1 + 1);
     if (hi <= 0) return 0;
@@ -4110,7 +4124,7 @@ typedef struct attn__seq { int tb, seq, q0, k0, Lq, Lk; } attn__seq;
 
 /* Sequence n of the batch (packed: segment n of cu_seqlens; else batch entry n): where it
    lives and its valid lengths. The one place seqlens / cu_seqlens are read. */
-static void attn__seq_at(const attn__problem *P, int n, attn__seq *S) {
+ATTN__HD static void attn__seq_at(const attn__problem *P, int n, attn__seq *S) {
     if (P->cu_q) {
         S->tb = 0; S->seq = n; S->q0 = P->cu_q[n]; S->k0 = P->cu_k[n];
         S->Lq = P->cu_q[n + 1] - P->cu_q[n]; S->Lk = P->cu_k[n + 1] - P->cu_k[n];

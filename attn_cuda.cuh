@@ -1,0 +1,1313 @@
+/* attn_cuda.cuh - the CUDA companion of attn.h: the same API as CUDA kernels - public domain or
+   MIT (see attn.h)
+
+   USAGE
+     In exactly one .cu file:
+         #define ATTN_CUDA_IMPLEMENTATION
+         #include "attn_cuda.cuh"
+     That file also compiles a private (static) copy of attn.h's implementation, whose argument
+     validation attn_cuda_* reuse, so the CPU and CUDA paths reject the same bad inputs with the
+     same statuses; other files of the program may include attn.h's implementation as usual.
+     Include attn_cuda.cuh before any other include of attn.h in that file. Everywhere else just
+     #include "attn_cuda.cuh". Compile for sm_80 or newer (mma.sync m16n8k16 bf16, ldmatrix,
+     cp.async): nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90.
+
+   WHAT IT COMPUTES
+     attn_cuda_forward is attn_forward (attn.h's SEMANTICS OF EXACT ATTENTION) on the GPU:
+     every mask (causal bottom-right, windows, dilation, sinks, global tokens, seqlens padding,
+     cu_seqlens varlen), ALiBi, softcap, additive bias, GQA/MQA, lse. The mask rule is attn.h's
+     own (attn__lane_rule, attn__lane_pre, attn__lane_ok, attn__visible, attn__chunk_full,
+     attn__key_ranges, attn__seq_at are host+device functions, ATTN__HD): one definition.
+     - f16 / bf16 q, k, v (one dtype), head dims 32, 64, 96, 128, 256 (v.dim == q.dim): a
+       FlashAttention-2 style kernel on tensor cores (mma.sync m16n8k16, fp32 accumulation,
+       online softmax in registers, ldmatrix(.trans), 2-stage cp.async K/V pipeline, the query
+       heads of a GQA group packed into one block's rows so K/V tiles are read once). P is
+       rounded to the input dtype for P.V, as FlashAttention does (|error| <= 2^-11 max|v| for
+       f16, 2^-8 for bf16, plus the fp32 sums).
+     - f32 q, k, v, any q.dim and v.dim up to 256: CUDA-core FMA kernel, fp32 throughout.
+     - attn_cuda_decode: the same kernels over a contiguous or paged KV cache (any page size),
+       split-KV (flash-decoding) with a merge kernel; attn_cuda_merge: attn_merge.
+     - attn_cuda_backward: FlashAttention-2's recomputation on CUDA cores (fp32 FMA, every
+       storage dtype), deterministic (no atomics).
+     out may have any dtype. Pointers: tensors, lse, bias.data, seqlens_q/_k, cu_seqlens_q/_k
+     and alibi_slopes are DEVICE pointers (the small int/float arrays are copied to the host
+     once per call for validation and launch sizing, on the given stream, synchronously).
+     Not supported (ATTN_ERR_CUDA_UNSUPPORTED, nothing launched): dropout_p > 0, rope, kinds
+     other than ATTN_SOFTMAX, dbias (backward). Not done yet: TF32 mma for f32 tensors, a
+     tensor-core backward.
+
+   EXECUTED WITHOUT A GPU
+     Compiled as host C++ with -DATTN_CUDA_EMULATE after including tests/cuda/emu.h, the same
+     kernel source runs under a CPU emulation of the CUDA execution model (blocks, threads as
+     fibers, __syncthreads, warp shuffles, mma/ldmatrix from the PTX ISA fragment layouts,
+     cp.async landing at wait_group, a shared-memory race detector). tests/cuda/ does that. */
+#ifndef ATTN_CUDA_CUH_INCLUDED
+#define ATTN_CUDA_CUH_INCLUDED
+
+#if defined(ATTN_CUDA_IMPLEMENTATION) && !defined(ATTN_IMPLEMENTATION)
+#define ATTN_STATIC
+#define ATTN_IMPLEMENTATION
+#define ATTN_CUDA__OWN_IMPL
+#endif
+
+#ifdef ATTN_CUDA__OWN_IMPL
+/* attn.h's implementation, private to this file: host code nvcc's front end checks more
+   strictly (set-but-unused locals in the cpuid code) and public functions this file does not
+   call. */
+#ifdef __NVCC__
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 550
+#endif
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#endif
+#include "attn.h"
+#ifdef ATTN_CUDA__OWN_IMPL
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#ifdef __NVCC__
+#pragma nv_diagnostic pop
+#endif
+#endif
+
+#ifndef ATTN_CUDA_EMULATE
+#include <cuda_runtime.h>
+#endif
+
+/* ---- public API ------------------------------------------------------------------------- */
+
+/* attn_forward on the GPU (see WHAT IT COMPUTES): q, k, v, out, lse and desc's arrays are
+   device pointers; the work is queued on stream. Returns attn_forward's status for the same
+   arguments, or an ATTN_ERR_CUDA_* one; on any error nothing is written or launched. */
+attn_status attn_cuda_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                              float *lse, cudaStream_t stream);
+/* Device workspace bytes attn_cuda_forward needs (the same validation runs first): 0. */
+attn_status attn_cuda_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                     size_t *bytes);
+
+/* attn_decode on the GPU: q [batch, Sq, Hq, D] over a KV cache whose k/v data, lens and
+   block_table are device memory (the attn_kv_cache struct itself is a host struct; contiguous
+   or paged with any page size). Split-KV (flash-decoding): long caches are split across
+   blocks, each writes an fp32 partial row and its lse to the workspace, a second kernel merges
+   them. desc->workspace (device memory of attn_cuda_decode_workspace_size bytes) makes the
+   call allocation-free; without it the call allocates and frees the workspace itself (and then
+   waits for the stream). Same options and statuses as attn_decode, except RoPE and dropout. */
+attn_status attn_cuda_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache, attn_tensor out,
+                             float *lse, cudaStream_t stream);
+/* Device workspace bytes attn_cuda_decode needs (0 when the cache is not split). */
+attn_status attn_cuda_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                            size_t *bytes);
+/* attn_merge on the GPU: parts and part_lse are host arrays of device tensors / pointers; out
+   may be parts[0] (in place). Waits for the stream before returning (it frees a small device
+   copy of the part views). */
+attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse, attn_tensor out,
+                            float *lse, cudaStream_t stream);
+/* attn_backward on the GPU (device pointers; the forward's desc, q, k, v, out and lse):
+   FlashAttention-2's recomputation on CUDA cores, fp32 maths for every storage dtype,
+   deterministic (no atomics: dk/dv rows owned by one warp each, dq in a second pass over the
+   keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
+   dbias give ATTN_ERR_CUDA_UNSUPPORTED. Without desc->workspace the call allocates its
+   [B, Hq, Sq] floats itself and waits for the stream. */
+attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                               attn_tensor dout, const float *lse, attn_tensor dq, attn_tensor dk, attn_tensor dv,
+                               cudaStream_t stream);
+/* Device workspace bytes attn_cuda_backward needs. */
+attn_status attn_cuda_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                              size_t *bytes);
+
+#ifdef ATTN_CUDA_IMPLEMENTATION
+#ifndef ATTN_CUDA__IMPLEMENTATION_DONE
+#define ATTN_CUDA__IMPLEMENTATION_DONE
+
+#ifndef ATTN_CUDA_EMULATE
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#endif
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#include <vector>
+
+/* ---------------------------------------------------------------------------------------
+   1. device primitives: inline PTX under nvcc, the emulator's instruction functions under
+      ATTN_CUDA_EMULATE (tests/cuda/emu.h). Every shared-memory access of the kernels goes
+      through one of these (so the emulator sees all of them).
+   --------------------------------------------------------------------------------------- */
+#ifdef ATTN_CUDA_EMULATE
+#define ACU_DEV static inline
+#define ACU_UNROLL
+#define ACU_GRID_CONST
+#define ACU_SHARED_BASE(name) unsigned char *name = emu_shared_base()
+#define ACU_LAUNCH(kernel, grid, block, smem, stream, ...) ((void)(stream), emu_launch(grid, block, smem, kernel, __VA_ARGS__))
+ACU_DEV void acu_mma(float d[4], const uint32_t a[4], const uint32_t b[2], int bf16) { emu_mma(d, a, b, bf16); }
+ACU_DEV void acu_ldsm_x4(uint32_t r[4], const void *p) { emu_ldmatrix_x4(r, p); }
+ACU_DEV void acu_ldsm_x4_t(uint32_t r[4], const void *p) { emu_ldmatrix_x4_trans(r, p); }
+ACU_DEV void acu_cp_async16(void *s, const void *g, int src_bytes) { emu_cp_async16(s, g, src_bytes); }
+ACU_DEV void acu_cp_commit(void) { emu_cp_commit(); }
+template <int N> ACU_DEV void acu_cp_wait(void) { emu_cp_wait(N); }
+ACU_DEV float acu_shfl_xor(float v, int m) { return emu_u2f(emu_shfl_xor(emu_f2u(v), m)); }
+ACU_DEV float acu_shfl_idx(float v, int src) { return emu_u2f(emu_shfl_idx(emu_f2u(v), src)); }
+ACU_DEV int acu_any(int pred) { return emu_any(pred); }
+ACU_DEV void acu_sts16B(void *p, const uint32_t v[4]) { emu_sts(p, v, 16); }
+ACU_DEV float acu_h2f(uint16_t h, int bf16) { return bf16 ? attn__bf16_to_f32(h) : attn__f16_to_f32(h); }
+ACU_DEV uint16_t acu_f2h(float f, int bf16) { return bf16 ? attn__f32_to_bf16(f) : attn__f32_to_f16(f); }
+#else
+#define ACU_DEV static __device__ __forceinline__
+#define ACU_UNROLL _Pragma("unroll")
+#define ACU_GRID_CONST __grid_constant__
+#define ACU_SHARED_BASE(name) extern __shared__ __align__(16) unsigned char name[]
+#define ACU_LAUNCH(kernel, grid, block, smem, stream, ...) kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+ACU_DEV void acu_mma(float d[4], const uint32_t a[4], const uint32_t b[2], int bf16) {
+    if (bf16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%0,%1,%2,%3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+ACU_DEV void acu_ldsm_x4(uint32_t r[4], const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s) : "memory");
+}
+ACU_DEV void acu_ldsm_x4_t(uint32_t r[4], const void *p) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s) : "memory");
+}
+ACU_DEV void acu_cp_async16(void *sp, const void *g, int src_bytes) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(sp);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "r"(src_bytes) : "memory");
+}
+ACU_DEV void acu_cp_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> ACU_DEV void acu_cp_wait(void) { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+ACU_DEV float acu_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+ACU_DEV float acu_shfl_idx(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+ACU_DEV int acu_any(int pred) { return __any_sync(0xffffffffu, pred); }
+ACU_DEV void acu_sts16B(void *p, const uint32_t v[4]) { *(uint4 *)p = make_uint4(v[0], v[1], v[2], v[3]); }
+ACU_DEV float acu_h2f(uint16_t h, int bf16) {
+    return bf16 ? __bfloat162float(__ushort_as_bfloat16(h)) : __half2float(__ushort_as_half(h));
+}
+ACU_DEV uint16_t acu_f2h(float f, int bf16) {
+    return bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(f)) : __half_as_ushort(__float2half_rn(f));
+}
+#endif
+
+/* element i of a row of dtype t, as fp32; and the store back */
+ACU_DEV float acu_ld(const void *row, attn_dtype t, int i) {
+    if (t == ATTN_F32) return ((const float *)row)[i];
+    return acu_h2f(((const uint16_t *)row)[i], t == ATTN_BF16);
+}
+ACU_DEV void acu_st(void *row, attn_dtype t, int i, float x) {
+    if (t == ATTN_F32) ((float *)row)[i] = x;
+    else ((uint16_t *)row)[i] = acu_f2h(x, t == ATTN_BF16);
+}
+ACU_DEV uint32_t acu_pack(float lo, float hi, int bf16) {
+    return (uint32_t)acu_f2h(lo, bf16) | ((uint32_t)acu_f2h(hi, bf16) << 16);
+}
+/* row (b, s, h) of a view: the element offset rule of attn__at, on the device */
+ACU_DEV const char *acu_row(const attn__view &v, long long b, long long s, long long h) {
+    return v.data + (ptrdiff_t)v.esize * ((ptrdiff_t)b * v.sb + (ptrdiff_t)s * v.ss + (ptrdiff_t)h * v.sh);
+}
+/* K/V row: token `row` of sequence tb, head h; a paged cache (P.page_size > 0) looks the page up in
+   the block table, as attn.h's attn__kv_at does */
+ACU_DEV const char *acu_kv_row(const attn__problem &P, const attn__view &v, long long tb, long long row, long long h) {
+    if (P.page_size) {
+        const ptrdiff_t page = P.block_table[(size_t)tb * (size_t)P.max_pages + (size_t)(row / P.page_size)];
+        return v.data + (ptrdiff_t)v.esize * (page * v.sb + (ptrdiff_t)(row % P.page_size) * v.ss + (ptrdiff_t)h * v.sh);
+    }
+    return acu_row(v, tb, row, h);
+}
+
+/* ---------------------------------------------------------------------------------------
+   2. the forward kernels
+   --------------------------------------------------------------------------------------- */
+struct acu_fwd_params {
+    attn__problem P;            /* attn__check_forward's resolved problem (device pointers) */
+    int aligned;                /* q/k/v rows 16-byte aligned: cp.async, else element loads */
+    int tail;                   /* varlen: grid.z has one extra slice for rows past cu_seqlens_q[n] */
+    int n_splits, split_keys;   /* split-KV (decoding): grid.z = slices x n_splits, split s takes keys
+                                   [s split_keys, (s + 1) split_keys) (a multiple of 64) */
+    float *part_out, *part_lse; /* n_splits > 1: normalised partial rows, fp32 dense [split][B][Sq][Hq][Dv],
+                                   and their lse [split][B][Hq][Sq], merged by acu_merge */
+};
+
+/* One sequence slice of the grid: where its rows live, how many tensor rows it owns. */
+ACU_DEV void acu_slice(const attn__problem &P, int z, int tail, attn__seq *S, int *rows) {
+    if (tail && z == P.n_seqs) {       /* packed rows after the last sequence: padding only */
+        S->tb = 0; S->seq = z; S->q0 = P.cu_q[P.n_seqs]; S->k0 = P.cu_k[P.n_seqs]; S->Lq = 0; S->Lk = 0;
+        *rows = P.q.seq - S->q0;
+        return;
+    }
+    attn__seq_at(&P, z, S);
+    *rows = P.cu_q ? S->Lq : P.q.seq;
+}
+
+/* logit processing of one element, in attn.h's order: softcap, bias, ALiBi; -inf if masked */
+ACU_DEV float acu_logit(const attn__problem &P, float acc, const float *brow, float slope, long long p, long long j,
+                        int vis) {
+    float x = acc * P.scale;
+    if (!vis) return -INFINITY;
+    if (P.softcap > 0.0f) x = P.softcap * tanhf(x / P.softcap);
+    if (brow) x += brow[j];
+    if (P.alibi) x -= slope * fabsf((float)(p - j));
+    return x;
+}
+ACU_DEV int acu_visible(const attn__problem &P, int32_t cap, int32_t lo, int32_t hi, int pre, long long p, long long j,
+                        long long Lk) {
+    if (P.dilation > 1) return j < Lk && attn__visible(&P, p, j);
+    return attn__lane_ok(cap, lo, hi, pre, j);
+}
+
+/* Key tiles [t0, t1) of the block's rows [p0, p1] within keys [klo, khi) as up to two runs of BN-key tiles. */
+ACU_DEV int acu_tiles(const attn__problem &P, long long p0, long long p1, long long Lk, int BN, long long klo, long long khi,
+                      int t[2][2]) {
+    long long r[2][2];
+    int n = attn__key_ranges(&P, p0, p1, Lk, r), i, m = 0;
+    for (i = 0; i < n; ++i) {
+        const long long lo = r[i][0] > klo ? r[i][0] : klo, hi = r[i][1] < khi ? r[i][1] : khi;
+        int a = (int)(lo / BN), b = lo < hi ? (int)((hi + BN - 1) / BN) : a;
+        if (m && a < t[m - 1][1]) a = t[m - 1][1];
+        if (a < b) { t[m][0] = a; t[m][1] = b; ++m; }
+    }
+    return m;
+}
+
+/* Where row i of slice S, head h goes: out (and lse), or with split-KV the split's fp32 partial. */
+ACU_DEV char *acu_out_row(const acu_fwd_params &prm, const attn__seq &S, int i, int h, int split, attn_dtype *dt,
+                          float **lse) {
+    const attn__problem &P = prm.P;
+    if (prm.n_splits > 1) {
+        const size_t rowi = ((size_t)S.tb * P.q.seq + (size_t)S.q0 + (size_t)i) * (size_t)P.q.heads + (size_t)h;
+        *dt = ATTN_F32;
+        *lse = prm.part_lse + (size_t)split * P.q.batch * P.q.heads * P.q.seq;
+        return (char *)(prm.part_out + ((size_t)split * P.q.batch * P.q.seq * P.q.heads + rowi) * (size_t)P.v.dim);
+    }
+    return (char *)acu_row(P.out, S.tb, (long long)S.q0 + i, h);
+}
+
+#define ACU_BM 64                 /* query rows per block: 4 warps x 16 */
+#define ACU_THREADS 128
+
+template <int D> struct acu_cfg {
+    enum { BN = D > 128 ? 32 : 64,          /* keys per tile */
+           LD = D + 8,                      /* shared row stride in 16-bit elements (16 B pad: no ldmatrix bank conflicts) */
+           QREG = D <= 128,                 /* Q fragments held in registers */
+           SMEM = (ACU_BM + 4 * BN) * LD * 2 };
+};
+
+/* Tile rows [r0, r0 + n) of a 16-bit view into shared dst (row stride LD), rows >= valid zero
+   filled, never read. Each 16 bytes is one cp.async (aligned) or 8 element loads. */
+template <int D, int LD>
+ACU_DEV void acu_load_tile(unsigned char *dst, const attn__problem &P, const attn__view &v, int kv, long long b, long long s0,
+                           long long h, int n, int valid, int aligned, int tid) {
+    const int chunks = D / 8;
+    int c;
+    for (c = tid; c < n * chunks; c += ACU_THREADS) {
+        const int r = c / chunks, col = (c % chunks) * 8;
+        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
+        const char *g = r < valid ? (kv ? acu_kv_row(P, v, b, s0 + r, h) : acu_row(v, b, s0 + r, h)) + (size_t)col * 2 : v.data;
+        if (aligned) acu_cp_async16(sp, g, r < valid ? 16 : 0);
+        else {
+            uint32_t w[4] = { 0, 0, 0, 0 };
+            int e;
+            if (r < valid)
+                for (e = 0; e < 4; ++e)
+                    w[e] = (uint32_t)((const uint16_t *)g)[2 * e] | ((uint32_t)((const uint16_t *)g)[2 * e + 1] << 16);
+            acu_sts16B(sp, w);
+        }
+    }
+}
+
+/* The Q tile of packed rows [m0, m0 + BM): packed row pr is query row pr / G of head hk G + pr % G
+   (the G query heads of KV head hk side by side, so K/V tiles are loaded once for all of them);
+   rows past Lq zero filled. */
+template <int D, int LD>
+ACU_DEV void acu_load_q(unsigned char *dst, const attn__problem &P, long long b, long long q0, int m0, int hk, int Lq,
+                        int aligned, int tid) {
+    const int chunks = D / 8, G = P.groups;
+    int c;
+    for (c = tid; c < ACU_BM * chunks; c += ACU_THREADS) {
+        const int r = c / chunks, col = (c % chunks) * 8, i = (m0 + r) / G, h = hk * G + (m0 + r) % G, ok = i < Lq;
+        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
+        const char *g = ok ? acu_row(P.q, b, q0 + i, h) + (size_t)col * 2 : P.q.data;
+        if (aligned) acu_cp_async16(sp, g, ok ? 16 : 0);
+        else {
+            uint32_t w[4] = { 0, 0, 0, 0 };
+            int e;
+            if (ok)
+                for (e = 0; e < 4; ++e)
+                    w[e] = (uint32_t)((const uint16_t *)g)[2 * e] | ((uint32_t)((const uint16_t *)g)[2 * e + 1] << 16);
+            acu_sts16B(sp, w);
+        }
+    }
+}
+
+/* FlashAttention-2 forward on tensor cores: block (m-tile of packed rows, KV head, sequence
+   slice [x split]), 4 warps of 16 packed rows each (row = query row x query head of the KV
+   head's group: GQA packing); K/V tiles of BN keys double-buffered with cp.async. */
+template <int D, int BF16>
+__global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST acu_fwd_params prm) {
+    typedef acu_cfg<D> C;
+    enum { BN = C::BN, LD = C::LD, NT = BN / 8, DT = D / 8 };
+    const attn__problem &P = prm.P;
+    ACU_SHARED_BASE(smem);
+    unsigned char *Qs = smem, *Ks = smem + (size_t)ACU_BM * LD * 2, *Vs = Ks + (size_t)2 * BN * LD * 2;
+    const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int hk = (int)blockIdx.y, G = P.groups, m0 = (int)blockIdx.x * ACU_BM;
+    attn__seq S;
+    int rows, r, i, j, kk;
+    const int split = (int)blockIdx.z % prm.n_splits;
+    const long long klo = (long long)split * prm.split_keys, khi = prm.n_splits > 1 ? klo + prm.split_keys : (1LL << 40);
+    acu_slice(P, (int)blockIdx.z / prm.n_splits, prm.tail, &S, &rows);
+    if (m0 >= rows * G) return;
+    const long long shift = (long long)S.Lk - S.Lq;
+    /* this thread's two rows: warp rows g and g + 8 (query row ri, head hr) */
+    int ri[2], hr[2], valid[2];
+    float slope[2];
+    long long pos[2];
+    int32_t cap[2], lo[2], hi[2];
+    const float *brow[2];
+    float mrow[2], lrow[2], o[DT][4];
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    ACU_UNROLL for (r = 0; r < 2; ++r) {
+        const int pr = m0 + warp * 16 + g + 8 * r;
+        ri[r] = pr / G; hr[r] = hk * G + pr % G;
+        slope[r] = P.alibi ? P.alibi[hr[r]] : 0.0f;
+        valid[r] = ri[r] < S.Lq;
+        pos[r] = ri[r] + shift;
+        attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, pos[r], S.Lk, &cap[r], &lo[r], &hi[r]);
+        brow[r] = P.bias && valid[r] ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb +
+                                           (ptrdiff_t)(P.bias_heads == 1 ? 0 : hr[r]) * P.bias_sh + (ptrdiff_t)ri[r] * P.bias_sq
+                                     : (const float *)0;
+        mrow[r] = -INFINITY; lrow[r] = 0.0f;
+    }
+    ACU_UNROLL for (i = 0; i < DT; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+
+    int tiles[2][2], nrun = 0, ntiles = 0;
+    if (m0 / G < S.Lq) {
+        const long long p0 = m0 / G + shift, p1 = (long long)((m0 + ACU_BM - 1) / G < S.Lq ? (m0 + ACU_BM - 1) / G : S.Lq - 1) + shift;
+        nrun = acu_tiles(P, p0, p1, S.Lk, BN, klo, khi, tiles);
+        for (i = 0; i < nrun; ++i) ntiles += tiles[i][1] - tiles[i][0];
+    }
+    if (ntiles > 0) {
+        uint32_t qf[C::QREG ? D / 16 : 1][4];
+        acu_load_q<D, LD>(Qs, P, S.tb, S.q0, m0, hk, S.Lq, prm.aligned, tid);
+        acu_cp_commit();
+#define ACU_TILE_C0(n) (((n) < tiles[0][1] - tiles[0][0] ? tiles[0][0] + (n) : tiles[1][0] + (n) - (tiles[0][1] - tiles[0][0])) * BN)
+        {
+            const int c0 = ACU_TILE_C0(0), kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
+            acu_load_tile<D, LD>(Ks, P, P.k, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_load_tile<D, LD>(Vs, P, P.v, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_cp_commit();
+        }
+        for (int n = 0; n < ntiles; ++n) {
+            const int st = n & 1, c0 = ACU_TILE_C0(n);
+            /* a tile every row sees whole (attn.h's attn__chunk_full, all rows valid): no per-element mask */
+            const int full = (m0 + ACU_BM - 1) / G < S.Lq && c0 + BN <= S.Lk &&
+                             attn__chunk_full(&P, m0 / G + shift, (m0 + ACU_BM - 1) / G + shift, c0, c0 + BN);
+            unsigned char *Kc = Ks + (size_t)st * BN * LD * 2, *Vc = Vs + (size_t)st * BN * LD * 2;
+            if (n + 1 < ntiles) {       /* prefetch the next tile into the other stage */
+                const int c1 = ACU_TILE_C0(n + 1), kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
+                acu_load_tile<D, LD>(Ks + (size_t)(st ^ 1) * BN * LD * 2, P, P.k, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+                acu_load_tile<D, LD>(Vs + (size_t)(st ^ 1) * BN * LD * 2, P, P.v, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+            }
+            acu_cp_commit();
+            acu_cp_wait<1>();           /* Q and tile n have landed (this thread's copies) */
+            __syncthreads();            /* ... and everyone's */
+            if (C::QREG && n == 0)
+                ACU_UNROLL for (kk = 0; kk < D / 16; ++kk)
+                    acu_ldsm_x4(qf[C::QREG ? kk : 0], Qs + ((size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD +
+                                                         kk * 16 + (lane >> 4) * 8) * 2);
+            /* S = Q K^T: 16 rows x BN keys per warp */
+            float s[NT][4];
+            ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+            ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
+                uint32_t a[4];
+                if (C::QREG) { a[0] = qf[kk][0]; a[1] = qf[kk][1]; a[2] = qf[kk][2]; a[3] = qf[kk][3]; }
+                else acu_ldsm_x4(a, Qs + ((size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + kk * 16 +
+                                         (lane >> 4) * 8) * 2);
+                ACU_UNROLL for (j = 0; j < NT; j += 2) {
+                    uint32_t b[4];
+                    acu_ldsm_x4(b, Kc + ((size_t)(j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + kk * 16 +
+                                         ((lane >> 3) & 1) * 8) * 2);
+                    acu_mma(s[j], a, b, BF16);
+                    acu_mma(s[j + 1], a, b + 2, BF16);
+                }
+            }
+            /* masks, online softmax (rows g and g + 8; a row's 4 threads are lanes 4g..4g+3) */
+            ACU_UNROLL for (r = 0; r < 2; ++r) {
+                float mx = -INFINITY, msafe, alpha, sum = 0.0f;
+                ACU_UNROLL for (j = 0; j < NT; ++j)
+                    ACU_UNROLL for (i = 0; i < 2; ++i) {
+                        const long long key = (long long)c0 + j * 8 + 2 * t4 + i;
+                        const int vis = full || (valid[r] && acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk));
+                        const float x = acu_logit(P, s[j][2 * r + i], brow[r], slope[r], pos[r], key, vis);
+                        s[j][2 * r + i] = x;
+                        mx = fmaxf(mx, x);
+                    }
+                mx = fmaxf(mx, acu_shfl_xor(mx, 1));
+                mx = fmaxf(mx, acu_shfl_xor(mx, 2));
+                mx = fmaxf(mx, mrow[r]);
+                msafe = mx == -INFINITY ? 0.0f : mx;
+                alpha = mrow[r] == -INFINITY ? 0.0f : expf(mrow[r] - msafe);
+                mrow[r] = mx;
+                ACU_UNROLL for (j = 0; j < NT; ++j)
+                    ACU_UNROLL for (i = 0; i < 2; ++i) {
+                        const float e = expf(s[j][2 * r + i] - msafe);
+                        s[j][2 * r + i] = e;
+                        sum += e;
+                    }
+                lrow[r] = lrow[r] * alpha + sum;
+                ACU_UNROLL for (i = 0; i < DT; ++i) { o[i][2 * r] *= alpha; o[i][2 * r + 1] *= alpha; }
+            }
+            /* O += P V: P's accumulator fragments are the A fragments of the next mma */
+            ACU_UNROLL for (kk = 0; kk < BN / 16; ++kk) {
+                uint32_t a[4];
+                a[0] = acu_pack(s[2 * kk][0], s[2 * kk][1], BF16);
+                a[1] = acu_pack(s[2 * kk][2], s[2 * kk][3], BF16);
+                a[2] = acu_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], BF16);
+                a[3] = acu_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], BF16);
+                ACU_UNROLL for (j = 0; j < DT; j += 2) {
+                    uint32_t b[4];
+                    acu_ldsm_x4_t(b, Vc + ((size_t)(kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + j * 8 +
+                                           (lane >> 4) * 8) * 2);
+                    acu_mma(o[j], a, b, BF16);
+                    acu_mma(o[j + 1], a, b + 2, BF16);
+                }
+            }
+            __syncthreads();            /* stage st is refilled by the next iteration's prefetch */
+        }
+#undef ACU_TILE_C0
+    }
+    /* epilogue: row sums over the 4 threads of a row, normalise, store out and lse */
+    ACU_UNROLL for (r = 0; r < 2; ++r) {
+        float l = lrow[r], inv, lse;
+        l += acu_shfl_xor(l, 1);
+        l += acu_shfl_xor(l, 2);
+        if (ri[r] >= rows) continue;
+        if (!valid[r] || l == 0.0f) { inv = 0.0f; lse = -INFINITY; }
+        else { inv = 1.0f / l; lse = mrow[r] + logf(l); }
+        attn_dtype odt = P.out.dtype;
+        float *plse = P.lse;
+        char *orow = acu_out_row(prm, S, ri[r], hr[r], split, &odt, &plse);
+        ACU_UNROLL for (i = 0; i < DT; ++i) {
+            acu_st(orow, odt, i * 8 + 2 * t4, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r] * inv);
+            acu_st(orow, odt, i * 8 + 2 * t4 + 1, !valid[r] || l == 0.0f ? 0.0f : o[i][2 * r + 1] * inv);
+        }
+        if (plse && t4 == 0) plse[((size_t)S.tb * P.q.heads + hr[r]) * P.q.seq + S.q0 + ri[r]] = lse;
+    }
+}
+
+/* fp32 forward on CUDA cores: one warp per query row (4 per block, 4 rows per warp); a lane
+   takes one key of each 32-key chunk for Q.K and BN/32 value dimensions for P.V. */
+#define ACU_F32_ROWS 16
+#define ACU_F32_DV 8               /* value dims per lane: v.dim <= 256 */
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_fwd_f32(const ACU_GRID_CONST acu_fwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, D = P.q.dim, Dv = P.v.dim;
+    const int h = (int)blockIdx.y, hk = h / P.groups;
+    attn__seq S;
+    int rows, rr, u;
+    const int split = (int)blockIdx.z % prm.n_splits;
+    const long long klo = (long long)split * prm.split_keys, khi = prm.n_splits > 1 ? klo + prm.split_keys : (1LL << 40);
+    acu_slice(P, (int)blockIdx.z / prm.n_splits, prm.tail, &S, &rows);
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    const float slope = P.alibi ? P.alibi[h] : 0.0f;
+    for (rr = 0; rr < ACU_F32_ROWS / 4; ++rr) {
+        const int row = (int)blockIdx.x * ACU_F32_ROWS + warp * (ACU_F32_ROWS / 4) + rr;
+        if (row >= rows) break;                        /* uniform across the warp */
+        const int valid = row < S.Lq;
+        const long long p = row + shift;
+        float m = -INFINITY, l = 0.0f, acc[ACU_F32_DV];
+        int32_t cap, lo, hi;
+        int tl[2][2], nrun = 0, nt = 0, len0 = 0, tn;
+        const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + row, h);
+        const float *brow = P.bias && valid ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb +
+                                                  (ptrdiff_t)(P.bias_heads == 1 ? 0 : h) * P.bias_sh + (ptrdiff_t)row * P.bias_sq
+                                            : (const float *)0;
+        ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) acc[u] = 0.0f;
+        attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
+        if (valid) nrun = acu_tiles(P, p, p, S.Lk, 32, klo, khi, tl);
+        if (nrun > 0) { len0 = tl[0][1] - tl[0][0]; nt = len0 + (nrun > 1 ? tl[1][1] - tl[1][0] : 0); }
+        {
+            const int t00 = nrun > 0 ? tl[0][0] : 0, t10 = nrun > 1 ? tl[1][0] : 0;   /* scalars: no indexed arrays in the loop */
+            for (tn = 0; tn < nt; ++tn) {
+                const long long c0 = (long long)(tn < len0 ? t00 + tn : t10 + tn - len0) * 32, key = c0 + lane;
+                float dot = 0.0f, x, mx, msafe, alpha, e, sum;
+                int d, jj;
+                const int vis = key < S.Lk && acu_visible(P, cap, lo, hi, pre, p, key, S.Lk);
+                if (vis) {
+                    const char *krow = acu_kv_row(P, P.k, S.tb, (long long)S.k0 + key, hk);
+                    for (d = 0; d < D; ++d) dot += acu_ld(qrow, P.q.dtype, d) * acu_ld(krow, P.k.dtype, d);
+                }
+                x = acu_logit(P, dot, brow, slope, p, key, vis);
+                mx = x;
+                ACU_UNROLL for (d = 16; d >= 1; d >>= 1) mx = fmaxf(mx, acu_shfl_xor(mx, d));
+                mx = fmaxf(mx, m);
+                msafe = mx == -INFINITY ? 0.0f : mx;
+                alpha = m == -INFINITY ? 0.0f : expf(m - msafe);
+                m = mx;
+                e = expf(x - msafe);
+                sum = e;
+                ACU_UNROLL for (d = 16; d >= 1; d >>= 1) sum += acu_shfl_xor(sum, d);
+                l = l * alpha + sum;
+                ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) acc[u] *= alpha;
+                for (jj = 0; jj < 32; ++jj) {
+                    const float pj = acu_shfl_idx(e, jj);
+                    if (c0 + jj >= S.Lk) break;               /* uniform: keys past Lk are never read */
+                    const char *vrow = acu_kv_row(P, P.v, S.tb, (long long)S.k0 + c0 + jj, hk);
+                    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+                        if (lane + 32 * u < Dv) acc[u] += pj * acu_ld(vrow, P.v.dtype, lane + 32 * u);
+                }
+            }
+        }
+        {
+            const int empty = !valid || l == 0.0f;
+            const float inv = empty ? 0.0f : 1.0f / l;
+            attn_dtype odt = P.out.dtype;
+            float *plse = P.lse;
+            char *orow = acu_out_row(prm, S, row, h, split, &odt, &plse);
+            ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+                if (lane + 32 * u < Dv) acu_st(orow, odt, lane + 32 * u, empty ? 0.0f : acc[u] * inv);
+            if (plse && lane == 0)
+                plse[((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + row] = empty ? -INFINITY : m + logf(l);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+   2b. merge of partial results (attn_cuda_merge, and split-KV decoding's second kernel):
+       out = sum_p part_p exp(lse_p - lse), lse = log sum_p exp(lse_p), with attn.h's rules
+       (attn__lse_weights): a NaN lse makes the row NaN, all -inf gives zeros and -inf.
+   --------------------------------------------------------------------------------------- */
+struct acu_merge_params {
+    int n, B, S, H, Dv;
+    const attn__view *views;          /* device array of n part views, or NULL: dense parts */
+    const float *const *lses;         /* device array of n lse pointers (with views) */
+    const float *dense_out, *dense_lse;   /* dense fp32 parts [n][B][S][H][Dv], lse [n][B][H][S] */
+    attn__view out;
+    float *lse;
+};
+ACU_DEV float acu_part_lse(const acu_merge_params &M, int p, size_t li) {
+    return M.views ? M.lses[p][li] : M.dense_lse[(size_t)p * M.B * M.H * M.S + li];
+}
+/* one warp per row (b, s, h); lanes split the parts for the max and the sum, then the dims */
+__global__ void __launch_bounds__(ACU_THREADS) acu_merge(const ACU_GRID_CONST acu_merge_params M) {
+    const int lane = (int)threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (row >= (long long)M.B * M.S * M.H) return;     /* uniform across the warp */
+    const int h = (int)(row % M.H), s = (int)(row / M.H % M.S), b = (int)(row / M.H / M.S);
+    const size_t li = ((size_t)b * M.H + h) * M.S + s;
+    float mx = -INFINITY, L = 0.0f, nan = 0.0f, lse;
+    int p, d;
+    for (p = lane; p < M.n; p += 32) {
+        const float m = acu_part_lse(M, p, li);
+        if (m != m) nan = 1.0f;
+        mx = fmaxf(mx, m);
+    }
+    ACU_UNROLL for (d = 16; d >= 1; d >>= 1) { mx = fmaxf(mx, acu_shfl_xor(mx, d)); nan = fmaxf(nan, acu_shfl_xor(nan, d)); }
+    for (p = lane; p < M.n; p += 32) {
+        const float m = acu_part_lse(M, p, li);
+        if (m != -INFINITY) L += expf(m - mx);
+    }
+    ACU_UNROLL for (d = 16; d >= 1; d >>= 1) L += acu_shfl_xor(L, d);
+    lse = nan != 0.0f ? NAN : mx == -INFINITY ? -INFINITY : mx + logf(L);
+    char *orow = (char *)acu_row(M.out, b, s, h);
+    for (d = lane; d < M.Dv; d += 32) {
+        float acc = 0.0f;
+        if (nan != 0.0f) acc = NAN;
+        else if (mx != -INFINITY)
+            for (p = 0; p < M.n; ++p) {
+                const float m = acu_part_lse(M, p, li);
+                const float w = m == -INFINITY ? 0.0f : expf(m - mx) / L;
+                const float x = M.views ? acu_ld(acu_row(M.views[p], b, s, h), M.views[p].dtype, d)
+                                        : M.dense_out[(((size_t)p * M.B * M.S + (size_t)b * M.S + s) * M.H + h) * M.Dv + d];
+                acc += x * w;
+            }
+        acu_st(orow, M.out.dtype, d, acc);    /* every part read before the element is written: in-place safe */
+    }
+    if (M.lse && lane == 0) M.lse[li] = lse;
+}
+
+/* ---------------------------------------------------------------------------------------
+   2c. backward: FlashAttention-2's recomputation on CUDA cores (fp32 FMA, any storage dtype),
+       deterministic: no atomics, every gradient row is owned by one warp that sums in a fixed
+       order. drow_i = dout_i . out_i; P = exp(s - lse) recomputed from q, k and the forward's
+       lse; dS = P (dout V^T - drow) (times 1 - tanh^2 under softcap); dV_j = sum_i P_ij dout_i,
+       dK_j = scale sum_i dS_ij q_i (over the KV head's query heads: GQA), dQ_i = scale
+       sum_j dS_ij k_j in a second pass (keys again) instead of atomics.
+   --------------------------------------------------------------------------------------- */
+struct acu_bwd_params {
+    attn__problem P;            /* q, k, v, out (the forward's) views, masks */
+    attn__view dout, dq, dk, dv;
+    const float *lse;           /* the forward's lse [B, Hq, Sq] */
+    float *drow;                /* workspace [B, Hq, Sq] */
+    int tail;                   /* varlen: one extra slice for rows past the last sequence */
+};
+/* logit s_ij of a visible pair, and d s / d (scale q.k) (softcap's 1 - tanh^2) */
+ACU_DEV float acu_bwd_logit(const attn__problem &P, float dot, const float *brow, float slope, long long p, long long j,
+                            float *dcap) {
+    float x = dot * P.scale;
+    *dcap = 1.0f;
+    if (P.softcap > 0.0f) { const float t = tanhf(x / P.softcap); x = P.softcap * t; *dcap = 1.0f - t * t; }
+    if (brow) x += brow[j];
+    if (P.alibi) x -= slope * fabsf((float)(p - j));
+    return x;
+}
+ACU_DEV float acu_dot(const char *a, attn_dtype ta, const char *b, attn_dtype tb, int n) {
+    float s = 0.0f;
+    int d;
+    for (d = 0; d < n; ++d) s += acu_ld(a, ta, d) * acu_ld(b, tb, d);
+    return s;
+}
+ACU_DEV const float *acu_bias_row(const attn__problem &P, const attn__seq &S, int h, int i) {
+    return P.bias ? P.bias + (ptrdiff_t)(P.bias_batch == 1 ? 0 : S.seq) * P.bias_sb + (ptrdiff_t)(P.bias_heads == 1 ? 0 : h) * P.bias_sh +
+                        (ptrdiff_t)i * P.bias_sq
+                  : (const float *)0;
+}
+
+/* drow = rowsum(dout * out): one warp per (b, s, h) of the tensors */
+__global__ void __launch_bounds__(ACU_THREADS) acu_bwd_drow(const ACU_GRID_CONST acu_bwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int lane = (int)threadIdx.x & 31;
+    const long long row = (long long)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (row >= (long long)P.q.batch * P.q.seq * P.q.heads) return;
+    const int h = (int)(row % P.q.heads), s = (int)(row / P.q.heads % P.q.seq), b = (int)(row / P.q.heads / P.q.seq);
+    const char *o = acu_row(P.out, b, s, h), *g = acu_row(prm.dout, b, s, h);
+    float acc = 0.0f;
+    int d;
+    for (d = lane; d < P.v.dim; d += 32) acc += acu_ld(o, P.out.dtype, d) * acu_ld(g, prm.dout.dtype, d);
+    ACU_UNROLL for (d = 16; d >= 1; d >>= 1) acc += acu_shfl_xor(acc, d);
+    if (lane == 0) prm.drow[((size_t)b * P.q.heads + h) * P.q.seq + s] = acc;
+}
+
+/* dK, dV: one warp per key row of a (KV head, sequence slice); lanes take 32 query rows at a
+   time for the dot products, then each lane owns dims lane, lane + 32, ... of dk and dv. */
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dkdv(const ACU_GRID_CONST acu_bwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int lane = (int)threadIdx.x & 31, hk = (int)blockIdx.y, D = P.q.dim, Dv = P.v.dim;
+    attn__seq S;
+    int qrows, u;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &qrows);
+    const int krows = prm.tail && (int)blockIdx.z == P.n_seqs ? P.k.seq - S.k0 : P.cu_k ? S.Lk : P.k.seq;
+    const int j = (int)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (j >= krows) return;                            /* uniform across the warp */
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    float dk[ACU_F32_DV], dv[ACU_F32_DV];
+    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) dk[u] = dv[u] = 0.0f;
+    if (j < S.Lk) {
+        const char *krow = acu_row(P.k, S.tb, (long long)S.k0 + j, hk), *vrow = acu_row(P.v, S.tb, (long long)S.k0 + j, hk);
+        for (int g = 0; g < P.groups; ++g) {
+            const int h = hk * P.groups + g;
+            const float slope = P.alibi ? P.alibi[h] : 0.0f;
+            for (int i0 = 0; i0 < S.Lq; i0 += 32) {
+                const int i = i0 + lane;
+                const long long p = (long long)i + shift;
+                float pr = 0.0f, ds = 0.0f;
+                int vis = 0, jj;
+                if (i < S.Lq) {
+                    int32_t cap, lo, hi;
+                    attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
+                    vis = acu_visible(P, cap, lo, hi, pre, p, j, S.Lk);
+                }
+                if (vis) {
+                    const size_t li = ((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + i;
+                    const float lse = prm.lse[li];
+                    float dcap;
+                    const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + i, h);
+                    const float x = acu_bwd_logit(P, acu_dot(qrow, P.q.dtype, krow, P.k.dtype, D), acu_bias_row(P, S, h, i),
+                                                  slope, p, j, &dcap);
+                    if (lse != -INFINITY) {
+                        const float dp = acu_dot(acu_row(prm.dout, S.tb, (long long)S.q0 + i, h), prm.dout.dtype, vrow,
+                                                 P.v.dtype, Dv);
+                        pr = expf(x - lse);
+                        ds = pr * (dp - prm.drow[li]) * dcap;
+                    }
+                }
+                if (!acu_any(vis)) continue;               /* uniform: no query of the chunk sees key j */
+                for (jj = 0; jj < 32; ++jj) {
+                    const float pj = acu_shfl_idx(pr, jj), dsj = acu_shfl_idx(ds, jj);
+                    if (i0 + jj >= S.Lq) break;            /* uniform */
+                    if (pj == 0.0f && dsj == 0.0f) continue;
+                    const char *grow = acu_row(prm.dout, S.tb, (long long)S.q0 + i0 + jj, h);
+                    const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + i0 + jj, h);
+                    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) {
+                        if (lane + 32 * u < Dv) dv[u] += pj * acu_ld(grow, prm.dout.dtype, lane + 32 * u);
+                        if (lane + 32 * u < D) dk[u] += dsj * acu_ld(qrow, P.q.dtype, lane + 32 * u);
+                    }
+                }
+            }
+        }
+    }
+    {
+        char *kr = (char *)acu_row(prm.dk, S.tb, (long long)S.k0 + j, hk), *vr = (char *)acu_row(prm.dv, S.tb, (long long)S.k0 + j, hk);
+        ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) {
+            if (lane + 32 * u < D) acu_st(kr, prm.dk.dtype, lane + 32 * u, dk[u] * P.scale);
+            if (lane + 32 * u < Dv) acu_st(vr, prm.dv.dtype, lane + 32 * u, dv[u]);
+        }
+    }
+}
+
+/* dQ: one warp per query row (4 per block); lanes take 32 keys at a time */
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dq(const ACU_GRID_CONST acu_bwd_params prm) {
+    const attn__problem &P = prm.P;
+    const int lane = (int)threadIdx.x & 31, h = (int)blockIdx.y, hk = h / P.groups, D = P.q.dim, Dv = P.v.dim;
+    attn__seq S;
+    int rows, u;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &rows);
+    const int i = (int)blockIdx.x * 4 + ((int)threadIdx.x >> 5);
+    if (i >= rows) return;                             /* uniform across the warp */
+    const long long shift = (long long)S.Lk - S.Lq, p = (long long)i + shift;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    const float slope = P.alibi ? P.alibi[h] : 0.0f;
+    float dq[ACU_F32_DV];
+    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u) dq[u] = 0.0f;
+    if (i < S.Lq) {
+        const size_t li = ((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + i;
+        const float lse = prm.lse[li], drow = prm.drow[li];
+        const char *qrow = acu_row(P.q, S.tb, (long long)S.q0 + i, h), *grow = acu_row(prm.dout, S.tb, (long long)S.q0 + i, h);
+        const float *brow = acu_bias_row(P, S, h, i);
+        int32_t cap, lo, hi;
+        int tl[2][2], nrun, nt = 0, len0 = 0, tn;
+        attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
+        nrun = lse == -INFINITY ? 0 : acu_tiles(P, p, p, S.Lk, 32, 0, 1LL << 40, tl);
+        if (nrun > 0) { len0 = tl[0][1] - tl[0][0]; nt = len0 + (nrun > 1 ? tl[1][1] - tl[1][0] : 0); }
+        const int t00 = nrun > 0 ? tl[0][0] : 0, t10 = nrun > 1 ? tl[1][0] : 0;
+        for (tn = 0; tn < nt; ++tn) {
+            const long long c0 = (long long)(tn < len0 ? t00 + tn : t10 + tn - len0) * 32, key = c0 + lane;
+            float ds = 0.0f;
+            int jj;
+            if (key < S.Lk && acu_visible(P, cap, lo, hi, pre, p, key, S.Lk)) {
+                const char *krow = acu_kv_row(P, P.k, S.tb, (long long)S.k0 + key, hk);
+                float dcap;
+                const float x = acu_bwd_logit(P, acu_dot(qrow, P.q.dtype, krow, P.k.dtype, D), brow, slope, p, key, &dcap);
+                const float dp = acu_dot(grow, prm.dout.dtype, acu_kv_row(P, P.v, S.tb, (long long)S.k0 + key, hk), P.v.dtype, Dv);
+                ds = expf(x - lse) * (dp - drow) * dcap;
+            }
+            for (jj = 0; jj < 32; ++jj) {
+                const float dsj = acu_shfl_idx(ds, jj);
+                if (c0 + jj >= S.Lk) break;            /* uniform */
+                if (dsj == 0.0f) continue;
+                const char *krow = acu_kv_row(P, P.k, S.tb, (long long)S.k0 + c0 + jj, hk);
+                ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+                    if (lane + 32 * u < D) dq[u] += dsj * acu_ld(krow, P.k.dtype, lane + 32 * u);
+            }
+        }
+    }
+    char *qr = (char *)acu_row(prm.dq, S.tb, (long long)S.q0 + i, h);
+    ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
+        if (lane + 32 * u < D) acu_st(qr, prm.dq.dtype, lane + 32 * u, dq[u] * P.scale);
+}
+
+/* ---------------------------------------------------------------------------------------
+   3. host side: validation (attn.h's), pointer checks, launch
+   --------------------------------------------------------------------------------------- */
+/* 1 when p is device (or managed) memory */
+static int acu_is_device(const void *p) {
+    cudaPointerAttributes a;
+    if (!p) return 1;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) { (void)cudaGetLastError(); return 0; }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+/* Host copies of desc's small device arrays, so attn.h's validation (which reads them) runs on
+   the host. Sizes come from shapes the caller checked (check_qkv passed). */
+typedef struct acu_host_arrays {
+    int *seqlens_q, *seqlens_k, *cu_q, *cu_k;
+    float *alibi;
+    void *block;
+} acu_host_arrays;
+static void acu_arrays_free(acu_host_arrays *A) { free(A->block); memset(A, 0, sizeof *A); }
+static attn_status acu_arrays_copy(const attn_desc *d, int batch, int heads, attn_desc *hd, acu_host_arrays *A,
+                                   cudaStream_t stream) {
+    const int nb = batch, nv = d->varlen_batch >= 1 && d->varlen_batch < (1 << 28) ? d->varlen_batch + 1 : 0;
+    size_t n = 0;
+    char *p;
+    memset(A, 0, sizeof *A);
+    *hd = *d;
+    if (d->seqlens_q) n += (size_t)nb * sizeof(int);
+    if (d->seqlens_k) n += (size_t)nb * sizeof(int);
+    if (d->cu_seqlens_q) n += (size_t)nv * sizeof(int);
+    if (d->cu_seqlens_k) n += (size_t)nv * sizeof(int);
+    if (d->alibi_slopes) n += (size_t)heads * sizeof(float);
+    if (!n) return ATTN_OK;
+    if (!(A->block = malloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
+    p = (char *)A->block;
+#define ACU_COPY(field, dst, count, type)                                                                        \
+    if (d->field) {                                                                                                \
+        dst = (type *)(void *)p;                                                                                   \
+        if ((count) && cudaMemcpyAsync(dst, d->field, (size_t)(count) * sizeof(type), cudaMemcpyDeviceToHost, stream) != cudaSuccess) \
+            { (void)cudaGetLastError(); acu_arrays_free(A); return ATTN_ERR_CUDA_RUNTIME; }                        \
+        p += (size_t)(count) * sizeof(type);                                                                       \
+        hd->field = dst;                                                                                           \
+    }
+    ACU_COPY(seqlens_q, A->seqlens_q, nb, int)
+    ACU_COPY(seqlens_k, A->seqlens_k, nb, int)
+    ACU_COPY(cu_seqlens_q, A->cu_q, nv, int)
+    ACU_COPY(cu_seqlens_k, A->cu_k, nv, int)
+    ACU_COPY(alibi_slopes, A->alibi, heads, float)
+#undef ACU_COPY
+    if (cudaStreamSynchronize(stream) != cudaSuccess) { (void)cudaGetLastError(); acu_arrays_free(A); return ATTN_ERR_CUDA_RUNTIME; }
+    return ATTN_OK;
+}
+
+static int acu_head_dim_ok(int d) { return d == 32 || d == 64 || d == 96 || d == 128 || d == 256; }
+static int acu_rows_aligned(const attn__view *v) {
+    return ((uintptr_t)v->data & 15) == 0 && v->sb % 8 == 0 && v->ss % 8 == 0 && v->sh % 8 == 0;
+}
+
+/* The checks of attn_cuda_forward, in attn_forward's order, then the CUDA ones. On success P
+   holds the resolved problem with the device pointers. */
+static attn_status acu_check_forward(const attn_desc *desc, const attn_tensor *q, const attn_tensor *k,
+                                     const attn_tensor *v, const attn_tensor *out, float *lse, attn__problem *P,
+                                     cudaStream_t stream) {
+    attn__view qv, kv, vv, ov;
+    attn__call c;
+    attn_desc hd;
+    acu_host_arrays A;
+    attn_status s;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if ((int)desc->kind != (int)ATTN_SOFTMAX) return attn__mech_of(desc->kind) ? ATTN_ERR_CUDA_UNSUPPORTED : ATTN_ERR_KIND;
+    if ((s = attn__check_qkv(q, k, v, out, &qv, &kv, &vv, &ov)) != ATTN_OK) return s;
+    if (!acu_is_device(q->data) || !acu_is_device(k->data) || !acu_is_device(v->data) || (out && !acu_is_device(out->data)) ||
+        !acu_is_device(lse) || !acu_is_device(desc->bias.data) || !acu_is_device(desc->seqlens_q) ||
+        !acu_is_device(desc->seqlens_k) || !acu_is_device(desc->cu_seqlens_q) || !acu_is_device(desc->cu_seqlens_k) ||
+        !acu_is_device(desc->alibi_slopes))
+        return ATTN_ERR_CUDA_HOST_POINTER;
+    if (out) {
+        attn__call_init(&c, desc, q, k, v);
+        c.out = *out; c.lse = lse;
+        if ((s = attn__check_overlap(ATTN__FORWARD, &c)) != ATTN_OK) return s;
+    }
+    if ((s = acu_arrays_copy(desc, q->batch, q->heads, &hd, &A, stream)) != ATTN_OK) return s;
+    memset(P, 0, sizeof *P);
+    s = attn__check_forward(&hd, q, k, v, out, P);
+    acu_arrays_free(&A);
+    if (s != ATTN_OK) return s;
+    /* P's array pointers back to the device ones */
+    P->seqlens_q = desc->seqlens_q; P->seqlens_k = desc->seqlens_k;
+    P->cu_q = P->cu_q ? desc->cu_seqlens_q : NULL; P->cu_k = P->cu_k ? desc->cu_seqlens_k : NULL;
+    P->alibi = desc->alibi_slopes;
+    P->lse = lse;
+    if (desc->dropout_p != 0.0f || desc->rope) return ATTN_ERR_CUDA_UNSUPPORTED;
+    if (q->dtype != k->dtype) return ATTN_ERR_CUDA_DTYPE_MIX;
+    if (q->dtype == ATTN_F32 ? (q->dim > 256 || v->dim > 256) : (!acu_head_dim_ok(q->dim) || v->dim != q->dim))
+        return ATTN_ERR_CUDA_HEAD_DIM;
+    return ATTN_OK;
+}
+
+template <int D, int BF16> static attn_status acu_launch_mma(const acu_fwd_params &prm, dim3 grid, cudaStream_t stream) {
+    void (*kern)(const acu_fwd_params) = acu_fwd_mma<D, BF16>;
+    const int smem = acu_cfg<D>::SMEM;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ATTN_ERR_CUDA_RUNTIME;
+    }
+    ACU_LAUNCH(kern, grid, dim3(ACU_THREADS), (size_t)smem, stream, prm);
+    return ATTN_OK;
+}
+
+/* Launches the forward kernel for prm (grid: row tiles x heads x slices*splits). */
+static attn_status acu_run(acu_fwd_params &prm, int maxrows, int slices, cudaStream_t stream) {
+    const attn__problem &P = prm.P;
+    const long long z = (long long)slices * prm.n_splits;
+    attn_status s = ATTN_OK;
+    if (z > 65535 || P.q.heads > 65535) return ATTN_ERR_OVERFLOW;
+    (void)cudaGetLastError();
+    if (P.q.dtype == ATTN_F32) {
+        dim3 grid((unsigned)((maxrows + ACU_F32_ROWS - 1) / ACU_F32_ROWS), (unsigned)P.q.heads, (unsigned)z);
+        ACU_LAUNCH(acu_fwd_f32, grid, dim3(ACU_THREADS), 0, stream, prm);
+    } else {
+        dim3 grid((unsigned)(((long long)maxrows * P.groups + ACU_BM - 1) / ACU_BM), (unsigned)P.k.heads, (unsigned)z);
+        const int bf = P.q.dtype == ATTN_BF16;
+        switch (P.q.dim) {
+        case 32: s = bf ? acu_launch_mma<32, 1>(prm, grid, stream) : acu_launch_mma<32, 0>(prm, grid, stream); break;
+        case 64: s = bf ? acu_launch_mma<64, 1>(prm, grid, stream) : acu_launch_mma<64, 0>(prm, grid, stream); break;
+        case 96: s = bf ? acu_launch_mma<96, 1>(prm, grid, stream) : acu_launch_mma<96, 0>(prm, grid, stream); break;
+        case 128: s = bf ? acu_launch_mma<128, 1>(prm, grid, stream) : acu_launch_mma<128, 0>(prm, grid, stream); break;
+        default: s = bf ? acu_launch_mma<256, 1>(prm, grid, stream) : acu_launch_mma<256, 0>(prm, grid, stream); break;
+        }
+        if (s != ATTN_OK) return s;
+    }
+    if (cudaGetLastError() != cudaSuccess) return ATTN_ERR_CUDA_RUNTIME;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                     size_t *bytes) {
+    attn__problem P;
+    attn_status s;
+    if ((s = acu_check_forward(desc, &q, &k, &v, NULL, NULL, &P, (cudaStream_t)0)) != ATTN_OK) return s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    *bytes = 0;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_forward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                              float *lse, cudaStream_t stream) {
+    acu_fwd_params prm;
+    attn_status s;
+    int maxrows;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_forward(desc, &q, &k, &v, &out, lse, &prm.P, stream)) != ATTN_OK) return s;
+    prm.aligned = acu_rows_aligned(&prm.P.q) && acu_rows_aligned(&prm.P.k) && acu_rows_aligned(&prm.P.v);
+    prm.n_splits = 1;
+    maxrows = q.seq;
+    if (prm.P.cu_q) {               /* varlen: the longest segment, plus the rows after the last one */
+        std::vector<int> cu((size_t)desc->varlen_batch + 1);
+        int i;
+        if (cudaMemcpy(cu.data(), desc->cu_seqlens_q, cu.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        maxrows = q.seq - cu[(size_t)desc->varlen_batch];
+        prm.tail = maxrows > 0;
+        for (i = 0; i < desc->varlen_batch; ++i) maxrows = ATTN__MAX(maxrows, cu[(size_t)i + 1] - cu[(size_t)i]);
+        if (maxrows < 1) maxrows = 1;
+    }
+    return acu_run(prm, maxrows, prm.P.n_seqs + prm.tail, stream);
+}
+
+/* ---- decoding over a KV cache: split-KV (flash-decoding) + the merge kernel -------------- */
+static int acu_sm_count(void) {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return n > 0 ? n : 1;
+}
+
+/* The checks of attn_cuda_decode (attn_decode's, on host copies of lens, the block table and
+   desc's arrays), the CUDA ones, and the split plan. */
+static attn_status acu_check_decode(const attn_desc *desc, const attn_tensor *q, const attn_kv_cache *cache,
+                                    const attn_tensor *out, float *lse, acu_fwd_params *prm, size_t *ws_bytes, int *maxrows,
+                                    cudaStream_t stream) {
+    attn_kv_cache hc;
+    attn_desc hd;
+    acu_host_arrays A;
+    std::vector<int> lens, table;
+    attn__call c;
+    attn_tensor qc = *q, oc;
+    attn_status s;
+    int b, mx = 0;
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if ((int)desc->kind != (int)ATTN_SOFTMAX) return attn__mech_of(desc->kind) ? ATTN_ERR_CUDA_UNSUPPORTED : ATTN_ERR_KIND;
+    if (!cache) return ATTN_ERR_KV_NULL;
+    if (!acu_is_device(q->data) || (out && !acu_is_device(out->data)) || !acu_is_device(lse) ||
+        !acu_is_device(cache->k.data) || !acu_is_device(cache->v.data) || !acu_is_device(cache->lens) ||
+        !acu_is_device(cache->block_table) || !acu_is_device(desc->bias.data) || !acu_is_device(desc->seqlens_q) ||
+        !acu_is_device(desc->alibi_slopes) || !acu_is_device(desc->workspace))
+        return ATTN_ERR_CUDA_HOST_POINTER;
+    hc = *cache;
+    if (cache->lens && cache->batch >= 1 && cache->batch < (1 << 28)) {
+        lens.resize((size_t)cache->batch);
+        if (cudaMemcpy(lens.data(), cache->lens, lens.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        hc.lens = lens.data();
+    }
+    if (cache->page_size > 0 && cache->block_table && cache->batch >= 1 && cache->max_pages >= 1 &&
+        (long long)cache->batch * cache->max_pages < (1LL << 28)) {
+        table.resize((size_t)cache->batch * (size_t)cache->max_pages);
+        if (cudaMemcpy(table.data(), cache->block_table, table.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+            { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        hc.block_table = table.data();
+    }
+    if (out) {
+        memset(&c, 0, sizeof c);
+        c.d = desc; c.q = *q; c.out = *out; c.lse = lse; c.cache = &hc;
+        if ((s = attn__check_overlap(ATTN__DECODE, &c)) != ATTN_OK) return s;
+        oc = *out;
+    }
+    if ((s = acu_arrays_copy(desc, q->batch, q->heads, &hd, &A, stream)) != ATTN_OK) return s;
+    memset(&prm->P, 0, sizeof prm->P);
+    s = attn__decode_setup(&hd, &qc, &hc, out ? &oc : NULL, &prm->P);
+    acu_arrays_free(&A);
+    if (s != ATTN_OK) return s;
+    attn__problem &P = prm->P;
+    P.seqlens_q = desc->seqlens_q; P.seqlens_k = cache->lens; P.alibi = desc->alibi_slopes;
+    P.block_table = cache->page_size ? cache->block_table : NULL;
+    P.lse = lse;
+    if (desc->dropout_p != 0.0f || desc->rope) return ATTN_ERR_CUDA_UNSUPPORTED;
+    if (q->dtype != cache->k.dtype) return ATTN_ERR_CUDA_DTYPE_MIX;
+    if (q->dtype == ATTN_F32 ? (q->dim > 256 || cache->v.dim > 256) : (!acu_head_dim_ok(q->dim) || cache->v.dim != q->dim))
+        return ATTN_ERR_CUDA_HEAD_DIM;
+    /* the split plan: enough blocks for two waves of the device's SMs, >= 64 keys a split */
+    for (b = 0; b < cache->batch; ++b) mx = ATTN__MAX(mx, lens[(size_t)b]);
+    {
+        const int rows = q->seq, f32 = q->dtype == ATTN_F32, g = q->heads / cache->k.heads;
+        const long long blocks = f32 ? (long long)cache->batch * q->heads * ((rows + ACU_F32_ROWS - 1) / ACU_F32_ROWS)
+                                     : (long long)cache->batch * cache->k.heads * (((long long)rows * g + ACU_BM - 1) / ACU_BM);
+        long long want = (2LL * acu_sm_count() + blocks - 1) / blocks, keys;
+        if (want > (mx + 63) / 64) want = (mx + 63) / 64;
+        if (want > 64) want = 64;
+        if (want < 1) want = 1;
+        keys = ((mx + want - 1) / want + 63) / 64 * 64;
+        prm->n_splits = keys > 0 ? (int)((mx + keys - 1) / keys) : 1;
+        if (prm->n_splits < 1) prm->n_splits = 1;
+        prm->split_keys = (int)keys;
+        *maxrows = rows;
+    }
+    *ws_bytes = 0;
+    if (prm->n_splits > 1) {
+        const size_t rowsn = (size_t)q->batch * q->seq * q->heads;
+        *ws_bytes = (size_t)prm->n_splits * rowsn * ((size_t)cache->v.dim + 1) * sizeof(float);
+    }
+    prm->aligned = acu_rows_aligned(&P.q) && acu_rows_aligned(&P.k) && acu_rows_aligned(&P.v);
+    return ATTN_OK;
+}
+
+static attn_status acu_launch_merge(const acu_merge_params &M, cudaStream_t stream) {
+    const long long rows = (long long)M.B * M.S * M.H;
+    if ((rows + 3) / 4 > 0x7fffffffLL) return ATTN_ERR_OVERFLOW;
+    (void)cudaGetLastError();
+    ACU_LAUNCH(acu_merge, dim3((unsigned)((rows + 3) / 4)), dim3(ACU_THREADS), 0, stream, M);
+    if (cudaGetLastError() != cudaSuccess) return ATTN_ERR_CUDA_RUNTIME;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_decode_workspace_size(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache,
+                                            size_t *bytes) {
+    acu_fwd_params prm;
+    int maxrows;
+    size_t n;
+    attn_status s;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_decode(desc, &q, cache, NULL, NULL, &prm, &n, &maxrows, (cudaStream_t)0)) != ATTN_OK) return s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    *bytes = n;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_decode(const attn_desc *desc, attn_tensor q, const attn_kv_cache *cache, attn_tensor out,
+                             float *lse, cudaStream_t stream) {
+    acu_fwd_params prm;
+    acu_merge_params M;
+    int maxrows;
+    size_t n;
+    void *ws = NULL;
+    attn_status s;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_decode(desc, &q, cache, &out, lse, &prm, &n, &maxrows, stream)) != ATTN_OK) return s;
+    if (n && desc->workspace) {
+        if (desc->workspace_size < n) return ATTN_ERR_WORKSPACE;
+        ws = desc->workspace;
+    } else if (n && cudaMalloc(&ws, n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ATTN_ERR_CUDA_RUNTIME;
+    }
+    if (prm.n_splits > 1) {
+        prm.part_out = (float *)ws;
+        prm.part_lse = prm.part_out + (size_t)prm.n_splits * q.batch * q.seq * q.heads * cache->v.dim;
+    }
+    s = acu_run(prm, maxrows, prm.P.n_seqs, stream);
+    if (s == ATTN_OK && prm.n_splits > 1) {
+        memset(&M, 0, sizeof M);
+        M.n = prm.n_splits; M.B = q.batch; M.S = q.seq; M.H = q.heads; M.Dv = cache->v.dim;
+        M.dense_out = prm.part_out; M.dense_lse = prm.part_lse;
+        M.out = prm.P.out; M.lse = lse;
+        s = acu_launch_merge(M, stream);
+    }
+    if (ws && ws != desc->workspace) {
+        if (cudaStreamSynchronize(stream) != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;
+        cudaFree(ws);
+    }
+    return s;
+}
+
+/* ---- attn_cuda_merge --------------------------------------------------------------------- */
+attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse, attn_tensor out,
+                            float *lse, cudaStream_t stream) {
+    acu_merge_params M;
+    attn__view o;
+    std::vector<attn__view> pv;
+    void *dev = NULL;
+    attn_status st;
+    int p;
+    /* attn_merge's checks, in its order */
+    if (n_parts < 1) return ATTN_ERR_MERGE_N_PARTS;
+    if (!parts || !part_lse) return ATTN_ERR_MERGE_NULL;
+    if (!out.data) return ATTN_ERR_NULL_OUT;
+    for (p = 0; p < n_parts; ++p) if (!parts[p].data || !part_lse[p]) return ATTN_ERR_MERGE_NULL;
+    if (!attn__dtype_ok(out.dtype)) return ATTN_ERR_DTYPE;
+    for (p = 0; p < n_parts; ++p) if (!attn__dtype_ok(parts[p].dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(&out)) return ATTN_ERR_OUT_SHAPE;
+    for (p = 0; p < n_parts; ++p)
+        if (parts[p].batch != out.batch || parts[p].seq != out.seq || parts[p].heads != out.heads || parts[p].dim != out.dim)
+            return ATTN_ERR_MERGE_SHAPE;
+    if (attn__tensor_bcast(&out)) return ATTN_ERR_OUT_BROADCAST;
+    if ((st = attn__make_view(&out, &o)) != ATTN_OK) return st;
+    {
+        size_t n;
+        if (!attn__mul_size((size_t)out.batch, (size_t)out.heads, &n) || !attn__mul_size(n, (size_t)out.seq, &n) ||
+            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    }
+    pv.resize((size_t)n_parts);
+    for (p = 0; p < n_parts; ++p) if ((st = attn__make_view(&parts[p], &pv[(size_t)p])) != ATTN_OK) return st;
+    /* the CUDA ones */
+    if (!acu_is_device(out.data) || !acu_is_device(lse)) return ATTN_ERR_CUDA_HOST_POINTER;
+    for (p = 0; p < n_parts; ++p)
+        if (!acu_is_device(parts[p].data) || !acu_is_device(part_lse[p])) return ATTN_ERR_CUDA_HOST_POINTER;
+    {   /* the part views and lse pointers, copied to the device */
+        const size_t vb = (size_t)n_parts * sizeof(attn__view), lb = (size_t)n_parts * sizeof(float *);
+        if (cudaMalloc(&dev, vb + lb) != cudaSuccess) { (void)cudaGetLastError(); return ATTN_ERR_CUDA_RUNTIME; }
+        if (cudaMemcpy(dev, pv.data(), vb, cudaMemcpyHostToDevice) != cudaSuccess ||
+            cudaMemcpy((char *)dev + vb, part_lse, lb, cudaMemcpyHostToDevice) != cudaSuccess) {
+            (void)cudaGetLastError(); cudaFree(dev); return ATTN_ERR_CUDA_RUNTIME;
+        }
+        memset(&M, 0, sizeof M);
+        M.n = n_parts; M.B = out.batch; M.S = out.seq; M.H = out.heads; M.Dv = out.dim;
+        M.views = (const attn__view *)dev; M.lses = (const float *const *)(const void *)((char *)dev + vb);
+        M.out = o; M.lse = lse;
+    }
+    st = acu_launch_merge(M, stream);
+    if (cudaStreamSynchronize(stream) != cudaSuccess && st == ATTN_OK) st = ATTN_ERR_CUDA_RUNTIME;
+    cudaFree(dev);
+    return st;
+}
+
+/* ---- backward ------------------------------------------------------------------------------ */
+/* attn_backward's checks in its order (on host copies of desc's arrays), then the CUDA ones. */
+static attn_status acu_check_backward(const attn_desc *desc, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                      const attn_tensor *out, const attn_tensor *dout, const float *lse, const attn_tensor *dq,
+                                      const attn_tensor *dk, const attn_tensor *dv, acu_bwd_params *prm, size_t *bytes,
+                                      cudaStream_t stream) {
+    attn__call c;
+    attn_desc hd;
+    acu_host_arrays A;
+    attn_status s;
+    const int query = dq == NULL;          /* a workspace query: q, k, v and desc only */
+    if (!desc) return ATTN_ERR_NULL_DESC;
+    if ((int)desc->kind != (int)ATTN_SOFTMAX) return attn__mech_of(desc->kind) ? ATTN_ERR_CUDA_UNSUPPORTED : ATTN_ERR_KIND;
+    if (!acu_is_device(q->data) || !acu_is_device(k->data) || !acu_is_device(v->data) || !acu_is_device(desc->bias.data) ||
+        !acu_is_device(desc->seqlens_q) || !acu_is_device(desc->seqlens_k) || !acu_is_device(desc->cu_seqlens_q) ||
+        !acu_is_device(desc->cu_seqlens_k) || !acu_is_device(desc->alibi_slopes) || !acu_is_device(desc->workspace) ||
+        (!query && (!acu_is_device(out->data) || !acu_is_device(dout->data) || !acu_is_device(lse) ||
+                    !acu_is_device(dq->data) || !acu_is_device(dk->data) || !acu_is_device(dv->data))))
+        return ATTN_ERR_CUDA_HOST_POINTER;
+    if (!query) {
+        attn__call_init(&c, desc, q, k, v);
+        c.out = *out; c.dout = *dout; c.lse_in = lse; c.dq = *dq; c.dk = *dk; c.dv = *dv;
+        if ((s = attn__check_overlap(ATTN__BACKWARD, &c)) != ATTN_OK) return s;
+    }
+    if ((s = acu_arrays_copy(desc, q->batch, q->heads, &hd, &A, stream)) != ATTN_OK) return s;
+    memset(&prm->P, 0, sizeof prm->P);
+    s = attn__check_forward(&hd, q, k, v, query ? NULL : out, &prm->P);
+    acu_arrays_free(&A);
+    if (s != ATTN_OK) return s;
+    attn__problem &P = prm->P;
+    P.seqlens_q = desc->seqlens_q; P.seqlens_k = desc->seqlens_k;
+    P.cu_q = P.cu_q ? desc->cu_seqlens_q : NULL; P.cu_k = P.cu_k ? desc->cu_seqlens_k : NULL;
+    P.alibi = desc->alibi_slopes;
+    if (!query) {
+        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
+        if (!lse) return ATTN_ERR_BWD_NULL_LSE;
+        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
+        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
+            return ATTN_ERR_DTYPE;
+        if (dout->batch != out->batch || dout->seq != out->seq || dout->heads != out->heads || dout->dim != out->dim)
+            return ATTN_ERR_BWD_DOUT_SHAPE;
+        if (dq->batch != q->batch || dq->seq != q->seq || dq->heads != q->heads || dq->dim != q->dim) return ATTN_ERR_BWD_DQ_SHAPE;
+        if (dk->batch != k->batch || dk->seq != k->seq || dk->heads != k->heads || dk->dim != k->dim) return ATTN_ERR_BWD_DK_SHAPE;
+        if (dv->batch != v->batch || dv->seq != v->seq || dv->heads != v->heads || dv->dim != v->dim) return ATTN_ERR_BWD_DV_SHAPE;
+        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+        if (desc->dbias) {
+            if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
+            if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (q->seq > 1 && P.bias_sq == 0))
+                return ATTN_ERR_BWD_DBIAS_BROADCAST;
+        }
+        if ((s = attn__make_view(dout, &prm->dout)) != ATTN_OK || (s = attn__make_view(dq, &prm->dq)) != ATTN_OK ||
+            (s = attn__make_view(dk, &prm->dk)) != ATTN_OK || (s = attn__make_view(dv, &prm->dv)) != ATTN_OK) return s;
+    }
+    if (desc->dropout_p != 0.0f || desc->rope || desc->dbias) return ATTN_ERR_CUDA_UNSUPPORTED;
+    if (q->dim > 256 || v->dim > 256) return ATTN_ERR_CUDA_HEAD_DIM;
+    prm->lse = lse;
+    *bytes = (size_t)q->batch * q->heads * q->seq * sizeof(float);
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_backward_workspace_size(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v,
+                                              size_t *bytes) {
+    acu_bwd_params prm;
+    size_t n;
+    attn_status s;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_backward(desc, &q, &k, &v, NULL, NULL, NULL, NULL, NULL, NULL, &prm, &n, (cudaStream_t)0)) != ATTN_OK)
+        return s;
+    if (!bytes) return ATTN_ERR_NULL_ARG;
+    *bytes = n;
+    return ATTN_OK;
+}
+
+attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
+                               attn_tensor dout, const float *lse, attn_tensor dq, attn_tensor dk, attn_tensor dv,
+                               cudaStream_t stream) {
+    acu_bwd_params prm;
+    size_t n;
+    void *ws = NULL;
+    attn_status s;
+    int qrows = q.seq, krows = k.seq, slices;
+    memset(&prm, 0, sizeof prm);
+    if ((s = acu_check_backward(desc, &q, &k, &v, &out, &dout, lse, &dq, &dk, &dv, &prm, &n, stream)) != ATTN_OK) return s;
+    if (desc->workspace) {
+        if (desc->workspace_size < n) return ATTN_ERR_WORKSPACE;
+        ws = desc->workspace;
+    } else if (cudaMalloc(&ws, n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ATTN_ERR_CUDA_RUNTIME;
+    }
+    prm.drow = (float *)ws;
+    if (prm.P.cu_q) {               /* varlen: the longest segments, plus the rows after the last ones */
+        std::vector<int> cq((size_t)desc->varlen_batch + 1), ck((size_t)desc->varlen_batch + 1);
+        int i;
+        if (cudaMemcpy(cq.data(), desc->cu_seqlens_q, cq.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess ||
+            cudaMemcpy(ck.data(), desc->cu_seqlens_k, ck.size() * sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) {
+            (void)cudaGetLastError();
+            if (ws != desc->workspace) cudaFree(ws);
+            return ATTN_ERR_CUDA_RUNTIME;
+        }
+        qrows = q.seq - cq[(size_t)desc->varlen_batch]; krows = k.seq - ck[(size_t)desc->varlen_batch];
+        prm.tail = qrows > 0 || krows > 0;
+        for (i = 0; i < desc->varlen_batch; ++i) {
+            qrows = ATTN__MAX(qrows, cq[(size_t)i + 1] - cq[(size_t)i]);
+            krows = ATTN__MAX(krows, ck[(size_t)i + 1] - ck[(size_t)i]);
+        }
+        qrows = ATTN__MAX(qrows, 1); krows = ATTN__MAX(krows, 1);
+    }
+    slices = prm.P.n_seqs + prm.tail;
+    s = ATTN_OK;
+    if (slices > 65535 || q.heads > 65535) s = ATTN_ERR_OVERFLOW;
+    else {
+        const long long rows = (long long)q.batch * q.seq * q.heads;
+        (void)cudaGetLastError();
+        ACU_LAUNCH(acu_bwd_drow, dim3((unsigned)((rows + 3) / 4)), dim3(ACU_THREADS), 0, stream, prm);
+        ACU_LAUNCH(acu_bwd_dkdv, dim3((unsigned)((krows + 3) / 4), (unsigned)k.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
+                   stream, prm);
+        ACU_LAUNCH(acu_bwd_dq, dim3((unsigned)((qrows + 3) / 4), (unsigned)q.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
+                   stream, prm);
+        if (cudaGetLastError() != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;
+    }
+    if (ws != desc->workspace) {
+        if (cudaStreamSynchronize(stream) != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;
+        cudaFree(ws);
+    }
+    return s;
+}
+
+#endif /* ATTN_CUDA__IMPLEMENTATION_DONE */
+#endif /* ATTN_CUDA_IMPLEMENTATION */
+#endif /* ATTN_CUDA_CUH_INCLUDED */
