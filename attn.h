@@ -8972,7 +8972,7 @@ static void attn__lin_task(void *ctx, int t, int thread) {
    compiler's -ffp-contract or the ISA. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
+#elif defined(__GNUC__) && !defined(__CUDACC__)   /* nvcc's front end rejects GCC optimize */
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
@@ -9079,7 +9079,7 @@ static void attn__perf_draw(uint64_t seed, int m, int d, int fixed_norms, float 
 }
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT DEFAULT
-#elif defined(__GNUC__)
+#elif defined(__GNUC__) && !defined(__CUDACC__)
 #pragma GCC pop_options
 #endif
 
