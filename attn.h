@@ -1704,7 +1704,7 @@ static attn_status attn__ws_acquire(void *user, size_t user_bytes, size_t bytes,
 static void attn__ws_release(attn__ws *w) { attn__free(w->owned); w->owned = NULL; }
 
 #if defined(ATTN__PTHREADS) && defined(_SC_NPROCESSORS_ONLN)
-/* sysconf reads /sys on Linux (15 us a call on a Zen 5 VM, more than a one-token decode step),
+/* sysconf reads /sys on Linux (15 us a call on an AMD EPYC Zen 4 VM, more than a one-token decode step),
    so the count is read once per process: every call with n_threads = 0 asks for it. */
 static int attn__cpu_count_value;
 static pthread_once_t attn__cpu_count_once = PTHREAD_ONCE_INIT;
@@ -2430,8 +2430,9 @@ typedef struct attn__isa {
     const char *name;
     /* 1: the forward copies f32 K/V rows that are not contiguous (e.g. [B, S, H, D], rows
        H*D floats apart) into its scratch per key block, as it does f16/bf16 ones. Measured on
-       Zen 5, one thread, S 2048, D 128, H 8: AVX2 on [B, S, H, D] went from 61 to 74 GFLOP/s
-       (85 on [B, H, S, D]); AVX-512 lost 8% with the copy, so it reads such rows in place. */
+       an AMD EPYC Zen 4 (family 25 model 17), one thread, S 2048, D 128, H 8: AVX2 on
+       [B, S, H, D] went from 61 to 74 GFLOP/s (85 on [B, H, S, D]); AVX-512 lost 8% with the
+       copy, so it reads such rows in place. */
     int pack_strided_kv;
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
@@ -8409,8 +8410,9 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
    One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
    at a time on the exact core's Q.K^T tile kernel, streamed into one heap per cluster that
-   keeps its top w (O(n log w)); each window's attention (vector layer dots, max, exp_sum,
-   axpy); per token the sum of its windows' outputs and their count. */
+   keeps its top w (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
+   (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
+   its windows' outputs and their count. */
 typedef struct attn__rt {
     const attn__problem *P;
     int n, nc, w;
@@ -8453,10 +8455,13 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 }
 
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
-    /* floats: RT [D][BQ], S [BK][BQ] (aligned, first), Q, K, X [n][D], V, acc [n][Dv], a row [D],
-       scores [w]; ints: count [n], heap sizes [BQ]; heaps [BQ][w] entries (2 each) */
-    return attn__round16((size_t)D * ATTN__BQ + ATTN__BK * ATTN__BQ + (size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1) +
-                         (size_t)D + (size_t)w + ATTN__BQ + 2 * (size_t)ATTN__BQ * w);
+    /* floats: RT [D][BQ], S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
+       acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
+       sum [BQ]; ints: count [n], heap sizes [BQ]; heaps [BQ][w] entries (2 each) */
+    const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w);
+    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1) +
+                         (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
+                         ATTN__BQ + 2 * (size_t)ATTN__BQ * w);
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
@@ -8465,9 +8470,11 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     const attn__isa *isa = R->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = R->n, D = P->q.dim, Dv = P->v.dim, w = R->w;
     float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *Q = S + ATTN__BK * ATTN__BQ, *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
-    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *sc = row + D;
-    int *cnt = (int *)(void *)(sc + w), *hn = cnt + n;
+    float *QT = S + (size_t)ATTN__MAX(ATTN__BK, w) * ATTN__BQ, *Q = QT + (size_t)D * ATTN__BQ;
+    float *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
+    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *Kw = row + D;
+    float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
+    int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n;
     attn__rt_ent *heaps = (attn__rt_ent *)(void *)(hn + ATTN__BQ);
     int i, c0, cl, s, t, e, i0;
     for (i = 0; i < n; ++i) {
@@ -8498,20 +8505,44 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         }
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
+            int q0;
             qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
-            for (s = 0; s < w; ++s) {
-                const int p = ent[s].pos;
-                float mx, sum;
-                for (t = 0; t < w; ++t) {
-                    const int j = ent[t].pos;
-                    if (P->causal && j > p) { sc[t] = -INFINITY; continue; }
-                    sc[t] = j == p ? -5e4f : isa->dot(Q + (size_t)p * D, K + (size_t)j * D, D);
+            for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
+                memcpy(Kw + (size_t)t * D, K + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
+                memcpy(Vw + (size_t)t * Dv, V + (size_t)ent[t].pos * Dv, sizeof(float) * (size_t)Dv);
+            }
+            for (q0 = 0; q0 < w; q0 += ATTN__BQ) {   /* its queries in lanes, on the tile kernels */
+                const int nl = ATTN__MIN(ATTN__BQ, w - q0), qlanes = (int)attn__round16((size_t)nl);
+                int k0;
+                for (e = 0; e < D; ++e)
+                    for (s = 0; s < qlanes; ++s) QT[(size_t)e * ATTN__BQ + s] = s < nl ? Q[(size_t)ent[q0 + s].pos * D + e] : 0.0f;
+                for (k0 = 0; k0 < w; k0 += ATTN__BK)
+                    isa->qk(Kw + (size_t)k0 * D, D, ATTN__MIN(ATTN__BK, w - k0), QT, qlanes, D, S + (size_t)k0 * ATTN__BQ);
+                for (s = 0; s < ATTN__BQ; ++s) { mx[s] = -INFINITY; sum[s] = 0.0f; }   /* sum: pv's alpha */
+                for (t = 0; t < w; ++t) {            /* causal: later keys -inf; the query's own key -5e4 */
+                    const int j = ent[t].pos, cut = P->causal ? j : INT_MIN;
+                    float *st = S + (size_t)t * ATTN__BQ;
+                    for (s = 0; s < nl; ++s) {
+                        const int p = ent[q0 + s].pos;
+                        float x = cut > p ? -INFINITY : st[s];
+                        x = j == p ? -5e4f : x;
+                        st[s] = x;
+                        mx[s] = mx[s] > x ? mx[s] : x;   /* >= -5e4: the query's own key is in the window */
+                    }
                 }
-                mx = isa->max(sc, w);                /* >= -5e4: the query's own key is in the window */
-                sum = isa->exp_sum(sc, sc, mx, w);
-                for (t = 0; t < w; ++t)
-                    if (sc[t] != 0.0f) isa->axpy(acc + (size_t)p * Dv, sc[t] / sum, V + (size_t)ent[t].pos * Dv, Dv);
-                cnt[p]++;
+                for (t = 0; t < w; ++t) {
+                    float *st = S + (size_t)t * ATTN__BQ;
+                    for (s = 0; s < nl; ++s) st[s] -= mx[s];
+                    (void)isa->exp_sum(st, st, 0.0f, nl);
+                    for (s = 0; s < nl; ++s) sum[s] += st[s];
+                }
+                memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
+                isa->pv(S, w, nl, Vw, Dv, Dv, sum /* finite (0 past nl): O is 0 */, O, (size_t)Dv);
+                for (s = 0; s < nl; ++s) {
+                    const int p = ent[q0 + s].pos;
+                    isa->axpy(acc + (size_t)p * Dv, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
+                    cnt[p]++;
+                }
             }
         }
     }
