@@ -2317,6 +2317,26 @@ typedef struct attn__smx {
                                            converted once, so |p - j| stays exact past 2^24 */
 } attn__smx;
 
+/* One tile of Mamba's selective scan on a block of 16 channels: the vector layer's fused
+   kernel (ssm_scan below; 3.16 drives it). Channel c < 16 of the block reads tokens [0, nt) of
+   its fp32 rows u[c], dl[c] (delta) and z[c] and writes y[c]; its A, constant B / C and state
+   rows hold N floats each (A[c][n], ...). Rows of channels past the block's w point at a zero
+   row (inputs) or a scratch row (outputs), so the SIMD kernels run 16 lanes with no masks;
+   the scalar kernel skips them. Per channel and token:
+     dt = dl + bias (softplus(dt) if softplus, threshold 20);  x_n = exp(dt A_n) x_n + dt u B_n
+     y = (sum_n C_n x_n + dsk u) * silu(z)      (the sum in n order; silu only with has_z)
+   B_n, C_n: bc_const ? Bc[c][n] : Bt[n ldb + t] (shared by the block). The state is read from
+   xin[c] and written to xout[c] (may be the same rows). scratch: 4 N x 16 floats, 64-aligned. */
+typedef struct attn__ssm_k {
+    const float *u[16], *dl[16], *z[16], *A[16], *Bc[16], *Cc[16], *xin[16];
+    float *y[16], *xout[16];
+    const float *Bt, *Ct;          /* per-token B / C: row n at Bt + n ldb */
+    ptrdiff_t ldb;
+    float bias[16], dsk[16];
+    float *scratch;
+    int N, nt, w, softplus, has_z, bc_const;
+} attn__ssm_k;
+
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
     const char *name;
@@ -2348,6 +2368,9 @@ typedef struct attn__isa {
     float (*exp_sum)(float *y, const float *x, float m, int n);
     /* y[i] = a[i] b[i] + c x[i]; y may be a, b or x (element i is read before it is written) */
     void (*madd)(float *y, const float *a, const float *b, float c, const float *x, int n);
+    /* Mamba's selective scan on one tile of 16 channels (attn__ssm_k): channels in the lanes,
+       the state in registers / L1, exp and softplus / silu vectorised */
+    void (*ssm_scan)(const attn__ssm_k *k);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -2481,9 +2504,41 @@ static void attn__madd_scalar(float *y, const float *a, const float *b, float c,
     for (i = 0; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
 }
 
+/* softplus with PyTorch's threshold: v > 20 stays v */
+static float attn__softplus_scalar(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
+
+static void attn__ssm_scan_scalar(const attn__ssm_k *k) {
+    const int N = k->N;
+    float *x = k->scratch;
+    int c, t, n;
+    for (c = 0; c < k->w; ++c) {
+        const float *A = k->A[c];
+        for (n = 0; n < N; ++n) x[n] = k->xin[c][n];
+        for (t = 0; t < k->nt; ++t) {
+            const float uv = k->u[c][t], dt = k->softplus ? attn__softplus_scalar(k->dl[c][t] + k->bias[c]) : k->dl[c][t] + k->bias[c];
+            const float du = dt * uv;
+            float y = k->dsk[c] * uv;
+            if (k->bc_const)
+                for (n = 0; n < N; ++n) {
+                    x[n] = expf(dt * A[n]) * x[n] + du * k->Bc[c][n];
+                    y += k->Cc[c][n] * x[n];
+                }
+            else
+                for (n = 0; n < N; ++n) {
+                    x[n] = expf(dt * A[n]) * x[n] + du * k->Bt[(ptrdiff_t)n * k->ldb + t];
+                    y += k->Ct[(ptrdiff_t)n * k->ldb + t] * x[n];
+                }
+            if (k->has_z) { const float zv = k->z[c][t]; y *= zv / (1.0f + expf(-zv)); }
+            k->y[c][t] = y;
+        }
+        for (n = 0; n < N; ++n) k->xout[c][n] = x[n];
+    }
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
-    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar
+    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
+    attn__ssm_scan_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -2875,10 +2930,181 @@ ATTN__T512 static void attn__madd_avx512(float *y, const float *a, const float *
     }
 }
 
+/* ---- the selective scan's fused kernel (attn__ssm_k) on 16 lanes ---- */
+
+/* 2^t for finite t (the scan's exp(dt A) = 2^(dt A log2 e), A prescaled, |dt|, |A log2 e|
+   clamped to 1e18 so t stays finite): t = n + r, |r| <= 1/2, 2^r = 1 + r P(r) with a degree-4
+   P fitted to 2^r on [-1/2, 1/2] (relative error 9.2e-8, so about 1.5 ulp with the rounding),
+   2^n by scalef (0 and inf past the float range). Shares its constants with every ISA. */
+#define ATTN__EXP2_C1 0.6931469776f
+#define ATTN__EXP2_C2 0.2402224207f
+#define ATTN__EXP2_C3 0.0555073373f
+#define ATTN__EXP2_C4 0.0096715134f
+#define ATTN__EXP2_C5 0.0013264732f
+ATTN__T512 static ATTN__INLINE __m512 attn__exp2_512(__m512 t) {
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), r = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(ATTN__EXP2_C5), r, _mm512_set1_ps(ATTN__EXP2_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN__EXP2_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN__EXP2_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN__EXP2_C1));
+    return _mm512_scalef_ps(_mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f)), n);
+}
+/* max(-1e18, min(1e18, v)), NaN kept */
+ATTN__T512 static ATTN__INLINE __m512 attn__clamp18_512(__m512 v) {
+    return _mm512_max_ps(_mm512_set1_ps(-1e18f), _mm512_min_ps(_mm512_set1_ps(1e18f), v));
+}
+
+/* 16 x 16 transpose in registers: lane j of r[i] becomes lane i of r[j] */
+ATTN__T512 static ATTN__INLINE void attn__tr16_512(__m512 *r) {
+    __m512 t[16];
+    int i, j;
+    for (i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 4; ++i) {           /* r[4i + j], 128-bit lane l: rows 4i..4i+3 of column 4l + j */
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (j = 0; j < 4; ++j) {
+        const __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+        const __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88), d = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+        t[j] = _mm512_shuffle_f32x4(a, c, 0x88);
+        t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);
+        t[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);
+    }
+    for (i = 0; i < 16; ++i) r[i] = t[i];
+}
+/* dst[n][16] = rows[c][n] for n < N */
+ATTN__T512 static void attn__ssm_in512(const float *const *rows, int N, float *dst) {
+    __m512 r[16];
+    int c, n0, n;
+    for (n0 = 0; n0 + 16 <= N; n0 += 16) {
+        for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(rows[c] + n0);
+        attn__tr16_512(r);
+        for (c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (size_t)(n0 + c) * 16, r[c]);
+    }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) dst[(size_t)n * 16 + c] = rows[c][n];
+}
+/* rows[c][n] = src[n][16] for n < N */
+ATTN__T512 static void attn__ssm_out512(const float *src, float *const *rows, int N) {
+    __m512 r[16];
+    int c, n0, n;
+    for (n0 = 0; n0 + 16 <= N; n0 += 16) {
+        for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(src + (size_t)(n0 + c) * 16);
+        attn__tr16_512(r);
+        for (c = 0; c < 16; ++c) _mm512_storeu_ps(rows[c] + n0, r[c]);
+    }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) rows[c][n] = src[(size_t)n * 16 + c];
+}
+/* softplus, threshold 20: log1p(e^v) = log(u) e / (u - 1), u = 1 + e (the correction of u's
+   rounding), log u = k ln 2 + 2 atanh(s), u = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m-1)/(m+1),
+   the atanh series to s^9 (|s| < 0.172: < 2^-30) */
+ATTN__T512 static ATTN__INLINE __m512 attn__softplus512(__m512 v) {
+    const __m512 one = _mm512_set1_ps(1.0f), e = attn__exp512(v), u = _mm512_add_ps(one, e), d = _mm512_sub_ps(u, one);
+    const __m512i bits = _mm512_castps_si512(u), man = _mm512_and_si512(bits, _mm512_set1_epi32(0x007fffff));
+    const __mmask16 big = _mm512_cmpgt_epi32_mask(man, _mm512_set1_epi32(0x003504f3));
+    const __m512 m = _mm512_castsi512_ps(_mm512_or_si512(man, _mm512_mask_blend_epi32(big, _mm512_set1_epi32(0x3f800000),
+                                                                                       _mm512_set1_epi32(0x3f000000))));
+    __m512i ki = _mm512_sub_epi32(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(127));
+    __m512 s, s2, p, lg;
+    ki = _mm512_mask_add_epi32(ki, big, ki, _mm512_set1_epi32(1));
+    s = _mm512_div_ps(_mm512_sub_ps(m, one), _mm512_add_ps(m, one));
+    s2 = _mm512_mul_ps(s, s);
+    p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 9), s2, _mm512_set1_ps(1.0f / 7));
+    p = _mm512_fmadd_ps(p, s2, _mm512_set1_ps(1.0f / 5));
+    p = _mm512_fmadd_ps(p, s2, _mm512_set1_ps(1.0f / 3));
+    p = _mm512_fmadd_ps(p, s2, one);
+    lg = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ki), _mm512_set1_ps(0.693147180559945f), _mm512_mul_ps(_mm512_add_ps(s, s), p));
+    lg = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_EQ_OQ), _mm512_mul_ps(lg, _mm512_div_ps(e, d)), e);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(20.0f), _CMP_GT_OQ), lg, v);
+}
+/* tokens [t0, t0 + m) of 16 rows -> dst[j][16] (m = 16: one register transpose) */
+ATTN__T512 static ATTN__INLINE void attn__ssm_tile_in512(const float *const *rows, int t0, int m, float *dst) {
+    int c, j;
+    if (m == 16) {
+        __m512 r[16];
+        for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(rows[c] + t0);
+        attn__tr16_512(r);
+        for (c = 0; c < 16; ++c) _mm512_storeu_ps(dst + 16 * c, r[c]);
+    } else
+        for (j = 0; j < m; ++j)
+            for (c = 0; c < 16; ++c) dst[16 * j + c] = rows[c][t0 + j];
+}
+ATTN__T512 static void attn__ssm_scan_avx512(const attn__ssm_k *k) {
+    const int N = k->N, nt = k->nt;
+    const ptrdiff_t ldb = k->ldb;
+    float *x = k->scratch, *A = x + (size_t)N * 16, *Bc = A + (size_t)N * 16, *Cc = Bc + (size_t)N * 16;
+    float tu[256], td[256], tz[256], ty[256];
+    const __m512 bias = _mm512_loadu_ps(k->bias), dsk = _mm512_loadu_ps(k->dsk), one = _mm512_set1_ps(1.0f);
+    int t0, j, n, c;
+    attn__ssm_in512(k->xin, N, x);
+    attn__ssm_in512(k->A, N, A);
+    for (n = 0; n < N; ++n)
+        _mm512_storeu_ps(A + 16 * n, attn__clamp18_512(_mm512_mul_ps(_mm512_loadu_ps(A + 16 * n), _mm512_set1_ps(1.44269504088896341f))));
+    if (k->bc_const) { attn__ssm_in512(k->Bc, N, Bc); attn__ssm_in512(k->Cc, N, Cc); }
+    for (t0 = 0; t0 < nt; t0 += 16) {
+        const int m = ATTN__MIN(16, nt - t0);
+        attn__ssm_tile_in512(k->u, t0, m, tu);
+        attn__ssm_tile_in512(k->dl, t0, m, td);
+        if (k->has_z) attn__ssm_tile_in512(k->z, t0, m, tz);
+        for (j = 0; j < m; ++j) {            /* per token: dt (clamped for the exp: tz), dt u (tu), D u (ty) */
+            const __m512 uv = _mm512_loadu_ps(tu + 16 * j);
+            __m512 dt = _mm512_add_ps(_mm512_loadu_ps(td + 16 * j), bias);
+            if (k->softplus) dt = attn__softplus512(dt);
+            _mm512_storeu_ps(td + 16 * j, attn__clamp18_512(dt));
+            _mm512_storeu_ps(tu + 16 * j, _mm512_mul_ps(dt, uv));
+            _mm512_storeu_ps(ty + 16 * j, _mm512_mul_ps(dsk, uv));
+        }
+        for (n = 0; n < N; ++n) {            /* state n in a register across the tokens */
+            const __m512 a = _mm512_loadu_ps(A + 16 * n);
+            __m512 xn = _mm512_loadu_ps(x + 16 * n);
+            if (k->bc_const) {
+                const __m512 bn = _mm512_loadu_ps(Bc + 16 * n), cn = _mm512_loadu_ps(Cc + 16 * n);
+                for (j = 0; j < m; ++j) {
+                    const __m512 e = attn__exp2_512(_mm512_mul_ps(_mm512_loadu_ps(td + 16 * j), a));
+                    xn = _mm512_fmadd_ps(e, xn, _mm512_mul_ps(_mm512_loadu_ps(tu + 16 * j), bn));
+                    _mm512_storeu_ps(ty + 16 * j, _mm512_fmadd_ps(cn, xn, _mm512_loadu_ps(ty + 16 * j)));
+                }
+            } else {
+                const float *Bt = k->Bt + n * ldb + t0, *Ct = k->Ct + n * ldb + t0;
+                for (j = 0; j < m; ++j) {
+                    const __m512 e = attn__exp2_512(_mm512_mul_ps(_mm512_loadu_ps(td + 16 * j), a));
+                    xn = _mm512_fmadd_ps(e, xn, _mm512_mul_ps(_mm512_loadu_ps(tu + 16 * j), _mm512_set1_ps(Bt[j])));
+                    _mm512_storeu_ps(ty + 16 * j, _mm512_fmadd_ps(_mm512_set1_ps(Ct[j]), xn, _mm512_loadu_ps(ty + 16 * j)));
+                }
+            }
+            _mm512_storeu_ps(x + 16 * n, xn);
+        }
+        if (k->has_z)                        /* y *= z / (1 + e^-z) */
+            for (j = 0; j < m; ++j) {
+                const __m512 z = _mm512_loadu_ps(tz + 16 * j);
+                _mm512_storeu_ps(ty + 16 * j, _mm512_mul_ps(_mm512_loadu_ps(ty + 16 * j),
+                                 _mm512_div_ps(z, _mm512_add_ps(one, attn__exp512(_mm512_sub_ps(_mm512_setzero_ps(), z))))));
+            }
+        if (m == 16) {
+            __m512 r[16];
+            for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(ty + 16 * c);
+            attn__tr16_512(r);
+            for (c = 0; c < 16; ++c) _mm512_storeu_ps(k->y[c] + t0, r[c]);
+        } else
+            for (j = 0; j < m; ++j)
+                for (c = 0; c < 16; ++c) k->y[c][t0 + j] = ty[16 * j + c];
+    }
+    attn__ssm_out512(x, k->xout, N);
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
-    attn__madd_avx512
+    attn__madd_avx512, attn__ssm_scan_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -3178,7 +3404,8 @@ ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b,
 
 static const attn__isa attn__isa_avx2 = {
     "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
-    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2
+    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
+    attn__ssm_scan_scalar
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -3422,7 +3649,8 @@ static void attn__madd_neon(float *y, const float *a, const float *b, float c, c
 
 static const attn__isa attn__isa_neon = {
     "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
-    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon
+    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
+    attn__ssm_scan_scalar
 };
 #endif /* ATTN__NEON */
 
@@ -9652,10 +9880,8 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
    is one exp over the block's N x W lanes, one madd (x = exp(dt A) x + B_n dt u) and one axpy
    (y += C_n x) with B_n, C_n scalars shared by the whole group. Each (sequence, channel block)
    is one task that runs its tokens in order: results never depend on the thread count. */
-#define ATTN__SSM_W 64          /* channels per block (lanes of the recurrence) */
-#define ATTN__SSM_T 128         /* tokens per chunk staged in the workspace: channel rows of
-                                   [B, D, L] tensors are L apart, so short row pieces thrash
-                                   the cache (32 tokens ran 1.4x slower than 128) */
+#define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
+#define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
 
 /* A resolved view: element strides (dense defaults filled in). */
@@ -9707,27 +9933,6 @@ static size_t attn__ssm_ws_bytes(int n_threads, size_t floats) {
     return b;
 }
 
-/* softplus with PyTorch's threshold 20, in place on x[0, n): x > 20 stays x, else log(1 + e^x)
-   with e^x from the vector layer and log1p as log(u) e / (u - 1), u = 1 + e (the classic
-   correction of u's rounding), log(u) = k ln 2 + 2 atanh(s) for u = 2^k m, m in [sqrt(1/2),
-   sqrt(2)), s = (m - 1) / (m + 1), |s| < 0.172: the series to s^9 leaves < 2^-30. e is scratch. */
-static void attn__ssm_softplus(const attn__isa *V, float *x, float *e, int n) {
-    int i;
-    V->exp_sum(e, x, 0.0f, n);
-    for (i = 0; i < n; ++i) {         /* branch-free, so compilers vectorise it */
-        const float ei = e[i], u = 1.0f + ei, d = u - 1.0f;
-        const uint32_t bits = attn__f32_to_bits(u);
-        const int big = (bits & 0x007fffffu) > 0x003504f3u;                /* mantissa > sqrt(2) */
-        const float m = attn__bits_to_f32((bits & 0x007fffffu) | (big ? 0x3f000000u : 0x3f800000u));
-        const float k = (float)((int)(bits >> 23) - 127 + big);
-        const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-        const float lg = k * 0.693147180559945f +
-                         2.0f * s * (1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9)))));
-        const float sp = d == 0.0f ? ei : lg * (ei / d);
-        x[i] = x[i] > 20.0f ? x[i] : sp;
-    }
-}
-
 /* ---- Mamba selective scan ---- */
 typedef struct attn__ssm_scan {
     const attn__isa *V;
@@ -9742,100 +9947,102 @@ typedef struct attn__ssm_scan {
     size_t ws_floats;
 } attn__ssm_scan;
 
+/* per-thread scratch: the kernel's 4 N x 16, the carried state ATTN__SSM_W x N, converted
+   rows (u, delta, z, y: 16 x T each; B, C: N x T each), a zero row and a scratch row */
 static size_t attn__ssm_scan_floats(int N) {
-    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T;
-    return attn__ssm_round((size_t)N * W * 6 + W * T * 6 + (size_t)N * T * 2 + T);
+    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T, R = ATTN__MAX((size_t)N, T);
+    return attn__ssm_round((size_t)N * 16 * 4) + attn__ssm_round(W * N) + attn__ssm_round((size_t)2 * N * W) +
+           16 * T * 4 + attn__ssm_round((size_t)N * T * 2) + attn__ssm_round(R) * 2;
 }
 
+/* the rows of 16 channels [c0, c0 + 16) of v at token t0 (channels past w: `pad`); a tensor
+   that is not fp32 is converted into buf ([16][T]: nt tokens) */
+static void attn__ssm_rows(const attn__isa *V, const attn__ssm_tv *v, int b, int c0, int w, int t0, int nt, float *buf,
+                           const float *pad, const float **rows) {
+    int c;
+    for (c = 0; c < 16; ++c)
+        if (c >= w) rows[c] = pad;
+        else if (v->dt == ATTN_F32) rows[c] = (const float *)attn__ssm_at(v, b, c0 + c, t0);
+        else {
+            V->load(attn__ssm_at(v, b, c0 + c, t0), v->dt, buf + (size_t)c * ATTN__SSM_T, nt, 1.0f);
+            rows[c] = buf + (size_t)c * ATTN__SSM_T;
+        }
+}
+
+/* One (sequence set, channel block of ATTN__SSM_W) task: tiles of T tokens, each staged once
+   (per-token B and C, converted rows) and run by the vector layer's ssm_scan on the block's
+   16-channel pieces, the state carried in the workspace between tiles. */
 static void attn__ssm_scan_task(void *ctx, int task, int thread) {
     const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
     const attn__isa *V = P->V;
-    const int N = P->N, T = ATTN__SSM_T;
+    const int N = P->N, T = ATTN__SSM_T, R = (int)attn__ssm_round((size_t)ATTN__MAX(N, T));
     const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
     const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
     float *f = P->ws + P->ws_floats * (size_t)thread;
-    float *At = f, *Bt = At + (size_t)N * w, *Ct = Bt + (size_t)N * w, *x = Ct + (size_t)N * w;
-    float *E = x + (size_t)N * w, *tmp = E + (size_t)N * w;
-    float *ub = tmp + (size_t)N * w, *db = ub + (size_t)w * T, *zb = db + (size_t)w * T, *yb = ub;   /* rows [c][t] */
-    float *dt = zb + (size_t)w * T, *du = dt + (size_t)w * T, *yt = du + (size_t)w * T;             /* [t][c] */
-    float *bb = yt + (size_t)w * T, *cb = bb + (size_t)N * T, *zt = cb + (size_t)N * T;
-    int c, n, t, seg, s_lo, s_hi;
-    for (c = 0; c < w; ++c)
-        for (n = 0; n < N; ++n) At[(size_t)n * w + c] = P->A[(size_t)(c0 + c) * N + n];
+    float *scr = f, *xb = scr + attn__ssm_round((size_t)N * 16 * 4);
+    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N);           /* const B, C rows [2][W][N] */
+    float *ub = bcv + attn__ssm_round((size_t)2 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
+    float *bb = yb + 16 * T, *cb = bb + (size_t)N * T, *zero = bb + attn__ssm_round((size_t)N * T * 2), *dump = zero + R;
+    attn__ssm_k k;
+    int c, n, s0, seg, s_lo, s_hi;
+    memset(zero, 0, sizeof(float) * (size_t)R);
+    memset(&k, 0, sizeof k);
+    k.N = N; k.softplus = P->softplus; k.has_z = P->has_z; k.bc_const = P->bc_const; k.scratch = scr;
     if (P->bc_const)
         for (c = 0; c < w; ++c) {
-            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, tmp, N, 1.0f);
-            for (n = 0; n < N; ++n) Bt[(size_t)n * w + c] = tmp[n];
-            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, tmp, N, 1.0f);
-            for (n = 0; n < N; ++n) Ct[(size_t)n * w + c] = tmp[n];
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * N, N, 1.0f);
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * N, N, 1.0f);
         }
-    /* the sequences this task runs: one per batch entry, or every packed one */
     if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
     for (seg = s_lo; seg < s_hi; ++seg) {
         const int t_beg = P->cu ? P->cu[seg] : 0, t_end = P->cu ? P->cu[seg + 1] : P->L;
         int t0;
-        for (c = 0; c < w; ++c)
-            for (n = 0; n < N; ++n)
-                x[(size_t)n * w + c] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N + n] : 0.0f;
+        if (t_beg == t_end) {                          /* an empty sequence: the state passes through */
+            if (P->sout)
+                for (c = 0; c < w; ++c)
+                    for (n = 0; n < N; ++n)
+                        P->sout[((size_t)seg * P->D + c0 + c) * N + n] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N + n] : 0.0f;
+            continue;
+        }
         for (t0 = t_beg; t0 < t_end; t0 += T) {
-            const int nt = ATTN__MIN(T, t_end - t0);
-            for (c = 0; c < w; ++c) {
-                V->load(attn__ssm_at(&P->u, b, c0 + c, t0), P->u.dt, ub + (size_t)c * T, nt, 1.0f);
-                V->load(attn__ssm_at(&P->dl, b, c0 + c, t0), P->dl.dt, db + (size_t)c * T, nt, 1.0f);
-                if (P->has_z) V->load(attn__ssm_at(&P->z, b, c0 + c, t0), P->z.dt, zb + (size_t)c * T, nt, 1.0f);
-            }
-            if (!P->bc_const)
-                for (n = 0; n < N; ++n) {
-                    V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
-                    V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
-                }
-            /* tokens x channels: dt = delta + delta_bias (softplus), du = dt u, y = D u */
-            for (c = 0; c < w; ++c) {
-                const float bias = P->dbias ? P->dbias[c0 + c] : 0.0f, dsk = P->Dk ? P->Dk[c0 + c] : 0.0f;
-                float *dc = db + (size_t)c * T;
-                for (t = 0; t < nt; ++t) dc[t] += bias;
-                if (P->softplus) attn__ssm_softplus(V, dc, zt, nt);
-                for (t = 0; t < nt; ++t) {
-                    const float uv = ub[(size_t)c * T + t], dv = dc[t];
-                    dt[(size_t)t * w + c] = dv;
-                    du[(size_t)t * w + c] = dv * uv;
-                    yt[(size_t)t * w + c] = dsk * uv;
-                }
-            }
-            for (t = 0; t < nt; ++t) {
-                const float *dtr = dt + (size_t)t * w, *dur = du + (size_t)t * w;
-                float *yr = yt + (size_t)t * w;
-                for (n = 0; n < N; ++n) V->madd(tmp + (size_t)n * w, dtr, At + (size_t)n * w, 0.0f, At + (size_t)n * w, w);
-                V->exp_sum(E, tmp, 0.0f, N * w);                         /* exp(dt A) */
-                if (!P->bc_const)
+            const int nt = ATTN__MIN(T, t_end - t0), last = t0 + nt == t_end;
+            k.nt = nt;
+            if (!P->bc_const) {                        /* the group's B, C rows of this tile */
+                if (P->Bm.dt == ATTN_F32 && P->Cm.dt == ATTN_F32 && P->Bm.sc == P->Cm.sc) {
+                    k.Bt = (const float *)attn__ssm_at(&P->Bm, b, g * N, t0);
+                    k.Ct = (const float *)attn__ssm_at(&P->Cm, b, g * N, t0);
+                    k.ldb = P->Bm.sc;
+                } else {
                     for (n = 0; n < N; ++n) {
-                        float *xn = x + (size_t)n * w;
-                        V->madd(xn, E + (size_t)n * w, xn, bb[(size_t)n * T + t], dur, w);
-                        V->axpy(yr, cb[(size_t)n * T + t], xn, w);
+                        V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                        V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
                     }
-                else
-                    for (n = 0; n < N; ++n) {
-                        float *xn = x + (size_t)n * w, *tn = tmp + (size_t)n * w;
-                        V->madd(tn, dur, Bt + (size_t)n * w, 0.0f, dur, w);     /* dt u B[d][n] */
-                        V->madd(xn, E + (size_t)n * w, xn, 1.0f, tn, w);
-                        V->madd(yr, xn, Ct + (size_t)n * w, 1.0f, yr, w);
-                    }
-            }
-            for (c = 0; c < w; ++c) {
-                float *yc = yb + (size_t)c * T;
-                for (t = 0; t < nt; ++t) yc[t] = yt[(size_t)t * w + c];
-                if (P->has_z) {                                          /* y *= z / (1 + e^-z) */
-                    const float *zc = zb + (size_t)c * T;
-                    for (t = 0; t < nt; ++t) zt[t] = -zc[t];
-                    V->exp_sum(zt, zt, 0.0f, nt);
-                    for (t = 0; t < nt; ++t) yc[t] *= zc[t] / (1.0f + zt[t]);
+                    k.Bt = bb; k.Ct = cb; k.ldb = T;
                 }
-                V->store((void *)attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
+            }
+            for (s0 = 0; s0 < w; s0 += 16) {           /* the block's 16-channel pieces */
+                const int ws16 = ATTN__MIN(16, w - s0), cs = c0 + s0;
+                k.w = ws16;
+                attn__ssm_rows(V, &P->u, b, cs, ws16, t0, nt, ub, zero, k.u);
+                attn__ssm_rows(V, &P->dl, b, cs, ws16, t0, nt, db, zero, k.dl);
+                if (P->has_z) attn__ssm_rows(V, &P->z, b, cs, ws16, t0, nt, zb, zero, k.z);
+                for (c = 0; c < 16; ++c) {
+                    const int in = c < ws16;
+                    float *xr = xb + (size_t)(s0 + c) * N;
+                    k.A[c] = in ? P->A + (size_t)(cs + c) * N : zero;
+                    k.Bc[c] = in ? bcv + (size_t)(s0 + c) * N : zero;
+                    k.Cc[c] = in ? bcv + (size_t)(ATTN__SSM_W + s0 + c) * N : zero;
+                    k.bias[c] = in && P->dbias ? P->dbias[cs + c] : 0.0f;
+                    k.dsk[c] = in && P->Dk ? P->Dk[cs + c] : 0.0f;
+                    k.xin[c] = !in ? zero : t0 != t_beg ? xr : P->sin ? P->sin + ((size_t)seg * P->D + cs + c) * N : zero;
+                    k.xout[c] = !in ? dump : last && P->sout ? P->sout + ((size_t)seg * P->D + cs + c) * N : xr;
+                    k.y[c] = !in ? dump : P->y.dt == ATTN_F32 ? (float *)attn__ssm_at(&P->y, b, cs + c, t0) : yb + (size_t)c * T;
+                }
+                V->ssm_scan(&k);
+                if (P->y.dt != ATTN_F32)
+                    for (c = 0; c < ws16; ++c) V->store((void *)attn__ssm_at(&P->y, b, cs + c, t0), P->y.dt, yb + (size_t)c * T, nt, 1.0f);
             }
         }
-        if (P->sout)
-            for (c = 0; c < w; ++c)
-                for (n = 0; n < N; ++n) P->sout[((size_t)seg * P->D + c0 + c) * N + n] = x[(size_t)n * w + c];
     }
 }
 
