@@ -2336,6 +2336,13 @@ typedef struct attn__ssm_k {
     float *scratch;
     int N, nt, w, softplus, has_z, bc_const;
 } attn__ssm_k;
+/* 2^r = 1 + r (C1 + r (C2 + r (C3 + r (C4 + r C5)))) on |r| <= 1/2, relative error 9.2e-8: the
+   scan kernels' exp(dt A) = 2^(dt A log2 e) (A prescaled by log2 e) */
+#define ATTN__EXP2_C1 0.6931469776f
+#define ATTN__EXP2_C2 0.2402224207f
+#define ATTN__EXP2_C3 0.0555073373f
+#define ATTN__EXP2_C4 0.0096715134f
+#define ATTN__EXP2_C5 0.0013264732f
 
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
@@ -2935,12 +2942,8 @@ ATTN__T512 static void attn__madd_avx512(float *y, const float *a, const float *
 /* 2^t for finite t (the scan's exp(dt A) = 2^(dt A log2 e), A prescaled, |dt|, |A log2 e|
    clamped to 1e18 so t stays finite): t = n + r, |r| <= 1/2, 2^r = 1 + r P(r) with a degree-4
    P fitted to 2^r on [-1/2, 1/2] (relative error 9.2e-8, so about 1.5 ulp with the rounding),
-   2^n by scalef (0 and inf past the float range). Shares its constants with every ISA. */
-#define ATTN__EXP2_C1 0.6931469776f
-#define ATTN__EXP2_C2 0.2402224207f
-#define ATTN__EXP2_C3 0.0555073373f
-#define ATTN__EXP2_C4 0.0096715134f
-#define ATTN__EXP2_C5 0.0013264732f
+   2^n by scalef (0 and inf past the float range). The coefficients ATTN__EXP2_C* (3.5's top)
+   are every ISA's. */
 ATTN__T512 static ATTN__INLINE __m512 attn__exp2_512(__m512 t) {
     const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), r = _mm512_sub_ps(t, n);
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(ATTN__EXP2_C5), r, _mm512_set1_ps(ATTN__EXP2_C4));
@@ -3402,10 +3405,174 @@ ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b,
     }
 }
 
+/* ---- the selective scan's fused kernel (attn__ssm_k) on 2 x 8 lanes ---- */
+
+/* 2^t (attn__exp2_512's polynomial), t clamped to [-127, 128]: 2^n built in the exponent field
+   (n = -127: 0, n = 128: inf), NaN kept */
+ATTN__T256 static ATTN__INLINE __m256 attn__exp2_256(__m256 t) {
+    __m256 n, r, p;
+    t = _mm256_max_ps(_mm256_set1_ps(-127.0f), _mm256_min_ps(_mm256_set1_ps(128.0f), t));
+    n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_sub_ps(t, n);
+    p = _mm256_fmadd_ps(_mm256_set1_ps(ATTN__EXP2_C5), r, _mm256_set1_ps(ATTN__EXP2_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN__EXP2_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN__EXP2_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN__EXP2_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+ATTN__T256 static ATTN__INLINE __m256 attn__clamp18_256(__m256 v) {
+    return _mm256_max_ps(_mm256_set1_ps(-1e18f), _mm256_min_ps(_mm256_set1_ps(1e18f), v));
+}
+/* 8 x 8 transpose in registers */
+ATTN__T256 static ATTN__INLINE void attn__tr8_256(__m256 *r) {
+    __m256 t[8], q[8];
+    int i;
+    for (i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 2; ++i) {             /* q[4i + j], 128-bit lane l: rows 4i..4i+3 of column 4l + j */
+        q[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        q[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        q[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        q[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (i = 0; i < 4; ++i) {
+        r[i] = _mm256_permute2f128_ps(q[i], q[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(q[i], q[4 + i], 0x31);
+    }
+}
+/* dst[n][16] = rows[c][n] for n < N */
+ATTN__T256 static void attn__ssm_in256(const float *const *rows, int N, float *dst) {
+    __m256 r[8];
+    int c, n0, n, h;
+    for (n0 = 0; n0 + 8 <= N; n0 += 8)
+        for (h = 0; h < 16; h += 8) {
+            for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(rows[h + c] + n0);
+            attn__tr8_256(r);
+            for (c = 0; c < 8; ++c) _mm256_storeu_ps(dst + (size_t)(n0 + c) * 16 + h, r[c]);
+        }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) dst[(size_t)n * 16 + c] = rows[c][n];
+}
+/* rows[c][n] = src[n][16] for n < N */
+ATTN__T256 static void attn__ssm_out256(const float *src, float *const *rows, int N) {
+    __m256 r[8];
+    int c, n0, n, h;
+    for (n0 = 0; n0 + 8 <= N; n0 += 8)
+        for (h = 0; h < 16; h += 8) {
+            for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(src + (size_t)(n0 + c) * 16 + h);
+            attn__tr8_256(r);
+            for (c = 0; c < 8; ++c) _mm256_storeu_ps(rows[h + c] + n0, r[c]);
+        }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) rows[c][n] = src[(size_t)n * 16 + c];
+}
+/* softplus as attn__softplus512 */
+ATTN__T256 static ATTN__INLINE __m256 attn__softplus256(__m256 v) {
+    const __m256 one = _mm256_set1_ps(1.0f), e = attn__exp256(v), u = _mm256_add_ps(one, e), d = _mm256_sub_ps(u, one);
+    const __m256i bits = _mm256_castps_si256(u), man = _mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff));
+    const __m256i big = _mm256_cmpgt_epi32(man, _mm256_set1_epi32(0x003504f3));
+    const __m256 m = _mm256_castsi256_ps(_mm256_or_si256(man, _mm256_xor_si256(_mm256_set1_epi32(0x3f800000),
+                                                                              _mm256_and_si256(big, _mm256_set1_epi32(0x00800000)))));
+    const __m256i ki = _mm256_sub_epi32(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127)), big);
+    const __m256 s = _mm256_div_ps(_mm256_sub_ps(m, one), _mm256_add_ps(m, one)), s2 = _mm256_mul_ps(s, s);
+    __m256 p, lg;
+    p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 9), s2, _mm256_set1_ps(1.0f / 7));
+    p = _mm256_fmadd_ps(p, s2, _mm256_set1_ps(1.0f / 5));
+    p = _mm256_fmadd_ps(p, s2, _mm256_set1_ps(1.0f / 3));
+    p = _mm256_fmadd_ps(p, s2, one);
+    lg = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ki), _mm256_set1_ps(0.693147180559945f), _mm256_mul_ps(_mm256_add_ps(s, s), p));
+    lg = _mm256_blendv_ps(_mm256_mul_ps(lg, _mm256_div_ps(e, d)), e, _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_EQ_OQ));
+    return _mm256_blendv_ps(lg, v, _mm256_cmp_ps(v, _mm256_set1_ps(20.0f), _CMP_GT_OQ));
+}
+/* tokens [t0, t0 + m) of 16 rows <-> buf[j][16] (m = 16: four register transposes) */
+ATTN__T256 static ATTN__INLINE void attn__ssm_tile256(const float *const *rows_in, float *const *rows_out, int t0, int m, float *buf) {
+    int c, j, h, b;
+    if (m == 16) {
+        __m256 r[8];
+        for (h = 0; h < 16; h += 8)
+            for (b = 0; b < 16; b += 8) {
+                if (rows_in) {
+                    for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(rows_in[h + c] + t0 + b);
+                    attn__tr8_256(r);
+                    for (c = 0; c < 8; ++c) _mm256_storeu_ps(buf + 16 * (b + c) + h, r[c]);
+                } else {
+                    for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(buf + 16 * (b + c) + h);
+                    attn__tr8_256(r);
+                    for (c = 0; c < 8; ++c) _mm256_storeu_ps(rows_out[h + c] + t0 + b, r[c]);
+                }
+            }
+    } else if (rows_in) {
+        for (j = 0; j < m; ++j)
+            for (c = 0; c < 16; ++c) buf[16 * j + c] = rows_in[c][t0 + j];
+    } else
+        for (j = 0; j < m; ++j)
+            for (c = 0; c < 16; ++c) rows_out[c][t0 + j] = buf[16 * j + c];
+}
+ATTN__T256 static void attn__ssm_scan_avx2(const attn__ssm_k *k) {
+    const int N = k->N, nt = k->nt;
+    const ptrdiff_t ldb = k->ldb;
+    float *x = k->scratch, *A = x + (size_t)N * 16, *Bc = A + (size_t)N * 16, *Cc = Bc + (size_t)N * 16;
+    float tu[256], td[256], tz[256], ty[256];
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int t0, j, n, h;
+    attn__ssm_in256(k->xin, N, x);
+    attn__ssm_in256(k->A, N, A);
+    for (n = 0; n < 16 * N; n += 8)
+        _mm256_storeu_ps(A + n, attn__clamp18_256(_mm256_mul_ps(_mm256_loadu_ps(A + n), _mm256_set1_ps(1.44269504088896341f))));
+    if (k->bc_const) { attn__ssm_in256(k->Bc, N, Bc); attn__ssm_in256(k->Cc, N, Cc); }
+    for (t0 = 0; t0 < nt; t0 += 16) {
+        const int m = ATTN__MIN(16, nt - t0);
+        attn__ssm_tile256(k->u, NULL, t0, m, tu);
+        attn__ssm_tile256(k->dl, NULL, t0, m, td);
+        if (k->has_z) attn__ssm_tile256(k->z, NULL, t0, m, tz);
+        for (j = 0; j < m; ++j)               /* per token: dt (clamped for the exp: td), dt u (tu), D u (ty) */
+            for (h = 0; h < 16; h += 8) {
+                const __m256 uv = _mm256_loadu_ps(tu + 16 * j + h);
+                __m256 dt = _mm256_add_ps(_mm256_loadu_ps(td + 16 * j + h), _mm256_loadu_ps(k->bias + h));
+                if (k->softplus) dt = attn__softplus256(dt);
+                _mm256_storeu_ps(td + 16 * j + h, attn__clamp18_256(dt));
+                _mm256_storeu_ps(tu + 16 * j + h, _mm256_mul_ps(dt, uv));
+                _mm256_storeu_ps(ty + 16 * j + h, _mm256_mul_ps(_mm256_loadu_ps(k->dsk + h), uv));
+            }
+        for (n = 0; n < N; ++n)               /* state n in registers across the tokens */
+            for (h = 0; h < 16; h += 8) {
+                const __m256 a = _mm256_loadu_ps(A + 16 * n + h);
+                __m256 xn = _mm256_loadu_ps(x + 16 * n + h);
+                if (k->bc_const) {
+                    const __m256 bn = _mm256_loadu_ps(Bc + 16 * n + h), cn = _mm256_loadu_ps(Cc + 16 * n + h);
+                    for (j = 0; j < m; ++j) {
+                        const __m256 e = attn__exp2_256(_mm256_mul_ps(_mm256_loadu_ps(td + 16 * j + h), a));
+                        xn = _mm256_fmadd_ps(e, xn, _mm256_mul_ps(_mm256_loadu_ps(tu + 16 * j + h), bn));
+                        _mm256_storeu_ps(ty + 16 * j + h, _mm256_fmadd_ps(cn, xn, _mm256_loadu_ps(ty + 16 * j + h)));
+                    }
+                } else {
+                    const float *Bt = k->Bt + n * ldb + t0, *Ct = k->Ct + n * ldb + t0;
+                    for (j = 0; j < m; ++j) {
+                        const __m256 e = attn__exp2_256(_mm256_mul_ps(_mm256_loadu_ps(td + 16 * j + h), a));
+                        xn = _mm256_fmadd_ps(e, xn, _mm256_mul_ps(_mm256_loadu_ps(tu + 16 * j + h), _mm256_set1_ps(Bt[j])));
+                        _mm256_storeu_ps(ty + 16 * j + h, _mm256_fmadd_ps(_mm256_set1_ps(Ct[j]), xn, _mm256_loadu_ps(ty + 16 * j + h)));
+                    }
+                }
+                _mm256_storeu_ps(x + 16 * n + h, xn);
+            }
+        if (k->has_z)                         /* y *= z / (1 + e^-z) */
+            for (j = 0; j < 16 * m; j += 8) {
+                const __m256 z = _mm256_loadu_ps(tz + j);
+                _mm256_storeu_ps(ty + j, _mm256_mul_ps(_mm256_loadu_ps(ty + j),
+                                 _mm256_div_ps(z, _mm256_add_ps(one, attn__exp256(_mm256_sub_ps(_mm256_setzero_ps(), z))))));
+            }
+        attn__ssm_tile256(NULL, k->y, t0, m, ty);
+    }
+    attn__ssm_out256(x, k->xout, N);
+}
+
 static const attn__isa attn__isa_avx2 = {
     "avx2", attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
-    attn__ssm_scan_scalar
+    attn__ssm_scan_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -3647,10 +3814,132 @@ static void attn__madd_neon(float *y, const float *a, const float *b, float c, c
     for (; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
 }
 
+/* ---- the selective scan's fused kernel (attn__ssm_k) on 4 x 4 lanes ---- */
+
+/* 2^t as attn__exp2_256 */
+static inline float32x4_t attn__exp2_neon(float32x4_t t) {
+    float32x4_t n, r, p;
+    t = vmaxq_f32(vdupq_n_f32(-127.0f), vminq_f32(vdupq_n_f32(128.0f), t));
+    n = vrndnq_f32(t);
+    r = vsubq_f32(t, n);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C4), vdupq_n_f32(ATTN__EXP2_C5), r);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C3), p, r);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C2), p, r);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C1), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    return vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)));
+}
+static inline float32x4_t attn__clamp18_neon(float32x4_t v) {
+    return vmaxq_f32(vdupq_n_f32(-1e18f), vminq_f32(vdupq_n_f32(1e18f), v));
+}
+/* 4 x 4 transpose in registers */
+static inline void attn__tr4_neon(float32x4_t *r) {
+    const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+    r[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    r[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+}
+/* the 16 rows' elements [o, o + m) <-> buf[j][16] (whole blocks of 4 by register transposes) */
+static void attn__ssm_tile_neon(const float *const *rows_in, float *const *rows_out, int o, int m, float *buf) {
+    float32x4_t r[4];
+    int c, j, h, b;
+    for (b = 0; b + 4 <= m; b += 4)
+        for (h = 0; h < 16; h += 4) {
+            if (rows_in) {
+                for (c = 0; c < 4; ++c) r[c] = vld1q_f32(rows_in[h + c] + o + b);
+                attn__tr4_neon(r);
+                for (c = 0; c < 4; ++c) vst1q_f32(buf + 16 * (b + c) + h, r[c]);
+            } else {
+                for (c = 0; c < 4; ++c) r[c] = vld1q_f32(buf + 16 * (b + c) + h);
+                attn__tr4_neon(r);
+                for (c = 0; c < 4; ++c) vst1q_f32(rows_out[h + c] + o + b, r[c]);
+            }
+        }
+    for (j = b; j < m; ++j)
+        for (c = 0; c < 16; ++c) {
+            if (rows_in) buf[16 * j + c] = rows_in[c][o + j];
+            else rows_out[c][o + j] = buf[16 * j + c];
+        }
+}
+/* softplus as attn__softplus512 */
+static inline float32x4_t attn__softplus_neon(float32x4_t v) {
+    const float32x4_t one = vdupq_n_f32(1.0f), e = attn__exp_neon(v), u = vaddq_f32(one, e), d = vsubq_f32(u, one);
+    const uint32x4_t bits = vreinterpretq_u32_f32(u), man = vandq_u32(bits, vdupq_n_u32(0x007fffffu));
+    const uint32x4_t big = vcgtq_u32(man, vdupq_n_u32(0x003504f3u));
+    const float32x4_t m = vreinterpretq_f32_u32(vorrq_u32(man, veorq_u32(vdupq_n_u32(0x3f800000u), vandq_u32(big, vdupq_n_u32(0x00800000u)))));
+    const int32x4_t ki = vsubq_s32(vsubq_s32(vreinterpretq_s32_u32(vshrq_n_u32(bits, 23)), vdupq_n_s32(127)), vreinterpretq_s32_u32(big));
+    const float32x4_t s = vdivq_f32(vsubq_f32(m, one), vaddq_f32(m, one)), s2 = vmulq_f32(s, s);
+    float32x4_t p, lg;
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 7), vdupq_n_f32(1.0f / 9), s2);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 5), p, s2);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 3), p, s2);
+    p = vfmaq_f32(one, p, s2);
+    lg = vfmaq_f32(vmulq_f32(vaddq_f32(s, s), p), vcvtq_f32_s32(ki), vdupq_n_f32(0.693147180559945f));
+    lg = vbslq_f32(vceqq_f32(d, vdupq_n_f32(0.0f)), e, vmulq_f32(lg, vdivq_f32(e, d)));
+    return vbslq_f32(vcgtq_f32(v, vdupq_n_f32(20.0f)), v, lg);
+}
+static void attn__ssm_scan_neon(const attn__ssm_k *k) {
+    const int N = k->N, nt = k->nt;
+    const ptrdiff_t ldb = k->ldb;
+    float *x = k->scratch, *A = x + (size_t)N * 16, *Bc = A + (size_t)N * 16, *Cc = Bc + (size_t)N * 16;
+    float tu[256], td[256], tz[256], ty[256];
+    const float32x4_t one = vdupq_n_f32(1.0f);
+    int t0, j, n, h;
+    attn__ssm_tile_neon(k->xin, NULL, 0, N, x);
+    attn__ssm_tile_neon(k->A, NULL, 0, N, A);
+    for (n = 0; n < 16 * N; n += 4) vst1q_f32(A + n, attn__clamp18_neon(vmulq_f32(vld1q_f32(A + n), vdupq_n_f32(1.44269504088896341f))));
+    if (k->bc_const) { attn__ssm_tile_neon(k->Bc, NULL, 0, N, Bc); attn__ssm_tile_neon(k->Cc, NULL, 0, N, Cc); }
+    for (t0 = 0; t0 < nt; t0 += 16) {
+        const int m = ATTN__MIN(16, nt - t0);
+        attn__ssm_tile_neon(k->u, NULL, t0, m, tu);
+        attn__ssm_tile_neon(k->dl, NULL, t0, m, td);
+        if (k->has_z) attn__ssm_tile_neon(k->z, NULL, t0, m, tz);
+        for (j = 0; j < m; ++j)               /* per token: dt (clamped for the exp: td), dt u (tu), D u (ty) */
+            for (h = 0; h < 16; h += 4) {
+                const float32x4_t uv = vld1q_f32(tu + 16 * j + h);
+                float32x4_t dt = vaddq_f32(vld1q_f32(td + 16 * j + h), vld1q_f32(k->bias + h));
+                if (k->softplus) dt = attn__softplus_neon(dt);
+                vst1q_f32(td + 16 * j + h, attn__clamp18_neon(dt));
+                vst1q_f32(tu + 16 * j + h, vmulq_f32(dt, uv));
+                vst1q_f32(ty + 16 * j + h, vmulq_f32(vld1q_f32(k->dsk + h), uv));
+            }
+        for (n = 0; n < N; ++n)               /* state n in registers across the tokens */
+            for (h = 0; h < 16; h += 4) {
+                const float32x4_t a = vld1q_f32(A + 16 * n + h);
+                float32x4_t xn = vld1q_f32(x + 16 * n + h);
+                if (k->bc_const) {
+                    const float32x4_t bn = vld1q_f32(Bc + 16 * n + h), cn = vld1q_f32(Cc + 16 * n + h);
+                    for (j = 0; j < m; ++j) {
+                        const float32x4_t e = attn__exp2_neon(vmulq_f32(vld1q_f32(td + 16 * j + h), a));
+                        xn = vfmaq_f32(vmulq_f32(vld1q_f32(tu + 16 * j + h), bn), e, xn);
+                        vst1q_f32(ty + 16 * j + h, vfmaq_f32(vld1q_f32(ty + 16 * j + h), cn, xn));
+                    }
+                } else {
+                    const float *Bt = k->Bt + n * ldb + t0, *Ct = k->Ct + n * ldb + t0;
+                    for (j = 0; j < m; ++j) {
+                        const float32x4_t e = attn__exp2_neon(vmulq_f32(vld1q_f32(td + 16 * j + h), a));
+                        xn = vfmaq_f32(vmulq_f32(vld1q_f32(tu + 16 * j + h), vdupq_n_f32(Bt[j])), e, xn);
+                        vst1q_f32(ty + 16 * j + h, vfmaq_f32(vld1q_f32(ty + 16 * j + h), vdupq_n_f32(Ct[j]), xn));
+                    }
+                }
+                vst1q_f32(x + 16 * n + h, xn);
+            }
+        if (k->has_z)                         /* y *= z / (1 + e^-z) */
+            for (j = 0; j < 16 * m; j += 4) {
+                const float32x4_t z = vld1q_f32(tz + j);
+                vst1q_f32(ty + j, vmulq_f32(vld1q_f32(ty + j), vdivq_f32(z, vaddq_f32(one, attn__exp_neon(vnegq_f32(z))))));
+            }
+        attn__ssm_tile_neon(NULL, k->y, t0, m, ty);
+    }
+    attn__ssm_tile_neon(NULL, k->xout, 0, N, x);
+}
+
 static const attn__isa attn__isa_neon = {
     "neon", attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
-    attn__ssm_scan_scalar
+    attn__ssm_scan_neon
 };
 #endif /* ATTN__NEON */
 
