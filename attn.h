@@ -801,6 +801,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: dy.data is NULL") \
     X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: grads is NULL") \
     X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
+    X(ATTN_ERR_SSM_A_COMPLEX,         487, ATTN_CAT_RANGE,       "attn_ssm_desc.a_complex must be 0 (real A) or 1 (complex A, B, C)") \
+    X(ATTN_ERR_SSM_BWD_COMPLEX,       488, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.a_complex must be 0 (no gradients for complex A)") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -1249,6 +1251,8 @@ enum { ATTN_SSM_ZOH = 0, ATTN_SSM_BILINEAR = 1 };
    conv_kernel      4                     causal conv1d width K
    conv_act         ATTN_SSM_CONV_SILU    activation after the conv (ATTN_SSM_CONV_NONE: none)
    s4d_disc         ATTN_SSM_ZOH          S4D discretisation (ATTN_SSM_ZOH / ATTN_SSM_BILINEAR)
+   a_complex        real                  selective scan / step: 1 = complex A, B and C (see
+                                          attn_ssm_selective_scan); the backward refuses it
    n_threads        all cores             threads; results are bitwise the same for any count
    parallel, parallel_user                your parallel-for (attn_parallel_fn), as attn_desc
    workspace        allocate per call     scratch of attn_ssm_workspace_size() bytes */
@@ -1262,6 +1266,7 @@ typedef struct attn_ssm_desc {
     int conv_kernel;
     int conv_act;
     int s4d_disc;
+    int a_complex;
     int n_threads;
     attn_parallel_fn parallel;
     void *parallel_user;
@@ -1284,7 +1289,16 @@ typedef struct attn_ssm_desc {
                      sequence, so a long sequence runs in pieces
      state_out       [S, dim, d_state] fp32 or NULL: the state after each sequence's last token
                      (may be state_in: updated in place)
-   Parallel over (sequence, channel block); SIMD across channels. */
+   Complex A (desc->a_complex = 1; selective_scan_ref with A.is_complex()): N complex modes per
+   channel, numbers stored as (re, im) float pairs, the state complex:
+     x_l = exp(dt_l A[d]) * x_{l-1} + dt_l B_l u[d][l]   (complex A, B; x, B, C in C^N)
+     y[d][l] = (2 Re(sum_n C_l[n] x_l[n]) + d_skip[d] u[d][l]) * silu(z[d][l])   (no conjugate)
+     A [dim, d_state, 2]; per-token B, C [batch, G N, 2 len] (token l's re, im at 2l, 2l + 1,
+     as the reference's "(L two)"); constant B, C [dim, 2 d_state]; state_in / state_out
+     [S, dim, d_state, 2]. Runs one channel at a time (fp32 expf / cosf / sinf), not SIMD.
+   Parallel over (sequence, 64-channel block); the real case runs the vector layer's fused
+   kernel (ssm_scan: 16 channels in SIMD lanes, the state in registers, exp(dt A) as 2^t with
+   A prescaled by log2 e, about 1.5 ulp). */
 ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
                                             const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                             const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
@@ -1293,7 +1307,10 @@ ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_
 /* One token of the selective scan (selective_state_update): desc->len is ignored (1) and
    cu_seqlens must be NULL. x, dt, z, y [batch, dim, 1]; per-token B, C [batch, G N, 1];
    state [batch, dim, d_state] fp32, read and updated in place:
-     state = state * exp(dt A) + dt B x;  y = (state . C + d_skip x) * silu(z). */
+     state = state * exp(dt A) + dt B x;  y = (state . C + d_skip x) * silu(z).
+   With desc->a_complex: per-token B, C [batch, G N, 2], state [batch, dim, d_state, 2] and
+   y = (2 Re(C . state) + d_skip x) * silu(z), as attn_ssm_selective_scan. The same kernel as
+   the scan, so L steps give the scan's results bit for bit. */
 ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_tensor x, attn_ssm_tensor dt,
                                             const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                             const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
@@ -10225,7 +10242,7 @@ static size_t attn__ssm_ws_bytes(int n_threads, size_t floats) {
 /* ---- Mamba selective scan ---- */
 typedef struct attn__ssm_scan {
     const attn__isa *V;
-    int B, D, L, N, G, cg, nblk, bc_const, softplus;
+    int B, D, L, N, G, cg, nblk, bc_const, softplus, cplx;
     const int *cu;
     int S;
     attn__ssm_tv u, dl, z, Bm, Cm, y;
@@ -10236,12 +10253,13 @@ typedef struct attn__ssm_scan {
     size_t ws_floats;
 } attn__ssm_scan;
 
-/* per-thread scratch: the kernel's 4 N x 16, the carried state ATTN__SSM_W x N, converted
-   rows (u, delta, z, y: 16 x T each; B, C: N x T each), a zero row and a scratch row */
+/* per-thread scratch: the kernel's 4 N x 16, the carried state ATTN__SSM_W x N, constant
+   B and C, converted rows (u, delta, z, y: 16 x T each; B, C: N x T each), a zero row and a
+   scratch row; the state, B and C areas are twice that (complex A) */
 static size_t attn__ssm_scan_floats(int N) {
     const size_t W = ATTN__SSM_W, T = ATTN__SSM_T, R = ATTN__MAX((size_t)N, T);
-    return attn__ssm_round((size_t)N * 16 * 4) + attn__ssm_round(W * N) + attn__ssm_round((size_t)2 * N * W) +
-           16 * T * 4 + attn__ssm_round((size_t)N * T * 2) + attn__ssm_round(R) * 2;
+    return attn__ssm_round((size_t)N * 16 * 4) + attn__ssm_round(W * N * 2) + attn__ssm_round((size_t)4 * N * W) +
+           16 * T * 4 + attn__ssm_round((size_t)N * T * 4) + attn__ssm_round(R) * 2;
 }
 
 /* the rows of 16 channels [c0, c0 + 16) of v at token t0 (channels past w: `pad`); a tensor
@@ -10269,9 +10287,9 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
     const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
     float *f = P->ws + P->ws_floats * (size_t)thread;
     float *scr = f, *xb = scr + attn__ssm_round((size_t)N * 16 * 4);
-    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N);           /* const B, C rows [2][W][N] */
-    float *ub = bcv + attn__ssm_round((size_t)2 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
-    float *bb = yb + 16 * T, *cb = bb + (size_t)N * T, *zero = bb + attn__ssm_round((size_t)N * T * 2), *dump = zero + R;
+    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N * 2);       /* const B, C rows [2][W][N] */
+    float *ub = bcv + attn__ssm_round((size_t)4 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
+    float *bb = yb + 16 * T, *cb = bb + (size_t)N * T, *zero = bb + attn__ssm_round((size_t)N * T * 4), *dump = zero + R;
     attn__ssm_k k;
     int c, n, s0, seg, s_lo, s_hi;
     memset(zero, 0, sizeof(float) * (size_t)R);
@@ -10335,6 +10353,75 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
     }
 }
 
+/* The complex-A scan (desc->a_complex) on one (sequence set, channel block) task: channel by
+   channel in fp32 scalars, tiles of T tokens with the group's B, C rows staged once per tile.
+   Workspace as attn__ssm_scan_task's: xb [W][2N] the carried states, bcv [2][W][2N] constant
+   B, C, ub / db / zb / yb rows of T, bb / cb [N][2T]. */
+static void attn__ssm_cscan_task(void *ctx, int task, int thread) {
+    const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
+    const attn__isa *V = P->V;
+    const int N = P->N, T = ATTN__SSM_T, N2 = 2 * P->N;
+    const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
+    const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    float *xb = f + attn__ssm_round((size_t)N * 16 * 4);
+    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N * 2);
+    float *ub = bcv + attn__ssm_round((size_t)4 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
+    float *bb = yb + 16 * T, *cb = bb + (size_t)N * 2 * T;
+    int c, n, t, seg, s_lo, s_hi;
+    if (P->bc_const)
+        for (c = 0; c < w; ++c) {
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * N2, N2, 1.0f);
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * N2, N2, 1.0f);
+        }
+    if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
+    for (seg = s_lo; seg < s_hi; ++seg) {
+        const int t_beg = P->cu ? P->cu[seg] : 0, t_end = P->cu ? P->cu[seg + 1] : P->L;
+        int t0;
+        for (c = 0; c < w; ++c)
+            for (n = 0; n < N2; ++n) xb[(size_t)c * N2 + n] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N2 + n] : 0.0f;
+        for (t0 = t_beg; t0 < t_end; t0 += T) {
+            const int nt = ATTN__MIN(T, t_end - t0);
+            if (!P->bc_const)
+                for (n = 0; n < N; ++n) {
+                    V->load(attn__ssm_at(&P->Bm, b, g * N + n, 2 * t0), P->Bm.dt, bb + (size_t)n * 2 * T, 2 * nt, 1.0f);
+                    V->load(attn__ssm_at(&P->Cm, b, g * N + n, 2 * t0), P->Cm.dt, cb + (size_t)n * 2 * T, 2 * nt, 1.0f);
+                }
+            for (c = 0; c < w; ++c) {
+                const int ch = c0 + c;
+                const float bias = P->dbias ? P->dbias[ch] : 0.0f, dsk = P->Dk ? P->Dk[ch] : 0.0f, *A = P->A + (size_t)ch * N2;
+                const float *Bv = P->bc_const ? bcv + (size_t)c * N2 : NULL, *Cv = P->bc_const ? bcv + (size_t)(ATTN__SSM_W + c) * N2 : NULL;
+                float *x = xb + (size_t)c * N2;
+                V->load(attn__ssm_at(&P->u, b, ch, t0), P->u.dt, ub, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, ch, t0), P->dl.dt, db, nt, 1.0f);
+                if (P->has_z) V->load(attn__ssm_at(&P->z, b, ch, t0), P->z.dt, zb, nt, 1.0f);
+                for (t = 0; t < nt; ++t) {
+                    float dt = db[t] + bias, du, acc = 0.0f;
+                    if (P->softplus && dt <= 20.0f) dt = log1pf(expf(dt));
+                    du = dt * ub[t];
+                    for (n = 0; n < N; ++n) {
+                        const float mag = expf(dt * A[2 * n]), ph = dt * A[2 * n + 1];
+                        const float er = mag * cosf(ph), ei = mag * sinf(ph);
+                        const float br = Bv ? Bv[2 * n] : bb[(size_t)n * 2 * T + 2 * t], bi = Bv ? Bv[2 * n + 1] : bb[(size_t)n * 2 * T + 2 * t + 1];
+                        const float cr = Cv ? Cv[2 * n] : cb[(size_t)n * 2 * T + 2 * t], ci = Cv ? Cv[2 * n + 1] : cb[(size_t)n * 2 * T + 2 * t + 1];
+                        const float xr = er * x[2 * n] - ei * x[2 * n + 1] + du * br;
+                        const float xi = er * x[2 * n + 1] + ei * x[2 * n] + du * bi;
+                        x[2 * n] = xr; x[2 * n + 1] = xi;
+                        acc += cr * xr - ci * xi;
+                    }
+                    acc = 2.0f * acc + dsk * ub[t];
+                    if (P->has_z) acc *= zb[t] / (1.0f + expf(-zb[t]));
+                    yb[t] = acc;
+                }
+                V->store((void *)attn__ssm_at(&P->y, b, ch, t0), P->y.dt, yb, nt, 1.0f);
+            }
+        }
+        if (P->sout)
+            for (c = 0; c < w; ++c)
+                for (n = 0; n < N2; ++n) P->sout[((size_t)seg * P->D + c0 + c) * N2 + n] = xb[(size_t)c * N2 + n];
+    }
+}
+
 /* Validates a selective scan (L tokens; step: L = 1, no cu_seqlens) into P. */
 static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_ssm_tensor u, attn_ssm_tensor delta,
                                         const float *A, attn_ssm_tensor Bm, attn_ssm_tensor Cm, attn_ssm_tensor z,
@@ -10348,6 +10435,7 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     if (G < 0 || d->dim % G != 0) return ATTN_ERR_SSM_GROUPS;
     if (d->bc_const != ATTN_SSM_BC_TOKEN && d->bc_const != ATTN_SSM_BC_CONST) return ATTN_ERR_SSM_BC_CONST;
     if (d->delta_softplus != 0 && d->delta_softplus != 1) return ATTN_ERR_SSM_SOFTPLUS;
+    if (d->a_complex != 0 && d->a_complex != 1) return ATTN_ERR_SSM_A_COMPLEX;
     if (step && d->cu_seqlens) return ATTN_ERR_SSM_STEP_VARLEN;
     if (d->cu_seqlens) {
         if (d->varlen_batch < 1 || d->batch != 1) return ATTN_ERR_SSM_VARLEN_BATCH;
@@ -10373,16 +10461,19 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     if ((s = attn__ssm_view(u, P->B, P->D, L, 0, &P->u)) != ATTN_OK) return s;
     if ((s = attn__ssm_view(delta, P->B, P->D, L, 0, &P->dl)) != ATTN_OK) return s;
     if (z.data && (s = attn__ssm_view(z, P->B, P->D, L, 0, &P->z)) != ATTN_OK) return s;
+    P->cplx = d->a_complex;
+    if (P->cplx && L > INT_MAX / 2) return ATTN_ERR_SSM_OVERFLOW;    /* B, C rows of 2 L floats */
     if (P->bc_const) {
-        attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N]: one "batch", rows of N */
+        attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N] (complex: [dim, 2N]): one "batch" */
+        const int nr = P->N * (1 + P->cplx);
         b2.stride_batch = 0; c2.stride_batch = 0;
-        if (b2.stride_chan == 0) b2.stride_chan = P->N;
-        if (c2.stride_chan == 0) c2.stride_chan = P->N;
-        if ((s = attn__ssm_view(b2, 1, P->D, P->N, 0, &P->Bm)) != ATTN_OK) return s;
-        if ((s = attn__ssm_view(c2, 1, P->D, P->N, 0, &P->Cm)) != ATTN_OK) return s;
-    } else {
-        if ((s = attn__ssm_view(Bm, P->B, G * P->N, L, 0, &P->Bm)) != ATTN_OK) return s;
-        if ((s = attn__ssm_view(Cm, P->B, G * P->N, L, 0, &P->Cm)) != ATTN_OK) return s;
+        if (b2.stride_chan == 0) b2.stride_chan = nr;
+        if (c2.stride_chan == 0) c2.stride_chan = nr;
+        if ((s = attn__ssm_view(b2, 1, P->D, nr, 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(c2, 1, P->D, nr, 0, &P->Cm)) != ATTN_OK) return s;
+    } else {                                       /* complex: (re, im) of token l at 2l, 2l + 1 */
+        if ((s = attn__ssm_view(Bm, P->B, G * P->N, L * (1 + P->cplx), 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(Cm, P->B, G * P->N, L * (1 + P->cplx), 0, &P->Cm)) != ATTN_OK) return s;
     }
     if ((s = attn__ssm_view(y, P->B, P->D, L, 1, &P->y)) != ATTN_OK) return s;
     P->has_z = z.data != NULL;
@@ -10392,17 +10483,21 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     return ATTN_OK;
 }
 
+/* below this many state updates (batch x dim x d_state x len: a decoding step of a small or
+   mid-sized model) a call runs on one thread: waking threads costs more than the work */
+#define ATTN__SSM_SMALL (1 << 17)
+
 static attn_status attn__ssm_scan_run(const attn_ssm_desc *d, attn__ssm_scan *P, size_t bytes) {
     attn__ws w;
     attn_desc pd;
     attn_status s;
-    const int nt = attn__ssm_threads(d);
+    const int nt = (double)P->B * P->D * P->N * P->L < (double)ATTN__SSM_SMALL ? 1 : attn__ssm_threads(d);
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
     P->ws = (float *)w.base;
-    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, attn__ssm_scan_task, P);
+    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, P->cplx ? attn__ssm_cscan_task : attn__ssm_scan_task, P);
     attn__ws_release(&w);
     return ATTN_OK;
 }
@@ -10601,6 +10696,7 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     size_t bytes, thr;
     int nt;
     if (desc && desc->cu_seqlens) return ATTN_ERR_SSM_BWD_VARLEN;
+    if (desc && desc->a_complex == 1) return ATTN_ERR_SSM_BWD_COMPLEX;
     if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
     if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK) return s;
     if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
