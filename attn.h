@@ -10811,8 +10811,8 @@ static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P,
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
     P->ws = (float *)w.base;
-    attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH), attn__ssm_threads(d),
-                       attn__ssm_conv_task, P);
+    attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH),   /* small calls: 1 thread */
+                       (double)P->B * P->D * P->L * P->K < (double)ATTN__SSM_SMALL ? 1 : attn__ssm_threads(d), attn__ssm_conv_task, P);
     attn__ws_release(&w);
     return ATTN_OK;
 }

@@ -7,7 +7,11 @@
    f32 (one bf16 row). L = 1k .. 16k (64k at D = 1536 unless BENCH_QUICK): the full issue grid
    (L to 64k at every D) holds 5 GiB of tensors per call and would take minutes on its own.
    Bytes per call: u, delta, z read and y written (4 x D L x dtype size) plus B and C (2 N L x
-   dtype size): the scan's compulsory traffic; GB/s against the measured read bandwidth.
+   dtype size): the scan's compulsory traffic. % of bandwidth: each scan call alternates with a
+   plain streaming read of the same bytes on the same threads (sum over a 256 MiB buffer walked
+   on from call to call, so it always comes from memory); the median of the per-pair ratios is
+   the headline (it holds on a shared machine whose bandwidth and cores come and go), the ratio
+   to the startup's read bandwidth is printed beside it.
    Attention beside it: causal softmax, heads = D / 64 of dim 64 (so the same model width),
    q = k = v of [1, L, D/64, 64], at L = 1k .. 4k (8k outside BENCH_QUICK): its cost grows as
    L^2, the scan's as L. Fitted exponents (least squares on log t vs log L) and the crossover
