@@ -10756,6 +10756,31 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
     float *xp = P->ws + P->ws_floats * (size_t)thread;   /* [K-1 history | chunk] */
     float *o = xp + ATTN__SSM_CONV_T + K, *e = o + ATTN__SSM_CONV_T;
     int c, k, t, t0;
+    if (P->L == 1) {                           /* one token (the step): the block's channels at once */
+        const int n = c1 - c0;
+        for (c = 0; c < n; ++c) V->load(attn__ssm_at(&P->x, b, c0 + c, 0), P->x.dt, e + c, 1, 1.0f);
+        for (c = 0; c < n; ++c) {
+            const float *wc = P->w + (size_t)(c0 + c) * K;
+            const size_t hist = ((size_t)b * P->D + c0 + c) * (size_t)(K - 1);
+            float a = P->bias ? P->bias[c0 + c] : 0.0f;
+            for (k = 0; k < K - 1; ++k) a += wc[k] * (P->sin ? P->sin[hist + k] : 0.0f);
+            o[c] = a + wc[K - 1] * e[c];
+        }
+        if (P->act == ATTN_SSM_CONV_SILU) {    /* o / (1 + e^-o) */
+            for (c = 0; c < n; ++c) xp[c] = -o[c];
+            V->exp_sum(xp, xp, 0.0f, n);
+            for (c = 0; c < n; ++c) o[c] /= 1.0f + xp[c];
+        }
+        for (c = 0; c < n; ++c) {
+            const size_t hist = ((size_t)b * P->D + c0 + c) * (size_t)(K - 1);
+            V->store((void *)attn__ssm_at(&P->out, b, c0 + c, 0), P->out.dt, o + c, 1, 1.0f);
+            if (P->sout) {                      /* the last K-1 inputs (state_out may be state_in) */
+                for (k = 0; k + 1 < K - 1; ++k) P->sout[hist + k] = P->sin ? P->sin[hist + k + 1] : 0.0f;
+                if (K > 1) P->sout[hist + K - 2] = e[c];
+            }
+        }
+        return;
+    }
     for (c = c0; c < c1; ++c) {
         const float *wc = P->w + (size_t)c * K, bias = P->bias ? P->bias[c] : 0.0f;
         const size_t hist = ((size_t)b * P->D + c) * (size_t)(K - 1);
