@@ -3497,23 +3497,37 @@ ATTN__T256 static void attn__ssm_out256(const float *src, float *const *rows, in
     for (n = n0; n < N; ++n)
         for (c = 0; c < 16; ++c) rows[c][n] = src[(size_t)n * 16 + c];
 }
-/* softplus as attn__softplus512 */
+/* 1 / d by rcp (12 bits) and one Newton step (about 1.5 ulp; d finite and nonzero) */
+ATTN__T256 static ATTN__INLINE __m256 attn__rcp256(__m256 d) {
+    const __m256 r = _mm256_rcp_ps(d);
+    return _mm256_fmadd_ps(r, _mm256_fnmadd_ps(d, r, _mm256_set1_ps(1.0f)), r);
+}
+/* softplus as attn__softplus512 (e^v = 2^(v log2 e)) */
 ATTN__T256 static ATTN__INLINE __m256 attn__softplus256(__m256 v) {
-    const __m256 one = _mm256_set1_ps(1.0f), e = attn__exp256(v), u = _mm256_add_ps(one, e), d = _mm256_sub_ps(u, one);
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 e = attn__exp2_256(_mm256_mul_ps(attn__clamp18_256(v), _mm256_set1_ps(1.44269504088896341f)));
+    const __m256 u = _mm256_add_ps(one, e), d = _mm256_sub_ps(u, one);
     const __m256i bits = _mm256_castps_si256(u), man = _mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff));
     const __m256i big = _mm256_cmpgt_epi32(man, _mm256_set1_epi32(0x003504f3));
     const __m256 m = _mm256_castsi256_ps(_mm256_or_si256(man, _mm256_xor_si256(_mm256_set1_epi32(0x3f800000),
                                                                               _mm256_and_si256(big, _mm256_set1_epi32(0x00800000)))));
     const __m256i ki = _mm256_sub_epi32(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127)), big);
-    const __m256 s = _mm256_div_ps(_mm256_sub_ps(m, one), _mm256_add_ps(m, one)), s2 = _mm256_mul_ps(s, s);
+    const __m256 s = _mm256_mul_ps(_mm256_sub_ps(m, one), attn__rcp256(_mm256_add_ps(m, one))), s2 = _mm256_mul_ps(s, s);
+    const __m256 d0 = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_EQ_OQ);
     __m256 p, lg;
     p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 9), s2, _mm256_set1_ps(1.0f / 7));
     p = _mm256_fmadd_ps(p, s2, _mm256_set1_ps(1.0f / 5));
     p = _mm256_fmadd_ps(p, s2, _mm256_set1_ps(1.0f / 3));
     p = _mm256_fmadd_ps(p, s2, one);
     lg = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ki), _mm256_set1_ps(0.693147180559945f), _mm256_mul_ps(_mm256_add_ps(s, s), p));
-    lg = _mm256_blendv_ps(_mm256_mul_ps(lg, _mm256_div_ps(e, d)), e, _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_EQ_OQ));
+    lg = _mm256_blendv_ps(_mm256_mul_ps(lg, _mm256_mul_ps(e, attn__rcp256(_mm256_blendv_ps(d, one, d0)))), e, d0);
     return _mm256_blendv_ps(lg, v, _mm256_cmp_ps(v, _mm256_set1_ps(20.0f), _CMP_GT_OQ));
+}
+/* z / (1 + e^-z) as attn__silu512 (attn__exp2_256 clamps to [-127, 128]: 1 + e^-z <= 1 + 2^126 is
+   kept finite by the clamp to 126) */
+ATTN__T256 static ATTN__INLINE __m256 attn__silu256(__m256 z) {
+    const __m256 t = _mm256_min_ps(_mm256_set1_ps(126.0f), attn__clamp18_256(_mm256_mul_ps(z, _mm256_set1_ps(-1.44269504088896341f))));
+    return _mm256_mul_ps(z, attn__rcp256(_mm256_add_ps(_mm256_set1_ps(1.0f), attn__exp2_256(t))));
 }
 /* tokens [t0, t0 + m) of 16 rows <-> buf[j][16] (m = 16: four register transposes) */
 ATTN__T256 static ATTN__INLINE void attn__ssm_tile256(const float *const *rows_in, float *const *rows_out, int t0, int m, float *buf) {
@@ -3544,7 +3558,6 @@ ATTN__T256 static void attn__ssm_scan_avx2(const attn__ssm_k *k) {
     const ptrdiff_t ldb = k->ldb;
     float *x = k->scratch, *A = x + (size_t)N * 16, *Bc = A + (size_t)N * 16, *Cc = Bc + (size_t)N * 16;
     float tu[256], td[256], tz[256], ty[256];
-    const __m256 one = _mm256_set1_ps(1.0f);
     int t0, j, n, h;
     attn__ssm_in256(k->xin, N, x);
     attn__ssm_in256(k->A, N, A);
@@ -3588,9 +3601,7 @@ ATTN__T256 static void attn__ssm_scan_avx2(const attn__ssm_k *k) {
             }
         if (k->has_z)                         /* y *= z / (1 + e^-z) */
             for (j = 0; j < 16 * m; j += 8) {
-                const __m256 z = _mm256_loadu_ps(tz + j);
-                _mm256_storeu_ps(ty + j, _mm256_mul_ps(_mm256_loadu_ps(ty + j),
-                                 _mm256_div_ps(z, _mm256_add_ps(one, attn__exp256(_mm256_sub_ps(_mm256_setzero_ps(), z))))));
+                _mm256_storeu_ps(ty + j, _mm256_mul_ps(_mm256_loadu_ps(ty + j), attn__silu256(_mm256_loadu_ps(tz + j))));
             }
         attn__ssm_tile256(NULL, k->y, t0, m, ty);
     }
