@@ -866,6 +866,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: dy.data is NULL") \
     X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: grads is NULL") \
     X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
+    X(ATTN_ERR_SSM_A_COMPLEX,         487, ATTN_CAT_RANGE,       "attn_ssm_desc.a_complex must be 0 (real A) or 1 (complex A, B, C)") \
+    X(ATTN_ERR_SSM_BWD_COMPLEX,       488, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.a_complex must be 0 (no gradients for complex A)") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -1338,6 +1340,8 @@ enum { ATTN_SSM_ZOH = 0, ATTN_SSM_BILINEAR = 1 };
    conv_kernel      4                     causal conv1d width K
    conv_act         ATTN_SSM_CONV_SILU    activation after the conv (ATTN_SSM_CONV_NONE: none)
    s4d_disc         ATTN_SSM_ZOH          S4D discretisation (ATTN_SSM_ZOH / ATTN_SSM_BILINEAR)
+   a_complex        real                  selective scan / step: 1 = complex A, B and C (see
+                                          attn_ssm_selective_scan); the backward refuses it
    n_threads        all cores             threads; results are bitwise the same for any count
    parallel, parallel_user                your parallel-for (attn_parallel_fn), as attn_desc
    workspace        allocate per call     scratch of attn_ssm_workspace_size() bytes */
@@ -1351,6 +1355,7 @@ typedef struct attn_ssm_desc {
     int conv_kernel;
     int conv_act;
     int s4d_disc;
+    int a_complex;
     int n_threads;
     attn_parallel_fn parallel;
     void *parallel_user;
@@ -1373,7 +1378,16 @@ typedef struct attn_ssm_desc {
                      sequence, so a long sequence runs in pieces
      state_out       [S, dim, d_state] fp32 or NULL: the state after each sequence's last token
                      (may be state_in: updated in place)
-   Parallel over (sequence, channel block); SIMD across channels. */
+   Complex A (desc->a_complex = 1; selective_scan_ref with A.is_complex()): N complex modes per
+   channel, numbers stored as (re, im) float pairs, the state complex:
+     x_l = exp(dt_l A[d]) * x_{l-1} + dt_l B_l u[d][l]   (complex A, B; x, B, C in C^N)
+     y[d][l] = (2 Re(sum_n C_l[n] x_l[n]) + d_skip[d] u[d][l]) * silu(z[d][l])   (no conjugate)
+     A [dim, d_state, 2]; per-token B, C [batch, G N, 2 len] (token l's re, im at 2l, 2l + 1,
+     as the reference's "(L two)"); constant B, C [dim, 2 d_state]; state_in / state_out
+     [S, dim, d_state, 2]. Runs one channel at a time (fp32 expf / cosf / sinf), not SIMD.
+   Parallel over (sequence, 64-channel block); the real case runs the vector layer's fused
+   kernel (ssm_scan: 16 channels in SIMD lanes, the state in registers, exp(dt A) as 2^t with
+   A prescaled by log2 e, about 1.5 ulp). */
 ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
                                             const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                             const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
@@ -1382,7 +1396,10 @@ ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_
 /* One token of the selective scan (selective_state_update): desc->len is ignored (1) and
    cu_seqlens must be NULL. x, dt, z, y [batch, dim, 1]; per-token B, C [batch, G N, 1];
    state [batch, dim, d_state] fp32, read and updated in place:
-     state = state * exp(dt A) + dt B x;  y = (state . C + d_skip x) * silu(z). */
+     state = state * exp(dt A) + dt B x;  y = (state . C + d_skip x) * silu(z).
+   With desc->a_complex: per-token B, C [batch, G N, 2], state [batch, dim, d_state, 2] and
+   y = (2 Re(C . state) + d_skip x) * silu(z), as attn_ssm_selective_scan. The same kernel as
+   the scan, so L steps give the scan's results bit for bit. */
 ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_tensor x, attn_ssm_tensor dt,
                                             const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                             const float *d_skip, attn_ssm_tensor z, const float *dt_bias,
@@ -2425,6 +2442,33 @@ typedef struct attn__smx {
                                            converted once, so |p - j| stays exact past 2^24 */
 } attn__smx;
 
+/* One tile of Mamba's selective scan on a block of 16 channels: the vector layer's fused
+   kernel (ssm_scan below; 3.16 drives it). Channel c < 16 of the block reads tokens [0, nt) of
+   its fp32 rows u[c], dl[c] (delta) and z[c] and writes y[c]; its A, constant B / C and state
+   rows hold N floats each (A[c][n], ...). Rows of channels past the block's w point at a zero
+   row (inputs) or a scratch row (outputs), so the SIMD kernels run 16 lanes with no masks;
+   the scalar kernel skips them. Per channel and token:
+     dt = dl + bias (softplus(dt) if softplus, threshold 20);  x_n = exp(dt A_n) x_n + dt u B_n
+     y = (sum_n C_n x_n + dsk u) * silu(z)      (the sum in n order; silu only with has_z)
+   B_n, C_n: bc_const ? Bc[c][n] : Bt[n ldb + t] (shared by the block). The state is read from
+   xin[c] and written to xout[c] (may be the same rows). scratch: 4 N x 16 floats, 64-aligned. */
+typedef struct attn__ssm_k {
+    const float *u[16], *dl[16], *z[16], *A[16], *Bc[16], *Cc[16], *xin[16];
+    float *y[16], *xout[16];
+    const float *Bt, *Ct;          /* per-token B / C: row n at Bt + n ldb */
+    ptrdiff_t ldb;
+    float bias[16], dsk[16];
+    float *scratch;
+    int N, nt, w, softplus, has_z, bc_const;
+} attn__ssm_k;
+/* 2^r = 1 + r (C1 + r (C2 + r (C3 + r (C4 + r C5)))) on |r| <= 1/2, relative error 9.2e-8: the
+   scan kernels' exp(dt A) = 2^(dt A log2 e) (A prescaled by log2 e) */
+#define ATTN__EXP2_C1 0.6931469776f
+#define ATTN__EXP2_C2 0.2402224207f
+#define ATTN__EXP2_C3 0.0555073373f
+#define ATTN__EXP2_C4 0.0096715134f
+#define ATTN__EXP2_C5 0.0013264732f
+
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
     const char *name;
@@ -2462,6 +2506,9 @@ typedef struct attn__isa {
     float (*exp_sum)(float *y, const float *x, float m, int n);
     /* y[i] = a[i] b[i] + c x[i]; y may be a, b or x (element i is read before it is written) */
     void (*madd)(float *y, const float *a, const float *b, float c, const float *x, int n);
+    /* Mamba's selective scan on one tile of 16 channels (attn__ssm_k): channels in the lanes,
+       the state in registers / L1, exp and softplus / silu vectorised */
+    void (*ssm_scan)(const attn__ssm_k *k);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -2595,9 +2642,41 @@ static void attn__madd_scalar(float *y, const float *a, const float *b, float c,
     for (i = 0; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
 }
 
+/* softplus with PyTorch's threshold: v > 20 stays v */
+static float attn__softplus_scalar(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
+
+static void attn__ssm_scan_scalar(const attn__ssm_k *k) {
+    const int N = k->N;
+    float *x = k->scratch;
+    int c, t, n;
+    for (c = 0; c < k->w; ++c) {
+        const float *A = k->A[c];
+        for (n = 0; n < N; ++n) x[n] = k->xin[c][n];
+        for (t = 0; t < k->nt; ++t) {
+            const float uv = k->u[c][t], dt = k->softplus ? attn__softplus_scalar(k->dl[c][t] + k->bias[c]) : k->dl[c][t] + k->bias[c];
+            const float du = dt * uv;
+            float y = k->dsk[c] * uv;
+            if (k->bc_const)
+                for (n = 0; n < N; ++n) {
+                    x[n] = expf(dt * A[n]) * x[n] + du * k->Bc[c][n];
+                    y += k->Cc[c][n] * x[n];
+                }
+            else
+                for (n = 0; n < N; ++n) {
+                    x[n] = expf(dt * A[n]) * x[n] + du * k->Bt[(ptrdiff_t)n * k->ldb + t];
+                    y += k->Ct[(ptrdiff_t)n * k->ldb + t] * x[n];
+                }
+            if (k->has_z) { const float zv = k->z[c][t]; y *= zv / (1.0f + expf(-zv)); }
+            k->y[c][t] = y;
+        }
+        for (n = 0; n < N; ++n) k->xout[c][n] = x[n];
+    }
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
-    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar
+    attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
+    attn__ssm_scan_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -2989,10 +3068,188 @@ ATTN__T512 static void attn__madd_avx512(float *y, const float *a, const float *
     }
 }
 
+/* ---- the selective scan's fused kernel (attn__ssm_k) on 16 lanes ---- */
+
+/* 2^t for finite t (the scan's exp(dt A) = 2^(dt A log2 e), A prescaled, |dt|, |A log2 e|
+   clamped to 1e18 so t stays finite): t = n + r, |r| <= 1/2, 2^r = 1 + r P(r) with a degree-4
+   P fitted to 2^r on [-1/2, 1/2] (relative error 9.2e-8, so about 1.5 ulp with the rounding),
+   2^n by scalef (0 and inf past the float range). The coefficients ATTN__EXP2_C* (3.5's top)
+   are every ISA's. */
+ATTN__T512 static ATTN__INLINE __m512 attn__exp2_512(__m512 t) {
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), r = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(ATTN__EXP2_C5), r, _mm512_set1_ps(ATTN__EXP2_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN__EXP2_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN__EXP2_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ATTN__EXP2_C1));
+    return _mm512_scalef_ps(_mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f)), n);
+}
+/* max(-1e18, min(1e18, v)), NaN kept */
+ATTN__T512 static ATTN__INLINE __m512 attn__clamp18_512(__m512 v) {
+    return _mm512_max_ps(_mm512_set1_ps(-1e18f), _mm512_min_ps(_mm512_set1_ps(1e18f), v));
+}
+
+/* 16 x 16 transpose in registers: lane j of r[i] becomes lane i of r[j] */
+ATTN__T512 static ATTN__INLINE void attn__tr16_512(__m512 *r) {
+    __m512 t[16];
+    int i, j;
+    for (i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 4; ++i) {           /* r[4i + j], 128-bit lane l: rows 4i..4i+3 of column 4l + j */
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (j = 0; j < 4; ++j) {
+        const __m512 a = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), b = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);
+        const __m512 c = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88), d = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+        t[j] = _mm512_shuffle_f32x4(a, c, 0x88);
+        t[8 + j] = _mm512_shuffle_f32x4(a, c, 0xdd);
+        t[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);
+        t[12 + j] = _mm512_shuffle_f32x4(b, d, 0xdd);
+    }
+    for (i = 0; i < 16; ++i) r[i] = t[i];
+}
+/* dst[n][16] = rows[c][n] for n < N */
+ATTN__T512 static void attn__ssm_in512(const float *const *rows, int N, float *dst) {
+    __m512 r[16];
+    int c, n0, n;
+    for (n0 = 0; n0 + 16 <= N; n0 += 16) {
+        for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(rows[c] + n0);
+        attn__tr16_512(r);
+        for (c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (size_t)(n0 + c) * 16, r[c]);
+    }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) dst[(size_t)n * 16 + c] = rows[c][n];
+}
+/* rows[c][n] = src[n][16] for n < N */
+ATTN__T512 static void attn__ssm_out512(const float *src, float *const *rows, int N) {
+    __m512 r[16];
+    int c, n0, n;
+    for (n0 = 0; n0 + 16 <= N; n0 += 16) {
+        for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(src + (size_t)(n0 + c) * 16);
+        attn__tr16_512(r);
+        for (c = 0; c < 16; ++c) _mm512_storeu_ps(rows[c] + n0, r[c]);
+    }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) rows[c][n] = src[(size_t)n * 16 + c];
+}
+/* 1 / d by rcp14 and one Newton step (about 1 ulp; d finite and nonzero) */
+ATTN__T512 static ATTN__INLINE __m512 attn__rcp512(__m512 d) {
+    const __m512 r = _mm512_rcp14_ps(d);
+    return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);
+}
+/* softplus, threshold 20: log1p(e^v) = log(u) e / (u - 1), u = 1 + e (the correction of u's
+   rounding), log u = k ln 2 + 2 atanh(s), u = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m-1)/(m+1),
+   the atanh series to s^9 (|s| < 0.172: < 2^-30); e^v = 2^(v log2 e) (v clamped to 1e18). */
+ATTN__T512 static ATTN__INLINE __m512 attn__softplus512(__m512 v) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 e = attn__exp2_512(_mm512_mul_ps(attn__clamp18_512(v), _mm512_set1_ps(1.44269504088896341f)));
+    const __m512 u = _mm512_add_ps(one, e), d = _mm512_sub_ps(u, one);
+    const __m512i bits = _mm512_castps_si512(u), man = _mm512_and_si512(bits, _mm512_set1_epi32(0x007fffff));
+    const __mmask16 big = _mm512_cmpgt_epi32_mask(man, _mm512_set1_epi32(0x003504f3));
+    const __m512 m = _mm512_castsi512_ps(_mm512_or_si512(man, _mm512_mask_blend_epi32(big, _mm512_set1_epi32(0x3f800000),
+                                                                                       _mm512_set1_epi32(0x3f000000))));
+    __m512i ki = _mm512_sub_epi32(_mm512_srli_epi32(bits, 23), _mm512_set1_epi32(127));
+    __m512 s, s2, p, lg;
+    const __mmask16 d0 = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    ki = _mm512_mask_add_epi32(ki, big, ki, _mm512_set1_epi32(1));
+    s = _mm512_mul_ps(_mm512_sub_ps(m, one), attn__rcp512(_mm512_add_ps(m, one)));
+    s2 = _mm512_mul_ps(s, s);
+    p = _mm512_fmadd_ps(_mm512_set1_ps(1.0f / 9), s2, _mm512_set1_ps(1.0f / 7));
+    p = _mm512_fmadd_ps(p, s2, _mm512_set1_ps(1.0f / 5));
+    p = _mm512_fmadd_ps(p, s2, _mm512_set1_ps(1.0f / 3));
+    p = _mm512_fmadd_ps(p, s2, one);
+    lg = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ki), _mm512_set1_ps(0.693147180559945f), _mm512_mul_ps(_mm512_add_ps(s, s), p));
+    lg = _mm512_mask_blend_ps(d0, _mm512_mul_ps(lg, _mm512_mul_ps(e, attn__rcp512(_mm512_mask_blend_ps(d0, d, one)))), e);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(20.0f), _CMP_GT_OQ), lg, v);
+}
+/* z / (1 + e^-z) with e^-z = 2^t, t = -z log2 e clamped to [-1e18, 126] (1 + e^-z finite) */
+ATTN__T512 static ATTN__INLINE __m512 attn__silu512(__m512 z) {
+    const __m512 t = _mm512_min_ps(_mm512_set1_ps(126.0f), attn__clamp18_512(_mm512_mul_ps(z, _mm512_set1_ps(-1.44269504088896341f))));
+    return _mm512_mul_ps(z, attn__rcp512(_mm512_add_ps(_mm512_set1_ps(1.0f), attn__exp2_512(t))));
+}
+/* tokens [t0, t0 + m) of 16 rows -> dst[j][16] (m = 16: one register transpose) */
+ATTN__T512 static ATTN__INLINE void attn__ssm_tile_in512(const float *const *rows, int t0, int m, float *dst) {
+    int c, j;
+    if (m == 16) {
+        __m512 r[16];
+        for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(rows[c] + t0);
+        attn__tr16_512(r);
+        for (c = 0; c < 16; ++c) _mm512_storeu_ps(dst + 16 * c, r[c]);
+    } else
+        for (j = 0; j < m; ++j)
+            for (c = 0; c < 16; ++c) dst[16 * j + c] = rows[c][t0 + j];
+}
+ATTN__T512 static void attn__ssm_scan_avx512(const attn__ssm_k *k) {
+    const int N = k->N, nt = k->nt;
+    const ptrdiff_t ldb = k->ldb;
+    float *x = k->scratch, *A = x + (size_t)N * 16, *Bc = A + (size_t)N * 16, *Cc = Bc + (size_t)N * 16;
+    float tu[256], td[256], tz[256], ty[256];
+    const __m512 bias = _mm512_loadu_ps(k->bias), dsk = _mm512_loadu_ps(k->dsk);
+    int t0, j, n, c;
+    attn__ssm_in512(k->xin, N, x);
+    attn__ssm_in512(k->A, N, A);
+    for (n = 0; n < N; ++n)
+        _mm512_storeu_ps(A + 16 * n, attn__clamp18_512(_mm512_mul_ps(_mm512_loadu_ps(A + 16 * n), _mm512_set1_ps(1.44269504088896341f))));
+    if (k->bc_const) { attn__ssm_in512(k->Bc, N, Bc); attn__ssm_in512(k->Cc, N, Cc); }
+    for (t0 = 0; t0 < nt; t0 += 16) {
+        const int m = ATTN__MIN(16, nt - t0);
+        attn__ssm_tile_in512(k->u, t0, m, tu);
+        attn__ssm_tile_in512(k->dl, t0, m, td);
+        if (k->has_z) attn__ssm_tile_in512(k->z, t0, m, tz);
+        for (j = 0; j < m; ++j) {            /* per token: dt (clamped for the exp: tz), dt u (tu), D u (ty) */
+            const __m512 uv = _mm512_loadu_ps(tu + 16 * j);
+            __m512 dt = _mm512_add_ps(_mm512_loadu_ps(td + 16 * j), bias);
+            if (k->softplus) dt = attn__softplus512(dt);
+            _mm512_storeu_ps(td + 16 * j, attn__clamp18_512(dt));
+            _mm512_storeu_ps(tu + 16 * j, _mm512_mul_ps(dt, uv));
+            _mm512_storeu_ps(ty + 16 * j, _mm512_mul_ps(dsk, uv));
+        }
+        for (n = 0; n < N; ++n) {            /* state n in a register across the tokens */
+            const __m512 a = _mm512_loadu_ps(A + 16 * n);
+            __m512 xn = _mm512_loadu_ps(x + 16 * n);
+            if (k->bc_const) {
+                const __m512 bn = _mm512_loadu_ps(Bc + 16 * n), cn = _mm512_loadu_ps(Cc + 16 * n);
+                for (j = 0; j < m; ++j) {
+                    const __m512 e = attn__exp2_512(_mm512_mul_ps(_mm512_loadu_ps(td + 16 * j), a));
+                    xn = _mm512_fmadd_ps(e, xn, _mm512_mul_ps(_mm512_loadu_ps(tu + 16 * j), bn));
+                    _mm512_storeu_ps(ty + 16 * j, _mm512_fmadd_ps(cn, xn, _mm512_loadu_ps(ty + 16 * j)));
+                }
+            } else {
+                const float *Bt = k->Bt + n * ldb + t0, *Ct = k->Ct + n * ldb + t0;
+                for (j = 0; j < m; ++j) {
+                    const __m512 e = attn__exp2_512(_mm512_mul_ps(_mm512_loadu_ps(td + 16 * j), a));
+                    xn = _mm512_fmadd_ps(e, xn, _mm512_mul_ps(_mm512_loadu_ps(tu + 16 * j), _mm512_set1_ps(Bt[j])));
+                    _mm512_storeu_ps(ty + 16 * j, _mm512_fmadd_ps(_mm512_set1_ps(Ct[j]), xn, _mm512_loadu_ps(ty + 16 * j)));
+                }
+            }
+            _mm512_storeu_ps(x + 16 * n, xn);
+        }
+        if (k->has_z)                        /* y *= z / (1 + e^-z) */
+            for (j = 0; j < m; ++j) {
+                _mm512_storeu_ps(ty + 16 * j, _mm512_mul_ps(_mm512_loadu_ps(ty + 16 * j), attn__silu512(_mm512_loadu_ps(tz + 16 * j))));
+            }
+        if (m == 16) {
+            __m512 r[16];
+            for (c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(ty + 16 * c);
+            attn__tr16_512(r);
+            for (c = 0; c < 16; ++c) _mm512_storeu_ps(k->y[c] + t0, r[c]);
+        } else
+            for (j = 0; j < m; ++j)
+                for (c = 0; c < 16; ++c) k->y[c][t0 + j] = ty[16 * j + c];
+    }
+    attn__ssm_out512(x, k->xout, N);
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", 0, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
-    attn__madd_avx512
+    attn__madd_avx512, attn__ssm_scan_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -3315,9 +3572,185 @@ ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b,
     }
 }
 
+/* ---- the selective scan's fused kernel (attn__ssm_k) on 2 x 8 lanes ---- */
+
+/* 2^t (attn__exp2_512's polynomial), t clamped to [-127, 128]: 2^n built in the exponent field
+   (n = -127: 0, n = 128: inf), NaN kept */
+ATTN__T256 static ATTN__INLINE __m256 attn__exp2_256(__m256 t) {
+    __m256 n, r, p;
+    t = _mm256_max_ps(_mm256_set1_ps(-127.0f), _mm256_min_ps(_mm256_set1_ps(128.0f), t));
+    n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_sub_ps(t, n);
+    p = _mm256_fmadd_ps(_mm256_set1_ps(ATTN__EXP2_C5), r, _mm256_set1_ps(ATTN__EXP2_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN__EXP2_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN__EXP2_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ATTN__EXP2_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+ATTN__T256 static ATTN__INLINE __m256 attn__clamp18_256(__m256 v) {
+    return _mm256_max_ps(_mm256_set1_ps(-1e18f), _mm256_min_ps(_mm256_set1_ps(1e18f), v));
+}
+/* 8 x 8 transpose in registers */
+ATTN__T256 static ATTN__INLINE void attn__tr8_256(__m256 *r) {
+    __m256 t[8], q[8];
+    int i;
+    for (i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (i = 0; i < 2; ++i) {             /* q[4i + j], 128-bit lane l: rows 4i..4i+3 of column 4l + j */
+        q[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        q[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        q[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        q[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (i = 0; i < 4; ++i) {
+        r[i] = _mm256_permute2f128_ps(q[i], q[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(q[i], q[4 + i], 0x31);
+    }
+}
+/* dst[n][16] = rows[c][n] for n < N */
+ATTN__T256 static void attn__ssm_in256(const float *const *rows, int N, float *dst) {
+    __m256 r[8];
+    int c, n0, n, h;
+    for (n0 = 0; n0 + 8 <= N; n0 += 8)
+        for (h = 0; h < 16; h += 8) {
+            for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(rows[h + c] + n0);
+            attn__tr8_256(r);
+            for (c = 0; c < 8; ++c) _mm256_storeu_ps(dst + (size_t)(n0 + c) * 16 + h, r[c]);
+        }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) dst[(size_t)n * 16 + c] = rows[c][n];
+}
+/* rows[c][n] = src[n][16] for n < N */
+ATTN__T256 static void attn__ssm_out256(const float *src, float *const *rows, int N) {
+    __m256 r[8];
+    int c, n0, n, h;
+    for (n0 = 0; n0 + 8 <= N; n0 += 8)
+        for (h = 0; h < 16; h += 8) {
+            for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(src + (size_t)(n0 + c) * 16 + h);
+            attn__tr8_256(r);
+            for (c = 0; c < 8; ++c) _mm256_storeu_ps(rows[h + c] + n0, r[c]);
+        }
+    for (n = n0; n < N; ++n)
+        for (c = 0; c < 16; ++c) rows[c][n] = src[(size_t)n * 16 + c];
+}
+/* 1 / d by rcp (12 bits) and one Newton step (about 1.5 ulp; d finite and nonzero) */
+ATTN__T256 static ATTN__INLINE __m256 attn__rcp256(__m256 d) {
+    const __m256 r = _mm256_rcp_ps(d);
+    return _mm256_fmadd_ps(r, _mm256_fnmadd_ps(d, r, _mm256_set1_ps(1.0f)), r);
+}
+/* softplus as attn__softplus512 (e^v = 2^(v log2 e)) */
+ATTN__T256 static ATTN__INLINE __m256 attn__softplus256(__m256 v) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 e = attn__exp2_256(_mm256_mul_ps(attn__clamp18_256(v), _mm256_set1_ps(1.44269504088896341f)));
+    const __m256 u = _mm256_add_ps(one, e), d = _mm256_sub_ps(u, one);
+    const __m256i bits = _mm256_castps_si256(u), man = _mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff));
+    const __m256i big = _mm256_cmpgt_epi32(man, _mm256_set1_epi32(0x003504f3));
+    const __m256 m = _mm256_castsi256_ps(_mm256_or_si256(man, _mm256_xor_si256(_mm256_set1_epi32(0x3f800000),
+                                                                              _mm256_and_si256(big, _mm256_set1_epi32(0x00800000)))));
+    const __m256i ki = _mm256_sub_epi32(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127)), big);
+    const __m256 s = _mm256_mul_ps(_mm256_sub_ps(m, one), attn__rcp256(_mm256_add_ps(m, one))), s2 = _mm256_mul_ps(s, s);
+    const __m256 d0 = _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_EQ_OQ);
+    __m256 p, lg;
+    p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 9), s2, _mm256_set1_ps(1.0f / 7));
+    p = _mm256_fmadd_ps(p, s2, _mm256_set1_ps(1.0f / 5));
+    p = _mm256_fmadd_ps(p, s2, _mm256_set1_ps(1.0f / 3));
+    p = _mm256_fmadd_ps(p, s2, one);
+    lg = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ki), _mm256_set1_ps(0.693147180559945f), _mm256_mul_ps(_mm256_add_ps(s, s), p));
+    lg = _mm256_blendv_ps(_mm256_mul_ps(lg, _mm256_mul_ps(e, attn__rcp256(_mm256_blendv_ps(d, one, d0)))), e, d0);
+    return _mm256_blendv_ps(lg, v, _mm256_cmp_ps(v, _mm256_set1_ps(20.0f), _CMP_GT_OQ));
+}
+/* z / (1 + e^-z) as attn__silu512 (attn__exp2_256 clamps to [-127, 128]: 1 + e^-z <= 1 + 2^126 is
+   kept finite by the clamp to 126) */
+ATTN__T256 static ATTN__INLINE __m256 attn__silu256(__m256 z) {
+    const __m256 t = _mm256_min_ps(_mm256_set1_ps(126.0f), attn__clamp18_256(_mm256_mul_ps(z, _mm256_set1_ps(-1.44269504088896341f))));
+    return _mm256_mul_ps(z, attn__rcp256(_mm256_add_ps(_mm256_set1_ps(1.0f), attn__exp2_256(t))));
+}
+/* tokens [t0, t0 + m) of 16 rows <-> buf[j][16] (m = 16: four register transposes) */
+ATTN__T256 static ATTN__INLINE void attn__ssm_tile256(const float *const *rows_in, float *const *rows_out, int t0, int m, float *buf) {
+    int c, j, h, b;
+    if (m == 16) {
+        __m256 r[8];
+        for (h = 0; h < 16; h += 8)
+            for (b = 0; b < 16; b += 8) {
+                if (rows_in) {
+                    for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(rows_in[h + c] + t0 + b);
+                    attn__tr8_256(r);
+                    for (c = 0; c < 8; ++c) _mm256_storeu_ps(buf + 16 * (b + c) + h, r[c]);
+                } else {
+                    for (c = 0; c < 8; ++c) r[c] = _mm256_loadu_ps(buf + 16 * (b + c) + h);
+                    attn__tr8_256(r);
+                    for (c = 0; c < 8; ++c) _mm256_storeu_ps(rows_out[h + c] + t0 + b, r[c]);
+                }
+            }
+    } else if (rows_in) {
+        for (j = 0; j < m; ++j)
+            for (c = 0; c < 16; ++c) buf[16 * j + c] = rows_in[c][t0 + j];
+    } else
+        for (j = 0; j < m; ++j)
+            for (c = 0; c < 16; ++c) rows_out[c][t0 + j] = buf[16 * j + c];
+}
+ATTN__T256 static void attn__ssm_scan_avx2(const attn__ssm_k *k) {
+    const int N = k->N, nt = k->nt;
+    const ptrdiff_t ldb = k->ldb;
+    float *x = k->scratch, *A = x + (size_t)N * 16, *Bc = A + (size_t)N * 16, *Cc = Bc + (size_t)N * 16;
+    float tu[256], td[256], tz[256], ty[256];
+    int t0, j, n, h;
+    attn__ssm_in256(k->xin, N, x);
+    attn__ssm_in256(k->A, N, A);
+    for (n = 0; n < 16 * N; n += 8)
+        _mm256_storeu_ps(A + n, attn__clamp18_256(_mm256_mul_ps(_mm256_loadu_ps(A + n), _mm256_set1_ps(1.44269504088896341f))));
+    if (k->bc_const) { attn__ssm_in256(k->Bc, N, Bc); attn__ssm_in256(k->Cc, N, Cc); }
+    for (t0 = 0; t0 < nt; t0 += 16) {
+        const int m = ATTN__MIN(16, nt - t0);
+        attn__ssm_tile256(k->u, NULL, t0, m, tu);
+        attn__ssm_tile256(k->dl, NULL, t0, m, td);
+        if (k->has_z) attn__ssm_tile256(k->z, NULL, t0, m, tz);
+        for (j = 0; j < m; ++j)               /* per token: dt (clamped for the exp: td), dt u (tu), D u (ty) */
+            for (h = 0; h < 16; h += 8) {
+                const __m256 uv = _mm256_loadu_ps(tu + 16 * j + h);
+                __m256 dt = _mm256_add_ps(_mm256_loadu_ps(td + 16 * j + h), _mm256_loadu_ps(k->bias + h));
+                if (k->softplus) dt = attn__softplus256(dt);
+                _mm256_storeu_ps(td + 16 * j + h, attn__clamp18_256(dt));
+                _mm256_storeu_ps(tu + 16 * j + h, _mm256_mul_ps(dt, uv));
+                _mm256_storeu_ps(ty + 16 * j + h, _mm256_mul_ps(_mm256_loadu_ps(k->dsk + h), uv));
+            }
+        for (n = 0; n < N; ++n)               /* state n in registers across the tokens */
+            for (h = 0; h < 16; h += 8) {
+                const __m256 a = _mm256_loadu_ps(A + 16 * n + h);
+                __m256 xn = _mm256_loadu_ps(x + 16 * n + h);
+                if (k->bc_const) {
+                    const __m256 bn = _mm256_loadu_ps(Bc + 16 * n + h), cn = _mm256_loadu_ps(Cc + 16 * n + h);
+                    for (j = 0; j < m; ++j) {
+                        const __m256 e = attn__exp2_256(_mm256_mul_ps(_mm256_loadu_ps(td + 16 * j + h), a));
+                        xn = _mm256_fmadd_ps(e, xn, _mm256_mul_ps(_mm256_loadu_ps(tu + 16 * j + h), bn));
+                        _mm256_storeu_ps(ty + 16 * j + h, _mm256_fmadd_ps(cn, xn, _mm256_loadu_ps(ty + 16 * j + h)));
+                    }
+                } else {
+                    const float *Bt = k->Bt + n * ldb + t0, *Ct = k->Ct + n * ldb + t0;
+                    for (j = 0; j < m; ++j) {
+                        const __m256 e = attn__exp2_256(_mm256_mul_ps(_mm256_loadu_ps(td + 16 * j + h), a));
+                        xn = _mm256_fmadd_ps(e, xn, _mm256_mul_ps(_mm256_loadu_ps(tu + 16 * j + h), _mm256_set1_ps(Bt[j])));
+                        _mm256_storeu_ps(ty + 16 * j + h, _mm256_fmadd_ps(_mm256_set1_ps(Ct[j]), xn, _mm256_loadu_ps(ty + 16 * j + h)));
+                    }
+                }
+                _mm256_storeu_ps(x + 16 * n + h, xn);
+            }
+        if (k->has_z)                         /* y *= z / (1 + e^-z) */
+            for (j = 0; j < 16 * m; j += 8) {
+                _mm256_storeu_ps(ty + j, _mm256_mul_ps(_mm256_loadu_ps(ty + j), attn__silu256(_mm256_loadu_ps(tz + j))));
+            }
+        attn__ssm_tile256(NULL, k->y, t0, m, ty);
+    }
+    attn__ssm_out256(x, k->xout, N);
+}
+
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
-    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2
+    attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
+    attn__ssm_scan_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -3559,9 +3992,132 @@ static void attn__madd_neon(float *y, const float *a, const float *b, float c, c
     for (; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
 }
 
+/* ---- the selective scan's fused kernel (attn__ssm_k) on 4 x 4 lanes ---- */
+
+/* 2^t as attn__exp2_256 */
+static inline float32x4_t attn__exp2_neon(float32x4_t t) {
+    float32x4_t n, r, p;
+    t = vmaxq_f32(vdupq_n_f32(-127.0f), vminq_f32(vdupq_n_f32(128.0f), t));
+    n = vrndnq_f32(t);
+    r = vsubq_f32(t, n);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C4), vdupq_n_f32(ATTN__EXP2_C5), r);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C3), p, r);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C2), p, r);
+    p = vfmaq_f32(vdupq_n_f32(ATTN__EXP2_C1), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+    return vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)));
+}
+static inline float32x4_t attn__clamp18_neon(float32x4_t v) {
+    return vmaxq_f32(vdupq_n_f32(-1e18f), vminq_f32(vdupq_n_f32(1e18f), v));
+}
+/* 4 x 4 transpose in registers */
+static inline void attn__tr4_neon(float32x4_t *r) {
+    const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+    r[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    r[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+}
+/* the 16 rows' elements [o, o + m) <-> buf[j][16] (whole blocks of 4 by register transposes) */
+static void attn__ssm_tile_neon(const float *const *rows_in, float *const *rows_out, int o, int m, float *buf) {
+    float32x4_t r[4];
+    int c, j, h, b;
+    for (b = 0; b + 4 <= m; b += 4)
+        for (h = 0; h < 16; h += 4) {
+            if (rows_in) {
+                for (c = 0; c < 4; ++c) r[c] = vld1q_f32(rows_in[h + c] + o + b);
+                attn__tr4_neon(r);
+                for (c = 0; c < 4; ++c) vst1q_f32(buf + 16 * (b + c) + h, r[c]);
+            } else {
+                for (c = 0; c < 4; ++c) r[c] = vld1q_f32(buf + 16 * (b + c) + h);
+                attn__tr4_neon(r);
+                for (c = 0; c < 4; ++c) vst1q_f32(rows_out[h + c] + o + b, r[c]);
+            }
+        }
+    for (j = b; j < m; ++j)
+        for (c = 0; c < 16; ++c) {
+            if (rows_in) buf[16 * j + c] = rows_in[c][o + j];
+            else rows_out[c][o + j] = buf[16 * j + c];
+        }
+}
+/* softplus as attn__softplus512 */
+static inline float32x4_t attn__softplus_neon(float32x4_t v) {
+    const float32x4_t one = vdupq_n_f32(1.0f), e = attn__exp_neon(v), u = vaddq_f32(one, e), d = vsubq_f32(u, one);
+    const uint32x4_t bits = vreinterpretq_u32_f32(u), man = vandq_u32(bits, vdupq_n_u32(0x007fffffu));
+    const uint32x4_t big = vcgtq_u32(man, vdupq_n_u32(0x003504f3u));
+    const float32x4_t m = vreinterpretq_f32_u32(vorrq_u32(man, veorq_u32(vdupq_n_u32(0x3f800000u), vandq_u32(big, vdupq_n_u32(0x00800000u)))));
+    const int32x4_t ki = vsubq_s32(vsubq_s32(vreinterpretq_s32_u32(vshrq_n_u32(bits, 23)), vdupq_n_s32(127)), vreinterpretq_s32_u32(big));
+    const float32x4_t s = vdivq_f32(vsubq_f32(m, one), vaddq_f32(m, one)), s2 = vmulq_f32(s, s);
+    float32x4_t p, lg;
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 7), vdupq_n_f32(1.0f / 9), s2);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 5), p, s2);
+    p = vfmaq_f32(vdupq_n_f32(1.0f / 3), p, s2);
+    p = vfmaq_f32(one, p, s2);
+    lg = vfmaq_f32(vmulq_f32(vaddq_f32(s, s), p), vcvtq_f32_s32(ki), vdupq_n_f32(0.693147180559945f));
+    lg = vbslq_f32(vceqq_f32(d, vdupq_n_f32(0.0f)), e, vmulq_f32(lg, vdivq_f32(e, d)));
+    return vbslq_f32(vcgtq_f32(v, vdupq_n_f32(20.0f)), v, lg);
+}
+static void attn__ssm_scan_neon(const attn__ssm_k *k) {
+    const int N = k->N, nt = k->nt;
+    const ptrdiff_t ldb = k->ldb;
+    float *x = k->scratch, *A = x + (size_t)N * 16, *Bc = A + (size_t)N * 16, *Cc = Bc + (size_t)N * 16;
+    float tu[256], td[256], tz[256], ty[256];
+    const float32x4_t one = vdupq_n_f32(1.0f);
+    int t0, j, n, h;
+    attn__ssm_tile_neon(k->xin, NULL, 0, N, x);
+    attn__ssm_tile_neon(k->A, NULL, 0, N, A);
+    for (n = 0; n < 16 * N; n += 4) vst1q_f32(A + n, attn__clamp18_neon(vmulq_f32(vld1q_f32(A + n), vdupq_n_f32(1.44269504088896341f))));
+    if (k->bc_const) { attn__ssm_tile_neon(k->Bc, NULL, 0, N, Bc); attn__ssm_tile_neon(k->Cc, NULL, 0, N, Cc); }
+    for (t0 = 0; t0 < nt; t0 += 16) {
+        const int m = ATTN__MIN(16, nt - t0);
+        attn__ssm_tile_neon(k->u, NULL, t0, m, tu);
+        attn__ssm_tile_neon(k->dl, NULL, t0, m, td);
+        if (k->has_z) attn__ssm_tile_neon(k->z, NULL, t0, m, tz);
+        for (j = 0; j < m; ++j)               /* per token: dt (clamped for the exp: td), dt u (tu), D u (ty) */
+            for (h = 0; h < 16; h += 4) {
+                const float32x4_t uv = vld1q_f32(tu + 16 * j + h);
+                float32x4_t dt = vaddq_f32(vld1q_f32(td + 16 * j + h), vld1q_f32(k->bias + h));
+                if (k->softplus) dt = attn__softplus_neon(dt);
+                vst1q_f32(td + 16 * j + h, attn__clamp18_neon(dt));
+                vst1q_f32(tu + 16 * j + h, vmulq_f32(dt, uv));
+                vst1q_f32(ty + 16 * j + h, vmulq_f32(vld1q_f32(k->dsk + h), uv));
+            }
+        for (n = 0; n < N; ++n)               /* state n in registers across the tokens */
+            for (h = 0; h < 16; h += 4) {
+                const float32x4_t a = vld1q_f32(A + 16 * n + h);
+                float32x4_t xn = vld1q_f32(x + 16 * n + h);
+                if (k->bc_const) {
+                    const float32x4_t bn = vld1q_f32(Bc + 16 * n + h), cn = vld1q_f32(Cc + 16 * n + h);
+                    for (j = 0; j < m; ++j) {
+                        const float32x4_t e = attn__exp2_neon(vmulq_f32(vld1q_f32(td + 16 * j + h), a));
+                        xn = vfmaq_f32(vmulq_f32(vld1q_f32(tu + 16 * j + h), bn), e, xn);
+                        vst1q_f32(ty + 16 * j + h, vfmaq_f32(vld1q_f32(ty + 16 * j + h), cn, xn));
+                    }
+                } else {
+                    const float *Bt = k->Bt + n * ldb + t0, *Ct = k->Ct + n * ldb + t0;
+                    for (j = 0; j < m; ++j) {
+                        const float32x4_t e = attn__exp2_neon(vmulq_f32(vld1q_f32(td + 16 * j + h), a));
+                        xn = vfmaq_f32(vmulq_f32(vld1q_f32(tu + 16 * j + h), vdupq_n_f32(Bt[j])), e, xn);
+                        vst1q_f32(ty + 16 * j + h, vfmaq_f32(vld1q_f32(ty + 16 * j + h), vdupq_n_f32(Ct[j]), xn));
+                    }
+                }
+                vst1q_f32(x + 16 * n + h, xn);
+            }
+        if (k->has_z)                         /* y *= z / (1 + e^-z) */
+            for (j = 0; j < 16 * m; j += 4) {
+                const float32x4_t z = vld1q_f32(tz + j);
+                vst1q_f32(ty + j, vmulq_f32(vld1q_f32(ty + j), vdivq_f32(z, vaddq_f32(one, attn__exp_neon(vnegq_f32(z))))));
+            }
+        attn__ssm_tile_neon(NULL, k->y, t0, m, ty);
+    }
+    attn__ssm_tile_neon(NULL, k->xout, 0, N, x);
+}
+
 static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
-    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon
+    attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
+    attn__ssm_scan_neon
 };
 #endif /* ATTN__NEON */
 
@@ -10954,15 +11510,19 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
    --------------------------------------------------------------------------------------- */
 
 /* The scans take [batch, channels, len] views (attn_ssm_tensor) and their own desc. Every
-   kernel below is written against the vector layer (attn__vec()): the selective scan keeps a
-   block of up to ATTN__SSM_W channels of one group in SIMD lanes, so per token and state n it
-   is one exp over the block's N x W lanes, one madd (x = exp(dt A) x + B_n dt u) and one axpy
-   (y += C_n x) with B_n, C_n scalars shared by the whole group. Each (sequence, channel block)
-   is one task that runs its tokens in order: results never depend on the thread count. */
-#define ATTN__SSM_W 64          /* channels per block (lanes of the recurrence) */
-#define ATTN__SSM_T 128         /* tokens per chunk staged in the workspace: channel rows of
-                                   [B, D, L] tensors are L apart, so short row pieces thrash
-                                   the cache (32 tokens ran 1.4x slower than 128) */
+   kernel below is written against the vector layer (attn__vec()). The selective scan's work is
+   its ssm_scan op (3.5), one fused kernel per ISA: 16 channels in SIMD lanes (1 zmm, 2 ymm or
+   4 NEON vectors), a tile of tokens transposed 16 x 16 in registers, softplus, D skip and the
+   silu gate vectorised, and per state n the recurrence over the tile's tokens with x_n in a
+   register: per state and token one 2^t (exp(dt A) with A prescaled by log2 e), one multiply
+   (dt u B_n) and two FMAs (x, y). Profiled on Zen 4 (perf, one thread): the state loop is ~75%
+   of the time and bound by the FMA pipes (12 vector ops per state and token); the softplus and
+   gate ~20%; the transposes and staging the rest. Each (sequence, block of ATTN__SSM_W
+   channels) is one task that runs its tokens in order, so results never depend on the thread
+   count, and a token's arithmetic does not depend on where a tile or a piece starts. Complex
+   A runs attn__ssm_cscan_task, scalar per channel. */
+#define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
+#define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
 
 /* A resolved view: element strides (dense defaults filled in). */
@@ -10995,7 +11555,7 @@ static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int
         return ATTN_ERR_SSM_OVERFLOW;
     return ATTN_OK;
 }
-static char *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
+static void *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
     return v->p + ((ptrdiff_t)b * v->sb + (ptrdiff_t)c * v->sc + l) * (ptrdiff_t)attn__dtype_size(v->dt);
 }
 
@@ -11014,31 +11574,10 @@ static size_t attn__ssm_ws_bytes(int n_threads, size_t floats) {
     return b;
 }
 
-/* softplus with PyTorch's threshold 20, in place on x[0, n): x > 20 stays x, else log(1 + e^x)
-   with e^x from the vector layer and log1p as log(u) e / (u - 1), u = 1 + e (the classic
-   correction of u's rounding), log(u) = k ln 2 + 2 atanh(s) for u = 2^k m, m in [sqrt(1/2),
-   sqrt(2)), s = (m - 1) / (m + 1), |s| < 0.172: the series to s^9 leaves < 2^-30. e is scratch. */
-static void attn__ssm_softplus(const attn__isa *V, float *x, float *e, int n) {
-    int i;
-    V->exp_sum(e, x, 0.0f, n);
-    for (i = 0; i < n; ++i) {         /* branch-free, so compilers vectorise it */
-        const float ei = e[i], u = 1.0f + ei, d = u - 1.0f;
-        const uint32_t bits = attn__f32_to_bits(u);
-        const int big = (bits & 0x007fffffu) > 0x003504f3u;                /* mantissa > sqrt(2) */
-        const float m = attn__bits_to_f32((bits & 0x007fffffu) | (big ? 0x3f000000u : 0x3f800000u));
-        const float k = (float)((int)(bits >> 23) - 127 + big);
-        const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-        const float lg = k * 0.693147180559945f +
-                         2.0f * s * (1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9)))));
-        const float sp = d == 0.0f ? ei : lg * (ei / d);
-        x[i] = x[i] > 20.0f ? x[i] : sp;
-    }
-}
-
 /* ---- Mamba selective scan ---- */
 typedef struct attn__ssm_scan {
     const attn__isa *V;
-    int B, D, L, N, G, cg, nblk, bc_const, softplus;
+    int B, D, L, N, G, cg, nblk, bc_const, softplus, cplx;
     const int *cu;
     int S;
     attn__ssm_tv u, dl, z, Bm, Cm, y;
@@ -11049,100 +11588,172 @@ typedef struct attn__ssm_scan {
     size_t ws_floats;
 } attn__ssm_scan;
 
+/* per-thread scratch: the kernel's 4 N x 16, the carried state ATTN__SSM_W x N, constant
+   B and C, converted rows (u, delta, z, y: 16 x T each; B, C: N x T each), a zero row and a
+   scratch row; the state, B and C areas are twice that (complex A) */
 static size_t attn__ssm_scan_floats(int N) {
-    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T;
-    return attn__ssm_round((size_t)N * W * 6 + W * T * 6 + (size_t)N * T * 2 + T);
+    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T, R = ATTN__MAX((size_t)N, T);
+    return attn__ssm_round((size_t)N * 16 * 4) + attn__ssm_round(W * N * 2) + attn__ssm_round((size_t)4 * N * W) +
+           16 * T * 4 + attn__ssm_round((size_t)N * T * 4) + attn__ssm_round(R) * 2;
 }
 
+/* the rows of 16 channels [c0, c0 + 16) of v at token t0 (channels past w: `pad`); a tensor
+   that is not fp32 is converted into buf ([16][T]: nt tokens) */
+static void attn__ssm_rows(const attn__isa *V, const attn__ssm_tv *v, int b, int c0, int w, int t0, int nt, float *buf,
+                           const float *pad, const float **rows) {
+    int c;
+    for (c = 0; c < 16; ++c)
+        if (c >= w) rows[c] = pad;
+        else if (v->dt == ATTN_F32) rows[c] = (const float *)attn__ssm_at(v, b, c0 + c, t0);
+        else {
+            V->load(attn__ssm_at(v, b, c0 + c, t0), v->dt, buf + (size_t)c * ATTN__SSM_T, nt, 1.0f);
+            rows[c] = buf + (size_t)c * ATTN__SSM_T;
+        }
+}
+
+/* One (sequence set, channel block of ATTN__SSM_W) task: tiles of T tokens, each staged once
+   (per-token B and C, converted rows) and run by the vector layer's ssm_scan on the block's
+   16-channel pieces, the state carried in the workspace between tiles. */
 static void attn__ssm_scan_task(void *ctx, int task, int thread) {
     const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
     const attn__isa *V = P->V;
-    const int N = P->N, T = ATTN__SSM_T;
+    const int N = P->N, T = ATTN__SSM_T, R = (int)attn__ssm_round((size_t)ATTN__MAX(N, T));
     const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
     const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
     float *f = P->ws + P->ws_floats * (size_t)thread;
-    float *At = f, *Bt = At + (size_t)N * w, *Ct = Bt + (size_t)N * w, *x = Ct + (size_t)N * w;
-    float *E = x + (size_t)N * w, *tmp = E + (size_t)N * w;
-    float *ub = tmp + (size_t)N * w, *db = ub + (size_t)w * T, *zb = db + (size_t)w * T, *yb = ub;   /* rows [c][t] */
-    float *dt = zb + (size_t)w * T, *du = dt + (size_t)w * T, *yt = du + (size_t)w * T;             /* [t][c] */
-    float *bb = yt + (size_t)w * T, *cb = bb + (size_t)N * T, *zt = cb + (size_t)N * T;
-    int c, n, t, seg, s_lo, s_hi;
-    for (c = 0; c < w; ++c)
-        for (n = 0; n < N; ++n) At[(size_t)n * w + c] = P->A[(size_t)(c0 + c) * N + n];
+    float *scr = f, *xb = scr + attn__ssm_round((size_t)N * 16 * 4);
+    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N * 2);       /* const B, C rows [2][W][N] */
+    float *ub = bcv + attn__ssm_round((size_t)4 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
+    float *bb = yb + 16 * T, *cb = bb + (size_t)N * T, *zero = bb + attn__ssm_round((size_t)N * T * 4), *dump = zero + R;
+    attn__ssm_k k;
+    int c, n, s0, seg, s_lo, s_hi;
+    memset(zero, 0, sizeof(float) * (size_t)R);
+    memset(&k, 0, sizeof k);
+    k.N = N; k.softplus = P->softplus; k.has_z = P->has_z; k.bc_const = P->bc_const; k.scratch = scr;
     if (P->bc_const)
         for (c = 0; c < w; ++c) {
-            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, tmp, N, 1.0f);
-            for (n = 0; n < N; ++n) Bt[(size_t)n * w + c] = tmp[n];
-            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, tmp, N, 1.0f);
-            for (n = 0; n < N; ++n) Ct[(size_t)n * w + c] = tmp[n];
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * N, N, 1.0f);
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * N, N, 1.0f);
         }
-    /* the sequences this task runs: one per batch entry, or every packed one */
+    if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
+    for (seg = s_lo; seg < s_hi; ++seg) {
+        const int t_beg = P->cu ? P->cu[seg] : 0, t_end = P->cu ? P->cu[seg + 1] : P->L;
+        int t0;
+        if (t_beg == t_end) {                          /* an empty sequence: the state passes through */
+            if (P->sout)
+                for (c = 0; c < w; ++c)
+                    for (n = 0; n < N; ++n)
+                        P->sout[((size_t)seg * P->D + c0 + c) * N + n] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N + n] : 0.0f;
+            continue;
+        }
+        for (t0 = t_beg; t0 < t_end; t0 += T) {
+            const int nt = ATTN__MIN(T, t_end - t0), last = t0 + nt == t_end;
+            k.nt = nt;
+            if (!P->bc_const) {                        /* the group's B, C rows of this tile */
+                if (P->Bm.dt == ATTN_F32 && P->Cm.dt == ATTN_F32 && P->Bm.sc == P->Cm.sc) {
+                    k.Bt = (const float *)attn__ssm_at(&P->Bm, b, g * N, t0);
+                    k.Ct = (const float *)attn__ssm_at(&P->Cm, b, g * N, t0);
+                    k.ldb = P->Bm.sc;
+                } else {
+                    for (n = 0; n < N; ++n) {
+                        V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
+                        V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                    }
+                    k.Bt = bb; k.Ct = cb; k.ldb = T;
+                }
+            }
+            for (s0 = 0; s0 < w; s0 += 16) {           /* the block's 16-channel pieces */
+                const int ws16 = ATTN__MIN(16, w - s0), cs = c0 + s0;
+                k.w = ws16;
+                attn__ssm_rows(V, &P->u, b, cs, ws16, t0, nt, ub, zero, k.u);
+                attn__ssm_rows(V, &P->dl, b, cs, ws16, t0, nt, db, zero, k.dl);
+                if (P->has_z) attn__ssm_rows(V, &P->z, b, cs, ws16, t0, nt, zb, zero, k.z);
+                for (c = 0; c < 16; ++c) {
+                    const int in = c < ws16;
+                    float *xr = xb + (size_t)(s0 + c) * N;
+                    k.A[c] = in ? P->A + (size_t)(cs + c) * N : zero;
+                    k.Bc[c] = in ? bcv + (size_t)(s0 + c) * N : zero;
+                    k.Cc[c] = in ? bcv + (size_t)(ATTN__SSM_W + s0 + c) * N : zero;
+                    k.bias[c] = in && P->dbias ? P->dbias[cs + c] : 0.0f;
+                    k.dsk[c] = in && P->Dk ? P->Dk[cs + c] : 0.0f;
+                    k.xin[c] = !in ? zero : t0 != t_beg ? xr : P->sin ? P->sin + ((size_t)seg * P->D + cs + c) * N : zero;
+                    k.xout[c] = !in ? dump : last && P->sout ? P->sout + ((size_t)seg * P->D + cs + c) * N : xr;
+                    k.y[c] = !in ? dump : P->y.dt == ATTN_F32 ? (float *)attn__ssm_at(&P->y, b, cs + c, t0) : yb + (size_t)c * T;
+                }
+                V->ssm_scan(&k);
+                if (P->y.dt != ATTN_F32)
+                    for (c = 0; c < ws16; ++c) V->store(attn__ssm_at(&P->y, b, cs + c, t0), P->y.dt, yb + (size_t)c * T, nt, 1.0f);
+            }
+        }
+    }
+}
+
+/* The complex-A scan (desc->a_complex) on one (sequence set, channel block) task: channel by
+   channel in fp32 scalars, tiles of T tokens with the group's B, C rows staged once per tile.
+   Workspace as attn__ssm_scan_task's: xb [W][2N] the carried states, bcv [2][W][2N] constant
+   B, C, ub / db / zb / yb rows of T, bb / cb [N][2T]. */
+static void attn__ssm_cscan_task(void *ctx, int task, int thread) {
+    const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
+    const attn__isa *V = P->V;
+    const int N = P->N, T = ATTN__SSM_T, N2 = 2 * P->N;
+    const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
+    const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    float *xb = f + attn__ssm_round((size_t)N * 16 * 4);
+    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N * 2);
+    float *ub = bcv + attn__ssm_round((size_t)4 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
+    float *bb = yb + 16 * T, *cb = bb + (size_t)N * 2 * T;
+    int c, n, t, seg, s_lo, s_hi;
+    if (P->bc_const)
+        for (c = 0; c < w; ++c) {
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * N2, N2, 1.0f);
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * N2, N2, 1.0f);
+        }
     if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
     for (seg = s_lo; seg < s_hi; ++seg) {
         const int t_beg = P->cu ? P->cu[seg] : 0, t_end = P->cu ? P->cu[seg + 1] : P->L;
         int t0;
         for (c = 0; c < w; ++c)
-            for (n = 0; n < N; ++n)
-                x[(size_t)n * w + c] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N + n] : 0.0f;
+            for (n = 0; n < N2; ++n) xb[(size_t)c * N2 + n] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N2 + n] : 0.0f;
         for (t0 = t_beg; t0 < t_end; t0 += T) {
             const int nt = ATTN__MIN(T, t_end - t0);
-            for (c = 0; c < w; ++c) {
-                V->load(attn__ssm_at(&P->u, b, c0 + c, t0), P->u.dt, ub + (size_t)c * T, nt, 1.0f);
-                V->load(attn__ssm_at(&P->dl, b, c0 + c, t0), P->dl.dt, db + (size_t)c * T, nt, 1.0f);
-                if (P->has_z) V->load(attn__ssm_at(&P->z, b, c0 + c, t0), P->z.dt, zb + (size_t)c * T, nt, 1.0f);
-            }
             if (!P->bc_const)
                 for (n = 0; n < N; ++n) {
-                    V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
-                    V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                    V->load(attn__ssm_at(&P->Bm, b, g * N + n, 2 * t0), P->Bm.dt, bb + (size_t)n * 2 * T, 2 * nt, 1.0f);
+                    V->load(attn__ssm_at(&P->Cm, b, g * N + n, 2 * t0), P->Cm.dt, cb + (size_t)n * 2 * T, 2 * nt, 1.0f);
                 }
-            /* tokens x channels: dt = delta + delta_bias (softplus), du = dt u, y = D u */
             for (c = 0; c < w; ++c) {
-                const float bias = P->dbias ? P->dbias[c0 + c] : 0.0f, dsk = P->Dk ? P->Dk[c0 + c] : 0.0f;
-                float *dc = db + (size_t)c * T;
-                for (t = 0; t < nt; ++t) dc[t] += bias;
-                if (P->softplus) attn__ssm_softplus(V, dc, zt, nt);
+                const int ch = c0 + c;
+                const float bias = P->dbias ? P->dbias[ch] : 0.0f, dsk = P->Dk ? P->Dk[ch] : 0.0f, *A = P->A + (size_t)ch * N2;
+                const float *Bv = P->bc_const ? bcv + (size_t)c * N2 : NULL, *Cv = P->bc_const ? bcv + (size_t)(ATTN__SSM_W + c) * N2 : NULL;
+                float *x = xb + (size_t)c * N2;
+                V->load(attn__ssm_at(&P->u, b, ch, t0), P->u.dt, ub, nt, 1.0f);
+                V->load(attn__ssm_at(&P->dl, b, ch, t0), P->dl.dt, db, nt, 1.0f);
+                if (P->has_z) V->load(attn__ssm_at(&P->z, b, ch, t0), P->z.dt, zb, nt, 1.0f);
                 for (t = 0; t < nt; ++t) {
-                    const float uv = ub[(size_t)c * T + t], dv = dc[t];
-                    dt[(size_t)t * w + c] = dv;
-                    du[(size_t)t * w + c] = dv * uv;
-                    yt[(size_t)t * w + c] = dsk * uv;
-                }
-            }
-            for (t = 0; t < nt; ++t) {
-                const float *dtr = dt + (size_t)t * w, *dur = du + (size_t)t * w;
-                float *yr = yt + (size_t)t * w;
-                for (n = 0; n < N; ++n) V->madd(tmp + (size_t)n * w, dtr, At + (size_t)n * w, 0.0f, At + (size_t)n * w, w);
-                V->exp_sum(E, tmp, 0.0f, N * w);                         /* exp(dt A) */
-                if (!P->bc_const)
+                    float dt = db[t] + bias, du, acc = 0.0f;
+                    if (P->softplus && dt <= 20.0f) dt = log1pf(expf(dt));
+                    du = dt * ub[t];
                     for (n = 0; n < N; ++n) {
-                        float *xn = x + (size_t)n * w;
-                        V->madd(xn, E + (size_t)n * w, xn, bb[(size_t)n * T + t], dur, w);
-                        V->axpy(yr, cb[(size_t)n * T + t], xn, w);
+                        const float mag = expf(dt * A[2 * n]), ph = dt * A[2 * n + 1];
+                        const float er = mag * cosf(ph), ei = mag * sinf(ph);
+                        const float br = Bv ? Bv[2 * n] : bb[(size_t)n * 2 * T + 2 * t], bi = Bv ? Bv[2 * n + 1] : bb[(size_t)n * 2 * T + 2 * t + 1];
+                        const float cr = Cv ? Cv[2 * n] : cb[(size_t)n * 2 * T + 2 * t], ci = Cv ? Cv[2 * n + 1] : cb[(size_t)n * 2 * T + 2 * t + 1];
+                        const float xr = er * x[2 * n] - ei * x[2 * n + 1] + du * br;
+                        const float xi = er * x[2 * n + 1] + ei * x[2 * n] + du * bi;
+                        x[2 * n] = xr; x[2 * n + 1] = xi;
+                        acc += cr * xr - ci * xi;
                     }
-                else
-                    for (n = 0; n < N; ++n) {
-                        float *xn = x + (size_t)n * w, *tn = tmp + (size_t)n * w;
-                        V->madd(tn, dur, Bt + (size_t)n * w, 0.0f, dur, w);     /* dt u B[d][n] */
-                        V->madd(xn, E + (size_t)n * w, xn, 1.0f, tn, w);
-                        V->madd(yr, xn, Ct + (size_t)n * w, 1.0f, yr, w);
-                    }
-            }
-            for (c = 0; c < w; ++c) {
-                float *yc = yb + (size_t)c * T;
-                for (t = 0; t < nt; ++t) yc[t] = yt[(size_t)t * w + c];
-                if (P->has_z) {                                          /* y *= z / (1 + e^-z) */
-                    const float *zc = zb + (size_t)c * T;
-                    for (t = 0; t < nt; ++t) zt[t] = -zc[t];
-                    V->exp_sum(zt, zt, 0.0f, nt);
-                    for (t = 0; t < nt; ++t) yc[t] *= zc[t] / (1.0f + zt[t]);
+                    acc = 2.0f * acc + dsk * ub[t];
+                    if (P->has_z) acc *= zb[t] / (1.0f + expf(-zb[t]));
+                    yb[t] = acc;
                 }
-                V->store(attn__ssm_at(&P->y, b, c0 + c, t0), P->y.dt, yc, nt, 1.0f);
+                V->store(attn__ssm_at(&P->y, b, ch, t0), P->y.dt, yb, nt, 1.0f);
             }
         }
         if (P->sout)
             for (c = 0; c < w; ++c)
-                for (n = 0; n < N; ++n) P->sout[((size_t)seg * P->D + c0 + c) * N + n] = x[(size_t)n * w + c];
+                for (n = 0; n < N2; ++n) P->sout[((size_t)seg * P->D + c0 + c) * N2 + n] = xb[(size_t)c * N2 + n];
     }
 }
 
@@ -11159,6 +11770,7 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     if (G < 0 || d->dim % G != 0) return ATTN_ERR_SSM_GROUPS;
     if (d->bc_const != ATTN_SSM_BC_TOKEN && d->bc_const != ATTN_SSM_BC_CONST) return ATTN_ERR_SSM_BC_CONST;
     if (d->delta_softplus != 0 && d->delta_softplus != 1) return ATTN_ERR_SSM_SOFTPLUS;
+    if (d->a_complex != 0 && d->a_complex != 1) return ATTN_ERR_SSM_A_COMPLEX;
     if (step && d->cu_seqlens) return ATTN_ERR_SSM_STEP_VARLEN;
     if (d->cu_seqlens) {
         if (d->varlen_batch < 1 || d->batch != 1) return ATTN_ERR_SSM_VARLEN_BATCH;
@@ -11184,16 +11796,19 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     if ((s = attn__ssm_view(u, P->B, P->D, L, 0, &P->u)) != ATTN_OK) return s;
     if ((s = attn__ssm_view(delta, P->B, P->D, L, 0, &P->dl)) != ATTN_OK) return s;
     if (z.data && (s = attn__ssm_view(z, P->B, P->D, L, 0, &P->z)) != ATTN_OK) return s;
+    P->cplx = d->a_complex;
+    if (P->cplx && L > INT_MAX / 2) return ATTN_ERR_SSM_OVERFLOW;    /* B, C rows of 2 L floats */
     if (P->bc_const) {
-        attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N]: one "batch", rows of N */
+        attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N] (complex: [dim, 2N]): one "batch" */
+        const int nr = P->N * (1 + P->cplx);
         b2.stride_batch = 0; c2.stride_batch = 0;
-        if (b2.stride_chan == 0) b2.stride_chan = P->N;
-        if (c2.stride_chan == 0) c2.stride_chan = P->N;
-        if ((s = attn__ssm_view(b2, 1, P->D, P->N, 0, &P->Bm)) != ATTN_OK) return s;
-        if ((s = attn__ssm_view(c2, 1, P->D, P->N, 0, &P->Cm)) != ATTN_OK) return s;
-    } else {
-        if ((s = attn__ssm_view(Bm, P->B, G * P->N, L, 0, &P->Bm)) != ATTN_OK) return s;
-        if ((s = attn__ssm_view(Cm, P->B, G * P->N, L, 0, &P->Cm)) != ATTN_OK) return s;
+        if (b2.stride_chan == 0) b2.stride_chan = nr;
+        if (c2.stride_chan == 0) c2.stride_chan = nr;
+        if ((s = attn__ssm_view(b2, 1, P->D, nr, 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(c2, 1, P->D, nr, 0, &P->Cm)) != ATTN_OK) return s;
+    } else {                                       /* complex: (re, im) of token l at 2l, 2l + 1 */
+        if ((s = attn__ssm_view(Bm, P->B, G * P->N, L * (1 + P->cplx), 0, &P->Bm)) != ATTN_OK) return s;
+        if ((s = attn__ssm_view(Cm, P->B, G * P->N, L * (1 + P->cplx), 0, &P->Cm)) != ATTN_OK) return s;
     }
     if ((s = attn__ssm_view(y, P->B, P->D, L, 1, &P->y)) != ATTN_OK) return s;
     P->has_z = z.data != NULL;
@@ -11203,17 +11818,21 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     return ATTN_OK;
 }
 
+/* below this many state updates (batch x dim x d_state x len: a decoding step of a small or
+   mid-sized model) a call runs on one thread: waking threads costs more than the work */
+#define ATTN__SSM_SMALL (1 << 17)
+
 static attn_status attn__ssm_scan_run(const attn_ssm_desc *d, attn__ssm_scan *P, size_t bytes) {
     attn__ws w;
     attn_desc pd;
     attn_status s;
-    const int nt = attn__ssm_threads(d);
+    const int nt = (double)P->B * P->D * P->N * P->L < (double)ATTN__SSM_SMALL ? 1 : attn__ssm_threads(d);
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
     memset(&pd, 0, sizeof pd);
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
     P->ws = (float *)(void *)w.base;
-    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, attn__ssm_scan_task, P);
+    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, P->cplx ? attn__ssm_cscan_task : attn__ssm_scan_task, P);
     attn__ws_release(&w);
     return ATTN_OK;
 }
@@ -11412,6 +12031,7 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     size_t bytes, thr;
     int nt;
     if (desc && desc->cu_seqlens) return ATTN_ERR_SSM_BWD_VARLEN;
+    if (desc && desc->a_complex == 1) return ATTN_ERR_SSM_BWD_COMPLEX;
     if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
     if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK) return s;
     if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
@@ -11454,6 +12074,31 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
     float *xp = P->ws + P->ws_floats * (size_t)thread;   /* [K-1 history | chunk] */
     float *o = xp + ATTN__SSM_CONV_T + K, *e = o + ATTN__SSM_CONV_T;
     int c, k, t, t0;
+    if (P->L == 1) {                           /* one token (the step): the block's channels at once */
+        const int n = c1 - c0;
+        for (c = 0; c < n; ++c) V->load(attn__ssm_at(&P->x, b, c0 + c, 0), P->x.dt, e + c, 1, 1.0f);
+        for (c = 0; c < n; ++c) {
+            const float *wc = P->w + (size_t)(c0 + c) * K;
+            const size_t hist = ((size_t)b * P->D + c0 + c) * (size_t)(K - 1);
+            float a = P->bias ? P->bias[c0 + c] : 0.0f;
+            for (k = 0; k < K - 1; ++k) a += wc[k] * (P->sin ? P->sin[hist + k] : 0.0f);
+            o[c] = a + wc[K - 1] * e[c];
+        }
+        if (P->act == ATTN_SSM_CONV_SILU) {    /* o / (1 + e^-o) */
+            for (c = 0; c < n; ++c) xp[c] = -o[c];
+            V->exp_sum(xp, xp, 0.0f, n);
+            for (c = 0; c < n; ++c) o[c] /= 1.0f + xp[c];
+        }
+        for (c = 0; c < n; ++c) {
+            const size_t hist = ((size_t)b * P->D + c0 + c) * (size_t)(K - 1);
+            V->store(attn__ssm_at(&P->out, b, c0 + c, 0), P->out.dt, o + c, 1, 1.0f);
+            if (P->sout) {                      /* the last K-1 inputs (state_out may be state_in) */
+                for (k = 0; k + 1 < K - 1; ++k) P->sout[hist + k] = P->sin ? P->sin[hist + k + 1] : 0.0f;
+                if (K > 1) P->sout[hist + K - 2] = e[c];
+            }
+        }
+        return;
+    }
     for (c = c0; c < c1; ++c) {
         const float *wc = P->w + (size_t)c * K, bias = P->bias ? P->bias[c] : 0.0f;
         const size_t hist = ((size_t)b * P->D + c) * (size_t)(K - 1);
@@ -11509,8 +12154,8 @@ static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P,
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
     P->ws = (float *)(void *)w.base;
-    attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH), attn__ssm_threads(d),
-                       attn__ssm_conv_task, P);
+    attn__parallel_for(&pd, P->B * ((P->D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH),   /* small calls: 1 thread */
+                       (double)P->B * P->D * P->L * P->K < (double)ATTN__SSM_SMALL ? 1 : attn__ssm_threads(d), attn__ssm_conv_task, P);
     attn__ws_release(&w);
     return ATTN_OK;
 }

@@ -7,7 +7,11 @@
    f32 (one bf16 row). L = 1k .. 16k (64k at D = 1536 unless BENCH_QUICK): the full issue grid
    (L to 64k at every D) holds 5 GiB of tensors per call and would take minutes on its own.
    Bytes per call: u, delta, z read and y written (4 x D L x dtype size) plus B and C (2 N L x
-   dtype size): the scan's compulsory traffic; GB/s against the measured read bandwidth.
+   dtype size): the scan's compulsory traffic. % of bandwidth: each scan call alternates with a
+   plain streaming read of the same bytes on the same threads (sum over a 256 MiB buffer walked
+   on from call to call, so it always comes from memory); the median of the per-pair ratios is
+   the headline (it holds on a shared machine whose bandwidth and cores come and go), the ratio
+   to the startup's read bandwidth is printed beside it.
    Attention beside it: causal softmax, heads = D / 64 of dim 64 (so the same model width),
    q = k = v of [1, L, D/64, 64], at L = 1k .. 4k (8k outside BENCH_QUICK): its cost grows as
    L^2, the scan's as L. Fitted exponents (least squares on log t vs log L) and the crossover
@@ -79,9 +83,43 @@ static attn_status prob_run(const prob *p, int nt) {
                                    tv(p->z, p->dt), p->bias, NULL, tv(p->y, p->dt), NULL);
 }
 
-static void csv_row(const char *what, attn_dtype dt, int D, int L, int nt, double ms, double toks, double gbs, double pct) {
-    fprintf(g_csv, "\"%s\",%s,%s,%s,%d,%d,%d,%d,%.4f,%.1f,%.3f,%.1f\n", g_cpu, attn_kernels(), what, dtype_name(dt), D, NS, L, nt,
-            ms, toks, gbs, pct);
+static void csv_row(const char *what, attn_dtype dt, int D, int L, int nt, double ms, double toks, double gbs, double pct,
+                    double rbw) {
+    fprintf(g_csv, "\"%s\",%s,%s,%s,%d,%d,%d,%d,%.4f,%.1f,%.3f,%.1f,%.3f\n", g_cpu, attn_kernels(), what, dtype_name(dt), D, NS, L,
+            nt, ms, toks, gbs, pct, rbw);
+}
+
+/* A plain streaming read (sum_floats) of `bytes` on all threads through a 256 MiB buffer (far
+   larger than the LLC) read cyclically: the same bytes as one scan call, timed right beside it,
+   so the ratio holds on a machine whose bandwidth drifts or is shared. */
+typedef struct { bw_job buf; size_t want, pos[BENCH_MAX_THREADS]; float sink[BENCH_MAX_THREADS]; } sr_job;
+static sr_job g_sr;
+static void sr_worker(void *arg, int tid, int nt) {   /* each thread walks on through its part */
+    sr_job *j = (sr_job *)arg;
+    const size_t chunk = (j->buf.n / (size_t)nt) & ~(size_t)127, lo = chunk * (size_t)tid, want = j->want / (size_t)nt;
+    size_t done = 0, pos = j->pos[tid] % chunk;
+    float s = 0.0f;
+    while (done < want) {
+        const size_t k = chunk - pos < want - done ? chunk - pos : want - done;
+        s += sum_floats(j->buf.p + lo + pos, k);
+        done += k;
+        pos = (pos + k) % chunk;
+    }
+    j->pos[tid] = pos;
+    j->sink[tid] = s;
+}
+static double stream_read(double bytes) {
+    double t;
+    if (!g_sr.buf.p) {
+        g_sr.buf.n = ((size_t)256 << 20) / sizeof(float);
+        g_sr.buf.p = (float *)xalloc(g_sr.buf.n * sizeof(float));
+        g_sr.buf.init = 1;
+        team_run(g_ncpu, bw_worker, &g_sr.buf);   /* first touch by the readers */
+    }
+    g_sr.want = (size_t)(bytes / sizeof(float));
+    t = team_run(g_ncpu, sr_worker, &g_sr);
+    g_sink += g_sr.sink[0];
+    return t;
 }
 
 static double time_scan(const prob *p, int reps) {
@@ -96,18 +134,34 @@ static double time_scan(const prob *p, int reps) {
     return median_of(t, reps, NULL, NULL);
 }
 
+/* scan calls alternated with streaming reads of the same bytes: medians of the scan's and the
+   read's GB/s and of the ratio of each pair (the number that holds on a loaded machine) */
 static void bench_scan(int D, int L, attn_dtype dt) {
     prob p;
     const double es = (double)dtype_size(dt);
-    double t, bytes, gbs;
+    double t, bytes, gbs, rd[16], sc[16], ratio[16], rbw, pct;
     const int reps = g_quick ? 3 : (L >= 65536 ? 3 : 5);
+    int i;
     prob_init(&p, D, L, dt);
-    t = time_scan(&p, reps);
     bytes = 4.0 * D * L * es + 2.0 * NS * L * es;
+    if (prob_run(&p, 0) != ATTN_OK) die("scan failed");                    /* warm-up */
+    stream_read(bytes);
+    for (i = 0; i < reps; ++i) {
+        double t0;
+        rd[i] = stream_read(bytes);
+        t0 = now_s();
+        prob_run(&p, 0);
+        sc[i] = now_s() - t0;
+        ratio[i] = rd[i] / sc[i];
+    }
+    t = median_of(sc, reps, NULL, NULL);
     gbs = bytes / t / 1e9;
-    printf("  scan   %-4s D %5d  L %6d   %9.2f ms  %10.0f tok/s  %6.2f GB/s  %5.1f%% of read bw  %6.2f ns/(channel token)\n",
-           dtype_name(dt), D, L, t * 1e3, L / t, gbs, 100.0 * gbs / g_bw, t * 1e9 / ((double)D * L));
-    csv_row("scan", dt, D, L, g_ncpu, t * 1e3, L / t, gbs, 100.0 * gbs / g_bw);
+    rbw = bytes / median_of(rd, reps, NULL, NULL) / 1e9;
+    pct = 100.0 * median_of(ratio, reps, NULL, NULL);
+    printf("  scan   %-4s D %5d  L %6d   %9.2f ms  %10.0f tok/s  %6.2f GB/s  %5.1f%% of the read bw beside it (%.2f GB/s; "
+           "%.1f%% of the startup's)  %5.2f ns/(channel token)\n",
+           dtype_name(dt), D, L, t * 1e3, L / t, gbs, pct, rbw, 100.0 * gbs / g_bw, t * 1e9 / ((double)D * L));
+    csv_row("scan", dt, D, L, g_ncpu, t * 1e3, L / t, gbs, pct, rbw);
     if (dt == ATTN_F32 && g_nscan < 32) { g_scan[g_nscan].D = D; g_scan[g_nscan].L = L; g_scan[g_nscan].t = t; ++g_nscan; }
     fflush(stdout);
     prob_free(&p);
@@ -136,7 +190,7 @@ static void bench_attention(int D, int L) {
     tm = median_of(t, reps, NULL, NULL);
     printf("  attn   f32  D %5d  L %6d   %9.2f ms  %10.0f tok/s  (causal softmax, %d heads x 64, %.1f GFLOP/s)\n", D, L, tm * 1e3,
            L / tm, H, 2.0 * 2.0 * L * (double)L * D / 2.0 / tm / 1e9);
-    csv_row("exact_attention", ATTN_F32, D, L, g_ncpu, tm * 1e3, L / tm, 0.0, 0.0);
+    csv_row("exact_attention", ATTN_F32, D, L, g_ncpu, tm * 1e3, L / tm, 0.0, 0.0, 0.0);
     if (g_natt < 16) { g_att[g_natt].D = D; g_att[g_natt].L = L; g_att[g_natt].t = tm; ++g_natt; }
     fflush(stdout);
     free(q); free(k); free(v); free(o);
@@ -177,7 +231,7 @@ static void bench_naive(void) {
     for (i = 0; i < n; ++i) { err = fabs((double)y[i] - ((float *)p.y)[i]) > err ? fabs((double)y[i] - ((float *)p.y)[i]) : err; mx = fabs(y[i]) > mx ? fabs(y[i]) : mx; }
     printf("  naive C loop (1 thread) D 1536 L 1024: %.1f ms; attn.h %.2f ms on %d threads: %.1fx faster; max |diff| %.2g (rel to max |y|)\n",
            tn * 1e3, tl * 1e3, g_ncpu, tn / tl, err / mx);
-    csv_row("naive_scan_1thread", ATTN_F32, 1536, 1024, 1, tn * 1e3, 1024 / tn, 0.0, 0.0);
+    csv_row("naive_scan_1thread", ATTN_F32, 1536, 1024, 1, tn * 1e3, 1024 / tn, 0.0, 0.0, 0.0);
     if (err / mx > 1e-3) die("the library's scan disagrees with the naive loop");
     free(y);
     prob_free(&p);
@@ -220,8 +274,8 @@ static void bench_steps(void) {
         }
         printf("  step   f32  D %5d  N %d: selective_step %.1f us, conv1d_step (K 4) %.1f us (median of %d, attn_pool)\n", D, NS,
                ts * 1e6, tc * 1e6, reps);
-        csv_row("selective_step", ATTN_F32, D, 1, g_ncpu, ts * 1e3, 1.0 / ts, 0.0, 0.0);
-        csv_row("conv1d_step", ATTN_F32, D, 1, g_ncpu, tc * 1e3, 1.0 / tc, 0.0, 0.0);
+        csv_row("selective_step", ATTN_F32, D, 1, g_ncpu, ts * 1e3, 1.0 / ts, 0.0, 0.0, 0.0);
+        csv_row("conv1d_step", ATTN_F32, D, 1, g_ncpu, tc * 1e3, 1.0 / tc, 0.0, 0.0, 0.0);
         free(x); free(dt); free(z); free(y); free(Bm); free(Cm); free(A); free(st); free(w); free(cst); free(t); free(ws);
     }
     if (pool) attn_pool_destroy(pool);
@@ -246,7 +300,7 @@ static void bench_conv(int D, int L) {
     gbs = 8.0 * n / tm / 1e9;
     printf("  conv1d f32  D %5d  L %6d   %9.2f ms  %10.0f tok/s  %6.2f GB/s  %5.1f%% of read bw (K 4, SiLU)\n", D, L, tm * 1e3, L / tm,
            gbs, 100.0 * gbs / g_bw);
-    csv_row("conv1d", ATTN_F32, D, L, g_ncpu, tm * 1e3, L / tm, gbs, 100.0 * gbs / g_bw);
+    csv_row("conv1d", ATTN_F32, D, L, g_ncpu, tm * 1e3, L / tm, gbs, 100.0 * gbs / g_bw, g_bw);
     free(x); free(o); free(w);
 }
 
@@ -276,7 +330,7 @@ static void bench_s4d(int D, int N, int L) {
     gbs = 8.0 * n / tm / 1e9;
     printf("  s4d    f32  D %5d  L %6d   %9.2f ms  %10.0f tok/s  %6.2f GB/s  %5.1f%% of read bw (%d complex modes, ZOH)\n", D, L, tm * 1e3,
            L / tm, gbs, 100.0 * gbs / g_bw, N);
-    csv_row("s4d", ATTN_F32, D, L, g_ncpu, tm * 1e3, L / tm, gbs, 100.0 * gbs / g_bw);
+    csv_row("s4d", ATTN_F32, D, L, g_ncpu, tm * 1e3, L / tm, gbs, 100.0 * gbs / g_bw, g_bw);
     free(u); free(y); free(ldt); free(lar); free(aim); free(cr); free(ci);
 }
 
@@ -366,7 +420,7 @@ int main(void) {
     g_bw = m.bw;
     snprintf(path, sizeof path, "%s/results_ssm.csv", outdir);
     if (!(g_csv = fopen(path, "w"))) die("cannot write results_ssm.csv");
-    fprintf(g_csv, "cpu,isa,what,dtype,D,N,L,threads,median_ms,tokens_per_s,GB_per_s,pct_read_bw\n");
+    fprintf(g_csv, "cpu,isa,what,dtype,D,N,L,threads,median_ms,tokens_per_s,GB_per_s,pct_read_bw,read_GB_per_s\n");
     printf("selective scan (batch 1, N 16, per-token B/C, softplus, z gate; all %d threads):\n", g_ncpu);
     for (di = 0; di < 3; ++di) {
         static const int Ds[3] = { 1536, 2560, 5120 };
@@ -386,9 +440,9 @@ int main(void) {
         const double cross = exp((is - ia) / (pa - ps));
         printf("fitted scaling at D 1536: scan t ~ L^%.2f, attention t ~ L^%.2f; crossover (scan faster above) L ~ %.0f\n", ps, pa,
                cross);
-        fprintf(g_csv, "\"%s\",%s,fit_exponent_scan,f32,1536,%d,0,%d,%.3f,0,0,0\n", g_cpu, attn_kernels(), NS, g_ncpu, ps);
-        fprintf(g_csv, "\"%s\",%s,fit_exponent_attention,f32,1536,%d,0,%d,%.3f,0,0,0\n", g_cpu, attn_kernels(), NS, g_ncpu, pa);
-        fprintf(g_csv, "\"%s\",%s,crossover_L,f32,1536,%d,%.0f,%d,0,0,0,0\n", g_cpu, attn_kernels(), NS, cross, g_ncpu);
+        fprintf(g_csv, "\"%s\",%s,fit_exponent_scan,f32,1536,%d,0,%d,%.3f,0,0,0,0\n", g_cpu, attn_kernels(), NS, g_ncpu, ps);
+        fprintf(g_csv, "\"%s\",%s,fit_exponent_attention,f32,1536,%d,0,%d,%.3f,0,0,0,0\n", g_cpu, attn_kernels(), NS, g_ncpu, pa);
+        fprintf(g_csv, "\"%s\",%s,crossover_L,f32,1536,%d,%.0f,%d,0,0,0,0,0\n", g_cpu, attn_kernels(), NS, cross, g_ncpu);
     }
     printf("causal conv1d (K 4, SiLU):\n");
     bench_conv(1536, 4096);

@@ -7,6 +7,8 @@
                (threshold 20), x = exp(delta A) x + delta B u, y = C.x + D u, y *= silu(z),
                state reset at every packed sequence start, last state returned
      sr_conv   out[c][t] = bias[c] + sum_k w[c][k] x[c][t-(K-1)+k] (history before t = 0), SiLU
+     cr_scan   the same with complex A (selective_scan_ref with A.is_complex()): complex x,
+               B, C given as (re, im) pairs (per token: "(L two)"), y = 2 Re(sum_n C_n x_n) + D u
 
    TOLERANCES (inputs stored as f16/bf16 are exact inputs of the reference)
      scan y:        max |y - ref| <= 2e-4 * max(1, max |ref|), plus one rounding of the y dtype
@@ -15,7 +17,11 @@
      properties:    thread counts 1/2/3 and the parallel hook bitwise; two pieces with the
                     carried state == one pass bitwise (x86: the same per-token operations; NEON
                     within 1e-6); L steps == one scan within 1e-6; packed varlen == separate
-                    calls bitwise */
+                    calls bitwise; complex A: y and states as the real scan's tolerances, 3
+                    threads and L steps bitwise equal to one scan
+     decay:         the kernel's exp(dt A) (a degree-5 2^r, 9.2e-8 fit error, ~1.5 ulp) compounded
+                    over 300 tokens: state relative error <= 3e-7 per token (a 4e-5 exp error
+                    fails it; the y tolerance above does not widen) */
 #include "test.h"
 
 #define SR_TOL 2e-4
@@ -635,6 +641,8 @@ static void test_scan_errors(void) {
     a = sr_valid(); a.d.n_groups = -2; sr_expect(sr_call(&a), ATTN_ERR_SSM_GROUPS, "G < 0");
     a = sr_valid(); a.d.bc_const = 2; sr_expect(sr_call(&a), ATTN_ERR_SSM_BC_CONST, "bc_const 2");
     a = sr_valid(); a.d.delta_softplus = -1; sr_expect(sr_call(&a), ATTN_ERR_SSM_SOFTPLUS, "softplus -1");
+    a = sr_valid(); a.d.a_complex = 2; sr_expect(sr_call(&a), ATTN_ERR_SSM_A_COMPLEX, "a_complex 2");
+    a = sr_valid(); a.d.a_complex = -1; sr_expect(sr_call_step(&a), ATTN_ERR_SSM_A_COMPLEX, "step a_complex -1");
     a = sr_valid(); a.d.n_threads = -1; sr_expect(sr_call(&a), ATTN_ERR_SSM_N_THREADS, "n_threads -1");
     a = sr_valid(); a.d.varlen_batch = 2; sr_expect(sr_call(&a), ATTN_ERR_SSM_VARLEN_BATCH, "varlen_batch without cu_seqlens");
     a = sr_valid(); a.d.cu_seqlens = cu_ok; a.d.varlen_batch = 0; sr_expect(sr_call(&a), ATTN_ERR_SSM_VARLEN_BATCH, "cu_seqlens, varlen_batch 0");
@@ -658,6 +666,216 @@ static void test_scan_errors(void) {
     sr_expect(attn_ssm_workspace_size(&a.d, (attn_ssm_op)99, &bytes), ATTN_ERR_SSM_OP, "workspace_size op 99");
     sp_free(&g_ep);
     free(g_est);
+}
+
+/* The decay alone, tight: B = 0, state_in = 1, so state_out[n] = prod_l exp(dt_l A_n) =
+   exp(A_n sum_l dt_l); the kernel's exp (about 1.5 ulp) may lose 3e-7 relative per token. */
+static void test_scan_decay(void) {
+    t_rng r = t_rng_seed(2012);
+    const int D = 40, L = 300, N = 16;
+    float *u = (float *)t_xmalloc(sizeof(float) * D * L), *dl = (float *)t_xmalloc(sizeof(float) * D * L);
+    float *y = (float *)t_xmalloc(sizeof(float) * D * L), *A = (float *)t_xmalloc(sizeof(float) * D * N);
+    float *Bm = (float *)t_xmalloc(sizeof(float) * D * N), *Cm = (float *)t_xmalloc(sizeof(float) * D * N);
+    float *sin = (float *)t_xmalloc(sizeof(float) * D * N), *sout = (float *)t_xmalloc(sizeof(float) * D * N);
+    attn_ssm_desc d;
+    attn_ssm_tensor tu, tdl, tb, tc, ty, none;
+    double worst = 0.0;
+    int c, l, n;
+    for (c = 0; c < D * L; ++c) { u[c] = (float)t_normal(&r); dl[c] = (float)(0.001 + 0.3 * t_unif(&r)); }
+    for (c = 0; c < D * N; ++c) { A[c] = -(float)((c % N + 1) * (0.02 + t_unif(&r))); Bm[c] = 0.0f; Cm[c] = 1.0f; sin[c] = 1.0f; }
+    memset(&d, 0, sizeof d);
+    d.batch = 1; d.dim = D; d.len = L; d.d_state = N; d.bc_const = ATTN_SSM_BC_CONST;
+    memset(&none, 0, sizeof none);
+    tu = tdl = tb = tc = ty = none;
+    tu.data = u; tdl.data = dl; tb.data = Bm; tc.data = Cm; ty.data = y;
+    T_CHECK(attn_ssm_selective_scan(&d, tu, tdl, A, tb, tc, NULL, none, NULL, sin, ty, sout) == ATTN_OK, "decay: scan");
+    for (c = 0; c < D; ++c) {
+        double sdt = 0.0;
+        for (l = 0; l < L; ++l) sdt += dl[(size_t)c * L + l];
+        for (n = 0; n < N; ++n) {
+            const double ref = exp(A[(size_t)c * N + n] * sdt), e = fabs(sout[(size_t)c * N + n] / ref - 1.0);
+            if (ref > 1e-30 && e > worst) worst = e;
+        }
+    }
+    T_CHECK(worst <= 3e-7 * L, "decay: state relative error %g after %d tokens (> %g)", worst, L, 3e-7 * L);
+    free(u); free(dl); free(y); free(A); free(Bm); free(Cm); free(sin); free(sout);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Complex A (attn_ssm_desc.a_complex): selective_scan_ref with A.is_complex()                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The reference's definition, in double: complex x, A [D][N][2], B / C per token [B][G N][2L]
+   ((re, im) of token l at 2l, 2l + 1) or constant [D][2N]; x = exp(dt A) x + dt u B,
+   y = 2 Re(sum_n C_n x_n) + D u, then the silu(z) gate; states [S][D][N][2]. */
+typedef struct {
+    int B, D, L, N, G, bc_const, softplus, S, has_z;
+    int *cu;
+    sv u, dl, z, Bm, Cm, y;
+    float *A, *Dk, *dbias, *sin;
+} cp;
+
+static void cp_init(cp *p, t_rng *r, int B, int D, int L, int N, int G, int bc_const, int softplus, attn_dtype dt,
+                    attn_dtype ydt, int padded, int nseg) {
+    int b, c, l, s;
+    memset(p, 0, sizeof *p);
+    p->B = B; p->D = D; p->L = L; p->N = N; p->G = G; p->bc_const = bc_const; p->softplus = softplus;
+    p->S = nseg ? nseg : B; p->has_z = t_chance(r, 0.7);
+    if (nseg) {
+        p->cu = (int *)t_xmalloc(sizeof(int) * (size_t)(nseg + 1));
+        p->cu[0] = 0; p->cu[nseg] = L;
+        for (s = 1; s < nseg; ++s) p->cu[s] = t_irange(r, 0, L);
+        for (s = 1; s < nseg; ++s) {
+            int k = s;
+            while (k > 1 && p->cu[k - 1] > p->cu[k]) { int tmp = p->cu[k]; p->cu[k] = p->cu[k - 1]; p->cu[k - 1] = tmp; --k; }
+        }
+    }
+    p->u = sv_make(dt, B, D, L, padded); p->dl = sv_make(dt, B, D, L, padded); p->y = sv_make(ydt, B, D, L, padded);
+    p->z = sv_make(dt, B, D, L, padded);
+    if (bc_const) { p->Bm = sv_make(dt, 1, D, 2 * N, 0); p->Cm = sv_make(dt, 1, D, 2 * N, 0); }
+    else { p->Bm = sv_make(dt, B, G * N, 2 * L, padded); p->Cm = sv_make(dt, B, G * N, 2 * L, padded); }
+    for (b = 0; b < (bc_const ? 1 : B); ++b)
+        for (c = 0; c < (bc_const ? D : G * N); ++c)
+            for (l = 0; l < (bc_const ? 2 * N : 2 * L); ++l) { sv_set(&p->Bm, b, c, l, t_normal(r)); sv_set(&p->Cm, b, c, l, t_normal(r)); }
+    for (b = 0; b < B; ++b)
+        for (c = 0; c < D; ++c)
+            for (l = 0; l < L; ++l) {
+                sv_set(&p->u, b, c, l, t_normal(r));
+                sv_set(&p->dl, b, c, l, !softplus ? 0.001 + 0.2 * t_unif(r) : t_chance(r, 0.05) ? 25.0 * t_unif(r) : -3.0 + t_normal(r));
+                sv_set(&p->z, b, c, l, 2.0 * t_normal(r));
+            }
+    p->A = (float *)t_xmalloc(sizeof(float) * (size_t)D * N * 2);
+    for (c = 0; c < D * N; ++c) {
+        p->A[2 * c] = -(float)(0.5 + t_unif(r));                 /* S4D-Lin-like: -1/2 + i pi n, jittered */
+        p->A[2 * c + 1] = (float)(3.14159265 * (c % N) + t_normal(r));
+    }
+    p->Dk = (float *)t_xmalloc(sizeof(float) * (size_t)D); p->dbias = (float *)t_xmalloc(sizeof(float) * (size_t)D);
+    for (c = 0; c < D; ++c) { p->Dk[c] = (float)t_normal(r); p->dbias[c] = (float)(softplus ? 0.5 * t_normal(r) : 0.01 * t_unif(r)); }
+    p->sin = (float *)t_xmalloc(sizeof(float) * (size_t)p->S * D * N * 2);
+    for (s = 0; s < p->S * D * N * 2; ++s) p->sin[s] = (float)t_normal(r);
+}
+static void cp_free(cp *p) {
+    sv_free(&p->u); sv_free(&p->dl); sv_free(&p->y); sv_free(&p->z); sv_free(&p->Bm); sv_free(&p->Cm);
+    free(p->A); free(p->Dk); free(p->dbias); free(p->sin); free(p->cu);
+}
+static attn_ssm_desc cp_desc(const cp *p) {
+    attn_ssm_desc d;
+    memset(&d, 0, sizeof d);
+    d.batch = p->B; d.dim = p->D; d.len = p->L; d.d_state = p->N; d.n_groups = p->G; d.bc_const = p->bc_const;
+    d.delta_softplus = p->softplus; d.cu_seqlens = p->cu; d.varlen_batch = p->cu ? p->S : 0; d.a_complex = 1;
+    return d;
+}
+static attn_ssm_tensor cp_z(const cp *p) {
+    attn_ssm_tensor z;
+    if (p->has_z) return p->z.t;
+    memset(&z, 0, sizeof z);
+    return z;
+}
+
+static void cr_scan(const cp *p, double *y, double *st) {
+    const int N = p->N, cg = p->D / p->G;
+    double *x = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)N);
+    int b, c, l, n, s;
+    for (b = 0; b < p->B; ++b)
+        for (c = 0; c < p->D; ++c) {
+            const int g = c / cg, s_lo = p->cu ? 0 : b, s_hi = p->cu ? p->S : b + 1;
+            for (s = s_lo; s < s_hi; ++s) {
+                const int l0 = p->cu ? p->cu[s] : 0, l1 = p->cu ? p->cu[s + 1] : p->L;
+                for (n = 0; n < 2 * N; ++n) x[n] = p->sin[((size_t)s * p->D + c) * N * 2 + n];
+                for (l = l0; l < l1; ++l) {
+                    const double uv = sv_get(&p->u, b, c, l);
+                    double dt = sv_get(&p->dl, b, c, l) + p->dbias[c], re = 0.0;
+                    if (p->softplus && dt <= 20.0) dt = log1p(exp(dt));
+                    for (n = 0; n < N; ++n) {
+                        const double ar = p->A[((size_t)c * N + n) * 2], ai = p->A[((size_t)c * N + n) * 2 + 1];
+                        const double er = exp(dt * ar) * cos(dt * ai), ei = exp(dt * ar) * sin(dt * ai);
+                        const double br = p->bc_const ? sv_get(&p->Bm, 0, c, 2 * n) : sv_get(&p->Bm, b, g * N + n, 2 * l);
+                        const double bi = p->bc_const ? sv_get(&p->Bm, 0, c, 2 * n + 1) : sv_get(&p->Bm, b, g * N + n, 2 * l + 1);
+                        const double cr = p->bc_const ? sv_get(&p->Cm, 0, c, 2 * n) : sv_get(&p->Cm, b, g * N + n, 2 * l);
+                        const double ci = p->bc_const ? sv_get(&p->Cm, 0, c, 2 * n + 1) : sv_get(&p->Cm, b, g * N + n, 2 * l + 1);
+                        const double xr = er * x[2 * n] - ei * x[2 * n + 1] + dt * uv * br;
+                        const double xi = er * x[2 * n + 1] + ei * x[2 * n] + dt * uv * bi;
+                        x[2 * n] = xr; x[2 * n + 1] = xi;
+                        re += cr * xr - ci * xi;                  /* Re(C x): no conjugate */
+                    }
+                    re = 2.0 * re + p->Dk[c] * uv;
+                    if (p->has_z) { const double zv = sv_get(&p->z, b, c, l); re *= zv / (1.0 + exp(-zv)); }
+                    y[((size_t)b * p->D + c) * p->L + l] = re;
+                }
+                for (n = 0; n < 2 * N; ++n) st[((size_t)s * p->D + c) * N * 2 + n] = x[n];
+            }
+        }
+    free(x);
+}
+
+static void test_scan_complex(void) {
+    t_rng r = t_rng_seed(2011);
+    const int n_cases = T_QUICK ? 8 : 24;
+    int i;
+    for (i = 0; i < n_cases; ++i) {
+        static const int Ds[] = { 1, 5, 16, 40, 70 }, Ls[] = { 1, 7, 33, 300 }, Ns[] = { 1, 3, 8 };
+        const int D = t_pick(&r, Ds, 5), L = t_pick(&r, Ls, 4), N = t_pick(&r, Ns, 3);
+        const int G = (D % 2 == 0 && t_chance(&r, 0.5)) ? 2 : 1, bc_const = t_chance(&r, 0.3), softplus = t_chance(&r, 0.5);
+        const attn_dtype dt = sr_dts[t_irange(&r, 0, 2)], ydt = sr_dts[t_irange(&r, 0, 2)];
+        const int nseg = t_chance(&r, 0.25) ? t_irange(&r, 1, 4) : 0, B = nseg ? 1 : t_irange(&r, 1, 2);
+        cp p;
+        attn_ssm_desc d;
+        double *yr, *yg, *sr, *sg;
+        float *sout, *st;
+        unsigned char *y1;
+        size_t ny, ns, k;
+        attn_status s;
+        int b, c, l;
+        cp_init(&p, &r, B, D, L, N, G, bc_const, softplus, dt, ydt, t_chance(&r, 0.5), nseg);
+        d = cp_desc(&p);
+        d.n_threads = 1;
+        ny = (size_t)B * D * L; ns = (size_t)p.S * D * N * 2;
+        yr = (double *)t_xmalloc(sizeof(double) * ny); yg = (double *)t_xmalloc(sizeof(double) * ny);
+        sr = (double *)t_xmalloc(sizeof(double) * ns); sg = (double *)t_xmalloc(sizeof(double) * ns);
+        sout = (float *)t_xmalloc(sizeof(float) * ns); st = (float *)t_xmalloc(sizeof(float) * ns);
+        s = attn_ssm_selective_scan(&d, p.u.t, p.dl.t, p.A, p.Bm.t, p.Cm.t, p.Dk, cp_z(&p), p.dbias, p.sin, p.y.t, sout);
+        T_CHECK(s == ATTN_OK, "complex case %d: %s", i, attn_status_str(s));
+        cr_scan(&p, yr, sr);
+        for (b = 0; b < B; ++b) for (c = 0; c < D; ++c) for (l = 0; l < L; ++l) yg[((size_t)b * D + c) * L + l] = sv_get(&p.y, b, c, l);
+        for (k = 0; k < ns; ++k) sg[k] = sout[k];
+        T_CHECK(t_max_norm_err(yr, yg, ny) <= SR_TOL + 2.0 * t_dt_rel(ydt),
+                "complex case %d (B%d D%d L%d N%d G%d const%d sp%d %s->%s seg%d): y err %g", i, B, D, L, N, G, bc_const, softplus,
+                t_dt_name(dt), t_dt_name(ydt), nseg, t_max_norm_err(yr, yg, ny));
+        T_CHECK(t_max_norm_err(sr, sg, ns) <= SR_TOL, "complex case %d: state err %g", i, t_max_norm_err(sr, sg, ns));
+        /* 3 threads: bitwise the same */
+        y1 = (unsigned char *)t_xmalloc(sv_bytes(&p.y));
+        memcpy(y1, p.y.t.data, sv_bytes(&p.y));
+        d.n_threads = 3;
+        s = attn_ssm_selective_scan(&d, p.u.t, p.dl.t, p.A, p.Bm.t, p.Cm.t, p.Dk, cp_z(&p), p.dbias, p.sin, p.y.t, st);
+        T_CHECK(s == ATTN_OK && memcmp(y1, p.y.t.data, sv_bytes(&p.y)) == 0 && memcmp(st, sout, sizeof(float) * ns) == 0,
+                "complex case %d: 3 threads differ from 1 (bitwise)", i);
+        /* L steps == one scan, bitwise (the step's views: token l of the full tensors) */
+        if (!nseg && L <= 40) {
+            attn_ssm_desc e = d;
+            int ok = 1;
+            memcpy(st, p.sin, sizeof(float) * ns);
+            t_fill_nan(p.y.t.data, p.y.t.dtype, p.y.elems);
+            e.len = 0;
+            for (l = 0; l < L && ok; ++l) {
+                attn_ssm_tensor u = p.u.t, dl = p.dl.t, z = cp_z(&p), Bm = p.Bm.t, Cm = p.Cm.t, y = p.y.t;
+                const size_t es = t_dt_size(dt);
+                if (u.stride_batch == 0 && u.stride_chan == 0) {     /* dense: explicit strides of the full tensors */
+                    u.stride_chan = dl.stride_chan = y.stride_chan = L; u.stride_batch = dl.stride_batch = y.stride_batch = (ptrdiff_t)D * L;
+                    if (z.data) { z.stride_chan = L; z.stride_batch = (ptrdiff_t)D * L; }
+                    if (!bc_const) { Bm.stride_chan = Cm.stride_chan = 2 * L; Bm.stride_batch = Cm.stride_batch = (ptrdiff_t)G * N * 2 * L; }
+                }
+                u.data = (char *)u.data + (size_t)l * es; dl.data = (char *)dl.data + (size_t)l * es;
+                if (z.data) z.data = (char *)z.data + (size_t)l * es;
+                y.data = (char *)y.data + (size_t)l * t_dt_size(ydt);
+                if (!bc_const) { Bm.data = (char *)Bm.data + (size_t)2 * l * es; Cm.data = (char *)Cm.data + (size_t)2 * l * es; }
+                if (attn_ssm_selective_step(&e, u, dl, p.A, Bm, Cm, p.Dk, z, p.dbias, st, y) != ATTN_OK) ok = 0;
+            }
+            T_CHECK(ok && memcmp(y1, p.y.t.data, sv_bytes(&p.y)) == 0 && memcmp(st, sout, sizeof(float) * ns) == 0,
+                    "complex case %d: L steps differ from one scan (bitwise)", i);
+        }
+        free(yr); free(yg); free(sr); free(sg); free(sout); free(st); free(y1);
+        cp_free(&p);
+    }
 }
 
 static void test_conv_errors(void) {
@@ -1064,7 +1282,10 @@ static void test_scan_backward(void) {
                 d.cu_seqlens = &cfg; d.varlen_batch = 1;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
                 if (T_CHECK(s == ATTN_ERR_SSM_BWD_VARLEN && t_sentinel_ok(h_u, 4 * nx, 5), "backward cu_seqlens")) t_status_provoked[s] = 1;
-                d.cu_seqlens = NULL; d.varlen_batch = 0; d.n_groups = 4;
+                d.cu_seqlens = NULL; d.varlen_batch = 0; d.a_complex = 1;
+                s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
+                if (T_CHECK(s == ATTN_ERR_SSM_BWD_COMPLEX && t_sentinel_ok(h_u, 4 * nx, 5), "backward complex A")) t_status_provoked[s] = 1;
+                d.a_complex = 0; d.n_groups = 4;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
                 T_CHECK(s == ATTN_ERR_SSM_GROUPS && t_sentinel_ok(h_u, 4 * nx, 5), "backward G not dividing D");
             }
@@ -1086,6 +1307,8 @@ void test_ssm(void) {
     test_conv();
     test_conv_props();
     test_scan_errors();
+    test_scan_complex();
+    test_scan_decay();
     test_conv_errors();
     test_s4d();
     test_s4d_props();
