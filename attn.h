@@ -5676,28 +5676,39 @@ static attn_status attn__softmax_forward(const attn__call *c) {
 /* ---------------------------------------------------------------------------------------
    3.8 merge of partial results
    --------------------------------------------------------------------------------------- */
+/* attn_merge's checks, in order (attn_cuda_merge runs them too): the arguments, out's view into
+   *o, and that out's rows can be counted. */
+static attn_status attn__merge_check(int n_parts, const attn_tensor *parts, const float *const *part_lse,
+                                     const attn_tensor *out, attn__view *o) {
+    size_t n;
+    attn_status st;
+    int p;
+    if (n_parts < 1) return ATTN_ERR_MERGE_N_PARTS;
+    if (!parts || !part_lse) return ATTN_ERR_MERGE_NULL;
+    if (!out->data) return ATTN_ERR_NULL_OUT;
+    for (p = 0; p < n_parts; ++p) if (!parts[p].data || !part_lse[p]) return ATTN_ERR_MERGE_NULL;
+    if (!attn__dtype_ok(out->dtype)) return ATTN_ERR_DTYPE;
+    for (p = 0; p < n_parts; ++p) if (!attn__dtype_ok(parts[p].dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(out)) return ATTN_ERR_OUT_SHAPE;
+    for (p = 0; p < n_parts; ++p)
+        if (parts[p].batch != out->batch || parts[p].seq != out->seq || parts[p].heads != out->heads || parts[p].dim != out->dim)
+            return ATTN_ERR_MERGE_SHAPE;
+    if (attn__tensor_bcast(out)) return ATTN_ERR_OUT_BROADCAST;
+    if ((st = attn__make_view(out, o)) != ATTN_OK) return st;
+    if (!attn__mul_size((size_t)out->batch, (size_t)out->heads, &n) || !attn__mul_size(n, (size_t)out->seq, &n) ||
+        n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+
 ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse,
                                attn_tensor out, float *lse) {
     attn__view o, *pv;
     float *w;
     int p, b, s, h, c;
     attn_status st;
-    if (n_parts < 1) return ATTN_ERR_MERGE_N_PARTS;
-    if (!parts || !part_lse) return ATTN_ERR_MERGE_NULL;
-    if (!out.data) return ATTN_ERR_NULL_OUT;
-    for (p = 0; p < n_parts; ++p) if (!parts[p].data || !part_lse[p]) return ATTN_ERR_MERGE_NULL;
-    if (!attn__dtype_ok(out.dtype)) return ATTN_ERR_DTYPE;
-    for (p = 0; p < n_parts; ++p) if (!attn__dtype_ok(parts[p].dtype)) return ATTN_ERR_DTYPE;
-    if (!attn__shape_ok(&out)) return ATTN_ERR_OUT_SHAPE;
-    for (p = 0; p < n_parts; ++p)
-        if (parts[p].batch != out.batch || parts[p].seq != out.seq || parts[p].heads != out.heads || parts[p].dim != out.dim)
-            return ATTN_ERR_MERGE_SHAPE;
-    if (attn__tensor_bcast(&out)) return ATTN_ERR_OUT_BROADCAST;
-    if ((st = attn__make_view(&out, &o)) != ATTN_OK) return st;
+    if ((st = attn__merge_check(n_parts, parts, part_lse, &out, &o)) != ATTN_OK) return st;
     {
-        size_t n, bytes;
-        if (!attn__mul_size((size_t)out.batch, (size_t)out.heads, &n) || !attn__mul_size(n, (size_t)out.seq, &n) ||
-            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+        size_t bytes;
         if (!attn__mul_size((size_t)n_parts, sizeof(attn__view) + sizeof(float), &bytes)) return ATTN_ERR_OVERFLOW;
         pv = (attn__view *)attn__alloc(bytes);
         if (!pv) return ATTN_ERR_OUT_OF_MEMORY;

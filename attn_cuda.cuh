@@ -1134,24 +1134,7 @@ attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *
     void *dev = NULL;
     attn_status st;
     int p;
-    /* attn_merge's checks, in its order */
-    if (n_parts < 1) return ATTN_ERR_MERGE_N_PARTS;
-    if (!parts || !part_lse) return ATTN_ERR_MERGE_NULL;
-    if (!out.data) return ATTN_ERR_NULL_OUT;
-    for (p = 0; p < n_parts; ++p) if (!parts[p].data || !part_lse[p]) return ATTN_ERR_MERGE_NULL;
-    if (!attn__dtype_ok(out.dtype)) return ATTN_ERR_DTYPE;
-    for (p = 0; p < n_parts; ++p) if (!attn__dtype_ok(parts[p].dtype)) return ATTN_ERR_DTYPE;
-    if (!attn__shape_ok(&out)) return ATTN_ERR_OUT_SHAPE;
-    for (p = 0; p < n_parts; ++p)
-        if (parts[p].batch != out.batch || parts[p].seq != out.seq || parts[p].heads != out.heads || parts[p].dim != out.dim)
-            return ATTN_ERR_MERGE_SHAPE;
-    if (attn__tensor_bcast(&out)) return ATTN_ERR_OUT_BROADCAST;
-    if ((st = attn__make_view(&out, &o)) != ATTN_OK) return st;
-    {
-        size_t n;
-        if (!attn__mul_size((size_t)out.batch, (size_t)out.heads, &n) || !attn__mul_size(n, (size_t)out.seq, &n) ||
-            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
-    }
+    if ((st = attn__merge_check(n_parts, parts, part_lse, &out, &o)) != ATTN_OK) return st;   /* attn_merge's checks */
     pv.resize((size_t)n_parts);
     for (p = 0; p < n_parts; ++p) if ((st = attn__make_view(&parts[p], &pv[(size_t)p])) != ATTN_OK) return st;
     /* the CUDA ones */
