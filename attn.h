@@ -736,7 +736,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
     X(ATTN_ERR_STATE_NULL,            201, ATTN_CAT_NULL,        "the attn_state pointer or its data is NULL") \
     X(ATTN_ERR_STATE_SIZE,            202, ATTN_CAT_RANGE,       "attn_state.size (or floats) is smaller than attn_state_size() asks for") \
-    X(ATTN_ERR_STATE_MISMATCH,        203, ATTN_CAT_SHAPE,       "attn_state was initialised for another kind or other batch, heads or dims") \
+    X(ATTN_ERR_STATE_MISMATCH,        203, ATTN_CAT_SHAPE,       "attn_state was initialised for another kind, other batch, heads or dims, or other state-shaping parameters (performer.features / kernel, cosformer.max_len)") \
     X(ATTN_ERR_KIND_LSE,              204, ATTN_CAT_UNSUPPORTED, "lse must be NULL: this attn_desc.kind has no logsumexp") \
     X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, bf16_kernels, dbias)") \
     X(ATTN_ERR_STEP_SEQ,              206, ATTN_CAT_SHAPE,       "attn_step: k.seq must equal q.seq (one key and value per new token)") \
@@ -1214,6 +1214,8 @@ typedef struct attn_state {
     int batch, heads, dim_k, dim_v;   /* q.batch, q.heads, q.dim (k.dim), v.dim at init */
     int heads_kv;                /* k.heads at init */
     long long pos;               /* tokens consumed so far: the position of the next one */
+    unsigned long long params;   /* the kind's parameters that shape the state, at init (Performer's
+                                    features and kernel, cosFormer's max_len): attn_step refuses others */
 } attn_state;
 
 /* Floats of state the kind needs for q/k/v of these shapes (seq is not read). */
@@ -2264,13 +2266,24 @@ typedef struct attn__mech {
     attn__op_fn state_size;             /* attn_state_size, attn_state_init: floats in *c->bytes */
 } attn__mech;
 
-/* The checks every kind's step shares: the state exists, was made for this kind and these
-   shapes, and is large enough. Kinds call it from their step after attn__check_qkv. */
+/* The kind's parameters a state's layout or meaning depends on (attn_state.params): a state of
+   256 features read as one of 128 would pass the size check and be garbage. */
+static unsigned long long attn__state_params(const attn_desc *d) {
+    if (d->kind == ATTN_PERFORMER)
+        return (unsigned long long)(unsigned)(d->performer.features ? d->performer.features : 256) |
+               (unsigned long long)(unsigned)d->performer.kernel << 32;
+    if (d->kind == ATTN_COSFORMER) return (unsigned long long)(unsigned)d->cosformer.max_len;
+    return 0;
+}
+
+/* The checks every kind's step shares: the state exists, was made for this kind, these shapes
+   and parameters, and is large enough. Kinds call it from their step after attn__check_qkv. */
 static attn_status attn__check_state(const attn__call *c, size_t need) {
     const attn_state *st = c->state;
     if (!st || !st->data) return ATTN_ERR_STATE_NULL;
     if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
-        st->dim_v != c->v.dim || st->heads_kv != c->k.heads) return ATTN_ERR_STATE_MISMATCH;
+        st->dim_v != c->v.dim || st->heads_kv != c->k.heads || st->params != attn__state_params(c->d))
+        return ATTN_ERR_STATE_MISMATCH;
     if (st->size < need || st->pos < 0) return ATTN_ERR_STATE_SIZE;
     return ATTN_OK;
 }
@@ -12605,7 +12618,7 @@ ATTNDEF attn_status attn_state_init(const attn_desc *desc, attn_tensor q, attn_t
     memset(data, 0, need * sizeof(float));     /* every kind's empty history is all zeros */
     state->data = data; state->size = floats; state->kind = desc->kind;
     state->batch = q.batch; state->heads = q.heads; state->dim_k = q.dim; state->dim_v = v.dim; state->heads_kv = k.heads;
-    state->pos = 0;
+    state->pos = 0; state->params = attn__state_params(desc);
     return ATTN_OK;
 }
 

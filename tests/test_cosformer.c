@@ -146,6 +146,15 @@ static void cf_properties(t_rng *rng, attn_dtype dt) {
         T_CHECK(err <= 2e-5 + 1.5 * t_dt_rel(dt), "cosformer %s: attn_step (piece mode %d) vs causal forward: %.3g",
                 t_dt_name(dt), piece, err);
     }
+    {   /* a state made for max_len M refuses another M (its positions would mean other angles) */
+        attn_desc d2 = d;
+        attn_state s2;
+        T_CHECK(attn_state_init(&d, q, k, v, sb, floats, &s2) == ATTN_OK, "cosformer state init (max_len check)");
+        d2.cosformer.max_len = M + 1;
+        t_sentinel(o2.data, cf_bytes(&o2), 9);
+        T_CHECK(attn_step(&d2, q, k, v, &s2, o2) == ATTN_ERR_STATE_MISMATCH && s2.pos == 0 &&
+                t_sentinel_ok(o2.data, cf_bytes(&o2), 9), "cosformer: a state of max_len %d used with %d", M, M + 1);
+    }
     free(sb); free(q.data); free(k.data); free(v.data); free(o1.data); free(o2.data); free(a); free(b2);
 }
 

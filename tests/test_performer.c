@@ -471,7 +471,7 @@ static void test_performer_errors(void) {
             "performer state floats %lu", (unsigned long)floats);
     T_CHECK(attn_state_init(&base, tq, tk, tv, sbuf, floats, &good) == ATTN_OK, "performer state init");
     for (i = 0; i < (int)(sizeof W / sizeof W[0]); ++i) W[i] = 0.25f;
-    for (i = 0; i < 26; ++i) {
+    for (i = 0; i < 28; ++i) {
         attn_status want = ATTN_OK, got;
         const char *what = "";
         int op = 0;
@@ -497,7 +497,7 @@ static void test_performer_errors(void) {
         case 13: op = 1; st.data = NULL; want = ATTN_ERR_STATE_NULL; what = "step state data"; break;
         case 14: op = 2; want = ATTN_ERR_STATE_NULL; what = "step state NULL"; break;
         case 15: op = 1; st.size = floats - 1; want = ATTN_ERR_STATE_SIZE; what = "step state size"; break;
-        case 16: op = 1; d.performer.features = 9; want = ATTN_ERR_STATE_SIZE; what = "step state of 8 features used with 9"; break;
+        case 16: op = 1; d.performer.features = 9; want = ATTN_ERR_STATE_MISMATCH; what = "step state of 8 features used with 9"; break;
         case 17: op = 1; st.kind = ATTN_LINEAR; want = ATTN_ERR_STATE_MISMATCH; what = "state kind"; break;
         case 18: op = 3; want = ATTN_ERR_PERFORMER_DRAW_NULL; what = "draw params NULL"; break;
         case 19: op = 4; want = ATTN_ERR_PERFORMER_DRAW_NULL; what = "draw W NULL"; break;
@@ -507,6 +507,8 @@ static void test_performer_errors(void) {
         case 23: op = 6; pp.features = 8; pp.eps = -INFINITY; want = ATTN_ERR_PERFORMER_EPS; what = "draw eps"; break;
         case 24: o.dim = 4; want = ATTN_ERR_OUT_SHAPE; what = "out dim"; break;
         case 25: op = 7; want = ATTN_ERR_KIND_OP; what = "decode"; break;
+        case 26: op = 1; d.performer.features = 7; want = ATTN_ERR_STATE_MISMATCH; what = "step state of 8 features used with 7"; break;
+        case 27: op = 1; d.performer.kernel = ATTN_PERFORMER_RELU; want = ATTN_ERR_STATE_MISMATCH; what = "step state of the softmax kernel used with ReLU"; break;
         }
         t_sentinel(out, sizeof out, 21);
         t_sentinel(sbuf, sizeof sbuf, 23);
