@@ -85,11 +85,7 @@ static double run(const icase *c, float **f, uint16_t **h, uint16_t **b, float *
 int main(void) {
     const int quick = env_int("BENCH_QUICK", 0), reps = quick ? 3 : 7;
     const int ncpu = online_cpus();
-#if defined(ATTN_NO_AVX512)
-    const int isa = (best_fma_isa() == ISA_PORTABLE) ? ISA_PORTABLE : ISA_YMM;
-#else
     const int isa = best_fma_isa();
-#endif
     const size_t n = (size_t)2048 * H * 128 > (size_t)1024 * 1024 ? (size_t)2048 * H * 128 : (size_t)1024 * 1024;
     const char *outdir = getenv("BENCH_OUTDIR");
     char cpu[128], path[512];

@@ -230,13 +230,7 @@ int main(void) {
     FILE *f;
     if (!outdir || !*outdir) outdir = "bench";
     cpu_model(cpu, sizeof cpu);
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     printf("attn.h low-rank benchmark%s: %s, %d online CPUs, kernels %s\n", quick ? " (BENCH_QUICK)" : "", cpu, ncpu, attn_kernels());
     printf("machine (FMA loop: %s):\n", isa_desc[isa]);
     measure_machine(&mc, isa, ncpu, quick ? 0.05 : 0.2, (size_t)64 << 20);

@@ -223,13 +223,7 @@ int main(void) {
     g_centroids = (float *)xalloc(sizeof(float) * (size_t)H * (65536 / 64) * D);
     fill_rand(g_centroids, (size_t)H * (65536 / 64) * D);
     cpu_model(cpu, sizeof cpu);
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     printf("attn.h sparse benchmark%s: %s, %d online CPUs, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", cpu, g_ncpu,
            attn_kernels());
     printf("machine (FMA loop: %s):\n", isa_desc[isa]);

@@ -406,13 +406,7 @@ int main(void) {
     g_ncpu = online_cpus();
     if (!outdir || !*outdir) outdir = "bench";
     cpu_model(g_cpu, sizeof g_cpu);
-#if defined(__AVX512F__)
-    isa = ISA_ZMM;
-#elif defined(__AVX2__) && defined(__FMA__)
-    isa = ISA_YMM;
-#else
-    isa = ISA_PORTABLE;
-#endif
+    isa = best_fma_isa();
     printf("attn.h state-space bench%s: %s, %d online CPUs, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", g_cpu, g_ncpu, attn_kernels());
     printf("machine (FMA loop: %s):\n", isa_desc[isa]);
     measure_machine(&m, isa, g_ncpu, g_quick ? 0.05 : 0.2, (size_t)256 << 20);

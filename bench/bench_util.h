@@ -278,9 +278,10 @@ enum { ISA_ZMM = 0, ISA_YMM = 1, ISA_PORTABLE = 2 };
 static const char *isa_desc[] = { "AVX-512 (16 independent zmm accumulators)",
                                   "AVX2+FMA (12 independent ymm accumulators)",
                                   "portable loop (64 accumulators, vectorised by the compiler; build with -march=native for the SIMD peak)" };
-/* the widest FMA loop this build can run (what "% of peak" is measured against) */
+/* the widest FMA loop this build's kernels use (what "% of peak" is measured against): an
+   ATTN_NO_AVX512 build runs the AVX2 kernels, so its peak is the ymm one */
 static int best_fma_isa(void) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && !defined(ATTN_NO_AVX512)
     return ISA_ZMM;
 #elif defined(__AVX2__) && defined(__FMA__)
     return ISA_YMM;
