@@ -8763,6 +8763,42 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on its P.V tile
    kernel, each query's round result merged into its position across rounds by the logsumexp
    rule in sorted-axis order. */
+/* One block of shared-QK attention on the exact core's tiles, for ATTN_LSH's chunks and
+   ATTN_ROUTING's windows: nk keys gathered in Kc [nk][D] / Vc [nk][Dv] (positions kpos) and up
+   to ATTN__BQ queries (positions qpos, rows of Q [.][D]) in lanes. A key after its query
+   (causal) gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r]
+   (its largest logit), sum[r] = sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not
+   normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv]. */
+static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
+                            const float *Vc, int Dv, const int *kpos, int nk, int causal, float masked, float self,
+                            float *QT, float *S, float *O, float *mx, float *sum) {
+    const int lanes = (int)attn__round16((size_t)nq);
+    int e, j, u, k0;
+    for (e = 0; e < D; ++e)
+        for (j = 0; j < lanes; ++j) QT[(size_t)e * ATTN__BQ + j] = j < nq ? Q[(size_t)qpos[j] * D + e] : 0.0f;
+    for (k0 = 0; k0 < nk; k0 += ATTN__BK)
+        isa->qk(Kc + (size_t)k0 * D, D, ATTN__MIN(ATTN__BK, nk - k0), QT, lanes, D, S + (size_t)k0 * ATTN__BQ);
+    for (j = 0; j < ATTN__BQ; ++j) { mx[j] = -INFINITY; sum[j] = 0.0f; }   /* sum is pv's alpha: 0 past nq */
+    for (u = 0; u < nk; ++u) {             /* branch-free, so the compiler may vectorise it */
+        const int ku = kpos[u], cut = causal ? ku : INT_MIN;   /* masked where cut > the query */
+        float *su = S + (size_t)u * ATTN__BQ;
+        for (j = 0; j < nq; ++j) {
+            float x = cut > qpos[j] ? masked : su[j];
+            x = ku == qpos[j] ? self : x;
+            su[j] = x;
+            mx[j] = mx[j] > x ? mx[j] : x;   /* NaN in x makes mx NaN: it propagates */
+        }
+    }
+    for (u = 0; u < nk; ++u) {             /* exp(s - max) per lane on the SIMD exp, then the sums */
+        float *su = S + (size_t)u * ATTN__BQ;
+        for (j = 0; j < nq; ++j) su[j] -= mx[j];
+        (void)isa->exp_sum(su, su, 0.0f, nq);
+        for (j = 0; j < nq; ++j) sum[j] += su[j];
+    }
+    memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
+    isa->pv(S, nk, nq, Vc, Dv, Dv, sum /* finite: O is 0 */, O, (size_t)Dv);
+}
+
 typedef struct attn__lsh {
     const attn__problem *P;
     int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
@@ -8871,32 +8907,8 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
             memcpy(Vc + (size_t)u * Dv, V + (size_t)kid[u] * Dv, sizeof(float) * (size_t)Dv);
         }
         for (q0 = 0; q0 < c; q0 += ATTN__BQ) {   /* queries in lanes, ATTN__BQ at a time */
-            const int nl = ATTN__MIN(ATTN__BQ, c - q0), lanes = (int)attn__round16((size_t)nl);
-            int k0;
-            for (e = 0; e < D; ++e)
-                for (j = 0; j < lanes; ++j) RT[(size_t)e * ATTN__BQ + j] = j < nl ? Q[(size_t)qid[q0 + j] * D + e] : 0.0f;
-            for (k0 = 0; k0 < keys; k0 += ATTN__BK)
-                isa->qk(Kc + (size_t)k0 * D, D, ATTN__MIN(ATTN__BK, keys - k0), RT, lanes, D, S + (size_t)k0 * ATTN__BQ);
-            for (j = 0; j < ATTN__BQ; ++j) { mx[j] = -INFINITY; sum[j] = 0.0f; }   /* sum: pv's alpha */
-            for (u = 0; u < keys; ++u) {      /* HF's masks: causal -1e9, the query itself -1e5 */
-                const int ku = kid[u], cut = P->causal ? ku : INT_MIN;   /* masked where cut > p */
-                const int *pq = qid + q0;
-                float *su = S + (size_t)u * ATTN__BQ;
-                for (j = 0; j < nl; ++j) {
-                    float x = cut > pq[j] ? -1e9f : su[j];
-                    x = ku == pq[j] ? -1e5f : x;
-                    su[j] = x;
-                    mx[j] = mx[j] > x ? mx[j] : x;
-                }
-            }
-            for (u = 0; u < keys; ++u) {      /* exp(s - max) per lane on the SIMD exp, then the sums */
-                float *su = S + (size_t)u * ATTN__BQ;
-                for (j = 0; j < nl; ++j) su[j] -= mx[j];
-                (void)isa->exp_sum(su, su, 0.0f, nl);
-                for (j = 0; j < nl; ++j) sum[j] += su[j];
-            }
-            memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
-            isa->pv(S, keys, nl, Vc, Dv, Dv, sum /* finite (0 past nl): O is 0 */, O, (size_t)Dv);
+            const int nl = ATTN__MIN(ATTN__BQ, c - q0);
+            attn__sqk_block(isa, Q, D, qid + q0, nl, Kc, Vc, Dv, kid, keys, P->causal, -1e9f, -1e5f, RT, S, O, mx, sum);
             for (j = 0; j < nl; ++j) {        /* merge (O_j / sum_j, lse_r) into position p */
                 const int p = qid[q0 + j];
                 const float lse_r = mx[j] + logf(sum[j]);
@@ -9037,11 +9049,11 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
     /* floats: RT [D][BQ], S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: count [n], heap sizes [BQ]; heaps [BQ][w] entries (2 each) */
+       sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each) */
     const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w);
     return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1) +
                          (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         ATTN__BQ + 2 * (size_t)ATTN__BQ * w);
+                         ATTN__BQ + (size_t)w + 2 * (size_t)ATTN__BQ * w);
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
@@ -9054,8 +9066,8 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
     float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *Kw = row + D;
     float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
-    int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n;
-    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(hn + ATTN__BQ);
+    int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n, *wpos = hn + ATTN__BQ;
+    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(wpos + w);
     int i, c0, cl, s, t, e, i0;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
@@ -9088,38 +9100,15 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             int q0;
             qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
+                wpos[t] = ent[t].pos;
                 memcpy(Kw + (size_t)t * D, K + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
                 memcpy(Vw + (size_t)t * Dv, V + (size_t)ent[t].pos * Dv, sizeof(float) * (size_t)Dv);
             }
             for (q0 = 0; q0 < w; q0 += ATTN__BQ) {   /* its queries in lanes, on the tile kernels */
-                const int nl = ATTN__MIN(ATTN__BQ, w - q0), qlanes = (int)attn__round16((size_t)nl);
-                int k0;
-                for (e = 0; e < D; ++e)
-                    for (s = 0; s < qlanes; ++s) QT[(size_t)e * ATTN__BQ + s] = s < nl ? Q[(size_t)ent[q0 + s].pos * D + e] : 0.0f;
-                for (k0 = 0; k0 < w; k0 += ATTN__BK)
-                    isa->qk(Kw + (size_t)k0 * D, D, ATTN__MIN(ATTN__BK, w - k0), QT, qlanes, D, S + (size_t)k0 * ATTN__BQ);
-                for (s = 0; s < ATTN__BQ; ++s) { mx[s] = -INFINITY; sum[s] = 0.0f; }   /* sum: pv's alpha */
-                for (t = 0; t < w; ++t) {            /* causal: later keys -inf; the query's own key -5e4 */
-                    const int j = ent[t].pos, cut = P->causal ? j : INT_MIN;
-                    float *st = S + (size_t)t * ATTN__BQ;
-                    for (s = 0; s < nl; ++s) {
-                        const int p = ent[q0 + s].pos;
-                        float x = cut > p ? -INFINITY : st[s];
-                        x = j == p ? -5e4f : x;
-                        st[s] = x;
-                        mx[s] = mx[s] > x ? mx[s] : x;   /* >= -5e4: the query's own key is in the window */
-                    }
-                }
-                for (t = 0; t < w; ++t) {
-                    float *st = S + (size_t)t * ATTN__BQ;
-                    for (s = 0; s < nl; ++s) st[s] -= mx[s];
-                    (void)isa->exp_sum(st, st, 0.0f, nl);
-                    for (s = 0; s < nl; ++s) sum[s] += st[s];
-                }
-                memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
-                isa->pv(S, w, nl, Vw, Dv, Dv, sum /* finite (0 past nl): O is 0 */, O, (size_t)Dv);
+                const int nl = ATTN__MIN(ATTN__BQ, w - q0);
+                attn__sqk_block(isa, Q, D, wpos + q0, nl, Kw, Vw, Dv, wpos, w, P->causal, -INFINITY, -5e4f, QT, S, O, mx, sum);
                 for (s = 0; s < nl; ++s) {
-                    const int p = ent[q0 + s].pos;
+                    const int p = wpos[q0 + s];
                     isa->axpy(acc + (size_t)p * Dv, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
                     cnt[p]++;
                 }
