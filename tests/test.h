@@ -286,6 +286,16 @@ T_UNUSED static double t_max_norm_err(const double *ref, const double *got, size
     return err / mx;
 }
 
+/* every element of a view into dst, as doubles in [B][S][H][D] order */
+T_UNUSED static void t_read(const attn_tensor *t, double *dst) {
+    int b, s, h, d;
+    size_t n = 0;
+    for (b = 0; b < t->batch; ++b)
+        for (s = 0; s < t->seq; ++s)
+            for (h = 0; h < t->heads; ++h)
+                for (d = 0; d < t->dim; ++d) dst[n++] = t_load(t, b, s, h, d);
+}
+
 /* a byte pattern used to prove an output buffer was not written */
 T_UNUSED static void t_sentinel(void *p, size_t bytes, unsigned char seed) {
     size_t i;

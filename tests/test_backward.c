@@ -65,12 +65,7 @@ static int bt_gaps_ok(const bt *x) { return t_gaps_ok(&x->t, x->buf, x->n, B_OUT
 /* dense double copy [B][S][H][D] of a view */
 static double *bt_dense(const attn_tensor *t) {
     double *a = (double *)t_xmalloc(sizeof(double) * (size_t)t->batch * t->seq * t->heads * t->dim);
-    int b, s, h, d;
-    size_t n = 0;
-    for (b = 0; b < t->batch; ++b)
-        for (s = 0; s < t->seq; ++s)
-            for (h = 0; h < t->heads; ++h)
-                for (d = 0; d < t->dim; ++d) a[n++] = t_load(t, b, s, h, d);
+    t_read(t, a);
     return a;
 }
 static size_t bt_count(const attn_tensor *t) { return (size_t)t->batch * t->seq * t->heads * t->dim; }

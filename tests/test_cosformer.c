@@ -58,14 +58,6 @@ static void cf_ref(const cf_case *c, const attn_tensor *q, const attn_tensor *k,
     free(acc);
 }
 
-static void cf_read(const attn_tensor *t, double *dst) {
-    int b, s, h, d;
-    size_t i = 0;
-    for (b = 0; b < t->batch; ++b)
-        for (s = 0; s < t->seq; ++s)
-            for (h = 0; h < t->heads; ++h)
-                for (d = 0; d < t->dim; ++d) dst[i++] = t_load(t, b, s, h, d);
-}
 
 static double cf_tol(attn_dtype out) { return 1e-4 + 1.5 * t_dt_rel(out); }
 
@@ -88,7 +80,7 @@ static void cf_check(const cf_case *c, t_rng *rng) {
     s = attn_forward(&d, q, k, v, o, NULL);
     T_CHECK(s == ATTN_OK, "cosformer forward: %s", attn_status_str(s));
     cf_ref(c, &q, &k, &v, c->seqlens ? lq : NULL, c->seqlens ? lk : NULL, c->eps != 0.0f ? (double)c->eps : 1e-6, ref);
-    cf_read(&o, got);
+    t_read(&o, got);
     err = t_max_norm_err(ref, got, n);
     T_CHECK(err <= cf_tol(c->dout), "cosformer B%d Hq%d Hkv%d Lq%d Lk%d D%d Dv%d causal %d M %d seqlens %d %s/%s/%s: err %.3g > %.3g",
             c->B, c->Hq, c->Hkv, c->Lq, c->Lk, c->D, c->Dv, c->causal, c->max_len, c->seqlens, t_dt_name(c->dq),
@@ -118,7 +110,7 @@ static void cf_properties(t_rng *rng, attn_dtype dt) {
         T_CHECK(attn_forward(&d, q, k, v, o2, NULL) == ATTN_OK && memcmp(o1.data, o2.data, cf_bytes(&o1)) == 0,
                 "cosformer %s: n_threads %d differs from 1 thread", t_dt_name(dt), nt);
     }
-    cf_read(&o1, a);
+    t_read(&o1, a);
     T_CHECK(attn_state_size(&d, q, k, v, &floats) == ATTN_OK && floats == (size_t)B * Hkv * (2 * D * Dv + 2 * D),
             "cosformer state size %lu", (unsigned long)floats);
     sb = (float *)t_xmalloc(sizeof(float) * floats);
@@ -141,7 +133,7 @@ static void cf_properties(t_rng *rng, attn_dtype dt) {
             t0 += len;
         }
         T_CHECK(ok && st.pos == L, "cosformer step calls (piece mode %d)", piece);
-        cf_read(&o2, b2);
+        t_read(&o2, b2);
         err = t_max_norm_err(a, b2, n);
         T_CHECK(err <= 2e-5 + 1.5 * t_dt_rel(dt), "cosformer %s: attn_step (piece mode %d) vs causal forward: %.3g",
                 t_dt_name(dt), piece, err);

@@ -64,15 +64,6 @@ static void lin_alloc(lin_bufs *m, const lin_shape *s, t_rng *r) {
 }
 static void lin_free(lin_bufs *m) { free(m->q); free(m->k); free(m->v); free(m->out); }
 
-/* out read back as doubles */
-static void lin_read(const attn_tensor *t, double *dst) {
-    int b, s, h, d;
-    size_t n = 0;
-    for (b = 0; b < t->batch; ++b)
-        for (s = 0; s < t->seq; ++s)
-            for (h = 0; h < t->heads; ++h)
-                for (d = 0; d < t->dim; ++d) dst[n++] = t_load(t, b, s, h, d);
-}
 
 /* f32 accumulation of up to a few hundred terms; one output rounding for f16/bf16 */
 static double lin_tol(attn_dtype out) { return 2e-5 + 1.5 * t_dt_rel(out); }
@@ -117,7 +108,7 @@ static void test_linear_sweep(void) {
         t_fill_nan(m.out, s.to, n);
         st = attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL);
         if (T_CHECK(st == ATTN_OK, "linear sweep #%d: %s", c, attn_status_str(st))) {
-            lin_read(&m.to, got);
+            t_read(&m.to, got);
             err = t_max_norm_err(ref, got, n);
             if (err > g_lin_worst) g_lin_worst = err;
             T_CHECK(err <= lin_tol(s.to),
@@ -217,7 +208,7 @@ static void test_linear_step(void) {
         }
         T_CHECK(st.pos == s.Sq, "linear state pos %lld after %d tokens", st.pos, s.Sq);
         T_CHECK(isnan(sbuf[floats]) && isnan(sbuf[floats + 2]), "linear step wrote past the state's floats");
-        lin_read(&m.to, got);
+        t_read(&m.to, got);
         T_CHECK(t_max_norm_err(ref, got, n) <= lin_tol(s.to), "linear step case %d: err %.3g (Sq %d, q %s, kv %s)", c,
                 t_max_norm_err(ref, got, n), s.Sq, t_dt_name(s.tq), t_dt_name(s.tkv));
         free(sbuf);

@@ -217,12 +217,7 @@ static size_t t_bytes(const attn_tensor *t) { return t_extent(t) * t_dt_size(t->
 
 static double *out_get(const attn_tensor *o) {
     double *x = (double *)t_xmalloc(sizeof(double) * (size_t)o->batch * o->seq * o->heads * o->dim);
-    int b, s, h, c;
-    size_t n = 0;
-    for (b = 0; b < o->batch; ++b)
-        for (s = 0; s < o->seq; ++s)
-            for (h = 0; h < o->heads; ++h)
-                for (c = 0; c < o->dim; ++c) x[n++] = t_load(o, b, s, h, c);
+    t_read(o, x);
     return x;
 }
 static size_t out_n(const attn_tensor *o) { return (size_t)o->batch * o->seq * o->heads * o->dim; }

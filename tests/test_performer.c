@@ -140,14 +140,6 @@ static void pf_alloc(pf_bufs *m, const pf_shape *s, t_rng *r, double sigma) {
     t_fill_normal(&m->tv, r, 1.0);
 }
 static void pf_free(pf_bufs *m) { free(m->q); free(m->k); free(m->v); free(m->out); }
-static void pf_read(const attn_tensor *t, double *dst) {
-    int b, s, h, d;
-    size_t n = 0;
-    for (b = 0; b < t->batch; ++b)
-        for (s = 0; s < t->seq; ++s)
-            for (h = 0; h < t->heads; ++h)
-                for (d = 0; d < t->dim; ++d) dst[n++] = t_load(t, b, s, h, d);
-}
 
 /* out [B, Sq, Hq, Dv] in double; W [m][D] */
 static void pf_ref(const pf_shape *s, const pf_bufs *m, const float *W, const int *lq, const int *lk, double *out) {
@@ -243,7 +235,7 @@ static void test_performer_sweep(void) {
         t_fill_nan(m.out, s.to, n);
         st = attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL);
         if (T_CHECK(st == ATTN_OK, "performer sweep #%d: %s", c, attn_status_str(st))) {
-            pf_read(&m.to, got);
+            t_read(&m.to, got);
             err = t_max_norm_err(ref, got, n);
             if (err > g_pf_worst && s.to == ATTN_F32) g_pf_worst = err;
             T_CHECK(err <= pf_tol(s.to),
@@ -356,7 +348,7 @@ static void test_performer_step(void) {
         attn_performer_draw(&d.performer, s.D, W);
         pf_ref(&s, &m, W, NULL, NULL, ref);
         T_CHECK(attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer step: parallel");
-        pf_read(&m.to, par);
+        t_read(&m.to, par);
         T_CHECK(attn_state_size(&d, m.tq, m.tk, m.tv, &floats) == ATTN_OK &&
                 floats == (size_t)s.m * s.D + 4 + (size_t)s.B * s.Hkv * ((size_t)s.m * s.Dv + s.m + s.Dv + 1),
                 "performer state size %lu", (unsigned long)floats);
@@ -383,7 +375,7 @@ static void test_performer_step(void) {
         T_CHECK(st.pos == s.Sq, "performer state pos %lld after %d tokens", st.pos, s.Sq);
         T_CHECK(isnan(sbuf[floats]) && isnan(sbuf[floats + 2]), "performer step wrote past the state's floats");
         T_CHECK(memcmp(sbuf, W, sizeof(float) * (size_t)s.m * s.D) == 0, "performer: the state's cached W is not the drawn one");
-        pf_read(&m.to, got);
+        t_read(&m.to, got);
         T_CHECK(t_max_norm_err(ref, got, n) <= pf_tol(s.to), "performer step case %d: err %.3g vs the reference", c,
                 t_max_norm_err(ref, got, n));
         T_CHECK(t_max_norm_err(par, got, n) <= 2e-5, "performer step case %d: err %.3g vs the parallel form", c,
@@ -434,7 +426,7 @@ static void test_performer_converges(void) {
             s.m = ms[a];
             pf_desc(&d, &s, 5000u + (unsigned)seed);
             T_CHECK(attn_forward(&d, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer m %d", ms[a]);
-            pf_read(&m.to, got);
+            t_read(&m.to, got);
             for (i = 0; i < 48 * 8; ++i) se += (got[i] - exact[i]) * (got[i] - exact[i]);
             err[a] += sqrt(se / (48 * 8)) / 4.0;
         }

@@ -47,15 +47,6 @@ static attn_tensor rk_slice(const attn_tensor *full, int t0, int n) {
     return s;
 }
 
-/* every element into dst[((b T + t) H + h) D + d] */
-static void rk_read(const attn_tensor *t, double *dst) {
-    int b, s, h, d;
-    size_t i = 0;
-    for (b = 0; b < t->batch; ++b)
-        for (s = 0; s < t->seq; ++s)
-            for (h = 0; h < t->heads; ++h)
-                for (d = 0; d < t->dim; ++d) dst[i++] = t_load(t, b, s, h, d);
-}
 
 static double rk_tol(attn_dtype out_dt) { return 1e-4 + t_dt_rel(out_dt); }
 
@@ -139,10 +130,10 @@ static void rk4_check(const rk4_case *cs, t_rng *rng) {
         T_CHECK(s == ATTN_OK, "rwkv4 state prep: %s", attn_status_str(s));
         rk_free(&k0); rk_free(&v0); rk_free(&o0);
     }
-    rk_read(&k.t, kd); rk_read(&v.t, vd);
+    t_read(&k.t, kd); t_read(&v.t, vd);
     s = attn_rwkv4_forward(&d, td, tf, k.t, v.t, o.t, cs->with_state ? st_in : NULL, st_out);
     T_CHECK(s == ATTN_OK, "rwkv4 forward: %s", attn_status_str(s));
-    rk_read(&o.t, od);
+    t_read(&o.t, od);
     for (b = 0; b < B; ++b)
         for (c = 0; c < C; ++c) {
             const double w = -exp((double)td[c]), u = tf[c];
@@ -296,7 +287,7 @@ static void rk6_check(const rk6_case *cs, t_rng *rng) {
     for (e = 0; e < SN; ++e) st_in[e] = (float)(0.5 * t_normal(rng));
     s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w, u, o.t, cs->with_state ? st_in : NULL, st_out);
     T_CHECK(s == ATTN_OK, "rwkv6 forward: %s", attn_status_str(s));
-    rk_read(&r.t, rd); rk_read(&k.t, kd); rk_read(&v.t, vd); rk_read(&o.t, od);
+    t_read(&r.t, rd); t_read(&k.t, kd); t_read(&v.t, vd); t_read(&o.t, od);
     {   /* w through the (possibly broadcast) view, element by element */
         size_t q = 0;
         int h, dd;
