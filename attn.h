@@ -5365,15 +5365,15 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
         _mm256_storeu_ps(T->m, mnew);
         _mm256_storeu_ps(T->alpha, alpha);
         for (c = 0; c < nv; c += CW) {  /* P.V; a pass past the head dim re-reads a valid column, stores none */
-            __m256i mk[8];
-            ptrdiff_t co[8];
+            int ok[8];                  /* column vector c + i exists: plain loads and stores, since AMD */
+            ptrdiff_t co[8];            /* runs vmaskmovps stores as microcode (they took most of the time) */
             __m256 o0, o1, o2, o3, o4, o5, o6, o7;
             for (i = 0; i < CW; ++i) {
-                mk[i] = _mm256_set1_epi32(c + i < nv ? -1 : 0);
+                ok[i] = c + i < nv;
                 co[i] = (ptrdiff_t)ATTN__MIN(c + i, nv - 1) * 8 * es;
             }
-#define ATTN__DEC_OLD(i) o##i = _mm256_mul_ps(_mm256_set1_ps(T->alpha[(i) / CW]), \
-                         _mm256_maskload_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 8, mk[(i) % CW]));
+#define ATTN__DEC_OLD(i) o##i = !ok[(i) % CW] ? zero : _mm256_mul_ps(_mm256_set1_ps(T->alpha[(i) / CW]), \
+                         _mm256_loadu_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 8));
             ATTN__X8(ATTN__DEC_OLD)
 #undef ATTN__DEC_OLD
             for (j = 0; j < X->nk; ++j) {
@@ -5384,7 +5384,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
                 ATTN__X8(ATTN__DEC_PV)
 #undef ATTN__DEC_PV
             }
-#define ATTN__DEC_OST(i) _mm256_maskstore_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 8, mk[(i) % CW], o##i);
+#define ATTN__DEC_OST(i) if (ok[(i) % CW]) _mm256_storeu_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 8, o##i);
             ATTN__X8(ATTN__DEC_OST)
 #undef ATTN__DEC_OST
         }
