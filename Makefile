@@ -145,7 +145,10 @@ test: $(TEST_BINS) $(EXAMPLES) $(BUILD)/fuzz_driver
 # Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);
 # `make bench` builds and runs them all, `make build/bench_<family>` builds one.
 # bench_generation_avx2 / bench_isa_avx2: decoding / prefill, backward and GEMM on the AVX2 kernels
-# (-DATTN_NO_AVX512) on the same machine.
+# (-DATTN_NO_AVX512) on the same machine; -mno-avx512f keeps gcc from using AVX-512 encodings
+# (32 vector registers, masked moves) in that code under -march=native, so an AVX-512 machine times
+# the instructions an AVX2-only CPU would run.
+NO_AVX512_CODEGEN := $(shell printf 'int main(void){return 0;}' | $(CC) -mno-avx512f -x c - -o /dev/null >/dev/null 2>&1 && echo -mno-avx512f)
 BENCHES = $(patsubst bench/%.c,$(BUILD)/%,$(wildcard bench/bench*.c))
 bench: $(BENCHES) $(BUILD)/bench_generation_avx2 $(BUILD)/bench_isa_avx2
 	@rm -f bench/results_isa.csv
@@ -153,9 +156,9 @@ bench: $(BENCHES) $(BUILD)/bench_generation_avx2 $(BUILD)/bench_isa_avx2
 $(BENCHES): $(BUILD)/%: bench/%.c bench/bench_util.h attn.h | $(BUILD)
 	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -I. $< -o $@ $(LIBS)
 $(BUILD)/bench_generation_avx2: bench/bench_generation.c bench/bench_util.h attn.h | $(BUILD)
-	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
+	$(CC) -std=c99 -O3 -march=native $(NO_AVX512_CODEGEN) -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
 $(BUILD)/bench_isa_avx2: bench/bench_isa.c bench/bench_util.h attn.h | $(BUILD)
-	$(CC) -std=c99 -O3 -march=native -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
+	$(CC) -std=c99 -O3 -march=native $(NO_AVX512_CODEGEN) -Wall -Wextra -DATTN_NO_AVX512 -I. $< -o $@ $(LIBS)
 
 # The CUDA companion. make cuda: nvcc for sm_80 and sm_90, warnings as errors, the test program as
 # the build check of attn_cuda.cuh; ptxas -v per kernel into build/cuda_ptxas.md (fails on spills in
