@@ -3,10 +3,12 @@
 
    `make bench` builds it twice and runs both: build/bench_isa (the best kernels this CPU has)
    and build/bench_isa_avx2 (-DATTN_NO_AVX512: the AVX2 + FMA kernels on the same machine).
-   Run:    ./build/bench_isa                 about a minute on a 2-core machine
+   Run:    ./build/bench_isa                 about a minute on a 2-core machine (with the PyTorch
+                                             column, a Python start per repetition round more)
            BENCH_QUICK=1 ./build/bench_isa   fewer repetitions
    Knobs:  BENCH_OUTDIR=<dir>  where results_isa.csv goes (default: bench); rows are appended
-           per kernel set, so both builds land in one file (delete it for a fresh table)
+           per kernel set, so both builds land in one file (delete it for a fresh table; a
+           file with other columns, from an older bench_isa, is written afresh)
            BENCH_PYTHON=<python>  the Python whose torch times the PyTorch column (default
                                python3; empty: no PyTorch column). Without torch the column is
                                skipped with one line saying why, and the rest runs as before.
