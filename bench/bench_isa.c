@@ -215,7 +215,7 @@ int main(void) {
     float *f[8], *lse;
     uint16_t *h[2], *b[2];
     double peak[2], sp;
-    int att, i, r, j, torch_on;
+    int att, i, r, j, torch_on, same;
     char torch_ver[128];
     FILE *csv;
     cpu_model(cpu, sizeof cpu);
@@ -261,7 +261,6 @@ int main(void) {
         static const char cols[] = "case,threads,median_ms,min_ms,max_ms,gflops,peak_gflops,pct_peak,torch_gflops";
         char want[256], first[256] = "";
         FILE *probe = fopen(path, "r");
-        int same;
         snprintf(want, sizeof want, "cpu,kernels,%s\n", cols);
         if (probe) {
             if (!fgets(first, sizeof first, probe)) first[0] = 0;
@@ -292,7 +291,7 @@ int main(void) {
         fprintf(csv, "\n");
     }
     if (fclose(csv) != 0) die("cannot write results_isa.csv");
-    printf("  rows appended to %s\n", path);
+    printf("  rows %s %s\n", same ? "appended to" : "written to", path);
     for (i = 0; i < 8; ++i) free(f[i]);
     for (i = 0; i < 2; ++i) { free(h[i]); free(b[i]); }
     free(lse);

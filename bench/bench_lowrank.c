@@ -192,8 +192,8 @@ static int write_svg(const char *path, double pk) {
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, Hh, W, Hh);
     fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"16\">attn.h low-rank attention: forward time vs sequence length (B 1, H %d, d %d, fp32)</text>\n", L, H, D);
-    bench_svg_machine(f, L, 44);
-    fprintf(f, "<text x=\"%.0f\" y=\"58\" font-size=\"11\" fill=\"#555\">FMA peak %.0f GFLOP/s; hollow = extrapolated</text>\n", L, pk);
+    bench_svg_machine(f, L, 42);
+    fprintf(f, "<text x=\"%.0f\" y=\"55\" font-size=\"11\" fill=\"#555\">FMA peak %.0f GFLOP/s; hollow = extrapolated</text>\n", L, pk);
     for (i = (int)ylo; i <= (int)yhi; ++i) {
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, R, SY(pow(10, i)), SY(pow(10, i)));
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g ms</text>\n", L - 6, SY(pow(10, i)) + 4, pow(10, i));
