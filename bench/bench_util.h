@@ -1,8 +1,9 @@
 /* bench/bench_util.h - what every bench program shares: timing and medians, the machine's name
    (bench_cpu; the cpu,kernels columns that lead every results CSV row and the machine line of
    every chart), a deterministic RNG, f16/bf16 conversion, a thread team, and the machine's
-   measured fp32 FMA peak and read bandwidth (the references for "% of peak" and "% of bandwidth"). Include it after attn.h in
-   a bench program's single translation unit; everything is static. */
+   measured fp32 FMA peak and read bandwidth (the references for "% of peak" and "% of
+   bandwidth"). Include it after attn.h in a bench program's single translation unit;
+   everything is static. */
 #ifndef ATTN_BENCH_UTIL_H
 #define ATTN_BENCH_UTIL_H
 #if defined(__GNUC__)   /* each bench program uses a different subset of these helpers */
