@@ -489,14 +489,18 @@ static int write_csv(const char *path, bench_row **ord, int n) {
     FILE *f = fopen(path, "w");
     int i;
     if (!f) return 0;
-    fprintf(f, "case,dtype,B,Hq,Hkv,Sq,Sk,D,causal,threads,median_ms,gflops,pct_peak,gbs,pct_bw,"
-               "speedup_vs_naive,min_ms,max_ms,reps,kv_mib,bw_local_gbs,pct_bw_local,check_rel_err,status\n");
+    bench_csv_header(f, "case,dtype,B,Hq,Hkv,Sq,Sk,D,causal,threads,median_ms,gflops,pct_peak,gbs,pct_bw,"
+                        "speedup_vs_naive,min_ms,max_ms,reps,kv_mib,bw_local_gbs,pct_bw_local,check_rel_err,status");
     /* the machine measurements, as rows of their own */
+    bench_csv_machine(f);
     fprintf(f, "machine_fma_peak_1t,f32,,,,,,,,1,,%.2f,100,,,,,,5,,,,,ok\n", g_peak_1t);
+    bench_csv_machine(f);
     fprintf(f, "machine_fma_peak_all,f32,,,,,,,,%d,,%.2f,100,,,,,,5,,,,,ok\n", g_ncpu, g_peak_all);
+    bench_csv_machine(f);
     fprintf(f, "machine_read_bw,f32,,,,,,,,%d,,,,%.2f,100,,,,5,,,,,ok\n", g_ncpu, g_bw);
     for (i = 0; i < n; ++i) {
         const bench_row *r = ord[i];
+        bench_csv_machine(f);
         fprintf(f, "%s,%s,%d,%d,%d,%d,%d,%d,%d,%d", r->name, dtype_name(r->dt), r->B, r->Hq, r->Hkv,
                 r->Sq, r->Sk, r->D, r->causal, r->threads ? r->threads : g_ncpu);
         csv_num(f, r->med_ms, "%.4f");
@@ -517,15 +521,6 @@ static int write_csv(const char *path, bench_row **ord, int n) {
     return fclose(f) == 0;
 }
 
-static void xml_text(FILE *f, const char *s) {
-    for (; *s; ++s) {
-        if (*s == '&') fputs("&amp;", f);
-        else if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if ((unsigned char)*s >= 32) fputc(*s, f);
-    }
-}
-
 typedef struct series {
     int kind; attn_dtype dt; int D, causal, threads;
     const char *color, *label;
@@ -536,7 +531,7 @@ static double nice_step(double range, int ticks) {
     return p * (m <= 1.0 ? 1.0 : (m <= 2.0 ? 2.0 : (m <= 2.5 ? 2.5 : (m <= 5.0 ? 5.0 : 10.0))));
 }
 
-static int write_svg(const char *path, const char *cpu) {
+static int write_svg(const char *path) {
     static const series ser[] = {
         { K_PREFILL, ATTN_F32,  64, 0, 0, "#1f77b4", "f32 D=64" },
         { K_PREFILL, ATTN_F32,  64, 1, 0, "#1f77b4", "f32 D=64 causal" },
@@ -573,10 +568,9 @@ static int write_svg(const char *path, const char *cpu) {
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
     fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">attn.h prefill throughput: "
                "GFLOP/s vs sequence length (B=1, H=8)</text>\n", L);
-    fprintf(f, "<text x=\"%.0f\" y=\"50\" font-size=\"12\" fill=\"#444\">", L);
-    xml_text(f, cpu);
-    fprintf(f, ", %d threads (1-thread and naive series: 1 thread). FLOPs = 4*S*S*D*H; causal counts "
-               "unmasked pairs only.</text>\n", g_ncpu);
+    bench_svg_machine(f, L, 46);
+    fprintf(f, "<text x=\"%.0f\" y=\"64\" font-size=\"12\" fill=\"#444\">%d threads (1-thread and naive series: "
+               "1 thread). FLOPs = 4*S*S*D*H; causal counts unmasked pairs only.</text>\n", L, g_ncpu);
     /* grid and y ticks */
     for (y = 0; y <= ymax + 1e-9; y += step) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", L, Y(y), R, Y(y));
@@ -842,7 +836,7 @@ int main(void) {
     if (!write_csv(path, ord, n_rows)) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
     printf("wrote %s\n", path);
     snprintf(path, sizeof path, "%s/chart.svg", outdir);
-    if (!write_svg(path, cpu)) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
+    if (!write_svg(path)) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
     printf("wrote %s\n", path);
 
     t_end = now_s();

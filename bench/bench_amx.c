@@ -154,7 +154,7 @@ int main(void) {
     static const int Ss[] = { 1024, 2048, 4096, 8192 }, Ds[] = { 64, 128 };
     double fma1, fma2, bf1 = 0, bf2 = 0, amx1 = 0, amx2 = 0, sp, kpeak;
     int att, si, di, causal, bad = 0;
-    char path[512], cpu[128];
+    char path[512], cpu[256];
     FILE *csv;
     cpu_model(cpu, sizeof cpu);
     printf("attn.h bf16 tile kernels bench - %s, %d online CPUs\n", cpu, online_cpus());
@@ -172,7 +172,7 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_amx.csv", outdir ? outdir : "bench");
     csv = fopen(path, "w");
     if (!csv) { fprintf(stderr, "cannot write %s\n", path); return 3; }
-    fprintf(csv, "case,S,D,causal,threads,bf16_kernels,gflops_bf16k,gflops_bf16_fp32k,gflops_f32,pct_fma_peak,pct_bf16_peak,ratio_vs_f32,fma_peak,bf16_peak,amx_peak,max_diff_over_vmax\n");
+    bench_csv_header(csv, "case,S,D,causal,threads,bf16_kernels,gflops_bf16k,gflops_bf16_fp32k,gflops_f32,pct_fma_peak,pct_bf16_peak,ratio_vs_f32,fma_peak,bf16_peak,amx_peak,max_diff_over_vmax");
     printf("\nprefill B=1 H=8, %d threads, GFLOP/s (median)\n", nt);
     printf("%6s %4s %6s | %10s %8s %8s | %12s %10s | %8s | %9s\n", "S", "D", "causal", "bf16 kern", "%FMA", "%bf16pk",
            "bf16 fp32k", "f32 in", "ratio", "diff/vmax");
@@ -217,6 +217,7 @@ int main(void) {
                 printf("%6d %4d %6d | %10.0f %7.0f%% %7.0f%% | %12.0f %10.0f | %7.2fx | %9.2e%s\n", S, D, causal, g,
                        100 * g / fma2, kpeak > 0 ? 100 * g / kpeak : 0.0, flops / tf * 1e-9, flops / t32 * 1e-9, t32 / tk,
                        diff / vmax, diff <= ldexp(vmax, -8) ? "" : "  OUT OF BOUND");
+                bench_csv_machine(csv);
                 fprintf(csv, "prefill,%d,%d,%d,%d,%s,%.1f,%.1f,%.1f,%.1f,%.1f,%.3f,%.1f,%.1f,%.1f,%.3e\n", S, D, causal, nt, kn, g,
                         flops / tf * 1e-9, flops / t32 * 1e-9, 100 * g / fma2, kpeak > 0 ? 100 * g / kpeak : 0.0, t32 / tk,
                         fma2, bf2, amx2, diff / vmax);
@@ -246,6 +247,7 @@ int main(void) {
                           attn_tensor_dense(kv + nkv, ATTN_BF16, 1, L, Hkv, D), attn_tensor_dense(o, ATTN_F32, 1, 1, Hq, D), 9);
             printf("  KV %6d: bf16_kernels=0 %.1f GB/s, bf16_kernels=2 %.1f GB/s (same path; %.1f MiB of K+V)\n", L, bytes / t0 * 1e-9,
                    bytes / t2 * 1e-9, bytes / 1048576.0);
+            bench_csv_machine(csv);
             fprintf(csv, "decode,%d,%d,0,%d,%s,%.2f,%.2f,,,,%.3f,,,,\n", L, D, nt, kn, bytes / t0 * 1e-9, bytes / t2 * 1e-9, t2 / t0);
             free(kv); free(q); free(o); free(tmp);
         }

@@ -321,11 +321,13 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_backward.csv", outdir);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "cannot write %s\n", path); return 3; }
-    fprintf(f, "case,dtype,B,Hq,Hkv,S,D,causal,dropout_p,threads,fwd_ms,fwd_gflops,fwd_pct_peak,bwd_ms,bwd_gflops,bwd_pct_peak,"
-               "bwd_over_fwd_time,naive_ms,speedup_vs_naive,check_rel_err,status\n");
+    bench_csv_header(f, "case,dtype,B,Hq,Hkv,S,D,causal,dropout_p,threads,fwd_ms,fwd_gflops,fwd_pct_peak,bwd_ms,bwd_gflops,"
+                        "bwd_pct_peak,bwd_over_fwd_time,naive_ms,speedup_vs_naive,check_rel_err,status");
+    bench_csv_machine(f);
     fprintf(f, "machine_fma_peak_all,f32,,,,,,,,%d,,%.2f,100,,,,,,,,ok\n", ncpu, peak);
     for (i = 0; i < nR; ++i) {
         const brow *r = &R[i];
+        bench_csv_machine(f);
         fprintf(f, "%s,%s,%d,%d,%d,%d,%d,%d,%g,%d,%.4f,%.2f,%.2f,%.4f,%.2f,%.2f,%.3f,", r->name, dtype_name(r->dt), r->B, r->Hq,
                 r->Hkv, r->S, r->D, r->causal, (double)r->dropout, r->threads, r->fwd_ms, r->fwd_gf, r->fwd_pct, r->bwd_ms, r->bwd_gf, r->bwd_pct,
                 r->bwd_ms / r->fwd_ms);

@@ -176,11 +176,14 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_gemm.csv", outdir);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "bench_gemm: cannot write %s\n", path); return 3; }
-    fprintf(f, "case,ta,tb,m,n,k,threads,median_ms,min_ms,max_ms,reps,gflops,pct_peak,speedup_vs_naive,check_err\n");
+    bench_csv_header(f, "case,ta,tb,m,n,k,threads,median_ms,min_ms,max_ms,reps,gflops,pct_peak,speedup_vs_naive,check_err");
+    bench_csv_machine(f);
     fprintf(f, "machine_fma_peak_1t,,,,,,1,,,,,%.2f,100,,\n", peak1);
+    bench_csv_machine(f);
     fprintf(f, "machine_fma_peak_all,,,,,,%d,,,,,%.2f,100,,\n", ncpu, peakn);
     for (i = 0; i < n_rows; ++i) {
         const grow *r = &rows[i];
+        bench_csv_machine(f);
         fprintf(f, "%s,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%d,%.2f,%.2f,", r->name, r->ta, r->tb, r->m, r->n, r->k,
                 r->threads ? r->threads : ncpu, r->med_ms, r->min_ms, r->max_ms, r->reps, r->gflops, r->pct_peak);
         if (r->speedup > 0) fprintf(f, "%.2f", r->speedup);

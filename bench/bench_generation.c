@@ -44,6 +44,7 @@ static FILE *g_csv;
 
 static void csv_row(const char *section, const char *name, const char *dt, const char *layout, int L, double med, double mn,
                     double mx, double gbs, double pct, double pct_local, double ratio, double cache_mib, double err) {
+    bench_csv_machine(g_csv);
     fprintf(g_csv, "%s,%s,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.2f,%.2f,%.2f,%.3f,%.3f,%.2e\n", section, name, dt, layout, L, g_ncpu,
             med, mn, mx, gbs, pct, pct_local, ratio, cache_mib, err);
     fflush(g_csv);
@@ -408,11 +409,11 @@ int main(void) {
     flush_open(g_ncpu, llc);
     snprintf(path, sizeof path, "%s/%s", outdir, RESULTS_CSV);
     if (!(g_csv = fopen(path, "w"))) die("cannot write " RESULTS_CSV);
-    fprintf(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err\n");
+    bench_csv_header(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err");
     bench_decode();
     bench_decode_steps();
     bench_el();
-    fclose(g_csv);
+    if (fclose(g_csv) != 0) die("cannot write " RESULTS_CSV);
     flush_close();
     printf("\nwrote %s\n", path);
     return 0;

@@ -253,16 +253,17 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_layers.csv", outdir);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
-    fprintf(f, "d_model,heads,l,batch,kind,threads,median_ms,spread_pct,reps,gflops,pct_peak,gemm_share_pct,"
-               "faster_than_standard_pct,paper_claim,naive_ms,x_naive,check_err,backward_ms,cpu\n");
+    bench_csv_header(f, "d_model,heads,l,batch,kind,threads,median_ms,spread_pct,reps,gflops,pct_peak,gemm_share_pct,"
+                        "faster_than_standard_pct,paper_claim,naive_ms,x_naive,check_err,backward_ms");
     for (i = 0; i < n_rows; ++i) {
         const row *r = &rows[i];
         const shape *s = &shapes[r->shape];
-        fprintf(f, "%d,%d,%d,%d,%s,%d,%.4f,%.2f,%d,%.2f,%.2f,%.1f,%.2f,%s,%.2f,%.2f,%.3g,%.2f,\"%s\"\n", s->dm, s->h, s->l,
+        bench_csv_machine(f);
+        fprintf(f, "%d,%d,%d,%d,%s,%d,%.4f,%.2f,%d,%.2f,%.2f,%.1f,%.2f,%s,%.2f,%.2f,%.3g,%.2f\n", s->dm, s->h, s->l,
                 s->B, kind_names[r->kind], g_ncpu, r->med_ms, r->spread, r->reps, r->gflops, r->pct_peak, r->gemm_share,
-                r->faster_pct, claims[r->kind], r->naive_ms, r->x_naive, r->err, r->bwd_ms, cpu);
+                r->faster_pct, claims[r->kind], r->naive_ms, r->x_naive, r->err, r->bwd_ms);
     }
-    fclose(f);
+    if (fclose(f) != 0) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
     printf("wrote %s; wall time %.1f s\n", path, now_s() - t_start);
     if (failed) { fprintf(stderr, "bench: %d case(s) FAILED the check\n", failed); return 1; }
     return 0;

@@ -168,7 +168,7 @@ static attn_desc desc_of(attn_kind kind, int causal, int decoding) {
     return d;
 }
 
-static void run(const lin_cfg *c, const machine *m, const char *cpu, const char *outdir, float *q, float *k, float *v,
+static void run(const lin_cfg *c, const machine *m, const char *outdir, float *q, float *k, float *v,
                 float *o, float *oe) {
     const int D = c->D, Lmax = g_quick ? c->lmax_quick : c->lmax, Lexact = g_quick ? 4096 : 16384;
     const int Lnaive = g_quick ? 2048 : 4096;
@@ -282,10 +282,10 @@ static void run(const lin_cfg *c, const machine *m, const char *cpu, const char 
                causal ? "causal" : "non-causal", bench_exponent(c->name, causal, 4096), bench_exponent("exact", causal, 4096),
                bench_crossover(c->name, causal));
     snprintf(path, sizeof path, "%s/results_%s.csv", outdir, c->name);
-    bench_write_points_csv(path, cpu);
+    bench_write_points_csv(path);
     printf("wrote %s\n", path);
     snprintf(path, sizeof path, "%s/chart_%s.svg", outdir, c->name);
-    bench_write_scaling_svg(path, c->title, cpu, c->name);
+    bench_write_scaling_svg(path, c->title, c->name);
     printf("wrote %s\n", path);
 }
 
@@ -318,7 +318,7 @@ int main(void) {
     }
     for (i = 0; i < N_CFG; ++i) {
         const char *only = getenv("BENCH_ONLY");      /* e.g. BENCH_ONLY=performer */
-        if (!only || !strcmp(only, g_cfgs[i].name)) run(&g_cfgs[i], &m, cpu, outdir, q, k, v, o, oe);
+        if (!only || !strcmp(only, g_cfgs[i].name)) run(&g_cfgs[i], &m, outdir, q, k, v, o, oe);
     }
     if (g_pool) attn_pool_destroy(g_pool);
     free(q); free(k); free(v); free(o); free(oe);

@@ -172,7 +172,7 @@ static void naive_nystrom(const float *q, const float *k, const float *v, int n,
     free(ql); free(kl); free(A); free(Z); free(AZ); free(T); free(U); free(bv); free(w); free(s);
 }
 
-static int write_svg(const char *path, const char *cpu, double pk) {
+static int write_svg(const char *path, double pk) {
     const double W = 900, Hh = 560, L = 80, R = 640, T = 60, Bt = 490;
     const double xlo = 9.8, xhi = 16.2;
     double ylo = 1e30, yhi = 0;
@@ -192,7 +192,8 @@ static int write_svg(const char *path, const char *cpu, double pk) {
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
             W, Hh, W, Hh);
     fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"16\">attn.h low-rank attention: forward time vs sequence length (B 1, H %d, d %d, fp32)</text>\n", L, H, D);
-    fprintf(f, "<text x=\"%.0f\" y=\"46\" fill=\"#555\">%s, kernels %s, FMA peak %.0f GFLOP/s; hollow = extrapolated</text>\n", L, cpu, attn_kernels(), pk);
+    bench_svg_machine(f, L, 42);
+    fprintf(f, "<text x=\"%.0f\" y=\"55\" font-size=\"11\" fill=\"#555\">FMA peak %.0f GFLOP/s; hollow = extrapolated</text>\n", L, pk);
     for (i = (int)ylo; i <= (int)yhi; ++i) {
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, R, SY(pow(10, i)), SY(pow(10, i)));
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g ms</text>\n", L - 6, SY(pow(10, i)) + 4, pow(10, i));
@@ -320,15 +321,17 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_lowrank.csv", outdir);
     f = fopen(path, "w");
     if (!f) die("cannot write results_lowrank.csv");
-    fprintf(f, "cpu,kernels,mechanism,batch,heads,dim,n,param,median_ms,min_ms,max_ms,gflops,pct_peak,peak_gflops,err_vs_exact,measured,exponent\n");
+    bench_csv_header(f, "mechanism,batch,heads,dim,n,param,median_ms,min_ms,max_ms,gflops,pct_peak,peak_gflops,err_vs_exact,measured,exponent");
     for (m = 0; m < N_MECH; ++m)
-        for (i = 0; i < n_lens; ++i)
-            fprintf(f, "\"%s\",%s,%s,1,%d,%d,%d,%s,%.4f,%.4f,%.4f,%.2f,%.2f,%.1f,%.4g,%d,%.3f\n", cpu, attn_kernels(), mech_name[m], H, D,
-                    pts[m][i].n, m == LIN ? "k=256" : m == NYS ? "m=64" : "-", pts[m][i].ms, pts[m][i].lo, pts[m][i].hi,
-                    pts[m][i].gflops, pts[m][i].pct, mc.peak_all, pts[m][i].err, pts[m][i].measured, expo[m]);
-    fclose(f);
+        for (i = 0; i < n_lens; ++i) {
+            bench_csv_machine(f);
+            fprintf(f, "%s,1,%d,%d,%d,%s,%.4f,%.4f,%.4f,%.2f,%.2f,%.1f,%.4g,%d,%.3f\n", mech_name[m], H, D, pts[m][i].n,
+                    m == LIN ? "k=256" : m == NYS ? "m=64" : "-", pts[m][i].ms, pts[m][i].lo, pts[m][i].hi, pts[m][i].gflops,
+                    pts[m][i].pct, mc.peak_all, pts[m][i].err, pts[m][i].measured, expo[m]);
+        }
+    if (fclose(f) != 0) die("cannot write results_lowrank.csv");
     snprintf(path, sizeof path, "%s/chart_lowrank.svg", outdir);
-    if (!write_svg(path, cpu, mc.peak_all)) die("cannot write chart_lowrank.svg");
+    if (!write_svg(path, mc.peak_all)) die("cannot write chart_lowrank.svg");
     printf("wrote %s/results_lowrank.csv and %s/chart_lowrank.svg (%.0f s)\n", outdir, outdir, now_s() - t_start);
     free(q); free(k); free(v); free(ox); free(o); free(E);
     return 0;

@@ -167,7 +167,7 @@ static double max_norm_diff(const float *a, const float *b, size_t n) {
     return e / mx;
 }
 
-static void write_svg(const char *path, const char *cpu, int Lmax) {
+static void write_svg(const char *path, int Lmax) {
     const double W = 720, Hh = 440, x0 = 70, y0 = 40, pw = 600, ph = 330;
     const double lx0 = log10(128.0), lx1 = log10((double)Lmax), ly0 = -2.0, ly1 = 5.0;
     static const char *const mechs[3] = { "rwkv4", "rwkv6", "exact" };
@@ -179,8 +179,8 @@ static void write_svg(const char *path, const char *cpu, int Lmax) {
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
                "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, Hh);
     fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">RWKV scans vs exact attention: time per call, B 1, C 1024, "
-               "fp32</text>\n<text x=\"%.0f\" y=\"34\" fill=\"#555\">%s, %s kernels, log-log</text>\n", x0, x0, cpu,
-            attn_kernels());
+               "fp32 (log-log)</text>\n", x0);
+    bench_svg_machine(f, x0, 34);
     for (e = 3; e <= 5; ++e) {
         const double x = x0 + pw * (e - lx0) / (lx1 - lx0);
         if (x < x0 || x > x0 + pw) continue;
@@ -339,15 +339,17 @@ int main(void) {
     }
     snprintf(path, sizeof path, "%s/results_rwkv.csv", outdir);
     if (!(f = fopen(path, "w"))) die("cannot write the CSV");
-    fprintf(f, "cpu,kernels,mech,batch,seq,ms,ms_min,ms_max,tokens_per_s,gbs,pct_bw,gflops,pct_peak,check_diff\n");
-    for (i = 0; i < n_rows; ++i)
-        fprintf(f, "\"%s\",%s,%s,%d,%d,%.4f,%.4f,%.4f,%.0f,%.3f,%.2f,%.2f,%.2f,%.3e\n", cpu, attn_kernels(), rows[i].mech,
-                rows[i].batch, rows[i].seq, rows[i].ms, rows[i].lo, rows[i].hi, rows[i].tok_s, rows[i].gbs, rows[i].pct_bw,
-                rows[i].gflops, rows[i].pct_peak, rows[i].check);
-    fclose(f);
+    bench_csv_header(f, "mech,batch,seq,ms,ms_min,ms_max,tokens_per_s,gbs,pct_bw,gflops,pct_peak,check_diff");
+    for (i = 0; i < n_rows; ++i) {
+        bench_csv_machine(f);
+        fprintf(f, "%s,%d,%d,%.4f,%.4f,%.4f,%.0f,%.3f,%.2f,%.2f,%.2f,%.3e\n", rows[i].mech, rows[i].batch, rows[i].seq,
+                rows[i].ms, rows[i].lo, rows[i].hi, rows[i].tok_s, rows[i].gbs, rows[i].pct_bw, rows[i].gflops,
+                rows[i].pct_peak, rows[i].check);
+    }
+    if (fclose(f) != 0) die("cannot write the CSV");
     printf("wrote %s\n", path);
     snprintf(path, sizeof path, "%s/chart_rwkv.svg", outdir);
-    write_svg(path, cpu, Lmax);
+    write_svg(path, Lmax);
     printf("wrote %s\n", path);
     if (g_pool) attn_pool_destroy(g_pool);
     free(r); free(k); free(v); free(w); free(o); free(td); free(tf); free(u);

@@ -155,7 +155,7 @@ static double exponent(int m) {
     return n < 2 ? NAN : (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
-static void write_svg(const char *path, const char *cpu, double peak) {
+static void write_svg(const char *path, double peak) {
     const double W = 900, Hh = 560, L = 80, R = 860, T = 70, B = 490;
     const double xlo = 10, xhi = 16;
     double ylo = 1e9, yhi = -1e9, y;
@@ -178,8 +178,9 @@ static void write_svg(const char *path, const char *cpu, double peak) {
                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, Hh);
     fprintf(f, "<text x=\"%.0f\" y=\"26\" font-size=\"17\" font-weight=\"bold\">attn.h sparse attention: forward time vs "
                "sequence length (B=1, H=%d, D=%d, f32)</text>\n", L, H, D);
-    fprintf(f, "<text x=\"%.0f\" y=\"46\" font-size=\"12\" fill=\"#444\">%s, %d threads, FMA peak %.0f GFLOP/s; "
-               "log-log axes; medians</text>\n", L, cpu, g_ncpu, peak);
+    bench_svg_machine(f, L, 44);
+    fprintf(f, "<text x=\"%.0f\" y=\"60\" font-size=\"12\" fill=\"#444\">%d threads, FMA peak %.0f GFLOP/s; "
+               "log-log axes; medians</text>\n", L, g_ncpu, peak);
     for (y = ylo; y <= yhi + 1e-9; y += 1) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", L, SY(y), R, SY(y));
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g ms</text>\n", L - 6, SY(y) + 4, pow(10, y));
@@ -302,18 +303,19 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_sparse.csv", outdir);
     f = fopen(path, "w");
     if (!f) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
-    fprintf(f, "kind,seq,heads,dim,threads,median_ms,spread_pct,reps,pairs,gflops,pct_peak,x_vs_exact,diff_vs_exact,exponent,cpu,isa\n");
+    bench_csv_header(f, "kind,seq,heads,dim,threads,median_ms,spread_pct,reps,pairs,gflops,pct_peak,x_vs_exact,diff_vs_exact,exponent");
     for (m = 0; m < N_MECH; ++m)
         for (li = 0; li < N_LEN; ++li) {
             const cell *c = &cells[m][li];
             if (!c->ran) continue;
-            fprintf(f, "%s,%d,%d,%d,%d,%.4f,%.2f,%d,%.0f,%.2f,%.2f,%.3f,%.3g,%.3f,\"%s\",%s\n", names[m], lens[li], H, D, g_ncpu,
+            bench_csv_machine(f);
+            fprintf(f, "%s,%d,%d,%d,%d,%.4f,%.2f,%d,%.0f,%.2f,%.2f,%.3f,%.3g,%.3f\n", names[m], lens[li], H, D, g_ncpu,
                     c->ms, c->spread, c->reps, c->pairs, c->gflops, c->pct, cells[0][li].ran ? cells[0][li].ms / c->ms : NAN,
-                    c->err, exponent(m), cpu, attn_kernels());
+                    c->err, exponent(m));
         }
-    fclose(f);
+    if (fclose(f) != 0) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
     snprintf(path, sizeof path, "%s/chart_sparse.svg", outdir);
-    write_svg(path, cpu, peak);
+    write_svg(path, peak);
     printf("wrote %s/results_sparse.csv and %s; wall time %.1f s\n", outdir, path, now_s() - t_start);
     if (failed) { fprintf(stderr, "bench: %d check(s) FAILED\n", failed); return 1; }
     return 0;

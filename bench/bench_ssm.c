@@ -85,8 +85,8 @@ static attn_status prob_run(const prob *p, int nt) {
 
 static void csv_row(const char *what, attn_dtype dt, int D, int L, int nt, double ms, double toks, double gbs, double pct,
                     double rbw) {
-    fprintf(g_csv, "\"%s\",%s,%s,%s,%d,%d,%d,%d,%.4f,%.1f,%.3f,%.1f,%.3f\n", g_cpu, attn_kernels(), what, dtype_name(dt), D, NS, L,
-            nt, ms, toks, gbs, pct, rbw);
+    bench_csv_machine(g_csv);
+    fprintf(g_csv, "%s,%s,%d,%d,%d,%d,%.4f,%.1f,%.3f,%.1f,%.3f\n", what, dtype_name(dt), D, NS, L, nt, ms, toks, gbs, pct, rbw);
 }
 
 /* A plain streaming read (sum_floats) of `bytes` on all threads through a 256 MiB buffer (far
@@ -363,8 +363,8 @@ static void write_svg(const char *path) {
     ly0 = floor(ly0); ly1 = ceil(ly1); if (ly1 <= ly0) ly1 = ly0 + 1;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">Mamba selective scan vs exact causal attention (time per call, log-log): %s, %s</text>\n",
-            x0, g_cpu, attn_kernels());
+    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">Mamba selective scan vs exact causal attention (time per call, log-log)</text>\n",
+            x0);
     fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", x0, y0, pw, ph);
     for (i = 10; i <= 17; ++i) {
         const double x = x0 + (log10(pow(2.0, i)) - lx0) / (lx1 - lx0) * pw;
@@ -391,6 +391,7 @@ static void write_svg(const char *path) {
         fprintf(f, "\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s D %d</text>\n", x0 + 10, y0 + 18 + 16 * s, cols[s],
                 s < 3 ? "selective scan" : "exact causal attention", D);
     }
+    bench_svg_machine(f, x0, H - 12);
     fprintf(f, "</svg>\n");
     fclose(f);
 }
@@ -414,7 +415,7 @@ int main(void) {
     g_bw = m.bw;
     snprintf(path, sizeof path, "%s/results_ssm.csv", outdir);
     if (!(g_csv = fopen(path, "w"))) die("cannot write results_ssm.csv");
-    fprintf(g_csv, "cpu,isa,what,dtype,D,N,L,threads,median_ms,tokens_per_s,GB_per_s,pct_read_bw,read_GB_per_s\n");
+    bench_csv_header(g_csv, "what,dtype,D,N,L,threads,median_ms,tokens_per_s,GB_per_s,pct_read_bw,read_GB_per_s");
     printf("selective scan (batch 1, N 16, per-token B/C, softplus, z gate; all %d threads):\n", g_ncpu);
     for (di = 0; di < 3; ++di) {
         static const int Ds[3] = { 1536, 2560, 5120 };
@@ -434,9 +435,12 @@ int main(void) {
         const double cross = exp((is - ia) / (pa - ps));
         printf("fitted scaling at D 1536: scan t ~ L^%.2f, attention t ~ L^%.2f; crossover (scan faster above) L ~ %.0f\n", ps, pa,
                cross);
-        fprintf(g_csv, "\"%s\",%s,fit_exponent_scan,f32,1536,%d,0,%d,%.3f,0,0,0,0\n", g_cpu, attn_kernels(), NS, g_ncpu, ps);
-        fprintf(g_csv, "\"%s\",%s,fit_exponent_attention,f32,1536,%d,0,%d,%.3f,0,0,0,0\n", g_cpu, attn_kernels(), NS, g_ncpu, pa);
-        fprintf(g_csv, "\"%s\",%s,crossover_L,f32,1536,%d,%.0f,%d,0,0,0,0,0\n", g_cpu, attn_kernels(), NS, cross, g_ncpu);
+        bench_csv_machine(g_csv);
+        fprintf(g_csv, "fit_exponent_scan,f32,1536,%d,0,%d,%.3f,0,0,0,0\n", NS, g_ncpu, ps);
+        bench_csv_machine(g_csv);
+        fprintf(g_csv, "fit_exponent_attention,f32,1536,%d,0,%d,%.3f,0,0,0,0\n", NS, g_ncpu, pa);
+        bench_csv_machine(g_csv);
+        fprintf(g_csv, "crossover_L,f32,1536,%d,%.0f,%d,0,0,0,0,0\n", NS, cross, g_ncpu);
     }
     printf("causal conv1d (K 4, SiLU):\n");
     bench_conv(1536, 4096);
@@ -447,7 +451,7 @@ int main(void) {
     bench_steps();
     printf("naive C loop:\n");
     bench_naive();
-    fclose(g_csv);
+    if (fclose(g_csv) != 0) die("cannot write results_ssm.csv");
     snprintf(path, sizeof path, "%s/chart_ssm.svg", outdir);
     write_svg(path);
     printf("wrote %s/results_ssm.csv and %s/chart_ssm.svg\n", outdir, outdir);

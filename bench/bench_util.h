@@ -1,7 +1,9 @@
-/* bench/bench_util.h - what every bench program shares: timing and medians, a deterministic RNG,
-   f16/bf16 conversion, a thread team, and the machine's measured fp32 FMA peak and read
-   bandwidth (the references for "% of peak" and "% of bandwidth"). Include it after attn.h in
-   a bench program's single translation unit; everything is static. */
+/* bench/bench_util.h - what every bench program shares: timing and medians, the machine's name
+   (bench_cpu; the cpu,kernels columns that lead every results CSV row and the machine line of
+   every chart), a deterministic RNG, f16/bf16 conversion, a thread team, and the machine's
+   measured fp32 FMA peak and read bandwidth (the references for "% of peak" and "% of
+   bandwidth"). Include it after attn.h in a bench program's single translation unit;
+   everything is static. */
 #ifndef ATTN_BENCH_UTIL_H
 #define ATTN_BENCH_UTIL_H
 #if defined(__GNUC__)   /* each bench program uses a different subset of these helpers */
@@ -109,24 +111,77 @@ static size_t llc_bytes(void) {
     return best ? best : ((size_t)32 << 20);
 }
 
-static void cpu_model(char *out, size_t n) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    snprintf(out, n, "unknown CPU");
-    if (!f) return;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *p = strchr(line, ':'), *e;
-            if (!p) break;
-            p++;
-            while (*p == ' ' || *p == '\t') p++;
-            e = p + strlen(p);
-            while (e > p && (e[-1] == '\n' || e[-1] == ' ')) *--e = 0;
-            snprintf(out, n, "%s", p);
-            break;
+/* The machine, named the same way by every bench (its banner, every CSV row, every chart):
+   /proc/cpuinfo's "model name" plus what tells one part from another under that name. Cloud
+   hosts often report just "AMD EPYC", which covers Zen 1 to Zen 5, so x86 adds "cpu family",
+   "model" and "stepping" ("AMD EPYC (family 25 model 17 stepping 1)": family 25 model 17 is
+   Zen 4, family 26 Zen 5); ARM, which has no model name, gives "CPU implementer", "CPU part",
+   "CPU variant" and "CPU revision". The characters a quoted CSV field or SVG text would need
+   escaped (" & < >) are replaced, so the string goes into both as it is. Read once. */
+static int bench_cpuinfo_field(const char *line, const char *key, char *dst, size_t n) {
+    size_t kl = strlen(key);
+    const char *p = line + kl, *e;
+    if (dst[0] || strncmp(line, key, kl) != 0) return 0;   /* the first processor's value */
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p != ':') return 0;                                /* "model" must not match "model name" */
+    p++;
+    while (*p == ' ' || *p == '\t') p++;
+    e = p + strlen(p);
+    while (e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t')) --e;
+    snprintf(dst, n, "%.*s", (int)(e - p), p);
+    return 1;
+}
+static const char *bench_cpu(void) {
+    static char out[320];
+    char name[128] = "", fam[32] = "", model[32] = "", step[32] = "", impl[32] = "", part[32] = "", var[32] = "",
+         rev[32] = "", hw[96] = "", line[512];
+    FILE *f;
+    char *c;
+    if (out[0]) return out;
+    if ((f = fopen("/proc/cpuinfo", "r")) != NULL) {
+        while (fgets(line, sizeof line, f)) {
+            bench_cpuinfo_field(line, "model name", name, sizeof name);
+            bench_cpuinfo_field(line, "cpu family", fam, sizeof fam);
+            bench_cpuinfo_field(line, "model", model, sizeof model);
+            bench_cpuinfo_field(line, "stepping", step, sizeof step);
+            bench_cpuinfo_field(line, "CPU implementer", impl, sizeof impl);
+            bench_cpuinfo_field(line, "CPU part", part, sizeof part);
+            bench_cpuinfo_field(line, "CPU variant", var, sizeof var);
+            bench_cpuinfo_field(line, "CPU revision", rev, sizeof rev);
+            bench_cpuinfo_field(line, "Hardware", hw, sizeof hw);
         }
+        fclose(f);
     }
-    fclose(f);
+    if (!name[0]) snprintf(name, sizeof name, "%s", hw[0] ? hw : (impl[0] ? "ARM CPU" : "unknown CPU"));
+    if (fam[0] && model[0])
+        snprintf(out, sizeof out, "%s (family %s model %s%s%s)", name, fam, model, step[0] ? " stepping " : "", step);
+    else if (impl[0] && part[0])
+        snprintf(out, sizeof out, "%s (implementer %s part %s variant %s revision %s)", name, impl, part,
+                 var[0] ? var : "?", rev[0] ? rev : "?");
+    else
+        snprintf(out, sizeof out, "%s", name);
+    for (c = out; *c; ++c) {
+        if (*c == '"') *c = '\'';
+        else if (*c == '&') *c = '+';
+        else if (*c == '<') *c = '(';
+        else if (*c == '>') *c = ')';
+        else if ((unsigned char)*c < 32) *c = ' ';
+    }
+    return out;
+}
+static void cpu_model(char *out, size_t n) { snprintf(out, n, "%s", bench_cpu()); }
+
+/* Every results CSV begins each row with the machine: cpu (bench_cpu(), quoted) and kernels
+   (attn_kernels(): the instruction set the library's kernels use in this build, e.g. avx2 for
+   an ATTN_NO_AVX512 build). bench_csv_header writes the header line ("cpu,kernels," + the
+   program's own columns), bench_csv_machine the two leading fields of a row. */
+static void bench_csv_header(FILE *f, const char *columns) { fprintf(f, "cpu,kernels,%s\n", columns); }
+static void bench_csv_machine(FILE *f) { fprintf(f, "\"%s\",%s,", bench_cpu(), attn_kernels()); }
+
+/* Every chart names the machine the same way: one line of SVG text at (x, y). */
+static void bench_svg_machine(FILE *f, double x, double y) {
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">machine: %s; kernels %s</text>\n", x, y,
+            bench_cpu(), attn_kernels());
 }
 
 /* xorshift64*: uniform floats in [-1, 1) */
@@ -675,22 +730,23 @@ static int bench_crossover(const char *mech, int causal) {
 }
 
 /* every point as CSV, the CPU model and kernel set in each row */
-static void bench_write_points_csv(const char *path, const char *cpu) {
+static void bench_write_points_csv(const char *path) {
     FILE *f = fopen(path, "w");
     int i;
     if (!f) die("cannot write the CSV");
-    fprintf(f, "cpu,kernels,mech,causal,seq,ms,ms_min,ms_max,gflops,pct_peak,diff\n");
+    bench_csv_header(f, "mech,causal,seq,ms,ms_min,ms_max,gflops,pct_peak,diff");
     for (i = 0; i < bench_n_points; ++i) {
         const bench_point *r = &bench_points[i];
-        fprintf(f, "\"%s\",%s,%s,%d,%d,%.4f,%.4f,%.4f,%.1f,%.1f,%.3e\n", cpu, attn_kernels(), r->mech, r->causal, r->seq,
-                r->ms, r->lo, r->hi, r->gflops, r->pct, r->err);
+        bench_csv_machine(f);
+        fprintf(f, "%s,%d,%d,%.4f,%.4f,%.4f,%.1f,%.1f,%.3e\n", r->mech, r->causal, r->seq, r->ms, r->lo, r->hi, r->gflops,
+                r->pct, r->err);
     }
-    fclose(f);
+    if (fclose(f) != 0) die("cannot write the CSV");
 }
 
 /* log-log time vs length (1k .. 256k, 0.1 ms .. 100 s): mech and exact, causal (solid) and not
    (dashed), each labelled with its exponent over seq >= 4k */
-static void bench_write_scaling_svg(const char *path, const char *title, const char *cpu, const char *mech_name) {
+static void bench_write_scaling_svg(const char *path, const char *title, const char *mech_name) {
     const double W = 720, Hh = 440, x0 = 70, y0 = 40, pw = 600, ph = 330;
     const double lx0 = log10(1024.0), lx1 = log10(262144.0), ly0 = -1.0, ly1 = 5.0;
     static const char *const colors[4] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728" };
@@ -699,8 +755,8 @@ static void bench_write_scaling_svg(const char *path, const char *title, const c
     if (!f) die("cannot write the SVG");
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
                "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, Hh);
-    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s</text>\n<text x=\"%.0f\" y=\"34\" fill=\"#555\">%s, %s "
-               "kernels, log-log</text>\n", x0, title, x0, cpu, attn_kernels());
+    fprintf(f, "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s (log-log)</text>\n", x0, title);
+    bench_svg_machine(f, x0, 34);
     for (e = 3; e <= 5; ++e) {
         double x = x0 + pw * (e - lx0) / (lx1 - lx0);
         if (x < x0) continue;
