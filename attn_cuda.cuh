@@ -29,7 +29,9 @@
        96, 128, 256, v.dim == q.dim): the same tensor-core kernel on TF32 (acu_fwd_mma<D,
        ACU_TF32>: f32 tiles in shared memory, mma.sync m16n8k8 .tf32 with Q, K, P and V rounded
        by cvt.rna.tf32.f32 (10-bit mantissas, |relative error| <= 2^-11 each), fp32 accumulation,
-       softmax in fp32). Other f32 shapes take the fp32 kernel whatever allow_tf32 says.
+       softmax in fp32). Other f32 shapes, and D = 256 on a device that cannot give a block its
+       130 KiB of shared memory (sm_86, sm_89: 99 KiB), take the fp32 kernel whatever
+       allow_tf32 says.
        attn_cuda_decode follows the same rule; attn_cuda_backward ignores allow_tf32 (fp32 only).
      - attn_cuda_decode: the same kernels over a contiguous or paged KV cache (any page size),
        split-KV (flash-decoding) with a merge kernel; attn_cuda_merge: attn_merge.
@@ -929,10 +931,21 @@ static int acu_rows_aligned(const attn__view *v) {
     const ptrdiff_t e = (ptrdiff_t)v->esize;
     return ((uintptr_t)v->data & 15) == 0 && (v->sb * e) % 16 == 0 && (v->ss * e) % 16 == 0 && (v->sh * e) % 16 == 0;
 }
-/* f32 q/k/v run on TF32 tensor cores when desc->allow_tf32 permits it and the tensor-core kernel
-   has the shape (head dim 32, 64, 96, 128 or 256, v.dim == q.dim); else on the CUDA-core kernel. */
+/* f32 q/k/v run on TF32 tensor cores when desc->allow_tf32 permits it, the tensor-core kernel
+   has the shape (head dim 32, 64, 96, 128 or 256, v.dim == q.dim) and the device gives a block
+   its shared memory (D = 256 takes 130 KiB: more than sm_86/sm_89's 99 KiB); else on the
+   CUDA-core kernel. */
 static int acu_use_tf32(const attn_desc *d, attn_dtype qt, int dim, int vdim) {
-    return d->allow_tf32 && qt == ATTN_F32 && acu_head_dim_ok(dim) && vdim == dim;
+    int dev = 0, optin = 0, smem;
+    if (!d->allow_tf32 || qt != ATTN_F32 || !acu_head_dim_ok(dim) || vdim != dim) return 0;
+    smem = dim == 32 ? (int)acu_cfg<32, ACU_TF32>::SMEM : dim == 64 ? (int)acu_cfg<64, ACU_TF32>::SMEM
+         : dim == 96 ? (int)acu_cfg<96, ACU_TF32>::SMEM : dim == 128 ? (int)acu_cfg<128, ACU_TF32>::SMEM
+         : (int)acu_cfg<256, ACU_TF32>::SMEM;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return smem <= optin;
 }
 
 /* The checks of attn_cuda_forward, in attn_forward's order, then the CUDA ones. On success P

@@ -68,7 +68,7 @@ enum cudaMemoryType { cudaMemoryTypeUnregistered = 0, cudaMemoryTypeHost = 1, cu
                       cudaMemoryTypeManaged = 3 };
 struct cudaPointerAttributes { enum cudaMemoryType type; int device; void *devicePointer; void *hostPointer; };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
 
 struct emu_state {
     std::map<uintptr_t, size_t> allocs;       /* "device" allocations: base -> bytes */
@@ -140,8 +140,12 @@ static inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t
 static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
-/* 16 "SMs": small calls split their keys as on a GPU, so the tests exercise split-KV */
-static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr, int) { *v = 16; return cudaSuccess; }
+/* 16 "SMs": small calls split their keys as on a GPU, so the tests exercise split-KV; the opt-in
+   shared memory per block is max_shared (tests may lower it, e.g. to sm_86's 99 KiB) */
+static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) {
+    *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? (int)emu().max_shared : 16;
+    return cudaSuccess;
+}
 static inline cudaError_t cudaGetLastError(void) { cudaError_t e = emu().last_error; emu().last_error = cudaSuccess; return e; }
 static inline cudaError_t cudaPeekAtLastError(void) { return emu().last_error; }
 static inline const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated CUDA error"; }

@@ -439,7 +439,16 @@ static std::vector<unsigned char> tf32_rounded(const std::vector<unsigned char> 
     }
     return r;
 }
-static int tf32_shape(int D, int Dv) { return (D == 32 || D == 64 || D == 96 || D == 128 || D == 256) && Dv == D; }
+/* the shapes the TF32 kernel takes: its head dims, v.dim == q.dim, and its shared memory ((64 + 4 BN)
+   (4 D + 16) bytes, BN = 64, 32, 16 keys for rows of <= 256, <= 512, more bytes) within the device's
+   opt-in limit; other f32 calls run the fp32 kernel whatever allow_tf32 says */
+static int tf32_shape(int D, int Dv) {
+    int dev = 0, optin = 0;
+    const int rb = 4 * D, bn = rb <= 256 ? 64 : rb <= 512 ? 32 : 16;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return 0;
+    return (D == 32 || D == 64 || D == 96 || D == 128 || D == 256) && Dv == D && (64 + 4 * bn) * (rb + 16) <= optin;
+}
 static double tf32_worst_a = 0, tf32_worst_b = 0;   /* max error / tolerance over the TF32 cases */
 
 /* ---- forward vs attn_forward ------------------------------------------------------------ */
@@ -666,6 +675,17 @@ static void test_tf32(void) {
         { "tf32 fallback Dv != D", ATTN_F32, ATTN_F32, 1, 20, 30, 2, 2, 64, 32,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_forward_case(cases[i], 1);
+#ifdef ATTN_CUDA_EMULATE
+    {   /* D = 256 takes 130 KiB of shared memory: on a device with sm_86's 99 KiB, the fp32 kernel */
+        const size_t keep = emu().max_shared;
+        fcase c = cases[8];
+        c.name = "tf32 D256 on a 99 KiB device (fp32)";
+        emu().max_shared = 99 * 1024;
+        CHECK(!tf32_shape(256, 256) && tf32_shape(128, 128), "99 KiB of shared memory: TF32 for D <= 128 only");
+        run_forward_case(c, 1);
+        emu().max_shared = keep;
+    }
+#endif
 }
 
 /* ---- bad input: the status, outputs untouched ------------------------------------------- */
