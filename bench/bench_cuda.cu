@@ -5,7 +5,9 @@
    D = 128, f16, BHSD; non-causal and causal (the baseline computes the full S for causal as
    well, with the mask in its softmax). Medians of 10 runs (cudaEvent), TFLOP/s counted as
    4 S^2 D H (halved for causal), the max |difference| of the outputs from attn_cuda's, and
-   bench/results_cuda.csv. Built by make bench-cuda (nvcc, -lcublas); needs a GPU to run.
+   bench/results_cuda.csv. Then f32 q, k, v: attn_cuda's fp32 CUDA-core kernel against the same
+   call with attn_desc.allow_tf32 (the TF32 tensor-core kernel), with the max |difference| of the
+   two (bench/results_cuda_tf32.csv). Built by make bench-cuda (nvcc, -lcublas); needs a GPU to run.
 
    cuDNN: its C backend graph API (cudnn_graph.h, no cudnn_frontend), the library opened at run
    time with dlopen so the bench neither links nor needs it. The graph is cuDNN >= 9.13's single
@@ -226,6 +228,63 @@ static int cudnn_sdpa_plan(cudnn_api *c, cudnn_sdpa *g, int H, int S, int D, flo
     return 1;
 }
 
+/* f32 inputs: allow_tf32 = 0 (fp32 FMA on CUDA cores) against allow_tf32 = 1 (TF32 tensor cores) */
+static void bench_tf32(const cudaDeviceProp &prop, const int *lens, int nlens, int H, int D) {
+    FILE *csv = fopen("bench/results_cuda_tf32.csv", "w");
+    printf("\nf32 q, k, v (H = %d, D = %d, BHSD): the fp32 kernel against allow_tf32\n", H, D);
+    printf("%6s %6s | %12s %9s | %12s %9s %7s | %9s\n", "S", "causal", "fp32 ms", "TFLOP/s", "TF32 ms", "TFLOP/s", "speedup",
+           "max|diff|");
+    if (csv) fprintf(csv, "gpu,S,H,D,causal,fp32_ms,fp32_tflops,tf32_ms,tf32_tflops,max_abs_diff\n");
+    for (int li = 0; li < nlens; ++li) {
+        const int S = lens[li];
+        const size_t n = (size_t)H * S * D;
+        std::vector<float> hx(n), r[2];
+        float *q, *k, *v, *o[2];
+        for (size_t i = 0; i < n; ++i) hx[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+        CK(cudaMalloc(&q, n * 4)); CK(cudaMalloc(&k, n * 4)); CK(cudaMalloc(&v, n * 4));
+        CK(cudaMalloc(&o[0], n * 4)); CK(cudaMalloc(&o[1], n * 4));
+        CK(cudaMemcpy(q, hx.data(), n * 4, cudaMemcpyHostToDevice));
+        std::rotate(hx.begin(), hx.begin() + 7, hx.end());      /* k, v: the same values shifted, as in the f16 table */
+        CK(cudaMemcpy(k, hx.data(), n * 4, cudaMemcpyHostToDevice));
+        std::rotate(hx.begin(), hx.begin() + 3, hx.end());
+        CK(cudaMemcpy(v, hx.data(), n * 4, cudaMemcpyHostToDevice));
+        for (int causal = 0; causal < 2; ++causal) {
+            attn_tensor tq = attn_tensor_bhsd(q, ATTN_F32, 1, H, S, D), tk = attn_tensor_bhsd(k, ATTN_F32, 1, H, S, D),
+                        tv = attn_tensor_bhsd(v, ATTN_F32, 1, H, S, D);
+            cudaEvent_t a, b;
+            float med[2];
+            CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+            for (int tf32 = 0; tf32 < 2; ++tf32) {
+                attn_desc d = {};
+                std::vector<float> t;
+                d.causal = causal; d.allow_tf32 = tf32;
+                for (int rep = 0; rep < 11; ++rep) {
+                    float ms;
+                    CK(cudaEventRecord(a));
+                    attn_status s = attn_cuda_forward(&d, tq, tk, tv, attn_tensor_bhsd(o[tf32], ATTN_F32, 1, H, S, D), NULL, 0);
+                    CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
+                    if (s != ATTN_OK) { fprintf(stderr, "attn_cuda_forward (f32, allow_tf32 %d): %s\n", tf32, attn_status_str(s)); exit(1); }
+                    CK(cudaEventElapsedTime(&ms, a, b));
+                    if (rep) t.push_back(ms);
+                }
+                med[tf32] = median(t);
+                r[tf32].resize(n);
+                CK(cudaMemcpy(r[tf32].data(), o[tf32], n * 4, cudaMemcpyDeviceToHost));
+            }
+            double diff = 0;
+            for (size_t i = 0; i < n; ++i) diff = fmax(diff, fabs((double)r[0][i] - r[1][i]));
+            const double flop = 4.0 * S * S * D * H * (causal ? 0.5 : 1.0);
+            printf("%6d %6d | %12.3f %9.1f | %12.3f %9.1f %6.2fx | %9.2e\n", S, causal, med[0], flop / med[0] * 1e-9, med[1],
+                   flop / med[1] * 1e-9, med[0] / med[1], diff);
+            if (csv) fprintf(csv, "\"%s\",%d,%d,%d,%d,%.4f,%.2f,%.4f,%.2f,%.3e\n", prop.name, S, H, D, causal, med[0],
+                             flop / med[0] * 1e-9, med[1], flop / med[1] * 1e-9, diff);
+            cudaEventDestroy(a); cudaEventDestroy(b);
+        }
+        cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(o[0]); cudaFree(o[1]);
+    }
+    if (csv) fclose(csv);
+}
+
 int main(void) {
     const int H = 16, D = 128, lens[] = { 512, 1024, 2048, 4096 };
     cudaDeviceProp prop;
@@ -334,5 +393,6 @@ int main(void) {
     if (csv) fclose(csv);
     cublasDestroy(hb);
     cudnn_close(&cd);
+    bench_tf32(prop, lens, 4, H, D);
     return 0;
 }
