@@ -115,8 +115,8 @@ attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *
                             float *lse, cudaStream_t stream);
 /* attn_backward on the GPU (device pointers; the forward's desc, q, k, v, out and lse):
    FlashAttention-2's recomputation on CUDA cores, fp32 maths for every storage dtype (allow_tf32
-   does not apply), deterministic (no atomics: dk/dv rows owned by one warp each, dq in a second pass over the
-   keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
+   does not apply), deterministic (no atomics: dk/dv rows owned by one warp each, dq in a second
+   pass over the keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
    dbias give ATTN_ERR_CUDA_UNSUPPORTED. Without desc->workspace the call allocates its
    [B, Hq, Sq] floats itself and waits for the stream. */
 attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
@@ -387,8 +387,9 @@ ACU_DEV void acu_load_q(unsigned char *dst, const attn__problem &P, long long b,
    by cvt.rna.tf32.f32 (ldmatrix moves 16-bit pairs: on f32 rows lane l gets element l % 4 of row
    l / 4 of each 8x4 matrix, which is the m16n8k8 tf32 A and B fragment layout) */
 template <int T> ACU_DEV void acu_ldsm_op(uint32_t r[4], const void *p) {
+    int i;
     acu_ldsm_x4(r, p);
-    if (T == ACU_TF32) { r[0] = acu_tf32(acu_u2f(r[0])); r[1] = acu_tf32(acu_u2f(r[1])); r[2] = acu_tf32(acu_u2f(r[2])); r[3] = acu_tf32(acu_u2f(r[3])); }
+    if (T == ACU_TF32) ACU_UNROLL for (i = 0; i < 4; ++i) r[i] = acu_tf32(acu_u2f(r[i]));
 }
 template <int T> ACU_DEV void acu_mma_op(float d[4], const uint32_t a[4], const uint32_t b[2]) {
     if (T == ACU_TF32) acu_mma_tf32(d, a, b);
@@ -941,7 +942,8 @@ static int acu_use_tf32(const attn_desc *d, attn_dtype qt, int dim, int vdim) {
     smem = dim == 32 ? (int)acu_cfg<32, ACU_TF32>::SMEM : dim == 64 ? (int)acu_cfg<64, ACU_TF32>::SMEM
          : dim == 96 ? (int)acu_cfg<96, ACU_TF32>::SMEM : dim == 128 ? (int)acu_cfg<128, ACU_TF32>::SMEM
          : (int)acu_cfg<256, ACU_TF32>::SMEM;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }

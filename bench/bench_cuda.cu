@@ -192,20 +192,23 @@ static int cudnn_sdpa_plan(cudnn_api *c, cudnn_sdpa *g, int H, int S, int D, flo
         int64_t ncfg = 0;
         int i;
         if (!heur) return 0;
-        CUDNN_TRY(c, c->SetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph), "heuristics graph");
+        CUDNN_TRY(c, c->SetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph),
+                  "heuristics graph");
         CUDNN_TRY(c, c->SetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &modes[m]), "heuristics mode");
         if ((st = c->Finalize(heur)) != CUDNN_STATUS_SUCCESS) {
             snprintf(c->why, sizeof c->why, "%s: %s", mode, c->GetErrorString(st));
             continue;
         }
         for (i = 0; i < 8; ++i) if (!(cfg[i] = cudnn_new(c, g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR))) return 0;
-        CUDNN_TRY(c, c->GetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 8, &ncfg, cfg), "heuristics results");
+        CUDNN_TRY(c, c->GetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 8, &ncfg, cfg),
+                  "heuristics results");
         snprintf(c->why, sizeof c->why, "%s: no engine config", mode);
         for (i = 0; i < (int)ncfg && i < 8; ++i) {
             cudnnBackendDescriptor_t plan = cudnn_new(c, g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
             if (!plan) return 0;
             CUDNN_TRY(c, c->SetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &c->handle), "plan handle");
-            CUDNN_TRY(c, c->SetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]), "plan config");
+            CUDNN_TRY(c, c->SetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg[i]),
+                      "plan config");
             if ((st = c->Finalize(plan)) == CUDNN_STATUS_SUCCESS) { g->plan = plan; break; }
             snprintf(c->why, sizeof c->why, "%s: no execution plan of %d engine configs finalizes (last: %s)", mode, (int)ncfg,
                      c->GetErrorString(st));
@@ -216,7 +219,10 @@ static int cudnn_sdpa_plan(cudnn_api *c, cudnn_sdpa *g, int H, int S, int D, flo
         int64_t ws = 0, n = 0, uids[5] = { CUDNN_UID_Q, CUDNN_UID_K, CUDNN_UID_V, CUDNN_UID_O, CUDNN_UID_SCALE };
         void *ptrs[5] = { q, k, v, o, &g->scale };
         CUDNN_TRY(c, c->GetAttribute(g->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws), "plan workspace");
-        if (ws > 0 && cudaMalloc(&g->ws, (size_t)ws) != cudaSuccess) { snprintf(c->why, sizeof c->why, "workspace of %lld bytes", (long long)ws); return 0; }
+        if (ws > 0 && cudaMalloc(&g->ws, (size_t)ws) != cudaSuccess) {
+            snprintf(c->why, sizeof c->why, "cudaMalloc of the %lld-byte workspace", (long long)ws);
+            return 0;
+        }
         g->scale = scale;
         if (!(g->pack = cudnn_new(c, g, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR))) return 0;
         CUDNN_TRY(c, c->SetAttribute(g->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 5, uids), "pack uids");

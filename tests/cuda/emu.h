@@ -364,9 +364,9 @@ static inline uint32_t emu_cvt_rna_tf32(float x) {
      A (16x8):  a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]
      B (8x8):   b0 = B[t][g], b1 = B[t+4][g]
      C, D:      as m16n8k16 (c0, c1 = C[g][2t], C[g][2t+1]; c2, c3 = C[g+8][2t], C[g+8][2t+1]).
-   .tf32 operands are what cvt.rna.tf32.f32 produces; the ISA does not say what the tensor cores
-   make of nonzero low 13 bits, so an operand with any is reported (a kernel that forgot the cvt
-   would silently truncate on the hardware). Products of two TF32 values are exact in fp32 and
+   The ISA leaves .tf32's internal layout implementation-defined and makes .tf32 values with
+   cvt...tf32.f32 only, so an operand with nonzero low 13 bits (raw fp32 bits: a forgotten cvt,
+   which the hardware would take silently, truncating or worse) is reported. Products of two TF32 values are exact in fp32 and
    are accumulated in fp32 in k order (the hardware's order is unspecified). */
 static inline void emu_mma_tf32_resolve(emu_fiber *L) {
     float A[16][8], Bm[8][8], C[16][8];
