@@ -531,7 +531,13 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
                                                 CPU and OS allow them, else AVX512-BF16 dot products,
                                                 else the fp32 kernels; ATTN_BF16_NO_AMX = never AMX;
                                                 ATTN_BF16_FP32 = the fp32 kernels only (inputs
-                                                converted), as on a CPU with neither */
+                                                converted), as on a CPU with neither
+   allow_tf32       off                         nonzero: the CUDA companion's f32 path may run
+                                                Q.K^T and P.V on TF32 tensor cores (inputs rounded
+                                                to 10-bit mantissas, fp32 accumulation; like
+                                                PyTorch's allow_tf32); the CPU has no TF32 and
+                                                computes in fp32 whatever this says: it is a
+                                                permission, not a request */
 /* attn_desc.bf16_kernels: which kernels bf16 q/k/v may run on (see attn_bf16_kernels()). */
 typedef enum attn_bf16_mode { ATTN_BF16_AUTO = 0, ATTN_BF16_NO_AMX = 1, ATTN_BF16_FP32 = 2 } attn_bf16_mode;
 
@@ -567,6 +573,8 @@ typedef struct attn_desc {
     const int *rope_pos_k;         /* [k.batch][k.seq] (a cache: [batch][capacity]) or NULL */
     /* AMX fields */
     attn_bf16_mode bf16_kernels;
+    /* CUDA companion fields */
+    int allow_tf32;                /* 0: fp32 maths; nonzero: attn_cuda_*'s f32 path may use TF32 */
     /* per-kind parameters (read only by their kind; zero = the kind's defaults) */
     /* -- sparse -- */
     attn_longformer_params longformer;

@@ -9,8 +9,8 @@
      validation attn_cuda_* reuse, so the CPU and CUDA paths reject the same bad inputs with the
      same statuses; other files of the program may include attn.h's implementation as usual.
      Include attn_cuda.cuh before any other include of attn.h in that file. Everywhere else just
-     #include "attn_cuda.cuh". Compile for sm_80 or newer (mma.sync m16n8k16 bf16, ldmatrix,
-     cp.async): nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90.
+     #include "attn_cuda.cuh". Compile for sm_80 or newer (mma.sync m16n8k16 bf16, m16n8k8 tf32,
+     ldmatrix, cp.async): nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90.
 
    WHAT IT COMPUTES
      attn_cuda_forward is attn_forward (attn.h's SEMANTICS OF EXACT ATTENTION) on the GPU:
@@ -25,6 +25,14 @@
        rounded to the input dtype for P.V, as FlashAttention does (|error| <= 2^-11 max|v| for
        f16, 2^-8 for bf16, plus the fp32 sums).
      - f32 q, k, v, any q.dim and v.dim up to 256: CUDA-core FMA kernel, fp32 throughout.
+     - f32 q, k, v with attn_desc.allow_tf32 set and a head dim of the tensor-core kernel (32, 64,
+       96, 128, 256, v.dim == q.dim): the same tensor-core kernel on TF32 (acu_fwd_mma<D,
+       ACU_TF32>: f32 tiles in shared memory, mma.sync m16n8k8 .tf32 with Q, K, P and V rounded
+       by cvt.rna.tf32.f32 (10-bit mantissas, |relative error| <= 2^-11 each), fp32 accumulation,
+       softmax in fp32). Other f32 shapes, and D = 256 on a device that cannot give a block its
+       130 KiB of shared memory (sm_86, sm_89: 99 KiB), take the fp32 kernel whatever
+       allow_tf32 says.
+       attn_cuda_decode follows the same rule; attn_cuda_backward ignores allow_tf32 (fp32 only).
      - attn_cuda_decode: the same kernels over a contiguous or paged KV cache (any page size),
        split-KV (flash-decoding) with a merge kernel; attn_cuda_merge: attn_merge.
      - attn_cuda_backward: FlashAttention-2's recomputation on CUDA cores (fp32 FMA, every
@@ -33,8 +41,8 @@
      and alibi_slopes are DEVICE pointers (the small int/float arrays are copied to the host
      once per call for validation and launch sizing, on the given stream, synchronously).
      Not supported (ATTN_ERR_CUDA_UNSUPPORTED, nothing launched): dropout_p > 0, rope, kinds
-     other than ATTN_SOFTMAX, dbias (backward). Not done yet: TF32 mma for f32 tensors, a
-     tensor-core backward.
+     other than ATTN_SOFTMAX, dbias (backward). Not done yet: a tensor-core backward (f16/bf16
+     or TF32).
 
    EXECUTED WITHOUT A GPU
      Compiled as host C++ with -DATTN_CUDA_EMULATE after including tests/cuda/emu.h, the same
@@ -106,9 +114,9 @@ attn_status attn_cuda_decode_workspace_size(const attn_desc *desc, attn_tensor q
 attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse, attn_tensor out,
                             float *lse, cudaStream_t stream);
 /* attn_backward on the GPU (device pointers; the forward's desc, q, k, v, out and lse):
-   FlashAttention-2's recomputation on CUDA cores, fp32 maths for every storage dtype,
-   deterministic (no atomics: dk/dv rows owned by one warp each, dq in a second pass over the
-   keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
+   FlashAttention-2's recomputation on CUDA cores, fp32 maths for every storage dtype (allow_tf32
+   does not apply), deterministic (no atomics: dk/dv rows owned by one warp each, dq in a second
+   pass over the keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
    dbias give ATTN_ERR_CUDA_UNSUPPORTED. Without desc->workspace the call allocates its
    [B, Hq, Sq] floats itself and waits for the stream. */
 attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
@@ -143,6 +151,10 @@ attn_status attn_cuda_backward_workspace_size(const attn_desc *desc, attn_tensor
 #define ACU_SHARED_BASE(name) unsigned char *name = emu_shared_base()
 #define ACU_LAUNCH(kernel, grid, block, smem, stream, ...) ((void)(stream), emu_launch(grid, block, smem, kernel, __VA_ARGS__))
 ACU_DEV void acu_mma(float d[4], const uint32_t a[4], const uint32_t b[2], int bf16) { emu_mma(d, a, b, bf16); }
+ACU_DEV void acu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) { emu_mma_tf32(d, a, b); }
+ACU_DEV uint32_t acu_tf32(float x) { return emu_cvt_rna_tf32(x); }
+ACU_DEV float acu_u2f(uint32_t u) { return emu_u2f(u); }
+ACU_DEV uint32_t acu_lds32(const void *p) { uint32_t v; emu_lds(&v, p, 4); return v; }
 ACU_DEV void acu_ldsm_x4(uint32_t r[4], const void *p) { emu_ldmatrix_x4(r, p); }
 ACU_DEV void acu_ldsm_x4_t(uint32_t r[4], const void *p) { emu_ldmatrix_x4_trans(r, p); }
 ACU_DEV void acu_cp_async16(void *s, const void *g, int src_bytes) { emu_cp_async16(s, g, src_bytes); }
@@ -172,6 +184,19 @@ ACU_DEV void acu_mma(float d[4], const uint32_t a[4], const uint32_t b[2], int b
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+/* mma.sync m16n8k8 on TF32 operands (each the fp32 bit pattern cvt.rna.tf32.f32 returns), fp32 accumulation */
+ACU_DEV void acu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+ACU_DEV uint32_t acu_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+ACU_DEV float acu_u2f(uint32_t u) { return __uint_as_float(u); }
+ACU_DEV uint32_t acu_lds32(const void *p) { return *(const uint32_t *)p; }
 ACU_DEV void acu_ldsm_x4(uint32_t r[4], const void *p) {
     const unsigned s = (unsigned)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -232,6 +257,7 @@ ACU_DEV const char *acu_kv_row(const attn__problem &P, const attn__view &v, long
 struct acu_fwd_params {
     attn__problem P;            /* attn__check_forward's resolved problem (device pointers) */
     int aligned;                /* q/k/v rows 16-byte aligned: cp.async, else element loads */
+    int tf32;                   /* f32 q/k/v on acu_fwd_mma<D, ACU_TF32> (acu_use_tf32), else acu_fwd_f32 */
     int tail;                   /* varlen: grid.z has one extra slice for rows past cu_seqlens_q[n] */
     int n_splits, split_keys;   /* split-KV (decoding): grid.z = slices x n_splits, split s takes keys
                                    [s split_keys, (s + 1) split_keys) (a multiple of 64) */
@@ -296,24 +322,31 @@ ACU_DEV char *acu_out_row(const acu_fwd_params &prm, const attn__seq &S, int i, 
 #define ACU_BM 64                 /* query rows per block: 4 warps x 16 */
 #define ACU_THREADS 128
 
-template <int D> struct acu_cfg {
-    enum { BN = D > 128 ? 32 : 64,          /* keys per tile */
-           LD = D + 8,                      /* shared row stride in 16-bit elements (16 B pad: no ldmatrix bank conflicts) */
-           QREG = D <= 128,                 /* Q fragments held in registers */
-           SMEM = (ACU_BM + 4 * BN) * LD * 2 };
+/* The tensor-core kernel's operand types: ACU_F16 / ACU_BF16 (16-bit storage, mma.m16n8k16) and
+   ACU_TF32 (f32 storage, mma.m16n8k8.tf32 on operands rounded by cvt.rna.tf32.f32). */
+enum { ACU_F16 = 0, ACU_BF16 = 1, ACU_TF32 = 2 };
+
+template <int D, int T> struct acu_cfg {
+    enum { RB = D * (T == ACU_TF32 ? 4 : 2),          /* bytes of a Q/K/V row */
+           BN = RB <= 256 ? 64 : RB <= 512 ? 32 : 16,  /* keys per tile */
+           LDB = RB + 16,     /* shared row stride in bytes: the 16 B pad puts the 8 rows of an ldmatrix
+                                 matrix, and tf32's V loads (keys 2t, 2t+1 x dims g), on 32 distinct banks */
+           KS = RB / 32,      /* k-steps of Q K^T, 32 bytes of a row each (16 f16/bf16, 8 tf32) */
+           QREG = RB <= 256,  /* Q fragments held in registers */
+           SMEM = (ACU_BM + 4 * BN) * LDB };
 };
 
-/* Tile rows [r0, r0 + n) of a 16-bit view into shared dst (row stride LD), rows >= valid zero
-   filled, never read. Each 16 bytes is one cp.async (aligned) or 8 element loads. */
-template <int D, int LD>
+/* Tile rows [r0, r0 + n) of a view (rows of RB bytes) into shared dst (row stride LDB bytes), rows
+   >= valid zero filled, never read. Each 16 bytes is one cp.async (aligned) or 8 16-bit loads. */
+template <int RB, int LDB>
 ACU_DEV void acu_load_tile(unsigned char *dst, const attn__problem &P, const attn__view &v, int kv, long long b, long long s0,
                            long long h, int n, int valid, int aligned, int tid) {
-    const int chunks = D / 8;
+    const int chunks = RB / 16;
     int c;
     for (c = tid; c < n * chunks; c += ACU_THREADS) {
-        const int r = c / chunks, col = (c % chunks) * 8;
-        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
-        const char *g = r < valid ? (kv ? acu_kv_row(P, v, b, s0 + r, h) : acu_row(v, b, s0 + r, h)) + (size_t)col * 2 : v.data;
+        const int r = c / chunks, col = (c % chunks) * 16;     /* byte column */
+        unsigned char *sp = dst + (size_t)r * LDB + col;
+        const char *g = r < valid ? (kv ? acu_kv_row(P, v, b, s0 + r, h) : acu_row(v, b, s0 + r, h)) + col : v.data;
         if (aligned) acu_cp_async16(sp, g, r < valid ? 16 : 0);
         else {
             uint32_t w[4] = { 0, 0, 0, 0 };
@@ -329,15 +362,15 @@ ACU_DEV void acu_load_tile(unsigned char *dst, const attn__problem &P, const att
 /* The Q tile of packed rows [m0, m0 + BM): packed row pr is query row pr / G of head hk G + pr % G
    (the G query heads of KV head hk side by side, so K/V tiles are loaded once for all of them);
    rows past Lq zero filled. */
-template <int D, int LD>
+template <int RB, int LDB>
 ACU_DEV void acu_load_q(unsigned char *dst, const attn__problem &P, long long b, long long q0, int m0, int hk, int Lq,
                         int aligned, int tid) {
-    const int chunks = D / 8, G = P.groups;
+    const int chunks = RB / 16, G = P.groups;
     int c;
     for (c = tid; c < ACU_BM * chunks; c += ACU_THREADS) {
-        const int r = c / chunks, col = (c % chunks) * 8, i = (m0 + r) / G, h = hk * G + (m0 + r) % G, ok = i < Lq;
-        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
-        const char *g = ok ? acu_row(P.q, b, q0 + i, h) + (size_t)col * 2 : P.q.data;
+        const int r = c / chunks, col = (c % chunks) * 16, i = (m0 + r) / G, h = hk * G + (m0 + r) % G, ok = i < Lq;
+        unsigned char *sp = dst + (size_t)r * LDB + col;
+        const char *g = ok ? acu_row(P.q, b, q0 + i, h) + col : P.q.data;
         if (aligned) acu_cp_async16(sp, g, ok ? 16 : 0);
         else {
             uint32_t w[4] = { 0, 0, 0, 0 };
@@ -350,16 +383,30 @@ ACU_DEV void acu_load_q(unsigned char *dst, const attn__problem &P, long long b,
     }
 }
 
+/* ldmatrix.x4 of the A or B fragments of one k-step: for ACU_TF32 each register is then rounded
+   by cvt.rna.tf32.f32 (ldmatrix moves 16-bit pairs: on f32 rows lane l gets element l % 4 of row
+   l / 4 of each 8x4 matrix, which is the m16n8k8 tf32 A and B fragment layout) */
+template <int T> ACU_DEV void acu_ldsm_op(uint32_t r[4], const void *p) {
+    int i;
+    acu_ldsm_x4(r, p);
+    if (T == ACU_TF32) ACU_UNROLL for (i = 0; i < 4; ++i) r[i] = acu_tf32(acu_u2f(r[i]));
+}
+template <int T> ACU_DEV void acu_mma_op(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    if (T == ACU_TF32) acu_mma_tf32(d, a, b);
+    else acu_mma(d, a, b, T == ACU_BF16);
+}
+
 /* FlashAttention-2 forward on tensor cores: block (m-tile of packed rows, KV head, sequence
    slice [x split]), 4 warps of 16 packed rows each (row = query row x query head of the KV
-   head's group: GQA packing); K/V tiles of BN keys double-buffered with cp.async. */
-template <int D, int BF16>
+   head's group: GQA packing); K/V tiles of BN keys double-buffered with cp.async. T: ACU_F16,
+   ACU_BF16 (k-steps of 16) or ACU_TF32 (f32 tiles, k-steps of 8; the same byte addressing). */
+template <int D, int T>
 __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST acu_fwd_params prm) {
-    typedef acu_cfg<D> C;
-    enum { BN = C::BN, LD = C::LD, NT = BN / 8, DT = D / 8 };
+    typedef acu_cfg<D, T> C;
+    enum { BN = C::BN, LDB = C::LDB, KS = C::KS, NT = BN / 8, DT = D / 8 };
     const attn__problem &P = prm.P;
     ACU_SHARED_BASE(smem);
-    unsigned char *Qs = smem, *Ks = smem + (size_t)ACU_BM * LD * 2, *Vs = Ks + (size_t)2 * BN * LD * 2;
+    unsigned char *Qs = smem, *Ks = smem + (size_t)ACU_BM * LDB, *Vs = Ks + (size_t)2 * BN * LDB;
     const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const int hk = (int)blockIdx.y, G = P.groups, m0 = (int)blockIdx.x * ACU_BM;
     attn__seq S;
@@ -398,14 +445,14 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
         for (i = 0; i < nrun; ++i) ntiles += tiles[i][1] - tiles[i][0];
     }
     if (ntiles > 0) {
-        uint32_t qf[C::QREG ? D / 16 : 1][4];
-        acu_load_q<D, LD>(Qs, P, S.tb, S.q0, m0, hk, S.Lq, prm.aligned, tid);
+        uint32_t qf[C::QREG ? KS : 1][4];
+        acu_load_q<C::RB, LDB>(Qs, P, S.tb, S.q0, m0, hk, S.Lq, prm.aligned, tid);
         acu_cp_commit();
 #define ACU_TILE_C0(n) (((n) < tiles[0][1] - tiles[0][0] ? tiles[0][0] + (n) : tiles[1][0] + (n) - (tiles[0][1] - tiles[0][0])) * BN)
         {
             const int c0 = ACU_TILE_C0(0), kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
-            acu_load_tile<D, LD>(Ks, P, P.k, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
-            acu_load_tile<D, LD>(Vs, P, P.v, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_load_tile<C::RB, LDB>(Ks, P, P.k, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_load_tile<C::RB, LDB>(Vs, P, P.v, 1, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
             acu_cp_commit();
         }
         for (int n = 0; n < ntiles; ++n) {
@@ -413,35 +460,35 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
             /* a tile every row sees whole (attn.h's attn__chunk_full, all rows valid): no per-element mask */
             const int full = (m0 + ACU_BM - 1) / G < S.Lq && c0 + BN <= S.Lk &&
                              attn__chunk_full(&P, m0 / G + shift, (m0 + ACU_BM - 1) / G + shift, c0, c0 + BN);
-            unsigned char *Kc = Ks + (size_t)st * BN * LD * 2, *Vc = Vs + (size_t)st * BN * LD * 2;
+            unsigned char *Kc = Ks + (size_t)st * BN * LDB, *Vc = Vs + (size_t)st * BN * LDB;
             if (n + 1 < ntiles) {       /* prefetch the next tile into the other stage */
                 const int c1 = ACU_TILE_C0(n + 1), kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
-                acu_load_tile<D, LD>(Ks + (size_t)(st ^ 1) * BN * LD * 2, P, P.k, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
-                                     prm.aligned, tid);
-                acu_load_tile<D, LD>(Vs + (size_t)(st ^ 1) * BN * LD * 2, P, P.v, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
-                                     prm.aligned, tid);
+                acu_load_tile<C::RB, LDB>(Ks + (size_t)(st ^ 1) * BN * LDB, P, P.k, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                          prm.aligned, tid);
+                acu_load_tile<C::RB, LDB>(Vs + (size_t)(st ^ 1) * BN * LDB, P, P.v, 1, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                          prm.aligned, tid);
             }
             acu_cp_commit();
             acu_cp_wait<1>();           /* Q and tile n have landed (this thread's copies) */
             __syncthreads();            /* ... and everyone's */
             if (C::QREG && n == 0)
-                ACU_UNROLL for (kk = 0; kk < D / 16; ++kk)
-                    acu_ldsm_x4(qf[C::QREG ? kk : 0], Qs + ((size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD +
-                                                         kk * 16 + (lane >> 4) * 8) * 2);
+                ACU_UNROLL for (kk = 0; kk < KS; ++kk)
+                    acu_ldsm_op<T>(qf[C::QREG ? kk : 0], Qs + (size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB +
+                                                         kk * 32 + (lane >> 4) * 16);
             /* S = Q K^T: 16 rows x BN keys per warp */
             float s[NT][4];
             ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-            ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
+            ACU_UNROLL for (kk = 0; kk < KS; ++kk) {
                 uint32_t a[4];
                 if (C::QREG) { a[0] = qf[kk][0]; a[1] = qf[kk][1]; a[2] = qf[kk][2]; a[3] = qf[kk][3]; }
-                else acu_ldsm_x4(a, Qs + ((size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + kk * 16 +
-                                         (lane >> 4) * 8) * 2);
+                else acu_ldsm_op<T>(a, Qs + (size_t)(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + kk * 32 +
+                                           (lane >> 4) * 16);
                 ACU_UNROLL for (j = 0; j < NT; j += 2) {
                     uint32_t b[4];
-                    acu_ldsm_x4(b, Kc + ((size_t)(j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + kk * 16 +
-                                         ((lane >> 3) & 1) * 8) * 2);
-                    acu_mma(s[j], a, b, BF16);
-                    acu_mma(s[j + 1], a, b + 2, BF16);
+                    acu_ldsm_op<T>(b, Kc + (size_t)(j * 8 + (lane >> 4) * 8 + (lane & 7)) * LDB + kk * 32 +
+                                          ((lane >> 3) & 1) * 16);
+                    acu_mma_op<T>(s[j], a, b);
+                    acu_mma_op<T>(s[j + 1], a, b + 2);
                 }
             }
             /* masks, online softmax (rows g and g + 8; a row's 4 threads are lanes 4g..4g+3) */
@@ -471,20 +518,37 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
                 ACU_UNROLL for (i = 0; i < DT; ++i) { o[i][2 * r] *= alpha; o[i][2 * r + 1] *= alpha; }
             }
             /* O += P V: P's accumulator fragments are the A fragments of the next mma */
-            ACU_UNROLL for (kk = 0; kk < BN / 16; ++kk) {
-                uint32_t a[4];
-                a[0] = acu_pack(s[2 * kk][0], s[2 * kk][1], BF16);
-                a[1] = acu_pack(s[2 * kk][2], s[2 * kk][3], BF16);
-                a[2] = acu_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], BF16);
-                a[3] = acu_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], BF16);
-                ACU_UNROLL for (j = 0; j < DT; j += 2) {
-                    uint32_t b[4];
-                    acu_ldsm_x4_t(b, Vc + ((size_t)(kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + j * 8 +
-                                           (lane >> 4) * 8) * 2);
-                    acu_mma(o[j], a, b, BF16);
-                    acu_mma(o[j + 1], a, b + 2, BF16);
+            if (T == ACU_TF32)
+                ACU_UNROLL for (kk = 0; kk < NT; ++kk) {
+                    /* k-steps of 8 keys. This thread holds P[g][2t], P[g][2t+1] (and row g + 8) of keys
+                       kk*8..kk*8+7; the k-step takes key 2t as its k = t and key 2t+1 as k = t + 4 (a
+                       permutation of the keys, which the sum over keys does not see), so b0, b1 are V's
+                       rows 2t and 2t+1 at dim g: two 32-bit loads, conflict-free with the 16 B pad. */
+                    uint32_t a[4];
+                    a[0] = acu_tf32(s[kk][0]); a[1] = acu_tf32(s[kk][2]); a[2] = acu_tf32(s[kk][1]); a[3] = acu_tf32(s[kk][3]);
+                    const unsigned char *vp = Vc + (size_t)(kk * 8 + 2 * t4) * LDB + g * 4;
+                    ACU_UNROLL for (j = 0; j < DT; ++j) {
+                        uint32_t b[2];
+                        b[0] = acu_tf32(acu_u2f(acu_lds32(vp + j * 32)));
+                        b[1] = acu_tf32(acu_u2f(acu_lds32(vp + LDB + j * 32)));
+                        acu_mma_tf32(o[j], a, b);
+                    }
                 }
-            }
+            else
+                ACU_UNROLL for (kk = 0; kk < BN / 16; ++kk) {
+                    uint32_t a[4];
+                    a[0] = acu_pack(s[2 * kk][0], s[2 * kk][1], T == ACU_BF16);
+                    a[1] = acu_pack(s[2 * kk][2], s[2 * kk][3], T == ACU_BF16);
+                    a[2] = acu_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], T == ACU_BF16);
+                    a[3] = acu_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], T == ACU_BF16);
+                    ACU_UNROLL for (j = 0; j < DT; j += 2) {
+                        uint32_t b[4];
+                        acu_ldsm_x4_t(b, Vc + (size_t)(kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDB + j * 16 +
+                                              (lane >> 4) * 16);
+                        acu_mma(o[j], a, b, T == ACU_BF16);
+                        acu_mma(o[j + 1], a, b + 2, T == ACU_BF16);
+                    }
+                }
             __syncthreads();            /* stage st is refilled by the next iteration's prefetch */
         }
 #undef ACU_TILE_C0
@@ -865,7 +929,25 @@ static attn_status acu_arrays_copy(const attn_desc *d, int batch, int heads, att
 
 static int acu_head_dim_ok(int d) { return d == 32 || d == 64 || d == 96 || d == 128 || d == 256; }
 static int acu_rows_aligned(const attn__view *v) {
-    return ((uintptr_t)v->data & 15) == 0 && v->sb % 8 == 0 && v->ss % 8 == 0 && v->sh % 8 == 0;
+    const ptrdiff_t e = (ptrdiff_t)v->esize;
+    return ((uintptr_t)v->data & 15) == 0 && (v->sb * e) % 16 == 0 && (v->ss * e) % 16 == 0 && (v->sh * e) % 16 == 0;
+}
+/* f32 q/k/v run on TF32 tensor cores when desc->allow_tf32 permits it, the tensor-core kernel
+   has the shape (head dim 32, 64, 96, 128 or 256, v.dim == q.dim) and the device gives a block
+   its shared memory (D = 256 takes 130 KiB: more than sm_86/sm_89's 99 KiB); else on the
+   CUDA-core kernel. */
+static int acu_use_tf32(const attn_desc *d, attn_dtype qt, int dim, int vdim) {
+    int dev = 0, optin = 0, smem;
+    if (!d->allow_tf32 || qt != ATTN_F32 || !acu_head_dim_ok(dim) || vdim != dim) return 0;
+    smem = dim == 32 ? (int)acu_cfg<32, ACU_TF32>::SMEM : dim == 64 ? (int)acu_cfg<64, ACU_TF32>::SMEM
+         : dim == 96 ? (int)acu_cfg<96, ACU_TF32>::SMEM : dim == 128 ? (int)acu_cfg<128, ACU_TF32>::SMEM
+         : (int)acu_cfg<256, ACU_TF32>::SMEM;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return smem <= optin;
 }
 
 /* The checks of attn_cuda_forward, in attn_forward's order, then the CUDA ones. On success P
@@ -908,15 +990,19 @@ static attn_status acu_check_forward(const attn_desc *desc, const attn_tensor *q
     return ATTN_OK;
 }
 
-template <int D, int BF16> static attn_status acu_launch_mma(const acu_fwd_params &prm, dim3 grid, cudaStream_t stream) {
-    void (*kern)(const acu_fwd_params) = acu_fwd_mma<D, BF16>;
-    const int smem = acu_cfg<D>::SMEM;
+template <int D, int T> static attn_status acu_launch_mma(const acu_fwd_params &prm, dim3 grid, cudaStream_t stream) {
+    void (*kern)(const acu_fwd_params) = acu_fwd_mma<D, T>;
+    const int smem = acu_cfg<D, T>::SMEM;
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
         (void)cudaGetLastError();
         return ATTN_ERR_CUDA_RUNTIME;
     }
     ACU_LAUNCH(kern, grid, dim3(ACU_THREADS), (size_t)smem, stream, prm);
     return ATTN_OK;
+}
+template <int D> static attn_status acu_launch_mma_d(int t, const acu_fwd_params &prm, dim3 grid, cudaStream_t stream) {
+    return t == ACU_TF32 ? acu_launch_mma<D, ACU_TF32>(prm, grid, stream)
+         : t == ACU_BF16 ? acu_launch_mma<D, ACU_BF16>(prm, grid, stream) : acu_launch_mma<D, ACU_F16>(prm, grid, stream);
 }
 
 /* Launches the forward kernel for prm (grid: row tiles x heads x slices*splits). */
@@ -926,18 +1012,18 @@ static attn_status acu_run(acu_fwd_params &prm, int maxrows, int slices, cudaStr
     attn_status s = ATTN_OK;
     if (z > 65535 || P.q.heads > 65535) return ATTN_ERR_OVERFLOW;
     (void)cudaGetLastError();
-    if (P.q.dtype == ATTN_F32) {
+    if (P.q.dtype == ATTN_F32 && !prm.tf32) {
         dim3 grid((unsigned)((maxrows + ACU_F32_ROWS - 1) / ACU_F32_ROWS), (unsigned)P.q.heads, (unsigned)z);
         ACU_LAUNCH(acu_fwd_f32, grid, dim3(ACU_THREADS), 0, stream, prm);
     } else {
         dim3 grid((unsigned)(((long long)maxrows * P.groups + ACU_BM - 1) / ACU_BM), (unsigned)P.k.heads, (unsigned)z);
-        const int bf = P.q.dtype == ATTN_BF16;
+        const int t = prm.tf32 ? ACU_TF32 : P.q.dtype == ATTN_BF16 ? ACU_BF16 : ACU_F16;
         switch (P.q.dim) {
-        case 32: s = bf ? acu_launch_mma<32, 1>(prm, grid, stream) : acu_launch_mma<32, 0>(prm, grid, stream); break;
-        case 64: s = bf ? acu_launch_mma<64, 1>(prm, grid, stream) : acu_launch_mma<64, 0>(prm, grid, stream); break;
-        case 96: s = bf ? acu_launch_mma<96, 1>(prm, grid, stream) : acu_launch_mma<96, 0>(prm, grid, stream); break;
-        case 128: s = bf ? acu_launch_mma<128, 1>(prm, grid, stream) : acu_launch_mma<128, 0>(prm, grid, stream); break;
-        default: s = bf ? acu_launch_mma<256, 1>(prm, grid, stream) : acu_launch_mma<256, 0>(prm, grid, stream); break;
+        case 32: s = acu_launch_mma_d<32>(t, prm, grid, stream); break;
+        case 64: s = acu_launch_mma_d<64>(t, prm, grid, stream); break;
+        case 96: s = acu_launch_mma_d<96>(t, prm, grid, stream); break;
+        case 128: s = acu_launch_mma_d<128>(t, prm, grid, stream); break;
+        default: s = acu_launch_mma_d<256>(t, prm, grid, stream); break;
         }
         if (s != ATTN_OK) return s;
     }
@@ -963,6 +1049,7 @@ attn_status attn_cuda_forward(const attn_desc *desc, attn_tensor q, attn_tensor 
     memset(&prm, 0, sizeof prm);
     if ((s = acu_check_forward(desc, &q, &k, &v, &out, lse, &prm.P, stream)) != ATTN_OK) return s;
     prm.aligned = acu_rows_aligned(&prm.P.q) && acu_rows_aligned(&prm.P.k) && acu_rows_aligned(&prm.P.v);
+    prm.tf32 = acu_use_tf32(desc, q.dtype, q.dim, v.dim);
     prm.n_splits = 1;
     maxrows = q.seq;
     if (prm.P.cu_q) {               /* varlen: the longest segment, plus the rows after the last one */
@@ -1042,10 +1129,11 @@ static attn_status acu_check_decode(const attn_desc *desc, const attn_tensor *q,
     if (q->dtype != cache->k.dtype) return ATTN_ERR_CUDA_DTYPE_MIX;
     if (q->dtype == ATTN_F32 ? (q->dim > 256 || cache->v.dim > 256) : (!acu_head_dim_ok(q->dim) || cache->v.dim != q->dim))
         return ATTN_ERR_CUDA_HEAD_DIM;
+    prm->tf32 = acu_use_tf32(desc, q->dtype, q->dim, cache->v.dim);
     /* the split plan: enough blocks for two waves of the device's SMs, >= 64 keys a split */
     for (b = 0; b < cache->batch; ++b) mx = ATTN__MAX(mx, lens[(size_t)b]);
     {
-        const int rows = q->seq, f32 = q->dtype == ATTN_F32, g = q->heads / cache->k.heads;
+        const int rows = q->seq, f32 = q->dtype == ATTN_F32 && !prm->tf32, g = q->heads / cache->k.heads;
         const long long blocks = f32 ? (long long)cache->batch * q->heads * ((rows + ACU_F32_ROWS - 1) / ACU_F32_ROWS)
                                      : (long long)cache->batch * cache->k.heads * (((long long)rows * g + ACU_BM - 1) / ACU_BM);
         long long want = (2LL * acu_sm_count() + blocks - 1) / blocks, keys;

@@ -12,8 +12,9 @@
    - Warp collectives (shuffles, votes, mma.sync, ldmatrix): each lane deposits its operands, and when
      all 32 lanes of the warp have arrived at the same instruction the result of each lane is
      computed from the PTX ISA's definition (fragment layouts of mma.m16n8k16 and ldmatrix) and
-     handed back. One host function per instruction: emu_mma_f16, emu_mma_bf16, emu_ldmatrix_x4,
-     emu_ldmatrix_x4_trans, emu_shfl_xor, emu_shfl_idx, emu_any, emu_ballot.
+     handed back. One host function per instruction: emu_mma_f16, emu_mma_bf16, emu_mma_tf32,
+     emu_ldmatrix_x4, emu_ldmatrix_x4_trans, emu_shfl_xor, emu_shfl_idx, emu_any, emu_ballot; and
+     the per-thread emu_cvt_rna_tf32 (cvt.rna.tf32.f32).
    - Dynamic shared memory: one buffer per block, filled with 0xFF bytes (NaN as f16, bf16 and
      fp32) before each block. Every shared access of the kernels goes through a primitive
      (ldmatrix, cp.async, emu_sts/emu_lds), so a shadow memory tracks, per byte, the last
@@ -67,7 +68,7 @@ enum cudaMemoryType { cudaMemoryTypeUnregistered = 0, cudaMemoryTypeHost = 1, cu
                       cudaMemoryTypeManaged = 3 };
 struct cudaPointerAttributes { enum cudaMemoryType type; int device; void *devicePointer; void *hostPointer; };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
 
 struct emu_state {
     std::map<uintptr_t, size_t> allocs;       /* "device" allocations: base -> bytes */
@@ -139,8 +140,12 @@ static inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t
 static inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetDevice(int *d) { *d = 0; return cudaSuccess; }
-/* 16 "SMs": small calls split their keys as on a GPU, so the tests exercise split-KV */
-static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr, int) { *v = 16; return cudaSuccess; }
+/* 16 "SMs": small calls split their keys as on a GPU, so the tests exercise split-KV; the opt-in
+   shared memory per block is max_shared (tests may lower it, e.g. to sm_86's 99 KiB) */
+static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) {
+    *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? (int)emu().max_shared : 16;
+    return cudaSuccess;
+}
 static inline cudaError_t cudaGetLastError(void) { cudaError_t e = emu().last_error; emu().last_error = cudaSuccess; return e; }
 static inline cudaError_t cudaPeekAtLastError(void) { return emu().last_error; }
 static inline const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated CUDA error"; }
@@ -150,8 +155,8 @@ template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAtt
 
 /* ---- the block scheduler ------------------------------------------------------------------ */
 enum { EMU_RUN = 0, EMU_BARRIER, EMU_WARP, EMU_DONE };
-enum { EMU_OP_NONE = 0, EMU_OP_SHFL_XOR, EMU_OP_SHFL_IDX, EMU_OP_MMA_F16, EMU_OP_MMA_BF16, EMU_OP_LDM, EMU_OP_LDM_T,
-       EMU_OP_SYNCWARP, EMU_OP_VOTE_ANY, EMU_OP_BALLOT };
+enum { EMU_OP_NONE = 0, EMU_OP_SHFL_XOR, EMU_OP_SHFL_IDX, EMU_OP_MMA_F16, EMU_OP_MMA_BF16, EMU_OP_MMA_TF32, EMU_OP_LDM,
+       EMU_OP_LDM_T, EMU_OP_SYNCWARP, EMU_OP_VOTE_ANY, EMU_OP_BALLOT };
 
 struct emu_cp { unsigned char *dst; unsigned char data[16]; int n; int group; uint32_t epoch; };
 
@@ -345,6 +350,49 @@ static inline void emu_mma_resolve(emu_fiber *L, int bf16) {
         L[lane].out[2] = emu_f2u(C[g + 8][2 * t]); L[lane].out[3] = emu_f2u(C[g + 8][2 * t + 1]);
     }
 }
+/* cvt.rna.tf32.f32: x rounded to TF32 (8-bit exponent, 10-bit mantissa), to nearest with ties
+   away from zero, in a .b32 register as the fp32 bit pattern whose low 13 mantissa bits are zero.
+   A finite x whose rounding passes FLT_MAX becomes infinity; infinities stay; a NaN stays a NaN
+   (its payload's top bits, quiet bit set). */
+static inline uint32_t emu_cvt_rna_tf32(float x) {
+    uint32_t u = emu_f2u(x);
+    if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x007fffffu) ? ((u & 0xffffe000u) | 0x00400000u) : u;
+    return (u + 0x1000u) & 0xffffe000u;   /* the carry into the exponent is the round up of a binade */
+}
+/* The PTX ISA's mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 fragments (g = lane >> 2,
+   t = lane & 3), one .tf32 element per .b32 register:
+     A (16x8):  a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]
+     B (8x8):   b0 = B[t][g], b1 = B[t+4][g]
+     C, D:      as m16n8k16 (c0, c1 = C[g][2t], C[g][2t+1]; c2, c3 = C[g+8][2t], C[g+8][2t+1]).
+   The ISA leaves .tf32's internal layout implementation-defined and makes .tf32 values with
+   cvt...tf32.f32 only, so an operand with nonzero low 13 bits (raw fp32 bits: a forgotten cvt,
+   which the hardware would take silently, truncating or worse) is reported. Products of two TF32 values are exact in fp32 and
+   are accumulated in fp32 in k order (the hardware's order is unspecified). */
+static inline void emu_mma_tf32_resolve(emu_fiber *L) {
+    float A[16][8], Bm[8][8], C[16][8];
+    int lane, i, j, k, bad = -1;
+    for (lane = 0; lane < 32; ++lane) {
+        const int g = lane >> 2, t = lane & 3;
+        const uint32_t *a = L[lane].in, *b = L[lane].in + 4;
+        const float *c = (const float *)(const void *)(L[lane].in + 6);
+        for (i = 0; i < 6; ++i) if ((L[lane].in[i] & 0x1fffu) && bad < 0) bad = lane;
+        A[g][t] = emu_u2f(a[0]); A[g + 8][t] = emu_u2f(a[1]); A[g][t + 4] = emu_u2f(a[2]); A[g + 8][t + 4] = emu_u2f(a[3]);
+        Bm[t][g] = emu_u2f(b[0]); Bm[t + 4][g] = emu_u2f(b[1]);
+        C[g][2 * t] = c[0]; C[g][2 * t + 1] = c[1]; C[g + 8][2 * t] = c[2]; C[g + 8][2 * t + 1] = c[3];
+    }
+    if (bad >= 0) emu_error("mma tf32: an operand of lane %d has nonzero low 13 bits (not converted by cvt.rna.tf32.f32)", bad);
+    for (i = 0; i < 16; ++i)
+        for (j = 0; j < 8; ++j) {
+            float acc = C[i][j];
+            for (k = 0; k < 8; ++k) acc += A[i][k] * Bm[k][j];
+            C[i][j] = acc;
+        }
+    for (lane = 0; lane < 32; ++lane) {
+        const int g = lane >> 2, t = lane & 3;
+        L[lane].out[0] = emu_f2u(C[g][2 * t]); L[lane].out[1] = emu_f2u(C[g][2 * t + 1]);
+        L[lane].out[2] = emu_f2u(C[g + 8][2 * t]); L[lane].out[3] = emu_f2u(C[g + 8][2 * t + 1]);
+    }
+}
 /* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lanes 8m..8m+7 give the addresses of rows
    0..7 of matrix m (16 bytes each). Result register m of lane l: M_m[l/4][2(l%4) .. 2(l%4)+1];
    with .trans: M_m[2(l%4)][l/4] (low) and M_m[2(l%4)+1][l/4] (high). */
@@ -381,6 +429,7 @@ static inline void emu_warp_resolve(emu_block *B, int w) {
         break;
     case EMU_OP_MMA_F16: emu_mma_resolve(L, 0); break;
     case EMU_OP_MMA_BF16: emu_mma_resolve(L, 1); break;
+    case EMU_OP_MMA_TF32: emu_mma_tf32_resolve(L); break;
     case EMU_OP_LDM: emu_ldm_resolve(L, w * 32, 0); break;
     case EMU_OP_LDM_T: emu_ldm_resolve(L, w * 32, 1); break;
     case EMU_OP_SYNCWARP: break;
@@ -413,6 +462,12 @@ static inline void emu_mma(float d[4], const uint32_t a[4], const uint32_t b[2],
     emu_fiber &F = emu_cur()->f[emu_cur()->cur];
     memcpy(F.in, a, 16); memcpy(F.in + 4, b, 8); memcpy(F.in + 6, d, 16);
     emu_warp_arrive(bf16 ? EMU_OP_MMA_BF16 : EMU_OP_MMA_F16);
+    memcpy(d, emu_cur()->f[emu_cur()->cur].out, 16);
+}
+static inline void emu_mma_tf32(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    emu_fiber &F = emu_cur()->f[emu_cur()->cur];
+    memcpy(F.in, a, 16); memcpy(F.in + 4, b, 8); memcpy(F.in + 6, d, 16);
+    emu_warp_arrive(EMU_OP_MMA_TF32);
     memcpy(d, emu_cur()->f[emu_cur()->cur].out, 16);
 }
 static inline void emu_mma_f16(float d[4], const uint32_t a[4], const uint32_t b[2]) { emu_mma(d, a, b, 0); }

@@ -1,7 +1,8 @@
 # ptxas -v output (nvcc -Xptxas -v, names demangled by c++filt) -> a markdown table of every
 # kernel: registers, stack, spills, shared memory. Exits 1 when a kernel of attn_cuda.cuh (acu_*) spills.
-# Dynamic shared memory is not in ptxas's output: for acu_fwd_mma<D, *> it is attn_cuda.cuh's
-# acu_cfg<D>::SMEM = (64 + 4 BN) (D + 8) 2 bytes with BN = 32 for D > 128, else 64.
+# Dynamic shared memory is not in ptxas's output: for acu_fwd_mma<D, T> (T: 0 f16, 1 bf16, 2 tf32)
+# it is attn_cuda.cuh's acu_cfg<D, T>::SMEM = (64 + 4 BN) (RB + 16) bytes, RB = D x 2 (f16, bf16) or
+# D x 4 (tf32) bytes a row, BN = 64 keys for RB <= 256, 32 for RB <= 512, else 16.
 /Compiling entry function/ {
     name = $0; sub(/.*Compiling entry function '/, "", name); sub(/' for '.*/, "", name)
     arch = $0; sub(/.*' for '/, "", arch); sub(/'.*/, "", arch)
@@ -14,9 +15,11 @@
     if ($0 ~ /bytes smem/) { smem = $0; sub(/ bytes smem.*/, "", smem); sub(/.*, /, "", smem) }
     dyn = "-"
     if (name ~ /acu_fwd_mma</) {
-        d = name; sub(/.*acu_fwd_mma</, "", d); sub(/,.*/, "", d); d += 0
-        bn = d > 128 ? 32 : 64
-        dyn = (64 + 4 * bn) * (d + 8) * 2
+        d = name; sub(/.*acu_fwd_mma</, "", d); t = d; sub(/,.*/, "", d); d += 0
+        sub(/^[0-9]+, */, "", t); sub(/>.*/, "", t); t += 0
+        rb = d * (t == 2 ? 4 : 2)
+        bn = rb <= 256 ? 64 : rb <= 512 ? 32 : 16
+        dyn = (64 + 4 * bn) * (rb + 16)
     }
     short = name; sub(/\(.*/, "", short); sub(/^void /, "", short)
     rows[++n] = sprintf("| %-26s | %-5s | %4s | %5s | %8s | %8s | %13s | %14s |", short, arch, regs, stack, sst, sld, smem, dyn)

@@ -5,7 +5,9 @@
    Every result is compared with attn.h's CPU attn_forward on the same inputs (the same f16/bf16
    bits). Tolerances (max |cuda - cpu| over the output, divided by max |v|; lse absolute):
      f32 1e-5 (out) 1e-4 (lse); f16 4e-3, 4e-3; bf16 3e-2, 3e-2: the tensor-core path rounds the
-   softmax weights P to the input dtype for P.V (as FlashAttention does), the CPU keeps fp32. */
+   softmax weights P to the input dtype for P.V (as FlashAttention does), the CPU keeps fp32.
+     f32 with allow_tf32 (TF32 tensor cores): bounds derived per case from TF32's rounding, against
+   the CPU on the f32 inputs and on TF32-rounded ones (see "TF32: tolerances derived" below). */
 #ifdef ATTN_CUDA_EMULATE
 #include "emu.h"
 #endif
@@ -50,6 +52,16 @@ static float from_f16(uint16_t h) {
 }
 static uint16_t to_bf16(float f) { uint32_t u; memcpy(&u, &f, 4); u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
 static float from_bf16(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }
+/* TF32 (8-bit exponent, 10-bit mantissa) rounding of cvt.rna.tf32.f32, from its definition: to
+   nearest, ties away from zero (round()), in double arithmetic; below 2^-126 the quantum is
+   2^-136 (TF32's subnormals). A result past FLT_MAX is infinity. */
+static float tf32_round(float x) {
+    if (isnan(x) || isinf(x) || x == 0.0f) return x;
+    if (fabs((double)x) < ldexp(1.0, -126)) return (float)ldexp(round(ldexp((double)x, 136)), -136);
+    int e;
+    const double m = frexp((double)x, &e);          /* x = m 2^e, 0.5 <= |m| < 1: 11 significant bits kept */
+    return (float)ldexp(round(m * 2048.0) / 2048.0, e);
+}
 static size_t esz(attn_dtype t) { return t == ATTN_F32 ? 4 : 2; }
 static void put(void *p, attn_dtype t, size_t i, float x) {
     if (t == ATTN_F32) ((float *)p)[i] = x;
@@ -126,6 +138,82 @@ static double mma_error(int bf16, int swap) {
             err = fmax(err, fabs(s - ((float *)D.h.data())[i * 8 + j]));
         }
     return err;
+}
+
+/* mma.m16n8k8 tf32: fragments of A (16x8 row), B (8x8 col) for lane l from the PTX ISA's table
+   (again written here element by element): a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4],
+   a3 = A[g+8][t+4]; b0 = B[t][g], b1 = B[t+4][g]; C/D as m16n8k16. */
+static int frag_ta_row(int l, int i) { return (l >> 2) + ((i & 1) ? 8 : 0); }
+static int frag_ta_col(int l, int i) { return (l & 3) + (i >= 2 ? 4 : 0); }
+static int frag_tb_row(int l, int i) { return (l & 3) + (i ? 4 : 0); }
+static int frag_tb_col(int l, int) { return l >> 2; }
+__global__ void k_mma_tf32(const float *A, const float *B, const float *Cin, float *Dout, int swap, int raw) {
+    const int l = (int)threadIdx.x;
+    uint32_t a[4], b[2];
+    float d[4];
+    int i;
+    for (i = 0; i < 4; ++i) {
+        const int r = swap && (i == 1 || i == 2) ? 3 - i : i;     /* the mutation: a1 and a2 swapped */
+        const float x = A[frag_ta_row(l, r) * 8 + frag_ta_col(l, r)];
+        a[i] = raw ? emu_f2u(x) : acu_tf32(x);                  /* raw: the cvt.rna.tf32.f32 forgotten */
+    }
+    for (i = 0; i < 2; ++i) b[i] = acu_tf32(B[frag_tb_row(l, i) * 8 + frag_tb_col(l, i)]);
+    for (i = 0; i < 4; ++i) d[i] = Cin[frag_c_row(l, i) * 8 + frag_c_col(l, i)];
+    acu_mma_tf32(d, a, b);
+    for (i = 0; i < 4; ++i) Dout[frag_c_row(l, i) * 8 + frag_c_col(l, i)] = d[i];
+}
+/* max |D - (C + rna(A) rna(B))| (the product in double of the TF32-rounded inputs) */
+static double mma_tf32_error(int swap, int raw) {
+    buf A, B, C, D;
+    double err = 0;
+    int i, j, k;
+    A.alloc(128 * 4); B.alloc(64 * 4); C.alloc(128 * 4); D.alloc(128 * 4);
+    for (i = 0; i < 128; ++i) ((float *)A.h.data())[i] = nrand();
+    for (i = 0; i < 64; ++i) ((float *)B.h.data())[i] = nrand();
+    for (i = 0; i < 128; ++i) ((float *)C.h.data())[i] = nrand();
+    A.up(); B.up(); C.up();
+    emu_launch(dim3(1), dim3(32), 0, k_mma_tf32, (const float *)A.d, (const float *)B.d, (const float *)C.d, (float *)D.d, swap, raw);
+    D.down();
+    for (i = 0; i < 16; ++i)
+        for (j = 0; j < 8; ++j) {
+            double s = ((float *)C.h.data())[i * 8 + j];
+            for (k = 0; k < 8; ++k)
+                s += (double)tf32_round(((float *)A.h.data())[i * 8 + k]) * tf32_round(((float *)B.h.data())[k * 8 + j]);
+            err = fmax(err, fabs(s - ((float *)D.h.data())[i * 8 + j]));
+        }
+    return err;
+}
+/* cvt.rna.tf32.f32 of n values, one per thread */
+__global__ void k_cvt(const float *in, uint32_t *out, int n) {
+    const int i = (int)threadIdx.x;
+    if (i < n) out[i] = acu_tf32(in[i]);
+}
+/* 0: every value converts to tf32_round's bits (NaN: any NaN with the low 13 bits zero) */
+static int cvt_tf32_bad(void) {
+    std::vector<float> v;
+    int i, bad = 0;
+    const float tie = 1.0f + ldexpf(1.0f, -11);               /* halfway between 1 and 1 + 2^-10: away gives the latter */
+    const float specials[] = { tie, -tie, 1.0f + 3 * ldexpf(1.0f, -11), 1.0f + ldexpf(1.0f, -11) - ldexpf(1.0f, -23),
+                               3.4028235e38f, -3.4028235e38f, 3.38e38f, ldexpf(1.0f, -130), ldexpf(3.0f, -137),
+                               -ldexpf(5.0f, -140), ldexpf(1.0f, -149), INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1.0f, 65504.0f };
+    for (i = 0; i < (int)(sizeof specials / sizeof specials[0]); ++i) v.push_back(specials[i]);
+    while (v.size() < 128) v.push_back(nrand() * ldexpf(1.0f, (int)(urand() * 60) - 30));
+    buf I, O;
+    I.alloc(v.size() * 4); O.alloc(v.size() * 4);
+    memcpy(I.h.data(), v.data(), v.size() * 4); I.up();
+    emu_launch(dim3(1), dim3(128), 0, k_cvt, (const float *)I.d, (uint32_t *)O.d, (int)v.size());
+    O.down();
+    for (i = 0; i < (int)v.size(); ++i) {
+        const uint32_t got = ((uint32_t *)O.h.data())[i];
+        const float want = tf32_round(v[(size_t)i]);
+        uint32_t wb;
+        memcpy(&wb, &want, 4);
+        if (isnan(want) ? !isnan(emu_u2f(got)) || (got & 0x1fffu) : got != wb) {
+            if (bad < 4) printf("  cvt.rna.tf32.f32(%a) = 0x%08x, want 0x%08x\n", (double)v[(size_t)i], got, wb);
+            ++bad;
+        }
+    }
+    return bad;
 }
 
 /* ldmatrix: 4 8x8 matrices of 16-bit values in shared memory, rows at scattered offsets */
@@ -217,6 +305,16 @@ static void test_emulator(void) {
     CHECK(e < 1e-3, "emulated mma bf16 vs matrix product: max error %g", e);
     e = mma_error(0, 1);
     CHECK(e > 0.1, "a wrong fragment index (a1/a2 swapped) must give a wrong product: error %g", e);
+    CHECK(cvt_tf32_bad() == 0, "cvt.rna.tf32.f32 vs round-to-nearest-away at 10 mantissa bits (ties, overflow, subnormals, NaN)");
+    emu_reset_errors();
+    e = mma_tf32_error(0, 0);
+    CHECK(e < 1e-4 && emu_errors() == 0, "emulated mma m16n8k8 tf32 vs matrix product of TF32-rounded inputs: max error %g", e);
+    e = mma_tf32_error(1, 0);
+    CHECK(e > 0.1, "tf32: a wrong fragment index (a1/a2 swapped) must give a wrong product: error %g", e);
+    emu_reset_errors(); emu_quiet(1);
+    (void)mma_tf32_error(0, 1);
+    CHECK(emu_errors() > 0, "tf32: an operand not rounded by cvt.rna.tf32.f32 must be reported");
+    emu_reset_errors();
     CHECK(ldm_ok(0), "ldmatrix.x4 vs its definition");
     CHECK(ldm_ok(1), "ldmatrix.x4.trans vs its definition");
     {
@@ -277,6 +375,82 @@ static void test_emulator(void) {
 }
 #endif
 
+/* ---- TF32: tolerances derived from the rounding ---------------------------------------------
+   u = 2^-11 is cvt.rna.tf32.f32's relative rounding error (10 stored mantissa bits, to nearest).
+   Against attn_forward / attn_decode on the f32 inputs (reference A): a logit s = scale q.k from
+   rna(q), rna(k) is off by <= scale sum_d |q_d k_d| ((1 + u)^2 - 1) <= M (2^-10 + 2^-22), with
+   M = scale max_ij sum_d |q_id k_jd| (taken over every q row and k row, an upper bound); the fp32
+   accumulation on both sides (the tensor cores' order and rounding are unspecified) adds
+   <= M D 2^-22. Softcap is 1-Lipschitz, bias and ALiBi are added exactly, so every logit of a row
+   moves by <= eps_A. The softmax weights then move by factors in [e^-2eps, e^2eps]: out by
+   <= (e^(2 eps) - 1) max|v|. P and V rounded to TF32 for P.V move each term p_j v_j by <= (2^-10 +
+   2^-22) |p_j v_j|, out (divided by l = sum_j p_j, summed in fp32 from the unrounded p) by <= (2^-10
+   + 2^-22) max|v|; lse = m + log l moves by <= eps_A. Plus the fp32 path's own tolerances (out
+   1e-5 max|v|, lse 1e-4):
+     out_A = (e^(2 eps_A) - 1) + 2^-10 + 2^-22 + 1e-5 (x max|v|),  lse_A = eps_A + 1e-4.
+   Against the same CPU call on TF32-rounded q, k, v (reference B, rounded by tf32_round above) the
+   products q_d k_d are the kernel's exactly (two 11-bit significands: exact in fp32) and V is the
+   same, so eps_B = M D 2^-22 (summation order) and only P's rounding remains:
+     out_B = (e^(2 eps_B) - 1) + 2^-11 + 1e-5 (x max|v|),           lse_B = eps_B + 1e-4,
+   a tight check that the kernel rounds what it should, as it should (a truncating or missing cvt
+   moves logits by up to M 2^-10). */
+struct tf32_tol { double out_a, lse_a, out_b, lse_b; };
+static tf32_tol tf32_tolerances(double M, int D) {
+    const double acc = M * D * ldexp(1.0, -22), ea = M * (ldexp(1.0, -10) + ldexp(1.0, -22)) + acc;
+    tf32_tol t;
+    t.out_a = expm1(2 * ea) + ldexp(1.0, -10) + ldexp(1.0, -22) + 1e-5; t.lse_a = ea + 1e-4;
+    t.out_b = expm1(2 * acc) + ldexp(1.0, -11) + 1e-5; t.lse_b = acc + 1e-4;
+    return t;
+}
+/* f32 row (b, s, h) of a host copy of t (strides all 0: dense) */
+static const float *f32_row(const attn_tensor &t, const void *host, int b, int s, int h) {
+    ptrdiff_t sb = t.stride_batch, ss = t.stride_seq, sh = t.stride_head;
+    if (!sb && !ss && !sh) { sh = t.dim; ss = (ptrdiff_t)t.heads * t.dim; sb = (ptrdiff_t)t.seq * ss; }
+    return (const float *)host + b * sb + s * ss + h * sh;
+}
+/* M = scale max over every q row and k row of sum_d |q_d k_d| (NaN elements skipped) */
+static double qk_abs_max(const attn_tensor &q, const void *qh, const attn_tensor &k, const void *kh, float scale) {
+    std::vector<std::vector<float> > kr;
+    double M = 0;
+    int b, s, h, d;
+    for (b = 0; b < k.batch; ++b)
+        for (s = 0; s < k.seq; ++s)
+            for (h = 0; h < k.heads; ++h) {
+                const float *r = f32_row(k, kh, b, s, h);
+                kr.push_back(std::vector<float>(r, r + k.dim));
+            }
+    for (b = 0; b < q.batch; ++b)
+        for (s = 0; s < q.seq; ++s)
+            for (h = 0; h < q.heads; ++h) {
+                const float *r = f32_row(q, qh, b, s, h);
+                for (size_t j = 0; j < kr.size(); ++j) {
+                    double acc = 0;
+                    for (d = 0; d < q.dim; ++d) if (!isnan(r[d]) && !isnan(kr[j][(size_t)d])) acc += fabs((double)r[d] * kr[j][(size_t)d]);
+                    M = fmax(M, acc);
+                }
+            }
+    return M * (scale != 0.0f ? scale : 1.0 / sqrt((double)q.dim));
+}
+static std::vector<unsigned char> tf32_rounded(const std::vector<unsigned char> &f32) {
+    std::vector<unsigned char> r(f32);
+    for (size_t i = 0; i + 4 <= r.size(); i += 4) {
+        float x;
+        memcpy(&x, &r[i], 4); x = tf32_round(x); memcpy(&r[i], &x, 4);
+    }
+    return r;
+}
+/* the shapes the TF32 kernel takes: its head dims, v.dim == q.dim, and its shared memory ((64 + 4 BN)
+   (4 D + 16) bytes, BN = 64, 32, 16 keys for rows of <= 256, <= 512, more bytes) within the device's
+   opt-in limit; other f32 calls run the fp32 kernel whatever allow_tf32 says */
+static int tf32_shape(int D, int Dv) {
+    int dev = 0, optin = 0;
+    const int rb = 4 * D, bn = rb <= 256 ? 64 : rb <= 512 ? 32 : 16;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return 0;
+    return (D == 32 || D == 64 || D == 96 || D == 128 || D == 256) && Dv == D && (64 + 4 * bn) * (rb + 16) <= optin;
+}
+static double tf32_worst_a = 0, tf32_worst_b = 0;   /* max error / tolerance over the TF32 cases */
+
 /* ---- forward vs attn_forward ------------------------------------------------------------ */
 struct fcase {
     const char *name;
@@ -286,7 +460,7 @@ struct fcase {
     int nan;                    /* a NaN in q row 3 (head 0): that row's out and lse are NaN, as on the CPU */
 };
 
-static void run_forward_case(const fcase &c) {
+static void run_forward_case(const fcase &c, int tf32 = 0) {
     const attn_dtype dt = c.dt;
     const int B = c.varlen ? 1 : c.B;
     int nseq = c.varlen ? c.B : c.B, i;
@@ -310,7 +484,7 @@ static void run_forward_case(const fcase &c) {
     /* tensors: dense, or BHSD (strided) views */
     attn_tensor q, k, v, o;
     buf bq, bk, bv, bo, blse, bbias, bslope, bsq, bsk, bcq, bck;
-    const int pad = c.strided == 2 ? 4 : 0;   /* strided 2: k/v rows 4 elements apart from 16-byte alignment */
+    const int pad = c.strided == 2 ? (dt == ATTN_F32 ? 2 : 4) : 0;   /* strided 2: k/v rows 8 bytes off 16-byte alignment */
     const size_t nq = (size_t)B * Sq * c.Hq * c.D, nk = (size_t)B * Sk * (c.Hkv * c.D + pad), nv = (size_t)B * Sk * (c.Hkv * c.Dv + pad),
                  no = (size_t)B * Sq * c.Hq * c.Dv;
     bq.alloc(nq * esz(dt)); bk.alloc(nk * esz(dt)); bv.alloc(nv * esz(dt)); bo.alloc(no * esz(c.odt));
@@ -334,6 +508,7 @@ static void run_forward_case(const fcase &c) {
     }
     d.causal = c.causal; d.window_left = c.wl; d.window_right = c.wr; d.dilation = c.dil; d.sink_tokens = c.sink;
     d.global_tokens = c.global; d.softcap = c.softcap ? 1.5f : 0.0f;
+    d.allow_tf32 = tf32;
     if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.05f * (i + 1); }
     if (c.bias) {
         bbias.alloc((size_t)(c.bias == 2 ? 1 : B * c.Hq) * Sq * Sk * 4);   /* bias 2: one [Sq, Sk] broadcast over batch and heads */
@@ -348,18 +523,21 @@ static void run_forward_case(const fcase &c) {
         memcpy(bcq.h.data(), cu_q.data(), (size_t)(nseq + 1) * 4); memcpy(bck.h.data(), cu_k.data(), (size_t)(nseq + 1) * 4);
         d.varlen_batch = nseq;
     }
-    /* CPU reference on the host copies */
-    std::vector<unsigned char> ref_o(bo.h.size());
-    std::vector<float> ref_lse((size_t)B * c.Hq * Sq);
-    {
+    /* CPU reference on the host copies; with tf32 also on TF32-rounded copies (reference B) */
+    std::vector<unsigned char> ref_o(bo.h.size()), ref_ob(tf32 ? bo.h.size() : 0);
+    std::vector<float> ref_lse((size_t)B * c.Hq * Sq), ref_lseb(tf32 ? ref_lse.size() : 0);
+    std::vector<unsigned char> rq, rk, rv;
+    if (tf32) { rq = tf32_rounded(bq.h); rk = tf32_rounded(bk.h); rv = tf32_rounded(bv.h); }
+    for (int ref = 0; ref < (tf32 ? 2 : 1); ++ref) {
         attn_desc hd = d;
         attn_tensor hq = q, hk = k, hv = v, ho = o;
-        hq.data = bq.h.data(); hk.data = bk.h.data(); hv.data = bv.h.data(); ho.data = ref_o.data();
+        hq.data = ref ? rq.data() : bq.h.data(); hk.data = ref ? rk.data() : bk.h.data(); hv.data = ref ? rv.data() : bv.h.data();
+        ho.data = ref ? ref_ob.data() : ref_o.data();
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
         if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.bias == 2 ? 1 : B; hd.bias.heads = c.bias == 2 ? 1 : c.Hq; }
         if (c.seqlens) { hd.seqlens_q = (const int *)bsq.h.data(); hd.seqlens_k = (const int *)bsk.h.data(); }
         if (c.varlen) { hd.cu_seqlens_q = (const int *)bcq.h.data(); hd.cu_seqlens_k = (const int *)bck.h.data(); }
-        attn_status s = attn_forward(&hd, hq, hk, hv, ho, c.lse ? ref_lse.data() : NULL);
+        attn_status s = attn_forward(&hd, hq, hk, hv, ho, c.lse ? (ref ? ref_lseb : ref_lse).data() : NULL);
         CHECK(s == ATTN_OK, "%s: CPU attn_forward: %s", c.name, attn_status_str(s));
     }
     bq.up(); bk.up(); bv.up();
@@ -379,24 +557,64 @@ static void run_forward_case(const fcase &c) {
     CHECK(emu_errors() == 0, "%s: the emulator reported %d errors (races, barrier faults)", c.name, emu_errors());
 #endif
     bo.down(); blse.down();
-    double err = 0, lerr = 0;
-    for (size_t x = 0; x < no; ++x) {
-        const float a = get(bo.h.data(), c.odt, x), r = get(ref_o.data(), c.odt, x);
-        const double e = a == r || (isnan(a) && isnan(r)) ? 0.0 : (isnan(a) || isnan(r)) ? 1e30 : fabs((double)a - r);
-        err = fmax(err, e);
-    }
-    if (c.lse)
-        for (size_t x = 0; x < ref_lse.size(); ++x) {
-            const float a = ((float *)blse.h.data())[x], r = ref_lse[x];
-            const double e = a == r || (isnan(a) && isnan(r)) ? 0.0 : (isnan(a) || isnan(r) || isinf(a) || isinf(r)) ? 1e30 : fabs((double)a - r);
-            lerr = fmax(lerr, e);
-        }
-    const double tol = dt == ATTN_F32 ? 1e-5 : dt == ATTN_F16 ? 4e-3 : 3e-2;
-    const double ltol = dt == ATTN_F32 ? 1e-4 : dt == ATTN_F16 ? 4e-3 : 3e-2;
     const double otol = c.odt == ATTN_F32 ? 0 : c.odt == ATTN_F16 ? 1.0 / 1024 : 1.0 / 128;   /* out's own rounding */
-    CHECK(err / (vmax > 0 ? vmax : 1) <= tol + otol, "%s: max |out - cpu| / max|v| = %g (tolerance %g)", c.name,
-          err / (vmax > 0 ? vmax : 1), tol + otol);
-    CHECK(lerr <= ltol, "%s: max |lse - cpu| = %g (tolerance %g)", c.name, lerr, ltol);
+    for (int ref = 0; ref < (tf32 && tf32_shape(c.D, c.Dv) ? 2 : 1); ++ref) {
+        const unsigned char *ro = ref ? ref_ob.data() : ref_o.data();
+        const float *rl = ref ? ref_lseb.data() : ref_lse.data();
+        double err = 0, lerr = 0;
+        for (size_t x = 0; x < no; ++x) {
+            const float a = get(bo.h.data(), c.odt, x), r = get(ro, c.odt, x);
+            const double e = a == r || (isnan(a) && isnan(r)) ? 0.0 : (isnan(a) || isnan(r)) ? 1e30 : fabs((double)a - r);
+            err = fmax(err, e);
+        }
+        if (c.lse)
+            for (size_t x = 0; x < ref_lse.size(); ++x) {
+                const float a = ((float *)blse.h.data())[x], r = rl[x];
+                const double e = a == r || (isnan(a) && isnan(r)) ? 0.0 : (isnan(a) || isnan(r) || isinf(a) || isinf(r)) ? 1e30 : fabs((double)a - r);
+                lerr = fmax(lerr, e);
+            }
+        double tol = dt == ATTN_F32 ? 1e-5 : dt == ATTN_F16 ? 4e-3 : 3e-2;
+        double ltol = dt == ATTN_F32 ? 1e-4 : dt == ATTN_F16 ? 4e-3 : 3e-2;
+        const char *what = "";
+        if (tf32 && tf32_shape(c.D, c.Dv)) {
+            const tf32_tol t = tf32_tolerances(qk_abs_max(q, bq.h.data(), k, bk.h.data(), d.scale), c.D);
+            tol = ref ? t.out_b : t.out_a; ltol = ref ? t.lse_b : t.lse_a;
+            what = ref ? " (TF32 vs cpu on TF32-rounded q, k, v)" : " (TF32 vs cpu)";
+            double &w = ref ? tf32_worst_b : tf32_worst_a;
+            w = fmax(w, fmax(err / (vmax > 0 ? vmax : 1) / (tol + otol), lerr / ltol));
+        }
+        CHECK(err / (vmax > 0 ? vmax : 1) <= tol + otol, "%s%s: max |out - cpu| / max|v| = %g (tolerance %g)", c.name, what,
+              err / (vmax > 0 ? vmax : 1), tol + otol);
+        CHECK(lerr <= ltol, "%s%s: max |lse - cpu| = %g (tolerance %g)", c.name, what, lerr, ltol);
+    }
+    if (tf32) {   /* the same call with allow_tf32 = 0 (the fp32 CUDA-core kernel) */
+        const std::vector<unsigned char> t_out(bo.h), t_lse(blse.h);
+        d.allow_tf32 = 0;
+        memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();
+        s = attn_cuda_forward(&d, q, k, v, o, c.lse ? (float *)blse.d : NULL, (cudaStream_t)0);
+        cudaDeviceSynchronize();
+        bo.down(); blse.down();
+        CHECK(s == ATTN_OK, "%s: allow_tf32 = 0: %s", c.name, attn_status_str(s));
+        if (tf32_shape(c.D, c.Dv))
+            CHECK(bo.h != t_out, "%s: the TF32 result differs from the fp32 one (TF32 rounding was used)", c.name);
+        else
+            CHECK(bo.h == t_out && (!c.lse || blse.h == t_lse), "%s: a shape the TF32 kernel lacks: allow_tf32 1 and 0 bitwise equal (fp32 kernel)",
+                  c.name);
+        if (!c.varlen) {  /* allow_tf32 = 0 is bitwise the CUDA-core kernel, launched here directly */
+            const std::vector<unsigned char> f_out(bo.h), f_lse(blse.h);
+            acu_fwd_params prm;
+            memset(&prm, 0, sizeof prm);
+            memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();
+            s = acu_check_forward(&d, &q, &k, &v, &o, c.lse ? (float *)blse.d : NULL, &prm.P, (cudaStream_t)0);
+            prm.n_splits = 1;
+            ACU_LAUNCH(acu_fwd_f32, dim3((unsigned)((Sq + ACU_F32_ROWS - 1) / ACU_F32_ROWS), (unsigned)c.Hq, (unsigned)prm.P.n_seqs),
+                       dim3(ACU_THREADS), 0, (cudaStream_t)0, prm);
+            cudaDeviceSynchronize();
+            bo.down(); blse.down();
+            CHECK(s == ATTN_OK && bo.h == f_out && (!c.lse || blse.h == f_lse),
+                  "%s: allow_tf32 = 0 is bitwise acu_fwd_f32 launched directly", c.name);
+        }
+    }
 }
 
 static void test_forward(void) {
@@ -428,6 +646,46 @@ static void test_forward(void) {
         { "f32 NaN in q",       ATTN_F32, ATTN_F32, 1, 20, 30, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_forward_case(cases[i]);
+}
+
+/* allow_tf32: the mask and shape classes of test_forward in f32 (every tensor-core head dim,
+   GQA/MQA, windows, dilation, sinks, global tokens, softcap, ALiBi, bias, padding, varlen, BHSD
+   and unaligned rows, empty rows, NaN), each against the CPU on the f32 inputs and on TF32-rounded
+   ones, and against the same call with allow_tf32 = 0; plus shapes the TF32 kernel lacks. */
+static void test_tf32(void) {
+    static const fcase cases[] = {
+        /* name                    dt        odt      B Sq  Sk  Hq Hkv D   Dv  caus wl wr dil sink glob cap ali bias sl vl lse str nan */
+        { "tf32 plain D64",        ATTN_F32, ATTN_F32, 1, 70, 90, 2, 2, 64, 64,  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "tf32 causal D32 GQA",   ATTN_F32, ATTN_F16, 2, 33, 65, 4, 2, 32, 32,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "tf32 window sink D96",  ATTN_F32, ATTN_F32, 1, 80, 80, 1, 1, 96, 96,  1, 9, 0, 0, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "tf32 window lr D128",   ATTN_F32, ATTN_F32, 1, 67, 130, 1, 1, 128, 128, 0, 20, 5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "tf32 dilation global",  ATTN_F32, ATTN_F32, 1, 70, 70, 2, 1, 32, 32,  1, 4, 0, 3, 0, 5, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "tf32 cap alibi bias",   ATTN_F32, ATTN_BF16, 2, 40, 50, 2, 2, 32, 32, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0, 0 },
+        { "tf32 seqlens padding",  ATTN_F32, ATTN_F32, 3, 50, 60, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0 },
+        { "tf32 varlen MQA",       ATTN_F32, ATTN_F32, 3, 30, 40, 4, 1, 32, 32,  1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1, 0, 0 },
+        { "tf32 bhsd D256 GQA",    ATTN_F32, ATTN_F32, 1, 20, 40, 2, 1, 256, 256, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0 },
+        { "tf32 D64 unaligned",    ATTN_F32, ATTN_F32, 1, 45, 77, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0 },
+        { "tf32 D32 long keys",    ATTN_F32, ATTN_F32, 1, 20, 300, 1, 1, 32, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "tf32 empty rows",       ATTN_F32, ATTN_F32, 1, 70, 40, 1, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+        { "tf32 right window",     ATTN_F32, ATTN_F32, 2, 40, 90, 2, 2, 64, 64,  0, 3, 2, 2, 0, 0, 1, 0, 1, 1, 0, 1, 0, 0 },
+        { "tf32 bias broadcast",   ATTN_F32, ATTN_F32, 2, 70, 80, 4, 2, 64, 64,  1, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 1, 0, 0 },
+        { "tf32 NaN in q",         ATTN_F32, ATTN_F32, 1, 20, 30, 2, 1, 64, 64,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1 },
+        /* shapes the TF32 kernel lacks: the fp32 kernel, bitwise as without allow_tf32 */
+        { "tf32 fallback D40/24",  ATTN_F32, ATTN_F32, 2, 37, 45, 2, 1, 40, 24,  1, 6, 0, 2, 2, 3, 1, 1, 1, 1, 0, 1, 0, 0 },
+        { "tf32 fallback Dv != D", ATTN_F32, ATTN_F32, 1, 20, 30, 2, 2, 64, 32,  1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_forward_case(cases[i], 1);
+#ifdef ATTN_CUDA_EMULATE
+    {   /* D = 256 takes 130 KiB of shared memory: on a device with sm_86's 99 KiB, the fp32 kernel */
+        const size_t keep = emu().max_shared;
+        fcase c = cases[8];
+        c.name = "tf32 D256 on a 99 KiB device (fp32)";
+        emu().max_shared = 99 * 1024;
+        CHECK(!tf32_shape(256, 256) && tf32_shape(128, 128), "99 KiB of shared memory: TF32 for D <= 128 only");
+        run_forward_case(c, 1);
+        emu().max_shared = keep;
+    }
+#endif
 }
 
 /* ---- bad input: the status, outputs untouched ------------------------------------------- */
@@ -564,7 +822,7 @@ struct dcase {
     int causal, wl, sink, alibi, softcap, ws;   /* ws: pass a workspace of the queried size */
     int bias;                       /* a [B, Hq, Sq, capacity] bias */
 };
-static void run_decode_case(const dcase &c) {
+static void run_decode_case(const dcase &c, int tf32 = 0) {
     const int lens_v[4] = { 150, 97, 1, 64 };
     const int cap = 160, mp = c.page ? (cap + c.page - 1) / c.page : 0, npages = c.page ? c.B * mp + 3 : 0;
     int i;
@@ -593,20 +851,24 @@ static void run_decode_case(const dcase &c) {
     memset(&d, 0, sizeof d);
     d.causal = c.causal; d.window_left = c.wl; d.sink_tokens = c.sink; d.softcap = c.softcap ? 2.0f : 0.0f;
     d.bf16_kernels = ATTN_BF16_FP32;
+    d.allow_tf32 = tf32;
     attn_kv_cache hc;
     memset(&hc, 0, sizeof hc);
     hc.batch = c.B; hc.page_size = c.page; hc.max_pages = mp;
-    /* CPU */
-    std::vector<float> ref_o(nq), ref_lse((size_t)c.B * c.Hq * c.Sq);
-    {
+    /* CPU; with tf32 also on TF32-rounded q and cache (reference B) */
+    const int nref = tf32 && tf32_shape(c.D, c.D) ? 2 : 1;
+    std::vector<float> ref_o(nq), ref_lse((size_t)c.B * c.Hq * c.Sq), ref_ob(nq), ref_lseb(ref_lse.size());
+    std::vector<unsigned char> rq, rk, rv;
+    if (nref == 2) { rq = tf32_rounded(bq.h); rk = tf32_rounded(bk.h); rv = tf32_rounded(bv.h); }
+    for (int ref = 0; ref < nref; ++ref) {
         attn_desc hd = d;
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
         if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.B; hd.bias.heads = c.Hq; }
-        hc.k = k; hc.v = v; hc.k.data = bk.h.data(); hc.v.data = bv.h.data();
+        hc.k = k; hc.v = v; hc.k.data = ref ? rk.data() : bk.h.data(); hc.v.data = ref ? rv.data() : bv.h.data();
         hc.lens = (int *)blens.h.data(); hc.block_table = c.page ? (const int *)btab.h.data() : NULL;
-        attn_tensor q = attn_tensor_dense(bq.h.data(), c.dt, c.B, c.Sq, c.Hq, c.D);
-        attn_tensor o = attn_tensor_dense(ref_o.data(), ATTN_F32, c.B, c.Sq, c.Hq, c.D);
-        attn_status s = attn_decode(&hd, q, &hc, o, ref_lse.data());
+        attn_tensor q = attn_tensor_dense(ref ? rq.data() : bq.h.data(), c.dt, c.B, c.Sq, c.Hq, c.D);
+        attn_tensor o = attn_tensor_dense((ref ? ref_ob : ref_o).data(), ATTN_F32, c.B, c.Sq, c.Hq, c.D);
+        attn_status s = attn_decode(&hd, q, &hc, o, (ref ? ref_lseb : ref_lse).data());
         CHECK(s == ATTN_OK, "%s: CPU attn_decode: %s", c.name, attn_status_str(s));
     }
     bq.up(); bk.up(); bv.up(); blens.up();
@@ -641,19 +903,41 @@ static void run_decode_case(const dcase &c) {
     CHECK(wsb > 0, "%s: the cache was split (workspace %zu bytes)", c.name, wsb);
 #endif
     bo.down(); blse.down();
-    double err = 0, lerr = 0;
-    for (size_t x = 0; x < nq; ++x) {
-        const float a = ((float *)bo.h.data())[x], r = ref_o[x];
-        err = fmax(err, a == r ? 0.0 : (isnan(a) || isnan(r)) ? 1e30 : fabs((double)a - r));
+    for (int ref = 0; ref < nref; ++ref) {
+        const std::vector<float> &ro = ref ? ref_ob : ref_o, &rl = ref ? ref_lseb : ref_lse;
+        double err = 0, lerr = 0;
+        for (size_t x = 0; x < nq; ++x) {
+            const float a = ((float *)bo.h.data())[x], r = ro[x];
+            err = fmax(err, a == r ? 0.0 : (isnan(a) || isnan(r)) ? 1e30 : fabs((double)a - r));
+        }
+        for (size_t x = 0; x < rl.size(); ++x) {
+            const float a = ((float *)blse.h.data())[x], r = rl[x];
+            lerr = fmax(lerr, a == r ? 0.0 : (isnan(a) || isnan(r) || isinf(a) || isinf(r)) ? 1e30 : fabs((double)a - r));
+        }
+        double tol = c.dt == ATTN_F32 ? 1e-5 : c.dt == ATTN_F16 ? 4e-3 : 3e-2;
+        double ltol = c.dt == ATTN_F32 ? 1e-4 : c.dt == ATTN_F16 ? 4e-3 : 3e-2;
+        const char *what = "";
+        if (nref == 2) {
+            const tf32_tol t = tf32_tolerances(qk_abs_max(q, bq.h.data(), k, bk.h.data(), d.scale), c.D);
+            tol = ref ? t.out_b : t.out_a; ltol = ref ? t.lse_b : t.lse_a;
+            what = ref ? " (TF32 vs cpu on TF32-rounded q, k, v)" : " (TF32 vs cpu)";
+            double &w = ref ? tf32_worst_b : tf32_worst_a;
+            w = fmax(w, fmax(err / vmax / tol, lerr / ltol));
+        }
+        CHECK(err / vmax <= tol, "%s%s: max |out - cpu| / max|v| = %g (tolerance %g)", c.name, what, err / vmax, tol);
+        CHECK(lerr <= ltol, "%s%s: max |lse - cpu| = %g (tolerance %g)", c.name, what, lerr, ltol);
     }
-    for (size_t x = 0; x < ref_lse.size(); ++x) {
-        const float a = ((float *)blse.h.data())[x], r = ref_lse[x];
-        lerr = fmax(lerr, a == r ? 0.0 : (isnan(a) || isnan(r) || isinf(a) || isinf(r)) ? 1e30 : fabs((double)a - r));
+    if (tf32) {   /* allow_tf32 = 0: the fp32 kernel; different bits where TF32 ran, the same where it cannot */
+        const std::vector<unsigned char> t_out(bo.h), t_lse(blse.h);
+        d.allow_tf32 = 0;
+        memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();
+        s = attn_cuda_decode(&d, q, &dc, o, (float *)blse.d, 0);
+        cudaDeviceSynchronize();
+        bo.down(); blse.down();
+        CHECK(s == ATTN_OK, "%s: allow_tf32 = 0: %s", c.name, attn_status_str(s));
+        if (nref == 2) CHECK(bo.h != t_out, "%s: the TF32 result differs from the fp32 one (TF32 rounding was used)", c.name);
+        else CHECK(bo.h == t_out && blse.h == t_lse, "%s: a head dim the TF32 kernel lacks: allow_tf32 1 and 0 bitwise equal", c.name);
     }
-    const double tol = c.dt == ATTN_F32 ? 1e-5 : c.dt == ATTN_F16 ? 4e-3 : 3e-2;
-    const double ltol = c.dt == ATTN_F32 ? 1e-4 : c.dt == ATTN_F16 ? 4e-3 : 3e-2;
-    CHECK(err / vmax <= tol, "%s: max |out - cpu| / max|v| = %g (tolerance %g)", c.name, err / vmax, tol);
-    CHECK(lerr <= ltol, "%s: max |lse - cpu| = %g (tolerance %g)", c.name, lerr, ltol);
 }
 static void test_decode(void) {
     static const dcase cases[] = {
@@ -666,6 +950,15 @@ static void test_decode(void) {
         { "paged 8 f16 bias",        ATTN_F16,  2, 2, 4, 2, 32,  8,  1,  0, 0,   1,  0,  0, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_decode_case(cases[i]);
+    static const dcase tcases[] = {   /* allow_tf32 over f32 caches */
+        /* name                      dt         B Sq Hq Hkv D   page caus wl sink ali cap ws bias */
+        { "tf32 contiguous GQA D64", ATTN_F32,  2, 1, 4, 2, 64,  0,  0,  0, 0,   0,  0,  0, 0 },
+        { "tf32 paged 16 window D128", ATTN_F32, 3, 1, 2, 2, 128, 16, 1, 40, 4,  0,  1,  0, 0 },
+        { "tf32 paged 5 MQA Sq=2 D32", ATTN_F32, 4, 2, 4, 1, 32,  5,  1,  0, 0,   1,  0,  1, 0 },
+        { "tf32 paged 8 bias D256",  ATTN_F32,  2, 2, 4, 2, 256, 8,  1,  0, 0,   1,  0,  0, 1 },
+        { "tf32 paged 7 D48 (fp32)", ATTN_F32,  2, 1, 2, 1, 48,  7,  1,  0, 0,   1,  1,  0, 0 },
+    };
+    for (size_t i = 0; i < sizeof tcases / sizeof tcases[0]; ++i) run_decode_case(tcases[i], 1);
 }
 
 /* ---- attn_cuda_merge vs attn_merge ------------------------------------------------------------ */
@@ -841,8 +1134,11 @@ int main(void) {
 #endif
     test_forward();
     printf("%s forward   %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
+    test_tf32();
+    printf("%s tf32      %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     test_decode();
-    printf("%s decode    %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
+    printf("%s decode    %d checks so far, %d failed (TF32 forward and decode, worst error / tolerance: %.3f vs cpu, %.3f vs "
+           "cpu on TF32-rounded inputs)\n", failed ? "FAIL" : "ok  ", passed + failed, failed, tf32_worst_a, tf32_worst_b);
     test_merge();
     printf("%s merge     %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     test_backward();
