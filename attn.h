@@ -2440,20 +2440,19 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BK 64          /* keys per chunk */
 #define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
 #define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
-#define ATTN__DEC_NK 32      /* most keys per chunk of the fused decoding kernels (AVX-512 takes 16) */
+#define ATTN__DEC_NK 32      /* most keys per chunk of the fused decoding kernels */
 #define ATTN__DEC_ROWS 8     /* most query rows per tile of the fused decoding kernels: 16 rows (q.seq x
                                 groups) run as two tiles of 8 over each chunk, which beat one tile of
                                 16 rows (register spills) and the staged tiles */
 #define ATTN__DEC_TILES 4    /* most fused decoding tiles per KV head (32 rows) */
-#define ATTN__DEC_CHUNK_BYTES (32 * 1024)  /* K+V bytes per fused decoding chunk, which is also how
-                                far ahead it prefetches (into L1, 48 KiB here): Hkv 8, D 128 decode
-                                from memory ran 1.15x faster with 4-key f32 chunks (32 KiB) than with
-                                16, and f16 1.05x faster with 8 keys (32 KiB) than with 16; 8 against
-                                4 keys: within noise (calls alternated in one process, caches flushed) */
-#define ATTN__DEC_CHUNK_BYTES_AVX2 (64 * 1024)  /* the same for the AVX2 kernel, which prefetches the
-                                next chunk into L2, not L1 (32 KiB on AVX2 parts): Zen 4, Hkv 8, D 128,
-                                cache in L3, 1 thread: f32 1.41x, f16 1.10x faster than 32 KiB into L1
-                                (the per-chunk accumulator rescale ran every 4 f32 keys) */
+#define ATTN__DEC_CHUNK_BYTES (128 * 1024)  /* K+V bytes per fused decoding chunk (AVX-512), which is
+                                also how far ahead it prefetches, into L2. Zen 4, Hq 32 / Hkv 8, D 128,
+                                65k-token cache from memory, 1 thread: f32 40.0 -> 29.7 ms, f16 26.4 ->
+                                16.5 ms against 32 KiB chunks prefetched into L1 (which had measured best
+                                on Zen 5's 48 KiB L1 against 16-key chunks into L1); 64 KiB: 30.7-34.5 /
+                                17.0-18.2 ms. Small chunks paid the accumulator's rescale every 4 keys. */
+#define ATTN__DEC_CHUNK_BYTES_AVX2 (64 * 1024)  /* the same for the AVX2 kernel: 64 KiB (8 f32 keys at
+                                Hkv 8, D 128) ran 29.9-30.4 ms where 128 KiB ran 30.7-32.4 (same case) */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -5218,11 +5217,8 @@ typedef struct attn__dec_chunk {
     int tile0;                                        /* the first tile: attn__decode_tile(tile0 + KV head) */
 } attn__dec_chunk;
 
+/* into L2: a whole chunk ahead would not fit L1 beside the chunk in use */
 ATTN__T256 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n) {
-    size_t off;
-    for (off = 0; off < n; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
-}
-ATTN__T256 static ATTN__INLINE void attn__prefetch_bytes_l2(const char *p, size_t n) {
     size_t off;
     for (off = 0; off < n; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
 }
@@ -5385,7 +5381,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             __m256 a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
             __m256 k0 = zero, k1 = zero, k2 = zero, k3 = zero, k4 = zero, k5 = zero, k6 = zero, k7 = zero;
             __m256 q0 = zero, q1 = zero, q2 = zero, q3 = zero;
-            for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes_l2(X->kn[g0 + kk] + ho, (size_t)(D * es));
+            for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn[g0 + kk] + ho, (size_t)(D * es));
             for (d = 0; d < D; d += 8) {
                 /* R <= 4: the query rows in registers, each read once per step (as memory operands
                    of the FMAs gcc read each row KG times: 10 loads per 8 FMAs at R 4, 16 at R 1);
@@ -5457,7 +5453,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             for (j = 0; j < X->nk; ++j) {
                 const char *vr = X->v[j] + vo;
                 const float *pj = sh + (size_t)j * R;
-                if (j < X->nn) attn__prefetch_bytes_l2(X->vn[j] + vo + (ptrdiff_t)c * 8 * es, (size_t)(CW * 8 * es));
+                if (j < X->nn) attn__prefetch_bytes(X->vn[j] + vo + (ptrdiff_t)c * 8 * es, (size_t)(CW * 8 * es));
 #define ATTN__DEC_PV(i) o##i = _mm256_fmadd_ps(_mm256_set1_ps(pj[(i) / CW]), attn__ld8_256(vr + co[(i) % CW], t), o##i);
                 ATTN__X8(ATTN__DEC_PV)
 #undef ATTN__DEC_PV
@@ -5532,7 +5528,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
         const int kg = lanes / R[0];
         const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : ATTN__DEC_CHUNK_BYTES_AVX2;
-        nkc = (int)ATTN__MIN((size_t)(lanes == 16 ? 16 : ATTN__DEC_NK), chunk_bytes / key_bytes / (size_t)kg * (size_t)kg);
+        nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, chunk_bytes / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
     for (t = 0; t < n_tiles; ++t)               /* the kernel keeps m and l in every lane (lane i: row i % R); */
