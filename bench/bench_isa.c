@@ -18,9 +18,10 @@
      1. Measures the fp32 FMA peak of the vector width the kernels use (16 zmm accumulators for
         AVX-512, 12 ymm for AVX2) on 1 thread and on every online CPU.
      2. Times, with medians of interleaved repetitions: exact-attention prefill (fp32, H 8,
-        S 2048, D 64 and 128, q/k/v in [B,H,S,D] and in [B,S,H,D], K/V stored f32, f16, bf16),
-        the backward (S 1024, D 128) and attn_sgemm (1024^3), on 1 thread and on all threads.
-        FLOPs: prefill 4 S^2 D H, backward 10 S^2 D H (recompute QK^T, dP, dV, dK, dQ), GEMM 2n^3.
+        S 2048, D 64 and 128, q/k/v in [B,H,S,D] and in [B,S,H,D], K/V stored f32, f16, bf16;
+        causal at D 128), the backward (S 1024, D 128) and attn_sgemm (512^3, 1024^3, 2048^3), on
+        1 thread and on all threads. FLOPs: prefill 4 S^2 D H (causal: the S (S + 1) / 2 visible
+        pairs), backward 10 S^2 D H (recompute QK^T, dP, dV, dK, dQ), GEMM 2n^3.
      3. When a Python with torch is found (BENCH_PYTHON), times PyTorch's CPU
         torch.nn.functional.scaled_dot_product_attention on each f32 prefill case (same shape,
         layout, dtype, scale, thread count through torch.set_num_threads) in the same run: after
@@ -44,7 +45,7 @@
 typedef struct icase {
     char name[48];
     int kind;            /* 0 prefill, 1 backward, 2 sgemm */
-    int S, D, bshd, threads;
+    int S, D, bshd, threads, causal;
     attn_dtype kv;
     int torch;           /* f32 prefill: PyTorch times the same case */
     double flops, t[64], tt[64];   /* attn.h's and PyTorch's time per repetition */
@@ -62,6 +63,12 @@ static void add(const char *name, int kind, int S, int D, int bshd, attn_dtype k
     c->flops = kind == 0 ? 4.0 * S * (double)S * D * H : kind == 1 ? 10.0 * S * (double)S * D * H
                                                                   : 2.0 * S * (double)S * S;
 }
+/* causal prefill: the work of the S (S + 1) / 2 visible pairs */
+static void add_causal(const char *name, int S, int D, int threads) {
+    add(name, 0, S, D, 0, ATTN_F32, threads);
+    cases[n_cases - 1].causal = 1;
+    cases[n_cases - 1].flops = 4.0 * (S * (double)(S + 1) / 2.0) * D * H;
+}
 
 static attn_tensor view(void *p, attn_dtype dt, int S, int D, int bshd) {
     return bshd ? attn_tensor_dense(p, dt, 1, S, H, D) : attn_tensor_bhsd(p, dt, 1, H, S, D);
@@ -74,6 +81,7 @@ static double run(const icase *c, float **f, uint16_t **h, uint16_t **b, float *
     attn_status s;
     memset(&d, 0, sizeof d);
     d.n_threads = c->threads;
+    d.causal = c->causal;
     t0 = now_s();
     if (c->kind == 2) {
         s = attn_sgemm(0, 0, c->S, c->S, c->S, 1.0f, f[0], c->S, f[1], c->S, 0.0f, f[2], c->S, c->threads);
@@ -103,7 +111,7 @@ static double run(const icase *c, float **f, uint16_t **h, uint16_t **b, float *
    PyTorch beside attn.h (issue 15: faster than PyTorch's CPU scaled_dot_product_attention on
    the same machine in the same run). The Python runs as its own process through popen, one
    process per round, and attn.h's runs wait for it to exit, so the two never share the cores.
-   Each argument is one case, "S,H,D,bshd,threads"; the snippet prints one time in seconds per
+   Each argument is one case, "S,H,D,bshd,threads,causal"; the snippet prints one time in seconds per
    line, in argument order. [B,S,H,D] is the same strided view attn.h reads (a [1,S,H,D] tensor
    transposed to [1,H,S,D]); fp32, no mask, scale 1/sqrt(D): the function attn.h computes. The
    snippet holds no single quote (it travels inside one on the shell's command line).
@@ -115,15 +123,15 @@ static const char torch_snippet[] =
     "import torch.nn.functional as F\n"
     "torch.manual_seed(0)\n"
     "for a in sys.argv[1:]:\n"
-    "    S, H, D, bshd, t = map(int, a.split(\",\"))\n"
+    "    S, H, D, bshd, t, c = map(int, a.split(\",\"))\n"
     "    torch.set_num_threads(t)\n"
     "    x = [torch.rand((1, S, H, D) if bshd else (1, H, S, D)) * 2 - 1 for _ in range(3)]\n"
     "    if bshd:\n"
     "        x = [y.transpose(1, 2) for y in x]\n"
     "    with torch.inference_mode():\n"
-    "        F.scaled_dot_product_attention(*x)\n"
+    "        F.scaled_dot_product_attention(*x, is_causal=bool(c))\n"
     "        t0 = time.perf_counter()\n"
-    "        F.scaled_dot_product_attention(*x)\n"
+    "        F.scaled_dot_product_attention(*x, is_causal=bool(c))\n"
     "        t1 = time.perf_counter()\n"
     "    print(t1 - t0, flush=True)\n";
 
@@ -186,8 +194,8 @@ static int torch_round(int r) {
     int i, n = 0, len = 0, got;
     for (i = 0; i < n_cases; ++i)
         if (cases[i].torch) {
-            len += snprintf(args + len, sizeof args - (size_t)len, " %d,%d,%d,%d,%d", cases[i].S, H, cases[i].D, cases[i].bshd,
-                            cases[i].threads);
+            len += snprintf(args + len, sizeof args - (size_t)len, " %d,%d,%d,%d,%d,%d", cases[i].S, H, cases[i].D, cases[i].bshd,
+                            cases[i].threads, cases[i].causal);
             if ((size_t)len >= sizeof args) { snprintf(g_torch_why, sizeof g_torch_why, "too many cases"); return 0; }
             ++n;
         }
@@ -209,7 +217,7 @@ int main(void) {
     const int quick = env_int("BENCH_QUICK", 0), reps = quick ? 3 : 7;
     const int ncpu = online_cpus();
     const int isa = best_fma_isa();
-    const size_t n = (size_t)2048 * H * 128 > (size_t)1024 * 1024 ? (size_t)2048 * H * 128 : (size_t)1024 * 1024;
+    const size_t n = (size_t)2048 * 2048;   /* floats per buffer: S 2048 x H 8 x D 128, or a 2048^2 GEMM operand */
     const char *outdir = getenv("BENCH_OUTDIR");
     char cpu[256], path[512];
     float *f[8], *lse;
@@ -238,7 +246,10 @@ int main(void) {
         add("prefill D128 [B,H,S,D] K/V f16", 0, 2048, 128, 0, ATTN_F16, t);
         add("prefill D128 [B,H,S,D] K/V bf16", 0, 2048, 128, 0, ATTN_BF16, t);
         add("backward D128 S1024 [B,S,H,D]", 1, 1024, 128, 1, ATTN_F32, t);
+        add_causal("prefill D128 [B,H,S,D] f32 causal", 2048, 128, t);
+        add("sgemm 512^3", 2, 512, 0, 0, ATTN_F32, t);
         add("sgemm 1024^3", 2, 1024, 0, 0, ATTN_F32, t);
+        add("sgemm 2048^3", 2, 2048, 0, 0, ATTN_F32, t);
     }
     torch_on = torch_probe_ok(torch_ver, sizeof torch_ver);
     if (torch_on)
