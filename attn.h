@@ -2497,10 +2497,12 @@ typedef struct attn__ssm_k {
 typedef struct attn__isa {
     const char *name;
     /* 1: the forward copies f32 K/V rows that are not contiguous (e.g. [B, S, H, D], rows
-       H*D floats apart) into its scratch per key block, as it does f16/bf16 ones. Measured on
-       an AMD EPYC Zen 4 (family 25 model 17), one thread, S 2048, D 128, H 8: AVX2 on
-       [B, S, H, D] went from 61 to 74 GFLOP/s (85 on [B, H, S, D]); AVX-512 lost 8% with the
-       copy, so it reads such rows in place. */
+       H*D floats apart) into fp32 rows, as it does f16/bf16 ones (through the head cache, once
+       per thread and KV head). Measured on an AMD EPYC Zen 4 (family 25 model 17), one thread,
+       S 2048, D 128, H 8, [B, S, H, D]: AVX2 61 -> 74 GFLOP/s copying per tile and key block,
+       87 with the head cache (89 on [B, H, S, D]); AVX-512 read such rows in place, since the
+       per-tile copy cost it 8%, until the head cache: 182-183 ms against 196-202 in place
+       (170-179 on [B, H, S, D]). NEON and scalar read them in place (not measured). */
     int pack_strided_kv;
     /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
@@ -3271,7 +3273,7 @@ ATTN__T512 static void attn__ssm_scan_avx512(const attn__ssm_k *k) {
 }
 
 static const attn__isa attn__isa_avx512 = {
-    "avx512", 0, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
+    "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
     attn__madd_avx512, attn__ssm_scan_avx512
 };
