@@ -18,8 +18,8 @@ check "C++ with $cxx"  $cxx -x c++ -Wall -Wextra -Werror -I. -c "$tmp/c.c" -o "$
 check "C++ -O2 with $cxx"  $cxx -x c++ -O2 -Wall -Wextra -Werror -I. -c "$tmp/c.c" -o "$tmp/f.o"
 check "C99 ATTN_NO_THREADS ATTN_NO_SIMD ATTN_STATIC" $cc -std=c99 -Wall -Wextra -pedantic -Werror -Wno-unused-function \
     -DATTN_NO_THREADS -DATTN_NO_SIMD -DATTN_STATIC -I. -c "$tmp/c.c" -o "$tmp/e.o"
-# the build matrix beyond C99 (issue 16): C11, C++11 and C++17, 32-bit x86 where gcc-multilib is
-# installed (the whole suite also runs as build/test_m32)
+# the build matrix beyond C99 (issue 16): C11, C++11 and C++17, 32-bit x86 where gcc -m32 links
+# (.ci/run installs gcc-N-multilib; the whole suite also runs as build/test_m32)
 check "C11 with $cc"   $cc -std=c11 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/g.o"
 check "C++11 with $cxx" $cxx -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/h.o"
 check "C++17 with $cxx" $cxx -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c "$tmp/c.c" -o "$tmp/i.o"
