@@ -5151,8 +5151,8 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
    stages the few that only some rows see), so a chunk of keys needs no mask beyond its tail.
    No stage: each chunk's K rows are read once, in address order (key groups outer, KV heads
    inner), straight into register dot products; then per head the online softmax and P.V with
-   the accumulators in registers. The next chunk's rows are prefetched while this one computes,
-   so the memory reads overlap the arithmetic.
+   the accumulators in registers. The next chunk's rows are prefetched (into L2) while this one
+   computes, so the memory reads overlap the arithmetic.
    R = the tile's rows (at most ATTN__DEC_ROWS) rounded up to a power of two; 16 accumulators are
    16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V. Scores sit in
    S[h][j*R + r] (ATTN__DEC_NK keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
@@ -5344,7 +5344,8 @@ ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S,
 #undef ATTN__X16
 
 /* The same kernel in 8 lanes for AVX2 (16 registers): R <= 8 rows, 8/R keys per Q.K^T pass
-   with the query rows as memory operands, R rows x 8/R column vectors in P.V. */
+   (the query rows in registers for R <= 4, memory operands for R 8), R rows x 8/R column
+   vectors in P.V. */
 #define ATTN__X8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 ATTN__T256 static ATTN__INLINE __m256 attn__pick8(int i, __m256 x0, __m256 x1, __m256 x2, __m256 x3, __m256 x4, __m256 x5,
@@ -5514,7 +5515,7 @@ static void attn__dec_rows(const attn__problem *P, const attn__seq *S, long long
 #endif
 
 /* Keys [a, b) of sequence Sq through the fused kernel, a chunk at a time; every row sees them all.
-   The rows' tiles (ATTN__DEC_ROWS rows each) take each chunk in turn while it is in L1. */
+   The rows' tiles (ATTN__DEC_ROWS rows each) take each chunk in turn while it is in cache. */
 static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long a, long long b) {
 #if defined(ATTN__X86_SIMD)
     const attn__problem *P = C->P;
