@@ -832,8 +832,12 @@ __global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dq(const ACU_GRID_CONS
          dP^T = V dO^T (mma), then per element, with 2c's masks and logit processing
          (acu_visible, acu_bwd_logit): P = exp(S - lse), dS = P (dP - drow) (times softcap's
          1 - tanh^2); then dV += P^T dO and dK += dS^T Q (mma); dK scaled once at the end.
+         K and V stay in shared memory; the Q / dO tiles are double-buffered with cp.async.
        - acu_bwd_mma_dq: a block owns 64 query rows of one query head and loops over the key
-         tiles of BN keys they see: S = Q K^T, dP = dO V^T, dS as above, dQ += dS K (mma).
+         tiles of BN keys they see: S = Q K^T, dP = dO V^T, dS as above, dQ += dS K (mma);
+         Q and dO stay in shared memory, the K / V tiles are double-buffered.
+       Dynamic shared memory (acu_bwd_cfg, both kernels): (128 + 4 x 64) (D + 8) 2 bytes for
+       D 32 and 64 (30720, 55296), (128 + 4 x 32) (D + 8) 2 for D 96 and 128 (53248, 69632).
        Rounding: P and dS are rounded to the input dtype (unit roundoff u = 2^-11 for f16,
        2^-8 for bf16) as the A operands of the P^T dO, dS^T Q and dS K products, as
        FlashAttention does; S, dP, P, dS themselves and every sum are fp32. So, beyond fp32
@@ -847,9 +851,22 @@ template <int D> struct acu_bwd_cfg {
     enum { BQ = D <= 64 ? 64 : 32,  /* query rows per tile of the dK/dV loop */
            BN = D <= 64 ? 64 : 32,  /* keys per tile of the dQ loop */
            LD = D + 8,              /* shared row stride in 16-bit elements (16 B pad: no ldmatrix bank conflicts) */
-           SMEM_KV = (2 * ACU_BWD_BK + 2 * BQ) * LD * 2,   /* K, V | Q, dO tiles */
-           SMEM_Q = (2 * ACU_BWD_BK + 2 * BN) * LD * 2 };  /* Q, dO | K, V tiles */
+           SMEM_KV = (2 * ACU_BWD_BK + 4 * BQ) * LD * 2,   /* K, V | 2 stages of Q, dO tiles */
+           SMEM_Q = (2 * ACU_BWD_BK + 4 * BN) * LD * 2 };  /* Q, dO | 2 stages of K, V tiles */
 };
+/* dK/dV: the query tiles a block visits, numbered t = group head x nqt + tile (nqt = ceil(Lq / BQ)):
+   the first after t that some row of sees a key of [kb0, kb0 + BK) (attn__key_ranges), or -1.
+   Block-uniform. */
+ACU_DEV int acu_bwd_next_qtile(const attn__problem &P, const attn__seq &S, int BQ, int kb0, int BK, int t) {
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int nqt = (S.Lq + BQ - 1) / BQ;
+    int tl[2][2];
+    for (++t; t < P.groups * nqt; ++t) {
+        const int i0 = t % nqt * BQ, qn = S.Lq - i0 < BQ ? S.Lq - i0 : BQ;
+        if (acu_tiles(P, i0 + shift, i0 + qn - 1 + shift, S.Lk, BK, kb0, kb0 + BK, tl) > 0) return t;
+    }
+    return -1;
+}
 /* ldmatrix addresses of lane `lane` in a row-major 16-bit tile X (row stride LD elements):
    the A fragment of rows [r0, r0 + 16) x cols [c0, c0 + 16); the B fragments (two n-tiles of
    8) of X^T for X rows [r0, r0 + 16) x cols [c0, c0 + 16) (X rows are the mma's n); and with
@@ -870,7 +887,7 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_C
     enum { BK = ACU_BWD_BK, BQ = C::BQ, LD = C::LD, NT = BQ / 8, DT = D / 8 };
     const attn__problem &P = prm.P;
     ACU_SHARED_BASE(smem);
-    unsigned char *Ks = smem, *Vs = Ks + (size_t)BK * LD * 2, *Qs = Vs + (size_t)BK * LD * 2, *Gs = Qs + (size_t)BQ * LD * 2;
+    unsigned char *Ks = smem, *Vs = Ks + (size_t)BK * LD * 2, *Qs0 = Vs + (size_t)BK * LD * 2, *Gs0 = Qs0 + (size_t)2 * BQ * LD * 2;
     const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const int hk = (int)blockIdx.y, kb0 = (int)blockIdx.x * BK;
     attn__seq S;
@@ -882,26 +899,39 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_C
     const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
     float dk[DT][4], dv[DT][4];
     ACU_UNROLL for (i = 0; i < DT; ++i) dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.0f;
-    if (kb0 < S.Lk && S.Lq > 0) {
+    /* the query tiles that see the block's keys, over the group's heads in order; the Q / dO tiles
+       double-buffered with cp.async (tile n in stage n & 1, tile n + 1 loading during n) */
+    const int nqt = (S.Lq + BQ - 1) / BQ;
+    int cur = kb0 < S.Lk ? acu_bwd_next_qtile(P, S, BQ, kb0, BK, -1) : -1;
+    if (cur >= 0) {
         const int kn = S.Lk - kb0 < BK ? S.Lk - kb0 : BK;
         acu_load_tile<D, LD>(Ks, P, P.k, 0, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
         acu_load_tile<D, LD>(Vs, P, P.v, 0, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
-        acu_cp_commit();
-        for (int gi = 0; gi < P.groups; ++gi) {
-            const int h = hk * P.groups + gi;
+        {
+            const int i0 = cur % nqt * BQ;
+            acu_load_tile<D, LD>(Qs0, P, P.q, 0, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
+                                 S.Lq - i0 < BQ ? S.Lq - i0 : BQ, prm.aligned, tid);
+            acu_load_tile<D, LD>(Gs0, P, prm.dout, 0, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
+                                 S.Lq - i0 < BQ ? S.Lq - i0 : BQ, prm.aligned, tid);
+            acu_cp_commit();
+        }
+        for (int n = 0; cur >= 0; ++n) {
+            const int nxt = acu_bwd_next_qtile(P, S, BQ, kb0, BK, cur), st = n & 1;
+            const int h = hk * P.groups + cur / nqt, i0 = cur % nqt * BQ, qn = S.Lq - i0 < BQ ? S.Lq - i0 : BQ;
             const float slope = P.alibi ? P.alibi[h] : 0.0f;
-            for (int i0 = 0; i0 < S.Lq; i0 += BQ) {
-                const int qn = S.Lq - i0 < BQ ? S.Lq - i0 : BQ;
-                int tl[2][2];
-                /* query tiles none of whose rows sees a key of the block are skipped (uniform) */
-                if (acu_tiles(P, i0 + shift, i0 + qn - 1 + shift, S.Lk, BK, kb0, kb0 + BK, tl) == 0) continue;
-                const int full = qn == BQ && kb0 + BK <= S.Lk && attn__chunk_full(&P, i0 + shift, i0 + BQ - 1 + shift, kb0, kb0 + BK);
-                __syncthreads();            /* every warp is done with the previous Q / dO tiles */
-                acu_load_tile<D, LD>(Qs, P, P.q, 0, S.tb, (long long)S.q0 + i0, h, BQ, qn, prm.aligned, tid);
-                acu_load_tile<D, LD>(Gs, P, prm.dout, 0, S.tb, (long long)S.q0 + i0, h, BQ, qn, prm.aligned, tid);
-                acu_cp_commit();
-                acu_cp_wait<0>();
-                __syncthreads();
+            const int full = qn == BQ && kb0 + BK <= S.Lk && attn__chunk_full(&P, i0 + shift, i0 + BQ - 1 + shift, kb0, kb0 + BK);
+            const unsigned char *Qs = Qs0 + (size_t)st * BQ * LD * 2, *Gs = Gs0 + (size_t)st * BQ * LD * 2;
+            if (nxt >= 0) {                 /* prefetch the next tile into the other stage */
+                const int j0 = nxt % nqt * BQ, hn = hk * P.groups + nxt / nqt, jn = S.Lq - j0 < BQ ? S.Lq - j0 : BQ;
+                acu_load_tile<D, LD>(Qs0 + (size_t)(st ^ 1) * BQ * LD * 2, P, P.q, 0, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
+                                     prm.aligned, tid);
+                acu_load_tile<D, LD>(Gs0 + (size_t)(st ^ 1) * BQ * LD * 2, P, prm.dout, 0, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
+                                     prm.aligned, tid);
+            }
+            acu_cp_commit();
+            acu_cp_wait<1>();               /* K, V and tile n have landed (this thread's copies) */
+            __syncthreads();                /* ... and everyone's */
+            {
                 /* S^T = K Q^T, dP^T = V dO^T: the warp's 16 keys x BQ queries */
                 float s[NT][4], dp[NT][4];
                 ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.0f;
@@ -968,6 +998,8 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_C
                     }
                 }
             }
+            __syncthreads();                /* stage st is refilled by the next iteration's prefetch */
+            cur = nxt;
         }
     }
     /* every owned key row is written (zeros past Lk) */
@@ -984,12 +1016,12 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_C
 }
 
 template <int D, int BF16>
-__global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dq(const ACU_GRID_CONST acu_bwd_params prm) {
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_mma_dq(const ACU_GRID_CONST acu_bwd_params prm) {
     typedef acu_bwd_cfg<D> C;
     enum { BM = ACU_BWD_BK, BN = C::BN, LD = C::LD, NT = BN / 8, DT = D / 8 };
     const attn__problem &P = prm.P;
     ACU_SHARED_BASE(smem);
-    unsigned char *Qs = smem, *Gs = Qs + (size_t)BM * LD * 2, *Ks = Gs + (size_t)BM * LD * 2, *Vs = Ks + (size_t)BN * LD * 2;
+    unsigned char *Qs = smem, *Gs = Qs + (size_t)BM * LD * 2, *Ks0 = Gs + (size_t)BM * LD * 2, *Vs0 = Ks0 + (size_t)2 * BN * LD * 2;
     const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const int h = (int)blockIdx.y, hk = h / P.groups, m0 = (int)blockIdx.x * BM;
     attn__seq S;
@@ -1024,19 +1056,30 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dq(const ACU_GRID_CON
         for (i = 0; i < nrun; ++i) ntiles += tiles[i][1] - tiles[i][0];
     }
     if (ntiles > 0) {
+        /* K / V tiles double-buffered with cp.async (tile n in stage n & 1, tile n + 1 loading during n) */
         const int len0 = tiles[0][1] - tiles[0][0], t00 = tiles[0][0], t10 = nrun > 1 ? tiles[1][0] : 0;
         acu_load_tile<D, LD>(Qs, P, P.q, 0, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
         acu_load_tile<D, LD>(Gs, P, prm.dout, 0, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
-        acu_cp_commit();
-        for (int n = 0; n < ntiles; ++n) {
-            const int c0 = (n < len0 ? t00 + n : t10 + n - len0) * BN, kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
-            const int full = qn == BM && c0 + BN <= S.Lk && attn__chunk_full(&P, m0 + shift, m0 + BM - 1 + shift, c0, c0 + BN);
-            if (n > 0) __syncthreads();     /* every warp is done with the previous K / V tiles */
-            acu_load_tile<D, LD>(Ks, P, P.k, 0, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
-            acu_load_tile<D, LD>(Vs, P, P.v, 0, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+        {
+            const int c0 = t00 * BN, kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
+            acu_load_tile<D, LD>(Ks0, P, P.k, 0, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_load_tile<D, LD>(Vs0, P, P.v, 0, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
             acu_cp_commit();
-            acu_cp_wait<0>();
-            __syncthreads();
+        }
+        for (int n = 0; n < ntiles; ++n) {
+            const int st = n & 1, c0 = (n < len0 ? t00 + n : t10 + n - len0) * BN;
+            const int full = qn == BM && c0 + BN <= S.Lk && attn__chunk_full(&P, m0 + shift, m0 + BM - 1 + shift, c0, c0 + BN);
+            const unsigned char *Ks = Ks0 + (size_t)st * BN * LD * 2, *Vs = Vs0 + (size_t)st * BN * LD * 2;
+            if (n + 1 < ntiles) {           /* prefetch the next tile into the other stage */
+                const int c1 = (n + 1 < len0 ? t00 + n + 1 : t10 + n + 1 - len0) * BN, kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
+                acu_load_tile<D, LD>(Ks0 + (size_t)(st ^ 1) * BN * LD * 2, P, P.k, 0, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+                acu_load_tile<D, LD>(Vs0 + (size_t)(st ^ 1) * BN * LD * 2, P, P.v, 0, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+            }
+            acu_cp_commit();
+            acu_cp_wait<1>();               /* Q, dO and tile n have landed (this thread's copies) */
+            __syncthreads();                /* ... and everyone's */
             /* S = Q K^T, dP = dO V^T: the warp's 16 query rows x BN keys */
             float s[NT][4], dp[NT][4];
             ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.0f;
@@ -1082,6 +1125,7 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dq(const ACU_GRID_CON
                     acu_mma(dq[j + 1], as, b + 2, BF16);
                 }
             }
+            __syncthreads();                /* stage st is refilled by the next iteration's prefetch */
         }
     }
     /* every owned row is written (zeros for rows past Lq and rows that see no key) */

@@ -734,6 +734,7 @@ struct bcase {
     int B, Sq, Sk, Hq, Hkv, D, Dv;
     int causal, wl, dil, sink, global, softcap, alibi, bias, seqlens, varlen;
     int wr = 0;                 /* window_right */
+    int pad = 0;                /* dout rows `pad` elements apart from 16-byte alignment (element loads) */
 };
 static double bwd_tolerance(const bcase &c);     /* in the tensor-core backward block below */
 static void run_backward_case(const bcase &c) {
@@ -752,18 +753,19 @@ static void run_backward_case(const bcase &c) {
     d.softcap = c.softcap ? 1.5f : 0.0f;
     buf bq, bk, bv, bo, bdo, blse, bdq, bdk, bdv, bslope, bbias, bsq, bsk, bcq, bck;
     const size_t nq = (size_t)B * Sq * c.Hq * c.D, nk = (size_t)B * Sk * c.Hkv * c.D, nv = (size_t)B * Sk * c.Hkv * c.Dv,
-                 no = (size_t)B * Sq * c.Hq * c.Dv;
+                 no = (size_t)B * Sq * c.Hq * c.Dv, ndo = (size_t)B * Sq * (c.Hq * c.Dv + c.pad);
     bq.alloc(nq * esz(c.dt)); bk.alloc(nk * esz(c.dt)); bv.alloc(nv * esz(c.dt)); bo.alloc(no * esz(c.dt));
-    bdo.alloc(no * esz(c.dt)); blse.alloc((size_t)B * c.Hq * Sq * 4);
+    bdo.alloc(ndo * esz(c.dt)); blse.alloc((size_t)B * c.Hq * Sq * 4);
     bdq.alloc(nq * 4); bdk.alloc(nk * 4); bdv.alloc(nv * 4);
     for (size_t x = 0; x < nq; ++x) put(bq.h.data(), c.dt, x, nrand());
     for (size_t x = 0; x < nk; ++x) put(bk.h.data(), c.dt, x, nrand());
     for (size_t x = 0; x < nv; ++x) put(bv.h.data(), c.dt, x, nrand());
-    for (size_t x = 0; x < no; ++x) put(bdo.h.data(), c.dt, x, nrand());
+    for (size_t x = 0; x < ndo; ++x) put(bdo.h.data(), c.dt, x, nrand());
     attn_tensor q = attn_tensor_dense(NULL, c.dt, B, Sq, c.Hq, c.D), k = attn_tensor_dense(NULL, c.dt, B, Sk, c.Hkv, c.D),
                 v = attn_tensor_dense(NULL, c.dt, B, Sk, c.Hkv, c.Dv), o = attn_tensor_dense(NULL, c.dt, B, Sq, c.Hq, c.Dv),
                 go = o, gq = attn_tensor_dense(NULL, ATTN_F32, B, Sq, c.Hq, c.D),
                 gk = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.D), gv = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.Dv);
+    if (c.pad) { go.stride_head = c.Dv; go.stride_seq = c.Hq * c.Dv + c.pad; go.stride_batch = (ptrdiff_t)Sq * go.stride_seq; }
     if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.07f * (i + 1); }
     if (c.bias) { bbias.alloc((size_t)(c.bias == 2 ? 1 : B * c.Hq) * Sq * Sk * 4); for (size_t x = 0; x < bbias.h.size() / 4; ++x) ((float *)bbias.h.data())[x] = nrand() * 0.5f; }
     if (c.seqlens) { bsq.alloc((size_t)B * 4); bsk.alloc((size_t)B * 4); memcpy(bsq.h.data(), lq.data(), (size_t)B * 4); memcpy(bsk.h.data(), lk.data(), (size_t)B * 4); }
@@ -845,7 +847,7 @@ static void test_backward(void) {
    u = 2^-11 f16, 2^-8 bf16): the error of dV_j is at most u sum_i P_ij |dO_i|, of dK_j
    u scale sum_i |dS_ij| |q_i|, of dQ_i u scale sum_j |dS_ij| |k_j| (plus fp32 sums); the
    rounding errors of the terms have random signs, so relative to max |cpu| over a gradient
-   the error stays below u (measured: at most 0.65 u over these cases). Tolerance 4 u:
+   the error stays below u (measured: at most 0.85 u over these cases). Tolerance 4 u:
    f16 1.95e-3, bf16 1.56e-2 (a wrong mask element, fragment or tile gives errors of order
    0.1 and more). Every case also runs twice and must be bitwise equal (run_backward_case),
    with no emulator error (races, barriers, misaligned or out-of-bounds fragment addresses). */
@@ -869,6 +871,10 @@ static void test_backward_tc(void) {
         { "tc seqlens f16 D96",  ATTN_F16,  3, 45,  70,  2, 1, 96, 96,   1,  0, 0, 0,   0,   0,  0,  0,   1, 0,  0 },
         { "tc varlen GQA bf16",  ATTN_BF16, 3, 40,  75,  4, 2, 64, 64,   1,  0, 0, 2,   0,   0,  1,  0,   0, 1,  0 },
         { "tc varlen MQA f16 D128", ATTN_F16, 2, 20, 30, 4, 1, 128, 128, 0, 10, 0, 0,   0,   1,  0,  0,   0, 1,  0 },
+        /* bottom-right causal with Sq > Sk: the first 30 rows see no key (lse -inf, zero gradients) */
+        { "tc causal Sq>Sk f16 D32", ATTN_F16, 1, 100, 70, 2, 1, 32, 32, 1,  0, 0, 0,   0,   0,  0,  0,   0, 0,  0 },
+        /* dout rows not 16-byte aligned: element loads instead of cp.async */
+        { "tc unaligned bf16 D64", ATTN_BF16, 2, 50, 66, 2, 1, 64, 64,   1,  0, 0, 0,   0,   0,  0,  0,   0, 0,  0, 4 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_backward_case(cases[i]);
 }
