@@ -1,7 +1,8 @@
 # ptxas -v output (nvcc -Xptxas -v, names demangled by c++filt) -> a markdown table of every
 # kernel: registers, stack, spills, shared memory. Exits 1 when a kernel of attn_cuda.cuh (acu_*) spills.
 # Dynamic shared memory is not in ptxas's output: for acu_fwd_mma<D, *> it is attn_cuda.cuh's
-# acu_cfg<D>::SMEM = (64 + 4 BN) (D + 8) 2 bytes with BN = 32 for D > 128, else 64.
+# acu_cfg<D>::SMEM = (64 + 4 BN) (D + 8) 2 bytes with BN = 32 for D > 128, else 64; for
+# acu_bwd_mma_dkdv / acu_bwd_mma_dq<D, *> acu_bwd_cfg<D>: (128 + 4 B) (D + 8) 2 with B = 32 for D > 64, else 64.
 /Compiling entry function/ {
     name = $0; sub(/.*Compiling entry function '/, "", name); sub(/' for '.*/, "", name)
     arch = $0; sub(/.*' for '/, "", arch); sub(/'.*/, "", arch)
@@ -17,6 +18,11 @@
         d = name; sub(/.*acu_fwd_mma</, "", d); sub(/,.*/, "", d); d += 0
         bn = d > 128 ? 32 : 64
         dyn = (64 + 4 * bn) * (d + 8) * 2
+    }
+    if (name ~ /acu_bwd_mma_(dkdv|dq)</) {
+        d = name; sub(/.*acu_bwd_mma_[a-z]*</, "", d); sub(/,.*/, "", d); d += 0
+        bq = d > 64 ? 32 : 64
+        dyn = (128 + 4 * bq) * (d + 8) * 2
     }
     short = name; sub(/\(.*/, "", short); sub(/^void /, "", short)
     rows[++n] = sprintf("| %-26s | %-5s | %4s | %5s | %8s | %8s | %13s | %14s |", short, arch, regs, stack, sst, sld, smem, dyn)
