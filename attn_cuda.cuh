@@ -31,9 +31,9 @@
        rows owned by one block or warp, dQ in a second kernel; bitwise repeatable), every mask,
        ALiBi, softcap, bias, GQA, seqlens and varlen of the forward. Which path runs:
        - q, k, v and dout all f16 or all bf16, head dim 32, 64, 96 or 128, v.dim == q.dim: on
-         tensor cores (mma.sync m16n8k16, fp32 accumulation, ldmatrix(.trans), cp.async): a
-         dK/dV kernel whose blocks own 64 key rows and loop over the group's query heads and
-         query tiles, then a dQ kernel whose blocks own 64 query rows. P and dS are rounded to
+         tensor cores (mma.sync m16n8k16, fp32 accumulation, ldmatrix(.trans), 2-stage
+         cp.async pipelines): a dK/dV kernel whose blocks own 64 key rows and loop over the
+         group's query heads and query tiles, then a dQ kernel whose blocks own 64 query rows. P and dS are rounded to
          the input dtype before their mma, as FlashAttention does: |error| <= u sum_i P_ij
          |dO_i| for dV_j, u scale sum_i |dS_ij| |q_i| for dK_j, u scale sum_j |dS_ij| |k_j|
          for dQ_i, with u = 2^-11 (f16) or 2^-8 (bf16), plus the fp32 sums (section 2d).
