@@ -874,6 +874,8 @@ static void test_backward_tc(void) {
         { "tc seqlens f16 D96",  ATTN_F16,  3, 45,  70,  2, 1, 96, 96,   1,  0, 0, 0,   0,   0,  0,  0,   1, 0,  0 },
         { "tc varlen GQA bf16",  ATTN_BF16, 3, 40,  75,  4, 2, 64, 64,   1,  0, 0, 2,   0,   0,  1,  0,   0, 1,  0 },
         { "tc varlen MQA f16 D128", ATTN_F16, 2, 20, 30, 4, 1, 128, 128, 0, 10, 0, 0,   0,   1,  0,  0,   0, 1,  0 },
+        /* GQA with per-head bias, ALiBi slopes and softcap (the group's heads differ in each) */
+        { "tc GQA bias alibi cap bf16", ATTN_BF16, 2, 36, 44, 4, 2, 64, 64, 0, 0, 0, 0, 0, 1,  1,  1,   0, 0,  0 },
         /* bottom-right causal with Sq > Sk: the first 30 rows see no key (lse -inf, zero gradients) */
         { "tc causal Sq>Sk f16 D32", ATTN_F16, 1, 100, 70, 2, 1, 32, 32, 1,  0, 0, 0,   0,   0,  0,  0,   0, 0,  0 },
         /* dout rows not 16-byte aligned: element loads instead of cp.async */
