@@ -854,6 +854,28 @@ template <int D> struct acu_bwd_cfg {
            SMEM_KV = (2 * ACU_BWD_BK + 4 * BQ) * LD * 2,   /* K, V | 2 stages of Q, dO tiles */
            SMEM_Q = (2 * ACU_BWD_BK + 4 * BN) * LD * 2 };  /* Q, dO | 2 stages of K, V tiles */
 };
+/* Rows [s0, s0 + n) of head h of a 16-bit view (D elements a row) into shared dst (row stride LD
+   elements), rows >= valid zero filled. Each 16 bytes is one cp.async (aligned) or 8 element loads. */
+template <int D, int LD>
+ACU_DEV void acu_bwd_load_tile(unsigned char *dst, const attn__view &v, long long b, long long s0, long long h, int n, int valid,
+                               int aligned, int tid) {
+    const int chunks = D / 8;
+    int c;
+    for (c = tid; c < n * chunks; c += ACU_THREADS) {
+        const int r = c / chunks, col = (c % chunks) * 8;
+        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
+        const char *g = r < valid ? acu_row(v, b, s0 + r, h) + (size_t)col * 2 : v.data;
+        if (aligned) acu_cp_async16(sp, g, r < valid ? 16 : 0);
+        else {
+            uint32_t w[4] = { 0, 0, 0, 0 };
+            int e;
+            if (r < valid)
+                for (e = 0; e < 4; ++e)
+                    w[e] = (uint32_t)((const uint16_t *)g)[2 * e] | ((uint32_t)((const uint16_t *)g)[2 * e + 1] << 16);
+            acu_sts16B(sp, w);
+        }
+    }
+}
 /* dK/dV: the query tiles a block visits, numbered t = group head x nqt + tile (nqt = ceil(Lq / BQ)):
    the first after t that some row of sees a key of [kb0, kb0 + BK) (attn__key_ranges), or -1.
    Block-uniform. */
@@ -905,13 +927,13 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_C
     int cur = kb0 < S.Lk ? acu_bwd_next_qtile(P, S, BQ, kb0, BK, -1) : -1;
     if (cur >= 0) {
         const int kn = S.Lk - kb0 < BK ? S.Lk - kb0 : BK;
-        acu_load_tile<D, LD>(Ks, P, P.k, 0, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
-        acu_load_tile<D, LD>(Vs, P, P.v, 0, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
+        acu_bwd_load_tile<D, LD>(Ks, P.k, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
+        acu_bwd_load_tile<D, LD>(Vs, P.v, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
         {
             const int i0 = cur % nqt * BQ;
-            acu_load_tile<D, LD>(Qs0, P, P.q, 0, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
+            acu_bwd_load_tile<D, LD>(Qs0, P.q, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
                                  S.Lq - i0 < BQ ? S.Lq - i0 : BQ, prm.aligned, tid);
-            acu_load_tile<D, LD>(Gs0, P, prm.dout, 0, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
+            acu_bwd_load_tile<D, LD>(Gs0, prm.dout, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
                                  S.Lq - i0 < BQ ? S.Lq - i0 : BQ, prm.aligned, tid);
             acu_cp_commit();
         }
@@ -923,9 +945,9 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_C
             const unsigned char *Qs = Qs0 + (size_t)st * BQ * LD * 2, *Gs = Gs0 + (size_t)st * BQ * LD * 2;
             if (nxt >= 0) {                 /* prefetch the next tile into the other stage */
                 const int j0 = nxt % nqt * BQ, hn = hk * P.groups + nxt / nqt, jn = S.Lq - j0 < BQ ? S.Lq - j0 : BQ;
-                acu_load_tile<D, LD>(Qs0 + (size_t)(st ^ 1) * BQ * LD * 2, P, P.q, 0, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
+                acu_bwd_load_tile<D, LD>(Qs0 + (size_t)(st ^ 1) * BQ * LD * 2, P.q, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
                                      prm.aligned, tid);
-                acu_load_tile<D, LD>(Gs0 + (size_t)(st ^ 1) * BQ * LD * 2, P, prm.dout, 0, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
+                acu_bwd_load_tile<D, LD>(Gs0 + (size_t)(st ^ 1) * BQ * LD * 2, prm.dout, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
                                      prm.aligned, tid);
             }
             acu_cp_commit();
@@ -1058,12 +1080,12 @@ __global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_mma_dq(const ACU_GRID_
     if (ntiles > 0) {
         /* K / V tiles double-buffered with cp.async (tile n in stage n & 1, tile n + 1 loading during n) */
         const int len0 = tiles[0][1] - tiles[0][0], t00 = tiles[0][0], t10 = nrun > 1 ? tiles[1][0] : 0;
-        acu_load_tile<D, LD>(Qs, P, P.q, 0, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
-        acu_load_tile<D, LD>(Gs, P, prm.dout, 0, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
+        acu_bwd_load_tile<D, LD>(Qs, P.q, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
+        acu_bwd_load_tile<D, LD>(Gs, prm.dout, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
         {
             const int c0 = t00 * BN, kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
-            acu_load_tile<D, LD>(Ks0, P, P.k, 0, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
-            acu_load_tile<D, LD>(Vs0, P, P.v, 0, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_bwd_load_tile<D, LD>(Ks0, P.k, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_bwd_load_tile<D, LD>(Vs0, P.v, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
             acu_cp_commit();
         }
         for (int n = 0; n < ntiles; ++n) {
@@ -1072,9 +1094,9 @@ __global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_mma_dq(const ACU_GRID_
             const unsigned char *Ks = Ks0 + (size_t)st * BN * LD * 2, *Vs = Vs0 + (size_t)st * BN * LD * 2;
             if (n + 1 < ntiles) {           /* prefetch the next tile into the other stage */
                 const int c1 = (n + 1 < len0 ? t00 + n + 1 : t10 + n + 1 - len0) * BN, kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
-                acu_load_tile<D, LD>(Ks0 + (size_t)(st ^ 1) * BN * LD * 2, P, P.k, 0, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                acu_bwd_load_tile<D, LD>(Ks0 + (size_t)(st ^ 1) * BN * LD * 2, P.k, S.tb, (long long)S.k0 + c1, hk, BN, kn,
                                      prm.aligned, tid);
-                acu_load_tile<D, LD>(Vs0 + (size_t)(st ^ 1) * BN * LD * 2, P, P.v, 0, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                acu_bwd_load_tile<D, LD>(Vs0 + (size_t)(st ^ 1) * BN * LD * 2, P.v, S.tb, (long long)S.k0 + c1, hk, BN, kn,
                                      prm.aligned, tid);
             }
             acu_cp_commit();
