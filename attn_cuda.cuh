@@ -35,14 +35,24 @@
        attn_cuda_decode follows the same rule; attn_cuda_backward ignores allow_tf32 (fp32 only).
      - attn_cuda_decode: the same kernels over a contiguous or paged KV cache (any page size),
        split-KV (flash-decoding) with a merge kernel; attn_cuda_merge: attn_merge.
-     - attn_cuda_backward: FlashAttention-2's recomputation on CUDA cores (fp32 FMA, every
-       storage dtype), deterministic (no atomics).
+     - attn_cuda_backward: FlashAttention-2's recomputation, deterministic (no atomics: dK/dV
+       rows owned by one block or warp, dQ in a second kernel; bitwise repeatable), every mask,
+       ALiBi, softcap, bias, GQA, seqlens and varlen of the forward. Which path runs:
+       - q, k, v and dout all f16 or all bf16, head dim 32, 64, 96 or 128, v.dim == q.dim: on
+         tensor cores (mma.sync m16n8k16, fp32 accumulation, ldmatrix(.trans), 2-stage
+         cp.async pipelines): a dK/dV kernel whose blocks own 64 key rows and loop over the
+         group's query heads and query tiles, then a dQ kernel whose blocks own 64 query rows. P and dS are rounded to
+         the input dtype before their mma, as FlashAttention does: |error| <= u sum_i P_ij
+         |dO_i| for dV_j, u scale sum_i |dS_ij| |q_i| for dK_j, u scale sum_j |dS_ij| |k_j|
+         for dQ_i, with u = 2^-11 (f16) or 2^-8 (bf16), plus the fp32 sums (section 2d).
+       - anything else (f32 or mixed dtypes, head dim 256 or other, v.dim != q.dim): on CUDA
+         cores, fp32 FMA for every storage dtype (section 2c).
      out may have any dtype. Pointers: tensors, lse, bias.data, seqlens_q/_k, cu_seqlens_q/_k
      and alibi_slopes are DEVICE pointers (the small int/float arrays are copied to the host
      once per call for validation and launch sizing, on the given stream, synchronously).
      Not supported (ATTN_ERR_CUDA_UNSUPPORTED, nothing launched): dropout_p > 0, rope, kinds
-     other than ATTN_SOFTMAX, dbias (backward). Not done yet: a tensor-core backward (f16/bf16
-     or TF32).
+     other than ATTN_SOFTMAX, dbias (backward). Not done yet: a TF32 or head-dim-256 tensor-core
+     backward (those run on CUDA cores).
 
    EXECUTED WITHOUT A GPU
      Compiled as host C++ with -DATTN_CUDA_EMULATE after including tests/cuda/emu.h, the same
@@ -114,9 +124,10 @@ attn_status attn_cuda_decode_workspace_size(const attn_desc *desc, attn_tensor q
 attn_status attn_cuda_merge(int n_parts, const attn_tensor *parts, const float *const *part_lse, attn_tensor out,
                             float *lse, cudaStream_t stream);
 /* attn_backward on the GPU (device pointers; the forward's desc, q, k, v, out and lse):
-   FlashAttention-2's recomputation on CUDA cores, fp32 maths for every storage dtype (allow_tf32
-   does not apply), deterministic (no atomics: dk/dv rows owned by one warp each, dq in a second
-   pass over the keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
+   FlashAttention-2's recomputation, on tensor cores for f16/bf16 q, k, v, dout of one dtype
+   with head dim 32/64/96/128 (P and dS rounded to that dtype for the mma, fp32 accumulation),
+   else on CUDA cores in fp32 (see WHAT IT COMPUTES; allow_tf32 does not apply); deterministic (no atomics: dk/dv rows
+   owned by one block or warp each, dq in a second pass over the keys). Every mask, ALiBi, softcap, bias, GQA and varlen of the forward; dropout, rope and
    dbias give ATTN_ERR_CUDA_UNSUPPORTED. Without desc->workspace the call allocates its
    [B, Hq, Sq] floats itself and waits for the stream. */
 attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
@@ -717,6 +728,7 @@ struct acu_bwd_params {
     attn__view dout, dq, dk, dv;
     const float *lse;           /* the forward's lse [B, Hq, Sq] */
     float *drow;                /* workspace [B, Hq, Sq] */
+    int aligned;                /* tensor-core path: q, k, v, dout rows 16-byte aligned (cp.async) */
     int tail;                   /* varlen: one extra slice for rows past the last sequence */
 };
 /* logit s_ij of a visible pair, and d s / d (scale q.k) (softcap's 1 - tanh^2) */
@@ -873,6 +885,344 @@ __global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_dq(const ACU_GRID_CONS
     char *qr = (char *)acu_row(prm.dq, S.tb, (long long)S.q0 + i, h);
     ACU_UNROLL for (u = 0; u < ACU_F32_DV; ++u)
         if (lane + 32 * u < D) acu_st(qr, prm.dq.dtype, lane + 32 * u, dq[u] * P.scale);
+}
+
+/* ---------------------------------------------------------------------------------------
+   2d. backward on tensor cores: f16 / bf16 q, k, v and dout of one dtype, head dims 32, 64,
+       96, 128 with v.dim == q.dim. FlashAttention-2's algorithm on mma.sync m16n8k16 with
+       fp32 accumulation, deterministic like 2c (no atomics, fixed summation orders):
+       - acu_bwd_mma_dkdv: a block owns 64 key rows of one KV head (4 warps x 16 rows) and
+         loops over the KV group's query heads in order, for each over the query tiles of BQ
+         rows that see its keys (attn__key_ranges via acu_tiles): S^T = K Q^T and
+         dP^T = V dO^T (mma), then per element, with 2c's masks and logit processing
+         (acu_visible, acu_bwd_logit): P = exp(S - lse), dS = P (dP - drow) (times softcap's
+         1 - tanh^2); then dV += P^T dO and dK += dS^T Q (mma); dK scaled once at the end.
+         K and V stay in shared memory; the Q / dO tiles are double-buffered with cp.async.
+       - acu_bwd_mma_dq: a block owns 64 query rows of one query head and loops over the key
+         tiles of BN keys they see: S = Q K^T, dP = dO V^T, dS as above, dQ += dS K (mma);
+         Q and dO stay in shared memory, the K / V tiles are double-buffered.
+       Dynamic shared memory (acu_bwd_cfg, both kernels): (128 + 4 x 64) (D + 8) 2 bytes for
+       D 32 and 64 (30720, 55296), (128 + 4 x 32) (D + 8) 2 for D 96 and 128 (53248, 69632).
+       Rounding: P and dS are rounded to the input dtype (unit roundoff u = 2^-11 for f16,
+       2^-8 for bf16) as the A operands of the P^T dO, dS^T Q and dS K products, as
+       FlashAttention does; S, dP, P, dS themselves and every sum are fp32. So, beyond fp32
+       summation error, elementwise over the head dims:
+           |err dV_j| <= u sum_i P_ij |dO_i|,   |err dK_j| <= u scale sum_i |dS_ij| |q_i|,
+           |err dQ_i| <= u scale sum_j |dS_ij| |k_j|.
+       dS beyond the dtype's range (|dS| > 65504 in f16) overflows, as in FlashAttention.
+   --------------------------------------------------------------------------------------- */
+#define ACU_BWD_BK 64                /* key rows of a dK/dV block, query rows of a dQ block: 4 warps x 16 */
+template <int D> struct acu_bwd_cfg {
+    enum { BQ = D <= 64 ? 64 : 32,  /* query rows per tile of the dK/dV loop */
+           BN = D <= 64 ? 64 : 32,  /* keys per tile of the dQ loop */
+           LD = D + 8,              /* shared row stride in 16-bit elements (16 B pad: no ldmatrix bank conflicts) */
+           SMEM_KV = (2 * ACU_BWD_BK + 4 * BQ) * LD * 2,   /* K, V | 2 stages of Q, dO tiles */
+           SMEM_Q = (2 * ACU_BWD_BK + 4 * BN) * LD * 2 };  /* Q, dO | 2 stages of K, V tiles */
+};
+/* Rows [s0, s0 + n) of head h of a 16-bit view (D elements a row) into shared dst (row stride LD
+   elements), rows >= valid zero filled. Each 16 bytes is one cp.async (aligned) or 8 element loads. */
+template <int D, int LD>
+ACU_DEV void acu_bwd_load_tile(unsigned char *dst, const attn__view &v, long long b, long long s0, long long h, int n, int valid,
+                               int aligned, int tid) {
+    const int chunks = D / 8;
+    int c;
+    for (c = tid; c < n * chunks; c += ACU_THREADS) {
+        const int r = c / chunks, col = (c % chunks) * 8;
+        unsigned char *sp = dst + ((size_t)r * LD + col) * 2;
+        const char *g = r < valid ? acu_row(v, b, s0 + r, h) + (size_t)col * 2 : v.data;
+        if (aligned) acu_cp_async16(sp, g, r < valid ? 16 : 0);
+        else {
+            uint32_t w[4] = { 0, 0, 0, 0 };
+            int e;
+            if (r < valid)
+                for (e = 0; e < 4; ++e)
+                    w[e] = (uint32_t)((const uint16_t *)g)[2 * e] | ((uint32_t)((const uint16_t *)g)[2 * e + 1] << 16);
+            acu_sts16B(sp, w);
+        }
+    }
+}
+/* dK/dV: the query tiles a block visits, numbered t = group head x nqt + tile (nqt = ceil(Lq / BQ)):
+   the first after t that some row of sees a key of [kb0, kb0 + BK) (attn__key_ranges), or -1.
+   Block-uniform. */
+ACU_DEV int acu_bwd_next_qtile(const attn__problem &P, const attn__seq &S, int BQ, int kb0, int BK, int t) {
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int nqt = (S.Lq + BQ - 1) / BQ;
+    int tl[2][2];
+    for (++t; t < P.groups * nqt; ++t) {
+        const int i0 = t % nqt * BQ, qn = S.Lq - i0 < BQ ? S.Lq - i0 : BQ;
+        if (acu_tiles(P, i0 + shift, i0 + qn - 1 + shift, S.Lk, BK, kb0, kb0 + BK, tl) > 0) return t;
+    }
+    return -1;
+}
+/* ldmatrix addresses of lane `lane` in a row-major 16-bit tile X (row stride LD elements):
+   the A fragment of rows [r0, r0 + 16) x cols [c0, c0 + 16); the B fragments (two n-tiles of
+   8) of X^T for X rows [r0, r0 + 16) x cols [c0, c0 + 16) (X rows are the mma's n); and with
+   .trans, of X itself for rows [r0, r0 + 16) (the mma's k) x cols [c0, c0 + 16) (n). */
+template <int LD> ACU_DEV const unsigned char *acu_frag_a(const unsigned char *X, int r0, int c0, int lane) {
+    return X + ((size_t)(r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + c0 + (lane >> 4) * 8) * 2;
+}
+template <int LD> ACU_DEV const unsigned char *acu_frag_bt(const unsigned char *X, int r0, int c0, int lane) {
+    return X + ((size_t)(r0 + (lane >> 4) * 8 + (lane & 7)) * LD + c0 + ((lane >> 3) & 1) * 8) * 2;
+}
+template <int LD> ACU_DEV const unsigned char *acu_frag_b(const unsigned char *X, int r0, int c0, int lane) {
+    return X + ((size_t)(r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + c0 + (lane >> 4) * 8) * 2;
+}
+
+template <int D, int BF16>
+__global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_CONST acu_bwd_params prm) {
+    typedef acu_bwd_cfg<D> C;
+    enum { BK = ACU_BWD_BK, BQ = C::BQ, LD = C::LD, NT = BQ / 8, DT = D / 8 };
+    const attn__problem &P = prm.P;
+    ACU_SHARED_BASE(smem);
+    unsigned char *Ks = smem, *Vs = Ks + (size_t)BK * LD * 2, *Qs0 = Vs + (size_t)BK * LD * 2, *Gs0 = Qs0 + (size_t)2 * BQ * LD * 2;
+    const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int hk = (int)blockIdx.y, kb0 = (int)blockIdx.x * BK;
+    attn__seq S;
+    int qrows, r, e, i, j, kk;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &qrows);
+    const int krows = prm.tail && (int)blockIdx.z == P.n_seqs ? P.k.seq - S.k0 : P.cu_k ? S.Lk : P.k.seq;
+    if (kb0 >= krows) return;                          /* uniform across the block */
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    float dk[DT][4], dv[DT][4];
+    ACU_UNROLL for (i = 0; i < DT; ++i) dk[i][0] = dk[i][1] = dk[i][2] = dk[i][3] = dv[i][0] = dv[i][1] = dv[i][2] = dv[i][3] = 0.0f;
+    /* the query tiles that see the block's keys, over the group's heads in order; the Q / dO tiles
+       double-buffered with cp.async (tile n in stage n & 1, tile n + 1 loading during n) */
+    const int nqt = (S.Lq + BQ - 1) / BQ;
+    int cur = kb0 < S.Lk ? acu_bwd_next_qtile(P, S, BQ, kb0, BK, -1) : -1;
+    if (cur >= 0) {
+        const int kn = S.Lk - kb0 < BK ? S.Lk - kb0 : BK;
+        acu_bwd_load_tile<D, LD>(Ks, P.k, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
+        acu_bwd_load_tile<D, LD>(Vs, P.v, S.tb, (long long)S.k0 + kb0, hk, BK, kn, prm.aligned, tid);
+        {
+            const int i0 = cur % nqt * BQ;
+            acu_bwd_load_tile<D, LD>(Qs0, P.q, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
+                                 S.Lq - i0 < BQ ? S.Lq - i0 : BQ, prm.aligned, tid);
+            acu_bwd_load_tile<D, LD>(Gs0, prm.dout, S.tb, (long long)S.q0 + i0, hk * P.groups + cur / nqt, BQ,
+                                 S.Lq - i0 < BQ ? S.Lq - i0 : BQ, prm.aligned, tid);
+            acu_cp_commit();
+        }
+        for (int n = 0; cur >= 0; ++n) {
+            const int nxt = acu_bwd_next_qtile(P, S, BQ, kb0, BK, cur), st = n & 1;
+            const int h = hk * P.groups + cur / nqt, i0 = cur % nqt * BQ, qn = S.Lq - i0 < BQ ? S.Lq - i0 : BQ;
+            const float slope = P.alibi ? P.alibi[h] : 0.0f;
+            const int full = qn == BQ && kb0 + BK <= S.Lk && attn__chunk_full(&P, i0 + shift, i0 + BQ - 1 + shift, kb0, kb0 + BK);
+            const unsigned char *Qs = Qs0 + (size_t)st * BQ * LD * 2, *Gs = Gs0 + (size_t)st * BQ * LD * 2;
+            if (nxt >= 0) {                 /* prefetch the next tile into the other stage */
+                const int j0 = nxt % nqt * BQ, hn = hk * P.groups + nxt / nqt, jn = S.Lq - j0 < BQ ? S.Lq - j0 : BQ;
+                acu_bwd_load_tile<D, LD>(Qs0 + (size_t)(st ^ 1) * BQ * LD * 2, P.q, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
+                                     prm.aligned, tid);
+                acu_bwd_load_tile<D, LD>(Gs0 + (size_t)(st ^ 1) * BQ * LD * 2, prm.dout, S.tb, (long long)S.q0 + j0, hn, BQ, jn,
+                                     prm.aligned, tid);
+            }
+            acu_cp_commit();
+            acu_cp_wait<1>();               /* K, V and tile n have landed (this thread's copies) */
+            __syncthreads();                /* ... and everyone's */
+            {
+                /* S^T = K Q^T, dP^T = V dO^T: the warp's 16 keys x BQ queries */
+                float s[NT][4], dp[NT][4];
+                ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.0f;
+                ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
+                    uint32_t ak[4], av[4];
+                    acu_ldsm_x4(ak, acu_frag_a<LD>(Ks, warp * 16, kk * 16, lane));
+                    acu_ldsm_x4(av, acu_frag_a<LD>(Vs, warp * 16, kk * 16, lane));
+                    ACU_UNROLL for (j = 0; j < NT; j += 2) {
+                        uint32_t b[4];
+                        acu_ldsm_x4(b, acu_frag_bt<LD>(Qs, j * 8, kk * 16, lane));
+                        acu_mma(s[j], ak, b, BF16);
+                        acu_mma(s[j + 1], ak, b + 2, BF16);
+                        acu_ldsm_x4(b, acu_frag_bt<LD>(Gs, j * 8, kk * 16, lane));
+                        acu_mma(dp[j], av, b, BF16);
+                        acu_mma(dp[j + 1], av, b + 2, BF16);
+                    }
+                }
+                /* element [2r + e] of n-tile j: key row g + 8r of the warp, query column 8j + 2t4 + e */
+                ACU_UNROLL for (j = 0; j < NT; ++j)
+                    ACU_UNROLL for (e = 0; e < 2; ++e) {
+                        const int qi = i0 + j * 8 + 2 * t4 + e;
+                        const long long p = (long long)qi + shift;
+                        int32_t cap = -1, lo = 0, hi = -1;
+                        float lse = -INFINITY, drow = 0.0f;
+                        const float *brow = (const float *)0;
+                        if (qi < S.Lq) {
+                            const size_t li = ((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + qi;
+                            lse = prm.lse[li]; drow = prm.drow[li];
+                            brow = acu_bias_row(P, S, h, qi);
+                            attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, p, S.Lk, &cap, &lo, &hi);
+                        }
+                        ACU_UNROLL for (r = 0; r < 2; ++r) {
+                            const long long key = (long long)kb0 + warp * 16 + g + 8 * r;
+                            float pr = 0.0f, ds = 0.0f;
+                            if (lse != -INFINITY && key < S.Lk && (full || acu_visible(P, cap, lo, hi, pre, p, key, S.Lk))) {
+                                float dcap;
+                                const float x = acu_bwd_logit(P, s[j][2 * r + e], brow, slope, p, key, &dcap);
+                                pr = expf(x - lse);
+                                ds = pr * (dp[j][2 * r + e] - drow) * dcap;
+                            }
+                            s[j][2 * r + e] = pr;
+                            dp[j][2 * r + e] = ds;
+                        }
+                    }
+                /* dV += P^T dO, dK += dS^T Q: the accumulators of n-tiles 2kk, 2kk + 1 are the A fragments */
+                ACU_UNROLL for (kk = 0; kk < BQ / 16; ++kk) {
+                    uint32_t ap[4], as[4];
+                    ap[0] = acu_pack(s[2 * kk][0], s[2 * kk][1], BF16);
+                    ap[1] = acu_pack(s[2 * kk][2], s[2 * kk][3], BF16);
+                    ap[2] = acu_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], BF16);
+                    ap[3] = acu_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], BF16);
+                    as[0] = acu_pack(dp[2 * kk][0], dp[2 * kk][1], BF16);
+                    as[1] = acu_pack(dp[2 * kk][2], dp[2 * kk][3], BF16);
+                    as[2] = acu_pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1], BF16);
+                    as[3] = acu_pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3], BF16);
+                    ACU_UNROLL for (j = 0; j < DT; j += 2) {
+                        uint32_t b[4];
+                        acu_ldsm_x4_t(b, acu_frag_b<LD>(Gs, kk * 16, j * 8, lane));
+                        acu_mma(dv[j], ap, b, BF16);
+                        acu_mma(dv[j + 1], ap, b + 2, BF16);
+                        acu_ldsm_x4_t(b, acu_frag_b<LD>(Qs, kk * 16, j * 8, lane));
+                        acu_mma(dk[j], as, b, BF16);
+                        acu_mma(dk[j + 1], as, b + 2, BF16);
+                    }
+                }
+            }
+            __syncthreads();                /* stage st is refilled by the next iteration's prefetch */
+            cur = nxt;
+        }
+    }
+    /* every owned key row is written (zeros past Lk) */
+    ACU_UNROLL for (r = 0; r < 2; ++r) {
+        const int key = kb0 + warp * 16 + g + 8 * r;
+        if (key >= krows) continue;
+        char *kr = (char *)acu_row(prm.dk, S.tb, (long long)S.k0 + key, hk), *vr = (char *)acu_row(prm.dv, S.tb, (long long)S.k0 + key, hk);
+        ACU_UNROLL for (i = 0; i < DT; ++i)
+            ACU_UNROLL for (e = 0; e < 2; ++e) {
+                acu_st(kr, prm.dk.dtype, i * 8 + 2 * t4 + e, dk[i][2 * r + e] * P.scale);
+                acu_st(vr, prm.dv.dtype, i * 8 + 2 * t4 + e, dv[i][2 * r + e]);
+            }
+    }
+}
+
+template <int D, int BF16>
+__global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_mma_dq(const ACU_GRID_CONST acu_bwd_params prm) {
+    typedef acu_bwd_cfg<D> C;
+    enum { BM = ACU_BWD_BK, BN = C::BN, LD = C::LD, NT = BN / 8, DT = D / 8 };
+    const attn__problem &P = prm.P;
+    ACU_SHARED_BASE(smem);
+    unsigned char *Qs = smem, *Gs = Qs + (size_t)BM * LD * 2, *Ks0 = Gs + (size_t)BM * LD * 2, *Vs0 = Ks0 + (size_t)2 * BN * LD * 2;
+    const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const int h = (int)blockIdx.y, hk = h / P.groups, m0 = (int)blockIdx.x * BM;
+    attn__seq S;
+    int rows, r, e, i, j, kk;
+    acu_slice(P, (int)blockIdx.z, prm.tail, &S, &rows);
+    if (m0 >= rows) return;                            /* uniform across the block */
+    const long long shift = (long long)S.Lk - S.Lq;
+    const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    const float slope = P.alibi ? P.alibi[h] : 0.0f;
+    /* this thread's two rows: warp rows g and g + 8 */
+    long long pos[2];
+    float lse[2], drow[2];
+    int32_t cap[2], lo[2], hi[2];
+    const float *brow[2];
+    float dq[DT][4];
+    ACU_UNROLL for (r = 0; r < 2; ++r) {
+        const int qi = m0 + warp * 16 + g + 8 * r;
+        pos[r] = (long long)qi + shift;
+        lse[r] = -INFINITY; drow[r] = 0.0f; brow[r] = (const float *)0; cap[r] = -1; lo[r] = 0; hi[r] = -1;
+        if (qi < S.Lq) {
+            const size_t li = ((size_t)S.tb * P.q.heads + h) * P.q.seq + S.q0 + qi;
+            lse[r] = prm.lse[li]; drow[r] = prm.drow[li];
+            brow[r] = acu_bias_row(P, S, h, qi);
+            attn__lane_rule(P.causal, P.window_left, P.window_right, P.global, pos[r], S.Lk, &cap[r], &lo[r], &hi[r]);
+        }
+    }
+    ACU_UNROLL for (i = 0; i < DT; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.0f;
+    int tiles[2][2], nrun = 0, ntiles = 0;
+    const int qn = S.Lq - m0 < BM ? S.Lq - m0 : BM;
+    if (qn > 0) {
+        nrun = acu_tiles(P, m0 + shift, m0 + qn - 1 + shift, S.Lk, BN, 0, 1LL << 40, tiles);
+        for (i = 0; i < nrun; ++i) ntiles += tiles[i][1] - tiles[i][0];
+    }
+    if (ntiles > 0) {
+        /* K / V tiles double-buffered with cp.async (tile n in stage n & 1, tile n + 1 loading during n) */
+        const int len0 = tiles[0][1] - tiles[0][0], t00 = tiles[0][0], t10 = nrun > 1 ? tiles[1][0] : 0;
+        acu_bwd_load_tile<D, LD>(Qs, P.q, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
+        acu_bwd_load_tile<D, LD>(Gs, prm.dout, S.tb, (long long)S.q0 + m0, h, BM, qn, prm.aligned, tid);
+        {
+            const int c0 = t00 * BN, kn = S.Lk - c0 < BN ? S.Lk - c0 : BN;
+            acu_bwd_load_tile<D, LD>(Ks0, P.k, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_bwd_load_tile<D, LD>(Vs0, P.v, S.tb, (long long)S.k0 + c0, hk, BN, kn, prm.aligned, tid);
+            acu_cp_commit();
+        }
+        for (int n = 0; n < ntiles; ++n) {
+            const int st = n & 1, c0 = (n < len0 ? t00 + n : t10 + n - len0) * BN;
+            const int full = qn == BM && c0 + BN <= S.Lk && attn__chunk_full(&P, m0 + shift, m0 + BM - 1 + shift, c0, c0 + BN);
+            const unsigned char *Ks = Ks0 + (size_t)st * BN * LD * 2, *Vs = Vs0 + (size_t)st * BN * LD * 2;
+            if (n + 1 < ntiles) {           /* prefetch the next tile into the other stage */
+                const int c1 = (n + 1 < len0 ? t00 + n + 1 : t10 + n + 1 - len0) * BN, kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
+                acu_bwd_load_tile<D, LD>(Ks0 + (size_t)(st ^ 1) * BN * LD * 2, P.k, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+                acu_bwd_load_tile<D, LD>(Vs0 + (size_t)(st ^ 1) * BN * LD * 2, P.v, S.tb, (long long)S.k0 + c1, hk, BN, kn,
+                                     prm.aligned, tid);
+            }
+            acu_cp_commit();
+            acu_cp_wait<1>();               /* Q, dO and tile n have landed (this thread's copies) */
+            __syncthreads();                /* ... and everyone's */
+            /* S = Q K^T, dP = dO V^T: the warp's 16 query rows x BN keys */
+            float s[NT][4], dp[NT][4];
+            ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.0f;
+            ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
+                uint32_t aq[4], ag[4];
+                acu_ldsm_x4(aq, acu_frag_a<LD>(Qs, warp * 16, kk * 16, lane));
+                acu_ldsm_x4(ag, acu_frag_a<LD>(Gs, warp * 16, kk * 16, lane));
+                ACU_UNROLL for (j = 0; j < NT; j += 2) {
+                    uint32_t b[4];
+                    acu_ldsm_x4(b, acu_frag_bt<LD>(Ks, j * 8, kk * 16, lane));
+                    acu_mma(s[j], aq, b, BF16);
+                    acu_mma(s[j + 1], aq, b + 2, BF16);
+                    acu_ldsm_x4(b, acu_frag_bt<LD>(Vs, j * 8, kk * 16, lane));
+                    acu_mma(dp[j], ag, b, BF16);
+                    acu_mma(dp[j + 1], ag, b + 2, BF16);
+                }
+            }
+            /* element [2r + e] of n-tile j: query row g + 8r of the warp, key c0 + 8j + 2t4 + e */
+            ACU_UNROLL for (r = 0; r < 2; ++r)
+                ACU_UNROLL for (j = 0; j < NT; ++j)
+                    ACU_UNROLL for (e = 0; e < 2; ++e) {
+                        const long long key = (long long)c0 + j * 8 + 2 * t4 + e;
+                        float ds = 0.0f;
+                        if (lse[r] != -INFINITY && key < S.Lk &&
+                            (full || acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk))) {
+                            float dcap;
+                            const float x = acu_bwd_logit(P, s[j][2 * r + e], brow[r], slope, pos[r], key, &dcap);
+                            ds = expf(x - lse[r]) * (dp[j][2 * r + e] - drow[r]) * dcap;
+                        }
+                        dp[j][2 * r + e] = ds;
+                    }
+            /* dQ += dS K */
+            ACU_UNROLL for (kk = 0; kk < BN / 16; ++kk) {
+                uint32_t as[4];
+                as[0] = acu_pack(dp[2 * kk][0], dp[2 * kk][1], BF16);
+                as[1] = acu_pack(dp[2 * kk][2], dp[2 * kk][3], BF16);
+                as[2] = acu_pack(dp[2 * kk + 1][0], dp[2 * kk + 1][1], BF16);
+                as[3] = acu_pack(dp[2 * kk + 1][2], dp[2 * kk + 1][3], BF16);
+                ACU_UNROLL for (j = 0; j < DT; j += 2) {
+                    uint32_t b[4];
+                    acu_ldsm_x4_t(b, acu_frag_b<LD>(Ks, kk * 16, j * 8, lane));
+                    acu_mma(dq[j], as, b, BF16);
+                    acu_mma(dq[j + 1], as, b + 2, BF16);
+                }
+            }
+            __syncthreads();                /* stage st is refilled by the next iteration's prefetch */
+        }
+    }
+    /* every owned row is written (zeros for rows past Lq and rows that see no key) */
+    ACU_UNROLL for (r = 0; r < 2; ++r) {
+        const int qi = m0 + warp * 16 + g + 8 * r;
+        if (qi >= rows) continue;
+        char *qr = (char *)acu_row(prm.dq, S.tb, (long long)S.q0 + qi, h);
+        ACU_UNROLL for (i = 0; i < DT; ++i)
+            ACU_UNROLL for (e = 0; e < 2; ++e) acu_st(qr, prm.dq.dtype, i * 8 + 2 * t4 + e, dq[i][2 * r + e] * P.scale);
+    }
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1324,6 +1674,29 @@ attn_status attn_cuda_backward_workspace_size(const attn_desc *desc, attn_tensor
     return ATTN_OK;
 }
 
+/* The tensor-core backward (2d) for head dim D: sets the kernels' dynamic shared memory, launches dK/dV then dQ. */
+template <int D, int BF16>
+static attn_status acu_launch_bwd_mma(const acu_bwd_params &prm, dim3 gkv, dim3 gq, cudaStream_t stream) {
+    void (*kkv)(const acu_bwd_params) = acu_bwd_mma_dkdv<D, BF16>;
+    void (*kq)(const acu_bwd_params) = acu_bwd_mma_dq<D, BF16>;
+    const int skv = acu_bwd_cfg<D>::SMEM_KV, sq = acu_bwd_cfg<D>::SMEM_Q;
+    if (cudaFuncSetAttribute(kkv, cudaFuncAttributeMaxDynamicSharedMemorySize, skv) != cudaSuccess ||
+        cudaFuncSetAttribute(kq, cudaFuncAttributeMaxDynamicSharedMemorySize, sq) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return ATTN_ERR_CUDA_RUNTIME;
+    }
+    ACU_LAUNCH(kkv, gkv, dim3(ACU_THREADS), (size_t)skv, stream, prm);
+    ACU_LAUNCH(kq, gq, dim3(ACU_THREADS), (size_t)sq, stream, prm);
+    return ATTN_OK;
+}
+/* Whether attn_cuda_backward takes the tensor-core path (2d): q, k, v, dout of one 16-bit dtype,
+   head dim 32/64/96/128, v.dim == q.dim. Otherwise the CUDA-core kernels of 2c. */
+static int acu_bwd_tensor_cores(const attn_tensor &q, const attn_tensor &k, const attn_tensor &v, const attn_tensor &dout) {
+    const int D = q.dim;
+    return q.dtype != ATTN_F32 && k.dtype == q.dtype && v.dtype == q.dtype && dout.dtype == q.dtype && v.dim == D &&
+           (D == 32 || D == 64 || D == 96 || D == 128);
+}
+
 attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor out,
                                attn_tensor dout, const float *lse, attn_tensor dq, attn_tensor dk, attn_tensor dv,
                                cudaStream_t stream) {
@@ -1366,11 +1739,25 @@ attn_status attn_cuda_backward(const attn_desc *desc, attn_tensor q, attn_tensor
         const long long rows = (long long)q.batch * q.seq * q.heads;
         (void)cudaGetLastError();
         ACU_LAUNCH(acu_bwd_drow, dim3((unsigned)((rows + 3) / 4)), dim3(ACU_THREADS), 0, stream, prm);
-        ACU_LAUNCH(acu_bwd_dkdv, dim3((unsigned)((krows + 3) / 4), (unsigned)k.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
-                   stream, prm);
-        ACU_LAUNCH(acu_bwd_dq, dim3((unsigned)((qrows + 3) / 4), (unsigned)q.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
-                   stream, prm);
-        if (cudaGetLastError() != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;
+        if (acu_bwd_tensor_cores(q, k, v, dout)) {
+            const dim3 gkv((unsigned)((krows + ACU_BWD_BK - 1) / ACU_BWD_BK), (unsigned)k.heads, (unsigned)slices),
+                gq((unsigned)((qrows + ACU_BWD_BK - 1) / ACU_BWD_BK), (unsigned)q.heads, (unsigned)slices);
+            const int bf = q.dtype == ATTN_BF16;
+            prm.aligned = acu_rows_aligned(&prm.P.q) && acu_rows_aligned(&prm.P.k) && acu_rows_aligned(&prm.P.v) &&
+                          acu_rows_aligned(&prm.dout);
+            switch (q.dim) {
+            case 32: s = bf ? acu_launch_bwd_mma<32, 1>(prm, gkv, gq, stream) : acu_launch_bwd_mma<32, 0>(prm, gkv, gq, stream); break;
+            case 64: s = bf ? acu_launch_bwd_mma<64, 1>(prm, gkv, gq, stream) : acu_launch_bwd_mma<64, 0>(prm, gkv, gq, stream); break;
+            case 96: s = bf ? acu_launch_bwd_mma<96, 1>(prm, gkv, gq, stream) : acu_launch_bwd_mma<96, 0>(prm, gkv, gq, stream); break;
+            default: s = bf ? acu_launch_bwd_mma<128, 1>(prm, gkv, gq, stream) : acu_launch_bwd_mma<128, 0>(prm, gkv, gq, stream); break;
+            }
+        } else {
+            ACU_LAUNCH(acu_bwd_dkdv, dim3((unsigned)((krows + 3) / 4), (unsigned)k.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
+                       stream, prm);
+            ACU_LAUNCH(acu_bwd_dq, dim3((unsigned)((qrows + 3) / 4), (unsigned)q.heads, (unsigned)slices), dim3(ACU_THREADS), 0,
+                       stream, prm);
+        }
+        if (cudaGetLastError() != cudaSuccess && s == ATTN_OK) s = ATTN_ERR_CUDA_RUNTIME;
     }
     if (ws != desc->workspace) {
         if (cudaStreamSynchronize(stream) != cudaSuccess) s = ATTN_ERR_CUDA_RUNTIME;

@@ -2,7 +2,8 @@
 # kernel: registers, stack, spills, shared memory. Exits 1 when a kernel of attn_cuda.cuh (acu_*) spills.
 # Dynamic shared memory is not in ptxas's output: for acu_fwd_mma<D, T> (T: 0 f16, 1 bf16, 2 tf32)
 # it is attn_cuda.cuh's acu_cfg<D, T>::SMEM = (64 + 4 BN) (RB + 16) bytes, RB = D x 2 (f16, bf16) or
-# D x 4 (tf32) bytes a row, BN = 64 keys for RB <= 256, 32 for RB <= 512, else 16.
+# D x 4 (tf32) bytes a row, BN = 64 keys for RB <= 256, 32 for RB <= 512, else 16; for
+# acu_bwd_mma_dkdv / acu_bwd_mma_dq<D, *> acu_bwd_cfg<D>: (128 + 4 B) (D + 8) 2 with B = 32 for D > 64, else 64.
 /Compiling entry function/ {
     name = $0; sub(/.*Compiling entry function '/, "", name); sub(/' for '.*/, "", name)
     arch = $0; sub(/.*' for '/, "", arch); sub(/'.*/, "", arch)
@@ -20,6 +21,11 @@
         rb = d * (t == 2 ? 4 : 2)
         bn = rb <= 256 ? 64 : rb <= 512 ? 32 : 16
         dyn = (64 + 4 * bn) * (rb + 16)
+    }
+    if (name ~ /acu_bwd_mma_(dkdv|dq)</) {
+        d = name; sub(/.*acu_bwd_mma_[a-z]*</, "", d); sub(/,.*/, "", d); d += 0
+        bq = d > 64 ? 32 : 64
+        dyn = (128 + 4 * bq) * (d + 8) * 2
     }
     short = name; sub(/\(.*/, "", short); sub(/^void /, "", short)
     rows[++n] = sprintf("| %-26s | %-5s | %4s | %5s | %8s | %8s | %13s | %14s |", short, arch, regs, stack, sst, sld, smem, dyn)

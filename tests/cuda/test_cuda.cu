@@ -1026,7 +1026,10 @@ struct bcase {
     attn_dtype dt;
     int B, Sq, Sk, Hq, Hkv, D, Dv;
     int causal, wl, dil, sink, global, softcap, alibi, bias, seqlens, varlen;
+    int wr = 0;                 /* window_right */
+    int pad = 0;                /* dout rows `pad` elements apart from 16-byte alignment (element loads) */
 };
+static double bwd_tolerance(const bcase &c);     /* in the tensor-core backward block below */
 static void run_backward_case(const bcase &c) {
     const int B = c.varlen ? 1 : c.B, nseq = c.B;
     int Sq = c.Sq, Sk = c.Sk, i;
@@ -1039,22 +1042,23 @@ static void run_backward_case(const bcase &c) {
     attn_desc d;
     memset(&d, 0, sizeof d);
     d.bf16_kernels = ATTN_BF16_FP32;
-    d.causal = c.causal; d.window_left = c.wl; d.dilation = c.dil; d.sink_tokens = c.sink; d.global_tokens = c.global;
+    d.causal = c.causal; d.window_left = c.wl; d.window_right = c.wr; d.dilation = c.dil; d.sink_tokens = c.sink; d.global_tokens = c.global;
     d.softcap = c.softcap ? 1.5f : 0.0f;
     buf bq, bk, bv, bo, bdo, blse, bdq, bdk, bdv, bslope, bbias, bsq, bsk, bcq, bck;
     const size_t nq = (size_t)B * Sq * c.Hq * c.D, nk = (size_t)B * Sk * c.Hkv * c.D, nv = (size_t)B * Sk * c.Hkv * c.Dv,
-                 no = (size_t)B * Sq * c.Hq * c.Dv;
+                 no = (size_t)B * Sq * c.Hq * c.Dv, ndo = (size_t)B * Sq * (c.Hq * c.Dv + c.pad);
     bq.alloc(nq * esz(c.dt)); bk.alloc(nk * esz(c.dt)); bv.alloc(nv * esz(c.dt)); bo.alloc(no * esz(c.dt));
-    bdo.alloc(no * esz(c.dt)); blse.alloc((size_t)B * c.Hq * Sq * 4);
+    bdo.alloc(ndo * esz(c.dt)); blse.alloc((size_t)B * c.Hq * Sq * 4);
     bdq.alloc(nq * 4); bdk.alloc(nk * 4); bdv.alloc(nv * 4);
     for (size_t x = 0; x < nq; ++x) put(bq.h.data(), c.dt, x, nrand());
     for (size_t x = 0; x < nk; ++x) put(bk.h.data(), c.dt, x, nrand());
     for (size_t x = 0; x < nv; ++x) put(bv.h.data(), c.dt, x, nrand());
-    for (size_t x = 0; x < no; ++x) put(bdo.h.data(), c.dt, x, nrand());
+    for (size_t x = 0; x < ndo; ++x) put(bdo.h.data(), c.dt, x, nrand());
     attn_tensor q = attn_tensor_dense(NULL, c.dt, B, Sq, c.Hq, c.D), k = attn_tensor_dense(NULL, c.dt, B, Sk, c.Hkv, c.D),
                 v = attn_tensor_dense(NULL, c.dt, B, Sk, c.Hkv, c.Dv), o = attn_tensor_dense(NULL, c.dt, B, Sq, c.Hq, c.Dv),
                 go = o, gq = attn_tensor_dense(NULL, ATTN_F32, B, Sq, c.Hq, c.D),
                 gk = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.D), gv = attn_tensor_dense(NULL, ATTN_F32, B, Sk, c.Hkv, c.Dv);
+    if (c.pad) { go.stride_head = c.Dv; go.stride_seq = c.Hq * c.Dv + c.pad; go.stride_batch = (ptrdiff_t)Sq * go.stride_seq; }
     if (c.alibi) { bslope.alloc((size_t)c.Hq * 4); for (i = 0; i < c.Hq; ++i) ((float *)bslope.h.data())[i] = 0.07f * (i + 1); }
     if (c.bias) { bbias.alloc((size_t)(c.bias == 2 ? 1 : B * c.Hq) * Sq * Sk * 4); for (size_t x = 0; x < bbias.h.size() / 4; ++x) ((float *)bbias.h.data())[x] = nrand() * 0.5f; }
     if (c.seqlens) { bsq.alloc((size_t)B * 4); bsk.alloc((size_t)B * 4); memcpy(bsq.h.data(), lq.data(), (size_t)B * 4); memcpy(bsk.h.data(), lk.data(), (size_t)B * 4); }
@@ -1111,7 +1115,9 @@ static void run_backward_case(const bcase &c) {
             mx = fmax(mx, fabs((double)r));
             err = fmax(err, a == r ? 0.0 : isnan(a) || isnan(r) ? 1e30 : fabs((double)a - r));
         }
-        CHECK(err / mx <= 1e-4, "%s: %s: max |cuda - cpu| / max |cpu| = %g (tolerance 1e-4)", c.name, names[t], err / mx);
+        const double tol = bwd_tolerance(c);
+        if (getenv("TCB_PRINT")) printf("  %-28s %s %.3g\n", c.name, names[t], err / mx);
+        CHECK(err / mx <= tol, "%s: %s: max |cuda - cpu| / max |cpu| = %g (tolerance %g)", c.name, names[t], err / mx, tol);
     }
 }
 static void test_backward(void) {
@@ -1126,6 +1132,148 @@ static void test_backward(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_backward_case(cases[i]);
 }
+
+/* ---- tensor-core backward (attn_cuda.cuh 2d) ---------------------------------------------------
+   f16/bf16 q, k, v, dout of one dtype with head dim 32/64/96/128 (v.dim == q.dim) run the
+   tensor-core kernels; everything else (f32, D 256, mixed dtypes) the CUDA-core ones, held to
+   1e-4. The tensor-core path rounds P and dS to the input dtype before the mma (unit roundoff
+   u = 2^-11 f16, 2^-8 bf16): the error of dV_j is at most u sum_i P_ij |dO_i|, of dK_j
+   u scale sum_i |dS_ij| |q_i|, of dQ_i u scale sum_j |dS_ij| |k_j| (plus fp32 sums); the
+   rounding errors of the terms have random signs, so relative to max |cpu| over a gradient
+   the error stays below u (measured: at most 0.85 u over these cases). Tolerance 4 u:
+   f16 1.95e-3, bf16 1.56e-2 (a wrong mask element, fragment or tile gives errors of order
+   0.1 and more). Every case also runs twice and must be bitwise equal (run_backward_case),
+   with no emulator error (races, barriers, misaligned or out-of-bounds fragment addresses).
+   run_backward_bound checks the elementwise bound itself, element by element (measured: at
+   most 0.84 of it). */
+static int bwd_tc_path(const bcase &c) {
+    return c.dt != ATTN_F32 && c.D == c.Dv && (c.D == 32 || c.D == 64 || c.D == 96 || c.D == 128);
+}
+static double bwd_tolerance(const bcase &c) {
+    if (!bwd_tc_path(c)) return 1e-4;
+    return 4.0 * (c.dt == ATTN_F16 ? 1.0 / 2048 : 1.0 / 256);
+}
+static void run_backward_bound(attn_dtype dt, int Sq, int Sk, int D, int causal);
+static void test_backward_tc(void) {
+    static const bcase cases[] = {
+        /* name                  dt         B Sq   Sk   Hq Hkv D   Dv  caus wl dil sink glob cap ali bias sl vl  wr */
+        /* several key and query tiles with tails (dK/dV: 3 key blocks x 3 query tiles; dQ: 3 x 3) */
+        { "tc tiles f16 D64",    ATTN_F16,  1, 150, 140, 2, 1, 64, 64,   0,  0, 0, 0,   0,   0,  0,  0,   0, 0,  0 },
+        { "tc causal bf16 D128", ATTN_BF16, 1, 70,  100, 2, 2, 128, 128, 1,  0, 0, 0,   0,   0,  0,  0,   0, 0,  0 },
+        { "tc window f16 D32",   ATTN_F16,  1, 90,  90,  2, 1, 32, 32,   0, 20, 0, 3,   0,   0,  0,  0,   0, 0,  7 },
+        { "tc dilation bf16 D96", ATTN_BF16, 1, 70, 70,  2, 1, 96, 96,   1,  4, 3, 0,   5,   0,  0,  0,   0, 0,  0 },
+        { "tc cap alibi bias f16", ATTN_F16, 2, 40, 50,  2, 2, 64, 64,   1,  0, 0, 0,   0,   1,  1,  1,   0, 0,  0 },
+        { "tc bias bcast bf16 D32", ATTN_BF16, 1, 33, 70, 2, 1, 32, 32,  0,  0, 0, 0,   0,   0,  0,  2,   0, 0,  0 },
+        { "tc seqlens f16 D96",  ATTN_F16,  3, 45,  70,  2, 1, 96, 96,   1,  0, 0, 0,   0,   0,  0,  0,   1, 0,  0 },
+        { "tc varlen GQA bf16",  ATTN_BF16, 3, 40,  75,  4, 2, 64, 64,   1,  0, 0, 2,   0,   0,  1,  0,   0, 1,  0 },
+        { "tc varlen MQA f16 D128", ATTN_F16, 2, 20, 30, 4, 1, 128, 128, 0, 10, 0, 0,   0,   1,  0,  0,   0, 1,  0 },
+        /* GQA with per-head bias, ALiBi slopes and softcap (the group's heads differ in each) */
+        { "tc GQA bias alibi cap bf16", ATTN_BF16, 2, 36, 44, 4, 2, 64, 64, 0, 0, 0, 0, 0, 1,  1,  1,   0, 0,  0 },
+        /* bottom-right causal with Sq > Sk: the first 30 rows see no key (lse -inf, zero gradients) */
+        { "tc causal Sq>Sk f16 D32", ATTN_F16, 1, 100, 70, 2, 1, 32, 32, 1,  0, 0, 0,   0,   0,  0,  0,   0, 0,  0 },
+        /* dout rows not 16-byte aligned: element loads instead of cp.async */
+        { "tc unaligned bf16 D64", ATTN_BF16, 2, 50, 66, 2, 1, 64, 64,   1,  0, 0, 0,   0,   0,  0,  0,   0, 0,  0, 4 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) run_backward_case(cases[i]);
+    run_backward_bound(ATTN_F16, 90, 100, 64, 0);
+    run_backward_bound(ATTN_BF16, 90, 100, 64, 0);
+    run_backward_bound(ATTN_F16, 70, 70, 128, 1);
+    run_backward_bound(ATTN_BF16, 70, 70, 32, 1);
+}
+/* The elementwise bound of attn_cuda.cuh 2d, checked per gradient element against attn_backward
+   (same inputs: the CPU forward's out, rounded to the dtype, and lse), one head, causal or not:
+     |dV_jd - cpu| <= u sum_i P_ij |dO_id| + eps sum_i P_ij |dO_id|
+     |dK_jd - cpu| <= scale sum_i ((u + eps) |dS_ij| + eps E_ij) |q_id|,
+     |dQ_id - cpu| <= scale sum_j ((u + eps) |dS_ij| + eps E_ij) |k_jd|
+   with P, dS in double from the same inputs, eps = 2^-13 for the fp32 sums of both sides (at
+   most ~130 terms: 130 x 2^-24 < 2^-13 of the sum of their magnitudes) and E_ij =
+   P_ij (sum_d |dO_id v_jd| + sum_d |dO_id o_id|), the scale of dS's own fp32 error (dP - D_i
+   cancels: a row that sees one key has dS = 0 exactly in double). */
+static void run_backward_bound(attn_dtype dt, int Sq, int Sk, int D, int causal) {
+    const double u = dt == ATTN_F16 ? 1.0 / 2048 : 1.0 / 256, eps = 1.0 / 8192;
+    const float scale = 1.0f / sqrtf((float)D);
+    const size_t nq = (size_t)Sq * D, nk = (size_t)Sk * D;
+    const long long shift = (long long)Sk - Sq;
+    buf bq, bk, bv, bo, bdo, blse, bdq, bdk, bdv;
+    int i, j, d;
+    bq.alloc(nq * esz(dt)); bk.alloc(nk * esz(dt)); bv.alloc(nk * esz(dt)); bo.alloc(nq * esz(dt)); bdo.alloc(nq * esz(dt));
+    blse.alloc((size_t)Sq * 4); bdq.alloc(nq * 4); bdk.alloc(nk * 4); bdv.alloc(nk * 4);
+    for (size_t x = 0; x < nq; ++x) { put(bq.h.data(), dt, x, nrand()); put(bdo.h.data(), dt, x, nrand()); }
+    for (size_t x = 0; x < nk; ++x) { put(bk.h.data(), dt, x, nrand()); put(bv.h.data(), dt, x, nrand()); }
+    attn_desc dsc;
+    memset(&dsc, 0, sizeof dsc);
+    dsc.bf16_kernels = ATTN_BF16_FP32;
+    dsc.causal = causal;
+    attn_tensor q = attn_tensor_dense(bq.h.data(), dt, 1, Sq, 1, D), k = attn_tensor_dense(bk.h.data(), dt, 1, Sk, 1, D),
+                v = attn_tensor_dense(bv.h.data(), dt, 1, Sk, 1, D), o = attn_tensor_dense(bo.h.data(), dt, 1, Sq, 1, D),
+                go = attn_tensor_dense(bdo.h.data(), dt, 1, Sq, 1, D);
+    std::vector<float> rq(nq), rk(nk), rv(nk);
+    attn_status s = attn_forward(&dsc, q, k, v, o, (float *)blse.h.data());
+    CHECK(s == ATTN_OK, "bound: CPU forward: %s", attn_status_str(s));
+    s = attn_backward(&dsc, q, k, v, o, go, (const float *)blse.h.data(), attn_tensor_dense(rq.data(), ATTN_F32, 1, Sq, 1, D),
+                      attn_tensor_dense(rk.data(), ATTN_F32, 1, Sk, 1, D), attn_tensor_dense(rv.data(), ATTN_F32, 1, Sk, 1, D));
+    CHECK(s == ATTN_OK, "bound: CPU backward: %s", attn_status_str(s));
+    bq.up(); bk.up(); bv.up(); bo.up(); bdo.up(); blse.up();
+    q.data = bq.d; k.data = bk.d; v.data = bv.d; o.data = bo.d; go.data = bdo.d;
+#ifdef ATTN_CUDA_EMULATE
+    emu_reset_errors();
+#endif
+    s = attn_cuda_backward(&dsc, q, k, v, o, go, (const float *)blse.d, attn_tensor_dense(bdq.d, ATTN_F32, 1, Sq, 1, D),
+                           attn_tensor_dense(bdk.d, ATTN_F32, 1, Sk, 1, D), attn_tensor_dense(bdv.d, ATTN_F32, 1, Sk, 1, D), 0);
+    CHECK(s == ATTN_OK, "bound: attn_cuda_backward: %s", attn_status_str(s));
+    cudaDeviceSynchronize();
+#ifdef ATTN_CUDA_EMULATE
+    CHECK(emu_errors() == 0, "bound: the emulator reported %d errors", emu_errors());
+#endif
+    bdq.down(); bdk.down(); bdv.down();
+    /* P and dS in double */
+    std::vector<double> P((size_t)Sq * Sk, 0.0), dS((size_t)Sq * Sk, 0.0), E((size_t)Sq * Sk, 0.0);
+    const unsigned char *Q = bq.h.data(), *K = bk.h.data(), *V = bv.h.data(), *O = bo.h.data(), *G = bdo.h.data();
+    for (i = 0; i < Sq; ++i) {
+        double Di = 0, Dabs = 0;
+        for (d = 0; d < D; ++d) {
+            const double t = (double)get(G, dt, (size_t)i * D + d) * get(O, dt, (size_t)i * D + d);
+            Di += t; Dabs += fabs(t);
+        }
+        for (j = 0; j < Sk; ++j) {
+            double sij = 0, dp = 0, dpabs = 0;
+            if (causal && j > i + shift) continue;
+            for (d = 0; d < D; ++d) {
+                const double t = (double)get(G, dt, (size_t)i * D + d) * get(V, dt, (size_t)j * D + d);
+                sij += (double)get(Q, dt, (size_t)i * D + d) * get(K, dt, (size_t)j * D + d);
+                dp += t; dpabs += fabs(t);
+            }
+            P[(size_t)i * Sk + j] = exp(sij * scale - ((float *)blse.h.data())[i]);
+            dS[(size_t)i * Sk + j] = P[(size_t)i * Sk + j] * (dp - Di);
+            E[(size_t)i * Sk + j] = P[(size_t)i * Sk + j] * (dpabs + Dabs);
+        }
+    }
+    double worst[3] = { 0, 0, 0 };     /* max over elements of |cuda - cpu| / bound, dq dk dv */
+    for (i = 0; i < Sq; ++i)
+        for (d = 0; d < D; ++d) {
+            double b = 0;
+            for (j = 0; j < Sk; ++j)
+                b += ((u + eps) * fabs(dS[(size_t)i * Sk + j]) + eps * E[(size_t)i * Sk + j]) * fabs(get(K, dt, (size_t)j * D + d));
+            b = scale * b + 1e-30;
+            worst[0] = fmax(worst[0], fabs((double)((float *)bdq.h.data())[(size_t)i * D + d] - rq[(size_t)i * D + d]) / b);
+        }
+    for (j = 0; j < Sk; ++j)
+        for (d = 0; d < D; ++d) {
+            double bk_ = 0, bv_ = 0;
+            for (i = 0; i < Sq; ++i) {
+                bk_ += ((u + eps) * fabs(dS[(size_t)i * Sk + j]) + eps * E[(size_t)i * Sk + j]) * fabs(get(Q, dt, (size_t)i * D + d));
+                bv_ += P[(size_t)i * Sk + j] * fabs(get(G, dt, (size_t)i * D + d));
+            }
+            bk_ = scale * bk_ + 1e-30; bv_ = (u + eps) * bv_ + 1e-30;
+            worst[1] = fmax(worst[1], fabs((double)((float *)bdk.h.data())[(size_t)j * D + d] - rk[(size_t)j * D + d]) / bk_);
+            worst[2] = fmax(worst[2], fabs((double)((float *)bdv.h.data())[(size_t)j * D + d] - rv[(size_t)j * D + d]) / bv_);
+        }
+    if (getenv("TCB_PRINT")) printf("  bound %s D%d causal %d: %.3g %.3g %.3g\n", dt == ATTN_F16 ? "f16" : "bf16", D, causal, worst[0], worst[1], worst[2]);
+    CHECK(worst[0] <= 1.0 && worst[1] <= 1.0 && worst[2] <= 1.0,
+          "bound %s D%d: |cuda - cpu| / (elementwise bound of 2d): dq %g, dk %g, dv %g (must be <= 1)", dt == ATTN_F16 ? "f16" : "bf16",
+          D, worst[0], worst[1], worst[2]);
+}
+/* ---- end of the tensor-core backward block ---------------------------------------------------- */
 
 int main(void) {
 #ifdef ATTN_CUDA_EMULATE
@@ -1143,6 +1291,8 @@ int main(void) {
     printf("%s merge     %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     test_backward();
     printf("%s backward  %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
+    test_backward_tc();
+    printf("%s bwd tc    %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     test_errors();
     printf("%s errors    %d checks so far, %d failed\n", failed ? "FAIL" : "ok  ", passed + failed, failed);
     for (int s = 250; s < 300; ++s) {
