@@ -968,6 +968,31 @@ template <int LD> ACU_DEV const unsigned char *acu_frag_b(const unsigned char *X
     return X + ((size_t)(r0 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + c0 + (lane >> 4) * 8) * 2;
 }
 
+/* Both backward kernels' two products over a tile: x = A1 B1^T and y = A2 B2^T for the warp's 16
+   rows of A1 / A2 and the NT * 8 rows of B1 / B2, over D columns (dK/dV: S^T = K Q^T and
+   dP^T = V dO^T; dQ: S = Q K^T and dP = dO V^T). Element [2r + e] of n-tile j: row g + 8r of the
+   warp, column 8j + 2t4 + e. */
+template <int D, int LD, int NT, int BF16>
+ACU_DEV void acu_bwd_two_products(float (&x)[NT][4], float (&y)[NT][4], const unsigned char *A1, const unsigned char *A2,
+                                  const unsigned char *B1, const unsigned char *B2, int warp, int lane) {
+    int j, kk;
+    ACU_UNROLL for (j = 0; j < NT; ++j) x[j][0] = x[j][1] = x[j][2] = x[j][3] = y[j][0] = y[j][1] = y[j][2] = y[j][3] = 0.0f;
+    ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
+        uint32_t a1[4], a2[4];
+        acu_ldsm_x4(a1, acu_frag_a<LD>(A1, warp * 16, kk * 16, lane));
+        acu_ldsm_x4(a2, acu_frag_a<LD>(A2, warp * 16, kk * 16, lane));
+        ACU_UNROLL for (j = 0; j < NT; j += 2) {
+            uint32_t b[4];
+            acu_ldsm_x4(b, acu_frag_bt<LD>(B1, j * 8, kk * 16, lane));
+            acu_mma(x[j], a1, b, BF16);
+            acu_mma(x[j + 1], a1, b + 2, BF16);
+            acu_ldsm_x4(b, acu_frag_bt<LD>(B2, j * 8, kk * 16, lane));
+            acu_mma(y[j], a2, b, BF16);
+            acu_mma(y[j + 1], a2, b + 2, BF16);
+        }
+    }
+}
+
 template <int D, int BF16>
 __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_CONST acu_bwd_params prm) {
     typedef acu_bwd_cfg<D> C;
@@ -1021,21 +1046,7 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_bwd_mma_dkdv(const ACU_GRID_C
             {
                 /* S^T = K Q^T, dP^T = V dO^T: the warp's 16 keys x BQ queries */
                 float s[NT][4], dp[NT][4];
-                ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.0f;
-                ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
-                    uint32_t ak[4], av[4];
-                    acu_ldsm_x4(ak, acu_frag_a<LD>(Ks, warp * 16, kk * 16, lane));
-                    acu_ldsm_x4(av, acu_frag_a<LD>(Vs, warp * 16, kk * 16, lane));
-                    ACU_UNROLL for (j = 0; j < NT; j += 2) {
-                        uint32_t b[4];
-                        acu_ldsm_x4(b, acu_frag_bt<LD>(Qs, j * 8, kk * 16, lane));
-                        acu_mma(s[j], ak, b, BF16);
-                        acu_mma(s[j + 1], ak, b + 2, BF16);
-                        acu_ldsm_x4(b, acu_frag_bt<LD>(Gs, j * 8, kk * 16, lane));
-                        acu_mma(dp[j], av, b, BF16);
-                        acu_mma(dp[j + 1], av, b + 2, BF16);
-                    }
-                }
+                acu_bwd_two_products<D, LD, NT, BF16>(s, dp, Ks, Vs, Qs, Gs, warp, lane);
                 /* element [2r + e] of n-tile j: key row g + 8r of the warp, query column 8j + 2t4 + e */
                 ACU_UNROLL for (j = 0; j < NT; ++j)
                     ACU_UNROLL for (e = 0; e < 2; ++e) {
@@ -1169,21 +1180,7 @@ __global__ void __launch_bounds__(ACU_THREADS, 1) acu_bwd_mma_dq(const ACU_GRID_
             __syncthreads();                /* ... and everyone's */
             /* S = Q K^T, dP = dO V^T: the warp's 16 query rows x BN keys */
             float s[NT][4], dp[NT][4];
-            ACU_UNROLL for (j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.0f;
-            ACU_UNROLL for (kk = 0; kk < D / 16; ++kk) {
-                uint32_t aq[4], ag[4];
-                acu_ldsm_x4(aq, acu_frag_a<LD>(Qs, warp * 16, kk * 16, lane));
-                acu_ldsm_x4(ag, acu_frag_a<LD>(Gs, warp * 16, kk * 16, lane));
-                ACU_UNROLL for (j = 0; j < NT; j += 2) {
-                    uint32_t b[4];
-                    acu_ldsm_x4(b, acu_frag_bt<LD>(Ks, j * 8, kk * 16, lane));
-                    acu_mma(s[j], aq, b, BF16);
-                    acu_mma(s[j + 1], aq, b + 2, BF16);
-                    acu_ldsm_x4(b, acu_frag_bt<LD>(Vs, j * 8, kk * 16, lane));
-                    acu_mma(dp[j], ag, b, BF16);
-                    acu_mma(dp[j + 1], ag, b + 2, BF16);
-                }
-            }
+            acu_bwd_two_products<D, LD, NT, BF16>(s, dp, Qs, Gs, Ks, Vs, warp, lane);
             /* element [2r + e] of n-tile j: query row g + 8r of the warp, key c0 + 8j + 2t4 + e */
             ACU_UNROLL for (r = 0; r < 2; ++r)
                 ACU_UNROLL for (j = 0; j < NT; ++j)
