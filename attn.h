@@ -4981,7 +4981,8 @@ static void attn__head_cache_reset(const attn__fwd_ctx *C, float *ws) {
 }
 
 /* Keys [c0, c0 + nk) of the sequence (one strided run of K/V rows) into tile T: f32 rows read in
-   place, copies (f16/bf16, RoPE, strided rows on AVX2) from the head cache or the scratch. */
+   place, copies (f16/bf16, RoPE, strided rows where isa->pack_strided_kv) from the head cache
+   or the scratch. */
 static void attn__tile_chunk(const attn__fwd_ctx *C, attn__tile *T, float *scratch, long long c0, int nk) {
     const attn__problem *P = C->P;
     float *S = scratch, *kbuf = S + ATTN__BK * ATTN__BQ, *vbuf = kbuf + ATTN__BK * C->geo.ldk;
