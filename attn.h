@@ -131,7 +131,8 @@
                   overlap statuses; NaN propagation; the sparse (Longformer, BigBird, LSH,
                   Routing), linear (linear, Performer, cosFormer, RWKV; attn_backward for the
                   first three), low-rank (Linformer, Nystromformer) and state-space (Mamba
-                  scan, conv1d, S4D) families; see README "API changes".
+                  scan, conv1d, S4D) families; attn_desc.allow_tf32 (the CUDA companion's f32
+                  path); see docs/guide.md "API changes in 0.2".
             0.1   first release: exact attention with every mask, merge, backward, layers,
                   generation (KV caches, decoding, RoPE, StreamingLLM, EL-attention).
 */
