@@ -201,6 +201,16 @@ T_UNUSED static double t_round_dt(double x, attn_dtype dt) {
     return f;
 }
 T_UNUSED static size_t t_dt_size(attn_dtype dt) { return dt == ATTN_F32 ? 4u : 2u; }
+/* positions [t0, t0 + len) of t (a view with t's strides; zero strides read as dense, as the
+   documented default) */
+T_UNUSED static attn_tensor t_seq_view(attn_tensor t, int t0, int len) {
+    if (t.stride_batch == 0 && t.stride_seq == 0 && t.stride_head == 0) {
+        t.stride_head = t.dim; t.stride_seq = (ptrdiff_t)t.heads * t.dim; t.stride_batch = (ptrdiff_t)t.seq * t.stride_seq;
+    }
+    t.data = (char *)t.data + (size_t)t0 * (size_t)t.stride_seq * t_dt_size(t.dtype);
+    t.seq = len;
+    return t;
+}
 T_UNUSED static const char *t_dt_name(attn_dtype dt) {
     return dt == ATTN_F32 ? "f32" : dt == ATTN_F16 ? "f16" : dt == ATTN_BF16 ? "bf16" : "bad";
 }

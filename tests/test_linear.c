@@ -192,17 +192,8 @@ static void test_linear_step(void) {
         for (t0 = 0; t0 < s.Sq && ok;) {
             const int want_len = t_chance(&r, 0.5) ? 1 : t_irange(&r, 1, 90);
             const int len = want_len < s.Sq - t0 ? want_len : s.Sq - t0;
-            attn_tensor q = m.tq, k = m.tk, v = m.tv, o = m.to;
-            /* views of tokens [t0, t0 + len) with the full tensors' strides */
-            q.data = (char *)m.q + (size_t)t0 * s.Hq * s.D * t_dt_size(s.tq);
-            k.data = (char *)m.k + (size_t)t0 * s.Hkv * s.D * t_dt_size(s.tkv);
-            v.data = (char *)m.v + (size_t)t0 * s.Hkv * s.Dv * t_dt_size(s.tkv);
-            o.data = (char *)m.out + (size_t)t0 * s.Hq * s.Dv * t_dt_size(s.to);
-            q.seq = k.seq = v.seq = o.seq = len;
-            q.stride_batch = (ptrdiff_t)s.Sq * s.Hq * s.D; q.stride_seq = (ptrdiff_t)s.Hq * s.D; q.stride_head = s.D;
-            k.stride_batch = (ptrdiff_t)s.Sk * s.Hkv * s.D; k.stride_seq = (ptrdiff_t)s.Hkv * s.D; k.stride_head = s.D;
-            v.stride_batch = (ptrdiff_t)s.Sk * s.Hkv * s.Dv; v.stride_seq = (ptrdiff_t)s.Hkv * s.Dv; v.stride_head = s.Dv;
-            o.stride_batch = (ptrdiff_t)s.Sq * s.Hq * s.Dv; o.stride_seq = (ptrdiff_t)s.Hq * s.Dv; o.stride_head = s.Dv;
+            const attn_tensor q = t_seq_view(m.tq, t0, len), k = t_seq_view(m.tk, t0, len);
+            const attn_tensor v = t_seq_view(m.tv, t0, len), o = t_seq_view(m.to, t0, len);
             ok = T_CHECK(attn_step(&d, q, k, v, &st, o) == ATTN_OK, "linear step at %d (+%d)", t0, len);
             t0 += len;
         }
