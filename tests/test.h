@@ -110,6 +110,14 @@ T_UNUSED static int t_check_(int ok, const char *file, int line, const char *fmt
    C99 under -pedantic. Evaluates to 1 on pass, 0 on failure. */
 #define T_CHECK(cond, ...) t_check_((cond) ? 1 : 0, __FILE__, __LINE__, __VA_ARGS__)
 #define T_CHECK0(cond, msg) t_check_((cond) ? 1 : 0, __FILE__, __LINE__, "%s", (msg))
+/* got == want, counted as provoking want (the caller checks the outputs stayed untouched) */
+T_UNUSED static int t_expect_status(attn_status got, attn_status want, const char *family, const char *what) {
+    if (T_CHECK(got == want, "%s %s: got %s, want %s", family, what, attn_status_str(got), attn_status_str(want))) {
+        t_status_provoked[want] = 1;
+        return 1;
+    }
+    return 0;
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Deterministic RNG (splitmix64)                                                            */

@@ -234,13 +234,7 @@ static void test_linear_edges(void) {
     lin_free(&m);
 }
 
-static int lin_expect(attn_status got, attn_status want, const char *what) {
-    if (T_CHECK(got == want, "linear %s: got %s, want %s", what, attn_status_str(got), attn_status_str(want))) {
-        t_status_provoked[want] = 1;
-        return 1;
-    }
-    return 0;
-}
+static int lin_expect(attn_status got, attn_status want, const char *what) { return t_expect_status(got, want, "linear", what); }
 
 /* every error: the specific status, the output (and state) untouched */
 static void test_linear_errors(void) {

@@ -430,13 +430,7 @@ static void test_performer_converges(void) {
     pf_free(&m);
 }
 
-static int pf_expect(attn_status got, attn_status want, const char *what) {
-    if (T_CHECK(got == want, "performer %s: got %s, want %s", what, attn_status_str(got), attn_status_str(want))) {
-        t_status_provoked[want] = 1;
-        return 1;
-    }
-    return 0;
-}
+static int pf_expect(attn_status got, attn_status want, const char *what) { return t_expect_status(got, want, "performer", what); }
 
 static void test_performer_errors(void) {
     float q[2 * 3 * 2 * 4], k[2 * 3 * 1 * 4], v[2 * 3 * 1 * 5], out[2 * 3 * 2 * 5], sbuf[400], lse[12], W[8 * 4], Wd[8 * 4];
