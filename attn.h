@@ -1,4 +1,4 @@
-/* attn.h - v0.2 - exact and approximate attention for C99 - public domain or MIT (see end of file)
+/* attn.h - v0.3 - exact and approximate attention for C99 - public domain or MIT (see end of file)
 
    Table of contents (each section starts with a banner "   3.N title"; grep "3.N " to jump)
      1. Documentation (this block)
@@ -124,7 +124,12 @@
        x = low(low((u32)j + (u32)r) ^ (u32)(r >> 32))
        keep_ij = (x >> 8) >= (u32)(p * 2^24);   1 / (1 - p) is computed in fp32
 
-   VERSION  0.2   the mechanism seam: attn_kind table (attn_kind_name), attn_state / attn_step for
+   VERSION  0.3   strides always explicit: "all strides 0 means dense" is retired for tensors, the
+                  bias and the scan views (a zero stride broadcasts, nothing is guessed); the
+                  constructors fill every stride; attn_bias.rows (1: one row for every query)
+                  and attn_bias_dense; attn_ssm_tensor_dense; see docs/guide.md "API changes
+                  in 0.3".
+            0.2   the mechanism seam: attn_kind table (attn_kind_name), attn_state / attn_step for
                   recurrent kinds, fixed status values in blocks per family, ATTN_ERR_N_THREADS
                   for every thread-count check, mixed dtypes (q/out any, K and V one dtype),
                   ATTN_ERR_KIND_OP; bf16_kernels (was no_amx), attn_kv_len returns a status;
@@ -142,7 +147,7 @@
 #include <stddef.h>   /* size_t, ptrdiff_t */
 
 #define ATTN_VERSION_MAJOR 0
-#define ATTN_VERSION_MINOR 2
+#define ATTN_VERSION_MINOR 3
 
 #ifndef ATTNDEF
 #ifdef ATTN_STATIC
@@ -164,8 +169,10 @@ extern "C" {
 typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype;
 
 /* A strided view of a 4-D tensor [batch, seq, heads, dim]; the dim axis has stride 1.
-   Strides are in elements. All three 0 means dense [batch][seq][heads][dim]. An input may use
-   stride 0 on an axis to broadcast it; an output may not (on an axis of extent > 1).
+   Strides are in elements and always explicit: attn_tensor_dense / attn_tensor_bhsd fill them,
+   and no layout is ever guessed from zeros (0.2 read "all three 0" as dense, which a broadcast
+   of every axis also is). An input may use stride 0 on an axis to broadcast it (every stride 0:
+   one row for every position); an output may not (on an axis of extent > 1).
    Outputs and memory (checked, never a silent race or overwrite):
      - an output's rows must not overlap each other: sorted by |stride|, each axis of extent > 1
        must step at least over the span of the axes inside it (the row of dim elements for the
@@ -454,14 +461,19 @@ typedef struct attn_nystrom_params {
 } attn_nystrom_params;
 
 
-/* Optional additive bias on the logits, fp32, shape [batch|1, heads|1, seq_q, seq_k].
+/* Optional additive bias on the logits, fp32, shape [batch, heads, rows, seq_k].
      data          NULL: no bias
-     batch         1 (broadcast over batch) or q.batch
-     heads         1 (broadcast over heads) or q.heads
-     stride_*      in elements; all 0 = dense; the seq_k axis is contiguous */
+     batch         1 (shared by every sequence) or q.batch
+     heads         1 (shared by every head) or q.heads
+     rows          1 (one row shared by every query: a key-padding mask such as Hugging Face's
+                   attention_mask [B, 1, 1, Sk]) or q.seq
+     stride_*      in elements, always explicit (attn_bias_dense fills them; no layout is
+                   guessed from zeros): the stride of an axis of extent 1 is never read, a 0
+                   stride on a longer axis repeats one slice along it; seq_k is contiguous.
+   dbias (attn_backward) takes the same shape: with rows 1 it is the sum over query rows. */
 typedef struct attn_bias {
     const float *data;
-    int batch, heads;
+    int batch, heads, rows;
     ptrdiff_t stride_batch, stride_head, stride_q;
 } attn_bias;
 
@@ -740,6 +752,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v or the KV cache, or out's rows overlap each other (see attn_tensor)") \
     X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk or dv overlaps q, k, v, out, dout, lse, another gradient or its own rows (see attn_tensor)") \
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
+    X(ATTN_ERR_BIAS_ROWS,             142, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
     \
     /* -- recurrent state and mechanism seam (200-249) -- */ \
     X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
@@ -899,10 +912,13 @@ ATTNDEF attn_status_category attn_status_cat(attn_status s);
 /* The kernel set attn_forward runs on this CPU: "avx512", "avx2", "neon" or "scalar". */
 ATTNDEF const char *attn_kernels(void);
 
-/* Dense [batch][seq][heads][dim] view of data. */
+/* Dense [batch][seq][heads][dim] view of data: every stride filled (a stride whose product
+   does not fit ptrdiff_t saturates, and validation then returns ATTN_ERR_OVERFLOW). */
 ATTNDEF attn_tensor attn_tensor_dense(void *data, attn_dtype dtype, int batch, int seq, int heads, int dim);
 /* Dense [batch][heads][seq][dim] view of data (PyTorch's usual layout), as an attn_tensor. */
 ATTNDEF attn_tensor attn_tensor_bhsd(void *data, attn_dtype dtype, int batch, int heads, int seq, int dim);
+/* Dense [batch][heads][rows][seq_k] bias (attn_desc.bias); rows 1 for a key-padding row. */
+ATTNDEF attn_bias attn_bias_dense(const float *data, int batch, int heads, int rows, int seq_k);
 
 /* Exact attention forward.
      q    [B, Sq, Hq, D]      k [B, Sk, Hkv, D]     v [B, Sk, Hkv, Dv]     Hq % Hkv == 0
@@ -1315,19 +1331,23 @@ ATTNDEF const char *attn_bf16_kernels(void);
 
 /* A strided view of a [batch, channels, len] tensor: the scans' layout (Mamba's u, delta, z
    and y are [B, D, L]; per-token B and C are [B, G*N, L]; a one-token step sees len 1).
-   The len axis is contiguous (stride 1). Strides in elements; both 0 = dense [batch][channels]
-   [len]. An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
+   The len axis is contiguous (stride 1). Strides in elements, always explicit
+   (attn_ssm_tensor_dense fills them for a dense [batch][channels][len]; no layout is guessed
+   from zeros). An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
    Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent. */
 typedef struct attn_ssm_tensor {
     void *data;
     attn_dtype dtype;
     ptrdiff_t stride_batch, stride_chan;
 } attn_ssm_tensor;
+/* Dense [batch][channels][len] view of data (stride_chan = len, stride_batch = channels len). */
+ATTNDEF attn_ssm_tensor attn_ssm_tensor_dense(void *data, attn_dtype dtype, int channels, int len);
 
 /* Where the selective scan's B and C come from (attn_ssm_desc.bc_const). */
 enum { ATTN_SSM_BC_TOKEN = 0,    /* input-dependent: [batch, n_groups * d_state, len] */
        ATTN_SSM_BC_CONST = 1 };  /* constant per channel: [dim, d_state] (stride_chan = row
-                                    stride, 0: d_state; stride_batch ignored) */
+                                    stride, e.g. attn_ssm_tensor_dense(p, dt, dim, d_state);
+                                    stride_batch ignored) */
 /* Activation after the causal conv1d (attn_ssm_desc.conv_act). */
 enum { ATTN_SSM_CONV_SILU = 0, ATTN_SSM_CONV_NONE = 1 };
 /* S4D discretisation (attn_ssm_desc.s4d_disc). */
@@ -2067,22 +2087,39 @@ ATTNDEF attn_status_category attn_status_cat(attn_status s) {
     }
 }
 
+/* a * b as a stride, or PTRDIFF_MAX when it does not fit (validation then reports
+   ATTN_ERR_OVERFLOW if the axis is ever stepped); 0 for a non-positive factor (a shape error). */
+static ptrdiff_t attn__stride_mul(ptrdiff_t a, int b) {
+    if (a <= 0 || b <= 0) return 0;
+    return a > PTRDIFF_MAX / b ? PTRDIFF_MAX : a * b;
+}
 ATTNDEF attn_tensor attn_tensor_dense(void *data, attn_dtype dtype, int batch, int seq, int heads, int dim) {
     attn_tensor t;
     memset(&t, 0, sizeof t);
     t.data = data; t.dtype = dtype; t.batch = batch; t.seq = seq; t.heads = heads; t.dim = dim;
+    t.stride_head = dim > 0 ? dim : 0;
+    t.stride_seq = attn__stride_mul(t.stride_head, heads);
+    t.stride_batch = attn__stride_mul(t.stride_seq, seq);
     return t;
 }
 ATTNDEF attn_tensor attn_tensor_bhsd(void *data, attn_dtype dtype, int batch, int heads, int seq, int dim) {
     attn_tensor t = attn_tensor_dense(data, dtype, batch, seq, heads, dim);
-    t.stride_head = (ptrdiff_t)seq * dim;                 /* overflow is caught by validation */
-    t.stride_seq = dim;
-    t.stride_batch = (ptrdiff_t)heads * seq * dim;
-    if (t.stride_head == 0 && t.stride_seq == 0 && t.stride_batch == 0) t.stride_seq = 1;
+    t.stride_seq = dim > 0 ? dim : 0;
+    t.stride_head = attn__stride_mul(t.stride_seq, seq);
+    t.stride_batch = attn__stride_mul(t.stride_head, heads);
     return t;
 }
+ATTNDEF attn_bias attn_bias_dense(const float *data, int batch, int heads, int rows, int seq_k) {
+    attn_bias b;
+    memset(&b, 0, sizeof b);
+    b.data = data; b.batch = batch; b.heads = heads; b.rows = rows;
+    b.stride_q = seq_k > 0 ? seq_k : 0;
+    b.stride_head = attn__stride_mul(b.stride_q, rows);
+    b.stride_batch = attn__stride_mul(b.stride_head, heads);
+    return b;
+}
 
-/* A tensor with its strides resolved (dense defaults filled in). */
+/* A validated tensor: its strides, as the caller gave them (a zero stride broadcasts). */
 typedef struct attn__view {
     char *data;
     attn_dtype dtype;
@@ -2106,20 +2143,13 @@ static int attn__span_add(size_t *span, ptrdiff_t stride, int n) {
 
 static int attn__dtype_ok(attn_dtype t) { return t == ATTN_F32 || t == ATTN_F16 || t == ATTN_BF16; }
 
-/* Resolves strides and checks that every element offset (in bytes) fits in ptrdiff_t.
+/* Takes the strides and checks that every element offset (in bytes) fits in ptrdiff_t.
    Shape and dtype must already be valid. */
 static attn_status attn__make_view(const attn_tensor *t, attn__view *v) {
-    size_t span = 0, bytes, dense;
+    size_t span = 0, bytes;
     v->data = (char *)t->data; v->dtype = t->dtype; v->esize = attn__dtype_size(t->dtype);
     v->batch = t->batch; v->seq = t->seq; v->heads = t->heads; v->dim = t->dim;
-    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
-        if (!attn__mul_size((size_t)t->heads, (size_t)t->dim, &dense) || dense > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
-        v->sh = t->dim; v->ss = (ptrdiff_t)dense;
-        if (!attn__mul_size(dense, (size_t)t->seq, &dense) || dense > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
-        v->sb = (ptrdiff_t)dense;
-    } else {
-        v->sb = t->stride_batch; v->ss = t->stride_seq; v->sh = t->stride_head;
-    }
+    v->sb = t->stride_batch; v->ss = t->stride_seq; v->sh = t->stride_head;
     if (!attn__span_add(&span, 1, t->dim) || !attn__span_add(&span, v->sh, t->heads) ||
         !attn__span_add(&span, v->ss, t->seq) || !attn__span_add(&span, v->sb, t->batch) ||
         !attn__add_size(span, 1, &span) || !attn__mul_size(span, v->esize, &bytes) || bytes > (size_t)PTRDIFF_MAX)
@@ -2205,7 +2235,7 @@ typedef struct attn__problem {
     const int *seqlens_q, *seqlens_k, *cu_q, *cu_k;
     const float *alibi;
     const float *bias;
-    int bias_batch, bias_heads;
+    int bias_batch, bias_heads, bias_rows;
     ptrdiff_t bias_sb, bias_sh, bias_sq;
     int n_threads;
     float dropout_p;             /* backward / training: attention dropout (3.9) */
@@ -2308,10 +2338,9 @@ static attn_status attn__check_plain(const attn_desc *d) {
 }
 
 /* An output view with a zero stride on an axis of extent > 1 (two elements would share memory).
-   All strides 0 means dense, which is fine. The one broadcast check of every output. */
+   The one broadcast check of every output. */
 static int attn__tensor_bcast(const attn_tensor *t) {
-    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
-           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) || (t->heads > 1 && t->stride_head == 0));
+    return (t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) || (t->heads > 1 && t->stride_head == 0);
 }
 
 /* The tensor contract every attn_kind shares: q [B, Sq, Hq, D], k [B, Sk, Hkv, D],
@@ -2391,19 +2420,16 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->bias.data) {
         if (d->bias.batch != 1 && d->bias.batch != q->batch) return ATTN_ERR_BIAS_BATCH;
         if (d->bias.heads != 1 && d->bias.heads != q->heads) return ATTN_ERR_BIAS_HEADS;
+        if (d->bias.rows != 1 && d->bias.rows != q->seq) return ATTN_ERR_BIAS_ROWS;
     }
     P->bias = d->bias.data;
     if (P->bias) {                              /* bias [Bb, Hb, Sq, Sk], seq_k contiguous */
         size_t span = 0;
-        P->bias_batch = d->bias.batch; P->bias_heads = d->bias.heads;
-        if (d->bias.stride_batch == 0 && d->bias.stride_head == 0 && d->bias.stride_q == 0) {
-            size_t sq = (size_t)k->seq, sh, sb;
-            if (!attn__mul_size(sq, (size_t)q->seq, &sh) || !attn__mul_size(sh, (size_t)d->bias.heads, &sb) ||
-                sb > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
-            P->bias_sq = (ptrdiff_t)sq; P->bias_sh = (ptrdiff_t)sh; P->bias_sb = (ptrdiff_t)sb;
-        } else {
-            P->bias_sq = d->bias.stride_q; P->bias_sh = d->bias.stride_head; P->bias_sb = d->bias.stride_batch;
-        }
+        P->bias_batch = d->bias.batch; P->bias_heads = d->bias.heads; P->bias_rows = d->bias.rows;
+        /* an axis of extent 1 is read at index 0 only: its stride is 0 whatever the caller left there */
+        P->bias_sq = d->bias.rows == 1 ? 0 : d->bias.stride_q;
+        P->bias_sh = d->bias.heads == 1 ? 0 : d->bias.stride_head;
+        P->bias_sb = d->bias.batch == 1 ? 0 : d->bias.stride_batch;
         if (!attn__span_add(&span, 1, k->seq) || !attn__span_add(&span, P->bias_sq, q->seq) ||
             !attn__span_add(&span, P->bias_sh, d->bias.heads) || !attn__span_add(&span, P->bias_sb, d->bias.batch) ||
             span > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
@@ -6567,7 +6593,7 @@ static void attn__bwd_task(void *vctx, int task, int thread) {
         int bb, bh, row;
         for (bb = b0; bb < b1; ++bb)
             for (bh = e0; bh < e1; ++bh)
-                for (row = 0; row < P->q.seq; ++row)
+                for (row = 0; row < P->bias_rows; ++row)     /* rows 1: the sum over queries */
                     memset(C->dbias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)row * P->bias_sq + klo, 0,
                            sizeof(float) * (size_t)(khi - klo));
     }
@@ -6712,7 +6738,7 @@ static attn_status attn__softmax_backward(const attn__call *c) {
     if (attn__tensor_bcast(&dv)) return ATTN_ERR_BWD_DV_BROADCAST;
     if (desc->dbias) {
         if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
-        if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (q.seq > 1 && P.bias_sq == 0))
+        if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (P.bias_rows > 1 && P.bias_sq == 0))
             return ATTN_ERR_BWD_DBIAS_BROADCAST;
     }
     if ((s = attn__bwd_plan(&P, desc, &C, &bytes)) != ATTN_OK) return s;
@@ -7373,15 +7399,18 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     L->dscale = d->attn.scale != 0.0f ? d->attn.scale : 1.0f / sqrtf((float)L->dm);
     if (direct) {
         L->tq = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, 1, 1);
-        L->tq.stride_head = 1;                          /* broadcast one zero: strides b 0, s 0 */
+        L->tq.stride_batch = L->tq.stride_seq = 0;      /* broadcast one zero */
         L->tk = L->tq; L->tk.seq = lk;
         L->tv = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lk, 1, L->dm);
         L->to = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, 1, L->dm);
         memset(&L->ad.bias, 0, sizeof L->ad.bias);
         L->ad.bias.data = attn__layer_zero;             /* placeholder: W_D or the logits */
-        L->ad.bias.heads = 1;
+        L->ad.bias.heads = 1; L->ad.bias.rows = lq;
         if (d->kind == ATTN_LAYER_DIRECT) { L->ad.bias.batch = 1; L->ad.bias.stride_q = L->ctx; }
-        else L->ad.bias.batch = batch;                  /* dense [B, 1, lq, lk] */
+        else {                                          /* dense [B, 1, lq, lk] */
+            L->ad.bias.batch = batch; L->ad.bias.stride_q = lk;
+            L->ad.bias.stride_batch = attn__stride_mul(lk, lq);
+        }
     } else {
         L->tq = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, L->H, L->dk);
         L->tk = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lk, L->Hkv, L->dk);
@@ -7718,9 +7747,9 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
         bd.dbias = grads->wd + (size_t)(L.wd - weights->wd);
     } else if (L.kind == ATTN_LAYER_DIRECT_INPUT) bd.dbias = attn__layer_buf(&L, L.f_dg);
     tdo = L.to; tdo.data = dA;
-    tdq = L.tq; tdq.data = dQ; tdq.stride_batch = tdq.stride_seq = tdq.stride_head = 0;
-    tdk = L.tk; tdk.data = dK; tdk.stride_batch = tdk.stride_seq = tdk.stride_head = 0;
-    tdv = L.tv; tdv.data = dV; tdv.stride_batch = tdv.stride_seq = tdv.stride_head = 0;
+    tdq = attn_tensor_dense(dQ, ATTN_F32, L.tq.batch, L.tq.seq, L.tq.heads, L.tq.dim);
+    tdk = attn_tensor_dense(dK, ATTN_F32, L.tk.batch, L.tk.seq, L.tk.heads, L.tk.dim);
+    tdv = attn_tensor_dense(dV, ATTN_F32, L.tv.batch, L.tv.seq, L.tv.heads, L.tv.dim);
     s = attn_backward(&bd, L.tq, L.tk, L.tv, L.to, tdo, lse, tdq, tdk, tdv);
     ATTN_ASSERT(s == ATTN_OK);
     /* input projections; dx targets: self-attention sends both paths to dx_q */
@@ -8478,13 +8507,9 @@ static int attn__lf_piece(const attn_desc *d, int Hq, int g, int h0) {
     return h0 + (h1 - h0) / g * g;
 }
 
-/* Heads [h0, h0 + nh) of t, with explicit strides (validated tensors: no overflow). */
+/* Heads [h0, h0 + nh) of t (a validated tensor: no overflow). */
 static attn_tensor attn__heads_view(const attn_tensor *t, int h0, int nh) {
     attn_tensor r = *t;
-    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
-        r.stride_head = t->dim; r.stride_seq = (ptrdiff_t)t->heads * t->dim;
-        r.stride_batch = r.stride_seq * t->seq;
-    }
     r.data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * r.stride_head * h0;
     r.heads = nh;
     return r;
@@ -8503,13 +8528,8 @@ static void attn__lf_sub(const attn__call *c, attn_desc *sd, int h0, int h1, att
     sc->out = c->bytes ? c->out : attn__heads_view(&c->out, h0, nh);
     sd->alibi_slopes = d->alibi_slopes ? d->alibi_slopes + h0 : NULL;
     if (d->bias.data && d->bias.heads != 1) {
-        ptrdiff_t sq = d->bias.stride_q, sh = d->bias.stride_head, sb = d->bias.stride_batch;
-        if (sq == 0 && sh == 0 && sb == 0) {
-            sq = c->k.seq; sh = sq * c->q.seq; sb = sh * d->bias.heads;
-        }
-        sd->bias.data = d->bias.data + sh * h0;
+        sd->bias.data = d->bias.data + d->bias.stride_head * h0;
         sd->bias.heads = nh;
-        sd->bias.stride_q = sq; sd->bias.stride_head = sh; sd->bias.stride_batch = sb;
     }
 }
 
@@ -11687,7 +11707,16 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
 
-/* A resolved view: element strides (dense defaults filled in). */
+ATTNDEF attn_ssm_tensor attn_ssm_tensor_dense(void *data, attn_dtype dtype, int channels, int len) {
+    attn_ssm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data; t.dtype = dtype;
+    t.stride_chan = len > 0 ? len : 0;
+    t.stride_batch = attn__stride_mul(t.stride_chan, channels);
+    return t;
+}
+
+/* A validated view: the caller's element strides (a zero stride broadcasts). */
 typedef struct attn__ssm_tv { char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
 
 static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
@@ -11702,13 +11731,8 @@ static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int
     size_t e, a;
     if (t.dtype != ATTN_F32 && t.dtype != ATTN_F16 && t.dtype != ATTN_BF16) return ATTN_ERR_SSM_DTYPE;
     r->p = (char *)t.data; r->dt = t.dtype;
-    if (t.stride_batch == 0 && t.stride_chan == 0) {
-        if (!attn__mul_size((size_t)nc, (size_t)nl, &e) || e > (size_t)PTRDIFF_MAX) return ATTN_ERR_SSM_OVERFLOW;
-        r->sc = nl; r->sb = (ptrdiff_t)e;
-    } else {
-        if (output && ((nb > 1 && t.stride_batch == 0) || (nc > 1 && t.stride_chan == 0))) return ATTN_ERR_SSM_Y_BROADCAST;
-        r->sb = t.stride_batch; r->sc = t.stride_chan;
-    }
+    if (output && ((nb > 1 && t.stride_batch == 0) || (nc > 1 && t.stride_chan == 0))) return ATTN_ERR_SSM_Y_BROADCAST;
+    r->sb = t.stride_batch; r->sc = t.stride_chan;
     /* the largest offset |sb| (nb-1) + |sc| (nc-1) + nl - 1, in bytes, must fit ptrdiff_t */
     if (!attn__mul_size((size_t)(r->sb < 0 ? -r->sb : r->sb), (size_t)(nb - 1), &e)) return ATTN_ERR_SSM_OVERFLOW;
     if (!attn__mul_size((size_t)(r->sc < 0 ? -r->sc : r->sc), (size_t)(nc - 1), &a) || !attn__add_size(e, a, &e) ||
@@ -11964,8 +11988,6 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
         attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N] (complex: [dim, 2N]): one "batch" */
         const int nr = P->N * (1 + P->cplx);
         b2.stride_batch = 0; c2.stride_batch = 0;
-        if (b2.stride_chan == 0) b2.stride_chan = nr;
-        if (c2.stride_chan == 0) c2.stride_chan = nr;
         if ((s = attn__ssm_view(b2, 1, P->D, nr, 0, &P->Bm)) != ATTN_OK) return s;
         if ((s = attn__ssm_view(c2, 1, P->D, nr, 0, &P->Cm)) != ATTN_OK) return s;
     } else {                                       /* complex: (re, im) of token l at 2l, 2l + 1 */

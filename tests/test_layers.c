@@ -239,7 +239,7 @@ static void apply_mask(lcfg *c, const lmask *m, int B, int lq, int lk, t_rng *r)
         size_t i, n = (size_t)B * c->H * lq * lk;
         if (n > sizeof g_bias / sizeof g_bias[0]) return;
         for (i = 0; i < n; ++i) g_bias[i] = (float)(0.5 * t_normal(r));
-        a->bias.data = g_bias; a->bias.batch = B; a->bias.heads = c->H;
+        a->bias = attn_bias_dense(g_bias, B, c->H, lq, lk);
     }
 }
 

@@ -24,11 +24,9 @@ static rk_buf rk_alloc(attn_dtype dt, int B, int T, int H, int D, int pad) {
     rk_buf r;
     memset(&r, 0, sizeof r);
     r.t.dtype = dt; r.t.batch = B; r.t.seq = T; r.t.heads = H; r.t.dim = D;
-    if (pad > 0) {
-        r.t.stride_head = D;
-        r.t.stride_seq = (ptrdiff_t)H * D + pad;
-        r.t.stride_batch = (ptrdiff_t)T * r.t.stride_seq;
-    }
+    r.t.stride_head = D;
+    r.t.stride_seq = (ptrdiff_t)H * D + pad;
+    r.t.stride_batch = (ptrdiff_t)T * r.t.stride_seq;
     r.n = t_extent(&r.t) + (size_t)pad;
     r.buf = t_xmalloc(r.n * t_dt_size(dt));
     t_fill_nan(r.buf, dt, r.n);          /* gaps must never be read */
@@ -282,7 +280,9 @@ static void rk6_check(const rk6_case *cs, t_rng *rng) {
     d.head_size = cs->head_size;
     t_fill_normal(&r.t, rng, 1.0); t_fill_normal(&k.t, rng, 1.0); t_fill_normal(&v.t, rng, 1.0);
     rk6_fill_w(&wb.t, rng);
-    if (cs->v5) { w.batch = B; w.seq = T; w.stride_batch = 0; w.stride_seq = 0; w.stride_head = D; }
+    /* RWKV-5: one decay row for every batch and token, as docs/guide.md gives it; with one head
+       every stride is 0, which 0.2 read as dense [B, T, 1, C] past the C floats of wb */
+    if (cs->v5) { w.batch = B; w.seq = T; w.stride_batch = 0; w.stride_seq = 0; w.stride_head = H == 1 ? 0 : D; }
     for (i = 0; i < C; ++i) u[i] = (float)t_normal(rng);
     for (e = 0; e < SN; ++e) st_in[e] = (float)(0.5 * t_normal(rng));
     s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w, u, o.t, cs->with_state ? st_in : NULL, st_out);

@@ -172,7 +172,7 @@ static void lf_case(t_rng *r, int B, int Sq, int Sk, int Hq, int Hkv, int D, int
         size_t n = (size_t)B * Hq * Sq * Sk, i;
         bias = (float *)t_xmalloc(sizeof(float) * n);
         for (i = 0; i < n; ++i) bias[i] = (float)(0.5 * t_normal(r));
-        d.bias.data = bias; d.bias.batch = B; d.bias.heads = Hq;
+        d.bias = attn_bias_dense(bias, B, Hq, Sq, Sk);
         opt.bias = bias;
     }
     if ((extras & 4) && Sq == Sk) {                      /* padding (self-attention lengths) */
@@ -718,7 +718,7 @@ static void lsh_one_chunk(t_rng *r, int n, attn_dtype dt) {
     memset(&d, 0, sizeof d); memset(&e, 0, sizeof e);
     d.kind = ATTN_LSH; d.lsh.bucket_size = n; d.lsh.seed = 5;
     for (i = 0; i < n * n; ++i) bias[i] = i % (n + 1) == 0 ? -INFINITY : 0.0f;
-    e.bias.data = bias; e.bias.batch = 1; e.bias.heads = 1;
+    e.bias = attn_bias_dense(bias, 1, 1, n, n);
     s1 = attn_forward(&d, q.t, q.t, v.t, o.t, lse);
     /* exact attention on the same normalised keys: k_j / sqrt(mean(k_j^2) + 1e-6), scale 1/sqrt(D) */
     {
@@ -894,7 +894,7 @@ static void rt_one_cluster(t_rng *r, int n) {
     memset(&d, 0, sizeof d); memset(&e, 0, sizeof e);
     d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = 1; d.routing.window = n + 5;
     for (i = 0; i < n * n; ++i) bias[i] = i % (n + 1) == 0 ? -INFINITY : 0.0f;
-    e.bias.data = bias; e.bias.batch = 1; e.bias.heads = 1;
+    e.bias = attn_bias_dense(bias, 1, 1, n, n);
     s1 = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
     s2 = attn_forward(&e, q.t, q.t, v.t, o2.t, NULL);
     for (i = 0; i < (int)o.n; ++i) if (!(fabs(((float *)o.buf)[i] - ((float *)o2.buf)[i]) <= 2e-5)) ok = 0;

@@ -39,7 +39,6 @@ typedef struct {
 
 static ptrdiff_t sv_off(const sv *v, int b, int c, int l) {
     ptrdiff_t sb = v->t.stride_batch, sc = v->t.stride_chan;
-    if (sb == 0 && sc == 0) { sc = v->nl; sb = (ptrdiff_t)v->nc * v->nl; }
     return (ptrdiff_t)b * sb + (ptrdiff_t)c * sc + l;
 }
 /* padded: strides larger than dense (gaps filled with NaN that must never be read) */
@@ -48,6 +47,7 @@ static sv sv_make(attn_dtype dt, int nb, int nc, int nl, int padded) {
     memset(&v, 0, sizeof v);
     v.nb = nb; v.nc = nc; v.nl = nl; v.t.dtype = dt;
     if (padded) { v.t.stride_chan = nl + 3; v.t.stride_batch = (ptrdiff_t)nc * (nl + 3) + 5; }
+    else { v.t.stride_chan = nl; v.t.stride_batch = (ptrdiff_t)nc * nl; }
     v.elems = (size_t)sv_off(&v, nb - 1, nc - 1, nl - 1) + 1;
     v.t.data = t_xmalloc(v.elems * t_dt_size(dt));
     t_fill_nan(v.t.data, dt, v.elems);
@@ -410,7 +410,7 @@ static void test_scan_varlen(void) {
         Cm.data = (char *)Cm.data + (size_t)l0 * 4;
         u.stride_chan = dl.stride_chan = z.stride_chan = Bm.stride_chan = Cm.stride_chan = p.L;
         u.stride_batch = dl.stride_batch = z.stride_batch = Bm.stride_batch = Cm.stride_batch = 1;
-        memset(&y, 0, sizeof y); y.data = y1; y.dtype = ATTN_F32;
+        y = attn_ssm_tensor_dense(y1, ATTN_F32, p.D, n);
         T_CHECK(attn_ssm_selective_scan(&e, u, dl, p.A, Bm, Cm, p.Dk, z, p.dbias, p.sin + (size_t)sq * p.D * p.N, y, st1) == ATTN_OK,
                 "varlen: sequence %d alone", sq);
         for (c = 0; c < p.D; ++c)
@@ -686,8 +686,9 @@ static void test_scan_decay(void) {
     memset(&d, 0, sizeof d);
     d.batch = 1; d.dim = D; d.len = L; d.d_state = N; d.bc_const = ATTN_SSM_BC_CONST;
     memset(&none, 0, sizeof none);
-    tu = tdl = tb = tc = ty = none;
-    tu.data = u; tdl.data = dl; tb.data = Bm; tc.data = Cm; ty.data = y;
+    tu = attn_ssm_tensor_dense(u, ATTN_F32, D, L); tdl = attn_ssm_tensor_dense(dl, ATTN_F32, D, L);
+    ty = attn_ssm_tensor_dense(y, ATTN_F32, D, L);
+    tb = attn_ssm_tensor_dense(Bm, ATTN_F32, D, N); tc = attn_ssm_tensor_dense(Cm, ATTN_F32, D, N);
     T_CHECK(attn_ssm_selective_scan(&d, tu, tdl, A, tb, tc, NULL, none, NULL, sin, ty, sout) == ATTN_OK, "decay: scan");
     for (c = 0; c < D; ++c) {
         double sdt = 0.0;
@@ -1239,9 +1240,12 @@ static void test_scan_backward(void) {
         memset(&d, 0, sizeof d);
         d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = p.G; d.bc_const = p.bc_const;
         d.delta_softplus = p.softplus; d.n_threads = 1 + cfg % 3;
-        memset(&tu, 0, sizeof tu); tu.dtype = ATTN_F32;
-        tdl = tz = tb = tc = tdy = tu;
-        tu.data = fu; tdl.data = fdl; tz.data = p.has_z ? fz : NULL; tb.data = fB; tc.data = fC; tdy.data = fdy;
+        tu = attn_ssm_tensor_dense(fu, ATTN_F32, D, L);
+        tdl = attn_ssm_tensor_dense(fdl, ATTN_F32, D, L);
+        tz = attn_ssm_tensor_dense(p.has_z ? fz : NULL, ATTN_F32, D, L);
+        tdy = attn_ssm_tensor_dense(fdy, ATTN_F32, D, L);
+        tb = p.bc_const ? attn_ssm_tensor_dense(fB, ATTN_F32, D, N) : attn_ssm_tensor_dense(fB, ATTN_F32, p.G * N, L);
+        tc = p.bc_const ? attn_ssm_tensor_dense(fC, ATTN_F32, D, N) : attn_ssm_tensor_dense(fC, ATTN_F32, p.G * N, L);
         gr.du = g_u; gr.ddelta = g_dl; gr.dz = g_z; gr.dA = g_A; gr.dB = g_B; gr.dC = g_C; gr.dD = g_D; gr.ddelta_bias = g_bias;
         s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &gr);
         T_CHECK(s == ATTN_OK, "backward config %d: %s", cfg, attn_status_str(s));
