@@ -260,7 +260,7 @@ static void sweep_case(int idx, t_rng *r) {
         if (t_chance(r, 0.15)) d.seqlens_q = sql = t_make_seqlens(c.B, c.Sq, r);
         if (t_chance(r, 0.2)) d.seqlens_k = skl = t_make_seqlens(c.B, c.Sk, r);
         if (t_chance(r, 0.3)) {
-            const int mode = t_irange(r, 0, 2);
+            const int mode = t_irange(r, 0, 3);       /* 3: one row for every query (dbias sums) */
             bias = t_make_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, mode, r, NULL);
             if (t_chance(r, 0.6) && !(d.bias.batch > 1 && d.bias.stride_batch == 0 && mode == 2) &&
                 !(d.bias.heads > 1 && d.bias.stride_head == 0 && mode == 2))
@@ -297,8 +297,8 @@ static const char *family(int f, attn_desc *d, int B, int Hq, int Sq, int Sk, t_
     case 7: d->softcap = 1.5f; return "softcap";
     case 8: d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->causal = 1; return "alibi + causal";
     case 9: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); d->dbias = (float *)1; return "bias + dbias";
-    case 10: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); d->bias.batch = 1; d->bias.heads = 1;
-             d->dbias = (float *)1; return "bias broadcast over batch and heads + dbias";
+    case 10: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 3, r, NULL); d->bias.batch = 1; d->bias.heads = 1;
+             d->dbias = (float *)1; return "one bias row for every batch, head and query + dbias";
     case 11: d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); d->seqlens_k = *skl = t_make_seqlens(B, Sk, r); d->causal = 1;
              return "seqlens + causal";
     case 12: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = t_make_cu(3, Sq, 0, r); d->cu_seqlens_k = *cuk = t_make_cu(3, Sk, 1, r);
