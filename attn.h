@@ -9204,8 +9204,10 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
 
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
    One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
-   at a time on the exact core's Q.K^T tile kernel, streamed into one heap per cluster that
-   keeps its top w (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
+   at a time, one vector-layer dot product per (token, cluster) (not the Q.K^T tile kernel, whose
+   rounding depends on a row's place in its tile: identical rows must score identically on every
+   ISA for the tie rule to hold), streamed into one heap per cluster that keeps its top w
+   (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
    (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
    its windows' outputs and their count. */
 typedef struct attn__rt {
@@ -9250,7 +9252,7 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 }
 
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
-    /* floats: RT [D][BQ], S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
+    /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
        sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each) */
     const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w);
@@ -9271,7 +9273,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
     int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     attn__rt_ent *heaps = (attn__rt_ent *)(void *)(wpos + w);
-    int i, c0, cl, s, t, e, i0;
+    int i, c0, cl, s, t;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
         isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
@@ -9281,23 +9283,17 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         cnt[i] = 0;
     }
     for (c0 = 0; c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
-        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0), lanes = (int)attn__round16((size_t)ncb);
-        memset(RT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
-        for (cl = 0; cl < ncb; ++cl) {
-            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, row, D);
-            for (e = 0; e < D; ++e) RT[(size_t)e * ATTN__BQ + cl] = row[e];
+        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
+        for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
+            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
             hn[cl] = 0;
         }
-        for (i0 = 0; i0 < n; i0 += ATTN__BK) {       /* routing scores on the Q.K^T tile kernel */
-            const int nk = ATTN__MIN(ATTN__BK, n - i0);
-            isa->qk(Xn + (size_t)i0 * D, D, nk, RT, lanes, D, S);
-            for (i = 0; i < nk; ++i)
-                for (cl = 0; cl < ncb; ++cl) {
-                    attn__rt_ent en;
-                    en.s = S[(size_t)i * ATTN__BQ + cl]; en.pos = i0 + i;
-                    attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
-                }
-        }
+        for (i = 0; i < n; ++i)                      /* routing scores: one dot per (token, cluster) */
+            for (cl = 0; cl < ncb; ++cl) {
+                attn__rt_ent en;
+                en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
+                attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+            }
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
             int q0;

@@ -999,6 +999,7 @@ static void test_routing(void) {
     rt_ties(&r, 128, 16, 1, 8);
     rt_ties(&r, 200, 33, 3, 20);
     rt_ties(&r, 70, 64, 70, 5);
+    rt_ties(&r, 130, 32, 2, 64);
     rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f);
     rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f);
     rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f);
