@@ -8,7 +8,8 @@
         3.2 memory and threads (checked sizes, attn__parallel_for, attn_pool)
         3.3 numerics: fp16/bf16 conversion
         3.4 argument validation and the mechanism seam (attn__call, attn__mech, attn__check_qkv,
-            attn__check_forward: how a family plugs in is described there)
+            attn__check_forward: how a family plugs in is described there; attn__ovl: the one
+            overlap check of every call that writes)
         3.5 micro-kernels and the vector layer: scalar, AVX2+FMA, AVX-512 (run-time dispatch),
             NEON (attn__isa, attn__pick_isa, attn__vec)
         3.6 AMX / AVX512-BF16 tile kernels (bf16)
@@ -173,8 +174,14 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
        axes without sharing elements is refused too (the check stays O(1) and exact to this rule).
      - an output's span (lowest to highest byte its view can address) must not meet the span
        of an input or of another output of the same call: ATTN_ERR_OUT_OVERLAP (forward,
-       decode), ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer
-       even in slots no input uses: give it its own buffer. Inputs may share memory freely.
+       decode, attn_step, where attn_state.data[0, size) counts as an output),
+       ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer even in
+       slots no input uses: give it its own buffer. Inputs may share memory freely.
+     - the scans keep the same rule for every output (out / y, state_out, the state of a _step,
+       attn_ssm_s4d_kernel's K, the scan's gradients) against every input (their views and
+       arrays): ATTN_ERR_RWKV_OVERLAP, ATTN_ERR_SSM_OVERLAP, ATTN_ERR_SSM_BWD_OVERLAP; a
+       state_out that is state_in itself is the documented in-place update, a partial overlap
+       ATTN_ERR_RWKV_STATE_ALIAS / ATTN_ERR_SSM_STATE_ALIAS.
      - KV caches: k's and v's rows must not overlap (same rule) and k's span must not meet v's:
        ATTN_ERR_KV_OVERLAP (an append would overwrite other pages).
    attn_merge is in-place safe (out may be parts[0]); attn_sgemm refuses c overlapping a or b. */
@@ -1219,7 +1226,9 @@ ATTNDEF const char *attn_kind_name(attn_kind kind);
    attn_step consumes q/k/v's seq tokens in order (the causal form, continuing from the state),
    writes their outputs and advances the state; several tokens per call run the kind's chunked
    algorithm. All or nothing: a call that fails leaves the state and out untouched. The shapes
-   (batch, heads, dims) and the kind must match those the state was initialised for. */
+   (batch, heads, dims) and the kind must match those the state was initialised for. out obeys
+   attn_forward's memory rule (attn_tensor), with the state's data[0, size) counted as an output:
+   out overlapping q, k, v, the state or its own rows is ATTN_ERR_OUT_OVERLAP. */
 typedef struct attn_state {
     float *data;                 /* fp32 state, attn_state_size() floats of caller memory */
     size_t size;                 /* floats at data */
@@ -1321,7 +1330,13 @@ ATTNDEF const char *attn_bf16_kernels(void);
    and y are [B, D, L]; per-token B and C are [B, G*N, L]; a one-token step sees len 1).
    The len axis is contiguous (stride 1). Strides in elements; both 0 = dense [batch][channels]
    [len]. An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
-   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent. */
+   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent.
+   Memory (attn_tensor's rule, checked before any write): an output's rows (channels) must not
+   overlap, and no output (y / out, state_out, a step's state, attn_ssm_s4d_kernel's K, the
+   backward's gradients) may meet an input (tensors, A, weight, bias, d_skip, delta_bias, the
+   S4D params, state_in) or another output: ATTN_ERR_SSM_OVERLAP (ATTN_ERR_SSM_BWD_OVERLAP for
+   gradients). state_out may be state_in itself (updated in place); a partial overlap is
+   ATTN_ERR_SSM_STATE_ALIAS. */
 typedef struct attn_ssm_tensor {
     void *data;
     attn_dtype dtype;
@@ -1505,9 +1520,12 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
    may broadcast with stride 0, out may not); a token's C = heads * dim channels are numbered
    c = h * dim + d, so a flat [B, T, C] buffer is attn_tensor_dense(p, dt, B, T, 1, C).
    State is fp32 caller memory, so a sequence can run in pieces: pass one call's state_out as
-   the next call's state_in (they may be the same buffer; partial overlap is an error). A NULL
-   state_in is the empty history, a NULL state_out is not written. Results are bitwise the same
-   for every thread count, for one pass or any split into pieces, and step == forward.
+   the next call's state_in (they may be the same buffer; partial overlap is
+   ATTN_ERR_RWKV_STATE_ALIAS). A NULL state_in is the empty history, a NULL state_out is not
+   written. out and state_out (a step's state) must not overlap any input (r, k, v, w,
+   time_decay, time_first, u, state_in) or each other, nor out's rows each other (attn_tensor's
+   rule): ATTN_ERR_RWKV_OVERLAP. Results are bitwise the same for every thread count, for one
+   pass or any split into pieces, and step == forward.
    field            default (0)                 meaning
    head_size        64 if k.dim % 64 == 0,      RWKV-5/6 head size N (channels per head); must
                     else k.dim                  divide k.dim (attn_rwkv4_* do not read it)
