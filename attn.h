@@ -2198,7 +2198,7 @@ static int attn__view_self_overlap(const attn__view *v) {
    output's rows overlap each other, or an output's span meets an input's or another output's.
    Inputs may share memory freely. An in-place buffer (a state read and written) is listed once,
    as an output. Absent tensors (NULL, or no elements) are skipped. O(inputs x outputs). */
-#define ATTN__OVL_MAX 16                       /* the largest call lists 11 inputs and 8 outputs */
+#define ATTN__OVL_MAX 16                       /* the largest call lists 10 inputs and 8 outputs */
 typedef struct attn__ovl {
     attn__span in[ATTN__OVL_MAX], out[ATTN__OVL_MAX];
     int n_in, n_out, self;
@@ -2217,7 +2217,7 @@ static void attn__ovl_mem(attn__ovl *o, int is_out, const void *p, size_t n, siz
     sp.hi = n > (UINTPTR_MAX - sp.lo) / esize ? UINTPTR_MAX : sp.lo + (uintptr_t)(n * esize);
     attn__ovl_span(o, is_out, sp);
 }
-/* a view made by attn__make_view (or attn__ssm_as_view); an output's rows are checked too */
+/* a view made by attn__make_view (or by attn__ovl_ssm); an output's rows are checked too */
 static void attn__ovl_view(attn__ovl *o, int is_out, const attn__view *v) {
     if (!v->data) return;
     if (is_out && attn__view_self_overlap(v)) o->self = 1;
