@@ -8,7 +8,8 @@
         3.2 memory and threads (checked sizes, attn__parallel_for, attn_pool)
         3.3 numerics: fp16/bf16 conversion
         3.4 argument validation and the mechanism seam (attn__call, attn__mech, attn__check_qkv,
-            attn__check_forward: how a family plugs in is described there)
+            attn__check_forward: how a family plugs in is described there; attn__ovl: the one
+            overlap check of every call that writes)
         3.5 micro-kernels and the vector layer: scalar, AVX2+FMA, AVX-512 (run-time dispatch),
             NEON (attn__isa, attn__pick_isa, attn__vec)
         3.6 AMX / AVX512-BF16 tile kernels (bf16)
@@ -180,8 +181,14 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
        axes without sharing elements is refused too (the check stays O(1) and exact to this rule).
      - an output's span (lowest to highest byte its view can address) must not meet the span
        of an input or of another output of the same call: ATTN_ERR_OUT_OVERLAP (forward,
-       decode), ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer
-       even in slots no input uses: give it its own buffer. Inputs may share memory freely.
+       decode, attn_step, where attn_state.data[0, size) counts as an output),
+       ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer even in
+       slots no input uses: give it its own buffer. Inputs may share memory freely.
+     - the scans keep the same rule for every output (out / y, state_out, the state of a _step,
+       attn_ssm_s4d_kernel's K, the scan's gradients) against every input (their views and
+       arrays): ATTN_ERR_RWKV_OVERLAP, ATTN_ERR_SSM_OVERLAP, ATTN_ERR_SSM_BWD_OVERLAP; a
+       state_out that is state_in itself is the documented in-place update, a partial overlap
+       ATTN_ERR_RWKV_STATE_ALIAS / ATTN_ERR_SSM_STATE_ALIAS.
      - KV caches: k's and v's rows must not overlap (same rule) and k's span must not meet v's:
        ATTN_ERR_KV_OVERLAP (an append would overwrite other pages).
    attn_merge is in-place safe (out may be parts[0]); attn_sgemm refuses c overlapping a or b. */
@@ -749,7 +756,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
-    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v or the KV cache, or out's rows overlap each other (see attn_tensor)") \
+    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v, the KV cache (attn_decode) or attn_state.data[0, size) (attn_step), or out's rows overlap each other (see attn_tensor)") \
     X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk or dv overlaps q, k, v, out, dout, lse, another gradient or its own rows (see attn_tensor)") \
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
     X(ATTN_ERR_BIAS_ROWS,             142, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
@@ -830,6 +837,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0") \
     X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (q.seq, k.seq; attn_step: state.pos + k.seq)") \
     X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
+    X(ATTN_ERR_RWKV_OVERLAP,          390, ATTN_CAT_UNSUPPORTED, "attn_rwkv: out or state_out (the step's state) overlaps an input (r, k, v, w, time_decay, time_first, u, state_in), the other output, or out's rows overlap each other (see attn_tensor)") \
     /* -- low-rank (400-449) -- */ \
     X(ATTN_ERR_LINFORMER_NULL_E,      400, ATTN_CAT_NULL,        "attn_desc.linformer.e is NULL") \
     X(ATTN_ERR_LINFORMER_NULL_F,      401, ATTN_CAT_NULL,        "attn_desc.linformer.f is NULL (set attn_desc.linformer.shared_kv = 1 for F = E)") \
@@ -890,6 +898,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_A_COMPLEX,         487, ATTN_CAT_RANGE,       "attn_ssm_desc.a_complex must be 0 (real A) or 1 (complex A, B, C)") \
     X(ATTN_ERR_SSM_BWD_COMPLEX,       488, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.a_complex must be 0 (no gradients for complex A)") \
+    X(ATTN_ERR_SSM_STATE_ALIAS,       490, ATTN_CAT_UNSUPPORTED, "attn_ssm: state_out must be state_in itself (updated in place) or not overlap it") \
+    X(ATTN_ERR_SSM_OVERLAP,           491, ATTN_CAT_UNSUPPORTED, "attn_ssm: y (conv1d: out), state_out (the step's state) or attn_ssm_s4d_kernel's K overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, weight, bias, the S4D params, state_in), the other output, or y's rows overlap each other") \
+    X(ATTN_ERR_SSM_BWD_OVERLAP,       492, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: a gradient in attn_ssm_grads overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, state_in, dy) or another gradient") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -1231,7 +1242,9 @@ ATTNDEF const char *attn_kind_name(attn_kind kind);
    attn_step consumes q/k/v's seq tokens in order (the causal form, continuing from the state),
    writes their outputs and advances the state; several tokens per call run the kind's chunked
    algorithm. All or nothing: a call that fails leaves the state and out untouched. The shapes
-   (batch, heads, dims) and the kind must match those the state was initialised for. */
+   (batch, heads, dims) and the kind must match those the state was initialised for. out obeys
+   attn_forward's memory rule (attn_tensor), with the state's data[0, size) counted as an output:
+   out overlapping q, k, v, the state or its own rows is ATTN_ERR_OUT_OVERLAP. */
 typedef struct attn_state {
     float *data;                 /* fp32 state, attn_state_size() floats of caller memory */
     size_t size;                 /* floats at data */
@@ -1334,7 +1347,13 @@ ATTNDEF const char *attn_bf16_kernels(void);
    The len axis is contiguous (stride 1). Strides in elements, always explicit
    (attn_ssm_tensor_dense fills them for a dense [batch][channels][len]; no layout is guessed
    from zeros). An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
-   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent. */
+   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent.
+   Memory (attn_tensor's rule, checked before any write): an output's rows (channels) must not
+   overlap, and no output (y / out, state_out, a step's state, attn_ssm_s4d_kernel's K, the
+   backward's gradients) may meet an input (tensors, A, weight, bias, d_skip, delta_bias, the
+   S4D params, state_in) or another output: ATTN_ERR_SSM_OVERLAP (ATTN_ERR_SSM_BWD_OVERLAP for
+   gradients). state_out may be state_in itself (updated in place); a partial overlap is
+   ATTN_ERR_SSM_STATE_ALIAS. */
 typedef struct attn_ssm_tensor {
     void *data;
     attn_dtype dtype;
@@ -1521,9 +1540,12 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
    may broadcast with stride 0, out may not); a token's C = heads * dim channels are numbered
    c = h * dim + d, so a flat [B, T, C] buffer is attn_tensor_dense(p, dt, B, T, 1, C).
    State is fp32 caller memory, so a sequence can run in pieces: pass one call's state_out as
-   the next call's state_in (they may be the same buffer; partial overlap is an error). A NULL
-   state_in is the empty history, a NULL state_out is not written. Results are bitwise the same
-   for every thread count, for one pass or any split into pieces, and step == forward.
+   the next call's state_in (they may be the same buffer; partial overlap is
+   ATTN_ERR_RWKV_STATE_ALIAS). A NULL state_in is the empty history, a NULL state_out is not
+   written. out and state_out (a step's state) must not overlap any input (r, k, v, w,
+   time_decay, time_first, u, state_in) or each other, nor out's rows each other (attn_tensor's
+   rule): ATTN_ERR_RWKV_OVERLAP. Results are bitwise the same for every thread count, for one
+   pass or any split into pieces, and step == forward.
    field            default (0)                 meaning
    head_size        64 if k.dim % 64 == 0,      RWKV-5/6 head size N (channels per head); must
                     else k.dim                  divide k.dim (attn_rwkv4_* do not read it)
@@ -2198,6 +2220,56 @@ static int attn__view_self_overlap(const attn__view *v) {
         inner += st[i] * (size_t)(n[i] - 1);
     }
     return 0;
+}
+
+/* ---- The one overlap check of every call that writes (the memory rule of attn_tensor) ----
+   A call lists the memory it reads (inputs) and writes (outputs) in an attn__ovl, from resolved
+   views (attn__ovl_view) or plain arrays (attn__ovl_mem), then asks attn__ovl_bad(): 1 when an
+   output's rows overlap each other, or an output's span meets an input's or another output's.
+   Inputs may share memory freely. An in-place buffer (a state read and written) is listed once,
+   as an output. Absent tensors (NULL, or no elements) are skipped. O(inputs x outputs). */
+#define ATTN__OVL_MAX 16                       /* the largest call lists 10 inputs and 8 outputs */
+typedef struct attn__ovl {
+    attn__span in[ATTN__OVL_MAX], out[ATTN__OVL_MAX];
+    int n_in, n_out, self;
+} attn__ovl;
+static void attn__ovl_init(attn__ovl *o) { o->n_in = o->n_out = o->self = 0; }
+static void attn__ovl_span(attn__ovl *o, int is_out, attn__span sp) {
+    if (sp.lo >= sp.hi) return;
+    if (is_out) { ATTN_ASSERT(o->n_out < ATTN__OVL_MAX); o->out[o->n_out++] = sp; }
+    else { ATTN_ASSERT(o->n_in < ATTN__OVL_MAX); o->in[o->n_in++] = sp; }
+}
+/* n elements of esize bytes at p (the span saturates instead of wrapping) */
+static void attn__ovl_mem(attn__ovl *o, int is_out, const void *p, size_t n, size_t esize) {
+    attn__span sp;
+    if (!p || !n) return;
+    sp.lo = (uintptr_t)p;
+    sp.hi = n > (UINTPTR_MAX - sp.lo) / esize ? UINTPTR_MAX : sp.lo + (uintptr_t)(n * esize);
+    attn__ovl_span(o, is_out, sp);
+}
+/* a view made by attn__make_view (or by attn__ovl_ssm); an output's rows are checked too */
+static void attn__ovl_view(attn__ovl *o, int is_out, const attn__view *v) {
+    if (!v->data) return;
+    if (is_out && attn__view_self_overlap(v)) o->self = 1;
+    attn__ovl_span(o, is_out, attn__view_span(v));
+}
+static int attn__ovl_bad(const attn__ovl *o) {
+    int i, j;
+    if (o->self) return 1;
+    for (i = 0; i < o->n_out; ++i) {
+        for (j = 0; j < o->n_in; ++j) if (attn__spans_meet(o->out[i], o->in[j])) return 1;
+        for (j = 0; j < i; ++j) if (attn__spans_meet(o->out[i], o->out[j])) return 1;
+    }
+    return 0;
+}
+/* A state read from state_in and written to state_out (n floats each, either may be NULL):
+   one buffer (in place: listed once, as an output) or two apart; 0 when they partly overlap. */
+static int attn__ovl_state(attn__ovl *o, const float *in, float *out, size_t n) {
+    const int n_in = o->n_in, n_out = o->n_out;
+    attn__ovl_mem(o, 1, out, n, sizeof(float));
+    if (in == out) return 1;
+    attn__ovl_mem(o, 0, in, n, sizeof(float));
+    return !(o->n_in > n_in && o->n_out > n_out && attn__spans_meet(o->in[n_in], o->out[n_out]));
 }
 
 /* The span of a tensor that passes the basic checks (data, dtype, shape, size), else 0: such a
@@ -9170,8 +9242,10 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
 
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
    One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
-   at a time on the exact core's Q.K^T tile kernel, streamed into one heap per cluster that
-   keeps its top w (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
+   at a time, one vector-layer dot product per (token, cluster) (not the Q.K^T tile kernel, whose
+   rounding depends on a row's place in its tile: identical rows must score identically on every
+   ISA for the tie rule to hold), streamed into one heap per cluster that keeps its top w
+   (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
    (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
    its windows' outputs and their count. */
 typedef struct attn__rt {
@@ -9216,7 +9290,7 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 }
 
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
-    /* floats: RT [D][BQ], S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
+    /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
        sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each) */
     const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w);
@@ -9237,7 +9311,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
     int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     attn__rt_ent *heaps = (attn__rt_ent *)(void *)(wpos + w);
-    int i, c0, cl, s, t, e, i0;
+    int i, c0, cl, s, t;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
         isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
@@ -9247,23 +9321,17 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         cnt[i] = 0;
     }
     for (c0 = 0; c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
-        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0), lanes = (int)attn__round16((size_t)ncb);
-        memset(RT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
-        for (cl = 0; cl < ncb; ++cl) {
-            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, row, D);
-            for (e = 0; e < D; ++e) RT[(size_t)e * ATTN__BQ + cl] = row[e];
+        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
+        for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
+            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
             hn[cl] = 0;
         }
-        for (i0 = 0; i0 < n; i0 += ATTN__BK) {       /* routing scores on the Q.K^T tile kernel */
-            const int nk = ATTN__MIN(ATTN__BK, n - i0);
-            isa->qk(Xn + (size_t)i0 * D, D, nk, RT, lanes, D, S);
-            for (i = 0; i < nk; ++i)
-                for (cl = 0; cl < ncb; ++cl) {
-                    attn__rt_ent en;
-                    en.s = S[(size_t)i * ATTN__BQ + cl]; en.pos = i0 + i;
-                    attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
-                }
-        }
+        for (i = 0; i < n; ++i)                      /* routing scores: one dot per (token, cluster) */
+            for (cl = 0; cl < ncb; ++cl) {
+                attn__rt_ent en;
+                en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
+                attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+            }
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
             int q0;
@@ -10664,11 +10732,21 @@ static int attn__rwkv_same_shape(const attn_tensor *t, const attn_tensor *ref) {
     return t->batch == ref->batch && t->seq == ref->seq && t->heads == ref->heads && t->dim == ref->dim;
 }
 
-/* state_out is state_in itself, or the two n-float ranges do not overlap. */
-static int attn__rwkv_alias_ok(const float *in, const float *out, size_t n) {
-    uintptr_t a = (uintptr_t)in, b = (uintptr_t)out, len = (uintptr_t)n * sizeof(float);
-    if (!in || !out || in == out) return 1;
-    return b >= a + len || a >= b + len;
+/* The memory rule of attn_tensor for both scans: state_out is state_in itself or apart from it
+   (ATTN_ERR_RWKV_STATE_ALIAS); out's rows do not overlap, and out and state_out (st floats) meet
+   no input (the views, then the C-float arrays a, b) and not each other (ATTN_ERR_RWKV_OVERLAP).
+   Before any write, so a refused call leaves out and the state untouched. */
+static attn_status attn__rwkv_overlap(const attn__view *const *in, int n_in, const attn__view *out, const float *a,
+                                      const float *b, size_t C, const float *state_in, float *state_out, size_t st) {
+    attn__ovl o;
+    int i;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    for (i = 0; i < n_in; ++i) attn__ovl_view(&o, 0, in[i]);
+    attn__ovl_view(&o, 1, out);
+    attn__ovl_mem(&o, 0, a, C, sizeof(float));
+    attn__ovl_mem(&o, 0, b, C, sizeof(float));
+    return attn__ovl_bad(&o) ? ATTN_ERR_RWKV_OVERLAP : ATTN_OK;
 }
 
 /* Every element of the view in [lo, hi] (NaN is not); axes with stride 0 are read once. */
@@ -10852,7 +10930,11 @@ static attn_status attn__rwkv4_run(const attn_rwkv_desc *d, const float *time_de
         (size_t)k->heads * (size_t)X.nblk > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     if (step && k->seq != 1) return ATTN_ERR_RWKV_STEP_SEQ;
     if (step && !state_out) return ATTN_ERR_RWKV_NULL_STATE;
-    if (!attn__rwkv_alias_ok(state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    {
+        const attn__view *in[2];
+        in[0] = &X.k; in[1] = &X.v;
+        if ((s = attn__rwkv_overlap(in, 2, &X.out, time_decay, time_first, C, state_in, state_out, st)) != ATTN_OK) return s;
+    }
     if (!attn__rwkv_finite(time_decay, C)) return ATTN_ERR_RWKV_TIME_DECAY;
     if (!attn__rwkv_finite(time_first, C)) return ATTN_ERR_RWKV_TIME_FIRST;
     X.isa = attn__vec();
@@ -11060,7 +11142,11 @@ static attn_status attn__rwkv6_run(const attn_rwkv_desc *d, const attn_tensor *r
     if (step && k->seq != 1) return ATTN_ERR_RWKV_STEP_SEQ;
     if (bytes) { *bytes = total; return ATTN_OK; }
     if (step && !state_out) return ATTN_ERR_RWKV_NULL_STATE;
-    if (!attn__rwkv_alias_ok(state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    {
+        const attn__view *in[4];
+        in[0] = &X.r; in[1] = &X.k; in[2] = &X.v; in[3] = &X.w;
+        if ((s = attn__rwkv_overlap(in, 4, &X.out, u, NULL, C, state_in, state_out, st)) != ATTN_OK) return s;
+    }
     if (!attn__rwkv_finite(u, C)) return ATTN_ERR_RWKV_U;
     if (!attn__rwkv_range_ok(&X.w, 0.0f, 1.0f)) return ATTN_ERR_RWKV_W_RANGE;
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
@@ -11717,7 +11803,7 @@ ATTNDEF attn_ssm_tensor attn_ssm_tensor_dense(void *data, attn_dtype dtype, int 
 }
 
 /* A validated view: the caller's element strides (a zero stride broadcasts). */
-typedef struct attn__ssm_tv { char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
+typedef struct attn__ssm_tv { char *p; attn_dtype dt; ptrdiff_t sb, sc; int nb, nc, nl; } attn__ssm_tv;
 
 static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
     if (!d) return ATTN_ERR_NULL_DESC;
@@ -11730,7 +11816,7 @@ static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
 static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int output, attn__ssm_tv *r) {
     size_t e, a;
     if (t.dtype != ATTN_F32 && t.dtype != ATTN_F16 && t.dtype != ATTN_BF16) return ATTN_ERR_SSM_DTYPE;
-    r->p = (char *)t.data; r->dt = t.dtype;
+    r->p = (char *)t.data; r->dt = t.dtype; r->nb = nb; r->nc = nc; r->nl = nl;
     if (output && ((nb > 1 && t.stride_batch == 0) || (nc > 1 && t.stride_chan == 0))) return ATTN_ERR_SSM_Y_BROADCAST;
     r->sb = t.stride_batch; r->sc = t.stride_chan;
     /* the largest offset |sb| (nb-1) + |sc| (nc-1) + nl - 1, in bytes, must fit ptrdiff_t */
@@ -11740,6 +11826,15 @@ static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int
         e > (size_t)PTRDIFF_MAX)
         return ATTN_ERR_SSM_OVERFLOW;
     return ATTN_OK;
+}
+/* Lists a view made by attn__ssm_view in an overlap set (3.4) as the attn__view [nb, nc, 1, nl]
+   it is, so an output's rows (channels) are checked as attn_tensor's; absent (NULL): skipped. */
+static void attn__ovl_ssm(attn__ovl *o, int is_out, const attn__ssm_tv *t) {
+    attn__view v;
+    if (!t->p) return;
+    v.data = t->p; v.dtype = t->dt; v.esize = attn__dtype_size(t->dt);
+    v.batch = t->nb; v.seq = t->nc; v.heads = 1; v.dim = t->nl; v.sb = t->sb; v.ss = t->sc; v.sh = 0;
+    attn__ovl_view(o, is_out, &v);
 }
 static void *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
     return v->p + ((ptrdiff_t)b * v->sb + (ptrdiff_t)c * v->sc + l) * (ptrdiff_t)attn__dtype_size(v->dt);
@@ -12002,6 +12097,33 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     return ATTN_OK;
 }
 
+/* The memory rule for the selective scan, its step (sin == sout: the state, in place) and its
+   backward (g: the gradients are the outputs, P->y holds dy, an input). Before any write. */
+static attn_status attn__ssm_scan_overlap(const attn__ssm_scan *P, const float *d_skip, const float *dbias,
+                                          const float *sin, float *sout, const attn_ssm_grads *g) {
+    attn__ovl o;
+    const size_t DN = (size_t)P->D * (size_t)P->N * (size_t)(1 + P->cplx), BDL = (size_t)P->B * P->D * (size_t)P->L;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, sin, sout, (size_t)P->S * DN)) return ATTN_ERR_SSM_STATE_ALIAS;
+    attn__ovl_ssm(&o, 0, &P->u); attn__ovl_ssm(&o, 0, &P->dl); attn__ovl_ssm(&o, 0, &P->z);
+    attn__ovl_ssm(&o, 0, &P->Bm); attn__ovl_ssm(&o, 0, &P->Cm); attn__ovl_ssm(&o, !g, &P->y);
+    attn__ovl_mem(&o, 0, P->A, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, d_skip, (size_t)P->D, sizeof(float));
+    attn__ovl_mem(&o, 0, dbias, (size_t)P->D, sizeof(float));
+    if (g) {                                   /* dense fp32, shapes as attn_ssm_grads documents */
+        const size_t nbc = P->bc_const ? (size_t)P->D * P->N : (size_t)P->B * P->G * (size_t)P->N * P->L;
+        attn__ovl_mem(&o, 1, g->du, BDL, sizeof(float));
+        attn__ovl_mem(&o, 1, g->ddelta, BDL, sizeof(float));
+        if (P->has_z) attn__ovl_mem(&o, 1, g->dz, BDL, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dA, DN, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dB, nbc, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dC, nbc, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dD, (size_t)P->D, sizeof(float));
+        attn__ovl_mem(&o, 1, g->ddelta_bias, (size_t)P->D, sizeof(float));
+    }
+    return attn__ovl_bad(&o) ? (g ? ATTN_ERR_SSM_BWD_OVERLAP : ATTN_ERR_SSM_OVERLAP) : ATTN_OK;
+}
+
 /* below this many state updates (batch x dim x d_state x len: a decoding step of a small or
    mid-sized model) a call runs on one thread: waking threads costs more than the work */
 #define ATTN__SSM_SMALL (1 << 17)
@@ -12029,6 +12151,7 @@ ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_
     size_t bytes;
     attn_status s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, y, &P, &bytes);
     if (s != ATTN_OK) return s;
+    if ((s = attn__ssm_scan_overlap(&P, d_skip, delta_bias, state_in, state_out, NULL)) != ATTN_OK) return s;
     P.Dk = d_skip; P.dbias = delta_bias; P.sin = state_in; P.sout = state_out;
     return attn__ssm_scan_run(desc, &P, bytes);
 }
@@ -12042,6 +12165,7 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
     attn_status s = attn__ssm_scan_check(desc, 1, x, dt, A, B, C, z, y, &P, &bytes);
     if (s != ATTN_OK) return s;
     if (!state) return ATTN_ERR_SSM_NULL_STATE;
+    if ((s = attn__ssm_scan_overlap(&P, d_skip, dt_bias, state, state, NULL)) != ATTN_OK) return s;
     P.Dk = d_skip; P.dbias = dt_bias; P.sin = state; P.sout = state;
     return attn__ssm_scan_run(desc, &P, bytes);
 }
@@ -12219,6 +12343,7 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
     if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK) return s;
     if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
+    if ((s = attn__ssm_scan_overlap(&W.F, d_skip, delta_bias, state_in, NULL, grads)) != ATTN_OK) return s;
     W.g = grads;
     W.F.Dk = d_skip; W.F.dbias = delta_bias; W.F.sin = state_in;
     nt = attn__ssm_threads(desc);
@@ -12329,6 +12454,17 @@ static attn_status attn__ssm_conv_check(const attn_ssm_desc *d, int step, attn_s
     return ATTN_OK;
 }
 
+/* The memory rule for the conv1d and its step (sin == sout: the state, in place). */
+static attn_status attn__ssm_conv_overlap(const attn__ssm_conv *P, const float *bias, const float *sin, float *sout) {
+    attn__ovl o;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, sin, sout, (size_t)P->B * P->D * (size_t)(P->K - 1))) return ATTN_ERR_SSM_STATE_ALIAS;
+    attn__ovl_ssm(&o, 0, &P->x); attn__ovl_ssm(&o, 1, &P->out);
+    attn__ovl_mem(&o, 0, P->w, (size_t)P->D * (size_t)P->K, sizeof(float));
+    attn__ovl_mem(&o, 0, bias, (size_t)P->D, sizeof(float));
+    return attn__ovl_bad(&o) ? ATTN_ERR_SSM_OVERLAP : ATTN_OK;
+}
+
 static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P, size_t bytes) {
     attn__ws w;
     attn_desc pd;
@@ -12351,6 +12487,7 @@ ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x
     size_t bytes;
     attn_status s = attn__ssm_conv_check(desc, 0, x, weight, out, &P, &bytes);
     if (s != ATTN_OK) return s;
+    if ((s = attn__ssm_conv_overlap(&P, bias, state_in, state_out)) != ATTN_OK) return s;
     P.bias = bias; P.sin = state_in; P.sout = state_out;
     return attn__ssm_conv_run(desc, &P, bytes);
 }
@@ -12362,6 +12499,7 @@ ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_ten
     attn_status s = attn__ssm_conv_check(desc, 1, x, weight, out, &P, &bytes);
     if (s != ATTN_OK) return s;
     if (!state && P.K > 1) return ATTN_ERR_SSM_NULL_STATE;
+    if ((s = attn__ssm_conv_overlap(&P, bias, state, state)) != ATTN_OK) return s;
     P.bias = bias; P.sin = state; P.sout = state;
     return attn__ssm_conv_run(desc, &P, bytes);
 }
@@ -12495,6 +12633,27 @@ static attn_status attn__s4d_check(const attn_ssm_desc *d, int step, int kernel,
     return ATTN_OK;
 }
 
+/* The memory rule for S4D, its step (sin == sout: the state, in place) and its kernel (P->K
+   the output, u and y absent). */
+static attn_status attn__s4d_overlap(const attn__s4d *P, const float *sin, float *sout) {
+    const attn_s4d_params *p = P->p;
+    const size_t D = (size_t)P->D, DN = D * (size_t)P->N;
+    attn__ovl o;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, sin, sout, (size_t)P->B * DN * 2)) return ATTN_ERR_SSM_STATE_ALIAS;
+    attn__ovl_ssm(&o, 0, &P->u); attn__ovl_ssm(&o, 1, &P->y);
+    attn__ovl_mem(&o, 1, P->K, D * (size_t)P->L, sizeof(float));
+    attn__ovl_mem(&o, 0, p->log_dt, D, sizeof(float));
+    attn__ovl_mem(&o, 0, p->d_skip, D, sizeof(float));
+    attn__ovl_mem(&o, 0, p->log_a_real, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->a_imag, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->b_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->b_im, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->c_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->c_im, DN, sizeof(float));
+    return attn__ovl_bad(&o) ? ATTN_ERR_SSM_OVERLAP : ATTN_OK;
+}
+
 static attn_status attn__s4d_run(const attn_ssm_desc *d, attn__s4d *P, size_t bytes, attn_task_fn task) {
     attn__ws w;
     attn_desc pd;
@@ -12521,6 +12680,7 @@ ATTNDEF attn_status attn_ssm_s4d_kernel(const attn_ssm_desc *desc, const attn_s4
     if (!K) return ATTN_ERR_SSM_NULL_K;
     if (!attn__mul_size((size_t)P.D, (size_t)P.L, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_SSM_OVERFLOW;
     P.K = K;
+    if ((s = attn__s4d_overlap(&P, NULL, NULL)) != ATTN_OK) return s;
     return attn__s4d_run(desc, &P, 0, attn__s4d_kernel_task);
 }
 
@@ -12530,6 +12690,7 @@ ATTNDEF attn_status attn_ssm_s4d(const attn_ssm_desc *desc, const attn_s4d_param
     size_t bytes;
     attn_status s = attn__s4d_check(desc, 0, 0, params, u, y, &P, &bytes);
     if (s != ATTN_OK) return s;
+    if ((s = attn__s4d_overlap(&P, state_in, state_out)) != ATTN_OK) return s;
     P.sin = state_in; P.sout = state_out;
     return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
 }
@@ -12541,6 +12702,7 @@ ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_
     attn_status s = attn__s4d_check(desc, 1, 0, params, u, y, &P, &bytes);
     if (s != ATTN_OK) return s;
     if (!state) return ATTN_ERR_SSM_NULL_STATE;
+    if ((s = attn__s4d_overlap(&P, state, state)) != ATTN_OK) return s;
     P.sin = state; P.sout = state;
     return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
 }
@@ -12615,11 +12777,12 @@ static int attn__same_shape(const attn_tensor *a, int batch, int seq, int heads,
     return a->batch == batch && a->seq == seq && a->heads == heads && a->dim == dim && !attn__tensor_bcast(a);
 }
 static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
-    attn__span in[6], o[4];
+    attn__ovl o;
     attn__view ov;
-    int n_in = 0, n_o = 0, i, j;
+    attn__span sp;
     const attn_status err = op == ATTN__BACKWARD ? ATTN_ERR_BWD_OVERLAP : ATTN_ERR_OUT_OVERLAP;
-    if (c->bytes || (op != ATTN__FORWARD && op != ATTN__BACKWARD && op != ATTN__DECODE)) return ATTN_OK;
+    if (c->bytes || op == ATTN__STATE_SIZE) return ATTN_OK;
+    attn__ovl_init(&o);
     if (op == ATTN__DECODE) {                  /* q of the cache's batch, heads and dim (the cache's own
                                                   checks, O(pages), stay in the operation) */
         if (!c->cache || !attn__shape_ok(&c->q) || c->cache->k.heads < 1 || c->q.batch != c->cache->batch ||
@@ -12627,57 +12790,44 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
             return ATTN_OK;
     } else {                                   /* the shared tensor contract holds */
         attn__view qv, kv, vv, xv;
-        if (attn__check_qkv(&c->q, &c->k, &c->v, op == ATTN__FORWARD ? &c->out : NULL, &qv, &kv, &vv, &xv) != ATTN_OK)
+        if (attn__check_qkv(&c->q, &c->k, &c->v, op != ATTN__BACKWARD ? &c->out : NULL, &qv, &kv, &vv, &xv) != ATTN_OK)
             return ATTN_OK;
         if (op == ATTN__BACKWARD &&            /* out and dout (inputs here) of the forward's shape */
             (c->out.batch != c->q.batch || c->out.seq != c->q.seq || c->out.heads != c->q.heads || c->out.dim != c->v.dim ||
              c->dout.batch != c->q.batch || c->dout.seq != c->q.seq || c->dout.heads != c->q.heads || c->dout.dim != c->v.dim))
             return ATTN_OK;
     }
-    if (attn__tensor_span(&c->q, &in[n_in], NULL)) ++n_in;
+    if (attn__tensor_span(&c->q, &sp, NULL)) attn__ovl_span(&o, 0, sp);
     if (op == ATTN__DECODE) {                  /* the cache's own views (pages: the whole pool) */
-        if (c->cache) {
-            if (attn__tensor_span(&c->cache->k, &in[n_in], NULL)) ++n_in;
-            if (attn__tensor_span(&c->cache->v, &in[n_in], NULL)) ++n_in;
-        }
+        if (attn__tensor_span(&c->cache->k, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (attn__tensor_span(&c->cache->v, &sp, NULL)) attn__ovl_span(&o, 0, sp);
     } else {
-        if (attn__tensor_span(&c->k, &in[n_in], NULL)) ++n_in;
-        if (attn__tensor_span(&c->v, &in[n_in], NULL)) ++n_in;
+        if (attn__tensor_span(&c->k, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (attn__tensor_span(&c->v, &sp, NULL)) attn__ovl_span(&o, 0, sp);
     }
     if (op == ATTN__BACKWARD) {
         const attn_tensor *g[3], *like[3];
+        int i;
         g[0] = &c->dq; g[1] = &c->dk; g[2] = &c->dv;
-        if (attn__tensor_span(&c->out, &in[n_in], NULL)) ++n_in;
-        if (attn__tensor_span(&c->dout, &in[n_in], NULL)) ++n_in;
-        if (c->lse_in && attn__tensor_span(&c->q, &in[n_in], NULL)) {    /* lse_in [B, Hq, Sq] floats */
-            in[n_in].lo = (uintptr_t)c->lse_in;
-            in[n_in].hi = in[n_in].lo + (uintptr_t)c->q.batch * (uintptr_t)c->q.heads * (uintptr_t)c->q.seq * sizeof(float);
-            ++n_in;
-        }
+        if (attn__tensor_span(&c->out, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (attn__tensor_span(&c->dout, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (c->lse_in && attn__tensor_span(&c->q, &sp, NULL))   /* lse_in [B, Hq, Sq] floats */
+            attn__ovl_mem(&o, 0, c->lse_in, (size_t)c->q.batch * (size_t)c->q.heads * (size_t)c->q.seq, sizeof(float));
         like[0] = &c->q; like[1] = &c->k; like[2] = &c->v;
         for (i = 0; i < 3; ++i)
             if (attn__same_shape(g[i], like[i]->batch, like[i]->seq, like[i]->heads, like[i]->dim) &&
-                attn__tensor_span(g[i], &o[n_o], &ov)) {
-                if (attn__view_self_overlap(&ov)) return err;
-                ++n_o;
-            }
+                attn__tensor_span(g[i], &sp, &ov))
+                attn__ovl_view(&o, 1, &ov);
     } else {
-        const int dv = op == ATTN__DECODE ? (c->cache ? c->cache->v.dim : -1) : c->v.dim;
-        if (attn__same_shape(&c->out, c->q.batch, c->q.seq, c->q.heads, dv) && attn__tensor_span(&c->out, &o[n_o], &ov)) {
-            if (attn__view_self_overlap(&ov)) return err;
-            ++n_o;
-        }
-        if (c->lse && attn__tensor_span(&c->q, &o[n_o], NULL)) {         /* lse [B, Hq, Sq] floats */
-            o[n_o].lo = (uintptr_t)c->lse;
-            o[n_o].hi = o[n_o].lo + (uintptr_t)c->q.batch * (uintptr_t)c->q.heads * (uintptr_t)c->q.seq * sizeof(float);
-            ++n_o;
-        }
+        const int dv = op == ATTN__DECODE ? c->cache->v.dim : c->v.dim;
+        if (attn__same_shape(&c->out, c->q.batch, c->q.seq, c->q.heads, dv) && attn__tensor_span(&c->out, &sp, &ov))
+            attn__ovl_view(&o, 1, &ov);
+        if (c->lse && attn__tensor_span(&c->q, &sp, NULL))      /* lse [B, Hq, Sq] floats */
+            attn__ovl_mem(&o, 1, c->lse, (size_t)c->q.batch * (size_t)c->q.heads * (size_t)c->q.seq, sizeof(float));
+        if (op == ATTN__STEP && c->state)      /* the state is read and written: all its declared floats */
+            attn__ovl_mem(&o, 1, c->state->data, c->state->size, sizeof(float));
     }
-    for (i = 0; i < n_o; ++i) {
-        for (j = 0; j < n_in; ++j) if (attn__spans_meet(o[i], in[j])) return err;
-        for (j = 0; j < i; ++j) if (attn__spans_meet(o[i], o[j])) return err;
-    }
-    return ATTN_OK;
+    return attn__ovl_bad(&o) ? err : ATTN_OK;
 }
 
 /* Runs desc->kind's operation op on the call. */

@@ -902,6 +902,33 @@ static void rt_one_cluster(t_rng *r, int n) {
     sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); free(bias);
 }
 
+/* The tie rule "ties: the lower position first" with every key row identical: each cluster's
+   window is positions [0, w), whatever the ISA (the scores of identical rows must be computed
+   identically, not with the row's place in a SIMD tile), so exactly rows [0, w) get an output. */
+static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
+    sp_tensor q = sp_make(ATTN_F32, 1, n, 1, D, 1), v = sp_make(ATTN_F32, 1, n, 1, D, 1), o = sp_make(ATTN_F32, 1, n, 1, D, 1);
+    float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)nc * D), *row = (float *)t_xmalloc(sizeof(float) * (size_t)D);
+    float *qf = (float *)q.buf, *of = (float *)o.buf;
+    attn_desc d;
+    attn_status s;
+    int i, j, first_bad = -1;
+    for (j = 0; j < D; ++j) row[j] = (float)t_normal(r);
+    for (i = 0; i < n; ++i) memcpy(qf + (size_t)i * D, row, sizeof(float) * (size_t)D);
+    for (i = 0; i < nc * D; ++i) cen[i] = (float)t_normal(r);
+    t_fill_normal(&v.t, r, 1.0);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = w;
+    s = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
+    for (i = 0; i < n && first_bad < 0; ++i) {
+        int nonzero = 0;
+        for (j = 0; j < D; ++j) nonzero |= of[(size_t)i * D + j] != 0.0f;
+        if (nonzero != (i < w)) first_bad = i;
+    }
+    T_CHECK(s == ATTN_OK && first_bad < 0, "routing ties (%s, n %d, D %d, %d clusters, w %d): the window must be positions "
+            "[0, %d), row %d disagrees", attn_kernels(), n, D, nc, w, w, first_bad);
+    sp_free(&q); sp_free(&v); sp_free(&o); free(cen); free(row);
+}
+
 /* attn_routing_update against the ZOO rule in double. */
 static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dtype dt, float decay) {
     sp_tensor x = sp_make(dt, B, n, H, D, 0);
@@ -969,6 +996,10 @@ static void test_routing(void) {
     }
     rt_one_cluster(&r, 40);
     rt_one_cluster(&r, 64);
+    rt_ties(&r, 128, 16, 1, 8);
+    rt_ties(&r, 200, 33, 3, 20);
+    rt_ties(&r, 70, 64, 70, 5);
+    rt_ties(&r, 130, 32, 2, 64);
     rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f);
     rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f);
     rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f);

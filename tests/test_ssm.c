@@ -1301,6 +1301,131 @@ static void test_scan_backward(void) {
     }
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Memory rule: every output (y / out, state_out, K, the gradients) apart from every input,    */
+/* the other outputs and its own rows; state_out == state_in exactly is the documented         */
+/* in-place update, a partial overlap is ATTN_ERR_SSM_STATE_ALIAS.                             */
+/* ---------------------------------------------------------------------------------------- */
+
+/* [nb, nc, nl] with explicit dense strides (never zero strides meaning dense) */
+static attn_ssm_tensor so_view(float *p, int nb, int nc, int nl) {
+    attn_ssm_tensor t;
+    (void)nb;                     /* the batch stride does not depend on it */
+    memset(&t, 0, sizeof t);
+    t.data = p; t.dtype = ATTN_F32; t.stride_chan = nl; t.stride_batch = (ptrdiff_t)nc * nl;
+    return t;
+}
+
+typedef struct {                  /* every buffer of every call, carved from one arena */
+    float *u, *dl, *z, *y, *Bm, *Cm, *A, *Dk, *db, *sin, *sout;          /* scan: 16 x4, 8 x2, 8, 4 x2, 8 x2 */
+    float *w, *bias, *cin, *cout;                                       /* conv: 16, 4, 12 x2 */
+    float *ldt, *lar, *aim, *br, *bi, *cr, *ci, *s4in, *s4out, *K;      /* s4d: 4, 8 x6, 16 x2, 16 */
+    float *du, *ddl, *dz, *dA, *dB, *dC, *dD, *ddb, *dy;                /* backward: 16 x3, 8 x3, 4 x2, 16 */
+} so_bufs;
+
+static void test_ssm_overlap(void) {
+    enum { B = 1, D = 4, L = 4, N = 2, K = 4, NA = 1024 };
+    float *arena = (float *)t_xmalloc(sizeof(float) * NA), *copy = (float *)t_xmalloc(sizeof(float) * NA);
+    t_rng r = t_rng_seed(0x55A1);
+    so_bufs base, a;
+    attn_ssm_desc d;
+    float *p = arena;
+    int i;
+    for (i = 0; i < NA; ++i) arena[i] = (float)t_unif(&r);       /* valid in every role */
+#define SO_TAKE(f, n) (base.f = p, p += (n))
+    SO_TAKE(u, 16); SO_TAKE(dl, 16); SO_TAKE(z, 16); SO_TAKE(y, 16); SO_TAKE(Bm, 8); SO_TAKE(Cm, 8); SO_TAKE(A, 8);
+    SO_TAKE(Dk, 4); SO_TAKE(db, 4); SO_TAKE(sin, 8); SO_TAKE(sout, 8);
+    SO_TAKE(w, 16); SO_TAKE(bias, 4); SO_TAKE(cin, 12); SO_TAKE(cout, 12);
+    SO_TAKE(ldt, 4); SO_TAKE(lar, 8); SO_TAKE(aim, 8); SO_TAKE(br, 8); SO_TAKE(bi, 8); SO_TAKE(cr, 8); SO_TAKE(ci, 8);
+    SO_TAKE(s4in, 16); SO_TAKE(s4out, 16); SO_TAKE(K, 16);
+    SO_TAKE(du, 16); SO_TAKE(ddl, 16); SO_TAKE(dz, 16); SO_TAKE(dA, 8); SO_TAKE(dB, 8); SO_TAKE(dC, 8); SO_TAKE(dD, 4);
+    SO_TAKE(ddb, 4); SO_TAKE(dy, 16);
+#undef SO_TAKE
+    T_CHECK(p <= arena + NA, "ssm overlap: arena too small");
+    memset(&d, 0, sizeof d);
+    d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.conv_kernel = K; d.n_threads = 2;
+    for (i = 0; i <= 26; ++i) {
+        attn_ssm_tensor yv, ov;
+        attn_s4d_params sp4;
+        attn_ssm_grads g;
+        attn_status got = ATTN_OK, want = ATTN_ERR_SSM_OVERLAP;
+        const char *what = "";
+        int call = 0;                  /* 0 scan, 1 step, 2 conv, 3 conv step, 4 s4d, 5 s4d step, 6 s4d kernel, 7 backward */
+        a = base;
+        yv = so_view(a.y, B, D, L);
+        switch (i) {
+        case 0: yv.stride_chan = 1; what = "scan y rows overlap (chan stride 1 < len)"; break;
+        case 1: a.sout = a.y + 2; what = "scan state_out inside y"; break;
+        case 2: a.y = a.u; what = "scan y == u"; break;
+        case 3: a.A = a.y + 4; what = "scan y over A"; break;
+        case 4: a.sin = a.sout + 1; want = ATTN_ERR_SSM_STATE_ALIAS; what = "scan state_in one float past state_out"; break;
+        case 5: a.Dk = a.y + 15; what = "scan y's last float on d_skip"; break;
+        case 6: a.sout = a.Bm + 4; what = "scan state_out over B"; break;
+        case 7: call = 1; a.sout = a.y + 1; what = "step state inside y"; break;
+        case 8: call = 1; a.y = a.z; what = "step y == z"; break;
+        case 9: call = 2; a.y = a.u; what = "conv out == x"; break;
+        case 10: call = 2; a.cout = a.y + 3; what = "conv state_out inside out"; break;
+        case 11: call = 2; a.w = a.y + 8; what = "conv out over weight"; break;
+        case 12: call = 2; a.cin = a.cout + 11; want = ATTN_ERR_SSM_STATE_ALIAS; what = "conv state_in on state_out's last float"; break;
+        case 13: call = 3; a.cout = a.y + 1; what = "conv step state inside out"; break;
+        case 14: call = 2; yv.stride_chan = 2; what = "conv out rows overlap"; break;
+        case 15: call = 4; a.y = a.u; what = "s4d y == u"; break;
+        case 16: call = 4; a.ldt = a.y + 2; what = "s4d y over log_dt"; break;
+        case 17: call = 4; a.s4out = a.s4in + 3; want = ATTN_ERR_SSM_STATE_ALIAS; what = "s4d state_out inside state_in"; break;
+        case 18: call = 5; a.s4out = a.y + 2; what = "s4d step state inside y"; break;
+        case 19: call = 4; a.s4out = a.ci + 2; a.s4in = NULL; what = "s4d state_out over c_im"; break;
+        case 20: call = 6; a.K = a.cr + 1; what = "s4d kernel K over c_re"; break;
+        case 21: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.du = a.u; what = "backward du == u"; break;
+        case 22: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.dB = a.dA + 1; what = "backward dB over dA"; break;
+        case 23: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.dz = a.dy + 8; what = "backward dz over dy"; break;
+        case 24: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.ddl = a.sin; what = "backward ddelta over state_in"; break;
+        case 25: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.ddb = a.dD; what = "backward ddelta_bias == dD"; break;
+        case 26: call = 4; yv.stride_chan = 3; what = "s4d y rows overlap"; break;
+        }
+        yv.data = a.y;                                                         /* cases may move y */
+        if (call == 1 || call == 3 || call == 5) yv.stride_chan = 1;          /* [B, D, 1] */
+        ov = yv;
+        sp4.log_dt = a.ldt; sp4.log_a_real = a.lar; sp4.a_imag = a.aim; sp4.b_re = a.br; sp4.b_im = a.bi;
+        sp4.c_re = a.cr; sp4.c_im = a.ci; sp4.d_skip = a.Dk;
+        g.du = a.du; g.ddelta = a.ddl; g.dz = a.dz; g.dA = a.dA; g.dB = a.dB; g.dC = a.dC; g.dD = a.dD; g.ddelta_bias = a.ddb;
+        memcpy(copy, arena, sizeof(float) * NA);
+        switch (call) {
+        case 0: got = attn_ssm_selective_scan(&d, so_view(a.u, B, D, L), so_view(a.dl, B, D, L), a.A, so_view(a.Bm, B, N, L),
+                                              so_view(a.Cm, B, N, L), a.Dk, so_view(a.z, B, D, L), a.db, a.sin, yv, a.sout); break;
+        case 1: got = attn_ssm_selective_step(&d, so_view(a.u, B, D, 1), so_view(a.dl, B, D, 1), a.A, so_view(a.Bm, B, N, 1),
+                                              so_view(a.Cm, B, N, 1), a.Dk, so_view(a.z, B, D, 1), a.db, a.sout, yv); break;
+        case 2: got = attn_ssm_conv1d(&d, so_view(a.u, B, D, L), a.w, a.bias, a.cin, ov, a.cout); break;
+        case 3: got = attn_ssm_conv1d_step(&d, so_view(a.u, B, D, 1), a.w, a.bias, a.cout, ov); break;
+        case 4: got = attn_ssm_s4d(&d, &sp4, so_view(a.u, B, D, L), a.s4in, yv, a.s4out); break;
+        case 5: got = attn_ssm_s4d_step(&d, &sp4, so_view(a.u, B, D, 1), a.s4out, yv); break;
+        case 6: got = attn_ssm_s4d_kernel(&d, &sp4, a.K); break;
+        case 7: got = attn_ssm_selective_scan_backward(&d, so_view(a.u, B, D, L), so_view(a.dl, B, D, L), a.A,
+                                                       so_view(a.Bm, B, N, L), so_view(a.Cm, B, N, L), a.Dk,
+                                                       so_view(a.z, B, D, L), a.db, a.sin, so_view(a.dy, B, D, L), &g); break;
+        }
+        T_CHECK(got == want, "ssm %s: got %s, want %s", what, attn_status_str(got), attn_status_str(want));
+        if (T_CHECK(memcmp(copy, arena, sizeof(float) * NA) == 0, "ssm %s: memory was written", what) && got == want)
+            t_status_provoked[want] = 1;
+    }
+    {   /* allowed: the in-place state (state_out == state_in), inputs sharing memory */
+        const attn_ssm_tensor y = so_view(base.y, B, D, L), u = so_view(base.u, B, D, L);
+        attn_s4d_params sp4;
+        attn_ssm_grads g;
+        sp4.log_dt = base.ldt; sp4.log_a_real = base.lar; sp4.a_imag = base.aim; sp4.b_re = base.br; sp4.b_im = base.bi;
+        sp4.c_re = base.cr; sp4.c_im = base.ci; sp4.d_skip = base.Dk;
+        T_CHECK(attn_ssm_selective_scan(&d, u, u, base.A, so_view(base.Bm, B, N, L), so_view(base.Bm, B, N, L), base.Dk, u,
+                                        base.Dk, base.sout, y, base.sout) == ATTN_OK, "ssm scan: in-place state, u == delta == z allowed");
+        T_CHECK(attn_ssm_conv1d(&d, u, base.w, base.w, base.cout, y, base.cout) == ATTN_OK, "ssm conv: in-place state allowed");
+        T_CHECK(attn_ssm_s4d(&d, &sp4, u, base.s4out, y, base.s4out) == ATTN_OK, "ssm s4d: in-place state allowed");
+        g.du = base.du; g.ddelta = base.ddl; g.dz = base.dz; g.dA = base.dA; g.dB = base.dB; g.dC = base.dC; g.dD = base.dD;
+        g.ddelta_bias = base.ddb;
+        T_CHECK(attn_ssm_selective_scan_backward(&d, u, so_view(base.dl, B, D, L), base.A, so_view(base.Bm, B, N, L),
+                                                 so_view(base.Cm, B, N, L), base.Dk, so_view(base.z, B, D, L), base.db, base.sin,
+                                                 y, &g) == ATTN_OK, "ssm backward: the valid call (dy == y's memory, an input)");
+    }
+    free(arena); free(copy);
+}
+
 void test_ssm(void) {
     test_scan_ref();
     test_scan_threads();
@@ -1318,4 +1443,5 @@ void test_ssm(void) {
     test_s4d_props();
     test_s4d_errors();
     test_scan_backward();
+    test_ssm_overlap();
 }
