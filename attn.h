@@ -796,7 +796,7 @@ typedef struct attn_desc {
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
-    X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256)") \
+    X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256, only when W is drawn: with .projection it must be set)") \
     X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0") \
     X(ATTN_ERR_PERFORMER_OPTIONS,     353, ATTN_CAT_RANGE,       "attn_desc.performer.kernel must be 0 (softmax) or 1 (ReLU) and .fixed_norms 0 or 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_DIM, 354, ATTN_CAT_SHAPE,    "attn_desc.performer.projection_dim must equal q.dim when .projection is set") \
