@@ -349,7 +349,9 @@ typedef struct attn_linear_params {
        out_i = sum_j w_ij v_j / max(sum_j w_ij, eps)   over the visible keys j (as ATTN_LINEAR)
    Reads what ATTN_LINEAR reads plus cosformer; lse must be NULL.
    field     default          meaning
-   max_len   max(Lq, Lk)      M; every position must be <= M (so cos >= 0). attn_step needs it
+   max_len   max(Lq, Lk)      M; every position must be <= M (so cos >= 0). The default is per
+                              sequence, from its valid lengths (seqlens_q[b], seqlens_k[b]):
+                              padding a sequence does not change its rows. attn_step needs it
                               set (> 0): decoding cannot know the final length
    eps       1e-6             denominator clamp; finite and >= 0 (0 selects the default) */
 typedef struct attn_cosformer_params {
@@ -378,12 +380,15 @@ typedef struct attn_cosformer_params {
    not pay for it. Reads what ATTN_LINEAR reads plus performer; lse must be NULL. attn_backward:
    gradients of q, k and v; W and the stabiliser's maxes are constants (not differentiated).
    field           default   meaning
-   features        256       m, random features: 0..65536 (0 selects the default)
+   features        256       m, random features: 0..65536 (0 selects the default, only when
+                             projection is NULL: with a caller's W it must be set, else
+                             ATTN_ERR_PERFORMER_PROJECTION_FEATURES)
    eps             1e-6      the features' additive epsilon; 1e-3 with the ReLU kernel; finite,
                              >= 0 (0 selects the default)
    kernel          0         ATTN_PERFORMER_SOFTMAX (positive exp features) or ATTN_PERFORMER_RELU
    fixed_norms     0         0: rows scaled by chi-distributed norms; 1: by sqrt(d)
-   projection      NULL      the caller's W [features][projection_dim] fp32 row-major, finite;
+   projection      NULL      the caller's W [features][projection_dim] fp32 row-major, finite
+                             (features and projection_dim both set: W's size is never guessed);
                              NULL: attn_performer_draw(&performer, q.dim, W)
    projection_dim  0         must equal q.dim when projection is set
    seed            0         the counter-based RNG's seed when projection is NULL */
@@ -458,7 +463,9 @@ typedef struct attn_linformer_params {
    pad            0: m must divide   1: the padding rule above
                   q.seq and k.seq
    conv           NULL: no residual  [q.heads][conv_kernel] fp32 filter taps
-   conv_kernel    35                 odd taps per filter */
+   conv_kernel    - (required with   odd taps per filter (Hugging Face: 65, nystrom-attention: 33);
+                  conv)              never defaulted: conv with conv_kernel 0 is
+                                     ATTN_ERR_NYSTROM_CONV_TAPS */
 typedef struct attn_nystrom_params {
     int landmarks;
     int iterations;
@@ -753,13 +760,14 @@ typedef struct attn_desc {
     X(ATTN_ERR_EL_SRC_LENS,           133, ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
     /* -- AMX, then core (values 63, 82, 100, 101, 134 and 135 are retired, never reused) -- */ \
     X(ATTN_ERR_BF16_KERNELS,               136, ATTN_CAT_RANGE,       "attn_desc.bf16_kernels must be ATTN_BF16_AUTO, ATTN_BF16_NO_AMX or ATTN_BF16_FP32") \
-    X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
+    X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t, or a task count (q.batch * q.heads, times the kind's blocks) exceeds INT_MAX") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
     X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v, the KV cache (attn_decode) or attn_state.data[0, size) (attn_step), or out's rows overlap each other (see attn_tensor)") \
     X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk or dv overlaps q, k, v, out, dout, lse, another gradient or its own rows (see attn_tensor)") \
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
-    X(ATTN_ERR_BIAS_ROWS,             142, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
+    X(ATTN_ERR_LAYER_ATTN_KIND,       142, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.kind must be ATTN_SOFTMAX (the layers' attention core is exact softmax attention)") \
+    X(ATTN_ERR_BIAS_ROWS,             143, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
     \
     /* -- recurrent state and mechanism seam (200-249) -- */ \
     X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
@@ -770,6 +778,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, bf16_kernels, dbias)") \
     X(ATTN_ERR_STEP_SEQ,              206, ATTN_CAT_SHAPE,       "attn_step: k.seq must equal q.seq (one key and value per new token)") \
     X(ATTN_ERR_STEP_LENGTHS,          207, ATTN_CAT_UNSUPPORTED, "attn_step: attn_desc.seqlens_q/_k must be NULL (every sequence consumes q.seq tokens)") \
+    X(ATTN_ERR_STATE_POS,             208, ATTN_CAT_RANGE,       "attn_state.pos must be >= 0 (the tokens the state has consumed)") \
     \
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
     X(ATTN_ERR_CUDA_HOST_POINTER,     250, ATTN_CAT_UNSUPPORTED, "attn_cuda: q, k, v, out, lse (or another tensor of the call), bias.data, seqlens_q/_k, cu_seqlens_q/_k or alibi_slopes is not device memory") \
@@ -807,13 +816,14 @@ typedef struct attn_desc {
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
-    X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256)") \
+    X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256, only when W is drawn: with .projection it must be set)") \
     X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0") \
     X(ATTN_ERR_PERFORMER_OPTIONS,     353, ATTN_CAT_RANGE,       "attn_desc.performer.kernel must be 0 (softmax) or 1 (ReLU) and .fixed_norms 0 or 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_DIM, 354, ATTN_CAT_SHAPE,    "attn_desc.performer.projection_dim must equal q.dim when .projection is set") \
     X(ATTN_ERR_PERFORMER_PROJECTION,  355, ATTN_CAT_RANGE,       "attn_desc.performer.projection must hold finite values") \
     X(ATTN_ERR_PERFORMER_DRAW_NULL,   356, ATTN_CAT_NULL,        "attn_performer_draw: params or W is NULL") \
     X(ATTN_ERR_PERFORMER_DRAW_DIM,    357, ATTN_CAT_SHAPE,       "attn_performer_draw: dim must be >= 1") \
+    X(ATTN_ERR_PERFORMER_PROJECTION_FEATURES, 358, ATTN_CAT_RANGE, "attn_desc.performer.features must be set (>= 1, the rows of W) when .projection is given: it is never defaulted for a caller's array") \
     /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
@@ -835,7 +845,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size: bytes is NULL") \
     X(ATTN_ERR_RWKV_STATE_SHAPE,      386, ATTN_CAT_SHAPE,       "attn_rwkv4_state_init: batch and channels must be >= 1") \
     X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0") \
-    X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (q.seq, k.seq; attn_step: state.pos + k.seq)") \
+    X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (each sequence's valid lengths: seqlens_q/_k or q.seq, k.seq; attn_step: state.pos + k.seq)") \
     X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
     X(ATTN_ERR_RWKV_OVERLAP,          390, ATTN_CAT_UNSUPPORTED, "attn_rwkv: out or state_out (the step's state) overlaps an input (r, k, v, w, time_decay, time_first, u, state_in), the other output, or out's rows overlap each other (see attn_tensor)") \
     /* -- low-rank (400-449) -- */ \
@@ -850,13 +860,16 @@ typedef struct attn_desc {
     X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
     X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations must be >= 0 (0: 6); attn_nystrom_pinv's iterations must be >= 1") \
     X(ATTN_ERR_NYSTROM_PAD,           410, ATTN_CAT_RANGE,       "attn_desc.nystrom.pad must be 0 or 1") \
-    X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (35) or odd and >= 1") \
+    X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (no conv) or odd and >= 1") \
     X(ATTN_ERR_NYSTROM_CONV_SEQ,      412, ATTN_CAT_SHAPE,       "attn_desc.nystrom.conv needs q.seq == k.seq (the residual adds conv(V) at each position)") \
     X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_NYSTROM_LSE,           414, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: lse must be NULL (the approximation has no logsumexp)") \
     X(ATTN_ERR_NYSTROM_PINV_NULL,     415, ATTN_CAT_NULL,        "attn_nystrom_pinv: a or z is NULL") \
     X(ATTN_ERR_NYSTROM_PINV_M,        416, ATTN_CAT_SHAPE,       "attn_nystrom_pinv: m must be >= 1") \
     X(ATTN_ERR_NYSTROM_PINV_A,        417, ATTN_CAT_RANGE,       "attn_nystrom_pinv: a's largest column sum must be finite and > 0") \
+    X(ATTN_ERR_NYSTROM_CONV_TAPS,     418, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be set (odd, >= 1: the taps of each filter) when .conv is given: it is never defaulted for a caller's array") \
+    X(ATTN_ERR_NYSTROM_PINV_ALIAS,    419, ATTN_CAT_UNSUPPORTED, "attn_nystrom_pinv: z overlaps a") \
+    X(ATTN_ERR_NYSTROM_PINV_DIVERGED, 420, ATTN_CAT_RANGE,       "attn_nystrom_pinv: the iteration did not give a finite result (a is singular or too ill-conditioned); z is left untouched") \
     \
     /* -- state space (450-499) -- */ \
     X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
@@ -898,6 +911,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_A_COMPLEX,         487, ATTN_CAT_RANGE,       "attn_ssm_desc.a_complex must be 0 (real A) or 1 (complex A, B, C)") \
     X(ATTN_ERR_SSM_BWD_COMPLEX,       488, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.a_complex must be 0 (no gradients for complex A)") \
+    X(ATTN_ERR_SSM_DY_BROADCAST,      489, ATTN_CAT_SHAPE,       "attn_ssm_selective_scan_backward: dy must not have a zero stride on an axis of extent > 1") \
     X(ATTN_ERR_SSM_STATE_ALIAS,       490, ATTN_CAT_UNSUPPORTED, "attn_ssm: state_out must be state_in itself (updated in place) or not overlap it") \
     X(ATTN_ERR_SSM_OVERLAP,           491, ATTN_CAT_UNSUPPORTED, "attn_ssm: y (conv1d: out), state_out (the step's state) or attn_ssm_s4d_kernel's K overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, weight, bias, the S4D params, state_in), the other output, or y's rows overlap each other") \
     X(ATTN_ERR_SSM_BWD_OVERLAP,       492, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: a gradient in attn_ssm_grads overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, state_in, dy) or another gradient") \
@@ -1070,7 +1084,9 @@ typedef enum attn_layer_kind {
                                                 sequences (see ATTN_LAYER_SUPER)
    attn             plain softmax               masks for the SDPA core (causal, windows, sinks,
                                                 global, seqlens/cu_seqlens, alibi, softcap, bias):
-                                                see attn_desc; its n_threads and workspace are
+                                                see attn_desc; attn.kind must be ATTN_SOFTMAX
+                                                (others: ATTN_ERR_LAYER_ATTN_KIND from the forward,
+                                                backward and workspace query); its n_threads and workspace are
                                                 ignored (the layer's are used); its parallel hook
                                                 runs the attention and the layer's own loops
    n_threads        all cores                   threads for GEMMs and attention
@@ -1251,7 +1267,8 @@ typedef struct attn_state {
     attn_kind kind;              /* the kind it was initialised for */
     int batch, heads, dim_k, dim_v;   /* q.batch, q.heads, q.dim (k.dim), v.dim at init */
     int heads_kv;                /* k.heads at init */
-    long long pos;               /* tokens consumed so far: the position of the next one */
+    long long pos;               /* tokens consumed so far: the position of the next one (>= 0,
+                                    else ATTN_ERR_STATE_POS) */
     unsigned long long params;   /* the kind's parameters that shape the state, at init (Performer's
                                     features and kernel, cosFormer's max_len): attn_step refuses others */
 } attn_state;
@@ -1330,7 +1347,10 @@ ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int
    are [m][m] fp32 row-major, a meant to be a softmax matrix (nonnegative, rows summing to 1).
    Z0 = a^T / (max over columns j of sum_i a[i][j]), then `iterations` (>= 1; the paper uses 6)
    steps of Z <- 1/4 Z (13I - aZ (15I - aZ (7I - aZ))), in fp32 on the library SGEMM. z must not
-   overlap a. Allocates 3 m^2 floats of scratch. */
+   overlap a (ATTN_ERR_NYSTROM_PINV_ALIAS). The iteration converges when a is well enough
+   conditioned; when it does not give a finite result (a singular or ill-conditioned a, e.g.
+   columns whose sums cancel) the call returns ATTN_ERR_NYSTROM_PINV_DIVERGED and leaves z
+   untouched. Allocates 4 m^2 floats of scratch. */
 ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
@@ -1735,6 +1755,14 @@ static int attn__mul_size(size_t a, size_t b, size_t *r) {
 static int attn__add_size(size_t a, size_t b, size_t *r) {
     if (b > SIZE_MAX - a) return 0;
     *r = a + b; return 1;
+}
+/* The one checked task count every kind uses: a * b * c work items as the int that
+   attn__parallel_for takes, or 0 when the product exceeds INT_MAX (the caller returns
+   ATTN_ERR_OVERFLOW). attn__check_qkv applies it to q.batch * q.heads for every kind. */
+static int attn__tasks(size_t a, size_t b, size_t c, int *n) {
+    size_t t;
+    if (!attn__mul_size(a, b, &t) || !attn__mul_size(t, c, &t) || t > (size_t)INT_MAX) return 0;
+    *n = (int)t; return 1;
 }
 
 /* 64-byte aligned allocation; the original pointer is kept just before the aligned block. */
@@ -2395,7 +2423,8 @@ static attn_status attn__check_state(const attn__call *c, size_t need) {
     if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
         st->dim_v != c->v.dim || st->heads_kv != c->k.heads || st->params != attn__state_params(c->d))
         return ATTN_ERR_STATE_MISMATCH;
-    if (st->size < need || st->pos < 0) return ATTN_ERR_STATE_SIZE;
+    if (st->pos < 0) return ATTN_ERR_STATE_POS;
+    if (st->size < need) return ATTN_ERR_STATE_SIZE;
     return ATTN_OK;
 }
 
@@ -2446,10 +2475,13 @@ static attn_status attn__check_qkv(const attn_tensor *q, const attn_tensor *k, c
     if ((s = attn__make_view(q, qv)) != ATTN_OK || (s = attn__make_view(k, kv)) != ATTN_OK ||
         (s = attn__make_view(v, vv)) != ATTN_OK) return s;
     if (out && (s = attn__make_view(out, ov)) != ATTN_OK) return s;
-    {   /* lse [B, Hq, Sq] and the work decomposition must be indexable */
+    {   /* lse [B, Hq, Sq] and the work decomposition must be indexable; one task per (sequence,
+           head) must fit an int (Hkv <= Hq, so per KV head too) */
         size_t n;
+        int t;
         if (!attn__mul_size((size_t)q->batch, (size_t)q->heads, &n) || !attn__mul_size(n, (size_t)q->seq, &n) ||
-            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+            n > (size_t)PTRDIFF_MAX / sizeof(float) || !attn__tasks((size_t)q->batch, (size_t)q->heads, 1, &t))
+            return ATTN_ERR_OVERFLOW;
     }
     return ATTN_OK;
 }
@@ -2591,6 +2623,9 @@ typedef struct attn__ssm_k {
 #define ATTN__EXP2_C3 0.0555073373f
 #define ATTN__EXP2_C4 0.0096715134f
 #define ATTN__EXP2_C5 0.0013264732f
+/* SiLU z / (1 + e^-z) below this is -0 on every ISA: e^-z would overflow (the vector exps clamp
+   instead of giving inf, which made SiLU(-3e38) -1.1), and |z e^z| < 2e-36 there anyway. */
+#define ATTN__SILU_ZERO (-87.0f)
 
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
@@ -2767,6 +2802,9 @@ static void attn__madd_scalar(float *y, const float *a, const float *b, float c,
     for (i = 0; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
 }
 
+/* z / (1 + e^-z), -0 below ATTN__SILU_ZERO (so -inf gives -0, not NaN); NaN stays NaN */
+static float attn__silu1(float z) { return z < ATTN__SILU_ZERO ? -0.0f : z / (1.0f + expf(-z)); }
+
 /* softplus with PyTorch's threshold: v > 20 stays v */
 static float attn__softplus_scalar(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
 
@@ -2791,7 +2829,7 @@ static void attn__ssm_scan_scalar(const attn__ssm_k *k) {
                     x[n] = expf(dt * A[n]) * x[n] + du * k->Bt[(ptrdiff_t)n * k->ldb + t];
                     y += k->Ct[(ptrdiff_t)n * k->ldb + t] * x[n];
                 }
-            if (k->has_z) { const float zv = k->z[c][t]; y *= zv / (1.0f + expf(-zv)); }
+            if (k->has_z) y *= attn__silu1(k->z[c][t]);
             k->y[c][t] = y;
         }
         for (n = 0; n < N; ++n) k->xout[c][n] = x[n];
@@ -3293,10 +3331,12 @@ ATTN__T512 static ATTN__INLINE __m512 attn__softplus512(__m512 v) {
     lg = _mm512_mask_blend_ps(d0, _mm512_mul_ps(lg, _mm512_mul_ps(e, attn__rcp512(_mm512_mask_blend_ps(d0, d, one)))), e);
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(20.0f), _CMP_GT_OQ), lg, v);
 }
-/* z / (1 + e^-z) with e^-z = 2^t, t = -z log2 e clamped to [-1e18, 126] (1 + e^-z finite) */
+/* z / (1 + e^-z) with e^-z = 2^t, t = -z log2 e clamped to [-1e18, 126] (1 + e^-z finite);
+   -0 below ATTN__SILU_ZERO, where the clamp would make it z / 2^126 instead */
 ATTN__T512 static ATTN__INLINE __m512 attn__silu512(__m512 z) {
     const __m512 t = _mm512_min_ps(_mm512_set1_ps(126.0f), attn__clamp18_512(_mm512_mul_ps(z, _mm512_set1_ps(-1.44269504088896341f))));
-    return _mm512_mul_ps(z, attn__rcp512(_mm512_add_ps(_mm512_set1_ps(1.0f), attn__exp2_512(t))));
+    const __m512 r = _mm512_mul_ps(z, attn__rcp512(_mm512_add_ps(_mm512_set1_ps(1.0f), attn__exp2_512(t))));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(ATTN__SILU_ZERO), _CMP_LT_OQ), r, _mm512_set1_ps(-0.0f));
 }
 /* tokens [t0, t0 + m) of 16 rows -> dst[j][16] (m = 16: one register transpose) */
 ATTN__T512 static ATTN__INLINE void attn__ssm_tile_in512(const float *const *rows, int t0, int m, float *dst) {
@@ -3788,10 +3828,11 @@ ATTN__T256 static ATTN__INLINE __m256 attn__softplus256(__m256 v) {
     return _mm256_blendv_ps(lg, v, _mm256_cmp_ps(v, _mm256_set1_ps(20.0f), _CMP_GT_OQ));
 }
 /* z / (1 + e^-z) as attn__silu512 (attn__exp2_256 clamps to [-127, 128]: 1 + e^-z <= 1 + 2^126 is
-   kept finite by the clamp to 126) */
+   kept finite by the clamp to 126); -0 below ATTN__SILU_ZERO */
 ATTN__T256 static ATTN__INLINE __m256 attn__silu256(__m256 z) {
     const __m256 t = _mm256_min_ps(_mm256_set1_ps(126.0f), attn__clamp18_256(_mm256_mul_ps(z, _mm256_set1_ps(-1.44269504088896341f))));
-    return _mm256_mul_ps(z, attn__rcp256(_mm256_add_ps(_mm256_set1_ps(1.0f), attn__exp2_256(t))));
+    const __m256 r = _mm256_mul_ps(z, attn__rcp256(_mm256_add_ps(_mm256_set1_ps(1.0f), attn__exp2_256(t))));
+    return _mm256_blendv_ps(r, _mm256_set1_ps(-0.0f), _mm256_cmp_ps(z, _mm256_set1_ps(ATTN__SILU_ZERO), _CMP_LT_OQ));
 }
 /* tokens [t0, t0 + m) of 16 rows <-> buf[j][16] (m = 16: four register transposes) */
 ATTN__T256 static ATTN__INLINE void attn__ssm_tile256(const float *const *rows_in, float *const *rows_out, int t0, int m, float *buf) {
@@ -4232,7 +4273,9 @@ static void attn__ssm_scan_neon(const attn__ssm_k *k) {
         if (k->has_z)                         /* y *= z / (1 + e^-z) */
             for (j = 0; j < 16 * m; j += 4) {
                 const float32x4_t z = vld1q_f32(tz + j);
-                vst1q_f32(ty + j, vmulq_f32(vld1q_f32(ty + j), vdivq_f32(z, vaddq_f32(one, attn__exp_neon(vnegq_f32(z))))));
+                const float32x4_t g = vdivq_f32(z, vaddq_f32(one, attn__exp_neon(vnegq_f32(z))));
+                /* -0 below ATTN__SILU_ZERO (the exp clamps instead of giving inf) */
+                vst1q_f32(ty + j, vmulq_f32(vld1q_f32(ty + j), vbslq_f32(vcltq_f32(z, vdupq_n_f32(ATTN__SILU_ZERO)), vdupq_n_f32(-0.0f), g)));
             }
         attn__ssm_tile_neon(NULL, k->y, t0, m, ty);
     }
@@ -7456,6 +7499,8 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     int direct, std_kv, own_v;
     memset(L, 0, sizeof *L);
     if ((s = attn__layer_check_desc(d)) != ATTN_OK) return s;
+    /* the core is exact softmax: the backward's recomputed forward needs its logsumexp */
+    if (d->attn.kind != ATTN_SOFTMAX) return ATTN_ERR_LAYER_ATTN_KIND;
     if (batch < 1 || lq < 1 || lk < 1) return ATTN_ERR_LAYER_SHAPE;
     if (self && lk != lq) return ATTN_ERR_LAYER_SELF_LK;
     L->d = d; L->kind = d->kind; L->B = batch; L->lq = lq; L->lk = lk; L->self = self;
@@ -9215,7 +9260,7 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     P.n_threads = attn__resolve_threads(d);
     X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.seed = d->lsh.seed; X.isa = attn__pick_isa();
     X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
-    tasks = c->q.batch * c->q.heads;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
@@ -9387,7 +9432,7 @@ static attn_status attn__routing_forward(const attn__call *c) {
     R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
     R.w = ATTN__MIN(d->routing.window ? d->routing.window : 64, R.n);
     R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w);
-    tasks = c->q.batch * c->q.heads;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
@@ -9490,7 +9535,7 @@ typedef struct attn__lin {
     int causal, groups, D, Dv, n_threads, n_tasks;
     int F;                        /* features per q/k row: D (ATTN_LINEAR), 2 D (ATTN_COSFORMER) */
     int cos;                      /* ATTN_COSFORMER: [relu sin, relu cos] features, clamped denominator */
-    double ang;                   /* ATTN_COSFORMER: (pi/2) / M */
+    int M;                        /* ATTN_COSFORMER: max_len; 0: max(Lq, Lk) of each sequence */
     long long pos0;               /* 0-based position of the call's first token (attn_step: state pos) */
     float eps;
     int perf;                     /* ATTN_PERFORMER: 1 softmax kernel (positive exp features), 2 ReLU kernel */
@@ -9501,6 +9546,9 @@ typedef struct attn__lin {
     float *ws;                    /* n_threads slices of ws_per floats */
     size_t ws_per, gemm_floats;
 } attn__lin;
+
+/* A sequence's valid length: seqlens[b], or the tensor's length when there are none. */
+static int attn__lin_len(const int *seqlens, int b, int seq) { return seqlens ? seqlens[b] : seq; }
 
 /* Validates a call of any ATTN_LINEAR operation and resolves it (no workspace yet). */
 static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *L) {
@@ -9516,9 +9564,7 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->kind == ATTN_COSFORMER) {
         if (!isfinite(d->cosformer.eps) || d->cosformer.eps < 0.0f) return ATTN_ERR_COSFORMER_EPS;
-        if (d->cosformer.max_len < 0 ||
-            (op == ATTN__FORWARD && d->cosformer.max_len && d->cosformer.max_len < ATTN__MAX(c->q.seq, c->k.seq)))
-            return ATTN_ERR_COSFORMER_MAX_LEN;
+        if (d->cosformer.max_len < 0) return ATTN_ERR_COSFORMER_MAX_LEN;
         if (op == ATTN__STEP && d->cosformer.max_len == 0) return ATTN_ERR_COSFORMER_STEP_M;
     } else if (d->kind == ATTN_PERFORMER) {
         const attn_performer_params *p = &d->performer;
@@ -9527,8 +9573,10 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         if ((p->kernel != ATTN_PERFORMER_SOFTMAX && p->kernel != ATTN_PERFORMER_RELU) ||
             (p->fixed_norms != 0 && p->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
         if (p->projection) {
-            const size_t n = (size_t)(p->features ? p->features : 256) * (size_t)c->q.dim;
+            const size_t n = (size_t)p->features * (size_t)c->q.dim;
             size_t i;
+            /* the caller's W has as many rows as the caller says: a default would read past it */
+            if (p->features == 0) return ATTN_ERR_PERFORMER_PROJECTION_FEATURES;
             if (p->projection_dim != c->q.dim) return ATTN_ERR_PERFORMER_PROJECTION_DIM;
             for (i = 0; i < n; ++i)
                 if (!isfinite(p->projection[i])) return ATTN_ERR_PERFORMER_PROJECTION;
@@ -9541,6 +9589,13 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, c->q.batch, c->q.seq)) return ATTN_ERR_SEQLENS_Q;
         if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->q.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
         L->seqlens_q = d->seqlens_q; L->seqlens_k = d->seqlens_k;
+        if (d->kind == ATTN_COSFORMER && d->cosformer.max_len && (op == ATTN__FORWARD || op == ATTN__BACKWARD)) {
+            /* M must cover every position used: the valid lengths (padding has no position) */
+            int b;
+            for (b = 0; b < c->q.batch; ++b)
+                if (d->cosformer.max_len < ATTN__MAX(attn__lin_len(L->seqlens_q, b, c->q.seq), attn__lin_len(L->seqlens_k, b, c->k.seq)))
+                    return ATTN_ERR_COSFORMER_MAX_LEN;
+        }
     }
     L->d = d;
     L->causal = op == ATTN__STEP ? 1 : d->causal;
@@ -9549,11 +9604,10 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     L->eps = d->linear.eps != 0.0f ? d->linear.eps : 1e-6f;
     L->F = L->D;
     if (d->kind == ATTN_COSFORMER) {
-        const int M = d->cosformer.max_len ? d->cosformer.max_len : ATTN__MAX(c->q.seq, c->k.seq);
         if (L->D > INT_MAX / 2) return ATTN_ERR_OVERFLOW;
         L->F = 2 * L->D;
         L->cos = 1;
-        L->ang = 1.57079632679489661923 / (double)M;
+        L->M = d->cosformer.max_len;     /* 0: per sequence, attn__lin_ang */
         L->eps = d->cosformer.eps != 0.0f ? d->cosformer.eps : 1e-6f;
     }
     if (d->kind == ATTN_PERFORMER) {
@@ -9565,7 +9619,7 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         L->hmul = (float)(0.5 / sqrt((double)L->D));
         L->W = p->projection;
     }
-    L->n_tasks = c->q.batch * c->k.heads;      /* <= B * Hq * Sq, checked by attn__check_qkv */
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->k.heads, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
     L->n_threads = ATTN__MIN(attn__resolve_threads(d), L->n_tasks);
     if (d->n_threads == 0) {     /* default threads: one per ~2^20 state-update flops of the call, so a
                                     decoding step is not slower than its threads' start-up */
@@ -9657,14 +9711,22 @@ static void attn__lin_phi(const attn__isa *isa, const void *src, attn_dtype t, f
     for (i = 0; i < n; ++i) dst[i] = dst[i] > 0.0f ? dst[i] + 1.0f : (dst[i] <= 0.0f ? tmp[i] : dst[i]);
 }
 
-/* The kind's features of one q or k row at 0-based position pos: dst [F]; tmp: D floats.
-   ATTN_LINEAR: elu + 1. ATTN_COSFORMER: [relu(x) sin a, relu(x) cos a], a = (pi/2)(pos + 1)/M
-   (relu keeps NaN). */
-static void attn__lin_feat(const attn__lin *L, const void *src, attn_dtype t, float *dst, float *tmp, long long pos) {
+/* ATTN_COSFORMER's angle step (pi/2) / M of sequence b: M = max_len, else max(Lq, Lk) of the
+   sequence's valid lengths (ZOO.md), so padding a sequence does not change its rows. */
+static double attn__lin_ang(const attn__lin *L, int b) {
+    int M = L->M;
+    if (!M) M = ATTN__MAX(1, ATTN__MAX(attn__lin_len(L->seqlens_q, b, L->q.seq), attn__lin_len(L->seqlens_k, b, L->k.seq)));
+    return 1.57079632679489661923 / (double)M;
+}
+
+/* The kind's features of one q or k row of sequence b at 0-based position pos: dst [F]; tmp: D
+   floats. ATTN_LINEAR: elu + 1. ATTN_COSFORMER: [relu(x) sin a, relu(x) cos a], a = (pi/2)(pos +
+   1)/M (relu keeps NaN). */
+static void attn__lin_feat(const attn__lin *L, int b, const void *src, attn_dtype t, float *dst, float *tmp, long long pos) {
     if (!L->cos) {
         attn__lin_phi(L->isa, src, t, dst, tmp, L->D);
     } else {
-        const double a = L->ang * (double)(pos + 1);
+        const double a = attn__lin_ang(L, b) * (double)(pos + 1);
         const float sa = (float)sin(a), ca = (float)cos(a);
         int i;
         L->isa->load(src, t, tmp, L->D, 1.0f);
@@ -9682,7 +9744,7 @@ typedef struct attn__lin_bufs { float *S, *z, *K, *V, *Q, *A, *num, *den, *row, 
 static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int n) {
     int j;
     for (j = 0; j < n; ++j) {
-        attn__lin_feat(L, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->F, B->row, L->pos0 + j0 + j);
+        attn__lin_feat(L, b, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->F, B->row, L->pos0 + j0 + j);
         L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, B->V + (size_t)j * L->Dv, L->Dv, 1.0f);
     }
 }
@@ -9746,7 +9808,7 @@ static void attn__lin_task(void *ctx, int t, int thread) {
         }
         for (gi = 0; gi < g; ++gi)                     /* row gi*n + i: head hk*g + gi, query q0 + i */
             for (i = 0; i < n; ++i)
-                attn__lin_feat(L, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
+                attn__lin_feat(L, b, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
                                B.row, L->pos0 + q0 + i + (L->causal ? shift : 0));
         if (m <= ATTN__LIN_FEW) {     /* num = phi(Q) S row by row (decoding steps) */
             int f;
@@ -10285,7 +10347,7 @@ typedef struct attn__lbw_bufs {
 
 /* dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] whose features are Fe [n][F]; row r at
    position p0 + r % period (ATTN_COSFORMER); query: Fe includes the Performer eps. */
-static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX,
+static void attn__lbw_chain(const attn__lin *L, int b, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX,
                             long long p0, int period, int query) {
     const attn__isa *isa = L->isa;
     const int F = L->F, D = L->D;
@@ -10320,7 +10382,7 @@ static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float 
             }
     } else if (L->cos) {
         for (r = 0; r < n; ++r) {
-            const double a = L->ang * (double)(p0 + r % period + 1);
+            const double a = attn__lin_ang(L, b) * (double)(p0 + r % period + 1);
             const float sa = (float)sin(a), ca = (float)cos(a);
             const float *x = X + (size_t)r * D, *t = dF + (size_t)r * F;
             for (d = 0; d < D; ++d) dX[(size_t)r * D + d] = x[d] > 0.0f ? t[d] * sa + t[D + d] * ca : (x[d] <= 0.0f ? 0.0f : x[d]);
@@ -10356,7 +10418,7 @@ static void attn__lbw_queries(const attn__lin *L, attn__lbw_bufs *W, int b, int 
         for (i = 0; i < n; ++i) {
             const int r = gi * n + i;
             const void *src = attn__at(&L->q, b, q0 + i, hk * g + gi);
-            attn__lin_feat(L, src, L->q.dtype, W->P.B.Q + (size_t)r * L->F, W->P.B.row, L->pos0 + q0 + i + (L->causal ? pa - q0 : 0));
+            attn__lin_feat(L, b, src, L->q.dtype, W->P.B.Q + (size_t)r * L->F, W->P.B.row, L->pos0 + q0 + i + (L->causal ? pa - q0 : 0));
             L->isa->load(src, L->q.dtype, W->XQ + (size_t)r * D, D, 1.0f);
             W->P.fac[r] = 1.0f;
             W->P.sumq[r] = 0.0f;
@@ -10386,7 +10448,7 @@ static void attn__lbw_keys_from_state(const attn__lin *L, attn__lbw_bufs *W, int
 /* Writes the n keys' dk (through the features) and dv rows from j0. */
 static void attn__lbw_store_keys(const attn__lin *L, const attn__lbw *C, attn__lbw_bufs *W, int b, int hk, int j0, int n) {
     int j;
-    attn__lbw_chain(L, W->P.B.gemm, n, W->P.X, W->P.B.K, W->dK, W->dX, j0, INT_MAX, 0);
+    attn__lbw_chain(L, b, W->P.B.gemm, n, W->P.X, W->P.B.K, W->dK, W->dX, j0, INT_MAX, 0);
     for (j = 0; j < n; ++j) {
         L->isa->store(attn__at(&C->dk, b, j0 + j, hk), C->dk.dtype, W->dX + (size_t)j * L->D, L->D, 1.0f);
         L->isa->store(attn__at(&C->dv, b, j0 + j, hk), C->dv.dtype, W->dV + (size_t)j * L->Dv, L->Dv, 1.0f);
@@ -10538,7 +10600,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             }
             attn__sgemm_1t(B->gemm, 0, 0, m, F, nk, 1.0f, W->BE, nk, B->K, F, 1.0f, W->dQ, F);
         }
-        attn__lbw_chain(L, B->gemm, m, W->XQ, B->Q, W->dQ, W->dX, L->causal ? pa : q0, n, 1);
+        attn__lbw_chain(L, b, B->gemm, m, W->XQ, B->Q, W->dQ, W->dX, L->causal ? pa : q0, n, 1);
         for (gi = 0; gi < g; ++gi)
             for (i = 0; i < n; ++i)
                 isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
@@ -11285,6 +11347,10 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     memset(P, 0, sizeof *P);
     if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
         return s;
+    {   /* tasks: E K and F V per (sequence, KV head), then the dE / dF heads */
+        int t;
+        if (!attn__tasks(2, (size_t)c->k.batch + 1, (size_t)c->k.heads, &t)) return ATTN_ERR_OVERFLOW;
+    }
     if (!L->e) return ATTN_ERR_LINFORMER_NULL_E;
     if (L->shared_heads != 0 && L->shared_heads != 1) return ATTN_ERR_LINFORMER_SHARED_HEADS;
     if (L->shared_kv != 0 && L->shared_kv != 1) return ATTN_ERR_LINFORMER_SHARED_KV;
@@ -11494,18 +11560,26 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
 }
 
 ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z) {
-    size_t n;
-    float *s;
+    size_t n, mm, i;
+    float *s, *zs;
     double cmax;
     if (!a || !z) return ATTN_ERR_NYSTROM_PINV_NULL;
     if (m < 1) return ATTN_ERR_NYSTROM_PINV_M;
     if (iterations < 1) return ATTN_ERR_NYSTROM_ITERATIONS;
-    if (!attn__mul_size((size_t)m, (size_t)m, &n) || !attn__mul_size(n, 3 * sizeof(float), &n) ||
+    if (!attn__mul_size((size_t)m, (size_t)m, &mm) || !attn__mul_size(mm, 4 * sizeof(float), &n) ||
         n > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
+    {   /* [a, a + m^2) and [z, z + m^2) must not meet (z is written while a is read) */
+        const uintptr_t a0 = (uintptr_t)a, z0 = (uintptr_t)z, bytes = (uintptr_t)(mm * sizeof(float));
+        if (a0 < z0 + bytes && z0 < a0 + bytes) return ATTN_ERR_NYSTROM_PINV_ALIAS;
+    }
     cmax = attn__nys_colmax(a, m);
     if (!(cmax > 0.0) || !isfinite(cmax)) return ATTN_ERR_NYSTROM_PINV_A;
     if (!(s = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
-    attn__nys_pinv(a, m, iterations, cmax, z, s);
+    zs = s + 3 * mm;                 /* the result lands in scratch first: z only gets a finite one */
+    attn__nys_pinv(a, m, iterations, cmax, zs, s);
+    for (i = 0; i < mm; ++i)
+        if (!isfinite(zs[i])) { attn__free(s); return ATTN_ERR_NYSTROM_PINV_DIVERGED; }
+    memcpy(z, zs, mm * sizeof(float));
     attn__free(s);
     return ATTN_OK;
 }
@@ -11692,6 +11766,8 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     if (!N->pad && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
     if (N->iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
     if (N->conv_kernel < 0 || (N->conv_kernel != 0 && N->conv_kernel % 2 == 0)) return ATTN_ERR_NYSTROM_CONV_KERNEL;
+    /* the caller's filter has as many taps as the caller says: a default would read past it */
+    if (N->conv && N->conv_kernel == 0) return ATTN_ERR_NYSTROM_CONV_TAPS;
     if (N->conv && Sq != Sk) return ATTN_ERR_NYSTROM_CONV_SEQ;
     if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
         d->global_tokens || d->seqlens_q || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
@@ -11705,11 +11781,16 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     P->iters = N->iterations ? N->iterations : 6;
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
     P->exact = P->m == Sq && P->m == Sk;
-    P->conv = N->conv; P->kernel = N->conv_kernel ? N->conv_kernel : 35;
+    P->conv = N->conv; P->kernel = N->conv ? N->conv_kernel : 1;   /* no conv: the kernel is not read */
     P->n_threads = attn__resolve_threads(d);
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
     P->n_chunks = (Sk + ATTN__NYS_KC - 1) / ATTN__NYS_KC;
     P->n_blocks = (Sq + ATTN__NYS_RQ - 1) / ATTN__NYS_RQ;
+    {   /* the task counts of attn__nystrom_forward */
+        int t;
+        if (!attn__tasks(2, (size_t)B, (size_t)Hq, &t) || !attn__tasks((size_t)B, (size_t)Hq, (size_t)P->n_blocks, &t) ||
+            !attn__tasks((size_t)B, (size_t)c->k.heads, (size_t)P->n_chunks, &t)) return ATTN_ERR_OVERFLOW;
+    }
     P->part_row = (size_t)Dv + 2;
     m2 = (size_t)P->m * (size_t)P->m;
     /* V rows a block of conv residuals reads: the block and kernel/2 either side (fp32 copies) */
@@ -12026,7 +12107,7 @@ static void attn__ssm_cscan_task(void *ctx, int task, int thread) {
                         acc += cr * xr - ci * xi;
                     }
                     acc = 2.0f * acc + dsk * ub[t];
-                    if (P->has_z) acc *= zb[t] / (1.0f + expf(-zb[t]));
+                    if (P->has_z) acc *= attn__silu1(zb[t]);
                     yb[t] = acc;
                 }
                 V->store(attn__ssm_at(&P->y, b, ch, t0), P->y.dt, yb, nt, 1.0f);
@@ -12269,8 +12350,9 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                     for (n = 0; n < N; ++n) yp += (P->bc_const ? cb[n] : cb[(size_t)n * T + j]) * xl[n];
                     if (P->has_z) {
                         const float zv = zb[j], sg = 1.0f / (1.0f + expf(-zv));
-                        if (G->dz) G->dz[o] = dyp * yp * sg * (1.0f + zv * (1.0f - sg));
-                        dyp *= zv * sg;
+                        const int dead = zv < ATTN__SILU_ZERO;          /* the forward's -0 gate: no gradient */
+                        if (G->dz) G->dz[o] = dead ? 0.0f : dyp * yp * sg * (1.0f + zv * (1.0f - sg));
+                        dyp = dead ? 0.0f : dyp * zv * sg;
                     }
                     dD += (double)dyp * (double)uv;
                     du = dyp * dsk;
@@ -12341,7 +12423,8 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     if (desc && desc->cu_seqlens) return ATTN_ERR_SSM_BWD_VARLEN;
     if (desc && desc->a_complex == 1) return ATTN_ERR_SSM_BWD_COMPLEX;
     if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
-    if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK) return s;
+    if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK)
+        return s == ATTN_ERR_SSM_Y_BROADCAST ? ATTN_ERR_SSM_DY_BROADCAST : s;   /* dy sits in y's place */
     if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
     if ((s = attn__ssm_scan_overlap(&W.F, d_skip, delta_bias, state_in, NULL, grads)) != ATTN_OK) return s;
     W.g = grads;
@@ -12396,7 +12479,7 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
         if (P->act == ATTN_SSM_CONV_SILU) {    /* o / (1 + e^-o) */
             for (c = 0; c < n; ++c) xp[c] = -o[c];
             V->exp_sum(xp, xp, 0.0f, n);
-            for (c = 0; c < n; ++c) o[c] /= 1.0f + xp[c];
+            for (c = 0; c < n; ++c) o[c] = o[c] < ATTN__SILU_ZERO ? -0.0f : o[c] / (1.0f + xp[c]);   /* the exp clamps */
         }
         for (c = 0; c < n; ++c) {
             const size_t hist = ((size_t)b * P->D + c0 + c) * (size_t)(K - 1);
@@ -12420,7 +12503,7 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
             if (P->act == ATTN_SSM_CONV_SILU) {                  /* o / (1 + e^-o) */
                 for (t = 0; t < nt; ++t) e[t] = -o[t];
                 V->exp_sum(e, e, 0.0f, nt);
-                for (t = 0; t < nt; ++t) o[t] /= 1.0f + e[t];
+                for (t = 0; t < nt; ++t) o[t] = o[t] < ATTN__SILU_ZERO ? -0.0f : o[t] / (1.0f + e[t]);   /* the exp clamps */
             }
             V->store(attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
             memmove(xp, xp + nt, sizeof(float) * (size_t)(K - 1));   /* the last K-1 inputs */

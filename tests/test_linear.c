@@ -251,7 +251,7 @@ static void test_linear_errors(void) {
     base.kind = ATTN_LINEAR;
     T_CHECK(attn_state_size(&base, tq, tk, tv, &floats) == ATTN_OK && floats == 2 * (4 * 5 + 4), "linear state floats");
     T_CHECK(attn_state_init(&base, tq, tk, tv, sbuf, 64, &good) == ATTN_OK, "linear state init");
-    for (i = 0; i < 40; ++i) {
+    for (i = 0; i < 41; ++i) {
         attn_tensor a = tq, b = tk, c = tv, o = to;
         attn_status want = ATTN_OK, got;
         const char *what = "";
@@ -300,6 +300,8 @@ static void test_linear_errors(void) {
         case 37: step = 3; want = ATTN_ERR_STATE_SIZE; what = "state_init floats"; break;
         case 38: step = 4; want = ATTN_ERR_STATE_NULL; what = "state_init data"; break;
         case 39: step = 5; want = ATTN_ERR_BWD_OVERLAP; what = "backward into q, k, v"; break;
+        /* issue 27: a negative pos was reported as ATTN_ERR_STATE_SIZE */
+        case 40: step = 1; st.pos = -1; want = ATTN_ERR_STATE_POS; what = "step state pos < 0"; break;
         }
         t_sentinel(out, sizeof out, 11);
         t_sentinel(sbuf, sizeof sbuf, 13);
@@ -379,6 +381,39 @@ static void test_linear_step_overlap(void) {
     free(arena); free(copy);
 }
 
+/* Issue 27 item 5: q.batch * k.heads > INT_MAX wrapped the int task count, so the size queries
+   (which allocate nothing) answered ATTN_OK with a few bytes and a real call left most of out
+   unwritten. B 65536, H 65537, S = D = 1: every query of every linear kind is ATTN_ERR_OVERFLOW
+   with the result untouched; B 32767 (B H just under INT_MAX) is still served. */
+static void test_linear_task_overflow(void) {
+    static const attn_kind kinds[3] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER };
+    uint16_t dummy[4] = { 0, 0, 0, 0 };
+    attn_tensor t = attn_tensor_dense(dummy, ATTN_BF16, 65536, 1, 65537, 1);
+    attn_tensor ok = attn_tensor_dense(dummy, ATTN_BF16, 32767, 1, 65537, 1);
+    int i, op;
+    for (i = 0; i < 3; ++i) {
+        attn_desc d;
+        memset(&d, 0, sizeof d);
+        d.kind = kinds[i];
+        if (d.kind == ATTN_PERFORMER) d.performer.features = 4;
+        for (op = 0; op < 3; ++op) {
+            static const char *names[3] = { "workspace size", "backward workspace size", "state size" };
+            size_t n = 77;
+            attn_status s = op == 0 ? attn_workspace_size(&d, t, t, t, &n)
+                          : op == 1 ? attn_backward_workspace_size(&d, t, t, t, &n) : attn_state_size(&d, t, t, t, &n);
+            char what[96];
+            snprintf(what, sizeof what, "%s %s, B 65536 x H 65537", attn_kind_name(d.kind), names[op]);
+            t_expect_status(s, ATTN_ERR_OVERFLOW, "linear", what);
+            T_CHECK(n == 77, "linear %s: the size was written", what);
+        }
+        {
+            size_t n = 0;
+            const attn_status s = attn_workspace_size(&d, ok, ok, ok, &n);
+            T_CHECK(s == ATTN_OK && n > 0, "%s workspace size at B H = 2^31 - 32769: %s", attn_kind_name(d.kind), attn_status_str(s));
+        }
+    }
+}
+
 void test_linear(void) {
     test_linear_sweep();
     test_linear_threads();
@@ -386,6 +421,7 @@ void test_linear(void) {
     test_linear_edges();
     test_linear_errors();
     test_linear_step_overlap();
+    test_linear_task_overflow();
     printf("      linear: largest passing f32/f16/bf16 out error %.3g (tolerance %.3g for f32 out)\n", g_lin_worst,
            lin_tol(ATTN_F32));
 }

@@ -1172,8 +1172,37 @@ static void test_sparse_errors(void) {
     sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&k2); sp_free(&v2);
 }
 
+/* Issue 27 item 5: q.batch * q.heads > INT_MAX wrapped LSH's and Routing's int task count (the
+   size query answered ATTN_OK); every sparse kind now answers ATTN_ERR_OVERFLOW through the one
+   checked product, the result untouched. B 65536, H 65537, S = D = 1; queries allocate nothing. */
+static void test_sparse_task_overflow(void) {
+    static const attn_kind kinds[4] = { ATTN_LSH, ATTN_ROUTING, ATTN_BIGBIRD, ATTN_LONGFORMER };
+    uint16_t dummy[4] = { 0, 0, 0, 0 };
+    float *cen = (float *)calloc(65537, sizeof(float));
+    attn_tensor t = attn_tensor_dense(dummy, ATTN_BF16, 65536, 1, 65537, 1);
+    int i;
+    if (!cen) { T_CHECK(0, "sparse task overflow: out of memory"); return; }
+    for (i = 0; i < 4; ++i) {
+        attn_desc d;
+        size_t n = 77;
+        attn_status s;
+        char what[96];
+        memset(&d, 0, sizeof d);
+        d.kind = kinds[i];
+        d.lsh.bucket_size = 1;
+        d.routing.centroids = cen; d.routing.n_clusters = 1;
+        d.bigbird.block = 1; d.bigbird.no_random = 1;
+        s = attn_workspace_size(&d, t, t, t, &n);
+        snprintf(what, sizeof what, "%s workspace size, B 65536 x H 65537", attn_kind_name(d.kind));
+        t_expect_status(s, ATTN_ERR_OVERFLOW, "sparse", what);
+        T_CHECK(n == 77, "sparse %s: the size was written", what);
+    }
+    free(cen);
+}
+
 void test_sparse(void) {
     test_sparse_errors();
+    test_sparse_task_overflow();
     test_longformer();
     test_longformer_backward();
     test_bigbird();

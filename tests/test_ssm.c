@@ -1283,6 +1283,13 @@ static void test_scan_backward(void) {
                 tdy.data = fdy;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, NULL);
                 if (T_CHECK(s == ATTN_ERR_SSM_NULL_GRADS && t_sentinel_ok(h_u, 4 * nx, 5), "backward NULL grads")) t_status_provoked[s] = 1;
+                {   /* issue 27: a broadcast dy was reported as y's fault */
+                    attn_ssm_tensor bdy = tdy;
+                    bdy.stride_batch = L; bdy.stride_chan = 0;
+                    s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, bdy, &g2);
+                    if (T_CHECK(s == ATTN_ERR_SSM_DY_BROADCAST && t_sentinel_ok(h_u, 4 * nx, 5), "backward dy broadcast: %s",
+                                attn_status_str(s))) t_status_provoked[s] = 1;
+                }
                 d.cu_seqlens = &cfg; d.varlen_batch = 1;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
                 if (T_CHECK(s == ATTN_ERR_SSM_BWD_VARLEN && t_sentinel_ok(h_u, 4 * nx, 5), "backward cu_seqlens")) t_status_provoked[s] = 1;
@@ -1426,6 +1433,64 @@ static void test_ssm_overlap(void) {
     free(arena); free(copy);
 }
 
+/* Issue 27 item 10: SiLU at extreme inputs, in conv1d (chunked and one-token step) and the scan's
+   z gate, on whatever vector layer this build has. The vector exp clamped its argument, so
+   SiLU(-1e30) came out -3.7e-9, SiLU(-3e38) -1.10 (conv1d) and the gate -3.53. The gate of a
+   huge negative input is 0 (x sigmoid(x) -> -0), of a huge positive one x itself. 16 channels x
+   16 tokens so every SIMD lane and the tails see every value. */
+static double silu_ref(double x) {
+    if (x != x) return x;
+    if (x < -700.0) return 0.0;            /* includes -inf: the limit */
+    if (x > 700.0) return x;
+    return x / (1.0 + exp(-x));
+}
+static void test_silu_extremes(void) {
+    static const float vals[16] = { -3e38f, -1e30f, -1e6f, -200.0f, -89.0f, -87.0f, -20.0f, -1.0f,
+                                    0.0f, 1.0f, 20.0f, 100.0f, 1e30f, 3e38f, -INFINITY, INFINITY };
+    enum { D = 16, L = 16 };
+    float x[D * L], out[D * L], zero[D * L], one[D * L], dsk[D], A[D], w[D], st[D];
+    attn_ssm_tensor tx = { 0 }, to = { 0 }, tz = { 0 }, tzero = { 0 }, tone = { 0 };
+    attn_ssm_desc d;
+    int c, t, bad = 0, op;
+    double worst = 0.0;
+    for (c = 0; c < D; ++c) {
+        for (t = 0; t < L; ++t) { x[c * L + t] = vals[(c + t) % 16]; zero[c * L + t] = 0.0f; one[c * L + t] = 1.0f; }
+        dsk[c] = 1.0f; A[c] = -1.0f; w[c] = 1.0f; st[c] = 0.0f;
+    }
+    tx.data = x; to.data = out; tz.data = x; tzero.data = zero; tone.data = one;
+    tx.dtype = to.dtype = tz.dtype = tzero.dtype = tone.dtype = ATTN_F32;
+    tx.stride_batch = to.stride_batch = tz.stride_batch = tzero.stride_batch = tone.stride_batch = D * L;
+    tx.stride_chan = to.stride_chan = tz.stride_chan = tzero.stride_chan = tone.stride_chan = L;
+    for (op = 0; op < 3; ++op) {     /* 0: conv1d (K 1: out = silu(x)); 1: its one-token step; 2: the scan's z gate */
+        attn_status s = ATTN_OK;
+        memset(&d, 0, sizeof d);
+        d.batch = 1; d.dim = D; d.len = L; d.d_state = 1; d.conv_kernel = 1; d.conv_act = ATTN_SSM_CONV_SILU; d.n_threads = 1;
+        for (c = 0; c < D * L; ++c) out[c] = 12345.0f;
+        if (op == 0) s = attn_ssm_conv1d(&d, tx, w, NULL, NULL, to, NULL);
+        else if (op == 1)
+            for (t = 0; t < L && s == ATTN_OK; ++t) {
+                attn_ssm_tensor xs = tx, os = to;
+                xs.data = x + t; os.data = out + t;
+                s = attn_ssm_conv1d_step(&d, xs, w, NULL, st, os);
+            }
+        else   /* u = 1, delta = 0, B = C = 0, D = 1: y = silu(z) */
+            s = attn_ssm_selective_scan(&d, tone, tzero, A, tzero, tzero, dsk, tz, NULL, NULL, to, NULL);
+        T_CHECK(s == ATTN_OK, "silu extremes op %d: %s", op, attn_status_str(s));
+        for (c = 0; c < D * L; ++c) {
+            const double want = silu_ref((double)x[c]), got = out[c];
+            double err;
+            if (isinf(want)) err = got == want ? 0.0 : 1.0;
+            else if (fabs(want) < 1e-30) err = fabs(got) < 1e-30 ? 0.0 : 1.0;   /* an underflowed gate is 0 */
+            else if (isnan(got)) err = 1.0;
+            else err = fabs(got - want) / (fabs(want) > 1.0 ? fabs(want) : 1.0);
+            if (err > worst) worst = err;
+            if (err > 1e-6 && bad++ < 4)
+                T_CHECK(0, "silu extremes op %d: silu(%g) = %g, want %g", op, (double)x[c], got, want);
+        }
+    }
+    T_CHECK(bad == 0, "silu extremes: %d wrong values (worst relative error %.3g)", bad, worst);
+}
+
 void test_ssm(void) {
     test_scan_ref();
     test_scan_threads();
@@ -1444,4 +1509,5 @@ void test_ssm(void) {
     test_s4d_errors();
     test_scan_backward();
     test_ssm_overlap();
+    test_silu_extremes();
 }
