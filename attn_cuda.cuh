@@ -1645,7 +1645,7 @@ static attn_status acu_check_backward(const attn_desc *desc, const attn_tensor *
         if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
         if (desc->dbias) {
             if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
-            if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (q->seq > 1 && P.bias_sq == 0))
+            if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (P.bias_rows > 1 && P.bias_sq == 0))
                 return ATTN_ERR_BWD_DBIAS_BROADCAST;
         }
         if ((s = attn__make_view(dout, &prm->dout)) != ATTN_OK || (s = attn__make_view(dq, &prm->dq)) != ATTN_OK ||
