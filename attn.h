@@ -6799,10 +6799,10 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, at
     maxsplit = dq_bytes > 0 ? ATTN__BWD_SPLIT_BYTES / dq_bytes : (size_t)want;
     C->n_split = (int)ATTN__MAX(1LL, ATTN__MIN((long long)want, ATTN__MIN(kb, (long long)ATTN__MIN(maxsplit, (size_t)INT_MAX))));
     C->split_keys = (kb + C->n_split - 1) / C->n_split * ATTN__BQ;
-    C->n_split = (int)((P->k.seq + C->split_keys - 1) / C->split_keys);
+    C->n_split = (int)(((long long)P->k.seq + C->split_keys - 1) / C->split_keys);
     if (units * (size_t)C->n_split > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
-    C->q_blocks = (P->q.seq + ATTN__BQ - 1) / ATTN__BQ;
-    C->k_blocks = (P->k.seq + ATTN__BQ - 1) / ATTN__BQ;
+    C->q_blocks = (int)(((long long)P->q.seq + ATTN__BQ - 1) / ATTN__BQ);   /* seq may be INT_MAX */
+    C->k_blocks = (int)(((long long)P->k.seq + ATTN__BQ - 1) / ATTN__BQ);
     if ((size_t)P->q.batch * (size_t)C->q_blocks + (size_t)P->k.batch * (size_t)C->k_blocks > (size_t)INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->dqp_split = dq_floats;
