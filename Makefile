@@ -32,7 +32,7 @@ HAVE_LIBFUZZER := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long
 WIN_CC  ?= x86_64-w64-mingw32-gcc
 WINE    ?= $(shell command -v wine64 2>/dev/null || command -v wine 2>/dev/null || ls /usr/lib/wine/wine64 2>/dev/null)
 HAVE_WIN := $(shell command -v $(WIN_CC) >/dev/null 2>&1 && test -n "$(WINE)" && echo yes)
-FUZZ_TARGETS = forward backward merge decode layers el sgemm rope pool kinds
+FUZZ_TARGETS = forward backward merge decode layers el sgemm rope pool kinds views sizes overlap props
 FUZZ_SECONDS ?= 60
 # make test: each fuzz target on the seed corpus (tests/fuzz/corpus) plus FUZZ_ITERS seeded inputs
 FUZZ_ITERS   ?= 2000
@@ -57,7 +57,7 @@ ifeq ($(HAVE_WIN),yes)
 TEST_BINS += $(BUILD)/test_win.exe
 endif
 
-.PHONY: all examples run test bench clean fuzz portability train-compare install cuda test-cuda bench-cuda
+.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare install cuda test-cuda bench-cuda
 all: examples
 examples: $(EXAMPLES)
 
@@ -131,6 +131,23 @@ else
 fuzz: $(BUILD)/fuzz_driver
 	@for t in $(FUZZ_TARGETS); do ./$(BUILD)/fuzz_driver -c tests/fuzz/corpus -t $(FUZZ_SECONDS) $$t || exit 1; done
 endif
+
+# make fuzz-isa: the fuzz driver built for the best kernels, AVX2 (ATTN_NO_AVX512) and scalar
+# (ATTN_NO_SIMD), each run with -H on the corpus and FUZZ_ITERS seeded inputs: every target's hash
+# of statuses, tie-rule windows and bit-exact draws must agree (issue 27 item 8). Three builds
+# (a few minutes on 2 cores), so it is not part of make test.
+FUZZ_ISA_BINS = $(BUILD)/fuzz_isa_best $(BUILD)/fuzz_isa_avx2 $(BUILD)/fuzz_isa_scalar
+$(BUILD)/fuzz_isa_best: $(FUZZ_SRC) $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) -O1 -I. -Itests $(FUZZ_SRC) -o $@ $(LIBS)
+$(BUILD)/fuzz_isa_avx2: $(FUZZ_SRC) $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) -O1 -DATTN_NO_AVX512 -I. -Itests $(FUZZ_SRC) -o $@ $(LIBS)
+$(BUILD)/fuzz_isa_scalar: $(FUZZ_SRC) $(TEST_DEP) | $(BUILD)
+	$(CC) $(WARN) -O1 -DATTN_NO_SIMD -I. -Itests $(FUZZ_SRC) -o $@ $(LIBS)
+fuzz-isa: $(FUZZ_ISA_BINS)
+	@for b in $(FUZZ_ISA_BINS); do ./$$b -H -c tests/fuzz/corpus -n $(FUZZ_ITERS) all > $$b.hash || exit 1; done
+	@if cmp -s $(BUILD)/fuzz_isa_best.hash $(BUILD)/fuzz_isa_avx2.hash && cmp -s $(BUILD)/fuzz_isa_best.hash $(BUILD)/fuzz_isa_scalar.hash; \
+	then cat $(BUILD)/fuzz_isa_best.hash; echo "fuzz-isa: best, AVX2 and scalar kernels agree"; \
+	else paste $(BUILD)/fuzz_isa_best.hash $(BUILD)/fuzz_isa_avx2.hash $(BUILD)/fuzz_isa_scalar.hash; echo "fuzz-isa: the kernel sets disagree"; exit 1; fi
 
 # Header compile checks beyond C99/C++ (also run by make test through tests/run_all.sh).
 portability:

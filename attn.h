@@ -6799,10 +6799,10 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, at
     maxsplit = dq_bytes > 0 ? ATTN__BWD_SPLIT_BYTES / dq_bytes : (size_t)want;
     C->n_split = (int)ATTN__MAX(1LL, ATTN__MIN((long long)want, ATTN__MIN(kb, (long long)ATTN__MIN(maxsplit, (size_t)INT_MAX))));
     C->split_keys = (kb + C->n_split - 1) / C->n_split * ATTN__BQ;
-    C->n_split = (int)((P->k.seq + C->split_keys - 1) / C->split_keys);
+    C->n_split = (int)(((long long)P->k.seq + C->split_keys - 1) / C->split_keys);
     if (units * (size_t)C->n_split > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
-    C->q_blocks = (P->q.seq + ATTN__BQ - 1) / ATTN__BQ;
-    C->k_blocks = (P->k.seq + ATTN__BQ - 1) / ATTN__BQ;
+    C->q_blocks = (int)(((long long)P->q.seq + ATTN__BQ - 1) / ATTN__BQ);   /* seq may be INT_MAX */
+    C->k_blocks = (int)(((long long)P->k.seq + ATTN__BQ - 1) / ATTN__BQ);
     if ((size_t)P->q.batch * (size_t)C->q_blocks + (size_t)P->k.batch * (size_t)C->k_blocks > (size_t)INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->dqp_split = dq_floats;
@@ -9591,8 +9591,9 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         L->seqlens_q = d->seqlens_q; L->seqlens_k = d->seqlens_k;
         if (d->kind == ATTN_COSFORMER && d->cosformer.max_len && (op == ATTN__FORWARD || op == ATTN__BACKWARD)) {
             /* M must cover every position used: the valid lengths (padding has no position) */
+            const int nb = d->seqlens_q || d->seqlens_k ? c->q.batch : 1;   /* without lengths every sequence is alike */
             int b;
-            for (b = 0; b < c->q.batch; ++b)
+            for (b = 0; b < nb; ++b)
                 if (d->cosformer.max_len < ATTN__MAX(attn__lin_len(L->seqlens_q, b, c->q.seq), attn__lin_len(L->seqlens_k, b, c->k.seq)))
                     return ATTN_ERR_COSFORMER_MAX_LEN;
         }
@@ -12148,7 +12149,7 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     if (!y.data) return ATTN_ERR_SSM_NULL_Y;
     memset(P, 0, sizeof *P);
     P->B = d->batch; P->D = d->dim; P->L = L; P->N = d->d_state; P->G = G; P->cg = d->dim / G;
-    P->nblk = (P->cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    P->nblk = (int)(((long long)P->cg + ATTN__SSM_W - 1) / ATTN__SSM_W);   /* cg may be INT_MAX */
     if ((size_t)P->B * (size_t)P->G * (size_t)P->nblk > (size_t)INT_MAX / 2 ||
         (size_t)2 * P->B * (size_t)P->G * (size_t)P->N > (size_t)INT_MAX)
         return ATTN_ERR_SSM_OVERFLOW;                          /* task counts are ints */
@@ -12266,7 +12267,7 @@ static size_t attn__ssm_bwd_floats(int N, int L) {
 
 /* workspace bytes of the backward (0 on overflow): per-thread scratch + the dB/dC partials */
 static size_t attn__ssm_bwd_bytes(const attn_ssm_desc *d, int G) {
-    const int cg = d->dim / G, nblk = (cg + ATTN__SSM_W - 1) / ATTN__SSM_W;
+    const int cg = d->dim / G, nblk = (int)(((long long)cg + ATTN__SSM_W - 1) / ATTN__SSM_W);   /* cg may be INT_MAX */
     size_t part = 0, thr, bytes;
     if (d->bc_const == ATTN_SSM_BC_TOKEN &&
         (!attn__mul_size((size_t)2 * G * nblk, (size_t)d->batch, &part) || !attn__mul_size(part, (size_t)d->d_state, &part) ||
