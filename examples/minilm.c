@@ -704,11 +704,12 @@ static int tokenize(const vocab *v, const char *s, size_t len, int max_len, idbu
    the model
    ====================================================================================== */
 typedef struct {
-    float *wqkv, *bqkv;      /* [3d, d] (query, key, value rows stacked), [3d] */
+    /* weights transposed to [in, out]: y = x w + b */
+    float *wqkv, *bqkv;      /* [d, 3d] (query, key, value columns side by side), [3d] */
     float *wo, *bo;          /* [d, d], [d] */
     float *ln1_g, *ln1_b;
-    float *w1, *b1;          /* [ff, d], [ff] */
-    float *w2, *b2;          /* [d, ff], [d] */
+    float *w1, *b1;          /* [d, ff], [ff] */
+    float *w2, *b2;          /* [ff, d], [d] */
     float *ln2_g, *ln2_b;
 } bert_layer;
 typedef struct {
@@ -733,6 +734,16 @@ static int config_int(const char *cfg, size_t n, const char *key, double *val) {
         } else if (!js_skip(&j)) return -1;
     }
     return j.err ? -1 : found;
+}
+
+/* w[rows, cols] -> w^T[cols, rows], in place (through a copy) */
+static void transpose(float *w, int rows, int cols) {
+    float *t = (float *)xmalloc(sizeof(float) * (size_t)rows * (size_t)cols);
+    int r, c;
+    for (r = 0; r < rows; ++r)
+        for (c = 0; c < cols; ++c) t[(size_t)c * rows + r] = w[(size_t)r * cols + c];
+    memcpy(w, t, sizeof(float) * (size_t)rows * (size_t)cols);
+    free(t);
 }
 
 static int bert_load(bert *m, const char *dir) {
@@ -829,6 +840,7 @@ static int bert_load(bert *m, const char *dir) {
         GET(ln2_g, "encoder.layer.%d.output.LayerNorm.weight", 1, dd)
         GET(ln2_b, "encoder.layer.%d.output.LayerNorm.bias", 1, dd)
 #undef GET
+        transpose(L->wqkv, 3 * d, d); transpose(L->wo, d, d); transpose(L->w1, ff, d); transpose(L->w2, d, ff);
     }
     free(st.t); free(buf);
     snprintf(path, sizeof path, "%s/vocab.txt", dir);
@@ -880,31 +892,44 @@ static void add_layernorm(float *x, const float *a, const float *bias, const flo
 }
 
 static void gemm(const run_opts *o, int m, int n, int k, const float *a, const float *w, float *c) {
-    /* c[m,n] = a[m,k] w^T, w stored [n,k] as PyTorch's Linear keeps it */
-    attn_status s = attn_sgemm(0, 1, m, n, k, 1.0f, a, k, w, k, 0.0f, c, n, o->n_threads);
+    /* c[m,n] = a[m,k] w[k,n] (w: a Linear's weight transposed at load time; attn_sgemm packs
+       the weight for every call, and rows of w[k,n] pack faster than columns of w^T) */
+    attn_status s = attn_sgemm(0, 0, m, n, k, 1.0f, a, k, w, n, 0.0f, c, n, o->n_threads);
     if (s != ATTN_OK) fail_attn("attn_sgemm", s);
 }
 
-/* Embeds B token sequences (ids[b], lens[b] <= S) into out[b*d]: normalised mean-pooled. */
+/* Embeds B token sequences (ids[b], lens[b] >= 1) into out[b*d]: normalised mean-pooled.
+   The hidden states are packed, sentence after sentence with no padding ([T, d], T = sum of
+   lens), so the GEMMs never compute padding rows; attention alone sees a padded [B, S] layout,
+   its padding given as seqlens_q/seqlens_k (with one sentence, or equal lengths, the packed
+   buffers are that layout already and nothing is copied). */
 static void bert_encode(const bert *m, run_opts *o, int B, const int *const *ids, const int *lens, float *out) {
     const int d = m->d, H = m->heads, dh = d / H, ff = m->ff;
-    int S = 1, b, s, l, i;
-    size_t T;
-    float *x, *qkv, *ctx, *tmp, *h1;
+    int S = 1, b, s, l, i, padded = 0;
+    size_t T = 0, r, *off;
+    float *x, *qkv, *ctx, *tmp, *h1, *qkv_pad = NULL, *ctx_pad = NULL;
     double t0 = now_s();
-    for (b = 0; b < B; ++b) if (lens[b] > S) S = lens[b];
-    T = (size_t)B * (size_t)S;
+    off = (size_t *)xmalloc(sizeof(size_t) * (size_t)(B + 1));
+    for (b = 0; b < B; ++b) { off[b] = T; T += (size_t)lens[b]; if (lens[b] > S) S = lens[b]; }
+    off[B] = T;
+    for (b = 0; b < B; ++b) if (lens[b] != S) padded = 1;
     x = (float *)xmalloc(sizeof(float) * T * (size_t)d);
     qkv = (float *)xmalloc(sizeof(float) * T * 3 * (size_t)d);
     ctx = (float *)xmalloc(sizeof(float) * T * (size_t)d);
     tmp = (float *)xmalloc(sizeof(float) * T * (size_t)d);
     h1 = (float *)xmalloc(sizeof(float) * T * (size_t)ff);
-    /* embeddings: word + position + token type 0 (padding rows: [PAD] rows, never read) */
+    if (padded) {
+        qkv_pad = (float *)xmalloc(sizeof(float) * (size_t)B * (size_t)S * 3 * (size_t)d);
+        ctx_pad = (float *)xmalloc(sizeof(float) * (size_t)B * (size_t)S * (size_t)d);
+        /* padding rows are never read by attn_forward (keys past seqlens_k; queries past
+           seqlens_q get zeros): zero them once so the buffer holds no garbage */
+        memset(qkv_pad, 0, sizeof(float) * (size_t)B * (size_t)S * 3 * (size_t)d);
+    }
+    /* embeddings: word + position + token type 0, then LayerNorm */
     for (b = 0; b < B; ++b)
-        for (s = 0; s < S; ++s) {
-            float *xr = x + ((size_t)b * S + s) * d;
-            const int id = s < lens[b] ? ids[b][s] : m->voc.pad >= 0 ? m->voc.pad : 0;
-            const float *we = m->wemb + (size_t)id * d, *pe = m->pemb + (size_t)s * d;
+        for (s = 0; s < lens[b]; ++s) {
+            float *xr = x + (off[b] + (size_t)s) * d;
+            const float *we = m->wemb + (size_t)ids[b][s] * d, *pe = m->pemb + (size_t)s * d;
             for (i = 0; i < d; ++i) xr[i] = we[i] + pe[i] + m->temb[i];
         }
     add_layernorm(x, NULL, NULL, m->emb_g, m->emb_b, T, d, m->ln_eps);
@@ -913,7 +938,7 @@ static void bert_encode(const bert *m, run_opts *o, int B, const int *const *ids
         attn_desc desc = o->attn;
         attn_tensor q, k, v, att;
         attn_status st;
-        size_t r;
+        float *qa = padded ? qkv_pad : qkv, *ca = padded ? ctx_pad : ctx;
         double ta;
         /* q, k, v in one GEMM: qkv row = [q (d) | k (d) | v (d)], head h at h*dh of each */
         gemm(o, (int)T, 3 * d, d, x, L->wqkv, qkv);
@@ -921,18 +946,25 @@ static void bert_encode(const bert *m, run_opts *o, int B, const int *const *ids
             float *row = qkv + r * 3 * (size_t)d;
             for (i = 0; i < 3 * d; ++i) row[i] += L->bqkv[i];
         }
-        q = attn_tensor_dense(qkv, ATTN_F32, B, S, H, dh);
-        q.stride_head = dh; q.stride_seq = 3 * (ptrdiff_t)d; q.stride_batch = (ptrdiff_t)S * 3 * d;   /* explicit */
-        k = q; k.data = qkv + d;
-        v = q; v.data = qkv + 2 * d;
-        att = attn_tensor_dense(ctx, ATTN_F32, B, S, H, dh);
-        desc.seqlens_q = lens; desc.seqlens_k = lens;   /* padding: keys past lens[b] unseen */
-        if (desc.kind != ATTN_SOFTMAX && desc.kind != 0) desc.seqlens_q = desc.seqlens_k = NULL;
-        desc.n_threads = o->n_threads;
         ta = now_s();
+        if (padded)
+            for (b = 0; b < B; ++b)
+                memcpy(qkv_pad + (size_t)b * S * 3 * d, qkv + off[b] * 3 * d, sizeof(float) * (size_t)lens[b] * 3 * (size_t)d);
+        /* views [B, S, H, dh] into the qkv rows, every stride explicit */
+        q = attn_tensor_dense(qa, ATTN_F32, B, S, H, dh);
+        q.stride_head = dh; q.stride_seq = 3 * (ptrdiff_t)d; q.stride_batch = (ptrdiff_t)S * 3 * d;
+        k = q; k.data = qa + d;
+        v = q; v.data = qa + 2 * d;
+        att = attn_tensor_dense(ca, ATTN_F32, B, S, H, dh);
+        att.stride_head = dh; att.stride_seq = d; att.stride_batch = (ptrdiff_t)S * d;
+        if (padded) { desc.seqlens_q = lens; desc.seqlens_k = lens; }   /* padding: never a -inf bias */
+        desc.n_threads = o->n_threads;
         st = attn_forward(&desc, q, k, v, att, NULL);
-        o->t_attn += now_s() - ta;
         if (st != ATTN_OK) fail_attn("attn_forward", st);
+        if (padded)
+            for (b = 0; b < B; ++b)
+                memcpy(ctx + off[b] * d, ctx_pad + (size_t)b * S * d, sizeof(float) * (size_t)lens[b] * (size_t)d);
+        o->t_attn += now_s() - ta;
         gemm(o, (int)T, d, d, ctx, L->wo, tmp);
         add_layernorm(x, tmp, L->bo, L->ln1_g, L->ln1_b, T, d, m->ln_eps);
         gemm(o, (int)T, ff, d, x, L->w1, h1);
@@ -954,7 +986,7 @@ static void bert_encode(const bert *m, run_opts *o, int B, const int *const *ids
         const int n = lens[b] > 0 ? lens[b] : 1;
         for (i = 0; i < d; ++i) {
             double acc = 0.0;
-            for (s = 0; s < lens[b]; ++s) acc += x[((size_t)b * S + s) * d + i];
+            for (s = 0; s < lens[b]; ++s) acc += x[(off[b] + (size_t)s) * d + i];
             e[i] = (float)(acc / n);
             nrm += (double)e[i] * e[i];
         }
@@ -962,7 +994,7 @@ static void bert_encode(const bert *m, run_opts *o, int B, const int *const *ids
         if (nrm < 1e-12) nrm = 1e-12;
         for (i = 0; i < d; ++i) e[i] = (float)(e[i] / nrm);
     }
-    free(x); free(qkv); free(ctx); free(tmp); free(h1);
+    free(x); free(qkv); free(ctx); free(tmp); free(h1); free(qkv_pad); free(ctx_pad); free(off);
     o->t_total += now_s() - t0;
 }
 
