@@ -736,6 +736,18 @@ static int config_int(const char *cfg, size_t n, const char *key, double *val) {
     return j.err ? -1 : found;
 }
 
+static void bert_free(bert *m) {
+    int l;
+    for (l = 0; m->L && l < m->n_layers; ++l) {
+        bert_layer *L = &m->L[l];
+        free(L->wqkv); free(L->bqkv); free(L->wo); free(L->bo); free(L->ln1_g); free(L->ln1_b);
+        free(L->w1); free(L->b1); free(L->w2); free(L->b2); free(L->ln2_g); free(L->ln2_b);
+    }
+    free(m->L); free(m->wemb); free(m->pemb); free(m->temb); free(m->emb_g); free(m->emb_b);
+    free(m->voc.text); free(m->voc.tok); free(m->voc.len); free(m->voc.slot);
+    memset(m, 0, sizeof *m);
+}
+
 /* w[rows, cols] -> w^T[cols, rows], in place (through a copy) */
 static void transpose(float *w, int rows, int cols) {
     float *t = (float *)xmalloc(sizeof(float) * (size_t)rows * (size_t)cols);
@@ -781,7 +793,9 @@ static int bert_load(bert *m, const char *dir) {
     if (m->n_layers < 0) {   /* count the layers present */
         for (m->n_layers = 0;; ++m->n_layers) {
             snprintf(name, sizeof name, "encoder.layer.%d.attention.self.query.weight", m->n_layers);
-            if (!st_find(&st, name)) { snprintf(path, sizeof path, "bert.%s", name); if (!st_find(&st, path)) break; }
+            char alt[160];
+            snprintf(alt, sizeof alt, "bert.%s", name);
+            if (!st_find(&st, name) && !st_find(&st, alt)) break;
         }
     }
     {
@@ -844,16 +858,18 @@ static int bert_load(bert *m, const char *dir) {
     }
     free(st.t); free(buf);
     snprintf(path, sizeof path, "%s/vocab.txt", dir);
-    if ((vbuf = read_file(path, &vsize)) == NULL) return 0;
-    if (!vocab_load_buf(&m->voc, (char *)vbuf, vsize, path)) { free(vbuf); return 0; }
+    if ((vbuf = read_file(path, &vsize)) == NULL) { bert_free(m); return 0; }
+    if (!vocab_load_buf(&m->voc, (char *)vbuf, vsize, path)) { free(vbuf); bert_free(m); return 0; }
     if (m->voc.n != m->n_vocab) {
         set_err("vocab.txt has %lld tokens but the embedding table another count (mismatched files)", NULL, m->voc.n);
+        bert_free(m);
         return 0;
     }
     return 1;
 fail:
     if (strstr(g_err, "model.safetensors") == NULL) prefix_err(dir, "/model.safetensors");
     free(st.t); free(buf);
+    bert_free(m);
     return 0;
 }
 
@@ -1003,6 +1019,13 @@ static void bert_encode(const bert *m, run_opts *o, int B, const int *const *ids
    ====================================================================================== */
 typedef struct { int **ids; int *len; int n; } token_set;
 
+static void lines_free(lines *L) { free(L->s); free(L->len); }
+static void tokens_free(token_set *ts) {
+    int i;
+    for (i = 0; i < ts->n; ++i) free(ts->ids[i]);
+    free(ts->ids); free(ts->len);
+}
+
 static const int *g_sort_len;
 static int by_len(const void *a, const void *b) {
     const int x = *(const int *)a, y = *(const int *)b;
@@ -1020,6 +1043,9 @@ static int tokenize_lines(const bert *m, const lines *L, const char *what, token
     for (i = 0; i < L->n; ++i) {
         if (!tokenize(&m->voc, L->s[i], L->len[i], max_len, &ids)) {
             fprintf(stderr, "minilm: %s line %d: %s\n", what, i + 1, g_err);
+            ts->n = i;
+            tokens_free(ts);
+            free(ids.id);
             return 0;
         }
         ts->ids[i] = (int *)xmalloc(sizeof(int) * (size_t)ids.n);
@@ -1086,11 +1112,12 @@ static int check_against(const bert *m, run_opts *o, const char *sent_path, cons
     float *emb;
     int i, bad_tok = 0, bad_emb = 0, worst_i = 0;
     double worst = 2.0;
-    if (S.n != T.n || S.n != E.n) {
-        fprintf(stderr, "minilm --check: %d sentences, %d token lines, %d embedding lines\n", S.n, T.n, E.n);
+    if (S.n != T.n || S.n != E.n || !tokenize_lines(m, &S, sent_path, &ts)) {
+        if (S.n != T.n || S.n != E.n)
+            fprintf(stderr, "minilm --check: %d sentences, %d token lines, %d embedding lines\n", S.n, T.n, E.n);
+        lines_free(&S); lines_free(&T); lines_free(&E); free(sb); free(tb); free(eb);
         return 1;
     }
-    if (!tokenize_lines(m, &S, sent_path, &ts)) return 1;
     for (i = 0; i < S.n; ++i) {
         char *p = T.s[i], *q;
         int j = 0, ok = 1;
@@ -1130,6 +1157,8 @@ static int check_against(const bert *m, run_opts *o, const char *sent_path, cons
     }
     printf("minilm --check: %d sentences, token ids %d/%d identical, embeddings %d/%d within cosine %.6f "
            "(worst %.9f, sentence %d)\n", S.n, S.n - bad_tok, S.n, S.n - bad_emb, S.n, min_cos, worst, worst_i + 1);
+    tokens_free(&ts); free(emb);
+    lines_free(&S); lines_free(&T); lines_free(&E); free(sb); free(tb); free(eb);
     return bad_tok || bad_emb ? 1 : 0;
 }
 
@@ -1142,12 +1171,15 @@ static int search(const bert *m, run_opts *o, const char *file, int batch) {
     token_set fs, qs;
     float *fe, *qe;
     int i, j, r;
-    if (!tokenize_lines(m, &F, file, &fs)) return 1;
+    if (!tokenize_lines(m, &F, file, &fs)) { lines_free(&F); free(fb); return 1; }
     fe = (float *)xmalloc(sizeof(float) * (size_t)(F.n ? F.n : 1) * (size_t)m->d);
     embed_all(m, o, &fs, batch, fe);
     fprintf(stderr, "minilm: %d lines of %s embedded; one query per stdin line\n", F.n, file);
     Q = read_lines_stdin(&qb);
-    if (!tokenize_lines(m, &Q, "stdin", &qs)) return 1;
+    if (!tokenize_lines(m, &Q, "stdin", &qs)) {
+        tokens_free(&fs); free(fe); lines_free(&F); lines_free(&Q); free(fb); free(qb);
+        return 1;
+    }
     qe = (float *)xmalloc(sizeof(float) * (size_t)(Q.n ? Q.n : 1) * (size_t)m->d);
     embed_all(m, o, &qs, batch, qe);
     for (i = 0; i < Q.n; ++i) {
@@ -1167,6 +1199,8 @@ static int search(const bert *m, run_opts *o, const char *file, int batch) {
         for (r = 0; r < nb; ++r) printf("  %d  %.4f  %s\n", r + 1, (double)bs[r], F.s[best[r]]);
         fflush(stdout);
     }
+    tokens_free(&fs); tokens_free(&qs); free(fe); free(qe);
+    lines_free(&F); lines_free(&Q); free(fb); free(qb);
     return 0;
 }
 
@@ -1184,7 +1218,7 @@ static int bench(const bert *m, run_opts *o, const char *file) {
     float *e;
     const int batches[2] = {1, 32}, threads[2] = {1, 2};
     int bi, ti, rep, tok = 0, i;
-    if (!tokenize_lines(m, &F, file, &ts) || F.n == 0) return 1;
+    if (F.n == 0 || !tokenize_lines(m, &F, file, &ts)) { lines_free(&F); free(fb); return 1; }
     for (i = 0; i < ts.n; ++i) tok += ts.len[i];
     e = (float *)xmalloc(sizeof(float) * (size_t)ts.n * (size_t)m->d);
     printf("minilm bench: %d sentences of %s (%.1f tokens on average), kernels %s, median of 5 runs\n",
@@ -1209,6 +1243,7 @@ static int bench(const bert *m, run_opts *o, const char *file) {
             printf("%-7d %-8d %14.1f %9.1f%%\n", batches[bi], threads[ti], ts.n / t[2], 100.0 * share[2]);
             fflush(stdout);
         }
+    tokens_free(&ts); free(e); lines_free(&F); free(fb);
     return 0;
 }
 
@@ -1251,7 +1286,7 @@ static int selftest(void) {
     /* -- safetensors: a good file, every truncation of it, corrupt headers -- */
     {
         unsigned char *buf;
-        const int s23[2] = {2, 3}, s2[1] = {2}, s1[1] = {1};
+        const int s23[2] = {2, 3}, s32[2] = {3, 2}, s2[1] = {2}, s1[1] = {1};
         float *a, *b, *c;
         n = make_st(file, NULL);
         buf = (unsigned char *)xmalloc(n);
@@ -1263,7 +1298,7 @@ static int selftest(void) {
             expect(a && a[1] == -2.5f && a[4] == 1e-3f && a[5] == -7.0f, "safetensors: F32 values");
             expect(b && b[0] == 1.0f && b[1] == -2.0f, "safetensors: F16 values");
             expect(c && c[0] == 3.0f, "safetensors: BF16 values");
-            expect(st_get(&st, "a", 2, s2, 0) == NULL && strstr(g_err, "dimension") != NULL, "safetensors: wrong shape is an error");
+            expect(st_get(&st, "a", 2, s32, 0) == NULL && strstr(g_err, "dimension") != NULL, "safetensors: wrong shape is an error");
             free(a); free(b); free(c); free(st.t); free(st.buf);
         }
     }
@@ -1341,7 +1376,7 @@ static int selftest(void) {
             char longw[300], got[256];
             for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); ++i) {
                 int j, p = 0;
-                char w[160];
+                char w[640];
                 ok = tokenize(&v, cases[i].in, strlen(cases[i].in), 256, &ids);
                 got[0] = '\0';
                 for (j = 0; ok && j < ids.n && p < 200; ++j) p += snprintf(got + p, sizeof got - (size_t)p, j ? " %d" : "%d", ids.id[j]);
@@ -1364,7 +1399,7 @@ static int selftest(void) {
                     {"\xe0\x80\xaf", 3, 0}, {"\xc3\xa9\xc3", 3, 2},
                 };
                 for (i = 0; i < (int)(sizeof bad / sizeof bad[0]); ++i) {
-                    char w[96], want[48];
+                    char w[192], want[48];
                     ok = tokenize(&v, bad[i].s, bad[i].n, 256, &ids);
                     snprintf(want, sizeof want, "invalid UTF-8 at byte %lu", (unsigned long)bad[i].at);
                     snprintf(w, sizeof w, "tokenizer: invalid UTF-8 case %d is an error (%s)", i, want);
@@ -1405,7 +1440,7 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *search_file = NULL, *bench_file = NULL, *chk[3] = {NULL, NULL, NULL};
-    int tokens_only = 0, batch = 32, i;
+    int tokens_only = 0, batch = 32, i, rc = 0;
     run_opts o;
     bert m;
     memset(&o, 0, sizeof o);
@@ -1432,15 +1467,15 @@ int main(int argc, char **argv) {
                         "(`make minilm` fetches them with pip)\n");
         return 1;
     }
-    if (chk[0]) return check_against(&m, &o, chk[0], chk[1], chk[2], batch, 0.999999);
-    if (search_file) return search(&m, &o, search_file, batch);
-    if (bench_file) return bench(&m, &o, bench_file);
-    {
+    if (chk[0]) rc = check_against(&m, &o, chk[0], chk[1], chk[2], batch, 0.999999);
+    else if (search_file) rc = search(&m, &o, search_file, batch);
+    else if (bench_file) rc = bench(&m, &o, bench_file);
+    else {
         char *buf;
         lines L = read_lines_stdin(&buf);
         token_set ts;
         int j;
-        if (!tokenize_lines(&m, &L, "stdin", &ts)) return 1;
+        if (!tokenize_lines(&m, &L, "stdin", &ts)) { lines_free(&L); free(buf); bert_free(&m); return 1; }
         if (tokens_only) {
             for (i = 0; i < ts.n; ++i) {
                 for (j = 0; j < ts.len[i]; ++j) printf(j ? " %d" : "%d", ts.ids[i][j]);
@@ -1450,7 +1485,10 @@ int main(int argc, char **argv) {
             float *e = (float *)xmalloc(sizeof(float) * (size_t)(ts.n ? ts.n : 1) * (size_t)m.d);
             embed_all(&m, &o, &ts, batch, e);
             print_embeddings(e, ts.n, m.d);
+            free(e);
         }
+        tokens_free(&ts); lines_free(&L); free(buf);
     }
-    return 0;
+    bert_free(&m);
+    return rc;
 }
