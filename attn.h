@@ -6747,10 +6747,9 @@ static attn_status attn__softmax_backward(const attn__call *c) {
 
 #define ATTN__GEMM_KC 384    /* largest k block (tuned on Zen 5: 48 KiB L1d, 1 MiB L2) */
 
-/* acc = A panel [kc][MR] times B [kc][NR] (row p at B + p*ldb: ldb = NR for a packed panel,
-   the stored B's ldb when a full panel is read in place); then for r < mr, c < nr:
+/* acc = A panel [kc][MR] times B panel [kc][NR]; then for r < mr, c < nr:
    C[r][c] = alpha*acc[r][c] + beta*C[r][c] when load_c, else alpha*acc[r][c]. */
-typedef void (*attn__gemm_ukr)(int kc, const float *A, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+typedef void (*attn__gemm_ukr)(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                int mr, int nr, float alpha, float beta, int load_c);
 /* dst[j*ldd + r] = src[r*lds + j] for j < nc (<= 16), r < 16: rows r >= nr (<= 16) read as 0;
    only the lanes in smask of each destination vector are written. NULL: scalar packing. */
@@ -6768,12 +6767,12 @@ typedef struct attn__gemm_kern {
 } attn__gemm_kern;
 
 /* --- scalar (and the portable kernel other ISAs fall back to): 4 x 16 ---------------------- */
-static void attn__gemm_ukr_scalar(int kc, const float *A, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+static void attn__gemm_ukr_scalar(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                   int mr, int nr, float alpha, float beta, int load_c) {
     float acc[4][16];
     int p, r, c;
     memset(acc, 0, sizeof acc);
-    for (p = 0; p < kc; ++p, A += 4, B += ldb)
+    for (p = 0; p < kc; ++p, A += 4, B += 16)
         for (r = 0; r < 4; ++r) {
             const float a = A[r];
             for (c = 0; c < 16; ++c) acc[r][c] += a * B[c];
@@ -6811,7 +6810,7 @@ static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, a
     if (load_c) { x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), x0); \
                   x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), x1); } \
     _mm512_mask_storeu_ps(cr, m0, x0); _mm512_mask_storeu_ps(cr + 16, m1, x1); }
-ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m512 a, b0, b1, va, vb;
     __mmask16 m0, m1;
@@ -6819,8 +6818,8 @@ ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B,
     int p;
     ATTN__G512_ROWS(ATTN__G512_DECL)
     ATTN__G512_ROWS(ATTN__G512_PF)
-    for (p = 0; p < kc; ++p, A += 14, B += ldb) {
-        b0 = _mm512_loadu_ps(B); b1 = _mm512_loadu_ps(B + 16);
+    for (p = 0; p < kc; ++p, A += 14, B += 32) {
+        b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
         ATTN__G512_ROWS(ATTN__G512_FMA)
     }
     va = _mm512_set1_ps(alpha); vb = _mm512_set1_ps(beta);
@@ -6892,14 +6891,14 @@ static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, 
         if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr, m0), x0); \
                       x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8, m1), x1); } \
         _mm256_maskstore_ps(cr, m0, x0); _mm256_maskstore_ps(cr + 8, m1, x1); } }
-ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m256 a, b0, b1, va, vb;
     __m256i m0, m1;
     int p;
     ATTN__G256_ROWS(ATTN__G256_DECL)
-    for (p = 0; p < kc; ++p, A += 6, B += ldb) {
-        b0 = _mm256_loadu_ps(B); b1 = _mm256_loadu_ps(B + 8);
+    for (p = 0; p < kc; ++p, A += 6, B += 16) {
+        b0 = _mm256_load_ps(B); b1 = _mm256_load_ps(B + 8);
         ATTN__G256_ROWS(ATTN__G256_FMA)
     }
     va = _mm256_set1_ps(alpha); vb = _mm256_set1_ps(beta);
@@ -6979,7 +6978,7 @@ static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn_
     if (load_c) { x0 = vfmaq_f32(x0, vb, vld1q_f32(cr)); x1 = vfmaq_f32(x1, vb, vld1q_f32(cr + 4)); \
                   x2 = vfmaq_f32(x2, vb, vld1q_f32(cr + 8)); } \
     vst1q_f32(cr, x0); vst1q_f32(cr + 4, x1); vst1q_f32(cr + 8, x2); }
-static void attn__gemm_ukr_neon(int kc, const float *A, const float *B, ptrdiff_t ldb, float *C, ptrdiff_t ldc,
+static void attn__gemm_ukr_neon(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                 int mr, int nr, float alpha, float beta, int load_c) {
     const int full = mr == 8 && nr == 12;
     float tile[8 * 12];
@@ -6988,7 +6987,7 @@ static void attn__gemm_ukr_neon(int kc, const float *A, const float *B, ptrdiff_
     float32x4_t a0, a1, b0, b1, b2, va, vb;
     int p, r, c;
     ATTN__GNEON_ROWS(ATTN__GNEON_DECL)
-    for (p = 0; p < kc; ++p, A += 8, B += ldb) {
+    for (p = 0; p < kc; ++p, A += 8, B += 12) {
         a0 = vld1q_f32(A); a1 = vld1q_f32(A + 4);
         b0 = vld1q_f32(B); b1 = vld1q_f32(B + 4); b2 = vld1q_f32(B + 8);
         ATTN__GNEON_ROWS(ATTN__GNEON_FMA)
@@ -7095,31 +7094,22 @@ static void attn__gemm_task(void *ctx, int t, int thread) {
     const ptrdiff_t r0 = (t / J->tn) * J->rows_per, c0 = (t % J->tn) * J->cols_per;
     const ptrdiff_t r1 = ATTN__MIN(J->m, r0 + J->rows_per), c1 = ATTN__MIN(J->n, c0 + J->cols_per);
     float *Bp = J->ws + (size_t)thread * J->ws_floats, *Ap = Bp + J->kc * J->nc;
-    /* Few rows (a projection of a handful of tokens): packing B would cost more than the
-       product reuses it, so full NR-column panels of an untransposed B are read where they
-       are; only a last, partial panel is packed (zero-padded) into Bp. Same multiply-adds in
-       the same order: the result is bitwise that of the packed path. */
-    const int direct = !J->tb && r1 - r0 <= 4 * (ptrdiff_t)MR;
     ptrdiff_t jc, pc, ic, jr, ir;
     for (jc = c0; jc < c1; jc += J->nc) {
-        const ptrdiff_t nb = ATTN__MIN(J->nc, c1 - jc), nfull = direct ? nb / NR * NR : 0;
+        const ptrdiff_t nb = ATTN__MIN(J->nc, c1 - jc);
         for (pc = 0; pc < J->k; pc += J->kc) {
             const int kb = (int)ATTN__MIN(J->kc, J->k - pc);
             const int load_c = pc > 0 || J->beta != 0.0f;
             const float beta = pc > 0 ? 1.0f : J->beta;
-            if (!direct) attn__gemm_pack_b(K, J->tb, J->B, J->ldb, pc, kb, jc, nb, Bp);
-            else if (nfull < nb) attn__gemm_pack_b(K, 0, J->B, J->ldb, pc, kb, jc + nfull, nb - nfull, Bp);
+            attn__gemm_pack_b(K, J->tb, J->B, J->ldb, pc, kb, jc, nb, Bp);
             for (ic = r0; ic < r1; ic += J->mc) {
                 const ptrdiff_t mb = ATTN__MIN(J->mc, r1 - ic);
                 attn__gemm_pack_a(K, J->ta, J->A, J->lda, ic, mb, pc, kb, Ap);
-                for (jr = 0; jr < nb; jr += NR) {
-                    const float *bp = jr < nfull ? J->B + pc * J->ldb + jc + jr : direct ? Bp : Bp + jr * kb;
-                    const ptrdiff_t bs = jr < nfull ? J->ldb : NR;
+                for (jr = 0; jr < nb; jr += NR)
                     for (ir = 0; ir < mb; ir += MR)
-                        K->ukr(kb, Ap + ir * kb, bp, bs, J->C + (ic + ir) * J->ldc + jc + jr, J->ldc,
+                        K->ukr(kb, Ap + ir * kb, Bp + jr * kb, J->C + (ic + ir) * J->ldc + jc + jr, J->ldc,
                                (int)ATTN__MIN((ptrdiff_t)MR, mb - ir), (int)ATTN__MIN((ptrdiff_t)NR, nb - jr),
                                J->alpha, beta, load_c);
-                }
             }
         }
     }
