@@ -13,8 +13,10 @@
      build/minilm MODEL_DIR --check SENTENCES TOKENS EMBEDDINGS   compares with reference files
      build/minilm MODEL_DIR --bench FILE    sentences/s at batch 1 and 32 on 1 and 2 threads
      build/minilm --selftest           safetensors reader and tokenizer checks, no model needed
+     build/minilm MODEL_DIR --zoo FILE      each zoo mechanism in place of exact attention on
+                                       256-token chunks of FILE: cosine to exact, top-5 changes
    Options: --threads N (0 = all cores, the default), --batch N (sentences per forward pass,
-   default 32), --attn KIND (swap exact attention for a zoo mechanism, see --attn help).
+   default 32).
    MODEL_DIR holds model.safetensors and vocab.txt (config.json is read when present).
 
    Pieces: a bounds-checked safetensors reader (JSON header, f32/f16/bf16); BERT's uncased
@@ -1248,6 +1250,125 @@ static int bench(const bert *m, run_opts *o, const char *file) {
 }
 
 /* ======================================================================================
+   --zoo FILE: what the zoo's mechanisms do to the trained model, without retraining. FILE's
+   words are cut into chunks of 256 tokens; each chunk is embedded with exact attention and with
+   each mechanism in its place (every layer); reported: the cosine of each embedding with the
+   exact one, and whether each chunk's 5 nearest other chunks (by cosine) stay the same.
+   ====================================================================================== */
+static void top5(const float *e, int n, int d, int i, int *best) {
+    float bs[5];
+    int j, nb = 0, x, p;
+    for (j = 0; j < n; ++j) {
+        float c = 0.0f;
+        if (j == i) continue;
+        for (x = 0; x < d; ++x) c += e[(size_t)i * d + x] * e[(size_t)j * d + x];
+        if (nb == 5 && c <= bs[4]) continue;
+        p = nb < 5 ? nb++ : 4;
+        while (p > 0 && bs[p - 1] < c) { bs[p] = bs[p - 1]; best[p] = best[p - 1]; --p; }
+        bs[p] = c; best[p] = j;
+    }
+    for (; nb < 5; ++nb) best[nb] = -1;
+}
+
+static int zoo(const bert *m, run_opts *o, const char *file, int batch) {
+    enum { CHUNK = 256, NV = 10 };
+    static const char *const names[NV] = {
+        "window 32", "window 64", "window 128", "window 32 + 4 sinks", "window 64 + 4 sinks",
+        "BigBird (block 16, 3 random)", "Nystromformer (64 landmarks)", "Performer (256 features)",
+        "Linformer (k 64, segment means)", "exact (control)"};
+    char *fb, *text;
+    size_t size, i, n_words = 0, cap_words = 1024, w0;
+    unsigned char *raw = read_file(file, &size);
+    char **word = (char **)xmalloc(sizeof(char *) * cap_words);
+    size_t *wlen = (size_t *)xmalloc(sizeof(size_t) * cap_words);
+    lines L;
+    token_set ts;
+    float *ex, *ev, *lin_e;
+    int v, c, n, d = m->d, cap = 64;
+    idbuf ids = {NULL, 0, 0};
+    if (!raw) { fprintf(stderr, "minilm: %s\n", g_err); return 1; }
+    fb = (char *)raw;
+    for (i = 0; i < size;) {   /* words: runs of bytes other than ASCII whitespace */
+        while (i < size && (fb[i] == ' ' || fb[i] == '\n' || fb[i] == '\r' || fb[i] == '\t')) ++i;
+        if (i == size) break;
+        if (n_words == cap_words) {
+            cap_words *= 2;
+            word = (char **)xrealloc(word, sizeof(char *) * cap_words); wlen = (size_t *)xrealloc(wlen, sizeof(size_t) * cap_words);
+        }
+        word[n_words] = fb + i;
+        while (i < size && !(fb[i] == ' ' || fb[i] == '\n' || fb[i] == '\r' || fb[i] == '\t')) ++i;
+        wlen[n_words] = (size_t)(fb + i - word[n_words]);
+        ++n_words;
+    }
+    /* chunks: as many words as it takes to reach 256 tokens (the rest is truncated) */
+    text = (char *)xmalloc(size + 1);
+    L.n = 0; L.s = (char **)xmalloc(sizeof(char *) * (size_t)cap); L.len = (size_t *)xmalloc(sizeof(size_t) * (size_t)cap);
+    {
+        size_t pos = 0;
+        for (w0 = 0; w0 < n_words;) {
+            size_t start = pos, w = w0;
+            for (;;) {
+                if (w == n_words) break;
+                memcpy(text + pos, word[w], wlen[w]); pos += wlen[w]; text[pos++] = ' '; ++w;
+                if ((w - w0) % 8 == 0 || w == n_words) {
+                    if (!tokenize(&m->voc, text + start, pos - start, CHUNK + 1, &ids)) { fprintf(stderr, "minilm: %s: %s\n", file, g_err); return 1; }
+                    if (ids.n > CHUNK) break;
+                }
+            }
+            if (ids.n <= CHUNK) break;   /* the tail is shorter than a chunk: dropped */
+            if (L.n == cap) { cap *= 2; L.s = (char **)xrealloc(L.s, sizeof(char *) * (size_t)cap); L.len = (size_t *)xrealloc(L.len, sizeof(size_t) * (size_t)cap); }
+            L.s[L.n] = text + start; L.len[L.n] = pos - start; L.n++;
+            w0 = w;
+        }
+    }
+    free(ids.id);
+    if (L.n < 6) { fprintf(stderr, "minilm --zoo: %s gives %d chunks of %d tokens, 6 needed\n", file, L.n, CHUNK); return 1; }
+    if (!tokenize_lines(m, &L, file, &ts)) return 1;
+    n = L.n;
+    for (c = 0; c < n; ++c) if (ts.len[c] != CHUNK) { fprintf(stderr, "minilm --zoo: chunk %d has %d tokens\n", c, ts.len[c]); return 1; }
+    ex = (float *)xmalloc(sizeof(float) * (size_t)n * d);
+    ev = (float *)xmalloc(sizeof(float) * (size_t)n * d);
+    lin_e = (float *)xmalloc(sizeof(float) * 64 * CHUNK);
+    for (c = 0; c < 64 * CHUNK; ++c) lin_e[c] = (c % CHUNK) / (CHUNK / 64) == c / CHUNK ? 1.0f / (CHUNK / 64) : 0.0f;
+    memset(&o->attn, 0, sizeof o->attn);
+    embed_all(m, o, &ts, batch, ex);
+    printf("minilm --zoo: %d chunks of %d tokens from %s; each mechanism replaces exact attention in all %d layers\n",
+           n, CHUNK, file, m->n_layers);
+    printf("%-34s %12s %12s %16s %14s\n", "mechanism", "mean cosine", "min cosine", "same top-5 sets", "top-5 overlap");
+    for (v = 0; v < NV; ++v) {
+        attn_desc *a = &o->attn;
+        double sum = 0.0, mn = 2.0;
+        int same = 0, overlap = 0;
+        memset(a, 0, sizeof *a);
+        switch (v) {
+        case 0: case 1: case 2: a->window_left = a->window_right = (32 << v) / 2; break;
+        case 3: case 4: a->window_left = a->window_right = (32 << (v - 3)) / 2; a->sink_tokens = 4; break;
+        case 5: a->kind = ATTN_BIGBIRD; a->bigbird.block = 16; a->bigbird.random_blocks = 3; a->bigbird.seed = 1; break;
+        case 6: a->kind = ATTN_NYSTROM; a->nystrom.landmarks = 64; break;
+        case 7: a->kind = ATTN_PERFORMER; a->performer.features = 256; a->performer.seed = 1; break;
+        case 8: a->kind = ATTN_LINFORMER; a->linformer.e = lin_e; a->linformer.k = 64; a->linformer.n = CHUNK;
+                a->linformer.shared_heads = 1; a->linformer.shared_kv = 1; break;
+        default: break;
+        }
+        embed_all(m, o, &ts, batch, ev);
+        for (c = 0; c < n; ++c) {
+            double dot = 0.0;
+            int x, b1[5], b2[5], y, k = 0;
+            for (x = 0; x < d; ++x) dot += (double)ex[(size_t)c * d + x] * ev[(size_t)c * d + x];
+            sum += dot; if (dot < mn) mn = dot;
+            top5(ex, n, d, c, b1); top5(ev, n, d, c, b2);
+            for (x = 0; x < 5; ++x) for (y = 0; y < 5; ++y) k += b1[x] == b2[y];
+            same += k == 5; overlap += k;
+        }
+        printf("%-34s %12.6f %12.6f %10d / %-3d %13.1f%%\n", names[v], sum / n, mn, same, n, 100.0 * overlap / (5.0 * n));
+        fflush(stdout);
+    }
+    memset(&o->attn, 0, sizeof o->attn);
+    tokens_free(&ts); free(ex); free(ev); free(lin_e); free(word); free(wlen); free(text); lines_free(&L); free(raw);
+    return 0;
+}
+
+/* ======================================================================================
    --selftest: the reader and the tokenizer on inputs made here (no model needed)
    ====================================================================================== */
 static int st_fail_count;
@@ -1417,29 +1538,17 @@ static int selftest(void) {
 /* ======================================================================================
    main
    ====================================================================================== */
-static int parse_attn(const char *s, attn_desc *d) {
-    memset(d, 0, sizeof *d);
-    if (strcmp(s, "exact") == 0) return 1;
-    if (strncmp(s, "window", 6) == 0) { d->window_left = d->window_right = atoi(s + 6) / 2; return d->window_left > 0; }
-    if (strncmp(s, "sinks", 5) == 0) { d->window_left = d->window_right = atoi(s + 5) / 2; d->sink_tokens = 4; return d->window_left > 0; }
-    if (strcmp(s, "bigbird") == 0) { d->kind = ATTN_BIGBIRD; return 1; }
-    if (strcmp(s, "nystrom") == 0) { d->kind = ATTN_NYSTROM; return 1; }
-    if (strcmp(s, "performer") == 0) { d->kind = ATTN_PERFORMER; return 1; }
-    if (strcmp(s, "linformer") == 0) { d->kind = ATTN_LINFORMER; return 1; }
-    return 0;
-}
-
 static void usage(void) {
     fprintf(stderr,
-        "usage: minilm MODEL_DIR [--tokens | --search FILE | --check SENTENCES TOKENS EMBEDDINGS | --bench FILE]\n"
-        "              [--threads N] [--batch N] [--attn exact|windowW|sinksW|bigbird|nystrom|performer|linformer]\n"
+        "usage: minilm MODEL_DIR [--tokens | --search FILE | --check SENTENCES TOKENS EMBEDDINGS | --bench FILE |\n"
+        "                         --zoo FILE] [--threads N] [--batch N]\n"
         "       minilm --selftest\n"
         "MODEL_DIR holds model.safetensors and vocab.txt of sentence-transformers/all-MiniLM-L6-v2\n"
         "(`make minilm` downloads them); stdin: one sentence per line.\n");
 }
 
 int main(int argc, char **argv) {
-    const char *dir = NULL, *search_file = NULL, *bench_file = NULL, *chk[3] = {NULL, NULL, NULL};
+    const char *dir = NULL, *search_file = NULL, *bench_file = NULL, *zoo_file = NULL, *chk[3] = {NULL, NULL, NULL};
     int tokens_only = 0, batch = 32, i, rc = 0;
     run_opts o;
     bert m;
@@ -1450,12 +1559,11 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--tokens") == 0) tokens_only = 1;
         else if (strcmp(a, "--search") == 0 && i + 1 < argc) search_file = argv[++i];
         else if (strcmp(a, "--bench") == 0 && i + 1 < argc) bench_file = argv[++i];
+        else if (strcmp(a, "--zoo") == 0 && i + 1 < argc) zoo_file = argv[++i];
         else if (strcmp(a, "--check") == 0 && i + 3 < argc) { chk[0] = argv[++i]; chk[1] = argv[++i]; chk[2] = argv[++i]; }
         else if (strcmp(a, "--threads") == 0 && i + 1 < argc) o.n_threads = atoi(argv[++i]);
         else if (strcmp(a, "--batch") == 0 && i + 1 < argc) batch = atoi(argv[++i]);
-        else if (strcmp(a, "--attn") == 0 && i + 1 < argc) {
-            if (!parse_attn(argv[++i], &o.attn)) { fprintf(stderr, "minilm: unknown --attn %s\n", argv[i]); usage(); return 2; }
-        } else if (a[0] == '-' && a[1] == '-') { fprintf(stderr, "minilm: unknown or incomplete option %s\n", a); usage(); return 2; }
+        else if (a[0] == '-' && a[1] == '-') { fprintf(stderr, "minilm: unknown or incomplete option %s\n", a); usage(); return 2; }
         else if (!dir) dir = a;
         else { usage(); return 2; }
     }
@@ -1470,6 +1578,7 @@ int main(int argc, char **argv) {
     if (chk[0]) rc = check_against(&m, &o, chk[0], chk[1], chk[2], batch, 0.999999);
     else if (search_file) rc = search(&m, &o, search_file, batch);
     else if (bench_file) rc = bench(&m, &o, bench_file);
+    else if (zoo_file) rc = zoo(&m, &o, zoo_file, batch);
     else {
         char *buf;
         lines L = read_lines_stdin(&buf);
