@@ -91,6 +91,13 @@ static unsigned char *read_file(const char *path, size_t *size) {
     size_t n = 0, cap = 0, got;
     if (!f) { set_err("cannot open %s", path, 0); strncat(g_err, ": ", sizeof g_err - strlen(g_err) - 1);
               strncat(g_err, strerror(errno), sizeof g_err - strlen(g_err) - 1); return NULL; }
+    /* one read of the whole file where its size is known; the loop below finishes (or does
+       everything, for a pipe) */
+    if (fseek(f, 0, SEEK_END) == 0) {
+        const long end = ftell(f);
+        if (end > 0 && fseek(f, 0, SEEK_SET) == 0) { cap = (size_t)end + 65536; buf = (unsigned char *)xmalloc(cap); }
+        else rewind(f);
+    }
     for (;;) {
         if (cap - n < 65536) { cap = cap ? cap * 2 : 1 << 20; buf = (unsigned char *)xrealloc(buf, cap); }
         got = fread(buf + n, 1, cap - n, f);
@@ -460,6 +467,12 @@ static float *st_get(const st_file *st, const char *name, int ndim, const int *s
     }
     out = (float *)xmalloc((size_t)numel * sizeof(float));
     src = st->data + t->begin;
+    {   /* little-endian f32 (every common CPU): the bytes are the floats */
+        const uint32_t one = 1;
+        unsigned char lead;
+        memcpy(&lead, &one, 1);
+        if (t->dtype == ST_F32 && lead == 1) { memcpy(out, src, (size_t)numel * sizeof(float)); return out; }
+    }
     for (i = 0; i < numel; ++i) {
         if (t->dtype == ST_F32) {
             uint32_t u = (uint32_t)src[4 * i] | (uint32_t)src[4 * i + 1] << 8 | (uint32_t)src[4 * i + 2] << 16 | (uint32_t)src[4 * i + 3] << 24;
@@ -753,9 +766,11 @@ static void bert_free(bert *m) {
 /* w[rows, cols] -> w^T[cols, rows], in place (through a copy) */
 static void transpose(float *w, int rows, int cols) {
     float *t = (float *)xmalloc(sizeof(float) * (size_t)rows * (size_t)cols);
-    int r, c;
-    for (r = 0; r < rows; ++r)
-        for (c = 0; c < cols; ++c) t[(size_t)c * rows + r] = w[(size_t)r * cols + c];
+    int r0, c0, r, c;
+    for (r0 = 0; r0 < rows; r0 += 32)          /* 32 x 32 tiles: both sides stay in cache */
+        for (c0 = 0; c0 < cols; c0 += 32)
+            for (r = r0; r < rows && r < r0 + 32; ++r)
+                for (c = c0; c < cols && c < c0 + 32; ++c) t[(size_t)c * rows + r] = w[(size_t)r * cols + c];
     memcpy(w, t, sizeof(float) * (size_t)rows * (size_t)cols);
     free(t);
 }
