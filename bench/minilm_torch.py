@@ -3,7 +3,7 @@
 both): transformers' BertModel + mean pooling + L2 normalisation, f32, inference mode, the same
 sentences sorted by token length and cut into batches of 1 and 32 padded to their longest, as
 build/minilm does (and sentence-transformers' encode). Prints sentences/s, median of 5 runs.
-    python3 bench/minilm_torch.py MODEL_DIR FILE
+    python3 bench/minilm_torch.py MODEL_DIR FILE [THREADS]     (THREADS: e.g. 1; default 1 and 2)
 """
 import statistics
 import sys
@@ -15,6 +15,7 @@ from transformers import BertModel, BertTokenizer
 
 def main():
     model_dir, path = sys.argv[1], sys.argv[2]
+    thread_counts = [int(sys.argv[3])] if len(sys.argv) > 3 else [1, 2]
     with open(path, encoding="utf-8") as f:
         sentences = f.read().split("\n")
     if sentences and sentences[-1] == "":
@@ -46,7 +47,7 @@ def main():
     print("%-7s %-8s %14s" % ("batch", "threads", "sentences/s"))
     with torch.inference_mode():
         for batch in (1, 32):
-            for threads in (1, 2):
+            for threads in thread_counts:
                 torch.set_num_threads(threads)
                 run(batch)
                 t = []

@@ -12,6 +12,7 @@
                                        line with FILE's 5 nearest lines by cosine
      build/minilm MODEL_DIR --check SENTENCES TOKENS EMBEDDINGS   compares with reference files
      build/minilm MODEL_DIR --bench FILE    sentences/s at batch 1 and 32 on 1 and 2 threads
+                                       (--threads N: on N threads only)
      build/minilm --selftest           safetensors reader and tokenizer checks, no model needed
      build/minilm MODEL_DIR --zoo FILE      each zoo mechanism in place of exact attention on
                                        256-token chunks of FILE: cosine to exact, top-5 changes
@@ -1228,7 +1229,7 @@ static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
-static int bench(const bert *m, run_opts *o, const char *file) {
+static int bench(const bert *m, run_opts *o, const char *file, int only_threads) {
     char *fb;
     lines F = read_lines_file(file, &fb);
     token_set ts;
@@ -1244,6 +1245,7 @@ static int bench(const bert *m, run_opts *o, const char *file) {
     for (bi = 0; bi < 2; ++bi)
         for (ti = 0; ti < 2; ++ti) {
             double t[5], share[5];
+            if (only_threads > 0 && threads[ti] != only_threads) continue;
             o->n_threads = threads[ti];
             embed_all(m, o, &ts, batches[bi], e);   /* warm-up */
             for (rep = 0; rep < 5; ++rep) {
@@ -1592,7 +1594,7 @@ int main(int argc, char **argv) {
     }
     if (chk[0]) rc = check_against(&m, &o, chk[0], chk[1], chk[2], batch, 0.999999);
     else if (search_file) rc = search(&m, &o, search_file, batch);
-    else if (bench_file) rc = bench(&m, &o, bench_file);
+    else if (bench_file) rc = bench(&m, &o, bench_file, o.n_threads);
     else if (zoo_file) rc = zoo(&m, &o, zoo_file, batch);
     else {
         char *buf;
