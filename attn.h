@@ -1,4 +1,4 @@
-/* attn.h - v0.2 - exact and approximate attention for C99 - public domain or MIT (see end of file)
+/* attn.h - v0.3 - exact and approximate attention for C99 - public domain or MIT (see end of file)
 
    Table of contents (each section starts with a banner "   3.N title"; grep "3.N " to jump)
      1. Documentation (this block)
@@ -8,7 +8,8 @@
         3.2 memory and threads (checked sizes, attn__parallel_for, attn_pool)
         3.3 numerics: fp16/bf16 conversion
         3.4 argument validation and the mechanism seam (attn__call, attn__mech, attn__check_qkv,
-            attn__check_forward: how a family plugs in is described there)
+            attn__check_forward: how a family plugs in is described there; attn__ovl: the one
+            overlap check of every call that writes)
         3.5 micro-kernels and the vector layer: scalar, AVX2+FMA, AVX-512 (run-time dispatch),
             NEON (attn__isa, attn__pick_isa, attn__vec)
         3.6 AMX / AVX512-BF16 tile kernels (bf16)
@@ -124,7 +125,12 @@
        x = low(low((u32)j + (u32)r) ^ (u32)(r >> 32))
        keep_ij = (x >> 8) >= (u32)(p * 2^24);   1 / (1 - p) is computed in fp32
 
-   VERSION  0.2   the mechanism seam: attn_kind table (attn_kind_name), attn_state / attn_step for
+   VERSION  0.3   strides always explicit: "all strides 0 means dense" is retired for tensors, the
+                  bias and the scan views (a zero stride broadcasts, nothing is guessed); the
+                  constructors fill every stride; attn_bias.rows (1: one row for every query)
+                  and attn_bias_dense; attn_ssm_tensor_dense; see docs/guide.md "API changes
+                  in 0.3".
+            0.2   the mechanism seam: attn_kind table (attn_kind_name), attn_state / attn_step for
                   recurrent kinds, fixed status values in blocks per family, ATTN_ERR_N_THREADS
                   for every thread-count check, mixed dtypes (q/out any, K and V one dtype),
                   ATTN_ERR_KIND_OP; bf16_kernels (was no_amx), attn_kv_len returns a status;
@@ -142,7 +148,7 @@
 #include <stddef.h>   /* size_t, ptrdiff_t */
 
 #define ATTN_VERSION_MAJOR 0
-#define ATTN_VERSION_MINOR 2
+#define ATTN_VERSION_MINOR 3
 
 #ifndef ATTNDEF
 #ifdef ATTN_STATIC
@@ -164,8 +170,10 @@ extern "C" {
 typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype;
 
 /* A strided view of a 4-D tensor [batch, seq, heads, dim]; the dim axis has stride 1.
-   Strides are in elements. All three 0 means dense [batch][seq][heads][dim]. An input may use
-   stride 0 on an axis to broadcast it; an output may not (on an axis of extent > 1).
+   Strides are in elements and always explicit: attn_tensor_dense / attn_tensor_bhsd fill them,
+   and no layout is ever guessed from zeros (0.2 read "all three 0" as dense, which a broadcast
+   of every axis also is). An input may use stride 0 on an axis to broadcast it (every stride 0:
+   one row for every position); an output may not (on an axis of extent > 1).
    Outputs and memory (checked, never a silent race or overwrite):
      - an output's rows must not overlap each other: sorted by |stride|, each axis of extent > 1
        must step at least over the span of the axes inside it (the row of dim elements for the
@@ -173,8 +181,14 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
        axes without sharing elements is refused too (the check stays O(1) and exact to this rule).
      - an output's span (lowest to highest byte its view can address) must not meet the span
        of an input or of another output of the same call: ATTN_ERR_OUT_OVERLAP (forward,
-       decode), ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer
-       even in slots no input uses: give it its own buffer. Inputs may share memory freely.
+       decode, attn_step, where attn_state.data[0, size) counts as an output),
+       ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer even in
+       slots no input uses: give it its own buffer. Inputs may share memory freely.
+     - the scans keep the same rule for every output (out / y, state_out, the state of a _step,
+       attn_ssm_s4d_kernel's K, the scan's gradients) against every input (their views and
+       arrays): ATTN_ERR_RWKV_OVERLAP, ATTN_ERR_SSM_OVERLAP, ATTN_ERR_SSM_BWD_OVERLAP; a
+       state_out that is state_in itself is the documented in-place update, a partial overlap
+       ATTN_ERR_RWKV_STATE_ALIAS / ATTN_ERR_SSM_STATE_ALIAS.
      - KV caches: k's and v's rows must not overlap (same rule) and k's span must not meet v's:
        ATTN_ERR_KV_OVERLAP (an append would overwrite other pages).
    attn_merge is in-place safe (out may be parts[0]); attn_sgemm refuses c overlapping a or b. */
@@ -335,7 +349,9 @@ typedef struct attn_linear_params {
        out_i = sum_j w_ij v_j / max(sum_j w_ij, eps)   over the visible keys j (as ATTN_LINEAR)
    Reads what ATTN_LINEAR reads plus cosformer; lse must be NULL.
    field     default          meaning
-   max_len   max(Lq, Lk)      M; every position must be <= M (so cos >= 0). attn_step needs it
+   max_len   max(Lq, Lk)      M; every position must be <= M (so cos >= 0). The default is per
+                              sequence, from its valid lengths (seqlens_q[b], seqlens_k[b]):
+                              padding a sequence does not change its rows. attn_step needs it
                               set (> 0): decoding cannot know the final length
    eps       1e-6             denominator clamp; finite and >= 0 (0 selects the default) */
 typedef struct attn_cosformer_params {
@@ -364,12 +380,15 @@ typedef struct attn_cosformer_params {
    not pay for it. Reads what ATTN_LINEAR reads plus performer; lse must be NULL. attn_backward:
    gradients of q, k and v; W and the stabiliser's maxes are constants (not differentiated).
    field           default   meaning
-   features        256       m, random features: 0..65536 (0 selects the default)
+   features        256       m, random features: 0..65536 (0 selects the default, only when
+                             projection is NULL: with a caller's W it must be set, else
+                             ATTN_ERR_PERFORMER_PROJECTION_FEATURES)
    eps             1e-6      the features' additive epsilon; 1e-3 with the ReLU kernel; finite,
                              >= 0 (0 selects the default)
    kernel          0         ATTN_PERFORMER_SOFTMAX (positive exp features) or ATTN_PERFORMER_RELU
    fixed_norms     0         0: rows scaled by chi-distributed norms; 1: by sqrt(d)
-   projection      NULL      the caller's W [features][projection_dim] fp32 row-major, finite;
+   projection      NULL      the caller's W [features][projection_dim] fp32 row-major, finite
+                             (features and projection_dim both set: W's size is never guessed);
                              NULL: attn_performer_draw(&performer, q.dim, W)
    projection_dim  0         must equal q.dim when projection is set
    seed            0         the counter-based RNG's seed when projection is NULL */
@@ -444,7 +463,9 @@ typedef struct attn_linformer_params {
    pad            0: m must divide   1: the padding rule above
                   q.seq and k.seq
    conv           NULL: no residual  [q.heads][conv_kernel] fp32 filter taps
-   conv_kernel    35                 odd taps per filter */
+   conv_kernel    - (required with   odd taps per filter (Hugging Face: 65, nystrom-attention: 33);
+                  conv)              never defaulted: conv with conv_kernel 0 is
+                                     ATTN_ERR_NYSTROM_CONV_TAPS */
 typedef struct attn_nystrom_params {
     int landmarks;
     int iterations;
@@ -454,14 +475,19 @@ typedef struct attn_nystrom_params {
 } attn_nystrom_params;
 
 
-/* Optional additive bias on the logits, fp32, shape [batch|1, heads|1, seq_q, seq_k].
+/* Optional additive bias on the logits, fp32, shape [batch, heads, rows, seq_k].
      data          NULL: no bias
-     batch         1 (broadcast over batch) or q.batch
-     heads         1 (broadcast over heads) or q.heads
-     stride_*      in elements; all 0 = dense; the seq_k axis is contiguous */
+     batch         1 (shared by every sequence) or q.batch
+     heads         1 (shared by every head) or q.heads
+     rows          1 (one row shared by every query: a key-padding mask such as Hugging Face's
+                   attention_mask [B, 1, 1, Sk]) or q.seq
+     stride_*      in elements, always explicit (attn_bias_dense fills them; no layout is
+                   guessed from zeros): the stride of an axis of extent 1 is never read, a 0
+                   stride on a longer axis repeats one slice along it; seq_k is contiguous.
+   dbias (attn_backward) takes the same shape: with rows 1 it is the sum over query rows. */
 typedef struct attn_bias {
     const float *data;
-    int batch, heads;
+    int batch, heads, rows;
     ptrdiff_t stride_batch, stride_head, stride_q;
 } attn_bias;
 
@@ -734,12 +760,14 @@ typedef struct attn_desc {
     X(ATTN_ERR_EL_SRC_LENS,           133, ATTN_CAT_RANGE,       "attn_el_desc.src_lens[b] must be in [1, src_len]") \
     /* -- AMX, then core (values 63, 82, 100, 101, 134 and 135 are retired, never reused) -- */ \
     X(ATTN_ERR_BF16_KERNELS,               136, ATTN_CAT_RANGE,       "attn_desc.bf16_kernels must be ATTN_BF16_AUTO, ATTN_BF16_NO_AMX or ATTN_BF16_FP32") \
-    X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t") \
+    X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t, or a task count (q.batch * q.heads, times the kind's blocks) exceeds INT_MAX") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
-    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v or the KV cache, or out's rows overlap each other (see attn_tensor)") \
+    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v, the KV cache (attn_decode) or attn_state.data[0, size) (attn_step), or out's rows overlap each other (see attn_tensor)") \
     X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk or dv overlaps q, k, v, out, dout, lse, another gradient or its own rows (see attn_tensor)") \
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
+    X(ATTN_ERR_LAYER_ATTN_KIND,       142, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.kind must be ATTN_SOFTMAX (the layers' attention core is exact softmax attention)") \
+    X(ATTN_ERR_BIAS_ROWS,             143, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
     \
     /* -- recurrent state and mechanism seam (200-249) -- */ \
     X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
@@ -750,6 +778,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, bf16_kernels, dbias)") \
     X(ATTN_ERR_STEP_SEQ,              206, ATTN_CAT_SHAPE,       "attn_step: k.seq must equal q.seq (one key and value per new token)") \
     X(ATTN_ERR_STEP_LENGTHS,          207, ATTN_CAT_UNSUPPORTED, "attn_step: attn_desc.seqlens_q/_k must be NULL (every sequence consumes q.seq tokens)") \
+    X(ATTN_ERR_STATE_POS,             208, ATTN_CAT_RANGE,       "attn_state.pos must be >= 0 (the tokens the state has consumed)") \
     \
     /* -- CUDA companion, attn_cuda.cuh (250-299) -- */ \
     X(ATTN_ERR_CUDA_HOST_POINTER,     250, ATTN_CAT_UNSUPPORTED, "attn_cuda: q, k, v, out, lse (or another tensor of the call), bias.data, seqlens_q/_k, cu_seqlens_q/_k or alibi_slopes is not device memory") \
@@ -787,13 +816,14 @@ typedef struct attn_desc {
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
-    X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256)") \
+    X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256, only when W is drawn: with .projection it must be set)") \
     X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0") \
     X(ATTN_ERR_PERFORMER_OPTIONS,     353, ATTN_CAT_RANGE,       "attn_desc.performer.kernel must be 0 (softmax) or 1 (ReLU) and .fixed_norms 0 or 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_DIM, 354, ATTN_CAT_SHAPE,    "attn_desc.performer.projection_dim must equal q.dim when .projection is set") \
     X(ATTN_ERR_PERFORMER_PROJECTION,  355, ATTN_CAT_RANGE,       "attn_desc.performer.projection must hold finite values") \
     X(ATTN_ERR_PERFORMER_DRAW_NULL,   356, ATTN_CAT_NULL,        "attn_performer_draw: params or W is NULL") \
     X(ATTN_ERR_PERFORMER_DRAW_DIM,    357, ATTN_CAT_SHAPE,       "attn_performer_draw: dim must be >= 1") \
+    X(ATTN_ERR_PERFORMER_PROJECTION_FEATURES, 358, ATTN_CAT_RANGE, "attn_desc.performer.features must be set (>= 1, the rows of W) when .projection is given: it is never defaulted for a caller's array") \
     /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
@@ -815,8 +845,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size: bytes is NULL") \
     X(ATTN_ERR_RWKV_STATE_SHAPE,      386, ATTN_CAT_SHAPE,       "attn_rwkv4_state_init: batch and channels must be >= 1") \
     X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0") \
-    X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (q.seq, k.seq; attn_step: state.pos + k.seq)") \
+    X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (each sequence's valid lengths: seqlens_q/_k or q.seq, k.seq; attn_step: state.pos + k.seq)") \
     X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
+    X(ATTN_ERR_RWKV_OVERLAP,          390, ATTN_CAT_UNSUPPORTED, "attn_rwkv: out or state_out (the step's state) overlaps an input (r, k, v, w, time_decay, time_first, u, state_in), the other output, or out's rows overlap each other (see attn_tensor)") \
     /* -- low-rank (400-449) -- */ \
     X(ATTN_ERR_LINFORMER_NULL_E,      400, ATTN_CAT_NULL,        "attn_desc.linformer.e is NULL") \
     X(ATTN_ERR_LINFORMER_NULL_F,      401, ATTN_CAT_NULL,        "attn_desc.linformer.f is NULL (set attn_desc.linformer.shared_kv = 1 for F = E)") \
@@ -829,13 +860,16 @@ typedef struct attn_desc {
     X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
     X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations must be >= 0 (0: 6); attn_nystrom_pinv's iterations must be >= 1") \
     X(ATTN_ERR_NYSTROM_PAD,           410, ATTN_CAT_RANGE,       "attn_desc.nystrom.pad must be 0 or 1") \
-    X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (35) or odd and >= 1") \
+    X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (no conv) or odd and >= 1") \
     X(ATTN_ERR_NYSTROM_CONV_SEQ,      412, ATTN_CAT_SHAPE,       "attn_desc.nystrom.conv needs q.seq == k.seq (the residual adds conv(V) at each position)") \
     X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_NYSTROM_LSE,           414, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: lse must be NULL (the approximation has no logsumexp)") \
     X(ATTN_ERR_NYSTROM_PINV_NULL,     415, ATTN_CAT_NULL,        "attn_nystrom_pinv: a or z is NULL") \
     X(ATTN_ERR_NYSTROM_PINV_M,        416, ATTN_CAT_SHAPE,       "attn_nystrom_pinv: m must be >= 1") \
     X(ATTN_ERR_NYSTROM_PINV_A,        417, ATTN_CAT_RANGE,       "attn_nystrom_pinv: a's largest column sum must be finite and > 0") \
+    X(ATTN_ERR_NYSTROM_CONV_TAPS,     418, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be set (odd, >= 1: the taps of each filter) when .conv is given: it is never defaulted for a caller's array") \
+    X(ATTN_ERR_NYSTROM_PINV_ALIAS,    419, ATTN_CAT_UNSUPPORTED, "attn_nystrom_pinv: z overlaps a") \
+    X(ATTN_ERR_NYSTROM_PINV_DIVERGED, 420, ATTN_CAT_RANGE,       "attn_nystrom_pinv: the iteration did not give a finite result (a is singular or too ill-conditioned); z is left untouched") \
     \
     /* -- state space (450-499) -- */ \
     X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
@@ -877,6 +911,10 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_A_COMPLEX,         487, ATTN_CAT_RANGE,       "attn_ssm_desc.a_complex must be 0 (real A) or 1 (complex A, B, C)") \
     X(ATTN_ERR_SSM_BWD_COMPLEX,       488, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.a_complex must be 0 (no gradients for complex A)") \
+    X(ATTN_ERR_SSM_DY_BROADCAST,      489, ATTN_CAT_SHAPE,       "attn_ssm_selective_scan_backward: dy must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_SSM_STATE_ALIAS,       490, ATTN_CAT_UNSUPPORTED, "attn_ssm: state_out must be state_in itself (updated in place) or not overlap it") \
+    X(ATTN_ERR_SSM_OVERLAP,           491, ATTN_CAT_UNSUPPORTED, "attn_ssm: y (conv1d: out), state_out (the step's state) or attn_ssm_s4d_kernel's K overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, weight, bias, the S4D params, state_in), the other output, or y's rows overlap each other") \
+    X(ATTN_ERR_SSM_BWD_OVERLAP,       492, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: a gradient in attn_ssm_grads overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, state_in, dy) or another gradient") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -899,10 +937,13 @@ ATTNDEF attn_status_category attn_status_cat(attn_status s);
 /* The kernel set attn_forward runs on this CPU: "avx512", "avx2", "neon" or "scalar". */
 ATTNDEF const char *attn_kernels(void);
 
-/* Dense [batch][seq][heads][dim] view of data. */
+/* Dense [batch][seq][heads][dim] view of data: every stride filled (a stride whose product
+   does not fit ptrdiff_t saturates, and validation then returns ATTN_ERR_OVERFLOW). */
 ATTNDEF attn_tensor attn_tensor_dense(void *data, attn_dtype dtype, int batch, int seq, int heads, int dim);
 /* Dense [batch][heads][seq][dim] view of data (PyTorch's usual layout), as an attn_tensor. */
 ATTNDEF attn_tensor attn_tensor_bhsd(void *data, attn_dtype dtype, int batch, int heads, int seq, int dim);
+/* Dense [batch][heads][rows][seq_k] bias (attn_desc.bias); rows 1 for a key-padding row. */
+ATTNDEF attn_bias attn_bias_dense(const float *data, int batch, int heads, int rows, int seq_k);
 
 /* Exact attention forward.
      q    [B, Sq, Hq, D]      k [B, Sk, Hkv, D]     v [B, Sk, Hkv, Dv]     Hq % Hkv == 0
@@ -1043,7 +1084,9 @@ typedef enum attn_layer_kind {
                                                 sequences (see ATTN_LAYER_SUPER)
    attn             plain softmax               masks for the SDPA core (causal, windows, sinks,
                                                 global, seqlens/cu_seqlens, alibi, softcap, bias):
-                                                see attn_desc; its n_threads and workspace are
+                                                see attn_desc; attn.kind must be ATTN_SOFTMAX
+                                                (others: ATTN_ERR_LAYER_ATTN_KIND from the forward,
+                                                backward and workspace query); its n_threads and workspace are
                                                 ignored (the layer's are used); its parallel hook
                                                 runs the attention and the layer's own loops
    n_threads        all cores                   threads for GEMMs and attention
@@ -1215,14 +1258,17 @@ ATTNDEF const char *attn_kind_name(attn_kind kind);
    attn_step consumes q/k/v's seq tokens in order (the causal form, continuing from the state),
    writes their outputs and advances the state; several tokens per call run the kind's chunked
    algorithm. All or nothing: a call that fails leaves the state and out untouched. The shapes
-   (batch, heads, dims) and the kind must match those the state was initialised for. */
+   (batch, heads, dims) and the kind must match those the state was initialised for. out obeys
+   attn_forward's memory rule (attn_tensor), with the state's data[0, size) counted as an output:
+   out overlapping q, k, v, the state or its own rows is ATTN_ERR_OUT_OVERLAP. */
 typedef struct attn_state {
     float *data;                 /* fp32 state, attn_state_size() floats of caller memory */
     size_t size;                 /* floats at data */
     attn_kind kind;              /* the kind it was initialised for */
     int batch, heads, dim_k, dim_v;   /* q.batch, q.heads, q.dim (k.dim), v.dim at init */
     int heads_kv;                /* k.heads at init */
-    long long pos;               /* tokens consumed so far: the position of the next one */
+    long long pos;               /* tokens consumed so far: the position of the next one (>= 0,
+                                    else ATTN_ERR_STATE_POS) */
     unsigned long long params;   /* the kind's parameters that shape the state, at init (Performer's
                                     features and kernel, cosFormer's max_len): attn_step refuses others */
 } attn_state;
@@ -1301,7 +1347,10 @@ ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int
    are [m][m] fp32 row-major, a meant to be a softmax matrix (nonnegative, rows summing to 1).
    Z0 = a^T / (max over columns j of sum_i a[i][j]), then `iterations` (>= 1; the paper uses 6)
    steps of Z <- 1/4 Z (13I - aZ (15I - aZ (7I - aZ))), in fp32 on the library SGEMM. z must not
-   overlap a. Allocates 3 m^2 floats of scratch. */
+   overlap a (ATTN_ERR_NYSTROM_PINV_ALIAS). The iteration converges when a is well enough
+   conditioned; when it does not give a finite result (a singular or ill-conditioned a, e.g.
+   columns whose sums cancel) the call returns ATTN_ERR_NYSTROM_PINV_DIVERGED and leaves z
+   untouched. Allocates 4 m^2 floats of scratch. */
 ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
@@ -1315,19 +1364,29 @@ ATTNDEF const char *attn_bf16_kernels(void);
 
 /* A strided view of a [batch, channels, len] tensor: the scans' layout (Mamba's u, delta, z
    and y are [B, D, L]; per-token B and C are [B, G*N, L]; a one-token step sees len 1).
-   The len axis is contiguous (stride 1). Strides in elements; both 0 = dense [batch][channels]
-   [len]. An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
-   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent. */
+   The len axis is contiguous (stride 1). Strides in elements, always explicit
+   (attn_ssm_tensor_dense fills them for a dense [batch][channels][len]; no layout is guessed
+   from zeros). An input may use stride 0 to broadcast an axis; an output may not (extent > 1).
+   Storage f32, f16 or bf16; maths fp32. A NULL data marks an optional tensor as absent.
+   Memory (attn_tensor's rule, checked before any write): an output's rows (channels) must not
+   overlap, and no output (y / out, state_out, a step's state, attn_ssm_s4d_kernel's K, the
+   backward's gradients) may meet an input (tensors, A, weight, bias, d_skip, delta_bias, the
+   S4D params, state_in) or another output: ATTN_ERR_SSM_OVERLAP (ATTN_ERR_SSM_BWD_OVERLAP for
+   gradients). state_out may be state_in itself (updated in place); a partial overlap is
+   ATTN_ERR_SSM_STATE_ALIAS. */
 typedef struct attn_ssm_tensor {
     void *data;
     attn_dtype dtype;
     ptrdiff_t stride_batch, stride_chan;
 } attn_ssm_tensor;
+/* Dense [batch][channels][len] view of data (stride_chan = len, stride_batch = channels len). */
+ATTNDEF attn_ssm_tensor attn_ssm_tensor_dense(void *data, attn_dtype dtype, int channels, int len);
 
 /* Where the selective scan's B and C come from (attn_ssm_desc.bc_const). */
 enum { ATTN_SSM_BC_TOKEN = 0,    /* input-dependent: [batch, n_groups * d_state, len] */
        ATTN_SSM_BC_CONST = 1 };  /* constant per channel: [dim, d_state] (stride_chan = row
-                                    stride, 0: d_state; stride_batch ignored) */
+                                    stride, e.g. attn_ssm_tensor_dense(p, dt, dim, d_state);
+                                    stride_batch ignored) */
 /* Activation after the causal conv1d (attn_ssm_desc.conv_act). */
 enum { ATTN_SSM_CONV_SILU = 0, ATTN_SSM_CONV_NONE = 1 };
 /* S4D discretisation (attn_ssm_desc.s4d_disc). */
@@ -1501,9 +1560,12 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
    may broadcast with stride 0, out may not); a token's C = heads * dim channels are numbered
    c = h * dim + d, so a flat [B, T, C] buffer is attn_tensor_dense(p, dt, B, T, 1, C).
    State is fp32 caller memory, so a sequence can run in pieces: pass one call's state_out as
-   the next call's state_in (they may be the same buffer; partial overlap is an error). A NULL
-   state_in is the empty history, a NULL state_out is not written. Results are bitwise the same
-   for every thread count, for one pass or any split into pieces, and step == forward.
+   the next call's state_in (they may be the same buffer; partial overlap is
+   ATTN_ERR_RWKV_STATE_ALIAS). A NULL state_in is the empty history, a NULL state_out is not
+   written. out and state_out (a step's state) must not overlap any input (r, k, v, w,
+   time_decay, time_first, u, state_in) or each other, nor out's rows each other (attn_tensor's
+   rule): ATTN_ERR_RWKV_OVERLAP. Results are bitwise the same for every thread count, for one
+   pass or any split into pieces, and step == forward.
    field            default (0)                 meaning
    head_size        64 if k.dim % 64 == 0,      RWKV-5/6 head size N (channels per head); must
                     else k.dim                  divide k.dim (attn_rwkv4_* do not read it)
@@ -1693,6 +1755,14 @@ static int attn__mul_size(size_t a, size_t b, size_t *r) {
 static int attn__add_size(size_t a, size_t b, size_t *r) {
     if (b > SIZE_MAX - a) return 0;
     *r = a + b; return 1;
+}
+/* The one checked task count every kind uses: a * b * c work items as the int that
+   attn__parallel_for takes, or 0 when the product exceeds INT_MAX (the caller returns
+   ATTN_ERR_OVERFLOW). attn__check_qkv applies it to q.batch * q.heads for every kind. */
+static int attn__tasks(size_t a, size_t b, size_t c, int *n) {
+    size_t t;
+    if (!attn__mul_size(a, b, &t) || !attn__mul_size(t, c, &t) || t > (size_t)INT_MAX) return 0;
+    *n = (int)t; return 1;
 }
 
 /* 64-byte aligned allocation; the original pointer is kept just before the aligned block. */
@@ -2067,22 +2137,39 @@ ATTNDEF attn_status_category attn_status_cat(attn_status s) {
     }
 }
 
+/* a * b as a stride, or PTRDIFF_MAX when it does not fit (validation then reports
+   ATTN_ERR_OVERFLOW if the axis is ever stepped); 0 for a non-positive factor (a shape error). */
+static ptrdiff_t attn__stride_mul(ptrdiff_t a, int b) {
+    if (a <= 0 || b <= 0) return 0;
+    return a > PTRDIFF_MAX / b ? PTRDIFF_MAX : a * b;
+}
 ATTNDEF attn_tensor attn_tensor_dense(void *data, attn_dtype dtype, int batch, int seq, int heads, int dim) {
     attn_tensor t;
     memset(&t, 0, sizeof t);
     t.data = data; t.dtype = dtype; t.batch = batch; t.seq = seq; t.heads = heads; t.dim = dim;
+    t.stride_head = dim > 0 ? dim : 0;
+    t.stride_seq = attn__stride_mul(t.stride_head, heads);
+    t.stride_batch = attn__stride_mul(t.stride_seq, seq);
     return t;
 }
 ATTNDEF attn_tensor attn_tensor_bhsd(void *data, attn_dtype dtype, int batch, int heads, int seq, int dim) {
     attn_tensor t = attn_tensor_dense(data, dtype, batch, seq, heads, dim);
-    t.stride_head = (ptrdiff_t)seq * dim;                 /* overflow is caught by validation */
-    t.stride_seq = dim;
-    t.stride_batch = (ptrdiff_t)heads * seq * dim;
-    if (t.stride_head == 0 && t.stride_seq == 0 && t.stride_batch == 0) t.stride_seq = 1;
+    t.stride_seq = dim > 0 ? dim : 0;
+    t.stride_head = attn__stride_mul(t.stride_seq, seq);
+    t.stride_batch = attn__stride_mul(t.stride_head, heads);
     return t;
 }
+ATTNDEF attn_bias attn_bias_dense(const float *data, int batch, int heads, int rows, int seq_k) {
+    attn_bias b;
+    memset(&b, 0, sizeof b);
+    b.data = data; b.batch = batch; b.heads = heads; b.rows = rows;
+    b.stride_q = seq_k > 0 ? seq_k : 0;
+    b.stride_head = attn__stride_mul(b.stride_q, rows);
+    b.stride_batch = attn__stride_mul(b.stride_head, heads);
+    return b;
+}
 
-/* A tensor with its strides resolved (dense defaults filled in). */
+/* A validated tensor: its strides, as the caller gave them (a zero stride broadcasts). */
 typedef struct attn__view {
     char *data;
     attn_dtype dtype;
@@ -2106,20 +2193,13 @@ static int attn__span_add(size_t *span, ptrdiff_t stride, int n) {
 
 static int attn__dtype_ok(attn_dtype t) { return t == ATTN_F32 || t == ATTN_F16 || t == ATTN_BF16; }
 
-/* Resolves strides and checks that every element offset (in bytes) fits in ptrdiff_t.
+/* Takes the strides and checks that every element offset (in bytes) fits in ptrdiff_t.
    Shape and dtype must already be valid. */
 static attn_status attn__make_view(const attn_tensor *t, attn__view *v) {
-    size_t span = 0, bytes, dense;
+    size_t span = 0, bytes;
     v->data = (char *)t->data; v->dtype = t->dtype; v->esize = attn__dtype_size(t->dtype);
     v->batch = t->batch; v->seq = t->seq; v->heads = t->heads; v->dim = t->dim;
-    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
-        if (!attn__mul_size((size_t)t->heads, (size_t)t->dim, &dense) || dense > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
-        v->sh = t->dim; v->ss = (ptrdiff_t)dense;
-        if (!attn__mul_size(dense, (size_t)t->seq, &dense) || dense > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
-        v->sb = (ptrdiff_t)dense;
-    } else {
-        v->sb = t->stride_batch; v->ss = t->stride_seq; v->sh = t->stride_head;
-    }
+    v->sb = t->stride_batch; v->ss = t->stride_seq; v->sh = t->stride_head;
     if (!attn__span_add(&span, 1, t->dim) || !attn__span_add(&span, v->sh, t->heads) ||
         !attn__span_add(&span, v->ss, t->seq) || !attn__span_add(&span, v->sb, t->batch) ||
         !attn__add_size(span, 1, &span) || !attn__mul_size(span, v->esize, &bytes) || bytes > (size_t)PTRDIFF_MAX)
@@ -2170,6 +2250,56 @@ static int attn__view_self_overlap(const attn__view *v) {
     return 0;
 }
 
+/* ---- The one overlap check of every call that writes (the memory rule of attn_tensor) ----
+   A call lists the memory it reads (inputs) and writes (outputs) in an attn__ovl, from resolved
+   views (attn__ovl_view) or plain arrays (attn__ovl_mem), then asks attn__ovl_bad(): 1 when an
+   output's rows overlap each other, or an output's span meets an input's or another output's.
+   Inputs may share memory freely. An in-place buffer (a state read and written) is listed once,
+   as an output. Absent tensors (NULL, or no elements) are skipped. O(inputs x outputs). */
+#define ATTN__OVL_MAX 16                       /* the largest call lists 10 inputs and 8 outputs */
+typedef struct attn__ovl {
+    attn__span in[ATTN__OVL_MAX], out[ATTN__OVL_MAX];
+    int n_in, n_out, self;
+} attn__ovl;
+static void attn__ovl_init(attn__ovl *o) { o->n_in = o->n_out = o->self = 0; }
+static void attn__ovl_span(attn__ovl *o, int is_out, attn__span sp) {
+    if (sp.lo >= sp.hi) return;
+    if (is_out) { ATTN_ASSERT(o->n_out < ATTN__OVL_MAX); o->out[o->n_out++] = sp; }
+    else { ATTN_ASSERT(o->n_in < ATTN__OVL_MAX); o->in[o->n_in++] = sp; }
+}
+/* n elements of esize bytes at p (the span saturates instead of wrapping) */
+static void attn__ovl_mem(attn__ovl *o, int is_out, const void *p, size_t n, size_t esize) {
+    attn__span sp;
+    if (!p || !n) return;
+    sp.lo = (uintptr_t)p;
+    sp.hi = n > (UINTPTR_MAX - sp.lo) / esize ? UINTPTR_MAX : sp.lo + (uintptr_t)(n * esize);
+    attn__ovl_span(o, is_out, sp);
+}
+/* a view made by attn__make_view (or by attn__ovl_ssm); an output's rows are checked too */
+static void attn__ovl_view(attn__ovl *o, int is_out, const attn__view *v) {
+    if (!v->data) return;
+    if (is_out && attn__view_self_overlap(v)) o->self = 1;
+    attn__ovl_span(o, is_out, attn__view_span(v));
+}
+static int attn__ovl_bad(const attn__ovl *o) {
+    int i, j;
+    if (o->self) return 1;
+    for (i = 0; i < o->n_out; ++i) {
+        for (j = 0; j < o->n_in; ++j) if (attn__spans_meet(o->out[i], o->in[j])) return 1;
+        for (j = 0; j < i; ++j) if (attn__spans_meet(o->out[i], o->out[j])) return 1;
+    }
+    return 0;
+}
+/* A state read from state_in and written to state_out (n floats each, either may be NULL):
+   one buffer (in place: listed once, as an output) or two apart; 0 when they partly overlap. */
+static int attn__ovl_state(attn__ovl *o, const float *in, float *out, size_t n) {
+    const int n_in = o->n_in, n_out = o->n_out;
+    attn__ovl_mem(o, 1, out, n, sizeof(float));
+    if (in == out) return 1;
+    attn__ovl_mem(o, 0, in, n, sizeof(float));
+    return !(o->n_in > n_in && o->n_out > n_out && attn__spans_meet(o->in[n_in], o->out[n_out]));
+}
+
 /* The span of a tensor that passes the basic checks (data, dtype, shape, size), else 0: such a
    tensor is left to the operation's own validation, which reports it. */
 static int attn__tensor_span(const attn_tensor *t, attn__span *sp, attn__view *vw) {
@@ -2205,7 +2335,7 @@ typedef struct attn__problem {
     const int *seqlens_q, *seqlens_k, *cu_q, *cu_k;
     const float *alibi;
     const float *bias;
-    int bias_batch, bias_heads;
+    int bias_batch, bias_heads, bias_rows;
     ptrdiff_t bias_sb, bias_sh, bias_sq;
     int n_threads;
     float dropout_p;             /* backward / training: attention dropout (3.9) */
@@ -2293,7 +2423,8 @@ static attn_status attn__check_state(const attn__call *c, size_t need) {
     if (st->kind != c->d->kind || st->batch != c->q.batch || st->heads != c->q.heads || st->dim_k != c->q.dim ||
         st->dim_v != c->v.dim || st->heads_kv != c->k.heads || st->params != attn__state_params(c->d))
         return ATTN_ERR_STATE_MISMATCH;
-    if (st->size < need || st->pos < 0) return ATTN_ERR_STATE_SIZE;
+    if (st->pos < 0) return ATTN_ERR_STATE_POS;
+    if (st->size < need) return ATTN_ERR_STATE_SIZE;
     return ATTN_OK;
 }
 
@@ -2308,10 +2439,9 @@ static attn_status attn__check_plain(const attn_desc *d) {
 }
 
 /* An output view with a zero stride on an axis of extent > 1 (two elements would share memory).
-   All strides 0 means dense, which is fine. The one broadcast check of every output. */
+   The one broadcast check of every output. */
 static int attn__tensor_bcast(const attn_tensor *t) {
-    return !(t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) &&
-           ((t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) || (t->heads > 1 && t->stride_head == 0));
+    return (t->batch > 1 && t->stride_batch == 0) || (t->seq > 1 && t->stride_seq == 0) || (t->heads > 1 && t->stride_head == 0);
 }
 
 /* The tensor contract every attn_kind shares: q [B, Sq, Hq, D], k [B, Sk, Hkv, D],
@@ -2345,10 +2475,13 @@ static attn_status attn__check_qkv(const attn_tensor *q, const attn_tensor *k, c
     if ((s = attn__make_view(q, qv)) != ATTN_OK || (s = attn__make_view(k, kv)) != ATTN_OK ||
         (s = attn__make_view(v, vv)) != ATTN_OK) return s;
     if (out && (s = attn__make_view(out, ov)) != ATTN_OK) return s;
-    {   /* lse [B, Hq, Sq] and the work decomposition must be indexable */
+    {   /* lse [B, Hq, Sq] and the work decomposition must be indexable; one task per (sequence,
+           head) must fit an int (Hkv <= Hq, so per KV head too) */
         size_t n;
+        int t;
         if (!attn__mul_size((size_t)q->batch, (size_t)q->heads, &n) || !attn__mul_size(n, (size_t)q->seq, &n) ||
-            n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
+            n > (size_t)PTRDIFF_MAX / sizeof(float) || !attn__tasks((size_t)q->batch, (size_t)q->heads, 1, &t))
+            return ATTN_ERR_OVERFLOW;
     }
     return ATTN_OK;
 }
@@ -2391,19 +2524,16 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
     if (d->bias.data) {
         if (d->bias.batch != 1 && d->bias.batch != q->batch) return ATTN_ERR_BIAS_BATCH;
         if (d->bias.heads != 1 && d->bias.heads != q->heads) return ATTN_ERR_BIAS_HEADS;
+        if (d->bias.rows != 1 && d->bias.rows != q->seq) return ATTN_ERR_BIAS_ROWS;
     }
     P->bias = d->bias.data;
     if (P->bias) {                              /* bias [Bb, Hb, Sq, Sk], seq_k contiguous */
         size_t span = 0;
-        P->bias_batch = d->bias.batch; P->bias_heads = d->bias.heads;
-        if (d->bias.stride_batch == 0 && d->bias.stride_head == 0 && d->bias.stride_q == 0) {
-            size_t sq = (size_t)k->seq, sh, sb;
-            if (!attn__mul_size(sq, (size_t)q->seq, &sh) || !attn__mul_size(sh, (size_t)d->bias.heads, &sb) ||
-                sb > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
-            P->bias_sq = (ptrdiff_t)sq; P->bias_sh = (ptrdiff_t)sh; P->bias_sb = (ptrdiff_t)sb;
-        } else {
-            P->bias_sq = d->bias.stride_q; P->bias_sh = d->bias.stride_head; P->bias_sb = d->bias.stride_batch;
-        }
+        P->bias_batch = d->bias.batch; P->bias_heads = d->bias.heads; P->bias_rows = d->bias.rows;
+        /* an axis of extent 1 is read at index 0 only: its stride is 0 whatever the caller left there */
+        P->bias_sq = d->bias.rows == 1 ? 0 : d->bias.stride_q;
+        P->bias_sh = d->bias.heads == 1 ? 0 : d->bias.stride_head;
+        P->bias_sb = d->bias.batch == 1 ? 0 : d->bias.stride_batch;
         if (!attn__span_add(&span, 1, k->seq) || !attn__span_add(&span, P->bias_sq, q->seq) ||
             !attn__span_add(&span, P->bias_sh, d->bias.heads) || !attn__span_add(&span, P->bias_sb, d->bias.batch) ||
             span > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
@@ -2493,6 +2623,9 @@ typedef struct attn__ssm_k {
 #define ATTN__EXP2_C3 0.0555073373f
 #define ATTN__EXP2_C4 0.0096715134f
 #define ATTN__EXP2_C5 0.0013264732f
+/* SiLU z / (1 + e^-z) below this is -0 on every ISA: e^-z would overflow (the vector exps clamp
+   instead of giving inf, which made SiLU(-3e38) -1.1), and |z e^z| < 2e-36 there anyway. */
+#define ATTN__SILU_ZERO (-87.0f)
 
 /* One ISA's kernels: the exact-attention tile kernels (qk .. store), then the vector layer. */
 typedef struct attn__isa {
@@ -2669,6 +2802,9 @@ static void attn__madd_scalar(float *y, const float *a, const float *b, float c,
     for (i = 0; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
 }
 
+/* z / (1 + e^-z), -0 below ATTN__SILU_ZERO (so -inf gives -0, not NaN); NaN stays NaN */
+static float attn__silu1(float z) { return z < ATTN__SILU_ZERO ? -0.0f : z / (1.0f + expf(-z)); }
+
 /* softplus with PyTorch's threshold: v > 20 stays v */
 static float attn__softplus_scalar(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
 
@@ -2693,7 +2829,7 @@ static void attn__ssm_scan_scalar(const attn__ssm_k *k) {
                     x[n] = expf(dt * A[n]) * x[n] + du * k->Bt[(ptrdiff_t)n * k->ldb + t];
                     y += k->Ct[(ptrdiff_t)n * k->ldb + t] * x[n];
                 }
-            if (k->has_z) { const float zv = k->z[c][t]; y *= zv / (1.0f + expf(-zv)); }
+            if (k->has_z) y *= attn__silu1(k->z[c][t]);
             k->y[c][t] = y;
         }
         for (n = 0; n < N; ++n) k->xout[c][n] = x[n];
@@ -3195,10 +3331,12 @@ ATTN__T512 static ATTN__INLINE __m512 attn__softplus512(__m512 v) {
     lg = _mm512_mask_blend_ps(d0, _mm512_mul_ps(lg, _mm512_mul_ps(e, attn__rcp512(_mm512_mask_blend_ps(d0, d, one)))), e);
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_set1_ps(20.0f), _CMP_GT_OQ), lg, v);
 }
-/* z / (1 + e^-z) with e^-z = 2^t, t = -z log2 e clamped to [-1e18, 126] (1 + e^-z finite) */
+/* z / (1 + e^-z) with e^-z = 2^t, t = -z log2 e clamped to [-1e18, 126] (1 + e^-z finite);
+   -0 below ATTN__SILU_ZERO, where the clamp would make it z / 2^126 instead */
 ATTN__T512 static ATTN__INLINE __m512 attn__silu512(__m512 z) {
     const __m512 t = _mm512_min_ps(_mm512_set1_ps(126.0f), attn__clamp18_512(_mm512_mul_ps(z, _mm512_set1_ps(-1.44269504088896341f))));
-    return _mm512_mul_ps(z, attn__rcp512(_mm512_add_ps(_mm512_set1_ps(1.0f), attn__exp2_512(t))));
+    const __m512 r = _mm512_mul_ps(z, attn__rcp512(_mm512_add_ps(_mm512_set1_ps(1.0f), attn__exp2_512(t))));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(z, _mm512_set1_ps(ATTN__SILU_ZERO), _CMP_LT_OQ), r, _mm512_set1_ps(-0.0f));
 }
 /* tokens [t0, t0 + m) of 16 rows -> dst[j][16] (m = 16: one register transpose) */
 ATTN__T512 static ATTN__INLINE void attn__ssm_tile_in512(const float *const *rows, int t0, int m, float *dst) {
@@ -3690,10 +3828,11 @@ ATTN__T256 static ATTN__INLINE __m256 attn__softplus256(__m256 v) {
     return _mm256_blendv_ps(lg, v, _mm256_cmp_ps(v, _mm256_set1_ps(20.0f), _CMP_GT_OQ));
 }
 /* z / (1 + e^-z) as attn__silu512 (attn__exp2_256 clamps to [-127, 128]: 1 + e^-z <= 1 + 2^126 is
-   kept finite by the clamp to 126) */
+   kept finite by the clamp to 126); -0 below ATTN__SILU_ZERO */
 ATTN__T256 static ATTN__INLINE __m256 attn__silu256(__m256 z) {
     const __m256 t = _mm256_min_ps(_mm256_set1_ps(126.0f), attn__clamp18_256(_mm256_mul_ps(z, _mm256_set1_ps(-1.44269504088896341f))));
-    return _mm256_mul_ps(z, attn__rcp256(_mm256_add_ps(_mm256_set1_ps(1.0f), attn__exp2_256(t))));
+    const __m256 r = _mm256_mul_ps(z, attn__rcp256(_mm256_add_ps(_mm256_set1_ps(1.0f), attn__exp2_256(t))));
+    return _mm256_blendv_ps(r, _mm256_set1_ps(-0.0f), _mm256_cmp_ps(z, _mm256_set1_ps(ATTN__SILU_ZERO), _CMP_LT_OQ));
 }
 /* tokens [t0, t0 + m) of 16 rows <-> buf[j][16] (m = 16: four register transposes) */
 ATTN__T256 static ATTN__INLINE void attn__ssm_tile256(const float *const *rows_in, float *const *rows_out, int t0, int m, float *buf) {
@@ -4134,7 +4273,9 @@ static void attn__ssm_scan_neon(const attn__ssm_k *k) {
         if (k->has_z)                         /* y *= z / (1 + e^-z) */
             for (j = 0; j < 16 * m; j += 4) {
                 const float32x4_t z = vld1q_f32(tz + j);
-                vst1q_f32(ty + j, vmulq_f32(vld1q_f32(ty + j), vdivq_f32(z, vaddq_f32(one, attn__exp_neon(vnegq_f32(z))))));
+                const float32x4_t g = vdivq_f32(z, vaddq_f32(one, attn__exp_neon(vnegq_f32(z))));
+                /* -0 below ATTN__SILU_ZERO (the exp clamps instead of giving inf) */
+                vst1q_f32(ty + j, vmulq_f32(vld1q_f32(ty + j), vbslq_f32(vcltq_f32(z, vdupq_n_f32(ATTN__SILU_ZERO)), vdupq_n_f32(-0.0f), g)));
             }
         attn__ssm_tile_neon(NULL, k->y, t0, m, ty);
     }
@@ -6567,7 +6708,7 @@ static void attn__bwd_task(void *vctx, int task, int thread) {
         int bb, bh, row;
         for (bb = b0; bb < b1; ++bb)
             for (bh = e0; bh < e1; ++bh)
-                for (row = 0; row < P->q.seq; ++row)
+                for (row = 0; row < P->bias_rows; ++row)     /* rows 1: the sum over queries */
                     memset(C->dbias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh + (ptrdiff_t)row * P->bias_sq + klo, 0,
                            sizeof(float) * (size_t)(khi - klo));
     }
@@ -6712,7 +6853,7 @@ static attn_status attn__softmax_backward(const attn__call *c) {
     if (attn__tensor_bcast(&dv)) return ATTN_ERR_BWD_DV_BROADCAST;
     if (desc->dbias) {
         if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
-        if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (q.seq > 1 && P.bias_sq == 0))
+        if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (P.bias_rows > 1 && P.bias_sq == 0))
             return ATTN_ERR_BWD_DBIAS_BROADCAST;
     }
     if ((s = attn__bwd_plan(&P, desc, &C, &bytes)) != ATTN_OK) return s;
@@ -7358,6 +7499,8 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     int direct, std_kv, own_v;
     memset(L, 0, sizeof *L);
     if ((s = attn__layer_check_desc(d)) != ATTN_OK) return s;
+    /* the core is exact softmax: the backward's recomputed forward needs its logsumexp */
+    if (d->attn.kind != ATTN_SOFTMAX) return ATTN_ERR_LAYER_ATTN_KIND;
     if (batch < 1 || lq < 1 || lk < 1) return ATTN_ERR_LAYER_SHAPE;
     if (self && lk != lq) return ATTN_ERR_LAYER_SELF_LK;
     L->d = d; L->kind = d->kind; L->B = batch; L->lq = lq; L->lk = lk; L->self = self;
@@ -7373,15 +7516,18 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     L->dscale = d->attn.scale != 0.0f ? d->attn.scale : 1.0f / sqrtf((float)L->dm);
     if (direct) {
         L->tq = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, 1, 1);
-        L->tq.stride_head = 1;                          /* broadcast one zero: strides b 0, s 0 */
+        L->tq.stride_batch = L->tq.stride_seq = 0;      /* broadcast one zero */
         L->tk = L->tq; L->tk.seq = lk;
         L->tv = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lk, 1, L->dm);
         L->to = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, 1, L->dm);
         memset(&L->ad.bias, 0, sizeof L->ad.bias);
         L->ad.bias.data = attn__layer_zero;             /* placeholder: W_D or the logits */
-        L->ad.bias.heads = 1;
+        L->ad.bias.heads = 1; L->ad.bias.rows = lq;
         if (d->kind == ATTN_LAYER_DIRECT) { L->ad.bias.batch = 1; L->ad.bias.stride_q = L->ctx; }
-        else L->ad.bias.batch = batch;                  /* dense [B, 1, lq, lk] */
+        else {                                          /* dense [B, 1, lq, lk] */
+            L->ad.bias.batch = batch; L->ad.bias.stride_q = lk;
+            L->ad.bias.stride_batch = attn__stride_mul(lk, lq);
+        }
     } else {
         L->tq = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, L->H, L->dk);
         L->tk = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lk, L->Hkv, L->dk);
@@ -7718,9 +7864,9 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
         bd.dbias = grads->wd + (size_t)(L.wd - weights->wd);
     } else if (L.kind == ATTN_LAYER_DIRECT_INPUT) bd.dbias = attn__layer_buf(&L, L.f_dg);
     tdo = L.to; tdo.data = dA;
-    tdq = L.tq; tdq.data = dQ; tdq.stride_batch = tdq.stride_seq = tdq.stride_head = 0;
-    tdk = L.tk; tdk.data = dK; tdk.stride_batch = tdk.stride_seq = tdk.stride_head = 0;
-    tdv = L.tv; tdv.data = dV; tdv.stride_batch = tdv.stride_seq = tdv.stride_head = 0;
+    tdq = attn_tensor_dense(dQ, ATTN_F32, L.tq.batch, L.tq.seq, L.tq.heads, L.tq.dim);
+    tdk = attn_tensor_dense(dK, ATTN_F32, L.tk.batch, L.tk.seq, L.tk.heads, L.tk.dim);
+    tdv = attn_tensor_dense(dV, ATTN_F32, L.tv.batch, L.tv.seq, L.tv.heads, L.tv.dim);
     s = attn_backward(&bd, L.tq, L.tk, L.tv, L.to, tdo, lse, tdq, tdk, tdv);
     ATTN_ASSERT(s == ATTN_OK);
     /* input projections; dx targets: self-attention sends both paths to dx_q */
@@ -8478,13 +8624,9 @@ static int attn__lf_piece(const attn_desc *d, int Hq, int g, int h0) {
     return h0 + (h1 - h0) / g * g;
 }
 
-/* Heads [h0, h0 + nh) of t, with explicit strides (validated tensors: no overflow). */
+/* Heads [h0, h0 + nh) of t (a validated tensor: no overflow). */
 static attn_tensor attn__heads_view(const attn_tensor *t, int h0, int nh) {
     attn_tensor r = *t;
-    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
-        r.stride_head = t->dim; r.stride_seq = (ptrdiff_t)t->heads * t->dim;
-        r.stride_batch = r.stride_seq * t->seq;
-    }
     r.data = (char *)t->data + (ptrdiff_t)attn__dtype_size(t->dtype) * r.stride_head * h0;
     r.heads = nh;
     return r;
@@ -8503,13 +8645,8 @@ static void attn__lf_sub(const attn__call *c, attn_desc *sd, int h0, int h1, att
     sc->out = c->bytes ? c->out : attn__heads_view(&c->out, h0, nh);
     sd->alibi_slopes = d->alibi_slopes ? d->alibi_slopes + h0 : NULL;
     if (d->bias.data && d->bias.heads != 1) {
-        ptrdiff_t sq = d->bias.stride_q, sh = d->bias.stride_head, sb = d->bias.stride_batch;
-        if (sq == 0 && sh == 0 && sb == 0) {
-            sq = c->k.seq; sh = sq * c->q.seq; sb = sh * d->bias.heads;
-        }
-        sd->bias.data = d->bias.data + sh * h0;
+        sd->bias.data = d->bias.data + d->bias.stride_head * h0;
         sd->bias.heads = nh;
-        sd->bias.stride_q = sq; sd->bias.stride_head = sh; sd->bias.stride_batch = sb;
     }
 }
 
@@ -9123,7 +9260,7 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     P.n_threads = attn__resolve_threads(d);
     X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.seed = d->lsh.seed; X.isa = attn__pick_isa();
     X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
-    tasks = c->q.batch * c->q.heads;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
@@ -9150,8 +9287,10 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
 
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
    One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
-   at a time on the exact core's Q.K^T tile kernel, streamed into one heap per cluster that
-   keeps its top w (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
+   at a time, one vector-layer dot product per (token, cluster) (not the Q.K^T tile kernel, whose
+   rounding depends on a row's place in its tile: identical rows must score identically on every
+   ISA for the tie rule to hold), streamed into one heap per cluster that keeps its top w
+   (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
    (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
    its windows' outputs and their count. */
 typedef struct attn__rt {
@@ -9196,7 +9335,7 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 }
 
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
-    /* floats: RT [D][BQ], S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
+    /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
        sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each) */
     const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w);
@@ -9217,7 +9356,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
     int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     attn__rt_ent *heaps = (attn__rt_ent *)(void *)(wpos + w);
-    int i, c0, cl, s, t, e, i0;
+    int i, c0, cl, s, t;
     for (i = 0; i < n; ++i) {
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
         isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
@@ -9227,23 +9366,17 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         cnt[i] = 0;
     }
     for (c0 = 0; c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
-        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0), lanes = (int)attn__round16((size_t)ncb);
-        memset(RT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
-        for (cl = 0; cl < ncb; ++cl) {
-            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, row, D);
-            for (e = 0; e < D; ++e) RT[(size_t)e * ATTN__BQ + cl] = row[e];
+        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
+        for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
+            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
             hn[cl] = 0;
         }
-        for (i0 = 0; i0 < n; i0 += ATTN__BK) {       /* routing scores on the Q.K^T tile kernel */
-            const int nk = ATTN__MIN(ATTN__BK, n - i0);
-            isa->qk(Xn + (size_t)i0 * D, D, nk, RT, lanes, D, S);
-            for (i = 0; i < nk; ++i)
-                for (cl = 0; cl < ncb; ++cl) {
-                    attn__rt_ent en;
-                    en.s = S[(size_t)i * ATTN__BQ + cl]; en.pos = i0 + i;
-                    attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
-                }
-        }
+        for (i = 0; i < n; ++i)                      /* routing scores: one dot per (token, cluster) */
+            for (cl = 0; cl < ncb; ++cl) {
+                attn__rt_ent en;
+                en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
+                attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+            }
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
             int q0;
@@ -9299,7 +9432,7 @@ static attn_status attn__routing_forward(const attn__call *c) {
     R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
     R.w = ATTN__MIN(d->routing.window ? d->routing.window : 64, R.n);
     R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w);
-    tasks = c->q.batch * c->q.heads;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
@@ -9402,7 +9535,7 @@ typedef struct attn__lin {
     int causal, groups, D, Dv, n_threads, n_tasks;
     int F;                        /* features per q/k row: D (ATTN_LINEAR), 2 D (ATTN_COSFORMER) */
     int cos;                      /* ATTN_COSFORMER: [relu sin, relu cos] features, clamped denominator */
-    double ang;                   /* ATTN_COSFORMER: (pi/2) / M */
+    int M;                        /* ATTN_COSFORMER: max_len; 0: max(Lq, Lk) of each sequence */
     long long pos0;               /* 0-based position of the call's first token (attn_step: state pos) */
     float eps;
     int perf;                     /* ATTN_PERFORMER: 1 softmax kernel (positive exp features), 2 ReLU kernel */
@@ -9413,6 +9546,9 @@ typedef struct attn__lin {
     float *ws;                    /* n_threads slices of ws_per floats */
     size_t ws_per, gemm_floats;
 } attn__lin;
+
+/* A sequence's valid length: seqlens[b], or the tensor's length when there are none. */
+static int attn__lin_len(const int *seqlens, int b, int seq) { return seqlens ? seqlens[b] : seq; }
 
 /* Validates a call of any ATTN_LINEAR operation and resolves it (no workspace yet). */
 static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *L) {
@@ -9428,9 +9564,7 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->kind == ATTN_COSFORMER) {
         if (!isfinite(d->cosformer.eps) || d->cosformer.eps < 0.0f) return ATTN_ERR_COSFORMER_EPS;
-        if (d->cosformer.max_len < 0 ||
-            (op == ATTN__FORWARD && d->cosformer.max_len && d->cosformer.max_len < ATTN__MAX(c->q.seq, c->k.seq)))
-            return ATTN_ERR_COSFORMER_MAX_LEN;
+        if (d->cosformer.max_len < 0) return ATTN_ERR_COSFORMER_MAX_LEN;
         if (op == ATTN__STEP && d->cosformer.max_len == 0) return ATTN_ERR_COSFORMER_STEP_M;
     } else if (d->kind == ATTN_PERFORMER) {
         const attn_performer_params *p = &d->performer;
@@ -9439,8 +9573,10 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         if ((p->kernel != ATTN_PERFORMER_SOFTMAX && p->kernel != ATTN_PERFORMER_RELU) ||
             (p->fixed_norms != 0 && p->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
         if (p->projection) {
-            const size_t n = (size_t)(p->features ? p->features : 256) * (size_t)c->q.dim;
+            const size_t n = (size_t)p->features * (size_t)c->q.dim;
             size_t i;
+            /* the caller's W has as many rows as the caller says: a default would read past it */
+            if (p->features == 0) return ATTN_ERR_PERFORMER_PROJECTION_FEATURES;
             if (p->projection_dim != c->q.dim) return ATTN_ERR_PERFORMER_PROJECTION_DIM;
             for (i = 0; i < n; ++i)
                 if (!isfinite(p->projection[i])) return ATTN_ERR_PERFORMER_PROJECTION;
@@ -9453,6 +9589,13 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, c->q.batch, c->q.seq)) return ATTN_ERR_SEQLENS_Q;
         if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->q.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
         L->seqlens_q = d->seqlens_q; L->seqlens_k = d->seqlens_k;
+        if (d->kind == ATTN_COSFORMER && d->cosformer.max_len && (op == ATTN__FORWARD || op == ATTN__BACKWARD)) {
+            /* M must cover every position used: the valid lengths (padding has no position) */
+            int b;
+            for (b = 0; b < c->q.batch; ++b)
+                if (d->cosformer.max_len < ATTN__MAX(attn__lin_len(L->seqlens_q, b, c->q.seq), attn__lin_len(L->seqlens_k, b, c->k.seq)))
+                    return ATTN_ERR_COSFORMER_MAX_LEN;
+        }
     }
     L->d = d;
     L->causal = op == ATTN__STEP ? 1 : d->causal;
@@ -9461,11 +9604,10 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     L->eps = d->linear.eps != 0.0f ? d->linear.eps : 1e-6f;
     L->F = L->D;
     if (d->kind == ATTN_COSFORMER) {
-        const int M = d->cosformer.max_len ? d->cosformer.max_len : ATTN__MAX(c->q.seq, c->k.seq);
         if (L->D > INT_MAX / 2) return ATTN_ERR_OVERFLOW;
         L->F = 2 * L->D;
         L->cos = 1;
-        L->ang = 1.57079632679489661923 / (double)M;
+        L->M = d->cosformer.max_len;     /* 0: per sequence, attn__lin_ang */
         L->eps = d->cosformer.eps != 0.0f ? d->cosformer.eps : 1e-6f;
     }
     if (d->kind == ATTN_PERFORMER) {
@@ -9477,7 +9619,7 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
         L->hmul = (float)(0.5 / sqrt((double)L->D));
         L->W = p->projection;
     }
-    L->n_tasks = c->q.batch * c->k.heads;      /* <= B * Hq * Sq, checked by attn__check_qkv */
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->k.heads, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
     L->n_threads = ATTN__MIN(attn__resolve_threads(d), L->n_tasks);
     if (d->n_threads == 0) {     /* default threads: one per ~2^20 state-update flops of the call, so a
                                     decoding step is not slower than its threads' start-up */
@@ -9569,14 +9711,22 @@ static void attn__lin_phi(const attn__isa *isa, const void *src, attn_dtype t, f
     for (i = 0; i < n; ++i) dst[i] = dst[i] > 0.0f ? dst[i] + 1.0f : (dst[i] <= 0.0f ? tmp[i] : dst[i]);
 }
 
-/* The kind's features of one q or k row at 0-based position pos: dst [F]; tmp: D floats.
-   ATTN_LINEAR: elu + 1. ATTN_COSFORMER: [relu(x) sin a, relu(x) cos a], a = (pi/2)(pos + 1)/M
-   (relu keeps NaN). */
-static void attn__lin_feat(const attn__lin *L, const void *src, attn_dtype t, float *dst, float *tmp, long long pos) {
+/* ATTN_COSFORMER's angle step (pi/2) / M of sequence b: M = max_len, else max(Lq, Lk) of the
+   sequence's valid lengths (ZOO.md), so padding a sequence does not change its rows. */
+static double attn__lin_ang(const attn__lin *L, int b) {
+    int M = L->M;
+    if (!M) M = ATTN__MAX(1, ATTN__MAX(attn__lin_len(L->seqlens_q, b, L->q.seq), attn__lin_len(L->seqlens_k, b, L->k.seq)));
+    return 1.57079632679489661923 / (double)M;
+}
+
+/* The kind's features of one q or k row of sequence b at 0-based position pos: dst [F]; tmp: D
+   floats. ATTN_LINEAR: elu + 1. ATTN_COSFORMER: [relu(x) sin a, relu(x) cos a], a = (pi/2)(pos +
+   1)/M (relu keeps NaN). */
+static void attn__lin_feat(const attn__lin *L, int b, const void *src, attn_dtype t, float *dst, float *tmp, long long pos) {
     if (!L->cos) {
         attn__lin_phi(L->isa, src, t, dst, tmp, L->D);
     } else {
-        const double a = L->ang * (double)(pos + 1);
+        const double a = attn__lin_ang(L, b) * (double)(pos + 1);
         const float sa = (float)sin(a), ca = (float)cos(a);
         int i;
         L->isa->load(src, t, tmp, L->D, 1.0f);
@@ -9594,7 +9744,7 @@ typedef struct attn__lin_bufs { float *S, *z, *K, *V, *Q, *A, *num, *den, *row, 
 static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int n) {
     int j;
     for (j = 0; j < n; ++j) {
-        attn__lin_feat(L, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->F, B->row, L->pos0 + j0 + j);
+        attn__lin_feat(L, b, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->F, B->row, L->pos0 + j0 + j);
         L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, B->V + (size_t)j * L->Dv, L->Dv, 1.0f);
     }
 }
@@ -9658,7 +9808,7 @@ static void attn__lin_task(void *ctx, int t, int thread) {
         }
         for (gi = 0; gi < g; ++gi)                     /* row gi*n + i: head hk*g + gi, query q0 + i */
             for (i = 0; i < n; ++i)
-                attn__lin_feat(L, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
+                attn__lin_feat(L, b, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
                                B.row, L->pos0 + q0 + i + (L->causal ? shift : 0));
         if (m <= ATTN__LIN_FEW) {     /* num = phi(Q) S row by row (decoding steps) */
             int f;
@@ -10197,7 +10347,7 @@ typedef struct attn__lbw_bufs {
 
 /* dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] whose features are Fe [n][F]; row r at
    position p0 + r % period (ATTN_COSFORMER); query: Fe includes the Performer eps. */
-static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX,
+static void attn__lbw_chain(const attn__lin *L, int b, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX,
                             long long p0, int period, int query) {
     const attn__isa *isa = L->isa;
     const int F = L->F, D = L->D;
@@ -10232,7 +10382,7 @@ static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float 
             }
     } else if (L->cos) {
         for (r = 0; r < n; ++r) {
-            const double a = L->ang * (double)(p0 + r % period + 1);
+            const double a = attn__lin_ang(L, b) * (double)(p0 + r % period + 1);
             const float sa = (float)sin(a), ca = (float)cos(a);
             const float *x = X + (size_t)r * D, *t = dF + (size_t)r * F;
             for (d = 0; d < D; ++d) dX[(size_t)r * D + d] = x[d] > 0.0f ? t[d] * sa + t[D + d] * ca : (x[d] <= 0.0f ? 0.0f : x[d]);
@@ -10268,7 +10418,7 @@ static void attn__lbw_queries(const attn__lin *L, attn__lbw_bufs *W, int b, int 
         for (i = 0; i < n; ++i) {
             const int r = gi * n + i;
             const void *src = attn__at(&L->q, b, q0 + i, hk * g + gi);
-            attn__lin_feat(L, src, L->q.dtype, W->P.B.Q + (size_t)r * L->F, W->P.B.row, L->pos0 + q0 + i + (L->causal ? pa - q0 : 0));
+            attn__lin_feat(L, b, src, L->q.dtype, W->P.B.Q + (size_t)r * L->F, W->P.B.row, L->pos0 + q0 + i + (L->causal ? pa - q0 : 0));
             L->isa->load(src, L->q.dtype, W->XQ + (size_t)r * D, D, 1.0f);
             W->P.fac[r] = 1.0f;
             W->P.sumq[r] = 0.0f;
@@ -10298,7 +10448,7 @@ static void attn__lbw_keys_from_state(const attn__lin *L, attn__lbw_bufs *W, int
 /* Writes the n keys' dk (through the features) and dv rows from j0. */
 static void attn__lbw_store_keys(const attn__lin *L, const attn__lbw *C, attn__lbw_bufs *W, int b, int hk, int j0, int n) {
     int j;
-    attn__lbw_chain(L, W->P.B.gemm, n, W->P.X, W->P.B.K, W->dK, W->dX, j0, INT_MAX, 0);
+    attn__lbw_chain(L, b, W->P.B.gemm, n, W->P.X, W->P.B.K, W->dK, W->dX, j0, INT_MAX, 0);
     for (j = 0; j < n; ++j) {
         L->isa->store(attn__at(&C->dk, b, j0 + j, hk), C->dk.dtype, W->dX + (size_t)j * L->D, L->D, 1.0f);
         L->isa->store(attn__at(&C->dv, b, j0 + j, hk), C->dv.dtype, W->dV + (size_t)j * L->Dv, L->Dv, 1.0f);
@@ -10450,7 +10600,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             }
             attn__sgemm_1t(B->gemm, 0, 0, m, F, nk, 1.0f, W->BE, nk, B->K, F, 1.0f, W->dQ, F);
         }
-        attn__lbw_chain(L, B->gemm, m, W->XQ, B->Q, W->dQ, W->dX, L->causal ? pa : q0, n, 1);
+        attn__lbw_chain(L, b, B->gemm, m, W->XQ, B->Q, W->dQ, W->dX, L->causal ? pa : q0, n, 1);
         for (gi = 0; gi < g; ++gi)
             for (i = 0; i < n; ++i)
                 isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
@@ -10644,11 +10794,21 @@ static int attn__rwkv_same_shape(const attn_tensor *t, const attn_tensor *ref) {
     return t->batch == ref->batch && t->seq == ref->seq && t->heads == ref->heads && t->dim == ref->dim;
 }
 
-/* state_out is state_in itself, or the two n-float ranges do not overlap. */
-static int attn__rwkv_alias_ok(const float *in, const float *out, size_t n) {
-    uintptr_t a = (uintptr_t)in, b = (uintptr_t)out, len = (uintptr_t)n * sizeof(float);
-    if (!in || !out || in == out) return 1;
-    return b >= a + len || a >= b + len;
+/* The memory rule of attn_tensor for both scans: state_out is state_in itself or apart from it
+   (ATTN_ERR_RWKV_STATE_ALIAS); out's rows do not overlap, and out and state_out (st floats) meet
+   no input (the views, then the C-float arrays a, b) and not each other (ATTN_ERR_RWKV_OVERLAP).
+   Before any write, so a refused call leaves out and the state untouched. */
+static attn_status attn__rwkv_overlap(const attn__view *const *in, int n_in, const attn__view *out, const float *a,
+                                      const float *b, size_t C, const float *state_in, float *state_out, size_t st) {
+    attn__ovl o;
+    int i;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    for (i = 0; i < n_in; ++i) attn__ovl_view(&o, 0, in[i]);
+    attn__ovl_view(&o, 1, out);
+    attn__ovl_mem(&o, 0, a, C, sizeof(float));
+    attn__ovl_mem(&o, 0, b, C, sizeof(float));
+    return attn__ovl_bad(&o) ? ATTN_ERR_RWKV_OVERLAP : ATTN_OK;
 }
 
 /* Every element of the view in [lo, hi] (NaN is not); axes with stride 0 are read once. */
@@ -10832,7 +10992,11 @@ static attn_status attn__rwkv4_run(const attn_rwkv_desc *d, const float *time_de
         (size_t)k->heads * (size_t)X.nblk > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     if (step && k->seq != 1) return ATTN_ERR_RWKV_STEP_SEQ;
     if (step && !state_out) return ATTN_ERR_RWKV_NULL_STATE;
-    if (!attn__rwkv_alias_ok(state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    {
+        const attn__view *in[2];
+        in[0] = &X.k; in[1] = &X.v;
+        if ((s = attn__rwkv_overlap(in, 2, &X.out, time_decay, time_first, C, state_in, state_out, st)) != ATTN_OK) return s;
+    }
     if (!attn__rwkv_finite(time_decay, C)) return ATTN_ERR_RWKV_TIME_DECAY;
     if (!attn__rwkv_finite(time_first, C)) return ATTN_ERR_RWKV_TIME_FIRST;
     X.isa = attn__vec();
@@ -11040,7 +11204,11 @@ static attn_status attn__rwkv6_run(const attn_rwkv_desc *d, const attn_tensor *r
     if (step && k->seq != 1) return ATTN_ERR_RWKV_STEP_SEQ;
     if (bytes) { *bytes = total; return ATTN_OK; }
     if (step && !state_out) return ATTN_ERR_RWKV_NULL_STATE;
-    if (!attn__rwkv_alias_ok(state_in, state_out, st)) return ATTN_ERR_RWKV_STATE_ALIAS;
+    {
+        const attn__view *in[4];
+        in[0] = &X.r; in[1] = &X.k; in[2] = &X.v; in[3] = &X.w;
+        if ((s = attn__rwkv_overlap(in, 4, &X.out, u, NULL, C, state_in, state_out, st)) != ATTN_OK) return s;
+    }
     if (!attn__rwkv_finite(u, C)) return ATTN_ERR_RWKV_U;
     if (!attn__rwkv_range_ok(&X.w, 0.0f, 1.0f)) return ATTN_ERR_RWKV_W_RANGE;
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
@@ -11179,6 +11347,10 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     memset(P, 0, sizeof *P);
     if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
         return s;
+    {   /* tasks: E K and F V per (sequence, KV head), then the dE / dF heads */
+        int t;
+        if (!attn__tasks(2, (size_t)c->k.batch + 1, (size_t)c->k.heads, &t)) return ATTN_ERR_OVERFLOW;
+    }
     if (!L->e) return ATTN_ERR_LINFORMER_NULL_E;
     if (L->shared_heads != 0 && L->shared_heads != 1) return ATTN_ERR_LINFORMER_SHARED_HEADS;
     if (L->shared_kv != 0 && L->shared_kv != 1) return ATTN_ERR_LINFORMER_SHARED_KV;
@@ -11388,18 +11560,26 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
 }
 
 ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z) {
-    size_t n;
-    float *s;
+    size_t n, mm, i;
+    float *s, *zs;
     double cmax;
     if (!a || !z) return ATTN_ERR_NYSTROM_PINV_NULL;
     if (m < 1) return ATTN_ERR_NYSTROM_PINV_M;
     if (iterations < 1) return ATTN_ERR_NYSTROM_ITERATIONS;
-    if (!attn__mul_size((size_t)m, (size_t)m, &n) || !attn__mul_size(n, 3 * sizeof(float), &n) ||
+    if (!attn__mul_size((size_t)m, (size_t)m, &mm) || !attn__mul_size(mm, 4 * sizeof(float), &n) ||
         n > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
+    {   /* [a, a + m^2) and [z, z + m^2) must not meet (z is written while a is read) */
+        const uintptr_t a0 = (uintptr_t)a, z0 = (uintptr_t)z, bytes = (uintptr_t)(mm * sizeof(float));
+        if (a0 < z0 + bytes && z0 < a0 + bytes) return ATTN_ERR_NYSTROM_PINV_ALIAS;
+    }
     cmax = attn__nys_colmax(a, m);
     if (!(cmax > 0.0) || !isfinite(cmax)) return ATTN_ERR_NYSTROM_PINV_A;
     if (!(s = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
-    attn__nys_pinv(a, m, iterations, cmax, z, s);
+    zs = s + 3 * mm;                 /* the result lands in scratch first: z only gets a finite one */
+    attn__nys_pinv(a, m, iterations, cmax, zs, s);
+    for (i = 0; i < mm; ++i)
+        if (!isfinite(zs[i])) { attn__free(s); return ATTN_ERR_NYSTROM_PINV_DIVERGED; }
+    memcpy(z, zs, mm * sizeof(float));
     attn__free(s);
     return ATTN_OK;
 }
@@ -11586,6 +11766,8 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     if (!N->pad && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
     if (N->iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
     if (N->conv_kernel < 0 || (N->conv_kernel != 0 && N->conv_kernel % 2 == 0)) return ATTN_ERR_NYSTROM_CONV_KERNEL;
+    /* the caller's filter has as many taps as the caller says: a default would read past it */
+    if (N->conv && N->conv_kernel == 0) return ATTN_ERR_NYSTROM_CONV_TAPS;
     if (N->conv && Sq != Sk) return ATTN_ERR_NYSTROM_CONV_SEQ;
     if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
         d->global_tokens || d->seqlens_q || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
@@ -11599,11 +11781,16 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     P->iters = N->iterations ? N->iterations : 6;
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
     P->exact = P->m == Sq && P->m == Sk;
-    P->conv = N->conv; P->kernel = N->conv_kernel ? N->conv_kernel : 35;
+    P->conv = N->conv; P->kernel = N->conv ? N->conv_kernel : 1;   /* no conv: the kernel is not read */
     P->n_threads = attn__resolve_threads(d);
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
     P->n_chunks = (Sk + ATTN__NYS_KC - 1) / ATTN__NYS_KC;
     P->n_blocks = (Sq + ATTN__NYS_RQ - 1) / ATTN__NYS_RQ;
+    {   /* the task counts of attn__nystrom_forward */
+        int t;
+        if (!attn__tasks(2, (size_t)B, (size_t)Hq, &t) || !attn__tasks((size_t)B, (size_t)Hq, (size_t)P->n_blocks, &t) ||
+            !attn__tasks((size_t)B, (size_t)c->k.heads, (size_t)P->n_chunks, &t)) return ATTN_ERR_OVERFLOW;
+    }
     P->part_row = (size_t)Dv + 2;
     m2 = (size_t)P->m * (size_t)P->m;
     /* V rows a block of conv residuals reads: the block and kernel/2 either side (fp32 copies) */
@@ -11687,8 +11874,17 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
 
-/* A resolved view: element strides (dense defaults filled in). */
-typedef struct attn__ssm_tv { char *p; attn_dtype dt; ptrdiff_t sb, sc; } attn__ssm_tv;
+ATTNDEF attn_ssm_tensor attn_ssm_tensor_dense(void *data, attn_dtype dtype, int channels, int len) {
+    attn_ssm_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data; t.dtype = dtype;
+    t.stride_chan = len > 0 ? len : 0;
+    t.stride_batch = attn__stride_mul(t.stride_chan, channels);
+    return t;
+}
+
+/* A validated view: the caller's element strides (a zero stride broadcasts). */
+typedef struct attn__ssm_tv { char *p; attn_dtype dt; ptrdiff_t sb, sc; int nb, nc, nl; } attn__ssm_tv;
 
 static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
     if (!d) return ATTN_ERR_NULL_DESC;
@@ -11701,14 +11897,9 @@ static attn_status attn__ssm_common(const attn_ssm_desc *d, int need_len) {
 static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int output, attn__ssm_tv *r) {
     size_t e, a;
     if (t.dtype != ATTN_F32 && t.dtype != ATTN_F16 && t.dtype != ATTN_BF16) return ATTN_ERR_SSM_DTYPE;
-    r->p = (char *)t.data; r->dt = t.dtype;
-    if (t.stride_batch == 0 && t.stride_chan == 0) {
-        if (!attn__mul_size((size_t)nc, (size_t)nl, &e) || e > (size_t)PTRDIFF_MAX) return ATTN_ERR_SSM_OVERFLOW;
-        r->sc = nl; r->sb = (ptrdiff_t)e;
-    } else {
-        if (output && ((nb > 1 && t.stride_batch == 0) || (nc > 1 && t.stride_chan == 0))) return ATTN_ERR_SSM_Y_BROADCAST;
-        r->sb = t.stride_batch; r->sc = t.stride_chan;
-    }
+    r->p = (char *)t.data; r->dt = t.dtype; r->nb = nb; r->nc = nc; r->nl = nl;
+    if (output && ((nb > 1 && t.stride_batch == 0) || (nc > 1 && t.stride_chan == 0))) return ATTN_ERR_SSM_Y_BROADCAST;
+    r->sb = t.stride_batch; r->sc = t.stride_chan;
     /* the largest offset |sb| (nb-1) + |sc| (nc-1) + nl - 1, in bytes, must fit ptrdiff_t */
     if (!attn__mul_size((size_t)(r->sb < 0 ? -r->sb : r->sb), (size_t)(nb - 1), &e)) return ATTN_ERR_SSM_OVERFLOW;
     if (!attn__mul_size((size_t)(r->sc < 0 ? -r->sc : r->sc), (size_t)(nc - 1), &a) || !attn__add_size(e, a, &e) ||
@@ -11716,6 +11907,15 @@ static attn_status attn__ssm_view(attn_ssm_tensor t, int nb, int nc, int nl, int
         e > (size_t)PTRDIFF_MAX)
         return ATTN_ERR_SSM_OVERFLOW;
     return ATTN_OK;
+}
+/* Lists a view made by attn__ssm_view in an overlap set (3.4) as the attn__view [nb, nc, 1, nl]
+   it is, so an output's rows (channels) are checked as attn_tensor's; absent (NULL): skipped. */
+static void attn__ovl_ssm(attn__ovl *o, int is_out, const attn__ssm_tv *t) {
+    attn__view v;
+    if (!t->p) return;
+    v.data = t->p; v.dtype = t->dt; v.esize = attn__dtype_size(t->dt);
+    v.batch = t->nb; v.seq = t->nc; v.heads = 1; v.dim = t->nl; v.sb = t->sb; v.ss = t->sc; v.sh = 0;
+    attn__ovl_view(o, is_out, &v);
 }
 static void *attn__ssm_at(const attn__ssm_tv *v, int b, int c, int l) {
     return v->p + ((ptrdiff_t)b * v->sb + (ptrdiff_t)c * v->sc + l) * (ptrdiff_t)attn__dtype_size(v->dt);
@@ -11907,7 +12107,7 @@ static void attn__ssm_cscan_task(void *ctx, int task, int thread) {
                         acc += cr * xr - ci * xi;
                     }
                     acc = 2.0f * acc + dsk * ub[t];
-                    if (P->has_z) acc *= zb[t] / (1.0f + expf(-zb[t]));
+                    if (P->has_z) acc *= attn__silu1(zb[t]);
                     yb[t] = acc;
                 }
                 V->store(attn__ssm_at(&P->y, b, ch, t0), P->y.dt, yb, nt, 1.0f);
@@ -11964,8 +12164,6 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
         attn_ssm_tensor b2 = Bm, c2 = Cm;          /* [dim, N] (complex: [dim, 2N]): one "batch" */
         const int nr = P->N * (1 + P->cplx);
         b2.stride_batch = 0; c2.stride_batch = 0;
-        if (b2.stride_chan == 0) b2.stride_chan = nr;
-        if (c2.stride_chan == 0) c2.stride_chan = nr;
         if ((s = attn__ssm_view(b2, 1, P->D, nr, 0, &P->Bm)) != ATTN_OK) return s;
         if ((s = attn__ssm_view(c2, 1, P->D, nr, 0, &P->Cm)) != ATTN_OK) return s;
     } else {                                       /* complex: (re, im) of token l at 2l, 2l + 1 */
@@ -11978,6 +12176,33 @@ static attn_status attn__ssm_scan_check(const attn_ssm_desc *d, int step, attn_s
     P->ws_floats = attn__ssm_scan_floats(P->N);
     if (!(*ws_bytes = attn__ssm_ws_bytes(attn__ssm_threads(d), P->ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
     return ATTN_OK;
+}
+
+/* The memory rule for the selective scan, its step (sin == sout: the state, in place) and its
+   backward (g: the gradients are the outputs, P->y holds dy, an input). Before any write. */
+static attn_status attn__ssm_scan_overlap(const attn__ssm_scan *P, const float *d_skip, const float *dbias,
+                                          const float *sin, float *sout, const attn_ssm_grads *g) {
+    attn__ovl o;
+    const size_t DN = (size_t)P->D * (size_t)P->N * (size_t)(1 + P->cplx), BDL = (size_t)P->B * P->D * (size_t)P->L;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, sin, sout, (size_t)P->S * DN)) return ATTN_ERR_SSM_STATE_ALIAS;
+    attn__ovl_ssm(&o, 0, &P->u); attn__ovl_ssm(&o, 0, &P->dl); attn__ovl_ssm(&o, 0, &P->z);
+    attn__ovl_ssm(&o, 0, &P->Bm); attn__ovl_ssm(&o, 0, &P->Cm); attn__ovl_ssm(&o, !g, &P->y);
+    attn__ovl_mem(&o, 0, P->A, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, d_skip, (size_t)P->D, sizeof(float));
+    attn__ovl_mem(&o, 0, dbias, (size_t)P->D, sizeof(float));
+    if (g) {                                   /* dense fp32, shapes as attn_ssm_grads documents */
+        const size_t nbc = P->bc_const ? (size_t)P->D * P->N : (size_t)P->B * P->G * (size_t)P->N * P->L;
+        attn__ovl_mem(&o, 1, g->du, BDL, sizeof(float));
+        attn__ovl_mem(&o, 1, g->ddelta, BDL, sizeof(float));
+        if (P->has_z) attn__ovl_mem(&o, 1, g->dz, BDL, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dA, DN, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dB, nbc, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dC, nbc, sizeof(float));
+        attn__ovl_mem(&o, 1, g->dD, (size_t)P->D, sizeof(float));
+        attn__ovl_mem(&o, 1, g->ddelta_bias, (size_t)P->D, sizeof(float));
+    }
+    return attn__ovl_bad(&o) ? (g ? ATTN_ERR_SSM_BWD_OVERLAP : ATTN_ERR_SSM_OVERLAP) : ATTN_OK;
 }
 
 /* below this many state updates (batch x dim x d_state x len: a decoding step of a small or
@@ -12007,6 +12232,7 @@ ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_
     size_t bytes;
     attn_status s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, y, &P, &bytes);
     if (s != ATTN_OK) return s;
+    if ((s = attn__ssm_scan_overlap(&P, d_skip, delta_bias, state_in, state_out, NULL)) != ATTN_OK) return s;
     P.Dk = d_skip; P.dbias = delta_bias; P.sin = state_in; P.sout = state_out;
     return attn__ssm_scan_run(desc, &P, bytes);
 }
@@ -12020,6 +12246,7 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
     attn_status s = attn__ssm_scan_check(desc, 1, x, dt, A, B, C, z, y, &P, &bytes);
     if (s != ATTN_OK) return s;
     if (!state) return ATTN_ERR_SSM_NULL_STATE;
+    if ((s = attn__ssm_scan_overlap(&P, d_skip, dt_bias, state, state, NULL)) != ATTN_OK) return s;
     P.Dk = d_skip; P.dbias = dt_bias; P.sin = state; P.sout = state;
     return attn__ssm_scan_run(desc, &P, bytes);
 }
@@ -12123,8 +12350,9 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                     for (n = 0; n < N; ++n) yp += (P->bc_const ? cb[n] : cb[(size_t)n * T + j]) * xl[n];
                     if (P->has_z) {
                         const float zv = zb[j], sg = 1.0f / (1.0f + expf(-zv));
-                        if (G->dz) G->dz[o] = dyp * yp * sg * (1.0f + zv * (1.0f - sg));
-                        dyp *= zv * sg;
+                        const int dead = zv < ATTN__SILU_ZERO;          /* the forward's -0 gate: no gradient */
+                        if (G->dz) G->dz[o] = dead ? 0.0f : dyp * yp * sg * (1.0f + zv * (1.0f - sg));
+                        dyp = dead ? 0.0f : dyp * zv * sg;
                     }
                     dD += (double)dyp * (double)uv;
                     du = dyp * dsk;
@@ -12195,8 +12423,10 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     if (desc && desc->cu_seqlens) return ATTN_ERR_SSM_BWD_VARLEN;
     if (desc && desc->a_complex == 1) return ATTN_ERR_SSM_BWD_COMPLEX;
     if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
-    if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK) return s;
+    if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK)
+        return s == ATTN_ERR_SSM_Y_BROADCAST ? ATTN_ERR_SSM_DY_BROADCAST : s;   /* dy sits in y's place */
     if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
+    if ((s = attn__ssm_scan_overlap(&W.F, d_skip, delta_bias, state_in, NULL, grads)) != ATTN_OK) return s;
     W.g = grads;
     W.F.Dk = d_skip; W.F.dbias = delta_bias; W.F.sin = state_in;
     nt = attn__ssm_threads(desc);
@@ -12249,7 +12479,7 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
         if (P->act == ATTN_SSM_CONV_SILU) {    /* o / (1 + e^-o) */
             for (c = 0; c < n; ++c) xp[c] = -o[c];
             V->exp_sum(xp, xp, 0.0f, n);
-            for (c = 0; c < n; ++c) o[c] /= 1.0f + xp[c];
+            for (c = 0; c < n; ++c) o[c] = o[c] < ATTN__SILU_ZERO ? -0.0f : o[c] / (1.0f + xp[c]);   /* the exp clamps */
         }
         for (c = 0; c < n; ++c) {
             const size_t hist = ((size_t)b * P->D + c0 + c) * (size_t)(K - 1);
@@ -12273,7 +12503,7 @@ static void attn__ssm_conv_task(void *ctx, int task, int thread) {
             if (P->act == ATTN_SSM_CONV_SILU) {                  /* o / (1 + e^-o) */
                 for (t = 0; t < nt; ++t) e[t] = -o[t];
                 V->exp_sum(e, e, 0.0f, nt);
-                for (t = 0; t < nt; ++t) o[t] /= 1.0f + e[t];
+                for (t = 0; t < nt; ++t) o[t] = o[t] < ATTN__SILU_ZERO ? -0.0f : o[t] / (1.0f + e[t]);   /* the exp clamps */
             }
             V->store(attn__ssm_at(&P->out, b, c, t0), P->out.dt, o, nt, 1.0f);
             memmove(xp, xp + nt, sizeof(float) * (size_t)(K - 1));   /* the last K-1 inputs */
@@ -12307,6 +12537,17 @@ static attn_status attn__ssm_conv_check(const attn_ssm_desc *d, int step, attn_s
     return ATTN_OK;
 }
 
+/* The memory rule for the conv1d and its step (sin == sout: the state, in place). */
+static attn_status attn__ssm_conv_overlap(const attn__ssm_conv *P, const float *bias, const float *sin, float *sout) {
+    attn__ovl o;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, sin, sout, (size_t)P->B * P->D * (size_t)(P->K - 1))) return ATTN_ERR_SSM_STATE_ALIAS;
+    attn__ovl_ssm(&o, 0, &P->x); attn__ovl_ssm(&o, 1, &P->out);
+    attn__ovl_mem(&o, 0, P->w, (size_t)P->D * (size_t)P->K, sizeof(float));
+    attn__ovl_mem(&o, 0, bias, (size_t)P->D, sizeof(float));
+    return attn__ovl_bad(&o) ? ATTN_ERR_SSM_OVERLAP : ATTN_OK;
+}
+
 static attn_status attn__ssm_conv_run(const attn_ssm_desc *d, attn__ssm_conv *P, size_t bytes) {
     attn__ws w;
     attn_desc pd;
@@ -12329,6 +12570,7 @@ ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x
     size_t bytes;
     attn_status s = attn__ssm_conv_check(desc, 0, x, weight, out, &P, &bytes);
     if (s != ATTN_OK) return s;
+    if ((s = attn__ssm_conv_overlap(&P, bias, state_in, state_out)) != ATTN_OK) return s;
     P.bias = bias; P.sin = state_in; P.sout = state_out;
     return attn__ssm_conv_run(desc, &P, bytes);
 }
@@ -12340,6 +12582,7 @@ ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_ten
     attn_status s = attn__ssm_conv_check(desc, 1, x, weight, out, &P, &bytes);
     if (s != ATTN_OK) return s;
     if (!state && P.K > 1) return ATTN_ERR_SSM_NULL_STATE;
+    if ((s = attn__ssm_conv_overlap(&P, bias, state, state)) != ATTN_OK) return s;
     P.bias = bias; P.sin = state; P.sout = state;
     return attn__ssm_conv_run(desc, &P, bytes);
 }
@@ -12473,6 +12716,27 @@ static attn_status attn__s4d_check(const attn_ssm_desc *d, int step, int kernel,
     return ATTN_OK;
 }
 
+/* The memory rule for S4D, its step (sin == sout: the state, in place) and its kernel (P->K
+   the output, u and y absent). */
+static attn_status attn__s4d_overlap(const attn__s4d *P, const float *sin, float *sout) {
+    const attn_s4d_params *p = P->p;
+    const size_t D = (size_t)P->D, DN = D * (size_t)P->N;
+    attn__ovl o;
+    attn__ovl_init(&o);
+    if (!attn__ovl_state(&o, sin, sout, (size_t)P->B * DN * 2)) return ATTN_ERR_SSM_STATE_ALIAS;
+    attn__ovl_ssm(&o, 0, &P->u); attn__ovl_ssm(&o, 1, &P->y);
+    attn__ovl_mem(&o, 1, P->K, D * (size_t)P->L, sizeof(float));
+    attn__ovl_mem(&o, 0, p->log_dt, D, sizeof(float));
+    attn__ovl_mem(&o, 0, p->d_skip, D, sizeof(float));
+    attn__ovl_mem(&o, 0, p->log_a_real, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->a_imag, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->b_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->b_im, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->c_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, p->c_im, DN, sizeof(float));
+    return attn__ovl_bad(&o) ? ATTN_ERR_SSM_OVERLAP : ATTN_OK;
+}
+
 static attn_status attn__s4d_run(const attn_ssm_desc *d, attn__s4d *P, size_t bytes, attn_task_fn task) {
     attn__ws w;
     attn_desc pd;
@@ -12499,6 +12763,7 @@ ATTNDEF attn_status attn_ssm_s4d_kernel(const attn_ssm_desc *desc, const attn_s4
     if (!K) return ATTN_ERR_SSM_NULL_K;
     if (!attn__mul_size((size_t)P.D, (size_t)P.L, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_SSM_OVERFLOW;
     P.K = K;
+    if ((s = attn__s4d_overlap(&P, NULL, NULL)) != ATTN_OK) return s;
     return attn__s4d_run(desc, &P, 0, attn__s4d_kernel_task);
 }
 
@@ -12508,6 +12773,7 @@ ATTNDEF attn_status attn_ssm_s4d(const attn_ssm_desc *desc, const attn_s4d_param
     size_t bytes;
     attn_status s = attn__s4d_check(desc, 0, 0, params, u, y, &P, &bytes);
     if (s != ATTN_OK) return s;
+    if ((s = attn__s4d_overlap(&P, state_in, state_out)) != ATTN_OK) return s;
     P.sin = state_in; P.sout = state_out;
     return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
 }
@@ -12519,6 +12785,7 @@ ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_
     attn_status s = attn__s4d_check(desc, 1, 0, params, u, y, &P, &bytes);
     if (s != ATTN_OK) return s;
     if (!state) return ATTN_ERR_SSM_NULL_STATE;
+    if ((s = attn__s4d_overlap(&P, state, state)) != ATTN_OK) return s;
     P.sin = state; P.sout = state;
     return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
 }
@@ -12593,11 +12860,12 @@ static int attn__same_shape(const attn_tensor *a, int batch, int seq, int heads,
     return a->batch == batch && a->seq == seq && a->heads == heads && a->dim == dim && !attn__tensor_bcast(a);
 }
 static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
-    attn__span in[6], o[4];
+    attn__ovl o;
     attn__view ov;
-    int n_in = 0, n_o = 0, i, j;
+    attn__span sp;
     const attn_status err = op == ATTN__BACKWARD ? ATTN_ERR_BWD_OVERLAP : ATTN_ERR_OUT_OVERLAP;
-    if (c->bytes || (op != ATTN__FORWARD && op != ATTN__BACKWARD && op != ATTN__DECODE)) return ATTN_OK;
+    if (c->bytes || op == ATTN__STATE_SIZE) return ATTN_OK;
+    attn__ovl_init(&o);
     if (op == ATTN__DECODE) {                  /* q of the cache's batch, heads and dim (the cache's own
                                                   checks, O(pages), stay in the operation) */
         if (!c->cache || !attn__shape_ok(&c->q) || c->cache->k.heads < 1 || c->q.batch != c->cache->batch ||
@@ -12605,57 +12873,44 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
             return ATTN_OK;
     } else {                                   /* the shared tensor contract holds */
         attn__view qv, kv, vv, xv;
-        if (attn__check_qkv(&c->q, &c->k, &c->v, op == ATTN__FORWARD ? &c->out : NULL, &qv, &kv, &vv, &xv) != ATTN_OK)
+        if (attn__check_qkv(&c->q, &c->k, &c->v, op != ATTN__BACKWARD ? &c->out : NULL, &qv, &kv, &vv, &xv) != ATTN_OK)
             return ATTN_OK;
         if (op == ATTN__BACKWARD &&            /* out and dout (inputs here) of the forward's shape */
             (c->out.batch != c->q.batch || c->out.seq != c->q.seq || c->out.heads != c->q.heads || c->out.dim != c->v.dim ||
              c->dout.batch != c->q.batch || c->dout.seq != c->q.seq || c->dout.heads != c->q.heads || c->dout.dim != c->v.dim))
             return ATTN_OK;
     }
-    if (attn__tensor_span(&c->q, &in[n_in], NULL)) ++n_in;
+    if (attn__tensor_span(&c->q, &sp, NULL)) attn__ovl_span(&o, 0, sp);
     if (op == ATTN__DECODE) {                  /* the cache's own views (pages: the whole pool) */
-        if (c->cache) {
-            if (attn__tensor_span(&c->cache->k, &in[n_in], NULL)) ++n_in;
-            if (attn__tensor_span(&c->cache->v, &in[n_in], NULL)) ++n_in;
-        }
+        if (attn__tensor_span(&c->cache->k, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (attn__tensor_span(&c->cache->v, &sp, NULL)) attn__ovl_span(&o, 0, sp);
     } else {
-        if (attn__tensor_span(&c->k, &in[n_in], NULL)) ++n_in;
-        if (attn__tensor_span(&c->v, &in[n_in], NULL)) ++n_in;
+        if (attn__tensor_span(&c->k, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (attn__tensor_span(&c->v, &sp, NULL)) attn__ovl_span(&o, 0, sp);
     }
     if (op == ATTN__BACKWARD) {
         const attn_tensor *g[3], *like[3];
+        int i;
         g[0] = &c->dq; g[1] = &c->dk; g[2] = &c->dv;
-        if (attn__tensor_span(&c->out, &in[n_in], NULL)) ++n_in;
-        if (attn__tensor_span(&c->dout, &in[n_in], NULL)) ++n_in;
-        if (c->lse_in && attn__tensor_span(&c->q, &in[n_in], NULL)) {    /* lse_in [B, Hq, Sq] floats */
-            in[n_in].lo = (uintptr_t)c->lse_in;
-            in[n_in].hi = in[n_in].lo + (uintptr_t)c->q.batch * (uintptr_t)c->q.heads * (uintptr_t)c->q.seq * sizeof(float);
-            ++n_in;
-        }
+        if (attn__tensor_span(&c->out, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (attn__tensor_span(&c->dout, &sp, NULL)) attn__ovl_span(&o, 0, sp);
+        if (c->lse_in && attn__tensor_span(&c->q, &sp, NULL))   /* lse_in [B, Hq, Sq] floats */
+            attn__ovl_mem(&o, 0, c->lse_in, (size_t)c->q.batch * (size_t)c->q.heads * (size_t)c->q.seq, sizeof(float));
         like[0] = &c->q; like[1] = &c->k; like[2] = &c->v;
         for (i = 0; i < 3; ++i)
             if (attn__same_shape(g[i], like[i]->batch, like[i]->seq, like[i]->heads, like[i]->dim) &&
-                attn__tensor_span(g[i], &o[n_o], &ov)) {
-                if (attn__view_self_overlap(&ov)) return err;
-                ++n_o;
-            }
+                attn__tensor_span(g[i], &sp, &ov))
+                attn__ovl_view(&o, 1, &ov);
     } else {
-        const int dv = op == ATTN__DECODE ? (c->cache ? c->cache->v.dim : -1) : c->v.dim;
-        if (attn__same_shape(&c->out, c->q.batch, c->q.seq, c->q.heads, dv) && attn__tensor_span(&c->out, &o[n_o], &ov)) {
-            if (attn__view_self_overlap(&ov)) return err;
-            ++n_o;
-        }
-        if (c->lse && attn__tensor_span(&c->q, &o[n_o], NULL)) {         /* lse [B, Hq, Sq] floats */
-            o[n_o].lo = (uintptr_t)c->lse;
-            o[n_o].hi = o[n_o].lo + (uintptr_t)c->q.batch * (uintptr_t)c->q.heads * (uintptr_t)c->q.seq * sizeof(float);
-            ++n_o;
-        }
+        const int dv = op == ATTN__DECODE ? c->cache->v.dim : c->v.dim;
+        if (attn__same_shape(&c->out, c->q.batch, c->q.seq, c->q.heads, dv) && attn__tensor_span(&c->out, &sp, &ov))
+            attn__ovl_view(&o, 1, &ov);
+        if (c->lse && attn__tensor_span(&c->q, &sp, NULL))      /* lse [B, Hq, Sq] floats */
+            attn__ovl_mem(&o, 1, c->lse, (size_t)c->q.batch * (size_t)c->q.heads * (size_t)c->q.seq, sizeof(float));
+        if (op == ATTN__STEP && c->state)      /* the state is read and written: all its declared floats */
+            attn__ovl_mem(&o, 1, c->state->data, c->state->size, sizeof(float));
     }
-    for (i = 0; i < n_o; ++i) {
-        for (j = 0; j < n_in; ++j) if (attn__spans_meet(o[i], in[j])) return err;
-        for (j = 0; j < i; ++j) if (attn__spans_meet(o[i], o[j])) return err;
-    }
-    return ATTN_OK;
+    return attn__ovl_bad(&o) ? err : ATTN_OK;
 }
 
 /* Runs desc->kind's operation op on the call. */

@@ -69,18 +69,15 @@ static void prob_init(prob *p, int D, int L, attn_dtype dt) {
 static void prob_free(prob *p) {
     free(p->u); free(p->dl); free(p->z); free(p->y); free(p->Bm); free(p->Cm); free(p->A); free(p->Dk); free(p->bias);
 }
-static attn_ssm_tensor tv(void *data, attn_dtype dt) {
-    attn_ssm_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data; t.dtype = dt;
-    return t;
-}
+/* a dense [batch][nc][nl] view */
+static attn_ssm_tensor tv(void *data, attn_dtype dt, int nc, int nl) { return attn_ssm_tensor_dense(data, dt, nc, nl); }
 static attn_status prob_run(const prob *p, int nt) {
     attn_ssm_desc d;
     memset(&d, 0, sizeof d);
     d.batch = 1; d.dim = p->D; d.len = p->L; d.d_state = NS; d.delta_softplus = 1; d.n_threads = nt;
-    return attn_ssm_selective_scan(&d, tv(p->u, p->dt), tv(p->dl, p->dt), p->A, tv(p->Bm, p->dt), tv(p->Cm, p->dt), p->Dk,
-                                   tv(p->z, p->dt), p->bias, NULL, tv(p->y, p->dt), NULL);
+    return attn_ssm_selective_scan(&d, tv(p->u, p->dt, p->D, p->L), tv(p->dl, p->dt, p->D, p->L), p->A,
+                                   tv(p->Bm, p->dt, NS, p->L), tv(p->Cm, p->dt, NS, p->L), p->Dk,
+                                   tv(p->z, p->dt, p->D, p->L), p->bias, NULL, tv(p->y, p->dt, p->D, p->L), NULL);
 }
 
 static void csv_row(const char *what, attn_dtype dt, int D, int L, int nt, double ms, double toks, double gbs, double pct,
@@ -264,9 +261,9 @@ static void bench_steps(void) {
             for (i = 0; i < reps; ++i) {
                 const double t0 = now_s();
                 if (pass == 0) {
-                    if (attn_ssm_selective_step(&d, tv(x, ATTN_F32), tv(dt, ATTN_F32), A, tv(Bm, ATTN_F32), tv(Cm, ATTN_F32), NULL,
-                                                tv(z, ATTN_F32), NULL, st, tv(y, ATTN_F32)) != ATTN_OK) die("step failed");
-                } else if (attn_ssm_conv1d_step(&d, tv(x, ATTN_F32), w, NULL, cst, tv(y, ATTN_F32)) != ATTN_OK) die("conv step failed");
+                    if (attn_ssm_selective_step(&d, tv(x, ATTN_F32, D, 1), tv(dt, ATTN_F32, D, 1), A, tv(Bm, ATTN_F32, NS, 1),
+                                                tv(Cm, ATTN_F32, NS, 1), NULL, tv(z, ATTN_F32, D, 1), NULL, st, tv(y, ATTN_F32, D, 1)) != ATTN_OK) die("step failed");
+                } else if (attn_ssm_conv1d_step(&d, tv(x, ATTN_F32, D, 1), w, NULL, cst, tv(y, ATTN_F32, D, 1)) != ATTN_OK) die("conv step failed");
                 t[i] = now_s() - t0;
             }
             qsort(t, (size_t)reps, sizeof(double), cmp_double);   /* median_of keeps 64 values at most */
@@ -290,10 +287,10 @@ static void bench_conv(int D, int L) {
     fill_rand(x, n); fill_rand(w, (size_t)D * 4);
     memset(&d, 0, sizeof d);
     d.batch = 1; d.dim = D; d.len = L;
-    attn_ssm_conv1d(&d, tv(x, ATTN_F32), w, NULL, NULL, tv(o, ATTN_F32), NULL);
+    attn_ssm_conv1d(&d, tv(x, ATTN_F32, D, L), w, NULL, NULL, tv(o, ATTN_F32, D, L), NULL);
     for (i = 0; i < 5; ++i) {
         const double t0 = now_s();
-        attn_ssm_conv1d(&d, tv(x, ATTN_F32), w, NULL, NULL, tv(o, ATTN_F32), NULL);
+        attn_ssm_conv1d(&d, tv(x, ATTN_F32, D, L), w, NULL, NULL, tv(o, ATTN_F32, D, L), NULL);
         t[i] = now_s() - t0;
     }
     tm = median_of(t, 5, NULL, NULL);
@@ -320,10 +317,10 @@ static void bench_s4d(int D, int N, int L) {
     p.log_dt = ldt; p.log_a_real = lar; p.a_imag = aim; p.c_re = cr; p.c_im = ci;
     memset(&d, 0, sizeof d);
     d.batch = 1; d.dim = D; d.len = L; d.d_state = N;
-    if (attn_ssm_s4d(&d, &p, tv(u, ATTN_F32), NULL, tv(y, ATTN_F32), NULL) != ATTN_OK) die("s4d failed");
+    if (attn_ssm_s4d(&d, &p, tv(u, ATTN_F32, D, L), NULL, tv(y, ATTN_F32, D, L), NULL) != ATTN_OK) die("s4d failed");
     for (i = 0; i < 5; ++i) {
         const double t0 = now_s();
-        attn_ssm_s4d(&d, &p, tv(u, ATTN_F32), NULL, tv(y, ATTN_F32), NULL);
+        attn_ssm_s4d(&d, &p, tv(u, ATTN_F32, D, L), NULL, tv(y, ATTN_F32, D, L), NULL);
         t[i] = now_s() - t0;
     }
     tm = median_of(t, 5, NULL, NULL);

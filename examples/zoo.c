@@ -163,10 +163,10 @@ static double time_scan(int m, int L, float *buf, int *ok) {   /* buf: 3 L H D f
             for (j = 0; j < C * 16; ++j) { A[j] = -(float)(1 + j % 16); Bc[j] = 0.1f; Cc[j] = 0.1f; }
             memset(&sd, 0, sizeof sd);
             sd.batch = 1; sd.dim = C; sd.len = L; sd.d_state = 16; sd.bc_const = ATTN_SSM_BC_CONST; sd.delta_softplus = 1;
-            memset(&u, 0, sizeof u); u.data = buf; u.dtype = ATTN_F32;
-            dl = u; dl.data = buf + (size_t)C * L;
-            y = u; y.data = buf + 2 * (size_t)C * L;
-            memset(&B, 0, sizeof B); B.data = Bc; B.dtype = ATTN_F32; Cm = B; Cm.data = Cc;
+            u = attn_ssm_tensor_dense(buf, ATTN_F32, C, L);
+            dl = attn_ssm_tensor_dense(buf + (size_t)C * L, ATTN_F32, C, L);
+            y = attn_ssm_tensor_dense(buf + 2 * (size_t)C * L, ATTN_F32, C, L);
+            B = attn_ssm_tensor_dense(Bc, ATTN_F32, C, 16); Cm = attn_ssm_tensor_dense(Cc, ATTN_F32, C, 16);
             memset(&z, 0, sizeof z);
             s = attn_ssm_selective_scan(&sd, u, dl, A, B, Cm, NULL, z, NULL, NULL, y, NULL);
         } else {

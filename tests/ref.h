@@ -28,14 +28,10 @@ T_UNUSED static int ref_visible(const attn_desc *d, long long i, long long j, lo
 
 /* bias[b][h][i][j] through attn_bias's documented broadcast and strides */
 T_UNUSED static double ref_bias(const attn_bias *bs, int Sq, int Sk, int b, int h, int i, int j) {
-    ptrdiff_t sb = bs->stride_batch, sh = bs->stride_head, sq = bs->stride_q;
-    int bb = bs->batch == 1 ? 0 : b, hh = bs->heads == 1 ? 0 : h;
-    if (sb == 0 && sh == 0 && sq == 0) {               /* all 0 = dense [batch|1][heads|1][Sq][Sk] */
-        sq = Sk;
-        sh = (ptrdiff_t)Sq * Sk;
-        sb = (ptrdiff_t)bs->heads * Sq * Sk;
-    }
-    return bs->data[(ptrdiff_t)bb * sb + (ptrdiff_t)hh * sh + (ptrdiff_t)i * sq + j];
+    /* an axis of extent 1 is read at index 0; strides are taken as given (0 broadcasts) */
+    int bb = bs->batch == 1 ? 0 : b, hh = bs->heads == 1 ? 0 : h, ii = bs->rows == 1 ? 0 : i;
+    (void)Sq; (void)Sk;
+    return bs->data[(ptrdiff_t)bb * bs->stride_batch + (ptrdiff_t)hh * bs->stride_head + (ptrdiff_t)ii * bs->stride_q + j];
 }
 
 /* The exact-attention reference. Arguments must be valid (the tests only call it then). */

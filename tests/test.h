@@ -209,12 +209,8 @@ T_UNUSED static double t_round_dt(double x, attn_dtype dt) {
     return f;
 }
 T_UNUSED static size_t t_dt_size(attn_dtype dt) { return dt == ATTN_F32 ? 4u : 2u; }
-/* positions [t0, t0 + len) of t (a view with t's strides; zero strides read as dense, as the
-   documented default) */
+/* positions [t0, t0 + len) of t (a view with t's strides) */
 T_UNUSED static attn_tensor t_seq_view(attn_tensor t, int t0, int len) {
-    if (t.stride_batch == 0 && t.stride_seq == 0 && t.stride_head == 0) {
-        t.stride_head = t.dim; t.stride_seq = (ptrdiff_t)t.heads * t.dim; t.stride_batch = (ptrdiff_t)t.seq * t.stride_seq;
-    }
     t.data = (char *)t.data + (size_t)t0 * (size_t)t.stride_seq * t_dt_size(t.dtype);
     t.seq = len;
     return t;
@@ -233,16 +229,10 @@ T_UNUSED static double t_dt_rel(attn_dtype dt) {
 
 typedef struct { ptrdiff_t sb, ss, sh; } t_strides;
 
-/* Documented: strides in elements, all three 0 = dense [batch][seq][heads][dim]. */
+/* Documented: strides in elements, always explicit (0 broadcasts an axis; nothing is guessed). */
 T_UNUSED static t_strides t_resolve(const attn_tensor *t) {
     t_strides s;
-    if (t->stride_batch == 0 && t->stride_seq == 0 && t->stride_head == 0) {
-        s.sh = t->dim;
-        s.ss = (ptrdiff_t)t->heads * t->dim;
-        s.sb = (ptrdiff_t)t->seq * t->heads * t->dim;
-    } else {
-        s.sb = t->stride_batch; s.ss = t->stride_seq; s.sh = t->stride_head;
-    }
+    s.sb = t->stride_batch; s.ss = t->stride_seq; s.sh = t->stride_head;
     return s;
 }
 T_UNUSED static ptrdiff_t t_offset(const attn_tensor *t, int b, int s, int h, int d) {
@@ -356,30 +346,40 @@ T_UNUSED static int t_gaps_ok(const attn_tensor *t, const void *buf, size_t n, u
 /* Builders of masks and extras (shared by test_exact and test_backward)                     */
 /* ---------------------------------------------------------------------------------------- */
 
-/* An fp32 bias for [B|1, Hq|1, Sq, Sk] in one of three stride modes:
-   0 dense (all strides 0), 1 explicit padded strides, 2 broadcast by a zero stride (a read
-   pattern dbias refuses). *count: the floats allocated. */
+/* An fp32 bias for [B|1, Hq|1, Sq|1, Sk] in one of four stride modes:
+   0 dense, 1 explicit padded strides, 2 broadcast by a zero stride (a read pattern dbias
+   refuses), 3 one row shared by every query (rows 1: a key-padding mask, HF's
+   attention_mask, with a stride_q that must never be read). *count: the floats allocated. */
 T_UNUSED static float *t_make_bias(attn_bias *bs, int B, int Hq, int Sq, int Sk, int mode, t_rng *r, size_t *count) {
     ptrdiff_t sb, sh, sq, n, i;
     float *data;
     memset(bs, 0, sizeof *bs);
     bs->batch = (B > 1 && t_chance(r, 0.5)) ? B : 1;
     bs->heads = (Hq > 1 && t_chance(r, 0.5)) ? Hq : 1;
+    bs->rows = mode == 3 ? 1 : Sq;
     if (mode == 2 && bs->batch == 1 && bs->heads == 1) mode = 1;
-    sq = Sk; sh = (ptrdiff_t)Sq * Sk; sb = (ptrdiff_t)bs->heads * Sq * Sk;
-    if (mode == 1) { sq = Sk + t_irange(r, 0, 3); sh = Sq * sq + t_irange(r, 1, 5); sb = bs->heads * sh + t_irange(r, 0, 3); }
+    sq = Sk; sh = (ptrdiff_t)bs->rows * Sk; sb = (ptrdiff_t)bs->heads * sh;
+    if (mode == 1 || mode == 3) { sq = Sk + t_irange(r, 0, 3); sh = bs->rows * sq + t_irange(r, 1, 5); sb = bs->heads * sh + t_irange(r, 0, 3); }
     if (mode == 2) {
         sq = Sk + t_irange(r, 0, 2);
-        if (bs->batch > 1) { sb = 0; sh = Sq * sq + 1; }       /* every batch reads batch 0 */
-        else { sh = 0; sb = Sq * sq; }                           /* every head reads head 0 */
+        if (bs->batch > 1) { sb = 0; sh = bs->rows * sq + 1; }   /* every batch reads batch 0 */
+        else { sh = 0; sb = bs->rows * sq; }                     /* every head reads head 0 */
     }
-    if (mode != 0) { bs->stride_batch = sb; bs->stride_head = sh; bs->stride_q = sq; }
-    n = (ptrdiff_t)(bs->batch - 1) * sb + (ptrdiff_t)(bs->heads - 1) * sh + (ptrdiff_t)(Sq - 1) * sq + Sk;
+    bs->stride_batch = sb; bs->stride_head = sh; bs->stride_q = sq;
+    n = (ptrdiff_t)(bs->batch - 1) * sb + (ptrdiff_t)(bs->heads - 1) * sh + (ptrdiff_t)(bs->rows - 1) * sq + Sk;
+    if (bs->rows == 1) bs->stride_q = PTRDIFF_MAX / 2;         /* never read: would fault */
     data = (float *)t_xmalloc((size_t)n * sizeof(float));
     for (i = 0; i < n; ++i) data[i] = (float)t_normal(r);
     bs->data = data;
     if (count) *count = (size_t)n;
     return data;
+}
+
+/* floats a buffer needs to hold the bias view (an axis of extent 1 steps nothing) */
+T_UNUSED static size_t t_bias_extent(const attn_bias *bs, int Sk) {
+    return (size_t)((bs->batch > 1 ? (ptrdiff_t)(bs->batch - 1) * bs->stride_batch : 0) +
+                    (bs->heads > 1 ? (ptrdiff_t)(bs->heads - 1) * bs->stride_head : 0) +
+                    (bs->rows > 1 ? (ptrdiff_t)(bs->rows - 1) * bs->stride_q : 0) + Sk);
 }
 
 /* ALiBi slopes for Hq heads: the paper's geometric sequence, or random ones in [0, 0.5]

@@ -105,7 +105,7 @@ static void a_case(t_rng *r, int mask, int B, int Sq, int Sk, int Hq, int Hkv, i
         const size_t nb = (size_t)B * Hq * Sq * Sk;
         bias = (float *)t_xmalloc(nb * sizeof(float));
         for (i = 0; i < (int)nb; ++i) bias[i] = t_chance(r, 0.05) ? -INFINITY : (float)t_normal(r);
-        d.bias.data = bias; d.bias.batch = B; d.bias.heads = Hq;
+        d.bias = attn_bias_dense(bias, B, Hq, Sq, Sk);
         if (mask == M_SOFTCAP_BIAS) { d.softcap = 2.0f; d.causal = 1; }
         break; }
     case M_SOFTCAP_DIL: d.softcap = 3.0f; d.window_left = 12; d.dilation = 2; d.causal = 1; break;

@@ -42,7 +42,8 @@ static bt bt_new(attn_dtype dt, int B, int S, int H, int D, int layout, t_rng *r
     memset(&x, 0, sizeof x);
     memset(&t, 0, sizeof t);
     t.dtype = dt; t.batch = B; t.seq = S; t.heads = H; t.dim = D;
-    if (layout == BL_BHSD) { t.stride_head = (ptrdiff_t)S * D; t.stride_seq = D; t.stride_batch = (ptrdiff_t)H * S * D; }
+    if (layout == BL_DENSE) { t.stride_head = D; t.stride_seq = (ptrdiff_t)H * D; t.stride_batch = (ptrdiff_t)S * H * D; }
+    else if (layout == BL_BHSD) { t.stride_head = (ptrdiff_t)S * D; t.stride_seq = D; t.stride_batch = (ptrdiff_t)H * S * D; }
     else if (layout == BL_PADDED) {
         t.stride_head = D + t_irange(r, 1, 3); t.stride_seq = H * t.stride_head + t_irange(r, 0, 2);
         t.stride_batch = S * t.stride_seq + t_irange(r, 0, 3);
@@ -147,10 +148,7 @@ static void run_case(const char *tag, const attn_desc *d0, const bcase *c, t_rng
     const double tol = TOL_GRAD + t_dt_rel(c->gdt);
     t_fill_normal(&q.t, r, 1.0); t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0); t_fill_normal(&dout.t, r, 1.0);
     if (d.dbias) {   /* the caller asks: a buffer with bias's extent, sentinel-filled */
-        const attn_bias *bs = &d.bias;
-        ptrdiff_t sb = bs->stride_batch, sh = bs->stride_head, sq = bs->stride_q;
-        if (sb == 0 && sh == 0 && sq == 0) { sq = c->Sk; sh = (ptrdiff_t)c->Sq * c->Sk; sb = (ptrdiff_t)bs->heads * sh; }
-        dbn = (size_t)((bs->batch - 1) * sb + (bs->heads - 1) * sh + (ptrdiff_t)(c->Sq - 1) * sq + c->Sk);
+        dbn = t_bias_extent(&d.bias, c->Sk);
         db = (float *)t_xmalloc(dbn * sizeof(float));
         t_sentinel(db, dbn * sizeof(float), B_OUT_SEED);
         d.dbias = db;
@@ -171,6 +169,15 @@ static void run_case(const char *tag, const attn_desc *d0, const bcase *c, t_rng
     if (db) rdb = (double *)t_xmalloc(sizeof(double) * (size_t)z.Bb * z.Hb * c->Sq * c->Sk);
     OS = c->odt == ATTN_F32 ? NULL : bt_dense(&out.t);       /* rounded out: its rowsum term as stored */
     ref_backward(&d, &z, Q, K, V, DO, BIAS, OS, rout, rlse, rdq, rdk, rdv, rdb);
+    if (rdb && d.bias.rows == 1) {       /* one row shared by every query: its gradient is the sum */
+        size_t bh, i, j, S = (size_t)c->Sq, K2 = (size_t)c->Sk;
+        for (bh = 0; bh < (size_t)z.Bb * z.Hb; ++bh)
+            for (j = 0; j < K2; ++j) {
+                double sum = 0;
+                for (i = 0; i < S; ++i) sum += rdb[(bh * S + i) * K2 + j];
+                for (i = 0; i < S; ++i) rdb[(bh * S + i) * K2 + j] = sum;
+            }
+    }
     if (d.dropout_p > 0.0f) {            /* the forward applied the documented mask */
         got = bt_dense(&out.t);
         cmp_grad("out (dropout forward)", ctx, rout, got, bt_count(&out.t), TOL_FWD * 4 + t_dt_rel(c->odt));
@@ -253,7 +260,7 @@ static void sweep_case(int idx, t_rng *r) {
         if (t_chance(r, 0.15)) d.seqlens_q = sql = t_make_seqlens(c.B, c.Sq, r);
         if (t_chance(r, 0.2)) d.seqlens_k = skl = t_make_seqlens(c.B, c.Sk, r);
         if (t_chance(r, 0.3)) {
-            const int mode = t_irange(r, 0, 2);
+            const int mode = t_irange(r, 0, 3);       /* 3: one row for every query (dbias sums) */
             bias = t_make_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, mode, r, NULL);
             if (t_chance(r, 0.6) && !(d.bias.batch > 1 && d.bias.stride_batch == 0 && mode == 2) &&
                 !(d.bias.heads > 1 && d.bias.stride_head == 0 && mode == 2))
@@ -290,8 +297,8 @@ static const char *family(int f, attn_desc *d, int B, int Hq, int Sq, int Sk, t_
     case 7: d->softcap = 1.5f; return "softcap";
     case 8: d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->causal = 1; return "alibi + causal";
     case 9: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); d->dbias = (float *)1; return "bias + dbias";
-    case 10: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); d->bias.batch = 1; d->bias.heads = 1;
-             d->dbias = (float *)1; return "bias broadcast over batch and heads + dbias";
+    case 10: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 3, r, NULL); d->bias.batch = 1; d->bias.heads = 1;
+             d->dbias = (float *)1; return "one bias row for every batch, head and query + dbias";
     case 11: d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); d->seqlens_k = *skl = t_make_seqlens(B, Sk, r); d->causal = 1;
              return "seqlens + causal";
     case 12: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = t_make_cu(3, Sq, 0, r); d->cu_seqlens_k = *cuk = t_make_cu(3, Sk, 1, r);
@@ -576,7 +583,7 @@ static void prop_determinism(void) {
     attn_bias bs;
     float *bias = t_make_bias(&bs, B, Hq, Sq, Sk, 1, &r, NULL), *db, *db0;
     const size_t nq = (size_t)B * Sq * Hq * D, nk = (size_t)B * Sk * Hkv * D, nv = (size_t)B * Sk * Hkv * Dv;
-    size_t dbn = (size_t)((bs.batch - 1) * bs.stride_batch + (bs.heads - 1) * bs.stride_head + (Sq - 1) * bs.stride_q + Sk);
+    size_t dbn = t_bias_extent(&bs, Sk);
     float *q0 = (float *)t_xmalloc(nq * 4), *k0 = (float *)t_xmalloc(nk * 4), *v0 = (float *)t_xmalloc(nv * 4);
     int cfg;
     fb_init(&a, B, Sq, Sk, Hq, Hkv, D, Dv, &r);
@@ -642,7 +649,7 @@ static bcall eb_base(void) {
     e.dv = attn_tensor_dense(eb_dv, ATTN_F32, 2, 7, 2, 6);
     e.lse = eb_lse;
     e.d.causal = 1; e.d.softcap = 10.0f; e.d.dropout_p = 0.2f; e.d.dropout_seed = 3; e.d.n_threads = 2;
-    e.d.bias.data = eb_bias; e.d.bias.batch = 2; e.d.bias.heads = 4; e.d.dbias = eb_db;
+    e.d.bias = attn_bias_dense(eb_bias, 2, 4, 5, 7); e.d.dbias = eb_db;
     return e;
 }
 
@@ -757,6 +764,8 @@ static fz fz_new(t_rng *r, attn_dtype dt, int B, int S, int H, int D) {
     if (B >= 1 && S >= 1 && H >= 1 && D >= 1 && t_chance(r, 0.3)) {
         x.t.stride_head = D + t_irange(r, 0, 2); x.t.stride_seq = H * x.t.stride_head + t_irange(r, 0, 2);
         x.t.stride_batch = S * x.t.stride_seq + t_irange(r, 0, 2);
+    } else if (B >= 1 && S >= 1 && H >= 1 && D >= 1) {
+        x.t.stride_head = D; x.t.stride_seq = (ptrdiff_t)H * D; x.t.stride_batch = (ptrdiff_t)S * H * D;
     }
     x.bytes = (B >= 1 && S >= 1 && H >= 1 && D >= 1) ? t_extent(&x.t) * t_dt_size(dt == ATTN_F32 || dt == ATTN_F16 || dt == ATTN_BF16 ? dt : ATTN_F32) : 4;
     x.buf = t_xmalloc(x.bytes);
@@ -803,7 +812,7 @@ static void fuzz_backward(void) {
             const int bb = t_chance(&r, 0.5) ? 1 : B, bh = t_chance(&r, 0.5) ? 1 : Hq;
             bias = (float *)t_xmalloc(sizeof(float) * (size_t)bb * bh * Sq * Sk);
             for (i = 0; i < bb * bh * Sq * Sk; ++i) bias[i] = (float)t_normal(&r);
-            d.bias.data = bias; d.bias.batch = t_chance(&r, 0.9) ? bb : 3; d.bias.heads = bh;
+            d.bias = attn_bias_dense(bias, t_chance(&r, 0.9) ? bb : 3, bh, Sq, Sk);
             if (t_chance(&r, 0.6)) { db = (float *)t_xmalloc(sizeof(float) * (size_t)bb * bh * Sq * Sk); d.dbias = db; }
         }
         copy[0] = (unsigned char *)t_xmalloc(dq.bytes); memcpy(copy[0], dq.buf, dq.bytes);

@@ -2,7 +2,8 @@
    double from ZOO.md (sharing no code with attn.h):
      w_ij = relu(q_i) . relu(k_j) cos(pi/2 (p_i - p_j) / M),  out_i = sum_j w_ij v_j / max(sum_j w_ij, eps)
    over the visible keys (all valid keys; causal: j <= i + Lk - Lq), positions 1-based (key j at
-   j + 1, query i at i + 1, plus Lk - Lq under causal), M = max_len or max(q.seq, k.seq).
+   j + 1, query i at i + 1, plus Lk - Lq under causal), M = max_len or max(Lq, Lk), the valid
+   lengths of each sequence (padding does not move M).
    Properties: causal and not, GQA, Lq != Lk, seqlens, f16/bf16 storage, thread counts bitwise
    equal, attn_step token by token and in pieces == the causal forward with the same M, and
    every cosFormer status with outputs untouched.
@@ -29,12 +30,13 @@ static size_t cf_bytes(const attn_tensor *t) { return t_extent(t) * t_dt_size(t-
 /* out[b][i][h][e] in double */
 static void cf_ref(const cf_case *c, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const int *lq,
                    const int *lk, double eps, double *ref) {
-    const int g = c->Hq / c->Hkv, M = c->max_len ? c->max_len : (c->Lq > c->Lk ? c->Lq : c->Lk);
+    const int g = c->Hq / c->Hkv;
     int b, h, i, j, d, e;
     double *acc = (double *)t_xmalloc(sizeof(double) * c->Dv);
     for (b = 0; b < c->B; ++b)
         for (h = 0; h < c->Hq; ++h) {
             const int Lq = lq ? lq[b] : c->Lq, Lk = lk ? lk[b] : c->Lk, hk = h / g;
+            const int M = c->max_len ? c->max_len : (Lq > Lk ? Lq : Lk);   /* per sequence, valid lengths */
             for (i = 0; i < c->Lq; ++i) {
                 double den = 0.0;
                 const double pi_ = (double)i + 1.0 + (c->causal ? (double)(Lk - Lq) : 0.0);
@@ -150,6 +152,60 @@ static void cf_properties(t_rng *rng, attn_dtype dt) {
     free(sb); free(q.data); free(k.data); free(v.data); free(o1.data); free(o2.data); free(a); free(b2);
 }
 
+/* Issue 27 item 9: the default M is max(valid Lq, valid Lk) (ZOO.md, the header), so the same
+   tokens give the same rows whatever the padding: 4 (or 3 query) tokens alone == the same tokens
+   padded to 8 with seqlens, causal and not; padding rows are 0. */
+static void cf_padding(t_rng *rng) {
+    const int H = 2, D = 8, Dv = 4, P = 8;
+    int causal, cross;
+    for (causal = 0; causal <= 1; ++causal)
+        for (cross = 0; cross <= 1; ++cross) {
+            const int Lq = cross ? 3 : 4, Lk = 4;
+            attn_tensor q = cf_tensor(ATTN_F32, 1, Lq, H, D), k = cf_tensor(ATTN_F32, 1, Lk, H, D), v = cf_tensor(ATTN_F32, 1, Lk, H, Dv);
+            attn_tensor o = cf_tensor(ATTN_F32, 1, Lq, H, Dv);
+            attn_tensor qp = cf_tensor(ATTN_F32, 2, P, H, D), kp = cf_tensor(ATTN_F32, 2, P, H, D), vp = cf_tensor(ATTN_F32, 2, P, H, Dv);
+            attn_tensor op = cf_tensor(ATTN_F32, 2, P, H, Dv);
+            const int lq[2] = { Lq, 2 }, lk[2] = { Lk, 3 };   /* batch 1: shorter still */
+            double err = 0.0, pad = 0.0;
+            attn_desc d;
+            attn_status s1, s2;
+            int i, h, e;
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_COSFORMER; d.causal = causal;
+            t_fill_normal(&qp, rng, 1.0); t_fill_normal(&kp, rng, 1.0); t_fill_normal(&vp, rng, 1.0);
+            for (i = 0; i < Lq; ++i) for (h = 0; h < H; ++h) for (e = 0; e < D; ++e) t_store(&q, 0, i, h, e, t_load(&qp, 0, i, h, e));
+            for (i = 0; i < Lk; ++i) for (h = 0; h < H; ++h) {
+                for (e = 0; e < D; ++e) t_store(&k, 0, i, h, e, t_load(&kp, 0, i, h, e));
+                for (e = 0; e < Dv; ++e) t_store(&v, 0, i, h, e, t_load(&vp, 0, i, h, e));
+            }
+            s1 = attn_forward(&d, q, k, v, o, NULL);
+            d.seqlens_q = lq; d.seqlens_k = lk;
+            s2 = attn_forward(&d, qp, kp, vp, op, NULL);
+            for (i = 0; i < P; ++i) for (h = 0; h < H; ++h) for (e = 0; e < Dv; ++e) {
+                const double x = t_load(&op, 0, i, h, e);
+                if (i < Lq) { const double y = t_load(&o, 0, i, h, e); if (fabs(x - y) > err) err = fabs(x - y); }
+                else if (fabs(x) > pad) pad = fabs(x);
+            }
+            T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && err <= 1e-6 && pad == 0.0,
+                    "cosformer causal %d, %d query x %d key tokens padded to %d: %s / %s, valid rows differ by %.3g, padding rows %.3g",
+                    causal, Lq, Lk, P, attn_status_str(s1), attn_status_str(s2), err, pad);
+            {   /* max_len need only cover the valid positions */
+                d.cosformer.max_len = Lk;
+                s2 = attn_forward(&d, qp, kp, vp, op, NULL);
+                d.seqlens_q = d.seqlens_k = NULL;
+                s1 = attn_forward(&d, q, k, v, o, NULL);
+                err = 0.0;
+                for (i = 0; i < Lq; ++i) for (h = 0; h < H; ++h) for (e = 0; e < Dv; ++e) {
+                    const double x = t_load(&op, 0, i, h, e), y = t_load(&o, 0, i, h, e);
+                    if (fabs(x - y) > err) err = fabs(x - y);
+                }
+                T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && err <= 1e-6, "cosformer causal %d, max_len %d over tokens padded to %d: %s / %s, %.3g",
+                        causal, Lk, P, attn_status_str(s1), attn_status_str(s2), err);
+            }
+            free(q.data); free(k.data); free(v.data); free(o.data); free(qp.data); free(kp.data); free(vp.data); free(op.data);
+        }
+}
+
 static void cf_expect(attn_status got, attn_status want, const attn_tensor *o, const char *what) {
     const int untouched = t_sentinel_ok(o->data, cf_bytes(o), 0x33);
     T_CHECK(got == want && untouched, "%s: got %s, want %s, out %s", what, attn_status_str(got), attn_status_str(want),
@@ -224,4 +280,5 @@ void test_cosformer(void) {
     for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); ++i) cf_check(&cases[i], &rng);
     for (i = 0; i < 3; ++i) cf_properties(&rng, dts[i]);
     cf_errors(&rng);
+    cf_padding(&rng);
 }

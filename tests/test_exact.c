@@ -65,7 +65,7 @@ static void layout_strides(int layout, int B, int S, int H, int D, t_rng *r,
                      *sh = D + a; *ss = H * *sh + b; *sb = S * *ss + c; break;
     case L_SEQMAJOR: *sh = D; *sb = (ptrdiff_t)H * D; *ss = (ptrdiff_t)B * H * D; break;
     case L_BCAST:    *sh = 0; *ss = D + a; *sb = S * *ss + b; break;
-    default:         *sb = *ss = *sh = 0; break;
+    default:         *sh = D; *ss = (ptrdiff_t)H * D; *sb = (ptrdiff_t)S * H * D; break;
     }
 }
 
@@ -351,7 +351,7 @@ static void sweep_one(int idx, t_rng *r) {
     } else {
         if (t_chance(r, 0.15)) d.seqlens_q = sql = t_make_seqlens(B, Sq, r);
         if (t_chance(r, 0.2)) d.seqlens_k = skl = t_make_seqlens(B, Sk, r);
-        if (t_chance(r, 0.25)) bias = t_make_bias(&d.bias, B, Hq, Sq, Sk, t_irange(r, 0, 2), r, NULL);
+        if (t_chance(r, 0.25)) bias = t_make_bias(&d.bias, B, Hq, Sq, Sk, t_irange(r, 0, 3), r, NULL);
     }
 
     t_tame_alibi(alibi, Hq, d.causal, Sq > Sk ? Sq : Sk);
@@ -381,7 +381,7 @@ static void test_sweep(void) {
 /* Every mask alone and in combinations, at fixed shapes, both Sq < Sk and Sq > Sk             */
 /* ---------------------------------------------------------------------------------------- */
 
-#define N_MASK_CFG 29
+#define N_MASK_CFG 30
 static const char *mask_cfg(int cfg, attn_desc *d, int B, int Hq, int Sq, int Sk, t_rng *r,
                             float **bias, float **alibi, int **sql, int **skl, int **cuq, int **cuk) {
     switch (cfg) {
@@ -408,20 +408,21 @@ static const char *mask_cfg(int cfg, attn_desc *d, int B, int Hq, int Sq, int Sk
     case 19: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 0, r, NULL); return "bias dense";
     case 20: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 2, r, NULL); return "bias zero-stride broadcast";
     case 21: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL); return "bias padded strides";
-    case 22: d->scale = 0.37f; return "scale";
-    case 23: d->scale = -0.21f; return "negative scale";
-    case 24: d->causal = 1; d->window_left = 6; d->sink_tokens = 2; d->global_tokens = 1; d->dilation = 2;
+    case 22: *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 3, r, NULL); return "bias one row for every query";
+    case 23: d->scale = 0.37f; return "scale";
+    case 24: d->scale = -0.21f; return "negative scale";
+    case 25: d->causal = 1; d->window_left = 6; d->sink_tokens = 2; d->global_tokens = 1; d->dilation = 2;
              d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->softcap = 3.0f; d->scale = 0.3f;
              *bias = t_make_bias(&d->bias, B, Hq, Sq, Sk, 1, r, NULL);
              d->seqlens_q = *sql = t_make_seqlens(B, Sq, r); d->seqlens_k = *skl = t_make_seqlens(B, Sk, r);
              return "everything";
-    case 25: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = t_make_cu(3, Sq, 0, r);
+    case 26: d->varlen_batch = 3; d->cu_seqlens_q = *cuq = t_make_cu(3, Sq, 0, r);
              d->cu_seqlens_k = *cuk = t_make_cu(3, Sk, 1, r); return "varlen";
-    case 26: d->varlen_batch = 4; d->cu_seqlens_q = *cuq = t_make_cu(4, Sq, 1, r);
+    case 27: d->varlen_batch = 4; d->cu_seqlens_q = *cuq = t_make_cu(4, Sq, 1, r);
              d->cu_seqlens_k = *cuk = t_make_cu(4, Sk, 0, r); d->causal = 1; d->window_left = 4;
              d->alibi_slopes = *alibi = t_make_alibi(Hq, r); d->softcap = 4.0f; d->sink_tokens = 1;
              return "varlen + causal + window + alibi + softcap + sink";
-    case 27: d->window_left = 3; d->window_right = 1; d->sink_tokens = 2; d->global_tokens = 2;
+    case 28: d->window_left = 3; d->window_right = 1; d->sink_tokens = 2; d->global_tokens = 2;
              return "window + sinks + global, non-causal";
     default: d->dilation = 3; d->window_left = 2; d->causal = 1;   /* Sq == Sk: D undilated problems */
              return "dilated causal window";
@@ -436,7 +437,7 @@ static void test_masks(void) {
         for (sh = 0; sh < 3; ++sh)
             for (rep = 0; rep < 3; ++rep) {
                 const int Sq = shapes[sh][0], Sk = shapes[sh][1], Hq = 4, Hkv = 2, D = 16, Dv = 12;
-                const int varlen = cfg == 25 || cfg == 26, B = varlen ? 1 : 2;
+                const int varlen = cfg == 26 || cfg == 27, B = varlen ? 1 : 2;
                 attn_dtype dt = rep == 0 ? ATTN_F32 : rep == 1 ? ATTN_F16 : ATTN_BF16;
                 attn_dtype odt = rep == 0 ? ATTN_F32 : rep == 1 ? ATTN_BF16 : ATTN_F16;
                 attn_desc d;
@@ -798,7 +799,7 @@ static void prop_decode(void) {
         if (n >= 4) bias = t_make_bias(&c.d.bias, B, Hq, S, S, 1, &r, NULL);   /* explicit strides */
         s1 = sc_run(&c);
         dd = c.d;
-        if (bias) dd.bias.data = bias + (ptrdiff_t)(S - m) * c.d.bias.stride_q;
+        if (bias) { dd.bias.data = bias + (ptrdiff_t)(S - m) * c.d.bias.stride_q; dd.bias.rows = m; }   /* its last m rows */
         qd = view_seq(&c.q.t, S - m, m);
         o2 = tb_new(ATTN_F32, B, m, Hq, Dv, L_PADDED, &r, 1);
         s2 = attn_forward(&dd, qd, c.k.t, c.v.t, o2.t, lse2);
@@ -820,14 +821,6 @@ static void prop_decode(void) {
         tb_free(&o2); free(lse2); free(alibi); free(bias);
         sc_free(&c);
     }
-}
-
-/* bias with its strides made explicit (all 0 = dense [batch|1][heads|1][Sq][Sk]) */
-static attn_bias bias_explicit(attn_bias bs, int Sq, int Sk) {
-    if (bs.stride_batch == 0 && bs.stride_head == 0 && bs.stride_q == 0) {
-        bs.stride_q = Sk; bs.stride_head = (ptrdiff_t)Sq * Sk; bs.stride_batch = (ptrdiff_t)bs.heads * Sq * Sk;
-    }
-    return bs;
 }
 
 /* Keys split into 2-3 disjoint ranges, attn_forward on each sub-view of k/v (and of the bias),
@@ -852,7 +845,7 @@ static void prop_split_merge(void) {
         char tag[96];
 
         sc_init(&c, n % 2 ? ATTN_F16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hkv, D, Dv, &r);
-        if (n % 3 == 1) bias = t_make_bias(&c.d.bias, B, Hq, Sq, Sk, t_irange(&r, 0, 2), &r, NULL);
+        if (n % 3 == 1) bias = t_make_bias(&c.d.bias, B, Hq, Sq, Sk, t_irange(&r, 0, 3), &r, NULL);
         if (n % 5 == 2) c.d.softcap = 3.0f;
         if (n % 4 == 1) c.d.scale = 0.11f;
         if (n % 6 == 5) c.d.seqlens_q = sql = t_make_seqlens(B, Sq, &r);
@@ -864,7 +857,7 @@ static void prop_split_merge(void) {
             attn_tensor vp = view_seq(&c.v.t, cut[p], cut[p + 1] - cut[p]);
             dp[p] = c.d;
             if (bias) {
-                dp[p].bias = bias_explicit(c.d.bias, Sq, Sk);
+                dp[p].bias = c.d.bias;
                 dp[p].bias.data = bias + cut[p];
             }
             if (empty_part && p == np - 1) dp[p].seqlens_k = zeros;
@@ -886,7 +879,7 @@ static void prop_split_merge(void) {
             rlse = (double *)t_xmalloc((size_t)B * Hq * Sq * sizeof(double));
             if (empty_part) {
                 attn_tensor kk = view_seq(&c.k.t, 0, cut[np - 1]), vv = view_seq(&c.v.t, 0, cut[np - 1]);
-                if (bias) full.bias = bias_explicit(c.d.bias, Sq, Sk);
+                if (bias) full.bias = c.d.bias;
                 ref_attention(&full, c.q.t, kk, vv, rout, rlse);
             } else {
                 ref_attention(&full, c.q.t, c.k.t, c.v.t, rout, rlse);
@@ -1377,21 +1370,25 @@ static void test_errors(void) {
     {
         static int cq2[3] = { 0, 2, 5 }, ck2[3] = { 0, 3, 6 };
         E_CASE(base_v, "cu_seqlens with batch 2", ATTN_ERR_VARLEN_SHAPE, "batch", 1,
-               (e.q.batch = 2, e.q.seq = 5, e.k.batch = e.v.batch = 2, e.k.seq = e.v.seq = 6, e.out.batch = 2,
-                e.out.seq = 5, e.d.cu_seqlens_q = cq2, e.d.cu_seqlens_k = ck2));
+               (e.q = attn_tensor_dense(e_q, ATTN_F32, 2, 5, 4, 8), e.k = attn_tensor_dense(e_k, ATTN_F32, 2, 6, 2, 8),
+                e.v = attn_tensor_dense(e_v, ATTN_F32, 2, 6, 2, 6), e.out = attn_tensor_dense(e_out, ATTN_F32, 2, 5, 4, 6),
+                e.d.cu_seqlens_q = cq2, e.d.cu_seqlens_k = ck2));
     }
     E_CASE(base_a, "alibi_slopes[2] NaN", ATTN_ERR_ALIBI, "alibi_slopes", 1, (e_alibi[2] = (float)NAN));
     e_alibi[2] = 0.25f;
     E_CASE(base_a, "alibi_slopes[3] -inf", ATTN_ERR_ALIBI, "alibi_slopes", 1, (e_alibi[3] = -(float)INFINITY));
     e_alibi[3] = 0.25f;
     E_CASE(base_a, "bias.batch 3 (q.batch 2)", ATTN_ERR_BIAS_BATCH, "bias.batch", 1,
-           (e.d.bias.data = e_bias, e.d.bias.batch = 3, e.d.bias.heads = 1));
+           (e.d.bias = attn_bias_dense(e_bias, 3, 1, 5, 7)));
     E_CASE(base_a, "bias.batch 0", ATTN_ERR_BIAS_BATCH, "bias.batch", 1,
-           (e.d.bias.data = e_bias, e.d.bias.batch = 0, e.d.bias.heads = 4));
+           (e.d.bias = attn_bias_dense(e_bias, 0, 4, 5, 7)));
     E_CASE(base_a, "bias.heads 2 (q.heads 4)", ATTN_ERR_BIAS_HEADS, "bias.heads", 1,
-           (e.d.bias.data = e_bias, e.d.bias.batch = 2, e.d.bias.heads = 2));
+           (e.d.bias = attn_bias_dense(e_bias, 2, 2, 5, 7)));
     E_CASE(base_a, "bias.heads 0", ATTN_ERR_BIAS_HEADS, "bias.heads", 1,
-           (e.d.bias.data = e_bias, e.d.bias.batch = 1, e.d.bias.heads = 0));
+           (e.d.bias = attn_bias_dense(e_bias, 1, 0, 5, 7)));
+    E_CASE(base_a, "bias.rows 0", ATTN_ERR_BIAS_ROWS, "bias.rows", 1, (e.d.bias = attn_bias_dense(e_bias, 2, 4, 0, 7)));
+    E_CASE(base_a, "bias.rows 4 (q.seq 5)", ATTN_ERR_BIAS_ROWS, "bias.rows", 1,
+           (e.d.bias = attn_bias_dense(e_bias, 1, 1, 4, 7)));
     E_CASE(base_a, "n_threads -1", ATTN_ERR_N_THREADS, "n_threads", 1, e.d.n_threads = -1);
     {
         static int sl1[1] = { 3 };
@@ -1399,7 +1396,7 @@ static void test_errors(void) {
         E_CASE(base_v, "cu_seqlens + seqlens_k", ATTN_ERR_VARLEN_WITH_SEQLENS, "seqlens", 1, e.d.seqlens_k = sl1);
     }
     E_CASE(base_v, "cu_seqlens + bias", ATTN_ERR_VARLEN_WITH_BIAS, "bias", 1,
-           (e.d.bias.data = e_bias, e.d.bias.batch = 1, e.d.bias.heads = 1));
+           (e.d.bias = attn_bias_dense(e_bias, 1, 1, 10, 12)));
     /* size overflow: dims/strides whose extent does not fit ptrdiff_t; data points at small
        real buffers, so the call must refuse before touching memory */
     E_CASE(base_a, "q.stride_batch PTRDIFF_MAX", ATTN_ERR_OVERFLOW, "overflow", 1,
@@ -1415,11 +1412,11 @@ static void test_errors(void) {
             e.d.seqlens_q = NULL, e.d.seqlens_k = NULL, e.d.alibi_slopes = NULL, e.q.data = e_q, e.k.data = e_k,
             e.v.data = e_v, e.out.data = e_out));
     E_CASE(base_a, "q 2^30 x 2^30 x 2^30 (dense)", ATTN_ERR_OVERFLOW, "overflow", 1,
-           (e.q.seq = 1 << 30, e.q.heads = 1 << 30, e.q.dim = 1 << 30, e.k.dim = 1 << 30, e.k.heads = 1 << 30,
-            e.v.heads = 1 << 30, e.out.seq = 1 << 30, e.out.heads = 1 << 30, e.d.seqlens_q = NULL, e.d.alibi_slopes = NULL));
+           (e.q = attn_tensor_dense(e_q, ATTN_F32, 2, 1 << 30, 1 << 30, 1 << 30),
+            e.k = attn_tensor_dense(e_k, ATTN_F32, 2, 7, 1 << 30, 1 << 30), e.v = attn_tensor_dense(e_v, ATTN_F32, 2, 7, 1 << 30, 6),
+            e.out = attn_tensor_dense(e_out, ATTN_F32, 2, 1 << 30, 1 << 30, 6), e.d.seqlens_q = NULL, e.d.alibi_slopes = NULL));
     E_CASE(base_a, "bias.stride_q PTRDIFF_MAX/2", ATTN_ERR_OVERFLOW, "overflow", 1,
-           (e.d.bias.data = e_bias, e.d.bias.batch = 1, e.d.bias.heads = 1, e.d.bias.stride_q = PTRDIFF_MAX / 2,
-            e.d.bias.stride_head = 1, e.d.bias.stride_batch = 1));
+           (e.d.bias = attn_bias_dense(e_bias, 1, 1, 5, 7), e.d.bias.stride_q = PTRDIFF_MAX / 2));
 #undef E_CASE
 
     /* attn_workspace_size: bytes NULL */
@@ -1520,9 +1517,6 @@ static fzt fz_tensor(t_rng *r, attn_dtype dt, int B, int S, int H, int D, int is
         layout_strides(pick_layout(r, !is_out), B, S, H, D, r, &x.t.stride_batch, &x.t.stride_seq, &x.t.stride_head);
         if (is_out && t_chance(r, 0.05)) {   /* a zero stride on one axis of an output */
             int ax = t_irange(r, 0, 2);
-            if (x.t.stride_batch == 0 && x.t.stride_seq == 0 && x.t.stride_head == 0) {
-                x.t.stride_head = D; x.t.stride_seq = (ptrdiff_t)H * D; x.t.stride_batch = (ptrdiff_t)S * H * D;
-            }
             if (ax == 0) x.t.stride_batch = 0; else if (ax == 1) x.t.stride_seq = 0; else x.t.stride_head = 0;
         }
         n = t_extent(&x.t);
@@ -1595,6 +1589,7 @@ static const char *fz_predict(const attn_desc *d, const attn_tensor *q, const at
     if (d->bias.data) {
         if (d->bias.batch != 1 && d->bias.batch != q->batch) return "bias.batch";
         if (d->bias.heads != 1 && d->bias.heads != q->heads) return "bias.heads";
+        if (d->bias.rows != 1 && d->bias.rows != q->seq) return "bias.rows";
     }
     return NULL;
 }
@@ -1702,13 +1697,14 @@ static void fuzz_forward(void) {
             size_t n = 1, i;
             bs->batch = t_chance(&r, 0.5) ? q.t.batch : bbs[t_irange(&r, 0, 3)];
             bs->heads = t_chance(&r, 0.5) ? q.t.heads : bbs[t_irange(&r, 0, 3)];
-            if (bs->batch >= 1 && bs->heads >= 1 && q.t.seq >= 1 && k.t.seq >= 1) {
-                ptrdiff_t sq = k.t.seq, sh = (ptrdiff_t)q.t.seq * k.t.seq, sb = (ptrdiff_t)bs->heads * sh;
+            bs->rows = t_chance(&r, 0.7) ? q.t.seq : t_chance(&r, 0.8) ? 1 : bbs[t_irange(&r, 0, 3)];
+            if (bs->batch >= 1 && bs->heads >= 1 && bs->rows >= 1 && q.t.seq >= 1 && k.t.seq >= 1) {
+                ptrdiff_t sq = k.t.seq, sh = (ptrdiff_t)bs->rows * k.t.seq, sb = (ptrdiff_t)bs->heads * sh;
                 if (t_chance(&r, 0.5)) {
-                    sq = k.t.seq + t_irange(&r, 0, 2); sh = q.t.seq * sq + t_irange(&r, 0, 2); sb = bs->heads * sh + 1;
-                    bs->stride_q = sq; bs->stride_head = sh; bs->stride_batch = sb;
+                    sq = k.t.seq + t_irange(&r, 0, 2); sh = bs->rows * sq + t_irange(&r, 0, 2); sb = bs->heads * sh + 1;
                 }
-                n = (size_t)((ptrdiff_t)(bs->batch - 1) * sb + (ptrdiff_t)(bs->heads - 1) * sh + (ptrdiff_t)(q.t.seq - 1) * sq + k.t.seq);
+                bs->stride_q = sq; bs->stride_head = sh; bs->stride_batch = sb;
+                n = t_bias_extent(bs, k.t.seq);
             }
             bias = (float *)t_xmalloc(n * sizeof(float));
             for (i = 0; i < n; ++i) bias[i] = (float)t_normal(&r);
@@ -1843,8 +1839,7 @@ static void fuzz_merge(void) {
 static void test_tensor_helpers(void) {
     float buf[1];
     attn_tensor d = attn_tensor_dense(buf, ATTN_F16, 2, 3, 4, 5), b = attn_tensor_bhsd(buf, ATTN_BF16, 2, 4, 3, 5);
-    int dense_ok = (d.stride_batch == 0 && d.stride_seq == 0 && d.stride_head == 0) ||
-                   (d.stride_batch == 60 && d.stride_seq == 20 && d.stride_head == 5);
+    int dense_ok = d.stride_batch == 60 && d.stride_seq == 20 && d.stride_head == 5;   /* always explicit (0.3) */
     T_CHECK(d.data == buf && d.dtype == ATTN_F16 && d.batch == 2 && d.seq == 3 && d.heads == 4 && d.dim == 5 && dense_ok,
             "attn_tensor_dense(buf, F16, 2,3,4,5) = {%p %d [%d,%d,%d,%d] strides %ld %ld %ld}", d.data, (int)d.dtype,
             d.batch, d.seq, d.heads, d.dim, (long)d.stride_batch, (long)d.stride_seq, (long)d.stride_head);
@@ -1856,6 +1851,39 @@ static void test_tensor_helpers(void) {
     b = attn_tensor_bhsd(buf, ATTN_F32, 3, 1, 1, 7);
     T_CHECK(b.batch == 3 && b.seq == 1 && b.heads == 1 && b.dim == 7 && t_offset(&b, 2, 0, 0, 6) == 20,
             "attn_tensor_bhsd(B=3,H=1,S=1,D=7): element [2,0,0,6] must be at offset 20");
+    {   /* dims whose products do not fit: strides saturate, and validation refuses the view */
+        attn_tensor h = attn_tensor_dense(buf, ATTN_F32, 2, INT_MAX, INT_MAX, INT_MAX);
+        attn_bias bb = attn_bias_dense(buf, 2, 3, 4, 5);
+        T_CHECK(h.stride_head == INT_MAX && h.stride_batch == PTRDIFF_MAX, "attn_tensor_dense saturates: b%ld",
+                (long)h.stride_batch);
+        T_CHECK(bb.data == buf && bb.batch == 2 && bb.heads == 3 && bb.rows == 4 && bb.stride_q == 5 && bb.stride_head == 20 &&
+                bb.stride_batch == 60, "attn_bias_dense(buf, 2, 3, 4, 5) strides b%ld h%ld q%ld", (long)bb.stride_batch,
+                (long)bb.stride_head, (long)bb.stride_q);
+    }
+}
+
+/* 0.2 read "all strides 0" as dense: a bias row shared by every query ([1, 1, 1, Sk], Hugging
+   Face's attention_mask) then read Sq x Sk floats from a buffer of Sk. Strides are now taken as
+   given: that row, with every stride 0 (rows q.seq) or as rows 1, reads exactly its Sk floats
+   (an exact-size heap buffer: ASan faults on a read past it) and equals the reference. */
+static void test_bias_key_row(void) {
+    t_rng r = t_rng_seed(1201);
+    const int B = 2, Sq = 9, Sk = 13, H = 2, D = 8;
+    tb q = tb_new(ATTN_F32, B, Sq, H, D, L_DENSE, &r, 0), k = tb_new(ATTN_F32, B, Sk, H, D, L_DENSE, &r, 0);
+    tb v = tb_new(ATTN_F32, B, Sk, H, D, L_DENSE, &r, 0), out = tb_new(ATTN_F32, B, Sq, H, D, L_DENSE, &r, 1);
+    float *row = (float *)t_xmalloc(sizeof(float) * (size_t)Sk);
+    int j, form;
+    t_fill_normal(&q.t, &r, 1.0); t_fill_normal(&k.t, &r, 1.0); t_fill_normal(&v.t, &r, 1.0);
+    for (j = 0; j < Sk; ++j) row[j] = j >= Sk - 3 ? -10000.0f : 0.0f;      /* three padded keys */
+    for (form = 0; form < 2; ++form) {
+        attn_desc d;
+        memset(&d, 0, sizeof d);
+        d.bias.data = row; d.bias.batch = 1; d.bias.heads = 1;
+        d.bias.rows = form == 0 ? Sq : 1;          /* all strides 0 / one row */
+        if (form == 1) d.bias.stride_q = 12345;    /* never read: rows 1 */
+        fwd_check(form == 0 ? "bias row, rows q.seq and every stride 0" : "bias row, rows 1", &d, &q, &k, &v, &out, 1);
+    }
+    free(row); tb_free(&q); tb_free(&k); tb_free(&v); tb_free(&out);
 }
 
 /* our own fp16/bf16 conversions against values fixed by the IEEE formats */
@@ -2059,7 +2087,7 @@ static void robust_nonfinite(void) {
                 } else if (kind == 3) {     /* bias +inf at (row Sq-1, key 0) of every batch and head */
                     bias = (float *)calloc((size_t)Sq * Sk, sizeof(float));
                     bias[(size_t)(Sq - 1) * Sk] = INFINITY;
-                    c.d.bias.data = bias; c.d.bias.batch = 1; c.d.bias.heads = 1;
+                    c.d.bias = attn_bias_dense(bias, 1, 1, Sq, Sk);
                 } else if (kind == 4) {     /* NaN in q of rows that see no key (seqlens_k[0] = 0): stay 0 / -inf */
                     c.d.causal = 1;
                     lk[0] = 0; lk[1] = Sk; c.d.seqlens_k = lk;
@@ -2246,6 +2274,7 @@ static void test_robust(void) {
 void test_exact(void) {
     test_conversions();
     test_tensor_helpers();
+    test_bias_key_row();
     test_status_table();
     test_seam();
     test_errors();

@@ -282,7 +282,7 @@ static void decode_case(const char *tag, const dcfg *cf, attn_desc d, const int 
         size_t n = (size_t)B * Hq * Sq * cap, e;
         bias = (float *)t_xmalloc(sizeof(float) * n);
         for (e = 0; e < n; ++e) bias[e] = (float)t_normal(r);
-        d.bias.data = bias; d.bias.batch = B; d.bias.heads = Hq;
+        d.bias = attn_bias_dense(bias, B, Hq, Sq, cap);
     }
     if (cf->use_seqlens_q) {
         sq = (int *)t_xmalloc(sizeof(int) * (size_t)B);

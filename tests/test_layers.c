@@ -239,7 +239,7 @@ static void apply_mask(lcfg *c, const lmask *m, int B, int lq, int lk, t_rng *r)
         size_t i, n = (size_t)B * c->H * lq * lk;
         if (n > sizeof g_bias / sizeof g_bias[0]) return;
         for (i = 0; i < n; ++i) g_bias[i] = (float)(0.5 * t_normal(r));
-        a->bias.data = g_bias; a->bias.batch = B; a->bias.heads = c->H;
+        a->bias = attn_bias_dense(g_bias, B, c->H, lq, lk);
     }
 }
 
@@ -887,6 +887,23 @@ static void test_layer_errors(void) {
     e = base; e.d.attn.window_left = -1; expect_err(&e, ATTN_ERR_WINDOW_LEFT, E_BOTH, "attn.window_left -1 (passed through)");
     e = base; e.d.workspace = wbuf; e.d.workspace_size = 16; expect_err(&e, ATTN_ERR_WORKSPACE, E_BOTH, "small workspace");
     e = base; e.B = INT_MAX; e.lq = 2; expect_err(&e, ATTN_ERR_OVERFLOW, E_BOTH, "batch * lq overflows int");
+    {   /* issue 27 item 11: the layers' core is softmax; another attn.kind was run by the forward
+           (undocumented) and aborted the backward (lse passed to a kind without one) */
+        static const attn_kind kinds[4] = { ATTN_PERFORMER, ATTN_LINEAR, ATTN_NYSTROM, ATTN_LONGFORMER };
+        int i, bwd;
+        for (i = 0; i < 4; ++i) {
+            char what[80];
+            e = base; e.d.kind = ATTN_LAYER_STANDARD; e.d.attn.kind = kinds[i];
+            snprintf(what, sizeof what, "attn.kind %s", attn_kind_name(kinds[i]));
+            expect_err(&e, ATTN_ERR_LAYER_ATTN_KIND, E_FWD, what);
+            for (bwd = 0; bwd <= 1; ++bwd) {
+                size_t bytes = 99;
+                const attn_status s = attn_layer_workspace_size(&e.d, bwd, e.B, e.lq, e.lk, &bytes);
+                T_CHECK(s == ATTN_ERR_LAYER_ATTN_KIND && bytes == 99, "%s: workspace query (backward %d) %s", what, bwd, attn_status_str(s));
+            }
+            expect_err(&e, ATTN_ERR_LAYER_ATTN_KIND, E_BWD, what);
+        }
+    }
     {   /* packed Super: the longest segment must fit W^A */
         static const int cu[3] = { 0, 2, 9 };
         e = base; e.B = 1; e.lq = e.lk = 9; e.self = 1; e.d.context = 8;

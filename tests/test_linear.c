@@ -251,7 +251,7 @@ static void test_linear_errors(void) {
     base.kind = ATTN_LINEAR;
     T_CHECK(attn_state_size(&base, tq, tk, tv, &floats) == ATTN_OK && floats == 2 * (4 * 5 + 4), "linear state floats");
     T_CHECK(attn_state_init(&base, tq, tk, tv, sbuf, 64, &good) == ATTN_OK, "linear state init");
-    for (i = 0; i < 40; ++i) {
+    for (i = 0; i < 41; ++i) {
         attn_tensor a = tq, b = tk, c = tv, o = to;
         attn_status want = ATTN_OK, got;
         const char *what = "";
@@ -300,6 +300,8 @@ static void test_linear_errors(void) {
         case 37: step = 3; want = ATTN_ERR_STATE_SIZE; what = "state_init floats"; break;
         case 38: step = 4; want = ATTN_ERR_STATE_NULL; what = "state_init data"; break;
         case 39: step = 5; want = ATTN_ERR_BWD_OVERLAP; what = "backward into q, k, v"; break;
+        /* issue 27: a negative pos was reported as ATTN_ERR_STATE_SIZE */
+        case 40: step = 1; st.pos = -1; want = ATTN_ERR_STATE_POS; what = "step state pos < 0"; break;
         }
         t_sentinel(out, sizeof out, 11);
         t_sentinel(sbuf, sizeof sbuf, 13);
@@ -317,12 +319,109 @@ static void test_linear_errors(void) {
     T_CHECK(attn_decode(&d, tq, NULL, to, NULL) == ATTN_ERR_KIND_OP, "linear has no attn_decode");
 }
 
+/* attn_step keeps attn_forward's memory rule (attn_tensor): out must not meet q, k, v or the
+   state's memory, and out's rows must not overlap; each refused with ATTN_ERR_OUT_OVERLAP before
+   anything (out, the state, the inputs out overlaps) is written. One arena holds every buffer,
+   so "untouched" is the whole arena bytewise. Explicit strides throughout. */
+static attn_tensor lin_view(float *p, int B, int S, int H, int D) {
+    attn_tensor t = attn_tensor_dense(p, ATTN_F32, B, S, H, D);
+    t.stride_head = D; t.stride_seq = (ptrdiff_t)H * D; t.stride_batch = (ptrdiff_t)S * H * D;
+    return t;
+}
+static void test_linear_step_overlap(void) {
+    enum { B = 2, S = 3, H = 2, D = 4, NQ = B * S * H * D, NS = 512, N = 4 * NQ + NS };
+    static const attn_kind kinds[2] = { ATTN_LINEAR, ATTN_PERFORMER };
+    float *arena = (float *)t_xmalloc(sizeof(float) * N), *copy = (float *)t_xmalloc(sizeof(float) * N);
+    float *qp = arena, *kp = arena + NQ, *vp = arena + 2 * NQ, *op = arena + 3 * NQ, *sp = arena + 4 * NQ;
+    t_rng r = t_rng_seed(0x51E9);
+    int kind, i;
+    for (i = 0; i < N; ++i) arena[i] = (float)t_normal(&r);
+    for (kind = 0; kind < 2; ++kind)
+        for (i = 0; i < 6; ++i) {
+            attn_tensor q = lin_view(qp, B, S, H, D), k = lin_view(kp, B, S, H, D), v = lin_view(vp, B, S, H, D);
+            attn_tensor o = lin_view(op, B, S, H, D);
+            attn_desc d;
+            attn_state st;
+            size_t floats = 0;
+            attn_status got;
+            const char *what = "";
+            memset(&d, 0, sizeof d);
+            d.kind = kinds[kind]; d.performer.features = 8;
+            if (!T_CHECK(attn_state_size(&d, q, k, v, &floats) == ATTN_OK && floats <= NS, "step overlap: state floats %lu",
+                         (unsigned long)floats) ||
+                !T_CHECK(attn_state_init(&d, q, k, v, sp, floats, &st) == ATTN_OK, "step overlap: state init"))
+                break;
+            switch (i) {
+            case 0: o.data = sp + floats / 2; what = "out inside the state"; break;
+            case 1: o.data = qp; what = "out == q"; break;
+            case 2: o.data = vp + 1; what = "out over v"; break;
+            case 3: o.stride_seq = D; what = "out rows overlap (seq stride = one head's row)"; break;
+            case 4: o.data = sp + floats - 1; what = "out's first element on the state's last"; break;
+            case 5: o.stride_head = 0; o.heads = 1; o.data = kp + S * H * D + (S - 1) * H * D; q.heads = k.heads = v.heads = 1;
+                    what = "out over k's last row (one head)"; break;
+            }
+            if (i == 5 && !T_CHECK(attn_state_init(&d, q, k, v, sp, floats, &st) == ATTN_OK, "step overlap: state init (1 head)"))
+                break;
+            memcpy(copy, arena, sizeof(float) * N);
+            got = attn_step(&d, q, k, v, &st, o);
+            t_expect_status(got, ATTN_ERR_OUT_OVERLAP, kind ? "performer step" : "linear step", what);
+            T_CHECK(memcmp(copy, arena, sizeof(float) * N) == 0 && st.pos == 0, "%s step %s: memory was written",
+                    kind ? "performer" : "linear", what);
+        }
+    {   /* the valid call beside them: out, q, k, v and the state apart */
+        attn_desc d;
+        attn_state st;
+        size_t floats = 0;
+        attn_tensor q = lin_view(qp, B, S, H, D), k = lin_view(kp, B, S, H, D), v = lin_view(vp, B, S, H, D);
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINEAR;
+        T_CHECK(attn_state_size(&d, q, k, v, &floats) == ATTN_OK && attn_state_init(&d, q, k, v, sp, floats, &st) == ATTN_OK &&
+                attn_step(&d, q, k, v, &st, lin_view(op, B, S, H, D)) == ATTN_OK && st.pos == S, "linear step: the valid call");
+    }
+    free(arena); free(copy);
+}
+
+/* Issue 27 item 5: q.batch * k.heads > INT_MAX wrapped the int task count, so the size queries
+   (which allocate nothing) answered ATTN_OK with a few bytes and a real call left most of out
+   unwritten. B 65536, H 65537, S = D = 1: every query of every linear kind is ATTN_ERR_OVERFLOW
+   with the result untouched; B 32767 (B H just under INT_MAX) is still served. */
+static void test_linear_task_overflow(void) {
+    static const attn_kind kinds[3] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER };
+    uint16_t dummy[4] = { 0, 0, 0, 0 };
+    attn_tensor t = attn_tensor_dense(dummy, ATTN_BF16, 65536, 1, 65537, 1);
+    attn_tensor ok = attn_tensor_dense(dummy, ATTN_BF16, 32767, 1, 65537, 1);
+    int i, op;
+    for (i = 0; i < 3; ++i) {
+        attn_desc d;
+        memset(&d, 0, sizeof d);
+        d.kind = kinds[i];
+        if (d.kind == ATTN_PERFORMER) d.performer.features = 4;
+        for (op = 0; op < 3; ++op) {
+            static const char *names[3] = { "workspace size", "backward workspace size", "state size" };
+            size_t n = 77;
+            attn_status s = op == 0 ? attn_workspace_size(&d, t, t, t, &n)
+                          : op == 1 ? attn_backward_workspace_size(&d, t, t, t, &n) : attn_state_size(&d, t, t, t, &n);
+            char what[96];
+            snprintf(what, sizeof what, "%s %s, B 65536 x H 65537", attn_kind_name(d.kind), names[op]);
+            t_expect_status(s, ATTN_ERR_OVERFLOW, "linear", what);
+            T_CHECK(n == 77, "linear %s: the size was written", what);
+        }
+        {
+            size_t n = 0;
+            const attn_status s = attn_workspace_size(&d, ok, ok, ok, &n);
+            T_CHECK(s == ATTN_OK && n > 0, "%s workspace size at B H = 2^31 - 32769: %s", attn_kind_name(d.kind), attn_status_str(s));
+        }
+    }
+}
+
 void test_linear(void) {
     test_linear_sweep();
     test_linear_threads();
     test_linear_step();
     test_linear_edges();
     test_linear_errors();
+    test_linear_step_overlap();
+    test_linear_task_overflow();
     printf("      linear: largest passing f32/f16/bf16 out error %.3g (tolerance %.3g for f32 out)\n", g_lin_worst,
            lin_tol(ATTN_F32));
 }

@@ -25,6 +25,14 @@ typedef struct {
     const int *lq, *lk;
 } lb_case;
 
+/* cosFormer's M for a sequence of valid lengths Lq, Lk: c->M, or (when c->M is the default, passed
+   as max_len 0) max(Lq, Lk) of the sequence, as ZOO.md defines it */
+static double lb_M(const lb_case *c, int Lq, int Lk) {
+    const int top = Lq > Lk ? Lq : Lk;
+    if (c->M != (c->Sq > c->Sk ? c->Sq : c->Sk)) return c->M;
+    return top > 0 ? top : 1;
+}
+
 /* out [B][Sq][Hq][Dv] from double q, k, v (dense); frozen: Performer's maxes (fill = 1 records them) */
 static void lb_forward(const lb_case *c, const double *q, const double *k, const double *v, double *out, double *fq,
                        double *fk, int fill) {
@@ -88,7 +96,7 @@ static void lb_forward(const lb_case *c, const double *q, const double *k, const
                             wgt += pq[d] * (c->kind == ATTN_LINEAR ? (y[d] > 0 ? y[d] + 1.0 : exp(y[d])) : (y[d] > 0 ? y[d] : 0.0));
                         if (c->kind == ATTN_COSFORMER) {
                             const double pi_ = (double)i + 1.0 + (c->causal ? (double)(Lk - Lq) : 0.0);
-                            wgt *= cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / c->M);
+                            wgt *= cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / lb_M(c, Lq, Lk));
                         }
                     }
                     den += wgt;
@@ -181,7 +189,7 @@ static void lb_grad_ref(const lb_case *c, const double *q, const double *k, cons
                     double a = 0.0;
                     lb_phi(c, y, s, 0, pk);
                     for (l = 0; l < F; ++l) a += pq[l] * pk[l];
-                    if (c->kind == ATTN_COSFORMER) a *= cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / c->M);
+                    if (c->kind == ATTN_COSFORMER) a *= cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / lb_M(c, Lq, Lk));
                     den += a;
                     for (d = 0; d < Dv; ++d) num[d] += a * vj[d];
                 }
@@ -193,7 +201,7 @@ static void lb_grad_ref(const lb_case *c, const double *q, const double *k, cons
                 for (j = 0; j < Lk && j <= last; ++j) {          /* backward */
                     const double *y = k + (((size_t)b * c->Sk + j) * c->Hkv + hv) * D, *vj = v + (((size_t)b * c->Sk + j) * c->Hkv + hv) * Dv;
                     double *gkj = gk + (((size_t)b * c->Sk + j) * c->Hkv + hv) * D, *gvj = gv + (((size_t)b * c->Sk + j) * c->Hkv + hv) * Dv;
-                    const double cw = c->kind == ATTN_COSFORMER ? cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / c->M) : 1.0;
+                    const double cw = c->kind == ATTN_COSFORMER ? cos(1.57079632679489661923 * (pi_ - (j + 1.0)) / lb_M(c, Lq, Lk)) : 1.0;
                     double a = 0.0, da = cc;
                     lb_phi(c, y, s, 0, pk);
                     for (l = 0; l < F; ++l) a += pq[l] * pk[l];

@@ -377,8 +377,8 @@ static void test_nystrom_ref(void) {
         d.nystrom.landmarks = m; d.nystrom.pad = pad;
         d.nystrom.iterations = t_chance(&r, 0.5) ? 0 : t_irange(&r, 1, 9);
         if (conv) {
-            d.nystrom.conv_kernel = t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 0, 4) + 1;
-            w = rand_mat(&r, (size_t)Hq * (d.nystrom.conv_kernel ? d.nystrom.conv_kernel : 35), 0.2);
+            d.nystrom.conv_kernel = t_chance(&r, 0.5) ? 35 : 2 * t_irange(&r, 0, 4) + 1;   /* given with conv */
+            w = rand_mat(&r, (size_t)Hq * d.nystrom.conv_kernel, 0.2);
             d.nystrom.conv = w;
         }
         if (t_chance(&r, 0.3)) d.scale = 0.25f;
@@ -510,7 +510,7 @@ static void test_nystrom_threads(void) {
         attn_desc d;
         memset(&d, 0, sizeof d);
         d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 32;
-        if (c) d.nystrom.conv = w;
+        if (c) { d.nystrom.conv = w; d.nystrom.conv_kernel = 35; }
         check_threads(d, &f, c ? "nystrom bf16 conv" : "nystrom");
         free(w); fx_free(&f);
     }
@@ -625,7 +625,14 @@ static void test_lowrank_errors(void) {
     d = d0; d.nystrom.pad = 2; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PAD, "nystrom pad");
     d = d0; d.nystrom.conv = w; d.nystrom.conv_kernel = 4; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_CONV_KERNEL, "nystrom even kernel");
     d = d0; d.nystrom.conv = w; d.nystrom.conv_kernel = -3; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_CONV_KERNEL, "nystrom negative kernel");
-    d = d0; d.nystrom.conv = w; d.nystrom.landmarks = 2; expect_status(&d, &g, NULL, ATTN_ERR_NYSTROM_CONV_SEQ, "nystrom conv with q.seq != k.seq");
+    d = d0; d.nystrom.conv = w; d.nystrom.conv_kernel = 35; d.nystrom.landmarks = 2; expect_status(&d, &g, NULL, ATTN_ERR_NYSTROM_CONV_SEQ, "nystrom conv with q.seq != k.seq");
+    {   /* issue 27 item 4: conv given, conv_kernel 0 read 35 taps per head of a 3-tap filter */
+        float *w3 = rand_mat(&r, 2 * 3, 0.2);
+        d = d0; d.nystrom.conv = w3; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_CONV_TAPS, "nystrom conv with conv_kernel 0");
+        d = d0; d.nystrom.conv = w3; d.nystrom.conv_kernel = 3; T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom conv with conv_kernel 3");
+        d = d0; d.nystrom.conv_kernel = 5; T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom conv_kernel without conv is not read");
+        free(w3);
+    }
     d = d0; d.causal = 1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom causal");
     d = d0; d.softcap = 1.0f; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom softcap");
     d = d0; d.dropout_p = 0.1f; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom dropout");
@@ -643,6 +650,41 @@ static void test_lowrank_errors(void) {
         t_status_provoked[ATTN_ERR_NYSTROM_PINV_NULL] = t_status_provoked[ATTN_ERR_NYSTROM_PINV_M] = 1;
         t_status_provoked[ATTN_ERR_NYSTROM_PINV_A] = 1;
         T_CHECK(attn_nystrom_pinv(1, 6, one, z) == ATTN_OK && fabs(z[0] - 0.5) < 1e-6, "pinv of [2] = %g", (double)z[0]);
+    }
+    {   /* issue 27: z overlapping a is refused (the docs forbid it); a result that is not finite
+           (the iteration diverged) is a status, not ATTN_OK with inf/NaN, and z is untouched */
+        float b[8] = { 0.7f, 0.3f, 0.4f, 0.6f, 0, 0, 0, 0 }, bad[4] = { 3.0f, 1.0f, -2.9f, 0.0f };
+        static const unsigned char pat[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+        float keep[8];
+        attn_status s;
+        memcpy(keep, b, sizeof b);
+        s = attn_nystrom_pinv(2, 6, b, b);
+        t_expect_status(s, ATTN_ERR_NYSTROM_PINV_ALIAS, "low-rank", "pinv z == a");
+        s = attn_nystrom_pinv(2, 6, b, b + 2);
+        t_expect_status(s, ATTN_ERR_NYSTROM_PINV_ALIAS, "low-rank", "pinv z overlapping a's second row");
+        T_CHECK(memcmp(b, keep, sizeof b) == 0, "pinv alias error wrote a or z");
+        T_CHECK(attn_nystrom_pinv(2, 6, b, b + 4) == ATTN_OK, "pinv z right after a (no overlap)");
+        memcpy(z, pat, 16);
+        s = attn_nystrom_pinv(2, 6, bad, z);
+        t_expect_status(s, ATTN_ERR_NYSTROM_PINV_DIVERGED, "low-rank", "pinv of a matrix the iteration cannot invert");
+        T_CHECK(memcmp(z, pat, 16) == 0, "pinv divergence error wrote z");
+    }
+    {   /* issue 27 item 5: one checked task count; Linformer runs 2 B Hkv projection tasks and
+           Nystrom B Hq + B Hkv landmark tasks, which wrapped an int with B H just under INT_MAX */
+        float dummy[4] = { 0, 0, 0, 0 };
+        attn_tensor t1 = attn_tensor_dense(dummy, ATTN_F32, 32768, 1, 65535, 1), t2 = attn_tensor_dense(dummy, ATTN_F32, 32768, 2, 65535, 1);
+        size_t n = 77;
+        attn_status s;
+        d = d0; d.kind = ATTN_LINFORMER; d.linformer.e = dummy; d.linformer.k = 1; d.linformer.n = 1; d.linformer.shared_kv = 1;
+        d.linformer.shared_heads = 1;
+        s = attn_workspace_size(&d, t1, t1, t1, &n);
+        t_expect_status(s, ATTN_ERR_OVERFLOW, "low-rank", "linformer workspace size, 2 B Hkv > INT_MAX");
+        s = attn_backward_workspace_size(&d, t1, t1, t1, &n);
+        t_expect_status(s, ATTN_ERR_OVERFLOW, "low-rank", "linformer backward workspace size, 2 B Hkv > INT_MAX");
+        memset(&d, 0, sizeof d); d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 1;
+        s = attn_workspace_size(&d, t2, t2, t2, &n);
+        t_expect_status(s, ATTN_ERR_OVERFLOW, "low-rank", "nystrom workspace size, B Hq + B Hkv > INT_MAX");
+        T_CHECK(n == 77, "low-rank task overflow: a size was written");
     }
     T_CHECK(strstr(attn_kind_name(ATTN_LINFORMER), "Linformer") != NULL && strstr(attn_kind_name(ATTN_NYSTROM), "Nystrom") != NULL,
             "kind names");

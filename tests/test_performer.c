@@ -227,6 +227,7 @@ static void test_performer_sweep(void) {
         own = t_chance(&r, 0.3);
         if (own) {       /* the caller's projection: the same W, so the same reference */
             d.performer.projection = W; d.performer.projection_dim = s.D; d.performer.seed = 999;
+            d.performer.features = s.m;          /* a caller's W: its rows are always given */
         }
         n = (size_t)s.B * s.Sq * s.Hq * s.Dv;
         ref = (double *)t_xmalloc(n * sizeof(double));
@@ -449,7 +450,7 @@ static void test_performer_errors(void) {
             "performer state floats %lu", (unsigned long)floats);
     T_CHECK(attn_state_init(&base, tq, tk, tv, sbuf, floats, &good) == ATTN_OK, "performer state init");
     for (i = 0; i < (int)(sizeof W / sizeof W[0]); ++i) W[i] = 0.25f;
-    for (i = 0; i < 28; ++i) {
+    for (i = 0; i < 30; ++i) {
         attn_status want = ATTN_OK, got;
         const char *what = "";
         int op = 0;
@@ -487,6 +488,11 @@ static void test_performer_errors(void) {
         case 25: op = 7; want = ATTN_ERR_KIND_OP; what = "decode"; break;
         case 26: op = 1; d.performer.features = 7; want = ATTN_ERR_STATE_MISMATCH; what = "step state of 8 features used with 7"; break;
         case 27: op = 1; d.performer.kernel = ATTN_PERFORMER_RELU; want = ATTN_ERR_STATE_MISMATCH; what = "step state of the softmax kernel used with ReLU"; break;
+        /* issue 27 item 3: a caller's W of 8 rows with features 0 read 256 rows (a default) */
+        case 28: d.performer.features = 0; d.performer.projection = W; d.performer.projection_dim = 4;
+                 want = ATTN_ERR_PERFORMER_PROJECTION_FEATURES; what = "projection with features 0"; break;
+        case 29: op = 8; d.performer.features = 0; d.performer.projection = W; d.performer.projection_dim = 4;
+                 want = ATTN_ERR_PERFORMER_PROJECTION_FEATURES; what = "state size: projection with features 0"; break;
         }
         t_sentinel(out, sizeof out, 21);
         t_sentinel(sbuf, sizeof sbuf, 23);
@@ -498,6 +504,7 @@ static void test_performer_errors(void) {
         else if (op == 4) got = attn_performer_draw(&pp, 4, NULL);
         else if (op == 5) got = attn_performer_draw(&pp, 0, Wd);
         else if (op == 6) got = attn_performer_draw(&pp, 4, Wd);
+        else if (op == 8) { size_t n = 12345; got = attn_state_size(&d, tq, tk, tv, &n); T_CHECK(n == 12345, "performer %s: size written", what); }
         else got = attn_decode(&d, tq, NULL, o, NULL);
         if (want == ATTN_OK) { T_CHECK(got == ATTN_OK, "performer %s: %s", what, attn_status_str(got)); continue; }
         pf_expect(got, want, what);

@@ -24,11 +24,9 @@ static rk_buf rk_alloc(attn_dtype dt, int B, int T, int H, int D, int pad) {
     rk_buf r;
     memset(&r, 0, sizeof r);
     r.t.dtype = dt; r.t.batch = B; r.t.seq = T; r.t.heads = H; r.t.dim = D;
-    if (pad > 0) {
-        r.t.stride_head = D;
-        r.t.stride_seq = (ptrdiff_t)H * D + pad;
-        r.t.stride_batch = (ptrdiff_t)T * r.t.stride_seq;
-    }
+    r.t.stride_head = D;
+    r.t.stride_seq = (ptrdiff_t)H * D + pad;
+    r.t.stride_batch = (ptrdiff_t)T * r.t.stride_seq;
     r.n = t_extent(&r.t) + (size_t)pad;
     r.buf = t_xmalloc(r.n * t_dt_size(dt));
     t_fill_nan(r.buf, dt, r.n);          /* gaps must never be read */
@@ -282,7 +280,9 @@ static void rk6_check(const rk6_case *cs, t_rng *rng) {
     d.head_size = cs->head_size;
     t_fill_normal(&r.t, rng, 1.0); t_fill_normal(&k.t, rng, 1.0); t_fill_normal(&v.t, rng, 1.0);
     rk6_fill_w(&wb.t, rng);
-    if (cs->v5) { w.batch = B; w.seq = T; w.stride_batch = 0; w.stride_seq = 0; w.stride_head = D; }
+    /* RWKV-5: one decay row for every batch and token, as docs/guide.md gives it; with one head
+       every stride is 0, which 0.2 read as dense [B, T, 1, C] past the C floats of wb */
+    if (cs->v5) { w.batch = B; w.seq = T; w.stride_batch = 0; w.stride_seq = 0; w.stride_head = H == 1 ? 0 : D; }
     for (i = 0; i < C; ++i) u[i] = (float)t_normal(rng);
     for (e = 0; e < SN; ++e) st_in[e] = (float)(0.5 * t_normal(rng));
     s = attn_rwkv6_forward(&d, r.t, k.t, v.t, w, u, o.t, cs->with_state ? st_in : NULL, st_out);
@@ -578,6 +578,77 @@ static void rk_errors(t_rng *rng) {
     free(E.td); free(E.tf); free(E.u); free(E.st_in); free(E.st_out);
 }
 
+/* ---- memory rule: out and state_out never meet an input, each other or their own rows -------
+   Every buffer lives in one arena of values in [0, 1) (valid for every role: k, v, r, w, decay,
+   bonus, state), so a refused call must leave the whole arena bytewise as it was. Before this
+   rule these calls ran: rows written twice in an order set by the thread count, state_out inside
+   out, out over the decay. Explicit strides throughout. */
+static attn_tensor rk_view(float *p, int B, int T, int H, int D) {
+    attn_tensor t = attn_tensor_dense(p, ATTN_F32, B, T, H, D);
+    t.stride_head = D; t.stride_seq = (ptrdiff_t)H * D; t.stride_batch = (ptrdiff_t)T * H * D;
+    return t;
+}
+static void rk_overlap(t_rng *rng) {
+    enum { B = 1, T = 4, H = 2, D = 32, C = H * D, NT = B * T * C, NS = B * C * D, N = 5 * NT + 3 * C + 2 * NS };
+    float *arena = (float *)t_xmalloc(sizeof(float) * N), *copy = (float *)t_xmalloc(sizeof(float) * N);
+    float *kp = arena, *vp = kp + NT, *rp = vp + NT, *wp = rp + NT, *op = wp + NT;
+    float *td = op + NT, *tf = td + C, *u = tf + C, *si = u + C, *so = si + NS;
+    attn_rwkv_desc d;
+    int i;
+    memset(&d, 0, sizeof d);
+    d.n_threads = 2;
+    for (i = 0; i < N; ++i) arena[i] = (float)t_unif(rng);
+    for (i = 0; i < 20; ++i) {
+        attn_tensor k = rk_view(kp, B, T, H, D), v = rk_view(vp, B, T, H, D), r = rk_view(rp, B, T, H, D);
+        attn_tensor w = rk_view(wp, B, T, H, D), o = rk_view(op, B, T, H, D);
+        const float *a_td = td, *a_tf = tf, *a_u = u, *a_si = si;
+        float *a_so = so;
+        attn_status got, want = ATTN_ERR_RWKV_OVERLAP;
+        const char *what = "";
+        int six = i >= 10, step = 0;
+        switch (i) {
+        /* RWKV-4 */
+        case 0: o.stride_seq = D; what = "rwkv4 out rows overlap"; break;
+        case 1: a_so = op + 8; what = "rwkv4 state_out inside out"; break;
+        case 2: o.data = kp; what = "rwkv4 out == k"; break;
+        case 3: a_td = op + 16; what = "rwkv4 out over time_decay"; break;
+        case 4: a_si = op; what = "rwkv4 out over state_in"; break;
+        case 5: a_tf = so + 5; what = "rwkv4 state_out over time_first"; break;
+        case 6: step = 1; a_so = op + 4; what = "rwkv4_step state inside out"; break;
+        case 7: step = 1; o.data = so + 3 * C - 1; what = "rwkv4_step out over the state's last float"; break;
+        case 8: o.data = vp + NT - 1; what = "rwkv4 out's first float on v's last"; break;
+        case 9: a_si = so + 1; want = ATTN_ERR_RWKV_STATE_ALIAS; what = "rwkv4 state_in one float past state_out"; break;
+        /* RWKV-6 */
+        case 10: o.data = wp; what = "rwkv6 out == w"; break;
+        case 11: a_u = op + 3; what = "rwkv6 out over u"; break;
+        case 12: a_so = op + 5; a_si = NULL; what = "rwkv6 state_out inside out"; break;
+        case 13: o.stride_seq = D; what = "rwkv6 out rows overlap"; break;
+        case 14: o.data = rp; what = "rwkv6 out == r"; break;
+        case 15: step = 1; o.data = so + 7; what = "rwkv6_step out inside the state"; break;
+        case 16: a_si = op; what = "rwkv6 out over state_in"; break;
+        case 17: step = 1; a_so = kp; what = "rwkv6_step state over k"; break;
+        case 18: o.stride_head = 0; o.heads = 1; o.dim = C; o.data = vp; k.heads = v.heads = r.heads = w.heads = 1;
+                 k.dim = v.dim = r.dim = w.dim = C; a_si = NULL; a_so = NULL; what = "rwkv6 flat [B, T, C] out == v"; break;
+        case 19: a_so = si + NS - 1; want = ATTN_ERR_RWKV_STATE_ALIAS; what = "rwkv6 state_out on state_in's last float"; break;
+        }
+        if (step) { k.seq = v.seq = r.seq = w.seq = o.seq = 1; }
+        memcpy(copy, arena, sizeof(float) * N);
+        if (!six) got = step ? attn_rwkv4_step(&d, a_td, a_tf, k, v, o, a_so)
+                             : attn_rwkv4_forward(&d, a_td, a_tf, k, v, o, a_si, a_so);
+        else got = step ? attn_rwkv6_step(&d, r, k, v, w, a_u, o, a_so)
+                        : attn_rwkv6_forward(&d, r, k, v, w, a_u, o, a_si, a_so);
+        T_CHECK(got == want, "%s: got %s, want %s", what, attn_status_str(got), attn_status_str(want));
+        if (T_CHECK(memcmp(copy, arena, sizeof(float) * N) == 0, "%s: memory was written", what) && got == want)
+            t_status_provoked[want] = 1;
+    }
+    {   /* allowed: state_out == state_in (in place), inputs sharing memory with each other */
+        attn_tensor k = rk_view(kp, B, T, H, D), o = rk_view(op, B, T, H, D);
+        T_CHECK(attn_rwkv4_forward(&d, td, td, k, k, o, so, so) == ATTN_OK, "rwkv4: in-place state, k == v allowed");
+        T_CHECK(attn_rwkv6_forward(&d, k, k, k, k, td, o, so, so) == ATTN_OK, "rwkv6: in-place state, r == k == v == w allowed");
+    }
+    free(arena); free(copy);
+}
+
 void test_rwkv(void) {
     t_rng rng = t_rng_seed(0x52574B56ull);
     static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
@@ -625,4 +696,5 @@ void test_rwkv(void) {
     }
     for (i = 0; i < 3; ++i) rk6_properties(&rng, dts[i]);
     rk_errors(&rng);
+    rk_overlap(&rng);
 }

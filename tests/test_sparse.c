@@ -172,7 +172,7 @@ static void lf_case(t_rng *r, int B, int Sq, int Sk, int Hq, int Hkv, int D, int
         size_t n = (size_t)B * Hq * Sq * Sk, i;
         bias = (float *)t_xmalloc(sizeof(float) * n);
         for (i = 0; i < n; ++i) bias[i] = (float)(0.5 * t_normal(r));
-        d.bias.data = bias; d.bias.batch = B; d.bias.heads = Hq;
+        d.bias = attn_bias_dense(bias, B, Hq, Sq, Sk);
         opt.bias = bias;
     }
     if ((extras & 4) && Sq == Sk) {                      /* padding (self-attention lengths) */
@@ -718,7 +718,7 @@ static void lsh_one_chunk(t_rng *r, int n, attn_dtype dt) {
     memset(&d, 0, sizeof d); memset(&e, 0, sizeof e);
     d.kind = ATTN_LSH; d.lsh.bucket_size = n; d.lsh.seed = 5;
     for (i = 0; i < n * n; ++i) bias[i] = i % (n + 1) == 0 ? -INFINITY : 0.0f;
-    e.bias.data = bias; e.bias.batch = 1; e.bias.heads = 1;
+    e.bias = attn_bias_dense(bias, 1, 1, n, n);
     s1 = attn_forward(&d, q.t, q.t, v.t, o.t, lse);
     /* exact attention on the same normalised keys: k_j / sqrt(mean(k_j^2) + 1e-6), scale 1/sqrt(D) */
     {
@@ -894,12 +894,39 @@ static void rt_one_cluster(t_rng *r, int n) {
     memset(&d, 0, sizeof d); memset(&e, 0, sizeof e);
     d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = 1; d.routing.window = n + 5;
     for (i = 0; i < n * n; ++i) bias[i] = i % (n + 1) == 0 ? -INFINITY : 0.0f;
-    e.bias.data = bias; e.bias.batch = 1; e.bias.heads = 1;
+    e.bias = attn_bias_dense(bias, 1, 1, n, n);
     s1 = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
     s2 = attn_forward(&e, q.t, q.t, v.t, o2.t, NULL);
     for (i = 0; i < (int)o.n; ++i) if (!(fabs(((float *)o.buf)[i] - ((float *)o2.buf)[i]) <= 2e-5)) ok = 0;
     T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && ok, "routing: one cluster holding all %d tokens must equal full attention without the diagonal", n);
     sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); free(bias);
+}
+
+/* The tie rule "ties: the lower position first" with every key row identical: each cluster's
+   window is positions [0, w), whatever the ISA (the scores of identical rows must be computed
+   identically, not with the row's place in a SIMD tile), so exactly rows [0, w) get an output. */
+static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
+    sp_tensor q = sp_make(ATTN_F32, 1, n, 1, D, 1), v = sp_make(ATTN_F32, 1, n, 1, D, 1), o = sp_make(ATTN_F32, 1, n, 1, D, 1);
+    float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)nc * D), *row = (float *)t_xmalloc(sizeof(float) * (size_t)D);
+    float *qf = (float *)q.buf, *of = (float *)o.buf;
+    attn_desc d;
+    attn_status s;
+    int i, j, first_bad = -1;
+    for (j = 0; j < D; ++j) row[j] = (float)t_normal(r);
+    for (i = 0; i < n; ++i) memcpy(qf + (size_t)i * D, row, sizeof(float) * (size_t)D);
+    for (i = 0; i < nc * D; ++i) cen[i] = (float)t_normal(r);
+    t_fill_normal(&v.t, r, 1.0);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = w;
+    s = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
+    for (i = 0; i < n && first_bad < 0; ++i) {
+        int nonzero = 0;
+        for (j = 0; j < D; ++j) nonzero |= of[(size_t)i * D + j] != 0.0f;
+        if (nonzero != (i < w)) first_bad = i;
+    }
+    T_CHECK(s == ATTN_OK && first_bad < 0, "routing ties (%s, n %d, D %d, %d clusters, w %d): the window must be positions "
+            "[0, %d), row %d disagrees", attn_kernels(), n, D, nc, w, w, first_bad);
+    sp_free(&q); sp_free(&v); sp_free(&o); free(cen); free(row);
 }
 
 /* attn_routing_update against the ZOO rule in double. */
@@ -969,6 +996,10 @@ static void test_routing(void) {
     }
     rt_one_cluster(&r, 40);
     rt_one_cluster(&r, 64);
+    rt_ties(&r, 128, 16, 1, 8);
+    rt_ties(&r, 200, 33, 3, 20);
+    rt_ties(&r, 70, 64, 70, 5);
+    rt_ties(&r, 130, 32, 2, 64);
     rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f);
     rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f);
     rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f);
@@ -1141,8 +1172,37 @@ static void test_sparse_errors(void) {
     sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&k2); sp_free(&v2);
 }
 
+/* Issue 27 item 5: q.batch * q.heads > INT_MAX wrapped LSH's and Routing's int task count (the
+   size query answered ATTN_OK); every sparse kind now answers ATTN_ERR_OVERFLOW through the one
+   checked product, the result untouched. B 65536, H 65537, S = D = 1; queries allocate nothing. */
+static void test_sparse_task_overflow(void) {
+    static const attn_kind kinds[4] = { ATTN_LSH, ATTN_ROUTING, ATTN_BIGBIRD, ATTN_LONGFORMER };
+    uint16_t dummy[4] = { 0, 0, 0, 0 };
+    float *cen = (float *)calloc(65537, sizeof(float));
+    attn_tensor t = attn_tensor_dense(dummy, ATTN_BF16, 65536, 1, 65537, 1);
+    int i;
+    if (!cen) { T_CHECK(0, "sparse task overflow: out of memory"); return; }
+    for (i = 0; i < 4; ++i) {
+        attn_desc d;
+        size_t n = 77;
+        attn_status s;
+        char what[96];
+        memset(&d, 0, sizeof d);
+        d.kind = kinds[i];
+        d.lsh.bucket_size = 1;
+        d.routing.centroids = cen; d.routing.n_clusters = 1;
+        d.bigbird.block = 1; d.bigbird.no_random = 1;
+        s = attn_workspace_size(&d, t, t, t, &n);
+        snprintf(what, sizeof what, "%s workspace size, B 65536 x H 65537", attn_kind_name(d.kind));
+        t_expect_status(s, ATTN_ERR_OVERFLOW, "sparse", what);
+        T_CHECK(n == 77, "sparse %s: the size was written", what);
+    }
+    free(cen);
+}
+
 void test_sparse(void) {
     test_sparse_errors();
+    test_sparse_task_overflow();
     test_longformer();
     test_longformer_backward();
     test_bigbird();

@@ -39,7 +39,6 @@ typedef struct {
 
 static ptrdiff_t sv_off(const sv *v, int b, int c, int l) {
     ptrdiff_t sb = v->t.stride_batch, sc = v->t.stride_chan;
-    if (sb == 0 && sc == 0) { sc = v->nl; sb = (ptrdiff_t)v->nc * v->nl; }
     return (ptrdiff_t)b * sb + (ptrdiff_t)c * sc + l;
 }
 /* padded: strides larger than dense (gaps filled with NaN that must never be read) */
@@ -48,6 +47,7 @@ static sv sv_make(attn_dtype dt, int nb, int nc, int nl, int padded) {
     memset(&v, 0, sizeof v);
     v.nb = nb; v.nc = nc; v.nl = nl; v.t.dtype = dt;
     if (padded) { v.t.stride_chan = nl + 3; v.t.stride_batch = (ptrdiff_t)nc * (nl + 3) + 5; }
+    else { v.t.stride_chan = nl; v.t.stride_batch = (ptrdiff_t)nc * nl; }
     v.elems = (size_t)sv_off(&v, nb - 1, nc - 1, nl - 1) + 1;
     v.t.data = t_xmalloc(v.elems * t_dt_size(dt));
     t_fill_nan(v.t.data, dt, v.elems);
@@ -410,7 +410,7 @@ static void test_scan_varlen(void) {
         Cm.data = (char *)Cm.data + (size_t)l0 * 4;
         u.stride_chan = dl.stride_chan = z.stride_chan = Bm.stride_chan = Cm.stride_chan = p.L;
         u.stride_batch = dl.stride_batch = z.stride_batch = Bm.stride_batch = Cm.stride_batch = 1;
-        memset(&y, 0, sizeof y); y.data = y1; y.dtype = ATTN_F32;
+        y = attn_ssm_tensor_dense(y1, ATTN_F32, p.D, n);
         T_CHECK(attn_ssm_selective_scan(&e, u, dl, p.A, Bm, Cm, p.Dk, z, p.dbias, p.sin + (size_t)sq * p.D * p.N, y, st1) == ATTN_OK,
                 "varlen: sequence %d alone", sq);
         for (c = 0; c < p.D; ++c)
@@ -686,8 +686,9 @@ static void test_scan_decay(void) {
     memset(&d, 0, sizeof d);
     d.batch = 1; d.dim = D; d.len = L; d.d_state = N; d.bc_const = ATTN_SSM_BC_CONST;
     memset(&none, 0, sizeof none);
-    tu = tdl = tb = tc = ty = none;
-    tu.data = u; tdl.data = dl; tb.data = Bm; tc.data = Cm; ty.data = y;
+    tu = attn_ssm_tensor_dense(u, ATTN_F32, D, L); tdl = attn_ssm_tensor_dense(dl, ATTN_F32, D, L);
+    ty = attn_ssm_tensor_dense(y, ATTN_F32, D, L);
+    tb = attn_ssm_tensor_dense(Bm, ATTN_F32, D, N); tc = attn_ssm_tensor_dense(Cm, ATTN_F32, D, N);
     T_CHECK(attn_ssm_selective_scan(&d, tu, tdl, A, tb, tc, NULL, none, NULL, sin, ty, sout) == ATTN_OK, "decay: scan");
     for (c = 0; c < D; ++c) {
         double sdt = 0.0;
@@ -1239,9 +1240,12 @@ static void test_scan_backward(void) {
         memset(&d, 0, sizeof d);
         d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = p.G; d.bc_const = p.bc_const;
         d.delta_softplus = p.softplus; d.n_threads = 1 + cfg % 3;
-        memset(&tu, 0, sizeof tu); tu.dtype = ATTN_F32;
-        tdl = tz = tb = tc = tdy = tu;
-        tu.data = fu; tdl.data = fdl; tz.data = p.has_z ? fz : NULL; tb.data = fB; tc.data = fC; tdy.data = fdy;
+        tu = attn_ssm_tensor_dense(fu, ATTN_F32, D, L);
+        tdl = attn_ssm_tensor_dense(fdl, ATTN_F32, D, L);
+        tz = attn_ssm_tensor_dense(p.has_z ? fz : NULL, ATTN_F32, D, L);
+        tdy = attn_ssm_tensor_dense(fdy, ATTN_F32, D, L);
+        tb = p.bc_const ? attn_ssm_tensor_dense(fB, ATTN_F32, D, N) : attn_ssm_tensor_dense(fB, ATTN_F32, p.G * N, L);
+        tc = p.bc_const ? attn_ssm_tensor_dense(fC, ATTN_F32, D, N) : attn_ssm_tensor_dense(fC, ATTN_F32, p.G * N, L);
         gr.du = g_u; gr.ddelta = g_dl; gr.dz = g_z; gr.dA = g_A; gr.dB = g_B; gr.dC = g_C; gr.dD = g_D; gr.ddelta_bias = g_bias;
         s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &gr);
         T_CHECK(s == ATTN_OK, "backward config %d: %s", cfg, attn_status_str(s));
@@ -1279,6 +1283,13 @@ static void test_scan_backward(void) {
                 tdy.data = fdy;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, NULL);
                 if (T_CHECK(s == ATTN_ERR_SSM_NULL_GRADS && t_sentinel_ok(h_u, 4 * nx, 5), "backward NULL grads")) t_status_provoked[s] = 1;
+                {   /* issue 27: a broadcast dy was reported as y's fault */
+                    attn_ssm_tensor bdy = tdy;
+                    bdy.stride_batch = L; bdy.stride_chan = 0;
+                    s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, bdy, &g2);
+                    if (T_CHECK(s == ATTN_ERR_SSM_DY_BROADCAST && t_sentinel_ok(h_u, 4 * nx, 5), "backward dy broadcast: %s",
+                                attn_status_str(s))) t_status_provoked[s] = 1;
+                }
                 d.cu_seqlens = &cfg; d.varlen_batch = 1;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
                 if (T_CHECK(s == ATTN_ERR_SSM_BWD_VARLEN && t_sentinel_ok(h_u, 4 * nx, 5), "backward cu_seqlens")) t_status_provoked[s] = 1;
@@ -1295,6 +1306,189 @@ static void test_scan_backward(void) {
         free(fu); free(fdl); free(fz); free(fdy); free(fA); free(fB); free(fC); free(fD); free(fbias); free(fsin);
         free(g_u); free(g_dl); free(g_z); free(g_A); free(g_B); free(g_C); free(g_D); free(g_bias);
     }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Memory rule: every output (y / out, state_out, K, the gradients) apart from every input,    */
+/* the other outputs and its own rows; state_out == state_in exactly is the documented         */
+/* in-place update, a partial overlap is ATTN_ERR_SSM_STATE_ALIAS.                             */
+/* ---------------------------------------------------------------------------------------- */
+
+/* [nb, nc, nl] with explicit dense strides (never zero strides meaning dense) */
+static attn_ssm_tensor so_view(float *p, int nb, int nc, int nl) {
+    attn_ssm_tensor t;
+    (void)nb;                     /* the batch stride does not depend on it */
+    memset(&t, 0, sizeof t);
+    t.data = p; t.dtype = ATTN_F32; t.stride_chan = nl; t.stride_batch = (ptrdiff_t)nc * nl;
+    return t;
+}
+
+typedef struct {                  /* every buffer of every call, carved from one arena */
+    float *u, *dl, *z, *y, *Bm, *Cm, *A, *Dk, *db, *sin, *sout;          /* scan: 16 x4, 8 x2, 8, 4 x2, 8 x2 */
+    float *w, *bias, *cin, *cout;                                       /* conv: 16, 4, 12 x2 */
+    float *ldt, *lar, *aim, *br, *bi, *cr, *ci, *s4in, *s4out, *K;      /* s4d: 4, 8 x6, 16 x2, 16 */
+    float *du, *ddl, *dz, *dA, *dB, *dC, *dD, *ddb, *dy;                /* backward: 16 x3, 8 x3, 4 x2, 16 */
+} so_bufs;
+
+static void test_ssm_overlap(void) {
+    enum { B = 1, D = 4, L = 4, N = 2, K = 4, NA = 1024 };
+    float *arena = (float *)t_xmalloc(sizeof(float) * NA), *copy = (float *)t_xmalloc(sizeof(float) * NA);
+    t_rng r = t_rng_seed(0x55A1);
+    so_bufs base, a;
+    attn_ssm_desc d;
+    float *p = arena;
+    int i;
+    for (i = 0; i < NA; ++i) arena[i] = (float)t_unif(&r);       /* valid in every role */
+#define SO_TAKE(f, n) (base.f = p, p += (n))
+    SO_TAKE(u, 16); SO_TAKE(dl, 16); SO_TAKE(z, 16); SO_TAKE(y, 16); SO_TAKE(Bm, 8); SO_TAKE(Cm, 8); SO_TAKE(A, 8);
+    SO_TAKE(Dk, 4); SO_TAKE(db, 4); SO_TAKE(sin, 8); SO_TAKE(sout, 8);
+    SO_TAKE(w, 16); SO_TAKE(bias, 4); SO_TAKE(cin, 12); SO_TAKE(cout, 12);
+    SO_TAKE(ldt, 4); SO_TAKE(lar, 8); SO_TAKE(aim, 8); SO_TAKE(br, 8); SO_TAKE(bi, 8); SO_TAKE(cr, 8); SO_TAKE(ci, 8);
+    SO_TAKE(s4in, 16); SO_TAKE(s4out, 16); SO_TAKE(K, 16);
+    SO_TAKE(du, 16); SO_TAKE(ddl, 16); SO_TAKE(dz, 16); SO_TAKE(dA, 8); SO_TAKE(dB, 8); SO_TAKE(dC, 8); SO_TAKE(dD, 4);
+    SO_TAKE(ddb, 4); SO_TAKE(dy, 16);
+#undef SO_TAKE
+    T_CHECK(p <= arena + NA, "ssm overlap: arena too small");
+    memset(&d, 0, sizeof d);
+    d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.conv_kernel = K; d.n_threads = 2;
+    for (i = 0; i <= 26; ++i) {
+        attn_ssm_tensor yv, ov;
+        attn_s4d_params sp4;
+        attn_ssm_grads g;
+        attn_status got = ATTN_OK, want = ATTN_ERR_SSM_OVERLAP;
+        const char *what = "";
+        int call = 0;                  /* 0 scan, 1 step, 2 conv, 3 conv step, 4 s4d, 5 s4d step, 6 s4d kernel, 7 backward */
+        a = base;
+        yv = so_view(a.y, B, D, L);
+        switch (i) {
+        case 0: yv.stride_chan = 1; what = "scan y rows overlap (chan stride 1 < len)"; break;
+        case 1: a.sout = a.y + 2; what = "scan state_out inside y"; break;
+        case 2: a.y = a.u; what = "scan y == u"; break;
+        case 3: a.A = a.y + 4; what = "scan y over A"; break;
+        case 4: a.sin = a.sout + 1; want = ATTN_ERR_SSM_STATE_ALIAS; what = "scan state_in one float past state_out"; break;
+        case 5: a.Dk = a.y + 15; what = "scan y's last float on d_skip"; break;
+        case 6: a.sout = a.Bm + 4; what = "scan state_out over B"; break;
+        case 7: call = 1; a.sout = a.y + 1; what = "step state inside y"; break;
+        case 8: call = 1; a.y = a.z; what = "step y == z"; break;
+        case 9: call = 2; a.y = a.u; what = "conv out == x"; break;
+        case 10: call = 2; a.cout = a.y + 3; what = "conv state_out inside out"; break;
+        case 11: call = 2; a.w = a.y + 8; what = "conv out over weight"; break;
+        case 12: call = 2; a.cin = a.cout + 11; want = ATTN_ERR_SSM_STATE_ALIAS; what = "conv state_in on state_out's last float"; break;
+        case 13: call = 3; a.cout = a.y + 1; what = "conv step state inside out"; break;
+        case 14: call = 2; yv.stride_chan = 2; what = "conv out rows overlap"; break;
+        case 15: call = 4; a.y = a.u; what = "s4d y == u"; break;
+        case 16: call = 4; a.ldt = a.y + 2; what = "s4d y over log_dt"; break;
+        case 17: call = 4; a.s4out = a.s4in + 3; want = ATTN_ERR_SSM_STATE_ALIAS; what = "s4d state_out inside state_in"; break;
+        case 18: call = 5; a.s4out = a.y + 2; what = "s4d step state inside y"; break;
+        case 19: call = 4; a.s4out = a.ci + 2; a.s4in = NULL; what = "s4d state_out over c_im"; break;
+        case 20: call = 6; a.K = a.cr + 1; what = "s4d kernel K over c_re"; break;
+        case 21: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.du = a.u; what = "backward du == u"; break;
+        case 22: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.dB = a.dA + 1; what = "backward dB over dA"; break;
+        case 23: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.dz = a.dy + 8; what = "backward dz over dy"; break;
+        case 24: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.ddl = a.sin; what = "backward ddelta over state_in"; break;
+        case 25: call = 7; want = ATTN_ERR_SSM_BWD_OVERLAP; a.ddb = a.dD; what = "backward ddelta_bias == dD"; break;
+        case 26: call = 4; yv.stride_chan = 3; what = "s4d y rows overlap"; break;
+        }
+        yv.data = a.y;                                                         /* cases may move y */
+        if (call == 1 || call == 3 || call == 5) yv.stride_chan = 1;          /* [B, D, 1] */
+        ov = yv;
+        sp4.log_dt = a.ldt; sp4.log_a_real = a.lar; sp4.a_imag = a.aim; sp4.b_re = a.br; sp4.b_im = a.bi;
+        sp4.c_re = a.cr; sp4.c_im = a.ci; sp4.d_skip = a.Dk;
+        g.du = a.du; g.ddelta = a.ddl; g.dz = a.dz; g.dA = a.dA; g.dB = a.dB; g.dC = a.dC; g.dD = a.dD; g.ddelta_bias = a.ddb;
+        memcpy(copy, arena, sizeof(float) * NA);
+        switch (call) {
+        case 0: got = attn_ssm_selective_scan(&d, so_view(a.u, B, D, L), so_view(a.dl, B, D, L), a.A, so_view(a.Bm, B, N, L),
+                                              so_view(a.Cm, B, N, L), a.Dk, so_view(a.z, B, D, L), a.db, a.sin, yv, a.sout); break;
+        case 1: got = attn_ssm_selective_step(&d, so_view(a.u, B, D, 1), so_view(a.dl, B, D, 1), a.A, so_view(a.Bm, B, N, 1),
+                                              so_view(a.Cm, B, N, 1), a.Dk, so_view(a.z, B, D, 1), a.db, a.sout, yv); break;
+        case 2: got = attn_ssm_conv1d(&d, so_view(a.u, B, D, L), a.w, a.bias, a.cin, ov, a.cout); break;
+        case 3: got = attn_ssm_conv1d_step(&d, so_view(a.u, B, D, 1), a.w, a.bias, a.cout, ov); break;
+        case 4: got = attn_ssm_s4d(&d, &sp4, so_view(a.u, B, D, L), a.s4in, yv, a.s4out); break;
+        case 5: got = attn_ssm_s4d_step(&d, &sp4, so_view(a.u, B, D, 1), a.s4out, yv); break;
+        case 6: got = attn_ssm_s4d_kernel(&d, &sp4, a.K); break;
+        case 7: got = attn_ssm_selective_scan_backward(&d, so_view(a.u, B, D, L), so_view(a.dl, B, D, L), a.A,
+                                                       so_view(a.Bm, B, N, L), so_view(a.Cm, B, N, L), a.Dk,
+                                                       so_view(a.z, B, D, L), a.db, a.sin, so_view(a.dy, B, D, L), &g); break;
+        }
+        T_CHECK(got == want, "ssm %s: got %s, want %s", what, attn_status_str(got), attn_status_str(want));
+        if (T_CHECK(memcmp(copy, arena, sizeof(float) * NA) == 0, "ssm %s: memory was written", what) && got == want)
+            t_status_provoked[want] = 1;
+    }
+    {   /* allowed: the in-place state (state_out == state_in), inputs sharing memory */
+        const attn_ssm_tensor y = so_view(base.y, B, D, L), u = so_view(base.u, B, D, L);
+        attn_s4d_params sp4;
+        attn_ssm_grads g;
+        sp4.log_dt = base.ldt; sp4.log_a_real = base.lar; sp4.a_imag = base.aim; sp4.b_re = base.br; sp4.b_im = base.bi;
+        sp4.c_re = base.cr; sp4.c_im = base.ci; sp4.d_skip = base.Dk;
+        T_CHECK(attn_ssm_selective_scan(&d, u, u, base.A, so_view(base.Bm, B, N, L), so_view(base.Bm, B, N, L), base.Dk, u,
+                                        base.Dk, base.sout, y, base.sout) == ATTN_OK, "ssm scan: in-place state, u == delta == z allowed");
+        T_CHECK(attn_ssm_conv1d(&d, u, base.w, base.w, base.cout, y, base.cout) == ATTN_OK, "ssm conv: in-place state allowed");
+        T_CHECK(attn_ssm_s4d(&d, &sp4, u, base.s4out, y, base.s4out) == ATTN_OK, "ssm s4d: in-place state allowed");
+        g.du = base.du; g.ddelta = base.ddl; g.dz = base.dz; g.dA = base.dA; g.dB = base.dB; g.dC = base.dC; g.dD = base.dD;
+        g.ddelta_bias = base.ddb;
+        T_CHECK(attn_ssm_selective_scan_backward(&d, u, so_view(base.dl, B, D, L), base.A, so_view(base.Bm, B, N, L),
+                                                 so_view(base.Cm, B, N, L), base.Dk, so_view(base.z, B, D, L), base.db, base.sin,
+                                                 y, &g) == ATTN_OK, "ssm backward: the valid call (dy == y's memory, an input)");
+    }
+    free(arena); free(copy);
+}
+
+/* Issue 27 item 10: SiLU at extreme inputs, in conv1d (chunked and one-token step) and the scan's
+   z gate, on whatever vector layer this build has. The vector exp clamped its argument, so
+   SiLU(-1e30) came out -3.7e-9, SiLU(-3e38) -1.10 (conv1d) and the gate -3.53. The gate of a
+   huge negative input is 0 (x sigmoid(x) -> -0), of a huge positive one x itself. 16 channels x
+   16 tokens so every SIMD lane and the tails see every value. */
+static double silu_ref(double x) {
+    if (x != x) return x;
+    if (x < -700.0) return 0.0;            /* includes -inf: the limit */
+    if (x > 700.0) return x;
+    return x / (1.0 + exp(-x));
+}
+static void test_silu_extremes(void) {
+    static const float vals[16] = { -3e38f, -1e30f, -1e6f, -200.0f, -89.0f, -87.0f, -20.0f, -1.0f,
+                                    0.0f, 1.0f, 20.0f, 100.0f, 1e30f, 3e38f, -INFINITY, INFINITY };
+    enum { D = 16, L = 16 };
+    float x[D * L], out[D * L], zero[D * L], one[D * L], dsk[D], A[D], w[D], st[D];
+    attn_ssm_tensor tx = { 0 }, to = { 0 }, tz = { 0 }, tzero = { 0 }, tone = { 0 };
+    attn_ssm_desc d;
+    int c, t, bad = 0, op;
+    double worst = 0.0;
+    for (c = 0; c < D; ++c) {
+        for (t = 0; t < L; ++t) { x[c * L + t] = vals[(c + t) % 16]; zero[c * L + t] = 0.0f; one[c * L + t] = 1.0f; }
+        dsk[c] = 1.0f; A[c] = -1.0f; w[c] = 1.0f; st[c] = 0.0f;
+    }
+    tx.data = x; to.data = out; tz.data = x; tzero.data = zero; tone.data = one;
+    tx.dtype = to.dtype = tz.dtype = tzero.dtype = tone.dtype = ATTN_F32;
+    tx.stride_batch = to.stride_batch = tz.stride_batch = tzero.stride_batch = tone.stride_batch = D * L;
+    tx.stride_chan = to.stride_chan = tz.stride_chan = tzero.stride_chan = tone.stride_chan = L;
+    for (op = 0; op < 3; ++op) {     /* 0: conv1d (K 1: out = silu(x)); 1: its one-token step; 2: the scan's z gate */
+        attn_status s = ATTN_OK;
+        memset(&d, 0, sizeof d);
+        d.batch = 1; d.dim = D; d.len = L; d.d_state = 1; d.conv_kernel = 1; d.conv_act = ATTN_SSM_CONV_SILU; d.n_threads = 1;
+        for (c = 0; c < D * L; ++c) out[c] = 12345.0f;
+        if (op == 0) s = attn_ssm_conv1d(&d, tx, w, NULL, NULL, to, NULL);
+        else if (op == 1)
+            for (t = 0; t < L && s == ATTN_OK; ++t) {
+                attn_ssm_tensor xs = tx, os = to;
+                xs.data = x + t; os.data = out + t;
+                s = attn_ssm_conv1d_step(&d, xs, w, NULL, st, os);
+            }
+        else   /* u = 1, delta = 0, B = C = 0, D = 1: y = silu(z) */
+            s = attn_ssm_selective_scan(&d, tone, tzero, A, tzero, tzero, dsk, tz, NULL, NULL, to, NULL);
+        T_CHECK(s == ATTN_OK, "silu extremes op %d: %s", op, attn_status_str(s));
+        for (c = 0; c < D * L; ++c) {
+            const double want = silu_ref((double)x[c]), got = out[c];
+            double err;
+            if (isinf(want)) err = got == want ? 0.0 : 1.0;
+            else if (fabs(want) < 1e-30) err = fabs(got) < 1e-30 ? 0.0 : 1.0;   /* an underflowed gate is 0 */
+            else if (isnan(got)) err = 1.0;
+            else err = fabs(got - want) / (fabs(want) > 1.0 ? fabs(want) : 1.0);
+            if (err > worst) worst = err;
+            if (err > 1e-6 && bad++ < 4)
+                T_CHECK(0, "silu extremes op %d: silu(%g) = %g, want %g", op, (double)x[c], got, want);
+        }
+    }
+    T_CHECK(bad == 0, "silu extremes: %d wrong values (worst relative error %.3g)", bad, worst);
 }
 
 void test_ssm(void) {
@@ -1314,4 +1508,6 @@ void test_ssm(void) {
     test_s4d_props();
     test_s4d_errors();
     test_scan_backward();
+    test_ssm_overlap();
+    test_silu_extremes();
 }

@@ -534,7 +534,7 @@ static void run_forward_case(const fcase &c, int tf32 = 0) {
         hq.data = ref ? rq.data() : bq.h.data(); hk.data = ref ? rk.data() : bk.h.data(); hv.data = ref ? rv.data() : bv.h.data();
         ho.data = ref ? ref_ob.data() : ref_o.data();
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
-        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.bias == 2 ? 1 : B; hd.bias.heads = c.bias == 2 ? 1 : c.Hq; }
+        if (c.bias) { hd.bias = attn_bias_dense((const float *)bbias.h.data(), c.bias == 2 ? 1 : B, c.bias == 2 ? 1 : c.Hq, Sq, Sk); }
         if (c.seqlens) { hd.seqlens_q = (const int *)bsq.h.data(); hd.seqlens_k = (const int *)bsk.h.data(); }
         if (c.varlen) { hd.cu_seqlens_q = (const int *)bcq.h.data(); hd.cu_seqlens_k = (const int *)bck.h.data(); }
         attn_status s = attn_forward(&hd, hq, hk, hv, ho, c.lse ? (ref ? ref_lseb : ref_lse).data() : NULL);
@@ -543,7 +543,7 @@ static void run_forward_case(const fcase &c, int tf32 = 0) {
     bq.up(); bk.up(); bv.up();
     memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();       /* every element must be written */
     if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
-    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = c.bias == 2 ? 1 : B; d.bias.heads = c.bias == 2 ? 1 : c.Hq; }
+    if (c.bias) { bbias.up(); d.bias = attn_bias_dense((const float *)bbias.d, c.bias == 2 ? 1 : B, c.bias == 2 ? 1 : c.Hq, Sq, Sk); }
     if (c.seqlens) { bsq.up(); bsk.up(); d.seqlens_q = (const int *)bsq.d; d.seqlens_k = (const int *)bsk.d; }
     if (c.varlen) { bcq.up(); bck.up(); d.cu_seqlens_q = (const int *)bcq.d; d.cu_seqlens_k = (const int *)bck.d; }
     q.data = bq.d; k.data = bk.d; v.data = bv.d; o.data = bo.d;
@@ -863,7 +863,7 @@ static void run_decode_case(const dcase &c, int tf32 = 0) {
     for (int ref = 0; ref < nref; ++ref) {
         attn_desc hd = d;
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
-        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.B; hd.bias.heads = c.Hq; }
+        if (c.bias) { hd.bias = attn_bias_dense((const float *)bbias.h.data(), c.B, c.Hq, c.Sq, cap); }
         hc.k = k; hc.v = v; hc.k.data = ref ? rk.data() : bk.h.data(); hc.v.data = ref ? rv.data() : bv.h.data();
         hc.lens = (int *)blens.h.data(); hc.block_table = c.page ? (const int *)btab.h.data() : NULL;
         attn_tensor q = attn_tensor_dense(ref ? rq.data() : bq.h.data(), c.dt, c.B, c.Sq, c.Hq, c.D);
@@ -874,7 +874,7 @@ static void run_decode_case(const dcase &c, int tf32 = 0) {
     bq.up(); bk.up(); bv.up(); blens.up();
     if (c.page) btab.up();
     if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
-    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = c.B; d.bias.heads = c.Hq; }
+    if (c.bias) { bbias.up(); d.bias = attn_bias_dense((const float *)bbias.d, c.B, c.Hq, c.Sq, cap); }
     memset(bo.h.data(), 0x7F, bo.h.size()); bo.up();
     attn_kv_cache dc = hc;
     dc.k.data = bk.d; dc.v.data = bv.d; dc.lens = (int *)blens.d; dc.block_table = c.page ? (const int *)btab.d : NULL;
@@ -1074,7 +1074,7 @@ static void run_backward_case(const bcase &c) {
         hq.data = bq.h.data(); hk.data = bk.h.data(); hv.data = bv.h.data(); ho.data = bo.h.data(); hgo.data = bdo.h.data();
         hgq.data = rq.data(); hgk.data = rk.data(); hgv.data = rv.data();
         if (c.alibi) hd.alibi_slopes = (const float *)bslope.h.data();
-        if (c.bias) { hd.bias.data = (const float *)bbias.h.data(); hd.bias.batch = c.bias == 2 ? 1 : B; hd.bias.heads = c.bias == 2 ? 1 : c.Hq; }
+        if (c.bias) { hd.bias = attn_bias_dense((const float *)bbias.h.data(), c.bias == 2 ? 1 : B, c.bias == 2 ? 1 : c.Hq, Sq, Sk); }
         if (c.seqlens) { hd.seqlens_q = (const int *)bsq.h.data(); hd.seqlens_k = (const int *)bsk.h.data(); }
         if (c.varlen) { hd.cu_seqlens_q = (const int *)bcq.h.data(); hd.cu_seqlens_k = (const int *)bck.h.data(); }
         attn_status s = attn_forward(&hd, hq, hk, hv, ho, (float *)blse.h.data());
@@ -1084,7 +1084,7 @@ static void run_backward_case(const bcase &c) {
     }
     bq.up(); bk.up(); bv.up(); bo.up(); bdo.up(); blse.up();
     if (c.alibi) { bslope.up(); d.alibi_slopes = (const float *)bslope.d; }
-    if (c.bias) { bbias.up(); d.bias.data = (const float *)bbias.d; d.bias.batch = c.bias == 2 ? 1 : B; d.bias.heads = c.bias == 2 ? 1 : c.Hq; }
+    if (c.bias) { bbias.up(); d.bias = attn_bias_dense((const float *)bbias.d, c.bias == 2 ? 1 : B, c.bias == 2 ? 1 : c.Hq, Sq, Sk); }
     if (c.seqlens) { bsq.up(); bsk.up(); d.seqlens_q = (const int *)bsq.d; d.seqlens_k = (const int *)bsk.d; }
     if (c.varlen) { bcq.up(); bck.up(); d.cu_seqlens_q = (const int *)bcq.d; d.cu_seqlens_k = (const int *)bck.d; }
     q.data = bq.d; k.data = bk.d; v.data = bv.d; o.data = bo.d; go.data = bdo.d; gq.data = bdq.d; gk.data = bdk.d; gv.data = bdv.d;

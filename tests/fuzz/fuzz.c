@@ -89,6 +89,11 @@ static attn_tensor fz_tensor(fz *f, t_rng *r, attn_dtype dt, int B, int S, int H
     if (lay == 1) { t.stride_head = D + pad; t.stride_seq = (ptrdiff_t)H * (D + pad) + pad; t.stride_batch = (ptrdiff_t)S * t.stride_seq + pad; }
     else if (lay == 2) { t.stride_seq = D + pad; t.stride_head = (ptrdiff_t)S * (D + pad); t.stride_batch = (ptrdiff_t)H * t.stride_head; }
     else if (lay == 3 && !is_out && B > 1) { t.stride_batch = 0; t.stride_seq = (ptrdiff_t)H * D; t.stride_head = D; }
+    else if (lay == 3 && !is_out && pad == 2) { /* every stride 0: one row broadcast (never "dense") */ }
+    else {                                         /* dense, through the constructor (saturating) */
+        attn_tensor dn = attn_tensor_dense(NULL, dt, B, S, H, D);
+        t.stride_head = dn.stride_head; t.stride_seq = dn.stride_seq; t.stride_batch = dn.stride_batch;
+    }
     if (!dt_ok(dt) || D < 1 || S < 1 || H < 1 || B < 1) n = 16;
     else n = t_extent(&t);
     bytes = n * 4;   /* room for any dtype */
@@ -166,12 +171,13 @@ static void target_forward(fz *f) {
     else if (shape_bad == 2) k.dim += 1;
     else if (shape_bad == 3 && Sq > 1) { o.stride_seq = 0; o.stride_head = Dv; o.stride_batch = (ptrdiff_t)Hq * Dv; }
     if (fz_chance(f, 200)) { lse = (float *)gb_alloc(lb); t_sentinel(lse, lb, 0x3C); }
-    if (fz_chance(f, 40)) {                        /* dense bias [B|1, H|1, Sq, Sk] with some -inf */
-        const int bb = fz_chance(f, 128) ? B : 1, bh = fz_chance(f, 128) ? Hq : 1;
-        size_t i, nb = (size_t)bb * bh * Sq * Sk;
-        bias = (float *)gb_alloc(nb * sizeof(float));
+    if (fz_chance(f, 40)) {                        /* dense bias [B|1, H|1, Sq|1, Sk] with some -inf */
+        const int bb = fz_chance(f, 128) ? B : 1, bh = fz_chance(f, 128) ? Hq : 1, br = fz_chance(f, 128) ? Sq : 1;
+        size_t i, nb = (size_t)bb * bh * br * Sk;
+        bias = (float *)gb_alloc(nb * sizeof(float));     /* guarded: a read past its end faults */
         for (i = 0; i < nb; ++i) bias[i] = t_chance(&r, 0.1) ? -INFINITY : (float)t_normal(&r);
-        d.bias.data = bias; d.bias.batch = bb; d.bias.heads = bh;
+        d.bias = attn_bias_dense(bias, bb, bh, br, Sk);
+        if (fz_chance(f, 64)) d.bias.stride_batch = d.bias.stride_head = d.bias.stride_q = 0;  /* one broadcast row */
     }
     st = attn_forward(&d, q, k, v, o, lse);
     FZ_CHECK(known_status(st), "unknown status %d", (int)st); g_valid += st == ATTN_OK;
