@@ -409,7 +409,9 @@ static void test_linear_task_overflow(void) {
         {
             size_t n = 0;
             const attn_status s = attn_workspace_size(&d, ok, ok, ok, &n);
-            T_CHECK(s == ATTN_OK && n > 0, "%s workspace size at B H = 2^31 - 32769: %s", attn_kind_name(d.kind), attn_status_str(s));
+            /* a 32-bit size_t cannot hold the bytes of 2^31 tasks: there the honest answer is overflow */
+            T_CHECK((s == ATTN_OK && n > 0) || (sizeof(size_t) < 8 && s == ATTN_ERR_OVERFLOW),
+                    "%s workspace size at B H = 2^31 - 32769: %s", attn_kind_name(d.kind), attn_status_str(s));
         }
     }
 }
