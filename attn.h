@@ -545,8 +545,9 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
    dropout_seed     0                           the dropout mask's seed (forward and backward
                                                 must get the same one)
    dbias            not computed                attn_backward only: bias gradient, written with
-                                                bias's shape [batch|1, heads|1, Sq, Sk] and
-                                                strides (summed over broadcast axes)
+                                                bias's shape [batch, heads, rows, Sk] and
+                                                strides (summed over broadcast axes; rows 1:
+                                                over the queries)
    rope             off (ATTN_ROPE_OFF)         rotate q and k in the kernel (RoPE), so K/V
                                                 caches can hold un-rotated keys
    rope_dim         q.dim (even part)           leading dims rotated (even); the rest pass through
