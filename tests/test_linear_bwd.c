@@ -359,6 +359,28 @@ static void test_lbw_sweep(void) {
     }
 }
 
+/* Non-causal ATTN_LINEAR / ATTN_COSFORMER run a pass of their own (full-length sums, blocks of
+   256 keys and up to 256 query rows): sequences of several blocks, GQA, padding (one sequence
+   with no valid key), the cosFormer clamp, f16/bf16, against the pairwise reference and finite
+   differences like the sweep. */
+static void test_lbw_long(void) {
+    t_rng r = t_rng_seed(815);
+    int idx;
+    for (idx = 0; idx < 4; ++idx) {
+        lb_case c;
+        int lq[2], lk[2];
+        memset(&c, 0, sizeof c);
+        c.kind = idx == 2 ? ATTN_COSFORMER : ATTN_LINEAR;
+        c.B = 2; c.Hkv = idx == 1 ? 1 : 2; c.Hq = idx == 0 ? 4 : (idx == 1 ? 3 : 2);
+        c.Sq = idx == 1 ? 700 : 600; c.Sk = idx == 0 ? 530 : c.Sq;
+        c.D = idx == 3 ? 16 : 13; c.Dv = 7; c.M = c.Sq > c.Sk ? c.Sq : c.Sk;
+        c.eps = idx == 2 ? 1.0 : 1e-6;
+        if (idx == 0) { lq[0] = 600; lq[1] = 311; lk[0] = 529; lk[1] = 0; c.lq = lq; c.lk = lk; }
+        if (idx == 2) { lq[0] = 257; lq[1] = 600; lk[0] = 600; lk[1] = 513; c.lq = lq; c.lk = lk; }
+        lb_run_case(100 + idx, &c, idx == 3 ? ATTN_F16 : ATTN_F32, idx == 3 ? ATTN_BF16 : ATTN_F32, &r, 0);
+    }
+}
+
 /* threads 1/2/3 and a caller workspace: bitwise equal gradients */
 static void test_lbw_threads(void) {
     static const attn_kind kinds[3] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER };
@@ -450,6 +472,7 @@ static void test_lbw_errors(void) {
 
 void test_linear_bwd(void) {
     test_lbw_sweep();
+    test_lbw_long();
     test_lbw_threads();
     test_lbw_errors();
     printf("      linear-bwd: largest passing fp32 gradient error %.3g (tolerance 2e-4)\n", g_lb_worst);
