@@ -10471,8 +10471,18 @@ static void attn__lbw_keys(const attn__lin *L, attn__lbw_bufs *W, int b, int hk,
         if (!fixed && L->perf == 1) memcpy(W->kc + j0, W->P.ck, (size_t)n * sizeof(float));
         return;
     }
-    attn__lin_load_keys(L, &W->P.B, b, hk, j0, n);
-    for (j = 0; j < n; ++j) L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, W->P.X + (size_t)j * L->D, L->D, 1.0f);
+    if (L->cos) {
+        attn__lin_load_keys(L, &W->P.B, b, hk, j0, n);
+        for (j = 0; j < n; ++j) L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, W->P.X + (size_t)j * L->D, L->D, 1.0f);
+        return;
+    }
+    for (j = 0; j < n; ++j) {          /* ATTN_LINEAR: each row read once, phi from the loaded row */
+        float *x = W->P.X + (size_t)j * L->D;
+        if (n > ATTN__LIN_FEW) { attn__lin_prefetch(&L->k, b, j0 + j + ATTN__LIN_PF, hk); attn__lin_prefetch(&L->v, b, j0 + j + ATTN__LIN_PF, hk); }
+        L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, x, L->D, 1.0f);
+        L->isa->elu1(W->P.B.K + (size_t)j * L->F, x, NULL, L->D);
+        L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, W->P.B.V + (size_t)j * L->Dv, L->Dv, 1.0f);
+    }
 }
 
 /* Query rows of the chunk: raw into XQ, features into B.Q (Performer: sumq, s, fac too). */
@@ -10823,8 +10833,9 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
                 const void *src = attn__at(&L->q, b, q0 + i, h);
                 attn__lin_prefetch(&L->q, b, q0 + i + ATTN__LIN_PF, h);
                 attn__lin_prefetch(&C->dout, b, q0 + i + ATTN__LIN_PF, h);
-                attn__lin_feat(L, b, src, L->q.dtype, B->Q + (size_t)rr * F, B->row, L->pos0 + q0 + i);
                 isa->load(src, L->q.dtype, W->XQ + (size_t)rr * D, D, 1.0f);
+                if (L->cos) attn__lin_feat(L, b, src, L->q.dtype, B->Q + (size_t)rr * F, B->row, L->pos0 + q0 + i);
+                else isa->elu1(B->Q + (size_t)rr * F, W->XQ + (size_t)rr * D, NULL, D);   /* phi from the loaded row */
                 isa->load(attn__at(&C->dout, b, q0 + i, h), C->dout.dtype, W->Gm + (size_t)rr * Dv, Dv, 1.0f);
             }
         attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, T, F);     /* T = dO KV^T */
