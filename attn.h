@@ -2670,6 +2670,11 @@ typedef struct attn__isa {
     /* Mamba's selective scan on one tile of 16 channels (attn__ssm_k): channels in the lanes,
        the state in registers / L1, exp and softplus / silu vectorised */
     void (*ssm_scan)(const attn__ssm_k *k);
+    /* linear attention's feature map phi = elu + 1: dy NULL: y[i] = x[i] + 1 if x[i] > 0, else
+       exp(x[i]); dy given: its gradient y[i] = dy[i] phi'(x[i]) (dy[i] if x[i] > 0, else dy[i]
+       exp(x[i])). NaN stays NaN; y may be x or dy. Branch-free: the signs of q and k rows are
+       what a branch predictor cannot guess (scalar branches measured 220 ns a 64-float row). */
+    void (*elu1)(float *y, const float *x, const float *dy, int n);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -2837,10 +2842,18 @@ static void attn__ssm_scan_scalar(const attn__ssm_k *k) {
     }
 }
 
+static void attn__elu1_scalar(float *y, const float *x, const float *dy, int n) {
+    int i;
+    for (i = 0; i < n; ++i) {
+        const float v = x[i], e = v > 0.0f ? 1.0f : (v <= 0.0f ? expf(v) : v);
+        y[i] = dy ? dy[i] * e : (v > 0.0f ? v + 1.0f : e);
+    }
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
-    attn__ssm_scan_scalar
+    attn__ssm_scan_scalar, attn__elu1_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -3232,6 +3245,20 @@ ATTN__T512 static void attn__madd_avx512(float *y, const float *a, const float *
     }
 }
 
+ATTN__T512 static void attn__elu1_avx512(float *y, const float *x, const float *dy, int n) {
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+        const __mmask16 pos = _mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ), le = _mm512_cmp_ps_mask(v, zero, _CMP_LE_OQ);
+        const __m512 e = _mm512_mask_blend_ps(le, v, attn__exp512(_mm512_min_ps(zero, v)));   /* NaN: v */
+        const __m512 r = dy ? _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dy + i), _mm512_mask_blend_ps(pos, e, one))
+                            : _mm512_mask_blend_ps(pos, e, _mm512_add_ps(v, one));
+        _mm512_mask_storeu_ps(y + i, k, r);
+    }
+}
+
 /* ---- the selective scan's fused kernel (attn__ssm_k) on 16 lanes ---- */
 
 /* 2^t for finite t (the scan's exp(dt A) = 2^(dt A log2 e), A prescaled, |dt|, |A log2 e|
@@ -3415,7 +3442,7 @@ ATTN__T512 static void attn__ssm_scan_avx512(const attn__ssm_k *k) {
 static const attn__isa attn__isa_avx512 = {
     "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
-    attn__madd_avx512, attn__ssm_scan_avx512
+    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -3738,6 +3765,20 @@ ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b,
     }
 }
 
+ATTN__T256 static void attn__elu1_avx2(float *y, const float *x, const float *dy, int n) {
+    const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        const __m256 v = _mm256_maskload_ps(x + i, k);
+        const __m256 pos = _mm256_cmp_ps(v, zero, _CMP_GT_OQ), le = _mm256_cmp_ps(v, zero, _CMP_LE_OQ);
+        const __m256 e = _mm256_blendv_ps(v, attn__exp256(_mm256_min_ps(zero, v)), le);   /* NaN: v */
+        const __m256 r = dy ? _mm256_mul_ps(_mm256_maskload_ps(dy + i, k), _mm256_blendv_ps(e, one, pos))
+                            : _mm256_blendv_ps(e, _mm256_add_ps(v, one), pos);
+        _mm256_maskstore_ps(y + i, k, r);
+    }
+}
+
 /* ---- the selective scan's fused kernel (attn__ssm_k) on 2 x 8 lanes ---- */
 
 /* 2^t (attn__exp2_512's polynomial), t clamped to [-127, 128]: 2^n built in the exponent field
@@ -3917,7 +3958,7 @@ ATTN__T256 static void attn__ssm_scan_avx2(const attn__ssm_k *k) {
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
-    attn__ssm_scan_avx2
+    attn__ssm_scan_avx2, attn__elu1_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -4159,6 +4200,18 @@ static void attn__madd_neon(float *y, const float *a, const float *b, float c, c
     for (; i < n; ++i) y[i] = a[i] * b[i] + c * x[i];
 }
 
+static void attn__elu1_neon(float *y, const float *x, const float *dy, int n) {
+    const float32x4_t zero = vdupq_n_f32(0.0f), one = vdupq_n_f32(1.0f);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i);
+        const uint32x4_t pos = vcgtq_f32(v, zero), le = vcleq_f32(v, zero);
+        const float32x4_t e = vbslq_f32(le, attn__exp_neon(vminq_f32(zero, v)), v);   /* NaN: v */
+        vst1q_f32(y + i, dy ? vmulq_f32(vld1q_f32(dy + i), vbslq_f32(pos, one, e)) : vbslq_f32(pos, vaddq_f32(v, one), e));
+    }
+    if (i < n) attn__elu1_scalar(y + i, x + i, dy ? dy + i : NULL, n - i);
+}
+
 /* ---- the selective scan's fused kernel (attn__ssm_k) on 4 x 4 lanes ---- */
 
 /* 2^t as attn__exp2_256 */
@@ -4286,7 +4339,7 @@ static void attn__ssm_scan_neon(const attn__ssm_k *k) {
 static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
-    attn__ssm_scan_neon
+    attn__ssm_scan_neon, attn__elu1_neon
 };
 #endif /* ATTN__NEON */
 
@@ -9706,11 +9759,9 @@ static float *attn__lin_carve(float **p, size_t n) {
 
 /* dst = phi(src) = elu(src) + 1 for n elements of dtype t; tmp: n floats. NaN stays NaN. */
 static void attn__lin_phi(const attn__isa *isa, const void *src, attn_dtype t, float *dst, float *tmp, int n) {
-    int i;
+    (void)tmp;
     isa->load(src, t, dst, n, 1.0f);
-    for (i = 0; i < n; ++i) tmp[i] = dst[i] > 0.0f ? 0.0f : dst[i];
-    isa->exp_sum(tmp, tmp, 0.0f, n);
-    for (i = 0; i < n; ++i) dst[i] = dst[i] > 0.0f ? dst[i] + 1.0f : (dst[i] <= 0.0f ? tmp[i] : dst[i]);
+    isa->elu1(dst, dst, NULL, n);
 }
 
 /* ATTN_COSFORMER's angle step (pi/2) / M of sequence b: M = max_len, else max(Lq, Lk) of the
@@ -9742,10 +9793,29 @@ static void attn__lin_feat(const attn__lin *L, int b, const void *src, attn_dtyp
 
 typedef struct attn__lin_bufs { float *S, *z, *K, *V, *Q, *A, *num, *den, *row, *gemm; } attn__lin_bufs;
 
+/* Prefetches row s of head h of sequence b of t (when s < t->seq) into the caches: one
+   (sequence, head) walk over a [seq][heads][dim] tensor has a stride the hardware prefetchers do
+   not follow (see the decoding stage), so the row loaders below ask ATTN__LIN_PF rows ahead. */
+#define ATTN__LIN_PF 16
+static void attn__lin_prefetch(const attn__view *t, int b, int s, int h) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (s < t->seq) {
+        const char *p = (const char *)attn__at(t, b, s, h);
+        const size_t n = (size_t)t->dim * t->esize;
+        size_t off;
+        for (off = 0; off < n; off += 64) __builtin_prefetch(p + off, 0, 3);
+        __builtin_prefetch(p + n - 1, 0, 3);
+    }
+#else
+    (void)t; (void)b; (void)s; (void)h;
+#endif
+}
+
 /* Loads keys [j0, j0 + n) of (b, hk) as phi(K) and V rows into B->K, B->V. */
 static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int n) {
     int j;
     for (j = 0; j < n; ++j) {
+        if (n > ATTN__LIN_FEW) { attn__lin_prefetch(&L->k, b, j0 + j + ATTN__LIN_PF, hk); attn__lin_prefetch(&L->v, b, j0 + j + ATTN__LIN_PF, hk); }
         attn__lin_feat(L, b, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->F, B->row, L->pos0 + j0 + j);
         L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, B->V + (size_t)j * L->Dv, L->Dv, 1.0f);
     }
@@ -10390,10 +10460,7 @@ static void attn__lbw_chain(const attn__lin *L, int b, float *gemm, int n, const
             for (d = 0; d < D; ++d) dX[(size_t)r * D + d] = x[d] > 0.0f ? t[d] * sa + t[D + d] * ca : (x[d] <= 0.0f ? 0.0f : x[d]);
         }
     } else {
-        for (r = 0; r < n; ++r) {
-            const float *x = X + (size_t)r * D, *t = dF + (size_t)r * F, *f = Fe + (size_t)r * F;
-            for (d = 0; d < D; ++d) dX[(size_t)r * D + d] = x[d] > 0.0f ? t[d] : t[d] * f[d];
-        }
+        for (r = 0; r < n; ++r) isa->elu1(dX + (size_t)r * D, X + (size_t)r * D, dF + (size_t)r * F, D);
     }
 }
 
@@ -10406,8 +10473,18 @@ static void attn__lbw_keys(const attn__lin *L, attn__lbw_bufs *W, int b, int hk,
         if (!fixed && L->perf == 1) memcpy(W->kc + j0, W->P.ck, (size_t)n * sizeof(float));
         return;
     }
-    attn__lin_load_keys(L, &W->P.B, b, hk, j0, n);
-    for (j = 0; j < n; ++j) L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, W->P.X + (size_t)j * L->D, L->D, 1.0f);
+    if (L->cos) {
+        attn__lin_load_keys(L, &W->P.B, b, hk, j0, n);
+        for (j = 0; j < n; ++j) L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, W->P.X + (size_t)j * L->D, L->D, 1.0f);
+        return;
+    }
+    for (j = 0; j < n; ++j) {          /* ATTN_LINEAR: each row read once, phi from the loaded row */
+        float *x = W->P.X + (size_t)j * L->D;
+        if (n > ATTN__LIN_FEW) { attn__lin_prefetch(&L->k, b, j0 + j + ATTN__LIN_PF, hk); attn__lin_prefetch(&L->v, b, j0 + j + ATTN__LIN_PF, hk); }
+        L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, x, L->D, 1.0f);
+        L->isa->elu1(W->P.B.K + (size_t)j * L->F, x, NULL, L->D);
+        L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, W->P.B.V + (size_t)j * L->Dv, L->Dv, 1.0f);
+    }
 }
 
 /* Query rows of the chunk: raw into XQ, features into B.Q (Performer: sumq, s, fac too). */
@@ -10691,6 +10768,112 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     }
 }
 
+/* ---- the non-causal backward of ATTN_LINEAR and ATTN_COSFORMER: no forward recomputed --------
+   Every row sees every key, so the two sums KV = phi(K)^T V [F][Dv] and z = sum_j phi(k_j) are
+   built once per (sequence, KV head), and with den_i = phi(q_i) . z + eps (cosFormer: max(., eps))
+   and T = dO KV^T the output's gradient needs no out: dO_i . out_i = (T_i . phi(q_i)) / den_i, so
+       c_i = -(T_i . phi(q_i)) / den_i^2 (0 where the cosFormer clamp is active),
+       dphi(q_i) = T_i / den_i + c_i z,   dKV = sum_i phi(q_i) (dO_i / den_i)^T,   dz = sum_i c_i phi(q_i),
+       dphi(k_j) = dKV v_j + dz,          dv_j = dKV^T phi(k_j).
+   Three passes, each product a GEMM over blocks of ATTN__LIN_KEYS keys or about as many query
+   rows (the k of the two sums' GEMMs runs along the sequence): keys into (KV, z); query rows to
+   dq and into (dKV, dz); keys again to dk, dv. 10 F Dv flops per (row, head) against the chunked
+   two-pass form's 12, each row read once or twice, not four times, and the workspace does not
+   grow with the sequence. One task per (sequence, KV head), every sum in one order: bitwise the
+   same for every thread count. */
+static int attn__lnc_rows(int g) { return ATTN__MAX(1, ATTN__LIN_KEYS / g); }   /* query rows per block */
+
+static void attn__lnc_task(void *ctx, int t, int thread) {
+    const attn__lbw *C = (const attn__lbw *)ctx;
+    const attn__lin *L = &C->L;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
+    const int KB = ATTN__LIN_KEYS, nq = attn__lnc_rows(g);
+    const size_t R = (size_t)g * nq, st = (size_t)F * Dv + F;
+    float *w = L->ws + (size_t)thread * L->ws_per;
+    attn__lbw_bufs Wb, *W = &Wb;
+    attn__lin_bufs *B = &W->P.B;
+    float *T;
+    int q0, gi, i, r, j;
+    memset(W, 0, sizeof *W);
+    B->S = attn__lin_carve(&w, st);
+    W->G = attn__lin_carve(&w, st);
+    B->K = attn__lin_carve(&w, (size_t)KB * F);
+    B->V = attn__lin_carve(&w, (size_t)KB * Dv);
+    W->P.X = attn__lin_carve(&w, (size_t)KB * D);
+    W->dK = attn__lin_carve(&w, (size_t)KB * F);
+    W->dV = attn__lin_carve(&w, (size_t)KB * Dv);
+    W->dX = attn__lin_carve(&w, ATTN__MAX(R, (size_t)KB) * D);
+    B->Q = attn__lin_carve(&w, R * F);
+    W->XQ = attn__lin_carve(&w, R * D);
+    W->Gm = attn__lin_carve(&w, R * Dv);
+    T = attn__lin_carve(&w, R * F);
+    B->row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B->gemm = attn__lin_carve(&w, L->gemm_floats);
+    memset(B->S, 0, st * sizeof(float));
+    memset(W->G, 0, st * sizeof(float));
+    B->z = B->S + (size_t)F * Dv;
+    W->h = W->G + (size_t)F * Dv;
+
+    if (Lk == 0) {                                      /* no key: out = 0, every gradient 0 */
+        for (gi = 0; gi < g; ++gi)
+            for (i = 0; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
+        for (j = 0; j < L->k.seq; ++j) {
+            attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
+            attn__store_zero_row(attn__at(&C->dv, b, j, hk), C->dv.dtype, Dv);
+        }
+        return;
+    }
+    attn__lin_absorb(L, B, b, hk, 0, Lk);               /* KV, z */
+
+    for (q0 = 0; q0 < Lq; q0 += nq) {                   /* dq; dKV, dz */
+        const int n = ATTN__MIN(nq, Lq - q0), m = g * n;
+        for (gi = 0; gi < g; ++gi)                      /* row gi*n + i: head hk*g + gi, query q0 + i */
+            for (i = 0; i < n; ++i) {
+                const int rr = gi * n + i, h = hk * g + gi;
+                const void *src = attn__at(&L->q, b, q0 + i, h);
+                attn__lin_prefetch(&L->q, b, q0 + i + ATTN__LIN_PF, h);
+                attn__lin_prefetch(&C->dout, b, q0 + i + ATTN__LIN_PF, h);
+                isa->load(src, L->q.dtype, W->XQ + (size_t)rr * D, D, 1.0f);
+                if (L->cos) attn__lin_feat(L, b, src, L->q.dtype, B->Q + (size_t)rr * F, B->row, L->pos0 + q0 + i);
+                else isa->elu1(B->Q + (size_t)rr * F, W->XQ + (size_t)rr * D, NULL, D);   /* phi from the loaded row */
+                isa->load(attn__at(&C->dout, b, q0 + i, h), C->dout.dtype, W->Gm + (size_t)rr * Dv, Dv, 1.0f);
+            }
+        attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, T, F);     /* T = dO KV^T */
+        for (r = 0; r < m; ++r) {
+            const float *fq = B->Q + (size_t)r * F;
+            float *tr = T + (size_t)r * F, den = isa->dot(fq, B->z, F), cc;
+            int clamped = 0;
+            if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
+            else den += L->eps;
+            cc = clamped ? 0.0f : -(isa->dot(tr, fq, F) / den) / den;
+            isa->scal(tr, 1.0f / den, F);
+            isa->axpy(tr, cc, B->z, F);                 /* dphi(q) */
+            isa->scal(W->Gm + (size_t)r * Dv, 1.0f / den, Dv);
+            isa->axpy(W->h, cc, fq, F);                 /* dz */
+        }
+        attn__sgemm_1t(B->gemm, 1, 0, F, Dv, m, 1.0f, B->Q, F, W->Gm, Dv, 1.0f, W->G, Dv);   /* dKV */
+        attn__lbw_chain(L, b, B->gemm, m, W->XQ, B->Q, T, W->dX, q0, n, 1);
+        for (gi = 0; gi < g; ++gi)
+            for (i = 0; i < n; ++i)
+                isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
+    }
+    for (gi = 0; gi < g; ++gi)
+        for (i = Lq; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
+
+    for (j = 0; j < Lk; j += KB) {                      /* dk = chain(V dKV^T + dz), dv = phi(K) dKV */
+        const int n = ATTN__MIN(KB, Lk - j);
+        attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
+        attn__lbw_keys_from_state(L, W, n, NULL, 0.0f, 0);
+        attn__lbw_store_keys(L, C, W, b, hk, j, n);
+    }
+    for (j = Lk; j < L->k.seq; ++j) {
+        attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
+        attn__store_zero_row(attn__at(&C->dv, b, j, hk), C->dv.dtype, Dv);
+    }
+}
+
 static int attn__lbw_add(size_t *f, size_t a, size_t b) {    /* *f += roundup16(a * b) */
     size_t t;
     if (!attn__mul_size(a, b, &t) || !attn__add_size(t, 15, &t)) return 0;
@@ -10729,7 +10912,24 @@ static attn_status attn__linear_backward(const attn__call *c) {
             (s = attn__make_view(dk, &C.dk)) != ATTN_OK || (s = attn__make_view(dv, &C.dv)) != ATTN_OK) return s;
     }
     if (!attn__lin_plan(L, &bytes)) return ATTN_ERR_OVERFLOW;    /* forward GEMM shapes, W's shared floats */
-    {
+    if (!L->causal && !L->perf) {                                /* attn__lnc_task */
+        const int F = L->F, Dv = L->Dv, D = L->D, KB = ATTN__LIN_KEYS;
+        const size_t R = (size_t)L->groups * (size_t)attn__lnc_rows(L->groups), st = (size_t)F * Dv + F;
+        const int gr = (int)ATTN__MIN(R, (size_t)INT_MAX);
+        L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, KB), attn__sgemm_1t_floats(gr, F, Dv)),
+                                   ATTN__MAX(attn__sgemm_1t_floats(F, Dv, gr), attn__sgemm_1t_floats(gr, D, F)));
+        L->gemm_floats = ATTN__MAX(L->gemm_floats, ATTN__MAX(attn__sgemm_1t_floats(KB, F, Dv), attn__sgemm_1t_floats(KB, Dv, F)));
+        L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(KB, D, F));
+        if (!attn__lbw_add(&f, st, 2) || !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, KB, D) ||
+            !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, ATTN__MAX(R, (size_t)KB), D) ||
+            !attn__lbw_add(&f, R, F) || !attn__lbw_add(&f, R, D) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, F) ||
+            !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) || !attn__add_size(f, 64, &f))
+            return ATTN_ERR_OVERFLOW;
+        L->ws_per = f;
+        if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), &bytes) ||
+            !attn__add_size(bytes, 64, &bytes) || bytes > (size_t)PTRDIFF_MAX)
+            return ATTN_ERR_OVERFLOW;
+    } else {
         const int F = L->F, Dv = L->Dv, D = L->D, gr = (int)ATTN__MIN((size_t)L->groups * ATTN__LIN_ROWS, (size_t)INT_MAX);
         const int KB = ATTN__LIN_KEYS, CH = ATTN__LIN_ROWS;
         const size_t R = (size_t)gr, per = attn__lin_state_per(F, Dv, 1);
@@ -10759,7 +10959,7 @@ static attn_status attn__linear_backward(const attn__call *c) {
     L->ws = (float *)(void *)w.base + L->shared_floats;
     L->isa = attn__vec();
     if (L->perf) attn__perf_prepare(L, c, ATTN__BACKWARD, (float *)(void *)w.base);
-    attn__parallel_for(c->d, L->n_tasks, L->n_threads, attn__lbw_task, &C);
+    attn__parallel_for(c->d, L->n_tasks, L->n_threads, !L->causal && !L->perf ? attn__lnc_task : attn__lbw_task, &C);
     attn__ws_release(&w);
     return ATTN_OK;
 }

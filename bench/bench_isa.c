@@ -37,7 +37,6 @@
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
-#include <sys/wait.h>
 
 #define H 8
 #define MAX_CASES 32
@@ -135,58 +134,6 @@ static const char torch_snippet[] =
     "        t1 = time.perf_counter()\n"
     "    print(t1 - t0, flush=True)\n";
 
-static char g_python[256], g_torch_why[1024];
-
-/* runs `python -c code args` through popen (stderr too); the numeric lines go to out[] (at most
-   max_out), the last other line to g_torch_why; returns the number of numeric lines, or -1 when
-   the command failed (g_torch_why says how) */
-static int python_run(const char *code, const char *args, double *out, int max_out, char *last, size_t nlast) {
-    char cmd[4096], line[512];
-    FILE *p;
-    int n = 0, st;
-    last[0] = 0;
-    if ((size_t)snprintf(cmd, sizeof cmd, "'%s' -c '%s' %s 2>&1", g_python, code, args) >= sizeof cmd) {
-        snprintf(g_torch_why, sizeof g_torch_why, "the command line is too long");
-        return -1;
-    }
-    fflush(stdout);
-    if (!(p = popen(cmd, "r"))) {
-        snprintf(g_torch_why, sizeof g_torch_why, "popen failed");
-        return -1;
-    }
-    while (fgets(line, sizeof line, p)) {
-        char *e = line + strlen(line), *end;
-        double v;
-        while (e > line && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ')) *--e = 0;
-        if (!line[0]) continue;
-        v = strtod(line, &end);
-        if (*end == 0 && end != line && n < max_out && out) out[n++] = v;
-        else snprintf(last, nlast, "%s", line);
-    }
-    st = pclose(p);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        snprintf(g_torch_why, sizeof g_torch_why, "%s exited with status %d%s%s", g_python,
-                 st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, last[0] ? ": " : "", last);
-        return -1;
-    }
-    return n;
-}
-
-/* Is there a Python with torch? Fills g_python; 1 yes (version in ver), 0 no (g_torch_why says why). */
-static int torch_probe_ok(char *ver, size_t nver) {
-    const char *py = getenv("BENCH_PYTHON");
-    if (!py) py = "python3";
-    if (!*py) { snprintf(g_torch_why, sizeof g_torch_why, "BENCH_PYTHON is empty"); return 0; }
-    if (strchr(py, '\'') || strlen(py) >= sizeof g_python) {
-        snprintf(g_torch_why, sizeof g_torch_why, "BENCH_PYTHON holds a single quote or is too long");
-        return 0;
-    }
-    snprintf(g_python, sizeof g_python, "%s", py);
-    if (python_run(torch_probe, "", NULL, 0, ver, nver) < 0) return 0;
-    if (!ver[0]) { snprintf(g_torch_why, sizeof g_torch_why, "%s printed no torch version", g_python); return 0; }
-    return 1;
-}
-
 /* One round: every PyTorch case once, times into c->tt[r]. 0 when the run failed. */
 static int torch_round(int r) {
     char args[1024], last[256];
@@ -251,7 +198,7 @@ int main(void) {
         add("sgemm 1024^3", 2, 1024, 0, 0, ATTN_F32, t);
         add("sgemm 2048^3", 2, 2048, 0, 0, ATTN_F32, t);
     }
-    torch_on = torch_probe_ok(torch_ver, sizeof torch_ver);
+    torch_on = torch_probe_ok(torch_probe, torch_ver, sizeof torch_ver);
     if (torch_on)
         printf("  PyTorch column: torch %s (%s; BENCH_PYTHON), F.scaled_dot_product_attention on the f32 prefill cases,\n"
                "  one Python process after each round of attn.h's repetitions\n", torch_ver, g_python);

@@ -14,9 +14,17 @@
    3. Decoding: attn_step with one token per call: microseconds per token.
    4. attn_backward (dq, dk, dv; two chunked passes) at 4k and 16k tokens: time, its ratio to the
       forward and GFLOP/s of the GEMM work it executes.
+   5. ATTN_LINEAR (elu+1) beside plain PyTorch autograd, one thread, B 1, H 8, D 64, S 1k/4k/16k,
+      non-causal: forward and backward (dq, dk, dv from dout) ms, GFLOP/s and the ratios, rounds
+      interleaved in the same run (each round: attn.h's forward and backward on every case, then
+      one Python process times the same cases: the fast-transformers LinearAttention einsums,
+      torch.set_num_threads(1), one warm-up, then forward and out.backward(dout) timed apart).
+      Medians over the rounds; BENCH_PYTHON picks the Python (as bench_isa; no torch: no column).
+      Writes BENCH_OUTDIR/results_linear_peer.csv.
    Env: BENCH_QUICK=1 (shorter lengths, fewer reps), BENCH_OUTDIR (default bench), BENCH_ONLY=name
-   (one of linear, cosformer, performer).
+   (one of linear, cosformer, performer, linear-peer: part 5 alone).
    Writes BENCH_OUTDIR/results_<name>.csv and BENCH_OUTDIR/chart_<name>.svg for each. */
+#define _POSIX_C_SOURCE 200809L
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
@@ -289,6 +297,112 @@ static void run(const lin_cfg *c, const machine *m, const char *outdir, float *q
     printf("wrote %s\n", path);
 }
 
+/* ---- 5. ATTN_LINEAR against plain PyTorch autograd, one thread ---------------------------- */
+static const char lin_torch_probe[] = "import torch; torch.einsum; print(torch.__version__)";
+static const char lin_torch_snippet[] =
+    "import sys, time, torch\n"
+    "import torch.nn.functional as F\n"
+    "torch.manual_seed(0)\n"
+    "def fwd(q, k, v):\n"
+    "    Q = F.elu(q) + 1\n"
+    "    K = F.elu(k) + 1\n"
+    "    KV = torch.einsum(\"nshd,nshm->nhmd\", K, v)\n"
+    "    Z = 1 / (torch.einsum(\"nlhd,nhd->nlh\", Q, K.sum(dim=1)) + 1e-6)\n"
+    "    return torch.einsum(\"nlhd,nhmd,nlh->nlhm\", Q, KV, Z)\n"
+    "for a in sys.argv[1:]:\n"
+    "    S, H, D, t = map(int, a.split(\",\"))\n"
+    "    torch.set_num_threads(t)\n"
+    "    x = [(torch.rand(1, S, H, D) * 2 - 1).requires_grad_() for _ in range(3)]\n"
+    "    g = torch.rand(1, S, H, D) * 2 - 1\n"
+    "    for it in range(2):\n"
+    "        for y in x:\n"
+    "            y.grad = None\n"
+    "        t0 = time.perf_counter()\n"
+    "        o = fwd(*x)\n"
+    "        t1 = time.perf_counter()\n"
+    "        o.backward(g)\n"
+    "        t2 = time.perf_counter()\n"
+    "    print(t1 - t0, flush=True)\n"
+    "    print(t2 - t1, flush=True)\n";
+
+static void run_peer(const char *outdir, const float *q, const float *k, const float *v, float *o) {
+    enum { NS = 3, MAXR = 15 };
+    static const int Ls[NS] = { 1024, 4096, 16384 };
+    const int D = 64, rounds = g_quick ? 3 : 7, ns = g_quick ? 2 : NS;
+    double ta[NS][2][MAXR], tt[NS][2][MAXR], med[NS][4];
+    char ver[128], args[256], last[256], path[512];
+    float *dO = (float *)xalloc((size_t)16384 * H * D * 4), *g3 = (float *)xalloc((size_t)3 * 16384 * H * D * 4);
+    int torch_on, r, i, j, len = 0;
+    FILE *f;
+    fill_rand(dO, (size_t)16384 * H * D);
+    torch_on = torch_probe_ok(lin_torch_probe, ver, sizeof ver);
+    printf("== linear-peer: 5. ATTN_LINEAR (elu+1) non-causal, B 1, H %d, D %d, fp32, 1 thread, %d interleaved rounds\n", H, D,
+           rounds);
+    if (torch_on) printf("  PyTorch %s (%s): plain autograd of the fast-transformers LinearAttention einsums\n", ver, g_python);
+    else printf("  PyTorch column skipped: %s\n", g_torch_why);
+    for (i = 0; i < ns; ++i) len += snprintf(args + len, sizeof args - (size_t)len, " %d,%d,%d,1", Ls[i], H, D);
+    for (r = 0; r < rounds; ++r) {
+        for (i = 0; i < ns; ++i) {
+            const int L = Ls[i];
+            attn_tensor tq = attn_tensor_dense((void *)q, ATTN_F32, 1, L, H, D), tk = attn_tensor_dense((void *)k, ATTN_F32, 1, L, H, D);
+            attn_tensor tv = attn_tensor_dense((void *)v, ATTN_F32, 1, L, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, L, H, D);
+            attn_tensor tdo = attn_tensor_dense(dO, ATTN_F32, 1, L, H, D), gq = attn_tensor_dense(g3, ATTN_F32, 1, L, H, D);
+            attn_tensor gk = attn_tensor_dense(g3 + (size_t)16384 * H * D, ATTN_F32, 1, L, H, D);
+            attn_tensor gv = attn_tensor_dense(g3 + (size_t)2 * 16384 * H * D, ATTN_F32, 1, L, H, D);
+            attn_desc d;
+            double t0;
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_LINEAR; d.n_threads = 1;
+            if (r == 0 && (attn_forward(&d, tq, tk, tv, to, NULL) != ATTN_OK ||
+                           attn_backward(&d, tq, tk, tv, to, tdo, NULL, gq, gk, gv) != ATTN_OK)) die("linear-peer warm-up failed");
+            t0 = now_s();
+            if (attn_forward(&d, tq, tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");
+            ta[i][0][r] = now_s() - t0;
+            t0 = now_s();
+            if (attn_backward(&d, tq, tk, tv, to, tdo, NULL, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
+            ta[i][1][r] = now_s() - t0;
+        }
+        if (torch_on) {
+            double t[2 * NS];
+            if (python_run(lin_torch_snippet, args, t, 2 * NS, last, sizeof last) != 2 * ns) {
+                printf("  PyTorch column dropped: %s\n", last[0] ? last : g_torch_why);
+                torch_on = 0;
+            } else {
+                for (i = 0; i < ns; ++i) { tt[i][0][r] = t[2 * i]; tt[i][1][r] = t[2 * i + 1]; }
+            }
+        }
+    }
+    snprintf(path, sizeof path, "%s/results_linear_peer.csv", outdir);
+    if (!(f = fopen(path, "w"))) die("cannot write the CSV");
+    bench_csv_header(f, "case,seq,heads,dim,threads,rounds,attn_fwd_ms,attn_bwd_ms,attn_fwd_gflops,attn_bwd_gflops,"
+                        "torch_fwd_ms,torch_bwd_ms,fwd_speedup,bwd_speedup,attn_bwd_over_fwd,torch_version");
+    for (i = 0; i < ns; ++i) {
+        const double L = Ls[i], ff = 4.0 * L * H * D * D, fb = 10.0 * L * H * D * D;   /* GEMM flops: 2 (fwd), 5 (bwd) products */
+        double lo, hi;
+        for (j = 0; j < 2; ++j) {
+            med[i][j] = median_of(ta[i][j], rounds, &lo, &hi) * 1e3;
+            med[i][2 + j] = torch_on ? median_of(tt[i][j], rounds, &lo, &hi) * 1e3 : NAN;
+        }
+        printf("  S %5d: attn.h forward %8.2f ms (%5.1f GFLOP/s), backward %8.2f ms (%5.1f GFLOP/s, %.2fx its forward)", Ls[i],
+               med[i][0], ff / med[i][0] * 1e-6, med[i][1], fb / med[i][1] * 1e-6, med[i][1] / med[i][0]);
+        if (torch_on)
+            printf("; torch forward %8.2f ms, backward %8.2f ms: attn.h %.2fx / %.2fx", med[i][2], med[i][3], med[i][2] / med[i][0],
+                   med[i][3] / med[i][1]);
+        printf("\n");
+        bench_csv_machine(f);
+        fprintf(f, "linear-noncausal,%d,%d,%d,1,%d,%.3f,%.3f,%.1f,%.1f,", Ls[i], H, D, rounds, med[i][0], med[i][1],
+                ff / med[i][0] * 1e-6, fb / med[i][1] * 1e-6);
+        if (torch_on)
+            fprintf(f, "%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", med[i][2], med[i][3], med[i][2] / med[i][0], med[i][3] / med[i][1],
+                    med[i][1] / med[i][0], ver);
+        else
+            fprintf(f, ",,,,%.3f,\n", med[i][1] / med[i][0]);
+    }
+    if (fclose(f) != 0) die("cannot write the CSV");
+    printf("wrote %s\n", path);
+    free(dO); free(g3);
+}
+
 int main(void) {
     const char *outdir = getenv("BENCH_OUTDIR") ? getenv("BENCH_OUTDIR") : "bench";
     size_t nmax = 0;
@@ -320,6 +434,8 @@ int main(void) {
         const char *only = getenv("BENCH_ONLY");      /* e.g. BENCH_ONLY=performer */
         if (!only || !strcmp(only, g_cfgs[i].name)) run(&g_cfgs[i], &m, outdir, q, k, v, o, oe);
     }
+    if (!getenv("BENCH_ONLY") || !strcmp(getenv("BENCH_ONLY"), "linear-peer") || !strcmp(getenv("BENCH_ONLY"), "linear"))
+        run_peer(outdir, q, k, v, o);
     if (g_pool) attn_pool_destroy(g_pool);
     free(q); free(k); free(v); free(o); free(oe);
     return 0;

@@ -789,4 +789,66 @@ static void bench_write_scaling_svg(const char *path, const char *title, const c
     fclose(f);
 }
 
+/* ------------------------------------------------------------------------------------------
+   A PyTorch peer timed in the same run (bench_isa, bench_linear): the Python (BENCH_PYTHON,
+   default python3; empty: none) runs as its own process through popen, and the C side waits for
+   it, so the two never share the cores. A measurement, never a dependency: no torch, no column.
+   Needs popen (the program defines _POSIX_C_SOURCE before its includes).
+   ------------------------------------------------------------------------------------------ */
+#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
+#include <sys/wait.h>
+static char g_python[256], g_torch_why[1024];
+
+/* runs `python -c code args` through popen (stderr too); the numeric lines go to out[] (at most
+   max_out), the last other line to g_torch_why; returns the number of numeric lines, or -1 when
+   the command failed (g_torch_why says how). code holds no single quote. */
+static int python_run(const char *code, const char *args, double *out, int max_out, char *last, size_t nlast) {
+    char cmd[8192], line[512];
+    FILE *p;
+    int n = 0, st;
+    last[0] = 0;
+    if ((size_t)snprintf(cmd, sizeof cmd, "'%s' -c '%s' %s 2>&1", g_python, code, args) >= sizeof cmd) {
+        snprintf(g_torch_why, sizeof g_torch_why, "the command line is too long");
+        return -1;
+    }
+    fflush(stdout);
+    if (!(p = popen(cmd, "r"))) {
+        snprintf(g_torch_why, sizeof g_torch_why, "popen failed");
+        return -1;
+    }
+    while (fgets(line, sizeof line, p)) {
+        char *e = line + strlen(line), *end;
+        double v;
+        while (e > line && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ')) *--e = 0;
+        if (!line[0]) continue;
+        v = strtod(line, &end);
+        if (*end == 0 && end != line && n < max_out && out) out[n++] = v;
+        else snprintf(last, nlast, "%s", line);
+    }
+    st = pclose(p);
+    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        snprintf(g_torch_why, sizeof g_torch_why, "%s exited with status %d%s%s", g_python,
+                 st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, last[0] ? ": " : "", last);
+        return -1;
+    }
+    return n;
+}
+
+/* Is there a Python with torch? probe: code that prints torch.__version__ (and touches what the
+   bench will call). Fills g_python; 1 yes (version in ver), 0 no (g_torch_why says why). */
+static int torch_probe_ok(const char *probe, char *ver, size_t nver) {
+    const char *py = getenv("BENCH_PYTHON");
+    if (!py) py = "python3";
+    if (!*py) { snprintf(g_torch_why, sizeof g_torch_why, "BENCH_PYTHON is empty"); return 0; }
+    if (strchr(py, '\'') || strlen(py) >= sizeof g_python) {
+        snprintf(g_torch_why, sizeof g_torch_why, "BENCH_PYTHON holds a single quote or is too long");
+        return 0;
+    }
+    snprintf(g_python, sizeof g_python, "%s", py);
+    if (python_run(probe, "", NULL, 0, ver, nver) < 0) return 0;
+    if (!ver[0]) { snprintf(g_torch_why, sizeof g_torch_why, "%s printed no torch version", g_python); return 0; }
+    return 1;
+}
+#endif
+
 #endif /* ATTN_BENCH_UTIL_H */

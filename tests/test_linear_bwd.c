@@ -23,6 +23,7 @@ typedef struct {
     double eps;
     const float *W;
     const int *lq, *lk;
+    int no_fd;                   /* long cases: the pairwise reference only (finite differences cost O(S^2) each) */
 } lb_case;
 
 /* cosFormer's M for a sequence of valid lengths Lq, Lk: c->M, or (when c->M is the default, passed
@@ -290,7 +291,7 @@ static void lb_run_case(int idx, lb_case *c, attn_dtype tin, attn_dtype tgrad, t
     for (which = 0; which < 3; ++which)
         for (t = 0; t < sizes[which]; ++t) gmax = fmax(gmax, fabs(lib[which][t]));
     for (which = 0; which < 3; ++which) {
-        const int n_pick = all ? (int)sizes[which] : 24;
+        const int n_pick = c->no_fd ? 0 : (all ? (int)sizes[which] : 24);
         int p;
         for (p = 0; p < n_pick; ++p) {
             const size_t at = all ? (size_t)p : (size_t)t_irange(r, 0, (int)sizes[which] - 1);
@@ -356,6 +357,28 @@ static void test_lbw_sweep(void) {
             c.lq = lq; c.lk = lk;
         }
         lb_run_case(idx, &c, idx < 24 ? ATTN_F32 : dts[idx % 3], idx < 24 ? ATTN_F32 : dts[(idx / 3) % 3], &r, small);
+    }
+}
+
+/* Non-causal ATTN_LINEAR / ATTN_COSFORMER run a pass of their own (full-length sums, blocks of
+   256 keys and up to 256 query rows): sequences of several blocks, GQA, padding (one sequence
+   with no valid key), the cosFormer clamp, f16/bf16, against the pairwise reference. */
+static void test_lbw_long(void) {
+    t_rng r = t_rng_seed(815);
+    int idx;
+    for (idx = 0; idx < 4; ++idx) {
+        lb_case c;
+        int lq[2], lk[2];
+        memset(&c, 0, sizeof c);
+        c.kind = idx == 2 ? ATTN_COSFORMER : ATTN_LINEAR;
+        c.B = 2; c.Hkv = idx == 1 ? 1 : 2; c.Hq = idx == 0 ? 4 : (idx == 1 ? 3 : 2);
+        c.Sq = idx == 1 ? 700 : 600; c.Sk = idx == 0 ? 530 : c.Sq;
+        c.D = idx == 3 ? 16 : 13; c.Dv = 7; c.M = c.Sq > c.Sk ? c.Sq : c.Sk;
+        c.eps = idx == 2 ? 1.0 : 1e-6;
+        c.no_fd = 1;
+        if (idx == 0) { lq[0] = 600; lq[1] = 311; lk[0] = 529; lk[1] = 0; c.lq = lq; c.lk = lk; }
+        if (idx == 2) { lq[0] = 257; lq[1] = 600; lk[0] = 600; lk[1] = 513; c.lq = lq; c.lk = lk; }
+        lb_run_case(100 + idx, &c, idx == 3 ? ATTN_F16 : ATTN_F32, idx == 3 ? ATTN_BF16 : ATTN_F32, &r, 0);
     }
 }
 
@@ -450,6 +473,7 @@ static void test_lbw_errors(void) {
 
 void test_linear_bwd(void) {
     test_lbw_sweep();
+    test_lbw_long();
     test_lbw_threads();
     test_lbw_errors();
     printf("      linear-bwd: largest passing fp32 gradient error %.3g (tolerance 2e-4)\n", g_lb_worst);
