@@ -12306,8 +12306,8 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
    reverse sweep). Per state and token the sweep costs 9 vector ops (3 FMAs, 6 multiplies: no
    exp, the recompute stored e^{dt A}) plus, with per-token B/C, the sum of dB and dC over the
    16 lanes: a shuffle tree per 16 tokens and state. Measured on an Intel Xeon (AVX-512, 2
-   shared cores), one thread, D 1536, N 16, L 2k: 3.5x the forward per channel-token, from 69x
-   (scalar per channel, libm expf in three passes). */
+   shared cores), one thread, D 1536, N 16, L 2k-16k: 4.0-4.7x the forward per channel-token,
+   from 69x (scalar per channel, libm expf in three passes; bench/README.md). */
 #define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
