@@ -1489,7 +1489,7 @@ typedef struct attn_ssm_grads {
 /* Backward of the selective scan: the forward's arguments (y and state_out aside), dy [batch,
    dim, len] (no zero strides) = dLoss/dy, and the gradients. The vector layer's fused kernel
    per ISA (ssm_bwd: 16 channels in SIMD lanes, exp(dt A) as the forward's 2^t): a checkpoint
-   pass keeps the state every 64 tokens (O(L/64 x 16 N) floats per thread, never O(L N)), then
+   pass keeps the state every 256 tokens (O(L/256 x 16 N) floats per thread, never O(L N)), then
    the chunks last first recompute their states and run the gradients backwards. Threads over
    channel blocks; dA, dD, ddelta_bias and constant dB/dC summed per channel in double over
    sequences and chunks in a fixed order, per-token dB/dC over the 16 lanes, the block's pieces
@@ -2642,7 +2642,7 @@ typedef struct attn__ssm_bk {
     float *x, *gr, *acc, *scratch;
     int N, nt, phase, padd, softplus, has_z, bc_const;
 } attn__ssm_bk;
-#define ATTN__SSM_BT 64         /* tokens per backward chunk (the checkpoint interval) */
+#define ATTN__SSM_BT 256        /* tokens per backward chunk (the checkpoint interval) */
 static size_t attn__ssm_bk_floats(int N) {
     return (size_t)16 * (4 * (size_t)N + 10 * ATTN__SSM_BT + 32 + (size_t)N * (2 * ATTN__SSM_BT + 1));
 }
@@ -12302,11 +12302,11 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
    count, and a token's arithmetic does not depend on where a tile or a piece starts. Complex
    A runs attn__ssm_cscan_task, scalar per channel.
    The backward (attn__ssm_bwd_task) runs the ssm_bwd op on the same 16-channel pieces: per
-   (sequence, piece) a checkpoint pass, then 64-token chunks last first (recompute, gate,
-   reverse sweep). Per state and token the sweep costs 9 vector ops (3 FMAs, 6 multiplies: no
+   (sequence, piece) a checkpoint pass, then 256-token chunks last first (recompute, gate,
+   reverse sweep; 64 and 128 measured 15% and 10% slower: per-chunk costs). Per state and token the sweep costs 9 vector ops (3 FMAs, 6 multiplies: no
    exp, the recompute stored e^{dt A}) plus, with per-token B/C, the sum of dB and dC over the
    16 lanes: a shuffle tree per 16 tokens and state. Measured on an Intel Xeon (AVX-512, 2
-   shared cores), one thread, D 1536, N 16, L 2k-16k: 4.0-4.7x the forward per channel-token,
+   shared cores), one thread, D 1536, N 16, L 2k-16k: 3.4-3.6x the forward per channel-token,
    from 69x (scalar per channel, libm expf in three passes; bench/README.md). */
 #define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
@@ -12817,7 +12817,10 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                     k.ldp = L;
                 }
                 V->ssm_bwd(&k);
-                for (i = 0; i < nv; ++i) dd[i] += (double)acc[i];
+                for (i = 0; i < nv; ++i) {            /* dA; constant dB, dC (else skipped); dD, ddelta_bias */
+                    if (i == N16 && !P->bc_const) i = 3 * N16;
+                    dd[i] += (double)acc[i];
+                }
             }
         }
         for (c = 0; c < ws16; ++c) {

@@ -1213,12 +1213,13 @@ static void bw_fd(bwp *p, double *param, size_t n, const float *grad, const char
 static void test_scan_backward(void) {
     t_rng r = t_rng_seed(2014);
     int cfg;
-    /* cfg 0-3: 6 channels, N 3; 4: 168 channels in 2 groups (per group blocks of 64 and 20:
-       pieces of 16 x 5 and 4), N 16, 4 chunks; 5: constant B/C with the gate over 3 chunks, N 5 */
+    /* cfg 0-3: 6 channels, N 3 (cfg 3: 2 chunks of the 256-token checkpoints); 4: 168 channels
+       in 2 groups (per group blocks of 64 and 20: pieces of 16 x 5 and 4), N 16, 2 chunks; 5:
+       constant B/C with the gate over 3 chunks, N 5 */
     for (cfg = 0; cfg < 6; ++cfg) {
         bwp p;
         const int B = cfg == 5 ? 1 : 2, D = cfg == 4 ? 168 : cfg == 5 ? 40 : 6, N = cfg == 4 ? 16 : cfg == 5 ? 5 : 3;
-        const int L = cfg == 3 ? 300 : cfg == 4 ? 200 : cfg == 5 ? 150 : 37;
+        const int L = cfg == 3 || cfg == 4 ? 300 : cfg == 5 ? 600 : 37;
         size_t nx, nbc;
         attn_ssm_desc d;
         attn_ssm_grads gr;
@@ -1320,7 +1321,7 @@ static void test_scan_backward(void) {
    backward on the same (exactly converted) values, at another thread count */
 static void test_scan_backward_dtypes(void) {
     t_rng r = t_rng_seed(2033);
-    const int B = 2, D = 40, N = 16, L = 150, G = 2;
+    const int B = 2, D = 40, N = 16, L = 300, G = 2;
     const size_t nx = (size_t)B * D * L, nbc = (size_t)B * G * N * L, ns[6] = { nx, nx, nx, nbc, nbc, nx };
     static const double mu[6] = { 0.0, -2.0, 0.0, 0.0, 0.0, 0.0 }, sd[6] = { 1.0, 1.0, 1.5, 1.0, 1.0, 1.0 };
     int it, i;
