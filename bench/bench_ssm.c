@@ -193,6 +193,48 @@ static void bench_attention(int D, int L) {
     free(q); free(k); free(v); free(o);
 }
 
+/* The selective scan's backward beside its forward, one thread, same inputs (D, N 16, per-token
+   B/C, softplus, z gate, f32): reps pairs (forward call, backward call) interleaved; medians of
+   each and of the per-pair ratio; ns per channel-token = time / (D L). */
+static void bench_backward(int D, int L, int reps) {
+    prob p;
+    const size_t n = (size_t)D * L;
+    float *dy = (float *)xalloc(n * 4), *du = (float *)xalloc(n * 4), *ddl = (float *)xalloc(n * 4), *dz = (float *)xalloc(n * 4);
+    float *dA = (float *)xalloc(sizeof(float) * (size_t)D * NS), *dB = (float *)xalloc(sizeof(float) * (size_t)NS * L);
+    float *dC = (float *)xalloc(sizeof(float) * (size_t)NS * L), *dD = (float *)xalloc(sizeof(float) * D);
+    float *ddb = (float *)xalloc(sizeof(float) * D);
+    double tf[64], tb[64], rt[64], mf, mb, mr;
+    attn_ssm_grads g;
+    attn_ssm_desc d;
+    int i;
+    if (reps > 64) reps = 64;
+    prob_init(&p, D, L, ATTN_F32);
+    fill_rand(dy, n);
+    memset(&g, 0, sizeof g);
+    g.du = du; g.ddelta = ddl; g.dz = dz; g.dA = dA; g.dB = dB; g.dC = dC; g.dD = dD; g.ddelta_bias = ddb;
+    memset(&d, 0, sizeof d);
+    d.batch = 1; d.dim = D; d.len = L; d.d_state = NS; d.delta_softplus = 1; d.n_threads = 1;
+    for (i = -1; i < reps; ++i) {                          /* i = -1: warm-up */
+        double t0 = now_s(), t1;
+        if (prob_run(&p, 1) != ATTN_OK) die("scan failed");
+        t1 = now_s();
+        if (attn_ssm_selective_scan_backward(&d, tv(p.u, p.dt, D, L), tv(p.dl, p.dt, D, L), p.A, tv(p.Bm, p.dt, NS, L),
+                                             tv(p.Cm, p.dt, NS, L), p.Dk, tv(p.z, p.dt, D, L), p.bias, NULL, tv(dy, ATTN_F32, D, L),
+                                             &g) != ATTN_OK)
+            die("scan backward failed");
+        if (i >= 0) { tf[i] = t1 - t0; tb[i] = now_s() - t1; rt[i] = tb[i] / tf[i]; }
+    }
+    mf = median_of(tf, reps, NULL, NULL); mb = median_of(tb, reps, NULL, NULL); mr = median_of(rt, reps, NULL, NULL);
+    printf("  backward f32 D %5d L %5d (1 thread): forward %.2f ns, backward %.2f ns per channel-token; backward / forward %.2fx "
+           "(median of %d interleaved pairs)\n", D, L, mf * 1e9 / (double)n, mb * 1e9 / (double)n, mr, reps);
+    csv_row("scan_1thread", ATTN_F32, D, L, 1, mf * 1e3, L / mf, 0.0, 0.0, 0.0);
+    csv_row("scan_backward_1thread", ATTN_F32, D, L, 1, mb * 1e3, L / mb, 0.0, 0.0, 0.0);
+    bench_csv_machine(g_csv);
+    fprintf(g_csv, "scan_backward_over_forward,f32,%d,%d,%d,1,%.3f,0,0,0,0\n", D, NS, L, mr);
+    free(dy); free(du); free(ddl); free(dz); free(dA); free(dB); free(dC); free(dD); free(ddb);
+    prob_free(&p);
+}
+
 /* the sequential recurrence in plain C: 1 thread */
 static void naive_scan(const prob *p, float *y) {
     const float *u = (const float *)p->u, *dl = (const float *)p->dl, *z = (const float *)p->z;
@@ -413,6 +455,13 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_ssm.csv", outdir);
     if (!(g_csv = fopen(path, "w"))) die("cannot write results_ssm.csv");
     bench_csv_header(g_csv, "what,dtype,D,N,L,threads,median_ms,tokens_per_s,GB_per_s,pct_read_bw,read_GB_per_s");
+    if (env_int("BENCH_SSM_BWD_ONLY", 0)) {
+        printf("selective scan backward (batch 1, N 16, per-token B/C, softplus, z gate):\n");
+        bench_backward(1536, 2048, env_int("BENCH_SSM_BWD_REPS", 5));
+        if (env_int("BENCH_SSM_BWD_LONG", 1)) { bench_backward(1536, 4096, 5); bench_backward(1536, 16384, 5); }
+        fclose(g_csv);
+        return 0;
+    }
     printf("selective scan (batch 1, N 16, per-token B/C, softplus, z gate; all %d threads):\n", g_ncpu);
     for (di = 0; di < 3; ++di) {
         static const int Ds[3] = { 1536, 2560, 5120 };
@@ -439,6 +488,10 @@ int main(void) {
         bench_csv_machine(g_csv);
         fprintf(g_csv, "crossover_L,f32,1536,%d,%.0f,%d,0,0,0,0,0\n", NS, cross, g_ncpu);
     }
+    printf("selective scan backward beside its forward (batch 1, N 16, per-token B/C, softplus, z gate; 1 thread):\n");
+    bench_backward(1536, 2048, g_quick ? 5 : 7);
+    bench_backward(1536, 4096, 5);
+    if (!g_quick) bench_backward(1536, 16384, 5);
     printf("causal conv1d (K 4, SiLU):\n");
     bench_conv(1536, 4096);
     printf("S4D (chunked convolution, 64-token chunks):\n");

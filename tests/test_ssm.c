@@ -1156,7 +1156,7 @@ typedef struct {
 /* sum_{b,c,l} dy * y, the forward evaluated in double */
 static double bw_loss(const bwp *p) {
     const int N = p->N, cg = p->D / p->G;
-    double loss = 0.0, x[8];
+    double loss = 0.0, x[64];
     int b, c, l, n;
     for (b = 0; b < p->B; ++b)
         for (c = 0; c < p->D; ++c) {
@@ -1213,9 +1213,13 @@ static void bw_fd(bwp *p, double *param, size_t n, const float *grad, const char
 static void test_scan_backward(void) {
     t_rng r = t_rng_seed(2014);
     int cfg;
-    for (cfg = 0; cfg < 4; ++cfg) {
+    /* cfg 0-3: 6 channels, N 3 (cfg 3: 2 chunks of the 256-token checkpoints); 4: 168 channels
+       in 2 groups (per group blocks of 64 and 20: pieces of 16 x 5 and 4), N 16, 2 chunks; 5:
+       constant B/C with the gate over 3 chunks, N 5 */
+    for (cfg = 0; cfg < 6; ++cfg) {
         bwp p;
-        const int B = 2, D = 6, N = 3, L = cfg == 3 ? 300 : 37;
+        const int B = cfg == 5 ? 1 : 2, D = cfg == 4 ? 168 : cfg == 5 ? 40 : 6, N = cfg == 4 ? 16 : cfg == 5 ? 5 : 3;
+        const int L = cfg == 3 || cfg == 4 ? 300 : cfg == 5 ? 600 : 37;
         size_t nx, nbc;
         attn_ssm_desc d;
         attn_ssm_grads gr;
@@ -1224,8 +1228,8 @@ static void test_scan_backward(void) {
         float *g_u, *g_dl, *g_z, *g_A, *g_B, *g_C, *g_D, *g_bias;
         attn_status s;
         memset(&p, 0, sizeof p);
-        p.B = B; p.D = D; p.L = L; p.N = N; p.G = cfg == 1 ? 2 : 1; p.bc_const = cfg == 2; p.softplus = cfg != 1;
-        p.has_z = cfg != 2;
+        p.B = B; p.D = D; p.L = L; p.N = N; p.G = cfg == 1 || cfg == 4 ? 2 : 1; p.bc_const = cfg == 2 || cfg == 5;
+        p.softplus = cfg != 1; p.has_z = cfg != 2;
         nx = (size_t)B * D * L; nbc = p.bc_const ? (size_t)D * N : (size_t)B * p.G * N * L;
         p.u = bw_vec(&r, nx, 0.0, 1.0); p.z = bw_vec(&r, nx, 0.0, 1.5); p.dy = bw_vec(&r, nx, 0.0, 1.0);
         p.dl = bw_vec(&r, nx, p.softplus ? -2.0 : 0.1, p.softplus ? 1.0 : 0.03);
@@ -1262,14 +1266,19 @@ static void test_scan_backward(void) {
             attn_ssm_grads g2 = gr;
             size_t bytes = 0, m0;
             void *ws;
-            g2.du = h_u; g2.dB = h_B; g2.dA = h_A;
-            d.n_threads = 3 - cfg % 3;
+            float *h_dl = (float *)t_xmalloc(4 * nx), *h_z = (float *)t_xmalloc(4 * nx), *h_C = (float *)t_xmalloc(4 * nbc);
+            float *h_D = (float *)t_xmalloc(4 * (size_t)D), *h_bias = (float *)t_xmalloc(4 * (size_t)D);
+            g2.du = h_u; g2.dB = h_B; g2.dA = h_A; g2.ddelta = h_dl; g2.dz = h_z; g2.dC = h_C; g2.dD = h_D; g2.ddelta_bias = h_bias;
+            d.n_threads = d.n_threads % 3 + 1;                /* another count */
             T_CHECK(attn_ssm_workspace_size(&d, ATTN_SSM_OP_SCAN_BACKWARD, &bytes) == ATTN_OK, "backward workspace query");
             ws = t_xmalloc(bytes); d.workspace = ws; d.workspace_size = bytes;
             m0 = t_attn_mallocs;
             T_CHECK(attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2) == ATTN_OK &&
                     t_attn_mallocs == m0, "backward with the queried workspace: allocation-free");
-            T_CHECK(memcmp(h_u, g_u, 4 * nx) == 0 && memcmp(h_B, g_B, 4 * nbc) == 0 && memcmp(h_A, g_A, 4 * (size_t)D * N) == 0,
+            T_CHECK(memcmp(h_u, g_u, 4 * nx) == 0 && memcmp(h_B, g_B, 4 * nbc) == 0 && memcmp(h_A, g_A, 4 * (size_t)D * N) == 0 &&
+                    memcmp(h_dl, g_dl, 4 * nx) == 0 && (!p.has_z || memcmp(h_z, g_z, 4 * nx) == 0) &&
+                    memcmp(h_C, g_C, 4 * nbc) == 0 && memcmp(h_D, g_D, 4 * (size_t)D) == 0 &&
+                    memcmp(h_bias, g_bias, 4 * (size_t)D) == 0,
                     "backward config %d: thread counts differ (bitwise)", cfg);
             if (cfg == 0) {                                   /* error paths, gradients untouched */
                 t_sentinel(h_u, 4 * nx, 5);
@@ -1300,11 +1309,64 @@ static void test_scan_backward(void) {
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
                 T_CHECK(s == ATTN_ERR_SSM_GROUPS && t_sentinel_ok(h_u, 4 * nx, 5), "backward G not dividing D");
             }
-            free(h_u); free(h_B); free(h_A); free(ws);
+            free(h_u); free(h_B); free(h_A); free(h_dl); free(h_z); free(h_C); free(h_D); free(h_bias); free(ws);
         }
         free(p.u); free(p.z); free(p.dy); free(p.dl); free(p.A); free(p.Bm); free(p.Cm); free(p.Dk); free(p.bias); free(p.sin);
         free(fu); free(fdl); free(fz); free(fdy); free(fA); free(fB); free(fC); free(fD); free(fbias); free(fsin);
         free(g_u); free(g_dl); free(g_z); free(g_A); free(g_B); free(g_C); free(g_D); free(g_bias);
+    }
+}
+
+/* f16 / bf16 storage of u, delta, z, B, C and dy: the backward equals, bit for bit, the f32
+   backward on the same (exactly converted) values, at another thread count */
+static void test_scan_backward_dtypes(void) {
+    t_rng r = t_rng_seed(2033);
+    const int B = 2, D = 40, N = 16, L = 300, G = 2;
+    const size_t nx = (size_t)B * D * L, nbc = (size_t)B * G * N * L, ns[6] = { nx, nx, nx, nbc, nbc, nx };
+    static const double mu[6] = { 0.0, -2.0, 0.0, 0.0, 0.0, 0.0 }, sd[6] = { 1.0, 1.0, 1.5, 1.0, 1.0, 1.0 };
+    int it, i;
+    for (it = 0; it < 2; ++it) {
+        const attn_dtype dt = it ? ATTN_BF16 : ATTN_F16;
+        float *f[6], *A = (float *)t_xmalloc(4 * (size_t)D * N), *Dk = (float *)t_xmalloc(4 * (size_t)D);
+        float *bias = (float *)t_xmalloc(4 * (size_t)D), *sin = (float *)t_xmalloc(4 * (size_t)B * D * N), *gb[2][8];
+        uint16_t *h[6];
+        attn_ssm_grads g[2];
+        attn_ssm_desc d;
+        int run, ok = 1;
+        size_t j;
+        for (i = 0; i < 6; ++i) {
+            f[i] = (float *)t_xmalloc(4 * ns[i]); h[i] = (uint16_t *)t_xmalloc(2 * ns[i]);
+            for (j = 0; j < ns[i]; ++j) {
+                f[i][j] = (float)t_round_dt(mu[i] + sd[i] * t_normal(&r), dt);
+                h[i][j] = dt == ATTN_F16 ? t_f32_to_f16(f[i][j]) : t_f32_to_bf16(f[i][j]);
+            }
+        }
+        for (j = 0; j < (size_t)D * N; ++j) A[j] = (float)(-1.0 + 0.3 * t_normal(&r));
+        for (j = 0; j < (size_t)D; ++j) { Dk[j] = (float)t_normal(&r); bias[j] = (float)(0.2 * t_normal(&r)); }
+        for (j = 0; j < (size_t)B * D * N; ++j) sin[j] = (float)t_normal(&r);
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = G; d.delta_softplus = 1;
+        for (run = 0; run < 2; ++run) {
+            const attn_dtype st = run ? dt : ATTN_F32;
+            void *p[6];
+            for (i = 0; i < 8; ++i) gb[run][i] = (float *)t_xmalloc(4 * (i < 3 ? nx : i < 6 ? (i == 3 ? (size_t)D * N : nbc) : (size_t)D));
+            for (i = 0; i < 6; ++i) p[i] = run ? (void *)h[i] : (void *)f[i];
+            memset(&g[run], 0, sizeof g[run]);
+            g[run].du = gb[run][0]; g[run].ddelta = gb[run][1]; g[run].dz = gb[run][2]; g[run].dA = gb[run][3];
+            g[run].dB = gb[run][4]; g[run].dC = gb[run][5]; g[run].dD = gb[run][6]; g[run].ddelta_bias = gb[run][7];
+            d.n_threads = run ? 2 : 1;
+            T_CHECK(attn_ssm_selective_scan_backward(&d, attn_ssm_tensor_dense(p[0], st, D, L), attn_ssm_tensor_dense(p[1], st, D, L), A,
+                                                     attn_ssm_tensor_dense(p[3], st, G * N, L), attn_ssm_tensor_dense(p[4], st, G * N, L),
+                                                     Dk, attn_ssm_tensor_dense(p[2], st, D, L), bias, sin,
+                                                     attn_ssm_tensor_dense(p[5], st, D, L), &g[run]) == ATTN_OK,
+                    "backward %s storage: call", t_dt_name(st));
+        }
+        for (i = 0; i < 8; ++i)
+            ok &= memcmp(gb[0][i], gb[1][i], 4 * (i < 3 ? nx : i < 6 ? (i == 3 ? (size_t)D * N : nbc) : (size_t)D)) == 0;
+        T_CHECK(ok, "backward %s storage == f32 on the same values (bitwise, 1 vs 2 threads)", t_dt_name(dt));
+        for (i = 0; i < 6; ++i) { free(f[i]); free(h[i]); }
+        for (i = 0; i < 8; ++i) { free(gb[0][i]); free(gb[1][i]); }
+        free(A); free(Dk); free(bias); free(sin);
     }
 }
 
@@ -1508,6 +1570,7 @@ void test_ssm(void) {
     test_s4d_props();
     test_s4d_errors();
     test_scan_backward();
+    test_scan_backward_dtypes();
     test_ssm_overlap();
     test_silu_extremes();
 }
