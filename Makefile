@@ -57,7 +57,7 @@ ifeq ($(HAVE_WIN),yes)
 TEST_BINS += $(BUILD)/test_win.exe
 endif
 
-.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare install cuda test-cuda bench-cuda minilm bench-minilm
+.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare install cuda test-cuda bench-cuda bench-cuda-torch minilm bench-minilm
 all: examples
 examples: $(EXAMPLES)
 
@@ -214,6 +214,15 @@ $(BUILD)/bench_cuda: bench/bench_cuda.cu attn_cuda.cuh attn.h | $(BUILD)
 	$(NVCC) $(CUDA_FLAGS) bench/bench_cuda.cu -o $@ -lcublas
 bench-cuda: $(BUILD)/bench_cuda
 	./$(BUILD)/bench_cuda
+# attn_cuda beside PyTorch's SDPA (FlashAttention-2, cuDNN) in one process: the shim exposes
+# attn_cuda to bench/bench_cuda_torch.py through ctypes. The _emu shim runs the script's dry run
+# (BENCH_DRY=1) on the CPU emulator, no GPU needed.
+$(BUILD)/libattn_cuda_shim.so: bench/bench_cuda_shim.cu attn_cuda.cuh attn.h | $(BUILD)
+	$(NVCC) $(CUDA_FLAGS) -shared -Xcompiler -fPIC bench/bench_cuda_shim.cu -o $@
+$(BUILD)/libattn_cuda_shim_emu.so: bench/bench_cuda_shim.cu attn_cuda.cuh attn.h tests/cuda/emu.h | $(BUILD)
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -Werror -DATTN_CUDA_EMULATE -I. -Itests/cuda -shared -fPIC -x c++ bench/bench_cuda_shim.cu -o $@ -lm -pthread
+bench-cuda-torch: $(BUILD)/libattn_cuda_shim.so
+	python3 bench/bench_cuda_torch.py
 
 clean:
 	rm -rf $(BUILD)
