@@ -26,7 +26,10 @@
      the cp.async.wait_group that retires its group; until then the destination keeps its old
      bytes (poison), so a read before the wait sees NaN.
    - Runtime shims: cudaMalloc (a registry of "device" allocations, so cudaPointerGetAttributes
-     tells device from host pointers), cudaMemcpy/Async, cudaMemset, streams (synchronous),
+     tells device from host pointers; carved back to back at 256-byte alignment from one arena,
+     as the CUDA driver places successive small allocations, so a view that runs past its buffer
+     overlaps the next one here too: on an H100 a test whose f32 view outran its f16 buffer got
+     ATTN_ERR_OVERLAP where malloc's scattered blocks had hidden it), cudaMemcpy/Async, cudaMemset, streams (synchronous),
      cudaGetLastError (a launch error is reported there), cudaFuncSetAttribute.
    Errors are counted in emu_errors (and the first messages printed); tests assert on it. */
 #ifndef ATTN_TESTS_CUDA_EMU_H
@@ -95,9 +98,21 @@ static inline int emu_errors(void) { return emu().errors; }
 static inline void emu_reset_errors(void) { emu().errors = 0; emu().printed = 0; }
 static inline void emu_quiet(int on) { emu().printed = on ? 1 << 30 : 0; }
 
+/* The arena successive allocations are carved from, back to back (256-byte aligned); it starts
+   over when every allocation is freed. Allocations it cannot hold come from malloc. */
+#define EMU_ARENA_BYTES ((size_t)256 << 20)
+struct emu_arena { unsigned char *base; size_t used; };
+static inline emu_arena &emu_heap() { static emu_arena a = { NULL, 0 }; return a; }
+static inline int emu_in_arena(const void *p) {
+    return emu_heap().base && (const unsigned char *)p >= emu_heap().base && (const unsigned char *)p < emu_heap().base + EMU_ARENA_BYTES;
+}
 static inline cudaError_t cudaMalloc(void **p, size_t n) {
+    const size_t want = ((n ? n : 1) + 255) & ~(size_t)255;
+    emu_arena &a = emu_heap();
     if (emu().fail_next_malloc) { emu().fail_next_malloc = 0; *p = NULL; return emu().last_error = cudaErrorMemoryAllocation; }
-    *p = malloc(n ? n : 1);
+    if (!a.base) a.base = (unsigned char *)malloc(EMU_ARENA_BYTES);
+    if (a.base && want <= EMU_ARENA_BYTES - a.used) { *p = a.base + a.used; a.used += want; }
+    else *p = malloc(n ? n : 1);
     if (!*p) return cudaErrorMemoryAllocation;
     emu().allocs[(uintptr_t)*p] = n ? n : 1;
     return cudaSuccess;
@@ -105,7 +120,12 @@ static inline cudaError_t cudaMalloc(void **p, size_t n) {
 static inline cudaError_t cudaFree(void *p) {
     if (!p) return cudaSuccess;
     if (!emu().allocs.erase((uintptr_t)p)) return cudaErrorInvalidValue;
-    free(p);
+    if (!emu_in_arena(p)) free(p);
+    /* the arena restarts once nothing in it is live */
+    int live = 0;
+    for (std::map<uintptr_t, size_t>::iterator it = emu().allocs.begin(); it != emu().allocs.end() && !live; ++it)
+        live = emu_in_arena((const void *)it->first);
+    if (!live) emu_heap().used = 0;
     return cudaSuccess;
 }
 /* the allocation holding [p, p + n), or 0 */

@@ -727,8 +727,9 @@ static void test_errors(void) {
         EXPECT(attn_cuda_forward(&d, q2, k2, v2, o2, (float *)blse.d, 0), ATTN_ERR_CUDA_HEAD_DIM, "f16 D = 48");
         attn_tensor v3 = attn_tensor_dense(bv.d, ATTN_F16, 1, S, H, 32), o3 = attn_tensor_dense(bo.d, ATTN_F32, 1, S, H, 32);
         EXPECT(attn_cuda_forward(&d, q, k, v3, o3, (float *)blse.d, 0), ATTN_ERR_CUDA_HEAD_DIM, "f16 v.dim != q.dim");
-        attn_tensor q4 = attn_tensor_dense(bq.d, ATTN_F32, 1, 2, 1, 300), k4 = attn_tensor_dense(bk.d, ATTN_F32, 1, 2, 1, 300),
-                    v4 = attn_tensor_dense(bv.d, ATTN_F32, 1, 2, 1, 300), o4 = attn_tensor_dense(bo.d, ATTN_F32, 1, 2, 1, 300);
+        /* one row of 300 f32 (1200 bytes) fits the 2048-byte buffers (two rows ran into the next one) */
+        attn_tensor q4 = attn_tensor_dense(bq.d, ATTN_F32, 1, 1, 1, 300), k4 = attn_tensor_dense(bk.d, ATTN_F32, 1, 1, 1, 300),
+                    v4 = attn_tensor_dense(bv.d, ATTN_F32, 1, 1, 1, 300), o4 = attn_tensor_dense(bo.d, ATTN_F32, 1, 1, 1, 300);
         EXPECT(attn_cuda_forward(&d, q4, k4, v4, o4, (float *)blse.d, 0), ATTN_ERR_CUDA_HEAD_DIM, "f32 D = 300");
     }
     {   /* dtype mix: f32 q over an f16 cache (the CPU takes it, the CUDA kernels do not) */
