@@ -644,7 +644,7 @@ static void test_lowrank_errors(void) {
         T_CHECK(attn_nystrom_pinv(2, 6, NULL, z) == ATTN_ERR_NYSTROM_PINV_NULL, "pinv a NULL");
         T_CHECK(attn_nystrom_pinv(2, 6, a, NULL) == ATTN_ERR_NYSTROM_PINV_NULL, "pinv z NULL");
         T_CHECK(attn_nystrom_pinv(0, 6, a, z) == ATTN_ERR_NYSTROM_PINV_M, "pinv m 0");
-        T_CHECK(attn_nystrom_pinv(2, 0, a, z) == ATTN_ERR_NYSTROM_ITERATIONS, "pinv zero iterations");
+        T_CHECK(attn_nystrom_pinv(2, -1, a, z) == ATTN_ERR_NYSTROM_ITERATIONS, "pinv negative iterations");
         T_CHECK(attn_nystrom_pinv(2, 6, a, z) == ATTN_ERR_NYSTROM_PINV_A, "pinv zero matrix");
         T_CHECK(memcmp(z, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16) == 0, "pinv error wrote z");
         t_status_provoked[ATTN_ERR_NYSTROM_PINV_NULL] = t_status_provoked[ATTN_ERR_NYSTROM_PINV_M] = 1;
