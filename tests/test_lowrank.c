@@ -779,6 +779,75 @@ static void test_nystrom_hf_fixture(void) {
     free(qf); free(kf); free(vf); free(of); free(cf);
 }
 
+/* lucidrains' nystrom-attention (tests/fixtures/nystrom_attention_lucidrains.py): n = 60 with 8
+   landmarks, which the module pads with 4 zero tokens at the front and keeps as keys. The
+   recipe of docs/porting.md: the caller prepends the p = 8 ceil(n/8) - n zero rows itself and
+   calls with pad 0 and pinv_init BATCH; the last n rows are nystrom-attention's out within
+   2e-5. With a mask (masked landmark means, masked front padding) there is no attn.h
+   equivalent: the difference of the nearest call (seqlens_k = p + L, zero rule) is reported. */
+static void test_nystrom_lucidrains_fixture(void) {
+    const char *dir = getenv("ATTN_FIXTURES");
+    char path[1024];
+    FILE *fp;
+    double *dims, *lensd, *q, *k, *v, *conv, *out, *outm;
+    int B, n, H, D, m, K, p, np, b, i, e, lens[8], c;
+    size_t N, NP;
+    float *qf, *kf, *vf, *cf, *of;
+    snprintf(path, sizeof path, "%s/nystrom_attention_lucidrains.txt", dir ? dir : "tests/fixtures");
+    fp = fopen(path, "r");
+    if (!T_CHECK(fp != NULL, "cannot open %s (run from the repository root, or set ATTN_FIXTURES)", path)) return;
+    dims = hf_read(fp, "dims", 6);
+    if (!T_CHECK(dims != NULL, "fixture: dims")) { fclose(fp); return; }
+    B = (int)dims[0]; n = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; m = (int)dims[4]; K = (int)dims[5];
+    N = (size_t)B * n * H * D;
+    lensd = hf_read(fp, "lens", (size_t)B);
+    q = hf_read(fp, "q", N); k = hf_read(fp, "k", N); v = hf_read(fp, "v", N);
+    conv = hf_read(fp, "conv", (size_t)H * K); out = hf_read(fp, "out", N); outm = hf_read(fp, "out_mask", N);
+    fclose(fp);
+    if (!T_CHECK(B <= 8 && lensd && q && k && v && conv && out && outm, "fixture %s: malformed", path)) return;
+    np = m * ((n + m - 1) / m); p = np - n; NP = (size_t)B * np * H * D;
+    qf = (float *)calloc(NP, sizeof(float)); kf = (float *)calloc(NP, sizeof(float));
+    vf = (float *)calloc(NP, sizeof(float)); of = (float *)t_xmalloc(NP * sizeof(float));
+    cf = (float *)t_xmalloc((size_t)H * K * sizeof(float));
+    for (b = 0; b < B; ++b)   /* the front padding: p zero rows before each sequence */
+        for (i = 0; i < n * H * D; ++i) {
+            const size_t src = (size_t)b * n * H * D + i, dst = ((size_t)b * np + p) * H * D + i;
+            qf[dst] = (float)q[src]; kf[dst] = (float)k[src]; vf[dst] = (float)v[src];
+        }
+    for (i = 0; i < H * K; ++i) cf[i] = (float)conv[i];
+    for (b = 0; b < B; ++b) lens[b] = p + (int)lensd[b];
+    for (c = 0; c < 3; ++c) {   /* no mask: batch Z0, per-head Z0; with the mask */
+        const int masked = c == 2;
+        attn_desc d;
+        double err = 0.0;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_NYSTROM;
+        d.nystrom.landmarks = m;
+        d.nystrom.conv = cf; d.nystrom.conv_kernel = K;
+        d.nystrom.pinv_init = c == 1 ? ATTN_NYSTROM_PINV_PER_HEAD : ATTN_NYSTROM_PINV_BATCH;
+        if (masked) d.seqlens_k = lens;
+        T_CHECK(attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, np, H, D), attn_tensor_dense(kf, ATTN_F32, B, np, H, D),
+                             attn_tensor_dense(vf, ATTN_F32, B, np, H, D), attn_tensor_dense(of, ATTN_F32, B, np, H, D), NULL) == ATTN_OK,
+                "nystrom on the nystrom-attention fixture");
+        for (b = 0; b < B; ++b)
+            for (i = 0; i < (masked ? (int)lensd[b] : n); ++i)
+                for (e = 0; e < H * D; ++e) {
+                    const double x = fabs(of[((size_t)b * np + p + i) * H * D + e] - (masked ? outm : out)[((size_t)b * n + i) * H * D + e]);
+                    if (!(x <= err)) err = x != x ? INFINITY : x;
+                }
+        if (c == 0) {
+            T_CHECK(err <= 2e-5, "nystrom vs nystrom-attention (front zero padding, no mask): max |diff| %.3g", err);
+            printf("     nystrom-attention fixture (B %d, n %d -> %d, H %d, d %d, m %d, conv %d): no mask %.2g", B, n, np, H, D, m, K, err);
+        } else if (c == 1) {
+            printf(" (per-head Z0: %.2g)", err);
+        } else {
+            printf("; with a mask, nearest call (zero rule) %.2g on the valid rows\n", err);
+        }
+    }
+    free(dims); free(lensd); free(q); free(k); free(v); free(conv); free(out); free(outm);
+    free(qf); free(kf); free(vf); free(of); free(cf);
+}
+
 /* Approximation error vs exact attention for m in {16, 32, 64, 128} on a fixed input (reported) */
 static void test_nystrom_error_report(void) {
     t_rng r = t_rng_seed(1909);
@@ -1125,5 +1194,6 @@ void test_lowrank(void) {
     test_nystrom_padding_ref();
     test_nystrom_padding_props();
     test_nystrom_hf_fixture();
+    test_nystrom_lucidrains_fixture();
     test_lowrank_errors();
 }
