@@ -469,6 +469,17 @@ typedef struct attn_linformer_params {
        into the landmark means and the conv, and only B masks the keys past Lk. Every query row
        is computed, as Hugging Face computes it (rows past seqlens_q, when given, get 0). Valid
        rows depend on the padding's contents, as Hugging Face's do.
+     ATTN_NYSTROM_PADDING_LUCIDRAINS (2; nystrom-attention's NystromAttention): a length S that
+       m does not divide is padded at the FRONT with p = m ceil(S/m) - S zero tokens (pad is not
+       read), the caller's row r sitting at position p + r; the landmarks are always taken (no
+       exact shortcut at landmarks = S). Without seqlens_k (no mask) the front zeros are tokens:
+       they count in the landmark means (over l) and are keys of B (logit 0, value 0). With
+       seqlens_k (its mask; Lq as under the zero rule) every padding position, front and end, is
+       masked: q, k, v there are zeros (never read); landmark j = (sum of its valid tokens) /
+       (their count); a landmark with no valid token is masked out of F and A (its column) and
+       its rows of A and B are uniform (B's: over all m*l keys, i.e. the sum of the valid v over
+       m*l); padding query rows get out = 0. Valid rows depend neither on the padding's contents
+       nor on the other sequences (with the per-head Z0).
    A sequence with Lk = 0 has B V = 0 (out = conv only). seqlens_q/_k values are checked as for
    ATTN_SOFTMAX (ATTN_ERR_SEQLENS_Q/_K).
    conv: depthwise convolution of V along the sequence, one filter per query head (query head h
@@ -487,11 +498,14 @@ typedef struct attn_linformer_params {
    conv_kernel    - (required with   odd taps per filter (Hugging Face: 65, nystrom-attention: 33);
                   conv)              never defaulted: conv with conv_kernel 0 is
                                      ATTN_ERR_NYSTROM_CONV_TAPS
-   padding_rule   ZERO               ATTN_NYSTROM_PADDING_ZERO / _HF: what seqlens_k's padding
-                                     is (above); other values: ATTN_ERR_NYSTROM_PADDING_RULE
+   padding_rule   ZERO               ATTN_NYSTROM_PADDING_ZERO / _HF / _LUCIDRAINS: what
+                                     seqlens_k's padding is (above); other values:
+                                     ATTN_ERR_NYSTROM_PADDING_RULE
    pinv_init      PER_HEAD           ATTN_NYSTROM_PINV_PER_HEAD / _BATCH: Z0's divisor c (above);
                                      other values: ATTN_ERR_NYSTROM_PINV_INIT */
-typedef enum attn_nystrom_padding { ATTN_NYSTROM_PADDING_ZERO = 0, ATTN_NYSTROM_PADDING_HF = 1 } attn_nystrom_padding;
+typedef enum attn_nystrom_padding {
+    ATTN_NYSTROM_PADDING_ZERO = 0, ATTN_NYSTROM_PADDING_HF = 1, ATTN_NYSTROM_PADDING_LUCIDRAINS = 2
+} attn_nystrom_padding;
 typedef enum attn_nystrom_pinv_init { ATTN_NYSTROM_PINV_PER_HEAD = 0, ATTN_NYSTROM_PINV_BATCH = 1 } attn_nystrom_pinv_init;
 typedef struct attn_nystrom_params {
     int landmarks;
@@ -900,7 +914,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NYSTROM_CONV_TAPS,     418, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be set (odd, >= 1: the taps of each filter) when .conv is given: it is never defaulted for a caller's array") \
     X(ATTN_ERR_NYSTROM_PINV_ALIAS,    419, ATTN_CAT_UNSUPPORTED, "attn_nystrom_pinv: z overlaps a") \
     X(ATTN_ERR_NYSTROM_PINV_DIVERGED, 420, ATTN_CAT_RANGE,       "attn_nystrom_pinv: the iteration did not give a finite result (a is singular or too ill-conditioned); z is left untouched") \
-    X(ATTN_ERR_NYSTROM_PADDING_RULE,  421, ATTN_CAT_RANGE,       "attn_desc.nystrom.padding_rule must be ATTN_NYSTROM_PADDING_ZERO or ATTN_NYSTROM_PADDING_HF") \
+    X(ATTN_ERR_NYSTROM_PADDING_RULE,  421, ATTN_CAT_RANGE,       "attn_desc.nystrom.padding_rule must be ATTN_NYSTROM_PADDING_ZERO, _HF or _LUCIDRAINS") \
     X(ATTN_ERR_NYSTROM_PINV_INIT,     422, ATTN_CAT_RANGE,       "attn_desc.nystrom.pinv_init must be ATTN_NYSTROM_PINV_PER_HEAD or ATTN_NYSTROM_PINV_BATCH") \
     \
     /* -- state space (450-499) -- */ \
@@ -12256,6 +12270,8 @@ typedef struct attn__nys_plan {
     attn__view q, k, v, out;
     int m, iters, lq, lk, exact, kernel, n_threads, n_chunks, n_blocks;
     int hf;                            /* ATTN_NYSTROM_PADDING_HF: the padding is read as given */
+    int luc, masked, pq, pk;           /* ATTN_NYSTROM_PADDING_LUCIDRAINS: with a mask (seqlens_k);
+                                          the front padding of q and of k */
     const int *lens_q, *lens_k;        /* valid lengths (NULL: full); lens_q may be seqlens_k */
     const float *conv;
     float scale;
@@ -12276,6 +12292,27 @@ static int attn__nys_lk(const attn__nys_plan *P, int b) { return P->lens_k ? P->
 static int attn__nys_read(const attn__nys_plan *P, int is_k, int b) {
     return P->hf ? (is_k ? P->k.seq : P->q.seq) : (is_k ? attn__nys_lk(P, b) : attn__nys_lq(P, b));
 }
+/* The landmarks of q (k) of sequence b that hold a valid token, [*lo, *hi): the padding sits at
+   the ends (segments wholly in the front padding, then those past the valid length); all m
+   unless nystrom-attention's mask is on (the others are masked). */
+static void attn__nys_valid(const attn__nys_plan *P, int is_k, int b, int *lo, int *hi) {
+    const int L = is_k ? attn__nys_lk(P, b) : attn__nys_lq(P, b), l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq;
+    if (!P->masked) { *lo = 0; *hi = P->m; return; }
+    *lo = p / l;
+    *hi = L > 0 ? (L + p + l - 1) / l : *lo;
+}
+/* softmax of row[lo, hi) (the valid landmarks), zeros elsewhere; none valid: uniform over all m
+   (every entry masked, which nystrom-attention's fill value makes equal) */
+static void attn__nys_softmax_range(const attn__isa *isa, float *row, int lo, int hi, int m) {
+    int j;
+    if (hi <= lo) { for (j = 0; j < m; ++j) row[j] = 1.0f / (float)m; return; }
+    {
+        const float mx = isa->max(row + lo, hi - lo), sum = isa->exp_sum(row + lo, row + lo, mx, hi - lo);
+        isa->scal(row + lo, 1.0f / sum, hi - lo);
+    }
+    for (j = 0; j < lo; ++j) row[j] = 0.0f;
+    for (j = hi; j < m; ++j) row[j] = 0.0f;
+}
 
 /* Landmarks: task t < B*Hq makes Q~ of (b, h); the rest K~ of a KV head, copied to its query heads. */
 static void attn__nys_landmark_task(void *ctx, int t, int thread) {
@@ -12285,18 +12322,21 @@ static void attn__nys_landmark_task(void *ctx, int t, int thread) {
     const int u = is_k ? t - P->q.batch * Hq : t, b = u / x->heads, h = u % x->heads, l = is_k ? P->lk : P->lq;
     const int hq = is_k ? h * g : h;
     float *buf = P->scratch + (size_t)thread * P->scratch_floats, *base = is_k ? P->kl : P->ql;
-    const float inv = 1.0f / (float)l;
     const int n = attn__nys_read(P, is_k, b);   /* zero rule: the padding counts as zeros */
+    const int p = is_k ? P->pk : P->pq;         /* front padding (nystrom-attention): row r at p + r */
     int j, i, r;
     for (j = 0; j < P->m; ++j) {
         float *acc = base + (((size_t)b * P->m + j) * Hq + hq) * D;
+        const int r0 = ATTN__MAX(0, j * l - p), r1 = ATTN__MIN(n, (j + 1) * l - p);
         for (i = 0; i < D; ++i) acc[i] = 0.0f;
-        for (r = j * l; r < (j + 1) * l && r < n; ++r) {
+        for (r = r0; r < r1; ++r) {
             const float *row = (const float *)attn__at(x, b, r, h);
             if (x->dtype != ATTN_F32) { P->isa->load(row, x->dtype, buf, D, 1.0f); row = buf; }
             P->isa->axpy(acc, 1.0f, row, D);
         }
-        P->isa->scal(acc, inv, D);
+        /* the mean over the segment, or (nystrom-attention's mask) over its valid tokens */
+        if (!P->masked) P->isa->scal(acc, 1.0f / (float)l, D);
+        else if (r1 > r0) P->isa->scal(acc, 1.0f / (float)(r1 - r0), D);
         if (is_k) for (i = 1; i < g; ++i) memcpy(acc + (size_t)i * D, acc, (size_t)D * sizeof(float));
     }
 }
@@ -12360,13 +12400,12 @@ static void attn__nys_a(const attn__nys_plan *P, int b, int h, float *A) {
     const int Hq = P->q.heads, D = P->q.dim, m = P->m;
     const size_t oq = ((size_t)b * m * Hq + h) * D;
     int i;
+    int qlo, qhi, klo, khi;
+    attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
     attn__sgemm_par(NULL, 1, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
                     0.0f, A, m);
-    for (i = 0; i < m; ++i) {
-        float *row = A + (size_t)i * m;
-        const float mx = P->isa->max(row, m), sum = P->isa->exp_sum(row, row, mx, m);
-        P->isa->scal(row, 1.0f / sum, m);
-    }
+    for (i = 0; i < m; ++i)   /* a masked landmark's row: uniform */
+        attn__nys_softmax_range(P->isa, A + (size_t)i * m, klo, i >= qlo && i < qhi ? khi : klo, m);
 }
 
 /* ATTN_NYSTROM_PINV_BATCH's first pass: A of (b, h) = task t and its largest column sum */
@@ -12378,6 +12417,20 @@ static void attn__nys_a_task(void *ctx, int t, int thread) {
     P->cmax[t] = attn__nys_colmax(A, P->m);
 }
 
+/* nystrom-attention's row of B for a landmark with no valid token: uniform over its m*l keys,
+   of which only the valid ones have a value: row = (sum of the valid v) / (m*l) */
+static void attn__nys_vsum(const attn__nys_plan *P, int b, int h, float *row) {
+    const int Dv = P->v.dim, hv = h / (P->q.heads / P->k.heads), Lk = attn__nys_lk(P, b);
+    float *buf = row + Dv;   /* Dv floats of scratch after the row */
+    int r;
+    for (r = 0; r < Lk; ++r) {
+        const float *x = (const float *)attn__at(&P->v, b, r, hv);
+        if (P->v.dtype != ATTN_F32) { P->isa->load(x, P->v.dtype, buf, Dv, 1.0f); x = buf; }
+        P->isa->axpy(row, 1.0f, x, Dv);
+    }
+    P->isa->scal(row, 1.0f / (float)(P->m * P->lk), Dv);
+}
+
 /* Per (b, query head): B V from the chunks' partials (merged in chunk order), A = softmax(scale
    Q~ K~^T) (or the first pass's), Z = pinv(A), W = Z (B V). */
 static void attn__nys_pinv_task(void *ctx, int t, int thread) {
@@ -12387,11 +12440,17 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
     float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm, *bv = Z + 4 * mm;
     const float *part = P->part + ((size_t)b * Hq + h) * P->n_chunks * (size_t)m * P->part_row;
     const size_t ov = ((size_t)b * m * Hq + h) * Dv, cstride = (size_t)m * P->part_row;
-    int i, c;
+    int i, c, qlo, qhi;
+    attn__nys_valid(P, 0, b, &qlo, &qhi);
     for (i = 0; i < m; ++i) {
         float mx = -INFINITY, l = 0.0f, *row = bv + (size_t)i * Dv;
         for (c = 0; c < P->n_chunks; ++c) mx = ATTN__MAX(mx, part[c * cstride + (size_t)i * P->part_row + Dv]);
         for (c = 0; c < Dv; ++c) row[c] = 0.0f;
+        if (i < qlo || i >= qhi) { attn__nys_vsum(P, b, h, row); continue; }   /* a masked landmark's uniform row */
+        if (P->luc && !P->masked && P->pk) {   /* nystrom-attention's front zeros: keys of logit 0, value 0 */
+            mx = ATTN__MAX(mx, 0.0f);
+            l = (float)P->pk * expf(-mx);
+        }
         if (mx == -INFINITY) continue;   /* no valid key (Lk = 0): B V = 0 */
         for (c = 0; c < P->n_chunks; ++c) {
             const float *pr = part + c * cstride + (size_t)i * P->part_row, wgt = expf(pr[Dv] - mx);
@@ -12435,12 +12494,10 @@ static void attn__nys_fw_task(void *ctx, int t, int thread) {
     if (nv > 0) {
         ptrdiff_t ldq;
         const float *Q = attn__nys_rows(P->isa, &P->q, b, h, r0, r0 + nv, qb, &ldq);
+        int klo, khi;
+        attn__nys_valid(P, 1, b, &klo, &khi);
         attn__sgemm_par(NULL, 1, 0, 1, nv, m, D, P->scale, Q, ldq, P->kl + oq, (ptrdiff_t)Hq * D, 0.0f, S, m);
-        for (i = 0; i < nv; ++i) {
-            float *row = S + (size_t)i * m;
-            const float mx = P->isa->max(row, m), sum = P->isa->exp_sum(row, row, mx, m);
-            P->isa->scal(row, 1.0f / sum, m);
-        }
+        for (i = 0; i < nv; ++i) attn__nys_softmax_range(P->isa, S + (size_t)i * m, klo, khi, m);
         attn__sgemm_par(NULL, 1, 0, 0, nv, Dv, m, 1.0f, S, m, P->w + ov, (ptrdiff_t)Hq * Dv, 0.0f, O, Dv);
         if (P->conv) attn__nys_conv_rows(P, b, h, r0, r0 + nv, O, qb);
     }
@@ -12474,13 +12531,14 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
         return s;
     if (N->pad != 0 && N->pad != 1) return ATTN_ERR_NYSTROM_PAD;
-    if ((int)N->padding_rule != ATTN_NYSTROM_PADDING_ZERO && (int)N->padding_rule != ATTN_NYSTROM_PADDING_HF)
-        return ATTN_ERR_NYSTROM_PADDING_RULE;
+    if ((int)N->padding_rule != ATTN_NYSTROM_PADDING_ZERO && (int)N->padding_rule != ATTN_NYSTROM_PADDING_HF &&
+        (int)N->padding_rule != ATTN_NYSTROM_PADDING_LUCIDRAINS) return ATTN_ERR_NYSTROM_PADDING_RULE;
     if ((int)N->pinv_init != ATTN_NYSTROM_PINV_PER_HEAD && (int)N->pinv_init != ATTN_NYSTROM_PINV_BATCH)
         return ATTN_ERR_NYSTROM_PINV_INIT;
     P->m = N->landmarks ? N->landmarks : 64;
     if (N->landmarks < 0 || P->m > ATTN__MIN(Sq, Sk)) return ATTN_ERR_NYSTROM_LANDMARKS;
-    if (!N->pad && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
+    P->luc = N->padding_rule == ATTN_NYSTROM_PADDING_LUCIDRAINS;   /* pads at the front by itself */
+    if (!N->pad && !P->luc && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
     if (N->iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
     if (N->conv_kernel < 0 || (N->conv_kernel != 0 && N->conv_kernel % 2 == 0)) return ATTN_ERR_NYSTROM_CONV_KERNEL;
     /* the caller's filter has as many taps as the caller says: a default would read past it */
@@ -12503,7 +12561,8 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     P->lens_q = d->seqlens_q ? d->seqlens_q : !P->hf && Sq == Sk ? d->seqlens_k : NULL;
     P->core = *d; P->core.seqlens_q = P->lens_q;
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
-    P->exact = P->m == Sq && P->m == Sk;
+    if (P->luc) { P->masked = d->seqlens_k != NULL; P->pq = P->m * P->lq - Sq; P->pk = P->m * P->lk - Sk; }
+    P->exact = P->m == Sq && P->m == Sk && !P->luc;
     P->conv = N->conv; P->kernel = N->conv ? N->conv_kernel : 1;   /* no conv: the kernel is not read */
     P->n_threads = attn__resolve_threads(d);
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
@@ -12532,8 +12591,8 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
            S, O and q rows or V rows (F W) */
         const size_t bvs = (size_t)P->m * ATTN__NYS_KC + (size_t)ATTN__NYS_KC * ((size_t)D + Dv);
         const size_t fws = (size_t)ATTN__NYS_RQ * ((size_t)P->m + Dv) + ATTN__MAX((size_t)ATTN__NYS_RQ * D, vrows);
-        if (m2 > (SIZE_MAX - (size_t)P->m * Dv) / 8) return ATTN_ERR_OVERFLOW;
-        P->scratch_floats = ATTN__MAX(ATTN__MAX((size_t)D, bvs), ATTN__MAX(5 * m2 + (size_t)P->m * Dv, fws));
+        if (m2 > (SIZE_MAX - (size_t)(P->m + 1) * Dv) / 8) return ATTN_ERR_OVERFLOW;
+        P->scratch_floats = ATTN__MAX(ATTN__MAX((size_t)D, bvs), ATTN__MAX(5 * m2 + (size_t)P->m * Dv + Dv, fws));
         if (!attn__lr_floats(&P->f_ql, (size_t)B * P->m, (size_t)Hq * D) ||
             !attn__lr_floats(&P->f_w, (size_t)B * P->m, (size_t)Hq * Dv) ||
             !attn__mul_size((size_t)B * Hq, (size_t)P->n_chunks, &sc) || !attn__mul_size(sc, (size_t)P->m, &sc) ||

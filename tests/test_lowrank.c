@@ -7,6 +7,7 @@
    double-precision inverse; thread counts 1/2/3 bitwise equal; f16/bf16 storage; strided
    views; workspace; every error path with outputs untouched. */
 #include "test.h"
+#include <float.h>
 
 /* ---- references (double) ---------------------------------------------------------------- */
 
@@ -154,6 +155,102 @@ static double *r_landmarks(const double *X, int S, int D, int m) {
     return L;
 }
 
+/* nystrom-attention's forward (NystromAttention), literally, in double: front zero padding to
+   m*l, optional mask (from seqlens_k; the queries' from seqlens_q or, self-attention, seqlens_k)
+   zeroing q, k, v; masked landmark means; masked_fill of -DBL_MAX (every entry masked: uniform);
+   out = softmax1 pinv(softmax2) (softmax3 V) + conv(V) on the padded positions; the last S rows,
+   rows past Lq set to 0. pinv's Z0: the column-sum max per (b, h) or over every (b, h) (gmax). */
+static void r_nystrom_luc(const attn_desc *d, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, double *out) {
+    const attn_nystrom_params *N = &d->nystrom;
+    const int B = q->batch, Sq = q->seq, Sk = k->seq, Hq = q->heads, Hk = k->heads, D = q->dim, Dv = v->dim;
+    const int g = Hq / Hk, m = N->landmarks ? N->landmarks : 64, iters = N->iterations ? N->iterations : 6, ks = N->conv_kernel;
+    const int lq = (Sq + m - 1) / m, lk = (Sk + m - 1) / m, nq = m * lq, nk = m * lk, pq = nq - Sq, pk = nk - Sk;
+    const int masked = d->seqlens_k != NULL;
+    const double sc = r_scale(d, D), NEG = -DBL_MAX;
+    double gmax = -INFINITY;
+    int pass, b, h, i, j, c;
+    for (pass = N->pinv_init == ATTN_NYSTROM_PINV_BATCH ? 0 : 1; pass < 2; ++pass)
+      for (b = 0; b < B; ++b)
+        for (h = 0; h < Hq; ++h) {
+            const int Lk = d->seqlens_k ? d->seqlens_k[b] : Sk;
+            const int Lq = d->seqlens_q ? d->seqlens_q[b] : Sq == Sk && d->seqlens_k ? Lk : Sq;
+            double *Q0 = r_rows(q, b, h), *K0 = r_rows(k, b, h / g), *V0 = r_rows(v, b, h / g);
+            double *Q = (double *)calloc((size_t)nq * D, sizeof(double)), *K = (double *)calloc((size_t)nk * D, sizeof(double));
+            double *V = (double *)calloc((size_t)nk * Dv, sizeof(double));
+            int *mq = (int *)t_xmalloc(sizeof(int) * (size_t)nq), *mk = (int *)t_xmalloc(sizeof(int) * (size_t)nk);
+            int *lmq = (int *)t_xmalloc(sizeof(int) * (size_t)m), *lmk = (int *)t_xmalloc(sizeof(int) * (size_t)m);
+            double *Ql = (double *)calloc((size_t)m * D, sizeof(double)), *Kl = (double *)calloc((size_t)m * D, sizeof(double));
+            double *S1 = (double *)t_xmalloc(sizeof(double) * (size_t)nq * m), *S2 = (double *)t_xmalloc(sizeof(double) * (size_t)m * m);
+            double *S3 = (double *)t_xmalloc(sizeof(double) * (size_t)m * nk), *Z = (double *)t_xmalloc(sizeof(double) * (size_t)m * m);
+            double *BV = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv), *W = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv);
+            double *O = (double *)t_xmalloc(sizeof(double) * (size_t)nq * Dv);
+            /* padded, masked tensors: position t holds row t - p */
+            for (i = 0; i < nq; ++i) {
+                mq[i] = i >= pq && i - pq < Lq;
+                if (mq[i]) for (c = 0; c < D; ++c) Q[(size_t)i * D + c] = Q0[(size_t)(i - pq) * D + c];
+            }
+            for (i = 0; i < nk; ++i) {
+                mk[i] = i >= pk && i - pk < Lk;
+                if (mk[i]) {
+                    for (c = 0; c < D; ++c) K[(size_t)i * D + c] = K0[(size_t)(i - pk) * D + c];
+                    for (c = 0; c < Dv; ++c) V[(size_t)i * Dv + c] = V0[(size_t)(i - pk) * Dv + c];
+                }
+            }
+            if (!masked) for (i = 0; i < nq; ++i) mq[i] = 1;   /* no mask: the front zeros are tokens */
+            if (!masked) for (i = 0; i < nk; ++i) mk[i] = 1;
+            for (j = 0; j < m; ++j) {   /* landmarks: sums over l, divided by l or the mask's count */
+                int cq = 0, ck = 0;
+                for (i = j * lq; i < (j + 1) * lq; ++i) { cq += mq[i]; for (c = 0; c < D; ++c) Ql[(size_t)j * D + c] += Q[(size_t)i * D + c]; }
+                for (i = j * lk; i < (j + 1) * lk; ++i) { ck += mk[i]; for (c = 0; c < D; ++c) Kl[(size_t)j * D + c] += K[(size_t)i * D + c]; }
+                for (c = 0; c < D; ++c) {
+                    Ql[(size_t)j * D + c] /= masked ? cq + 1e-8 : lq;
+                    Kl[(size_t)j * D + c] /= masked ? ck + 1e-8 : lk;
+                }
+                lmq[j] = !masked || cq > 0; lmk[j] = !masked || ck > 0;
+            }
+            for (i = 0; i < nq; ++i)
+                for (j = 0; j < m; ++j) {
+                    double a = 0.0;
+                    for (c = 0; c < D; ++c) a += Q[(size_t)i * D + c] * Kl[(size_t)j * D + c];
+                    S1[(size_t)i * m + j] = mq[i] && lmk[j] ? a * sc : NEG;
+                }
+            for (i = 0; i < m; ++i)
+                for (j = 0; j < m; ++j) {
+                    double a = 0.0;
+                    for (c = 0; c < D; ++c) a += Ql[(size_t)i * D + c] * Kl[(size_t)j * D + c];
+                    S2[(size_t)i * m + j] = lmq[i] && lmk[j] ? a * sc : NEG;
+                }
+            for (i = 0; i < m; ++i)
+                for (j = 0; j < nk; ++j) {
+                    double a = 0.0;
+                    for (c = 0; c < D; ++c) a += Ql[(size_t)i * D + c] * K[(size_t)j * D + c];
+                    S3[(size_t)i * nk + j] = lmq[i] && mk[j] ? a * sc : NEG;
+                }
+            r_softmax_rows(S1, nq, m, 1.0); r_softmax_rows(S2, m, m, 1.0); r_softmax_rows(S3, m, nk, 1.0);
+            if (pass == 0) {
+                const double cm = r_colmax(S2, m);
+                if (cm > gmax) gmax = cm;
+            } else {
+                r_pinv_iter(S2, m, iters, N->pinv_init == ATTN_NYSTROM_PINV_BATCH ? gmax : 0.0, Z);
+                r_mm(S3, V, BV, m, nk, Dv);
+                r_mm(Z, BV, W, m, m, Dv);
+                r_mm(S1, W, O, nq, m, Dv);
+                if (N->conv)   /* over the padded positions; the last Sq rows are the caller's */
+                    for (i = 0; i < nq; ++i)
+                        for (j = 0; j < ks; ++j) {
+                            const int t = i + j - ks / 2;
+                            if (t < 0 || t >= nk) continue;
+                            for (c = 0; c < Dv; ++c) O[(size_t)i * Dv + c] += (double)N->conv[(size_t)h * ks + j] * V[(size_t)t * Dv + c];
+                        }
+                for (i = 0; i < Sq; ++i)
+                    for (c = 0; c < Dv; ++c)
+                        out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = i < Lq ? O[(size_t)(pq + i) * Dv + c] : 0.0;
+            }
+            free(Q0); free(K0); free(V0); free(Q); free(K); free(V); free(mq); free(mk); free(lmq); free(lmk);
+            free(Ql); free(Kl); free(S1); free(S2); free(S3); free(Z); free(BV); free(W); free(O);
+        }
+}
+
 /* Nystromformer (ZOO): out = F pinv(A) (B V) + conv(V); m = Sq = Sk: exact softmax attention.
    Padding (seqlens_q/_k), as attn.h documents it: the zero rule zeroes Q, K, V past Lq / Lk (the
    original code's Q * mask), the HF rule keeps them; both drop the keys past Lk from B; rows past
@@ -166,6 +263,7 @@ static void r_nystrom(const attn_desc *d, const attn_tensor *q, const attn_tenso
     const double sc = r_scale(d, D);
     double gmax = -INFINITY;
     int pass, b, h, i, j, c;
+    if (N->padding_rule == ATTN_NYSTROM_PADDING_LUCIDRAINS) { r_nystrom_luc(d, q, k, v, out); return; }
     for (pass = N->pinv_init == ATTN_NYSTROM_PINV_BATCH ? 0 : 1; pass < 2; ++pass)
       for (b = 0; b < B; ++b)
         for (h = 0; h < Hq; ++h) {
@@ -553,7 +651,8 @@ static void test_nystrom_padding_ref(void) {
     for (it = 0; it < n_it; ++it) {
         const attn_dtype dt = it % 4 == 3 ? ATTN_BF16 : ATTN_F32;
         const int big = it % 5 == 4, B = t_irange(&r, 1, 3), Hk = t_irange(&r, 1, 2), Hq = Hk * t_irange(&r, 1, 2);
-        const int pad = t_chance(&r, 0.3), m = big ? t_irange(&r, 8, 16) : t_irange(&r, 1, 8), exact = !big && t_chance(&r, 0.15);
+        const int rule = t_irange(&r, 0, 2), pad = rule == 2 || t_chance(&r, 0.3);   /* rule 2 pads (at the front) by itself */
+        const int m = big ? t_irange(&r, 8, 16) : t_irange(&r, 1, 8), exact = !big && t_chance(&r, 0.15);
         int Sq = exact ? m : m * (big ? t_irange(&r, 20, 36) : t_irange(&r, 1, 6)) + (pad ? t_irange(&r, 0, m - 1) : 0);
         int Sk = Sq, lq[3], lk[3], b, conv = t_chance(&r, 0.5), with_q;
         const int D = t_irange(&r, 1, 24), Dv = t_irange(&r, 1, 20), layout = t_irange(&r, 0, 1);
@@ -567,8 +666,8 @@ static void test_nystrom_padding_ref(void) {
         f = fx_make(dt, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 0.8);
         memset(&d, 0, sizeof d);
         d.kind = ATTN_NYSTROM;
-        d.nystrom.landmarks = m; d.nystrom.pad = pad;
-        d.nystrom.padding_rule = t_chance(&r, 0.5) ? ATTN_NYSTROM_PADDING_HF : ATTN_NYSTROM_PADDING_ZERO;
+        d.nystrom.landmarks = m; d.nystrom.pad = rule == 2 ? 0 : pad;
+        d.nystrom.padding_rule = (attn_nystrom_padding)rule;
         d.nystrom.pinv_init = t_chance(&r, 0.5) ? ATTN_NYSTROM_PINV_BATCH : ATTN_NYSTROM_PINV_PER_HEAD;
         if (conv) {
             d.nystrom.conv_kernel = 2 * t_irange(&r, 0, 17) + 1;
@@ -581,7 +680,7 @@ static void test_nystrom_padding_ref(void) {
             lk[b] = u == 0 ? Sk : u == 1 ? 0 : t_irange(&r, 1, Sk);
             lq[b] = t_irange(&r, 0, Sq);
         }
-        d.seqlens_k = lk;
+        if (rule != 2 || t_chance(&r, 0.7)) d.seqlens_k = lk;   /* nystrom-attention without a mask too */
         if (with_q) d.seqlens_q = lq;
         d.n_threads = t_irange(&r, 1, 3);
         s = attn_forward(&d, f.q, f.k, f.v, f.out, NULL);
@@ -608,22 +707,23 @@ static void nys_copy_seq(const attn_tensor *src, int b, const attn_tensor *dst) 
 }
 
 /* Valid rows of a padded batch equal the same sequence padded to the same length on its own
-   (bitwise), whatever the other sequences; under the zero rule also whatever the padding holds
-   (NaN included: it is never read) and padding rows are 0; under Hugging Face's rule the
-   padding's contents do enter (landmarks, conv), as in Hugging Face. */
+   (bitwise), whatever the other sequences; under the zero and nystrom-attention rules also
+   whatever the padding holds (NaN included: it is never read) and padding rows are 0; under
+   Hugging Face's rule the padding's contents do enter (landmarks, conv), as in Hugging Face. */
 static void test_nystrom_padding_props(void) {
     t_rng r = t_rng_seed(1912);
-    const int B = 3, n = 96, H = 2, D = 16, Dv = 12, m = 12, lens[3] = { 96, 70, 29 };
+    const int B = 3, n = 96, H = 2, D = 16, Dv = 12, lens[3] = { 96, 70, 29 };
     float *w = rand_mat(&r, (size_t)H * 33, 0.2);
     int rule, b, c;
-    for (rule = 0; rule < 2; ++rule)
+    for (rule = 0; rule < 3; ++rule)   /* ZERO, HF, LUCIDRAINS (13 landmarks: 8 rows of front padding) */
         for (c = 0; c < 2; ++c) {   /* c: with the conv residual */
             fx f = fx_make(ATTN_F32, ATTN_F32, B, n, n, H, H, D, Dv, c, &r, 0.8);
+            const int hf = rule == ATTN_NYSTROM_PADDING_HF;
             attn_desc d;
             double *all, *one;
             memset(&d, 0, sizeof d);
-            d.kind = ATTN_NYSTROM; d.nystrom.landmarks = m; d.n_threads = 2;
-            d.nystrom.padding_rule = rule ? ATTN_NYSTROM_PADDING_HF : ATTN_NYSTROM_PADDING_ZERO;
+            d.kind = ATTN_NYSTROM; d.nystrom.landmarks = rule == 2 ? 13 : 12; d.n_threads = 2;
+            d.nystrom.padding_rule = (attn_nystrom_padding)rule;
             if (c) { d.nystrom.conv = w; d.nystrom.conv_kernel = 33; }
             d.seqlens_k = lens;
             T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom padded batch");
@@ -636,7 +736,7 @@ static void test_nystrom_padding_props(void) {
                 size_t o;
                 nys_copy_seq(&f.q, b, &g.q); nys_copy_seq(&f.k, b, &g.k); nys_copy_seq(&f.v, b, &g.v);
                 d1.seqlens_k = lens + b;
-                if (!rule) {   /* the zero rule never reads the padding: NaN there changes nothing */
+                if (!hf) {   /* the zero and nystrom-attention rules never read the padding: NaN there changes nothing */
                     for (i = L; i < n; ++i)
                         for (h = 0; h < H; ++h) {
                             for (e = 0; e < D; ++e) { t_store(&g.q, 0, i, h, e, NAN); t_store(&g.k, 0, i, h, e, NAN); }
@@ -649,13 +749,13 @@ static void test_nystrom_padding_props(void) {
                     for (o = 0; o < (size_t)H * Dv; ++o) {
                         const double x = all[((size_t)b * n + i) * H * Dv + o], y = one[(size_t)i * H * Dv + o];
                         if (i < L && memcmp(&x, &y, sizeof x) != 0) same = 0;
-                        if (!rule && i >= L && (x != 0.0 || y != 0.0)) zero = 0;
+                        if (!hf && i >= L && (x != 0.0 || y != 0.0)) zero = 0;
                     }
                 T_CHECK(same, "nystrom rule %d conv %d: sequence %d's valid rows differ alone / in the batch%s", rule, c, b,
-                        rule ? "" : " with NaN padding");
-                T_CHECK(zero, "nystrom zero rule: padding rows of sequence %d are not 0", b);
+                        hf ? "" : " with NaN padding");
+                T_CHECK(zero, "nystrom rule %d: padding rows of sequence %d are not 0", rule, b);
                 free(one);
-                if (rule && L < n) {   /* Hugging Face's rule reads the padding: other contents, other valid rows */
+                if (hf && L < n) {   /* Hugging Face's rule reads the padding: other contents, other valid rows */
                     for (i = L; i < n; ++i)
                         for (h = 0; h < H; ++h)
                             for (e = 0; e < D; ++e) t_store(&g.k, 0, i, h, e, 2.0 * t_load(&g.k, 0, i, h, e) + 1.0);
@@ -780,11 +880,11 @@ static void test_nystrom_hf_fixture(void) {
 }
 
 /* lucidrains' nystrom-attention (tests/fixtures/nystrom_attention_lucidrains.py): n = 60 with 8
-   landmarks, which the module pads with 4 zero tokens at the front and keeps as keys. The
-   recipe of docs/porting.md: the caller prepends the p = 8 ceil(n/8) - n zero rows itself and
-   calls with pad 0 and pinv_init BATCH; the last n rows are nystrom-attention's out within
-   2e-5. With a mask (masked landmark means, masked front padding) there is no attn.h
-   equivalent: the difference of the nearest call (seqlens_k = p + L, zero rule) is reported. */
+   landmarks, which the module pads with 4 zero tokens at the front (kept as keys without a
+   mask, masked with one). padding_rule LUCIDRAINS + pinv_init BATCH on the caller's rows as
+   they are reproduces `out` (no mask) and `out_mask` (seqlens_k = the mask's lengths) within
+   2e-5. Also reported: the same by hand (the caller prepends the zero rows, rule ZERO, pad 0;
+   exact without a mask), attn.h's per-head Z0, and the nearest zero-rule call with the mask. */
 static void test_nystrom_lucidrains_fixture(void) {
     const char *dir = getenv("ATTN_FIXTURES");
     char path[1024];
@@ -809,40 +909,40 @@ static void test_nystrom_lucidrains_fixture(void) {
     qf = (float *)calloc(NP, sizeof(float)); kf = (float *)calloc(NP, sizeof(float));
     vf = (float *)calloc(NP, sizeof(float)); of = (float *)t_xmalloc(NP * sizeof(float));
     cf = (float *)t_xmalloc((size_t)H * K * sizeof(float));
-    for (b = 0; b < B; ++b)   /* the front padding: p zero rows before each sequence */
-        for (i = 0; i < n * H * D; ++i) {
-            const size_t src = (size_t)b * n * H * D + i, dst = ((size_t)b * np + p) * H * D + i;
-            qf[dst] = (float)q[src]; kf[dst] = (float)k[src]; vf[dst] = (float)v[src];
-        }
     for (i = 0; i < H * K; ++i) cf[i] = (float)conv[i];
-    for (b = 0; b < B; ++b) lens[b] = p + (int)lensd[b];
-    for (c = 0; c < 3; ++c) {   /* no mask: batch Z0, per-head Z0; with the mask */
-        const int masked = c == 2;
+    printf("     nystrom-attention fixture (B %d, n %d, H %d, d %d, m %d, conv %d), max |diff| on valid rows:\n      ", B, n, H, D, m, K);
+    for (c = 0; c < 5; ++c) {
+        /* 0, 1: rule LUCIDRAINS on the n rows as they are, without / with the mask;
+           2, 3, 4: p zero rows prepended by hand, rule ZERO: batch Z0, per-head Z0, with the mask */
+        const int by_hand = c >= 2, masked = c == 1 || c == 4, len = by_hand ? np : n, off = by_hand ? p : 0;
         attn_desc d;
         double err = 0.0;
         memset(&d, 0, sizeof d);
         d.kind = ATTN_NYSTROM;
         d.nystrom.landmarks = m;
         d.nystrom.conv = cf; d.nystrom.conv_kernel = K;
-        d.nystrom.pinv_init = c == 1 ? ATTN_NYSTROM_PINV_PER_HEAD : ATTN_NYSTROM_PINV_BATCH;
+        d.nystrom.padding_rule = by_hand ? ATTN_NYSTROM_PADDING_ZERO : ATTN_NYSTROM_PADDING_LUCIDRAINS;
+        d.nystrom.pinv_init = c == 3 ? ATTN_NYSTROM_PINV_PER_HEAD : ATTN_NYSTROM_PINV_BATCH;
+        for (b = 0; b < B; ++b) lens[b] = off + (int)lensd[b];
         if (masked) d.seqlens_k = lens;
-        T_CHECK(attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, np, H, D), attn_tensor_dense(kf, ATTN_F32, B, np, H, D),
-                             attn_tensor_dense(vf, ATTN_F32, B, np, H, D), attn_tensor_dense(of, ATTN_F32, B, np, H, D), NULL) == ATTN_OK,
-                "nystrom on the nystrom-attention fixture");
+        memset(qf, 0, NP * sizeof(float)); memset(kf, 0, NP * sizeof(float)); memset(vf, 0, NP * sizeof(float));
+        for (b = 0; b < B; ++b)   /* row i of sequence b -> row off + i */
+            for (i = 0; i < n * H * D; ++i) {
+                const size_t src = (size_t)b * n * H * D + i, dst = ((size_t)b * len + off) * H * D + i;
+                qf[dst] = (float)q[src]; kf[dst] = (float)k[src]; vf[dst] = (float)v[src];
+            }
+        T_CHECK(attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, len, H, D), attn_tensor_dense(kf, ATTN_F32, B, len, H, D),
+                             attn_tensor_dense(vf, ATTN_F32, B, len, H, D), attn_tensor_dense(of, ATTN_F32, B, len, H, D), NULL) == ATTN_OK,
+                "nystrom on the nystrom-attention fixture (%d)", c);
         for (b = 0; b < B; ++b)
             for (i = 0; i < (masked ? (int)lensd[b] : n); ++i)
                 for (e = 0; e < H * D; ++e) {
-                    const double x = fabs(of[((size_t)b * np + p + i) * H * D + e] - (masked ? outm : out)[((size_t)b * n + i) * H * D + e]);
+                    const double x = fabs(of[((size_t)b * len + off + i) * H * D + e] - (masked ? outm : out)[((size_t)b * n + i) * H * D + e]);
                     if (!(x <= err)) err = x != x ? INFINITY : x;
                 }
-        if (c == 0) {
-            T_CHECK(err <= 2e-5, "nystrom vs nystrom-attention (front zero padding, no mask): max |diff| %.3g", err);
-            printf("     nystrom-attention fixture (B %d, n %d -> %d, H %d, d %d, m %d, conv %d): no mask %.2g", B, n, np, H, D, m, K, err);
-        } else if (c == 1) {
-            printf(" (per-head Z0: %.2g)", err);
-        } else {
-            printf("; with a mask, nearest call (zero rule) %.2g on the valid rows\n", err);
-        }
+        if (c <= 2) T_CHECK(err <= 2e-5, "nystrom vs nystrom-attention (case %d): max |diff| %.3g", c, err);
+        printf("%s %.2g%s", c == 0 ? "rule LUCIDRAINS: no mask" : c == 1 ? ", mask" : c == 2 ? "; by hand: no mask" :
+               c == 3 ? " (per-head Z0" : ", mask (nearest call)", err, c == 3 ? ")" : c == 4 ? "\n" : "");
     }
     free(dims); free(lensd); free(q); free(k); free(v); free(conv); free(out); free(outm);
     free(qf); free(kf); free(vf); free(of); free(cf);
@@ -972,7 +1072,7 @@ static void test_lowrank_errors(void) {
     d = d0; d.scale = NAN; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "nystrom scale (exact kernel's check)");
     {   /* padding: the rule and Z0 fields, the lengths, varlen */
         int bad_k[1] = { 9 }, bad_q[1] = { -1 }, cu[2] = { 0, 8 };
-        d = d0; d.nystrom.padding_rule = (attn_nystrom_padding)2; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PADDING_RULE, "nystrom padding_rule 2");
+        d = d0; d.nystrom.padding_rule = (attn_nystrom_padding)3; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PADDING_RULE, "nystrom padding_rule 3");
         d = d0; d.nystrom.padding_rule = (attn_nystrom_padding)-1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PADDING_RULE, "nystrom padding_rule -1");
         d = d0; d.nystrom.pinv_init = (attn_nystrom_pinv_init)2; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PINV_INIT, "nystrom pinv_init 2");
         d = d0; d.seqlens_k = bad_k; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_K, "nystrom seqlens_k > k.seq");
