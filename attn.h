@@ -444,7 +444,9 @@ typedef struct attn_linformer_params {
    (batch, head) (pinv_init ATTN_NYSTROM_PINV_PER_HEAD, the default: a sequence's output never
    depends on the rest of its batch) or the largest over every (batch, head) of the call
    (ATTN_NYSTROM_PINV_BATCH: Hugging Face's NystromformerSelfAttention, init_option "original",
-   and the original code; the outputs then depend on the whole batch, padding included).
+   and the original code; nystrom-attention's divisor, max row sum * max column sum over the
+   call, is the same up to a rounding, a softmax's rows summing to 1; the outputs then depend on
+   the whole batch, padding included).
    F.W and B.V are attn_forward's exact kernel (keys K~ with values W = pinv(A) B V; queries Q~ over
    K, V). With landmarks = q.seq = k.seq the landmarks are the tokens and the call is exact softmax
    attention (Hugging Face's shortcut for num_landmarks == seq_len), plus the conv residual.
@@ -452,11 +454,11 @@ typedef struct attn_linformer_params {
    the sequence is padded AT THE END with zero tokens to m*l, landmark j = (sum of the tokens in
    [j*l, (j+1)*l)) / l (the zeros count in the mean), the zero keys are masked out of B and the
    zero queries produce no output. (nystrom-attention pads at the FRONT instead and, without a
-   mask, keeps the zero tokens as keys of B: see docs/porting.md.) Cross-attention (q.seq !=
-   k.seq) takes landmarks of each at its own segment length. GQA: K~ of KV head h/g serves query
-   head h.
+   mask, keeps the zero tokens as keys of B: padding_rule ATTN_NYSTROM_PADDING_LUCIDRAINS below.)
+   Cross-attention (q.seq != k.seq) takes landmarks of each at its own segment length. GQA: K~ of
+   KV head h/g serves query head h.
    Padding of a batch (attn_desc.seqlens_k, optional seqlens_q; valid lengths Lk, Lq, padding at
-   the end; cu_seqlens are refused): the landmarks still average segments of the padded length
+   the end; cu_seqlens are refused): the landmark segments are still cut from the padded length
    n (l = n/m), so the result depends on n (pad a sequence to the same n to reproduce it).
    padding_rule says what the padding positions are:
      ATTN_NYSTROM_PADDING_ZERO (0, default; the original code, which multiplies Q, K, V by the
