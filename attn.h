@@ -12288,7 +12288,7 @@ typedef struct attn__nys_plan {
 } attn__nys_plan;
 
 /* Valid query rows / keys of sequence b (padding rows past them); the rows the landmarks and
-   the conv read: all of them under Hugging Face's rule, the valid ones under the zero rule. */
+   the conv read: all of them under Hugging Face's rule, the valid ones under the others. */
 static int attn__nys_lq(const attn__nys_plan *P, int b) { return P->lens_q ? P->lens_q[b] : P->q.seq; }
 static int attn__nys_lk(const attn__nys_plan *P, int b) { return P->lens_k ? P->lens_k[b] : P->k.seq; }
 static int attn__nys_read(const attn__nys_plan *P, int is_k, int b) {
