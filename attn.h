@@ -439,39 +439,84 @@ typedef struct attn_linformer_params {
    on K), m landmarks Q~, K~ [m, d] = means of m contiguous segments of Q and K (length l = n/m):
        F = softmax(Q K~^T)  [Sq, m]   A = softmax(Q~ K~^T)  [m, m]   B = softmax(Q~ K^T)  [m, Sk]
        out = F pinv(A) (B V)  (+ conv(V) when conv is given)
-   pinv(A) is attn_nystrom_pinv's iteration (Z0 = A^T / max column sum of A, then `iterations`
-   steps of Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4), with Z0's scalar taken per (batch, head).
-   Hugging Face's NystromformerSelfAttention and the original code take that scalar as one max over
-   the whole batch and every head, so their output for one sequence depends on the others in its
-   batch; both agree when batch = heads = 1 (or when every (batch, head) has the same max).
+   pinv(A) is attn_nystrom_pinv's iteration: Z0 = A^T / c, then `iterations` steps of
+   Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4, where c is A's largest column sum taken per
+   (batch, head) (pinv_init ATTN_NYSTROM_PINV_PER_HEAD, the default: a sequence's output never
+   depends on the rest of its batch) or the largest over every (batch, head) of the call
+   (ATTN_NYSTROM_PINV_BATCH: Hugging Face's NystromformerSelfAttention, init_option "original",
+   and the original code; nystrom-attention's divisor, max row sum * max column sum over the
+   call, is the same up to a rounding, a softmax's rows summing to 1; the outputs then depend on
+   the whole batch, padding included).
    F.W and B.V are attn_forward's exact kernel (keys K~ with values W = pinv(A) B V; queries Q~ over
    K, V). With landmarks = q.seq = k.seq the landmarks are the tokens and the call is exact softmax
    attention (Hugging Face's shortcut for num_landmarks == seq_len), plus the conv residual.
-   Padding rule (pad 1), for a length S not divisible by m: l = ceil(S/m), the sequence is taken
-   as padded with zero tokens to m*l, landmark j = (sum of the real tokens in [j*l, (j+1)*l)) / l
-   (the original code's masked mean: padding zeros count in the mean), padding keys are masked
-   out of B, padding queries produce no output. Cross-attention (q.seq != k.seq) takes landmarks
-   of each at its own segment length. GQA: K~ of KV head h/g serves query head h.
+   pad = 1 (lengths not divisible by m; not Hugging Face, which requires m | seq_len): l = ceil(S/m),
+   the sequence is padded AT THE END with zero tokens to m*l, landmark j = (sum of the tokens in
+   [j*l, (j+1)*l)) / l (the zeros count in the mean), the zero keys are masked out of B and the
+   zero queries produce no output. (nystrom-attention pads at the FRONT instead and, without a
+   mask, keeps the zero tokens as keys of B: padding_rule ATTN_NYSTROM_PADDING_LUCIDRAINS below.)
+   Cross-attention (q.seq != k.seq) takes landmarks of each at its own segment length. GQA: K~ of
+   KV head h/g serves query head h.
+   Padding of a batch (attn_desc.seqlens_k, optional seqlens_q; valid lengths Lk, Lq, padding at
+   the end; cu_seqlens are refused): the landmark segments are still cut from the padded length
+   n (l = n/m), so the result depends on n (pad a sequence to the same n to reproduce it).
+   padding_rule says what the padding positions are:
+     ATTN_NYSTROM_PADDING_ZERO (0, default; the original code, which multiplies Q, K, V by the
+       mask): zero tokens. Q, K, V past Lq / Lk are never read: they count as zeros in the
+       landmark means and in the conv, padding keys are masked out of B, padding query rows get
+       out = 0. With q.seq == k.seq and seqlens_q NULL, Lq = Lk (one mask, self-attention).
+       Valid rows depend neither on the padding's contents nor on the other sequences.
+     ATTN_NYSTROM_PADDING_HF (1; Hugging Face NystromformerSelfAttention: its attention_mask,
+       (1 - mask) * finfo.min, enters only kernel_3 = B): the padding's q, k, v are read as given
+       into the landmark means and the conv, and only B masks the keys past Lk. Every query row
+       is computed, as Hugging Face computes it (rows past seqlens_q, when given, get 0). Valid
+       rows depend on the padding's contents, as Hugging Face's do.
+     ATTN_NYSTROM_PADDING_LUCIDRAINS (2; nystrom-attention's NystromAttention): a length S that
+       m does not divide is padded at the FRONT with p = m ceil(S/m) - S zero tokens (pad is not
+       read), the caller's row r sitting at position p + r; the landmarks are always taken (no
+       exact shortcut at landmarks = S). Without seqlens_k (no mask) the front zeros are tokens:
+       they count in the landmark means (over l) and are keys of B (logit 0, value 0). With
+       seqlens_k (its mask; Lq as under the zero rule) every padding position, front and end, is
+       masked: q, k, v there are zeros (never read); landmark j = (sum of its valid tokens) /
+       (their count); a landmark with no valid token is masked out of F and A (its column) and
+       its rows of A and B are uniform (B's: over all m*l keys, i.e. the sum of the valid v over
+       m*l); padding query rows get out = 0. Valid rows depend neither on the padding's contents
+       nor on the other sequences (with the per-head Z0).
+   A sequence with Lk = 0 has B V = 0 (out = conv only). seqlens_q/_k values are checked as for
+   ATTN_SOFTMAX (ATTN_ERR_SEQLENS_Q/_K).
    conv: depthwise convolution of V along the sequence, one filter per query head (query head h
    filters V head h/g), zero padded, centred: out[i] += sum_t conv[h][t] V[i + t - kernel/2]
    (Hugging Face's Conv2d(heads, heads, (kernel, 1), padding=(kernel/2, 0), groups=heads, bias
-   False); needs q.seq = k.seq). Only scale, n_threads, parallel, workspace and bf16_kernels of
-   attn_desc apply; lse must be NULL (the approximation has no logsumexp).
+   False) weight [H, 1, kernel, 1] flattened; needs q.seq = k.seq). Only scale, seqlens_q/_k,
+   n_threads, parallel, workspace and bf16_kernels of attn_desc apply; lse must be NULL (the
+   approximation has no logsumexp).
    field          default            meaning
    landmarks      64                 m, in [1, min(q.seq, k.seq)]
-   iterations     6                  pseudo-inverse iterations (>= 1; negative is an error)
-   pad            0: m must divide   1: the padding rule above
+   iterations     6                  pseudo-inverse iterations (0: 6, as in attn_nystrom_pinv;
+                                     negative is ATTN_ERR_NYSTROM_ITERATIONS)
+   pad            0: m must divide   1: the end-padding rule above
                   q.seq and k.seq
    conv           NULL: no residual  [q.heads][conv_kernel] fp32 filter taps
    conv_kernel    - (required with   odd taps per filter (Hugging Face: 65, nystrom-attention: 33);
                   conv)              never defaulted: conv with conv_kernel 0 is
-                                     ATTN_ERR_NYSTROM_CONV_TAPS */
+                                     ATTN_ERR_NYSTROM_CONV_TAPS
+   padding_rule   ZERO               ATTN_NYSTROM_PADDING_ZERO / _HF / _LUCIDRAINS: what
+                                     seqlens_k's padding is (above); other values:
+                                     ATTN_ERR_NYSTROM_PADDING_RULE
+   pinv_init      PER_HEAD           ATTN_NYSTROM_PINV_PER_HEAD / _BATCH: Z0's divisor c (above);
+                                     other values: ATTN_ERR_NYSTROM_PINV_INIT */
+typedef enum attn_nystrom_padding {
+    ATTN_NYSTROM_PADDING_ZERO = 0, ATTN_NYSTROM_PADDING_HF = 1, ATTN_NYSTROM_PADDING_LUCIDRAINS = 2
+} attn_nystrom_padding;
+typedef enum attn_nystrom_pinv_init { ATTN_NYSTROM_PINV_PER_HEAD = 0, ATTN_NYSTROM_PINV_BATCH = 1 } attn_nystrom_pinv_init;
 typedef struct attn_nystrom_params {
     int landmarks;
     int iterations;
     int pad;
     const float *conv;
     int conv_kernel;
+    attn_nystrom_padding padding_rule;
+    attn_nystrom_pinv_init pinv_init;
 } attn_nystrom_params;
 
 
@@ -859,11 +904,11 @@ typedef struct attn_desc {
     X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection)") \
     X(ATTN_ERR_NYSTROM_LANDMARKS,     407, ATTN_CAT_RANGE,       "attn_desc.nystrom.landmarks must be in [0, min(q.seq, k.seq)] (0: 64)") \
     X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
-    X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations must be >= 0 (0: 6); attn_nystrom_pinv's iterations must be >= 1") \
+    X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations and attn_nystrom_pinv's iterations must be >= 0 (0: 6)") \
     X(ATTN_ERR_NYSTROM_PAD,           410, ATTN_CAT_RANGE,       "attn_desc.nystrom.pad must be 0 or 1") \
     X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (no conv) or odd and >= 1") \
     X(ATTN_ERR_NYSTROM_CONV_SEQ,      412, ATTN_CAT_SHAPE,       "attn_desc.nystrom.conv needs q.seq == k.seq (the residual adds conv(V) at each position)") \
-    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_NYSTROM_LSE,           414, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: lse must be NULL (the approximation has no logsumexp)") \
     X(ATTN_ERR_NYSTROM_PINV_NULL,     415, ATTN_CAT_NULL,        "attn_nystrom_pinv: a or z is NULL") \
     X(ATTN_ERR_NYSTROM_PINV_M,        416, ATTN_CAT_SHAPE,       "attn_nystrom_pinv: m must be >= 1") \
@@ -871,6 +916,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_NYSTROM_CONV_TAPS,     418, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be set (odd, >= 1: the taps of each filter) when .conv is given: it is never defaulted for a caller's array") \
     X(ATTN_ERR_NYSTROM_PINV_ALIAS,    419, ATTN_CAT_UNSUPPORTED, "attn_nystrom_pinv: z overlaps a") \
     X(ATTN_ERR_NYSTROM_PINV_DIVERGED, 420, ATTN_CAT_RANGE,       "attn_nystrom_pinv: the iteration did not give a finite result (a is singular or too ill-conditioned); z is left untouched") \
+    X(ATTN_ERR_NYSTROM_PADDING_RULE,  421, ATTN_CAT_RANGE,       "attn_desc.nystrom.padding_rule must be ATTN_NYSTROM_PADDING_ZERO, _HF or _LUCIDRAINS") \
+    X(ATTN_ERR_NYSTROM_PINV_INIT,     422, ATTN_CAT_RANGE,       "attn_desc.nystrom.pinv_init must be ATTN_NYSTROM_PINV_PER_HEAD or ATTN_NYSTROM_PINV_BATCH") \
     \
     /* -- state space (450-499) -- */ \
     X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
@@ -1346,8 +1393,8 @@ ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int
 
 /* Nystromformer's iterative Moore-Penrose pseudo-inverse (the one ATTN_NYSTROM runs): a and z
    are [m][m] fp32 row-major, a meant to be a softmax matrix (nonnegative, rows summing to 1).
-   Z0 = a^T / (max over columns j of sum_i a[i][j]), then `iterations` (>= 1; the paper uses 6)
-   steps of Z <- 1/4 Z (13I - aZ (15I - aZ (7I - aZ))), in fp32 on the library SGEMM. z must not
+   Z0 = a^T / (max over columns j of sum_i a[i][j]), then `iterations` (0: 6, the paper's and
+   attn_desc.nystrom's default; negative: ATTN_ERR_NYSTROM_ITERATIONS) steps of Z <- 1/4 Z (13I - aZ (15I - aZ (7I - aZ))), in fp32 on the library SGEMM. z must not
    overlap a (ATTN_ERR_NYSTROM_PINV_ALIAS). The iteration converges when a is well enough
    conditioned; when it does not give a finite result (a singular or ill-conditioned a, e.g.
    columns whose sums cancel) the call returns ATTN_ERR_NYSTROM_PINV_DIVERGED and leaves z
@@ -12197,7 +12244,8 @@ ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, flo
     double cmax;
     if (!a || !z) return ATTN_ERR_NYSTROM_PINV_NULL;
     if (m < 1) return ATTN_ERR_NYSTROM_PINV_M;
-    if (iterations < 1) return ATTN_ERR_NYSTROM_ITERATIONS;
+    if (iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
+    if (!iterations) iterations = 6;
     if (!attn__mul_size((size_t)m, (size_t)m, &mm) || !attn__mul_size(mm, 4 * sizeof(float), &n) ||
         n > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
     {   /* [a, a + m^2) and [z, z + m^2) must not meet (z is written while a is read) */
@@ -12223,14 +12271,50 @@ typedef struct attn__nys_plan {
     const attn__isa *isa;
     attn__view q, k, v, out;
     int m, iters, lq, lk, exact, kernel, n_threads, n_chunks, n_blocks;
+    int hf;                            /* ATTN_NYSTROM_PADDING_HF: the padding is read as given */
+    int luc, masked, pq, pk;           /* ATTN_NYSTROM_PADDING_LUCIDRAINS: with a mask (seqlens_k);
+                                          the front padding of q and of k */
+    const int *lens_q, *lens_k;        /* valid lengths (NULL: full); lens_q may be seqlens_k */
     const float *conv;
     float scale;
+    attn_desc core;                    /* the exact path's desc (seqlens_q = lens_q) */
     size_t scratch_floats, floats, core_bytes;
-    size_t f_ql, f_w, f_part, f_stage, part_row;   /* floats of ql / kl, of w, partials, stage */
+    size_t f_ql, f_w, f_part, f_stage, f_a, part_row;   /* floats of ql / kl, of w, partials, stage, a_all */
     float *ql, *kl, *w, *part, *stage, *scratch;   /* Q~, K~ (per query head) [B, m, Hq, D];
                                         W = pinv(A) B V [B, m, Hq, Dv]; part: per (b, h, key chunk)
                                         m rows of [Dv sums, max, sum]; stage [B, Sq, Hq, Dv] */
+    float *a_all;                      /* ATTN_NYSTROM_PINV_BATCH: every A [B*Hq][m][m], then */
+    double *cmax, gmax;                /* their column maxima [B*Hq] and the largest */
 } attn__nys_plan;
+
+/* Valid query rows / keys of sequence b (padding rows past them); the rows the landmarks and
+   the conv read: all of them under Hugging Face's rule, the valid ones under the others. */
+static int attn__nys_lq(const attn__nys_plan *P, int b) { return P->lens_q ? P->lens_q[b] : P->q.seq; }
+static int attn__nys_lk(const attn__nys_plan *P, int b) { return P->lens_k ? P->lens_k[b] : P->k.seq; }
+static int attn__nys_read(const attn__nys_plan *P, int is_k, int b) {
+    return P->hf ? (is_k ? P->k.seq : P->q.seq) : (is_k ? attn__nys_lk(P, b) : attn__nys_lq(P, b));
+}
+/* The landmarks of q (k) of sequence b that hold a valid token, [*lo, *hi): the padding sits at
+   the ends (segments wholly in the front padding, then those past the valid length); all m
+   unless nystrom-attention's mask is on (the others are masked). */
+static void attn__nys_valid(const attn__nys_plan *P, int is_k, int b, int *lo, int *hi) {
+    const int L = is_k ? attn__nys_lk(P, b) : attn__nys_lq(P, b), l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq;
+    if (!P->masked) { *lo = 0; *hi = P->m; return; }
+    *lo = p / l;
+    *hi = L > 0 ? (L + p + l - 1) / l : *lo;
+}
+/* softmax of row[lo, hi) (the valid landmarks), zeros elsewhere; none valid: uniform over all m
+   (every entry masked, which nystrom-attention's fill value makes equal) */
+static void attn__nys_softmax_range(const attn__isa *isa, float *row, int lo, int hi, int m) {
+    int j;
+    if (hi <= lo) { for (j = 0; j < m; ++j) row[j] = 1.0f / (float)m; return; }
+    {
+        const float mx = isa->max(row + lo, hi - lo), sum = isa->exp_sum(row + lo, row + lo, mx, hi - lo);
+        isa->scal(row + lo, 1.0f / sum, hi - lo);
+    }
+    for (j = 0; j < lo; ++j) row[j] = 0.0f;
+    for (j = hi; j < m; ++j) row[j] = 0.0f;
+}
 
 /* Landmarks: task t < B*Hq makes Q~ of (b, h); the rest K~ of a KV head, copied to its query heads. */
 static void attn__nys_landmark_task(void *ctx, int t, int thread) {
@@ -12240,17 +12324,21 @@ static void attn__nys_landmark_task(void *ctx, int t, int thread) {
     const int u = is_k ? t - P->q.batch * Hq : t, b = u / x->heads, h = u % x->heads, l = is_k ? P->lk : P->lq;
     const int hq = is_k ? h * g : h;
     float *buf = P->scratch + (size_t)thread * P->scratch_floats, *base = is_k ? P->kl : P->ql;
-    const float inv = 1.0f / (float)l;
+    const int n = attn__nys_read(P, is_k, b);   /* zero rule: the padding counts as zeros */
+    const int p = is_k ? P->pk : P->pq;         /* front padding (nystrom-attention): row r at p + r */
     int j, i, r;
     for (j = 0; j < P->m; ++j) {
         float *acc = base + (((size_t)b * P->m + j) * Hq + hq) * D;
+        const int r0 = ATTN__MAX(0, j * l - p), r1 = ATTN__MIN(n, (j + 1) * l - p);
         for (i = 0; i < D; ++i) acc[i] = 0.0f;
-        for (r = j * l; r < (j + 1) * l && r < x->seq; ++r) {
+        for (r = r0; r < r1; ++r) {
             const float *row = (const float *)attn__at(x, b, r, h);
             if (x->dtype != ATTN_F32) { P->isa->load(row, x->dtype, buf, D, 1.0f); row = buf; }
             P->isa->axpy(acc, 1.0f, row, D);
         }
-        P->isa->scal(acc, inv, D);
+        /* the mean over the segment, or (nystrom-attention's mask) over its valid tokens */
+        if (!P->masked) P->isa->scal(acc, 1.0f / (float)l, D);
+        else if (r1 > r0) P->isa->scal(acc, 1.0f / (float)(r1 - r0), D);
         if (is_k) for (i = 1; i < g; ++i) memcpy(acc + (size_t)i * D, acc, (size_t)D * sizeof(float));
     }
 }
@@ -12275,13 +12363,25 @@ static void attn__nys_bv_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
     const int Hq = P->q.heads, Hk = P->k.heads, g = Hq / Hk, D = P->q.dim, Dv = P->v.dim, m = P->m;
     const int c = t % P->n_chunks, bh = t / P->n_chunks, b = bh / Hk, hk = bh % Hk;
-    const int k0 = c * ATTN__NYS_KC, k1 = ATTN__MIN(P->k.seq, k0 + ATTN__NYS_KC), kc = k1 - k0;
+    const int k0 = c * ATTN__NYS_KC, k1 = ATTN__MIN(attn__nys_lk(P, b), k0 + ATTN__NYS_KC), kc = k1 - k0;
     float *S = P->scratch + (size_t)thread * P->scratch_floats, *kb = S + (size_t)m * ATTN__NYS_KC;
     float *vb = kb + (size_t)ATTN__NYS_KC * D;
     ptrdiff_t ldk, ldv;
-    const float *K = attn__nys_rows(P->isa, &P->k, b, hk, k0, k1, kb, &ldk);
-    const float *V = attn__nys_rows(P->isa, &P->v, b, hk, k0, k1, vb, &ldv);
+    const float *K, *V;
     int i, r;
+    if (kc <= 0) {   /* every key of the chunk is padding (masked): an empty partial */
+        for (i = 0; i < g; ++i) {
+            float *part = P->part + (((size_t)b * Hq + hk * g + i) * P->n_chunks + c) * (size_t)m * P->part_row;
+            for (r = 0; r < m; ++r) {
+                memset(part + (size_t)r * P->part_row, 0, (size_t)Dv * sizeof(float));
+                part[(size_t)r * P->part_row + Dv] = -INFINITY;
+                part[(size_t)r * P->part_row + Dv + 1] = 0.0f;
+            }
+        }
+        return;
+    }
+    K = attn__nys_rows(P->isa, &P->k, b, hk, k0, k1, kb, &ldk);
+    V = attn__nys_rows(P->isa, &P->v, b, hk, k0, k1, vb, &ldv);
     for (i = 0; i < g; ++i) {
         const int h = hk * g + i;
         float *part = P->part + (((size_t)b * Hq + h) * P->n_chunks + c) * (size_t)m * P->part_row;
@@ -12297,20 +12397,63 @@ static void attn__nys_bv_task(void *ctx, int t, int thread) {
     }
 }
 
+/* A = softmax(scale Q~ K~^T) [m][m] of (b, query head h) */
+static void attn__nys_a(const attn__nys_plan *P, int b, int h, float *A) {
+    const int Hq = P->q.heads, D = P->q.dim, m = P->m;
+    const size_t oq = ((size_t)b * m * Hq + h) * D;
+    int i;
+    int qlo, qhi, klo, khi;
+    attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
+    attn__sgemm_par(NULL, 1, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
+                    0.0f, A, m);
+    for (i = 0; i < m; ++i)   /* a masked landmark's row: uniform */
+        attn__nys_softmax_range(P->isa, A + (size_t)i * m, klo, i >= qlo && i < qhi ? khi : klo, m);
+}
+
+/* ATTN_NYSTROM_PINV_BATCH's first pass: A of (b, h) = task t and its largest column sum */
+static void attn__nys_a_task(void *ctx, int t, int thread) {
+    attn__nys_plan *P = (attn__nys_plan *)ctx;
+    float *A = P->a_all + (size_t)t * P->m * P->m;
+    (void)thread;
+    attn__nys_a(P, t / P->q.heads, t % P->q.heads, A);
+    P->cmax[t] = attn__nys_colmax(A, P->m);
+}
+
+/* nystrom-attention's row of B for a landmark with no valid token: uniform over its m*l keys,
+   of which only the valid ones have a value: row = (sum of the valid v) / (m*l) */
+static void attn__nys_vsum(const attn__nys_plan *P, int b, int h, float *row) {
+    const int Dv = P->v.dim, hv = h / (P->q.heads / P->k.heads), Lk = attn__nys_lk(P, b);
+    float *buf = row + Dv;   /* Dv floats of scratch after the row */
+    int r;
+    for (r = 0; r < Lk; ++r) {
+        const float *x = (const float *)attn__at(&P->v, b, r, hv);
+        if (P->v.dtype != ATTN_F32) { P->isa->load(x, P->v.dtype, buf, Dv, 1.0f); x = buf; }
+        P->isa->axpy(row, 1.0f, x, Dv);
+    }
+    P->isa->scal(row, 1.0f / (float)(P->m * P->lk), Dv);
+}
+
 /* Per (b, query head): B V from the chunks' partials (merged in chunk order), A = softmax(scale
-   Q~ K~^T), Z = pinv(A), W = Z (B V). */
+   Q~ K~^T) (or the first pass's), Z = pinv(A), W = Z (B V). */
 static void attn__nys_pinv_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
-    const int Hq = P->q.heads, D = P->q.dim, Dv = P->v.dim, m = P->m, b = t / Hq, h = t % Hq;
+    const int Hq = P->q.heads, Dv = P->v.dim, m = P->m, b = t / Hq, h = t % Hq;
     const size_t mm = (size_t)m * m;
     float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm, *bv = Z + 4 * mm;
     const float *part = P->part + ((size_t)b * Hq + h) * P->n_chunks * (size_t)m * P->part_row;
-    const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv, cstride = (size_t)m * P->part_row;
-    int i, c;
+    const size_t ov = ((size_t)b * m * Hq + h) * Dv, cstride = (size_t)m * P->part_row;
+    int i, c, qlo, qhi;
+    attn__nys_valid(P, 0, b, &qlo, &qhi);
     for (i = 0; i < m; ++i) {
         float mx = -INFINITY, l = 0.0f, *row = bv + (size_t)i * Dv;
         for (c = 0; c < P->n_chunks; ++c) mx = ATTN__MAX(mx, part[c * cstride + (size_t)i * P->part_row + Dv]);
         for (c = 0; c < Dv; ++c) row[c] = 0.0f;
+        if (i < qlo || i >= qhi) { attn__nys_vsum(P, b, h, row); continue; }   /* a masked landmark's uniform row */
+        if (P->luc && !P->masked && P->pk) {   /* nystrom-attention's front zeros: keys of logit 0, value 0 */
+            mx = ATTN__MAX(mx, 0.0f);
+            l = (float)P->pk * expf(-mx);
+        }
+        if (mx == -INFINITY) continue;   /* no valid key (Lk = 0): B V = 0 */
         for (c = 0; c < P->n_chunks; ++c) {
             const float *pr = part + c * cstride + (size_t)i * P->part_row, wgt = expf(pr[Dv] - mx);
             l += wgt * pr[Dv + 1];
@@ -12318,21 +12461,16 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
         }
         P->isa->scal(row, 1.0f / l, Dv);
     }
-    attn__sgemm_par(NULL, 1, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
-                    0.0f, A, m);
-    for (i = 0; i < m; ++i) {
-        float *row = A + (size_t)i * m;
-        const float mx = P->isa->max(row, m), sum = P->isa->exp_sum(row, row, mx, m);
-        P->isa->scal(row, 1.0f / sum, m);
-    }
-    attn__nys_pinv(A, m, P->iters, attn__nys_colmax(A, m), Z, Z + mm);
+    if (P->a_all) A = P->a_all + (size_t)t * mm;
+    else attn__nys_a(P, b, h, A);
+    attn__nys_pinv(A, m, P->iters, P->a_all ? P->gmax : attn__nys_colmax(A, m), Z, Z + mm);
     attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, bv, Dv, 0.0f, P->w + ov, (ptrdiff_t)Hq * Dv);
 }
 
 /* conv residual of rows [r0, r1) of (b, query head h) added to O [r1 - r0][Dv]; vb: scratch for
    V rows [r0 - kernel/2, r1 + kernel/2) converted to fp32 */
 static void attn__nys_conv_rows(const attn__nys_plan *P, int b, int h, int r0, int r1, float *O, float *vb) {
-    const int Hq = P->q.heads, Dv = P->v.dim, hv = h / (Hq / P->k.heads), n = P->k.seq, half = P->kernel / 2;
+    const int Hq = P->q.heads, Dv = P->v.dim, hv = h / (Hq / P->k.heads), n = attn__nys_read(P, 1, b), half = P->kernel / 2;
     const int v0 = ATTN__MAX(0, r0 - half), v1 = ATTN__MIN(n, r1 + half);
     const float *wt = P->conv + (size_t)h * P->kernel;
     ptrdiff_t ld;
@@ -12350,34 +12488,36 @@ static void attn__nys_fw_task(void *ctx, int t, int thread) {
     const int Hq = P->q.heads, D = P->q.dim, Dv = P->v.dim, m = P->m;
     const int blk = t % P->n_blocks, bh = t / P->n_blocks, b = bh / Hq, h = bh % Hq;
     const int r0 = blk * ATTN__NYS_RQ, r1 = ATTN__MIN(P->q.seq, r0 + ATTN__NYS_RQ), nr = r1 - r0;
+    const int nv = ATTN__MAX(0, ATTN__MIN(r1, attn__nys_lq(P, b)) - r0);   /* valid rows; padding rows get 0 */
     float *S = P->scratch + (size_t)thread * P->scratch_floats, *O = S + (size_t)ATTN__NYS_RQ * m;
     float *qb = O + (size_t)ATTN__NYS_RQ * Dv;
-    ptrdiff_t ldq;
-    const float *Q = attn__nys_rows(P->isa, &P->q, b, h, r0, r1, qb, &ldq);
     const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv;
     int i;
-    attn__sgemm_par(NULL, 1, 0, 1, nr, m, D, P->scale, Q, ldq, P->kl + oq, (ptrdiff_t)Hq * D, 0.0f, S, m);
-    for (i = 0; i < nr; ++i) {
-        float *row = S + (size_t)i * m;
-        const float mx = P->isa->max(row, m), sum = P->isa->exp_sum(row, row, mx, m);
-        P->isa->scal(row, 1.0f / sum, m);
+    if (nv > 0) {
+        ptrdiff_t ldq;
+        const float *Q = attn__nys_rows(P->isa, &P->q, b, h, r0, r0 + nv, qb, &ldq);
+        int klo, khi;
+        attn__nys_valid(P, 1, b, &klo, &khi);
+        attn__sgemm_par(NULL, 1, 0, 1, nv, m, D, P->scale, Q, ldq, P->kl + oq, (ptrdiff_t)Hq * D, 0.0f, S, m);
+        for (i = 0; i < nv; ++i) attn__nys_softmax_range(P->isa, S + (size_t)i * m, klo, khi, m);
+        attn__sgemm_par(NULL, 1, 0, 0, nv, Dv, m, 1.0f, S, m, P->w + ov, (ptrdiff_t)Hq * Dv, 0.0f, O, Dv);
+        if (P->conv) attn__nys_conv_rows(P, b, h, r0, r0 + nv, O, qb);
     }
-    attn__sgemm_par(NULL, 1, 0, 0, nr, Dv, m, 1.0f, S, m, P->w + ov, (ptrdiff_t)Hq * Dv, 0.0f, O, Dv);
-    if (P->conv) attn__nys_conv_rows(P, b, h, r0, r1, O, qb);
+    memset(O + (size_t)nv * Dv, 0, (size_t)(nr - nv) * Dv * sizeof(float));
     for (i = 0; i < nr; ++i) P->isa->store(attn__at(&P->out, b, r0 + i, h), P->out.dtype, O + (size_t)i * Dv, Dv, 1.0f);
 }
 
 /* The exact path's conv residual (landmarks = n): out = stage + conv(V), per (b, query head). */
 static void attn__nys_conv_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
-    const int Hq = P->q.heads, Dv = P->v.dim, b = t / Hq, h = t % Hq, n = P->q.seq;
+    const int Hq = P->q.heads, Dv = P->v.dim, b = t / Hq, h = t % Hq, n = P->q.seq, lq = attn__nys_lq(P, b);
     float *acc = P->scratch + (size_t)thread * P->scratch_floats, *vb = acc + (size_t)ATTN__NYS_RQ * Dv;
     int r0, i;
     for (r0 = 0; r0 < n; r0 += ATTN__NYS_RQ) {
         const int r1 = ATTN__MIN(n, r0 + ATTN__NYS_RQ);
         for (i = r0; i < r1; ++i)
             memcpy(acc + (size_t)(i - r0) * Dv, P->stage + (((size_t)b * n + i) * Hq + h) * Dv, (size_t)Dv * sizeof(float));
-        attn__nys_conv_rows(P, b, h, r0, r1, acc, vb);
+        if (lq > r0) attn__nys_conv_rows(P, b, h, r0, ATTN__MIN(r1, lq), acc, vb);   /* padding rows keep the kernel's 0 */
         for (i = r0; i < r1; ++i) P->isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)(i - r0) * Dv, Dv, 1.0f);
     }
 }
@@ -12393,26 +12533,38 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
         return s;
     if (N->pad != 0 && N->pad != 1) return ATTN_ERR_NYSTROM_PAD;
+    if ((int)N->padding_rule != ATTN_NYSTROM_PADDING_ZERO && (int)N->padding_rule != ATTN_NYSTROM_PADDING_HF &&
+        (int)N->padding_rule != ATTN_NYSTROM_PADDING_LUCIDRAINS) return ATTN_ERR_NYSTROM_PADDING_RULE;
+    if ((int)N->pinv_init != ATTN_NYSTROM_PINV_PER_HEAD && (int)N->pinv_init != ATTN_NYSTROM_PINV_BATCH)
+        return ATTN_ERR_NYSTROM_PINV_INIT;
     P->m = N->landmarks ? N->landmarks : 64;
     if (N->landmarks < 0 || P->m > ATTN__MIN(Sq, Sk)) return ATTN_ERR_NYSTROM_LANDMARKS;
-    if (!N->pad && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
+    P->luc = N->padding_rule == ATTN_NYSTROM_PADDING_LUCIDRAINS;   /* pads at the front by itself */
+    if (!N->pad && !P->luc && (Sq % P->m != 0 || Sk % P->m != 0)) return ATTN_ERR_NYSTROM_DIVIDE;
     if (N->iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
     if (N->conv_kernel < 0 || (N->conv_kernel != 0 && N->conv_kernel % 2 == 0)) return ATTN_ERR_NYSTROM_CONV_KERNEL;
     /* the caller's filter has as many taps as the caller says: a default would read past it */
     if (N->conv && N->conv_kernel == 0) return ATTN_ERR_NYSTROM_CONV_TAPS;
     if (N->conv && Sq != Sk) return ATTN_ERR_NYSTROM_CONV_SEQ;
     if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
-        d->global_tokens || d->seqlens_q || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
+        d->global_tokens || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
         d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope)
         return ATTN_ERR_NYSTROM_MASK;
     if (c->lse) return ATTN_ERR_NYSTROM_LSE;
+    if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, B, Sq)) return ATTN_ERR_SEQLENS_Q;
+    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, B, Sk)) return ATTN_ERR_SEQLENS_K;
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if ((int)d->bf16_kernels < ATTN_BF16_AUTO || (int)d->bf16_kernels > ATTN_BF16_FP32) return ATTN_ERR_BF16_KERNELS;
     P->d = d; P->isa = attn__vec();
     P->iters = N->iterations ? N->iterations : 6;
+    P->hf = N->padding_rule == ATTN_NYSTROM_PADDING_HF;
+    P->lens_k = d->seqlens_k;   /* zero rule, self-attention: one mask for queries and keys */
+    P->lens_q = d->seqlens_q ? d->seqlens_q : !P->hf && Sq == Sk ? d->seqlens_k : NULL;
+    P->core = *d; P->core.seqlens_q = P->lens_q;
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
-    P->exact = P->m == Sq && P->m == Sk;
+    if (P->luc) { P->masked = d->seqlens_k != NULL; P->pq = P->m * P->lq - Sq; P->pk = P->m * P->lk - Sk; }
+    P->exact = P->m == Sq && P->m == Sk && !P->luc;
     P->conv = N->conv; P->kernel = N->conv ? N->conv_kernel : 1;   /* no conv: the kernel is not read */
     P->n_threads = attn__resolve_threads(d);
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
@@ -12430,7 +12582,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
         return ATTN_ERR_OVERFLOW;
     if (P->exact) {   /* landmarks = tokens: the exact kernel (into stage when the conv follows) */
         stage = attn_tensor_dense(c->q.data, ATTN_F32, B, Sq, Hq, Dv);
-        if ((s = attn__lr_core(d, c->q, c->k, c->v, P->conv ? stage : c->out, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK)
+        if ((s = attn__lr_core(&P->core, c->q, c->k, c->v, P->conv ? stage : c->out, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK)
             return s;
         if (P->conv) {
             P->scratch_floats = (size_t)ATTN__NYS_RQ * Dv + vrows;
@@ -12441,16 +12593,19 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
            S, O and q rows or V rows (F W) */
         const size_t bvs = (size_t)P->m * ATTN__NYS_KC + (size_t)ATTN__NYS_KC * ((size_t)D + Dv);
         const size_t fws = (size_t)ATTN__NYS_RQ * ((size_t)P->m + Dv) + ATTN__MAX((size_t)ATTN__NYS_RQ * D, vrows);
-        if (m2 > (SIZE_MAX - (size_t)P->m * Dv) / 8) return ATTN_ERR_OVERFLOW;
-        P->scratch_floats = ATTN__MAX(ATTN__MAX((size_t)D, bvs), ATTN__MAX(5 * m2 + (size_t)P->m * Dv, fws));
+        if (m2 > (SIZE_MAX - (size_t)(P->m + 1) * Dv) / 8) return ATTN_ERR_OVERFLOW;
+        P->scratch_floats = ATTN__MAX(ATTN__MAX((size_t)D, bvs), ATTN__MAX(5 * m2 + (size_t)P->m * Dv + Dv, fws));
         if (!attn__lr_floats(&P->f_ql, (size_t)B * P->m, (size_t)Hq * D) ||
             !attn__lr_floats(&P->f_w, (size_t)B * P->m, (size_t)Hq * Dv) ||
             !attn__mul_size((size_t)B * Hq, (size_t)P->n_chunks, &sc) || !attn__mul_size(sc, (size_t)P->m, &sc) ||
             !attn__lr_floats(&P->f_part, sc, P->part_row)) return ATTN_ERR_OVERFLOW;
+        if (N->pinv_init == ATTN_NYSTROM_PINV_BATCH &&   /* every A, then B*Hq doubles (2 floats each) */
+            (!attn__mul_size((size_t)B * Hq, m2, &sc) || !attn__add_size(sc, (size_t)2 * B * Hq, &sc) ||
+             !attn__lr_floats(&P->f_a, sc, 1))) return ATTN_ERR_OVERFLOW;
     }
     P->scratch_floats = (P->scratch_floats + 15) & ~(size_t)15;
     if (!attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_w, &f) ||
-        !attn__add_size(f, P->f_part, &f) || !attn__add_size(f, P->f_stage, &f) ||
+        !attn__add_size(f, P->f_part, &f) || !attn__add_size(f, P->f_stage, &f) || !attn__add_size(f, P->f_a, &f) ||
         !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
     P->floats = f;
     return ATTN_OK;
@@ -12471,13 +12626,20 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     P.ql = (float *)(void *)w.base; P.kl = P.ql + P.f_ql; P.w = P.kl + P.f_ql; P.part = P.w + P.f_w;
     P.stage = P.part + P.f_part; P.scratch = P.stage + P.f_stage;
+    if (P.f_a) { P.cmax = (double *)(void *)(P.scratch + P.scratch_floats * (size_t)P.n_threads); P.a_all = (float *)(P.cmax + B * Hq); }
     if (P.exact) {
         attn_tensor dst = P.conv ? attn_tensor_dense(P.stage, ATTN_F32, B, c->q.seq, Hq, Dv) : c->out;
-        s = attn__lr_core(c->d, c->q, c->k, c->v, dst, NULL, w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+        s = attn__lr_core(&P.core, c->q, c->k, c->v, dst, NULL, w.base + P.floats * sizeof(float), P.core_bytes, NULL);
         if (s == ATTN_OK && P.conv) attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_conv_task, &P);
     } else {
         attn__parallel_for(c->d, B * Hq + B * c->k.heads, P.n_threads, attn__nys_landmark_task, &P);
         attn__parallel_for(c->d, B * c->k.heads * P.n_chunks, P.n_threads, attn__nys_bv_task, &P);
+        if (P.a_all) {   /* batch-global Z0: every A first, then one max (in task order: deterministic) */
+            int t;
+            attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_a_task, &P);
+            P.gmax = -(double)INFINITY;
+            for (t = 0; t < B * Hq; ++t) if (P.cmax[t] > P.gmax || P.cmax[t] != P.cmax[t]) P.gmax = P.cmax[t];
+        }
         attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_pinv_task, &P);
         attn__parallel_for(c->d, B * Hq * P.n_blocks, P.n_threads, attn__nys_fw_task, &P);
     }

@@ -7,6 +7,7 @@
    double-precision inverse; thread counts 1/2/3 bitwise equal; f16/bf16 storage; strided
    views; workspace; every error path with outputs untouched. */
 #include "test.h"
+#include <float.h>
 
 /* ---- references (double) ---------------------------------------------------------------- */
 
@@ -93,16 +94,24 @@ static void r_mm(const double *A, const double *Bm, double *C, int m, int k, int
         }
 }
 
-/* ZOO's pseudo-inverse iteration in double: Z0 = A^T / max column sum, iters steps */
-static void r_pinv_iter(const double *A, int m, int iters, double *Z) {
-    const size_t mm = (size_t)m * m;
-    double *AZ = (double *)t_xmalloc(sizeof(double) * mm * 3), *T = AZ + mm, *U = T + mm, mx = -INFINITY;
-    int i, j, it;
+/* A's largest column sum */
+static double r_colmax(const double *A, int m) {
+    double mx = -INFINITY;
+    int i, j;
     for (j = 0; j < m; ++j) {
         double s = 0.0;
         for (i = 0; i < m; ++i) s += A[(size_t)i * m + j];
         if (s > mx) mx = s;
     }
+    return mx;
+}
+
+/* ZOO's pseudo-inverse iteration in double: Z0 = A^T / mx (0: A's largest column sum), iters steps */
+static void r_pinv_iter(const double *A, int m, int iters, double mx, double *Z) {
+    const size_t mm = (size_t)m * m;
+    double *AZ = (double *)t_xmalloc(sizeof(double) * mm * 3), *T = AZ + mm, *U = T + mm;
+    int i, j, it;
+    if (mx == 0.0) mx = r_colmax(A, m);
     for (i = 0; i < m; ++i)
         for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] / mx;
     for (it = 0; it < iters; ++it) {
@@ -146,47 +155,165 @@ static double *r_landmarks(const double *X, int S, int D, int m) {
     return L;
 }
 
-/* Nystromformer (ZOO): out = F pinv(A) (B V) + conv(V); m = Sq = Sk: exact softmax attention */
+/* nystrom-attention's forward (NystromAttention), literally, in double: front zero padding to
+   m*l, optional mask (from seqlens_k; the queries' from seqlens_q or, self-attention, seqlens_k)
+   zeroing q, k, v; masked landmark means; masked_fill of -DBL_MAX (every entry masked: uniform);
+   out = softmax1 pinv(softmax2) (softmax3 V) + conv(V) on the padded positions; the last S rows,
+   rows past Lq set to 0. pinv's Z0: the column-sum max per (b, h) or over every (b, h) (gmax). */
+static void r_nystrom_luc(const attn_desc *d, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, double *out) {
+    const attn_nystrom_params *N = &d->nystrom;
+    const int B = q->batch, Sq = q->seq, Sk = k->seq, Hq = q->heads, Hk = k->heads, D = q->dim, Dv = v->dim;
+    const int g = Hq / Hk, m = N->landmarks ? N->landmarks : 64, iters = N->iterations ? N->iterations : 6, ks = N->conv_kernel;
+    const int lq = (Sq + m - 1) / m, lk = (Sk + m - 1) / m, nq = m * lq, nk = m * lk, pq = nq - Sq, pk = nk - Sk;
+    const int masked = d->seqlens_k != NULL;
+    const double sc = r_scale(d, D), NEG = -DBL_MAX;
+    double gmax = -INFINITY;
+    int pass, b, h, i, j, c;
+    for (pass = N->pinv_init == ATTN_NYSTROM_PINV_BATCH ? 0 : 1; pass < 2; ++pass)
+      for (b = 0; b < B; ++b)
+        for (h = 0; h < Hq; ++h) {
+            const int Lk = d->seqlens_k ? d->seqlens_k[b] : Sk;
+            const int Lq = d->seqlens_q ? d->seqlens_q[b] : Sq == Sk && d->seqlens_k ? Lk : Sq;
+            double *Q0 = r_rows(q, b, h), *K0 = r_rows(k, b, h / g), *V0 = r_rows(v, b, h / g);
+            double *Q = (double *)calloc((size_t)nq * D, sizeof(double)), *K = (double *)calloc((size_t)nk * D, sizeof(double));
+            double *V = (double *)calloc((size_t)nk * Dv, sizeof(double));
+            int *mq = (int *)t_xmalloc(sizeof(int) * (size_t)nq), *mk = (int *)t_xmalloc(sizeof(int) * (size_t)nk);
+            int *lmq = (int *)t_xmalloc(sizeof(int) * (size_t)m), *lmk = (int *)t_xmalloc(sizeof(int) * (size_t)m);
+            double *Ql = (double *)calloc((size_t)m * D, sizeof(double)), *Kl = (double *)calloc((size_t)m * D, sizeof(double));
+            double *S1 = (double *)t_xmalloc(sizeof(double) * (size_t)nq * m), *S2 = (double *)t_xmalloc(sizeof(double) * (size_t)m * m);
+            double *S3 = (double *)t_xmalloc(sizeof(double) * (size_t)m * nk), *Z = (double *)t_xmalloc(sizeof(double) * (size_t)m * m);
+            double *BV = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv), *W = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv);
+            double *O = (double *)t_xmalloc(sizeof(double) * (size_t)nq * Dv);
+            /* padded, masked tensors: position t holds row t - p */
+            for (i = 0; i < nq; ++i) {
+                mq[i] = i >= pq && i - pq < Lq;
+                if (mq[i]) for (c = 0; c < D; ++c) Q[(size_t)i * D + c] = Q0[(size_t)(i - pq) * D + c];
+            }
+            for (i = 0; i < nk; ++i) {
+                mk[i] = i >= pk && i - pk < Lk;
+                if (mk[i]) {
+                    for (c = 0; c < D; ++c) K[(size_t)i * D + c] = K0[(size_t)(i - pk) * D + c];
+                    for (c = 0; c < Dv; ++c) V[(size_t)i * Dv + c] = V0[(size_t)(i - pk) * Dv + c];
+                }
+            }
+            if (!masked) for (i = 0; i < nq; ++i) mq[i] = 1;   /* no mask: the front zeros are tokens */
+            if (!masked) for (i = 0; i < nk; ++i) mk[i] = 1;
+            for (j = 0; j < m; ++j) {   /* landmarks: sums over l, divided by l or the mask's count */
+                int cq = 0, ck = 0;
+                for (i = j * lq; i < (j + 1) * lq; ++i) { cq += mq[i]; for (c = 0; c < D; ++c) Ql[(size_t)j * D + c] += Q[(size_t)i * D + c]; }
+                for (i = j * lk; i < (j + 1) * lk; ++i) { ck += mk[i]; for (c = 0; c < D; ++c) Kl[(size_t)j * D + c] += K[(size_t)i * D + c]; }
+                for (c = 0; c < D; ++c) {
+                    Ql[(size_t)j * D + c] /= masked ? cq + 1e-8 : lq;
+                    Kl[(size_t)j * D + c] /= masked ? ck + 1e-8 : lk;
+                }
+                lmq[j] = !masked || cq > 0; lmk[j] = !masked || ck > 0;
+            }
+            for (i = 0; i < nq; ++i)
+                for (j = 0; j < m; ++j) {
+                    double a = 0.0;
+                    for (c = 0; c < D; ++c) a += Q[(size_t)i * D + c] * Kl[(size_t)j * D + c];
+                    S1[(size_t)i * m + j] = mq[i] && lmk[j] ? a * sc : NEG;
+                }
+            for (i = 0; i < m; ++i)
+                for (j = 0; j < m; ++j) {
+                    double a = 0.0;
+                    for (c = 0; c < D; ++c) a += Ql[(size_t)i * D + c] * Kl[(size_t)j * D + c];
+                    S2[(size_t)i * m + j] = lmq[i] && lmk[j] ? a * sc : NEG;
+                }
+            for (i = 0; i < m; ++i)
+                for (j = 0; j < nk; ++j) {
+                    double a = 0.0;
+                    for (c = 0; c < D; ++c) a += Ql[(size_t)i * D + c] * K[(size_t)j * D + c];
+                    S3[(size_t)i * nk + j] = lmq[i] && mk[j] ? a * sc : NEG;
+                }
+            r_softmax_rows(S1, nq, m, 1.0); r_softmax_rows(S2, m, m, 1.0); r_softmax_rows(S3, m, nk, 1.0);
+            if (pass == 0) {
+                const double cm = r_colmax(S2, m);
+                if (cm > gmax) gmax = cm;
+            } else {
+                r_pinv_iter(S2, m, iters, N->pinv_init == ATTN_NYSTROM_PINV_BATCH ? gmax : 0.0, Z);
+                r_mm(S3, V, BV, m, nk, Dv);
+                r_mm(Z, BV, W, m, m, Dv);
+                r_mm(S1, W, O, nq, m, Dv);
+                if (N->conv)   /* over the padded positions; the last Sq rows are the caller's */
+                    for (i = 0; i < nq; ++i)
+                        for (j = 0; j < ks; ++j) {
+                            const int t = i + j - ks / 2;
+                            if (t < 0 || t >= nk) continue;
+                            for (c = 0; c < Dv; ++c) O[(size_t)i * Dv + c] += (double)N->conv[(size_t)h * ks + j] * V[(size_t)t * Dv + c];
+                        }
+                for (i = 0; i < Sq; ++i)
+                    for (c = 0; c < Dv; ++c)
+                        out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = i < Lq ? O[(size_t)(pq + i) * Dv + c] : 0.0;
+            }
+            free(Q0); free(K0); free(V0); free(Q); free(K); free(V); free(mq); free(mk); free(lmq); free(lmk);
+            free(Ql); free(Kl); free(S1); free(S2); free(S3); free(Z); free(BV); free(W); free(O);
+        }
+}
+
+/* Nystromformer (ZOO): out = F pinv(A) (B V) + conv(V); m = Sq = Sk: exact softmax attention.
+   Padding (seqlens_q/_k), as attn.h documents it: the zero rule zeroes Q, K, V past Lq / Lk (the
+   original code's Q * mask), the HF rule keeps them; both drop the keys past Lk from B; rows past
+   Lq are 0. pinv_init BATCH: Z0's divisor is the largest column sum over every (b, h) (pass 0). */
 static void r_nystrom(const attn_desc *d, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, double *out) {
     const attn_nystrom_params *N = &d->nystrom;
     const int B = q->batch, Sq = q->seq, Sk = k->seq, Hq = q->heads, Hk = k->heads, D = q->dim, Dv = v->dim;
     const int g = Hq / Hk, m = N->landmarks ? N->landmarks : 64, iters = N->iterations ? N->iterations : 6;
-    const int ks = N->conv_kernel ? N->conv_kernel : 35;
+    const int ks = N->conv_kernel, hf = N->padding_rule == ATTN_NYSTROM_PADDING_HF;
     const double sc = r_scale(d, D);
-    int b, h, i, j, c;
-    for (b = 0; b < B; ++b)
+    double gmax = -INFINITY;
+    int pass, b, h, i, j, c;
+    if (N->padding_rule == ATTN_NYSTROM_PADDING_LUCIDRAINS) { r_nystrom_luc(d, q, k, v, out); return; }
+    for (pass = N->pinv_init == ATTN_NYSTROM_PINV_BATCH ? 0 : 1; pass < 2; ++pass)
+      for (b = 0; b < B; ++b)
         for (h = 0; h < Hq; ++h) {
+            const int Lk = d->seqlens_k ? d->seqlens_k[b] : Sk;
+            const int Lq = d->seqlens_q ? d->seqlens_q[b] : !hf && Sq == Sk && d->seqlens_k ? Lk : Sq;
             double *Q = r_rows(q, b, h), *K = r_rows(k, b, h / g), *V = r_rows(v, b, h / g);
-            double *o = (double *)t_xmalloc(sizeof(double) * (size_t)Sq * Dv);
+            double *o = (double *)calloc((size_t)Sq * Dv, sizeof(double));
+            if (!hf) {
+                for (i = Lq * D; i < Sq * D; ++i) Q[i] = 0.0;
+                for (i = Lk * D; i < Sk * D; ++i) K[i] = 0.0;
+                for (i = Lk * Dv; i < Sk * Dv; ++i) V[i] = 0.0;
+            }
             if (m == Sq && m == Sk) {
-                r_attn(Q, Sq, K, Sk, V, D, Dv, sc, 0.0, o, NULL);
+                if (pass == 1 && Lk > 0) r_attn(Q, Sq, K, Lk, V, D, Dv, sc, 0.0, o, NULL);
             } else {
                 double *Ql = r_landmarks(Q, Sq, D, m), *Kl = r_landmarks(K, Sk, D, m);
                 double *F = (double *)t_xmalloc(sizeof(double) * (size_t)Sq * m);
                 double *A = (double *)t_xmalloc(sizeof(double) * (size_t)m * m), *Z = (double *)t_xmalloc(sizeof(double) * (size_t)m * m);
                 double *Bm = (double *)t_xmalloc(sizeof(double) * (size_t)m * Sk);
-                double *BV = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv), *W = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv);
+                double *BV = (double *)calloc((size_t)m * Dv, sizeof(double)), *W = (double *)t_xmalloc(sizeof(double) * (size_t)m * Dv);
                 double *KlT = (double *)t_xmalloc(sizeof(double) * (size_t)D * (m > Sk ? m : Sk));
                 for (i = 0; i < m; ++i) for (c = 0; c < D; ++c) KlT[(size_t)c * m + i] = Kl[(size_t)i * D + c];
-                r_mm(Q, KlT, F, Sq, D, m); r_softmax_rows(F, Sq, m, sc);
                 r_mm(Ql, KlT, A, m, D, m); r_softmax_rows(A, m, m, sc);
-                for (i = 0; i < Sk; ++i) for (c = 0; c < D; ++c) KlT[(size_t)c * Sk + i] = K[(size_t)i * D + c];
-                r_mm(Ql, KlT, Bm, m, D, Sk); r_softmax_rows(Bm, m, Sk, sc);   /* padding keys: not present */
-                r_pinv_iter(A, m, iters, Z);
-                r_mm(Bm, V, BV, m, Sk, Dv);
-                r_mm(Z, BV, W, m, m, Dv);
-                r_mm(F, W, o, Sq, m, Dv);
+                if (pass == 0) {
+                    double cm = r_colmax(A, m);
+                    if (cm > gmax) gmax = cm;
+                } else {
+                    r_mm(Q, KlT, F, Sq, D, m); r_softmax_rows(F, Sq, m, sc);
+                    for (i = 0; i < Lk; ++i) for (c = 0; c < D; ++c) KlT[(size_t)c * Lk + i] = K[(size_t)i * D + c];
+                    if (Lk > 0) {   /* B over the valid keys only (the padding keys' weight is 0) */
+                        r_mm(Ql, KlT, Bm, m, D, Lk); r_softmax_rows(Bm, m, Lk, sc);
+                        r_mm(Bm, V, BV, m, Lk, Dv);
+                    }
+                    r_pinv_iter(A, m, iters, N->pinv_init == ATTN_NYSTROM_PINV_BATCH ? gmax : 0.0, Z);
+                    r_mm(Z, BV, W, m, m, Dv);
+                    r_mm(F, W, o, Sq, m, Dv);
+                }
                 free(Ql); free(Kl); free(F); free(A); free(Z); free(Bm); free(BV); free(W); free(KlT);
             }
-            if (N->conv)
+            if (pass == 1) {
+                if (N->conv)
+                    for (i = 0; i < Sq; ++i)
+                        for (j = 0; j < ks; ++j) {
+                            const int p = i + j - ks / 2;
+                            if (p < 0 || p >= Sk) continue;
+                            for (c = 0; c < Dv; ++c) o[(size_t)i * Dv + c] += (double)N->conv[(size_t)h * ks + j] * V[(size_t)p * Dv + c];
+                        }
                 for (i = 0; i < Sq; ++i)
-                    for (j = 0; j < ks; ++j) {
-                        const int p = i + j - ks / 2;
-                        if (p < 0 || p >= Sk) continue;
-                        for (c = 0; c < Dv; ++c) o[(size_t)i * Dv + c] += (double)N->conv[(size_t)h * ks + j] * V[(size_t)p * Dv + c];
-                    }
-            for (i = 0; i < Sq; ++i)
-                for (c = 0; c < Dv; ++c) out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = o[(size_t)i * Dv + c];
+                    for (c = 0; c < Dv; ++c) out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = i < Lq ? o[(size_t)i * Dv + c] : 0.0;
+            }
             free(Q); free(K); free(V); free(o);
         }
 }
@@ -489,7 +616,7 @@ static void test_nystrom_pinv(void) {
         for (i = 0; i < m * m; ++i) { a[i] = (float)A[i]; A[i] = a[i]; }
         T_CHECK(r_inverse(A, m, X), "test matrix singular");
         T_CHECK(attn_nystrom_pinv(m, iters, a, z) == ATTN_OK, "pinv");
-        r_pinv_iter(A, m, iters, Zr);
+        r_pinv_iter(A, m, iters, 0.0, Zr);
         for (i = 0; i < m * m; ++i) {
             if (fabs(X[i]) > mx) mx = fabs(X[i]);
             if (fabs(z[i] - X[i]) > err6) err6 = fabs(z[i] - X[i]);
@@ -514,6 +641,311 @@ static void test_nystrom_threads(void) {
         check_threads(d, &f, c ? "nystrom bf16 conv" : "nystrom");
         free(w); fx_free(&f);
     }
+}
+
+/* Padding (seqlens_k, seqlens_q) under both rules and both Z0 rules against r_nystrom: random
+   lengths (0 and full included), the exact path (m = n), pad = 1, GQA, cross-attention, conv. */
+static void test_nystrom_padding_ref(void) {
+    t_rng r = t_rng_seed(1911);
+    int it, n_it = T_QUICK ? 10 : 40;
+    for (it = 0; it < n_it; ++it) {
+        const attn_dtype dt = it % 4 == 3 ? ATTN_BF16 : ATTN_F32;
+        const int big = it % 5 == 4, B = t_irange(&r, 1, 3), Hk = t_irange(&r, 1, 2), Hq = Hk * t_irange(&r, 1, 2);
+        const int rule = t_irange(&r, 0, 2), pad = rule == 2 || t_chance(&r, 0.3);   /* rule 2 pads (at the front) by itself */
+        const int m = big ? t_irange(&r, 8, 16) : t_irange(&r, 1, 8), exact = !big && t_chance(&r, 0.15);
+        int Sq = exact ? m : m * (big ? t_irange(&r, 20, 36) : t_irange(&r, 1, 6)) + (pad ? t_irange(&r, 0, m - 1) : 0);
+        int Sk = Sq, lq[3], lk[3], b, conv = t_chance(&r, 0.5), with_q;
+        const int D = t_irange(&r, 1, 24), Dv = t_irange(&r, 1, 20), layout = t_irange(&r, 0, 1);
+        fx f;
+        attn_desc d;
+        float *w = NULL;
+        double *ref, *got, err, tol;
+        attn_status s;
+        if (!exact && !conv && t_chance(&r, 0.3)) Sk = m * t_irange(&r, 1, 6) + (pad ? t_irange(&r, 0, m - 1) : 0);
+        if (Sk < m) Sk = m;
+        f = fx_make(dt, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 0.8);
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_NYSTROM;
+        d.nystrom.landmarks = m; d.nystrom.pad = rule == 2 ? 0 : pad;
+        d.nystrom.padding_rule = (attn_nystrom_padding)rule;
+        d.nystrom.pinv_init = t_chance(&r, 0.5) ? ATTN_NYSTROM_PINV_BATCH : ATTN_NYSTROM_PINV_PER_HEAD;
+        if (conv) {
+            d.nystrom.conv_kernel = 2 * t_irange(&r, 0, 17) + 1;
+            w = rand_mat(&r, (size_t)Hq * d.nystrom.conv_kernel, 0.2);
+            d.nystrom.conv = w;
+        }
+        with_q = t_chance(&r, 0.3);
+        for (b = 0; b < B; ++b) {
+            const int u = t_irange(&r, 0, 9);
+            lk[b] = u == 0 ? Sk : u == 1 ? 0 : t_irange(&r, 1, Sk);
+            lq[b] = t_irange(&r, 0, Sq);
+        }
+        if (rule != 2 || t_chance(&r, 0.7)) d.seqlens_k = lk;   /* nystrom-attention without a mask too */
+        if (with_q) d.seqlens_q = lq;
+        d.n_threads = t_irange(&r, 1, 3);
+        s = attn_forward(&d, f.q, f.k, f.v, f.out, NULL);
+        T_CHECK(s == ATTN_OK, "nystrom padded forward: %s", attn_status_str(s));
+        ref = (double *)t_xmalloc(sizeof(double) * out_n(&f.out));
+        r_nystrom(&d, &f.q, &f.k, &f.v, ref);
+        got = out_get(&f.out);
+        err = t_max_norm_err(ref, got, out_n(&f.out));
+        tol = 2e-4;
+        T_CHECK(err <= tol, "nystrom padded vs ref: err %.3g dt %s B%d Sq%d Sk%d m%d pad%d rule%d init%d Hq%d Hk%d D%d Dv%d conv%d q%d lk %d,%d,%d",
+                err, t_dt_name(dt), B, Sq, Sk, m, pad, (int)d.nystrom.padding_rule, (int)d.nystrom.pinv_init, Hq, Hk, D, Dv, conv,
+                with_q, lk[0], B > 1 ? lk[1] : -1, B > 2 ? lk[2] : -1);
+        if (it % 8 == 0) check_threads(d, &f, "nystrom padded");
+        free(ref); free(got); free(w); fx_free(&f);
+    }
+}
+
+/* copy rows of sequence b of src (batch B) into dst (batch 1), same seq and heads */
+static void nys_copy_seq(const attn_tensor *src, int b, const attn_tensor *dst) {
+    int s, h, c;
+    for (s = 0; s < src->seq; ++s)
+        for (h = 0; h < src->heads; ++h)
+            for (c = 0; c < src->dim; ++c) t_store(dst, 0, s, h, c, t_load(src, b, s, h, c));
+}
+
+/* Valid rows of a padded batch equal the same sequence padded to the same length on its own
+   (bitwise), whatever the other sequences; under the zero and nystrom-attention rules also
+   whatever the padding holds (NaN included: it is never read) and padding rows are 0; under
+   Hugging Face's rule the padding's contents do enter (landmarks, conv), as in Hugging Face. */
+static void test_nystrom_padding_props(void) {
+    t_rng r = t_rng_seed(1912);
+    const int B = 3, n = 96, H = 2, D = 16, Dv = 12, lens[3] = { 96, 70, 29 };
+    float *w = rand_mat(&r, (size_t)H * 33, 0.2);
+    int rule, b, c;
+    for (rule = 0; rule < 3; ++rule)   /* ZERO, HF, LUCIDRAINS (13 landmarks: 8 rows of front padding) */
+        for (c = 0; c < 2; ++c) {   /* c: with the conv residual */
+            fx f = fx_make(ATTN_F32, ATTN_F32, B, n, n, H, H, D, Dv, c, &r, 0.8);
+            const int hf = rule == ATTN_NYSTROM_PADDING_HF;
+            attn_desc d;
+            double *all, *one;
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_NYSTROM; d.nystrom.landmarks = rule == 2 ? 13 : 12; d.n_threads = 2;
+            d.nystrom.padding_rule = (attn_nystrom_padding)rule;
+            if (c) { d.nystrom.conv = w; d.nystrom.conv_kernel = 33; }
+            d.seqlens_k = lens;
+            T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom padded batch");
+            all = out_get(&f.out);
+            for (b = 0; b < B; ++b) {
+                fx g = fx_make(ATTN_F32, ATTN_F32, 1, n, n, H, H, D, Dv, 0, &r, 3.0);   /* other padding contents */
+                const int L = lens[b];
+                int i, h, e, same = 1, zero = 1, changed = 0;
+                attn_desc d1 = d;
+                size_t o;
+                nys_copy_seq(&f.q, b, &g.q); nys_copy_seq(&f.k, b, &g.k); nys_copy_seq(&f.v, b, &g.v);
+                d1.seqlens_k = lens + b;
+                if (!hf) {   /* the zero and nystrom-attention rules never read the padding: NaN there changes nothing */
+                    for (i = L; i < n; ++i)
+                        for (h = 0; h < H; ++h) {
+                            for (e = 0; e < D; ++e) { t_store(&g.q, 0, i, h, e, NAN); t_store(&g.k, 0, i, h, e, NAN); }
+                            for (e = 0; e < Dv; ++e) t_store(&g.v, 0, i, h, e, NAN);
+                        }
+                }
+                T_CHECK(attn_forward(&d1, g.q, g.k, g.v, g.out, NULL) == ATTN_OK, "nystrom one sequence");
+                one = out_get(&g.out);
+                for (i = 0; i < n; ++i)
+                    for (o = 0; o < (size_t)H * Dv; ++o) {
+                        const double x = all[((size_t)b * n + i) * H * Dv + o], y = one[(size_t)i * H * Dv + o];
+                        if (i < L && memcmp(&x, &y, sizeof x) != 0) same = 0;
+                        if (!hf && i >= L && (x != 0.0 || y != 0.0)) zero = 0;
+                    }
+                T_CHECK(same, "nystrom rule %d conv %d: sequence %d's valid rows differ alone / in the batch%s", rule, c, b,
+                        hf ? "" : " with NaN padding");
+                T_CHECK(zero, "nystrom rule %d: padding rows of sequence %d are not 0", rule, b);
+                free(one);
+                if (hf && L < n) {   /* Hugging Face's rule reads the padding: other contents, other valid rows */
+                    for (i = L; i < n; ++i)
+                        for (h = 0; h < H; ++h)
+                            for (e = 0; e < D; ++e) t_store(&g.k, 0, i, h, e, 2.0 * t_load(&g.k, 0, i, h, e) + 1.0);
+                    T_CHECK(attn_forward(&d1, g.q, g.k, g.v, g.out, NULL) == ATTN_OK, "nystrom one sequence (HF, new padding)");
+                    one = out_get(&g.out);
+                    for (i = 0; i < L; ++i)
+                        for (o = 0; o < (size_t)H * Dv; ++o) changed |= one[(size_t)i * H * Dv + o] != all[((size_t)b * n + i) * H * Dv + o];
+                    T_CHECK(changed, "nystrom HF rule: the padding keys' contents should enter the landmarks (sequence %d)", b);
+                    free(one);
+                }
+                fx_free(&g);
+            }
+            free(all);
+            {   /* batch-global Z0 equals the per-head one for one sequence and one head */
+                fx g = fx_make(ATTN_F32, ATTN_F32, 1, n, n, 1, 1, D, Dv, 0, &r, 0.8);
+                const size_t ob = t_bytes(&g.out);
+                unsigned char *a = (unsigned char *)t_xmalloc(ob);
+                attn_desc d1 = d;
+                d1.seqlens_k = lens + 1; d1.nystrom.conv = NULL;
+                T_CHECK(attn_forward(&d1, g.q, g.k, g.v, g.out, NULL) == ATTN_OK, "nystrom per-head Z0");
+                memcpy(a, g.out.data, ob);
+                d1.nystrom.pinv_init = ATTN_NYSTROM_PINV_BATCH;
+                T_CHECK(attn_forward(&d1, g.q, g.k, g.v, g.out, NULL) == ATTN_OK, "nystrom batch Z0");
+                T_CHECK(memcmp(a, g.out.data, ob) == 0, "nystrom: batch-global Z0 differs from per-head with B = H = 1");
+                free(a); fx_free(&g);
+            }
+            fx_free(&f);
+        }
+    free(w);
+}
+
+/* ---- the Hugging Face fixture (tests/fixtures/nystromformer_hf.py) ----------------------- */
+
+/* next array of the fixture file: checks its name, returns count values (NULL on a mismatch) */
+static double *hf_read(FILE *fp, const char *name, size_t want) {
+    char line[512], got[64];
+    unsigned long cnt;
+    double *x;
+    size_t i;
+    for (;;) {
+        if (!fgets(line, sizeof line, fp)) return NULL;
+        if (line[0] != '#') break;
+    }
+    if (sscanf(line, "%63s %lu", got, &cnt) != 2 || strcmp(got, name) != 0 || (want && cnt != want)) return NULL;
+    x = (double *)t_xmalloc(sizeof(double) * (cnt ? cnt : 1));
+    for (i = 0; i < cnt; ++i)
+        if (fscanf(fp, "%lf", &x[i]) != 1) { free(x); return NULL; }
+    if (!fgets(line, sizeof line, fp)) { /* end of the last line */ }
+    return x;
+}
+
+/* Hugging Face's NystromformerSelfAttention (conv 65, batch-global Z0, padded batch of 3)
+   through attn.h's documented fields only: padding_rule HF + pinv_init BATCH reproduces out_hf
+   (every row) and padding_rule ZERO + pinv_init BATCH the original code's out_orig (valid
+   rows) within 2e-5; the differences of attn.h's defaults are reported (docs/porting.md). */
+static void test_nystrom_hf_fixture(void) {
+    const char *dir = getenv("ATTN_FIXTURES");
+    char path[1024];
+    FILE *fp;
+    double *dims, *lensd, *q, *k, *v, *conv, *ohf, *oorig;
+    int B, n, H, D, m, K, lens[8], b, i, e, rule, init;
+    size_t N;
+    float *qf, *kf, *vf, *cf, *of;
+    snprintf(path, sizeof path, "%s/nystromformer_hf.txt", dir ? dir : "tests/fixtures");
+    fp = fopen(path, "r");
+    if (!T_CHECK(fp != NULL, "cannot open %s (run from the repository root, or set ATTN_FIXTURES)", path)) return;
+    dims = hf_read(fp, "dims", 6);
+    if (!T_CHECK(dims != NULL, "fixture: dims")) { fclose(fp); return; }
+    B = (int)dims[0]; n = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; m = (int)dims[4]; K = (int)dims[5];
+    N = (size_t)B * n * H * D;
+    lensd = hf_read(fp, "lens", (size_t)B);
+    q = hf_read(fp, "q", N); k = hf_read(fp, "k", N); v = hf_read(fp, "v", N);
+    conv = hf_read(fp, "conv", (size_t)H * K); ohf = hf_read(fp, "out_hf", N); oorig = hf_read(fp, "out_orig", N);
+    fclose(fp);
+    if (!T_CHECK(B <= 8 && lensd && q && k && v && conv && ohf && oorig, "fixture %s: malformed", path)) return;
+    for (b = 0; b < B; ++b) lens[b] = (int)lensd[b];
+    qf = (float *)t_xmalloc(N * sizeof(float)); kf = (float *)t_xmalloc(N * sizeof(float));
+    vf = (float *)t_xmalloc(N * sizeof(float)); of = (float *)t_xmalloc(N * sizeof(float));
+    cf = (float *)t_xmalloc((size_t)H * K * sizeof(float));
+    for (i = 0; i < (int)N; ++i) { qf[i] = (float)q[i]; kf[i] = (float)k[i]; vf[i] = (float)v[i]; }
+    for (i = 0; i < H * K; ++i) cf[i] = (float)conv[i];
+    {
+        double mx = 0.0;
+        for (i = 0; i < (int)N; ++i) mx = fabs(ohf[i]) > mx ? fabs(ohf[i]) : mx;
+        printf("     nystrom on the HF fixture (B %d, n %d, H %d, d %d, m %d, conv %d, max |out| %.2g), max |diff| on valid rows\n"
+               "       vs HF / vs the original code:", B, n, H, D, m, K, mx);
+    }
+    for (rule = 1; rule >= 0; --rule)
+        for (init = 1; init >= 0; --init) {
+            /* HF's layout [B, n, H*d] is attn.h's dense [B, S, H, D]; HF's d^-1/4 on q and on k
+               is the default scale 1/sqrt(d); HF's defaults: 6 iterations, Z0 batch-global */
+            attn_desc d;
+            double err_all = 0.0, err_hf = 0.0, err_orig = 0.0;
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_NYSTROM;
+            d.nystrom.landmarks = m;
+            d.nystrom.conv = cf; d.nystrom.conv_kernel = K;
+            d.nystrom.padding_rule = rule ? ATTN_NYSTROM_PADDING_HF : ATTN_NYSTROM_PADDING_ZERO;
+            d.nystrom.pinv_init = init ? ATTN_NYSTROM_PINV_BATCH : ATTN_NYSTROM_PINV_PER_HEAD;
+            d.seqlens_k = lens;
+            T_CHECK(attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, n, H, D), attn_tensor_dense(kf, ATTN_F32, B, n, H, D),
+                                 attn_tensor_dense(vf, ATTN_F32, B, n, H, D), attn_tensor_dense(of, ATTN_F32, B, n, H, D), NULL) == ATTN_OK,
+                    "nystrom on the HF fixture");
+            for (b = 0; b < B; ++b)
+                for (i = 0; i < n; ++i)
+                    for (e = 0; e < H * D; ++e) {
+                        const size_t o = ((size_t)b * n + i) * H * D + e;
+                        const double x = fabs(of[o] - ohf[o]), y = fabs(of[o] - oorig[o]);
+                        if (!(x <= err_all)) err_all = x != x ? INFINITY : x;
+                        if (i >= lens[b]) continue;
+                        if (!(x <= err_hf)) err_hf = x != x ? INFINITY : x;
+                        if (!(y <= err_orig)) err_orig = y != y ? INFINITY : y;
+                    }
+            printf(" %s %s %.2g / %.2g%s", rule ? "HF rule" : "zero rule", init ? "batch Z0" : "per-head Z0", err_hf, err_orig,
+                   rule + init == 0 ? "\n" : ";");
+            if (rule && init) T_CHECK(err_all <= 2e-5, "nystrom HF rule + batch Z0 vs HF (every row): max |diff| %.3g", err_all);
+            if (!rule && init) T_CHECK(err_orig <= 2e-5, "nystrom zero rule + batch Z0 vs the original code (valid rows): %.3g", err_orig);
+            if (!init) T_CHECK(err_hf > 1e-4, "nystrom per-head Z0 should differ from HF's batch-global one (%.3g)", err_hf);
+        }
+    free(dims); free(lensd); free(q); free(k); free(v); free(conv); free(ohf); free(oorig);
+    free(qf); free(kf); free(vf); free(of); free(cf);
+}
+
+/* lucidrains' nystrom-attention (tests/fixtures/nystrom_attention_lucidrains.py): n = 60 with 8
+   landmarks, which the module pads with 4 zero tokens at the front (kept as keys without a
+   mask, masked with one). padding_rule LUCIDRAINS + pinv_init BATCH on the caller's rows as
+   they are reproduces `out` (no mask) and `out_mask` (seqlens_k = the mask's lengths) within
+   2e-5. Also reported: the same by hand (the caller prepends the zero rows, rule ZERO, pad 0;
+   exact without a mask), attn.h's per-head Z0, and the nearest zero-rule call with the mask. */
+static void test_nystrom_lucidrains_fixture(void) {
+    const char *dir = getenv("ATTN_FIXTURES");
+    char path[1024];
+    FILE *fp;
+    double *dims, *lensd, *q, *k, *v, *conv, *out, *outm;
+    int B, n, H, D, m, K, p, np, b, i, e, lens[8], c;
+    size_t N, NP;
+    float *qf, *kf, *vf, *cf, *of;
+    snprintf(path, sizeof path, "%s/nystrom_attention_lucidrains.txt", dir ? dir : "tests/fixtures");
+    fp = fopen(path, "r");
+    if (!T_CHECK(fp != NULL, "cannot open %s (run from the repository root, or set ATTN_FIXTURES)", path)) return;
+    dims = hf_read(fp, "dims", 6);
+    if (!T_CHECK(dims != NULL, "fixture: dims")) { fclose(fp); return; }
+    B = (int)dims[0]; n = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; m = (int)dims[4]; K = (int)dims[5];
+    N = (size_t)B * n * H * D;
+    lensd = hf_read(fp, "lens", (size_t)B);
+    q = hf_read(fp, "q", N); k = hf_read(fp, "k", N); v = hf_read(fp, "v", N);
+    conv = hf_read(fp, "conv", (size_t)H * K); out = hf_read(fp, "out", N); outm = hf_read(fp, "out_mask", N);
+    fclose(fp);
+    if (!T_CHECK(B <= 8 && lensd && q && k && v && conv && out && outm, "fixture %s: malformed", path)) return;
+    np = m * ((n + m - 1) / m); p = np - n; NP = (size_t)B * np * H * D;
+    qf = (float *)calloc(NP, sizeof(float)); kf = (float *)calloc(NP, sizeof(float));
+    vf = (float *)calloc(NP, sizeof(float)); of = (float *)t_xmalloc(NP * sizeof(float));
+    cf = (float *)t_xmalloc((size_t)H * K * sizeof(float));
+    for (i = 0; i < H * K; ++i) cf[i] = (float)conv[i];
+    printf("     nystrom-attention fixture (B %d, n %d, H %d, d %d, m %d, conv %d), max |diff| on valid rows:\n      ", B, n, H, D, m, K);
+    for (c = 0; c < 5; ++c) {
+        /* 0, 1: rule LUCIDRAINS on the n rows as they are, without / with the mask;
+           2, 3, 4: p zero rows prepended by hand, rule ZERO: batch Z0, per-head Z0, with the mask */
+        const int by_hand = c >= 2, masked = c == 1 || c == 4, len = by_hand ? np : n, off = by_hand ? p : 0;
+        attn_desc d;
+        double err = 0.0;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_NYSTROM;
+        d.nystrom.landmarks = m;
+        d.nystrom.conv = cf; d.nystrom.conv_kernel = K;
+        d.nystrom.padding_rule = by_hand ? ATTN_NYSTROM_PADDING_ZERO : ATTN_NYSTROM_PADDING_LUCIDRAINS;
+        d.nystrom.pinv_init = c == 3 ? ATTN_NYSTROM_PINV_PER_HEAD : ATTN_NYSTROM_PINV_BATCH;
+        for (b = 0; b < B; ++b) lens[b] = off + (int)lensd[b];
+        if (masked) d.seqlens_k = lens;
+        memset(qf, 0, NP * sizeof(float)); memset(kf, 0, NP * sizeof(float)); memset(vf, 0, NP * sizeof(float));
+        for (b = 0; b < B; ++b)   /* row i of sequence b -> row off + i */
+            for (i = 0; i < n * H * D; ++i) {
+                const size_t src = (size_t)b * n * H * D + i, dst = ((size_t)b * len + off) * H * D + i;
+                qf[dst] = (float)q[src]; kf[dst] = (float)k[src]; vf[dst] = (float)v[src];
+            }
+        T_CHECK(attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, len, H, D), attn_tensor_dense(kf, ATTN_F32, B, len, H, D),
+                             attn_tensor_dense(vf, ATTN_F32, B, len, H, D), attn_tensor_dense(of, ATTN_F32, B, len, H, D), NULL) == ATTN_OK,
+                "nystrom on the nystrom-attention fixture (%d)", c);
+        for (b = 0; b < B; ++b)
+            for (i = 0; i < (masked ? (int)lensd[b] : n); ++i)
+                for (e = 0; e < H * D; ++e) {
+                    const double x = fabs(of[((size_t)b * len + off + i) * H * D + e] - (masked ? outm : out)[((size_t)b * n + i) * H * D + e]);
+                    if (!(x <= err)) err = x != x ? INFINITY : x;
+                }
+        if (c <= 2) T_CHECK(err <= 2e-5, "nystrom vs nystrom-attention (case %d): max |diff| %.3g", c, err);
+        printf("%s %.2g%s", c == 0 ? "rule LUCIDRAINS: no mask" : c == 1 ? ", mask" : c == 2 ? "; by hand: no mask" :
+               c == 3 ? " (per-head Z0" : ", mask (nearest call)", err, c == 3 ? ")" : c == 4 ? "\n" : "");
+    }
+    free(dims); free(lensd); free(q); free(k); free(v); free(conv); free(out); free(outm);
+    free(qf); free(kf); free(vf); free(of); free(cf);
 }
 
 /* Approximation error vs exact attention for m in {16, 32, 64, 128} on a fixed input (reported) */
@@ -638,13 +1070,29 @@ static void test_lowrank_errors(void) {
     d = d0; d.dropout_p = 0.1f; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom dropout");
     d = d0; expect_status(&d, &f, dummyf, ATTN_ERR_NYSTROM_LSE, "nystrom lse");
     d = d0; d.scale = NAN; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "nystrom scale (exact kernel's check)");
+    {   /* padding: the rule and Z0 fields, the lengths, varlen */
+        int bad_k[1] = { 9 }, bad_q[1] = { -1 }, cu[2] = { 0, 8 };
+        d = d0; d.nystrom.padding_rule = (attn_nystrom_padding)3; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PADDING_RULE, "nystrom padding_rule 3");
+        d = d0; d.nystrom.padding_rule = (attn_nystrom_padding)-1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PADDING_RULE, "nystrom padding_rule -1");
+        d = d0; d.nystrom.pinv_init = (attn_nystrom_pinv_init)2; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PINV_INIT, "nystrom pinv_init 2");
+        d = d0; d.seqlens_k = bad_k; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_K, "nystrom seqlens_k > k.seq");
+        d = d0; d.seqlens_q = bad_q; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_Q, "nystrom seqlens_q < 0");
+        d = d0; d.cu_seqlens_q = d.cu_seqlens_k = cu; d.varlen_batch = 1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom cu_seqlens");
+        d = d0; d.seqlens_k = dummy; d.nystrom.padding_rule = ATTN_NYSTROM_PADDING_HF; d.nystrom.pinv_init = ATTN_NYSTROM_PINV_BATCH;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom seqlens_k, HF rule, batch Z0");
+    }
+    {   /* one rule for iterations: 0 is 6 in attn_nystrom_pinv as in the desc */
+        float a2[4] = { 0.7f, 0.3f, 0.4f, 0.6f }, z0[4], z6[4];
+        T_CHECK(attn_nystrom_pinv(2, 0, a2, z0) == ATTN_OK && attn_nystrom_pinv(2, 6, a2, z6) == ATTN_OK &&
+                memcmp(z0, z6, sizeof z0) == 0, "attn_nystrom_pinv: iterations 0 is not 6");
+    }
     {   /* the public pseudo-inverse */
         float one[1] = { 2.0f };
         memcpy(z, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16);
         T_CHECK(attn_nystrom_pinv(2, 6, NULL, z) == ATTN_ERR_NYSTROM_PINV_NULL, "pinv a NULL");
         T_CHECK(attn_nystrom_pinv(2, 6, a, NULL) == ATTN_ERR_NYSTROM_PINV_NULL, "pinv z NULL");
         T_CHECK(attn_nystrom_pinv(0, 6, a, z) == ATTN_ERR_NYSTROM_PINV_M, "pinv m 0");
-        T_CHECK(attn_nystrom_pinv(2, 0, a, z) == ATTN_ERR_NYSTROM_ITERATIONS, "pinv zero iterations");
+        T_CHECK(attn_nystrom_pinv(2, -1, a, z) == ATTN_ERR_NYSTROM_ITERATIONS, "pinv negative iterations");
         T_CHECK(attn_nystrom_pinv(2, 6, a, z) == ATTN_ERR_NYSTROM_PINV_A, "pinv zero matrix");
         T_CHECK(memcmp(z, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10", 16) == 0, "pinv error wrote z");
         t_status_provoked[ATTN_ERR_NYSTROM_PINV_NULL] = t_status_provoked[ATTN_ERR_NYSTROM_PINV_M] = 1;
@@ -843,5 +1291,9 @@ void test_lowrank(void) {
     test_nystrom_segments();
     test_nystrom_threads();
     test_nystrom_error_report();
+    test_nystrom_padding_ref();
+    test_nystrom_padding_props();
+    test_nystrom_hf_fixture();
+    test_nystrom_lucidrains_fixture();
     test_lowrank_errors();
 }

@@ -638,6 +638,11 @@ static void target_kinds(fz *f) {
         d.nystrom.conv = cv; d.nystrom.conv_kernel = kt; d.nystrom.pad = 1; d.nystrom.landmarks = fz_int(f, 1, FZMAX(1, Sq < Sk ? Sq : Sk));
         projected_rows = kt;
     }
+    if (d.kind == ATTN_NYSTROM && fz_chance(f, 128)) {     /* padding and Z0 rules (#28), out-of-range values included */
+        d.nystrom.padding_rule = (attn_nystrom_padding)fz_int(f, -1, 3);
+        d.nystrom.pinv_init = (attn_nystrom_pinv_init)fz_int(f, -1, 2);
+        if (!d.nystrom.landmarks) { d.nystrom.landmarks = fz_int(f, 1, FZMAX(1, Sq < Sk ? Sq : Sk)); d.nystrom.pad = 1; }
+    }
     q = fz_tensor(f, &r, qt, B, Sq, Hq, D, 0, NULL);
     k = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 0, NULL);
     v = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 0, NULL);
@@ -681,7 +686,7 @@ static void target_kinds(fz *f) {
             attn_lsh_rotations bits (hashed for -H)
    kinds (extended) Performer with a caller's W of exactly `features` rows (features 0: must be
             refused, item 3), Nystrom with a filter of exactly conv_kernel taps (0: refused,
-            item 4); layers (extended) attn.kind of every kind through forward, backward and
+            item 4) and with any padding_rule / pinv_init (#28); layers (extended) attn.kind of every kind through forward, backward and
             the workspace query: a status, never an abort (item 11). Item 8's ISA dependence
             also shows as a hash difference between builds (make fuzz-isa). */
 
