@@ -274,7 +274,10 @@ typedef struct attn_longformer_params {
      s = -1e9 where key j is padding (j >= L) or, causal, j > i; then s = -1e5 where j == i (a
      token sees itself only when nothing else is visible)
      round r gives o_r(i) = softmax(s) . v and lse_r(i); out_i = sum_r o_r(i) exp(lse_r(i) - L_i),
-     L_i = logsumexp_r lse_r(i) (written to lse)
+     L_i = logsumexp_r lse_r(i) (written to lse); the weights are normalised exactly (they sum
+     to 1), or with hf_merge as HF computes them in fp32: exp(lse_r - fl32(L_i)), which sum to
+     1 only up to fp32's rounding of L_i - visibly for a row that sees only itself in every
+     round (L_i near -1e5, where fp32's spacing is 2^-7: HF's out_i is then (1 - up to 0.4%) v_i)
    Padding rows (i >= L) get out = 0 and lse = -inf; padding rows of q, k and v are never read.
    As in HF, the pad bucket sits in the chunk grid, so a valid row depends on n (the padded
    length) but not on the padding's contents or the batch's other sequences: it equals the same
@@ -296,6 +299,7 @@ typedef struct attn_longformer_params {
    hf_buckets       off                           1: n_buckets 0 means 2^floor(log2(2 n / bucket_size)),
                                                   HF's _set_num_buckets (the paper's 2n/bucket_size,
                                                   a power of 2) instead of n / bucket_size
+   hf_merge         off                           1: the rounds' weights as HF computes them (above)
    seed             0                             seed of the drawn rotations (attn_lsh_rotations)
    The default n / bucket_size buckets (average bucket = one chunk) halves the hashing work of
    HF's rule, and each query still sees 2 * bucket_size keys; hf_buckets (or n_buckets) gives
@@ -309,6 +313,7 @@ typedef struct attn_lsh_params {
     unsigned long long seed;
     attn_lsh_layout rotations_layout;   /* order of rotations (and of attn_lsh_rotations' output) */
     int hf_buckets;                     /* 1: default n_buckets by HF's rule */
+    int hf_merge;                       /* 1: merge the rounds with HF's fp32 weights */
 } attn_lsh_params;
 
 /* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
@@ -837,7 +842,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     /* LSH (Reformer) additions: 340-344 */ \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
-    X(ATTN_ERR_LSH_HF_BUCKETS,        341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_buckets must be 0 or 1") \
+    X(ATTN_ERR_LSH_HF_FLAGS,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_buckets and .hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
     \
     /* -- linear and kernel (350-399) -- */ \
@@ -9601,6 +9606,7 @@ typedef struct attn__lsh {
     int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
     const float *rot;            /* given rotations, or NULL (drawn) */
     int layout;                  /* rot's attn_lsh_layout */
+    int hf_merge;                /* weights exp(lse_r - fl32(L)) rather than normalised */
     const int *lens;             /* [batch] valid lengths, or NULL */
     unsigned long long seed;
     const attn__isa *isa;
@@ -9618,7 +9624,7 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, i
     *c = p->bucket_size ? p->bucket_size : 64;
     if (p->bucket_size < 0 || seq % *c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
     if (p->rotations_layout != ATTN_LSH_ROT_ATTN && p->rotations_layout != ATTN_LSH_ROT_HF) return ATTN_ERR_LSH_LAYOUT;
-    if (p->hf_buckets != 0 && p->hf_buckets != 1) return ATTN_ERR_LSH_HF_BUCKETS;
+    if ((p->hf_buckets != 0 && p->hf_buckets != 1) || (p->hf_merge != 0 && p->hf_merge != 1)) return ATTN_ERR_LSH_HF_FLAGS;
     if (p->n_buckets) {
         if (p->n_buckets < 2 || p->n_buckets % 2 != 0) return ATTN_ERR_LSH_BUCKETS;
         *nb = p->n_buckets;
@@ -9749,8 +9755,10 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
         }
     }
     for (i = 0; i < n; ++i) {                  /* padding rows: acc 0, out 0, lse -inf */
-        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, i < L ? 1.0f / l[i] : 0.0f);
-        if (P->lse) P->lse[((size_t)b * H + h) * n + i] = i < L ? m[i] + logf(l[i]) : -INFINITY;
+        const float lse_i = m[i] + logf(l[i]);  /* acc = sum_r o_r exp(lse_r - m) */
+        const float w = i >= L ? 0.0f : X->hf_merge ? expf(m[i] - lse_i) : 1.0f / l[i];
+        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, w);
+        if (P->lse) P->lse[((size_t)b * H + h) * n + i] = i < L ? lse_i : -INFINITY;
     }
 }
 
@@ -9804,6 +9812,7 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     P.lse = c->lse;
     P.n_threads = attn__resolve_threads(d);
     X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.layout = d->lsh.rotations_layout; X.seed = d->lsh.seed;
+    X.hf_merge = d->lsh.hf_merge;
     X.lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q; X.isa = attn__pick_isa();
     X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
     if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
