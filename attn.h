@@ -288,22 +288,20 @@ typedef struct attn_longformer_params {
    attn_desc.causal applies (HF's is_decoder).
    field            default (0)                   meaning
    bucket_size      64                            chunk length; must divide n
-   n_buckets        n / bucket_size, rounded up   buckets per round; even, >= 2
-                    to an even number >= 2;       (HF's config.num_buckets as an int; HF's
-                    hf_buckets: HF's rule         factorised list form is not supported)
+   n_buckets        2^floor(log2(2n/bucket_size)) buckets per round; even, >= 2 (HF's
+                    (the paper's 2n/bucket_size   config.num_buckets as an int; HF's factorised
+                    as a power of 2, HF's rule)   list form is not supported)
    n_hashes         1                             hashing rounds (>= 1; negative is an error)
    rotations        NULL: drawn from seed         fp32, finite, in rotations_layout's order
    rotations_layout ATTN_LSH_ROT_ATTN             ATTN_LSH_ROT_ATTN: [q.heads][n_hashes][dim][n_buckets/2];
                                                   ATTN_LSH_ROT_HF: [q.heads][dim][n_hashes][n_buckets/2],
                                                   HF's random_rotations tensor as it is
-   hf_buckets       off                           1: n_buckets 0 means 2^floor(log2(2 n / bucket_size)),
-                                                  HF's _set_num_buckets (the paper's 2n/bucket_size,
-                                                  a power of 2) instead of n / bucket_size
    hf_merge         off                           1: the rounds' weights as HF computes them (above)
    seed             0                             seed of the drawn rotations (attn_lsh_rotations)
-   The default n / bucket_size buckets (average bucket = one chunk) halves the hashing work of
-   HF's rule, and each query still sees 2 * bucket_size keys; hf_buckets (or n_buckets) gives
-   HF's count. */
+   The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
+   first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
+   earlier default n / bucket_size was not closer to full attention on every input measured
+   (docs/porting.md), so the reference's rule is the default; set n_buckets for another. */
 typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
 typedef struct attn_lsh_params {
     int bucket_size;
@@ -312,7 +310,6 @@ typedef struct attn_lsh_params {
     const float *rotations;
     unsigned long long seed;
     attn_lsh_layout rotations_layout;   /* order of rotations (and of attn_lsh_rotations' output) */
-    int hf_buckets;                     /* 1: default n_buckets by HF's rule */
     int hf_merge;                       /* 1: merge the rounds with HF's fp32 weights */
 } attn_lsh_params;
 
@@ -842,7 +839,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     /* LSH (Reformer) additions: 340-344 */ \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
-    X(ATTN_ERR_LSH_HF_FLAGS,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_buckets and .hf_merge must be 0 or 1") \
+    X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
     \
     /* -- linear and kernel (350-399) -- */ \
@@ -1330,7 +1327,7 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
 ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
 
 /* The rotations ATTN_LSH uses when attn_desc.lsh.rotations is NULL, for heads query heads,
-   sequence length seq and head dim (bucket_size, n_buckets, hf_buckets, n_hashes, seed and
+   sequence length seq and head dim (bucket_size, n_buckets, n_hashes, seed and
    rotations_layout from desc->lsh): R fp32 in rotations_layout's order, so it can be passed
    back as attn_desc.lsh.rotations. Element R[h][r][e][j] (idx, its index in the
    [heads][n_hashes][dim][n_buckets/2] order, ATTN_LSH_ROT_ATTN, whatever the layout written):
@@ -9624,17 +9621,14 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, i
     *c = p->bucket_size ? p->bucket_size : 64;
     if (p->bucket_size < 0 || seq % *c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
     if (p->rotations_layout != ATTN_LSH_ROT_ATTN && p->rotations_layout != ATTN_LSH_ROT_HF) return ATTN_ERR_LSH_LAYOUT;
-    if ((p->hf_buckets != 0 && p->hf_buckets != 1) || (p->hf_merge != 0 && p->hf_merge != 1)) return ATTN_ERR_LSH_HF_FLAGS;
+    if (p->hf_merge != 0 && p->hf_merge != 1) return ATTN_ERR_LSH_HF_MERGE;
     if (p->n_buckets) {
         if (p->n_buckets < 2 || p->n_buckets % 2 != 0) return ATTN_ERR_LSH_BUCKETS;
         *nb = p->n_buckets;
-    } else if (p->hf_buckets) {          /* 2^floor(log2(2 (n / c))), as HF's _set_num_buckets */
+    } else {                             /* 2^floor(log2(2 (n / c))), as HF's _set_num_buckets */
         const long long t = 2 * (long long)(seq / *c);
         *nb = 2;
         while (2 * (long long)*nb <= t) *nb *= 2;
-    } else {
-        *nb = seq / *c;
-        *nb = *nb < 2 ? 2 : *nb + (*nb & 1);
     }
     if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
     *nh = p->n_hashes ? p->n_hashes : 1;

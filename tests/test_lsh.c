@@ -1,6 +1,6 @@
 /* tests/test_lsh.c - ATTN_LSH (Reformer) against Hugging Face's conventions: padding through
-   seqlens_q/_k with HF's pad bucket, HF's rotation layout (rotations_layout), HF's n_buckets rule
-   (hf_buckets), each checked against an independent double reference of HF's LSHSelfAttention
+   seqlens_q/_k with HF's pad bucket, HF's rotation layout (rotations_layout), HF's default
+   n_buckets and HF's fp32 round merge (hf_merge), each checked against an independent double reference of HF's LSHSelfAttention
    written from modeling_reformer.py, plus the fixture made by tests/fixtures/reformer_hf.py
    (HF's own outputs on a padded batch), reproduced through attn.h's documented fields only.
    (The unpadded mechanism's sweep is in test_sparse.c.) */
@@ -150,9 +150,9 @@ static int lt_hf_buckets(int n, int c) {
 
 /* ---- a padded batch against the reference, and the independence properties --------------- */
 static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt, attn_dtype kvt, int c, int nb, int nh,
-                    int causal, int hf_layout, int hf_buckets, int hf_merge, int shared) {
+                    int causal, int hf_layout, int hf_merge, int shared) {
     const int cc = c ? c : 64;   /* bucket_size 0: 64 */
-    const int nbd = nb ? nb : hf_buckets ? lt_hf_buckets(n, cc) : ((n / cc) < 2 ? 2 : (n / cc) + ((n / cc) & 1));
+    const int nbd = nb ? nb : lt_hf_buckets(n, cc);
     const size_t nrot = (size_t)H * nh * D * (nbd / 2), nl = (size_t)B * H * n;
     lt_tensor q = lt_make(qt, B, n, H, D), k = lt_make(kvt, B, n, H, D), v = lt_make(kvt, B, n, H, Dv);
     lt_tensor o = lt_make(qt, B, n, H, Dv), o2 = lt_make(qt, B, n, H, Dv);
@@ -167,13 +167,13 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
     int b, tries = 0;
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LSH; d.causal = causal; d.n_threads = 1 + (int)(t_next(r) % 3);
-    d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_buckets = hf_buckets; d.lsh.hf_merge = hf_merge;
+    d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_merge = hf_merge;
     d.lsh.rotations = R; d.lsh.rotations_layout = hf_layout ? ATTN_LSH_ROT_HF : ATTN_LSH_ROT_ATTN;
     for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
     for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);   /* one full, the rest padded (0 too) */
     d.seqlens_k = lens;
-    sprintf(what, "lsh padded B%d n%d H%d D%d/%d %s/%s c%d nb%d nh%d causal%d hf_layout%d hf_buckets%d hf_merge%d", B, n, H, D,
-            Dv, t_dt_name(qt), t_dt_name(kvt), cc, nbd, nh, causal, hf_layout, hf_buckets, hf_merge);
+    sprintf(what, "lsh padded B%d n%d H%d D%d/%d %s/%s c%d nb%d%s nh%d causal%d hf_layout%d hf_merge%d", B, n, H, D, Dv,
+            t_dt_name(qt), t_dt_name(kvt), cc, nbd, nb ? "" : " (default)", nh, causal, hf_layout, hf_merge);
     do {   /* padding rows hold large garbage; no near ties among valid tokens */
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
         if (shared && qt == kvt) memcpy(q.buf, k.buf, q.n * t_dt_size(qt));
@@ -246,19 +246,19 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
                 "%s: HF-layout rotations differ from the same rotations transposed", what);
         free(R0);
     }
-    if (hf_buckets && !nb) {   /* hf_buckets == the explicit count from HF's formula, bitwise */
+    if (!nb) {   /* the default == the explicit count from HF's formula, bitwise */
         attn_desc e = d;
-        e.lsh.hf_buckets = 0; e.lsh.n_buckets = lt_hf_buckets(n, cc);
+        e.lsh.n_buckets = lt_hf_buckets(n, cc);
         s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
         T_CHECK(s == ATTN_OK && !memcmp(o.buf, o2.buf, o.n * t_dt_size(qt)) && !memcmp(lse, lse2, sizeof(float) * nl),
-                "%s: hf_buckets differs from n_buckets = %d", what, lt_hf_buckets(n, cc));
+                "%s: the default n_buckets differs from n_buckets = %d", what, lt_hf_buckets(n, cc));
     }
 done:
     lt_free(&q); lt_free(&k); lt_free(&v); lt_free(&o); lt_free(&o2);
     free(R); free(lse); free(lse2); free(ro); free(rl); free(lens);
 }
 
-/* ---- attn_lsh_rotations in both layouts and with hf_buckets ------------------------------- */
+/* ---- attn_lsh_rotations in both layouts, with the default n_buckets ------------------------ */
 static void lt_rotations(void) {
     static const int ns[4] = { 8, 64, 96, 256 }, cs[4] = { 4, 8, 16, 4 };
     int t;
@@ -269,7 +269,7 @@ static void lt_rotations(void) {
         attn_desc d;
         int h, r, e, j, ok = 1;
         memset(&d, 0, sizeof d);
-        d.lsh.bucket_size = c; d.lsh.n_hashes = nh; d.lsh.hf_buckets = 1; d.lsh.seed = 77 + (unsigned)t;
+        d.lsh.bucket_size = c; d.lsh.n_hashes = nh; d.lsh.seed = 77 + (unsigned)t;
         t_sentinel(A, sizeof(float) * (cnt + 4), 3); t_sentinel(F, sizeof(float) * (cnt + 4), 3);
         ok &= attn_lsh_rotations(&d, H, n, D, A) == ATTN_OK;
         d.lsh.rotations_layout = ATTN_LSH_ROT_HF;
@@ -341,7 +341,7 @@ static void lt_fixture(void) {
             d.causal = causal;                         /* config.is_decoder */
             d.lsh.bucket_size = c;                     /* config.lsh_attn_chunk_length */
             d.lsh.n_hashes = nh;                       /* config.num_hashes */
-            d.lsh.hf_buckets = 1;                      /* config.num_buckets = None */
+            /* n_buckets 0: config.num_buckets = None (HF's rule; else config.num_buckets) */
             d.lsh.rotations = rot;                     /* torch.manual_seed(hash_seed); torch.randn(H, D, nh, nb/2) */
             d.lsh.rotations_layout = ATTN_LSH_ROT_HF;
             d.lsh.hf_merge = 1;                        /* HF's fp32 round weights */
@@ -410,10 +410,10 @@ static void lt_statuses(void) {
     LT_EXPECT(e, ATTN_ERR_LSH_LAYOUT, "rotations_layout 2");
     e = d; e.lsh.rotations_layout = (attn_lsh_layout)-1;
     LT_EXPECT(e, ATTN_ERR_LSH_LAYOUT, "rotations_layout -1");
-    e = d; e.lsh.hf_buckets = 2;
-    LT_EXPECT(e, ATTN_ERR_LSH_HF_FLAGS, "hf_buckets 2");
+    e = d; e.lsh.hf_merge = 2;
+    LT_EXPECT(e, ATTN_ERR_LSH_HF_MERGE, "hf_merge 2");
     e = d; e.lsh.hf_merge = -1;
-    LT_EXPECT(e, ATTN_ERR_LSH_HF_FLAGS, "hf_merge -1");
+    LT_EXPECT(e, ATTN_ERR_LSH_HF_MERGE, "hf_merge -1");
     e = d; e.seqlens_q = lens2;
     LT_EXPECT(e, ATTN_ERR_LSH_SEQLENS, "seqlens_q != seqlens_k");
     e = d; e.seqlens_k = bad_hi;
@@ -426,8 +426,8 @@ static void lt_statuses(void) {
     rot[0] = 1.0f;
     e = d; e.lsh.rotations_layout = (attn_lsh_layout)5;
     t_expect_status(attn_lsh_rotations(&e, 1, n, D, rot), ATTN_ERR_LSH_LAYOUT, "lsh", "attn_lsh_rotations layout 5");
-    e = d; e.lsh.hf_buckets = -1;
-    t_expect_status(attn_lsh_rotations(&e, 1, n, D, rot), ATTN_ERR_LSH_HF_FLAGS, "lsh", "attn_lsh_rotations hf_buckets -1");
+    e = d; e.lsh.hf_merge = 3;
+    t_expect_status(attn_lsh_rotations(&e, 1, n, D, rot), ATTN_ERR_LSH_HF_MERGE, "lsh", "attn_lsh_rotations hf_merge 3");
     T_CHECK(rot[0] == 1.0f, "lsh: attn_lsh_rotations wrote on error");
     {   /* the workspace query accepts padding too */
         size_t bytes = 0;
@@ -443,17 +443,17 @@ void test_lsh_hf(void) {
     lt_fixture();
     lt_rotations();
     lt_statuses();
-    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1, 1);     /* the fixture's shape: HF's conventions */
-    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 1, 1, 1);     /* causal */
-    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 1, 0, 1);     /* causal, exact merge */
-    lt_case(&r, 2, 256, 2, 16, 16, ATTN_F32, ATTN_F32, 0, 0, 1, 0, 0, 0, 0, 1);  /* defaults: c 64 */
-    lt_case(&r, 2, 192, 1, 16, 24, ATTN_F32, ATTN_F32, 96, 2, 2, 1, 0, 0, 0, 1); /* c > 64: two lane blocks */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1);     /* the fixture's shape: HF's conventions */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 1, 1);     /* causal */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 0, 1);     /* causal, exact merge */
+    lt_case(&r, 2, 256, 2, 16, 16, ATTN_F32, ATTN_F32, 0, 0, 1, 0, 0, 0, 1);  /* defaults: c 64, nb 8 */
+    lt_case(&r, 2, 192, 1, 16, 24, ATTN_F32, ATTN_F32, 96, 2, 2, 1, 0, 0, 1); /* c > 64: two lane blocks */
     for (it = 0; it < iters; ++it) {
         static const int cs[4] = { 2, 4, 8, 16 };
         const int c = t_pick(&r, cs, 4), nch = t_irange(&r, 1, 6), nh = t_irange(&r, 1, 3);
-        const int hfb = t_chance(&r, 0.5), nb = hfb && t_chance(&r, 0.7) ? 0 : t_chance(&r, 0.3) ? 0 : 2 * t_irange(&r, 1, 6);
+        const int nb = t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 6);
         lt_case(&r, t_irange(&r, 1, 4), c * nch, t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
-                dts[t_irange(&r, 0, 2)], dts[t_irange(&r, 0, 2)], c, nb, nh, t_chance(&r, 0.5), t_chance(&r, 0.5), hfb,
+                dts[t_irange(&r, 0, 2)], dts[t_irange(&r, 0, 2)], c, nb, nh, t_chance(&r, 0.5), t_chance(&r, 0.5),
                 t_chance(&r, 0.5), t_chance(&r, 0.7));
     }
 }
