@@ -266,6 +266,9 @@ typedef struct attn_longformer_params {
    k (queries are q's rows, raw; hashing and keys come from k's rows). For batch b, head h, round
    r < n_hashes, valid length L (seqlens_k[b] or seqlens_q[b]; n without padding), position i:
      bucket_r(i) = argmax over [k_i R_hr, -k_i R_hr] (first maximum), R_hr [dim][n_buckets/2];
+     factorised (bucket_factors f_0, f_1, ...: n_buckets = prod f_t, HF's list num_buckets):
+     R_hr has sum_t f_t/2 columns, factor t takes the next f_t/2 of them, a_t = the argmax of
+     [k_i R_t, -k_i R_t] and bucket_r(i) = a_0 + f_0 a_1 + f_0 f_1 a_2 + ...
      a padding position (i >= L) goes to the extra bucket n_buckets (HF's pad bucket)
      positions sorted stably by (r, bucket, position) into one axis of n_hashes * n entries, cut
      into chunks of bucket_size; chunk m's queries attend the keys of chunks m-1 and m (chunk 0
@@ -289,12 +292,16 @@ typedef struct attn_longformer_params {
    field            default (0)                   meaning
    bucket_size      64                            chunk length; must divide n
    n_buckets        2^floor(log2(2n/bucket_size)) buckets per round; even, >= 2 (HF's
-                    (the paper's 2n/bucket_size   config.num_buckets as an int; HF's factorised
-                    as a power of 2, HF's rule)   list form is not supported)
+                    (the paper's 2n/bucket_size   config.num_buckets as an int; a list: see
+                    as a power of 2, HF's rule)   bucket_factors)
+   bucket_factors   {0}: not factorised           up to 4 even factors >= 2, then zeros (HF's list
+                                                  num_buckets); n_buckets must then be 0; their
+                                                  product (the bucket count) at most 2^24
    n_hashes         1                             hashing rounds (>= 1; negative is an error)
-   rotations        NULL: drawn from seed         fp32, finite, in rotations_layout's order
-   rotations_layout ATTN_LSH_ROT_ATTN             ATTN_LSH_ROT_ATTN: [q.heads][n_hashes][dim][n_buckets/2];
-                                                  ATTN_LSH_ROT_HF: [q.heads][dim][n_hashes][n_buckets/2],
+   rotations        NULL: drawn from seed         fp32, finite, in rotations_layout's order, with
+                                                  R = n_buckets/2 (factorised: sum f_t/2) columns
+   rotations_layout ATTN_LSH_ROT_ATTN             ATTN_LSH_ROT_ATTN: [q.heads][n_hashes][dim][R];
+                                                  ATTN_LSH_ROT_HF: [q.heads][dim][n_hashes][R],
                                                   HF's random_rotations tensor as it is
    hf_merge         off                           1: the rounds' weights as HF computes them (above)
    seed             0                             seed of the drawn rotations (attn_lsh_rotations)
@@ -310,6 +317,7 @@ typedef struct attn_lsh_params {
     const float *rotations;
     unsigned long long seed;
     attn_lsh_layout rotations_layout;   /* order of rotations (and of attn_lsh_rotations' output) */
+    int bucket_factors[4];              /* HF's factorised num_buckets, or {0} */
     int hf_merge;                       /* 1: merge the rounds with HF's fp32 weights */
 } attn_lsh_params;
 
@@ -841,6 +849,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
+    X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
@@ -1327,10 +1336,11 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
 ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
 
 /* The rotations ATTN_LSH uses when attn_desc.lsh.rotations is NULL, for heads query heads,
-   sequence length seq and head dim (bucket_size, n_buckets, n_hashes, seed and
+   sequence length seq and head dim (bucket_size, n_buckets, bucket_factors, n_hashes, seed and
    rotations_layout from desc->lsh): R fp32 in rotations_layout's order, so it can be passed
    back as attn_desc.lsh.rotations. Element R[h][r][e][j] (idx, its index in the
-   [heads][n_hashes][dim][n_buckets/2] order, ATTN_LSH_ROT_ATTN, whatever the layout written):
+   [heads][n_hashes][dim][cols] order, ATTN_LSH_ROT_ATTN, whatever the layout written; cols =
+   n_buckets/2, or sum f_t/2 with bucket_factors):
        z  = mix(seed + 0x9E3779B97F4A7C15 * (1 + idx))              (mod 2^64; mix as DROPOUT)
        u1 = ((z >> 32) + 0.5) / 2^32,  u2 = ((z & 0xFFFFFFFF) + 0.5) / 2^32
        R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
@@ -9600,7 +9610,8 @@ static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const i
 
 typedef struct attn__lsh {
     const attn__problem *P;
-    int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
+    int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets (all factors), n_hashes */
+    int cols, nf, f[4];          /* rotation columns; the bucket factors (one when not factorised) */
     const float *rot;            /* given rotations, or NULL (drawn) */
     int layout;                  /* rot's attn_lsh_layout */
     int hf_merge;                /* weights exp(lse_r - fl32(L)) rather than normalised */
@@ -9617,37 +9628,53 @@ static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2));
 }
 
-static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, int *nb, int *nh) {
-    *c = p->bucket_size ? p->bucket_size : 64;
-    if (p->bucket_size < 0 || seq % *c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
+/* ATTN_LSH's resolved parameters: chunk, buckets (all factors), rounds, rotation columns and the
+   factors (one, n_buckets, when not factorised). */
+typedef struct attn__lsh_cfg { int c, nb, nh, cols, nf, f[4]; } attn__lsh_cfg;
+
+static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh_cfg *g) {
+    int t;
+    memset(g, 0, sizeof *g);
+    g->c = p->bucket_size ? p->bucket_size : 64;
+    if (p->bucket_size < 0 || seq % g->c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
     if (p->rotations_layout != ATTN_LSH_ROT_ATTN && p->rotations_layout != ATTN_LSH_ROT_HF) return ATTN_ERR_LSH_LAYOUT;
     if (p->hf_merge != 0 && p->hf_merge != 1) return ATTN_ERR_LSH_HF_MERGE;
-    if (p->n_buckets) {
-        if (p->n_buckets < 2 || p->n_buckets % 2 != 0) return ATTN_ERR_LSH_BUCKETS;
-        *nb = p->n_buckets;
-    } else {                             /* 2^floor(log2(2 (n / c))), as HF's _set_num_buckets */
-        const long long t = 2 * (long long)(seq / *c);
-        *nb = 2;
-        while (2 * (long long)*nb <= t) *nb *= 2;
+    if (p->n_buckets && (p->n_buckets < 2 || p->n_buckets % 2 != 0)) return ATTN_ERR_LSH_BUCKETS;
+    g->nf = 0; g->nb = 1; g->cols = 0;
+    for (t = 0; t < 4; ++t) {            /* factors: even >= 2, then zeros; product <= 2^24 */
+        const int f = p->bucket_factors[t];
+        if (f == 0) continue;
+        if (f < 2 || f % 2 != 0 || g->nf != t || p->n_buckets || f > (1 << 24) / g->nb) return ATTN_ERR_LSH_FACTORS;
+        g->f[g->nf++] = f; g->nb *= f; g->cols += f / 2;
+    }
+    if (!g->nf) {
+        if (p->n_buckets) g->nb = p->n_buckets;
+        else {                           /* 2^floor(log2(2 (n / c))), as HF's _set_num_buckets */
+            const long long t2 = 2 * (long long)(seq / g->c);
+            g->nb = 2;
+            while (2 * (long long)g->nb <= t2) g->nb *= 2;
+        }
+        g->nf = 1; g->f[0] = g->nb; g->cols = g->nb / 2;
     }
     if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
-    *nh = p->n_hashes ? p->n_hashes : 1;
+    g->nh = p->n_hashes ? p->n_hashes : 1;
     return ATTN_OK;
 }
 
 /* Index of rotation element (h, round r, dim e, column j) in the caller's layout. */
-static size_t attn__lsh_rot_index(int layout, int nh, int D, int half, int h, int r, int e, int j) {
-    return layout == ATTN_LSH_ROT_HF ? (((size_t)h * D + e) * nh + r) * half + j : (((size_t)h * nh + r) * D + e) * half + j;
+static size_t attn__lsh_rot_index(int layout, int nh, int D, int cols, int h, int r, int e, int j) {
+    return layout == ATTN_LSH_ROT_HF ? (((size_t)h * D + e) * nh + r) * cols + j : (((size_t)h * nh + r) * D + e) * cols + j;
 }
 
 static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
     /* floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc [n][Dv],
        m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: order [nh*n], bucket, arg_lo [n], counts [nb+2], the chunk's key ids [2c] */
+       sum [BQ]; ints: order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], the chunk's key
+       ids [2c] */
     const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys);
     return attn__round16((size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) +
                          keys * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         (size_t)nh * n + 2 * (size_t)n + (size_t)nb + 2 + keys);
+                         (size_t)nh * n + 3 * (size_t)n + (size_t)nb + 2 + keys);
 }
 
 static void attn__lsh_task(void *ctx, int task, int thread) {
@@ -9655,14 +9682,15 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__problem *P = X->P;
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
-    const int half = X->nb / 2, N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
+    const int cols = X->cols, N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
     const int keys = 2 * c;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
     float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
     float *Kc = lo + n, *Vc = Kc + (size_t)keys * D, *O = Vc + (size_t)keys * Dv, *mx = O + (size_t)ATTN__BQ * Dv;
     float *sum = mx + ATTN__BQ;
-    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_lo = bucket + n, *cnt = arg_lo + n;
+    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
+    int *cnt = arg_lo + n;
     int *kid = cnt + X->nb + 2;
     int i, j, r, u, e, ch;
     for (i = 0; i < n; ++i) {                  /* padding rows (i >= L) are never read */
@@ -9675,34 +9703,40 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
     }
     for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
-        /* x R in blocks of ATTN__BQ rotation columns x ATTN__BK keys on the exact core's Q.K^T
-           kernel (RT = the block of R, [D][BQ], zero lanes past half); running first max and
-           first min per key, so the argmax of [x R, -x R] is the first maximum */
-        int c0;
-        for (i = 0; i < n; ++i) { hi[i] = -INFINITY; lo[i] = INFINITY; bucket[i] = 0; arg_lo[i] = 0; }
-        for (c0 = 0; c0 < half; c0 += ATTN__BQ) {
-            const int nl = ATTN__MIN(ATTN__BQ, half - c0), lanes = (int)attn__round16((size_t)nl);
-            int i0;
-            for (e = 0; e < D; ++e)
-                for (j = 0; j < ATTN__BQ; ++j) {
-                    const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + c0 + j;
-                    RT[(size_t)e * ATTN__BQ + j] = j >= nl ? 0.0f
-                        : X->rot ? X->rot[attn__lsh_rot_index(X->layout, X->nh, D, half, h, r, e, c0 + j)]
-                        : attn__lsh_normal(X->seed, idx);
-                }
-            for (i0 = 0; i0 < L; i0 += ATTN__BK) {
-                const int nk = ATTN__MIN(ATTN__BK, L - i0);
-                isa->qk(K + (size_t)i0 * D, D, nk, RT, lanes, D, S);
-                for (i = 0; i < nk; ++i) {
-                    const float *row = S + (size_t)i * ATTN__BQ;
-                    for (j = 0; j < nl; ++j) {
-                        if (row[j] > hi[i0 + i]) { hi[i0 + i] = row[j]; bucket[i0 + i] = c0 + j; }
-                        if (row[j] < lo[i0 + i]) { lo[i0 + i] = row[j]; arg_lo[i0 + i] = c0 + j; }
+        int t, off = 0, mult = 1;
+        for (i = 0; i < n; ++i) bucket[i] = i >= L ? X->nb : 0;   /* padding: the extra bucket nb */
+        for (t = 0; t < X->nf; ++t) {         /* factor t: columns [off, off + f_t/2) */
+            /* x R in blocks of ATTN__BQ rotation columns x ATTN__BK keys on the exact core's Q.K^T
+               kernel (RT = the block of R, [D][BQ], zero lanes past the factor's columns); running
+               first max and first min per key, so the argmax of [x R, -x R] is the first maximum */
+            const int fh = X->f[t] / 2;
+            int c0;
+            for (i = 0; i < L; ++i) { hi[i] = -INFINITY; lo[i] = INFINITY; arg_hi[i] = 0; arg_lo[i] = 0; }
+            for (c0 = 0; c0 < fh; c0 += ATTN__BQ) {
+                const int nl = ATTN__MIN(ATTN__BQ, fh - c0), lanes = (int)attn__round16((size_t)nl);
+                int i0;
+                for (e = 0; e < D; ++e)
+                    for (j = 0; j < ATTN__BQ; ++j) {
+                        const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * cols + off + c0 + j;
+                        RT[(size_t)e * ATTN__BQ + j] = j >= nl ? 0.0f
+                            : X->rot ? X->rot[attn__lsh_rot_index(X->layout, X->nh, D, cols, h, r, e, off + c0 + j)]
+                            : attn__lsh_normal(X->seed, idx);
+                    }
+                for (i0 = 0; i0 < L; i0 += ATTN__BK) {
+                    const int nk = ATTN__MIN(ATTN__BK, L - i0);
+                    isa->qk(K + (size_t)i0 * D, D, nk, RT, lanes, D, S);
+                    for (i = 0; i < nk; ++i) {
+                        const float *row = S + (size_t)i * ATTN__BQ;
+                        for (j = 0; j < nl; ++j) {
+                            if (row[j] > hi[i0 + i]) { hi[i0 + i] = row[j]; arg_hi[i0 + i] = c0 + j; }
+                            if (row[j] < lo[i0 + i]) { lo[i0 + i] = row[j]; arg_lo[i0 + i] = c0 + j; }
+                        }
                     }
                 }
             }
+            for (i = 0; i < L; ++i) bucket[i] += mult * (-lo[i] > hi[i] ? fh + arg_lo[i] : arg_hi[i]);
+            off += fh; mult *= X->f[t];
         }
-        for (i = 0; i < n; ++i) bucket[i] = i >= L ? X->nb : -lo[i] > hi[i] ? half + arg_lo[i] : bucket[i];
         memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 2));   /* the pad bucket nb sorts last */
         for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
         for (j = 0; j <= X->nb; ++j) cnt[j + 1] += cnt[j];
@@ -9783,6 +9817,7 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     const attn_desc *d = c->d;
     attn__problem P;
     attn__lsh X;
+    attn__lsh_cfg g;
     size_t bytes, nrot;
     attn__ws w;
     attn_status s;
@@ -9794,9 +9829,10 @@ static attn_status attn__lsh_forward(const attn__call *c) {
         int b;
         for (b = 0; b < c->q.batch; ++b) if (d->seqlens_q[b] != d->seqlens_k[b]) return ATTN_ERR_LSH_SEQLENS;
     }
-    if ((s = attn__lsh_params(&d->lsh, c->q.seq, &X.c, &X.nb, &X.nh)) != ATTN_OK) return s;
-    if (!attn__mul_size((size_t)c->q.heads * (size_t)X.nh, (size_t)c->q.dim * (size_t)(X.nb / 2), &nrot))
-        return ATTN_ERR_OVERFLOW;
+    if ((s = attn__lsh_params(&d->lsh, c->q.seq, &g)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)c->q.heads * (size_t)g.nh, (size_t)c->q.dim * (size_t)g.cols, &nrot)) return ATTN_ERR_OVERFLOW;
+    X.c = g.c; X.nb = g.nb; X.nh = g.nh; X.cols = g.cols; X.nf = g.nf;
+    memcpy(X.f, g.f, sizeof X.f);
     if (d->lsh.rotations) {
         size_t i;
         for (i = 0; i < nrot; ++i) if (!isfinite(d->lsh.rotations[i])) return ATTN_ERR_LSH_ROTATIONS;
@@ -9824,17 +9860,18 @@ static const attn__mech attn__mech_lsh = { attn__lsh_forward, NULL, NULL, NULL, 
 
 ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations) {
     attn_status s;
-    int c, nb, nh, h, r, e, j;
+    attn__lsh_cfg g;
+    int h, r, e, j;
     size_t n, idx = 0;
     if (!desc || !rotations) return ATTN_ERR_LSH_NULL;
     if (heads < 1 || seq < 1 || dim < 1) return ATTN_ERR_LSH_SHAPE;
-    if ((s = attn__lsh_params(&desc->lsh, seq, &c, &nb, &nh)) != ATTN_OK) return s;
-    if (!attn__mul_size((size_t)heads * (size_t)nh, (size_t)dim * (size_t)(nb / 2), &n)) return ATTN_ERR_OVERFLOW;
+    if ((s = attn__lsh_params(&desc->lsh, seq, &g)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)heads * (size_t)g.nh, (size_t)dim * (size_t)g.cols, &n)) return ATTN_ERR_OVERFLOW;
     for (h = 0; h < heads; ++h)              /* idx counts in ATTN_LSH_ROT_ATTN order */
-        for (r = 0; r < nh; ++r)
+        for (r = 0; r < g.nh; ++r)
             for (e = 0; e < dim; ++e)
-                for (j = 0; j < nb / 2; ++j, ++idx)
-                    rotations[attn__lsh_rot_index(desc->lsh.rotations_layout, nh, dim, nb / 2, h, r, e, j)] =
+                for (j = 0; j < g.cols; ++j, ++idx)
+                    rotations[attn__lsh_rot_index(desc->lsh.rotations_layout, g.nh, dim, g.cols, h, r, e, j)] =
                         attn__lsh_normal(desc->lsh.seed, (uint64_t)idx);
     return ATTN_OK;
 }

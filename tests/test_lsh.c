@@ -22,8 +22,9 @@ static lt_tensor lt_make(attn_dtype dt, int B, int S, int H, int D) {
 static void lt_free(lt_tensor *x) { free(x->buf); x->buf = NULL; }
 
 /* ---- the reference: HF's LSHSelfAttention in double ------------------------------------------
-   _hash_vectors: bucket = argmax([x R, -x R]) on the raw shared QK, padding (mask 0) in the extra
-   bucket nb, round offsets r (nb + 1); _stable_argsort of the flattened (round, position) axis;
+   _hash_vectors: bucket = argmax([x R, -x R]) on the raw shared QK (factorised: per factor f_t on
+   its f_t/2 columns, combined as a_0 + f_0 a_1 + ...), padding (mask 0) in the extra bucket nb
+   (the product), round offsets r (nb + 1); _stable_argsort of the flattened (round, position) axis;
    chunks of c looking at [previous chunk, own chunk], circularly; _len_and_dim_norm keys;
    _compute_attn_mask: key mask (and causal, key <= query) -> -1e9; then the self mask -> -1e5;
    rounds merged by their logsumexp: normalised exactly, or (hfm) as HF does in fp32, each
@@ -36,18 +37,20 @@ static int lt_cmp(const void *a, const void *b) {
     return x->key < y->key ? -1 : x->key > y->key;
 }
 
-static double lt_rot(const float *R, int hf, int nh, int D, int half, int h, int r, int e, int j) {
-    return hf ? R[(((size_t)h * D + e) * nh + r) * half + j] : R[(((size_t)h * nh + r) * D + e) * half + j];
+static double lt_rot(const float *R, int hf, int nh, int D, int cols, int h, int r, int e, int j) {
+    return hf ? R[(((size_t)h * D + e) * nh + r) * cols + j] : R[(((size_t)h * nh + r) * D + e) * cols + j];
 }
 
 /* out [B][n][H][Dv], lse [B][H][n]; returns 0 when a valid token's bucket argmax is a near tie. */
 static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const int *lens, const float *R, int hf,
-                  int c, int nb, int nh, int causal, int hfm, double scale, double *out, double *lse) {
-    const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim, half = nb / 2, N = nh * n, nch = N / c;
+                  int c, const int *fac, int nfac, int nh, int causal, int hfm, double scale, double *out, double *lse) {
+    const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim, N = nh * n, nch = N / c;
+    int nb = 1, cols = 0, ft;
     lt_ent *ax = (lt_ent *)t_xmalloc(sizeof(lt_ent) * (size_t)N);
     double *o = (double *)t_xmalloc(sizeof(double) * (size_t)N * Dv), *lr = (double *)t_xmalloc(sizeof(double) * (size_t)N);
     double *s = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)c), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
     int b, h, r, i, e, t, u, ok = 1;
+    for (ft = 0; ft < nfac; ++ft) { nb *= fac[ft]; cols += fac[ft] / 2; }
     for (b = 0; b < B; ++b)
         for (h = 0; h < H; ++h) {
             const int L = lens ? lens[b] : n;
@@ -61,15 +64,23 @@ static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
                 for (i = 0; i < n; ++i) {
                     int arg = nb, cc;
                     if (i < L) {
-                        double best = -INFINITY, second = -INFINITY;
-                        for (cc = 0; cc < nb; ++cc) {
-                            double y = 0;
-                            for (e = 0; e < D; ++e) y += t_load(k, b, i, h, e) * lt_rot(R, hf, nh, D, half, h, r, e, cc % half);
-                            if (cc >= half) y = -y;
-                            if (y > best) { second = best; best = y; arg = cc; }
-                            else if (y > second) second = y;
+                        int off = 0, mult = 1;
+                        arg = 0;
+                        for (ft = 0; ft < nfac; ++ft) {
+                            const int fh = fac[ft] / 2;
+                            double best = -INFINITY, second = -INFINITY;
+                            int a = -1;
+                            for (cc = 0; cc < fac[ft]; ++cc) {
+                                double y = 0;
+                                for (e = 0; e < D; ++e) y += t_load(k, b, i, h, e) * lt_rot(R, hf, nh, D, cols, h, r, e, off + cc % fh);
+                                if (cc >= fh) y = -y;
+                                if (y > best) { second = best; best = y; a = cc; }
+                                else if (y > second) second = y;
+                            }
+                            if (best - second < 1e-3) ok = 0;
+                            arg += mult * a;
+                            off += fh; mult *= fac[ft];
                         }
-                        if (best - second < 1e-3) ok = 0;
                     }
                     /* offset bucket * N + flattened index: HF's stable sort key */
                     ax[(size_t)r * n + i].key = ((long long)r * (nb + 1) + arg) * N + (long long)r * n + i;
@@ -150,13 +161,15 @@ static int lt_hf_buckets(int n, int c) {
 
 /* ---- a padded batch against the reference, and the independence properties --------------- */
 static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt, attn_dtype kvt, int c, int nb, int nh,
-                    int causal, int hf_layout, int hf_merge, int shared) {
+                    int causal, int hf_layout, int hf_merge, int shared, const int *fac, int nfac) {
     const int cc = c ? c : 64;   /* bucket_size 0: 64 */
     const int nbd = nb ? nb : lt_hf_buckets(n, cc);
-    const size_t nrot = (size_t)H * nh * D * (nbd / 2), nl = (size_t)B * H * n;
+    const int one[1] = { nbd }, *fs = nfac ? fac : one, nfs = nfac ? nfac : 1;
+    int cols = 0, ft;
+    size_t nrot, nl = (size_t)B * H * n;
     lt_tensor q = lt_make(qt, B, n, H, D), k = lt_make(kvt, B, n, H, D), v = lt_make(kvt, B, n, H, Dv);
     lt_tensor o = lt_make(qt, B, n, H, Dv), o2 = lt_make(qt, B, n, H, Dv);
-    float *R = (float *)t_xmalloc(sizeof(float) * nrot), *lse = (float *)t_xmalloc(sizeof(float) * nl);
+    float *R, *lse = (float *)t_xmalloc(sizeof(float) * nl);
     float *lse2 = (float *)t_xmalloc(sizeof(float) * nl);
     double *ro = (double *)t_xmalloc(sizeof(double) * o.n), *rl = (double *)t_xmalloc(sizeof(double) * nl);
     int *lens = (int *)t_xmalloc(sizeof(int) * (size_t)B);
@@ -165,15 +178,20 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
     char what[200];
     size_t i;
     int b, tries = 0;
+    for (ft = 0; ft < nfs; ++ft) cols += fs[ft] / 2;
+    nrot = (size_t)H * nh * D * cols;
+    R = (float *)t_xmalloc(sizeof(float) * nrot);
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LSH; d.causal = causal; d.n_threads = 1 + (int)(t_next(r) % 3);
+    for (ft = 0; ft < nfac; ++ft) d.lsh.bucket_factors[ft] = fac[ft];
     d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_merge = hf_merge;
     d.lsh.rotations = R; d.lsh.rotations_layout = hf_layout ? ATTN_LSH_ROT_HF : ATTN_LSH_ROT_ATTN;
     for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
     for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);   /* one full, the rest padded (0 too) */
     d.seqlens_k = lens;
-    sprintf(what, "lsh padded B%d n%d H%d D%d/%d %s/%s c%d nb%d%s nh%d causal%d hf_layout%d hf_merge%d", B, n, H, D, Dv,
-            t_dt_name(qt), t_dt_name(kvt), cc, nbd, nb ? "" : " (default)", nh, causal, hf_layout, hf_merge);
+    sprintf(what, "lsh padded B%d n%d H%d D%d/%d %s/%s c%d nb%d%s nh%d causal%d hf_layout%d hf_merge%d factors%d(%d,%d)", B, n,
+            H, D, Dv, t_dt_name(qt), t_dt_name(kvt), cc, nbd, nb ? "" : " (default)", nh, causal, hf_layout, hf_merge, nfac,
+            fs[0], nfs > 1 ? fs[1] : 0);
     do {   /* padding rows hold large garbage; no near ties among valid tokens */
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
         if (shared && qt == kvt) memcpy(q.buf, k.buf, q.n * t_dt_size(qt));
@@ -186,7 +204,7 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
                     for (e = 0; e < Dv; ++e) t_store(&v.t, b, j, h, e, 50 * t_normal(r));
                 }
         }
-    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, nbd, nh, causal, hf_merge, 1.0 / sqrt((double)D), ro, rl) &&
+    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, fs, nfs, nh, causal, hf_merge, 1.0 / sqrt((double)D), ro, rl) &&
              ++tries < 20);
     if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
     s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
@@ -234,19 +252,19 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
     if (hf_layout) {   /* the same rotations in attn.h's own order: bitwise the same result */
         float *R0 = (float *)t_xmalloc(sizeof(float) * nrot);
         attn_desc e = d;
-        int h, rr, x, j, half = nbd / 2;
+        int h, rr, x, j;
         for (h = 0; h < H; ++h)
             for (rr = 0; rr < nh; ++rr)
                 for (x = 0; x < D; ++x)
-                    for (j = 0; j < half; ++j)
-                        R0[(((size_t)h * nh + rr) * D + x) * half + j] = R[(((size_t)h * D + x) * nh + rr) * half + j];
+                    for (j = 0; j < cols; ++j)
+                        R0[(((size_t)h * nh + rr) * D + x) * cols + j] = R[(((size_t)h * D + x) * nh + rr) * cols + j];
         e.lsh.rotations = R0; e.lsh.rotations_layout = ATTN_LSH_ROT_ATTN;
         s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
         T_CHECK(s == ATTN_OK && !memcmp(o.buf, o2.buf, o.n * t_dt_size(qt)) && !memcmp(lse, lse2, sizeof(float) * nl),
                 "%s: HF-layout rotations differ from the same rotations transposed", what);
         free(R0);
     }
-    if (!nb) {   /* the default == the explicit count from HF's formula, bitwise */
+    if (!nb && !nfac) {   /* the default == the explicit count from HF's formula, bitwise */
         attn_desc e = d;
         e.lsh.n_buckets = lt_hf_buckets(n, cc);
         s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
@@ -312,7 +330,7 @@ static void lt_fixture(void) {
     if (!T_CHECK(sscanf(line, "cases %d", &ncases) == 1 && ncases > 0, "lsh fixture: bad header")) { fclose(f); return; }
     for (cs = 0; cs < ncases; ++cs) {
         char name[32], tag[32];
-        int B, n, H, D, c, nh, nb, causal, b, i, h, e, ok;
+        int B, n, H, D, c, nh, nb, causal, b, i, h, e, ok, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0;
         size_t cnt, nrot;
         lt_tensor qk, v, o;
         float *rot, *hf, *lse;
@@ -320,11 +338,14 @@ static void lt_fixture(void) {
         int *lens;
         attn_desc d;
         attn_status s;
-        if (!T_CHECK(fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d", tag, name, &B, &n, &H, &D, &c, &nh, &nb, &causal) == 10 &&
-                     !strcmp(tag, "case") && B > 0 && B <= 64 && n > 0 && n <= 4096 && H > 0 && H <= 64 && D > 0 && D <= 256 &&
-                     c > 0 && nh > 0 && nh <= 16 && nb >= 2 && nb <= 4096,
-                     "lsh fixture: bad case line")) break;
-        cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * (nb / 2);
+        ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac) == 11 &&
+             !strcmp(tag, "case") && B > 0 && B <= 64 && n > 0 && n <= 4096 && H > 0 && H <= 64 && D > 0 && D <= 256 && c > 0 &&
+             nh > 0 && nh <= 16 && nb >= 2 && nb <= 4096 && nfac >= 0 && nfac <= 4;
+        for (i = 0; i < nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
+        if (!T_CHECK(ok, "lsh fixture: bad case line")) break;
+        if (!nfac) cols = nb / 2;
+        for (i = 0; i < nfac; ++i) cols += fac[i] / 2;
+        cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
         qk = lt_make(ATTN_F32, B, n, H, D); v = lt_make(ATTN_F32, B, n, H, D); o = lt_make(ATTN_F32, B, n, H, D);
         rot = (float *)t_xmalloc(sizeof(float) * nrot); hf = (float *)t_xmalloc(sizeof(float) * cnt);
         lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
@@ -342,12 +363,14 @@ static void lt_fixture(void) {
             d.lsh.bucket_size = c;                     /* config.lsh_attn_chunk_length */
             d.lsh.n_hashes = nh;                       /* config.num_hashes */
             /* n_buckets 0: config.num_buckets = None (HF's rule; else config.num_buckets) */
+            for (i = 0; i < nfac; ++i) d.lsh.bucket_factors[i] = fac[i];   /* config.num_buckets as a list */
             d.lsh.rotations = rot;                     /* torch.manual_seed(hash_seed); torch.randn(H, D, nh, nb/2) */
             d.lsh.rotations_layout = ATTN_LSH_ROT_HF;
             d.lsh.hf_merge = 1;                        /* HF's fp32 round weights */
             d.seqlens_k = lens;                        /* attention_mask.sum(-1), right padding */
             s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
-            (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, nb, nh, causal, 1, 1.0 / sqrt((double)D), ro, rl);   /* ties: HF decided */
+            if (!nfac) { fac[0] = nb; nfac = 1; }   /* the reference's one factor */
+            (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 1, 1.0 / sqrt((double)D), ro, rl);   /* ties: HF decided */
             for (b = 0; b < B; ++b)
                 for (i = 0; i < n; ++i)
                     for (h = 0; h < H; ++h)
@@ -368,7 +391,7 @@ static void lt_fixture(void) {
                 double exact_hf = 0;
                 d.lsh.hf_merge = 0;
                 s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
-                (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, nb, nh, causal, 0, 1.0 / sqrt((double)D), ro, rl);
+                (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 0, 1.0 / sqrt((double)D), ro, rl);
                 T_CHECK(s == ATTN_OK, "lsh fixture %s: exact merge status %s", name, attn_status_str(s));
                 lt_compare("lsh fixture (exact merge)", &o.t, lse, ro, rl, lens, LT_TOL);
                 for (b = 0; b < B; ++b)
@@ -414,6 +437,14 @@ static void lt_statuses(void) {
     LT_EXPECT(e, ATTN_ERR_LSH_HF_MERGE, "hf_merge 2");
     e = d; e.lsh.hf_merge = -1;
     LT_EXPECT(e, ATTN_ERR_LSH_HF_MERGE, "hf_merge -1");
+    e = d; e.lsh.bucket_factors[0] = 4; e.lsh.bucket_factors[1] = 3;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "odd bucket factor");
+    e = d; e.lsh.bucket_factors[0] = 4; e.lsh.bucket_factors[2] = 4;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factor after a zero");
+    e = d; e.lsh.bucket_factors[0] = 4; e.lsh.n_buckets = 4;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factors with n_buckets");
+    e = d; e.lsh.bucket_factors[0] = 1 << 13; e.lsh.bucket_factors[1] = 1 << 12;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factors past 2^24");
     e = d; e.seqlens_q = lens2;
     LT_EXPECT(e, ATTN_ERR_LSH_SEQLENS, "seqlens_q != seqlens_k");
     e = d; e.seqlens_k = bad_hi;
@@ -443,17 +474,23 @@ void test_lsh_hf(void) {
     lt_fixture();
     lt_rotations();
     lt_statuses();
-    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1);     /* the fixture's shape: HF's conventions */
-    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 1, 1);     /* causal */
-    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 0, 1);     /* causal, exact merge */
-    lt_case(&r, 2, 256, 2, 16, 16, ATTN_F32, ATTN_F32, 0, 0, 1, 0, 0, 0, 1);  /* defaults: c 64, nb 8 */
-    lt_case(&r, 2, 192, 1, 16, 24, ATTN_F32, ATTN_F32, 96, 2, 2, 1, 0, 0, 1); /* c > 64: two lane blocks */
+    static const int f48[2] = { 4, 8 }, f242[3] = { 2, 4, 2 }, f40[2] = { 40, 2 };
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1, NULL, 0);   /* the fixture's shape: HF's conventions */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 1, 1, NULL, 0);   /* causal */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 0, 1, NULL, 0);   /* causal, exact merge */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1, f48, 2);    /* factorised [4, 8] */
+    lt_case(&r, 2, 48, 2, 8, 8, ATTN_F32, ATTN_F32, 8, 0, 3, 1, 0, 0, 1, f242, 3);   /* three factors */
+    lt_case(&r, 1, 64, 1, 8, 8, ATTN_F32, ATTN_F32, 8, 0, 1, 0, 1, 0, 1, f40, 2);    /* 20 + 1 columns: two lane blocks */
+    lt_case(&r, 2, 256, 2, 16, 16, ATTN_F32, ATTN_F32, 0, 0, 1, 0, 0, 0, 1, NULL, 0); /* defaults: c 64, nb 8 */
+    lt_case(&r, 2, 192, 1, 16, 24, ATTN_F32, ATTN_F32, 96, 2, 2, 1, 0, 0, 1, NULL, 0); /* c > 64: two lane blocks */
     for (it = 0; it < iters; ++it) {
         static const int cs[4] = { 2, 4, 8, 16 };
         const int c = t_pick(&r, cs, 4), nch = t_irange(&r, 1, 6), nh = t_irange(&r, 1, 3);
-        const int nb = t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 6);
+        const int nb = t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 6), nfac = t_chance(&r, 0.3) ? t_irange(&r, 2, 3) : 0;
+        int fac[3];
+        fac[0] = 2 * t_irange(&r, 1, 4); fac[1] = 2 * t_irange(&r, 1, 4); fac[2] = 2 * t_irange(&r, 1, 2);
         lt_case(&r, t_irange(&r, 1, 4), c * nch, t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
-                dts[t_irange(&r, 0, 2)], dts[t_irange(&r, 0, 2)], c, nb, nh, t_chance(&r, 0.5), t_chance(&r, 0.5),
-                t_chance(&r, 0.5), t_chance(&r, 0.7));
+                dts[t_irange(&r, 0, 2)], dts[t_irange(&r, 0, 2)], c, nfac ? 0 : nb, nh, t_chance(&r, 0.5), t_chance(&r, 0.5),
+                t_chance(&r, 0.5), t_chance(&r, 0.7), fac, nfac);
     }
 }
