@@ -9691,7 +9691,7 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     float *sum = mx + ATTN__BQ;
     int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
     int *cnt = arg_lo + n;
-    int *kid = cnt + X->nb + 2;
+    int *kid = cnt + (size_t)X->nb + 2;
     int i, j, r, u, e, ch;
     for (i = 0; i < n; ++i) {                  /* padding rows (i >= L) are never read */
         if (i < L) {
@@ -9737,7 +9737,7 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
             for (i = 0; i < L; ++i) bucket[i] += mult * (-lo[i] > hi[i] ? fh + arg_lo[i] : arg_hi[i]);
             off += fh; mult *= X->f[t];
         }
-        memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 2));   /* the pad bucket nb sorts last */
+        memset(cnt, 0, sizeof(int) * ((size_t)X->nb + 2));   /* the pad bucket nb sorts last */
         for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
         for (j = 0; j <= X->nb; ++j) cnt[j + 1] += cnt[j];
         for (i = 0; i < n; ++i) order[(size_t)r * n + cnt[bucket[i]]++] = i;
