@@ -263,31 +263,62 @@ typedef struct attn_longformer_params {
    hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does */
 /* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
    shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
-   k (queries are q's rows, raw; hashing and keys come from k's rows). For head h, round
-   r < n_hashes, position i:
-     bucket_r(i) = argmax over [k_i R_hr, -k_i R_hr] (first maximum), R_hr [dim][n_buckets/2]
+   k (queries are q's rows, raw; hashing and keys come from k's rows). For batch b, head h, round
+   r < n_hashes, valid length L (seqlens_k[b] or seqlens_q[b]; n without padding), position i:
+     bucket_r(i) = argmax over [k_i R_hr, -k_i R_hr] (first maximum), R_hr [dim][n_buckets/2];
+     factorised (bucket_factors f_0, f_1, ...: n_buckets = prod f_t, HF's list num_buckets):
+     R_hr has sum_t f_t/2 columns, factor t takes the next f_t/2 of them, a_t = the argmax of
+     [k_i R_t, -k_i R_t] and bucket_r(i) = a_0 + f_0 a_1 + f_0 f_1 a_2 + ...
+     a padding position (i >= L) goes to the extra bucket n_buckets (HF's pad bucket)
      positions sorted stably by (r, bucket, position) into one axis of n_hashes * n entries, cut
      into chunks of bucket_size; chunk m's queries attend the keys of chunks m-1 and m (chunk 0
      looks at the last chunk, circularly over all rounds), without deduplication
      s = scale * q_i . n(k_j),  n(k) = k / sqrt(mean(k^2) + 1e-6)   (scale 0: 1/sqrt(dim))
-     causal: s = -1e9 where j > i; then s = -1e5 where j == i (a token sees itself only when
-     nothing else is visible)
+     s = -1e9 where key j is padding (j >= L) or, causal, j > i; then s = -1e5 where j == i (a
+     token sees itself only when nothing else is visible)
      round r gives o_r(i) = softmax(s) . v and lse_r(i); out_i = sum_r o_r(i) exp(lse_r(i) - L_i),
-     L_i = logsumexp_r lse_r(i) (written to lse)
-   softcap and the other attn_desc masks must be 0/NULL; attn_desc.causal applies.
-   field        default (0)                     meaning
-   bucket_size  64                              chunk length; must divide n
-   n_buckets    n / bucket_size, rounded up to  buckets per round; even, >= 2
-                an even number >= 2
-   n_hashes     1                               hashing rounds (>= 1; negative is an error)
-   rotations    NULL: drawn from seed           [q.heads][n_hashes][dim][n_buckets/2] fp32, finite
-   seed         0                               seed of the drawn rotations (attn_lsh_rotations) */
+     L_i = logsumexp_r lse_r(i) (written to lse); the weights are normalised exactly (they sum
+     to 1), or with hf_merge as HF computes them in fp32: exp(lse_r - fl32(L_i)), which sum to
+     1 only up to fp32's rounding of L_i - visibly for a row that sees only itself in every
+     round (L_i near -1e5, where fp32's spacing is 2^-7: HF's out_i is then (1 - up to 0.4%) v_i)
+   Padding rows (i >= L) get out = 0 and lse = -inf; padding rows of q, k and v are never read.
+   As in HF, the pad bucket sits in the chunk grid, so a valid row depends on n (the padded
+   length) but not on the padding's contents or the batch's other sequences: it equals the same
+   sequence padded to n on its own. A -1e9 logit adds exactly 0 in fp32 next to the self logit,
+   so padding keys are skipped rather than scored.
+   seqlens_q and seqlens_k are one mask (HF's attention_mask, padding at the end): give either,
+   or both equal. softcap, cu_seqlens and the other attn_desc masks must be 0/NULL;
+   attn_desc.causal applies (HF's is_decoder).
+   field            default (0)                   meaning
+   bucket_size      64                            chunk length; must divide n
+   n_buckets        2^floor(log2(2n/bucket_size)) buckets per round; even, >= 2 (HF's
+                    (the paper's 2n/bucket_size   config.num_buckets as an int; a list: see
+                    as a power of 2, HF's rule)   bucket_factors)
+   bucket_factors   {0}: not factorised           up to 4 even factors >= 2, then zeros (HF's list
+                                                  num_buckets); n_buckets must then be 0; their
+                                                  product (the bucket count) at most 2^24
+   n_hashes         1                             hashing rounds (>= 1; negative is an error)
+   rotations        NULL: drawn from seed         fp32, finite, in rotations_layout's order, with
+                                                  R = n_buckets/2 (factorised: sum f_t/2) columns
+   rotations_layout ATTN_LSH_ROT_ATTN             ATTN_LSH_ROT_ATTN: [q.heads][n_hashes][dim][R];
+                                                  ATTN_LSH_ROT_HF: [q.heads][dim][n_hashes][R],
+                                                  HF's random_rotations tensor as it is
+   hf_merge         off                           1: the rounds' weights as HF computes them (above)
+   seed             0                             seed of the drawn rotations (attn_lsh_rotations)
+   The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
+   first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
+   earlier default n / bucket_size was not closer to full attention on every input measured
+   (docs/porting.md), so the reference's rule is the default; set n_buckets for another. */
+typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
 typedef struct attn_lsh_params {
     int bucket_size;
     int n_buckets;
     int n_hashes;
     const float *rotations;
     unsigned long long seed;
+    attn_lsh_layout rotations_layout;   /* order of rotations (and of attn_lsh_rotations' output) */
+    int bucket_factors[4];              /* HF's factorised num_buckets, or {0} */
+    int hf_merge;                       /* 1: merge the rounds with HF's fp32 weights */
 } attn_lsh_params;
 
 /* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
@@ -836,7 +867,7 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k (BigBird, routing), cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
@@ -859,6 +890,11 @@ typedef struct attn_desc {
     X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
     X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
+    /* LSH (Reformer) additions: 340-344 */ \
+    X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
+    X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
+    X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
+    X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
@@ -1347,8 +1383,11 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
 ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
 
 /* The rotations ATTN_LSH uses when attn_desc.lsh.rotations is NULL, for heads query heads,
-   sequence length seq and head dim (bucket_size, n_buckets, n_hashes and seed from desc->lsh):
-   R [heads][n_hashes][dim][n_buckets/2] fp32. Element idx (its index in that array):
+   sequence length seq and head dim (bucket_size, n_buckets, bucket_factors, n_hashes, seed and
+   rotations_layout from desc->lsh): R fp32 in rotations_layout's order, so it can be passed
+   back as attn_desc.lsh.rotations. Element R[h][r][e][j] (idx, its index in the
+   [heads][n_hashes][dim][cols] order, ATTN_LSH_ROT_ATTN, whatever the layout written; cols =
+   n_buckets/2, or sum f_t/2 with bucket_factors):
        z  = mix(seed + 0x9E3779B97F4A7C15 * (1 + idx))              (mod 2^64; mix as DROPOUT)
        u1 = ((z >> 32) + 0.5) / 2^32,  u2 = ((z & 0xFFFFFFFF) + 0.5) / 2^32
        R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
@@ -9618,8 +9657,12 @@ static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const i
 
 typedef struct attn__lsh {
     const attn__problem *P;
-    int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets, n_hashes */
+    int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets (all factors), n_hashes */
+    int cols, nf, f[4];          /* rotation columns; the bucket factors (one when not factorised) */
     const float *rot;            /* given rotations, or NULL (drawn) */
+    int layout;                  /* rot's attn_lsh_layout */
+    int hf_merge;                /* weights exp(lse_r - fl32(L)) rather than normalised */
+    const int *lens;             /* [batch] valid lengths, or NULL */
     unsigned long long seed;
     const attn__isa *isa;
     float *ws;
@@ -9632,29 +9675,53 @@ static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2));
 }
 
-static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, int *c, int *nb, int *nh) {
-    *c = p->bucket_size ? p->bucket_size : 64;
-    if (p->bucket_size < 0 || seq % *c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
-    if (p->n_buckets) {
-        if (p->n_buckets < 2 || p->n_buckets % 2 != 0) return ATTN_ERR_LSH_BUCKETS;
-        *nb = p->n_buckets;
-    } else {
-        *nb = seq / *c;
-        *nb = *nb < 2 ? 2 : *nb + (*nb & 1);
+/* ATTN_LSH's resolved parameters: chunk, buckets (all factors), rounds, rotation columns and the
+   factors (one, n_buckets, when not factorised). */
+typedef struct attn__lsh_cfg { int c, nb, nh, cols, nf, f[4]; } attn__lsh_cfg;
+
+static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh_cfg *g) {
+    int t;
+    memset(g, 0, sizeof *g);
+    g->c = p->bucket_size ? p->bucket_size : 64;
+    if (p->bucket_size < 0 || seq % g->c != 0) return ATTN_ERR_LSH_BUCKET_SIZE;
+    if (p->rotations_layout != ATTN_LSH_ROT_ATTN && p->rotations_layout != ATTN_LSH_ROT_HF) return ATTN_ERR_LSH_LAYOUT;
+    if (p->hf_merge != 0 && p->hf_merge != 1) return ATTN_ERR_LSH_HF_MERGE;
+    if (p->n_buckets && (p->n_buckets < 2 || p->n_buckets % 2 != 0)) return ATTN_ERR_LSH_BUCKETS;
+    g->nf = 0; g->nb = 1; g->cols = 0;
+    for (t = 0; t < 4; ++t) {            /* factors: even >= 2, then zeros; product <= 2^24 */
+        const int f = p->bucket_factors[t];
+        if (f == 0) continue;
+        if (f < 2 || f % 2 != 0 || g->nf != t || p->n_buckets || f > (1 << 24) / g->nb) return ATTN_ERR_LSH_FACTORS;
+        g->f[g->nf++] = f; g->nb *= f; g->cols += f / 2;
+    }
+    if (!g->nf) {
+        if (p->n_buckets) g->nb = p->n_buckets;
+        else {                           /* 2^floor(log2(2 (n / c))), as HF's _set_num_buckets */
+            const long long t2 = 2 * (long long)(seq / g->c);
+            g->nb = 2;
+            while (2 * (long long)g->nb <= t2) g->nb *= 2;
+        }
+        g->nf = 1; g->f[0] = g->nb; g->cols = g->nb / 2;
     }
     if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
-    *nh = p->n_hashes ? p->n_hashes : 1;
+    g->nh = p->n_hashes ? p->n_hashes : 1;
     return ATTN_OK;
+}
+
+/* Index of rotation element (h, round r, dim e, column j) in the caller's layout. */
+static size_t attn__lsh_rot_index(int layout, int nh, int D, int cols, int h, int r, int e, int j) {
+    return layout == ATTN_LSH_ROT_HF ? (((size_t)h * D + e) * nh + r) * cols + j : (((size_t)h * nh + r) * D + e) * cols + j;
 }
 
 static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
     /* floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc [n][Dv],
        m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: order [nh*n], bucket, arg_lo [n], counts [nb+1], the chunk's key ids [2c] */
+       sum [BQ]; ints: order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], the chunk's key
+       ids [2c] */
     const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys);
     return attn__round16((size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) +
                          keys * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         (size_t)nh * n + 2 * (size_t)n + (size_t)nb + 1 + keys);
+                         (size_t)nh * n + 3 * (size_t)n + (size_t)nb + 2 + keys);
 }
 
 static void attn__lsh_task(void *ctx, int task, int thread) {
@@ -9662,70 +9729,87 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__problem *P = X->P;
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
-    const int half = X->nb / 2, N = X->nh * n, nchunks = N / c;
+    const int cols = X->cols, N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
     const int keys = 2 * c;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
     float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
     float *Kc = lo + n, *Vc = Kc + (size_t)keys * D, *O = Vc + (size_t)keys * Dv, *mx = O + (size_t)ATTN__BQ * Dv;
     float *sum = mx + ATTN__BQ;
-    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_lo = bucket + n, *cnt = arg_lo + n;
-    int *kid = cnt + X->nb + 1;
+    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
+    int *cnt = arg_lo + n;
+    int *kid = cnt + (size_t)X->nb + 2;
     int i, j, r, u, e, ch;
-    for (i = 0; i < n; ++i) {
-        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
-        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+    for (i = 0; i < n; ++i) {                  /* padding rows (i >= L) are never read */
+        if (i < L) {
+            isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+            isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+            isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        }
         m[i] = -INFINITY; l[i] = 0.0f;
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
     }
     for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
-        /* x R in blocks of ATTN__BQ rotation columns x ATTN__BK keys on the exact core's Q.K^T
-           kernel (RT = the block of R, [D][BQ], zero lanes past half); running first max and
-           first min per key, so the argmax of [x R, -x R] is the first maximum */
-        int c0;
-        for (i = 0; i < n; ++i) { hi[i] = -INFINITY; lo[i] = INFINITY; bucket[i] = 0; arg_lo[i] = 0; }
-        for (c0 = 0; c0 < half; c0 += ATTN__BQ) {
-            const int nl = ATTN__MIN(ATTN__BQ, half - c0), lanes = (int)attn__round16((size_t)nl);
-            int i0;
-            for (e = 0; e < D; ++e)
-                for (j = 0; j < ATTN__BQ; ++j) {
-                    const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * half + c0 + j;
-                    RT[(size_t)e * ATTN__BQ + j] = j >= nl ? 0.0f : X->rot ? X->rot[idx] : attn__lsh_normal(X->seed, idx);
-                }
-            for (i0 = 0; i0 < n; i0 += ATTN__BK) {
-                const int nk = ATTN__MIN(ATTN__BK, n - i0);
-                isa->qk(K + (size_t)i0 * D, D, nk, RT, lanes, D, S);
-                for (i = 0; i < nk; ++i) {
-                    const float *row = S + (size_t)i * ATTN__BQ;
-                    for (j = 0; j < nl; ++j) {
-                        if (row[j] > hi[i0 + i]) { hi[i0 + i] = row[j]; bucket[i0 + i] = c0 + j; }
-                        if (row[j] < lo[i0 + i]) { lo[i0 + i] = row[j]; arg_lo[i0 + i] = c0 + j; }
+        int t, off = 0, mult = 1;
+        for (i = 0; i < n; ++i) bucket[i] = i >= L ? X->nb : 0;   /* padding: the extra bucket nb */
+        for (t = 0; t < X->nf; ++t) {         /* factor t: columns [off, off + f_t/2) */
+            /* x R in blocks of ATTN__BQ rotation columns x ATTN__BK keys on the exact core's Q.K^T
+               kernel (RT = the block of R, [D][BQ], zero lanes past the factor's columns); running
+               first max and first min per key, so the argmax of [x R, -x R] is the first maximum */
+            const int fh = X->f[t] / 2;
+            int c0;
+            for (i = 0; i < L; ++i) { hi[i] = -INFINITY; lo[i] = INFINITY; arg_hi[i] = 0; arg_lo[i] = 0; }
+            for (c0 = 0; c0 < fh; c0 += ATTN__BQ) {
+                const int nl = ATTN__MIN(ATTN__BQ, fh - c0), lanes = (int)attn__round16((size_t)nl);
+                int i0;
+                for (e = 0; e < D; ++e)
+                    for (j = 0; j < ATTN__BQ; ++j) {
+                        const uint64_t idx = (((uint64_t)h * X->nh + r) * D + e) * cols + off + c0 + j;
+                        RT[(size_t)e * ATTN__BQ + j] = j >= nl ? 0.0f
+                            : X->rot ? X->rot[attn__lsh_rot_index(X->layout, X->nh, D, cols, h, r, e, off + c0 + j)]
+                            : attn__lsh_normal(X->seed, idx);
+                    }
+                for (i0 = 0; i0 < L; i0 += ATTN__BK) {
+                    const int nk = ATTN__MIN(ATTN__BK, L - i0);
+                    isa->qk(K + (size_t)i0 * D, D, nk, RT, lanes, D, S);
+                    for (i = 0; i < nk; ++i) {
+                        const float *row = S + (size_t)i * ATTN__BQ;
+                        for (j = 0; j < nl; ++j) {
+                            if (row[j] > hi[i0 + i]) { hi[i0 + i] = row[j]; arg_hi[i0 + i] = c0 + j; }
+                            if (row[j] < lo[i0 + i]) { lo[i0 + i] = row[j]; arg_lo[i0 + i] = c0 + j; }
+                        }
                     }
                 }
             }
+            for (i = 0; i < L; ++i) bucket[i] += mult * (-lo[i] > hi[i] ? fh + arg_lo[i] : arg_hi[i]);
+            off += fh; mult *= X->f[t];
         }
-        for (i = 0; i < n; ++i) if (-lo[i] > hi[i]) bucket[i] = half + arg_lo[i];
-        memset(cnt, 0, sizeof(int) * (size_t)(X->nb + 1));
+        memset(cnt, 0, sizeof(int) * ((size_t)X->nb + 2));   /* the pad bucket nb sorts last */
         for (i = 0; i < n; ++i) cnt[bucket[i] + 1]++;
-        for (j = 0; j < X->nb; ++j) cnt[j + 1] += cnt[j];
+        for (j = 0; j <= X->nb; ++j) cnt[j + 1] += cnt[j];
         for (i = 0; i < n; ++i) order[(size_t)r * n + cnt[bucket[i]]++] = i;
     }
-    for (i = 0; i < n; ++i) {                  /* keys: n(k) = k / sqrt(mean(k^2) + 1e-6) */
+    for (i = 0; i < L; ++i) {                  /* keys: n(k) = k / sqrt(mean(k^2) + 1e-6) */
         const float ss = isa->dot(K + (size_t)i * D, K + (size_t)i * D, D);
         isa->scal(K + (size_t)i * D, 1.0f / sqrtf(ss / (float)D + 1e-6f), D);
     }
     for (ch = 0; ch < nchunks; ++ch) {
+        /* a chunk lies in one round, whose padding sorts last: its valid entries are a prefix */
         const int prev = (ch + nchunks - 1) % nchunks, *qid = order + (size_t)ch * c;
-        int q0;
-        for (u = 0; u < keys; ++u) {          /* the previous chunk's keys, then this chunk's */
-            kid[u] = order[(size_t)(u < c ? prev : ch) * c + u % c];
-            memcpy(Kc + (size_t)u * D, K + (size_t)kid[u] * D, sizeof(float) * (size_t)D);
-            memcpy(Vc + (size_t)u * Dv, V + (size_t)kid[u] * Dv, sizeof(float) * (size_t)Dv);
+        int q0, nq = 0, nk = 0;
+        while (nq < c && qid[nq] < L) ++nq;
+        if (nq == 0) continue;                /* padding queries: out 0 */
+        for (u = 0; u < keys; ++u) {          /* the previous chunk's valid keys, then this chunk's */
+            const int id = order[(size_t)(u < c ? prev : ch) * c + u % c];
+            if (id >= L) continue;            /* a padding key: logit -1e9, weight exactly 0 */
+            kid[nk] = id;
+            memcpy(Kc + (size_t)nk * D, K + (size_t)id * D, sizeof(float) * (size_t)D);
+            memcpy(Vc + (size_t)nk * Dv, V + (size_t)id * Dv, sizeof(float) * (size_t)Dv);
+            ++nk;
         }
-        for (q0 = 0; q0 < c; q0 += ATTN__BQ) {   /* queries in lanes, ATTN__BQ at a time */
-            const int nl = ATTN__MIN(ATTN__BQ, c - q0);
-            attn__sqk_block(isa, Q, D, qid + q0, nl, Kc, Vc, Dv, kid, keys, P->causal, -1e9f, -1e5f, RT, S, O, mx, sum);
+        for (q0 = 0; q0 < nq; q0 += ATTN__BQ) {   /* queries in lanes, ATTN__BQ at a time */
+            const int nl = ATTN__MIN(ATTN__BQ, nq - q0);
+            attn__sqk_block(isa, Q, D, qid + q0, nl, Kc, Vc, Dv, kid, nk, P->causal, -1e9f, -1e5f, RT, S, O, mx, sum);
             for (j = 0; j < nl; ++j) {        /* merge (O_j / sum_j, lse_r) into position p */
                 const int p = qid[q0 + j];
                 const float lse_r = mx[j] + logf(sum[j]);
@@ -9745,15 +9829,18 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
             }
         }
     }
-    for (i = 0; i < n; ++i) {
-        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, 1.0f / l[i]);
-        if (P->lse) P->lse[((size_t)b * H + h) * n + i] = m[i] + logf(l[i]);
+    for (i = 0; i < n; ++i) {                  /* padding rows: acc 0, out 0, lse -inf */
+        const float lse_i = m[i] + logf(l[i]);  /* acc = sum_r o_r exp(lse_r - m) */
+        const float w = i >= L ? 0.0f : X->hf_merge ? expf(m[i] - lse_i) : 1.0f / l[i];
+        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, w);
+        if (P->lse) P->lse[((size_t)b * H + h) * n + i] = i < L ? lse_i : -INFINITY;
     }
 }
 
 /* The checks the shared-QK kinds (ATTN_LSH, ATTN_ROUTING) share: the tensor contract, scale,
-   causal, threads, no other mask, self-attention with as many KV heads as query heads. */
-static attn_status attn__shared_qk_check(const attn__call *c, attn__problem *P) {
+   causal, threads, no other mask (padding: seqlens_q/_k in range, when the kind takes them),
+   self-attention with as many KV heads as query heads. */
+static attn_status attn__shared_qk_check(const attn__call *c, attn__problem *P, int padding) {
     const attn_desc *d = c->d;
     attn_status s;
     if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
@@ -9761,9 +9848,15 @@ static attn_status attn__shared_qk_check(const attn__call *c, attn__problem *P) 
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
-    if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (padding) {
+        attn_desc e = *d;
+        e.seqlens_q = e.seqlens_k = NULL;
+        if (!attn__sparse_plain(&e) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    } else if (!attn__sparse_plain(d) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
     if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
     if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, c->q.batch, c->q.seq)) return ATTN_ERR_SEQLENS_Q;
+    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->q.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
     return ATTN_OK;
 }
 
@@ -9771,16 +9864,22 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     const attn_desc *d = c->d;
     attn__problem P;
     attn__lsh X;
+    attn__lsh_cfg g;
     size_t bytes, nrot;
     attn__ws w;
     attn_status s;
     int tasks, nt;
     memset(&P, 0, sizeof P);
     memset(&X, 0, sizeof X);
-    if ((s = attn__shared_qk_check(c, &P)) != ATTN_OK) return s;
-    if ((s = attn__lsh_params(&d->lsh, c->q.seq, &X.c, &X.nb, &X.nh)) != ATTN_OK) return s;
-    if (!attn__mul_size((size_t)c->q.heads * (size_t)X.nh, (size_t)c->q.dim * (size_t)(X.nb / 2), &nrot))
-        return ATTN_ERR_OVERFLOW;
+    if ((s = attn__shared_qk_check(c, &P, 1)) != ATTN_OK) return s;
+    if (d->seqlens_q && d->seqlens_k) {        /* one padding mask: equal when both are given */
+        int b;
+        for (b = 0; b < c->q.batch; ++b) if (d->seqlens_q[b] != d->seqlens_k[b]) return ATTN_ERR_LSH_SEQLENS;
+    }
+    if ((s = attn__lsh_params(&d->lsh, c->q.seq, &g)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)c->q.heads * (size_t)g.nh, (size_t)c->q.dim * (size_t)g.cols, &nrot)) return ATTN_ERR_OVERFLOW;
+    X.c = g.c; X.nb = g.nb; X.nh = g.nh; X.cols = g.cols; X.nf = g.nf;
+    memcpy(X.f, g.f, sizeof X.f);
     if (d->lsh.rotations) {
         size_t i;
         for (i = 0; i < nrot; ++i) if (!isfinite(d->lsh.rotations[i])) return ATTN_ERR_LSH_ROTATIONS;
@@ -9789,7 +9888,9 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     P.causal = d->causal;
     P.lse = c->lse;
     P.n_threads = attn__resolve_threads(d);
-    X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.seed = d->lsh.seed; X.isa = attn__pick_isa();
+    X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.layout = d->lsh.rotations_layout; X.seed = d->lsh.seed;
+    X.hf_merge = d->lsh.hf_merge;
+    X.lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q; X.isa = attn__pick_isa();
     X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
     if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
@@ -9806,13 +9907,19 @@ static const attn__mech attn__mech_lsh = { attn__lsh_forward, NULL, NULL, NULL, 
 
 ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations) {
     attn_status s;
-    int c, nb, nh;
-    size_t n, i;
+    attn__lsh_cfg g;
+    int h, r, e, j;
+    size_t n, idx = 0;
     if (!desc || !rotations) return ATTN_ERR_LSH_NULL;
     if (heads < 1 || seq < 1 || dim < 1) return ATTN_ERR_LSH_SHAPE;
-    if ((s = attn__lsh_params(&desc->lsh, seq, &c, &nb, &nh)) != ATTN_OK) return s;
-    if (!attn__mul_size((size_t)heads * (size_t)nh, (size_t)dim * (size_t)(nb / 2), &n)) return ATTN_ERR_OVERFLOW;
-    for (i = 0; i < n; ++i) rotations[i] = attn__lsh_normal(desc->lsh.seed, (uint64_t)i);
+    if ((s = attn__lsh_params(&desc->lsh, seq, &g)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)heads * (size_t)g.nh, (size_t)dim * (size_t)g.cols, &n)) return ATTN_ERR_OVERFLOW;
+    for (h = 0; h < heads; ++h)              /* idx counts in ATTN_LSH_ROT_ATTN order */
+        for (r = 0; r < g.nh; ++r)
+            for (e = 0; e < dim; ++e)
+                for (j = 0; j < g.cols; ++j, ++idx)
+                    rotations[attn__lsh_rot_index(desc->lsh.rotations_layout, g.nh, dim, g.cols, h, r, e, j)] =
+                        attn__lsh_normal(desc->lsh.seed, (uint64_t)idx);
     return ATTN_OK;
 }
 
@@ -9954,7 +10061,7 @@ static attn_status attn__routing_forward(const attn__call *c) {
     int tasks, nt;
     memset(&P, 0, sizeof P);
     memset(&R, 0, sizeof R);
-    if ((s = attn__shared_qk_check(c, &P)) != ATTN_OK) return s;
+    if ((s = attn__shared_qk_check(c, &P, 0)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
     if (c->lse) return ATTN_ERR_ROUTING_LSE;
     P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);

@@ -43,6 +43,7 @@ int main(void) {
     run_family("amx-emu", test_amx_emu);
     /* sparse */
     run_family("sparse", test_sparse);
+    run_family("lsh", test_lsh_hf);   /* ATTN_LSH with HF's padding, layout and bucket rule */
 
     /* linear */
     run_family("linear", test_linear);

@@ -642,11 +642,18 @@ static int lsh_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor
     return ok;
 }
 
+/* the default n_buckets: 2^floor(log2(2 * chunks)), HF's _set_num_buckets */
+static int lsh_default_buckets(int chunks) {
+    int nb = 2;
+    while (2 * nb <= 2 * chunks) nb *= 2;
+    return nb;
+}
+
 static void lsh_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt, attn_dtype qt, int c, int nb, int nh,
                      int causal, int seeded, int shared) {
     sp_tensor q = sp_make(qt, B, n, H, D, 0), k = sp_make(kvt, B, n, H, D, 0), v = sp_make(kvt, B, n, H, Dv, 0),
               o = sp_make(qt, B, n, H, Dv, 0), o2 = sp_make(qt, B, n, H, Dv, 0);
-    const int nbd = nb ? nb : ((n / (c ? c : 64)) < 2 ? 2 : (n / (c ? c : 64)) + ((n / (c ? c : 64)) & 1));
+    const int nbd = nb ? nb : lsh_default_buckets(n / (c ? c : 64));
     const int nhd = nh ? nh : 1;
     const size_t nrot = (size_t)H * nhd * D * (nbd / 2);
     float *R = (float *)t_xmalloc(sizeof(float) * nrot), *R2 = (float *)t_xmalloc(sizeof(float) * nrot);
@@ -745,7 +752,7 @@ static void lsh_one_chunk(t_rng *r, int n, attn_dtype dt) {
 static void test_lsh(void) {
     t_rng r = t_rng_seed(23);
     int it, n = T_QUICK ? 6 : 30;
-    lsh_case(&r, 1, 256, 2, 32, 32, ATTN_F32, ATTN_F32, 0, 0, 0, 0, 1, 1);     /* defaults: c 64, nb 4, 1 round */
+    lsh_case(&r, 1, 256, 2, 32, 32, ATTN_F32, ATTN_F32, 0, 0, 0, 0, 1, 1);     /* defaults: c 64, nb 8, 1 round */
     lsh_case(&r, 2, 96, 2, 16, 16, ATTN_F32, ATTN_F32, 8, 4, 3, 1, 1, 1);      /* causal, 3 rounds */
     lsh_case(&r, 1, 64, 3, 8, 12, ATTN_F16, ATTN_F16, 16, 6, 2, 0, 0, 1);
     lsh_case(&r, 2, 48, 1, 16, 8, ATTN_BF16, ATTN_F32, 4, 2, 4, 1, 1, 0);      /* separate q */

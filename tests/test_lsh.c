@@ -1,0 +1,496 @@
+/* tests/test_lsh.c - ATTN_LSH (Reformer) against Hugging Face's conventions: padding through
+   seqlens_q/_k with HF's pad bucket, HF's rotation layout (rotations_layout), HF's default
+   n_buckets and HF's fp32 round merge (hf_merge), each checked against an independent double reference of HF's LSHSelfAttention
+   written from modeling_reformer.py, plus the fixture made by tests/fixtures/reformer_hf.py
+   (HF's own outputs on a padded batch), reproduced through attn.h's documented fields only.
+   (The unpadded mechanism's sweep is in test_sparse.c.) */
+#include "test.h"
+
+#define LT_TOL 2e-5
+
+typedef struct { attn_tensor t; void *buf; size_t n; } lt_tensor;
+
+static lt_tensor lt_make(attn_dtype dt, int B, int S, int H, int D) {
+    lt_tensor x;
+    x.t = attn_tensor_dense(NULL, dt, B, S, H, D);
+    x.n = (size_t)B * S * H * D;
+    x.buf = t_xmalloc(x.n * t_dt_size(dt));
+    memset(x.buf, 0, x.n * t_dt_size(dt));
+    x.t.data = x.buf;
+    return x;
+}
+static void lt_free(lt_tensor *x) { free(x->buf); x->buf = NULL; }
+
+/* ---- the reference: HF's LSHSelfAttention in double ------------------------------------------
+   _hash_vectors: bucket = argmax([x R, -x R]) on the raw shared QK (factorised: per factor f_t on
+   its f_t/2 columns, combined as a_0 + f_0 a_1 + ...), padding (mask 0) in the extra bucket nb
+   (the product), round offsets r (nb + 1); _stable_argsort of the flattened (round, position) axis;
+   chunks of c looking at [previous chunk, own chunk], circularly; _len_and_dim_norm keys;
+   _compute_attn_mask: key mask (and causal, key <= query) -> -1e9; then the self mask -> -1e5;
+   rounds merged by their logsumexp: normalised exactly, or (hfm) as HF does in fp32, each
+   round's logsumexp and their logsumexp L rounded to fp32, weights exp(lse_r - L). Padding query
+   rows: out 0, lse -inf (attn.h's definition; HF returns whatever the round gave). R is read in
+   the given layout. */
+typedef struct { long long key; int pos; } lt_ent;
+static int lt_cmp(const void *a, const void *b) {
+    const lt_ent *x = (const lt_ent *)a, *y = (const lt_ent *)b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static double lt_rot(const float *R, int hf, int nh, int D, int cols, int h, int r, int e, int j) {
+    return hf ? R[(((size_t)h * D + e) * nh + r) * cols + j] : R[(((size_t)h * nh + r) * D + e) * cols + j];
+}
+
+/* out [B][n][H][Dv], lse [B][H][n]; returns 0 when a valid token's bucket argmax is a near tie. */
+static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const int *lens, const float *R, int hf,
+                  int c, const int *fac, int nfac, int nh, int causal, int hfm, double scale, double *out, double *lse) {
+    const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim, N = nh * n, nch = N / c;
+    int nb = 1, cols = 0, ft;
+    lt_ent *ax = (lt_ent *)t_xmalloc(sizeof(lt_ent) * (size_t)N);
+    double *o = (double *)t_xmalloc(sizeof(double) * (size_t)N * Dv), *lr = (double *)t_xmalloc(sizeof(double) * (size_t)N);
+    double *s = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)c), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
+    int b, h, r, i, e, t, u, ok = 1;
+    for (ft = 0; ft < nfac; ++ft) { nb *= fac[ft]; cols += fac[ft] / 2; }
+    for (b = 0; b < B; ++b)
+        for (h = 0; h < H; ++h) {
+            const int L = lens ? lens[b] : n;
+            for (i = 0; i < n; ++i) {                    /* keys: x rsqrt(mean(x^2) + 1e-6) */
+                double ms = 0;
+                for (e = 0; e < D; ++e) ms += t_load(k, b, i, h, e) * t_load(k, b, i, h, e);
+                ms = 1.0 / sqrt(ms / D + 1e-6);
+                for (e = 0; e < D; ++e) kn[(size_t)i * D + e] = t_load(k, b, i, h, e) * ms;
+            }
+            for (r = 0; r < nh; ++r)
+                for (i = 0; i < n; ++i) {
+                    int arg = nb, cc;
+                    if (i < L) {
+                        int off = 0, mult = 1;
+                        arg = 0;
+                        for (ft = 0; ft < nfac; ++ft) {
+                            const int fh = fac[ft] / 2;
+                            double best = -INFINITY, second = -INFINITY;
+                            int a = -1;
+                            for (cc = 0; cc < fac[ft]; ++cc) {
+                                double y = 0;
+                                for (e = 0; e < D; ++e) y += t_load(k, b, i, h, e) * lt_rot(R, hf, nh, D, cols, h, r, e, off + cc % fh);
+                                if (cc >= fh) y = -y;
+                                if (y > best) { second = best; best = y; a = cc; }
+                                else if (y > second) second = y;
+                            }
+                            if (best - second < 1e-3) ok = 0;
+                            arg += mult * a;
+                            off += fh; mult *= fac[ft];
+                        }
+                    }
+                    /* offset bucket * N + flattened index: HF's stable sort key */
+                    ax[(size_t)r * n + i].key = ((long long)r * (nb + 1) + arg) * N + (long long)r * n + i;
+                    ax[(size_t)r * n + i].pos = i;
+                }
+            qsort(ax, (size_t)N, sizeof(lt_ent), lt_cmp);
+            for (t = 0; t < N; ++t) {                    /* every sorted entry as a query */
+                const int ch = t / c, prev = (ch + nch - 1) % nch, p = ax[t].pos;
+                double mx = -INFINITY, l = 0;
+                for (u = 0; u < 2 * c; ++u) {
+                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                    double x = 0;
+                    for (e = 0; e < D; ++e) x += t_load(q, b, p, h, e) * kn[(size_t)jj * D + e];
+                    x *= scale;
+                    if (jj >= L || (causal && jj > p)) x = -1e9;
+                    if (jj == p) x = -1e5;
+                    s[u] = x;
+                    if (x > mx) mx = x;
+                }
+                for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] = 0;
+                for (u = 0; u < 2 * c; ++u) {
+                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                    const double w = exp(s[u] - mx);
+                    l += w;
+                    if (w > 0) for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] += w * t_load(v, b, jj, h, e);
+                }
+                for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] /= l;
+                lr[t] = hfm ? (double)(float)(mx + log(l)) : mx + log(l);
+            }
+            for (i = 0; i < n; ++i) {                    /* rounds merged by their logsumexp */
+                double M = -INFINITY, S = 0, *orow = out + (((size_t)b * n + i) * H + h) * Dv;
+                for (e = 0; e < Dv; ++e) orow[e] = 0;
+                if (i >= L) { lse[((size_t)b * H + h) * n + i] = -INFINITY; continue; }
+                for (t = 0; t < N; ++t) if (ax[t].pos == i && lr[t] > M) M = lr[t];
+                for (t = 0; t < N; ++t) if (ax[t].pos == i) S += exp(lr[t] - M);
+                S = M + log(S);
+                if (hfm) S = (double)(float)S;
+                for (t = 0; t < N; ++t)
+                    if (ax[t].pos == i)
+                        for (e = 0; e < Dv; ++e) orow[e] += o[(size_t)t * Dv + e] * exp(lr[t] - S);
+                lse[((size_t)b * H + h) * n + i] = S;
+            }
+        }
+    free(ax); free(o); free(lr); free(s); free(kn);
+    return ok;
+}
+
+/* max |got - ref| over out (padding rows must be exactly 0) and lse; 1 when within tol */
+static int lt_compare(const char *what, const attn_tensor *out, const float *lse, const double *ro, const double *rl,
+                      const int *lens, double tol) {
+    const int B = out->batch, n = out->seq, H = out->heads, Dv = out->dim;
+    const double rel = t_dt_rel(out->dtype);
+    double worst = 0;
+    int b, i, h, e, ok = 1;
+    for (b = 0; b < B; ++b)
+        for (i = 0; i < n; ++i)
+            for (h = 0; h < H; ++h) {
+                const int pad = lens && i >= lens[b];
+                const double *rr = ro + (((size_t)b * n + i) * H + h) * Dv, L = rl[((size_t)b * H + h) * n + i];
+                const float got_l = lse[((size_t)b * H + h) * n + i];
+                for (e = 0; e < Dv; ++e) {
+                    const double got = t_load(out, b, i, h, e), err = fabs(got - rr[e]);
+                    if (pad ? got != 0.0 : !(err <= tol * (fabs(rr[e]) > 1 ? fabs(rr[e]) : 1) + rel * fabs(rr[e]))) ok = 0;
+                    if (!(err <= worst)) worst = err;
+                }
+                if (pad ? got_l != -INFINITY : !(fabs(got_l - L) <= tol * (fabs(L) > 1 ? fabs(L) : 1))) ok = 0;
+            }
+    T_CHECK(ok, "%s: out/lse differ from the reference (max |error| %.3g)", what, worst);
+    return ok;
+}
+
+/* HF's default n_buckets, written from _set_num_buckets: 2 ** ((2 * (n // c)).bit_length() - 1) */
+static int lt_hf_buckets(int n, int c) {
+    int x = 2 * (n / c), bits = 0;
+    while (x) { ++bits; x >>= 1; }
+    return 1 << (bits - 1);
+}
+
+/* ---- a padded batch against the reference, and the independence properties --------------- */
+static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt, attn_dtype kvt, int c, int nb, int nh,
+                    int causal, int hf_layout, int hf_merge, int shared, const int *fac, int nfac) {
+    const int cc = c ? c : 64;   /* bucket_size 0: 64 */
+    const int nbd = nb ? nb : lt_hf_buckets(n, cc);
+    const int one[1] = { nbd }, *fs = nfac ? fac : one, nfs = nfac ? nfac : 1;
+    int cols = 0, ft;
+    size_t nrot, nl = (size_t)B * H * n;
+    lt_tensor q = lt_make(qt, B, n, H, D), k = lt_make(kvt, B, n, H, D), v = lt_make(kvt, B, n, H, Dv);
+    lt_tensor o = lt_make(qt, B, n, H, Dv), o2 = lt_make(qt, B, n, H, Dv);
+    float *R, *lse = (float *)t_xmalloc(sizeof(float) * nl);
+    float *lse2 = (float *)t_xmalloc(sizeof(float) * nl);
+    double *ro = (double *)t_xmalloc(sizeof(double) * o.n), *rl = (double *)t_xmalloc(sizeof(double) * nl);
+    int *lens = (int *)t_xmalloc(sizeof(int) * (size_t)B);
+    attn_desc d;
+    attn_status s;
+    char what[200];
+    size_t i;
+    int b, tries = 0;
+    for (ft = 0; ft < nfs; ++ft) cols += fs[ft] / 2;
+    nrot = (size_t)H * nh * D * cols;
+    R = (float *)t_xmalloc(sizeof(float) * nrot);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.causal = causal; d.n_threads = 1 + (int)(t_next(r) % 3);
+    for (ft = 0; ft < nfac; ++ft) d.lsh.bucket_factors[ft] = fac[ft];
+    d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_merge = hf_merge;
+    d.lsh.rotations = R; d.lsh.rotations_layout = hf_layout ? ATTN_LSH_ROT_HF : ATTN_LSH_ROT_ATTN;
+    for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
+    for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);   /* one full, the rest padded (0 too) */
+    d.seqlens_k = lens;
+    sprintf(what, "lsh padded B%d n%d H%d D%d/%d %s/%s c%d nb%d%s nh%d causal%d hf_layout%d hf_merge%d factors%d(%d,%d)", B, n,
+            H, D, Dv, t_dt_name(qt), t_dt_name(kvt), cc, nbd, nb ? "" : " (default)", nh, causal, hf_layout, hf_merge, nfac,
+            fs[0], nfs > 1 ? fs[1] : 0);
+    do {   /* padding rows hold large garbage; no near ties among valid tokens */
+        t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+        if (shared && qt == kvt) memcpy(q.buf, k.buf, q.n * t_dt_size(qt));
+        else t_fill_normal(&q.t, r, 1.0);
+        for (b = 0; b < B; ++b) {
+            int j, h, e;
+            for (j = lens[b]; j < n; ++j)
+                for (h = 0; h < H; ++h) {
+                    for (e = 0; e < D; ++e) { t_store(&q.t, b, j, h, e, 50 * t_normal(r)); t_store(&k.t, b, j, h, e, 50 * t_normal(r)); }
+                    for (e = 0; e < Dv; ++e) t_store(&v.t, b, j, h, e, 50 * t_normal(r));
+                }
+        }
+    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, fs, nfs, nh, causal, hf_merge, 1.0 / sqrt((double)D), ro, rl) &&
+             ++tries < 20);
+    if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
+    s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %s", what, attn_status_str(s))) goto done;
+    lt_compare(what, &o.t, lse, ro, rl, lens, LT_TOL);
+    {   /* seqlens_q alone, and both (equal): the same mask, bitwise */
+        attn_desc e = d;
+        e.seqlens_k = NULL; e.seqlens_q = lens;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && !memcmp(o.buf, o2.buf, o.n * t_dt_size(qt)) && !memcmp(lse, lse2, sizeof(float) * nl),
+                "%s: seqlens_q alone differs from seqlens_k", what);
+        e.seqlens_k = lens;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && !memcmp(o.buf, o2.buf, o.n * t_dt_size(qt)) && !memcmp(lse, lse2, sizeof(float) * nl),
+                "%s: seqlens_q and seqlens_k together differ from seqlens_k", what);
+    }
+    /* each sequence alone, padded to n with NaN: its rows bitwise equal to the batch's, padding
+       rows 0 and -inf (valid rows independent of the rest of the batch and the padding) */
+    for (b = 0; b < B; ++b) {
+        lt_tensor q1 = lt_make(qt, 1, n, H, D), k1 = lt_make(kvt, 1, n, H, D), v1 = lt_make(kvt, 1, n, H, Dv);
+        lt_tensor o1 = lt_make(qt, 1, n, H, Dv);
+        float *l1 = (float *)t_xmalloc(sizeof(float) * (size_t)H * n);
+        attn_desc e = d;
+        int j, h, x, same = 1;
+        t_fill_nan(q1.buf, qt, q1.n); t_fill_nan(k1.buf, kvt, k1.n); t_fill_nan(v1.buf, kvt, v1.n);
+        for (j = 0; j < lens[b]; ++j)
+            for (h = 0; h < H; ++h) {
+                for (x = 0; x < D; ++x) {
+                    t_store(&q1.t, 0, j, h, x, t_load(&q.t, b, j, h, x));
+                    t_store(&k1.t, 0, j, h, x, t_load(&k.t, b, j, h, x));
+                }
+                for (x = 0; x < Dv; ++x) t_store(&v1.t, 0, j, h, x, t_load(&v.t, b, j, h, x));
+            }
+        e.seqlens_k = lens + b;
+        s = attn_forward(&e, q1.t, k1.t, v1.t, o1.t, l1);
+        for (j = 0; j < n; ++j)
+            for (h = 0; h < H; ++h) {
+                for (x = 0; x < Dv; ++x) if (t_load(&o1.t, 0, j, h, x) != t_load(&o.t, b, j, h, x)) same = 0;
+                if (memcmp(&l1[(size_t)h * n + j], &lse[((size_t)b * H + h) * n + j], sizeof(float))) same = 0;
+            }
+        T_CHECK(s == ATTN_OK && same, "%s: sequence %d (length %d) alone with NaN padding differs from its batch rows", what, b,
+                lens[b]);
+        lt_free(&q1); lt_free(&k1); lt_free(&v1); lt_free(&o1); free(l1);
+    }
+    if (hf_layout) {   /* the same rotations in attn.h's own order: bitwise the same result */
+        float *R0 = (float *)t_xmalloc(sizeof(float) * nrot);
+        attn_desc e = d;
+        int h, rr, x, j;
+        for (h = 0; h < H; ++h)
+            for (rr = 0; rr < nh; ++rr)
+                for (x = 0; x < D; ++x)
+                    for (j = 0; j < cols; ++j)
+                        R0[(((size_t)h * nh + rr) * D + x) * cols + j] = R[(((size_t)h * D + x) * nh + rr) * cols + j];
+        e.lsh.rotations = R0; e.lsh.rotations_layout = ATTN_LSH_ROT_ATTN;
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && !memcmp(o.buf, o2.buf, o.n * t_dt_size(qt)) && !memcmp(lse, lse2, sizeof(float) * nl),
+                "%s: HF-layout rotations differ from the same rotations transposed", what);
+        free(R0);
+    }
+    if (!nb && !nfac) {   /* the default == the explicit count from HF's formula, bitwise */
+        attn_desc e = d;
+        e.lsh.n_buckets = lt_hf_buckets(n, cc);
+        s = attn_forward(&e, q.t, k.t, v.t, o2.t, lse2);
+        T_CHECK(s == ATTN_OK && !memcmp(o.buf, o2.buf, o.n * t_dt_size(qt)) && !memcmp(lse, lse2, sizeof(float) * nl),
+                "%s: the default n_buckets differs from n_buckets = %d", what, lt_hf_buckets(n, cc));
+    }
+done:
+    lt_free(&q); lt_free(&k); lt_free(&v); lt_free(&o); lt_free(&o2);
+    free(R); free(lse); free(lse2); free(ro); free(rl); free(lens);
+}
+
+/* ---- attn_lsh_rotations in both layouts, with the default n_buckets ------------------------ */
+static void lt_rotations(void) {
+    static const int ns[4] = { 8, 64, 96, 256 }, cs[4] = { 4, 8, 16, 4 };
+    int t;
+    for (t = 0; t < 4; ++t) {
+        const int H = 2, D = 5, nh = 3, n = ns[t], c = cs[t], nb = lt_hf_buckets(n, c), half = nb / 2;
+        const size_t cnt = (size_t)H * nh * D * half;
+        float *A = (float *)t_xmalloc(sizeof(float) * (cnt + 4)), *F = (float *)t_xmalloc(sizeof(float) * (cnt + 4));
+        attn_desc d;
+        int h, r, e, j, ok = 1;
+        memset(&d, 0, sizeof d);
+        d.lsh.bucket_size = c; d.lsh.n_hashes = nh; d.lsh.seed = 77 + (unsigned)t;
+        t_sentinel(A, sizeof(float) * (cnt + 4), 3); t_sentinel(F, sizeof(float) * (cnt + 4), 3);
+        ok &= attn_lsh_rotations(&d, H, n, D, A) == ATTN_OK;
+        d.lsh.rotations_layout = ATTN_LSH_ROT_HF;
+        ok &= attn_lsh_rotations(&d, H, n, D, F) == ATTN_OK;
+        for (h = 0; h < H; ++h)
+            for (r = 0; r < nh; ++r)
+                for (e = 0; e < D; ++e)
+                    for (j = 0; j < half; ++j)
+                        if (A[(((size_t)h * nh + r) * D + e) * half + j] != F[(((size_t)h * D + e) * nh + r) * half + j]) ok = 0;
+        {   /* exactly H * n_hashes * D * nb/2 written (HF's count): the tail keeps its bytes */
+            const unsigned char *pa = (const unsigned char *)(A + cnt), *pf = (const unsigned char *)(F + cnt);
+            size_t x;
+            for (x = 0; x < 4 * sizeof(float); ++x) {
+                const unsigned char want = (unsigned char)(3 + (cnt * sizeof(float) + x) * 37u);
+                if (pa[x] != want || pf[x] != want) ok = 0;
+            }
+        }
+        T_CHECK(ok, "lsh rotations n %d c %d: the HF layout must be the transposition [H][D][n_hashes][nb/2] of the "
+                "default one, with nb = %d", n, c, nb);
+        free(A); free(F);
+    }
+}
+
+/* ---- HF's own outputs (tests/fixtures/reformer_hf.txt) ------------------------------------ */
+static int lt_read_floats(FILE *f, const char *name, float *x, size_t n) {
+    char tag[32];
+    size_t i;
+    if (fscanf(f, "%31s", tag) != 1 || strcmp(tag, name) != 0) return 0;
+    for (i = 0; i < n; ++i) if (fscanf(f, "%f", &x[i]) != 1) return 0;
+    return 1;
+}
+
+static void lt_fixture(void) {
+    const char *path = "tests/fixtures/reformer_hf.txt";
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int ncases = 0, cs;
+    if (!T_CHECK(f != NULL, "lsh fixture: cannot open %s (run the tests from the repository root)", path)) return;
+    while (fgets(line, sizeof line, f) && line[0] == '#') {}
+    if (!T_CHECK(sscanf(line, "cases %d", &ncases) == 1 && ncases > 0, "lsh fixture: bad header")) { fclose(f); return; }
+    for (cs = 0; cs < ncases; ++cs) {
+        char name[32], tag[32];
+        int B, n, H, D, c, nh, nb, causal, b, i, h, e, ok, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0;
+        size_t cnt, nrot;
+        lt_tensor qk, v, o;
+        float *rot, *hf, *lse;
+        double *ro, *rl, err = 0, err_ref = 0, ref_hf = 0, hf_pad = 0;
+        int *lens;
+        attn_desc d;
+        attn_status s;
+        ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac) == 11 &&
+             !strcmp(tag, "case") && B > 0 && B <= 64 && n > 0 && n <= 4096 && H > 0 && H <= 64 && D > 0 && D <= 256 && c > 0 &&
+             nh > 0 && nh <= 16 && nb >= 2 && nb <= 4096 && nfac >= 0 && nfac <= 4;
+        for (i = 0; i < nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
+        if (!T_CHECK(ok, "lsh fixture: bad case line")) break;
+        if (!nfac) cols = nb / 2;
+        for (i = 0; i < nfac; ++i) cols += fac[i] / 2;
+        cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
+        qk = lt_make(ATTN_F32, B, n, H, D); v = lt_make(ATTN_F32, B, n, H, D); o = lt_make(ATTN_F32, B, n, H, D);
+        rot = (float *)t_xmalloc(sizeof(float) * nrot); hf = (float *)t_xmalloc(sizeof(float) * cnt);
+        lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
+        ro = (double *)t_xmalloc(sizeof(double) * cnt); rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * H * n);
+        lens = (int *)t_xmalloc(sizeof(int) * (size_t)B);
+        ok = fscanf(f, "%31s", tag) == 1 && !strcmp(tag, "lens");
+        for (b = 0; b < B && ok; ++b) ok = fscanf(f, "%d", &lens[b]) == 1;
+        ok = ok && lt_read_floats(f, "qk", (float *)qk.buf, cnt) && lt_read_floats(f, "v", (float *)v.buf, cnt) &&
+             lt_read_floats(f, "rot", rot, nrot) && lt_read_floats(f, "out", hf, cnt);
+        if (T_CHECK(ok, "lsh fixture %s: truncated", name)) {
+            /* the porting recipe (docs/porting.md): HF's tensors as they are, documented fields only */
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_LSH;
+            d.causal = causal;                         /* config.is_decoder */
+            d.lsh.bucket_size = c;                     /* config.lsh_attn_chunk_length */
+            d.lsh.n_hashes = nh;                       /* config.num_hashes */
+            /* n_buckets 0: config.num_buckets = None (HF's rule; else config.num_buckets) */
+            for (i = 0; i < nfac; ++i) d.lsh.bucket_factors[i] = fac[i];   /* config.num_buckets as a list */
+            d.lsh.rotations = rot;                     /* torch.manual_seed(hash_seed); torch.randn(H, D, nh, nb/2) */
+            d.lsh.rotations_layout = ATTN_LSH_ROT_HF;
+            d.lsh.hf_merge = 1;                        /* HF's fp32 round weights */
+            d.seqlens_k = lens;                        /* attention_mask.sum(-1), right padding */
+            s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
+            if (!nfac) { fac[0] = nb; nfac = 1; }   /* the reference's one factor */
+            (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 1, 1.0 / sqrt((double)D), ro, rl);   /* ties: HF decided */
+            for (b = 0; b < B; ++b)
+                for (i = 0; i < n; ++i)
+                    for (h = 0; h < H; ++h)
+                        for (e = 0; e < D; ++e) {
+                            const size_t x = (((size_t)b * n + i) * H + h) * D + e;
+                            const double a = ((const float *)o.buf)[x];
+                            if (i >= lens[b]) { if (fabs(hf[x]) > hf_pad) hf_pad = fabs(hf[x]); continue; }
+                            if (!(fabs(a - hf[x]) <= err)) err = fabs(a - hf[x]);
+                            if (!(fabs(a - ro[x]) <= err_ref)) err_ref = fabs(a - ro[x]);
+                            if (!(fabs(ro[x] - hf[x]) <= ref_hf)) ref_hf = fabs(ro[x] - hf[x]);
+                        }
+            T_CHECK(s == ATTN_OK && err <= 2e-5, "lsh fixture %s: attn.h vs HF's LSHSelfAttention: max |error| %.3g (status %s)",
+                    name, err, attn_status_str(s));
+            T_CHECK(ref_hf <= 2e-5 && err_ref <= 2e-5, "lsh fixture %s: reference vs HF %.3g, attn.h vs reference %.3g", name,
+                    ref_hf, err_ref);
+            lt_compare("lsh fixture (padding rows 0)", &o.t, lse, ro, rl, lens, LT_TOL);
+            {   /* without hf_merge: the exact merge, against the reference's; its distance to HF */
+                double exact_hf = 0;
+                d.lsh.hf_merge = 0;
+                s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
+                (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 0, 1.0 / sqrt((double)D), ro, rl);
+                T_CHECK(s == ATTN_OK, "lsh fixture %s: exact merge status %s", name, attn_status_str(s));
+                lt_compare("lsh fixture (exact merge)", &o.t, lse, ro, rl, lens, LT_TOL);
+                for (b = 0; b < B; ++b)
+                    for (i = 0; i < lens[b] * H * D; ++i) {
+                        const size_t x = (size_t)b * n * H * D + (size_t)i;
+                        if (fabs(((const float *)o.buf)[x] - hf[x]) > exact_hf) exact_hf = fabs(((const float *)o.buf)[x] - hf[x]);
+                    }
+                if (getenv("ATTN_TEST_VERBOSE")) printf("lsh fixture %s: without hf_merge, max |attn.h - HF| %.3g\n", name, exact_hf);
+            }
+            if (getenv("ATTN_TEST_VERBOSE"))
+                printf("lsh fixture %s: valid rows: max |attn.h - HF| %.3g, |reference - HF| %.3g; padding rows: HF's max |out| "
+                       "%.3g, attn.h 0\n", name, err, ref_hf, hf_pad);
+        }
+        lt_free(&qk); lt_free(&v); lt_free(&o);
+        free(rot); free(hf); free(lse); free(ro); free(rl); free(lens);
+        if (!ok) break;
+    }
+    fclose(f);
+}
+
+/* ---- bad input: a specific status, nothing written ---------------------------------------- */
+static void lt_statuses(void) {
+    const int B = 2, n = 16, H = 1, D = 4;
+    lt_tensor q = lt_make(ATTN_F32, B, n, H, D), o = lt_make(ATTN_F32, B, n, H, D);
+    int lens[2] = { 16, 9 }, lens2[2] = { 16, 10 }, bad_hi[2] = { 17, 3 }, bad_lo[2] = { 3, -1 }, cu[3] = { 0, 8, 16 };
+    float rot[64];
+    attn_desc d, e;
+    t_rng r = t_rng_seed(41);
+    t_fill_normal(&q.t, &r, 1.0);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.lsh.bucket_size = 4; d.seqlens_k = lens;
+#define LT_EXPECT(desc, want, what)                                                                                  \
+    do {                                                                                                           \
+        t_sentinel(o.buf, o.n * 4, 9);                                                                             \
+        if (t_expect_status(attn_forward(&(desc), q.t, q.t, q.t, o.t, NULL), want, "lsh", what))                   \
+            T_CHECK(t_sentinel_ok(o.buf, o.n * 4, 9), "lsh %s: out was written", what);                           \
+    } while (0)
+    e = d; e.lsh.rotations_layout = (attn_lsh_layout)2;
+    LT_EXPECT(e, ATTN_ERR_LSH_LAYOUT, "rotations_layout 2");
+    e = d; e.lsh.rotations_layout = (attn_lsh_layout)-1;
+    LT_EXPECT(e, ATTN_ERR_LSH_LAYOUT, "rotations_layout -1");
+    e = d; e.lsh.hf_merge = 2;
+    LT_EXPECT(e, ATTN_ERR_LSH_HF_MERGE, "hf_merge 2");
+    e = d; e.lsh.hf_merge = -1;
+    LT_EXPECT(e, ATTN_ERR_LSH_HF_MERGE, "hf_merge -1");
+    e = d; e.lsh.bucket_factors[0] = 4; e.lsh.bucket_factors[1] = 3;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "odd bucket factor");
+    e = d; e.lsh.bucket_factors[0] = 4; e.lsh.bucket_factors[2] = 4;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factor after a zero");
+    e = d; e.lsh.bucket_factors[0] = 4; e.lsh.n_buckets = 4;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factors with n_buckets");
+    e = d; e.lsh.bucket_factors[0] = 1 << 13; e.lsh.bucket_factors[1] = 1 << 12;
+    LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factors past 2^24");
+    e = d; e.seqlens_q = lens2;
+    LT_EXPECT(e, ATTN_ERR_LSH_SEQLENS, "seqlens_q != seqlens_k");
+    e = d; e.seqlens_k = bad_hi;
+    LT_EXPECT(e, ATTN_ERR_SEQLENS_K, "seqlens_k > seq");
+    e = d; e.seqlens_k = NULL; e.seqlens_q = bad_lo;
+    LT_EXPECT(e, ATTN_ERR_SEQLENS_Q, "seqlens_q < 0");
+    e = d; e.seqlens_k = NULL; e.cu_seqlens_q = e.cu_seqlens_k = cu; e.varlen_batch = 2;
+    LT_EXPECT(e, ATTN_ERR_SPARSE_MASKS, "cu_seqlens");
+#undef LT_EXPECT
+    rot[0] = 1.0f;
+    e = d; e.lsh.rotations_layout = (attn_lsh_layout)5;
+    t_expect_status(attn_lsh_rotations(&e, 1, n, D, rot), ATTN_ERR_LSH_LAYOUT, "lsh", "attn_lsh_rotations layout 5");
+    e = d; e.lsh.hf_merge = 3;
+    t_expect_status(attn_lsh_rotations(&e, 1, n, D, rot), ATTN_ERR_LSH_HF_MERGE, "lsh", "attn_lsh_rotations hf_merge 3");
+    T_CHECK(rot[0] == 1.0f, "lsh: attn_lsh_rotations wrote on error");
+    {   /* the workspace query accepts padding too */
+        size_t bytes = 0;
+        T_CHECK(attn_workspace_size(&d, q.t, q.t, q.t, &bytes) == ATTN_OK && bytes > 0, "lsh: workspace size with seqlens_k");
+    }
+    lt_free(&q); lt_free(&o);
+}
+
+void test_lsh_hf(void) {
+    t_rng r = t_rng_seed(2028);
+    static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    int it, iters = T_QUICK ? 6 : 40;
+    lt_fixture();
+    lt_rotations();
+    lt_statuses();
+    static const int f48[2] = { 4, 8 }, f242[3] = { 2, 4, 2 }, f40[2] = { 40, 2 };
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1, NULL, 0);   /* the fixture's shape: HF's conventions */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 1, 1, NULL, 0);   /* causal */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 1, 1, 0, 1, NULL, 0);   /* causal, exact merge */
+    lt_case(&r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1, f48, 2);    /* factorised [4, 8] */
+    lt_case(&r, 2, 48, 2, 8, 8, ATTN_F32, ATTN_F32, 8, 0, 3, 1, 0, 0, 1, f242, 3);   /* three factors */
+    lt_case(&r, 1, 64, 1, 8, 8, ATTN_F32, ATTN_F32, 8, 0, 1, 0, 1, 0, 1, f40, 2);    /* 20 + 1 columns: two lane blocks */
+    lt_case(&r, 2, 256, 2, 16, 16, ATTN_F32, ATTN_F32, 0, 0, 1, 0, 0, 0, 1, NULL, 0); /* defaults: c 64, nb 8 */
+    lt_case(&r, 2, 192, 1, 16, 24, ATTN_F32, ATTN_F32, 96, 2, 2, 1, 0, 0, 1, NULL, 0); /* c > 64: two lane blocks */
+    for (it = 0; it < iters; ++it) {
+        static const int cs[4] = { 2, 4, 8, 16 };
+        const int c = t_pick(&r, cs, 4), nch = t_irange(&r, 1, 6), nh = t_irange(&r, 1, 3);
+        const int nb = t_chance(&r, 0.5) ? 0 : 2 * t_irange(&r, 1, 6), nfac = t_chance(&r, 0.3) ? t_irange(&r, 2, 3) : 0;
+        int fac[3];
+        fac[0] = 2 * t_irange(&r, 1, 4); fac[1] = 2 * t_irange(&r, 1, 4); fac[2] = 2 * t_irange(&r, 1, 2);
+        lt_case(&r, t_irange(&r, 1, 4), c * nch, t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
+                dts[t_irange(&r, 0, 2)], dts[t_irange(&r, 0, 2)], c, nfac ? 0 : nb, nh, t_chance(&r, 0.5), t_chance(&r, 0.5),
+                t_chance(&r, 0.5), t_chance(&r, 0.7), fac, nfac);
+    }
+}
