@@ -249,16 +249,17 @@ typedef struct attn_longformer_params {
      otherwise:  {0, nb-1} (global columns), {i-1, i, i+1} (window), and its r random blocks
                  table[h][i-1][0..r-1]
    Softmax over those keys, scale as attn_desc.scale; softcap and GQA/MQA apply; the other
-   attn_desc masks must be 0/NULL. lse is written. How often a key counts is multiplicity:
+   attn_desc masks must be 0/NULL. lse is written. How often a key of rows 1..nb-2 counts is
+   multiplicity (the global rows and hf_fallback's full attention count every key once):
      ATTN_BIGBIRD_UNION (0)    each key once: the set union (a table entry repeating a window,
                                global or other random block adds nothing)
      ATTN_BIGBIRD_HF_LISTED    as HF concatenates the blocks: the window and global blocks once,
                                plus one more copy per table entry (HF's training mode with its
-                               rand_attn passed as random_table; its draws can repeat a window
-                               block only in its n = 1024/3072/4096 plans)
+                               rand_attn passed as random_table; at n = 1024 its draw can
+                               repeat a window block, which then counts twice)
      ATTN_BIGBIRD_HF_EVAL      HF's eval mode: HF_LISTED with every random slot at block 0 (HF's
-                               all-zero rand_attn), so block 0 counts 1 + r times in rows
-                               1..nb-2; random_table and seed are not read
+                               all-zero rand_attn), so block 0 counts 1 + r times; random_table
+                               and seed are not read
    (no_random is r = 0, which is not HF's eval mode: that is ATTN_BIGBIRD_HF_EVAL.)
    The random table [q.heads][nb-2][r] (entries in [0, nb)) is random_table, or, when NULL,
    drawn from seed by attn_bigbird_random_table() (documented there; the same on every platform
@@ -267,11 +268,11 @@ typedef struct attn_longformer_params {
    cu_seqlens are refused): keys j >= seqlens_k[b] get -10000 ADDED to their logits (HF's
    value, not -inf: a padded key keeps the weight e^(s - 10000 - max), 0 in fp32 unless the
    logits of a row span about 1e4, and it is all a row sees when seqlens_k[b] == 0); query rows
-   i >= seqlens_q[b] are written 0 (lse -inf). The blocks stay those of q.seq (n must be a
-   multiple of block: HF pads to it; the last block stays global), so valid rows depend on the
+   i >= seqlens_q[b] are written 0 (lse -inf). The blocks stay those of q.seq (a multiple of
+   block: BigBirdModel pads to it; the last block stays global), so valid rows depend on the
    padded length, as in HF, but not on the other sequences or on the padding's (finite)
    contents. HF also masks window and random keys by the query's own mask: that only reaches
-   rows it then writes 0, so nothing here corresponds to it.
+   rows it then writes 0, so nothing here corresponds to it. Padded query blocks cost nothing.
    field          default (0)      meaning
    block          64               block size b; must divide q.seq
    random_blocks  3                r random key blocks per middle query block (see no_random)
