@@ -9521,10 +9521,10 @@ static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__b
         if (!attn__sparse_plain(&e) || d->causal) return ATTN_ERR_SPARSE_MASKS;
     }
     if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
-    for (i = 0; i < (size_t)c->q.batch; ++i) {
-        if (d->seqlens_q && (d->seqlens_q[i] < 0 || d->seqlens_q[i] > c->q.seq)) return ATTN_ERR_SEQLENS_Q;
-        if (d->seqlens_k && (d->seqlens_k[i] < 0 || d->seqlens_k[i] > c->k.seq)) return ATTN_ERR_SEQLENS_K;
-    }
+    for (i = 0; d->seqlens_q && i < (size_t)c->q.batch; ++i)
+        if (d->seqlens_q[i] < 0 || d->seqlens_q[i] > c->q.seq) return ATTN_ERR_SEQLENS_Q;
+    for (i = 0; d->seqlens_k && i < (size_t)c->q.batch; ++i)
+        if (d->seqlens_k[i] < 0 || d->seqlens_k[i] > c->k.seq) return ATTN_ERR_SEQLENS_K;
     if ((s = attn__bb_params(p, c->q.seq, block, &r)) != ATTN_OK) return s;
     B->nb = c->q.seq / *block; B->r = r; B->seed = p->seed; B->mult = p->multiplicity;
     B->table = r > 0 && B->mult != ATTN_BIGBIRD_HF_EVAL ? p->random_table : NULL;
