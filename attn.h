@@ -9344,8 +9344,9 @@ static const attn__mech attn__mech_longformer = { attn__longformer_forward, attn
    (batch, query head, query block, piece of ATTN__BQ rows), on the problem narrowed to that
    batch entry and head, so every row of a tile shares one list whatever the GQA grouping. The
    list (ascending; a block listed m times is walked m times, so its keys count m times) comes
-   from the kind's callback; consecutive blocks are walked as one range. Padding: key_bias adds
-   a per-sequence row to the logits, rows_q[b] rows are computed and the rest written 0. Each
+   from the kind's callback; consecutive blocks are walked as one range. Padding: keys from
+   rows_k[b] on get pad_penalty added (only chunks reaching them carry the bias), rows_q[b]
+   rows are computed and the rest written 0. Each
    output row is computed by one task in a fixed order: results do not depend on the thread
    count. The problem must carry no masks (blocks are the pattern). */
 typedef int (*attn__bsr_list_fn)(const void *ctx, int h, int qb, int *list, int *scratch);
@@ -9356,8 +9357,8 @@ typedef struct attn__bsr {
     const void *list_ctx;
     size_t list_max;             /* most entries of a list (repeats included) */
     size_t list_ints;            /* scratch ints the callback uses beside the list */
-    const float *key_bias;       /* NULL, or sequence b's logits get key_bias[key_off[b] + j] */
-    const int *key_off;          /* [batch] with key_bias */
+    const int *rows_k;           /* NULL, or [batch]: keys >= rows_k[b] get the penalty */
+    const float *pad_row;        /* with rows_k: k.seq zeros then k.seq penalties */
     const int *rows_q;           /* NULL, or [batch]: rows >= rows_q[b] are written 0 */
     const attn__isa *isa;
     attn__fwd_geo geo;
@@ -9393,17 +9394,16 @@ static void attn__bsr_task(void *ctx, int task, int thread) {
     attn__seq S;
     const int r0 = qb * L->block + piece * ATTN__BQ, rows = ATTN__MIN(ATTN__BQ, (qb + 1) * L->block - r0);
     const int valid = L->rows_q ? ATTN__MAX(0, ATTN__MIN(rows, L->rows_q[b] - r0)) : rows;
-    int n, i, j;
+    const int Lk = L->rows_k ? L->rows_k[b] : P0->k.seq;
+    const float *pad = L->rows_k ? L->pad_row + (P0->k.seq - Lk) : NULL;   /* pad[j]: key j's penalty or 0 */
+    int n, i, j, nk;
     P.q.data = (char *)attn__at(&P0->q, b, 0, h); P.q.batch = 1; P.q.heads = 1;
     P.out.data = (char *)attn__at(&P0->out, b, 0, h); P.out.batch = 1; P.out.heads = 1;
     P.k.data = (char *)attn__at(&P0->k, b, 0, h / P0->groups); P.k.batch = 1; P.k.heads = 1;
     P.v.data = (char *)attn__at(&P0->v, b, 0, h / P0->groups); P.v.batch = 1; P.v.heads = 1;
     P.groups = 1; P.n_seqs = 1;
     P.lse = P0->lse ? P0->lse + ((size_t)b * Hq + h) * P0->q.seq : NULL;
-    if (L->key_bias) {           /* one row for every query: strides 0 */
-        P.bias = L->key_bias + L->key_off[b];
-        P.bias_batch = 1; P.bias_heads = 1; P.bias_rows = 1; P.bias_sb = P.bias_sh = P.bias_sq = 0;
-    }
+    P.bias_batch = 1; P.bias_heads = 1; P.bias_rows = 1; P.bias_sb = P.bias_sh = P.bias_sq = 0;
     for (i = r0 + valid; i < r0 + rows; ++i) attn__fwd_store(&P, L->isa, 0, i, 0, NULL, 0.0f, 0.0f);
     if (valid == 0) return;
     memset(&C, 0, sizeof C);
@@ -9416,8 +9416,11 @@ static void attn__bsr_task(void *ctx, int task, int thread) {
         long long c0, c1;
         for (j = i + 1; j < n && list[j] == list[j - 1] + 1; ++j) {}
         c1 = (long long)(list[j - 1] + 1) * L->block;
-        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += ATTN__BK)
-            attn__tile_chunk(&C, T, ws, c0, (int)ATTN__MIN((long long)ATTN__BK, c1 - c0));
+        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += nk) {
+            nk = (int)ATTN__MIN((long long)ATTN__BK, c1 - c0);
+            P.bias = c0 + nk > Lk ? pad : NULL;    /* one row for every query (strides 0) */
+            attn__tile_chunk(&C, T, ws, c0, nk);
+        }
     }
     attn__tile_end(&C, T, NULL);
 }
@@ -9553,7 +9556,7 @@ static attn_status attn__bigbird_forward(const attn__call *c) {
     size_t bytes, pad_floats, i;
     attn__ws w;
     attn_status s;
-    int block, b;
+    int block;
     if ((s = attn__bb_check(c, &P, &B, &block)) != ATTN_OK) return s;
     memset(&L, 0, sizeof L);
     L.P = &P; L.block = block; L.nqb = L.nkb = B.nb;
@@ -9561,18 +9564,15 @@ static attn_status attn__bigbird_forward(const attn__call *c) {
     L.list_max = (size_t)B.nb + (size_t)B.r;
     L.rows_q = c->d->seqlens_q;
     if ((s = attn__bsr_plan(&L, &bytes)) != ATTN_OK) return s;
-    /* padded keys: a row of n zeros then n penalties, read from n - seqlens_k[b] on (a suffix of
-       the sequence's keys gets the penalty); then the batch's offsets into it */
-    pad_floats = c->d->seqlens_k ? 2 * (size_t)c->q.seq + (size_t)c->q.batch : 0;
+    /* padded keys: a row of n zeros then n penalties, read from n - seqlens_k[b] on */
+    pad_floats = c->d->seqlens_k ? 2 * (size_t)c->q.seq : 0;
     if (!attn__add_size(bytes, pad_floats * sizeof(float), &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     if (pad_floats) {
         float *row = (float *)(void *)w.base + (size_t)P.n_threads * L.ws_floats;
-        int *off = (int *)(void *)(row + 2 * (size_t)c->q.seq);
         for (i = 0; i < 2 * (size_t)c->q.seq; ++i) row[i] = i < (size_t)c->q.seq ? 0.0f : ATTN__BB_PAD_PENALTY;
-        for (b = 0; b < c->q.batch; ++b) off[b] = c->q.seq - c->d->seqlens_k[b];
-        L.key_bias = row; L.key_off = off;
+        L.pad_row = row; L.rows_k = c->d->seqlens_k;
     }
     attn__bsr_run(c->d, &L, (float *)(void *)w.base);
     attn__ws_release(&w);
