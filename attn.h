@@ -824,7 +824,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
     X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
     X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
-    X(ATTN_ERR_BIGBIRD_MULTIPLICITY,  340, ATTN_CAT_RANGE,       "attn_desc.bigbird.multiplicity must be ATTN_BIGBIRD_UNION (0), ATTN_BIGBIRD_HF_LISTED (1) or ATTN_BIGBIRD_HF_EVAL (2)") \
+    X(ATTN_ERR_BIGBIRD_MULTIPLICITY,  325, ATTN_CAT_RANGE,       "attn_desc.bigbird.multiplicity must be ATTN_BIGBIRD_UNION (0), ATTN_BIGBIRD_HF_LISTED (1) or ATTN_BIGBIRD_HF_EVAL (2)") \
     X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH and ATTN_ROUTING share QK: k.heads must equal q.heads") \
     X(ATTN_ERR_LSH_BUCKET_SIZE,       311, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_size must be >= 0 and divide q.seq") \
     X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
