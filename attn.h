@@ -244,23 +244,44 @@ typedef struct attn_longformer_params {
 } attn_longformer_params;
 
 /* ATTN_BIGBIRD (Zaheer et al. 2020, ITC; Hugging Face BigBirdBlockSparseAttention), self-attention
-   (q.seq == k.seq = n) in nb = n / block blocks. Query block i of head h attends the SET UNION of
+   (q.seq == k.seq = n) in nb = n / block blocks. Query block i of head h attends
      i == 0 or i == nb-1 (global rows):  every key block
      otherwise:  {0, nb-1} (global columns), {i-1, i, i+1} (window), and its r random blocks
                  table[h][i-1][0..r-1]
-   each key counted once (HF's eval mode points its random slots at block 0 and so counts block
-   0 twice; here a duplicate adds nothing). Softmax over the union, scale as attn_desc.scale;
-   softcap and GQA/MQA apply; the other attn_desc masks must be 0/NULL. lse is written.
+   Softmax over those keys, scale as attn_desc.scale; softcap and GQA/MQA apply; the other
+   attn_desc masks must be 0/NULL. lse is written. How often a key of rows 1..nb-2 counts is
+   multiplicity (the global rows and hf_fallback's full attention count every key once):
+     ATTN_BIGBIRD_UNION (0)    each key once: the set union (a table entry repeating a window,
+                               global or other random block adds nothing)
+     ATTN_BIGBIRD_HF_LISTED    as HF concatenates the blocks: the window and global blocks once,
+                               plus one more copy per table entry (HF's training mode with its
+                               rand_attn passed as random_table; at n = 1024 its draw can
+                               repeat a window block, which then counts twice)
+     ATTN_BIGBIRD_HF_EVAL      HF's eval mode: HF_LISTED with every random slot at block 0 (HF's
+                               all-zero rand_attn), so block 0 counts 1 + r times; random_table
+                               and seed are not read
+   (no_random is r = 0, which is not HF's eval mode: that is ATTN_BIGBIRD_HF_EVAL.)
    The random table [q.heads][nb-2][r] (entries in [0, nb)) is random_table, or, when NULL,
    drawn from seed by attn_bigbird_random_table() (documented there; the same on every platform
    and thread count).
+   Padding, as HF's attention_mask (one mask: pass its row sums as both seqlens_q and seqlens_k;
+   cu_seqlens are refused): keys j >= seqlens_k[b] get -10000 ADDED to their logits (HF's
+   value, not -inf: a padded key keeps the weight e^(s - 10000 - max), 0 in fp32 unless the
+   logits of a row span about 1e4, and it is all a row sees when seqlens_k[b] == 0); query rows
+   i >= seqlens_q[b] are written 0 (lse -inf). The blocks stay those of q.seq (a multiple of
+   block: BigBirdModel pads to it; the last block stays global), so valid rows depend on the
+   padded length, as in HF, but not on the other sequences or on the padding's (finite)
+   contents. HF also masks window and random keys by the query's own mask: that only reaches
+   rows it then writes 0, so nothing here corresponds to it. Padded query blocks cost nothing.
    field          default (0)      meaning
    block          64               block size b; must divide q.seq
    random_blocks  3                r random key blocks per middle query block (see no_random)
-   no_random      off              1: r = 0 (window and global blocks only, HF's eval mode)
+   no_random      off              1: r = 0 (window and global blocks only; not HF's eval mode)
    random_table   NULL (seeded)    [q.heads][nb-2][r] explicit random blocks
    seed           0                seed of the drawn table
-   hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does */
+   hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does
+   multiplicity   UNION            ATTN_BIGBIRD_UNION, _HF_LISTED or _HF_EVAL (above)
+   docs/porting.md maps HF's tensors and config onto these fields. */
 /* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
    shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
    k (queries are q's rows, raw; hashing and keys come from k's rows). For batch b, head h, round
@@ -342,6 +363,9 @@ typedef struct attn_routing_params {
     int window;
 } attn_routing_params;
 
+typedef enum attn_bigbird_multiplicity {
+    ATTN_BIGBIRD_UNION = 0, ATTN_BIGBIRD_HF_LISTED = 1, ATTN_BIGBIRD_HF_EVAL = 2
+} attn_bigbird_multiplicity;
 typedef struct attn_bigbird_params {
     int block;
     int random_blocks;
@@ -349,6 +373,7 @@ typedef struct attn_bigbird_params {
     const int *random_table;
     unsigned long long seed;
     int hf_fallback;
+    int multiplicity;            /* attn_bigbird_multiplicity */
 } attn_bigbird_params;
 
 /* -- linear and kernel parameter structs -- */
@@ -867,7 +892,7 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k (BigBird, routing), cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k (routing), cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
@@ -875,6 +900,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_BIGBIRD_TABLE,         307, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_table[h][i][t] must be in [0, q.seq / block)") \
     X(ATTN_ERR_BIGBIRD_NULL_TABLE,    308, ATTN_CAT_NULL,        "attn_bigbird_random_table: desc or table is NULL") \
     X(ATTN_ERR_BIGBIRD_SHAPE,         309, ATTN_CAT_SHAPE,       "attn_bigbird_random_table: heads and seq must be >= 1") \
+    X(ATTN_ERR_BIGBIRD_MULTIPLICITY,  325, ATTN_CAT_RANGE,       "attn_desc.bigbird.multiplicity must be ATTN_BIGBIRD_UNION (0), ATTN_BIGBIRD_HF_LISTED (1) or ATTN_BIGBIRD_HF_EVAL (2)") \
     X(ATTN_ERR_LSH_HEADS,             310, ATTN_CAT_SHAPE,       "ATTN_LSH and ATTN_ROUTING share QK: k.heads must equal q.heads") \
     X(ATTN_ERR_LSH_BUCKET_SIZE,       311, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_size must be >= 0 and divide q.seq") \
     X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
@@ -1370,8 +1396,8 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
 /* ---- Sparse attention ------------------------------------------------------------------- */
 
 /* The random block table ATTN_BIGBIRD uses when attn_desc.bigbird.random_table is NULL, for
-   heads query heads and sequence length seq (block, random_blocks, no_random and seed from
-   desc->bigbird; the other desc fields are not read): table [heads][nb-2][r] ints, nb = seq /
+   heads query heads and sequence length seq (block, random_blocks, no_random, seed and
+   multiplicity from desc->bigbird; the other desc fields are not read): table [heads][nb-2][r] ints, nb = seq /
    block (nothing is written when nb < 3 or r = 0). Row (h, i), for query block i in 1..nb-2:
    the candidates are blocks 1..nb-2 without the window {i-1, i, i+1}, in ascending order,
    a[0..M); a partial Fisher-Yates shuffle picks min(r, M) of them: for t = 0..min(r, M)-1,
@@ -1379,7 +1405,8 @@ ATTNDEF attn_status attn_step(const attn_desc *desc, attn_tensor q, attn_tensor 
        z   = mix(seed + 0x9E3779B97F4A7C15 * (1 + key))             (mod 2^64; mix as DROPOUT)
        j   = t + ((z >> 32) * (M - t) >> 32)                         (64-bit product)
        swap(a[t], a[j]); table[h][i-1][t] = a[t]
-   and slots t >= M get 0 (block 0, global anyway), so r >= M covers every candidate. A pure function of (seed, heads, seq, block, r): the same on every platform. */
+   and slots t >= M get 0 (block 0, global anyway), so r >= M covers every candidate. A pure function of (seed, heads, seq, block, r): the same on every platform.
+   With multiplicity ATTN_BIGBIRD_HF_EVAL every entry is 0 (the table that mode uses). */
 ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table);
 
 /* The rotations ATTN_LSH uses when attn_desc.lsh.rotations is NULL, for heads query heads,
@@ -9402,16 +9429,23 @@ static const attn__mech attn__mech_longformer = { attn__longformer_forward, attn
    online softmax and P.V on the ISA's kernels) run over the listed key blocks only, one tile per
    (batch, query head, query block, piece of ATTN__BQ rows), on the problem narrowed to that
    batch entry and head, so every row of a tile shares one list whatever the GQA grouping. The
-   list (ascending, no repeats) comes from the kind's callback; consecutive blocks are walked as
-   one range. Each output row is computed by one task in a fixed order: results do not depend
-   on the thread count. The problem must carry no masks (blocks are the pattern). */
+   list (ascending; a block listed m times is walked m times, so its keys count m times) comes
+   from the kind's callback; consecutive blocks are walked as one range. Padding: keys from
+   rows_k[b] on get pad_penalty added (only chunks reaching them carry the bias), rows_q[b]
+   rows are computed and the rest written 0. Each
+   output row is computed by one task in a fixed order: results do not depend on the thread
+   count. The problem must carry no masks (blocks are the pattern). */
 typedef int (*attn__bsr_list_fn)(const void *ctx, int h, int qb, int *list, int *scratch);
 typedef struct attn__bsr {
     const attn__problem *P;      /* views, scale, softcap, lse, groups, n_threads; no masks */
     int block, nqb, nkb, pieces; /* block: query rows = keys per block; pieces: tiles per block */
     attn__bsr_list_fn list;
     const void *list_ctx;
+    size_t list_max;             /* most entries of a list (repeats included) */
     size_t list_ints;            /* scratch ints the callback uses beside the list */
+    const int *rows_k;           /* NULL, or [batch]: keys >= rows_k[b] get the penalty */
+    const float *pad_row;        /* with rows_k: k.seq zeros then k.seq penalties */
+    const int *rows_q;           /* NULL, or [batch]: rows >= rows_q[b] are written 0 */
     const attn__isa *isa;
     attn__fwd_geo geo;
     float *ws;                   /* n_threads blocks of ws_floats */
@@ -9424,7 +9458,7 @@ static attn_status attn__bsr_plan(attn__bsr *L, size_t *bytes) {
     L->isa = attn__pick_isa();
     L->geo = attn__fwd_geometry(L->P->q.dim, L->P->v.dim);
     L->pieces = (L->block + ATTN__BQ - 1) / ATTN__BQ;
-    if (!attn__add_size((size_t)L->nkb, L->list_ints, &ints)) return ATTN_ERR_OVERFLOW;
+    if (!attn__add_size(L->list_max, L->list_ints, &ints)) return ATTN_ERR_OVERFLOW;
     L->ws_floats = L->geo.scratch + L->geo.tile + attn__round16(ints);   /* int and float are 4 bytes */
     if (!attn__mul_size(L->ws_floats, (size_t)L->P->n_threads, &n) || !attn__mul_size(n, sizeof(float), &n) ||
         !attn__add_size(n, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
@@ -9445,25 +9479,34 @@ static void attn__bsr_task(void *ctx, int task, int thread) {
     attn__fwd_ctx C;
     attn__seq S;
     const int r0 = qb * L->block + piece * ATTN__BQ, rows = ATTN__MIN(ATTN__BQ, (qb + 1) * L->block - r0);
-    int n, i, j;
+    const int valid = L->rows_q ? ATTN__MAX(0, ATTN__MIN(rows, L->rows_q[b] - r0)) : rows;
+    const int Lk = L->rows_k ? L->rows_k[b] : P0->k.seq;
+    const float *pad = L->rows_k ? L->pad_row + (P0->k.seq - Lk) : NULL;   /* pad[j]: key j's penalty or 0 */
+    int n, i, j, nk;
     P.q.data = (char *)attn__at(&P0->q, b, 0, h); P.q.batch = 1; P.q.heads = 1;
     P.out.data = (char *)attn__at(&P0->out, b, 0, h); P.out.batch = 1; P.out.heads = 1;
     P.k.data = (char *)attn__at(&P0->k, b, 0, h / P0->groups); P.k.batch = 1; P.k.heads = 1;
     P.v.data = (char *)attn__at(&P0->v, b, 0, h / P0->groups); P.v.batch = 1; P.v.heads = 1;
     P.groups = 1; P.n_seqs = 1;
     P.lse = P0->lse ? P0->lse + ((size_t)b * Hq + h) * P0->q.seq : NULL;
+    P.bias_batch = 1; P.bias_heads = 1; P.bias_rows = 1; P.bias_sb = P.bias_sh = P.bias_sq = 0;
+    for (i = r0 + valid; i < r0 + rows; ++i) attn__fwd_store(&P, L->isa, 0, i, 0, NULL, 0.0f, 0.0f);
+    if (valid == 0) return;
     memset(&C, 0, sizeof C);
     C.P = &P; C.isa = L->isa; C.geo = L->geo;
     attn__fwd_copies(&C);
     S.tb = 0; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
-    n = L->list(L->list_ctx, h, qb, list, list + L->nkb);
-    attn__tile_begin(&C, T, ws + L->geo.scratch, &S, 0, r0, rows);
+    n = L->list(L->list_ctx, h, qb, list, list + L->list_max);
+    attn__tile_begin(&C, T, ws + L->geo.scratch, &S, 0, r0, valid);
     for (i = 0; i < n; i = j) {
         long long c0, c1;
         for (j = i + 1; j < n && list[j] == list[j - 1] + 1; ++j) {}
         c1 = (long long)(list[j - 1] + 1) * L->block;
-        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += ATTN__BK)
-            attn__tile_chunk(&C, T, ws, c0, (int)ATTN__MIN((long long)ATTN__BK, c1 - c0));
+        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += nk) {
+            nk = (int)ATTN__MIN((long long)ATTN__BK, c1 - c0);
+            P.bias = c0 + nk > Lk ? pad : NULL;    /* one row for every query (strides 0) */
+            attn__tile_chunk(&C, T, ws, c0, nk);
+        }
     }
     attn__tile_end(&C, T, NULL);
 }
@@ -9477,6 +9520,7 @@ static void attn__bsr_run(const attn_desc *d, attn__bsr *L, float *ws) {
 /* ---- ATTN_BIGBIRD (ITC) ----------------------------------------------------------------- */
 typedef struct attn__bb {
     int nb, r, full;             /* blocks, random blocks per row, 1: every row sees everything */
+    int mult;                    /* attn_bigbird_multiplicity */
     unsigned long long seed;
     const int *table;            /* [Hq][nb-2][r] or NULL (drawn) */
 } attn__bb;
@@ -9499,26 +9543,31 @@ static void attn__bb_row(unsigned long long seed, int nb, int r, int h, int i, i
     }
 }
 
-/* The sorted key blocks of query block i of head h. scratch: 3 nb ints. */
+/* The sorted key blocks of query block i of head h, each as many times as it counts (at most
+   nb + r entries). scratch: 3 nb ints. */
 static int attn__bb_list(const void *ctx, int h, int i, int *list, int *scratch) {
     const attn__bb *B = (const attn__bb *)ctx;
-    const int nb = B->nb;
-    int *seen = scratch, *rnd = scratch + nb, n = 0, t, m;
+    const int nb = B->nb, listed = B->mult != ATTN_BIGBIRD_UNION;
+    int *count = scratch, *rnd = scratch + nb, n = 0, t, m;
     if (B->full || i == 0 || i == nb - 1) {
         for (t = 0; t < nb; ++t) list[t] = t;
         return nb;
     }
-    memset(seen, 0, sizeof(int) * (size_t)nb);
-    seen[0] = seen[nb - 1] = seen[i - 1] = seen[i] = seen[i + 1] = 1;
-    if (B->table) {
+    memset(count, 0, sizeof(int) * (size_t)nb);
+    count[0] = count[nb - 1] = count[i - 1] = count[i] = count[i + 1] = 1;
+    if (B->mult == ATTN_BIGBIRD_HF_EVAL) {
+        count[0] += B->r;                       /* HF's all-zero rand_attn */
+    } else if (B->table) {
         const int *row = B->table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)B->r;
-        for (t = 0; t < B->r; ++t) seen[row[t]] = 1;
+        for (t = 0; t < B->r; ++t) count[row[t]] = listed ? count[row[t]] + 1 : 1;
     } else {
         m = ATTN__MIN(B->r, nb);
         attn__bb_row(B->seed, nb, B->r, h, i, scratch + 2 * nb, rnd, m);
-        for (t = 0; t < m; ++t) seen[rnd[t]] = 1;
+        for (t = 0; t < m; ++t) count[rnd[t]] = listed ? count[rnd[t]] + 1 : 1;
+        if (listed) count[0] += B->r - m;       /* slots past nb hold block 0 */
     }
-    for (t = 0; t < nb; ++t) if (seen[t]) list[n++] = t;
+    for (t = 0; t < nb; ++t)
+        for (m = 0; m < count[t]; ++m) list[n++] = t;
     return n;
 }
 
@@ -9529,6 +9578,7 @@ static attn_status attn__bb_params(const attn_bigbird_params *p, int seq, int *b
     if (p->random_blocks < 0) return ATTN_ERR_BIGBIRD_RANDOM;
     if ((p->no_random != 0 && p->no_random != 1) || (p->hf_fallback != 0 && p->hf_fallback != 1))
         return ATTN_ERR_BIGBIRD_FLAGS;
+    if (p->multiplicity < ATTN_BIGBIRD_UNION || p->multiplicity > ATTN_BIGBIRD_HF_EVAL) return ATTN_ERR_BIGBIRD_MULTIPLICITY;
     *r = p->no_random ? 0 : p->random_blocks ? p->random_blocks : 3;
     return ATTN_OK;
 }
@@ -9545,6 +9595,7 @@ static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__b
     const attn_desc *d = c->d;
     const attn_bigbird_params *p = &d->bigbird;
     attn_status s;
+    size_t i;
     int r;
     memset(P, 0, sizeof *P);
     memset(B, 0, sizeof *B);
@@ -9553,14 +9604,22 @@ static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__b
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (!isfinite(d->softcap) || d->softcap < 0) return ATTN_ERR_SOFTCAP;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
-    if (!attn__sparse_plain(d) || d->causal) return ATTN_ERR_SPARSE_MASKS;
+    {   /* padding through seqlens_q/_k is BigBird's own; every other mask is refused */
+        attn_desc e = *d;
+        e.seqlens_q = e.seqlens_k = NULL;
+        if (!attn__sparse_plain(&e) || d->causal) return ATTN_ERR_SPARSE_MASKS;
+    }
     if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
+    for (i = 0; d->seqlens_q && i < (size_t)c->q.batch; ++i)
+        if (d->seqlens_q[i] < 0 || d->seqlens_q[i] > c->q.seq) return ATTN_ERR_SEQLENS_Q;
+    for (i = 0; d->seqlens_k && i < (size_t)c->q.batch; ++i)
+        if (d->seqlens_k[i] < 0 || d->seqlens_k[i] > c->k.seq) return ATTN_ERR_SEQLENS_K;
     if ((s = attn__bb_params(p, c->q.seq, block, &r)) != ATTN_OK) return s;
-    B->nb = c->q.seq / *block; B->r = r; B->seed = p->seed; B->table = r > 0 ? p->random_table : NULL;
+    B->nb = c->q.seq / *block; B->r = r; B->seed = p->seed; B->mult = p->multiplicity;
+    B->table = r > 0 && B->mult != ATTN_BIGBIRD_HF_EVAL ? p->random_table : NULL;
     B->full = p->hf_fallback && (long long)c->q.seq <= (5 + 2LL * r) * *block;
     if (B->table && B->nb > 2) {
         const size_t n = (size_t)c->q.heads * (size_t)(B->nb - 2) * (size_t)r;
-        size_t i;
         for (i = 0; i < n; ++i) if (B->table[i] < 0 || B->table[i] >= B->nb) return ATTN_ERR_BIGBIRD_TABLE;
     }
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
@@ -9573,11 +9632,14 @@ static attn_status attn__bb_check(const attn__call *c, attn__problem *P, attn__b
     return ATTN_OK;
 }
 
+/* HF's additive mask value for padded keys (BigBirdBlockSparseAttention's attn_mask_penalty). */
+#define ATTN__BB_PAD_PENALTY (-10000.0f)
+
 static attn_status attn__bigbird_forward(const attn__call *c) {
     attn__problem P;
     attn__bb B;
     attn__bsr L;
-    size_t bytes;
+    size_t bytes, pad_floats, i;
     attn__ws w;
     attn_status s;
     int block;
@@ -9585,9 +9647,19 @@ static attn_status attn__bigbird_forward(const attn__call *c) {
     memset(&L, 0, sizeof L);
     L.P = &P; L.block = block; L.nqb = L.nkb = B.nb;
     L.list = attn__bb_list; L.list_ctx = &B; L.list_ints = 3 * (size_t)B.nb;
+    L.list_max = (size_t)B.nb + (size_t)B.r;
+    L.rows_q = c->d->seqlens_q;
     if ((s = attn__bsr_plan(&L, &bytes)) != ATTN_OK) return s;
+    /* padded keys: a row of n zeros then n penalties, read from n - seqlens_k[b] on */
+    pad_floats = c->d->seqlens_k ? 2 * (size_t)c->q.seq : 0;
+    if (!attn__add_size(bytes, pad_floats * sizeof(float), &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    if (pad_floats) {
+        float *row = (float *)(void *)w.base + (size_t)P.n_threads * L.ws_floats;
+        for (i = 0; i < 2 * (size_t)c->q.seq; ++i) row[i] = i < (size_t)c->q.seq ? 0.0f : ATTN__BB_PAD_PENALTY;
+        L.pad_row = row; L.rows_k = c->d->seqlens_k;
+    }
     attn__bsr_run(c->d, &L, (float *)(void *)w.base);
     attn__ws_release(&w);
     return ATTN_OK;
@@ -9602,6 +9674,10 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
     if ((s = attn__bb_params(&desc->bigbird, seq, &block, &r)) != ATTN_OK) return s;
     nb = seq / block;
     if (nb < 3 || r == 0) return ATTN_OK;
+    if (desc->bigbird.multiplicity == ATTN_BIGBIRD_HF_EVAL) {   /* HF's eval mode: all block 0 */
+        memset(table, 0, sizeof(int) * (size_t)heads * (size_t)(nb - 2) * (size_t)r);
+        return ATTN_OK;
+    }
     if (!(a = (int *)attn__alloc(sizeof(int) * (size_t)nb))) return ATTN_ERR_OUT_OF_MEMORY;
     for (h = 0; h < heads; ++h)
         for (i = 1; i <= nb - 2; ++i)

@@ -67,6 +67,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* sparse */
 void test_sparse(void);
 void test_lsh_hf(void);   /* tests/test_lsh.c: ATTN_LSH against HF's Reformer conventions */
+void test_bigbird_hf(void);   /* tests/test_bigbird.c, called by test_sparse */
 
 /* linear */
 void test_linear(void);

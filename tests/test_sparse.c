@@ -1213,6 +1213,7 @@ void test_sparse(void) {
     test_longformer();
     test_longformer_backward();
     test_bigbird();
+    test_bigbird_hf();
     test_lsh();
     test_routing();
 }

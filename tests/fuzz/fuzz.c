@@ -622,6 +622,15 @@ static void target_kinds(fz *f) {
         d.kind = (attn_kind)kind; d.causal = fz_chance(f, 128); d.n_threads = fz_int(f, 0, 3);
     }
     if ((int)d.kind != 97) d.kind = (attn_kind)g_kinds[fz_u8(f) % N_KINDS];
+    if (d.kind == ATTN_BIGBIRD && fz_chance(f, 160)) {    /* blocks that divide Sq: padding (seqlens_q/_k) and every multiplicity run */
+        d.bigbird.block = fz_chance(f, 128) ? 1 : Sq;
+        d.bigbird.random_blocks = fz_int(f, 0, 3); d.bigbird.multiplicity = fz_int(f, 0, 3);   /* 3: refused */
+        if (fz_chance(f, 128)) {
+            int b;
+            for (b = 0; b < B; ++b) { lens_k[b] = fz_int(f, 0, Sk); lens_q[b] = fz_chance(f, 128) && lens_k[b] <= Sq ? lens_k[b] : fz_int(f, 0, Sq); }
+            d.seqlens_q = lens_q; d.seqlens_k = lens_k;
+        }
+    }
     if (d.kind == ATTN_PERFORMER && fz_chance(f, 128)) {   /* a caller's W of exactly `features` rows; features 0 must be refused (issue 27 item 3) */
         const int m = fz_chance(f, 60) ? 0 : fz_int(f, 1, 12), rows = m ? m : fz_int(f, 1, 12);
         float *W = (float *)gx_alloc(sizeof(float) * (size_t)rows * D);
