@@ -321,6 +321,9 @@ typedef struct attn_bigbird_params {
 } attn_bigbird_params;
 
 /* -- linear and kernel parameter structs -- */
+/* The eps fields below (linear, cosformer, performer) take 0 as "the default"; ATTN_EPS_ZERO
+   asks for an exact 0 (any other negative value is an error). */
+#define ATTN_EPS_ZERO (-1.0f)
 /* ATTN_LINEAR, linear attention ("Transformers are RNNs", Katharopoulos et al. 2020; the
    fast-transformers reference). With phi(x) = elu(x) + 1 applied to q and k (no 1/sqrt(d)
    scale) and the visible keys of query i (all valid keys; under causal, j <= i + Lk - Lq,
@@ -335,7 +338,8 @@ typedef struct attn_bigbird_params {
    in two passes over the chunks (section 3.14); lse must be NULL and out is validated but not
    read (the forward's quantities are recomputed).
    field   default   meaning
-   eps     1e-6      added to the denominator; finite and >= 0 (0 selects the default) */
+   eps     1e-6      added to the denominator; finite and > 0, 0 selects the default,
+                     ATTN_EPS_ZERO an exact 0 */
 typedef struct attn_linear_params {
     float eps;
 } attn_linear_params;
@@ -353,7 +357,8 @@ typedef struct attn_linear_params {
                               sequence, from its valid lengths (seqlens_q[b], seqlens_k[b]):
                               padding a sequence does not change its rows. attn_step needs it
                               set (> 0): decoding cannot know the final length
-   eps       1e-6             denominator clamp; finite and >= 0 (0 selects the default) */
+   eps       1e-6             denominator clamp; finite and > 0, 0 selects the default,
+                              ATTN_EPS_ZERO an exact 0 (a zero denominator then gives NaN) */
 typedef struct attn_cosformer_params {
     int max_len;
     float eps;
@@ -372,8 +377,9 @@ typedef struct attn_cosformer_params {
    sum_j exp(a_jl - c) (a = u - h, c the running max, rescaled when it grows, as online softmax)
    apart from eps sum_j v_j and eps n, so causal parallel == chunked == attn_step == the
    non-causal result restricted to the prefix, exactly up to rounding. Every exp argument is <= 0.
-   kernel = ATTN_PERFORMER_RELU is the generalised kernel phi(x) = relu(x W^T) + eps (no d^-1/4,
-   no h, no s; Google's generalised attention). W is the caller's (projection) or drawn from seed
+   kernel = ATTN_PERFORMER_RELU is the generalised kernel phi(x) = relu(c x W^T) + eps (no h, no s;
+   Google's generalised attention) with c = 1, or c = d^-1/4 with relu_normalize = 1
+   (performer-pytorch's generalized_kernel, normalize_data=True). W is the caller's (projection) or drawn from seed
    by attn_performer_draw (orthogonal blocks, chi or sqrt(d) row norms; the same bits on every
    platform, ISA and thread count). A forward call draws W anew (a few d^3 flops); attn_step
    caches the drawn W in the state (redrawn when seed or fixed_norms change), so decoding does
@@ -383,15 +389,19 @@ typedef struct attn_cosformer_params {
    features        256       m, random features: 0..65536 (0 selects the default, only when
                              projection is NULL: with a caller's W it must be set, else
                              ATTN_ERR_PERFORMER_PROJECTION_FEATURES)
-   eps             1e-6      the features' additive epsilon; 1e-3 with the ReLU kernel; finite,
-                             >= 0 (0 selects the default)
+   eps             1e-6      the features' additive epsilon; 1e-3 with the ReLU kernel; finite
+                             and > 0, 0 selects the default, ATTN_EPS_ZERO an exact 0 (features
+                             that all underflow then give 0/0 = NaN, as the references do).
+                             Others: performer-pytorch 1e-4 (softmax_kernel), 1e-3 (ReLU)
    kernel          0         ATTN_PERFORMER_SOFTMAX (positive exp features) or ATTN_PERFORMER_RELU
    fixed_norms     0         0: rows scaled by chi-distributed norms; 1: by sqrt(d)
    projection      NULL      the caller's W [features][projection_dim] fp32 row-major, finite
                              (features and projection_dim both set: W's size is never guessed);
                              NULL: attn_performer_draw(&performer, q.dim, W)
    projection_dim  0         must equal q.dim when projection is set
-   seed            0         the counter-based RNG's seed when projection is NULL */
+   seed            0         the counter-based RNG's seed when projection is NULL
+   relu_normalize  0         ReLU kernel only: 0 c = 1 (Google's generalised attention);
+                             1 c = d^-1/4 (performer-pytorch's default); must be 0 or 1 */
 typedef enum attn_performer_kernel { ATTN_PERFORMER_SOFTMAX = 0, ATTN_PERFORMER_RELU = 1 } attn_performer_kernel;
 typedef struct attn_performer_params {
     int features;
@@ -401,6 +411,7 @@ typedef struct attn_performer_params {
     const float *projection;
     int projection_dim;
     unsigned long long seed;
+    int relu_normalize;
 } attn_performer_params;
 
 /* -- low-rank parameter structs -- */
@@ -816,15 +827,16 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     \
     /* -- linear and kernel (350-399) -- */ \
-    X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
+    X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
     X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256, only when W is drawn: with .projection it must be set)") \
-    X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0") \
+    X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
     X(ATTN_ERR_PERFORMER_OPTIONS,     353, ATTN_CAT_RANGE,       "attn_desc.performer.kernel must be 0 (softmax) or 1 (ReLU) and .fixed_norms 0 or 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_DIM, 354, ATTN_CAT_SHAPE,    "attn_desc.performer.projection_dim must equal q.dim when .projection is set") \
     X(ATTN_ERR_PERFORMER_PROJECTION,  355, ATTN_CAT_RANGE,       "attn_desc.performer.projection must hold finite values") \
     X(ATTN_ERR_PERFORMER_DRAW_NULL,   356, ATTN_CAT_NULL,        "attn_performer_draw: params or W is NULL") \
     X(ATTN_ERR_PERFORMER_DRAW_DIM,    357, ATTN_CAT_SHAPE,       "attn_performer_draw: dim must be >= 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_FEATURES, 358, ATTN_CAT_RANGE, "attn_desc.performer.features must be set (>= 1, the rows of W) when .projection is given: it is never defaulted for a caller's array") \
+    X(ATTN_ERR_PERFORMER_RELU_NORMALIZE, 359, ATTN_CAT_RANGE,    "attn_desc.performer.relu_normalize must be 0 or 1") \
     /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
@@ -845,7 +857,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_RWKV_WORKSPACE,        384, ATTN_CAT_RANGE,       "attn_rwkv_desc.workspace_size is smaller than attn_rwkv6_workspace_size() asks for") \
     X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size: bytes is NULL") \
     X(ATTN_ERR_RWKV_STATE_SHAPE,      386, ATTN_CAT_SHAPE,       "attn_rwkv4_state_init: batch and channels must be >= 1") \
-    X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0") \
+    X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
     X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (each sequence's valid lengths: seqlens_q/_k or q.seq, k.seq; attn_step: state.pos + k.seq)") \
     X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
     X(ATTN_ERR_RWKV_OVERLAP,          390, ATTN_CAT_UNSUPPORTED, "attn_rwkv: out or state_out (the step's state) overlaps an input (r, k, v, w, time_decay, time_first, u, state_in), the other output, or out's rows overlap each other (see attn_tensor)") \
@@ -10024,7 +10036,7 @@ typedef struct attn__lin {
     float eps;
     int perf;                     /* ATTN_PERFORMER: 1 softmax kernel (positive exp features), 2 ReLU kernel */
     const float *W;               /* ATTN_PERFORMER: the projection [F][D] (caller's, drawn, or the state's) */
-    float pnorm, hmul;            /* ATTN_PERFORMER: d^-1/4 (1 for ReLU) and 1 / (2 sqrt d) */
+    float pnorm, hmul;            /* ATTN_PERFORMER: d^-1/4 (ReLU: 1 unless relu_normalize) and 1 / (2 sqrt d) */
     size_t shared_floats;         /* ATTN_PERFORMER: drawn W and the draw's scratch, before the slices */
     float *state;                 /* attn_step: [B][Hkv][F*Dv + F]; NULL: per-call state */
     float *ws;                    /* n_threads slices of ws_per floats */
@@ -10033,6 +10045,9 @@ typedef struct attn__lin {
 
 /* A sequence's valid length: seqlens[b], or the tensor's length when there are none. */
 static int attn__lin_len(const int *seqlens, int b, int seq) { return seqlens ? seqlens[b] : seq; }
+/* An eps field: 0 = the default, ATTN_EPS_ZERO = exactly 0, else finite and > 0. */
+static int attn__eps_ok(float e) { return e == ATTN_EPS_ZERO || (isfinite(e) && e >= 0.0f); }
+static float attn__eps(float e, float dflt) { return e == ATTN_EPS_ZERO ? 0.0f : e != 0.0f ? e : dflt; }
 
 /* Validates a call of any ATTN_LINEAR operation and resolves it (no workspace yet). */
 static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *L) {
@@ -10047,13 +10062,14 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->kind == ATTN_COSFORMER) {
-        if (!isfinite(d->cosformer.eps) || d->cosformer.eps < 0.0f) return ATTN_ERR_COSFORMER_EPS;
+        if (!attn__eps_ok(d->cosformer.eps)) return ATTN_ERR_COSFORMER_EPS;
         if (d->cosformer.max_len < 0) return ATTN_ERR_COSFORMER_MAX_LEN;
         if (op == ATTN__STEP && d->cosformer.max_len == 0) return ATTN_ERR_COSFORMER_STEP_M;
     } else if (d->kind == ATTN_PERFORMER) {
         const attn_performer_params *p = &d->performer;
         if (p->features < 0 || p->features > 65536) return ATTN_ERR_PERFORMER_FEATURES;
-        if (!isfinite(p->eps) || p->eps < 0.0f) return ATTN_ERR_PERFORMER_EPS;
+        if (!attn__eps_ok(p->eps)) return ATTN_ERR_PERFORMER_EPS;
+        if (p->relu_normalize != 0 && p->relu_normalize != 1) return ATTN_ERR_PERFORMER_RELU_NORMALIZE;
         if ((p->kernel != ATTN_PERFORMER_SOFTMAX && p->kernel != ATTN_PERFORMER_RELU) ||
             (p->fixed_norms != 0 && p->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
         if (p->projection) {
@@ -10065,7 +10081,7 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
             for (i = 0; i < n; ++i)
                 if (!isfinite(p->projection[i])) return ATTN_ERR_PERFORMER_PROJECTION;
         }
-    } else if (!isfinite(d->linear.eps) || d->linear.eps < 0.0f) return ATTN_ERR_LINEAR_EPS;
+    } else if (!attn__eps_ok(d->linear.eps)) return ATTN_ERR_LINEAR_EPS;
     if (op == ATTN__STEP) {
         if (c->k.seq != c->q.seq) return ATTN_ERR_STEP_SEQ;
         if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_STEP_LENGTHS;
@@ -10086,21 +10102,21 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     L->causal = op == ATTN__STEP ? 1 : d->causal;
     L->groups = c->q.heads / c->k.heads;
     L->D = c->q.dim; L->Dv = c->v.dim;
-    L->eps = d->linear.eps != 0.0f ? d->linear.eps : 1e-6f;
+    L->eps = attn__eps(d->linear.eps, 1e-6f);
     L->F = L->D;
     if (d->kind == ATTN_COSFORMER) {
         if (L->D > INT_MAX / 2) return ATTN_ERR_OVERFLOW;
         L->F = 2 * L->D;
         L->cos = 1;
         L->M = d->cosformer.max_len;     /* 0: per sequence, attn__lin_ang */
-        L->eps = d->cosformer.eps != 0.0f ? d->cosformer.eps : 1e-6f;
+        L->eps = attn__eps(d->cosformer.eps, 1e-6f);
     }
     if (d->kind == ATTN_PERFORMER) {
         const attn_performer_params *p = &d->performer;
         L->F = p->features ? p->features : 256;
         L->perf = p->kernel == ATTN_PERFORMER_RELU ? 2 : 1;
-        L->eps = p->eps != 0.0f ? p->eps : (L->perf == 2 ? 1e-3f : 1e-6f);
-        L->pnorm = L->perf == 2 ? 1.0f : (float)(1.0 / sqrt(sqrt((double)L->D)));
+        L->eps = attn__eps(p->eps, L->perf == 2 ? 1e-3f : 1e-6f);
+        L->pnorm = L->perf == 2 && !p->relu_normalize ? 1.0f : (float)(1.0 / sqrt(sqrt((double)L->D)));
         L->hmul = (float)(0.5 / sqrt((double)L->D));
         L->W = p->projection;
     }
@@ -10490,7 +10506,7 @@ ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int
     int m;
     if (!params || !W) return ATTN_ERR_PERFORMER_DRAW_NULL;
     if (params->features < 0 || params->features > 65536) return ATTN_ERR_PERFORMER_FEATURES;
-    if (!isfinite(params->eps) || params->eps < 0.0f) return ATTN_ERR_PERFORMER_EPS;
+    if (!attn__eps_ok(params->eps)) return ATTN_ERR_PERFORMER_EPS;
     if ((params->kernel != ATTN_PERFORMER_SOFTMAX && params->kernel != ATTN_PERFORMER_RELU) ||
         (params->fixed_norms != 0 && params->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
     if (dim < 1) return ATTN_ERR_PERFORMER_DRAW_DIM;

@@ -3,7 +3,7 @@
    h = |x|^2 / (2 sqrt d), phi(q)_l = exp(u_l - h - max_l u_l) + eps, phi(k_j)_l = exp(u_jl - h_j - s) + eps
    with s the max of u over the keys VISIBLE to the query row (all valid keys; causal: j <= i + Lk - Lq),
    w_ij = phi(q_i) . phi(k_j), out_i = sum_j w_ij v_j / sum_j w_ij, O(n^2) pair by pair (the common
-   m^-1/2 cancels). ReLU kernel: phi(x) = relu(x W^T) + eps. The projection W is checked separately
+   m^-1/2 cancels). ReLU kernel: phi(x) = relu(c x W^T) + eps, c = 1 or d^-1/4 (relu_normalize). The projection W is checked separately
    against this file's own RNG (the counter hash, Marsaglia's polar method with libm's log, a
    modified Gram-Schmidt QR) and against constants (bitwise: the same in every ISA build).
    Properties: GQA, Lq != Lk, seqlens, f16/bf16 storage, causal == the non-causal result on the
@@ -99,8 +99,9 @@ static void test_performer_draw(void) {
 }
 
 /* ---- the forward, naively ---- */
+/* relu: 0 the softmax kernel, 1 the ReLU kernel, 2 the ReLU kernel with relu_normalize (x d^-1/4) */
 static void pf_feat(const double *x, const float *W, int m, int D, int relu, double s_key, int is_key, double eps, double *u) {
-    const double dn = relu ? 1.0 : pow((double)D, -0.25);
+    const double dn = relu == 1 ? 1.0 : pow((double)D, -0.25);
     double h = 0.0, mx = -HUGE_VAL;
     int l, t;
     for (t = 0; t < D; ++t) h += x[t] * x[t];
@@ -185,8 +186,9 @@ static void pf_desc(attn_desc *d, const pf_shape *s, unsigned long long seed) {
     d->kind = ATTN_PERFORMER;
     d->causal = s->causal;
     d->performer.features = s->m == 256 ? 0 : s->m;
-    d->performer.kernel = s->relu;
-    d->performer.eps = s->eps == (s->relu ? 1e-3 : 1e-6) ? 0.0f : (float)s->eps;
+    d->performer.kernel = s->relu ? ATTN_PERFORMER_RELU : ATTN_PERFORMER_SOFTMAX;
+    d->performer.relu_normalize = s->relu == 2;
+    d->performer.eps = s->eps == (s->relu ? 1e-3 : 1e-6) ? 0.0f : s->eps == 0.0 ? ATTN_EPS_ZERO : (float)s->eps;
     d->performer.seed = seed;
 }
 
@@ -211,9 +213,10 @@ static void test_performer_sweep(void) {
         s.Dv = t_pick(&r, (const int[]){ 1, 5, 16, 31 }, 4);
         s.m = t_pick(&r, (const int[]){ 1, 7, 16, 40, 256 }, 5);
         s.causal = t_irange(&r, 0, 1);
-        s.relu = t_chance(&r, 0.25);
+        s.relu = t_chance(&r, 0.25) ? t_irange(&r, 1, 2) : 0;
         s.eps = s.relu ? 1e-3 : 1e-6;
         if (t_chance(&r, 0.3)) s.eps = t_chance(&r, 0.5) ? 1e-3 : 0.1;
+        if (!s.relu && t_chance(&r, 0.15)) s.eps = 0.0;         /* ATTN_EPS_ZERO: an exact 0 */
         s.tq = dts[t_irange(&r, 0, 2)]; s.tkv = dts[t_irange(&r, 0, 2)]; s.to = dts[t_irange(&r, 0, 2)];
         if (c < 16) s.tq = s.tkv = s.to = ATTN_F32;
         pf_alloc(&m, &s, &r, 1.0);
@@ -450,7 +453,7 @@ static void test_performer_errors(void) {
             "performer state floats %lu", (unsigned long)floats);
     T_CHECK(attn_state_init(&base, tq, tk, tv, sbuf, floats, &good) == ATTN_OK, "performer state init");
     for (i = 0; i < (int)(sizeof W / sizeof W[0]); ++i) W[i] = 0.25f;
-    for (i = 0; i < 30; ++i) {
+    for (i = 0; i < 33; ++i) {
         attn_status want = ATTN_OK, got;
         const char *what = "";
         int op = 0;
@@ -491,6 +494,9 @@ static void test_performer_errors(void) {
         /* issue 27 item 3: a caller's W of 8 rows with features 0 read 256 rows (a default) */
         case 28: d.performer.features = 0; d.performer.projection = W; d.performer.projection_dim = 4;
                  want = ATTN_ERR_PERFORMER_PROJECTION_FEATURES; what = "projection with features 0"; break;
+        case 30: d.performer.relu_normalize = 2; want = ATTN_ERR_PERFORMER_RELU_NORMALIZE; what = "relu_normalize 2"; break;
+        case 31: d.performer.eps = ATTN_EPS_ZERO; want = ATTN_OK; what = "eps ATTN_EPS_ZERO"; break;
+        case 32: d.performer.eps = -2.0f; want = ATTN_ERR_PERFORMER_EPS; what = "eps -2 (only ATTN_EPS_ZERO is negative)"; break;
         case 29: op = 8; d.performer.features = 0; d.performer.projection = W; d.performer.projection_dim = 4;
                  want = ATTN_ERR_PERFORMER_PROJECTION_FEATURES; what = "state size: projection with features 0"; break;
         }
