@@ -237,10 +237,28 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    otherwise its dilated window is masked element by element: O(seq * window * D)). Dropout is
    not supported. attn_backward: the exact backward on the same pieces (the query heads of a KV
    group must share a dilation; dbias with a head-broadcast bias needs one dilation for all).
-   field       default (NULL)              meaning
-   dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
+   Per-token global positions (Hugging Face's global_attention_mask): global_mask [k.batch][k.seq]
+   (row-major, row stride k.seq; nonzero = global) marks positions j whose KEY is visible to every
+   query of its sequence, and positions p whose QUERY row (the row i with p = i + Lk - Lq) sees
+   every key, on top of the window: key j is visible from position p when
+       j < Lk  and  (!causal || j <= p)  and  (local(p, j) || mask[b][j] || mask[b][p] || the
+       global_tokens / sink_tokens rules of attn_desc)
+   each key counted once (a global key inside the window is not counted twice). Entries at
+   j >= Lk are never read. global_rows_only = 1 computes only the rows at global positions and
+   leaves every other row of out and lse as it was (their q rows are not read): with the same
+   out, one call with the local projections then one with the global projections give Hugging
+   Face's LongformerSelfAttention (docs/guide.md). With a global_mask the call runs a direct
+   kernel (each row's visible keys gathered: the window, plus every global key; a global row
+   reads all Lk keys), fp32, threads over (batch, head); bias, rope and cu_seqlens are refused
+   (ATTN_ERR_LONGFORMER_GLOBAL_MASK), as is attn_backward (ATTN_ERR_LONGFORMER_MASK_BACKWARD).
+   field             default (NULL/0)            meaning
+   dilations         attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none)
+   global_mask       none                        [k.batch][k.seq] per-token global positions
+   global_rows_only  0                           1: write only the rows at global positions */
 typedef struct attn_longformer_params {
     const int *dilations;
+    const unsigned char *global_mask;
+    int global_rows_only;
 } attn_longformer_params;
 
 /* ATTN_BIGBIRD (Zaheer et al. 2020, ITC; Hugging Face BigBirdBlockSparseAttention), self-attention
@@ -824,6 +842,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_ROUTING_NONFINITE,     321, ATTN_CAT_RANGE,       "attn_desc.routing.centroids must be finite") \
     X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
     X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
+    X(ATTN_ERR_LONGFORMER_GLOBAL_MASK, 340, ATTN_CAT_UNSUPPORTED, "attn_desc.longformer.global_mask cannot be combined with bias, rope or cu_seqlens_q/_k") \
+    X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 341, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
+    X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 342, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     \
     /* -- linear and kernel (350-399) -- */ \
@@ -9163,6 +9184,126 @@ static void attn__lf_rows(attn_tensor *t, int rho, int D) {
     t->stride_seq *= D;
 }
 
+/* ---- ATTN_LONGFORMER with longformer.global_mask: a direct kernel --------------------------
+   One task per (sequence, query head): for each row, the keys it sees (attn__visible for the
+   window and the desc's global/sink tokens, plus the masked global keys; a global row: every
+   key) are gathered once, scored, soft-maxed and summed in fp32. Cost per row O((window +
+   global keys) * dim), O(Lk * dim) for a global row. */
+typedef struct attn__lfg_ctx {
+    attn__problem P;
+    const attn_desc *d;
+    const unsigned char *gm;
+    float *ws;
+    size_t ws_floats;                  /* per thread */
+} attn__lfg_ctx;
+
+static size_t attn__lfg_ints(const attn__problem *P) {     /* floats holding Lk ints */
+    return ((size_t)P->k.seq * sizeof(int) + sizeof(float) - 1) / sizeof(float);
+}
+static size_t attn__lfg_floats(const attn__problem *P) {   /* scores, keys, global list: Lk each; q, acc, k/v row */
+    return (size_t)P->k.seq + 2 * attn__lfg_ints(P) + 2 * (size_t)P->q.dim + 2 * (size_t)P->v.dim + 16;
+}
+
+static void attn__lfg_task(void *ctx, int task, int thread) {
+    const attn__lfg_ctx *C = (const attn__lfg_ctx *)ctx;
+    attn__problem P = C->P;
+    const int Hq = P.q.heads, h = task % Hq, hk = h / P.groups, D = P.q.dim, Dv = P.v.dim;
+    float *sc = C->ws + C->ws_floats * (size_t)thread, *qr, *acc, *row;
+    int *keys, *glist, ng = 0, i, j, t;
+    attn__seq S;
+    const unsigned char *gm;
+    long long shift;
+    attn__seq_at(&P, task / Hq, &S);
+    keys = (int *)(void *)(sc + P.k.seq);
+    glist = (int *)(void *)(sc + P.k.seq + attn__lfg_ints(&P));
+    qr = sc + P.k.seq + 2 * attn__lfg_ints(&P); acc = qr + D; row = acc + Dv;
+    gm = C->gm + (size_t)S.tb * (size_t)P.k.seq;
+    P.dilation = attn__lf_dil(C->d, h);
+    shift = (long long)S.Lk - S.Lq;
+    for (j = 0; j < S.Lk; ++j) if (gm[j]) glist[ng++] = j;
+    for (i = 0; i < P.q.seq; ++i) {
+        const long long p = i + shift;
+        const int grow = i < S.Lq && ((p >= 0 && gm[p]) || p < P.global);   /* attn__visible's p < global */
+        void *o;
+        int n = 0, bad = 0;
+        float m = -INFINITY, l = 0.0f;
+        if (C->d->longformer.global_rows_only && !grow) continue;
+        o = attn__at(&P.out, S.tb, i, h);
+        if (i >= S.Lq) {
+            attn__store_zero_row(o, P.out.dtype, Dv);
+            if (P.lse) P.lse[((size_t)S.tb * Hq + h) * P.q.seq + i] = -INFINITY;
+            continue;
+        }
+        if (grow) {                                          /* a global row sees every key */
+            for (j = 0; j < S.Lk; ++j) if (!P.causal || j <= p) keys[n++] = j;
+        } else {
+            const long long Dl = P.dilation, last = P.causal ? ATTN__MIN(p, (long long)S.Lk - 1) : S.Lk - 1;
+            const long long pre = ATTN__MIN((long long)ATTN__MAX(P.sink, P.global), last + 1);
+            const long long lo = ATTN__MAX(P.window_left ? p - P.window_left * Dl : 0, pre);
+            const long long hi = ATTN__MIN(P.window_right ? p + P.window_right * Dl : last, last);
+            long long jj;
+            for (jj = 0; jj < pre; ++jj) keys[n++] = (int)jj;
+            for (jj = lo; jj <= hi; ++jj) if (attn__visible(&P, p, jj) || gm[jj]) keys[n++] = (int)jj;
+            for (t = 0; t < ng; ++t)
+                if (glist[t] >= pre && (glist[t] < lo || glist[t] > hi) && glist[t] <= last) keys[n++] = glist[t];
+        }
+        attn__load_row(attn__at(&P.q, S.tb, S.q0 + i, h), P.q.dtype, qr, D, P.scale);
+        for (t = 0; t < n; ++t) {
+            float s = 0.0f;
+            int e;
+            attn__load_row(attn__at(&P.k, S.tb, S.k0 + keys[t], hk), P.k.dtype, row, D, 1.0f);
+            for (e = 0; e < D; ++e) s += qr[e] * row[e];
+            if (P.softcap > 0.0f) s = P.softcap * tanhf(s / P.softcap);
+            if (P.alibi) s -= P.alibi[h] * (float)(p > keys[t] ? p - keys[t] : keys[t] - p);
+            sc[t] = s;
+            if (s > m) m = s;
+            if (s != s) bad = 1;
+        }
+        memset(acc, 0, sizeof(float) * (size_t)Dv);
+        if (m > -INFINITY)
+            for (t = 0; t < n; ++t) {
+                const float w = expf(sc[t] - m);
+                int e;
+                if (w == 0.0f) continue;
+                l += w;
+                attn__load_row(attn__at(&P.v, S.tb, S.k0 + keys[t], hk), P.v.dtype, row, Dv, 1.0f);
+                for (e = 0; e < Dv; ++e) acc[e] += w * row[e];
+            }
+        if (bad) m = l = NAN;                                /* a NaN logit: NaN out and lse */
+        attn__fwd_store(&P, &attn__isa_scalar, S.tb, S.q0 + i, h, acc, m, l);
+    }
+}
+
+static attn_status attn__longformer_mask_forward(const attn__call *c, attn_desc *sd) {
+    const attn_desc *d = c->d;
+    attn__lfg_ctx C;
+    attn__ws w;
+    attn_status s;
+    size_t bytes;
+    int h, n_tasks;
+    memset(&C, 0, sizeof C);
+    if ((s = attn__check_forward(sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &C.P)) != ATTN_OK) return s;
+    if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->longformer.dilations)
+        for (h = 0; h < c->q.heads; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
+    if (d->longformer.global_rows_only != 0 && d->longformer.global_rows_only != 1) return ATTN_ERR_LONGFORMER_GLOBAL_ROWS;
+    if (d->bias.data || d->rope || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_LONGFORMER_GLOBAL_MASK;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &n_tasks)) return ATTN_ERR_OVERFLOW;
+    C.ws_floats = attn__lfg_floats(&C.P);
+    C.P.n_threads = ATTN__MIN(C.P.n_threads, n_tasks);
+    if (!attn__mul_size(C.ws_floats, (size_t)C.P.n_threads, &bytes) || !attn__mul_size(bytes, sizeof(float), &bytes) ||
+        !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    C.P.lse = c->lse;
+    C.d = d;
+    C.gm = d->longformer.global_mask;
+    C.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, n_tasks, C.P.n_threads, attn__lfg_task, &C);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 static attn_status attn__longformer_forward(const attn__call *c) {
     const attn_desc *d = c->d;
     attn_desc sd = *d;
@@ -9177,7 +9318,9 @@ static attn_status attn__longformer_forward(const attn__call *c) {
     memset(&P, 0, sizeof P);
     memset(&w, 0, sizeof w);
     sd.kind = ATTN_SOFTMAX;
+    if (d->kind == ATTN_LONGFORMER && d->longformer.global_mask) return attn__longformer_mask_forward(c, &sd);
     if ((s = attn__check_forward(&sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
+    if (d->kind == ATTN_LONGFORMER && d->longformer.global_rows_only) return ATTN_ERR_LONGFORMER_GLOBAL_ROWS;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
     if (d->longformer.dilations)
         for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
@@ -9262,6 +9405,8 @@ static attn_status attn__longformer_backward(const attn__call *c) {
     sd.workspace = d->workspace; sd.workspace_size = d->workspace_size; sd.dilation = d->dilation;
     if (c->bytes ? s != ATTN_OK : s != ATTN_ERR_WORKSPACE) return s;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->kind == ATTN_LONGFORMER && (d->longformer.global_mask || d->longformer.global_rows_only))
+        return ATTN_ERR_LONGFORMER_MASK_BACKWARD;
     if (d->longformer.dilations)
         for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
     {

@@ -66,6 +66,7 @@ void test_amx(void);
 void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* sparse */
 void test_sparse(void);
+void test_longformer_mask(void);   /* called by test_sparse */
 
 /* linear */
 void test_linear(void);
