@@ -13,6 +13,7 @@
    (fp32 features: exp of arguments up to ~20 in magnitude, rounded to 6e-8 relative, summed
    over up to 256 features and 300 keys). */
 #include "test.h"
+#include "fixture.h"
 
 /* ---- the projection, independently ---- */
 static uint64_t pf_mix(uint64_t z) {
@@ -519,7 +520,74 @@ static void test_performer_errors(void) {
     }
 }
 
+/* performer-pytorch's FastAttention (tests/fixtures/performer_pytorch_ref.py), non-causal, on a padded
+   batch, through the documented recipe (docs/porting.md): its W as projection, eps 1e-4 (softmax
+   kernel) / relu_normalize 1 (ReLU kernel), v zeroed at padded positions and NO seqlens_k (its mask
+   only zeroes v: padded keys stay in the normaliser and in the key max). All rows within 2e-5.
+   Also measured: how far attn.h's own padding (seqlens_q/_k) is from it on the valid rows. */
+static void test_performer_pytorch_fixture(void) {
+    const char *F = "performer_pytorch_ref.txt";
+    double dims[5], lens_d[2], *q = NULL, *k = NULL, *v = NULL, *W = NULL, *ref = NULL;
+    float *fq = NULL, *fk = NULL, *fv = NULL, *fW = NULL, *out = NULL;
+    int B, N, H, D, M, lens[2], kern;
+    size_t n, i;
+    if (!T_CHECK(T_FIXTURE(F, "dims", dims, 5) && T_FIXTURE(F, "lengths", lens_d, 2), "performer-pytorch fixture: %s unreadable", F))
+        return;
+    B = (int)dims[0]; N = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; M = (int)dims[4];
+    lens[0] = (int)lens_d[0]; lens[1] = (int)lens_d[1];
+    n = (size_t)B * N * H * D;
+    q = (double *)t_xmalloc(n * sizeof(double)); k = (double *)t_xmalloc(n * sizeof(double));
+    v = (double *)t_xmalloc(n * sizeof(double)); ref = (double *)t_xmalloc(n * sizeof(double));
+    W = (double *)t_xmalloc((size_t)M * D * sizeof(double));
+    fq = (float *)t_xmalloc(n * 4); fk = (float *)t_xmalloc(n * 4); fv = (float *)t_xmalloc(n * 4);
+    out = (float *)t_xmalloc(n * 4); fW = (float *)t_xmalloc((size_t)M * D * 4);
+    if (T_CHECK(B == 2 && T_FIXTURE(F, "q", q, n) && T_FIXTURE(F, "k", k, n) && T_FIXTURE(F, "v", v, n),
+                "performer-pytorch fixture: q, k, v")) {
+        for (i = 0; i < n; ++i) {
+            const int b = (int)(i / ((size_t)N * H * D)), j = (int)(i / ((size_t)H * D) % (size_t)N);
+            fq[i] = (float)q[i]; fk[i] = (float)k[i];
+            fv[i] = j < lens[b] ? (float)v[i] : 0.0f;      /* performer-pytorch: v.masked_fill_(~mask, 0) */
+        }
+        for (kern = 0; kern < 2; ++kern) {
+            attn_desc d;
+            double err = 0.0, pad_err = 0.0;
+            attn_tensor tq = attn_tensor_dense(fq, ATTN_F32, B, N, H, D), tk = attn_tensor_dense(fk, ATTN_F32, B, N, H, D);
+            attn_tensor tv = attn_tensor_dense(fv, ATTN_F32, B, N, H, D), to = attn_tensor_dense(out, ATTN_F32, B, N, H, D);
+            if (!T_CHECK(T_FIXTURE(F, kern ? "w_relu" : "w_softmax", W, (size_t)M * D) &&
+                         T_FIXTURE(F, kern ? "out_relu" : "out_softmax", ref, n), "performer-pytorch fixture: W, out")) continue;
+            for (i = 0; i < (size_t)M * D; ++i) fW[i] = (float)W[i];
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_PERFORMER;
+            d.performer.projection = fW; d.performer.features = M; d.performer.projection_dim = D;
+            if (kern) { d.performer.kernel = ATTN_PERFORMER_RELU; d.performer.relu_normalize = 1; }  /* eps 1e-3: the default */
+            else d.performer.eps = 1e-4f;                  /* softmax_kernel's eps */
+            if (!T_CHECK(attn_forward(&d, tq, tk, tv, to, NULL) == ATTN_OK, "performer-pytorch fixture: call")) continue;
+            for (i = 0; i < n; ++i) err = fmax(err, fabs(out[i] - ref[i]));
+            T_CHECK(err <= 2e-5, "performer-pytorch fixture (%s kernel): max |attn.h - reference| %.3g > 2e-5",
+                    kern ? "ReLU" : "softmax", err);
+            d.seqlens_q = d.seqlens_k = lens;              /* attn.h's padding: padded keys excluded */
+            if (T_CHECK(attn_forward(&d, tq, tk, tv, to, NULL) == ATTN_OK, "performer-pytorch fixture: seqlens call"))
+                for (i = 0; i < n; ++i) {
+                    const int b = (int)(i / ((size_t)N * H * D)), j = (int)(i / ((size_t)H * D) % (size_t)N);
+                    if (j < lens[b]) pad_err = fmax(pad_err, fabs(out[i] - ref[i]));
+                }
+            {   /* attn.h's own defaults (eps 1e-6; ReLU without d^-1/4) against the reference */
+                double def_err = 0.0;
+                d.seqlens_q = d.seqlens_k = NULL;
+                if (kern) d.performer.relu_normalize = 0; else d.performer.eps = 0.0f;
+                if (T_CHECK(attn_forward(&d, tq, tk, tv, to, NULL) == ATTN_OK, "performer-pytorch fixture: defaults call"))
+                    for (i = 0; i < n; ++i) def_err = fmax(def_err, fabs(out[i] - ref[i]));
+                printf("      performer: performer-pytorch fixture (%s kernel) max |diff| %.3g; with seqlens_q/_k instead "
+                       "(padded keys excluded) the valid rows move by %.3g; with attn.h's %s: %.3g\n", kern ? "ReLU" : "softmax",
+                       err, pad_err, kern ? "relu_normalize 0" : "default eps 1e-6", def_err);
+            }
+        }
+    }
+    free(q); free(k); free(v); free(W); free(ref); free(fq); free(fk); free(fv); free(fW); free(out);
+}
+
 void test_performer(void) {
+    test_performer_pytorch_fixture();
     test_performer_draw();
     test_performer_sweep();
     test_performer_prefix();
