@@ -23,7 +23,7 @@
         3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, decoding
              (attn__softmax_decode), EL-attention
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
-             dilation), attn__bsr (the block-sparse kernel on the exact core's tiles),
+             dilation; attn__lfg_task with a global_mask), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
@@ -100,7 +100,8 @@
      ALiBi distances |p - j| are exact integers converted to fp32 once (exact up to 2^24;
      beyond, one rounding), so ALiBi holds at any position.
      So: window_left = w-1 with causal = Mistral's sliding window w; sinks and global tokens
-     bypass the window and dilation but never causality or padding.
+     bypass the window and dilation but never causality or padding. ATTN_LONGFORMER's
+     longformer.global_mask adds per-token global positions to this rule (see its struct).
 
    LAYERS (attn_layer_forward / attn_layer_backward): hidden states + weights -> output for
      standard MHA and the cost-effective variants (Optimized, Efficient, Super) and Direct
@@ -556,6 +557,7 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
                                                 else the mask is applied per element: x dilation)
    sink_tokens      none                        first n keys visible to every query (StreamingLLM)
    global_tokens    none                        first n positions attend to and from everything
+                                                (per-token positions: longformer.global_mask)
    seqlens_q/_k     full length                 [batch] valid lengths (padding at the end)
    cu_seqlens_q/_k  not packed                  [varlen_batch+1] offsets of packed sequences;
                                                 q/k/v then have batch 1 and seq = total length
