@@ -80,6 +80,8 @@ void test_lowrank(void);
 
 /* state space */
 void test_ssm(void);
+void test_port_mamba_hf(void);   /* tests/test_ports.c, called by test_ssm */
+void test_port_rwkv4_hf(void);   /* tests/test_ports.c, called by test_rwkv */
 
 /* cuda (emulated) */
 
