@@ -245,8 +245,9 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
        j < Lk  and  (!causal || j <= p)  and  (local(p, j) || mask[b][j] || mask[b][p] || the
        global_tokens / sink_tokens rules of attn_desc)
    each key counted once (a global key inside the window is not counted twice). Entries at
-   j >= Lk are never read. global_rows_only = 1 computes only the rows at global positions and
-   leaves every other row of out and lse as it was (their q rows are not read): with the same
+   j >= Lk are never read. global_rows_only = 1 computes only the rows at global positions
+   (mask[b][p], or p < global_tokens) and leaves every other row of out and lse as it was
+   (their q rows are not read; padding rows included): with the same
    out, one call with the local projections then one with the global projections give Hugging
    Face's LongformerSelfAttention (docs/guide.md). With a global_mask the call runs a direct
    kernel (each row's visible keys gathered: the window, plus every global key; a global row
