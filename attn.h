@@ -847,9 +847,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_ROUTING_NONFINITE,     321, ATTN_CAT_RANGE,       "attn_desc.routing.centroids must be finite") \
     X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
     X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
-    X(ATTN_ERR_LONGFORMER_GLOBAL_MASK, 340, ATTN_CAT_UNSUPPORTED, "attn_desc.longformer.global_mask cannot be combined with bias, rope or cu_seqlens_q/_k") \
-    X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 341, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
-    X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 342, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
+    X(ATTN_ERR_LONGFORMER_GLOBAL_MASK, 326, ATTN_CAT_UNSUPPORTED, "attn_desc.longformer.global_mask cannot be combined with bias, rope or cu_seqlens_q/_k") \
+    X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 327, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
+    X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     \
     /* -- linear and kernel (350-399) -- */ \

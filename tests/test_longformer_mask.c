@@ -12,7 +12,7 @@
    (others bitwise untouched) and equals the full call there (bitwise); thread counts bitwise.
    The Hugging Face fixture (tests/fixtures/longformer_hf.py): one local call + one
    global_rows_only call into the same out reproduce LongformerSelfAttention within 2e-5.
-   Errors: 340-342 with outputs untouched. */
+   Errors: 326-328 with outputs untouched. */
 #include "test.h"
 #include "fixture.h"
 
