@@ -23,7 +23,7 @@
         3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, decoding
              (attn__softmax_decode), EL-attention
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
-             dilation), attn__bsr (the block-sparse kernel on the exact core's tiles),
+             dilation; attn__lfg_task with a global_mask), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
@@ -100,7 +100,8 @@
      ALiBi distances |p - j| are exact integers converted to fp32 once (exact up to 2^24;
      beyond, one rounding), so ALiBi holds at any position.
      So: window_left = w-1 with causal = Mistral's sliding window w; sinks and global tokens
-     bypass the window and dilation but never causality or padding.
+     bypass the window and dilation but never causality or padding. ATTN_LONGFORMER's
+     longformer.global_mask adds per-token global positions to this rule (see its struct).
 
    LAYERS (attn_layer_forward / attn_layer_backward): hidden states + weights -> output for
      standard MHA and the cost-effective variants (Optimized, Efficient, Super) and Direct
@@ -237,10 +238,31 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    otherwise its dilated window is masked element by element: O(seq * window * D)). Dropout is
    not supported. attn_backward: the exact backward on the same pieces (the query heads of a KV
    group must share a dilation; dbias with a head-broadcast bias needs one dilation for all).
-   field       default (NULL)              meaning
-   dilations   attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none) */
+   Per-token global positions (Hugging Face's global_attention_mask): global_mask [k.batch][k.seq]
+   (row-major, row stride k.seq; nonzero = global) marks positions j whose KEY is visible to every
+   query of its sequence, and positions p whose QUERY row (the row i with p = i + Lk - Lq) sees
+   every key, on top of the window: key j is visible from position p when
+       j < Lk  and  (!causal || j <= p)  and  (local(p, j) || mask[b][j] || mask[b][p] || the
+       global_tokens / sink_tokens rules of attn_desc)
+   each key counted once (a global key inside the window is not counted twice). Entries at
+   j >= Lk are never read. global_rows_only = 1 computes only the rows at global positions
+   (mask[b][p], or p < global_tokens) and leaves every other row of out and lse as it was
+   (their q rows are not read; padding rows included): with the same
+   out, one call with the local projections then one with the global projections give Hugging
+   Face's LongformerSelfAttention (docs/guide.md). With a global_mask the call runs a direct
+   kernel (each row's visible keys gathered: the window, plus every global key; a global row
+   reads all Lk keys), fp32, one SIMD dot product and axpy per key, threads over (batch, head):
+   about 5x the tiled core's time for the same window (S 4096, w 256, D 64, 1 thread: 2.3 s
+   against 0.49 s with global_tokens); bias, rope and cu_seqlens are refused
+   (ATTN_ERR_LONGFORMER_GLOBAL_MASK), as is attn_backward (ATTN_ERR_LONGFORMER_MASK_BACKWARD).
+   field             default (NULL/0)            meaning
+   dilations         attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none)
+   global_mask       none                        [k.batch][k.seq] per-token global positions
+   global_rows_only  0                           1: write only the rows at global positions */
 typedef struct attn_longformer_params {
     const int *dilations;
+    const unsigned char *global_mask;
+    int global_rows_only;
 } attn_longformer_params;
 
 /* ATTN_BIGBIRD (Zaheer et al. 2020, ITC; Hugging Face BigBirdBlockSparseAttention), self-attention
@@ -377,6 +399,9 @@ typedef struct attn_bigbird_params {
 } attn_bigbird_params;
 
 /* -- linear and kernel parameter structs -- */
+/* The eps fields below (linear, cosformer, performer) take 0 as "the default"; ATTN_EPS_ZERO
+   asks for an exact 0 (any other negative value is an error). */
+#define ATTN_EPS_ZERO (-1.0f)
 /* ATTN_LINEAR, linear attention ("Transformers are RNNs", Katharopoulos et al. 2020; the
    fast-transformers reference). With phi(x) = elu(x) + 1 applied to q and k (no 1/sqrt(d)
    scale) and the visible keys of query i (all valid keys; under causal, j <= i + Lk - Lq,
@@ -391,7 +416,8 @@ typedef struct attn_bigbird_params {
    in two passes over the chunks (section 3.14); lse must be NULL and out is validated but not
    read (the forward's quantities are recomputed).
    field   default   meaning
-   eps     1e-6      added to the denominator; finite and >= 0 (0 selects the default) */
+   eps     1e-6      added to the denominator; finite and > 0, 0 selects the default,
+                     ATTN_EPS_ZERO an exact 0 */
 typedef struct attn_linear_params {
     float eps;
 } attn_linear_params;
@@ -409,7 +435,8 @@ typedef struct attn_linear_params {
                               sequence, from its valid lengths (seqlens_q[b], seqlens_k[b]):
                               padding a sequence does not change its rows. attn_step needs it
                               set (> 0): decoding cannot know the final length
-   eps       1e-6             denominator clamp; finite and >= 0 (0 selects the default) */
+   eps       1e-6             denominator clamp; finite and > 0, 0 selects the default,
+                              ATTN_EPS_ZERO an exact 0 (a zero denominator then gives NaN) */
 typedef struct attn_cosformer_params {
     int max_len;
     float eps;
@@ -428,8 +455,9 @@ typedef struct attn_cosformer_params {
    sum_j exp(a_jl - c) (a = u - h, c the running max, rescaled when it grows, as online softmax)
    apart from eps sum_j v_j and eps n, so causal parallel == chunked == attn_step == the
    non-causal result restricted to the prefix, exactly up to rounding. Every exp argument is <= 0.
-   kernel = ATTN_PERFORMER_RELU is the generalised kernel phi(x) = relu(x W^T) + eps (no d^-1/4,
-   no h, no s; Google's generalised attention). W is the caller's (projection) or drawn from seed
+   kernel = ATTN_PERFORMER_RELU is the generalised kernel phi(x) = relu(c x W^T) + eps (no h, no s;
+   Google's generalised attention) with c = 1, or c = d^-1/4 with relu_normalize = 1
+   (performer-pytorch's generalized_kernel, normalize_data=True). W is the caller's (projection) or drawn from seed
    by attn_performer_draw (orthogonal blocks, chi or sqrt(d) row norms; the same bits on every
    platform, ISA and thread count). A forward call draws W anew (a few d^3 flops); attn_step
    caches the drawn W in the state (redrawn when seed or fixed_norms change), so decoding does
@@ -439,15 +467,19 @@ typedef struct attn_cosformer_params {
    features        256       m, random features: 0..65536 (0 selects the default, only when
                              projection is NULL: with a caller's W it must be set, else
                              ATTN_ERR_PERFORMER_PROJECTION_FEATURES)
-   eps             1e-6      the features' additive epsilon; 1e-3 with the ReLU kernel; finite,
-                             >= 0 (0 selects the default)
+   eps             1e-6      the features' additive epsilon; 1e-3 with the ReLU kernel; finite
+                             and > 0, 0 selects the default, ATTN_EPS_ZERO an exact 0 (features
+                             that all underflow then give 0/0 = NaN, as the references do).
+                             Others: performer-pytorch 1e-4 (softmax_kernel), 1e-3 (ReLU)
    kernel          0         ATTN_PERFORMER_SOFTMAX (positive exp features) or ATTN_PERFORMER_RELU
    fixed_norms     0         0: rows scaled by chi-distributed norms; 1: by sqrt(d)
    projection      NULL      the caller's W [features][projection_dim] fp32 row-major, finite
                              (features and projection_dim both set: W's size is never guessed);
                              NULL: attn_performer_draw(&performer, q.dim, W)
    projection_dim  0         must equal q.dim when projection is set
-   seed            0         the counter-based RNG's seed when projection is NULL */
+   seed            0         the counter-based RNG's seed when projection is NULL
+   relu_normalize  0         ReLU kernel only: 0 c = 1 (Google's generalised attention);
+                             1 c = d^-1/4 (performer-pytorch's default); must be 0 or 1 */
 typedef enum attn_performer_kernel { ATTN_PERFORMER_SOFTMAX = 0, ATTN_PERFORMER_RELU = 1 } attn_performer_kernel;
 typedef struct attn_performer_params {
     int features;
@@ -457,6 +489,7 @@ typedef struct attn_performer_params {
     const float *projection;
     int projection_dim;
     unsigned long long seed;
+    int relu_normalize;
 } attn_performer_params;
 
 /* -- low-rank parameter structs -- */
@@ -628,6 +661,7 @@ ATTNDEF void attn_pool_parallel(void *pool, int n_tasks, int n_threads, attn_tas
                                                 else the mask is applied per element: x dilation)
    sink_tokens      none                        first n keys visible to every query (StreamingLLM)
    global_tokens    none                        first n positions attend to and from everything
+                                                (per-token positions: longformer.global_mask)
    seqlens_q/_k     full length                 [batch] valid lengths (padding at the end)
    cu_seqlens_q/_k  not packed                  [varlen_batch+1] offsets of packed sequences;
                                                 q/k/v then have batch 1 and seq = total length
@@ -915,6 +949,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_ROUTING_NONFINITE,     321, ATTN_CAT_RANGE,       "attn_desc.routing.centroids must be finite") \
     X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
     X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
+    X(ATTN_ERR_LONGFORMER_GLOBAL_MASK, 326, ATTN_CAT_UNSUPPORTED, "attn_desc.longformer.global_mask cannot be combined with bias, rope or cu_seqlens_q/_k") \
+    X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 327, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
+    X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     /* LSH (Reformer) additions: 340-344 */ \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
@@ -923,15 +960,16 @@ typedef struct attn_desc {
     X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
     \
     /* -- linear and kernel (350-399) -- */ \
-    X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
+    X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
     X(ATTN_ERR_PERFORMER_FEATURES,    351, ATTN_CAT_RANGE,       "attn_desc.performer.features (attn_performer_draw: params->features) must be in [0, 65536] (0: 256, only when W is drawn: with .projection it must be set)") \
-    X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0") \
+    X(ATTN_ERR_PERFORMER_EPS,         352, ATTN_CAT_RANGE,       "attn_desc.performer.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
     X(ATTN_ERR_PERFORMER_OPTIONS,     353, ATTN_CAT_RANGE,       "attn_desc.performer.kernel must be 0 (softmax) or 1 (ReLU) and .fixed_norms 0 or 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_DIM, 354, ATTN_CAT_SHAPE,    "attn_desc.performer.projection_dim must equal q.dim when .projection is set") \
     X(ATTN_ERR_PERFORMER_PROJECTION,  355, ATTN_CAT_RANGE,       "attn_desc.performer.projection must hold finite values") \
     X(ATTN_ERR_PERFORMER_DRAW_NULL,   356, ATTN_CAT_NULL,        "attn_performer_draw: params or W is NULL") \
     X(ATTN_ERR_PERFORMER_DRAW_DIM,    357, ATTN_CAT_SHAPE,       "attn_performer_draw: dim must be >= 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_FEATURES, 358, ATTN_CAT_RANGE, "attn_desc.performer.features must be set (>= 1, the rows of W) when .projection is given: it is never defaulted for a caller's array") \
+    X(ATTN_ERR_PERFORMER_RELU_NORMALIZE, 359, ATTN_CAT_RANGE,    "attn_desc.performer.relu_normalize must be 0 or 1") \
     /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
@@ -952,7 +990,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_RWKV_WORKSPACE,        384, ATTN_CAT_RANGE,       "attn_rwkv_desc.workspace_size is smaller than attn_rwkv6_workspace_size() asks for") \
     X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size: bytes is NULL") \
     X(ATTN_ERR_RWKV_STATE_SHAPE,      386, ATTN_CAT_SHAPE,       "attn_rwkv4_state_init: batch and channels must be >= 1") \
-    X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0") \
+    X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
     X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (each sequence's valid lengths: seqlens_q/_k or q.seq, k.seq; attn_step: state.pos + k.seq)") \
     X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
     X(ATTN_ERR_RWKV_OVERLAP,          390, ATTN_CAT_UNSUPPORTED, "attn_rwkv: out or state_out (the step's state) overlaps an input (r, k, v, w, time_decay, time_first, u, state_in), the other output, or out's rows overlap each other (see attn_tensor)") \
@@ -9264,6 +9302,127 @@ static void attn__lf_rows(attn_tensor *t, int rho, int D) {
     t->stride_seq *= D;
 }
 
+/* ---- ATTN_LONGFORMER with longformer.global_mask: a direct kernel --------------------------
+   One task per (sequence, query head): for each row, the keys it sees (attn__visible for the
+   window and the desc's global/sink tokens, plus the masked global keys; a global row: every
+   key) are gathered once, scored, soft-maxed and summed in fp32. Cost per row O((window +
+   global keys) * dim), O(Lk * dim) for a global row. */
+typedef struct attn__lfg_ctx {
+    attn__problem P;
+    const attn_desc *d;
+    const unsigned char *gm;
+    float *ws;
+    size_t ws_floats;                  /* per thread */
+} attn__lfg_ctx;
+
+static size_t attn__lfg_ints(const attn__problem *P) {     /* floats holding Lk ints */
+    return ((size_t)P->k.seq * sizeof(int) + sizeof(float) - 1) / sizeof(float);
+}
+static size_t attn__lfg_floats(const attn__problem *P) {   /* scores, keys, global list: Lk each; q, acc, k/v row */
+    return (size_t)P->k.seq + 2 * attn__lfg_ints(P) + 2 * (size_t)P->q.dim + 2 * (size_t)P->v.dim + 16;
+}
+
+static void attn__lfg_task(void *ctx, int task, int thread) {
+    const attn__lfg_ctx *C = (const attn__lfg_ctx *)ctx;
+    attn__problem P = C->P;
+    const int Hq = P.q.heads, h = task % Hq, hk = h / P.groups, D = P.q.dim, Dv = P.v.dim;
+    float *sc = C->ws + C->ws_floats * (size_t)thread, *qr, *acc, *row;
+    int *keys, *glist, ng = 0, i, j, t;
+    attn__seq S;
+    const unsigned char *gm;
+    const attn__isa *isa = attn__pick_isa();
+    long long shift;
+    attn__seq_at(&P, task / Hq, &S);
+    keys = (int *)(void *)(sc + P.k.seq);
+    glist = (int *)(void *)(sc + P.k.seq + attn__lfg_ints(&P));
+    qr = sc + P.k.seq + 2 * attn__lfg_ints(&P); acc = qr + D; row = acc + Dv;
+    gm = C->gm + (size_t)S.tb * (size_t)P.k.seq;
+    P.dilation = attn__lf_dil(C->d, h);
+    shift = (long long)S.Lk - S.Lq;
+    for (j = 0; j < S.Lk; ++j) if (gm[j]) glist[ng++] = j;
+    for (i = 0; i < P.q.seq; ++i) {
+        const long long p = i + shift;
+        const int grow = i < S.Lq && ((p >= 0 && gm[p]) || p < P.global);   /* attn__visible's p < global */
+        void *o;
+        int n = 0, bad = 0;
+        float m = -INFINITY, l = 0.0f;
+        if (C->d->longformer.global_rows_only && !grow) continue;
+        o = attn__at(&P.out, S.tb, i, h);
+        if (i >= S.Lq) {
+            attn__store_zero_row(o, P.out.dtype, Dv);
+            if (P.lse) P.lse[((size_t)S.tb * Hq + h) * P.q.seq + i] = -INFINITY;
+            continue;
+        }
+        if (grow) {                                          /* a global row sees every key */
+            for (j = 0; j < S.Lk; ++j) if (!P.causal || j <= p) keys[n++] = j;
+        } else {
+            const long long Dl = P.dilation, last = P.causal ? ATTN__MIN(p, (long long)S.Lk - 1) : S.Lk - 1;
+            const long long pre = ATTN__MIN((long long)ATTN__MAX(P.sink, P.global), last + 1);
+            const long long lo = ATTN__MAX(P.window_left ? p - P.window_left * Dl : 0, pre);
+            const long long hi = ATTN__MIN(P.window_right ? p + P.window_right * Dl : last, last);
+            long long jj;
+            for (jj = 0; jj < pre; ++jj) keys[n++] = (int)jj;
+            for (jj = lo; jj <= hi; ++jj) if (attn__visible(&P, p, jj) || gm[jj]) keys[n++] = (int)jj;
+            for (t = 0; t < ng; ++t)
+                if (glist[t] >= pre && (glist[t] < lo || glist[t] > hi) && glist[t] <= last) keys[n++] = glist[t];
+        }
+        attn__load_row(attn__at(&P.q, S.tb, S.q0 + i, h), P.q.dtype, qr, D, P.scale);
+        for (t = 0; t < n; ++t) {                            /* f32 rows are read in place */
+            const void *kr = attn__at(&P.k, S.tb, S.k0 + keys[t], hk);
+            float s;
+            if (P.k.dtype != ATTN_F32) attn__load_row(kr, P.k.dtype, row, D, 1.0f);
+            s = isa->dot(qr, P.k.dtype == ATTN_F32 ? (const float *)kr : row, D);
+            if (P.softcap > 0.0f) s = P.softcap * tanhf(s / P.softcap);
+            if (P.alibi) s -= P.alibi[h] * (float)(p > keys[t] ? p - keys[t] : keys[t] - p);
+            sc[t] = s;
+            if (s > m) m = s;
+            if (s != s) bad = 1;
+        }
+        memset(acc, 0, sizeof(float) * (size_t)Dv);
+        if (m > -INFINITY)
+            for (t = 0; t < n; ++t) {
+                const float w = expf(sc[t] - m);
+                const void *vr = attn__at(&P.v, S.tb, S.k0 + keys[t], hk);
+                if (w == 0.0f) continue;
+                l += w;
+                if (P.v.dtype != ATTN_F32) attn__load_row(vr, P.v.dtype, row, Dv, 1.0f);
+                isa->axpy(acc, w, P.v.dtype == ATTN_F32 ? (const float *)vr : row, Dv);
+            }
+        if (bad) m = l = NAN;                                /* a NaN logit: NaN out and lse */
+        attn__fwd_store(&P, isa, S.tb, S.q0 + i, h, acc, m, l);
+    }
+}
+
+static attn_status attn__longformer_mask_forward(const attn__call *c, attn_desc *sd) {
+    const attn_desc *d = c->d;
+    attn__lfg_ctx C;
+    attn__ws w;
+    attn_status s;
+    size_t bytes;
+    int h, n_tasks;
+    memset(&C, 0, sizeof C);
+    if ((s = attn__check_forward(sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &C.P)) != ATTN_OK) return s;
+    if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->longformer.dilations)
+        for (h = 0; h < c->q.heads; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
+    if (d->longformer.global_rows_only != 0 && d->longformer.global_rows_only != 1) return ATTN_ERR_LONGFORMER_GLOBAL_ROWS;
+    if (d->bias.data || d->rope || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_LONGFORMER_GLOBAL_MASK;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &n_tasks)) return ATTN_ERR_OVERFLOW;
+    C.ws_floats = attn__lfg_floats(&C.P);
+    C.P.n_threads = ATTN__MIN(C.P.n_threads, n_tasks);
+    if (!attn__mul_size(C.ws_floats, (size_t)C.P.n_threads, &bytes) || !attn__mul_size(bytes, sizeof(float), &bytes) ||
+        !attn__add_size(bytes, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    C.P.lse = c->lse;
+    C.d = d;
+    C.gm = d->longformer.global_mask;
+    C.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, n_tasks, C.P.n_threads, attn__lfg_task, &C);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 static attn_status attn__longformer_forward(const attn__call *c) {
     const attn_desc *d = c->d;
     attn_desc sd = *d;
@@ -9278,7 +9437,9 @@ static attn_status attn__longformer_forward(const attn__call *c) {
     memset(&P, 0, sizeof P);
     memset(&w, 0, sizeof w);
     sd.kind = ATTN_SOFTMAX;
+    if (d->kind == ATTN_LONGFORMER && d->longformer.global_mask) return attn__longformer_mask_forward(c, &sd);
     if ((s = attn__check_forward(&sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
+    if (d->kind == ATTN_LONGFORMER && d->longformer.global_rows_only) return ATTN_ERR_LONGFORMER_GLOBAL_ROWS;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
     if (d->longformer.dilations)
         for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
@@ -9363,6 +9524,8 @@ static attn_status attn__longformer_backward(const attn__call *c) {
     sd.workspace = d->workspace; sd.workspace_size = d->workspace_size; sd.dilation = d->dilation;
     if (c->bytes ? s != ATTN_OK : s != ATTN_ERR_WORKSPACE) return s;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
+    if (d->kind == ATTN_LONGFORMER && (d->longformer.global_mask || d->longformer.global_rows_only))
+        return ATTN_ERR_LONGFORMER_MASK_BACKWARD;
     if (d->longformer.dilations)
         for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
     {
@@ -10254,7 +10417,7 @@ typedef struct attn__lin {
     float eps;
     int perf;                     /* ATTN_PERFORMER: 1 softmax kernel (positive exp features), 2 ReLU kernel */
     const float *W;               /* ATTN_PERFORMER: the projection [F][D] (caller's, drawn, or the state's) */
-    float pnorm, hmul;            /* ATTN_PERFORMER: d^-1/4 (1 for ReLU) and 1 / (2 sqrt d) */
+    float pnorm, hmul;            /* ATTN_PERFORMER: d^-1/4 (ReLU: 1 unless relu_normalize) and 1 / (2 sqrt d) */
     size_t shared_floats;         /* ATTN_PERFORMER: drawn W and the draw's scratch, before the slices */
     float *state;                 /* attn_step: [B][Hkv][F*Dv + F]; NULL: per-call state */
     float *ws;                    /* n_threads slices of ws_per floats */
@@ -10263,6 +10426,9 @@ typedef struct attn__lin {
 
 /* A sequence's valid length: seqlens[b], or the tensor's length when there are none. */
 static int attn__lin_len(const int *seqlens, int b, int seq) { return seqlens ? seqlens[b] : seq; }
+/* An eps field: 0 = the default, ATTN_EPS_ZERO = exactly 0, else finite and > 0. */
+static int attn__eps_ok(float e) { return e == ATTN_EPS_ZERO || (isfinite(e) && e >= 0.0f); }
+static float attn__eps(float e, float dflt) { return e == ATTN_EPS_ZERO ? 0.0f : e != 0.0f ? e : dflt; }
 
 /* Validates a call of any ATTN_LINEAR operation and resolves it (no workspace yet). */
 static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *L) {
@@ -10277,13 +10443,14 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if (d->kind == ATTN_COSFORMER) {
-        if (!isfinite(d->cosformer.eps) || d->cosformer.eps < 0.0f) return ATTN_ERR_COSFORMER_EPS;
+        if (!attn__eps_ok(d->cosformer.eps)) return ATTN_ERR_COSFORMER_EPS;
         if (d->cosformer.max_len < 0) return ATTN_ERR_COSFORMER_MAX_LEN;
         if (op == ATTN__STEP && d->cosformer.max_len == 0) return ATTN_ERR_COSFORMER_STEP_M;
     } else if (d->kind == ATTN_PERFORMER) {
         const attn_performer_params *p = &d->performer;
         if (p->features < 0 || p->features > 65536) return ATTN_ERR_PERFORMER_FEATURES;
-        if (!isfinite(p->eps) || p->eps < 0.0f) return ATTN_ERR_PERFORMER_EPS;
+        if (!attn__eps_ok(p->eps)) return ATTN_ERR_PERFORMER_EPS;
+        if (p->relu_normalize != 0 && p->relu_normalize != 1) return ATTN_ERR_PERFORMER_RELU_NORMALIZE;
         if ((p->kernel != ATTN_PERFORMER_SOFTMAX && p->kernel != ATTN_PERFORMER_RELU) ||
             (p->fixed_norms != 0 && p->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
         if (p->projection) {
@@ -10295,7 +10462,7 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
             for (i = 0; i < n; ++i)
                 if (!isfinite(p->projection[i])) return ATTN_ERR_PERFORMER_PROJECTION;
         }
-    } else if (!isfinite(d->linear.eps) || d->linear.eps < 0.0f) return ATTN_ERR_LINEAR_EPS;
+    } else if (!attn__eps_ok(d->linear.eps)) return ATTN_ERR_LINEAR_EPS;
     if (op == ATTN__STEP) {
         if (c->k.seq != c->q.seq) return ATTN_ERR_STEP_SEQ;
         if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_STEP_LENGTHS;
@@ -10316,21 +10483,21 @@ static attn_status attn__lin_check(const attn__call *c, attn__op op, attn__lin *
     L->causal = op == ATTN__STEP ? 1 : d->causal;
     L->groups = c->q.heads / c->k.heads;
     L->D = c->q.dim; L->Dv = c->v.dim;
-    L->eps = d->linear.eps != 0.0f ? d->linear.eps : 1e-6f;
+    L->eps = attn__eps(d->linear.eps, 1e-6f);
     L->F = L->D;
     if (d->kind == ATTN_COSFORMER) {
         if (L->D > INT_MAX / 2) return ATTN_ERR_OVERFLOW;
         L->F = 2 * L->D;
         L->cos = 1;
         L->M = d->cosformer.max_len;     /* 0: per sequence, attn__lin_ang */
-        L->eps = d->cosformer.eps != 0.0f ? d->cosformer.eps : 1e-6f;
+        L->eps = attn__eps(d->cosformer.eps, 1e-6f);
     }
     if (d->kind == ATTN_PERFORMER) {
         const attn_performer_params *p = &d->performer;
         L->F = p->features ? p->features : 256;
         L->perf = p->kernel == ATTN_PERFORMER_RELU ? 2 : 1;
-        L->eps = p->eps != 0.0f ? p->eps : (L->perf == 2 ? 1e-3f : 1e-6f);
-        L->pnorm = L->perf == 2 ? 1.0f : (float)(1.0 / sqrt(sqrt((double)L->D)));
+        L->eps = attn__eps(p->eps, L->perf == 2 ? 1e-3f : 1e-6f);
+        L->pnorm = L->perf == 2 && !p->relu_normalize ? 1.0f : (float)(1.0 / sqrt(sqrt((double)L->D)));
         L->hmul = (float)(0.5 / sqrt((double)L->D));
         L->W = p->projection;
     }
@@ -10720,7 +10887,7 @@ ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int
     int m;
     if (!params || !W) return ATTN_ERR_PERFORMER_DRAW_NULL;
     if (params->features < 0 || params->features > 65536) return ATTN_ERR_PERFORMER_FEATURES;
-    if (!isfinite(params->eps) || params->eps < 0.0f) return ATTN_ERR_PERFORMER_EPS;
+    if (!attn__eps_ok(params->eps)) return ATTN_ERR_PERFORMER_EPS;
     if ((params->kernel != ATTN_PERFORMER_SOFTMAX && params->kernel != ATTN_PERFORMER_RELU) ||
         (params->fixed_norms != 0 && params->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
     if (dim < 1) return ATTN_ERR_PERFORMER_DRAW_DIM;

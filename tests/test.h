@@ -68,6 +68,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 void test_sparse(void);
 void test_lsh_hf(void);   /* tests/test_lsh.c: ATTN_LSH against HF's Reformer conventions */
 void test_bigbird_hf(void);   /* tests/test_bigbird.c, called by test_sparse */
+void test_longformer_mask(void);   /* called by test_sparse */
 
 /* linear */
 void test_linear(void);
@@ -81,6 +82,8 @@ void test_lowrank(void);
 
 /* state space */
 void test_ssm(void);
+void test_port_mamba_hf(void);   /* tests/test_ports.c, called by test_ssm */
+void test_port_rwkv4_hf(void);   /* tests/test_ports.c, called by test_rwkv */
 
 /* cuda (emulated) */
 

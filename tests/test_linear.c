@@ -295,7 +295,7 @@ static void test_linear_errors(void) {
         case 32: step = 1; st.dim_v = 4; want = ATTN_ERR_STATE_MISMATCH; what = "state dim_v"; break;
         case 33: step = 1; st.heads_kv = 2; want = ATTN_ERR_STATE_MISMATCH; what = "state heads_kv"; break;
         case 34: step = 1; st.heads = 1; want = ATTN_ERR_STATE_MISMATCH; what = "state heads"; break;
-        case 35: step = 1; d.linear.eps = -1.0f; want = ATTN_ERR_LINEAR_EPS; what = "step eps"; break;
+        case 35: step = 1; d.linear.eps = -2.0f; want = ATTN_ERR_LINEAR_EPS; what = "step eps"; break;
         case 36: step = 1; d.window_left = 1; want = ATTN_ERR_KIND_OPTION; what = "step window"; break;
         case 37: step = 3; want = ATTN_ERR_STATE_SIZE; what = "state_init floats"; break;
         case 38: step = 4; want = ATTN_ERR_STATE_NULL; what = "state_init data"; break;

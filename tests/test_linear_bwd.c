@@ -455,7 +455,7 @@ static void test_lbw_errors(void) {
         case 6: gk.heads = 2; want = ATTN_ERR_BWD_DK_SHAPE; break;
         case 7: gv.seq = 2; want = ATTN_ERR_BWD_DV_SHAPE; break;
         case 8: lp = lse; want = ATTN_ERR_KIND_LSE; break;
-        case 9: d.linear.eps = -1.0f; want = ATTN_ERR_LINEAR_EPS; break;
+        case 9: d.linear.eps = -2.0f; want = ATTN_ERR_LINEAR_EPS; break;
         case 10: d.cosformer.eps = NAN; want = ATTN_ERR_COSFORMER_EPS; break;
         case 11: d.performer.features = -2; want = ATTN_ERR_PERFORMER_FEATURES; break;
         case 12: gq.stride_seq = 0; gq.stride_head = 4; gq.stride_batch = 0; want = ATTN_ERR_BWD_DQ_BROADCAST; break;

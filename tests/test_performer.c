@@ -3,7 +3,7 @@
    h = |x|^2 / (2 sqrt d), phi(q)_l = exp(u_l - h - max_l u_l) + eps, phi(k_j)_l = exp(u_jl - h_j - s) + eps
    with s the max of u over the keys VISIBLE to the query row (all valid keys; causal: j <= i + Lk - Lq),
    w_ij = phi(q_i) . phi(k_j), out_i = sum_j w_ij v_j / sum_j w_ij, O(n^2) pair by pair (the common
-   m^-1/2 cancels). ReLU kernel: phi(x) = relu(x W^T) + eps. The projection W is checked separately
+   m^-1/2 cancels). ReLU kernel: phi(x) = relu(c x W^T) + eps, c = 1 or d^-1/4 (relu_normalize). The projection W is checked separately
    against this file's own RNG (the counter hash, Marsaglia's polar method with libm's log, a
    modified Gram-Schmidt QR) and against constants (bitwise: the same in every ISA build).
    Properties: GQA, Lq != Lk, seqlens, f16/bf16 storage, causal == the non-causal result on the
@@ -13,6 +13,7 @@
    (fp32 features: exp of arguments up to ~20 in magnitude, rounded to 6e-8 relative, summed
    over up to 256 features and 300 keys). */
 #include "test.h"
+#include "fixture.h"
 
 /* ---- the projection, independently ---- */
 static uint64_t pf_mix(uint64_t z) {
@@ -99,8 +100,9 @@ static void test_performer_draw(void) {
 }
 
 /* ---- the forward, naively ---- */
+/* relu: 0 the softmax kernel, 1 the ReLU kernel, 2 the ReLU kernel with relu_normalize (x d^-1/4) */
 static void pf_feat(const double *x, const float *W, int m, int D, int relu, double s_key, int is_key, double eps, double *u) {
-    const double dn = relu ? 1.0 : pow((double)D, -0.25);
+    const double dn = relu == 1 ? 1.0 : pow((double)D, -0.25);
     double h = 0.0, mx = -HUGE_VAL;
     int l, t;
     for (t = 0; t < D; ++t) h += x[t] * x[t];
@@ -185,8 +187,9 @@ static void pf_desc(attn_desc *d, const pf_shape *s, unsigned long long seed) {
     d->kind = ATTN_PERFORMER;
     d->causal = s->causal;
     d->performer.features = s->m == 256 ? 0 : s->m;
-    d->performer.kernel = s->relu;
-    d->performer.eps = s->eps == (s->relu ? 1e-3 : 1e-6) ? 0.0f : (float)s->eps;
+    d->performer.kernel = s->relu ? ATTN_PERFORMER_RELU : ATTN_PERFORMER_SOFTMAX;
+    d->performer.relu_normalize = s->relu == 2;
+    d->performer.eps = s->eps == (s->relu ? 1e-3 : 1e-6) ? 0.0f : s->eps == 0.0 ? ATTN_EPS_ZERO : (float)s->eps;
     d->performer.seed = seed;
 }
 
@@ -211,9 +214,10 @@ static void test_performer_sweep(void) {
         s.Dv = t_pick(&r, (const int[]){ 1, 5, 16, 31 }, 4);
         s.m = t_pick(&r, (const int[]){ 1, 7, 16, 40, 256 }, 5);
         s.causal = t_irange(&r, 0, 1);
-        s.relu = t_chance(&r, 0.25);
+        s.relu = t_chance(&r, 0.25) ? t_irange(&r, 1, 2) : 0;
         s.eps = s.relu ? 1e-3 : 1e-6;
         if (t_chance(&r, 0.3)) s.eps = t_chance(&r, 0.5) ? 1e-3 : 0.1;
+        if (!s.relu && t_chance(&r, 0.15)) s.eps = 0.0;         /* ATTN_EPS_ZERO: an exact 0 */
         s.tq = dts[t_irange(&r, 0, 2)]; s.tkv = dts[t_irange(&r, 0, 2)]; s.to = dts[t_irange(&r, 0, 2)];
         if (c < 16) s.tq = s.tkv = s.to = ATTN_F32;
         pf_alloc(&m, &s, &r, 1.0);
@@ -450,7 +454,7 @@ static void test_performer_errors(void) {
             "performer state floats %lu", (unsigned long)floats);
     T_CHECK(attn_state_init(&base, tq, tk, tv, sbuf, floats, &good) == ATTN_OK, "performer state init");
     for (i = 0; i < (int)(sizeof W / sizeof W[0]); ++i) W[i] = 0.25f;
-    for (i = 0; i < 30; ++i) {
+    for (i = 0; i < 33; ++i) {
         attn_status want = ATTN_OK, got;
         const char *what = "";
         int op = 0;
@@ -491,6 +495,9 @@ static void test_performer_errors(void) {
         /* issue 27 item 3: a caller's W of 8 rows with features 0 read 256 rows (a default) */
         case 28: d.performer.features = 0; d.performer.projection = W; d.performer.projection_dim = 4;
                  want = ATTN_ERR_PERFORMER_PROJECTION_FEATURES; what = "projection with features 0"; break;
+        case 30: d.performer.relu_normalize = 2; want = ATTN_ERR_PERFORMER_RELU_NORMALIZE; what = "relu_normalize 2"; break;
+        case 31: d.performer.eps = ATTN_EPS_ZERO; want = ATTN_OK; what = "eps ATTN_EPS_ZERO"; break;
+        case 32: d.performer.eps = -2.0f; want = ATTN_ERR_PERFORMER_EPS; what = "eps -2 (only ATTN_EPS_ZERO is negative)"; break;
         case 29: op = 8; d.performer.features = 0; d.performer.projection = W; d.performer.projection_dim = 4;
                  want = ATTN_ERR_PERFORMER_PROJECTION_FEATURES; what = "state size: projection with features 0"; break;
         }
@@ -513,7 +520,74 @@ static void test_performer_errors(void) {
     }
 }
 
+/* performer-pytorch's FastAttention (tests/fixtures/performer_pytorch_ref.py), non-causal, on a padded
+   batch, through the documented recipe (docs/porting.md): its W as projection, eps 1e-4 (softmax
+   kernel) / relu_normalize 1 (ReLU kernel), v zeroed at padded positions and NO seqlens_k (its mask
+   only zeroes v: padded keys stay in the normaliser and in the key max). All rows within 2e-5.
+   Also measured: how far attn.h's own padding (seqlens_q/_k) is from it on the valid rows. */
+static void test_performer_pytorch_fixture(void) {
+    const char *F = "performer_pytorch_ref.txt";
+    double dims[5], lens_d[2], *q = NULL, *k = NULL, *v = NULL, *W = NULL, *ref = NULL;
+    float *fq = NULL, *fk = NULL, *fv = NULL, *fW = NULL, *out = NULL;
+    int B, N, H, D, M, lens[2], kern;
+    size_t n, i;
+    if (!T_CHECK(T_FIXTURE(F, "dims", dims, 5) && T_FIXTURE(F, "lengths", lens_d, 2), "performer-pytorch fixture: %s unreadable", F))
+        return;
+    B = (int)dims[0]; N = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; M = (int)dims[4];
+    lens[0] = (int)lens_d[0]; lens[1] = (int)lens_d[1];
+    n = (size_t)B * N * H * D;
+    q = (double *)t_xmalloc(n * sizeof(double)); k = (double *)t_xmalloc(n * sizeof(double));
+    v = (double *)t_xmalloc(n * sizeof(double)); ref = (double *)t_xmalloc(n * sizeof(double));
+    W = (double *)t_xmalloc((size_t)M * D * sizeof(double));
+    fq = (float *)t_xmalloc(n * 4); fk = (float *)t_xmalloc(n * 4); fv = (float *)t_xmalloc(n * 4);
+    out = (float *)t_xmalloc(n * 4); fW = (float *)t_xmalloc((size_t)M * D * 4);
+    if (T_CHECK(B == 2 && T_FIXTURE(F, "q", q, n) && T_FIXTURE(F, "k", k, n) && T_FIXTURE(F, "v", v, n),
+                "performer-pytorch fixture: q, k, v")) {
+        for (i = 0; i < n; ++i) {
+            const int b = (int)(i / ((size_t)N * H * D)), j = (int)(i / ((size_t)H * D) % (size_t)N);
+            fq[i] = (float)q[i]; fk[i] = (float)k[i];
+            fv[i] = j < lens[b] ? (float)v[i] : 0.0f;      /* performer-pytorch: v.masked_fill_(~mask, 0) */
+        }
+        for (kern = 0; kern < 2; ++kern) {
+            attn_desc d;
+            double err = 0.0, pad_err = 0.0;
+            attn_tensor tq = attn_tensor_dense(fq, ATTN_F32, B, N, H, D), tk = attn_tensor_dense(fk, ATTN_F32, B, N, H, D);
+            attn_tensor tv = attn_tensor_dense(fv, ATTN_F32, B, N, H, D), to = attn_tensor_dense(out, ATTN_F32, B, N, H, D);
+            if (!T_CHECK(T_FIXTURE(F, kern ? "w_relu" : "w_softmax", W, (size_t)M * D) &&
+                         T_FIXTURE(F, kern ? "out_relu" : "out_softmax", ref, n), "performer-pytorch fixture: W, out")) continue;
+            for (i = 0; i < (size_t)M * D; ++i) fW[i] = (float)W[i];
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_PERFORMER;
+            d.performer.projection = fW; d.performer.features = M; d.performer.projection_dim = D;
+            if (kern) { d.performer.kernel = ATTN_PERFORMER_RELU; d.performer.relu_normalize = 1; }  /* eps 1e-3: the default */
+            else d.performer.eps = 1e-4f;                  /* softmax_kernel's eps */
+            if (!T_CHECK(attn_forward(&d, tq, tk, tv, to, NULL) == ATTN_OK, "performer-pytorch fixture: call")) continue;
+            for (i = 0; i < n; ++i) err = fmax(err, fabs(out[i] - ref[i]));
+            T_CHECK(err <= 2e-5, "performer-pytorch fixture (%s kernel): max |attn.h - reference| %.3g > 2e-5",
+                    kern ? "ReLU" : "softmax", err);
+            d.seqlens_q = d.seqlens_k = lens;              /* attn.h's padding: padded keys excluded */
+            if (T_CHECK(attn_forward(&d, tq, tk, tv, to, NULL) == ATTN_OK, "performer-pytorch fixture: seqlens call"))
+                for (i = 0; i < n; ++i) {
+                    const int b = (int)(i / ((size_t)N * H * D)), j = (int)(i / ((size_t)H * D) % (size_t)N);
+                    if (j < lens[b]) pad_err = fmax(pad_err, fabs(out[i] - ref[i]));
+                }
+            {   /* attn.h's own defaults (eps 1e-6; ReLU without d^-1/4) against the reference */
+                double def_err = 0.0;
+                d.seqlens_q = d.seqlens_k = NULL;
+                if (kern) d.performer.relu_normalize = 0; else d.performer.eps = 0.0f;
+                if (T_CHECK(attn_forward(&d, tq, tk, tv, to, NULL) == ATTN_OK, "performer-pytorch fixture: defaults call"))
+                    for (i = 0; i < n; ++i) def_err = fmax(def_err, fabs(out[i] - ref[i]));
+                printf("      performer: performer-pytorch fixture (%s kernel) max |diff| %.3g; with seqlens_q/_k instead "
+                       "(padded keys excluded) the valid rows move by %.3g; with attn.h's %s: %.3g\n", kern ? "ReLU" : "softmax",
+                       err, pad_err, kern ? "relu_normalize 0" : "default eps 1e-6", def_err);
+            }
+        }
+    }
+    free(q); free(k); free(v); free(W); free(ref); free(fq); free(fk); free(fv); free(fW); free(out);
+}
+
 void test_performer(void) {
+    test_performer_pytorch_fixture();
     test_performer_draw();
     test_performer_sweep();
     test_performer_prefix();

@@ -697,4 +697,5 @@ void test_rwkv(void) {
     for (i = 0; i < 3; ++i) rk6_properties(&rng, dts[i]);
     rk_errors(&rng);
     rk_overlap(&rng);
+    test_port_rwkv4_hf();            /* tests/test_ports.c */
 }

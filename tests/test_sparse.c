@@ -1212,6 +1212,7 @@ void test_sparse(void) {
     test_sparse_task_overflow();
     test_longformer();
     test_longformer_backward();
+    test_longformer_mask();          /* tests/test_longformer_mask.c */
     test_bigbird();
     test_bigbird_hf();
     test_lsh();

@@ -1573,4 +1573,5 @@ void test_ssm(void) {
     test_scan_backward_dtypes();
     test_ssm_overlap();
     test_silu_extremes();
+    test_port_mamba_hf();            /* tests/test_ports.c */
 }

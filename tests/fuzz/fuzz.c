@@ -639,6 +639,17 @@ static void target_kinds(fz *f) {
         d.performer.projection = W; d.performer.projection_dim = D; d.performer.features = m;
         projected_rows = m;
     }
+    if (d.kind == ATTN_PERFORMER && fz_chance(f, 64)) {    /* issue 28: relu_normalize (2 is refused), an exact 0 eps (softmax kernel) */
+        d.performer.relu_normalize = fz_int(f, 0, 2);
+        if (d.performer.kernel == ATTN_PERFORMER_SOFTMAX && fz_chance(f, 128)) d.performer.eps = ATTN_EPS_ZERO;
+    }
+    if (d.kind == ATTN_LONGFORMER && fz_chance(f, 128)) {  /* issue 28: per-token global positions, exactly [B][Sk] bytes */
+        unsigned char *gm = (unsigned char *)gx_alloc((size_t)B * Sk);
+        int i;
+        for (i = 0; i < B * Sk; ++i) gm[i] = (unsigned char)(fz_chance(f, 40) ? fz_u8(f) | 1 : 0);
+        d.longformer.global_mask = gm;
+        if (fz_chance(f, 20)) d.longformer.global_rows_only = 2;      /* refused: out stays whole */
+    }
     if (d.kind == ATTN_NYSTROM && fz_chance(f, 160)) {     /* a filter of exactly conv_kernel taps per head; 0 taps must be refused (item 4) */
         const int kt = fz_chance(f, 60) ? 0 : 2 * fz_int(f, 0, 8) + 1, taps = kt ? kt : 2 * fz_int(f, 0, 8) + 1;
         float *cv = (float *)gx_alloc(sizeof(float) * (size_t)Hq * taps);

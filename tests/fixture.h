@@ -1,0 +1,47 @@
+/* tests/fixture.h - reads the small text fixtures that the tests/fixtures scripts write from reference
+   implementations (HF transformers, performer-pytorch, ...): '#' comment lines, then per array
+   a line "name count" followed by count numbers. make test needs no Python: the text files are
+   committed. Paths are relative to this header's directory (tests/), found through __FILE__,
+   so the tests run from the repository root or from a build tree that compiled absolute paths. */
+#ifndef ATTN_TESTS_FIXTURE_H
+#define ATTN_TESTS_FIXTURE_H
+#include "test.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "tests/fixtures/<file>" beside the file that includes this (any __FILE__ under tests/) */
+T_UNUSED static void t_fixture_path(const char *src_file, const char *file, char *path, size_t n) {
+    const char *slash = strrchr(src_file, '/');
+    const size_t dir = slash ? (size_t)(slash - src_file + 1) : 0;
+    if (dir + strlen("fixtures/") + strlen(file) + 1 > n) { path[0] = '\0'; return; }
+    memcpy(path, src_file, dir);
+    strcpy(path + dir, "fixtures/");
+    strcat(path, file);
+}
+
+/* Array `name` of fixture `file` into dst (exactly n values). Returns 1 on success. */
+T_UNUSED static int t_fixture_read(const char *src_file, const char *file, const char *name, double *dst, size_t n) {
+    char path[1024], tok[256];
+    FILE *f;
+    int found = 0;
+    t_fixture_path(src_file, file, path, sizeof path);
+    if (!(f = fopen(path, "r"))) return 0;
+    while (!found && fscanf(f, "%255s", tok) == 1) {
+        unsigned long cnt;
+        size_t i;
+        if (tok[0] == '#') { int ch; while ((ch = fgetc(f)) != EOF && ch != '\n') {} continue; }
+        if (fscanf(f, "%lu", &cnt) != 1) break;
+        if (strcmp(tok, name) == 0) {
+            if (cnt != n) break;
+            for (i = 0; i < n; ++i) if (fscanf(f, "%lf", &dst[i]) != 1) break;
+            found = i == n;
+            break;
+        }
+        for (i = 0; i < cnt; ++i) { double x; if (fscanf(f, "%lf", &x) != 1) break; }
+    }
+    fclose(f);
+    return found;
+}
+#define T_FIXTURE(file, name, dst, n) t_fixture_read(__FILE__, (file), (name), (dst), (n))
+#endif
