@@ -331,6 +331,8 @@ ACU_DEV char *acu_out_row(const acu_fwd_params &prm, const attn__seq &S, int i, 
 }
 
 #define ACU_BM 64                 /* query rows per block: 4 warps x 16 */
+#define ACU_LOG2E 1.4426950408889634f
+#define ACU_LN2 0.6931471805599453f
 #define ACU_THREADS 128
 
 /* The tensor-core kernel's operand types: ACU_F16 / ACU_BF16 (16-bit storage, mma.m16n8k16) and
@@ -435,6 +437,10 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
     const float *brow[2];
     float mrow[2], lrow[2], o[DT][4];
     const int pre = attn__lane_pre(P.sink, P.global, S.Lk);
+    /* Logits are kept in log2 units (times log2 e), so each softmax weight is one exp2f. Tiles
+       that every valid row sees whole, with no softcap, bias or ALiBi, take only the scale. */
+    const int plain = !(P.softcap > 0.0f) && !P.bias && !P.alibi;
+    const float scale2 = P.scale * ACU_LOG2E;
     ACU_UNROLL for (r = 0; r < 2; ++r) {
         const int pr = m0 + warp * 16 + g + 8 * r;
         ri[r] = pr / G; hr[r] = hk * G + pr % G;
@@ -468,9 +474,11 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
         }
         for (int n = 0; n < ntiles; ++n) {
             const int st = n & 1, c0 = ACU_TILE_C0(n);
-            /* a tile every row sees whole (attn.h's attn__chunk_full, all rows valid): no per-element mask */
-            const int full = (m0 + ACU_BM - 1) / G < S.Lq && c0 + BN <= S.Lk &&
-                             attn__chunk_full(&P, m0 / G + shift, (m0 + ACU_BM - 1) / G + shift, c0, c0 + BN);
+            /* a tile every valid row sees whole (attn.h's attn__chunk_full over the block's valid rows;
+               rows past Lq are computed on zero-filled Q and never stored): no per-element mask */
+            const int last = (m0 + ACU_BM - 1) / G < S.Lq ? (m0 + ACU_BM - 1) / G : S.Lq - 1;
+            const int full = c0 + BN <= S.Lk && attn__chunk_full(&P, m0 / G + shift, last + shift, c0, c0 + BN);
+            const int lean = full && plain;
             unsigned char *Kc = Ks + (size_t)st * BN * LDB, *Vc = Vs + (size_t)st * BN * LDB;
             if (n + 1 < ntiles) {       /* prefetch the next tile into the other stage */
                 const int c1 = ACU_TILE_C0(n + 1), kn = S.Lk - c1 < BN ? S.Lk - c1 : BN;
@@ -505,23 +513,31 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
             /* masks, online softmax (rows g and g + 8; a row's 4 threads are lanes 4g..4g+3) */
             ACU_UNROLL for (r = 0; r < 2; ++r) {
                 float mx = -INFINITY, msafe, alpha, sum = 0.0f;
-                ACU_UNROLL for (j = 0; j < NT; ++j)
-                    ACU_UNROLL for (i = 0; i < 2; ++i) {
-                        const long long key = (long long)c0 + j * 8 + 2 * t4 + i;
-                        const int vis = full || (valid[r] && acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk));
-                        const float x = acu_logit(P, s[j][2 * r + i], brow[r], slope[r], pos[r], key, vis);
-                        s[j][2 * r + i] = x;
-                        mx = fmaxf(mx, x);
-                    }
+                if (lean)
+                    ACU_UNROLL for (j = 0; j < NT; ++j)
+                        ACU_UNROLL for (i = 0; i < 2; ++i) {
+                            const float x = s[j][2 * r + i] * scale2;
+                            s[j][2 * r + i] = x;
+                            mx = fmaxf(mx, x);
+                        }
+                else
+                    ACU_UNROLL for (j = 0; j < NT; ++j)
+                        ACU_UNROLL for (i = 0; i < 2; ++i) {
+                            const long long key = (long long)c0 + j * 8 + 2 * t4 + i;
+                            const int vis = full || (valid[r] && acu_visible(P, cap[r], lo[r], hi[r], pre, pos[r], key, S.Lk));
+                            const float x = acu_logit(P, s[j][2 * r + i], brow[r], slope[r], pos[r], key, vis) * ACU_LOG2E;
+                            s[j][2 * r + i] = x;
+                            mx = fmaxf(mx, x);
+                        }
                 mx = fmaxf(mx, acu_shfl_xor(mx, 1));
                 mx = fmaxf(mx, acu_shfl_xor(mx, 2));
                 mx = fmaxf(mx, mrow[r]);
                 msafe = mx == -INFINITY ? 0.0f : mx;
-                alpha = mrow[r] == -INFINITY ? 0.0f : expf(mrow[r] - msafe);
+                alpha = mrow[r] == -INFINITY ? 0.0f : exp2f(mrow[r] - msafe);
                 mrow[r] = mx;
                 ACU_UNROLL for (j = 0; j < NT; ++j)
                     ACU_UNROLL for (i = 0; i < 2; ++i) {
-                        const float e = expf(s[j][2 * r + i] - msafe);
+                        const float e = exp2f(s[j][2 * r + i] - msafe);
                         s[j][2 * r + i] = e;
                         sum += e;
                     }
@@ -571,7 +587,7 @@ __global__ void __launch_bounds__(ACU_THREADS) acu_fwd_mma(const ACU_GRID_CONST 
         l += acu_shfl_xor(l, 2);
         if (ri[r] >= rows) continue;
         if (!valid[r] || l == 0.0f) { inv = 0.0f; lse = -INFINITY; }
-        else { inv = 1.0f / l; lse = mrow[r] + logf(l); }
+        else { inv = 1.0f / l; lse = mrow[r] * ACU_LN2 + logf(l); }
         attn_dtype odt = P.out.dtype;
         float *plse = P.lse;
         char *orow = acu_out_row(prm, S, ri[r], hr[r], split, &odt, &plse);

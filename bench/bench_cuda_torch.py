@@ -9,14 +9,15 @@ stream, timed with the same CUDA events (median of the timed repeats after warm-
 config by config. Each row also records max |attn_cuda - torch| over the outputs (gradients),
 divided by max |torch|, so a fast wrong kernel cannot pass unnoticed.
 
-Sections (each writes one CSV under OUT, default bench/):
+Sections (each writes one CSV under OUT_DIR, default bench/; results_cuda_peer_<section>.csv):
   peak      measured ceilings: a bf16 8192^3 matmul (TFLOP/s) and a device-to-device copy (GB/s)
+                                                                                results_cuda_peak.csv
   fwd       f16/bf16, B 4, H 16 (and GQA 32/8), D 64/128, causal and not; S 1k-16k (every
-            power of two for f16 H 16 D 128, else 1k, 4k, 16k)                          cuda_fwd.csv
+            power of two for f16 H 16 D 128, else 1k, 4k, 16k)                          _fwd
   decode    one query token over a paged cache (page 16 and 256), batch 1-64, 4k-128k
-            tokens, Hq 32, Hkv 8, D 128; torch on the same cache laid out contiguously  cuda_decode.csv
-  bwd       the fwd shapes, the backward alone (forward outside the timed region)    cuda_bwd.csv
-  tf32      f32 q, k, v: attn_cuda allow_tf32 / fp32 against torch with allow_tf32   cuda_tf32.csv
+            tokens, Hq 32, Hkv 8, D 128; torch on the same cache laid out contiguously  _decode
+  bwd       the fwd shapes, the backward alone (forward outside the timed region)    _bwd
+  tf32      f32 q, k, v: attn_cuda allow_tf32 / fp32 against torch with allow_tf32   _tf32
 
 FLOPs: forward 4 B Hq Sq Sk D (halved when causal), backward 2.5x that (FlashAttention's count:
 five S x S x D products against the forward's two). Decode GB/s counts the K and V bytes of the
@@ -119,7 +120,7 @@ class Writer:
 
 
 # each section may run until its share of the budget is spent (cumulative: fwd until 35%, ...)
-SHARE = {"fwd": 0.35, "decode": 0.5, "bwd": 0.85, "tf32": 1.0}
+SHARE = {"fwd": 0.35, "decode": 0.5, "bwd": 0.85, "tf32": 1.0, "profile": 1.0, "ab": 1.0}
 
 
 def over_budget(section):
@@ -148,7 +149,7 @@ def torch_sdpa(backend, q, k, v, causal):
 
 # ---- peak -------------------------------------------------------------------------------------
 def section_peak():
-    w = Writer("cuda_peak.csv", ["what", "value", "unit"])
+    w = Writer("results_cuda_peak.csv", ["what", "value", "unit"])
     n = 256 if DRY else 8192
     a = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
@@ -192,7 +193,7 @@ def attn_fwd(q, k, v, out, lse, causal, tf32=0):
 
 
 def section_fwd(peak):
-    w = Writer("cuda_fwd.csv", ["dtype", "B", "Hq", "Hkv", "D", "causal", "S", "attn_ms", "attn_tflops", "attn_pct_peak",
+    w = Writer("results_cuda_peer_fwd.csv", ["dtype", "B", "Hq", "Hkv", "D", "causal", "S", "attn_ms", "attn_tflops", "attn_pct_peak",
                                 "flash_ms", "flash_tflops", "cudnn_ms", "cudnn_tflops", "attn_vs_flash", "attn_vs_cudnn",
                                 "maxdiff_vs_flash", "note"])
     B = 2 if DRY else 4
@@ -232,7 +233,7 @@ def section_fwd(peak):
 
 
 def section_bwd(peak):
-    w = Writer("cuda_bwd.csv", ["dtype", "B", "Hq", "Hkv", "D", "causal", "S", "attn_ms", "attn_tflops", "attn_pct_peak",
+    w = Writer("results_cuda_peer_bwd.csv", ["dtype", "B", "Hq", "Hkv", "D", "causal", "S", "attn_ms", "attn_tflops", "attn_pct_peak",
                                 "flash_ms", "flash_tflops", "cudnn_ms", "cudnn_tflops", "attn_vs_flash", "attn_vs_cudnn",
                                 "maxdiff_dq", "maxdiff_dk", "maxdiff_dv", "note"])
     B = 2 if DRY else 4
@@ -289,7 +290,7 @@ def section_bwd(peak):
 
 # ---- decode -------------------------------------------------------------------------------------
 def section_decode(hbm):
-    w = Writer("cuda_decode.csv", ["dtype", "batch", "ctx", "Hq", "Hkv", "D", "page", "attn_ms", "attn_gbs", "attn_pct_hbm",
+    w = Writer("results_cuda_peer_decode.csv", ["dtype", "batch", "ctx", "Hq", "Hkv", "D", "page", "attn_ms", "attn_gbs", "attn_pct_hbm",
                                    "torch_ms", "torch_gbs", "attn_vs_torch", "maxdiff", "note"])
     hq, hkv, D, dt = 32, 8, 128, torch.float16
     print("decode: %5s %7s %5s | %9s %7s %6s | %9s %7s | %6s %9s  (torch: the faster of SDPA enable_gqa and the"
@@ -345,7 +346,7 @@ def section_decode(hbm):
 
 # ---- TF32 ---------------------------------------------------------------------------------------
 def section_tf32():
-    w = Writer("cuda_tf32.csv", ["D", "causal", "S", "attn_tf32_ms", "attn_tf32_tflops", "attn_f32_ms", "attn_f32_tflops",
+    w = Writer("results_cuda_peer_tf32.csv", ["D", "causal", "S", "attn_tf32_ms", "attn_tf32_tflops", "attn_f32_ms", "attn_f32_tflops",
                                  "torch_ms", "torch_tflops", "torch_math_ms", "torch_math_tflops", "attn_tf32_vs_torch",
                                  "reldiff_attn_tf32", "reldiff_torch", "reldiff_torch_math"])
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -381,6 +382,92 @@ def section_tf32():
                 del q, k, v, out, out32, lse, ref
 
 
+# ---- profile / ab: single calls for ncu, and A/B of two builds of the shim ------------------------
+def section_profile():
+    """one call of each main kernel (for ncu --launch-count): forward f16 D 128 S 4096, decode B 64
+    over 32k tokens (page 256), the backward of the same forward, TF32 forward S 4096"""
+    S = 128 if DRY else 4096
+    q, k, v = make_qkv(torch.float16, 4, 16, 16, S, 128)
+    out, lse = torch.empty_like(q), torch.empty(4, 16, S, device=DEV)
+    attn_fwd(q, k, v, out, lse, 0)
+    dout, dq, dk, dv = torch.randn_like(q), torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    ws = SZ(0)
+    check(lib.shim_backward_workspace(ptr(q), ptr(k), ptr(v), 1, 4, 16, 16, S, S, 128, 0, ctypes.byref(ws)), "ws")
+    wsb = torch.empty(max(ws.value, 1), dtype=torch.uint8, device=DEV)
+    check(lib.shim_backward(ptr(q), ptr(k), ptr(v), ptr(out), ptr(dout), ptr(lse), ptr(dq), ptr(dk), ptr(dv), ptr(wsb),
+                            ws.value, 1, 4, 16, 16, S, S, 128, 0, stream()), "bwd")
+    (B, ctx), page = ((2, 512) if DRY else (64, 32768)), 256
+    npg = ctx // page
+    kp = torch.randn(B * npg, page, 8, 128, device=DEV, dtype=torch.float16)
+    vp = torch.randn_like(kp)
+    table = torch.arange(B * npg, dtype=torch.int32, device=DEV).view(B, npg)
+    lens = torch.full((B,), ctx, dtype=torch.int32, device=DEV)
+    qd, od = torch.randn(B, 1, 32, 128, device=DEV, dtype=torch.float16), torch.empty(B, 1, 32, 128, device=DEV, dtype=torch.float16)
+    check(lib.shim_decode_workspace(ptr(qd), ptr(kp), ptr(vp), ptr(lens), ptr(table), 1, B, 32, 8, 128, page, npg, B * npg,
+                                    ctypes.byref(ws)), "ws")
+    wsd = torch.empty(max(ws.value, 1), dtype=torch.uint8, device=DEV)
+    check(lib.shim_decode(ptr(qd), ptr(kp), ptr(vp), ptr(lens), ptr(table), ptr(od), ptr(wsd), ws.value, 1, B, 32, 8, 128, page,
+                          npg, B * npg, stream()), "decode")
+    q32 = q.float()
+    attn_fwd(q32, k.float(), v.float(), torch.empty_like(q32), lse, 0, 1)
+    sync()
+    print("profile: one forward, backward, decode and TF32 forward launched", flush=True)
+
+
+def section_ab():
+    """the headline shapes on this build (A) and on each build listed in ATTN_SHIM_B (B, C, ...;
+    colon-separated paths), alternated round by round on the same inputs: forward f16 and decode"""
+    global lib
+    others = [p for p in os.environ.get("ATTN_SHIM_B", "").split(":") if p and os.path.exists(p)]
+    if not others:
+        print("ab: no ATTN_SHIM_B build, skipped", flush=True)
+        return
+    base = lib
+    libs = {"A": lib}
+    for n, path in zip("BCDEFG", others):
+        libs[n] = ctypes.CDLL(path)
+    for l in libs.values():
+        l.shim_status_str.restype = ctypes.c_char_p
+        for f in ("shim_forward", "shim_decode_workspace", "shim_decode"):
+            getattr(l, f).argtypes = getattr(base, f).argtypes
+    print("ab: " + ", ".join("%s = %s" % (n, l._name) for n, l in libs.items()), flush=True)
+
+    def rounds(fn):
+        global lib
+        t = {n: [] for n in libs}
+        for _ in range(3):
+            for n in libs:
+                lib = libs[n]
+                t[n].append(timeit(fn))
+        lib = base
+        return {n: sorted(v)[1] for n, v in t.items()}
+    for D, causal, S in (((128, 0, 64),) if DRY else ((128, 0, 4096), (128, 1, 4096), (64, 0, 4096), (128, 0, 16384))):
+        q, k, v = make_qkv(torch.float16, 4, 16, 16, S, D)
+        out, lse = torch.empty_like(q), torch.empty(4, 16, S, device=DEV)
+        flop = 4.0 * 4 * 16 * S * S * D * (0.5 if causal else 1.0)
+        m = rounds(lambda: attn_fwd(q, k, v, out, lse, causal))
+        print("ab fwd f16 D %d causal %d S %d: " % (D, causal, S) + "  ".join(
+            "%s %.3f ms %.1f TFLOP/s (%.2fx A)" % (n, t, flop / t * 1e-9, m["A"] / t) for n, t in m.items()), flush=True)
+    hq, hkv, D = 32, 8, 128
+    for B, ctx in (((2, 512),) if DRY else ((1, 131072), (64, 32768))):
+        npg, page = ctx // 256, 256
+        kp = torch.randn(B * npg, page, hkv, D, device=DEV, dtype=torch.float16)
+        vp = torch.randn_like(kp)
+        table = torch.randperm(B * npg, dtype=torch.int32).view(B, npg).to(DEV)
+        lens = torch.full((B,), ctx, dtype=torch.int32, device=DEV)
+        qd, od = torch.randn(B, 1, hq, D, device=DEV, dtype=torch.float16), torch.empty(B, 1, hq, D, device=DEV, dtype=torch.float16)
+        ws = SZ(0)
+        check(lib.shim_decode_workspace(ptr(qd), ptr(kp), ptr(vp), ptr(lens), ptr(table), 1, B, hq, hkv, D, page, npg, B * npg,
+                                        ctypes.byref(ws)), "ws")
+        wsd = torch.empty(max(ws.value, 1), dtype=torch.uint8, device=DEV)
+        nbytes = 2.0 * B * ctx * hkv * D * 2
+        m = rounds(lambda: check(lib.shim_decode(ptr(qd), ptr(kp), ptr(vp), ptr(lens), ptr(table), ptr(od), ptr(wsd), ws.value, 1,
+                                                 B, hq, hkv, D, page, npg, B * npg, stream()), "decode"))
+        print("ab decode B %d ctx %d page 256: " % (B, ctx) + "  ".join(
+            "%s %.4f ms %.0f GB/s (%.2fx A)" % (n, t, nbytes / t * 1e-6, m["A"] / t) for n, t in m.items()), flush=True)
+        del kp, vp
+
+
 def main():
     which = sys.argv[1:] or ["peak", "fwd", "decode", "bwd", "tf32"]
     print("GPU: %s, torch %s, CUDA %s, cuDNN %s" % ("none (dry run)" if DRY else torch.cuda.get_device_name(0),
@@ -392,7 +479,8 @@ def main():
         print("peaks used for %%: dense bf16 %.0f TFLOP/s (datasheet, H100 SXM), HBM %.0f GB/s (datasheet); measured above" % (
             peak, hbm), flush=True)
     for name, fn in (("fwd", lambda: section_fwd(peak)), ("decode", lambda: section_decode(hbm)),
-                     ("bwd", lambda: section_bwd(peak)), ("tf32", section_tf32)):
+                     ("bwd", lambda: section_bwd(peak)), ("tf32", section_tf32), ("profile", section_profile),
+                     ("ab", section_ab)):
         if name in which:
             try:
                 fn()

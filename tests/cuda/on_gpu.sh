@@ -12,6 +12,9 @@
 #   6. compute-sanitizer memcheck and racecheck on parts of the suite, time permitting.
 # Results go to $OUT (default build/gpu_out): log.txt (all output) and the CSVs, at most 8 files.
 # Usage on the GPU machine, from the repository root: sh tests/cuda/on_gpu.sh
+# `sh tests/cuda/on_gpu.sh profile` is the follow-up run instead: the suite, each kernel's SASS
+# instruction mix (cuobjdump), Nsight Compute on one launch of each main kernel (ncu.txt), and
+# an A/B of the shim against build/libattn_cuda_shim_fast.so (a -use_fast_math build) when carried.
 OUT=${OUT:-build/gpu_out}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
@@ -48,6 +51,23 @@ fi
 
 run "test-cuda (make test-cuda's program)" 150 ./build/test_cuda
 log "$(grep -E '^(ok|FAIL)|passed, [0-9]+ failed' "$LOG" | tail -12)"
+
+if [ "$1" = profile ]; then
+    log "=== SASS instruction mix per kernel (cuobjdump)"
+    cuobjdump -sass build/test_cuda >"$OUT/sass.txt" 2>&1
+    awk -f tests/cuda/sass_stats.awk "$OUT/sass.txt" | tee -a "$LOG"
+    gzip -9 "$OUT/sass.txt"
+    run "ncu, one launch of each main kernel" 200 ncu --clock-control none --target-processes all --kernel-name regex:acu_ --launch-count 8 \
+        --set full --page details --print-units base -o /tmp/acu_prof $PY bench/bench_cuda_torch.py profile
+    ncu --import /tmp/acu_prof.ncu-rep --page details --print-units base >"$OUT/ncu.txt" 2>&1
+    ncu --import /tmp/acu_prof.ncu-rep --page raw --csv >"$OUT/ncu_raw.csv" 2>&1 && gzip -9 "$OUT/ncu_raw.csv"
+    grep -E "^  acu_|Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Issue Slots Busy|One or More Eligible|Theoretical Occupancy|L1/TEX Hit|DRAM Throughput" "$OUT/ncu.txt" | tee -a "$LOG"
+    ATTN_SHIM=build/libattn_cuda_shim_old.so ATTN_SHIM_B=build/libattn_cuda_shim.so:build/libattn_cuda_shim_fast.so PYTHONUNBUFFERED=1 \
+        run "A/B: A = the first run's build, B = this one, C = this one with -use_fast_math" 120 $PY bench/bench_cuda_torch.py ab
+    log "=== on_gpu.sh profile done in $(elapsed)s"
+    ls -la "$OUT" | tee -a "$LOG"
+    exit 0
+fi
 
 run "bench_cuda" 90 ./build/bench_cuda
 [ -f bench/results_cuda.csv ] && cp bench/results_cuda.csv "$OUT/"
