@@ -31,7 +31,7 @@ run() {
     return $rc
 }
 : >"$LOG"
-log "=== on_gpu.sh $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+log "=== on_gpu.sh $(date -u +%Y-%m-%dT%H:%MZ)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv 2>&1 | tee -a "$LOG"
 nvcc --version 2>&1 | tail -2 | tee -a "$LOG"
 PY=python3

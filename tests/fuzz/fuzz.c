@@ -172,6 +172,8 @@ static void fz_desc(fz *f, attn_desc *d, int B, int Sq, int Sk, int Hq, int *len
 }
 
 /* ---- forward ------------------------------------------------------------------------------ */
+static void fz_check_ref(const attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor o, const float *lse);
+
 static void target_forward(fz *f) {
     t_rng r = t_rng_seed(fz_u16(f));
     const int B = fz_int(f, 1, 3), Hkv = fz_int(f, 1, 3), g = fz_int(f, 1, 3), Hq = Hkv * g;
@@ -206,28 +208,7 @@ static void target_forward(fz *f) {
     if (st != ATTN_OK) {
         FZ_CHECK(t_sentinel_ok(o.data, ob, 0xC7), "out written on error %s", attn_status_str(st));
         FZ_CHECK(!lse || t_sentinel_ok(lse, lb, 0x3C), "lse written on error %s", attn_status_str(st));
-    } else {
-        double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)B * Sq * Hq * Dv), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * Hq * Sq);
-        const double tol = 2e-4 + dt_tol(ot) + (kt == ATTN_BF16 && qt == ATTN_BF16 ? 8e-3 : 0.0);
-        int b, s, h, c;
-        FZ_CHECK(!has_nan(&o), "NaN in out from finite inputs");
-        ref_attention(&d, q, k, v, ro, rl);
-        for (b = 0; b < B; ++b) for (s = 0; s < Sq; ++s) for (h = 0; h < Hq; ++h) {
-            double mx = 1.0;
-            const size_t li = ((size_t)b * Hq + h) * Sq + s;
-            for (c = 0; c < Dv; ++c) mx = FZMAX(mx, fabs(ro[(((size_t)b * Sq + s) * Hq + h) * Dv + c]));
-            for (c = 0; c < Dv; ++c) {
-                const double want = ro[(((size_t)b * Sq + s) * Hq + h) * Dv + c], got = t_load(&o, b, s, h, c);
-                FZ_CHECK(fabs(got - want) <= tol * mx, "out[%d,%d,%d,%d] = %.9g, reference %.9g (tol %g)", b, s, h, c, got, want, tol * mx);
-            }
-            if (lse) {
-                FZ_CHECK(lse[li] == lse[li], "NaN lse");
-                FZ_CHECK(rl[li] == -INFINITY ? lse[li] == -INFINITY : fabs(lse[li] - rl[li]) <= 2e-4 * (1.0 + fabs(rl[li])) + (qt == ATTN_BF16 && kt == ATTN_BF16 ? 1e-2 : 0.0),
-                         "lse[%d,%d,%d] = %.9g, reference %.9g", b, h, s, (double)lse[li], rl[li]);
-            }
-        }
-        free(ro); free(rl);
-    }
+    } else fz_check_ref(&d, q, k, v, o, lse);
 }
 
 /* ---- backward: guards, untouched on error, finite, bitwise equal for 1 and 3 threads -------- */
