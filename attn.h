@@ -28,7 +28,7 @@
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
-             (attn__lbw_task, attn__linear_backward), RWKV-4 and RWKV-5/6 scans
+             (attn__lbw_task; non-causal attn__lnc_task; attn__linear_backward), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
