@@ -11275,9 +11275,7 @@ typedef struct attn__lnc_bufs {
     float *K, *T, *row, *gemm;    /* one head's features [nb][F] and their gradient [nb][F]; scratch */
 } attn__lnc_bufs;
 
-#ifndef ATTN__LNC_STAGE
 #define ATTN__LNC_STAGE 98304     /* floats of staged rows per block at full heads (384 KiB) */
-#endif
 static size_t attn__lnc_st(const attn__lin *L) { return ((size_t)L->F * L->Dv + L->F + 15) & ~(size_t)15; }
 
 /* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y into Y (dims dx, dy). */
