@@ -28,7 +28,7 @@
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
-             (attn__lbw_task, attn__linear_backward), RWKV-4 and RWKV-5/6 scans
+             (attn__lbw_task; non-causal attn__lnc_task; attn__linear_backward), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
@@ -2995,6 +2995,9 @@ typedef struct attn__isa {
        exp(x[i])). NaN stays NaN; y may be x or dy. Branch-free: the signs of q and k rows are
        what a branch predictor cannot guess (scalar branches measured 220 ns a 64-float row). */
     void (*elu1)(float *y, const float *x, const float *dy, int n);
+    /* the same gradient from the features f = phi(x) already computed (no exp): y[i] = dy[i] if
+       x[i] > 0, else dy[i] f[i]; bitwise elu1's. y may be x, f or dy. */
+    void (*elu1_grad)(float *y, const float *x, const float *f, const float *dy, int n);
     /* the selective scan's backward on one piece of 16 channels and one chunk (attn__ssm_bk) */
     void (*ssm_bwd)(const attn__ssm_bk *k);
 } attn__isa;
@@ -3171,6 +3174,10 @@ static void attn__elu1_scalar(float *y, const float *x, const float *dy, int n) 
         y[i] = dy ? dy[i] * e : (v > 0.0f ? v + 1.0f : e);
     }
 }
+static void attn__elu1_grad_scalar(float *y, const float *x, const float *f, const float *dy, int n) {
+    int i;
+    for (i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? dy[i] : dy[i] * f[i];
+}
 /* The backward kernel's 16-lane primitives on plain floats (attn__ssm_bwd_sc: the scalar ISA) */
 typedef struct attn__w_sc { float v[16]; } attn__w_sc;
 static attn__w_sc attn__w_ld_sc(const float *p) { attn__w_sc r; memcpy(r.v, p, sizeof r.v); return r; }
@@ -3231,7 +3238,7 @@ ATTN__SSM_BWD_DEF(sc, )
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
-    attn__ssm_scan_scalar, attn__elu1_scalar, attn__ssm_bwd_sc
+    attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__ssm_bwd_sc
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -3637,6 +3644,16 @@ ATTN__T512 static void attn__elu1_avx512(float *y, const float *x, const float *
     }
 }
 
+ATTN__T512 static void attn__elu1_grad_avx512(float *y, const float *x, const float *f, const float *dy, int n) {
+    int i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = attn__tail16(n - i);
+        const __m512 g = _mm512_maskz_loadu_ps(k, dy + i);
+        const __mmask16 pos = _mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(k, x + i), _mm512_setzero_ps(), _CMP_GT_OQ);
+        _mm512_mask_storeu_ps(y + i, k, _mm512_mask_blend_ps(pos, _mm512_mul_ps(g, _mm512_maskz_loadu_ps(k, f + i)), g));
+    }
+}
+
 /* ---- the selective scan's fused kernel (attn__ssm_k) on 16 lanes ---- */
 
 /* 2^t for finite t (the scan's exp(dt A) = 2^(dt A log2 e), A prescaled, |dt|, |A log2 e|
@@ -3883,7 +3900,7 @@ ATTN__SSM_BWD_DEF(512, ATTN__T512)
 static const attn__isa attn__isa_avx512 = {
     "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
-    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__ssm_bwd_512
+    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__ssm_bwd_512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -4220,6 +4237,16 @@ ATTN__T256 static void attn__elu1_avx2(float *y, const float *x, const float *dy
     }
 }
 
+ATTN__T256 static void attn__elu1_grad_avx2(float *y, const float *x, const float *f, const float *dy, int n) {
+    int i;
+    for (i = 0; i < n; i += 8) {
+        const __m256i k = attn__mask8(n - i);
+        const __m256 g = _mm256_maskload_ps(dy + i, k);
+        const __m256 pos = _mm256_cmp_ps(_mm256_maskload_ps(x + i, k), _mm256_setzero_ps(), _CMP_GT_OQ);
+        _mm256_maskstore_ps(y + i, k, _mm256_blendv_ps(_mm256_mul_ps(g, _mm256_maskload_ps(f + i, k)), g, pos));
+    }
+}
+
 /* ---- the selective scan's fused kernel (attn__ssm_k) on 2 x 8 lanes ---- */
 
 /* 2^t (attn__exp2_512's polynomial), t clamped to [-127, 128]: 2^n built in the exponent field
@@ -4456,7 +4483,7 @@ ATTN__SSM_BWD_DEF(256, ATTN__T256)
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
-    attn__ssm_scan_avx2, attn__elu1_avx2, attn__ssm_bwd_256
+    attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__ssm_bwd_256
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -4710,6 +4737,15 @@ static void attn__elu1_neon(float *y, const float *x, const float *dy, int n) {
     if (i < n) attn__elu1_scalar(y + i, x + i, dy ? dy + i : NULL, n - i);
 }
 
+static void attn__elu1_grad_neon(float *y, const float *x, const float *f, const float *dy, int n) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t g = vld1q_f32(dy + i);
+        vst1q_f32(y + i, vbslq_f32(vcgtq_f32(vld1q_f32(x + i), vdupq_n_f32(0.0f)), g, vmulq_f32(g, vld1q_f32(f + i))));
+    }
+    if (i < n) attn__elu1_grad_scalar(y + i, x + i, f + i, dy + i, n - i);
+}
+
 /* ---- the selective scan's fused kernel (attn__ssm_k) on 4 x 4 lanes ---- */
 
 /* 2^t as attn__exp2_256 */
@@ -4920,7 +4956,7 @@ ATTN__SSM_BWD_DEF(neon, )
 static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
-    attn__ssm_scan_neon, attn__elu1_neon, attn__ssm_bwd_neon
+    attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__ssm_bwd_neon
 };
 #endif /* ATTN__NEON */
 
@@ -10602,19 +10638,28 @@ static double attn__lin_ang(const attn__lin *L, int b) {
 /* The kind's features of one q or k row of sequence b at 0-based position pos: dst [F]; tmp: D
    floats. ATTN_LINEAR: elu + 1. ATTN_COSFORMER: [relu(x) sin a, relu(x) cos a], a = (pi/2)(pos +
    1)/M (relu keeps NaN). */
-static void attn__lin_feat(const attn__lin *L, int b, const void *src, attn_dtype t, float *dst, float *tmp, long long pos) {
+static void attn__lin_feat(const attn__lin *L, int b, const void *src, attn_dtype t, float *dst, float *tmp, long long pos);
+/* The same from a loaded row x [D] (dst may not be x for ATTN_COSFORMER). */
+static void attn__lin_feat_row(const attn__lin *L, int b, const float *x, float *dst, long long pos) {
     if (!L->cos) {
-        attn__lin_phi(L->isa, src, t, dst, tmp, L->D);
+        L->isa->elu1(dst, x, NULL, L->D);
     } else {
         const double a = attn__lin_ang(L, b) * (double)(pos + 1);
         const float sa = (float)sin(a), ca = (float)cos(a);
         int i;
-        L->isa->load(src, t, tmp, L->D, 1.0f);
         for (i = 0; i < L->D; ++i) {
-            const float r = tmp[i] > 0.0f ? tmp[i] : (tmp[i] <= 0.0f ? 0.0f : tmp[i]);
+            const float r = x[i] > 0.0f ? x[i] : (x[i] <= 0.0f ? 0.0f : x[i]);
             dst[i] = r * sa;
             dst[L->D + i] = r * ca;
         }
+    }
+}
+static void attn__lin_feat(const attn__lin *L, int b, const void *src, attn_dtype t, float *dst, float *tmp, long long pos) {
+    if (!L->cos) {
+        attn__lin_phi(L->isa, src, t, dst, tmp, L->D);
+    } else {
+        L->isa->load(src, t, tmp, L->D, 1.0f);
+        attn__lin_feat_row(L, b, tmp, dst, pos);
     }
 }
 
@@ -11235,6 +11280,7 @@ typedef struct attn__lbw {
     attn__lin L;
     attn__view dout, dq, dk, dv;
     size_t rows_per;              /* floats of per-task row and key arrays in each slice */
+    int hc, nb;                   /* attn__lnc_task: KV heads per task, rows per block */
 } attn__lbw;
 
 typedef struct attn__lbw_bufs {
@@ -11244,13 +11290,28 @@ typedef struct attn__lbw_bufs {
     float *rden, *rc, *rs, *kc;   /* per task: rows' normaliser, c and s [g][Sq]; keys' max [Sk] */
 } attn__lbw_bufs;
 
+/* dx [D] of one ATTN_LINEAR / ATTN_COSFORMER row x [D] with features f [F] at 0-based position
+   pos from the gradient t [F] of the features; dx may be x. */
+static void attn__lbw_chain_row(const attn__lin *L, int b, const float *x, const float *f, const float *t, float *dx,
+                                long long pos) {
+    const int D = L->D;
+    int d;
+    if (L->cos) {
+        const double a = attn__lin_ang(L, b) * (double)(pos + 1);
+        const float sa = (float)sin(a), ca = (float)cos(a);
+        for (d = 0; d < D; ++d) dx[d] = x[d] > 0.0f ? t[d] * sa + t[D + d] * ca : (x[d] <= 0.0f ? 0.0f : x[d]);
+    } else {
+        L->isa->elu1_grad(dx, x, f, t, D);
+    }
+}
+
 /* dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] whose features are Fe [n][F]; row r at
    position p0 + r % period (ATTN_COSFORMER); query: Fe includes the Performer eps. */
 static void attn__lbw_chain(const attn__lin *L, int b, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX,
                             long long p0, int period, int query) {
     const attn__isa *isa = L->isa;
     const int F = L->F, D = L->D;
-    int r, d;
+    int r;
     if (L->perf) {
         for (r = 0; r < n; ++r) {
             float *t = dF + (size_t)r * F;
@@ -11279,15 +11340,9 @@ static void attn__lbw_chain(const attn__lin *L, int b, float *gemm, int n, const
                 for (l = 0; l < F; ++l) s += dF[(size_t)r * F + l];
                 isa->axpy(dX + (size_t)r * D, -2.0f * L->hmul * s, X + (size_t)r * D, D);
             }
-    } else if (L->cos) {
-        for (r = 0; r < n; ++r) {
-            const double a = attn__lin_ang(L, b) * (double)(p0 + r % period + 1);
-            const float sa = (float)sin(a), ca = (float)cos(a);
-            const float *x = X + (size_t)r * D, *t = dF + (size_t)r * F;
-            for (d = 0; d < D; ++d) dX[(size_t)r * D + d] = x[d] > 0.0f ? t[d] * sa + t[D + d] * ca : (x[d] <= 0.0f ? 0.0f : x[d]);
-        }
     } else {
-        for (r = 0; r < n; ++r) isa->elu1(dX + (size_t)r * D, X + (size_t)r * D, dF + (size_t)r * F, D);
+        for (r = 0; r < n; ++r) attn__lbw_chain_row(L, b, X + (size_t)r * D, Fe + (size_t)r * F, dF + (size_t)r * F, dX + (size_t)r * D,
+                                             p0 + r % period);
     }
 }
 
@@ -11602,102 +11657,139 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
        c_i = -(T_i . phi(q_i)) / den_i^2 (0 where the cosFormer clamp is active),
        dphi(q_i) = T_i / den_i + c_i z,   dKV = sum_i phi(q_i) (dO_i / den_i)^T,   dz = sum_i c_i phi(q_i),
        dphi(k_j) = dKV v_j + dz,          dv_j = dKV^T phi(k_j).
-   Three passes, each product a GEMM over blocks of ATTN__LIN_KEYS keys or about as many query
-   rows (the k of the two sums' GEMMs runs along the sequence): keys into (KV, z); query rows to
-   dq and into (dKV, dz); keys again to dk, dv. 10 F Dv flops per (row, head) against the chunked
-   two-pass form's 12, each row read once or twice, not four times, and the workspace does not
-   grow with the sequence. One task per (sequence, KV head), every sum in one order: bitwise the
-   same for every thread count. */
-static int attn__lnc_rows(int g) { return ATTN__MAX(1, ATTN__LIN_KEYS / g); }   /* query rows per block */
+   Three passes over blocks of nb rows: keys into (KV, z); query rows to dq and into (dKV, dz);
+   keys again to dk, dv. 10 F Dv flops per (row, head), each row read once or twice.
+   A task takes a run of KV heads (all of them on one thread) and stages each block of rows of
+   every head it owns in address order, [row][head][dim], so a [seq][heads][dim] tensor streams
+   through the hardware prefetchers instead of being walked one head at a time (a 2 KiB stride
+   at H 8, D 64: the per-head walk read its rows at about 4 GB/s); gradients are staged the
+   same way and written back in address order. Per head each product is a GEMM on the staged
+   rows (leading dimension heads x dim), and nb depends on the shapes alone, so every head's sums
+   run in one order whatever the thread count and the heads per task: bitwise the same results. */
+typedef struct attn__lnc_bufs {
+    float *S, *G;                 /* per head: (KV [F][Dv], z [F]), (dKV, dz), st floats apart */
+    float *X, *V, *dV;            /* staged rows: raw q or k (then their gradients) [nb][heads][D], dO or v, dv */
+    float *K, *T, *row, *gemm;    /* one head's features [nb][F] and their gradient [nb][F]; scratch */
+} attn__lnc_bufs;
+
+#define ATTN__LNC_STAGE 98304     /* floats of staged rows per block at full heads (384 KiB) */
+static size_t attn__lnc_st(const attn__lin *L) { return ((size_t)L->F * L->Dv + L->F + 15) & ~(size_t)15; }
+
+/* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y into Y (dims dx, dy). */
+static void attn__lnc_stage(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
+                            int n, float *X, float *Y) {
+    int i, h;
+    for (i = 0; i < n; ++i)
+        for (h = 0; h < nh; ++h) {
+            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)i * nh + h) * x->dim, x->dim, 1.0f);
+            isa->load(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
+        }
+}
+
+/* Writes staged rows back (the inverse of attn__lnc_stage, y optional); rows past n up to
+   `to` get 0 (the padding of a shorter sequence). */
+static void attn__lnc_unstage(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
+                              int n, int to, const float *X, const float *Y) {
+    int i, h;
+    for (i = 0; i < n; ++i)
+        for (h = 0; h < nh; ++h) {
+            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)i * nh + h) * x->dim, x->dim, 1.0f);
+            if (y) isa->store(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
+        }
+    for (i = r0 + n; i < to; ++i)
+        for (h = 0; h < nh; ++h) {
+            attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
+            if (y) attn__store_zero_row(attn__at(y, b, i, h0 + h), y->dtype, y->dim);
+        }
+}
+
+/* Features [n][F] of head h's staged rows X (nh heads a row), rows from position p0. */
+static void attn__lnc_feats(const attn__lin *L, int b, const float *X, int nh, int h, int n, long long p0, float *K) {
+    int i;
+    for (i = 0; i < n; ++i) attn__lin_feat_row(L, b, X + ((size_t)i * nh + h) * L->D, K + (size_t)i * L->F, p0 + i);
+}
 
 static void attn__lnc_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
     const attn__lin *L = &C->L;
     const attn__isa *isa = L->isa;
-    const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
-    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
-    const int KB = ATTN__LIN_KEYS, nq = attn__lnc_rows(g);
-    const size_t R = (size_t)g * nq, st = (size_t)F * Dv + F;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc;
+    const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, NB = C->nb;
+    const size_t st = attn__lnc_st(L), ldv = (size_t)nh * Dv, ldq = (size_t)nq * Dv;
     float *w = L->ws + (size_t)thread * L->ws_per;
-    attn__lbw_bufs Wb, *W = &Wb;
-    attn__lin_bufs *B = &W->P.B;
-    float *T;
-    int q0, gi, i, r, j;
-    memset(W, 0, sizeof *W);
-    B->S = attn__lin_carve(&w, st);
-    W->G = attn__lin_carve(&w, st);
-    B->K = attn__lin_carve(&w, (size_t)KB * F);
-    B->V = attn__lin_carve(&w, (size_t)KB * Dv);
-    W->P.X = attn__lin_carve(&w, (size_t)KB * D);
-    W->dK = attn__lin_carve(&w, (size_t)KB * F);
-    W->dV = attn__lin_carve(&w, (size_t)KB * Dv);
-    W->dX = attn__lin_carve(&w, ATTN__MAX(R, (size_t)KB) * D);
-    B->Q = attn__lin_carve(&w, R * F);
-    W->XQ = attn__lin_carve(&w, R * D);
-    W->Gm = attn__lin_carve(&w, R * Dv);
-    T = attn__lin_carve(&w, R * F);
-    B->row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
-    B->gemm = attn__lin_carve(&w, L->gemm_floats);
-    memset(B->S, 0, st * sizeof(float));
-    memset(W->G, 0, st * sizeof(float));
-    B->z = B->S + (size_t)F * Dv;
-    W->h = W->G + (size_t)F * Dv;
+    attn__lnc_bufs B;
+    int r0, n, h, i;
+    B.S = attn__lin_carve(&w, nh * st);
+    B.G = attn__lin_carve(&w, nh * st);
+    B.K = attn__lin_carve(&w, (size_t)NB * F);
+    B.T = attn__lin_carve(&w, (size_t)NB * F);
+    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B.gemm = attn__lin_carve(&w, L->gemm_floats);
+    B.X = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * D);
+    B.V = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * Dv);
+    B.dV = attn__lin_carve(&w, (size_t)NB * nh * Dv);
+    memset(B.S, 0, (size_t)nh * st * sizeof(float));
+    memset(B.G, 0, (size_t)nh * st * sizeof(float));
 
     if (Lk == 0) {                                      /* no key: out = 0, every gradient 0 */
-        for (gi = 0; gi < g; ++gi)
-            for (i = 0; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
-        for (j = 0; j < L->k.seq; ++j) {
-            attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
-            attn__store_zero_row(attn__at(&C->dv, b, j, hk), C->dv.dtype, Dv);
-        }
+        attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
+        attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, 0, 0, L->k.seq, NULL, NULL);
         return;
     }
-    attn__lin_absorb(L, B, b, hk, 0, Lk);               /* KV, z */
-
-    for (q0 = 0; q0 < Lq; q0 += nq) {                   /* dq; dKV, dz */
-        const int n = ATTN__MIN(nq, Lq - q0), m = g * n;
-        for (gi = 0; gi < g; ++gi)                      /* row gi*n + i: head hk*g + gi, query q0 + i */
-            for (i = 0; i < n; ++i) {
-                const int rr = gi * n + i, h = hk * g + gi;
-                const void *src = attn__at(&L->q, b, q0 + i, h);
-                attn__lin_prefetch(&L->q, b, q0 + i + ATTN__LIN_PF, h);
-                attn__lin_prefetch(&C->dout, b, q0 + i + ATTN__LIN_PF, h);
-                isa->load(src, L->q.dtype, W->XQ + (size_t)rr * D, D, 1.0f);
-                if (L->cos) attn__lin_feat(L, b, src, L->q.dtype, B->Q + (size_t)rr * F, B->row, L->pos0 + q0 + i);
-                else isa->elu1(B->Q + (size_t)rr * F, W->XQ + (size_t)rr * D, NULL, D);   /* phi from the loaded row */
-                isa->load(attn__at(&C->dout, b, q0 + i, h), C->dout.dtype, W->Gm + (size_t)rr * Dv, Dv, 1.0f);
-            }
-        attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, T, F);     /* T = dO KV^T */
-        for (r = 0; r < m; ++r) {
-            const float *fq = B->Q + (size_t)r * F;
-            float *tr = T + (size_t)r * F, den = isa->dot(fq, B->z, F), cc;
-            int clamped = 0;
-            if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
-            else den += L->eps;
-            cc = clamped ? 0.0f : -(isa->dot(tr, fq, F) / den) / den;
-            isa->scal(tr, 1.0f / den, F);
-            isa->axpy(tr, cc, B->z, F);                 /* dphi(q) */
-            isa->scal(W->Gm + (size_t)r * Dv, 1.0f / den, Dv);
-            isa->axpy(W->h, cc, fq, F);                 /* dz */
+    for (r0 = 0; r0 < Lk; r0 += n) {                    /* KV += phi(K)^T V, z += sum phi(k) */
+        n = ATTN__MIN(NB, Lk - r0);
+        attn__lnc_stage(isa, &L->k, &L->v, b, hk0, nh, r0, n, B.X, B.V);
+        for (h = 0; h < nh; ++h) {
+            float *S = B.S + h * st;
+            attn__lnc_feats(L, b, B.X, nh, h, n, L->pos0 + r0, B.K);
+            attn__sgemm_1t(B.gemm, 1, 0, F, Dv, n, 1.0f, B.K, F, B.V + (size_t)h * Dv, (ptrdiff_t)ldv, 1.0f, S, Dv);
+            for (i = 0; i < n; ++i) isa->axpy(S + (size_t)F * Dv, 1.0f, B.K + (size_t)i * F, F);
         }
-        attn__sgemm_1t(B->gemm, 1, 0, F, Dv, m, 1.0f, B->Q, F, W->Gm, Dv, 1.0f, W->G, Dv);   /* dKV */
-        attn__lbw_chain(L, b, B->gemm, m, W->XQ, B->Q, T, W->dX, q0, n, 1);
-        for (gi = 0; gi < g; ++gi)
-            for (i = 0; i < n; ++i)
-                isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
     }
-    for (gi = 0; gi < g; ++gi)
-        for (i = Lq; i < L->q.seq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
 
-    for (j = 0; j < Lk; j += KB) {                      /* dk = chain(V dKV^T + dz), dv = phi(K) dKV */
-        const int n = ATTN__MIN(KB, Lk - j);
-        attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
-        attn__lbw_keys_from_state(L, W, n, NULL, 0.0f, 0);
-        attn__lbw_store_keys(L, C, W, b, hk, j, n);
+    for (r0 = 0; r0 < Lq; r0 += n) {                    /* dq; dKV, dz */
+        n = ATTN__MIN(NB, Lq - r0);
+        attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, r0, n, B.X, B.V);
+        for (h = 0; h < nq; ++h) {                      /* query head hq0 + h reads KV head hk0 + h / g */
+            const float *S = B.S + (size_t)(h / g) * st, *z = S + (size_t)F * Dv;
+            float *G = B.G + (size_t)(h / g) * st, *gv = B.V + (size_t)h * Dv;
+            attn__lnc_feats(L, b, B.X, nq, h, n, L->pos0 + r0, B.K);
+            attn__sgemm_1t(B.gemm, 0, 1, n, F, Dv, 1.0f, gv, (ptrdiff_t)ldq, S, Dv, 0.0f, B.T, F);     /* T = dO KV^T */
+            for (i = 0; i < n; ++i) {
+                const float *fq = B.K + (size_t)i * F;
+                float *tr = B.T + (size_t)i * F, *x = B.X + ((size_t)i * nq + h) * D, den = isa->dot(fq, z, F), cc;
+                int clamped = 0;
+                if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
+                else den += L->eps;
+                cc = clamped ? 0.0f : -(isa->dot(tr, fq, F) / den) / den;
+                isa->scal(tr, 1.0f / den, F);
+                isa->axpy(tr, cc, z, F);                /* dphi(q) */
+                isa->scal(gv + i * ldq, 1.0f / den, Dv);
+                isa->axpy(G + (size_t)F * Dv, cc, fq, F);   /* dz */
+                attn__lbw_chain_row(L, b, x, fq, tr, x, r0 + i);   /* dq over the staged q row */
+            }
+            attn__sgemm_1t(B.gemm, 1, 0, F, Dv, n, 1.0f, B.K, F, gv, (ptrdiff_t)ldq, 1.0f, G, Dv);   /* dKV */
+        }
+        attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, r0, n, r0 + n < Lq ? 0 : L->q.seq, B.X, NULL);
     }
-    for (j = Lk; j < L->k.seq; ++j) {
-        attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
-        attn__store_zero_row(attn__at(&C->dv, b, j, hk), C->dv.dtype, Dv);
+    if (Lq == 0) attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
+
+    for (r0 = 0; r0 < Lk; r0 += n) {                    /* dk = chain(V dKV^T + dz), dv = phi(K) dKV */
+        n = ATTN__MIN(NB, Lk - r0);
+        attn__lnc_stage(isa, &L->k, &L->v, b, hk0, nh, r0, n, B.X, B.V);
+        for (h = 0; h < nh; ++h) {
+            const float *G = B.G + h * st;
+            attn__lnc_feats(L, b, B.X, nh, h, n, L->pos0 + r0, B.K);
+            attn__sgemm_1t(B.gemm, 0, 1, n, F, Dv, 1.0f, B.V + (size_t)h * Dv, (ptrdiff_t)ldv, G, Dv, 0.0f, B.T, F);
+            attn__sgemm_1t(B.gemm, 0, 0, n, Dv, F, 1.0f, B.K, F, G, Dv, 0.0f, B.dV + (size_t)h * Dv, (ptrdiff_t)ldv);
+            for (i = 0; i < n; ++i) {
+                float *x = B.X + ((size_t)i * nh + h) * D, *tr = B.T + (size_t)i * F;
+                isa->axpy(tr, 1.0f, G + (size_t)F * Dv, F);
+                attn__lbw_chain_row(L, b, x, B.K + (size_t)i * F, tr, x, r0 + i);
+            }
+        }
+        attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, r0, n, r0 + n < Lk ? 0 : L->k.seq, B.X, B.dV);
     }
 }
 
@@ -11740,17 +11832,26 @@ static attn_status attn__linear_backward(const attn__call *c) {
     }
     if (!attn__lin_plan(L, &bytes)) return ATTN_ERR_OVERFLOW;    /* forward GEMM shapes, W's shared floats */
     if (!L->causal && !L->perf) {                                /* attn__lnc_task */
-        const int F = L->F, Dv = L->Dv, D = L->D, KB = ATTN__LIN_KEYS;
-        const size_t R = (size_t)L->groups * (size_t)attn__lnc_rows(L->groups), st = (size_t)F * Dv + F;
-        const int gr = (int)ATTN__MIN(R, (size_t)INT_MAX);
-        L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, KB), attn__sgemm_1t_floats(gr, F, Dv)),
-                                   ATTN__MAX(attn__sgemm_1t_floats(F, Dv, gr), attn__sgemm_1t_floats(gr, D, F)));
-        L->gemm_floats = ATTN__MAX(L->gemm_floats, ATTN__MAX(attn__sgemm_1t_floats(KB, F, Dv), attn__sgemm_1t_floats(KB, Dv, F)));
-        L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(KB, D, F));
-        if (!attn__lbw_add(&f, st, 2) || !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, KB, D) ||
-            !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, ATTN__MAX(R, (size_t)KB), D) ||
-            !attn__lbw_add(&f, R, F) || !attn__lbw_add(&f, R, D) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, F) ||
-            !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) || !attn__add_size(f, 64, &f))
+        const int F = L->F, Dv = L->Dv, D = L->D, Hkv = c->k.heads, g = L->groups;
+        /* rows per block from the shapes alone (results must not depend on the threads): the
+           staged rows of every head, about ATTN__LNC_STAGE floats */
+        const double per_row = (double)Hkv * ATTN__MAX((double)g * (D + Dv), (double)D + 2.0 * Dv);
+        int nch, nb = per_row * 256 <= ATTN__LNC_STAGE ? 256 : (int)(ATTN__LNC_STAGE / per_row) & ~15;
+        size_t hc, hq;
+        C.nb = nb = ATTN__MAX(16, nb);
+        /* KV heads per task: all of them on one thread; else about 2 tasks per thread */
+        nch = L->n_threads <= 1 ? 1 : (int)ATTN__MIN((size_t)Hkv, ((size_t)2 * L->n_threads + c->q.batch - 1) / c->q.batch);
+        C.hc = (Hkv + nch - 1) / nch;
+        nch = (Hkv + C.hc - 1) / C.hc;
+        if (!attn__tasks((size_t)c->q.batch, (size_t)nch, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
+        L->n_threads = ATTN__MIN(L->n_threads, L->n_tasks);
+        hc = (size_t)C.hc; hq = hc * (size_t)g;
+        L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
+                                   attn__sgemm_1t_floats(nb, Dv, F));
+        if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__lbw_add(&f, (size_t)nb, 2 * (size_t)F) ||
+            !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+            !attn__mul_size((size_t)nb, hq, &t) || !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) ||
+            !attn__lbw_add(&f, (size_t)nb * hc, Dv) || !attn__add_size(f, 64, &f))
             return ATTN_ERR_OVERFLOW;
         L->ws_per = f;
         if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), &bytes) ||

@@ -314,7 +314,8 @@ static void check_vec(const char *isa, const attn__isa *V) {
     enum { NMAX = 80, PAD = 16 };
     float a[NMAX + 2 * PAD + 2], b[NMAX + 2 * PAD + 2], y[NMAX + 2 * PAD + 2], y0[NMAX + 2 * PAD + 2];
     t_rng r = t_rng_seed(777);
-    int n, off, i, bad_dot = 0, bad_axpy = 0, bad_scal = 0, bad_max = 0, bad_exp = 0, bad_guard = 0;
+    float f[NMAX + 2 * PAD + 2], y1[NMAX + 2 * PAD + 2];
+    int n, off, i, bad_dot = 0, bad_axpy = 0, bad_scal = 0, bad_max = 0, bad_exp = 0, bad_guard = 0, bad_elu = 0;
     for (n = 0; n <= NMAX; ++n)
         for (off = 1; off <= PAD; off += 5) {
             float *pa = a + off, *pb = b + off, *py = y + off, got, m, mu;
@@ -350,7 +351,17 @@ static void check_vec(const char *isa, const attn__isa *V) {
             }
             bad_exp += fabs(got - esum) > (4.0 + n) * ldexp(1.0, -24) * esum + 1e-37;
             for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
+            /* elu1_grad from the features elu1 made: bitwise elu1's gradient (zeros and NaN too) */
+            if (n > 2) { pa[0] = 0.0f; pa[1] = -0.0f; pa[2] = NAN; }
+            V->elu1(f, pa, NULL, n);
+            V->elu1(y1, pa, pb, n);
+            memcpy(y, y0, sizeof y);
+            V->elu1_grad(py, pa, f, pb, n);
+            for (i = 0; i < n; ++i) bad_elu += memcmp(&py[i], &y1[i], 4) != 0;
+            for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
+            memcpy(y, y0, sizeof y);
         }
+    T_CHECK(bad_elu == 0, "%s elu1_grad: %d elements differ from elu1's gradient", isa, bad_elu);
     T_CHECK(bad_dot == 0, "%s dot: %d results outside n 2^-23 sum|a b|", isa, bad_dot);
     T_CHECK(bad_max == 0, "%s max: %d wrong", isa, bad_max);
     T_CHECK(bad_axpy == 0, "%s axpy: %d elements off by more than 1 ulp", isa, bad_axpy);

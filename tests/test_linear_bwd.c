@@ -382,23 +382,25 @@ static void test_lbw_long(void) {
     }
 }
 
-/* threads 1/2/3 and a caller workspace: bitwise equal gradients */
+/* threads 1/2/3 and a caller workspace: bitwise equal gradients. The last case (non-causal
+   ATTN_LINEAR, one sequence, 5 KV heads, 2 blocks of rows) runs 5, 2 and 1 KV heads per task. */
 static void test_lbw_threads(void) {
-    static const attn_kind kinds[3] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER };
+    static const attn_kind kinds[4] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER, ATTN_LINEAR };
     t_rng r = t_rng_seed(12);
     int kk, causal, th;
-    for (kk = 0; kk < 3; ++kk)
-        for (causal = 0; causal <= 1; ++causal) {
-            attn_tensor q = lb_tensor(ATTN_F32, 2, 100, 4, 16, &r, 0.8), k = lb_tensor(ATTN_F32, 2, 90, 2, 16, &r, 0.8);
-            attn_tensor v = lb_tensor(ATTN_F32, 2, 90, 2, 8, &r, 1.0), dO = lb_tensor(ATTN_F32, 2, 100, 4, 8, &r, 1.0);
-            attn_tensor o = lb_tensor(ATTN_F32, 2, 100, 4, 8, NULL, 0);
+    for (kk = 0; kk < 4; ++kk)
+        for (causal = 0; causal <= (kk < 3); ++causal) {
+            const int B = kk < 3 ? 2 : 1, Sq = kk < 3 ? 100 : 300, Sk = kk < 3 ? 90 : 280, Hkv = kk < 3 ? 2 : 5, Hq = 2 * Hkv;
+            attn_tensor q = lb_tensor(ATTN_F32, B, Sq, Hq, 16, &r, 0.8), k = lb_tensor(ATTN_F32, B, Sk, Hkv, 16, &r, 0.8);
+            attn_tensor v = lb_tensor(ATTN_F32, B, Sk, Hkv, 8, &r, 1.0), dO = lb_tensor(ATTN_F32, B, Sq, Hq, 8, &r, 1.0);
+            attn_tensor o = lb_tensor(ATTN_F32, B, Sq, Hq, 8, NULL, 0);
             attn_tensor g[3], first[3];
             attn_desc d;
             size_t bytes = 0, m0;
             void *ws;
             int i;
-            g[0] = lb_tensor(ATTN_F32, 2, 100, 4, 16, NULL, 0); g[1] = lb_tensor(ATTN_F32, 2, 90, 2, 16, NULL, 0);
-            g[2] = lb_tensor(ATTN_F32, 2, 90, 2, 8, NULL, 0);
+            g[0] = lb_tensor(ATTN_F32, B, Sq, Hq, 16, NULL, 0); g[1] = lb_tensor(ATTN_F32, B, Sk, Hkv, 16, NULL, 0);
+            g[2] = lb_tensor(ATTN_F32, B, Sk, Hkv, 8, NULL, 0);
             for (i = 0; i < 3; ++i) first[i] = lb_tensor(ATTN_F32, g[i].batch, g[i].seq, g[i].heads, g[i].dim, NULL, 0);
             memset(&d, 0, sizeof d);
             d.kind = kinds[kk]; d.causal = causal; d.performer.features = 40;
