@@ -291,24 +291,39 @@ typedef struct attn_lsh_params {
 } attn_lsh_params;
 
 /* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
-   k.seq = n, q.heads == k.heads (pass the shared QK projection as q and k). For head h:
+   k.seq, q.heads == k.heads; pass the shared QK projection as both q and k (see normalize_keys
+   for routing-transformer's convention). For head h of a sequence of L valid tokens:
      x_i = k_i / |k_i| (0 for a zero row), mu_c = centroids[h][c] / |centroids[h][c]|
-     cluster c's window W_c: the w = min(window, n) positions with the largest x_i . mu_c (ties:
+     cluster c's window W_c: the w = min(window, L) positions with the largest x_i . mu_c (ties:
      the lower position first), in position order
-     inside W_c, query i attends keys j in W_c with s = scale * q_i . k_j; causal: j > i hidden;
+     key rows: k'_j = k_j, or x_j with normalize_keys
+     inside W_c, query i attends keys j in W_c with s = scale * q_i . k'_j; causal: j > i hidden;
      j == i gets the logit -5e4 (a token sees itself only when nothing else is visible, as the
      reference code's TOKEN_SELF_ATTN_VALUE); o_c(i) = softmax(s) . v
-     out_i = the mean of o_c(i) over the windows holding i, 0 when none does
+     out_i = sum of o_c(i) over the windows holding i / (their count + count_eps), 0 when none does
+   Padding: L = seqlens_k[b] (or seqlens_q[b]; where both are given they must be equal) or the
+   cu_seqlens segment's length (packed sequences; cu_seqlens_q and _k both given and equal, batch
+   1, rows past the last segment are written 0). Padded tokens are in no cluster, neither as
+   queries nor as keys, and their rows are written 0: each sequence's rows are exactly its
+   result run alone at length L, whatever the padding holds and the other sequences are.
+   (routing-transformer's input_mask instead keeps padded tokens in the windows and masks them
+   in the softmax, so its valid rows depend on the padding: see docs/porting.md.)
    No logsumexp is defined (a mean of softmaxes): lse must be NULL. softcap and the other attn_desc
    masks must be 0/NULL. attn_routing_update() moves the centroids (k-means EMA).
-   field        default (0)   meaning
-   centroids    required      [q.heads][n_clusters][dim] fp32, finite
-   n_clusters   required      clusters c, >= 1 (about sqrt(n) in the paper)
-   window       64            tokens per cluster window w */
+   field           default (0)   meaning
+   centroids       required      [q.heads][n_clusters][dim] fp32, finite
+   n_clusters      required      clusters c, >= 1 (about sqrt(n) in the paper)
+   window          64            tokens per cluster window w
+   normalize_keys  off           1: attend with the unit keys x_j (routing-transformer's
+                                 KmeansAttention with shared_qk normalises k, not q)
+   count_eps       0             added to the window count of each token (routing-transformer's
+                                 scatter_mean: 1e-5); finite, >= 0 */
 typedef struct attn_routing_params {
     const float *centroids;
     int n_clusters;
     int window;
+    int normalize_keys;
+    float count_eps;
 } attn_routing_params;
 
 typedef struct attn_bigbird_params {
@@ -791,7 +806,7 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k and cu_seqlens_q/_k, varlen_batch (BigBird, LSH), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
@@ -814,6 +829,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_ROUTING_DECAY,         322, ATTN_CAT_RANGE,       "attn_routing_update: decay must be in [0, 1) (0: 0.999)") \
     X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
+    X(ATTN_ERR_ROUTING_SEQLENS,       340, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
+    X(ATTN_ERR_ROUTING_OPTIONS,       341, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys must be 0 or 1 and count_eps finite and >= 0") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
@@ -1315,7 +1332,9 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
    normalised as for ATTN_ROUTING); a cluster with tokens moves to
        mu_c = decay * mu_c + (1 - decay) * m / |m|,   m = sum of its tokens' x_i / count
    (m / |m| = 0 when m = 0); a cluster without tokens keeps its centroid. decay 0 means 0.999.
-   Sums run in double in token order on the calling thread; a small scratch is allocated. */
+   Padding as ATTN_ROUTING's (pass the forward's desc): tokens past seqlens_k[b] (or seqlens_q[b])
+   or past the last cu_seqlens segment are skipped. Sums run in double in token order on the
+   calling thread; a small scratch is allocated. */
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids);
 
 /* ---- Linear and kernel attention --------------------------------------------------------- */
@@ -9776,10 +9795,14 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
    ISA for the tie rule to hold), streamed into one heap per cluster that keeps its top w
    (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
    (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
-   its windows' outputs and their count. */
+   its windows' outputs and their count. A task's sequence is one batch entry, or one packed
+   segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
 typedef struct attn__rt {
     const attn__problem *P;
-    int n, nc, w;
+    int n, nc, w, window;        /* n = q.seq, w = min(window, n) sizes the scratch */
+    const int *lens, *cu;        /* valid lengths [batch] or segment offsets, or NULL */
+    int units, normk;            /* sequences; normalize_keys */
+    float ceps;                  /* count_eps */
     const float *cen;
     const attn__isa *isa;
     float *ws;
@@ -9832,7 +9855,10 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     const attn__rt *R = (const attn__rt *)ctx;
     const attn__problem *P = R->P;
     const attn__isa *isa = R->isa;
-    const int H = P->q.heads, b = task / H, h = task % H, n = R->n, D = P->q.dim, Dv = P->v.dim, w = R->w;
+    const int H = P->q.heads, u = task / H, h = task % H, D = P->q.dim, Dv = P->v.dim;
+    const int b = R->cu ? 0 : u, off = R->cu ? R->cu[u] : 0;
+    const int n = R->cu ? R->cu[u + 1] - off : R->lens ? R->lens[u] : R->n;     /* L: valid tokens */
+    const int w = ATTN__MIN(R->window, n), pad_end = R->cu ? (u == R->units - 1 ? R->n : off + n) : R->n;
     float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *QT = S + (size_t)ATTN__MAX(ATTN__BK, w) * ATTN__BQ, *Q = QT + (size_t)D * ATTN__BQ;
     float *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
@@ -9841,15 +9867,16 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     attn__rt_ent *heaps = (attn__rt_ent *)(void *)(wpos + w);
     int i, c0, cl, s, t;
-    for (i = 0; i < n; ++i) {
-        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
-        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+    for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
+        isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
         attn__unit(isa, K + (size_t)i * D, Xn + (size_t)i * D, D);
+        if (R->normk) memcpy(K + (size_t)i * D, Xn + (size_t)i * D, sizeof(float) * (size_t)D);
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
         cnt[i] = 0;
     }
-    for (c0 = 0; c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
+    for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
         const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
         for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
             attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
@@ -9882,7 +9909,36 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         }
     }
     for (i = 0; i < n; ++i)
-        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, cnt[i] ? 1.0f / (float)cnt[i] : 0.0f);
+        isa->store(attn__at(&P->out, b, off + i, h), P->out.dtype, acc + (size_t)i * Dv, Dv,
+                   cnt[i] ? 1.0f / ((float)cnt[i] + R->ceps) : 0.0f);
+    memset(O, 0, sizeof(float) * (size_t)Dv);        /* padding rows (and rows past the last segment): 0 */
+    for (i = off + n; i < pad_end; ++i) isa->store(attn__at(&P->out, b, i, h), P->out.dtype, O, Dv, 1.0f);
+}
+
+/* ATTN_ROUTING's padding, for the forward and attn_routing_update on a [batch, seq] input:
+   lens (seqlens_k, else seqlens_q) or the packed offsets cu (cu_seqlens_k), NULL for none;
+   units: the sequences. */
+static attn_status attn__rt_lengths(const attn_desc *d, int batch, int seq, const int **lens, const int **cu, int *units) {
+    int b;
+    *lens = *cu = NULL; *units = batch;
+    if (d->cu_seqlens_q || d->cu_seqlens_k) {
+        if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
+        if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_VARLEN_WITH_SEQLENS;
+        if (d->varlen_batch < 1) return ATTN_ERR_VARLEN_BATCH;
+        if (batch != 1) return ATTN_ERR_VARLEN_SHAPE;
+        if (!attn__offsets_ok(d->cu_seqlens_q, d->varlen_batch, seq)) return ATTN_ERR_CU_SEQLENS_Q;
+        if (!attn__offsets_ok(d->cu_seqlens_k, d->varlen_batch, seq)) return ATTN_ERR_CU_SEQLENS_K;
+        for (b = 0; b <= d->varlen_batch; ++b) if (d->cu_seqlens_q[b] != d->cu_seqlens_k[b]) return ATTN_ERR_ROUTING_SEQLENS;
+        *cu = d->cu_seqlens_k; *units = d->varlen_batch;
+        return ATTN_OK;
+    }
+    if (d->varlen_batch != 0) return ATTN_ERR_VARLEN_BATCH;
+    if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, batch, seq)) return ATTN_ERR_SEQLENS_Q;
+    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, batch, seq)) return ATTN_ERR_SEQLENS_K;
+    if (d->seqlens_q && d->seqlens_k)
+        for (b = 0; b < batch; ++b) if (d->seqlens_q[b] != d->seqlens_k[b]) return ATTN_ERR_ROUTING_SEQLENS;
+    *lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q;
+    return ATTN_OK;
 }
 
 /* The checks ATTN_ROUTING's forward and attn_routing_update share: the routing parameters. */
@@ -9891,6 +9947,8 @@ static attn_status attn__rt_params(const attn_routing_params *p, int heads, int 
     if (!p->centroids) return ATTN_ERR_ROUTING_CENTROIDS;
     if (p->n_clusters < 1) return ATTN_ERR_ROUTING_CLUSTERS;
     if (p->window < 0) return ATTN_ERR_ROUTING_WINDOW;
+    if ((p->normalize_keys != 0 && p->normalize_keys != 1) || !(p->count_eps >= 0.0f) || !isfinite(p->count_eps))
+        return ATTN_ERR_ROUTING_OPTIONS;
     if (!attn__mul_size((size_t)heads * (size_t)p->n_clusters, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
         return ATTN_ERR_OVERFLOW;
     for (i = 0; i < n; ++i) if (!isfinite(p->centroids[i])) return ATTN_ERR_ROUTING_NONFINITE;
@@ -9905,18 +9963,25 @@ static attn_status attn__routing_forward(const attn__call *c) {
     attn__ws w;
     attn_status s;
     int tasks, nt;
+    attn_desc plain = *d;                   /* the shared checks see d without its padding */
+    attn__call cp = *c;
     memset(&P, 0, sizeof P);
     memset(&R, 0, sizeof R);
-    if ((s = attn__shared_qk_check(c, &P)) != ATTN_OK) return s;
+    plain.seqlens_q = plain.seqlens_k = plain.cu_seqlens_q = plain.cu_seqlens_k = NULL; plain.varlen_batch = 0;
+    cp.d = &plain;
+    if ((s = attn__shared_qk_check(&cp, &P)) != ATTN_OK) return s;
+    if ((s = attn__rt_lengths(d, c->q.batch, c->q.seq, &R.lens, &R.cu, &R.units)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
     if (c->lse) return ATTN_ERR_ROUTING_LSE;
     P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
     P.causal = d->causal;
     P.n_threads = attn__resolve_threads(d);
     R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
-    R.w = ATTN__MIN(d->routing.window ? d->routing.window : 64, R.n);
+    R.window = d->routing.window ? d->routing.window : 64;
+    R.w = ATTN__MIN(R.window, R.n);
+    R.normk = d->routing.normalize_keys; R.ceps = d->routing.count_eps;
     R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w);
-    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
+    if (!attn__tasks((size_t)R.units, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
@@ -9939,6 +10004,8 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
     const attn__isa *isa = attn__pick_isa();
     float *xr;
     attn_routing_params prm;
+    const int *lens, *cu;
+    int units;
     if (!desc) return ATTN_ERR_NULL_DESC;
     prm = desc->routing; prm.centroids = centroids;
     if (!x.data) return ATTN_ERR_ROUTING_X;
@@ -9946,6 +10013,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
     if (!attn__shape_ok(&x)) return ATTN_ERR_Q_SHAPE;
     if ((s = attn__make_view(&x, &xv)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&prm, x.heads, x.dim)) != ATTN_OK) return s;
+    if ((s = attn__rt_lengths(desc, x.batch, x.seq, &lens, &cu, &units)) != ATTN_OK) return s;
     if (!(decay >= 0.0f && decay < 1.0f)) return ATTN_ERR_ROUTING_DECAY;
     if (decay == 0.0f) decay = 0.999f;
     C = desc->routing.n_clusters; D = x.dim; H = x.heads;
@@ -9964,7 +10032,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
             for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? (double)cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
         }
         for (b = 0; b < x.batch; ++b)
-            for (i = 0; i < x.seq; ++i) {
+            for (i = 0; i < (cu ? cu[units] : lens ? lens[b] : x.seq); ++i) {   /* the valid tokens */
                 double nn = 0;
                 isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
                 for (e = 0; e < D; ++e) nn += (double)xr[e] * (double)xr[e];

@@ -775,9 +775,10 @@ static int rt_cmp_pos(const void *a, const void *b) {
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Returns 0 when a window boundary is a near tie (the caller draws new inputs). */
+/* Returns 0 when a window boundary is a near tie (the caller draws new inputs). normk: attend with
+   the unit keys; ceps: added to each token's window count (routing.normalize_keys, .count_eps). */
 static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const float *cen, int nc, int w,
-                  int causal, double scale, double *out) {
+                  int causal, double scale, int normk, double ceps, double *out) {
     const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim;
     rt_ent *ent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n);
     double *xn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D), *mu = (double *)t_xmalloc(sizeof(double) * (size_t)D);
@@ -813,7 +814,11 @@ static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
                         double x = 0;
                         if (causal && kj > p) { s[j] = -INFINITY; continue; }
                         if (kj == p) x = -5e4;
-                        else { for (e = 0; e < D; ++e) x += t_load(q, b, p, h, e) * t_load(k, b, kj, h, e); x *= scale; }
+                        else {
+                            for (e = 0; e < D; ++e)
+                                x += t_load(q, b, p, h, e) * (normk ? xn[(size_t)kj * D + e] : t_load(k, b, kj, h, e));
+                            x *= scale;
+                        }
                         s[j] = x;
                         if (x > mx) mx = x;
                     }
@@ -826,7 +831,7 @@ static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
             }
             for (i = 0; i < n; ++i)
                 for (e = 0; e < Dv; ++e)
-                    out[(((size_t)b * n + i) * H + h) * Dv + e] = cnt[i] ? acc[(size_t)i * Dv + e] / cnt[i] : 0;
+                    out[(((size_t)b * n + i) * H + h) * Dv + e] = cnt[i] ? acc[(size_t)i * Dv + e] / (cnt[i] + ceps) : 0;
         }
     free(ent); free(xn); free(mu); free(acc); free(s); free(cnt);
     return ok;
@@ -855,7 +860,7 @@ static void rt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
         if (shared && qt == kvt && !k.t.stride_seq) memcpy(q.buf, k.buf, sp_bytes(&k));
         else t_fill_normal(&q.t, r, 1.0);
-    } while (!rt_ref(&q.t, &k.t, &v.t, cen, nc, w, causal, 1.0 / sqrt((double)D), ro) && ++tries < 20);
+    } while (!rt_ref(&q.t, &k.t, &v.t, cen, nc, w, causal, 1.0 / sqrt((double)D), 0, 0.0, ro) && ++tries < 20);
     if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
     s = attn_forward(&d, q.t, k.t, v.t, o.t, NULL);
     if (!T_CHECK(s == ATTN_OK, "%s: status %d", what, (int)s)) goto done;
@@ -929,8 +934,120 @@ static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
     sp_free(&q); sp_free(&v); sp_free(&o); free(cen); free(row);
 }
 
+#define RT_MIN(a, b) ((a) < (b) ? (a) : (b))
+/* The batch entry b of x as a batch-1 tensor of its first L rows. */
+static attn_tensor rt_seq(const attn_tensor *x, int b, int L) {
+    attn_tensor t = *x;
+    t.data = (char *)x->data + (size_t)t_offset(x, b, 0, 0, 0) * t_dt_size(x->dtype);
+    t.batch = 1; t.seq = L;
+    return t;
+}
+
+/* Padding (seqlens_k, seqlens_q or both) and packing (cu_seqlens): each sequence's rows equal the
+   double reference run on that sequence alone at its length (padded tokens in no window), padded
+   rows are exactly 0, and the rows are bitwise those of the sequence run alone, of the same batch
+   with NaN in the padding, and of the sequences packed by cu_seqlens. */
+static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype dt, int nc, int win, int causal,
+                           int normk, float ceps, int which) {
+    sp_tensor q = sp_make(dt, B, n, H, D, 0), v = sp_make(dt, B, n, H, Dv, 0), o = sp_make(ATTN_F32, B, n, H, Dv, 0),
+              o2 = sp_make(ATTN_F32, B, n, H, Dv, 0), pq = sp_make(dt, 1, B * n + 3, H, D, 0),
+              pv = sp_make(dt, 1, B * n + 3, H, Dv, 0), po = sp_make(ATTN_F32, 1, B * n + 3, H, Dv, 0);
+    float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)H * nc * D);
+    double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)n * H * Dv), worst = 0;
+    int *lens = (int *)t_xmalloc(sizeof(int) * (size_t)B), cu[9];
+    attn_desc d;
+    attn_status s;
+    char what[200];
+    int b, i, h, e, tries = 0, ok = 1, zero = 1, same = 1, nanok = 1, packed = 1;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_ROUTING; d.causal = causal; d.n_threads = t_irange(r, 1, 3);
+    d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = win;
+    d.routing.normalize_keys = normk; d.routing.count_eps = ceps;
+    if (which != 1) d.seqlens_k = lens;
+    if (which != 0) d.seqlens_q = lens;
+    sprintf(what, "routing padded B%d n%d H%d D%d/%d %s nc%d w%d causal%d normk%d eps%g seqlens%s", B, n, H, D, Dv,
+            t_dt_name(dt), nc, win, causal, normk, (double)ceps, which == 0 ? "_k" : which == 1 ? "_q" : "_q/_k");
+    for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);
+    for (;;) {   /* inputs without near ties at any sequence's window boundary */
+        int good = 1;
+        for (i = 0; i < H * nc * D; ++i) cen[i] = (float)t_normal(r);
+        t_fill_normal(&q.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+        for (b = 0; b < B && good; ++b) {
+            const attn_tensor qs = rt_seq(&q.t, b, lens[b]), vs = rt_seq(&v.t, b, lens[b]);
+            const int w = RT_MIN(win ? win : 64, lens[b]);
+            if (lens[b]) good = rt_ref(&qs, &qs, &vs, cen, nc, w, causal, 1.0 / sqrt((double)D), normk, ceps, ro);
+        }
+        if (good || ++tries == 20) break;
+    }
+    if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
+    s = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %s", what, attn_status_str(s))) goto done;
+    for (b = 0; b < B; ++b) {
+        const attn_tensor qs = rt_seq(&q.t, b, lens[b]), vs = rt_seq(&v.t, b, lens[b]), os = rt_seq(&o2.t, b, lens[b]);
+        attn_desc a = d;
+        if (!lens[b]) goto rows;
+        rt_ref(&qs, &qs, &vs, cen, nc, RT_MIN(win ? win : 64, lens[b]), causal, 1.0 / sqrt((double)D), normk, ceps, ro);
+        a.seqlens_q = a.seqlens_k = NULL;    /* the sequence alone */
+        ok &= attn_forward(&a, qs, qs, vs, os, NULL) == ATTN_OK;
+    rows:
+        for (i = 0; i < n; ++i)
+            for (h = 0; h < H; ++h)
+                for (e = 0; e < Dv; ++e) {
+                    const double got = t_load(&o.t, b, i, h, e);
+                    if (i >= lens[b]) { zero &= got == 0.0; continue; }
+                    {
+                        const double want = ro[((size_t)i * H + h) * Dv + e];
+                        const double err = fabs(got - want) / (1.0 + fabs(want));
+                        if (!(err <= worst)) worst = err != err ? INFINITY : err;
+                        same &= got == t_load(&o2.t, b, i, h, e);
+                    }
+                }
+    }
+    {   /* NaN in every padded q/k/v row: the valid rows do not move */
+        for (b = 0; b < B; ++b)
+            for (i = lens[b]; i < n; ++i)
+                for (h = 0; h < H; ++h) {
+                    for (e = 0; e < D; ++e) t_store(&q.t, b, i, h, e, NAN);
+                    for (e = 0; e < Dv; ++e) t_store(&v.t, b, i, h, e, NAN);
+                }
+        ok &= attn_forward(&d, q.t, q.t, v.t, o2.t, NULL) == ATTN_OK;
+        nanok = memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0;
+    }
+    if (B <= 8) {   /* packed: the valid rows back to back, 3 rows past the last segment */
+        attn_desc pk = d;
+        cu[0] = 0;
+        for (b = 0; b < B; ++b) {
+            cu[b + 1] = cu[b] + lens[b];
+            for (i = 0; i < lens[b]; ++i)
+                for (h = 0; h < H; ++h) {
+                    for (e = 0; e < D; ++e) t_store(&pq.t, 0, cu[b] + i, h, e, t_load(&q.t, b, i, h, e));
+                    for (e = 0; e < Dv; ++e) t_store(&pv.t, 0, cu[b] + i, h, e, t_load(&v.t, b, i, h, e));
+                }
+        }
+        pq.t.seq = pv.t.seq = po.t.seq = cu[B] + 3;
+        t_sentinel(po.buf, sp_bytes(&po), 0xA5u);
+        pk.seqlens_q = pk.seqlens_k = NULL; pk.cu_seqlens_q = pk.cu_seqlens_k = cu; pk.varlen_batch = B;
+        ok &= attn_forward(&pk, pq.t, pq.t, pv.t, po.t, NULL) == ATTN_OK;
+        for (b = 0; b < B; ++b)
+            for (i = 0; i < lens[b]; ++i)
+                for (h = 0; h < H; ++h)
+                    for (e = 0; e < Dv; ++e) packed &= t_load(&po.t, 0, cu[b] + i, h, e) == t_load(&o.t, b, i, h, e);
+        for (i = cu[B]; i < cu[B] + 3; ++i)
+            for (h = 0; h < H; ++h)
+                for (e = 0; e < Dv; ++e) packed &= t_load(&po.t, 0, i, h, e) == 0.0;
+    }
+    T_CHECK(ok && worst <= TOL_OUT, "%s: status %d, max error %.3g against each sequence alone", what, ok, worst);
+    T_CHECK(zero, "%s: padded rows must be 0", what);
+    T_CHECK(same, "%s: rows must equal (bitwise) the sequence run alone at its length", what);
+    T_CHECK(nanok, "%s: NaN in the padding changed the valid rows", what);
+    T_CHECK(packed, "%s: cu_seqlens (packed) must equal the padded batch bitwise, rows past the last segment 0", what);
+done:
+    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); sp_free(&pq); sp_free(&pv); sp_free(&po);
+    free(cen); free(ro); free(lens);
+}
+
 /* attn_routing_update against the ZOO rule in double. */
-static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dtype dt, float decay) {
+static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dtype dt, float decay, const int *lens) {
     sp_tensor x = sp_make(dt, B, n, H, D, 0);
     float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)H * nc * D), *c0 = (float *)t_xmalloc(sizeof(float) * (size_t)H * nc * D);
     double *sum = (double *)t_xmalloc(sizeof(double) * (size_t)nc * D), worst = 0;
@@ -943,12 +1060,13 @@ static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dt
                                                                            first maximum never picks it, it stays */
     memset(&d, 0, sizeof d);
     d.routing.n_clusters = nc;
+    d.seqlens_k = lens;     /* padding: the ATTN_ROUTING forward's desc; padded tokens skipped */
     T_CHECK(attn_routing_update(&d, x.t, decay, cen) == ATTN_OK, "routing update: status");
     for (h = 0; h < H; ++h) {
         memset(sum, 0, sizeof(double) * (size_t)nc * D);
         memset(cnt, 0, sizeof(int) * (size_t)nc);
         for (b = 0; b < B; ++b)
-            for (i = 0; i < n; ++i) {
+            for (i = 0; i < (lens ? lens[b] : n); ++i) {
                 double nx = 0, best = -INFINITY;
                 int arg = 0;
                 for (e = 0; e < D; ++e) nx += t_load(&x.t, b, i, h, e) * t_load(&x.t, b, i, h, e);
@@ -974,8 +1092,8 @@ static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dt
             }
         }
     }
-    T_CHECK(worst <= 1e-6, "routing update B%d n%d H%d D%d nc%d %s decay %g: max error %.3g", B, n, H, D, nc, t_dt_name(dt),
-            (double)decay, worst);
+    T_CHECK(worst <= 1e-6, "routing update B%d n%d H%d D%d nc%d %s decay %g%s: max error %.3g", B, n, H, D, nc, t_dt_name(dt),
+            (double)decay, lens ? " padded" : "", worst);
     sp_free(&x); free(cen); free(c0); free(sum); free(cnt);
 }
 
@@ -1000,9 +1118,20 @@ static void test_routing(void) {
     rt_ties(&r, 200, 33, 3, 20);
     rt_ties(&r, 70, 64, 70, 5);
     rt_ties(&r, 130, 32, 2, 64);
-    rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f);
-    rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f);
-    rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f);
+    rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f, NULL);
+    rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f, NULL);
+    rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f, NULL);
+    {
+        static const int lens3[3] = { 50, 17, 0 };
+        rt_update_case(&r, 3, 50, 2, 8, 5, ATTN_F32, 0.5f, lens3);
+    }
+    rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0);
+    rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2);      /* routing-transformer's convention */
+    rt_padded_case(&r, 2, 40, 1, 8, 8, ATTN_F16, 3, 8, 1, 0, 0.5f, 1);
+    for (it = 0; it < n / 2; ++it)
+        rt_padded_case(&r, t_irange(&r, 1, 5), t_irange(&r, 1, 90), t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
+                       ATTN_F32, t_irange(&r, 1, 8), t_irange(&r, 0, 40), t_chance(&r, 0.5), t_chance(&r, 0.5),
+                       t_chance(&r, 0.5) ? 0.3f : 0.0f, t_irange(&r, 0, 2));
 }
 
 /* ---- statuses: exact code, outputs untouched --------------------------------------------- */
@@ -1129,6 +1258,33 @@ static void test_sparse_errors(void) {
         cen[50] = (float)INFINITY;
         sp_expect("routing centroid inf", &d, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_NONFINITE);
         cen[50] = 0.5f;
+        {   /* padding and the reference-convention fields */
+            static const int l1[1] = { 100 }, l2[1] = { 99 }, lbad[1] = { 129 }, cu1[3] = { 0, 60, 128 }, cu2[3] = { 0, 61, 128 };
+            e = d; e.seqlens_q = l1; e.seqlens_k = l2;
+            sp_expect("routing seqlens_q != seqlens_k", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_SEQLENS);
+            e = d; e.seqlens_k = lbad;
+            sp_expect("routing seqlens_k > seq", &e, &q, &k4, &v4, &o, ATTN_ERR_SEQLENS_K);
+            e = d; e.seqlens_q = lbad;
+            sp_expect("routing seqlens_q > seq", &e, &q, &k4, &v4, &o, ATTN_ERR_SEQLENS_Q);
+            e = d; e.cu_seqlens_q = cu1; e.cu_seqlens_k = cu2; e.varlen_batch = 2;
+            sp_expect("routing cu_seqlens_q != _k", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_SEQLENS);
+            e = d; e.cu_seqlens_k = cu1; e.varlen_batch = 2;
+            sp_expect("routing cu_seqlens_k alone", &e, &q, &k4, &v4, &o, ATTN_ERR_CU_SEQLENS_PAIR);
+            e = d; e.cu_seqlens_q = e.cu_seqlens_k = cu1; e.varlen_batch = 0;
+            sp_expect("routing varlen_batch 0", &e, &q, &k4, &v4, &o, ATTN_ERR_VARLEN_BATCH);
+            e = d; e.cu_seqlens_q = e.cu_seqlens_k = cu1; e.varlen_batch = 2; e.seqlens_k = l1;
+            sp_expect("routing cu_seqlens with seqlens", &e, &q, &k4, &v4, &o, ATTN_ERR_VARLEN_WITH_SEQLENS);
+            e = d; e.routing.normalize_keys = 2;
+            sp_expect("routing normalize_keys 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.count_eps = -1e-5f;
+            sp_expect("routing count_eps < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.count_eps = (float)NAN;
+            sp_expect("routing count_eps NaN", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.seqlens_q = l1; e.seqlens_k = l2;
+            T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_ROUTING_SEQLENS, "routing update: seqlens_q != _k");
+            e = d; e.seqlens_k = lbad;
+            T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_SEQLENS_K, "routing update: seqlens_k > seq");
+        }
         T_CHECK(attn_routing_update(&d, k4.t, 1.0f, c2) == ATTN_ERR_ROUTING_DECAY &&
                 attn_routing_update(&d, k4.t, -0.5f, c2) == ATTN_ERR_ROUTING_DECAY &&
                 attn_routing_update(&d, k4.t, (float)NAN, c2) == ATTN_ERR_ROUTING_DECAY, "routing update: decay");
