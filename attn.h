@@ -423,11 +423,19 @@ typedef struct attn_performer_params {
    projected along the sequence before exact softmax attention, per KV head:
        out_h = softmax(scale * Q_h (E_h K_h)^T) (F_h V_h),   E_h, F_h in R^{k x n}
    E and F are fp32, row-major [k][n] (row stride n). An input of k.seq = s < n tokens uses
-   the leading s columns of E and F (the paper's "shorter inputs"). The projected attention
-   is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale, softcap, seqlens_q (padding
-   queries), dropout_p/_seed, n_threads, parallel and bf16_kernels apply; lse gets the logsumexp over
-   the k projected keys. Key-position options (causal, windows, dilation, sinks, global tokens,
-   seqlens_k, cu_seqlens, ALiBi, bias, RoPE) do not exist after the projection and are rejected.
+   the leading s columns of E and F (the paper's "shorter inputs"; lucidrains' linformer slices
+   its [n][k] proj_k the same way).
+   Padding: seqlens_k[b] = L keeps keys and values 0..L-1 of sequence b and zeroes the rest
+   before the projection, E_h[:, :L] K_h[:L] (padded rows are never read): each sequence gets
+   exactly its unpadded result, whatever the padding holds. With seqlens_q too (the same
+   lengths) the padded query rows are written 0, else they are computed like valid rows.
+   Packed sequences (cu_seqlens) are not offered: pad them (each segment would need its own
+   projected keys).
+   The projected attention is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale,
+   softcap, seqlens_q (padding queries), dropout_p/_seed, n_threads, parallel and bf16_kernels
+   apply; lse gets the logsumexp over the k projected keys. Key-position options (causal,
+   windows, dilation, sinks, global tokens, cu_seqlens, ALiBi, bias, RoPE) do not exist after
+   the projection and are rejected.
    GQA: E and F are per KV head (k.heads of them), shared by that head's query heads.
    Sharing across layers: pass the same e/f to each layer's call.
    field          default            meaning
@@ -441,7 +449,8 @@ typedef struct attn_performer_params {
                                      (columns k.seq..n-1 get 0); with shared_kv, de gets the whole
                                      gradient of the shared matrix and df is not written
    attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
-   runs the exact kernel's backward on them (dropout with the forward's seed). */
+   runs the exact kernel's backward on them (dropout with the forward's seed). With seqlens_k the
+   padded rows of dk, dv are 0 and sequence b adds to columns 0..L-1 of dE, dF only. */
 typedef struct attn_linformer_params {
     const float *e, *f;
     int k, n;
@@ -873,7 +882,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LINFORMER_K,           403, ATTN_CAT_RANGE,       "attn_desc.linformer.k must be in [1, attn_desc.linformer.n]") \
     X(ATTN_ERR_LINFORMER_SHARED_HEADS,404, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_heads must be 0 or 1") \
     X(ATTN_ERR_LINFORMER_SHARED_KV,   405, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_kv must be 0 or 1") \
-    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection)") \
+    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection; pad with seqlens_k)") \
     X(ATTN_ERR_NYSTROM_LANDMARKS,     407, ATTN_CAT_RANGE,       "attn_desc.nystrom.landmarks must be in [0, min(q.seq, k.seq)] (0: 64)") \
     X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
     X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations must be >= 0 (0: 6); attn_nystrom_pinv's iterations must be >= 1") \
@@ -12004,6 +12013,9 @@ static const float *attn__lr_rows(const attn__isa *isa, const attn__view *x, int
 /* ---- Linformer ------------------------------------------------------------------------------ */
 typedef struct attn__lfm_plan {
     const attn_desc *d;
+    attn_desc core;                     /* *d without seqlens_k: the exact kernel's desc (every
+                                           projected key is valid) */
+    const int *lens;                    /* seqlens_k: keys past lens[b] are not projected */
     const attn__isa *isa;
     attn__view q, k, v, out;
     const float *e, *f;                 /* f = e when shared_kv */
@@ -12020,16 +12032,22 @@ typedef struct attn__lfm_plan {
     float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
 } attn__lfm_plan;
 
-/* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :seq] X [seq, dim] */
+/* The first L rows of k (which 0) or v (which 1) of batch b: L = seqlens_k[b] or k.seq. */
+static attn__view attn__lfm_valid(const attn__lfm_plan *P, int b, int which) {
+    attn__view x = which ? P->v : P->k;
+    if (P->lens) x.seq = P->lens[b];
+    return x;
+}
+/* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :L] X [L, dim] */
 static void attn__lfm_project(const attn__lfm_plan *P, int b, int h, int which, float *scratch,
                               const attn_desc *par, int nt) {
-    const attn__view *x = which ? &P->v : &P->k;
-    const int D = x->dim, H = x->heads;
+    const attn__view x = attn__lfm_valid(P, b, which);
+    const int D = x.dim, H = x.heads;
     const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
     float *C = (which ? P->vbuf : P->kbuf) + ((size_t)b * P->kp * H + h) * D;
     ptrdiff_t ld;
-    const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
-    attn__sgemm_par(par, nt, 0, 0, P->kp, D, x->seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
+    const float *X = attn__lr_rows(P->isa, &x, b, h, scratch, &ld);
+    attn__sgemm_par(par, nt, 0, 0, P->kp, D, x.seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
 }
 static void attn__lfm_task(void *ctx, int t, int thread) {
     const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
@@ -12058,9 +12076,11 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     if (L->n < c->k.seq) return ATTN_ERR_LINFORMER_N;
     if (L->k < 1 || L->k > L->n) return ATTN_ERR_LINFORMER_K;
     if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
-        d->global_tokens || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
+        d->global_tokens || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
         d->alibi_slopes || d->bias.data || d->rope) return ATTN_ERR_LINFORMER_MASK;
+    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->k.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
     P->d = d; P->isa = attn__vec();
+    P->core = *d; P->core.seqlens_k = NULL; P->lens = d->seqlens_k;
     P->e = L->e; P->f = L->shared_kv ? L->e : L->f;
     P->kp = L->k; P->n = L->n;
     if (!L->shared_heads && !attn__mul_size((size_t)L->k, (size_t)L->n, &P->e_head)) return ATTN_ERR_OVERFLOW;
@@ -12069,12 +12089,14 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     vt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->v.dim);
     P->bwd = bwd;
     if (!bwd) {
-        if ((s = attn__lr_core(d, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+        if ((s = attn__lr_core(&P->core, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
     } else {
         /* the user's dk, dv (the exact kernel checks dout, lse, dq and the rest when it runs, before
            it writes dq; dk, dv, de and df are written after it succeeded) */
         const attn_tensor *dk = &c->dk, *dv = &c->dv;
-        if ((s = attn__lr_core_bwd(c, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+        attn__call cc = *c;
+        cc.d = &P->core;
+        if ((s = attn__lr_core_bwd(&cc, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
         if (!c->bytes) {
             if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
             if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
@@ -12126,21 +12148,23 @@ static attn_status attn__linformer_forward(const attn__call *c) {
     }
     kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
-    s = attn__lr_core(c->d, c->q, kt, vt, c->out, c->lse, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    s = attn__lr_core(&P.core, c->q, kt, vt, c->out, c->lse, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
     attn__ws_release(&w);
     return s;
 }
 
-/* Backward tasks. dK_{b,h} = E_h[:, :s]^T dK'_{b,h} (and dV with F), stored in the user's
-   dtype; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h} K_{b,h}^T (+ the F V terms when
-   E = F), summed in a fixed order (batch-major, then head), columns s..n-1 set to 0. */
+/* Backward tasks. dK_{b,h} = E_h[:, :L]^T dK'_{b,h} (and dV with F), stored in the user's
+   dtype, rows L..seq-1 (padding) 0; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h}
+   K_{b,h}[:L]^T (+ the F V terms when E = F), summed in a fixed order (batch-major, then head),
+   columns a sequence does not reach get nothing from it (columns k.seq..n-1 are 0). */
 static void attn__lfm_dx(const attn__lfm_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
     const attn__view *dx = which ? &P->dv : &P->dk;
-    const int D = dx->dim, H = dx->heads, s = dx->seq;
+    const int D = dx->dim, H = dx->heads, s = dx->seq, L = P->lens ? P->lens[b] : s;
     const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
     const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
     int i;
-    attn__sgemm_par(par, nt, 1, 0, s, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
+    attn__sgemm_par(par, nt, 1, 0, L, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
+    memset(scratch + (size_t)L * D, 0, sizeof(float) * (size_t)(s - L) * (size_t)D);
     for (i = 0; i < s; ++i) P->isa->store(attn__at(dx, b, i, h), dx->dtype, scratch + (size_t)i * D, D, 1.0f);
 }
 static int attn__lfm_de_tasks(const attn__lfm_plan *P) {
@@ -12149,23 +12173,21 @@ static int attn__lfm_de_tasks(const attn__lfm_plan *P) {
 /* task t: dE of E-head t (with shared_kv: both terms), then dF of E-head t - (tasks of dE) */
 static void attn__lfm_de(const attn__lfm_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
     const int n_e = P->e_head ? P->k.heads : 1, is_f = !P->de || t >= n_e, eh = is_f && P->de ? t - n_e : t;
-    const int which0 = is_f, which1 = is_f || P->shared_kv, s = P->k.seq;
+    const int which0 = is_f, which1 = is_f || P->shared_kv;
     float *G = (is_f ? P->df : P->de) + (size_t)eh * P->e_head;
-    int which, b, h, i, first = 1;
-    for (which = which0; which <= which1; ++which) {
-        const attn__view *x = which ? &P->v : &P->k;
-        const int D = x->dim, H = x->heads;
-        for (b = 0; b < x->batch; ++b)
+    int which, b, h, i;
+    for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n, 0, sizeof(float) * (size_t)P->n);
+    for (which = which0; which <= which1; ++which)
+        for (b = 0; b < P->k.batch; ++b) {
+            const attn__view x = attn__lfm_valid(P, b, which);   /* the valid rows: L columns of G */
+            const int D = x.dim, H = x.heads;
             for (h = P->e_head ? eh : 0; h < (P->e_head ? eh + 1 : H); ++h) {
                 ptrdiff_t ld;
-                const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
+                const float *X = attn__lr_rows(P->isa, &x, b, h, scratch, &ld);
                 const float *dX = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
-                attn__sgemm_par(par, nt, 0, 1, P->kp, s, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, first ? 0.0f : 1.0f, G, P->n);
-                first = 0;
+                attn__sgemm_par(par, nt, 0, 1, P->kp, x.seq, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, 1.0f, G, P->n);
             }
-    }
-    if (s < P->n)
-        for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n + s, 0, sizeof(float) * (size_t)(P->n - s));
+        }
 }
 static void attn__lfm_bwd_task(void *ctx, int t, int thread) {
     const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
@@ -12203,7 +12225,11 @@ static attn_status attn__linformer_backward(const attn__call *c) {
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
     dkt = attn_tensor_dense(P.dkbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     dvt = attn_tensor_dense(P.dvbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
-    s = attn__lr_core_bwd(c, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    {
+        attn__call cc = *c;
+        cc.d = &P.core;
+        s = attn__lr_core_bwd(&cc, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    }
     if (s == ATTN_OK) {
         tasks += attn__lfm_de_tasks(&P);
         if (tasks >= P.n_threads || P.n_threads == 1) {
