@@ -18,6 +18,7 @@
    the drawn table equals an independent implementation of the documented formula; every
    sparse status with outputs untouched. */
 #include "test.h"
+#include "fixture.h"
 
 extern size_t t_attn_mallocs;
 
@@ -1097,6 +1098,75 @@ static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dt
     sp_free(&x); free(cen); free(c0); free(sum); free(cnt);
 }
 
+/* doubles to a new float array */
+static float *rt_floats(const double *x, size_t n) {
+    float *f = (float *)t_xmalloc(sizeof(float) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) f[i] = (float)x[i];
+    return f;
+}
+
+/* routing-transformer 1.6.1 (tests/fixtures/routing_transformer_ref.py writes the fixture): its
+   SelfAttention (global heads, shared_qk) on a padded batch, each sequence run alone, reproduced
+   through attn.h as docs/porting.md shows: q = k = the shared QK projection, centroids =
+   Kmeans.means, window = window_size, causal, routing.normalize_keys = 1, routing.count_eps =
+   1e-5, seqlens_q/_k = the valid lengths. Within 2e-5, padding rows 0. Printed beside it: how far
+   the reference's own input_mask (padded tokens kept in the windows) is from that. */
+static void rt_fixture(void) {
+    t_fix fx;
+    int cfg;
+    if (!T_CHECK(t_fix_open(&fx, "routing_transformer.txt"), "routing fixture: cannot open %s (run from the repository root "
+                 "or set ATTN_FIXTURES)", fx.path)) return;
+    for (cfg = 0; cfg < 2; ++cfg) {
+        size_t nc_, nl, nq, nv, nm, no, nom, i;
+        double *c = t_fix_next(&fx, "config", &nc_), *l = t_fix_next(&fx, "lens", &nl), *qk = t_fix_next(&fx, "qk", &nq);
+        double *v = t_fix_next(&fx, "v", &nv), *m = t_fix_next(&fx, "means", &nm), *out = t_fix_next(&fx, "out", &no);
+        double *om = t_fix_next(&fx, "out_masked", &nom), err = 0, ref_pad = 0;
+        if (T_CHECK(c && l && qk && v && m && out && om && nc_ == 7, "routing fixture: malformed %s", fx.path)) {
+            const int causal = (int)c[0], B = (int)c[1], T = (int)c[2], H = (int)c[3], DH = (int)c[4], NC = (int)c[5], W = (int)c[6];
+            float *qf = rt_floats(qk, nq), *vf = rt_floats(v, nv), *cen = rt_floats(m, nm);
+            float *of = (float *)t_xmalloc(sizeof(float) * no);
+            int lens[8], b, t;
+            attn_desc d;
+            attn_status st;
+            for (b = 0; b < B && b < 8; ++b) lens[b] = (int)l[b];
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_ROUTING; d.causal = causal;
+            d.routing.centroids = cen; d.routing.n_clusters = NC; d.routing.window = W;
+            d.routing.normalize_keys = 1; d.routing.count_eps = 1e-5f;
+            d.seqlens_q = d.seqlens_k = lens;
+            st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(qf, ATTN_F32, B, T, H, DH),
+                              attn_tensor_dense(vf, ATTN_F32, B, T, H, DH), attn_tensor_dense(of, ATTN_F32, B, T, H, DH), NULL);
+            for (i = 0; i < no; ++i) if (!(fabs(of[i] - out[i]) <= err)) err = of[i] != of[i] ? INFINITY : fabs(of[i] - out[i]);
+            for (b = 0; b < B; ++b)
+                for (t = 0; t < lens[b]; ++t)
+                    for (i = 0; i < (size_t)H * DH; ++i) {
+                        const size_t at = ((size_t)b * T + t) * H * DH + i;
+                        if (fabs(om[at] - out[at]) > ref_pad) ref_pad = fabs(om[at] - out[at]);
+                    }
+            T_CHECK(st == ATTN_OK && err <= 2e-5, "routing-transformer fixture (causal %d): %s, max |attn.h - reference| %.3g",
+                    causal, attn_status_str(st), err);
+            printf("     routing-transformer fixture causal %d: max |attn.h - reference| %.2g; the reference's input_mask "
+                   "(padding kept in the windows) moves valid rows by up to %.2g\n", causal, err, ref_pad);
+            {   /* without each convention field, for the porting table */
+                double e0[2] = { 0, 0 };
+                int k;
+                for (k = 0; k < 2; ++k) {
+                    d.routing.normalize_keys = k; d.routing.count_eps = 0.0f;
+                    st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(qf, ATTN_F32, B, T, H, DH),
+                                      attn_tensor_dense(vf, ATTN_F32, B, T, H, DH), attn_tensor_dense(of, ATTN_F32, B, T, H, DH), NULL);
+                    for (i = 0; i < no; ++i) if (fabs(of[i] - out[i]) > e0[k]) e0[k] = fabs(of[i] - out[i]);
+                }
+                T_CHECK(st == ATTN_OK && e0[0] > 1e-3, "routing-transformer fixture: the keys' normalisation must matter");
+                printf("     (normalize_keys 0: %.2g; normalize_keys 1 and count_eps 0: %.2g)\n", e0[0], e0[1]);
+            }
+            free(qf); free(vf); free(cen); free(of);
+        }
+        free(c); free(l); free(qk); free(v); free(m); free(out); free(om);
+    }
+    t_fix_close(&fx);
+}
+
 static void test_routing(void) {
     t_rng r = t_rng_seed(31);
     int it, n = T_QUICK ? 6 : 30;
@@ -1125,6 +1195,7 @@ static void test_routing(void) {
         static const int lens3[3] = { 50, 17, 0 };
         rt_update_case(&r, 3, 50, 2, 8, 5, ATTN_F32, 0.5f, lens3);
     }
+    rt_fixture();
     rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0);
     rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2);      /* routing-transformer's convention */
     rt_padded_case(&r, 2, 40, 1, 8, 8, ATTN_F16, 3, 8, 1, 0, 0.5f, 1);
