@@ -7,6 +7,7 @@
    double-precision inverse; thread counts 1/2/3 bitwise equal; f16/bf16 storage; strided
    views; workspace; every error path with outputs untouched. */
 #include "test.h"
+#include "fixture.h"
 
 /* ---- references (double) ---------------------------------------------------------------- */
 
@@ -297,6 +298,54 @@ static void test_linformer_ref(void) {
         T_CHECK(lerr <= 2e-5, "linformer lse err %.3g", lerr);
         free(got); free(ref); free(rl); free(lse); free(e); free(fm); fx_free(&f);
     }
+}
+
+/* lucidrains' linformer 0.2.3 (tests/fixtures/linformer_ref.py writes the fixture): its
+   LinformerSelfAttention on a padded batch, each sequence run alone, reproduced through attn.h as
+   docs/porting.md shows: E = proj_k^T and F = proj_v^T ([k][seq_len]), shared_heads = 1,
+   shared_kv = share_kv, k.heads = 1 with one_kv_head, seqlens_k = seqlens_q = the valid lengths.
+   Within 2e-5, padding rows 0. */
+static void test_linformer_fixture(void) {
+    t_fix fx;
+    int cfg;
+    if (!T_CHECK(t_fix_open(&fx, "linformer.txt"), "linformer fixture: cannot open %s (run from the repository root or "
+                 "set ATTN_FIXTURES)", fx.path)) return;
+    for (cfg = 0; cfg < 2; ++cfg) {
+        size_t nc, nl, nq, nk, nv, ne, nf, no, i, j;
+        double *c = t_fix_next(&fx, "config", &nc), *l = t_fix_next(&fx, "lens", &nl), *q = t_fix_next(&fx, "q", &nq);
+        double *k = t_fix_next(&fx, "k", &nk), *v = t_fix_next(&fx, "v", &nv), *pe = t_fix_next(&fx, "proj_k", &ne);
+        double *pf = t_fix_next(&fx, "proj_v", &nf), *out = t_fix_next(&fx, "out", &no), err = 0;
+        if (T_CHECK(c && l && q && k && v && pe && pf && out && nc == 8, "linformer fixture: malformed %s", fx.path)) {
+            const int n = (int)c[0], kp = (int)c[1], H = (int)c[2], DH = (int)c[3], skv = (int)c[4], HK = c[5] != 0 ? 1 : H;
+            const int B = (int)c[6], T = (int)c[7];
+            float *qf = (float *)t_xmalloc(sizeof(float) * nq), *kf = (float *)t_xmalloc(sizeof(float) * nk);
+            float *vf = (float *)t_xmalloc(sizeof(float) * nv), *of = (float *)t_xmalloc(sizeof(float) * no);
+            float *e = (float *)t_xmalloc(sizeof(float) * ne), *f = (float *)t_xmalloc(sizeof(float) * nf);
+            int lens[8], b;
+            attn_desc d;
+            attn_status st;
+            for (i = 0; i < nq; ++i) qf[i] = (float)q[i];
+            for (i = 0; i < nk; ++i) kf[i] = (float)k[i];
+            for (i = 0; i < nv; ++i) vf[i] = (float)v[i];
+            for (i = 0; i < (size_t)n; ++i)            /* proj [seq_len][k] -> E [k][seq_len] */
+                for (j = 0; j < (size_t)kp; ++j) { e[j * n + i] = (float)pe[i * kp + j]; f[j * n + i] = (float)pf[i * kp + j]; }
+            for (b = 0; b < B && b < 8; ++b) lens[b] = (int)l[b];
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_LINFORMER;
+            d.linformer.e = e; d.linformer.f = skv ? NULL : f; d.linformer.k = kp; d.linformer.n = n;
+            d.linformer.shared_heads = 1; d.linformer.shared_kv = skv;
+            d.seqlens_k = d.seqlens_q = lens;
+            st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(kf, ATTN_F32, B, T, HK, DH),
+                              attn_tensor_dense(vf, ATTN_F32, B, T, HK, DH), attn_tensor_dense(of, ATTN_F32, B, T, H, DH), NULL);
+            for (i = 0; i < no; ++i) if (!(fabs(of[i] - out[i]) <= err)) err = of[i] != of[i] ? INFINITY : fabs(of[i] - out[i]);
+            T_CHECK(st == ATTN_OK && err <= 2e-5, "linformer fixture (share_kv %d, kv heads %d): %s, max |attn.h - reference| %.3g",
+                    skv, HK, attn_status_str(st), err);
+            printf("     linformer fixture share_kv %d, kv heads %d: max |attn.h - reference| %.2g\n", skv, HK, err);
+            free(qf); free(kf); free(vf); free(of); free(e); free(f);
+        }
+        free(c); free(l); free(q); free(k); free(v); free(pe); free(pf); free(out);
+    }
+    t_fix_close(&fx);
 }
 
 /* E = F = I (k = n): exactly attn_forward's exact attention on the same inputs (bitwise for fp32) */
@@ -864,6 +913,7 @@ static void test_linformer_backward(void) {
 void test_lowrank(void) {
     test_linformer_backward();
     test_linformer_ref();
+    test_linformer_fixture();
     test_linformer_identity();
     test_linformer_threads();
     test_nystrom_pinv();
