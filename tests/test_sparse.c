@@ -1195,6 +1195,22 @@ static void test_routing(void) {
         static const int lens3[3] = { 50, 17, 0 };
         rt_update_case(&r, 3, 50, 2, 8, 5, ATTN_F32, 0.5f, lens3);
     }
+    {   /* packed (cu_seqlens): the tokens of the segments, the rest skipped, as seqlens_k = cu[U] */
+        static const int cu[3] = { 0, 20, 35 }, len[1] = { 35 };
+        sp_tensor x = sp_make(ATTN_F32, 1, 40, 2, 8, 0);
+        float c1[2 * 4 * 8], c2[2 * 4 * 8];
+        attn_desc d;
+        for (it = 0; it < 2 * 4 * 8; ++it) c1[it] = c2[it] = (float)t_normal(&r);
+        t_fill_normal(&x.t, &r, 1.0);
+        memset(&d, 0, sizeof d);
+        d.routing.n_clusters = 4;
+        d.cu_seqlens_q = d.cu_seqlens_k = cu; d.varlen_batch = 2;
+        T_CHECK(attn_routing_update(&d, x.t, 0.5f, c1) == ATTN_OK, "routing update packed: status");
+        d.cu_seqlens_q = d.cu_seqlens_k = NULL; d.varlen_batch = 0; d.seqlens_k = len;
+        T_CHECK(attn_routing_update(&d, x.t, 0.5f, c2) == ATTN_OK && memcmp(c1, c2, sizeof c1) == 0,
+                "routing update packed: must equal seqlens_k = the segments' end");
+        sp_free(&x);
+    }
     rt_fixture();
     rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0);
     rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2);      /* routing-transformer's convention */
