@@ -317,13 +317,22 @@ typedef struct attn_lsh_params {
    normalize_keys  off           1: attend with the unit keys x_j (routing-transformer's
                                  KmeansAttention with shared_qk normalises k, not q)
    count_eps       0             added to the window count of each token (routing-transformer's
-                                 scatter_mean: 1e-5); finite, >= 0 */
+                                 scatter_mean: 1e-5); finite, >= 0
+   separate_qk     off           1: q and k are separate projections (routing-transformer's
+                                 shared_qk=False): cluster c's query window is the w queries
+                                 with the largest (q_i / |q_i|) . mu_c (same tie rule), its key
+                                 window W_c as above; each query of the one attends the keys of
+                                 W_c, with no self logit (a key at the query's position is an
+                                 ordinary key); out_i averages over the query windows holding
+                                 i. causal must be 0 (the reference's causal form adds learned
+                                 memory keys, which attn.h does not have). */
 typedef struct attn_routing_params {
     const float *centroids;
     int n_clusters;
     int window;
     int normalize_keys;
     float count_eps;
+    int separate_qk;
 } attn_routing_params;
 
 typedef struct attn_bigbird_params {
@@ -839,7 +848,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_ROUTING_X,             323, ATTN_CAT_NULL,        "attn_routing_update: x.data is NULL") \
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
     X(ATTN_ERR_ROUTING_SEQLENS,       340, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
-    X(ATTN_ERR_ROUTING_OPTIONS,       341, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys must be 0 or 1 and count_eps finite and >= 0") \
+    X(ATTN_ERR_ROUTING_OPTIONS,       341, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0") \
@@ -9810,7 +9819,7 @@ typedef struct attn__rt {
     const attn__problem *P;
     int n, nc, w, window;        /* n = q.seq, w = min(window, n) sizes the scratch */
     const int *lens, *cu;        /* valid lengths [batch] or segment offsets, or NULL */
-    int units, normk;            /* sequences; normalize_keys */
+    int units, normk, sep;       /* sequences; normalize_keys; separate_qk */
     float ceps;                  /* count_eps */
     const float *cen;
     const attn__isa *isa;
@@ -9850,14 +9859,16 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
     isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
 }
 
-static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
+static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
     /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each) */
-    const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w);
-    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1) +
+       sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each);
+       separate_qk adds the unit queries [n][D], their heap sizes [BQ], the query window [w], the
+       key ids [w] and the query heaps [BQ][w] */
+    const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w), m = sep ? 2 : 1;
+    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * ((2 + m) * (size_t)D + 2 * (size_t)Dv + 1) +
                          (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         ATTN__BQ + (size_t)w + 2 * (size_t)ATTN__BQ * w);
+                         m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 2 * m * (size_t)ATTN__BQ * w);
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
@@ -9873,10 +9884,16 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
     float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *Kw = row + D;
     float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
-    int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n, *wpos = hn + ATTN__BQ;
-    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(wpos + w);
+    float *Xq = sum + ATTN__BQ;                       /* separate_qk: the unit queries [n][D] */
+    int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *wpos = hn + ATTN__BQ;
+    int *hnq = wpos + w, *qwpos = hnq + (R->sep ? ATTN__BQ : 0), *kid = qwpos + (R->sep ? w : 0);
+    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(kid + (R->sep ? w : 0)), *qheaps = heaps + (size_t)ATTN__BQ * w;
     int i, c0, cl, s, t;
     for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
+        if (R->sep) {                                 /* the query's own routing row */
+            isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, row, D, 1.0f);
+            attn__unit(isa, row, Xq + (size_t)i * D, D);
+        }
         isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
         isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
         isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
@@ -9890,15 +9907,21 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
             attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
             hn[cl] = 0;
+            if (R->sep) hnq[cl] = 0;
         }
         for (i = 0; i < n; ++i)                      /* routing scores: one dot per (token, cluster) */
             for (cl = 0; cl < ncb; ++cl) {
                 attn__rt_ent en;
                 en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
                 attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+                if (R->sep) {
+                    en.s = isa->dot(Xq + (size_t)i * D, RT + (size_t)cl * D, D);
+                    attn__rt_offer(qheaps + (size_t)cl * w, &hnq[cl], w, en);
+                }
             }
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
+            const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
             qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
@@ -9906,11 +9929,18 @@ static void attn__rt_task(void *ctx, int task, int thread) {
                 memcpy(Kw + (size_t)t * D, K + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
                 memcpy(Vw + (size_t)t * Dv, V + (size_t)ent[t].pos * Dv, sizeof(float) * (size_t)Dv);
             }
+            if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
+                               position, so no key is the query's own (causal is 0 here) */
+                attn__rt_ent *qe = qheaps + (size_t)cl * w;
+                qsort(qe, (size_t)w, sizeof *qe, attn__rt_by_pos);
+                for (t = 0; t < w; ++t) { qwpos[t] = qe[t].pos; kid[t] = -1 - wpos[t]; }
+                qw = qwpos; kw = kid;
+            }
             for (q0 = 0; q0 < w; q0 += ATTN__BQ) {   /* its queries in lanes, on the tile kernels */
                 const int nl = ATTN__MIN(ATTN__BQ, w - q0);
-                attn__sqk_block(isa, Q, D, wpos + q0, nl, Kw, Vw, Dv, wpos, w, P->causal, -INFINITY, -5e4f, QT, S, O, mx, sum);
+                attn__sqk_block(isa, Q, D, qw + q0, nl, Kw, Vw, Dv, kw, w, P->causal, -INFINITY, -5e4f, QT, S, O, mx, sum);
                 for (s = 0; s < nl; ++s) {
-                    const int p = wpos[q0 + s];
+                    const int p = qw[q0 + s];
                     isa->axpy(acc + (size_t)p * Dv, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
                     cnt[p]++;
                 }
@@ -9956,8 +9986,8 @@ static attn_status attn__rt_params(const attn_routing_params *p, int heads, int 
     if (!p->centroids) return ATTN_ERR_ROUTING_CENTROIDS;
     if (p->n_clusters < 1) return ATTN_ERR_ROUTING_CLUSTERS;
     if (p->window < 0) return ATTN_ERR_ROUTING_WINDOW;
-    if ((p->normalize_keys != 0 && p->normalize_keys != 1) || !(p->count_eps >= 0.0f) || !isfinite(p->count_eps))
-        return ATTN_ERR_ROUTING_OPTIONS;
+    if ((p->normalize_keys != 0 && p->normalize_keys != 1) || (p->separate_qk != 0 && p->separate_qk != 1) ||
+        !(p->count_eps >= 0.0f) || !isfinite(p->count_eps)) return ATTN_ERR_ROUTING_OPTIONS;
     if (!attn__mul_size((size_t)heads * (size_t)p->n_clusters, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
         return ATTN_ERR_OVERFLOW;
     for (i = 0; i < n; ++i) if (!isfinite(p->centroids[i])) return ATTN_ERR_ROUTING_NONFINITE;
@@ -9982,14 +10012,15 @@ static attn_status attn__routing_forward(const attn__call *c) {
     if ((s = attn__rt_lengths(d, c->q.batch, c->q.seq, &R.lens, &R.cu, &R.units)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
     if (c->lse) return ATTN_ERR_ROUTING_LSE;
+    if (d->routing.separate_qk && d->causal) return ATTN_ERR_ROUTING_OPTIONS;
     P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
     P.causal = d->causal;
     P.n_threads = attn__resolve_threads(d);
     R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
     R.window = d->routing.window ? d->routing.window : 64;
     R.w = ATTN__MIN(R.window, R.n);
-    R.normk = d->routing.normalize_keys; R.ceps = d->routing.count_eps;
-    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w);
+    R.normk = d->routing.normalize_keys; R.ceps = d->routing.count_eps; R.sep = d->routing.separate_qk;
+    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w, R.sep);
     if (!attn__tasks((size_t)R.units, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))

@@ -777,11 +777,12 @@ static int rt_cmp_pos(const void *a, const void *b) {
 }
 
 /* Returns 0 when a window boundary is a near tie (the caller draws new inputs). normk: attend with
-   the unit keys; ceps: added to each token's window count (routing.normalize_keys, .count_eps). */
+   the unit keys; ceps: added to each token's window count; sep: queries routed by their own unit
+   rows, no self logit (routing.normalize_keys, .count_eps, .separate_qk). */
 static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const float *cen, int nc, int w,
-                  int causal, double scale, int normk, double ceps, double *out) {
+                  int causal, double scale, int normk, double ceps, int sep, double *out) {
     const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim;
-    rt_ent *ent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n);
+    rt_ent *ent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n), *qent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n);
     double *xn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D), *mu = (double *)t_xmalloc(sizeof(double) * (size_t)D);
     double *acc = (double *)t_xmalloc(sizeof(double) * (size_t)n * Dv), *s = (double *)t_xmalloc(sizeof(double) * (size_t)w);
     int *cnt = (int *)t_xmalloc(sizeof(int) * (size_t)n);
@@ -807,14 +808,27 @@ static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
                 qsort(ent, (size_t)n, sizeof *ent, rt_cmp_score);
                 if (w < n && ent[w - 1].s - ent[w].s < 1e-4) ok = 0;
                 qsort(ent, (size_t)w, sizeof *ent, rt_cmp_pos);
+                for (i = 0; i < n; ++i) {   /* the query window: the key window, or the unit queries' own */
+                    double nq = 0;
+                    qent[i] = ent[i];
+                    if (!sep) continue;
+                    for (e = 0; e < D; ++e) nq += t_load(q, b, i, h, e) * t_load(q, b, i, h, e);
+                    qent[i].s = 0; qent[i].pos = i;
+                    for (e = 0; e < D; ++e) qent[i].s += (nq > 0 ? t_load(q, b, i, h, e) / sqrt(nq) : 0) * mu[e];
+                }
+                if (sep) {
+                    qsort(qent, (size_t)n, sizeof *qent, rt_cmp_score);
+                    if (w < n && qent[w - 1].s - qent[w].s < 1e-4) ok = 0;
+                    qsort(qent, (size_t)w, sizeof *qent, rt_cmp_pos);
+                }
                 for (a = 0; a < w; ++a) {
-                    const int p = ent[a].pos;
+                    const int p = qent[a].pos;
                     double mx = -INFINITY, l = 0;
                     for (j = 0; j < w; ++j) {
                         const int kj = ent[j].pos;
                         double x = 0;
                         if (causal && kj > p) { s[j] = -INFINITY; continue; }
-                        if (kj == p) x = -5e4;
+                        if (kj == p && !sep) x = -5e4;
                         else {
                             for (e = 0; e < D; ++e)
                                 x += t_load(q, b, p, h, e) * (normk ? xn[(size_t)kj * D + e] : t_load(k, b, kj, h, e));
@@ -834,7 +848,7 @@ static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
                 for (e = 0; e < Dv; ++e)
                     out[(((size_t)b * n + i) * H + h) * Dv + e] = cnt[i] ? acc[(size_t)i * Dv + e] / (cnt[i] + ceps) : 0;
         }
-    free(ent); free(xn); free(mu); free(acc); free(s); free(cnt);
+    free(ent); free(qent); free(xn); free(mu); free(acc); free(s); free(cnt);
     return ok;
 }
 
@@ -861,7 +875,7 @@ static void rt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
         if (shared && qt == kvt && !k.t.stride_seq) memcpy(q.buf, k.buf, sp_bytes(&k));
         else t_fill_normal(&q.t, r, 1.0);
-    } while (!rt_ref(&q.t, &k.t, &v.t, cen, nc, w, causal, 1.0 / sqrt((double)D), 0, 0.0, ro) && ++tries < 20);
+    } while (!rt_ref(&q.t, &k.t, &v.t, cen, nc, w, causal, 1.0 / sqrt((double)D), 0, 0.0, 0, ro) && ++tries < 20);
     if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
     s = attn_forward(&d, q.t, k.t, v.t, o.t, NULL);
     if (!T_CHECK(s == ATTN_OK, "%s: status %d", what, (int)s)) goto done;
@@ -949,10 +963,12 @@ static attn_tensor rt_seq(const attn_tensor *x, int b, int L) {
    rows are exactly 0, and the rows are bitwise those of the sequence run alone, of the same batch
    with NaN in the padding, and of the sequences packed by cu_seqlens. */
 static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype dt, int nc, int win, int causal,
-                           int normk, float ceps, int which) {
+                           int normk, float ceps, int which, int sep) {
     sp_tensor q = sp_make(dt, B, n, H, D, 0), v = sp_make(dt, B, n, H, Dv, 0), o = sp_make(ATTN_F32, B, n, H, Dv, 0),
               o2 = sp_make(ATTN_F32, B, n, H, Dv, 0), pq = sp_make(dt, 1, B * n + 3, H, D, 0),
-              pv = sp_make(dt, 1, B * n + 3, H, Dv, 0), po = sp_make(ATTN_F32, 1, B * n + 3, H, Dv, 0);
+              pv = sp_make(dt, 1, B * n + 3, H, Dv, 0), po = sp_make(ATTN_F32, 1, B * n + 3, H, Dv, 0),
+              k = sp_make(dt, B, n, H, D, 0), pk_ = sp_make(dt, 1, B * n + 3, H, D, 0);
+    const attn_tensor *kt = sep ? &k.t : &q.t, *pkt = sep ? &pk_.t : &pq.t;   /* shared QK: k is q */
     float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)H * nc * D);
     double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)n * H * Dv), worst = 0;
     int *lens = (int *)t_xmalloc(sizeof(int) * (size_t)B), cu[9];
@@ -963,33 +979,34 @@ static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dt
     memset(&d, 0, sizeof d);
     d.kind = ATTN_ROUTING; d.causal = causal; d.n_threads = t_irange(r, 1, 3);
     d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = win;
-    d.routing.normalize_keys = normk; d.routing.count_eps = ceps;
+    d.routing.normalize_keys = normk; d.routing.count_eps = ceps; d.routing.separate_qk = sep;
     if (which != 1) d.seqlens_k = lens;
     if (which != 0) d.seqlens_q = lens;
-    sprintf(what, "routing padded B%d n%d H%d D%d/%d %s nc%d w%d causal%d normk%d eps%g seqlens%s", B, n, H, D, Dv,
-            t_dt_name(dt), nc, win, causal, normk, (double)ceps, which == 0 ? "_k" : which == 1 ? "_q" : "_q/_k");
+    sprintf(what, "routing padded B%d n%d H%d D%d/%d %s nc%d w%d causal%d normk%d eps%g sep%d seqlens%s", B, n, H, D, Dv,
+            t_dt_name(dt), nc, win, causal, normk, (double)ceps, sep, which == 0 ? "_k" : which == 1 ? "_q" : "_q/_k");
     for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);
     for (;;) {   /* inputs without near ties at any sequence's window boundary */
         int good = 1;
         for (i = 0; i < H * nc * D; ++i) cen[i] = (float)t_normal(r);
-        t_fill_normal(&q.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
+        t_fill_normal(&q.t, r, 1.0); t_fill_normal(&v.t, r, 1.0); t_fill_normal(&k.t, r, 1.0);
         for (b = 0; b < B && good; ++b) {
-            const attn_tensor qs = rt_seq(&q.t, b, lens[b]), vs = rt_seq(&v.t, b, lens[b]);
+            const attn_tensor qs = rt_seq(&q.t, b, lens[b]), vs = rt_seq(&v.t, b, lens[b]), ks = rt_seq(kt, b, lens[b]);
             const int w = RT_MIN(win ? win : 64, lens[b]);
-            if (lens[b]) good = rt_ref(&qs, &qs, &vs, cen, nc, w, causal, 1.0 / sqrt((double)D), normk, ceps, ro);
+            if (lens[b]) good = rt_ref(&qs, &ks, &vs, cen, nc, w, causal, 1.0 / sqrt((double)D), normk, ceps, sep, ro);
         }
         if (good || ++tries == 20) break;
     }
     if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
-    s = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
+    s = attn_forward(&d, q.t, *kt, v.t, o.t, NULL);
     if (!T_CHECK(s == ATTN_OK, "%s: status %s", what, attn_status_str(s))) goto done;
     for (b = 0; b < B; ++b) {
         const attn_tensor qs = rt_seq(&q.t, b, lens[b]), vs = rt_seq(&v.t, b, lens[b]), os = rt_seq(&o2.t, b, lens[b]);
+        const attn_tensor ks = rt_seq(kt, b, lens[b]);
         attn_desc a = d;
         if (!lens[b]) goto rows;
-        rt_ref(&qs, &qs, &vs, cen, nc, RT_MIN(win ? win : 64, lens[b]), causal, 1.0 / sqrt((double)D), normk, ceps, ro);
+        rt_ref(&qs, &ks, &vs, cen, nc, RT_MIN(win ? win : 64, lens[b]), causal, 1.0 / sqrt((double)D), normk, ceps, sep, ro);
         a.seqlens_q = a.seqlens_k = NULL;    /* the sequence alone */
-        ok &= attn_forward(&a, qs, qs, vs, os, NULL) == ATTN_OK;
+        ok &= attn_forward(&a, qs, ks, vs, os, NULL) == ATTN_OK;
     rows:
         for (i = 0; i < n; ++i)
             for (h = 0; h < H; ++h)
@@ -1008,10 +1025,10 @@ static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dt
         for (b = 0; b < B; ++b)
             for (i = lens[b]; i < n; ++i)
                 for (h = 0; h < H; ++h) {
-                    for (e = 0; e < D; ++e) t_store(&q.t, b, i, h, e, NAN);
+                    for (e = 0; e < D; ++e) { t_store(&q.t, b, i, h, e, NAN); t_store(&k.t, b, i, h, e, NAN); }
                     for (e = 0; e < Dv; ++e) t_store(&v.t, b, i, h, e, NAN);
                 }
-        ok &= attn_forward(&d, q.t, q.t, v.t, o2.t, NULL) == ATTN_OK;
+        ok &= attn_forward(&d, q.t, *kt, v.t, o2.t, NULL) == ATTN_OK;
         nanok = memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0;
     }
     if (B <= 8) {   /* packed: the valid rows back to back, 3 rows past the last segment */
@@ -1021,14 +1038,17 @@ static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dt
             cu[b + 1] = cu[b] + lens[b];
             for (i = 0; i < lens[b]; ++i)
                 for (h = 0; h < H; ++h) {
-                    for (e = 0; e < D; ++e) t_store(&pq.t, 0, cu[b] + i, h, e, t_load(&q.t, b, i, h, e));
+                    for (e = 0; e < D; ++e) {
+                        t_store(&pq.t, 0, cu[b] + i, h, e, t_load(&q.t, b, i, h, e));
+                        t_store(&pk_.t, 0, cu[b] + i, h, e, t_load(&k.t, b, i, h, e));
+                    }
                     for (e = 0; e < Dv; ++e) t_store(&pv.t, 0, cu[b] + i, h, e, t_load(&v.t, b, i, h, e));
                 }
         }
-        pq.t.seq = pv.t.seq = po.t.seq = cu[B] + 3;
+        pq.t.seq = pv.t.seq = po.t.seq = pk_.t.seq = cu[B] + 3;
         t_sentinel(po.buf, sp_bytes(&po), 0xA5u);
         pk.seqlens_q = pk.seqlens_k = NULL; pk.cu_seqlens_q = pk.cu_seqlens_k = cu; pk.varlen_batch = B;
-        ok &= attn_forward(&pk, pq.t, pq.t, pv.t, po.t, NULL) == ATTN_OK;
+        ok &= attn_forward(&pk, pq.t, *pkt, pv.t, po.t, NULL) == ATTN_OK;
         for (b = 0; b < B; ++b)
             for (i = 0; i < lens[b]; ++i)
                 for (h = 0; h < H; ++h)
@@ -1043,7 +1063,7 @@ static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dt
     T_CHECK(nanok, "%s: NaN in the padding changed the valid rows", what);
     T_CHECK(packed, "%s: cu_seqlens (packed) must equal the padded batch bitwise, rows past the last segment 0", what);
 done:
-    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); sp_free(&pq); sp_free(&pv); sp_free(&po);
+    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); sp_free(&pq); sp_free(&pv); sp_free(&po); sp_free(&k); sp_free(&pk_);
     free(cen); free(ro); free(lens);
 }
 
@@ -1212,13 +1232,17 @@ static void test_routing(void) {
         sp_free(&x);
     }
     rt_fixture();
-    rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0);
-    rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2);      /* routing-transformer's convention */
-    rt_padded_case(&r, 2, 40, 1, 8, 8, ATTN_F16, 3, 8, 1, 0, 0.5f, 1);
+    rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0, 0);
+    rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2, 0);      /* routing-transformer's convention */
+    rt_padded_case(&r, 2, 40, 1, 8, 8, ATTN_F16, 3, 8, 1, 0, 0.5f, 1, 0);
+    rt_padded_case(&r, 3, 80, 2, 8, 8, ATTN_F32, 5, 12, 0, 0, 1e-5f, 2, 1);      /* separate_qk (shared_qk=False) */
     for (it = 0; it < n / 2; ++it)
         rt_padded_case(&r, t_irange(&r, 1, 5), t_irange(&r, 1, 90), t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
                        ATTN_F32, t_irange(&r, 1, 8), t_irange(&r, 0, 40), t_chance(&r, 0.5), t_chance(&r, 0.5),
-                       t_chance(&r, 0.5) ? 0.3f : 0.0f, t_irange(&r, 0, 2));
+                       t_chance(&r, 0.5) ? 0.3f : 0.0f, t_irange(&r, 0, 2), 0);
+    for (it = 0; it < n / 3; ++it)   /* separate_qk: non-causal */
+        rt_padded_case(&r, t_irange(&r, 1, 4), t_irange(&r, 1, 90), t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
+                       ATTN_F32, t_irange(&r, 1, 8), t_irange(&r, 0, 40), 0, t_chance(&r, 0.5), 0.0f, t_irange(&r, 0, 2), 1);
 }
 
 /* ---- statuses: exact code, outputs untouched --------------------------------------------- */
