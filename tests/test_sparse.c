@@ -1137,14 +1137,16 @@ static void rt_fixture(void) {
     int cfg;
     if (!T_CHECK(t_fix_open(&fx, "routing_transformer.txt"), "routing fixture: cannot open %s (run from the repository root "
                  "or set ATTN_FIXTURES)", fx.path)) return;
-    for (cfg = 0; cfg < 2; ++cfg) {
-        size_t nc_, nl, nq, nv, nm, no, nom, i;
+    for (cfg = 0; cfg < 3; ++cfg) {
+        size_t nc_, nl, nq, nk, nv, nm, no, nom, i;
         double *c = t_fix_next(&fx, "config", &nc_), *l = t_fix_next(&fx, "lens", &nl), *qk = t_fix_next(&fx, "qk", &nq);
+        double *kk = t_fix_next(&fx, "k", &nk);
         double *v = t_fix_next(&fx, "v", &nv), *m = t_fix_next(&fx, "means", &nm), *out = t_fix_next(&fx, "out", &no);
         double *om = t_fix_next(&fx, "out_masked", &nom), err = 0, ref_pad = 0;
-        if (T_CHECK(c && l && qk && v && m && out && om && nc_ == 7, "routing fixture: malformed %s", fx.path)) {
+        if (T_CHECK(c && l && qk && kk && v && m && out && om && nc_ == 8, "routing fixture: malformed %s", fx.path)) {
             const int causal = (int)c[0], B = (int)c[1], T = (int)c[2], H = (int)c[3], DH = (int)c[4], NC = (int)c[5], W = (int)c[6];
-            float *qf = rt_floats(qk, nq), *vf = rt_floats(v, nv), *cen = rt_floats(m, nm);
+            const int shared = (int)c[7];
+            float *qf = rt_floats(qk, nq), *kf = rt_floats(kk, nk), *vf = rt_floats(v, nv), *cen = rt_floats(m, nm);
             float *of = (float *)t_xmalloc(sizeof(float) * no);
             int lens[8], b, t;
             attn_desc d;
@@ -1153,9 +1155,9 @@ static void rt_fixture(void) {
             memset(&d, 0, sizeof d);
             d.kind = ATTN_ROUTING; d.causal = causal;
             d.routing.centroids = cen; d.routing.n_clusters = NC; d.routing.window = W;
-            d.routing.normalize_keys = 1; d.routing.count_eps = 1e-5f;
+            d.routing.normalize_keys = shared; d.routing.separate_qk = !shared; d.routing.count_eps = 1e-5f;
             d.seqlens_q = d.seqlens_k = lens;
-            st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(qf, ATTN_F32, B, T, H, DH),
+            st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(kf, ATTN_F32, B, T, H, DH),
                               attn_tensor_dense(vf, ATTN_F32, B, T, H, DH), attn_tensor_dense(of, ATTN_F32, B, T, H, DH), NULL);
             for (i = 0; i < no; ++i) if (!(fabs(of[i] - out[i]) <= err)) err = of[i] != of[i] ? INFINITY : fabs(of[i] - out[i]);
             for (b = 0; b < B; ++b)
@@ -1164,11 +1166,11 @@ static void rt_fixture(void) {
                         const size_t at = ((size_t)b * T + t) * H * DH + i;
                         if (fabs(om[at] - out[at]) > ref_pad) ref_pad = fabs(om[at] - out[at]);
                     }
-            T_CHECK(st == ATTN_OK && err <= 2e-5, "routing-transformer fixture (causal %d): %s, max |attn.h - reference| %.3g",
-                    causal, attn_status_str(st), err);
-            printf("     routing-transformer fixture causal %d: max |attn.h - reference| %.2g; the reference's input_mask "
-                   "(padding kept in the windows) moves valid rows by up to %.2g\n", causal, err, ref_pad);
-            {   /* without each convention field, for the porting table */
+            T_CHECK(st == ATTN_OK && err <= 2e-5, "routing-transformer fixture (causal %d, shared_qk %d): %s, max |attn.h - reference| %.3g",
+                    causal, shared, attn_status_str(st), err);
+            printf("     routing-transformer fixture causal %d shared_qk %d: max |attn.h - reference| %.2g; the reference's input_mask "
+                   "(padding kept in the windows) moves valid rows by up to %.2g\n", causal, shared, err, ref_pad);
+            if (shared) {   /* without each convention field, for the porting table */
                 double e0[2] = { 0, 0 };
                 int k;
                 for (k = 0; k < 2; ++k) {
@@ -1180,9 +1182,9 @@ static void rt_fixture(void) {
                 T_CHECK(st == ATTN_OK && e0[0] > 1e-3, "routing-transformer fixture: the keys' normalisation must matter");
                 printf("     (normalize_keys 0: %.2g; normalize_keys 1 and count_eps 0: %.2g)\n", e0[0], e0[1]);
             }
-            free(qf); free(vf); free(cen); free(of);
+            free(qf); free(kf); free(vf); free(cen); free(of);
         }
-        free(c); free(l); free(qk); free(v); free(m); free(out); free(om);
+        free(c); free(l); free(qk); free(kk); free(v); free(m); free(out); free(om);
     }
     t_fix_close(&fx);
 }
