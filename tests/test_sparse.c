@@ -1393,6 +1393,10 @@ static void test_sparse_errors(void) {
             sp_expect("routing count_eps < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
             e = d; e.routing.count_eps = (float)NAN;
             sp_expect("routing count_eps NaN", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.separate_qk = 2;
+            sp_expect("routing separate_qk 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.separate_qk = 1; e.causal = 1;
+            sp_expect("routing separate_qk causal", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
             e = d; e.seqlens_q = l1; e.seqlens_k = l2;
             T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_ROUTING_SEQLENS, "routing update: seqlens_q != _k");
             e = d; e.seqlens_k = lbad;
