@@ -10011,8 +10011,8 @@ static attn_status attn__routing_forward(const attn__call *c) {
     if ((s = attn__shared_qk_check(&cp, &P)) != ATTN_OK) return s;
     if ((s = attn__rt_lengths(d, c->q.batch, c->q.seq, &R.lens, &R.cu, &R.units)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
-    if (c->lse) return ATTN_ERR_ROUTING_LSE;
     if (d->routing.separate_qk && d->causal) return ATTN_ERR_ROUTING_OPTIONS;
+    if (c->lse) return ATTN_ERR_ROUTING_LSE;
     P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
     P.causal = d->causal;
     P.n_threads = attn__resolve_threads(d);
