@@ -365,24 +365,48 @@ typedef struct attn_lsh_params {
 } attn_lsh_params;
 
 /* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
-   k.seq = n, q.heads == k.heads (pass the shared QK projection as q and k). For head h:
+   k.seq, q.heads == k.heads; pass the shared QK projection as both q and k (see normalize_keys
+   for routing-transformer's convention). For head h of a sequence of L valid tokens:
      x_i = k_i / |k_i| (0 for a zero row), mu_c = centroids[h][c] / |centroids[h][c]|
-     cluster c's window W_c: the w = min(window, n) positions with the largest x_i . mu_c (ties:
+     cluster c's window W_c: the w = min(window, L) positions with the largest x_i . mu_c (ties:
      the lower position first), in position order
-     inside W_c, query i attends keys j in W_c with s = scale * q_i . k_j; causal: j > i hidden;
+     key rows: k'_j = k_j, or x_j with normalize_keys
+     inside W_c, query i attends keys j in W_c with s = scale * q_i . k'_j; causal: j > i hidden;
      j == i gets the logit -5e4 (a token sees itself only when nothing else is visible, as the
      reference code's TOKEN_SELF_ATTN_VALUE); o_c(i) = softmax(s) . v
-     out_i = the mean of o_c(i) over the windows holding i, 0 when none does
+     out_i = sum of o_c(i) over the windows holding i / (their count + count_eps), 0 when none does
+   Padding: L = seqlens_k[b] (or seqlens_q[b]; where both are given they must be equal) or the
+   cu_seqlens segment's length (packed sequences; cu_seqlens_q and _k both given and equal, batch
+   1, rows past the last segment are written 0). Padded tokens are in no cluster, neither as
+   queries nor as keys, and their rows are written 0: each sequence's rows are exactly its
+   result run alone at length L, whatever the padding holds and the other sequences are.
+   (routing-transformer's input_mask instead keeps padded tokens in the windows and masks them
+   in the softmax, so its valid rows depend on the padding: see docs/porting.md.)
    No logsumexp is defined (a mean of softmaxes): lse must be NULL. softcap and the other attn_desc
    masks must be 0/NULL. attn_routing_update() moves the centroids (k-means EMA).
-   field        default (0)   meaning
-   centroids    required      [q.heads][n_clusters][dim] fp32, finite
-   n_clusters   required      clusters c, >= 1 (about sqrt(n) in the paper)
-   window       64            tokens per cluster window w */
+   field           default (0)   meaning
+   centroids       required      [q.heads][n_clusters][dim] fp32, finite
+   n_clusters      required      clusters c, >= 1 (about sqrt(n) in the paper)
+   window          64            tokens per cluster window w
+   normalize_keys  off           1: attend with the unit keys x_j (routing-transformer's
+                                 KmeansAttention with shared_qk normalises k, not q)
+   count_eps       0             added to the window count of each token (routing-transformer's
+                                 scatter_mean: 1e-5); finite, >= 0
+   separate_qk     off           1: q and k are separate projections (routing-transformer's
+                                 shared_qk=False): cluster c's query window is the w queries
+                                 with the largest (q_i / |q_i|) . mu_c (same tie rule), its key
+                                 window W_c as above; each query of the one attends the keys of
+                                 W_c, with no self logit (a key at the query's position is an
+                                 ordinary key); out_i averages over the query windows holding
+                                 i. causal must be 0 (the reference's causal form adds learned
+                                 memory keys, which attn.h does not have). */
 typedef struct attn_routing_params {
     const float *centroids;
     int n_clusters;
     int window;
+    int normalize_keys;
+    float count_eps;
+    int separate_qk;
 } attn_routing_params;
 
 typedef enum attn_bigbird_multiplicity {
@@ -497,11 +521,19 @@ typedef struct attn_performer_params {
    projected along the sequence before exact softmax attention, per KV head:
        out_h = softmax(scale * Q_h (E_h K_h)^T) (F_h V_h),   E_h, F_h in R^{k x n}
    E and F are fp32, row-major [k][n] (row stride n). An input of k.seq = s < n tokens uses
-   the leading s columns of E and F (the paper's "shorter inputs"). The projected attention
-   is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale, softcap, seqlens_q (padding
-   queries), dropout_p/_seed, n_threads, parallel and bf16_kernels apply; lse gets the logsumexp over
-   the k projected keys. Key-position options (causal, windows, dilation, sinks, global tokens,
-   seqlens_k, cu_seqlens, ALiBi, bias, RoPE) do not exist after the projection and are rejected.
+   the leading s columns of E and F (the paper's "shorter inputs"; lucidrains' linformer slices
+   its [n][k] proj_k the same way).
+   Padding: seqlens_k[b] = L keeps keys and values 0..L-1 of sequence b and zeroes the rest
+   before the projection, E_h[:, :L] K_h[:L] (padded rows are never read): each sequence gets
+   exactly its unpadded result, whatever the padding holds. With seqlens_q too (the same
+   lengths) the padded query rows are written 0, else they are computed like valid rows.
+   Packed sequences (cu_seqlens) are not offered: pad them (each segment would need its own
+   projected keys).
+   The projected attention is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale,
+   softcap, seqlens_q (padding queries), dropout_p/_seed, n_threads, parallel and bf16_kernels
+   apply; lse gets the logsumexp over the k projected keys. Key-position options (causal,
+   windows, dilation, sinks, global tokens, cu_seqlens, ALiBi, bias, RoPE) do not exist after
+   the projection and are rejected.
    GQA: E and F are per KV head (k.heads of them), shared by that head's query heads.
    Sharing across layers: pass the same e/f to each layer's call.
    field          default            meaning
@@ -515,7 +547,8 @@ typedef struct attn_performer_params {
                                      (columns k.seq..n-1 get 0); with shared_kv, de gets the whole
                                      gradient of the shared matrix and df is not written
    attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
-   runs the exact kernel's backward on them (dropout with the forward's seed). */
+   runs the exact kernel's backward on them (dropout with the forward's seed). With seqlens_k the
+   padded rows of dk, dv are 0 and sequence b adds to columns 0..L-1 of dE, dF only. */
 typedef struct attn_linformer_params {
     const float *e, *f;
     int k, n;
@@ -926,7 +959,7 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, seqlens_q/_k (routing), cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch (BigBird, LSH), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
@@ -953,6 +986,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 327, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_LONGFORMER_BACKWARD,   324, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER: the query heads of a KV group must share one dilation, and attn_desc.dbias with a head-broadcast bias needs one dilation for every head") \
+    X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
+    X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
     /* LSH (Reformer) additions: 340-344 */ \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
@@ -1001,7 +1036,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LINFORMER_K,           403, ATTN_CAT_RANGE,       "attn_desc.linformer.k must be in [1, attn_desc.linformer.n]") \
     X(ATTN_ERR_LINFORMER_SHARED_HEADS,404, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_heads must be 0 or 1") \
     X(ATTN_ERR_LINFORMER_SHARED_KV,   405, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_kv must be 0 or 1") \
-    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, seqlens_k, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection)") \
+    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection; pad with seqlens_k)") \
     X(ATTN_ERR_NYSTROM_LANDMARKS,     407, ATTN_CAT_RANGE,       "attn_desc.nystrom.landmarks must be in [0, min(q.seq, k.seq)] (0: 64)") \
     X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
     X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations and attn_nystrom_pinv's iterations must be >= 0 (0: 6)") \
@@ -1466,7 +1501,9 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
    normalised as for ATTN_ROUTING); a cluster with tokens moves to
        mu_c = decay * mu_c + (1 - decay) * m / |m|,   m = sum of its tokens' x_i / count
    (m / |m| = 0 when m = 0); a cluster without tokens keeps its centroid. decay 0 means 0.999.
-   Sums run in double in token order on the calling thread; a small scratch is allocated. */
+   Padding as ATTN_ROUTING's (pass the forward's desc): tokens past seqlens_k[b] (or seqlens_q[b])
+   or past the last cu_seqlens segment are skipped. Sums run in double in token order on the
+   calling thread; a small scratch is allocated. */
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids);
 
 /* ---- Linear and kernel attention --------------------------------------------------------- */
@@ -10205,10 +10242,14 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
    ISA for the tie rule to hold), streamed into one heap per cluster that keeps its top w
    (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
    (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
-   its windows' outputs and their count. */
+   its windows' outputs and their count. A task's sequence is one batch entry, or one packed
+   segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
 typedef struct attn__rt {
     const attn__problem *P;
-    int n, nc, w;
+    int n, nc, w, window;        /* n = q.seq, w = min(window, n) sizes the scratch */
+    const int *lens, *cu;        /* valid lengths [batch] or segment offsets, or NULL */
+    int units, normk, sep;       /* sequences; normalize_keys; separate_qk */
+    float ceps;                  /* count_eps */
     const float *cen;
     const attn__isa *isa;
     float *ws;
@@ -10247,51 +10288,69 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
     isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
 }
 
-static size_t attn__rt_ws_floats(int n, int D, int Dv, int w) {
+static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
     /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each) */
-    const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w);
-    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (3 * (size_t)D + 2 * (size_t)Dv + 1) +
+       sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each);
+       separate_qk adds the unit queries [n][D], their heap sizes [BQ], the query window [w], the
+       key ids [w] and the query heaps [BQ][w] */
+    const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w), m = sep ? 2 : 1;
+    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * ((2 + m) * (size_t)D + 2 * (size_t)Dv + 1) +
                          (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         ATTN__BQ + (size_t)w + 2 * (size_t)ATTN__BQ * w);
+                         m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 2 * m * (size_t)ATTN__BQ * w);
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
     const attn__rt *R = (const attn__rt *)ctx;
     const attn__problem *P = R->P;
     const attn__isa *isa = R->isa;
-    const int H = P->q.heads, b = task / H, h = task % H, n = R->n, D = P->q.dim, Dv = P->v.dim, w = R->w;
+    const int H = P->q.heads, u = task / H, h = task % H, D = P->q.dim, Dv = P->v.dim;
+    const int b = R->cu ? 0 : u, off = R->cu ? R->cu[u] : 0;
+    const int n = R->cu ? R->cu[u + 1] - off : R->lens ? R->lens[u] : R->n;     /* L: valid tokens */
+    const int w = ATTN__MIN(R->window, n), pad_end = R->cu ? (u == R->units - 1 ? R->n : off + n) : R->n;
     float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *QT = S + (size_t)ATTN__MAX(ATTN__BK, w) * ATTN__BQ, *Q = QT + (size_t)D * ATTN__BQ;
     float *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
     float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *Kw = row + D;
     float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
-    int *cnt = (int *)(void *)(sum + ATTN__BQ), *hn = cnt + n, *wpos = hn + ATTN__BQ;
-    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(wpos + w);
+    float *Xq = sum + ATTN__BQ;                       /* separate_qk: the unit queries [n][D] */
+    int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *wpos = hn + ATTN__BQ;
+    int *hnq = wpos + w, *qwpos = hnq + (R->sep ? ATTN__BQ : 0), *kid = qwpos + (R->sep ? w : 0);
+    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(kid + (R->sep ? w : 0)), *qheaps = heaps + (size_t)ATTN__BQ * w;
     int i, c0, cl, s, t;
-    for (i = 0; i < n; ++i) {
-        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
-        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+    for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
+        if (R->sep) {                                 /* the query's own routing row */
+            isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, row, D, 1.0f);
+            attn__unit(isa, row, Xq + (size_t)i * D, D);
+        }
+        isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
         attn__unit(isa, K + (size_t)i * D, Xn + (size_t)i * D, D);
+        if (R->normk) memcpy(K + (size_t)i * D, Xn + (size_t)i * D, sizeof(float) * (size_t)D);
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
         cnt[i] = 0;
     }
-    for (c0 = 0; c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
+    for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
         const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
         for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
             attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
             hn[cl] = 0;
+            if (R->sep) hnq[cl] = 0;
         }
         for (i = 0; i < n; ++i)                      /* routing scores: one dot per (token, cluster) */
             for (cl = 0; cl < ncb; ++cl) {
                 attn__rt_ent en;
                 en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
                 attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+                if (R->sep) {
+                    en.s = isa->dot(Xq + (size_t)i * D, RT + (size_t)cl * D, D);
+                    attn__rt_offer(qheaps + (size_t)cl * w, &hnq[cl], w, en);
+                }
             }
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
+            const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
             qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
@@ -10299,11 +10358,18 @@ static void attn__rt_task(void *ctx, int task, int thread) {
                 memcpy(Kw + (size_t)t * D, K + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
                 memcpy(Vw + (size_t)t * Dv, V + (size_t)ent[t].pos * Dv, sizeof(float) * (size_t)Dv);
             }
+            if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
+                               position, so no key is the query's own (causal is 0 here) */
+                attn__rt_ent *qe = qheaps + (size_t)cl * w;
+                qsort(qe, (size_t)w, sizeof *qe, attn__rt_by_pos);
+                for (t = 0; t < w; ++t) { qwpos[t] = qe[t].pos; kid[t] = -1 - wpos[t]; }
+                qw = qwpos; kw = kid;
+            }
             for (q0 = 0; q0 < w; q0 += ATTN__BQ) {   /* its queries in lanes, on the tile kernels */
                 const int nl = ATTN__MIN(ATTN__BQ, w - q0);
-                attn__sqk_block(isa, Q, D, wpos + q0, nl, Kw, Vw, Dv, wpos, w, P->causal, -INFINITY, -5e4f, QT, S, O, mx, sum);
+                attn__sqk_block(isa, Q, D, qw + q0, nl, Kw, Vw, Dv, kw, w, P->causal, -INFINITY, -5e4f, QT, S, O, mx, sum);
                 for (s = 0; s < nl; ++s) {
-                    const int p = wpos[q0 + s];
+                    const int p = qw[q0 + s];
                     isa->axpy(acc + (size_t)p * Dv, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
                     cnt[p]++;
                 }
@@ -10311,7 +10377,36 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         }
     }
     for (i = 0; i < n; ++i)
-        isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, cnt[i] ? 1.0f / (float)cnt[i] : 0.0f);
+        isa->store(attn__at(&P->out, b, off + i, h), P->out.dtype, acc + (size_t)i * Dv, Dv,
+                   cnt[i] ? 1.0f / ((float)cnt[i] + R->ceps) : 0.0f);
+    memset(O, 0, sizeof(float) * (size_t)Dv);        /* padding rows (and rows past the last segment): 0 */
+    for (i = off + n; i < pad_end; ++i) isa->store(attn__at(&P->out, b, i, h), P->out.dtype, O, Dv, 1.0f);
+}
+
+/* ATTN_ROUTING's padding, for the forward and attn_routing_update on a [batch, seq] input:
+   lens (seqlens_k, else seqlens_q) or the packed offsets cu (cu_seqlens_k), NULL for none;
+   units: the sequences. */
+static attn_status attn__rt_lengths(const attn_desc *d, int batch, int seq, const int **lens, const int **cu, int *units) {
+    int b;
+    *lens = *cu = NULL; *units = batch;
+    if (d->cu_seqlens_q || d->cu_seqlens_k) {
+        if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
+        if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_VARLEN_WITH_SEQLENS;
+        if (d->varlen_batch < 1) return ATTN_ERR_VARLEN_BATCH;
+        if (batch != 1) return ATTN_ERR_VARLEN_SHAPE;
+        if (!attn__offsets_ok(d->cu_seqlens_q, d->varlen_batch, seq)) return ATTN_ERR_CU_SEQLENS_Q;
+        if (!attn__offsets_ok(d->cu_seqlens_k, d->varlen_batch, seq)) return ATTN_ERR_CU_SEQLENS_K;
+        for (b = 0; b <= d->varlen_batch; ++b) if (d->cu_seqlens_q[b] != d->cu_seqlens_k[b]) return ATTN_ERR_ROUTING_SEQLENS;
+        *cu = d->cu_seqlens_k; *units = d->varlen_batch;
+        return ATTN_OK;
+    }
+    if (d->varlen_batch != 0) return ATTN_ERR_VARLEN_BATCH;
+    if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, batch, seq)) return ATTN_ERR_SEQLENS_Q;
+    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, batch, seq)) return ATTN_ERR_SEQLENS_K;
+    if (d->seqlens_q && d->seqlens_k)
+        for (b = 0; b < batch; ++b) if (d->seqlens_q[b] != d->seqlens_k[b]) return ATTN_ERR_ROUTING_SEQLENS;
+    *lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q;
+    return ATTN_OK;
 }
 
 /* The checks ATTN_ROUTING's forward and attn_routing_update share: the routing parameters. */
@@ -10320,6 +10415,8 @@ static attn_status attn__rt_params(const attn_routing_params *p, int heads, int 
     if (!p->centroids) return ATTN_ERR_ROUTING_CENTROIDS;
     if (p->n_clusters < 1) return ATTN_ERR_ROUTING_CLUSTERS;
     if (p->window < 0) return ATTN_ERR_ROUTING_WINDOW;
+    if ((p->normalize_keys != 0 && p->normalize_keys != 1) || (p->separate_qk != 0 && p->separate_qk != 1) ||
+        !(p->count_eps >= 0.0f) || !isfinite(p->count_eps)) return ATTN_ERR_ROUTING_OPTIONS;
     if (!attn__mul_size((size_t)heads * (size_t)p->n_clusters, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
         return ATTN_ERR_OVERFLOW;
     for (i = 0; i < n; ++i) if (!isfinite(p->centroids[i])) return ATTN_ERR_ROUTING_NONFINITE;
@@ -10334,18 +10431,26 @@ static attn_status attn__routing_forward(const attn__call *c) {
     attn__ws w;
     attn_status s;
     int tasks, nt;
+    attn_desc plain = *d;                   /* the shared checks see d without its padding */
+    attn__call cp = *c;
     memset(&P, 0, sizeof P);
     memset(&R, 0, sizeof R);
-    if ((s = attn__shared_qk_check(c, &P, 0)) != ATTN_OK) return s;
+    plain.seqlens_q = plain.seqlens_k = plain.cu_seqlens_q = plain.cu_seqlens_k = NULL; plain.varlen_batch = 0;
+    cp.d = &plain;
+    if ((s = attn__shared_qk_check(&cp, &P, 0)) != ATTN_OK) return s;
+    if ((s = attn__rt_lengths(d, c->q.batch, c->q.seq, &R.lens, &R.cu, &R.units)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
+    if (d->routing.separate_qk && d->causal) return ATTN_ERR_ROUTING_OPTIONS;
     if (c->lse) return ATTN_ERR_ROUTING_LSE;
     P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
     P.causal = d->causal;
     P.n_threads = attn__resolve_threads(d);
     R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
-    R.w = ATTN__MIN(d->routing.window ? d->routing.window : 64, R.n);
-    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w);
-    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
+    R.window = d->routing.window ? d->routing.window : 64;
+    R.w = ATTN__MIN(R.window, R.n);
+    R.normk = d->routing.normalize_keys; R.ceps = d->routing.count_eps; R.sep = d->routing.separate_qk;
+    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w, R.sep);
+    if (!attn__tasks((size_t)R.units, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
@@ -10368,6 +10473,8 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
     const attn__isa *isa = attn__pick_isa();
     float *xr;
     attn_routing_params prm;
+    const int *lens, *cu;
+    int units;
     if (!desc) return ATTN_ERR_NULL_DESC;
     prm = desc->routing; prm.centroids = centroids;
     if (!x.data) return ATTN_ERR_ROUTING_X;
@@ -10375,6 +10482,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
     if (!attn__shape_ok(&x)) return ATTN_ERR_Q_SHAPE;
     if ((s = attn__make_view(&x, &xv)) != ATTN_OK) return s;
     if ((s = attn__rt_params(&prm, x.heads, x.dim)) != ATTN_OK) return s;
+    if ((s = attn__rt_lengths(desc, x.batch, x.seq, &lens, &cu, &units)) != ATTN_OK) return s;
     if (!(decay >= 0.0f && decay < 1.0f)) return ATTN_ERR_ROUTING_DECAY;
     if (decay == 0.0f) decay = 0.999f;
     C = desc->routing.n_clusters; D = x.dim; H = x.heads;
@@ -10393,7 +10501,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
             for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? (double)cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
         }
         for (b = 0; b < x.batch; ++b)
-            for (i = 0; i < x.seq; ++i) {
+            for (i = 0; i < (cu ? cu[units] : lens ? lens[b] : x.seq); ++i) {   /* the valid tokens */
                 double nn = 0;
                 isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
                 for (e = 0; e < D; ++e) nn += (double)xr[e] * (double)xr[e];
@@ -12434,6 +12542,9 @@ static const float *attn__lr_rows(const attn__isa *isa, const attn__view *x, int
 /* ---- Linformer ------------------------------------------------------------------------------ */
 typedef struct attn__lfm_plan {
     const attn_desc *d;
+    attn_desc core;                     /* *d without seqlens_k: the exact kernel's desc (every
+                                           projected key is valid) */
+    const int *lens;                    /* seqlens_k: keys past lens[b] are not projected */
     const attn__isa *isa;
     attn__view q, k, v, out;
     const float *e, *f;                 /* f = e when shared_kv */
@@ -12450,16 +12561,22 @@ typedef struct attn__lfm_plan {
     float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
 } attn__lfm_plan;
 
-/* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :seq] X [seq, dim] */
+/* The first L rows of k (which 0) or v (which 1) of batch b: L = seqlens_k[b] or k.seq. */
+static attn__view attn__lfm_valid(const attn__lfm_plan *P, int b, int which) {
+    attn__view x = which ? P->v : P->k;
+    if (P->lens) x.seq = P->lens[b];
+    return x;
+}
+/* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :L] X [L, dim] */
 static void attn__lfm_project(const attn__lfm_plan *P, int b, int h, int which, float *scratch,
                               const attn_desc *par, int nt) {
-    const attn__view *x = which ? &P->v : &P->k;
-    const int D = x->dim, H = x->heads;
+    const attn__view x = attn__lfm_valid(P, b, which);
+    const int D = x.dim, H = x.heads;
     const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
     float *C = (which ? P->vbuf : P->kbuf) + ((size_t)b * P->kp * H + h) * D;
     ptrdiff_t ld;
-    const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
-    attn__sgemm_par(par, nt, 0, 0, P->kp, D, x->seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
+    const float *X = attn__lr_rows(P->isa, &x, b, h, scratch, &ld);
+    attn__sgemm_par(par, nt, 0, 0, P->kp, D, x.seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
 }
 static void attn__lfm_task(void *ctx, int t, int thread) {
     const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
@@ -12488,9 +12605,11 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     if (L->n < c->k.seq) return ATTN_ERR_LINFORMER_N;
     if (L->k < 1 || L->k > L->n) return ATTN_ERR_LINFORMER_K;
     if (d->causal || d->window_left || d->window_right || (d->dilation != 0 && d->dilation != 1) || d->sink_tokens ||
-        d->global_tokens || d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
+        d->global_tokens || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
         d->alibi_slopes || d->bias.data || d->rope) return ATTN_ERR_LINFORMER_MASK;
+    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->k.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
     P->d = d; P->isa = attn__vec();
+    P->core = *d; P->core.seqlens_k = NULL; P->lens = d->seqlens_k;
     P->e = L->e; P->f = L->shared_kv ? L->e : L->f;
     P->kp = L->k; P->n = L->n;
     if (!L->shared_heads && !attn__mul_size((size_t)L->k, (size_t)L->n, &P->e_head)) return ATTN_ERR_OVERFLOW;
@@ -12499,12 +12618,14 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     vt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->v.dim);
     P->bwd = bwd;
     if (!bwd) {
-        if ((s = attn__lr_core(d, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+        if ((s = attn__lr_core(&P->core, c->q, kt, vt, c->out, c->lse, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
     } else {
         /* the user's dk, dv (the exact kernel checks dout, lse, dq and the rest when it runs, before
            it writes dq; dk, dv, de and df are written after it succeeded) */
         const attn_tensor *dk = &c->dk, *dv = &c->dv;
-        if ((s = attn__lr_core_bwd(c, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
+        attn__call cc = *c;
+        cc.d = &P->core;
+        if ((s = attn__lr_core_bwd(&cc, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
         if (!c->bytes) {
             if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
             if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
@@ -12556,21 +12677,23 @@ static attn_status attn__linformer_forward(const attn__call *c) {
     }
     kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
-    s = attn__lr_core(c->d, c->q, kt, vt, c->out, c->lse, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    s = attn__lr_core(&P.core, c->q, kt, vt, c->out, c->lse, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
     attn__ws_release(&w);
     return s;
 }
 
-/* Backward tasks. dK_{b,h} = E_h[:, :s]^T dK'_{b,h} (and dV with F), stored in the user's
-   dtype; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h} K_{b,h}^T (+ the F V terms when
-   E = F), summed in a fixed order (batch-major, then head), columns s..n-1 set to 0. */
+/* Backward tasks. dK_{b,h} = E_h[:, :L]^T dK'_{b,h} (and dV with F), stored in the user's
+   dtype, rows L..seq-1 (padding) 0; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h}
+   K_{b,h}[:L]^T (+ the F V terms when E = F), summed in a fixed order (batch-major, then head),
+   columns a sequence does not reach get nothing from it (columns k.seq..n-1 are 0). */
 static void attn__lfm_dx(const attn__lfm_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
     const attn__view *dx = which ? &P->dv : &P->dk;
-    const int D = dx->dim, H = dx->heads, s = dx->seq;
+    const int D = dx->dim, H = dx->heads, s = dx->seq, L = P->lens ? P->lens[b] : s;
     const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
     const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
     int i;
-    attn__sgemm_par(par, nt, 1, 0, s, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
+    attn__sgemm_par(par, nt, 1, 0, L, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
+    memset(scratch + (size_t)L * D, 0, sizeof(float) * (size_t)(s - L) * (size_t)D);
     for (i = 0; i < s; ++i) P->isa->store(attn__at(dx, b, i, h), dx->dtype, scratch + (size_t)i * D, D, 1.0f);
 }
 static int attn__lfm_de_tasks(const attn__lfm_plan *P) {
@@ -12579,23 +12702,21 @@ static int attn__lfm_de_tasks(const attn__lfm_plan *P) {
 /* task t: dE of E-head t (with shared_kv: both terms), then dF of E-head t - (tasks of dE) */
 static void attn__lfm_de(const attn__lfm_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
     const int n_e = P->e_head ? P->k.heads : 1, is_f = !P->de || t >= n_e, eh = is_f && P->de ? t - n_e : t;
-    const int which0 = is_f, which1 = is_f || P->shared_kv, s = P->k.seq;
+    const int which0 = is_f, which1 = is_f || P->shared_kv;
     float *G = (is_f ? P->df : P->de) + (size_t)eh * P->e_head;
-    int which, b, h, i, first = 1;
-    for (which = which0; which <= which1; ++which) {
-        const attn__view *x = which ? &P->v : &P->k;
-        const int D = x->dim, H = x->heads;
-        for (b = 0; b < x->batch; ++b)
+    int which, b, h, i;
+    for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n, 0, sizeof(float) * (size_t)P->n);
+    for (which = which0; which <= which1; ++which)
+        for (b = 0; b < P->k.batch; ++b) {
+            const attn__view x = attn__lfm_valid(P, b, which);   /* the valid rows: L columns of G */
+            const int D = x.dim, H = x.heads;
             for (h = P->e_head ? eh : 0; h < (P->e_head ? eh + 1 : H); ++h) {
                 ptrdiff_t ld;
-                const float *X = attn__lr_rows(P->isa, x, b, h, scratch, &ld);
+                const float *X = attn__lr_rows(P->isa, &x, b, h, scratch, &ld);
                 const float *dX = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
-                attn__sgemm_par(par, nt, 0, 1, P->kp, s, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, first ? 0.0f : 1.0f, G, P->n);
-                first = 0;
+                attn__sgemm_par(par, nt, 0, 1, P->kp, x.seq, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, 1.0f, G, P->n);
             }
-    }
-    if (s < P->n)
-        for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n + s, 0, sizeof(float) * (size_t)(P->n - s));
+        }
 }
 static void attn__lfm_bwd_task(void *ctx, int t, int thread) {
     const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
@@ -12633,7 +12754,11 @@ static attn_status attn__linformer_backward(const attn__call *c) {
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
     dkt = attn_tensor_dense(P.dkbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     dvt = attn_tensor_dense(P.dvbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
-    s = attn__lr_core_bwd(c, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    {
+        attn__call cc = *c;
+        cc.d = &P.core;
+        s = attn__lr_core_bwd(&cc, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
+    }
     if (s == ATTN_OK) {
         tasks += attn__lfm_de_tasks(&P);
         if (tasks >= P.n_threads || P.n_threads == 1) {

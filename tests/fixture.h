@@ -1,8 +1,10 @@
 /* tests/fixture.h - reads the small text fixtures that the tests/fixtures scripts write from reference
-   implementations (HF transformers, performer-pytorch, ...): '#' comment lines, then per array
-   a line "name count" followed by count numbers. make test needs no Python: the text files are
-   committed. Paths are relative to this header's directory (tests/), found through __FILE__,
-   so the tests run from the repository root or from a build tree that compiled absolute paths. */
+   implementations (HF transformers, performer-pytorch, routing-transformer, linformer, ...): '#'
+   comment lines, then per array "name count" followed by count numbers. make test needs no
+   Python: the text files are committed. Two readers (merged from two branches; to be made one):
+   T_FIXTURE(file, name, dst, n) finds an array by name, with paths relative to this header's
+   directory (tests/, through __FILE__); t_fix_open / t_fix_next read the arrays in order, from
+   $ATTN_FIXTURES or tests/fixtures (run from the repository root). */
 #ifndef ATTN_TESTS_FIXTURE_H
 #define ATTN_TESTS_FIXTURE_H
 #include "test.h"
@@ -44,4 +46,37 @@ T_UNUSED static int t_fixture_read(const char *src_file, const char *file, const
     return found;
 }
 #define T_FIXTURE(file, name, dst, n) t_fixture_read(__FILE__, (file), (name), (dst), (n))
+
+typedef struct { FILE *f; char path[600]; } t_fix;
+
+T_UNUSED static int t_fix_open(t_fix *x, const char *file) {
+    const char *dir = getenv("ATTN_FIXTURES");
+    sprintf(x->path, "%.400s/%.150s", dir && *dir ? dir : "tests/fixtures", file);
+    x->f = fopen(x->path, "r");
+    return x->f != NULL;
+}
+T_UNUSED static void t_fix_close(t_fix *x) { if (x->f) fclose(x->f); x->f = NULL; }
+
+/* The next array, which must be called name (comment lines skipped): count in *n, values in a
+   malloc'd array (free it); NULL when the file ends, the name differs or a number is missing. */
+T_UNUSED static double *t_fix_next(t_fix *x, const char *name, size_t *n) {
+    char word[64];
+    unsigned long cnt;
+    size_t i;
+    double *v;
+    int c;
+    for (;;) {
+        while ((c = fgetc(x->f)) == '\n' || c == ' ') {}
+        if (c == EOF) return NULL;
+        if (c != '#') { ungetc(c, x->f); break; }
+        while ((c = fgetc(x->f)) != '\n' && c != EOF) {}
+    }
+    if (fscanf(x->f, "%63s %lu", word, &cnt) != 2 || strcmp(word, name) != 0) return NULL;
+    v = (double *)malloc(sizeof(double) * (cnt ? cnt : 1));
+    if (!v) return NULL;
+    for (i = 0; i < cnt; ++i)
+        if (fscanf(x->f, "%lf", &v[i]) != 1) { free(v); return NULL; }
+    *n = cnt;
+    return v;
+}
 #endif

@@ -292,7 +292,7 @@ static int bbh_section(FILE *f, const char *name, size_t want, double *dst) {
 /* The port docs/porting.md describes: q/k/v from HF's weights ([B, S, heads * head_dim] as
    attn_tensor_dense [B][S][H][D]), one attn_forward per mode. */
 static void bbh_fixture(void) {
-    const char *dir = getenv("ATTN_FIXTURE_DIR");
+    const char *dir = getenv("ATTN_FIXTURES");
     char path[512];
     FILE *f;
     double cfg[7], lens[8], *w[3] = { NULL, NULL, NULL }, *bias[3] = { NULL, NULL, NULL }, *x = NULL, *ref[2] = { NULL, NULL }, *tab = NULL;
@@ -301,7 +301,7 @@ static void bbh_fixture(void) {
     attn_desc d;
     snprintf(path, sizeof path, "%s/bigbird_hf.txt", dir && *dir ? dir : "tests/fixtures");
     f = fopen(path, "r");
-    if (!T_CHECK(f != NULL, "bigbird fixture: cannot open %s (run from the repository root or set ATTN_FIXTURE_DIR)", path)) return;
+    if (!T_CHECK(f != NULL, "bigbird fixture: cannot open %s (run from the repository root or set ATTN_FIXTURES)", path)) return;
     { int ch; while ((ch = fgetc(f)) == '#') while ((ch = fgetc(f)) != '\n' && ch != EOF) {} ungetc(ch, f); }
     ok = bbh_section(f, "config", 7, cfg);
     B = (int)cfg[0]; S = (int)cfg[1]; HID = (int)cfg[2]; H = (int)cfg[3]; Dh = (int)cfg[4]; blk = (int)cfg[5]; r = (int)cfg[6];

@@ -8,6 +8,7 @@
    views; workspace; every error path with outputs untouched. */
 #include "test.h"
 #include <float.h>
+#include "fixture.h"
 
 /* ---- references (double) ---------------------------------------------------------------- */
 
@@ -45,9 +46,14 @@ static double *r_rows(const attn_tensor *t, int b, int h) {
     return x;
 }
 
+/* key j of batch b is valid (not padding): j < seqlens_k[b] */
+static int t_lin_valid(const attn_desc *d, int b, int j) { return !d->seqlens_k || j < d->seqlens_k[b]; }
+
 static double r_scale(const attn_desc *d, int D) { return d->scale != 0.0f ? (double)d->scale : 1.0 / sqrt((double)D); }
 
-/* Linformer: out [B][Sq][Hq][Dv], lse [B][Hq][Sq] (ZOO: head = softmax(Q (E K)^T / sqrt d) (F V)) */
+/* Linformer: out [B][Sq][Hq][Dv], lse [B][Hq][Sq] (ZOO: head = softmax(Q (E K)^T / sqrt d) (F V));
+   padding: keys j >= seqlens_k[b] are zeroed before the projection (they add nothing), query rows
+   i >= seqlens_q[b] are 0 with lse -inf. */
 static void r_linformer(const attn_desc *d, const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
                         double *out, double *lse) {
     const attn_linformer_params *L = &d->linformer;
@@ -62,22 +68,25 @@ static void r_linformer(const attn_desc *d, const attn_tensor *q, const attn_ten
             const float *E = L->e + (L->shared_heads ? 0 : (size_t)hk * kp * n);
             const float *F = (L->shared_kv ? L->e : L->f) + (L->shared_heads ? 0 : (size_t)hk * kp * n);
             double *Q = r_rows(q, b, h), *K = r_rows(k, b, hk), *V = r_rows(v, b, hk), *ls = NULL;
+            const int Lq = d->seqlens_q ? d->seqlens_q[b] : Sq;
             for (i = 0; i < kp; ++i) {
                 for (c = 0; c < D; ++c) {
                     double a = 0.0;
-                    for (j = 0; j < Sk; ++j) a += (double)E[(size_t)i * n + j] * K[(size_t)j * D + c];
+                    for (j = 0; j < Sk; ++j) a += (double)E[(size_t)i * n + j] * (t_lin_valid(d, b, j) ? K[(size_t)j * D + c] : 0.0);
                     Kp[(size_t)i * D + c] = a;
                 }
                 for (c = 0; c < Dv; ++c) {
                     double a = 0.0;
-                    for (j = 0; j < Sk; ++j) a += (double)F[(size_t)i * n + j] * V[(size_t)j * Dv + c];
+                    for (j = 0; j < Sk; ++j) a += (double)F[(size_t)i * n + j] * (t_lin_valid(d, b, j) ? V[(size_t)j * Dv + c] : 0.0);
                     Vp[(size_t)i * Dv + c] = a;
                 }
             }
             if (lse) ls = lse + ((size_t)b * Hq + h) * Sq;
             r_attn(Q, Sq, Kp, kp, Vp, D, Dv, r_scale(d, D), d->softcap, o, ls);
-            for (i = 0; i < Sq; ++i)
-                for (c = 0; c < Dv; ++c) out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = o[(size_t)i * Dv + c];
+            for (i = 0; i < Sq; ++i) {
+                for (c = 0; c < Dv; ++c) out[(((size_t)b * Sq + i) * Hq + h) * Dv + c] = i < Lq ? o[(size_t)i * Dv + c] : 0.0;
+                if (ls && i >= Lq) ls[i] = -INFINITY;
+            }
             free(Q); free(K); free(V);
         }
     free(Kp); free(Vp); free(o);
@@ -376,6 +385,7 @@ static void test_linformer_ref(void) {
         double *ref = (double *)t_xmalloc(sizeof(double) * out_n(&f.out)), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * Hq * Sq), *got, err, lerr = 0.0;
         attn_status s;
         size_t i;
+        int lk[2], lq[2];
         memset(&d, 0, sizeof d);
         d.kind = ATTN_LINFORMER;
         d.linformer.k = kp; d.linformer.n = n;
@@ -387,21 +397,82 @@ static void test_linformer_ref(void) {
         if (t_chance(&r, 0.3)) d.scale = 0.3f;
         if (t_chance(&r, 0.2)) d.softcap = 3.0f;
         d.n_threads = t_irange(&r, 1, 3);
+        if (t_chance(&r, 0.5)) {   /* padding: NaN in the padded keys and values, which must not be read */
+            int b, j, h, c;
+            for (b = 0; b < B; ++b) {
+                lk[b] = t_irange(&r, 0, Sk); lq[b] = t_irange(&r, 0, Sq);
+                for (j = lk[b]; j < Sk; ++j)
+                    for (h = 0; h < Hk; ++h) {
+                        for (c = 0; c < D; ++c) t_store(&f.k, b, j, h, c, NAN);
+                        for (c = 0; c < Dv; ++c) t_store(&f.v, b, j, h, c, NAN);
+                    }
+            }
+            d.seqlens_k = lk;
+            if (t_chance(&r, 0.5)) d.seqlens_q = lq;
+        }
         s = attn_forward(&d, f.q, f.k, f.v, f.out, lse);
         T_CHECK(s == ATTN_OK, "linformer forward: %s", attn_status_str(s));
         r_linformer(&d, &f.q, &f.k, &f.v, ref, rl);
         got = out_get(&f.out);
         err = t_max_norm_err(ref, got, out_n(&f.out));
         for (i = 0; i < (size_t)B * Hq * Sq; ++i) {
-            double e2 = fabs(rl[i] - lse[i]) / (1.0 + fabs(rl[i]));
+            double e2 = rl[i] == -INFINITY && lse[i] == -INFINITY ? 0.0 : fabs(rl[i] - lse[i]) / (1.0 + fabs(rl[i]));
             if (!(e2 <= lerr)) lerr = e2 != e2 ? INFINITY : e2;
         }
-        T_CHECK(err <= lin_tol(odt), "linformer vs ref: err %.3g (tol %.3g) dt %s out %s B%d Sq%d Sk%d n%d k%d Hq%d Hk%d D%d Dv%d share h%d kv%d layout %d",
+        T_CHECK(err <= lin_tol(odt), "linformer vs ref: err %.3g (tol %.3g) dt %s out %s B%d Sq%d Sk%d n%d k%d Hq%d Hk%d D%d Dv%d share h%d kv%d layout %d seqlens_k %d seqlens_q %d",
                 err, lin_tol(odt), t_dt_name(dt), t_dt_name(odt), B, Sq, Sk, n, kp, Hq, Hk, D, Dv,
-                d.linformer.shared_heads, d.linformer.shared_kv, layout);
+                d.linformer.shared_heads, d.linformer.shared_kv, layout, d.seqlens_k != NULL, d.seqlens_q != NULL);
         T_CHECK(lerr <= 2e-5, "linformer lse err %.3g", lerr);
         free(got); free(ref); free(rl); free(lse); free(e); free(fm); fx_free(&f);
     }
+}
+
+/* lucidrains' linformer 0.2.3 (tests/fixtures/linformer_ref.py writes the fixture): its
+   LinformerSelfAttention on a padded batch, each sequence run alone, reproduced through attn.h as
+   docs/porting.md shows: E = proj_k^T and F = proj_v^T ([k][seq_len]), shared_heads = 1,
+   shared_kv = share_kv, k.heads = 1 with one_kv_head, seqlens_k = seqlens_q = the valid lengths.
+   Within 2e-5, padding rows 0. */
+static void test_linformer_fixture(void) {
+    t_fix fx;
+    int cfg;
+    if (!T_CHECK(t_fix_open(&fx, "linformer.txt"), "linformer fixture: cannot open %s (run from the repository root or "
+                 "set ATTN_FIXTURES)", fx.path)) return;
+    for (cfg = 0; cfg < 2; ++cfg) {
+        size_t nc, nl, nq, nk, nv, ne, nf, no, i, j;
+        double *c = t_fix_next(&fx, "config", &nc), *l = t_fix_next(&fx, "lens", &nl), *q = t_fix_next(&fx, "q", &nq);
+        double *k = t_fix_next(&fx, "k", &nk), *v = t_fix_next(&fx, "v", &nv), *pe = t_fix_next(&fx, "proj_k", &ne);
+        double *pf = t_fix_next(&fx, "proj_v", &nf), *out = t_fix_next(&fx, "out", &no), err = 0;
+        if (T_CHECK(c && l && q && k && v && pe && pf && out && nc == 8, "linformer fixture: malformed %s", fx.path)) {
+            const int n = (int)c[0], kp = (int)c[1], H = (int)c[2], DH = (int)c[3], skv = (int)c[4], HK = c[5] != 0 ? 1 : H;
+            const int B = (int)c[6], T = (int)c[7];
+            float *qf = (float *)t_xmalloc(sizeof(float) * nq), *kf = (float *)t_xmalloc(sizeof(float) * nk);
+            float *vf = (float *)t_xmalloc(sizeof(float) * nv), *of = (float *)t_xmalloc(sizeof(float) * no);
+            float *e = (float *)t_xmalloc(sizeof(float) * ne), *f = (float *)t_xmalloc(sizeof(float) * nf);
+            int lens[8], b;
+            attn_desc d;
+            attn_status st;
+            for (i = 0; i < nq; ++i) qf[i] = (float)q[i];
+            for (i = 0; i < nk; ++i) kf[i] = (float)k[i];
+            for (i = 0; i < nv; ++i) vf[i] = (float)v[i];
+            for (i = 0; i < (size_t)n; ++i)            /* proj [seq_len][k] -> E [k][seq_len] */
+                for (j = 0; j < (size_t)kp; ++j) { e[j * n + i] = (float)pe[i * kp + j]; f[j * n + i] = (float)pf[i * kp + j]; }
+            for (b = 0; b < B && b < 8; ++b) lens[b] = (int)l[b];
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_LINFORMER;
+            d.linformer.e = e; d.linformer.f = skv ? NULL : f; d.linformer.k = kp; d.linformer.n = n;
+            d.linformer.shared_heads = 1; d.linformer.shared_kv = skv;
+            d.seqlens_k = d.seqlens_q = lens;
+            st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(kf, ATTN_F32, B, T, HK, DH),
+                              attn_tensor_dense(vf, ATTN_F32, B, T, HK, DH), attn_tensor_dense(of, ATTN_F32, B, T, H, DH), NULL);
+            for (i = 0; i < no; ++i) if (!(fabs(of[i] - out[i]) <= err)) err = of[i] != of[i] ? INFINITY : fabs(of[i] - out[i]);
+            T_CHECK(st == ATTN_OK && err <= 2e-5, "linformer fixture (share_kv %d, kv heads %d): %s, max |attn.h - reference| %.3g",
+                    skv, HK, attn_status_str(st), err);
+            printf("     linformer fixture share_kv %d, kv heads %d: max |attn.h - reference| %.2g\n", skv, HK, err);
+            free(qf); free(kf); free(vf); free(of); free(e); free(f);
+        }
+        free(c); free(l); free(q); free(k); free(v); free(pe); free(pf); free(out);
+    }
+    t_fix_close(&fx);
 }
 
 /* E = F = I (k = n): exactly attn_forward's exact attention on the same inputs (bitwise for fp32) */
@@ -1011,7 +1082,8 @@ static void test_lowrank_errors(void) {
     d = d0; d.linformer.shared_heads = 2; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_HEADS, "linformer shared_heads");
     d = d0; d.linformer.shared_kv = -1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_KV, "linformer shared_kv");
     d = d0; d.causal = 1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer causal");
-    d = d0; d.seqlens_k = dummy; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer seqlens_k");
+    d = d0; d.cu_seqlens_k = dummy; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer cu_seqlens_k");
+    { static const int big[2] = { 9, 9 }; d = d0; d.seqlens_k = big; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_K, "linformer seqlens_k > k.seq"); }
     d = d0; d.alibi_slopes = dummyf; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer alibi");
     d = d0; d.scale = INFINITY; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "linformer scale (exact kernel's check)");
     d = d0; d.n_threads = -1; expect_status(&d, &f, NULL, ATTN_ERR_N_THREADS, "linformer n_threads");
@@ -1144,6 +1216,7 @@ static void test_lowrank_errors(void) {
 typedef struct {
     int B, Sq, Sk, Hq, Hk, D, Dv, kp, n, sh, skv;
     double *q, *k, *v, *e, *f, *dout;    /* dense [B][S][H][dim]; E, F [ne][kp][n] */
+    const int *lens;                     /* seqlens_k: keys j >= lens[b] zeroed before the projection */
 } lin_prob;
 
 static double lin_loss(const lin_prob *P) {
@@ -1159,12 +1232,12 @@ static double lin_loss(const lin_prob *P) {
             for (i = 0; i < P->kp; ++i) {
                 for (c = 0; c < P->D; ++c) {
                     double a = 0.0;
-                    for (j = 0; j < P->Sk; ++j) a += E[(size_t)i * P->n + j] * P->k[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->D + c];
+                    for (j = 0; j < (P->lens ? P->lens[b] : P->Sk); ++j) a += E[(size_t)i * P->n + j] * P->k[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->D + c];
                     Kp[(size_t)i * P->D + c] = a;
                 }
                 for (c = 0; c < P->Dv; ++c) {
                     double a = 0.0;
-                    for (j = 0; j < P->Sk; ++j) a += F[(size_t)i * P->n + j] * P->v[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->Dv + c];
+                    for (j = 0; j < (P->lens ? P->lens[b] : P->Sk); ++j) a += F[(size_t)i * P->n + j] * P->v[(((size_t)b * P->Sk + j) * P->Hk + hk) * P->Dv + c];
                     Vp[(size_t)i * P->Dv + c] = a;
                 }
             }
@@ -1205,7 +1278,7 @@ static double *to_double(const float *x, size_t n) {
 static void test_linformer_backward(void) {
     t_rng r = t_rng_seed(1911);
     int cfg;
-    for (cfg = 0; cfg < 7; ++cfg) {   /* 6: f16 inputs, bf16 gradients */
+    for (cfg = 0; cfg < 9; ++cfg) {   /* 6: f16 inputs, bf16 gradients; 7, 8: padded keys (seqlens_k) */
         lin_prob P;
         const int only_de = cfg == 4, threads_check = cfg == 5;
         const double tol = cfg == 6 ? 1e-2 : 1e-5;
@@ -1217,7 +1290,8 @@ static void test_linformer_backward(void) {
         double err;
         attn_status s;
         P.B = 2; P.Sq = 5; P.Sk = 6 + (cfg & 1); P.Hq = 4; P.Hk = 2; P.D = 4; P.Dv = 3; P.kp = 3; P.n = 8;
-        P.sh = cfg == 1 || cfg == 3; P.skv = cfg == 2 || cfg == 3;
+        P.sh = cfg == 1 || cfg == 3 || cfg == 8; P.skv = cfg == 2 || cfg == 3 || cfg == 8;
+        P.lens = NULL;
         f = fx_make(cfg == 6 ? ATTN_F16 : ATTN_F32, ATTN_F32, P.B, P.Sq, P.Sk, P.Hq, P.Hk, P.D, P.Dv, 0, &r, 1.0);
         gr = fx_make(cfg == 6 ? ATTN_BF16 : ATTN_F32, ATTN_F32, P.B, P.Sq, P.Sk, P.Hq, P.Hk, P.D, P.Dv, cfg & 1, &r, 1.0);   /* dq, dk, dv (strided for odd cfg) */
         ne = (size_t)P.kp * P.n * (P.sh ? 1 : P.Hk);
@@ -1234,6 +1308,10 @@ static void test_linformer_backward(void) {
         d.linformer.shared_heads = P.sh; d.linformer.shared_kv = P.skv;
         d.linformer.de = de; d.linformer.df = only_de ? NULL : df;
         d.n_threads = 1 + cfg % 3;
+        if (cfg >= 7) {
+            static const int lens7[2] = { 4, 7 }, lens8[2] = { 0, 5 };
+            P.lens = d.seqlens_k = cfg == 7 ? lens7 : lens8;
+        }
         T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer forward (backward test)");
         s = attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, gr.q, gr.k, gr.v);
         T_CHECK(s == ATTN_OK, "linformer backward: %s", attn_status_str(s));
@@ -1283,6 +1361,7 @@ static void test_linformer_backward(void) {
 void test_lowrank(void) {
     test_linformer_backward();
     test_linformer_ref();
+    test_linformer_fixture();
     test_linformer_identity();
     test_linformer_threads();
     test_nystrom_pinv();

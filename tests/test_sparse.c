@@ -18,6 +18,7 @@
    the drawn table equals an independent implementation of the documented formula; every
    sparse status with outputs untouched. */
 #include "test.h"
+#include "fixture.h"
 
 extern size_t t_attn_mallocs;
 
@@ -782,11 +783,13 @@ static int rt_cmp_pos(const void *a, const void *b) {
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Returns 0 when a window boundary is a near tie (the caller draws new inputs). */
+/* Returns 0 when a window boundary is a near tie (the caller draws new inputs). normk: attend with
+   the unit keys; ceps: added to each token's window count; sep: queries routed by their own unit
+   rows, no self logit (routing.normalize_keys, .count_eps, .separate_qk). */
 static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const float *cen, int nc, int w,
-                  int causal, double scale, double *out) {
+                  int causal, double scale, int normk, double ceps, int sep, double *out) {
     const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim;
-    rt_ent *ent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n);
+    rt_ent *ent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n), *qent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n);
     double *xn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D), *mu = (double *)t_xmalloc(sizeof(double) * (size_t)D);
     double *acc = (double *)t_xmalloc(sizeof(double) * (size_t)n * Dv), *s = (double *)t_xmalloc(sizeof(double) * (size_t)w);
     int *cnt = (int *)t_xmalloc(sizeof(int) * (size_t)n);
@@ -812,15 +815,32 @@ static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
                 qsort(ent, (size_t)n, sizeof *ent, rt_cmp_score);
                 if (w < n && ent[w - 1].s - ent[w].s < 1e-4) ok = 0;
                 qsort(ent, (size_t)w, sizeof *ent, rt_cmp_pos);
+                for (i = 0; i < n; ++i) {   /* the query window: the key window, or the unit queries' own */
+                    double nq = 0;
+                    qent[i] = ent[i];
+                    if (!sep) continue;
+                    for (e = 0; e < D; ++e) nq += t_load(q, b, i, h, e) * t_load(q, b, i, h, e);
+                    qent[i].s = 0; qent[i].pos = i;
+                    for (e = 0; e < D; ++e) qent[i].s += (nq > 0 ? t_load(q, b, i, h, e) / sqrt(nq) : 0) * mu[e];
+                }
+                if (sep) {
+                    qsort(qent, (size_t)n, sizeof *qent, rt_cmp_score);
+                    if (w < n && qent[w - 1].s - qent[w].s < 1e-4) ok = 0;
+                    qsort(qent, (size_t)w, sizeof *qent, rt_cmp_pos);
+                }
                 for (a = 0; a < w; ++a) {
-                    const int p = ent[a].pos;
+                    const int p = qent[a].pos;
                     double mx = -INFINITY, l = 0;
                     for (j = 0; j < w; ++j) {
                         const int kj = ent[j].pos;
                         double x = 0;
                         if (causal && kj > p) { s[j] = -INFINITY; continue; }
-                        if (kj == p) x = -5e4;
-                        else { for (e = 0; e < D; ++e) x += t_load(q, b, p, h, e) * t_load(k, b, kj, h, e); x *= scale; }
+                        if (kj == p && !sep) x = -5e4;
+                        else {
+                            for (e = 0; e < D; ++e)
+                                x += t_load(q, b, p, h, e) * (normk ? xn[(size_t)kj * D + e] : t_load(k, b, kj, h, e));
+                            x *= scale;
+                        }
                         s[j] = x;
                         if (x > mx) mx = x;
                     }
@@ -833,9 +853,9 @@ static int rt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
             }
             for (i = 0; i < n; ++i)
                 for (e = 0; e < Dv; ++e)
-                    out[(((size_t)b * n + i) * H + h) * Dv + e] = cnt[i] ? acc[(size_t)i * Dv + e] / cnt[i] : 0;
+                    out[(((size_t)b * n + i) * H + h) * Dv + e] = cnt[i] ? acc[(size_t)i * Dv + e] / (cnt[i] + ceps) : 0;
         }
-    free(ent); free(xn); free(mu); free(acc); free(s); free(cnt);
+    free(ent); free(qent); free(xn); free(mu); free(acc); free(s); free(cnt);
     return ok;
 }
 
@@ -862,7 +882,7 @@ static void rt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
         if (shared && qt == kvt && !k.t.stride_seq) memcpy(q.buf, k.buf, sp_bytes(&k));
         else t_fill_normal(&q.t, r, 1.0);
-    } while (!rt_ref(&q.t, &k.t, &v.t, cen, nc, w, causal, 1.0 / sqrt((double)D), ro) && ++tries < 20);
+    } while (!rt_ref(&q.t, &k.t, &v.t, cen, nc, w, causal, 1.0 / sqrt((double)D), 0, 0.0, 0, ro) && ++tries < 20);
     if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
     s = attn_forward(&d, q.t, k.t, v.t, o.t, NULL);
     if (!T_CHECK(s == ATTN_OK, "%s: status %d", what, (int)s)) goto done;
@@ -936,8 +956,126 @@ static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
     sp_free(&q); sp_free(&v); sp_free(&o); free(cen); free(row);
 }
 
+#define RT_MIN(a, b) ((a) < (b) ? (a) : (b))
+/* The batch entry b of x as a batch-1 tensor of its first L rows. */
+static attn_tensor rt_seq(const attn_tensor *x, int b, int L) {
+    attn_tensor t = *x;
+    t.data = (char *)x->data + (size_t)t_offset(x, b, 0, 0, 0) * t_dt_size(x->dtype);
+    t.batch = 1; t.seq = L;
+    return t;
+}
+
+/* Padding (seqlens_k, seqlens_q or both) and packing (cu_seqlens): each sequence's rows equal the
+   double reference run on that sequence alone at its length (padded tokens in no window), padded
+   rows are exactly 0, and the rows are bitwise those of the sequence run alone, of the same batch
+   with NaN in the padding, and of the sequences packed by cu_seqlens. */
+static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype dt, int nc, int win, int causal,
+                           int normk, float ceps, int which, int sep) {
+    sp_tensor q = sp_make(dt, B, n, H, D, 0), v = sp_make(dt, B, n, H, Dv, 0), o = sp_make(ATTN_F32, B, n, H, Dv, 0),
+              o2 = sp_make(ATTN_F32, B, n, H, Dv, 0), pq = sp_make(dt, 1, B * n + 3, H, D, 0),
+              pv = sp_make(dt, 1, B * n + 3, H, Dv, 0), po = sp_make(ATTN_F32, 1, B * n + 3, H, Dv, 0),
+              k = sp_make(dt, B, n, H, D, 0), pk_ = sp_make(dt, 1, B * n + 3, H, D, 0);
+    const attn_tensor *kt = sep ? &k.t : &q.t, *pkt = sep ? &pk_.t : &pq.t;   /* shared QK: k is q */
+    float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)H * nc * D);
+    double *ro = (double *)t_xmalloc(sizeof(double) * (size_t)n * H * Dv), worst = 0;
+    int *lens = (int *)t_xmalloc(sizeof(int) * (size_t)B), cu[9];
+    attn_desc d;
+    attn_status s;
+    char what[200];
+    int b, i, h, e, tries = 0, ok = 1, zero = 1, same = 1, nanok = 1, packed = 1;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_ROUTING; d.causal = causal; d.n_threads = t_irange(r, 1, 3);
+    d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = win;
+    d.routing.normalize_keys = normk; d.routing.count_eps = ceps; d.routing.separate_qk = sep;
+    if (which != 1) d.seqlens_k = lens;
+    if (which != 0) d.seqlens_q = lens;
+    sprintf(what, "routing padded B%d n%d H%d D%d/%d %s nc%d w%d causal%d normk%d eps%g sep%d seqlens%s", B, n, H, D, Dv,
+            t_dt_name(dt), nc, win, causal, normk, (double)ceps, sep, which == 0 ? "_k" : which == 1 ? "_q" : "_q/_k");
+    for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);
+    for (;;) {   /* inputs without near ties at any sequence's window boundary */
+        int good = 1;
+        for (i = 0; i < H * nc * D; ++i) cen[i] = (float)t_normal(r);
+        t_fill_normal(&q.t, r, 1.0); t_fill_normal(&v.t, r, 1.0); t_fill_normal(&k.t, r, 1.0);
+        for (b = 0; b < B && good; ++b) {
+            const attn_tensor qs = rt_seq(&q.t, b, lens[b]), vs = rt_seq(&v.t, b, lens[b]), ks = rt_seq(kt, b, lens[b]);
+            const int w = RT_MIN(win ? win : 64, lens[b]);
+            if (lens[b]) good = rt_ref(&qs, &ks, &vs, cen, nc, w, causal, 1.0 / sqrt((double)D), normk, ceps, sep, ro);
+        }
+        if (good || ++tries == 20) break;
+    }
+    if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
+    s = attn_forward(&d, q.t, *kt, v.t, o.t, NULL);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %s", what, attn_status_str(s))) goto done;
+    for (b = 0; b < B; ++b) {
+        const attn_tensor qs = rt_seq(&q.t, b, lens[b]), vs = rt_seq(&v.t, b, lens[b]), os = rt_seq(&o2.t, b, lens[b]);
+        const attn_tensor ks = rt_seq(kt, b, lens[b]);
+        attn_desc a = d;
+        if (!lens[b]) goto rows;
+        rt_ref(&qs, &ks, &vs, cen, nc, RT_MIN(win ? win : 64, lens[b]), causal, 1.0 / sqrt((double)D), normk, ceps, sep, ro);
+        a.seqlens_q = a.seqlens_k = NULL;    /* the sequence alone */
+        ok &= attn_forward(&a, qs, ks, vs, os, NULL) == ATTN_OK;
+    rows:
+        for (i = 0; i < n; ++i)
+            for (h = 0; h < H; ++h)
+                for (e = 0; e < Dv; ++e) {
+                    const double got = t_load(&o.t, b, i, h, e);
+                    if (i >= lens[b]) { zero &= got == 0.0; continue; }
+                    {
+                        const double want = ro[((size_t)i * H + h) * Dv + e];
+                        const double err = fabs(got - want) / (1.0 + fabs(want));
+                        if (!(err <= worst)) worst = err != err ? INFINITY : err;
+                        same &= got == t_load(&o2.t, b, i, h, e);
+                    }
+                }
+    }
+    {   /* NaN in every padded q/k/v row: the valid rows do not move */
+        for (b = 0; b < B; ++b)
+            for (i = lens[b]; i < n; ++i)
+                for (h = 0; h < H; ++h) {
+                    for (e = 0; e < D; ++e) { t_store(&q.t, b, i, h, e, NAN); t_store(&k.t, b, i, h, e, NAN); }
+                    for (e = 0; e < Dv; ++e) t_store(&v.t, b, i, h, e, NAN);
+                }
+        ok &= attn_forward(&d, q.t, *kt, v.t, o2.t, NULL) == ATTN_OK;
+        nanok = memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0;
+    }
+    if (B <= 8) {   /* packed: the valid rows back to back, 3 rows past the last segment */
+        attn_desc pk = d;
+        cu[0] = 0;
+        for (b = 0; b < B; ++b) {
+            cu[b + 1] = cu[b] + lens[b];
+            for (i = 0; i < lens[b]; ++i)
+                for (h = 0; h < H; ++h) {
+                    for (e = 0; e < D; ++e) {
+                        t_store(&pq.t, 0, cu[b] + i, h, e, t_load(&q.t, b, i, h, e));
+                        t_store(&pk_.t, 0, cu[b] + i, h, e, t_load(&k.t, b, i, h, e));
+                    }
+                    for (e = 0; e < Dv; ++e) t_store(&pv.t, 0, cu[b] + i, h, e, t_load(&v.t, b, i, h, e));
+                }
+        }
+        pq.t.seq = pv.t.seq = po.t.seq = pk_.t.seq = cu[B] + 3;
+        t_sentinel(po.buf, sp_bytes(&po), 0xA5u);
+        pk.seqlens_q = pk.seqlens_k = NULL; pk.cu_seqlens_q = pk.cu_seqlens_k = cu; pk.varlen_batch = B;
+        ok &= attn_forward(&pk, pq.t, *pkt, pv.t, po.t, NULL) == ATTN_OK;
+        for (b = 0; b < B; ++b)
+            for (i = 0; i < lens[b]; ++i)
+                for (h = 0; h < H; ++h)
+                    for (e = 0; e < Dv; ++e) packed &= t_load(&po.t, 0, cu[b] + i, h, e) == t_load(&o.t, b, i, h, e);
+        for (i = cu[B]; i < cu[B] + 3; ++i)
+            for (h = 0; h < H; ++h)
+                for (e = 0; e < Dv; ++e) packed &= t_load(&po.t, 0, i, h, e) == 0.0;
+    }
+    T_CHECK(ok && worst <= TOL_OUT, "%s: status %d, max error %.3g against each sequence alone", what, ok, worst);
+    T_CHECK(zero, "%s: padded rows must be 0", what);
+    T_CHECK(same, "%s: rows must equal (bitwise) the sequence run alone at its length", what);
+    T_CHECK(nanok, "%s: NaN in the padding changed the valid rows", what);
+    T_CHECK(packed, "%s: cu_seqlens (packed) must equal the padded batch bitwise, rows past the last segment 0", what);
+done:
+    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); sp_free(&pq); sp_free(&pv); sp_free(&po); sp_free(&k); sp_free(&pk_);
+    free(cen); free(ro); free(lens);
+}
+
 /* attn_routing_update against the ZOO rule in double. */
-static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dtype dt, float decay) {
+static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dtype dt, float decay, const int *lens) {
     sp_tensor x = sp_make(dt, B, n, H, D, 0);
     float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)H * nc * D), *c0 = (float *)t_xmalloc(sizeof(float) * (size_t)H * nc * D);
     double *sum = (double *)t_xmalloc(sizeof(double) * (size_t)nc * D), worst = 0;
@@ -950,12 +1088,13 @@ static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dt
                                                                            first maximum never picks it, it stays */
     memset(&d, 0, sizeof d);
     d.routing.n_clusters = nc;
+    d.seqlens_k = lens;     /* padding: the ATTN_ROUTING forward's desc; padded tokens skipped */
     T_CHECK(attn_routing_update(&d, x.t, decay, cen) == ATTN_OK, "routing update: status");
     for (h = 0; h < H; ++h) {
         memset(sum, 0, sizeof(double) * (size_t)nc * D);
         memset(cnt, 0, sizeof(int) * (size_t)nc);
         for (b = 0; b < B; ++b)
-            for (i = 0; i < n; ++i) {
+            for (i = 0; i < (lens ? lens[b] : n); ++i) {
                 double nx = 0, best = -INFINITY;
                 int arg = 0;
                 for (e = 0; e < D; ++e) nx += t_load(&x.t, b, i, h, e) * t_load(&x.t, b, i, h, e);
@@ -981,9 +1120,80 @@ static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dt
             }
         }
     }
-    T_CHECK(worst <= 1e-6, "routing update B%d n%d H%d D%d nc%d %s decay %g: max error %.3g", B, n, H, D, nc, t_dt_name(dt),
-            (double)decay, worst);
+    T_CHECK(worst <= 1e-6, "routing update B%d n%d H%d D%d nc%d %s decay %g%s: max error %.3g", B, n, H, D, nc, t_dt_name(dt),
+            (double)decay, lens ? " padded" : "", worst);
     sp_free(&x); free(cen); free(c0); free(sum); free(cnt);
+}
+
+/* doubles to a new float array */
+static float *rt_floats(const double *x, size_t n) {
+    float *f = (float *)t_xmalloc(sizeof(float) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) f[i] = (float)x[i];
+    return f;
+}
+
+/* routing-transformer 1.6.1 (tests/fixtures/routing_transformer_ref.py writes the fixture): its
+   SelfAttention (global heads, shared_qk) on a padded batch, each sequence run alone, reproduced
+   through attn.h as docs/porting.md shows: q = k = the shared QK projection, centroids =
+   Kmeans.means, window = window_size, causal, routing.normalize_keys = 1, routing.count_eps =
+   1e-5, seqlens_q/_k = the valid lengths. Within 2e-5, padding rows 0. Printed beside it: how far
+   the reference's own input_mask (padded tokens kept in the windows) is from that. */
+static void rt_fixture(void) {
+    t_fix fx;
+    int cfg;
+    if (!T_CHECK(t_fix_open(&fx, "routing_transformer.txt"), "routing fixture: cannot open %s (run from the repository root "
+                 "or set ATTN_FIXTURES)", fx.path)) return;
+    for (cfg = 0; cfg < 3; ++cfg) {
+        size_t nc_, nl, nq, nk, nv, nm, no, nom, i;
+        double *c = t_fix_next(&fx, "config", &nc_), *l = t_fix_next(&fx, "lens", &nl), *qk = t_fix_next(&fx, "qk", &nq);
+        double *kk = t_fix_next(&fx, "k", &nk);
+        double *v = t_fix_next(&fx, "v", &nv), *m = t_fix_next(&fx, "means", &nm), *out = t_fix_next(&fx, "out", &no);
+        double *om = t_fix_next(&fx, "out_masked", &nom), err = 0, ref_pad = 0;
+        if (T_CHECK(c && l && qk && kk && v && m && out && om && nc_ == 8, "routing fixture: malformed %s", fx.path)) {
+            const int causal = (int)c[0], B = (int)c[1], T = (int)c[2], H = (int)c[3], DH = (int)c[4], NC = (int)c[5], W = (int)c[6];
+            const int shared = (int)c[7];
+            float *qf = rt_floats(qk, nq), *kf = rt_floats(kk, nk), *vf = rt_floats(v, nv), *cen = rt_floats(m, nm);
+            float *of = (float *)t_xmalloc(sizeof(float) * no);
+            int lens[8], b, t;
+            attn_desc d;
+            attn_status st;
+            for (b = 0; b < B && b < 8; ++b) lens[b] = (int)l[b];
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_ROUTING; d.causal = causal;
+            d.routing.centroids = cen; d.routing.n_clusters = NC; d.routing.window = W;
+            d.routing.normalize_keys = shared; d.routing.separate_qk = !shared; d.routing.count_eps = 1e-5f;
+            d.seqlens_q = d.seqlens_k = lens;
+            st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(kf, ATTN_F32, B, T, H, DH),
+                              attn_tensor_dense(vf, ATTN_F32, B, T, H, DH), attn_tensor_dense(of, ATTN_F32, B, T, H, DH), NULL);
+            for (i = 0; i < no; ++i) if (!(fabs(of[i] - out[i]) <= err)) err = of[i] != of[i] ? INFINITY : fabs(of[i] - out[i]);
+            for (b = 0; b < B; ++b)
+                for (t = 0; t < lens[b]; ++t)
+                    for (i = 0; i < (size_t)H * DH; ++i) {
+                        const size_t at = ((size_t)b * T + t) * H * DH + i;
+                        if (fabs(om[at] - out[at]) > ref_pad) ref_pad = fabs(om[at] - out[at]);
+                    }
+            T_CHECK(st == ATTN_OK && err <= 2e-5, "routing-transformer fixture (causal %d, shared_qk %d): %s, max |attn.h - reference| %.3g",
+                    causal, shared, attn_status_str(st), err);
+            printf("     routing-transformer fixture causal %d shared_qk %d: max |attn.h - reference| %.2g; the reference's input_mask "
+                   "(padding kept in the windows) moves valid rows by up to %.2g\n", causal, shared, err, ref_pad);
+            if (shared) {   /* without each convention field, for the porting table */
+                double e0[2] = { 0, 0 };
+                int k;
+                for (k = 0; k < 2; ++k) {
+                    d.routing.normalize_keys = k; d.routing.count_eps = 0.0f;
+                    st = attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, B, T, H, DH), attn_tensor_dense(qf, ATTN_F32, B, T, H, DH),
+                                      attn_tensor_dense(vf, ATTN_F32, B, T, H, DH), attn_tensor_dense(of, ATTN_F32, B, T, H, DH), NULL);
+                    for (i = 0; i < no; ++i) if (fabs(of[i] - out[i]) > e0[k]) e0[k] = fabs(of[i] - out[i]);
+                }
+                T_CHECK(st == ATTN_OK && e0[0] > 1e-3, "routing-transformer fixture: the keys' normalisation must matter");
+                printf("     (normalize_keys 0: %.2g; normalize_keys 1 and count_eps 0: %.2g)\n", e0[0], e0[1]);
+            }
+            free(qf); free(kf); free(vf); free(cen); free(of);
+        }
+        free(c); free(l); free(qk); free(kk); free(v); free(m); free(out); free(om);
+    }
+    t_fix_close(&fx);
 }
 
 static void test_routing(void) {
@@ -1007,9 +1217,41 @@ static void test_routing(void) {
     rt_ties(&r, 200, 33, 3, 20);
     rt_ties(&r, 70, 64, 70, 5);
     rt_ties(&r, 130, 32, 2, 64);
-    rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f);
-    rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f);
-    rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f);
+    rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f, NULL);
+    rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f, NULL);
+    rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f, NULL);
+    {
+        static const int lens3[3] = { 50, 17, 0 };
+        rt_update_case(&r, 3, 50, 2, 8, 5, ATTN_F32, 0.5f, lens3);
+    }
+    {   /* packed (cu_seqlens): the tokens of the segments, the rest skipped, as seqlens_k = cu[U] */
+        static const int cu[3] = { 0, 20, 35 }, len[1] = { 35 };
+        sp_tensor x = sp_make(ATTN_F32, 1, 40, 2, 8, 0);
+        float c1[2 * 4 * 8], c2[2 * 4 * 8];
+        attn_desc d;
+        for (it = 0; it < 2 * 4 * 8; ++it) c1[it] = c2[it] = (float)t_normal(&r);
+        t_fill_normal(&x.t, &r, 1.0);
+        memset(&d, 0, sizeof d);
+        d.routing.n_clusters = 4;
+        d.cu_seqlens_q = d.cu_seqlens_k = cu; d.varlen_batch = 2;
+        T_CHECK(attn_routing_update(&d, x.t, 0.5f, c1) == ATTN_OK, "routing update packed: status");
+        d.cu_seqlens_q = d.cu_seqlens_k = NULL; d.varlen_batch = 0; d.seqlens_k = len;
+        T_CHECK(attn_routing_update(&d, x.t, 0.5f, c2) == ATTN_OK && memcmp(c1, c2, sizeof c1) == 0,
+                "routing update packed: must equal seqlens_k = the segments' end");
+        sp_free(&x);
+    }
+    rt_fixture();
+    rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0, 0);
+    rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2, 0);      /* routing-transformer's convention */
+    rt_padded_case(&r, 2, 40, 1, 8, 8, ATTN_F16, 3, 8, 1, 0, 0.5f, 1, 0);
+    rt_padded_case(&r, 3, 80, 2, 8, 8, ATTN_F32, 5, 12, 0, 0, 1e-5f, 2, 1);      /* separate_qk (shared_qk=False) */
+    for (it = 0; it < n / 2; ++it)
+        rt_padded_case(&r, t_irange(&r, 1, 5), t_irange(&r, 1, 90), t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
+                       ATTN_F32, t_irange(&r, 1, 8), t_irange(&r, 0, 40), t_chance(&r, 0.5), t_chance(&r, 0.5),
+                       t_chance(&r, 0.5) ? 0.3f : 0.0f, t_irange(&r, 0, 2), 0);
+    for (it = 0; it < n / 3; ++it)   /* separate_qk: non-causal */
+        rt_padded_case(&r, t_irange(&r, 1, 4), t_irange(&r, 1, 90), t_irange(&r, 1, 3), t_irange(&r, 2, 20), t_irange(&r, 1, 20),
+                       ATTN_F32, t_irange(&r, 1, 8), t_irange(&r, 0, 40), 0, t_chance(&r, 0.5), 0.0f, t_irange(&r, 0, 2), 1);
 }
 
 /* ---- statuses: exact code, outputs untouched --------------------------------------------- */
@@ -1136,6 +1378,37 @@ static void test_sparse_errors(void) {
         cen[50] = (float)INFINITY;
         sp_expect("routing centroid inf", &d, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_NONFINITE);
         cen[50] = 0.5f;
+        {   /* padding and the reference-convention fields */
+            static const int l1[1] = { 100 }, l2[1] = { 99 }, lbad[1] = { 129 }, cu1[3] = { 0, 60, 128 }, cu2[3] = { 0, 61, 128 };
+            e = d; e.seqlens_q = l1; e.seqlens_k = l2;
+            sp_expect("routing seqlens_q != seqlens_k", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_SEQLENS);
+            e = d; e.seqlens_k = lbad;
+            sp_expect("routing seqlens_k > seq", &e, &q, &k4, &v4, &o, ATTN_ERR_SEQLENS_K);
+            e = d; e.seqlens_q = lbad;
+            sp_expect("routing seqlens_q > seq", &e, &q, &k4, &v4, &o, ATTN_ERR_SEQLENS_Q);
+            e = d; e.cu_seqlens_q = cu1; e.cu_seqlens_k = cu2; e.varlen_batch = 2;
+            sp_expect("routing cu_seqlens_q != _k", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_SEQLENS);
+            e = d; e.cu_seqlens_k = cu1; e.varlen_batch = 2;
+            sp_expect("routing cu_seqlens_k alone", &e, &q, &k4, &v4, &o, ATTN_ERR_CU_SEQLENS_PAIR);
+            e = d; e.cu_seqlens_q = e.cu_seqlens_k = cu1; e.varlen_batch = 0;
+            sp_expect("routing varlen_batch 0", &e, &q, &k4, &v4, &o, ATTN_ERR_VARLEN_BATCH);
+            e = d; e.cu_seqlens_q = e.cu_seqlens_k = cu1; e.varlen_batch = 2; e.seqlens_k = l1;
+            sp_expect("routing cu_seqlens with seqlens", &e, &q, &k4, &v4, &o, ATTN_ERR_VARLEN_WITH_SEQLENS);
+            e = d; e.routing.normalize_keys = 2;
+            sp_expect("routing normalize_keys 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.count_eps = -1e-5f;
+            sp_expect("routing count_eps < 0", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.count_eps = (float)NAN;
+            sp_expect("routing count_eps NaN", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.separate_qk = 2;
+            sp_expect("routing separate_qk 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.separate_qk = 1; e.causal = 1;
+            sp_expect("routing separate_qk causal", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.seqlens_q = l1; e.seqlens_k = l2;
+            T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_ROUTING_SEQLENS, "routing update: seqlens_q != _k");
+            e = d; e.seqlens_k = lbad;
+            T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_SEQLENS_K, "routing update: seqlens_k > seq");
+        }
         T_CHECK(attn_routing_update(&d, k4.t, 1.0f, c2) == ATTN_ERR_ROUTING_DECAY &&
                 attn_routing_update(&d, k4.t, -0.5f, c2) == ATTN_ERR_ROUTING_DECAY &&
                 attn_routing_update(&d, k4.t, (float)NAN, c2) == ATTN_ERR_ROUTING_DECAY, "routing update: decay");
