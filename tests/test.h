@@ -327,6 +327,18 @@ T_UNUSED static void *t_xmalloc(size_t n) {
     return p;
 }
 
+/* A zero-filled dense [B, S, H, D] tensor that owns its buffer (free with t_owned_free). */
+typedef struct { attn_tensor t; void *buf; size_t n; } t_owned;
+T_UNUSED static t_owned t_owned_dense(attn_dtype dt, int B, int S, int H, int D) {
+    t_owned x;
+    x.n = (size_t)B * S * H * D;
+    x.buf = t_xmalloc(x.n * t_dt_size(dt));
+    memset(x.buf, 0, x.n * t_dt_size(dt));
+    x.t = attn_tensor_dense(x.buf, dt, B, S, H, D);
+    return x;
+}
+T_UNUSED static void t_owned_free(t_owned *x) { free(x->buf); x->buf = NULL; }
+
 /* The elements of an output buffer [0, n) that t's view does not cover still hold the sentinel
    (t_sentinel(buf, n * element size, seed)): nothing was written outside the view. */
 T_UNUSED static int t_gaps_ok(const attn_tensor *t, const void *buf, size_t n, unsigned char seed) {

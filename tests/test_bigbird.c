@@ -24,18 +24,6 @@
 #define BBH_TOL_ALL_PADDED 3e-3   /* rows whose every key is padded: logits near -1e4, ulp 2^-10 */
 #define BBH_PENALTY (-10000.0)   /* HF's attn_mask_penalty */
 
-typedef struct { attn_tensor t; void *buf; size_t n; } bbh_tensor;
-
-static bbh_tensor bbh_make(attn_dtype dt, int B, int S, int H, int D) {
-    bbh_tensor x;
-    x.t = attn_tensor_dense(NULL, dt, B, S, H, D);
-    x.n = (size_t)B * S * H * D;
-    x.buf = t_xmalloc(x.n * t_dt_size(dt));
-    memset(x.buf, 0, x.n * t_dt_size(dt));
-    x.t.data = x.buf;
-    return x;
-}
-static void bbh_free(bbh_tensor *x) { free(x->buf); x->buf = NULL; }
 
 /* ---- the reference: HF's five parts in double ------------------------------------------- */
 typedef struct {
@@ -137,8 +125,8 @@ static void bbh_case(t_rng *rng, int B, int nb, int blk, int Hq, int Hkv, int D,
                      int mult, int seeded, int same_lengths) {
     const int S = nb * blk, rows = nb - 2;
     const size_t tn = (size_t)Hq * rows * (size_t)(r ? r : 1);
-    bbh_tensor q = bbh_make(dt, B, S, Hq, D), k = bbh_make(dt, B, S, Hkv, D), v = bbh_make(dt, B, S, Hkv, Dv);
-    bbh_tensor o = bbh_make(ATTN_F32, B, S, Hq, Dv), o2 = bbh_make(ATTN_F32, B, S, Hq, Dv);
+    t_owned q = t_owned_dense(dt, B, S, Hq, D), k = t_owned_dense(dt, B, S, Hkv, D), v = t_owned_dense(dt, B, S, Hkv, Dv);
+    t_owned o = t_owned_dense(ATTN_F32, B, S, Hq, Dv), o2 = t_owned_dense(ATTN_F32, B, S, Hq, Dv);
     int *table = (int *)t_xmalloc(sizeof(int) * tn), *lq = (int *)t_xmalloc(sizeof(int) * B), *lk = (int *)t_xmalloc(sizeof(int) * B);
     float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * S), *lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * S);
     double tolb[8], *ro = (double *)t_xmalloc(sizeof(double) * (size_t)B * S * Hq * Dv), *rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * Hq * S);
@@ -178,8 +166,8 @@ static void bbh_case(t_rng *rng, int B, int nb, int blk, int Hq, int Hkv, int D,
     /* alone, at the same padded length, other padding contents: bitwise (not where seqlens_k is 0
        and rows are valid: every key is padded, and HF's -10000 then leaves a plain softmax over them) */
     for (b = 0; b < B; ++b) if (lk[b] > 0 || lq[b] == 0) {
-        bbh_tensor q1 = bbh_make(dt, 1, S, Hq, D), k1 = bbh_make(dt, 1, S, Hkv, D), v1 = bbh_make(dt, 1, S, Hkv, Dv);
-        bbh_tensor o1 = bbh_make(ATTN_F32, 1, S, Hq, Dv);
+        t_owned q1 = t_owned_dense(dt, 1, S, Hq, D), k1 = t_owned_dense(dt, 1, S, Hkv, D), v1 = t_owned_dense(dt, 1, S, Hkv, Dv);
+        t_owned o1 = t_owned_dense(ATTN_F32, 1, S, Hq, Dv);
         float *lse1 = (float *)t_xmalloc(sizeof(float) * (size_t)Hq * S);
         const size_t es = t_dt_size(dt);
         attn_desc e = d;
@@ -199,7 +187,7 @@ static void bbh_case(t_rng *rng, int B, int nb, int blk, int Hq, int Hkv, int D,
         for (row = 0; ok && row < Hq; ++row)
             ok = memcmp(lse1 + (size_t)row * S, lse + ((size_t)b * Hq + row) * S, sizeof(float) * (size_t)lq[b]) == 0;
         T_CHECK(ok, "%s: sequence %d alone (other padding, threads %d) differs", what, b, e.n_threads);
-        bbh_free(&q1); bbh_free(&k1); bbh_free(&v1); bbh_free(&o1); free(lse1);
+        t_owned_free(&q1); t_owned_free(&k1); t_owned_free(&v1); t_owned_free(&o1); free(lse1);
     }
     if (mult == ATTN_BIGBIRD_HF_EVAL && r > 0) {   /* == HF_LISTED with HF's all-zero rand_attn, bitwise */
         attn_desc e = d;
@@ -229,13 +217,13 @@ static void bbh_case(t_rng *rng, int B, int nb, int blk, int Hq, int Hkv, int D,
         free(ws);
     }
 done:
-    bbh_free(&q); bbh_free(&k); bbh_free(&v); bbh_free(&o); bbh_free(&o2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
     free(table); free(lq); free(lk); free(lse); free(lse2); free(ro); free(rl);
 }
 
 /* ---- statuses: exact code, outputs untouched --------------------------------------------- */
 static void bbh_expect(const char *what, const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
-                       const attn_tensor *v, bbh_tensor *o, attn_status want) {
+                       const attn_tensor *v, t_owned *o, attn_status want) {
     float lse[1024];
     size_t bytes = 0;
     attn_status s, sw;
@@ -249,8 +237,8 @@ static void bbh_expect(const char *what, const attn_desc *d, const attn_tensor *
 }
 
 static void bbh_errors(void) {
-    bbh_tensor q = bbh_make(ATTN_F32, 2, 64, 2, 8), k = bbh_make(ATTN_F32, 2, 64, 2, 8),
-               v = bbh_make(ATTN_F32, 2, 64, 2, 8), o = bbh_make(ATTN_F32, 2, 64, 2, 8);
+    t_owned q = t_owned_dense(ATTN_F32, 2, 64, 2, 8), k = t_owned_dense(ATTN_F32, 2, 64, 2, 8),
+               v = t_owned_dense(ATTN_F32, 2, 64, 2, 8), o = t_owned_dense(ATTN_F32, 2, 64, 2, 8);
     int lq[2] = { 64, 10 }, lk[2] = { 64, 10 }, cu[3] = { 0, 30, 64 }, tbl[16];
     attn_desc d, e;
     memset(&d, 0, sizeof d);
@@ -275,7 +263,7 @@ static void bbh_errors(void) {
     e = d; e.bigbird.multiplicity = ATTN_BIGBIRD_HF_EVAL; e.bigbird.random_table = tbl;
     tbl[0] = 99;                  /* HF_EVAL does not read the table */
     T_CHECK(attn_forward(&e, q.t, k.t, v.t, o.t, NULL) == ATTN_OK, "bigbird: HF_EVAL read random_table");
-    bbh_free(&q); bbh_free(&k); bbh_free(&v); bbh_free(&o);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o);
 }
 
 /* ---- HF's own outputs: tests/fixtures/bigbird_hf.txt ------------------------------------- */
@@ -297,7 +285,7 @@ static void bbh_fixture(void) {
     FILE *f;
     double cfg[7], lens[8], *w[3] = { NULL, NULL, NULL }, *bias[3] = { NULL, NULL, NULL }, *x = NULL, *ref[2] = { NULL, NULL }, *tab = NULL;
     int B, S, HID, H, Dh, blk, r, ok, mode, b, i, j, c, lengths[8], *table = NULL;
-    bbh_tensor qkv[3], o;
+    t_owned qkv[3], o;
     attn_desc d;
     snprintf(path, sizeof path, "%s/bigbird_hf.txt", dir && *dir ? dir : "tests/fixtures");
     f = fopen(path, "r");
@@ -324,7 +312,7 @@ static void bbh_fixture(void) {
     for (i = 0; i < H * (S / blk - 2) * r; ++i) table[i] = (int)tab[i];
     /* HF's nn.Linear: y = x W^T + b, [B, S, hidden] == [B][S][heads][head_dim] */
     for (c = 0; c < 3; ++c) {
-        qkv[c] = bbh_make(ATTN_F32, B, S, H, Dh);
+        qkv[c] = t_owned_dense(ATTN_F32, B, S, H, Dh);
         for (i = 0; i < B * S; ++i)
             for (j = 0; j < HID; ++j) {
                 double y = bias[c][j];
@@ -333,7 +321,7 @@ static void bbh_fixture(void) {
                 ((float *)qkv[c].buf)[(size_t)i * HID + j] = (float)y;
             }
     }
-    o = bbh_make(ATTN_F32, B, S, H, Dh);
+    o = t_owned_dense(ATTN_F32, B, S, H, Dh);
     for (mode = 0; mode < 2; ++mode) {   /* 0: eval mode, 1: the training draw */
         double worst = 0.0;
         attn_status s;
@@ -352,8 +340,8 @@ static void bbh_fixture(void) {
         }
         T_CHECK(ok, "bigbird fixture (%s): attn.h differs from HF (status %d, worst |error| %.3g)", mode ? "train" : "eval", (int)s, worst);
     }
-    for (c = 0; c < 3; ++c) bbh_free(&qkv[c]);
-    bbh_free(&o);
+    for (c = 0; c < 3; ++c) t_owned_free(&qkv[c]);
+    t_owned_free(&o);
 done:
     for (c = 0; c < 3; ++c) { free(w[c]); free(bias[c]); }
     free(x); free(ref[0]); free(ref[1]); free(tab); free(table);

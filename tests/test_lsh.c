@@ -8,18 +8,6 @@
 
 #define LT_TOL 2e-5
 
-typedef struct { attn_tensor t; void *buf; size_t n; } lt_tensor;
-
-static lt_tensor lt_make(attn_dtype dt, int B, int S, int H, int D) {
-    lt_tensor x;
-    x.t = attn_tensor_dense(NULL, dt, B, S, H, D);
-    x.n = (size_t)B * S * H * D;
-    x.buf = t_xmalloc(x.n * t_dt_size(dt));
-    memset(x.buf, 0, x.n * t_dt_size(dt));
-    x.t.data = x.buf;
-    return x;
-}
-static void lt_free(lt_tensor *x) { free(x->buf); x->buf = NULL; }
 
 /* ---- the reference: HF's LSHSelfAttention in double ------------------------------------------
    _hash_vectors: bucket = argmax([x R, -x R]) on the raw shared QK (factorised: per factor f_t on
@@ -167,8 +155,8 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
     const int one[1] = { nbd }, *fs = nfac ? fac : one, nfs = nfac ? nfac : 1;
     int cols = 0, ft;
     size_t nrot, nl = (size_t)B * H * n;
-    lt_tensor q = lt_make(qt, B, n, H, D), k = lt_make(kvt, B, n, H, D), v = lt_make(kvt, B, n, H, Dv);
-    lt_tensor o = lt_make(qt, B, n, H, Dv), o2 = lt_make(qt, B, n, H, Dv);
+    t_owned q = t_owned_dense(qt, B, n, H, D), k = t_owned_dense(kvt, B, n, H, D), v = t_owned_dense(kvt, B, n, H, Dv);
+    t_owned o = t_owned_dense(qt, B, n, H, Dv), o2 = t_owned_dense(qt, B, n, H, Dv);
     float *R, *lse = (float *)t_xmalloc(sizeof(float) * nl);
     float *lse2 = (float *)t_xmalloc(sizeof(float) * nl);
     double *ro = (double *)t_xmalloc(sizeof(double) * o.n), *rl = (double *)t_xmalloc(sizeof(double) * nl);
@@ -224,8 +212,8 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
     /* each sequence alone, padded to n with NaN: its rows bitwise equal to the batch's, padding
        rows 0 and -inf (valid rows independent of the rest of the batch and the padding) */
     for (b = 0; b < B; ++b) {
-        lt_tensor q1 = lt_make(qt, 1, n, H, D), k1 = lt_make(kvt, 1, n, H, D), v1 = lt_make(kvt, 1, n, H, Dv);
-        lt_tensor o1 = lt_make(qt, 1, n, H, Dv);
+        t_owned q1 = t_owned_dense(qt, 1, n, H, D), k1 = t_owned_dense(kvt, 1, n, H, D), v1 = t_owned_dense(kvt, 1, n, H, Dv);
+        t_owned o1 = t_owned_dense(qt, 1, n, H, Dv);
         float *l1 = (float *)t_xmalloc(sizeof(float) * (size_t)H * n);
         attn_desc e = d;
         int j, h, x, same = 1;
@@ -247,7 +235,7 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
             }
         T_CHECK(s == ATTN_OK && same, "%s: sequence %d (length %d) alone with NaN padding differs from its batch rows", what, b,
                 lens[b]);
-        lt_free(&q1); lt_free(&k1); lt_free(&v1); lt_free(&o1); free(l1);
+        t_owned_free(&q1); t_owned_free(&k1); t_owned_free(&v1); t_owned_free(&o1); free(l1);
     }
     if (hf_layout) {   /* the same rotations in attn.h's own order: bitwise the same result */
         float *R0 = (float *)t_xmalloc(sizeof(float) * nrot);
@@ -272,7 +260,7 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
                 "%s: the default n_buckets differs from n_buckets = %d", what, lt_hf_buckets(n, cc));
     }
 done:
-    lt_free(&q); lt_free(&k); lt_free(&v); lt_free(&o); lt_free(&o2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
     free(R); free(lse); free(lse2); free(ro); free(rl); free(lens);
 }
 
@@ -332,7 +320,7 @@ static void lt_fixture(void) {
         char name[32], tag[32];
         int B, n, H, D, c, nh, nb, causal, b, i, h, e, ok, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0;
         size_t cnt, nrot;
-        lt_tensor qk, v, o;
+        t_owned qk, v, o;
         float *rot, *hf, *lse;
         double *ro, *rl, err = 0, err_ref = 0, ref_hf = 0, hf_pad = 0;
         int *lens;
@@ -346,7 +334,7 @@ static void lt_fixture(void) {
         if (!nfac) cols = nb / 2;
         for (i = 0; i < nfac; ++i) cols += fac[i] / 2;
         cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
-        qk = lt_make(ATTN_F32, B, n, H, D); v = lt_make(ATTN_F32, B, n, H, D); o = lt_make(ATTN_F32, B, n, H, D);
+        qk = t_owned_dense(ATTN_F32, B, n, H, D); v = t_owned_dense(ATTN_F32, B, n, H, D); o = t_owned_dense(ATTN_F32, B, n, H, D);
         rot = (float *)t_xmalloc(sizeof(float) * nrot); hf = (float *)t_xmalloc(sizeof(float) * cnt);
         lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
         ro = (double *)t_xmalloc(sizeof(double) * cnt); rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * H * n);
@@ -405,7 +393,7 @@ static void lt_fixture(void) {
                 printf("lsh fixture %s: valid rows: max |attn.h - HF| %.3g, |reference - HF| %.3g; padding rows: HF's max |out| "
                        "%.3g, attn.h 0\n", name, err, ref_hf, hf_pad);
         }
-        lt_free(&qk); lt_free(&v); lt_free(&o);
+        t_owned_free(&qk); t_owned_free(&v); t_owned_free(&o);
         free(rot); free(hf); free(lse); free(ro); free(rl); free(lens);
         if (!ok) break;
     }
@@ -415,7 +403,7 @@ static void lt_fixture(void) {
 /* ---- bad input: a specific status, nothing written ---------------------------------------- */
 static void lt_statuses(void) {
     const int B = 2, n = 16, H = 1, D = 4;
-    lt_tensor q = lt_make(ATTN_F32, B, n, H, D), o = lt_make(ATTN_F32, B, n, H, D);
+    t_owned q = t_owned_dense(ATTN_F32, B, n, H, D), o = t_owned_dense(ATTN_F32, B, n, H, D);
     int lens[2] = { 16, 9 }, lens2[2] = { 16, 10 }, bad_hi[2] = { 17, 3 }, bad_lo[2] = { 3, -1 }, cu[3] = { 0, 8, 16 };
     float rot[64];
     attn_desc d, e;
@@ -464,7 +452,7 @@ static void lt_statuses(void) {
         size_t bytes = 0;
         T_CHECK(attn_workspace_size(&d, q.t, q.t, q.t, &bytes) == ATTN_OK && bytes > 0, "lsh: workspace size with seqlens_k");
     }
-    lt_free(&q); lt_free(&o);
+    t_owned_free(&q); t_owned_free(&o);
 }
 
 void test_lsh_hf(void) {

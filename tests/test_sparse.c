@@ -26,18 +26,13 @@ extern size_t t_attn_mallocs;
 #define TOL_LSE 2e-5
 
 /* ---- tensors with their own dense buffers ------------------------------------------------ */
-typedef struct { attn_tensor t; void *buf; size_t n; } sp_tensor;
+typedef t_owned sp_tensor;
 
 static sp_tensor sp_make(attn_dtype dt, int B, int S, int H, int D, int bhsd) {
-    sp_tensor x;
-    x.t = bhsd ? attn_tensor_bhsd(NULL, dt, B, H, S, D) : attn_tensor_dense(NULL, dt, B, S, H, D);
-    x.n = (size_t)B * S * H * D;
-    x.buf = t_xmalloc(x.n * t_dt_size(dt));
-    memset(x.buf, 0, x.n * t_dt_size(dt));
-    x.t.data = x.buf;
+    sp_tensor x = t_owned_dense(dt, B, S, H, D);
+    if (bhsd) x.t = attn_tensor_bhsd(x.buf, dt, B, H, S, D);
     return x;
 }
-static void sp_free(sp_tensor *x) { free(x->buf); x->buf = NULL; }
 static size_t sp_bytes(const sp_tensor *x) { return x->n * t_dt_size(x->t.dtype); }
 
 /* ---- the reference: masked softmax in double over vis(b, h, i, j) ------------------------ */
@@ -229,7 +224,7 @@ static void lf_case(t_rng *r, int B, int Sq, int Sk, int Hq, int Hkv, int D, int
         T_CHECK(s == ATTN_OK && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0, "%s: dilations NULL uses desc.dilation", what);
     }
 done:
-    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
     free(dil); free(slk); free(lse); free(lse2); free(alibi); free(bias); free(ro); free(rl);
 }
 
@@ -370,8 +365,8 @@ static void lf_bwd_case(t_rng *r, int B, int S, int Hq, int Hkv, int D, int Dv, 
             t_status_provoked[ATTN_ERR_LONGFORMER_BACKWARD] = 1;
     }
 done:
-    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&dout); sp_free(&dq); sp_free(&dk); sp_free(&dv);
-    sp_free(&dq2); sp_free(&dk2); sp_free(&dv2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&dout); t_owned_free(&dq); t_owned_free(&dk); t_owned_free(&dv);
+    t_owned_free(&dq2); t_owned_free(&dk2); t_owned_free(&dv2);
     free(dil); free(lse); free(rdq); free(rdk); free(rdv); free(P);
 }
 
@@ -507,7 +502,7 @@ static void bb_case(t_rng *r, int B, int S, int Hq, int Hkv, int D, int Dv, attn
         free(ws);
     }
 done:
-    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
     free(table); free(t2); free(lse); free(lse2); free(ro); free(rl);
 }
 
@@ -530,7 +525,7 @@ static void bb_full(t_rng *r, int S, int blk, int rnd, int fallback) {
     for (i = 0; i < (int)o.n; ++i) if (!(fabs(((float *)o.buf)[i] - ((float *)o2.buf)[i]) <= 1e-5)) ok = 0;
     for (i = 0; i < 2 * 4 * S; ++i) if (!(fabs(lse[i] - lse2[i]) <= 1e-5 * (1 + fabs(lse2[i])))) ok = 0;
     T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && ok, "bigbird S%d b%d r%d fallback%d must equal full attention", S, blk, rnd, fallback);
-    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
 }
 
 static void test_bigbird(void) {
@@ -709,7 +704,7 @@ static void lsh_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kv
         free(ws);
     }
 done:
-    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
     free(R); free(R2); free(lse); free(lse2); free(ro); free(rl);
 }
 
@@ -740,14 +735,14 @@ static void lsh_one_chunk(t_rng *r, int n, attn_dtype dt) {
                     for (x = 0; x < 16; ++x) t_store(&kn.t, b, j, h, x, t_load(&q.t, b, j, h, x) / sqrt(ms / 16 + 1e-6));
                 }
         s2 = attn_forward(&e, q.t, kn.t, v.t, o2.t, lse2);
-        sp_free(&kn);
+        t_owned_free(&kn);
     }
     for (i = 0; i < (int)o.n; ++i)
         if (!(fabs(t_load_at(o.buf, dt, i) - t_load_at(o2.buf, dt, i)) <= 2e-5 + 2 * t_dt_rel(dt))) ok = 0;
     for (i = 0; i < 2 * 2 * n; ++i) if (!(fabs(lse[i] - (lse2[i] + log(2.0))) <= 2e-5 * (1 + fabs(lse2[i])))) ok = 0;
     T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && ok, "lsh one chunk (n %d, %s) must equal full attention without the diagonal",
             n, t_dt_name(dt));
-    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); free(bias);
+    t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2); free(bias);
 }
 
 static void test_lsh(void) {
@@ -904,7 +899,7 @@ static void rt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt
         free(ws);
     }
 done:
-    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&o2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
     free(cen); free(ro);
 }
 
@@ -926,7 +921,7 @@ static void rt_one_cluster(t_rng *r, int n) {
     s2 = attn_forward(&e, q.t, q.t, v.t, o2.t, NULL);
     for (i = 0; i < (int)o.n; ++i) if (!(fabs(((float *)o.buf)[i] - ((float *)o2.buf)[i]) <= 2e-5)) ok = 0;
     T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK && ok, "routing: one cluster holding all %d tokens must equal full attention without the diagonal", n);
-    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); free(bias);
+    t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2); free(bias);
 }
 
 /* The tie rule "ties: the lower position first" with every key row identical: each cluster's
@@ -953,7 +948,7 @@ static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
     }
     T_CHECK(s == ATTN_OK && first_bad < 0, "routing ties (%s, n %d, D %d, %d clusters, w %d): the window must be positions "
             "[0, %d), row %d disagrees", attn_kernels(), n, D, nc, w, w, first_bad);
-    sp_free(&q); sp_free(&v); sp_free(&o); free(cen); free(row);
+    t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); free(cen); free(row);
 }
 
 #define RT_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -1070,7 +1065,7 @@ static void rt_padded_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dt
     T_CHECK(nanok, "%s: NaN in the padding changed the valid rows", what);
     T_CHECK(packed, "%s: cu_seqlens (packed) must equal the padded batch bitwise, rows past the last segment 0", what);
 done:
-    sp_free(&q); sp_free(&v); sp_free(&o); sp_free(&o2); sp_free(&pq); sp_free(&pv); sp_free(&po); sp_free(&k); sp_free(&pk_);
+    t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2); t_owned_free(&pq); t_owned_free(&pv); t_owned_free(&po); t_owned_free(&k); t_owned_free(&pk_);
     free(cen); free(ro); free(lens);
 }
 
@@ -1122,7 +1117,7 @@ static void rt_update_case(t_rng *r, int B, int n, int H, int D, int nc, attn_dt
     }
     T_CHECK(worst <= 1e-6, "routing update B%d n%d H%d D%d nc%d %s decay %g%s: max error %.3g", B, n, H, D, nc, t_dt_name(dt),
             (double)decay, lens ? " padded" : "", worst);
-    sp_free(&x); free(cen); free(c0); free(sum); free(cnt);
+    t_owned_free(&x); free(cen); free(c0); free(sum); free(cnt);
 }
 
 /* doubles to a new float array */
@@ -1238,7 +1233,7 @@ static void test_routing(void) {
         d.cu_seqlens_q = d.cu_seqlens_k = NULL; d.varlen_batch = 0; d.seqlens_k = len;
         T_CHECK(attn_routing_update(&d, x.t, 0.5f, c2) == ATTN_OK && memcmp(c1, c2, sizeof c1) == 0,
                 "routing update packed: must equal seqlens_k = the segments' end");
-        sp_free(&x);
+        t_owned_free(&x);
     }
     rt_fixture();
     rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0, 0);
@@ -1357,7 +1352,7 @@ static void test_sparse_errors(void) {
                 "rotations: shape");
         t_status_provoked[ATTN_ERR_LSH_SHAPE] = 1;
         T_CHECK(attn_lsh_rotations(&d, 1, 60, 8, rot) == ATTN_ERR_LSH_BUCKET_SIZE && rot[0] == 1.0f, "rotations: bucket size");
-        sp_free(&k4); sp_free(&v4);
+        t_owned_free(&k4); t_owned_free(&v4);
     }
     {   /* ATTN_ROUTING and attn_routing_update */
         sp_tensor k4 = sp_make(ATTN_F32, 1, 128, 4, 8, 0), v4 = sp_make(ATTN_F32, 1, 128, 4, 8, 0);
@@ -1423,7 +1418,7 @@ static void test_sparse_errors(void) {
                 attn_routing_update(NULL, k4.t, 0.0f, c2) == ATTN_ERR_NULL_DESC, "routing update: NULL");
         for (i = 0; i < 4 * 3 * 8; ++i) if (c2[i] != 0.5f) break;
         T_CHECK(i == 4 * 3 * 8, "routing update: a failed call wrote the centroids");
-        sp_free(&k4); sp_free(&v4);
+        t_owned_free(&k4); t_owned_free(&v4);
     }
     {   /* attn_bigbird_random_table */
         for (i = 0; i < 8; ++i) tbl[i] = 1000 + i;
@@ -1449,7 +1444,7 @@ static void test_sparse_errors(void) {
             T_CHECK(strstr(attn_kind_name(kinds[i]), "unknown") == NULL, "kind name");
         }
     }
-    sp_free(&q); sp_free(&k); sp_free(&v); sp_free(&o); sp_free(&k2); sp_free(&v2);
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&k2); t_owned_free(&v2);
 }
 
 /* Issue 27 item 5: q.batch * q.heads > INT_MAX wrapped LSH's and Routing's int task count (the
