@@ -60,6 +60,9 @@
      ATTN_ASSERT(x)     internal invariants only, never user input (default: assert)
      ATTN_NO_THREADS    no pthreads; work runs on the calling thread unless you pass a
                         parallel hook in attn_desc.parallel
+     ATTN_NO_SHARED_POOL  no threads outlive a call: calls without attn_desc.parallel start and
+                        join their own (tens of microseconds a call) instead of running on the
+                        process-wide pool that the first multi-threaded call starts (3.2)
      ATTN_NO_SIMD       scalar kernels only
      ATTN_NO_AVX512     never use the AVX-512 kernels (AVX2+FMA at most; no bf16 tile kernels)
      ATTN_NO_AMX        never compile the AMX tile kernels (bf16 prefill then runs on AVX512-BF16
@@ -666,9 +669,11 @@ typedef void (*attn_task_fn)(void *task_ctx, int task_index, int thread_index);
 typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
                                  attn_task_fn task, void *task_ctx);
 
-/* A persistent thread pool, for calls made again and again (a decoding loop). Without one,
-   every call starts and joins its threads, which costs tens of microseconds (about 40-120 us
-   on the 2-core test machine: a third of a 4k-token decode step). Plug it in with
+/* A persistent thread pool. Calls without desc.parallel already run on the library's own
+   process-wide pool (started by the first call that wants threads; 3.2), so you need one only
+   to choose its size or spinning, to give concurrent callers (several threads calling attn at
+   once) a team each instead of per-call threads for all but one, or to join the workers when
+   you are done. Plug it in with
        desc.parallel = attn_pool_parallel; desc.parallel_user = pool;
    Between calls its workers spin for up to spin_us microseconds (0: 100; negative: never)
    waiting for the next one, then sleep. One call at a time: a second caller waits for the
@@ -2070,36 +2075,6 @@ static void attn__worker_run(attn__worker *w) { attn__job_run(w->job, w->thread)
 ATTN__THREAD_MAIN(attn__worker_main, attn__worker, attn__worker_run)
 #endif /* threads */
 
-/* Runs task over [0, n_tasks) on n_threads threads (or the caller's hook). Threads that fail
-   to start just leave more tasks to the others, so the result is always complete. */
-static void attn__parallel_for(const attn_desc *d, int n_tasks, int n_threads, attn_task_fn task, void *ctx) {
-    int i;
-    if (n_tasks <= 0) return;
-    if (d && d->parallel) { d->parallel(d->parallel_user, n_tasks, n_threads, task, ctx); return; }
-    if (n_threads > n_tasks) n_threads = n_tasks;
-#if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
-    if (n_threads > 1) {
-        attn__job job;
-        attn__worker workers[ATTN__MAX_THREADS];
-        attn__thread th[ATTN__MAX_THREADS];
-        int started = 1;
-        job.task = task; job.ctx = ctx; job.n_tasks = n_tasks; job.next = 0;
-        if (attn__mutex_init(&job.lock)) {
-            for (i = 0; i < n_threads; ++i) { workers[i].job = &job; workers[i].thread = i; }
-            for (i = 1; i < n_threads; ++i) {
-                if (!attn__thread_start(&th[i], attn__worker_main, &workers[i])) break;
-                ++started;
-            }
-            attn__job_run(&job, 0);           /* the caller is thread 0 */
-            for (i = 1; i < started; ++i) attn__thread_join(th[i]);
-            attn__mutex_destroy(&job.lock);
-            return;
-        }
-    }
-#endif
-    for (i = 0; i < n_tasks; ++i) task(ctx, i, 0);
-}
-
 /* --- attn_pool: persistent workers ----------------------------------------------------
    Worker i (1..n-1) sleeps on `wake` until `generation` moves, runs the new job as thread i
    (when i < the job's n_threads), then counts itself out of `busy`; the caller is thread 0.
@@ -2248,6 +2223,87 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     for (i = 0; i < n_tasks; ++i) task(task_ctx, i, 0);
 }
 #endif
+
+/* --- the shared pool: the team of every call that brings none ------------------------------
+   Starting and joining threads costs tens of microseconds a call (about 90 us on the 2-core test
+   machine: most of a one-token decode step), so calls without desc.parallel run on one
+   process-wide attn_pool of attn__cpu_count() threads, created by the first call that wants
+   more than one thread and kept until the process ends (its workers spin 100 us after a job,
+   then sleep). One call uses it at a time: a call that finds it taken (another thread's call,
+   or a call made from inside one of its tasks), or that asks for more threads than it has,
+   starts its own threads as before; results never depend on which. After fork() the child
+   forgets the parent's pool (its workers did not survive the fork) and makes its own. */
+#if (defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)) && defined(ATTN__HAVE_SPIN) && !defined(ATTN_NO_SHARED_POOL)
+#define ATTN__SHARED_POOL 1
+static attn_pool *attn__shared_pool;
+static int attn__shared_pool_failed;          /* creation failed once: do not retry every call */
+static long attn__shared_pool_taken;          /* 1 while a call (or the creation) holds it */
+static int attn__shared_pool_try_take(void) {    /* 0 -> 1, or 0 if it was taken */
+#if defined(__GNUC__) || defined(__clang__)
+    long expected = 0;
+    return __atomic_compare_exchange_n(&attn__shared_pool_taken, &expected, 1L, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+#else
+    return InterlockedCompareExchange((volatile LONG *)&attn__shared_pool_taken, 1, 0) == 0;
+#endif
+}
+#if defined(ATTN__PTHREADS)
+static void attn__shared_pool_forget(void) { attn__shared_pool = NULL; attn__shared_pool_failed = 0; attn__shared_pool_taken = 0; }
+#endif
+/* The shared pool, taken for this call, or NULL (use per-call threads). */
+static attn_pool *attn__shared_pool_take(int n_threads) {
+    if (!attn__shared_pool_try_take()) return NULL;
+    if (!attn__shared_pool && !attn__shared_pool_failed) {
+        attn__shared_pool = attn_pool_create(0, 0);
+        attn__shared_pool_failed = attn__shared_pool == NULL;
+#if defined(ATTN__PTHREADS)
+        if (attn__shared_pool) pthread_atfork(NULL, NULL, attn__shared_pool_forget);
+#endif
+    }
+    if (!attn__shared_pool || attn__shared_pool->n_threads < n_threads) {
+        ATTN__ATOMIC_STORE(attn__shared_pool_taken, 0L);
+        return NULL;
+    }
+    return attn__shared_pool;
+}
+static void attn__shared_pool_give_back(void) { ATTN__ATOMIC_STORE(attn__shared_pool_taken, 0L); }
+#endif
+
+/* Runs task over [0, n_tasks) on n_threads threads: the caller's hook, else the shared pool,
+   else threads started for this call. Threads that fail to start just leave more tasks to the
+   others, so the result is always complete. */
+static void attn__parallel_for(const attn_desc *d, int n_tasks, int n_threads, attn_task_fn task, void *ctx) {
+    int i;
+    if (n_tasks <= 0) return;
+    if (d && d->parallel) { d->parallel(d->parallel_user, n_tasks, n_threads, task, ctx); return; }
+    if (n_threads > n_tasks) n_threads = n_tasks;
+#if defined(ATTN__SHARED_POOL)
+    if (n_threads > 1) {
+        attn_pool *p = attn__shared_pool_take(n_threads);
+        if (p) { attn_pool_parallel(p, n_tasks, n_threads, task, ctx); attn__shared_pool_give_back(); return; }
+    }
+#endif
+#if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
+    if (n_threads > 1) {
+        attn__job job;
+        attn__worker workers[ATTN__MAX_THREADS];
+        attn__thread th[ATTN__MAX_THREADS];
+        int started = 1;
+        job.task = task; job.ctx = ctx; job.n_tasks = n_tasks; job.next = 0;
+        if (attn__mutex_init(&job.lock)) {
+            for (i = 0; i < n_threads; ++i) { workers[i].job = &job; workers[i].thread = i; }
+            for (i = 1; i < n_threads; ++i) {
+                if (!attn__thread_start(&th[i], attn__worker_main, &workers[i])) break;
+                ++started;
+            }
+            attn__job_run(&job, 0);           /* the caller is thread 0 */
+            for (i = 1; i < started; ++i) attn__thread_join(th[i]);
+            attn__mutex_destroy(&job.lock);
+            return;
+        }
+    }
+#endif
+    for (i = 0; i < n_tasks; ++i) task(ctx, i, 0);
+}
 
 static int attn__resolve_threads(const attn_desc *d) {
     int n = d->n_threads > 0 ? d->n_threads : attn__cpu_count();

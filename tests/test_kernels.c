@@ -13,6 +13,11 @@
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "test.h"
+#if defined(__unix__)
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 #include "ref.h"
 
 /* Accuracy bounds the vector functions are held to. */
@@ -459,6 +464,71 @@ static void test_pool(void) {
     }
 }
 
+/* The shared pool behind attn__parallel_for (calls without desc.parallel): every task once on a
+   thread index below the call's n_threads, whether the call gets the pool (2 threads) or starts
+   its own (more threads than the pool has, a call from inside a pool task, a second user
+   thread while the first holds the pool), and after fork() in the child (which must not wait
+   for the parent's workers). */
+static int shared_round(int n_tasks, int n_threads) {
+    pool_job *j = (pool_job *)calloc(1, sizeof *j);
+    int i, ok;
+    if (!j) return 0;
+    j->limit = n_threads < 1 ? 1 : n_threads;
+    attn__parallel_for(NULL, n_tasks, n_threads, pool_count, j);
+    ok = !j->bad_thread;
+    for (i = 0; i < n_tasks; ++i) ok &= j->hits[i] == 1;
+    for (; i < 1000; ++i) ok &= j->hits[i] == 0;
+    free(j);
+    return ok;
+}
+typedef struct nested_job { int ok[64]; } nested_job;
+static void nested_task(void *ctx, int i, int thread) {
+    (void)thread;
+    ((nested_job *)ctx)->ok[i] = shared_round(100 + i, 2);
+}
+#if defined(ATTN__PTHREADS)
+static void *shared_caller_main(void *arg) {
+    int it, *ok = (int *)arg;
+    for (it = 0; it < 200; ++it) *ok &= shared_round(1 + it % 97, 2);
+    return NULL;
+}
+#endif
+static void test_shared_pool(void) {
+    nested_job nj;
+    int i, it, ok = 1;
+    for (it = 0; it < 200; ++it) ok &= shared_round(1 + it % 131, 2);
+    for (it = 0; it < 20; ++it) ok &= shared_round(1 + it * 37 % 1000, 8);
+    T_CHECK(ok, "attn__parallel_for (shared pool / per-call threads): a task ran twice, never, or on a thread index out of range");
+    memset(&nj, 0, sizeof nj);
+    attn__parallel_for(NULL, 64, 2, nested_task, &nj);
+    for (i = 0, ok = 1; i < 64; ++i) ok &= nj.ok[i];
+    T_CHECK(ok, "attn__parallel_for called from inside a shared-pool task lost tasks");
+#if defined(ATTN__PTHREADS)
+    {
+        int oka = 1, okb = 1;
+        pthread_t ta, tb;
+        if (pthread_create(&ta, NULL, shared_caller_main, &oka) == 0) {
+            if (pthread_create(&tb, NULL, shared_caller_main, &okb) == 0) pthread_join(tb, NULL);
+            pthread_join(ta, NULL);
+        }
+        T_CHECK(oka && okb, "attn__parallel_for from two user threads at once lost tasks");
+    }
+#endif
+#if defined(ATTN__PTHREADS) && defined(__unix__) && !defined(T_NO_FORK)
+    {
+        pid_t pid = fork();
+        if (pid == 0) {                             /* child: the pool must be rebuilt, not awaited */
+            alarm(20);
+            _exit(shared_round(500, 2) && shared_round(7, 2) ? 0 : 1);
+        } else if (pid > 0) {
+            int st = 0;
+            waitpid(pid, &st, 0);
+            T_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "attn__parallel_for in a fork()ed child: tasks lost or hung (status %d)", st);
+        }
+    }
+#endif
+}
+
 /* attn__lane_rule (the per-row form every tile kernel derives its masks from) against the
    reference's literal rule, for every key of every row, dilation 1 (dilation is applied per
    element on top of the lane form). */
@@ -492,6 +562,7 @@ void test_kernels(void) {
     test_output_store();
     test_vector_layer();
     test_pool();
+    test_shared_pool();
     test_vector_math();
     test_decoding();
     test_decode_sweep();
