@@ -6221,14 +6221,22 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
                          _mm512_maskz_loadu_ps(mk[(i) % CW], T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 16));
             ATTN__X16(ATTN__DEC_OLD)
 #undef ATTN__DEC_OLD
-            for (j = 0; j < X->nk; ++j) {
-                const char *vr = X->v[j] + vo;
-                const float *pj = sh + (size_t)j * R;
-                if (j < X->nn) attn__prefetch_bytes(X->vn[j] + vo + (ptrdiff_t)c * 16 * es, (size_t)(CW * 16 * es));
-#define ATTN__DEC_PV(i) o##i = _mm512_fmadd_ps(_mm512_set1_ps(pj[(i) / CW]), attn__ld16_512(vr + co[(i) % CW], t), o##i);
-                ATTN__X16(ATTN__DEC_PV)
+            /* a head dim of fewer than CW vectors (R 1: D < 256) leaves accumulators idle: the
+               loop for CW/2 or CW/4 columns skips their loads and FMAs (x4 less P.V at R 1, D 64) */
+#define ATTN__DEC_PV(i) if ((i) % CW < cols) o##i = _mm512_fmadd_ps(_mm512_set1_ps(pj[(i) / CW]), attn__ld16_512(vr + co[(i) % CW], t), o##i);
+#define ATTN__DEC_PV_LOOP(ncols) { \
+                const int cols = (ncols); \
+                for (j = 0; j < X->nk; ++j) { \
+                    const char *vr = X->v[j] + vo; \
+                    const float *pj = sh + (size_t)j * R; \
+                    if (j < X->nn) attn__prefetch_bytes(X->vn[j] + vo + (ptrdiff_t)c * 16 * es, (size_t)(cols * 16 * es)); \
+                    ATTN__X16(ATTN__DEC_PV) \
+                } }
+            if (nv - c > CW / 2) ATTN__DEC_PV_LOOP(CW)
+            else if (nv - c > CW / 4) ATTN__DEC_PV_LOOP(CW / 2)
+            else ATTN__DEC_PV_LOOP(CW / 4)
+#undef ATTN__DEC_PV_LOOP
 #undef ATTN__DEC_PV
-            }
 #define ATTN__DEC_OST(i) _mm512_mask_storeu_ps(T->acc + (size_t)((i) / CW) * ldo + (size_t)(c + (i) % CW) * 16, mk[(i) % CW], o##i);
             ATTN__X16(ATTN__DEC_OST)
 #undef ATTN__DEC_OST
