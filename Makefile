@@ -78,6 +78,7 @@ $(BUILD)/ring: examples/ring.c attn.h | $(BUILD)
 # make bench-minilm: sentences/s at batch 1 and 32, 1 and 2 threads (and PyTorch's, if installed).
 MODEL_DIR ?= $(BUILD)/minilm_model
 $(BUILD)/minilm: examples/minilm_unicode.h
+$(BUILD)/train: examples/zoo_tasks.h
 minilm: $(BUILD)/minilm
 	@sh examples/minilm_fetch.sh "$(MODEL_DIR)"
 	printf 'a person riding an animal\nwhat is the capital of Russia?\nhot drink\n' | \

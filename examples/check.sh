@@ -22,6 +22,7 @@ check "hybrid: window stack reach, hybrid reach"           "$B/hybrid" quick
 check "zoo check: each mechanism within its bound"         "$B/zoo" check
 check "train --check: gradients vs finite differences"     "$B/train" --check
 check "train --test: loss falls in 30 steps, every kind"   "$B/train" --test
+check "train --tasks-check: the zoo's task generators"       "$B/train" --tasks-check
 
 # all-MiniLM-L6-v2 end to end (examples/minilm.c): the reader and tokenizer checks always; token
 # ids and embeddings against HF's (examples/minilm_fixtures.py) when the model is at hand or pip

@@ -24,6 +24,8 @@
                                     model against finite differences (nonzero exit on failure)
            build/train --test       every attention kind, a tiny model, 30 steps: nonzero exit
                                     unless each one's loss falls
+           build/train --tasks-check the synthetic tasks of examples/zoo_tasks.h (recall, selective
+                                    copying, induction, ListOps) against independent checkers
            build/train --compare [--kinds a,b,..] [--out PREFIX]
                                     every kind (or those listed) for the same budget over 3 seeds
                                     (make train-compare): a table, PREFIX.csv and PREFIX.svg
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "zoo_tasks.h"
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -819,6 +822,121 @@ static int run_compare(config c, const corpus *cp, int n_seeds) {
     return 0;
 }
 
+
+/* ---- --tasks-check: the zoo's task generators (zoo_tasks.h) against checkers written here ---- */
+
+static int t_fail;
+#define TCHECK(cond, ...) do { if (!(cond)) { if (t_fail++ < 10) { printf("  FAIL " __VA_ARGS__); printf("\n"); } } } while (0)
+
+/* ListOps, read back by a recursive-descent parser written independently of the generator:
+   returns the value of the expression at tok[*at] (advancing *at), -1 on a syntax error */
+static int lo_parse(const int *tok, int n, int *at, int depth, int *max_depth) {
+    int vals[64], k = 0, op, i, r;
+    if (*at >= n) return -1;
+    if (tok[*at] >= 1 && tok[*at] <= 10) return tok[(*at)++] - 1;
+    if (tok[*at] < ZT_LO_MAX || tok[*at] > ZT_LO_SM) return -1;
+    op = tok[(*at)++];
+    if (depth + 1 > *max_depth) *max_depth = depth + 1;
+    while (*at < n && tok[*at] != ZT_LO_CLOSE) {
+        if (k == 64 || (vals[k++] = lo_parse(tok, n, at, depth + 1, max_depth)) < 0) return -1;
+    }
+    if (*at >= n || k < 2) return -1;
+    ++*at;                                          /* the ']' */
+    r = vals[0];
+    if (op == ZT_LO_SM) { r = 0; for (i = 0; i < k; ++i) r = (r + vals[i]) % 10; }
+    else if (op == ZT_LO_MED) {                     /* the lower median: the value with (k-1)/2 below it */
+        for (i = 0; i < k; ++i) {
+            int below = 0, equal = 0, j;
+            for (j = 0; j < k; ++j) { below += vals[j] < vals[i]; equal += vals[j] == vals[i]; }
+            if (below <= (k - 1) / 2 && (k - 1) / 2 < below + equal) r = vals[i];
+        }
+    } else
+        for (i = 1; i < k; ++i) r = op == ZT_LO_MAX ? (vals[i] > r ? vals[i] : r) : (vals[i] < r ? vals[i] : r);
+    return r;
+}
+
+/* Samples of every task from many seeds: each one's invariants (the answer is where the task says
+   it is and nowhere after it), determinism (a seed gives the same sample), and the spread of the
+   answers. Nonzero exit on failure (examples/check.sh runs it). */
+static int run_tasks_check(void) {
+    enum { N = 2000, T = 96 };
+    static int tok[N][T], tgt[N][T], tok2[T], tgt2[T];
+    int i, t, s, classes[11] = {0}, answer_after[4] = {0};
+    t_fail = 0;
+    for (s = 0; s < N; ++s) {                       /* mqar: 12 pairs of 40 keys, 24 values */
+        const int P = 12, NK = 40, NV = 24;
+        unsigned long long r = 1000 + s, r2 = 1000 + s;
+        int asked[64] = {0}, n_q = 0, seen_key[64] = {0};
+        zt_mqar(&r, T, P, NK, NV, tok[s], tgt[s]);
+        zt_mqar(&r2, T, P, NK, NV, tok2, tgt2);
+        TCHECK(memcmp(tok[s], tok2, sizeof tok2) == 0 && memcmp(tgt[s], tgt2, sizeof tgt2) == 0, "mqar seed %d: not deterministic", s);
+        for (i = 0; i < P; ++i) {
+            const int k = tok[s][2 * i], v = tok[s][2 * i + 1];
+            TCHECK(k >= 1 && k <= NK && !seen_key[k], "mqar seed %d: pair %d key %d (a key, distinct)", s, i, k);
+            TCHECK(v > NK && v <= NK + NV, "mqar seed %d: pair %d value %d", s, i, v);
+            TCHECK(tgt[s][2 * i] < 0 && tgt[s][2 * i + 1] < 0, "mqar seed %d: a target inside the pairs", s);
+            if (k >= 1 && k <= NK) seen_key[k] = 1;
+        }
+        for (t = 2 * P; t < T; ++t) {
+            if (tgt[s][t] < 0) { TCHECK(tok[s][t] == 0, "mqar seed %d: position %d neither filler nor query", s, t); continue; }
+            ++n_q;
+            TCHECK(tok[s][t] >= 1 && tok[s][t] <= NK && seen_key[tok[s][t]] && !asked[tok[s][t]], "mqar seed %d: query %d", s, t);
+            for (i = 0; i < P; ++i)     /* the value stored with the queried key */
+                if (tok[s][2 * i] == tok[s][t]) TCHECK(tgt[s][t] == tok[s][2 * i + 1], "mqar seed %d: query at %d wants %d, stored %d", s, t, tgt[s][t], tok[s][2 * i + 1]);
+            for (i = t; i < T; ++i) answer_after[0] += tok[s][i] == tgt[s][t] && i > t;
+            if (tok[s][t] >= 1 && tok[s][t] <= NK) asked[tok[s][t]] = 1;
+        }
+        TCHECK(n_q == P, "mqar seed %d: %d queries, want %d", s, n_q, P);
+    }
+    TCHECK(memcmp(tok[0], tok[1], sizeof tok[0]) != 0, "mqar: seeds 0 and 1 give the same sample");
+    for (s = 0; s < N; ++s) {                       /* selective copying: 10 data tokens of 6 colours */
+        const int ND = 10, NC = 6;
+        unsigned long long r = 5000 + s;
+        int data[16], nd = 0;
+        zt_selcopy(&r, T, ND, NC, tok[s], tgt[s]);
+        for (t = 0; t < T - ND - 1; ++t) {
+            TCHECK(tgt[s][t] < 0, "selcopy seed %d: a target before the marker", s);
+            TCHECK(tok[s][t] == 0 || (tok[s][t] >= 3 && tok[s][t] < 3 + NC), "selcopy seed %d: token %d at %d", s, tok[s][t], t);
+            if (tok[s][t] >= 3 && nd < 16) data[nd++] = tok[s][t];
+        }
+        TCHECK(nd == ND, "selcopy seed %d: %d data tokens, want %d", s, nd, ND);
+        TCHECK(tok[s][T - ND - 1] == 1 && tgt[s][T - ND - 1] < 0, "selcopy seed %d: no marker", s);
+        for (i = 0; i < ND && i < nd; ++i)
+            TCHECK(tok[s][T - ND + i] == 2 && tgt[s][T - ND + i] == data[i], "selcopy seed %d: blank %d", s, i);
+    }
+    for (s = 0; s < N; ++s) {                       /* induction: 20 tokens */
+        const int V = 20;
+        unsigned long long r = 9000 + s;
+        int first = -1, n_trig = 0, n_tgt = 0;
+        zt_induction(&r, T, V, tok[s], tgt[s]);
+        for (t = 0; t < T; ++t) {
+            TCHECK(tok[s][t] >= 1 && tok[s][t] < V, "induction seed %d: token %d", s, tok[s][t]);
+            if (tok[s][t] == 1) { ++n_trig; if (first < 0) first = t; }
+            n_tgt += tgt[s][t] >= 0;
+        }
+        TCHECK(n_trig == 2 && tok[s][T - 1] == 1 && first < T - 2, "induction seed %d: triggers", s);
+        TCHECK(n_tgt == 1 && first >= 0 && tgt[s][T - 1] == tok[s][first + 1], "induction seed %d: target", s);
+    }
+    for (s = 0; s < N; ++s) {                       /* listops: depth <= 4, <= 5 arguments */
+        unsigned long long r = 13000 + s;
+        int at = 0, md = 0, v, n_tgt = 0;
+        zt_listops(&r, T, 4, 5, tok[s], tgt[s]);
+        while (at < T - 1 && tok[s][at] == 0) ++at;
+        v = lo_parse(tok[s], T - 1, &at, 0, &md);
+        for (t = 0; t < T; ++t) n_tgt += tgt[s][t] >= 0;
+        TCHECK(v >= 0 && at == T - 1, "listops seed %d: does not parse to position T-1 (%d)", s, at);
+        TCHECK(md >= 1 && md <= 4, "listops seed %d: depth %d", s, md);
+        TCHECK(tok[s][T - 1] == ZT_LO_EQ && n_tgt == 1 && tgt[s][T - 1] == 1 + v, "listops seed %d: target %d, parsed %d", s, tgt[s][T - 1], v);
+        if (v >= 0 && v < 10) classes[v]++;
+    }
+    printf("listops answers 0..9 over %d samples:", N);
+    for (i = 0; i < 10; ++i) { printf(" %d", classes[i]); TCHECK(classes[i] > N / 100, "listops: answer %d drawn %d times", i, classes[i]); }
+    printf("\nmqar: %d answers also appear after their query (filler only there: must be 0)\n", answer_after[0]);
+    TCHECK(answer_after[0] == 0, "mqar: an answer after its query");
+    printf("tasks: %d samples each of mqar, selcopy, induction, listops checked, %d failures\n", N, t_fail);
+    return t_fail == 0;
+}
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
 static int find_kind(const char *s) {
@@ -840,6 +958,7 @@ int main(int argc, char **argv) {
         if (strcmp(a, "--check") == 0) mode = 1;
         else if (strcmp(a, "--test") == 0) mode = 2;
         else if (strcmp(a, "--compare") == 0) mode = 3;
+        else if (strcmp(a, "--tasks-check") == 0) return run_tasks_check() ? 0 : 1;
         else if (!v) { fprintf(stderr, "%s: missing value (see the comment at the top of examples/train.c)\n", a); return 2; }
         else {
             ++i;
