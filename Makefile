@@ -57,7 +57,7 @@ ifeq ($(HAVE_WIN),yes)
 TEST_BINS += $(BUILD)/test_win.exe
 endif
 
-.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare install cuda test-cuda bench-cuda bench-cuda-torch minilm bench-minilm
+.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare zoo-train install cuda test-cuda bench-cuda bench-cuda-torch minilm bench-minilm
 all: examples
 examples: $(EXAMPLES)
 
@@ -94,6 +94,13 @@ bench-minilm: $(BUILD)/minilm
 # 3 seeds each: a table, examples/train_compare.csv and .svg (about 7 minutes on 2 cores).
 train-compare: $(BUILD)/train
 	$(BUILD)/train --compare --steps 400 --batch 8 --eval-every 40
+
+# The zoo on tasks (examples/train.c --zoo): every mechanism as the token mixer of the same
+# 2-layer, d 32 model, 300 steps of 8 sequences on recall, selective copying, induction, ListOps
+# and the sonnets, 3 seeds, one thread: examples/zoo_train.md, .csv, .svg (about 30 minutes of
+# one core of the 2-core test machine; --quick, in make test, is the 40-step version).
+zoo-train: $(BUILD)/train
+	$(BUILD)/train --zoo
 
 # Header-only install: attn.h and a pkg-config file (CMake users: see CMakeLists.txt).
 install:
