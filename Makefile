@@ -96,9 +96,11 @@ train-compare: $(BUILD)/train
 	$(BUILD)/train --compare --steps 400 --batch 8 --eval-every 40
 
 # The zoo on tasks (examples/train.c --zoo): every mechanism as the token mixer of the same
-# 2-layer, d 32 model, 300 steps of 8 sequences on recall, selective copying, induction, ListOps
-# and the sonnets, 3 seeds, one thread: examples/zoo_train.md, .csv, .svg (about 30 minutes of
-# one core of the 2-core test machine; --quick, in make test, is the 40-step version).
+# 2-layer, d 32 model, 400 steps of 8 sequences (T 64-128) on recall, selective copying,
+# induction, ListOps and the sonnets, 3 seeds, one thread: examples/zoo_train.md, .csv, .svg.
+# About 25 minutes of one idle core of the 2-core test machine with the 12 mechanisms that train
+# today, 30 with the 16 of issue 29 (estimated from --quick's CPU time: ~37k tokens/s); a loaded
+# machine stretches it. --quick (make test) is the 40-step, 1-seed version, under a minute of CPU.
 zoo-train: $(BUILD)/train
 	$(BUILD)/train --zoo
 

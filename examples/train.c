@@ -1340,6 +1340,22 @@ static zoo_result zoo_run(config c, int kind, const zoo_task *t, int id, const c
     return r;
 }
 
+/* the CPU's name (Linux: /proc/cpuinfo's "model name"), for the results file */
+static void cpu_name(char *buf, size_t n) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    snprintf(buf, n, "unknown CPU");
+    while (f && fgets(line, sizeof line, f)) {
+        const char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(buf, n, "%s", colon + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f) fclose(f);
+}
+
 /* the zoo's rows, in the order */
 static const char *const zoo_order[] = { "standard", "window", "sinks", "longformer", "bigbird", "lsh", "routing",
     "linear", "cosformer", "performer", "linformer", "nystrom", "optimized", "efficient", "super", "direct",
@@ -1510,16 +1526,19 @@ static int run_zoo(config c, const corpus *cp, int quick, const char *prefix) {
         FILE *f = out[pass];
         if (!f) continue;
         if (pass == 1) {
+            char cpu[256];
+            cpu_name(cpu, sizeof cpu);
             fprintf(f, "# train --zoo%s results (examples/train.c)\n\n", quick ? " --quick" : "");
+            fprintf(f, "Machine: %s, %s kernels, %d thread(s) (0: all cores).\n\n", cpu, attn_kernels(), c.threads);
             fprintf(f, "Every mechanism as the token mixer of the same model: token + position embeddings, %d pre-norm "
                        "blocks (layer norm, mixer, residual; layer norm, GELU MLP %d, residual), d %d, %d heads, AdamW "
                        "(lr %g, warmup 10%%, cosine to 10%%, weight decay %g), %d steps of %d sequences, seeds 1-%d "
                        "(a seed gives every mechanism the same batches: the paired column is mechanism - softmax, seed "
                        "by seed). Causal where the mechanism has a causal form; BigBird, Linformer and Nystromformer run "
                        "bidirectionally (every task's answer lies before it, so they cannot see it; the sonnets LM "
-                       "would leak, so they skip it). %s kernels, %d thread(s); %.0f s in all.\n\n",
+                       "would leak, so they skip it). %.0f s in all.\n\n",
                     c.layers, 4 * c.d, c.d, c.heads, (double)c.lr, (double)c.wd, c.steps, c.batch, n_seeds,
-                    attn_kernels(), c.threads, now_s() - t0);
+                    now_s() - t0);
             fprintf(f, "Tasks (examples/zoo_tasks.h): mqar %d pairs of %d keys / %d values at T %d; selcopy %d data tokens "
                        "of %d colours at T %d; induction at T %d (vocabulary %d), evaluated at T and %d; listops depth <= %d, "
                        "<= %d arguments, T %d; sonnets: next character, T %d. Quality: accuracy at the answer positions "
@@ -1605,7 +1624,7 @@ int main(int argc, char **argv) {
     if (mode == 4) {
         c.layers = 2; c.threads = 1; c.lr = 3e-3f;
         if (quick) { c.d = 32; c.heads = 2; c.batch = 8; c.steps = 40; c.eval_batches = 4; c.out = "build/zoo_train_quick"; }
-        else { c.d = 32; c.heads = 2; c.batch = 8; c.steps = 300; c.eval_batches = 16; c.out = "examples/zoo_train"; }
+        else { c.d = 32; c.heads = 2; c.batch = 8; c.steps = 400; c.eval_batches = 16; c.out = "examples/zoo_train"; }
     }
     for (i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
