@@ -1393,25 +1393,23 @@ static void write_zoo_svg(const char *path, zoo_result res[][N_TASKS][ZOO_SEEDS]
                "(mean of %d seeds; x: train tokens/s, log)</text>\n", z->quick ? " --quick" : "", n_seeds);
     for (id = 0; id < N_TASKS; ++id) {
         const double x0 = 60 + (id % 3) * (pw + gap), y0 = 50 + (id / 3) * (ph + gap);
-        double lo = 1e30, hi = 0, qlo = 0, qhi = 1;
+        double lo = 1e30, hi = 0, qlo = 1e30, qhi = -1e30;   /* speed and quality ranges */
         int i;
         for (k = 0; k < n_rows; ++k) {
             double tps = 0;
             if (res[k][id][0].status != Z_TRAINED) continue;
-            for (s = 0; s < n_seeds; ++s) tps += res[k][id][s].train_tps / n_seeds;
+            for (s = 0; s < n_seeds; ++s) {
+                tps += res[k][id][s].train_tps / n_seeds;
+                if (res[k][id][s].quality < qlo) qlo = res[k][id][s].quality;
+                if (res[k][id][s].quality > qhi) qhi = res[k][id][s].quality;
+            }
             if (tps < lo) lo = tps;
             if (tps > hi) hi = tps;
-            if (id == T_SONNETS) {
-                if (qhi == 1 && qlo == 0) { qlo = 1e30; qhi = -1e30; }
-                for (s = 0; s < n_seeds; ++s) {
-                    if (res[k][id][s].quality < qlo) qlo = res[k][id][s].quality;
-                    if (res[k][id][s].quality > qhi) qhi = res[k][id][s].quality;
-                }
-            }
         }
         if (hi <= 0) continue;
         lo = log10(lo) - 0.1; hi = log10(hi) + 0.1;
         if (id == T_SONNETS) { qlo = floor(qlo * 10) / 10; qhi = ceil(qhi * 10) / 10 + 0.05; }
+        else { qlo = 0; qhi = 1; }   /* accuracy */
         fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#999\"/>\n", x0, y0, pw, ph);
         fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">%s: %s (T %d)</text>\n", x0, y0 - 6, z->task[id].name,
                 id == T_SONNETS ? "validation loss, lower is better" : id == T_INDUCTION ? "accuracy at T" : "accuracy", z->task[id].T);
