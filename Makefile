@@ -57,7 +57,7 @@ ifeq ($(HAVE_WIN),yes)
 TEST_BINS += $(BUILD)/test_win.exe
 endif
 
-.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare install cuda test-cuda bench-cuda bench-cuda-torch minilm bench-minilm
+.PHONY: all examples run test bench clean fuzz fuzz-isa portability train-compare zoo-train install cuda test-cuda bench-cuda bench-cuda-torch minilm bench-minilm
 all: examples
 examples: $(EXAMPLES)
 
@@ -78,6 +78,7 @@ $(BUILD)/ring: examples/ring.c attn.h | $(BUILD)
 # make bench-minilm: sentences/s at batch 1 and 32, 1 and 2 threads (and PyTorch's, if installed).
 MODEL_DIR ?= $(BUILD)/minilm_model
 $(BUILD)/minilm: examples/minilm_unicode.h
+$(BUILD)/train: examples/zoo_tasks.h
 minilm: $(BUILD)/minilm
 	@sh examples/minilm_fetch.sh "$(MODEL_DIR)"
 	printf 'a person riding an animal\nwhat is the capital of Russia?\nhot drink\n' | \
@@ -93,6 +94,15 @@ bench-minilm: $(BUILD)/minilm
 # 3 seeds each: a table, examples/train_compare.csv and .svg (about 7 minutes on 2 cores).
 train-compare: $(BUILD)/train
 	$(BUILD)/train --compare --steps 400 --batch 8 --eval-every 40
+
+# The zoo on tasks (examples/train.c --zoo): every mechanism as the token mixer of the same
+# 2-layer, d 32 model, 400 steps of 8 sequences (T 64-128) on recall, selective copying,
+# induction, ListOps and the sonnets, 3 seeds, one thread: examples/zoo_train.md, .csv, .svg.
+# About 25 minutes of one idle core of the 2-core test machine with the 12 mechanisms that train
+# today, 30 with the 16 of issue 29 (estimated from --quick's CPU time: ~37k tokens/s); a loaded
+# machine stretches it. --quick (make test) is the 40-step, 1-seed version, under a minute of CPU.
+zoo-train: $(BUILD)/train
+	$(BUILD)/train --zoo
 
 # Header-only install: attn.h and a pkg-config file (CMake users: see CMakeLists.txt).
 install:
