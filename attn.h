@@ -351,7 +351,16 @@ typedef struct attn_longformer_params {
    The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
    first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
    earlier default n / bucket_size was not closer to full attention on every input measured
-   (docs/porting.md), so the reference's rule is the default; set n_buckets for another. */
+   (docs/porting.md), so the reference's rule is the default; set n_buckets for another.
+   attn_backward: the gradients of the function above with every field as the forward took it
+   (desc, q, k, v and the forward's out and lse, which it needs), as torch autograd takes HF's
+   graph: through the chunks' attention (duplicated keys and the look-back chunk included), each
+   round's softmax and the round merge (with hf_merge, HF's fp32 weights), and the keys' RMS
+   norm; the buckets and the sort are piecewise constant and get none, nor do the -1e9 / -1e5
+   logits. dq is the query role (q's rows), dk the key role (k's rows, through n(k)): with the
+   shared QK passed as both q and k, its gradient is dq + dk (HF's gradient of query_key's
+   output). Padding rows of dq, dk, dv are written 0 (padding rows of dout, out are not read).
+   Deterministic (one task per (batch, head)); about 3x the forward's time (bench/README.md). */
 typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
 typedef struct attn_lsh_params {
     int bucket_size;
@@ -10046,15 +10055,34 @@ static size_t attn__lsh_rot_index(int layout, int nh, int D, int cols, int h, in
     return layout == ATTN_LSH_ROT_HF ? (((size_t)h * D + e) * nh + r) * cols + j : (((size_t)h * nh + r) * D + e) * cols + j;
 }
 
-static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
-    /* floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc [n][Dv],
-       m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], the chunk's key
-       ids [2c] */
-    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys);
-    return attn__round16((size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) +
-                         keys * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         (size_t)nh * n + 3 * (size_t)n + (size_t)nb + 2 + keys);
+/* *f += a * b; 0 on size_t overflow */
+static int attn__lsh_add(size_t *f, size_t a, size_t b) {
+    size_t t;
+    return attn__mul_size(a, b, &t) && attn__add_size(*f, t, f);
+}
+
+/* Per-thread scratch of ATTN_LSH's forward (bwd 0: attn__lsh_task) or backward (bwd 1:
+   attn__lsh_bwd_task), in floats (int arrays counted as floats), rounded up to 16; 0 when it
+   does not fit a size_t.
+   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc
+     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv],
+     mx, sum [BQ]
+   backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, 2c)][BQ] (each a multiple
+     of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd, hi, lo
+     [n], W [nh*n], Kc, dKc [2c][D], Vc, dVc [2c][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv], mx, sum, a,
+     ones [BQ]
+   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [2c] */
+static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh, int bwd) {
+    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * (size_t)n;
+    const size_t d = (size_t)D, dv = (size_t)Dv, bq = ATTN__BQ;
+    size_t f = 0;
+    const int ok = bwd ? attn__lsh_add(&f, d + dv + 2 * srows, bq) && attn__lsh_add(&f, (size_t)n, 4 * d + 3 * dv + 4) &&
+                             attn__lsh_add(&f, N, 1) && attn__lsh_add(&f, 2 * keys, d + dv) && attn__lsh_add(&f, bq, 2 * d + dv + 4)
+                       : attn__lsh_add(&f, d + srows, bq) && attn__lsh_add(&f, (size_t)n, 2 * d + 2 * dv + 4) &&
+                             attn__lsh_add(&f, keys, d + dv) && attn__lsh_add(&f, bq, dv + 2);
+    if (!ok || !attn__lsh_add(&f, N, 1) || !attn__lsh_add(&f, (size_t)n, 3) || !attn__lsh_add(&f, (size_t)nb + 2 + keys + 15, 1))
+        return 0;
+    return f & ~(size_t)15;
 }
 
 /* Every round's buckets of head h from the raw keys K [n][D] (rows < L), stably sorted into
@@ -10207,17 +10235,6 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
         isa->store(attn__at(&P->out, b, i, h), P->out.dtype, acc + (size_t)i * Dv, Dv, w);
         if (P->lse) P->lse[((size_t)b * H + h) * n + i] = i < L ? lse_i : -INFINITY;
     }
-}
-
-static size_t attn__lsh_bwd_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
-    /* floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, 2c)][BQ] (each a multiple of 16:
-       they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd, hi, lo [n],
-       W [nh*n], Kc, dKc [2c][D], Vc, dVc [2c][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv], mx, sum, a,
-       ones [BQ]; ints: order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [2c] */
-    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * n;
-    return attn__round16(((size_t)D + (size_t)Dv + 2 * srows) * ATTN__BQ + (size_t)n * (4 * (size_t)D + 3 * (size_t)Dv + 4) +
-                         N + 2 * keys * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * (2 * (size_t)D + (size_t)Dv + 4) +
-                         N + 3 * (size_t)n + (size_t)nb + 2 + keys);
 }
 
 static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
@@ -10416,9 +10433,8 @@ static attn_status attn__lsh_run(const attn__call *c, int bwd) {
     X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.layout = d->lsh.rotations_layout; X.seed = d->lsh.seed;
     X.hf_merge = d->lsh.hf_merge;
     X.lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q; X.isa = attn__pick_isa();
-    X.ws_floats = bwd ? attn__lsh_bwd_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh)
-                      : attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
-    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
+    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh, bwd);
+    if (!X.ws_floats || !attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
