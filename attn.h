@@ -360,7 +360,7 @@ typedef struct attn_longformer_params {
    logits. dq is the query role (q's rows), dk the key role (k's rows, through n(k)): with the
    shared QK passed as both q and k, its gradient is dq + dk (HF's gradient of query_key's
    output). Padding rows of dq, dk, dv are written 0 (padding rows of dout, out are not read).
-   Deterministic (one task per (batch, head)); about 3x the forward's time (bench/README.md). */
+   Deterministic (one task per (batch, head)); 2.2-2.7x the forward's time (bench/README.md). */
 typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
 typedef struct attn_lsh_params {
     int bucket_size;
