@@ -592,7 +592,6 @@ static void lt_bwd_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype
     for (ft = 0; ft < nfs; ++ft) cols += fs[ft] / 2;
     nrot = (size_t)H * nh * D * cols;
     R = (float *)t_xmalloc(sizeof(float) * nrot);
-    for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
     for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LSH; d.causal = causal; d.n_threads = 1;
@@ -600,11 +599,18 @@ static void lt_bwd_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype
     d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_merge = hf_merge;
     d.lsh.rotations = R; d.lsh.rotations_layout = hf_layout ? ATTN_LSH_ROT_HF : ATTN_LSH_ROT_ATTN;
     d.seqlens_k = lens;
+    if (t_chance(r, 0.3)) {   /* drawn rotations (rotations NULL): the reference gets attn_lsh_rotations' */
+        d.lsh.seed = t_next(r);
+        T_CHECK(attn_lsh_rotations(&d, H, n, D, R) == ATTN_OK, "lsh backward: attn_lsh_rotations");
+        d.lsh.rotations = NULL;
+    } else
+        for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
     memset(&P, 0, sizeof P);
     P.B = B; P.n = n; P.H = H; P.D = D; P.Dv = Dv; P.c = cc; P.nh = nh ? nh : 1; P.causal = causal; P.hfm = hf_merge;
     P.hf_layout = hf_layout; P.nfac = nfs; P.fac = fs; P.lens = lens; P.R = R; P.scale = 1.0 / sqrt((double)D);
-    sprintf(what, "lsh backward B%d n%d H%d D%d/%d %s->%s c%d nb%d nh%d causal%d hf_layout%d hf_merge%d shared%d factors%d", B, n,
-            H, D, Dv, t_dt_name(tin), t_dt_name(tgrad), cc, nbd, nh, causal, hf_layout, hf_merge, shared, nfac);
+    sprintf(what, "lsh backward B%d n%d H%d D%d/%d %s->%s c%d nb%d nh%d causal%d hf_layout%d hf_merge%d shared%d factors%d%s", B,
+            n, H, D, Dv, t_dt_name(tin), t_dt_name(tgrad), cc, nbd, nh, causal, hf_layout, hf_merge, shared, nfac,
+            d.lsh.rotations ? "" : " seeded");
     do {   /* padding rows hold large garbage; no near ties among valid tokens */
         int j, h, e;
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0); t_fill_normal(&dO.t, r, 1.0);
