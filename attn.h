@@ -354,7 +354,16 @@ typedef struct attn_longformer_params {
    The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
    first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
    earlier default n / bucket_size was not closer to full attention on every input measured
-   (docs/porting.md), so the reference's rule is the default; set n_buckets for another. */
+   (docs/porting.md), so the reference's rule is the default; set n_buckets for another.
+   attn_backward: the gradients of the function above with every field as the forward took it
+   (desc, q, k, v and the forward's out and lse, which it needs), as torch autograd takes HF's
+   graph: through the chunks' attention (duplicated keys and the look-back chunk included), each
+   round's softmax and the round merge (with hf_merge, HF's fp32 weights), and the keys' RMS
+   norm; the buckets and the sort are piecewise constant and get none, nor do the -1e9 / -1e5
+   logits. dq is the query role (q's rows), dk the key role (k's rows, through n(k)): with the
+   shared QK passed as both q and k, its gradient is dq + dk (HF's gradient of query_key's
+   output). Padding rows of dq, dk, dv are written 0 (padding rows of dout, out are not read).
+   Deterministic (one task per (batch, head)); 2.2-2.7x the forward's time (bench/README.md). */
 typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
 typedef struct attn_lsh_params {
     int bucket_size;
@@ -9993,16 +10002,29 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    the chunk's queries (up to ATTN__BQ at a time) transposed into lanes, their scores on the
    exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on its P.V tile
    kernel, each query's round result merged into its position across rounds by the logsumexp
-   rule in sorted-axis order. */
+   rule in sorted-axis order.
+   The backward (attn__lsh_bwd_task) hashes and sorts again (the buckets are piecewise constant:
+   no gradient) and takes the rounds as one softmax over all the (round, key) entries a row
+   sees, weighted: P = w_r exp(s - lse_r) with w_r the round's merge weight, whichever merge,
+   so dS = P (dP - D_i), D_i = dout_i . out_i, dP = dout_i . v_j (FlashAttention-2's form, no
+   term of its own for the merge). w_r needs every round's lse_r first: with n_hashes > 1 one
+   pass over the chunks recomputes them (the forward's scores, bitwise), then
+   w_r = exp(lse_r - lse_i) with the forward's lse_i, divided by their sum over the rounds
+   unless hf_merge (HF's weights, which need not sum to 1). Then per chunk and query block, on
+   the exact backward's tiles: the scores and P again, dP = V.dout^T on the Q.K^T kernel, dS
+   (0 for the self and masked logits, which are constants), dV += P^T dout and dK' += dS^T q
+   on its pvt kernel, dq += dS K' on the P.V kernel, with K' = n(k); each key slot's rows
+   added to its position in slot order; finally dk = the RMS norm's backward of dK'. */
 /* One block of shared-QK attention on the exact core's tiles, for ATTN_LSH's chunks and
    ATTN_ROUTING's windows: nk keys gathered in Kc [nk][D] / Vc [nk][Dv] (positions kpos) and up
    to ATTN__BQ queries (positions qpos, rows of Q [.][D]) in lanes. A key after its query
    (causal) gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r]
    (its largest logit), sum[r] = sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not
-   normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv]. */
-static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
-                            const float *Vc, int Dv, const int *kpos, int nk, int causal, float masked, float self,
-                            float *QT, float *S, float *O, float *mx, float *sum) {
+   normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv].
+   attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0). */
+static void attn__sqk_scores(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
+                             const int *kpos, int nk, int causal, float masked, float self, float *QT, float *S, float *mx,
+                             float *sum) {
     const int lanes = (int)attn__round16((size_t)nq);
     int e, j, u, k0;
     for (e = 0; e < D; ++e)
@@ -10026,6 +10048,11 @@ static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const i
         (void)isa->exp_sum(su, su, 0.0f, nq);
         for (j = 0; j < nq; ++j) sum[j] += su[j];
     }
+}
+static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
+                            const float *Vc, int Dv, const int *kpos, int nk, int causal, float masked, float self,
+                            float *QT, float *S, float *O, float *mx, float *sum) {
+    attn__sqk_scores(isa, Q, D, qpos, nq, Kc, kpos, nk, causal, masked, self, QT, S, mx, sum);
     memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
     isa->pv(S, nk, nq, Vc, Dv, Dv, sum /* finite: O is 0 */, O, (size_t)Dv);
 }
@@ -10042,6 +10069,10 @@ typedef struct attn__lsh {
     const attn__isa *isa;
     float *ws;
     size_t ws_floats;            /* per thread: floats (int arrays counted as floats) */
+    /* backward */
+    const attn__bwd_isa *bisa;
+    attn__view dout, dq, dk, dv;
+    const float *lse_in;         /* [B][H][n] the forward's lse */
 } attn__lsh;
 
 static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
@@ -10088,42 +10119,45 @@ static size_t attn__lsh_rot_index(int layout, int nh, int D, int cols, int h, in
     return layout == ATTN_LSH_ROT_HF ? (((size_t)h * D + e) * nh + r) * cols + j : (((size_t)h * nh + r) * D + e) * cols + j;
 }
 
-static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh) {
-    /* floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc [n][Dv],
-       m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], the chunk's key
-       ids [2c] */
-    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys);
-    return attn__round16((size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (2 * (size_t)D + 2 * (size_t)Dv + 4) +
-                         keys * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         (size_t)nh * n + 3 * (size_t)n + (size_t)nb + 2 + keys);
+/* *f += a * b; 0 on size_t overflow */
+static int attn__lsh_add(size_t *f, size_t a, size_t b) {
+    size_t t;
+    return attn__mul_size(a, b, &t) && attn__add_size(*f, t, f);
 }
 
-static void attn__lsh_task(void *ctx, int task, int thread) {
-    const attn__lsh *X = (const attn__lsh *)ctx;
-    const attn__problem *P = X->P;
+/* Per-thread scratch of ATTN_LSH's forward (bwd 0: attn__lsh_task) or backward (bwd 1:
+   attn__lsh_bwd_task), in floats (int arrays counted as floats), rounded up to 16; 0 when it
+   does not fit a size_t.
+   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc
+     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv],
+     mx, sum [BQ]
+   backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, 2c)][BQ] (each a multiple
+     of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd, hi, lo
+     [n], W [nh*n], Kc, dKc [2c][D], Vc, dVc [2c][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv], mx, sum, a,
+     ones [BQ]
+   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [2c] */
+static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh, int bwd) {
+    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * (size_t)n;
+    const size_t d = (size_t)D, dv = (size_t)Dv, bq = ATTN__BQ;
+    size_t f = 0;
+    const int ok = bwd ? attn__lsh_add(&f, d + dv + 2 * srows, bq) && attn__lsh_add(&f, (size_t)n, 4 * d + 3 * dv + 4) &&
+                             attn__lsh_add(&f, N, 1) && attn__lsh_add(&f, 2 * keys, d + dv) && attn__lsh_add(&f, bq, 2 * d + dv + 4)
+                       : attn__lsh_add(&f, d + srows, bq) && attn__lsh_add(&f, (size_t)n, 2 * d + 2 * dv + 4) &&
+                             attn__lsh_add(&f, keys, d + dv) && attn__lsh_add(&f, bq, dv + 2);
+    if (!ok || !attn__lsh_add(&f, N, 1) || !attn__lsh_add(&f, (size_t)n, 3) || !attn__lsh_add(&f, (size_t)nb + 2 + keys + 15, 1))
+        return 0;
+    return f & ~(size_t)15;
+}
+
+/* Every round's buckets of head h from the raw keys K [n][D] (rows < L), stably sorted into
+   order [nh * n] (round-major; padding, the extra bucket nb, last in each round). RT [D][BQ]
+   and S [BK][BQ] are aligned scratch, hi, lo [n] floats, bucket, arg_hi, arg_lo [n] and
+   cnt [nb + 2] ints. */
+static void attn__lsh_sort(const attn__lsh *X, int h, int L, const float *K, float *RT, float *S, float *hi, float *lo,
+                           int *bucket, int *arg_hi, int *arg_lo, int *cnt, int *order) {
     const attn__isa *isa = X->isa;
-    const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
-    const int cols = X->cols, N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
-    const int keys = 2 * c;
-    float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
-    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
-    float *Kc = lo + n, *Vc = Kc + (size_t)keys * D, *O = Vc + (size_t)keys * Dv, *mx = O + (size_t)ATTN__BQ * Dv;
-    float *sum = mx + ATTN__BQ;
-    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
-    int *cnt = arg_lo + n;
-    int *kid = cnt + (size_t)X->nb + 2;
-    int i, j, r, u, e, ch;
-    for (i = 0; i < n; ++i) {                  /* padding rows (i >= L) are never read */
-        if (i < L) {
-            isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-            isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
-            isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
-        }
-        m[i] = -INFINITY; l[i] = 0.0f;
-        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
-    }
+    const int n = X->n, D = X->P->q.dim, cols = X->cols;
+    int i, j, r, e;
     for (r = 0; r < X->nh; ++r) {             /* buckets on the raw keys, then a stable sort */
         int t, off = 0, mult = 1;
         for (i = 0; i < n; ++i) bucket[i] = i >= L ? X->nb : 0;   /* padding: the extra bucket nb */
@@ -10164,24 +10198,79 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
         for (j = 0; j <= X->nb; ++j) cnt[j + 1] += cnt[j];
         for (i = 0; i < n; ++i) order[(size_t)r * n + cnt[bucket[i]]++] = i;
     }
-    for (i = 0; i < L; ++i) {                  /* keys: n(k) = k / sqrt(mean(k^2) + 1e-6) */
-        const float ss = isa->dot(K + (size_t)i * D, K + (size_t)i * D, D);
-        isa->scal(K + (size_t)i * D, 1.0f / sqrtf(ss / (float)D + 1e-6f), D);
+}
+
+/* The keys chunk ch attends: the previous chunk's valid entries, then its own (a padding key's
+   logit -1e9 gives it weight exactly 0, so it is skipped), rows of the normalised K [n][D]
+   into Kc and (when Vc is given) of V [n][Dv] into Vc, positions into kid; returns their count. */
+static int attn__lsh_gather(const attn__lsh *X, const int *order, int ch, int L, const float *K, const float *V, float *Kc,
+                            float *Vc, int *kid) {
+    const int c = X->c, D = X->P->q.dim, Dv = X->P->v.dim, nchunks = X->nh * X->n / c;
+    const int prev = (ch + nchunks - 1) % nchunks;
+    int u, nk = 0;
+    for (u = 0; u < 2 * c; ++u) {
+        const int id = order[(size_t)(u < c ? prev : ch) * c + u % c];
+        if (id >= L) continue;
+        kid[nk] = id;
+        memcpy(Kc + (size_t)nk * D, K + (size_t)id * D, sizeof(float) * (size_t)D);
+        if (Vc) memcpy(Vc + (size_t)nk * Dv, V + (size_t)id * Dv, sizeof(float) * (size_t)Dv);
+        ++nk;
     }
-    for (ch = 0; ch < nchunks; ++ch) {
-        /* a chunk lies in one round, whose padding sorts last: its valid entries are a prefix */
-        const int prev = (ch + nchunks - 1) % nchunks, *qid = order + (size_t)ch * c;
-        int q0, nq = 0, nk = 0;
-        while (nq < c && qid[nq] < L) ++nq;
-        if (nq == 0) continue;                /* padding queries: out 0 */
-        for (u = 0; u < keys; ++u) {          /* the previous chunk's valid keys, then this chunk's */
-            const int id = order[(size_t)(u < c ? prev : ch) * c + u % c];
-            if (id >= L) continue;            /* a padding key: logit -1e9, weight exactly 0 */
-            kid[nk] = id;
-            memcpy(Kc + (size_t)nk * D, K + (size_t)id * D, sizeof(float) * (size_t)D);
-            memcpy(Vc + (size_t)nk * Dv, V + (size_t)id * Dv, sizeof(float) * (size_t)Dv);
-            ++nk;
+    return nk;
+}
+
+/* The valid queries of chunk ch: a chunk lies in one round, whose padding sorts last, so they
+   are a prefix; returns their count. */
+static int attn__lsh_chunk_queries(const attn__lsh *X, const int *order, int ch, int L) {
+    const int *qid = order + (size_t)ch * X->c;
+    int nq = 0;
+    while (nq < X->c && qid[nq] < L) ++nq;
+    return nq;
+}
+
+/* K [n][D] rows < L in place: n(k) = k / sqrt(mean(k^2) + 1e-6); rs [n] (or NULL) gets the
+   factors 1 / sqrt(...). */
+static void attn__lsh_norm_keys(const attn__isa *isa, float *K, int L, int D, float *rs) {
+    int i;
+    for (i = 0; i < L; ++i) {
+        const float ss = isa->dot(K + (size_t)i * D, K + (size_t)i * D, D), f = 1.0f / sqrtf(ss / (float)D + 1e-6f);
+        isa->scal(K + (size_t)i * D, f, D);
+        if (rs) rs[i] = f;
+    }
+}
+
+static void attn__lsh_task(void *ctx, int task, int thread) {
+    const attn__lsh *X = (const attn__lsh *)ctx;
+    const attn__problem *P = X->P;
+    const attn__isa *isa = X->isa;
+    const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
+    const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
+    const int keys = 2 * c;
+    float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
+    float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
+    float *Kc = lo + n, *Vc = Kc + (size_t)keys * D, *O = Vc + (size_t)keys * Dv, *mx = O + (size_t)ATTN__BQ * Dv;
+    float *sum = mx + ATTN__BQ;
+    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
+    int *cnt = arg_lo + n;
+    int *kid = cnt + (size_t)X->nb + 2;
+    int i, j, ch;
+    for (i = 0; i < n; ++i) {                  /* padding rows (i >= L) are never read */
+        if (i < L) {
+            isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+            isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+            isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
         }
+        m[i] = -INFINITY; l[i] = 0.0f;
+        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+    }
+    attn__lsh_sort(X, h, L, K, RT, S, hi, lo, bucket, arg_hi, arg_lo, cnt, order);
+    attn__lsh_norm_keys(isa, K, L, D, NULL);
+    for (ch = 0; ch < nchunks; ++ch) {
+        const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
+        int q0, nk;
+        if (nq == 0) continue;                /* padding queries: out 0 */
+        nk = attn__lsh_gather(X, order, ch, L, K, V, Kc, Vc, kid);
         for (q0 = 0; q0 < nq; q0 += ATTN__BQ) {   /* queries in lanes, ATTN__BQ at a time */
             const int nl = ATTN__MIN(ATTN__BQ, nq - q0);
             attn__sqk_block(isa, Q, D, qid + q0, nl, Kc, Vc, Dv, kid, nk, P->causal, -1e9f, -1e5f, RT, S, O, mx, sum);
@@ -10212,6 +10301,120 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     }
 }
 
+static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
+    const attn__lsh *X = (const attn__lsh *)ctx;
+    const attn__problem *P = X->P;
+    const attn__isa *isa = X->isa;
+    const attn__bwd_isa *bisa = X->bisa;
+    const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
+    const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
+    const int keys = 2 * c, srows = ATTN__MAX(ATTN__BK, keys);
+    const float *lse = X->lse_in + ((size_t)b * H + h) * n;
+    float *RT = X->ws + (size_t)thread * X->ws_floats, *GT = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
+    float *S = GT + (size_t)Dv * ATTN__BQ, *dP = S + (size_t)srows * ATTN__BQ;
+    float *Q = dP + (size_t)srows * ATTN__BQ, *K = Q + (size_t)n * D, *dQ = K + (size_t)n * D, *dK = dQ + (size_t)n * D;
+    float *V = dK + (size_t)n * D, *G = V + (size_t)n * Dv, *dV = G + (size_t)n * Dv;
+    float *rs = dV + (size_t)n * Dv, *dd = rs + n, *hi = dd + n, *lo = hi + n, *W = lo + n;
+    float *Kc = W + N, *dKc = Kc + (size_t)keys * D, *Vc = dKc + (size_t)keys * D, *dVc = Vc + (size_t)keys * Dv;
+    float *Qg = dVc + (size_t)keys * Dv, *dQc = Qg + (size_t)ATTN__BQ * D, *Gg = dQc + (size_t)ATTN__BQ * D;
+    float *mx = Gg + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ, *a = sum + ATTN__BQ, *ones = a + ATTN__BQ;
+    int *order = (int *)(void *)(ones + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
+    int *cnt = arg_lo + n, *kid = cnt + (size_t)X->nb + 2;
+    int i, j, u, e, ch, t;
+    for (j = 0; j < ATTN__BQ; ++j) ones[j] = 1.0f;
+    for (i = 0; i < L; ++i) {                  /* padding rows (i >= L) are never read */
+        isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        isa->load(attn__at(&X->dout, b, i, h), X->dout.dtype, G + (size_t)i * Dv, Dv, 1.0f);
+        isa->load(attn__at(&P->out, b, i, h), P->out.dtype, Gg, Dv, 1.0f);
+        dd[i] = isa->dot(G + (size_t)i * Dv, Gg, Dv);   /* D_i = dout_i . out_i */
+    }
+    memset(dQ, 0, sizeof(float) * (size_t)n * D * 2);   /* dQ, dK */
+    memset(dV, 0, sizeof(float) * (size_t)n * Dv);
+    attn__lsh_sort(X, h, L, K, RT, S, hi, lo, bucket, arg_hi, arg_lo, cnt, order);
+    attn__lsh_norm_keys(isa, K, L, D, rs);
+    if (X->nh > 1) {   /* every entry's lse_r as the forward computes it, then the round weights */
+        for (ch = 0; ch < nchunks; ++ch) {
+            const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
+            int q0, nk;
+            if (nq == 0) continue;
+            nk = attn__lsh_gather(X, order, ch, L, K, NULL, Kc, NULL, kid);
+            for (q0 = 0; q0 < nq; q0 += ATTN__BQ) {
+                const int nl = ATTN__MIN(ATTN__BQ, nq - q0);
+                attn__sqk_scores(isa, Q, D, qid + q0, nl, Kc, kid, nk, P->causal, -1e9f, -1e5f, RT, S, mx, sum);
+                for (j = 0; j < nl; ++j) W[(size_t)ch * c + q0 + j] = mx[j] + logf(sum[j]);
+            }
+        }
+        for (i = 0; i < L; ++i) hi[i] = 0.0f;   /* hi: the sum of a row's weights */
+        for (t = 0; t < N; ++t) {
+            const int p = order[t];
+            if (p >= L) continue;
+            W[t] = expf(W[t] - lse[p]);
+            hi[p] += W[t];
+        }
+        if (!X->hf_merge)                      /* normalised exactly, as the forward's merge */
+            for (t = 0; t < N; ++t) if (order[t] < L) W[t] /= hi[order[t]];
+    }
+    for (ch = 0; ch < nchunks; ++ch) {
+        const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
+        int q0, nk;
+        if (nq == 0) continue;
+        nk = attn__lsh_gather(X, order, ch, L, K, V, Kc, Vc, kid);
+        memset(dKc, 0, sizeof(float) * (size_t)nk * D);
+        memset(dVc, 0, sizeof(float) * (size_t)nk * Dv);
+        for (q0 = 0; q0 < nq; q0 += ATTN__BQ) {
+            const int nl = ATTN__MIN(ATTN__BQ, nq - q0), lanes = (int)attn__round16((size_t)nl), *qp = qid + q0;
+            int k0;
+            attn__sqk_scores(isa, Q, D, qp, nl, Kc, kid, nk, P->causal, -1e9f, -1e5f, RT, S, mx, sum);
+            for (j = 0; j < nl; ++j) {         /* P = w exp(s - mx) / sum; the rows of q and dout */
+                a[j] = (X->nh > 1 ? W[(size_t)ch * c + q0 + j] : 1.0f) / sum[j];
+                memcpy(Qg + (size_t)j * D, Q + (size_t)qp[j] * D, sizeof(float) * (size_t)D);
+                memcpy(Gg + (size_t)j * Dv, G + (size_t)qp[j] * Dv, sizeof(float) * (size_t)Dv);
+            }
+            for (e = 0; e < Dv; ++e)
+                for (j = 0; j < lanes; ++j) GT[(size_t)e * ATTN__BQ + j] = j < nl ? G[(size_t)qp[j] * Dv + e] : 0.0f;
+            for (k0 = 0; k0 < nk; k0 += ATTN__BK)   /* dP[u][j] = v_u . dout_j */
+                isa->qk(Vc + (size_t)k0 * Dv, Dv, ATTN__MIN(ATTN__BK, nk - k0), GT, lanes, Dv, dP + (size_t)k0 * ATTN__BQ);
+            for (u = 0; u < nk; ++u) {         /* branch-free: dS 0 where the logit was a constant */
+                const int ku = kid[u], cut = P->causal ? ku : INT_MIN;
+                float *su = S + (size_t)u * ATTN__BQ, *du = dP + (size_t)u * ATTN__BQ;
+                for (j = 0; j < nl; ++j) {
+                    const float pr = su[j] * a[j], ds = pr * (du[j] - dd[qp[j]]);
+                    su[j] = pr;
+                    du[j] = cut > qp[j] || ku == qp[j] ? 0.0f : ds;
+                }
+                for (; j < lanes; ++j) du[j] = 0.0f;
+            }
+            bisa->pvt(S, nl, nk, Gg, Dv, Dv, dVc, (size_t)Dv);    /* dV' += P^T dout */
+            bisa->pvt(dP, nl, nk, Qg, D, D, dKc, (size_t)D);      /* dK' += dS^T q (scaled) */
+            memset(dQc, 0, sizeof(float) * (size_t)ATTN__BQ * D);
+            isa->pv(dP, nk, nl, Kc, D, D, ones, dQc, (size_t)D);  /* dq (unscaled) = dS K' */
+            for (j = 0; j < nl; ++j) isa->axpy(dQ + (size_t)qp[j] * D, 1.0f, dQc + (size_t)j * D, D);
+        }
+        for (u = 0; u < nk; ++u) {            /* each key slot into its position, in slot order */
+            isa->axpy(dK + (size_t)kid[u] * D, 1.0f, dKc + (size_t)u * D, D);
+            isa->axpy(dV + (size_t)kid[u] * Dv, 1.0f, dVc + (size_t)u * Dv, Dv);
+        }
+    }
+    for (i = 0; i < n; ++i) {                  /* padding rows: 0 */
+        if (i >= L) {
+            attn__store_zero_row(attn__at(&X->dq, b, i, h), X->dq.dtype, D);
+            attn__store_zero_row(attn__at(&X->dk, b, i, h), X->dk.dtype, D);
+            attn__store_zero_row(attn__at(&X->dv, b, i, h), X->dv.dtype, Dv);
+            continue;
+        }
+        {   /* dk = rs (dK' - n(k) (dK' . n(k)) / D), the RMS norm's backward */
+            float *g = dK + (size_t)i * D;
+            const float *kn = K + (size_t)i * D;
+            isa->axpy(g, -isa->dot(g, kn, D) / (float)D, kn, D);
+            isa->store(attn__at(&X->dk, b, i, h), X->dk.dtype, g, D, rs[i]);
+        }
+        isa->store(attn__at(&X->dq, b, i, h), X->dq.dtype, dQ + (size_t)i * D, D, P->scale);
+        isa->store(attn__at(&X->dv, b, i, h), X->dv.dtype, dV + (size_t)i * Dv, Dv, 1.0f);
+    }
+}
+
 /* The checks the shared-QK kinds (ATTN_LSH, ATTN_ROUTING) share: the tensor contract, scale,
    causal, threads, no other mask (padding: seqlens_q/_k in range, when the kind takes them),
    self-attention with as many KV heads as query heads. */
@@ -10231,11 +10434,39 @@ static attn_status attn__shared_qk_check(const attn__call *c, attn__problem *P, 
     if (c->k.seq != c->q.seq) return ATTN_ERR_SPARSE_SELF;
     if (c->k.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
     if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, c->q.batch, c->q.seq)) return ATTN_ERR_SEQLENS_Q;
-    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->q.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
+    if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, c->k.batch, c->k.seq)) return ATTN_ERR_SEQLENS_K;
     return ATTN_OK;
 }
 
-static attn_status attn__lsh_forward(const attn__call *c) {
+/* attn_backward's own arguments (the kinds' backward without an exact-kernel core): dout, lse
+   (when the kind defines one: need_lse), dq, dk, dv present, in a storage dtype, shaped like
+   out, q, k, v and not broadcast; their views. */
+static attn_status attn__bwd_args(const attn__call *c, int need_lse, attn__view *dout, attn__view *dq, attn__view *dk,
+                                  attn__view *dv) {
+    const attn_tensor *o = &c->dout, *gq = &c->dq, *gk = &c->dk, *gv = &c->dv;
+    attn_status s;
+    if (!o->data) return ATTN_ERR_BWD_NULL_DOUT;
+    if (need_lse && !c->lse_in) return ATTN_ERR_BWD_NULL_LSE;
+    if (!gq->data) return ATTN_ERR_BWD_NULL_DQ;
+    if (!gk->data) return ATTN_ERR_BWD_NULL_DK;
+    if (!gv->data) return ATTN_ERR_BWD_NULL_DV;
+    if (!attn__dtype_ok(o->dtype) || !attn__dtype_ok(gq->dtype) || !attn__dtype_ok(gk->dtype) || !attn__dtype_ok(gv->dtype))
+        return ATTN_ERR_DTYPE;
+    if (o->batch != c->q.batch || o->seq != c->q.seq || o->heads != c->q.heads || o->dim != c->v.dim) return ATTN_ERR_BWD_DOUT_SHAPE;
+    if (gq->batch != c->q.batch || gq->seq != c->q.seq || gq->heads != c->q.heads || gq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
+    if (gk->batch != c->k.batch || gk->seq != c->k.seq || gk->heads != c->k.heads || gk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
+    if (gv->batch != c->v.batch || gv->seq != c->v.seq || gv->heads != c->v.heads || gv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
+    if (attn__tensor_bcast(gq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+    if (attn__tensor_bcast(gk)) return ATTN_ERR_BWD_DK_BROADCAST;
+    if (attn__tensor_bcast(gv)) return ATTN_ERR_BWD_DV_BROADCAST;
+    if ((s = attn__make_view(o, dout)) != ATTN_OK || (s = attn__make_view(gq, dq)) != ATTN_OK ||
+        (s = attn__make_view(gk, dk)) != ATTN_OK || (s = attn__make_view(gv, dv)) != ATTN_OK) return s;
+    return ATTN_OK;
+}
+
+/* ATTN_LSH's forward (bwd 0) and backward (bwd 1): validate, plan, the workspace (a query
+   stops there), one task per (batch, head). */
+static attn_status attn__lsh_run(const attn__call *c, int bwd) {
     const attn_desc *d = c->d;
     attn__problem P;
     attn__lsh X;
@@ -10266,19 +10497,25 @@ static attn_status attn__lsh_forward(const attn__call *c) {
     X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.layout = d->lsh.rotations_layout; X.seed = d->lsh.seed;
     X.hf_merge = d->lsh.hf_merge;
     X.lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q; X.isa = attn__pick_isa();
-    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh);
-    if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
+    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh, bwd);
+    if (!X.ws_floats || !attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
         return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if (bwd) {
+        if ((s = attn__bwd_args(c, 1, &X.dout, &X.dq, &X.dk, &X.dv)) != ATTN_OK) return s;
+        X.lse_in = c->lse_in; X.bisa = attn__pick_bwd_isa(X.isa);
+    }
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     X.ws = (float *)(void *)w.base;
-    attn__parallel_for(d, tasks, nt, attn__lsh_task, &X);
+    attn__parallel_for(d, tasks, nt, bwd ? attn__lsh_bwd_task : attn__lsh_task, &X);
     attn__ws_release(&w);
     return ATTN_OK;
 }
-static const attn__mech attn__mech_lsh = { attn__lsh_forward, NULL, NULL, NULL, NULL };
+static attn_status attn__lsh_forward(const attn__call *c) { return attn__lsh_run(c, 0); }
+static attn_status attn__lsh_backward(const attn__call *c) { return attn__lsh_run(c, 1); }
+static const attn__mech attn__mech_lsh = { attn__lsh_forward, attn__lsh_backward, NULL, NULL, NULL };
 
 ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations) {
     attn_status s;

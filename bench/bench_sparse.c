@@ -16,8 +16,15 @@
                  with w = sqrt(n) is the O(n^1.5) setting), shared QK
    Each time is the median of 3..15 calls (about 2 s per cell, at least 3). A full run takes about
    4 minutes on a loaded 2-core machine (exact attention at 16k: ~13 s a call).
+   Backward part (after the sweep): attn_backward beside attn_forward (with lse) of the kinds
+   that have one (lsh), seq 1k / 4k / 16k (quick: up to 4k), 1 and 2 threads, the two calls
+   alternated, 7 each, medians; backward / forward ratio and the backward's GFLOP/s counted as
+   the work it does per visible pair: 12 * D (the lse pass's Q.K^T again when n_hashes > 1, then
+   Q.K^T, dout.V^T, P^T dout, dS^T q, dS K); every gradient checked finite.
    Env: BENCH_QUICK=1 (lengths up to 16k, exact up to 8k, fewer repetitions), BENCH_OUTDIR
-   (default bench). Writes BENCH_OUTDIR/results_sparse.csv and BENCH_OUTDIR/chart_sparse.svg. */
+   (default bench), BENCH_SPARSE_BWD_ONLY=1 (the backward part alone). Writes
+   BENCH_OUTDIR/results_sparse.csv and BENCH_OUTDIR/chart_sparse.svg (the sweep) and
+   BENCH_OUTDIR/results_sparse_backward.csv (the backward part). */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
@@ -209,6 +216,67 @@ static void write_svg(const char *path, double peak) {
 #undef SY
 }
 
+/* attn_backward / attn_forward of ATTN_LSH (make_desc's settings, shared QK), 1 and 2 threads */
+static int backward_part(const char *outdir, const machine *m0) {
+    static const int blens[3] = { 1024, 4096, 16384 }, kinds[1] = { 5 };
+    char path[512];
+    FILE *f;
+    int li, ki, th, failed = 0;
+    snprintf(path, sizeof path, "%s/results_sparse_backward.csv", outdir);
+    f = fopen(path, "w");
+    if (!f) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
+    bench_csv_header(f, "kind,seq,heads,dim,threads,forward_ms,backward_ms,backward_over_forward,backward_gflops,pct_peak");
+    printf("\nbackward (attn_backward beside attn_forward with lse; 7 calls each, alternated, medians)\n");
+    printf("%-8s %6s %7s %11s %12s %8s %9s %7s\n", "kind", "seq", "threads", "forward ms", "backward ms", "ratio",
+           "GFLOP/s", "%peak");
+    for (ki = 0; ki < 1; ++ki)
+        for (li = 0; li < 3 && (!g_quick || blens[li] <= 4096); ++li) {
+            const int m = kinds[ki], S = blens[li];
+            const size_t n = (size_t)S * H * D;
+            float *q = (float *)xalloc(n * 4), *v = (float *)xalloc(n * 4), *o = (float *)xalloc(n * 4);
+            float *dout = (float *)xalloc(n * 4), *g = (float *)xalloc(3 * n * 4), *lse = (float *)xalloc(sizeof(float) * S * H);
+            attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, S, H, D), tv = attn_tensor_dense(v, ATTN_F32, 1, S, H, D);
+            attn_tensor to = attn_tensor_dense(o, ATTN_F32, 1, S, H, D), tdo = attn_tensor_dense(dout, ATTN_F32, 1, S, H, D);
+            attn_tensor gq = attn_tensor_dense(g, ATTN_F32, 1, S, H, D), gk = attn_tensor_dense(g + n, ATTN_F32, 1, S, H, D);
+            attn_tensor gv = attn_tensor_dense(g + 2 * n, ATTN_F32, 1, S, H, D);
+            fill_rand(q, n); fill_rand(v, n); fill_rand(dout, n);
+            for (th = 1; th <= 2; ++th) {
+                attn_desc d;
+                double tf[7], tb[7], mn, mx, fms, bms, gf, pairs = 0;
+                size_t i;
+                int r, h;
+                make_desc(m, S, &d);
+                d.n_threads = th;
+                if (attn_forward(&d, tq, tq, tv, to, lse) != ATTN_OK ||
+                    attn_backward(&d, tq, tq, tv, to, tdo, lse, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
+                for (r = 0; r < 7; ++r) {
+                    double t0 = now_s();
+                    if (attn_forward(&d, tq, tq, tv, to, lse) != ATTN_OK) die("attn_forward failed");
+                    tf[r] = now_s() - t0;
+                    t0 = now_s();
+                    if (attn_backward(&d, tq, tq, tv, to, tdo, lse, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
+                    tb[r] = now_s() - t0;
+                }
+                for (i = 0; i < 3 * n; ++i) if (!isfinite(g[i])) { failed++; break; }
+                fms = 1e3 * median_of(tf, 7, &mn, &mx);
+                bms = 1e3 * median_of(tb, 7, &mn, &mx);
+                for (h = 0; h < H; ++h) pairs += 2.0 * S * 128;   /* 2 rounds x 2 chunks of 64 keys */
+                gf = 12.0 * D * pairs / (bms * 1e-3) * 1e-9;
+                printf("%-8s %6d %7d %11.2f %12.2f %7.2fx %9.1f %6.1f%%%s\n", names[m], S, th, fms, bms, bms / fms, gf,
+                       100.0 * gf / (th == 1 ? m0->peak_1t : m0->peak_all), i < 3 * n ? "  NON-FINITE GRADIENT" : "");
+                fflush(stdout);
+                bench_csv_machine(f);
+                fprintf(f, "%s,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.2f,%.2f\n", names[m], S, H, D, th, fms, bms, bms / fms, gf,
+                        100.0 * gf / (th == 1 ? m0->peak_1t : m0->peak_all));
+            }
+            free(q); free(v); free(o); free(dout); free(g); free(lse);
+        }
+    if (fclose(f) != 0) { fprintf(stderr, "bench: cannot write %s\n", path); return 3; }
+    printf("(%%peak of the FMA peak of as many threads; a 1-thread row against the 1-thread peak)\nwrote %s\n", path);
+    if (failed) { fprintf(stderr, "bench: %d backward check(s) FAILED\n", failed); return 1; }
+    return 0;
+}
+
 int main(void) {
     char cpu[256], path[512];
     const char *outdir = getenv("BENCH_OUTDIR");
@@ -231,6 +299,7 @@ int main(void) {
     measure_machine(&m0, isa, g_ncpu, g_quick ? 0.05 : 0.2, (size_t)64 << 20);
     print_machine(&m0, g_ncpu, (size_t)64 << 20);
     peak = m0.peak_all;
+    if (env_int("BENCH_SPARSE_BWD_ONLY", 0)) return backward_part(outdir, &m0);
     printf("\n%-8s %6s %10s %8s %9s %7s %10s %12s\n", "kind", "seq", "median ms", "spread", "GFLOP/s", "%peak",
            "vs exact", "diff/exact");
     for (li = 0; li < N_LEN && lens[li] <= max_len; ++li) {
@@ -318,5 +387,5 @@ int main(void) {
     write_svg(path, peak);
     printf("wrote %s/results_sparse.csv and %s; wall time %.1f s\n", outdir, path, now_s() - t_start);
     if (failed) { fprintf(stderr, "bench: %d check(s) FAILED\n", failed); return 1; }
-    return 0;
+    return backward_part(outdir, &m0);
 }

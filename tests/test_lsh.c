@@ -29,24 +29,45 @@ static double lt_rot(const float *R, int hf, int nh, int D, int cols, int h, int
     return hf ? R[(((size_t)h * D + e) * nh + r) * cols + j] : R[(((size_t)h * nh + r) * D + e) * cols + j];
 }
 
-/* out [B][n][H][Dv], lse [B][H][n]; returns 0 when a valid token's bucket argmax is a near tie. */
-static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const int *lens, const float *R, int hf,
-                  int c, const int *fac, int nfac, int nh, int causal, int hfm, double scale, double *out, double *lse) {
-    const int B = q->batch, n = q->seq, H = q->heads, D = q->dim, Dv = v->dim, N = nh * n, nch = N / c;
+/* The reference on dense double arrays q, k [B][n][H][D], v, out [B][n][H][Dv] (a fixed problem
+   in lt_prob). out, lse [B][H][n]; with dout given (rows past a sequence's length not read),
+   also the gradients dq, dk, dv of sum(dout * out) by the chain rule through HF's graph, as
+   autograd takes it: the round merge (w_r = exp(lse_r - L), L = logsumexp_r lse_r: dlse_r =
+   w_r (g.o_r) - w_r sum_s w_s (g.o_s), do_r = w_r g), each round's softmax (ds = p (do.v_j -
+   do.o_r) + p dlse_r), the logits s = scale q.n(k) (the -1e9 / -1e5 constants take nothing)
+   and the RMS norm n(k) = k r, r = (mean(k^2) + 1e-6)^-1/2 (dk = r dn - r^3 k (dn.k) / D).
+   The hashing is piecewise constant: no gradient. Padding rows of dq, dk, dv are 0. Returns 0
+   when a valid token's bucket argmax is a near tie. */
+typedef struct {
+    int B, n, H, D, Dv, c, nh, causal, hfm, hf_layout, nfac;
+    const int *fac, *lens;
+    const float *R;
+    double scale;
+} lt_prob;
+
+static int lt_ref_d(const lt_prob *P, const double *q, const double *k, const double *v, double *out, double *lse,
+                    const double *dout, double *dq, double *dk, double *dv) {
+    const int B = P->B, n = P->n, H = P->H, D = P->D, Dv = P->Dv, c = P->c, nh = P->nh, N = nh * n, nch = N / c;
+    const int *fac = P->fac, nfac = P->nfac;
     int nb = 1, cols = 0, ft;
     lt_ent *ax = (lt_ent *)t_xmalloc(sizeof(lt_ent) * (size_t)N);
     double *o = (double *)t_xmalloc(sizeof(double) * (size_t)N * Dv), *lr = (double *)t_xmalloc(sizeof(double) * (size_t)N);
-    double *s = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)c), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
+    double *le = (double *)t_xmalloc(sizeof(double) * (size_t)N), *w = (double *)t_xmalloc(sizeof(double) * (size_t)N);
+    double *s = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)c * N), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
+    double *rr = (double *)t_xmalloc(sizeof(double) * (size_t)n), *dn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
+    double *gw = (double *)t_xmalloc(sizeof(double) * (size_t)N);
+    char *cst = (char *)t_xmalloc(2 * (size_t)c * N);
     int b, h, r, i, e, t, u, ok = 1;
+#define LT_X(a, i_, h_, e_, dim) ((((size_t)b * n + (i_)) * H + (h_)) * (dim) + (e_))
     for (ft = 0; ft < nfac; ++ft) { nb *= fac[ft]; cols += fac[ft] / 2; }
     for (b = 0; b < B; ++b)
         for (h = 0; h < H; ++h) {
-            const int L = lens ? lens[b] : n;
+            const int L = P->lens ? P->lens[b] : n;
             for (i = 0; i < n; ++i) {                    /* keys: x rsqrt(mean(x^2) + 1e-6) */
                 double ms = 0;
-                for (e = 0; e < D; ++e) ms += t_load(k, b, i, h, e) * t_load(k, b, i, h, e);
-                ms = 1.0 / sqrt(ms / D + 1e-6);
-                for (e = 0; e < D; ++e) kn[(size_t)i * D + e] = t_load(k, b, i, h, e) * ms;
+                for (e = 0; e < D; ++e) ms += k[LT_X(b, i, h, e, D)] * k[LT_X(b, i, h, e, D)];
+                rr[i] = 1.0 / sqrt(ms / D + 1e-6);
+                for (e = 0; e < D; ++e) kn[(size_t)i * D + e] = k[LT_X(b, i, h, e, D)] * rr[i];
             }
             for (r = 0; r < nh; ++r)
                 for (i = 0; i < n; ++i) {
@@ -60,7 +81,8 @@ static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
                             int a = -1;
                             for (cc = 0; cc < fac[ft]; ++cc) {
                                 double y = 0;
-                                for (e = 0; e < D; ++e) y += t_load(k, b, i, h, e) * lt_rot(R, hf, nh, D, cols, h, r, e, off + cc % fh);
+                                for (e = 0; e < D; ++e)
+                                    y += k[LT_X(b, i, h, e, D)] * lt_rot(P->R, P->hf_layout, nh, D, cols, h, r, e, off + cc % fh);
                                 if (cc >= fh) y = -y;
                                 if (y > best) { second = best; best = y; a = cc; }
                                 else if (y > second) second = y;
@@ -77,42 +99,115 @@ static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor 
             qsort(ax, (size_t)N, sizeof(lt_ent), lt_cmp);
             for (t = 0; t < N; ++t) {                    /* every sorted entry as a query */
                 const int ch = t / c, prev = (ch + nch - 1) % nch, p = ax[t].pos;
-                double mx = -INFINITY, l = 0;
+                double mx = -INFINITY, l = 0, *st = s + (size_t)t * 2 * c;
+                char *ct = cst + (size_t)t * 2 * c;
                 for (u = 0; u < 2 * c; ++u) {
                     const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
                     double x = 0;
-                    for (e = 0; e < D; ++e) x += t_load(q, b, p, h, e) * kn[(size_t)jj * D + e];
-                    x *= scale;
-                    if (jj >= L || (causal && jj > p)) x = -1e9;
-                    if (jj == p) x = -1e5;
-                    s[u] = x;
+                    for (e = 0; e < D; ++e) x += q[LT_X(b, p, h, e, D)] * kn[(size_t)jj * D + e];
+                    x *= P->scale;
+                    ct[u] = 0;
+                    if (jj >= L || (P->causal && jj > p)) { x = -1e9; ct[u] = 1; }
+                    if (jj == p) { x = -1e5; ct[u] = 1; }
+                    st[u] = x;
                     if (x > mx) mx = x;
                 }
                 for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] = 0;
                 for (u = 0; u < 2 * c; ++u) {
                     const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
-                    const double w = exp(s[u] - mx);
-                    l += w;
-                    if (w > 0) for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] += w * t_load(v, b, jj, h, e);
+                    const double wu = exp(st[u] - mx);
+                    l += wu;
+                    if (wu > 0) for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] += wu * v[LT_X(b, jj, h, e, Dv)];
                 }
                 for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] /= l;
-                lr[t] = hfm ? (double)(float)(mx + log(l)) : mx + log(l);
+                le[t] = mx + log(l);
+                lr[t] = P->hfm ? (double)(float)le[t] : le[t];
             }
             for (i = 0; i < n; ++i) {                    /* rounds merged by their logsumexp */
-                double M = -INFINITY, S = 0, *orow = out + (((size_t)b * n + i) * H + h) * Dv;
+                double M = -INFINITY, S = 0, *orow = out + LT_X(b, i, h, 0, Dv);
                 for (e = 0; e < Dv; ++e) orow[e] = 0;
                 if (i >= L) { lse[((size_t)b * H + h) * n + i] = -INFINITY; continue; }
                 for (t = 0; t < N; ++t) if (ax[t].pos == i && lr[t] > M) M = lr[t];
                 for (t = 0; t < N; ++t) if (ax[t].pos == i) S += exp(lr[t] - M);
                 S = M + log(S);
-                if (hfm) S = (double)(float)S;
+                if (P->hfm) S = (double)(float)S;
                 for (t = 0; t < N; ++t)
-                    if (ax[t].pos == i)
-                        for (e = 0; e < Dv; ++e) orow[e] += o[(size_t)t * Dv + e] * exp(lr[t] - S);
+                    if (ax[t].pos == i) {
+                        w[t] = exp(lr[t] - S);
+                        for (e = 0; e < Dv; ++e) orow[e] += o[(size_t)t * Dv + e] * w[t];
+                    }
                 lse[((size_t)b * H + h) * n + i] = S;
             }
+            if (!dout) continue;
+            for (i = 0; i < n; ++i) {
+                for (e = 0; e < D; ++e) { dq[LT_X(b, i, h, e, D)] = 0; dn[(size_t)i * D + e] = 0; }
+                for (e = 0; e < Dv; ++e) dv[LT_X(b, i, h, e, Dv)] = 0;
+            }
+            for (i = 0; i < L; ++i) {                    /* the merge: gw = g.o_r, then dlse_r in gw */
+                const double *g = dout + LT_X(b, i, h, 0, Dv);
+                double sw = 0;
+                for (t = 0; t < N; ++t)
+                    if (ax[t].pos == i) {
+                        gw[t] = 0;
+                        for (e = 0; e < Dv; ++e) gw[t] += g[e] * o[(size_t)t * Dv + e];
+                        sw += w[t] * gw[t];
+                    }
+                for (t = 0; t < N; ++t) if (ax[t].pos == i) gw[t] = w[t] * gw[t] - w[t] * sw;
+            }
+            for (t = 0; t < N; ++t) {                    /* each round's softmax and logits */
+                const int ch = t / c, prev = (ch + nch - 1) % nch, p = ax[t].pos;
+                const double *g = dout + LT_X(b, p, h, 0, Dv), *st = s + (size_t)t * 2 * c;
+                double go_o = 0;
+                if (p >= L) continue;
+                for (e = 0; e < Dv; ++e) go_o += w[t] * g[e] * o[(size_t)t * Dv + e];
+                for (u = 0; u < 2 * c; ++u) {
+                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                    const double pu = exp(st[u] - le[t]);
+                    double gp = 0, gs;
+                    if (jj >= L) continue;
+                    for (e = 0; e < Dv; ++e) {
+                        gp += w[t] * g[e] * v[LT_X(b, jj, h, e, Dv)];
+                        dv[LT_X(b, jj, h, e, Dv)] += pu * w[t] * g[e];
+                    }
+                    gs = pu * (gp - go_o) + pu * gw[t];
+                    if (cst[(size_t)t * 2 * c + u]) continue;
+                    for (e = 0; e < D; ++e) {
+                        dq[LT_X(b, p, h, e, D)] += P->scale * gs * kn[(size_t)jj * D + e];
+                        dn[(size_t)jj * D + e] += P->scale * gs * q[LT_X(b, p, h, e, D)];
+                    }
+                }
+            }
+            for (i = 0; i < n; ++i) {                    /* through n(k) = k r */
+                double dk_dot = 0;
+                for (e = 0; e < D; ++e) dk_dot += dn[(size_t)i * D + e] * k[LT_X(b, i, h, e, D)];
+                for (e = 0; e < D; ++e)
+                    dk[LT_X(b, i, h, e, D)] = i >= L ? 0
+                        : rr[i] * dn[(size_t)i * D + e] - rr[i] * rr[i] * rr[i] * k[LT_X(b, i, h, e, D)] * dk_dot / D;
+            }
         }
-    free(ax); free(o); free(lr); free(s); free(kn);
+#undef LT_X
+    free(ax); free(o); free(lr); free(le); free(w); free(s); free(kn); free(rr); free(dn); free(gw); free(cst);
+    return ok;
+}
+
+/* every element of a tensor as doubles, dense [B][S][H][dim] */
+static double *lt_read(const attn_tensor *t) {
+    double *x = (double *)t_xmalloc(sizeof(double) * (size_t)t->batch * t->seq * t->heads * t->dim);
+    t_read(t, x);
+    return x;
+}
+
+/* out [B][n][H][Dv], lse [B][H][n] of the tensors' values; returns 0 when a valid token's bucket
+   argmax is a near tie. */
+static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const int *lens, const float *R, int hf,
+                  int c, const int *fac, int nfac, int nh, int causal, int hfm, double scale, double *out, double *lse) {
+    lt_prob P;
+    double *qd = lt_read(q), *kd = lt_read(k), *vd = lt_read(v);
+    int ok;
+    P.B = q->batch; P.n = q->seq; P.H = q->heads; P.D = q->dim; P.Dv = v->dim; P.c = c; P.nh = nh; P.causal = causal;
+    P.hfm = hfm; P.hf_layout = hf; P.nfac = nfac; P.fac = fac; P.lens = lens; P.R = R; P.scale = scale;
+    ok = lt_ref_d(&P, qd, kd, vd, out, lse, NULL, NULL, NULL, NULL);
+    free(qd); free(kd); free(vd);
     return ok;
 }
 
@@ -455,6 +550,376 @@ static void lt_statuses(void) {
     t_owned_free(&q); t_owned_free(&o);
 }
 
+/* ---- attn_backward: gradients against the reference, finite differences, threads ---------- */
+
+/* sum over valid rows of dout * out, out from the reference (the finite differences' loss) */
+static double lt_loss(const lt_prob *P, const double *q, const double *k, const double *v, const double *dout, double *out,
+                      double *lse) {
+    double s = 0;
+    int b, i, x;
+    (void)lt_ref_d(P, q, k, v, out, lse, NULL, NULL, NULL, NULL);
+    for (b = 0; b < P->B; ++b)
+        for (i = 0; i < (P->lens ? P->lens[b] : P->n); ++i)
+            for (x = 0; x < P->H * P->Dv; ++x) {
+                const size_t at = ((size_t)b * P->n + i) * P->H * P->Dv + (size_t)x;
+                s += dout[at] * out[at];
+            }
+    return s;
+}
+
+/* One padded batch: attn_backward against the chain-rule reference on every coordinate (padding
+   rows exactly 0), against central differences of the reference's loss (exact merge: fd_all
+   every coordinate, else 24 per gradient), the same gradients bitwise for n_threads 1, 2, 3 and
+   with a caller workspace (no allocation), and (shared QK) each sequence alone, padded with
+   NaN, bitwise its rows of the batch. */
+static void lt_bwd_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype tin, attn_dtype tgrad, int c, int nb, int nh,
+                        int causal, int hf_layout, int hf_merge, int shared, const int *fac, int nfac, int fd_all) {
+    const int cc = c ? c : 64, nbd = nb ? nb : lt_hf_buckets(n, cc);
+    const int one[1] = { nbd }, *fs = nfac ? fac : one, nfs = nfac ? nfac : 1;
+    const double tol = tgrad == ATTN_F32 ? 2e-4 : 1.5 * t_dt_rel(tgrad) + 2e-4;
+    int cols = 0, ft, b, tries = 0, which, th;
+    size_t nrot, nl = (size_t)B * H * n, i;
+    t_owned q = t_owned_dense(tin, B, n, H, D), k = t_owned_dense(tin, B, n, H, D), v = t_owned_dense(tin, B, n, H, Dv);
+    t_owned o = t_owned_dense(ATTN_F32, B, n, H, Dv), dO = t_owned_dense(tin, B, n, H, Dv), g[3], first[3];
+    float *R, *lse = (float *)t_xmalloc(sizeof(float) * nl);
+    double *ro = (double *)t_xmalloc(sizeof(double) * o.n), *rl = (double *)t_xmalloc(sizeof(double) * nl);
+    double *qd, *kd, *vd, *od, *ref[3], *got[3], *base[3];
+    int *lens = (int *)t_xmalloc(sizeof(int) * (size_t)B);
+    lt_prob P;
+    attn_desc d;
+    attn_status s;
+    char what[220];
+    for (ft = 0; ft < nfs; ++ft) cols += fs[ft] / 2;
+    nrot = (size_t)H * nh * D * cols;
+    R = (float *)t_xmalloc(sizeof(float) * nrot);
+    for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.causal = causal; d.n_threads = 1;
+    for (ft = 0; ft < nfac; ++ft) d.lsh.bucket_factors[ft] = fac[ft];
+    d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_merge = hf_merge;
+    d.lsh.rotations = R; d.lsh.rotations_layout = hf_layout ? ATTN_LSH_ROT_HF : ATTN_LSH_ROT_ATTN;
+    d.seqlens_k = lens;
+    if (t_chance(r, 0.3)) {   /* drawn rotations (rotations NULL): the reference gets attn_lsh_rotations' */
+        d.lsh.seed = t_next(r);
+        T_CHECK(attn_lsh_rotations(&d, H, n, D, R) == ATTN_OK, "lsh backward: attn_lsh_rotations");
+        d.lsh.rotations = NULL;
+    } else
+        for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
+    memset(&P, 0, sizeof P);
+    P.B = B; P.n = n; P.H = H; P.D = D; P.Dv = Dv; P.c = cc; P.nh = nh ? nh : 1; P.causal = causal; P.hfm = hf_merge;
+    P.hf_layout = hf_layout; P.nfac = nfs; P.fac = fs; P.lens = lens; P.R = R; P.scale = 1.0 / sqrt((double)D);
+    sprintf(what, "lsh backward B%d n%d H%d D%d/%d %s->%s c%d nb%d nh%d causal%d hf_layout%d hf_merge%d shared%d factors%d%s", B,
+            n, H, D, Dv, t_dt_name(tin), t_dt_name(tgrad), cc, nbd, nh, causal, hf_layout, hf_merge, shared, nfac,
+            d.lsh.rotations ? "" : " seeded");
+    do {   /* padding rows hold large garbage; no near ties among valid tokens */
+        int j, h, e;
+        t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0); t_fill_normal(&dO.t, r, 1.0);
+        if (shared) memcpy(q.buf, k.buf, q.n * t_dt_size(tin));
+        else t_fill_normal(&q.t, r, 1.0);
+        for (b = 0; b < B; ++b)
+            for (j = lens[b]; j < n; ++j)
+                for (h = 0; h < H; ++h) {
+                    for (e = 0; e < D; ++e) { t_store(&q.t, b, j, h, e, 50 * t_normal(r)); t_store(&k.t, b, j, h, e, 50 * t_normal(r)); }
+                    for (e = 0; e < Dv; ++e) { t_store(&v.t, b, j, h, e, 50 * t_normal(r)); t_store(&dO.t, b, j, h, e, NAN); }
+                }
+        if (shared) memcpy(q.buf, k.buf, q.n * t_dt_size(tin));
+    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, fs, nfs, P.nh, causal, hf_merge, P.scale, ro, rl) && ++tries < 20);
+    g[0] = t_owned_dense(tgrad, B, n, H, D); g[1] = t_owned_dense(tgrad, B, n, H, D); g[2] = t_owned_dense(tgrad, B, n, H, Dv);
+    for (which = 0; which < 3; ++which) {
+        first[which] = t_owned_dense(tgrad, B, n, H, which == 2 ? Dv : D);
+        ref[which] = (double *)t_xmalloc(sizeof(double) * g[which].n);
+        got[which] = (double *)t_xmalloc(sizeof(double) * g[which].n);
+    }
+    qd = lt_read(&q.t); kd = lt_read(&k.t); vd = lt_read(&v.t); od = lt_read(&dO.t);
+    if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
+    s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
+    if (!T_CHECK(s == ATTN_OK, "%s: forward status %s", what, attn_status_str(s))) goto done;
+    for (which = 0; which < 3; ++which) t_sentinel(g[which].buf, g[which].n * t_dt_size(tgrad), (unsigned char)(5 + which));
+    s = attn_backward(&d, q.t, k.t, v.t, o.t, dO.t, lse, g[0].t, g[1].t, g[2].t);
+    if (!T_CHECK(s == ATTN_OK, "%s: status %s", what, attn_status_str(s))) goto done;
+    (void)lt_ref_d(&P, qd, kd, vd, ro, rl, od, ref[0], ref[1], ref[2]);
+    for (which = 0; which < 3; ++which) {
+        const int dim = which == 2 ? Dv : D;
+        int j, h, e, pad0 = 1;
+        double err;
+        t_read(&g[which].t, got[which]);
+        for (b = 0; b < B; ++b)
+            for (j = lens[b]; j < n; ++j)
+                for (h = 0; h < H; ++h)
+                    for (e = 0; e < dim; ++e) if (got[which][(((size_t)b * n + j) * H + h) * dim + e] != 0.0) pad0 = 0;
+        err = t_max_norm_err(ref[which], got[which], g[which].n);
+        T_CHECK(pad0, "%s: padding rows of d%s not 0", what, which == 0 ? "q" : which == 1 ? "k" : "v");
+        T_CHECK(err <= tol, "%s: d%s differs from the reference: %.3g", what, which == 0 ? "q" : which == 1 ? "k" : "v", err);
+    }
+    if (!hf_merge) {   /* central differences of the reference's loss (smooth: the exact merge) */
+        double *tmp_o = (double *)t_xmalloc(sizeof(double) * o.n), *tmp_l = (double *)t_xmalloc(sizeof(double) * nl);
+        double fd_ref = 0, fd_got = 0, gmax = 1;
+        base[0] = qd; base[1] = kd; base[2] = vd;
+        for (which = 0; which < 3; ++which)
+            for (i = 0; i < g[which].n; ++i) gmax = fmax(gmax, fabs(ref[which][i]));
+        for (which = 0; which < 3; ++which) {
+            const size_t cnt = fd_all ? g[which].n : 24;
+            size_t p;
+            for (p = 0; p < cnt; ++p) {
+                const size_t at = fd_all ? p : (size_t)t_irange(r, 0, (int)g[which].n - 1);
+                const double x0 = base[which][at], step = 1e-5;
+                double lp, lm, fd;
+                base[which][at] = x0 + step; lp = lt_loss(&P, qd, kd, vd, od, tmp_o, tmp_l);
+                base[which][at] = x0 - step; lm = lt_loss(&P, qd, kd, vd, od, tmp_o, tmp_l);
+                base[which][at] = x0;
+                fd = (lp - lm) / (2 * step);
+                fd_ref = fmax(fd_ref, fabs(fd - ref[which][at]));
+                fd_got = fmax(fd_got, fabs(fd - got[which][at]));
+            }
+        }
+        T_CHECK(fd_ref / gmax <= 1e-6, "%s: the reference's gradient vs finite differences: %.3g", what, fd_ref / gmax);
+        T_CHECK(fd_got / gmax <= tol, "%s: attn_backward vs finite differences: %.3g", what, fd_got / gmax);
+        free(tmp_o); free(tmp_l);
+    }
+    for (th = 1; th <= 4; ++th) {   /* bitwise the same for every thread count and a caller workspace */
+        attn_desc e = d;
+        size_t bytes = 0, m0;
+        void *ws = NULL;
+        int same = 1;
+        e.n_threads = th == 4 ? 2 : th;
+        if (th == 4) {
+            T_CHECK(attn_backward_workspace_size(&e, q.t, k.t, v.t, &bytes) == ATTN_OK && bytes > 0, "%s: workspace size", what);
+            ws = t_xmalloc(bytes);
+            e.workspace = ws; e.workspace_size = bytes;
+        }
+        m0 = t_attn_mallocs;
+        s = attn_backward(&e, q.t, k.t, v.t, o.t, dO.t, lse, first[0].t, first[1].t, first[2].t);
+        if (th == 4) T_CHECK(t_attn_mallocs == m0, "%s: allocated with a caller workspace", what);
+        for (which = 0; which < 3; ++which) same &= !memcmp(first[which].buf, g[which].buf, g[which].n * t_dt_size(tgrad));
+        T_CHECK(s == ATTN_OK && same, "%s: n_threads %d%s: gradients differ bitwise", what, e.n_threads,
+                th == 4 ? " (caller workspace)" : "");
+        free(ws);
+    }
+    if (shared)   /* each sequence alone, padded with NaN: bitwise its rows of the batch */
+        for (b = 0; b < B; ++b) {
+            t_owned q1 = t_owned_dense(tin, 1, n, H, D), v1 = t_owned_dense(tin, 1, n, H, Dv), o1 = t_owned_dense(ATTN_F32, 1, n, H, Dv);
+            t_owned d1 = t_owned_dense(tin, 1, n, H, Dv), g1[3];
+            float *l1 = (float *)t_xmalloc(sizeof(float) * (size_t)H * n);
+            attn_desc e = d;
+            int j, h, x, same = 1;
+            t_fill_nan(q1.buf, tin, q1.n); t_fill_nan(v1.buf, tin, v1.n); t_fill_nan(d1.buf, tin, d1.n);
+            t_fill_nan(o1.buf, ATTN_F32, o1.n);
+            for (j = 0; j < lens[b]; ++j)
+                for (h = 0; h < H; ++h) {
+                    for (x = 0; x < D; ++x) t_store(&q1.t, 0, j, h, x, t_load(&q.t, b, j, h, x));
+                    for (x = 0; x < Dv; ++x) {
+                        t_store(&v1.t, 0, j, h, x, t_load(&v.t, b, j, h, x));
+                        t_store(&d1.t, 0, j, h, x, t_load(&dO.t, b, j, h, x));
+                        t_store(&o1.t, 0, j, h, x, t_load(&o.t, b, j, h, x));
+                    }
+                }
+            for (j = 0; j < H * n; ++j) l1[j] = lse[(size_t)b * H * n + (size_t)j];
+            g1[0] = t_owned_dense(tgrad, 1, n, H, D); g1[1] = t_owned_dense(tgrad, 1, n, H, D); g1[2] = t_owned_dense(tgrad, 1, n, H, Dv);
+            e.seqlens_k = lens + b;
+            s = attn_backward(&e, q1.t, q1.t, v1.t, o1.t, d1.t, l1, g1[0].t, g1[1].t, g1[2].t);
+            for (which = 0; which < 3; ++which) {
+                const size_t row = g1[which].n * t_dt_size(tgrad);
+                same &= !memcmp(g1[which].buf, (const char *)g[which].buf + (size_t)b * row, row);
+                t_owned_free(&g1[which]);
+            }
+            T_CHECK(s == ATTN_OK && same, "%s: sequence %d (length %d) alone with NaN padding: gradients differ from the batch's",
+                    what, b, lens[b]);
+            t_owned_free(&q1); t_owned_free(&v1); t_owned_free(&o1); t_owned_free(&d1); free(l1);
+        }
+done:
+    for (which = 0; which < 3; ++which) { t_owned_free(&g[which]); t_owned_free(&first[which]); free(ref[which]); free(got[which]); }
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&dO);
+    free(qd); free(kd); free(vd); free(od);
+    free(R); free(lse); free(ro); free(rl); free(lens);
+}
+
+/* HF's autograd gradients (tests/fixtures/reformer_hf_grad.txt): dq and dk are the query and key
+   roles of the shared QK (their sum is HF's gradient of the projection), dv; HF's conventions by
+   the documented fields (as lt_fixture), within 1e-4 of the largest gradient. */
+static void lt_bwd_fixture(void) {
+    const char *path = "tests/fixtures/reformer_hf_grad.txt";
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int ncases = 0, cs;
+    if (!T_CHECK(f != NULL, "lsh backward fixture: cannot open %s (run the tests from the repository root)", path)) return;
+    while (fgets(line, sizeof line, f) && line[0] == '#') {}
+    if (!T_CHECK(sscanf(line, "cases %d", &ncases) == 1 && ncases > 0, "lsh backward fixture: bad header")) { fclose(f); return; }
+    for (cs = 0; cs < ncases; ++cs) {
+        static const char *const names[4] = { "dq", "dk", "dv", "dq + dk" };
+        char name[32], tag[32];
+        int B, n, H, D, c, nh, nb, causal, b, i, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0, ok, x;
+        size_t cnt, nrot, j;
+        t_owned qk, v, o, dO, g[3];
+        float *rot, *hf[5], *lse;
+        int *lens;
+        attn_desc d;
+        attn_status s;
+        ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac) == 11 &&
+             !strcmp(tag, "case") && B > 0 && B <= 64 && n > 0 && n <= 4096 && H > 0 && H <= 64 && D > 0 && D <= 256 && c > 0 &&
+             nh > 0 && nh <= 16 && nb >= 2 && nb <= 4096 && nfac >= 0 && nfac <= 4;
+        for (i = 0; i < nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
+        if (!T_CHECK(ok, "lsh backward fixture: bad case line")) break;
+        if (!nfac) cols = nb / 2;
+        for (i = 0; i < nfac; ++i) cols += fac[i] / 2;
+        cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
+        qk = t_owned_dense(ATTN_F32, B, n, H, D); v = t_owned_dense(ATTN_F32, B, n, H, D); o = t_owned_dense(ATTN_F32, B, n, H, D);
+        dO = t_owned_dense(ATTN_F32, B, n, H, D);
+        for (x = 0; x < 3; ++x) g[x] = t_owned_dense(ATTN_F32, B, n, H, D);
+        rot = (float *)t_xmalloc(sizeof(float) * nrot);
+        for (x = 0; x < 5; ++x) hf[x] = (float *)t_xmalloc(sizeof(float) * cnt);   /* out, dqk, dq, dk, dv */
+        lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
+        lens = (int *)t_xmalloc(sizeof(int) * (size_t)B);
+        ok = fscanf(f, "%31s", tag) == 1 && !strcmp(tag, "lens");
+        for (b = 0; b < B && ok; ++b) ok = fscanf(f, "%d", &lens[b]) == 1 && lens[b] >= 0 && lens[b] <= n;
+        ok = ok && lt_read_floats(f, "qk", (float *)qk.buf, cnt) && lt_read_floats(f, "v", (float *)v.buf, cnt) &&
+             lt_read_floats(f, "rot", rot, nrot) && lt_read_floats(f, "dout", (float *)dO.buf, cnt) &&
+             lt_read_floats(f, "out", hf[0], cnt) && lt_read_floats(f, "dqk", hf[1], cnt) && lt_read_floats(f, "dq", hf[2], cnt) &&
+             lt_read_floats(f, "dk", hf[3], cnt) && lt_read_floats(f, "dv", hf[4], cnt);
+        if (T_CHECK(ok, "lsh backward fixture %s: truncated", name)) {
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_LSH; d.causal = causal; d.lsh.bucket_size = c; d.lsh.n_hashes = nh;
+            for (i = 0; i < nfac; ++i) d.lsh.bucket_factors[i] = fac[i];
+            d.lsh.rotations = rot; d.lsh.rotations_layout = ATTN_LSH_ROT_HF; d.lsh.hf_merge = 1;
+            d.seqlens_k = lens;
+            s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
+            if (s == ATTN_OK) s = attn_backward(&d, qk.t, qk.t, v.t, o.t, dO.t, lse, g[0].t, g[1].t, g[2].t);
+            if (T_CHECK(s == ATTN_OK, "lsh backward fixture %s: status %s", name, attn_status_str(s))) {
+                double err_out = 0, mo = 0;
+                for (j = 0; j < cnt; ++j) {   /* valid rows of out (HF's padding rows are not 0) */
+                    const int row = (int)(j / ((size_t)H * D) % (size_t)n), bb = (int)(j / ((size_t)n * H * D));
+                    if (row >= lens[bb]) continue;
+                    err_out = fmax(err_out, fabs(((const float *)o.buf)[j] - hf[0][j]));
+                    mo = fmax(mo, fabs(hf[0][j]));
+                }
+                T_CHECK(err_out <= 2e-5 * fmax(1, mo), "lsh backward fixture %s: out vs HF %.3g", name, err_out);
+                for (x = 0; x < 4; ++x) {   /* dq, dk, dv, and dq + dk against HF's dqk */
+                    const float *want = x == 3 ? hf[1] : hf[2 + x];
+                    double err = 0, mx = 0;
+                    for (j = 0; j < cnt; ++j) {
+                        const double a = x == 3 ? (double)((const float *)g[0].buf)[j] + ((const float *)g[1].buf)[j]
+                                                : ((const float *)g[x].buf)[j];
+                        err = fmax(err, fabs(a - want[j]));
+                        mx = fmax(mx, fabs(want[j]));
+                    }
+                    T_CHECK(err <= 1e-4 * mx, "lsh backward fixture %s: %s vs HF autograd: max |error| %.3g (max |grad| %.3g)",
+                            name, names[x], err, mx);
+                    if (getenv("ATTN_TEST_VERBOSE"))
+                        printf("lsh backward fixture %s: %s: max |attn.h - HF| %.3g, relative %.3g\n", name, names[x], err,
+                               err / mx);
+                }
+            }
+        }
+        t_owned_free(&qk); t_owned_free(&v); t_owned_free(&o); t_owned_free(&dO);
+        for (x = 0; x < 3; ++x) t_owned_free(&g[x]);
+        for (x = 0; x < 5; ++x) free(hf[x]);
+        free(rot); free(lse); free(lens);
+        if (!ok) break;
+    }
+    fclose(f);
+}
+
+/* bad input to attn_backward: a specific status, no gradient written */
+static void lt_bwd_statuses(void) {
+    const int B = 2, n = 16, H = 2, D = 4;
+    t_owned q = t_owned_dense(ATTN_F32, B, n, H, D), o = t_owned_dense(ATTN_F32, B, n, H, D), dO = t_owned_dense(ATTN_F32, B, n, H, D);
+    t_owned g[3], k1 = t_owned_dense(ATTN_F32, B, n, 1, D);
+    int lens[2] = { 16, 9 }, lens2[2] = { 16, 10 }, x, cse;
+    float lse[2 * 2 * 16], ws[8];
+    attn_desc d;
+    t_rng r = t_rng_seed(43);
+    for (x = 0; x < 3; ++x) g[x] = t_owned_dense(ATTN_F32, B, n, H, D);
+    t_fill_normal(&q.t, &r, 1.0); t_fill_normal(&dO.t, &r, 1.0);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.lsh.bucket_size = 4; d.lsh.n_hashes = 2; d.seqlens_k = lens;
+    T_CHECK(attn_forward(&d, q.t, q.t, q.t, o.t, lse) == ATTN_OK, "lsh backward statuses: forward");
+    for (cse = 0; cse < 17; ++cse) {
+        attn_desc e = d;
+        attn_tensor tq = q.t, tk = q.t, tv = q.t, tdo = dO.t, gq = g[0].t, gk = g[1].t, gv = g[2].t;
+        const float *lp = lse;
+        attn_status want = ATTN_OK;
+        const char *what = "";
+        switch (cse) {
+        case 0: tdo.data = NULL; want = ATTN_ERR_BWD_NULL_DOUT; what = "dout NULL"; break;
+        case 1: lp = NULL; want = ATTN_ERR_BWD_NULL_LSE; what = "lse NULL"; break;
+        case 2: gq.data = NULL; want = ATTN_ERR_BWD_NULL_DQ; what = "dq NULL"; break;
+        case 3: gk.data = NULL; want = ATTN_ERR_BWD_NULL_DK; what = "dk NULL"; break;
+        case 4: gv.data = NULL; want = ATTN_ERR_BWD_NULL_DV; what = "dv NULL"; break;
+        case 5: tdo.dim = 3; want = ATTN_ERR_BWD_DOUT_SHAPE; what = "dout dim"; break;
+        case 6: gq.seq = 8; want = ATTN_ERR_BWD_DQ_SHAPE; what = "dq seq"; break;
+        case 7: gk.heads = 1; want = ATTN_ERR_BWD_DK_SHAPE; what = "dk heads"; break;
+        case 8: gv.batch = 1; want = ATTN_ERR_BWD_DV_SHAPE; what = "dv batch"; break;
+        case 9: gq.stride_seq = 0; want = ATTN_ERR_BWD_DQ_BROADCAST; what = "dq broadcast"; break;
+        case 10: gk.stride_head = 0; want = ATTN_ERR_BWD_DK_BROADCAST; what = "dk broadcast"; break;
+        case 11: gv.stride_batch = 0; want = ATTN_ERR_BWD_DV_BROADCAST; what = "dv broadcast"; break;
+        case 12: gv.dtype = (attn_dtype)7; want = ATTN_ERR_DTYPE; what = "dv dtype"; break;
+        case 13: e.workspace = ws; e.workspace_size = sizeof ws; want = ATTN_ERR_WORKSPACE; what = "workspace too small"; break;
+        case 14: e.seqlens_q = lens2; want = ATTN_ERR_LSH_SEQLENS; what = "seqlens_q != seqlens_k"; break;
+        case 15: tk = tv = k1.t; want = ATTN_ERR_LSH_HEADS; what = "k.heads != q.heads"; break;
+        case 16: gq = tq; want = ATTN_ERR_BWD_OVERLAP; what = "dq is q"; break;
+        }
+        for (x = 0; x < 3; ++x) t_sentinel(g[x].buf, g[x].n * 4, (unsigned char)(20 + x));
+        {
+            char msg[64];
+            sprintf(msg, "backward %s", what);
+            if (cse == 16) {   /* dq = q: q must stay as it was */
+                t_owned keep = t_owned_dense(ATTN_F32, B, n, H, D);
+                memcpy(keep.buf, q.buf, q.n * 4);
+                t_expect_status(attn_backward(&e, tq, tk, tv, o.t, tdo, lp, gq, gk, gv), want, "lsh", msg);
+                T_CHECK(!memcmp(keep.buf, q.buf, q.n * 4), "lsh %s: q was written", msg);
+                t_owned_free(&keep);
+            } else
+                t_expect_status(attn_backward(&e, tq, tk, tv, o.t, tdo, lp, gq, gk, gv), want, "lsh", msg);
+            for (x = 0; x < 3; ++x)
+                T_CHECK(t_sentinel_ok(g[x].buf, g[x].n * 4, (unsigned char)(20 + x)), "lsh %s: a gradient was written", msg);
+        }
+    }
+    {   /* the size query runs the forward's checks */
+        size_t bytes = 0;
+        attn_desc e = d;
+        e.lsh.hf_merge = 3;
+        t_expect_status(attn_backward_workspace_size(&e, q.t, q.t, q.t, &bytes), ATTN_ERR_LSH_HF_MERGE, "lsh",
+                        "backward workspace size with hf_merge 3");
+        T_CHECK(attn_backward_workspace_size(&d, q.t, q.t, q.t, &bytes) == ATTN_OK && bytes > 0, "lsh: backward workspace size");
+    }
+    t_owned_free(&q); t_owned_free(&o); t_owned_free(&dO); t_owned_free(&k1);
+    for (x = 0; x < 3; ++x) t_owned_free(&g[x]);
+}
+
+static void lt_backward(t_rng *r) {
+    static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
+    static const int f48[2] = { 4, 8 }, f242[3] = { 2, 4, 2 };
+    int it, iters = T_QUICK ? 4 : 16;
+    lt_bwd_fixture();
+    lt_bwd_statuses();
+    /* every coordinate against finite differences: odd lengths and dims, padding, rounds, causal */
+    lt_bwd_case(r, 3, 15, 2, 5, 3, ATTN_F32, ATTN_F32, 3, 4, 2, 0, 0, 0, 1, NULL, 0, 1);
+    lt_bwd_case(r, 2, 21, 1, 7, 6, ATTN_F32, ATTN_F32, 7, 2, 3, 1, 1, 0, 1, NULL, 0, 1);
+    lt_bwd_case(r, 2, 24, 2, 6, 5, ATTN_F32, ATTN_F32, 4, 0, 3, 1, 0, 0, 0, NULL, 0, 1);   /* q != k */
+    lt_bwd_case(r, 2, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 0, 1, f48, 2, 1);    /* factorised [4, 8] */
+    lt_bwd_case(r, 1, 9, 1, 4, 4, ATTN_F32, ATTN_F32, 9, 2, 1, 1, 0, 0, 1, NULL, 0, 1);    /* one chunk: its own previous */
+    /* HF's merge (against the reference's chain rule, rounded as HF) */
+    lt_bwd_case(r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 2, 0, 1, 1, 1, NULL, 0, 0);
+    lt_bwd_case(r, 3, 32, 2, 8, 8, ATTN_F32, ATTN_F32, 4, 0, 3, 1, 1, 1, 1, NULL, 0, 0);
+    lt_bwd_case(r, 2, 48, 2, 8, 8, ATTN_F32, ATTN_F32, 8, 0, 3, 1, 0, 1, 1, f242, 3, 0);
+    /* chunks past a tile: c 64 (128 keys), c 96 (two query blocks), defaults (c 64, nb from n) */
+    lt_bwd_case(r, 2, 256, 2, 16, 16, ATTN_F32, ATTN_F32, 0, 0, 2, 1, 0, 0, 1, NULL, 0, 0);
+    lt_bwd_case(r, 1, 192, 2, 16, 24, ATTN_F32, ATTN_F32, 96, 2, 2, 0, 0, 1, 1, NULL, 0, 0);
+    /* storage types */
+    lt_bwd_case(r, 2, 32, 2, 8, 8, ATTN_F16, ATTN_BF16, 4, 0, 2, 1, 0, 0, 1, NULL, 0, 0);
+    lt_bwd_case(r, 2, 32, 1, 8, 4, ATTN_BF16, ATTN_F16, 8, 0, 2, 0, 1, 1, 1, NULL, 0, 0);
+    for (it = 0; it < iters; ++it) {
+        static const int cs[5] = { 1, 2, 3, 4, 8 };
+        const int c = t_pick(r, cs, 5), nch = t_irange(r, 1, 6), nh = t_irange(r, 1, 3);
+        const int nb = t_chance(r, 0.5) ? 0 : 2 * t_irange(r, 1, 6), nfac = t_chance(r, 0.3) ? t_irange(r, 2, 3) : 0;
+        const int f32 = t_chance(r, 0.7);
+        int fac[3];
+        fac[0] = 2 * t_irange(r, 1, 4); fac[1] = 2 * t_irange(r, 1, 4); fac[2] = 2 * t_irange(r, 1, 2);
+        lt_bwd_case(r, t_irange(r, 1, 3), c * nch, t_irange(r, 1, 3), t_irange(r, 2, 12), t_irange(r, 1, 12),
+                    f32 ? ATTN_F32 : dts[t_irange(r, 0, 2)], f32 ? ATTN_F32 : dts[t_irange(r, 0, 2)], c, nfac ? 0 : nb, nh,
+                    t_chance(r, 0.5), t_chance(r, 0.5), t_chance(r, 0.3), t_chance(r, 0.7), fac, nfac, 0);
+    }
+}
+
 void test_lsh_hf(void) {
     t_rng r = t_rng_seed(2028);
     static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
@@ -481,4 +946,5 @@ void test_lsh_hf(void) {
                 dts[t_irange(&r, 0, 2)], dts[t_irange(&r, 0, 2)], c, nfac ? 0 : nb, nh, t_chance(&r, 0.5), t_chance(&r, 0.5),
                 t_chance(&r, 0.5), t_chance(&r, 0.7), fac, nfac);
     }
+    lt_backward(&r);
 }

@@ -644,11 +644,14 @@ static void target_kinds(fz *f) {
         d.nystrom.pinv_init = (attn_nystrom_pinv_init)fz_int(f, -1, 2);
         if (!d.nystrom.landmarks) { d.nystrom.landmarks = fz_int(f, 1, FZMAX(1, Sq < Sk ? Sq : Sk)); d.nystrom.pad = 1; }
     }
+    if (d.kind == ATTN_LSH && fz_chance(f, 160)) {        /* chunks that divide Sq, rounds, HF's merge (2: refused); then the backward */
+        d.lsh.bucket_size = fz_chance(f, 128) ? 1 : Sq; d.lsh.n_hashes = fz_int(f, 0, 3); d.lsh.hf_merge = fz_int(f, 0, 2);
+    }
     q = fz_tensor(f, &r, qt, B, Sq, Hq, D, 0, NULL);
     k = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 0, NULL);
     v = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 0, NULL);
     o = fz_tensor(f, &r, ot, B, Sq, Hq, Dv, 1, &ob);
-    if (fz_chance(f, 128)) { lse = (float *)gb_alloc(lb); t_sentinel(lse, lb, 0x3C); }
+    if (fz_chance(f, 128) || d.kind == ATTN_LSH) { lse = (float *)gb_alloc(lb); t_sentinel(lse, lb, 0x3C); }
     st = attn_forward(&d, q, k, v, o, lse);
     FZ_STATUS(st, "kind %d: unknown status %d", (int)d.kind, (int)st); g_valid += st == ATTN_OK;
     FZ_CHECK(st != ATTN_OK || projected_rows != 0, "kind %s accepted a caller's array without its length (features / conv_kernel 0)", attn_kind_name(d.kind));
@@ -662,6 +665,29 @@ static void target_kinds(fz *f) {
         FZ_CHECK(attn_forward(&d, q, k, v, o, lse) == ATTN_OK, "kind %d: second call failed", (int)d.kind);
         FZ_CHECK(memcmp(c1, o.data, ob) == 0, "kind %d (%s): out differs between 1 and 3 threads", (int)d.kind, attn_kind_name(d.kind));
         free(c1);
+    }
+    if (st == ATTN_OK && d.kind == ATTN_LSH) {           /* the backward: a status and untouched gradients, or finite and thread-invariant */
+        attn_tensor dout = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, Dv, 0, NULL), dq, dk, dv;
+        size_t bq, bk, bv;
+        dq = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, D, 1, &bq);
+        dk = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, D, 1, &bk);
+        dv = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, Dv, 1, &bv);
+        if (!dt_ok(dout.dtype) || dout.batch < 1) return;
+        t_sentinel(dq.data, bq, 0xC7); t_sentinel(dk.data, bk, 0xC7); t_sentinel(dv.data, bv, 0xC7);
+        st = attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv);
+        FZ_STATUS(st, "lsh backward: unknown status %d", (int)st); g_valid += st == ATTN_OK;
+        if (st != ATTN_OK) {
+            FZ_CHECK(t_sentinel_ok(dq.data, bq, 0xC7) && t_sentinel_ok(dk.data, bk, 0xC7) && t_sentinel_ok(dv.data, bv, 0xC7),
+                     "lsh backward: a gradient written on error %s", attn_status_str(st));
+        } else {
+            void *c1 = gb_dup(dq.data, bq), *c2 = gb_dup(dk.data, bk), *c3 = gb_dup(dv.data, bv);
+            FZ_CHECK(!has_nan(&dq) && !has_nan(&dk) && !has_nan(&dv), "lsh backward: NaN gradient from finite inputs");
+            d.n_threads = d.n_threads == 1 ? 3 : 1;
+            FZ_CHECK(attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv) == ATTN_OK, "lsh backward: second call failed");
+            FZ_CHECK(memcmp(c1, dq.data, bq) == 0 && memcmp(c2, dk.data, bk) == 0 && memcmp(c3, dv.data, bv) == 0,
+                     "lsh backward differs between thread counts");
+            free(c1); free(c2); free(c3);
+        }
     }
 }
 
