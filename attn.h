@@ -938,8 +938,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
     X(ATTN_ERR_LAYER_ATTN_KIND,       142, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.kind does not fit the layer: the Direct kinds need ATTN_SOFTMAX (their logits are W_D's), Super a kind attending over key positions (not ATTN_LINFORMER), kv_heads < heads a kind with its own keys (not ATTN_LSH, nor ATTN_ROUTING without separate_qk)") \
     X(ATTN_ERR_BIAS_ROWS,             143, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
-    X(ATTN_ERR_LAYER_KIND_PARAMS,     144, ATTN_CAT_RANGE,       "attn_layer_desc.attn.linformer.e/.f/.de/.df and .nystrom.conv/.dconv must be NULL: a layer's E, F and conv taps are attn_layer_weights.e/.f/.conv, their gradients attn_layer_grads.e/.f/.conv") \
-    X(ATTN_ERR_LAYER_NULL_KIND_WEIGHT, 145, ATTN_CAT_NULL,       "attn_layer_weights.e (attn.kind ATTN_LINFORMER), .f (ATTN_LINFORMER without shared_kv) or .conv (ATTN_NYSTROM with conv_kernel > 0) is NULL") \
+    X(ATTN_ERR_LAYER_KIND_PARAMS,     144, ATTN_CAT_RANGE,       "a layer's E, F or conv taps (or their gradient) are given twice: in attn_layer_weights.e/.f/.conv (attn_layer_grads.e/.f/.conv) and in attn_layer_desc.attn.linformer.e/.f (.de/.df) or .nystrom.conv (.dconv); give one") \
+    X(ATTN_ERR_LAYER_NULL_KIND_WEIGHT, 145, ATTN_CAT_NULL,       "attn_layer_weights.e (attn.kind ATTN_LINFORMER), .f (ATTN_LINFORMER without shared_kv) or .conv (ATTN_NYSTROM with conv_kernel > 0) is NULL, and so is its attn.linformer / attn.nystrom field") \
     \
     /* -- recurrent state and mechanism seam (200-249) -- */ \
     X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
@@ -1270,10 +1270,12 @@ typedef struct attn_layer_weights {
                    and dK (as keys), into grads.wq / .bq and the inputs. kv_heads must equal heads.
      ATTN_LINFORMER E and F are layer weights: weights.e, .f (f not read with shared_kv), with
                    attn.linformer's k, n, shared_heads and shared_kv; gradients grads.e, .f (the
-                   kind's de, df). attn.linformer.e/.f/.de/.df must be NULL.
+                   kind's de, df). A desc made for attn_forward may carry them instead
+                   (attn.linformer.e/.f, .de/.df): each one in one place, else
+                   ATTN_ERR_LAYER_KIND_PARAMS; neither: ATTN_ERR_LAYER_NULL_KIND_WEIGHT.
      ATTN_NYSTROM  the conv residual's taps are weights.conv [heads][attn.nystrom.conv_kernel],
                    read when conv_kernel > 0 (0: no residual); gradient grads.conv (the kind's
-                   dconv). attn.nystrom.conv/.dconv must be NULL.
+                   dconv); or attn.nystrom.conv/.dconv, by the same one-place rule.
      ATTN_PERFORMER the random features are not weights: attn.performer.projection, or drawn
                    from attn.performer.seed on every call (forward and backward draw the same
                    W, which gets no gradient); redraw them by changing the seed between steps.
@@ -8240,9 +8242,6 @@ static attn_status attn__layer_check_attn(const attn_layer_desc *d, int H, int H
     if (d->kind >= ATTN_LAYER_DIRECT && a->kind != ATTN_SOFTMAX) return ATTN_ERR_LAYER_ATTN_KIND;
     if (d->kind == ATTN_LAYER_SUPER && a->kind == ATTN_LINFORMER) return ATTN_ERR_LAYER_ATTN_KIND;
     if (Hkv != H && attn__layer_shared_qk(a)) return ATTN_ERR_LAYER_ATTN_KIND;
-    if (a->kind == ATTN_LINFORMER && (a->linformer.e || a->linformer.f || a->linformer.de || a->linformer.df))
-        return ATTN_ERR_LAYER_KIND_PARAMS;
-    if (a->kind == ATTN_NYSTROM && (a->nystrom.conv || a->nystrom.dconv)) return ATTN_ERR_LAYER_KIND_PARAMS;
     /* the shapes the parameter count reads (the kind checks the rest when it runs) */
     if (a->kind == ATTN_LINFORMER && (a->linformer.k < 1 || a->linformer.k > a->linformer.n)) return ATTN_ERR_LINFORMER_K;
     if (a->kind == ATTN_NYSTROM && (a->nystrom.conv_kernel < 0 || (a->nystrom.conv_kernel != 0 && a->nystrom.conv_kernel % 2 == 0)))
@@ -8332,8 +8331,12 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     }
     if ((s = attn_workspace_size(&L->ad, L->tq, L->tk, L->tv, &L->attn_bytes)) != ATTN_OK) return s;
     if (backward) {             /* the core's backward runs in the same memory after the forward */
+        attn_desc bq = L->ad;   /* with every kind gradient asked: the most it can need */
+        float *grad = (float *)(uintptr_t)attn__layer_zero;
         size_t bb;
-        if ((s = attn_backward_workspace_size(&L->ad, L->tq, L->tk, L->tv, &bb)) != ATTN_OK) return s;
+        if (bq.kind == ATTN_LINFORMER) { bq.linformer.de = grad; if (bq.linformer.f) bq.linformer.df = grad; }
+        if (bq.kind == ATTN_NYSTROM && bq.nystrom.conv) bq.nystrom.dconv = grad;
+        if ((s = attn_backward_workspace_size(&bq, L->tq, L->tk, L->tv, &bb)) != ATTN_OK) return s;
         L->attn_bytes = ATTN__MAX(L->attn_bytes, bb);
     }
     {   /* Super: the longest key sequence (packed: the longest segment) must fit W^A */
@@ -8396,8 +8399,22 @@ static attn_status attn__layer_check_weights(const attn__layer *L, const attn_la
     if (!w->wo) return ATTN_ERR_LAYER_NULL_WO;
     if (kind == ATTN_LAYER_SUPER && !w->wa) return ATTN_ERR_LAYER_NULL_WA;
     if (kind >= ATTN_LAYER_DIRECT && !w->wd) return ATTN_ERR_LAYER_NULL_WD;
-    if (a->kind == ATTN_LINFORMER && (!w->e || (!a->linformer.shared_kv && !w->f))) return ATTN_ERR_LAYER_NULL_KIND_WEIGHT;
-    if (a->kind == ATTN_NYSTROM && a->nystrom.conv_kernel > 0 && !w->conv) return ATTN_ERR_LAYER_NULL_KIND_WEIGHT;
+    if (a->kind == ATTN_LINFORMER) {   /* E, F: the weights' or the desc's, not both */
+        const int need_f = !a->linformer.shared_kv;
+        if ((w->e && a->linformer.e) || (need_f && w->f && a->linformer.f)) return ATTN_ERR_LAYER_KIND_PARAMS;
+        if ((!w->e && !a->linformer.e) || (need_f && !w->f && !a->linformer.f)) return ATTN_ERR_LAYER_NULL_KIND_WEIGHT;
+    }
+    if (a->kind == ATTN_NYSTROM && a->nystrom.conv_kernel > 0) {
+        if (w->conv && a->nystrom.conv) return ATTN_ERR_LAYER_KIND_PARAMS;
+        if (!w->conv && !a->nystrom.conv) return ATTN_ERR_LAYER_NULL_KIND_WEIGHT;
+    }
+    return ATTN_OK;
+}
+/* ... and their gradients: grads' or the desc's, not both */
+static attn_status attn__layer_check_grads(const attn__layer *L, const attn_layer_grads *g) {
+    const attn_desc *a = &L->d->attn;
+    if (a->kind == ATTN_LINFORMER && ((g->e && a->linformer.de) || (g->f && a->linformer.df))) return ATTN_ERR_LAYER_KIND_PARAMS;
+    if (a->kind == ATTN_NYSTROM && g->conv && a->nystrom.dconv) return ATTN_ERR_LAYER_KIND_PARAMS;
     return ATTN_OK;
 }
 
@@ -8405,8 +8422,12 @@ static attn_status attn__layer_check_weights(const attn__layer *L, const attn_la
 static void attn__layer_bind(attn__layer *L, const attn_layer_weights *w, const float *x_q, const float *x_kv) {
     L->w = w; L->xq = x_q; L->xkv = x_kv ? x_kv : x_q;
     if (L->direct) L->wd = w->wd + (size_t)(L->lk > L->lq ? L->lk - L->lq : 0) * (size_t)L->ctx;
-    if (L->ad.kind == ATTN_LINFORMER) { L->ad.linformer.e = w->e; L->ad.linformer.f = L->ad.linformer.f ? w->f : NULL; }
-    if (L->ad.nystrom.conv) L->ad.nystrom.conv = w->conv;
+    if (L->ad.kind == ATTN_LINFORMER) {
+        const attn_linformer_params *p = &L->d->attn.linformer;
+        L->ad.linformer.e = w->e ? w->e : p->e;
+        L->ad.linformer.f = p->shared_kv ? p->f : w->f ? w->f : p->f;
+    }
+    if (L->ad.kind == ATTN_NYSTROM && L->ad.nystrom.conv) L->ad.nystrom.conv = w->conv ? w->conv : L->d->attn.nystrom.conv;
 }
 
 /* Workspace from desc or allocated; *owned is what to free. */
@@ -8672,6 +8693,7 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     if (!x_kv && dx_kv) return ATTN_ERR_LAYER_DX_KV;
     if ((s = attn__layer_plan(desc, 1, batch, lq, lk, x_kv == NULL, &L)) != ATTN_OK) return s;
     if ((s = attn__layer_check_weights(&L, weights)) != ATTN_OK) return s;
+    if ((s = attn__layer_check_grads(&L, grads)) != ATTN_OK) return s;
     attn__layer_bind(&L, weights, x_q, x_kv);
     if ((s = attn__layer_workspace(&L, &owned)) != ATTN_OK) return s;
     mq = batch * lq; mk = batch * lk; dm = L.dm; dkv = L.Hkv * L.dk;
@@ -8687,8 +8709,11 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
        (rows ctx apart, as W_D is read) */
     bd = L.ad;
     bd.dbias = NULL;
-    if (bd.kind == ATTN_LINFORMER) { bd.linformer.de = grads->e; bd.linformer.df = bd.linformer.f ? grads->f : NULL; }
-    if (bd.nystrom.conv) bd.nystrom.dconv = grads->conv;
+    if (bd.kind == ATTN_LINFORMER) {
+        bd.linformer.de = grads->e ? grads->e : desc->attn.linformer.de;
+        bd.linformer.df = grads->f ? grads->f : desc->attn.linformer.df;
+    }
+    if (bd.kind == ATTN_NYSTROM && bd.nystrom.conv) bd.nystrom.dconv = grads->conv ? grads->conv : desc->attn.nystrom.dconv;
     if (L.kind == ATTN_LAYER_DIRECT && grads->wd) bd.dbias = grads->wd + (size_t)(L.wd - weights->wd);
     else if (L.kind == ATTN_LAYER_DIRECT_INPUT) bd.dbias = attn__layer_buf(&L, L.f_dg);
     tdo = L.to; tdo.data = dA;

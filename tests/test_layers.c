@@ -621,6 +621,7 @@ static void check_gradients(lcfg *c, int B, int lq, int lk, int self, const char
         g[w] = (float *)t_xmalloc(sizeof(float) * (gn[w] ? gn[w] : 1));
         t_sentinel(g[w], sizeof(float) * gn[w], GRAD_SEED);
     }
+    memset(&G, 0, sizeof G);
     G.wq = g[W_Q]; G.bq = g[W_BQ]; G.wk = g[W_K]; G.bk = g[W_BK]; G.wv = g[W_V]; G.bv = g[W_BV];
     G.wo = g[W_O]; G.bo = g[W_BO]; G.wa = g[W_A]; G.ba = g[W_BA]; G.wd = g[W_D];
     s = attn_layer_backward(&c->d, &W, B, lq, lk, xq, self ? NULL : xk, dout, dxq, self ? NULL : dxk, &G);
@@ -1137,6 +1138,21 @@ static void check_any_kind(const akind *k, int lkind, int self, t_rng *r) {
         T_CHECK(sl == ATTN_OK && memcmp(dxq2, dxq, sizeof(float) * n) == 0 && memcmp(hg[W_Q], g[W_Q], sizeof(float) * c.n[W_Q]) == 0 &&
                 (k->kind != ATTN_LINFORMER || memcmp(ge2, ge, sizeof ge) == 0), "%s: backward with 3 threads differs", what);
     }
+    if (k->kind == ATTN_LINFORMER || k->kind == ATTN_NYSTROM) {   /* the kind's weights from the desc instead: the same */
+        attn_layer_desc d2 = c.d;
+        attn_layer_weights W2 = W;
+        W2.e = W2.f = W2.conv = NULL;
+        d2.n_threads = 1;
+        if (k->kind == ATTN_LINFORMER) { d2.attn.linformer.e = P.e; d2.attn.linformer.f = P.f; d2.attn.linformer.de = ge2; }
+        else d2.attn.nystrom.conv = P.conv;
+        sl = attn_layer_forward(&d2, &W2, B, L, L, xq, self ? NULL : xk, hout);
+        T_CHECK(sl == ATTN_OK && memcmp(out, hout, sizeof(float) * n) == 0, "%s: forward with the desc's weights differs", what);
+        memset(&G2, 0, sizeof G2);
+        sl = attn_layer_backward(&d2, &W2, B, L, L, xq, self ? NULL : xk, dout, dxq2, NULL, &G2);
+        T_CHECK(sl == sh && (sl != ATTN_OK || (memcmp(dxq2, dxq, sizeof(float) * n) == 0 &&
+                                                (k->kind != ATTN_LINFORMER || memcmp(ge2, ge, sizeof ge) == 0))),
+                "%s: backward with the desc's weights and gradients differs (%s)", what, attn_status_str(sl));
+    }
     for (w = 0; w < W_COUNT; ++w) { free(g[w]); free(hg[w]); }
     lcfg_free(&c);
     free(xq); free(xk); free(dout); free(out); free(hout); free(dxq); free(dxk); free(hdxq); free(hdxk); free(dxq2); free(tmp);
@@ -1385,22 +1401,23 @@ static void test_any_kind_counts_errors(void) {
         e.d.attn.kind = (attn_kind)39;
         expect_err(&e, ATTN_ERR_KIND, E_BOTH, "attn.kind 39");
         T_CHECK(attn_layer_param_count(&e.d, &cnt) == ATTN_ERR_KIND, "param_count attn.kind 39");
-        /* the kinds' weights belong in attn_layer_weights */
+        /* the kinds' weights: attn_layer_weights, or the desc's fields, each in one place */
         e = base; e.d.kind = ATTN_LAYER_STANDARD;
         ak_setup(&e.d.attn, &akinds[9], &P, 2, 4, &r);
         expect_err(&e, ATTN_OK, E_BOTH, "linformer layer");
-        e.d.attn.linformer.e = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BOTH, "attn.linformer.e set");
-        e.d.attn.linformer.e = NULL; e.d.attn.linformer.df = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BOTH, "attn.linformer.df set");
-        T_CHECK(attn_layer_param_count(&e.d, &cnt) == ATTN_ERR_LAYER_KIND_PARAMS, "param_count attn.linformer.df set");
+        e.d.attn.linformer.e = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BOTH, "E in weights and attn.linformer.e");
+        e.W.e = NULL; expect_err(&e, ATTN_OK, E_BOTH, "E in attn.linformer.e only");
+        e.d.attn.linformer.e = NULL; e.W.e = wbuf;
+        e.d.attn.linformer.df = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BWD, "dF in grads and attn.linformer.df");
         e.d.attn.linformer.df = NULL;
         e.W.e = NULL; expect_err(&e, ATTN_ERR_LAYER_NULL_KIND_WEIGHT, E_BOTH, "weights.e NULL");
         e.W.e = wbuf; e.W.f = NULL; expect_err(&e, ATTN_ERR_LAYER_NULL_KIND_WEIGHT, E_BOTH, "weights.f NULL");
         e.d.attn.linformer.shared_kv = 1; expect_err(&e, ATTN_OK, E_BOTH, "weights.f NULL with shared_kv");
         e = base; e.d.kind = ATTN_LAYER_OPTIMIZED;
         ak_setup(&e.d.attn, &akinds[10], &P, 2, 4, &r);
-        e.d.attn.nystrom.conv = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BOTH, "attn.nystrom.conv set");
-        e.d.attn.nystrom.conv = NULL; e.d.attn.nystrom.dconv = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BOTH, "attn.nystrom.dconv set");
-        e.d.attn.nystrom.dconv = NULL; e.W.conv = NULL; expect_err(&e, ATTN_ERR_LAYER_NULL_KIND_WEIGHT, E_FWD, "weights.conv NULL");
+        e.d.attn.nystrom.conv = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_FWD, "conv in weights and attn.nystrom.conv");
+        e.W.conv = NULL; expect_err(&e, ATTN_OK, E_FWD, "conv in attn.nystrom.conv only");
+        e.d.attn.nystrom.conv = NULL; expect_err(&e, ATTN_ERR_LAYER_NULL_KIND_WEIGHT, E_FWD, "weights.conv NULL");
         e.d.attn.nystrom.conv_kernel = 0; expect_err(&e, ATTN_OK, E_FWD, "no conv: weights.conv not read");
         /* a kind without attn_backward: the layer's backward and its workspace query say so */
         bytes = 7;
