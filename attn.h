@@ -1265,7 +1265,7 @@ typedef struct attn_layer_weights {
    accepts, self-attention only, lse, padding, its parameters in attn.<kind>). Where it differs:
      shared QK     ATTN_LSH, and ATTN_ROUTING with routing.separate_qk 0, attend with one shared
                    query-key projection: in every layer kind K = Xkv wq + bq (self-attention:
-                   K = Q, one GEMM) is passed as the kind's k; wk and bk are not read (nor
+                   K = Q, no second GEMM) is passed as the kind's k; wk and bk are not read (nor
                    written in grads). The backward adds both roles' gradients, dQ (as queries)
                    and dK (as keys), into grads.wq / .bq and the inputs. kv_heads must equal heads.
      ATTN_LINFORMER E and F are layer weights: weights.e, .f (f not read with shared_kv), with
@@ -1281,8 +1281,8 @@ typedef struct attn_layer_weights {
                    W, which gets no gradient); redraw them by changing the seed between steps.
      fixed tables  BigBird's random blocks, LSH's rotations, Routing's centroids (moved by
                    attn_routing_update) stay in attn.<kind> and get no gradient.
-   Parameter counts add E and F ((kv_heads or 1) k n each; F not with shared_kv) and the conv
-   taps (heads conv_kernel). A kind whose attn_backward does not exist yet (ATTN_ERR_KIND_OP)
+   Parameter counts add E and F (kv_heads k n each, k n with shared_heads; F not with
+   shared_kv) and the conv taps (heads conv_kernel). A kind whose attn_backward does not exist yet (ATTN_ERR_KIND_OP)
    makes attn_layer_backward and the backward workspace query return ATTN_ERR_KIND_OP.
    Not offered (ATTN_ERR_LAYER_ATTN_KIND): the Direct kinds with any kind but ATTN_SOFTMAX (their
    scores are W_D's logits: no Q, K), SUPER with ATTN_LINFORMER (W^A aligns value positions that
