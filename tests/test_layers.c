@@ -19,7 +19,14 @@
                         Super(W^A = I, b^A = 0) == Efficient; causal Super never reads later
                         tokens (and non-causal does)
      test_gradients     every gradient of every kind vs finite differences; unread fields untouched
-     test_layer_errors  every layer status code: exact code, outputs untouched */
+     test_layer_errors  every layer status code: exact code, outputs untouched
+     test_any_kind      every attn_kind x Standard/Optimized/Efficient/Super x self/cross against
+                        the layer composed by hand (attn_sgemm + attn_forward/attn_backward); a
+                        kind without a backward: the same status, nothing written; threads
+     check_linformer_fd a Linformer layer (dE, dF, padding, GQA, shared_kv) against finite
+                        differences of its own double reference
+     test_any_kind_counts_errors  counts and FLOPs of the kinds' weights; refused combinations
+                        (ATTN_ERR_LAYER_ATTN_KIND), the kinds' weights given twice or not at all */
 #include "test.h"
 #include "ref.h"
 
