@@ -651,6 +651,7 @@ typedef struct attn_nystrom_params {
     int conv_kernel;
     attn_nystrom_padding padding_rule;
     attn_nystrom_pinv_init pinv_init;
+    float *dconv;
 } attn_nystrom_params;
 
 
@@ -949,8 +950,10 @@ typedef struct attn_desc {
     X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v, the KV cache (attn_decode) or attn_state.data[0, size) (attn_step), or out's rows overlap each other (see attn_tensor)") \
     X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk or dv overlaps q, k, v, out, dout, lse, another gradient or its own rows (see attn_tensor)") \
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
-    X(ATTN_ERR_LAYER_ATTN_KIND,       142, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.kind must be ATTN_SOFTMAX (the layers' attention core is exact softmax attention)") \
+    X(ATTN_ERR_LAYER_ATTN_KIND,       142, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.kind does not fit the layer: the Direct kinds need ATTN_SOFTMAX (their logits are W_D's), Super a kind attending over key positions (not ATTN_LINFORMER), kv_heads < heads a kind with its own keys (not ATTN_LSH, nor ATTN_ROUTING without separate_qk)") \
     X(ATTN_ERR_BIAS_ROWS,             143, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
+    X(ATTN_ERR_LAYER_KIND_PARAMS,     144, ATTN_CAT_RANGE,       "a layer's E, F or conv taps (or their gradient) are given twice: in attn_layer_weights.e/.f/.conv (attn_layer_grads.e/.f/.conv) and in attn_layer_desc.attn.linformer.e/.f (.de/.df) or .nystrom.conv (.dconv); give one") \
+    X(ATTN_ERR_LAYER_NULL_KIND_WEIGHT, 145, ATTN_CAT_NULL,       "attn_layer_weights.e (attn.kind ATTN_LINFORMER), .f (ATTN_LINFORMER without shared_kv) or .conv (ATTN_NYSTROM with conv_kernel > 0) is NULL, and so is its attn.linformer / attn.nystrom field") \
     \
     /* -- recurrent state and mechanism seam (200-249) -- */ \
     X(ATTN_ERR_KIND_OP,               200, ATTN_CAT_UNSUPPORTED, "this attn_desc.kind has no such operation (see the kind's documentation: backward, decode or step)") \
@@ -1222,7 +1225,8 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
    them, y = x W + b with W [in, out]. A NULL bias means no bias. Head i (d_k = d_model/heads)
    owns columns i*d_k .. (i+1)*d_k-1 of wq, wk, wv and rows i*d_k .. (i+1)*d_k-1 of wo; with
    kv_heads < heads (GQA/MQA) wk/wv have kv_heads*d_k columns. Which fields a layer kind reads
-   is documented with attn_layer_kind. */
+   is documented with attn_layer_kind; e, f and conv are the attention kind's own trainable
+   parameters (attn_layer_desc.attn.kind: see "Any attention kind" there). */
 typedef struct attn_layer_weights {
     const float *wq, *bq;     /* [d_model, heads*d_k],    [heads*d_k]    */
     const float *wk, *bk;     /* [d_model, kv_heads*d_k], [kv_heads*d_k] */
@@ -1231,12 +1235,16 @@ typedef struct attn_layer_weights {
     /* layer-kind specific weights */
     const float *wa, *ba;     /* Super: W^A [context, context], b^A [context]; row t mixes keys s */
     const float *wd;          /* Direct kinds: W_D [context, context]; row = query i, column = key j */
+    /* attention-kind specific weights */
+    const float *e, *f;       /* ATTN_LINFORMER: E, F as attn_linformer_params.e/.f ([kv_heads or 1][k][n]) */
+    const float *conv;        /* ATTN_NYSTROM: conv taps [heads][attn.nystrom.conv_kernel] */
 } attn_layer_weights;
 
 /* Which layer attn_layer_forward computes. Per batch, with queries from Xq [lq, d_model] and
    keys/values from Xkv [lk, d_model] (Xkv = Xq for self-attention), d_k = d_model / heads,
-   head i = columns i*d_k .. (i+1)*d_k-1, and SDPA_i = softmax attention of head i with every
-   mask of attn_layer_desc.attn (scale 1/sqrt(d_k) unless attn.scale is set):
+   head i = columns i*d_k .. (i+1)*d_k-1, and SDPA_i = attention of head i computed by
+   attn_forward with attn_layer_desc.attn (its kind, masks and parameters; ATTN_SOFTMAX: softmax
+   attention, scale 1/sqrt(d_k) unless attn.scale is set):
      STANDARD      Q = Xq wq + bq, K = Xkv wk + bk, V = Xkv wv + bv (GQA: kv_heads heads)
                    O = concat_i SDPA_i(Q_i, K_i, V_i) wo + bo
      OPTIMIZED     as STANDARD without wv, bv: V_i = Xkv_i (head i's slice of the input)
@@ -1263,7 +1271,37 @@ typedef struct attn_layer_weights {
    wq bq wo bo;  SUPER wq bq wo bo wa ba;  DIRECT, DIRECT_INPUT wv bv wo bo wd.
    Parameter counts (biases included, as the paper's tables): STANDARD 4 d^2 + 4 d (GQA: K/V
    columns kv_heads*d_k), OPTIMIZED 3 d^2 + 3 d, EFFICIENT 2 d^2 + 2 d, SUPER 2 d^2 + 2 d + c^2 + c,
-   Direct kinds 2 d^2 + 2 d + c^2 (d = d_model, c = context). */
+   Direct kinds 2 d^2 + 2 d + c^2 (d = d_model, c = context); plus the attention kind's weights.
+   Any attention kind (attn.kind): STANDARD, OPTIMIZED, EFFICIENT and SUPER take every kind with a
+   forward, in attn_layer_forward and attn_layer_backward: SDPA_i above is then that kind's
+   attention, called through attn_forward / attn_backward on the projected Q, K, V
+   [batch, seq, heads, d_k] (no other copy of any kernel), with the kind's own rules (masks it
+   accepts, self-attention only, lse, padding, its parameters in attn.<kind>). Where it differs:
+     shared QK     ATTN_LSH, and ATTN_ROUTING with routing.separate_qk 0, attend with one shared
+                   query-key projection: in every layer kind K = Xkv wq + bq (self-attention:
+                   K = Q, no second GEMM) is passed as the kind's k; wk and bk are not read (nor
+                   written in grads). The backward adds both roles' gradients, dQ (as queries)
+                   and dK (as keys), into grads.wq / .bq and the inputs. kv_heads must equal heads.
+     ATTN_LINFORMER E and F are layer weights: weights.e, .f (f not read with shared_kv), with
+                   attn.linformer's k, n, shared_heads and shared_kv; gradients grads.e, .f (the
+                   kind's de, df). A desc made for attn_forward may carry them instead
+                   (attn.linformer.e/.f, .de/.df): each one in one place, else
+                   ATTN_ERR_LAYER_KIND_PARAMS; neither: ATTN_ERR_LAYER_NULL_KIND_WEIGHT.
+     ATTN_NYSTROM  the conv residual's taps are weights.conv [heads][attn.nystrom.conv_kernel],
+                   read when conv_kernel > 0 (0: no residual); gradient grads.conv (the kind's
+                   dconv); or attn.nystrom.conv/.dconv, by the same one-place rule.
+     ATTN_PERFORMER the random features are not weights: attn.performer.projection, or drawn
+                   from attn.performer.seed on every call (forward and backward draw the same
+                   W, which gets no gradient); redraw them by changing the seed between steps.
+     fixed tables  BigBird's random blocks, LSH's rotations, Routing's centroids (moved by
+                   attn_routing_update) stay in attn.<kind> and get no gradient.
+   Parameter counts add E and F (kv_heads k n each, k n with shared_heads; F not with
+   shared_kv) and the conv taps (heads conv_kernel). A kind whose attn_backward does not exist yet (ATTN_ERR_KIND_OP)
+   makes attn_layer_backward and the backward workspace query return ATTN_ERR_KIND_OP.
+   Not offered (ATTN_ERR_LAYER_ATTN_KIND): the Direct kinds with any kind but ATTN_SOFTMAX (their
+   scores are W_D's logits: no Q, K), SUPER with ATTN_LINFORMER (W^A aligns value positions that
+   F then projects away: keys have no positions there), and kv_heads < heads with a shared-QK
+   kind (K from wq has every query head). */
 typedef enum attn_layer_kind {
     ATTN_LAYER_STANDARD = 0, ATTN_LAYER_OPTIMIZED, ATTN_LAYER_EFFICIENT, ATTN_LAYER_SUPER,
     ATTN_LAYER_DIRECT, ATTN_LAYER_DIRECT_INPUT
@@ -1278,13 +1316,15 @@ typedef enum attn_layer_kind {
    context          - (Super, Direct: required) trained length: W^A / W_D are context x context
    sliding_alignment off (lk > context: error)  Super only: 1 = slide W^A's last row along longer
                                                 sequences (see ATTN_LAYER_SUPER)
-   attn             plain softmax               masks for the SDPA core (causal, windows, sinks,
-                                                global, seqlens/cu_seqlens, alibi, softcap, bias):
-                                                see attn_desc; attn.kind must be ATTN_SOFTMAX
-                                                (others: ATTN_ERR_LAYER_ATTN_KIND from the forward,
-                                                backward and workspace query); its n_threads and workspace are
-                                                ignored (the layer's are used); its parallel hook
-                                                runs the attention and the layer's own loops
+   attn             plain softmax               the attention core: attn.kind (any kind with a
+                                                forward: see "Any attention kind" with
+                                                attn_layer_kind; the Direct kinds: ATTN_SOFTMAX),
+                                                its masks (causal, windows, sinks, global,
+                                                seqlens/cu_seqlens, alibi, softcap, bias) and
+                                                per-kind parameters, as attn_desc; its n_threads
+                                                and workspace are ignored (the layer's are used);
+                                                its parallel hook runs the attention and the
+                                                layer's own loops
    n_threads        all cores                   threads for GEMMs and attention
    sgemm, sgemm_user built-in attn sgemm        route every projection GEMM (and W^A, Xq Xkv^T) to
                                                 your BLAS (the attention core never calls it)
@@ -1304,18 +1344,23 @@ typedef struct attn_layer_desc {
 } attn_layer_desc;
 
 /* Gradients of attn_layer_backward, one per field of attn_layer_weights with the same shape;
-   overwritten. A NULL field is not computed. Fields the kind does not read are not written. */
+   overwritten. A NULL field is not computed. Fields the layer does not read are not written. */
 typedef struct attn_layer_grads {
     float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
     float *wa, *ba;           /* [context, context], [context]: entries outside the block used get 0 */
     float *wd;                /* [context, context] */
+    float *e, *f;             /* ATTN_LINFORMER: dE, dF (the kind's de, df: columns past lk get 0) */
+    float *conv;              /* ATTN_NYSTROM: the conv taps' gradient (the kind's dconv) */
 } attn_layer_grads;
 
 /* Layer forward.
      x_q   [batch, lq, d_model] fp32 dense     queries' hidden states
      x_kv  [batch, lk, d_model] fp32 dense, or NULL for self-attention (then lk must equal lq)
      out   [batch, lq, d_model] fp32 dense; written on success only; must not overlap the inputs
-   Padding query rows (attn.seqlens_q) and rows that see no key get out = bo. */
+   Padding query rows (attn.seqlens_q) and rows that see no key get out = bo (with ATTN_SOFTMAX;
+   another attn.kind: bo plus what the kind writes there). Any status of the kind's attn_forward
+   on the projected tensors (its own checks, some of which read data, such as Routing's
+   centroids) is returned as it is, with out untouched. */
 ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_layer_weights *weights,
                                        int batch, int lq, int lk, const float *x_q, const float *x_kv,
                                        float *out);
@@ -1325,7 +1370,10 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
    (cross-attention) and the weight gradients; any of them may be NULL (not computed). Recomputes
    the forward, then runs attn_backward on the attention core (no lq x lk matrix beside the
    projections; the Direct kinds keep [batch, lq, lk] logit gradients). Outputs must not overlap
-   the inputs. */
+   the inputs. Every output is written only on success: a status of the kind's attn_forward or
+   attn_backward (ATTN_ERR_KIND_OP where the kind has no backward) is returned as it is and
+   nothing is written. The gradients are the kind's (what its attn_backward differentiates: for
+   ATTN_PERFORMER, the fixed features are constants). */
 ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_layer_weights *weights,
                                         int batch, int lq, int lk, const float *x_q, const float *x_kv,
                                         const float *dout, float *dx_q, float *dx_kv,
@@ -1340,7 +1388,10 @@ ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int b
 ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *count);
 
 /* Forward FLOPs (2 per multiply-add) of the projections, alignment and attention matmuls,
-   counted dense (masks not deducted; softmax and bias adds not counted). */
+   counted dense (masks not deducted; softmax and bias adds not counted). The attention core is
+   counted as dense attention over lq x lk (Q K^T and P V) whatever attn.kind is, except
+   ATTN_LINFORMER: over its k projected keys, plus E K and F V (2 B k lk kv_heads d_k each);
+   a shared-QK kind counts K = Xkv wq like W^K; ATTN_NYSTROM's conv adds 2 B lq conv_kernel d. */
 ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int lq, int lk, double *flops);
 
 /* ---- Generation: KV caches, RoPE, StreamingLLM, EL-attention --------------------------- */
@@ -8211,13 +8262,17 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
    all batch*seq rows (attn__layer_gemm: the caller's hook or attn__sgemm); the SDPA core is
    attn_forward with the caller's masks; the backward recomputes the forward (with lse), then
    runs attn_backward on the attention core (the Direct kinds' logit gradient is its dbias),
-   and the projections' GEMMs.
+   and the projections' GEMMs. The core is attn_forward / attn_backward of attn.kind, whatever
+   the kind (shared-QK kinds get K from wq; Linformer's E, F and Nystromformer's conv taps are
+   put into the core's desc from the weights, their gradients from the grads).
    The Direct kinds run the same core with q = k = 0 (dim 1) and their logits as the bias. */
 typedef struct attn__layer {
     const attn_layer_desc *d;
     const attn_layer_weights *w;
     attn_layer_kind kind;
     int B, lq, lk, dm, H, Hkv, dk, ctx, n_threads, self, direct, lmax;
+    int shared;                    /* shared-QK attention kind: K = Xkv wq + bq */
+    int lse;                       /* the kind has a logsumexp (the backward reads the forward's) */
     int lblk;                      /* Super: the W^A block used, min(longest key sequence, context) */
     const float *xq, *xkv;
     float dscale;                  /* DIRECT_INPUT: scale of Xq Xkv^T */
@@ -8240,6 +8295,33 @@ static void attn__layer_gemm(const attn__layer *L, int ta, int tb, int m, int n,
     else attn__sgemm_par(&L->ad, L->n_threads, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+static const attn__mech *attn__mech_of(attn_kind kind);   /* 3.17 */
+
+/* The attention kinds whose queries are also their keys (one projection, wq). */
+static int attn__layer_shared_qk(const attn_desc *a) {
+    return a->kind == ATTN_LSH || (a->kind == ATTN_ROUTING && !a->routing.separate_qk);
+}
+/* The kinds whose forward writes a logsumexp that their attn_backward reads (the others take
+   lse NULL): each kind's documentation says which. */
+static int attn__layer_kind_lse(attn_kind kind) {
+    return kind == ATTN_SOFTMAX || kind == ATTN_LONGFORMER || kind == ATTN_BIGBIRD || kind == ATTN_LSH ||
+           kind == ATTN_LINFORMER;
+}
+/* attn.kind inside the layer kind: the combinations offered, and the kinds' weights in
+   attn_layer_weights rather than in attn (documented with attn_layer_kind). */
+static attn_status attn__layer_check_attn(const attn_layer_desc *d, int H, int Hkv) {
+    const attn_desc *a = &d->attn;
+    if (!attn__mech_of(a->kind)) return ATTN_ERR_KIND;
+    if (d->kind >= ATTN_LAYER_DIRECT && a->kind != ATTN_SOFTMAX) return ATTN_ERR_LAYER_ATTN_KIND;
+    if (d->kind == ATTN_LAYER_SUPER && a->kind == ATTN_LINFORMER) return ATTN_ERR_LAYER_ATTN_KIND;
+    if (Hkv != H && attn__layer_shared_qk(a)) return ATTN_ERR_LAYER_ATTN_KIND;
+    /* the shapes the parameter count reads (the kind checks the rest when it runs) */
+    if (a->kind == ATTN_LINFORMER && (a->linformer.k < 1 || a->linformer.k > a->linformer.n)) return ATTN_ERR_LINFORMER_K;
+    if (a->kind == ATTN_NYSTROM && (a->nystrom.conv_kernel < 0 || (a->nystrom.conv_kernel != 0 && a->nystrom.conv_kernel % 2 == 0)))
+        return ATTN_ERR_NYSTROM_CONV_KERNEL;
+    return ATTN_OK;
+}
+
 /* Desc checks shared by every layer call (sizes not involved). */
 static attn_status attn__layer_check_desc(const attn_layer_desc *d) {
     int H, Hkv;
@@ -8256,7 +8338,7 @@ static attn_status attn__layer_check_desc(const attn_layer_desc *d) {
     if (d->sliding_alignment != 0 && d->sliding_alignment != 1) return ATTN_ERR_LAYER_SLIDING;
     if (d->kind >= ATTN_LAYER_DIRECT && (d->attn.softcap != 0.0f || d->attn.bias.data ||
                                          d->attn.cu_seqlens_q || d->attn.cu_seqlens_k)) return ATTN_ERR_LAYER_DIRECT_ATTN;
-    return ATTN_OK;
+    return attn__layer_check_attn(d, H, Hkv);
 }
 
 /* n floats more in the workspace, each piece 64-byte aligned; 0 on overflow */
@@ -8279,8 +8361,6 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     int direct, std_kv, own_v;
     memset(L, 0, sizeof *L);
     if ((s = attn__layer_check_desc(d)) != ATTN_OK) return s;
-    /* the core is exact softmax: the backward's recomputed forward needs its logsumexp */
-    if (d->attn.kind != ATTN_SOFTMAX) return ATTN_ERR_LAYER_ATTN_KIND;
     if (batch < 1 || lq < 1 || lk < 1) return ATTN_ERR_LAYER_SHAPE;
     if (self && lk != lq) return ATTN_ERR_LAYER_SELF_LK;
     L->d = d; L->kind = d->kind; L->B = batch; L->lq = lq; L->lk = lk; L->self = self;
@@ -8293,6 +8373,14 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     if (!attn__mul_size((size_t)batch, (size_t)L->H, &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;  /* backward tasks */
     L->ad = d->attn;
     L->ad.n_threads = d->n_threads; L->ad.workspace = NULL; L->ad.workspace_size = 0;
+    L->shared = attn__layer_shared_qk(&d->attn);
+    L->lse = attn__layer_kind_lse(d->attn.kind);
+    /* the kind's weights: placeholders until attn__layer_bind (the size queries read no data) */
+    if (d->attn.kind == ATTN_LINFORMER) {
+        L->ad.linformer.e = attn__layer_zero;
+        if (!d->attn.linformer.shared_kv) L->ad.linformer.f = attn__layer_zero;
+    }
+    if (d->attn.kind == ATTN_NYSTROM && d->attn.nystrom.conv_kernel > 0) L->ad.nystrom.conv = attn__layer_zero;
     L->dscale = d->attn.scale != 0.0f ? d->attn.scale : 1.0f / sqrtf((float)L->dm);
     if (direct) {
         L->tq = attn_tensor_dense((void *)(uintptr_t)attn__layer_zero, ATTN_F32, batch, lq, 1, 1);
@@ -8316,8 +8404,12 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     }
     if ((s = attn_workspace_size(&L->ad, L->tq, L->tk, L->tv, &L->attn_bytes)) != ATTN_OK) return s;
     if (backward) {             /* the core's backward runs in the same memory after the forward */
+        attn_desc bq = L->ad;   /* with every kind gradient asked: the most it can need */
+        float *grad = (float *)(uintptr_t)attn__layer_zero;
         size_t bb;
-        if ((s = attn_backward_workspace_size(&L->ad, L->tq, L->tk, L->tv, &bb)) != ATTN_OK) return s;
+        if (bq.kind == ATTN_LINFORMER) { bq.linformer.de = grad; if (bq.linformer.f) bq.linformer.df = grad; }
+        if (bq.kind == ATTN_NYSTROM && bq.nystrom.conv) bq.nystrom.dconv = grad;
+        if ((s = attn_backward_workspace_size(&bq, L->tq, L->tk, L->tv, &bb)) != ATTN_OK) return s;
         L->attn_bytes = ATTN__MAX(L->attn_bytes, bb);
     }
     {   /* Super: the longest key sequence (packed: the longest segment) must fit W^A */
@@ -8332,7 +8424,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
         L->lblk = ATTN__MIN(L->lmax, ATTN__MAX(L->ctx, 1));
     }
     L->n_threads = attn__resolve_threads(&L->ad);
-    std_kv = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_OPTIMIZED;
+    std_kv = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_OPTIMIZED || L->shared;   /* a K buffer */
     own_v = d->kind == ATTN_LAYER_STANDARD || d->kind == ATTN_LAYER_SUPER || direct;
     L->f_q = L->f_k = L->f_v = L->f_lse = L->f_g = L->f_m = L->f_wa = none;
     L->f_da = L->f_dq = L->f_dk = L->f_dv = L->f_dg = L->f_dwa = none;
@@ -8343,7 +8435,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     if (d->kind == ATTN_LAYER_SUPER && !attn__layer_take3(&L->f_wa, &t, (size_t)L->lblk, (size_t)L->lblk, 1)) return ATTN_ERR_OVERFLOW;
     if (d->kind == ATTN_LAYER_DIRECT_INPUT && !attn__layer_take3(&L->f_g, &t, (size_t)batch, (size_t)lq, (size_t)lk)) return ATTN_ERR_OVERFLOW;
     if (backward) {
-        if (!attn__layer_take3(&L->f_lse, &t, (size_t)batch, (size_t)(direct ? 1 : L->H), (size_t)lq) ||
+        if ((L->lse && !attn__layer_take3(&L->f_lse, &t, (size_t)batch, (size_t)(direct ? 1 : L->H), (size_t)lq)) ||
             !attn__layer_take3(&L->f_da, &t, (size_t)batch, (size_t)lq, (size_t)L->dm) ||
             !attn__layer_take3(&L->f_dv, &t, (size_t)batch, (size_t)lk, (size_t)L->Hkv * L->dk)) return ATTN_ERR_OVERFLOW;
         /* dq, dk of the core (Direct kinds: of its one-float zero q/k, discarded) */
@@ -8370,15 +8462,45 @@ static attn_status attn__layer_bytes(const attn__layer *L, size_t *bytes) {
     return ATTN_OK;
 }
 
-static attn_status attn__layer_check_weights(const attn_layer_kind kind, const attn_layer_weights *w) {
+static attn_status attn__layer_check_weights(const attn__layer *L, const attn_layer_weights *w) {
+    const attn_layer_kind kind = L->kind;
+    const attn_desc *a = &L->d->attn;
     if (!w) return ATTN_ERR_LAYER_NULL_WEIGHTS;
     if (kind <= ATTN_LAYER_SUPER && !w->wq) return ATTN_ERR_LAYER_NULL_WQ;
-    if ((kind == ATTN_LAYER_STANDARD || kind == ATTN_LAYER_OPTIMIZED) && !w->wk) return ATTN_ERR_LAYER_NULL_WK;
+    if ((kind == ATTN_LAYER_STANDARD || kind == ATTN_LAYER_OPTIMIZED) && !L->shared && !w->wk) return ATTN_ERR_LAYER_NULL_WK;
     if ((kind == ATTN_LAYER_STANDARD || kind >= ATTN_LAYER_DIRECT) && !w->wv) return ATTN_ERR_LAYER_NULL_WV;
     if (!w->wo) return ATTN_ERR_LAYER_NULL_WO;
     if (kind == ATTN_LAYER_SUPER && !w->wa) return ATTN_ERR_LAYER_NULL_WA;
     if (kind >= ATTN_LAYER_DIRECT && !w->wd) return ATTN_ERR_LAYER_NULL_WD;
+    if (a->kind == ATTN_LINFORMER) {   /* E, F: the weights' or the desc's, not both */
+        const int need_f = !a->linformer.shared_kv;
+        if ((w->e && a->linformer.e) || (need_f && w->f && a->linformer.f)) return ATTN_ERR_LAYER_KIND_PARAMS;
+        if ((!w->e && !a->linformer.e) || (need_f && !w->f && !a->linformer.f)) return ATTN_ERR_LAYER_NULL_KIND_WEIGHT;
+    }
+    if (a->kind == ATTN_NYSTROM && a->nystrom.conv_kernel > 0) {
+        if (w->conv && a->nystrom.conv) return ATTN_ERR_LAYER_KIND_PARAMS;
+        if (!w->conv && !a->nystrom.conv) return ATTN_ERR_LAYER_NULL_KIND_WEIGHT;
+    }
     return ATTN_OK;
+}
+/* ... and their gradients: grads' or the desc's, not both */
+static attn_status attn__layer_check_grads(const attn__layer *L, const attn_layer_grads *g) {
+    const attn_desc *a = &L->d->attn;
+    if (a->kind == ATTN_LINFORMER && ((g->e && a->linformer.de) || (g->f && a->linformer.df))) return ATTN_ERR_LAYER_KIND_PARAMS;
+    if (a->kind == ATTN_NYSTROM && g->conv && a->nystrom.dconv) return ATTN_ERR_LAYER_KIND_PARAMS;
+    return ATTN_OK;
+}
+
+/* The call's data: inputs, weights, and the kind's weights into the core's desc. */
+static void attn__layer_bind(attn__layer *L, const attn_layer_weights *w, const float *x_q, const float *x_kv) {
+    L->w = w; L->xq = x_q; L->xkv = x_kv ? x_kv : x_q;
+    if (L->direct) L->wd = w->wd + (size_t)(L->lk > L->lq ? L->lk - L->lq : 0) * (size_t)L->ctx;
+    if (L->ad.kind == ATTN_LINFORMER) {
+        const attn_linformer_params *p = &L->d->attn.linformer;
+        L->ad.linformer.e = w->e ? w->e : p->e;
+        L->ad.linformer.f = p->shared_kv ? p->f : w->f ? w->f : p->f;
+    }
+    if (L->ad.kind == ATTN_NYSTROM && L->ad.nystrom.conv) L->ad.nystrom.conv = w->conv ? w->conv : L->d->attn.nystrom.conv;
 }
 
 /* Workspace from desc or allocated; *owned is what to free. */
@@ -8408,12 +8530,17 @@ static void attn__layer_add_bias(float *Y, const float *b, size_t rows, int cols
     if (!b) return;
     for (r = 0; r < rows; ++r) for (c = 0; c < cols; ++c) Y[r * (size_t)cols + c] += b[c];
 }
-static void attn__layer_colsum(float *g, const float *Y, size_t rows, int cols) {
+static void attn__layer_colsum_add(float *g, const float *Y, size_t rows, int cols) {
     size_t r;
     int c;
     if (!g) return;
-    for (c = 0; c < cols; ++c) g[c] = 0.0f;
     for (r = 0; r < rows; ++r) for (c = 0; c < cols; ++c) g[c] += Y[r * (size_t)cols + c];
+}
+static void attn__layer_colsum(float *g, const float *Y, size_t rows, int cols) {
+    int c;
+    if (!g) return;
+    for (c = 0; c < cols; ++c) g[c] = 0.0f;
+    attn__layer_colsum_add(g, Y, rows, cols);
 }
 
 /* The key sequences of the batch: unit u -> tensor batch, first key row, valid key length. */
@@ -8485,15 +8612,20 @@ static void attn__layer_direct_logits(const attn__layer *L, float *G, float *M) 
             }
 }
 
-/* The forward into the workspace: A (attention output before W^O); lse when given. */
-static void attn__layer_fwd(attn__layer *L, float *lse) {
+/* The forward into the workspace: A (attention output before W^O); lse when given. Returns the
+   attention kind's status (its checks that read data run here). */
+static attn_status attn__layer_fwd(attn__layer *L, float *lse) {
     const attn_layer_weights *w = L->w;
     const int mq = L->B * L->lq, mk = L->B * L->lk, dm = L->dm, dkv = L->Hkv * L->dk;
     float *Q = attn__layer_buf(L, L->f_q), *K = attn__layer_buf(L, L->f_k), *V = attn__layer_buf(L, L->f_v);
     float *A = attn__layer_buf(L, L->f_a);
-    attn_status s;
     if (Q) { attn__layer_gemm(L, 0, 0, mq, dm, dm, 1.0f, L->xq, dm, w->wq, dm, 0.0f, Q, dm); attn__layer_add_bias(Q, w->bq, (size_t)mq, dm); }
-    if (K) { attn__layer_gemm(L, 0, 0, mk, dkv, dm, 1.0f, L->xkv, dm, w->wk, dkv, 0.0f, K, dkv); attn__layer_add_bias(K, w->bk, (size_t)mk, dkv); }
+    if (K && L->shared && L->self) K = Q;        /* shared QK, self-attention: K = Q */
+    else if (K) {
+        const float *wk = L->shared ? w->wq : w->wk, *bk = L->shared ? w->bq : w->bk;
+        attn__layer_gemm(L, 0, 0, mk, dkv, dm, 1.0f, L->xkv, dm, wk, dkv, 0.0f, K, dkv);
+        attn__layer_add_bias(K, bk, (size_t)mk, dkv);
+    }
     if (L->kind == ATTN_LAYER_SUPER) attn__layer_super_mix(L, attn__layer_buf(L, L->f_wa), V);
     else if (V) { attn__layer_gemm(L, 0, 0, mk, dkv, dm, 1.0f, L->xkv, dm, w->wv, dkv, 0.0f, V, dkv); attn__layer_add_bias(V, w->bv, (size_t)mk, dkv); }
     if (L->kind == ATTN_LAYER_DIRECT) L->ad.bias.data = L->wd;
@@ -8505,9 +8637,7 @@ static void attn__layer_fwd(attn__layer *L, float *lse) {
     if (!L->direct) { L->tq.data = Q; L->tk.data = (void *)(uintptr_t)(K ? K : L->xkv); }
     L->tv.data = (void *)(uintptr_t)(V ? V : L->xkv);
     L->to.data = A;
-    s = attn_forward(&L->ad, L->tq, L->tk, L->tv, L->to, lse);
-    ATTN_ASSERT(s == ATTN_OK);
-    (void)s;
+    return attn_forward(&L->ad, L->tq, L->tk, L->tv, L->to, lse);
 }
 
 ATTNDEF attn_status attn_layer_workspace_size(const attn_layer_desc *desc, int backward, int batch, int lq, int lk,
@@ -8537,6 +8667,14 @@ ATTNDEF attn_status attn_layer_param_count(const attn_layer_desc *desc, size_t *
     case ATTN_LAYER_DIRECT: case ATTN_LAYER_DIRECT_INPUT:
     default:                   n = 2 * (d * d + d) + c; break;
     }
+    {   /* the attention kind's weights (sizes are ints: the products fit 64-bit size_t) */
+        const attn_desc *a = &desc->attn;
+        const size_t H = (size_t)(desc->heads ? desc->heads : 1), Hkv = dkv / (d / H);
+        if (a->kind == ATTN_LINFORMER)
+            n += (a->linformer.shared_heads ? 1 : Hkv) * (size_t)a->linformer.k * (size_t)a->linformer.n *
+                 (a->linformer.shared_kv ? 1u : 2u);
+        if (a->kind == ATTN_NYSTROM) n += H * (size_t)a->nystrom.conv_kernel;
+    }
     *count = n;
     return ATTN_OK;
 }
@@ -8549,10 +8687,16 @@ ATTNDEF attn_status attn_layer_flops(const attn_layer_desc *desc, int batch, int
     if ((s = attn__layer_plan(desc, 0, batch, lq, lk, 0, &L)) != ATTN_OK) return s;
     B = batch; q = lq; k = lk; d = L.dm; dkv = (double)L.Hkv * L.dk;
     f = 2.0 * B * q * d * d * (L.direct ? 1.0 : 2.0);          /* W^O, and W^Q unless Direct */
-    if (L.kind == ATTN_LAYER_STANDARD || L.kind == ATTN_LAYER_OPTIMIZED) f += 2.0 * B * k * d * dkv;   /* W^K */
+    if (L.kind == ATTN_LAYER_STANDARD || L.kind == ATTN_LAYER_OPTIMIZED || L.shared) f += 2.0 * B * k * d * dkv;   /* W^K (shared QK: wq) */
     if (L.kind == ATTN_LAYER_STANDARD || L.direct) f += 2.0 * B * k * d * dkv;                           /* W^V */
     if (L.kind == ATTN_LAYER_SUPER) f += 2.0 * B * k * (k < L.ctx ? k : L.ctx) * d;                      /* W^A V */
     if (L.kind == ATTN_LAYER_DIRECT_INPUT) f += 2.0 * B * q * k * d;                                     /* Xq Xkv^T */
+    if (L.ad.kind == ATTN_LINFORMER) {                         /* E K, F V; then k projected keys */
+        const double kp = desc->attn.linformer.k;
+        f += 2.0 * 2.0 * B * kp * k * dkv;
+        k = kp;
+    }
+    if (L.ad.kind == ATTN_NYSTROM) f += 2.0 * B * q * desc->attn.nystrom.conv_kernel * d;   /* depthwise conv */
     f += 2.0 * B * q * k * d * (L.direct ? 1.0 : 2.0);       /* Q K^T (not Direct) and P V */
     *flops = f;
     return ATTN_OK;
@@ -8569,15 +8713,15 @@ ATTNDEF attn_status attn_layer_forward(const attn_layer_desc *desc, const attn_l
     if (!x_q) return ATTN_ERR_LAYER_NULL_X;
     if (!out) return ATTN_ERR_LAYER_NULL_OUT;
     if ((s = attn__layer_plan(desc, 0, batch, lq, lk, x_kv == NULL, &L)) != ATTN_OK) return s;
-    if ((s = attn__layer_check_weights(desc->kind, weights)) != ATTN_OK) return s;
-    L.w = weights; L.xq = x_q; L.xkv = x_kv ? x_kv : x_q;
-    if (L.direct) L.wd = weights->wd + (size_t)(lk > lq ? lk - lq : 0) * (size_t)L.ctx;
+    if ((s = attn__layer_check_weights(&L, weights)) != ATTN_OK) return s;
+    attn__layer_bind(&L, weights, x_q, x_kv);
     if ((s = attn__layer_workspace(&L, &owned)) != ATTN_OK) return s;
-    attn__layer_fwd(&L, NULL);
-    attn__layer_gemm(&L, 0, 0, batch * lq, dm, dm, 1.0f, attn__layer_buf(&L, L.f_a), dm, weights->wo, dm, 0.0f, out, dm);
-    attn__layer_add_bias(out, weights->bo, (size_t)batch * lq, dm);
+    if ((s = attn__layer_fwd(&L, NULL)) == ATTN_OK) {
+        attn__layer_gemm(&L, 0, 0, batch * lq, dm, dm, 1.0f, attn__layer_buf(&L, L.f_a), dm, weights->wo, dm, 0.0f, out, dm);
+        attn__layer_add_bias(out, weights->bo, (size_t)batch * lq, dm);
+    }
     attn__free(owned);
-    return ATTN_OK;
+    return s;
 }
 
 /* ---- backward ---- */
@@ -8598,9 +8742,9 @@ static void attn__ldx_gemm(const attn__layer *L, attn__ldx *x, int m, int n, con
     attn__layer_gemm(L, 0, 1, m, L->dm, n, 1.0f, dY, n, W, n, x->written ? 1.0f : 0.0f, x->p, L->dm);
     x->written = 1;
 }
-/* gW [dm, n] = X^T dY over m rows */
-static void attn__layer_wgrad(const attn__layer *L, float *gW, const float *X, const float *dY, int m, int n) {
-    if (gW) attn__layer_gemm(L, 1, 0, L->dm, n, m, 1.0f, X, L->dm, dY, n, 0.0f, gW, n);
+/* gW [dm, n] = X^T dY over m rows (add: += instead of =) */
+static void attn__layer_wgrad(const attn__layer *L, float *gW, const float *X, const float *dY, int m, int n, int add) {
+    if (gW) attn__layer_gemm(L, 1, 0, L->dm, n, m, 1.0f, X, L->dm, dY, n, add ? 1.0f : 0.0f, gW, n);
 }
 
 ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_layer_weights *weights,
@@ -8621,49 +8765,68 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     if (!grads) return ATTN_ERR_LAYER_NULL_GRADS;
     if (!x_kv && dx_kv) return ATTN_ERR_LAYER_DX_KV;
     if ((s = attn__layer_plan(desc, 1, batch, lq, lk, x_kv == NULL, &L)) != ATTN_OK) return s;
-    if ((s = attn__layer_check_weights(desc->kind, weights)) != ATTN_OK) return s;
-    L.w = weights; L.xq = x_q; L.xkv = x_kv ? x_kv : x_q;
-    if (L.direct) L.wd = weights->wd + (size_t)(lk > lq ? lk - lq : 0) * (size_t)L.ctx;
+    if ((s = attn__layer_check_weights(&L, weights)) != ATTN_OK) return s;
+    if ((s = attn__layer_check_grads(&L, grads)) != ATTN_OK) return s;
+    attn__layer_bind(&L, weights, x_q, x_kv);
     if ((s = attn__layer_workspace(&L, &owned)) != ATTN_OK) return s;
     mq = batch * lq; mk = batch * lk; dm = L.dm; dkv = L.Hkv * L.dk;
     lse = attn__layer_buf(&L, L.f_lse);
-    attn__layer_fwd(&L, lse);
     A = attn__layer_buf(&L, L.f_a); dA = attn__layer_buf(&L, L.f_da);
     dQ = attn__layer_buf(&L, L.f_dq); dK = attn__layer_buf(&L, L.f_dk); dV = attn__layer_buf(&L, L.f_dv);
-    /* output projection */
+    /* nothing the caller sees is written before the kind's forward and backward succeeded */
+    if ((s = attn__layer_fwd(&L, lse)) != ATTN_OK) goto done;
     attn__layer_gemm(&L, 0, 1, mq, dm, dm, 1.0f, dout, dm, weights->wo, dm, 0.0f, dA, dm);
-    attn__layer_wgrad(&L, grads->wo, A, dout, mq, dm);
-    attn__layer_colsum(grads->bo, dout, (size_t)mq, dm);
-    /* attention core: attn_backward on the forward's tensors. The Direct kinds' logits are the
-       bias (W_D, or the input-dependent logits), so their gradient is dbias: DIRECT's, summed
-       over the batch, lands in grads->wd's block in place (rows ctx apart, as W_D is read) */
+    /* attention core: attn_backward on the forward's tensors, with the kind's weight gradients.
+       The Direct kinds' logits are the bias (W_D, or the input-dependent logits), so their
+       gradient is dbias: DIRECT's, summed over the batch, lands in grads->wd's block in place
+       (rows ctx apart, as W_D is read) */
     bd = L.ad;
     bd.dbias = NULL;
-    if (L.kind == ATTN_LAYER_DIRECT && grads->wd) {
-        for (i = 0; i < L.ctx; ++i) for (j = 0; j < L.ctx; ++j) grads->wd[(size_t)i * L.ctx + j] = 0.0f;
-        bd.dbias = grads->wd + (size_t)(L.wd - weights->wd);
-    } else if (L.kind == ATTN_LAYER_DIRECT_INPUT) bd.dbias = attn__layer_buf(&L, L.f_dg);
+    if (bd.kind == ATTN_LINFORMER) {
+        bd.linformer.de = grads->e ? grads->e : desc->attn.linformer.de;
+        bd.linformer.df = grads->f ? grads->f : desc->attn.linformer.df;
+    }
+    if (bd.kind == ATTN_NYSTROM && bd.nystrom.conv) bd.nystrom.dconv = grads->conv ? grads->conv : desc->attn.nystrom.dconv;
+    if (L.kind == ATTN_LAYER_DIRECT && grads->wd) bd.dbias = grads->wd + (size_t)(L.wd - weights->wd);
+    else if (L.kind == ATTN_LAYER_DIRECT_INPUT) bd.dbias = attn__layer_buf(&L, L.f_dg);
     tdo = L.to; tdo.data = dA;
     tdq = attn_tensor_dense(dQ, ATTN_F32, L.tq.batch, L.tq.seq, L.tq.heads, L.tq.dim);
     tdk = attn_tensor_dense(dK, ATTN_F32, L.tk.batch, L.tk.seq, L.tk.heads, L.tk.dim);
     tdv = attn_tensor_dense(dV, ATTN_F32, L.tv.batch, L.tv.seq, L.tv.heads, L.tv.dim);
-    s = attn_backward(&bd, L.tq, L.tk, L.tv, L.to, tdo, lse, tdq, tdk, tdv);
-    ATTN_ASSERT(s == ATTN_OK);
+    if ((s = attn_backward(&bd, L.tq, L.tk, L.tv, L.to, tdo, lse, tdq, tdk, tdv)) != ATTN_OK) goto done;
+    if (L.kind == ATTN_LAYER_DIRECT && grads->wd) {     /* W_D outside the block the queries read: 0 */
+        const int r0 = (int)((L.wd - weights->wd) / L.ctx);
+        for (i = 0; i < L.ctx; ++i)
+            for (j = (i >= r0 && i < r0 + lq) ? lk : 0; j < L.ctx; ++j) grads->wd[(size_t)i * L.ctx + j] = 0.0f;
+    }
+    /* output projection */
+    attn__layer_wgrad(&L, grads->wo, A, dout, mq, dm, 0);
+    attn__layer_colsum(grads->bo, dout, (size_t)mq, dm);
     /* input projections; dx targets: self-attention sends both paths to dx_q */
     xq.p = dx_q; xq.written = 0; xkv_own.p = dx_kv; xkv_own.written = 0;
     xkv = x_kv ? &xkv_own : &xq;
+    if (L.shared && L.self) {               /* K = Q: one gradient for both roles */
+        size_t e;
+        for (e = 0; e < (size_t)mq * dm; ++e) dQ[e] += dK[e];
+    }
     if (!L.direct) {
-        attn__layer_wgrad(&L, grads->wq, L.xq, dQ, mq, dm);
+        attn__layer_wgrad(&L, grads->wq, L.xq, dQ, mq, dm, 0);
         attn__layer_colsum(grads->bq, dQ, (size_t)mq, dm);
         attn__ldx_gemm(&L, &xq, mq, dm, dQ, weights->wq);
     }
-    if (L.kind == ATTN_LAYER_STANDARD || L.kind == ATTN_LAYER_OPTIMIZED) {
-        attn__layer_wgrad(&L, grads->wk, L.xkv, dK, mk, dkv);
+    if (L.shared) {                         /* K = Xkv wq + bq: its role adds into wq, bq */
+        if (!L.self) {
+            attn__layer_wgrad(&L, grads->wq, L.xkv, dK, mk, dm, 1);
+            attn__layer_colsum_add(grads->bq, dK, (size_t)mk, dm);
+            attn__ldx_gemm(&L, xkv, mk, dm, dK, weights->wq);
+        }
+    } else if (L.kind == ATTN_LAYER_STANDARD || L.kind == ATTN_LAYER_OPTIMIZED) {
+        attn__layer_wgrad(&L, grads->wk, L.xkv, dK, mk, dkv, 0);
         attn__layer_colsum(grads->bk, dK, (size_t)mk, dkv);
         attn__ldx_gemm(&L, xkv, mk, dkv, dK, weights->wk);
     } else if (!L.direct) attn__ldx_add(xkv, dK, (size_t)mk * dm);   /* K_i = Xkv_i */
     if (L.kind == ATTN_LAYER_STANDARD || L.direct) {
-        attn__layer_wgrad(&L, grads->wv, L.xkv, dV, mk, dkv);
+        attn__layer_wgrad(&L, grads->wv, L.xkv, dV, mk, dkv, 0);
         attn__layer_colsum(grads->bv, dV, (size_t)mk, dkv);
         attn__ldx_gemm(&L, xkv, mk, dkv, dV, weights->wv);
     } else if (L.kind != ATTN_LAYER_SUPER) attn__ldx_add(xkv, dV, (size_t)mk * dm);   /* V_i = Xkv_i */
@@ -8737,8 +8900,9 @@ ATTNDEF attn_status attn_layer_backward(const attn_layer_desc *desc, const attn_
     }
     if (xq.p && !xq.written) memset(xq.p, 0, sizeof(float) * (size_t)mq * dm);
     if (xkv_own.p && !xkv_own.written) memset(xkv_own.p, 0, sizeof(float) * (size_t)mk * dm);
+done:
     attn__free(owned);
-    return ATTN_OK;
+    return s;
 }
 
 /* ---------------------------------------------------------------------------------------

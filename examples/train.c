@@ -456,6 +456,7 @@ static void model_free(model *m) {
 static attn_layer_weights layer_weights(const model *m, int l) {
     const layer_params *p = &m->lp[l];
     attn_layer_weights w;
+    memset(&w, 0, sizeof w);
     w.wq = PTR(m->P, p->wq); w.bq = PTR(m->P, p->bq); w.wk = PTR(m->P, p->wk); w.bk = PTR(m->P, p->bk);
     w.wv = PTR(m->P, p->wv); w.bv = PTR(m->P, p->bv); w.wo = PTR(m->P, p->wo); w.bo = PTR(m->P, p->bo);
     w.wa = PTR(m->P, p->wa); w.ba = PTR(m->P, p->ba); w.wd = PTR(m->P, p->wd);
@@ -464,6 +465,7 @@ static attn_layer_weights layer_weights(const model *m, int l) {
 static attn_layer_grads layer_grads(const model *m, int l) {
     const layer_params *p = &m->lp[l];
     attn_layer_grads g;
+    memset(&g, 0, sizeof g);
     g.wq = PTR(m->G, p->wq); g.bq = PTR(m->G, p->bq); g.wk = PTR(m->G, p->wk); g.bk = PTR(m->G, p->bk);
     g.wv = PTR(m->G, p->wv); g.bv = PTR(m->G, p->bv); g.wo = PTR(m->G, p->wo); g.bo = PTR(m->G, p->bo);
     g.wa = PTR(m->G, p->wa); g.ba = PTR(m->G, p->ba); g.wd = PTR(m->G, p->wd);

@@ -19,7 +19,14 @@
                         Super(W^A = I, b^A = 0) == Efficient; causal Super never reads later
                         tokens (and non-causal does)
      test_gradients     every gradient of every kind vs finite differences; unread fields untouched
-     test_layer_errors  every layer status code: exact code, outputs untouched */
+     test_layer_errors  every layer status code: exact code, outputs untouched
+     test_any_kind      every attn_kind x Standard/Optimized/Efficient/Super x self/cross against
+                        the layer composed by hand (attn_sgemm + attn_forward/attn_backward); a
+                        kind without a backward: the same status, nothing written; threads
+     check_linformer_fd a Linformer layer (dE, dF, padding, GQA, shared_kv) against finite
+                        differences of its own double reference
+     test_any_kind_counts_errors  counts and FLOPs of the kinds' weights; refused combinations
+                        (ATTN_ERR_LAYER_ATTN_KIND), the kinds' weights given twice or not at all */
 #include "test.h"
 #include "ref.h"
 
@@ -621,6 +628,7 @@ static void check_gradients(lcfg *c, int B, int lq, int lk, int self, const char
         g[w] = (float *)t_xmalloc(sizeof(float) * (gn[w] ? gn[w] : 1));
         t_sentinel(g[w], sizeof(float) * gn[w], GRAD_SEED);
     }
+    memset(&G, 0, sizeof G);
     G.wq = g[W_Q]; G.bq = g[W_BQ]; G.wk = g[W_K]; G.bk = g[W_BK]; G.wv = g[W_V]; G.bv = g[W_BV];
     G.wo = g[W_O]; G.bo = g[W_BO]; G.wa = g[W_A]; G.ba = g[W_BA]; G.wd = g[W_D];
     s = attn_layer_backward(&c->d, &W, B, lq, lk, xq, self ? NULL : xk, dout, dxq, self ? NULL : dxk, &G);
@@ -817,7 +825,7 @@ static void expect_err(const ecase *e, attn_status want, int which, const char *
     for (i = 0; i < CAP; ++i) { xq[i] = 0.5f; xk[i] = -0.25f; }
     t_sentinel(out, sizeof(float) * CAP, OUT_SEED_L); t_sentinel(dxq, sizeof(float) * CAP, OUT_SEED_L);
     t_sentinel(dxk, sizeof(float) * CAP, OUT_SEED_L); t_sentinel(gw, sizeof(float) * CAP, OUT_SEED_L);
-    G.wq = G.bq = G.wk = G.bk = G.wv = G.bv = G.wo = G.bo = G.wa = G.ba = G.wd = gw;
+    G.wq = G.bq = G.wk = G.bk = G.wv = G.bv = G.wo = G.bo = G.wa = G.ba = G.wd = G.e = G.f = G.conv = gw;
     if (which & E_FWD) {
         s = attn_layer_forward(&e->d, e->null_w ? NULL : &e->W, e->B, e->lq, e->lk, e->null_x ? NULL : xq,
                                e->self ? NULL : xk, e->null_out ? NULL : out);
@@ -887,23 +895,6 @@ static void test_layer_errors(void) {
     e = base; e.d.attn.window_left = -1; expect_err(&e, ATTN_ERR_WINDOW_LEFT, E_BOTH, "attn.window_left -1 (passed through)");
     e = base; e.d.workspace = wbuf; e.d.workspace_size = 16; expect_err(&e, ATTN_ERR_WORKSPACE, E_BOTH, "small workspace");
     e = base; e.B = INT_MAX; e.lq = 2; expect_err(&e, ATTN_ERR_OVERFLOW, E_BOTH, "batch * lq overflows int");
-    {   /* issue 27 item 11: the layers' core is softmax; another attn.kind was run by the forward
-           (undocumented) and aborted the backward (lse passed to a kind without one) */
-        static const attn_kind kinds[4] = { ATTN_PERFORMER, ATTN_LINEAR, ATTN_NYSTROM, ATTN_LONGFORMER };
-        int i, bwd;
-        for (i = 0; i < 4; ++i) {
-            char what[80];
-            e = base; e.d.kind = ATTN_LAYER_STANDARD; e.d.attn.kind = kinds[i];
-            snprintf(what, sizeof what, "attn.kind %s", attn_kind_name(kinds[i]));
-            expect_err(&e, ATTN_ERR_LAYER_ATTN_KIND, E_FWD, what);
-            for (bwd = 0; bwd <= 1; ++bwd) {
-                size_t bytes = 99;
-                const attn_status s = attn_layer_workspace_size(&e.d, bwd, e.B, e.lq, e.lk, &bytes);
-                T_CHECK(s == ATTN_ERR_LAYER_ATTN_KIND && bytes == 99, "%s: workspace query (backward %d) %s", what, bwd, attn_status_str(s));
-            }
-            expect_err(&e, ATTN_ERR_LAYER_ATTN_KIND, E_BWD, what);
-        }
-    }
     {   /* packed Super: the longest segment must fit W^A */
         static const int cu[3] = { 0, 2, 9 };
         e = base; e.B = 1; e.lq = e.lk = 9; e.self = 1; e.d.context = 8;
@@ -921,12 +912,545 @@ static void test_layer_errors(void) {
     T_CHECK(attn_layer_param_count(&e.d, &n) == ATTN_ERR_LAYER_HEADS, "param_count heads 3");
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Any attention kind inside a layer                                                         */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Every attn_kind with its test parameters (Routing twice: shared QK and separate_qk). */
+typedef struct { attn_kind kind; int sep; const char *name; } akind;
+static const akind akinds[] = {
+    { ATTN_SOFTMAX, 0, "softmax" }, { ATTN_LONGFORMER, 0, "longformer" }, { ATTN_BIGBIRD, 0, "bigbird" },
+    { ATTN_LSH, 0, "lsh" }, { ATTN_ROUTING, 0, "routing" }, { ATTN_ROUTING, 1, "routing-separate-qk" },
+    { ATTN_LINEAR, 0, "linear" }, { ATTN_PERFORMER, 0, "performer" }, { ATTN_COSFORMER, 0, "cosformer" },
+    { ATTN_LINFORMER, 0, "linformer" }, { ATTN_NYSTROM, 0, "nystrom" },
+};
+#define N_AKINDS ((int)(sizeof akinds / sizeof akinds[0]))
+
+/* from the kinds' documentation: queries are also keys (one projection) / a logsumexp exists */
+static int ak_shared(const akind *k) { return k->kind == ATTN_LSH || (k->kind == ATTN_ROUTING && !k->sep); }
+static int ak_lse(attn_kind k) {
+    return k == ATTN_SOFTMAX || k == ATTN_LONGFORMER || k == ATTN_BIGBIRD || k == ATTN_LSH || k == ATTN_LINFORMER;
+}
+
+#define AK_LP 4      /* Linformer's projected length k */
+#define AK_N 9       /* Linformer's n (>= the sequence, 8) */
+#define AK_TAPS 3    /* Nystromformer's conv taps */
+
+/* the kind's parameters for heads H of dim dk at length 8, and its trainable weights */
+typedef struct { float cen[2 * 2 * 8]; float e[2 * AK_LP * AK_N], f[2 * AK_LP * AK_N], conv[2 * AK_TAPS]; } akparams;
+static void ak_setup(attn_desc *a, const akind *k, akparams *p, int H, int dk, t_rng *r) {
+    int i;
+    memset(a, 0, sizeof *a);
+    a->kind = k->kind;
+    for (i = 0; i < H * 2 * dk; ++i) p->cen[i] = (float)t_normal(r);
+    for (i = 0; i < H * AK_LP * AK_N; ++i) { p->e[i] = (float)(0.4 * t_normal(r)); p->f[i] = (float)(0.4 * t_normal(r)); }
+    for (i = 0; i < H * AK_TAPS; ++i) p->conv[i] = (float)(0.5 * t_normal(r));
+    switch (k->kind) {
+    case ATTN_LONGFORMER: a->window_left = a->window_right = 2; a->global_tokens = 1; break;
+    case ATTN_BIGBIRD: a->bigbird.block = 2; a->bigbird.random_blocks = 1; a->bigbird.seed = 3; break;
+    case ATTN_LSH: a->lsh.bucket_size = 2; a->lsh.n_buckets = 4; a->lsh.n_hashes = 2; a->lsh.seed = 5; break;
+    case ATTN_ROUTING: a->routing.centroids = p->cen; a->routing.n_clusters = 2; a->routing.window = 4;
+                       a->routing.separate_qk = k->sep; break;
+    case ATTN_PERFORMER: a->performer.features = 16; a->performer.seed = 7; break;
+    case ATTN_LINFORMER: a->linformer.k = AK_LP; a->linformer.n = AK_N; break;
+    case ATTN_NYSTROM: a->nystrom.landmarks = 4; a->nystrom.conv_kernel = AK_TAPS; break;
+    default: break;
+    }
+}
+
+/* C = op(A) op(B) (+ C with beta 1) on attn_sgemm, one thread */
+static void hmm(int ta, int tb, int m, int n, int k, const float *A, int lda, const float *Bm, int ldb, float beta, float *C, int ldc) {
+    const attn_status s = attn_sgemm(ta, tb, m, n, k, 1.0f, A, lda, Bm, ldb, beta, C, ldc, 1);
+    T_CHECK(s == ATTN_OK, "hand layer: attn_sgemm %s", attn_status_str(s));
+}
+static void hbias(float *Y, const float *b, int rows, int cols) {
+    int i, j;
+    if (b) for (i = 0; i < rows; ++i) for (j = 0; j < cols; ++j) Y[(size_t)i * cols + j] += b[j];
+}
+static void hcolsum(float *g, const float *Y, int rows, int cols, int add) {
+    int i, j;
+    if (!add) for (j = 0; j < cols; ++j) g[j] = 0.0f;
+    for (i = 0; i < rows; ++i) for (j = 0; j < cols; ++j) g[j] += Y[(size_t)i * cols + j];
+}
+
+/* The layer of c with the attention kind of ad composed by hand (self-attention: xkv NULL; lq ==
+   lk == l; the layer's dense heads; Super's W^A block l x l, no masks): attn_sgemm for the
+   projections, attn_forward / attn_backward for the core. Forward into out; with dout, the
+   backward into dxq, dxk and g (the fields the layer kind reads), ge/gf/gc the kind's
+   gradients. Returns the first status that is not ATTN_OK (forward's or backward's). */
+static attn_status hand_layer(const lcfg *c, attn_desc ad, int shared, int B, int l, const float *xq, const float *xkv_in,
+                              const float *dout, float *out, float *dxq, float *dxk, float *const *g) {
+    const int kind = c->d.kind, dm = c->dm, m = B * l, H = c->H, dk = c->dk, ctx = c->ctx, self = xkv_in == NULL;
+    const float *xkv = self ? xq : xkv_in;
+    const size_t n = (size_t)m * dm;
+    float *Q = (float *)t_xmalloc(sizeof(float) * n), *K = (float *)t_xmalloc(sizeof(float) * n);
+    float *V = (float *)t_xmalloc(sizeof(float) * n), *A = (float *)t_xmalloc(sizeof(float) * n);
+    float *dA = (float *)t_xmalloc(sizeof(float) * n), *dQ = (float *)t_xmalloc(sizeof(float) * n);
+    float *dK = (float *)t_xmalloc(sizeof(float) * n), *dV = (float *)t_xmalloc(sizeof(float) * n);
+    float *dXk = (float *)t_xmalloc(sizeof(float) * n);
+    float *lse = ak_lse(ad.kind) && dout ? (float *)t_xmalloc(sizeof(float) * (size_t)B * H * l) : NULL;
+    float *const *wf = c->wf;
+    attn_tensor tq = attn_tensor_dense(Q, ATTN_F32, B, l, H, dk), tk = attn_tensor_dense(K, ATTN_F32, B, l, H, dk);
+    attn_tensor tv = attn_tensor_dense(V, ATTN_F32, B, l, H, dk), to = attn_tensor_dense(A, ATTN_F32, B, l, H, dk);
+    attn_status s;
+    int b, t, u, f;
+    size_t i;
+    ad.n_threads = 1;
+    hmm(0, 0, m, dm, dm, xq, dm, wf[W_Q], dm, 0.0f, Q, dm); hbias(Q, wf[W_BQ], m, dm);
+    if (shared) { hmm(0, 0, m, dm, dm, xkv, dm, wf[W_Q], dm, 0.0f, K, dm); hbias(K, wf[W_BQ], m, dm); }
+    else if (kind == ATTN_LAYER_STANDARD || kind == ATTN_LAYER_OPTIMIZED) { hmm(0, 0, m, dm, dm, xkv, dm, wf[W_K], dm, 0.0f, K, dm); hbias(K, wf[W_BK], m, dm); }
+    else memcpy(K, xkv, sizeof(float) * n);
+    if (kind == ATTN_LAYER_STANDARD) { hmm(0, 0, m, dm, dm, xkv, dm, wf[W_V], dm, 0.0f, V, dm); hbias(V, wf[W_BV], m, dm); }
+    else if (kind == ATTN_LAYER_SUPER)
+        for (b = 0; b < B; ++b) {          /* V'[t] = sum_s W^A[t][s] X[s] + b^A[t] */
+            hmm(0, 0, l, dm, l, wf[W_A], ctx, xkv + (size_t)b * l * dm, dm, 0.0f, V + (size_t)b * l * dm, dm);
+            for (t = 0; t < l; ++t) for (f = 0; f < dm; ++f) V[((size_t)b * l + t) * dm + f] += wf[W_BA][t];
+        }
+    else memcpy(V, xkv, sizeof(float) * n);
+    if ((s = attn_forward(&ad, tq, tk, tv, to, lse)) != ATTN_OK) goto done;
+    hmm(0, 0, m, dm, dm, A, dm, wf[W_O], dm, 0.0f, out, dm); hbias(out, wf[W_BO], m, dm);
+    if (!dout) goto done;
+    hmm(0, 1, m, dm, dm, dout, dm, wf[W_O], dm, 0.0f, dA, dm);
+    {
+        attn_tensor tdo = attn_tensor_dense(dA, ATTN_F32, B, l, H, dk), tdq = attn_tensor_dense(dQ, ATTN_F32, B, l, H, dk);
+        attn_tensor tdk = attn_tensor_dense(dK, ATTN_F32, B, l, H, dk), tdv = attn_tensor_dense(dV, ATTN_F32, B, l, H, dk);
+        if ((s = attn_backward(&ad, tq, tk, tv, to, tdo, lse, tdq, tdk, tdv)) != ATTN_OK) goto done;
+    }
+    hmm(1, 0, dm, dm, m, A, dm, dout, dm, 0.0f, g[W_O], dm); hcolsum(g[W_BO], dout, m, dm, 0);
+    hmm(1, 0, dm, dm, m, xq, dm, dQ, dm, 0.0f, g[W_Q], dm); hcolsum(g[W_BQ], dQ, m, dm, 0);
+    hmm(0, 1, m, dm, dm, dQ, dm, wf[W_Q], dm, 0.0f, dxq, dm);
+    memset(dXk, 0, sizeof(float) * n);
+    if (shared) {                           /* K's role adds into wq, bq */
+        hmm(1, 0, dm, dm, m, xkv, dm, dK, dm, 1.0f, g[W_Q], dm); hcolsum(g[W_BQ], dK, m, dm, 1);
+        hmm(0, 1, m, dm, dm, dK, dm, wf[W_Q], dm, 1.0f, dXk, dm);
+    } else if (kind == ATTN_LAYER_STANDARD || kind == ATTN_LAYER_OPTIMIZED) {
+        hmm(1, 0, dm, dm, m, xkv, dm, dK, dm, 0.0f, g[W_K], dm); hcolsum(g[W_BK], dK, m, dm, 0);
+        hmm(0, 1, m, dm, dm, dK, dm, wf[W_K], dm, 1.0f, dXk, dm);
+    } else for (i = 0; i < n; ++i) dXk[i] += dK[i];
+    if (kind == ATTN_LAYER_STANDARD) {
+        hmm(1, 0, dm, dm, m, xkv, dm, dV, dm, 0.0f, g[W_V], dm); hcolsum(g[W_BV], dV, m, dm, 0);
+        hmm(0, 1, m, dm, dm, dV, dm, wf[W_V], dm, 1.0f, dXk, dm);
+    } else if (kind == ATTN_LAYER_SUPER) {
+        memset(g[W_A], 0, sizeof(float) * (size_t)ctx * ctx); memset(g[W_BA], 0, sizeof(float) * (size_t)ctx);
+        for (b = 0; b < B; ++b) {
+            const float *gv = dV + (size_t)b * l * dm, *x = xkv + (size_t)b * l * dm;
+            hmm(0, 1, l, l, dm, gv, dm, x, dm, 1.0f, g[W_A], ctx);
+            for (t = 0; t < l; ++t) for (f = 0; f < dm; ++f) g[W_BA][t] += gv[(size_t)t * dm + f];
+            for (t = 0; t < l; ++t)         /* dX[s] += sum_t W^A[t][s] dV'[t] */
+                for (u = 0; u < l; ++u) for (f = 0; f < dm; ++f) dXk[((size_t)b * l + u) * dm + f] += wf[W_A][(size_t)t * ctx + u] * gv[(size_t)t * dm + f];
+        }
+    } else for (i = 0; i < n; ++i) dXk[i] += dV[i];
+    if (self) for (i = 0; i < n; ++i) dxq[i] += dXk[i];
+    else memcpy(dxk, dXk, sizeof(float) * n);
+done:
+    free(Q); free(K); free(V); free(A); free(dA); free(dQ); free(dK); free(dV); free(dXk); free(lse);
+    return s;
+}
+
+#define TOL_HAND 1e-5
+static int g_any_runs, g_any_bwd;   /* layers run, of which with a backward to compare */
+static double hdot(const double *a, const double *b, size_t n) {
+    double s = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+#define HAND_SEED 0x5Bu
+
+/* one attention kind in one layer kind, self- or cross-attention (lq = lk = 8): the layer's
+   forward and backward against hand_layer; a kind whose attn_backward is missing gives the
+   layer backward the same status with every output untouched; threads bitwise */
+static void check_any_kind(const akind *k, int lkind, int self, t_rng *r) {
+    enum { B = 2, L = 8, DM = 8, H = 2 };
+    const size_t n = (size_t)B * L * DM;
+    const int shared = ak_shared(k);
+    lcfg c;
+    akparams P;
+    attn_layer_weights W;
+    attn_layer_grads G, G2;
+    float *xq = (float *)t_xmalloc(sizeof(float) * n), *xk = (float *)t_xmalloc(sizeof(float) * n);
+    float *dout = (float *)t_xmalloc(sizeof(float) * n), *out = (float *)t_xmalloc(sizeof(float) * n);
+    float *hout = (float *)t_xmalloc(sizeof(float) * n), *dxq = (float *)t_xmalloc(sizeof(float) * n);
+    float *dxk = (float *)t_xmalloc(sizeof(float) * n), *hdxq = (float *)t_xmalloc(sizeof(float) * n);
+    float *hdxk = (float *)t_xmalloc(sizeof(float) * n), *dxq2 = (float *)t_xmalloc(sizeof(float) * n);
+    double *tmp = (double *)t_xmalloc(sizeof(double) * n);
+    float *g[W_COUNT], *hg[W_COUNT], ge[2 * AK_LP * AK_N], gf[2 * AK_LP * AK_N], gc[2 * AK_TAPS];
+    float he[2 * AK_LP * AK_N], hf[2 * AK_LP * AK_N], hc[2 * AK_TAPS], ge2[2 * AK_LP * AK_N];
+    attn_status sh, sl;
+    char what[120];
+    int w, read[W_COUNT];
+    const size_t big = (size_t)DM * DM;
+    snprintf(what, sizeof what, "%s in %s (%s)", k->name, kind_name(lkind), self ? "self" : "cross");
+    lcfg_init(&c, lkind, DM, H, 0, L, r);
+    ak_setup(&c.d.attn, k, &P, H, DM / H, r);
+    fill_x(xq, tmp, n, r); fill_x(xk, tmp, n, r); fill_x(dout, tmp, n, r);
+    W = lcfg_weights(&c);
+    if (shared) { W.wk = NULL; W.bk = NULL; }   /* never read */
+    W.e = P.e; W.f = P.f; W.conv = P.conv;
+    for (w = 0; w < W_COUNT; ++w) {
+        read[w] = c.n[w] != 0 && !(shared && (w == W_K || w == W_BK));
+        g[w] = (float *)t_xmalloc(sizeof(float) * big); hg[w] = (float *)t_xmalloc(sizeof(float) * big);
+        t_sentinel(g[w], sizeof(float) * big, HAND_SEED);
+    }
+    t_sentinel(ge, sizeof ge, HAND_SEED); t_sentinel(gf, sizeof gf, HAND_SEED); t_sentinel(gc, sizeof gc, HAND_SEED);
+    t_sentinel(dxq, sizeof(float) * n, HAND_SEED); t_sentinel(dxk, sizeof(float) * n, HAND_SEED);
+    memset(&G, 0, sizeof G);
+    G.wq = g[W_Q]; G.bq = g[W_BQ]; G.wk = g[W_K]; G.bk = g[W_BK]; G.wv = g[W_V]; G.bv = g[W_BV];
+    G.wo = g[W_O]; G.bo = g[W_BO]; G.wa = g[W_A]; G.ba = g[W_BA]; G.wd = g[W_D]; G.e = ge; G.f = gf; G.conv = gc;
+    {   /* the hand layer reads the kind's weights from its desc */
+        attn_desc ad = c.d.attn;
+        if (k->kind == ATTN_LINFORMER) { ad.linformer.e = P.e; ad.linformer.f = P.f; ad.linformer.de = he; ad.linformer.df = hf; }
+        if (k->kind == ATTN_NYSTROM) { ad.nystrom.conv = P.conv; ad.nystrom.dconv = hc; }
+        sh = hand_layer(&c, ad, shared, B, L, xq, self ? NULL : xk, NULL, hout, NULL, NULL, hg);
+        T_CHECK(sh == ATTN_OK, "%s: hand forward %s", what, attn_status_str(sh));
+        c.d.n_threads = 1;
+        sl = attn_layer_forward(&c.d, &W, B, L, L, xq, self ? NULL : xk, out);
+        if (T_CHECK(sl == ATTN_OK, "%s: layer forward %s", what, attn_status_str(sl)))
+            T_CHECK(max_diff(out, hout, n) <= TOL_HAND, "%s: forward differs from the hand layer by %.3g", what, max_diff(out, hout, n));
+        c.d.n_threads = 3;
+        sl = attn_layer_forward(&c.d, &W, B, L, L, xq, self ? NULL : xk, hout);
+        T_CHECK(sl == ATTN_OK && memcmp(out, hout, sizeof(float) * n) == 0, "%s: forward with 3 threads differs", what);
+        c.d.n_threads = 1;
+        sh = hand_layer(&c, ad, shared, B, L, xq, self ? NULL : xk, dout, hout, hdxq, hdxk, hg);
+    }
+    sl = attn_layer_backward(&c.d, &W, B, L, L, xq, self ? NULL : xk, dout, dxq, self ? NULL : dxk, &G);
+    T_CHECK(sl == sh, "%s: layer backward %s, the hand layer's attn_backward %s", what, attn_status_str(sl), attn_status_str(sh));
+    ++g_any_runs;
+    if (sh != ATTN_OK) {   /* e.g. ATTN_ERR_KIND_OP until the kind's backward exists: nothing written */
+        int ok = t_sentinel_ok(dxq, sizeof(float) * n, HAND_SEED) && t_sentinel_ok(dxk, sizeof(float) * n, HAND_SEED) &&
+                 t_sentinel_ok(ge, sizeof ge, HAND_SEED) && t_sentinel_ok(gf, sizeof gf, HAND_SEED) && t_sentinel_ok(gc, sizeof gc, HAND_SEED);
+        for (w = 0; w < W_COUNT; ++w) ok &= t_sentinel_ok(g[w], sizeof(float) * big, HAND_SEED);
+        T_CHECK(ok, "%s: backward failing with %s wrote an output", what, attn_status_str(sl));
+        if (sl == sh) t_status_provoked[sl] = 1;
+    } else if (sl == ATTN_OK) {
+        ++g_any_bwd;
+        T_CHECK(max_diff(dxq, hdxq, n) <= TOL_HAND, "%s: dx_q differs by %.3g", what, max_diff(dxq, hdxq, n));
+        if (!self) T_CHECK(max_diff(dxk, hdxk, n) <= TOL_HAND, "%s: dx_kv differs by %.3g", what, max_diff(dxk, hdxk, n));
+        for (w = 0; w < W_COUNT; ++w) {
+            if (read[w]) T_CHECK(max_diff(g[w], hg[w], c.n[w]) <= TOL_HAND, "%s: grad %s differs by %.3g", what, w_names[w],
+                                 max_diff(g[w], hg[w], c.n[w]));
+            else T_CHECK(t_sentinel_ok(g[w], sizeof(float) * big, HAND_SEED), "%s: grads.%s written though not read", what, w_names[w]);
+        }
+        if (k->kind == ATTN_LINFORMER) {
+            T_CHECK(max_diff(ge, he, sizeof ge / sizeof ge[0]) <= TOL_HAND, "%s: grads.e differs", what);
+            T_CHECK(max_diff(gf, hf, sizeof gf / sizeof gf[0]) <= TOL_HAND, "%s: grads.f differs", what);
+        } else T_CHECK(t_sentinel_ok(ge, sizeof ge, HAND_SEED) && t_sentinel_ok(gf, sizeof gf, HAND_SEED), "%s: grads.e/f written", what);
+        if (k->kind == ATTN_NYSTROM) T_CHECK(max_diff(gc, hc, sizeof gc / sizeof gc[0]) <= TOL_HAND, "%s: grads.conv differs", what);
+        else T_CHECK(t_sentinel_ok(gc, sizeof gc, HAND_SEED), "%s: grads.conv written", what);
+        /* bitwise the same with 3 threads */
+        memset(&G2, 0, sizeof G2);
+        G2.wq = hg[W_Q]; G2.e = ge2;
+        c.d.n_threads = 3;
+        sl = attn_layer_backward(&c.d, &W, B, L, L, xq, self ? NULL : xk, dout, dxq2, NULL, &G2);
+        T_CHECK(sl == ATTN_OK && memcmp(dxq2, dxq, sizeof(float) * n) == 0 && memcmp(hg[W_Q], g[W_Q], sizeof(float) * c.n[W_Q]) == 0 &&
+                (k->kind != ATTN_LINFORMER || memcmp(ge2, ge, sizeof ge) == 0), "%s: backward with 3 threads differs", what);
+    }
+    if (k->kind == ATTN_LINFORMER || k->kind == ATTN_NYSTROM) {   /* the kind's weights from the desc instead: the same */
+        attn_layer_desc d2 = c.d;
+        attn_layer_weights W2 = W;
+        W2.e = W2.f = W2.conv = NULL;
+        d2.n_threads = 1;
+        if (k->kind == ATTN_LINFORMER) { d2.attn.linformer.e = P.e; d2.attn.linformer.f = P.f; d2.attn.linformer.de = ge2; }
+        else d2.attn.nystrom.conv = P.conv;
+        sl = attn_layer_forward(&d2, &W2, B, L, L, xq, self ? NULL : xk, hout);
+        T_CHECK(sl == ATTN_OK && memcmp(out, hout, sizeof(float) * n) == 0, "%s: forward with the desc's weights differs", what);
+        memset(&G2, 0, sizeof G2);
+        sl = attn_layer_backward(&d2, &W2, B, L, L, xq, self ? NULL : xk, dout, dxq2, NULL, &G2);
+        T_CHECK(sl == sh && (sl != ATTN_OK || (memcmp(dxq2, dxq, sizeof(float) * n) == 0 &&
+                                                (k->kind != ATTN_LINFORMER || memcmp(ge2, ge, sizeof ge) == 0))),
+                "%s: backward with the desc's weights and gradients differs (%s)", what, attn_status_str(sl));
+    }
+    for (w = 0; w < W_COUNT; ++w) { free(g[w]); free(hg[w]); }
+    lcfg_free(&c);
+    free(xq); free(xk); free(dout); free(out); free(hout); free(dxq); free(dxk); free(hdxq); free(hdxk); free(dxq2); free(tmp);
+}
+
+static void test_any_kind(void) {
+    t_rng r = t_rng_seed(811);
+    int i, v, lkind, self;
+    for (v = 0; v < ATTN_KIND_END; ++v) {   /* the table holds every kind (a new kind fails here until added) */
+        int found = strcmp(attn_kind_name((attn_kind)v), "unknown attn_kind") == 0;
+        for (i = 0; i < N_AKINDS; ++i) found |= akinds[i].kind == (attn_kind)v;
+        T_CHECK(found, "layer kind table lacks attn_kind %d (%s)", v, attn_kind_name((attn_kind)v));
+    }
+    for (i = 0; i < N_AKINDS; ++i)
+        for (lkind = ATTN_LAYER_STANDARD; lkind <= ATTN_LAYER_SUPER; ++lkind)
+            for (self = 1; self >= 0; --self) {
+                if (akinds[i].kind == ATTN_LINFORMER && lkind == ATTN_LAYER_SUPER) continue;   /* refused: test_any_kind_errors */
+                check_any_kind(&akinds[i], lkind, self, &r);
+            }
+}
+
+/* A Linformer Standard layer in double, written from the formulas (attn_layer_kind and
+   attn_linformer_params): per KV head hk, E_hk K_hk[:L] and F_hk V_hk[:L] over the valid keys
+   (L = lens[b]), softmax(Q_h (E K)^T / sqrt(d_k)) (F V), then W^O. F == E with shared_kv. */
+static void ref_linformer_layer(const lcfg *c, double *const *w, const double *E, const double *F, int shared_heads,
+                                int B, int l, const double *x, const int *lens, double *out) {
+    const int dm = c->dm, H = c->H, Hkv = c->Hkv, dk = c->dk, g = H / Hkv, dkv = Hkv * dk, kp = AK_LP, n = AK_N;
+    const double scale = 1.0 / sqrt((double)dk);
+    double *Q = (double *)t_xmalloc(sizeof(double) * (size_t)l * dm), *K = (double *)t_xmalloc(sizeof(double) * (size_t)l * dkv);
+    double *V = (double *)t_xmalloc(sizeof(double) * (size_t)l * dkv), *A = (double *)t_xmalloc(sizeof(double) * (size_t)l * dm);
+    double EK[AK_LP][8], FV[AK_LP][8], p[AK_LP];
+    int b, h, i, j, r2, e;
+    for (b = 0; b < B; ++b) {
+        const double *X = x + (size_t)b * l * dm;
+        const int Lb = lens ? lens[b] : l;
+        rproj(X, l, dm, w[W_Q], w[W_BQ], dm, Q);
+        rproj(X, l, dm, w[W_K], w[W_BK], dkv, K);
+        rproj(X, l, dm, w[W_V], w[W_BV], dkv, V);
+        for (h = 0; h < H; ++h) {
+            const int hk = h / g;
+            const double *Eh = E + (shared_heads ? 0 : (size_t)hk * kp * n), *Fh = F + (shared_heads ? 0 : (size_t)hk * kp * n);
+            for (r2 = 0; r2 < kp; ++r2)
+                for (e = 0; e < dk; ++e) {
+                    double a = 0.0, v = 0.0;
+                    for (j = 0; j < Lb; ++j) {
+                        a += Eh[(size_t)r2 * n + j] * K[(size_t)j * dkv + hk * dk + e];
+                        v += Fh[(size_t)r2 * n + j] * V[(size_t)j * dkv + hk * dk + e];
+                    }
+                    EK[r2][e] = a; FV[r2][e] = v;
+                }
+            for (i = 0; i < l; ++i) {
+                double mx = -INFINITY, sum = 0.0;
+                for (r2 = 0; r2 < kp; ++r2) {
+                    double s = 0.0;
+                    for (e = 0; e < dk; ++e) s += Q[(size_t)i * dm + h * dk + e] * EK[r2][e];
+                    p[r2] = s * scale;
+                    if (p[r2] > mx) mx = p[r2];
+                }
+                for (r2 = 0; r2 < kp; ++r2) { p[r2] = exp(p[r2] - mx); sum += p[r2]; }
+                for (e = 0; e < dk; ++e) {
+                    double a = 0.0;
+                    for (r2 = 0; r2 < kp; ++r2) a += p[r2] * FV[r2][e];
+                    A[(size_t)i * dm + h * dk + e] = a / sum;
+                }
+            }
+        }
+        rproj(A, l, dm, w[W_O], w[W_BO], dm, out + (size_t)b * l * dm);
+    }
+    free(Q); free(K); free(V); free(A);
+}
+
+/* a non-softmax kind's layer against finite differences of the double reference: every weight,
+   E and F (dE, dF), and the input; padding (seqlens_k) or GQA with shared_kv and shared_heads */
+static void check_linformer_fd(int Hkv, int padded, int shared, t_rng *r) {
+    enum { B = 2, L = 6, DM = 8, H = 2 };
+    static const int lens[B] = { 6, 4 };
+    const size_t n = (size_t)B * L * DM, ne = (size_t)(shared ? 1 : Hkv) * AK_LP * AK_N;
+    const double h = 1e-5;
+    lcfg c;
+    attn_layer_weights W;
+    attn_layer_grads G;
+    float *x = (float *)t_xmalloc(sizeof(float) * n), *dout = (float *)t_xmalloc(sizeof(float) * n);
+    float *dx = (float *)t_xmalloc(sizeof(float) * n), ef[2][2 * AK_LP * AK_N], gef[2][2 * AK_LP * AK_N];
+    double *xd = (double *)t_xmalloc(sizeof(double) * n), *R = (double *)t_xmalloc(sizeof(double) * n);
+    double *buf = (double *)t_xmalloc(sizeof(double) * n), *fd = (double *)t_xmalloc(sizeof(double) * n);
+    double efd[2][2 * AK_LP * AK_N];
+    float *g[W_COUNT];
+    attn_status s;
+    char what[80];
+    int w, which;
+    size_t i;
+    snprintf(what, sizeof what, "linformer layer fd (Hkv %d%s%s)", Hkv, padded ? ", padded" : "", shared ? ", shared_kv/heads" : "");
+    lcfg_init(&c, ATTN_LAYER_STANDARD, DM, H, Hkv, 0, r);
+    c.d.attn.kind = ATTN_LINFORMER; c.d.attn.linformer.k = AK_LP; c.d.attn.linformer.n = AK_N;
+    c.d.attn.linformer.shared_kv = shared; c.d.attn.linformer.shared_heads = shared;
+    if (padded) c.d.attn.seqlens_k = lens;
+    for (which = 0; which < 2; ++which)
+        for (i = 0; i < ne; ++i) { ef[which][i] = (float)(0.4 * t_normal(r)); efd[which][i] = ef[which][i]; }
+    fill_x(x, xd, n, r); fill_x(dout, R, n, r);
+    W = lcfg_weights(&c); W.e = ef[0]; W.f = shared ? NULL : ef[1];
+    memset(&G, 0, sizeof G);
+    for (w = 0; w < W_COUNT; ++w) { g[w] = c.n[w] ? (float *)t_xmalloc(sizeof(float) * c.n[w]) : NULL; }
+    G.wq = g[W_Q]; G.bq = g[W_BQ]; G.wk = g[W_K]; G.bk = g[W_BK]; G.wv = g[W_V]; G.bv = g[W_BV]; G.wo = g[W_O]; G.bo = g[W_BO];
+    G.e = gef[0]; G.f = gef[1];
+    t_sentinel(gef[1], sizeof gef[1], HAND_SEED);
+    s = attn_layer_backward(&c.d, &W, B, L, L, x, NULL, dout, dx, NULL, &G);
+    if (!T_CHECK(s == ATTN_OK, "%s: backward %s", what, attn_status_str(s))) goto out;
+#define LOSS() (ref_linformer_layer(&c, c.wd, efd[0], shared ? efd[0] : efd[1], shared, B, L, xd, padded ? lens : NULL, buf), hdot(buf, R, n))
+    for (w = 0; w < W_COUNT; ++w) {
+        double e;
+        if (!c.n[w]) continue;
+        for (i = 0; i < c.n[w]; ++i) {
+            const double v0 = c.wd[w][i];
+            double lp, lm;
+            c.wd[w][i] = v0 + h; lp = LOSS();
+            c.wd[w][i] = v0 - h; lm = LOSS();
+            c.wd[w][i] = v0; fd[i] = (lp - lm) / (2 * h);
+        }
+        e = max_err_fd(g[w], fd, c.n[w]);
+        if (e <= TOL_GRAD && e > g_worst_grad) g_worst_grad = e;
+        T_CHECK(e <= TOL_GRAD, "%s: grad %s err %.3g", what, w_names[w], e);
+    }
+    for (which = 0; which < (shared ? 1 : 2); ++which) {
+        double e;
+        for (i = 0; i < ne; ++i) {
+            const double v0 = efd[which][i];
+            double lp, lm;
+            efd[which][i] = v0 + h; lp = LOSS();
+            efd[which][i] = v0 - h; lm = LOSS();
+            efd[which][i] = v0; fd[i] = (lp - lm) / (2 * h);
+        }
+        e = max_err_fd(gef[which], fd, ne);
+        if (e <= TOL_GRAD && e > g_worst_grad) g_worst_grad = e;
+        T_CHECK(e <= TOL_GRAD, "%s: grad %s err %.3g", what, which ? "f" : "e", e);
+    }
+    if (shared) T_CHECK(t_sentinel_ok(gef[1], sizeof gef[1], HAND_SEED), "%s: grads.f written with shared_kv", what);
+    {
+        double e;
+        for (i = 0; i < n; ++i) {
+            const double v0 = xd[i];
+            double lp, lm;
+            xd[i] = v0 + h; lp = LOSS();
+            xd[i] = v0 - h; lm = LOSS();
+            xd[i] = v0; fd[i] = (lp - lm) / (2 * h);
+        }
+        e = max_err_fd(dx, fd, n);
+        if (e <= TOL_GRAD && e > g_worst_grad) g_worst_grad = e;
+        T_CHECK(e <= TOL_GRAD, "%s: grad x err %.3g", what, e);
+    }
+    {   /* and the forward against the same reference */
+        float *out = (float *)t_xmalloc(sizeof(float) * n);
+        double e;
+        s = attn_layer_forward(&c.d, &W, B, L, L, x, NULL, out);
+        ref_linformer_layer(&c, c.wd, efd[0], shared ? efd[0] : efd[1], shared, B, L, xd, padded ? lens : NULL, buf);
+        e = max_err_fd(out, buf, n);
+        T_CHECK(s == ATTN_OK && e <= TOL_FWD, "%s: forward %s err %.3g", what, attn_status_str(s), e);
+        free(out);
+    }
+#undef LOSS
+out:
+    for (w = 0; w < W_COUNT; ++w) free(g[w]);
+    lcfg_free(&c);
+    free(x); free(dout); free(dx); free(xd); free(R); free(buf); free(fd);
+}
+
+/* parameter counts and FLOPs with the kinds' weights; the combinations refused; the kinds'
+   weights in the wrong place or missing; the kind's own statuses passed through */
+static void test_any_kind_counts_errors(void) {
+    static float wbuf[1024];
+    attn_layer_desc d;
+    size_t cnt = 0, bytes;
+    double f = 0;
+    const size_t base4 = 4 * (64 * 64 + 64);
+    ecase base, e;
+    int i, k;
+    memset(&d, 0, sizeof d);
+    d.d_model = 64; d.heads = 4;
+    d.attn.kind = ATTN_LINFORMER; d.attn.linformer.k = 16; d.attn.linformer.n = 128;
+    T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_OK && cnt == base4 + 2 * 4 * 16 * 128, "linformer param count %lu", (unsigned long)cnt);
+    d.attn.linformer.shared_kv = 1;
+    T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_OK && cnt == base4 + 4 * 16 * 128, "linformer shared_kv param count %lu", (unsigned long)cnt);
+    d.attn.linformer.shared_heads = 1; d.attn.linformer.shared_kv = 0;
+    T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_OK && cnt == base4 + 2 * 16 * 128, "linformer shared_heads param count %lu", (unsigned long)cnt);
+    d.kv_heads = 2; d.attn.linformer.shared_heads = 0;
+    T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_OK && cnt == 2 * (64 * 64 + 64) + 2 * (64 * 32 + 32) + 2 * 2 * 16 * 128,
+            "linformer GQA param count %lu", (unsigned long)cnt);
+    d.kv_heads = 0;
+    {   /* FLOPs: the dense formula with 16 projected keys, plus E K and F V */
+        const double B = 2, l = 64, dm = 64, kp = 16;
+        T_CHECK(attn_layer_flops(&d, 2, 64, 64, &f) == ATTN_OK && f == 2 * B * l * dm * dm * 4 + 4 * B * l * kp * dm + 4 * B * kp * l * dm,
+                "linformer flops %.0f", f);
+        d.attn.linformer.k = 0;
+        T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_ERR_LINFORMER_K, "linformer k 0 param count");
+        memset(&d.attn, 0, sizeof d.attn);
+        d.attn.kind = ATTN_NYSTROM; d.attn.nystrom.conv_kernel = 33; d.attn.nystrom.landmarks = 8;
+        T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_OK && cnt == base4 + 4 * 33, "nystrom conv param count %lu", (unsigned long)cnt);
+        T_CHECK(attn_layer_flops(&d, 2, 64, 64, &f) == ATTN_OK && f == 2 * B * l * dm * dm * 4 + 4 * B * l * l * dm + 2 * B * l * 33 * dm,
+                "nystrom flops %.0f", f);
+        d.attn.nystrom.conv_kernel = 4;
+        T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_ERR_NYSTROM_CONV_KERNEL, "nystrom even conv_kernel param count");
+        memset(&d.attn, 0, sizeof d.attn);
+        d.kind = ATTN_LAYER_EFFICIENT; d.attn.kind = ATTN_LSH;   /* shared QK: K = Xkv wq counted as a W^K */
+        T_CHECK(attn_layer_flops(&d, 2, 64, 64, &f) == ATTN_OK && f == 2 * B * l * dm * dm * 3 + 4 * B * l * l * dm, "lsh efficient flops %.0f", f);
+        T_CHECK(attn_layer_param_count(&d, &cnt) == ATTN_OK && cnt == 2 * (64 * 64 + 64), "lsh efficient param count %lu", (unsigned long)cnt);
+    }
+    /* refused combinations: one status from every entry point */
+    memset(&base, 0, sizeof base);
+    base.d.d_model = 8; base.d.heads = 2; base.d.context = 8;
+    base.W.wq = base.W.wk = base.W.wv = base.W.wo = base.W.wa = base.W.wd = base.W.e = base.W.f = base.W.conv = wbuf;
+    base.B = 2; base.lq = 8; base.lk = 8; base.self = 1;
+    for (i = 0; i < N_AKINDS; ++i)
+        for (k = ATTN_LAYER_DIRECT; k <= ATTN_LAYER_DIRECT_INPUT + 1; ++k) {
+            char what[100];
+            int bad;
+            akparams P;
+            t_rng r = t_rng_seed(5);
+            e = base;
+            ak_setup(&e.d.attn, &akinds[i], &P, 2, 4, &r);
+            e.d.kind = k <= ATTN_LAYER_DIRECT_INPUT ? (attn_layer_kind)k : ATTN_LAYER_SUPER;
+            bad = k <= ATTN_LAYER_DIRECT_INPUT ? akinds[i].kind != ATTN_SOFTMAX : akinds[i].kind == ATTN_LINFORMER;
+            if (!bad) continue;
+            snprintf(what, sizeof what, "%s in %s", akinds[i].name, kind_name(e.d.kind));
+            expect_err(&e, ATTN_ERR_LAYER_ATTN_KIND, E_BOTH, what);
+            T_CHECK(attn_layer_workspace_size(&e.d, 1, 2, 8, 8, &bytes) == ATTN_ERR_LAYER_ATTN_KIND &&
+                    attn_layer_param_count(&e.d, &cnt) == ATTN_ERR_LAYER_ATTN_KIND &&
+                    attn_layer_flops(&e.d, 2, 8, 8, &f) == ATTN_ERR_LAYER_ATTN_KIND, "%s: queries", what);
+        }
+    {   /* GQA with a shared-QK kind; separate_qk routing is not shared */
+        akparams P;
+        t_rng r = t_rng_seed(6);
+        e = base; e.d.kv_heads = 1; e.d.kind = ATTN_LAYER_STANDARD;
+        ak_setup(&e.d.attn, &akinds[3], &P, 2, 4, &r);
+        expect_err(&e, ATTN_ERR_LAYER_ATTN_KIND, E_BOTH, "lsh with kv_heads 1");
+        ak_setup(&e.d.attn, &akinds[4], &P, 2, 4, &r);
+        expect_err(&e, ATTN_ERR_LAYER_ATTN_KIND, E_BOTH, "routing (shared qk) with kv_heads 1");
+        e = base; e.d.kind = ATTN_LAYER_STANDARD; e.W.wk = NULL;
+        ak_setup(&e.d.attn, &akinds[3], &P, 2, 4, &r);
+        expect_err(&e, ATTN_OK, E_FWD, "lsh: wk NULL (not read)");
+        ak_setup(&e.d.attn, &akinds[5], &P, 2, 4, &r);
+        expect_err(&e, ATTN_ERR_LAYER_NULL_WK, E_FWD, "routing separate_qk: wk NULL");
+        /* a kind's status that reads data comes back, with nothing written (no abort) */
+        e = base; e.d.kind = ATTN_LAYER_EFFICIENT;
+        ak_setup(&e.d.attn, &akinds[4], &P, 2, 4, &r);
+        P.cen[3] = (float)INFINITY;
+        expect_err(&e, ATTN_ERR_ROUTING_NONFINITE, E_BOTH, "routing non-finite centroid");
+        e.d.attn.kind = (attn_kind)39;
+        expect_err(&e, ATTN_ERR_KIND, E_BOTH, "attn.kind 39");
+        T_CHECK(attn_layer_param_count(&e.d, &cnt) == ATTN_ERR_KIND, "param_count attn.kind 39");
+        /* the kinds' weights: attn_layer_weights, or the desc's fields, each in one place */
+        e = base; e.d.kind = ATTN_LAYER_STANDARD;
+        ak_setup(&e.d.attn, &akinds[9], &P, 2, 4, &r);
+        expect_err(&e, ATTN_OK, E_BOTH, "linformer layer");
+        e.d.attn.linformer.e = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BOTH, "E in weights and attn.linformer.e");
+        e.W.e = NULL; expect_err(&e, ATTN_OK, E_BOTH, "E in attn.linformer.e only");
+        e.d.attn.linformer.e = NULL; e.W.e = wbuf;
+        e.d.attn.linformer.df = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_BWD, "dF in grads and attn.linformer.df");
+        e.d.attn.linformer.df = NULL;
+        e.W.e = NULL; expect_err(&e, ATTN_ERR_LAYER_NULL_KIND_WEIGHT, E_BOTH, "weights.e NULL");
+        e.W.e = wbuf; e.W.f = NULL; expect_err(&e, ATTN_ERR_LAYER_NULL_KIND_WEIGHT, E_BOTH, "weights.f NULL");
+        e.d.attn.linformer.shared_kv = 1; expect_err(&e, ATTN_OK, E_BOTH, "weights.f NULL with shared_kv");
+        e = base; e.d.kind = ATTN_LAYER_OPTIMIZED;
+        ak_setup(&e.d.attn, &akinds[10], &P, 2, 4, &r);
+        e.d.attn.nystrom.conv = wbuf; expect_err(&e, ATTN_ERR_LAYER_KIND_PARAMS, E_FWD, "conv in weights and attn.nystrom.conv");
+        e.W.conv = NULL; expect_err(&e, ATTN_OK, E_FWD, "conv in attn.nystrom.conv only");
+        e.d.attn.nystrom.conv = NULL; expect_err(&e, ATTN_ERR_LAYER_NULL_KIND_WEIGHT, E_FWD, "weights.conv NULL");
+        e.d.attn.nystrom.conv_kernel = 0; expect_err(&e, ATTN_OK, E_FWD, "no conv: weights.conv not read");
+        /* a kind without attn_backward: the layer's backward and its workspace query say so */
+        bytes = 7;
+        T_CHECK(attn_layer_workspace_size(&e.d, 0, 2, 8, 8, &bytes) == ATTN_OK, "nystrom forward workspace");
+        {
+            attn_tensor t = attn_tensor_dense(wbuf, ATTN_F32, 2, 8, 2, 4);
+            const attn_status want = attn_backward_workspace_size(&e.d.attn, t, t, t, &cnt);
+            T_CHECK(attn_layer_workspace_size(&e.d, 1, 2, 8, 8, &bytes) == want, "nystrom backward workspace: the kind's %s",
+                    attn_status_str(want));
+        }
+    }
+}
+
 void test_layers(void) {
+    t_rng r = t_rng_seed(977);
     test_counts();
     test_forward();
     test_properties();
     test_gradients();
     test_layer_errors();
+    test_any_kind();
+    check_linformer_fd(2, 1, 0, &r);
+    check_linformer_fd(1, 0, 1, &r);
+    check_linformer_fd(2, 1, 1, &r);
+    test_any_kind_counts_errors();
+    printf("      layers: any attention kind: %d kind x layer x self/cross cases, %d with a backward compared\n", g_any_runs, g_any_bwd);
     printf("      layers: largest passing errors: forward %.2g of %.0e, gradients %.2g of %.0e\n", g_worst_fwd, TOL_FWD,
            g_worst_grad, TOL_GRAD);
 }

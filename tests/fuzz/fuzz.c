@@ -405,11 +405,15 @@ static void target_layers(fz *f) {
     d.d_model = fz_chance(f, 8) ? 0 : dm; d.heads = heads; d.context = ctx;
     d.kv_heads = d.kind == ATTN_LAYER_STANDARD && fz_chance(f, 80) ? 1 : 0;
     d.attn.causal = fz_chance(f, 100);
-    if (fz_chance(f, 40)) d.attn.kind = (attn_kind)g_kinds[fz_u8(f) % N_KINDS];   /* only ATTN_SOFTMAX: a status for the others (issue 27 item 11) */
+    if (fz_chance(f, 40)) d.attn.kind = (attn_kind)g_kinds[fz_u8(f) % N_KINDS];   /* any kind: Direct refuses all but softmax */
+    if (d.attn.kind == ATTN_LINFORMER) { d.attn.linformer.k = fz_int(f, 0, 3); d.attn.linformer.n = 9; d.attn.linformer.shared_kv = fz_chance(f, 64); }
+    if (d.attn.kind == ATTN_NYSTROM) { d.attn.nystrom.landmarks = 1; d.attn.nystrom.conv_kernel = fz_chance(f, 128) ? 3 : 0; }
     d.n_threads = fz_int(f, 0, 2);
     w.wq = fz_floats(&r, nw, 0.3); w.wk = fz_floats(&r, nw, 0.3); w.wv = fz_floats(&r, nw, 0.3); w.wo = fz_floats(&r, nw, 0.3);
     if (fz_chance(f, 128)) { w.bq = fz_floats(&r, (size_t)dm, 0.1); w.bk = fz_floats(&r, (size_t)dm, 0.1); w.bv = fz_floats(&r, (size_t)dm, 0.1); w.bo = fz_floats(&r, (size_t)dm, 0.1); }
     w.wa = fz_floats(&r, (size_t)ctx * ctx, 0.3); w.ba = fz_floats(&r, (size_t)ctx, 0.1); w.wd = fz_floats(&r, (size_t)ctx * ctx, 0.3);
+    w.e = fz_floats(&r, (size_t)heads * 3 * 9, 0.3); w.f = fz_chance(f, 20) ? NULL : fz_floats(&r, (size_t)heads * 3 * 9, 0.3);
+    w.conv = fz_floats(&r, (size_t)heads * 3, 0.3);
     if (fz_chance(f, 10)) w.wo = NULL;
     xq = fz_floats(&r, (size_t)B * lq * dm, 1.0); xkv = self ? NULL : fz_floats(&r, (size_t)B * lk * dm, 1.0);
     out = (float *)gb_alloc(ob); t_sentinel(out, ob, 0xC7);
@@ -424,7 +428,7 @@ static void target_layers(fz *f) {
         if (dxkv) t_sentinel(dxkv, (size_t)B * lk * dm * sizeof(float), 0xC5);
         st = attn_layer_backward(&d, &w, B, lq, lk, xq, xkv, dout, dxq, dxkv, &g);
         FZ_STATUS(st, "layer backward: unknown status %d", (int)st);
-        FZ_CHECK(st != ATTN_OK || d.attn.kind == ATTN_SOFTMAX, "layer backward accepted attn.kind %s", attn_kind_name(d.attn.kind));
+        FZ_CHECK(st != ATTN_OK || d.attn.kind == ATTN_SOFTMAX || d.kind < ATTN_LAYER_DIRECT, "layer backward accepted attn.kind %s in a Direct layer", attn_kind_name(d.attn.kind));
         if (st != ATTN_OK)
             FZ_CHECK(t_sentinel_ok(dxq, ob, 0xC5) && t_sentinel_ok(g.wq, gb, 0xC5) && t_sentinel_ok(g.wo, gb, 0xC5) &&
                      (!dxkv || t_sentinel_ok(dxkv, (size_t)B * lk * dm * sizeof(float), 0xC5)), "layer gradient written on error %s", attn_status_str(st));
@@ -434,11 +438,11 @@ static void target_layers(fz *f) {
         }
         st = attn_layer_workspace_size(&d, fz_chance(f, 128), B, lq, lk, &wsb);
         FZ_STATUS(st, "layer workspace: unknown status %d", (int)st);
-        FZ_CHECK(st != ATTN_OK || d.attn.kind == ATTN_SOFTMAX, "layer workspace query accepted attn.kind %s", attn_kind_name(d.attn.kind));
+        FZ_CHECK(st != ATTN_OK || d.attn.kind == ATTN_SOFTMAX || d.kind < ATTN_LAYER_DIRECT, "layer workspace query accepted attn.kind %s in a Direct layer", attn_kind_name(d.attn.kind));
     }
     st = attn_layer_forward(&d, &w, B, lq, lk, xq, xkv, out);
     FZ_STATUS(st, "unknown status %d", (int)st); g_valid += st == ATTN_OK;
-    FZ_CHECK(st != ATTN_OK || d.attn.kind == ATTN_SOFTMAX, "layer forward accepted attn.kind %s", attn_kind_name(d.attn.kind));
+    FZ_CHECK(st != ATTN_OK || d.attn.kind == ATTN_SOFTMAX || d.kind < ATTN_LAYER_DIRECT, "layer forward accepted attn.kind %s in a Direct layer", attn_kind_name(d.attn.kind));
     if (st != ATTN_OK) FZ_CHECK(t_sentinel_ok(out, ob, 0xC7), "layer out written on error %s", attn_status_str(st));
     else {
         float *c1 = (float *)gb_dup(out, ob);
