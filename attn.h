@@ -12868,7 +12868,8 @@ typedef struct attn__nys_plan {
     int bwd, ntie, pinv_batch;         /* ntie: (head, column) pairs whose sum is gmax (BATCH) */
     attn__view dout, dq, dk, dv;
     float *dconv;                      /* NULL: not computed (always NULL without conv) */
-    size_t f_dbl, f_hs, f_gq, f_gk, f_gv, f_lse;
+    size_t f_dbl, f_hs, f_gq, f_gk, f_gv, f_lse, f_dcp;
+    float *dcp;                        /* dconv's part of each (b, query head) [B*Hq][kernel] */
     float *hs;                         /* per (b, query head): dA [m][m], dQ~ [m][D], dK~ [m][D] */
     float *gq, *gk, *gv, *lse;         /* fp32 dq, dk, dv (laid out as q, k, v, dense); the exact
                                           path's lse [B, Hq, Sq] */
@@ -13143,6 +13144,7 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
     }
     P->bwd = 1; P->pinv_batch = N->pinv_init == ATTN_NYSTROM_PINV_BATCH;
     P->dconv = N->conv ? N->dconv : NULL;
+    if (P->dconv && !attn__lr_floats(&P->f_dcp, B * Hq, (size_t)N->conv_kernel)) return ATTN_ERR_OVERFLOW;
     if (P->exact) {
         const attn_tensor stage = attn_tensor_dense(c->q.data, ATTN_F32, c->q.batch, c->q.seq, c->q.heads, c->v.dim);
         const attn_tensor dvt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, c->k.seq, c->k.heads, c->v.dim);
@@ -13256,6 +13258,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, i
         !attn__add_size(f, P->f_part, &f) || !attn__add_size(f, P->f_stage, &f) || !attn__add_size(f, P->f_a, &f) ||
         !attn__add_size(f, P->f_dbl, &f) || !attn__add_size(f, P->f_hs, &f) || !attn__add_size(f, P->f_gq, &f) ||
         !attn__add_size(f, P->f_gk, &f) || !attn__add_size(f, P->f_gv, &f) || !attn__add_size(f, P->f_lse, &f) ||
+        !attn__add_size(f, P->f_dcp, &f) ||
         !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
     P->floats = f;
     return ATTN_OK;
@@ -13299,8 +13302,8 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
 /* ---- Nystromformer backward ------------------------------------------------------------------ */
 
 /* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (ld Hk*Dv) += the taps
-   times the dout rows G [Lq][Dv]; dconv[h][t] = sum_i dout_i . v_{i+t-kernel/2} (written, summed
-   in row order in double). V: rows [0, n) of v, leading dimension ldv. */
+   times the dout rows G [Lq][Dv]; sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
+   (summed in row order in double), into dcp. V: rows [0, n) of v, leading dimension ldv. */
 static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, const float *V, ptrdiff_t ldv,
                                float *gv) {
     const int Dv = P->v.dim, n = attn__nys_read(P, 1, b), half = P->kernel / 2, lq = attn__nys_lq(P, b);
@@ -13317,7 +13320,20 @@ static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const floa
                 j = i + t - half;
                 if (j >= 0 && j < n) acc += (double)P->isa->dot(G + (size_t)i * Dv, V + (ptrdiff_t)j * ldv, Dv);
             }
-            P->dconv[(size_t)h * P->kernel + t] = (float)acc;
+            P->dcp[((size_t)b * P->q.heads + h) * P->kernel + t] = (float)acc;
+        }
+}
+
+/* dconv = the sequences' parts summed in batch order (deterministic) */
+static void attn__nys_dconv_sum(const attn__nys_plan *P) {
+    const int Hq = P->q.heads, K = P->kernel;
+    int h, t, b;
+    if (!P->dconv) return;
+    for (h = 0; h < Hq; ++h)
+        for (t = 0; t < K; ++t) {
+            double acc = 0.0;
+            for (b = 0; b < P->q.batch; ++b) acc += (double)P->dcp[((size_t)b * Hq + h) * K + t];
+            P->dconv[(size_t)h * K + t] = (float)acc;
         }
 }
 
@@ -13435,7 +13451,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         } else {
             memset(dW, 0, (size_t)m * Dv * sizeof(float));
             memset(dKl, 0, (size_t)m * D * sizeof(float));
-            if (P->dconv) memset(P->dconv + (size_t)h * P->kernel, 0, (size_t)P->kernel * sizeof(float));
+            if (P->dconv) memset(P->dcp + (size_t)u * P->kernel, 0, (size_t)P->kernel * sizeof(float));
         }
         /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
         attn__sgemm_par(NULL, 1, 0, 1, m, m, Dv, 1.0f, dW, Dv, BV, Dv, 0.0f, dZ, m);
@@ -13566,23 +13582,28 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
         void *core_ws = w.base + P.floats * sizeof(float);
         attn_tensor stage, dvt;
         attn__call cc = *c;
-        P.stage = (float *)(void *)w.base; P.lse = P.stage + P.f_stage; P.gv = P.lse + P.f_lse; P.scratch = P.gv + P.f_gv;
+        P.stage = (float *)(void *)w.base; P.lse = P.stage + P.f_stage; P.gv = P.lse + P.f_lse; P.dcp = P.gv + P.f_gv;
+        P.scratch = P.dcp + P.f_dcp;
         stage = attn_tensor_dense(P.stage, ATTN_F32, B, c->q.seq, Hq, Dv);
         dvt = P.conv ? attn_tensor_dense(P.gv, ATTN_F32, B, c->k.seq, Hk, Dv) : c->dv;
         cc.d = &P.core; cc.out = stage; cc.lse_in = P.lse;
         s = attn__lr_core(&P.core, c->q, c->k, c->v, stage, P.lse, core_ws, P.core_bytes, NULL);
         if (s == ATTN_OK) s = attn__lr_core_bwd(&cc, c->k, c->v, c->dk, dvt, core_ws, P.core_bytes, NULL);
-        if (s == ATTN_OK && P.conv) attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwdx_task, &P);
+        if (s == ATTN_OK && P.conv) {
+            attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwdx_task, &P);
+            attn__nys_dconv_sum(&P);
+        }
     } else {
         int t;
         P.cmax = (double *)(void *)w.base; P.dc = P.cmax + (size_t)B * Hq;
         P.ql = (float *)(void *)w.base + P.f_dbl; P.kl = P.ql + P.f_ql; P.a_all = P.kl + P.f_ql; P.hs = P.a_all + P.f_a;
-        P.gq = P.hs + P.f_hs; P.gk = P.gq + P.f_gq; P.gv = P.gk + P.f_gk; P.scratch = P.gv + P.f_gv;
+        P.gq = P.hs + P.f_hs; P.gk = P.gq + P.f_gq; P.gv = P.gk + P.f_gk; P.dcp = P.gv + P.f_gv; P.scratch = P.dcp + P.f_dcp;
         attn__parallel_for(c->d, B * Hq + B * Hk, P.n_threads, attn__nys_landmark_task, &P);
         attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_a_task, &P);
         P.gmax = -(double)INFINITY;
         for (t = 0; t < B * Hq; ++t) if (P.cmax[t] > P.gmax || P.cmax[t] != P.cmax[t]) P.gmax = P.cmax[t];
         attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwd1_task, &P);
+        attn__nys_dconv_sum(&P);
         P.dctot = 0.0; P.ntie = 0;   /* BATCH: c is the largest column sum of the call */
         for (t = 0; t < B * Hq; ++t) {
             P.dctot += P.dc[t];
