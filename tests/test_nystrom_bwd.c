@@ -230,6 +230,13 @@ static const nb_case nb_cases[] = {
     { 2, 12, 12, 1, 1, 4, 3, 4, 6, 0, 0, 1, 3, NULL, nb_l2h, "zero rule, a sequence with Lk = 0, batch Z0, conv" },
 };
 
+/* larger shapes (several GEMM blocks): random coordinates only */
+static const int nb_lbig[2] = { 257, 190 }, nb_lbig2[2] = { 130, 61 };
+static const nb_case nb_big[] = {
+    { 2, 257, 257, 4, 2, 32, 24, 16, 6, 1, 1, 1, 33, NULL, nb_lbig, "large: HF rule, pad 1, batch Z0, GQA, conv 33" },
+    { 2, 130, 130, 2, 1, 16, 16, 12, 6, 0, 2, 0, 9, NULL, nb_lbig2, "large: nystrom-attention rule, mask, GQA, conv 9" },
+};
+
 static float *nb_rand(t_rng *r, size_t n, double sigma) {
     float *x = (float *)t_xmalloc(sizeof(float) * (n ? n : 1));
     size_t i;
@@ -264,7 +271,8 @@ static attn_status nb_lib(const nb_case *c, const float *q, const float *k, cons
 
 static double nb_worst;   /* the largest err / max |fd| seen, printed */
 
-static void nb_fd_case(const nb_case *c, t_rng *r) {
+/* pick 0: every coordinate; else that many random ones per tensor */
+static void nb_fd_case(const nb_case *c, t_rng *r, int pick) {
     const size_t nq = (size_t)c->B * c->Sq * c->Hq * c->D, nk = (size_t)c->B * c->Sk * c->Hk * c->D;
     const size_t nv = (size_t)c->B * c->Sk * c->Hk * c->Dv, no = (size_t)c->B * c->Sq * c->Hq * c->Dv;
     const size_t nc = (size_t)c->Hq * c->kernel, ng = nq + nk + nv + nc, sizes[4] = { nq, nk, nv, nc };
@@ -289,7 +297,9 @@ static void nb_fd_case(const nb_case *c, t_rng *r) {
     for (w = 0; w < 4; ++w) {
         const double hstep = 1e-5;
         double err = 0.0, mx = 0.0;
-        for (i = 0; i < sizes[w]; ++i) {
+        size_t it;
+        for (it = 0; it < (pick ? (size_t)pick : sizes[w]) && sizes[w]; ++it) {
+            const size_t i = pick ? (size_t)t_irange(r, 0, (int)sizes[w] - 1) : it;
             const double x0 = in[w][i];
             double lp, lm, fd;
             in[w][i] = x0 + hstep; lp = nb_loss(c, in[0], in[1], in[2], in[3], dO, out);
@@ -319,7 +329,7 @@ static void nb_fd_case(const nb_case *c, t_rng *r) {
         }
         T_CHECK(zero, "nystrom backward (%s): padding rows of dq/dk/dv are not 0", c->name);
     }
-    for (th = 2; th <= 3; ++th) {   /* bitwise the same for every thread count */
+    for (th = 2; th <= (pick ? 4 : 3); ++th) {   /* bitwise the same for every thread count */
         for (i = 0; i < ng; ++i) lib2[i] = NAN;
         s = nb_lib(c, qf, kf, vf, cf, of, th, lib2);
         T_CHECK(s == ATTN_OK && memcmp(lib, lib2, sizeof(float) * ng) == 0, "nystrom backward (%s): %d threads differ from 1",
@@ -566,9 +576,10 @@ static void nb_fixture_lucidrains(void) {
 void test_nystrom_bwd(void) {
     t_rng r = t_rng_seed(2906);
     size_t i;
-    for (i = 0; i < sizeof nb_cases / sizeof nb_cases[0]; ++i) nb_fd_case(&nb_cases[i], &r);
+    for (i = 0; i < sizeof nb_cases / sizeof nb_cases[0]; ++i) nb_fd_case(&nb_cases[i], &r, 0);
+    for (i = 0; i < sizeof nb_big / sizeof nb_big[0]; ++i) nb_fd_case(&nb_big[i], &r, T_QUICK ? 4 : 12);
     printf("     nystrom backward vs finite differences (%d cases): largest max|err| / max|grad| %.2g\n",
-           (int)(sizeof nb_cases / sizeof nb_cases[0]), nb_worst);
+           (int)(sizeof nb_cases / sizeof nb_cases[0] + sizeof nb_big / sizeof nb_big[0]), nb_worst);
     nb_contract();
     nb_fixture_hf();
     nb_fixture_lucidrains();
