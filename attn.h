@@ -31,7 +31,8 @@
              (attn__lbw_task; non-causal attn__lnc_task; attn__linear_backward), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
-             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
+             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv; attn__nystrom_backward:
+             attn__nys_bwd1_task, attn__nys_pinv_bwd, attn__nys_bwd2_task), attn_nystrom_pinv
         3.16 state-space scans: Mamba selective scan, its step and backward, causal conv1d, S4D
              (attn__ssm_scan_task, attn__ssm_bwd_task, attn__ssm_conv_task, attn__s4d_task)
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
@@ -111,7 +112,7 @@
      attn_desc.linformer / .nystrom, formulas and defaults with attn_linformer_params and
      attn_nystrom_params in section 2): Linformer = exact attention over E K, F V (forward and
      backward, dE/dF; its dropout mask indexes the k projected keys as j); Nystromformer =
-     F pinv(A) (B V) with segment-mean landmarks, forward only.
+     F pinv(A) (B V) with segment-mean landmarks (forward and backward, dconv).
 
    DROPOUT (attn_desc.dropout_p = p > 0; FlashAttention's placement)
      out_i = sum_j softmax_ij * z_ij * v_j with z_ij = keep_ij / (1 - p); lse stays the
@@ -626,7 +627,20 @@ typedef struct attn_linformer_params {
                                      seqlens_k's padding is (above); other values:
                                      ATTN_ERR_NYSTROM_PADDING_RULE
    pinv_init      PER_HEAD           ATTN_NYSTROM_PINV_PER_HEAD / _BATCH: Z0's divisor c (above);
-                                     other values: ATTN_ERR_NYSTROM_PINV_INIT */
+                                     other values: ATTN_ERR_NYSTROM_PINV_INIT
+   dconv          NULL: not computed attn_backward only: dL/dconv [q.heads][conv_kernel], written
+                                     (not accumulated); needs conv (else ATTN_ERR_NYSTROM_DCONV)
+   attn_backward (lse must be NULL) gives dq, dk, dv and dconv as torch autograd differentiates
+   the forward above: it recomputes the landmarks, F, A, B and every pseudo-inverse iterate, then
+   goes back through F W, the iteration's steps, Z0 = A^T / c (c, a max, sends its gradient to
+   the column(s) holding the largest column sum; ties share it, as torch's max; under
+   ATTN_NYSTROM_PINV_BATCH that column may be another sequence's), the three softmaxes, the
+   landmark means and the conv. Rows the padding rule never reads get 0 in dq, dk, dv (zero and
+   nystrom-attention rules: past Lq / Lk); under ATTN_NYSTROM_PADDING_HF the padding's q, k, v
+   are inputs like any other and get their gradients (as in Hugging Face); dout past Lq is not
+   read. With landmarks = q.seq = k.seq (the exact path) it is the exact kernel's backward plus
+   the conv's. Bitwise the same for every n_threads; attn_backward_workspace_size sizes it
+   (per thread O((q.seq + k.seq)(d + dv + 2m) + (iterations + 9) m^2) floats). */
 typedef enum attn_nystrom_padding {
     ATTN_NYSTROM_PADDING_ZERO = 0, ATTN_NYSTROM_PADDING_HF = 1, ATTN_NYSTROM_PADDING_LUCIDRAINS = 2
 } attn_nystrom_padding;
