@@ -31,7 +31,8 @@
              (attn__lbw_task; non-causal attn__lnc_task; attn__linear_backward), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
-             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
+             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv; attn__nystrom_backward:
+             attn__nys_bwd1_task, attn__nys_pinv_bwd, attn__nys_bwd2_task), attn_nystrom_pinv
         3.16 state-space scans: Mamba selective scan, its step and backward, causal conv1d, S4D
              (attn__ssm_scan_task, attn__ssm_bwd_task, attn__ssm_conv_task, attn__s4d_task)
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
@@ -114,7 +115,7 @@
      attn_desc.linformer / .nystrom, formulas and defaults with attn_linformer_params and
      attn_nystrom_params in section 2): Linformer = exact attention over E K, F V (forward and
      backward, dE/dF; its dropout mask indexes the k projected keys as j); Nystromformer =
-     F pinv(A) (B V) with segment-mean landmarks, forward only.
+     F pinv(A) (B V) with segment-mean landmarks (forward and backward, dconv).
 
    DROPOUT (attn_desc.dropout_p = p > 0; FlashAttention's placement)
      out_i = sum_j softmax_ij * z_ij * v_j with z_ij = keep_ij / (1 - p); lse stays the
@@ -638,7 +639,20 @@ typedef struct attn_linformer_params {
                                      seqlens_k's padding is (above); other values:
                                      ATTN_ERR_NYSTROM_PADDING_RULE
    pinv_init      PER_HEAD           ATTN_NYSTROM_PINV_PER_HEAD / _BATCH: Z0's divisor c (above);
-                                     other values: ATTN_ERR_NYSTROM_PINV_INIT */
+                                     other values: ATTN_ERR_NYSTROM_PINV_INIT
+   dconv          NULL: not computed attn_backward only: dL/dconv [q.heads][conv_kernel], written
+                                     (not accumulated); needs conv (else ATTN_ERR_NYSTROM_DCONV)
+   attn_backward (lse must be NULL) gives dq, dk, dv and dconv as torch autograd differentiates
+   the forward above: it recomputes the landmarks, F, A, B and every pseudo-inverse iterate, then
+   goes back through F W, the iteration's steps, Z0 = A^T / c (c, a max, sends its gradient to
+   the column(s) holding the largest column sum; ties share it, as torch's max; under
+   ATTN_NYSTROM_PINV_BATCH that column may be another sequence's), the three softmaxes, the
+   landmark means and the conv. Rows the padding rule never reads get 0 in dq, dk, dv (zero and
+   nystrom-attention rules: past Lq / Lk); under ATTN_NYSTROM_PADDING_HF the padding's q, k, v
+   are inputs like any other and get their gradients (as in Hugging Face); dout past Lq is not
+   read. With landmarks = q.seq = k.seq (the exact path) it is the exact kernel's backward plus
+   the conv's. Bitwise the same for every n_threads; attn_backward_workspace_size sizes it
+   (per thread O((q.seq + k.seq)(d + dv + 2m) + (iterations + 9) m^2) floats). */
 typedef enum attn_nystrom_padding {
     ATTN_NYSTROM_PADDING_ZERO = 0, ATTN_NYSTROM_PADDING_HF = 1, ATTN_NYSTROM_PADDING_LUCIDRAINS = 2
 } attn_nystrom_padding;
@@ -1069,6 +1083,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NYSTROM_PINV_DIVERGED, 420, ATTN_CAT_RANGE,       "attn_nystrom_pinv: the iteration did not give a finite result (a is singular or too ill-conditioned); z is left untouched") \
     X(ATTN_ERR_NYSTROM_PADDING_RULE,  421, ATTN_CAT_RANGE,       "attn_desc.nystrom.padding_rule must be ATTN_NYSTROM_PADDING_ZERO, _HF or _LUCIDRAINS") \
     X(ATTN_ERR_NYSTROM_PINV_INIT,     422, ATTN_CAT_RANGE,       "attn_desc.nystrom.pinv_init must be ATTN_NYSTROM_PINV_PER_HEAD or ATTN_NYSTROM_PINV_BATCH") \
+    X(ATTN_ERR_NYSTROM_DCONV,         423, ATTN_CAT_UNSUPPORTED, "attn_desc.nystrom.dconv needs .conv: it is the gradient of the conv taps") \
     \
     /* -- state space (450-499) -- */ \
     X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
@@ -13254,8 +13269,9 @@ static double attn__nys_colmax(const float *a, int m) {
     return best;
 }
 
-/* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; cmax > 0. */
-static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s) {
+/* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; cmax > 0; hist
+   (NULL: none) gets the iterate before each step, Z_0 .. Z_{iters-1} [iters][m][m] (backward). */
+static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s, float *hist) {
     const size_t mm = (size_t)m * m;
     float *AZ = s, *T = s + mm, *U = s + 2 * mm, *Zc = Z, *tmp;
     const float inv = (float)(1.0 / cmax);
@@ -13263,6 +13279,7 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
     for (i = 0; i < m; ++i)
         for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] * inv;
     for (it = 0; it < iters; ++it) {
+        if (hist) memcpy(hist + (size_t)it * mm, Zc, mm * sizeof(float));
         attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 1.0f, A, m, Zc, m, 0.0f, AZ, m);            /* AZ */
         for (i = 0; i < m; ++i) {                                                            /* T = 7I - AZ */
             for (j = 0; j < m; ++j) T[(size_t)i * m + j] = -AZ[(size_t)i * m + j];
@@ -13296,7 +13313,7 @@ ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, flo
     if (!(cmax > 0.0) || !isfinite(cmax)) return ATTN_ERR_NYSTROM_PINV_A;
     if (!(s = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
     zs = s + 3 * mm;                 /* the result lands in scratch first: z only gets a finite one */
-    attn__nys_pinv(a, m, iterations, cmax, zs, s);
+    attn__nys_pinv(a, m, iterations, cmax, zs, s, NULL);
     for (i = 0; i < mm; ++i)
         if (!isfinite(zs[i])) { attn__free(s); return ATTN_ERR_NYSTROM_PINV_DIVERGED; }
     memcpy(z, zs, mm * sizeof(float));
@@ -13325,6 +13342,16 @@ typedef struct attn__nys_plan {
                                         m rows of [Dv sums, max, sum]; stage [B, Sq, Hq, Dv] */
     float *a_all;                      /* ATTN_NYSTROM_PINV_BATCH: every A [B*Hq][m][m], then */
     double *cmax, gmax;                /* their column maxima [B*Hq] and the largest */
+    /* attn_backward */
+    int bwd, ntie, pinv_batch;         /* ntie: (head, column) pairs whose sum is gmax (BATCH) */
+    attn__view dout, dq, dk, dv;
+    float *dconv;                      /* NULL: not computed (always NULL without conv) */
+    size_t f_dbl, f_hs, f_gq, f_gk, f_gv, f_lse, f_dcp;
+    float *dcp;                        /* dconv's part of each (b, query head) [B*Hq][kernel] */
+    float *hs;                         /* per (b, query head): dA [m][m], dQ~ [m][D], dK~ [m][D] */
+    float *gq, *gk, *gv, *lse;         /* fp32 dq, dk, dv (laid out as q, k, v, dense); the exact
+                                          path's lse [B, Hq, Sq] */
+    double *dc, dctot;                 /* per head dL/dc (c: Z0's divisor); their sum (BATCH) */
 } attn__nys_plan;
 
 /* Valid query rows / keys of sequence b (padding rows past them); the rows the landmarks and
@@ -13503,7 +13530,7 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
     }
     if (P->a_all) A = P->a_all + (size_t)t * mm;
     else attn__nys_a(P, b, h, A);
-    attn__nys_pinv(A, m, P->iters, P->a_all ? P->gmax : attn__nys_colmax(A, m), Z, Z + mm);
+    attn__nys_pinv(A, m, P->iters, P->a_all ? P->gmax : attn__nys_colmax(A, m), Z, Z + mm, NULL);
     attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, bv, Dv, 0.0f, P->w + ov, (ptrdiff_t)Hq * Dv);
 }
 
@@ -13562,7 +13589,66 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
     }
 }
 
-static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
+/* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
+   doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv and
+   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates and 8 m^2 of
+   work. The exact path (landmarks = tokens): the exact kernel's out and lse, fp32 dv when the
+   conv adds to it, dout and V rows per thread. */
+static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
+    const attn_nystrom_params *N = &c->d->nystrom;
+    const size_t B = (size_t)c->q.batch, Sq = (size_t)c->q.seq, Sk = (size_t)c->k.seq, Hq = (size_t)c->q.heads;
+    const size_t Hk = (size_t)c->k.heads, D = (size_t)c->q.dim, Dv = (size_t)c->v.dim, m = (size_t)P->m;
+    size_t sc = 0, x;
+    attn_status s;
+    if (N->dconv && !N->conv) return ATTN_ERR_NYSTROM_DCONV;
+    if (!c->bytes) {
+        const attn_tensor *dq = &c->dq, *dk = &c->dk, *dv = &c->dv, *dout = &c->dout;
+        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
+        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
+        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
+            return ATTN_ERR_DTYPE;
+        if (dout->batch != c->q.batch || dout->seq != c->q.seq || dout->heads != c->q.heads || dout->dim != c->v.dim)
+            return ATTN_ERR_BWD_DOUT_SHAPE;
+        if (dq->batch != c->q.batch || dq->seq != c->q.seq || dq->heads != c->q.heads || dq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
+        if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
+        if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
+        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+        if ((s = attn__make_view(dout, &P->dout)) != ATTN_OK || (s = attn__make_view(dq, &P->dq)) != ATTN_OK ||
+            (s = attn__make_view(dk, &P->dk)) != ATTN_OK || (s = attn__make_view(dv, &P->dv)) != ATTN_OK) return s;
+    }
+    P->bwd = 1; P->pinv_batch = N->pinv_init == ATTN_NYSTROM_PINV_BATCH;
+    P->dconv = N->conv ? N->dconv : NULL;
+    if (P->dconv && !attn__lr_floats(&P->f_dcp, B * Hq, (size_t)N->conv_kernel)) return ATTN_ERR_OVERFLOW;
+    if (P->exact) {
+        const attn_tensor stage = attn_tensor_dense(c->q.data, ATTN_F32, c->q.batch, c->q.seq, c->q.heads, c->v.dim);
+        const attn_tensor dvt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, c->k.seq, c->k.heads, c->v.dim);
+        attn__call cc = *c;
+        size_t fb, bb;
+        cc.d = &P->core; cc.out = stage;
+        if ((s = attn__lr_core(&P->core, c->q, c->k, c->v, stage, NULL, NULL, 0, &fb)) != ATTN_OK ||
+            (s = attn__lr_core_bwd(&cc, c->k, c->v, c->dk, dvt, NULL, 0, &bb)) != ATTN_OK) return s;
+        P->core_bytes = ATTN__MAX(fb, bb);
+        if (!attn__lr_floats(&P->f_stage, B * Sq, Hq * Dv) || !attn__lr_floats(&P->f_lse, B * Hq, Sq) ||
+            (P->conv && !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv)) ||
+            !attn__lr_floats(&sc, Sq + Sk, Dv)) return ATTN_ERR_OVERFLOW;
+    } else {
+        if (!attn__lr_floats(&P->f_dbl, 4 * B, Hq) || !attn__lr_floats(&P->f_ql, B * m, Hq * D) ||
+            !attn__lr_floats(&P->f_a, B * Hq * m, m) || !attn__add_size(m, 2 * D, &x) ||
+            !attn__lr_floats(&P->f_hs, B * Hq * m, x) || !attn__lr_floats(&P->f_gq, B * Sq, Hq * D) ||
+            !attn__lr_floats(&P->f_gk, B * Sk, Hk * D) || !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv) ||
+            !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
+            !attn__lr_floats(&sc, 4 * m, Dv) || !attn__lr_floats(&sc, (size_t)P->iters + 9, m * m))
+            return ATTN_ERR_OVERFLOW;
+    }
+    P->scratch_floats = ATTN__MAX(sc, D);
+    return ATTN_OK;
+}
+
+static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, int bwd) {
     const attn_desc *d = c->d;
     const attn_nystrom_params *N = &d->nystrom;
     const int B = c->q.batch, Sq = c->q.seq, Sk = c->k.seq, Hq = c->q.heads, D = c->q.dim, Dv = c->v.dim;
@@ -13590,7 +13676,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
         d->global_tokens || d->cu_seqlens_q || d->cu_seqlens_k || d->varlen_batch ||
         d->alibi_slopes || d->softcap != 0.0f || d->bias.data || d->dropout_p != 0.0f || d->rope)
         return ATTN_ERR_NYSTROM_MASK;
-    if (c->lse) return ATTN_ERR_NYSTROM_LSE;
+    if (c->lse || c->lse_in) return ATTN_ERR_NYSTROM_LSE;
     if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, B, Sq)) return ATTN_ERR_SEQLENS_Q;
     if (d->seqlens_k && !attn__lengths_ok(d->seqlens_k, B, Sk)) return ATTN_ERR_SEQLENS_K;
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
@@ -13620,7 +13706,9 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     /* V rows a block of conv residuals reads: the block and kernel/2 either side (fp32 copies) */
     if (!attn__add_size((size_t)ATTN__NYS_RQ, (size_t)P->kernel, &vrows) || !attn__mul_size(vrows, (size_t)Dv, &vrows))
         return ATTN_ERR_OVERFLOW;
-    if (P->exact) {   /* landmarks = tokens: the exact kernel (into stage when the conv follows) */
+    if (bwd) {
+        if ((s = attn__nys_bwd_plan(c, P)) != ATTN_OK) return s;
+    } else if (P->exact) {   /* landmarks = tokens: the exact kernel (into stage when the conv follows) */
         stage = attn_tensor_dense(c->q.data, ATTN_F32, B, Sq, Hq, Dv);
         if ((s = attn__lr_core(&P->core, c->q, c->k, c->v, P->conv ? stage : c->out, NULL, NULL, 0, &P->core_bytes)) != ATTN_OK)
             return s;
@@ -13646,6 +13734,9 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P) {
     P->scratch_floats = (P->scratch_floats + 15) & ~(size_t)15;
     if (!attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_w, &f) ||
         !attn__add_size(f, P->f_part, &f) || !attn__add_size(f, P->f_stage, &f) || !attn__add_size(f, P->f_a, &f) ||
+        !attn__add_size(f, P->f_dbl, &f) || !attn__add_size(f, P->f_hs, &f) || !attn__add_size(f, P->f_gq, &f) ||
+        !attn__add_size(f, P->f_gk, &f) || !attn__add_size(f, P->f_gv, &f) || !attn__add_size(f, P->f_lse, &f) ||
+        !attn__add_size(f, P->f_dcp, &f) ||
         !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
     P->floats = f;
     return ATTN_OK;
@@ -13660,7 +13751,7 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
     attn_status s = ATTN_OK;
     size_t bytes;
     const int B = c->q.batch, Hq = c->q.heads, Dv = c->v.dim;
-    if ((s = attn__nys_plan_make(c, &P)) != ATTN_OK) return s;
+    if ((s = attn__nys_plan_make(c, &P, 0)) != ATTN_OK) return s;
     if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -13686,7 +13777,331 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
     attn__ws_release(&w);
     return s;
 }
-static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL, NULL, NULL };
+/* ---- Nystromformer backward ------------------------------------------------------------------ */
+
+/* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (ld Hk*Dv) += the taps
+   times the dout rows G [Lq][Dv]; sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
+   (summed in row order in double), into dcp. V: rows [0, n) of v, leading dimension ldv. */
+static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, const float *V, ptrdiff_t ldv,
+                               float *gv) {
+    const int Dv = P->v.dim, n = attn__nys_read(P, 1, b), half = P->kernel / 2, lq = attn__nys_lq(P, b);
+    const ptrdiff_t ld = (ptrdiff_t)P->k.heads * Dv;
+    const float *wt = P->conv + (size_t)h * P->kernel;
+    int i, j, t;
+    for (i = 0; i < lq; ++i)
+        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
+            P->isa->axpy(gv + (ptrdiff_t)j * ld, wt[j - i + half], G + (size_t)i * Dv, Dv);
+    if (P->dconv)
+        for (t = 0; t < P->kernel; ++t) {
+            double acc = 0.0;
+            for (i = 0; i < lq; ++i) {
+                j = i + t - half;
+                if (j >= 0 && j < n) acc += (double)P->isa->dot(G + (size_t)i * Dv, V + (ptrdiff_t)j * ldv, Dv);
+            }
+            P->dcp[((size_t)b * P->q.heads + h) * P->kernel + t] = (float)acc;
+        }
+}
+
+/* dconv = the sequences' parts summed in batch order (deterministic) */
+static void attn__nys_dconv_sum(const attn__nys_plan *P) {
+    const int Hq = P->q.heads, K = P->kernel;
+    int h, t, b;
+    if (!P->dconv) return;
+    for (h = 0; h < Hq; ++h)
+        for (t = 0; t < K; ++t) {
+            double acc = 0.0;
+            for (b = 0; b < P->q.batch; ++b) acc += (double)P->dcp[((size_t)b * Hq + h) * K + t];
+            P->dconv[(size_t)h * K + t] = (float)acc;
+        }
+}
+
+/* dout rows [0, n) of (b, h) as fp32 [n][Dv] */
+static void attn__nys_dout_rows(const attn__nys_plan *P, int b, int h, int n, float *G) {
+    int i;
+    for (i = 0; i < n; ++i) P->isa->load(attn__at(&P->dout, b, i, h), P->dout.dtype, G + (size_t)i * P->v.dim, P->v.dim, 1.0f);
+}
+
+/* softmax backward of a row in place: d <- p * (d - p . d) */
+static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, int n) {
+    const float dot = isa->dot(p, d, n);
+    int j;
+    for (j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
+}
+
+/* dA += the gradient through `iters` steps Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4 given dZ
+   of the last iterate; hist: the iterates before each step; on return dZ holds dL/dZ0. Every
+   product is recomputed from hist as the forward made it. w: 6 m^2 floats. */
+static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hist, float *dZ, float *dA, float *w) {
+    const size_t mm = (size_t)m * m;
+    float *AZ = w, *T1 = w + mm, *U = w + 2 * mm, *T2 = w + 3 * mm, *X = w + 4 * mm, *Y = w + 5 * mm;
+    int it, i;
+    for (it = iters - 1; it >= 0; --it) {
+        const float *Zk = hist + (size_t)it * mm;
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 1.0f, A, m, Zk, m, 0.0f, AZ, m);              /* AZ */
+        for (i = 0; i < (int)mm; ++i) T1[i] = -AZ[i];
+        for (i = 0; i < m; ++i) T1[(size_t)i * m + i] += 7.0f;                                 /* T1 = 7I - AZ */
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, T1, m, 0.0f, U, m);
+        for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;                                 /* U = 15I - AZ T1 */
+        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T2, m);
+        for (i = 0; i < m; ++i) T2[(size_t)i * m + i] += 13.0f;                                /* T2 = 13I - AZ U */
+        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);             /* dT2 = Zk^T dZ / 4 */
+        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, 0.25f, dZ, m, T2, m, 0.0f, Y, m);             /* dZk = dZ T2^T / 4 */
+        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, T2, m);              /* dAZ = -dT2 U^T */
+        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, U, m);              /* dU = -AZ^T dT2 */
+        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, -1.0f, U, m, T1, m, 1.0f, T2, m);             /* dAZ -= dU T1^T */
+        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, X, m);              /* dT1 = -AZ^T dU */
+        for (i = 0; i < (int)mm; ++i) T2[i] -= X[i];                                           /* dAZ -= dT1 */
+        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, 1.0f, T2, m, Zk, m, 1.0f, dA, m);             /* dA += dAZ Zk^T */
+        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, 1.0f, A, m, T2, m, 1.0f, Y, m);               /* dZk += A^T dAZ */
+        memcpy(dZ, Y, mm * sizeof(float));
+    }
+}
+
+/* Backward pass 1 for (b, KV head hk), its g query heads in turn (they share dk, dv rows): B,
+   B V, Z (keeping its iterates), W and F again; dW and dF -> dq (F's softmax), dK~, the conv's
+   dv and dconv; dZ and d(B V) -> dv, dk and dQ~ (B's softmax); the pseudo-inverse's steps
+   backwards -> dA (without c's term) and dc, the gradient of Z0's divisor. */
+static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
+    attn__nys_plan *P = (attn__nys_plan *)ctx;
+    const attn__isa *isa = P->isa;
+    const int Hq = P->q.heads, Hk = P->k.heads, g = Hq / Hk, D = P->q.dim, Dv = P->v.dim, m = P->m;
+    const int Sq = P->q.seq, Sk = P->k.seq, b = t / Hk, hk = t % Hk;
+    const int lq = attn__nys_lq(P, b), lk = attn__nys_lk(P, b), nv = attn__nys_read(P, 1, b);
+    const size_t mm = (size_t)m * m, hs_floats = mm + 2 * (size_t)m * D;
+    const ptrdiff_t ldq = (ptrdiff_t)Hq * D, ldgk = (ptrdiff_t)Hk * D, ldgv = (ptrdiff_t)Hk * Dv;
+    float *Qb = P->scratch + (size_t)thread * P->scratch_floats, *Kb = Qb + (size_t)Sq * D, *Vb = Kb + (size_t)Sk * D;
+    float *G = Vb + (size_t)Sk * Dv, *F = G + (size_t)Sq * Dv, *dF = F + (size_t)Sq * m, *Bm = dF + (size_t)Sq * m;
+    float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
+    float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * mm, *dZ = Z + mm;
+    float *work = dZ + mm;   /* 7 m^2: pinv's 3 (forward) or 6 (backward) */
+    float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
+    ptrdiff_t ldk = D, ldv = Dv, ldqq = D;
+    const float *K = NULL, *V = NULL, *Q = NULL;
+    int qlo, qhi, klo, khi, i, j, r;
+    attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
+    for (r = 0; r < Sk; ++r) {
+        memset(gk + (size_t)r * ldgk, 0, (size_t)D * sizeof(float));
+        memset(gv + (size_t)r * ldgv, 0, (size_t)Dv * sizeof(float));
+    }
+    if (lk > 0) K = attn__nys_rows(isa, &P->k, b, hk, 0, lk, Kb, &ldk);
+    if (nv > 0) V = attn__nys_rows(isa, &P->v, b, hk, 0, nv, Vb, &ldv);
+    if (lq > 0) Q = attn__nys_rows(isa, &P->q, b, hk * g, 0, lq, Qb, &ldqq);   /* reloaded per head below */
+    for (i = 0; i < g; ++i) {
+        const int h = hk * g + i, u = b * Hq + h;
+        const size_t oq = ((size_t)b * m * Hq + h) * D;
+        const float *Ql = P->ql + oq, *Kl = P->kl + oq, *A = P->a_all + (size_t)u * mm;
+        float *dA = P->hs + (size_t)u * hs_floats, *dQl = dA + mm, *dKl = dQl + (size_t)m * D;
+        float *gq = P->gq + ((size_t)b * Sq * Hq + h) * D;
+        const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
+        const float inv = (float)(1.0 / cmax);
+        double dc = 0.0;
+        if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
+        for (r = 0; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));
+        /* B [m][lk] (a landmark with no valid token: uniform over m*l keys) and B V */
+        if (lk > 0) attn__sgemm_par(NULL, 1, 0, 1, m, lk, D, P->scale, Ql, ldq, K, ldk, 0.0f, Bm, lk);
+        for (j = 0; j < m && lk > 0; ++j) {
+            float *row = Bm + (size_t)j * lk;
+            if (j < qlo || j >= qhi) {
+                for (r = 0; r < lk; ++r) row[r] = 1.0f / (float)(m * P->lk);
+            } else {
+                float mx = isa->max(row, lk), l = 0.0f;
+                if (P->luc && !P->masked && P->pk) { mx = ATTN__MAX(mx, 0.0f); l = (float)P->pk * expf(-mx); }
+                l += isa->exp_sum(row, row, mx, lk);
+                isa->scal(row, 1.0f / l, lk);
+            }
+        }
+        if (lk > 0) attn__sgemm_par(NULL, 1, 0, 0, m, Dv, lk, 1.0f, Bm, lk, V, ldv, 0.0f, BV, Dv);
+        else memset(BV, 0, (size_t)m * Dv * sizeof(float));
+        /* Z = pinv(A) with its iterates, W = Z (B V) */
+        attn__nys_pinv(A, m, P->iters, cmax, Z, work, hist);
+        attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, BV, Dv, 0.0f, W, Dv);
+        /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
+        if (lq > 0) {
+            attn__sgemm_par(NULL, 1, 0, 1, lq, m, D, P->scale, Q, ldqq, Kl, ldq, 0.0f, F, m);
+            for (r = 0; r < lq; ++r) attn__nys_softmax_range(isa, F + (size_t)r * m, klo, khi, m);
+            attn__nys_dout_rows(P, b, h, lq, G);
+            attn__sgemm_par(NULL, 1, 1, 0, m, Dv, lq, 1.0f, F, m, G, Dv, 0.0f, dW, Dv);
+            attn__sgemm_par(NULL, 1, 0, 1, lq, m, Dv, 1.0f, G, Dv, W, Dv, 0.0f, dF, m);
+            for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, F + (size_t)r * m, dF + (size_t)r * m, m);
+            attn__sgemm_par(NULL, 1, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 1.0f, gq, ldq);
+            attn__sgemm_par(NULL, 1, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
+            if (P->conv) attn__nys_conv_bwd(P, b, h, G, V, ldv, gv);
+        } else {
+            memset(dW, 0, (size_t)m * Dv * sizeof(float));
+            memset(dKl, 0, (size_t)m * D * sizeof(float));
+            if (P->dconv) memset(P->dcp + (size_t)u * P->kernel, 0, (size_t)P->kernel * sizeof(float));
+        }
+        /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
+        attn__sgemm_par(NULL, 1, 0, 1, m, m, Dv, 1.0f, dW, Dv, BV, Dv, 0.0f, dZ, m);
+        attn__sgemm_par(NULL, 1, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
+        memset(dQl, 0, (size_t)m * D * sizeof(float));
+        if (lk > 0) {
+            attn__sgemm_par(NULL, 1, 1, 0, lk, Dv, m, 1.0f, Bm, lk, dBV, Dv, 1.0f, gv, ldgv);
+            attn__sgemm_par(NULL, 1, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
+            for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
+                if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
+                else attn__nys_dsoftmax(isa, Bm + (size_t)j * lk, dB + (size_t)j * lk, lk);
+            }
+            attn__sgemm_par(NULL, 1, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
+            attn__sgemm_par(NULL, 1, 1, 0, lk, D, m, P->scale, dB, lk, Ql, ldq, 1.0f, gk, ldgk);
+        }
+        /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
+        memset(dA, 0, mm * sizeof(float));
+        attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work);
+        for (r = 0; r < m; ++r)
+            for (j = 0; j < m; ++j) {
+                dA[(size_t)r * m + j] += dZ[(size_t)j * m + r] * inv;
+                dc += (double)dZ[(size_t)j * m + r] * (double)A[(size_t)r * m + j];
+            }
+        P->dc[u] = -dc / (cmax * cmax);
+    }
+}
+
+/* dX (rows of q or k: is_k) of sequence b += the landmark means' gradient dL [m][D]: each row of
+   segment j gets dL_j / l (nystrom-attention's mask: / its valid rows), as the forward's means */
+static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld) {
+    const int l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq, n = attn__nys_read(P, is_k, b), D = P->q.dim;
+    int j, r;
+    for (j = 0; j < P->m; ++j) {
+        const int r0 = ATTN__MAX(0, j * l - p), r1 = ATTN__MIN(n, (j + 1) * l - p);
+        const float f = !P->masked ? 1.0f / (float)l : r1 > r0 ? 1.0f / (float)(r1 - r0) : 0.0f;
+        for (r = r0; r < r1; ++r) P->isa->axpy(dX + (ptrdiff_t)r * ld, f, dL + (size_t)j * D, D);
+    }
+}
+
+/* Backward pass 2 for (b, KV head hk): c's gradient onto the column(s) holding the largest
+   column sum (torch's max: shared evenly between ties), A's softmax -> dQ~, dK~, the landmark
+   means -> dq, dk; then dq, dk, dv stored. */
+static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const attn__isa *isa = P->isa;
+    const int Hq = P->q.heads, Hk = P->k.heads, g = Hq / Hk, D = P->q.dim, Dv = P->v.dim, m = P->m;
+    const int Sq = P->q.seq, Sk = P->k.seq, b = t / Hk, hk = t % Hk;
+    const size_t mm = (size_t)m * m, hs_floats = mm + 2 * (size_t)m * D;
+    const ptrdiff_t ldq = (ptrdiff_t)Hq * D;
+    float *dS = P->scratch + (size_t)thread * P->scratch_floats, *dKs = dS + mm;
+    float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
+    int qlo, qhi, klo, khi, i, j, r, h;
+    attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
+    for (i = 0; i < g; ++i) {
+        const int u = b * Hq + hk * g + i;
+        const size_t oq = ((size_t)b * m * Hq + hk * g + i) * D;
+        const float *A = P->a_all + (size_t)u * mm, *Ql = P->ql + oq, *Kl = P->kl + oq;
+        float *dA = P->hs + (size_t)u * hs_floats, *dQl = dA + mm, *dKl = dQl + (size_t)m * D;
+        const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
+        int ntie = P->ntie;
+        if (!P->pinv_batch)
+            for (ntie = 0, j = 0; j < m; ++j) {
+                double sum = 0.0;
+                for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
+                ntie += sum == cmax;
+            }
+        if (P->cmax[u] == cmax) {
+            const float add = (float)((P->pinv_batch ? P->dctot : P->dc[u]) / ntie);
+            for (j = 0; j < m; ++j) {   /* the column sums as attn__nys_colmax adds them */
+                double sum = 0.0;
+                for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
+                if (sum == cmax) for (r = 0; r < m; ++r) dA[(size_t)r * m + j] += add;
+            }
+        }
+        memcpy(dS, dA, mm * sizeof(float));
+        for (r = 0; r < m; ++r) {   /* rows of masked landmarks are uniform constants */
+            if (r < qlo || r >= qhi) memset(dS + (size_t)r * m, 0, (size_t)m * sizeof(float));
+            else attn__nys_dsoftmax(isa, A + (size_t)r * m, dS + (size_t)r * m, m);
+        }
+        attn__sgemm_par(NULL, 1, 0, 0, m, D, m, P->scale, dS, m, Kl, ldq, 1.0f, dQl, D);
+        attn__sgemm_par(NULL, 1, 1, 0, m, D, m, P->scale, dS, m, Ql, ldq, 1.0f, dKl, D);
+        attn__nys_scatter(P, 0, b, dQl, P->gq + ((size_t)b * Sq * Hq + hk * g + i) * D, ldq);
+        if (i == 0) memcpy(dKs, dKl, (size_t)m * D * sizeof(float));
+        else isa->axpy(dKs, 1.0f, dKl, m * D);
+    }
+    attn__nys_scatter(P, 1, b, dKs, gk, (ptrdiff_t)Hk * D);
+    for (r = 0; r < Sq; ++r)
+        for (h = hk * g; h < hk * g + g; ++h)
+            isa->store(attn__at(&P->dq, b, r, h), P->dq.dtype, P->gq + (((size_t)b * Sq + r) * Hq + h) * D, D, 1.0f);
+    for (r = 0; r < Sk; ++r) {
+        isa->store(attn__at(&P->dk, b, r, hk), P->dk.dtype, gk + (size_t)r * Hk * D, D, 1.0f);
+        isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
+    }
+}
+
+/* The exact path's conv backward for (b, KV head hk): gv (the exact kernel's dv) += the conv's
+   dv of each query head of hk, in head order; dconv; dv stored. */
+static void attn__nys_bwdx_task(void *ctx, int t, int thread) {
+    const attn__nys_plan *P = (const attn__nys_plan *)ctx;
+    const int Hq = P->q.heads, Hk = P->k.heads, g = Hq / Hk, Dv = P->v.dim, Sk = P->k.seq, b = t / Hk, hk = t % Hk;
+    const int nv = attn__nys_read(P, 1, b), lq = attn__nys_lq(P, b);
+    float *G = P->scratch + (size_t)thread * P->scratch_floats, *Vb = G + (size_t)P->q.seq * Dv;
+    float *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
+    ptrdiff_t ldv = Dv;
+    const float *V = nv > 0 ? attn__nys_rows(P->isa, &P->v, b, hk, 0, nv, Vb, &ldv) : Vb;
+    int i, r;
+    for (i = 0; i < g; ++i) {
+        attn__nys_dout_rows(P, b, hk * g + i, lq, G);
+        attn__nys_conv_bwd(P, b, hk * g + i, G, V, ldv, gv);
+    }
+    for (r = 0; r < Sk; ++r) P->isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
+}
+
+/* ATTN_NYSTROM's backward: the forward again, keeping what autograd would (B, F, Z's iterates),
+   then every gradient through it (pass 1, pass 2 above). With landmarks = q.seq = k.seq: the
+   exact kernel's forward (for its lse) and backward, plus the conv's. */
+static attn_status attn__nystrom_backward(const attn__call *c) {
+    attn__nys_plan P;
+    attn__ws w;
+    attn_status s = ATTN_OK;
+    size_t bytes;
+    const int B = c->q.batch, Hq = c->q.heads, Hk = c->k.heads, Dv = c->v.dim;
+    if ((s = attn__nys_plan_make(c, &P, 1)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    if (P.exact) {
+        void *core_ws = w.base + P.floats * sizeof(float);
+        attn_tensor stage, dvt;
+        attn__call cc = *c;
+        P.stage = (float *)(void *)w.base; P.lse = P.stage + P.f_stage; P.gv = P.lse + P.f_lse; P.dcp = P.gv + P.f_gv;
+        P.scratch = P.dcp + P.f_dcp;
+        stage = attn_tensor_dense(P.stage, ATTN_F32, B, c->q.seq, Hq, Dv);
+        dvt = P.conv ? attn_tensor_dense(P.gv, ATTN_F32, B, c->k.seq, Hk, Dv) : c->dv;
+        cc.d = &P.core; cc.out = stage; cc.lse_in = P.lse;
+        s = attn__lr_core(&P.core, c->q, c->k, c->v, stage, P.lse, core_ws, P.core_bytes, NULL);
+        if (s == ATTN_OK) s = attn__lr_core_bwd(&cc, c->k, c->v, c->dk, dvt, core_ws, P.core_bytes, NULL);
+        if (s == ATTN_OK && P.conv) {
+            attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwdx_task, &P);
+            attn__nys_dconv_sum(&P);
+        }
+    } else {
+        int t;
+        P.cmax = (double *)(void *)w.base; P.dc = P.cmax + (size_t)B * Hq;
+        P.ql = (float *)(void *)w.base + P.f_dbl; P.kl = P.ql + P.f_ql; P.a_all = P.kl + P.f_ql; P.hs = P.a_all + P.f_a;
+        P.gq = P.hs + P.f_hs; P.gk = P.gq + P.f_gq; P.gv = P.gk + P.f_gk; P.dcp = P.gv + P.f_gv; P.scratch = P.dcp + P.f_dcp;
+        attn__parallel_for(c->d, B * Hq + B * Hk, P.n_threads, attn__nys_landmark_task, &P);
+        attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_a_task, &P);
+        P.gmax = -(double)INFINITY;
+        for (t = 0; t < B * Hq; ++t) if (P.cmax[t] > P.gmax || P.cmax[t] != P.cmax[t]) P.gmax = P.cmax[t];
+        attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwd1_task, &P);
+        attn__nys_dconv_sum(&P);
+        P.dctot = 0.0; P.ntie = 0;   /* BATCH: c is the largest column sum of the call */
+        for (t = 0; t < B * Hq; ++t) {
+            P.dctot += P.dc[t];
+            if (P.cmax[t] == P.gmax) {
+                const float *A = P.a_all + (size_t)t * P.m * P.m;
+                int i, j;
+                for (j = 0; j < P.m; ++j) {
+                    double sum = 0.0;
+                    for (i = 0; i < P.m; ++i) sum += (double)A[(size_t)i * P.m + j];
+                    P.ntie += sum == P.gmax;
+                }
+            }
+        }
+        attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwd2_task, &P);
+    }
+    attn__ws_release(&w);
+    return s;
+}
+
+static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nystrom_backward, NULL, NULL, NULL };
 
 /* ---------------------------------------------------------------------------------------
    3.16 state-space scans

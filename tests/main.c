@@ -54,6 +54,7 @@ int main(void) {
 
     /* low-rank */
     run_family("low-rank", test_lowrank);
+    run_family("nystrom-bwd", test_nystrom_bwd);
 
     /* state space */
     run_family("ssm", test_ssm);

@@ -79,6 +79,7 @@ void test_linear_bwd(void);   /* attn_backward of ATTN_LINEAR, ATTN_COSFORMER, A
 
 /* low-rank */
 void test_lowrank(void);
+void test_nystrom_bwd(void);   /* attn_backward of ATTN_NYSTROM */
 
 /* state space */
 void test_ssm(void);

@@ -1112,7 +1112,9 @@ static void test_lowrank_errors(void) {
         T_CHECK(t_sentinel_ok(h.q.data, bq, 1) && t_sentinel_ok(h.k.data, bk, 2) && t_sentinel_ok(h.v.data, bv, 3),
                 "linformer backward error wrote an output");
         d = d0; d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 4;
-        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, f.out, lse, h.q, h.k, h.v) == ATTN_ERR_KIND_OP, "nystrom backward: KIND_OP");
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, f.out, lse, h.q, h.k, h.v) == ATTN_ERR_NYSTROM_LSE &&
+                t_sentinel_ok(h.q.data, bq, 1) && t_sentinel_ok(h.k.data, bk, 2) && t_sentinel_ok(h.v.data, bv, 3),
+                "nystrom backward with an lse: ATTN_ERR_NYSTROM_LSE, nothing written (its backward: test_nystrom_bwd.c)");
         fx_free(&h);
     }
 

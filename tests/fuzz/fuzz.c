@@ -693,6 +693,29 @@ static void target_kinds(fz *f) {
             free(c1); free(c2); free(c3);
         }
     }
+    if (st == ATTN_OK && d.kind == ATTN_NYSTROM) {   /* issue 29: its backward: untouched on error, 1 and 3 threads bitwise */
+        size_t bq, bk, bv, bc = sizeof(float) * (size_t)Hq * (size_t)FZMAX(1, d.nystrom.conv_kernel);
+        attn_tensor dout = fz_tensor(f, &r, ot, B, Sq, Hq, Dv, 0, NULL);
+        attn_tensor gq = fz_tensor(f, &r, qt, B, Sq, Hq, D, 1, &bq), gk = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 1, &bk);
+        attn_tensor gv = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 1, &bv);
+        float *dcv = (float *)gb_alloc(bc);
+        t_sentinel(dcv, bc, 0xC7);
+        if (fz_chance(f, 160)) d.nystrom.dconv = dcv;   /* without conv: refused */
+        st = attn_backward(&d, q, k, v, o, dout, NULL, gq, gk, gv);
+        FZ_STATUS(st, "nystrom backward: unknown status %d", (int)st);
+        if (st != ATTN_OK) {
+            FZ_CHECK(t_sentinel_ok(gq.data, bq, 0xC7) && t_sentinel_ok(gk.data, bk, 0xC7) && t_sentinel_ok(gv.data, bv, 0xC7) &&
+                     t_sentinel_ok(dcv, bc, 0xC7), "nystrom backward: an output written on error %s", attn_status_str(st));
+        } else {
+            void *c1 = gb_dup(gq.data, bq), *c2 = gb_dup(gk.data, bk), *c3 = gb_dup(gv.data, bv), *c4 = gb_dup(dcv, bc);
+            ++g_valid;
+            d.n_threads = d.n_threads == 1 ? 3 : 1;
+            FZ_CHECK(attn_backward(&d, q, k, v, o, dout, NULL, gq, gk, gv) == ATTN_OK, "nystrom backward: second call failed");
+            FZ_CHECK(memcmp(c1, gq.data, bq) == 0 && memcmp(c2, gk.data, bk) == 0 && memcmp(c3, gv.data, bv) == 0 &&
+                     memcmp(c4, dcv, bc) == 0, "nystrom backward: gradients differ between 1 and 3 threads");
+            free(c1); free(c2); free(c3); free(c4);
+        }
+    }
 }
 
 /* ==== issue 27: every defect class of #27 as a fuzz target ===================================
@@ -717,7 +740,7 @@ static void target_kinds(fz *f) {
             attn_lsh_rotations bits (hashed for -H)
    kinds (extended) Performer with a caller's W of exactly `features` rows (features 0: must be
             refused, item 3), Nystrom with a filter of exactly conv_kernel taps (0: refused,
-            item 4) and with any padding_rule / pinv_init (#28); layers (extended) attn.kind of every kind through forward, backward and
+            item 4) and with any padding_rule / pinv_init (#28), then its backward (#29); layers (extended) attn.kind of every kind through forward, backward and
             the workspace query: a status, never an abort (item 11). Item 8's ISA dependence
             also shows as a hash difference between builds (make fuzz-isa). */
 
