@@ -246,7 +246,7 @@ static void bbw_run(t_rng *rng, int B, int nb, int blk, int Hq, int Hkv, int D, 
         ferr /= gmax;
         free(cnt); free(w); free(s);
     }
-    if (tgrad == ATTN_F32 && !cnt_full) g_bbw_worst = fmax(g_bbw_worst, fmax(err, ferr));
+    if (tgrad == ATTN_F32 && !cnt_full && err <= tol && ferr <= tol) g_bbw_worst = fmax(g_bbw_worst, fmax(err, ferr));
     T_CHECK(err <= tol && ferr <= tol, "%s: gradient error %.3g (finite differences %.3g), tolerance %.3g", what, err, ferr, tol);
     free(qd); free(kd); free(vd); free(od);
     for (which = 0; which < 3; ++which) { free(lib[which]); free(ref[which]); }
@@ -444,8 +444,10 @@ static void bbw_fixture(void) {
                 if (!(err <= worst[p])) worst[p] = err;
             }
         }
-        T_CHECK(ok, "bigbird-bwd fixture (%s): attn.h differs from HF autograd (status %d/%d; worst |error| out %.3g dq %.3g dk %.3g dv %.3g)",
-                mode ? "train" : "eval", (int)s1, (int)s2, worst[0], worst[1], worst[2], worst[3]);
+        if (T_CHECK(ok, "bigbird-bwd fixture (%s): attn.h differs from HF autograd (status %d/%d; worst |error| out %.3g dq %.3g dk %.3g dv %.3g)",
+                    mode ? "train" : "eval", (int)s1, (int)s2, worst[0], worst[1], worst[2], worst[3]))
+            printf("      bigbird-bwd fixture (%s): worst |error| against HF out %.2g, dq %.2g, dk %.2g, dv %.2g (tolerance 1e-4 max(1, |HF|))\n",
+                   mode ? "train" : "eval", worst[0], worst[1], worst[2], worst[3]);
         free(lse);
     }
     for (i = 0; i < 4; ++i) t_owned_free(&t[i]);
