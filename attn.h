@@ -24,7 +24,8 @@
              (attn__softmax_decode), EL-attention
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
              dilation; attn__lfg_task with a global_mask), attn__bsr (the block-sparse kernel on the exact core's tiles),
-             ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
+             ATTN_BIGBIRD (backward: attn__bigbird_backward on the exact backward's pair),
+             ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
@@ -303,6 +304,14 @@ typedef struct attn_longformer_params {
    seed           0                seed of the drawn table
    hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does
    multiplicity   UNION            ATTN_BIGBIRD_UNION, _HF_LISTED or _HF_EVAL (above)
+   attn_backward (the forward's lse required; the same desc): dq, dk, dv of exactly this
+   forward, as autograd of HF's layer gives them: the random table is fixed (not
+   differentiated), a key that counts m times gets m times its share, padded keys keep the
+   -10000 (their dk/dv are what their tiny weights give: 0 in fp32 unless a row's logits span
+   about 1e4 or every key of the sequence is padded), padded query rows get dq 0 and give
+   nothing to dk/dv. Two passes on the exact backward's tiles over the forward's block lists
+   (dq by query block, dk/dv by key block: about 7 GEMM-shaped products per visible pair
+   against the fused exact backward's 5); bitwise the same for any n_threads.
    docs/porting.md maps HF's tensors and config onto these fields. */
 /* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
    shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
@@ -1163,7 +1172,8 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
      dq    [B, Sq, Hq, D]    dk [B, Sk, Hkv, D]    dv [B, Sk, Hkv, Dv]   (any dtype each)
    dq, dk, dv (and dbias) are OVERWRITTEN, never accumulated into: add them to your running
    gradients yourself. With GQA/MQA dk and dv hold the sum over each KV head's query heads.
-   Padding rows/keys and keys no query sees get zero gradients. Results are bitwise identical
+   Padding rows/keys and keys no query sees get zero gradients (ATTN_BIGBIRD: padded keys keep
+   HF's -10000 and get the gradient of that, see its comment). Results are bitwise identical
    for any thread count (no atomics: key blocks own dk/dv rows, fixed-order reductions for dq
    and dbias). On any error nothing is written. Outputs must not overlap the inputs or each
    other. */
