@@ -2688,6 +2688,31 @@ static attn_status attn__check_qkv(const attn_tensor *q, const attn_tensor *k, c
     return ATTN_OK;
 }
 
+/* The checks of attn_backward's own arguments (dout, dq, dk, dv; not lse) that the kinds'
+   backwards share, after the forward's checks of q, k, v and out; fills the views. */
+static attn_status attn__check_bwd_grads(const attn__call *c, attn__view *dout, attn__view *dq, attn__view *dk,
+                                         attn__view *dv) {
+    const attn_tensor *o = &c->dout, *gq = &c->dq, *gk = &c->dk, *gv = &c->dv;
+    attn_status s;
+    if (!o->data) return ATTN_ERR_BWD_NULL_DOUT;
+    if (!gq->data) return ATTN_ERR_BWD_NULL_DQ;
+    if (!gk->data) return ATTN_ERR_BWD_NULL_DK;
+    if (!gv->data) return ATTN_ERR_BWD_NULL_DV;
+    if (!attn__dtype_ok(o->dtype) || !attn__dtype_ok(gq->dtype) || !attn__dtype_ok(gk->dtype) || !attn__dtype_ok(gv->dtype))
+        return ATTN_ERR_DTYPE;
+    if (o->batch != c->q.batch || o->seq != c->q.seq || o->heads != c->q.heads || o->dim != c->v.dim)
+        return ATTN_ERR_BWD_DOUT_SHAPE;
+    if (gq->batch != c->q.batch || gq->seq != c->q.seq || gq->heads != c->q.heads || gq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
+    if (gk->batch != c->k.batch || gk->seq != c->k.seq || gk->heads != c->k.heads || gk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
+    if (gv->batch != c->v.batch || gv->seq != c->v.seq || gv->heads != c->v.heads || gv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
+    if (attn__tensor_bcast(gq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+    if (attn__tensor_bcast(gk)) return ATTN_ERR_BWD_DK_BROADCAST;
+    if (attn__tensor_bcast(gv)) return ATTN_ERR_BWD_DV_BROADCAST;
+    if ((s = attn__make_view(o, dout)) != ATTN_OK || (s = attn__make_view(gq, dq)) != ATTN_OK ||
+        (s = attn__make_view(gk, dk)) != ATTN_OK || (s = attn__make_view(gv, dv)) != ATTN_OK) return s;
+    return ATTN_OK;
+}
+
 static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q, const attn_tensor *k,
                                        const attn_tensor *v, const attn_tensor *out, attn__problem *P) {
     attn_status s;
@@ -10078,31 +10103,6 @@ static void attn__bbw_dkv_task(void *ctx, int task, int thread) {
     }
 }
 
-/* The checks every attn_backward shares on its own arguments (dout, dq, dk, dv; not lse),
-   after the forward's checks of q, k, v and out; fills the views. */
-static attn_status attn__check_bwd_grads(const attn__call *c, attn__view *dout, attn__view *dq, attn__view *dk,
-                                         attn__view *dv) {
-    const attn_tensor *o = &c->dout, *gq = &c->dq, *gk = &c->dk, *gv = &c->dv;
-    attn_status s;
-    if (!o->data) return ATTN_ERR_BWD_NULL_DOUT;
-    if (!gq->data) return ATTN_ERR_BWD_NULL_DQ;
-    if (!gk->data) return ATTN_ERR_BWD_NULL_DK;
-    if (!gv->data) return ATTN_ERR_BWD_NULL_DV;
-    if (!attn__dtype_ok(o->dtype) || !attn__dtype_ok(gq->dtype) || !attn__dtype_ok(gk->dtype) || !attn__dtype_ok(gv->dtype))
-        return ATTN_ERR_DTYPE;
-    if (o->batch != c->q.batch || o->seq != c->q.seq || o->heads != c->q.heads || o->dim != c->v.dim)
-        return ATTN_ERR_BWD_DOUT_SHAPE;
-    if (gq->batch != c->q.batch || gq->seq != c->q.seq || gq->heads != c->q.heads || gq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
-    if (gk->batch != c->k.batch || gk->seq != c->k.seq || gk->heads != c->k.heads || gk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
-    if (gv->batch != c->v.batch || gv->seq != c->v.seq || gv->heads != c->v.heads || gv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-    if (attn__tensor_bcast(gq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-    if (attn__tensor_bcast(gk)) return ATTN_ERR_BWD_DK_BROADCAST;
-    if (attn__tensor_bcast(gv)) return ATTN_ERR_BWD_DV_BROADCAST;
-    if ((s = attn__make_view(o, dout)) != ATTN_OK || (s = attn__make_view(gq, dq)) != ATTN_OK ||
-        (s = attn__make_view(gk, dk)) != ATTN_OK || (s = attn__make_view(gv, dv)) != ATTN_OK) return s;
-    return ATTN_OK;
-}
-
 static attn_status attn__bigbird_backward(const attn__call *c) {
     attn__problem P;
     attn__bb B;
@@ -12182,24 +12182,8 @@ static attn_status attn__linear_backward(const attn__call *c) {
     if (c->lse_in) return ATTN_ERR_KIND_LSE;
     if (!c->bytes) {
         attn__view qv, kv, vv, ov;
-        const attn_tensor *dq = &c->dq, *dk = &c->dk, *dv = &c->dv, *dout = &c->dout;
         if ((s = attn__check_qkv(&c->q, &c->k, &c->v, &c->out, &qv, &kv, &vv, &ov)) != ATTN_OK) return s;
-        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
-        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
-        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
-        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
-        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
-            return ATTN_ERR_DTYPE;
-        if (dout->batch != c->q.batch || dout->seq != c->q.seq || dout->heads != c->q.heads || dout->dim != c->v.dim)
-            return ATTN_ERR_BWD_DOUT_SHAPE;
-        if (dq->batch != c->q.batch || dq->seq != c->q.seq || dq->heads != c->q.heads || dq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
-        if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
-        if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
-        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
-        if ((s = attn__make_view(dout, &C.dout)) != ATTN_OK || (s = attn__make_view(dq, &C.dq)) != ATTN_OK ||
-            (s = attn__make_view(dk, &C.dk)) != ATTN_OK || (s = attn__make_view(dv, &C.dv)) != ATTN_OK) return s;
+        if ((s = attn__check_bwd_grads(c, &C.dout, &C.dq, &C.dk, &C.dv)) != ATTN_OK) return s;
     }
     if (!attn__lin_plan(L, &bytes)) return ATTN_ERR_OVERFLOW;    /* forward GEMM shapes, W's shared floats */
     if (!L->causal && !L->perf) {                                /* attn__lnc_task */
