@@ -24,7 +24,8 @@
              (attn__softmax_decode), EL-attention
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
              dilation; attn__lfg_task with a global_mask), attn__bsr (the block-sparse kernel on the exact core's tiles),
-             ATTN_BIGBIRD, ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
+             ATTN_BIGBIRD (backward: attn__bigbird_backward on the exact backward's pair),
+             ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
@@ -307,6 +308,14 @@ typedef struct attn_longformer_params {
    seed           0                seed of the drawn table
    hf_fallback    off              1: full attention when n <= (5 + 2r) b, as HF does
    multiplicity   UNION            ATTN_BIGBIRD_UNION, _HF_LISTED or _HF_EVAL (above)
+   attn_backward (the forward's lse required; the same desc): dq, dk, dv of exactly this
+   forward, as autograd of HF's layer gives them: the random table is fixed (not
+   differentiated), a key that counts m times gets m times its share, padded keys keep the
+   -10000 (their dk/dv are what their tiny weights give: 0 in fp32 unless a row's logits span
+   about 1e4 or every key of the sequence is padded), padded query rows get dq 0 and give
+   nothing to dk/dv. Two passes on the exact backward's tiles over the forward's block lists
+   (dq by query block, dk/dv by key block: about 7 GEMM-shaped products per visible pair
+   against the fused exact backward's 5); bitwise the same for any n_threads.
    docs/porting.md maps HF's tensors and config onto these fields. */
 /* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
    shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
@@ -1195,7 +1204,8 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
      dq    [B, Sq, Hq, D]    dk [B, Sk, Hkv, D]    dv [B, Sk, Hkv, Dv]   (any dtype each)
    dq, dk, dv (and dbias) are OVERWRITTEN, never accumulated into: add them to your running
    gradients yourself. With GQA/MQA dk and dv hold the sum over each KV head's query heads.
-   Padding rows/keys and keys no query sees get zero gradients. Results are bitwise identical
+   Padding rows/keys and keys no query sees get zero gradients (ATTN_BIGBIRD: padded keys keep
+   HF's -10000 and get the gradient of that, see its comment). Results are bitwise identical
    for any thread count (no atomics: key blocks own dk/dv rows, fixed-order reductions for dq
    and dbias). On any error nothing is written. Outputs must not overlap the inputs or each
    other. */
@@ -2806,6 +2816,31 @@ static attn_status attn__check_qkv(const attn_tensor *q, const attn_tensor *k, c
             n > (size_t)PTRDIFF_MAX / sizeof(float) || !attn__tasks((size_t)q->batch, (size_t)q->heads, 1, &t))
             return ATTN_ERR_OVERFLOW;
     }
+    return ATTN_OK;
+}
+
+/* The checks of attn_backward's own arguments (dout, dq, dk, dv; not lse) that the kinds'
+   backwards share, after the forward's checks of q, k, v and out; fills the views. */
+static attn_status attn__check_bwd_grads(const attn__call *c, attn__view *dout, attn__view *dq, attn__view *dk,
+                                         attn__view *dv) {
+    const attn_tensor *o = &c->dout, *gq = &c->dq, *gk = &c->dk, *gv = &c->dv;
+    attn_status s;
+    if (!o->data) return ATTN_ERR_BWD_NULL_DOUT;
+    if (!gq->data) return ATTN_ERR_BWD_NULL_DQ;
+    if (!gk->data) return ATTN_ERR_BWD_NULL_DK;
+    if (!gv->data) return ATTN_ERR_BWD_NULL_DV;
+    if (!attn__dtype_ok(o->dtype) || !attn__dtype_ok(gq->dtype) || !attn__dtype_ok(gk->dtype) || !attn__dtype_ok(gv->dtype))
+        return ATTN_ERR_DTYPE;
+    if (o->batch != c->q.batch || o->seq != c->q.seq || o->heads != c->q.heads || o->dim != c->v.dim)
+        return ATTN_ERR_BWD_DOUT_SHAPE;
+    if (gq->batch != c->q.batch || gq->seq != c->q.seq || gq->heads != c->q.heads || gq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
+    if (gk->batch != c->k.batch || gk->seq != c->k.seq || gk->heads != c->k.heads || gk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
+    if (gv->batch != c->v.batch || gv->seq != c->v.seq || gv->heads != c->v.heads || gv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
+    if (attn__tensor_bcast(gq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+    if (attn__tensor_bcast(gk)) return ATTN_ERR_BWD_DK_BROADCAST;
+    if (attn__tensor_bcast(gv)) return ATTN_ERR_BWD_DV_BROADCAST;
+    if ((s = attn__make_view(o, dout)) != ATTN_OK || (s = attn__make_view(gq, dq)) != ATTN_OK ||
+        (s = attn__make_view(gk, dk)) != ATTN_OK || (s = attn__make_view(gv, dv)) != ATTN_OK) return s;
     return ATTN_OK;
 }
 
@@ -7411,10 +7446,13 @@ static const float *attn__bwd_rows_f32(const attn__isa *isa, const attn__view *t
     return buf;
 }
 
-/* One (query block, key block) pair of head h: rows i0..i0+n-1 of sequence S. */
-static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const attn__seq *S, int h, int split,
+/* One (query block, key block) pair of head h: rows i0..i0+n-1 of sequence S against the keys
+   packed in group kg. Accumulates dK/dV into the group's accumulators when dkv, and dS K into
+   dqa (rows of stride lddq) when dqa is not NULL. */
+static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const attn__seq *S, int h,
                            int i0, int n, const float *Qr, ptrdiff_t ldq, const float *Or, ptrdiff_t ldo,
-                           long long c0, int nk, int full, int kg, const float *Kr, ptrdiff_t ldkr) {
+                           long long c0, int nk, int full, int kg, const float *Kr, ptrdiff_t ldkr,
+                           float *dqa, size_t lddq, int dkv) {
     const attn__problem *P = C->P;
     const int D = P->q.dim, Dv = P->v.dim, Hq = P->q.heads, qrow0 = S->q0 + i0;
     const long long shift = (long long)S->Lk - S->Lq;
@@ -7448,13 +7486,6 @@ static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     if (R.dropout) for (r = 0; r < n; ++r) attn__dropout_row(P, S->tb, h, qrow0 + r, &R.ra[r], &R.rc[r]);
     else for (r = 0; r < n; ++r) R.ra[r] = R.rc[r] = 0;
     R.P = P;
-    {   /* first touch of these rows in this split: zero them, mark them */
-        unsigned char *tf = C->touched + (size_t)split * C->dqp_split / (size_t)D + li;
-        if (!tf[0]) {
-            memset(C->dqp + (size_t)split * C->dqp_split + li * (size_t)D, 0, sizeof(float) * (size_t)n * (size_t)D);
-            memset(tf, 1, (size_t)n);
-        }
-    }
     C->bisa->stage(W->st, W->dpt, &R);
     if (C->dbias) {
         const int bb = P->bias_batch == 1 ? 0 : S->seq, bh = P->bias_heads == 1 ? 0 : h;
@@ -7462,9 +7493,41 @@ static void attn__bwd_pair(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
         for (r = 0; r < n; ++r)
             for (j = 0; j < nk; ++j) db[(ptrdiff_t)r * P->bias_sq + j] += W->dl[(size_t)r * ATTN__BQ + j];
     }
-    C->isa->pv(W->st, n, nk, Or, ldo, Dv, W->ones, W->dva[kg], C->ldv);
-    C->isa->pv(W->dpt, n, nk, Qr, ldq, D, W->ones, W->dka[kg], C->ldk);
-    C->bisa->pvt(W->dpt, nk, n, Kr, ldkr, D, C->dqp + (size_t)split * C->dqp_split + (li * (size_t)D), (size_t)D);
+    if (dkv) {
+        C->isa->pv(W->st, n, nk, Or, ldo, Dv, W->ones, W->dva[kg], C->ldv);
+        C->isa->pv(W->dpt, n, nk, Qr, ldq, D, W->ones, W->dka[kg], C->ldk);
+    }
+    if (dqa) C->bisa->pvt(W->dpt, nk, n, Kr, ldkr, D, dqa, lddq);
+}
+
+/* The split's fp32 dQ partial rows of head h, rows i0..i0+n-1 of S, zeroed and flagged on
+   their first touch in this split. */
+static float *attn__bwd_dq_rows(const attn__bwd_ctx *C, const attn__seq *S, int h, int split, int i0, int n) {
+    const size_t D = (size_t)C->P->q.dim, li = ((size_t)S->tb * C->P->q.heads + h) * C->P->q.seq + (size_t)(S->q0 + i0);
+    unsigned char *tf = C->touched + (size_t)split * C->dqp_split / D + li;
+    float *rows = C->dqp + (size_t)split * C->dqp_split + li * D;
+    if (!tf[0]) {
+        memset(rows, 0, sizeof(float) * (size_t)n * D);
+        memset(tf, 1, (size_t)n);
+    }
+    return rows;
+}
+
+/* Packs nk keys (fp32 rows Kr, Vr) as group kg's K^T (times scale) and V^T; lanes >= nk zero. */
+static void attn__bwd_pack(const attn__bwd_ctx *C, const attn__bwd_ws *W, int kg, const float *Kr, ptrdiff_t ldkr,
+                           const float *Vr, ptrdiff_t ldvr, int nk) {
+    const int D = C->P->q.dim, Dv = C->P->v.dim;
+    int d, j;
+    for (d = 0; d < D; ++d) {
+        float *kt = W->kt[kg] + (size_t)d * ATTN__BQ;
+        for (j = 0; j < nk; ++j) kt[j] = Kr[(ptrdiff_t)j * ldkr + d] * C->P->scale;
+        for (; j < ATTN__BQ; ++j) kt[j] = 0.0f;
+    }
+    for (d = 0; d < Dv; ++d) {
+        float *vt = W->vt[kg] + (size_t)d * ATTN__BQ;
+        for (j = 0; j < nk; ++j) vt[j] = Vr[(ptrdiff_t)j * ldvr + d];
+        for (; j < ATTN__BQ; ++j) vt[j] = 0.0f;
+    }
 }
 
 /* KV head hk of sequence S over the keys of one split. */
@@ -7474,7 +7537,7 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     const long long klo = split * C->split_keys, kend = ATTN__MIN((long long)S->Lk, klo + C->split_keys);
     const long long shift = (long long)S->Lk - S->Lq;
     long long c0;
-    int i, h, j, d;
+    int i, h, j;
     const size_t dqp_split_rows = C->dqp_split / (size_t)D;
     for (h = hk * g; h < hk * g + g; ++h)            /* no dq row of this split touched yet */
         memset(C->touched + (size_t)split * (dqp_split_rows) + ((size_t)S->tb * Hq + (size_t)h) * P->q.seq + (size_t)S->q0, 0,
@@ -7492,16 +7555,7 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
             nk[kg] = (int)ATTN__MIN((long long)ATTN__BQ, kend - cb);
             Kr[kg] = attn__bwd_rows_f32(C->isa, &P->k, S->tb, krow, hk, nk[kg], W->kc[kg], C->ldk, &ldkr[kg]);
             Vr = attn__bwd_rows_f32(C->isa, &P->v, S->tb, krow, hk, nk[kg], W->oc, C->ldv, &ldvr);
-            for (d = 0; d < D; ++d) {                 /* K^T (times scale), V^T; lanes >= nk zero */
-                float *kt = W->kt[kg] + (size_t)d * ATTN__BQ;
-                for (j = 0; j < nk[kg]; ++j) kt[j] = Kr[kg][(ptrdiff_t)j * ldkr[kg] + d] * P->scale;
-                for (; j < ATTN__BQ; ++j) kt[j] = 0.0f;
-            }
-            for (d = 0; d < Dv; ++d) {
-                float *vt = W->vt[kg] + (size_t)d * ATTN__BQ;
-                for (j = 0; j < nk[kg]; ++j) vt[j] = Vr[(ptrdiff_t)j * ldvr + d];
-                for (; j < ATTN__BQ; ++j) vt[j] = 0.0f;
-            }
+            attn__bwd_pack(C, W, kg, Kr[kg], ldkr[kg], Vr, ldvr, nk[kg]);
             memset(W->dka[kg], 0, sizeof(float) * ATTN__BQ * C->ldk);
             memset(W->dva[kg], 0, sizeof(float) * ATTN__BQ * C->ldv);
         }
@@ -7522,8 +7576,8 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
                         Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, S->q0 + i, h, n, W->qc, C->ldk, &ldq);
                         Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, S->q0 + i, h, n, W->oc, C->ldv, &ldo);
                     }
-                    attn__bwd_pair(C, W, S, h, split, i, n, Qr, ldq, Or, ldo, cb, nk[kg], attn__chunk_full(P, p0, p1, cb, cb + nk[kg]),
-                                   kg, Kr[kg], ldkr[kg]);
+                    attn__bwd_pair(C, W, S, h, i, n, Qr, ldq, Or, ldo, cb, nk[kg], attn__chunk_full(P, p0, p1, cb, cb + nk[kg]),
+                                   kg, Kr[kg], ldkr[kg], attn__bwd_dq_rows(C, S, h, split, i, n), (size_t)D, 1);
                 }
             }
         for (kg = 0; kg < ng; ++kg) {
@@ -10151,7 +10205,217 @@ static attn_status attn__bigbird_forward(const attn__call *c) {
     attn__ws_release(&w);
     return ATTN_OK;
 }
-static const attn__mech attn__mech_bigbird = { attn__bigbird_forward, NULL, NULL, NULL, NULL };
+/* attn_backward for ATTN_BIGBIRD: the exact backward's pair (3.9: S = Q K^T and dP = dO V^T on
+   the qk kernel, the stage, dV/dK on pv, dQ on pvt) over the forward's block lists, in two
+   passes so that every gradient row has one owner and no partial sums are needed:
+     A  (batch, query head, query block, piece of ATTN__BQ rows), heaviest (global rows) first:
+        drow = rowsum(dO * out) of its rows, then dQ over the forward's list exactly as the
+        forward walks it (attn__bb_list: a block listed m times is walked m times)
+     B  (batch, KV head, key block, piece of ATTN__BQ keys), global key blocks first: dK, dV
+        over every (query head of the group, query block) that lists the block, m times
+        (attn__bb_mult), runs of query blocks with the same m walked as one range of rows
+   The pair recomputes P = exp(logit - lse) from the forward's lse; padded keys carry the
+   forward's -10000 (the pad row as the bias), padded query rows get dq 0 and give nothing.
+   Pass A costs 3 of the pair's GEMMs, pass B 4 (the fused exact backward: 5, with dQ partials
+   per key split, which a block-sparse pattern would need per listed block). A drawn random
+   table is materialised once in the workspace (the same rows as attn_bigbird_random_table). */
+typedef struct attn__bbw {
+    attn__bwd_ctx C;             /* the pair's context: P, kernels, lse, drow, views */
+    const attn__bb *B;
+    int block, pieces;
+    const int *rows_q, *rows_k;
+    const float *pad_row;        /* NULL, or 2 k.seq floats as the forward's */
+    size_t list_off;             /* per-thread ints for the list, after the pair's scratch */
+} attn__bbw;
+
+/* How many times query block i of head h counts key block kb (attn__bb_list's counts; the
+   table is materialised unless HF_EVAL or r == 0). */
+static int attn__bb_mult(const attn__bb *B, int h, int i, int kb) {
+    const int nb = B->nb;
+    int c, t;
+    if (B->full || i == 0 || i == nb - 1) return 1;
+    c = kb == 0 || kb == nb - 1 || (kb >= i - 1 && kb <= i + 1);
+    if (B->mult == ATTN_BIGBIRD_HF_EVAL) return c + (kb == 0 ? B->r : 0);
+    if (B->table) {
+        const int *row = B->table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)B->r;
+        for (t = 0; t < B->r; ++t) if (row[t] == kb) c = B->mult == ATTN_BIGBIRD_UNION ? 1 : c + 1;
+    }
+    return c;
+}
+
+/* Block of ordinal o: the two global blocks (the heavy tasks) first, then 1..nb-2. */
+static int attn__bb_order(int nb, int o) { return o == 0 ? 0 : o == 1 ? nb - 1 : o - 1; }
+
+/* A task's copy of the context whose problem carries batch b's pad row (the forward's bias). */
+static void attn__bbw_local(const attn__bbw *L, int b, attn__bwd_ctx *C, attn__problem *P, const float **pad) {
+    *C = L->C; *P = *L->C.P; C->P = P;
+    P->bias_batch = P->bias_heads = P->bias_rows = 1; P->bias_sb = P->bias_sh = P->bias_sq = 0;
+    *pad = L->rows_k ? L->pad_row + (P->k.seq - L->rows_k[b]) : NULL;
+}
+
+/* Pass A: drow and dq of one piece of a query block. */
+static void attn__bbw_dq_task(void *ctx, int task, int thread) {
+    const attn__bbw *L = (const attn__bbw *)ctx;
+    const attn__problem *P0 = L->C.P;
+    const int Hq = P0->q.heads, nb = L->B->nb, piece = task % L->pieces, h = task / L->pieces % Hq;
+    const int b = task / L->pieces / Hq % P0->q.batch, qb = attn__bb_order(nb, task / L->pieces / Hq / P0->q.batch);
+    const int r0 = qb * L->block + piece * ATTN__BQ, rows = ATTN__MIN(ATTN__BQ, (qb + 1) * L->block - r0);
+    const int valid = L->rows_q ? ATTN__MAX(0, ATTN__MIN(rows, L->rows_q[b] - r0)) : rows;
+    const int Lk = L->rows_k ? L->rows_k[b] : P0->k.seq, D = P0->q.dim, Dv = P0->v.dim;
+    float *ws = L->C.ws + (size_t)thread * L->C.ws_floats;
+    int *list = (int *)(void *)(ws + L->list_off);
+    attn__bwd_ctx C;
+    attn__problem P;
+    attn__bwd_ws W;
+    attn__seq S;
+    const float *pad, *Qr, *Or;
+    ptrdiff_t ldq, ldo;
+    int i, j, n, c;
+    attn__bbw_local(L, b, &C, &P, &pad);
+    attn__bwd_ws_layout(&C, ws, &W);
+    for (i = 0; i < ATTN__BQ; ++i) W.ones[i] = 1.0f;
+    for (i = r0 + valid; i < r0 + rows; ++i) attn__store_zero_row(attn__at(&C.dq, b, i, h), C.dq.dtype, D);
+    if (valid == 0) return;
+    S.tb = b; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
+    Qr = attn__bwd_rows_f32(C.isa, &P.q, b, r0, h, valid, W.qc, C.ldk, &ldq);
+    Or = attn__bwd_rows_f32(C.isa, &C.dout, b, r0, h, valid, W.oc, C.ldv, &ldo);
+    for (i = 0; i < valid; ++i) {              /* drow, as the exact backward's pass 1 */
+        float s = 0.0f, *o = W.dva[1];
+        C.isa->load(attn__at(&P.out, b, r0 + i, h), P.out.dtype, o, Dv, 1.0f);
+        for (c = 0; c < Dv; ++c) s += Or[(ptrdiff_t)i * ldo + c] * o[c];
+        C.drow[((size_t)b * Hq + h) * P.q.seq + (size_t)(r0 + i)] = s;
+    }
+    memset(W.dka[0], 0, sizeof(float) * (size_t)valid * C.ldk);
+    n = attn__bb_list(L->B, h, qb, list, list + (size_t)nb + (size_t)L->B->r);
+    for (i = 0; i < n; i = j) {                /* the forward's walk: runs of consecutive blocks */
+        long long c0, c1;
+        int nk;
+        for (j = i + 1; j < n && list[j] == list[j - 1] + 1; ++j) {}
+        c1 = (long long)(list[j - 1] + 1) * L->block;
+        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += nk) {
+            const float *Kr, *Vr;
+            ptrdiff_t ldkr, ldvr;
+            nk = (int)ATTN__MIN((long long)ATTN__BQ, c1 - c0);
+            Kr = attn__bwd_rows_f32(C.isa, &P.k, b, (int)c0, h / P.groups, nk, W.kc[0], C.ldk, &ldkr);
+            Vr = attn__bwd_rows_f32(C.isa, &P.v, b, (int)c0, h / P.groups, nk, W.dva[0], C.ldv, &ldvr);
+            attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
+            P.bias = c0 + nk > Lk ? pad : NULL;
+            attn__bwd_pair(&C, &W, &S, h, r0, valid, Qr, ldq, Or, ldo, c0, nk, 1, 0, Kr, ldkr, W.dka[0], C.ldk, 0);
+        }
+    }
+    for (i = 0; i < valid; ++i)
+        attn__store_row(attn__at(&C.dq, b, r0 + i, h), C.dq.dtype, W.dka[0] + (size_t)i * C.ldk, D, P.scale);
+}
+
+/* Pass B: dk and dv of one piece of a key block of one KV head. */
+static void attn__bbw_dkv_task(void *ctx, int task, int thread) {
+    const attn__bbw *L = (const attn__bbw *)ctx;
+    const attn__problem *P0 = L->C.P;
+    const int Hk = P0->k.heads, g = P0->groups, nb = L->B->nb, piece = task % L->pieces, hk = task / L->pieces % Hk;
+    const int b = task / L->pieces / Hk % P0->q.batch, kb = attn__bb_order(nb, task / L->pieces / Hk / P0->q.batch);
+    const int c0 = kb * L->block + piece * ATTN__BQ, nk = ATTN__MIN(ATTN__BQ, (kb + 1) * L->block - c0);
+    const int Lq = L->rows_q ? L->rows_q[b] : P0->q.seq, Lk = L->rows_k ? L->rows_k[b] : P0->k.seq;
+    float *ws = L->C.ws + (size_t)thread * L->C.ws_floats;
+    attn__bwd_ctx C;
+    attn__problem P;
+    attn__bwd_ws W;
+    attn__seq S;
+    const float *pad, *Kr, *Vr;
+    ptrdiff_t ldkr, ldvr;
+    int h, i, qb, qe, m, t, j;
+    attn__bbw_local(L, b, &C, &P, &pad);
+    attn__bwd_ws_layout(&C, ws, &W);
+    for (i = 0; i < ATTN__BQ; ++i) W.ones[i] = 1.0f;
+    S.tb = b; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
+    Kr = attn__bwd_rows_f32(C.isa, &P.k, b, c0, hk, nk, W.kc[0], C.ldk, &ldkr);
+    Vr = attn__bwd_rows_f32(C.isa, &P.v, b, c0, hk, nk, W.oc, C.ldv, &ldvr);
+    attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
+    memset(W.dka[0], 0, sizeof(float) * ATTN__BQ * C.ldk);
+    memset(W.dva[0], 0, sizeof(float) * ATTN__BQ * C.ldv);
+    P.bias = c0 + nk > Lk ? pad : NULL;
+    for (h = hk * g; h < hk * g + g; ++h)
+        for (qb = 0; qb < nb && qb * L->block < Lq; qb = qe + 1) {
+            int r1;
+            qe = qb;
+            if ((m = attn__bb_mult(L->B, h, qb, kb)) == 0) continue;
+            while (qe + 1 < nb && attn__bb_mult(L->B, h, qe + 1, kb) == m) ++qe;
+            r1 = ATTN__MIN((qe + 1) * L->block, Lq);
+            for (i = qb * L->block; i < r1; i += ATTN__BQ) {
+                const int n = ATTN__MIN(ATTN__BQ, r1 - i);
+                ptrdiff_t ldq, ldo;
+                const float *Qr = attn__bwd_rows_f32(C.isa, &P.q, b, i, h, n, W.qc, C.ldk, &ldq);
+                const float *Or = attn__bwd_rows_f32(C.isa, &C.dout, b, i, h, n, W.oc, C.ldv, &ldo);
+                for (t = 0; t < m; ++t)
+                    attn__bwd_pair(&C, &W, &S, h, i, n, Qr, ldq, Or, ldo, c0, nk, 1, 0, Kr, ldkr, NULL, 0, 1);
+            }
+        }
+    for (j = 0; j < nk; ++j) {
+        attn__store_row(attn__at(&C.dk, b, c0 + j, hk), C.dk.dtype, W.dka[0] + (size_t)j * C.ldk, P.q.dim, P.scale);
+        attn__store_row(attn__at(&C.dv, b, c0 + j, hk), C.dv.dtype, W.dva[0] + (size_t)j * C.ldv, P.v.dim, 1.0f);
+    }
+}
+
+static attn_status attn__bigbird_backward(const attn__call *c) {
+    attn__problem P;
+    attn__bb B;
+    attn__bbw L;
+    attn__bwd_ws W;
+    size_t per_thread, drow, pad, tab = 0, total, bytes, i;
+    attn__ws w;
+    attn_status s;
+    int block, tasks, h, row;
+    float *base;
+    if ((s = attn__bb_check(c, &P, &B, &block)) != ATTN_OK) return s;
+    memset(&L, 0, sizeof L);
+    L.B = &B; L.block = block; L.pieces = (block + ATTN__BQ - 1) / ATTN__BQ;
+    L.rows_q = c->d->seqlens_q; L.rows_k = c->d->seqlens_k;
+    L.C.P = &P; L.C.isa = attn__pick_isa(); L.C.bisa = attn__pick_bwd_isa(L.C.isa);
+    L.C.ldk = attn__round16((size_t)P.q.dim); L.C.ldv = attn__round16((size_t)P.v.dim);
+    L.C.keep_scale = 1.0f;
+    if (!c->bytes) {
+        if ((s = attn__check_bwd_grads(c, &L.C.dout, &L.C.dq, &L.C.dk, &L.C.dv)) != ATTN_OK) return s;
+        if (!c->lse_in) return ATTN_ERR_BWD_NULL_LSE;
+    }
+    /* per thread: the pair's scratch, then the list (nb + r entries, 3 nb scratch ints);
+       shared: drow [B][Hq][Sq], the pad row, a drawn table [Hq][nb-2][r] */
+    L.list_off = attn__bwd_ws_layout(&L.C, NULL, &W);
+    if (!attn__mul_size(4, (size_t)B.nb, &per_thread) || !attn__add_size(per_thread, (size_t)B.r, &per_thread) ||
+        !attn__add_size(L.list_off, attn__round16(per_thread), &L.C.ws_floats) ||
+        !attn__mul_size(L.C.ws_floats, (size_t)P.n_threads, &per_thread) ||
+        !attn__mul_size((size_t)P.q.batch * (size_t)P.q.heads, (size_t)P.q.seq, &drow) ||
+        !attn__mul_size((size_t)P.q.batch * (size_t)P.q.heads, (size_t)B.nb * (size_t)L.pieces, &total) || total > INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    drow = attn__round16(drow);
+    pad = L.rows_k ? attn__round16(2 * (size_t)P.k.seq) : 0;
+    if (B.r > 0 && B.nb > 2 && !B.table && B.mult != ATTN_BIGBIRD_HF_EVAL && !B.full &&
+        !attn__mul_size((size_t)P.q.heads * (size_t)(B.nb - 2), (size_t)B.r, &tab)) return ATTN_ERR_OVERFLOW;
+    if (!attn__add_size(per_thread, drow, &total) || !attn__add_size(total, pad, &total) ||
+        !attn__add_size(total, tab, &total) || !attn__mul_size(total, sizeof(float), &total) ||
+        !attn__add_size(total, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    base = (float *)(void *)w.base;
+    L.C.ws = base; L.C.drow = base + per_thread; L.C.lse = c->lse_in;
+    if (pad) {
+        float *r = L.C.drow + drow;
+        for (i = 0; i < 2 * (size_t)P.k.seq; ++i) r[i] = i < (size_t)P.k.seq ? 0.0f : ATTN__BB_PAD_PENALTY;
+        L.pad_row = r;
+    }
+    if (tab) {                               /* the seeded draw, once (int and float are 4 bytes) */
+        int *t = (int *)(void *)(L.C.drow + drow + pad), *a = (int *)(void *)(base + L.list_off);
+        for (h = 0; h < P.q.heads; ++h)
+            for (row = 1; row <= B.nb - 2; ++row)
+                attn__bb_row(B.seed, B.nb, B.r, h, row, a, t + ((size_t)h * (size_t)(B.nb - 2) + (size_t)(row - 1)) * (size_t)B.r, B.r);
+        B.table = t;
+    }
+    tasks = P.q.batch * P.q.heads * B.nb * L.pieces;
+    attn__parallel_for(c->d, tasks, P.n_threads, attn__bbw_dq_task, &L);
+    tasks = P.q.batch * P.k.heads * B.nb * L.pieces;
+    attn__parallel_for(c->d, tasks, P.n_threads, attn__bbw_dkv_task, &L);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_bigbird = { attn__bigbird_forward, attn__bigbird_backward, NULL, NULL, NULL };
 
 ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, int seq, int *table) {
     attn_status s;
@@ -12398,24 +12662,8 @@ static attn_status attn__linear_backward(const attn__call *c) {
     if (c->lse_in) return ATTN_ERR_KIND_LSE;
     if (!c->bytes) {
         attn__view qv, kv, vv, ov;
-        const attn_tensor *dq = &c->dq, *dk = &c->dk, *dv = &c->dv, *dout = &c->dout;
         if ((s = attn__check_qkv(&c->q, &c->k, &c->v, &c->out, &qv, &kv, &vv, &ov)) != ATTN_OK) return s;
-        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
-        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
-        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
-        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
-        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
-            return ATTN_ERR_DTYPE;
-        if (dout->batch != c->q.batch || dout->seq != c->q.seq || dout->heads != c->q.heads || dout->dim != c->v.dim)
-            return ATTN_ERR_BWD_DOUT_SHAPE;
-        if (dq->batch != c->q.batch || dq->seq != c->q.seq || dq->heads != c->q.heads || dq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
-        if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
-        if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
-        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
-        if ((s = attn__make_view(dout, &C.dout)) != ATTN_OK || (s = attn__make_view(dq, &C.dq)) != ATTN_OK ||
-            (s = attn__make_view(dk, &C.dk)) != ATTN_OK || (s = attn__make_view(dv, &C.dv)) != ATTN_OK) return s;
+        if ((s = attn__check_bwd_grads(c, &C.dout, &C.dq, &C.dk, &C.dv)) != ATTN_OK) return s;
     }
     if (!attn__lin_plan(L, &bytes)) return ATTN_ERR_OVERFLOW;    /* forward GEMM shapes, W's shared floats */
     if (!L->causal && !L->perf) {                                /* attn__lnc_task */

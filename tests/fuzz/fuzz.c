@@ -669,6 +669,27 @@ static void target_kinds(fz *f) {
         FZ_CHECK(attn_forward(&d, q, k, v, o, lse) == ATTN_OK, "kind %d: second call failed", (int)d.kind);
         FZ_CHECK(memcmp(c1, o.data, ob) == 0, "kind %d (%s): out differs between 1 and 3 threads", (int)d.kind, attn_kind_name(d.kind));
         free(c1);
+        if (d.kind == ATTN_BIGBIRD) {             /* its backward: guards, untouched on error, finite, thread-bitwise */
+            size_t bq, bk, bv;
+            attn_tensor dout = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, Dv, 0, NULL);
+            attn_tensor dq = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, D, 1, &bq), dk = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, D, 1, &bk);
+            attn_tensor dv = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, Dv, 1, &bv);
+            t_sentinel(dq.data, bq, 0xC7); t_sentinel(dk.data, bk, 0xC7); t_sentinel(dv.data, bv, 0xC7);
+            st = attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv);
+            FZ_STATUS(st, "bigbird backward: unknown status %d", (int)st); g_valid += st == ATTN_OK;
+            if (st != ATTN_OK) {
+                FZ_CHECK(t_sentinel_ok(dq.data, bq, 0xC7) && t_sentinel_ok(dk.data, bk, 0xC7) && t_sentinel_ok(dv.data, bv, 0xC7),
+                         "bigbird backward: a gradient written on error %s", attn_status_str(st));
+            } else {
+                void *g1 = gb_dup(dq.data, bq), *g2 = gb_dup(dk.data, bk), *g3 = gb_dup(dv.data, bv);
+                FZ_CHECK(!has_nan(&dq) && !has_nan(&dk) && !has_nan(&dv), "bigbird backward: NaN gradient from finite inputs");
+                d.n_threads = d.n_threads == 1 ? 3 : 1;
+                FZ_CHECK(attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv) == ATTN_OK, "bigbird backward: second call failed");
+                FZ_CHECK(memcmp(g1, dq.data, bq) == 0 && memcmp(g2, dk.data, bk) == 0 && memcmp(g3, dv.data, bv) == 0,
+                         "bigbird backward differs between thread counts");
+                free(g1); free(g2); free(g3);
+            }
+        }
     }
     if (st == ATTN_OK && d.kind == ATTN_LSH) {           /* the backward: a status and untouched gradients, or finite and thread-invariant */
         attn_tensor dout = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, Dv, 0, NULL), dq, dk, dv;
