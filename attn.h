@@ -10287,6 +10287,37 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
     isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
 }
 
+/* Routes clusters c0 .. c0 + ncb - 1 (ncb <= ATTN__BQ) of head h over the n tokens' unit keys
+   Xn (and, with separate_qk, unit queries Xq): cluster c0 + cl's window, its w best tokens
+   sorted by position, is left in heaps[cl * w ..] (its query window in qheaps[cl * w ..]).
+   RT [BQ][D] gets the unit centroids; hn, hnq [BQ] are the heaps' sizes. The forward and the
+   backward both route here, so they see the same windows. */
+static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
+                           float *RT, attn__rt_ent *heaps, attn__rt_ent *qheaps, int *hn, int *hnq) {
+    const attn__isa *isa = R->isa;
+    const int D = R->P->q.dim;
+    int i, cl;
+    for (cl = 0; cl < ncb; ++cl) {                   /* the unit centroids, row-major in RT */
+        attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
+        hn[cl] = 0;
+        if (R->sep) hnq[cl] = 0;
+    }
+    for (i = 0; i < n; ++i)                          /* routing scores: one dot per (token, cluster) */
+        for (cl = 0; cl < ncb; ++cl) {
+            attn__rt_ent en;
+            en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
+            attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+            if (R->sep) {
+                en.s = isa->dot(Xq + (size_t)i * D, RT + (size_t)cl * D, D);
+                attn__rt_offer(qheaps + (size_t)cl * w, &hnq[cl], w, en);
+            }
+        }
+    for (cl = 0; cl < ncb; ++cl) {
+        qsort(heaps + (size_t)cl * w, (size_t)w, sizeof *heaps, attn__rt_by_pos);
+        if (R->sep) qsort(qheaps + (size_t)cl * w, (size_t)w, sizeof *qheaps, attn__rt_by_pos);
+    }
+}
+
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
     /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
@@ -10332,26 +10363,11 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
         const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
-        for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
-            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
-            hn[cl] = 0;
-            if (R->sep) hnq[cl] = 0;
-        }
-        for (i = 0; i < n; ++i)                      /* routing scores: one dot per (token, cluster) */
-            for (cl = 0; cl < ncb; ++cl) {
-                attn__rt_ent en;
-                en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
-                attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
-                if (R->sep) {
-                    en.s = isa->dot(Xq + (size_t)i * D, RT + (size_t)cl * D, D);
-                    attn__rt_offer(qheaps + (size_t)cl * w, &hnq[cl], w, en);
-                }
-            }
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, heaps, qheaps, hn, hnq);
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
-            qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
                 wpos[t] = ent[t].pos;
                 memcpy(Kw + (size_t)t * D, K + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
@@ -10359,8 +10375,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             }
             if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
                                position, so no key is the query's own (causal is 0 here) */
-                attn__rt_ent *qe = qheaps + (size_t)cl * w;
-                qsort(qe, (size_t)w, sizeof *qe, attn__rt_by_pos);
+                const attn__rt_ent *qe = qheaps + (size_t)cl * w;
                 for (t = 0; t < w; ++t) { qwpos[t] = qe[t].pos; kid[t] = -1 - wpos[t]; }
                 qw = qwpos; kw = kid;
             }
