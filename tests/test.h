@@ -69,6 +69,7 @@ void test_sparse(void);
 void test_lsh_hf(void);   /* tests/test_lsh.c: ATTN_LSH against HF's Reformer conventions */
 void test_bigbird_hf(void);   /* tests/test_bigbird.c, called by test_sparse */
 void test_longformer_mask(void);   /* called by test_sparse */
+void test_routing_bwd(void);   /* tests/test_routing_bwd.c: attn_backward of ATTN_ROUTING */
 
 /* linear */
 void test_linear(void);

@@ -1436,6 +1436,7 @@ static void test_sparse_errors(void) {
         static const attn_kind kinds[4] = { ATTN_LONGFORMER, ATTN_BIGBIRD, ATTN_LSH, ATTN_ROUTING };
         float lse[512];
         for (i = 1; i < 4; ++i) {   /* (ATTN_LONGFORMER has a backward: test_longformer_backward) */
+            if (kinds[i] == ATTN_ROUTING) continue;   /* has a backward: tests/test_routing_bwd.c */
             memset(&d, 0, sizeof d);
             d.kind = kinds[i];
             t_sentinel(o.buf, sp_bytes(&o), 0x11u);
