@@ -384,6 +384,14 @@ typedef struct attn_lsh_params {
    in the softmax, so its valid rows depend on the padding: see docs/porting.md.)
    No logsumexp is defined (a mean of softmaxes): lse must be NULL. softcap and the other attn_desc
    masks must be 0/NULL. attn_routing_update() moves the centroids (k-means EMA).
+   attn_backward (lse NULL; out checked, not read; dbias NULL): dq, dk, dv through each window's
+   softmax and the mean over the windows (count_eps included) and, with normalize_keys, through
+   x_j = k_j / |k_j| (0 for a zero row). The windows are the forward's, recomputed: the top-w
+   selection is piecewise constant and gets no gradient (routing-transformer's k-means scores
+   are no_grad), the centroids none (attn_routing_update moves them). dq is the query role's
+   gradient, dk the key role's: for one shared QK tensor passed as both q and k, its gradient
+   is dq + dk. Padded rows (and rows past the last packed segment) get 0; the result is bitwise
+   the same for every n_threads.
    field           default (0)   meaning
    centroids       required      [q.heads][n_clusters][dim] fp32, finite
    n_clusters      required      clusters c, >= 1 (about sqrt(n) in the paper)
