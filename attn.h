@@ -10552,7 +10552,7 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     float *sum = mx + B, *dl = sum + B, *ones = dl + B, *Xq = ones + B;
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *hnq = hn + B, *kwin = hnq + B;
     int *qwin = R->sep ? kwin + (size_t)nc * w : kwin;
-    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(qwin + (R->sep ? (size_t)nc * w : 0)), *qheaps = heaps + (size_t)B * w;
+    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(qwin + (size_t)nc * w), *qheaps = heaps + (size_t)B * w;
     int i, c, c0, cl, t, q0, kb, r, j, e;
     size_t z;
     for (i = 0; i < B; ++i) ones[i] = 1.0f;

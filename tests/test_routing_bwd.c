@@ -287,7 +287,7 @@ static rb_case rb_make(int B, int n, int H, int D, int Dv, int nc, int window, i
 
 static void rb_cases(void) {
     t_rng r = t_rng_seed(2901);
-    static const int lens2[2] = { 37, 20 }, lens3[3] = { 29, 1, 16 }, cu[4] = { 0, 15, 33, 40 }, lens_big[2] = { 150, 97 };
+    static const int lens2[2] = { 37, 20 }, lens3[3] = { 29, 1, 16 }, cu[4] = { 0, 15, 33, 40 }, lens_big[2] = { 150, 97 }, lens_many[2] = { 90, 131 };
     rb_case c;
     c = rb_make(2, 37, 2, 8, 12, 4, 11, 0, 0, 0.0, 0);           /* plain, odd lengths, q != k */
     rb_run(&r, &c, 0, ATTN_F32, 1);
@@ -313,6 +313,11 @@ static void rb_cases(void) {
     rb_run(&r, &c, 0, ATTN_BF16, T_QUICK ? 97 : 31);
     c = rb_make(1, 150, 1, 8, 4, 2, 130, 0, 0, 0.0, 1);          /* separate_qk, three blocks */
     rb_run(&r, &c, 0, ATTN_F32, T_QUICK ? 97 : 31);
+    c = rb_make(1, 140, 1, 4, 4, 70, 3, 1, 1, 1e-5, 0);          /* more clusters than one routing batch (64) */
+    rb_run(&r, &c, 1, ATTN_F32, T_QUICK ? 29 : 7);
+    c = rb_make(2, 131, 1, 4, 4, 67, 2, 0, 0, 0.0, 1);
+    c.lens = lens_many;
+    rb_run(&r, &c, 0, ATTN_F32, T_QUICK ? 29 : 7);
 }
 
 /* Bad input: a specific status and dq, dk, dv untouched. */
