@@ -406,6 +406,14 @@ typedef struct attn_lsh_params {
    in the softmax, so its valid rows depend on the padding: see docs/porting.md.)
    No logsumexp is defined (a mean of softmaxes): lse must be NULL. softcap and the other attn_desc
    masks must be 0/NULL. attn_routing_update() moves the centroids (k-means EMA).
+   attn_backward (lse NULL; out checked, not read; dbias NULL): dq, dk, dv through each window's
+   softmax and the mean over the windows (count_eps included) and, with normalize_keys, through
+   x_j = k_j / |k_j| (0 for a zero row). The windows are the forward's, recomputed: the top-w
+   selection is piecewise constant and gets no gradient (routing-transformer's k-means scores
+   are no_grad), the centroids none (attn_routing_update moves them). dq is the query role's
+   gradient, dk the key role's: for one shared QK tensor passed as both q and k, its gradient
+   is dq + dk. Padded rows (and rows past the last packed segment) get 0; the result is bitwise
+   the same for every n_threads.
    field           default (0)   meaning
    centroids       required      [q.heads][n_clusters][dim] fp32, finite
    n_clusters      required      clusters c, >= 1 (about sqrt(n) in the paper)
@@ -10997,6 +11005,8 @@ typedef struct attn__rt {
     const attn__isa *isa;
     float *ws;
     size_t ws_floats;
+    const attn__bwd_isa *bisa;   /* backward: its pvt kernel */
+    attn__view dout, dq, dk, dv; /* backward */
 } attn__rt;
 
 typedef struct attn__rt_ent { float s; int pos; } attn__rt_ent;
@@ -11029,6 +11039,37 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
     const float nn = isa->dot(src, src, D);
     memcpy(dst, src, sizeof(float) * (size_t)D);
     isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
+}
+
+/* Routes clusters c0 .. c0 + ncb - 1 (ncb <= ATTN__BQ) of head h over the n tokens' unit keys
+   Xn (and, with separate_qk, unit queries Xq): cluster c0 + cl's window, its w best tokens
+   sorted by position, is left in heaps[cl * w ..] (its query window in qheaps[cl * w ..]).
+   RT [BQ][D] gets the unit centroids; hn, hnq [BQ] are the heaps' sizes. The forward and the
+   backward both route here, so they see the same windows. */
+static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
+                           float *RT, attn__rt_ent *heaps, attn__rt_ent *qheaps, int *hn, int *hnq) {
+    const attn__isa *isa = R->isa;
+    const int D = R->P->q.dim;
+    int i, cl;
+    for (cl = 0; cl < ncb; ++cl) {                   /* the unit centroids, row-major in RT */
+        attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
+        hn[cl] = 0;
+        if (R->sep) hnq[cl] = 0;
+    }
+    for (i = 0; i < n; ++i)                          /* routing scores: one dot per (token, cluster) */
+        for (cl = 0; cl < ncb; ++cl) {
+            attn__rt_ent en;
+            en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
+            attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
+            if (R->sep) {
+                en.s = isa->dot(Xq + (size_t)i * D, RT + (size_t)cl * D, D);
+                attn__rt_offer(qheaps + (size_t)cl * w, &hnq[cl], w, en);
+            }
+        }
+    for (cl = 0; cl < ncb; ++cl) {
+        qsort(heaps + (size_t)cl * w, (size_t)w, sizeof *heaps, attn__rt_by_pos);
+        if (R->sep) qsort(qheaps + (size_t)cl * w, (size_t)w, sizeof *qheaps, attn__rt_by_pos);
+    }
 }
 
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
@@ -11076,26 +11117,11 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
         const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
-        for (cl = 0; cl < ncb; ++cl) {               /* the unit centroids, row-major in RT */
-            attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
-            hn[cl] = 0;
-            if (R->sep) hnq[cl] = 0;
-        }
-        for (i = 0; i < n; ++i)                      /* routing scores: one dot per (token, cluster) */
-            for (cl = 0; cl < ncb; ++cl) {
-                attn__rt_ent en;
-                en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
-                attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
-                if (R->sep) {
-                    en.s = isa->dot(Xq + (size_t)i * D, RT + (size_t)cl * D, D);
-                    attn__rt_offer(qheaps + (size_t)cl * w, &hnq[cl], w, en);
-                }
-            }
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, heaps, qheaps, hn, hnq);
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
-            qsort(ent, (size_t)w, sizeof *ent, attn__rt_by_pos);
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
                 wpos[t] = ent[t].pos;
                 memcpy(Kw + (size_t)t * D, K + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
@@ -11103,8 +11129,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             }
             if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
                                position, so no key is the query's own (causal is 0 here) */
-                attn__rt_ent *qe = qheaps + (size_t)cl * w;
-                qsort(qe, (size_t)w, sizeof *qe, attn__rt_by_pos);
+                const attn__rt_ent *qe = qheaps + (size_t)cl * w;
                 for (t = 0; t < w; ++t) { qwpos[t] = qe[t].pos; kid[t] = -1 - wpos[t]; }
                 qw = qwpos; kw = kid;
             }
@@ -11166,45 +11191,288 @@ static attn_status attn__rt_params(const attn_routing_params *p, int heads, int 
     return ATTN_OK;
 }
 
-static attn_status attn__routing_forward(const attn__call *c) {
+/* The checks and plan ATTN_ROUTING's forward and backward share: P (views, scale, causal,
+   threads) and R (everything but the workspace), *tasks one per (sequence, head). */
+static attn_status attn__rt_setup(const attn__call *c, attn__problem *P, attn__rt *R, int *tasks) {
     const attn_desc *d = c->d;
+    attn_status s;
+    attn_desc plain = *d;                   /* the shared checks see d without its padding */
+    attn__call cp = *c;
+    memset(P, 0, sizeof *P);
+    memset(R, 0, sizeof *R);
+    plain.seqlens_q = plain.seqlens_k = plain.cu_seqlens_q = plain.cu_seqlens_k = NULL; plain.varlen_batch = 0;
+    cp.d = &plain;
+    if ((s = attn__shared_qk_check(&cp, P, 0)) != ATTN_OK) return s;
+    if ((s = attn__rt_lengths(d, c->q.batch, c->q.seq, &R->lens, &R->cu, &R->units)) != ATTN_OK) return s;
+    if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
+    if (d->routing.separate_qk && d->causal) return ATTN_ERR_ROUTING_OPTIONS;
+    if (c->lse || c->lse_in) return ATTN_ERR_ROUTING_LSE;
+    P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    P->causal = d->causal;
+    P->n_threads = attn__resolve_threads(d);
+    R->P = P; R->n = c->q.seq; R->nc = d->routing.n_clusters; R->cen = d->routing.centroids; R->isa = attn__pick_isa();
+    R->window = d->routing.window ? d->routing.window : 64;
+    R->w = ATTN__MIN(R->window, R->n);
+    R->normk = d->routing.normalize_keys; R->ceps = d->routing.count_eps; R->sep = d->routing.separate_qk;
+    if (!attn__tasks((size_t)R->units, (size_t)c->q.heads, 1, tasks)) return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+
+/* Workspace bytes of n_threads blocks of R->ws_floats, 0 on overflow. */
+static size_t attn__rt_bytes(const attn__rt *R, int nt) {
+    size_t bytes;
+    if (!attn__mul_size(R->ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
+        return 0;
+    return bytes;
+}
+
+static attn_status attn__routing_forward(const attn__call *c) {
     attn__problem P;
     attn__rt R;
     size_t bytes;
     attn__ws w;
     attn_status s;
     int tasks, nt;
-    attn_desc plain = *d;                   /* the shared checks see d without its padding */
-    attn__call cp = *c;
-    memset(&P, 0, sizeof P);
-    memset(&R, 0, sizeof R);
-    plain.seqlens_q = plain.seqlens_k = plain.cu_seqlens_q = plain.cu_seqlens_k = NULL; plain.varlen_batch = 0;
-    cp.d = &plain;
-    if ((s = attn__shared_qk_check(&cp, &P, 0)) != ATTN_OK) return s;
-    if ((s = attn__rt_lengths(d, c->q.batch, c->q.seq, &R.lens, &R.cu, &R.units)) != ATTN_OK) return s;
-    if ((s = attn__rt_params(&d->routing, c->q.heads, c->q.dim)) != ATTN_OK) return s;
-    if (d->routing.separate_qk && d->causal) return ATTN_ERR_ROUTING_OPTIONS;
-    if (c->lse) return ATTN_ERR_ROUTING_LSE;
-    P.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
-    P.causal = d->causal;
-    P.n_threads = attn__resolve_threads(d);
-    R.P = &P; R.n = c->q.seq; R.nc = d->routing.n_clusters; R.cen = d->routing.centroids; R.isa = attn__pick_isa();
-    R.window = d->routing.window ? d->routing.window : 64;
-    R.w = ATTN__MIN(R.window, R.n);
-    R.normk = d->routing.normalize_keys; R.ceps = d->routing.count_eps; R.sep = d->routing.separate_qk;
+    if ((s = attn__rt_setup(c, &P, &R, &tasks)) != ATTN_OK) return s;
     R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w, R.sep);
-    if (!attn__tasks((size_t)R.units, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
-    if (!attn__mul_size(R.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
-        return ATTN_ERR_OVERFLOW;
+    if (!(bytes = attn__rt_bytes(&R, nt))) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
-    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     R.ws = (float *)(void *)w.base;
-    attn__parallel_for(d, tasks, nt, attn__rt_task, &R);
+    attn__parallel_for(c->d, tasks, nt, attn__rt_task, &R);
     attn__ws_release(&w);
     return ATTN_OK;
 }
-static const attn__mech attn__mech_routing = { attn__routing_forward, NULL, NULL, NULL, NULL };
+
+/* ATTN_ROUTING's backward. One task per (sequence, head), as the forward: the head's rows in
+   fp32, every cluster routed first (attn__rt_route, the forward's windows) and its windows kept,
+   so each token's window count c_i is known; g_i = dout_i / (c_i + count_eps). Then window by
+   window, its queries in blocks of ATTN__BQ rows against its keys in blocks of ATTN__BQ lanes
+   (the exact backward's layout, on its tile kernels):
+       S  = (scale Q) K'^T         qk kernel; causal -> -inf, the query's own key -> -5e4
+       P  = softmax(S) over the window's keys      (recomputed: no logsumexp is stored)
+       dP = G V^T                  qk kernel
+       dS = P (dP - rowsum(P dP)), 0 on the own key (its logit is a constant)
+       dV += P^T G, dK' += dS^T (scale Q)          pv kernel into the window's accumulators
+       dQ += dS K'                 pvt kernel
+   each window's rows then added to the tokens' rows in cluster order, so every sum has one
+   order whatever the threads. dq = scale dQ; dk = dK', or with normalize_keys (K' = K / |K|)
+   (dK' - x (x . dK')) / |k| (0 for a zero row); padded rows 0. The routing (top-w selection)
+   is piecewise constant: no gradient, as in routing-transformer (its k-means scores are
+   no_grad); the centroids get none (attn_routing_update moves them). */
+static size_t attn__rt_bwd_floats(const attn__rt *R, int D, int Dv) {
+    /* floats: per window key block (wr = its keys rounded up to ATTN__BQ) ST, dPT [BQ][BQ], KT
+       [D][BQ], VT [Dv][BQ] (64-byte aligned, first); RT [BQ][D]; Q, K, Xn, dQ, dK [n][D]; V, G,
+       dV [n][Dv]; |k| [n]; the window's keys Kw and accumulators dKa [wr][D], dVa [wr][Dv]; a
+       query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum, delta, ones [BQ]; separate_qk: Xq
+       [n][D]; ints: count [n], heap sizes [2][BQ], every cluster's window [nc][w] (separate_qk:
+       and its query window); heaps [BQ][w] of 2 floats each (separate_qk: twice). 0: overflow. */
+    const size_t n = (size_t)R->n, w = (size_t)R->w, wr = (w + ATTN__BQ - 1) / ATTN__BQ * ATTN__BQ;
+    const size_t m = R->sep ? 2 : 1, B = ATTN__BQ;
+    size_t wins, f;
+    if (!attn__mul_size((size_t)R->nc, w * m, &wins)) return 0;
+    f = wr * (2 * B + (size_t)D + (size_t)Dv) + B * (size_t)D + n * ((4 + m) * (size_t)D + 3 * (size_t)Dv + 1) +
+        wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + n + 2 * B + 2 * m * B * w;
+    if (!attn__add_size(f, wins, &f)) return 0;
+    return attn__round16(f);
+}
+
+static void attn__rt_bwd_task(void *ctx, int task, int thread) {
+    const attn__rt *R = (const attn__rt *)ctx;
+    const attn__problem *P = R->P;
+    const attn__isa *isa = R->isa;
+    const int H = P->q.heads, u = task / H, h = task % H, D = P->q.dim, Dv = P->v.dim, B = ATTN__BQ;
+    const int b = R->cu ? 0 : u, off = R->cu ? R->cu[u] : 0;
+    const int n = R->cu ? R->cu[u + 1] - off : R->lens ? R->lens[u] : R->n;     /* L: valid tokens */
+    const int w = ATTN__MIN(R->window, n), pad_end = R->cu ? (u == R->units - 1 ? R->n : off + n) : R->n;
+    const int nkb = (w + B - 1) / B, wr = nkb * B, nc = R->nc, self = !R->sep;
+    float *ST = R->ws + (size_t)thread * R->ws_floats, *dPT = ST + (size_t)wr * B;   /* 64-byte aligned */
+    float *KT = dPT + (size_t)wr * B, *VT = KT + (size_t)wr * D, *RT = VT + (size_t)wr * Dv;
+    float *Q = RT + (size_t)B * D, *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D, *dQ = Xn + (size_t)n * D;
+    float *dK = dQ + (size_t)n * D, *V = dK + (size_t)n * D, *G = V + (size_t)n * Dv, *dV = G + (size_t)n * Dv;
+    float *kn = dV + (size_t)n * Dv, *Kw = kn + n, *dKa = Kw + (size_t)wr * D, *dVa = dKa + (size_t)wr * D;
+    float *Qg = dVa + (size_t)wr * Dv, *dQa = Qg + (size_t)B * D, *Gg = dQa + (size_t)B * D, *mx = Gg + (size_t)B * Dv;
+    float *sum = mx + B, *dl = sum + B, *ones = dl + B, *Xq = ones + B;
+    int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *hnq = hn + B, *kwin = hnq + B;
+    int *qwin = R->sep ? kwin + (size_t)nc * w : kwin;
+    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(qwin + (size_t)nc * w), *qheaps = heaps + (size_t)B * w;
+    int i, c, c0, cl, t, q0, kb, r, j, e;
+    size_t z;
+    for (i = 0; i < B; ++i) ones[i] = 1.0f;
+    for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
+        float *k = K + (size_t)i * D;
+        float nn;
+        if (R->sep) {                                 /* the query's own routing row (dQ: scratch) */
+            isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, dQ + (size_t)i * D, D, 1.0f);
+            attn__unit(isa, dQ + (size_t)i * D, Xq + (size_t)i * D, D);
+        }
+        isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
+        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, k, D, 1.0f);
+        isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
+        nn = isa->dot(k, k, D);
+        kn[i] = nn > 0.0f ? sqrtf(nn) : 0.0f;
+        attn__unit(isa, k, Xn + (size_t)i * D, D);
+        if (R->normk) memcpy(k, Xn + (size_t)i * D, sizeof(float) * (size_t)D);
+        memset(dQ + (size_t)i * D, 0, sizeof(float) * (size_t)D);
+        memset(dK + (size_t)i * D, 0, sizeof(float) * (size_t)D);
+        memset(dV + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+        cnt[i] = 0;
+    }
+    for (c0 = 0; n > 0 && c0 < nc; c0 += B) {        /* every window first: the counts */
+        const int ncb = ATTN__MIN(B, nc - c0);
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, heaps, qheaps, hn, hnq);
+        for (cl = 0; cl < ncb; ++cl)
+            for (t = 0; t < w; ++t) {
+                kwin[(size_t)(c0 + cl) * w + t] = heaps[(size_t)cl * w + t].pos;
+                if (R->sep) qwin[(size_t)(c0 + cl) * w + t] = qheaps[(size_t)cl * w + t].pos;
+            }
+    }
+    for (z = 0; n > 0 && z < (size_t)nc * w; ++z) cnt[qwin[z]]++;
+    for (i = 0; i < n; ++i)                          /* g_i = dout_i / (c_i + count_eps) */
+        isa->load(attn__at(&R->dout, b, off + i, h), R->dout.dtype, G + (size_t)i * Dv, Dv,
+                  cnt[i] ? 1.0f / ((float)cnt[i] + R->ceps) : 0.0f);
+    for (c = 0; n > 0 && c < nc; ++c) {
+        const int *kw = kwin + (size_t)c * w, *qw = qwin + (size_t)c * w;
+        for (t = 0; t < w; ++t) memcpy(Kw + (size_t)t * D, K + (size_t)kw[t] * D, sizeof(float) * (size_t)D);
+        for (kb = 0; kb < nkb; ++kb) {               /* K'^T and V^T per key block; lanes past w 0 */
+            const int nk = ATTN__MIN(B, w - kb * B);
+            for (e = 0; e < D; ++e) {
+                float *kt = KT + ((size_t)kb * D + e) * B;
+                for (j = 0; j < nk; ++j) kt[j] = Kw[((size_t)kb * B + j) * D + e];
+                for (; j < B; ++j) kt[j] = 0.0f;
+            }
+            for (e = 0; e < Dv; ++e) {
+                float *vt = VT + ((size_t)kb * Dv + e) * B;
+                for (j = 0; j < nk; ++j) vt[j] = V[(size_t)kw[kb * B + j] * Dv + e];
+                for (; j < B; ++j) vt[j] = 0.0f;
+            }
+        }
+        memset(dKa, 0, sizeof(float) * (size_t)wr * D);
+        memset(dVa, 0, sizeof(float) * (size_t)wr * Dv);
+        for (q0 = 0; q0 < w; q0 += B) {
+            const int nl = ATTN__MIN(B, w - q0);
+            for (r = 0; r < nl; ++r) {
+                memcpy(Qg + (size_t)r * D, Q + (size_t)qw[q0 + r] * D, sizeof(float) * (size_t)D);
+                memcpy(Gg + (size_t)r * Dv, G + (size_t)qw[q0 + r] * Dv, sizeof(float) * (size_t)Dv);
+                mx[r] = -INFINITY; sum[r] = 0.0f; dl[r] = 0.0f;
+            }
+            memset(dQa, 0, sizeof(float) * (size_t)nl * D);
+            for (kb = 0; kb < nkb; ++kb) {           /* logits and dP, the masks, the row maxima */
+                const int nk = ATTN__MIN(B, w - kb * B), lanes = (int)attn__round16((size_t)nk);
+                float *st = ST + (size_t)kb * B * B;
+                isa->qk(Qg, D, nl, KT + (size_t)kb * D * B, lanes, D, st);
+                isa->qk(Gg, Dv, nl, VT + (size_t)kb * Dv * B, lanes, Dv, dPT + (size_t)kb * B * B);
+                for (r = 0; r < nl; ++r) {
+                    const int p = qw[q0 + r];
+                    float *sr = st + (size_t)r * B, m = mx[r];
+                    for (j = 0; j < nk; ++j) {       /* branch-free, as the forward's */
+                        const int kp = kw[kb * B + j];
+                        float x = P->causal && kp > p ? -INFINITY : sr[j];
+                        x = self && kp == p ? -5e4f : x;
+                        sr[j] = x;
+                        m = m > x ? m : x;           /* NaN in x makes m NaN: it propagates */
+                    }
+                    mx[r] = m;
+                }
+            }
+            for (kb = 0; kb < nkb; ++kb) {           /* exp(s - max) and the sums */
+                const int nk = ATTN__MIN(B, w - kb * B);
+                for (r = 0; r < nl; ++r) {
+                    float *sr = ST + (size_t)kb * B * B + (size_t)r * B;
+                    sum[r] += isa->exp_sum(sr, sr, mx[r], nk);
+                }
+            }
+            for (kb = 0; kb < nkb; ++kb) {           /* P, and rowsum(P dP) */
+                const int nk = ATTN__MIN(B, w - kb * B);
+                for (r = 0; r < nl; ++r) {
+                    float *sr = ST + (size_t)kb * B * B + (size_t)r * B;
+                    isa->scal(sr, 1.0f / sum[r], nk);
+                    memset(sr + nk, 0, sizeof(float) * (size_t)(B - nk));
+                    dl[r] += isa->dot(sr, dPT + (size_t)kb * B * B + (size_t)r * B, nk);
+                }
+            }
+            for (kb = 0; kb < nkb; ++kb) {           /* dS; then the products */
+                const int nk = ATTN__MIN(B, w - kb * B);
+                float *st = ST + (size_t)kb * B * B, *dp = dPT + (size_t)kb * B * B;
+                for (r = 0; r < nl; ++r) {
+                    const int p = qw[q0 + r];
+                    float *sr = st + (size_t)r * B, *dr = dp + (size_t)r * B;
+                    isa->madd(dr, sr, dr, -dl[r], sr, nk);
+                    for (j = 0; self && j < nk; ++j) if (kw[kb * B + j] == p) dr[j] = 0.0f;
+                    memset(dr + nk, 0, sizeof(float) * (size_t)(B - nk));
+                }
+                isa->pv(st, nl, nk, Gg, Dv, Dv, ones, dVa + (size_t)kb * B * Dv, (size_t)Dv);
+                isa->pv(dp, nl, nk, Qg, D, D, ones, dKa + (size_t)kb * B * D, (size_t)D);
+                R->bisa->pvt(dp, nk, nl, Kw + (size_t)kb * B * D, D, D, dQa, (size_t)D);
+            }
+            for (r = 0; r < nl; ++r) isa->axpy(dQ + (size_t)qw[q0 + r] * D, 1.0f, dQa + (size_t)r * D, D);
+        }
+        for (t = 0; t < w; ++t) {
+            isa->axpy(dK + (size_t)kw[t] * D, 1.0f, dKa + (size_t)t * D, D);
+            isa->axpy(dV + (size_t)kw[t] * Dv, 1.0f, dVa + (size_t)t * Dv, Dv);
+        }
+    }
+    for (i = 0; i < n; ++i) {
+        float *g = dK + (size_t)i * D, mul = 1.0f;
+        if (R->normk) {                              /* through x = k / |k|: (g - x (x . g)) / |k| */
+            const float *x = K + (size_t)i * D;
+            isa->axpy(g, -isa->dot(x, g, D), x, D);
+            mul = kn[i] > 0.0f ? 1.0f / kn[i] : 0.0f;
+        }
+        isa->store(attn__at(&R->dq, b, off + i, h), R->dq.dtype, dQ + (size_t)i * D, D, P->scale);
+        isa->store(attn__at(&R->dk, b, off + i, h), R->dk.dtype, g, D, mul);
+        isa->store(attn__at(&R->dv, b, off + i, h), R->dv.dtype, dV + (size_t)i * Dv, Dv, 1.0f);
+    }
+    memset(dQa, 0, sizeof(float) * (size_t)D);       /* padding rows (and rows past the last segment): 0 */
+    memset(Gg, 0, sizeof(float) * (size_t)Dv);
+    for (i = off + n; i < pad_end; ++i) {
+        isa->store(attn__at(&R->dq, b, i, h), R->dq.dtype, dQa, D, 1.0f);
+        isa->store(attn__at(&R->dk, b, i, h), R->dk.dtype, dQa, D, 1.0f);
+        isa->store(attn__at(&R->dv, b, i, h), R->dv.dtype, Gg, Dv, 1.0f);
+    }
+}
+
+static attn_status attn__routing_backward(const attn__call *c) {
+    const attn_tensor *dout = &c->dout, *dq = &c->dq, *dk = &c->dk, *dv = &c->dv;
+    attn__problem P;
+    attn__rt R;
+    size_t bytes;
+    attn__ws w;
+    attn_status s;
+    int tasks, nt;
+    if ((s = attn__rt_setup(c, &P, &R, &tasks)) != ATTN_OK) return s;
+    if (c->d->dbias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
+    if (!c->bytes) {
+        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
+        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
+        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
+        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
+        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
+            return ATTN_ERR_DTYPE;
+        if (dout->batch != c->q.batch || dout->seq != c->q.seq || dout->heads != c->q.heads || dout->dim != c->v.dim)
+            return ATTN_ERR_BWD_DOUT_SHAPE;
+        if (dq->batch != c->q.batch || dq->seq != c->q.seq || dq->heads != c->q.heads || dq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
+        if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
+        if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
+        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
+        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
+        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+        if ((s = attn__make_view(dout, &R.dout)) != ATTN_OK || (s = attn__make_view(dq, &R.dq)) != ATTN_OK ||
+            (s = attn__make_view(dk, &R.dk)) != ATTN_OK || (s = attn__make_view(dv, &R.dv)) != ATTN_OK) return s;
+    }
+    if (!(R.ws_floats = attn__rt_bwd_floats(&R, c->q.dim, c->v.dim))) return ATTN_ERR_OVERFLOW;
+    nt = ATTN__MIN(P.n_threads, tasks);
+    if (!(bytes = attn__rt_bytes(&R, nt))) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    R.ws = (float *)(void *)w.base;
+    R.bisa = attn__pick_bwd_isa(R.isa);
+    attn__parallel_for(c->d, tasks, nt, attn__rt_bwd_task, &R);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+static const attn__mech attn__mech_routing = { attn__routing_forward, attn__routing_backward, NULL, NULL, NULL };
 
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids) {
     attn__view xv;

@@ -45,6 +45,7 @@ int main(void) {
     run_family("sparse", test_sparse);
     run_family("lsh", test_lsh_hf);   /* ATTN_LSH with HF's padding, layout and bucket rule */
     run_family("bigbird-bwd", test_bigbird_bwd);
+    run_family("routing-bwd", test_routing_bwd);   /* attn_backward of ATTN_ROUTING */
 
     /* linear */
     run_family("linear", test_linear);
