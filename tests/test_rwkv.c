@@ -649,6 +649,203 @@ static void rk_overlap(t_rng *rng) {
     free(arena); free(copy);
 }
 
+/* ---- gradients: attn_rwkv4_backward / attn_rwkv6_backward ---------------------------------
+   Central differences (h = 1e-4) of independent double references of the forwards, written
+   here from ZOO.md: RWKV-4 as the stable (aa, bb, pp) recurrence itself (the gradient of the
+   final state is defined in those coordinates), RWKV-6 as the matrix recurrence. The loss is
+   sum dout . out + sum dstate_out . state_out with random weights. Elements of the large
+   tensors are sampled (up to 120 per gradient); [C] vectors and the states are checked whole.
+   Bound: max |got - fd| / max(1, max |fd|) <= 2e-5 (measured <= 7e-7: fp32 gradients carried
+   over up to 70 tokens). */
+typedef struct {
+    int B, T, C, N, G;                 /* N, G: RWKV-6 head size and heads */
+    double *td, *tf, *k, *v, *r, *w, *u, *si, *dy, *dso;   /* [B][T][C] tensors; states [B][3][C] or [B][G][N][N] */
+    int w_bcast;                       /* RWKV-6: 0 w [B][T][C]; 1 one row per batch entry [B][C]; 2 one row [C] */
+} rkb_ref;
+
+static double rk4b_loss(const rkb_ref *R) {
+    const int B = R->B, T = R->T, C = R->C;
+    double L = 0.0;
+    int b, t, c;
+    for (b = 0; b < B; ++b)
+        for (c = 0; c < C; ++c) {
+            const double w = -exp(R->td[c]), u = R->tf[c];
+            double aa = R->si ? R->si[(size_t)b * 3 * C + c] : 0.0, bb = R->si ? R->si[((size_t)b * 3 + 1) * C + c] : 0.0;
+            double pp = R->si ? R->si[((size_t)b * 3 + 2) * C + c] : -1e38;
+            for (t = 0; t < T; ++t) {
+                const size_t i = ((size_t)b * T + t) * C + c;
+                const double kk = R->k[i], vv = R->v[i];
+                double p = fmax(pp, u + kk), e1 = exp(pp - p), e2 = exp(u + kk - p);
+                L += R->dy[i] * (e1 * aa + e2 * vv) / (e1 * bb + e2);
+                p = fmax(pp + w, kk); e1 = exp(pp + w - p); e2 = exp(kk - p);
+                aa = e1 * aa + e2 * vv; bb = e1 * bb + e2; pp = p;
+            }
+            if (R->dso) L += R->dso[(size_t)b * 3 * C + c] * aa + R->dso[((size_t)b * 3 + 1) * C + c] * bb +
+                             R->dso[((size_t)b * 3 + 2) * C + c] * pp;
+        }
+    return L;
+}
+
+static double rk6b_loss(const rkb_ref *R) {
+    const int B = R->B, T = R->T, C = R->C, N = R->N;
+    double *S = (double *)t_xmalloc(sizeof(double) * (size_t)N * N), L = 0.0;
+    int b, g, t, i, j;
+    for (b = 0; b < B; ++b)
+        for (g = 0; g < R->G; ++g) {
+            const size_t so = ((size_t)b * R->G + g) * N * N;
+            for (i = 0; i < N * N; ++i) S[i] = R->si ? R->si[so + i] : 0.0;
+            for (t = 0; t < T; ++t) {
+                const size_t row = ((size_t)b * T + t) * C + (size_t)g * N;
+                const double *rr = R->r + row, *kk = R->k + row, *vv = R->v + row, *u = R->u + (size_t)g * N;
+                const double *ww = R->w + (R->w_bcast == 2 ? 0 : R->w_bcast == 1 ? (size_t)b * C : row - (size_t)g * N) + (size_t)g * N;
+                for (j = 0; j < N; ++j) {
+                    double y = 0.0;
+                    for (i = 0; i < N; ++i) y += rr[i] * (u[i] * kk[i] * vv[j] + S[(size_t)i * N + j]);
+                    L += R->dy[row + j] * y;
+                }
+                for (i = 0; i < N; ++i)
+                    for (j = 0; j < N; ++j) S[(size_t)i * N + j] = ww[i] * S[(size_t)i * N + j] + kk[i] * vv[j];
+            }
+            if (R->dso) for (i = 0; i < N * N; ++i) L += R->dso[so + i] * S[i];
+        }
+    free(S);
+    return L;
+}
+
+/* largest |got - fd| / max(1, max |fd|) over up to 120 sampled elements of x[n] (all when n <= 120) */
+static double rkb_fd(const rkb_ref *R, double (*loss)(const rkb_ref *), double *x, size_t n, const float *got, t_rng *rng) {
+    const size_t m = n <= 120 ? n : 120;
+    double worst = 0.0, big = 1.0;
+    double *fd = (double *)t_xmalloc(sizeof(double) * m), *gv = (double *)t_xmalloc(sizeof(double) * m);
+    size_t q;
+    for (q = 0; q < m; ++q) {
+        const size_t i = n <= 120 ? q : (size_t)t_irange(rng, 0, (int)n - 1);
+        const double x0 = x[i], h = 1e-4 * fmax(1.0, fabs(x0));
+        double lp, lm;
+        x[i] = x0 + h; lp = loss(R);
+        x[i] = x0 - h; lm = loss(R);
+        x[i] = x0;
+        fd[q] = (lp - lm) / (2 * h); gv[q] = got[i];
+        big = fmax(big, fabs(fd[q]));
+    }
+    for (q = 0; q < m; ++q) {
+        const double err = fabs(gv[q] - fd[q]) / big;
+        if (!(err <= worst)) worst = err != err ? INFINITY : err;
+    }
+    free(fd); free(gv);
+    return worst;
+}
+
+static float *rkb_f(const double *x, size_t n) {
+    float *f = (float *)t_xmalloc(sizeof(float) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) f[i] = (float)x[i];
+    return f;
+}
+static double *rkb_d(size_t n, t_rng *rng, double mu, double sigma) {
+    double *x = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) x[i] = (double)(float)(mu + sigma * t_normal(rng));   /* exact in fp32 */
+    return x;
+}
+
+typedef struct { int B, T, H, D, with_state, with_dso; } rk4b_case;
+
+static void rk4b_check(const rk4b_case *cs, t_rng *rng) {
+    const int B = cs->B, T = cs->T, H = cs->H, D = cs->D, C = H * D;
+    const size_t NE = (size_t)B * T * C, NS = (size_t)B * 3 * C;
+    rkb_ref R;
+    float *fk, *fv, *fdy, *ftd, *ftf, *fsi = NULL, *fdso = NULL, *dk, *dv, *dtd, *dtf, *dsi;
+    attn_rwkv_desc d;
+    attn_status s;
+    double e[5] = { 0, 0, 0, 0, 0 };
+    int i;
+    memset(&R, 0, sizeof R);
+    memset(&d, 0, sizeof d);
+    R.B = B; R.T = T; R.C = C;
+    R.k = rkb_d(NE, rng, 0.0, 1.0); R.v = rkb_d(NE, rng, 0.0, 1.0); R.dy = rkb_d(NE, rng, 0.0, 1.0);
+    R.td = rkb_d((size_t)C, rng, -0.5, 1.0); R.tf = rkb_d((size_t)C, rng, 0.0, 0.7);
+    fk = rkb_f(R.k, NE); fv = rkb_f(R.v, NE); fdy = rkb_f(R.dy, NE); ftd = rkb_f(R.td, (size_t)C); ftf = rkb_f(R.tf, (size_t)C);
+    if (cs->with_state) {        /* a state left by 9 earlier tokens */
+        float *k0 = (float *)t_xmalloc(sizeof(float) * (size_t)B * 9 * C), *o0 = (float *)t_xmalloc(sizeof(float) * (size_t)B * 9 * C);
+        fsi = (float *)t_xmalloc(sizeof(float) * NS);
+        for (i = 0; i < B * 9 * C; ++i) k0[i] = (float)t_normal(rng);
+        s = attn_rwkv4_forward(&d, ftd, ftf, attn_tensor_dense(k0, ATTN_F32, B, 9, H, D), attn_tensor_dense(k0, ATTN_F32, B, 9, H, D),
+                               attn_tensor_dense(o0, ATTN_F32, B, 9, H, D), NULL, fsi);
+        T_CHECK(s == ATTN_OK, "rwkv4 bwd state prep: %s", attn_status_str(s));
+        R.si = (double *)t_xmalloc(sizeof(double) * NS);
+        for (i = 0; i < (int)NS; ++i) R.si[i] = fsi[i];
+        free(k0); free(o0);
+    }
+    if (cs->with_dso) { R.dso = rkb_d(NS, rng, 0.0, 1.0); fdso = rkb_f(R.dso, NS); }
+    dk = (float *)t_xmalloc(sizeof(float) * NE); dv = (float *)t_xmalloc(sizeof(float) * NE);
+    dtd = (float *)t_xmalloc(sizeof(float) * C); dtf = (float *)t_xmalloc(sizeof(float) * C); dsi = (float *)t_xmalloc(sizeof(float) * NS);
+    s = attn_rwkv4_backward(&d, ftd, ftf, attn_tensor_dense(fk, ATTN_F32, B, T, H, D), attn_tensor_dense(fv, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(fdy, ATTN_F32, B, T, H, D), fsi, fdso, attn_tensor_dense(dk, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(dv, ATTN_F32, B, T, H, D), dtd, dtf, dsi);
+    if (T_CHECK(s == ATTN_OK, "rwkv4 backward: %s", attn_status_str(s))) {
+        e[0] = rkb_fd(&R, rk4b_loss, R.k, NE, dk, rng);
+        e[1] = rkb_fd(&R, rk4b_loss, R.v, NE, dv, rng);
+        e[2] = rkb_fd(&R, rk4b_loss, R.td, (size_t)C, dtd, rng);
+        e[3] = rkb_fd(&R, rk4b_loss, R.tf, (size_t)C, dtf, rng);
+        if (R.si) e[4] = rkb_fd(&R, rk4b_loss, R.si, NS, dsi, rng);
+        T_CHECK(e[0] <= 2e-5 && e[1] <= 2e-5 && e[2] <= 2e-5 && e[3] <= 2e-5 && e[4] <= 2e-5,
+                "rwkv4 backward B%d T%d H%d D%d state %d dstate_out %d: err dk %.3g dv %.3g dtime_decay %.3g dtime_first %.3g dstate_in %.3g",
+                B, T, H, D, cs->with_state, cs->with_dso, e[0], e[1], e[2], e[3], e[4]);
+    }
+    free(R.k); free(R.v); free(R.dy); free(R.td); free(R.tf); free(R.si); free(R.dso);
+    free(fk); free(fv); free(fdy); free(ftd); free(ftf); free(fsi); free(fdso); free(dk); free(dv); free(dtd); free(dtf); free(dsi);
+}
+
+typedef struct { int B, T, H, D, N, with_state, with_dso, w_bcast; attn_dtype dt; } rk6b_case;
+
+static void rk6b_check(const rk6b_case *cs, t_rng *rng) {
+    const int B = cs->B, T = cs->T, H = cs->H, D = cs->D, C = H * D, N = cs->N, G = C / N;
+    const size_t NE = (size_t)B * T * C, NS = (size_t)B * C * N;
+    const size_t NW = cs->w_bcast == 2 ? (size_t)C : cs->w_bcast == 1 ? (size_t)B * C : NE;
+    rkb_ref R;
+    float *fr, *fk, *fv, *fw, *fu, *fdy, *fsi = NULL, *fdso = NULL, *dr, *dk, *dv, *dw, *du, *dsi;
+    attn_tensor tw, tdw;
+    attn_rwkv_desc d;
+    attn_status s;
+    double e[6] = { 0, 0, 0, 0, 0, 0 };
+    size_t i;
+    memset(&R, 0, sizeof R);
+    memset(&d, 0, sizeof d);
+    d.head_size = N;
+    R.B = B; R.T = T; R.C = C; R.N = N; R.G = G; R.w_bcast = cs->w_bcast;
+    R.r = rkb_d(NE, rng, 0.0, 1.0); R.k = rkb_d(NE, rng, 0.0, 1.0); R.v = rkb_d(NE, rng, 0.0, 1.0);
+    R.dy = rkb_d(NE, rng, 0.0, 1.0); R.u = rkb_d((size_t)C, rng, 0.0, 1.0);
+    R.w = (double *)t_xmalloc(sizeof(double) * NW);
+    for (i = 0; i < NW; ++i) R.w[i] = (double)(float)(0.05 + 0.9 * t_unif(rng));   /* inside (0, 1): the FD steps stay in range */
+    fr = rkb_f(R.r, NE); fk = rkb_f(R.k, NE); fv = rkb_f(R.v, NE); fdy = rkb_f(R.dy, NE); fu = rkb_f(R.u, (size_t)C); fw = rkb_f(R.w, NW);
+    if (cs->with_state) { R.si = rkb_d(NS, rng, 0.0, 0.5); fsi = rkb_f(R.si, NS); }
+    if (cs->with_dso) { R.dso = rkb_d(NS, rng, 0.0, 1.0); fdso = rkb_f(R.dso, NS); }
+    dr = (float *)t_xmalloc(sizeof(float) * NE); dk = (float *)t_xmalloc(sizeof(float) * NE); dv = (float *)t_xmalloc(sizeof(float) * NE);
+    dw = (float *)t_xmalloc(sizeof(float) * NW); du = (float *)t_xmalloc(sizeof(float) * C); dsi = (float *)t_xmalloc(sizeof(float) * NS);
+    tw = attn_tensor_dense(fw, ATTN_F32, B, T, H, D);     /* the broadcast decay: zero strides, dw likewise */
+    tw.stride_head = D; tw.stride_seq = cs->w_bcast ? 0 : (ptrdiff_t)C; tw.stride_batch = cs->w_bcast == 2 ? 0 : cs->w_bcast ? C : (ptrdiff_t)T * C;
+    tdw = tw; tdw.data = dw;
+    s = attn_rwkv6_backward(&d, attn_tensor_dense(fr, ATTN_F32, B, T, H, D), attn_tensor_dense(fk, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(fv, ATTN_F32, B, T, H, D), tw, fu, attn_tensor_dense(fdy, ATTN_F32, B, T, H, D),
+                            fsi, fdso, attn_tensor_dense(dr, ATTN_F32, B, T, H, D), attn_tensor_dense(dk, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(dv, ATTN_F32, B, T, H, D), tdw, du, dsi);
+    if (T_CHECK(s == ATTN_OK, "rwkv6 backward: %s", attn_status_str(s))) {
+        e[0] = rkb_fd(&R, rk6b_loss, R.r, NE, dr, rng);
+        e[1] = rkb_fd(&R, rk6b_loss, R.k, NE, dk, rng);
+        e[2] = rkb_fd(&R, rk6b_loss, R.v, NE, dv, rng);
+        e[3] = rkb_fd(&R, rk6b_loss, R.w, NW, dw, rng);
+        e[4] = rkb_fd(&R, rk6b_loss, R.u, (size_t)C, du, rng);
+        e[5] = rkb_fd(&R, rk6b_loss, R.si ? R.si : R.dy, R.si ? NS : 0, dsi, rng);
+        T_CHECK(e[0] <= 2e-5 && e[1] <= 2e-5 && e[2] <= 2e-5 && e[3] <= 2e-5 && e[4] <= 2e-5 && e[5] <= 2e-5,
+                "rwkv6 backward B%d T%d H%d D%d N%d state %d dstate_out %d w_bcast %d: err dr %.3g dk %.3g dv %.3g dw %.3g du %.3g dstate_in %.3g",
+                B, T, H, D, N, cs->with_state, cs->with_dso, cs->w_bcast, e[0], e[1], e[2], e[3], e[4], e[5]);
+    }
+    free(R.r); free(R.k); free(R.v); free(R.dy); free(R.u); free(R.w); free(R.si); free(R.dso);
+    free(fr); free(fk); free(fv); free(fdy); free(fu); free(fw); free(fsi); free(fdso);
+    free(dr); free(dk); free(dv); free(dw); free(du); free(dsi);
+}
+
 void test_rwkv(void) {
     t_rng rng = t_rng_seed(0x52574B56ull);
     static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
@@ -697,5 +894,24 @@ void test_rwkv(void) {
     for (i = 0; i < 3; ++i) rk6_properties(&rng, dts[i]);
     rk_errors(&rng);
     rk_overlap(&rng);
+    {   /* gradients against central differences */
+        static const rk4b_case c4[] = {
+            /* B  T   H  D   state dso */
+            { 1, 12, 1, 6,   0, 0 },
+            { 2, 37, 1, 5,   1, 1 },     /* two chunks of 32 */
+            { 1, 70, 2, 70,  1, 1 },     /* blocks 64 + 6 per head, three chunks */
+            { 2, 33, 3, 4,   0, 1 },
+        };
+        static const rk6b_case c6[] = {
+            /* B  T   H  D   N  state dso bcast dt */
+            { 1, 10, 1, 8,   8, 0, 0, 0, ATTN_F32 },
+            { 2, 37, 2, 8,   4, 1, 1, 0, ATTN_F32 },   /* 4 heads, two chunks */
+            { 1, 70, 1, 32, 16, 1, 1, 0, ATTN_F32 },   /* three chunks */
+            { 2, 35, 2, 6,   3, 1, 1, 2, ATTN_F32 },   /* RWKV-5: one decay row, dw summed over batch and tokens */
+            { 3, 20, 1, 8,   8, 0, 1, 1, ATTN_F32 },   /* a decay row per batch entry: dw summed over tokens */
+        };
+        for (i = 0; i < (int)(sizeof c4 / sizeof c4[0]); ++i) rk4b_check(&c4[i], &rng);
+        for (i = 0; i < (int)(sizeof c6 / sizeof c6[0]); ++i) rk6b_check(&c6[i], &rng);
+    }
     test_port_rwkv4_hf();            /* tests/test_ports.c */
 }
