@@ -846,6 +846,161 @@ static void rk6b_check(const rk6b_case *cs, t_rng *rng) {
     free(dr); free(dk); free(dv); free(dw); free(du); free(dsi);
 }
 
+/* Gradients bitwise the same for thread counts 1, 2, 3 and a hook running tasks backwards;
+   a NULL gradient leaves the others as they were; a caller workspace allocates nothing. */
+static void rkb_properties(t_rng *rng) {
+    const int B = 2, T = 45, H = 2, D = 80, C = H * D, N = 16;   /* RWKV-4: 2 blocks per head; RWKV-6: 10 heads */
+    const size_t NE = (size_t)B * T * C, S4 = (size_t)B * 3 * C, S6 = (size_t)B * C * N;
+    float *in = (float *)t_xmalloc(sizeof(float) * (6 * NE + 3 * C + S4 + S6 + 3 * S6));
+    float *k = in, *v = k + NE, *r = v + NE, *w = r + NE, *dy = w + NE, *td = dy + NE, *tf = td + C, *u = tf + C;
+    float *s4 = u + C, *s6 = s4 + S4, *g4 = s6 + S6, *g6 = g4 + S6;
+    float *out[2], *ws;
+    size_t on = 4 * NE + 2 * C + S6, bytes, mallocs;
+    attn_rwkv_desc d;
+    attn_status s;
+    int pass, nt, i, ok;
+    for (i = 0; i < (int)NE; ++i) { k[i] = (float)t_normal(rng); v[i] = (float)t_normal(rng); r[i] = (float)t_normal(rng);
+                                    w[i] = (float)(0.05 + 0.9 * t_unif(rng)); dy[i] = (float)t_normal(rng); }
+    for (i = 0; i < C; ++i) { td[i] = (float)(0.7 * t_normal(rng)); tf[i] = (float)t_normal(rng); u[i] = (float)t_normal(rng); }
+    for (i = 0; i < (int)S6; ++i) { s6[i] = (float)(0.5 * t_normal(rng)); g6[i] = (float)t_normal(rng); }
+    for (i = 0; i < (int)S4; ++i) g4[i] = (float)t_normal(rng);
+    memset(&d, 0, sizeof d);
+    T_CHECK(attn_rwkv4_forward(&d, td, tf, attn_tensor_dense(k, ATTN_F32, B, 9, H, D), attn_tensor_dense(v, ATTN_F32, B, 9, H, D),
+                               attn_tensor_dense(dy, ATTN_F32, B, 9, H, D), NULL, s4) == ATTN_OK, "rkb state prep");
+    /* rk(...) the dense view of p */
+#define RKT(p) attn_tensor_dense(p, ATTN_F32, B, T, H, D)
+    for (pass = 0; pass < 2; ++pass) {          /* 0: RWKV-4, 1: RWKV-6 */
+        out[0] = (float *)t_xmalloc(sizeof(float) * on); out[1] = (float *)t_xmalloc(sizeof(float) * on);
+        for (nt = 0; nt <= 4; ++nt) {
+            float *o = out[nt > 0], *o1 = o, *o2 = o1 + NE, *o3 = o2 + NE, *o4 = o3 + NE, *o5 = o4 + NE, *o6 = o5 + C, *o7 = o6 + C;
+            memset(o, 0, sizeof(float) * on);
+            d.head_size = N; d.n_threads = nt == 0 ? 1 : nt < 4 ? nt : 2; d.parallel = nt == 4 ? rk_hook : NULL;
+            s = pass == 0 ? attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), s4, g4, RKT(o1), RKT(o2), o5, o6, o7)
+                          : attn_rwkv6_backward(&d, RKT(r), RKT(k), RKT(v), RKT(w), u, RKT(dy), s6, g6, RKT(o1), RKT(o2), RKT(o3),
+                                                RKT(o4), o5, o7);
+            T_CHECK(s == ATTN_OK && (nt == 0 || memcmp(out[0], out[1], sizeof(float) * on) == 0),
+                    "rwkv%d backward: n_threads %d (hook %d) differs from 1 thread", pass ? 6 : 4, d.n_threads, nt == 4);
+        }
+        {   /* only dk (and dstate_in): the same values */
+            float *o = out[1];
+            attn_tensor none;
+            memset(&none, 0, sizeof none);
+            memset(o, 0, sizeof(float) * on);
+            d.parallel = NULL; d.n_threads = 2;
+            s = pass == 0 ? attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), s4, g4, RKT(o), none, NULL, NULL, o + 4 * NE + 2 * C)
+                          : attn_rwkv6_backward(&d, RKT(r), RKT(k), RKT(v), RKT(w), u, RKT(dy), s6, g6, none, RKT(o + NE), none, none,
+                                                NULL, o + 4 * NE + 2 * C);
+            ok = s == ATTN_OK && memcmp(out[0] + (pass ? NE : 0), o + (pass ? NE : 0), sizeof(float) * NE) == 0 &&
+                 memcmp(out[0] + 4 * NE + 2 * C, o + 4 * NE + 2 * C, sizeof(float) * (pass ? S6 : S4)) == 0;
+            T_CHECK(ok, "rwkv%d backward: NULL gradients change the others", pass ? 6 : 4);
+            /* caller workspace: no allocation */
+            s = pass == 0 ? attn_rwkv4_backward_workspace_size(&d, RKT(k), RKT(v), &bytes)
+                          : attn_rwkv6_backward_workspace_size(&d, RKT(r), RKT(k), RKT(v), RKT(w), &bytes);
+            T_CHECK(s == ATTN_OK && bytes > 0, "rwkv%d backward workspace query", pass ? 6 : 4);
+            ws = (float *)t_xmalloc(bytes);
+            d.workspace = ws; d.workspace_size = bytes;
+            memset(o, 0, sizeof(float) * on);
+            mallocs = t_attn_mallocs;
+            s = pass == 0 ? attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), s4, g4, RKT(o), RKT(o + NE), o + 4 * NE,
+                                                o + 4 * NE + C, o + 4 * NE + 2 * C)
+                          : attn_rwkv6_backward(&d, RKT(r), RKT(k), RKT(v), RKT(w), u, RKT(dy), s6, g6, RKT(o), RKT(o + NE),
+                                                RKT(o + 2 * NE), RKT(o + 3 * NE), o + 4 * NE, o + 4 * NE + 2 * C);
+            T_CHECK(s == ATTN_OK && t_attn_mallocs == mallocs && memcmp(out[0], o, sizeof(float) * on) == 0,
+                    "rwkv%d backward: caller workspace (mallocs %lu)", pass ? 6 : 4, (unsigned long)(t_attn_mallocs - mallocs));
+            d.workspace = NULL; d.workspace_size = 0;
+            free(ws);
+        }
+        free(out[0]); free(out[1]);
+    }
+#undef RKT
+    free(in);
+}
+
+/* Every status of the backwards' own checks, gradients untouched (sentinels). */
+static void rkb_errors(t_rng *rng) {
+    const int B = 2, T = 5, H = 2, D = 8, C = H * D;
+    const size_t NE = (size_t)B * T * C, NS = (size_t)B * C * D;      /* RWKV-6 state with N = 8 >= RWKV-4's 3 B C */
+    float *in = (float *)t_xmalloc(sizeof(float) * (5 * NE + 3 * C + 2 * NS)), *gr = (float *)t_xmalloc(sizeof(float) * (4 * NE + 2 * C + NS));
+    float *k = in, *v = k + NE, *r = v + NE, *w = r + NE, *dy = w + NE, *td = dy + NE, *tf = td + C, *u = tf + C, *si = u + C, *so = si + NS;
+    float *g1 = gr, *g2 = g1 + NE, *g3 = g2 + NE, *g4 = g3 + NE, *gc1 = g4 + NE, *gc2 = gc1 + C, *gs = gc2 + C;
+    const size_t gn = sizeof(float) * (4 * NE + 2 * C + NS);
+    attn_rwkv_desc d;
+    attn_tensor t1, t2;
+    size_t bytes;
+    int i;
+    memset(&d, 0, sizeof d);
+    for (i = 0; i < (int)(5 * NE + 3 * C + 2 * NS); ++i) in[i] = (float)(0.1 + 0.8 * t_unif(rng));
+#define RKT(p) attn_tensor_dense(p, ATTN_F32, B, T, H, D)
+#define RKB(call, want, what) do { \
+        attn_status got_; int untouched_; \
+        t_sentinel(gr, gn, 0x3C); got_ = (call); untouched_ = t_sentinel_ok(gr, gn, 0x3C); \
+        T_CHECK(got_ == (want) && untouched_, "%s: got %s, want %s, gradients %s", what, attn_status_str(got_), \
+                attn_status_str(want), untouched_ ? "untouched" : "WRITTEN"); \
+        if (got_ == (want) && untouched_) t_status_provoked[want] = 1; } while (0)
+#define B4(td_, k_, v_, dy_, si_, dso_, dk_, dv_, dtd_, dtf_, dsi_) attn_rwkv4_backward(&d, td_, tf, k_, v_, dy_, si_, dso_, dk_, dv_, dtd_, dtf_, dsi_)
+#define B6(r_, w_, u_, dy_, si_, dso_, dr_, dk_, dw_, du_, dsi_) attn_rwkv6_backward(&d, r_, RKT(k), RKT(v), w_, u_, dy_, si_, dso_, dr_, dk_, RKT(g3), dw_, du_, dsi_)
+    T_CHECK(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs) == ATTN_OK, "rwkv4 backward valid call");
+    T_CHECK(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs) == ATTN_OK, "rwkv6 backward valid call");
+    t1 = RKT(dy); t1.data = NULL;
+    RKB(B4(td, RKT(k), RKT(v), t1, si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_NULL_DOUT, "rwkv4 backward dout NULL");
+    RKB(B6(RKT(r), RKT(w), u, t1, si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_NULL_DOUT, "rwkv6 backward dout NULL");
+    RKB(B4(NULL, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_NULL_TIME_DECAY, "rwkv4 backward time_decay NULL");
+    RKB(B6(RKT(r), RKT(w), NULL, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_NULL_U, "rwkv6 backward u NULL");
+    t1 = RKT(dy); t1.seq = T - 1;
+    RKB(B4(td, RKT(k), RKT(v), t1, si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_SHAPE, "rwkv4 backward dout.seq");
+    t1 = RKT(g1); t1.dim = D / 2;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, t1, RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_SHAPE, "rwkv6 backward dr.dim");
+    t1 = RKT(g1); t1.dtype = (attn_dtype)9;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, t1, RKT(g2), gc1, gc2, gs), ATTN_ERR_DTYPE, "rwkv4 backward dk dtype");
+    /* broadcast gradients: dk/dv/dr never; dw only seq, or batch and seq */
+    t1 = RKT(g2); t1.stride_seq = 0;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), t1, gc1, gc2, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv4 backward dv stride_seq 0");
+    t1 = RKT(g1); t1.stride_batch = 0;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, t1, RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv6 backward dr stride_batch 0");
+    t1 = RKT(g4); t1.stride_batch = 0;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), t1, gc1, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv6 backward dw batch-only broadcast");
+    t1 = RKT(g4); t1.stride_head = 0;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), t1, gc1, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv6 backward dw stride_head 0");
+    /* overlaps: gradients against inputs, each other and their own rows */
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(k), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dk == k");
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g1), gc1, gc2, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dk == dv");
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), td, gc2, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dtime_decay == time_decay");
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, so + 1), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dstate_in over dstate_out");
+    t1 = RKT(g1); t1.stride_seq = D;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, t1, RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward dr rows overlap");
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(dy), gc1, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward dw == dout");
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), u, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward du == u");
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, g4 + 5), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward dstate_in over dw");
+    /* values */
+    td[3] = INFINITY;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_TIME_DECAY, "rwkv4 backward time_decay inf");
+    td[3] = 0.5f; w[NE - 1] = 1.25f;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_W_RANGE, "rwkv6 backward w 1.25");
+    w[NE - 1] = 0.5f; d.head_size = 3;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_HEAD_SIZE, "rwkv6 backward head_size 3");
+    d.head_size = 0;
+    /* workspace */
+    RKB(attn_rwkv4_backward_workspace_size(&d, RKT(k), RKT(v), NULL), ATTN_ERR_RWKV_NULL_BYTES, "rwkv4 backward query bytes NULL");
+    RKB(attn_rwkv6_backward_workspace_size(&d, RKT(r), RKT(k), RKT(v), RKT(w), NULL), ATTN_ERR_RWKV_NULL_BYTES, "rwkv6 backward query bytes NULL");
+    t2 = RKT(k); t2.data = NULL;
+    RKB(attn_rwkv4_backward_workspace_size(&d, t2, RKT(v), &bytes), ATTN_ERR_NULL_K, "rwkv4 backward query k NULL");
+    T_CHECK(attn_rwkv6_backward_workspace_size(&d, RKT(r), RKT(k), RKT(v), RKT(w), &bytes) == ATTN_OK, "rwkv6 backward query");
+    d.workspace = in; d.workspace_size = bytes - 1;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_WORKSPACE, "rwkv6 backward workspace too small");
+    T_CHECK(attn_rwkv4_backward_workspace_size(&d, RKT(k), RKT(v), &bytes) == ATTN_OK, "rwkv4 backward query");
+    d.workspace_size = bytes - 1;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_WORKSPACE, "rwkv4 backward workspace too small");
+    d.workspace = NULL; d.workspace_size = 0;
+    t_attn_fail_mallocs = 1;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_OUT_OF_MEMORY, "rwkv4 backward out of memory");
+    t_attn_fail_mallocs = 0;
+#undef B4
+#undef B6
+#undef RKB
+#undef RKT
+    free(in); free(gr);
+}
+
 void test_rwkv(void) {
     t_rng rng = t_rng_seed(0x52574B56ull);
     static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
@@ -913,5 +1068,7 @@ void test_rwkv(void) {
         for (i = 0; i < (int)(sizeof c4 / sizeof c4[0]); ++i) rk4b_check(&c4[i], &rng);
         for (i = 0; i < (int)(sizeof c6 / sizeof c6[0]); ++i) rk6b_check(&c6[i], &rng);
     }
+    rkb_properties(&rng);
+    rkb_errors(&rng);
     test_port_rwkv4_hf();            /* tests/test_ports.c */
 }
