@@ -13,6 +13,7 @@
    the state accumulates T roundings); f16/bf16 out storage adds its rounding (2^-10 / 2^-7);
    RWKV-4 with keys near +-1000 adds T * 1e-4 (fp32 log-weights of size 1000 round at 6e-5). */
 #include "test.h"
+#include "fixture.h"
 
 extern int t_attn_fail_mallocs;   /* tests/attn_impl.c: non-zero makes ATTN_MALLOC return NULL */
 
@@ -1001,6 +1002,99 @@ static void rkb_errors(t_rng *rng) {
     free(in); free(gr);
 }
 
+/* ---- the upstream references' autograd (tests/fixtures/rwkv_bwd_ref.py) --------------------
+   HF's RWKV-4 rwkv_linear_attention_cpu and fla's naive_recurrent_rwkv6 (RWKV-6, and RWKV-5
+   with one broadcast decay row), each from a state with the final state's gradient: forward
+   outputs, final states and every gradient within 1e-4 max(1, |ref|). */
+static double *rkb_fix(const char *name, size_t n, int *ok) {
+    double *p = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    if (!T_FIXTURE("rwkv_bwd_ref.txt", name, p, n)) { *ok = 0; memset(p, 0, sizeof(double) * n); }
+    return p;
+}
+static float *rkb_fixf(const char *name, size_t n, int *ok) {
+    double *p = rkb_fix(name, n, ok);
+    float *f = rkb_f(p, n);
+    free(p);
+    return f;
+}
+static double rkb_cmp(const char *name, const float *got, size_t n, int *ok) {
+    double *ref = rkb_fix(name, n, ok), worst = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        const double e = fabs(got[i] - ref[i]) / fmax(1.0, fabs(ref[i]));
+        if (!(e <= worst)) worst = e != e ? INFINITY : e;
+    }
+    free(ref);
+    return worst;
+}
+
+static void rkb_fixture(void) {
+    double dims[4], e = 0.0;
+    int ok = 1, pass;
+    attn_rwkv_desc d;
+    memset(&d, 0, sizeof d);
+    if (T_CHECK(T_FIXTURE("rwkv_bwd_ref.txt", "rwkv4_dims", dims, 3), "rwkv_bwd_ref.txt unreadable")) {
+        const int B = (int)dims[0], T = (int)dims[1], C = (int)dims[2];
+        const size_t NE = (size_t)B * T * C, NS = (size_t)B * 3 * C;
+        float *td = rkb_fixf("rwkv4_time_decay", C, &ok), *tf = rkb_fixf("rwkv4_time_first", C, &ok);
+        float *k = rkb_fixf("rwkv4_k", NE, &ok), *v = rkb_fixf("rwkv4_v", NE, &ok), *dy = rkb_fixf("rwkv4_dout", NE, &ok);
+        float *si = rkb_fixf("rwkv4_state_in", NS, &ok), *dso = rkb_fixf("rwkv4_dstate_out", NS, &ok);
+        float *o = (float *)t_xmalloc(sizeof(float) * NE), *so = (float *)t_xmalloc(sizeof(float) * NS);
+        float *dk = (float *)t_xmalloc(sizeof(float) * NE), *dv = (float *)t_xmalloc(sizeof(float) * NE);
+        float *dtd = (float *)t_xmalloc(sizeof(float) * C), *dtf = (float *)t_xmalloc(sizeof(float) * C), *dsi = (float *)t_xmalloc(sizeof(float) * NS);
+#define RKT(p) attn_tensor_dense(p, ATTN_F32, B, T, 1, C)
+        ok &= attn_rwkv4_forward(&d, td, tf, RKT(k), RKT(v), RKT(o), si, so) == ATTN_OK;
+        ok &= attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), si, dso, RKT(dk), RKT(dv), dtd, dtf, dsi) == ATTN_OK;
+#undef RKT
+        e = fmax(e, rkb_cmp("rwkv4_out", o, NE, &ok)); e = fmax(e, rkb_cmp("rwkv4_state_out", so, NS, &ok));
+        e = fmax(e, rkb_cmp("rwkv4_dk", dk, NE, &ok)); e = fmax(e, rkb_cmp("rwkv4_dv", dv, NE, &ok));
+        e = fmax(e, rkb_cmp("rwkv4_dtime_decay", dtd, C, &ok)); e = fmax(e, rkb_cmp("rwkv4_dtime_first", dtf, C, &ok));
+        e = fmax(e, rkb_cmp("rwkv4_dstate_in", dsi, NS, &ok));
+        T_CHECK(ok && e <= 1e-4, "HF RWKV-4 autograd fixture: largest relative error %.3g (bound 1e-4)", e);
+        printf("      rwkv: HF RWKV-4 autograd fixture (out, state, dk, dv, dtime_decay, dtime_first, dstate_in): largest relative error %.3g\n", e);
+        free(td); free(tf); free(k); free(v); free(dy); free(si); free(dso); free(o); free(so); free(dk); free(dv); free(dtd); free(dtf); free(dsi);
+    }
+    for (pass = 0; pass < 2; ++pass) {      /* fla RWKV-6, then RWKV-5 (one decay row) */
+        const char *p = pass ? "rwkv5" : "rwkv6";
+        char nm[64];
+        sprintf(nm, "%s_dims", p);
+        ok = 1; e = 0.0;
+        if (T_CHECK(T_FIXTURE("rwkv_bwd_ref.txt", nm, dims, 4), "rwkv_bwd_ref.txt: %s", nm)) {
+            const int B = (int)dims[0], T = (int)dims[1], H = (int)dims[2], N = (int)dims[3], C = H * N;
+            const size_t NE = (size_t)B * T * C, NS = (size_t)B * C * N, NW = pass ? (size_t)C : NE;
+            float *in[8], *o = (float *)t_xmalloc(sizeof(float) * NE), *so = (float *)t_xmalloc(sizeof(float) * NS);
+            float *g[4], *du = (float *)t_xmalloc(sizeof(float) * C), *dsi = (float *)t_xmalloc(sizeof(float) * NS);
+            static const char *const names[8] = { "r", "k", "v", "w", "u", "state_in", "dout", "dstate_out" };
+            static const char *const gnames[4] = { "dr", "dk", "dv", "dw" };
+            const size_t sizes[8] = { NE, NE, NE, NW, (size_t)C, NS, NE, NS };
+            attn_tensor w, dw;
+            int i;
+            for (i = 0; i < 8; ++i) { sprintf(nm, "%s_%s", p, names[i]); in[i] = rkb_fixf(nm, sizes[i], &ok); }
+            for (i = 0; i < 4; ++i) g[i] = (float *)t_xmalloc(sizeof(float) * (i == 3 ? NW : NE));
+            w = attn_tensor_dense(in[3], ATTN_F32, B, T, H, N);
+            if (pass) { w.stride_batch = 0; w.stride_seq = 0; }          /* RWKV-5: [H, N] broadcast */
+            dw = w; dw.data = g[3];
+#define RKT(q) attn_tensor_dense(q, ATTN_F32, B, T, H, N)
+            d.head_size = N;
+            ok &= attn_rwkv6_forward(&d, RKT(in[0]), RKT(in[1]), RKT(in[2]), w, in[4], RKT(o), in[5], so) == ATTN_OK;
+            ok &= attn_rwkv6_backward(&d, RKT(in[0]), RKT(in[1]), RKT(in[2]), w, in[4], RKT(in[6]), in[5], in[7], RKT(g[0]),
+                                      RKT(g[1]), RKT(g[2]), dw, du, dsi) == ATTN_OK;
+#undef RKT
+            sprintf(nm, "%s_out", p); e = fmax(e, rkb_cmp(nm, o, NE, &ok));
+            sprintf(nm, "%s_state_out", p); e = fmax(e, rkb_cmp(nm, so, NS, &ok));
+            for (i = 0; i < 4; ++i) { sprintf(nm, "%s_%s", p, gnames[i]); e = fmax(e, rkb_cmp(nm, g[i], i == 3 ? NW : NE, &ok)); }
+            sprintf(nm, "%s_du", p); e = fmax(e, rkb_cmp(nm, du, C, &ok));
+            sprintf(nm, "%s_dstate_in", p); e = fmax(e, rkb_cmp(nm, dsi, NS, &ok));
+            T_CHECK(ok && e <= 1e-4, "fla %s autograd fixture: largest relative error %.3g (bound 1e-4)", pass ? "RWKV-5" : "RWKV-6", e);
+            printf("      rwkv: fla naive_recurrent_rwkv6 autograd fixture (%s: out, state, dr, dk, dv, dw, du, dstate_in): largest relative error %.3g\n",
+                   pass ? "RWKV-5, broadcast w" : "RWKV-6", e);
+            for (i = 0; i < 8; ++i) free(in[i]);
+            for (i = 0; i < 4; ++i) free(g[i]);
+            free(o); free(so); free(du); free(dsi);
+        }
+    }
+}
+
 void test_rwkv(void) {
     t_rng rng = t_rng_seed(0x52574B56ull);
     static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
@@ -1070,5 +1164,6 @@ void test_rwkv(void) {
     }
     rkb_properties(&rng);
     rkb_errors(&rng);
+    rkb_fixture();
     test_port_rwkv4_hf();            /* tests/test_ports.c */
 }
