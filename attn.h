@@ -12587,7 +12587,7 @@ typedef struct attn__rwkv4b_ctx {
     const float *time_decay, *time_first, *state_in, *dstate_out;
     float *dstate_in, *ws;
     double *part;                 /* [B][2][C]: per batch entry, the sums of dw and du */
-    int C, nblk, nck;
+    int C, nblk, nck, groups;     /* channels, blocks per tensor head, chunks, task groups per batch entry */
     size_t per_thread;            /* floats of scratch per thread */
 } attn__rwkv4b_ctx;
 
@@ -12604,6 +12604,11 @@ static void attn__rwkv4b_fwd(const attn__rwkv4b_ctx *X, const float *w, const fl
     float x[4 * ATTN__RWKV4_BLOCK], e[4 * ATTN__RWKV4_BLOCK];
     int t, j;
     for (t = t0; t < t1; ++t) {
+        if (t + ATTN__RWKV_PREFETCH < X->k.seq) {
+            const int tp = t + ATTN__RWKV_PREFETCH;
+            attn__rwkv_prefetch((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)n * X->k.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)n * X->v.esize, 0);
+        }
         isa->load((const char *)attn__at(&X->k, b, t, h) + (size_t)d0 * X->k.esize, X->k.dtype, kk, n, 1.0f);
         isa->load((const char *)attn__at(&X->v, b, t, h) + (size_t)d0 * X->v.esize, X->v.dtype, vv, n, 1.0f);
         for (j = 0; j < n; ++j) {
@@ -12632,75 +12637,117 @@ static void attn__rwkv4b_fwd(const attn__rwkv4b_ctx *X, const float *w, const fl
     }
 }
 
-/* Task (b, block q): checkpoints, then the chunks last first. ga, gb, gp: the gradient of the
-   state after the current token. Each max sends its gradient to the operand it picked (the
-   forward's comparisons, so ties go to the second operand as there). */
+/* One block's constants, the gradient of its state after the current token (ga, gb, gp) and
+   its sums over tokens (of d(pp + w) and d(u + k)). */
+typedef struct attn__rwkv4b_blk {
+    float w[ATTN__RWKV4_BLOCK], u[ATTN__RWKV4_BLOCK], ga[ATTN__RWKV4_BLOCK], gb[ATTN__RWKV4_BLOCK], gp[ATTN__RWKV4_BLOCK];
+    double sw[ATTN__RWKV4_BLOCK], su[ATTN__RWKV4_BLOCK];
+} attn__rwkv4b_blk;
+
+/* Tokens [t0, t1) of one block backwards from its records. Each max sends its gradient to the
+   operand it picked (the forward's comparisons, so ties go to the second operand as there). */
+static void attn__rwkv4b_tokens(const attn__rwkv4b_ctx *X, attn__rwkv4b_blk *K, const float *rec, int b, int h, int d0,
+                                int n, int t0, int t1) {
+    float dy[ATTN__RWKV4_BLOCK], dk[ATTN__RWKV4_BLOCK], dv[ATTN__RWKV4_BLOCK], dq[ATTN__RWKV4_BLOCK], du[ATTN__RWKV4_BLOCK];
+    float *ATTN__RESTRICT ga = K->ga, *ATTN__RESTRICT gb = K->gb, *ATTN__RESTRICT gp = K->gp;
+    const float *w = K->w, *u = K->u;
+    int t, j;
+    for (t = t1 - 1; t >= t0; --t) {
+        const float *R = rec + (size_t)(t - t0) * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK;
+        if (t - ATTN__RWKV_PREFETCH >= t0) {         /* the rows a few tokens back (the walk runs backwards) */
+            const int tp = t - ATTN__RWKV_PREFETCH;
+            attn__rwkv_prefetch((const char *)attn__at(&X->dy, b, tp, h) + (size_t)d0 * X->dy.esize, (size_t)n * X->dy.esize, 0);
+            if (X->dk.data) attn__rwkv_prefetch((const char *)attn__at(&X->dk, b, tp, h) + (size_t)d0 * X->dk.esize, (size_t)n * X->dk.esize, 1);
+            if (X->dv.data) attn__rwkv_prefetch((const char *)attn__at(&X->dv, b, tp, h) + (size_t)d0 * X->dv.esize, (size_t)n * X->dv.esize, 1);
+        }
+        X->isa->load((const char *)attn__at(&X->dy, b, t, h) + (size_t)d0 * X->dy.esize, X->dy.dtype, dy, n, 1.0f);
+        for (j = 0; j < n; ++j) {
+            const float aa = R[j], bb = R[ATTN__RWKV4_BLOCK + j], pp = R[2 * ATTN__RWKV4_BLOCK + j];
+            const float e1 = R[3 * ATTN__RWKV4_BLOCK + j], e2 = R[4 * ATTN__RWKV4_BLOCK + j];
+            const float f1 = R[5 * ATTN__RWKV4_BLOCK + j], f2 = R[6 * ATTN__RWKV4_BLOCK + j];
+            const float kj = R[7 * ATTN__RWKV4_BLOCK + j], vj = R[8 * ATTN__RWKV4_BLOCK + j];
+            const float den = e1 * bb + e2, y = (e1 * aa + e2 * vj) / den;
+            const float dnum = dy[j] / den, dden = -dnum * y;
+            const float de1 = dnum * aa + dden * bb, de2 = dnum * vj + dden;
+            const float s1 = ga[j] * aa + gb[j] * bb, s2 = ga[j] * vj + gb[j];
+            const float t1f = s1 * f1, t2f = s2 * f2, dp2 = gp[j] - t1f - t2f;   /* p2 = max(pp + w, k) */
+            const float ee1 = de1 * e1, ee2 = de2 * e2, dp = -ee1 - ee2;        /* p = max(pp, u + k) */
+            const int q_won = w[j] + pp > kj, pp_won = pp > u[j] + kj;
+            const float dqj = t1f + (q_won ? dp2 : 0.0f);                        /* d(pp + w) */
+            const float do1 = ee2 + (pp_won ? 0.0f : dp);                        /* d(u + k) */
+            dk[j] = t2f + (q_won ? 0.0f : dp2) + do1;
+            dv[j] = dnum * e2 + ga[j] * f2;
+            ga[j] = dnum * e1 + ga[j] * f1;
+            gb[j] = dden * e1 + gb[j] * f1;
+            gp[j] = dqj + ee1 + (pp_won ? dp : 0.0f);
+            dq[j] = dqj; du[j] = do1;
+        }
+        for (j = 0; j < n; ++j) { K->sw[j] += (double)dq[j]; K->su[j] += (double)du[j]; }   /* a loop of its own: the one above vectorises */
+        if (X->dk.data) X->isa->store((char *)attn__at(&X->dk, b, t, h) + (size_t)d0 * X->dk.esize, X->dk.dtype, dk, n, 1.0f);
+        if (X->dv.data) X->isa->store((char *)attn__at(&X->dv, b, t, h) + (size_t)d0 * X->dv.esize, X->dv.dtype, dv, n, 1.0f);
+    }
+}
+
+/* Task (b, group): the group's blocks of batch entry b, ATTN__RWKV4_SUB at a time (as the
+   forward: per chunk the held blocks take turns, so a chunk's rows are read while their pages
+   are hot): checkpoints of each, then per chunk last first each block's records recomputed and
+   its tokens run backwards. Every block runs the same operations whatever the grouping. */
 static void attn__rwkv4b_task(void *vctx, int task, int thread) {
     const attn__rwkv4b_ctx *X = (const attn__rwkv4b_ctx *)vctx;
-    const int D = X->k.dim, nb = X->k.heads * X->nblk, b = task / nb, q = task % nb;
-    const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
-    const int c0 = h * D + d0, T = X->k.seq, BC = ATTN__RWKV_BCHUNK;
-    const size_t C = (size_t)X->C, S3 = 3 * ATTN__RWKV4_BLOCK;
-    float *ck = X->ws + X->per_thread * (size_t)thread;                    /* [nck][3][64] */
-    float *rec = ck + (size_t)X->nck * S3;                                 /* [BC][9][64] */
-    float w[ATTN__RWKV4_BLOCK], u[ATTN__RWKV4_BLOCK], ga[ATTN__RWKV4_BLOCK], gb[ATTN__RWKV4_BLOCK], gp[ATTN__RWKV4_BLOCK];
-    float dy[ATTN__RWKV4_BLOCK], dk[ATTN__RWKV4_BLOCK], dv[ATTN__RWKV4_BLOCK];
-    double sw[ATTN__RWKV4_BLOCK], su[ATTN__RWKV4_BLOCK];
-    int j, ch, t;
-    X->isa->exp_sum(w, X->time_decay + c0, 0.0f, n);                        /* w = -exp(time_decay) */
-    for (j = 0; j < n; ++j) { w[j] = -w[j]; u[j] = X->time_first[c0 + j]; sw[j] = su[j] = 0.0; }
-    for (j = 0; j < n; ++j) {
-        const float *st = X->state_in ? X->state_in + (size_t)b * 3 * C + c0 : NULL;
-        ck[j] = st ? st[j] : 0.0f;
-        ck[ATTN__RWKV4_BLOCK + j] = st ? st[C + j] : 0.0f;
-        ck[2 * ATTN__RWKV4_BLOCK + j] = st ? st[2 * C + j] : -1e38f;
-    }
-    for (ch = 0; ch + 1 < X->nck; ++ch) {
-        float *nx = ck + (size_t)(ch + 1) * S3;
-        memcpy(nx, ck + (size_t)ch * S3, sizeof(float) * S3);
-        attn__rwkv4b_fwd(X, w, u, nx, nx + ATTN__RWKV4_BLOCK, nx + 2 * ATTN__RWKV4_BLOCK, b, h, d0, n, ch * BC, (ch + 1) * BC, NULL);
-    }
-    for (j = 0; j < n; ++j) {
-        const float *g = X->dstate_out ? X->dstate_out + (size_t)b * 3 * C + c0 : NULL;
-        ga[j] = g ? g[j] : 0.0f; gb[j] = g ? g[C + j] : 0.0f; gp[j] = g ? g[2 * C + j] : 0.0f;
-    }
-    for (ch = X->nck - 1; ch >= 0; --ch) {
-        const int t0 = ch * BC, t1 = ATTN__MIN(T, t0 + BC);
-        float *cs = ck + (size_t)ch * S3;          /* advanced through the chunk (no longer needed) */
-        attn__rwkv4b_fwd(X, w, u, cs, cs + ATTN__RWKV4_BLOCK, cs + 2 * ATTN__RWKV4_BLOCK, b, h, d0, n, t0, t1, rec);
-        for (t = t1 - 1; t >= t0; --t) {
-            const float *R = rec + (size_t)(t - t0) * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK;
-            X->isa->load((const char *)attn__at(&X->dy, b, t, h) + (size_t)d0 * X->dy.esize, X->dy.dtype, dy, n, 1.0f);
+    const int D = X->k.dim, nb = X->k.heads * X->nblk, b = task / X->groups, grp = task % X->groups;
+    const int q0 = (int)((long long)nb * grp / X->groups), q1 = (int)((long long)nb * (grp + 1) / X->groups);
+    const int T = X->k.seq, BC = ATTN__RWKV_BCHUNK;
+    const size_t C = (size_t)X->C, S3 = 3 * ATTN__RWKV4_BLOCK, NCK = (size_t)X->nck * S3;
+    float *ck0 = X->ws + X->per_thread * (size_t)thread;                  /* [SUB][nck][3][64] */
+    float *rec = ck0 + ATTN__RWKV4_SUB * NCK;                              /* [BC][9][64] */
+    attn__rwkv4b_blk blk[ATTN__RWKV4_SUB];
+    int s0, q, j, ch;
+    for (s0 = q0; s0 < q1; s0 += ATTN__RWKV4_SUB) {
+        const int s1 = ATTN__MIN(q1, s0 + ATTN__RWKV4_SUB);
+        for (q = s0; q < s1; ++q) {
+            attn__rwkv4b_blk *K = &blk[q - s0];
+            const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+            const int c0 = h * D + d0;
+            const float *st = X->state_in ? X->state_in + (size_t)b * 3 * C + c0 : NULL;
+            const float *g = X->dstate_out ? X->dstate_out + (size_t)b * 3 * C + c0 : NULL;
+            float *ck = ck0 + (size_t)(q - s0) * NCK;
+            X->isa->exp_sum(K->w, X->time_decay + c0, 0.0f, n);             /* w = -exp(time_decay) */
             for (j = 0; j < n; ++j) {
-                const float aa = R[j], bb = R[ATTN__RWKV4_BLOCK + j], pp = R[2 * ATTN__RWKV4_BLOCK + j];
-                const float e1 = R[3 * ATTN__RWKV4_BLOCK + j], e2 = R[4 * ATTN__RWKV4_BLOCK + j];
-                const float f1 = R[5 * ATTN__RWKV4_BLOCK + j], f2 = R[6 * ATTN__RWKV4_BLOCK + j];
-                const float kj = R[7 * ATTN__RWKV4_BLOCK + j], vj = R[8 * ATTN__RWKV4_BLOCK + j];
-                const float den = e1 * bb + e2, y = (e1 * aa + e2 * vj) / den;
-                const float dnum = dy[j] / den, dden = -dnum * y;
-                const float de1 = dnum * aa + dden * bb, de2 = dnum * vj + dden;
-                const float s1 = ga[j] * aa + gb[j] * bb, s2 = ga[j] * vj + gb[j];
-                const float t1f = s1 * f1, t2f = s2 * f2, dp2 = gp[j] - t1f - t2f;   /* p2 = max(pp + w, k) */
-                const float ee1 = de1 * e1, ee2 = de2 * e2, dp = -ee1 - ee2;        /* p = max(pp, u + k) */
-                const int q_won = w[j] + pp > kj, pp_won = pp > u[j] + kj;
-                const float dq = t1f + (q_won ? dp2 : 0.0f);                         /* d(pp + w) */
-                const float do1 = ee2 + (pp_won ? 0.0f : dp);                        /* d(u + k) */
-                dk[j] = t2f + (q_won ? 0.0f : dp2) + do1;
-                dv[j] = dnum * e2 + ga[j] * f2;
-                ga[j] = dnum * e1 + ga[j] * f1;
-                gb[j] = dden * e1 + gb[j] * f1;
-                gp[j] = dq + ee1 + (pp_won ? dp : 0.0f);
-                sw[j] += (double)dq; su[j] += (double)do1;
+                K->w[j] = -K->w[j]; K->u[j] = X->time_first[c0 + j]; K->sw[j] = K->su[j] = 0.0;
+                ck[j] = st ? st[j] : 0.0f;
+                ck[ATTN__RWKV4_BLOCK + j] = st ? st[C + j] : 0.0f;
+                ck[2 * ATTN__RWKV4_BLOCK + j] = st ? st[2 * C + j] : -1e38f;
+                K->ga[j] = g ? g[j] : 0.0f; K->gb[j] = g ? g[C + j] : 0.0f; K->gp[j] = g ? g[2 * C + j] : 0.0f;
             }
-            if (X->dk.data) X->isa->store((char *)attn__at(&X->dk, b, t, h) + (size_t)d0 * X->dk.esize, X->dk.dtype, dk, n, 1.0f);
-            if (X->dv.data) X->isa->store((char *)attn__at(&X->dv, b, t, h) + (size_t)d0 * X->dv.esize, X->dv.dtype, dv, n, 1.0f);
+        }
+        for (ch = 0; ch + 1 < X->nck; ++ch)                                /* checkpoints */
+            for (q = s0; q < s1; ++q) {
+                const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+                float *nx = ck0 + (size_t)(q - s0) * NCK + (size_t)(ch + 1) * S3;
+                memcpy(nx, nx - S3, sizeof(float) * S3);
+                attn__rwkv4b_fwd(X, blk[q - s0].w, blk[q - s0].u, nx, nx + ATTN__RWKV4_BLOCK, nx + 2 * ATTN__RWKV4_BLOCK, b, h, d0,
+                                 n, ch * BC, (ch + 1) * BC, NULL);
+            }
+        for (ch = X->nck - 1; ch >= 0; --ch)                               /* the chunks last first */
+            for (q = s0; q < s1; ++q) {
+                const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+                const int t0 = ch * BC, t1 = ATTN__MIN(T, t0 + BC);
+                float *cs = ck0 + (size_t)(q - s0) * NCK + (size_t)ch * S3;   /* advanced through the chunk */
+                attn__rwkv4b_fwd(X, blk[q - s0].w, blk[q - s0].u, cs, cs + ATTN__RWKV4_BLOCK, cs + 2 * ATTN__RWKV4_BLOCK, b, h,
+                                 d0, n, t0, t1, rec);
+                attn__rwkv4b_tokens(X, &blk[q - s0], rec, b, h, d0, n, t0, t1);
+            }
+        for (q = s0; q < s1; ++q) {
+            const attn__rwkv4b_blk *K = &blk[q - s0];
+            const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+            const size_t c0 = (size_t)h * D + d0;
+            if (X->dstate_in) {
+                float *g = X->dstate_in + (size_t)b * 3 * C + c0;
+                for (j = 0; j < n; ++j) { g[j] = K->ga[j]; g[C + j] = K->gb[j]; g[2 * C + j] = K->gp[j]; }
+            }
+            for (j = 0; j < n; ++j) { X->part[(size_t)b * 2 * C + c0 + j] = K->sw[j]; X->part[(size_t)b * 2 * C + C + c0 + j] = K->su[j]; }
         }
     }
-    if (X->dstate_in) {
-        float *g = X->dstate_in + (size_t)b * 3 * C + c0;
-        for (j = 0; j < n; ++j) { g[j] = ga[j]; g[C + j] = gb[j]; g[2 * C + j] = gp[j]; }
-    }
-    for (j = 0; j < n; ++j) { X->part[(size_t)b * 2 * C + c0 + j] = sw[j]; X->part[(size_t)b * 2 * C + C + c0 + j] = su[j]; }
 }
 
 /* attn_rwkv4_backward (bytes NULL) and its workspace query (bytes: only desc, k, v are read). */
@@ -12734,11 +12781,13 @@ static attn_status attn__rwkv4b_run(const attn_rwkv_desc *d, const float *time_d
     X.nck = (k->seq + ATTN__RWKV_BCHUNK - 1) / ATTN__RWKV_BCHUNK;
     if (!attn__mul_size((size_t)k->heads, (size_t)k->dim, &C) || C > (size_t)INT_MAX ||
         !attn__mul_size(C, (size_t)k->batch * 3, &st) || st > (size_t)PTRDIFF_MAX / sizeof(double) ||
-        !attn__mul_size((size_t)k->heads * (size_t)X.nblk, (size_t)k->batch, &tasks) || tasks > (size_t)INT_MAX)
-        return ATTN_ERR_OVERFLOW;
+        (size_t)k->heads * (size_t)X.nblk > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     attn__rwkv_pdesc(d, &pd);
     nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st / 3, (size_t)k->seq, 4096);
-    per = ((size_t)X.nck + (size_t)ATTN__RWKV_BCHUNK * 3) * 3 * ATTN__RWKV4_BLOCK;    /* checkpoints, 32 records of 9 rows */
+    X.groups = attn__rwkv_groups(k->heads * X.nblk, k->batch, nt);
+    if (!attn__mul_size((size_t)k->batch, (size_t)X.groups, &tasks) || tasks > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    /* per thread: SUB blocks' checkpoints, one chunk's records (32 tokens x 9 rows) */
+    per = ((size_t)X.nck * ATTN__RWKV4_SUB + (size_t)ATTN__RWKV_BCHUNK * 3) * 3 * ATTN__RWKV4_BLOCK;
     if (!attn__mul_size(per, (size_t)nt * sizeof(float), &total) ||
         !attn__add_size(total, st / 3 * 2 * sizeof(double) + 2 * ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
     if (bytes) { *bytes = total; return ATTN_OK; }
