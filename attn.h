@@ -12589,6 +12589,8 @@ typedef struct attn__rwkv4b_ctx {
     double *part;                 /* [B][2][C]: per batch entry, the sums of dw and du */
     int C, nblk, nck, groups;     /* channels, blocks per tensor head, chunks, task groups per batch entry */
     size_t per_thread;            /* floats of scratch per thread */
+    void (*token)(const float *R, const float *dy, const float *w, const float *u, float *ga, float *gb, float *gp,
+                  float *dk, float *dv, float *dq, float *du, int n16);
 } attn__rwkv4b_ctx;
 
 /* per token of a chunk, per channel: the state before the token (aa, bb, pp), the four exps
@@ -12644,16 +12646,56 @@ typedef struct attn__rwkv4b_blk {
     double sw[ATTN__RWKV4_BLOCK], su[ATTN__RWKV4_BLOCK];
 } attn__rwkv4b_blk;
 
-/* Tokens [t0, t1) of one block backwards from its records. Each max sends its gradient to the
-   operand it picked (the forward's comparisons, so ties go to the second operand as there). */
+/* One token of a block backwards, channels j < n16 (a multiple of 16; lanes past the block's
+   channels compute on zeros and are never stored): from the token's record R, dy and the
+   state's gradient after it (ga, gb, gp, updated to before it), dk, dv, dq = d(pp + w) and
+   du = d(u + k). Each max sends its gradient to the operand it picked (the forward's
+   comparisons, so ties go to the second operand as there). Plain C over 16-float blocks,
+   compiled per ISA like attn__rwkv6_rows_* (the compilers vectorise it there). */
+#define ATTN__RWKV4B_BODY                                                                          \
+    int j;                                                                                         \
+    for (j = 0; j < n16; ++j) {                                                                    \
+        const float aa = R[j], bb = R[ATTN__RWKV4_BLOCK + j], pp = R[2 * ATTN__RWKV4_BLOCK + j];   \
+        const float e1 = R[3 * ATTN__RWKV4_BLOCK + j], e2 = R[4 * ATTN__RWKV4_BLOCK + j];          \
+        const float f1 = R[5 * ATTN__RWKV4_BLOCK + j], f2 = R[6 * ATTN__RWKV4_BLOCK + j];          \
+        const float kj = R[7 * ATTN__RWKV4_BLOCK + j], vj = R[8 * ATTN__RWKV4_BLOCK + j];          \
+        const float den = e1 * bb + e2, y = (e1 * aa + e2 * vj) / den;                             \
+        const float dnum = dy[j] / den, dden = -dnum * y;                                          \
+        const float de1 = dnum * aa + dden * bb, de2 = dnum * vj + dden;                           \
+        const float s1 = ga[j] * aa + gb[j] * bb, s2 = ga[j] * vj + gb[j];                         \
+        const float t1f = s1 * f1, t2f = s2 * f2, dp2 = gp[j] - t1f - t2f; /* p2 = max(pp + w, k) */ \
+        const float ee1 = de1 * e1, ee2 = de2 * e2, dp = -ee1 - ee2;       /* p = max(pp, u + k) */  \
+        const int q_won = w[j] + pp > kj, pp_won = pp > u[j] + kj;                                 \
+        const float dqj = t1f + (q_won ? dp2 : 0.0f);                                              \
+        const float do1 = ee2 + (pp_won ? 0.0f : dp);                                              \
+        dk[j] = t2f + (q_won ? 0.0f : dp2) + do1;                                                  \
+        dv[j] = dnum * e2 + ga[j] * f2;                                                            \
+        ga[j] = dnum * e1 + ga[j] * f1;                                                            \
+        gb[j] = dden * e1 + gb[j] * f1;                                                            \
+        gp[j] = dqj + ee1 + (pp_won ? dp : 0.0f);                                                  \
+        dq[j] = dqj; du[j] = do1;                                                                  \
+    }
+#define ATTN__RWKV4B_ARGS const float *ATTN__RESTRICT R, const float *ATTN__RESTRICT dy, const float *ATTN__RESTRICT w, \
+    const float *ATTN__RESTRICT u, float *ATTN__RESTRICT ga, float *ATTN__RESTRICT gb, float *ATTN__RESTRICT gp,        \
+    float *ATTN__RESTRICT dk, float *ATTN__RESTRICT dv, float *ATTN__RESTRICT dq, float *ATTN__RESTRICT du, int n16
+static void attn__rwkv4b_token_scalar(ATTN__RWKV4B_ARGS) { ATTN__RWKV4B_BODY }
+#if defined(ATTN__X86_SIMD)
+ATTN__T256 static void attn__rwkv4b_token_avx2(ATTN__RWKV4B_ARGS) { ATTN__RWKV4B_BODY }
+#if !defined(ATTN_NO_AVX512)
+ATTN__T512 static void attn__rwkv4b_token_avx512(ATTN__RWKV4B_ARGS) { ATTN__RWKV4B_BODY }
+#endif
+#endif
+#undef ATTN__RWKV4B_BODY
+#undef ATTN__RWKV4B_ARGS
+
+/* Tokens [t0, t1) of one block backwards from its records (attn__rwkv4b_token per token). */
 static void attn__rwkv4b_tokens(const attn__rwkv4b_ctx *X, attn__rwkv4b_blk *K, const float *rec, int b, int h, int d0,
                                 int n, int t0, int t1) {
     float dy[ATTN__RWKV4_BLOCK], dk[ATTN__RWKV4_BLOCK], dv[ATTN__RWKV4_BLOCK], dq[ATTN__RWKV4_BLOCK], du[ATTN__RWKV4_BLOCK];
-    float *ATTN__RESTRICT ga = K->ga, *ATTN__RESTRICT gb = K->gb, *ATTN__RESTRICT gp = K->gp;
-    const float *w = K->w, *u = K->u;
+    const int n16 = (n + 15) / 16 * 16;
     int t, j;
+    for (j = n; j < n16; ++j) dy[j] = 0.0f;
     for (t = t1 - 1; t >= t0; --t) {
-        const float *R = rec + (size_t)(t - t0) * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK;
         if (t - ATTN__RWKV_PREFETCH >= t0) {         /* the rows a few tokens back (the walk runs backwards) */
             const int tp = t - ATTN__RWKV_PREFETCH;
             attn__rwkv_prefetch((const char *)attn__at(&X->dy, b, tp, h) + (size_t)d0 * X->dy.esize, (size_t)n * X->dy.esize, 0);
@@ -12661,28 +12703,9 @@ static void attn__rwkv4b_tokens(const attn__rwkv4b_ctx *X, attn__rwkv4b_blk *K, 
             if (X->dv.data) attn__rwkv_prefetch((const char *)attn__at(&X->dv, b, tp, h) + (size_t)d0 * X->dv.esize, (size_t)n * X->dv.esize, 1);
         }
         X->isa->load((const char *)attn__at(&X->dy, b, t, h) + (size_t)d0 * X->dy.esize, X->dy.dtype, dy, n, 1.0f);
-        for (j = 0; j < n; ++j) {
-            const float aa = R[j], bb = R[ATTN__RWKV4_BLOCK + j], pp = R[2 * ATTN__RWKV4_BLOCK + j];
-            const float e1 = R[3 * ATTN__RWKV4_BLOCK + j], e2 = R[4 * ATTN__RWKV4_BLOCK + j];
-            const float f1 = R[5 * ATTN__RWKV4_BLOCK + j], f2 = R[6 * ATTN__RWKV4_BLOCK + j];
-            const float kj = R[7 * ATTN__RWKV4_BLOCK + j], vj = R[8 * ATTN__RWKV4_BLOCK + j];
-            const float den = e1 * bb + e2, y = (e1 * aa + e2 * vj) / den;
-            const float dnum = dy[j] / den, dden = -dnum * y;
-            const float de1 = dnum * aa + dden * bb, de2 = dnum * vj + dden;
-            const float s1 = ga[j] * aa + gb[j] * bb, s2 = ga[j] * vj + gb[j];
-            const float t1f = s1 * f1, t2f = s2 * f2, dp2 = gp[j] - t1f - t2f;   /* p2 = max(pp + w, k) */
-            const float ee1 = de1 * e1, ee2 = de2 * e2, dp = -ee1 - ee2;        /* p = max(pp, u + k) */
-            const int q_won = w[j] + pp > kj, pp_won = pp > u[j] + kj;
-            const float dqj = t1f + (q_won ? dp2 : 0.0f);                        /* d(pp + w) */
-            const float do1 = ee2 + (pp_won ? 0.0f : dp);                        /* d(u + k) */
-            dk[j] = t2f + (q_won ? 0.0f : dp2) + do1;
-            dv[j] = dnum * e2 + ga[j] * f2;
-            ga[j] = dnum * e1 + ga[j] * f1;
-            gb[j] = dden * e1 + gb[j] * f1;
-            gp[j] = dqj + ee1 + (pp_won ? dp : 0.0f);
-            dq[j] = dqj; du[j] = do1;
-        }
-        for (j = 0; j < n; ++j) { K->sw[j] += (double)dq[j]; K->su[j] += (double)du[j]; }   /* a loop of its own: the one above vectorises */
+        X->token(rec + (size_t)(t - t0) * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK, dy, K->w, K->u, K->ga, K->gb, K->gp, dk, dv,
+                 dq, du, n16);
+        for (j = 0; j < n; ++j) { K->sw[j] += (double)dq[j]; K->su[j] += (double)du[j]; }
         if (X->dk.data) X->isa->store((char *)attn__at(&X->dk, b, t, h) + (size_t)d0 * X->dk.esize, X->dk.dtype, dk, n, 1.0f);
         if (X->dv.data) X->isa->store((char *)attn__at(&X->dv, b, t, h) + (size_t)d0 * X->dv.esize, X->dv.dtype, dv, n, 1.0f);
     }
@@ -12702,6 +12725,8 @@ static void attn__rwkv4b_task(void *vctx, int task, int thread) {
     float *rec = ck0 + ATTN__RWKV4_SUB * NCK;                              /* [BC][9][64] */
     attn__rwkv4b_blk blk[ATTN__RWKV4_SUB];
     int s0, q, j, ch;
+    memset(blk, 0, sizeof blk);                  /* lanes past a block's channels hold zeros */
+    memset(rec, 0, sizeof(float) * (size_t)BC * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK);
     for (s0 = q0; s0 < q1; s0 += ATTN__RWKV4_SUB) {
         const int s1 = ATTN__MIN(q1, s0 + ATTN__RWKV4_SUB);
         for (q = s0; q < s1; ++q) {
@@ -12806,6 +12831,13 @@ static attn_status attn__rwkv4b_run(const attn_rwkv_desc *d, const float *time_d
     if (!attn__rwkv_finite(time_first, C)) return ATTN_ERR_RWKV_TIME_FIRST;
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
     X.isa = attn__vec();
+    X.token = attn__rwkv4b_token_scalar;
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+    if (X.isa == &attn__isa_avx512) X.token = attn__rwkv4b_token_avx512;
+#endif
+    if (X.isa == &attn__isa_avx2) X.token = attn__rwkv4b_token_avx2;
+#endif
     X.time_decay = time_decay; X.time_first = time_first; X.state_in = state_in; X.dstate_out = dstate_out;
     X.dstate_in = dstate_in; X.C = (int)C; X.per_thread = per;
     X.part = (double *)(void *)ws.base;                                  /* doubles first: aligned */
