@@ -1769,7 +1769,8 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           RWKV-5/6: scratch of attn_rwkv6_workspace_size()
-                                                bytes (RWKV-4 needs none) */
+                                                bytes (RWKV-4's forward needs none); the
+                                                backwards: their _backward_workspace_size() */
 typedef struct attn_rwkv_desc {
     int head_size;
     int n_threads;
@@ -12072,7 +12073,8 @@ static const attn__mech attn__mech_performer = {
    maths). Work is split into tasks whose boundaries depend only on the shapes (channel blocks
    of ATTN__RWKV4_BLOCK, or heads), each task runs the whole sequence of its channels in order,
    so every output is computed by the same operations whatever the thread count, the piece
-   boundaries or forward vs step. */
+   boundaries or forward vs step. The backwards (attn_rwkv4_backward, attn_rwkv6_backward) are
+   at the end of this section. */
 #define ATTN__RWKV4_BLOCK 64
 
 /* The attn_desc carrying only the threading fields, for attn__parallel_for. */
