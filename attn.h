@@ -1061,7 +1061,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_RWKV_NULL_TIME_FIRST,  373, ATTN_CAT_NULL,        "attn_rwkv4: time_first is NULL") \
     X(ATTN_ERR_RWKV_NULL_U,           374, ATTN_CAT_NULL,        "attn_rwkv6: u is NULL") \
     X(ATTN_ERR_RWKV_NULL_STATE,       375, ATTN_CAT_NULL,        "attn_rwkv4_step/attn_rwkv6_step/attn_rwkv4_state_init: state is NULL") \
-    X(ATTN_ERR_RWKV_SHAPE,            376, ATTN_CAT_SHAPE,       "attn_rwkv: v, out (and r, w for attn_rwkv6) must have k's batch, seq, heads and dim") \
+    X(ATTN_ERR_RWKV_SHAPE,            376, ATTN_CAT_SHAPE,       "attn_rwkv: v, out, dout and the gradients (and r, w for attn_rwkv6) must have k's batch, seq, heads and dim") \
     X(ATTN_ERR_RWKV_STEP_SEQ,         377, ATTN_CAT_SHAPE,       "attn_rwkv4_step/attn_rwkv6_step: k.seq must be 1 (one token; use _forward with state for more)") \
     X(ATTN_ERR_RWKV_TIME_DECAY,       378, ATTN_CAT_RANGE,       "attn_rwkv4: time_decay[c] must be finite") \
     X(ATTN_ERR_RWKV_TIME_FIRST,       379, ATTN_CAT_RANGE,       "attn_rwkv4: time_first[c] must be finite") \
@@ -1069,13 +1069,16 @@ typedef struct attn_desc {
     X(ATTN_ERR_RWKV_W_RANGE,          381, ATTN_CAT_RANGE,       "attn_rwkv6: every decay w[b][t][h][i] must be in [0, 1]") \
     X(ATTN_ERR_RWKV_HEAD_SIZE,        382, ATTN_CAT_RANGE,       "attn_rwkv_desc.head_size must be >= 0 and divide k.dim") \
     X(ATTN_ERR_RWKV_STATE_ALIAS,      383, ATTN_CAT_UNSUPPORTED, "attn_rwkv: state_out must be state_in itself or not overlap it") \
-    X(ATTN_ERR_RWKV_WORKSPACE,        384, ATTN_CAT_RANGE,       "attn_rwkv_desc.workspace_size is smaller than attn_rwkv6_workspace_size() asks for") \
-    X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size: bytes is NULL") \
+    X(ATTN_ERR_RWKV_WORKSPACE,        384, ATTN_CAT_RANGE,       "attn_rwkv_desc.workspace_size is smaller than attn_rwkv6_workspace_size() (or the matching _backward_workspace_size()) asks for") \
+    X(ATTN_ERR_RWKV_NULL_BYTES,       385, ATTN_CAT_NULL,        "attn_rwkv6_workspace_size/attn_rwkv*_backward_workspace_size: bytes is NULL") \
     X(ATTN_ERR_RWKV_STATE_SHAPE,      386, ATTN_CAT_SHAPE,       "attn_rwkv4_state_init: batch and channels must be >= 1") \
     X(ATTN_ERR_COSFORMER_EPS,         387, ATTN_CAT_RANGE,       "attn_desc.cosformer.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
     X(ATTN_ERR_COSFORMER_MAX_LEN,     388, ATTN_CAT_RANGE,       "attn_desc.cosformer.max_len must be >= 0 and >= every position (each sequence's valid lengths: seqlens_q/_k or q.seq, k.seq; attn_step: state.pos + k.seq)") \
     X(ATTN_ERR_COSFORMER_STEP_M,      389, ATTN_CAT_RANGE,       "attn_step with ATTN_COSFORMER: attn_desc.cosformer.max_len must be set (> 0), fixed for the whole decode") \
     X(ATTN_ERR_RWKV_OVERLAP,          390, ATTN_CAT_UNSUPPORTED, "attn_rwkv: out or state_out (the step's state) overlaps an input (r, k, v, w, time_decay, time_first, u, state_in), the other output, or out's rows overlap each other (see attn_tensor)") \
+    X(ATTN_ERR_RWKV_NULL_DOUT,        391, ATTN_CAT_NULL,        "attn_rwkv4_backward/attn_rwkv6_backward: dout.data is NULL") \
+    X(ATTN_ERR_RWKV_GRAD_BROADCAST,   392, ATTN_CAT_SHAPE,       "attn_rwkv*_backward: dr, dk, dv must not have a zero stride on an axis of extent > 1; dw only on seq, or on batch and seq (summed over them)") \
+    X(ATTN_ERR_RWKV_BWD_OVERLAP,      393, ATTN_CAT_UNSUPPORTED, "attn_rwkv*_backward: a gradient (dr, dk, dv, dw, dtime_decay, dtime_first, du, dstate_in) overlaps an input (r, k, v, w, time_decay, time_first, u, state_in, dout, dstate_out), another gradient, or its own rows") \
     /* -- low-rank (400-449) -- */ \
     X(ATTN_ERR_LINFORMER_NULL_E,      400, ATTN_CAT_NULL,        "attn_desc.linformer.e is NULL") \
     X(ATTN_ERR_LINFORMER_NULL_F,      401, ATTN_CAT_NULL,        "attn_desc.linformer.f is NULL (set attn_desc.linformer.shared_kv = 1 for F = E)") \
@@ -1864,7 +1867,8 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
    parallel         built-in threads            your parallel-for (see attn_parallel_fn)
    parallel_user    -                           passed to parallel
    workspace        allocate per call           RWKV-5/6: scratch of attn_rwkv6_workspace_size()
-                                                bytes (RWKV-4 needs none) */
+                                                bytes (RWKV-4's forward needs none); the
+                                                backwards: their _backward_workspace_size() */
 typedef struct attn_rwkv_desc {
     int head_size;
     int n_threads;
@@ -1915,6 +1919,58 @@ ATTNDEF attn_status attn_rwkv6_step(const attn_rwkv_desc *desc, attn_tensor r, a
    Validates desc and the tensors' shapes and dtypes (not u, not the data). */
 ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
                                               attn_tensor w, size_t *bytes);
+
+/* ---- RWKV gradients ---- (training; attn_rwkv4_backward, attn_rwkv6_backward)
+   The forward's inputs, dout = dLoss/dout ([B, T, H, D], any dtype, may broadcast) and
+   dstate_out = dLoss/dstate_out (the final state's layout, fp32; NULL: the loss does not read
+   the final state) give the gradients of every input; a NULL gradient (a float * or an
+   attn_tensor with data NULL) is not computed. Gradients are OVERWRITTEN (never accumulated
+   into), written on success only, and must not overlap an input or each other
+   (ATTN_ERR_RWKV_BWD_OVERLAP). dk, dv, dr: [B, T, H, D] of any dtype, no zero strides on an axis
+   of extent > 1 (ATTN_ERR_RWKV_GRAD_BROADCAST). Memory: the state is kept every 32 tokens (a
+   checkpoint pass), then the chunks, last first, recompute their 32 states and run the
+   gradients backwards: O(T / 32 + 32) states per thread, never O(T) of them. Bitwise the same
+   for every thread count: tasks own (batch entry, channel block or head) and write disjoint
+   rows; the sums over tokens and batch (dtime_decay, dtime_first, du, a broadcast dw) go in
+   double, tokens last first within a task, then batch entries in order.
+   workspace: attn_rwkv4_backward_workspace_size / attn_rwkv6_backward_workspace_size bytes. */
+
+/* Gradients of attn_rwkv4_forward: the autograd of the stable (aa, bb, pp) recurrence as
+   written (each max's derivative goes to the operand it picked, the first one on ties), which
+   is the derivative of the wkv formula wherever the loss reads out only (dstate_out NULL);
+   with dstate_out it is the gradient in the (aa, bb, pp) coordinates the state is stored in,
+   as torch autograd through Hugging Face's rwkv_linear_attention_cpu gives it.
+     dk, dv              [B, T, H, D] (or data NULL)
+     dtime_decay         [C]: through w = -exp(time_decay), summed over batch and tokens
+     dtime_first         [C]: summed over batch and tokens
+     dstate_in           [B][3][C]: d aa, d bb, d pp of the state before token 0 (state_in
+                         NULL: of the empty state aa = bb = 0, pp = -1e38) */
+ATTNDEF attn_status attn_rwkv4_backward(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
+                                        attn_tensor k, attn_tensor v, attn_tensor dout, const float *state_in,
+                                        const float *dstate_out, attn_tensor dk, attn_tensor dv, float *dtime_decay,
+                                        float *dtime_first, float *dstate_in);
+/* Bytes of scratch attn_rwkv4_backward needs (validates desc, k and v's shapes and dtypes). */
+ATTNDEF attn_status attn_rwkv4_backward_workspace_size(const attn_rwkv_desc *desc, attn_tensor k, attn_tensor v,
+                                                       size_t *bytes);
+
+/* Gradients of attn_rwkv6_forward (RWKV-5/6), with dS the gradient of the state after a token:
+     dr[i] = u_i k_i (dy . v) + sum_j S[i][j] dy[j]      (S: the state before the token)
+     dk[i] = r_i u_i (dy . v) + sum_j dS[i][j] v[j]      dv[j] = (sum_i r_i u_i k_i) dy[j] + sum_i dS[i][j] k_i
+     dw[i] = sum_j dS[i][j] S[i][j]                      du[i] = sum over batch, tokens of r_i k_i (dy . v)
+     dS    <- w_i dS[i][j] + r_i dy[j]                   (dS starts as dstate_out, ends as dstate_in)
+   dw is the gradient of the decay w as the forward takes it (in [0, 1]; chain it through your
+   w = exp(-exp(x)) yourself: dx = -dw w exp(x)). A broadcast decay gets its gradient summed over
+   the broadcast axes: dw may have a zero stride on seq (summed over tokens, per batch entry),
+   or on batch and seq (RWKV-5's per-channel decay: summed over both), nothing else.
+     dr, dk, dv          [B, T, H, D] (or data NULL)     dw  w's shape (see above, or data NULL)
+     du                  [C]                             dstate_in  [B][C / N][N][N] */
+ATTNDEF attn_status attn_rwkv6_backward(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                        attn_tensor w, const float *u, attn_tensor dout, const float *state_in,
+                                        const float *dstate_out, attn_tensor dr, attn_tensor dk, attn_tensor dv,
+                                        attn_tensor dw, float *du, float *dstate_in);
+/* Bytes of scratch attn_rwkv6_backward needs (validates desc and the shapes and dtypes). */
+ATTNDEF attn_status attn_rwkv6_backward_workspace_size(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k,
+                                                       attn_tensor v, attn_tensor w, size_t *bytes);
 
 #ifdef __cplusplus
 }
@@ -13013,7 +13069,8 @@ static const attn__mech attn__mech_performer = {
    maths). Work is split into tasks whose boundaries depend only on the shapes (channel blocks
    of ATTN__RWKV4_BLOCK, or heads), each task runs the whole sequence of its channels in order,
    so every output is computed by the same operations whatever the thread count, the piece
-   boundaries or forward vs step. */
+   boundaries or forward vs step. The backwards (attn_rwkv4_backward, attn_rwkv6_backward) are
+   at the end of this section. */
 #define ATTN__RWKV4_BLOCK 64
 
 /* The attn_desc carrying only the threading fields, for attn__parallel_for. */
@@ -13477,6 +13534,594 @@ ATTNDEF attn_status attn_rwkv6_workspace_size(const attn_rwkv_desc *desc, attn_t
     if (!bytes) return ATTN_ERR_RWKV_NULL_BYTES;
     memset(&none, 0, sizeof none);
     return attn__rwkv6_run(desc, &r, &k, &v, &w, NULL, &none, NULL, NULL, 0, bytes);
+}
+
+/* ---- RWKV gradients ----
+   Both backwards run one task per (batch entry, unit): RWKV-4 a block of ATTN__RWKV4_BLOCK
+   channels, RWKV-5/6 a head. A task runs the recurrence forwards once keeping the state every
+   ATTN__RWKV_BCHUNK tokens (checkpoints), then takes the chunks last first: recompute the
+   chunk's states from its checkpoint, then walk its tokens backwards carrying the state's
+   gradient. The per-channel sums over tokens go in double, tokens last first; the sums over
+   batch entries into per-batch partials reduced in batch order after the tasks (attn__rwkv_part). */
+#define ATTN__RWKV_BCHUNK 32
+
+/* A gradient view: data NULL (not wanted), or ref's shape, any dtype. sum_ok: the view may have
+   a zero stride on seq, or on batch and seq (RWKV-5's dw: *mode 1 sums over tokens, 2 also over
+   batch entries; 0 none). The view written to *v; *red: the memory it spans, for the overlap rule. */
+static attn_status attn__rwkv_grad_view(const attn_tensor *g, const attn_tensor *ref, int sum_ok, attn__view *v,
+                                        attn__view *red, int *mode) {
+    attn_status s;
+    int bz, sz;
+    *mode = 0;
+    memset(v, 0, sizeof *v);
+    *red = *v;
+    if (!g->data) return ATTN_OK;
+    if (!attn__dtype_ok(g->dtype)) return ATTN_ERR_DTYPE;
+    if (!attn__rwkv_same_shape(g, ref)) return ATTN_ERR_RWKV_SHAPE;
+    if ((s = attn__make_view(g, v)) != ATTN_OK) return s;
+    bz = v->batch > 1 && v->sb == 0; sz = v->seq > 1 && v->ss == 0;
+    if ((v->heads > 1 && v->sh == 0) || ((bz || sz) && !sum_ok) || (bz && !sz && v->seq > 1))
+        return ATTN_ERR_RWKV_GRAD_BROADCAST;
+    *mode = bz ? 2 : sz ? 1 : 0;
+    *red = *v;
+    if (bz) red->batch = 1;
+    if (sz || bz) red->seq = 1;
+    return ATTN_OK;
+}
+
+/* sum_b part[b][c] over the batch entries in order (the fixed-order sum over batch of
+   dtime_decay, dtime_first, du, RWKV-5's dw); part is [B][stride] doubles. */
+static double attn__rwkv_part(const double *part, size_t stride, int B, size_t c) {
+    double s = 0.0;
+    int b;
+    for (b = 0; b < B; ++b) s += part[(size_t)b * stride + c];
+    return s;
+}
+
+/* ---- RWKV-4 backward ---- */
+typedef struct attn__rwkv4b_ctx {
+    const attn__isa *isa;
+    attn__view k, v, dy, dk, dv;
+    const float *time_decay, *time_first, *state_in, *dstate_out;
+    float *dstate_in, *ws;
+    double *part;                 /* [B][2][C]: per batch entry, the sums of dw and du */
+    int C, nblk, nck, groups;     /* channels, blocks per tensor head, chunks, task groups per batch entry */
+    size_t per_thread;            /* floats of scratch per thread */
+    void (*token)(const float *R, const float *dy, const float *w, const float *u, float *ga, float *gb, float *gp,
+                  float *dk, float *dv, float *dq, float *du, int n16);
+} attn__rwkv4b_ctx;
+
+/* per token of a chunk, per channel: the state before the token (aa, bb, pp), the four exps
+   (e1, e2 of the output, f1, f2 of the update), k and v */
+#define ATTN__RWKV4B_REC 9
+
+/* Tokens [t0, t1) of a block of n channels, the forward's operations exactly (attn__rwkv4_tokens,
+   without out): the state advances in aa, bb, pp; rec non-NULL keeps each token's record. */
+static void attn__rwkv4b_fwd(const attn__rwkv4b_ctx *X, const float *w, const float *u, float *aa, float *bb, float *pp,
+                             int b, int h, int d0, int n, int t0, int t1, float *rec) {
+    const attn__isa *isa = X->isa;
+    float kk[ATTN__RWKV4_BLOCK], vv[ATTN__RWKV4_BLOCK], pn[ATTN__RWKV4_BLOCK];
+    float x[4 * ATTN__RWKV4_BLOCK], e[4 * ATTN__RWKV4_BLOCK];
+    int t, j;
+    for (t = t0; t < t1; ++t) {
+        if (t + ATTN__RWKV_PREFETCH < X->k.seq) {
+            const int tp = t + ATTN__RWKV_PREFETCH;
+            attn__rwkv_prefetch((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)n * X->k.esize, 0);
+            attn__rwkv_prefetch((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)n * X->v.esize, 0);
+        }
+        isa->load((const char *)attn__at(&X->k, b, t, h) + (size_t)d0 * X->k.esize, X->k.dtype, kk, n, 1.0f);
+        isa->load((const char *)attn__at(&X->v, b, t, h) + (size_t)d0 * X->v.esize, X->v.dtype, vv, n, 1.0f);
+        for (j = 0; j < n; ++j) {
+            const float ww = u[j] + kk[j], p = pp[j] > ww ? pp[j] : ww;
+            const float w2 = w[j] + pp[j], p2 = w2 > kk[j] ? w2 : kk[j];
+            x[j] = pp[j] - p; x[n + j] = ww - p;
+            x[2 * n + j] = w2 - p2; x[3 * n + j] = kk[j] - p2;
+            pn[j] = p2;
+        }
+        isa->exp_sum(e, x, 0.0f, 4 * n);
+        if (rec) {
+            float *R = rec + (size_t)(t - t0) * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK;
+            memcpy(R, aa, sizeof(float) * (size_t)n);
+            memcpy(R + ATTN__RWKV4_BLOCK, bb, sizeof(float) * (size_t)n);
+            memcpy(R + 2 * ATTN__RWKV4_BLOCK, pp, sizeof(float) * (size_t)n);
+            for (j = 0; j < 4; ++j) memcpy(R + (size_t)(3 + j) * ATTN__RWKV4_BLOCK, e + (size_t)j * n, sizeof(float) * (size_t)n);
+            memcpy(R + 7 * ATTN__RWKV4_BLOCK, kk, sizeof(float) * (size_t)n);
+            memcpy(R + 8 * ATTN__RWKV4_BLOCK, vv, sizeof(float) * (size_t)n);
+        }
+        for (j = 0; j < n; ++j) {
+            const float f1 = e[2 * n + j], f2 = e[3 * n + j];
+            aa[j] = f1 * aa[j] + f2 * vv[j];
+            bb[j] = f1 * bb[j] + f2;
+            pp[j] = pn[j];
+        }
+    }
+}
+
+/* One block's constants, the gradient of its state after the current token (ga, gb, gp) and
+   its sums over tokens (of d(pp + w) and d(u + k)). */
+typedef struct attn__rwkv4b_blk {
+    float w[ATTN__RWKV4_BLOCK], u[ATTN__RWKV4_BLOCK], ga[ATTN__RWKV4_BLOCK], gb[ATTN__RWKV4_BLOCK], gp[ATTN__RWKV4_BLOCK];
+    double sw[ATTN__RWKV4_BLOCK], su[ATTN__RWKV4_BLOCK];
+} attn__rwkv4b_blk;
+
+/* One token of a block backwards, channels j < n16 (a multiple of 16; lanes past the block's
+   channels compute on zeros and are never stored): from the token's record R, dy and the
+   state's gradient after it (ga, gb, gp, updated to before it), dk, dv, dq = d(pp + w) and
+   du = d(u + k). Each max sends its gradient to the operand it picked (the forward's
+   comparisons, so ties go to the second operand as there). Plain C over 16-float blocks,
+   compiled per ISA like attn__rwkv6_rows_* (the compilers vectorise it there). */
+#define ATTN__RWKV4B_BODY                                                                          \
+    int j;                                                                                         \
+    for (j = 0; j < n16; ++j) {                                                                    \
+        const float aa = R[j], bb = R[ATTN__RWKV4_BLOCK + j], pp = R[2 * ATTN__RWKV4_BLOCK + j];   \
+        const float e1 = R[3 * ATTN__RWKV4_BLOCK + j], e2 = R[4 * ATTN__RWKV4_BLOCK + j];          \
+        const float f1 = R[5 * ATTN__RWKV4_BLOCK + j], f2 = R[6 * ATTN__RWKV4_BLOCK + j];          \
+        const float kj = R[7 * ATTN__RWKV4_BLOCK + j], vj = R[8 * ATTN__RWKV4_BLOCK + j];          \
+        const float den = e1 * bb + e2, y = (e1 * aa + e2 * vj) / den;                             \
+        const float dnum = dy[j] / den, dden = -dnum * y;                                          \
+        const float de1 = dnum * aa + dden * bb, de2 = dnum * vj + dden;                           \
+        const float s1 = ga[j] * aa + gb[j] * bb, s2 = ga[j] * vj + gb[j];                         \
+        const float t1f = s1 * f1, t2f = s2 * f2, dp2 = gp[j] - t1f - t2f; /* p2 = max(pp + w, k) */ \
+        const float ee1 = de1 * e1, ee2 = de2 * e2, dp = -ee1 - ee2;       /* p = max(pp, u + k) */  \
+        const int q_won = w[j] + pp > kj, pp_won = pp > u[j] + kj;                                 \
+        const float dqj = t1f + (q_won ? dp2 : 0.0f);                                              \
+        const float do1 = ee2 + (pp_won ? 0.0f : dp);                                              \
+        dk[j] = t2f + (q_won ? 0.0f : dp2) + do1;                                                  \
+        dv[j] = dnum * e2 + ga[j] * f2;                                                            \
+        ga[j] = dnum * e1 + ga[j] * f1;                                                            \
+        gb[j] = dden * e1 + gb[j] * f1;                                                            \
+        gp[j] = dqj + ee1 + (pp_won ? dp : 0.0f);                                                  \
+        dq[j] = dqj; du[j] = do1;                                                                  \
+    }
+#define ATTN__RWKV4B_ARGS const float *ATTN__RESTRICT R, const float *ATTN__RESTRICT dy, const float *ATTN__RESTRICT w, \
+    const float *ATTN__RESTRICT u, float *ATTN__RESTRICT ga, float *ATTN__RESTRICT gb, float *ATTN__RESTRICT gp,        \
+    float *ATTN__RESTRICT dk, float *ATTN__RESTRICT dv, float *ATTN__RESTRICT dq, float *ATTN__RESTRICT du, int n16
+static void attn__rwkv4b_token_scalar(ATTN__RWKV4B_ARGS) { ATTN__RWKV4B_BODY }
+#if defined(ATTN__X86_SIMD)
+ATTN__T256 static void attn__rwkv4b_token_avx2(ATTN__RWKV4B_ARGS) { ATTN__RWKV4B_BODY }
+#if !defined(ATTN_NO_AVX512)
+ATTN__T512 static void attn__rwkv4b_token_avx512(ATTN__RWKV4B_ARGS) { ATTN__RWKV4B_BODY }
+#endif
+#endif
+#undef ATTN__RWKV4B_BODY
+#undef ATTN__RWKV4B_ARGS
+
+/* Tokens [t0, t1) of one block backwards from its records (attn__rwkv4b_token per token). */
+static void attn__rwkv4b_tokens(const attn__rwkv4b_ctx *X, attn__rwkv4b_blk *K, const float *rec, int b, int h, int d0,
+                                int n, int t0, int t1) {
+    float dy[ATTN__RWKV4_BLOCK], dk[ATTN__RWKV4_BLOCK], dv[ATTN__RWKV4_BLOCK], dq[ATTN__RWKV4_BLOCK], du[ATTN__RWKV4_BLOCK];
+    const int n16 = (n + 15) / 16 * 16;
+    int t, j;
+    for (j = n; j < n16; ++j) dy[j] = 0.0f;
+    for (t = t1 - 1; t >= t0; --t) {
+        if (t - ATTN__RWKV_PREFETCH >= t0) {         /* the rows a few tokens back (the walk runs backwards) */
+            const int tp = t - ATTN__RWKV_PREFETCH;
+            attn__rwkv_prefetch((const char *)attn__at(&X->dy, b, tp, h) + (size_t)d0 * X->dy.esize, (size_t)n * X->dy.esize, 0);
+            if (X->dk.data) attn__rwkv_prefetch((const char *)attn__at(&X->dk, b, tp, h) + (size_t)d0 * X->dk.esize, (size_t)n * X->dk.esize, 1);
+            if (X->dv.data) attn__rwkv_prefetch((const char *)attn__at(&X->dv, b, tp, h) + (size_t)d0 * X->dv.esize, (size_t)n * X->dv.esize, 1);
+        }
+        X->isa->load((const char *)attn__at(&X->dy, b, t, h) + (size_t)d0 * X->dy.esize, X->dy.dtype, dy, n, 1.0f);
+        X->token(rec + (size_t)(t - t0) * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK, dy, K->w, K->u, K->ga, K->gb, K->gp, dk, dv,
+                 dq, du, n16);
+        for (j = 0; j < n; ++j) { K->sw[j] += (double)dq[j]; K->su[j] += (double)du[j]; }
+        if (X->dk.data) X->isa->store((char *)attn__at(&X->dk, b, t, h) + (size_t)d0 * X->dk.esize, X->dk.dtype, dk, n, 1.0f);
+        if (X->dv.data) X->isa->store((char *)attn__at(&X->dv, b, t, h) + (size_t)d0 * X->dv.esize, X->dv.dtype, dv, n, 1.0f);
+    }
+}
+
+/* Task (b, group): the group's blocks of batch entry b, ATTN__RWKV4_SUB at a time (as the
+   forward: per chunk the held blocks take turns, so a chunk's rows are read while their pages
+   are hot): checkpoints of each, then per chunk last first each block's records recomputed and
+   its tokens run backwards. Every block runs the same operations whatever the grouping. */
+static void attn__rwkv4b_task(void *vctx, int task, int thread) {
+    const attn__rwkv4b_ctx *X = (const attn__rwkv4b_ctx *)vctx;
+    const int D = X->k.dim, nb = X->k.heads * X->nblk, b = task / X->groups, grp = task % X->groups;
+    const int q0 = (int)((long long)nb * grp / X->groups), q1 = (int)((long long)nb * (grp + 1) / X->groups);
+    const int T = X->k.seq, BC = ATTN__RWKV_BCHUNK;
+    const size_t C = (size_t)X->C, S3 = 3 * ATTN__RWKV4_BLOCK, NCK = (size_t)X->nck * S3;
+    float *ck0 = X->ws + X->per_thread * (size_t)thread;                  /* [SUB][nck][3][64] */
+    float *rec = ck0 + ATTN__RWKV4_SUB * NCK;                              /* [BC][9][64] */
+    attn__rwkv4b_blk blk[ATTN__RWKV4_SUB];
+    int s0, q, j, ch;
+    memset(blk, 0, sizeof blk);                  /* lanes past a block's channels hold zeros */
+    memset(rec, 0, sizeof(float) * (size_t)BC * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK);
+    for (s0 = q0; s0 < q1; s0 += ATTN__RWKV4_SUB) {
+        const int s1 = ATTN__MIN(q1, s0 + ATTN__RWKV4_SUB);
+        for (q = s0; q < s1; ++q) {
+            attn__rwkv4b_blk *K = &blk[q - s0];
+            const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+            const int c0 = h * D + d0;
+            const float *st = X->state_in ? X->state_in + (size_t)b * 3 * C + c0 : NULL;
+            const float *g = X->dstate_out ? X->dstate_out + (size_t)b * 3 * C + c0 : NULL;
+            float *ck = ck0 + (size_t)(q - s0) * NCK;
+            X->isa->exp_sum(K->w, X->time_decay + c0, 0.0f, n);             /* w = -exp(time_decay) */
+            for (j = 0; j < n; ++j) {
+                K->w[j] = -K->w[j]; K->u[j] = X->time_first[c0 + j]; K->sw[j] = K->su[j] = 0.0;
+                ck[j] = st ? st[j] : 0.0f;
+                ck[ATTN__RWKV4_BLOCK + j] = st ? st[C + j] : 0.0f;
+                ck[2 * ATTN__RWKV4_BLOCK + j] = st ? st[2 * C + j] : -1e38f;
+                K->ga[j] = g ? g[j] : 0.0f; K->gb[j] = g ? g[C + j] : 0.0f; K->gp[j] = g ? g[2 * C + j] : 0.0f;
+            }
+        }
+        for (ch = 0; ch + 1 < X->nck; ++ch)                                /* checkpoints */
+            for (q = s0; q < s1; ++q) {
+                const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+                float *nx = ck0 + (size_t)(q - s0) * NCK + (size_t)(ch + 1) * S3;
+                memcpy(nx, nx - S3, sizeof(float) * S3);
+                attn__rwkv4b_fwd(X, blk[q - s0].w, blk[q - s0].u, nx, nx + ATTN__RWKV4_BLOCK, nx + 2 * ATTN__RWKV4_BLOCK, b, h, d0,
+                                 n, ch * BC, (ch + 1) * BC, NULL);
+            }
+        for (ch = X->nck - 1; ch >= 0; --ch)                               /* the chunks last first */
+            for (q = s0; q < s1; ++q) {
+                const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+                const int t0 = ch * BC, t1 = ATTN__MIN(T, t0 + BC);
+                float *cs = ck0 + (size_t)(q - s0) * NCK + (size_t)ch * S3;   /* advanced through the chunk */
+                attn__rwkv4b_fwd(X, blk[q - s0].w, blk[q - s0].u, cs, cs + ATTN__RWKV4_BLOCK, cs + 2 * ATTN__RWKV4_BLOCK, b, h,
+                                 d0, n, t0, t1, rec);
+                attn__rwkv4b_tokens(X, &blk[q - s0], rec, b, h, d0, n, t0, t1);
+            }
+        for (q = s0; q < s1; ++q) {
+            const attn__rwkv4b_blk *K = &blk[q - s0];
+            const int h = q / X->nblk, d0 = (q % X->nblk) * ATTN__RWKV4_BLOCK, n = ATTN__MIN(ATTN__RWKV4_BLOCK, D - d0);
+            const size_t c0 = (size_t)h * D + d0;
+            if (X->dstate_in) {
+                float *g = X->dstate_in + (size_t)b * 3 * C + c0;
+                for (j = 0; j < n; ++j) { g[j] = K->ga[j]; g[C + j] = K->gb[j]; g[2 * C + j] = K->gp[j]; }
+            }
+            for (j = 0; j < n; ++j) { X->part[(size_t)b * 2 * C + c0 + j] = K->sw[j]; X->part[(size_t)b * 2 * C + C + c0 + j] = K->su[j]; }
+        }
+    }
+}
+
+/* attn_rwkv4_backward (bytes NULL) and its workspace query (bytes: only desc, k, v are read). */
+static attn_status attn__rwkv4b_run(const attn_rwkv_desc *d, const float *time_decay, const float *time_first,
+                                    const attn_tensor *k, const attn_tensor *v, const attn_tensor *dout,
+                                    const float *state_in, const float *dstate_out, const attn_tensor *dk,
+                                    const attn_tensor *dv, float *dtime_decay, float *dtime_first, float *dstate_in,
+                                    size_t *bytes) {
+    attn__rwkv4b_ctx X;
+    attn__view rk, rv;
+    attn_desc pd;
+    attn__ws ws;
+    attn_status s;
+    size_t C, st, tasks, per, total, c;
+    int nt, mode;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (!k->data) return ATTN_ERR_NULL_K;
+    if (!v->data) return ATTN_ERR_NULL_V;
+    if (!bytes && !dout->data) return ATTN_ERR_RWKV_NULL_DOUT;
+    if (!bytes && !time_decay) return ATTN_ERR_RWKV_NULL_TIME_DECAY;
+    if (!bytes && !time_first) return ATTN_ERR_RWKV_NULL_TIME_FIRST;
+    if (!attn__dtype_ok(k->dtype) || !attn__dtype_ok(v->dtype) || (!bytes && !attn__dtype_ok(dout->dtype))) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(k)) return ATTN_ERR_K_SHAPE;
+    if (!attn__rwkv_same_shape(v, k) || (!bytes && !attn__rwkv_same_shape(dout, k))) return ATTN_ERR_RWKV_SHAPE;
+    if ((s = attn__make_view(k, &X.k)) != ATTN_OK || (s = attn__make_view(v, &X.v)) != ATTN_OK ||
+        (!bytes && (s = attn__make_view(dout, &X.dy)) != ATTN_OK)) return s;
+    if (!bytes && ((s = attn__rwkv_grad_view(dk, k, 0, &X.dk, &rk, &mode)) != ATTN_OK ||
+                   (s = attn__rwkv_grad_view(dv, k, 0, &X.dv, &rv, &mode)) != ATTN_OK)) return s;
+    X.nblk = (k->dim + ATTN__RWKV4_BLOCK - 1) / ATTN__RWKV4_BLOCK;
+    X.nck = (k->seq + ATTN__RWKV_BCHUNK - 1) / ATTN__RWKV_BCHUNK;
+    if (!attn__mul_size((size_t)k->heads, (size_t)k->dim, &C) || C > (size_t)INT_MAX ||
+        !attn__mul_size(C, (size_t)k->batch * 3, &st) || st > (size_t)PTRDIFF_MAX / sizeof(double) ||
+        (size_t)k->heads * (size_t)X.nblk > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    attn__rwkv_pdesc(d, &pd);
+    nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st / 3, (size_t)k->seq, 4096);
+    X.groups = attn__rwkv_groups(k->heads * X.nblk, k->batch, nt);
+    if (!attn__mul_size((size_t)k->batch, (size_t)X.groups, &tasks) || tasks > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
+    /* per thread: SUB blocks' checkpoints, one chunk's records (32 tokens x 9 rows) */
+    per = ((size_t)X.nck * ATTN__RWKV4_SUB + (size_t)ATTN__RWKV_BCHUNK * 3) * 3 * ATTN__RWKV4_BLOCK;
+    if (!attn__mul_size(per, (size_t)nt * sizeof(float), &total) ||
+        !attn__add_size(total, st / 3 * 2 * sizeof(double) + 2 * ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
+    if (bytes) { *bytes = total; return ATTN_OK; }
+    {
+        attn__ovl o;
+        attn__ovl_init(&o);
+        attn__ovl_view(&o, 0, &X.k); attn__ovl_view(&o, 0, &X.v); attn__ovl_view(&o, 0, &X.dy);
+        attn__ovl_mem(&o, 0, time_decay, C, sizeof(float)); attn__ovl_mem(&o, 0, time_first, C, sizeof(float));
+        attn__ovl_mem(&o, 0, state_in, st, sizeof(float)); attn__ovl_mem(&o, 0, dstate_out, st, sizeof(float));
+        attn__ovl_view(&o, 1, &rk); attn__ovl_view(&o, 1, &rv);
+        attn__ovl_mem(&o, 1, dtime_decay, C, sizeof(float)); attn__ovl_mem(&o, 1, dtime_first, C, sizeof(float));
+        attn__ovl_mem(&o, 1, dstate_in, st, sizeof(float));
+        if (attn__ovl_bad(&o)) return ATTN_ERR_RWKV_BWD_OVERLAP;
+    }
+    if (!attn__rwkv_finite(time_decay, C)) return ATTN_ERR_RWKV_TIME_DECAY;
+    if (!attn__rwkv_finite(time_first, C)) return ATTN_ERR_RWKV_TIME_FIRST;
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
+    X.isa = attn__vec();
+    X.token = attn__rwkv4b_token_scalar;
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+    if (X.isa == &attn__isa_avx512) X.token = attn__rwkv4b_token_avx512;
+#endif
+    if (X.isa == &attn__isa_avx2) X.token = attn__rwkv4b_token_avx2;
+#endif
+    X.time_decay = time_decay; X.time_first = time_first; X.state_in = state_in; X.dstate_out = dstate_out;
+    X.dstate_in = dstate_in; X.C = (int)C; X.per_thread = per;
+    X.part = (double *)(void *)ws.base;                                  /* doubles first: aligned */
+    X.ws = (float *)(void *)(ws.base + (st / 3 * 2 * sizeof(double) + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN);
+    attn__parallel_for(&pd, (int)tasks, nt, attn__rwkv4b_task, &X);
+    for (c = 0; c < C; ++c) {
+        if (dtime_decay) dtime_decay[c] = (float)(-exp((double)time_decay[c]) * attn__rwkv_part(X.part, 2 * C, k->batch, c));
+        if (dtime_first) dtime_first[c] = (float)attn__rwkv_part(X.part, 2 * C, k->batch, C + c);
+    }
+    attn__ws_release(&ws);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_rwkv4_backward(const attn_rwkv_desc *desc, const float *time_decay, const float *time_first,
+                                        attn_tensor k, attn_tensor v, attn_tensor dout, const float *state_in,
+                                        const float *dstate_out, attn_tensor dk, attn_tensor dv, float *dtime_decay,
+                                        float *dtime_first, float *dstate_in) {
+    return attn__rwkv4b_run(desc, time_decay, time_first, &k, &v, &dout, state_in, dstate_out, &dk, &dv, dtime_decay,
+                            dtime_first, dstate_in, NULL);
+}
+
+ATTNDEF attn_status attn_rwkv4_backward_workspace_size(const attn_rwkv_desc *desc, attn_tensor k, attn_tensor v,
+                                                       size_t *bytes) {
+    attn_tensor none;
+    if (!bytes) return ATTN_ERR_RWKV_NULL_BYTES;
+    memset(&none, 0, sizeof none);
+    return attn__rwkv4b_run(desc, NULL, NULL, &k, &v, &none, NULL, NULL, &none, &none, NULL, NULL, NULL, bytes);
+}
+
+/* ---- RWKV-5/6 backward ---- */
+typedef struct attn__rwkv6b_ctx {
+    const attn__isa *isa;
+    attn__view r, k, v, w, dy, dr, dk, dv, dw;
+    const float *u, *state_in, *dstate_out;
+    float *du, *dstate_in, *ws;
+    double *part;                /* [B][2][C]: per batch entry, the sums of du and (dw mode 2) dw */
+    int N, G, per_head, nck, dw_mode;
+    size_t per_thread;
+    void (*rows)(float *S, int N, const float *r, const float *w, const float *k, const float *v, float *y);
+    void (*brows)(float *G, const float *S, int N, const float *r, const float *w, const float *k, const float *v,
+                  const float *dy, float *dr, float *dk, float *dv, float *dw);
+} attn__rwkv6b_ctx;
+
+/* One token of one head backwards, on the state S before it and dS (G, the gradient of the
+   state after it, becomes that of S):
+     dr_i += sum_j S_ij dy_j;  dk_i += sum_j G_ij v_j;  dw_i = sum_j G_ij S_ij;  dv_j += sum_i G_ij k_i
+     G_ij = w_i G_ij + r_i dy_j
+   The row sums run in 16 lanes (j mod 16) added up in lane order, so the result is one fixed
+   sequence of roundings; compiled per ISA like attn__rwkv6_rows_*. */
+#define ATTN__RWKV6_BROWS_BODY                                                                    \
+    int i, j, l;                                                                                  \
+    for (i = 0; i < N; ++i) {                                                                     \
+        float *ATTN__RESTRICT g = G + (size_t)i * N;                                              \
+        const float *ATTN__RESTRICT s = S + (size_t)i * N;                                        \
+        const float ri = r[i], wi = w[i], ki = k[i];                                              \
+        float a1[16], a2[16], a3[16], x1 = 0.0f, x2 = 0.0f, x3 = 0.0f;                            \
+        for (l = 0; l < 16; ++l) a1[l] = a2[l] = a3[l] = 0.0f;                                    \
+        for (j = 0; j + 16 <= N; j += 16)                                                         \
+            for (l = 0; l < 16; ++l) {                                                            \
+                const float sv = s[j + l], gv = g[j + l];                                         \
+                a1[l] += sv * dy[j + l]; a2[l] += gv * v[j + l]; a3[l] += gv * sv;                \
+                dv[j + l] += gv * ki;                                                             \
+                g[j + l] = wi * gv + ri * dy[j + l];                                              \
+            }                                                                                     \
+        for (l = 0; j < N; ++j, ++l) {                                                            \
+            const float sv = s[j], gv = g[j];                                                     \
+            a1[l] += sv * dy[j]; a2[l] += gv * v[j]; a3[l] += gv * sv;                            \
+            dv[j] += gv * ki;                                                                     \
+            g[j] = wi * gv + ri * dy[j];                                                          \
+        }                                                                                         \
+        for (l = 0; l < 16; ++l) { x1 += a1[l]; x2 += a2[l]; x3 += a3[l]; }                       \
+        dr[i] += x1; dk[i] += x2; dw[i] = x3;                                                     \
+    }
+static void attn__rwkv6_brows_scalar(float *ATTN__RESTRICT G, const float *ATTN__RESTRICT S, int N, const float *r,
+                                     const float *w, const float *k, const float *ATTN__RESTRICT v,
+                                     const float *ATTN__RESTRICT dy, float *dr, float *dk, float *ATTN__RESTRICT dv,
+                                     float *dw) {
+    ATTN__RWKV6_BROWS_BODY
+}
+#if defined(ATTN__X86_SIMD)
+ATTN__T256 static void attn__rwkv6_brows_avx2(float *ATTN__RESTRICT G, const float *ATTN__RESTRICT S, int N,
+                                             const float *r, const float *w, const float *k, const float *ATTN__RESTRICT v,
+                                             const float *ATTN__RESTRICT dy, float *dr, float *dk,
+                                             float *ATTN__RESTRICT dv, float *dw) {
+    ATTN__RWKV6_BROWS_BODY
+}
+#if !defined(ATTN_NO_AVX512)
+ATTN__T512 static void attn__rwkv6_brows_avx512(float *ATTN__RESTRICT G, const float *ATTN__RESTRICT S, int N,
+                                               const float *r, const float *w, const float *k,
+                                               const float *ATTN__RESTRICT v, const float *ATTN__RESTRICT dy, float *dr,
+                                               float *dk, float *ATTN__RESTRICT dv, float *dw) {
+    ATTN__RWKV6_BROWS_BODY
+}
+#endif
+#endif
+#undef ATTN__RWKV6_BROWS_BODY
+
+static void (*attn__rwkv6_brows_for(const attn__isa *isa))(float *, const float *, int, const float *, const float *,
+                                                          const float *, const float *, const float *, float *, float *,
+                                                          float *, float *) {
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+    if (isa == &attn__isa_avx512) return attn__rwkv6_brows_avx512;
+#endif
+    if (isa == &attn__isa_avx2) return attn__rwkv6_brows_avx2;
+#endif
+    (void)isa;
+    return attn__rwkv6_brows_scalar;
+}
+
+static void attn__rwkv6b_load(const attn__rwkv6b_ctx *X, const attn__view *t, int b, int s, int h, int d0, float *dst) {
+    X->isa->load((const char *)attn__at(t, b, s, h) + (size_t)d0 * t->esize, t->dtype, dst, X->N, 1.0f);
+}
+static void attn__rwkv6b_store(const attn__rwkv6b_ctx *X, const attn__view *t, int b, int s, int h, int d0, const float *src) {
+    if (t->data) X->isa->store((char *)attn__at(t, b, s, h) + (size_t)d0 * t->esize, t->dtype, src, X->N, 1.0f);
+}
+
+/* Task (b, head g): checkpoints of S every ATTN__RWKV_BCHUNK tokens, then per chunk last first
+   the chunk's states (S before each token) recomputed with the forward's row kernel, and the
+   tokens backwards. Scratch (per_thread floats, a multiple of 16): [2][N] doubles, [nck][N N]
+   checkpoints, [BC][N N] states, dS, ten rows of N. */
+static void attn__rwkv6b_task(void *vctx, int task, int thread) {
+    const attn__rwkv6b_ctx *X = (const attn__rwkv6b_ctx *)vctx;
+    const int N = X->N, b = task / X->G, g = task % X->G, h = g / X->per_head, d0 = (g % X->per_head) * N;
+    const int T = X->k.seq, BC = ATTN__RWKV_BCHUNK;
+    const size_t NN = (size_t)N * N, C = (size_t)X->G * N, off = ((size_t)b * X->G + g) * NN;
+    double *acc = (double *)(void *)(X->ws + X->per_thread * (size_t)thread);   /* [2][N]: du, dw over tokens */
+    float *ck = (float *)(void *)(acc + 2 * N), *sts = ck + (size_t)X->nck * NN, *dS = sts + (size_t)BC * NN;
+    float *rr = dS + NN, *kk = rr + N, *vv = kk + N, *ww = vv + N, *dy = ww + N, *y = dy + N;
+    float *gr = y + N, *gk = gr + N, *gv = gk + N, *gw = gv + N;
+    const float *u = X->u + (size_t)g * N;
+    int ch, t, i;
+    if (X->state_in) memcpy(ck, X->state_in + off, NN * sizeof(float));
+    else memset(ck, 0, NN * sizeof(float));
+    for (ch = 0; ch + 1 < X->nck; ++ch) {
+        float *S = ck + (size_t)(ch + 1) * NN;
+        memcpy(S, ck + (size_t)ch * NN, NN * sizeof(float));
+        for (t = ch * BC; t < (ch + 1) * BC; ++t) {
+            attn__rwkv6b_load(X, &X->r, b, t, h, d0, rr); attn__rwkv6b_load(X, &X->k, b, t, h, d0, kk);
+            attn__rwkv6b_load(X, &X->v, b, t, h, d0, vv); attn__rwkv6b_load(X, &X->w, b, t, h, d0, ww);
+            memset(y, 0, sizeof(float) * (size_t)N);   /* the output is not needed */
+            X->rows(S, N, rr, ww, kk, vv, y);
+        }
+    }
+    if (X->dstate_out) memcpy(dS, X->dstate_out + off, NN * sizeof(float));
+    else memset(dS, 0, NN * sizeof(float));
+    for (i = 0; i < 2 * N; ++i) acc[i] = 0.0;
+    for (ch = X->nck - 1; ch >= 0; --ch) {
+        const int t0 = ch * BC, t1 = ATTN__MIN(T, t0 + BC);
+        memcpy(sts, ck + (size_t)ch * NN, NN * sizeof(float));
+        for (t = t0; t + 1 < t1; ++t) {
+            float *S = sts + (size_t)(t + 1 - t0) * NN;
+            memcpy(S, S - NN, NN * sizeof(float));
+            attn__rwkv6b_load(X, &X->r, b, t, h, d0, rr); attn__rwkv6b_load(X, &X->k, b, t, h, d0, kk);
+            attn__rwkv6b_load(X, &X->v, b, t, h, d0, vv); attn__rwkv6b_load(X, &X->w, b, t, h, d0, ww);
+            memset(y, 0, sizeof(float) * (size_t)N);   /* the output is not needed */
+            X->rows(S, N, rr, ww, kk, vv, y);
+        }
+        for (t = t1 - 1; t >= t0; --t) {
+            float a = 0.0f, dyv = 0.0f;
+            attn__rwkv6b_load(X, &X->r, b, t, h, d0, rr); attn__rwkv6b_load(X, &X->k, b, t, h, d0, kk);
+            attn__rwkv6b_load(X, &X->v, b, t, h, d0, vv); attn__rwkv6b_load(X, &X->w, b, t, h, d0, ww);
+            attn__rwkv6b_load(X, &X->dy, b, t, h, d0, dy);
+            for (i = 0; i < N; ++i) a += rr[i] * u[i] * kk[i];        /* the forward's order */
+            for (i = 0; i < N; ++i) dyv += dy[i] * vv[i];
+            for (i = 0; i < N; ++i) {
+                const float rk = rr[i] * kk[i] * dyv;
+                gr[i] = u[i] * kk[i] * dyv; gk[i] = rr[i] * u[i] * dyv; gv[i] = a * dy[i];
+                acc[i] += (double)rk;
+            }
+            X->brows(dS, sts + (size_t)(t - t0) * NN, N, rr, ww, kk, vv, dy, gr, gk, gv, gw);
+            attn__rwkv6b_store(X, &X->dr, b, t, h, d0, gr); attn__rwkv6b_store(X, &X->dk, b, t, h, d0, gk);
+            attn__rwkv6b_store(X, &X->dv, b, t, h, d0, gv);
+            if (X->dw_mode == 0) attn__rwkv6b_store(X, &X->dw, b, t, h, d0, gw);
+            else for (i = 0; i < N; ++i) acc[N + i] += (double)gw[i];
+        }
+    }
+    if (X->dstate_in) memcpy(X->dstate_in + off, dS, NN * sizeof(float));
+    for (i = 0; i < N; ++i) {
+        X->part[(size_t)b * 2 * C + (size_t)g * N + i] = acc[i];
+        X->part[(size_t)b * 2 * C + C + (size_t)g * N + i] = acc[N + i];
+    }
+    if (X->dw_mode == 1) {                           /* summed over tokens, per batch entry */
+        for (i = 0; i < N; ++i) gw[i] = (float)acc[N + i];
+        attn__rwkv6b_store(X, &X->dw, b, 0, h, d0, gw);
+    }
+}
+
+/* attn_rwkv6_backward (bytes NULL) and its workspace query (bytes: desc, r, k, v, w are read). */
+static attn_status attn__rwkv6b_run(const attn_rwkv_desc *d, const attn_tensor *r, const attn_tensor *k,
+                                    const attn_tensor *v, const attn_tensor *w, const float *u, const attn_tensor *dout,
+                                    const float *state_in, const float *dstate_out, const attn_tensor *dr,
+                                    const attn_tensor *dk, const attn_tensor *dv, const attn_tensor *dw, float *du,
+                                    float *dstate_in, size_t *bytes) {
+    attn__rwkv6b_ctx X;
+    attn__view red[4];
+    attn_desc pd;
+    attn__ws ws;
+    attn_status s;
+    size_t C, st, tasks, per, total, c;
+    int nt, mode, i;
+    if (!d) return ATTN_ERR_NULL_DESC;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    if (d->head_size < 0) return ATTN_ERR_RWKV_HEAD_SIZE;
+    if (!r->data) return ATTN_ERR_RWKV_NULL_R;
+    if (!k->data) return ATTN_ERR_NULL_K;
+    if (!v->data) return ATTN_ERR_NULL_V;
+    if (!w->data) return ATTN_ERR_RWKV_NULL_W;
+    if (!bytes && !u) return ATTN_ERR_RWKV_NULL_U;
+    if (!bytes && !dout->data) return ATTN_ERR_RWKV_NULL_DOUT;
+    if (!attn__dtype_ok(r->dtype) || !attn__dtype_ok(k->dtype) || !attn__dtype_ok(v->dtype) ||
+        !attn__dtype_ok(w->dtype) || (!bytes && !attn__dtype_ok(dout->dtype))) return ATTN_ERR_DTYPE;
+    if (!attn__shape_ok(k)) return ATTN_ERR_K_SHAPE;
+    if (!attn__rwkv_same_shape(r, k) || !attn__rwkv_same_shape(v, k) || !attn__rwkv_same_shape(w, k) ||
+        (!bytes && !attn__rwkv_same_shape(dout, k))) return ATTN_ERR_RWKV_SHAPE;
+    X.N = d->head_size ? d->head_size : (k->dim % 64 == 0 ? 64 : k->dim);
+    if (k->dim % X.N != 0) return ATTN_ERR_RWKV_HEAD_SIZE;
+    if ((s = attn__make_view(r, &X.r)) != ATTN_OK || (s = attn__make_view(k, &X.k)) != ATTN_OK ||
+        (s = attn__make_view(v, &X.v)) != ATTN_OK || (s = attn__make_view(w, &X.w)) != ATTN_OK ||
+        (!bytes && (s = attn__make_view(dout, &X.dy)) != ATTN_OK)) return s;
+    if (!bytes && ((s = attn__rwkv_grad_view(dr, k, 0, &X.dr, &red[0], &mode)) != ATTN_OK ||
+                   (s = attn__rwkv_grad_view(dk, k, 0, &X.dk, &red[1], &mode)) != ATTN_OK ||
+                   (s = attn__rwkv_grad_view(dv, k, 0, &X.dv, &red[2], &mode)) != ATTN_OK ||
+                   (s = attn__rwkv_grad_view(dw, k, 1, &X.dw, &red[3], &X.dw_mode)) != ATTN_OK)) return s;
+    X.per_head = k->dim / X.N;
+    X.nck = (k->seq + ATTN__RWKV_BCHUNK - 1) / ATTN__RWKV_BCHUNK;
+    if (!attn__mul_size((size_t)k->heads, (size_t)k->dim, &C) || C > (size_t)INT_MAX ||
+        !attn__mul_size(C * (size_t)k->batch, (size_t)X.N, &st) || st > (size_t)PTRDIFF_MAX / sizeof(float) ||
+        !attn__mul_size(C / (size_t)X.N, (size_t)k->batch, &tasks) || tasks > (size_t)INT_MAX)
+        return ATTN_ERR_OVERFLOW;
+    attn__rwkv_pdesc(d, &pd);
+    nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st, (size_t)k->seq, 1u << 16);
+    /* per thread: 4N (2N doubles), checkpoints and chunk states (nck + BC + 1) N N, 10 rows */
+    if (!attn__mul_size((size_t)X.nck + ATTN__RWKV_BCHUNK + 1, (size_t)X.N * (size_t)X.N, &per) ||
+        !attn__add_size(per, 14 * (size_t)X.N + 15, &per)) return ATTN_ERR_OVERFLOW;
+    per = per / 16 * 16;
+    if (!attn__mul_size(per, (size_t)nt * sizeof(float), &total) ||
+        !attn__add_size(total, C * (size_t)k->batch * 2 * sizeof(double) + 2 * ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
+    if (bytes) { *bytes = total; return ATTN_OK; }
+    {
+        attn__ovl o;
+        attn__ovl_init(&o);
+        attn__ovl_view(&o, 0, &X.r); attn__ovl_view(&o, 0, &X.k); attn__ovl_view(&o, 0, &X.v);
+        attn__ovl_view(&o, 0, &X.w); attn__ovl_view(&o, 0, &X.dy);
+        attn__ovl_mem(&o, 0, u, C, sizeof(float));
+        attn__ovl_mem(&o, 0, state_in, st, sizeof(float)); attn__ovl_mem(&o, 0, dstate_out, st, sizeof(float));
+        for (i = 0; i < 4; ++i) attn__ovl_view(&o, 1, &red[i]);
+        attn__ovl_mem(&o, 1, du, C, sizeof(float)); attn__ovl_mem(&o, 1, dstate_in, st, sizeof(float));
+        if (attn__ovl_bad(&o)) return ATTN_ERR_RWKV_BWD_OVERLAP;
+    }
+    if (!attn__rwkv_finite(u, C)) return ATTN_ERR_RWKV_U;
+    if (!attn__rwkv_range_ok(&X.w, 0.0f, 1.0f)) return ATTN_ERR_RWKV_W_RANGE;
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_RWKV_WORKSPACE, &ws)) != ATTN_OK) return s;
+    X.isa = attn__vec();
+    X.u = u; X.state_in = state_in; X.dstate_out = dstate_out; X.du = du; X.dstate_in = dstate_in;
+    X.G = (int)(C / (size_t)X.N); X.per_thread = per;
+    X.rows = attn__rwkv6_rows_for(X.isa);
+    X.brows = attn__rwkv6_brows_for(X.isa);
+    X.part = (double *)(void *)ws.base;
+    X.ws = (float *)(void *)(ws.base + (C * (size_t)k->batch * 2 * sizeof(double) + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN);
+    attn__parallel_for(&pd, (int)tasks, nt, attn__rwkv6b_task, &X);
+    for (c = 0; c < C; ++c) {
+        if (du) du[c] = (float)attn__rwkv_part(X.part, 2 * C, k->batch, c);
+        if (X.dw_mode == 2) {                        /* RWKV-5: summed over batch entries and tokens */
+            const float g = (float)attn__rwkv_part(X.part, 2 * C, k->batch, C + c);
+            X.isa->store((char *)attn__at(&X.dw, 0, 0, (int)(c / (size_t)k->dim)) + (c % (size_t)k->dim) * X.dw.esize,
+                         X.dw.dtype, &g, 1, 1.0f);
+        }
+    }
+    attn__ws_release(&ws);
+    return ATTN_OK;
+}
+
+ATTNDEF attn_status attn_rwkv6_backward(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k, attn_tensor v,
+                                        attn_tensor w, const float *u, attn_tensor dout, const float *state_in,
+                                        const float *dstate_out, attn_tensor dr, attn_tensor dk, attn_tensor dv,
+                                        attn_tensor dw, float *du, float *dstate_in) {
+    return attn__rwkv6b_run(desc, &r, &k, &v, &w, u, &dout, state_in, dstate_out, &dr, &dk, &dv, &dw, du, dstate_in, NULL);
+}
+
+ATTNDEF attn_status attn_rwkv6_backward_workspace_size(const attn_rwkv_desc *desc, attn_tensor r, attn_tensor k,
+                                                       attn_tensor v, attn_tensor w, size_t *bytes) {
+    attn_tensor none;
+    if (!bytes) return ATTN_ERR_RWKV_NULL_BYTES;
+    memset(&none, 0, sizeof none);
+    return attn__rwkv6b_run(desc, &r, &k, &v, &w, NULL, &none, NULL, NULL, &none, &none, &none, &none, NULL, NULL, bytes);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -16,8 +16,12 @@
       GB/s counts the token's inputs and output and the state read and written (RWKV-6: 2 N
       floats per channel, 256 KiB per sequence at C 1024): at B 1 the state stays in L2, so
       that rate can exceed the DRAM read bandwidth; at B 8 (2 MiB) the step streams it.
-   Env: BENCH_QUICK=1 (shorter sweep, fewer reps), BENCH_OUTDIR (default bench).
-   Writes BENCH_OUTDIR/results_rwkv.csv and BENCH_OUTDIR/chart_rwkv.svg. */
+   4. The backwards (attn_rwkv4_backward, attn_rwkv6_backward) as multiples of their forwards,
+      1 and 2 threads (see bench_backward).
+   Env: BENCH_QUICK=1 (shorter sweep, fewer reps), BENCH_OUTDIR (default bench),
+   BENCH_RWKV_BWD_ONLY=1 (part 4 alone).
+   Writes BENCH_OUTDIR/results_rwkv.csv, BENCH_OUTDIR/chart_rwkv.svg and
+   BENCH_OUTDIR/results_rwkv_bwd.csv. */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #if defined(__GNUC__)
@@ -210,6 +214,74 @@ static void write_svg(const char *path, int Lmax) {
     fclose(f);
 }
 
+/* 4. The backwards against their forwards: B 1, C 1024 (RWKV-6: 16 heads of 64), fp32, T 512,
+   2048 and 8192 (quick: 512, 2048), n_threads 1 and 2 (built-in threads): ns per channel-token
+   of each (median of 7, quick 5, after a warm-up) and backward / forward. The backward computes
+   every gradient (state_in and dstate_out given). Writes BENCH_OUTDIR/results_rwkv_bwd.csv. */
+static double bwd_time(int which, int bwd, const attn_rwkv_desc *d, const float *r, const float *k, const float *v,
+                       const float *w, const float *td, const float *tf, const float *u, float *o, float *g, float *st,
+                       int L, int reps) {
+    const size_t n = (size_t)L * C;
+    const attn_tensor tr = attn_tensor_dense((void *)r, ATTN_F32, 1, L, 1, C), tk = attn_tensor_dense((void *)k, ATTN_F32, 1, L, 1, C);
+    const attn_tensor tv = attn_tensor_dense((void *)v, ATTN_F32, 1, L, 1, C), tw = attn_tensor_dense((void *)w, ATTN_F32, 1, L, 1, C);
+    const attn_tensor to = attn_tensor_dense(o, ATTN_F32, 1, L, 1, C);
+    double t[16], lo, hi;
+    int i;
+    for (i = -1; i < reps; ++i) {
+        const double t0 = now_s();
+        attn_status s;
+        if (which == 0)
+            s = bwd ? attn_rwkv4_backward(d, td, tf, tk, tv, to, st, st + 3 * C, attn_tensor_dense(g, ATTN_F32, 1, L, 1, C),
+                                          attn_tensor_dense(g + n, ATTN_F32, 1, L, 1, C), g + 2 * n, g + 2 * n + C, g + 2 * n + 2 * C)
+                    : attn_rwkv4_forward(d, td, tf, tk, tv, to, st, NULL);
+        else
+            s = bwd ? attn_rwkv6_backward(d, tr, tk, tv, tw, u, to, st, st + (size_t)C * N, attn_tensor_dense(g, ATTN_F32, 1, L, 1, C),
+                                          attn_tensor_dense(g + n, ATTN_F32, 1, L, 1, C), attn_tensor_dense(g + 2 * n, ATTN_F32, 1, L, 1, C),
+                                          attn_tensor_dense(g + 3 * n, ATTN_F32, 1, L, 1, C), g + 4 * n, g + 4 * n + C)
+                    : attn_rwkv6_forward(d, tr, tk, tv, tw, u, to, st, NULL);
+        if (s != ATTN_OK) { fprintf(stderr, "bench: %s\n", attn_status_str(s)); exit(2); }
+        if (i >= 0) t[i] = now_s() - t0;
+    }
+    return median_of(t, reps, &lo, &hi) * 1e9 / ((double)L * C);
+}
+
+static void bench_backward(const char *outdir, int quick, const char *cpu) {
+    const int Lmax = quick ? 2048 : 8192, reps = quick ? 5 : 7;
+    const size_t nmax = (size_t)Lmax * C;
+    float *r = (float *)xalloc(nmax * 4), *k = (float *)xalloc(nmax * 4), *v = (float *)xalloc(nmax * 4);
+    float *w = (float *)xalloc(nmax * 4), *o = (float *)xalloc(nmax * 4), *g = (float *)xalloc((4 * nmax + 2 * C + (size_t)C * N) * 4);
+    float *td = (float *)xalloc(C * 4), *tf = (float *)xalloc(C * 4), *u = (float *)xalloc(C * 4);
+    float *st = (float *)xalloc((size_t)2 * C * N * 4);
+    char path[512];
+    FILE *f;
+    int L, which, nt;
+    size_t e;
+    fill_rand(r, nmax); fill_rand(k, nmax); fill_rand(v, nmax); fill_rand(w, nmax); fill_rand(o, nmax);
+    for (e = 0; e < nmax; ++e) w[e] = 0.9f + 0.09f * w[e];
+    fill_rand(td, C); fill_rand(tf, C); fill_rand(u, C);
+    fill_rand(st, (size_t)2 * C * N);
+    for (e = 0; e < (size_t)C; ++e) st[C + e] = 1.0f + st[C + e] * st[C + e];          /* RWKV-4: bb > 0, pp ~ 0 */
+    snprintf(path, sizeof path, "%s/results_rwkv_bwd.csv", outdir);
+    f = fopen(path, "w");
+    if (f) fprintf(f, "# %s\nmech,seq,threads,fwd_ns_per_ct,bwd_ns_per_ct,ratio\n", cpu);
+    printf("4. backward vs forward (B 1, C %d, fp32; ns per channel-token, median of %d)\n", C, reps);
+    printf("   %-6s %6s %3s %10s %10s %8s\n", "mech", "T", "thr", "forward", "backward", "bwd/fwd");
+    for (which = 0; which < 2; ++which)
+        for (L = 512; L <= Lmax; L *= 4)
+            for (nt = 1; nt <= 2; ++nt) {
+                attn_rwkv_desc d;
+                double fw, bw;
+                memset(&d, 0, sizeof d);
+                d.n_threads = nt;
+                fw = bwd_time(which, 0, &d, r, k, v, w, td, tf, u, o, g, st, L, reps);
+                bw = bwd_time(which, 1, &d, r, k, v, w, td, tf, u, o, g, st, L, reps);
+                printf("   %-6s %6d %3d %10.2f %10.2f %8.2f\n", which ? "rwkv6" : "rwkv4", L, nt, fw, bw, bw / fw);
+                if (f) fprintf(f, "%s,%d,%d,%.3f,%.3f,%.2f\n", which ? "rwkv6" : "rwkv4", L, nt, fw, bw, bw / fw);
+            }
+    if (f) fclose(f);
+    free(r); free(k); free(v); free(w); free(o); free(g); free(td); free(tf); free(u); free(st);
+}
+
 int main(void) {
     const int quick = env_int("BENCH_QUICK", 0), ncpu = online_cpus();
     const char *outdir = getenv("BENCH_OUTDIR") ? getenv("BENCH_OUTDIR") : "bench";
@@ -228,6 +300,7 @@ int main(void) {
     g_reps = quick ? 5 : 9;
     cpu_model(cpu, sizeof cpu);
     printf("bench_rwkv: %s, %d threads, kernels %s\n", cpu, ncpu, attn_kernels());
+    if (env_int("BENCH_RWKV_BWD_ONLY", 0)) { bench_backward(outdir, quick, cpu); return 0; }
     measure_machine(&m, best_fma_isa(), ncpu, quick ? 0.1 : 0.25, (size_t)256 << 20);
     print_machine(&m, ncpu, (size_t)256 << 20);
     fill_rand(r, nmax); fill_rand(k, nmax); fill_rand(v, nmax); fill_rand(w, nmax);
@@ -353,5 +426,6 @@ int main(void) {
     printf("wrote %s\n", path);
     if (g_pool) attn_pool_destroy(g_pool);
     free(r); free(k); free(v); free(w); free(o); free(td); free(tf); free(u);
+    bench_backward(outdir, quick, cpu);
     return 0;
 }

@@ -13,6 +13,7 @@
    the state accumulates T roundings); f16/bf16 out storage adds its rounding (2^-10 / 2^-7);
    RWKV-4 with keys near +-1000 adds T * 1e-4 (fp32 log-weights of size 1000 round at 6e-5). */
 #include "test.h"
+#include "fixture.h"
 
 extern int t_attn_fail_mallocs;   /* tests/attn_impl.c: non-zero makes ATTN_MALLOC return NULL */
 
@@ -649,6 +650,451 @@ static void rk_overlap(t_rng *rng) {
     free(arena); free(copy);
 }
 
+/* ---- gradients: attn_rwkv4_backward / attn_rwkv6_backward ---------------------------------
+   Central differences (h = 1e-4) of independent double references of the forwards, written
+   here from ZOO.md: RWKV-4 as the stable (aa, bb, pp) recurrence itself (the gradient of the
+   final state is defined in those coordinates), RWKV-6 as the matrix recurrence. The loss is
+   sum dout . out + sum dstate_out . state_out with random weights. Elements of the large
+   tensors are sampled (up to 120 per gradient); [C] vectors and the states are checked whole.
+   Bound: max |got - fd| / max(1, max |fd|) <= 2e-5 (measured <= 7e-7: fp32 gradients carried
+   over up to 70 tokens). */
+typedef struct {
+    int B, T, C, N, G;                 /* N, G: RWKV-6 head size and heads */
+    double *td, *tf, *k, *v, *r, *w, *u, *si, *dy, *dso;   /* [B][T][C] tensors; states [B][3][C] or [B][G][N][N] */
+    int w_bcast;                       /* RWKV-6: 0 w [B][T][C]; 1 one row per batch entry [B][C]; 2 one row [C] */
+} rkb_ref;
+
+static double rk4b_loss(const rkb_ref *R) {
+    const int B = R->B, T = R->T, C = R->C;
+    double L = 0.0;
+    int b, t, c;
+    for (b = 0; b < B; ++b)
+        for (c = 0; c < C; ++c) {
+            const double w = -exp(R->td[c]), u = R->tf[c];
+            double aa = R->si ? R->si[(size_t)b * 3 * C + c] : 0.0, bb = R->si ? R->si[((size_t)b * 3 + 1) * C + c] : 0.0;
+            double pp = R->si ? R->si[((size_t)b * 3 + 2) * C + c] : -1e38;
+            for (t = 0; t < T; ++t) {
+                const size_t i = ((size_t)b * T + t) * C + c;
+                const double kk = R->k[i], vv = R->v[i];
+                double p = fmax(pp, u + kk), e1 = exp(pp - p), e2 = exp(u + kk - p);
+                L += R->dy[i] * (e1 * aa + e2 * vv) / (e1 * bb + e2);
+                p = fmax(pp + w, kk); e1 = exp(pp + w - p); e2 = exp(kk - p);
+                aa = e1 * aa + e2 * vv; bb = e1 * bb + e2; pp = p;
+            }
+            if (R->dso) L += R->dso[(size_t)b * 3 * C + c] * aa + R->dso[((size_t)b * 3 + 1) * C + c] * bb +
+                             R->dso[((size_t)b * 3 + 2) * C + c] * pp;
+        }
+    return L;
+}
+
+static double rk6b_loss(const rkb_ref *R) {
+    const int B = R->B, T = R->T, C = R->C, N = R->N;
+    double *S = (double *)t_xmalloc(sizeof(double) * (size_t)N * N), L = 0.0;
+    int b, g, t, i, j;
+    for (b = 0; b < B; ++b)
+        for (g = 0; g < R->G; ++g) {
+            const size_t so = ((size_t)b * R->G + g) * N * N;
+            for (i = 0; i < N * N; ++i) S[i] = R->si ? R->si[so + i] : 0.0;
+            for (t = 0; t < T; ++t) {
+                const size_t row = ((size_t)b * T + t) * C + (size_t)g * N;
+                const double *rr = R->r + row, *kk = R->k + row, *vv = R->v + row, *u = R->u + (size_t)g * N;
+                const double *ww = R->w + (R->w_bcast == 2 ? 0 : R->w_bcast == 1 ? (size_t)b * C : row - (size_t)g * N) + (size_t)g * N;
+                for (j = 0; j < N; ++j) {
+                    double y = 0.0;
+                    for (i = 0; i < N; ++i) y += rr[i] * (u[i] * kk[i] * vv[j] + S[(size_t)i * N + j]);
+                    L += R->dy[row + j] * y;
+                }
+                for (i = 0; i < N; ++i)
+                    for (j = 0; j < N; ++j) S[(size_t)i * N + j] = ww[i] * S[(size_t)i * N + j] + kk[i] * vv[j];
+            }
+            if (R->dso) for (i = 0; i < N * N; ++i) L += R->dso[so + i] * S[i];
+        }
+    free(S);
+    return L;
+}
+
+/* largest |got - fd| / max(1, max |fd|) over up to 120 sampled elements of x[n] (all when n <= 120) */
+static double rkb_fd(const rkb_ref *R, double (*loss)(const rkb_ref *), double *x, size_t n, const float *got, t_rng *rng) {
+    const size_t m = n <= 120 ? n : 120;
+    double worst = 0.0, big = 1.0;
+    double *fd = (double *)t_xmalloc(sizeof(double) * m), *gv = (double *)t_xmalloc(sizeof(double) * m);
+    size_t q;
+    for (q = 0; q < m; ++q) {
+        const size_t i = n <= 120 ? q : (size_t)t_irange(rng, 0, (int)n - 1);
+        const double x0 = x[i], h = 1e-4 * fmax(1.0, fabs(x0));
+        double lp, lm;
+        x[i] = x0 + h; lp = loss(R);
+        x[i] = x0 - h; lm = loss(R);
+        x[i] = x0;
+        fd[q] = (lp - lm) / (2 * h); gv[q] = got[i];
+        big = fmax(big, fabs(fd[q]));
+    }
+    for (q = 0; q < m; ++q) {
+        const double err = fabs(gv[q] - fd[q]) / big;
+        if (!(err <= worst)) worst = err != err ? INFINITY : err;
+    }
+    free(fd); free(gv);
+    return worst;
+}
+
+static float *rkb_f(const double *x, size_t n) {
+    float *f = (float *)t_xmalloc(sizeof(float) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) f[i] = (float)x[i];
+    return f;
+}
+static double *rkb_d(size_t n, t_rng *rng, double mu, double sigma) {
+    double *x = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    size_t i;
+    for (i = 0; i < n; ++i) x[i] = (double)(float)(mu + sigma * t_normal(rng));   /* exact in fp32 */
+    return x;
+}
+
+typedef struct { int B, T, H, D, with_state, with_dso; } rk4b_case;
+
+static void rk4b_check(const rk4b_case *cs, t_rng *rng) {
+    const int B = cs->B, T = cs->T, H = cs->H, D = cs->D, C = H * D;
+    const size_t NE = (size_t)B * T * C, NS = (size_t)B * 3 * C;
+    rkb_ref R;
+    float *fk, *fv, *fdy, *ftd, *ftf, *fsi = NULL, *fdso = NULL, *dk, *dv, *dtd, *dtf, *dsi;
+    attn_rwkv_desc d;
+    attn_status s;
+    double e[5] = { 0, 0, 0, 0, 0 };
+    int i;
+    memset(&R, 0, sizeof R);
+    memset(&d, 0, sizeof d);
+    R.B = B; R.T = T; R.C = C;
+    R.k = rkb_d(NE, rng, 0.0, 1.0); R.v = rkb_d(NE, rng, 0.0, 1.0); R.dy = rkb_d(NE, rng, 0.0, 1.0);
+    R.td = rkb_d((size_t)C, rng, -0.5, 1.0); R.tf = rkb_d((size_t)C, rng, 0.0, 0.7);
+    fk = rkb_f(R.k, NE); fv = rkb_f(R.v, NE); fdy = rkb_f(R.dy, NE); ftd = rkb_f(R.td, (size_t)C); ftf = rkb_f(R.tf, (size_t)C);
+    if (cs->with_state) {        /* a state left by 9 earlier tokens */
+        float *k0 = (float *)t_xmalloc(sizeof(float) * (size_t)B * 9 * C), *o0 = (float *)t_xmalloc(sizeof(float) * (size_t)B * 9 * C);
+        fsi = (float *)t_xmalloc(sizeof(float) * NS);
+        for (i = 0; i < B * 9 * C; ++i) k0[i] = (float)t_normal(rng);
+        s = attn_rwkv4_forward(&d, ftd, ftf, attn_tensor_dense(k0, ATTN_F32, B, 9, H, D), attn_tensor_dense(k0, ATTN_F32, B, 9, H, D),
+                               attn_tensor_dense(o0, ATTN_F32, B, 9, H, D), NULL, fsi);
+        T_CHECK(s == ATTN_OK, "rwkv4 bwd state prep: %s", attn_status_str(s));
+        R.si = (double *)t_xmalloc(sizeof(double) * NS);
+        for (i = 0; i < (int)NS; ++i) R.si[i] = fsi[i];
+        free(k0); free(o0);
+    }
+    if (cs->with_dso) { R.dso = rkb_d(NS, rng, 0.0, 1.0); fdso = rkb_f(R.dso, NS); }
+    dk = (float *)t_xmalloc(sizeof(float) * NE); dv = (float *)t_xmalloc(sizeof(float) * NE);
+    dtd = (float *)t_xmalloc(sizeof(float) * C); dtf = (float *)t_xmalloc(sizeof(float) * C); dsi = (float *)t_xmalloc(sizeof(float) * NS);
+    s = attn_rwkv4_backward(&d, ftd, ftf, attn_tensor_dense(fk, ATTN_F32, B, T, H, D), attn_tensor_dense(fv, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(fdy, ATTN_F32, B, T, H, D), fsi, fdso, attn_tensor_dense(dk, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(dv, ATTN_F32, B, T, H, D), dtd, dtf, dsi);
+    if (T_CHECK(s == ATTN_OK, "rwkv4 backward: %s", attn_status_str(s))) {
+        e[0] = rkb_fd(&R, rk4b_loss, R.k, NE, dk, rng);
+        e[1] = rkb_fd(&R, rk4b_loss, R.v, NE, dv, rng);
+        e[2] = rkb_fd(&R, rk4b_loss, R.td, (size_t)C, dtd, rng);
+        e[3] = rkb_fd(&R, rk4b_loss, R.tf, (size_t)C, dtf, rng);
+        if (R.si) e[4] = rkb_fd(&R, rk4b_loss, R.si, NS, dsi, rng);
+        T_CHECK(e[0] <= 2e-5 && e[1] <= 2e-5 && e[2] <= 2e-5 && e[3] <= 2e-5 && e[4] <= 2e-5,
+                "rwkv4 backward B%d T%d H%d D%d state %d dstate_out %d: err dk %.3g dv %.3g dtime_decay %.3g dtime_first %.3g dstate_in %.3g",
+                B, T, H, D, cs->with_state, cs->with_dso, e[0], e[1], e[2], e[3], e[4]);
+    }
+    free(R.k); free(R.v); free(R.dy); free(R.td); free(R.tf); free(R.si); free(R.dso);
+    free(fk); free(fv); free(fdy); free(ftd); free(ftf); free(fsi); free(fdso); free(dk); free(dv); free(dtd); free(dtf); free(dsi);
+}
+
+typedef struct { int B, T, H, D, N, with_state, with_dso, w_bcast; attn_dtype dt; } rk6b_case;
+
+static void rk6b_check(const rk6b_case *cs, t_rng *rng) {
+    const int B = cs->B, T = cs->T, H = cs->H, D = cs->D, C = H * D, N = cs->N, G = C / N;
+    const size_t NE = (size_t)B * T * C, NS = (size_t)B * C * N;
+    const size_t NW = cs->w_bcast == 2 ? (size_t)C : cs->w_bcast == 1 ? (size_t)B * C : NE;
+    rkb_ref R;
+    float *fr, *fk, *fv, *fw, *fu, *fdy, *fsi = NULL, *fdso = NULL, *dr, *dk, *dv, *dw, *du, *dsi;
+    attn_tensor tw, tdw;
+    attn_rwkv_desc d;
+    attn_status s;
+    double e[6] = { 0, 0, 0, 0, 0, 0 };
+    size_t i;
+    memset(&R, 0, sizeof R);
+    memset(&d, 0, sizeof d);
+    d.head_size = N;
+    R.B = B; R.T = T; R.C = C; R.N = N; R.G = G; R.w_bcast = cs->w_bcast;
+    R.r = rkb_d(NE, rng, 0.0, 1.0); R.k = rkb_d(NE, rng, 0.0, 1.0); R.v = rkb_d(NE, rng, 0.0, 1.0);
+    R.dy = rkb_d(NE, rng, 0.0, 1.0); R.u = rkb_d((size_t)C, rng, 0.0, 1.0);
+    R.w = (double *)t_xmalloc(sizeof(double) * NW);
+    for (i = 0; i < NW; ++i) R.w[i] = (double)(float)(0.05 + 0.9 * t_unif(rng));   /* inside (0, 1): the FD steps stay in range */
+    fr = rkb_f(R.r, NE); fk = rkb_f(R.k, NE); fv = rkb_f(R.v, NE); fdy = rkb_f(R.dy, NE); fu = rkb_f(R.u, (size_t)C); fw = rkb_f(R.w, NW);
+    if (cs->with_state) { R.si = rkb_d(NS, rng, 0.0, 0.5); fsi = rkb_f(R.si, NS); }
+    if (cs->with_dso) { R.dso = rkb_d(NS, rng, 0.0, 1.0); fdso = rkb_f(R.dso, NS); }
+    dr = (float *)t_xmalloc(sizeof(float) * NE); dk = (float *)t_xmalloc(sizeof(float) * NE); dv = (float *)t_xmalloc(sizeof(float) * NE);
+    dw = (float *)t_xmalloc(sizeof(float) * NW); du = (float *)t_xmalloc(sizeof(float) * C); dsi = (float *)t_xmalloc(sizeof(float) * NS);
+    tw = attn_tensor_dense(fw, ATTN_F32, B, T, H, D);     /* the broadcast decay: zero strides, dw likewise */
+    tw.stride_head = D; tw.stride_seq = cs->w_bcast ? 0 : (ptrdiff_t)C; tw.stride_batch = cs->w_bcast == 2 ? 0 : cs->w_bcast ? C : (ptrdiff_t)T * C;
+    tdw = tw; tdw.data = dw;
+    s = attn_rwkv6_backward(&d, attn_tensor_dense(fr, ATTN_F32, B, T, H, D), attn_tensor_dense(fk, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(fv, ATTN_F32, B, T, H, D), tw, fu, attn_tensor_dense(fdy, ATTN_F32, B, T, H, D),
+                            fsi, fdso, attn_tensor_dense(dr, ATTN_F32, B, T, H, D), attn_tensor_dense(dk, ATTN_F32, B, T, H, D),
+                            attn_tensor_dense(dv, ATTN_F32, B, T, H, D), tdw, du, dsi);
+    if (T_CHECK(s == ATTN_OK, "rwkv6 backward: %s", attn_status_str(s))) {
+        e[0] = rkb_fd(&R, rk6b_loss, R.r, NE, dr, rng);
+        e[1] = rkb_fd(&R, rk6b_loss, R.k, NE, dk, rng);
+        e[2] = rkb_fd(&R, rk6b_loss, R.v, NE, dv, rng);
+        e[3] = rkb_fd(&R, rk6b_loss, R.w, NW, dw, rng);
+        e[4] = rkb_fd(&R, rk6b_loss, R.u, (size_t)C, du, rng);
+        e[5] = rkb_fd(&R, rk6b_loss, R.si ? R.si : R.dy, R.si ? NS : 0, dsi, rng);
+        T_CHECK(e[0] <= 2e-5 && e[1] <= 2e-5 && e[2] <= 2e-5 && e[3] <= 2e-5 && e[4] <= 2e-5 && e[5] <= 2e-5,
+                "rwkv6 backward B%d T%d H%d D%d N%d state %d dstate_out %d w_bcast %d: err dr %.3g dk %.3g dv %.3g dw %.3g du %.3g dstate_in %.3g",
+                B, T, H, D, N, cs->with_state, cs->with_dso, cs->w_bcast, e[0], e[1], e[2], e[3], e[4], e[5]);
+    }
+    free(R.r); free(R.k); free(R.v); free(R.dy); free(R.u); free(R.w); free(R.si); free(R.dso);
+    free(fr); free(fk); free(fv); free(fdy); free(fu); free(fw); free(fsi); free(fdso);
+    free(dr); free(dk); free(dv); free(dw); free(du); free(dsi);
+}
+
+/* Gradients bitwise the same for thread counts 1, 2, 3 and a hook running tasks backwards;
+   a NULL gradient leaves the others as they were; a caller workspace allocates nothing. */
+static void rkb_properties(t_rng *rng) {
+    const int B = 2, T = 45, H = 2, D = 80, C = H * D, N = 16;   /* RWKV-4: 2 blocks per head; RWKV-6: 10 heads */
+    const size_t NE = (size_t)B * T * C, S4 = (size_t)B * 3 * C, S6 = (size_t)B * C * N;
+    float *in = (float *)t_xmalloc(sizeof(float) * (6 * NE + 3 * C + S4 + S6 + 3 * S6));
+    float *k = in, *v = k + NE, *r = v + NE, *w = r + NE, *dy = w + NE, *td = dy + NE, *tf = td + C, *u = tf + C;
+    float *s4 = u + C, *s6 = s4 + S4, *g4 = s6 + S6, *g6 = g4 + S6;
+    float *out[2], *ws;
+    size_t on = 4 * NE + 2 * C + S6, bytes, mallocs;
+    attn_rwkv_desc d;
+    attn_status s;
+    int pass, nt, i, ok;
+    for (i = 0; i < (int)NE; ++i) { k[i] = (float)t_normal(rng); v[i] = (float)t_normal(rng); r[i] = (float)t_normal(rng);
+                                    w[i] = (float)(0.05 + 0.9 * t_unif(rng)); dy[i] = (float)t_normal(rng); }
+    for (i = 0; i < C; ++i) { td[i] = (float)(0.7 * t_normal(rng)); tf[i] = (float)t_normal(rng); u[i] = (float)t_normal(rng); }
+    for (i = 0; i < (int)S6; ++i) { s6[i] = (float)(0.5 * t_normal(rng)); g6[i] = (float)t_normal(rng); }
+    for (i = 0; i < (int)S4; ++i) g4[i] = (float)t_normal(rng);
+    memset(&d, 0, sizeof d);
+    T_CHECK(attn_rwkv4_forward(&d, td, tf, attn_tensor_dense(k, ATTN_F32, B, 9, H, D), attn_tensor_dense(v, ATTN_F32, B, 9, H, D),
+                               attn_tensor_dense(dy, ATTN_F32, B, 9, H, D), NULL, s4) == ATTN_OK, "rkb state prep");
+    /* rk(...) the dense view of p */
+#define RKT(p) attn_tensor_dense(p, ATTN_F32, B, T, H, D)
+    for (pass = 0; pass < 2; ++pass) {          /* 0: RWKV-4, 1: RWKV-6 */
+        out[0] = (float *)t_xmalloc(sizeof(float) * on); out[1] = (float *)t_xmalloc(sizeof(float) * on);
+        for (nt = 0; nt <= 4; ++nt) {
+            float *o = out[nt > 0], *o1 = o, *o2 = o1 + NE, *o3 = o2 + NE, *o4 = o3 + NE, *o5 = o4 + NE, *o6 = o5 + C, *o7 = o6 + C;
+            memset(o, 0, sizeof(float) * on);
+            d.head_size = N; d.n_threads = nt == 0 ? 1 : nt < 4 ? nt : 2; d.parallel = nt == 4 ? rk_hook : NULL;
+            s = pass == 0 ? attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), s4, g4, RKT(o1), RKT(o2), o5, o6, o7)
+                          : attn_rwkv6_backward(&d, RKT(r), RKT(k), RKT(v), RKT(w), u, RKT(dy), s6, g6, RKT(o1), RKT(o2), RKT(o3),
+                                                RKT(o4), o5, o7);
+            T_CHECK(s == ATTN_OK && (nt == 0 || memcmp(out[0], out[1], sizeof(float) * on) == 0),
+                    "rwkv%d backward: n_threads %d (hook %d) differs from 1 thread", pass ? 6 : 4, d.n_threads, nt == 4);
+        }
+        {   /* only dk (and dstate_in): the same values */
+            float *o = out[1];
+            attn_tensor none;
+            memset(&none, 0, sizeof none);
+            memset(o, 0, sizeof(float) * on);
+            d.parallel = NULL; d.n_threads = 2;
+            s = pass == 0 ? attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), s4, g4, RKT(o), none, NULL, NULL, o + 4 * NE + 2 * C)
+                          : attn_rwkv6_backward(&d, RKT(r), RKT(k), RKT(v), RKT(w), u, RKT(dy), s6, g6, none, RKT(o + NE), none, none,
+                                                NULL, o + 4 * NE + 2 * C);
+            ok = s == ATTN_OK && memcmp(out[0] + (pass ? NE : 0), o + (pass ? NE : 0), sizeof(float) * NE) == 0 &&
+                 memcmp(out[0] + 4 * NE + 2 * C, o + 4 * NE + 2 * C, sizeof(float) * (pass ? S6 : S4)) == 0;
+            T_CHECK(ok, "rwkv%d backward: NULL gradients change the others", pass ? 6 : 4);
+            /* caller workspace: no allocation */
+            s = pass == 0 ? attn_rwkv4_backward_workspace_size(&d, RKT(k), RKT(v), &bytes)
+                          : attn_rwkv6_backward_workspace_size(&d, RKT(r), RKT(k), RKT(v), RKT(w), &bytes);
+            T_CHECK(s == ATTN_OK && bytes > 0, "rwkv%d backward workspace query", pass ? 6 : 4);
+            ws = (float *)t_xmalloc(bytes);
+            d.workspace = ws; d.workspace_size = bytes;
+            memset(o, 0, sizeof(float) * on);
+            mallocs = t_attn_mallocs;
+            s = pass == 0 ? attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), s4, g4, RKT(o), RKT(o + NE), o + 4 * NE,
+                                                o + 4 * NE + C, o + 4 * NE + 2 * C)
+                          : attn_rwkv6_backward(&d, RKT(r), RKT(k), RKT(v), RKT(w), u, RKT(dy), s6, g6, RKT(o), RKT(o + NE),
+                                                RKT(o + 2 * NE), RKT(o + 3 * NE), o + 4 * NE, o + 4 * NE + 2 * C);
+            T_CHECK(s == ATTN_OK && t_attn_mallocs == mallocs && memcmp(out[0], o, sizeof(float) * on) == 0,
+                    "rwkv%d backward: caller workspace (mallocs %lu)", pass ? 6 : 4, (unsigned long)(t_attn_mallocs - mallocs));
+            d.workspace = NULL; d.workspace_size = 0;
+            free(ws);
+        }
+        free(out[0]); free(out[1]);
+    }
+#undef RKT
+    free(in);
+}
+
+/* Every status of the backwards' own checks, gradients untouched (sentinels). */
+static void rkb_errors(t_rng *rng) {
+    const int B = 2, T = 5, H = 2, D = 8, C = H * D;
+    const size_t NE = (size_t)B * T * C, NS = (size_t)B * C * D;      /* RWKV-6 state with N = 8 >= RWKV-4's 3 B C */
+    float *in = (float *)t_xmalloc(sizeof(float) * (5 * NE + 3 * C + 2 * NS)), *gr = (float *)t_xmalloc(sizeof(float) * (4 * NE + 2 * C + NS));
+    float *k = in, *v = k + NE, *r = v + NE, *w = r + NE, *dy = w + NE, *td = dy + NE, *tf = td + C, *u = tf + C, *si = u + C, *so = si + NS;
+    float *g1 = gr, *g2 = g1 + NE, *g3 = g2 + NE, *g4 = g3 + NE, *gc1 = g4 + NE, *gc2 = gc1 + C, *gs = gc2 + C;
+    const size_t gn = sizeof(float) * (4 * NE + 2 * C + NS);
+    attn_rwkv_desc d;
+    attn_tensor t1, t2;
+    size_t bytes;
+    int i;
+    memset(&d, 0, sizeof d);
+    for (i = 0; i < (int)(5 * NE + 3 * C + 2 * NS); ++i) in[i] = (float)(0.1 + 0.8 * t_unif(rng));
+#define RKT(p) attn_tensor_dense(p, ATTN_F32, B, T, H, D)
+#define RKB(call, want, what) do { \
+        attn_status got_; int untouched_; \
+        t_sentinel(gr, gn, 0x3C); got_ = (call); untouched_ = t_sentinel_ok(gr, gn, 0x3C); \
+        T_CHECK(got_ == (want) && untouched_, "%s: got %s, want %s, gradients %s", what, attn_status_str(got_), \
+                attn_status_str(want), untouched_ ? "untouched" : "WRITTEN"); \
+        if (got_ == (want) && untouched_) t_status_provoked[want] = 1; } while (0)
+#define B4(td_, k_, v_, dy_, si_, dso_, dk_, dv_, dtd_, dtf_, dsi_) attn_rwkv4_backward(&d, td_, tf, k_, v_, dy_, si_, dso_, dk_, dv_, dtd_, dtf_, dsi_)
+#define B6(r_, w_, u_, dy_, si_, dso_, dr_, dk_, dw_, du_, dsi_) attn_rwkv6_backward(&d, r_, RKT(k), RKT(v), w_, u_, dy_, si_, dso_, dr_, dk_, RKT(g3), dw_, du_, dsi_)
+    T_CHECK(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs) == ATTN_OK, "rwkv4 backward valid call");
+    T_CHECK(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs) == ATTN_OK, "rwkv6 backward valid call");
+    t1 = RKT(dy); t1.data = NULL;
+    RKB(B4(td, RKT(k), RKT(v), t1, si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_NULL_DOUT, "rwkv4 backward dout NULL");
+    RKB(B6(RKT(r), RKT(w), u, t1, si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_NULL_DOUT, "rwkv6 backward dout NULL");
+    RKB(B4(NULL, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_NULL_TIME_DECAY, "rwkv4 backward time_decay NULL");
+    RKB(B6(RKT(r), RKT(w), NULL, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_NULL_U, "rwkv6 backward u NULL");
+    t1 = RKT(dy); t1.seq = T - 1;
+    RKB(B4(td, RKT(k), RKT(v), t1, si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_SHAPE, "rwkv4 backward dout.seq");
+    t1 = RKT(g1); t1.dim = D / 2;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, t1, RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_SHAPE, "rwkv6 backward dr.dim");
+    t1 = RKT(g1); t1.dtype = (attn_dtype)9;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, t1, RKT(g2), gc1, gc2, gs), ATTN_ERR_DTYPE, "rwkv4 backward dk dtype");
+    /* broadcast gradients: dk/dv/dr never; dw only seq, or batch and seq */
+    t1 = RKT(g2); t1.stride_seq = 0;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), t1, gc1, gc2, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv4 backward dv stride_seq 0");
+    t1 = RKT(g1); t1.stride_batch = 0;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, t1, RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv6 backward dr stride_batch 0");
+    t1 = RKT(g4); t1.stride_batch = 0;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), t1, gc1, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv6 backward dw batch-only broadcast");
+    t1 = RKT(g4); t1.stride_head = 0;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), t1, gc1, gs), ATTN_ERR_RWKV_GRAD_BROADCAST, "rwkv6 backward dw stride_head 0");
+    /* overlaps: gradients against inputs, each other and their own rows */
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(k), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dk == k");
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g1), gc1, gc2, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dk == dv");
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), td, gc2, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dtime_decay == time_decay");
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, so + 1), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv4 backward dstate_in over dstate_out");
+    t1 = RKT(g1); t1.stride_seq = D;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, t1, RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward dr rows overlap");
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(dy), gc1, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward dw == dout");
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), u, gs), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward du == u");
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, g4 + 5), ATTN_ERR_RWKV_BWD_OVERLAP, "rwkv6 backward dstate_in over dw");
+    /* values */
+    td[3] = INFINITY;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_TIME_DECAY, "rwkv4 backward time_decay inf");
+    td[3] = 0.5f; w[NE - 1] = 1.25f;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_W_RANGE, "rwkv6 backward w 1.25");
+    w[NE - 1] = 0.5f; d.head_size = 3;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_HEAD_SIZE, "rwkv6 backward head_size 3");
+    d.head_size = 0;
+    /* workspace */
+    RKB(attn_rwkv4_backward_workspace_size(&d, RKT(k), RKT(v), NULL), ATTN_ERR_RWKV_NULL_BYTES, "rwkv4 backward query bytes NULL");
+    RKB(attn_rwkv6_backward_workspace_size(&d, RKT(r), RKT(k), RKT(v), RKT(w), NULL), ATTN_ERR_RWKV_NULL_BYTES, "rwkv6 backward query bytes NULL");
+    t2 = RKT(k); t2.data = NULL;
+    RKB(attn_rwkv4_backward_workspace_size(&d, t2, RKT(v), &bytes), ATTN_ERR_NULL_K, "rwkv4 backward query k NULL");
+    T_CHECK(attn_rwkv6_backward_workspace_size(&d, RKT(r), RKT(k), RKT(v), RKT(w), &bytes) == ATTN_OK, "rwkv6 backward query");
+    d.workspace = in; d.workspace_size = bytes - 1;
+    RKB(B6(RKT(r), RKT(w), u, RKT(dy), si, so, RKT(g1), RKT(g2), RKT(g4), gc1, gs), ATTN_ERR_RWKV_WORKSPACE, "rwkv6 backward workspace too small");
+    T_CHECK(attn_rwkv4_backward_workspace_size(&d, RKT(k), RKT(v), &bytes) == ATTN_OK, "rwkv4 backward query");
+    d.workspace_size = bytes - 1;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_RWKV_WORKSPACE, "rwkv4 backward workspace too small");
+    d.workspace = NULL; d.workspace_size = 0;
+    t_attn_fail_mallocs = 1;
+    RKB(B4(td, RKT(k), RKT(v), RKT(dy), si, so, RKT(g1), RKT(g2), gc1, gc2, gs), ATTN_ERR_OUT_OF_MEMORY, "rwkv4 backward out of memory");
+    t_attn_fail_mallocs = 0;
+#undef B4
+#undef B6
+#undef RKB
+#undef RKT
+    free(in); free(gr);
+}
+
+/* ---- the upstream references' autograd (tests/fixtures/rwkv_bwd_ref.py) --------------------
+   HF's RWKV-4 rwkv_linear_attention_cpu and fla's naive_recurrent_rwkv6 (RWKV-6, and RWKV-5
+   with one broadcast decay row), each from a state with the final state's gradient: forward
+   outputs, final states and every gradient within 1e-4 max(1, |ref|). */
+static double *rkb_fix(const char *name, size_t n, int *ok) {
+    double *p = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    if (!T_FIXTURE("rwkv_bwd_ref.txt", name, p, n)) { *ok = 0; memset(p, 0, sizeof(double) * n); }
+    return p;
+}
+static float *rkb_fixf(const char *name, size_t n, int *ok) {
+    double *p = rkb_fix(name, n, ok);
+    float *f = rkb_f(p, n);
+    free(p);
+    return f;
+}
+static double rkb_cmp(const char *name, const float *got, size_t n, int *ok) {
+    double *ref = rkb_fix(name, n, ok), worst = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        const double e = fabs(got[i] - ref[i]) / fmax(1.0, fabs(ref[i]));
+        if (!(e <= worst)) worst = e != e ? INFINITY : e;
+    }
+    free(ref);
+    return worst;
+}
+
+static void rkb_fixture(void) {
+    double dims[4], e = 0.0;
+    int ok = 1, pass;
+    attn_rwkv_desc d;
+    memset(&d, 0, sizeof d);
+    if (T_CHECK(T_FIXTURE("rwkv_bwd_ref.txt", "rwkv4_dims", dims, 3), "rwkv_bwd_ref.txt unreadable")) {
+        const int B = (int)dims[0], T = (int)dims[1], C = (int)dims[2];
+        const size_t NE = (size_t)B * T * C, NS = (size_t)B * 3 * C;
+        float *td = rkb_fixf("rwkv4_time_decay", C, &ok), *tf = rkb_fixf("rwkv4_time_first", C, &ok);
+        float *k = rkb_fixf("rwkv4_k", NE, &ok), *v = rkb_fixf("rwkv4_v", NE, &ok), *dy = rkb_fixf("rwkv4_dout", NE, &ok);
+        float *si = rkb_fixf("rwkv4_state_in", NS, &ok), *dso = rkb_fixf("rwkv4_dstate_out", NS, &ok);
+        float *o = (float *)t_xmalloc(sizeof(float) * NE), *so = (float *)t_xmalloc(sizeof(float) * NS);
+        float *dk = (float *)t_xmalloc(sizeof(float) * NE), *dv = (float *)t_xmalloc(sizeof(float) * NE);
+        float *dtd = (float *)t_xmalloc(sizeof(float) * C), *dtf = (float *)t_xmalloc(sizeof(float) * C), *dsi = (float *)t_xmalloc(sizeof(float) * NS);
+#define RKT(p) attn_tensor_dense(p, ATTN_F32, B, T, 1, C)
+        ok &= attn_rwkv4_forward(&d, td, tf, RKT(k), RKT(v), RKT(o), si, so) == ATTN_OK;
+        ok &= attn_rwkv4_backward(&d, td, tf, RKT(k), RKT(v), RKT(dy), si, dso, RKT(dk), RKT(dv), dtd, dtf, dsi) == ATTN_OK;
+#undef RKT
+        e = fmax(e, rkb_cmp("rwkv4_out", o, NE, &ok)); e = fmax(e, rkb_cmp("rwkv4_state_out", so, NS, &ok));
+        e = fmax(e, rkb_cmp("rwkv4_dk", dk, NE, &ok)); e = fmax(e, rkb_cmp("rwkv4_dv", dv, NE, &ok));
+        e = fmax(e, rkb_cmp("rwkv4_dtime_decay", dtd, C, &ok)); e = fmax(e, rkb_cmp("rwkv4_dtime_first", dtf, C, &ok));
+        e = fmax(e, rkb_cmp("rwkv4_dstate_in", dsi, NS, &ok));
+        T_CHECK(ok && e <= 1e-4, "HF RWKV-4 autograd fixture: largest relative error %.3g (bound 1e-4)", e);
+        printf("      rwkv: HF RWKV-4 autograd fixture (out, state, dk, dv, dtime_decay, dtime_first, dstate_in): largest relative error %.3g\n", e);
+        free(td); free(tf); free(k); free(v); free(dy); free(si); free(dso); free(o); free(so); free(dk); free(dv); free(dtd); free(dtf); free(dsi);
+    }
+    for (pass = 0; pass < 2; ++pass) {      /* fla RWKV-6, then RWKV-5 (one decay row) */
+        const char *p = pass ? "rwkv5" : "rwkv6";
+        char nm[64];
+        sprintf(nm, "%s_dims", p);
+        ok = 1; e = 0.0;
+        if (T_CHECK(T_FIXTURE("rwkv_bwd_ref.txt", nm, dims, 4), "rwkv_bwd_ref.txt: %s", nm)) {
+            const int B = (int)dims[0], T = (int)dims[1], H = (int)dims[2], N = (int)dims[3], C = H * N;
+            const size_t NE = (size_t)B * T * C, NS = (size_t)B * C * N, NW = pass ? (size_t)C : NE;
+            float *in[8], *o = (float *)t_xmalloc(sizeof(float) * NE), *so = (float *)t_xmalloc(sizeof(float) * NS);
+            float *g[4], *du = (float *)t_xmalloc(sizeof(float) * C), *dsi = (float *)t_xmalloc(sizeof(float) * NS);
+            static const char *const names[8] = { "r", "k", "v", "w", "u", "state_in", "dout", "dstate_out" };
+            static const char *const gnames[4] = { "dr", "dk", "dv", "dw" };
+            const size_t sizes[8] = { NE, NE, NE, NW, (size_t)C, NS, NE, NS };
+            attn_tensor w, dw;
+            int i;
+            for (i = 0; i < 8; ++i) { sprintf(nm, "%s_%s", p, names[i]); in[i] = rkb_fixf(nm, sizes[i], &ok); }
+            for (i = 0; i < 4; ++i) g[i] = (float *)t_xmalloc(sizeof(float) * (i == 3 ? NW : NE));
+            w = attn_tensor_dense(in[3], ATTN_F32, B, T, H, N);
+            if (pass) { w.stride_batch = 0; w.stride_seq = 0; }          /* RWKV-5: [H, N] broadcast */
+            dw = w; dw.data = g[3];
+#define RKT(q) attn_tensor_dense(q, ATTN_F32, B, T, H, N)
+            d.head_size = N;
+            ok &= attn_rwkv6_forward(&d, RKT(in[0]), RKT(in[1]), RKT(in[2]), w, in[4], RKT(o), in[5], so) == ATTN_OK;
+            ok &= attn_rwkv6_backward(&d, RKT(in[0]), RKT(in[1]), RKT(in[2]), w, in[4], RKT(in[6]), in[5], in[7], RKT(g[0]),
+                                      RKT(g[1]), RKT(g[2]), dw, du, dsi) == ATTN_OK;
+#undef RKT
+            sprintf(nm, "%s_out", p); e = fmax(e, rkb_cmp(nm, o, NE, &ok));
+            sprintf(nm, "%s_state_out", p); e = fmax(e, rkb_cmp(nm, so, NS, &ok));
+            for (i = 0; i < 4; ++i) { sprintf(nm, "%s_%s", p, gnames[i]); e = fmax(e, rkb_cmp(nm, g[i], i == 3 ? NW : NE, &ok)); }
+            sprintf(nm, "%s_du", p); e = fmax(e, rkb_cmp(nm, du, C, &ok));
+            sprintf(nm, "%s_dstate_in", p); e = fmax(e, rkb_cmp(nm, dsi, NS, &ok));
+            T_CHECK(ok && e <= 1e-4, "fla %s autograd fixture: largest relative error %.3g (bound 1e-4)", pass ? "RWKV-5" : "RWKV-6", e);
+            printf("      rwkv: fla naive_recurrent_rwkv6 autograd fixture (%s: out, state, dr, dk, dv, dw, du, dstate_in): largest relative error %.3g\n",
+                   pass ? "RWKV-5, broadcast w" : "RWKV-6", e);
+            for (i = 0; i < 8; ++i) free(in[i]);
+            for (i = 0; i < 4; ++i) free(g[i]);
+            free(o); free(so); free(du); free(dsi);
+        }
+    }
+}
+
 void test_rwkv(void) {
     t_rng rng = t_rng_seed(0x52574B56ull);
     static const attn_dtype dts[3] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
@@ -697,5 +1143,27 @@ void test_rwkv(void) {
     for (i = 0; i < 3; ++i) rk6_properties(&rng, dts[i]);
     rk_errors(&rng);
     rk_overlap(&rng);
+    {   /* gradients against central differences */
+        static const rk4b_case c4[] = {
+            /* B  T   H  D   state dso */
+            { 1, 12, 1, 6,   0, 0 },
+            { 2, 37, 1, 5,   1, 1 },     /* two chunks of 32 */
+            { 1, 70, 2, 70,  1, 1 },     /* blocks 64 + 6 per head, three chunks */
+            { 2, 33, 3, 4,   0, 1 },
+        };
+        static const rk6b_case c6[] = {
+            /* B  T   H  D   N  state dso bcast dt */
+            { 1, 10, 1, 8,   8, 0, 0, 0, ATTN_F32 },
+            { 2, 37, 2, 8,   4, 1, 1, 0, ATTN_F32 },   /* 4 heads, two chunks */
+            { 1, 70, 1, 32, 16, 1, 1, 0, ATTN_F32 },   /* three chunks */
+            { 2, 35, 2, 6,   3, 1, 1, 2, ATTN_F32 },   /* RWKV-5: one decay row, dw summed over batch and tokens */
+            { 3, 20, 1, 8,   8, 0, 1, 1, ATTN_F32 },   /* a decay row per batch entry: dw summed over tokens */
+        };
+        for (i = 0; i < (int)(sizeof c4 / sizeof c4[0]); ++i) rk4b_check(&c4[i], &rng);
+        for (i = 0; i < (int)(sizeof c6 / sizeof c6[0]); ++i) rk6b_check(&c6[i], &rng);
+    }
+    rkb_properties(&rng);
+    rkb_errors(&rng);
+    rkb_fixture();
     test_port_rwkv4_hf();            /* tests/test_ports.c */
 }
