@@ -7785,10 +7785,11 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, at
 /* ATTN_SOFTMAX's backward (attn_backward, attn_backward_workspace_size). */
 static attn_status attn__softmax_backward(const attn__call *c) {
     const attn_desc *desc = c->d;
-    const attn_tensor q = c->q, k = c->k, v = c->v, out = c->out, dout = c->dout, dq = c->dq, dk = c->dk, dv = c->dv;
+    const attn_tensor q = c->q, k = c->k, v = c->v, out = c->out;
     const float *lse = c->lse_in;
     attn__problem P;
     attn__bwd_ctx C;
+    attn__view vdout, vdq, vdk, vdv;
     size_t bytes;
     attn__ws w;
     attn_status s;
@@ -7800,21 +7801,9 @@ static attn_status attn__softmax_backward(const attn__call *c) {
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, c->bytes ? NULL : &out, &P)) != ATTN_OK) return s;
     if (c->bytes) return attn__bwd_plan(&P, desc, &C, c->bytes);
-    if (!dout.data) return ATTN_ERR_BWD_NULL_DOUT;
+    if (!c->dout.data) return ATTN_ERR_BWD_NULL_DOUT;
     if (!lse) return ATTN_ERR_BWD_NULL_LSE;
-    if (!dq.data) return ATTN_ERR_BWD_NULL_DQ;
-    if (!dk.data) return ATTN_ERR_BWD_NULL_DK;
-    if (!dv.data) return ATTN_ERR_BWD_NULL_DV;
-    if (!attn__dtype_ok(dout.dtype) || !attn__dtype_ok(dq.dtype) || !attn__dtype_ok(dk.dtype) || !attn__dtype_ok(dv.dtype))
-        return ATTN_ERR_DTYPE;
-    if (dout.batch != out.batch || dout.seq != out.seq || dout.heads != out.heads || dout.dim != out.dim)
-        return ATTN_ERR_BWD_DOUT_SHAPE;
-    if (dq.batch != q.batch || dq.seq != q.seq || dq.heads != q.heads || dq.dim != q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
-    if (dk.batch != k.batch || dk.seq != k.seq || dk.heads != k.heads || dk.dim != k.dim) return ATTN_ERR_BWD_DK_SHAPE;
-    if (dv.batch != v.batch || dv.seq != v.seq || dv.heads != v.heads || dv.dim != v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-    if (attn__tensor_bcast(&dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-    if (attn__tensor_bcast(&dk)) return ATTN_ERR_BWD_DK_BROADCAST;
-    if (attn__tensor_bcast(&dv)) return ATTN_ERR_BWD_DV_BROADCAST;
+    if ((s = attn__check_bwd_grads(c, &vdout, &vdq, &vdk, &vdv)) != ATTN_OK) return s;
     if (desc->dbias) {
         if (!P.bias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
         if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (P.bias_rows > 1 && P.bias_sq == 0))
@@ -7822,8 +7811,7 @@ static attn_status attn__softmax_backward(const attn__call *c) {
     }
     if ((s = attn__bwd_plan(&P, desc, &C, &bytes)) != ATTN_OK) return s;
     C.lse = lse;
-    if ((s = attn__make_view(&dout, &C.dout)) != ATTN_OK || (s = attn__make_view(&dq, &C.dq)) != ATTN_OK ||
-        (s = attn__make_view(&dk, &C.dk)) != ATTN_OK || (s = attn__make_view(&dv, &C.dv)) != ATTN_OK) return s;
+    C.dout = vdout; C.dq = vdq; C.dk = vdk; C.dv = vdv;
     if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     C.ws = (float *)(void *)w.base;
     C.drow = C.ws + C.ws_floats * (size_t)P.n_threads;
@@ -10945,32 +10933,6 @@ static attn_status attn__shared_qk_check(const attn__call *c, attn__problem *P, 
     return ATTN_OK;
 }
 
-/* attn_backward's own arguments (the kinds' backward without an exact-kernel core): dout, lse
-   (when the kind defines one: need_lse), dq, dk, dv present, in a storage dtype, shaped like
-   out, q, k, v and not broadcast; their views. */
-static attn_status attn__bwd_args(const attn__call *c, int need_lse, attn__view *dout, attn__view *dq, attn__view *dk,
-                                  attn__view *dv) {
-    const attn_tensor *o = &c->dout, *gq = &c->dq, *gk = &c->dk, *gv = &c->dv;
-    attn_status s;
-    if (!o->data) return ATTN_ERR_BWD_NULL_DOUT;
-    if (need_lse && !c->lse_in) return ATTN_ERR_BWD_NULL_LSE;
-    if (!gq->data) return ATTN_ERR_BWD_NULL_DQ;
-    if (!gk->data) return ATTN_ERR_BWD_NULL_DK;
-    if (!gv->data) return ATTN_ERR_BWD_NULL_DV;
-    if (!attn__dtype_ok(o->dtype) || !attn__dtype_ok(gq->dtype) || !attn__dtype_ok(gk->dtype) || !attn__dtype_ok(gv->dtype))
-        return ATTN_ERR_DTYPE;
-    if (o->batch != c->q.batch || o->seq != c->q.seq || o->heads != c->q.heads || o->dim != c->v.dim) return ATTN_ERR_BWD_DOUT_SHAPE;
-    if (gq->batch != c->q.batch || gq->seq != c->q.seq || gq->heads != c->q.heads || gq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
-    if (gk->batch != c->k.batch || gk->seq != c->k.seq || gk->heads != c->k.heads || gk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
-    if (gv->batch != c->v.batch || gv->seq != c->v.seq || gv->heads != c->v.heads || gv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-    if (attn__tensor_bcast(gq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-    if (attn__tensor_bcast(gk)) return ATTN_ERR_BWD_DK_BROADCAST;
-    if (attn__tensor_bcast(gv)) return ATTN_ERR_BWD_DV_BROADCAST;
-    if ((s = attn__make_view(o, dout)) != ATTN_OK || (s = attn__make_view(gq, dq)) != ATTN_OK ||
-        (s = attn__make_view(gk, dk)) != ATTN_OK || (s = attn__make_view(gv, dv)) != ATTN_OK) return s;
-    return ATTN_OK;
-}
-
 /* ATTN_LSH's forward (bwd 0) and backward (bwd 1): validate, plan, the workspace (a query
    stops there), one task per (batch, head). */
 static attn_status attn__lsh_run(const attn__call *c, int bwd) {
@@ -11011,7 +10973,8 @@ static attn_status attn__lsh_run(const attn__call *c, int bwd) {
         return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if (bwd) {
-        if ((s = attn__bwd_args(c, 1, &X.dout, &X.dq, &X.dk, &X.dv)) != ATTN_OK) return s;
+        if ((s = attn__check_bwd_grads(c, &X.dout, &X.dq, &X.dk, &X.dv)) != ATTN_OK) return s;
+        if (!c->lse_in) return ATTN_ERR_BWD_NULL_LSE;
         X.lse_in = c->lse_in; X.bisa = attn__pick_bwd_isa(X.isa);
     }
     if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -11490,7 +11453,6 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
 }
 
 static attn_status attn__routing_backward(const attn__call *c) {
-    const attn_tensor *dout = &c->dout, *dq = &c->dq, *dk = &c->dk, *dv = &c->dv;
     attn__problem P;
     attn__rt R;
     size_t bytes;
@@ -11500,22 +11462,7 @@ static attn_status attn__routing_backward(const attn__call *c) {
     if ((s = attn__rt_setup(c, &P, &R, &tasks)) != ATTN_OK) return s;
     if (c->d->dbias) return ATTN_ERR_BWD_DBIAS_NO_BIAS;
     if (!c->bytes) {
-        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
-        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
-        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
-        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
-        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
-            return ATTN_ERR_DTYPE;
-        if (dout->batch != c->q.batch || dout->seq != c->q.seq || dout->heads != c->q.heads || dout->dim != c->v.dim)
-            return ATTN_ERR_BWD_DOUT_SHAPE;
-        if (dq->batch != c->q.batch || dq->seq != c->q.seq || dq->heads != c->q.heads || dq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
-        if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
-        if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
-        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
-        if ((s = attn__make_view(dout, &R.dout)) != ATTN_OK || (s = attn__make_view(dq, &R.dq)) != ATTN_OK ||
-            (s = attn__make_view(dk, &R.dk)) != ATTN_OK || (s = attn__make_view(dv, &R.dv)) != ATTN_OK) return s;
+        if ((s = attn__check_bwd_grads(c, &R.dout, &R.dq, &R.dk, &R.dv)) != ATTN_OK) return s;
     }
     if (!(R.ws_floats = attn__rt_bwd_floats(&R, c->q.dim, c->v.dim))) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
@@ -14763,23 +14710,7 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
     attn_status s;
     if (N->dconv && !N->conv) return ATTN_ERR_NYSTROM_DCONV;
     if (!c->bytes) {
-        const attn_tensor *dq = &c->dq, *dk = &c->dk, *dv = &c->dv, *dout = &c->dout;
-        if (!dout->data) return ATTN_ERR_BWD_NULL_DOUT;
-        if (!dq->data) return ATTN_ERR_BWD_NULL_DQ;
-        if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
-        if (!dv->data) return ATTN_ERR_BWD_NULL_DV;
-        if (!attn__dtype_ok(dout->dtype) || !attn__dtype_ok(dq->dtype) || !attn__dtype_ok(dk->dtype) || !attn__dtype_ok(dv->dtype))
-            return ATTN_ERR_DTYPE;
-        if (dout->batch != c->q.batch || dout->seq != c->q.seq || dout->heads != c->q.heads || dout->dim != c->v.dim)
-            return ATTN_ERR_BWD_DOUT_SHAPE;
-        if (dq->batch != c->q.batch || dq->seq != c->q.seq || dq->heads != c->q.heads || dq->dim != c->q.dim) return ATTN_ERR_BWD_DQ_SHAPE;
-        if (dk->batch != c->k.batch || dk->seq != c->k.seq || dk->heads != c->k.heads || dk->dim != c->k.dim) return ATTN_ERR_BWD_DK_SHAPE;
-        if (dv->batch != c->v.batch || dv->seq != c->v.seq || dv->heads != c->v.heads || dv->dim != c->v.dim) return ATTN_ERR_BWD_DV_SHAPE;
-        if (attn__tensor_bcast(dq)) return ATTN_ERR_BWD_DQ_BROADCAST;
-        if (attn__tensor_bcast(dk)) return ATTN_ERR_BWD_DK_BROADCAST;
-        if (attn__tensor_bcast(dv)) return ATTN_ERR_BWD_DV_BROADCAST;
-        if ((s = attn__make_view(dout, &P->dout)) != ATTN_OK || (s = attn__make_view(dq, &P->dq)) != ATTN_OK ||
-            (s = attn__make_view(dk, &P->dk)) != ATTN_OK || (s = attn__make_view(dv, &P->dv)) != ATTN_OK) return s;
+        if ((s = attn__check_bwd_grads(c, &P->dout, &P->dq, &P->dk, &P->dv)) != ATTN_OK) return s;
     }
     P->bwd = 1; P->pinv_batch = N->pinv_init == ATTN_NYSTROM_PINV_BATCH;
     P->dconv = N->conv ? N->dconv : NULL;
