@@ -1701,6 +1701,17 @@ ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x
 /* One token of the conv1d: x, out [batch, dim, 1]; state [batch, dim, K-1] updated in place. */
 ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
                                          const float *bias, float *state, attn_ssm_tensor out);
+/* Backward of attn_ssm_conv1d: its arguments (out and state_out aside), dout [batch, dim, len]
+   (no zero strides) = dLoss/dout, and the gradients, overwritten (NULL: not returned):
+     dx [batch, dim, len] dense fp32   dweight [dim, K] fp32   dbias [dim] fp32 (with or
+     without bias: the gradient of a zero bias)
+   through the SiLU when conv_act applies it (no gradient for state_in). Per channel the chunks
+   of 1024 tokens last first recompute the pre-activation (the forward's arithmetic) and run the
+   vector layer's axpy / dot; dweight and dbias are summed per chunk, then in double over
+   sequences and chunks in a fixed order (bitwise the same for any thread count). */
+ATTNDEF attn_status attn_ssm_conv1d_backward(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                             const float *bias, const float *state_in, attn_ssm_tensor dout,
+                                             float *dx, float *dweight, float *dbias);
 
 /* S4D (diagonal state space, Gu et al. 2022), per channel h and complex mode n < d_state:
      A = -exp(log_a_real) + i a_imag,  dt = exp(log_dt[h]),  B = b_re + i b_im (NULL: 1),
@@ -1739,7 +1750,8 @@ ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_
 /* Which call attn_ssm_workspace_size sizes. */
 typedef enum attn_ssm_op {
     ATTN_SSM_OP_SCAN = 0, ATTN_SSM_OP_STEP, ATTN_SSM_OP_CONV, ATTN_SSM_OP_CONV_STEP,
-    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP, ATTN_SSM_OP_SCAN_BACKWARD
+    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP, ATTN_SSM_OP_SCAN_BACKWARD,
+    ATTN_SSM_OP_CONV_BACKWARD, ATTN_SSM_OP_S4D_BACKWARD
 } attn_ssm_op;
 /* Bytes of scratch the call op needs with this desc (pass it in desc->workspace). */
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes);
@@ -13969,6 +13981,114 @@ ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_ten
     return attn__ssm_conv_run(desc, &P, bytes);
 }
 
+/* ---- the conv1d's backward ---- */
+typedef struct attn__ssm_convb {
+    attn__ssm_conv F;            /* the forward's problem (out = dout) */
+    float *dx, *dw, *db;
+} attn__ssm_convb;
+
+/* per-thread scratch: the inputs with their K-1 history [K-1 + T], dLoss/d(pre-activation) of
+   the chunk and the K-1 tokens after it [T + K-1], the pre-activation and e^-o [T] each, the
+   channel's dweight / dbias sums in double [K + 1] */
+static size_t attn__ssm_convb_floats(int K) {
+    return attn__ssm_round((size_t)ATTN__SSM_CONV_T * 4 + 2 * (size_t)K) + attn__ssm_round(2 * ((size_t)K + 1));
+}
+
+/* One block of ATTN__SSM_CONV_CH channels over every sequence: per channel and sequence the
+   chunks last first; the chunk's pre-activation o is recomputed (the forward's arithmetic),
+   go = dout silu'(o), dx[t] = sum_k w[k] go[t + K-1-k] (go of the next chunk's first K-1 tokens
+   carried), dw[k] += go . x[t - (K-1) + k], dbias += sum go: per chunk in float, then into
+   doubles in a fixed order (sequences, chunks backwards). */
+static void attn__ssm_convb_task(void *ctx, int task, int thread) {
+    const attn__ssm_convb *W = (const attn__ssm_convb *)ctx;
+    const attn__ssm_conv *P = &W->F;
+    const attn__isa *V = P->V;
+    const int K = P->K, T = ATTN__SSM_CONV_T, L = P->L, nck = (L + T - 1) / T;
+    const int c0 = task * ATTN__SSM_CONV_CH, c1 = ATTN__MIN(P->D, c0 + ATTN__SSM_CONV_CH);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    float *xp = f, *go = xp + T + K, *o = go + T + K, *e = o + T;            /* xp [K-1 | chunk], go [chunk | K-1] */
+    double *dd = (double *)(void *)(f + attn__ssm_round((size_t)T * 4 + 2 * (size_t)K));   /* [K] dw, [1] dbias */
+    int c, b, k, t, ch;
+    for (c = c0; c < c1; ++c) {
+        const float *wc = P->w + (size_t)c * K, bias = P->bias ? P->bias[c] : 0.0f;
+        for (k = 0; k <= K; ++k) dd[k] = 0.0;
+        for (b = 0; b < P->B; ++b) {
+            const size_t hist = ((size_t)b * P->D + c) * (size_t)(K - 1);
+            float *dxr = W->dx ? W->dx + ((size_t)b * P->D + c) * (size_t)L : NULL;
+            for (k = 0; k < K - 1; ++k) go[T + k] = 0.0f;               /* past the last token */
+            for (ch = nck - 1; ch >= 0; --ch) {
+                const int t0 = ch * T, nt = ATTN__MIN(T, L - t0);
+                float *tail = go + nt;
+                if (nt < T) memmove(tail, go + T, sizeof(float) * (size_t)(K - 1));
+                for (k = 0; k < K - 1; ++k) {                           /* the K-1 inputs before t0 */
+                    const int pos = t0 - (K - 1) + k;
+                    if (pos >= 0) V->load(attn__ssm_at(&P->x, b, c, pos), P->x.dt, xp + k, 1, 1.0f);
+                    else xp[k] = P->sin ? P->sin[hist + (size_t)(K - 1 + pos)] : 0.0f;
+                }
+                V->load(attn__ssm_at(&P->x, b, c, t0), P->x.dt, xp + K - 1, nt, 1.0f);
+                V->load(attn__ssm_at(&P->out, b, c, t0), P->out.dt, go, nt, 1.0f);   /* dout */
+                if (P->act == ATTN_SSM_CONV_SILU) {                     /* go = dout silu'(o) */
+                    for (t = 0; t < nt; ++t) o[t] = bias;
+                    for (k = 0; k < K; ++k) V->axpy(o, wc[k], xp + k, nt);
+                    for (t = 0; t < nt; ++t) e[t] = -o[t];
+                    V->exp_sum(e, e, 0.0f, nt);
+                    for (t = 0; t < nt; ++t) {                          /* s (1 + o (1 - s)), s = 1 / (1 + e^-o) */
+                        const float s = 1.0f / (1.0f + e[t]);
+                        go[t] = o[t] < ATTN__SILU_ZERO ? 0.0f : go[t] * (s * (1.0f + o[t] * (1.0f - s)));
+                    }
+                }
+                if (dxr) {
+                    float *dr = dxr + t0;
+                    for (t = 0; t < nt; ++t) dr[t] = 0.0f;
+                    for (k = 0; k < K; ++k) V->axpy(dr, wc[k], go + (K - 1 - k), nt);
+                }
+                for (k = 0; k < K; ++k) dd[k] += (double)V->dot(go, xp + k, nt);
+                { float s = 0.0f; for (t = 0; t < nt; ++t) s += go[t]; dd[K] += (double)s; }
+                memmove(go + T, go, sizeof(float) * (size_t)(K - 1));  /* the carry for the chunk before */
+            }
+        }
+        if (W->dw) for (k = 0; k < K; ++k) W->dw[(size_t)c * K + k] = (float)dd[k];
+        if (W->db) W->db[c] = (float)dd[K];
+    }
+}
+
+ATTNDEF attn_status attn_ssm_conv1d_backward(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                             const float *bias, const float *state_in, attn_ssm_tensor dout,
+                                             float *dx, float *dweight, float *dbias) {
+    attn__ssm_convb W;
+    attn__ovl o;
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    size_t bytes, BDL;
+    if (!dout.data) return ATTN_ERR_SSM_NULL_DY;
+    if ((s = attn__ssm_conv_check(desc, 0, x, weight, dout, &W.F, &bytes)) != ATTN_OK)
+        return s == ATTN_ERR_SSM_Y_BROADCAST ? ATTN_ERR_SSM_DY_BROADCAST : s;   /* dout sits in out's place */
+    BDL = (size_t)W.F.B * W.F.D * (size_t)W.F.L;
+    attn__ovl_init(&o);
+    attn__ovl_ssm(&o, 0, &W.F.x); attn__ovl_ssm(&o, 0, &W.F.out);
+    attn__ovl_mem(&o, 0, weight, (size_t)W.F.D * (size_t)W.F.K, sizeof(float));
+    attn__ovl_mem(&o, 0, bias, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 0, state_in, (size_t)W.F.B * W.F.D * (size_t)(W.F.K - 1), sizeof(float));
+    attn__ovl_mem(&o, 1, dx, BDL, sizeof(float));
+    attn__ovl_mem(&o, 1, dweight, (size_t)W.F.D * (size_t)W.F.K, sizeof(float));
+    attn__ovl_mem(&o, 1, dbias, (size_t)W.F.D, sizeof(float));
+    if (attn__ovl_bad(&o)) return ATTN_ERR_SSM_BWD_OVERLAP;
+    W.F.ws_floats = attn__ssm_convb_floats(W.F.K);
+    if (!(bytes = attn__ssm_ws_bytes(attn__ssm_threads(desc), W.F.ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    W.F.bias = bias; W.F.sin = state_in;
+    W.dx = dx; W.dw = dweight; W.db = dbias;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
+    W.F.V = attn__vec();
+    W.F.ws = (float *)(void *)w.base;
+    attn__parallel_for(&pd, (W.F.D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH,
+                       (double)BDL * W.F.K < (double)ATTN__SSM_SMALL ? 1 : attn__ssm_threads(desc), attn__ssm_convb_task, &W);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 /* ---- S4D ---- */
 #define ATTN__S4D_T 64          /* tokens per chunk: direct convolution inside, state across */
 
@@ -14195,6 +14315,11 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
         K = desc->n_groups == 0 ? 1 : desc->n_groups;
         if (K < 0 || desc->dim % K != 0) return ATTN_ERR_SSM_GROUPS;
         n = attn__ssm_bwd_bytes(desc, K);
+        break;
+    case ATTN_SSM_OP_CONV_BACKWARD:
+        if ((s = attn__ssm_common(desc, 1)) != ATTN_OK) return s;
+        if (desc->conv_kernel < 0 || desc->conv_kernel > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_convb_floats(desc->conv_kernel ? desc->conv_kernel : 4));
         break;
     case ATTN_SSM_OP_S4D: case ATTN_SSM_OP_S4D_STEP:
         if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_S4D)) != ATTN_OK) return s;

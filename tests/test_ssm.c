@@ -1571,6 +1571,7 @@ void test_ssm(void) {
     test_s4d_errors();
     test_scan_backward();
     test_scan_backward_dtypes();
+    test_ssm_bwd();                  /* tests/test_ssm_bwd.c */
     test_ssm_overlap();
     test_silu_extremes();
     test_port_mamba_hf();            /* tests/test_ports.c */
