@@ -1747,6 +1747,31 @@ ATTNDEF attn_status attn_ssm_s4d(const attn_ssm_desc *desc, const attn_s4d_param
 ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
                                       float *state, attn_ssm_tensor y);
 
+/* Gradients of attn_ssm_s4d (the same function as attn_ssm_s4d_kernel's K convolved with u,
+   plus the state_in term and D u), overwritten; a NULL field is not returned.
+     du [batch, dim, len] dense fp32;  dlog_dt, dd_skip [dim] (dd_skip: the gradient of a zero
+     D when params->d_skip is NULL);  dlog_a_real, da_imag, dc_re, dc_im [dim, d_state];
+     db_re, db_im [dim, d_state] only with params->b_re (B = 1 has no gradient: not written)
+   (no gradient for state_in). */
+typedef struct attn_s4d_grads {
+    float *du;
+    float *dlog_dt, *dlog_a_real, *da_imag;
+    float *db_re, *db_im, *dc_re, *dc_im;
+    float *dd_skip;
+} attn_s4d_grads;
+
+/* Backward of attn_ssm_s4d: its arguments (y and state_out aside), dy [batch, dim, len] (no
+   zero strides) = dLoss/dy, and the gradients, through the ZOH or bilinear discretisation
+   (desc->s4d_disc). Computed by the recurrence's adjoint, which is the kernel convolution's
+   gradient: per channel, modes in the vector layer's rows (madd, axpy, dot), a checkpoint pass
+   keeps the state every 256 tokens (O(L/256 x d_state) floats per thread, never O(L
+   d_state)), then the chunks last first recompute their states and run the tokens backwards;
+   the chain rule through dA, dB to log_dt, A, B in double. Threads over channels; every
+   parameter gradient summed per chunk, then in double over sequences and chunks in a fixed
+   order (bitwise the same for any thread count). */
+ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                          const float *state_in, attn_ssm_tensor dy, const attn_s4d_grads *grads);
+
 /* Which call attn_ssm_workspace_size sizes. */
 typedef enum attn_ssm_op {
     ATTN_SSM_OP_SCAN = 0, ATTN_SSM_OP_STEP, ATTN_SSM_OP_CONV, ATTN_SSM_OP_CONV_STEP,
@@ -14292,6 +14317,208 @@ ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_
     return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
 }
 
+/* ---- S4D backward ---- */
+#define ATTN__S4D_BT 256        /* tokens per backward chunk (the checkpoint interval) */
+
+typedef struct attn__s4db {
+    attn__s4d F;                 /* the forward's problem (y = dy) */
+    const attn_s4d_grads *g;
+    size_t ck_floats;            /* per-thread checkpoint floats: ceil(L / BT) 2N */
+} attn__s4db;
+
+/* per-thread scratch in floats: the sums of the parameters' gradients in double (7 N + 1), 16
+   rows of N (dA re, im, -im, dB re, im, 2 C re, -2 C im, g re, im, two temporaries and five
+   chunk sums), the chunk's states [BT + 1][2N], u and dy [BT] each, the checkpoints */
+static size_t attn__s4db_floats(int N, int L) {
+    const size_t T = ATTN__S4D_BT, nck = ((size_t)L + T - 1) / T;
+    return attn__ssm_round(2 * (7 * (size_t)N + 1)) + attn__ssm_round((size_t)N) * 16 +
+           attn__ssm_round((T + 1) * 2 * (size_t)N) + 2 * T + attn__ssm_round(nck * 2 * (size_t)N);
+}
+
+/* x' = dA x + dB u on split (re | im) rows of N */
+static void attn__s4db_step(const attn__isa *V, const float *ar, const float *ai, const float *nai, const float *br,
+                            const float *bi, int N, const float *x, float u, float *xo) {
+    V->madd(xo, ar, x, u, br, N);                  /* ar xr + u br - ai xi */
+    V->madd(xo, nai, x + N, 1.0f, xo, N);
+    V->madd(xo + N, ar, x + N, u, bi, N);          /* ar xi + u bi + ai xr */
+    V->madd(xo + N, ai, x, 1.0f, xo + N, N);
+}
+
+/* One channel over every sequence: the recurrence's adjoint (x_l = dA x_{l-1} + dB u_l,
+   y_l = 2 Re(C x_l) + D u_l), the modes in the vector layer's rows. Per sequence a checkpoint
+   pass (the state every BT tokens), then the chunks last first: recompute the states, then the
+   tokens backwards with g = dLoss/dx_l carried:
+     g += 2 dy conj(C);  dC += 2 dy conj(x_l);  d(dA) += g conj(x_{l-1});  d(dB) += u g;
+     du = Re(g conj(dB)) + D dy;  g = conj(dA) g
+   chunk sums in float, added into doubles in a fixed order; then the chain rule through the
+   discretisation (double) to log_dt, log_a_real, a_imag, B and C. */
+static void attn__s4db_task(void *ctx, int h, int thread) {
+    const attn__s4db *W = (const attn__s4db *)ctx;
+    const attn__s4d *P = &W->F;
+    const attn_s4d_grads *G = W->g;
+    const attn_s4d_params *p = P->p;
+    const attn__isa *V = P->V;
+    const int N = P->N, T = ATTN__S4D_BT, L = P->L, nck = (L + T - 1) / T;
+    const size_t RN = attn__ssm_round((size_t)N);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    double *dd = (double *)(void *)f;           /* [7][N] dA re, im, dB re, im, C re, im, -; [1] D */
+    float *r0 = f + attn__ssm_round(2 * (7 * (size_t)N + 1));
+    float *ar = r0, *ai = ar + RN, *nai = ai + RN, *br = nai + RN, *bi = br + RN, *c2r = bi + RN, *c2i = c2r + RN;
+    float *gr = c2i + RN, *gi = gr + RN, *t1 = gi + RN, *t2 = t1 + RN;
+    float *sAr = t2 + RN, *sAi = sAr + RN, *sAn = sAi + RN, *sBr = sAn + RN, *sBi = sBr + RN;
+    float *xs = r0 + RN * 16, *ub = xs + attn__ssm_round((size_t)(T + 1) * 2 * N), *yb = ub + T, *ck = yb + T;
+    const float dsk = p->d_skip ? p->d_skip[h] : 0.0f;
+    int n, b, ch, j;
+    for (n = 0; n < N; ++n) {
+        double dar, dai, cbr, cbi, dbr, dbi;
+        attn__s4d_disc(P, h, n, &dar, &dai, &cbr, &cbi, &dbr, &dbi);
+        ar[n] = (float)dar; ai[n] = (float)dai; nai[n] = -(float)dai; br[n] = (float)dbr; bi[n] = (float)dbi;
+        c2r[n] = 2.0f * p->c_re[(size_t)h * N + n]; c2i[n] = -2.0f * p->c_im[(size_t)h * N + n];
+    }
+    for (n = 0; n < 7 * N + 1; ++n) dd[n] = 0.0;
+    for (b = 0; b < P->B; ++b) {
+        const size_t so = ((size_t)b * P->D + h) * (size_t)N * 2;
+        float *dur = G->du ? G->du + ((size_t)b * P->D + h) * (size_t)L : NULL;
+        for (n = 0; n < N; ++n) {               /* the state before token 0: (re | im) rows */
+            ck[n] = P->sin ? P->sin[so + 2 * n] : 0.0f;
+            ck[N + n] = P->sin ? P->sin[so + 2 * n + 1] : 0.0f;
+        }
+        for (ch = 0; ch + 1 < nck; ++ch) {      /* checkpoints: the state before each chunk */
+            float *x = ck + (size_t)ch * 2 * N;
+            V->load(attn__ssm_at(&P->u, b, h, ch * T), P->u.dt, ub, T, 1.0f);
+            memcpy(xs, x, sizeof(float) * 2 * (size_t)N);
+            for (j = 0; j < T; ++j)
+                attn__s4db_step(V, ar, ai, nai, br, bi, N, xs + (size_t)(j & 1) * 2 * N, ub[j], xs + (size_t)((j + 1) & 1) * 2 * N);
+            memcpy(x + 2 * N, xs + (size_t)(T & 1) * 2 * N, sizeof(float) * 2 * (size_t)N);
+        }
+        for (n = 0; n < N; ++n) { gr[n] = 0.0f; gi[n] = 0.0f; }
+        for (ch = nck - 1; ch >= 0; --ch) {
+            const int t0 = ch * T, nt = ATTN__MIN(T, L - t0);
+            V->load(attn__ssm_at(&P->u, b, h, t0), P->u.dt, ub, nt, 1.0f);
+            V->load(attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
+            memcpy(xs, ck + (size_t)ch * 2 * N, sizeof(float) * 2 * (size_t)N);
+            for (j = 0; j < nt; ++j)            /* xs[j + 1] = x after token t0 + j */
+                attn__s4db_step(V, ar, ai, nai, br, bi, N, xs + (size_t)j * 2 * N, ub[j], xs + (size_t)(j + 1) * 2 * N);
+            for (n = 0; n < N; ++n) { sAr[n] = 0.0f; sAi[n] = 0.0f; sAn[n] = 0.0f; sBr[n] = 0.0f; sBi[n] = 0.0f; t1[n] = 0.0f; t2[n] = 0.0f; }
+            for (j = nt - 1; j >= 0; --j) {
+                const float dy = yb[j], *xp = xs + (size_t)j * 2 * N;
+                V->axpy(gr, dy, c2r, N);                            /* g += 2 dy conj(C) */
+                V->axpy(gi, dy, c2i, N);
+                V->madd(sAr, gr, xp, 1.0f, sAr, N);                    /* d(dA) += g conj(x_{l-1}) */
+                V->madd(sAr, gi, xp + N, 1.0f, sAr, N);
+                V->madd(sAi, gi, xp, 1.0f, sAi, N);
+                V->madd(sAn, gr, xp + N, 1.0f, sAn, N);
+                V->axpy(sBr, ub[j], gr, N);                         /* d(dB) += u g */
+                V->axpy(sBi, ub[j], gi, N);
+                if (dur) dur[t0 + j] = V->dot(gr, br, N) + V->dot(gi, bi, N) + dsk * dy;
+                V->madd(t1, ai, gi, 0.0f, gi, N);                      /* g = conj(dA) g */
+                V->madd(t1, ar, gr, 1.0f, t1, N);
+                V->madd(t2, nai, gr, 0.0f, gr, N);
+                V->madd(gi, ar, gi, 1.0f, t2, N);
+                memcpy(gr, t1, sizeof(float) * (size_t)N);
+            }
+            for (n = 0; n < N; ++n) {           /* dC = sum 2 dy conj(x_l): one dot per mode over the chunk */
+                double cr = 0.0, ci = 0.0;
+                for (j = 0; j < nt; ++j) { cr += (double)(yb[j] * xs[(size_t)(j + 1) * 2 * N + n]); ci += (double)(yb[j] * xs[(size_t)(j + 1) * 2 * N + N + n]); }
+                dd[4 * N + n] += 2.0 * cr; dd[5 * N + n] -= 2.0 * ci;
+                dd[n] += (double)sAr[n]; dd[N + n] += (double)sAi[n] - (double)sAn[n];
+                dd[2 * N + n] += (double)sBr[n]; dd[3 * N + n] += (double)sBi[n];
+            }
+            dd[7 * N] += (double)V->dot(yb, ub, nt);
+        }
+    }
+    {   /* the chain rule through the discretisation, per mode in double */
+        const double dt = exp((double)p->log_dt[h]);
+        double ddt = 0.0;
+        for (n = 0; n < N; ++n) {
+            const size_t i = (size_t)h * N + n;
+            const double Ar = -exp((double)p->log_a_real[i]), Ai = (double)p->a_imag[i];
+            const double Br = p->b_re ? (double)p->b_re[i] : 1.0, Bi = p->b_re ? (double)p->b_im[i] : 0.0;
+            const double gar = dd[n], gai = dd[N + n], gbr = dd[2 * N + n], gbi = dd[3 * N + n];
+            double gAr, gAi, gBr, gBi;
+            if (P->disc == ATTN_SSM_ZOH) {
+                const double e = exp(dt * Ar), Er = e * cos(dt * Ai), Ei = e * sin(dt * Ai), den = Ar * Ar + Ai * Ai;
+                const double qr = ((Er - 1.0) * Ar + Ei * Ai) / den, qi = (Ei * Ar - (Er - 1.0) * Ai) / den;   /* (E - 1) / A */
+                const double gqr = Br * gbr + Bi * gbi, gqi = Br * gbi - Bi * gbr;                                 /* conj(B) g_dB */
+                /* dq/dA = (dt E A - (E - 1)) / A^2 = (dt E - q) / A */
+                const double nr = dt * Er - qr, ni = dt * Ei - qi, pr = (nr * Ar + ni * Ai) / den, pi = (ni * Ar - nr * Ai) / den;
+                const double AEr = Ar * Er - Ai * Ei, AEi = Ar * Ei + Ai * Er;
+                gAr = dt * (Er * gar + Ei * gai) + (pr * gqr + pi * gqi);     /* conj(dt E) g_dA + conj(dq/dA) g_q */
+                gAi = dt * (Er * gai - Ei * gar) + (pr * gqi - pi * gqr);
+                ddt += (gar * AEr + gai * AEi) + (gqr * Er + gqi * Ei);       /* Re(g_dA conj(A E)) + Re(g_q conj(E)) */
+                gBr = qr * gbr + qi * gbi; gBi = qr * gbi - qi * gbr;         /* conj(q) g_dB */
+            } else {
+                const double mr = 1.0 - dt * Ar / 2, mi = -dt * Ai / 2, den = mr * mr + mi * mi;
+                const double ir = mr / den, ii = -mi / den;                  /* 1 / m */
+                const double i2r = ir * ir - ii * ii, i2i = 2 * ir * ii;     /* 1 / m^2 */
+                const double wr = dt * (Br * i2r - Bi * i2i) / 2, wi = dt * (Br * i2i + Bi * i2r) / 2;   /* dt B / (2 m^2) */
+                const double gsr = (i2r * gar + i2i * gai) + (wr * gbr + wi * gbi);   /* conj(1/m^2) g_dA + conj(w) g_dB */
+                const double gsi = (i2r * gai - i2i * gar) + (wr * gbi - wi * gbr);
+                const double Bmr = Br * ir - Bi * ii, Bmi = Br * ii + Bi * ir;        /* B / m */
+                gAr = dt * gsr; gAi = dt * gsi;
+                ddt += (gsr * Ar + gsi * Ai) + (gbr * Bmr + gbi * Bmi);
+                gBr = dt * (ir * gbr + ii * gbi); gBi = dt * (ir * gbi - ii * gbr);   /* conj(dt / m) g_dB */
+            }
+            if (G->dlog_a_real) G->dlog_a_real[i] = (float)(gAr * Ar);
+            if (G->da_imag) G->da_imag[i] = (float)gAi;
+            if (p->b_re && G->db_re) G->db_re[i] = (float)gBr;
+            if (p->b_re && G->db_im) G->db_im[i] = (float)gBi;
+            if (G->dc_re) G->dc_re[i] = (float)dd[4 * N + n];
+            if (G->dc_im) G->dc_im[i] = (float)dd[5 * N + n];
+        }
+        if (G->dlog_dt) G->dlog_dt[h] = (float)(dt * ddt);
+        if (G->dd_skip) G->dd_skip[h] = (float)dd[7 * N];
+    }
+}
+
+ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                          const float *state_in, attn_ssm_tensor dy, const attn_s4d_grads *grads) {
+    attn__s4db W;
+    attn__ovl o;
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    size_t bytes, DN;
+    if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
+    if ((s = attn__s4d_check(desc, 0, 0, params, u, dy, &W.F, &bytes)) != ATTN_OK)
+        return s == ATTN_ERR_SSM_Y_BROADCAST ? ATTN_ERR_SSM_DY_BROADCAST : s;   /* dy sits in y's place */
+    if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
+    DN = (size_t)W.F.D * (size_t)W.F.N;
+    attn__ovl_init(&o);
+    attn__ovl_ssm(&o, 0, &W.F.u); attn__ovl_ssm(&o, 0, &W.F.y);
+    attn__ovl_mem(&o, 0, state_in, (size_t)W.F.B * DN * 2, sizeof(float));
+    attn__ovl_mem(&o, 0, params->log_dt, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 0, params->d_skip, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 0, params->log_a_real, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->a_imag, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->b_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->b_im, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->c_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->c_im, DN, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->du, (size_t)W.F.B * W.F.D * (size_t)W.F.L, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dlog_dt, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dd_skip, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dlog_a_real, DN, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->da_imag, DN, sizeof(float));
+    if (params->b_re) { attn__ovl_mem(&o, 1, grads->db_re, DN, sizeof(float)); attn__ovl_mem(&o, 1, grads->db_im, DN, sizeof(float)); }
+    attn__ovl_mem(&o, 1, grads->dc_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dc_im, DN, sizeof(float));
+    if (attn__ovl_bad(&o)) return ATTN_ERR_SSM_BWD_OVERLAP;
+    if ((double)W.F.N * ((double)W.F.L + 2.0 * ATTN__S4D_BT) * 8.0 > (double)SIZE_MAX / 16) return ATTN_ERR_SSM_OVERFLOW;
+    W.F.ws_floats = attn__s4db_floats(W.F.N, W.F.L);
+    if (!(bytes = attn__ssm_ws_bytes(attn__ssm_threads(desc), W.F.ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    W.F.sin = state_in;
+    W.g = grads;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
+    W.F.V = attn__vec();
+    W.F.ws = (float *)(void *)w.base;
+    attn__parallel_for(&pd, W.F.D, attn__ssm_threads(desc), attn__s4db_task, &W);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes) {
     attn_status s;
     int K;
@@ -14320,6 +14547,12 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
         if ((s = attn__ssm_common(desc, 1)) != ATTN_OK) return s;
         if (desc->conv_kernel < 0 || desc->conv_kernel > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
         n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_convb_floats(desc->conv_kernel ? desc->conv_kernel : 4));
+        break;
+    case ATTN_SSM_OP_S4D_BACKWARD:
+        if ((s = attn__ssm_common(desc, 1)) != ATTN_OK) return s;
+        if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+        if ((double)desc->d_state * ((double)desc->len + 2.0 * ATTN__S4D_BT) * 8.0 > (double)SIZE_MAX / 16) return ATTN_ERR_SSM_OVERFLOW;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__s4db_floats(desc->d_state, desc->len));
         break;
     case ATTN_SSM_OP_S4D: case ATTN_SSM_OP_S4D_STEP:
         if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_S4D)) != ATTN_OK) return s;

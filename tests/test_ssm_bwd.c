@@ -167,6 +167,160 @@ static void test_conv_backward(void) {
     }
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* S4D                                                                                        */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int B, D, L, N, disc, has_b, has_sin;
+    double *log_dt, *lar, *aim, *bre, *bim, *cre, *cim, *dsk;   /* [D], [D N] x 6, [D] */
+    double *u, *sin, *dy;                                      /* [B D L], [B D N 2], [B D L] */
+} s4b;
+
+/* the recurrence x = dA x + dB u, y = 2 Re(C x) + D u, discretised from the documented
+   formulas (ZOH: dA = e^{dt A}, dB = (dA - 1) / A B; bilinear: (1 + dt A/2) / (1 - dt A/2),
+   dt B / (1 - dt A/2)), in double */
+static double s4b_loss(const void *pv) {
+    const s4b *p = (const s4b *)pv;
+    double loss = 0.0;
+    int b, h, n, l;
+    for (h = 0; h < p->D; ++h)
+        for (n = 0; n < p->N; ++n) {
+            const size_t i = (size_t)h * p->N + n;
+            const double dt = exp(p->log_dt[h]), Ar = -exp(p->lar[i]), Ai = p->aim[i];
+            const double Br = p->has_b ? p->bre[i] : 1.0, Bi = p->has_b ? p->bim[i] : 0.0;
+            double dAr, dAi, qr, qi, dBr, dBi;
+            if (p->disc == ATTN_SSM_ZOH) {
+                const double den = Ar * Ar + Ai * Ai;
+                dAr = exp(dt * Ar) * cos(dt * Ai); dAi = exp(dt * Ar) * sin(dt * Ai);
+                qr = ((dAr - 1) * Ar + dAi * Ai) / den; qi = (dAi * Ar - (dAr - 1) * Ai) / den;
+            } else {
+                const double mr = 1 - dt * Ar / 2, mi = -dt * Ai / 2, pr = 1 + dt * Ar / 2, pi = dt * Ai / 2, den = mr * mr + mi * mi;
+                dAr = (pr * mr + pi * mi) / den; dAi = (pi * mr - pr * mi) / den;
+                qr = dt * mr / den; qi = -dt * mi / den;
+            }
+            dBr = qr * Br - qi * Bi; dBi = qr * Bi + qi * Br;
+            for (b = 0; b < p->B; ++b) {
+                const size_t so = (((size_t)b * p->D + h) * p->N + n) * 2, o = ((size_t)b * p->D + h) * p->L;
+                double xr = p->has_sin ? p->sin[so] : 0.0, xi = p->has_sin ? p->sin[so + 1] : 0.0, t;
+                for (l = 0; l < p->L; ++l) {
+                    t = dAr * xr - dAi * xi + dBr * p->u[o + l];
+                    xi = dAr * xi + dAi * xr + dBi * p->u[o + l];
+                    xr = t;
+                    loss += p->dy[o + l] * 2.0 * (p->cre[i] * xr - p->cim[i] * xi);
+                }
+            }
+        }
+    for (b = 0; b < p->B; ++b)
+        for (h = 0; h < p->D; ++h)
+            for (l = 0; l < p->L; ++l) loss += p->dy[((size_t)b * p->D + h) * p->L + l] * p->dsk[h] * p->u[((size_t)b * p->D + h) * p->L + l];
+    return loss;
+}
+
+static void test_s4d_backward(void) {
+    t_rng r = t_rng_seed(2902);
+    int cfg;
+    /* cfg 0: ZOH, B = 1, state_in, L 23; 1: bilinear with B; 2: ZOH with B, L 600 (3 chunks of
+       the 256-token checkpoints), 3 channels; 3: bilinear, no state, f16 u and dy */
+    for (cfg = 0; cfg < 4; ++cfg) {
+        s4b p;
+        const int B = cfg == 2 ? 1 : 2, D = cfg == 2 ? 3 : 4, N = cfg == 2 ? 5 : 3, L = cfg == 2 ? 600 : 23;
+        const attn_dtype dt = cfg == 3 ? ATTN_F16 : ATTN_F32;
+        const size_t nx = (size_t)B * D * L, dn = (size_t)D * N, ns = (size_t)B * D * N * 2;
+        char what[64];
+        float *f_dt, *f_lar, *f_aim, *f_bre, *f_bim, *f_cre, *f_cim, *f_dsk, *f_sin;
+        float *g[9], *h[9];
+        size_t gn[9], i, bytes = 0, m0;
+        void *su, *sdy, *ws;
+        attn_s4d_params prm;
+        attn_s4d_grads gr, hr;
+        attn_ssm_desc d;
+        attn_ssm_tensor tu, tdy;
+        attn_status s;
+        int k;
+        sprintf(what, "s4d backward cfg %d", cfg);
+        memset(&p, 0, sizeof p);
+        p.B = B; p.D = D; p.L = L; p.N = N; p.disc = cfg % 2 ? ATTN_SSM_BILINEAR : ATTN_SSM_ZOH;
+        p.has_b = cfg != 0; p.has_sin = cfg != 3;
+        p.log_dt = bw2_vec(&r, D, -2.5, 0.5); p.lar = bw2_vec(&r, dn, -0.7, 0.3); p.aim = bw2_vec(&r, dn, 0.0, 3.0);
+        p.bre = bw2_vec(&r, dn, 1.0, 0.3); p.bim = bw2_vec(&r, dn, 0.0, 0.3);
+        p.cre = bw2_vec(&r, dn, 0.0, 0.7); p.cim = bw2_vec(&r, dn, 0.0, 0.7); p.dsk = bw2_vec(&r, D, 0.0, 1.0);
+        p.u = bw2_vec(&r, nx, 0.0, 1.0); p.sin = bw2_vec(&r, ns, 0.0, 1.0); p.dy = bw2_vec(&r, nx, 0.0, 1.0);
+        if (dt == ATTN_F16)
+            for (i = 0; i < nx; ++i) { p.u[i] = t_round_dt(p.u[i], dt); p.dy[i] = t_round_dt(p.dy[i], dt); }
+        f_dt = bw2_f32(p.log_dt, D); f_lar = bw2_f32(p.lar, dn); f_aim = bw2_f32(p.aim, dn); f_bre = bw2_f32(p.bre, dn);
+        f_bim = bw2_f32(p.bim, dn); f_cre = bw2_f32(p.cre, dn); f_cim = bw2_f32(p.cim, dn); f_dsk = bw2_f32(p.dsk, D);
+        f_sin = bw2_f32(p.sin, ns);
+        su = t_xmalloc(nx * t_dt_size(dt)); sdy = t_xmalloc(nx * t_dt_size(dt));
+        for (i = 0; i < nx; ++i) { t_store_at(su, dt, (ptrdiff_t)i, p.u[i]); t_store_at(sdy, dt, (ptrdiff_t)i, p.dy[i]); }
+        memset(&prm, 0, sizeof prm);
+        prm.log_dt = f_dt; prm.log_a_real = f_lar; prm.a_imag = f_aim; prm.c_re = f_cre; prm.c_im = f_cim; prm.d_skip = f_dsk;
+        if (p.has_b) { prm.b_re = f_bre; prm.b_im = f_bim; }
+        gn[0] = nx; gn[1] = D; gn[2] = dn; gn[3] = dn; gn[4] = dn; gn[5] = dn; gn[6] = dn; gn[7] = dn; gn[8] = D;
+        for (k = 0; k < 9; ++k) { g[k] = (float *)t_xmalloc(4 * gn[k]); h[k] = (float *)t_xmalloc(4 * gn[k]); }
+        gr.du = g[0]; gr.dlog_dt = g[1]; gr.dlog_a_real = g[2]; gr.da_imag = g[3]; gr.db_re = g[4]; gr.db_im = g[5];
+        gr.dc_re = g[6]; gr.dc_im = g[7]; gr.dd_skip = g[8];
+        hr.du = h[0]; hr.dlog_dt = h[1]; hr.dlog_a_real = h[2]; hr.da_imag = h[3]; hr.db_re = h[4]; hr.db_im = h[5];
+        hr.dc_re = h[6]; hr.dc_im = h[7]; hr.dd_skip = h[8];
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.s4d_disc = p.disc; d.n_threads = 1;
+        tu = attn_ssm_tensor_dense(su, dt, D, L); tdy = attn_ssm_tensor_dense(sdy, dt, D, L);
+        s = attn_ssm_s4d_backward(&d, &prm, tu, p.has_sin ? f_sin : NULL, tdy, &gr);
+        T_CHECK(s == ATTN_OK, "%s: %s", what, attn_status_str(s));
+        bw2_fd(&p, s4b_loss, p.u, nx, g[0], what, "du", &r);
+        bw2_fd(&p, s4b_loss, p.log_dt, D, g[1], what, "dlog_dt", &r);
+        bw2_fd(&p, s4b_loss, p.lar, dn, g[2], what, "dlog_a_real", &r);
+        bw2_fd(&p, s4b_loss, p.aim, dn, g[3], what, "da_imag", &r);
+        if (p.has_b) { bw2_fd(&p, s4b_loss, p.bre, dn, g[4], what, "db_re", &r); bw2_fd(&p, s4b_loss, p.bim, dn, g[5], what, "db_im", &r); }
+        bw2_fd(&p, s4b_loss, p.cre, dn, g[6], what, "dc_re", &r);
+        bw2_fd(&p, s4b_loss, p.cim, dn, g[7], what, "dc_im", &r);
+        bw2_fd(&p, s4b_loss, p.dsk, D, g[8], what, "dd_skip", &r);
+        /* another thread count with the queried workspace: bitwise, allocation-free */
+        d.n_threads = 2 + cfg % 2;
+        T_CHECK(attn_ssm_workspace_size(&d, ATTN_SSM_OP_S4D_BACKWARD, &bytes) == ATTN_OK, "%s: workspace query", what);
+        ws = t_xmalloc(bytes); d.workspace = ws; d.workspace_size = bytes;
+        m0 = t_attn_mallocs;
+        s = attn_ssm_s4d_backward(&d, &prm, tu, p.has_sin ? f_sin : NULL, tdy, &hr);
+        T_CHECK(s == ATTN_OK && t_attn_mallocs == m0, "%s: with the queried workspace: %s", what, attn_status_str(s));
+        for (k = 0; k < 9; ++k)
+            if ((k != 4 && k != 5) || p.has_b)
+                T_CHECK(memcmp(g[k], h[k], 4 * gn[k]) == 0, "%s: gradient %d differs across thread counts (bitwise)", what, k);
+        if (cfg == 0) {                           /* bad input: a specific status, gradients untouched */
+            attn_ssm_tensor bad = tdy;
+            attn_s4d_grads og = hr;
+            t_sentinel(h[0], 4 * nx, 9);
+            d.workspace_size = bytes - 1;
+            s = attn_ssm_s4d_backward(&d, &prm, tu, f_sin, tdy, &hr);
+            T_CHECK(s == ATTN_ERR_SSM_WORKSPACE && t_sentinel_ok(h[0], 4 * nx, 9), "%s: small workspace", what);
+            d.workspace = NULL; d.workspace_size = 0;
+            bad.data = NULL;
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, bad, &hr), ATTN_ERR_SSM_NULL_DY, what, "NULL dy");
+            bad = tdy; bad.stride_batch = 0;
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, bad, &hr), ATTN_ERR_SSM_DY_BROADCAST, what, "dy broadcast");
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, tdy, NULL), ATTN_ERR_SSM_NULL_GRADS, what, "NULL grads");
+            t_expect_status(attn_ssm_s4d_backward(&d, NULL, tu, f_sin, tdy, &hr), ATTN_ERR_SSM_NULL_PARAMS, what, "NULL params");
+            og.dc_re = f_cre;
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, tdy, &og), ATTN_ERR_SSM_BWD_OVERLAP, what, "dc_re == c_re");
+            og = hr; og.da_imag = h[0] + 5;
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, tdy, &og), ATTN_ERR_SSM_BWD_OVERLAP, what, "da_imag in du");
+            og = hr; og.du = (float *)su;
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, tdy, &og), ATTN_ERR_SSM_BWD_OVERLAP, what, "du == u");
+            d.s4d_disc = 9;
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, tdy, &hr), ATTN_ERR_SSM_S4D_DISC, what, "bad disc");
+            d.s4d_disc = 0; d.cu_seqlens = &cfg; d.varlen_batch = 1;
+            t_expect_status(attn_ssm_s4d_backward(&d, &prm, tu, f_sin, tdy, &hr), ATTN_ERR_SSM_S4D_VARLEN, what, "cu_seqlens");
+            d.cu_seqlens = NULL; d.varlen_batch = 0;
+            T_CHECK(t_sentinel_ok(h[0], 4 * nx, 9), "%s: du touched by a failed call", what);
+        }
+        free(p.log_dt); free(p.lar); free(p.aim); free(p.bre); free(p.bim); free(p.cre); free(p.cim); free(p.dsk);
+        free(p.u); free(p.sin); free(p.dy);
+        free(f_dt); free(f_lar); free(f_aim); free(f_bre); free(f_bim); free(f_cre); free(f_cim); free(f_dsk); free(f_sin);
+        free(su); free(sdy); free(ws);
+        for (k = 0; k < 9; ++k) { free(g[k]); free(h[k]); }
+    }
+}
+
 void test_ssm_bwd(void) {
     test_conv_backward();
+    test_s4d_backward();
 }
