@@ -320,7 +320,146 @@ static void test_s4d_backward(void) {
     }
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* complex-A selective scan                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int B, D, L, N, G, bc_const, softplus, has_z;
+    double *u, *dl, *z, *A, *Bm, *Cm, *Dk, *bias, *dy, *sin;   /* dense, complex as (re, im) pairs */
+} csb;
+
+/* selective_scan_ref with complex A, B, C (as attn.h documents it), in double:
+   x = exp(dt A) x + dt u B, y = (2 Re(sum_n C_n x_n) + D u) silu(z) */
+static double csb_loss(const void *pv) {
+    const csb *p = (const csb *)pv;
+    const int N = p->N, cg = p->D / p->G;
+    double loss = 0.0, xr[16], xi[16];
+    int b, c, l, n;
+    for (b = 0; b < p->B; ++b)
+        for (c = 0; c < p->D; ++c) {
+            const int g = c / cg;
+            for (n = 0; n < N; ++n) {
+                xr[n] = p->sin[(((size_t)b * p->D + c) * N + n) * 2];
+                xi[n] = p->sin[(((size_t)b * p->D + c) * N + n) * 2 + 1];
+            }
+            for (l = 0; l < p->L; ++l) {
+                const size_t o = ((size_t)b * p->D + c) * p->L + l;
+                double dt = p->dl[o] + p->bias[c], acc = 0.0, y;
+                if (p->softplus && dt <= 20.0) dt = log1p(exp(dt));
+                for (n = 0; n < N; ++n) {
+                    const size_t bo = p->bc_const ? ((size_t)c * N + n) * 2 : (((size_t)b * p->G + g) * N + n) * 2 * (size_t)p->L + 2 * (size_t)l;
+                    const double ar = p->A[((size_t)c * N + n) * 2], ai = p->A[((size_t)c * N + n) * 2 + 1];
+                    const double er = exp(dt * ar) * cos(dt * ai), ei = exp(dt * ar) * sin(dt * ai);
+                    const double nr = er * xr[n] - ei * xi[n] + dt * p->u[o] * p->Bm[bo];
+                    xi[n] = er * xi[n] + ei * xr[n] + dt * p->u[o] * p->Bm[bo + 1];
+                    xr[n] = nr;
+                    acc += p->Cm[bo] * xr[n] - p->Cm[bo + 1] * xi[n];
+                }
+                y = 2.0 * acc + p->Dk[c] * p->u[o];
+                if (p->has_z) y *= p->z[o] / (1.0 + exp(-p->z[o]));
+                loss += p->dy[o] * y;
+            }
+        }
+    return loss;
+}
+
+static void test_complex_backward(void) {
+    t_rng r = t_rng_seed(2903);
+    int cfg;
+    /* cfg 0: per-token B/C, softplus, gate, 6 channels, N 3, L 37; 1: 40 channels in 2 groups
+       (pieces of 16 and 4), N 4, L 300 (2 chunks of the 256-token checkpoints), no softplus;
+       2: constant B/C, no gate, L 37; 3: per-token B/C stored bf16 (u, delta, z, dy f16) */
+    for (cfg = 0; cfg < 4; ++cfg) {
+        csb p;
+        const int B = cfg == 1 ? 1 : 2, D = cfg == 1 ? 40 : 6, N = cfg == 1 ? 4 : 3, L = cfg == 1 ? 300 : 37;
+        const attn_dtype xdt = cfg == 3 ? ATTN_F16 : ATTN_F32, bdt = cfg == 3 ? ATTN_BF16 : ATTN_F32;
+        size_t nx, nbc, na, nst, i;
+        char what[64];
+        attn_ssm_desc d;
+        attn_ssm_grads gr, hr;
+        attn_ssm_tensor tu, tdl, tz, tb, tc, tdy;
+        void *su, *sdl, *sz, *sdy, *sB, *sC, *ws;
+        float *fA, *fD, *fbias, *fsin, *g[8], *h[8];
+        size_t gn[8], bytes = 0, m0;
+        attn_status s;
+        int k;
+        sprintf(what, "complex backward cfg %d", cfg);
+        memset(&p, 0, sizeof p);
+        p.B = B; p.D = D; p.L = L; p.N = N; p.G = cfg == 1 ? 2 : 1; p.bc_const = cfg == 2;
+        p.softplus = cfg != 1; p.has_z = cfg != 2;
+        nx = (size_t)B * D * L; na = (size_t)D * N * 2; nst = (size_t)B * D * N * 2;
+        nbc = p.bc_const ? (size_t)D * N * 2 : (size_t)B * p.G * N * 2 * L;
+        p.u = bw2_vec(&r, nx, 0.0, 1.0); p.z = bw2_vec(&r, nx, 0.0, 1.5); p.dy = bw2_vec(&r, nx, 0.0, 1.0);
+        p.dl = bw2_vec(&r, nx, p.softplus ? -2.0 : 0.1, p.softplus ? 1.0 : 0.03);
+        p.A = bw2_vec(&r, na, 0.0, 1.0);
+        for (i = 0; i < na; i += 2) { p.A[i] = -0.5 - fabs(p.A[i]); p.A[i + 1] *= 3.0; }   /* Re A < 0, phases up to ~10 */
+        p.Bm = bw2_vec(&r, nbc, 0.0, 1.0); p.Cm = bw2_vec(&r, nbc, 0.0, 1.0);
+        p.Dk = bw2_vec(&r, D, 0.0, 1.0); p.bias = bw2_vec(&r, D, 0.0, 0.2); p.sin = bw2_vec(&r, nst, 0.0, 1.0);
+        if (!p.softplus) for (i = 0; i < (size_t)D; ++i) p.bias[i] = fabs(p.bias[i]);   /* dt > 0: a decaying state */
+        for (i = 0; i < nx; ++i) {
+            p.u[i] = t_round_dt(p.u[i], xdt); p.dl[i] = t_round_dt(p.dl[i], xdt);
+            p.z[i] = t_round_dt(p.z[i], xdt); p.dy[i] = t_round_dt(p.dy[i], xdt);
+        }
+        for (i = 0; i < nbc; ++i) { p.Bm[i] = t_round_dt(p.Bm[i], bdt); p.Cm[i] = t_round_dt(p.Cm[i], bdt); }
+        su = t_xmalloc(nx * 4); sdl = t_xmalloc(nx * 4); sz = t_xmalloc(nx * 4); sdy = t_xmalloc(nx * 4);
+        sB = t_xmalloc(nbc * 4); sC = t_xmalloc(nbc * 4);
+        for (i = 0; i < nx; ++i) {
+            t_store_at(su, xdt, (ptrdiff_t)i, p.u[i]); t_store_at(sdl, xdt, (ptrdiff_t)i, p.dl[i]);
+            t_store_at(sz, xdt, (ptrdiff_t)i, p.z[i]); t_store_at(sdy, xdt, (ptrdiff_t)i, p.dy[i]);
+        }
+        for (i = 0; i < nbc; ++i) { t_store_at(sB, bdt, (ptrdiff_t)i, p.Bm[i]); t_store_at(sC, bdt, (ptrdiff_t)i, p.Cm[i]); }
+        fA = bw2_f32(p.A, na); fD = bw2_f32(p.Dk, D); fbias = bw2_f32(p.bias, D); fsin = bw2_f32(p.sin, nst);
+        gn[0] = nx; gn[1] = nx; gn[2] = nx; gn[3] = na; gn[4] = nbc; gn[5] = nbc; gn[6] = D; gn[7] = D;
+        for (k = 0; k < 8; ++k) { g[k] = (float *)t_xmalloc(4 * gn[k]); h[k] = (float *)t_xmalloc(4 * gn[k]); }
+        gr.du = g[0]; gr.ddelta = g[1]; gr.dz = g[2]; gr.dA = g[3]; gr.dB = g[4]; gr.dC = g[5]; gr.dD = g[6]; gr.ddelta_bias = g[7];
+        hr.du = h[0]; hr.ddelta = h[1]; hr.dz = h[2]; hr.dA = h[3]; hr.dB = h[4]; hr.dC = h[5]; hr.dD = h[6]; hr.ddelta_bias = h[7];
+        memset(&d, 0, sizeof d);
+        d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = p.G; d.bc_const = p.bc_const;
+        d.delta_softplus = p.softplus; d.a_complex = 1; d.n_threads = 1;
+        tu = attn_ssm_tensor_dense(su, xdt, D, L); tdl = attn_ssm_tensor_dense(sdl, xdt, D, L);
+        tz = attn_ssm_tensor_dense(p.has_z ? sz : NULL, xdt, D, L); tdy = attn_ssm_tensor_dense(sdy, xdt, D, L);
+        tb = p.bc_const ? attn_ssm_tensor_dense(sB, bdt, D, 2 * N) : attn_ssm_tensor_dense(sB, bdt, p.G * N, 2 * L);
+        tc = p.bc_const ? attn_ssm_tensor_dense(sC, bdt, D, 2 * N) : attn_ssm_tensor_dense(sC, bdt, p.G * N, 2 * L);
+        s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &gr);
+        T_CHECK(s == ATTN_OK, "%s: %s", what, attn_status_str(s));
+        bw2_fd(&p, csb_loss, p.u, nx, g[0], what, "du", &r);
+        bw2_fd(&p, csb_loss, p.dl, nx, g[1], what, "ddelta", &r);
+        if (p.has_z) bw2_fd(&p, csb_loss, p.z, nx, g[2], what, "dz", &r);
+        bw2_fd(&p, csb_loss, p.A, na, g[3], what, "dA", &r);
+        bw2_fd(&p, csb_loss, p.Bm, nbc, g[4], what, "dB", &r);
+        bw2_fd(&p, csb_loss, p.Cm, nbc, g[5], what, "dC", &r);
+        bw2_fd(&p, csb_loss, p.Dk, D, g[6], what, "dD", &r);
+        bw2_fd(&p, csb_loss, p.bias, D, g[7], what, "ddelta_bias", &r);
+        d.n_threads = 2 + cfg % 2;               /* another thread count, the queried workspace */
+        T_CHECK(attn_ssm_workspace_size(&d, ATTN_SSM_OP_SCAN_BACKWARD, &bytes) == ATTN_OK, "%s: workspace query", what);
+        ws = t_xmalloc(bytes); d.workspace = ws; d.workspace_size = bytes;
+        m0 = t_attn_mallocs;
+        s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &hr);
+        T_CHECK(s == ATTN_OK && t_attn_mallocs == m0, "%s: with the queried workspace: %s", what, attn_status_str(s));
+        for (k = 0; k < 8; ++k)
+            if (k != 2 || p.has_z) T_CHECK(memcmp(g[k], h[k], 4 * gn[k]) == 0, "%s: gradient %d differs across thread counts", what, k);
+        if (cfg == 0) {                          /* a real-sized dB over the complex one's end: overlap */
+            attn_ssm_grads og = hr;
+            d.workspace = NULL; d.workspace_size = 0;
+            t_sentinel(h[0], 4 * nx, 3);
+            og.dC = h[4] + nbc / 2;
+            t_expect_status(attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &og),
+                            ATTN_ERR_SSM_BWD_OVERLAP, what, "dC in the second half of dB");
+            d.cu_seqlens = &cfg; d.varlen_batch = 1;
+            t_expect_status(attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &hr),
+                            ATTN_ERR_SSM_BWD_VARLEN, what, "cu_seqlens");
+            d.cu_seqlens = NULL; d.varlen_batch = 0;
+            T_CHECK(t_sentinel_ok(h[0], 4 * nx, 3), "%s: du touched by a failed call", what);
+        }
+        free(p.u); free(p.z); free(p.dy); free(p.dl); free(p.A); free(p.Bm); free(p.Cm); free(p.Dk); free(p.bias); free(p.sin);
+        free(su); free(sdl); free(sz); free(sdy); free(sB); free(sC); free(ws); free(fA); free(fD); free(fbias); free(fsin);
+        for (k = 0; k < 8; ++k) { free(g[k]); free(h[k]); }
+    }
+}
+
 void test_ssm_bwd(void) {
     test_conv_backward();
     test_s4d_backward();
+    test_complex_backward();
 }
