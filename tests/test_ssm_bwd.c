@@ -49,7 +49,7 @@ static void bw2_fd(const void *p, bw2_loss_fn loss, double *param, size_t n, con
 }
 
 /* max |a - b| / max(1e-6, max |b|) over n values */
-T_UNUSED static double bw2_rel(const float *a, const double *b, size_t n) {
+static double bw2_rel(const float *a, const double *b, size_t n) {
     double m = 1e-6, e = 0.0;
     size_t i;
     for (i = 0; i < n; ++i) m = BW_MAX(m, fabs(b[i]));
@@ -458,8 +458,150 @@ static void test_complex_backward(void) {
     }
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* torch autograd fixtures (tests/fixtures/ssm_bwd_torch.py)                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+#define FX_TOL 1e-4
+
+/* the fixture's next array, which must hold n values (NULL and a failed check otherwise) */
+static double *fx_next(t_fix *x, const char *name, size_t n) {
+    size_t got = 0;
+    double *v = t_fix_next(x, name, &got);
+    if (v && got == n) return v;
+    T_CHECK(0, "ssm_bwd_torch.txt: array %s missing or not %lu values", name, (unsigned long)n);
+    free(v);
+    return NULL;
+}
+static float *fx_f32(const double *v, size_t n) { return bw2_f32(v, n); }
+
+static void fx_cmp(const char *what, const float *got, const double *want, size_t n) {
+    const double e = bw2_rel(got, want, n);
+    T_CHECK(e <= FX_TOL, "torch fixture %s: relative error %.3g", what, e);
+}
+
+static void test_bwd_fixtures(void) {
+    t_fix fx;
+    double *dims, *a[18];
+    int i, ok = 1;
+    if (!t_fix_open(&fx, "ssm_bwd_torch.txt")) { T_CHECK(0, "tests/fixtures/ssm_bwd_torch.txt missing"); return; }
+    {   /* HF MambaMixer conv1d + SiLU */
+        int B, D, K, L;
+        size_t nx, nw;
+        float *x, *w, *bias, *dy, *o, *dx, *dw, *db;
+        attn_ssm_desc d;
+        if (!(dims = fx_next(&fx, "conv_dims", 4))) { t_fix_close(&fx); return; }
+        B = (int)dims[0]; D = (int)dims[1]; K = (int)dims[2]; L = (int)dims[3]; free(dims);
+        nx = (size_t)B * D * L; nw = (size_t)D * K;
+        a[0] = fx_next(&fx, "conv_x", nx); a[1] = fx_next(&fx, "conv_w", nw); a[2] = fx_next(&fx, "conv_b", D);
+        a[3] = fx_next(&fx, "conv_dy", nx); a[4] = fx_next(&fx, "conv_out", nx); a[5] = fx_next(&fx, "conv_dx", nx);
+        a[6] = fx_next(&fx, "conv_dw", nw); a[7] = fx_next(&fx, "conv_db", D);
+        for (i = 0; i < 8; ++i) ok &= a[i] != NULL;
+        if (ok) {
+            x = fx_f32(a[0], nx); w = fx_f32(a[1], nw); bias = fx_f32(a[2], D); dy = fx_f32(a[3], nx);
+            o = (float *)t_xmalloc(4 * nx); dx = (float *)t_xmalloc(4 * nx); dw = (float *)t_xmalloc(4 * nw); db = (float *)t_xmalloc(4 * (size_t)D);
+            memset(&d, 0, sizeof d);
+            d.batch = B; d.dim = D; d.len = L; d.conv_kernel = K; d.conv_act = ATTN_SSM_CONV_SILU;
+            T_CHECK(attn_ssm_conv1d(&d, attn_ssm_tensor_dense(x, ATTN_F32, D, L), w, bias, NULL,
+                                    attn_ssm_tensor_dense(o, ATTN_F32, D, L), NULL) == ATTN_OK &&
+                    attn_ssm_conv1d_backward(&d, attn_ssm_tensor_dense(x, ATTN_F32, D, L), w, bias, NULL,
+                                             attn_ssm_tensor_dense(dy, ATTN_F32, D, L), dx, dw, db) == ATTN_OK, "fixture conv calls");
+            fx_cmp("conv out", o, a[4], nx); fx_cmp("conv dx", dx, a[5], nx);
+            fx_cmp("conv dweight", dw, a[6], nw); fx_cmp("conv dbias", db, a[7], D);
+            free(x); free(w); free(bias); free(dy); free(o); free(dx); free(dw); free(db);
+        }
+        for (i = 0; i < 8; ++i) free(a[i]);
+    }
+    if (ok) {   /* S4DKernel + FFT convolution */
+        int B, H, N, L, h, n;
+        size_t nx, hn;
+        float *u, *ldt, *cre, *cim, *lar, *aim, *Dk, *dy, *y, *g[7];
+        attn_s4d_params prm;
+        attn_s4d_grads gr;
+        attn_ssm_desc d;
+        if (!(dims = fx_next(&fx, "s4d_dims", 4))) { t_fix_close(&fx); return; }
+        B = (int)dims[0]; H = (int)dims[1]; N = (int)dims[2]; L = (int)dims[3]; free(dims);
+        nx = (size_t)B * H * L; hn = (size_t)H * N;
+        a[0] = fx_next(&fx, "s4d_u", nx); a[1] = fx_next(&fx, "s4d_log_dt", H); a[2] = fx_next(&fx, "s4d_C", 2 * hn);
+        a[3] = fx_next(&fx, "s4d_log_A_real", hn); a[4] = fx_next(&fx, "s4d_A_imag", hn); a[5] = fx_next(&fx, "s4d_D", H);
+        a[6] = fx_next(&fx, "s4d_dy", nx); a[7] = fx_next(&fx, "s4d_y", nx); a[8] = fx_next(&fx, "s4d_du", nx);
+        a[9] = fx_next(&fx, "s4d_dlog_dt", H); a[10] = fx_next(&fx, "s4d_dC", 2 * hn); a[11] = fx_next(&fx, "s4d_dlog_A_real", hn);
+        a[12] = fx_next(&fx, "s4d_dA_imag", hn); a[13] = fx_next(&fx, "s4d_dD", H);
+        for (i = 0; i < 14; ++i) ok &= a[i] != NULL;
+        if (ok) {
+            double *wre = (double *)t_xmalloc(8 * hn), *wim = (double *)t_xmalloc(8 * hn);
+            u = fx_f32(a[0], nx); ldt = fx_f32(a[1], H); lar = fx_f32(a[3], hn); aim = fx_f32(a[4], hn); Dk = fx_f32(a[5], H);
+            dy = fx_f32(a[6], nx); y = (float *)t_xmalloc(4 * nx);
+            cre = (float *)t_xmalloc(4 * hn); cim = (float *)t_xmalloc(4 * hn);
+            for (h = 0; h < H; ++h) for (n = 0; n < N; ++n) {     /* view_as_real's (re, im) pairs */
+                cre[h * N + n] = (float)a[2][2 * (h * N + n)]; cim[h * N + n] = (float)a[2][2 * (h * N + n) + 1];
+                wre[h * N + n] = a[10][2 * (h * N + n)]; wim[h * N + n] = a[10][2 * (h * N + n) + 1];
+            }
+            g[0] = (float *)t_xmalloc(4 * nx);
+            for (i = 1; i < 7; ++i) g[i] = (float *)t_xmalloc(4 * hn);
+            memset(&prm, 0, sizeof prm);
+            prm.log_dt = ldt; prm.log_a_real = lar; prm.a_imag = aim; prm.c_re = cre; prm.c_im = cim; prm.d_skip = Dk;
+            memset(&gr, 0, sizeof gr);
+            gr.du = g[0]; gr.dlog_dt = g[1]; gr.dc_re = g[2]; gr.dc_im = g[3]; gr.dlog_a_real = g[4]; gr.da_imag = g[5]; gr.dd_skip = g[6];
+            memset(&d, 0, sizeof d);
+            d.batch = B; d.dim = H; d.len = L; d.d_state = N; d.s4d_disc = ATTN_SSM_ZOH;
+            T_CHECK(attn_ssm_s4d(&d, &prm, attn_ssm_tensor_dense(u, ATTN_F32, H, L), NULL, attn_ssm_tensor_dense(y, ATTN_F32, H, L), NULL) == ATTN_OK &&
+                    attn_ssm_s4d_backward(&d, &prm, attn_ssm_tensor_dense(u, ATTN_F32, H, L), NULL,
+                                          attn_ssm_tensor_dense(dy, ATTN_F32, H, L), &gr) == ATTN_OK, "fixture s4d calls");
+            fx_cmp("s4d y", y, a[7], nx); fx_cmp("s4d du", g[0], a[8], nx); fx_cmp("s4d dlog_dt", g[1], a[9], H);
+            fx_cmp("s4d dC re", g[2], wre, hn); fx_cmp("s4d dC im", g[3], wim, hn);
+            fx_cmp("s4d dlog_A_real", g[4], a[11], hn); fx_cmp("s4d dA_imag", g[5], a[12], hn); fx_cmp("s4d dD", g[6], a[13], H);
+            free(u); free(ldt); free(lar); free(aim); free(Dk); free(dy); free(y); free(cre); free(cim); free(wre); free(wim);
+            for (i = 0; i < 7; ++i) free(g[i]);
+        }
+        for (i = 0; i < 14; ++i) free(a[i]);
+    }
+    if (ok) {   /* selective_scan_ref, complex A */
+        int B, D, N, L, G;
+        size_t nx, na, nbc;
+        float *f[9], *y, *g[8];
+        attn_ssm_grads gr;
+        attn_ssm_desc d;
+        attn_ssm_tensor tu, tdl, tb, tc, tz;
+        static const char *in_names[9] = { "mamba_u", "mamba_delta", "mamba_A", "mamba_B", "mamba_C", "mamba_D", "mamba_z",
+                                           "mamba_delta_bias", "mamba_dy" };
+        static const char *g_names[8] = { "mamba_du", "mamba_ddelta", "mamba_dA", "mamba_dB", "mamba_dC", "mamba_dD",
+                                          "mamba_dz", "mamba_ddelta_bias" };
+        size_t ns[9];
+        if (!(dims = fx_next(&fx, "mamba_dims", 5))) { t_fix_close(&fx); return; }
+        B = (int)dims[0]; D = (int)dims[1]; N = (int)dims[2]; L = (int)dims[3]; G = (int)dims[4]; free(dims);
+        nx = (size_t)B * D * L; na = (size_t)D * N * 2; nbc = (size_t)B * G * N * 2 * L;
+        ns[0] = nx; ns[1] = nx; ns[2] = na; ns[3] = nbc; ns[4] = nbc; ns[5] = D; ns[6] = nx; ns[7] = D; ns[8] = nx;
+        for (i = 0; i < 9; ++i) ok &= (a[i] = fx_next(&fx, in_names[i], ns[i])) != NULL;
+        ok &= (a[9] = fx_next(&fx, "mamba_y", nx)) != NULL;
+        for (i = 0; i < 8; ++i) ok &= (a[10 + i] = fx_next(&fx, g_names[i], i == 6 ? nx : ns[i])) != NULL;
+        if (ok) {
+            for (i = 0; i < 9; ++i) f[i] = fx_f32(a[i], ns[i]);
+            y = (float *)t_xmalloc(4 * nx);
+            for (i = 0; i < 8; ++i) g[i] = (float *)t_xmalloc(4 * (i == 6 ? nx : ns[i]));
+            gr.du = g[0]; gr.ddelta = g[1]; gr.dA = g[2]; gr.dB = g[3]; gr.dC = g[4]; gr.dD = g[5]; gr.dz = g[6]; gr.ddelta_bias = g[7];
+            memset(&d, 0, sizeof d);
+            d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = G; d.delta_softplus = 1; d.a_complex = 1;
+            tu = attn_ssm_tensor_dense(f[0], ATTN_F32, D, L); tdl = attn_ssm_tensor_dense(f[1], ATTN_F32, D, L);
+            tb = attn_ssm_tensor_dense(f[3], ATTN_F32, G * N, 2 * L); tc = attn_ssm_tensor_dense(f[4], ATTN_F32, G * N, 2 * L);
+            tz = attn_ssm_tensor_dense(f[6], ATTN_F32, D, L);
+            T_CHECK(attn_ssm_selective_scan(&d, tu, tdl, f[2], tb, tc, f[5], tz, f[7], NULL, attn_ssm_tensor_dense(y, ATTN_F32, D, L), NULL) == ATTN_OK &&
+                    attn_ssm_selective_scan_backward(&d, tu, tdl, f[2], tb, tc, f[5], tz, f[7], NULL,
+                                                     attn_ssm_tensor_dense(f[8], ATTN_F32, D, L), &gr) == ATTN_OK, "fixture mamba calls");
+            fx_cmp("mamba y", y, a[9], nx);
+            for (i = 0; i < 8; ++i) fx_cmp(g_names[i], g[i], a[10 + i], i == 6 ? nx : ns[i]);
+            for (i = 0; i < 9; ++i) free(f[i]);
+            for (i = 0; i < 8; ++i) free(g[i]);
+            free(y);
+        }
+        for (i = 0; i < 18; ++i) free(a[i]);
+    }
+    t_fix_close(&fx);
+}
+
 void test_ssm_bwd(void) {
     test_conv_backward();
     test_s4d_backward();
     test_complex_backward();
+    test_bwd_fixtures();
 }

@@ -955,7 +955,7 @@ static void target_sizes(fz *f) {
             attn_ssm_desc sd;
             memset(&sd, 0, sizeof sd);
             sd.batch = B; sd.dim = Hkv; sd.len = S; sd.d_state = D;
-            st = attn_ssm_workspace_size(&sd, (attn_ssm_op)fz_int(f, 0, 6), &bytes);
+            st = attn_ssm_workspace_size(&sd, (attn_ssm_op)fz_int(f, 0, 8), &bytes);
         }
         FZ_STATUS(st, "sizes: unknown status %d", (int)st);
         return;
