@@ -32,8 +32,9 @@
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv), attn_nystrom_pinv
-        3.16 state-space scans: Mamba selective scan, its step and backward, causal conv1d, S4D
-             (attn__ssm_scan_task, attn__ssm_bwd_task, attn__ssm_conv_task, attn__s4d_task)
+        3.16 state-space scans and their backwards: Mamba selective scan (real or complex A),
+             its step, causal conv1d, S4D (attn__ssm_scan_task, attn__ssm_bwd_task,
+             attn__ssm_conv_task, attn__ssm_convb_task, attn__s4d_task, attn__s4db_task)
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
      4. License
 
@@ -186,7 +187,7 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
        ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer even in
        slots no input uses: give it its own buffer. Inputs may share memory freely.
      - the scans keep the same rule for every output (out / y, state_out, the state of a _step,
-       attn_ssm_s4d_kernel's K, the scan's gradients) against every input (their views and
+       attn_ssm_s4d_kernel's K, the backwards' gradients) against every input (their views and
        arrays): ATTN_ERR_RWKV_OVERLAP, ATTN_ERR_SSM_OVERLAP, ATTN_ERR_SSM_BWD_OVERLAP; a
        state_out that is state_in itself is the documented in-place update, a partial overlap
        ATTN_ERR_RWKV_STATE_ALIAS / ATTN_ERR_SSM_STATE_ALIAS.
@@ -1088,14 +1089,14 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_S4D_DISC,          481, ATTN_CAT_RANGE,       "attn_ssm_desc.s4d_disc must be ATTN_SSM_ZOH or ATTN_SSM_BILINEAR") \
     X(ATTN_ERR_SSM_S4D_VARLEN,        482, ATTN_CAT_UNSUPPORTED, "attn_ssm_s4d*: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_NULL_K,            483, ATTN_CAT_NULL,        "attn_ssm_s4d_kernel: K is NULL") \
-    X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: dy.data is NULL") \
-    X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: grads is NULL") \
+    X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_*_backward: dy.data (conv1d: dout.data) is NULL") \
+    X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward / attn_ssm_s4d_backward: grads is NULL") \
     X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_A_COMPLEX,         487, ATTN_CAT_RANGE,       "attn_ssm_desc.a_complex must be 0 (real A) or 1 (complex A, B, C)") \
-    X(ATTN_ERR_SSM_DY_BROADCAST,      489, ATTN_CAT_SHAPE,       "attn_ssm_selective_scan_backward: dy must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_SSM_DY_BROADCAST,      489, ATTN_CAT_SHAPE,       "attn_ssm_*_backward: dy (conv1d: dout) must not have a zero stride on an axis of extent > 1") \
     X(ATTN_ERR_SSM_STATE_ALIAS,       490, ATTN_CAT_UNSUPPORTED, "attn_ssm: state_out must be state_in itself (updated in place) or not overlap it") \
     X(ATTN_ERR_SSM_OVERLAP,           491, ATTN_CAT_UNSUPPORTED, "attn_ssm: y (conv1d: out), state_out (the step's state) or attn_ssm_s4d_kernel's K overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, weight, bias, the S4D params, state_in), the other output, or y's rows overlap each other") \
-    X(ATTN_ERR_SSM_BWD_OVERLAP,       492, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: a gradient in attn_ssm_grads overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, state_in, dy) or another gradient") \
+    X(ATTN_ERR_SSM_BWD_OVERLAP,       492, ATTN_CAT_UNSUPPORTED, "attn_ssm_*_backward: a gradient overlaps an input (the forward's inputs, state_in, dy / dout) or another gradient") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -1597,8 +1598,8 @@ enum { ATTN_SSM_ZOH = 0, ATTN_SSM_BILINEAR = 1 };
    conv_kernel      4                     causal conv1d width K
    conv_act         ATTN_SSM_CONV_SILU    activation after the conv (ATTN_SSM_CONV_NONE: none)
    s4d_disc         ATTN_SSM_ZOH          S4D discretisation (ATTN_SSM_ZOH / ATTN_SSM_BILINEAR)
-   a_complex        real                  selective scan / step: 1 = complex A, B and C (see
-                                          attn_ssm_selective_scan); the backward refuses it
+   a_complex        real                  selective scan / step / backward: 1 = complex A, B
+                                          and C (see attn_ssm_selective_scan)
    n_threads        all cores             threads; results are bitwise the same for any count
    parallel, parallel_user                your parallel-for (attn_parallel_fn), as attn_desc
    workspace        allocate per call     scratch of attn_ssm_workspace_size() bytes */
@@ -1666,7 +1667,9 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
      du, ddelta, dz  [batch, dim, len] dense fp32 (dz only with z)
      dA              [dim, d_state]           dD, ddelta_bias  [dim]
      dB, dC          ATTN_SSM_BC_TOKEN: [batch, G N, len] dense; ATTN_SSM_BC_CONST: [dim, d_state]
-   (no gradient for state_in; d_skip NULL counts as D = 0, delta_bias NULL as 0). */
+   Complex A (a_complex): dA [dim, d_state, 2], dB, dC [batch, G N, 2 len] or [dim, 2 d_state],
+   each complex entry as (dLoss/d re, dLoss/d im) (torch's .grad of a complex tensor through
+   view_as_real). (No gradient for state_in; d_skip NULL counts as D = 0, delta_bias NULL as 0.) */
 typedef struct attn_ssm_grads {
     float *du, *ddelta, *dz;
     float *dA, *dB, *dC;
@@ -1680,8 +1683,10 @@ typedef struct attn_ssm_grads {
    the chunks last first recompute their states and run the gradients backwards. Threads over
    channel blocks; dA, dD, ddelta_bias and constant dB/dC summed per channel in double over
    sequences and chunks in a fixed order, per-token dB/dC over the 16 lanes, the block's pieces
-   and the blocks in a fixed order (bitwise the same for any thread count). cu_seqlens is not
-   supported (ATTN_ERR_SSM_BWD_VARLEN). */
+   and the blocks in a fixed order (bitwise the same for any thread count). Complex A runs the
+   same plan on the vector layer's ssm_cbwd (complex arithmetic per state, e^{dt A} from the
+   2^t and a 16-lane sincos, 8-token tiles for the per-token dB / dC trees; O(L/256 x 32 N)
+   floats per thread). cu_seqlens is not supported (ATTN_ERR_SSM_BWD_VARLEN). */
 ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
                                                      const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                                      const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
@@ -13479,7 +13484,12 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, NULL, NULL
    exp, the recompute stored e^{dt A}) plus, with per-token B/C, the sum of dB and dC over the
    16 lanes: a shuffle tree per 16 tokens and state. Measured on an Intel Xeon (AVX-512, 2
    shared cores), one thread, D 1536, N 16, L 2k-16k: 3.4-3.6x the forward per channel-token,
-   from 69x (scalar per channel, libm expf in three passes; bench/README.md). */
+   from 69x (scalar per channel, libm expf in three passes; bench/README.md). Complex A runs
+   ssm_cbwd on the same driver (attn__ssm_bwd_task, Q = 2 floats per state): ~30 vector ops per
+   state and token, 0.24x the scalar complex forward (D 256, N 16, L 2k, one thread, same Xeon).
+   The conv1d's backward (attn__ssm_convb_task) and S4D's (attn__s4db_task, the recurrence's
+   adjoint with the modes in rows of madd / axpy / dot) are per channel; measured 2.0-2.5x and
+   6.4-7.3x their forwards (bench/README.md). */
 #define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
