@@ -475,8 +475,10 @@ static double *fx_next(t_fix *x, const char *name, size_t n) {
 }
 static float *fx_f32(const double *v, size_t n) { return bw2_f32(v, n); }
 
+static double fx_worst;
 static void fx_cmp(const char *what, const float *got, const double *want, size_t n) {
     const double e = bw2_rel(got, want, n);
+    if (e > fx_worst) fx_worst = e;
     T_CHECK(e <= FX_TOL, "torch fixture %s: relative error %.3g", what, e);
 }
 
@@ -597,6 +599,7 @@ static void test_bwd_fixtures(void) {
         for (i = 0; i < 18; ++i) free(a[i]);
     }
     t_fix_close(&fx);
+    if (ok) printf("      ssm: torch autograd fixtures (conv1d + SiLU, S4D, complex-A scan; outputs and gradients): largest relative error %.3g\n", fx_worst);
 }
 
 void test_ssm_bwd(void) {
