@@ -34,8 +34,9 @@
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv; attn__nystrom_backward:
              attn__nys_bwd1_task, attn__nys_pinv_bwd, attn__nys_bwd2_task), attn_nystrom_pinv
-        3.16 state-space scans: Mamba selective scan, its step and backward, causal conv1d, S4D
-             (attn__ssm_scan_task, attn__ssm_bwd_task, attn__ssm_conv_task, attn__s4d_task)
+        3.16 state-space scans and their backwards: Mamba selective scan (real or complex A),
+             its step, causal conv1d, S4D (attn__ssm_scan_task, attn__ssm_bwd_task,
+             attn__ssm_conv_task, attn__ssm_convb_task, attn__s4d_task, attn__s4db_task)
         3.17 the mechanism table (attn__mech_of) and the public entry points that dispatch
      4. License
 
@@ -191,7 +192,7 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
        ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer even in
        slots no input uses: give it its own buffer. Inputs may share memory freely.
      - the scans keep the same rule for every output (out / y, state_out, the state of a _step,
-       attn_ssm_s4d_kernel's K, the scan's gradients) against every input (their views and
+       attn_ssm_s4d_kernel's K, the backwards' gradients) against every input (their views and
        arrays): ATTN_ERR_RWKV_OVERLAP, ATTN_ERR_SSM_OVERLAP, ATTN_ERR_SSM_BWD_OVERLAP; a
        state_out that is state_in itself is the documented in-place update, a partial overlap
        ATTN_ERR_RWKV_STATE_ALIAS / ATTN_ERR_SSM_STATE_ALIAS.
@@ -1105,7 +1106,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NYSTROM_PINV_INIT,     422, ATTN_CAT_RANGE,       "attn_desc.nystrom.pinv_init must be ATTN_NYSTROM_PINV_PER_HEAD or ATTN_NYSTROM_PINV_BATCH") \
     X(ATTN_ERR_NYSTROM_DCONV,         423, ATTN_CAT_UNSUPPORTED, "attn_desc.nystrom.dconv needs .conv: it is the gradient of the conv taps") \
     \
-    /* -- state space (450-499) -- */ \
+    /* -- state space (450-499; 488, the complex-A backward's refusal, is retired, never reused) -- */ \
     X(ATTN_ERR_SSM_SHAPE,             450, ATTN_CAT_SHAPE,       "attn_ssm_desc.batch, .dim and .len must be >= 1 (the step forms ignore len)") \
     X(ATTN_ERR_SSM_D_STATE,           451, ATTN_CAT_SHAPE,       "attn_ssm_desc.d_state must be >= 1") \
     X(ATTN_ERR_SSM_GROUPS,            452, ATTN_CAT_SHAPE,       "attn_ssm_desc.n_groups must be >= 0 (0: 1) and divide attn_ssm_desc.dim") \
@@ -1140,15 +1141,14 @@ typedef struct attn_desc {
     X(ATTN_ERR_SSM_S4D_DISC,          481, ATTN_CAT_RANGE,       "attn_ssm_desc.s4d_disc must be ATTN_SSM_ZOH or ATTN_SSM_BILINEAR") \
     X(ATTN_ERR_SSM_S4D_VARLEN,        482, ATTN_CAT_UNSUPPORTED, "attn_ssm_s4d*: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_NULL_K,            483, ATTN_CAT_NULL,        "attn_ssm_s4d_kernel: K is NULL") \
-    X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: dy.data is NULL") \
-    X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward: grads is NULL") \
+    X(ATTN_ERR_SSM_NULL_DY,           484, ATTN_CAT_NULL,        "attn_ssm_*_backward: dy.data (conv1d: dout.data) is NULL") \
+    X(ATTN_ERR_SSM_NULL_GRADS,        485, ATTN_CAT_NULL,        "attn_ssm_selective_scan_backward / attn_ssm_s4d_backward: grads is NULL") \
     X(ATTN_ERR_SSM_BWD_VARLEN,        486, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.cu_seqlens must be NULL") \
     X(ATTN_ERR_SSM_A_COMPLEX,         487, ATTN_CAT_RANGE,       "attn_ssm_desc.a_complex must be 0 (real A) or 1 (complex A, B, C)") \
-    X(ATTN_ERR_SSM_BWD_COMPLEX,       488, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: attn_ssm_desc.a_complex must be 0 (no gradients for complex A)") \
-    X(ATTN_ERR_SSM_DY_BROADCAST,      489, ATTN_CAT_SHAPE,       "attn_ssm_selective_scan_backward: dy must not have a zero stride on an axis of extent > 1") \
+    X(ATTN_ERR_SSM_DY_BROADCAST,      489, ATTN_CAT_SHAPE,       "attn_ssm_*_backward: dy (conv1d: dout) must not have a zero stride on an axis of extent > 1") \
     X(ATTN_ERR_SSM_STATE_ALIAS,       490, ATTN_CAT_UNSUPPORTED, "attn_ssm: state_out must be state_in itself (updated in place) or not overlap it") \
     X(ATTN_ERR_SSM_OVERLAP,           491, ATTN_CAT_UNSUPPORTED, "attn_ssm: y (conv1d: out), state_out (the step's state) or attn_ssm_s4d_kernel's K overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, weight, bias, the S4D params, state_in), the other output, or y's rows overlap each other") \
-    X(ATTN_ERR_SSM_BWD_OVERLAP,       492, ATTN_CAT_UNSUPPORTED, "attn_ssm_selective_scan_backward: a gradient in attn_ssm_grads overlaps an input (u, delta, A, B, C, d_skip, z, delta_bias, state_in, dy) or another gradient") \
+    X(ATTN_ERR_SSM_BWD_OVERLAP,       492, ATTN_CAT_UNSUPPORTED, "attn_ssm_*_backward: a gradient overlaps an input (the forward's inputs, state_in, dy / dout) or another gradient") \
     /* (end of list) */
 
 /* ATTN_STATUS_END is one past the largest value: an array indexed by status has this many
@@ -1699,8 +1699,8 @@ enum { ATTN_SSM_ZOH = 0, ATTN_SSM_BILINEAR = 1 };
    conv_kernel      4                     causal conv1d width K
    conv_act         ATTN_SSM_CONV_SILU    activation after the conv (ATTN_SSM_CONV_NONE: none)
    s4d_disc         ATTN_SSM_ZOH          S4D discretisation (ATTN_SSM_ZOH / ATTN_SSM_BILINEAR)
-   a_complex        real                  selective scan / step: 1 = complex A, B and C (see
-                                          attn_ssm_selective_scan); the backward refuses it
+   a_complex        real                  selective scan / step / backward: 1 = complex A, B
+                                          and C (see attn_ssm_selective_scan)
    n_threads        all cores             threads; results are bitwise the same for any count
    parallel, parallel_user                your parallel-for (attn_parallel_fn), as attn_desc
    workspace        allocate per call     scratch of attn_ssm_workspace_size() bytes */
@@ -1768,7 +1768,9 @@ ATTNDEF attn_status attn_ssm_selective_step(const attn_ssm_desc *desc, attn_ssm_
      du, ddelta, dz  [batch, dim, len] dense fp32 (dz only with z)
      dA              [dim, d_state]           dD, ddelta_bias  [dim]
      dB, dC          ATTN_SSM_BC_TOKEN: [batch, G N, len] dense; ATTN_SSM_BC_CONST: [dim, d_state]
-   (no gradient for state_in; d_skip NULL counts as D = 0, delta_bias NULL as 0). */
+   Complex A (a_complex): dA [dim, d_state, 2], dB, dC [batch, G N, 2 len] or [dim, 2 d_state],
+   each complex entry as (dLoss/d re, dLoss/d im) (torch's .grad of a complex tensor through
+   view_as_real). (No gradient for state_in; d_skip NULL counts as D = 0, delta_bias NULL as 0.) */
 typedef struct attn_ssm_grads {
     float *du, *ddelta, *dz;
     float *dA, *dB, *dC;
@@ -1782,8 +1784,10 @@ typedef struct attn_ssm_grads {
    the chunks last first recompute their states and run the gradients backwards. Threads over
    channel blocks; dA, dD, ddelta_bias and constant dB/dC summed per channel in double over
    sequences and chunks in a fixed order, per-token dB/dC over the 16 lanes, the block's pieces
-   and the blocks in a fixed order (bitwise the same for any thread count). cu_seqlens is not
-   supported (ATTN_ERR_SSM_BWD_VARLEN). */
+   and the blocks in a fixed order (bitwise the same for any thread count). Complex A runs the
+   same plan on the vector layer's ssm_cbwd (complex arithmetic per state, e^{dt A} from the
+   2^t and a 16-lane sincos, 8-token tiles for the per-token dB / dC trees; O(L/256 x 32 N)
+   floats per thread). cu_seqlens is not supported (ATTN_ERR_SSM_BWD_VARLEN). */
 ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
                                                      const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                                      const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
@@ -1802,6 +1806,17 @@ ATTNDEF attn_status attn_ssm_conv1d(const attn_ssm_desc *desc, attn_ssm_tensor x
 /* One token of the conv1d: x, out [batch, dim, 1]; state [batch, dim, K-1] updated in place. */
 ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
                                          const float *bias, float *state, attn_ssm_tensor out);
+/* Backward of attn_ssm_conv1d: its arguments (out and state_out aside), dout [batch, dim, len]
+   (no zero strides) = dLoss/dout, and the gradients, overwritten (NULL: not returned):
+     dx [batch, dim, len] dense fp32   dweight [dim, K] fp32   dbias [dim] fp32 (with or
+     without bias: the gradient of a zero bias)
+   through the SiLU when conv_act applies it (no gradient for state_in). Per channel the chunks
+   of 1024 tokens last first recompute the pre-activation (the forward's arithmetic) and run the
+   vector layer's axpy / dot; dweight and dbias are summed per chunk, then in double over
+   sequences and chunks in a fixed order (bitwise the same for any thread count). */
+ATTNDEF attn_status attn_ssm_conv1d_backward(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                             const float *bias, const float *state_in, attn_ssm_tensor dout,
+                                             float *dx, float *dweight, float *dbias);
 
 /* S4D (diagonal state space, Gu et al. 2022), per channel h and complex mode n < d_state:
      A = -exp(log_a_real) + i a_imag,  dt = exp(log_dt[h]),  B = b_re + i b_im (NULL: 1),
@@ -1837,10 +1852,36 @@ ATTNDEF attn_status attn_ssm_s4d(const attn_ssm_desc *desc, const attn_s4d_param
 ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
                                       float *state, attn_ssm_tensor y);
 
+/* Gradients of attn_ssm_s4d (the same function as attn_ssm_s4d_kernel's K convolved with u,
+   plus the state_in term and D u), overwritten; a NULL field is not returned.
+     du [batch, dim, len] dense fp32;  dlog_dt, dd_skip [dim] (dd_skip: the gradient of a zero
+     D when params->d_skip is NULL);  dlog_a_real, da_imag, dc_re, dc_im [dim, d_state];
+     db_re, db_im [dim, d_state] only with params->b_re (B = 1 has no gradient: not written)
+   (no gradient for state_in). */
+typedef struct attn_s4d_grads {
+    float *du;
+    float *dlog_dt, *dlog_a_real, *da_imag;
+    float *db_re, *db_im, *dc_re, *dc_im;
+    float *dd_skip;
+} attn_s4d_grads;
+
+/* Backward of attn_ssm_s4d: its arguments (y and state_out aside), dy [batch, dim, len] (no
+   zero strides) = dLoss/dy, and the gradients, through the ZOH or bilinear discretisation
+   (desc->s4d_disc). Computed by the recurrence's adjoint, which is the kernel convolution's
+   gradient: per channel, modes in the vector layer's rows (madd, axpy, dot), a checkpoint pass
+   keeps the state every 256 tokens (O(L/256 x d_state) floats per thread, never O(L
+   d_state)), then the chunks last first recompute their states and run the tokens backwards;
+   the chain rule through dA, dB to log_dt, A, B in double. Threads over channels; every
+   parameter gradient summed per chunk, then in double over sequences and chunks in a fixed
+   order (bitwise the same for any thread count). */
+ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                          const float *state_in, attn_ssm_tensor dy, const attn_s4d_grads *grads);
+
 /* Which call attn_ssm_workspace_size sizes. */
 typedef enum attn_ssm_op {
     ATTN_SSM_OP_SCAN = 0, ATTN_SSM_OP_STEP, ATTN_SSM_OP_CONV, ATTN_SSM_OP_CONV_STEP,
-    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP, ATTN_SSM_OP_SCAN_BACKWARD
+    ATTN_SSM_OP_S4D, ATTN_SSM_OP_S4D_STEP, ATTN_SSM_OP_SCAN_BACKWARD,
+    ATTN_SSM_OP_CONV_BACKWARD, ATTN_SSM_OP_S4D_BACKWARD
 } attn_ssm_op;
 /* Bytes of scratch the call op needs with this desc (pass it in desc->workspace). */
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes);
@@ -3203,6 +3244,198 @@ ATTR static void attn__ssm_bwd_##S(const attn__ssm_bk *k) {                     
     attn__w_st_##S(acc + 16 * 3 * (size_t)N, accD);                                                              \
     attn__w_st_##S(acc + 16 * 3 * (size_t)N + 16, accDb);                                                        \
 }
+/* The complex-A backward (ssm_cbwd): attn__ssm_bk with every A, constant B / C row 2N floats
+   (re, im pairs), per-token B / C rows of 2 nt floats (token j's re, im at 2j, 2j + 1; pB, pC
+   the same), the state x and gr [2N][16] (row 2n re, 2n + 1 im), acc: dA, constant dB, dC
+   [2N][16] each, dD [16], ddelta_bias [16]. scratch: attn__ssm_cbk_floats(N). */
+static size_t attn__ssm_cbk_floats(int N) {
+    return (size_t)16 * (8 * (size_t)N + 9 * ATTN__SSM_BT + 32 + (size_t)N * (4 * ATTN__SSM_BT + 2));
+}
+
+/* sin and cos of x on 16 lanes: k = round(x 2/pi) (the 1.5 2^23 trick: |x| < 6e6), x - k pi/2 in
+   three FMAs (Cody-Waite, Cephes' constants), Cephes' sinf / cosf polynomials on [-pi/4, pi/4],
+   the quadrant k mod 4 applied by selects: ~2 ulp for |x| < 1e4, as the forward's libm sinf /
+   cosf to rounding. The complex scan's phase dt Im(A). */
+#define ATTN__SSM_SINCOS_DEF(S, ATTR)                                                                            \
+ATTR static void attn__w_sincos_##S(attn__w_##S x, attn__w_##S *sn, attn__w_##S *cs) {              \
+    const attn__w_##S mg = attn__w_set_##S(12582912.0f), zero = attn__w_set_##S(0.0f);                          \
+    const attn__w_##S k = attn__w_sub_##S(attn__w_add_##S(attn__w_mul_##S(x, attn__w_set_##S(0.636619772367581343f)), mg), mg);\
+    const attn__w_##S k4 = attn__w_mul_##S(k, attn__w_set_##S(0.25f));                                         \
+    const attn__w_##S fl = attn__w_sub_##S(attn__w_add_##S(attn__w_sub_##S(k4, attn__w_set_##S(0.375f)), mg), mg);\
+    attn__w_##S q = attn__w_sub_##S(k, attn__w_mul_##S(fl, attn__w_set_##S(4.0f))), y, z, s, c, t;             \
+    y = attn__w_fma_##S(k, attn__w_set_##S(-1.5703125f), x);                                                    \
+    y = attn__w_fma_##S(k, attn__w_set_##S(-4.837512969970703125e-4f), y);                                      \
+    y = attn__w_fma_##S(k, attn__w_set_##S(-7.54978995489188216e-8f), y);                                       \
+    z = attn__w_mul_##S(y, y);                                                                                   \
+    s = attn__w_fma_##S(z, attn__w_set_##S(-1.9515295891e-4f), attn__w_set_##S(8.3321608736e-3f));             \
+    s = attn__w_fma_##S(z, s, attn__w_set_##S(-1.6666654611e-1f));                                              \
+    s = attn__w_fma_##S(attn__w_mul_##S(z, y), s, y);                                                            \
+    c = attn__w_fma_##S(z, attn__w_set_##S(2.443315711809948e-5f), attn__w_set_##S(-1.388731625493765e-3f));    \
+    c = attn__w_fma_##S(z, c, attn__w_set_##S(4.166664568298827e-2f));                                           \
+    c = attn__w_fma_##S(attn__w_mul_##S(z, z), c, attn__w_fma_##S(z, attn__w_set_##S(-0.5f), attn__w_set_##S(1.0f)));\
+    t = attn__w_set_##S(1.5f);                                      /* quadrants 2, 3: negate, then 0, 1 */   \
+    s = attn__w_sel_lt_##S(q, t, s, attn__w_sub_##S(zero, s));                                                   \
+    c = attn__w_sel_lt_##S(q, t, c, attn__w_sub_##S(zero, c));                                                   \
+    q = attn__w_sel_lt_##S(q, t, q, attn__w_sub_##S(q, attn__w_set_##S(2.0f)));                                  \
+    t = attn__w_set_##S(0.5f);                                      /* quadrant 1: (c, -s) */                \
+    *sn = attn__w_sel_lt_##S(q, t, s, c);                                                                        \
+    *cs = attn__w_sel_lt_##S(q, t, c, attn__w_sub_##S(zero, s));                                                 \
+}
+
+/* The complex kernel on the real one's plan (16 channels in the lanes, the chunk recomputed
+   from its checkpoint, tiles backwards), complex arithmetic per state n:
+     e = exp(dt A) = 2^(dt Re A log2 e) (cos, sin)(dt Im A);  x_l = e x_{l-1} + dt u B_l
+     y' = 2 Re(C . x) + D u;  backwards with g = dLoss/dx (re + i im):
+     g += 2 dy' conj(C);  s = g conj(e x_{l-1}) (the gradient of dt A);  dA += dt s;
+     ddt_A += Re(s conj(A));  q += Re(g conj(B));  dB = dt u g;  dC = 2 dy' conj(x_l);  g = conj(e) g
+   Tiles of 8 tokens: a per-token dB / dC tile is 16 (re, im) rows for one register tree. */
+#define ATTN__SSM_CBWD_DEF(S, ATTR)                                                                              \
+ATTN__SSM_SINCOS_DEF(S, ATTR)                                                                                    \
+ATTR static void attn__ssm_cbwd_##S(const attn__ssm_bk *k) {                                                     \
+    const int N = k->N, N2 = 2 * k->N, nt = k->nt, T = ATTN__SSM_BT, bcc = k->bc_const;                         \
+    const ptrdiff_t ldb = k->ldb;                                                                                \
+    float *A2 = k->scratch, *An = A2 + 16 * (size_t)N2, *Bc = An + 16 * (size_t)N2, *Cc = Bc + 16 * (size_t)N2;  \
+    float *tu = Cc + 16 * (size_t)N2, *tr = tu + 16 * T, *tdt = tr + 16 * T, *tdc = tdt + 16 * T;                \
+    float *tdu = tdc + 16 * T, *tdy = tdu + 16 * T, *tz = tdy + 16 * T, *typ = tz + 16 * T;                      \
+    float *tda = typ + 16 * T, *tv = tda + 16 * T, *tw = tv + 256;                                               \
+    float *xs = tw + 256, *es = xs + (size_t)32 * N * (T + 1), *acc = k->acc, *tdq = tdc;                        \
+    const attn__w_##S bias = attn__w_ld_##S(k->bias), dsk = attn__w_ld_##S(k->dsk), zero = attn__w_set_##S(0.0f);\
+    const attn__w_##S one = attn__w_set_##S(1.0f), szero = attn__w_set_##S(ATTN__SILU_ZERO);                     \
+    attn__w_##S accD = zero, accDb = zero;                                                                       \
+    int j, n, s0;                                                                                                \
+    attn__w_rows_in_##S(k->A, 0, N2, An);           /* An [2N][16]; A2: Re A log2 e (re rows only) */           \
+    for (n = 0; n < N; ++n)                                                                                      \
+        attn__w_st_##S(A2 + 32 * n, attn__w_clamp_##S(attn__w_mul_##S(attn__w_ld_##S(An + 32 * n),              \
+                                                                      attn__w_set_##S(1.44269504088896341f))));  \
+    if (bcc) { attn__w_rows_in_##S(k->Bc, 0, N2, Bc); attn__w_rows_in_##S(k->Cc, 0, N2, Cc); }                   \
+    attn__w_rows_in_##S(k->u, 0, nt, tu);                                                                        \
+    attn__w_rows_in_##S(k->dl, 0, nt, tr);                                                                       \
+    for (j = 0; j < nt; ++j) {            /* r (tr), dt (tdt), clamped for the exp (tdc), dt u (tdu), D u (typ) */\
+        const attn__w_##S uv = attn__w_ld_##S(tu + 16 * j), r = attn__w_add_##S(attn__w_ld_##S(tr + 16 * j), bias);\
+        const attn__w_##S dt = k->softplus ? attn__w_softplus_##S(r) : r;                                        \
+        attn__w_st_##S(tr + 16 * j, r);                                                                          \
+        attn__w_st_##S(tdt + 16 * j, dt);                                                                        \
+        attn__w_st_##S(tdc + 16 * j, attn__w_clamp_##S(dt));                                                    \
+        attn__w_st_##S(tdu + 16 * j, attn__w_mul_##S(dt, uv));                                                   \
+        attn__w_st_##S(typ + 16 * j, attn__w_mul_##S(dsk, uv));                                                  \
+    }                                                                                                            \
+    if (k->phase == 1) {                                                                                         \
+        attn__w_rows_in_##S(k->dy, 0, nt, tdy);                                                                  \
+        if (k->has_z) attn__w_rows_in_##S(k->z, 0, nt, tz);                                                      \
+    }                                                                                                            \
+    for (n = 0; n < N; ++n) {             /* the recurrence; phase 1 keeps xs[n][j] (before token j), es, y' */  \
+        const attn__w_##S a = attn__w_ld_##S(A2 + 32 * n), ai = attn__w_ld_##S(An + 32 * n + 16);               \
+        const attn__w_##S bnr = bcc ? attn__w_ld_##S(Bc + 32 * n) : zero, bni = bcc ? attn__w_ld_##S(Bc + 32 * n + 16) : zero;\
+        const attn__w_##S cnr = bcc ? attn__w_ld_##S(Cc + 32 * n) : zero, cni = bcc ? attn__w_ld_##S(Cc + 32 * n + 16) : zero;\
+        const float *Bt = bcc ? NULL : k->Bt + n * ldb, *Ct = bcc ? NULL : k->Ct + n * ldb;                      \
+        float *xr = xs + (size_t)32 * (T + 1) * n, *er = es + (size_t)32 * T * n;                                \
+        attn__w_##S xa = attn__w_ld_##S(k->x + 32 * n), xb = attn__w_ld_##S(k->x + 32 * n + 16);                \
+        if (k->phase == 1) { attn__w_st_##S(xr, xa); attn__w_st_##S(xr + 16, xb); }                              \
+        for (j = 0; j < nt; ++j) {                                                                               \
+            const attn__w_##S mag = attn__w_exp2_##S(attn__w_mul_##S(attn__w_ld_##S(tdc + 16 * j), a));          \
+            const attn__w_##S du = attn__w_ld_##S(tdu + 16 * j);                                                 \
+            const attn__w_##S br = bcc ? bnr : attn__w_set_##S(Bt[2 * j]), bi = bcc ? bni : attn__w_set_##S(Bt[2 * j + 1]);\
+            attn__w_##S sn, cs, e_r, e_i, nr;                                                                    \
+            attn__w_sincos_##S(attn__w_mul_##S(attn__w_ld_##S(tdt + 16 * j), ai), &sn, &cs);                     \
+            e_r = attn__w_mul_##S(mag, cs); e_i = attn__w_mul_##S(mag, sn);                                      \
+            nr = attn__w_fma_##S(e_r, xa, attn__w_fma_##S(du, br, attn__w_mul_##S(attn__w_sub_##S(zero, e_i), xb)));\
+            xb = attn__w_fma_##S(e_r, xb, attn__w_fma_##S(du, bi, attn__w_mul_##S(e_i, xa)));                    \
+            xa = nr;                                                                                             \
+            if (k->phase == 1) {                                                                                 \
+                const attn__w_##S cr = bcc ? cnr : attn__w_set_##S(Ct[2 * j]), ci = bcc ? cni : attn__w_set_##S(Ct[2 * j + 1]);\
+                const attn__w_##S re = attn__w_sub_##S(attn__w_mul_##S(cr, xa), attn__w_mul_##S(ci, xb));       \
+                attn__w_st_##S(er + 32 * j, e_r); attn__w_st_##S(er + 32 * j + 16, e_i);                         \
+                attn__w_st_##S(xr + 32 * (j + 1), xa); attn__w_st_##S(xr + 32 * (j + 1) + 16, xb);               \
+                attn__w_st_##S(typ + 16 * j, attn__w_add_##S(attn__w_ld_##S(typ + 16 * j), attn__w_add_##S(re, re)));    \
+            }                                                                                                    \
+        }                                                                                                        \
+        if (k->phase == 0) { attn__w_st_##S(k->x + 32 * n, xa); attn__w_st_##S(k->x + 32 * n + 16, xb); }        \
+    }                                                                                                            \
+    if (k->phase == 0) return;                                                                                   \
+    for (j = 0; j < nt; ++j) {            /* the gate: dz (tz), dLoss/dy' (tdy); dD */                           \
+        attn__w_##S dy = attn__w_ld_##S(tdy + 16 * j);                                                           \
+        if (k->has_z) {                                                                                          \
+            const attn__w_##S z = attn__w_ld_##S(tz + 16 * j), sg = attn__w_sig_##S(z);                         \
+            const attn__w_##S dz = attn__w_mul_##S(attn__w_mul_##S(dy, attn__w_ld_##S(typ + 16 * j)),           \
+                                                   attn__w_mul_##S(sg, attn__w_fma_##S(z, attn__w_sub_##S(one, sg), one)));\
+            attn__w_st_##S(tz + 16 * j, attn__w_sel_lt_##S(z, szero, zero, dz));                                 \
+            dy = attn__w_sel_lt_##S(z, szero, zero, attn__w_mul_##S(dy, attn__w_mul_##S(z, sg)));               \
+            attn__w_st_##S(tdy + 16 * j, dy);                                                                    \
+        }                                                                                                        \
+        accD = attn__w_fma_##S(dy, attn__w_ld_##S(tu + 16 * j), accD);                                           \
+        attn__w_st_##S(tda + 16 * j, zero);                                                                      \
+        attn__w_st_##S(tdq + 16 * j, zero);              /* tdc is done: q's sums there */                       \
+    }                                                                                                            \
+    for (n = 0; n < 6 * N; ++n) attn__w_st_##S(acc + 16 * n, zero);                                              \
+    for (s0 = (nt - 1) / 8 * 8; s0 >= 0; s0 -= 8) {      /* tiles of 8 tokens, last first */                   \
+        const int m = ATTN__MIN(8, nt - s0);                                                                     \
+        for (n = 0; n < N; ++n) {                                                                                \
+            const attn__w_##S a_r = attn__w_ld_##S(An + 32 * n), a_i = attn__w_ld_##S(An + 32 * n + 16);         \
+            const attn__w_##S bnr = bcc ? attn__w_ld_##S(Bc + 32 * n) : zero, bni = bcc ? attn__w_ld_##S(Bc + 32 * n + 16) : zero;\
+            const attn__w_##S cnr = bcc ? attn__w_ld_##S(Cc + 32 * n) : zero, cni = bcc ? attn__w_ld_##S(Cc + 32 * n + 16) : zero;\
+            const float *Bt = bcc ? NULL : k->Bt + n * ldb, *Ct = bcc ? NULL : k->Ct + n * ldb;                  \
+            const float *xr = xs + (size_t)32 * (T + 1) * n, *er = es + (size_t)32 * T * n;                      \
+            attn__w_##S g_r = attn__w_ld_##S(k->gr + 32 * n), g_i = attn__w_ld_##S(k->gr + 32 * n + 16);         \
+            attn__w_##S dAr = attn__w_ld_##S(acc + 32 * n), dAi = attn__w_ld_##S(acc + 32 * n + 16);             \
+            attn__w_##S dBr = attn__w_ld_##S(acc + 32 * (N + n)), dBi = attn__w_ld_##S(acc + 32 * (N + n) + 16);  \
+            attn__w_##S dCr = attn__w_ld_##S(acc + 32 * (2 * N + n)), dCi = attn__w_ld_##S(acc + 32 * (2 * N + n) + 16);\
+            attn__w_##S xlr = attn__w_ld_##S(xr + 32 * (s0 + m)), xli = attn__w_ld_##S(xr + 32 * (s0 + m) + 16); \
+            for (j = m - 1; j >= 0; --j) {                                                                       \
+                const int l = s0 + j;                                                                            \
+                const attn__w_##S dyp = attn__w_ld_##S(tdy + 16 * l), d2 = attn__w_add_##S(dyp, dyp);            \
+                const attn__w_##S xpr = attn__w_ld_##S(xr + 32 * l), xpi = attn__w_ld_##S(xr + 32 * l + 16);     \
+                const attn__w_##S e_r = attn__w_ld_##S(er + 32 * l), e_i = attn__w_ld_##S(er + 32 * l + 16);     \
+                const attn__w_##S cr = bcc ? cnr : attn__w_set_##S(Ct[2 * l]), ci = bcc ? cni : attn__w_set_##S(Ct[2 * l + 1]);\
+                const attn__w_##S br = bcc ? bnr : attn__w_set_##S(Bt[2 * l]), bi = bcc ? bni : attn__w_set_##S(Bt[2 * l + 1]);\
+                const attn__w_##S gxr = attn__w_fma_##S(d2, cr, g_r), gxi = attn__w_sub_##S(g_i, attn__w_mul_##S(d2, ci));\
+                const attn__w_##S wr = attn__w_sub_##S(attn__w_mul_##S(e_r, xpr), attn__w_mul_##S(e_i, xpi));   \
+                const attn__w_##S wi = attn__w_fma_##S(e_r, xpi, attn__w_mul_##S(e_i, xpr));                     \
+                const attn__w_##S sr = attn__w_fma_##S(gxr, wr, attn__w_mul_##S(gxi, wi));                       \
+                const attn__w_##S si = attn__w_sub_##S(attn__w_mul_##S(gxi, wr), attn__w_mul_##S(gxr, wi));      \
+                const attn__w_##S dt = attn__w_ld_##S(tdt + 16 * l), du = attn__w_ld_##S(tdu + 16 * l);          \
+                dAr = attn__w_fma_##S(sr, dt, dAr);                                                              \
+                dAi = attn__w_fma_##S(si, dt, dAi);                                                              \
+                attn__w_st_##S(tda + 16 * l, attn__w_fma_##S(sr, a_r, attn__w_fma_##S(si, a_i, attn__w_ld_##S(tda + 16 * l))));\
+                attn__w_st_##S(tdq + 16 * l, attn__w_fma_##S(gxr, br, attn__w_fma_##S(gxi, bi, attn__w_ld_##S(tdq + 16 * l))));\
+                if (bcc) {                                                                                       \
+                    dBr = attn__w_fma_##S(gxr, du, dBr); dBi = attn__w_fma_##S(gxi, du, dBi);                    \
+                    dCr = attn__w_fma_##S(d2, xlr, dCr); dCi = attn__w_sub_##S(dCi, attn__w_mul_##S(d2, xli));   \
+                } else {                                                                                         \
+                    attn__w_st_##S(tv + 32 * j, attn__w_mul_##S(gxr, du));                                       \
+                    attn__w_st_##S(tv + 32 * j + 16, attn__w_mul_##S(gxi, du));                                  \
+                    attn__w_st_##S(tw + 32 * j, attn__w_mul_##S(d2, xlr));                                       \
+                    attn__w_st_##S(tw + 32 * j + 16, attn__w_sub_##S(zero, attn__w_mul_##S(d2, xli)));           \
+                }                                                                                                \
+                g_r = attn__w_fma_##S(e_r, gxr, attn__w_mul_##S(e_i, gxi));                                      \
+                g_i = attn__w_sub_##S(attn__w_mul_##S(e_r, gxi), attn__w_mul_##S(e_i, gxr));                     \
+                xlr = xpr; xli = xpi;                                                                            \
+            }                                                                                                    \
+            attn__w_st_##S(k->gr + 32 * n, g_r); attn__w_st_##S(k->gr + 32 * n + 16, g_i);                       \
+            attn__w_st_##S(acc + 32 * n, dAr); attn__w_st_##S(acc + 32 * n + 16, dAi);                           \
+            if (bcc) {                                                                                           \
+                attn__w_st_##S(acc + 32 * (N + n), dBr); attn__w_st_##S(acc + 32 * (N + n) + 16, dBi);           \
+                attn__w_st_##S(acc + 32 * (2 * N + n), dCr); attn__w_st_##S(acc + 32 * (2 * N + n) + 16, dCi);   \
+            } else {                                                                                             \
+                attn__w_hred_##S(tv, k->pB + n * k->ldp + 2 * s0, 2 * m, k->padd);                               \
+                attn__w_hred_##S(tw, k->pC + n * k->ldp + 2 * s0, 2 * m, k->padd);                               \
+            }                                                                                                    \
+        }                                                                                                        \
+    }                                                                                                            \
+    for (j = 0; j < nt; ++j) {            /* du (tdq), ddelta (tda); ddelta_bias */                              \
+        const attn__w_##S q = attn__w_ld_##S(tdq + 16 * j), r = attn__w_ld_##S(tr + 16 * j);                     \
+        attn__w_##S ddt = attn__w_fma_##S(attn__w_ld_##S(tu + 16 * j), q, attn__w_ld_##S(tda + 16 * j));         \
+        if (k->softplus) ddt = attn__w_sel_lt_##S(attn__w_set_##S(20.0f), r, ddt, attn__w_mul_##S(ddt, attn__w_sig_##S(r)));\
+        accDb = attn__w_add_##S(accDb, ddt);                                                                     \
+        attn__w_st_##S(tdq + 16 * j, attn__w_fma_##S(attn__w_ld_##S(tdt + 16 * j), q,                            \
+                                                     attn__w_mul_##S(attn__w_ld_##S(tdy + 16 * j), dsk)));       \
+        attn__w_st_##S(tda + 16 * j, ddt);                                                                       \
+    }                                                                                                            \
+    attn__w_rows_out_##S(tdq, k->du, nt);                                                                        \
+    attn__w_rows_out_##S(tda, k->ddt, nt);                                                                       \
+    if (k->has_z) attn__w_rows_out_##S(tz, k->dz, nt);                                                           \
+    attn__w_st_##S(acc + 16 * 6 * (size_t)N, accD);                                                              \
+    attn__w_st_##S(acc + 16 * 6 * (size_t)N + 16, accDb);                                                        \
+}
 /* 2^r = 1 + r (C1 + r (C2 + r (C3 + r (C4 + r C5)))) on |r| <= 1/2, relative error 9.2e-8: the
    scan kernels' exp(dt A) = 2^(dt A log2 e) (A prescaled by log2 e) */
 #define ATTN__EXP2_C1 0.6931469776f
@@ -3266,6 +3499,8 @@ typedef struct attn__isa {
     void (*elu1_grad)(float *y, const float *x, const float *f, const float *dy, int n);
     /* the selective scan's backward on one piece of 16 channels and one chunk (attn__ssm_bk) */
     void (*ssm_bwd)(const attn__ssm_bk *k);
+    /* the same with complex A, B, C (attn__ssm_bk's complex layout, see attn__ssm_cbk_floats) */
+    void (*ssm_cbwd)(const attn__ssm_bk *k);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -3500,11 +3735,12 @@ static void attn__w_hred_sc(const float *v, float *out, int m, int add) {
     }
 }
 ATTN__SSM_BWD_DEF(sc, )
+ATTN__SSM_CBWD_DEF(sc, )
 
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
-    attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__ssm_bwd_sc
+    attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__ssm_bwd_sc, attn__ssm_cbwd_sc
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -4162,11 +4398,12 @@ ATTN__T512 static void attn__w_hred_512(const float *v, float *out, int m, int a
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(512, ATTN__T512)
+ATTN__SSM_CBWD_DEF(512, ATTN__T512)
 
 static const attn__isa attn__isa_avx512 = {
     "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
-    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__ssm_bwd_512
+    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__ssm_bwd_512, attn__ssm_cbwd_512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -4745,11 +4982,12 @@ ATTN__T256 static void attn__w_hred_256(const float *v, float *out, int m, int a
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(256, ATTN__T256)
+ATTN__SSM_CBWD_DEF(256, ATTN__T256)
 
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
-    attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__ssm_bwd_256
+    attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__ssm_bwd_256, attn__ssm_cbwd_256
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -5218,11 +5456,12 @@ static void attn__w_hred_neon(const float *v, float *out, int m, int add) {
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(neon, )
+ATTN__SSM_CBWD_DEF(neon, )
 
 static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
-    attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__ssm_bwd_neon
+    attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__ssm_bwd_neon, attn__ssm_cbwd_neon
 };
 #endif /* ATTN__NEON */
 
@@ -15217,7 +15456,12 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    exp, the recompute stored e^{dt A}) plus, with per-token B/C, the sum of dB and dC over the
    16 lanes: a shuffle tree per 16 tokens and state. Measured on an Intel Xeon (AVX-512, 2
    shared cores), one thread, D 1536, N 16, L 2k-16k: 3.4-3.6x the forward per channel-token,
-   from 69x (scalar per channel, libm expf in three passes; bench/README.md). */
+   from 69x (scalar per channel, libm expf in three passes; bench/README.md). Complex A runs
+   ssm_cbwd on the same driver (attn__ssm_bwd_task, Q = 2 floats per state): ~30 vector ops per
+   state and token, 0.24x the scalar complex forward (D 256, N 16, L 2k, one thread, same Xeon).
+   The conv1d's backward (attn__ssm_convb_task) and S4D's (attn__s4db_task, the recurrence's
+   adjoint with the modes in rows of madd / axpy / dot) are per channel; measured 2.0-2.5x and
+   6.4-7.3x their forwards (bench/README.md). */
 #define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
@@ -15540,7 +15784,7 @@ static attn_status attn__ssm_scan_overlap(const attn__ssm_scan *P, const float *
     attn__ovl_mem(&o, 0, d_skip, (size_t)P->D, sizeof(float));
     attn__ovl_mem(&o, 0, dbias, (size_t)P->D, sizeof(float));
     if (g) {                                   /* dense fp32, shapes as attn_ssm_grads documents */
-        const size_t nbc = P->bc_const ? (size_t)P->D * P->N : (size_t)P->B * P->G * (size_t)P->N * P->L;
+        const size_t nbc = (size_t)(1 + P->cplx) * (P->bc_const ? (size_t)P->D * P->N : (size_t)P->B * P->G * (size_t)P->N * P->L);
         attn__ovl_mem(&o, 1, g->du, BDL, sizeof(float));
         attn__ovl_mem(&o, 1, g->ddelta, BDL, sizeof(float));
         if (P->has_z) attn__ovl_mem(&o, 1, g->dz, BDL, sizeof(float));
@@ -15607,28 +15851,30 @@ typedef struct attn__ssm_bwd {
     size_t thread_floats;
 } attn__ssm_bwd;
 
-/* per-thread scratch of the backward, in floats: the piece's sums in double ((3N + 2) x 16),
-   the kernel's scratch, the checkpoints [ceil(L / BT)][N][16], dLoss/dx [N][16], the chunk's
-   sums ((3N + 2) x 16), constant B, C rows [2][W][N], converted rows (u, delta, z, dy: 16 x BT
-   each; B, C: N x BT each), scratch dB / dC rows (N x BT each, when not returned), a zero row
-   and a scratch row */
-static size_t attn__ssm_bwd_floats(int N, int L) {
-    const size_t T = ATTN__SSM_BT, nck = ((size_t)L + T - 1) / T, R = ATTN__MAX((size_t)N, T), nv = (3 * (size_t)N + 2) * 16;
-    return attn__ssm_round(2 * nv) + attn__ssm_round(attn__ssm_bk_floats(N)) + attn__ssm_round(nck * N * 16) +
-           attn__ssm_round((size_t)N * 16) + attn__ssm_round(nv) + attn__ssm_round((size_t)2 * ATTN__SSM_W * N) + 64 * T +
-           attn__ssm_round((size_t)N * T * 2) + attn__ssm_round(R) * 2;
+/* per-thread scratch of the backward, in floats (Q = 2 with complex A, else 1: N becomes Q N
+   floats per state): the piece's sums in double ((3 Q N + 2) x 16), the kernel's scratch, the
+   checkpoints [ceil(L / BT)][Q N][16], dLoss/dx [Q N][16], the chunk's sums ((3 Q N + 2) x 16),
+   constant B, C rows [2][W][Q N], converted rows (u, delta, z, dy: 16 x BT each; B, C: N x Q BT
+   each), a zero row and a scratch row */
+static size_t attn__ssm_bwd_floats(int N, int L, int cplx) {
+    const size_t T = ATTN__SSM_BT, nck = ((size_t)L + T - 1) / T, QN = (size_t)N * (1 + (cplx != 0));
+    const size_t R = ATTN__MAX(QN, T), nv = (3 * QN + 2) * 16;
+    return attn__ssm_round(2 * nv) + attn__ssm_round(cplx ? attn__ssm_cbk_floats(N) : attn__ssm_bk_floats(N)) +
+           attn__ssm_round(nck * QN * 16) + attn__ssm_round(QN * 16) + attn__ssm_round(nv) +
+           attn__ssm_round((size_t)2 * ATTN__SSM_W * QN) + 64 * T + attn__ssm_round(QN * T * 2) + attn__ssm_round(R) * 2;
 }
 
 /* workspace bytes of the backward (0 on overflow): per-thread scratch + the dB/dC partials */
 static size_t attn__ssm_bwd_bytes(const attn_ssm_desc *d, int G) {
     const int cg = d->dim / G, nblk = (int)(((long long)cg + ATTN__SSM_W - 1) / ATTN__SSM_W);   /* cg may be INT_MAX */
+    const int cplx = d->a_complex == 1;
     size_t part = 0, thr, bytes;
-    if ((double)d->d_state * ((double)d->len + ATTN__SSM_BT) * 16.0 * 4.0 > (double)SIZE_MAX / 4) return 0;
+    if ((double)d->d_state * ((double)d->len + ATTN__SSM_BT) * 16.0 * 8.0 > (double)SIZE_MAX / 4) return 0;
     if (d->bc_const == ATTN_SSM_BC_TOKEN &&
         (!attn__mul_size((size_t)2 * G * nblk, (size_t)d->batch, &part) || !attn__mul_size(part, (size_t)d->d_state, &part) ||
-         !attn__mul_size(part, (size_t)d->len, &part)))
+         !attn__mul_size(part, (size_t)d->len * (size_t)(1 + cplx), &part)))
         return 0;
-    if (!attn__mul_size(attn__ssm_bwd_floats(d->d_state, d->len), (size_t)attn__ssm_threads(d), &thr) ||
+    if (!attn__mul_size(attn__ssm_bwd_floats(d->d_state, d->len, cplx), (size_t)attn__ssm_threads(d), &thr) ||
         !attn__add_size(thr, part, &bytes) || bytes > (SIZE_MAX - ATTN__ALIGN) / sizeof(float))
         return 0;
     return bytes * sizeof(float) + ATTN__ALIGN;
@@ -15645,69 +15891,72 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
     const attn__ssm_scan *P = &W->F;
     const attn_ssm_grads *G = W->g;
     const attn__isa *V = P->V;
-    const int N = P->N, T = ATTN__SSM_BT, L = P->L, nck = (L + T - 1) / T, R = (int)attn__ssm_round((size_t)ATTN__MAX(N, T));
+    const int N = P->N, Q = 1 + P->cplx, QN = Q * N, T = ATTN__SSM_BT, L = P->L, nck = (L + T - 1) / T;
+    const int R = (int)attn__ssm_round((size_t)ATTN__MAX(QN, T));
     const int g = task / P->nblk, blk = task % P->nblk;
     const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
-    const size_t nv = (3 * (size_t)N + 2) * 16, N16 = (size_t)N * 16;
+    const size_t nv = (3 * (size_t)QN + 2) * 16, N16 = (size_t)QN * 16;
+    const size_t kfl = P->cplx ? attn__ssm_cbk_floats(N) : attn__ssm_bk_floats(N);
     float *f = P->ws + W->thread_floats * (size_t)thread;
     double *dd = (double *)(void *)f;
-    float *ks = f + attn__ssm_round(2 * nv), *ck = ks + attn__ssm_round(attn__ssm_bk_floats(N));
+    float *ks = f + attn__ssm_round(2 * nv), *ck = ks + attn__ssm_round(kfl);
     float *grv = ck + attn__ssm_round((size_t)nck * N16), *acc = grv + attn__ssm_round(N16);
-    float *bcv = acc + attn__ssm_round(nv), *stg = bcv + attn__ssm_round((size_t)2 * ATTN__SSM_W * N);
-    float *bb = stg + 64 * T, *cb = bb + (size_t)N * T;
-    float *zero = bb + attn__ssm_round((size_t)N * T * 2), *dump = zero + R;
+    float *bcv = acc + attn__ssm_round(nv), *stg = bcv + attn__ssm_round((size_t)2 * ATTN__SSM_W * QN);
+    float *bb = stg + 64 * T, *cb = bb + (size_t)QN * T;
+    float *zero = bb + attn__ssm_round((size_t)QN * T * 2), *dump = zero + R;
+    void (*kern)(const attn__ssm_bk *) = P->cplx ? V->ssm_cbwd : V->ssm_bwd;
     attn__ssm_bk k;
     int c, n, s0, b, kk;
     size_t i;
     memset(zero, 0, sizeof(float) * (size_t)R);
-    memset(ks, 0, sizeof(float) * attn__ssm_bk_floats(N));
+    memset(ks, 0, sizeof(float) * kfl);
     memset(&k, 0, sizeof k);
     k.N = N; k.softplus = P->softplus; k.has_z = P->has_z; k.bc_const = P->bc_const;
     k.scratch = ks; k.gr = grv; k.acc = acc;
     if (P->bc_const)
         for (c = 0; c < w; ++c) {
-            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * N, N, 1.0f);
-            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * N, N, 1.0f);
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * QN, QN, 1.0f);
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * QN, QN, 1.0f);
         }
     for (s0 = 0; s0 < w; s0 += 16) {                     /* the block's 16-channel pieces, in order */
         const int ws16 = ATTN__MIN(16, w - s0), cs = c0 + s0;
         for (i = 0; i < nv; ++i) dd[i] = 0.0;
         for (c = 0; c < 16; ++c) {
             const int in = c < ws16;
-            k.A[c] = in ? P->A + (size_t)(cs + c) * N : zero;
-            k.Bc[c] = in ? bcv + (size_t)(s0 + c) * N : zero;
-            k.Cc[c] = in ? bcv + (size_t)(ATTN__SSM_W + s0 + c) * N : zero;
+            k.A[c] = in ? P->A + (size_t)(cs + c) * QN : zero;
+            k.Bc[c] = in ? bcv + (size_t)(s0 + c) * QN : zero;
+            k.Cc[c] = in ? bcv + (size_t)(ATTN__SSM_W + s0 + c) * QN : zero;
             k.bias[c] = in && P->dbias ? P->dbias[cs + c] : 0.0f;
             k.dsk[c] = in && P->Dk ? P->Dk[cs + c] : 0.0f;
         }
         k.padd = s0 > 0;
         for (b = 0; b < P->B; ++b) {
-            for (n = 0; n < N; ++n)                      /* the state before token 0, lanes = channels */
+            for (n = 0; n < QN; ++n)                     /* the state before token 0, lanes = channels */
                 for (c = 0; c < 16; ++c)
-                    ck[(size_t)n * 16 + c] = c < ws16 && P->sin ? P->sin[((size_t)b * P->D + cs + c) * N + n] : 0.0f;
-            for (n = 0; n < N * 16; ++n) grv[n] = 0.0f;
+                    ck[(size_t)n * 16 + c] = c < ws16 && P->sin ? P->sin[((size_t)b * P->D + cs + c) * QN + n] : 0.0f;
+            for (i = 0; i < N16; ++i) grv[i] = 0.0f;
             for (kk = 0; kk < 2 * nck - 1; ++kk) {       /* checkpoints forward, then the chunks backwards */
                 const int fwd = kk < nck - 1, ch = fwd ? kk : 2 * nck - 2 - kk, t0 = ch * T, nt = ATTN__MIN(T, L - t0);
                 k.nt = nt; k.phase = !fwd;
                 attn__ssm_rows(V, &P->u, b, cs, ws16, t0, nt, stg, T, zero, k.u);
                 attn__ssm_rows(V, &P->dl, b, cs, ws16, t0, nt, stg + 16 * T, T, zero, k.dl);
-                if (!P->bc_const) {
+                if (!P->bc_const) {                      /* complex: token j's (re, im) at 2j, 2j + 1 */
                     if (P->Bm.dt == ATTN_F32 && P->Cm.dt == ATTN_F32 && P->Bm.sc == P->Cm.sc) {
-                        k.Bt = (const float *)attn__ssm_at(&P->Bm, b, g * N, t0);
-                        k.Ct = (const float *)attn__ssm_at(&P->Cm, b, g * N, t0);
+                        k.Bt = (const float *)attn__ssm_at(&P->Bm, b, g * N, Q * t0);
+                        k.Ct = (const float *)attn__ssm_at(&P->Cm, b, g * N, Q * t0);
                         k.ldb = P->Bm.sc;
                     } else {
                         for (n = 0; n < N; ++n) {
-                            V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
-                            if (!fwd) V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                            V->load(attn__ssm_at(&P->Bm, b, g * N + n, Q * t0), P->Bm.dt, bb + (size_t)n * Q * T, Q * nt, 1.0f);
+                            if (!fwd) V->load(attn__ssm_at(&P->Cm, b, g * N + n, Q * t0), P->Cm.dt, cb + (size_t)n * Q * T, Q * nt, 1.0f);
                         }
-                        k.Bt = bb; k.Ct = cb; k.ldb = T;
+                        k.Bt = bb; k.Ct = cb; k.ldb = Q * T;
                     }
                 }
                 if (fwd) {
                     memcpy(ck + (size_t)(ch + 1) * N16, ck + (size_t)ch * N16, sizeof(float) * N16);
                     k.x = ck + (size_t)(ch + 1) * N16;
-                    V->ssm_bwd(&k);
+                    kern(&k);
                     continue;
                 }
                 k.x = ck + (size_t)ch * N16;
@@ -15721,12 +15970,13 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
                     k.dz[c] = in && G->dz ? G->dz + o : dump;
                 }
                 if (!P->bc_const) {
-                    const size_t pr = (((size_t)task * P->B + b) * N) * L + t0, pw = (size_t)P->G * P->nblk * P->B * N * L;
+                    const size_t pr = (((size_t)task * P->B + b) * N) * Q * L + (size_t)Q * t0;
+                    const size_t pw = (size_t)P->G * P->nblk * P->B * N * Q * L;
                     k.pB = W->part + pr;                 /* both always: the reduction skips a NULL one */
                     k.pC = W->part + pw + pr;
-                    k.ldp = L;
+                    k.ldp = (ptrdiff_t)Q * L;
                 }
-                V->ssm_bwd(&k);
+                kern(&k);
                 for (i = 0; i < nv; ++i) {            /* dA; constant dB, dC (else skipped); dD, ddelta_bias */
                     if (i == N16 && !P->bc_const) i = 3 * N16;
                     dd[i] += (double)acc[i];
@@ -15735,13 +15985,13 @@ static void attn__ssm_bwd_task(void *ctx, int task, int thread) {
         }
         for (c = 0; c < ws16; ++c) {
             const int chn = cs + c;
-            for (n = 0; n < N; ++n) {
-                if (G->dA) G->dA[(size_t)chn * N + n] = (float)dd[(size_t)n * 16 + c];
-                if (P->bc_const && G->dB) G->dB[(size_t)chn * N + n] = (float)dd[(size_t)(N + n) * 16 + c];
-                if (P->bc_const && G->dC) G->dC[(size_t)chn * N + n] = (float)dd[(size_t)(2 * N + n) * 16 + c];
+            for (n = 0; n < QN; ++n) {
+                if (G->dA) G->dA[(size_t)chn * QN + n] = (float)dd[(size_t)n * 16 + c];
+                if (P->bc_const && G->dB) G->dB[(size_t)chn * QN + n] = (float)dd[(size_t)(QN + n) * 16 + c];
+                if (P->bc_const && G->dC) G->dC[(size_t)chn * QN + n] = (float)dd[(size_t)(2 * QN + n) * 16 + c];
             }
-            if (G->dD) G->dD[chn] = (float)dd[(size_t)3 * N * 16 + c];
-            if (G->ddelta_bias) G->ddelta_bias[chn] = (float)dd[(size_t)3 * N * 16 + 16 + c];
+            if (G->dD) G->dD[chn] = (float)dd[(size_t)3 * QN * 16 + c];
+            if (G->ddelta_bias) G->ddelta_bias[chn] = (float)dd[(size_t)3 * QN * 16 + 16 + c];
         }
     }
 }
@@ -15752,14 +16002,16 @@ static void attn__ssm_bwd_reduce(void *ctx, int task, int thread) {
     const attn__ssm_scan *P = &W->F;
     const int which = task / (P->B * P->G * P->N), rest = task % (P->B * P->G * P->N);
     const int b = rest / (P->G * P->N), g = (rest / P->N) % P->G, n = rest % P->N;
-    float *out = (which ? W->g->dC : W->g->dB) + (((size_t)b * P->G + g) * P->N + n) * P->L;
-    int blk, l;
+    const size_t QL = (size_t)P->L * (size_t)(1 + P->cplx);     /* complex: (re, im) per token */
+    float *out = (which ? W->g->dC : W->g->dB) + (((size_t)b * P->G + g) * P->N + n) * QL;
+    size_t l;
+    int blk;
     (void)thread;
     if (!(which ? W->g->dC : W->g->dB)) return;
     for (blk = 0; blk < P->nblk; ++blk) {
-        const float *pp = W->part + ((((size_t)which * P->G * P->nblk + (size_t)g * P->nblk + blk) * P->B + b) * P->N + n) * P->L;
-        if (blk == 0) memcpy(out, pp, sizeof(float) * (size_t)P->L);
-        else for (l = 0; l < P->L; ++l) out[l] += pp[l];
+        const float *pp = W->part + ((((size_t)which * P->G * P->nblk + (size_t)g * P->nblk + blk) * P->B + b) * P->N + n) * QL;
+        if (blk == 0) memcpy(out, pp, sizeof(float) * QL);
+        else for (l = 0; l < QL; ++l) out[l] += pp[l];
     }
 }
 
@@ -15774,7 +16026,6 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     size_t bytes, thr;
     int nt;
     if (desc && desc->cu_seqlens) return ATTN_ERR_SSM_BWD_VARLEN;
-    if (desc && desc->a_complex == 1) return ATTN_ERR_SSM_BWD_COMPLEX;
     if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
     if ((s = attn__ssm_scan_check(desc, 0, u, delta, A, B, C, z, dy, &W.F, &bytes)) != ATTN_OK)
         return s == ATTN_ERR_SSM_Y_BROADCAST ? ATTN_ERR_SSM_DY_BROADCAST : s;   /* dy sits in y's place */
@@ -15783,7 +16034,7 @@ ATTNDEF attn_status attn_ssm_selective_scan_backward(const attn_ssm_desc *desc, 
     W.g = grads;
     W.F.Dk = d_skip; W.F.dbias = delta_bias; W.F.sin = state_in;
     nt = attn__ssm_threads(desc);
-    W.thread_floats = attn__ssm_bwd_floats(W.F.N, W.F.L);
+    W.thread_floats = attn__ssm_bwd_floats(W.F.N, W.F.L, W.F.cplx);
     thr = W.thread_floats * (size_t)nt;
     if (!(bytes = attn__ssm_bwd_bytes(desc, W.F.G))) return ATTN_ERR_SSM_OVERFLOW;
     if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -15939,6 +16190,114 @@ ATTNDEF attn_status attn_ssm_conv1d_step(const attn_ssm_desc *desc, attn_ssm_ten
     if ((s = attn__ssm_conv_overlap(&P, bias, state, state)) != ATTN_OK) return s;
     P.bias = bias; P.sin = state; P.sout = state;
     return attn__ssm_conv_run(desc, &P, bytes);
+}
+
+/* ---- the conv1d's backward ---- */
+typedef struct attn__ssm_convb {
+    attn__ssm_conv F;            /* the forward's problem (out = dout) */
+    float *dx, *dw, *db;
+} attn__ssm_convb;
+
+/* per-thread scratch: the inputs with their K-1 history [K-1 + T], dLoss/d(pre-activation) of
+   the chunk and the K-1 tokens after it [T + K-1], the pre-activation and e^-o [T] each, the
+   channel's dweight / dbias sums in double [K + 1] */
+static size_t attn__ssm_convb_floats(int K) {
+    return attn__ssm_round((size_t)ATTN__SSM_CONV_T * 4 + 2 * (size_t)K) + attn__ssm_round(2 * ((size_t)K + 1));
+}
+
+/* One block of ATTN__SSM_CONV_CH channels over every sequence: per channel and sequence the
+   chunks last first; the chunk's pre-activation o is recomputed (the forward's arithmetic),
+   go = dout silu'(o), dx[t] = sum_k w[k] go[t + K-1-k] (go of the next chunk's first K-1 tokens
+   carried), dw[k] += go . x[t - (K-1) + k], dbias += sum go: per chunk in float, then into
+   doubles in a fixed order (sequences, chunks backwards). */
+static void attn__ssm_convb_task(void *ctx, int task, int thread) {
+    const attn__ssm_convb *W = (const attn__ssm_convb *)ctx;
+    const attn__ssm_conv *P = &W->F;
+    const attn__isa *V = P->V;
+    const int K = P->K, T = ATTN__SSM_CONV_T, L = P->L, nck = (L + T - 1) / T;
+    const int c0 = task * ATTN__SSM_CONV_CH, c1 = ATTN__MIN(P->D, c0 + ATTN__SSM_CONV_CH);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    float *xp = f, *go = xp + T + K, *o = go + T + K, *e = o + T;            /* xp [K-1 | chunk], go [chunk | K-1] */
+    double *dd = (double *)(void *)(f + attn__ssm_round((size_t)T * 4 + 2 * (size_t)K));   /* [K] dw, [1] dbias */
+    int c, b, k, t, ch;
+    for (c = c0; c < c1; ++c) {
+        const float *wc = P->w + (size_t)c * K, bias = P->bias ? P->bias[c] : 0.0f;
+        for (k = 0; k <= K; ++k) dd[k] = 0.0;
+        for (b = 0; b < P->B; ++b) {
+            const size_t hist = ((size_t)b * P->D + c) * (size_t)(K - 1);
+            float *dxr = W->dx ? W->dx + ((size_t)b * P->D + c) * (size_t)L : NULL;
+            for (k = 0; k < K - 1; ++k) go[T + k] = 0.0f;               /* past the last token */
+            for (ch = nck - 1; ch >= 0; --ch) {
+                const int t0 = ch * T, nt = ATTN__MIN(T, L - t0);
+                float *tail = go + nt;
+                if (nt < T) memmove(tail, go + T, sizeof(float) * (size_t)(K - 1));
+                for (k = 0; k < K - 1; ++k) {                           /* the K-1 inputs before t0 */
+                    const int pos = t0 - (K - 1) + k;
+                    if (pos >= 0) V->load(attn__ssm_at(&P->x, b, c, pos), P->x.dt, xp + k, 1, 1.0f);
+                    else xp[k] = P->sin ? P->sin[hist + (size_t)(K - 1 + pos)] : 0.0f;
+                }
+                V->load(attn__ssm_at(&P->x, b, c, t0), P->x.dt, xp + K - 1, nt, 1.0f);
+                V->load(attn__ssm_at(&P->out, b, c, t0), P->out.dt, go, nt, 1.0f);   /* dout */
+                if (P->act == ATTN_SSM_CONV_SILU) {                     /* go = dout silu'(o) */
+                    for (t = 0; t < nt; ++t) o[t] = bias;
+                    for (k = 0; k < K; ++k) V->axpy(o, wc[k], xp + k, nt);
+                    for (t = 0; t < nt; ++t) e[t] = -o[t];
+                    V->exp_sum(e, e, 0.0f, nt);
+                    for (t = 0; t < nt; ++t) {                          /* s (1 + o (1 - s)), s = 1 / (1 + e^-o) */
+                        const float s = 1.0f / (1.0f + e[t]);
+                        go[t] = o[t] < ATTN__SILU_ZERO ? 0.0f : go[t] * (s * (1.0f + o[t] * (1.0f - s)));
+                    }
+                }
+                if (dxr) {
+                    float *dr = dxr + t0;
+                    for (t = 0; t < nt; ++t) dr[t] = 0.0f;
+                    for (k = 0; k < K; ++k) V->axpy(dr, wc[k], go + (K - 1 - k), nt);
+                }
+                for (k = 0; k < K; ++k) dd[k] += (double)V->dot(go, xp + k, nt);
+                { float s = 0.0f; for (t = 0; t < nt; ++t) s += go[t]; dd[K] += (double)s; }
+                memmove(go + T, go, sizeof(float) * (size_t)(K - 1));  /* the carry for the chunk before */
+            }
+        }
+        if (W->dw) for (k = 0; k < K; ++k) W->dw[(size_t)c * K + k] = (float)dd[k];
+        if (W->db) W->db[c] = (float)dd[K];
+    }
+}
+
+ATTNDEF attn_status attn_ssm_conv1d_backward(const attn_ssm_desc *desc, attn_ssm_tensor x, const float *weight,
+                                             const float *bias, const float *state_in, attn_ssm_tensor dout,
+                                             float *dx, float *dweight, float *dbias) {
+    attn__ssm_convb W;
+    attn__ovl o;
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    size_t bytes, BDL;
+    if (!dout.data) return ATTN_ERR_SSM_NULL_DY;
+    if ((s = attn__ssm_conv_check(desc, 0, x, weight, dout, &W.F, &bytes)) != ATTN_OK)
+        return s == ATTN_ERR_SSM_Y_BROADCAST ? ATTN_ERR_SSM_DY_BROADCAST : s;   /* dout sits in out's place */
+    BDL = (size_t)W.F.B * W.F.D * (size_t)W.F.L;
+    attn__ovl_init(&o);
+    attn__ovl_ssm(&o, 0, &W.F.x); attn__ovl_ssm(&o, 0, &W.F.out);
+    attn__ovl_mem(&o, 0, weight, (size_t)W.F.D * (size_t)W.F.K, sizeof(float));
+    attn__ovl_mem(&o, 0, bias, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 0, state_in, (size_t)W.F.B * W.F.D * (size_t)(W.F.K - 1), sizeof(float));
+    attn__ovl_mem(&o, 1, dx, BDL, sizeof(float));
+    attn__ovl_mem(&o, 1, dweight, (size_t)W.F.D * (size_t)W.F.K, sizeof(float));
+    attn__ovl_mem(&o, 1, dbias, (size_t)W.F.D, sizeof(float));
+    if (attn__ovl_bad(&o)) return ATTN_ERR_SSM_BWD_OVERLAP;
+    W.F.ws_floats = attn__ssm_convb_floats(W.F.K);
+    if (!(bytes = attn__ssm_ws_bytes(attn__ssm_threads(desc), W.F.ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    W.F.bias = bias; W.F.sin = state_in;
+    W.dx = dx; W.dw = dweight; W.db = dbias;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
+    W.F.V = attn__vec();
+    W.F.ws = (float *)(void *)w.base;
+    attn__parallel_for(&pd, (W.F.D + ATTN__SSM_CONV_CH - 1) / ATTN__SSM_CONV_CH,
+                       (double)BDL * W.F.K < (double)ATTN__SSM_SMALL ? 1 : attn__ssm_threads(desc), attn__ssm_convb_task, &W);
+    attn__ws_release(&w);
+    return ATTN_OK;
 }
 
 /* ---- S4D ---- */
@@ -16144,6 +16503,208 @@ ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_
     return attn__s4d_run(desc, &P, bytes, attn__s4d_task);
 }
 
+/* ---- S4D backward ---- */
+#define ATTN__S4D_BT 256        /* tokens per backward chunk (the checkpoint interval) */
+
+typedef struct attn__s4db {
+    attn__s4d F;                 /* the forward's problem (y = dy) */
+    const attn_s4d_grads *g;
+    size_t ck_floats;            /* per-thread checkpoint floats: ceil(L / BT) 2N */
+} attn__s4db;
+
+/* per-thread scratch in floats: the sums of the parameters' gradients in double (7 N + 1), 16
+   rows of N (dA re, im, -im, dB re, im, 2 C re, -2 C im, g re, im, two temporaries and five
+   chunk sums), the chunk's states [BT + 1][2N], u and dy [BT] each, the checkpoints */
+static size_t attn__s4db_floats(int N, int L) {
+    const size_t T = ATTN__S4D_BT, nck = ((size_t)L + T - 1) / T;
+    return attn__ssm_round(2 * (7 * (size_t)N + 1)) + attn__ssm_round((size_t)N) * 16 +
+           attn__ssm_round((T + 1) * 2 * (size_t)N) + 2 * T + attn__ssm_round(nck * 2 * (size_t)N);
+}
+
+/* x' = dA x + dB u on split (re | im) rows of N */
+static void attn__s4db_step(const attn__isa *V, const float *ar, const float *ai, const float *nai, const float *br,
+                            const float *bi, int N, const float *x, float u, float *xo) {
+    V->madd(xo, ar, x, u, br, N);                  /* ar xr + u br - ai xi */
+    V->madd(xo, nai, x + N, 1.0f, xo, N);
+    V->madd(xo + N, ar, x + N, u, bi, N);          /* ar xi + u bi + ai xr */
+    V->madd(xo + N, ai, x, 1.0f, xo + N, N);
+}
+
+/* One channel over every sequence: the recurrence's adjoint (x_l = dA x_{l-1} + dB u_l,
+   y_l = 2 Re(C x_l) + D u_l), the modes in the vector layer's rows. Per sequence a checkpoint
+   pass (the state every BT tokens), then the chunks last first: recompute the states, then the
+   tokens backwards with g = dLoss/dx_l carried:
+     g += 2 dy conj(C);  dC += 2 dy conj(x_l);  d(dA) += g conj(x_{l-1});  d(dB) += u g;
+     du = Re(g conj(dB)) + D dy;  g = conj(dA) g
+   chunk sums in float, added into doubles in a fixed order; then the chain rule through the
+   discretisation (double) to log_dt, log_a_real, a_imag, B and C. */
+static void attn__s4db_task(void *ctx, int h, int thread) {
+    const attn__s4db *W = (const attn__s4db *)ctx;
+    const attn__s4d *P = &W->F;
+    const attn_s4d_grads *G = W->g;
+    const attn_s4d_params *p = P->p;
+    const attn__isa *V = P->V;
+    const int N = P->N, T = ATTN__S4D_BT, L = P->L, nck = (L + T - 1) / T;
+    const size_t RN = attn__ssm_round((size_t)N);
+    float *f = P->ws + P->ws_floats * (size_t)thread;
+    double *dd = (double *)(void *)f;           /* [7][N] dA re, im, dB re, im, C re, im, -; [1] D */
+    float *r0 = f + attn__ssm_round(2 * (7 * (size_t)N + 1));
+    float *ar = r0, *ai = ar + RN, *nai = ai + RN, *br = nai + RN, *bi = br + RN, *c2r = bi + RN, *c2i = c2r + RN;
+    float *gr = c2i + RN, *gi = gr + RN, *t1 = gi + RN, *t2 = t1 + RN;
+    float *sAr = t2 + RN, *sAi = sAr + RN, *sAn = sAi + RN, *sBr = sAn + RN, *sBi = sBr + RN;
+    float *xs = r0 + RN * 16, *ub = xs + attn__ssm_round((size_t)(T + 1) * 2 * N), *yb = ub + T, *ck = yb + T;
+    const float dsk = p->d_skip ? p->d_skip[h] : 0.0f;
+    int n, b, ch, j;
+    for (n = 0; n < N; ++n) {
+        double dar, dai, cbr, cbi, dbr, dbi;
+        attn__s4d_disc(P, h, n, &dar, &dai, &cbr, &cbi, &dbr, &dbi);
+        ar[n] = (float)dar; ai[n] = (float)dai; nai[n] = -(float)dai; br[n] = (float)dbr; bi[n] = (float)dbi;
+        c2r[n] = 2.0f * p->c_re[(size_t)h * N + n]; c2i[n] = -2.0f * p->c_im[(size_t)h * N + n];
+    }
+    for (n = 0; n < 7 * N + 1; ++n) dd[n] = 0.0;
+    for (b = 0; b < P->B; ++b) {
+        const size_t so = ((size_t)b * P->D + h) * (size_t)N * 2;
+        float *dur = G->du ? G->du + ((size_t)b * P->D + h) * (size_t)L : NULL;
+        for (n = 0; n < N; ++n) {               /* the state before token 0: (re | im) rows */
+            ck[n] = P->sin ? P->sin[so + 2 * n] : 0.0f;
+            ck[N + n] = P->sin ? P->sin[so + 2 * n + 1] : 0.0f;
+        }
+        for (ch = 0; ch + 1 < nck; ++ch) {      /* checkpoints: the state before each chunk */
+            float *x = ck + (size_t)ch * 2 * N;
+            V->load(attn__ssm_at(&P->u, b, h, ch * T), P->u.dt, ub, T, 1.0f);
+            memcpy(xs, x, sizeof(float) * 2 * (size_t)N);
+            for (j = 0; j < T; ++j)
+                attn__s4db_step(V, ar, ai, nai, br, bi, N, xs + (size_t)(j & 1) * 2 * N, ub[j], xs + (size_t)((j + 1) & 1) * 2 * N);
+            memcpy(x + 2 * N, xs + (size_t)(T & 1) * 2 * N, sizeof(float) * 2 * (size_t)N);
+        }
+        for (n = 0; n < N; ++n) { gr[n] = 0.0f; gi[n] = 0.0f; }
+        for (ch = nck - 1; ch >= 0; --ch) {
+            const int t0 = ch * T, nt = ATTN__MIN(T, L - t0);
+            V->load(attn__ssm_at(&P->u, b, h, t0), P->u.dt, ub, nt, 1.0f);
+            V->load(attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
+            memcpy(xs, ck + (size_t)ch * 2 * N, sizeof(float) * 2 * (size_t)N);
+            for (j = 0; j < nt; ++j)            /* xs[j + 1] = x after token t0 + j */
+                attn__s4db_step(V, ar, ai, nai, br, bi, N, xs + (size_t)j * 2 * N, ub[j], xs + (size_t)(j + 1) * 2 * N);
+            for (n = 0; n < N; ++n) { sAr[n] = 0.0f; sAi[n] = 0.0f; sAn[n] = 0.0f; sBr[n] = 0.0f; sBi[n] = 0.0f; t1[n] = 0.0f; t2[n] = 0.0f; }
+            for (j = nt - 1; j >= 0; --j) {
+                const float dy = yb[j], *xp = xs + (size_t)j * 2 * N;
+                V->axpy(gr, dy, c2r, N);                            /* g += 2 dy conj(C) */
+                V->axpy(gi, dy, c2i, N);
+                V->madd(sAr, gr, xp, 1.0f, sAr, N);                    /* d(dA) += g conj(x_{l-1}) */
+                V->madd(sAr, gi, xp + N, 1.0f, sAr, N);
+                V->madd(sAi, gi, xp, 1.0f, sAi, N);
+                V->madd(sAn, gr, xp + N, 1.0f, sAn, N);
+                V->axpy(sBr, ub[j], gr, N);                         /* d(dB) += u g */
+                V->axpy(sBi, ub[j], gi, N);
+                if (dur) dur[t0 + j] = V->dot(gr, br, N) + V->dot(gi, bi, N) + dsk * dy;
+                V->madd(t1, ai, gi, 0.0f, gi, N);                      /* g = conj(dA) g */
+                V->madd(t1, ar, gr, 1.0f, t1, N);
+                V->madd(t2, nai, gr, 0.0f, gr, N);
+                V->madd(gi, ar, gi, 1.0f, t2, N);
+                memcpy(gr, t1, sizeof(float) * (size_t)N);
+            }
+            for (n = 0; n < N; ++n) {           /* dC = sum 2 dy conj(x_l): one dot per mode over the chunk */
+                double cr = 0.0, ci = 0.0;
+                for (j = 0; j < nt; ++j) { cr += (double)(yb[j] * xs[(size_t)(j + 1) * 2 * N + n]); ci += (double)(yb[j] * xs[(size_t)(j + 1) * 2 * N + N + n]); }
+                dd[4 * N + n] += 2.0 * cr; dd[5 * N + n] -= 2.0 * ci;
+                dd[n] += (double)sAr[n]; dd[N + n] += (double)sAi[n] - (double)sAn[n];
+                dd[2 * N + n] += (double)sBr[n]; dd[3 * N + n] += (double)sBi[n];
+            }
+            dd[7 * N] += (double)V->dot(yb, ub, nt);
+        }
+    }
+    {   /* the chain rule through the discretisation, per mode in double */
+        const double dt = exp((double)p->log_dt[h]);
+        double ddt = 0.0;
+        for (n = 0; n < N; ++n) {
+            const size_t i = (size_t)h * N + n;
+            const double Ar = -exp((double)p->log_a_real[i]), Ai = (double)p->a_imag[i];
+            const double Br = p->b_re ? (double)p->b_re[i] : 1.0, Bi = p->b_re ? (double)p->b_im[i] : 0.0;
+            const double gar = dd[n], gai = dd[N + n], gbr = dd[2 * N + n], gbi = dd[3 * N + n];
+            double gAr, gAi, gBr, gBi;
+            if (P->disc == ATTN_SSM_ZOH) {
+                const double e = exp(dt * Ar), Er = e * cos(dt * Ai), Ei = e * sin(dt * Ai), den = Ar * Ar + Ai * Ai;
+                const double qr = ((Er - 1.0) * Ar + Ei * Ai) / den, qi = (Ei * Ar - (Er - 1.0) * Ai) / den;   /* (E - 1) / A */
+                const double gqr = Br * gbr + Bi * gbi, gqi = Br * gbi - Bi * gbr;                                 /* conj(B) g_dB */
+                /* dq/dA = (dt E A - (E - 1)) / A^2 = (dt E - q) / A */
+                const double nr = dt * Er - qr, ni = dt * Ei - qi, pr = (nr * Ar + ni * Ai) / den, pi = (ni * Ar - nr * Ai) / den;
+                const double AEr = Ar * Er - Ai * Ei, AEi = Ar * Ei + Ai * Er;
+                gAr = dt * (Er * gar + Ei * gai) + (pr * gqr + pi * gqi);     /* conj(dt E) g_dA + conj(dq/dA) g_q */
+                gAi = dt * (Er * gai - Ei * gar) + (pr * gqi - pi * gqr);
+                ddt += (gar * AEr + gai * AEi) + (gqr * Er + gqi * Ei);       /* Re(g_dA conj(A E)) + Re(g_q conj(E)) */
+                gBr = qr * gbr + qi * gbi; gBi = qr * gbi - qi * gbr;         /* conj(q) g_dB */
+            } else {
+                const double mr = 1.0 - dt * Ar / 2, mi = -dt * Ai / 2, den = mr * mr + mi * mi;
+                const double ir = mr / den, ii = -mi / den;                  /* 1 / m */
+                const double i2r = ir * ir - ii * ii, i2i = 2 * ir * ii;     /* 1 / m^2 */
+                const double wr = dt * (Br * i2r - Bi * i2i) / 2, wi = dt * (Br * i2i + Bi * i2r) / 2;   /* dt B / (2 m^2) */
+                const double gsr = (i2r * gar + i2i * gai) + (wr * gbr + wi * gbi);   /* conj(1/m^2) g_dA + conj(w) g_dB */
+                const double gsi = (i2r * gai - i2i * gar) + (wr * gbi - wi * gbr);
+                const double Bmr = Br * ir - Bi * ii, Bmi = Br * ii + Bi * ir;        /* B / m */
+                gAr = dt * gsr; gAi = dt * gsi;
+                ddt += (gsr * Ar + gsi * Ai) + (gbr * Bmr + gbi * Bmi);
+                gBr = dt * (ir * gbr + ii * gbi); gBi = dt * (ir * gbi - ii * gbr);   /* conj(dt / m) g_dB */
+            }
+            if (G->dlog_a_real) G->dlog_a_real[i] = (float)(gAr * Ar);
+            if (G->da_imag) G->da_imag[i] = (float)gAi;
+            if (p->b_re && G->db_re) G->db_re[i] = (float)gBr;
+            if (p->b_re && G->db_im) G->db_im[i] = (float)gBi;
+            if (G->dc_re) G->dc_re[i] = (float)dd[4 * N + n];
+            if (G->dc_im) G->dc_im[i] = (float)dd[5 * N + n];
+        }
+        if (G->dlog_dt) G->dlog_dt[h] = (float)(dt * ddt);
+        if (G->dd_skip) G->dd_skip[h] = (float)dd[7 * N];
+    }
+}
+
+ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
+                                          const float *state_in, attn_ssm_tensor dy, const attn_s4d_grads *grads) {
+    attn__s4db W;
+    attn__ovl o;
+    attn__ws w;
+    attn_desc pd;
+    attn_status s;
+    size_t bytes, DN;
+    if (!dy.data) return ATTN_ERR_SSM_NULL_DY;
+    if ((s = attn__s4d_check(desc, 0, 0, params, u, dy, &W.F, &bytes)) != ATTN_OK)
+        return s == ATTN_ERR_SSM_Y_BROADCAST ? ATTN_ERR_SSM_DY_BROADCAST : s;   /* dy sits in y's place */
+    if (!grads) return ATTN_ERR_SSM_NULL_GRADS;
+    DN = (size_t)W.F.D * (size_t)W.F.N;
+    attn__ovl_init(&o);
+    attn__ovl_ssm(&o, 0, &W.F.u); attn__ovl_ssm(&o, 0, &W.F.y);
+    attn__ovl_mem(&o, 0, state_in, (size_t)W.F.B * DN * 2, sizeof(float));
+    attn__ovl_mem(&o, 0, params->log_dt, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 0, params->d_skip, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 0, params->log_a_real, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->a_imag, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->b_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->b_im, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->c_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 0, params->c_im, DN, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->du, (size_t)W.F.B * W.F.D * (size_t)W.F.L, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dlog_dt, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dd_skip, (size_t)W.F.D, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dlog_a_real, DN, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->da_imag, DN, sizeof(float));
+    if (params->b_re) { attn__ovl_mem(&o, 1, grads->db_re, DN, sizeof(float)); attn__ovl_mem(&o, 1, grads->db_im, DN, sizeof(float)); }
+    attn__ovl_mem(&o, 1, grads->dc_re, DN, sizeof(float));
+    attn__ovl_mem(&o, 1, grads->dc_im, DN, sizeof(float));
+    if (attn__ovl_bad(&o)) return ATTN_ERR_SSM_BWD_OVERLAP;
+    if ((double)W.F.N * ((double)W.F.L + 2.0 * ATTN__S4D_BT) * 8.0 > (double)SIZE_MAX / 16) return ATTN_ERR_SSM_OVERFLOW;
+    W.F.ws_floats = attn__s4db_floats(W.F.N, W.F.L);
+    if (!(bytes = attn__ssm_ws_bytes(attn__ssm_threads(desc), W.F.ws_floats))) return ATTN_ERR_SSM_OVERFLOW;
+    if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_SSM_WORKSPACE, &w)) != ATTN_OK) return s;
+    W.F.sin = state_in;
+    W.g = grads;
+    memset(&pd, 0, sizeof pd);
+    pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
+    W.F.V = attn__vec();
+    W.F.ws = (float *)(void *)w.base;
+    attn__parallel_for(&pd, W.F.D, attn__ssm_threads(desc), attn__s4db_task, &W);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_op op, size_t *bytes) {
     attn_status s;
     int K;
@@ -16166,7 +16727,19 @@ ATTNDEF attn_status attn_ssm_workspace_size(const attn_ssm_desc *desc, attn_ssm_
         if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
         K = desc->n_groups == 0 ? 1 : desc->n_groups;
         if (K < 0 || desc->dim % K != 0) return ATTN_ERR_SSM_GROUPS;
+        if (desc->a_complex != 0 && desc->a_complex != 1) return ATTN_ERR_SSM_A_COMPLEX;
         n = attn__ssm_bwd_bytes(desc, K);
+        break;
+    case ATTN_SSM_OP_CONV_BACKWARD:
+        if ((s = attn__ssm_common(desc, 1)) != ATTN_OK) return s;
+        if (desc->conv_kernel < 0 || desc->conv_kernel > (1 << 20)) return ATTN_ERR_SSM_CONV_KERNEL;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__ssm_convb_floats(desc->conv_kernel ? desc->conv_kernel : 4));
+        break;
+    case ATTN_SSM_OP_S4D_BACKWARD:
+        if ((s = attn__ssm_common(desc, 1)) != ATTN_OK) return s;
+        if (desc->d_state < 1) return ATTN_ERR_SSM_D_STATE;
+        if ((double)desc->d_state * ((double)desc->len + 2.0 * ATTN__S4D_BT) * 8.0 > (double)SIZE_MAX / 16) return ATTN_ERR_SSM_OVERFLOW;
+        n = attn__ssm_ws_bytes(attn__ssm_threads(desc), attn__s4db_floats(desc->d_state, desc->len));
         break;
     case ATTN_SSM_OP_S4D: case ATTN_SSM_OP_S4D_STEP:
         if ((s = attn__ssm_common(desc, op == ATTN_SSM_OP_S4D)) != ATTN_OK) return s;

@@ -236,6 +236,89 @@ static void bench_backward(int D, int L, int reps) {
 }
 
 /* the sequential recurrence in plain C: 1 thread */
+/* The other backwards (issue #29): the complex-A scan, the conv1d + SiLU and S4D, each timed
+   against its own forward on the same inputs, interleaved pairs, 1 and 2 threads. */
+typedef struct {
+    int op, D, L, N, nt;         /* op 0: complex scan, 1: conv1d, 2: S4D */
+    float *u, *dl, *z, *y, *dy, *B, *C, *A, *Dk, *bias, *w, *g[10];
+} nb_prob;
+
+static attn_status nb_run(nb_prob *q, int bwd) {
+    attn_ssm_desc d;
+    const int D = q->D, L = q->L, N = q->N;
+    memset(&d, 0, sizeof d);
+    d.batch = 1; d.dim = D; d.len = L; d.d_state = N; d.n_threads = q->nt;
+    if (q->op == 0) {
+        attn_ssm_grads g;
+        d.delta_softplus = 1; d.a_complex = 1;
+        if (!bwd)
+            return attn_ssm_selective_scan(&d, tv(q->u, ATTN_F32, D, L), tv(q->dl, ATTN_F32, D, L), q->A, tv(q->B, ATTN_F32, N, 2 * L),
+                                           tv(q->C, ATTN_F32, N, 2 * L), q->Dk, tv(q->z, ATTN_F32, D, L), q->bias, NULL,
+                                           tv(q->y, ATTN_F32, D, L), NULL);
+        g.du = q->g[0]; g.ddelta = q->g[1]; g.dz = q->g[2]; g.dA = q->g[3]; g.dB = q->g[4]; g.dC = q->g[5]; g.dD = q->g[6];
+        g.ddelta_bias = q->g[7];
+        return attn_ssm_selective_scan_backward(&d, tv(q->u, ATTN_F32, D, L), tv(q->dl, ATTN_F32, D, L), q->A,
+                                                tv(q->B, ATTN_F32, N, 2 * L), tv(q->C, ATTN_F32, N, 2 * L), q->Dk,
+                                                tv(q->z, ATTN_F32, D, L), q->bias, NULL, tv(q->dy, ATTN_F32, D, L), &g);
+    }
+    if (q->op == 1) {
+        d.conv_kernel = 4;
+        if (!bwd) return attn_ssm_conv1d(&d, tv(q->u, ATTN_F32, D, L), q->w, q->bias, NULL, tv(q->y, ATTN_F32, D, L), NULL);
+        return attn_ssm_conv1d_backward(&d, tv(q->u, ATTN_F32, D, L), q->w, q->bias, NULL, tv(q->dy, ATTN_F32, D, L),
+                                        q->g[0], q->g[1], q->g[2]);
+    }
+    {
+        attn_s4d_params p;
+        attn_s4d_grads g;
+        memset(&p, 0, sizeof p);
+        p.log_dt = q->bias; p.log_a_real = q->A; p.a_imag = q->A + (size_t)D * N; p.c_re = q->B; p.c_im = q->C; p.d_skip = q->Dk;
+        if (!bwd) return attn_ssm_s4d(&d, &p, tv(q->u, ATTN_F32, D, L), NULL, tv(q->y, ATTN_F32, D, L), NULL);
+        memset(&g, 0, sizeof g);
+        g.du = q->g[0]; g.dlog_dt = q->g[1]; g.dlog_a_real = q->g[2]; g.da_imag = q->g[3]; g.dc_re = q->g[4]; g.dc_im = q->g[5];
+        g.dd_skip = q->g[6];
+        return attn_ssm_s4d_backward(&d, &p, tv(q->u, ATTN_F32, D, L), NULL, tv(q->dy, ATTN_F32, D, L), &g);
+    }
+}
+
+static void bench_backward_other(int op, int D, int L, int N, int nt, int reps) {
+    static const char *names[3] = { "complex_scan", "conv1d", "s4d" };
+    const size_t n = (size_t)D * L, big = 2 * (size_t)N * L + 2 * (size_t)D * N + n;
+    double tf[16], tb[16], rt[16], mf, mb, mr;
+    nb_prob q;
+    int i;
+    char what[64];
+    memset(&q, 0, sizeof q);
+    q.op = op; q.D = D; q.L = L; q.N = N; q.nt = nt;
+    q.u = (float *)xalloc(4 * n); q.dl = (float *)xalloc(4 * n); q.z = (float *)xalloc(4 * n); q.y = (float *)xalloc(4 * n);
+    q.dy = (float *)xalloc(4 * n); q.B = (float *)xalloc(4 * big); q.C = (float *)xalloc(4 * big); q.A = (float *)xalloc(4 * big);
+    q.Dk = (float *)xalloc(4 * (size_t)D); q.bias = (float *)xalloc(4 * (size_t)D); q.w = (float *)xalloc(16 * (size_t)D);
+    for (i = 0; i < 10; ++i) q.g[i] = (float *)xalloc(4 * big);
+    fill_rand(q.u, n); fill_rand(q.dl, n); fill_rand(q.z, n); fill_rand(q.dy, n); fill_rand(q.B, big); fill_rand(q.C, big);
+    fill_rand(q.w, 4 * (size_t)D); fill_rand(q.Dk, D);
+    for (i = 0; i < (int)n; ++i) q.dl[i] -= 3.0f;
+    for (i = 0; i < D; ++i) q.bias[i] = op == 2 ? -3.0f - frand() : 0.5f * frand();   /* S4D: log_dt */
+    for (i = 0; i < D * N; ++i) {
+        if (op == 0) { q.A[2 * i] = -0.5f - (float)(i % N) * 0.1f; q.A[2 * i + 1] = 3.14159265f * (float)(i % N); }
+        else { q.A[i] = -0.69f; q.A[(size_t)D * N + i] = 3.14159265f * (float)(i % N); }   /* S4D-Lin */
+    }
+    if (reps > 16) reps = 16;
+    for (i = -1; i < reps; ++i) {
+        double t0 = now_s(), t1;
+        if (nb_run(&q, 0) != ATTN_OK) die("forward failed");
+        t1 = now_s();
+        if (nb_run(&q, 1) != ATTN_OK) die("backward failed");
+        if (i >= 0) { tf[i] = t1 - t0; tb[i] = now_s() - t1; rt[i] = tb[i] / tf[i]; }
+    }
+    mf = median_of(tf, reps, NULL, NULL); mb = median_of(tb, reps, NULL, NULL); mr = median_of(rt, reps, NULL, NULL);
+    printf("  %-12s D %5d L %5d N %2d (%d thread%s): forward %.2f ns, backward %.2f ns per channel-token; backward / forward %.2fx\n",
+           names[op], D, L, N, nt, nt > 1 ? "s" : "", mf * 1e9 / (double)n, mb * 1e9 / (double)n, mr);
+    snprintf(what, sizeof what, "%s_backward_over_forward", names[op]);
+    bench_csv_machine(g_csv);
+    fprintf(g_csv, "%s,f32,%d,%d,%d,%d,%.3f,0,0,0,0\n", what, D, N, L, nt, mr);
+    free(q.u); free(q.dl); free(q.z); free(q.y); free(q.dy); free(q.B); free(q.C); free(q.A); free(q.Dk); free(q.bias); free(q.w);
+    for (i = 0; i < 10; ++i) free(q.g[i]);
+}
+
 static void naive_scan(const prob *p, float *y) {
     const float *u = (const float *)p->u, *dl = (const float *)p->dl, *z = (const float *)p->z;
     const float *Bm = (const float *)p->Bm, *Cm = (const float *)p->Cm;
@@ -455,6 +538,17 @@ int main(void) {
     snprintf(path, sizeof path, "%s/results_ssm.csv", outdir);
     if (!(g_csv = fopen(path, "w"))) die("cannot write results_ssm.csv");
     bench_csv_header(g_csv, "what,dtype,D,N,L,threads,median_ms,tokens_per_s,GB_per_s,pct_read_bw,read_GB_per_s");
+    if (env_int("BENCH_SSM_BWD_OTHER", 0)) {
+        int nt;
+        printf("backward / forward of the complex-A scan (N 16, per-token B/C, softplus, z), conv1d (K 4, SiLU), S4D (32 modes, ZOH), median of 5:\n");
+        for (nt = 1; nt <= 2; ++nt) {
+            bench_backward_other(0, 256, 2048, 16, nt, 5);
+            bench_backward_other(1, 1536, 4096, 0, nt, 5);
+            bench_backward_other(2, 256, 4096, 32, nt, 5);
+        }
+        fclose(g_csv);
+        return 0;
+    }
     if (env_int("BENCH_SSM_BWD_ONLY", 0)) {
         printf("selective scan backward (batch 1, N 16, per-token B/C, softplus, z gate):\n");
         bench_backward(1536, 2048, env_int("BENCH_SSM_BWD_REPS", 5));

@@ -1302,9 +1302,9 @@ static void test_scan_backward(void) {
                 d.cu_seqlens = &cfg; d.varlen_batch = 1;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
                 if (T_CHECK(s == ATTN_ERR_SSM_BWD_VARLEN && t_sentinel_ok(h_u, 4 * nx, 5), "backward cu_seqlens")) t_status_provoked[s] = 1;
-                d.cu_seqlens = NULL; d.varlen_batch = 0; d.a_complex = 1;
+                d.cu_seqlens = NULL; d.varlen_batch = 0; d.a_complex = 2;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
-                if (T_CHECK(s == ATTN_ERR_SSM_BWD_COMPLEX && t_sentinel_ok(h_u, 4 * nx, 5), "backward complex A")) t_status_provoked[s] = 1;
+                T_CHECK(s == ATTN_ERR_SSM_A_COMPLEX && t_sentinel_ok(h_u, 4 * nx, 5), "backward a_complex 2");
                 d.a_complex = 0; d.n_groups = 4;
                 s = attn_ssm_selective_scan_backward(&d, tu, tdl, fA, tb, tc, fD, tz, fbias, fsin, tdy, &g2);
                 T_CHECK(s == ATTN_ERR_SSM_GROUPS && t_sentinel_ok(h_u, 4 * nx, 5), "backward G not dividing D");
@@ -1571,6 +1571,7 @@ void test_ssm(void) {
     test_s4d_errors();
     test_scan_backward();
     test_scan_backward_dtypes();
+    test_ssm_bwd();                  /* tests/test_ssm_bwd.c */
     test_ssm_overlap();
     test_silu_extremes();
     test_port_mamba_hf();            /* tests/test_ports.c */

@@ -1029,7 +1029,7 @@ static void target_sizes(fz *f) {
             attn_ssm_desc sd;
             memset(&sd, 0, sizeof sd);
             sd.batch = B; sd.dim = Hkv; sd.len = S; sd.d_state = D;
-            st = attn_ssm_workspace_size(&sd, (attn_ssm_op)fz_int(f, 0, 6), &bytes);
+            st = attn_ssm_workspace_size(&sd, (attn_ssm_op)fz_int(f, 0, 8), &bytes);
         }
         FZ_STATUS(st, "sizes: unknown status %d", (int)st);
         return;
@@ -1156,7 +1156,7 @@ static void ov_verify(ov_ctx *c, const float *snap, attn_status st, const char *
 static void target_overlap(fz *f) {
     float *arena = (float *)gx_alloc(OV_FLOATS * sizeof(float)), *snap;
     ov_ctx c;
-    const int op = (int)(fz_u8(f) % 14u), B = fz_int(f, 1, 2), T = fz_int(f, 1, 4), H = fz_int(f, 1, 2), D = fz_int(f, 1, 4);
+    const int op = (int)(fz_u8(f) % 16u), B = fz_int(f, 1, 2), T = fz_int(f, 1, 4), H = fz_int(f, 1, 2), D = fz_int(f, 1, 4);
     const char *call = "?";
     attn_status st = ATTN_OK;
     t_rng r = t_rng_seed(fz_u16(f));
@@ -1269,7 +1269,7 @@ static void target_overlap(fz *f) {
                 if (op == 6) { st = attn_ssm_selective_scan(&d, u, dl, A, Bm, Cm, dsk, z, dbias, sin, y, sout); call = "attn_ssm_selective_scan"; }
                 else { st = attn_ssm_selective_step(&d, u, dl, A, Bm, Cm, dsk, z, dbias, sout, y); call = "attn_ssm_selective_step"; }
             }
-        } else if (op <= 10) {                     /* 9 conv1d step, 10 conv1d */
+        } else if (op <= 10 || op == 14) {        /* 9 conv1d step, 10 conv1d, 14 its backward */
             const float *wt, *bias = NULL;
             u = ov_ssm(&c, B, D, L, 0, "x");
             wt = ov_arr(&c, (size_t)D * K, 0, "weight");
@@ -1277,16 +1277,28 @@ static void target_overlap(fz *f) {
             if (op == 9) sin = sout = ov_arr(&c, (size_t)B * D * (K - 1), 1, "state");
             else {
                 if (fz_chance(f, 128)) sin = ov_arr(&c, (size_t)B * D * (K - 1), 0, "state_in");
-                if (fz_chance(f, 128)) {
+                if (op == 10 && fz_chance(f, 128)) {
                     if (sin && fz_chance(f, 80)) { sout = sin; c.sp[c.n - 1].out = 1; }
                     else { sout = ov_arr(&c, (size_t)B * D * (K - 1), 1, "state_out"); if (sin) c.sp[c.n - 1].pair = c.n - 2; }
                 }
+            }
+            if (op == 14) {
+                attn_ssm_tensor dout = ov_ssm(&c, B, D, L, 0, "dout");
+                float *dx = ov_arr(&c, (size_t)B * D * L, 1, "dx"), *dw = NULL, *db = NULL;
+                if (fz_chance(f, 128)) dw = ov_arr(&c, (size_t)D * K, 1, "dweight");
+                if (fz_chance(f, 128)) db = ov_arr(&c, (size_t)D, 1, "dbias");
+                memcpy(snap, arena, OV_FLOATS * sizeof(float));
+                st = attn_ssm_conv1d_backward(&d, u, wt, bias, sin, dout, dx, dw, db);
+                call = "attn_ssm_conv1d_backward";
+                ov_verify(&c, snap, st, call);
+                free(snap);
+                return;
             }
             y = ov_ssm(&c, B, D, L, 1, "out");
             memcpy(snap, arena, OV_FLOATS * sizeof(float));
             if (op == 9) { st = attn_ssm_conv1d_step(&d, u, wt, bias, sout, y); call = "attn_ssm_conv1d_step"; }
             else { st = attn_ssm_conv1d(&d, u, wt, bias, sin, y, sout); call = "attn_ssm_conv1d"; }
-        } else {                                   /* 11 S4D, 12 its step, 13 its kernel */
+        } else {                                   /* 11 S4D, 12 its step, 13 its kernel, 15 its backward */
             attn_s4d_params p;
             const size_t dn = (size_t)D * N, sf = (size_t)B * D * N * 2;
             memset(&p, 0, sizeof p);
@@ -1304,10 +1316,29 @@ static void target_overlap(fz *f) {
                 if (op == 12) sin = sout = ov_arr(&c, sf, 1, "state");
                 else {
                     if (fz_chance(f, 128)) sin = ov_arr(&c, sf, 0, "state_in");
-                    if (fz_chance(f, 128)) {
+                    if (op == 11 && fz_chance(f, 128)) {
                         if (sin && fz_chance(f, 80)) { sout = sin; c.sp[c.n - 1].out = 1; }
                         else { sout = ov_arr(&c, sf, 1, "state_out"); if (sin) c.sp[c.n - 1].pair = c.n - 2; }
                     }
+                }
+                if (op == 15) {
+                    attn_ssm_tensor dy = ov_ssm(&c, B, D, L, 0, "dy");
+                    attn_s4d_grads g;
+                    memset(&g, 0, sizeof g);
+                    g.du = ov_arr(&c, (size_t)B * D * L, 1, "du");
+                    if (fz_chance(f, 128)) g.dlog_dt = ov_arr(&c, (size_t)D, 1, "dlog_dt");
+                    if (fz_chance(f, 128)) g.dlog_a_real = ov_arr(&c, dn, 1, "dlog_a_real");
+                    if (fz_chance(f, 128)) g.da_imag = ov_arr(&c, dn, 1, "da_imag");
+                    if (p.b_re && fz_chance(f, 128)) { g.db_re = ov_arr(&c, dn, 1, "db_re"); g.db_im = ov_arr(&c, dn, 1, "db_im"); }
+                    if (fz_chance(f, 128)) g.dc_re = ov_arr(&c, dn, 1, "dc_re");
+                    if (fz_chance(f, 128)) g.dc_im = ov_arr(&c, dn, 1, "dc_im");
+                    if (fz_chance(f, 128)) g.dd_skip = ov_arr(&c, (size_t)D, 1, "dd_skip");
+                    memcpy(snap, arena, OV_FLOATS * sizeof(float));
+                    st = attn_ssm_s4d_backward(&d, &p, u, sin, dy, &g);
+                    call = "attn_ssm_s4d_backward";
+                    ov_verify(&c, snap, st, call);
+                    free(snap);
+                    return;
                 }
                 y = ov_ssm(&c, B, D, L, 1, "y");
                 memcpy(snap, arena, OV_FLOATS * sizeof(float));
