@@ -588,6 +588,7 @@ static void target_pool(fz *f) {
 
 /* ---- every attn_kind (ATTN__KIND_LIST: each family's kinds as they land), default parameters:
    guards, untouched on error, no NaN from finite inputs, bitwise equal for 1 and 3 threads ---- */
+static void fz_kind_backward(fz *f, t_rng *r, attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor o, float *lse);
 static void target_kinds(fz *f) {
     t_rng r = t_rng_seed(fz_u16(f));
     const int B = fz_int(f, 1, 2), Hkv = fz_int(f, 1, 2), g = fz_int(f, 1, 2), Hq = Hkv * g;
@@ -655,7 +656,8 @@ static void target_kinds(fz *f) {
     k = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 0, NULL);
     v = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 0, NULL);
     o = fz_tensor(f, &r, ot, B, Sq, Hq, Dv, 1, &ob);
-    if (fz_chance(f, 128) || d.kind == ATTN_LSH) { lse = (float *)gb_alloc(lb); t_sentinel(lse, lb, 0x3C); }
+    if (fz_chance(f, 128) || d.kind == ATTN_LSH || d.kind == ATTN_BIGBIRD || d.kind == ATTN_SOFTMAX || d.kind == ATTN_LONGFORMER)
+        { lse = (float *)gb_alloc(lb); t_sentinel(lse, lb, 0x3C); }   /* the backward needs the forward's lse */
     st = attn_forward(&d, q, k, v, o, lse);
     FZ_STATUS(st, "kind %d: unknown status %d", (int)d.kind, (int)st); g_valid += st == ATTN_OK;
     FZ_CHECK(st != ATTN_OK || projected_rows != 0, "kind %s accepted a caller's array without its length (features / conv_kernel 0)", attn_kind_name(d.kind));
@@ -669,73 +671,38 @@ static void target_kinds(fz *f) {
         FZ_CHECK(attn_forward(&d, q, k, v, o, lse) == ATTN_OK, "kind %d: second call failed", (int)d.kind);
         FZ_CHECK(memcmp(c1, o.data, ob) == 0, "kind %d (%s): out differs between 1 and 3 threads", (int)d.kind, attn_kind_name(d.kind));
         free(c1);
-        if (d.kind == ATTN_BIGBIRD) {             /* its backward: guards, untouched on error, finite, thread-bitwise */
-            size_t bq, bk, bv;
-            attn_tensor dout = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, Dv, 0, NULL);
-            attn_tensor dq = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, D, 1, &bq), dk = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, D, 1, &bk);
-            attn_tensor dv = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, Dv, 1, &bv);
-            t_sentinel(dq.data, bq, 0xC7); t_sentinel(dk.data, bk, 0xC7); t_sentinel(dv.data, bv, 0xC7);
-            st = attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv);
-            FZ_STATUS(st, "bigbird backward: unknown status %d", (int)st); g_valid += st == ATTN_OK;
-            if (st != ATTN_OK) {
-                FZ_CHECK(t_sentinel_ok(dq.data, bq, 0xC7) && t_sentinel_ok(dk.data, bk, 0xC7) && t_sentinel_ok(dv.data, bv, 0xC7),
-                         "bigbird backward: a gradient written on error %s", attn_status_str(st));
-            } else {
-                void *g1 = gb_dup(dq.data, bq), *g2 = gb_dup(dk.data, bk), *g3 = gb_dup(dv.data, bv);
-                FZ_CHECK(!has_nan(&dq) && !has_nan(&dk) && !has_nan(&dv), "bigbird backward: NaN gradient from finite inputs");
-                d.n_threads = d.n_threads == 1 ? 3 : 1;
-                FZ_CHECK(attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv) == ATTN_OK, "bigbird backward: second call failed");
-                FZ_CHECK(memcmp(g1, dq.data, bq) == 0 && memcmp(g2, dk.data, bk) == 0 && memcmp(g3, dv.data, bv) == 0,
-                         "bigbird backward differs between thread counts");
-                free(g1); free(g2); free(g3);
-            }
-        }
     }
-    if (st == ATTN_OK && d.kind == ATTN_LSH) {           /* the backward: a status and untouched gradients, or finite and thread-invariant */
-        attn_tensor dout = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, Dv, 0, NULL), dq, dk, dv;
-        size_t bq, bk, bv;
-        dq = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, D, 1, &bq);
-        dk = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, D, 1, &bk);
-        dv = fz_tensor(f, &r, fz_dtype(f), B, Sk, Hkv, Dv, 1, &bv);
-        if (!dt_ok(dout.dtype) || dout.batch < 1) return;
-        t_sentinel(dq.data, bq, 0xC7); t_sentinel(dk.data, bk, 0xC7); t_sentinel(dv.data, bv, 0xC7);
-        st = attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv);
-        FZ_STATUS(st, "lsh backward: unknown status %d", (int)st); g_valid += st == ATTN_OK;
-        if (st != ATTN_OK) {
-            FZ_CHECK(t_sentinel_ok(dq.data, bq, 0xC7) && t_sentinel_ok(dk.data, bk, 0xC7) && t_sentinel_ok(dv.data, bv, 0xC7),
-                     "lsh backward: a gradient written on error %s", attn_status_str(st));
-        } else {
-            void *c1 = gb_dup(dq.data, bq), *c2 = gb_dup(dk.data, bk), *c3 = gb_dup(dv.data, bv);
-            FZ_CHECK(!has_nan(&dq) && !has_nan(&dk) && !has_nan(&dv), "lsh backward: NaN gradient from finite inputs");
-            d.n_threads = d.n_threads == 1 ? 3 : 1;
-            FZ_CHECK(attn_backward(&d, q, k, v, o, dout, lse, dq, dk, dv) == ATTN_OK, "lsh backward: second call failed");
-            FZ_CHECK(memcmp(c1, dq.data, bq) == 0 && memcmp(c2, dk.data, bk) == 0 && memcmp(c3, dv.data, bv) == 0,
-                     "lsh backward differs between thread counts");
-            free(c1); free(c2); free(c3);
-        }
-    }
-    if (st == ATTN_OK && d.kind == ATTN_NYSTROM) {   /* issue 29: its backward: untouched on error, 1 and 3 threads bitwise */
-        size_t bq, bk, bv, bc = sizeof(float) * (size_t)Hq * (size_t)FZMAX(1, d.nystrom.conv_kernel);
-        attn_tensor dout = fz_tensor(f, &r, ot, B, Sq, Hq, Dv, 0, NULL);
-        attn_tensor gq = fz_tensor(f, &r, qt, B, Sq, Hq, D, 1, &bq), gk = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 1, &bk);
-        attn_tensor gv = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 1, &bv);
-        float *dcv = (float *)gb_alloc(bc);
-        t_sentinel(dcv, bc, 0xC7);
-        if (fz_chance(f, 160)) d.nystrom.dconv = dcv;   /* without conv: refused */
-        st = attn_backward(&d, q, k, v, o, dout, NULL, gq, gk, gv);
-        FZ_STATUS(st, "nystrom backward: unknown status %d", (int)st);
-        if (st != ATTN_OK) {
-            FZ_CHECK(t_sentinel_ok(gq.data, bq, 0xC7) && t_sentinel_ok(gk.data, bk, 0xC7) && t_sentinel_ok(gv.data, bv, 0xC7) &&
-                     t_sentinel_ok(dcv, bc, 0xC7), "nystrom backward: an output written on error %s", attn_status_str(st));
-        } else {
-            void *c1 = gb_dup(gq.data, bq), *c2 = gb_dup(gk.data, bk), *c3 = gb_dup(gv.data, bv), *c4 = gb_dup(dcv, bc);
-            ++g_valid;
-            d.n_threads = d.n_threads == 1 ? 3 : 1;
-            FZ_CHECK(attn_backward(&d, q, k, v, o, dout, NULL, gq, gk, gv) == ATTN_OK, "nystrom backward: second call failed");
-            FZ_CHECK(memcmp(c1, gq.data, bq) == 0 && memcmp(c2, gk.data, bk) == 0 && memcmp(c3, gv.data, bv) == 0 &&
-                     memcmp(c4, dcv, bc) == 0, "nystrom backward: gradients differ between 1 and 3 threads");
-            free(c1); free(c2); free(c3); free(c4);
-        }
+    if (st == ATTN_OK) fz_kind_backward(f, &r, &d, q, k, v, o, lse);
+}
+
+/* The backward of the call target_kinds just ran (every kind has one since issue 29), on the
+   same inputs and desc: a status with every gradient (Nystromformer's conv taps too) untouched,
+   or finite gradients bitwise equal for 1 and 3 threads. lse is the forward's (NULL for kinds
+   without one). */
+static void fz_kind_backward(fz *f, t_rng *r, attn_desc *d, attn_tensor q, attn_tensor k, attn_tensor v, attn_tensor o, float *lse) {
+    const int B = q.batch, Sq = q.seq, Hq = q.heads, Sk = k.seq, Hkv = k.heads, D = q.dim, Dv = v.dim;
+    size_t bq, bk, bv, bc = sizeof(float) * (size_t)Hq * (size_t)FZMAX(1, d->nystrom.conv_kernel);
+    attn_tensor dout = fz_tensor(f, r, fz_dtype(f), B, Sq, Hq, Dv, 0, NULL);
+    attn_tensor dq = fz_tensor(f, r, fz_dtype(f), B, Sq, Hq, D, 1, &bq), dk = fz_tensor(f, r, fz_dtype(f), B, Sk, Hkv, D, 1, &bk);
+    attn_tensor dv = fz_tensor(f, r, fz_dtype(f), B, Sk, Hkv, Dv, 1, &bv);
+    float *dconv = (float *)gb_alloc(bc);
+    const char *name = attn_kind_name(d->kind);
+    attn_status st;
+    t_sentinel(dq.data, bq, 0xC7); t_sentinel(dk.data, bk, 0xC7); t_sentinel(dv.data, bv, 0xC7); t_sentinel(dconv, bc, 0xC7);
+    if (d->kind == ATTN_NYSTROM && fz_chance(f, 160)) d->nystrom.dconv = dconv;   /* without conv: refused */
+    st = attn_backward(d, q, k, v, o, dout, lse, dq, dk, dv);
+    FZ_STATUS(st, "%s backward: unknown status %d", name, (int)st); g_valid += st == ATTN_OK;
+    if (st != ATTN_OK) {
+        FZ_CHECK(t_sentinel_ok(dq.data, bq, 0xC7) && t_sentinel_ok(dk.data, bk, 0xC7) && t_sentinel_ok(dv.data, bv, 0xC7) &&
+                 t_sentinel_ok(dconv, bc, 0xC7), "%s backward: an output written on error %s", name, attn_status_str(st));
+    } else {
+        void *c1 = gb_dup(dq.data, bq), *c2 = gb_dup(dk.data, bk), *c3 = gb_dup(dv.data, bv), *c4 = gb_dup(dconv, bc);
+        FZ_CHECK(!has_nan(&dq) && !has_nan(&dk) && !has_nan(&dv), "%s backward: NaN gradient from finite inputs", name);
+        d->n_threads = d->n_threads == 1 ? 3 : 1;
+        FZ_CHECK(attn_backward(d, q, k, v, o, dout, lse, dq, dk, dv) == ATTN_OK, "%s backward: second call failed", name);
+        FZ_CHECK(memcmp(c1, dq.data, bq) == 0 && memcmp(c2, dk.data, bk) == 0 && memcmp(c3, dv.data, bv) == 0 &&
+                 memcmp(c4, dconv, bc) == 0, "%s backward: gradients differ between 1 and 3 threads", name);
+        free(c1); free(c2); free(c3); free(c4);
     }
 }
 
