@@ -586,8 +586,67 @@ static void test_performer_pytorch_fixture(void) {
     free(q); free(k); free(v); free(W); free(ref); free(fq); free(fk); free(fv); free(fW); free(out);
 }
 
+/* torch autograd through performer-pytorch's FastAttention (tests/fixtures/performer_pytorch_bwd.py),
+   the same recipe as above (its W, eps 1e-4 / relu_normalize 1, v zeroed at padded rows, no
+   seqlens): attn_backward's dq, dk, dv (of the masked v) within 1e-4 of each gradient's largest
+   magnitude, both kernels. */
+static void test_performer_pytorch_grad_fixture(void) {
+    const char *F = "performer_pytorch_bwd.txt";
+    static const char *const gname[3] = { "dq", "dk", "dv" };
+    double dims[5], *buf[4], *ref = NULL, *W = NULL;
+    float *f32[4], *out = NULL, *g[3], *fW = NULL;
+    size_t n, i;
+    int B, N, H, D, M, kern, a;
+    if (!T_CHECK(T_FIXTURE(F, "dims", dims, 5), "performer-pytorch gradient fixture: %s unreadable", F)) return;
+    B = (int)dims[0]; N = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; M = (int)dims[4];
+    n = (size_t)B * N * H * D;
+    for (a = 0; a < 4; ++a) { buf[a] = (double *)t_xmalloc(n * sizeof(double)); f32[a] = (float *)t_xmalloc(n * 4); }
+    for (a = 0; a < 3; ++a) g[a] = (float *)t_xmalloc(n * 4);
+    ref = (double *)t_xmalloc(n * sizeof(double)); out = (float *)t_xmalloc(n * 4);
+    W = (double *)t_xmalloc((size_t)M * D * sizeof(double)); fW = (float *)t_xmalloc((size_t)M * D * 4);
+    if (T_CHECK(T_FIXTURE(F, "q", buf[0], n) && T_FIXTURE(F, "k", buf[1], n) && T_FIXTURE(F, "v", buf[2], n) &&
+                T_FIXTURE(F, "dout", buf[3], n), "performer-pytorch gradient fixture: q, k, v, dout")) {
+        for (a = 0; a < 4; ++a) for (i = 0; i < n; ++i) f32[a][i] = (float)buf[a][i];   /* v is already masked */
+        for (kern = 0; kern < 2; ++kern) {
+            const char *kn = kern ? "relu" : "softmax";
+            char name[32];
+            attn_desc d;
+            attn_tensor t[4], tg[3], to = attn_tensor_dense(out, ATTN_F32, B, N, H, D);
+            double worst = 0.0;
+            for (a = 0; a < 4; ++a) t[a] = attn_tensor_dense(f32[a], ATTN_F32, B, N, H, D);
+            for (a = 0; a < 3; ++a) tg[a] = attn_tensor_dense(g[a], ATTN_F32, B, N, H, D);
+            snprintf(name, sizeof name, "w_%s", kn);
+            if (!T_CHECK(T_FIXTURE(F, name, W, (size_t)M * D), "performer-pytorch gradient fixture: %s", name)) continue;
+            for (i = 0; i < (size_t)M * D; ++i) fW[i] = (float)W[i];
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_PERFORMER;
+            d.performer.projection = fW; d.performer.features = M; d.performer.projection_dim = D;
+            if (kern) { d.performer.kernel = ATTN_PERFORMER_RELU; d.performer.relu_normalize = 1; }
+            else d.performer.eps = 1e-4f;
+            if (!T_CHECK(attn_forward(&d, t[0], t[1], t[2], to, NULL) == ATTN_OK &&
+                         attn_backward(&d, t[0], t[1], t[2], to, t[3], NULL, tg[0], tg[1], tg[2]) == ATTN_OK,
+                         "performer-pytorch gradient fixture (%s): calls", kn)) continue;
+            for (a = 0; a < 3; ++a) {
+                double mx = 0.0, err = 0.0;
+                snprintf(name, sizeof name, "%s_%s", gname[a], kn);
+                if (!T_CHECK(T_FIXTURE(F, name, ref, n), "performer-pytorch gradient fixture: %s", name)) continue;
+                for (i = 0; i < n; ++i) { mx = fmax(mx, fabs(ref[i])); err = fmax(err, fabs(g[a][i] - ref[i])); }
+                err /= fmax(mx, 1e-30);
+                worst = fmax(worst, err);
+                T_CHECK(err <= 1e-4, "performer-pytorch gradient fixture (%s kernel): %s off by %.3g of its largest value",
+                        kn, gname[a], err);
+            }
+            printf("      performer: performer-pytorch autograd (%s kernel): dq, dk, dv within %.3g of each largest value\n", kn, worst);
+        }
+    }
+    for (a = 0; a < 4; ++a) { free(buf[a]); free(f32[a]); }
+    for (a = 0; a < 3; ++a) free(g[a]);
+    free(ref); free(out); free(W); free(fW);
+}
+
 void test_performer(void) {
     test_performer_pytorch_fixture();
+    test_performer_pytorch_grad_fixture();
     test_performer_draw();
     test_performer_sweep();
     test_performer_prefix();

@@ -485,7 +485,7 @@ static void fx_cmp(const char *what, const float *got, const double *want, size_
 static void test_bwd_fixtures(void) {
     t_fix fx;
     double *dims, *a[18];
-    int i, ok = 1;
+    int i, cx, ok = 1;
     if (!t_fix_open(&fx, "ssm_bwd_torch.txt")) { T_CHECK(0, "tests/fixtures/ssm_bwd_torch.txt missing"); return; }
     {   /* HF MambaMixer conv1d + SiLU */
         int B, D, K, L;
@@ -558,40 +558,44 @@ static void test_bwd_fixtures(void) {
         }
         for (i = 0; i < 14; ++i) free(a[i]);
     }
-    if (ok) {   /* selective_scan_ref, complex A */
+    for (cx = 1; cx >= 0 && ok; --cx) {   /* selective_scan_ref: complex A ("mamba"), then real A ("mreal": HF's slow path) */
+        static const char *in_suffix[9] = { "u", "delta", "A", "B", "C", "D", "z", "delta_bias", "dy" };
+        static const char *g_suffix[8] = { "du", "ddelta", "dA", "dB", "dC", "dD", "dz", "ddelta_bias" };
+        const char *pre = cx ? "mamba" : "mreal";
+        char nm[40];
         int B, D, N, L, G;
-        size_t nx, na, nbc;
+        size_t nx, na, nbc, ns[9];
         float *f[9], *y, *g[8];
         attn_ssm_grads gr;
         attn_ssm_desc d;
         attn_ssm_tensor tu, tdl, tb, tc, tz;
-        static const char *in_names[9] = { "mamba_u", "mamba_delta", "mamba_A", "mamba_B", "mamba_C", "mamba_D", "mamba_z",
-                                           "mamba_delta_bias", "mamba_dy" };
-        static const char *g_names[8] = { "mamba_du", "mamba_ddelta", "mamba_dA", "mamba_dB", "mamba_dC", "mamba_dD",
-                                          "mamba_dz", "mamba_ddelta_bias" };
-        size_t ns[9];
-        if (!(dims = fx_next(&fx, "mamba_dims", 5))) { t_fix_close(&fx); return; }
+        snprintf(nm, sizeof nm, "%s_dims", pre);
+        if (!(dims = fx_next(&fx, nm, 5))) { t_fix_close(&fx); return; }
         B = (int)dims[0]; D = (int)dims[1]; N = (int)dims[2]; L = (int)dims[3]; G = (int)dims[4]; free(dims);
-        nx = (size_t)B * D * L; na = (size_t)D * N * 2; nbc = (size_t)B * G * N * 2 * L;
+        nx = (size_t)B * D * L; na = (size_t)D * N * (cx ? 2 : 1); nbc = (size_t)B * G * N * (cx ? 2 : 1) * L;
         ns[0] = nx; ns[1] = nx; ns[2] = na; ns[3] = nbc; ns[4] = nbc; ns[5] = D; ns[6] = nx; ns[7] = D; ns[8] = nx;
-        for (i = 0; i < 9; ++i) ok &= (a[i] = fx_next(&fx, in_names[i], ns[i])) != NULL;
-        ok &= (a[9] = fx_next(&fx, "mamba_y", nx)) != NULL;
-        for (i = 0; i < 8; ++i) ok &= (a[10 + i] = fx_next(&fx, g_names[i], i == 6 ? nx : ns[i])) != NULL;
+        memset(a, 0, sizeof a);
+        for (i = 0; i < 9; ++i) { snprintf(nm, sizeof nm, "%s_%s", pre, in_suffix[i]); ok &= (a[i] = fx_next(&fx, nm, ns[i])) != NULL; }
+        snprintf(nm, sizeof nm, "%s_y", pre);
+        ok &= (a[9] = fx_next(&fx, nm, nx)) != NULL;
+        for (i = 0; i < 8; ++i) { snprintf(nm, sizeof nm, "%s_%s", pre, g_suffix[i]); ok &= (a[10 + i] = fx_next(&fx, nm, i == 6 ? nx : ns[i])) != NULL; }
         if (ok) {
+            const int bl = cx ? 2 * L : L;
             for (i = 0; i < 9; ++i) f[i] = fx_f32(a[i], ns[i]);
             y = (float *)t_xmalloc(4 * nx);
             for (i = 0; i < 8; ++i) g[i] = (float *)t_xmalloc(4 * (i == 6 ? nx : ns[i]));
             gr.du = g[0]; gr.ddelta = g[1]; gr.dA = g[2]; gr.dB = g[3]; gr.dC = g[4]; gr.dD = g[5]; gr.dz = g[6]; gr.ddelta_bias = g[7];
             memset(&d, 0, sizeof d);
-            d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = G; d.delta_softplus = 1; d.a_complex = 1;
+            d.batch = B; d.dim = D; d.len = L; d.d_state = N; d.n_groups = G; d.delta_softplus = 1; d.a_complex = cx;
             tu = attn_ssm_tensor_dense(f[0], ATTN_F32, D, L); tdl = attn_ssm_tensor_dense(f[1], ATTN_F32, D, L);
-            tb = attn_ssm_tensor_dense(f[3], ATTN_F32, G * N, 2 * L); tc = attn_ssm_tensor_dense(f[4], ATTN_F32, G * N, 2 * L);
+            tb = attn_ssm_tensor_dense(f[3], ATTN_F32, G * N, bl); tc = attn_ssm_tensor_dense(f[4], ATTN_F32, G * N, bl);
             tz = attn_ssm_tensor_dense(f[6], ATTN_F32, D, L);
             T_CHECK(attn_ssm_selective_scan(&d, tu, tdl, f[2], tb, tc, f[5], tz, f[7], NULL, attn_ssm_tensor_dense(y, ATTN_F32, D, L), NULL) == ATTN_OK &&
                     attn_ssm_selective_scan_backward(&d, tu, tdl, f[2], tb, tc, f[5], tz, f[7], NULL,
-                                                     attn_ssm_tensor_dense(f[8], ATTN_F32, D, L), &gr) == ATTN_OK, "fixture mamba calls");
-            fx_cmp("mamba y", y, a[9], nx);
-            for (i = 0; i < 8; ++i) fx_cmp(g_names[i], g[i], a[10 + i], i == 6 ? nx : ns[i]);
+                                                     attn_ssm_tensor_dense(f[8], ATTN_F32, D, L), &gr) == ATTN_OK, "fixture %s calls", pre);
+            snprintf(nm, sizeof nm, "%s y", pre);
+            fx_cmp(nm, y, a[9], nx);
+            for (i = 0; i < 8; ++i) { snprintf(nm, sizeof nm, "%s %s", pre, g_suffix[i]); fx_cmp(nm, g[i], a[10 + i], i == 6 ? nx : ns[i]); }
             for (i = 0; i < 9; ++i) free(f[i]);
             for (i = 0; i < 8; ++i) free(g[i]);
             free(y);
@@ -599,7 +603,7 @@ static void test_bwd_fixtures(void) {
         for (i = 0; i < 18; ++i) free(a[i]);
     }
     t_fix_close(&fx);
-    if (ok) printf("      ssm: torch autograd fixtures (conv1d + SiLU, S4D, complex-A scan; outputs and gradients): largest relative error %.3g\n", fx_worst);
+    if (ok) printf("      ssm: torch autograd fixtures (conv1d + SiLU, S4D, complex- and real-A scan; outputs and gradients): largest relative error %.3g\n", fx_worst);
 }
 
 void test_ssm_bwd(void) {
