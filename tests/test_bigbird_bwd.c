@@ -239,8 +239,8 @@ static void bbw_run(t_rng *rng, int B, int nb, int blk, int Hq, int Hkv, int D, 
                 fd = (lp - lm) / (2.0 * hstep);
                 ferr = fmax(ferr, fabs(fd - lib[which][at]));
                 T_CHECK(fabs(fd - ref[which][at]) <= 1e-6 * fmax(1.0, fabs(fd)),
-                        "%s: the analytic reference disagrees with finite differences (grad %d at %zu: %.9g vs %.9g)", what,
-                        which, at, ref[which][at], fd);
+                        "%s: the analytic reference disagrees with finite differences (grad %d at %lu: %.9g vs %.9g)", what,
+                        which, (unsigned long)at, ref[which][at], fd);
             }
         }
         ferr /= gmax;
