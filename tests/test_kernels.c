@@ -468,7 +468,7 @@ static void test_pool(void) {
    thread index below the call's n_threads, whether the call gets the pool (2 threads) or starts
    its own (more threads than the pool has, a call from inside a pool task, a second user
    thread while the first holds the pool), and after fork() in the child (which must not wait
-   for the parent's workers). */
+   for the parent's workers; not under qemu-user, T_NO_FORK: it aborts on such a fork). */
 static int shared_round(int n_tasks, int n_threads) {
     pool_job *j = (pool_job *)calloc(1, sizeof *j);
     int i, ok;
