@@ -403,6 +403,25 @@ static int lt_read_floats(FILE *f, const char *name, float *x, size_t n) {
     return 1;
 }
 
+/* A fixture case line: "case NAME B n H D chunk n_hashes n_buckets causal n_factors factors...",
+   each value in range (0 otherwise); and the rotation columns it implies (HF: nb/2, or the sum of
+   the factors' halves). */
+static int lt_read_case(FILE *f, char *name, int *B, int *n, int *H, int *D, int *c, int *nh, int *nb, int *causal,
+                        int *nfac, int fac[4]) {
+    char tag[32];
+    int i, ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, B, n, H, D, c, nh, nb, causal, nfac) == 11 &&
+                !strcmp(tag, "case") && *B > 0 && *B <= 64 && *n > 0 && *n <= 4096 && *H > 0 && *H <= 64 && *D > 0 &&
+                *D <= 256 && *c > 0 && *nh > 0 && *nh <= 16 && *nb >= 2 && *nb <= 4096 && *nfac >= 0 && *nfac <= 4;
+    for (i = 0; i < *nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
+    return ok;
+}
+static int lt_rotation_cols(int nb, int nfac, const int fac[4]) {
+    int i, cols = 0;
+    if (!nfac) return nb / 2;
+    for (i = 0; i < nfac; ++i) cols += fac[i] / 2;
+    return cols;
+}
+
 static void lt_fixture(void) {
     const char *path = "tests/fixtures/reformer_hf.txt";
     FILE *f = fopen(path, "r");
@@ -421,13 +440,9 @@ static void lt_fixture(void) {
         int *lens;
         attn_desc d;
         attn_status s;
-        ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac) == 11 &&
-             !strcmp(tag, "case") && B > 0 && B <= 64 && n > 0 && n <= 4096 && H > 0 && H <= 64 && D > 0 && D <= 256 && c > 0 &&
-             nh > 0 && nh <= 16 && nb >= 2 && nb <= 4096 && nfac >= 0 && nfac <= 4;
-        for (i = 0; i < nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
+        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac);
         if (!T_CHECK(ok, "lsh fixture: bad case line")) break;
-        if (!nfac) cols = nb / 2;
-        for (i = 0; i < nfac; ++i) cols += fac[i] / 2;
+        cols = lt_rotation_cols(nb, nfac, fac);
         cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
         qk = t_owned_dense(ATTN_F32, B, n, H, D); v = t_owned_dense(ATTN_F32, B, n, H, D); o = t_owned_dense(ATTN_F32, B, n, H, D);
         rot = (float *)t_xmalloc(sizeof(float) * nrot); hf = (float *)t_xmalloc(sizeof(float) * cnt);
@@ -754,13 +769,9 @@ static void lt_bwd_fixture(void) {
         int *lens;
         attn_desc d;
         attn_status s;
-        ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac) == 11 &&
-             !strcmp(tag, "case") && B > 0 && B <= 64 && n > 0 && n <= 4096 && H > 0 && H <= 64 && D > 0 && D <= 256 && c > 0 &&
-             nh > 0 && nh <= 16 && nb >= 2 && nb <= 4096 && nfac >= 0 && nfac <= 4;
-        for (i = 0; i < nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
+        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac);
         if (!T_CHECK(ok, "lsh backward fixture: bad case line")) break;
-        if (!nfac) cols = nb / 2;
-        for (i = 0; i < nfac; ++i) cols += fac[i] / 2;
+        cols = lt_rotation_cols(nb, nfac, fac);
         cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
         qk = t_owned_dense(ATTN_F32, B, n, H, D); v = t_owned_dense(ATTN_F32, B, n, H, D); o = t_owned_dense(ATTN_F32, B, n, H, D);
         dO = t_owned_dense(ATTN_F32, B, n, H, D);
