@@ -92,8 +92,8 @@ static void r_linformer(const attn_desc *d, const attn_tensor *q, const attn_ten
     free(Kp); free(Vp); free(o);
 }
 
-/* plain matrix product C [m][n] = A [m][k] B [k][n] */
-static void r_mm(const double *A, const double *Bm, double *C, int m, int k, int n) {
+/* plain matrix product C [m][n] = A [m][k] B [k][n] (also test_nystrom_bwd.c's) */
+void r_mm(const double *A, const double *Bm, double *C, int m, int k, int n) {
     int i, j, p;
     for (i = 0; i < m; ++i)
         for (j = 0; j < n; ++j) {
@@ -103,8 +103,8 @@ static void r_mm(const double *A, const double *Bm, double *C, int m, int k, int
         }
 }
 
-/* A's largest column sum */
-static double r_colmax(const double *A, int m) {
+/* A's largest column sum (also test_nystrom_bwd.c's) */
+double r_colmax(const double *A, int m) {
     double mx = -INFINITY;
     int i, j;
     for (j = 0; j < m; ++j) {

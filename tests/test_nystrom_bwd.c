@@ -37,27 +37,6 @@ static void nb_softmax(double *s, const int *ok, int n, double fill) {
     for (j = 0; j < n; ++j) s[j] /= sum;
 }
 
-static void nb_mm(const double *A, const double *Bm, double *C, int m, int k, int n) {   /* C = A B */
-    int i, j, p;
-    for (i = 0; i < m; ++i)
-        for (j = 0; j < n; ++j) {
-            double a = 0.0;
-            for (p = 0; p < k; ++p) a += A[(size_t)i * k + p] * Bm[(size_t)p * n + j];
-            C[(size_t)i * n + j] = a;
-        }
-}
-
-static double nb_colmax(const double *A, int m) {
-    double mx = -INFINITY;
-    int i, j;
-    for (j = 0; j < m; ++j) {
-        double s = 0.0;
-        for (i = 0; i < m; ++i) s += A[(size_t)i * m + j];
-        if (s > mx) mx = s;
-    }
-    return mx;
-}
-
 /* Z = the Nystromformer iterate from Z0 = A^T / c */
 static void nb_pinv(const double *A, int m, int iters, double c, double *Z) {
     const size_t mm = (size_t)m * m;
@@ -65,16 +44,16 @@ static void nb_pinv(const double *A, int m, int iters, double c, double *Z) {
     int i, j, it;
     for (i = 0; i < m; ++i) for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] / c;
     for (it = 0; it < iters; ++it) {
-        nb_mm(A, Z, AZ, m, m, m);
+        r_mm(A, Z, AZ, m, m, m);
         for (i = 0; i < (int)mm; ++i) T[i] = -AZ[i];
         for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 7.0;
-        nb_mm(AZ, T, U, m, m, m);
+        r_mm(AZ, T, U, m, m, m);
         for (i = 0; i < (int)mm; ++i) U[i] = -U[i];
         for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0;
-        nb_mm(AZ, U, T, m, m, m);
+        r_mm(AZ, U, T, m, m, m);
         for (i = 0; i < (int)mm; ++i) T[i] = -T[i];
         for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 13.0;
-        nb_mm(Z, T, U, m, m, m);
+        r_mm(Z, T, U, m, m, m);
         for (i = 0; i < (int)mm; ++i) Z[i] = 0.25 * U[i];
     }
     free(AZ);
@@ -155,7 +134,7 @@ static void nb_forward(const nb_case *c, const double *q, const double *k, const
                         else for (j = 0; j < m; ++j) A[(size_t)i * m + j] = 1.0 / m;
                     }
                     if (pass == 0) {
-                        const double cm = nb_colmax(A, m);
+                        const double cm = r_colmax(A, m);
                         if (cm > gmax) gmax = cm;
                     } else {
                         for (i = 0; i < m; ++i) {
@@ -163,9 +142,9 @@ static void nb_forward(const nb_case *c, const double *q, const double *k, const
                             if (lmq[i]) nb_softmax(Bm + (size_t)i * nk, mk, nk, 0.0);
                             else for (t = 0; t < nk; ++t) Bm[(size_t)i * nk + t] = 1.0 / nk;
                         }
-                        nb_mm(Bm, Vp, BV, m, nk, Dv);
-                        nb_pinv(A, m, c->iters, c->batch_init ? gmax : nb_colmax(A, m), Z);
-                        nb_mm(Z, BV, W, m, m, Dv);
+                        r_mm(Bm, Vp, BV, m, nk, Dv);
+                        nb_pinv(A, m, c->iters, c->batch_init ? gmax : r_colmax(A, m), Z);
+                        r_mm(Z, BV, W, m, m, Dv);
                         for (i = 0; i < Lq; ++i) {
                             for (j = 0; j < m; ++j) f[j] = sc * nb_dot(Qp + (size_t)(pq + i) * D, Kl + (size_t)j * D, D);
                             nb_softmax(f, lmk, m, -1.0);
