@@ -66,9 +66,9 @@
             dependent token-shift mix (the ddlerp LoRA; the mix here is static, RWKV-5's) and the
             channel-mixing half (the model's MLP stands in for it).
      s4d    S4D's block (Gu et al. 2022, s4d.py): per channel a diagonal LTI SSM of 16 complex
-            modes (N = 32) (attn_ssm_s4d, ZOH, S4D-Lin init A = -0.5 + i pi n, B = 1 folded into C, dt
-            log-uniform in [1e-3, 0.1]), D skip, GELU, output projection d -> 2d + GLU. The
-            same filter for every input: the contrast with Mamba's selective scan.
+            modes, N = 32 (attn_ssm_s4d, ZOH, S4D-Lin init A = -0.5 + i pi n, B = 1 folded into
+            C, dt log-uniform in [1e-3, 0.1]), D skip, GELU, output projection d -> 2d + GLU.
+            The same filter for every input: the contrast with Mamba's selective scan.
    A kind whose attn_backward returns ATTN_ERR_KIND_OP is reported as "no backward yet" and
    trains by itself once the library has its backward. */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime, also under -std=c99 without threads */
@@ -409,12 +409,14 @@ static void model_layout(model *m) {
         const size_t before = m->n_params;
         p->ln1g = take(m, d); p->ln1b = take(m, d);
         p->wq = p->bq = p->wk = p->bk = p->wv = p->bv = p->wa = p->ba = p->wd = p->e = p->f = NONE;
+        p->wo = p->bo = NONE;
         if (ki->path == P_BLOCK) block_layout(m, p);
-        else if (k != ATTN_LAYER_DIRECT) { p->wq = take(m, (size_t)d * d); p->bq = take(m, d); }
-        if ((k == ATTN_LAYER_STANDARD || k == ATTN_LAYER_OPTIMIZED) && !shared && ki->path != P_BLOCK) { p->wk = take(m, (size_t)d * d); p->bk = take(m, d); }
-        if ((k == ATTN_LAYER_STANDARD || k == ATTN_LAYER_DIRECT) && ki->path != P_BLOCK) { p->wv = take(m, (size_t)d * d); p->bv = take(m, d); }
-        if (ki->path != P_BLOCK) { p->wo = take(m, (size_t)d * d); p->bo = take(m, d); }
-        else p->wo = p->bo = NONE;
+        else {
+            if (k != ATTN_LAYER_DIRECT) { p->wq = take(m, (size_t)d * d); p->bq = take(m, d); }
+            if ((k == ATTN_LAYER_STANDARD || k == ATTN_LAYER_OPTIMIZED) && !shared) { p->wk = take(m, (size_t)d * d); p->bk = take(m, d); }
+            if (k == ATTN_LAYER_STANDARD || k == ATTN_LAYER_DIRECT) { p->wv = take(m, (size_t)d * d); p->bv = take(m, d); }
+            p->wo = take(m, (size_t)d * d); p->bo = take(m, d);
+        }
         if (k == ATTN_LAYER_SUPER) { p->wa = take(m, (size_t)T * T); p->ba = take(m, T); }
         if (k == ATTN_LAYER_DIRECT) p->wd = take(m, (size_t)T * T);
         if (ki->path == P_KIND && ki->akind == ATTN_LINFORMER) {   /* E, F [heads][k][T]: trained */
@@ -444,9 +446,10 @@ static void *xcalloc(size_t n, size_t size) {
     return p;
 }
 
-/* The P_BLOCK buffers of N rows: slots of the cache (one layer's activations kept for the
-   backward; *_C names) and of the backward's scratch (*_S names). Sets c[], s[] from the bases
-   when given; returns the cache's floats per layer and the scratch's floats in *scratch. */
+/* The P_BLOCK buffers for N rows: the slots of the cache (a layer's activations the backward
+   reads: MC_, RC_, SC_) and of the backward's scratch (MS_, RS_, SS_). With c, sets c[slot] in
+   the cache at base_c and c[16 + slot] in m->bs. Returns the cache's floats (per layer); the
+   scratch's floats in *scratch. */
 enum { MC_XZ, MC_XT, MC_XC, MC_XCR, MC_DBC, MC_DELTA, MC_BT, MC_CT, MC_ZT, MC_YT, MC_YR, MC_A, MC_N };
 enum { MS_ROWS, MS_DY, MS_DU, MS_DDELTA, MS_DZ, MS_DB, MS_DC, MS_DA, MS_DDBC, MS_DXCR, MS_DXC, MS_DXT, MS_DXZ, MS_N };
 enum { RC_XS, RC_R, RC_K, RC_V, RC_W, RC_WRAW, RC_TH, RC_GPRE, RC_Y, RC_GN, RC_MEAN, RC_RSTD, RC_GATED, RC_N };
