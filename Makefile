@@ -99,8 +99,9 @@ train-compare: $(BUILD)/train
 # 2-layer, d 32 model, 400 steps of 8 sequences (T 64-128) on recall, selective copying,
 # induction, ListOps and the sonnets, 3 seeds, one thread: examples/zoo_train.md, .csv, .svg.
 # About 25 minutes of one idle core of the 2-core test machine with the 12 mechanisms that train
-# today, 30 with the 16 of issue 29 (estimated from --quick's CPU time: ~37k tokens/s); a loaded
-# machine stretches it. --quick (make test) is the 40-step, 1-seed version, under a minute of CPU.
+# today, 30 with the 16 of issue 29 (estimated from --quick's CPU time: ~37k tokens/s), about 40
+# with all 19 (the Mamba, RWKV and S4D blocks: --quick's CPU 46 s against 35 s without them); a
+# loaded machine stretches it. --quick (make test) is the 40-step, 1-seed version, under a minute of CPU.
 zoo-train: $(BUILD)/train
 	$(BUILD)/train --zoo
 
