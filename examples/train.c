@@ -523,8 +523,8 @@ static void block_init(model *m, int l, float s_in, float s_res, unsigned long l
     case B_RWKV: {
         const double r01 = L > 1 ? (double)l / (L - 1) : 0, r10 = 1.0 - (double)l / L;
         for (i = 0; i < d; ++i) {
-            const double ddd = (double)i / d, pw = pow(ddd, r10);
-            const double mu[5] = { 1 - 0.5 * pw, 1 - pw, 1 - (pw + 0.3 * r01), 1 - pw, 1 - 0.5 * pw };   /* r k v w g */
+            const double ddd = (double)i / d, pw = pow(ddd, r10), ph = pow(ddd, 0.5 * r10);
+            const double mu[5] = { 1 - ph, 1 - pw, 1 - (pw + 0.3 * r01), 1 - pw, 1 - ph };   /* r k v w g */
             for (g = 0; g < 5; ++g) P[p->blk[RW_MU] + g * d + i] = (float)mu[g];
             P[p->blk[RW_TD] + i] = (float)(-6 + 5 * pow((double)i / (d > 1 ? d - 1 : 1), 0.7 + 1.3 * r01));
             P[p->blk[RW_U] + i] = (float)(r01 * (1 - (double)i / (d > 1 ? d - 1 : 1)) + ((i + 1) % 3 - 1) * 0.1);
