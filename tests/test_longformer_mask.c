@@ -12,6 +12,8 @@
    (others bitwise untouched) and equals the full call there (bitwise); thread counts bitwise.
    The Hugging Face fixture (tests/fixtures/longformer_hf.py): one local call + one
    global_rows_only call into the same out reproduce LongformerSelfAttention within 2e-5.
+   attn_backward (lm_backward, lm_hf_bwd_fixture): finite differences of the double reference,
+   and HF's autograd gradients (tests/fixtures/longformer_hf_bwd.py) within 1e-4 relative.
    Errors: 326-328 with outputs untouched. */
 #include "test.h"
 #include "fixture.h"
@@ -534,10 +536,76 @@ static void lm_hf_fixture(void) {
     free(out); free(gm); free(gm_d);
 }
 
+/* Hugging Face LongformerSelfAttention's gradients (tests/fixtures/longformer_hf_bwd.py, torch
+   autograd): the recipe's two calls forward (local into out, lse1; global_rows_only into out,
+   lse2), then attn_backward of each: the local call with dout's global rows zeroed (HF replaces
+   those rows of the local attention), the global call with dout. Within 1e-4 of each gradient
+   tensor's largest |value| (a relative bound). */
+static void lm_hf_bwd_fixture(void) {
+    const char *F = "longformer_hf_bwd.txt";
+    static const char *names[14] = { "query", "key", "value", "query_global", "key_global", "value_global", "out", "dout",
+                                     "dquery", "dkey", "dvalue", "dquery_global", "dkey_global", "dvalue_global" };
+    double dims[5], lens_d[3], *buf[14], *gm_d, worst = 0.0;
+    float *t[14], *out, *lse1, *lse2, *dout0, *g[6];
+    unsigned char *gm;
+    int B, S, H, Dh, w, lens[3], a, ok = 1, b, i;
+    size_t n, e;
+    attn_desc d;
+    if (!T_CHECK(T_FIXTURE(F, "dims", dims, 5), "HF Longformer backward fixture: %s unreadable", F)) return;
+    B = (int)dims[0]; S = (int)dims[1]; H = (int)dims[2]; Dh = (int)dims[3]; w = (int)dims[4];
+    n = (size_t)B * S * H * Dh;
+    if (!T_CHECK(B == 3 && T_FIXTURE(F, "lengths", lens_d, 3), "HF Longformer backward fixture: lengths")) return;
+    for (b = 0; b < B; ++b) lens[b] = (int)lens_d[b];
+    gm_d = (double *)t_xmalloc(sizeof(double) * (size_t)B * S);
+    gm = (unsigned char *)t_xmalloc((size_t)B * S);
+    ok &= T_FIXTURE(F, "global_mask", gm_d, (size_t)B * S);
+    for (e = 0; e < (size_t)B * S; ++e) gm[e] = gm_d[e] != 0.0;
+    for (a = 0; a < 14; ++a) {
+        buf[a] = (double *)t_xmalloc(sizeof(double) * n);
+        t[a] = (float *)t_xmalloc(sizeof(float) * n);
+        ok &= T_FIXTURE(F, names[a], buf[a], n);
+        for (e = 0; e < n; ++e) t[a][e] = (float)buf[a][e];
+    }
+    out = (float *)t_xmalloc(sizeof(float) * n); dout0 = (float *)t_xmalloc(sizeof(float) * n);
+    lse1 = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * S); lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * S);
+    for (a = 0; a < 6; ++a) g[a] = (float *)t_xmalloc(sizeof(float) * n);
+    if (T_CHECK(ok, "HF Longformer backward fixture: arrays")) {
+#define LM_T(x) attn_tensor_dense((x), ATTN_F32, B, S, H, Dh)
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LONGFORMER; d.window_left = d.window_right = w;
+        d.seqlens_q = d.seqlens_k = lens; d.longformer.global_mask = gm;
+        ok &= attn_forward(&d, LM_T(t[0]), LM_T(t[1]), LM_T(t[2]), LM_T(out), lse1) == ATTN_OK;
+        memcpy(dout0, t[7], sizeof(float) * n);     /* the local call's dout: global rows 0 */
+        for (b = 0; b < B; ++b)
+            for (i = 0; i < S; ++i)
+                if (gm[(size_t)b * S + i]) memset(dout0 + ((size_t)b * S + i) * H * Dh, 0, sizeof(float) * (size_t)H * Dh);
+        ok &= attn_backward(&d, LM_T(t[0]), LM_T(t[1]), LM_T(t[2]), LM_T(out), LM_T(dout0), lse1, LM_T(g[0]), LM_T(g[1]), LM_T(g[2])) == ATTN_OK;
+        d.longformer.global_rows_only = 1;
+        ok &= attn_forward(&d, LM_T(t[3]), LM_T(t[4]), LM_T(t[5]), LM_T(out), lse2) == ATTN_OK;
+        ok &= attn_backward(&d, LM_T(t[3]), LM_T(t[4]), LM_T(t[5]), LM_T(out), LM_T(t[7]), lse2, LM_T(g[3]), LM_T(g[4]), LM_T(g[5])) == ATTN_OK;
+#undef LM_T
+        T_CHECK(ok, "HF Longformer backward fixture: calls");
+        for (e = 0; e < n; ++e) worst = fmax(worst, fabs(out[e] - buf[6][e]));
+        T_CHECK(worst <= 2e-5, "HF Longformer backward fixture: forward max |diff| %.3g", worst);
+        for (a = 0; a < 6; ++a) {
+            double mx = 0.0, err = 0.0;
+            for (e = 0; e < n; ++e) mx = fmax(mx, fabs(buf[8 + a][e]));
+            for (e = 0; e < n; ++e) err = fmax(err, fabs(g[a][e] - buf[8 + a][e]));
+            T_CHECK(err <= 1e-4 * mx, "HF Longformer backward fixture: %s max |diff| %.3g > 1e-4 x %.3g", names[8 + a], err, mx);
+            worst = fmax(worst, err / mx);
+        }
+        printf("      longformer: HF LongformerSelfAttention gradients fixture max relative |diff| %.3g\n", worst);
+    }
+    for (a = 0; a < 14; ++a) { free(buf[a]); free(t[a]); }
+    for (a = 0; a < 6; ++a) free(g[a]);
+    free(out); free(dout0); free(lse1); free(lse2); free(gm); free(gm_d);
+}
+
 void test_longformer_mask(void) {
     lm_sweep();
     lm_backward();
     lm_properties();
     lm_errors();
     lm_hf_fixture();
+    lm_hf_bwd_fixture();
 }
