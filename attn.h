@@ -23,7 +23,8 @@
         3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, decoding
              (attn__softmax_decode), EL-attention
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
-             dilation; attn__lfg_task with a global_mask), attn__bsr (the block-sparse kernel on the exact core's tiles),
+             dilation; with a global_mask attn__lgm_forward / _backward on the exact core, or
+             attn__lfg_task under causal / ALiBi), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD (backward: attn__bigbird_backward on the exact backward's pair),
              ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
@@ -255,12 +256,20 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    (mask[b][p], or p < global_tokens) and leaves every other row of out and lse as it was
    (their q rows are not read; padding rows included): with the same
    out, one call with the local projections then one with the global projections give Hugging
-   Face's LongformerSelfAttention (docs/guide.md). With a global_mask the call runs a direct
-   kernel (each row's visible keys gathered: the window, plus every global key; a global row
-   reads all Lk keys), fp32, one SIMD dot product and axpy per key, threads over (batch, head):
-   about 5x the tiled core's time for the same window (S 4096, w 256, D 64, 1 thread: 2.3 s
-   against 0.49 s with global_tokens); bias, rope and cu_seqlens are refused
-   (ATTN_ERR_LONGFORMER_GLOBAL_MASK), as is attn_backward (ATTN_ERR_LONGFORMER_MASK_BACKWARD).
+   Face's LongformerSelfAttention (docs/guide.md). With a global_mask the call runs on the exact
+   core's tiled kernels (attn__lgm_forward): the window with each sequence's global keys
+   gathered into slots every row sees, then the global rows gathered over all keys; the same
+   work as global_tokens for the same count, plus up to 63 masked key slots per row (the slots
+   come in 64s) and O(seq * dim) copies. bf16 q/k follow attn_desc.bf16_kernels, as the exact
+   core does. With causal or ALiBi (their distances need the gathered keys' positions) it runs
+   a direct fp32 kernel instead (each row's visible keys gathered, one dot product and axpy per
+   key: about 5x slower). bias, rope and cu_seqlens are refused
+   (ATTN_ERR_LONGFORMER_GLOBAL_MASK). attn_backward takes a global_mask (with global_rows_only:
+   the gradient of the global rows alone; every other dq row 0) on the exact backward's
+   kernels, except with causal or ALiBi (ATTN_ERR_LONGFORMER_MASK_BACKWARD). For HF's two-call
+   layer, the first call's backward takes dout with the global rows zeroed (HF overwrites those
+   rows of the first call's output) and the forward's lse of that call; the second call's the
+   full dout and its own lse.
    field             default (NULL/0)            meaning
    dilations         attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none)
    global_mask       none                        [k.batch][k.seq] per-token global positions
@@ -6214,7 +6223,14 @@ static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, in
             }
         X->softcap = 0.0f;
     }
-    if (P->bias) {
+    if (P->bias && P->bias_sq == 0 && P->bias_heads == 1) {   /* one key row for every query: rows inner */
+        const float *br = P->bias + (ptrdiff_t)(P->bias_batch == 1 ? 0 : seq) * P->bias_sb + c0;
+        for (j = 0; j < nk; ++j) {
+            const float x = br[j];
+            float *sj = S + (size_t)j * ATTN__BQ;
+            for (r = 0; r < n; ++r) sj[r] += x;
+        }
+    } else if (P->bias) {
         for (r = 0; r < n; ++r) {
             const int bb = P->bias_batch == 1 ? 0 : seq, bh = P->bias_heads == 1 ? 0 : head[r];
             const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
@@ -9971,8 +9987,8 @@ static void attn__lf_rows(attn_tensor *t, int rho, int D) {
     t->stride_seq *= D;
 }
 
-/* ---- ATTN_LONGFORMER with longformer.global_mask: a direct kernel --------------------------
-   One task per (sequence, query head): for each row, the keys it sees (attn__visible for the
+/* ---- ATTN_LONGFORMER with longformer.global_mask under causal or ALiBi: a direct kernel -----
+   (without them, attn__lgm_forward below runs on the exact core.) One task per (sequence, query head): for each row, the keys it sees (attn__visible for the
    window and the desc's global/sink tokens, plus the masked global keys; a global row: every
    key) are gathered once, scored, soft-maxed and summed in fp32. Cost per row O((window +
    global keys) * dim), O(Lk * dim) for a global row. */
@@ -10074,7 +10090,7 @@ static void attn__lfg_task(void *ctx, int task, int thread) {
    Global keys: mask[b][j] or j < max(global_tokens, sink_tokens); global rows: mask[b][p] or
    p < global_tokens (positions p = i + Lk - Lq). G is a multiple of ATTN__BK, so the band's
    key chunks do not depend on the other sequences' counts. With causal or ALiBi (a gathered
-   key has no position) the direct kernel above runs instead, forward only. */
+   key has no position) the direct kernel above (attn__lfg_task) runs instead, forward only. */
 typedef struct attn__lgm {
     int B, Sq, Sk, Hq, Hk, G, Gq, bwd;
     int *kpos, *nkey, *rpos, *nrow, *lk2;   /* [B][G], [B], [B][Gq], [B], [B] */
