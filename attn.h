@@ -23,7 +23,8 @@
         3.12 generation: KV caches (contiguous, paged), RoPE, StreamingLLM, decoding
              (attn__softmax_decode), EL-attention
         3.13 sparse attention: ATTN_LONGFORMER (the exact core per run of heads sharing a
-             dilation; attn__lfg_task with a global_mask), attn__bsr (the block-sparse kernel on the exact core's tiles),
+             dilation; with a global_mask attn__lgm_forward / _backward on the exact core, or
+             attn__lfg_task under causal / ALiBi), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD (backward: attn__bigbird_backward on the exact backward's pair),
              ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
@@ -255,12 +256,20 @@ typedef enum attn_kind { ATTN__KIND_LIST(ATTN__KIND_ENUM) ATTN_KIND_END = 40 } a
    (mask[b][p], or p < global_tokens) and leaves every other row of out and lse as it was
    (their q rows are not read; padding rows included): with the same
    out, one call with the local projections then one with the global projections give Hugging
-   Face's LongformerSelfAttention (docs/guide.md). With a global_mask the call runs a direct
-   kernel (each row's visible keys gathered: the window, plus every global key; a global row
-   reads all Lk keys), fp32, one SIMD dot product and axpy per key, threads over (batch, head):
-   about 5x the tiled core's time for the same window (S 4096, w 256, D 64, 1 thread: 2.3 s
-   against 0.49 s with global_tokens); bias, rope and cu_seqlens are refused
-   (ATTN_ERR_LONGFORMER_GLOBAL_MASK), as is attn_backward (ATTN_ERR_LONGFORMER_MASK_BACKWARD).
+   Face's LongformerSelfAttention (docs/guide.md). With a global_mask the call runs on the exact
+   core's tiled kernels (attn__lgm_forward): the window with each sequence's global keys
+   gathered into slots every row sees, then the global rows gathered over all keys; the same
+   work as global_tokens for the same count, plus up to 63 masked key slots per row (the slots
+   come in 64s) and O(seq * dim) copies. bf16 q/k follow attn_desc.bf16_kernels, as the exact
+   core does. With causal or ALiBi (their distances need the gathered keys' positions) it runs
+   a direct fp32 kernel instead (each row's visible keys gathered, one dot product and axpy per
+   key: about 5x slower). bias, rope and cu_seqlens are refused
+   (ATTN_ERR_LONGFORMER_GLOBAL_MASK). attn_backward takes a global_mask (with global_rows_only:
+   the gradient of the global rows alone; every other dq row 0) on the exact backward's
+   kernels, except with causal or ALiBi (ATTN_ERR_LONGFORMER_MASK_BACKWARD). For HF's two-call
+   layer, the first call's backward takes dout with the global rows zeroed (HF overwrites those
+   rows of the first call's output) and the forward's lse of that call; the second call's the
+   full dout and its own lse.
    field             default (NULL/0)            meaning
    dilations         attn_desc.dilation for all  [q.heads] dilation of each query head, >= 0 (0, 1: none)
    global_mask       none                        [k.batch][k.seq] per-token global positions
@@ -1034,7 +1043,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_BIGBIRD_MULTIPLICITY,  325, ATTN_CAT_RANGE,       "attn_desc.bigbird.multiplicity must be ATTN_BIGBIRD_UNION (0), ATTN_BIGBIRD_HF_LISTED (1) or ATTN_BIGBIRD_HF_EVAL (2)") \
     X(ATTN_ERR_LONGFORMER_GLOBAL_MASK, 326, ATTN_CAT_UNSUPPORTED, "attn_desc.longformer.global_mask cannot be combined with bias, rope or cu_seqlens_q/_k") \
     X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 327, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
-    X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
+    X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER and longformer.global_mask does not take causal or alibi_slopes (the forward runs those on a direct kernel)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
     X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
@@ -6214,7 +6223,14 @@ static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, in
             }
         X->softcap = 0.0f;
     }
-    if (P->bias) {
+    if (P->bias && P->bias_sq == 0 && P->bias_heads == 1) {   /* one key row for every query: rows inner */
+        const float *br = P->bias + (ptrdiff_t)(P->bias_batch == 1 ? 0 : seq) * P->bias_sb + c0;
+        for (j = 0; j < nk; ++j) {
+            const float x = br[j];
+            float *sj = S + (size_t)j * ATTN__BQ;
+            for (r = 0; r < n; ++r) sj[r] += x;
+        }
+    } else if (P->bias) {
         for (r = 0; r < n; ++r) {
             const int bb = P->bias_batch == 1 ? 0 : seq, bh = P->bias_heads == 1 ? 0 : head[r];
             const float *br = P->bias + (ptrdiff_t)bb * P->bias_sb + (ptrdiff_t)bh * P->bias_sh +
@@ -9971,8 +9987,8 @@ static void attn__lf_rows(attn_tensor *t, int rho, int D) {
     t->stride_seq *= D;
 }
 
-/* ---- ATTN_LONGFORMER with longformer.global_mask: a direct kernel --------------------------
-   One task per (sequence, query head): for each row, the keys it sees (attn__visible for the
+/* ---- ATTN_LONGFORMER with longformer.global_mask under causal or ALiBi: a direct kernel -----
+   (without them, attn__lgm_forward below runs on the exact core.) One task per (sequence, query head): for each row, the keys it sees (attn__visible for the
    window and the desc's global/sink tokens, plus the masked global keys; a global row: every
    key) are gathered once, scored, soft-maxed and summed in fp32. Cost per row O((window +
    global keys) * dim), O(Lk * dim) for a global row. */
@@ -10062,6 +10078,311 @@ static void attn__lfg_task(void *ctx, int task, int thread) {
     }
 }
 
+/* ---- ATTN_LONGFORMER with longformer.global_mask on the exact core -------------------------
+   Without causal and ALiBi a call is two calls of the exact core (its tiled kernels, forward
+   3.7 and backward 3.9), on tensors gathered into the workspace:
+     local   every row over K' = [the sequence's global keys in G slots ; K] (V' likewise),
+             the G slots as sink_tokens (seen by every row), a key bias row of -inf on the
+             global keys' own band positions (each key counted once) and on unused slots;
+             positions shift by G, so windows, dilations and padding are unchanged
+     global  the global query rows gathered [B][Hq][Gq] (seqlens_q: each sequence's count)
+             over all of K and V, scattered back to out and lse
+   Global keys: mask[b][j] or j < max(global_tokens, sink_tokens); global rows: mask[b][p] or
+   p < global_tokens (positions p = i + Lk - Lq). G is a multiple of ATTN__BK, so the band's
+   key chunks do not depend on the other sequences' counts. With causal or ALiBi (a gathered
+   key has no position) the direct kernel above (attn__lfg_task) runs instead, forward only. */
+typedef struct attn__lgm {
+    int B, Sq, Sk, Hq, Hk, G, Gq, bwd;
+    int *kpos, *nkey, *rpos, *nrow, *lk2;   /* [B][G], [B], [B][Gq], [B], [B] */
+    float *bias, *lseg, *row;               /* [B][G + Sk]; [B][Hq][Gq]; backward: D + Dv */
+    attn_tensor k2, v2, qg, og;             /* [B][Hk][G + Sk][D | Dv]; [B][Hq][Gq][D | Dv] */
+    attn_tensor dog, dout2, dqg, dkl, dvl, dkg, dvg;   /* backward (f32 but dog, dout2) */
+    char *sub;                              /* the sub-calls' workspace */
+    size_t sub_bytes;
+} attn__lgm;
+
+static int attn__lgm_grow(const attn__problem *P, const unsigned char *gm, int b, int i) {
+    attn__seq S;
+    long long p;
+    attn__seq_at(P, b, &S);
+    p = (long long)i + S.Lk - S.Lq;
+    return i < S.Lq && ((p >= 0 && gm[(size_t)b * P->k.seq + (size_t)p]) || p < P->global);
+}
+static int attn__lgm_gkey(const attn__problem *P, const unsigned char *gm, int b, int j) {
+    return j < P->sink || j < P->global || gm[(size_t)b * P->k.seq + (size_t)j];
+}
+
+/* Next piece of n1 * n2 * n3 * n4 elements of es bytes at *at (64-byte aligned); NULL on overflow
+   of the running total (*ok = 0). base NULL: sizing only. */
+static void *attn__lgm_take(char *base, size_t *at, int *ok, size_t n1, size_t n2, size_t n3, size_t n4, size_t es) {
+    size_t n = 0, o = *at;
+    if (!attn__mul_size(n1, n2, &n) || !attn__mul_size(n, n3, &n) || !attn__mul_size(n, n4, &n) ||
+        !attn__mul_size(n, es, &n) || !attn__add_size(n, ATTN__ALIGN - 1, &n) ||
+        !attn__add_size(o, n / ATTN__ALIGN * ATTN__ALIGN, at)) { *ok = 0; return NULL; }
+    return base ? base + o : NULL;
+}
+
+/* Counts the global keys and rows (G, Gq) and lays the workspace out from base (NULL: sizing);
+   *bytes: everything but the sub-calls' workspace. */
+static int attn__lgm_layout(const attn__call *c, const attn__problem *P, attn__lgm *M, char *base, size_t *bytes) {
+    const unsigned char *gm = c->d->longformer.global_mask;
+    const int B = c->q.batch, D = c->q.dim, Dv = c->v.dim;
+    size_t at = 0, Kk;
+    int ok = 1, b, i, nk, nr, gmax = 0;
+    M->B = B; M->Sq = c->q.seq; M->Sk = c->k.seq; M->Hq = c->q.heads; M->Hk = c->k.heads; M->Gq = 0;
+    for (b = 0; b < B; ++b) {
+        attn__seq S;
+        attn__seq_at(P, b, &S);
+        for (nk = 0, i = 0; i < S.Lk; ++i) nk += attn__lgm_gkey(P, gm, b, i);
+        for (nr = 0, i = 0; i < S.Lq; ++i) nr += attn__lgm_grow(P, gm, b, i);
+        gmax = ATTN__MAX(gmax, nk); M->Gq = ATTN__MAX(M->Gq, nr);
+    }
+    M->G = (gmax + ATTN__BK - 1) / ATTN__BK * ATTN__BK;
+    if ((long long)M->G + M->Sk > INT_MAX) return 0;
+    Kk = (size_t)M->G + (size_t)M->Sk;
+    M->kpos = (int *)attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->G, 1, 1, sizeof(int));
+    M->nkey = (int *)attn__lgm_take(base, &at, &ok, (size_t)B, 1, 1, 1, sizeof(int));
+    M->rpos = (int *)attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Gq, 1, 1, sizeof(int));
+    M->nrow = (int *)attn__lgm_take(base, &at, &ok, (size_t)B, 1, 1, 1, sizeof(int));
+    M->lk2 = (int *)attn__lgm_take(base, &at, &ok, (size_t)B, 1, 1, 1, sizeof(int));
+    M->bias = (float *)attn__lgm_take(base, &at, &ok, (size_t)B, Kk, 1, 1, sizeof(float));
+    M->lseg = (float *)attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hq, (size_t)M->Gq, 1, sizeof(float));
+    M->k2 = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hk, Kk, (size_t)D, attn__dtype_size(c->k.dtype)),
+                             c->k.dtype, B, M->Hk, (int)Kk, D);
+    M->v2 = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hk, Kk, (size_t)Dv, attn__dtype_size(c->v.dtype)),
+                             c->v.dtype, B, M->Hk, (int)Kk, Dv);
+    M->qg = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hq, (size_t)M->Gq, (size_t)D, attn__dtype_size(c->q.dtype)),
+                             c->q.dtype, B, M->Hq, M->Gq, D);
+    M->og = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hq, (size_t)M->Gq, (size_t)Dv,
+                                            attn__dtype_size(c->out.dtype)), c->out.dtype, B, M->Hq, M->Gq, Dv);
+    if (M->bwd) {
+        M->dog = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hq, (size_t)M->Gq, (size_t)Dv,
+                                                 attn__dtype_size(c->dout.dtype)), c->dout.dtype, B, M->Hq, M->Gq, Dv);
+        M->dout2 = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hq, (size_t)M->Sq, (size_t)Dv,
+                                                   attn__dtype_size(c->dout.dtype)), c->dout.dtype, B, M->Hq, M->Sq, Dv);
+        M->dqg = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hq, (size_t)M->Gq, (size_t)D, 4),
+                                  ATTN_F32, B, M->Hq, M->Gq, D);
+        M->dkl = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hk, Kk, (size_t)D, 4), ATTN_F32, B, M->Hk, (int)Kk, D);
+        M->dvl = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hk, Kk, (size_t)Dv, 4), ATTN_F32, B, M->Hk, (int)Kk, Dv);
+        M->dkg = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hk, (size_t)M->Sk, (size_t)D, 4),
+                                  ATTN_F32, B, M->Hk, M->Sk, D);
+        M->dvg = attn_tensor_bhsd(attn__lgm_take(base, &at, &ok, (size_t)B, (size_t)M->Hk, (size_t)M->Sk, (size_t)Dv, 4),
+                                  ATTN_F32, B, M->Hk, M->Sk, Dv);
+        M->row = (float *)attn__lgm_take(base, &at, &ok, (size_t)D + (size_t)Dv, 1, 1, 1, sizeof(float));
+    }
+    M->sub = base ? base + at : NULL;
+    *bytes = at;
+    return ok;
+}
+
+/* Fills the layout: positions, counts, the bias row, the gathered K', V' and global q rows
+   (rows past a sequence's count: zeros, so their weight-0 products stay 0). Backward: also
+   the global rows' out, dout and lse, and dout with the global rows zeroed. */
+static void attn__lgm_fill(const attn__call *c, const attn__problem *P, attn__lgm *M) {
+    const unsigned char *gm = c->d->longformer.global_mask;
+    const int G = M->G, Kk = M->G + M->Sk, D = c->q.dim, Dv = c->v.dim;
+    attn__view k2, v2, qg, og, dog, dout2, dout;
+    int b, h, j, t, nk, nr;
+    attn__make_view(&M->k2, &k2); attn__make_view(&M->v2, &v2);
+    attn__make_view(&M->qg, &qg); attn__make_view(&M->og, &og);
+    if (M->bwd) { attn__make_view(&M->dog, &dog); attn__make_view(&M->dout2, &dout2); attn__make_view(&c->dout, &dout); }
+    for (b = 0; b < M->B; ++b) {
+        attn__seq S;
+        float *bias = M->bias + (size_t)b * (size_t)Kk;
+        attn__seq_at(P, b, &S);
+        for (nk = 0, j = 0; j < S.Lk; ++j) if (attn__lgm_gkey(P, gm, b, j)) M->kpos[(size_t)b * G + nk++] = j;
+        for (nr = 0, j = 0; j < S.Lq; ++j) if (attn__lgm_grow(P, gm, b, j)) M->rpos[(size_t)b * M->Gq + nr++] = j;
+        M->nkey[b] = nk; M->nrow[b] = nr; M->lk2[b] = G + S.Lk;
+        for (t = 0; t < G; ++t) bias[t] = t < nk ? 0.0f : -INFINITY;
+        for (j = 0; j < M->Sk; ++j) bias[G + j] = 0.0f;
+        for (t = 0; t < nk; ++t) bias[G + M->kpos[(size_t)b * G + t]] = -INFINITY;
+        for (h = 0; G && h < M->Hk; ++h) {
+            for (t = 0; t < G + S.Lk; ++t) {
+                const int src = t < nk ? M->kpos[(size_t)b * G + t] : t - G;
+                if (t >= nk && t < G) {
+                    memset(attn__at(&k2, b, t, h), 0, k2.esize * (size_t)D);
+                    memset(attn__at(&v2, b, t, h), 0, v2.esize * (size_t)Dv);
+                    continue;
+                }
+                memcpy(attn__at(&k2, b, t, h), attn__at(&P->k, b, src, h), k2.esize * (size_t)D);
+                memcpy(attn__at(&v2, b, t, h), attn__at(&P->v, b, src, h), v2.esize * (size_t)Dv);
+            }
+        }
+        for (h = 0; h < M->Hq; ++h) {
+            for (t = 0; t < nr; ++t) {
+                const int i = M->rpos[(size_t)b * M->Gq + t];
+                memcpy(attn__at(&qg, b, t, h), attn__at(&P->q, b, i, h), qg.esize * (size_t)D);
+                if (!M->bwd) continue;
+                memcpy(attn__at(&og, b, t, h), attn__at(&P->out, b, i, h), og.esize * (size_t)Dv);
+                memcpy(attn__at(&dog, b, t, h), attn__at(&dout, b, i, h), dog.esize * (size_t)Dv);
+                M->lseg[((size_t)b * M->Hq + h) * M->Gq + t] = c->lse_in[((size_t)b * M->Hq + h) * M->Sq + i];
+            }
+            for (j = 0; M->bwd && M->Gq && j < M->Sq; ++j) {
+                void *dst = attn__at(&dout2, b, j, h);
+                if (attn__lgm_grow(P, gm, b, j)) memset(dst, 0, dout2.esize * (size_t)Dv);
+                else memcpy(dst, attn__at(&dout, b, j, h), dout2.esize * (size_t)Dv);
+            }
+        }
+    }
+}
+
+/* The local and the global call of the layout (sizing: any data pointers). */
+static void attn__lgm_calls(const attn__call *c, const attn__lgm *M, attn_desc *ld, attn_desc *gd, attn__call *lc, attn__call *gc) {
+    const attn_desc *d = c->d;
+    *ld = *d; *gd = *d;
+    memset(&ld->longformer, 0, sizeof ld->longformer);
+    ld->longformer.dilations = d->longformer.dilations;
+    ld->sink_tokens = M->G; ld->global_tokens = 0; ld->dbias = NULL;
+    if (M->G) {
+        ld->bias = attn_bias_dense(M->bias, M->B, 1, 1, M->G + M->Sk);
+        ld->seqlens_k = d->seqlens_k ? M->lk2 : NULL;   /* G + Lk */
+    }
+    ld->workspace = M->sub; ld->workspace_size = M->sub_bytes;
+    gd->kind = ATTN_SOFTMAX;               /* a global row sees every key of its sequence */
+    memset(&gd->longformer, 0, sizeof gd->longformer);
+    gd->window_left = gd->window_right = gd->dilation = gd->sink_tokens = gd->global_tokens = 0;
+    gd->seqlens_q = M->nrow; gd->dbias = NULL;
+    gd->workspace = M->sub; gd->workspace_size = M->sub_bytes;
+    memset(lc, 0, sizeof *lc); memset(gc, 0, sizeof *gc);
+    lc->d = ld; lc->q = c->q; lc->k = M->G ? M->k2 : c->k; lc->v = M->G ? M->v2 : c->v; lc->out = c->out; lc->lse = c->lse;
+    gc->d = gd; gc->q = M->qg; gc->k = c->k; gc->v = c->v; gc->out = M->og; gc->lse = M->lseg;
+    if (M->bwd) {
+        lc->dout = M->Gq ? M->dout2 : c->dout; lc->dq = c->dq; lc->dk = M->dkl; lc->dv = M->dvl; lc->lse_in = c->lse_in;
+        gc->dout = M->dog; gc->dq = M->dqg; gc->dk = M->dkg; gc->dv = M->dvg; gc->lse_in = M->lseg;
+    }
+}
+
+/* Sizes the layout and the sub-calls' workspace (pass 0), then acquires it: ATTN_OK with
+   *done set for a size query. Every check of the sub-calls runs here, before any write. */
+static attn_status attn__lgm_plan(const attn__call *c, const attn__problem *P, attn__lgm *M, attn__ws *w, int *done) {
+    const int local = !c->d->longformer.global_rows_only;
+    attn_desc ld, gd;
+    attn__call lc, gc;
+    size_t bytes, one, total;
+    attn_status s;
+    *done = 0;
+    if (!attn__lgm_layout(c, P, M, NULL, &bytes)) return ATTN_ERR_OVERFLOW;
+    {   /* sizing: the layout's pointers all stand at q.data (never read) */
+        attn_tensor *ts[11];
+        int i;
+        ts[0] = &M->k2; ts[1] = &M->v2; ts[2] = &M->qg; ts[3] = &M->og; ts[4] = &M->dog; ts[5] = &M->dout2;
+        ts[6] = &M->dqg; ts[7] = &M->dkl; ts[8] = &M->dvl; ts[9] = &M->dkg; ts[10] = &M->dvg;
+        for (i = 0; i < 11; ++i) ts[i]->data = c->q.data;
+        M->bias = M->lseg = (float *)c->q.data;
+        M->nrow = M->lk2 = NULL;           /* the plans do not read seqlens: full lengths */
+    }
+    M->sub_bytes = 0;
+    attn__lgm_calls(c, M, &ld, &gd, &lc, &gc);
+    lc.bytes = gc.bytes = &one;
+    if (local) {
+        if ((s = M->bwd ? attn__longformer_backward(&lc) : attn__longformer_forward(&lc)) != ATTN_OK) return s;
+        M->sub_bytes = one;
+    }
+    if (M->Gq) {
+        if ((s = M->bwd ? attn__softmax_backward(&gc) : attn__softmax_forward(&gc)) != ATTN_OK) return s;
+        M->sub_bytes = ATTN__MAX(M->sub_bytes, one);
+    }
+    if (!attn__add_size(bytes, M->sub_bytes, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = total; *done = 1; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, total, ATTN_ERR_WORKSPACE, w)) != ATTN_OK) return s;
+    attn__lgm_layout(c, P, M, w->base, &bytes);
+    attn__lgm_fill(c, P, M);
+    return ATTN_OK;
+}
+
+static attn_status attn__lgm_forward(const attn__call *c, const attn__problem *P) {
+    attn__lgm M;
+    attn_desc ld, gd;
+    attn__call lc, gc;
+    attn__view og, out;
+    attn__ws w;
+    attn_status s;
+    int done, b, h, t;
+    memset(&M, 0, sizeof M);
+    if ((s = attn__lgm_plan(c, P, &M, &w, &done)) != ATTN_OK || done) return s;
+    attn__lgm_calls(c, &M, &ld, &gd, &lc, &gc);
+    if (!c->d->longformer.global_rows_only) { s = attn__longformer_forward(&lc); ATTN_ASSERT(s == ATTN_OK); }
+    if (M.Gq) {
+        s = attn__softmax_forward(&gc);
+        ATTN_ASSERT(s == ATTN_OK);
+        attn__make_view(&M.og, &og); attn__make_view(&c->out, &out);
+        for (b = 0; b < M.B; ++b)                   /* the global rows to their places */
+            for (h = 0; h < M.Hq; ++h)
+                for (t = 0; t < M.nrow[b]; ++t) {
+                    const int i = M.rpos[(size_t)b * M.Gq + t];
+                    memcpy(attn__at(&out, b, i, h), attn__at(&og, b, t, h), og.esize * (size_t)og.dim);
+                    if (c->lse) c->lse[((size_t)b * M.Hq + h) * M.Sq + i] = M.lseg[((size_t)b * M.Hq + h) * M.Gq + t];
+                }
+    }
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
+/* attn_backward: the exact backward of both calls (the local one with the global rows' dout
+   zeroed: their out is the global call's), then per key row dk = band + gathered slot + global
+   call, in that order (deterministic); global rows take the global call's dq. */
+static attn_status attn__lgm_backward(const attn__call *c, const attn__problem *P) {
+    const int local = !c->d->longformer.global_rows_only, D = c->q.dim, Dv = c->v.dim;
+    attn__lgm M;
+    attn_desc ld, gd;
+    attn__call lc, gc;
+    attn__view dq, dk, dv, dkl, dvl, dkg, dvg, dqg;
+    attn__ws w;
+    attn_status s;
+    int done, b, h, j, t, e;
+    memset(&M, 0, sizeof M);
+    M.bwd = 1;
+    if ((s = attn__lgm_plan(c, P, &M, &w, &done)) != ATTN_OK || done) return s;
+    attn__lgm_calls(c, &M, &ld, &gd, &lc, &gc);
+    attn__make_view(&c->dq, &dq); attn__make_view(&c->dk, &dk); attn__make_view(&c->dv, &dv);
+    attn__make_view(&M.dkl, &dkl); attn__make_view(&M.dvl, &dvl); attn__make_view(&M.dkg, &dkg);
+    attn__make_view(&M.dvg, &dvg); attn__make_view(&M.dqg, &dqg);
+    if (local) { s = attn__longformer_backward(&lc); ATTN_ASSERT(s == ATTN_OK); }
+    else
+        for (b = 0; b < M.B; ++b)
+            for (j = 0; j < M.Sq; ++j)
+                for (h = 0; h < M.Hq; ++h) attn__store_zero_row(attn__at(&dq, b, j, h), dq.dtype, D);
+    if (M.Gq) {
+        s = attn__softmax_backward(&gc);
+        ATTN_ASSERT(s == ATTN_OK);
+        for (b = 0; b < M.B; ++b)
+            for (h = 0; h < M.Hq; ++h)
+                for (t = 0; t < M.nrow[b]; ++t)
+                    attn__store_row(attn__at(&dq, b, M.rpos[(size_t)b * M.Gq + t], h), dq.dtype,
+                                    (const float *)attn__at(&dqg, b, t, h), D, 1.0f);
+    }
+    for (b = 0; b < M.B; ++b)                       /* dk, dv rows: band + slot + global call */
+        for (h = 0; h < M.Hk; ++h) {
+            int slot = 0;
+            for (j = 0; j < M.Sk; ++j) {
+                const int g = slot < M.nkey[b] && M.kpos[(size_t)b * M.G + slot] == j;
+                float *rk = M.row, *rv = rk + D;
+                for (e = 0; e < D; ++e) rk[e] = 0.0f;
+                for (e = 0; e < Dv; ++e) rv[e] = 0.0f;
+                if (local) {
+                    const float *a = (const float *)attn__at(&dkl, b, M.G + j, h), *av = (const float *)attn__at(&dvl, b, M.G + j, h);
+                    for (e = 0; e < D; ++e) rk[e] = a[e];
+                    for (e = 0; e < Dv; ++e) rv[e] = av[e];
+                    if (g) {
+                        a = (const float *)attn__at(&dkl, b, slot, h); av = (const float *)attn__at(&dvl, b, slot, h);
+                        for (e = 0; e < D; ++e) rk[e] += a[e];
+                        for (e = 0; e < Dv; ++e) rv[e] += av[e];
+                    }
+                }
+                if (M.Gq) {
+                    const float *a = (const float *)attn__at(&dkg, b, j, h), *av = (const float *)attn__at(&dvg, b, j, h);
+                    for (e = 0; e < D; ++e) rk[e] += a[e];
+                    for (e = 0; e < Dv; ++e) rv[e] += av[e];
+                }
+                slot += g;
+                attn__store_row(attn__at(&dk, b, j, h), dk.dtype, rk, D, 1.0f);
+                attn__store_row(attn__at(&dv, b, j, h), dv.dtype, rv, Dv, 1.0f);
+            }
+        }
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 static attn_status attn__longformer_mask_forward(const attn__call *c, attn_desc *sd) {
     const attn_desc *d = c->d;
     attn__lfg_ctx C;
@@ -10076,6 +10397,7 @@ static attn_status attn__longformer_mask_forward(const attn__call *c, attn_desc 
         for (h = 0; h < c->q.heads; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
     if (d->longformer.global_rows_only != 0 && d->longformer.global_rows_only != 1) return ATTN_ERR_LONGFORMER_GLOBAL_ROWS;
     if (d->bias.data || d->rope || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_LONGFORMER_GLOBAL_MASK;
+    if (!d->causal && !d->alibi_slopes) return attn__lgm_forward(c, &C.P);
     if (!attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &n_tasks)) return ATTN_ERR_OVERFLOW;
     C.ws_floats = attn__lfg_floats(&C.P);
     C.P.n_threads = ATTN__MIN(C.P.n_threads, n_tasks);
@@ -10193,8 +10515,12 @@ static attn_status attn__longformer_backward(const attn__call *c) {
     sd.workspace = d->workspace; sd.workspace_size = d->workspace_size; sd.dilation = d->dilation;
     if (c->bytes ? s != ATTN_OK : s != ATTN_ERR_WORKSPACE) return s;
     if (d->dropout_p != 0.0f) return ATTN_ERR_LONGFORMER_DROPOUT;
-    if (d->kind == ATTN_LONGFORMER && (d->longformer.global_mask || d->longformer.global_rows_only))
-        return ATTN_ERR_LONGFORMER_MASK_BACKWARD;
+    if (d->kind == ATTN_LONGFORMER && (d->longformer.global_mask || d->longformer.global_rows_only)) {
+        if (!d->longformer.global_mask || (d->longformer.global_rows_only != 0 && d->longformer.global_rows_only != 1))
+            return ATTN_ERR_LONGFORMER_GLOBAL_ROWS;
+        if (d->bias.data || d->rope || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_LONGFORMER_GLOBAL_MASK;
+        if (d->causal || d->alibi_slopes) return ATTN_ERR_LONGFORMER_MASK_BACKWARD;
+    }
     if (d->longformer.dilations)
         for (h = 0; h < Hq; ++h) if (d->longformer.dilations[h] < 0) return ATTN_ERR_LONGFORMER_DILATIONS;
     {
@@ -10202,6 +10528,12 @@ static attn_status attn__longformer_backward(const attn__call *c) {
         for (h = 0; h < Hq; ++h) if (attn__lf_dil(d, h) != attn__lf_dil(d, h / g * g)) return ATTN_ERR_LONGFORMER_BACKWARD;
         for (h = 0; h < Hq; ++h) if (attn__lf_dil(d, h) != attn__lf_dil(d, 0)) break;
         if (h < Hq && d->dbias && d->bias.heads == 1) return ATTN_ERR_LONGFORMER_BACKWARD;
+    }
+    if (d->kind == ATTN_LONGFORMER && d->longformer.global_mask) {
+        attn__problem P;
+        memset(&P, 0, sizeof P);
+        if ((s = attn__check_forward(&sd, &c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P)) != ATTN_OK) return s;
+        return attn__lgm_backward(c, &P);
     }
     stage = (size_t)B * Hq * Sq;
     for (pass = 0; pass < 2; ++pass) {

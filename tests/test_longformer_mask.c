@@ -12,6 +12,8 @@
    (others bitwise untouched) and equals the full call there (bitwise); thread counts bitwise.
    The Hugging Face fixture (tests/fixtures/longformer_hf.py): one local call + one
    global_rows_only call into the same out reproduce LongformerSelfAttention within 2e-5.
+   attn_backward (lm_backward, lm_hf_bwd_fixture): finite differences of the double reference,
+   and HF's autograd gradients (tests/fixtures/longformer_hf_bwd.py) within 1e-4 relative.
    Errors: 326-328 with outputs untouched. */
 #include "test.h"
 #include "fixture.h"
@@ -159,6 +161,7 @@ static void lm_sweep(void) {
         d.softcap = (float)L.softcap; d.alibi_slopes = L.alibi;
         d.seqlens_q = L.lq; d.seqlens_k = L.lk;
         d.longformer.global_mask = mask;
+        d.bf16_kernels = ATTN_BF16_FP32;            /* bf16 q/k: the fp32 kernels (the bound is fp32's) */
         d.n_threads = t_irange(&r, 1, 3);
         t_fill_nan(bo, ATTN_F32, no);
         s = attn_forward(&d, q, k, v, o, lse);
@@ -201,6 +204,186 @@ static void lm_sweep(void) {
             free(keep); free(keepl);
         }
         free(bq); free(bk); free(bv); free(bo); free(bo2); free(mask); free(ro); free(rl); free(lse); free(lse2);
+    }
+}
+
+
+/* ---- attn_backward with a global_mask ----------------------------------------------------
+   Against central finite differences (step 1e-4) of a double reference of the forward (the rule
+   above; loss = sum over the call's rows of dout . out): per-sequence global masks of different
+   counts, padding, GQA, odd lengths, dilations, sinks, global_tokens, softcap, global_rows_only.
+   TOLERANCE: |got - fd| <= 2e-4 max(1, max |fd| of the tensor) (fp32 gradients; the step's
+   truncation error is ~1e-8). Properties: bitwise equal for another thread count and with a
+   caller workspace of exactly attn_backward_workspace_size bytes (one byte less:
+   ATTN_ERR_WORKSPACE, outputs untouched); padded rows of dq, dk, dv are 0. */
+static int lm_grow(const lm_case *c, int b, int i) {
+    const int Lq = c->lq ? c->lq[b] : c->Sq, Lk = c->lk ? c->lk[b] : c->Sk, p = i + Lk - Lq;
+    return i < Lq && ((p >= 0 && c->mask[(size_t)b * c->Sk + p]) || p < c->G);
+}
+
+/* sum over the rows the call writes of dout . out; arrays dense [B][S][H][D] */
+static double lm_loss(const lm_case *c, const double *q, const double *k, const double *v, const double *dout, int rows_only) {
+    const int g = c->Hq / c->Hkv;
+    double *s = (double *)t_xmalloc(sizeof(double) * (size_t)c->Sk), L = 0.0;
+    int b, h, i, j, e;
+    for (b = 0; b < c->B; ++b)
+        for (i = 0; i < c->Sq; ++i)
+            for (h = 0; h < c->Hq; ++h) {
+                const double *qr = q + (((size_t)b * c->Sq + i) * c->Hq + h) * c->D;
+                const double *dr = dout + (((size_t)b * c->Sq + i) * c->Hq + h) * c->Dv;
+                double m = -INFINITY, l = 0.0, acc = 0.0;
+                if (rows_only && !lm_grow(c, b, i)) continue;
+                for (j = 0; j < c->Sk; ++j) {
+                    const double *kr = k + (((size_t)b * c->Sk + j) * c->Hkv + h / g) * c->D;
+                    double x = 0.0;
+                    s[j] = -INFINITY;
+                    if (!lm_visible(c, b, h, i, j)) continue;
+                    for (e = 0; e < c->D; ++e) x += qr[e] * kr[e];
+                    x /= sqrt((double)c->D);
+                    if (c->softcap > 0) x = c->softcap * tanh(x / c->softcap);
+                    s[j] = x;
+                    if (x > m) m = x;
+                }
+                if (m == -INFINITY) continue;
+                for (j = 0; j < c->Sk; ++j) {
+                    const double *vr = v + (((size_t)b * c->Sk + j) * c->Hkv + h / g) * c->Dv;
+                    double w, dv = 0.0;
+                    if (s[j] == -INFINITY) continue;
+                    w = exp(s[j] - m);
+                    l += w;
+                    for (e = 0; e < c->Dv; ++e) dv += dr[e] * vr[e];
+                    acc += w * dv;
+                }
+                L += acc / l;
+            }
+    free(s);
+    return L;
+}
+
+/* max over x's elements of |got - fd| / (2e-4 max(1, max |fd|)) */
+static double lm_fd_err(const lm_case *c, double *x, size_t n, const attn_tensor *grad, double *const arrs[4], int rows_only) {
+    double *fd = (double *)t_xmalloc(sizeof(double) * n), *got = (double *)t_xmalloc(sizeof(double) * n), mx = 1.0, worst = 0.0;
+    const double hstep = 1e-4;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        const double x0 = x[i];
+        double lp, lm;
+        x[i] = x0 + hstep; lp = lm_loss(c, arrs[0], arrs[1], arrs[2], arrs[3], rows_only);
+        x[i] = x0 - hstep; lm = lm_loss(c, arrs[0], arrs[1], arrs[2], arrs[3], rows_only);
+        x[i] = x0;
+        fd[i] = (lp - lm) / (2 * hstep);
+        if (fabs(fd[i]) > mx) mx = fabs(fd[i]);
+    }
+    t_read(grad, got);
+    for (i = 0; i < n; ++i) {
+        const double e = fabs(got[i] - fd[i]) / (2e-4 * mx);
+        if (!(e <= worst)) worst = e != e ? INFINITY : e;
+    }
+    free(fd); free(got);
+    return worst;
+}
+
+static void lm_backward(void) {
+    const int n_cases = T_QUICK ? 6 : 14;
+    t_rng r = t_rng_seed(3328);
+    int cs;
+    for (cs = 0; cs < n_cases; ++cs) {
+        lm_case L;
+        attn_desc d;
+        int dil[6], lq[3], lk[3], b, h, i, j, rows_only = cs % 4 == 3;
+        unsigned char *mask;
+        size_t nq, nk, nv, no, nl, bytes = 0;
+        float *bq, *bk, *bv, *bo, *bdo, *lse, *g1[3], *g2[3];
+        double *dq_, *dk_, *dv_, *ddo, err[3];
+        attn_tensor q, k, v, o, dout, G1[3], G2[3];
+        attn_status s;
+        memset(&L, 0, sizeof L);
+        L.B = t_irange(&r, 1, 3); L.Hkv = t_irange(&r, 1, 2); L.Hq = L.Hkv * t_irange(&r, 1, 2);
+        L.Sk = L.Sq = 2 * t_irange(&r, 3, 9) + 1;           /* odd lengths */
+        L.D = t_pick(&r, (const int[]){ 3, 8, 5 }, 3); L.Dv = t_pick(&r, (const int[]){ 4, 7 }, 2);
+        L.wl = t_irange(&r, 1, 3); L.wr = t_chance(&r, 0.7) ? L.wl : t_irange(&r, 0, 3);
+        L.G = t_chance(&r, 0.2) ? 1 : 0;
+        L.sinks = t_chance(&r, 0.2) ? 2 : 0;
+        if (t_chance(&r, 0.3)) { for (h = 0; h < L.Hq; ++h) dil[h] = 1 + (h / (L.Hq / L.Hkv)) % 2; L.dil = dil; }
+        if (t_chance(&r, 0.25)) L.softcap = 3.0;
+        for (b = 0; b < L.B; ++b) { lk[b] = b == 0 ? L.Sk : t_irange(&r, 1, L.Sk); lq[b] = lk[b]; }
+        L.lq = lq; L.lk = lk;
+        mask = (unsigned char *)t_xmalloc((size_t)L.B * L.Sk);
+        for (b = 0; b < L.B; ++b)                          /* b global positions in sequence b (+ noise past its end) */
+            for (j = 0; j < L.Sk; ++j) mask[(size_t)b * L.Sk + j] = (unsigned char)(j >= lk[b] ? t_chance(&r, 0.5) : t_chance(&r, 0.08 * (b + 1)));
+        L.mask = mask;
+        nq = (size_t)L.B * L.Sq * L.Hq * L.D; nk = (size_t)L.B * L.Sk * L.Hkv * L.D; nv = (size_t)L.B * L.Sk * L.Hkv * L.Dv;
+        no = (size_t)L.B * L.Sq * L.Hq * L.Dv; nl = (size_t)L.B * L.Hq * L.Sq;
+        bq = (float *)t_xmalloc(4 * nq); bk = (float *)t_xmalloc(4 * nk); bv = (float *)t_xmalloc(4 * nv);
+        bo = (float *)t_xmalloc(4 * no); bdo = (float *)t_xmalloc(4 * no); lse = (float *)t_xmalloc(4 * nl);
+        q = attn_tensor_dense(bq, ATTN_F32, L.B, L.Sq, L.Hq, L.D); k = attn_tensor_dense(bk, ATTN_F32, L.B, L.Sk, L.Hkv, L.D);
+        v = attn_tensor_dense(bv, ATTN_F32, L.B, L.Sk, L.Hkv, L.Dv); o = attn_tensor_dense(bo, ATTN_F32, L.B, L.Sq, L.Hq, L.Dv);
+        dout = attn_tensor_dense(bdo, ATTN_F32, L.B, L.Sq, L.Hq, L.Dv);
+        t_fill_normal(&q, &r, 1.0); t_fill_normal(&k, &r, 1.0); t_fill_normal(&v, &r, 1.0); t_fill_normal(&dout, &r, 1.0);
+        for (i = 0; i < 3; ++i) {
+            const size_t n = i == 0 ? nq : i == 1 ? nk : nv;
+            g1[i] = (float *)t_xmalloc(4 * n); g2[i] = (float *)t_xmalloc(4 * n);
+            t_sentinel(g1[i], 4 * n, 0x51u); t_sentinel(g2[i], 4 * n, 0x52u);
+            G1[i] = i == 0 ? attn_tensor_dense(g1[i], ATTN_F32, L.B, L.Sq, L.Hq, L.D) : attn_tensor_dense(g1[i], ATTN_F32, L.B, L.Sk, L.Hkv, i == 1 ? L.D : L.Dv);
+            G2[i] = G1[i]; G2[i].data = g2[i];
+        }
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LONGFORMER; d.window_left = L.wl; d.window_right = L.wr; d.global_tokens = L.G; d.sink_tokens = L.sinks;
+        d.longformer.dilations = L.dil; d.softcap = (float)L.softcap; d.seqlens_q = lq; d.seqlens_k = lk;
+        d.longformer.global_mask = mask; d.longformer.global_rows_only = rows_only; d.n_threads = 1;
+        memset(bo, 0, 4 * no); memset(lse, 0, 4 * nl);
+        s = attn_forward(&d, q, k, v, o, lse);
+        if (T_CHECK(s == ATTN_OK, "longformer mask backward #%d: forward %s", cs, attn_status_str(s))) {
+            s = attn_backward(&d, q, k, v, o, dout, lse, G1[0], G1[1], G1[2]);
+            T_CHECK(s == ATTN_OK, "longformer mask backward #%d: %s", cs, attn_status_str(s));
+        }
+        if (s == ATTN_OK) {
+            double *arrs[4];
+            dq_ = (double *)t_xmalloc(8 * nq); dk_ = (double *)t_xmalloc(8 * nk); dv_ = (double *)t_xmalloc(8 * nv);
+            ddo = (double *)t_xmalloc(8 * no);
+            t_read(&q, dq_); t_read(&k, dk_); t_read(&v, dv_); t_read(&dout, ddo);
+            arrs[0] = dq_; arrs[1] = dk_; arrs[2] = dv_; arrs[3] = ddo;
+            err[0] = lm_fd_err(&L, dq_, nq, &G1[0], arrs, rows_only);
+            err[1] = lm_fd_err(&L, dk_, nk, &G1[1], arrs, rows_only);
+            err[2] = lm_fd_err(&L, dv_, nv, &G1[2], arrs, rows_only);
+            T_CHECK(err[0] <= 1 && err[1] <= 1 && err[2] <= 1, "longformer mask backward #%d: dq/dk/dv %.3g/%.3g/%.3g x the "
+                    "bound (B%d S%d H%d/%d D%d/%d w%d/%d G%d sinks%d dil%d cap%d rows_only%d)", cs, err[0], err[1], err[2],
+                    L.B, L.Sq, L.Hq, L.Hkv, L.D, L.Dv, L.wl, L.wr, L.G, L.sinks, L.dil != NULL, L.softcap > 0, rows_only);
+            free(dq_); free(dk_); free(dv_); free(ddo);
+            {   /* padded rows 0 */
+                int ok = 1, e;
+                for (b = 0; b < L.B; ++b)
+                    for (i = lq[b]; i < L.Sq; ++i)
+                        for (h = 0; h < L.Hq; ++h)
+                            for (e = 0; e < L.D; ++e) ok &= g1[0][(((size_t)b * L.Sq + i) * L.Hq + h) * L.D + e] == 0.0f;
+                for (b = 0; b < L.B; ++b)
+                    for (i = lk[b]; i < L.Sk; ++i)
+                        for (h = 0; h < L.Hkv; ++h) {
+                            for (e = 0; e < L.D; ++e) ok &= g1[1][(((size_t)b * L.Sk + i) * L.Hkv + h) * L.D + e] == 0.0f;
+                            for (e = 0; e < L.Dv; ++e) ok &= g1[2][(((size_t)b * L.Sk + i) * L.Hkv + h) * L.Dv + e] == 0.0f;
+                        }
+                T_CHECK(ok, "longformer mask backward #%d: a padded row's gradient is not 0", cs);
+            }
+            {   /* 3 threads and a caller workspace of the queried size: bitwise; one byte less: refused */
+                attn_desc d2 = d;
+                void *ws;
+                int same = 1;
+                d2.n_threads = 3;
+                T_CHECK(attn_backward_workspace_size(&d2, q, k, v, &bytes) == ATTN_OK && bytes > 0, "longformer mask backward: size");
+                ws = t_xmalloc(bytes);
+                d2.workspace = ws; d2.workspace_size = bytes - 1;
+                s = attn_backward(&d2, q, k, v, o, dout, lse, G2[0], G2[1], G2[2]);
+                T_CHECK(s == ATTN_ERR_WORKSPACE && t_sentinel_ok(g2[0], 4 * nq, 0x52u) && t_sentinel_ok(g2[1], 4 * nk, 0x52u),
+                        "longformer mask backward #%d: a workspace one byte short: %s or outputs written", cs, attn_status_str(s));
+                d2.workspace_size = bytes;
+                s = attn_backward(&d2, q, k, v, o, dout, lse, G2[0], G2[1], G2[2]);
+                same = s == ATTN_OK && memcmp(g1[0], g2[0], 4 * nq) == 0 && memcmp(g1[1], g2[1], 4 * nk) == 0 && memcmp(g1[2], g2[2], 4 * nv) == 0;
+                T_CHECK(same, "longformer mask backward #%d: 3 threads / caller workspace differ (%s)", cs, attn_status_str(s));
+                free(ws);
+            }
+        }
+        for (i = 0; i < 3; ++i) { free(g1[i]); free(g2[i]); }
+        free(bq); free(bk); free(bv); free(bo); free(bdo); free(lse); free(mask);
     }
 }
 
@@ -287,7 +470,7 @@ static void lm_errors(void) {
         case 3: d.longformer.global_rows_only = 2; want = ATTN_ERR_LONGFORMER_GLOBAL_ROWS; what = "global_rows_only 2"; break;
         case 4: d.longformer.global_mask = NULL; d.longformer.global_rows_only = 1; want = ATTN_ERR_LONGFORMER_GLOBAL_ROWS;
                 what = "global_rows_only without a mask"; break;
-        case 5: want = ATTN_ERR_LONGFORMER_MASK_BACKWARD; what = "backward with a mask"; break;
+        case 5: d.causal = 1; want = ATTN_ERR_LONGFORMER_MASK_BACKWARD; what = "backward with a mask and causal"; break;
         case 6: d.dropout_p = 0.1f; want = ATTN_ERR_LONGFORMER_DROPOUT; what = "mask + dropout"; break;
         }
         t_sentinel(o, sizeof o, 11); t_sentinel(lse, sizeof lse, 12); t_sentinel(dq, sizeof dq, 13);
@@ -353,9 +536,76 @@ static void lm_hf_fixture(void) {
     free(out); free(gm); free(gm_d);
 }
 
+/* Hugging Face LongformerSelfAttention's gradients (tests/fixtures/longformer_hf_bwd.py, torch
+   autograd): the recipe's two calls forward (local into out, lse1; global_rows_only into out,
+   lse2), then attn_backward of each: the local call with dout's global rows zeroed (HF replaces
+   those rows of the local attention), the global call with dout. Within 1e-4 of each gradient
+   tensor's largest |value| (a relative bound). */
+static void lm_hf_bwd_fixture(void) {
+    const char *F = "longformer_hf_bwd.txt";
+    static const char *names[14] = { "query", "key", "value", "query_global", "key_global", "value_global", "out", "dout",
+                                     "dquery", "dkey", "dvalue", "dquery_global", "dkey_global", "dvalue_global" };
+    double dims[5], lens_d[3], *buf[14], *gm_d, worst = 0.0;
+    float *t[14], *out, *lse1, *lse2, *dout0, *g[6];
+    unsigned char *gm;
+    int B, S, H, Dh, w, lens[3], a, ok = 1, b, i;
+    size_t n, e;
+    attn_desc d;
+    if (!T_CHECK(T_FIXTURE(F, "dims", dims, 5), "HF Longformer backward fixture: %s unreadable", F)) return;
+    B = (int)dims[0]; S = (int)dims[1]; H = (int)dims[2]; Dh = (int)dims[3]; w = (int)dims[4];
+    n = (size_t)B * S * H * Dh;
+    if (!T_CHECK(B == 3 && T_FIXTURE(F, "lengths", lens_d, 3), "HF Longformer backward fixture: lengths")) return;
+    for (b = 0; b < B; ++b) lens[b] = (int)lens_d[b];
+    gm_d = (double *)t_xmalloc(sizeof(double) * (size_t)B * S);
+    gm = (unsigned char *)t_xmalloc((size_t)B * S);
+    ok &= T_FIXTURE(F, "global_mask", gm_d, (size_t)B * S);
+    for (e = 0; e < (size_t)B * S; ++e) gm[e] = gm_d[e] != 0.0;
+    for (a = 0; a < 14; ++a) {
+        buf[a] = (double *)t_xmalloc(sizeof(double) * n);
+        t[a] = (float *)t_xmalloc(sizeof(float) * n);
+        ok &= T_FIXTURE(F, names[a], buf[a], n);
+        for (e = 0; e < n; ++e) t[a][e] = (float)buf[a][e];
+    }
+    out = (float *)t_xmalloc(sizeof(float) * n); dout0 = (float *)t_xmalloc(sizeof(float) * n);
+    lse1 = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * S); lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * S);
+    for (a = 0; a < 6; ++a) g[a] = (float *)t_xmalloc(sizeof(float) * n);
+    if (T_CHECK(ok, "HF Longformer backward fixture: arrays")) {
+#define LM_T(x) attn_tensor_dense((x), ATTN_F32, B, S, H, Dh)
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LONGFORMER; d.window_left = d.window_right = w;
+        d.seqlens_q = d.seqlens_k = lens; d.longformer.global_mask = gm;
+        ok &= attn_forward(&d, LM_T(t[0]), LM_T(t[1]), LM_T(t[2]), LM_T(out), lse1) == ATTN_OK;
+        memcpy(dout0, t[7], sizeof(float) * n);     /* the local call's dout: global rows 0 */
+        for (b = 0; b < B; ++b)
+            for (i = 0; i < S; ++i)
+                if (gm[(size_t)b * S + i]) memset(dout0 + ((size_t)b * S + i) * H * Dh, 0, sizeof(float) * (size_t)H * Dh);
+        ok &= attn_backward(&d, LM_T(t[0]), LM_T(t[1]), LM_T(t[2]), LM_T(out), LM_T(dout0), lse1, LM_T(g[0]), LM_T(g[1]), LM_T(g[2])) == ATTN_OK;
+        d.longformer.global_rows_only = 1;
+        ok &= attn_forward(&d, LM_T(t[3]), LM_T(t[4]), LM_T(t[5]), LM_T(out), lse2) == ATTN_OK;
+        ok &= attn_backward(&d, LM_T(t[3]), LM_T(t[4]), LM_T(t[5]), LM_T(out), LM_T(t[7]), lse2, LM_T(g[3]), LM_T(g[4]), LM_T(g[5])) == ATTN_OK;
+#undef LM_T
+        T_CHECK(ok, "HF Longformer backward fixture: calls");
+        for (e = 0; e < n; ++e) worst = fmax(worst, fabs(out[e] - buf[6][e]));
+        T_CHECK(worst <= 2e-5, "HF Longformer backward fixture: forward max |diff| %.3g", worst);
+        for (a = 0; a < 6; ++a) {
+            double mx = 0.0, err = 0.0;
+            for (e = 0; e < n; ++e) mx = fmax(mx, fabs(buf[8 + a][e]));
+            for (e = 0; e < n; ++e) err = fmax(err, fabs(g[a][e] - buf[8 + a][e]));
+            T_CHECK(err <= 1e-4 * mx, "HF Longformer backward fixture: %s max |diff| %.3g > 1e-4 x %.3g", names[8 + a], err, mx);
+            worst = fmax(worst, err / mx);
+        }
+        printf("      longformer: HF LongformerSelfAttention gradients fixture max relative |diff| %.3g\n", worst);
+    }
+    for (a = 0; a < 14; ++a) { free(buf[a]); free(t[a]); }
+    for (a = 0; a < 6; ++a) free(g[a]);
+    free(out); free(dout0); free(lse1); free(lse2); free(gm); free(gm_d);
+}
+
 void test_longformer_mask(void) {
     lm_sweep();
+    lm_backward();
     lm_properties();
     lm_errors();
     lm_hf_fixture();
+    lm_hf_bwd_fixture();
 }
