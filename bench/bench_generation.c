@@ -23,7 +23,11 @@
       MHA on GPU; the cache 2L times smaller for cross-attention: K and V of L layers vs H once).
       EL's output is checked against the cached MHA's.
 
-   Environment: BENCH_QUICK=1 (smaller, faster), BENCH_OUTDIR (default bench) for
+   1c. Speculative steps on small warm caches (issue 33 item 6): 2, 4, 8 tokens per call against
+      1-token calls, Hkv 8 with Hq 8 or 32, D 64/128, L 512-4096, 1 thread, interleaved.
+
+   Environment: BENCH_QUICK=1 (smaller, faster), BENCH_STEPS_ONLY=1 (only 1c, its rows appended
+   to the csv), BENCH_STEPS_RUNS (1c's reps, default 15), BENCH_OUTDIR (default bench) for
    results_generation.csv (results_generation_avx2.csv when built with -DATTN_NO_AVX512).
    Numbers are medians; the machine is shared, so they are noisy. */
 #define ATTN_IMPLEMENTATION
@@ -34,10 +38,8 @@
    the AVX2 kernels on the same machine, for CPUs without AVX-512 */
 #if defined(ATTN_NO_AVX512)
 #define RESULTS_CSV "results_generation_avx2.csv"
-#define STEPS_CSV "results_generation_steps_avx2.csv"
 #else
 #define RESULTS_CSV "results_generation.csv"
-#define STEPS_CSV "results_generation_steps.csv"
 #endif
 
 static int g_ncpu, g_quick;
@@ -256,8 +258,10 @@ static void bench_decode_steps_small(void) {
     enum { H8 = 8 };
     static const int lqs[] = { 2, 4, 8 }, Ds[] = { 64, 128 }, Ls[] = { 512, 1024, 4096 }, Gs[] = { 1, 4 };
     const int runs = g_quick ? 5 : (int)ATTN__MIN(64, ATTN__MAX(1, env_int("BENCH_STEPS_RUNS", 15)));
+    const int ncpu = g_ncpu;
     int gi, di, dd, il, li, r, t;
     size_t i;
+    g_ncpu = 1;                         /* the csv's threads column */
     printf("\n1c. speculative steps, small caches: Lq tokens per call (causal), Hkv %d, 1 thread, warm\n", H8);
     printf("   %-5s %5s %4s %5s %3s %12s %12s %8s %9s\n", "dtype", "Hq", "D", "L", "Lq", "Lq x 1 (ms)", "1 x Lq (ms)", "x steps", "max diff");
     for (gi = 0; gi < 2; ++gi)
@@ -316,6 +320,7 @@ static void bench_decode_steps_small(void) {
                 free(tmp); free(kb); free(vb); free(qb); free(ob); free(o1);
             }
     printf("   (x steps: Lq 1-token calls / one Lq-token call, medians of %d interleaved reps; ratio column of the csv)\n", runs);
+    g_ncpu = ncpu;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -473,12 +478,11 @@ int main(void) {
     isa = best_fma_isa();
     printf("attn.h generation benchmark%s: %s, %d online CPUs, LLC %.0f MiB, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", cpu,
            g_ncpu, (double)llc / MIB, attn_kernels());
-    if (env_int("BENCH_STEPS_ONLY", 0)) {     /* only 1c (issue 33 item 6's measurement), its own csv */
-        snprintf(path, sizeof path, "%s/%s", outdir, env_int("BENCH_STEPS_ONLY", 0) == 2 ? "/dev/null" : STEPS_CSV);
-        if (!(g_csv = fopen(env_int("BENCH_STEPS_ONLY", 0) == 2 ? "/dev/null" : path, "w"))) die("cannot write " STEPS_CSV);
-        bench_csv_header(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err");
+    if (env_int("BENCH_STEPS_ONLY", 0)) {     /* only 1c (issue 33 item 6), its rows appended to the csv */
+        snprintf(path, sizeof path, "%s/%s", outdir, RESULTS_CSV);
+        if (!(g_csv = fopen(path, "a"))) die("cannot write " RESULTS_CSV);
         bench_decode_steps_small();
-        fclose(g_csv);
+        if (fclose(g_csv) != 0) die("cannot write " RESULTS_CSV);
         return 0;
     }
     bw_bytes = (size_t)(g_quick ? 256 : 1024) << 20;
