@@ -2275,10 +2275,13 @@ ATTN__THREAD_MAIN(attn__worker_main, attn__worker, attn__worker_run)
 #endif /* threads */
 
 /* --- attn_pool: persistent workers ----------------------------------------------------
-   Worker i (1..n-1) sleeps on `wake` until `generation` moves, runs the new job as thread i
-   (when i < the job's n_threads), then counts itself out of `busy`; the caller is thread 0.
-   Spinning reads generation and busy with atomic loads (GCC/clang builtins or Interlocked*),
-   writes happen under `lock`; without those builtins nothing spins. */
+   Worker i (1..n-1) sleeps on `wake` until `generation` moves, then takes tasks of the new job
+   as thread i (when i < the job's n_threads); the caller is thread 0 and takes tasks too. The
+   caller waits for the job's tasks (`done` of them), never for a worker to turn up: a worker
+   that the OS has not run yet (its core busy elsewhere) just finds no task left, so a busy core
+   costs a call its share of the work, not a scheduler time slice. Spinning reads generation and
+   done with atomic loads (GCC/clang builtins or Interlocked*), writes happen under `lock`;
+   without those builtins nothing spins. */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS))
 #define ATTN__ATOMIC_LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define ATTN__ATOMIC_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
@@ -2307,13 +2310,32 @@ struct attn_pool {
     int n_threads, started;          /* threads including the caller; workers running */
     long spins;                      /* spin rounds before sleeping */
     attn__mutex lock, run;           /* lock: the fields below; run: one job at a time */
-    attn__cond wake, done;
+    attn__cond wake, done_cv;
     unsigned generation;             /* counts jobs; a worker runs each new value once */
-    int stop, busy, job_threads;     /* shutting down; workers still in the job; its threads */
+    int stop, job_threads, done;     /* shutting down; the job's threads; its tasks finished */
     attn__job job;                   /* the current job */
     attn__thread th[ATTN__MAX_THREADS];
     attn__pool_worker workers[ATTN__MAX_THREADS];
 };
+
+/* Tasks of job `gen` as thread `index`, until none is left or a newer job has replaced it (a
+   worker that woke late); the last task to finish wakes the caller. */
+static void attn__pool_run(attn_pool *p, unsigned gen, int index) {
+    for (;;) {
+        attn_task_fn task;
+        void *ctx;
+        int i;
+        attn__lock(&p->lock);
+        if (p->generation != gen || index >= p->job_threads || p->job.next >= p->job.n_tasks) { attn__unlock(&p->lock); return; }
+        i = p->job.next++; task = p->job.task; ctx = p->job.ctx;
+        attn__unlock(&p->lock);
+        task(ctx, i, index);
+        attn__lock(&p->lock);
+        ATTN__ATOMIC_STORE(p->done, p->done + 1);
+        if (p->done == p->job.n_tasks) attn__broadcast(&p->done_cv);
+        attn__unlock(&p->lock);
+    }
+}
 
 static void attn__pool_worker_loop(attn__pool_worker *w) {
     attn_pool *p = w->pool;
@@ -2326,11 +2348,7 @@ static void attn__pool_worker_loop(attn__pool_worker *w) {
         if (p->stop) { attn__unlock(&p->lock); return; }
         seen = p->generation;
         attn__unlock(&p->lock);
-        if (w->index < p->job_threads) attn__job_run(&p->job, w->index);
-        attn__lock(&p->lock);
-        ATTN__ATOMIC_STORE(p->busy, p->busy - 1);
-        if (p->busy == 0) attn__broadcast(&p->done);
-        attn__unlock(&p->lock);
+        attn__pool_run(p, seen, w->index);
     }
 }
 ATTN__THREAD_MAIN(attn__pool_main, attn__pool_worker, attn__pool_worker_loop)
@@ -2338,7 +2356,7 @@ ATTN__THREAD_MAIN(attn__pool_main, attn__pool_worker, attn__pool_worker_loop)
 /* Undoes the first `inited` of attn_pool_create's five initialisations, then frees p. */
 static void attn__pool_release(attn_pool *p, int inited) {
     if (inited > 4) attn__mutex_destroy(&p->job.lock);
-    if (inited > 3) attn__cond_destroy(&p->done);
+    if (inited > 3) attn__cond_destroy(&p->done_cv);
     if (inited > 2) attn__cond_destroy(&p->wake);
     if (inited > 1) attn__mutex_destroy(&p->run);
     if (inited > 0) attn__mutex_destroy(&p->lock);
@@ -2371,7 +2389,7 @@ ATTNDEF attn_pool *attn_pool_create(int n_threads, int spin_us) {
     (void)spin_us;
 #endif
     inited = !attn__mutex_init(&p->lock) ? 0 : !attn__mutex_init(&p->run) ? 1 : !attn__cond_init(&p->wake) ? 2
-           : !attn__cond_init(&p->done) ? 3 : !attn__mutex_init(&p->job.lock) ? 4 : 5;
+           : !attn__cond_init(&p->done_cv) ? 3 : !attn__mutex_init(&p->job.lock) ? 4 : 5;
     if (inited < 5) { attn__pool_release(p, inited); return NULL; }
     for (i = 1; i < n_threads; ++i) {
         p->workers[i].pool = p; p->workers[i].index = i;
@@ -2390,6 +2408,7 @@ ATTNDEF int attn_pool_threads(const attn_pool *pool) { return pool ? pool->n_thr
 
 ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_task_fn task, void *task_ctx) {
     attn_pool *p = (attn_pool *)user;
+    unsigned gen;
     long k;
     int i;
     if (n_tasks <= 0) return;
@@ -2401,14 +2420,15 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     attn__lock(&p->lock);
     p->job.task = task; p->job.ctx = task_ctx; p->job.n_tasks = n_tasks; p->job.next = 0;
     p->job_threads = ATTN__MIN(n_threads, p->n_threads);
-    ATTN__ATOMIC_STORE(p->busy, p->n_threads - 1);
+    ATTN__ATOMIC_STORE(p->done, 0);
     ATTN__ATOMIC_STORE(p->generation, p->generation + 1u);
+    gen = p->generation;
     attn__broadcast(&p->wake);
     attn__unlock(&p->lock);
-    attn__job_run(&p->job, 0);
-    for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->busy) != 0; ++k) ATTN__PAUSE();
+    attn__pool_run(p, gen, 0);
+    for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->done) != n_tasks; ++k) ATTN__PAUSE();
     attn__lock(&p->lock);
-    while (p->busy != 0) attn__wait(&p->done, &p->lock);
+    while (p->done != n_tasks) attn__wait(&p->done_cv, &p->lock);
     attn__unlock(&p->lock);
     attn__unlock(&p->run);
 }
@@ -3785,7 +3805,11 @@ ATTN__T512 static ATTN__INLINE __m512 attn__exp_parts512(__m512 x, __m512 *q_out
     r2 = _mm512_mul_ps(r, r);
     q = _mm512_fmadd_ps(p, r2, r);                      /* exp(r) - 1, no cancellation */
     if (q_out) { *q_out = q; *n_out = n; }
-    return _mm512_scalef_ps(_mm512_add_ps(q, _mm512_set1_ps(1.0f)), n);
+    /* below -87.3 the result is 0, as attn__exp_parts256's: a subnormal result costs a microcode
+       assist on Intel (masked lanes take none), and every decode chunk has some: its first
+       alpha = exp(-inf) and its tail's masked keys (1.5 us of a 1-key, 8-head decode here) */
+    return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ),
+                                  _mm512_add_ps(q, _mm512_set1_ps(1.0f)), n);
 }
 ATTN__T512 static ATTN__INLINE __m512 attn__exp512(__m512 x) { return attn__exp_parts512(x, NULL, NULL); }
 
@@ -6154,7 +6178,9 @@ static void attn__tile_begin(const attn__fwd_ctx *C, attn__tile *T, float *mem, 
         T->slope[r] = P->alibi ? P->alibi[T->head[r]] : 0.0f;
     }
     for (r = 0; r < T->nlanes; ++r) {             /* queries, scale folded in */
-        if (T->narrow && !P->rope) {               /* row-major QR, one load per row */
+        if (T->narrow && r >= ((n + 7) & ~7)) {
+            /* no narrow kernel reads QR rows past n rounded up to 8 (pow2 or 4 rows at a time) */
+        } else if (T->narrow && !P->rope) {        /* row-major QR, one load per row */
             float *qr = T->qr + (size_t)r * C->geo.ldk;
             const int d0 = r < n ? D : 0;
             if (r < n) C->isa->load(attn__at(&P->q, S->tb, T->qrow[r], T->head[r]), P->q.dtype, qr, D, P->scale);

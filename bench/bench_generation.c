@@ -23,7 +23,11 @@
       MHA on GPU; the cache 2L times smaller for cross-attention: K and V of L layers vs H once).
       EL's output is checked against the cached MHA's.
 
-   Environment: BENCH_QUICK=1 (smaller, faster), BENCH_OUTDIR (default bench) for
+   1c. Speculative steps on small warm caches (issue 33 item 6): 2, 4, 8 tokens per call against
+      1-token calls, Hkv 8 with Hq 8 or 32, D 64/128, L 512-4096, 1 thread, interleaved.
+
+   Environment: BENCH_QUICK=1 (smaller, faster), BENCH_STEPS_ONLY=1 (only 1c, its rows appended
+   to the csv), BENCH_STEPS_RUNS (1c's reps, default 15), BENCH_OUTDIR (default bench) for
    results_generation.csv (results_generation_avx2.csv when built with -DATTN_NO_AVX512).
    Numbers are medians; the machine is shared, so they are noisy. */
 #define ATTN_IMPLEMENTATION
@@ -245,6 +249,80 @@ static void bench_decode_steps(void) {
            "    in tiles of 8 over each chunk: Lq 2 x 4 groups is one tile, Lq 8 x 4 = 32 rows four)\n");
 }
 
+/* 1c. Speculative steps on small caches (issue 33 item 6): Hkv 8 with Hq 8 (a call of Lq tokens
+   runs Lq query rows per KV head) or Hq 32 (GQA: 4 Lq rows); D 64 / 128, L 512-4096, warm (no
+   flush: what the kernel's arithmetic costs), 1 thread. Each rep times Lq 1-token calls (tokens t see keys 0 .. L - Lq + t)
+   and then one Lq-token call, interleaved; "x steps" = median(Lq 1-token calls) / median(one call).
+   Each Lq-token call's output is checked against the 1-token calls'. */
+static void bench_decode_steps_small(void) {
+    enum { H8 = 8 };
+    static const int lqs[] = { 2, 4, 8 }, Ds[] = { 64, 128 }, Ls[] = { 512, 1024, 4096 }, Gs[] = { 1, 4 };
+    const int runs = g_quick ? 5 : (int)ATTN__MIN(64, ATTN__MAX(1, env_int("BENCH_STEPS_RUNS", 15)));
+    const int ncpu = g_ncpu;
+    int gi, di, dd, il, li, r, t;
+    size_t i;
+    g_ncpu = 1;                         /* the csv's threads column */
+    printf("\n1c. speculative steps, small caches: Lq tokens per call (causal), Hkv %d, 1 thread, warm\n", H8);
+    printf("   %-5s %5s %4s %5s %3s %12s %12s %8s %9s\n", "dtype", "Hq", "D", "L", "Lq", "Lq x 1 (ms)", "1 x Lq (ms)", "x steps", "max diff");
+    for (gi = 0; gi < 2; ++gi)
+    for (di = 0; di < 2; ++di)
+        for (dd = 0; dd < 2; ++dd)
+            for (il = 0; il < 3; ++il) {
+                const attn_dtype dt = di ? ATTN_F16 : ATTN_F32;
+                const int D = Ds[dd], L = Ls[il], HQ8 = H8 * Gs[gi];
+                const size_t n = (size_t)L * H8 * D, es = dtype_size(dt), qn = (size_t)8 * HQ8 * D;
+                float *tmp = (float *)xalloc(n * sizeof(float));
+                void *kb = xalloc(n * es), *vb = xalloc(n * es), *qb = xalloc(qn * es), *ob = xalloc(qn * es), *o1 = xalloc(qn * es);
+                int lens[1];
+                attn_kv_cache c;
+                attn_desc d;
+                memset(&c, 0, sizeof c); memset(&d, 0, sizeof d);
+                d.causal = 1; d.n_threads = 1;
+                fill_rand(tmp, n); convert_from_f32(kb, dt, tmp, n);
+                fill_rand(tmp, n); convert_from_f32(vb, dt, tmp, n);
+                fill_rand(tmp, qn); convert_from_f32(qb, dt, tmp, qn);
+                c.k = attn_tensor_dense(kb, dt, 1, L, H8, D); c.v = attn_tensor_dense(vb, dt, 1, L, H8, D);
+                c.lens = lens; c.batch = 1;
+                for (li = 0; li < 3; ++li) {
+                    const int Lq = lqs[li];
+                    const attn_tensor q = attn_tensor_dense(qb, dt, 1, Lq, HQ8, D), o = attn_tensor_dense(ob, dt, 1, Lq, HQ8, D);
+                    double ts[64], tm[64], ms, mm, diff = 0.0;
+                    for (r = -1; r < runs; ++r) {       /* r = -1: warm-up and the check */
+                        double t0 = now_s();
+                        for (t = 0; t < Lq; ++t) {
+                            attn_tensor qt = attn_tensor_dense((char *)qb + (size_t)t * HQ8 * D * es, dt, 1, 1, HQ8, D);
+                            attn_tensor ot = attn_tensor_dense((char *)o1 + (size_t)t * HQ8 * D * es, dt, 1, 1, HQ8, D);
+                            lens[0] = L - Lq + 1 + t;
+                            if (attn_decode(&d, qt, &c, ot, NULL) != ATTN_OK) die("attn_decode failed");
+                        }
+                        t0 = now_s() - t0;
+                        lens[0] = L;
+                        tm[r < 0 ? 0 : r] = now_s();
+                        if (attn_decode(&d, q, &c, o, NULL) != ATTN_OK) die("attn_decode failed");
+                        tm[r < 0 ? 0 : r] = now_s() - tm[r < 0 ? 0 : r];
+                        ts[r < 0 ? 0 : r] = t0;
+                    }
+                    for (i = 0; i < (size_t)Lq * HQ8 * D; ++i) {
+                        const double e = fabs((double)ld(ob, dt, i) - ld(o1, dt, i));
+                        if (e > diff) diff = e;
+                    }
+                    if (diff > (dt == ATTN_F32 ? 1e-4 : 2e-3)) { printf("CHECK FAILED: max diff %.3g\n", diff); exit(1); }
+                    ms = median_of(ts, runs, NULL, NULL); mm = median_of(tm, runs, NULL, NULL);
+                    printf("   %-5s %5d %4d %5d %3d %12.4f %12.4f %8.2f %9.2e\n", dtype_name(dt), HQ8, D, L, Lq, ms * 1e3, mm * 1e3, ms / mm, diff);
+                    {
+                        char name[64];
+                        snprintf(name, sizeof name, "attn_decode_Lq%d_D%d_Hq%d", Lq, D, HQ8);
+                        csv_row("decode_steps_small", name, dtype_name(dt), "contiguous", L, mm * 1e3, 0, 0, 0, 0, 0, ms / mm,
+                                2.0 * (double)n * (double)es / MIB, diff);
+                    }
+                    fflush(stdout);
+                }
+                free(tmp); free(kb); free(vb); free(qb); free(ob); free(o1);
+            }
+    printf("   (x steps: Lq 1-token calls / one Lq-token call, medians of %d interleaved reps; ratio column of the csv)\n", runs);
+    g_ncpu = ncpu;
+}
+
 /* ------------------------------------------------------------------------------------------
    2. EL-attention vs standard MHA (one cross-attention layer, one decode step)
    ------------------------------------------------------------------------------------------ */
@@ -400,6 +478,13 @@ int main(void) {
     isa = best_fma_isa();
     printf("attn.h generation benchmark%s: %s, %d online CPUs, LLC %.0f MiB, kernels %s\n", g_quick ? " (BENCH_QUICK)" : "", cpu,
            g_ncpu, (double)llc / MIB, attn_kernels());
+    if (env_int("BENCH_STEPS_ONLY", 0)) {     /* only 1c (issue 33 item 6), its rows appended to the csv */
+        snprintf(path, sizeof path, "%s/%s", outdir, RESULTS_CSV);
+        if (!(g_csv = fopen(path, "a"))) die("cannot write " RESULTS_CSV);
+        bench_decode_steps_small();
+        if (fclose(g_csv) != 0) die("cannot write " RESULTS_CSV);
+        return 0;
+    }
     bw_bytes = (size_t)(g_quick ? 256 : 1024) << 20;
     if (bw_bytes < 8 * llc) bw_bytes = 8 * llc;
     measure_machine(&m, isa, g_ncpu, g_quick ? 0.05 : 0.2, bw_bytes);
@@ -412,6 +497,7 @@ int main(void) {
     bench_csv_header(g_csv, "section,case,dtype,layout,L,threads,median_ms,min_ms,max_ms,gbs,pct_bw,pct_bw_local,ratio,cache_mib,check_err");
     bench_decode();
     bench_decode_steps();
+    bench_decode_steps_small();
     bench_el();
     if (fclose(g_csv) != 0) die("cannot write " RESULTS_CSV);
     flush_close();

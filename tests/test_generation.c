@@ -1245,11 +1245,37 @@ static void test_gen_errors(void) {
     }
 }
 
+/* Every speculative step shape the fused decoding kernels take: Sq 1..8 query tokens (causal
+   among themselves, as speculative decoding checks draft tokens) x groups 1 and 4, so a KV head
+   runs R = 1..8 rows in one tile and up to four tiles of 8 (32 rows), f32 and f16, head dims 64
+   and 128, a cache long enough for several chunks and a short tail; against the double reference. */
+static void test_decode_rows(void) {
+    static const int gs[] = { 1, 4 }, Ds[] = { 64, 128 };
+    t_rng r = t_rng_seed(633);
+    int sq, gi, di, ti;
+    for (ti = 0; ti < 2; ++ti)
+        for (di = 0; di < 2; ++di)
+            for (gi = 0; gi < 2; ++gi)
+                for (sq = 1; sq <= 8; ++sq) {
+                    dcfg cf;
+                    attn_desc d;
+                    int lens[1];
+                    memset(&cf, 0, sizeof cf);
+                    memset(&d, 0, sizeof d);
+                    cf.B = 1; cf.Hkv = 2; cf.g = gs[gi]; cf.D = cf.Dv = Ds[di]; cf.Sq = sq;
+                    cf.dt = ti ? ATTN_F16 : ATTN_F32;
+                    lens[0] = T_QUICK ? 77 : 157;
+                    d.causal = 1;
+                    decode_case("decode rows", &cf, d, lens, &r, 0);
+                }
+}
+
 void test_generation(void) {
     test_gen_errors();
     test_rope_utility();
     test_rope_in_kernel();
     test_decode_sweep();
+    test_decode_rows();
     test_decode_split();
     test_streaming();
     test_evict();
