@@ -96,14 +96,13 @@ train-compare: $(BUILD)/train
 	$(BUILD)/train --compare --steps 400 --batch 8 --eval-every 40
 
 # The zoo on tasks (examples/train.c --zoo): every mechanism as the token mixer of the same
-# 2-layer, d 32 model, 400 steps of 8 sequences (T 64-128) on recall, selective copying,
-# induction, ListOps and the sonnets, 3 seeds, one thread: examples/zoo_train.md, .csv, .svg.
-# About 25 minutes of one idle core of the 2-core test machine with the 12 mechanisms that train
-# today, 30 with the 16 of issue 29 (estimated from --quick's CPU time: ~37k tokens/s), about 40
-# with all 19 (the Mamba, RWKV and S4D blocks: --quick's CPU 46 s against 35 s without them); a
-# loaded machine stretches it. --quick (make test) is the 40-step, 1-seed version, under a minute of CPU.
+# 2-layer, d 32 model, 400 steps of 8 sequences (T 64-256) on recall, selective copying,
+# induction, ListOps and the sonnets, 3 seeds, one thread per run, two runs at a time (--jobs 2):
+# examples/zoo_train.md, .csv, .svg. About 30 minutes on the 2-core test machine (the time each
+# run took is in the csv); a loaded machine stretches it. --quick (make test) is the 40-step,
+# 1-seed version, under a minute of CPU.
 zoo-train: $(BUILD)/train
-	$(BUILD)/train --zoo
+	$(BUILD)/train --zoo --jobs 2
 
 # Header-only install: attn.h and a pkg-config file (CMake users: see CMakeLists.txt).
 install:

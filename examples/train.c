@@ -30,7 +30,7 @@
                                     every kind (or those listed) for the same budget over 3 seeds
                                     (make train-compare): a table, PREFIX.csv and PREFIX.svg
                                     (default examples/train_compare)
-           build/train --zoo [--quick] [--kinds a,b,..] [--tasks t,..] [--threads N] [--out PREFIX]
+           build/train --zoo [--quick] [--kinds a,b,..] [--tasks t,..] [--threads N] [--jobs N] [--out PREFIX]
                                     the zoo on tasks (make zoo-train; --quick in make test): every
                                     mechanism below as the token mixer of the same model, trained on
                                     each task of examples/zoo_tasks.h (mqar, selcopy, induction,
@@ -80,6 +80,10 @@
 #include <string.h>
 #include <time.h>
 #include "zoo_tasks.h"
+#if !defined(_WIN32)
+#include <sys/wait.h>   /* --zoo --jobs: forked workers */
+#include <unistd.h>
+#endif
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -87,6 +91,7 @@ typedef struct {
     int kind;                  /* index into kinds[] */
     int layers, d, heads, ctx, batch, steps, eval_every, eval_batches, sample, seed, quiet;
     int threads;               /* 0: all cores */
+    int jobs;                  /* --zoo: worker processes */
     float lr, wd;
     const char *csv, *data;
     const char *compare_kinds, *out;   /* --compare, --zoo: comma-separated kinds (NULL: all), file prefix */
@@ -1760,7 +1765,7 @@ static zoo_scale zoo_scale_of(int quick, int V_sonnets) {
         memcpy(z.task, t, sizeof t);
     } else {
         const zoo_task t[N_TASKS] = {
-            { "mqar", 64, 64, 1 + 16 + 16, 8, 16, 16 },    { "selcopy", 128, 128, 3 + 8, 16, 8, 0 },
+            { "mqar", 64, 64, 1 + 16 + 16, 8, 16, 16 },    { "selcopy", 256, 256, 3 + 8, 16, 8, 0 },
             { "induction", 64, 128, 16, 0, 0, 0 },         { "listops", 128, 128, ZT_LO_V, 4, 5, 0 },
             { "sonnets", 64, 64, V_sonnets, 0, 0, 0 } };
         memcpy(z.task, t, sizeof t);
@@ -1994,6 +1999,67 @@ static void zoo_cell(FILE *f, zoo_result *r, int n_seeds, int second) {
     fprintf(f, " %.3f +- %.3f |", mean, sd);
 }
 
+/* Runs every (mechanism, task, seed) of the zoo into res. With --jobs N (POSIX) the runs are
+   dealt round-robin to N forked processes, each one thread, which send their results back
+   through a pipe: the runs are independent and seeded, so the results are the same as one
+   process's, only the tokens/s columns share the machine. */
+static void zoo_run_all(config c, const int *kid, int n_rows, const zoo_scale *z, const corpus *cp,
+                        zoo_result res[][N_TASKS][ZOO_SEEDS], double t0) {
+    const int n_seeds = z->seeds, n_runs = n_rows * N_TASKS * n_seeds;
+    int i, jobs = c.jobs < 1 ? 1 : c.jobs;
+#if defined(_WIN32)
+    jobs = 1;
+#endif
+    for (i = 0; i < n_runs; ++i) {   /* the runs a filter leaves out */
+        const int k = i / (N_TASKS * n_seeds), id = i / n_seeds % N_TASKS, s = i % n_seeds;
+        memset(&res[k][id][s], 0, sizeof res[k][id][s]);
+        if (!in_list(c.zoo_tasks, z->task[id].name)) res[k][id][s].status = Z_NOT_RUN;
+    }
+    if (jobs == 1) {
+        for (i = 0; i < n_runs; ++i) {
+            const int k = i / (N_TASKS * n_seeds), id = i / n_seeds % N_TASKS, s = i % n_seeds;
+            if (res[k][id][s].status == Z_NOT_RUN) continue;
+            fprintf(stderr, "\r  %-10s %-9s seed %d  (%.0f s so far)   ", kinds[kid[k]].name, z->task[id].name, s + 1, now_s() - t0);
+            res[k][id][s] = zoo_run(c, kid[k], &z->task[id], id, cp, s + 1);
+        }
+        return;
+    }
+#if !defined(_WIN32)
+    {
+        int fd[2], j, got = 0;
+        struct { int i; zoo_result r; } msg;
+        if (pipe(fd) != 0) { perror("pipe"); exit(1); }
+        fflush(stdout); fflush(stderr);
+        for (j = 0; j < jobs; ++j) {
+            const pid_t pid = fork();
+            if (pid < 0) { perror("fork"); exit(1); }
+            if (pid == 0) {   /* worker j: runs j, j + jobs, ... */
+                close(fd[0]);
+                for (i = j; i < n_runs; i += jobs) {
+                    const int k = i / (N_TASKS * n_seeds), id = i / n_seeds % N_TASKS, s = i % n_seeds;
+                    if (res[k][id][s].status == Z_NOT_RUN) continue;
+                    msg.i = i;
+                    msg.r = zoo_run(c, kid[k], &z->task[id], id, cp, s + 1);
+                    if (write(fd[1], &msg, sizeof msg) != (ssize_t)sizeof msg) _exit(1);   /* < PIPE_BUF: atomic */
+                }
+                _exit(0);
+            }
+        }
+        close(fd[1]);
+        while (read(fd[0], &msg, sizeof msg) == (ssize_t)sizeof msg) {
+            const int k = msg.i / (N_TASKS * n_seeds), id = msg.i / n_seeds % N_TASKS, s = msg.i % n_seeds;
+            res[k][id][s] = msg.r;
+            fprintf(stderr, "\r  %d of %d runs (%.0f s so far)   ", ++got, n_runs, now_s() - t0);
+        }
+        close(fd[0]);
+        for (j = 0; j < jobs; ++j) {
+            int st = 0;
+            if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) { fprintf(stderr, "a --jobs worker failed\n"); exit(1); }
+        }
+    }
+#endif
+}
+
 /* The zoo: every mechanism x every task x seeds. Writes PREFIX.md, .csv, .svg. Returns 0, or 1
    when a trained mechanism's training loss did not fall on mqar (last 5 steps' mean above 90%
    of the first 3 steps'): every mechanism should at least learn which tokens answer there. */
@@ -2014,14 +2080,8 @@ static int run_zoo(config c, const corpus *cp, int quick, const char *prefix) {
            "lr %g, %d thread%s, %s kernels\n", quick ? " --quick" : "", n_rows, N_TASKS, n_seeds, n_seeds > 1 ? "s" : "",
            c.layers, c.d, c.heads, c.batch, c.steps, (double)c.lr, c.threads, c.threads == 1 ? "" : "s (0: all cores)",
            attn_kernels());
+    zoo_run_all(c, kid, n_rows, &z, cp, res, t0);
     for (k = 0; k < n_rows; ++k) {
-        for (id = 0; id < N_TASKS; ++id)
-            for (s = 0; s < n_seeds; ++s) {
-                fprintf(stderr, "\r  %-10s %-9s seed %d  (%.0f s so far)   ", kinds[kid[k]].name, z.task[id].name, s + 1, now_s() - t0);
-                if (!in_list(c.zoo_tasks, z.task[id].name)) { res[k][id][s].status = Z_NOT_RUN; continue; }
-                res[k][id][s] = zoo_run(c, kid[k], &z.task[id], id, cp, s + 1);
-                if (res[k][id][s].status == Z_NO_BACKWARD) break;   /* the same for every seed and task */
-            }
         res[k][0][0].status = zoo_row_status(res[k], n_seeds);
         for (id = 0; id < N_TASKS; ++id)   /* no backward: the whole row says so */
             if (res[k][0][0].status == Z_NO_BACKWARD)
@@ -2068,12 +2128,12 @@ static int run_zoo(config c, const corpus *cp, int quick, const char *prefix) {
             fprintf(f, "Machine: %s, %s kernels, %d thread(s) (0: all cores).\n\n", cpu, attn_kernels(), c.threads);
             fprintf(f, "Every mechanism as the token mixer of the same model: token + position embeddings, %d pre-norm "
                        "blocks (layer norm, mixer, residual; layer norm, GELU MLP %d, residual), d %d, %d heads, AdamW "
-                       "(lr %g, warmup 10%%, cosine to 10%%, weight decay %g), %d steps of %d sequences, seeds 1-%d "
+                       "(lr %g, warmup 10%%, cosine to 10%%, weight decay %g), %d steps of %d sequences, seeds 1-%d, one thread per run, %d run(s) at a time "
                        "(a seed gives every mechanism the same batches: the paired column is mechanism - softmax, seed "
                        "by seed). Causal where the mechanism has a causal form; BigBird, Linformer and Nystromformer run "
                        "bidirectionally (every task's answer lies before it, so they cannot see it; the sonnets LM "
                        "would leak, so they skip it). %.0f s in all.\n\n",
-                    c.layers, 4 * c.d, c.d, c.heads, (double)c.lr, (double)c.wd, c.steps, c.batch, n_seeds,
+                    c.layers, 4 * c.d, c.d, c.heads, (double)c.lr, (double)c.wd, c.steps, c.batch, n_seeds, c.jobs < 1 ? 1 : c.jobs,
                     now_s() - t0);
             fprintf(f, "Tasks (examples/zoo_tasks.h): mqar %d pairs of %d keys / %d values at T %d; selcopy %d data tokens "
                        "of %d colours at T %d; induction at T %d (vocabulary %d), evaluated at T and %d; listops depth <= %d, "
@@ -2199,12 +2259,13 @@ int main(int argc, char **argv) {
             else if (strcmp(a, "--kinds") == 0) c.compare_kinds = v;
             else if (strcmp(a, "--out") == 0) c.out = v;
             else if (strcmp(a, "--threads") == 0) c.threads = atoi(v);
+            else if (strcmp(a, "--jobs") == 0) c.jobs = atoi(v);
             else if (strcmp(a, "--tasks") == 0) c.zoo_tasks = v;
             else { fprintf(stderr, "unknown option %s\n", a); return 2; }
         }
     }
     if (c.layers < 1 || c.layers > 16 || c.d < 1 || c.heads < 1 || c.d % c.heads || c.ctx < 2 || c.batch < 1 ||
-        c.steps < 1 || c.eval_every < 1 || !(c.lr > 0) || c.threads < 0) {
+        c.steps < 1 || c.eval_every < 1 || !(c.lr > 0) || c.threads < 0 || c.jobs < 0 || c.jobs > 64) {
         fprintf(stderr, "bad sizes: layers 1..16, heads dividing d, ctx >= 2, steps, batch, eval-every >= 1, lr > 0\n");
         return 2;
     }

@@ -93,6 +93,43 @@ static mech zoo[N_MECH] = {
 
 static int g_dil[H] = { 1, 1, 2, 4 };
 
+/* The committed results of `make zoo-train` (examples/train.c --zoo, examples/zoo_train.csv):
+   each tour mechanism's row there (its configuration is train.c's, e.g. a window of 16 tokens,
+   not the tour's 2x128), mean quality over seeds per task. The tasks, not random inputs, say
+   what a mechanism keeps: accuracy on recall, copying, induction and ListOps, validation loss
+   on the sonnets. */
+#define N_TASKS 5
+static const char *const task_name[N_TASKS] = { "mqar", "selcopy", "induction", "listops", "sonnets" };
+static const char *const train_name[N_MECH] = { "standard", "window", "longformer", "bigbird", "lsh", "linear",
+                                                "linformer", "nystrom", "mamba", "rwkv" };
+static double task_q[N_MECH][N_TASKS];
+static int task_n[N_MECH][N_TASKS];
+
+/* reads the csv (mechanism,task,seed,status,...,quality at column 10); returns the rows used */
+static int load_task_results(const char *path) {
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    int used = 0;
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        char *field[11], *p = line;
+        int n = 0, m, t;
+        while (n < 11 && p) { field[n++] = p; if ((p = strchr(p, ',')) != NULL) *p++ = '\0'; }
+        if (n < 11 || strcmp(field[3], "trained") != 0) continue;
+        for (m = 0; m < N_MECH && strcmp(field[0], train_name[m]) != 0; ++m) {}
+        for (t = 0; t < N_TASKS && strcmp(field[1], task_name[t]) != 0; ++t) {}
+        if (m == N_MECH || t == N_TASKS) continue;
+        task_q[m][t] += atof(field[9]);
+        task_n[m][t] += 1;
+        ++used;
+    }
+    fclose(f);
+    return used;
+}
+
+/* mean quality of mechanism m on task t, or -1 when the csv has none */
+static double task_mean(int m, int t) { return task_n[m][t] ? task_q[m][t] / task_n[m][t] : -1; }
+
 /* The desc of mechanism m at length L (E, F: Linformer's projections). */
 static attn_desc desc_of(int m, int L, const float *E) {
     attn_desc d;
@@ -325,7 +362,7 @@ int main(int argc, char **argv) {
     float *q = (float *)malloc(nmax * 4), *k = (float *)malloc(nmax * 4), *v = (float *)malloc(nmax * 4);
     float *ref = (float *)malloc(nmax * 4), *out = (float *)malloc(nmax * 4);
     float *E = (float *)malloc((size_t)256 * Lmax * 4), *scan = (float *)calloc(3 * nmax, 4);   /* u, delta, y */
-    int li, m, i;
+    int li, m, i, have_tasks;
     if (!q || !k || !v || !ref || !out || !E || !scan) { fprintf(stderr, "out of memory\n"); return 1; }
     for (i = 0; i < 256 * Lmax; ++i) E[i] = (float)(gauss() / sqrt(256.0));   /* JL projection */
     printf("attn.h zoo tour: B 1, H %d heads, D %d, fp32, non-causal, %s kernels, all cores\n", H, D, attn_kernels());
@@ -366,18 +403,39 @@ int main(int argc, char **argv) {
         }
         printf(" %6.1f MiB\n", z->mem_mib[n_lens - 1]);
     }
+    have_tasks = load_task_results("examples/zoo_train.csv") > 0;
     printf("\nverdicts at L = %d (time relative to exact softmax on the same inputs):\n", Lmax);
     for (m = 1; m < N_MECH; ++m) {
         const mech *z = &zoo[m], *x = &zoo[M_EXACT];
         const int l = n_lens - 1;
         if (!z->ok[l]) continue;
         printf("  %-22s %6.1fx faster; ", z->name, x->ms[l] / z->ms[l]);
+        if (task_mean(m, 0) >= 0 && task_mean(M_EXACT, 0) > 0)
+            printf("trained on recall (mqar) it keeps %.0f%% of exact's accuracy; ", 100 * task_mean(m, 0) / task_mean(M_EXACT, 0));
         if (z->is_scan) printf("a different layer (not attention): no error to compare\n");
         else if (m == M_LSH) printf("shared-QK hashing, self masked: not comparable to exact attention on separate q, k\n");
         else if (m == M_WINDOW || m == M_LONGFORMER) printf("exact inside its pattern; mean error %.0e from what it skips\n", z->err_mean[l]);
         else if (z->err_mean[l] < 0.05) printf("close to exact (mean error %.0e)\n", z->err_mean[l]);
         else printf("another mechanism, not an approximation of softmax here (mean error %.0e)\n", z->err_mean[l]);
     }
+    if (have_tasks) {
+        printf("\non tasks (examples/zoo_train.csv, committed by make zoo-train: 2-layer models trained from scratch "
+               "with each mechanism as the mixer, mean over seeds; accuracy, sonnets: validation loss; %% = of exact's):\n");
+        printf("%-22s", "mechanism");
+        for (i = 0; i < N_TASKS; ++i) printf(" %14s", task_name[i]);
+        printf("   time vs exact at L = %d\n", Lmax);
+        for (m = 0; m < N_MECH; ++m) {
+            printf("%-22s", zoo[m].name);
+            for (i = 0; i < N_TASKS; ++i) {
+                const double q = task_mean(m, i), q0 = task_mean(M_EXACT, i);
+                if (q < 0) printf(" %14s", "-");
+                else if (i == N_TASKS - 1 || m == M_EXACT || q0 <= 0) printf(" %14.3f", q);
+                else printf("  %5.3f (%3.0f%%)", q, 100 * q / q0);
+            }
+            if (zoo[m].ok[n_lens - 1] && zoo[M_EXACT].ok[n_lens - 1]) printf("   %.1fx faster", zoo[M_EXACT].ms[n_lens - 1] / zoo[m].ms[n_lens - 1]);
+            printf("\n");
+        }
+    } else printf("\n(no examples/zoo_train.csv: run the tour from the repository root to see the trained results)\n");
     if (check) {
         const int bad = run_checks(lens_all[0], q, k, v, ref, out);
         free(q); free(k); free(v); free(ref); free(out); free(E); free(scan);
