@@ -23,7 +23,7 @@ check "zoo check: each mechanism within its bound"         "$B/zoo" check
 check "train --check: gradients vs finite differences"     "$B/train" --check
 check "train --test: loss falls in 30 steps, every kind"   "$B/train" --test
 check "train --tasks-check: the zoo's task generators"       "$B/train" --tasks-check
-check "train --zoo --quick: every mechanism on every task, mqar loss falls (1 thread, under a minute of CPU)" "$B/train" --zoo --quick --out "$B/zoo_train_quick"
+check "train --zoo --quick: every mechanism on every task, mqar loss falls (1 thread per run, 2 runs at a time, about a minute of CPU)" "$B/train" --zoo --quick --jobs 2 --out "$B/zoo_train_quick"
 
 # all-MiniLM-L6-v2 end to end (examples/minilm.c): the reader and tokenizer checks always; token
 # ids and embeddings against HF's (examples/minilm_fixtures.py) when the model is at hand or pip
