@@ -15,10 +15,13 @@
    4. attn_backward (dq, dk, dv; two chunked passes) at 4k and 16k tokens: time, its ratio to the
       forward and GFLOP/s of the GEMM work it executes.
    5. ATTN_LINEAR (elu+1) beside plain PyTorch autograd, one thread, B 1, H 8, D 64, S 1k/4k/16k,
-      non-causal: forward and backward (dq, dk, dv from dout) ms, GFLOP/s and the ratios, rounds
-      interleaved in the same run (each round: attn.h's forward and backward on every case, then
-      one Python process times the same cases: the fast-transformers LinearAttention einsums,
-      torch.set_num_threads(1), one warm-up, then forward and out.backward(dout) timed apart).
+      non-causal and causal: forward and backward (dq, dk, dv from dout) ms, GFLOP/s (the
+      non-causal count for both) and the ratios, rounds interleaved in the same run (each round:
+      attn.h's forward and backward on every case, then one Python process times the same cases:
+      the fast-transformers LinearAttention einsums (non-causal) and fla's pure-torch chunked
+      reference naive_chunk_linear_attn on elu+1 features (causal; fla's own kernels need
+      triton), torch.set_num_threads(1), one warm-up, then forward and out.backward(dout) timed
+      apart).
       Medians over the rounds; BENCH_PYTHON picks the Python (as bench_isa; no torch: no column).
       Writes BENCH_OUTDIR/results_linear_peer.csv.
    Env: BENCH_QUICK=1 (shorter lengths, fewer reps), BENCH_OUTDIR (default bench), BENCH_ONLY=name
@@ -309,8 +312,11 @@ static const char lin_torch_snippet[] =
     "    KV = torch.einsum(\"nshd,nshm->nhmd\", K, v)\n"
     "    Z = 1 / (torch.einsum(\"nlhd,nhd->nlh\", Q, K.sum(dim=1)) + 1e-6)\n"
     "    return torch.einsum(\"nlhd,nhmd,nlh->nlhm\", Q, KV, Z)\n"
+    "def fwd_causal(q, k, v):\n"
+    "    from fla.ops.linear_attn.naive import naive_chunk_linear_attn\n"
+    "    return naive_chunk_linear_attn(F.elu(q) + 1, F.elu(k) + 1, v, scale=1.0, normalize=True)\n"
     "for a in sys.argv[1:]:\n"
-    "    S, H, D, t = map(int, a.split(\",\"))\n"
+    "    S, H, D, t, causal = map(int, a.split(\",\"))\n"
     "    torch.set_num_threads(t)\n"
     "    x = [(torch.rand(1, S, H, D) * 2 - 1).requires_grad_() for _ in range(3)]\n"
     "    g = torch.rand(1, S, H, D) * 2 - 1\n"
@@ -318,7 +324,7 @@ static const char lin_torch_snippet[] =
     "        for y in x:\n"
     "            y.grad = None\n"
     "        t0 = time.perf_counter()\n"
-    "        o = fwd(*x)\n"
+    "        o = (fwd_causal if causal else fwd)(*x)\n"
     "        t1 = time.perf_counter()\n"
     "        o.backward(g)\n"
     "        t2 = time.perf_counter()\n"
@@ -326,24 +332,26 @@ static const char lin_torch_snippet[] =
     "    print(t2 - t1, flush=True)\n";
 
 static void run_peer(const char *outdir, const float *q, const float *k, const float *v, float *o) {
-    enum { NS = 3, MAXR = 15 };
+    enum { NS = 3, NC = 2 * NS, MAXR = 15 };   /* case c: length Ls[c / 2], causal c % 2 */
     static const int Ls[NS] = { 1024, 4096, 16384 };
-    const int D = 64, rounds = g_quick ? 3 : 7, ns = g_quick ? 2 : NS;
-    double ta[NS][2][MAXR], tt[NS][2][MAXR], med[NS][4];
-    char ver[128], args[256], last[256], path[512];
+    const int D = 64, rounds = g_quick ? 3 : 7, ns = g_quick ? 2 : NS, nc = 2 * ns;
+    double ta[NC][2][MAXR], tt[NC][2][MAXR], med[NC][4];
+    char ver[128], args[512], last[256], path[512];
     float *dO = (float *)xalloc((size_t)16384 * H * D * 4), *g3 = (float *)xalloc((size_t)3 * 16384 * H * D * 4);
     int torch_on, r, i, j, len = 0;
     FILE *f;
     fill_rand(dO, (size_t)16384 * H * D);
     torch_on = torch_probe_ok(lin_torch_probe, ver, sizeof ver);
-    printf("== linear-peer: 5. ATTN_LINEAR (elu+1) non-causal, B 1, H %d, D %d, fp32, 1 thread, %d interleaved rounds\n", H, D,
+    printf("== linear-peer: 5. ATTN_LINEAR (elu+1) non-causal and causal, B 1, H %d, D %d, fp32, 1 thread, %d interleaved rounds\n", H, D,
            rounds);
-    if (torch_on) printf("  PyTorch %s (%s): plain autograd of the fast-transformers LinearAttention einsums\n", ver, g_python);
+    if (torch_on)
+        printf("  PyTorch %s (%s): plain autograd of the fast-transformers LinearAttention einsums (non-causal) and of fla's\n"
+               "  pure-torch chunked reference naive_chunk_linear_attn (causal, chunk 64, normalize=True)\n", ver, g_python);
     else printf("  PyTorch column skipped: %s\n", g_torch_why);
-    for (i = 0; i < ns; ++i) len += snprintf(args + len, sizeof args - (size_t)len, " %d,%d,%d,1", Ls[i], H, D);
+    for (i = 0; i < nc; ++i) len += snprintf(args + len, sizeof args - (size_t)len, " %d,%d,%d,1,%d", Ls[i / 2], H, D, i % 2);
     for (r = 0; r < rounds; ++r) {
-        for (i = 0; i < ns; ++i) {
-            const int L = Ls[i];
+        for (i = 0; i < nc; ++i) {
+            const int L = Ls[i / 2];
             attn_tensor tq = attn_tensor_dense((void *)q, ATTN_F32, 1, L, H, D), tk = attn_tensor_dense((void *)k, ATTN_F32, 1, L, H, D);
             attn_tensor tv = attn_tensor_dense((void *)v, ATTN_F32, 1, L, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, L, H, D);
             attn_tensor tdo = attn_tensor_dense(dO, ATTN_F32, 1, L, H, D), gq = attn_tensor_dense(g3, ATTN_F32, 1, L, H, D);
@@ -352,7 +360,7 @@ static void run_peer(const char *outdir, const float *q, const float *k, const f
             attn_desc d;
             double t0;
             memset(&d, 0, sizeof d);
-            d.kind = ATTN_LINEAR; d.n_threads = 1;
+            d.kind = ATTN_LINEAR; d.n_threads = 1; d.causal = i % 2;
             if (r == 0 && (attn_forward(&d, tq, tk, tv, to, NULL) != ATTN_OK ||
                            attn_backward(&d, tq, tk, tv, to, tdo, NULL, gq, gk, gv) != ATTN_OK)) die("linear-peer warm-up failed");
             t0 = now_s();
@@ -363,12 +371,12 @@ static void run_peer(const char *outdir, const float *q, const float *k, const f
             ta[i][1][r] = now_s() - t0;
         }
         if (torch_on) {
-            double t[2 * NS];
-            if (python_run(lin_torch_snippet, args, t, 2 * NS, last, sizeof last) != 2 * ns) {
+            double t[2 * NC];
+            if (python_run(lin_torch_snippet, args, t, 2 * NC, last, sizeof last) != 2 * nc) {
                 printf("  PyTorch column dropped: %s\n", last[0] ? last : g_torch_why);
                 torch_on = 0;
             } else {
-                for (i = 0; i < ns; ++i) { tt[i][0][r] = t[2 * i]; tt[i][1][r] = t[2 * i + 1]; }
+                for (i = 0; i < nc; ++i) { tt[i][0][r] = t[2 * i]; tt[i][1][r] = t[2 * i + 1]; }
             }
         }
     }
@@ -376,21 +384,21 @@ static void run_peer(const char *outdir, const float *q, const float *k, const f
     if (!(f = fopen(path, "w"))) die("cannot write the CSV");
     bench_csv_header(f, "case,seq,heads,dim,threads,rounds,attn_fwd_ms,attn_bwd_ms,attn_fwd_gflops,attn_bwd_gflops,"
                         "torch_fwd_ms,torch_bwd_ms,fwd_speedup,bwd_speedup,attn_bwd_over_fwd,torch_version");
-    for (i = 0; i < ns; ++i) {
-        const double L = Ls[i], ff = 4.0 * L * H * D * D, fb = 10.0 * L * H * D * D;   /* GEMM flops: 2 (fwd), 5 (bwd) products */
+    for (i = 0; i < nc; ++i) {
+        const double L = Ls[i / 2], ff = 4.0 * L * H * D * D, fb = 10.0 * L * H * D * D;   /* GEMM flops: 2 (fwd), 5 (bwd) products */
         double lo, hi;
         for (j = 0; j < 2; ++j) {
             med[i][j] = median_of(ta[i][j], rounds, &lo, &hi) * 1e3;
             med[i][2 + j] = torch_on ? median_of(tt[i][j], rounds, &lo, &hi) * 1e3 : NAN;
         }
-        printf("  S %5d: attn.h forward %8.2f ms (%5.1f GFLOP/s), backward %8.2f ms (%5.1f GFLOP/s, %.2fx its forward)", Ls[i],
-               med[i][0], ff / med[i][0] * 1e-6, med[i][1], fb / med[i][1] * 1e-6, med[i][1] / med[i][0]);
+        printf("  S %5d %-10s: attn.h forward %8.2f ms (%5.1f GFLOP/s), backward %8.2f ms (%5.1f GFLOP/s, %.2fx its forward)", Ls[i / 2],
+               i % 2 ? "causal" : "non-causal", med[i][0], ff / med[i][0] * 1e-6, med[i][1], fb / med[i][1] * 1e-6, med[i][1] / med[i][0]);
         if (torch_on)
             printf("; torch forward %8.2f ms, backward %8.2f ms: attn.h %.2fx / %.2fx", med[i][2], med[i][3], med[i][2] / med[i][0],
                    med[i][3] / med[i][1]);
         printf("\n");
         bench_csv_machine(f);
-        fprintf(f, "linear-noncausal,%d,%d,%d,1,%d,%.3f,%.3f,%.1f,%.1f,", Ls[i], H, D, rounds, med[i][0], med[i][1],
+        fprintf(f, "%s,%d,%d,%d,1,%d,%.3f,%.3f,%.1f,%.1f,", i % 2 ? "linear-causal" : "linear-noncausal", Ls[i / 2], H, D, rounds, med[i][0], med[i][1],
                 ff / med[i][0] * 1e-6, fb / med[i][1] * 1e-6);
         if (torch_on)
             fprintf(f, "%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", med[i][2], med[i][3], med[i][2] / med[i][0], med[i][3] / med[i][1],

@@ -13,8 +13,14 @@
    it its time is extrapolated from the fitted n^p and marked so (no error column there).
    Counted flops (2 per multiply-add, per head): exact 4 n^2 d; Linformer 4 k n d (E K, F V) +
    4 n k d (attention); Nystrom 8 n m d (B V and F W) + 2 m^2 d (A) + 6 x 8 m^3 (pinv) + 2 m^2 d (W).
-   Env: BENCH_QUICK=1 (1k..16k, fewer reps), BENCH_OUTDIR (default bench).
-   Writes BENCH_OUTDIR/results_lowrank.csv and BENCH_OUTDIR/chart_lowrank.svg. */
+   Then Linformer's backward beside linformer 0.2.3's autograd (issue 33 item 1; run_linformer_peer:
+   S 4096, H 8, D 64, k 256, 1 thread, rounds interleaved with one Python process each as
+   bench_linear's part 5; BENCH_PYTHON picks the Python, no torch/linformer: no column).
+   Env: BENCH_QUICK=1 (1k..16k, fewer reps), BENCH_OUTDIR (default bench), BENCH_ONLY=linformer-peer
+   (that part alone), BENCH_ROUNDS (its rounds, 5-15, default 7).
+   Writes BENCH_OUTDIR/results_lowrank.csv, BENCH_OUTDIR/chart_lowrank.svg and
+   BENCH_OUTDIR/results_linformer_peer.csv. */
+#define _POSIX_C_SOURCE 200809L   /* popen, for the PyTorch peer */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
 #include "bench_util.h"
@@ -219,6 +225,106 @@ static int write_svg(const char *path, double pk) {
     return 1;
 }
 
+/* ---- Linformer's backward beside linformer's autograd, one thread (issue 33 item 1) -------- */
+static const char lfm_torch_probe[] = "import torch, linformer; print(torch.__version__)";
+/* linformer 0.2.3's LinformerSelfAttention with its four nn.Linear layers replaced by
+   nn.Identity (attn.h takes q, k, v already projected and returns the heads' outputs), E and F
+   held fixed (attn_backward here computes dq, dk, dv): self-attention, so one x is q, k and v and
+   its gradient sums the three, the same products. */
+static const char lfm_torch_snippet[] =
+    "import sys, time, torch\n"
+    "from linformer import LinformerSelfAttention\n"
+    "torch.manual_seed(0)\n"
+    "for a in sys.argv[1:]:\n"
+    "    S, H, D, K, t = map(int, a.split(\",\"))\n"
+    "    torch.set_num_threads(t)\n"
+    "    m = LinformerSelfAttention(dim=H * D, seq_len=S, k=K, heads=H, dim_head=D, one_kv_head=False, share_kv=False)\n"
+    "    m.to_q = m.to_k = m.to_v = m.to_out = torch.nn.Identity()\n"
+    "    m.proj_k.requires_grad_(False); m.proj_v.requires_grad_(False)\n"
+    "    x = (torch.rand(1, S, H * D) * 2 - 1).requires_grad_()\n"
+    "    g = torch.rand(1, S, H * D) * 2 - 1\n"
+    "    for it in range(2):\n"
+    "        x.grad = None\n"
+    "        t0 = time.perf_counter()\n"
+    "        o = m(x)\n"
+    "        t1 = time.perf_counter()\n"
+    "        o.backward(g)\n"
+    "        t2 = time.perf_counter()\n"
+    "    print(t1 - t0, flush=True)\n"
+    "    print(t2 - t1, flush=True)\n";
+
+/* S 4096, H 8, D 64, k 256 (E and F [k][n], shared across heads, not shared between k and v),
+   1 thread; each round: attn.h's forward and backward, then one Python process times the same
+   case (torch.set_num_threads(1), one warm-up); medians over the rounds. */
+static void run_linformer_peer(const char *outdir) {
+    enum { PH = 8, PS = 4096, MAXR = 15 };
+    const int rounds = ATTN__MAX(5, ATTN__MIN(env_int("BENCH_ROUNDS", 7), MAXR));
+    const size_t n = (size_t)PS * PH * D;
+    float *q = (float *)xalloc(n * 4), *k = (float *)xalloc(n * 4), *v = (float *)xalloc(n * 4), *o = (float *)xalloc(n * 4);
+    float *dO = (float *)xalloc(n * 4), *g3 = (float *)xalloc(3 * n * 4), *lse = (float *)xalloc((size_t)PS * PH * 4);
+    float *E = (float *)xalloc((size_t)2 * KP * PS * 4);
+    double ta[2][MAXR], tt[2][MAXR], med[4], lo, hi;
+    char ver[128], args[64], last[256], path[512];
+    attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, PS, PH, D), tk = attn_tensor_dense(k, ATTN_F32, 1, PS, PH, D);
+    attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, PS, PH, D), to = attn_tensor_dense(o, ATTN_F32, 1, PS, PH, D);
+    attn_tensor tdo = attn_tensor_dense(dO, ATTN_F32, 1, PS, PH, D), gq = attn_tensor_dense(g3, ATTN_F32, 1, PS, PH, D);
+    attn_tensor gk = attn_tensor_dense(g3 + n, ATTN_F32, 1, PS, PH, D), gv = attn_tensor_dense(g3 + 2 * n, ATTN_F32, 1, PS, PH, D);
+    attn_desc d;
+    int torch_on, r, j;
+    FILE *f;
+    fill_rand(q, n); fill_rand(k, n); fill_rand(v, n); fill_rand(dO, n); fill_rand(E, (size_t)2 * KP * PS);
+    for (j = 0; j < 2 * KP * PS; ++j) E[j] *= 0.02f;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LINFORMER; d.linformer.e = E; d.linformer.f = E + (size_t)KP * PS; d.linformer.k = KP; d.linformer.n = PS;
+    d.linformer.shared_heads = 1; d.n_threads = 1;
+    torch_on = torch_probe_ok(lfm_torch_probe, ver, sizeof ver);
+    printf("== linformer-peer: ATTN_LINFORMER (k %d, E, F shared across heads), B 1, S %d, H %d, D %d, fp32, 1 thread, %d interleaved rounds\n",
+           KP, PS, PH, D, rounds);
+    if (torch_on) printf("  PyTorch %s (%s): autograd of linformer's LinformerSelfAttention, projections as identity\n", ver, g_python);
+    else printf("  PyTorch column skipped: %s\n", g_torch_why);
+    snprintf(args, sizeof args, " %d,%d,%d,%d,1", PS, PH, D, KP);
+    if (attn_forward(&d, tq, tk, tv, to, lse) != ATTN_OK || attn_backward(&d, tq, tk, tv, to, tdo, lse, gq, gk, gv) != ATTN_OK)
+        die("linformer-peer warm-up failed");
+    for (r = 0; r < rounds; ++r) {
+        double t0 = now_s();
+        if (attn_forward(&d, tq, tk, tv, to, lse) != ATTN_OK) die("attn_forward failed");
+        ta[0][r] = now_s() - t0;
+        t0 = now_s();
+        if (attn_backward(&d, tq, tk, tv, to, tdo, lse, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
+        ta[1][r] = now_s() - t0;
+        if (torch_on) {
+            double t[2];
+            if (python_run(lfm_torch_snippet, args, t, 2, last, sizeof last) != 2) {
+                printf("  PyTorch column dropped: %s\n", last[0] ? last : g_torch_why);
+                torch_on = 0;
+            } else {
+                tt[0][r] = t[0]; tt[1][r] = t[1];
+            }
+        }
+    }
+    for (j = 0; j < 2; ++j) {
+        med[j] = median_of(ta[j], rounds, &lo, &hi) * 1e3;
+        med[2 + j] = torch_on ? median_of(tt[j], rounds, &lo, &hi) * 1e3 : NAN;
+    }
+    printf("  attn.h forward %8.2f ms, backward %8.2f ms (%.2fx its forward)", med[0], med[1], med[1] / med[0]);
+    if (torch_on)
+        printf("; torch forward %8.2f ms, backward %8.2f ms: attn.h %.2fx / %.2fx", med[2], med[3], med[2] / med[0], med[3] / med[1]);
+    printf("\n");
+    snprintf(path, sizeof path, "%s/results_linformer_peer.csv", outdir);
+    if (!(f = fopen(path, "w"))) die("cannot write the CSV");
+    bench_csv_header(f, "case,seq,heads,dim,k,threads,rounds,attn_fwd_ms,attn_bwd_ms,torch_fwd_ms,torch_bwd_ms,fwd_speedup,"
+                        "bwd_speedup,attn_bwd_over_fwd,torch_version");
+    bench_csv_machine(f);
+    fprintf(f, "linformer,%d,%d,%d,%d,1,%d,%.3f,%.3f,", PS, PH, D, KP, rounds, med[0], med[1]);
+    if (torch_on)
+        fprintf(f, "%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", med[2], med[3], med[2] / med[0], med[3] / med[1], med[1] / med[0], ver);
+    else
+        fprintf(f, ",,,,%.3f,\n", med[1] / med[0]);
+    if (fclose(f) != 0) die("cannot write the CSV");
+    printf("wrote %s\n", path);
+    free(q); free(k); free(v); free(o); free(dO); free(g3); free(lse); free(E);
+}
+
 int main(void) {
     const int quick = env_int("BENCH_QUICK", 0) != 0, exact_max = env_int("BENCH_EXACT_MAX", quick ? 8192 : 32768);
     const int max_n = quick ? 16384 : 65536;
@@ -230,6 +336,7 @@ int main(void) {
     float *q, *k, *v, *ox, *o, *E;
     FILE *f;
     if (!outdir || !*outdir) outdir = "bench";
+    if (getenv("BENCH_ONLY") && !strcmp(getenv("BENCH_ONLY"), "linformer-peer")) { run_linformer_peer(outdir); return 0; }
     cpu_model(cpu, sizeof cpu);
     isa = best_fma_isa();
     printf("attn.h low-rank benchmark%s: %s, %d online CPUs, kernels %s\n", quick ? " (BENCH_QUICK)" : "", cpu, ncpu, attn_kernels());
@@ -334,5 +441,6 @@ int main(void) {
     if (!write_svg(path, mc.peak_all)) die("cannot write chart_lowrank.svg");
     printf("wrote %s/results_lowrank.csv and %s/chart_lowrank.svg (%.0f s)\n", outdir, outdir, now_s() - t_start);
     free(q); free(k); free(v); free(ox); free(o); free(E);
+    run_linformer_peer(outdir);
     return 0;
 }
