@@ -292,8 +292,8 @@ typedef struct attn_longformer_params {
    The random table [q.heads][nb-2][r] (entries in [0, nb)) is random_table, or, when NULL,
    drawn from seed by attn_bigbird_random_table() (documented there; the same on every platform
    and thread count).
-   Padding, as HF's attention_mask (one mask: pass its row sums as both seqlens_q and seqlens_k;
-   cu_seqlens are refused): keys j >= seqlens_k[b] get -10000 ADDED to their logits (HF's
+   Padding, as HF's attention_mask (one mask: pass its row sums as both seqlens_q and seqlens_k):
+   keys j >= seqlens_k[b] get -10000 ADDED to their logits (HF's
    value, not -inf: a padded key keeps the weight e^(s - 10000 - max), 0 in fp32 unless the
    logits of a row span about 1e4, and it is all a row sees when seqlens_k[b] == 0); query rows
    i >= seqlens_q[b] are written 0 (lse -inf). The blocks stay those of q.seq (a multiple of
@@ -301,6 +301,12 @@ typedef struct attn_longformer_params {
    padded length, as in HF, but not on the other sequences or on the padding's (finite)
    contents. HF also masks window and random keys by the query's own mask: that only reaches
    rows it then writes 0, so nothing here corresponds to it. Padded query blocks cost nothing.
+   Packed sequences (cu_seqlens_q = cu_seqlens_k, varlen_batch segments, batch 1, ending at
+   q.seq; not with seqlens_q/_k): each segment's rows are bitwise those of the segment run alone
+   (its own block grid, global blocks, band, hf_fallback and drawn random table); every segment
+   length must be a multiple of block (else ATTN_ERR_BIGBIRD_BLOCK, nothing written); empty
+   segments are skipped. An explicit random_table then holds one table per segment, concatenated
+   in segment order: [q.heads][L_u/block - 2][r] for each segment with L_u/block > 2.
    field          default (0)      meaning
    block          64               block size b; must divide q.seq
    random_blocks  3                r random key blocks per middle query block (see no_random)
@@ -1008,7 +1014,7 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch (BigBird, LSH), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch (LSH; varlen_batch without cu_seqlens: BigBird), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
@@ -1037,6 +1043,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
     X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
+    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
@@ -16840,6 +16847,99 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
     return attn__ovl_bad(&o) ? err : ATTN_OK;
 }
 
+/* ---- packed sequences (cu_seqlens) of the kinds whose result is defined per sequence ---------
+   ATTN_BIGBIRD (its forward and backward so far) takes cu_seqlens_q/_k by running each packed
+   segment as the call of that segment alone (batch 1, its own length, no padding): the same
+   code on the same rows, so a segment's rows are bitwise its run alone and every per-length
+   rule (BigBird's block grid, global blocks and drawn random table) is the segment's own. The
+   segments must cover q.seq and k.seq exactly; empty segments are skipped. Every segment is
+   checked (a workspace query) before any is run, so a bad segment leaves the outputs untouched.
+   lse and lse_in, [1][Hq][Sq] for the call but [1][Hq][L] for a segment, pass through scratch. */
+static int attn__varlen_by_segments(int kind) { return kind == ATTN_BIGBIRD; }
+
+/* Rows [s0, s0 + len) of t (batch 1); t unchanged where it has no data (a workspace query). */
+static attn_tensor attn__seq_slice(const attn_tensor *t, int s0, int len) {
+    attn_tensor r = *t;
+    if (r.data) r.data = (char *)r.data + (ptrdiff_t)s0 * r.stride_seq * (ptrdiff_t)attn__dtype_size(r.dtype);
+    r.seq = len;
+    return r;
+}
+
+/* Segment u of the call as a call of its own on desc e (e: d without cu_seqlens); *tab: the
+   ints of explicit BigBird random tables before segment u (one table per segment, concatenated). */
+static void attn__varlen_segment(const attn__call *c, attn_desc *e, int u, size_t *tab, attn__call *s) {
+    const attn_desc *d = c->d;
+    const int q0 = d->cu_seqlens_q[u], lq = d->cu_seqlens_q[u + 1] - q0;
+    const int k0 = d->cu_seqlens_k[u], lk = d->cu_seqlens_k[u + 1] - k0;
+    *s = *c;
+    s->d = e;
+    s->q = attn__seq_slice(&c->q, q0, lq); s->out = attn__seq_slice(&c->out, q0, lq);
+    s->dout = attn__seq_slice(&c->dout, q0, lq); s->dq = attn__seq_slice(&c->dq, q0, lq);
+    s->k = attn__seq_slice(&c->k, k0, lk); s->v = attn__seq_slice(&c->v, k0, lk);
+    s->dk = attn__seq_slice(&c->dk, k0, lk); s->dv = attn__seq_slice(&c->dv, k0, lk);
+    if (d->kind == ATTN_BIGBIRD && d->bigbird.random_table) {
+        int block, r;
+        e->bigbird.random_table = d->bigbird.random_table + *tab;
+        if (attn__bb_params(&d->bigbird, lq, &block, &r) == ATTN_OK && lq / block > 2)
+            *tab += (size_t)c->q.heads * (size_t)(lq / block - 2) * (size_t)r;
+    }
+}
+
+static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__call *c) {
+    const attn_desc *d = c->d;
+    const int n = d->varlen_batch, Hq = c->q.heads, bwd = op == ATTN__BACKWARD;
+    attn__view qv, kv, vv, ov, g0, g1, g2, g3;
+    attn_desc e;
+    attn__call s;
+    attn__ws w;
+    attn_status st;
+    size_t need = 0, one, lse_bytes = 0, tab = 0, total;
+    int u, h, lmax = 0;
+    float *lse = NULL;
+    if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
+    if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_VARLEN_WITH_SEQLENS;
+    if (n < 1) return ATTN_ERR_VARLEN_BATCH;
+    if ((st = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &qv, &kv, &vv, &ov)) != ATTN_OK) return st;
+    if (bwd && !c->bytes && (st = attn__check_bwd_grads(c, &g0, &g1, &g2, &g3)) != ATTN_OK) return st;
+    if (c->q.batch != 1) return ATTN_ERR_VARLEN_SHAPE;
+    if (!attn__offsets_ok(d->cu_seqlens_q, n, c->q.seq)) return ATTN_ERR_CU_SEQLENS_Q;
+    if (!attn__offsets_ok(d->cu_seqlens_k, n, c->k.seq)) return ATTN_ERR_CU_SEQLENS_K;
+    if (d->cu_seqlens_q[n] != c->q.seq || d->cu_seqlens_k[n] != c->k.seq) return ATTN_ERR_VARLEN_COVER;
+    e = *d;
+    e.cu_seqlens_q = e.cu_seqlens_k = NULL; e.varlen_batch = 0;
+    for (u = 0; u < n; ++u) {                  /* every segment's checks and workspace first */
+        attn__varlen_segment(c, &e, u, &tab, &s);
+        if (!s.q.seq && !s.k.seq) continue;
+        s.bytes = &one;
+        if ((st = fn(&s)) != ATTN_OK) return st;
+        need = ATTN__MAX(need, one);
+        lmax = ATTN__MAX(lmax, s.q.seq);
+    }
+    /* the lse scratch whether or not lse is given: the size query does not know */
+    if (!attn__mul_size((size_t)Hq * sizeof(float), (size_t)lmax, &lse_bytes)) return ATTN_ERR_OVERFLOW;
+    lse_bytes = (lse_bytes + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;
+    if (!attn__add_size(need, lse_bytes, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = total; return ATTN_OK; }
+    if ((st = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return st;
+    if (bwd ? c->lse_in != NULL : c->lse != NULL) lse = (float *)(void *)w.base;
+    e.workspace = w.base + lse_bytes; e.workspace_size = need;
+    for (tab = 0, u = 0; u < n && st == ATTN_OK; ++u) {
+        const int q0 = d->cu_seqlens_q[u];
+        attn__varlen_segment(c, &e, u, &tab, &s);
+        if (!s.q.seq && !s.k.seq) continue;
+        if (bwd && lse)
+            for (h = 0; h < Hq; ++h)
+                memcpy(lse + (size_t)h * s.q.seq, c->lse_in + (size_t)h * c->q.seq + q0, sizeof(float) * (size_t)s.q.seq);
+        if (bwd) s.lse_in = lse; else s.lse = lse;
+        st = fn(&s);
+        if (!bwd && lse && st == ATTN_OK)
+            for (h = 0; h < Hq; ++h)
+                memcpy(c->lse + (size_t)h * c->q.seq + q0, lse + (size_t)h * s.q.seq, sizeof(float) * (size_t)s.q.seq);
+    }
+    attn__ws_release(&w);
+    return st;
+}
+
 /* Runs desc->kind's operation op on the call. */
 static attn_status attn__dispatch(attn__op op, attn__call *c) {
     const attn__mech *m;
@@ -16856,6 +16956,8 @@ static attn_status attn__dispatch(attn__op op, attn__call *c) {
     }
     if (!fn) return ATTN_ERR_KIND_OP;
     if ((s = attn__check_overlap(op, c)) != ATTN_OK) return s;
+    if ((op == ATTN__FORWARD || op == ATTN__BACKWARD) && attn__varlen_by_segments(c->d->kind) &&
+        (c->d->cu_seqlens_q || c->d->cu_seqlens_k)) return attn__varlen_run(op, fn, c);
     return fn(c);
 }
 

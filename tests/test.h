@@ -70,6 +70,7 @@ void test_lsh_hf(void);   /* tests/test_lsh.c: ATTN_LSH against HF's Reformer co
 void test_bigbird_hf(void);   /* tests/test_bigbird.c, called by test_sparse */
 void test_longformer_mask(void);   /* called by test_sparse */
 void test_bigbird_bwd(void);   /* tests/test_bigbird_bwd.c: attn_backward of ATTN_BIGBIRD */
+void t_packed_bigbird(void);   /* tests/test_packed.c: cu_seqlens, called by test_bigbird_bwd */
 void test_routing_bwd(void);   /* tests/test_routing_bwd.c: attn_backward of ATTN_ROUTING */
 
 /* linear */
