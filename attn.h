@@ -616,8 +616,14 @@ typedef struct attn_linformer_params {
    mask, keeps the zero tokens as keys of B: padding_rule ATTN_NYSTROM_PADDING_LUCIDRAINS below.)
    Cross-attention (q.seq != k.seq) takes landmarks of each at its own segment length. GQA: K~ of
    KV head h/g serves query head h.
+   Packed sequences (cu_seqlens_q/_k, varlen_batch segments, batch 1, ending at q.seq / k.seq;
+   not with seqlens_q/_k): each segment's rows are bitwise those of the segment run alone (its
+   own landmarks, pad and padding_rule at its own length; PINV_BATCH's max over that segment's
+   heads); each segment length must suit the landmarks as a whole call's would
+   (ATTN_ERR_NYSTROM_LANDMARKS, _DIVIDE; nothing written); empty segments are skipped; dconv is
+   the sum of the segments' (in segment order).
    Padding of a batch (attn_desc.seqlens_k, optional seqlens_q; valid lengths Lk, Lq, padding at
-   the end; cu_seqlens are refused): the landmark segments are still cut from the padded length
+   the end): the landmark segments are still cut from the padded length
    n (l = n/m), so the result depends on n (pad a sequence to the same n to reproduce it).
    padding_rule says what the padding positions are:
      ATTN_NYSTROM_PADDING_ZERO (0, default; the original code, which multiplies Q, K, V by the
@@ -1043,7 +1049,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
     X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
-    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
+    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD and ATTN_NYSTROM, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
@@ -1101,7 +1107,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_NYSTROM_PAD,           410, ATTN_CAT_RANGE,       "attn_desc.nystrom.pad must be 0 or 1") \
     X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (no conv) or odd and >= 1") \
     X(ATTN_ERR_NYSTROM_CONV_SEQ,      412, ATTN_CAT_SHAPE,       "attn_desc.nystrom.conv needs q.seq == k.seq (the residual adds conv(V) at each position)") \
-    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, varlen_batch (without cu_seqlens), alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_NYSTROM_LSE,           414, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: lse must be NULL (the approximation has no logsumexp)") \
     X(ATTN_ERR_NYSTROM_PINV_NULL,     415, ATTN_CAT_NULL,        "attn_nystrom_pinv: a or z is NULL") \
     X(ATTN_ERR_NYSTROM_PINV_M,        416, ATTN_CAT_SHAPE,       "attn_nystrom_pinv: m must be >= 1") \
@@ -16848,14 +16854,15 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
 }
 
 /* ---- packed sequences (cu_seqlens) of the kinds whose result is defined per sequence ---------
-   ATTN_BIGBIRD (its forward and backward so far) takes cu_seqlens_q/_k by running each packed
+   ATTN_BIGBIRD and ATTN_NYSTROM (forward and backward) take cu_seqlens_q/_k by running each packed
    segment as the call of that segment alone (batch 1, its own length, no padding): the same
    code on the same rows, so a segment's rows are bitwise its run alone and every per-length
-   rule (BigBird's block grid, global blocks and drawn random table) is the segment's own. The
+   rule (BigBird's block grid, global blocks and drawn random table, Nystromformer's landmarks)
+   is the segment's own. The
    segments must cover q.seq and k.seq exactly; empty segments are skipped. Every segment is
    checked (a workspace query) before any is run, so a bad segment leaves the outputs untouched.
    lse and lse_in, [1][Hq][Sq] for the call but [1][Hq][L] for a segment, pass through scratch. */
-static int attn__varlen_by_segments(int kind) { return kind == ATTN_BIGBIRD; }
+static int attn__varlen_by_segments(int kind) { return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM; }
 
 /* Rows [s0, s0 + len) of t (batch 1); t unchanged where it has no data (a workspace query). */
 static attn_tensor attn__seq_slice(const attn_tensor *t, int s0, int len) {
@@ -16894,8 +16901,8 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     attn__ws w;
     attn_status st;
     size_t need = 0, one, lse_bytes = 0, tab = 0, total;
-    int u, h, lmax = 0;
-    float *lse = NULL;
+    int u, h, lmax = 0, first = 1;
+    float *lse = NULL, *dconv = bwd && d->kind == ATTN_NYSTROM && d->nystrom.conv && d->nystrom.conv_kernel > 0 ? d->nystrom.dconv : NULL;
     if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
     if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_VARLEN_WITH_SEQLENS;
     if (n < 1) return ATTN_ERR_VARLEN_BATCH;
@@ -16915,13 +16922,17 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
         need = ATTN__MAX(need, one);
         lmax = ATTN__MAX(lmax, s.q.seq);
     }
-    /* the lse scratch whether or not lse is given: the size query does not know */
+    /* the lse scratch whether or not lse is given (the size query does not know), then a
+       segment's dconv (Nystromformer's conv taps: their gradient is the sum over the segments) */
     if (!attn__mul_size((size_t)Hq * sizeof(float), (size_t)lmax, &lse_bytes)) return ATTN_ERR_OVERFLOW;
+    if (dconv && !attn__add_size(lse_bytes, (size_t)Hq * (size_t)d->nystrom.conv_kernel * sizeof(float), &lse_bytes))
+        return ATTN_ERR_OVERFLOW;
     lse_bytes = (lse_bytes + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;
     if (!attn__add_size(need, lse_bytes, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = total; return ATTN_OK; }
     if ((st = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return st;
     if (bwd ? c->lse_in != NULL : c->lse != NULL) lse = (float *)(void *)w.base;
+    if (dconv) e.nystrom.dconv = (float *)(void *)w.base + (size_t)Hq * (size_t)lmax;
     e.workspace = w.base + lse_bytes; e.workspace_size = need;
     for (tab = 0, u = 0; u < n && st == ATTN_OK; ++u) {
         const int q0 = d->cu_seqlens_q[u];
@@ -16932,6 +16943,9 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
                 memcpy(lse + (size_t)h * s.q.seq, c->lse_in + (size_t)h * c->q.seq + q0, sizeof(float) * (size_t)s.q.seq);
         if (bwd) s.lse_in = lse; else s.lse = lse;
         st = fn(&s);
+        for (h = 0; dconv && st == ATTN_OK && h < Hq * d->nystrom.conv_kernel; ++h)
+            dconv[h] = first ? e.nystrom.dconv[h] : dconv[h] + e.nystrom.dconv[h];
+        first = 0;
         if (!bwd && lse && st == ATTN_OK)
             for (h = 0; h < Hq; ++h)
                 memcpy(c->lse + (size_t)h * c->q.seq + q0, lse + (size_t)h * s.q.seq, sizeof(float) * (size_t)s.q.seq);

@@ -86,7 +86,8 @@ void test_lowrank(void);
    the largest column sum of an m x m A */
 void r_mm(const double *A, const double *Bm, double *C, int m, int k, int n);
 double r_colmax(const double *A, int m);
-void test_nystrom_bwd(void);   /* attn_backward of ATTN_NYSTROM */
+void test_nystrom_bwd(void);
+void t_packed_nystrom(void);   /* tests/test_packed.c: cu_seqlens, called by test_nystrom_bwd */   /* attn_backward of ATTN_NYSTROM */
 
 /* state space */
 void test_ssm(void);

@@ -1,16 +1,21 @@
 /* tests/test_packed.c - packed sequences (attn_desc.cu_seqlens_q/_k, batch 1) for the kinds
-   that run each packed segment as its own call (ATTN_BIGBIRD; called from its backward family).
+   that run each packed segment as its own call (ATTN_BIGBIRD, ATTN_NYSTROM; called from their
+   backward families).
    The property: every segment's rows of out, lse, dq, dk and dv are bitwise those of the same
    segment run alone (batch 1, its own length, no padding; its backward on its own forward's out
-   and lse) - the alone runs are checked against double references by the kind's own tests. 3+
+   and lse; Nystromformer's dconv: the segments' sum in double within 1e-6) - the alone runs are checked against double references by the kind's own tests. 3+
    segments of different lengths, GQA, f32 and f16, several thread counts, a caller workspace
-   (no allocation). Bad cu_seqlens and segments the kind cannot take give their exact status with
+   (the same bits; no allocation where the kind's own call makes none). Bad cu_seqlens and segments the kind cannot take give their exact status with
    out, lse, dq, dk and dv untouched (forward, backward and both workspace queries). */
 #include "test.h"
 
 /* Per-segment inputs of a kind: *e gets segment u's desc (from the packed d without cu_seqlens).
    NULL: the same desc for every segment. */
 typedef void (*tp_seg_desc)(const attn_desc *d, int u, attn_desc *e);
+static int tp_no_lse;   /* the kind has no logsumexp (ATTN_NYSTROM): lse NULL everywhere */
+/* ATTN_NYSTROM allocates even with a caller workspace (alone too: 60 allocations for one
+   sequence of 37 rows, m = 8, pad = 1), so only its bits are compared there */
+static int tp_allocates;
 
 /* Copies rows [s0, s0 + n) of packed x (batch 1) into alone y, or back (to_packed). */
 static void tp_rows(t_owned *x, t_owned *y, int s0, int n, int to_packed) {
@@ -32,9 +37,13 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
     int cu[9], T = 0, u, h;
     attn_desc d = *d0;
     t_owned q, k, v, o, go, gq, gk, gv;
-    float *lse;
+    float *lse, *dc1 = NULL;
+    double *dsum = NULL;
+    const int nconv = d0->kind == ATTN_NYSTROM && d0->nystrom.dconv ? Hq * d0->nystrom.conv_kernel : 0;
     attn_status s;
     char what[160];
+    if (nconv) { dc1 = (float *)t_xmalloc(sizeof(float) * (size_t)nconv); dsum = (double *)t_xmalloc(sizeof(double) * (size_t)nconv); }
+    for (h = 0; h < nconv; ++h) dsum[h] = 0.0;
     for (u = 0, cu[0] = 0; u < n; ++u) cu[u + 1] = cu[u] + len[u];
     T = cu[n];
     sprintf(what, "%s packed %d segs (%d, %d, %d..) H%d/%d D%d/%d %s", name, n, len[0], len[1], len[2], Hq, Hkv, D, Dv,
@@ -46,10 +55,10 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
     t_fill_normal(&q.t, rng, 1.0); t_fill_normal(&k.t, rng, 1.0); t_fill_normal(&v.t, rng, 1.0); t_fill_normal(&go.t, rng, 1.0);
     d.cu_seqlens_q = d.cu_seqlens_k = cu; d.varlen_batch = n;
     d.n_threads = 1 + (int)(t_next(rng) % 3);
-    s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
+    s = attn_forward(&d, q.t, k.t, v.t, o.t, tp_no_lse ? NULL : lse);
     if (!T_CHECK(s == ATTN_OK, "%s: forward status %d", what, (int)s)) goto done;
     if (bwd) {
-        s = attn_backward(&d, q.t, k.t, v.t, o.t, go.t, lse, gq.t, gk.t, gv.t);
+        s = attn_backward(&d, q.t, k.t, v.t, o.t, go.t, tp_no_lse ? NULL : lse, gq.t, gk.t, gv.t);
         if (!T_CHECK(s == ATTN_OK, "%s: backward status %d", what, (int)s)) goto done;
     }
     for (u = 0; u < n; ++u) if (len[u] > 0) {   /* an empty segment has no rows */
@@ -64,13 +73,15 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
         if (seg) seg(d0, u, &e);
         e.n_threads = d.n_threads % 3 + 1;   /* any thread count gives the same bits */
         tp_rows(&q, &q1, s0, L, 0); tp_rows(&k, &k1, s0, L, 0); tp_rows(&v, &v1, s0, L, 0); tp_rows(&go, &go1, s0, L, 0);
-        s = attn_forward(&e, q1.t, k1.t, v1.t, o1.t, lse1);
+        if (dsum) e.nystrom.dconv = dc1;
+        s = attn_forward(&e, q1.t, k1.t, v1.t, o1.t, tp_no_lse ? NULL : lse1);
         ok = s == ATTN_OK && tp_same(&o, &o1, s0, L);
-        for (h = 0; ok && h < Hq; ++h)
+        for (h = 0; ok && !tp_no_lse && h < Hq; ++h)
             ok = memcmp(lse + (size_t)h * T + s0, lse1 + (size_t)h * L, sizeof(float) * (size_t)L) == 0;
         T_CHECK(ok, "%s: segment %d (length %d) forward != alone (status %d)", what, u, L, (int)s);
         if (bwd) {
-            s = attn_backward(&e, q1.t, k1.t, v1.t, o1.t, go1.t, lse1, gq1.t, gk1.t, gv1.t);
+            s = attn_backward(&e, q1.t, k1.t, v1.t, o1.t, go1.t, tp_no_lse ? NULL : lse1, gq1.t, gk1.t, gv1.t);
+            for (h = 0; dsum && s == ATTN_OK && h < nconv; ++h) dsum[h] += dc1[h];
             T_CHECK(s == ATTN_OK && tp_same(&gq, &gq1, s0, L), "%s: segment %d dq != alone (status %d)", what, u, (int)s);
             T_CHECK(s == ATTN_OK && tp_same(&gk, &gk1, s0, L), "%s: segment %d dk != alone", what, u);
             T_CHECK(s == ATTN_OK && tp_same(&gv, &gv1, s0, L), "%s: segment %d dv != alone", what, u);
@@ -78,6 +89,9 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
         t_owned_free(&q1); t_owned_free(&k1); t_owned_free(&v1); t_owned_free(&o1); t_owned_free(&go1);
         t_owned_free(&gq1); t_owned_free(&gk1); t_owned_free(&gv1); free(lse1);
     }
+    for (h = 0; bwd && dsum && h < nconv; ++h)   /* the taps' gradient: the sum of the segments' */
+        T_CHECK(fabs(d.nystrom.dconv[h] - dsum[h]) <= 1e-6 * fmax(1.0, fabs(dsum[h])), "%s: dconv[%d] %.9g, segments' sum %.9g",
+                what, h, (double)d.nystrom.dconv[h], dsum[h]);
     {   /* a caller workspace: no allocation, the same bits */
         t_owned o2 = t_owned_dense(ATTN_F32, 1, T, Hq, Dv), g2 = t_owned_dense(ATTN_F32, 1, T, Hq, D);
         float *lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)Hq * T);
@@ -87,12 +101,13 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
         s = attn_workspace_size(&e, q.t, k.t, v.t, &bytes);
         e.workspace = t_xmalloc(bytes); e.workspace_size = bytes;
         m0 = t_attn_mallocs;
-        s2 = s == ATTN_OK ? attn_forward(&e, q.t, k.t, v.t, o2.t, lse2) : s;
-        T_CHECK(s2 == ATTN_OK && t_attn_mallocs == m0 && memcmp(o.buf, o2.buf, sizeof(float) * o.n) == 0 &&
+        if (tp_no_lse) memcpy(lse2, lse, sizeof(float) * (size_t)Hq * T);
+        s2 = s == ATTN_OK ? attn_forward(&e, q.t, k.t, v.t, o2.t, tp_no_lse ? NULL : lse2) : s;
+        T_CHECK(s2 == ATTN_OK && (tp_allocates || t_attn_mallocs == m0) && memcmp(o.buf, o2.buf, sizeof(float) * o.n) == 0 &&
                 memcmp(lse, lse2, sizeof(float) * (size_t)Hq * T) == 0, "%s: caller workspace (status %d, %d mallocs)", what,
                 (int)s2, (int)(t_attn_mallocs - m0));
         e.workspace_size = bytes - 1;
-        T_CHECK(attn_forward(&e, q.t, k.t, v.t, o2.t, lse2) == ATTN_ERR_WORKSPACE, "%s: short workspace", what);
+        T_CHECK(attn_forward(&e, q.t, k.t, v.t, o2.t, tp_no_lse ? NULL : lse2) == ATTN_ERR_WORKSPACE, "%s: short workspace", what);
         free(e.workspace);
         if (bwd) {
             t_owned gk2 = t_owned_dense(ATTN_F32, 1, T, Hkv, D), gv2 = t_owned_dense(ATTN_F32, 1, T, Hkv, Dv);
@@ -100,8 +115,8 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
             s = attn_backward_workspace_size(&e, q.t, k.t, v.t, &bytes);
             e.workspace = t_xmalloc(bytes); e.workspace_size = bytes;
             m0 = t_attn_mallocs;
-            T_CHECK(s == ATTN_OK && attn_backward(&e, q.t, k.t, v.t, o.t, go.t, lse, g2.t, gk2.t, gv2.t) == ATTN_OK &&
-                    t_attn_mallocs == m0 && memcmp(gq.buf, g2.buf, sizeof(float) * gq.n) == 0 &&
+            T_CHECK(s == ATTN_OK && attn_backward(&e, q.t, k.t, v.t, o.t, go.t, tp_no_lse ? NULL : lse, g2.t, gk2.t, gv2.t) == ATTN_OK &&
+                    (tp_allocates || t_attn_mallocs == m0) && memcmp(gq.buf, g2.buf, sizeof(float) * gq.n) == 0 &&
                     memcmp(gk.buf, gk2.buf, sizeof(float) * gk.n) == 0 && memcmp(gv.buf, gv2.buf, sizeof(float) * gv.n) == 0,
                     "%s: backward caller workspace", what);
             free(e.workspace);
@@ -111,7 +126,7 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
     }
 done:
     t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&go);
-    t_owned_free(&gq); t_owned_free(&gk); t_owned_free(&gv); free(lse);
+    t_owned_free(&gq); t_owned_free(&gk); t_owned_free(&gv); free(lse); free(dc1); free(dsum);
 }
 
 /* d with cu (n segments) gives want from attn_forward, attn_backward and both workspace
@@ -136,9 +151,9 @@ static void tp_expect(const char *name, const char *what, const attn_desc *d0, c
     {
         t_owned o2 = t_owned_dense(ATTN_F32, B, T, Hq, D);
         t_sentinel(o2.buf, sizeof(float) * o2.n, 0xC3u);
-        s1 = attn_forward(&d, q.t, k.t, v.t, o2.t, lse);
+        s1 = attn_forward(&d, q.t, k.t, v.t, o2.t, tp_no_lse ? NULL : lse);
         s2 = attn_workspace_size(&d, q.t, k.t, v.t, &bytes);
-        s3 = attn_backward(&d, q.t, k.t, v.t, o.t, go.t, lin, gq.t, gk.t, gv.t);
+        s3 = attn_backward(&d, q.t, k.t, v.t, o.t, go.t, tp_no_lse ? NULL : lin, gq.t, gk.t, gv.t);
         s4 = attn_backward_workspace_size(&d, q.t, k.t, v.t, &bytes);
         if (T_CHECK(s1 == want && s2 == want && s3 == want && s4 == want && t_sentinel_ok(o2.buf, sizeof(float) * o2.n, 0xC3u) &&
                     t_sentinel_ok(lse, sizeof(float) * (size_t)B * Hq * T, 0x5Au) && t_sentinel_ok(gq.buf, sizeof(float) * gq.n, 0x11u) &&
@@ -202,4 +217,29 @@ void t_packed_bigbird(void) {
     tp_case("bigbird table", &rng, &d, tp_bb_seg, l1, 4, 2, 1, 8, 8, ATTN_F32, 1);
     d.bigbird.random_table = NULL; d.bigbird.block = 32;
     tp_errors("bigbird", &d, 16, ATTN_ERR_BIGBIRD_BLOCK);   /* 16 rows: not a multiple of the block */
+}
+
+/* ---- ATTN_NYSTROM ------------------------------------------------------------------------ */
+void t_packed_nystrom(void) {
+    t_rng rng = t_rng_seed(332);
+    static const int l1[4] = { 64, 16, 40, 24 }, l2[4] = { 37, 20, 0, 51 }, l3[3] = { 8, 72, 32 };
+    float conv[4 * 5], dconv[4 * 5];
+    int i;
+    attn_desc d;
+    tp_no_lse = tp_allocates = 1;
+    for (i = 0; i < 20; ++i) conv[i] = (float)t_normal(&rng);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 8; d.nystrom.conv = conv; d.nystrom.conv_kernel = 5; d.nystrom.dconv = dconv;
+    tp_case("nystrom conv", &rng, &d, NULL, l1, 4, 4, 2, 16, 8, ATTN_F32, 1);
+    d.nystrom.conv = NULL; d.nystrom.conv_kernel = 0; d.nystrom.dconv = NULL;
+    d.nystrom.pad = 1; d.nystrom.pinv_init = ATTN_NYSTROM_PINV_BATCH;   /* the batch-global Z0: the segment's heads */
+    tp_case("nystrom pad, batch Z0", &rng, &d, NULL, l2, 4, 2, 1, 8, 16, ATTN_F16, 1);
+    d.nystrom.pad = 0; d.nystrom.pinv_init = ATTN_NYSTROM_PINV_PER_HEAD; d.nystrom.padding_rule = ATTN_NYSTROM_PADDING_LUCIDRAINS;
+    d.nystrom.landmarks = 6;   /* lucidrains' front padding, and the exact shortcut of a segment of 8 with m = 8 below */
+    tp_case("nystrom lucidrains", &rng, &d, NULL, l2, 4, 2, 2, 8, 8, ATTN_F32, 1);
+    d.nystrom.padding_rule = ATTN_NYSTROM_PADDING_ZERO; d.nystrom.landmarks = 8;
+    tp_case("nystrom exact segment", &rng, &d, NULL, l3, 3, 2, 1, 8, 8, ATTN_F32, 1);
+    tp_errors("nystrom", &d, 4, ATTN_ERR_NYSTROM_LANDMARKS);   /* 4 rows: fewer than the landmarks */
+    tp_errors("nystrom", &d, 12, ATTN_ERR_NYSTROM_DIVIDE);      /* 12 rows: not a multiple of them */
+    tp_no_lse = tp_allocates = 0;
 }
