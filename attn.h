@@ -350,8 +350,12 @@ typedef struct attn_longformer_params {
    sequence padded to n on its own. A -1e9 logit adds exactly 0 in fp32 next to the self logit,
    so padding keys are skipped rather than scored.
    seqlens_q and seqlens_k are one mask (HF's attention_mask, padding at the end): give either,
-   or both equal. softcap, cu_seqlens and the other attn_desc masks must be 0/NULL;
-   attn_desc.causal applies (HF's is_decoder).
+   or both equal. Packed sequences (cu_seqlens_q = cu_seqlens_k, varlen_batch segments, batch 1,
+   ending at q.seq; not with seqlens_q/_k): each segment's rows are bitwise those of the segment
+   run alone (its own buckets, sort, chunks and default n_buckets; the same rotations array for
+   every segment: set n_buckets when lengths vary); each segment length must be a multiple of
+   bucket_size (ATTN_ERR_LSH_BUCKET_SIZE, nothing written); empty segments are skipped.
+   softcap and the other attn_desc masks must be 0/NULL; attn_desc.causal applies (HF's is_decoder).
    field            default (0)                   meaning
    bucket_size      64                            chunk length; must divide n
    n_buckets        2^floor(log2(2n/bucket_size)) buckets per round; even, >= 2 (HF's
@@ -1020,7 +1024,7 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch (LSH; varlen_batch without cu_seqlens: BigBird), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, varlen_batch without cu_seqlens (BigBird, LSH), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
@@ -1049,7 +1053,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
     X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
-    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD and ATTN_NYSTROM, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
+    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD, ATTN_LSH and ATTN_NYSTROM, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
@@ -16854,15 +16858,15 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
 }
 
 /* ---- packed sequences (cu_seqlens) of the kinds whose result is defined per sequence ---------
-   ATTN_BIGBIRD and ATTN_NYSTROM (forward and backward) take cu_seqlens_q/_k by running each packed
+   ATTN_BIGBIRD, ATTN_LSH and ATTN_NYSTROM (forward and backward) take cu_seqlens_q/_k by running each packed
    segment as the call of that segment alone (batch 1, its own length, no padding): the same
    code on the same rows, so a segment's rows are bitwise its run alone and every per-length
-   rule (BigBird's block grid, global blocks and drawn random table, Nystromformer's landmarks)
-   is the segment's own. The
+   rule (BigBird's block grid, global blocks and drawn random table, LSH's buckets and chunks,
+   Nystromformer's landmarks) is the segment's own. The
    segments must cover q.seq and k.seq exactly; empty segments are skipped. Every segment is
    checked (a workspace query) before any is run, so a bad segment leaves the outputs untouched.
    lse and lse_in, [1][Hq][Sq] for the call but [1][Hq][L] for a segment, pass through scratch. */
-static int attn__varlen_by_segments(int kind) { return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM; }
+static int attn__varlen_by_segments(int kind) { return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM || kind == ATTN_LSH; }
 
 /* Rows [s0, s0 + len) of t (batch 1); t unchanged where it has no data (a workspace query). */
 static attn_tensor attn__seq_slice(const attn_tensor *t, int s0, int len) {

@@ -1,5 +1,5 @@
 /* tests/test_packed.c - packed sequences (attn_desc.cu_seqlens_q/_k, batch 1) for the kinds
-   that run each packed segment as its own call (ATTN_BIGBIRD, ATTN_NYSTROM; called from their
+   that run each packed segment as its own call (ATTN_BIGBIRD, ATTN_NYSTROM, ATTN_LSH; called from their
    backward families).
    The property: every segment's rows of out, lse, dq, dk and dv are bitwise those of the same
    segment run alone (batch 1, its own length, no padding; its backward on its own forward's out
@@ -168,24 +168,24 @@ static void tp_expect(const char *name, const char *what, const attn_desc *d0, c
 }
 
 /* The cu_seqlens checks every packed kind shares, on a valid desc d over T = 96 rows whose
-   segments {0, 32, 64, 96} the kind takes; bad: a segment length the kind refuses, with its status. */
-static void tp_errors(const char *name, const attn_desc *d, int bad_len, attn_status bad_status) {
+   segments {0, 32, 64, 96} the kind takes (2 query heads, hkv KV heads); bad: a segment length the kind refuses, with its status. */
+static void tp_errors(const char *name, const attn_desc *d, int hkv, int bad_len, attn_status bad_status) {
     static const int good[4] = { 0, 32, 64, 96 }, down[4] = { 0, 64, 32, 96 }, shortc[4] = { 0, 32, 64, 80 };
     static const int start[4] = { 32, 32, 64, 96 }, past[4] = { 0, 32, 64, 128 };
     int bad[4];
     attn_desc e = *d;
-    tp_expect(name, "not ascending (q)", d, down, good, 3, 1, 96, 2, 1, 8, ATTN_ERR_CU_SEQLENS_Q);
-    tp_expect(name, "not ascending (k)", d, good, down, 3, 1, 96, 2, 1, 8, ATTN_ERR_CU_SEQLENS_K);
-    tp_expect(name, "not starting at 0", d, start, start, 3, 1, 96, 2, 1, 8, ATTN_ERR_CU_SEQLENS_Q);
-    tp_expect(name, "past the end", d, past, past, 3, 1, 96, 2, 1, 8, ATTN_ERR_CU_SEQLENS_Q);
-    tp_expect(name, "last != total", d, shortc, shortc, 3, 1, 96, 2, 1, 8, ATTN_ERR_VARLEN_COVER);
-    tp_expect(name, "k only", d, NULL, good, 3, 1, 96, 2, 1, 8, ATTN_ERR_CU_SEQLENS_PAIR);
-    tp_expect(name, "varlen_batch 0", d, good, good, 0, 1, 96, 2, 1, 8, ATTN_ERR_VARLEN_BATCH);
-    tp_expect(name, "batch 2", d, good, good, 3, 2, 96, 2, 1, 8, ATTN_ERR_VARLEN_SHAPE);
+    tp_expect(name, "not ascending (q)", d, down, good, 3, 1, 96, 2, hkv, 8, ATTN_ERR_CU_SEQLENS_Q);
+    tp_expect(name, "not ascending (k)", d, good, down, 3, 1, 96, 2, hkv, 8, ATTN_ERR_CU_SEQLENS_K);
+    tp_expect(name, "not starting at 0", d, start, start, 3, 1, 96, 2, hkv, 8, ATTN_ERR_CU_SEQLENS_Q);
+    tp_expect(name, "past the end", d, past, past, 3, 1, 96, 2, hkv, 8, ATTN_ERR_CU_SEQLENS_Q);
+    tp_expect(name, "last != total", d, shortc, shortc, 3, 1, 96, 2, hkv, 8, ATTN_ERR_VARLEN_COVER);
+    tp_expect(name, "k only", d, NULL, good, 3, 1, 96, 2, hkv, 8, ATTN_ERR_CU_SEQLENS_PAIR);
+    tp_expect(name, "varlen_batch 0", d, good, good, 0, 1, 96, 2, hkv, 8, ATTN_ERR_VARLEN_BATCH);
+    tp_expect(name, "batch 2", d, good, good, 3, 2, 96, 2, hkv, 8, ATTN_ERR_VARLEN_SHAPE);
     e.seqlens_k = good;
-    tp_expect(name, "with seqlens_k", &e, good, good, 3, 1, 96, 2, 1, 8, ATTN_ERR_VARLEN_WITH_SEQLENS);
+    tp_expect(name, "with seqlens_k", &e, good, good, 3, 1, 96, 2, hkv, 8, ATTN_ERR_VARLEN_WITH_SEQLENS);
     bad[0] = 0; bad[1] = 32; bad[2] = 32 + bad_len; bad[3] = 96;   /* the last segment is fine alone */
-    tp_expect(name, "a segment the kind refuses", d, bad, bad, 3, 1, 96, 2, 1, 8, bad_status);
+    tp_expect(name, "a segment the kind refuses", d, bad, bad, 3, 1, 96, 2, hkv, 8, bad_status);
 }
 
 /* ---- ATTN_BIGBIRD ------------------------------------------------------------------------ */
@@ -216,7 +216,7 @@ void t_packed_bigbird(void) {
     d.bigbird.random_table = tab; tp_bb_tables = tab; tp_bb_lens = l1;
     tp_case("bigbird table", &rng, &d, tp_bb_seg, l1, 4, 2, 1, 8, 8, ATTN_F32, 1);
     d.bigbird.random_table = NULL; d.bigbird.block = 32;
-    tp_errors("bigbird", &d, 16, ATTN_ERR_BIGBIRD_BLOCK);   /* 16 rows: not a multiple of the block */
+    tp_errors("bigbird", &d, 1, 16, ATTN_ERR_BIGBIRD_BLOCK);   /* 16 rows: not a multiple of the block */
 }
 
 /* ---- ATTN_NYSTROM ------------------------------------------------------------------------ */
@@ -239,7 +239,27 @@ void t_packed_nystrom(void) {
     tp_case("nystrom lucidrains", &rng, &d, NULL, l2, 4, 2, 2, 8, 8, ATTN_F32, 1);
     d.nystrom.padding_rule = ATTN_NYSTROM_PADDING_ZERO; d.nystrom.landmarks = 8;
     tp_case("nystrom exact segment", &rng, &d, NULL, l3, 3, 2, 1, 8, 8, ATTN_F32, 1);
-    tp_errors("nystrom", &d, 4, ATTN_ERR_NYSTROM_LANDMARKS);   /* 4 rows: fewer than the landmarks */
-    tp_errors("nystrom", &d, 12, ATTN_ERR_NYSTROM_DIVIDE);      /* 12 rows: not a multiple of them */
+    tp_errors("nystrom", &d, 1, 4, ATTN_ERR_NYSTROM_LANDMARKS);   /* 4 rows: fewer than the landmarks */
+    tp_errors("nystrom", &d, 1, 12, ATTN_ERR_NYSTROM_DIVIDE);      /* 12 rows: not a multiple of them */
     tp_no_lse = tp_allocates = 0;
+}
+
+/* ---- ATTN_LSH (shared QK: q.heads == k.heads) --------------------------------------------- */
+void t_packed_lsh(void) {
+    t_rng rng = t_rng_seed(333);
+    static const int l1[4] = { 64, 16, 40, 24 }, l2[4] = { 32, 96, 0, 8 }, l3[3] = { 48, 8, 120 };
+    float rot[2 * 2 * 16 * 4];
+    int i;
+    attn_desc d;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LSH; d.lsh.bucket_size = 8; d.lsh.n_hashes = 2; d.lsh.seed = 7;
+    tp_case("lsh seeded, default buckets", &rng, &d, NULL, l1, 4, 2, 2, 16, 8, ATTN_F32, 1);
+    d.causal = 1; d.lsh.hf_merge = 1;
+    tp_case("lsh causal, hf_merge", &rng, &d, NULL, l2, 4, 3, 3, 8, 16, ATTN_F16, 1);
+    d.causal = 0; d.lsh.hf_merge = 0;
+    for (i = 0; i < (int)(sizeof rot / sizeof rot[0]); ++i) rot[i] = (float)t_normal(&rng);
+    d.lsh.n_buckets = 8; d.lsh.rotations = rot;   /* one caller's rotations for every segment */
+    tp_case("lsh rotations", &rng, &d, NULL, l3, 3, 2, 2, 16, 16, ATTN_F32, 1);
+    d.lsh.rotations = NULL; d.lsh.n_buckets = 0;
+    tp_errors("lsh", &d, 2, 12, ATTN_ERR_LSH_BUCKET_SIZE);   /* 12 rows: not a multiple of the chunk */
 }
