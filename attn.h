@@ -568,12 +568,15 @@ typedef struct attn_performer_params {
    before the projection, E_h[:, :L] K_h[:L] (padded rows are never read): each sequence gets
    exactly its unpadded result, whatever the padding holds. With seqlens_q too (the same
    lengths) the padded query rows are written 0, else they are computed like valid rows.
-   Packed sequences (cu_seqlens) are not offered: pad them (each segment would need its own
-   projected keys).
+   Packed sequences (cu_seqlens_q/_k, varlen_batch segments, batch 1, ending at q.seq / k.seq;
+   not with seqlens_q/_k): each segment's rows are bitwise those of the segment run alone (its
+   keys projected with the leading L columns of E and F, as seqlens_k does; every segment's
+   length at most n, else ATTN_ERR_LINFORMER_N, nothing written); de and df are the sum of the
+   segments' (in segment order); empty segments are skipped.
    The projected attention is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale,
    softcap, seqlens_q (padding queries), dropout_p/_seed, n_threads, parallel and bf16_kernels
    apply; lse gets the logsumexp over the k projected keys. Key-position options (causal,
-   windows, dilation, sinks, global tokens, cu_seqlens, ALiBi, bias, RoPE) do not exist after
+   windows, dilation, sinks, global tokens, ALiBi, bias, RoPE) do not exist after
    the projection and are rejected.
    GQA: E and F are per KV head (k.heads of them), shared by that head's query heads.
    Sharing across layers: pass the same e/f to each layer's call.
@@ -581,7 +584,8 @@ typedef struct attn_performer_params {
    e              - (required)       E: [k.heads][k][n] (shared_heads 0) or [k][n] (shared_heads 1)
    f              - (required unless shared_kv) F, laid out as E
    k              - (required)       projected length: rows of E and F, in [1, n]
-   n              - (required)       columns of E and F: the longest sequence, >= k.seq
+   n              - (required)       columns of E and F: the longest sequence, >= k.seq (packed:
+                                     >= every segment's length)
    shared_heads   0: per KV head     1: one E (and F) shared by every head
    shared_kv      0: F given         1: F = E (key-value sharing; f is not read)
    de, df         NULL: not computed attn_backward only: dL/dE, dL/dF, written with E's layout
@@ -1053,7 +1057,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
     X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
-    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD, ATTN_LSH and ATTN_NYSTROM, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
+    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD, ATTN_LSH, ATTN_NYSTROM and ATTN_LINFORMER, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
@@ -1104,7 +1108,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LINFORMER_K,           403, ATTN_CAT_RANGE,       "attn_desc.linformer.k must be in [1, attn_desc.linformer.n]") \
     X(ATTN_ERR_LINFORMER_SHARED_HEADS,404, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_heads must be 0 or 1") \
     X(ATTN_ERR_LINFORMER_SHARED_KV,   405, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_kv must be 0 or 1") \
-    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection; pad with seqlens_k)") \
+    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, varlen_batch (without cu_seqlens), alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection)") \
     X(ATTN_ERR_NYSTROM_LANDMARKS,     407, ATTN_CAT_RANGE,       "attn_desc.nystrom.landmarks must be in [0, min(q.seq, k.seq)] (0: 64)") \
     X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
     X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations and attn_nystrom_pinv's iterations must be >= 0 (0: 6)") \
@@ -16858,15 +16862,18 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
 }
 
 /* ---- packed sequences (cu_seqlens) of the kinds whose result is defined per sequence ---------
-   ATTN_BIGBIRD, ATTN_LSH and ATTN_NYSTROM (forward and backward) take cu_seqlens_q/_k by running each packed
+   ATTN_BIGBIRD, ATTN_LSH, ATTN_NYSTROM and ATTN_LINFORMER (forward and backward) take
+   cu_seqlens_q/_k by running each packed
    segment as the call of that segment alone (batch 1, its own length, no padding): the same
    code on the same rows, so a segment's rows are bitwise its run alone and every per-length
    rule (BigBird's block grid, global blocks and drawn random table, LSH's buckets and chunks,
-   Nystromformer's landmarks) is the segment's own. The
+   Nystromformer's landmarks, Linformer's leading columns of E and F) is the segment's own. The
    segments must cover q.seq and k.seq exactly; empty segments are skipped. Every segment is
    checked (a workspace query) before any is run, so a bad segment leaves the outputs untouched.
    lse and lse_in, [1][Hq][Sq] for the call but [1][Hq][L] for a segment, pass through scratch. */
-static int attn__varlen_by_segments(int kind) { return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM || kind == ATTN_LSH; }
+static int attn__varlen_by_segments(int kind) {
+    return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM || kind == ATTN_LSH || kind == ATTN_LINFORMER;
+}
 
 /* Rows [s0, s0 + len) of t (batch 1); t unchanged where it has no data (a workspace query). */
 static attn_tensor attn__seq_slice(const attn_tensor *t, int s0, int len) {
@@ -16896,6 +16903,23 @@ static void attn__varlen_segment(const attn__call *c, attn_desc *e, int u, size_
     }
 }
 
+/* The parameter gradients a packed backward sums over its segments (each segment's call writes
+   its own, not accumulated): Nystromformer's dconv; Linformer's de and df (E's layout, columns
+   past a segment's length 0). Fills dst (the caller's arrays), their float counts and where each
+   segment's desc points them (*slot[i]); returns how many. */
+static int attn__varlen_grads(const attn_desc *d, attn_desc *e, int Hq, int Hk, float **dst, size_t *cnt, float ***slot) {
+    int n = 0;
+    if (d->kind == ATTN_NYSTROM && d->nystrom.dconv) {
+        dst[n] = d->nystrom.dconv; cnt[n] = (size_t)Hq * (size_t)d->nystrom.conv_kernel; slot[n++] = &e->nystrom.dconv;
+    }
+    if (d->kind == ATTN_LINFORMER) {
+        const size_t m = (size_t)(d->linformer.shared_heads ? 1 : Hk) * (size_t)d->linformer.k * (size_t)d->linformer.n;
+        if (d->linformer.de) { dst[n] = d->linformer.de; cnt[n] = m; slot[n++] = &e->linformer.de; }
+        if (d->linformer.df && !d->linformer.shared_kv) { dst[n] = d->linformer.df; cnt[n] = m; slot[n++] = &e->linformer.df; }
+    }
+    return n;
+}
+
 static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__call *c) {
     const attn_desc *d = c->d;
     const int n = d->varlen_batch, Hq = c->q.heads, bwd = op == ATTN__BACKWARD;
@@ -16904,9 +16928,9 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     attn__call s;
     attn__ws w;
     attn_status st;
-    size_t need = 0, one, lse_bytes = 0, tab = 0, total;
-    int u, h, lmax = 0, first = 1;
-    float *lse = NULL, *dconv = bwd && d->kind == ATTN_NYSTROM && d->nystrom.conv && d->nystrom.conv_kernel > 0 ? d->nystrom.dconv : NULL;
+    size_t need = 0, one, head, tab = 0, total, cnt[2], i;
+    int u, h, lmax = 0, ng = 0, g, first = 1;
+    float *lse = NULL, *dst[2], **slot[2], *at;
     if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
     if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_VARLEN_WITH_SEQLENS;
     if (n < 1) return ATTN_ERR_VARLEN_BATCH;
@@ -16926,18 +16950,19 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
         need = ATTN__MAX(need, one);
         lmax = ATTN__MAX(lmax, s.q.seq);
     }
-    /* the lse scratch whether or not lse is given (the size query does not know), then a
-       segment's dconv (Nystromformer's conv taps: their gradient is the sum over the segments) */
-    if (!attn__mul_size((size_t)Hq * sizeof(float), (size_t)lmax, &lse_bytes)) return ATTN_ERR_OVERFLOW;
-    if (dconv && !attn__add_size(lse_bytes, (size_t)Hq * (size_t)d->nystrom.conv_kernel * sizeof(float), &lse_bytes))
-        return ATTN_ERR_OVERFLOW;
-    lse_bytes = (lse_bytes + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;
-    if (!attn__add_size(need, lse_bytes, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
+    /* scratch: a segment's lse [Hq][L] whether or not lse is given (the size query does not
+       know), then a segment's parameter gradients (checked by the segments' queries) */
+    if (bwd) ng = attn__varlen_grads(d, &e, Hq, c->k.heads, dst, cnt, slot);
+    if (!attn__mul_size((size_t)Hq, (size_t)lmax, &head)) return ATTN_ERR_OVERFLOW;
+    for (g = 0; g < ng; ++g) if (!attn__add_size(head, cnt[g], &head)) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size(head, sizeof(float), &head)) return ATTN_ERR_OVERFLOW;
+    head = (head + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;
+    if (!attn__add_size(need, head, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = total; return ATTN_OK; }
     if ((st = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return st;
     if (bwd ? c->lse_in != NULL : c->lse != NULL) lse = (float *)(void *)w.base;
-    if (dconv) e.nystrom.dconv = (float *)(void *)w.base + (size_t)Hq * (size_t)lmax;
-    e.workspace = w.base + lse_bytes; e.workspace_size = need;
+    for (at = (float *)(void *)w.base + (size_t)Hq * (size_t)lmax, g = 0; g < ng; at += cnt[g++]) *slot[g] = at;
+    e.workspace = w.base + head; e.workspace_size = need;
     for (tab = 0, u = 0; u < n && st == ATTN_OK; ++u) {
         const int q0 = d->cu_seqlens_q[u];
         attn__varlen_segment(c, &e, u, &tab, &s);
@@ -16946,14 +16971,15 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
             for (h = 0; h < Hq; ++h)
                 memcpy(lse + (size_t)h * s.q.seq, c->lse_in + (size_t)h * c->q.seq + q0, sizeof(float) * (size_t)s.q.seq);
         if (bwd) s.lse_in = lse; else s.lse = lse;
-        st = fn(&s);
-        for (h = 0; dconv && st == ATTN_OK && h < Hq * d->nystrom.conv_kernel; ++h)
-            dconv[h] = first ? e.nystrom.dconv[h] : dconv[h] + e.nystrom.dconv[h];
+        if ((st = fn(&s)) != ATTN_OK) break;
+        for (g = 0; g < ng; ++g)               /* the first segment's, then the sum in segment order */
+            for (i = 0; i < cnt[g]; ++i) dst[g][i] = first ? (*slot[g])[i] : dst[g][i] + (*slot[g])[i];
         first = 0;
-        if (!bwd && lse && st == ATTN_OK)
+        if (!bwd && lse)
             for (h = 0; h < Hq; ++h)
                 memcpy(c->lse + (size_t)h * c->q.seq + q0, lse + (size_t)h * s.q.seq, sizeof(float) * (size_t)s.q.seq);
     }
+    for (g = 0; first && st == ATTN_OK && g < ng; ++g) memset(dst[g], 0, sizeof(float) * cnt[g]);   /* no rows at all */
     attn__ws_release(&w);
     return st;
 }

@@ -1082,7 +1082,7 @@ static void test_lowrank_errors(void) {
     d = d0; d.linformer.shared_heads = 2; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_HEADS, "linformer shared_heads");
     d = d0; d.linformer.shared_kv = -1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_KV, "linformer shared_kv");
     d = d0; d.causal = 1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer causal");
-    d = d0; d.cu_seqlens_k = dummy; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer cu_seqlens_k");
+    d = d0; d.varlen_batch = 1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer varlen_batch without cu_seqlens");   /* packing: test_packed.c */
     { static const int big[2] = { 9, 9 }; d = d0; d.seqlens_k = big; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_K, "linformer seqlens_k > k.seq"); }
     d = d0; d.alibi_slopes = dummyf; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer alibi");
     d = d0; d.scale = INFINITY; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "linformer scale (exact kernel's check)");
@@ -1377,4 +1377,5 @@ void test_lowrank(void) {
     test_nystrom_hf_fixture();
     test_nystrom_lucidrains_fixture();
     test_lowrank_errors();
+    t_packed_linformer();
 }

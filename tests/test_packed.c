@@ -1,9 +1,9 @@
 /* tests/test_packed.c - packed sequences (attn_desc.cu_seqlens_q/_k, batch 1) for the kinds
-   that run each packed segment as its own call (ATTN_BIGBIRD, ATTN_NYSTROM, ATTN_LSH; called from their
+   that run each packed segment as its own call (ATTN_BIGBIRD, ATTN_NYSTROM, ATTN_LSH, ATTN_LINFORMER; called from their
    backward families).
    The property: every segment's rows of out, lse, dq, dk and dv are bitwise those of the same
    segment run alone (batch 1, its own length, no padding; its backward on its own forward's out
-   and lse; Nystromformer's dconv: the segments' sum in double within 1e-6) - the alone runs are checked against double references by the kind's own tests. 3+
+   and lse; Nystromformer's dconv and Linformer's de, df: the segments' sum in double within 1e-6) - the alone runs are checked against double references by the kind's own tests. 3+
    segments of different lengths, GQA, f32 and f16, several thread counts, a caller workspace
    (the same bits; no allocation where the kind's own call makes none). Bad cu_seqlens and segments the kind cannot take give their exact status with
    out, lse, dq, dk and dv untouched (forward, backward and both workspace queries). */
@@ -13,8 +13,9 @@
    NULL: the same desc for every segment. */
 typedef void (*tp_seg_desc)(const attn_desc *d, int u, attn_desc *e);
 static int tp_no_lse;   /* the kind has no logsumexp (ATTN_NYSTROM): lse NULL everywhere */
-/* ATTN_NYSTROM allocates even with a caller workspace (alone too: 60 allocations for one
-   sequence of 37 rows, m = 8, pad = 1), so only its bits are compared there */
+/* ATTN_NYSTROM and ATTN_LINFORMER allocate even with a caller workspace (alone too: 60
+   allocations for one Nystromformer sequence of 37 rows, m = 8, pad = 1; 5 for one Linformer
+   sequence of 40 rows), so only their bits are compared there */
 static int tp_allocates;
 
 /* Copies rows [s0, s0 + n) of packed x (batch 1) into alone y, or back (to_packed). */
@@ -30,6 +31,19 @@ static int tp_same(const t_owned *x, const t_owned *y, int s0, int n) {
     return memcmp((const char *)x->buf + (size_t)s0 * row, y->buf, row * (size_t)n) == 0;
 }
 
+/* The parameter gradients of d that a packed backward sums over its segments (Nystromformer's
+   dconv, Linformer's de and df): the desc fields in *slot, their float counts in cnt. */
+static int tp_pgrads(attn_desc *d, int Hq, int Hkv, float ***slot, size_t *cnt) {
+    int n = 0;
+    if (d->kind == ATTN_NYSTROM && d->nystrom.dconv) { slot[n] = &d->nystrom.dconv; cnt[n++] = (size_t)Hq * d->nystrom.conv_kernel; }
+    if (d->kind == ATTN_LINFORMER) {
+        const size_t m = (size_t)(d->linformer.shared_heads ? 1 : Hkv) * d->linformer.k * d->linformer.n;
+        if (d->linformer.de) { slot[n] = &d->linformer.de; cnt[n++] = m; }
+        if (d->linformer.df && !d->linformer.shared_kv) { slot[n] = &d->linformer.df; cnt[n++] = m; }
+    }
+    return n;
+}
+
 /* One packed call of desc d (no cu_seqlens set) over segments len[0..n-1] against each
    segment alone; bwd: the backward too. */
 static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_desc seg, const int *len, int n,
@@ -37,9 +51,10 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
     int cu[9], T = 0, u, h;
     attn_desc d = *d0;
     t_owned q, k, v, o, go, gq, gk, gv;
-    float *lse, *dc1 = NULL;
+    float *lse, *dc1 = NULL, **pslot[2];
     double *dsum = NULL;
-    const int nconv = d0->kind == ATTN_NYSTROM && d0->nystrom.dconv ? Hq * d0->nystrom.conv_kernel : 0;
+    size_t pcnt[2];
+    const int np = tp_pgrads(&d, Hq, Hkv, pslot, pcnt), nconv = np ? (int)(pcnt[0] + (np > 1 ? pcnt[1] : 0)) : 0;
     attn_status s;
     char what[160];
     if (nconv) { dc1 = (float *)t_xmalloc(sizeof(float) * (size_t)nconv); dsum = (double *)t_xmalloc(sizeof(double) * (size_t)nconv); }
@@ -73,7 +88,13 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
         if (seg) seg(d0, u, &e);
         e.n_threads = d.n_threads % 3 + 1;   /* any thread count gives the same bits */
         tp_rows(&q, &q1, s0, L, 0); tp_rows(&k, &k1, s0, L, 0); tp_rows(&v, &v1, s0, L, 0); tp_rows(&go, &go1, s0, L, 0);
-        if (dsum) e.nystrom.dconv = dc1;
+        if (np) {   /* this segment's parameter gradients into dc1 */
+            float **es[2];
+            size_t ec[2];
+            tp_pgrads(&e, Hq, Hkv, es, ec);
+            *es[0] = dc1;
+            if (np > 1) *es[1] = dc1 + ec[0];
+        }
         s = attn_forward(&e, q1.t, k1.t, v1.t, o1.t, tp_no_lse ? NULL : lse1);
         ok = s == ATTN_OK && tp_same(&o, &o1, s0, L);
         for (h = 0; ok && !tp_no_lse && h < Hq; ++h)
@@ -89,9 +110,11 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
         t_owned_free(&q1); t_owned_free(&k1); t_owned_free(&v1); t_owned_free(&o1); t_owned_free(&go1);
         t_owned_free(&gq1); t_owned_free(&gk1); t_owned_free(&gv1); free(lse1);
     }
-    for (h = 0; bwd && dsum && h < nconv; ++h)   /* the taps' gradient: the sum of the segments' */
-        T_CHECK(fabs(d.nystrom.dconv[h] - dsum[h]) <= 1e-6 * fmax(1.0, fabs(dsum[h])), "%s: dconv[%d] %.9g, segments' sum %.9g",
-                what, h, (double)d.nystrom.dconv[h], dsum[h]);
+    for (h = 0; bwd && dsum && h < nconv; ++h) {   /* the parameters' gradients: the sum of the segments' */
+        const double got = h < (int)pcnt[0] ? (*pslot[0])[h] : (*pslot[1])[h - (int)pcnt[0]];
+        T_CHECK(fabs(got - dsum[h]) <= 1e-6 * fmax(1.0, fabs(dsum[h])), "%s: parameter gradient [%d] %.9g, segments' sum %.9g",
+                what, h, got, dsum[h]);
+    }
     {   /* a caller workspace: no allocation, the same bits */
         t_owned o2 = t_owned_dense(ATTN_F32, 1, T, Hq, Dv), g2 = t_owned_dense(ATTN_F32, 1, T, Hq, D);
         float *lse2 = (float *)t_xmalloc(sizeof(float) * (size_t)Hq * T);
@@ -262,4 +285,23 @@ void t_packed_lsh(void) {
     tp_case("lsh rotations", &rng, &d, NULL, l3, 3, 2, 2, 16, 16, ATTN_F32, 1);
     d.lsh.rotations = NULL; d.lsh.n_buckets = 0;
     tp_errors("lsh", &d, 2, 12, ATTN_ERR_LSH_BUCKET_SIZE);   /* 12 rows: not a multiple of the chunk */
+}
+
+/* ---- ATTN_LINFORMER: each segment projects with the leading L columns of E and F ----------- */
+void t_packed_linformer(void) {
+    t_rng rng = t_rng_seed(334);
+    static const int l1[4] = { 40, 16, 0, 33 }, l2[3] = { 7, 48, 21 };
+    float E[2 * 6 * 48], F[2 * 6 * 48], dE[2 * 6 * 48], dF[2 * 6 * 48];
+    int i;
+    attn_desc d;
+    for (i = 0; i < 2 * 6 * 48; ++i) { E[i] = (float)t_normal(&rng) * 0.2f; F[i] = (float)t_normal(&rng) * 0.2f; }
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LINFORMER; d.linformer.e = E; d.linformer.f = F; d.linformer.k = 6; d.linformer.n = 48;
+    d.linformer.de = dE; d.linformer.df = dF;
+    tp_allocates = 1;
+    tp_case("linformer", &rng, &d, NULL, l1, 4, 4, 2, 16, 8, ATTN_F32, 1);
+    d.linformer.shared_kv = 1; d.linformer.shared_heads = 1;
+    tp_case("linformer shared", &rng, &d, NULL, l2, 3, 2, 1, 8, 16, ATTN_F16, 1);
+    tp_errors("linformer", &d, 1, 50, ATTN_ERR_LINFORMER_N);   /* 50 rows: longer than E's 48 columns */
+    tp_allocates = 0;
 }
