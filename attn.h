@@ -572,7 +572,7 @@ typedef struct attn_performer_params {
    not with seqlens_q/_k): each segment's rows are bitwise those of the segment run alone (its
    keys projected with the leading L columns of E and F, as seqlens_k does; every segment's
    length at most n, else ATTN_ERR_LINFORMER_N, nothing written); de and df are the sum of the
-   segments' (in segment order); empty segments are skipped.
+   segments' (in double, rounded once); empty segments are skipped.
    The projected attention is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale,
    softcap, seqlens_q (padding queries), dropout_p/_seed, n_threads, parallel and bf16_kernels
    apply; lse gets the logsumexp over the k projected keys. Key-position options (causal,
@@ -629,7 +629,7 @@ typedef struct attn_linformer_params {
    own landmarks, pad and padding_rule at its own length; PINV_BATCH's max over that segment's
    heads); each segment length must suit the landmarks as a whole call's would
    (ATTN_ERR_NYSTROM_LANDMARKS, _DIVIDE; nothing written); empty segments are skipped; dconv is
-   the sum of the segments' (in segment order).
+   the sum of the segments' (in double, rounded once).
    Padding of a batch (attn_desc.seqlens_k, optional seqlens_q; valid lengths Lk, Lq, padding at
    the end): the landmark segments are still cut from the padded length
    n (l = n/m), so the result depends on n (pad a sequence to the same n to reproduce it).
@@ -16904,8 +16904,8 @@ static void attn__varlen_segment(const attn__call *c, attn_desc *e, int u, size_
 }
 
 /* The parameter gradients a packed backward sums over its segments (each segment's call writes
-   its own, not accumulated): Nystromformer's dconv; Linformer's de and df (E's layout, columns
-   past a segment's length 0). Fills dst (the caller's arrays), their float counts and where each
+   its own, not accumulated; the sum runs in double and is written after the last segment):
+   Nystromformer's dconv; Linformer's de and df (E's layout, columns past a segment's length 0). Fills dst (the caller's arrays), their float counts and where each
    segment's desc points them (*slot[i]); returns how many. */
 static int attn__varlen_grads(const attn_desc *d, attn_desc *e, int Hq, int Hk, float **dst, size_t *cnt, float ***slot) {
     int n = 0;
@@ -16928,9 +16928,10 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     attn__call s;
     attn__ws w;
     attn_status st;
-    size_t need = 0, one, head, tab = 0, total, cnt[2], i;
-    int u, h, lmax = 0, ng = 0, g, first = 1;
+    size_t need = 0, one, head, tab = 0, total, cnt[2], i, sum;
+    int u, h, lmax = 0, ng = 0, g;
     float *lse = NULL, *dst[2], **slot[2], *at;
+    double *acc = NULL, *a;
     if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
     if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_VARLEN_WITH_SEQLENS;
     if (n < 1) return ATTN_ERR_VARLEN_BATCH;
@@ -16953,15 +16954,17 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     /* scratch: a segment's lse [Hq][L] whether or not lse is given (the size query does not
        know), then a segment's parameter gradients (checked by the segments' queries) */
     if (bwd) ng = attn__varlen_grads(d, &e, Hq, c->k.heads, dst, cnt, slot);
-    if (!attn__mul_size((size_t)Hq, (size_t)lmax, &head)) return ATTN_ERR_OVERFLOW;
-    for (g = 0; g < ng; ++g) if (!attn__add_size(head, cnt[g], &head)) return ATTN_ERR_OVERFLOW;
-    if (!attn__mul_size(head, sizeof(float), &head)) return ATTN_ERR_OVERFLOW;
-    head = (head + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;
+    for (sum = 0, g = 0; g < ng; ++g) if (!attn__add_size(sum, cnt[g], &sum)) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size((size_t)Hq, (size_t)lmax, &head) || !attn__add_size(head, sum, &head) ||
+        !attn__add_size(head, 1 + 2 * sum, &head) || !attn__mul_size(head, sizeof(float), &head)) return ATTN_ERR_OVERFLOW;
+    head = (head + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;   /* lse, the segment's grads, their double sums */
     if (!attn__add_size(need, head, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = total; return ATTN_OK; }
     if ((st = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return st;
     if (bwd ? c->lse_in != NULL : c->lse != NULL) lse = (float *)(void *)w.base;
     for (at = (float *)(void *)w.base + (size_t)Hq * (size_t)lmax, g = 0; g < ng; at += cnt[g++]) *slot[g] = at;
+    acc = (double *)(void *)(at + ((uintptr_t)at % sizeof(double) ? 1 : 0));
+    memset(acc, 0, sizeof(double) * sum);
     e.workspace = w.base + head; e.workspace_size = need;
     for (tab = 0, u = 0; u < n && st == ATTN_OK; ++u) {
         const int q0 = d->cu_seqlens_q[u];
@@ -16972,14 +16975,14 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
                 memcpy(lse + (size_t)h * s.q.seq, c->lse_in + (size_t)h * c->q.seq + q0, sizeof(float) * (size_t)s.q.seq);
         if (bwd) s.lse_in = lse; else s.lse = lse;
         if ((st = fn(&s)) != ATTN_OK) break;
-        for (g = 0; g < ng; ++g)               /* the first segment's, then the sum in segment order */
-            for (i = 0; i < cnt[g]; ++i) dst[g][i] = first ? (*slot[g])[i] : dst[g][i] + (*slot[g])[i];
-        first = 0;
+        for (a = acc, g = 0; g < ng; a += cnt[g++])   /* summed in double in segment order */
+            for (i = 0; i < cnt[g]; ++i) a[i] += (double)(*slot[g])[i];
         if (!bwd && lse)
             for (h = 0; h < Hq; ++h)
                 memcpy(c->lse + (size_t)h * c->q.seq + q0, lse + (size_t)h * s.q.seq, sizeof(float) * (size_t)s.q.seq);
     }
-    for (g = 0; first && st == ATTN_OK && g < ng; ++g) memset(dst[g], 0, sizeof(float) * cnt[g]);   /* no rows at all */
+    for (a = acc, g = 0; st == ATTN_OK && g < ng; a += cnt[g++])   /* written once every segment ran */
+        for (i = 0; i < cnt[g]; ++i) dst[g][i] = (float)a[i];
     attn__ws_release(&w);
     return st;
 }
