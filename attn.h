@@ -16956,7 +16956,8 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     if (bwd) ng = attn__varlen_grads(d, &e, Hq, c->k.heads, dst, cnt, slot);
     for (sum = 0, g = 0; g < ng; ++g) if (!attn__add_size(sum, cnt[g], &sum)) return ATTN_ERR_OVERFLOW;
     if (!attn__mul_size((size_t)Hq, (size_t)lmax, &head) || !attn__add_size(head, sum, &head) ||
-        !attn__add_size(head, 1 + 2 * sum, &head) || !attn__mul_size(head, sizeof(float), &head)) return ATTN_ERR_OVERFLOW;
+        !attn__add_size(head, sum, &head) || !attn__add_size(head, sum, &head) || !attn__add_size(head, 1, &head) ||
+        !attn__mul_size(head, sizeof(float), &head)) return ATTN_ERR_OVERFLOW;
     head = (head + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;   /* lse, the segment's grads, their double sums */
     if (!attn__add_size(need, head, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = total; return ATTN_OK; }
