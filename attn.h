@@ -301,8 +301,8 @@ typedef struct attn_longformer_params {
    The random table [q.heads][nb-2][r] (entries in [0, nb)) is random_table, or, when NULL,
    drawn from seed by attn_bigbird_random_table() (documented there; the same on every platform
    and thread count).
-   Padding, as HF's attention_mask (one mask: pass its row sums as both seqlens_q and seqlens_k;
-   cu_seqlens are refused): keys j >= seqlens_k[b] get -10000 ADDED to their logits (HF's
+   Padding, as HF's attention_mask (one mask: pass its row sums as both seqlens_q and seqlens_k):
+   keys j >= seqlens_k[b] get -10000 ADDED to their logits (HF's
    value, not -inf: a padded key keeps the weight e^(s - 10000 - max), 0 in fp32 unless the
    logits of a row span about 1e4, and it is all a row sees when seqlens_k[b] == 0); query rows
    i >= seqlens_q[b] are written 0 (lse -inf). The blocks stay those of q.seq (a multiple of
@@ -310,6 +310,12 @@ typedef struct attn_longformer_params {
    padded length, as in HF, but not on the other sequences or on the padding's (finite)
    contents. HF also masks window and random keys by the query's own mask: that only reaches
    rows it then writes 0, so nothing here corresponds to it. Padded query blocks cost nothing.
+   Packed sequences (cu_seqlens_q = cu_seqlens_k, varlen_batch segments, batch 1, ending at
+   q.seq; not with seqlens_q/_k): each segment's rows are bitwise those of the segment run alone
+   (its own block grid, global blocks, band, hf_fallback and drawn random table); every segment
+   length must be a multiple of block (else ATTN_ERR_BIGBIRD_BLOCK, nothing written); empty
+   segments are skipped. An explicit random_table then holds one table per segment, concatenated
+   in segment order: [q.heads][L_u/block - 2][r] for each segment with L_u/block > 2.
    field          default (0)      meaning
    block          64               block size b; must divide q.seq
    random_blocks  3                r random key blocks per middle query block (see no_random)
@@ -353,8 +359,12 @@ typedef struct attn_longformer_params {
    sequence padded to n on its own. A -1e9 logit adds exactly 0 in fp32 next to the self logit,
    so padding keys are skipped rather than scored.
    seqlens_q and seqlens_k are one mask (HF's attention_mask, padding at the end): give either,
-   or both equal. softcap, cu_seqlens and the other attn_desc masks must be 0/NULL;
-   attn_desc.causal applies (HF's is_decoder).
+   or both equal. Packed sequences (cu_seqlens_q = cu_seqlens_k, varlen_batch segments, batch 1,
+   ending at q.seq; not with seqlens_q/_k): each segment's rows are bitwise those of the segment
+   run alone (its own buckets, sort, chunks and default n_buckets; the same rotations array for
+   every segment: set n_buckets when lengths vary); each segment length must be a multiple of
+   bucket_size (ATTN_ERR_LSH_BUCKET_SIZE, nothing written); empty segments are skipped.
+   softcap and the other attn_desc masks must be 0/NULL; attn_desc.causal applies (HF's is_decoder).
    field            default (0)                   meaning
    bucket_size      64                            chunk length; must divide n
    n_buckets        2^floor(log2(2n/bucket_size)) buckets per round; even, >= 2 (HF's
@@ -567,12 +577,15 @@ typedef struct attn_performer_params {
    before the projection, E_h[:, :L] K_h[:L] (padded rows are never read): each sequence gets
    exactly its unpadded result, whatever the padding holds. With seqlens_q too (the same
    lengths) the padded query rows are written 0, else they are computed like valid rows.
-   Packed sequences (cu_seqlens) are not offered: pad them (each segment would need its own
-   projected keys).
+   Packed sequences (cu_seqlens_q/_k, varlen_batch segments, batch 1, ending at q.seq / k.seq;
+   not with seqlens_q/_k): each segment's rows are bitwise those of the segment run alone (its
+   keys projected with the leading L columns of E and F, as seqlens_k does; every segment's
+   length at most n, else ATTN_ERR_LINFORMER_N, nothing written); de and df are the sum of the
+   segments' (in double, rounded once); empty segments are skipped.
    The projected attention is attn_forward's exact kernel (ATTN_SOFTMAX) on E K, F V: scale,
    softcap, seqlens_q (padding queries), dropout_p/_seed, n_threads, parallel and bf16_kernels
    apply; lse gets the logsumexp over the k projected keys. Key-position options (causal,
-   windows, dilation, sinks, global tokens, cu_seqlens, ALiBi, bias, RoPE) do not exist after
+   windows, dilation, sinks, global tokens, ALiBi, bias, RoPE) do not exist after
    the projection and are rejected.
    GQA: E and F are per KV head (k.heads of them), shared by that head's query heads.
    Sharing across layers: pass the same e/f to each layer's call.
@@ -580,7 +593,8 @@ typedef struct attn_performer_params {
    e              - (required)       E: [k.heads][k][n] (shared_heads 0) or [k][n] (shared_heads 1)
    f              - (required unless shared_kv) F, laid out as E
    k              - (required)       projected length: rows of E and F, in [1, n]
-   n              - (required)       columns of E and F: the longest sequence, >= k.seq
+   n              - (required)       columns of E and F: the longest sequence, >= k.seq (packed:
+                                     >= every segment's length)
    shared_heads   0: per KV head     1: one E (and F) shared by every head
    shared_kv      0: F given         1: F = E (key-value sharing; f is not read)
    de, df         NULL: not computed attn_backward only: dL/dE, dL/dF, written with E's layout
@@ -619,8 +633,14 @@ typedef struct attn_linformer_params {
    mask, keeps the zero tokens as keys of B: padding_rule ATTN_NYSTROM_PADDING_LUCIDRAINS below.)
    Cross-attention (q.seq != k.seq) takes landmarks of each at its own segment length. GQA: K~ of
    KV head h/g serves query head h.
+   Packed sequences (cu_seqlens_q/_k, varlen_batch segments, batch 1, ending at q.seq / k.seq;
+   not with seqlens_q/_k): each segment's rows are bitwise those of the segment run alone (its
+   own landmarks, pad and padding_rule at its own length; PINV_BATCH's max over that segment's
+   heads); each segment length must suit the landmarks as a whole call's would
+   (ATTN_ERR_NYSTROM_LANDMARKS, _DIVIDE; nothing written); empty segments are skipped; dconv is
+   the sum of the segments' (in double, rounded once).
    Padding of a batch (attn_desc.seqlens_k, optional seqlens_q; valid lengths Lk, Lq, padding at
-   the end; cu_seqlens are refused): the landmark segments are still cut from the padded length
+   the end): the landmark segments are still cut from the padded length
    n (l = n/m), so the result depends on n (pad a sequence to the same n to reproduce it).
    padding_rule says what the padding positions are:
      ATTN_NYSTROM_PADDING_ZERO (0, default; the original code, which multiplies Q, K, V by the
@@ -1017,7 +1037,7 @@ typedef struct attn_desc {
     /* -- sparse (300-349) -- */ \
     X(ATTN_ERR_LONGFORMER_DILATIONS,  300, ATTN_CAT_RANGE,       "attn_desc.longformer.dilations[h] must be >= 0") \
     X(ATTN_ERR_LONGFORMER_DROPOUT,    301, ATTN_CAT_UNSUPPORTED, "attn_desc.dropout_p must be 0 with ATTN_LONGFORMER") \
-    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch (BigBird, LSH), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_SPARSE_MASKS,          302, ATTN_CAT_UNSUPPORTED, "with ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING, attn_desc.causal (BigBird), softcap (LSH, routing), window_left/_right, dilation, sink_tokens, global_tokens, varlen_batch without cu_seqlens (BigBird, LSH), alibi_slopes, bias, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_SPARSE_SELF,           303, ATTN_CAT_SHAPE,       "ATTN_BIGBIRD, ATTN_LSH and ATTN_ROUTING are self-attention: k.seq must equal q.seq") \
     X(ATTN_ERR_BIGBIRD_BLOCK,         304, ATTN_CAT_RANGE,       "attn_desc.bigbird.block must be >= 0 and divide q.seq") \
     X(ATTN_ERR_BIGBIRD_RANDOM,        305, ATTN_CAT_RANGE,       "attn_desc.bigbird.random_blocks must be >= 0") \
@@ -1046,6 +1066,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER and longformer.global_mask does not take causal or alibi_slopes (the forward runs those on a direct kernel)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
     X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
+    X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD, ATTN_LSH, ATTN_NYSTROM and ATTN_LINFORMER, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
@@ -1096,14 +1117,14 @@ typedef struct attn_desc {
     X(ATTN_ERR_LINFORMER_K,           403, ATTN_CAT_RANGE,       "attn_desc.linformer.k must be in [1, attn_desc.linformer.n]") \
     X(ATTN_ERR_LINFORMER_SHARED_HEADS,404, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_heads must be 0 or 1") \
     X(ATTN_ERR_LINFORMER_SHARED_KV,   405, ATTN_CAT_RANGE,       "attn_desc.linformer.shared_kv must be 0 or 1") \
-    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch, alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection; pad with seqlens_k)") \
+    X(ATTN_ERR_LINFORMER_MASK,        406, ATTN_CAT_UNSUPPORTED, "ATTN_LINFORMER: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, varlen_batch (without cu_seqlens), alibi_slopes, bias.data and rope must be 0/NULL (no key positions after the projection)") \
     X(ATTN_ERR_NYSTROM_LANDMARKS,     407, ATTN_CAT_RANGE,       "attn_desc.nystrom.landmarks must be in [0, min(q.seq, k.seq)] (0: 64)") \
     X(ATTN_ERR_NYSTROM_DIVIDE,        408, ATTN_CAT_SHAPE,       "attn_desc.nystrom.landmarks must divide q.seq and k.seq (or set attn_desc.nystrom.pad = 1)") \
     X(ATTN_ERR_NYSTROM_ITERATIONS,    409, ATTN_CAT_RANGE,       "attn_desc.nystrom.iterations and attn_nystrom_pinv's iterations must be >= 0 (0: 6)") \
     X(ATTN_ERR_NYSTROM_PAD,           410, ATTN_CAT_RANGE,       "attn_desc.nystrom.pad must be 0 or 1") \
     X(ATTN_ERR_NYSTROM_CONV_KERNEL,   411, ATTN_CAT_RANGE,       "attn_desc.nystrom.conv_kernel must be 0 (no conv) or odd and >= 1") \
     X(ATTN_ERR_NYSTROM_CONV_SEQ,      412, ATTN_CAT_SHAPE,       "attn_desc.nystrom.conv needs q.seq == k.seq (the residual adds conv(V) at each position)") \
-    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, cu_seqlens_q/_k, varlen_batch, alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
+    X(ATTN_ERR_NYSTROM_MASK,          413, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: attn_desc.causal, window_left/_right, dilation, sink_tokens, global_tokens, varlen_batch (without cu_seqlens), alibi_slopes, softcap, bias.data, dropout_p and rope must be 0/NULL") \
     X(ATTN_ERR_NYSTROM_LSE,           414, ATTN_CAT_UNSUPPORTED, "ATTN_NYSTROM: lse must be NULL (the approximation has no logsumexp)") \
     X(ATTN_ERR_NYSTROM_PINV_NULL,     415, ATTN_CAT_NULL,        "attn_nystrom_pinv: a or z is NULL") \
     X(ATTN_ERR_NYSTROM_PINV_M,        416, ATTN_CAT_SHAPE,       "attn_nystrom_pinv: m must be >= 1") \
@@ -17198,6 +17219,133 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
     return attn__ovl_bad(&o) ? err : ATTN_OK;
 }
 
+/* ---- packed sequences (cu_seqlens) of the kinds whose result is defined per sequence ---------
+   ATTN_BIGBIRD, ATTN_LSH, ATTN_NYSTROM and ATTN_LINFORMER (forward and backward) take
+   cu_seqlens_q/_k by running each packed
+   segment as the call of that segment alone (batch 1, its own length, no padding): the same
+   code on the same rows, so a segment's rows are bitwise its run alone and every per-length
+   rule (BigBird's block grid, global blocks and drawn random table, LSH's buckets and chunks,
+   Nystromformer's landmarks, Linformer's leading columns of E and F) is the segment's own. The
+   segments must cover q.seq and k.seq exactly; empty segments are skipped. Every segment is
+   checked (a workspace query) before any is run, so a bad segment leaves the outputs untouched.
+   lse and lse_in, [1][Hq][Sq] for the call but [1][Hq][L] for a segment, pass through scratch. */
+static int attn__varlen_by_segments(int kind) {
+    return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM || kind == ATTN_LSH || kind == ATTN_LINFORMER;
+}
+
+/* Rows [s0, s0 + len) of t (batch 1); t unchanged where it has no data (a workspace query). */
+static attn_tensor attn__seq_slice(const attn_tensor *t, int s0, int len) {
+    attn_tensor r = *t;
+    if (r.data) r.data = (char *)r.data + (ptrdiff_t)s0 * r.stride_seq * (ptrdiff_t)attn__dtype_size(r.dtype);
+    r.seq = len;
+    return r;
+}
+
+/* Segment u of the call as a call of its own on desc e (e: d without cu_seqlens); *tab: the
+   ints of explicit BigBird random tables before segment u (one table per segment, concatenated). */
+static void attn__varlen_segment(const attn__call *c, attn_desc *e, int u, size_t *tab, attn__call *s) {
+    const attn_desc *d = c->d;
+    const int q0 = d->cu_seqlens_q[u], lq = d->cu_seqlens_q[u + 1] - q0;
+    const int k0 = d->cu_seqlens_k[u], lk = d->cu_seqlens_k[u + 1] - k0;
+    *s = *c;
+    s->d = e;
+    s->q = attn__seq_slice(&c->q, q0, lq); s->out = attn__seq_slice(&c->out, q0, lq);
+    s->dout = attn__seq_slice(&c->dout, q0, lq); s->dq = attn__seq_slice(&c->dq, q0, lq);
+    s->k = attn__seq_slice(&c->k, k0, lk); s->v = attn__seq_slice(&c->v, k0, lk);
+    s->dk = attn__seq_slice(&c->dk, k0, lk); s->dv = attn__seq_slice(&c->dv, k0, lk);
+    if (d->kind == ATTN_BIGBIRD && d->bigbird.random_table) {
+        int block, r;
+        e->bigbird.random_table = d->bigbird.random_table + *tab;
+        if (attn__bb_params(&d->bigbird, lq, &block, &r) == ATTN_OK && lq / block > 2)
+            *tab += (size_t)c->q.heads * (size_t)(lq / block - 2) * (size_t)r;
+    }
+}
+
+/* The parameter gradients a packed backward sums over its segments (each segment's call writes
+   its own, not accumulated; the sum runs in double and is written after the last segment):
+   Nystromformer's dconv; Linformer's de and df (E's layout, columns past a segment's length 0). Fills dst (the caller's arrays), their float counts and where each
+   segment's desc points them (*slot[i]); returns how many. */
+static int attn__varlen_grads(const attn_desc *d, attn_desc *e, int Hq, int Hk, float **dst, size_t *cnt, float ***slot) {
+    int n = 0;
+    if (d->kind == ATTN_NYSTROM && d->nystrom.dconv) {
+        dst[n] = d->nystrom.dconv; cnt[n] = (size_t)Hq * (size_t)d->nystrom.conv_kernel; slot[n++] = &e->nystrom.dconv;
+    }
+    if (d->kind == ATTN_LINFORMER) {
+        const size_t m = (size_t)(d->linformer.shared_heads ? 1 : Hk) * (size_t)d->linformer.k * (size_t)d->linformer.n;
+        if (d->linformer.de) { dst[n] = d->linformer.de; cnt[n] = m; slot[n++] = &e->linformer.de; }
+        if (d->linformer.df && !d->linformer.shared_kv) { dst[n] = d->linformer.df; cnt[n] = m; slot[n++] = &e->linformer.df; }
+    }
+    return n;
+}
+
+static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__call *c) {
+    const attn_desc *d = c->d;
+    const int n = d->varlen_batch, Hq = c->q.heads, bwd = op == ATTN__BACKWARD;
+    attn__view qv, kv, vv, ov, g0, g1, g2, g3;
+    attn_desc e;
+    attn__call s;
+    attn__ws w;
+    attn_status st;
+    size_t need = 0, one, head, tab = 0, total, cnt[2], i, sum;
+    int u, h, lmax = 0, ng = 0, g;
+    float *lse = NULL, *dst[2], **slot[2], *at;
+    double *acc = NULL, *a;
+    if (!d->cu_seqlens_q || !d->cu_seqlens_k) return ATTN_ERR_CU_SEQLENS_PAIR;
+    if (d->seqlens_q || d->seqlens_k) return ATTN_ERR_VARLEN_WITH_SEQLENS;
+    if (n < 1) return ATTN_ERR_VARLEN_BATCH;
+    if ((st = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &qv, &kv, &vv, &ov)) != ATTN_OK) return st;
+    if (bwd && !c->bytes && (st = attn__check_bwd_grads(c, &g0, &g1, &g2, &g3)) != ATTN_OK) return st;
+    if (c->q.batch != 1) return ATTN_ERR_VARLEN_SHAPE;
+    if (!attn__offsets_ok(d->cu_seqlens_q, n, c->q.seq)) return ATTN_ERR_CU_SEQLENS_Q;
+    if (!attn__offsets_ok(d->cu_seqlens_k, n, c->k.seq)) return ATTN_ERR_CU_SEQLENS_K;
+    if (d->cu_seqlens_q[n] != c->q.seq || d->cu_seqlens_k[n] != c->k.seq) return ATTN_ERR_VARLEN_COVER;
+    e = *d;
+    e.cu_seqlens_q = e.cu_seqlens_k = NULL; e.varlen_batch = 0;
+    for (u = 0; u < n; ++u) {                  /* every segment's checks and workspace first */
+        attn__varlen_segment(c, &e, u, &tab, &s);
+        if (!s.q.seq && !s.k.seq) continue;
+        s.bytes = &one;
+        if ((st = fn(&s)) != ATTN_OK) return st;
+        need = ATTN__MAX(need, one);
+        lmax = ATTN__MAX(lmax, s.q.seq);
+    }
+    /* scratch: a segment's lse [Hq][L] whether or not lse is given (the size query does not
+       know), then a segment's parameter gradients (checked by the segments' queries) */
+    if (bwd) ng = attn__varlen_grads(d, &e, Hq, c->k.heads, dst, cnt, slot);
+    for (sum = 0, g = 0; g < ng; ++g) if (!attn__add_size(sum, cnt[g], &sum)) return ATTN_ERR_OVERFLOW;
+    if (!attn__mul_size((size_t)Hq, (size_t)lmax, &head) || !attn__add_size(head, sum, &head) ||
+        !attn__add_size(head, sum, &head) || !attn__add_size(head, sum, &head) || !attn__add_size(head, 1, &head) ||
+        !attn__mul_size(head, sizeof(float), &head)) return ATTN_ERR_OVERFLOW;
+    head = (head + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN;   /* lse, the segment's grads, their double sums */
+    if (!attn__add_size(need, head, &total) || !attn__add_size(total, ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = total; return ATTN_OK; }
+    if ((st = attn__ws_acquire(d->workspace, d->workspace_size, total, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return st;
+    if (bwd ? c->lse_in != NULL : c->lse != NULL) lse = (float *)(void *)w.base;
+    for (at = (float *)(void *)w.base + (size_t)Hq * (size_t)lmax, g = 0; g < ng; at += cnt[g++]) *slot[g] = at;
+    acc = (double *)(void *)(at + ((uintptr_t)at % sizeof(double) ? 1 : 0));
+    memset(acc, 0, sizeof(double) * sum);
+    e.workspace = w.base + head; e.workspace_size = need;
+    for (tab = 0, u = 0; u < n && st == ATTN_OK; ++u) {
+        const int q0 = d->cu_seqlens_q[u];
+        attn__varlen_segment(c, &e, u, &tab, &s);
+        if (!s.q.seq && !s.k.seq) continue;
+        if (bwd && lse)
+            for (h = 0; h < Hq; ++h)
+                memcpy(lse + (size_t)h * s.q.seq, c->lse_in + (size_t)h * c->q.seq + q0, sizeof(float) * (size_t)s.q.seq);
+        if (bwd) s.lse_in = lse; else s.lse = lse;
+        if ((st = fn(&s)) != ATTN_OK) break;
+        for (a = acc, g = 0; g < ng; a += cnt[g++])   /* summed in double in segment order */
+            for (i = 0; i < cnt[g]; ++i) a[i] += (double)(*slot[g])[i];
+        if (!bwd && lse)
+            for (h = 0; h < Hq; ++h)
+                memcpy(c->lse + (size_t)h * c->q.seq + q0, lse + (size_t)h * s.q.seq, sizeof(float) * (size_t)s.q.seq);
+    }
+    for (a = acc, g = 0; st == ATTN_OK && g < ng; a += cnt[g++])   /* written once every segment ran */
+        for (i = 0; i < cnt[g]; ++i) dst[g][i] = (float)a[i];
+    attn__ws_release(&w);
+    return st;
+}
+
 /* Runs desc->kind's operation op on the call. */
 static attn_status attn__dispatch(attn__op op, attn__call *c) {
     const attn__mech *m;
@@ -17214,6 +17362,8 @@ static attn_status attn__dispatch(attn__op op, attn__call *c) {
     }
     if (!fn) return ATTN_ERR_KIND_OP;
     if ((s = attn__check_overlap(op, c)) != ATTN_OK) return s;
+    if ((op == ATTN__FORWARD || op == ATTN__BACKWARD) && attn__varlen_by_segments(c->d->kind) &&
+        (c->d->cu_seqlens_q || c->d->cu_seqlens_k)) return attn__varlen_run(op, fn, c);
     return fn(c);
 }
 

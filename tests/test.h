@@ -66,10 +66,12 @@ void test_amx(void);
 void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* sparse */
 void test_sparse(void);
-void test_lsh_hf(void);   /* tests/test_lsh.c: ATTN_LSH against HF's Reformer conventions */
+void test_lsh_hf(void);
+void t_packed_lsh(void);   /* tests/test_packed.c: cu_seqlens, called by test_lsh_hf */   /* tests/test_lsh.c: ATTN_LSH against HF's Reformer conventions */
 void test_bigbird_hf(void);   /* tests/test_bigbird.c, called by test_sparse */
 void test_longformer_mask(void);   /* called by test_sparse */
 void test_bigbird_bwd(void);   /* tests/test_bigbird_bwd.c: attn_backward of ATTN_BIGBIRD */
+void t_packed_bigbird(void);   /* tests/test_packed.c: cu_seqlens, called by test_bigbird_bwd */
 void test_routing_bwd(void);   /* tests/test_routing_bwd.c: attn_backward of ATTN_ROUTING */
 
 /* linear */
@@ -81,11 +83,13 @@ void test_linear_bwd(void);   /* attn_backward of ATTN_LINEAR, ATTN_COSFORMER, A
 
 /* low-rank */
 void test_lowrank(void);
+void t_packed_linformer(void);   /* tests/test_packed.c: cu_seqlens, called by test_lowrank */
 /* tests/test_lowrank.c's double helpers, shared with test_nystrom_bwd.c: C = A B ([m][k] x [k][n]);
    the largest column sum of an m x m A */
 void r_mm(const double *A, const double *Bm, double *C, int m, int k, int n);
 double r_colmax(const double *A, int m);
-void test_nystrom_bwd(void);   /* attn_backward of ATTN_NYSTROM */
+void test_nystrom_bwd(void);
+void t_packed_nystrom(void);   /* tests/test_packed.c: cu_seqlens, called by test_nystrom_bwd */   /* attn_backward of ATTN_NYSTROM */
 
 /* state space */
 void test_ssm(void);

@@ -259,7 +259,7 @@ static void bbh_errors(void) {
     bbh_expect("seqlens_k < 0", &d, &q.t, &k.t, &v.t, &o, ATTN_ERR_SEQLENS_K);
     lk[1] = 10;
     e = d; e.seqlens_q = e.seqlens_k = NULL; e.cu_seqlens_q = e.cu_seqlens_k = cu; e.varlen_batch = 2;
-    bbh_expect("cu_seqlens", &e, &q.t, &k.t, &v.t, &o, ATTN_ERR_SPARSE_MASKS);
+    bbh_expect("cu_seqlens with batch 2", &e, &q.t, &k.t, &v.t, &o, ATTN_ERR_VARLEN_SHAPE);   /* packing: test_packed.c */
     e = d; e.bigbird.multiplicity = ATTN_BIGBIRD_HF_EVAL; e.bigbird.random_table = tbl;
     tbl[0] = 99;                  /* HF_EVAL does not read the table */
     T_CHECK(attn_forward(&e, q.t, k.t, v.t, o.t, NULL) == ATTN_OK, "bigbird: HF_EVAL read random_table");

@@ -463,5 +463,6 @@ void test_bigbird_bwd(void) {
     bbw_fixture();
     bbw_props();
     bbw_sweep();
+    t_packed_bigbird();
     printf("      bigbird-bwd: largest passing fp32 gradient error %.3g (tolerance %.0e)\n", g_bbw_worst, BBW_TOL);
 }

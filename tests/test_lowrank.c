@@ -1082,7 +1082,7 @@ static void test_lowrank_errors(void) {
     d = d0; d.linformer.shared_heads = 2; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_HEADS, "linformer shared_heads");
     d = d0; d.linformer.shared_kv = -1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_SHARED_KV, "linformer shared_kv");
     d = d0; d.causal = 1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer causal");
-    d = d0; d.cu_seqlens_k = dummy; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer cu_seqlens_k");
+    d = d0; d.varlen_batch = 1; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer varlen_batch without cu_seqlens");   /* packing: test_packed.c */
     { static const int big[2] = { 9, 9 }; d = d0; d.seqlens_k = big; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_K, "linformer seqlens_k > k.seq"); }
     d = d0; d.alibi_slopes = dummyf; expect_status(&d, &f, NULL, ATTN_ERR_LINFORMER_MASK, "linformer alibi");
     d = d0; d.scale = INFINITY; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "linformer scale (exact kernel's check)");
@@ -1145,13 +1145,13 @@ static void test_lowrank_errors(void) {
     d = d0; expect_status(&d, &f, dummyf, ATTN_ERR_NYSTROM_LSE, "nystrom lse");
     d = d0; d.scale = NAN; expect_status(&d, &f, NULL, ATTN_ERR_SCALE, "nystrom scale (exact kernel's check)");
     {   /* padding: the rule and Z0 fields, the lengths, varlen */
-        int bad_k[1] = { 9 }, bad_q[1] = { -1 }, cu[2] = { 0, 8 };
+        int bad_k[1] = { 9 }, bad_q[1] = { -1 };
         d = d0; d.nystrom.padding_rule = (attn_nystrom_padding)3; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PADDING_RULE, "nystrom padding_rule 3");
         d = d0; d.nystrom.padding_rule = (attn_nystrom_padding)-1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PADDING_RULE, "nystrom padding_rule -1");
         d = d0; d.nystrom.pinv_init = (attn_nystrom_pinv_init)2; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_PINV_INIT, "nystrom pinv_init 2");
         d = d0; d.seqlens_k = bad_k; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_K, "nystrom seqlens_k > k.seq");
         d = d0; d.seqlens_q = bad_q; expect_status(&d, &f, NULL, ATTN_ERR_SEQLENS_Q, "nystrom seqlens_q < 0");
-        d = d0; d.cu_seqlens_q = d.cu_seqlens_k = cu; d.varlen_batch = 1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom cu_seqlens");
+        d = d0; d.varlen_batch = 1; expect_status(&d, &f, NULL, ATTN_ERR_NYSTROM_MASK, "nystrom varlen_batch without cu_seqlens");   /* packing: test_packed.c */
         d = d0; d.seqlens_k = dummy; d.nystrom.padding_rule = ATTN_NYSTROM_PADDING_HF; d.nystrom.pinv_init = ATTN_NYSTROM_PINV_BATCH;
         T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, NULL) == ATTN_OK, "nystrom seqlens_k, HF rule, batch Z0");
     }
@@ -1377,4 +1377,5 @@ void test_lowrank(void) {
     test_nystrom_hf_fixture();
     test_nystrom_lucidrains_fixture();
     test_lowrank_errors();
+    t_packed_linformer();
 }

@@ -514,7 +514,7 @@ static void lt_fixture(void) {
 static void lt_statuses(void) {
     const int B = 2, n = 16, H = 1, D = 4;
     t_owned q = t_owned_dense(ATTN_F32, B, n, H, D), o = t_owned_dense(ATTN_F32, B, n, H, D);
-    int lens[2] = { 16, 9 }, lens2[2] = { 16, 10 }, bad_hi[2] = { 17, 3 }, bad_lo[2] = { 3, -1 }, cu[3] = { 0, 8, 16 };
+    int lens[2] = { 16, 9 }, lens2[2] = { 16, 10 }, bad_hi[2] = { 17, 3 }, bad_lo[2] = { 3, -1 };
     float rot[64];
     attn_desc d, e;
     t_rng r = t_rng_seed(41);
@@ -549,8 +549,8 @@ static void lt_statuses(void) {
     LT_EXPECT(e, ATTN_ERR_SEQLENS_K, "seqlens_k > seq");
     e = d; e.seqlens_k = NULL; e.seqlens_q = bad_lo;
     LT_EXPECT(e, ATTN_ERR_SEQLENS_Q, "seqlens_q < 0");
-    e = d; e.seqlens_k = NULL; e.cu_seqlens_q = e.cu_seqlens_k = cu; e.varlen_batch = 2;
-    LT_EXPECT(e, ATTN_ERR_SPARSE_MASKS, "cu_seqlens");
+    e = d; e.seqlens_k = NULL; e.varlen_batch = 2;
+    LT_EXPECT(e, ATTN_ERR_SPARSE_MASKS, "varlen_batch without cu_seqlens");   /* packing: test_packed.c */
 #undef LT_EXPECT
     rot[0] = 1.0f;
     e = d; e.lsh.rotations_layout = (attn_lsh_layout)5;
@@ -958,4 +958,5 @@ void test_lsh_hf(void) {
                 t_chance(&r, 0.5), t_chance(&r, 0.7), fac, nfac);
     }
     lt_backward(&r);
+    t_packed_lsh();
 }

@@ -562,4 +562,5 @@ void test_nystrom_bwd(void) {
     nb_contract();
     nb_fixture_hf();
     nb_fixture_lucidrains();
+    t_packed_nystrom();
 }

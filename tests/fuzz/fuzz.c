@@ -656,6 +656,18 @@ static void target_kinds(fz *f) {
     k = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 0, NULL);
     v = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 0, NULL);
     o = fz_tensor(f, &r, ot, B, Sq, Hq, Dv, 1, &ob);
+    if ((d.kind == ATTN_BIGBIRD || d.kind == ATTN_NYSTROM || d.kind == ATTN_LSH || d.kind == ATTN_LINFORMER) && fz_chance(f, 96)) {   /* packed segments (#28): cuts anywhere, ends mostly at seq */
+        const int n = fz_int(f, 1, 3);
+        int *cq = (int *)gx_alloc(sizeof(int) * 4), *ck = (int *)gx_alloc(sizeof(int) * 4), u;
+        cq[0] = ck[0] = 0;
+        for (u = 1; u <= n; ++u) {
+            cq[u] = fz_chance(f, 40) ? fz_int(f, 0, Sq) : FZMAX(cq[u - 1], fz_int(f, 0, Sq));
+            ck[u] = fz_chance(f, 200) && cq[u] <= Sk ? cq[u] : fz_int(f, 0, Sk);
+        }
+        if (fz_chance(f, 200)) { cq[n] = Sq; ck[n] = Sk; }
+        d.seqlens_q = d.seqlens_k = NULL;
+        d.cu_seqlens_q = fz_chance(f, 8) ? NULL : cq; d.cu_seqlens_k = ck; d.varlen_batch = fz_chance(f, 8) ? 0 : n;
+    }
     if (fz_chance(f, 128) || d.kind == ATTN_LSH || d.kind == ATTN_BIGBIRD || d.kind == ATTN_SOFTMAX || d.kind == ATTN_LONGFORMER)
         { lse = (float *)gb_alloc(lb); t_sentinel(lse, lb, 0x3C); }   /* the backward needs the forward's lse */
     st = attn_forward(&d, q, k, v, o, lse);
