@@ -430,7 +430,12 @@ typedef struct attn_lsh_params {
                                  W_c, with no self logit (a key at the query's position is an
                                  ordinary key); out_i averages over the query windows holding
                                  i. causal must be 0 (the reference's causal form adds learned
-                                 memory keys, which attn.h does not have). */
+                                 memory keys, which attn.h does not have).
+   update_rule     0             attn_routing_update's rule (the forward does not read it):
+                                 0: assign by x_i . mu_c / |mu_c|, padded tokens skipped;
+                                 1: routing-transformer's Kmeans: assign by x_i . mu_c with the
+                                 raw (EMA-shrunk) centroids, every row of x counted, padding
+                                 included (seqlens/cu_seqlens not read by the update) */
 typedef struct attn_routing_params {
     const float *centroids;
     int n_clusters;
@@ -438,6 +443,7 @@ typedef struct attn_routing_params {
     int normalize_keys;
     float count_eps;
     int separate_qk;
+    int update_rule;                    /* attn_routing_update: 0 attn.h's, 1 routing-transformer's */
 } attn_routing_params;
 
 typedef enum attn_bigbird_multiplicity {
@@ -1036,7 +1042,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 327, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER does not take longformer.global_mask (forward only)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
-    X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
+    X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys, separate_qk and update_rule must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
@@ -1602,8 +1608,11 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
        mu_c = decay * mu_c + (1 - decay) * m / |m|,   m = sum of its tokens' x_i / count
    (m / |m| = 0 when m = 0); a cluster without tokens keeps its centroid. decay 0 means 0.999.
    Padding as ATTN_ROUTING's (pass the forward's desc): tokens past seqlens_k[b] (or seqlens_q[b])
-   or past the last cu_seqlens segment are skipped. Sums run in double in token order on the
-   calling thread; a small scratch is allocated. */
+   or past the last cu_seqlens segment are skipped. desc->routing.update_rule = 1 is
+   routing-transformer's Kmeans step instead (one forward with update_means, then update()):
+   mu_c is the stored centroid as it is (not normalised) in the assignment, and every row of x
+   counts, padded ones included. Sums run in double in token order on the calling thread; a
+   small scratch is allocated. */
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids);
 
 /* ---- Linear and kernel attention --------------------------------------------------------- */
@@ -11442,7 +11451,8 @@ static attn_status attn__rt_params(const attn_routing_params *p, int heads, int 
     if (p->n_clusters < 1) return ATTN_ERR_ROUTING_CLUSTERS;
     if (p->window < 0) return ATTN_ERR_ROUTING_WINDOW;
     if ((p->normalize_keys != 0 && p->normalize_keys != 1) || (p->separate_qk != 0 && p->separate_qk != 1) ||
-        !(p->count_eps >= 0.0f) || !isfinite(p->count_eps)) return ATTN_ERR_ROUTING_OPTIONS;
+        (p->update_rule != 0 && p->update_rule != 1) || !(p->count_eps >= 0.0f) || !isfinite(p->count_eps))
+        return ATTN_ERR_ROUTING_OPTIONS;
     if (!attn__mul_size((size_t)heads * (size_t)p->n_clusters, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
         return ATTN_ERR_OVERFLOW;
     for (i = 0; i < n; ++i) if (!isfinite(p->centroids[i])) return ATTN_ERR_ROUTING_NONFINITE;
@@ -11719,7 +11729,7 @@ static const attn__mech attn__mech_routing = { attn__routing_forward, attn__rout
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids) {
     attn__view xv;
     attn_status s;
-    int C, D, H, h, b, i, c, e, best;
+    int C, D, H, h, b, i, c, e, best, raw;
     double *sum, *mu;
     int *count;
     float bs, t;
@@ -11738,7 +11748,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
     if ((s = attn__rt_lengths(desc, x.batch, x.seq, &lens, &cu, &units)) != ATTN_OK) return s;
     if (!(decay >= 0.0f && decay < 1.0f)) return ATTN_ERR_ROUTING_DECAY;
     if (decay == 0.0f) decay = 0.999f;
-    C = desc->routing.n_clusters; D = x.dim; H = x.heads;
+    C = desc->routing.n_clusters; D = x.dim; H = x.heads; raw = desc->routing.update_rule;
     sum = (double *)attn__alloc(sizeof(double) * ((size_t)C * D + (size_t)C * D) + sizeof(int) * (size_t)C + sizeof(float) * 2 * (size_t)D);
     if (!sum) return ATTN_ERR_OUT_OF_MEMORY;
     mu = sum + (size_t)C * D;
@@ -11748,13 +11758,14 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
         float *cen = centroids + (size_t)h * C * D;
         memset(sum, 0, sizeof(double) * (size_t)C * D);
         memset(count, 0, sizeof(int) * (size_t)C);
-        for (c = 0; c < C; ++c) {                  /* unit centroids, in double */
+        for (c = 0; c < C; ++c) {                  /* unit centroids (the reference's rule: raw), in double */
             double nn = 0;
             for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * (double)cen[(size_t)c * D + e];
-            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? (double)cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
+            nn = raw ? 1.0 : nn > 0 ? 1.0 / sqrt(nn) : 0.0;
+            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = (double)cen[(size_t)c * D + e] * nn;
         }
-        for (b = 0; b < x.batch; ++b)
-            for (i = 0; i < (cu ? cu[units] : lens ? lens[b] : x.seq); ++i) {   /* the valid tokens */
+        for (b = 0; b < x.batch; ++b)              /* the valid tokens (the reference's rule: all rows) */
+            for (i = 0; i < (raw ? x.seq : cu ? cu[units] : lens ? lens[b] : x.seq); ++i) {
                 double nn = 0;
                 isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
                 for (e = 0; e < D; ++e) nn += (double)xr[e] * (double)xr[e];

@@ -1191,6 +1191,67 @@ static void rt_fixture(void) {
     t_fix_close(&fx);
 }
 
+/* routing-transformer 1.6.1's k-means step (tests/fixtures/routing_transformer_update.py): one
+   train-mode forward on a padded batch with input_mask, then Kmeans.update(), from raw means of
+   unequal lengths. attn_routing_update with routing.update_rule = 1, decay = the layer's
+   ema_decay, x = to_q(x) (shared_qk) or each batch entry's rows of q then k (shared_qk=False, as
+   the reference clusters cat(q, k)), padding included, reproduces the means within 2e-5.
+   Printed beside it: how far attn.h's own rule (0) is from the reference on the same step. */
+static void rt_update_fixture(void) {
+    const char *F = "routing_transformer_update.txt";
+    int s;
+    for (s = 0; s < 2; ++s) {
+        char nm[32];
+        double cfg[7], lens[3], *q = NULL, *k = NULL, *m0 = NULL, *m1 = NULL;
+        int ok;
+        sprintf(nm, "s%d_config", s);
+        if (!T_CHECK(T_FIXTURE(F, nm, cfg, 7), "routing update fixture: %s unreadable", F)) return;
+        {
+            const int B = (int)cfg[0], T = (int)cfg[1], H = (int)cfg[2], DH = (int)cfg[3], NC = (int)cfg[4], shared = (int)cfg[6];
+            const float decay = (float)cfg[5];
+            const size_t nx = (size_t)B * T * H * DH, nm_ = (size_t)H * NC * DH, row = (size_t)H * DH;
+            const int T2 = shared ? T : 2 * T;   /* x: q's rows, then (separate q, k) k's rows */
+            float *x = (float *)t_xmalloc(sizeof(float) * (size_t)B * T2 * row), *cen = (float *)t_xmalloc(sizeof(float) * nm_);
+            int b, rule, lensi[3];
+            size_t i;
+            double err[2] = { 0, 0 };
+            q = (double *)t_xmalloc(sizeof(double) * nx); k = (double *)t_xmalloc(sizeof(double) * nx);
+            m0 = (double *)t_xmalloc(sizeof(double) * nm_); m1 = (double *)t_xmalloc(sizeof(double) * nm_);
+            sprintf(nm, "s%d_lens", s); ok = B == 3 && T_FIXTURE(F, nm, lens, 3);
+            sprintf(nm, "s%d_q", s); ok = ok && T_FIXTURE(F, nm, q, nx);
+            sprintf(nm, "s%d_k", s); ok = ok && (shared || T_FIXTURE(F, nm, k, nx));
+            sprintf(nm, "s%d_means0", s); ok = ok && T_FIXTURE(F, nm, m0, nm_);
+            sprintf(nm, "s%d_means1", s); ok = ok && T_FIXTURE(F, nm, m1, nm_);
+            if (T_CHECK(ok, "routing update fixture: arrays of config %d", s)) {
+                for (b = 0; b < B; ++b) {
+                    lensi[b] = (int)lens[b];
+                    for (i = 0; i < (size_t)T * row; ++i) {
+                        x[(size_t)b * T2 * row + i] = (float)q[(size_t)b * T * row + i];
+                        if (!shared) x[((size_t)b * T2 + T) * row + i] = (float)k[(size_t)b * T * row + i];
+                    }
+                }
+                for (rule = 1; rule >= 0; --rule) {
+                    attn_desc d;
+                    memset(&d, 0, sizeof d);
+                    d.kind = ATTN_ROUTING;
+                    d.routing.n_clusters = NC; d.routing.update_rule = rule;
+                    if (shared) d.seqlens_q = d.seqlens_k = lensi;   /* the forward's desc: rule 1 ignores the padding */
+                    for (i = 0; i < nm_; ++i) cen[i] = (float)m0[i];
+                    ok = attn_routing_update(&d, attn_tensor_dense(x, ATTN_F32, B, T2, H, DH), decay, cen) == ATTN_OK;
+                    for (i = 0; i < nm_; ++i) err[rule] = fmax(err[rule], fabs(cen[i] - m1[i]));
+                    if (rule) T_CHECK(ok && err[1] <= 2e-5, "routing-transformer update fixture (shared_qk %d): update_rule 1 %.3g (bound 2e-5)",
+                                      shared, err[1]);
+                }
+                T_CHECK(err[0] > 1e-3, "routing update fixture (shared_qk %d): the rule must matter (%.3g)", shared, err[0]);
+                printf("     routing-transformer Kmeans step (shared_qk %d, padded): update_rule 1 max |attn.h - reference| %.2g; "
+                       "update_rule 0 %.2g\n", shared, err[1], err[0]);
+            }
+            free(x); free(cen);
+        }
+        free(q); free(k); free(m0); free(m1);
+    }
+}
+
 static void test_routing(void) {
     t_rng r = t_rng_seed(31);
     int it, n = T_QUICK ? 6 : 30;
@@ -1236,6 +1297,7 @@ static void test_routing(void) {
         t_owned_free(&x);
     }
     rt_fixture();
+    rt_update_fixture();
     rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0, 0);
     rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2, 0);      /* routing-transformer's convention */
     rt_padded_case(&r, 2, 40, 1, 8, 8, ATTN_F16, 3, 8, 1, 0, 0.5f, 1, 0);
@@ -1399,6 +1461,9 @@ static void test_sparse_errors(void) {
             sp_expect("routing separate_qk 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
             e = d; e.routing.separate_qk = 1; e.causal = 1;
             sp_expect("routing separate_qk causal", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.update_rule = 2;
+            sp_expect("routing update_rule 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_ROUTING_OPTIONS, "routing update: update_rule 2");
             e = d; e.seqlens_q = l1; e.seqlens_k = l2;
             T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_ROUTING_SEQLENS, "routing update: seqlens_q != _k");
             e = d; e.seqlens_k = lbad;
