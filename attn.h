@@ -328,8 +328,9 @@ typedef struct attn_longformer_params {
      [k_i R_t, -k_i R_t] and bucket_r(i) = a_0 + f_0 a_1 + f_0 f_1 a_2 + ...
      a padding position (i >= L) goes to the extra bucket n_buckets (HF's pad bucket)
      positions sorted stably by (r, bucket, position) into one axis of n_hashes * n entries, cut
-     into chunks of bucket_size; chunk m's queries attend the keys of chunks m-1 and m (chunk 0
-     looks at the last chunk, circularly over all rounds), without deduplication
+     into chunks of bucket_size; chunk m's queries attend the keys of chunks m-before, ...,
+     m-1, m, m+1, ..., m+after in that order (before 1, after 0 by default: chunks m-1 and m;
+     circularly over all rounds: chunk 0 looks back at the last chunk), without deduplication
      s = scale * q_i . n(k_j),  n(k) = k / sqrt(mean(k^2) + 1e-6)   (scale 0: 1/sqrt(dim))
      s = -1e9 where key j is padding (j >= L) or, causal, j > i; then s = -1e5 where j == i (a
      token sees itself only when nothing else is visible)
@@ -362,6 +363,11 @@ typedef struct attn_longformer_params {
                                                   HF's random_rotations tensor as it is
    hf_merge         off                           1: the rounds' weights as HF computes them (above)
    seed             0                             seed of the drawn rotations (attn_lsh_rotations)
+   chunks_before    0: 1 (HF's default)           chunks looked back at (HF's lsh_num_chunks_before);
+                                                  ATTN_LSH_CHUNKS_ZERO (-1) for none
+   chunks_after     0                             chunks looked ahead at (HF's lsh_num_chunks_after;
+                                                  ATTN_LSH_CHUNKS_ZERO is 0 too); each at most the
+                                                  chunk count n_hashes * n / bucket_size
    The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
    first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
    earlier default n / bucket_size was not closer to full attention on every input measured
@@ -376,6 +382,7 @@ typedef struct attn_longformer_params {
    output). Padding rows of dq, dk, dv are written 0 (padding rows of dout, out are not read).
    Deterministic (one task per (batch, head)); 2.2-2.7x the forward's time (bench/README.md). */
 typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
+#define ATTN_LSH_CHUNKS_ZERO (-1)       /* lsh.chunks_before / _after: exactly 0 chunks (0 is the default) */
 typedef struct attn_lsh_params {
     int bucket_size;
     int n_buckets;
@@ -385,6 +392,7 @@ typedef struct attn_lsh_params {
     attn_lsh_layout rotations_layout;   /* order of rotations (and of attn_lsh_rotations' output) */
     int bucket_factors[4];              /* HF's factorised num_buckets, or {0} */
     int hf_merge;                       /* 1: merge the rounds with HF's fp32 weights */
+    int chunks_before, chunks_after;    /* chunks attended around a query's own (0: HF's 1 and 0) */
 } attn_lsh_params;
 
 /* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
@@ -1047,6 +1055,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
     X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
+    X(ATTN_ERR_LSH_CHUNKS,            344, ATTN_CAT_RANGE,       "attn_desc.lsh.chunks_before and chunks_after must be 0 (default), ATTN_LSH_CHUNKS_ZERO or 1 .. n_hashes * seq / bucket_size") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
@@ -10741,7 +10750,7 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
    v rows in fp32, every round's buckets by dot products with the rotation columns (vector
    layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
-   chunk's keys (its own and the previous chunk's, 2 * bucket_size) gathered into a block,
+   chunk's keys (its own and its neighbours', lsh.chunks_before / _after) gathered into a block,
    the chunk's queries (up to ATTN__BQ at a time) transposed into lanes, their scores on the
    exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on its P.V tile
    kernel, each query's round result merged into its position across rounds by the logsumexp
@@ -10803,6 +10812,7 @@ static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const i
 typedef struct attn__lsh {
     const attn__problem *P;
     int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets (all factors), n_hashes */
+    int cb, keys;                /* chunks looked back at; keys a chunk attends, (cb + 1 + after) c */
     int cols, nf, f[4];          /* rotation columns; the bucket factors (one when not factorised) */
     const float *rot;            /* given rotations, or NULL (drawn) */
     int layout;                  /* rot's attn_lsh_layout */
@@ -10826,7 +10836,7 @@ static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
 
 /* ATTN_LSH's resolved parameters: chunk, buckets (all factors), rounds, rotation columns and the
    factors (one, n_buckets, when not factorised). */
-typedef struct attn__lsh_cfg { int c, nb, nh, cols, nf, f[4]; } attn__lsh_cfg;
+typedef struct attn__lsh_cfg { int c, nb, nh, cols, nf, f[4], cb, ca; } attn__lsh_cfg;
 
 static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh_cfg *g) {
     int t;
@@ -10854,6 +10864,13 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh
     }
     if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
     g->nh = p->n_hashes ? p->n_hashes : 1;
+    {   /* chunks around a query's own: 0 is HF's default (1 before, 0 after), -1 exactly 0 */
+        const int nch = g->nh * (seq / g->c);
+        g->cb = p->chunks_before == 0 ? 1 : p->chunks_before == ATTN_LSH_CHUNKS_ZERO ? 0 : p->chunks_before;
+        g->ca = p->chunks_after == ATTN_LSH_CHUNKS_ZERO ? 0 : p->chunks_after;
+        if (p->chunks_before < -1 || p->chunks_after < -1 || g->cb > nch || g->ca > nch ||
+            (long long)(g->cb + 1 + g->ca) * g->c > INT_MAX / 2) return ATTN_ERR_LSH_CHUNKS;
+    }
     return ATTN_OK;
 }
 
@@ -10871,16 +10888,17 @@ static int attn__lsh_add(size_t *f, size_t a, size_t b) {
 /* Per-thread scratch of ATTN_LSH's forward (bwd 0: attn__lsh_task) or backward (bwd 1:
    attn__lsh_bwd_task), in floats (int arrays counted as floats), rounded up to 16; 0 when it
    does not fit a size_t.
-   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc
-     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv],
-     mx, sum [BQ]
-   backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, 2c)][BQ] (each a multiple
-     of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd, hi, lo
-     [n], W [nh*n], Kc, dKc [2c][D], Vc, dVc [2c][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv], mx, sum, a,
-     ones [BQ]
-   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [2c] */
-static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh, int bwd) {
-    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * (size_t)n;
+   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, keys)][BQ], Q, K [n][D], V, acc
+     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [keys][D] and values Vc [keys][Dv], O
+     [BQ][Dv], mx, sum [BQ]
+   backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, keys)][BQ] (each a
+     multiple of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd,
+     hi, lo [n], W [nh*n], Kc, dKc [keys][D], Vc, dVc [keys][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv],
+     mx, sum, a, ones [BQ]
+   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [keys]
+   (keys: the keys a chunk attends, (chunks before + 1 + chunks after) * c) */
+static size_t attn__lsh_ws_floats(int n, int D, int Dv, int nkeys, int nb, int nh, int bwd) {
+    const size_t keys = (size_t)nkeys, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * (size_t)n;
     const size_t d = (size_t)D, dv = (size_t)Dv, bq = ATTN__BQ;
     size_t f = 0;
     const int ok = bwd ? attn__lsh_add(&f, d + dv + 2 * srows, bq) && attn__lsh_add(&f, (size_t)n, 4 * d + 3 * dv + 4) &&
@@ -10943,16 +10961,16 @@ static void attn__lsh_sort(const attn__lsh *X, int h, int L, const float *K, flo
     }
 }
 
-/* The keys chunk ch attends: the previous chunk's valid entries, then its own (a padding key's
-   logit -1e9 gives it weight exactly 0, so it is skipped), rows of the normalised K [n][D]
-   into Kc and (when Vc is given) of V [n][Dv] into Vc, positions into kid; returns their count. */
+/* The keys chunk ch attends: the valid entries of chunks ch - cb, ..., ch + after in order,
+   circularly (a padding key's logit -1e9 gives it weight exactly 0, so it is skipped), rows of
+   the normalised K [n][D] into Kc and (when Vc is given) of V [n][Dv] into Vc, positions into
+   kid; returns their count. */
 static int attn__lsh_gather(const attn__lsh *X, const int *order, int ch, int L, const float *K, const float *V, float *Kc,
                             float *Vc, int *kid) {
     const int c = X->c, D = X->P->q.dim, Dv = X->P->v.dim, nchunks = X->nh * X->n / c;
-    const int prev = (ch + nchunks - 1) % nchunks;
     int u, nk = 0;
-    for (u = 0; u < 2 * c; ++u) {
-        const int id = order[(size_t)(u < c ? prev : ch) * c + u % c];
+    for (u = 0; u < X->keys; ++u) {        /* cb <= nchunks: the index stays >= 0 */
+        const int id = order[(size_t)((ch - X->cb + u / c + nchunks) % nchunks) * c + u % c];
         if (id >= L) continue;
         kid[nk] = id;
         memcpy(Kc + (size_t)nk * D, K + (size_t)id * D, sizeof(float) * (size_t)D);
@@ -10988,7 +11006,7 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
-    const int keys = 2 * c;
+    const int keys = X->keys;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
     float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
@@ -11051,7 +11069,7 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
     const attn__bwd_isa *bisa = X->bisa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
-    const int keys = 2 * c, srows = ATTN__MAX(ATTN__BK, keys);
+    const int keys = X->keys, srows = ATTN__MAX(ATTN__BK, keys);
     const float *lse = X->lse_in + ((size_t)b * H + h) * n;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *GT = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *S = GT + (size_t)Dv * ATTN__BQ, *dP = S + (size_t)srows * ATTN__BQ;
@@ -11201,7 +11219,7 @@ static attn_status attn__lsh_run(const attn__call *c, int bwd) {
     }
     if ((s = attn__lsh_params(&d->lsh, c->q.seq, &g)) != ATTN_OK) return s;
     if (!attn__mul_size((size_t)c->q.heads * (size_t)g.nh, (size_t)c->q.dim * (size_t)g.cols, &nrot)) return ATTN_ERR_OVERFLOW;
-    X.c = g.c; X.nb = g.nb; X.nh = g.nh; X.cols = g.cols; X.nf = g.nf;
+    X.c = g.c; X.nb = g.nb; X.nh = g.nh; X.cols = g.cols; X.nf = g.nf; X.cb = g.cb; X.keys = (g.cb + 1 + g.ca) * g.c;
     memcpy(X.f, g.f, sizeof X.f);
     if (d->lsh.rotations) {
         size_t i;
@@ -11214,7 +11232,7 @@ static attn_status attn__lsh_run(const attn__call *c, int bwd) {
     X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.layout = d->lsh.rotations_layout; X.seed = d->lsh.seed;
     X.hf_merge = d->lsh.hf_merge;
     X.lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q; X.isa = attn__pick_isa();
-    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh, bwd);
+    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.keys, X.nb, X.nh, bwd);
     if (!X.ws_floats || !attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
