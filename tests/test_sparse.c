@@ -1134,18 +1134,30 @@ static float *rt_floats(const double *x, size_t n) {
    Kmeans.means, window = window_size, causal, routing.normalize_keys = 1, routing.count_eps =
    1e-5, seqlens_q/_k = the valid lengths. Within 2e-5, padding rows 0. Printed beside it: how far
    the reference's own input_mask (padded tokens kept in the windows) is from that. */
+/* array `name` of configuration cfg of routing_transformer.txt (n values), malloc'd, or NULL */
+static double *rt_fix(const char *name, int cfg, size_t n) {
+    double *p = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    if (!T_FIXTURE_NTH("routing_transformer.txt", name, cfg, p, n)) { free(p); return NULL; }
+    return p;
+}
+
 static void rt_fixture(void) {
-    t_fix fx;
+    double c8[8];
     int cfg;
-    if (!T_CHECK(t_fix_open(&fx, "routing_transformer.txt"), "routing fixture: cannot open %s (run from the repository root "
-                 "or set ATTN_FIXTURES)", fx.path)) return;
+    if (!T_CHECK(T_FIXTURE("routing_transformer.txt", "config", c8, 8), "routing fixture: cannot read "
+                 "tests/fixtures/routing_transformer.txt (run from the repository root or set ATTN_FIXTURES)")) return;
     for (cfg = 0; cfg < 3; ++cfg) {
-        size_t nc_, nl, nq, nk, nv, nm, no, nom, i;
-        double *c = t_fix_next(&fx, "config", &nc_), *l = t_fix_next(&fx, "lens", &nl), *qk = t_fix_next(&fx, "qk", &nq);
-        double *kk = t_fix_next(&fx, "k", &nk);
-        double *v = t_fix_next(&fx, "v", &nv), *m = t_fix_next(&fx, "means", &nm), *out = t_fix_next(&fx, "out", &no);
-        double *om = t_fix_next(&fx, "out_masked", &nom), err = 0, ref_pad = 0;
-        if (T_CHECK(c && l && qk && kk && v && m && out && om && nc_ == 8, "routing fixture: malformed %s", fx.path)) {
+        size_t nq = 0, nk, nv, nm = 0, no, i;
+        double *c = rt_fix("config", cfg, 8), *l = NULL, *qk = NULL, *kk = NULL, *v = NULL, *m = NULL, *out = NULL, *om = NULL;
+        double err = 0, ref_pad = 0;
+        if (c) {   /* config: causal B T H dh n_clusters window shared_qk */
+            nq = (size_t)c[1] * (size_t)c[2] * (size_t)c[3] * (size_t)c[4]; nm = (size_t)c[3] * (size_t)c[5] * (size_t)c[4];
+            l = rt_fix("lens", cfg, (size_t)c[1]); qk = rt_fix("qk", cfg, nq); kk = rt_fix("k", cfg, nq); v = rt_fix("v", cfg, nq);
+            m = rt_fix("means", cfg, nm); out = rt_fix("out", cfg, nq); om = rt_fix("out_masked", cfg, nq);
+        }
+        nk = nv = no = nq;
+        if (T_CHECK(c && l && qk && kk && v && m && out && om, "routing fixture: malformed tests/fixtures/routing_transformer.txt "
+                    "(config %d)", cfg)) {
             const int causal = (int)c[0], B = (int)c[1], T = (int)c[2], H = (int)c[3], DH = (int)c[4], NC = (int)c[5], W = (int)c[6];
             const int shared = (int)c[7];
             float *qf = rt_floats(qk, nq), *kf = rt_floats(kk, nk), *vf = rt_floats(v, nv), *cen = rt_floats(m, nm);
@@ -1188,7 +1200,6 @@ static void rt_fixture(void) {
         }
         free(c); free(l); free(qk); free(kk); free(v); free(m); free(out); free(om);
     }
-    t_fix_close(&fx);
 }
 
 /* routing-transformer 1.6.1's k-means step (tests/fixtures/routing_transformer_update.py): one
