@@ -343,8 +343,9 @@ typedef struct attn_longformer_params {
      [k_i R_t, -k_i R_t] and bucket_r(i) = a_0 + f_0 a_1 + f_0 f_1 a_2 + ...
      a padding position (i >= L) goes to the extra bucket n_buckets (HF's pad bucket)
      positions sorted stably by (r, bucket, position) into one axis of n_hashes * n entries, cut
-     into chunks of bucket_size; chunk m's queries attend the keys of chunks m-1 and m (chunk 0
-     looks at the last chunk, circularly over all rounds), without deduplication
+     into chunks of bucket_size; chunk m's queries attend the keys of chunks m-before, ...,
+     m-1, m, m+1, ..., m+after in that order (before 1, after 0 by default: chunks m-1 and m;
+     circularly over all rounds: chunk 0 looks back at the last chunk), without deduplication
      s = scale * q_i . n(k_j),  n(k) = k / sqrt(mean(k^2) + 1e-6)   (scale 0: 1/sqrt(dim))
      s = -1e9 where key j is padding (j >= L) or, causal, j > i; then s = -1e5 where j == i (a
      token sees itself only when nothing else is visible)
@@ -381,6 +382,11 @@ typedef struct attn_longformer_params {
                                                   HF's random_rotations tensor as it is
    hf_merge         off                           1: the rounds' weights as HF computes them (above)
    seed             0                             seed of the drawn rotations (attn_lsh_rotations)
+   chunks_before    0: 1 (HF's default)           chunks looked back at (HF's lsh_num_chunks_before);
+                                                  ATTN_LSH_CHUNKS_ZERO (-1) for none
+   chunks_after     0                             chunks looked ahead at (HF's lsh_num_chunks_after;
+                                                  ATTN_LSH_CHUNKS_ZERO is 0 too); each at most the
+                                                  chunk count n_hashes * n / bucket_size
    The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
    first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
    earlier default n / bucket_size was not closer to full attention on every input measured
@@ -395,6 +401,7 @@ typedef struct attn_longformer_params {
    output). Padding rows of dq, dk, dv are written 0 (padding rows of dout, out are not read).
    Deterministic (one task per (batch, head)); 2.2-2.7x the forward's time (bench/README.md). */
 typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
+#define ATTN_LSH_CHUNKS_ZERO (-1)       /* lsh.chunks_before / _after: exactly 0 chunks (0 is the default) */
 typedef struct attn_lsh_params {
     int bucket_size;
     int n_buckets;
@@ -404,6 +411,7 @@ typedef struct attn_lsh_params {
     attn_lsh_layout rotations_layout;   /* order of rotations (and of attn_lsh_rotations' output) */
     int bucket_factors[4];              /* HF's factorised num_buckets, or {0} */
     int hf_merge;                       /* 1: merge the rounds with HF's fp32 weights */
+    int chunks_before, chunks_after;    /* chunks attended around a query's own (0: HF's 1 and 0) */
 } attn_lsh_params;
 
 /* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
@@ -449,7 +457,12 @@ typedef struct attn_lsh_params {
                                  W_c, with no self logit (a key at the query's position is an
                                  ordinary key); out_i averages over the query windows holding
                                  i. causal must be 0 (the reference's causal form adds learned
-                                 memory keys, which attn.h does not have). */
+                                 memory keys, which attn.h does not have).
+   update_rule     0             attn_routing_update's rule (the forward does not read it):
+                                 0: assign by x_i . mu_c / |mu_c|, padded tokens skipped;
+                                 1: routing-transformer's Kmeans: assign by x_i . mu_c with the
+                                 raw (EMA-shrunk) centroids, every row of x counted, padding
+                                 included (seqlens/cu_seqlens not read by the update) */
 typedef struct attn_routing_params {
     const float *centroids;
     int n_clusters;
@@ -457,6 +470,7 @@ typedef struct attn_routing_params {
     int normalize_keys;
     float count_eps;
     int separate_qk;
+    int update_rule;                    /* attn_routing_update: 0 attn.h's, 1 routing-transformer's */
 } attn_routing_params;
 
 typedef enum attn_bigbird_multiplicity {
@@ -1065,12 +1079,13 @@ typedef struct attn_desc {
     X(ATTN_ERR_LONGFORMER_GLOBAL_ROWS, 327, ATTN_CAT_RANGE,      "attn_desc.longformer.global_rows_only must be 0 or 1, and 1 needs longformer.global_mask") \
     X(ATTN_ERR_LONGFORMER_MASK_BACKWARD, 328, ATTN_CAT_UNSUPPORTED, "attn_backward with ATTN_LONGFORMER and longformer.global_mask does not take causal or alibi_slopes (the forward runs those on a direct kernel)") \
     X(ATTN_ERR_ROUTING_SEQLENS,       329, ATTN_CAT_RANGE,       "ATTN_ROUTING, attn_routing_update: where both seqlens_q and seqlens_k (cu_seqlens_q and cu_seqlens_k) are given they must be equal (a token is padding as query and key alike)") \
-    X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys and separate_qk must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
+    X(ATTN_ERR_ROUTING_OPTIONS,       330, ATTN_CAT_RANGE,       "attn_desc.routing.normalize_keys, separate_qk and update_rule must be 0 or 1 (separate_qk needs causal 0) and count_eps finite and >= 0") \
     X(ATTN_ERR_VARLEN_COVER,          331, ATTN_CAT_RANGE,       "with ATTN_BIGBIRD, ATTN_LSH, ATTN_NYSTROM and ATTN_LINFORMER, cu_seqlens_q and cu_seqlens_k must end at q.seq and k.seq (every row in a packed segment)") \
     X(ATTN_ERR_LSH_LAYOUT,            340, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations_layout must be ATTN_LSH_ROT_ATTN (0) or ATTN_LSH_ROT_HF (1)") \
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
     X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
+    X(ATTN_ERR_LSH_CHUNKS,            344, ATTN_CAT_RANGE,       "attn_desc.lsh.chunks_before and chunks_after must be 0 (default), ATTN_LSH_CHUNKS_ZERO or 1 .. n_hashes * seq / bucket_size") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
@@ -1632,8 +1647,11 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
        mu_c = decay * mu_c + (1 - decay) * m / |m|,   m = sum of its tokens' x_i / count
    (m / |m| = 0 when m = 0); a cluster without tokens keeps its centroid. decay 0 means 0.999.
    Padding as ATTN_ROUTING's (pass the forward's desc): tokens past seqlens_k[b] (or seqlens_q[b])
-   or past the last cu_seqlens segment are skipped. Sums run in double in token order on the
-   calling thread; a small scratch is allocated. */
+   or past the last cu_seqlens segment are skipped. desc->routing.update_rule = 1 is
+   routing-transformer's Kmeans step instead (one forward with update_means, then update()):
+   mu_c is the stored centroid as it is (not normalised) in the assignment, and every row of x
+   counts, padded ones included. Sums run in double in token order on the calling thread; a
+   small scratch is allocated. */
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids);
 
 /* ---- Linear and kernel attention --------------------------------------------------------- */
@@ -11111,7 +11129,7 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
    v rows in fp32, every round's buckets by dot products with the rotation columns (vector
    layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
-   chunk's keys (its own and the previous chunk's, 2 * bucket_size) gathered into a block,
+   chunk's keys (its own and its neighbours', lsh.chunks_before / _after) gathered into a block,
    the chunk's queries (up to ATTN__BQ at a time) transposed into lanes, their scores on the
    exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on its P.V tile
    kernel, each query's round result merged into its position across rounds by the logsumexp
@@ -11173,6 +11191,7 @@ static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const i
 typedef struct attn__lsh {
     const attn__problem *P;
     int n, c, nb, nh;            /* seq, bucket_size (chunk), n_buckets (all factors), n_hashes */
+    int cb, keys;                /* chunks looked back at; keys a chunk attends, (cb + 1 + after) c */
     int cols, nf, f[4];          /* rotation columns; the bucket factors (one when not factorised) */
     const float *rot;            /* given rotations, or NULL (drawn) */
     int layout;                  /* rot's attn_lsh_layout */
@@ -11196,7 +11215,7 @@ static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
 
 /* ATTN_LSH's resolved parameters: chunk, buckets (all factors), rounds, rotation columns and the
    factors (one, n_buckets, when not factorised). */
-typedef struct attn__lsh_cfg { int c, nb, nh, cols, nf, f[4]; } attn__lsh_cfg;
+typedef struct attn__lsh_cfg { int c, nb, nh, cols, nf, f[4], cb, ca; } attn__lsh_cfg;
 
 static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh_cfg *g) {
     int t;
@@ -11224,6 +11243,13 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh
     }
     if (p->n_hashes < 0 || (long long)(p->n_hashes ? p->n_hashes : 1) * seq > INT_MAX) return ATTN_ERR_LSH_HASHES;
     g->nh = p->n_hashes ? p->n_hashes : 1;
+    {   /* chunks around a query's own: 0 is HF's default (1 before, 0 after), -1 exactly 0 */
+        const int nch = g->nh * (seq / g->c);
+        g->cb = p->chunks_before == 0 ? 1 : p->chunks_before == ATTN_LSH_CHUNKS_ZERO ? 0 : p->chunks_before;
+        g->ca = p->chunks_after == ATTN_LSH_CHUNKS_ZERO ? 0 : p->chunks_after;
+        if (p->chunks_before < -1 || p->chunks_after < -1 || g->cb > nch || g->ca > nch ||
+            (long long)(g->cb + 1 + g->ca) * g->c > INT_MAX / 2) return ATTN_ERR_LSH_CHUNKS;
+    }
     return ATTN_OK;
 }
 
@@ -11241,16 +11267,17 @@ static int attn__lsh_add(size_t *f, size_t a, size_t b) {
 /* Per-thread scratch of ATTN_LSH's forward (bwd 0: attn__lsh_task) or backward (bwd 1:
    attn__lsh_bwd_task), in floats (int arrays counted as floats), rounded up to 16; 0 when it
    does not fit a size_t.
-   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, 2c)][BQ], Q, K [n][D], V, acc
-     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [2c][D] and values Vc [2c][Dv], O [BQ][Dv],
-     mx, sum [BQ]
-   backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, 2c)][BQ] (each a multiple
-     of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd, hi, lo
-     [n], W [nh*n], Kc, dKc [2c][D], Vc, dVc [2c][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv], mx, sum, a,
-     ones [BQ]
-   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [2c] */
-static size_t attn__lsh_ws_floats(int n, int D, int Dv, int c, int nb, int nh, int bwd) {
-    const size_t keys = 2 * (size_t)c, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * (size_t)n;
+   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, keys)][BQ], Q, K [n][D], V, acc
+     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [keys][D] and values Vc [keys][Dv], O
+     [BQ][Dv], mx, sum [BQ]
+   backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, keys)][BQ] (each a
+     multiple of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd,
+     hi, lo [n], W [nh*n], Kc, dKc [keys][D], Vc, dVc [keys][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv],
+     mx, sum, a, ones [BQ]
+   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [keys]
+   (keys: the keys a chunk attends, (chunks before + 1 + chunks after) * c) */
+static size_t attn__lsh_ws_floats(int n, int D, int Dv, int nkeys, int nb, int nh, int bwd) {
+    const size_t keys = (size_t)nkeys, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * (size_t)n;
     const size_t d = (size_t)D, dv = (size_t)Dv, bq = ATTN__BQ;
     size_t f = 0;
     const int ok = bwd ? attn__lsh_add(&f, d + dv + 2 * srows, bq) && attn__lsh_add(&f, (size_t)n, 4 * d + 3 * dv + 4) &&
@@ -11313,16 +11340,16 @@ static void attn__lsh_sort(const attn__lsh *X, int h, int L, const float *K, flo
     }
 }
 
-/* The keys chunk ch attends: the previous chunk's valid entries, then its own (a padding key's
-   logit -1e9 gives it weight exactly 0, so it is skipped), rows of the normalised K [n][D]
-   into Kc and (when Vc is given) of V [n][Dv] into Vc, positions into kid; returns their count. */
+/* The keys chunk ch attends: the valid entries of chunks ch - cb, ..., ch + after in order,
+   circularly (a padding key's logit -1e9 gives it weight exactly 0, so it is skipped), rows of
+   the normalised K [n][D] into Kc and (when Vc is given) of V [n][Dv] into Vc, positions into
+   kid; returns their count. */
 static int attn__lsh_gather(const attn__lsh *X, const int *order, int ch, int L, const float *K, const float *V, float *Kc,
                             float *Vc, int *kid) {
     const int c = X->c, D = X->P->q.dim, Dv = X->P->v.dim, nchunks = X->nh * X->n / c;
-    const int prev = (ch + nchunks - 1) % nchunks;
     int u, nk = 0;
-    for (u = 0; u < 2 * c; ++u) {
-        const int id = order[(size_t)(u < c ? prev : ch) * c + u % c];
+    for (u = 0; u < X->keys; ++u) {        /* cb <= nchunks: the index stays >= 0 */
+        const int id = order[(size_t)((ch - X->cb + u / c + nchunks) % nchunks) * c + u % c];
         if (id >= L) continue;
         kid[nk] = id;
         memcpy(Kc + (size_t)nk * D, K + (size_t)id * D, sizeof(float) * (size_t)D);
@@ -11358,7 +11385,7 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
-    const int keys = 2 * c;
+    const int keys = X->keys;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
     float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
@@ -11421,7 +11448,7 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
     const attn__bwd_isa *bisa = X->bisa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
-    const int keys = 2 * c, srows = ATTN__MAX(ATTN__BK, keys);
+    const int keys = X->keys, srows = ATTN__MAX(ATTN__BK, keys);
     const float *lse = X->lse_in + ((size_t)b * H + h) * n;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *GT = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
     float *S = GT + (size_t)Dv * ATTN__BQ, *dP = S + (size_t)srows * ATTN__BQ;
@@ -11571,7 +11598,7 @@ static attn_status attn__lsh_run(const attn__call *c, int bwd) {
     }
     if ((s = attn__lsh_params(&d->lsh, c->q.seq, &g)) != ATTN_OK) return s;
     if (!attn__mul_size((size_t)c->q.heads * (size_t)g.nh, (size_t)c->q.dim * (size_t)g.cols, &nrot)) return ATTN_ERR_OVERFLOW;
-    X.c = g.c; X.nb = g.nb; X.nh = g.nh; X.cols = g.cols; X.nf = g.nf;
+    X.c = g.c; X.nb = g.nb; X.nh = g.nh; X.cols = g.cols; X.nf = g.nf; X.cb = g.cb; X.keys = (g.cb + 1 + g.ca) * g.c;
     memcpy(X.f, g.f, sizeof X.f);
     if (d->lsh.rotations) {
         size_t i;
@@ -11584,7 +11611,7 @@ static attn_status attn__lsh_run(const attn__call *c, int bwd) {
     X.P = &P; X.n = c->q.seq; X.rot = d->lsh.rotations; X.layout = d->lsh.rotations_layout; X.seed = d->lsh.seed;
     X.hf_merge = d->lsh.hf_merge;
     X.lens = d->seqlens_k ? d->seqlens_k : d->seqlens_q; X.isa = attn__pick_isa();
-    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.c, X.nb, X.nh, bwd);
+    X.ws_floats = attn__lsh_ws_floats(X.n, c->q.dim, c->v.dim, X.keys, X.nb, X.nh, bwd);
     if (!X.ws_floats || !attn__tasks((size_t)c->q.batch, (size_t)c->q.heads, 1, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
@@ -11821,7 +11848,8 @@ static attn_status attn__rt_params(const attn_routing_params *p, int heads, int 
     if (p->n_clusters < 1) return ATTN_ERR_ROUTING_CLUSTERS;
     if (p->window < 0) return ATTN_ERR_ROUTING_WINDOW;
     if ((p->normalize_keys != 0 && p->normalize_keys != 1) || (p->separate_qk != 0 && p->separate_qk != 1) ||
-        !(p->count_eps >= 0.0f) || !isfinite(p->count_eps)) return ATTN_ERR_ROUTING_OPTIONS;
+        (p->update_rule != 0 && p->update_rule != 1) || !(p->count_eps >= 0.0f) || !isfinite(p->count_eps))
+        return ATTN_ERR_ROUTING_OPTIONS;
     if (!attn__mul_size((size_t)heads * (size_t)p->n_clusters, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float))
         return ATTN_ERR_OVERFLOW;
     for (i = 0; i < n; ++i) if (!isfinite(p->centroids[i])) return ATTN_ERR_ROUTING_NONFINITE;
@@ -12098,7 +12126,7 @@ static const attn__mech attn__mech_routing = { attn__routing_forward, attn__rout
 ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, float decay, float *centroids) {
     attn__view xv;
     attn_status s;
-    int C, D, H, h, b, i, c, e, best;
+    int C, D, H, h, b, i, c, e, best, raw;
     double *sum, *mu;
     int *count;
     float bs, t;
@@ -12117,7 +12145,7 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
     if ((s = attn__rt_lengths(desc, x.batch, x.seq, &lens, &cu, &units)) != ATTN_OK) return s;
     if (!(decay >= 0.0f && decay < 1.0f)) return ATTN_ERR_ROUTING_DECAY;
     if (decay == 0.0f) decay = 0.999f;
-    C = desc->routing.n_clusters; D = x.dim; H = x.heads;
+    C = desc->routing.n_clusters; D = x.dim; H = x.heads; raw = desc->routing.update_rule;
     sum = (double *)attn__alloc(sizeof(double) * ((size_t)C * D + (size_t)C * D) + sizeof(int) * (size_t)C + sizeof(float) * 2 * (size_t)D);
     if (!sum) return ATTN_ERR_OUT_OF_MEMORY;
     mu = sum + (size_t)C * D;
@@ -12127,13 +12155,14 @@ ATTNDEF attn_status attn_routing_update(const attn_desc *desc, attn_tensor x, fl
         float *cen = centroids + (size_t)h * C * D;
         memset(sum, 0, sizeof(double) * (size_t)C * D);
         memset(count, 0, sizeof(int) * (size_t)C);
-        for (c = 0; c < C; ++c) {                  /* unit centroids, in double */
+        for (c = 0; c < C; ++c) {                  /* unit centroids (the reference's rule: raw), in double */
             double nn = 0;
             for (e = 0; e < D; ++e) nn += (double)cen[(size_t)c * D + e] * (double)cen[(size_t)c * D + e];
-            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = nn > 0 ? (double)cen[(size_t)c * D + e] / sqrt(nn) : 0.0;
+            nn = raw ? 1.0 : nn > 0 ? 1.0 / sqrt(nn) : 0.0;
+            for (e = 0; e < D; ++e) mu[(size_t)c * D + e] = (double)cen[(size_t)c * D + e] * nn;
         }
-        for (b = 0; b < x.batch; ++b)
-            for (i = 0; i < (cu ? cu[units] : lens ? lens[b] : x.seq); ++i) {   /* the valid tokens */
+        for (b = 0; b < x.batch; ++b)              /* the valid tokens (the reference's rule: all rows) */
+            for (i = 0; i < (raw ? x.seq : cu ? cu[units] : lens ? lens[b] : x.seq); ++i) {
                 double nn = 0;
                 isa->load(attn__at(&xv, b, i, h), x.dtype, xr, D, 1.0f);
                 for (e = 0; e < D; ++e) nn += (double)xr[e] * (double)xr[e];

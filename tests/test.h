@@ -96,6 +96,7 @@ void test_ssm(void);
 void test_port_mamba_hf(void);   /* tests/test_ports.c, called by test_ssm */
 void test_ssm_bwd(void);   /* tests/test_ssm_bwd.c: conv1d, S4D and complex-A scan gradients, called by test_ssm */
 void test_port_rwkv4_hf(void);   /* tests/test_ports.c, called by test_rwkv */
+void test_port_rwkv6_fla(void);  /* tests/test_ports.c, called by test_rwkv */
 
 /* cuda (emulated) */
 

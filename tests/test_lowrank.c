@@ -432,17 +432,30 @@ static void test_linformer_ref(void) {
    docs/porting.md shows: E = proj_k^T and F = proj_v^T ([k][seq_len]), shared_heads = 1,
    shared_kv = share_kv, k.heads = 1 with one_kv_head, seqlens_k = seqlens_q = the valid lengths.
    Within 2e-5, padding rows 0. */
+/* array `name` of configuration cfg of linformer.txt (n values) in a malloc'd array, NULL if absent */
+static double *lr_fix(const char *name, int cfg, size_t n) {
+    double *p = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    if (!T_FIXTURE_NTH("linformer.txt", name, cfg, p, n)) { free(p); return NULL; }
+    return p;
+}
+
 static void test_linformer_fixture(void) {
-    t_fix fx;
+    double c8[8];
     int cfg;
-    if (!T_CHECK(t_fix_open(&fx, "linformer.txt"), "linformer fixture: cannot open %s (run from the repository root or "
-                 "set ATTN_FIXTURES)", fx.path)) return;
+    if (!T_CHECK(T_FIXTURE("linformer.txt", "config", c8, 8), "linformer fixture: cannot read tests/fixtures/linformer.txt (run "
+                 "from the repository root or set ATTN_FIXTURES)")) return;
     for (cfg = 0; cfg < 2; ++cfg) {
-        size_t nc, nl, nq, nk, nv, ne, nf, no, i, j;
-        double *c = t_fix_next(&fx, "config", &nc), *l = t_fix_next(&fx, "lens", &nl), *q = t_fix_next(&fx, "q", &nq);
-        double *k = t_fix_next(&fx, "k", &nk), *v = t_fix_next(&fx, "v", &nv), *pe = t_fix_next(&fx, "proj_k", &ne);
-        double *pf = t_fix_next(&fx, "proj_v", &nf), *out = t_fix_next(&fx, "out", &no), err = 0;
-        if (T_CHECK(c && l && q && k && v && pe && pf && out && nc == 8, "linformer fixture: malformed %s", fx.path)) {
+        size_t nl = 0, nq = 0, nk = 0, nv, ne = 0, nf, no, i, j;
+        double *c = lr_fix("config", cfg, 8), *l = NULL, *q = NULL, *k = NULL, *v = NULL, *pe = NULL, *pf = NULL, *out = NULL, err = 0;
+        if (c) {   /* the config gives the other arrays' counts */
+            nl = (size_t)c[6]; nq = (size_t)c[6] * (size_t)c[7] * (size_t)c[2] * (size_t)c[3];
+            nk = (size_t)c[6] * (size_t)c[7] * (size_t)(c[5] != 0 ? 1 : c[2]) * (size_t)c[3]; ne = (size_t)c[0] * (size_t)c[1];
+            l = lr_fix("lens", cfg, nl); q = lr_fix("q", cfg, nq); k = lr_fix("k", cfg, nk); v = lr_fix("v", cfg, nk);
+            pe = lr_fix("proj_k", cfg, ne); pf = lr_fix("proj_v", cfg, ne); out = lr_fix("out", cfg, nq);
+        }
+        nv = nk; nf = ne; no = nq;
+        if (T_CHECK(c && l && q && k && v && pe && pf && out, "linformer fixture: malformed tests/fixtures/linformer.txt (config %d)",
+                    cfg)) {
             const int n = (int)c[0], kp = (int)c[1], H = (int)c[2], DH = (int)c[3], skv = (int)c[4], HK = c[5] != 0 ? 1 : H;
             const int B = (int)c[6], T = (int)c[7];
             float *qf = (float *)t_xmalloc(sizeof(float) * nq), *kf = (float *)t_xmalloc(sizeof(float) * nk);
@@ -472,7 +485,6 @@ static void test_linformer_fixture(void) {
         }
         free(c); free(l); free(q); free(k); free(v); free(pe); free(pf); free(out);
     }
-    t_fix_close(&fx);
 }
 
 /* E = F = I (k = n): exactly attn_forward's exact attention on the same inputs (bitwise for fp32) */

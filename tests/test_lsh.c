@@ -40,6 +40,7 @@ static double lt_rot(const float *R, int hf, int nh, int D, int cols, int h, int
    when a valid token's bucket argmax is a near tie. */
 typedef struct {
     int B, n, H, D, Dv, c, nh, causal, hfm, hf_layout, nfac;
+    int cb, ca;                                  /* chunks looked back at / ahead at (HF's 1, 0) */
     const int *fac, *lens;
     const float *R;
     double scale;
@@ -48,15 +49,16 @@ typedef struct {
 static int lt_ref_d(const lt_prob *P, const double *q, const double *k, const double *v, double *out, double *lse,
                     const double *dout, double *dq, double *dk, double *dv) {
     const int B = P->B, n = P->n, H = P->H, D = P->D, Dv = P->Dv, c = P->c, nh = P->nh, N = nh * n, nch = N / c;
+    const int kw = (P->cb + 1 + P->ca) * c;   /* keys a chunk sees: chunks ch - cb .. ch + ca */
     const int *fac = P->fac, nfac = P->nfac;
     int nb = 1, cols = 0, ft;
     lt_ent *ax = (lt_ent *)t_xmalloc(sizeof(lt_ent) * (size_t)N);
     double *o = (double *)t_xmalloc(sizeof(double) * (size_t)N * Dv), *lr = (double *)t_xmalloc(sizeof(double) * (size_t)N);
     double *le = (double *)t_xmalloc(sizeof(double) * (size_t)N), *w = (double *)t_xmalloc(sizeof(double) * (size_t)N);
-    double *s = (double *)t_xmalloc(sizeof(double) * 2 * (size_t)c * N), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
+    double *s = (double *)t_xmalloc(sizeof(double) * (size_t)kw * N), *kn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
     double *rr = (double *)t_xmalloc(sizeof(double) * (size_t)n), *dn = (double *)t_xmalloc(sizeof(double) * (size_t)n * D);
     double *gw = (double *)t_xmalloc(sizeof(double) * (size_t)N);
-    char *cst = (char *)t_xmalloc(2 * (size_t)c * N);
+    char *cst = (char *)t_xmalloc((size_t)kw * N);
     int b, h, r, i, e, t, u, ok = 1;
 #define LT_X(a, i_, h_, e_, dim) ((((size_t)b * n + (i_)) * H + (h_)) * (dim) + (e_))
     for (ft = 0; ft < nfac; ++ft) { nb *= fac[ft]; cols += fac[ft] / 2; }
@@ -98,11 +100,11 @@ static int lt_ref_d(const lt_prob *P, const double *q, const double *k, const do
                 }
             qsort(ax, (size_t)N, sizeof(lt_ent), lt_cmp);
             for (t = 0; t < N; ++t) {                    /* every sorted entry as a query */
-                const int ch = t / c, prev = (ch + nch - 1) % nch, p = ax[t].pos;
-                double mx = -INFINITY, l = 0, *st = s + (size_t)t * 2 * c;
-                char *ct = cst + (size_t)t * 2 * c;
-                for (u = 0; u < 2 * c; ++u) {
-                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                const int ch = t / c, p = ax[t].pos;
+                double mx = -INFINITY, l = 0, *st = s + (size_t)t * kw;
+                char *ct = cst + (size_t)t * kw;
+                for (u = 0; u < kw; ++u) {
+                    const int jj = ax[(((ch + u / c - P->cb) % nch + nch) % nch) * c + u % c].pos;
                     double x = 0;
                     for (e = 0; e < D; ++e) x += q[LT_X(b, p, h, e, D)] * kn[(size_t)jj * D + e];
                     x *= P->scale;
@@ -113,8 +115,8 @@ static int lt_ref_d(const lt_prob *P, const double *q, const double *k, const do
                     if (x > mx) mx = x;
                 }
                 for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] = 0;
-                for (u = 0; u < 2 * c; ++u) {
-                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                for (u = 0; u < kw; ++u) {
+                    const int jj = ax[(((ch + u / c - P->cb) % nch + nch) % nch) * c + u % c].pos;
                     const double wu = exp(st[u] - mx);
                     l += wu;
                     if (wu > 0) for (e = 0; e < Dv; ++e) o[(size_t)t * Dv + e] += wu * v[LT_X(b, jj, h, e, Dv)];
@@ -155,13 +157,13 @@ static int lt_ref_d(const lt_prob *P, const double *q, const double *k, const do
                 for (t = 0; t < N; ++t) if (ax[t].pos == i) gw[t] = w[t] * gw[t] - w[t] * sw;
             }
             for (t = 0; t < N; ++t) {                    /* each round's softmax and logits */
-                const int ch = t / c, prev = (ch + nch - 1) % nch, p = ax[t].pos;
-                const double *g = dout + LT_X(b, p, h, 0, Dv), *st = s + (size_t)t * 2 * c;
+                const int ch = t / c, p = ax[t].pos;
+                const double *g = dout + LT_X(b, p, h, 0, Dv), *st = s + (size_t)t * kw;
                 double go_o = 0;
                 if (p >= L) continue;
                 for (e = 0; e < Dv; ++e) go_o += w[t] * g[e] * o[(size_t)t * Dv + e];
-                for (u = 0; u < 2 * c; ++u) {
-                    const int jj = ax[(u < c ? prev : ch) * c + u % c].pos;
+                for (u = 0; u < kw; ++u) {
+                    const int jj = ax[(((ch + u / c - P->cb) % nch + nch) % nch) * c + u % c].pos;
                     const double pu = exp(st[u] - le[t]);
                     double gp = 0, gs;
                     if (jj >= L) continue;
@@ -170,7 +172,7 @@ static int lt_ref_d(const lt_prob *P, const double *q, const double *k, const do
                         dv[LT_X(b, jj, h, e, Dv)] += pu * w[t] * g[e];
                     }
                     gs = pu * (gp - go_o) + pu * gw[t];
-                    if (cst[(size_t)t * 2 * c + u]) continue;
+                    if (cst[(size_t)t * kw + u]) continue;
                     for (e = 0; e < D; ++e) {
                         dq[LT_X(b, p, h, e, D)] += P->scale * gs * kn[(size_t)jj * D + e];
                         dn[(size_t)jj * D + e] += P->scale * gs * q[LT_X(b, p, h, e, D)];
@@ -200,12 +202,14 @@ static double *lt_read(const attn_tensor *t) {
 /* out [B][n][H][Dv], lse [B][H][n] of the tensors' values; returns 0 when a valid token's bucket
    argmax is a near tie. */
 static int lt_ref(const attn_tensor *q, const attn_tensor *k, const attn_tensor *v, const int *lens, const float *R, int hf,
-                  int c, const int *fac, int nfac, int nh, int causal, int hfm, double scale, double *out, double *lse) {
+                  int c, const int *fac, int nfac, int nh, int causal, int hfm, double scale, int cb, int ca, double *out,
+                  double *lse) {
     lt_prob P;
     double *qd = lt_read(q), *kd = lt_read(k), *vd = lt_read(v);
     int ok;
     P.B = q->batch; P.n = q->seq; P.H = q->heads; P.D = q->dim; P.Dv = v->dim; P.c = c; P.nh = nh; P.causal = causal;
     P.hfm = hfm; P.hf_layout = hf; P.nfac = nfac; P.fac = fac; P.lens = lens; P.R = R; P.scale = scale;
+    P.cb = cb; P.ca = ca;
     ok = lt_ref_d(&P, qd, kd, vd, out, lse, NULL, NULL, NULL, NULL);
     free(qd); free(kd); free(vd);
     return ok;
@@ -242,6 +246,17 @@ static int lt_hf_buckets(int n, int c) {
     return 1 << (bits - 1);
 }
 
+/* Chunks looked back / ahead at (lsh.chunks_before / _after): HF's default 1, 0 (fields 0) most
+   of the time, else 0..3 before and 0..2 after (at most the nch chunks), an exact 0 asked for
+   by ATTN_LSH_CHUNKS_ZERO (after: 0 or that, both meaning 0). */
+static void lt_draw_chunks(t_rng *r, attn_lsh_params *p, int nch, int *cb, int *ca) {
+    *cb = 1; *ca = 0;
+    if (!t_chance(r, 0.4)) return;
+    *cb = t_irange(r, 0, nch < 3 ? nch : 3); *ca = t_irange(r, 0, nch < 2 ? nch : 2);
+    p->chunks_before = *cb ? *cb : ATTN_LSH_CHUNKS_ZERO;
+    p->chunks_after = *ca ? *ca : t_chance(r, 0.5) ? ATTN_LSH_CHUNKS_ZERO : 0;
+}
+
 /* ---- a padded batch against the reference, and the independence properties --------------- */
 static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt, attn_dtype kvt, int c, int nb, int nh,
                     int causal, int hf_layout, int hf_merge, int shared, const int *fac, int nfac) {
@@ -260,21 +275,22 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
     attn_status s;
     char what[200];
     size_t i;
-    int b, tries = 0;
+    int b, tries = 0, cb, ca;
     for (ft = 0; ft < nfs; ++ft) cols += fs[ft] / 2;
     nrot = (size_t)H * nh * D * cols;
     R = (float *)t_xmalloc(sizeof(float) * nrot);
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LSH; d.causal = causal; d.n_threads = 1 + (int)(t_next(r) % 3);
+    lt_draw_chunks(r, &d.lsh, nh * n / cc, &cb, &ca);
     for (ft = 0; ft < nfac; ++ft) d.lsh.bucket_factors[ft] = fac[ft];
     d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_merge = hf_merge;
     d.lsh.rotations = R; d.lsh.rotations_layout = hf_layout ? ATTN_LSH_ROT_HF : ATTN_LSH_ROT_ATTN;
     for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
     for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);   /* one full, the rest padded (0 too) */
     d.seqlens_k = lens;
-    sprintf(what, "lsh padded B%d n%d H%d D%d/%d %s/%s c%d nb%d%s nh%d causal%d hf_layout%d hf_merge%d factors%d(%d,%d)", B, n,
-            H, D, Dv, t_dt_name(qt), t_dt_name(kvt), cc, nbd, nb ? "" : " (default)", nh, causal, hf_layout, hf_merge, nfac,
-            fs[0], nfs > 1 ? fs[1] : 0);
+    sprintf(what, "lsh padded B%d n%d H%d D%d/%d %s/%s c%d nb%d%s nh%d causal%d hf_layout%d hf_merge%d factors%d(%d,%d) chunks%d/%d",
+            B, n, H, D, Dv, t_dt_name(qt), t_dt_name(kvt), cc, nbd, nb ? "" : " (default)", nh, causal, hf_layout, hf_merge, nfac,
+            fs[0], nfs > 1 ? fs[1] : 0, cb, ca);
     do {   /* padding rows hold large garbage; no near ties among valid tokens */
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
         if (shared && qt == kvt) memcpy(q.buf, k.buf, q.n * t_dt_size(qt));
@@ -287,7 +303,7 @@ static void lt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype qt,
                     for (e = 0; e < Dv; ++e) t_store(&v.t, b, j, h, e, 50 * t_normal(r));
                 }
         }
-    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, fs, nfs, nh, causal, hf_merge, 1.0 / sqrt((double)D), ro, rl) &&
+    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, fs, nfs, nh, causal, hf_merge, 1.0 / sqrt((double)D), cb, ca, ro, rl) &&
              ++tries < 20);
     if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
     s = attn_forward(&d, q.t, k.t, v.t, o.t, lse);
@@ -403,17 +419,17 @@ static int lt_read_floats(FILE *f, const char *name, float *x, size_t n) {
     return 1;
 }
 
-/* A fixture case line: "case NAME B n H D chunk n_hashes n_buckets causal n_factors factors...",
-   each value in range (0 otherwise); and the rotation columns it implies (HF: nb/2, or the sum of
-   the factors' halves). */
+/* A fixture case line: "case NAME B n H D chunk n_hashes n_buckets causal n_factors factors...
+   chunks_before chunks_after" (HF's lsh_num_chunks_*), each value in range (0 otherwise); and the
+   rotation columns it implies (HF: nb/2, or the sum of the factors' halves). */
 static int lt_read_case(FILE *f, char *name, int *B, int *n, int *H, int *D, int *c, int *nh, int *nb, int *causal,
-                        int *nfac, int fac[4]) {
+                        int *nfac, int fac[4], int *cb, int *ca) {
     char tag[32];
     int i, ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, B, n, H, D, c, nh, nb, causal, nfac) == 11 &&
                 !strcmp(tag, "case") && *B > 0 && *B <= 64 && *n > 0 && *n <= 4096 && *H > 0 && *H <= 64 && *D > 0 &&
                 *D <= 256 && *c > 0 && *nh > 0 && *nh <= 16 && *nb >= 2 && *nb <= 4096 && *nfac >= 0 && *nfac <= 4;
     for (i = 0; i < *nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
-    return ok;
+    return ok && fscanf(f, "%d %d", cb, ca) == 2 && *cb >= 0 && *cb <= 64 && *ca >= 0 && *ca <= 64;
 }
 static int lt_rotation_cols(int nb, int nfac, const int fac[4]) {
     int i, cols = 0;
@@ -432,7 +448,7 @@ static void lt_fixture(void) {
     if (!T_CHECK(sscanf(line, "cases %d", &ncases) == 1 && ncases > 0, "lsh fixture: bad header")) { fclose(f); return; }
     for (cs = 0; cs < ncases; ++cs) {
         char name[32], tag[32];
-        int B, n, H, D, c, nh, nb, causal, b, i, h, e, ok, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0;
+        int B, n, H, D, c, nh, nb, causal, b, i, h, e, ok, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0, cb, ca;
         size_t cnt, nrot;
         t_owned qk, v, o;
         float *rot, *hf, *lse;
@@ -440,7 +456,7 @@ static void lt_fixture(void) {
         int *lens;
         attn_desc d;
         attn_status s;
-        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac);
+        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac, &cb, &ca);
         if (!T_CHECK(ok, "lsh fixture: bad case line")) break;
         cols = lt_rotation_cols(nb, nfac, fac);
         cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
@@ -465,10 +481,12 @@ static void lt_fixture(void) {
             d.lsh.rotations = rot;                     /* torch.manual_seed(hash_seed); torch.randn(H, D, nh, nb/2) */
             d.lsh.rotations_layout = ATTN_LSH_ROT_HF;
             d.lsh.hf_merge = 1;                        /* HF's fp32 round weights */
+            d.lsh.chunks_before = cb ? cb : ATTN_LSH_CHUNKS_ZERO;   /* lsh_num_chunks_before (0: the constant) */
+            d.lsh.chunks_after = ca;                   /* lsh_num_chunks_after */
             d.seqlens_k = lens;                        /* attention_mask.sum(-1), right padding */
             s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
             if (!nfac) { fac[0] = nb; nfac = 1; }   /* the reference's one factor */
-            (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 1, 1.0 / sqrt((double)D), ro, rl);   /* ties: HF decided */
+            (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 1, 1.0 / sqrt((double)D), cb, ca, ro, rl);   /* ties: HF decided */
             for (b = 0; b < B; ++b)
                 for (i = 0; i < n; ++i)
                     for (h = 0; h < H; ++h)
@@ -489,7 +507,7 @@ static void lt_fixture(void) {
                 double exact_hf = 0;
                 d.lsh.hf_merge = 0;
                 s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
-                (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 0, 1.0 / sqrt((double)D), ro, rl);
+                (void)lt_ref(&qk.t, &qk.t, &v.t, lens, rot, 1, c, fac, nfac, nh, causal, 0, 1.0 / sqrt((double)D), cb, ca, ro, rl);
                 T_CHECK(s == ATTN_OK, "lsh fixture %s: exact merge status %s", name, attn_status_str(s));
                 lt_compare("lsh fixture (exact merge)", &o.t, lse, ro, rl, lens, LT_TOL);
                 for (b = 0; b < B; ++b)
@@ -543,6 +561,12 @@ static void lt_statuses(void) {
     LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factors with n_buckets");
     e = d; e.lsh.bucket_factors[0] = 1 << 13; e.lsh.bucket_factors[1] = 1 << 12;
     LT_EXPECT(e, ATTN_ERR_LSH_FACTORS, "bucket factors past 2^24");
+    e = d; e.lsh.chunks_before = -2;
+    LT_EXPECT(e, ATTN_ERR_LSH_CHUNKS, "chunks_before -2");
+    e = d; e.lsh.chunks_after = 5;                 /* n 16, bucket_size 4, one round: 4 chunks */
+    LT_EXPECT(e, ATTN_ERR_LSH_CHUNKS, "chunks_after past the chunk count");
+    e = d; e.lsh.chunks_before = 5;
+    LT_EXPECT(e, ATTN_ERR_LSH_CHUNKS, "chunks_before past the chunk count");
     e = d; e.seqlens_q = lens2;
     LT_EXPECT(e, ATTN_ERR_LSH_SEQLENS, "seqlens_q != seqlens_k");
     e = d; e.seqlens_k = bad_hi;
@@ -604,12 +628,14 @@ static void lt_bwd_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype
     attn_desc d;
     attn_status s;
     char what[220];
+    memset(&P, 0, sizeof P);
     for (ft = 0; ft < nfs; ++ft) cols += fs[ft] / 2;
     nrot = (size_t)H * nh * D * cols;
     R = (float *)t_xmalloc(sizeof(float) * nrot);
     for (b = 0; b < B; ++b) lens[b] = b == 0 ? n : t_irange(r, 0, n);
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LSH; d.causal = causal; d.n_threads = 1;
+    lt_draw_chunks(r, &d.lsh, (nh ? nh : 1) * n / cc, &P.cb, &P.ca);
     for (ft = 0; ft < nfac; ++ft) d.lsh.bucket_factors[ft] = fac[ft];
     d.lsh.bucket_size = c; d.lsh.n_buckets = nb; d.lsh.n_hashes = nh; d.lsh.hf_merge = hf_merge;
     d.lsh.rotations = R; d.lsh.rotations_layout = hf_layout ? ATTN_LSH_ROT_HF : ATTN_LSH_ROT_ATTN;
@@ -620,12 +646,11 @@ static void lt_bwd_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype
         d.lsh.rotations = NULL;
     } else
         for (i = 0; i < nrot; ++i) R[i] = (float)t_normal(r);
-    memset(&P, 0, sizeof P);
     P.B = B; P.n = n; P.H = H; P.D = D; P.Dv = Dv; P.c = cc; P.nh = nh ? nh : 1; P.causal = causal; P.hfm = hf_merge;
     P.hf_layout = hf_layout; P.nfac = nfs; P.fac = fs; P.lens = lens; P.R = R; P.scale = 1.0 / sqrt((double)D);
-    sprintf(what, "lsh backward B%d n%d H%d D%d/%d %s->%s c%d nb%d nh%d causal%d hf_layout%d hf_merge%d shared%d factors%d%s", B,
-            n, H, D, Dv, t_dt_name(tin), t_dt_name(tgrad), cc, nbd, nh, causal, hf_layout, hf_merge, shared, nfac,
-            d.lsh.rotations ? "" : " seeded");
+    sprintf(what, "lsh backward B%d n%d H%d D%d/%d %s->%s c%d nb%d nh%d causal%d hf_layout%d hf_merge%d shared%d factors%d%s chunks%d/%d",
+            B, n, H, D, Dv, t_dt_name(tin), t_dt_name(tgrad), cc, nbd, nh, causal, hf_layout, hf_merge, shared, nfac,
+            d.lsh.rotations ? "" : " seeded", P.cb, P.ca);
     do {   /* padding rows hold large garbage; no near ties among valid tokens */
         int j, h, e;
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0); t_fill_normal(&dO.t, r, 1.0);
@@ -638,7 +663,8 @@ static void lt_bwd_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype
                     for (e = 0; e < Dv; ++e) { t_store(&v.t, b, j, h, e, 50 * t_normal(r)); t_store(&dO.t, b, j, h, e, NAN); }
                 }
         if (shared) memcpy(q.buf, k.buf, q.n * t_dt_size(tin));
-    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, fs, nfs, P.nh, causal, hf_merge, P.scale, ro, rl) && ++tries < 20);
+    } while (!lt_ref(&q.t, &k.t, &v.t, lens, R, hf_layout, cc, fs, nfs, P.nh, causal, hf_merge, P.scale, P.cb, P.ca, ro, rl) &&
+             ++tries < 20);
     g[0] = t_owned_dense(tgrad, B, n, H, D); g[1] = t_owned_dense(tgrad, B, n, H, D); g[2] = t_owned_dense(tgrad, B, n, H, Dv);
     for (which = 0; which < 3; ++which) {
         first[which] = t_owned_dense(tgrad, B, n, H, which == 2 ? Dv : D);
@@ -762,14 +788,14 @@ static void lt_bwd_fixture(void) {
     for (cs = 0; cs < ncases; ++cs) {
         static const char *const names[4] = { "dq", "dk", "dv", "dq + dk" };
         char name[32], tag[32];
-        int B, n, H, D, c, nh, nb, causal, b, i, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0, ok, x;
+        int B, n, H, D, c, nh, nb, causal, b, i, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0, ok, x, cb, ca;
         size_t cnt, nrot, j;
         t_owned qk, v, o, dO, g[3];
         float *rot, *hf[5], *lse;
         int *lens;
         attn_desc d;
         attn_status s;
-        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac);
+        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac, &cb, &ca);
         if (!T_CHECK(ok, "lsh backward fixture: bad case line")) break;
         cols = lt_rotation_cols(nb, nfac, fac);
         cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
@@ -791,6 +817,7 @@ static void lt_bwd_fixture(void) {
             d.kind = ATTN_LSH; d.causal = causal; d.lsh.bucket_size = c; d.lsh.n_hashes = nh;
             for (i = 0; i < nfac; ++i) d.lsh.bucket_factors[i] = fac[i];
             d.lsh.rotations = rot; d.lsh.rotations_layout = ATTN_LSH_ROT_HF; d.lsh.hf_merge = 1;
+            d.lsh.chunks_before = cb ? cb : ATTN_LSH_CHUNKS_ZERO; d.lsh.chunks_after = ca;
             d.seqlens_k = lens;
             s = attn_forward(&d, qk.t, qk.t, v.t, o.t, lse);
             if (s == ATTN_OK) s = attn_backward(&d, qk.t, qk.t, v.t, o.t, dO.t, lse, g[0].t, g[1].t, g[2].t);
@@ -843,7 +870,7 @@ static void lt_bwd_statuses(void) {
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LSH; d.lsh.bucket_size = 4; d.lsh.n_hashes = 2; d.seqlens_k = lens;
     T_CHECK(attn_forward(&d, q.t, q.t, q.t, o.t, lse) == ATTN_OK, "lsh backward statuses: forward");
-    for (cse = 0; cse < 17; ++cse) {
+    for (cse = 0; cse < 18; ++cse) {
         attn_desc e = d;
         attn_tensor tq = q.t, tk = q.t, tv = q.t, tdo = dO.t, gq = g[0].t, gk = g[1].t, gv = g[2].t;
         const float *lp = lse;
@@ -867,6 +894,7 @@ static void lt_bwd_statuses(void) {
         case 14: e.seqlens_q = lens2; want = ATTN_ERR_LSH_SEQLENS; what = "seqlens_q != seqlens_k"; break;
         case 15: tk = tv = k1.t; want = ATTN_ERR_LSH_HEADS; what = "k.heads != q.heads"; break;
         case 16: gq = tq; want = ATTN_ERR_BWD_OVERLAP; what = "dq is q"; break;
+        case 17: e.lsh.chunks_after = -2; want = ATTN_ERR_LSH_CHUNKS; what = "chunks_after -2"; break;
         }
         for (x = 0; x < 3; ++x) t_sentinel(g[x].buf, g[x].n * 4, (unsigned char)(20 + x));
         {

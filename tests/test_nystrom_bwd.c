@@ -423,10 +423,10 @@ static void nb_contract(void) {
 
 /* ---- fixtures: torch autograd of the upstream modules ----------------------------------------- */
 
-static double *nb_next(t_fix *x, const char *name, size_t want) {
-    size_t n = 0;
-    double *v = t_fix_next(x, name, &n);
-    if (v && n != want) { free(v); return NULL; }
+/* array `name` of fixture `file` (exactly want values) in a malloc'd array, or NULL */
+static double *nb_next(const char *file, const char *name, size_t want) {
+    double *v = (double *)t_xmalloc(sizeof(double) * (want ? want : 1));
+    if (!T_FIXTURE(file, name, v, want)) { free(v); return NULL; }
     return v;
 }
 static float *nb_f32(const double *x, size_t n) {
@@ -437,9 +437,9 @@ static float *nb_f32(const double *x, size_t n) {
 }
 
 /* One variant of a fixture: attn_forward and attn_backward (desc d, dense [B, n, H, D] tensors,
-   dconv [H][K]) against the arrays <prefix>_out, _dq, _dk, _dv, _dconv read next from x: each
+   dconv [H][K]) against the arrays <prefix>_out, _dq, _dk, _dv, _dconv of the fixture: each
    within 1e-4 of its largest magnitude. Returns the worst such relative error (-1: unreadable). */
-static double nb_fx_variant(t_fix *x, const char *file, const char *prefix, attn_desc d, int B, int n, int H, int D, int K,
+static double nb_fx_variant(const char *file, const char *prefix, attn_desc d, int B, int n, int H, int D, int K,
                             const double *q, const double *k, const double *v, const double *conv, const double *dout) {
     const size_t N = (size_t)B * n * H * D, sizes[5] = { N, N, N, N, (size_t)H * K };
     const char *parts[5] = { "out", "dq", "dk", "dv", "dconv" };
@@ -463,7 +463,7 @@ static double nb_fx_variant(t_fix *x, const char *file, const char *prefix, attn
         double *ref, mx = 0.0, err = 0.0;
         size_t i;
         snprintf(name, sizeof name, "%s_%s", prefix, parts[p]);
-        ref = nb_next(x, name, sizes[p]);
+        ref = nb_next(file, name, sizes[p]);
         if (!T_CHECK(ref != NULL, "fixture %s: array %s missing or malformed", file, name)) { worst = -1.0; break; }
         for (i = 0; i < sizes[p]; ++i) {
             mx = fmax(mx, fabs(ref[i]));
@@ -483,19 +483,18 @@ static double nb_fx_variant(t_fix *x, const char *file, const char *prefix, attn
    PER_HEAD), exact (landmarks = seq: HF's softmax shortcut, rule HF) */
 static void nb_fixture_hf(void) {
     const char *file = "nystromformer_hf_bwd.txt";
-    t_fix x;
     double *dims, *lensd, *lens2d, *q, *k, *v, *conv, *dout, *q2, *k2, *v2, *dout2, w[4];
     int B, n, H, D, m, K, n2, lens[8], lens2[8], b, i;
     size_t N, N2;
-    if (!T_CHECK(t_fix_open(&x, file), "cannot open %s (run from the repository root, or set ATTN_FIXTURES)", x.path)) return;
-    dims = nb_next(&x, "dims", 7);
-    if (!T_CHECK(dims != NULL && dims[0] <= 8, "fixture %s: dims", file)) { t_fix_close(&x); free(dims); return; }
+    dims = nb_next(file, "dims", 7);
+    if (!T_CHECK(dims != NULL, "cannot read tests/fixtures/%s (run from the repository root, or set ATTN_FIXTURES)", file)) return;
+    if (!T_CHECK(dims != NULL && dims[0] <= 8, "fixture %s: dims", file)) { free(dims); return; }
     B = (int)dims[0]; n = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; m = (int)dims[4]; K = (int)dims[5]; n2 = (int)dims[6];
     N = (size_t)B * n * H * D; N2 = (size_t)B * n2 * H * D;
-    lensd = nb_next(&x, "lens", (size_t)B); lens2d = nb_next(&x, "lens2", (size_t)B);
-    q = nb_next(&x, "q", N); k = nb_next(&x, "k", N); v = nb_next(&x, "v", N);
-    conv = nb_next(&x, "conv", (size_t)H * K); dout = nb_next(&x, "dout", N);
-    q2 = nb_next(&x, "q2", N2); k2 = nb_next(&x, "k2", N2); v2 = nb_next(&x, "v2", N2); dout2 = nb_next(&x, "dout2", N2);
+    lensd = nb_next(file, "lens", (size_t)B); lens2d = nb_next(file, "lens2", (size_t)B);
+    q = nb_next(file, "q", N); k = nb_next(file, "k", N); v = nb_next(file, "v", N);
+    conv = nb_next(file, "conv", (size_t)H * K); dout = nb_next(file, "dout", N);
+    q2 = nb_next(file, "q2", N2); k2 = nb_next(file, "k2", N2); v2 = nb_next(file, "v2", N2); dout2 = nb_next(file, "dout2", N2);
     if (T_CHECK(lensd && lens2d && q && k && v && conv && dout && q2 && k2 && v2 && dout2, "fixture %s: malformed", file)) {
         for (b = 0; b < B; ++b) { lens[b] = (int)lensd[b]; lens2[b] = (int)lens2d[b]; }
         for (i = 0; i < 4; ++i) {
@@ -505,15 +504,14 @@ static void nb_fixture_hf(void) {
             d.nystrom.padding_rule = i == 1 ? ATTN_NYSTROM_PADDING_ZERO : ATTN_NYSTROM_PADDING_HF;
             d.nystrom.pinv_init = i == 2 ? ATTN_NYSTROM_PINV_PER_HEAD : ATTN_NYSTROM_PINV_BATCH;
             d.seqlens_k = i == 3 ? lens2 : lens; d.n_threads = 2;
-            w[i] = i == 3 ? nb_fx_variant(&x, file, "exact", d, B, n2, H, D, K, q2, k2, v2, conv, dout2)
-                          : nb_fx_variant(&x, file, i == 0 ? "hf" : i == 1 ? "orig" : "perhead", d, B, n, H, D, K, q, k, v, conv, dout);
+            w[i] = i == 3 ? nb_fx_variant(file, "exact", d, B, n2, H, D, K, q2, k2, v2, conv, dout2)
+                          : nb_fx_variant(file, i == 0 ? "hf" : i == 1 ? "orig" : "perhead", d, B, n, H, D, K, q, k, v, conv, dout);
             if (w[i] < 0) break;
         }
         if (i == 4)
             printf("     nystrom backward vs HF autograd (B %d, n %d, H %d, d %d, m %d, conv %d), max |diff| / max |ref|:\n"
                    "       HF rule %.2g, original code (zero rule) %.2g, per-head Z0 %.2g, m = n %.2g\n", B, n, H, D, m, K, w[0], w[1], w[2], w[3]);
     }
-    t_fix_close(&x);
     free(dims); free(lensd); free(lens2d); free(q); free(k); free(v); free(conv); free(dout); free(q2); free(k2); free(v2); free(dout2);
 }
 
@@ -521,18 +519,17 @@ static void nb_fixture_hf(void) {
    padding), padding_rule LUCIDRAINS + pinv_init BATCH, without and with the mask (seqlens_k) */
 static void nb_fixture_lucidrains(void) {
     const char *file = "nystrom_attention_lucidrains_bwd.txt";
-    t_fix x;
     double *dims, *lensd, *q, *k, *v, *conv, *dout, w[2];
     int B, n, H, D, m, K, lens[8], b, i;
     size_t N;
-    if (!T_CHECK(t_fix_open(&x, file), "cannot open %s (run from the repository root, or set ATTN_FIXTURES)", x.path)) return;
-    dims = nb_next(&x, "dims", 6);
-    if (!T_CHECK(dims != NULL && dims[0] <= 8, "fixture %s: dims", file)) { t_fix_close(&x); free(dims); return; }
+    dims = nb_next(file, "dims", 6);
+    if (!T_CHECK(dims != NULL, "cannot read tests/fixtures/%s (run from the repository root, or set ATTN_FIXTURES)", file)) return;
+    if (!T_CHECK(dims != NULL && dims[0] <= 8, "fixture %s: dims", file)) { free(dims); return; }
     B = (int)dims[0]; n = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; m = (int)dims[4]; K = (int)dims[5];
     N = (size_t)B * n * H * D;
-    lensd = nb_next(&x, "lens", (size_t)B);
-    q = nb_next(&x, "q", N); k = nb_next(&x, "k", N); v = nb_next(&x, "v", N);
-    conv = nb_next(&x, "conv", (size_t)H * K); dout = nb_next(&x, "dout", N);
+    lensd = nb_next(file, "lens", (size_t)B);
+    q = nb_next(file, "q", N); k = nb_next(file, "k", N); v = nb_next(file, "v", N);
+    conv = nb_next(file, "conv", (size_t)H * K); dout = nb_next(file, "dout", N);
     if (T_CHECK(lensd && q && k && v && conv && dout, "fixture %s: malformed", file)) {
         for (b = 0; b < B; ++b) lens[b] = (int)lensd[b];
         for (i = 0; i < 2; ++i) {
@@ -541,14 +538,13 @@ static void nb_fixture_lucidrains(void) {
             d.kind = ATTN_NYSTROM; d.nystrom.landmarks = m;
             d.nystrom.padding_rule = ATTN_NYSTROM_PADDING_LUCIDRAINS; d.nystrom.pinv_init = ATTN_NYSTROM_PINV_BATCH;
             d.seqlens_k = i ? lens : NULL; d.n_threads = 3;
-            w[i] = nb_fx_variant(&x, file, i ? "mask" : "nomask", d, B, n, H, D, K, q, k, v, conv, dout);
+            w[i] = nb_fx_variant(file, i ? "mask" : "nomask", d, B, n, H, D, K, q, k, v, conv, dout);
             if (w[i] < 0) break;
         }
         if (i == 2)
             printf("     nystrom backward vs nystrom-attention autograd (B %d, n %d, H %d, d %d, m %d, conv %d), max |diff| / max |ref|:"
                    " no mask %.2g, mask %.2g\n", B, n, H, D, m, K, w[0], w[1]);
     }
-    t_fix_close(&x);
     free(dims); free(lensd); free(q); free(k); free(v); free(conv); free(dout);
 }
 

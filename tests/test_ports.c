@@ -1,5 +1,5 @@
 /* tests/test_ports.c - the scan references ported through attn.h as docs/porting.md says, on
-   fixtures written by running them (tests/fixtures/mamba_hf.py, rwkv4_hf.py):
+   fixtures written by running them (tests/fixtures/mamba_hf.py, rwkv4_hf.py, rwkv6_fla.py):
      Hugging Face MambaMixer: a left-padded prefill (HF's mask zeroes the padded rows before
        in_proj and after the conv; so does the caller here), then one decoding token started
        from HF's cache, whose K-column conv state maps to attn.h's K-1 columns (drop column 0).
@@ -7,6 +7,9 @@
      Hugging Face RWKV-4 (RwkvSelfAttention's WKV): time_decay as HF stores it, HF's state
        slots 2..4 as attn.h's aa, bb, pp; then the rwkv package's convention (time_decay loaded
        as -exp(param)) converted back with log(-w). Within 2e-5 max(1, |ref|).
+     fla RWKV-6 (rwkv6_fla.py, naive_recurrent_rwkv6): fla's log decay exponentiated, r times fla's
+       default scale K^-1/2, initial and final state; then the backward against fla's autograd
+       (q.grad = dr * scale, log-w grad = dw * decay). Within 2e-5 max(1, |ref|).
    The caller's GEMMs (projections) run in double here. Called by test_ssm() and test_rwkv(). */
 #include "test.h"
 #include "fixture.h"
@@ -206,4 +209,67 @@ void test_port_rwkv4_hf(void) {
     }
     free(td); free(tf); free(k); free(v); free(out); free(s1); free(s2);
     free(ftd); free(ftf); free(wpkg); free(fk); free(fv); free(fo); free(st);
+}
+
+/* ---- fla RWKV-6 (naive_recurrent_rwkv6, default scale, log decay) and its autograd --------- */
+void test_port_rwkv6_fla(void) {
+    const char *F = "rwkv6_fla.txt";
+    double dims[5], *r, *k, *v, *w, *u, *h0, *o, *ht, *dO, *dht, *gr, *gk, *gv, *gw, *gu, *gh0;
+    float *fr, *fk, *fv, *fw, *fu, *fh0, *fo, *fht, *fdo, *fdht, *dr, *dk, *dv, *dw, *du, *dh0;
+    int B, T, H, K, ok = 1;
+    size_t n, ns, i;
+    if (!T_CHECK(T_FIXTURE(F, "dims", dims, 5), "fla RWKV-6 fixture: %s unreadable", F)) return;
+    B = (int)dims[0]; T = (int)dims[1]; H = (int)dims[2]; K = (int)dims[3];
+    if (!T_CHECK((int)dims[4] == K, "fla RWKV-6 fixture: V %g != K %d", dims[4], K)) return;
+    n = (size_t)B * T * H * K; ns = (size_t)B * H * K * K;
+    r = tp_read(F, "r", n, &ok); k = tp_read(F, "k", n, &ok); v = tp_read(F, "v", n, &ok); w = tp_read(F, "w", n, &ok);
+    u = tp_read(F, "u", (size_t)H * K, &ok); h0 = tp_read(F, "h0", ns, &ok); o = tp_read(F, "o", n, &ok);
+    ht = tp_read(F, "ht", ns, &ok); dO = tp_read(F, "do", n, &ok); dht = tp_read(F, "dht", ns, &ok);
+    gr = tp_read(F, "dr", n, &ok); gk = tp_read(F, "dk", n, &ok); gv = tp_read(F, "dv", n, &ok);
+    gw = tp_read(F, "dw", n, &ok); gu = tp_read(F, "du", (size_t)H * K, &ok); gh0 = tp_read(F, "dh0", ns, &ok);
+    fr = (float *)t_xmalloc(sizeof(float) * n); fk = (float *)t_xmalloc(sizeof(float) * n);
+    fv = (float *)t_xmalloc(sizeof(float) * n); fw = (float *)t_xmalloc(sizeof(float) * n);
+    fo = (float *)t_xmalloc(sizeof(float) * n); fdo = (float *)t_xmalloc(sizeof(float) * n);
+    dr = (float *)t_xmalloc(sizeof(float) * n); dk = (float *)t_xmalloc(sizeof(float) * n);
+    dv = (float *)t_xmalloc(sizeof(float) * n); dw = (float *)t_xmalloc(sizeof(float) * n);
+    fu = (float *)t_xmalloc(sizeof(float) * (size_t)H * K); du = (float *)t_xmalloc(sizeof(float) * (size_t)H * K);
+    fh0 = (float *)t_xmalloc(sizeof(float) * ns); fht = (float *)t_xmalloc(sizeof(float) * ns);
+    fdht = (float *)t_xmalloc(sizeof(float) * ns); dh0 = (float *)t_xmalloc(sizeof(float) * ns);
+    if (T_CHECK(ok, "fla RWKV-6 fixture: arrays")) {
+        const float scale = 1.0f / sqrtf((float)K);     /* fla's scale=None */
+        attn_rwkv_desc rd;
+        double e_o, e_ht, e_dr, e_dk, e_dv, e_dw, e_du, e_dh0;
+        attn_tensor R, Kt, Vt, W;
+        memset(&rd, 0, sizeof rd);
+        rd.head_size = K;
+        /* docs/porting.md's worked call: decay = exp(fla's log decay), r times fla's default scale */
+        for (i = 0; i < n; ++i) {
+            fr[i] = (float)r[i] * scale; fk[i] = (float)k[i]; fv[i] = (float)v[i]; fw[i] = expf((float)w[i]);
+            fdo[i] = (float)dO[i];
+        }
+        for (i = 0; i < (size_t)H * K; ++i) fu[i] = (float)u[i];                 /* [H, K] == [C] */
+        for (i = 0; i < ns; ++i) { fh0[i] = (float)h0[i]; fdht[i] = (float)dht[i]; }   /* [B, H, K, V] == [B][H][N][N] */
+        R = attn_tensor_dense(fr, ATTN_F32, B, T, H, K); Kt = attn_tensor_dense(fk, ATTN_F32, B, T, H, K);
+        Vt = attn_tensor_dense(fv, ATTN_F32, B, T, H, K); W = attn_tensor_dense(fw, ATTN_F32, B, T, H, K);
+        ok = attn_rwkv6_forward(&rd, R, Kt, Vt, W, fu, attn_tensor_dense(fo, ATTN_F32, B, T, H, K), fh0, fht) == ATTN_OK;
+        e_o = tp_err(fo, o, n); e_ht = tp_err(fht, ht, ns);
+        /* the gradients: fla's q.grad is dr times the scale, its (log) w.grad is dw times the decay */
+        ok &= attn_rwkv6_backward(&rd, R, Kt, Vt, W, fu, attn_tensor_dense(fdo, ATTN_F32, B, T, H, K), fh0, fdht,
+                                  attn_tensor_dense(dr, ATTN_F32, B, T, H, K), attn_tensor_dense(dk, ATTN_F32, B, T, H, K),
+                                  attn_tensor_dense(dv, ATTN_F32, B, T, H, K), attn_tensor_dense(dw, ATTN_F32, B, T, H, K),
+                                  du, dh0) == ATTN_OK;
+        for (i = 0; i < n; ++i) { dr[i] *= scale; dw[i] *= fw[i]; }
+        e_dr = tp_err(dr, gr, n); e_dk = tp_err(dk, gk, n); e_dv = tp_err(dv, gv, n); e_dw = tp_err(dw, gw, n);
+        e_du = tp_err(du, gu, (size_t)H * K); e_dh0 = tp_err(dh0, gh0, ns);
+        T_CHECK(ok && e_o <= 2e-5 && e_ht <= 2e-5, "fla RWKV-6 fixture: out %.3g, final state %.3g (bound 2e-5)", e_o, e_ht);
+        T_CHECK(ok && e_dr <= 2e-5 && e_dk <= 2e-5 && e_dv <= 2e-5 && e_dw <= 2e-5 && e_du <= 2e-5 && e_dh0 <= 2e-5,
+                "fla RWKV-6 fixture gradients: dq %.3g dk %.3g dv %.3g dw(log) %.3g du %.3g dh0 %.3g (bound 2e-5)",
+                e_dr, e_dk, e_dv, e_dw, e_du, e_dh0);
+        printf("      rwkv: fla RWKV-6 fixture (default scale, log decay, h0 -> ht): out %.3g state %.3g, gradients %.3g\n",
+               e_o, e_ht, fmax(fmax(fmax(e_dr, e_dk), fmax(e_dv, e_dw)), fmax(e_du, e_dh0)));
+    }
+    free(r); free(k); free(v); free(w); free(u); free(h0); free(o); free(ht); free(dO); free(dht);
+    free(gr); free(gk); free(gv); free(gw); free(gu); free(gh0);
+    free(fr); free(fk); free(fv); free(fw); free(fu); free(fh0); free(fo); free(fht); free(fdo); free(fdht);
+    free(dr); free(dk); free(dv); free(dw); free(du); free(dh0);
 }

@@ -392,23 +392,40 @@ static double rb_rel(const double *ref, const float *got, size_t n) {
 
 /* routing-transformer 1.6.1's KmeansAttention under torch autograd (fixture): routing.normalize_keys
    = shared_qk, separate_qk = !shared_qk, count_eps 1e-5 (its scatter_mean), the default scale. */
+/* array `name` of configuration cfg of routing_transformer_bwd.txt (n values), malloc'd, or NULL */
+static double *rb_fix(const char *name, int cfg, size_t n) {
+    double *p = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    if (!T_FIXTURE_NTH("routing_transformer_bwd.txt", name, cfg, p, n)) { free(p); return NULL; }
+    return p;
+}
+
 static void rb_fixture(void) {
-    t_fix fx;
+    double c8[8];
     int cfg = 0;
-    if (!T_CHECK(t_fix_open(&fx, "routing_transformer_bwd.txt"), "routing bwd fixture: cannot open %s (run from the repository "
-                 "root or set ATTN_FIXTURES)", fx.path)) return;
+    if (!T_CHECK(T_FIXTURE("routing_transformer_bwd.txt", "config", c8, 8), "routing bwd fixture: cannot read "
+                 "tests/fixtures/routing_transformer_bwd.txt (run from the repository root or set ATTN_FIXTURES)")) return;
     for (;;) {
-        size_t nc_ = 0, nl = 0, n1, i;
-        double *cf = t_fix_next(&fx, "config", &nc_), *ln, *a[10];
+        size_t i;
+        double *cf = rb_fix("config", cfg, 8), *ln, *a[10];
         static const char *names[10] = { "q", "k", "v", "means", "dout", "out", "dq", "dk", "dv", "dqk" };
         int causal, B, T, H, DH, NC, W, shared, ok = 1, j;
         if (!cf) break;
         causal = (int)cf[0]; B = (int)cf[1]; T = (int)cf[2]; H = (int)cf[3]; DH = (int)cf[4]; NC = (int)cf[5]; W = (int)cf[6];
         shared = (int)cf[7];
-        ln = t_fix_next(&fx, "lens", &nl);
-        for (j = 0; j < 10; ++j) a[j] = j < 9 || shared ? t_fix_next(&fx, names[j], &n1) : NULL;
-        for (j = 0; j < 10; ++j) if (j < 9 || shared) ok &= a[j] != NULL;
-        if (T_CHECK(ok && ln && nl == (size_t)B && nc_ == 8, "routing bwd fixture: malformed %s (config %d)", fx.path, cfg)) {
+        ln = rb_fix("lens", cfg, (size_t)B);
+        /* shared_qk=False configurations have no dqk: the k-th dqk is the k-th shared configuration's */
+        for (j = 0; j < 10; ++j) a[j] = NULL;
+        for (j = 0; j < 9; ++j) a[j] = rb_fix(names[j], cfg, j == 3 ? (size_t)H * NC * DH : (size_t)B * T * H * DH);
+        for (j = 0; j < 9; ++j) ok &= a[j] != NULL;
+        if (shared) {
+            int k, nth = 0;
+            for (k = 0; k < cfg; ++k) {   /* the shared configurations before this one */
+                double c8[8];
+                nth += T_FIXTURE_NTH("routing_transformer_bwd.txt", "config", k, c8, 8) && c8[7] != 0;
+            }
+            ok &= (a[9] = rb_fix("dqk", nth, (size_t)B * T * H * DH)) != NULL;
+        }
+        if (T_CHECK(ok && ln, "routing bwd fixture: malformed tests/fixtures/routing_transformer_bwd.txt (config %d)", cfg)) {
             const size_t nx = (size_t)B * T * H * DH;
             float *buf = (float *)t_xmalloc(sizeof(float) * nx * 9), *cen = (float *)t_xmalloc(sizeof(float) * (size_t)H * NC * DH);
             int lens[8];
@@ -451,7 +468,6 @@ static void rb_fixture(void) {
         for (j = 0; j < 10; ++j) free(a[j]);
         ++cfg;
     }
-    t_fix_close(&fx);
     T_CHECK(cfg == 4, "routing bwd fixture: %d configurations, want 4", cfg);
 }
 

@@ -1166,4 +1166,5 @@ void test_rwkv(void) {
     rkb_errors(&rng);
     rkb_fixture();
     test_port_rwkv4_hf();            /* tests/test_ports.c */
+    test_port_rwkv6_fla();
 }

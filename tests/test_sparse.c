@@ -1134,18 +1134,30 @@ static float *rt_floats(const double *x, size_t n) {
    Kmeans.means, window = window_size, causal, routing.normalize_keys = 1, routing.count_eps =
    1e-5, seqlens_q/_k = the valid lengths. Within 2e-5, padding rows 0. Printed beside it: how far
    the reference's own input_mask (padded tokens kept in the windows) is from that. */
+/* array `name` of configuration cfg of routing_transformer.txt (n values), malloc'd, or NULL */
+static double *rt_fix(const char *name, int cfg, size_t n) {
+    double *p = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    if (!T_FIXTURE_NTH("routing_transformer.txt", name, cfg, p, n)) { free(p); return NULL; }
+    return p;
+}
+
 static void rt_fixture(void) {
-    t_fix fx;
+    double c8[8];
     int cfg;
-    if (!T_CHECK(t_fix_open(&fx, "routing_transformer.txt"), "routing fixture: cannot open %s (run from the repository root "
-                 "or set ATTN_FIXTURES)", fx.path)) return;
+    if (!T_CHECK(T_FIXTURE("routing_transformer.txt", "config", c8, 8), "routing fixture: cannot read "
+                 "tests/fixtures/routing_transformer.txt (run from the repository root or set ATTN_FIXTURES)")) return;
     for (cfg = 0; cfg < 3; ++cfg) {
-        size_t nc_, nl, nq, nk, nv, nm, no, nom, i;
-        double *c = t_fix_next(&fx, "config", &nc_), *l = t_fix_next(&fx, "lens", &nl), *qk = t_fix_next(&fx, "qk", &nq);
-        double *kk = t_fix_next(&fx, "k", &nk);
-        double *v = t_fix_next(&fx, "v", &nv), *m = t_fix_next(&fx, "means", &nm), *out = t_fix_next(&fx, "out", &no);
-        double *om = t_fix_next(&fx, "out_masked", &nom), err = 0, ref_pad = 0;
-        if (T_CHECK(c && l && qk && kk && v && m && out && om && nc_ == 8, "routing fixture: malformed %s", fx.path)) {
+        size_t nq = 0, nk, nv, nm = 0, no, i;
+        double *c = rt_fix("config", cfg, 8), *l = NULL, *qk = NULL, *kk = NULL, *v = NULL, *m = NULL, *out = NULL, *om = NULL;
+        double err = 0, ref_pad = 0;
+        if (c) {   /* config: causal B T H dh n_clusters window shared_qk */
+            nq = (size_t)c[1] * (size_t)c[2] * (size_t)c[3] * (size_t)c[4]; nm = (size_t)c[3] * (size_t)c[5] * (size_t)c[4];
+            l = rt_fix("lens", cfg, (size_t)c[1]); qk = rt_fix("qk", cfg, nq); kk = rt_fix("k", cfg, nq); v = rt_fix("v", cfg, nq);
+            m = rt_fix("means", cfg, nm); out = rt_fix("out", cfg, nq); om = rt_fix("out_masked", cfg, nq);
+        }
+        nk = nv = no = nq;
+        if (T_CHECK(c && l && qk && kk && v && m && out && om, "routing fixture: malformed tests/fixtures/routing_transformer.txt "
+                    "(config %d)", cfg)) {
             const int causal = (int)c[0], B = (int)c[1], T = (int)c[2], H = (int)c[3], DH = (int)c[4], NC = (int)c[5], W = (int)c[6];
             const int shared = (int)c[7];
             float *qf = rt_floats(qk, nq), *kf = rt_floats(kk, nk), *vf = rt_floats(v, nv), *cen = rt_floats(m, nm);
@@ -1188,7 +1200,67 @@ static void rt_fixture(void) {
         }
         free(c); free(l); free(qk); free(kk); free(v); free(m); free(out); free(om);
     }
-    t_fix_close(&fx);
+}
+
+/* routing-transformer 1.6.1's k-means step (tests/fixtures/routing_transformer_update.py): one
+   train-mode forward on a padded batch with input_mask, then Kmeans.update(), from raw means of
+   unequal lengths. attn_routing_update with routing.update_rule = 1, decay = the layer's
+   ema_decay, x = to_q(x) (shared_qk) or each batch entry's rows of q then k (shared_qk=False, as
+   the reference clusters cat(q, k)), padding included, reproduces the means within 2e-5.
+   Printed beside it: how far attn.h's own rule (0) is from the reference on the same step. */
+static void rt_update_fixture(void) {
+    const char *F = "routing_transformer_update.txt";
+    int s;
+    for (s = 0; s < 2; ++s) {
+        char nm[32];
+        double cfg[7], lens[3], *q = NULL, *k = NULL, *m0 = NULL, *m1 = NULL;
+        int ok;
+        sprintf(nm, "s%d_config", s);
+        if (!T_CHECK(T_FIXTURE(F, nm, cfg, 7), "routing update fixture: %s unreadable", F)) return;
+        {
+            const int B = (int)cfg[0], T = (int)cfg[1], H = (int)cfg[2], DH = (int)cfg[3], NC = (int)cfg[4], shared = (int)cfg[6];
+            const float decay = (float)cfg[5];
+            const size_t nx = (size_t)B * T * H * DH, nm_ = (size_t)H * NC * DH, row = (size_t)H * DH;
+            const int T2 = shared ? T : 2 * T;   /* x: q's rows, then (separate q, k) k's rows */
+            float *x = (float *)t_xmalloc(sizeof(float) * (size_t)B * T2 * row), *cen = (float *)t_xmalloc(sizeof(float) * nm_);
+            int b, rule, lensi[3];
+            size_t i;
+            double err[2] = { 0, 0 };
+            q = (double *)t_xmalloc(sizeof(double) * nx); k = (double *)t_xmalloc(sizeof(double) * nx);
+            m0 = (double *)t_xmalloc(sizeof(double) * nm_); m1 = (double *)t_xmalloc(sizeof(double) * nm_);
+            sprintf(nm, "s%d_lens", s); ok = B == 3 && T_FIXTURE(F, nm, lens, 3);
+            sprintf(nm, "s%d_q", s); ok = ok && T_FIXTURE(F, nm, q, nx);
+            sprintf(nm, "s%d_k", s); ok = ok && (shared || T_FIXTURE(F, nm, k, nx));
+            sprintf(nm, "s%d_means0", s); ok = ok && T_FIXTURE(F, nm, m0, nm_);
+            sprintf(nm, "s%d_means1", s); ok = ok && T_FIXTURE(F, nm, m1, nm_);
+            if (T_CHECK(ok, "routing update fixture: arrays of config %d", s)) {
+                for (b = 0; b < B; ++b) {
+                    lensi[b] = (int)lens[b];
+                    for (i = 0; i < (size_t)T * row; ++i) {
+                        x[(size_t)b * T2 * row + i] = (float)q[(size_t)b * T * row + i];
+                        if (!shared) x[((size_t)b * T2 + T) * row + i] = (float)k[(size_t)b * T * row + i];
+                    }
+                }
+                for (rule = 1; rule >= 0; --rule) {
+                    attn_desc d;
+                    memset(&d, 0, sizeof d);
+                    d.kind = ATTN_ROUTING;
+                    d.routing.n_clusters = NC; d.routing.update_rule = rule;
+                    if (shared) d.seqlens_q = d.seqlens_k = lensi;   /* the forward's desc: rule 1 ignores the padding */
+                    for (i = 0; i < nm_; ++i) cen[i] = (float)m0[i];
+                    ok = attn_routing_update(&d, attn_tensor_dense(x, ATTN_F32, B, T2, H, DH), decay, cen) == ATTN_OK;
+                    for (i = 0; i < nm_; ++i) err[rule] = fmax(err[rule], fabs(cen[i] - m1[i]));
+                    if (rule) T_CHECK(ok && err[1] <= 2e-5, "routing-transformer update fixture (shared_qk %d): update_rule 1 %.3g (bound 2e-5)",
+                                      shared, err[1]);
+                }
+                T_CHECK(err[0] > 1e-3, "routing update fixture (shared_qk %d): the rule must matter (%.3g)", shared, err[0]);
+                printf("     routing-transformer Kmeans step (shared_qk %d, padded): update_rule 1 max |attn.h - reference| %.2g; "
+                       "update_rule 0 %.2g\n", shared, err[1], err[0]);
+            }
+            free(x); free(cen);
+        }
+        free(q); free(k); free(m0); free(m1);
+    }
 }
 
 static void test_routing(void) {
@@ -1236,6 +1308,7 @@ static void test_routing(void) {
         t_owned_free(&x);
     }
     rt_fixture();
+    rt_update_fixture();
     rt_padded_case(&r, 3, 100, 2, 16, 16, ATTN_F32, 10, 16, 0, 0, 0.0f, 0, 0);
     rt_padded_case(&r, 4, 64, 2, 8, 12, ATTN_F32, 4, 0, 1, 1, 1e-5f, 2, 0);      /* routing-transformer's convention */
     rt_padded_case(&r, 2, 40, 1, 8, 8, ATTN_F16, 3, 8, 1, 0, 0.5f, 1, 0);
@@ -1399,6 +1472,9 @@ static void test_sparse_errors(void) {
             sp_expect("routing separate_qk 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
             e = d; e.routing.separate_qk = 1; e.causal = 1;
             sp_expect("routing separate_qk causal", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            e = d; e.routing.update_rule = 2;
+            sp_expect("routing update_rule 2", &e, &q, &k4, &v4, &o, ATTN_ERR_ROUTING_OPTIONS);
+            T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_ROUTING_OPTIONS, "routing update: update_rule 2");
             e = d; e.seqlens_q = l1; e.seqlens_k = l2;
             T_CHECK(attn_routing_update(&e, k4.t, 0.0f, c2) == ATTN_ERR_ROUTING_SEQLENS, "routing update: seqlens_q != _k");
             e = d; e.seqlens_k = lbad;

@@ -464,11 +464,10 @@ static void test_complex_backward(void) {
 
 #define FX_TOL 1e-4
 
-/* the fixture's next array, which must hold n values (NULL and a failed check otherwise) */
-static double *fx_next(t_fix *x, const char *name, size_t n) {
-    size_t got = 0;
-    double *v = t_fix_next(x, name, &got);
-    if (v && got == n) return v;
+/* the fixture's array `name`, which must hold n values (NULL and a failed check otherwise) */
+static double *fx_next(const char *name, size_t n) {
+    double *v = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
+    if (T_FIXTURE("ssm_bwd_torch.txt", name, v, n)) return v;
     T_CHECK(0, "ssm_bwd_torch.txt: array %s missing or not %lu values", name, (unsigned long)n);
     free(v);
     return NULL;
@@ -483,21 +482,19 @@ static void fx_cmp(const char *what, const float *got, const double *want, size_
 }
 
 static void test_bwd_fixtures(void) {
-    t_fix fx;
     double *dims, *a[18];
     int i, cx, ok = 1;
-    if (!t_fix_open(&fx, "ssm_bwd_torch.txt")) { T_CHECK(0, "tests/fixtures/ssm_bwd_torch.txt missing"); return; }
     {   /* HF MambaMixer conv1d + SiLU */
         int B, D, K, L;
         size_t nx, nw;
         float *x, *w, *bias, *dy, *o, *dx, *dw, *db;
         attn_ssm_desc d;
-        if (!(dims = fx_next(&fx, "conv_dims", 4))) { t_fix_close(&fx); return; }
+        if (!(dims = fx_next("conv_dims", 4))) return;
         B = (int)dims[0]; D = (int)dims[1]; K = (int)dims[2]; L = (int)dims[3]; free(dims);
         nx = (size_t)B * D * L; nw = (size_t)D * K;
-        a[0] = fx_next(&fx, "conv_x", nx); a[1] = fx_next(&fx, "conv_w", nw); a[2] = fx_next(&fx, "conv_b", D);
-        a[3] = fx_next(&fx, "conv_dy", nx); a[4] = fx_next(&fx, "conv_out", nx); a[5] = fx_next(&fx, "conv_dx", nx);
-        a[6] = fx_next(&fx, "conv_dw", nw); a[7] = fx_next(&fx, "conv_db", D);
+        a[0] = fx_next("conv_x", nx); a[1] = fx_next("conv_w", nw); a[2] = fx_next("conv_b", D);
+        a[3] = fx_next("conv_dy", nx); a[4] = fx_next("conv_out", nx); a[5] = fx_next("conv_dx", nx);
+        a[6] = fx_next("conv_dw", nw); a[7] = fx_next("conv_db", D);
         for (i = 0; i < 8; ++i) ok &= a[i] != NULL;
         if (ok) {
             x = fx_f32(a[0], nx); w = fx_f32(a[1], nw); bias = fx_f32(a[2], D); dy = fx_f32(a[3], nx);
@@ -521,14 +518,14 @@ static void test_bwd_fixtures(void) {
         attn_s4d_params prm;
         attn_s4d_grads gr;
         attn_ssm_desc d;
-        if (!(dims = fx_next(&fx, "s4d_dims", 4))) { t_fix_close(&fx); return; }
+        if (!(dims = fx_next("s4d_dims", 4))) return;
         B = (int)dims[0]; H = (int)dims[1]; N = (int)dims[2]; L = (int)dims[3]; free(dims);
         nx = (size_t)B * H * L; hn = (size_t)H * N;
-        a[0] = fx_next(&fx, "s4d_u", nx); a[1] = fx_next(&fx, "s4d_log_dt", H); a[2] = fx_next(&fx, "s4d_C", 2 * hn);
-        a[3] = fx_next(&fx, "s4d_log_A_real", hn); a[4] = fx_next(&fx, "s4d_A_imag", hn); a[5] = fx_next(&fx, "s4d_D", H);
-        a[6] = fx_next(&fx, "s4d_dy", nx); a[7] = fx_next(&fx, "s4d_y", nx); a[8] = fx_next(&fx, "s4d_du", nx);
-        a[9] = fx_next(&fx, "s4d_dlog_dt", H); a[10] = fx_next(&fx, "s4d_dC", 2 * hn); a[11] = fx_next(&fx, "s4d_dlog_A_real", hn);
-        a[12] = fx_next(&fx, "s4d_dA_imag", hn); a[13] = fx_next(&fx, "s4d_dD", H);
+        a[0] = fx_next("s4d_u", nx); a[1] = fx_next("s4d_log_dt", H); a[2] = fx_next("s4d_C", 2 * hn);
+        a[3] = fx_next("s4d_log_A_real", hn); a[4] = fx_next("s4d_A_imag", hn); a[5] = fx_next("s4d_D", H);
+        a[6] = fx_next("s4d_dy", nx); a[7] = fx_next("s4d_y", nx); a[8] = fx_next("s4d_du", nx);
+        a[9] = fx_next("s4d_dlog_dt", H); a[10] = fx_next("s4d_dC", 2 * hn); a[11] = fx_next("s4d_dlog_A_real", hn);
+        a[12] = fx_next("s4d_dA_imag", hn); a[13] = fx_next("s4d_dD", H);
         for (i = 0; i < 14; ++i) ok &= a[i] != NULL;
         if (ok) {
             double *wre = (double *)t_xmalloc(8 * hn), *wim = (double *)t_xmalloc(8 * hn);
@@ -570,15 +567,15 @@ static void test_bwd_fixtures(void) {
         attn_ssm_desc d;
         attn_ssm_tensor tu, tdl, tb, tc, tz;
         snprintf(nm, sizeof nm, "%s_dims", pre);
-        if (!(dims = fx_next(&fx, nm, 5))) { t_fix_close(&fx); return; }
+        if (!(dims = fx_next(nm, 5))) return;
         B = (int)dims[0]; D = (int)dims[1]; N = (int)dims[2]; L = (int)dims[3]; G = (int)dims[4]; free(dims);
         nx = (size_t)B * D * L; na = (size_t)D * N * (cx ? 2 : 1); nbc = (size_t)B * G * N * (cx ? 2 : 1) * L;
         ns[0] = nx; ns[1] = nx; ns[2] = na; ns[3] = nbc; ns[4] = nbc; ns[5] = D; ns[6] = nx; ns[7] = D; ns[8] = nx;
         memset(a, 0, sizeof a);
-        for (i = 0; i < 9; ++i) { snprintf(nm, sizeof nm, "%s_%s", pre, in_suffix[i]); ok &= (a[i] = fx_next(&fx, nm, ns[i])) != NULL; }
+        for (i = 0; i < 9; ++i) { snprintf(nm, sizeof nm, "%s_%s", pre, in_suffix[i]); ok &= (a[i] = fx_next(nm, ns[i])) != NULL; }
         snprintf(nm, sizeof nm, "%s_y", pre);
-        ok &= (a[9] = fx_next(&fx, nm, nx)) != NULL;
-        for (i = 0; i < 8; ++i) { snprintf(nm, sizeof nm, "%s_%s", pre, g_suffix[i]); ok &= (a[10 + i] = fx_next(&fx, nm, i == 6 ? nx : ns[i])) != NULL; }
+        ok &= (a[9] = fx_next(nm, nx)) != NULL;
+        for (i = 0; i < 8; ++i) { snprintf(nm, sizeof nm, "%s_%s", pre, g_suffix[i]); ok &= (a[10 + i] = fx_next(nm, i == 6 ? nx : ns[i])) != NULL; }
         if (ok) {
             const int bl = cx ? 2 * L : L;
             for (i = 0; i < 9; ++i) f[i] = fx_f32(a[i], ns[i]);
@@ -602,7 +599,6 @@ static void test_bwd_fixtures(void) {
         }
         for (i = 0; i < 18; ++i) free(a[i]);
     }
-    t_fix_close(&fx);
     if (ok) printf("      ssm: torch autograd fixtures (conv1d + SiLU, S4D, complex- and real-A scan; outputs and gradients): largest relative error %.3g\n", fx_worst);
 }
 

@@ -651,6 +651,7 @@ static void target_kinds(fz *f) {
     }
     if (d.kind == ATTN_LSH && fz_chance(f, 160)) {        /* chunks that divide Sq, rounds, HF's merge (2: refused); then the backward */
         d.lsh.bucket_size = fz_chance(f, 128) ? 1 : Sq; d.lsh.n_hashes = fz_int(f, 0, 3); d.lsh.hf_merge = fz_int(f, 0, 2);
+        d.lsh.chunks_before = fz_int(f, -2, 3); d.lsh.chunks_after = fz_int(f, -2, 2);   /* -2, past the chunks: refused */
     }
     q = fz_tensor(f, &r, qt, B, Sq, Hq, D, 0, NULL);
     k = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 0, NULL);
