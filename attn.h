@@ -8850,6 +8850,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
         size_t bb;
         if (bq.kind == ATTN_LINFORMER) { bq.linformer.de = grad; if (bq.linformer.f) bq.linformer.df = grad; }
         if (bq.kind == ATTN_NYSTROM && bq.nystrom.conv) bq.nystrom.dconv = grad;
+        if (direct) bq.dbias = grad;   /* W_D's (the logits') gradient: its reduction needs scratch */
         if ((s = attn_backward_workspace_size(&bq, L->tq, L->tk, L->tv, &bb)) != ATTN_OK) return s;
         L->attn_bytes = ATTN__MAX(L->attn_bytes, bb);
     }

@@ -1438,6 +1438,41 @@ static void test_any_kind_counts_errors(void) {
     }
 }
 
+
+/* The backward's workspace query covers W_D's gradient: Direct at a context where the core's
+   reduction of dW_D over the batch needs more scratch than the forward (it once asked for the
+   forward's size only, and a caller workspace of the queried size was refused at context 256). */
+static void test_direct_workspace(t_rng *r) {
+    const int B = 8, l = 256, dm = 16;
+    lcfg c;
+    attn_layer_weights W;
+    attn_layer_grads G1, G2;
+    float *x = (float *)t_xmalloc(sizeof(float) * B * l * dm), *g1 = (float *)t_xmalloc(sizeof(float) * B * l * dm);
+    float *g2 = (float *)t_xmalloc(sizeof(float) * B * l * dm);
+    float *wd1 = (float *)t_xmalloc(sizeof(float) * l * l), *wd2 = (float *)t_xmalloc(sizeof(float) * l * l);
+    double *xd = (double *)t_xmalloc(sizeof(double) * B * l * dm);
+    size_t bytes = 0;
+    void *ws;
+    attn_status s1, s2;
+    fill_x(x, xd, (size_t)B * l * dm, r);
+    lcfg_init(&c, ATTN_LAYER_DIRECT, dm, 2, 0, l, r);
+    W = lcfg_weights(&c);
+    memset(&G1, 0, sizeof G1); memset(&G2, 0, sizeof G2);
+    memset(wd1, 0, sizeof(float) * l * l); memset(wd2, 0, sizeof(float) * l * l);
+    G1.wd = wd1; G2.wd = wd2;
+    s1 = attn_layer_backward(&c.d, &W, B, l, l, x, NULL, x, g1, NULL, &G1);
+    T_CHECK(attn_layer_workspace_size(&c.d, 1, B, l, l, &bytes) == ATTN_OK, "direct: bwd workspace size");
+    ws = t_xmalloc(bytes);
+    c.d.workspace = ws; c.d.workspace_size = bytes;
+    s2 = attn_layer_backward(&c.d, &W, B, l, l, x, NULL, x, g2, NULL, &G2);
+    T_CHECK(s1 == ATTN_OK && s2 == ATTN_OK, "direct, context %d, batch %d: backward in the queried workspace: %s / %s", l, B,
+            attn_status_str(s1), attn_status_str(s2));
+    T_CHECK(s2 == ATTN_OK && max_diff(g2, g1, (size_t)B * l * dm) <= TOL_GRAD && max_diff(wd2, wd1, (size_t)l * l) <= TOL_GRAD,
+            "direct: backward in a caller workspace differs from the allocating one");
+    free(ws); free(x); free(g1); free(g2); free(wd1); free(wd2); free(xd);
+    lcfg_free(&c);
+}
+
 void test_layers(void) {
     t_rng r = t_rng_seed(977);
     test_counts();
@@ -1450,6 +1485,7 @@ void test_layers(void) {
     check_linformer_fd(1, 0, 1, &r);
     check_linformer_fd(2, 1, 1, &r);
     test_any_kind_counts_errors();
+    test_direct_workspace(&r);
     printf("      layers: any attention kind: %d kind x layer x self/cross cases, %d with a backward compared\n", g_any_runs, g_any_bwd);
     printf("      layers: largest passing errors: forward %.2g of %.0e, gradients %.2g of %.0e\n", g_worst_fwd, TOL_FWD,
            g_worst_grad, TOL_GRAD);
