@@ -13407,14 +13407,16 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         }
     }
     kd0 = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk)) : Lk;   /* keys every row sees */
-    if (Lq == 0) kd0 = Lk;
+    /* No query row (seqlens_q 0): every dk, dv is 0, stored below. Not through the state: a
+       causal pass 1 absorbed no key, so the Performer's key maxes kc were never written. */
+    if (Lq == 0) kd0 = 0;
     for (j = 0; j < kd0; j += KB) {
         const int n = ATTN__MIN(KB, kd0 - j);
         attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
         attn__lbw_keys_from_state(L, W, n, W->kc + j, Rref, rhas);
         attn__lbw_store_keys(L, C, W, b, hk, j, n);
     }
-    for (j = Lk; j < L->k.seq; ++j) {
+    for (j = Lq == 0 ? 0 : Lk; j < L->k.seq; ++j) {
         attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
         attn__store_zero_row(attn__at(&C->dv, b, j, hk), C->dv.dtype, Dv);
     }

@@ -644,6 +644,92 @@ static void test_performer_pytorch_grad_fixture(void) {
     free(ref); free(out); free(W); free(fW);
 }
 
+/* Regression (fuzz kinds -s 16 iteration 26433): the causal backward with every query row of a
+   sequence padded (seqlens_q[b] = 0). Pass 1 then absorbed none of b's keys, so the key pass
+   rebuilt their features from running maxes never written (here the test allocator's NaN
+   poison): dk, dv came out NaN from finite inputs. The fuzz input's shape (Sq 6, Sk 5, Hq 2,
+   Hkv 1, D = Dv = 15, default features, causal) and its k and v rows (bf16 values, one row
+   broadcast over the sequence) in sequence 0; sequence 1 random with 4 valid rows of 6. Checks:
+   sequence 0's gradients exactly 0 (the loss never reads it) and every gradient finite, with the
+   fuzz's desc (default eps); then with eps ATTN_EPS_ZERO, where the stabilisers cancel exactly so
+   pf_ref is the very function the library differentiates, every 5th coordinate of q, k, v
+   against central finite differences of sum(dO . pf_ref): max |err| / max(1, max |grad|) <= 2e-4. */
+static double pf_loss(const pf_shape *s, const pf_bufs *m, const float *W, const int *lq, const int *lk, const attn_tensor *dout,
+                      double *out) {
+    double L = 0.0;
+    int b, i, h, d;
+    pf_ref(s, m, W, lq, lk, out);
+    for (b = 0; b < s->B; ++b) for (i = 0; i < s->Sq; ++i) for (h = 0; h < s->Hq; ++h) for (d = 0; d < s->Dv; ++d)
+        L += t_load(dout, b, i, h, d) * out[(((size_t)b * s->Sq + i) * s->Hq + h) * s->Dv + d];
+    return L;
+}
+static void test_performer_bwd_empty_queries(void) {
+    static const float k0[15] = { 2.328125f, -0.241210938f, -0.5703125f, 0.625f, 0.112792969f, -0.72265625f, 1.046875f, -0.129882812f,
+                                  0.5390625f, 1.125f, -0.5390625f, -1.8359375f, 0.0546875f, 0.765625f, -1.4765625f };
+    static const float v0[15] = { -0.68359375f, -1.4140625f, 1.28125f, -0.765625f, 0.0869140625f, -0.97265625f, 1.6953125f, -1.0390625f,
+                                  -0.3671875f, 0.3359375f, -1.859375f, 0.294921875f, -0.58203125f, 0.251953125f, 0.53515625f };
+    pf_shape s = { 2, 6, 5, 2, 1, 15, 15, 256, 1, 0, 1e-6, ATTN_F32, ATTN_F32, ATTN_F32 };
+    int lq[2] = { 0, 4 }, j, d, pass, a;
+    t_rng r = t_rng_seed(26433);
+    pf_bufs m;
+    attn_desc desc;
+    const size_t nq = (size_t)2 * 6 * 2 * 15, nk = (size_t)2 * 5 * 15;
+    float *buf[4], *W = (float *)t_xmalloc(sizeof(float) * 256 * 15);
+    attn_tensor dout, g[3];
+    double *out = (double *)t_xmalloc(sizeof(double) * nq);
+    pf_alloc(&m, &s, &r, 1.0);
+    for (j = 0; j < 5; ++j) for (d = 0; d < 15; ++d) { t_store(&m.tk, 0, j, 0, d, k0[d]); t_store(&m.tv, 0, j, 0, d, v0[d]); }
+    for (a = 0; a < 4; ++a) buf[a] = (float *)t_xmalloc(sizeof(float) * (a == 0 || a == 1 ? nq : nk));
+    dout = attn_tensor_dense(buf[0], ATTN_F32, 2, 6, 2, 15);
+    g[0] = attn_tensor_dense(buf[1], ATTN_F32, 2, 6, 2, 15);
+    g[1] = attn_tensor_dense(buf[2], ATTN_F32, 2, 5, 1, 15);
+    g[2] = attn_tensor_dense(buf[3], ATTN_F32, 2, 5, 1, 15);
+    t_fill_normal(&dout, &r, 1.0);
+    for (pass = 0; pass < 2; ++pass) {           /* 0: the fuzz's desc; 1: eps exactly 0, against finite differences */
+        const attn_tensor *in[3] = { &m.tq, &m.tk, &m.tv };
+        double worst = 0.0, gmax = 0.0;
+        int zero = 1, finite = 1, t, b, h;
+        s.eps = pass ? 0.0 : 1e-6;
+        pf_desc(&desc, &s, 0);
+        desc.seqlens_q = lq;
+        if (pass == 1) T_CHECK(attn_performer_draw(&desc.performer, 15, W) == ATTN_OK, "performer draw");
+        T_CHECK(attn_forward(&desc, m.tq, m.tk, m.tv, m.to, NULL) == ATTN_OK, "performer empty queries: forward");
+        for (a = 1; a < 4; ++a) t_fill_nan(buf[a], ATTN_F32, a == 1 ? nq : nk);
+        if (!T_CHECK(attn_backward(&desc, m.tq, m.tk, m.tv, m.to, dout, NULL, g[0], g[1], g[2]) == ATTN_OK,
+                     "performer empty queries: backward")) break;
+        for (t = 0; t < 3; ++t)
+            for (b = 0; b < 2; ++b) for (j = 0; j < g[t].seq; ++j) for (h = 0; h < g[t].heads; ++h) for (d = 0; d < 15; ++d) {
+                const double x = t_load(&g[t], b, j, h, d);
+                finite &= isfinite(x) != 0;
+                if (b == 0) zero &= x == 0.0;
+            }
+        T_CHECK(finite && zero, "performer backward, causal, seqlens_q 0 (eps %g): gradients %s", s.eps,
+                !finite ? "not finite" : "of the empty sequence not 0");
+        if (pass == 0) continue;
+        for (t = 0; t < 3; ++t) {                /* every 5th coordinate of q, k, v (both sequences) */
+            const attn_tensor *x = in[t];
+            const int n = x->batch * x->seq * x->heads * x->dim;
+            int c;
+            for (c = 0; c < n; c += 5) {
+                const int dd = c % 15, hh = c / 15 % x->heads, jj = c / 15 / x->heads % x->seq, bb = c / 15 / x->heads / x->seq;
+                const double x0 = t_load(x, bb, jj, hh, dd), lib = t_load(&g[t], bb, jj, hh, dd);
+                double lp, lm, xp, xm;
+                t_store(x, bb, jj, hh, dd, x0 + 1e-3); xp = t_load(x, bb, jj, hh, dd); lp = pf_loss(&s, &m, W, lq, NULL, &dout, out);
+                t_store(x, bb, jj, hh, dd, x0 - 1e-3); xm = t_load(x, bb, jj, hh, dd); lm = pf_loss(&s, &m, W, lq, NULL, &dout, out);
+                t_store(x, bb, jj, hh, dd, x0);
+                lp = fabs(lib - (lp - lm) / (xp - xm));
+                if (!(lp <= worst)) worst = lp;       /* a NaN sticks */
+                gmax = fmax(gmax, fabs(lib));
+            }
+        }
+        T_CHECK(worst / fmax(1.0, gmax) <= 2e-4, "performer backward, causal, seqlens_q {0, 4}: max |err| %.3g vs finite differences (max |grad| %.3g)",
+                worst, gmax);
+    }
+    for (a = 0; a < 4; ++a) free(buf[a]);
+    free(W); free(out);
+    pf_free(&m);
+}
+
 void test_performer(void) {
     test_performer_pytorch_fixture();
     test_performer_pytorch_grad_fixture();
@@ -654,6 +740,7 @@ void test_performer(void) {
     test_performer_step();
     test_performer_converges();
     test_performer_errors();
+    test_performer_bwd_empty_queries();
     printf("      performer: largest passing f32-out error %.3g (tolerance %.3g)\n", g_pf_worst,
            pf_tol(ATTN_F32));
 }
