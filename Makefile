@@ -98,7 +98,7 @@ train-compare: $(BUILD)/train
 # The zoo on tasks (examples/train.c --zoo): every mechanism as the token mixer of the same
 # 2-layer, d 32 model, 400 steps of 8 sequences (T 64-256) on recall, selective copying,
 # induction, ListOps and the sonnets, 3 seeds, one thread per run, two runs at a time (--jobs 2):
-# examples/zoo_train.md, .csv, .svg. About 30 minutes on the idle 2-core test machine, 52 beside a
+# examples/zoo_train.md, .csv, .svg. About 30 minutes on the idle 2-core test machine (estimated), 52 measured beside a
 # full make test (the time each
 # run took is in the csv); a loaded machine stretches it. --quick (make test) is the 40-step,
 # 1-seed version, under a minute of CPU.
