@@ -26,7 +26,13 @@
      check_linformer_fd a Linformer layer (dE, dF, padding, GQA, shared_kv) against finite
                         differences of its own double reference
      test_any_kind_counts_errors  counts and FLOPs of the kinds' weights; refused combinations
-                        (ATTN_ERR_LAYER_ATTN_KIND), the kinds' weights given twice or not at all */
+                        (ATTN_ERR_LAYER_ATTN_KIND), the kinds' weights given twice or not at all
+     test_packed_kinds  packed sequences (attn.cu_seqlens) with every kind that takes them, 5
+                        segments (one of 1 row, one empty) x Standard/Optimized/Efficient/Super,
+                        cross-attention: each segment through the layer alone (rows bitwise,
+                        weight, E, F, conv gradients vs the segments' sum in double within 1e-6),
+                        the queried workspace, threads; bad cu_seqlens and the kinds refusing
+                        them: the kind's attn_forward status from every layer entry, nothing written */
 #include "test.h"
 #include "ref.h"
 
@@ -1439,6 +1445,242 @@ static void test_any_kind_counts_errors(void) {
 }
 
 
+/* ---------------------------------------------------------------------------------------- */
+/* Packed sequences (attn.cu_seqlens_q/_k) inside a layer                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+#define TOL_PACK 1e-6
+static int g_pack_runs;        /* packed layer cases compared */
+static double g_worst_pack;    /* largest passing gradient difference from the segments' sum */
+
+/* ak_setup at lengths a 1-row segment takes: BigBird blocks, LSH chunks and Nystromformer
+   landmarks of one row (the other parameters as ak_setup's) */
+static void pk_setup(attn_desc *a, const akind *k, akparams *P, int H, int dk, t_rng *r) {
+    ak_setup(a, k, P, H, dk, r);
+    if (k->kind == ATTN_BIGBIRD) a->bigbird.block = 1;
+    if (k->kind == ATTN_LSH) { a->lsh.bucket_size = 1; a->lsh.n_buckets = 0; }
+    if (k->kind == ATTN_NYSTROM) a->nystrom.landmarks = 1;
+}
+
+/* Largest |got - want| over max(1, max |want|): want the per-segment gradients summed in double. */
+static double pk_err(const float *got, const double *want, size_t n) {
+    double m = 1.0, e = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) if (fabs(want[i]) > m) m = fabs(want[i]);
+    for (i = 0; i < n; ++i) { const double d = fabs((double)got[i] - want[i]); if (!(d <= e)) e = d != d ? INFINITY : d; }
+    return e / m;
+}
+
+/* One attention kind in one layer kind over packed segments (lq[u], lk[u]; self: lq == lk): the
+   packed layer's forward and backward against each segment run through the layer alone. out,
+   dx_q and dx_kv rows bitwise where the kind promises each segment its result alone (the kinds
+   run segment by segment, and Routing), else within TOL_PACK; every weight gradient read (E, F and the conv taps too) within
+   TOL_PACK of the segments' gradients summed in double; the caller workspace of the queried
+   size and 3 threads give the same bits. */
+static void check_packed_kind(const akind *k, int lkind, int self, const int *lq, const int *lk, int nseg, t_rng *r) {
+    enum { DM = 8, H = 2, CTX = 8, NE = 2 * AK_LP * AK_N, NC = 2 * AK_TAPS };
+    const int shared = ak_shared(k), exact = k->kind != ATTN_SOFTMAX && k->kind != ATTN_LONGFORMER;
+    const size_t big = (size_t)DM * DM;   /* >= every weight (CTX * CTX too) */
+    int cuq[9], cuk[9], Tq, Tk, u, w, p;
+    lcfg c;
+    akparams P;
+    attn_layer_weights W;
+    attn_layer_grads G, Ga;
+    attn_layer_desc d1;
+    float *xq, *xk, *dout, *out, *dxq, *dxk, *o2, *dxq2, *dxk2, *ao, *adxq, *adxk;
+    float *g[W_COUNT], *ga[W_COUNT], ge[NE], gf[NE], gc[NC], gae[NE], gaf[NE], gac[NC];
+    double *acc[W_COUNT], acce[NE], accf[NE], accc[NC], *tmp;
+    size_t bytes[2], i;
+    void *ws;
+    attn_status s = ATTN_OK;
+    char what[140];
+    int read[W_COUNT], ok_out = 1, ok_dx = 1, ok_alone = 1;
+    for (u = 0, cuq[0] = cuk[0] = 0; u < nseg; ++u) { cuq[u + 1] = cuq[u] + lq[u]; cuk[u + 1] = cuk[u] + lk[u]; }
+    Tq = cuq[nseg]; Tk = cuk[nseg];
+    snprintf(what, sizeof what, "packed %s in %s (%s, %d segments)", k->name, kind_name(lkind), self ? "self" : "cross", nseg);
+    lcfg_init(&c, lkind, DM, H, 0, CTX, r);
+    pk_setup(&c.d.attn, k, &P, H, DM / H, r);
+    if (!self && k->kind == ATTN_NYSTROM) c.d.attn.nystrom.conv_kernel = 0;   /* the conv residual needs lq == lk */
+    W = lcfg_weights(&c);
+    if (shared) { W.wk = NULL; W.bk = NULL; }
+    W.e = P.e; W.f = P.f; W.conv = P.conv;
+    xq = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM); xk = (float *)t_xmalloc(sizeof(float) * (size_t)Tk * DM);
+    dout = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM); out = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM);
+    o2 = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM); ao = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM);
+    dxq = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM); dxq2 = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM);
+    adxq = (float *)t_xmalloc(sizeof(float) * (size_t)Tq * DM);
+    dxk = (float *)t_xmalloc(sizeof(float) * (size_t)Tk * DM); dxk2 = (float *)t_xmalloc(sizeof(float) * (size_t)Tk * DM);
+    adxk = (float *)t_xmalloc(sizeof(float) * (size_t)Tk * DM);
+    tmp = (double *)t_xmalloc(sizeof(double) * (size_t)(Tq > Tk ? Tq : Tk) * DM);
+    fill_x(xq, tmp, (size_t)Tq * DM, r); fill_x(xk, tmp, (size_t)Tk * DM, r); fill_x(dout, tmp, (size_t)Tq * DM, r);
+    for (w = 0; w < W_COUNT; ++w) {
+        read[w] = c.n[w] != 0 && !(shared && (w == W_K || w == W_BK));
+        g[w] = (float *)t_xmalloc(sizeof(float) * big); ga[w] = (float *)t_xmalloc(sizeof(float) * big);
+        acc[w] = (double *)calloc(big, sizeof(double));
+    }
+    memset(acce, 0, sizeof acce); memset(accf, 0, sizeof accf); memset(accc, 0, sizeof accc);
+    memset(&G, 0, sizeof G); memset(&Ga, 0, sizeof Ga);
+    G.wq = g[W_Q]; G.bq = g[W_BQ]; G.wk = g[W_K]; G.bk = g[W_BK]; G.wv = g[W_V]; G.bv = g[W_BV];
+    G.wo = g[W_O]; G.bo = g[W_BO]; G.wa = g[W_A]; G.ba = g[W_BA]; G.wd = g[W_D]; G.e = ge; G.f = gf; G.conv = gc;
+    Ga.wq = ga[W_Q]; Ga.bq = ga[W_BQ]; Ga.wk = ga[W_K]; Ga.bk = ga[W_BK]; Ga.wv = ga[W_V]; Ga.bv = ga[W_BV];
+    Ga.wo = ga[W_O]; Ga.bo = ga[W_BO]; Ga.wa = ga[W_A]; Ga.ba = ga[W_BA]; Ga.wd = ga[W_D]; Ga.e = gae; Ga.f = gaf; Ga.conv = gac;
+    /* each segment through the layer alone (an empty one has no rows and no call) */
+    d1 = c.d; d1.n_threads = 1;
+    for (u = 0; u < nseg; ++u) {
+        if (!lq[u]) continue;
+        s = attn_layer_forward(&d1, &W, 1, lq[u], lk[u], xq + (size_t)cuq[u] * DM, self ? NULL : xk + (size_t)cuk[u] * DM,
+                               ao + (size_t)cuq[u] * DM);
+        ok_alone &= s == ATTN_OK;
+        s = attn_layer_backward(&d1, &W, 1, lq[u], lk[u], xq + (size_t)cuq[u] * DM, self ? NULL : xk + (size_t)cuk[u] * DM,
+                                dout + (size_t)cuq[u] * DM, adxq + (size_t)cuq[u] * DM, self ? NULL : adxk + (size_t)cuk[u] * DM, &Ga);
+        ok_alone &= s == ATTN_OK;
+        if (s != ATTN_OK) continue;
+        for (w = 0; w < W_COUNT; ++w) if (read[w]) for (i = 0; i < c.n[w]; ++i) acc[w][i] += ga[w][i];
+        for (i = 0; i < NE; ++i) { acce[i] += gae[i]; accf[i] += gaf[i]; }
+        for (i = 0; i < NC; ++i) accc[i] += gac[i];
+    }
+    if (!T_CHECK(ok_alone, "%s: a segment alone failed (%s)", what, attn_status_str(s))) goto out;
+    /* packed, one thread */
+    c.d.attn.cu_seqlens_q = cuq; c.d.attn.cu_seqlens_k = cuk; c.d.attn.varlen_batch = nseg;
+    c.d.n_threads = 1;
+    s = attn_layer_forward(&c.d, &W, 1, Tq, Tk, xq, self ? NULL : xk, out);
+    if (!T_CHECK(s == ATTN_OK, "%s: forward %s", what, attn_status_str(s))) goto out;
+    s = attn_layer_backward(&c.d, &W, 1, Tq, Tk, xq, self ? NULL : xk, dout, dxq, self ? NULL : dxk, &G);
+    if (!T_CHECK(s == ATTN_OK, "%s: backward %s", what, attn_status_str(s))) goto out;
+    for (u = 0; u < nseg; ++u) {   /* the kinds that promise a segment its rows alone: bitwise */
+        const size_t q0 = (size_t)cuq[u] * DM, k0 = (size_t)cuk[u] * DM, nq = (size_t)lq[u] * DM, nk = (size_t)lk[u] * DM;
+        if (exact) {
+            ok_out &= memcmp(out + q0, ao + q0, sizeof(float) * nq) == 0;
+            ok_dx &= memcmp(dxq + q0, adxq + q0, sizeof(float) * nq) == 0;
+            if (!self) ok_dx &= memcmp(dxk + k0, adxk + k0, sizeof(float) * nk) == 0;
+        } else {
+            ok_out &= max_diff(out + q0, ao + q0, nq) <= TOL_PACK;
+            ok_dx &= max_diff(dxq + q0, adxq + q0, nq) <= TOL_PACK && (self || max_diff(dxk + k0, adxk + k0, nk) <= TOL_PACK);
+        }
+    }
+    T_CHECK(ok_out, "%s: out rows differ from the segments alone (%.3g)", what, max_diff(out, ao, (size_t)Tq * DM));
+    T_CHECK(ok_dx, "%s: dx rows differ from the segments alone (%.3g)", what, max_diff(dxq, adxq, (size_t)Tq * DM));
+    for (w = 0; w < W_COUNT; ++w) {
+        double e;
+        if (!read[w]) continue;
+        e = pk_err(g[w], acc[w], c.n[w]);
+        if (e <= TOL_PACK && e > g_worst_pack) g_worst_pack = e;
+        T_CHECK(e <= TOL_PACK, "%s: grad %s differs from the segments' sum by %.3g", what, w_names[w], e);
+    }
+    ++g_pack_runs;
+    if (k->kind == ATTN_LINFORMER) {
+        T_CHECK(pk_err(ge, acce, NE) <= TOL_PACK, "%s: grads.e differs from the segments' sum by %.3g", what, pk_err(ge, acce, NE));
+        T_CHECK(pk_err(gf, accf, NE) <= TOL_PACK, "%s: grads.f differs from the segments' sum by %.3g", what, pk_err(gf, accf, NE));
+    }
+    if (k->kind == ATTN_NYSTROM && c.d.attn.nystrom.conv_kernel)
+        T_CHECK(pk_err(gc, accc, NC) <= TOL_PACK, "%s: grads.conv differs from the segments' sum by %.3g", what, pk_err(gc, accc, NC));
+    /* a caller workspace of the queried size (forward, then backward), and 3 threads: the same bits */
+    for (p = 0; p < 2; ++p) {
+        s = attn_layer_workspace_size(&c.d, p, 1, Tq, Tk, &bytes[p]);
+        if (!T_CHECK(s == ATTN_OK, "%s: workspace query %s", what, attn_status_str(s))) goto out;
+        ws = t_xmalloc(bytes[p]);
+        c.d.workspace = ws; c.d.workspace_size = bytes[p];
+        if (p == 0) {
+            s = attn_layer_forward(&c.d, &W, 1, Tq, Tk, xq, self ? NULL : xk, o2);
+            T_CHECK(s == ATTN_OK && memcmp(o2, out, sizeof(float) * (size_t)Tq * DM) == 0,
+                    "%s: forward in the queried workspace (%lu bytes): %s or other bits", what, (unsigned long)bytes[p], attn_status_str(s));
+        } else {
+            s = attn_layer_backward(&c.d, &W, 1, Tq, Tk, xq, self ? NULL : xk, dout, dxq2, self ? NULL : dxk2, &Ga);
+            T_CHECK(s == ATTN_OK && memcmp(dxq2, dxq, sizeof(float) * (size_t)Tq * DM) == 0 &&
+                    memcmp(ga[W_Q], g[W_Q], sizeof(float) * c.n[W_Q]) == 0 &&
+                    (k->kind != ATTN_LINFORMER || memcmp(gae, ge, sizeof ge) == 0) &&
+                    (k->kind != ATTN_NYSTROM || !c.d.attn.nystrom.conv_kernel || memcmp(gac, gc, sizeof gc) == 0),
+                    "%s: backward in the queried workspace (%lu bytes): %s or other bits", what, (unsigned long)bytes[p], attn_status_str(s));
+        }
+        c.d.workspace = NULL; c.d.workspace_size = 0;
+        free(ws);
+    }
+    c.d.n_threads = 3;
+    s = attn_layer_backward(&c.d, &W, 1, Tq, Tk, xq, self ? NULL : xk, dout, dxq2, self ? NULL : dxk2, &Ga);
+    T_CHECK(s == ATTN_OK && memcmp(dxq2, dxq, sizeof(float) * (size_t)Tq * DM) == 0 &&
+            memcmp(ga[W_O], g[W_O], sizeof(float) * c.n[W_O]) == 0 && memcmp(ga[W_Q], g[W_Q], sizeof(float) * c.n[W_Q]) == 0,
+            "%s: backward with 3 threads differs", what);
+out:
+    for (w = 0; w < W_COUNT; ++w) { free(g[w]); free(ga[w]); free(acc[w]); }
+    lcfg_free(&c);
+    free(xq); free(xk); free(dout); free(out); free(o2); free(ao); free(dxq); free(dxq2); free(adxq);
+    free(dxk); free(dxk2); free(adxk); free(tmp);
+}
+
+/* Bad cu_seqlens inside a layer: the status the kind's own attn_forward gives the same packed
+   desc, from the layer's forward, backward and workspace queries, nothing written. The kinds
+   that refuse cu_seqlens (linear, Performer, cosFormer: ATTN_ERR_KIND_OPTION) are refused alike. */
+static void check_packed_errors(void) {
+    static float wbuf[1024];
+    static const int cover[4] = { 0, 3, 4, 8 }, down[4] = { 0, 4, 3, 10 }, odd[4] = { 0, 3, 4, 10 }, one[2] = { 0, 10 };
+    static const struct { const int *cu; int n; const char *name; } cases[] = {
+        { cover, 3, "ending before the rows" }, { down, 3, "decreasing" }, { odd, 3, "segments of 3, 1, 6" }, { one, 1, "one segment of 10" },
+    };
+    float *q = (float *)t_xmalloc(sizeof(float) * 10 * 8), *o = (float *)t_xmalloc(sizeof(float) * 10 * 8);
+    int i, j;
+    for (i = 0; i < 80; ++i) q[i] = (float)(i % 7) * 0.1f;
+    for (i = 0; i < N_AKINDS; ++i)
+        for (j = 0; j < (int)(sizeof cases / sizeof cases[0]); ++j) {
+            ecase e;
+            akparams P;
+            attn_desc ad;
+            attn_tensor t = attn_tensor_dense(q, ATTN_F32, 1, 10, 2, 4), to = attn_tensor_dense(o, ATTN_F32, 1, 10, 2, 4);
+            attn_status want;
+            int doc = -1;           /* the status documented, where this test knows it */
+            size_t bytes;
+            char what[120];
+            t_rng r = t_rng_seed(7);
+            const attn_kind kd = akinds[i].kind;
+            memset(&e, 0, sizeof e);
+            e.d.kind = ATTN_LAYER_STANDARD; e.d.d_model = 8; e.d.heads = 2;
+            e.W.wq = e.W.wk = e.W.wv = e.W.wo = wbuf;
+            ak_setup(&e.d.attn, &akinds[i], &P, 2, 4, &r);
+            e.W.e = P.e; e.W.f = P.f; e.W.conv = P.conv;
+            e.B = 1; e.lq = e.lk = 10; e.self = 1;
+            e.d.attn.cu_seqlens_q = e.d.attn.cu_seqlens_k = cases[j].cu; e.d.attn.varlen_batch = cases[j].n;
+            ad = e.d.attn;          /* the kind's own call on tensors of the projected shape */
+            ad.linformer.e = P.e; ad.linformer.f = P.f; ad.nystrom.conv = P.conv;
+            want = attn_forward(&ad, t, t, t, to, NULL);
+            /* the statuses documented (ak_setup: BigBird block 2, LSH chunk 2, 4 landmarks, E/F of 9 columns) */
+            if (kd == ATTN_LINEAR || kd == ATTN_PERFORMER || kd == ATTN_COSFORMER) doc = ATTN_ERR_KIND_OPTION;
+            else if (j == 1) doc = ATTN_ERR_CU_SEQLENS_Q;
+            else if (kd == ATTN_BIGBIRD || kd == ATTN_LSH || kd == ATTN_NYSTROM || kd == ATTN_LINFORMER) {
+                static const int by[4][3] = {   /* cases 0, 2, 3 */
+                    { ATTN_ERR_VARLEN_COVER, ATTN_ERR_BIGBIRD_BLOCK, ATTN_OK }, { ATTN_ERR_VARLEN_COVER, ATTN_ERR_LSH_BUCKET_SIZE, ATTN_OK },
+                    { ATTN_ERR_VARLEN_COVER, ATTN_ERR_NYSTROM_LANDMARKS, ATTN_ERR_NYSTROM_DIVIDE },
+                    { ATTN_ERR_VARLEN_COVER, ATTN_OK, ATTN_ERR_LINFORMER_N } };
+                doc = by[kd == ATTN_BIGBIRD ? 0 : kd == ATTN_LSH ? 1 : kd == ATTN_NYSTROM ? 2 : 3][j == 0 ? 0 : j - 1];
+            }
+            snprintf(what, sizeof what, "packed %s layer, cu_seqlens %s", akinds[i].name, cases[j].name);
+            if (doc >= 0) T_CHECK(want == (attn_status)doc, "%s: attn_forward gives %s, documented %s", what, attn_status_str(want),
+                                  attn_status_str((attn_status)doc));
+            expect_err(&e, want, E_BOTH, what);
+            T_CHECK(attn_layer_workspace_size(&e.d, 0, 1, 10, 10, &bytes) == want &&
+                    attn_layer_workspace_size(&e.d, 1, 1, 10, 10, &bytes) == want, "%s: workspace queries", what);
+        }
+    free(q); free(o);
+}
+
+
+/* Packed layers of every kind that takes cu_seqlens: 5 segments with a 1-row and an empty one
+   (self-attention), every layer kind the attention kind fits; cross-attention where the kind
+   has it; then the refusals */
+static void test_packed_kinds(t_rng *r) {
+    static const int ls[5] = { 3, 1, 0, 4, 2 }, cq[4] = { 2, 1, 3, 2 }, ck[4] = { 4, 1, 3, 2 };
+    int i, lkind;
+    for (i = 0; i < N_AKINDS; ++i) {
+        const attn_kind kd = akinds[i].kind;
+        if (kd == ATTN_LINEAR || kd == ATTN_PERFORMER || kd == ATTN_COSFORMER) continue;   /* refused: check_packed_errors */
+        for (lkind = ATTN_LAYER_STANDARD; lkind <= ATTN_LAYER_SUPER; ++lkind) {
+            if (kd == ATTN_LINFORMER && lkind == ATTN_LAYER_SUPER) continue;
+            check_packed_kind(&akinds[i], lkind, 1, ls, ls, 5, r);
+        }
+        if (kd == ATTN_LINFORMER || kd == ATTN_NYSTROM || kd == ATTN_SOFTMAX)
+            check_packed_kind(&akinds[i], ATTN_LAYER_STANDARD, 0, cq, ck, 4, r);
+    }
+    check_packed_errors();
+}
+
 /* The backward's workspace query covers W_D's gradient: Direct at a context where the core's
    reduction of dW_D over the batch needs more scratch than the forward (it once asked for the
    forward's size only, and a caller workspace of the queried size was refused at context 256). */
@@ -1486,7 +1728,10 @@ void test_layers(void) {
     check_linformer_fd(2, 1, 1, &r);
     test_any_kind_counts_errors();
     test_direct_workspace(&r);
+    test_packed_kinds(&r);
     printf("      layers: any attention kind: %d kind x layer x self/cross cases, %d with a backward compared\n", g_any_runs, g_any_bwd);
+    printf("      layers: packed sequences: %d kind x layer x self/cross cases; weight gradients vs the segments' sum: %.2g of %.0e\n",
+           g_pack_runs, g_worst_pack, TOL_PACK);
     printf("      layers: largest passing errors: forward %.2g of %.0e, gradients %.2g of %.0e\n", g_worst_fwd, TOL_FWD,
            g_worst_grad, TOL_GRAD);
 }

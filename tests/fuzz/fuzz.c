@@ -400,6 +400,7 @@ static void target_layers(fz *f) {
     float *xq, *xkv, *out;
     size_t ob = (size_t)B * lq * dm * sizeof(float);
     attn_status st;
+    int cuq[5], cuk[5];
     memset(&d, 0, sizeof d); memset(&w, 0, sizeof w);
     d.kind = (attn_layer_kind)fz_int(f, 0, 6);
     d.d_model = fz_chance(f, 8) ? 0 : dm; d.heads = heads; d.context = ctx;
@@ -409,6 +410,21 @@ static void target_layers(fz *f) {
     if (d.attn.kind == ATTN_LINFORMER) { d.attn.linformer.k = fz_int(f, 0, 3); d.attn.linformer.n = 9; d.attn.linformer.shared_kv = fz_chance(f, 64); }
     if (d.attn.kind == ATTN_NYSTROM) { d.attn.nystrom.landmarks = 1; d.attn.nystrom.conv_kernel = fz_chance(f, 128) ? 3 : 0; }
     d.n_threads = fz_int(f, 0, 2);
+    if (d.attn.kind == ATTN_BIGBIRD) d.attn.bigbird.block = fz_int(f, 1, 2);
+    if (d.attn.kind == ATTN_LSH) d.attn.lsh.bucket_size = fz_int(f, 1, 2);
+    if (fz_chance(f, 48)) {   /* packed sequences: cut points drawn (usually ascending, ending at the rows), batch as drawn */
+        const int n = fz_int(f, 1, 4), sorted = !fz_chance(f, 24), cover = !fz_chance(f, 24);
+        int u, v, t;
+        cuq[0] = cuk[0] = 0;
+        for (u = 1; u <= n; ++u) { cuq[u] = fz_int(f, 0, lq); cuk[u] = self ? cuq[u] : fz_int(f, 0, lk); }
+        if (cover) { cuq[n] = lq; cuk[n] = lk; }
+        for (u = 1; sorted && u <= n; ++u)
+            for (v = u + 1; v <= n; ++v) {
+                if (cuq[v] < cuq[u]) { t = cuq[u]; cuq[u] = cuq[v]; cuq[v] = t; }
+                if (cuk[v] < cuk[u]) { t = cuk[u]; cuk[u] = cuk[v]; cuk[v] = t; }
+            }
+        d.attn.cu_seqlens_q = cuq; d.attn.cu_seqlens_k = cuk; d.attn.varlen_batch = n;
+    }
     w.wq = fz_floats(&r, nw, 0.3); w.wk = fz_floats(&r, nw, 0.3); w.wv = fz_floats(&r, nw, 0.3); w.wo = fz_floats(&r, nw, 0.3);
     if (fz_chance(f, 128)) { w.bq = fz_floats(&r, (size_t)dm, 0.1); w.bk = fz_floats(&r, (size_t)dm, 0.1); w.bv = fz_floats(&r, (size_t)dm, 0.1); w.bo = fz_floats(&r, (size_t)dm, 0.1); }
     w.wa = fz_floats(&r, (size_t)ctx * ctx, 0.3); w.ba = fz_floats(&r, (size_t)ctx, 0.1); w.wd = fz_floats(&r, (size_t)ctx * ctx, 0.3);
