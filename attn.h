@@ -1376,6 +1376,17 @@ typedef struct attn_layer_weights {
                    W, which gets no gradient); redraw them by changing the seed between steps.
      fixed tables  BigBird's random blocks, LSH's rotations, Routing's centroids (moved by
                    attn_routing_update) stay in attn.<kind> and get no gradient.
+     packed        attn.cu_seqlens_q/_k (batch 1) go to the kind, so a layer packs exactly where
+                   the kind's attn_forward does, with its statuses (nothing written): ATTN_SOFTMAX,
+                   ATTN_LONGFORMER (not with global_mask) and ATTN_ROUTING natively; ATTN_BIGBIRD,
+                   ATTN_LSH, ATTN_NYSTROM and ATTN_LINFORMER segment by segment (each segment a
+                   length the kind takes); not ATTN_LINEAR, ATTN_PERFORMER, ATTN_COSFORMER
+                   (ATTN_ERR_KIND_OPTION), nor the Direct kinds. The projections work row by row
+                   and Super's W^A per segment, so with the built-in GEMM a segment's out and dx
+                   rows are bitwise its layer run alone for the kinds that promise a segment its
+                   own result (the segment-by-segment kinds, Routing); every weight gradient is
+                   the segments' sum (the projections' in one GEMM: to rounding; E's, F's and the
+                   conv taps' in double, rounded once). The workspace queries cover the segments.
    Parameter counts add E and F (kv_heads k n each, k n with shared_heads; F not with
    shared_kv) and the conv taps (heads conv_kernel). A kind whose attn_backward does not exist yet (ATTN_ERR_KIND_OP)
    makes attn_layer_backward and the backward workspace query return ATTN_ERR_KIND_OP.
@@ -1430,7 +1441,8 @@ typedef struct attn_layer_grads {
     float *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo;
     float *wa, *ba;           /* [context, context], [context]: entries outside the block used get 0 */
     float *wd;                /* [context, context] */
-    float *e, *f;             /* ATTN_LINFORMER: dE, dF (the kind's de, df: columns past lk get 0) */
+    float *e, *f;             /* ATTN_LINFORMER: dE, dF (the kind's de, df: columns past lk, packed:
+                                 past the longest segment, get 0) */
     float *conv;              /* ATTN_NYSTROM: the conv taps' gradient (the kind's dconv) */
 } attn_layer_grads;
 
@@ -8705,7 +8717,9 @@ ATTNDEF attn_status attn_sgemm(int trans_a, int trans_b, int m, int n, int k, fl
    runs attn_backward on the attention core (the Direct kinds' logit gradient is its dbias),
    and the projections' GEMMs. The core is attn_forward / attn_backward of attn.kind, whatever
    the kind (shared-QK kinds get K from wq; Linformer's E, F and Nystromformer's conv taps are
-   put into the core's desc from the weights, their gradients from the grads).
+   put into the core's desc from the weights, their gradients from the grads). Packed
+   sequences pass through in the core's desc: the kind runs them (attn__varlen_run sums E's,
+   F's and the taps' gradients over the segments; its size queries count that scratch).
    The Direct kinds run the same core with q = k = 0 (dim 1) and their logits as the bias. */
 typedef struct attn__layer {
     const attn_layer_desc *d;
