@@ -11877,7 +11877,11 @@ static attn_status attn__lsh_decode(const attn__call *c) {
     if ((s = attn__check_cache(C, &X.R)) != ATTN_OK) return s;
     if (d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_DECODE_LENGTHS;
     kt = C->k; vt = C->v;
-    kt.batch = vt.batch = C->batch; kt.seq = vt.seq = X.R.capacity;   /* the logical view: shapes only */
+    if (C->page_size) {   /* the logical [batch, capacity] view, for the shape checks only (as attn__decode_setup) */
+        kt.batch = vt.batch = C->batch; kt.seq = vt.seq = X.R.capacity;
+        kt.stride_batch = 0; kt.stride_seq = X.R.k.ss; kt.stride_head = X.R.k.sh;
+        vt.stride_batch = 0; vt.stride_seq = X.R.v.ss; vt.stride_head = X.R.v.sh;
+    }
     if ((s = attn__check_qkv(&c->q, &kt, &vt, c->bytes ? NULL : &c->out, &X.q, &kv, &vv, &X.out)) != ATTN_OK) return s;
     if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
     if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
@@ -11893,9 +11897,9 @@ static attn_status attn__lsh_decode(const attn__call *c) {
         if (C->lens[b] < (d->seqlens_q ? d->seqlens_q[b] : c->q.seq)) return ATTN_ERR_LSH_DECODE_LENS;
         X.lmax = ATTN__MAX(X.lmax, C->lens[b]);
     }
-    X.H = c->q.heads; X.nh = g.nh; X.range = g.nh * (g.nb + 1);   /* nb <= 2^24: fits with nh * seq */
-    if (!attn__mul_size((size_t)C->batch * (size_t)X.R.capacity, (size_t)X.H * (size_t)X.nh, &bytes) ||
+    if (!attn__mul_size((size_t)C->batch * (size_t)X.R.capacity, (size_t)c->q.heads * (size_t)g.nh, &bytes) ||
         bytes > (size_t)PTRDIFF_MAX / sizeof(int) || (long long)g.nh * (g.nb + 1) > INT_MAX - 1) return ATTN_ERR_OVERFLOW;
+    X.H = c->q.heads; X.nh = g.nh; X.range = g.nh * (g.nb + 1);
     if ((X.bk = d->lsh.buckets))
         for (b = 0; b < C->batch; ++b)
             for (t = 0; t < C->lens[b]; ++t)
