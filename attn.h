@@ -26,7 +26,7 @@
              dilation; with a global_mask attn__lgm_forward / _backward on the exact core, or
              attn__lfg_task under causal / ALiBi), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD (backward: attn__bigbird_backward on the exact backward's pair),
-             ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
+             ATTN_LSH (attn__lsh_task; decoding attn__lsh_decode_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
