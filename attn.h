@@ -26,7 +26,7 @@
              dilation; with a global_mask attn__lgm_forward / _backward on the exact core, or
              attn__lfg_task under causal / ALiBi), attn__bsr (the block-sparse kernel on the exact core's tiles),
              ATTN_BIGBIRD (backward: attn__bigbird_backward on the exact backward's pair),
-             ATTN_LSH (attn__lsh_task), ATTN_ROUTING (attn__rt_task)
+             ATTN_LSH (attn__lsh_task; decoding attn__lsh_decode_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
@@ -399,7 +399,25 @@ typedef struct attn_longformer_params {
    logits. dq is the query role (q's rows), dk the key role (k's rows, through n(k)): with the
    shared QK passed as both q and k, its gradient is dq + dk (HF's gradient of query_key's
    output). Padding rows of dq, dk, dv are written 0 (padding rows of dout, out are not read).
-   Deterministic (one task per (batch, head)); 2.2-2.7x the forward's time (bench/README.md). */
+   Deterministic (one task per (batch, head)); 2.2-2.7x the forward's time (bench/README.md).
+   attn_decode (HF's generation with use_cache): the cache holds each token's shared QK row (as k)
+   and v; q [B, Sq, H, D] the newest Sq tokens' QK rows (seqlens_q[b] of them when given; the
+   rest are padding rows: out 0, lse -inf), already appended, so query i sits at position
+   t = lens[b] - Sq + i and sees tokens 0..t, whatever attn_desc.causal. lsh.buckets
+   [batch][capacity][H][n_hashes] holds every cached token's bucket per round (attn_lsh_buckets'
+   output; the query's own included); n_buckets or bucket_factors must be set (the prefill's).
+   Per round r, as HF's _get_relevant_hid_states_and_buckets: tokens 0..t sorted stably by
+   buckets[t'][r] (ties by position; the query, the largest position, is last of its bucket) at
+   sorted index p; its keys are the sorted indices (floor(p / bucket_size) - before) bucket_size
+   + u, u < (before + 1 + after) bucket_size, each modulo t + 1 (duplicates kept); s = scale q .
+   n(k), -1e5 for its own position (no other mask); rounds merged as above (hf_merge alike).
+   Only the order of the values within a round matters, so HF's own cache (past_buckets, round
+   offsets r * n_buckets or r * (n_buckets + 1) included) can be passed as it is: values must
+   lie in [0, n_hashes * (n_buckets + 1)). lsh.buckets NULL: one softmax over tokens 0..t with
+   the same self logit (HF's step while its cache holds no buckets: before the cache first
+   reaches bucket_size tokens). Sq > 1 gives Sq one-token steps (HF takes one at a time).
+   Threads: one task per (batch, head), deterministic; per query and round a counting sort of
+   t + 1 values, so a step costs O(n_hashes (t + n_hashes n_buckets + keys D)) per head. */
 typedef enum attn_lsh_layout { ATTN_LSH_ROT_ATTN = 0, ATTN_LSH_ROT_HF = 1 } attn_lsh_layout;
 #define ATTN_LSH_CHUNKS_ZERO (-1)       /* lsh.chunks_before / _after: exactly 0 chunks (0 is the default) */
 typedef struct attn_lsh_params {
@@ -412,6 +430,8 @@ typedef struct attn_lsh_params {
     int bucket_factors[4];              /* HF's factorised num_buckets, or {0} */
     int hf_merge;                       /* 1: merge the rounds with HF's fp32 weights */
     int chunks_before, chunks_after;    /* chunks attended around a query's own (0: HF's 1 and 0) */
+    const int *buckets;                 /* attn_decode: [batch][capacity][heads][n_hashes] the cache's
+                                           buckets, or NULL: full attention (see ATTN_LSH) */
 } attn_lsh_params;
 
 /* ATTN_ROUTING (Roy et al. 2021, Routing Transformer), self-attention with shared QK: q.seq ==
@@ -1064,8 +1084,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_LSH_BUCKETS,           312, ATTN_CAT_RANGE,       "attn_desc.lsh.n_buckets must be 0 (default) or even and >= 2") \
     X(ATTN_ERR_LSH_HASHES,            313, ATTN_CAT_RANGE,       "attn_desc.lsh.n_hashes must be >= 0 (0: 1), and n_hashes * q.seq must fit in an int") \
     X(ATTN_ERR_LSH_ROTATIONS,         314, ATTN_CAT_RANGE,       "attn_desc.lsh.rotations must be finite") \
-    X(ATTN_ERR_LSH_NULL,              315, ATTN_CAT_NULL,        "attn_lsh_rotations: desc or rotations is NULL") \
-    X(ATTN_ERR_LSH_SHAPE,             316, ATTN_CAT_SHAPE,       "attn_lsh_rotations: heads, seq and dim must be >= 1") \
+    X(ATTN_ERR_LSH_NULL,              315, ATTN_CAT_NULL,        "attn_lsh_rotations / attn_lsh_buckets: desc, rotations, buckets or k.data is NULL") \
+    X(ATTN_ERR_LSH_SHAPE,             316, ATTN_CAT_SHAPE,       "attn_lsh_rotations: heads, seq and dim must be >= 1 (attn_lsh_buckets: k's extents)") \
     X(ATTN_ERR_ROUTING_CENTROIDS,     317, ATTN_CAT_NULL,        "attn_desc.routing.centroids is NULL") \
     X(ATTN_ERR_ROUTING_CLUSTERS,      318, ATTN_CAT_RANGE,       "attn_desc.routing.n_clusters must be >= 1") \
     X(ATTN_ERR_ROUTING_WINDOW,        319, ATTN_CAT_RANGE,       "attn_desc.routing.window must be >= 0 (0: 64)") \
@@ -1086,6 +1106,9 @@ typedef struct attn_desc {
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
     X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
     X(ATTN_ERR_LSH_CHUNKS,            344, ATTN_CAT_RANGE,       "attn_desc.lsh.chunks_before and chunks_after must be 0 (default), ATTN_LSH_CHUNKS_ZERO or 1 .. n_hashes * seq / bucket_size") \
+    X(ATTN_ERR_LSH_DECODE_BUCKETS,    345, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: attn_desc.lsh.buckets must hold values in [0, n_hashes * (n_buckets + 1)) for every cached token (t < lens[b])") \
+    X(ATTN_ERR_LSH_DECODE_COUNT,      346, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: attn_desc.lsh.n_buckets or bucket_factors must be set (the prefill's count: the default depends on the prefill's length)") \
+    X(ATTN_ERR_LSH_DECODE_LENS,       347, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: cache.lens[b] must be >= sequence b's queries (q.seq, or seqlens_q[b]): they are its newest tokens, already appended") \
     \
     /* -- linear and kernel (350-399) -- */ \
     X(ATTN_ERR_LINEAR_EPS,            350, ATTN_CAT_RANGE,       "attn_desc.linear.eps must be finite and >= 0, or ATTN_EPS_ZERO") \
@@ -1650,6 +1673,14 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
        R  = (float)(sqrt(-2 log u1) * cos(2 pi u2))                  (in double; Box-Muller)
    a pure function of (seed, idx): the same on every platform and thread count. */
 ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations);
+
+/* Every round's bucket of each row of k [B, S, H, D] (the shared QK rows, any dtype) by
+   ATTN_LSH's rule (above) with desc->lsh's rotations (given, or drawn as attn_lsh_rotations),
+   n_hashes, n_buckets / bucket_factors (unset: the forward's default for seq S, which must then
+   be a multiple of bucket_size): buckets [B][S][H][n_hashes] ints in [0, n_buckets), and
+   n_buckets (the pad bucket) for rows at or past desc->seqlens_k[b] (or seqlens_q[b]). This is
+   the layout of attn_desc.lsh.buckets for attn_decode: a step's new tokens append contiguously. */
+ATTNDEF attn_status attn_lsh_buckets(const attn_desc *desc, attn_tensor k, int *buckets);
 
 /* The Routing Transformer's centroid update (k-means by EMA): centroids [heads][n_clusters][dim]
    fp32 (n_clusters from desc->routing; its centroids pointer is not read), updated in place,
@@ -11229,7 +11260,8 @@ static float attn__lsh_normal(unsigned long long seed, uint64_t idx) {
 }
 
 /* ATTN_LSH's resolved parameters: chunk, buckets (all factors), rounds, rotation columns and the
-   factors (one, n_buckets, when not factorised). */
+   factors (one, n_buckets, when not factorised). seq 0: decoding (no chunk grid, so any number
+   of chunks before / after; the default n_buckets is then meaningless: attn_decode refuses it). */
 typedef struct attn__lsh_cfg { int c, nb, nh, cols, nf, f[4], cb, ca; } attn__lsh_cfg;
 
 static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh_cfg *g) {
@@ -11262,7 +11294,7 @@ static attn_status attn__lsh_params(const attn_lsh_params *p, int seq, attn__lsh
         const int nch = g->nh * (seq / g->c);
         g->cb = p->chunks_before == 0 ? 1 : p->chunks_before == ATTN_LSH_CHUNKS_ZERO ? 0 : p->chunks_before;
         g->ca = p->chunks_after == ATTN_LSH_CHUNKS_ZERO ? 0 : p->chunks_after;
-        if (p->chunks_before < -1 || p->chunks_after < -1 || g->cb > nch || g->ca > nch ||
+        if (p->chunks_before < -1 || p->chunks_after < -1 || (seq && (g->cb > nch || g->ca > nch)) ||
             (long long)(g->cb + 1 + g->ca) * g->c > INT_MAX / 2) return ATTN_ERR_LSH_CHUNKS;
     }
     return ATTN_OK;
@@ -11645,7 +11677,8 @@ static attn_status attn__lsh_run(const attn__call *c, int bwd) {
 }
 static attn_status attn__lsh_forward(const attn__call *c) { return attn__lsh_run(c, 0); }
 static attn_status attn__lsh_backward(const attn__call *c) { return attn__lsh_run(c, 1); }
-static const attn__mech attn__mech_lsh = { attn__lsh_forward, attn__lsh_backward, NULL, NULL, NULL };
+static attn_status attn__lsh_decode(const attn__call *c);
+static const attn__mech attn__mech_lsh = { attn__lsh_forward, attn__lsh_backward, attn__lsh_decode, NULL, NULL };
 
 ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq, int dim, float *rotations) {
     attn_status s;
@@ -11662,6 +11695,250 @@ ATTNDEF attn_status attn_lsh_rotations(const attn_desc *desc, int heads, int seq
                 for (j = 0; j < g.cols; ++j, ++idx)
                     rotations[attn__lsh_rot_index(desc->lsh.rotations_layout, g.nh, dim, g.cols, h, r, e, j)] =
                         attn__lsh_normal(desc->lsh.seed, (uint64_t)idx);
+    return ATTN_OK;
+}
+
+/* ---- ATTN_LSH decoding (attn_decode) and attn_lsh_buckets ----------------------------------
+   HF's cached step (LSHSelfAttention with past_buckets_states, _get_relevant_hid_states_and_
+   buckets): per round, the tokens 0..t of the cache (t the query's own position) sorted stably
+   by their bucket value, the query (the largest position: last of its bucket) at sorted index
+   p, its keys the sorted indices (p/c - before) c + u, u < (before + 1 + after) c, modulo t + 1
+   (duplicates kept). One task per (batch, head); per query and round a counting sort over the
+   values (< n_hashes (n_buckets + 1)), the scores one dot product per key, the rounds merged
+   as the forward merges them. */
+
+/* The transposed rotations of head h, round r: RT [cols][D] (given, or drawn as attn_lsh_rotations). */
+static void attn__lsh_rot_block(const attn_lsh_params *p, const attn__lsh_cfg *g, int D, int h, int r, float *RT) {
+    int e, j;
+    for (e = 0; e < D; ++e)
+        for (j = 0; j < g->cols; ++j)
+            RT[(size_t)j * D + e] = p->rotations
+                ? p->rotations[attn__lsh_rot_index(p->rotations_layout, g->nh, D, g->cols, h, r, e, j)]
+                : attn__lsh_normal(p->seed, (((uint64_t)h * g->nh + r) * D + e) * g->cols + j);
+}
+
+/* The bucket of row x [D] by RT [cols][D]: per factor t the first maximum of [x R_t, -x R_t]. */
+static int attn__lsh_bucket_of(const attn__isa *isa, const attn__lsh_cfg *g, const float *RT, const float *x, int D) {
+    int t, j, off = 0, mult = 1, bucket = 0;
+    for (t = 0; t < g->nf; ++t) {
+        const int fh = g->f[t] / 2;
+        float best = -INFINITY;
+        int arg = 0;
+        for (j = 0; j < 2 * fh; ++j) {       /* [x R, -x R] in order: strict > keeps the first */
+            const float y = isa->dot(x, RT + (size_t)(off + j % fh) * D, D), z = j < fh ? y : -y;
+            if (z > best) { best = z; arg = j; }
+        }
+        bucket += mult * arg;
+        off += fh; mult *= g->f[t];
+    }
+    return bucket;
+}
+
+ATTNDEF attn_status attn_lsh_buckets(const attn_desc *desc, attn_tensor k, int *buckets) {
+    const attn__isa *isa = attn__pick_isa();
+    const int *lens;
+    attn__lsh_cfg g;
+    attn__view kv;
+    attn_status s;
+    size_t nrot, n, i;
+    float *RT;
+    int b, t, h, r;
+    if (!desc || !buckets || !k.data) return ATTN_ERR_LSH_NULL;
+    if (!attn__shape_ok(&k)) return ATTN_ERR_LSH_SHAPE;
+    if (!attn__dtype_ok(k.dtype)) return ATTN_ERR_DTYPE;
+    lens = desc->seqlens_k ? desc->seqlens_k : desc->seqlens_q;
+    if (lens && !attn__lengths_ok(lens, k.batch, k.seq)) return desc->seqlens_k ? ATTN_ERR_SEQLENS_K : ATTN_ERR_SEQLENS_Q;
+    if ((s = attn__lsh_params(&desc->lsh, desc->lsh.n_buckets || desc->lsh.bucket_factors[0] ? 0 : k.seq, &g)) != ATTN_OK)
+        return s;
+    if ((s = attn__make_view(&k, &kv)) != ATTN_OK) return s;
+    if (!attn__mul_size((size_t)k.heads * (size_t)g.nh, (size_t)k.dim * (size_t)g.cols, &nrot) ||
+        !attn__mul_size((size_t)k.batch * (size_t)k.seq, (size_t)k.heads * (size_t)g.nh, &n) ||
+        n > (size_t)PTRDIFF_MAX / sizeof(int) || !attn__mul_size((size_t)g.cols + 1, (size_t)k.dim * sizeof(float), &n))
+        return ATTN_ERR_OVERFLOW;
+    if (desc->lsh.rotations)
+        for (i = 0; i < nrot; ++i) if (!isfinite(desc->lsh.rotations[i])) return ATTN_ERR_LSH_ROTATIONS;
+    if (!(RT = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
+    for (h = 0; h < k.heads; ++h)
+        for (r = 0; r < g.nh; ++r) {
+            float *x = RT + (size_t)g.cols * k.dim;
+            attn__lsh_rot_block(&desc->lsh, &g, k.dim, h, r, RT);
+            for (b = 0; b < k.batch; ++b)
+                for (t = 0; t < k.seq; ++t) {
+                    int *o = buckets + (((size_t)b * k.seq + t) * k.heads + h) * g.nh + r;
+                    if (lens && t >= lens[b]) { *o = g.nb; continue; }   /* padding: the pad bucket */
+                    isa->load(attn__at(&kv, b, t, h), k.dtype, x, k.dim, 1.0f);
+                    *o = attn__lsh_bucket_of(isa, &g, RT, x, k.dim);
+                }
+        }
+    attn__free(RT);
+    return ATTN_OK;
+}
+
+typedef struct attn__lshd {
+    const attn_kv_cache *cache;
+    attn__cache R;
+    attn__view q, out;
+    const int *bk;               /* lsh.buckets [batch][capacity][H][nh], or NULL: full attention */
+    const int *seqlens_q;        /* or NULL: q.seq queries */
+    int Sq, H, D, Dv, c, cb, nh, range, keys, lmax, hf_merge;
+    float scale, *lse;
+    const attn__isa *isa;
+    float *ws;
+    size_t ws_floats;            /* per thread: Q, Kr [D], Vr, O, acc [Dv], S [keys]; ints kid [keys],
+                                    sorted [lmax], cnt [range + 1] */
+} attn__lshd;
+
+static void attn__lsh_decode_task(void *ctx, int task, int thread) {
+    const attn__lshd *X = (const attn__lshd *)ctx;
+    const attn__isa *isa = X->isa;
+    const attn_kv_cache *C = X->cache;
+    const int H = X->H, b = task / H, h = task % H, D = X->D, Dv = X->Dv, L = C->lens[b];
+    const int nq = X->seqlens_q ? X->seqlens_q[b] : X->Sq, rounds = X->bk ? X->nh : 1;
+    float *Q = X->ws + (size_t)thread * X->ws_floats, *Kr = Q + D, *Vr = Kr + D, *O = Vr + Dv, *acc = O + Dv;
+    float *S = acc + Dv;
+    int *kid = (int *)(void *)(S + X->keys), *sorted = kid + X->keys, *cnt = sorted + X->lmax;
+    int i, r, u, j;
+    for (i = 0; i < X->Sq; ++i) {
+        const int t = L - nq + i;            /* the query's position: the cache holds it */
+        float m = -INFINITY, l = 0.0f, lse_i, w;
+        if (i >= nq) {                       /* padding query rows: out 0, lse -inf */
+            attn__store_zero_row(attn__at(&X->out, b, i, h), X->out.dtype, Dv);
+            if (X->lse) X->lse[((size_t)b * H + h) * X->Sq + i] = -INFINITY;
+            continue;
+        }
+        isa->load(attn__at(&X->q, b, i, h), X->q.dtype, Q, D, X->scale);
+        memset(acc, 0, sizeof(float) * (size_t)Dv);
+        for (r = 0; r < rounds; ++r) {
+            float mx = -INFINITY, sum = 0.0f, lse_r;
+            int nk;
+            if (!X->bk) {                    /* no buckets: every token 0..t once */
+                nk = t + 1;
+                for (u = 0; u < nk; ++u) kid[u] = u;
+            } else {                         /* stable counting sort of 0..t by value, then the window */
+                const int n = t + 1;
+                const int *bv = X->bk + ((size_t)b * X->R.capacity * H + h) * X->nh + r;
+                const size_t st = (size_t)H * X->nh;
+                long long s0;
+                int p = 0;
+                memset(cnt, 0, sizeof(int) * ((size_t)X->range + 1));
+                for (j = 0; j < n; ++j) cnt[bv[(size_t)j * st] + 1]++;
+                for (j = 0; j < X->range; ++j) cnt[j + 1] += cnt[j];
+                for (j = 0; j < n; ++j) {
+                    const int at = cnt[bv[(size_t)j * st]]++;
+                    sorted[at] = j;
+                    if (j == t) p = at;
+                }
+                s0 = ((long long)(p / X->c) - X->cb) * X->c;
+                nk = X->keys;
+                for (u = 0; u < nk; ++u) {
+                    long long ix = (s0 + u) % n;
+                    kid[u] = sorted[ix < 0 ? ix + n : ix];
+                }
+            }
+            for (u = 0; u < nk; ++u) {       /* s = q . n(k); the query's own key -1e5 */
+                float s = -1e5f;
+                if (kid[u] != t) {
+                    float ss;
+                    isa->load(attn__cache_at(C, &X->R.k, b, kid[u], h), X->R.k.dtype, Kr, D, 1.0f);
+                    ss = isa->dot(Kr, Kr, D);
+                    s = isa->dot(Q, Kr, D) * (1.0f / sqrtf(ss / (float)D + 1e-6f));
+                }
+                S[u] = s;
+                mx = mx > s ? mx : s;        /* NaN in s makes mx NaN: it propagates */
+            }
+            memset(O, 0, sizeof(float) * (size_t)Dv);
+            for (u = 0; u < nk; ++u) {
+                const float e = expf(S[u] - mx);
+                isa->load(attn__cache_at(C, &X->R.v, b, kid[u], h), X->R.v.dtype, Vr, Dv, 1.0f);
+                isa->axpy(O, e, Vr, Dv);
+                sum += e;
+            }
+            lse_r = mx + logf(sum);
+            if (lse_r > m) {                 /* merge (O / sum, lse_r) as the forward does */
+                const float a = m == -INFINITY ? 0.0f : expf(m - lse_r);
+                isa->scal(acc, a, Dv);
+                l = l * a + 1.0f;
+                m = lse_r;
+                isa->axpy(acc, 1.0f / sum, O, Dv);
+            } else {
+                const float e = expf(lse_r - m);
+                l += e;
+                isa->axpy(acc, e / sum, O, Dv);
+            }
+        }
+        lse_i = m + logf(l);
+        w = X->hf_merge ? expf(m - lse_i) : 1.0f / l;
+        isa->store(attn__at(&X->out, b, i, h), X->out.dtype, acc, Dv, w);
+        if (X->lse) X->lse[((size_t)b * H + h) * X->Sq + i] = lse_i;
+    }
+}
+
+/* ATTN_LSH's attn_decode: validate (everything before any write), the workspace, one task per
+   (batch, head). */
+static attn_status attn__lsh_decode(const attn__call *c) {
+    const attn_desc *d = c->d;
+    const attn_kv_cache *C = c->cache;
+    attn__lshd X;
+    attn__lsh_cfg g;
+    attn_tensor kt, vt;
+    attn__view kv, vv;
+    attn__ws w;
+    attn_desc e;
+    attn_status s;
+    size_t bytes, f = 0;
+    int b, t, h, r, tasks, nt;
+    memset(&X, 0, sizeof X);
+    if ((s = attn__check_cache(C, &X.R)) != ATTN_OK) return s;
+    if (d->seqlens_k || d->cu_seqlens_q || d->cu_seqlens_k) return ATTN_ERR_DECODE_LENGTHS;
+    kt = C->k; vt = C->v;
+    if (C->page_size) {   /* the logical [batch, capacity] view, for the shape checks only (as attn__decode_setup) */
+        kt.batch = vt.batch = C->batch; kt.seq = vt.seq = X.R.capacity;
+        kt.stride_batch = 0; kt.stride_seq = X.R.k.ss; kt.stride_head = X.R.k.sh;
+        vt.stride_batch = 0; vt.stride_seq = X.R.v.ss; vt.stride_head = X.R.v.sh;
+    }
+    if ((s = attn__check_qkv(&c->q, &kt, &vt, c->bytes ? NULL : &c->out, &X.q, &kv, &vv, &X.out)) != ATTN_OK) return s;
+    if (!isfinite(d->scale)) return ATTN_ERR_SCALE;
+    if (d->causal != 0 && d->causal != 1) return ATTN_ERR_CAUSAL;
+    if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
+    e = *d; e.seqlens_q = NULL;
+    if (!attn__sparse_plain(&e) || d->softcap != 0.0f) return ATTN_ERR_SPARSE_MASKS;
+    if (kt.heads != c->q.heads) return ATTN_ERR_LSH_HEADS;
+    if (d->seqlens_q && !attn__lengths_ok(d->seqlens_q, c->q.batch, c->q.seq)) return ATTN_ERR_SEQLENS_Q;
+    if ((s = attn__lsh_params(&d->lsh, 0, &g)) != ATTN_OK) return s;
+    if (!d->lsh.n_buckets && !d->lsh.bucket_factors[0]) return ATTN_ERR_LSH_DECODE_COUNT;
+    X.lmax = 1;
+    for (b = 0; b < C->batch; ++b) {
+        if (C->lens[b] < (d->seqlens_q ? d->seqlens_q[b] : c->q.seq)) return ATTN_ERR_LSH_DECODE_LENS;
+        X.lmax = ATTN__MAX(X.lmax, C->lens[b]);
+    }
+    if (!attn__mul_size((size_t)C->batch * (size_t)X.R.capacity, (size_t)c->q.heads * (size_t)g.nh, &bytes) ||
+        bytes > (size_t)PTRDIFF_MAX / sizeof(int) || (long long)g.nh * (g.nb + 1) > INT_MAX - 1) return ATTN_ERR_OVERFLOW;
+    X.H = c->q.heads; X.nh = g.nh; X.range = g.nh * (g.nb + 1);
+    if ((X.bk = d->lsh.buckets))
+        for (b = 0; b < C->batch; ++b)
+            for (t = 0; t < C->lens[b]; ++t)
+                for (h = 0; h < X.H; ++h)
+                    for (r = 0; r < X.nh; ++r) {
+                        const int v = X.bk[(((size_t)b * X.R.capacity + t) * X.H + h) * X.nh + r];
+                        if (v < 0 || v >= X.range) return ATTN_ERR_LSH_DECODE_BUCKETS;
+                    }
+    X.cache = C; X.seqlens_q = d->seqlens_q; X.Sq = c->q.seq; X.D = c->q.dim; X.Dv = vt.dim;
+    X.c = g.c; X.cb = g.cb; X.keys = X.bk ? (g.cb + 1 + g.ca) * g.c : X.lmax; X.hf_merge = d->lsh.hf_merge;
+    X.scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)c->q.dim);
+    X.lse = c->lse; X.isa = attn__pick_isa();
+    if (!attn__lsh_add(&f, 2, (size_t)X.D + (size_t)X.Dv) || !attn__lsh_add(&f, 1, (size_t)X.Dv) ||
+        !attn__lsh_add(&f, 2, (size_t)X.keys) || !attn__lsh_add(&f, 1, (size_t)X.lmax) ||
+        !attn__lsh_add(&f, 1, (size_t)X.range + 16) || !attn__tasks((size_t)c->q.batch, (size_t)X.H, 1, &tasks))
+        return ATTN_ERR_OVERFLOW;
+    X.ws_floats = f & ~(size_t)15;
+    nt = ATTN__MIN(attn__resolve_threads(d), tasks);
+    if (!attn__mul_size(X.ws_floats, (size_t)nt * sizeof(float), &bytes) || !attn__add_size(bytes, ATTN__ALIGN, &bytes))
+        return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(d->workspace, d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    X.ws = (float *)(void *)w.base;
+    attn__parallel_for(d, tasks, nt, attn__lsh_decode_task, &X);
+    attn__ws_release(&w);
     return ATTN_OK;
 }
 

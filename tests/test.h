@@ -67,6 +67,7 @@ void test_amx_emu(void);   /* the AMX branch on a software tile file */
 /* sparse */
 void test_sparse(void);
 void test_lsh_hf(void);
+void t_lsh_decode(void);   /* tests/test_lsh_decode.c: attn_decode with ATTN_LSH, attn_lsh_buckets; called by test_lsh_hf */
 void t_packed_lsh(void);   /* tests/test_packed.c: cu_seqlens, called by test_lsh_hf */   /* tests/test_lsh.c: ATTN_LSH against HF's Reformer conventions */
 void test_bigbird_hf(void);   /* tests/test_bigbird.c, called by test_sparse */
 void test_longformer_mask(void);   /* called by test_sparse */

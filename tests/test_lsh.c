@@ -987,4 +987,5 @@ void test_lsh_hf(void) {
     }
     lt_backward(&r);
     t_packed_lsh();
+    t_lsh_decode();
 }

@@ -320,7 +320,7 @@ static void target_decode(fz *f) {
     for (i = 0; i < 3 * 5; ++i) table[i] = fz_chance(f, 8) ? fz_int(f, -2, n_pages + 2) : fz_int(f, 0, n_pages - 1);
     for (i = 0; i < 3; ++i) lens[i] = 0;
     for (op = 0; op < 6; ++op) {
-        const int what = (int)(fz_u8(f) % 4u), S = fz_int(f, 1, 6);
+        const int what = (int)(fz_u8(f) % 5u), S = fz_int(f, 1, 6);
         void *sk = gb_dup(c.k.data, kb), *sv = gb_dup(c.v.data, vb);
         int sl[3], n_new[3];
         attn_status st;
@@ -332,6 +332,28 @@ static void target_decode(fz *f) {
                            : attn_kv_append_streaming(&c, fz_int(f, -1, 3), fz_int(f, 0, 8), kn, vn, fz_chance(f, 128) ? n_new : NULL);
         } else if (what == 2) {
             st = attn_kv_evict(&c, fz_int(f, -1, B), fz_int(f, -1, 4), fz_int(f, -1, 4));
+        } else if (what == 4) {                    /* ATTN_LSH's decode (HF's cached step): often bad fields, buckets */
+            const int Sq = fz_int(f, 1, 3), nh = fz_int(f, 0, 3), cap = paged ? ps * maxp : seq;
+            int *bk = (int *)gb_alloc(sizeof(int) * (size_t)B * cap * Hq * 3), sq[3];
+            float *lse = (float *)gb_alloc((size_t)B * Hq * Sq * sizeof(float));
+            attn_desc d;
+            attn_tensor q = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, D, 0, NULL), o;
+            size_t ob;
+            memset(&d, 0, sizeof d);
+            d.kind = ATTN_LSH; d.lsh.bucket_size = fz_int(f, -1, 5); d.lsh.n_hashes = nh; d.lsh.n_buckets = 2 * fz_int(f, 0, 3);
+            d.lsh.chunks_before = fz_int(f, -2, 3); d.lsh.chunks_after = fz_int(f, -1, 2); d.lsh.hf_merge = fz_int(f, 0, 2);
+            d.causal = fz_int(f, 0, 1); d.n_threads = fz_int(f, 0, 3); d.softcap = fz_chance(f, 16) ? 1.0f : 0.0f;
+            for (i = 0; i < B * cap * Hq * 3; ++i) bk[i] = fz_chance(f, 4) ? fz_int(f, -1, 40) : fz_int(f, 0, 4);
+            for (i = 0; i < 3; ++i) sq[i] = fz_int(f, 0, Sq + 1);
+            d.lsh.buckets = fz_chance(f, 200) ? bk : NULL;
+            d.seqlens_q = fz_chance(f, 40) ? sq : NULL;
+            o = fz_tensor(f, &r, fz_dtype(f), B, Sq, Hq, Dv, 1, &ob);
+            st = attn_decode(&d, q, &c, o, lse);
+            FZ_STATUS(st, "lsh decode: unknown status %d", (int)st); g_valid += st == ATTN_OK;
+            if (st != ATTN_OK) FZ_CHECK(t_sentinel_ok(o.data, ob, 0xC7), "lsh decode wrote out on error %s", attn_status_str(st));
+            else FZ_CHECK(!has_nan(&o), "lsh decode NaN from finite inputs");
+            free(sk); free(sv);
+            continue;
         } else {                                   /* decode vs attn_forward's reference on the gathered cache */
             const int Sq = fz_int(f, 1, 3);
             int lq[3], lk[3];
