@@ -698,7 +698,12 @@ static void test_nystrom_pinv(void) {
         r_softmax_rows(A, m, m, 1.0);
         for (i = 0; i < m * m; ++i) { a[i] = (float)A[i]; A[i] = a[i]; }
         T_CHECK(r_inverse(A, m, X), "test matrix singular");
-        T_CHECK(attn_nystrom_pinv(m, iters, a, z) == ATTN_OK, "pinv");
+        {
+            const size_t m0 = t_attn_mallocs;
+            T_CHECK(attn_nystrom_pinv(m, iters, a, z) == ATTN_OK, "pinv");
+            T_CHECK(t_attn_mallocs - m0 == 1, "attn_nystrom_pinv (m %d): %lu ATTN_MALLOC calls, want one block", m,
+                    (unsigned long)(t_attn_mallocs - m0));
+        }
         r_pinv_iter(A, m, iters, 0.0, Zr);
         for (i = 0; i < m * m; ++i) {
             if (fabs(X[i]) > mx) mx = fabs(X[i]);
