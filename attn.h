@@ -15361,8 +15361,9 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
    doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv and
    per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates, 8 m^2 of
-   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks = tokens): the exact kernel's out and lse, fp32 dv when the
-   conv adds to it, dout and V rows per thread. */
+   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
+   tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
+   per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
     const attn_nystrom_params *N = &c->d->nystrom;
     const size_t B = (size_t)c->q.batch, Sq = (size_t)c->q.seq, Sk = (size_t)c->k.seq, Hq = (size_t)c->q.heads;
