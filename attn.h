@@ -1730,7 +1730,7 @@ ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int
    overlap a (ATTN_ERR_NYSTROM_PINV_ALIAS). The iteration converges when a is well enough
    conditioned; when it does not give a finite result (a singular or ill-conditioned a, e.g.
    columns whose sums cancel) the call returns ATTN_ERR_NYSTROM_PINV_DIVERGED and leaves z
-   untouched. Allocates 4 m^2 floats of scratch. */
+   untouched. Makes one allocation: 4 m^2 floats of scratch and the GEMMs' packing. */
 ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z);
 
 /* ---- AMX -------------------------------------------------------------------------------- */
@@ -8619,6 +8619,9 @@ static size_t attn__sgemm_1t_floats(int m, int n, int k) {
     attn__gemm_job_1t(&J);
     return (J.ws_floats + 15) & ~(size_t)15;
 }
+/* Packing floats enough for every attn__sgemm_1t of m <= M, n <= N and k <= K (its k block
+   never exceeds k rounded up to 8, nor ATTN__GEMM_KC). */
+static size_t attn__sgemm_1t_bound(int M, int N, int K) { return attn__sgemm_1t_floats(M, N, ATTN__MIN(K, ATTN__GEMM_KC)); }
 static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
                                               const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
                                               float beta, float *C, ptrdiff_t ldc) {
@@ -15318,9 +15321,10 @@ static double attn__nys_colmax(const float *a, int m) {
     return best;
 }
 
-/* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; cmax > 0; hist
-   (NULL: none) gets the iterate before each step, Z_0 .. Z_{iters-1} [iters][m][m] (backward). */
-static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s, float *hist) {
+/* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; gw: GEMM packing
+   (attn__sgemm_1t_bound(m, m, m) floats); cmax > 0; hist (NULL: none) gets the iterate before
+   each step, Z_0 .. Z_{iters-1} [iters][m][m] (backward). */
+static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s, float *gw, float *hist) {
     const size_t mm = (size_t)m * m;
     float *AZ = s, *T = s + mm, *U = s + 2 * mm, *Zc = Z, *tmp;
     const float inv = (float)(1.0 / cmax);
@@ -15329,40 +15333,42 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
         for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] * inv;
     for (it = 0; it < iters; ++it) {
         if (hist) memcpy(hist + (size_t)it * mm, Zc, mm * sizeof(float));
-        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 1.0f, A, m, Zc, m, 0.0f, AZ, m);            /* AZ */
+        attn__sgemm_1t(gw, 0, 0, m, m, m, 1.0f, A, m, Zc, m, 0.0f, AZ, m);            /* AZ */
         for (i = 0; i < m; ++i) {                                                            /* T = 7I - AZ */
             for (j = 0; j < m; ++j) T[(size_t)i * m + j] = -AZ[(size_t)i * m + j];
             T[(size_t)i * m + i] += 7.0f;
         }
-        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, T, m, 0.0f, U, m);            /* U = 15I - AZ T */
+        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, T, m, 0.0f, U, m);            /* U = 15I - AZ T */
         for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;
-        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T, m);            /* T = 13I - AZ U */
+        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T, m);            /* T = 13I - AZ U */
         for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 13.0f;
-        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 0.25f, Zc, m, T, m, 0.0f, U, m);            /* Z T / 4 */
+        attn__sgemm_1t(gw, 0, 0, m, m, m, 0.25f, Zc, m, T, m, 0.0f, U, m);            /* Z T / 4 */
         tmp = Zc; Zc = U; U = tmp;
     }
     if (Zc != Z) memcpy(Z, Zc, mm * sizeof(float));
 }
 
 ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, float *z) {
-    size_t n, mm, i;
+    size_t n, mm, i, gf;
     float *s, *zs;
     double cmax;
     if (!a || !z) return ATTN_ERR_NYSTROM_PINV_NULL;
     if (m < 1) return ATTN_ERR_NYSTROM_PINV_M;
     if (iterations < 0) return ATTN_ERR_NYSTROM_ITERATIONS;
     if (!iterations) iterations = 6;
-    if (!attn__mul_size((size_t)m, (size_t)m, &mm) || !attn__mul_size(mm, 4 * sizeof(float), &n) ||
-        n > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
+    gf = attn__sgemm_1t_bound(m, m, m);   /* scratch: AZ, T, U, the result, then GEMM packing */
+    n = 0;
+    if (!attn__mul_size((size_t)m, (size_t)m, &mm) || !attn__lr_floats(&n, 4, mm) || !attn__add_size(n, gf, &n) ||
+        !attn__mul_size(n, sizeof(float), &n) || n > (size_t)PTRDIFF_MAX) return ATTN_ERR_OVERFLOW;
     {   /* [a, a + m^2) and [z, z + m^2) must not meet (z is written while a is read) */
         const uintptr_t a0 = (uintptr_t)a, z0 = (uintptr_t)z, bytes = (uintptr_t)(mm * sizeof(float));
         if (a0 < z0 + bytes && z0 < a0 + bytes) return ATTN_ERR_NYSTROM_PINV_ALIAS;
     }
     cmax = attn__nys_colmax(a, m);
     if (!(cmax > 0.0) || !isfinite(cmax)) return ATTN_ERR_NYSTROM_PINV_A;
-    if (!(s = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;
+    if (!(s = (float *)attn__alloc(n))) return ATTN_ERR_OUT_OF_MEMORY;   /* the one allocation */
     zs = s + 3 * mm;                 /* the result lands in scratch first: z only gets a finite one */
-    attn__nys_pinv(a, m, iterations, cmax, zs, s, NULL);
+    attn__nys_pinv(a, m, iterations, cmax, zs, s, s + (n / sizeof(float) - gf), NULL);
     for (i = 0; i < mm; ++i)
         if (!isfinite(zs[i])) { attn__free(s); return ATTN_ERR_NYSTROM_PINV_DIVERGED; }
     memcpy(z, zs, mm * sizeof(float));
@@ -15385,6 +15391,7 @@ typedef struct attn__nys_plan {
     float scale;
     attn_desc core;                    /* the exact path's desc (seqlens_q = lens_q) */
     size_t scratch_floats, floats, core_bytes;
+    size_t gemm_at;                    /* a thread's GEMM packing buffer: at this offset in its scratch */
     size_t f_ql, f_w, f_part, f_stage, f_a, part_row;   /* floats of ql / kl, of w, partials, stage, a_all */
     float *ql, *kl, *w, *part, *stage, *scratch;   /* Q~, K~ (per query head) [B, m, Hq, D];
                                         W = pinv(A) B V [B, m, Hq, Dv]; part: per (b, h, key chunk)
@@ -15402,6 +15409,11 @@ typedef struct attn__nys_plan {
                                           path's lse [B, Hq, Sq] */
     double *dc, dctot;                 /* per head dL/dc (c: Z0's divisor); their sum (BATCH) */
 } attn__nys_plan;
+
+/* thread's packing buffer for attn__sgemm_1t (64-byte aligned: every offset is a multiple of 16) */
+static float *attn__nys_gw(const attn__nys_plan *P, int thread) {
+    return P->scratch + (size_t)thread * P->scratch_floats + P->gemm_at;
+}
 
 /* Valid query rows / keys of sequence b (padding rows past them); the rows the landmarks and
    the conv read: all of them under Hugging Face's rule, the valid ones under the others. */
@@ -15481,7 +15493,7 @@ static void attn__nys_bv_task(void *ctx, int t, int thread) {
     const int c = t % P->n_chunks, bh = t / P->n_chunks, b = bh / Hk, hk = bh % Hk;
     const int k0 = c * ATTN__NYS_KC, k1 = ATTN__MIN(attn__nys_lk(P, b), k0 + ATTN__NYS_KC), kc = k1 - k0;
     float *S = P->scratch + (size_t)thread * P->scratch_floats, *kb = S + (size_t)m * ATTN__NYS_KC;
-    float *vb = kb + (size_t)ATTN__NYS_KC * D;
+    float *vb = kb + (size_t)ATTN__NYS_KC * D, *gw = attn__nys_gw(P, thread);
     ptrdiff_t ldk, ldv;
     const float *K, *V;
     int i, r;
@@ -15501,7 +15513,7 @@ static void attn__nys_bv_task(void *ctx, int t, int thread) {
     for (i = 0; i < g; ++i) {
         const int h = hk * g + i;
         float *part = P->part + (((size_t)b * Hq + h) * P->n_chunks + c) * (size_t)m * P->part_row;
-        attn__sgemm_par(NULL, 1, 0, 1, m, kc, D, P->scale, P->ql + ((size_t)b * m * Hq + h) * D, (ptrdiff_t)Hq * D, K, ldk,
+        attn__sgemm_1t(gw, 0, 1, m, kc, D, P->scale, P->ql + ((size_t)b * m * Hq + h) * D, (ptrdiff_t)Hq * D, K, ldk,
                         0.0f, S, kc);
         for (r = 0; r < m; ++r) {
             float *row = S + (size_t)r * kc;
@@ -15509,18 +15521,18 @@ static void attn__nys_bv_task(void *ctx, int t, int thread) {
             part[(size_t)r * P->part_row + Dv] = mx;
             part[(size_t)r * P->part_row + Dv + 1] = P->isa->exp_sum(row, row, mx, kc);
         }
-        attn__sgemm_par(NULL, 1, 0, 0, m, Dv, kc, 1.0f, S, kc, V, ldv, 0.0f, part, (ptrdiff_t)P->part_row);
+        attn__sgemm_1t(gw, 0, 0, m, Dv, kc, 1.0f, S, kc, V, ldv, 0.0f, part, (ptrdiff_t)P->part_row);
     }
 }
 
-/* A = softmax(scale Q~ K~^T) [m][m] of (b, query head h) */
-static void attn__nys_a(const attn__nys_plan *P, int b, int h, float *A) {
+/* A = softmax(scale Q~ K~^T) [m][m] of (b, query head h); gw: GEMM packing */
+static void attn__nys_a(const attn__nys_plan *P, int b, int h, float *A, float *gw) {
     const int Hq = P->q.heads, D = P->q.dim, m = P->m;
     const size_t oq = ((size_t)b * m * Hq + h) * D;
     int i;
     int qlo, qhi, klo, khi;
     attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
-    attn__sgemm_par(NULL, 1, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
+    attn__sgemm_1t(gw, 0, 1, m, m, D, P->scale, P->ql + oq, (ptrdiff_t)Hq * D, P->kl + oq, (ptrdiff_t)Hq * D,
                     0.0f, A, m);
     for (i = 0; i < m; ++i)   /* a masked landmark's row: uniform */
         attn__nys_softmax_range(P->isa, A + (size_t)i * m, klo, i >= qlo && i < qhi ? khi : klo, m);
@@ -15530,8 +15542,7 @@ static void attn__nys_a(const attn__nys_plan *P, int b, int h, float *A) {
 static void attn__nys_a_task(void *ctx, int t, int thread) {
     attn__nys_plan *P = (attn__nys_plan *)ctx;
     float *A = P->a_all + (size_t)t * P->m * P->m;
-    (void)thread;
-    attn__nys_a(P, t / P->q.heads, t % P->q.heads, A);
+    attn__nys_a(P, t / P->q.heads, t % P->q.heads, A, attn__nys_gw(P, thread));
     P->cmax[t] = attn__nys_colmax(A, P->m);
 }
 
@@ -15555,7 +15566,7 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
     const int Hq = P->q.heads, Dv = P->v.dim, m = P->m, b = t / Hq, h = t % Hq;
     const size_t mm = (size_t)m * m;
-    float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm, *bv = Z + 4 * mm;
+    float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm, *bv = Z + 4 * mm, *gw = attn__nys_gw(P, thread);
     const float *part = P->part + ((size_t)b * Hq + h) * P->n_chunks * (size_t)m * P->part_row;
     const size_t ov = ((size_t)b * m * Hq + h) * Dv, cstride = (size_t)m * P->part_row;
     int i, c, qlo, qhi;
@@ -15578,9 +15589,9 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
         P->isa->scal(row, 1.0f / l, Dv);
     }
     if (P->a_all) A = P->a_all + (size_t)t * mm;
-    else attn__nys_a(P, b, h, A);
-    attn__nys_pinv(A, m, P->iters, P->a_all ? P->gmax : attn__nys_colmax(A, m), Z, Z + mm, NULL);
-    attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, bv, Dv, 0.0f, P->w + ov, (ptrdiff_t)Hq * Dv);
+    else attn__nys_a(P, b, h, A, gw);
+    attn__nys_pinv(A, m, P->iters, P->a_all ? P->gmax : attn__nys_colmax(A, m), Z, Z + mm, gw, NULL);
+    attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, bv, Dv, 0.0f, P->w + ov, (ptrdiff_t)Hq * Dv);
 }
 
 /* conv residual of rows [r0, r1) of (b, query head h) added to O [r1 - r0][Dv]; vb: scratch for
@@ -15606,7 +15617,7 @@ static void attn__nys_fw_task(void *ctx, int t, int thread) {
     const int r0 = blk * ATTN__NYS_RQ, r1 = ATTN__MIN(P->q.seq, r0 + ATTN__NYS_RQ), nr = r1 - r0;
     const int nv = ATTN__MAX(0, ATTN__MIN(r1, attn__nys_lq(P, b)) - r0);   /* valid rows; padding rows get 0 */
     float *S = P->scratch + (size_t)thread * P->scratch_floats, *O = S + (size_t)ATTN__NYS_RQ * m;
-    float *qb = O + (size_t)ATTN__NYS_RQ * Dv;
+    float *qb = O + (size_t)ATTN__NYS_RQ * Dv, *gw = attn__nys_gw(P, thread);
     const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv;
     int i;
     if (nv > 0) {
@@ -15614,9 +15625,9 @@ static void attn__nys_fw_task(void *ctx, int t, int thread) {
         const float *Q = attn__nys_rows(P->isa, &P->q, b, h, r0, r0 + nv, qb, &ldq);
         int klo, khi;
         attn__nys_valid(P, 1, b, &klo, &khi);
-        attn__sgemm_par(NULL, 1, 0, 1, nv, m, D, P->scale, Q, ldq, P->kl + oq, (ptrdiff_t)Hq * D, 0.0f, S, m);
+        attn__sgemm_1t(gw, 0, 1, nv, m, D, P->scale, Q, ldq, P->kl + oq, (ptrdiff_t)Hq * D, 0.0f, S, m);
         for (i = 0; i < nv; ++i) attn__nys_softmax_range(P->isa, S + (size_t)i * m, klo, khi, m);
-        attn__sgemm_par(NULL, 1, 0, 0, nv, Dv, m, 1.0f, S, m, P->w + ov, (ptrdiff_t)Hq * Dv, 0.0f, O, Dv);
+        attn__sgemm_1t(gw, 0, 0, nv, Dv, m, 1.0f, S, m, P->w + ov, (ptrdiff_t)Hq * Dv, 0.0f, O, Dv);
         if (P->conv) attn__nys_conv_rows(P, b, h, r0, r0 + nv, O, qb);
     }
     memset(O + (size_t)nv * Dv, 0, (size_t)(nr - nv) * Dv * sizeof(float));
@@ -15640,9 +15651,10 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
    doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv and
-   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates and 8 m^2 of
-   work. The exact path (landmarks = tokens): the exact kernel's out and lse, fp32 dv when the
-   conv adds to it, dout and V rows per thread. */
+   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates, 8 m^2 of
+   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
+   tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
+   per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
     const attn_nystrom_params *N = &c->d->nystrom;
     const size_t B = (size_t)c->q.batch, Sq = (size_t)c->q.seq, Sk = (size_t)c->k.seq, Hq = (size_t)c->q.heads;
@@ -15751,7 +15763,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, i
         }
     } else {
         /* per thread: a q/k row (landmarks); S, K and V chunks (B V); A, Z, 3 m^2 and B V (pinv);
-           S, O and q rows or V rows (F W) */
+           S, O and q rows or V rows (F W); then the GEMMs' packing (below) */
         const size_t bvs = (size_t)P->m * ATTN__NYS_KC + (size_t)ATTN__NYS_KC * ((size_t)D + Dv);
         const size_t fws = (size_t)ATTN__NYS_RQ * ((size_t)P->m + Dv) + ATTN__MAX((size_t)ATTN__NYS_RQ * D, vrows);
         if (m2 > (SIZE_MAX - (size_t)(P->m + 1) * Dv) / 8) return ATTN_ERR_OVERFLOW;
@@ -15765,6 +15777,21 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, i
              !attn__lr_floats(&P->f_a, sc, 1))) return ATTN_ERR_OVERFLOW;
     }
     P->scratch_floats = (P->scratch_floats + 15) & ~(size_t)15;
+    if (!P->exact) {   /* then each thread's GEMM packing: enough for each product its tasks run */
+        const int m = P->m, mq = ATTN__MIN(Sq, ATTN__NYS_RQ), mk = ATTN__MIN(Sk, ATTN__NYS_KC);
+        /* (rows, columns, depth) at most: forward (B V chunks, A, pinv, W, F W blocks), backward
+           (pass 1 with lq <= Sq, lk <= Sk; A; pinv and its backward; pass 2) */
+        const int fwd_shapes[7][3] = { { m, mk, D }, { m, Dv, mk }, { m, m, D }, { m, m, m }, { m, Dv, m }, { mq, m, D }, { mq, Dv, m } };
+        const int bwd_shapes[15][3] = { { m, Sk, D }, { m, Dv, Sk }, { m, Dv, m }, { Sq, m, D }, { m, Dv, Sq }, { Sq, m, Dv },
+                                        { Sq, D, m }, { m, D, Sq }, { m, m, Dv }, { Sk, Dv, m }, { m, Sk, Dv }, { m, D, Sk },
+                                        { Sk, D, m }, { m, m, m }, { m, m, D } };
+        const int (*sh)[3] = bwd ? bwd_shapes : fwd_shapes, n = bwd ? 15 : 7;
+        size_t g = 0;
+        int i;
+        for (i = 0; i < n; ++i) g = ATTN__MAX(g, attn__sgemm_1t_bound(sh[i][0], sh[i][1], sh[i][2]));
+        P->gemm_at = P->scratch_floats;
+        if (!attn__add_size(P->scratch_floats, g, &P->scratch_floats)) return ATTN_ERR_OVERFLOW;
+    }
     if (!attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_ql, &f) || !attn__add_size(f, P->f_w, &f) ||
         !attn__add_size(f, P->f_part, &f) || !attn__add_size(f, P->f_stage, &f) || !attn__add_size(f, P->f_a, &f) ||
         !attn__add_size(f, P->f_dbl, &f) || !attn__add_size(f, P->f_hs, &f) || !attn__add_size(f, P->f_gq, &f) ||
@@ -15863,29 +15890,30 @@ static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, i
 
 /* dA += the gradient through `iters` steps Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4 given dZ
    of the last iterate; hist: the iterates before each step; on return dZ holds dL/dZ0. Every
-   product is recomputed from hist as the forward made it. w: 6 m^2 floats. */
-static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hist, float *dZ, float *dA, float *w) {
+   product is recomputed from hist as the forward made it. w: 6 m^2 floats; gw: GEMM packing. */
+static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hist, float *dZ, float *dA, float *w,
+                               float *gw) {
     const size_t mm = (size_t)m * m;
     float *AZ = w, *T1 = w + mm, *U = w + 2 * mm, *T2 = w + 3 * mm, *X = w + 4 * mm, *Y = w + 5 * mm;
     int it, i;
     for (it = iters - 1; it >= 0; --it) {
         const float *Zk = hist + (size_t)it * mm;
-        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, 1.0f, A, m, Zk, m, 0.0f, AZ, m);              /* AZ */
+        attn__sgemm_1t(gw, 0, 0, m, m, m, 1.0f, A, m, Zk, m, 0.0f, AZ, m);              /* AZ */
         for (i = 0; i < (int)mm; ++i) T1[i] = -AZ[i];
         for (i = 0; i < m; ++i) T1[(size_t)i * m + i] += 7.0f;                                 /* T1 = 7I - AZ */
-        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, T1, m, 0.0f, U, m);
+        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, T1, m, 0.0f, U, m);
         for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;                                 /* U = 15I - AZ T1 */
-        attn__sgemm_par(NULL, 1, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T2, m);
+        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T2, m);
         for (i = 0; i < m; ++i) T2[(size_t)i * m + i] += 13.0f;                                /* T2 = 13I - AZ U */
-        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);             /* dT2 = Zk^T dZ / 4 */
-        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, 0.25f, dZ, m, T2, m, 0.0f, Y, m);             /* dZk = dZ T2^T / 4 */
-        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, T2, m);              /* dAZ = -dT2 U^T */
-        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, U, m);              /* dU = -AZ^T dT2 */
-        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, -1.0f, U, m, T1, m, 1.0f, T2, m);             /* dAZ -= dU T1^T */
-        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, X, m);              /* dT1 = -AZ^T dU */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);             /* dT2 = Zk^T dZ / 4 */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, 0.25f, dZ, m, T2, m, 0.0f, Y, m);             /* dZk = dZ T2^T / 4 */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, T2, m);              /* dAZ = -dT2 U^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, U, m);              /* dU = -AZ^T dT2 */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, U, m, T1, m, 1.0f, T2, m);             /* dAZ -= dU T1^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, X, m);              /* dT1 = -AZ^T dU */
         for (i = 0; i < (int)mm; ++i) T2[i] -= X[i];                                           /* dAZ -= dT1 */
-        attn__sgemm_par(NULL, 1, 0, 1, m, m, m, 1.0f, T2, m, Zk, m, 1.0f, dA, m);             /* dA += dAZ Zk^T */
-        attn__sgemm_par(NULL, 1, 1, 0, m, m, m, 1.0f, A, m, T2, m, 1.0f, Y, m);               /* dZk += A^T dAZ */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, 1.0f, T2, m, Zk, m, 1.0f, dA, m);             /* dA += dAZ Zk^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, 1.0f, A, m, T2, m, 1.0f, Y, m);               /* dZk += A^T dAZ */
         memcpy(dZ, Y, mm * sizeof(float));
     }
 }
@@ -15907,6 +15935,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
     float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * mm, *dZ = Z + mm;
     float *work = dZ + mm;   /* 7 m^2: pinv's 3 (forward) or 6 (backward) */
+    float *gw = attn__nys_gw(P, thread);
     float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
     ptrdiff_t ldk = D, ldv = Dv, ldqq = D;
     const float *K = NULL, *V = NULL, *Q = NULL;
@@ -15931,7 +15960,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
         for (r = 0; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));
         /* B [m][lk] (a landmark with no valid token: uniform over m*l keys) and B V */
-        if (lk > 0) attn__sgemm_par(NULL, 1, 0, 1, m, lk, D, P->scale, Ql, ldq, K, ldk, 0.0f, Bm, lk);
+        if (lk > 0) attn__sgemm_1t(gw, 0, 1, m, lk, D, P->scale, Ql, ldq, K, ldk, 0.0f, Bm, lk);
         for (j = 0; j < m && lk > 0; ++j) {
             float *row = Bm + (size_t)j * lk;
             if (j < qlo || j >= qhi) {
@@ -15943,21 +15972,21 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
                 isa->scal(row, 1.0f / l, lk);
             }
         }
-        if (lk > 0) attn__sgemm_par(NULL, 1, 0, 0, m, Dv, lk, 1.0f, Bm, lk, V, ldv, 0.0f, BV, Dv);
+        if (lk > 0) attn__sgemm_1t(gw, 0, 0, m, Dv, lk, 1.0f, Bm, lk, V, ldv, 0.0f, BV, Dv);
         else memset(BV, 0, (size_t)m * Dv * sizeof(float));
         /* Z = pinv(A) with its iterates, W = Z (B V) */
-        attn__nys_pinv(A, m, P->iters, cmax, Z, work, hist);
-        attn__sgemm_par(NULL, 1, 0, 0, m, Dv, m, 1.0f, Z, m, BV, Dv, 0.0f, W, Dv);
+        attn__nys_pinv(A, m, P->iters, cmax, Z, work, gw, hist);
+        attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BV, Dv, 0.0f, W, Dv);
         /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
         if (lq > 0) {
-            attn__sgemm_par(NULL, 1, 0, 1, lq, m, D, P->scale, Q, ldqq, Kl, ldq, 0.0f, F, m);
+            attn__sgemm_1t(gw, 0, 1, lq, m, D, P->scale, Q, ldqq, Kl, ldq, 0.0f, F, m);
             for (r = 0; r < lq; ++r) attn__nys_softmax_range(isa, F + (size_t)r * m, klo, khi, m);
             attn__nys_dout_rows(P, b, h, lq, G);
-            attn__sgemm_par(NULL, 1, 1, 0, m, Dv, lq, 1.0f, F, m, G, Dv, 0.0f, dW, Dv);
-            attn__sgemm_par(NULL, 1, 0, 1, lq, m, Dv, 1.0f, G, Dv, W, Dv, 0.0f, dF, m);
+            attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, F, m, G, Dv, 0.0f, dW, Dv);
+            attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, G, Dv, W, Dv, 0.0f, dF, m);
             for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, F + (size_t)r * m, dF + (size_t)r * m, m);
-            attn__sgemm_par(NULL, 1, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 1.0f, gq, ldq);
-            attn__sgemm_par(NULL, 1, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
+            attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 1.0f, gq, ldq);
+            attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
             if (P->conv) attn__nys_conv_bwd(P, b, h, G, V, ldv, gv);
         } else {
             memset(dW, 0, (size_t)m * Dv * sizeof(float));
@@ -15965,22 +15994,22 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
             if (P->dconv) memset(P->dcp + (size_t)u * P->kernel, 0, (size_t)P->kernel * sizeof(float));
         }
         /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
-        attn__sgemm_par(NULL, 1, 0, 1, m, m, Dv, 1.0f, dW, Dv, BV, Dv, 0.0f, dZ, m);
-        attn__sgemm_par(NULL, 1, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
+        attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BV, Dv, 0.0f, dZ, m);
+        attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
         memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lk > 0) {
-            attn__sgemm_par(NULL, 1, 1, 0, lk, Dv, m, 1.0f, Bm, lk, dBV, Dv, 1.0f, gv, ldgv);
-            attn__sgemm_par(NULL, 1, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
+            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bm, lk, dBV, Dv, 1.0f, gv, ldgv);
+            attn__sgemm_1t(gw, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
             for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
                 if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
                 else attn__nys_dsoftmax(isa, Bm + (size_t)j * lk, dB + (size_t)j * lk, lk);
             }
-            attn__sgemm_par(NULL, 1, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
-            attn__sgemm_par(NULL, 1, 1, 0, lk, D, m, P->scale, dB, lk, Ql, ldq, 1.0f, gk, ldgk);
+            attn__sgemm_1t(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
+            attn__sgemm_1t(gw, 1, 0, lk, D, m, P->scale, dB, lk, Ql, ldq, 1.0f, gk, ldgk);
         }
         /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
         memset(dA, 0, mm * sizeof(float));
-        attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work);
+        attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work, gw);
         for (r = 0; r < m; ++r)
             for (j = 0; j < m; ++j) {
                 dA[(size_t)r * m + j] += dZ[(size_t)j * m + r] * inv;
@@ -16012,7 +16041,7 @@ static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
     const int Sq = P->q.seq, Sk = P->k.seq, b = t / Hk, hk = t % Hk;
     const size_t mm = (size_t)m * m, hs_floats = mm + 2 * (size_t)m * D;
     const ptrdiff_t ldq = (ptrdiff_t)Hq * D;
-    float *dS = P->scratch + (size_t)thread * P->scratch_floats, *dKs = dS + mm;
+    float *dS = P->scratch + (size_t)thread * P->scratch_floats, *dKs = dS + mm, *gw = attn__nys_gw(P, thread);
     float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
     int qlo, qhi, klo, khi, i, j, r, h;
     attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
@@ -16042,8 +16071,8 @@ static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
             if (r < qlo || r >= qhi) memset(dS + (size_t)r * m, 0, (size_t)m * sizeof(float));
             else attn__nys_dsoftmax(isa, A + (size_t)r * m, dS + (size_t)r * m, m);
         }
-        attn__sgemm_par(NULL, 1, 0, 0, m, D, m, P->scale, dS, m, Kl, ldq, 1.0f, dQl, D);
-        attn__sgemm_par(NULL, 1, 1, 0, m, D, m, P->scale, dS, m, Ql, ldq, 1.0f, dKl, D);
+        attn__sgemm_1t(gw, 0, 0, m, D, m, P->scale, dS, m, Kl, ldq, 1.0f, dQl, D);
+        attn__sgemm_1t(gw, 1, 0, m, D, m, P->scale, dS, m, Ql, ldq, 1.0f, dKl, D);
         attn__nys_scatter(P, 0, b, dQl, P->gq + ((size_t)b * Sq * Hq + hk * g + i) * D, ldq);
         if (i == 0) memcpy(dKs, dKl, (size_t)m * D * sizeof(float));
         else isa->axpy(dKs, 1.0f, dKl, m * D);

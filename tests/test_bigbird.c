@@ -19,6 +19,7 @@
    gives that table; thread counts and a caller workspace give bitwise equal results; every new
    status with outputs untouched. */
 #include "test.h"
+#include "fixture.h"
 
 #define BBH_TOL 2e-5
 #define BBH_TOL_ALL_PADDED 3e-3   /* rows whose every key is padded: logits near -1e4, ulp 2^-10 */
@@ -267,46 +268,31 @@ static void bbh_errors(void) {
 }
 
 /* ---- HF's own outputs: tests/fixtures/bigbird_hf.txt ------------------------------------- */
-/* Reads "name count" and count numbers into dst (want of them); 0 on any mismatch. */
-static int bbh_section(FILE *f, const char *name, size_t want, double *dst) {
-    char got[64];
-    unsigned long n;
-    size_t i;
-    if (fscanf(f, " %63s %lu", got, &n) != 2 || strcmp(got, name) != 0 || n != want) return 0;
-    for (i = 0; i < want; ++i) if (fscanf(f, "%lf", &dst[i]) != 1) return 0;
-    return 1;
-}
 
 /* The port docs/porting.md describes: q/k/v from HF's weights ([B, S, heads * head_dim] as
    attn_tensor_dense [B][S][H][D]), one attn_forward per mode. */
 static void bbh_fixture(void) {
-    const char *dir = getenv("ATTN_FIXTURES");
-    char path[512];
-    FILE *f;
+    const char *path = "bigbird_hf.txt";
     double cfg[7], lens[8], *w[3] = { NULL, NULL, NULL }, *bias[3] = { NULL, NULL, NULL }, *x = NULL, *ref[2] = { NULL, NULL }, *tab = NULL;
     int B, S, HID, H, Dh, blk, r, ok, mode, b, i, j, c, lengths[8], *table = NULL;
     t_owned qkv[3], o;
     attn_desc d;
-    snprintf(path, sizeof path, "%s/bigbird_hf.txt", dir && *dir ? dir : "tests/fixtures");
-    f = fopen(path, "r");
-    if (!T_CHECK(f != NULL, "bigbird fixture: cannot open %s (run from the repository root or set ATTN_FIXTURES)", path)) return;
-    { int ch; while ((ch = fgetc(f)) == '#') while ((ch = fgetc(f)) != '\n' && ch != EOF) {} ungetc(ch, f); }
-    ok = bbh_section(f, "config", 7, cfg);
+    if (!T_CHECK(T_FIXTURE(path, "config", cfg, 7), "bigbird fixture: cannot read tests/fixtures/%s (run from the repository "
+                 "root or set ATTN_FIXTURES)", path)) return;
     B = (int)cfg[0]; S = (int)cfg[1]; HID = (int)cfg[2]; H = (int)cfg[3]; Dh = (int)cfg[4]; blk = (int)cfg[5]; r = (int)cfg[6];
-    ok = ok && B >= 1 && B <= 8 && S >= 1 && HID == H * Dh && HID <= 256 && S <= 4096 && blk >= 1 && S % blk == 0 && r >= 1 &&
-         bbh_section(f, "lengths", (size_t)B, lens);
-    if (!T_CHECK(ok, "bigbird fixture: bad header in %s", path)) { fclose(f); return; }
+    ok = B >= 1 && B <= 8 && S >= 1 && HID == H * Dh && HID <= 256 && S <= 4096 && blk >= 1 && S % blk == 0 && r >= 1 &&
+         T_FIXTURE(path, "lengths", lens, (size_t)B);
+    if (!T_CHECK(ok, "bigbird fixture: bad header in %s", path)) return;
     for (c = 0; c < 3; ++c) {
         static const char *const wn[3] = { "wq", "wk", "wv" }, *const bn[3] = { "bq", "bk", "bv" };
         w[c] = (double *)t_xmalloc(sizeof(double) * HID * HID); bias[c] = (double *)t_xmalloc(sizeof(double) * HID);
-        ok = ok && bbh_section(f, wn[c], (size_t)HID * HID, w[c]) && bbh_section(f, bn[c], (size_t)HID, bias[c]);
+        ok = ok && T_FIXTURE(path, wn[c], w[c], (size_t)HID * HID) && T_FIXTURE(path, bn[c], bias[c], (size_t)HID);
     }
     x = (double *)t_xmalloc(sizeof(double) * B * S * HID);
     ref[0] = (double *)t_xmalloc(sizeof(double) * B * S * HID); ref[1] = (double *)t_xmalloc(sizeof(double) * B * S * HID);
     tab = (double *)t_xmalloc(sizeof(double) * H * (S / blk - 2) * r); table = (int *)t_xmalloc(sizeof(int) * H * (S / blk - 2) * r);
-    ok = ok && bbh_section(f, "x", (size_t)B * S * HID, x) && bbh_section(f, "eval_out", (size_t)B * S * HID, ref[0]) &&
-         bbh_section(f, "train_table", (size_t)H * (S / blk - 2) * r, tab) && bbh_section(f, "train_out", (size_t)B * S * HID, ref[1]);
-    fclose(f);
+    ok = ok && T_FIXTURE(path, "x", x, (size_t)B * S * HID) && T_FIXTURE(path, "eval_out", ref[0], (size_t)B * S * HID) &&
+         T_FIXTURE(path, "train_table", tab, (size_t)H * (S / blk - 2) * r) && T_FIXTURE(path, "train_out", ref[1], (size_t)B * S * HID);
     if (!T_CHECK(ok, "bigbird fixture: truncated or malformed %s", path)) goto done;
     for (b = 0; b < B; ++b) lengths[b] = (int)lens[b];
     for (i = 0; i < H * (S / blk - 2) * r; ++i) table[i] = (int)tab[i];

@@ -698,7 +698,12 @@ static void test_nystrom_pinv(void) {
         r_softmax_rows(A, m, m, 1.0);
         for (i = 0; i < m * m; ++i) { a[i] = (float)A[i]; A[i] = a[i]; }
         T_CHECK(r_inverse(A, m, X), "test matrix singular");
-        T_CHECK(attn_nystrom_pinv(m, iters, a, z) == ATTN_OK, "pinv");
+        {
+            const size_t m0 = t_attn_mallocs;
+            T_CHECK(attn_nystrom_pinv(m, iters, a, z) == ATTN_OK, "pinv");
+            T_CHECK(t_attn_mallocs - m0 == 1, "attn_nystrom_pinv (m %d): %lu ATTN_MALLOC calls, want one block", m,
+                    (unsigned long)(t_attn_mallocs - m0));
+        }
         r_pinv_iter(A, m, iters, 0.0, Zr);
         for (i = 0; i < m * m; ++i) {
             if (fabs(X[i]) > mx) mx = fabs(X[i]);
@@ -872,22 +877,19 @@ static void test_nystrom_padding_props(void) {
 
 /* ---- the Hugging Face fixture (tests/fixtures/nystromformer_hf.py) ----------------------- */
 
-/* next array of the fixture file: checks its name, returns count values (NULL on a mismatch) */
-static double *hf_read(FILE *fp, const char *name, size_t want) {
-    char line[512], got[64];
-    unsigned long cnt;
-    double *x;
-    size_t i;
-    for (;;) {
-        if (!fgets(line, sizeof line, fp)) return NULL;
-        if (line[0] != '#') break;
-    }
-    if (sscanf(line, "%63s %lu", got, &cnt) != 2 || strcmp(got, name) != 0 || (want && cnt != want)) return NULL;
-    x = (double *)t_xmalloc(sizeof(double) * (cnt ? cnt : 1));
-    for (i = 0; i < cnt; ++i)
-        if (fscanf(fp, "%lf", &x[i]) != 1) { free(x); return NULL; }
-    if (!fgets(line, sizeof line, fp)) { /* end of the last line */ }
+/* array `name` of fixture `file` (exactly want values) in a malloc'd array, or NULL */
+static double *nys_fix(const char *file, const char *name, size_t want) {
+    double *x = (double *)t_xmalloc(sizeof(double) * (want ? want : 1));
+    if (!T_FIXTURE(file, name, x, want)) { free(x); return NULL; }
     return x;
+}
+/* a fixture's "dims" v (B n H d m conv_kernel) as ints; 0 when one is out of range */
+static int nys_dims(const double *v, int *B, int *n, int *H, int *D, int *m, int *K) {
+    int i, ok = 1;
+    for (i = 0; i < 6 && ok; ++i) ok = v[i] >= 1 && v[i] <= 4096 && v[i] == floor(v[i]);
+    if (!ok) return 0;
+    *B = (int)v[0]; *n = (int)v[1]; *H = (int)v[2]; *D = (int)v[3]; *m = (int)v[4]; *K = (int)v[5];
+    return *B <= 8;
 }
 
 /* Hugging Face's NystromformerSelfAttention (conv 65, batch-global Z0, padded batch of 3)
@@ -895,25 +897,19 @@ static double *hf_read(FILE *fp, const char *name, size_t want) {
    (every row) and padding_rule ZERO + pinv_init BATCH the original code's out_orig (valid
    rows) within 2e-5; the differences of attn.h's defaults are reported (docs/porting.md). */
 static void test_nystrom_hf_fixture(void) {
-    const char *dir = getenv("ATTN_FIXTURES");
-    char path[1024];
-    FILE *fp;
-    double *dims, *lensd, *q, *k, *v, *conv, *ohf, *oorig;
+    const char *path = "nystromformer_hf.txt";
+    double dims[6], *lensd, *q, *k, *v, *conv, *ohf, *oorig;
     int B, n, H, D, m, K, lens[8], b, i, e, rule, init;
     size_t N;
     float *qf, *kf, *vf, *cf, *of;
-    snprintf(path, sizeof path, "%s/nystromformer_hf.txt", dir ? dir : "tests/fixtures");
-    fp = fopen(path, "r");
-    if (!T_CHECK(fp != NULL, "cannot open %s (run from the repository root, or set ATTN_FIXTURES)", path)) return;
-    dims = hf_read(fp, "dims", 6);
-    if (!T_CHECK(dims != NULL, "fixture: dims")) { fclose(fp); return; }
-    B = (int)dims[0]; n = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; m = (int)dims[4]; K = (int)dims[5];
+    if (!T_CHECK(T_FIXTURE(path, "dims", dims, 6), "cannot read tests/fixtures/%s (run from the repository root, or set "
+                 "ATTN_FIXTURES)", path)) return;
+    if (!T_CHECK(nys_dims(dims, &B, &n, &H, &D, &m, &K), "fixture %s: dims out of range", path)) return;
     N = (size_t)B * n * H * D;
-    lensd = hf_read(fp, "lens", (size_t)B);
-    q = hf_read(fp, "q", N); k = hf_read(fp, "k", N); v = hf_read(fp, "v", N);
-    conv = hf_read(fp, "conv", (size_t)H * K); ohf = hf_read(fp, "out_hf", N); oorig = hf_read(fp, "out_orig", N);
-    fclose(fp);
-    if (!T_CHECK(B <= 8 && lensd && q && k && v && conv && ohf && oorig, "fixture %s: malformed", path)) return;
+    lensd = nys_fix(path, "lens", (size_t)B);
+    q = nys_fix(path, "q", N); k = nys_fix(path, "k", N); v = nys_fix(path, "v", N);
+    conv = nys_fix(path, "conv", (size_t)H * K); ohf = nys_fix(path, "out_hf", N); oorig = nys_fix(path, "out_orig", N);
+    if (!T_CHECK(lensd && q && k && v && conv && ohf && oorig, "fixture %s: malformed", path)) return;
     for (b = 0; b < B; ++b) lens[b] = (int)lensd[b];
     qf = (float *)t_xmalloc(N * sizeof(float)); kf = (float *)t_xmalloc(N * sizeof(float));
     vf = (float *)t_xmalloc(N * sizeof(float)); of = (float *)t_xmalloc(N * sizeof(float));
@@ -958,7 +954,7 @@ static void test_nystrom_hf_fixture(void) {
             if (!rule && init) T_CHECK(err_orig <= 2e-5, "nystrom zero rule + batch Z0 vs the original code (valid rows): %.3g", err_orig);
             if (!init) T_CHECK(err_hf > 1e-4, "nystrom per-head Z0 should differ from HF's batch-global one (%.3g)", err_hf);
         }
-    free(dims); free(lensd); free(q); free(k); free(v); free(conv); free(ohf); free(oorig);
+    free(lensd); free(q); free(k); free(v); free(conv); free(ohf); free(oorig);
     free(qf); free(kf); free(vf); free(of); free(cf);
 }
 
@@ -969,25 +965,19 @@ static void test_nystrom_hf_fixture(void) {
    2e-5. Also reported: the same by hand (the caller prepends the zero rows, rule ZERO, pad 0;
    exact without a mask), attn.h's per-head Z0, and the nearest zero-rule call with the mask. */
 static void test_nystrom_lucidrains_fixture(void) {
-    const char *dir = getenv("ATTN_FIXTURES");
-    char path[1024];
-    FILE *fp;
-    double *dims, *lensd, *q, *k, *v, *conv, *out, *outm;
+    const char *path = "nystrom_attention_lucidrains.txt";
+    double dims[6], *lensd, *q, *k, *v, *conv, *out, *outm;
     int B, n, H, D, m, K, p, np, b, i, e, lens[8], c;
     size_t N, NP;
     float *qf, *kf, *vf, *cf, *of;
-    snprintf(path, sizeof path, "%s/nystrom_attention_lucidrains.txt", dir ? dir : "tests/fixtures");
-    fp = fopen(path, "r");
-    if (!T_CHECK(fp != NULL, "cannot open %s (run from the repository root, or set ATTN_FIXTURES)", path)) return;
-    dims = hf_read(fp, "dims", 6);
-    if (!T_CHECK(dims != NULL, "fixture: dims")) { fclose(fp); return; }
-    B = (int)dims[0]; n = (int)dims[1]; H = (int)dims[2]; D = (int)dims[3]; m = (int)dims[4]; K = (int)dims[5];
+    if (!T_CHECK(T_FIXTURE(path, "dims", dims, 6), "cannot read tests/fixtures/%s (run from the repository root, or set "
+                 "ATTN_FIXTURES)", path)) return;
+    if (!T_CHECK(nys_dims(dims, &B, &n, &H, &D, &m, &K), "fixture %s: dims out of range", path)) return;
     N = (size_t)B * n * H * D;
-    lensd = hf_read(fp, "lens", (size_t)B);
-    q = hf_read(fp, "q", N); k = hf_read(fp, "k", N); v = hf_read(fp, "v", N);
-    conv = hf_read(fp, "conv", (size_t)H * K); out = hf_read(fp, "out", N); outm = hf_read(fp, "out_mask", N);
-    fclose(fp);
-    if (!T_CHECK(B <= 8 && lensd && q && k && v && conv && out && outm, "fixture %s: malformed", path)) return;
+    lensd = nys_fix(path, "lens", (size_t)B);
+    q = nys_fix(path, "q", N); k = nys_fix(path, "k", N); v = nys_fix(path, "v", N);
+    conv = nys_fix(path, "conv", (size_t)H * K); out = nys_fix(path, "out", N); outm = nys_fix(path, "out_mask", N);
+    if (!T_CHECK(lensd && q && k && v && conv && out && outm, "fixture %s: malformed", path)) return;
     np = m * ((n + m - 1) / m); p = np - n; NP = (size_t)B * np * H * D;
     qf = (float *)calloc(NP, sizeof(float)); kf = (float *)calloc(NP, sizeof(float));
     vf = (float *)calloc(NP, sizeof(float)); of = (float *)t_xmalloc(NP * sizeof(float));
@@ -1027,7 +1017,7 @@ static void test_nystrom_lucidrains_fixture(void) {
         printf("%s %.2g%s", c == 0 ? "rule LUCIDRAINS: no mask" : c == 1 ? ", mask" : c == 2 ? "; by hand: no mask" :
                c == 3 ? " (per-head Z0" : ", mask (nearest call)", err, c == 3 ? ")" : c == 4 ? "\n" : "");
     }
-    free(dims); free(lensd); free(q); free(k); free(v); free(conv); free(out); free(outm);
+    free(lensd); free(q); free(k); free(v); free(conv); free(out); free(outm);
     free(qf); free(kf); free(vf); free(of); free(cf);
 }
 

@@ -5,6 +5,7 @@
    (HF's own outputs on a padded batch), reproduced through attn.h's documented fields only.
    (The unpadded mechanism's sweep is in test_sparse.c.) */
 #include "test.h"
+#include "fixture.h"
 
 #define LT_TOL 2e-5
 
@@ -411,25 +412,41 @@ static void lt_rotations(void) {
 }
 
 /* ---- HF's own outputs (tests/fixtures/reformer_hf.txt) ------------------------------------ */
-static int lt_read_floats(FILE *f, const char *name, float *x, size_t n) {
-    char tag[32];
+/* array `name` of case cs (its cs-th occurrence) of fixture `file` into floats (n values) */
+static int lt_read_floats(const char *file, const char *name, int cs, float *x, size_t n) {
+    double *d = (double *)t_xmalloc(sizeof(double) * (n ? n : 1));
     size_t i;
-    if (fscanf(f, "%31s", tag) != 1 || strcmp(tag, name) != 0) return 0;
-    for (i = 0; i < n; ++i) if (fscanf(f, "%f", &x[i]) != 1) return 0;
-    return 1;
+    const int ok = T_FIXTURE_NTH(file, name, cs, d, n);
+    for (i = 0; ok && i < n; ++i) x[i] = (float)d[i];
+    free(d);
+    return ok;
 }
 
-/* A fixture case line: "case NAME B n H D chunk n_hashes n_buckets causal n_factors factors...
-   chunks_before chunks_after" (HF's lsh_num_chunks_*), each value in range (0 otherwise); and the
-   rotation columns it implies (HF: nb/2, or the sum of the factors' halves). */
-static int lt_read_case(FILE *f, char *name, int *B, int *n, int *H, int *D, int *c, int *nh, int *nb, int *causal,
+/* The shape of fixture case cs: its "case" array (B n H D chunk n_hashes n_buckets causal
+   n_factors factors[4] chunks_before chunks_after, HF's lsh_num_chunks_*), each value in range
+   (0 otherwise); and the rotation columns it implies (HF: nb/2, or the sum of the factors' halves). */
+static int lt_read_case(const char *file, int cs, int *B, int *n, int *H, int *D, int *c, int *nh, int *nb, int *causal,
                         int *nfac, int fac[4], int *cb, int *ca) {
-    char tag[32];
-    int i, ok = fscanf(f, "%31s %31s %d %d %d %d %d %d %d %d %d", tag, name, B, n, H, D, c, nh, nb, causal, nfac) == 11 &&
-                !strcmp(tag, "case") && *B > 0 && *B <= 64 && *n > 0 && *n <= 4096 && *H > 0 && *H <= 64 && *D > 0 &&
-                *D <= 256 && *c > 0 && *nh > 0 && *nh <= 16 && *nb >= 2 && *nb <= 4096 && *nfac >= 0 && *nfac <= 4;
-    for (i = 0; i < *nfac && ok; ++i) ok = fscanf(f, "%d", &fac[i]) == 1 && fac[i] >= 2 && fac[i] <= 4096;
-    return ok && fscanf(f, "%d %d", cb, ca) == 2 && *cb >= 0 && *cb <= 64 && *ca >= 0 && *ca <= 64;
+    double v[15];
+    int i, ok = T_FIXTURE_NTH(file, "case", cs, v, 15);
+    for (i = 0; i < 15 && ok; ++i) ok = fabs(v[i]) <= 1e6 && v[i] == floor(v[i]);   /* integers */
+    if (!ok) return 0;
+    *B = (int)v[0]; *n = (int)v[1]; *H = (int)v[2]; *D = (int)v[3]; *c = (int)v[4]; *nh = (int)v[5]; *nb = (int)v[6];
+    *causal = (int)v[7]; *nfac = (int)v[8]; *cb = (int)v[13]; *ca = (int)v[14];
+    ok = *B > 0 && *B <= 64 && *n > 0 && *n <= 4096 && *H > 0 && *H <= 64 && *D > 0 && *D <= 256 && *c > 0 && *nh > 0 &&
+         *nh <= 16 && *nb >= 2 && *nb <= 4096 && *nfac >= 0 && *nfac <= 4;
+    for (i = 0; i < *nfac && ok; ++i) ok = (fac[i] = (int)v[9 + i]) >= 2 && fac[i] <= 4096;
+    return ok && *cb >= 0 && *cb <= 64 && *ca >= 0 && *ca <= 64;
+}
+/* case cs's "lens" (B values, each in [0, n]) */
+static int lt_read_lens(const char *file, int cs, int B, int n, int *lens) {
+    double v[64];
+    int b, ok = B <= 64 && T_FIXTURE_NTH(file, "lens", cs, v, (size_t)B);
+    for (b = 0; b < B && ok; ++b) {
+        ok = v[b] >= 0 && v[b] <= n && v[b] == floor(v[b]);
+        if (ok) lens[b] = (int)v[b];
+    }
+    return ok;
 }
 static int lt_rotation_cols(int nb, int nfac, const int fac[4]) {
     int i, cols = 0;
@@ -439,15 +456,15 @@ static int lt_rotation_cols(int nb, int nfac, const int fac[4]) {
 }
 
 static void lt_fixture(void) {
-    const char *path = "tests/fixtures/reformer_hf.txt";
-    FILE *f = fopen(path, "r");
-    char line[512];
-    int ncases = 0, cs;
-    if (!T_CHECK(f != NULL, "lsh fixture: cannot open %s (run the tests from the repository root)", path)) return;
-    while (fgets(line, sizeof line, f) && line[0] == '#') {}
-    if (!T_CHECK(sscanf(line, "cases %d", &ncases) == 1 && ncases > 0, "lsh fixture: bad header")) { fclose(f); return; }
+    const char *path = "reformer_hf.txt";
+    double cases = 0.0;
+    int ncases, cs;
+    if (!T_CHECK(T_FIXTURE(path, "cases", &cases, 1), "lsh fixture: cannot read tests/fixtures/%s (run the tests from the "
+                 "repository root or set ATTN_FIXTURES)", path)) return;
+    ncases = cases >= 1 && cases <= 64 && cases == floor(cases) ? (int)cases : 0;
+    if (!T_CHECK(ncases > 0, "lsh fixture: bad header")) return;
     for (cs = 0; cs < ncases; ++cs) {
-        char name[32], tag[32];
+        char name[32];
         int B, n, H, D, c, nh, nb, causal, b, i, h, e, ok, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0, cb, ca;
         size_t cnt, nrot;
         t_owned qk, v, o;
@@ -456,7 +473,8 @@ static void lt_fixture(void) {
         int *lens;
         attn_desc d;
         attn_status s;
-        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac, &cb, &ca);
+        snprintf(name, sizeof name, "case %d", cs);
+        ok = lt_read_case(path, cs, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac, &cb, &ca);
         if (!T_CHECK(ok, "lsh fixture: bad case line")) break;
         cols = lt_rotation_cols(nb, nfac, fac);
         cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
@@ -465,10 +483,9 @@ static void lt_fixture(void) {
         lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
         ro = (double *)t_xmalloc(sizeof(double) * cnt); rl = (double *)t_xmalloc(sizeof(double) * (size_t)B * H * n);
         lens = (int *)t_xmalloc(sizeof(int) * (size_t)B);
-        ok = fscanf(f, "%31s", tag) == 1 && !strcmp(tag, "lens");
-        for (b = 0; b < B && ok; ++b) ok = fscanf(f, "%d", &lens[b]) == 1;
-        ok = ok && lt_read_floats(f, "qk", (float *)qk.buf, cnt) && lt_read_floats(f, "v", (float *)v.buf, cnt) &&
-             lt_read_floats(f, "rot", rot, nrot) && lt_read_floats(f, "out", hf, cnt);
+        ok = lt_read_lens(path, cs, B, n, lens) && lt_read_floats(path, "qk", cs, (float *)qk.buf, cnt) &&
+             lt_read_floats(path, "v", cs, (float *)v.buf, cnt) && lt_read_floats(path, "rot", cs, rot, nrot) &&
+             lt_read_floats(path, "out", cs, hf, cnt);
         if (T_CHECK(ok, "lsh fixture %s: truncated", name)) {
             /* the porting recipe (docs/porting.md): HF's tensors as they are, documented fields only */
             memset(&d, 0, sizeof d);
@@ -525,7 +542,6 @@ static void lt_fixture(void) {
         free(rot); free(hf); free(lse); free(ro); free(rl); free(lens);
         if (!ok) break;
     }
-    fclose(f);
 }
 
 /* ---- bad input: a specific status, nothing written ---------------------------------------- */
@@ -778,24 +794,25 @@ done:
    roles of the shared QK (their sum is HF's gradient of the projection), dv; HF's conventions by
    the documented fields (as lt_fixture), within 1e-4 of the largest gradient. */
 static void lt_bwd_fixture(void) {
-    const char *path = "tests/fixtures/reformer_hf_grad.txt";
-    FILE *f = fopen(path, "r");
-    char line[512];
-    int ncases = 0, cs;
-    if (!T_CHECK(f != NULL, "lsh backward fixture: cannot open %s (run the tests from the repository root)", path)) return;
-    while (fgets(line, sizeof line, f) && line[0] == '#') {}
-    if (!T_CHECK(sscanf(line, "cases %d", &ncases) == 1 && ncases > 0, "lsh backward fixture: bad header")) { fclose(f); return; }
+    const char *path = "reformer_hf_grad.txt";
+    double cases = 0.0;
+    int ncases, cs;
+    if (!T_CHECK(T_FIXTURE(path, "cases", &cases, 1), "lsh backward fixture: cannot read tests/fixtures/%s (run the tests "
+                 "from the repository root or set ATTN_FIXTURES)", path)) return;
+    ncases = cases >= 1 && cases <= 64 && cases == floor(cases) ? (int)cases : 0;
+    if (!T_CHECK(ncases > 0, "lsh backward fixture: bad header")) return;
     for (cs = 0; cs < ncases; ++cs) {
         static const char *const names[4] = { "dq", "dk", "dv", "dq + dk" };
-        char name[32], tag[32];
-        int B, n, H, D, c, nh, nb, causal, b, i, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0, ok, x, cb, ca;
+        char name[32];
+        int B, n, H, D, c, nh, nb, causal, i, nfac = 0, fac[4] = { 0, 0, 0, 0 }, cols = 0, ok, x, cb, ca;
         size_t cnt, nrot, j;
         t_owned qk, v, o, dO, g[3];
         float *rot, *hf[5], *lse;
         int *lens;
         attn_desc d;
         attn_status s;
-        ok = lt_read_case(f, name, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac, &cb, &ca);
+        snprintf(name, sizeof name, "case %d", cs);
+        ok = lt_read_case(path, cs, &B, &n, &H, &D, &c, &nh, &nb, &causal, &nfac, fac, &cb, &ca);
         if (!T_CHECK(ok, "lsh backward fixture: bad case line")) break;
         cols = lt_rotation_cols(nb, nfac, fac);
         cnt = (size_t)B * n * H * D; nrot = (size_t)H * D * nh * cols;
@@ -806,12 +823,11 @@ static void lt_bwd_fixture(void) {
         for (x = 0; x < 5; ++x) hf[x] = (float *)t_xmalloc(sizeof(float) * cnt);   /* out, dqk, dq, dk, dv */
         lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * n);
         lens = (int *)t_xmalloc(sizeof(int) * (size_t)B);
-        ok = fscanf(f, "%31s", tag) == 1 && !strcmp(tag, "lens");
-        for (b = 0; b < B && ok; ++b) ok = fscanf(f, "%d", &lens[b]) == 1 && lens[b] >= 0 && lens[b] <= n;
-        ok = ok && lt_read_floats(f, "qk", (float *)qk.buf, cnt) && lt_read_floats(f, "v", (float *)v.buf, cnt) &&
-             lt_read_floats(f, "rot", rot, nrot) && lt_read_floats(f, "dout", (float *)dO.buf, cnt) &&
-             lt_read_floats(f, "out", hf[0], cnt) && lt_read_floats(f, "dqk", hf[1], cnt) && lt_read_floats(f, "dq", hf[2], cnt) &&
-             lt_read_floats(f, "dk", hf[3], cnt) && lt_read_floats(f, "dv", hf[4], cnt);
+        ok = lt_read_lens(path, cs, B, n, lens) && lt_read_floats(path, "qk", cs, (float *)qk.buf, cnt) &&
+             lt_read_floats(path, "v", cs, (float *)v.buf, cnt) && lt_read_floats(path, "rot", cs, rot, nrot) &&
+             lt_read_floats(path, "dout", cs, (float *)dO.buf, cnt) && lt_read_floats(path, "out", cs, hf[0], cnt) &&
+             lt_read_floats(path, "dqk", cs, hf[1], cnt) && lt_read_floats(path, "dq", cs, hf[2], cnt) &&
+             lt_read_floats(path, "dk", cs, hf[3], cnt) && lt_read_floats(path, "dv", cs, hf[4], cnt);
         if (T_CHECK(ok, "lsh backward fixture %s: truncated", name)) {
             memset(&d, 0, sizeof d);
             d.kind = ATTN_LSH; d.causal = causal; d.lsh.bucket_size = c; d.lsh.n_hashes = nh;
@@ -853,7 +869,6 @@ static void lt_bwd_fixture(void) {
         free(rot); free(lse); free(lens);
         if (!ok) break;
     }
-    fclose(f);
 }
 
 /* bad input to attn_backward: a specific status, no gradient written */

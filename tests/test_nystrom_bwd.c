@@ -421,6 +421,94 @@ static void nb_contract(void) {
     free(ws); free(qf); free(kf); free(vf); free(cf); free(of); free(out); free(ref); free(g); free(g0);
 }
 
+/* ---- allocations: none with a caller workspace of the queried size, one block without -------- */
+
+/* packed (cu_seqlens, batch 1) variants: segments of 4 (landmarks = rows: the exact path), 7, 0, 19 */
+static const int nb_cu[5] = { 0, 4, 11, 11, 30 };
+static const nb_case nb_packed[] = {
+    { 1, 30, 30, 2, 1, 4, 3, 4, 6, 1, 0, 1, 5, NULL, NULL, "packed: pad 1, batch Z0, GQA, conv" },
+    { 1, 30, 30, 2, 2, 4, 3, 4, 3, 1, 1, 0, 0, NULL, NULL, "packed: HF rule, pad 1, 3 iterations" },
+};
+
+/* attn_forward then attn_backward of case c (packed along nb_cu when packed) on `threads`
+   threads: without a workspace (at most one ATTN_MALLOC each), with one of exactly the queried
+   size (none, the same bits; the block starts as NaN garbage), and one byte short
+   (ATTN_ERR_WORKSPACE, out and every gradient untouched). */
+static void nb_ws_case(const nb_case *c, int packed, int threads, t_rng *r) {
+    const size_t nq = (size_t)c->B * c->Sq * c->Hq * c->D, nk = (size_t)c->B * c->Sk * c->Hk * c->D;
+    const size_t nv = (size_t)c->B * c->Sk * c->Hk * c->Dv, no = (size_t)c->B * c->Sq * c->Hq * c->Dv;
+    const size_t ng = nq + nk + nv + (size_t)c->Hq * c->kernel;
+    float *qf = nb_rand(r, nq, 1.0), *kf = nb_rand(r, nk, 1.0), *vf = nb_rand(r, nv, 1.0), *cf = nb_rand(r, (size_t)c->Hq * c->kernel, 0.3);
+    float *of = nb_rand(r, no, 1.0), *out = (float *)t_xmalloc(sizeof(float) * no), *out0 = (float *)t_xmalloc(sizeof(float) * no);
+    float *g = (float *)t_xmalloc(sizeof(float) * ng), *g0 = (float *)t_xmalloc(sizeof(float) * ng);
+    const attn_tensor q = attn_tensor_dense(qf, ATTN_F32, c->B, c->Sq, c->Hq, c->D), k = attn_tensor_dense(kf, ATTN_F32, c->B, c->Sk, c->Hk, c->D);
+    const attn_tensor v = attn_tensor_dense(vf, ATTN_F32, c->B, c->Sk, c->Hk, c->Dv), o = attn_tensor_dense(out, ATTN_F32, c->B, c->Sq, c->Hq, c->Dv);
+    const attn_tensor dout = attn_tensor_dense(of, ATTN_F32, c->B, c->Sq, c->Hq, c->Dv);
+    const attn_tensor dq = attn_tensor_dense(g, ATTN_F32, c->B, c->Sq, c->Hq, c->D);
+    const attn_tensor dk = attn_tensor_dense(g + nq, ATTN_F32, c->B, c->Sk, c->Hk, c->D);
+    const attn_tensor dv = attn_tensor_dense(g + nq + nk, ATTN_F32, c->B, c->Sk, c->Hk, c->Dv);
+    attn_desc d = nb_desc(c, cf, c->kernel ? g + nq + nk + nv : NULL, threads);
+    size_t bytes = 0, m0, i;
+    attn_status st;
+    int bwd;
+    void *ws;
+    if (packed) { d.cu_seqlens_q = d.cu_seqlens_k = nb_cu; d.varlen_batch = 4; }
+    for (i = 0; i < ng; ++i) g[i] = 0.0f;
+    st = attn_forward(&d, q, k, v, o, NULL);   /* the warm-up (the first threaded call may start the shared pool) */
+    if (!T_CHECK(st == ATTN_OK, "nystrom workspace (%s): forward %s", c->name, attn_status_str(st))) goto done;
+    memcpy(out0, out, sizeof(float) * no);
+    for (bwd = 0; bwd < 2; ++bwd) {
+        const char *op = bwd ? "attn_backward" : "attn_forward";
+        float *res = bwd ? g : out, *ref = bwd ? g0 : out0;
+        const size_t n = bwd ? ng : no;
+#define NB_CALL(dd) (bwd ? attn_backward(&(dd), q, k, v, o, dout, NULL, dq, dk, dv) : attn_forward(&(dd), q, k, v, o, NULL))
+        m0 = t_attn_mallocs;
+        st = NB_CALL(d);
+        m0 = t_attn_mallocs - m0;
+        if (!T_CHECK(st == ATTN_OK, "nystrom workspace (%s): %s %s", c->name, op, attn_status_str(st))) break;
+        T_CHECK(m0 <= 1, "nystrom %s (%s, %d threads) without a workspace: %lu ATTN_MALLOC calls, want at most 1", op, c->name,
+                threads, (unsigned long)m0);
+        if (!bwd) T_CHECK(memcmp(out, out0, sizeof(float) * no) == 0, "nystrom forward (%s): a second call differs", c->name);
+        memcpy(ref, res, sizeof(float) * n);
+        st = bwd ? attn_backward_workspace_size(&d, q, k, v, &bytes) : attn_workspace_size(&d, q, k, v, &bytes);
+        if (!T_CHECK(st == ATTN_OK && bytes > 0, "nystrom %s (%s) workspace query: %s", op, c->name, attn_status_str(st))) break;
+        ws = t_xmalloc(bytes);
+        memset(ws, 0xFF, bytes);   /* NaN garbage: the kernel must not read what it did not write */
+        d.workspace = ws; d.workspace_size = bytes;
+        t_sentinel(res, sizeof(float) * n, 3);
+        m0 = t_attn_mallocs;
+        st = NB_CALL(d);
+        m0 = t_attn_mallocs - m0;
+        if (T_CHECK(st == ATTN_OK, "nystrom %s (%s) with a caller workspace: %s", op, c->name, attn_status_str(st))) {
+            T_CHECK(m0 == 0, "nystrom %s (%s, %d threads) with a workspace of the queried %lu bytes: %lu ATTN_MALLOC calls", op,
+                    c->name, threads, (unsigned long)bytes, (unsigned long)m0);
+            T_CHECK(memcmp(res, ref, sizeof(float) * n) == 0, "nystrom %s (%s, %d threads): a caller workspace changes the bits", op,
+                    c->name, threads);
+        }
+        d.workspace_size = bytes - 1;
+        t_sentinel(res, sizeof(float) * n, 4);
+        t_expect_status(NB_CALL(d), ATTN_ERR_WORKSPACE, "nystrom workspace one byte short", op);
+        T_CHECK(t_sentinel_ok(res, sizeof(float) * n, 4), "nystrom %s (%s): a short workspace wrote the outputs", op, c->name);
+        d.workspace = NULL; d.workspace_size = 0;
+        free(ws);
+        memcpy(out, out0, sizeof(float) * no);   /* the backward's out */
+#undef NB_CALL
+    }
+done:
+    free(qf); free(kf); free(vf); free(cf); free(of); free(out); free(out0); free(g); free(g0);
+}
+
+static void nb_workspace(void) {
+    t_rng r = t_rng_seed(2908);
+    size_t i;
+    int th;
+    for (th = 1; th <= 3; th += 2) {
+        for (i = 0; i < sizeof nb_cases / sizeof nb_cases[0]; ++i) nb_ws_case(&nb_cases[i], 0, th, &r);
+        for (i = 0; i < sizeof nb_big / sizeof nb_big[0]; ++i) nb_ws_case(&nb_big[i], 0, th, &r);
+        for (i = 0; i < sizeof nb_packed / sizeof nb_packed[0]; ++i) nb_ws_case(&nb_packed[i], 1, th, &r);
+    }
+}
+
 /* ---- fixtures: torch autograd of the upstream modules ----------------------------------------- */
 
 /* array `name` of fixture `file` (exactly want values) in a malloc'd array, or NULL */
@@ -556,6 +644,7 @@ void test_nystrom_bwd(void) {
     printf("     nystrom backward vs finite differences (%d cases): largest max|err| / max|grad| %.2g\n",
            (int)(sizeof nb_cases / sizeof nb_cases[0] + sizeof nb_big / sizeof nb_big[0]), nb_worst);
     nb_contract();
+    nb_workspace();
     nb_fixture_hf();
     nb_fixture_lucidrains();
     t_packed_nystrom();

@@ -13,9 +13,8 @@
    NULL: the same desc for every segment. */
 typedef void (*tp_seg_desc)(const attn_desc *d, int u, attn_desc *e);
 static int tp_no_lse;   /* the kind has no logsumexp (ATTN_NYSTROM): lse NULL everywhere */
-/* ATTN_NYSTROM and ATTN_LINFORMER allocate even with a caller workspace (alone too: 60
-   allocations for one Nystromformer sequence of 37 rows, m = 8, pad = 1; 5 for one Linformer
-   sequence of 40 rows), so only their bits are compared there */
+/* ATTN_LINFORMER allocates even with a caller workspace (alone too: 5 allocations for one
+   Linformer sequence of 40 rows), so only its bits are compared there */
 static int tp_allocates;
 
 /* Copies rows [s0, s0 + n) of packed x (batch 1) into alone y, or back (to_packed). */
@@ -249,7 +248,7 @@ void t_packed_nystrom(void) {
     float conv[4 * 5], dconv[4 * 5];
     int i;
     attn_desc d;
-    tp_no_lse = tp_allocates = 1;
+    tp_no_lse = 1;
     for (i = 0; i < 20; ++i) conv[i] = (float)t_normal(&rng);
     memset(&d, 0, sizeof d);
     d.kind = ATTN_NYSTROM; d.nystrom.landmarks = 8; d.nystrom.conv = conv; d.nystrom.conv_kernel = 5; d.nystrom.dconv = dconv;
@@ -264,7 +263,7 @@ void t_packed_nystrom(void) {
     tp_case("nystrom exact segment", &rng, &d, NULL, l3, 3, 2, 1, 8, 8, ATTN_F32, 1);
     tp_errors("nystrom", &d, 1, 4, ATTN_ERR_NYSTROM_LANDMARKS);   /* 4 rows: fewer than the landmarks */
     tp_errors("nystrom", &d, 1, 12, ATTN_ERR_NYSTROM_DIVIDE);      /* 12 rows: not a multiple of them */
-    tp_no_lse = tp_allocates = 0;
+    tp_no_lse = 0;
 }
 
 /* ---- ATTN_LSH (shared QK: q.heads == k.heads) --------------------------------------------- */
