@@ -562,6 +562,106 @@ static void test_linformer_threads(void) {
     }
 }
 
+/* Issue 28: with a caller workspace of exactly the queried size, Linformer's forward and backward
+   make no ATTN_MALLOC call and give bitwise the result of the allocating call; one byte short is
+   ATTN_ERR_WORKSPACE with every output (out, lse; dq, dk, dv, dE, dF) untouched. Cases: E shared
+   across heads with fp32 k, v (the one-product path), per-head E, BHSD strides, f16 inputs with
+   bf16 gradients, padded keys; 1 and 3 threads. */
+static void test_linformer_workspace(void) {
+    t_rng r = t_rng_seed(1931);
+    int cfg;
+    for (cfg = 0; cfg < 8; ++cfg) {
+        const int sh = cfg % 2 == 0, f16 = cfg == 4 || cfg == 5, layout = cfg == 2 || cfg == 3, kp = 16, n = 40;
+        const int B = 2, Sq = 9, Sk = 33, Hq = 4, Hk = 2, D = 8, Dv = 6;
+        static const int lens[2] = { 33, 20 };
+        fx f = fx_make(f16 ? ATTN_F16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 1.0);
+        fx g = fx_make(f16 ? ATTN_BF16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 1.0);   /* dq, dk, dv */
+        fx ref = fx_make(f16 ? ATTN_BF16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0);
+        const size_t ne = (size_t)kp * n * (sh ? 1 : Hk), nl = (size_t)B * Hq * Sq;
+        const size_t ob = t_bytes(&f.out), qb = t_bytes(&g.q), kb = t_bytes(&g.k), vb = t_bytes(&g.v);
+        float *e = rand_mat(&r, ne, 0.3), *fm = rand_mat(&r, ne, 0.3), *dout = rand_mat(&r, out_n(&f.out), 1.0);
+        float *de = (float *)t_xmalloc(4 * ne), *df = (float *)t_xmalloc(4 * ne);
+        float *de0 = (float *)t_xmalloc(4 * ne), *df0 = (float *)t_xmalloc(4 * ne);
+        float *lse = (float *)t_xmalloc(4 * nl), *lse0 = (float *)t_xmalloc(4 * nl);
+        unsigned char *out0 = (unsigned char *)t_xmalloc(ob);
+        const attn_tensor to = attn_tensor_dense(dout, ATTN_F32, B, Sq, Hq, Dv);
+        attn_desc d;
+        size_t bytes = 0, m0;
+        void *ws;
+        attn_status st;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = fm; d.linformer.k = kp; d.linformer.n = n;
+        d.linformer.shared_heads = sh; d.linformer.de = de; d.linformer.df = df;
+        d.n_threads = cfg % 3 == 1 || cfg >= 6 ? 3 : 1;
+        if (cfg >= 6) d.seqlens_k = lens;
+        /* the allocating calls: the reference results */
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse0) == ATTN_OK, "linformer workspace cfg %d: forward", cfg);
+        memcpy(out0, f.out.data, ob);
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse0, ref.q, ref.k, ref.v) == ATTN_OK, "cfg %d: backward", cfg);
+        memcpy(de0, de, 4 * ne); memcpy(df0, df, 4 * ne);
+        /* forward with exactly attn_workspace_size bytes (NaN garbage: nothing read before written) */
+        st = attn_workspace_size(&d, f.q, f.k, f.v, &bytes);
+        if (T_CHECK(st == ATTN_OK && bytes > 0, "cfg %d: workspace query: %s", cfg, attn_status_str(st))) {
+            ws = t_xmalloc(bytes); memset(ws, 0xFF, bytes);
+            d.workspace = ws; d.workspace_size = bytes;
+            memset(f.out.data, 0x55, ob);
+            m0 = t_attn_mallocs;
+            st = attn_forward(&d, f.q, f.k, f.v, f.out, lse);
+            m0 = t_attn_mallocs - m0;
+            T_CHECK(st == ATTN_OK, "cfg %d: forward with a workspace: %s", cfg, attn_status_str(st));
+            T_CHECK(m0 == 0, "linformer forward with a workspace of %lu bytes made %lu allocation(s) (cfg %d)", (unsigned long)bytes,
+                    (unsigned long)m0, cfg);
+            T_CHECK(memcmp(out0, f.out.data, ob) == 0 && memcmp(lse0, lse, 4 * nl) == 0, "cfg %d: workspace changes the forward", cfg);
+            d.workspace_size = bytes - 1;
+            t_sentinel(f.out.data, ob, 3); t_sentinel(lse, 4 * nl, 4);
+            st = attn_forward(&d, f.q, f.k, f.v, f.out, lse);
+            if (T_CHECK(st == ATTN_ERR_WORKSPACE, "cfg %d: forward, workspace one byte short: %s", cfg, attn_status_str(st)))
+                t_status_provoked[ATTN_ERR_WORKSPACE] = 1;
+            T_CHECK(t_sentinel_ok(f.out.data, ob, 3) && t_sentinel_ok(lse, 4 * nl, 4), "cfg %d: short workspace wrote out or lse", cfg);
+            memcpy(f.out.data, out0, ob);   /* the backward reads out */
+            free(ws);
+        }
+        /* backward the same */
+        d.workspace = NULL; d.workspace_size = 0;
+        st = attn_backward_workspace_size(&d, f.q, f.k, f.v, &bytes);
+        if (T_CHECK(st == ATTN_OK && bytes > 0, "cfg %d: backward workspace query: %s", cfg, attn_status_str(st))) {
+            ws = t_xmalloc(bytes); memset(ws, 0xFF, bytes);
+            d.workspace = ws; d.workspace_size = bytes;
+            t_sentinel(de, 4 * ne, 5); t_sentinel(df, 4 * ne, 6);
+            t_sentinel(g.q.data, qb, 7); t_sentinel(g.k.data, kb, 8); t_sentinel(g.v.data, vb, 9);
+            m0 = t_attn_mallocs;
+            st = attn_backward(&d, f.q, f.k, f.v, f.out, to, lse0, g.q, g.k, g.v);
+            m0 = t_attn_mallocs - m0;
+            T_CHECK(st == ATTN_OK, "cfg %d: backward with a workspace: %s", cfg, attn_status_str(st));
+            T_CHECK(m0 == 0, "linformer backward with a workspace of %lu bytes made %lu allocation(s) (cfg %d)", (unsigned long)bytes,
+                    (unsigned long)m0, cfg);
+            {   /* g may be strided: compare the values with the dense reference run */
+                const attn_tensor *gt[3], *rt[3];
+                int i;
+                gt[0] = &g.q; gt[1] = &g.k; gt[2] = &g.v; rt[0] = &ref.q; rt[1] = &ref.k; rt[2] = &ref.v;
+                for (i = 0; i < 3; ++i) {
+                    double *a = out_get(gt[i]), *b0 = out_get(rt[i]);
+                    T_CHECK(memcmp(a, b0, sizeof(double) * out_n(rt[i])) == 0, "cfg %d: workspace changes gradient %d", cfg, i);
+                    free(a); free(b0);
+                }
+            }
+            T_CHECK(memcmp(de, de0, 4 * ne) == 0 && memcmp(df, df0, 4 * ne) == 0, "cfg %d: workspace changes dE or dF", cfg);
+            d.workspace_size = bytes - 1;
+            t_sentinel(de, 4 * ne, 5); t_sentinel(df, 4 * ne, 6);
+            t_sentinel(g.q.data, qb, 7); t_sentinel(g.k.data, kb, 8); t_sentinel(g.v.data, vb, 9);
+            st = attn_backward(&d, f.q, f.k, f.v, f.out, to, lse0, g.q, g.k, g.v);
+            if (T_CHECK(st == ATTN_ERR_WORKSPACE, "cfg %d: backward, workspace one byte short: %s", cfg, attn_status_str(st)))
+                t_status_provoked[ATTN_ERR_WORKSPACE] = 1;
+            T_CHECK(t_sentinel_ok(de, 4 * ne, 5) && t_sentinel_ok(df, 4 * ne, 6) && t_sentinel_ok(g.q.data, qb, 7) &&
+                    t_sentinel_ok(g.k.data, kb, 8) && t_sentinel_ok(g.v.data, vb, 9),
+                    "cfg %d: short backward workspace wrote a gradient", cfg);
+            free(ws);
+        }
+        free(e); free(fm); free(dout); free(de); free(df); free(de0); free(df0); free(lse); free(lse0); free(out0);
+        fx_free(&f); fx_free(&g); fx_free(&ref);
+    }
+}
+
 /* ---- Nystromformer ---------------------------------------------------------------------------- */
 
 static void test_nystrom_ref(void) {
@@ -1378,6 +1478,7 @@ void test_lowrank(void) {
     test_linformer_fixture();
     test_linformer_identity();
     test_linformer_threads();
+    test_linformer_workspace();
     test_nystrom_pinv();
     test_nystrom_ref();
     test_nystrom_exact();
