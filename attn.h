@@ -616,7 +616,11 @@ typedef struct attn_performer_params {
                                      gradient of the shared matrix and df is not written
    attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
    runs the exact kernel's backward on them (dropout with the forward's seed). With seqlens_k the
-   padded rows of dk, dv are 0 and sequence b adds to columns 0..L-1 of dE, dF only. */
+   padded rows of dk, dv are 0 and sequence b adds to columns 0..L-1 of dE, dF only.
+   Speed: with shared_heads and fp32 k, v whose heads sit side by side in a row ([B, S, H, D]),
+   E K, F V, dk, dv and dE are one product over every head ([k, n] x [n, H*D], E packed once);
+   otherwise one per KV head. Both directions allocate nothing when desc.workspace holds
+   attn_workspace_size / attn_backward_workspace_size bytes. */
 typedef struct attn_linformer_params {
     const float *e, *f;
     int k, n;
