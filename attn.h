@@ -614,8 +614,15 @@ typedef struct attn_performer_params {
    de, df         NULL: not computed attn_backward only: dL/dE, dL/dF, written with E's layout
                                      (columns k.seq..n-1 get 0); with shared_kv, de gets the whole
                                      gradient of the shared matrix and df is not written
-   attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
-   runs the exact kernel's backward on them (dropout with the forward's seed). With seqlens_k the
+   proj           NULL: recomputed   training: B * k * k.heads * (d + dv) floats (d = k.dim, dv =
+                                     v.dim) where attn_forward stores E K ([B][k][Hkv][d]) then
+                                     F V ([B][k][Hkv][dv]), and attn_backward reads them instead
+                                     of projecting k, v again: pass the same buffer, k, v, E, F
+                                     and lengths to both calls (nothing can check that). Not read
+                                     nor written with cu_seqlens (each segment projects its own)
+                                     nor by the attn_layer_* calls
+   attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V
+   (unless proj holds them) and runs the exact kernel's backward on them (dropout with the forward's seed). With seqlens_k the
    padded rows of dk, dv are 0 and sequence b adds to columns 0..L-1 of dE, dF only.
    Speed: with shared_heads and fp32 k, v whose heads sit side by side in a row ([B, S, H, D]),
    E K, F V, dk, dv and dE are one product over every head ([k, n] x [n, H*D], E packed once);
@@ -626,6 +633,7 @@ typedef struct attn_linformer_params {
     int k, n;
     int shared_heads, shared_kv;
     float *de, *df;
+    float *proj;
 } attn_linformer_params;
 
 /* Nystromformer (ATTN_NYSTROM; Xiong et al. 2021), read from attn_desc.nystrom. Per (batch,
@@ -8817,6 +8825,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     if (!attn__mul_size((size_t)batch, (size_t)ATTN__MAX(lq, lk), &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     if (!attn__mul_size((size_t)batch, (size_t)L->H, &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;  /* backward tasks */
     L->ad = d->attn;
+    L->ad.linformer.proj = NULL;   /* the layer's own K, V: Linformer projects them each call */
     L->ad.n_threads = d->n_threads; L->ad.workspace = NULL; L->ad.workspace_size = 0;
     L->shared = attn__layer_shared_qk(&d->attn);
     L->lse = attn__layer_kind_lse(d->attn.kind);
@@ -14800,7 +14809,8 @@ typedef struct attn__lfm_plan {
                                            block of dk, dv rows before their conversion) */
     size_t gemm_floats;                 /* per thread: attn__sgemm_1t's packing buffer */
     size_t floats, core_bytes;
-    float *kbuf, *vbuf, *scratch, *gemm; /* E K [B, kp, Hkv, D], F V [B, kp, Hkv, Dv] */
+    float *kbuf, *vbuf, *scratch, *gemm; /* E K [B, kp, Hkv, D], F V [B, kp, Hkv, Dv]: in
+                                           linformer.proj when given, else in the workspace */
     /* backward */
     int bwd, shared_kv;
     attn__view dk, dv;
@@ -14953,8 +14963,10 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     return ATTN_OK;
 }
 
-/* E K and F V into the workspace's kbuf, vbuf (and carves the rest of our floats). */
+/* Carves our floats from the workspace and puts E K, F V in kbuf, vbuf: in linformer.proj when
+   given (the backward then reads the forward's there), else in the workspace. */
 static void attn__lfm_project_all(const attn__call *c, attn__lfm_plan *P, char *base) {
+    float *proj = c->d->linformer.proj;
     size_t kf = 0, vf = 0, g = 0;
     attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->k.dim);
     attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->v.dim);
@@ -14963,6 +14975,10 @@ static void attn__lfm_project_all(const attn__call *c, attn__lfm_plan *P, char *
     if (P->bwd) { P->dkbuf = P->vbuf + vf; P->dvbuf = P->dkbuf + kf; }
     P->gemm = (P->bwd ? P->dvbuf : P->kbuf + kf) + vf;
     P->scratch = P->gemm + g;
+    if (proj) {
+        P->kbuf = proj; P->vbuf = proj + (size_t)c->k.batch * (size_t)P->kp * (size_t)c->k.heads * (size_t)c->k.dim;
+        if (P->bwd) return;
+    }
     attn__parallel_for(c->d, 2 * c->k.batch * P->groups * P->split, P->n_threads, attn__lfm_task, P);
 }
 
@@ -17403,6 +17419,7 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     if (d->cu_seqlens_q[n] != c->q.seq || d->cu_seqlens_k[n] != c->k.seq) return ATTN_ERR_VARLEN_COVER;
     e = *d;
     e.cu_seqlens_q = e.cu_seqlens_k = NULL; e.varlen_batch = 0;
+    e.linformer.proj = NULL;        /* each segment projects its own keys */
     for (u = 0; u < n; ++u) {                  /* every segment's checks and workspace first */
         attn__varlen_segment(c, &e, u, &tab, &s);
         if (!s.q.seq && !s.k.seq) continue;

@@ -662,6 +662,65 @@ static void test_linformer_workspace(void) {
     }
 }
 
+/* linformer.proj: attn_forward stores E K, F V there (checked against a double-precision E K, F V)
+   with its output unchanged; attn_backward reads them instead of k, v: with k and v zeroed after
+   the forward it gives bitwise the gradients of the call that projects the real k, v. Cases: E
+   shared across heads with fp32 k, v (one product), per-head E with f16 inputs, padded keys. */
+static void test_linformer_proj(void) {
+    t_rng r = t_rng_seed(1937);
+    int cfg;
+    for (cfg = 0; cfg < 3; ++cfg) {
+        const int sh = cfg != 1, f16 = cfg == 1, kp = 12, n = 30, B = 2, Sq = 7, Sk = 25, Hq = 4, Hk = 2, D = 8, Dv = 6;
+        static const int lens[2] = { 25, 13 };
+        fx f = fx_make(f16 ? ATTN_F16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0);
+        fx g = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0), g0 = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0);
+        const size_t ne = (size_t)kp * n * (sh ? 1 : Hk), nl = (size_t)B * Hq * Sq, ob = t_bytes(&f.out);
+        const size_t nkp = (size_t)B * kp * Hk * D, nvp = (size_t)B * kp * Hk * Dv;
+        float *e = rand_mat(&r, ne, 0.3), *fm = rand_mat(&r, ne, 0.3), *dout = rand_mat(&r, out_n(&f.out), 1.0);
+        float *proj = (float *)t_xmalloc(sizeof(float) * (nkp + nvp)), *lse = (float *)t_xmalloc(4 * nl);
+        unsigned char *out0 = (unsigned char *)t_xmalloc(ob);
+        double *kd = out_get(&f.k), *vd = out_get(&f.v), err = 0.0;
+        const attn_tensor to = attn_tensor_dense(dout, ATTN_F32, B, Sq, Hq, Dv);
+        attn_desc d;
+        int b, i, h, c, j, w;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = fm; d.linformer.k = kp; d.linformer.n = n;
+        d.linformer.shared_heads = sh; d.n_threads = 1 + cfg;
+        if (cfg == 2) d.seqlens_k = lens;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer proj cfg %d: forward", cfg);
+        memcpy(out0, f.out.data, ob);
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, g0.q, g0.k, g0.v) == ATTN_OK, "proj cfg %d: backward", cfg);
+        d.linformer.proj = proj;
+        memset(f.out.data, 0x55, ob);
+        t_sentinel(proj, sizeof(float) * (nkp + nvp), 3);
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "proj cfg %d: forward with proj", cfg);
+        T_CHECK(memcmp(out0, f.out.data, ob) == 0, "linformer proj cfg %d: proj changes the forward", cfg);
+        for (w = 0; w < 2; ++w) {   /* proj against E K, F V in double */
+            const int dim = w ? Dv : D;
+            const double *x = w ? vd : kd;
+            const float *P = w ? proj + nkp : proj, *M = w ? fm : e;
+            for (b = 0; b < B; ++b)
+                for (i = 0; i < kp; ++i)
+                    for (h = 0; h < Hk; ++h)
+                        for (c = 0; c < dim; ++c) {
+                            const float *row = M + (sh ? 0 : (size_t)h * kp * n) + (size_t)i * n;
+                            const int L = d.seqlens_k ? d.seqlens_k[b] : Sk;
+                            double s = 0.0;
+                            for (j = 0; j < L; ++j) s += (double)row[j] * x[(((size_t)b * Sk + j) * Hk + h) * dim + c];
+                            err = fmax(err, fabs(s - (double)P[(((size_t)b * kp + i) * Hk + h) * dim + c]));
+                        }
+        }
+        T_CHECK(err <= 1e-5, "linformer proj cfg %d: stored E K, F V off by %.3g", cfg, err);
+        memset(f.k.data, 0, t_bytes(&f.k)); memset(f.v.data, 0, t_bytes(&f.v));   /* the backward must read proj */
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, g.q, g.k, g.v) == ATTN_OK, "proj cfg %d: backward with proj", cfg);
+        T_CHECK(memcmp(g.q.data, g0.q.data, t_bytes(&g.q)) == 0 && memcmp(g.k.data, g0.k.data, t_bytes(&g.k)) == 0 &&
+                memcmp(g.v.data, g0.v.data, t_bytes(&g.v)) == 0,
+                "linformer proj cfg %d: backward reading proj differs from the one projecting k, v", cfg);
+        free(e); free(fm); free(dout); free(proj); free(lse); free(out0); free(kd); free(vd);
+        fx_free(&f); fx_free(&g); fx_free(&g0);
+    }
+}
+
 /* ---- Nystromformer ---------------------------------------------------------------------------- */
 
 static void test_nystrom_ref(void) {
@@ -1479,6 +1538,7 @@ void test_lowrank(void) {
     test_linformer_identity();
     test_linformer_threads();
     test_linformer_workspace();
+    test_linformer_proj();
     test_nystrom_pinv();
     test_nystrom_ref();
     test_nystrom_exact();
