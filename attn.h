@@ -634,14 +634,26 @@ typedef struct attn_performer_params {
    de, df         NULL: not computed attn_backward only: dL/dE, dL/dF, written with E's layout
                                      (columns k.seq..n-1 get 0); with shared_kv, de gets the whole
                                      gradient of the shared matrix and df is not written
-   attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V and
-   runs the exact kernel's backward on them (dropout with the forward's seed). With seqlens_k the
-   padded rows of dk, dv are 0 and sequence b adds to columns 0..L-1 of dE, dF only. */
+   proj           NULL: recomputed   training: B * k * k.heads * (d + dv) floats (d = k.dim, dv =
+                                     v.dim) where attn_forward stores E K ([B][k][Hkv][d]) then
+                                     F V ([B][k][Hkv][dv]), and attn_backward reads them instead
+                                     of projecting k, v again: pass the same buffer, k, v, E, F
+                                     and lengths to both calls (nothing can check that). Not read
+                                     nor written with cu_seqlens (each segment projects its own)
+                                     nor by the attn_layer_* calls
+   attn_backward (lse: the forward's) gives dq, dk, dv and de/df; it recomputes E K and F V
+   (unless proj holds them) and runs the exact kernel's backward on them (dropout with the forward's seed). With seqlens_k the
+   padded rows of dk, dv are 0 and sequence b adds to columns 0..L-1 of dE, dF only.
+   Speed: with shared_heads and fp32 k, v whose heads sit side by side in a row ([B, S, H, D]),
+   E K, F V, dk, dv and dE are one product over every head ([k, n] x [n, H*D], E packed once);
+   otherwise one per KV head. Both directions allocate nothing when desc.workspace holds
+   attn_workspace_size / attn_backward_workspace_size bytes. */
 typedef struct attn_linformer_params {
     const float *e, *f;
     int k, n;
     int shared_heads, shared_kv;
     float *de, *df;
+    float *proj;
 } attn_linformer_params;
 
 /* Nystromformer (ATTN_NYSTROM; Xiong et al. 2021), read from attn_desc.nystrom. Per (batch,
@@ -8861,6 +8873,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     if (!attn__mul_size((size_t)batch, (size_t)ATTN__MAX(lq, lk), &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     if (!attn__mul_size((size_t)batch, (size_t)L->H, &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;  /* backward tasks */
     L->ad = d->attn;
+    L->ad.linformer.proj = NULL;   /* the layer's own K, V: Linformer projects them each call */
     L->ad.n_threads = d->n_threads; L->ad.workspace = NULL; L->ad.workspace_size = 0;
     L->shared = attn__layer_shared_qk(&d->attn);
     L->lse = attn__layer_kind_lse(d->attn.kind);
@@ -15081,10 +15094,17 @@ typedef struct attn__lfm_plan {
     const float *e, *f;                 /* f = e when shared_kv */
     size_t e_head;                      /* floats between heads' E (0: shared across heads) */
     int kp, n, n_threads;
-    size_t scratch_floats;              /* per thread: k or v rows converted to fp32 (backward: and
-                                           their gradient rows) */
+    int wide;                           /* E shared across heads and k, v fp32 with the heads of a
+                                           row side by side: one product over every head, X as
+                                           [L, H*D] in place (E packed once, not once a head) */
+    int groups;                         /* products per (sequence, k or v): 1 when wide, else H */
+    int split;                          /* tasks per product (the threads' share of its rows) */
+    size_t scratch_floats;              /* per thread: k or v rows converted to fp32 (backward: or a
+                                           block of dk, dv rows before their conversion) */
+    size_t gemm_floats;                 /* per thread: attn__sgemm_1t's packing buffer */
     size_t floats, core_bytes;
-    float *kbuf, *vbuf, *scratch;       /* E K [B, kp, Hkv, D], F V [B, kp, Hkv, Dv] */
+    float *kbuf, *vbuf, *scratch, *gemm; /* E K [B, kp, Hkv, D], F V [B, kp, Hkv, Dv]: in
+                                           linformer.proj when given, else in the workspace */
     /* backward */
     int bwd, shared_kv;
     attn__view dk, dv;
@@ -15092,28 +15112,63 @@ typedef struct attn__lfm_plan {
     float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
 } attn__lfm_plan;
 
-/* The first L rows of k (which 0) or v (which 1) of batch b: L = seqlens_k[b] or k.seq. */
-static attn__view attn__lfm_valid(const attn__lfm_plan *P, int b, int which) {
+#define ATTN__LFM_ROWS 256              /* dk, dv rows computed per product (their scratch block) */
+
+/* Every head's D columns of a row side by side in fp32 (one [seq, H*D] matrix with row stride ss) */
+static int attn__lfm_wide_ok(const attn__view *x) {
+    return x->dtype == ATTN_F32 && (x->heads == 1 || x->sh == x->dim) && (x->seq == 1 || x->ss >= (ptrdiff_t)x->heads * x->dim) &&
+           (size_t)x->heads * (size_t)x->dim <= (size_t)INT_MAX;
+}
+/* Columns of one product over k (which 0) or v (1): every head's when wide, else one head's */
+static int attn__lfm_width(const attn__lfm_plan *P, int which) {
+    const attn__view *x = which ? &P->v : &P->k;
+    return (P->wide ? x->heads : 1) * x->dim;
+}
+/* Rows [r0, r1) of k (which 0) or v (which 1), batch b, KV head h (every head when wide) as an
+   fp32 matrix with row stride *ld: in place when possible, else converted into buf. */
+static const float *attn__lfm_x(const attn__lfm_plan *P, int b, int h, int which, int r0, int r1, float *buf, ptrdiff_t *ld) {
     attn__view x = which ? P->v : P->k;
-    if (P->lens) x.seq = P->lens[b];
-    return x;
+    if (P->wide) {
+        *ld = x.seq == 1 ? attn__lfm_width(P, which) : x.ss;
+        return (const float *)attn__at(&x, b, r0, 0);
+    }
+    x.data = (char *)attn__at(&x, b, r0, 0) - (ptrdiff_t)x.esize * b * x.sb;   /* row r0 as row 0 */
+    x.seq = r1 - r0;
+    return attn__lr_rows(P->isa, &x, b, h, buf, ld);
 }
-/* E K (which 0) or F V (which 1) of batch b, KV head h: C [kp, dim] = E_h[:, :L] X [L, dim] */
-static void attn__lfm_project(const attn__lfm_plan *P, int b, int h, int which, float *scratch,
-                              const attn_desc *par, int nt) {
-    const attn__view x = attn__lfm_valid(P, b, which);
-    const int D = x.dim, H = x.heads;
-    const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
-    float *C = (which ? P->vbuf : P->kbuf) + ((size_t)b * P->kp * H + h) * D;
-    ptrdiff_t ld;
-    const float *X = attn__lr_rows(P->isa, &x, b, h, scratch, &ld);
-    attn__sgemm_par(par, nt, 0, 0, P->kp, D, x.seq, 1.0f, E, P->n, X, ld, 0.0f, C, (ptrdiff_t)H * D);
+/* Task t of a phase with units products, each cut in P->split parts of extent rows (rounded to
+   q): its unit and the part's rows [*r0, *r1) (empty when r0 >= r1). */
+static int attn__lfm_part(const attn__lfm_plan *P, int t, int extent, int q, int *r0, int *r1) {
+    const int part = t % P->split;
+    const ptrdiff_t per = attn__gemm_round(((ptrdiff_t)extent + P->split - 1) / P->split, q);
+    *r0 = (int)ATTN__MIN((ptrdiff_t)extent, part * per);
+    *r1 = (int)ATTN__MIN((ptrdiff_t)extent, (part + 1) * per);
+    return t / P->split;
 }
+
+/* Forward task: rows [r0, r1) of E K (which 0) or F V (which 1) of sequence b, group g (a KV head,
+   or every head when wide): C [kp, W] = E_g[:, :L] X [L, W]. Unit u = (b * groups + g) * 2 + which. */
 static void attn__lfm_task(void *ctx, int t, int thread) {
     const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
-    const int bh = t >> 1;
-    attn__lfm_project(P, bh / P->k.heads, bh % P->k.heads, t & 1, P->scratch + (size_t)thread * P->scratch_floats,
-                      NULL, 1);
+    int r0, r1;
+    const int u = attn__lfm_part(P, t, P->kp, attn__gemm_pick()->mr, &r0, &r1);
+    const int b = u / (2 * P->groups), g = (u >> 1) % P->groups, which = u & 1;
+    const attn__view *x = which ? &P->v : &P->k;
+    const int H = x->heads, D = x->dim, W = attn__lfm_width(P, which), L = P->lens ? P->lens[b] : x->seq;
+    const float *E = (which ? P->f : P->e) + (size_t)g * P->e_head + (size_t)r0 * P->n;
+    float *C = (which ? P->vbuf : P->kbuf) + (((size_t)b * P->kp + r0) * H + g) * D;
+    ptrdiff_t ld;
+    const float *X;
+    if (r0 >= r1) return;
+    X = attn__lfm_x(P, b, g, which, 0, L, P->scratch + (size_t)thread * P->scratch_floats, &ld);
+    attn__sgemm_1t(P->gemm + (size_t)thread * P->gemm_floats, 0, 0, r1 - r0, W, L, 1.0f, E, P->n, X, ld, 0.0f, C,
+                   (ptrdiff_t)H * D);
+}
+
+/* Tasks per product: enough for every thread, parts of at least 16 rows of the smallest extent */
+static int attn__lfm_split(int units, int n_threads, int extent) {
+    const int want = units >= n_threads ? 1 : (n_threads + units - 1) / units;
+    return ATTN__MAX(1, ATTN__MIN(want, (extent + 15) / 16));
 }
 
 static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, int bwd) {
@@ -15121,11 +15176,12 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     const attn_linformer_params *L = &d->linformer;
     attn_tensor kt, vt;
     attn_status s;
-    size_t f = 0;
+    size_t f = 0, wmax;
     memset(P, 0, sizeof *P);
     if ((s = attn__check_qkv(&c->q, &c->k, &c->v, c->bytes ? NULL : &c->out, &P->q, &P->k, &P->v, &P->out)) != ATTN_OK)
         return s;
-    {   /* tasks: E K and F V per (sequence, KV head), then the dE / dF heads */
+    {   /* tasks: E K and F V per (sequence, KV head), then the dE / dF heads (each cut in parts
+           only while there are fewer than threads: attn__lfm_split) */
         int t;
         if (!attn__tasks(2, (size_t)c->k.batch + 1, (size_t)c->k.heads, &t)) return ATTN_ERR_OVERFLOW;
     }
@@ -15144,6 +15200,8 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     P->e = L->e; P->f = L->shared_kv ? L->e : L->f;
     P->kp = L->k; P->n = L->n;
     if (!L->shared_heads && !attn__mul_size((size_t)L->k, (size_t)L->n, &P->e_head)) return ATTN_ERR_OVERFLOW;
+    P->wide = L->shared_heads && attn__lfm_wide_ok(&P->k) && attn__lfm_wide_ok(&P->v);
+    P->groups = P->wide ? 1 : c->k.heads;
     /* the exact kernel on q and the projections [B, kp, Hkv, D|Dv] validates the rest of desc */
     kt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(c->q.data, ATTN_F32, c->k.batch, L->k, c->k.heads, c->v.dim);
@@ -15172,16 +15230,50 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
         P->de = L->de; P->df = L->shared_kv ? NULL : L->df; P->shared_kv = L->shared_kv;
     }
     P->n_threads = attn__resolve_threads(d);
-    P->scratch_floats = (size_t)(attn__lr_direct(&P->k) && !bwd ? 0 : c->k.dim);
-    if (!attn__lr_direct(&P->v) || bwd) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)c->v.dim);
-    if (!attn__mul_size(P->scratch_floats, (size_t)c->k.seq * (bwd ? 2u : 1u), &P->scratch_floats) ||
-        !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim) ||
+    P->split = attn__lfm_split(2 * c->k.batch * P->groups, P->n_threads, L->k);
+    /* per thread: rows converted to fp32 (never when wide), or (backward) a block of dk, dv rows;
+       the packing buffer of the largest product, k capped at the GEMM's k block (attn__sgemm_1t_floats
+       grows with m, n and k up to it) */
+    wmax = (size_t)ATTN__MAX(attn__lfm_width(P, 0), attn__lfm_width(P, 1));
+    P->scratch_floats = (size_t)(attn__lr_direct(&P->k) || P->wide ? 0 : c->k.dim);
+    if (!attn__lr_direct(&P->v) && !P->wide) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)c->v.dim);
+    if (!attn__mul_size(P->scratch_floats, (size_t)c->k.seq, &P->scratch_floats)) return ATTN_ERR_OVERFLOW;
+    if (bwd) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)ATTN__MIN(ATTN__LFM_ROWS, c->k.seq) * wmax);
+    P->gemm_floats = attn__sgemm_1t_floats(L->k, (int)wmax, ATTN__MIN(c->k.seq, ATTN__GEMM_KC));
+    if (bwd) {
+        P->gemm_floats = ATTN__MAX(P->gemm_floats, attn__sgemm_1t_floats(ATTN__MIN(ATTN__LFM_ROWS, c->k.seq), (int)wmax,
+                                                                         ATTN__MIN(L->k, ATTN__GEMM_KC)));
+        P->gemm_floats = ATTN__MAX(P->gemm_floats, attn__sgemm_1t_floats(L->k, c->k.seq, ATTN__MIN((int)wmax, ATTN__GEMM_KC)));
+    }
+    if (!attn__add_size(P->scratch_floats, 15, &P->scratch_floats)) return ATTN_ERR_OVERFLOW;
+    P->scratch_floats &= ~(size_t)15;   /* every thread's block 64-byte aligned */
+    if (!attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim) ||
         !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim) ||
         (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
         (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
-        !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
+        !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads) ||
+        !attn__lr_floats(&f, P->gemm_floats, (size_t)P->n_threads)) return ATTN_ERR_OVERFLOW;
     P->floats = f;
     return ATTN_OK;
+}
+
+/* Carves our floats from the workspace and puts E K, F V in kbuf, vbuf: in linformer.proj when
+   given (the backward then reads the forward's there), else in the workspace. */
+static void attn__lfm_project_all(const attn__call *c, attn__lfm_plan *P, char *base) {
+    float *proj = c->d->linformer.proj;
+    size_t kf = 0, vf = 0, g = 0;
+    attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->k.dim);
+    attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->v.dim);
+    attn__lr_floats(&g, P->gemm_floats, (size_t)P->n_threads);
+    P->kbuf = (float *)(void *)base; P->vbuf = P->kbuf + kf;
+    if (P->bwd) { P->dkbuf = P->vbuf + vf; P->dvbuf = P->dkbuf + kf; }
+    P->gemm = (P->bwd ? P->dvbuf : P->kbuf + kf) + vf;
+    P->scratch = P->gemm + g;
+    if (proj) {
+        P->kbuf = proj; P->vbuf = proj + (size_t)c->k.batch * (size_t)P->kp * (size_t)c->k.heads * (size_t)c->k.dim;
+        if (P->bwd) return;
+    }
+    attn__parallel_for(c->d, 2 * c->k.batch * P->groups * P->split, P->n_threads, attn__lfm_task, P);
 }
 
 /* ATTN_LINFORMER's forward: E K and F V on the SGEMM, then the exact kernel on them. */
@@ -15189,23 +15281,13 @@ static attn_status attn__linformer_forward(const attn__call *c) {
     attn__lfm_plan P;
     attn__ws w;
     attn_status s;
-    size_t bytes, kf, vf;
-    int tasks, i;
+    size_t bytes;
     attn_tensor kt, vt;
     if ((s = attn__lfm_plan_make(c, &P, 0)) != ATTN_OK) return s;
     if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    kf = 0; attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->k.dim);
-    vf = 0; attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->v.dim);
-    P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.scratch = P.vbuf + vf;
-    tasks = 2 * c->k.batch * c->k.heads;
-    if (tasks >= P.n_threads || P.n_threads == 1) {
-        attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_task, &P);
-    } else {            /* few heads: one projection at a time, each GEMM on every thread */
-        for (i = 0; i < tasks; ++i)
-            attn__lfm_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
-    }
+    attn__lfm_project_all(c, &P, w.base);
     kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
     s = attn__lr_core(&P.core, c->q, kt, vt, c->out, c->lse, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
@@ -15213,48 +15295,69 @@ static attn_status attn__linformer_forward(const attn__call *c) {
     return s;
 }
 
-/* Backward tasks. dK_{b,h} = E_h[:, :L]^T dK'_{b,h} (and dV with F), stored in the user's
-   dtype, rows L..seq-1 (padding) 0; dE_h = sum_b (sum over the heads sharing E) dK'_{b,h}
-   K_{b,h}[:L]^T (+ the F V terms when E = F), summed in a fixed order (batch-major, then head),
-   columns a sequence does not reach get nothing from it (columns k.seq..n-1 are 0). */
-static void attn__lfm_dx(const attn__lfm_plan *P, int b, int h, int which, float *scratch, const attn_desc *par, int nt) {
+/* Backward tasks: first the dk, dv parts (unit (b * groups + g) * 2 + which), then the dE, dF
+   parts. dK_{b,g} = E_g[:, :L]^T dK'_{b,g} (and dV with F), stored in the user's dtype (in place
+   when it is fp32 laid out as the product), rows L..seq-1 (padding) 0; dE_g = sum_b (sum over the
+   heads sharing E) dK'_{b,h} K_{b,h}[:L]^T (+ the F V terms when E = F), summed in a fixed order
+   (k then v, batch, head), columns a sequence does not reach get nothing from it (columns
+   k.seq..n-1 are 0). A part owns rows (dk, dv) or columns (dE, dF) of its product. */
+static void attn__lfm_dx(const attn__lfm_plan *P, int t, float *scratch, float *gemm) {
+    int r0, r1, i, j, h;
+    const int u = attn__lfm_part(P, t, P->k.seq, attn__gemm_pick()->mr, &r0, &r1);
+    const int b = u / (2 * P->groups), g = (u >> 1) % P->groups, which = u & 1;
     const attn__view *dx = which ? &P->dv : &P->dk;
-    const int D = dx->dim, H = dx->heads, s = dx->seq, L = P->lens ? P->lens[b] : s;
-    const float *E = (which ? P->f : P->e) + (size_t)h * P->e_head;
-    const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
-    int i;
-    attn__sgemm_par(par, nt, 1, 0, L, D, P->kp, 1.0f, E, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, D);
-    memset(scratch + (size_t)L * D, 0, sizeof(float) * (size_t)(s - L) * (size_t)D);
-    for (i = 0; i < s; ++i) P->isa->store(attn__at(dx, b, i, h), dx->dtype, scratch + (size_t)i * D, D, 1.0f);
+    const int D = dx->dim, H = dx->heads, W = attn__lfm_width(P, which), L = P->lens ? P->lens[b] : dx->seq;
+    const int direct = P->wide ? attn__lfm_wide_ok(dx) : attn__lr_direct(dx);
+    const float *E = (which ? P->f : P->e) + (size_t)g * P->e_head;
+    const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + g) * D;
+    for (; r0 < r1; r0 += ATTN__LFM_ROWS) {
+        const int m = ATTN__MIN(ATTN__LFM_ROWS, r1 - r0), mv = ATTN__MAX(0, ATTN__MIN(m, L - r0));
+        float *out = direct ? (float *)attn__at(dx, b, r0, P->wide ? 0 : g) : scratch;
+        const ptrdiff_t ldo = direct ? (m == 1 ? W : dx->ss) : W;
+        attn__sgemm_1t(gemm, 1, 0, mv, W, P->kp, 1.0f, E + r0, P->n, G, (ptrdiff_t)H * D, 0.0f, out, ldo);
+        for (i = mv; i < m; ++i) memset(out + i * ldo, 0, sizeof(float) * (size_t)W);
+        if (!direct)
+            for (i = 0; i < m; ++i)
+                for (j = 0; j < W / D; ++j) {
+                    h = P->wide ? j : g;
+                    P->isa->store(attn__at(dx, b, r0 + i, h), dx->dtype, scratch + (size_t)i * W + (size_t)j * D, D, 1.0f);
+                }
+    }
 }
-static int attn__lfm_de_tasks(const attn__lfm_plan *P) {
+static int attn__lfm_de_units(const attn__lfm_plan *P) {
     return (P->e_head ? P->k.heads : 1) * ((P->de ? 1 : 0) + (P->df ? 1 : 0));
 }
-/* task t: dE of E-head t (with shared_kv: both terms), then dF of E-head t - (tasks of dE) */
-static void attn__lfm_de(const attn__lfm_plan *P, int t, float *scratch, const attn_desc *par, int nt) {
-    const int n_e = P->e_head ? P->k.heads : 1, is_f = !P->de || t >= n_e, eh = is_f && P->de ? t - n_e : t;
+/* dE of E-head u (with shared_kv: both terms), then dF of E-head u - (units of dE): columns [c0, c1) */
+static void attn__lfm_de(const attn__lfm_plan *P, int t, float *scratch, float *gemm) {
+    const int n_e = P->e_head ? P->k.heads : 1, last = t % P->split == P->split - 1;
+    int c0, c1, which, b, h, i;
+    const int u = attn__lfm_part(P, t, P->k.seq, attn__gemm_pick()->nr, &c0, &c1);
+    const int is_f = !P->de || u >= n_e, eh = is_f && P->de ? u - n_e : u;
     const int which0 = is_f, which1 = is_f || P->shared_kv;
     float *G = (is_f ? P->df : P->de) + (size_t)eh * P->e_head;
-    int which, b, h, i;
-    for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n, 0, sizeof(float) * (size_t)P->n);
+    if (last) c1 = P->n;      /* the last part also zeroes columns k.seq..n-1 */
+    if (c0 >= c1) return;
+    for (i = 0; i < P->kp; ++i) memset(G + (size_t)i * P->n + c0, 0, sizeof(float) * (size_t)(c1 - c0));
     for (which = which0; which <= which1; ++which)
         for (b = 0; b < P->k.batch; ++b) {
-            const attn__view x = attn__lfm_valid(P, b, which);   /* the valid rows: L columns of G */
-            const int D = x.dim, H = x.heads;
-            for (h = P->e_head ? eh : 0; h < (P->e_head ? eh + 1 : H); ++h) {
+            const attn__view *x = which ? &P->v : &P->k;
+            const int D = x->dim, H = x->heads, W = attn__lfm_width(P, which), L = P->lens ? P->lens[b] : x->seq;
+            const int e1 = ATTN__MIN(c1, L);
+            if (c0 >= e1) continue;
+            for (h = P->e_head ? eh : 0; h < (P->e_head ? eh + 1 : P->groups); ++h) {
                 ptrdiff_t ld;
-                const float *X = attn__lr_rows(P->isa, &x, b, h, scratch, &ld);
+                const float *X = attn__lfm_x(P, b, h, which, c0, e1, scratch, &ld);
                 const float *dX = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + h) * D;
-                attn__sgemm_par(par, nt, 0, 1, P->kp, x.seq, D, 1.0f, dX, (ptrdiff_t)H * D, X, ld, 1.0f, G, P->n);
+                attn__sgemm_1t(gemm, 0, 1, P->kp, e1 - c0, W, 1.0f, dX, (ptrdiff_t)H * D, X, ld, 1.0f, G + c0, P->n);
             }
         }
 }
 static void attn__lfm_bwd_task(void *ctx, int t, int thread) {
     const attn__lfm_plan *P = (const attn__lfm_plan *)ctx;
-    float *scratch = P->scratch + (size_t)thread * P->scratch_floats;
-    const int n_dx = 2 * P->k.batch * P->k.heads;
-    if (t < n_dx) attn__lfm_dx(P, (t >> 1) / P->k.heads, (t >> 1) % P->k.heads, t & 1, scratch, NULL, 1);
-    else attn__lfm_de(P, t - n_dx, scratch, NULL, 1);
+    float *scratch = P->scratch + (size_t)thread * P->scratch_floats, *gemm = P->gemm + (size_t)thread * P->gemm_floats;
+    const int n_dx = 2 * P->k.batch * P->groups * P->split;
+    if (t < n_dx) attn__lfm_dx(P, t, scratch, gemm);
+    else attn__lfm_de(P, t - n_dx, scratch, gemm);
 }
 
 /* ATTN_LINFORMER's backward: E K and F V again, the exact kernel's backward on them (dq and
@@ -15263,24 +15366,13 @@ static attn_status attn__linformer_backward(const attn__call *c) {
     attn__lfm_plan P;
     attn__ws w;
     attn_status s;
-    size_t bytes, kf, vf;
-    int tasks, i;
+    size_t bytes;
     attn_tensor kt, vt, dkt, dvt;
     if ((s = attn__lfm_plan_make(c, &P, 1)) != ATTN_OK) return s;
     if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
-    kf = 0; attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->k.dim);
-    vf = 0; attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P.kp, (size_t)c->k.heads * (size_t)c->v.dim);
-    P.kbuf = (float *)(void *)w.base; P.vbuf = P.kbuf + kf; P.dkbuf = P.vbuf + vf; P.dvbuf = P.dkbuf + kf;
-    P.scratch = P.dvbuf + vf;
-    tasks = 2 * c->k.batch * c->k.heads;
-    if (tasks >= P.n_threads || P.n_threads == 1) {
-        attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_task, &P);
-    } else {
-        for (i = 0; i < tasks; ++i)
-            attn__lfm_project(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
-    }
+    attn__lfm_project_all(c, &P, w.base);
     kt = attn_tensor_dense(P.kbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
     vt = attn_tensor_dense(P.vbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
     dkt = attn_tensor_dense(P.dkbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->k.dim);
@@ -15291,16 +15383,10 @@ static attn_status attn__linformer_backward(const attn__call *c) {
         s = attn__lr_core_bwd(&cc, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
     }
     if (s == ATTN_OK) {
-        tasks += attn__lfm_de_tasks(&P);
-        if (tasks >= P.n_threads || P.n_threads == 1) {
-            attn__parallel_for(c->d, tasks, P.n_threads, attn__lfm_bwd_task, &P);
-        } else {
-            const int n_dx = 2 * c->k.batch * c->k.heads;
-            for (i = 0; i < tasks; ++i) {
-                if (i < n_dx) attn__lfm_dx(&P, (i >> 1) / c->k.heads, (i >> 1) % c->k.heads, i & 1, P.scratch, c->d, P.n_threads);
-                else attn__lfm_de(&P, i - n_dx, P.scratch, c->d, P.n_threads);
-            }
-        }
+        /* dk, dv and dE parts: the split set for the projections' rows now cuts k.seq rows */
+        P.split = attn__lfm_split(2 * c->k.batch * P.groups + attn__lfm_de_units(&P), P.n_threads, c->k.seq);
+        attn__parallel_for(c->d, (2 * c->k.batch * P.groups + attn__lfm_de_units(&P)) * P.split, P.n_threads,
+                           attn__lfm_bwd_task, &P);
     }
     attn__ws_release(&w);
     return s;
@@ -17653,6 +17739,7 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     if (d->cu_seqlens_q[n] != c->q.seq || d->cu_seqlens_k[n] != c->k.seq) return ATTN_ERR_VARLEN_COVER;
     e = *d;
     e.cu_seqlens_q = e.cu_seqlens_k = NULL; e.varlen_batch = 0;
+    e.linformer.proj = NULL;        /* each segment projects its own keys */
     for (u = 0; u < n; ++u) {                  /* every segment's checks and workspace first */
         attn__varlen_segment(c, &e, u, &tab, &s);
         if (!s.q.seq && !s.k.seq) continue;

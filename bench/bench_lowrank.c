@@ -255,14 +255,15 @@ static const char lfm_torch_snippet[] =
 
 /* S 4096, H 8, D 64, k 256 (E and F [k][n], shared across heads, not shared between k and v),
    1 thread; each round: attn.h's forward and backward, then one Python process times the same
-   case (torch.set_num_threads(1), one warm-up); medians over the rounds. */
+   case (torch.set_num_threads(1), one warm-up); medians over the rounds. attn.h's forward keeps
+   E K and F V in linformer.proj for its backward, as autograd keeps torch's. */
 static void run_linformer_peer(const char *outdir) {
     enum { PH = 8, PS = 4096, MAXR = 15 };
     const int rounds = ATTN__MAX(5, ATTN__MIN(env_int("BENCH_ROUNDS", 7), MAXR));
     const size_t n = (size_t)PS * PH * D;
     float *q = (float *)xalloc(n * 4), *k = (float *)xalloc(n * 4), *v = (float *)xalloc(n * 4), *o = (float *)xalloc(n * 4);
     float *dO = (float *)xalloc(n * 4), *g3 = (float *)xalloc(3 * n * 4), *lse = (float *)xalloc((size_t)PS * PH * 4);
-    float *E = (float *)xalloc((size_t)2 * KP * PS * 4);
+    float *E = (float *)xalloc((size_t)2 * KP * PS * 4), *proj = (float *)xalloc((size_t)2 * KP * PH * D * 4);
     double ta[2][MAXR], tt[2][MAXR], med[4], lo, hi;
     char ver[128], args[64], last[256], path[512];
     attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, PS, PH, D), tk = attn_tensor_dense(k, ATTN_F32, 1, PS, PH, D);
@@ -276,7 +277,7 @@ static void run_linformer_peer(const char *outdir) {
     for (j = 0; j < 2 * KP * PS; ++j) E[j] *= 0.02f;
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LINFORMER; d.linformer.e = E; d.linformer.f = E + (size_t)KP * PS; d.linformer.k = KP; d.linformer.n = PS;
-    d.linformer.shared_heads = 1; d.n_threads = 1;
+    d.linformer.shared_heads = 1; d.n_threads = 1; d.linformer.proj = proj;
     torch_on = torch_probe_ok(lfm_torch_probe, ver, sizeof ver);
     printf("== linformer-peer: ATTN_LINFORMER (k %d, E, F shared across heads), B 1, S %d, H %d, D %d, fp32, 1 thread, %d interleaved rounds\n",
            KP, PS, PH, D, rounds);
@@ -322,7 +323,7 @@ static void run_linformer_peer(const char *outdir) {
         fprintf(f, ",,,,%.3f,\n", med[1] / med[0]);
     if (fclose(f) != 0) die("cannot write the CSV");
     printf("wrote %s\n", path);
-    free(q); free(k); free(v); free(o); free(dO); free(g3); free(lse); free(E);
+    free(q); free(k); free(v); free(o); free(dO); free(g3); free(lse); free(E); free(proj);
 }
 
 int main(void) {

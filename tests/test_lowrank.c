@@ -562,6 +562,165 @@ static void test_linformer_threads(void) {
     }
 }
 
+/* Issue 28: with a caller workspace of exactly the queried size, Linformer's forward and backward
+   make no ATTN_MALLOC call and give bitwise the result of the allocating call; one byte short is
+   ATTN_ERR_WORKSPACE with every output (out, lse; dq, dk, dv, dE, dF) untouched. Cases: E shared
+   across heads with fp32 k, v (the one-product path), per-head E, BHSD strides, f16 inputs with
+   bf16 gradients, padded keys; 1 and 3 threads. */
+static void test_linformer_workspace(void) {
+    t_rng r = t_rng_seed(1931);
+    int cfg;
+    for (cfg = 0; cfg < 8; ++cfg) {
+        const int sh = cfg % 2 == 0, f16 = cfg == 4 || cfg == 5, layout = cfg == 2 || cfg == 3, kp = 16, n = 40;
+        const int B = 2, Sq = 9, Sk = 33, Hq = 4, Hk = 2, D = 8, Dv = 6;
+        static const int lens[2] = { 33, 20 };
+        fx f = fx_make(f16 ? ATTN_F16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 1.0);
+        fx g = fx_make(f16 ? ATTN_BF16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, layout, &r, 1.0);   /* dq, dk, dv */
+        fx ref = fx_make(f16 ? ATTN_BF16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0);
+        const size_t ne = (size_t)kp * n * (sh ? 1 : Hk), nl = (size_t)B * Hq * Sq;
+        const size_t ob = t_bytes(&f.out), qb = t_bytes(&g.q), kb = t_bytes(&g.k), vb = t_bytes(&g.v);
+        float *e = rand_mat(&r, ne, 0.3), *fm = rand_mat(&r, ne, 0.3), *dout = rand_mat(&r, out_n(&f.out), 1.0);
+        float *de = (float *)t_xmalloc(4 * ne), *df = (float *)t_xmalloc(4 * ne);
+        float *de0 = (float *)t_xmalloc(4 * ne), *df0 = (float *)t_xmalloc(4 * ne);
+        float *lse = (float *)t_xmalloc(4 * nl), *lse0 = (float *)t_xmalloc(4 * nl);
+        unsigned char *out0 = (unsigned char *)t_xmalloc(ob);
+        const attn_tensor to = attn_tensor_dense(dout, ATTN_F32, B, Sq, Hq, Dv);
+        attn_desc d;
+        size_t bytes = 0, m0;
+        void *ws;
+        attn_status st;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = fm; d.linformer.k = kp; d.linformer.n = n;
+        d.linformer.shared_heads = sh; d.linformer.de = de; d.linformer.df = df;
+        d.n_threads = cfg % 3 == 1 || cfg >= 6 ? 3 : 1;
+        if (cfg >= 6) d.seqlens_k = lens;
+        /* the allocating calls: the reference results */
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse0) == ATTN_OK, "linformer workspace cfg %d: forward", cfg);
+        memcpy(out0, f.out.data, ob);
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse0, ref.q, ref.k, ref.v) == ATTN_OK, "cfg %d: backward", cfg);
+        memcpy(de0, de, 4 * ne); memcpy(df0, df, 4 * ne);
+        /* forward with exactly attn_workspace_size bytes (NaN garbage: nothing read before written) */
+        st = attn_workspace_size(&d, f.q, f.k, f.v, &bytes);
+        if (T_CHECK(st == ATTN_OK && bytes > 0, "cfg %d: workspace query: %s", cfg, attn_status_str(st))) {
+            ws = t_xmalloc(bytes); memset(ws, 0xFF, bytes);
+            d.workspace = ws; d.workspace_size = bytes;
+            memset(f.out.data, 0x55, ob);
+            m0 = t_attn_mallocs;
+            st = attn_forward(&d, f.q, f.k, f.v, f.out, lse);
+            m0 = t_attn_mallocs - m0;
+            T_CHECK(st == ATTN_OK, "cfg %d: forward with a workspace: %s", cfg, attn_status_str(st));
+            T_CHECK(m0 == 0, "linformer forward with a workspace of %lu bytes made %lu allocation(s) (cfg %d)", (unsigned long)bytes,
+                    (unsigned long)m0, cfg);
+            T_CHECK(memcmp(out0, f.out.data, ob) == 0 && memcmp(lse0, lse, 4 * nl) == 0, "cfg %d: workspace changes the forward", cfg);
+            d.workspace_size = bytes - 1;
+            t_sentinel(f.out.data, ob, 3); t_sentinel(lse, 4 * nl, 4);
+            st = attn_forward(&d, f.q, f.k, f.v, f.out, lse);
+            if (T_CHECK(st == ATTN_ERR_WORKSPACE, "cfg %d: forward, workspace one byte short: %s", cfg, attn_status_str(st)))
+                t_status_provoked[ATTN_ERR_WORKSPACE] = 1;
+            T_CHECK(t_sentinel_ok(f.out.data, ob, 3) && t_sentinel_ok(lse, 4 * nl, 4), "cfg %d: short workspace wrote out or lse", cfg);
+            memcpy(f.out.data, out0, ob);   /* the backward reads out */
+            free(ws);
+        }
+        /* backward the same */
+        d.workspace = NULL; d.workspace_size = 0;
+        st = attn_backward_workspace_size(&d, f.q, f.k, f.v, &bytes);
+        if (T_CHECK(st == ATTN_OK && bytes > 0, "cfg %d: backward workspace query: %s", cfg, attn_status_str(st))) {
+            ws = t_xmalloc(bytes); memset(ws, 0xFF, bytes);
+            d.workspace = ws; d.workspace_size = bytes;
+            t_sentinel(de, 4 * ne, 5); t_sentinel(df, 4 * ne, 6);
+            t_sentinel(g.q.data, qb, 7); t_sentinel(g.k.data, kb, 8); t_sentinel(g.v.data, vb, 9);
+            m0 = t_attn_mallocs;
+            st = attn_backward(&d, f.q, f.k, f.v, f.out, to, lse0, g.q, g.k, g.v);
+            m0 = t_attn_mallocs - m0;
+            T_CHECK(st == ATTN_OK, "cfg %d: backward with a workspace: %s", cfg, attn_status_str(st));
+            T_CHECK(m0 == 0, "linformer backward with a workspace of %lu bytes made %lu allocation(s) (cfg %d)", (unsigned long)bytes,
+                    (unsigned long)m0, cfg);
+            {   /* g may be strided: compare the values with the dense reference run */
+                const attn_tensor *gt[3], *rt[3];
+                int i;
+                gt[0] = &g.q; gt[1] = &g.k; gt[2] = &g.v; rt[0] = &ref.q; rt[1] = &ref.k; rt[2] = &ref.v;
+                for (i = 0; i < 3; ++i) {
+                    double *a = out_get(gt[i]), *b0 = out_get(rt[i]);
+                    T_CHECK(memcmp(a, b0, sizeof(double) * out_n(rt[i])) == 0, "cfg %d: workspace changes gradient %d", cfg, i);
+                    free(a); free(b0);
+                }
+            }
+            T_CHECK(memcmp(de, de0, 4 * ne) == 0 && memcmp(df, df0, 4 * ne) == 0, "cfg %d: workspace changes dE or dF", cfg);
+            d.workspace_size = bytes - 1;
+            t_sentinel(de, 4 * ne, 5); t_sentinel(df, 4 * ne, 6);
+            t_sentinel(g.q.data, qb, 7); t_sentinel(g.k.data, kb, 8); t_sentinel(g.v.data, vb, 9);
+            st = attn_backward(&d, f.q, f.k, f.v, f.out, to, lse0, g.q, g.k, g.v);
+            if (T_CHECK(st == ATTN_ERR_WORKSPACE, "cfg %d: backward, workspace one byte short: %s", cfg, attn_status_str(st)))
+                t_status_provoked[ATTN_ERR_WORKSPACE] = 1;
+            T_CHECK(t_sentinel_ok(de, 4 * ne, 5) && t_sentinel_ok(df, 4 * ne, 6) && t_sentinel_ok(g.q.data, qb, 7) &&
+                    t_sentinel_ok(g.k.data, kb, 8) && t_sentinel_ok(g.v.data, vb, 9),
+                    "cfg %d: short backward workspace wrote a gradient", cfg);
+            free(ws);
+        }
+        free(e); free(fm); free(dout); free(de); free(df); free(de0); free(df0); free(lse); free(lse0); free(out0);
+        fx_free(&f); fx_free(&g); fx_free(&ref);
+    }
+}
+
+/* linformer.proj: attn_forward stores E K, F V there (checked against a double-precision E K, F V)
+   with its output unchanged; attn_backward reads them instead of k, v: with k and v zeroed after
+   the forward it gives bitwise the gradients of the call that projects the real k, v. Cases: E
+   shared across heads with fp32 k, v (one product), per-head E with f16 inputs, padded keys. */
+static void test_linformer_proj(void) {
+    t_rng r = t_rng_seed(1937);
+    int cfg;
+    for (cfg = 0; cfg < 3; ++cfg) {
+        const int sh = cfg != 1, f16 = cfg == 1, kp = 12, n = 30, B = 2, Sq = 7, Sk = 25, Hq = 4, Hk = 2, D = 8, Dv = 6;
+        static const int lens[2] = { 25, 13 };
+        fx f = fx_make(f16 ? ATTN_F16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0);
+        fx g = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0), g0 = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, Dv, 0, &r, 1.0);
+        const size_t ne = (size_t)kp * n * (sh ? 1 : Hk), nl = (size_t)B * Hq * Sq, ob = t_bytes(&f.out);
+        const size_t nkp = (size_t)B * kp * Hk * D, nvp = (size_t)B * kp * Hk * Dv;
+        float *e = rand_mat(&r, ne, 0.3), *fm = rand_mat(&r, ne, 0.3), *dout = rand_mat(&r, out_n(&f.out), 1.0);
+        float *proj = (float *)t_xmalloc(sizeof(float) * (nkp + nvp)), *lse = (float *)t_xmalloc(4 * nl);
+        unsigned char *out0 = (unsigned char *)t_xmalloc(ob);
+        double *kd = out_get(&f.k), *vd = out_get(&f.v), err = 0.0;
+        const attn_tensor to = attn_tensor_dense(dout, ATTN_F32, B, Sq, Hq, Dv);
+        attn_desc d;
+        int b, i, h, c, j, w;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = fm; d.linformer.k = kp; d.linformer.n = n;
+        d.linformer.shared_heads = sh; d.n_threads = 1 + cfg;
+        if (cfg == 2) d.seqlens_k = lens;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer proj cfg %d: forward", cfg);
+        memcpy(out0, f.out.data, ob);
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, g0.q, g0.k, g0.v) == ATTN_OK, "proj cfg %d: backward", cfg);
+        d.linformer.proj = proj;
+        memset(f.out.data, 0x55, ob);
+        t_sentinel(proj, sizeof(float) * (nkp + nvp), 3);
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "proj cfg %d: forward with proj", cfg);
+        T_CHECK(memcmp(out0, f.out.data, ob) == 0, "linformer proj cfg %d: proj changes the forward", cfg);
+        for (w = 0; w < 2; ++w) {   /* proj against E K, F V in double */
+            const int dim = w ? Dv : D;
+            const double *x = w ? vd : kd;
+            const float *P = w ? proj + nkp : proj, *M = w ? fm : e;
+            for (b = 0; b < B; ++b)
+                for (i = 0; i < kp; ++i)
+                    for (h = 0; h < Hk; ++h)
+                        for (c = 0; c < dim; ++c) {
+                            const float *row = M + (sh ? 0 : (size_t)h * kp * n) + (size_t)i * n;
+                            const int L = d.seqlens_k ? d.seqlens_k[b] : Sk;
+                            double s = 0.0;
+                            for (j = 0; j < L; ++j) s += (double)row[j] * x[(((size_t)b * Sk + j) * Hk + h) * dim + c];
+                            err = fmax(err, fabs(s - (double)P[(((size_t)b * kp + i) * Hk + h) * dim + c]));
+                        }
+        }
+        T_CHECK(err <= 1e-5, "linformer proj cfg %d: stored E K, F V off by %.3g", cfg, err);
+        memset(f.k.data, 0, t_bytes(&f.k)); memset(f.v.data, 0, t_bytes(&f.v));   /* the backward must read proj */
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, g.q, g.k, g.v) == ATTN_OK, "proj cfg %d: backward with proj", cfg);
+        T_CHECK(memcmp(g.q.data, g0.q.data, t_bytes(&g.q)) == 0 && memcmp(g.k.data, g0.k.data, t_bytes(&g.k)) == 0 &&
+                memcmp(g.v.data, g0.v.data, t_bytes(&g.v)) == 0,
+                "linformer proj cfg %d: backward reading proj differs from the one projecting k, v", cfg);
+        free(e); free(fm); free(dout); free(proj); free(lse); free(out0); free(kd); free(vd);
+        fx_free(&f); fx_free(&g); fx_free(&g0);
+    }
+}
+
 /* ---- Nystromformer ---------------------------------------------------------------------------- */
 
 static void test_nystrom_ref(void) {
@@ -1368,6 +1527,8 @@ void test_lowrank(void) {
     test_linformer_fixture();
     test_linformer_identity();
     test_linformer_threads();
+    test_linformer_workspace();
+    test_linformer_proj();
     test_nystrom_pinv();
     test_nystrom_ref();
     test_nystrom_exact();
