@@ -5,7 +5,7 @@
    segment run alone (batch 1, its own length, no padding; its backward on its own forward's out
    and lse; Nystromformer's dconv and Linformer's de, df: the segments' sum in double within 1e-6) - the alone runs are checked against double references by the kind's own tests. 3+
    segments of different lengths, GQA, f32 and f16, several thread counts, a caller workspace
-   (the same bits; no allocation where the kind's own call makes none). Bad cu_seqlens and segments the kind cannot take give their exact status with
+   (the same bits; no allocation). Bad cu_seqlens and segments the kind cannot take give their exact status with
    out, lse, dq, dk and dv untouched (forward, backward and both workspace queries). */
 #include "test.h"
 
@@ -13,9 +13,6 @@
    NULL: the same desc for every segment. */
 typedef void (*tp_seg_desc)(const attn_desc *d, int u, attn_desc *e);
 static int tp_no_lse;   /* the kind has no logsumexp (ATTN_NYSTROM): lse NULL everywhere */
-/* ATTN_LINFORMER allocates even with a caller workspace (alone too: 5 allocations for one
-   Linformer sequence of 40 rows), so only its bits are compared there */
-static int tp_allocates;
 
 /* Copies rows [s0, s0 + n) of packed x (batch 1) into alone y, or back (to_packed). */
 static void tp_rows(t_owned *x, t_owned *y, int s0, int n, int to_packed) {
@@ -125,7 +122,7 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
         m0 = t_attn_mallocs;
         if (tp_no_lse) memcpy(lse2, lse, sizeof(float) * (size_t)Hq * T);
         s2 = s == ATTN_OK ? attn_forward(&e, q.t, k.t, v.t, o2.t, tp_no_lse ? NULL : lse2) : s;
-        T_CHECK(s2 == ATTN_OK && (tp_allocates || t_attn_mallocs == m0) && memcmp(o.buf, o2.buf, sizeof(float) * o.n) == 0 &&
+        T_CHECK(s2 == ATTN_OK && t_attn_mallocs == m0 && memcmp(o.buf, o2.buf, sizeof(float) * o.n) == 0 &&
                 memcmp(lse, lse2, sizeof(float) * (size_t)Hq * T) == 0, "%s: caller workspace (status %d, %d mallocs)", what,
                 (int)s2, (int)(t_attn_mallocs - m0));
         e.workspace_size = bytes - 1;
@@ -138,7 +135,7 @@ static void tp_case(const char *name, t_rng *rng, const attn_desc *d0, tp_seg_de
             e.workspace = t_xmalloc(bytes); e.workspace_size = bytes;
             m0 = t_attn_mallocs;
             T_CHECK(s == ATTN_OK && attn_backward(&e, q.t, k.t, v.t, o.t, go.t, tp_no_lse ? NULL : lse, g2.t, gk2.t, gv2.t) == ATTN_OK &&
-                    (tp_allocates || t_attn_mallocs == m0) && memcmp(gq.buf, g2.buf, sizeof(float) * gq.n) == 0 &&
+                    t_attn_mallocs == m0 && memcmp(gq.buf, g2.buf, sizeof(float) * gq.n) == 0 &&
                     memcmp(gk.buf, gk2.buf, sizeof(float) * gk.n) == 0 && memcmp(gv.buf, gv2.buf, sizeof(float) * gv.n) == 0,
                     "%s: backward caller workspace", what);
             free(e.workspace);
@@ -297,10 +294,8 @@ void t_packed_linformer(void) {
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LINFORMER; d.linformer.e = E; d.linformer.f = F; d.linformer.k = 6; d.linformer.n = 48;
     d.linformer.de = dE; d.linformer.df = dF;
-    tp_allocates = 1;
     tp_case("linformer", &rng, &d, NULL, l1, 4, 4, 2, 16, 8, ATTN_F32, 1);
     d.linformer.shared_kv = 1; d.linformer.shared_heads = 1;
     tp_case("linformer shared", &rng, &d, NULL, l2, 3, 2, 1, 8, 16, ATTN_F16, 1);
     tp_errors("linformer", &d, 1, 50, ATTN_ERR_LINFORMER_N);   /* 50 rows: longer than E's 48 columns */
-    tp_allocates = 0;
 }
