@@ -11414,13 +11414,13 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
 
 /* ---- ATTN_LSH (Reformer) ------------------------------------------------------------------
    One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
-   v rows in fp32, every round's buckets by dot products with the rotation columns (vector
-   layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
-   chunk's keys (its own and its neighbours', lsh.chunks_before / _after) gathered into a block,
-   the chunk's queries (up to ATTN__BQ at a time) transposed into lanes, their scores on the
-   exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on its P.V tile
-   kernel, each query's round result merged into its position across rounds by the logsumexp
-   rule in sorted-axis order.
+   v rows in fp32, every round's buckets by dot products with the rotation columns (the Q.K^T
+   tile kernel; each key's first argmax / argmin on the ISA's hash_arg), a stable counting sort
+   per round into the sorted axis, then chunk by chunk each chunk's keys (its own and its
+   neighbours', lsh.chunks_before / _after) gathered into a block, the chunk's queries (up to
+   ATTN__BQ at a time) transposed into lanes, their scores on the exact core's Q.K^T tile
+   kernel, the HF masks and a per-lane softmax, P.V on its P.V tile kernel, each query's round
+   result merged into its position across rounds by the logsumexp rule in sorted-axis order.
    The backward (attn__lsh_bwd_task) hashes and sorts again (the buckets are piecewise constant:
    no gradient) and takes the rounds as one softmax over all the (round, key) entries a row
    sees, weighted: P = w_r exp(s - lse_r) with w_r the round's merge weight, whichever merge,
@@ -11439,7 +11439,9 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    (causal) gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r]
    (its largest logit), sum[r] = sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not
    normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv].
-   attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0). */
+   attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0).
+   The queries' gather into lanes and the masks / max / exp / sums are the ISA's gather_t and
+   sqk_softmax (the scalar versions of both were ~40% of the ATTN_LSH forward before). */
 static void attn__sqk_scores(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
                              const int *kpos, int nk, int causal, float masked, float self, float *QT, float *S, float *mx,
                              float *sum) {
