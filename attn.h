@@ -3624,6 +3624,22 @@ typedef struct attn__isa {
     void (*ssm_bwd)(const attn__ssm_bk *k);
     /* the same with complex A, B, C (attn__ssm_bk's complex layout, see attn__ssm_cbk_floats) */
     void (*ssm_cbwd)(const attn__ssm_bk *k);
+    /* rows gathered into lanes (the shared-QK kinds' query tiles): XT[e][j] = X[rows[j] ldx + e]
+       for e < D, j < n <= ATTN__BQ, lanes n..round16(n) 0; XT [D][ATTN__BQ] 64-byte aligned.
+       A copy: every ISA writes the same bits. */
+    void (*gather_t)(const float *X, size_t ldx, const int *rows, int n, int D, float *XT);
+    /* the shared-QK kinds' masks and softmax on a score tile S [nk][ATTN__BQ] (queries in lanes
+       j < nq): key u's logit becomes `masked` where causal and kpos[u] > qpos[j], `self` where
+       kpos[u] == qpos[j]; then mx[j] = its max over u (the running max m > x ? m : x, in u order),
+       S = exp(S - mx) on the ISA's exp, sum[j] = its sum in u order. Lanes past nq: S untouched,
+       mx -inf, sum 0 (mx, sum [ATTN__BQ]). */
+    void (*sqk_softmax)(float *S, int nk, int nq, const int *kpos, const int *qpos, int causal, float masked,
+                        float self, float *mx, float *sum);
+    /* ATTN_LSH's hashing: over the nl columns of each row i < nk of S [nk][ATTN__BQ] (a block of
+       rotation columns c0..), the running first maximum and first minimum: a column x > hi[i]
+       takes hi[i] = x, ahi[i] = c0 + its index, the first such column of the row's largest (x <
+       lo[i] the same with the smallest); NaN never wins. The result is the scalar scan's. */
+    void (*hash_arg)(const float *S, int nk, int nl, int c0, float *hi, int *ahi, float *lo, int *alo);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -3860,10 +3876,67 @@ static void attn__w_hred_sc(const float *v, float *out, int m, int add) {
 ATTN__SSM_BWD_DEF(sc, )
 ATTN__SSM_CBWD_DEF(sc, )
 
+/* row by row: each source row read once, in order (NEON uses it too) */
+static void attn__gather_t_scalar(const float *X, size_t ldx, const int *rows, int n, int D, float *XT) {
+    const int lanes = (n + 15) & ~15;
+    int j, e;
+    for (j = 0; j < lanes; ++j) {
+        const float *x = X + (size_t)(j < n ? rows[j] : 0) * ldx;
+        for (e = 0; e < D; ++e) XT[(size_t)e * ATTN__BQ + j] = j < n ? x[e] : 0.0f;
+    }
+}
+
+/* sqk_softmax of the scalar and NEON tables, on their exp_sum (NEON's tail lanes take expf) */
+static void attn__sqk_softmax_on(float (*exp_sum)(float *, const float *, float, int), float *S, int nk, int nq,
+                                 const int *kpos, const int *qpos, int causal, float masked, float self, float *mx,
+                                 float *sum) {
+    int j, u;
+    for (j = 0; j < ATTN__BQ; ++j) { mx[j] = -INFINITY; sum[j] = 0.0f; }
+    for (u = 0; u < nk; ++u) {             /* branch-free, so the compiler may vectorise it */
+        const int ku = kpos[u], cut = causal ? ku : INT_MIN;   /* masked where cut > the query */
+        float *su = S + (size_t)u * ATTN__BQ;
+        for (j = 0; j < nq; ++j) {
+            float x = cut > qpos[j] ? masked : su[j];
+            x = ku == qpos[j] ? self : x;
+            su[j] = x;
+            mx[j] = mx[j] > x ? mx[j] : x;   /* a NaN logit: its exp is NaN, so it propagates */
+        }
+    }
+    for (u = 0; u < nk; ++u) {
+        float *su = S + (size_t)u * ATTN__BQ;
+        for (j = 0; j < nq; ++j) su[j] -= mx[j];
+        (void)exp_sum(su, su, 0.0f, nq);
+        for (j = 0; j < nq; ++j) sum[j] += su[j];
+    }
+}
+static void attn__sqk_softmax_scalar(float *S, int nk, int nq, const int *kpos, const int *qpos, int causal, float masked,
+                                     float self, float *mx, float *sum) {
+    attn__sqk_softmax_on(attn__exp_sum_scalar, S, nk, nq, kpos, qpos, causal, masked, self, mx, sum);
+}
+
+/* hash_arg as a scan in locals, branch-free (branches on random scores mispredicted: ~14% of
+   the ATTN_LSH forward); NEON uses it too */
+static void attn__hash_arg_scalar(const float *S, int nk, int nl, int c0, float *hi, int *ahi, float *lo, int *alo) {
+    int i, j;
+    for (i = 0; i < nk; ++i) {
+        const float *row = S + (size_t)i * ATTN__BQ;
+        float h = hi[i], l = lo[i];
+        int ah = ahi[i], al = alo[i];
+        for (j = 0; j < nl; ++j) {
+            const float x = row[j];
+            const int gt = x > h, lt = x < l;
+            h = gt ? x : h; ah = gt ? c0 + j : ah;
+            l = lt ? x : l; al = lt ? c0 + j : al;
+        }
+        hi[i] = h; lo[i] = l; ahi[i] = ah; alo[i] = al;
+    }
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
-    attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__ssm_bwd_sc, attn__ssm_cbwd_sc
+    attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__ssm_bwd_sc, attn__ssm_cbwd_sc, attn__gather_t_scalar,
+    attn__sqk_softmax_scalar, attn__hash_arg_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -4527,10 +4600,115 @@ ATTN__T512 static void attn__w_hred_512(const float *v, float *out, int m, int a
 ATTN__SSM_BWD_DEF(512, ATTN__T512)
 ATTN__SSM_CBWD_DEF(512, ATTN__T512)
 
+/* 16 rows x 16 columns at a time, transposed in registers (unpack, shuffle_ps, two rounds of
+   128-bit lane shuffles); rows past n are zero vectors, columns past D masked off. Measured
+   (ATTN_LSH, S 4096, D 64, Xeon model 207): the scalar gather was ~80% of attn__sqk_scores. */
+ATTN__T512 static void attn__gather_t_avx512(const float *X, size_t ldx, const int *rows, int n, int D, float *XT) {
+    const int lanes = (n + 15) & ~15;
+    int j0, e0, t;
+    for (j0 = 0; j0 < lanes; j0 += 16)
+        for (e0 = 0; e0 < D; e0 += 16) {
+            const __mmask16 k = attn__tail16(D - e0);
+            __m512 r[16], u[16];
+            for (t = 0; t < 16; ++t)
+                r[t] = j0 + t < n ? _mm512_maskz_loadu_ps(k, X + (size_t)rows[j0 + t] * ldx + e0) : _mm512_setzero_ps();
+            for (t = 0; t < 16; t += 2) {            /* u[t]: r_t r_t+1 interleaved, 2 pairs a lane */
+                u[t] = _mm512_unpacklo_ps(r[t], r[t + 1]);
+                u[t + 1] = _mm512_unpackhi_ps(r[t], r[t + 1]);
+            }
+            for (t = 0; t < 16; t += 4) {            /* r[t + i]: column i (+4, +8, +12) of rows t..t+3 */
+                r[t] = _mm512_shuffle_ps(u[t], u[t + 2], 0x44);
+                r[t + 1] = _mm512_shuffle_ps(u[t], u[t + 2], 0xEE);
+                r[t + 2] = _mm512_shuffle_ps(u[t + 1], u[t + 3], 0x44);
+                r[t + 3] = _mm512_shuffle_ps(u[t + 1], u[t + 3], 0xEE);
+            }
+            for (t = 0; t < 4; ++t) {                /* 128-bit lanes 0, 2 / 1, 3 of rows 0-7, 8-15 */
+                u[t] = _mm512_shuffle_f32x4(r[t], r[t + 4], 0x88);
+                u[t + 4] = _mm512_shuffle_f32x4(r[t], r[t + 4], 0xDD);
+                u[t + 8] = _mm512_shuffle_f32x4(r[t + 8], r[t + 12], 0x88);
+                u[t + 12] = _mm512_shuffle_f32x4(r[t + 8], r[t + 12], 0xDD);
+            }
+            for (t = 0; t < 8; ++t) {                /* column t from u[t], u[t + 8]; t + 8 likewise */
+                r[t] = _mm512_shuffle_f32x4(u[t], u[t + 8], 0x88);
+                r[t + 8] = _mm512_shuffle_f32x4(u[t], u[t + 8], 0xDD);
+            }
+            for (t = 0; t < 16 && e0 + t < D; ++t) _mm512_store_ps(XT + (size_t)(e0 + t) * ATTN__BQ + j0, r[t]);
+        }
+}
+
+/* sqk_softmax on 16 lanes: the ids compared as int vectors, the masks blended in; one pass for
+   the masks and max, one for exp and the sums (bitwise the scalar order: max_ps(m, x) is
+   m > x ? m : x). */
+ATTN__T512 static void attn__sqk_softmax_avx512(float *S, int nk, int nq, const int *kpos, const int *qpos, int causal,
+                                                float masked, float self, float *mx, float *sum) {
+    const __m512 vmk = _mm512_set1_ps(masked), vself = _mm512_set1_ps(self);
+    int j0, u;
+    for (j0 = 0; j0 < ATTN__BQ; ++j0) { mx[j0] = -INFINITY; sum[j0] = 0.0f; }
+    for (j0 = 0; j0 < nq; j0 += 16) {
+        const __mmask16 k = attn__tail16(nq - j0);
+        const __m512i q = _mm512_maskz_loadu_epi32(k, qpos + j0);
+        __m512 m = _mm512_set1_ps(-INFINITY), s = _mm512_setzero_ps();
+        for (u = 0; u < nk; ++u) {
+            float *su = S + (size_t)u * ATTN__BQ + j0;
+            const __m512i ku = _mm512_set1_epi32(kpos[u]);
+            __m512 x = _mm512_maskz_loadu_ps(k, su);
+            if (causal) x = _mm512_mask_mov_ps(x, _mm512_cmpgt_epi32_mask(ku, q), vmk);
+            x = _mm512_mask_mov_ps(x, _mm512_cmpeq_epi32_mask(ku, q), vself);
+            _mm512_mask_storeu_ps(su, k, x);
+            m = _mm512_mask_max_ps(m, k, m, x);
+        }
+        for (u = 0; u < nk; ++u) {
+            float *su = S + (size_t)u * ATTN__BQ + j0;
+            const __m512 e = _mm512_maskz_mov_ps(k, attn__exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, su), m)));
+            _mm512_mask_storeu_ps(su, k, e);
+            s = _mm512_add_ps(s, e);
+        }
+        _mm512_mask_storeu_ps(mx + j0, k, m);
+        _mm512_mask_storeu_ps(sum + j0, k, s);
+    }
+}
+
+/* hash_arg per row: the max (min) over the non-NaN columns, then the first column equal to it
+   (a later block's equal value does not win: the compare with hi is strict). Zeros of either
+   sign compare equal, so the index is the scan's (hi may keep the other zero's sign). */
+ATTN__T512 static void attn__hash_arg_avx512(const float *S, int nk, int nl, int c0, float *hi, int *ahi, float *lo,
+                                             int *alo) {
+    int i, j0;
+    for (i = 0; i < nk; ++i) {
+        const float *row = S + (size_t)i * ATTN__BQ;
+        __m512 vh = _mm512_set1_ps(-INFINITY), vl = _mm512_set1_ps(INFINITY);
+        float h, l;
+        for (j0 = 0; j0 < nl; j0 += 16) {
+            const __m512 x = _mm512_loadu_ps(row + j0);
+            const __mmask16 k = _mm512_mask_cmp_ps_mask(attn__tail16(nl - j0), x, x, _CMP_ORD_Q);
+            vh = _mm512_mask_max_ps(vh, k, vh, x);
+            vl = _mm512_mask_min_ps(vl, k, vl, x);
+        }
+        h = _mm512_reduce_max_ps(vh); l = _mm512_reduce_min_ps(vl);
+        if (h > hi[i]) {
+            const __m512 v = _mm512_set1_ps(h);
+            for (j0 = 0; ; j0 += 16) {
+                const __mmask16 e = _mm512_mask_cmp_ps_mask(attn__tail16(nl - j0), _mm512_loadu_ps(row + j0), v, _CMP_EQ_OQ);
+                if (e) { ahi[i] = c0 + j0 + __builtin_ctz((unsigned)e); break; }
+            }
+            hi[i] = h;
+        }
+        if (l < lo[i]) {
+            const __m512 v = _mm512_set1_ps(l);
+            for (j0 = 0; ; j0 += 16) {
+                const __mmask16 e = _mm512_mask_cmp_ps_mask(attn__tail16(nl - j0), _mm512_loadu_ps(row + j0), v, _CMP_EQ_OQ);
+                if (e) { alo[i] = c0 + j0 + __builtin_ctz((unsigned)e); break; }
+            }
+            lo[i] = l;
+        }
+    }
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
-    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__ssm_bwd_512, attn__ssm_cbwd_512
+    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__ssm_bwd_512, attn__ssm_cbwd_512,
+    attn__gather_t_avx512, attn__sqk_softmax_avx512, attn__hash_arg_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -5111,10 +5289,112 @@ ATTN__T256 static void attn__w_hred_256(const float *v, float *out, int m, int a
 ATTN__SSM_BWD_DEF(256, ATTN__T256)
 ATTN__SSM_CBWD_DEF(256, ATTN__T256)
 
+/* 8 x 8 blocks transposed in registers (unpack, shuffle_ps, permute2f128), as the AVX-512 one */
+ATTN__T256 static void attn__gather_t_avx2(const float *X, size_t ldx, const int *rows, int n, int D, float *XT) {
+    const int lanes = (n + 15) & ~15;
+    int j0, e0, t;
+    for (j0 = 0; j0 < lanes; j0 += 8)
+        for (e0 = 0; e0 < D; e0 += 8) {
+            const __m256i k = attn__mask8(D - e0);
+            __m256 r[8], u[8];
+            for (t = 0; t < 8; ++t)
+                r[t] = j0 + t < n ? _mm256_maskload_ps(X + (size_t)rows[j0 + t] * ldx + e0, k) : _mm256_setzero_ps();
+            for (t = 0; t < 8; t += 2) {
+                u[t] = _mm256_unpacklo_ps(r[t], r[t + 1]);
+                u[t + 1] = _mm256_unpackhi_ps(r[t], r[t + 1]);
+            }
+            for (t = 0; t < 8; t += 4) {             /* r[t + i]: column i (+4) of rows t..t+3 */
+                r[t] = _mm256_shuffle_ps(u[t], u[t + 2], 0x44);
+                r[t + 1] = _mm256_shuffle_ps(u[t], u[t + 2], 0xEE);
+                r[t + 2] = _mm256_shuffle_ps(u[t + 1], u[t + 3], 0x44);
+                r[t + 3] = _mm256_shuffle_ps(u[t + 1], u[t + 3], 0xEE);
+            }
+            for (t = 0; t < 4; ++t) {
+                u[t] = _mm256_permute2f128_ps(r[t], r[t + 4], 0x20);
+                u[t + 4] = _mm256_permute2f128_ps(r[t], r[t + 4], 0x31);
+            }
+            for (t = 0; t < 8 && e0 + t < D; ++t) _mm256_store_ps(XT + (size_t)(e0 + t) * ATTN__BQ + j0, u[t]);
+        }
+}
+
+/* sqk_softmax on 8 lanes, as the AVX-512 one */
+ATTN__T256 static void attn__sqk_softmax_avx2(float *S, int nk, int nq, const int *kpos, const int *qpos, int causal,
+                                              float masked, float self, float *mx, float *sum) {
+    const __m256 vmk = _mm256_set1_ps(masked), vself = _mm256_set1_ps(self);
+    int j0, u;
+    for (j0 = 0; j0 < ATTN__BQ; ++j0) { mx[j0] = -INFINITY; sum[j0] = 0.0f; }
+    for (j0 = 0; j0 < nq; j0 += 8) {
+        const __m256i k = attn__mask8(nq - j0);
+        const __m256 kf = _mm256_castsi256_ps(k);
+        const __m256i q = _mm256_maskload_epi32(qpos + j0, k);
+        __m256 m = _mm256_set1_ps(-INFINITY), s = _mm256_setzero_ps();
+        for (u = 0; u < nk; ++u) {
+            float *su = S + (size_t)u * ATTN__BQ + j0;
+            const __m256i ku = _mm256_set1_epi32(kpos[u]);
+            __m256 x = _mm256_maskload_ps(su, k);
+            if (causal) x = _mm256_blendv_ps(x, vmk, _mm256_castsi256_ps(_mm256_cmpgt_epi32(ku, q)));
+            x = _mm256_blendv_ps(x, vself, _mm256_castsi256_ps(_mm256_cmpeq_epi32(ku, q)));
+            _mm256_maskstore_ps(su, k, x);
+            m = _mm256_blendv_ps(m, _mm256_max_ps(m, x), kf);
+        }
+        for (u = 0; u < nk; ++u) {
+            float *su = S + (size_t)u * ATTN__BQ + j0;
+            const __m256 e = _mm256_and_ps(kf, attn__exp256(_mm256_sub_ps(_mm256_maskload_ps(su, k), m)));
+            _mm256_maskstore_ps(su, k, e);
+            s = _mm256_add_ps(s, e);
+        }
+        _mm256_maskstore_ps(mx + j0, k, m);
+        _mm256_maskstore_ps(sum + j0, k, s);
+    }
+}
+
+/* hash_arg on 8 lanes, as the AVX-512 one (NaN and tail lanes blended to -inf / +inf) */
+ATTN__T256 static void attn__hash_arg_avx2(const float *S, int nk, int nl, int c0, float *hi, int *ahi, float *lo,
+                                           int *alo) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), pinf = _mm256_set1_ps(INFINITY);
+    int i, j0;
+    for (i = 0; i < nk; ++i) {
+        const float *row = S + (size_t)i * ATTN__BQ;
+        __m256 vh = ninf, vl = pinf, t;
+        float h, l;
+        for (j0 = 0; j0 < nl; j0 += 8) {
+            const __m256 x = _mm256_loadu_ps(row + j0);
+            const __m256 k = _mm256_and_ps(_mm256_castsi256_ps(attn__mask8(nl - j0)), _mm256_cmp_ps(x, x, _CMP_ORD_Q));
+            vh = _mm256_max_ps(vh, _mm256_blendv_ps(ninf, x, k));
+            vl = _mm256_min_ps(vl, _mm256_blendv_ps(pinf, x, k));
+        }
+        t = _mm256_max_ps(vh, _mm256_permute2f128_ps(vh, vh, 1));
+        t = _mm256_max_ps(t, _mm256_shuffle_ps(t, t, 0x4E));
+        h = _mm256_cvtss_f32(_mm256_max_ps(t, _mm256_shuffle_ps(t, t, 0xB1)));
+        t = _mm256_min_ps(vl, _mm256_permute2f128_ps(vl, vl, 1));
+        t = _mm256_min_ps(t, _mm256_shuffle_ps(t, t, 0x4E));
+        l = _mm256_cvtss_f32(_mm256_min_ps(t, _mm256_shuffle_ps(t, t, 0xB1)));
+        if (h > hi[i]) {
+            const __m256 v = _mm256_set1_ps(h);
+            for (j0 = 0; ; j0 += 8) {
+                const int e = _mm256_movemask_ps(_mm256_and_ps(_mm256_castsi256_ps(attn__mask8(nl - j0)),
+                                                               _mm256_cmp_ps(_mm256_loadu_ps(row + j0), v, _CMP_EQ_OQ)));
+                if (e) { ahi[i] = c0 + j0 + __builtin_ctz((unsigned)e); break; }
+            }
+            hi[i] = h;
+        }
+        if (l < lo[i]) {
+            const __m256 v = _mm256_set1_ps(l);
+            for (j0 = 0; ; j0 += 8) {
+                const int e = _mm256_movemask_ps(_mm256_and_ps(_mm256_castsi256_ps(attn__mask8(nl - j0)),
+                                                               _mm256_cmp_ps(_mm256_loadu_ps(row + j0), v, _CMP_EQ_OQ)));
+                if (e) { alo[i] = c0 + j0 + __builtin_ctz((unsigned)e); break; }
+            }
+            lo[i] = l;
+        }
+    }
+}
+
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
-    attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__ssm_bwd_256, attn__ssm_cbwd_256
+    attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__ssm_bwd_256, attn__ssm_cbwd_256, attn__gather_t_avx2,
+    attn__sqk_softmax_avx2, attn__hash_arg_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -5585,10 +5865,16 @@ static void attn__w_hred_neon(const float *v, float *out, int m, int add) {
 ATTN__SSM_BWD_DEF(neon, )
 ATTN__SSM_CBWD_DEF(neon, )
 
+static void attn__sqk_softmax_neon(float *S, int nk, int nq, const int *kpos, const int *qpos, int causal, float masked,
+                                   float self, float *mx, float *sum) {
+    attn__sqk_softmax_on(attn__exp_sum_neon, S, nk, nq, kpos, qpos, causal, masked, self, mx, sum);
+}
+
 static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
-    attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__ssm_bwd_neon, attn__ssm_cbwd_neon
+    attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__ssm_bwd_neon, attn__ssm_cbwd_neon, attn__gather_t_scalar,
+    attn__sqk_softmax_neon, attn__hash_arg_scalar
 };
 #endif /* ATTN__NEON */
 
@@ -11189,13 +11475,13 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
 
 /* ---- ATTN_LSH (Reformer) ------------------------------------------------------------------
    One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
-   v rows in fp32, every round's buckets by dot products with the rotation columns (vector
-   layer), a stable counting sort per round into the sorted axis, then chunk by chunk each
-   chunk's keys (its own and its neighbours', lsh.chunks_before / _after) gathered into a block,
-   the chunk's queries (up to ATTN__BQ at a time) transposed into lanes, their scores on the
-   exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on its P.V tile
-   kernel, each query's round result merged into its position across rounds by the logsumexp
-   rule in sorted-axis order.
+   v rows in fp32, every round's buckets by dot products with the rotation columns (the Q.K^T
+   tile kernel; each key's first argmax / argmin on the ISA's hash_arg), a stable counting sort
+   per round into the sorted axis, then chunk by chunk each chunk's keys (its own and its
+   neighbours', lsh.chunks_before / _after) gathered into a block, the chunk's queries (up to
+   ATTN__BQ at a time) transposed into lanes, their scores on the exact core's Q.K^T tile
+   kernel, the HF masks and a per-lane softmax, P.V on its P.V tile kernel, each query's round
+   result merged into its position across rounds by the logsumexp rule in sorted-axis order.
    The backward (attn__lsh_bwd_task) hashes and sorts again (the buckets are piecewise constant:
    no gradient) and takes the rounds as one softmax over all the (round, key) entries a row
    sees, weighted: P = w_r exp(s - lse_r) with w_r the round's merge weight, whichever merge,
@@ -11214,33 +11500,18 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    (causal) gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r]
    (its largest logit), sum[r] = sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not
    normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv].
-   attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0). */
+   attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0).
+   The queries' gather into lanes and the masks / max / exp / sums are the ISA's gather_t and
+   sqk_softmax (the scalar versions of both were ~40% of the ATTN_LSH forward before). */
 static void attn__sqk_scores(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
                              const int *kpos, int nk, int causal, float masked, float self, float *QT, float *S, float *mx,
                              float *sum) {
     const int lanes = (int)attn__round16((size_t)nq);
-    int e, j, u, k0;
-    for (e = 0; e < D; ++e)
-        for (j = 0; j < lanes; ++j) QT[(size_t)e * ATTN__BQ + j] = j < nq ? Q[(size_t)qpos[j] * D + e] : 0.0f;
+    int k0;
+    isa->gather_t(Q, (size_t)D, qpos, nq, D, QT);
     for (k0 = 0; k0 < nk; k0 += ATTN__BK)
         isa->qk(Kc + (size_t)k0 * D, D, ATTN__MIN(ATTN__BK, nk - k0), QT, lanes, D, S + (size_t)k0 * ATTN__BQ);
-    for (j = 0; j < ATTN__BQ; ++j) { mx[j] = -INFINITY; sum[j] = 0.0f; }   /* sum is pv's alpha: 0 past nq */
-    for (u = 0; u < nk; ++u) {             /* branch-free, so the compiler may vectorise it */
-        const int ku = kpos[u], cut = causal ? ku : INT_MIN;   /* masked where cut > the query */
-        float *su = S + (size_t)u * ATTN__BQ;
-        for (j = 0; j < nq; ++j) {
-            float x = cut > qpos[j] ? masked : su[j];
-            x = ku == qpos[j] ? self : x;
-            su[j] = x;
-            mx[j] = mx[j] > x ? mx[j] : x;   /* NaN in x makes mx NaN: it propagates */
-        }
-    }
-    for (u = 0; u < nk; ++u) {             /* exp(s - max) per lane on the SIMD exp, then the sums */
-        float *su = S + (size_t)u * ATTN__BQ;
-        for (j = 0; j < nq; ++j) su[j] -= mx[j];
-        (void)isa->exp_sum(su, su, 0.0f, nq);
-        for (j = 0; j < nq; ++j) sum[j] += su[j];
-    }
+    isa->sqk_softmax(S, nk, nq, kpos, qpos, causal, masked, self, mx, sum);   /* sum: pv's alpha, 0 past nq */
 }
 static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
                             const float *Vc, int Dv, const int *kpos, int nk, int causal, float masked, float self,
@@ -11384,13 +11655,7 @@ static void attn__lsh_sort(const attn__lsh *X, int h, int L, const float *K, flo
                 for (i0 = 0; i0 < L; i0 += ATTN__BK) {
                     const int nk = ATTN__MIN(ATTN__BK, L - i0);
                     isa->qk(K + (size_t)i0 * D, D, nk, RT, lanes, D, S);
-                    for (i = 0; i < nk; ++i) {
-                        const float *row = S + (size_t)i * ATTN__BQ;
-                        for (j = 0; j < nl; ++j) {
-                            if (row[j] > hi[i0 + i]) { hi[i0 + i] = row[j]; arg_hi[i0 + i] = c0 + j; }
-                            if (row[j] < lo[i0 + i]) { lo[i0 + i] = row[j]; arg_lo[i0 + i] = c0 + j; }
-                        }
-                    }
+                    isa->hash_arg(S, nk, nl, c0, hi + i0, arg_hi + i0, lo + i0, arg_lo + i0);
                 }
             }
             for (i = 0; i < L; ++i) bucket[i] += mult * (-lo[i] > hi[i] ? fh + arg_lo[i] : arg_hi[i]);
@@ -11523,7 +11788,7 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
     float *mx = Gg + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ, *a = sum + ATTN__BQ, *ones = a + ATTN__BQ;
     int *order = (int *)(void *)(ones + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
     int *cnt = arg_lo + n, *kid = cnt + (size_t)X->nb + 2;
-    int i, j, u, e, ch, t;
+    int i, j, u, ch, t;
     for (j = 0; j < ATTN__BQ; ++j) ones[j] = 1.0f;
     for (i = 0; i < L; ++i) {                  /* padding rows (i >= L) are never read */
         isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
@@ -11575,8 +11840,7 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
                 memcpy(Qg + (size_t)j * D, Q + (size_t)qp[j] * D, sizeof(float) * (size_t)D);
                 memcpy(Gg + (size_t)j * Dv, G + (size_t)qp[j] * Dv, sizeof(float) * (size_t)Dv);
             }
-            for (e = 0; e < Dv; ++e)
-                for (j = 0; j < lanes; ++j) GT[(size_t)e * ATTN__BQ + j] = j < nl ? G[(size_t)qp[j] * Dv + e] : 0.0f;
+            isa->gather_t(G, (size_t)Dv, qp, nl, Dv, GT);
             for (k0 = 0; k0 < nk; k0 += ATTN__BK)   /* dP[u][j] = v_u . dout_j */
                 isa->qk(Vc + (size_t)k0 * Dv, Dv, ATTN__MIN(ATTN__BK, nk - k0), GT, lanes, Dv, dP + (size_t)k0 * ATTN__BQ);
             for (u = 0; u < nk; ++u) {         /* branch-free: dS 0 where the logit was a constant */

@@ -388,6 +388,102 @@ static void test_vector_layer(void) {
     T_CHECK(attn__vec() == attn__pick_isa(), "attn__vec() is not the ISA the kernels run on");
 }
 
+/* The shared-QK kinds' tile helpers of one ISA (ATTN_LSH, ATTN_ROUTING): gather_t against
+   its definition, bitwise (a copy), with zero lanes n..round16(n) and nothing written past D
+   rows; sqk_softmax against the masks applied here and double exp: mx exactly the masked max
+   (in u order, m > x ? m : x), each S entry within 2.5 ulp of exp of the fp32 x - mx (the SIMD
+   exp's bound), sum within (4 + nk) 2^-24 relative, lanes past nq untouched, mx -inf and sum 0 there.
+   Query and key ids overlap (self logits), causal and not, nq 1..64 and nk 1..130. hash_arg
+   (ATTN_LSH's bucket argmax) against the strict scan: the same indices, with ties, NaN, inf and
+   signed zeros, over two blocks of columns. */
+static void check_sqk(const char *isa, const attn__isa *V) {
+    enum { NK = 130, DM = 40, NR = 200 };
+    static float X[NR * DM], XTb[(DM + 1) * ATTN__BQ + 16], Sb[NK * ATTN__BQ + 16], S0[NK * ATTN__BQ];
+    float *XT = XTb + (16 - ((uintptr_t)XTb / 4) % 16) % 16, *S = Sb + (16 - ((uintptr_t)Sb / 4) % 16) % 16;   /* 64-byte aligned */
+    float mx[ATTN__BQ], sum[ATTN__BQ];
+    t_rng r = t_rng_seed(4242);
+    int rows[ATTN__BQ], kpos[NK], it, i, j, u, e, bad_h = 0, bad_g = 0, bad_m = 0, bad_e = 0, bad_s = 0, bad_lane = 0;
+    for (i = 0; i < NR * DM; ++i) X[i] = (float)t_normal(&r);
+    for (it = 0; it < 300; ++it) {
+        const int n = t_irange(&r, 1, ATTN__BQ), D = t_irange(&r, 1, DM), nk = t_irange(&r, 1, NK), causal = it & 1;
+        const int lanes = (n + 15) & ~15;
+        const float masked = -1e9f, self = -1e5f;
+        for (j = 0; j < n; ++j) rows[j] = t_irange(&r, 0, NR - 1);
+        for (i = 0; i < (DM + 1) * ATTN__BQ; ++i) XT[i] = 7.0f;
+        V->gather_t(X, DM, rows, n, D, XT);
+        for (e = 0; e <= DM; ++e)
+            for (j = 0; j < ATTN__BQ; ++j) {
+                const float want = e >= D || j >= lanes ? 7.0f : j >= n ? 0.0f : X[(size_t)rows[j] * DM + e];
+                bad_g += memcmp(&XT[(size_t)e * ATTN__BQ + j], &want, 4) != 0;
+            }
+        for (u = 0; u < nk; ++u) kpos[u] = t_chance(&r, 0.3) ? rows[t_irange(&r, 0, n - 1)] : t_irange(&r, 0, NR - 1);
+        for (i = 0; i < nk * ATTN__BQ; ++i) S0[i] = S[i] = 4.0f * (float)t_normal(&r);
+        V->sqk_softmax(S, nk, n, kpos, rows, causal, masked, self, mx, sum);
+        for (j = 0; j < ATTN__BQ; ++j) {
+            float m = -INFINITY;
+            double es = 0.0;
+            if (j >= n) {
+                bad_lane += !(mx[j] == -INFINITY) || sum[j] != 0.0f;
+                for (u = 0; u < nk; ++u) bad_lane += memcmp(&S[(size_t)u * ATTN__BQ + j], &S0[(size_t)u * ATTN__BQ + j], 4) != 0;
+                continue;
+            }
+            for (u = 0; u < nk; ++u) {
+                float *x = &S0[(size_t)u * ATTN__BQ + j];
+                *x = kpos[u] == rows[j] ? self : causal && kpos[u] > rows[j] ? masked : *x;
+                m = m > *x ? m : *x;
+            }
+            bad_m += mx[j] != m;
+            for (u = 0; u < nk; ++u) {
+                volatile float dx = S0[(size_t)u * ATTN__BQ + j] - m;   /* the kernel's fp32 difference */
+                const double w = exp((double)dx);
+                es += w;
+                bad_e += fabs(S[(size_t)u * ATTN__BQ + j] - w) > 2.5 * ldexp(1.0, -23) * w + 1e-37;
+            }
+            bad_s += fabs(sum[j] - es) > (4.0 + nk) * ldexp(1.0, -24) * es;
+        }
+    }
+    for (it = 0; it < 200; ++it) {   /* hash_arg: two blocks of columns against the strict scan here */
+        const int nk = t_irange(&r, 1, NK), nl = t_irange(&r, 1, ATTN__BQ), c0 = t_irange(&r, 0, 100);
+        float hi[NK], lo[NK], rh[NK], rl[NK];
+        int ah[NK], al[NK], rah[NK], ral[NK], blk;
+        for (i = 0; i < nk; ++i) { hi[i] = rh[i] = -INFINITY; lo[i] = rl[i] = INFINITY; ah[i] = al[i] = rah[i] = ral[i] = 0; }
+        for (blk = 0; blk < 2; ++blk) {
+            for (i = 0; i < nk * ATTN__BQ; ++i) {   /* few distinct values: ties; zeros of both signs, NaN, inf */
+                const int v = t_irange(&r, 0, 12);
+                S[i] = v == 0 ? NAN : v == 1 ? -0.0f : v == 2 ? 0.0f : v == 3 && t_chance(&r, 0.1) ? -INFINITY
+                     : (float)t_irange(&r, -4, 4) * 0.5f;
+            }
+            if (it % 5 == 0) for (i = 0; i < nk * ATTN__BQ; ++i) S[i] = NAN;
+            V->hash_arg(S, nk, nl, c0 + blk * nl, hi, ah, lo, al);
+            for (i = 0; i < nk; ++i)
+                for (j = 0; j < nl; ++j) {
+                    const float x = S[(size_t)i * ATTN__BQ + j];
+                    if (x > rh[i]) { rh[i] = x; rah[i] = c0 + blk * nl + j; }
+                    if (x < rl[i]) { rl[i] = x; ral[i] = c0 + blk * nl + j; }
+                }
+            for (i = 0; i < nk; ++i) bad_h += hi[i] != rh[i] || lo[i] != rl[i] || ah[i] != rah[i] || al[i] != ral[i];
+        }
+    }
+    T_CHECK(bad_h == 0, "%s hash_arg: %d rows' first max / min differ from the scan", isa, bad_h);
+    T_CHECK(bad_g == 0, "%s gather_t: %d floats differ from the gathered rows (or written outside)", isa, bad_g);
+    T_CHECK(bad_m == 0, "%s sqk_softmax: %d row maxima differ from the masked max", isa, bad_m);
+    T_CHECK(bad_e == 0, "%s sqk_softmax: %d exp entries outside 2.5 ulp", isa, bad_e);
+    T_CHECK(bad_s == 0, "%s sqk_softmax: %d sums outside their bound", isa, bad_s);
+    T_CHECK(bad_lane == 0, "%s sqk_softmax: %d values wrong past nq", isa, bad_lane);
+}
+
+static void test_sqk_helpers(void) {
+    check_sqk("scalar", &attn__isa_scalar);
+#if defined(ATTN__X86_SIMD) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) check_sqk("avx512", &attn__isa_avx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) check_sqk("avx2", &attn__isa_avx2);
+#endif
+#if defined(ATTN__NEON)
+    check_sqk("neon", &attn__isa_neon);
+#endif
+}
+
 /* attn_pool: every task exactly once, thread indices below the call's n_threads and the
    pool's size, many calls in a row (spinning and sleeping workers), two callers at once. */
 typedef struct pool_job { int hits[1000]; int bad_thread; int limit; } pool_job;
@@ -561,6 +657,7 @@ void test_kernels(void) {
     g_pool = attn_pool_create(3, 0);
     test_output_store();
     test_vector_layer();
+    test_sqk_helpers();
     test_pool();
     test_shared_pool();
     test_vector_math();
