@@ -3581,7 +3581,9 @@ typedef struct attn__isa {
        per-tile copy cost it 8%, until the head cache: 182-183 ms against 196-202 in place
        (170-179 on [B, H, S, D]). NEON and scalar read them in place (not measured). */
     int pack_strided_kv;
-    /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16) */
+    /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16). With nlanes =
+       ATTN__BQ every S[j][r] is the same sum in the same order whatever j and r (one FMA chain
+       over d on the SIMD kernels): ATTN_ROUTING's tie rule relies on it (attn__rt_route) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
     /* the same for n <= 16 rows from row-major QR [16][ldq] (decoding's narrow tiles) */
     void (*qk_narrow)(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq, int n, int D, float *S);
@@ -12224,10 +12226,12 @@ static attn_status attn__lsh_decode(const attn__call *c) {
 
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
    One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
-   at a time, one vector-layer dot product per (token, cluster) (not the Q.K^T tile kernel, whose
-   rounding depends on a row's place in its tile: identical rows must score identically on every
-   ISA for the tie rule to hold), streamed into one heap per cluster that keeps its top w
-   (O(n log w)); each window's attention on the Q.K^T and P.V tile kernels
+   at a time on the Q.K^T tile kernel (ATTN__BQ tokens as its key rows, the unit centroids in
+   its ATTN__BQ lanes; at that width every kernel computes each score as the same sum over d in
+   order whatever the token's row, so identical rows score identically and the tie rule holds),
+   streamed in position order into one heap per cluster that keeps its top w (O(n log w); once
+   a heap is full only the few tokens above its worst score touch it, found by a branch-free
+   test per token); each window's attention on the Q.K^T and P.V tile kernels
    (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
    its windows' outputs and their count. A task's sequence is one batch entry, or one packed
    segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
@@ -12251,7 +12255,7 @@ static int attn__rt_by_pos(const void *a, const void *b) {
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 /* a ranks below b: lower score, or the same score at a later position */
-static int attn__rt_worse(attn__rt_ent a, attn__rt_ent b) { return a.s < b.s || (a.s == b.s && a.pos > b.pos); }
+static int attn__rt_worse(attn__rt_ent a, attn__rt_ent b) { return (a.s < b.s) | ((a.s == b.s) & (a.pos > b.pos)); }
 
 /* Offers e to the heap of the w best entries (the worst on top); *n entries so far. */
 static void attn__rt_offer(attn__rt_ent *hp, int *n, int w, attn__rt_ent e) {
@@ -12263,7 +12267,7 @@ static void attn__rt_offer(attn__rt_ent *hp, int *n, int w, attn__rt_ent e) {
     }
     if (!attn__rt_worse(hp[0], e)) return;
     for (i = 0; (c = 2 * i + 1) < w; i = c) {
-        if (c + 1 < w && attn__rt_worse(hp[c + 1], hp[c])) ++c;
+        c += c + 1 < w && attn__rt_worse(hp[c + 1], hp[c]);   /* the worse child, without a branch */
         if (!attn__rt_worse(hp[c], e)) break;
         hp[i] = hp[c];
     }
@@ -12279,29 +12283,59 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 
 /* Routes clusters c0 .. c0 + ncb - 1 (ncb <= ATTN__BQ) of head h over the n tokens' unit keys
    Xn (and, with separate_qk, unit queries Xq): cluster c0 + cl's window, its w best tokens
-   sorted by position, is left in heaps[cl * w ..] (its query window in qheaps[cl * w ..]).
-   RT [BQ][D] gets the unit centroids; hn, hnq [BQ] are the heaps' sizes. The forward and the
-   backward both route here, so they see the same windows. */
+   sorted by position, is left in heaps[cl * w ..] (its query window in qheaps[cl * w ..]);
+   hn, hnq [BQ] are the heaps' sizes. Scratch: CT [D][BQ] (the unit centroids in lanes) and
+   St [BQ][BQ], 64-byte aligned; thr [BQ]. The forward and the backward both route here, so
+   they see the same windows. */
 static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
-                           float *RT, attn__rt_ent *heaps, attn__rt_ent *qheaps, int *hn, int *hnq) {
+                           float *CT, float *St, float *thr, attn__rt_ent *heaps, attn__rt_ent *qheaps, int *hn, int *hnq) {
     const attn__isa *isa = R->isa;
     const int D = R->P->q.dim;
-    int i, cl;
-    for (cl = 0; cl < ncb; ++cl) {                   /* the unit centroids, row-major in RT */
-        attn__unit(isa, R->cen + ((size_t)h * R->nc + c0 + cl) * D, RT + (size_t)cl * D, D);
-        hn[cl] = 0;
-        if (R->sep) hnq[cl] = 0;
+    int cl, e, t0, j, role;
+    memset(CT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
+    for (cl = 0; cl < ncb; ++cl) {                   /* mu / |mu| (attn__unit's) in lanes, zeros past ncb */
+        const float *mu = R->cen + ((size_t)h * R->nc + c0 + cl) * D;
+        const float nn = isa->dot(mu, mu, D), sc = nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f;
+        for (e = 0; e < D; ++e) CT[(size_t)e * ATTN__BQ + cl] = mu[e] * sc;
     }
-    for (i = 0; i < n; ++i)                          /* routing scores: one dot per (token, cluster) */
-        for (cl = 0; cl < ncb; ++cl) {
-            attn__rt_ent en;
-            en.s = isa->dot(Xn + (size_t)i * D, RT + (size_t)cl * D, D); en.pos = i;
-            attn__rt_offer(heaps + (size_t)cl * w, &hn[cl], w, en);
-            if (R->sep) {
-                en.s = isa->dot(Xq + (size_t)i * D, RT + (size_t)cl * D, D);
-                attn__rt_offer(qheaps + (size_t)cl * w, &hnq[cl], w, en);
+    for (role = 0; role <= R->sep; ++role) {          /* the keys' windows, then the queries' */
+        const float *X = role ? Xq : Xn;
+        attn__rt_ent *hb = role ? qheaps : heaps;
+        int *hs = role ? hnq : hn;
+        for (cl = 0; cl < ncb; ++cl) hs[cl] = 0;
+        for (t0 = 0; t0 < n; t0 += ATTN__BQ) {       /* ATTN__BQ tokens at a time */
+            const int nt = ATTN__MIN(ATTN__BQ, n - t0);
+            /* St[j][cl] = x_(t0+j) . mu_cl: the tokens are the tile's key rows. Each score is the
+               same sum in the same order whichever row a token sits in (see attn__isa's qk), so
+               identical rows score identically and the tie rule holds. */
+            isa->qk(X + (size_t)t0 * D, D, nt, CT, ATTN__BQ, D, St);
+            for (j = 0; j < nt; ++j) {                /* tokens in position order */
+                const float *s = St + (size_t)j * ATTN__BQ;
+                const int pos = t0 + j;
+                int any = 0;
+                if (pos < w) {                        /* the first w tokens fill every heap */
+                    for (cl = 0; cl < ncb; ++cl) {
+                        attn__rt_ent en;
+                        en.s = s[cl]; en.pos = pos;
+                        attn__rt_offer(hb + (size_t)cl * w, &hs[cl], w, en);
+                        if (pos == w - 1) thr[cl] = hb[(size_t)cl * w].s;
+                    }
+                    if (pos == w - 1) for (cl = ncb; cl < ATTN__BQ; ++cl) thr[cl] = INFINITY;
+                    continue;
+                }
+                /* a full heap takes a token only above its worst score thr (at an equal score the
+                   kept token's lower position wins), which few do: a branch-free test first */
+                for (cl = 0; cl < ATTN__BQ; ++cl) any |= s[cl] > thr[cl];
+                for (cl = 0; any && cl < ncb; ++cl)
+                    if (s[cl] > thr[cl]) {
+                        attn__rt_ent en;
+                        en.s = s[cl]; en.pos = pos;
+                        attn__rt_offer(hb + (size_t)cl * w, &hs[cl], w, en);
+                        thr[cl] = hb[(size_t)cl * w].s;
+                    }
             }
         }
+    }
     for (cl = 0; cl < ncb; ++cl) {
         qsort(heaps + (size_t)cl * w, (size_t)w, sizeof *heaps, attn__rt_by_pos);
         if (R->sep) qsort(qheaps + (size_t)cl * w, (size_t)w, sizeof *qheaps, attn__rt_by_pos);
@@ -12353,7 +12387,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
         const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, heaps, qheaps, hn, hnq);
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, S, mx, heaps, qheaps, hn, hnq);
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
             attn__rt_ent *ent = heaps + (size_t)cl * w;
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
@@ -12558,7 +12592,7 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < nc; c0 += B) {        /* every window first: the counts */
         const int ncb = ATTN__MIN(B, nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, heaps, qheaps, hn, hnq);
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, ST, mx, heaps, qheaps, hn, hnq);
         for (cl = 0; cl < ncb; ++cl)
             for (t = 0; t < w; ++t) {
                 kwin[(size_t)(c0 + cl) * w + t] = heaps[(size_t)cl * w + t].pos;

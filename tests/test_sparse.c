@@ -951,6 +951,68 @@ static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
     t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); free(cen); free(row);
 }
 
+/* Ties between groups: every key row is one of three rows (drawn at random per token), so each
+   cluster ranks three groups of tied tokens. Reference, in double: per cluster the tokens sorted
+   by their group's score (descending), ties by position, the first w taken; a row gets an output
+   exactly when some cluster's window holds it. Exercises the routing's filter (a token equal to
+   a full heap's worst score must not enter) across tile rows and token blocks. */
+static void rt_ties_groups(t_rng *r, int n, int D, int nc, int w) {
+    sp_tensor q = sp_make(ATTN_F32, 1, n, 1, D, 1), v = sp_make(ATTN_F32, 1, n, 1, D, 1), o = sp_make(ATTN_F32, 1, n, 1, D, 1);
+    float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)nc * D), rows[3][64];
+    float *qf = (float *)q.buf, *of = (float *)o.buf;
+    int *grp = (int *)t_xmalloc(sizeof(int) * (size_t)n), *in = (int *)t_xmalloc(sizeof(int) * (size_t)n);
+    rt_ent *ent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n);
+    attn_desc d;
+    attn_status s;
+    int i, j, c, g, tries = 0, first_bad = -1, ok;
+    do {   /* redraw until no two groups' scores are near a tie for any cluster */
+        double sc[3];
+        ok = 1;
+        for (g = 0; g < 3; ++g) for (j = 0; j < D; ++j) rows[g][j] = (float)t_normal(r);
+        for (i = 0; i < nc * D; ++i) cen[i] = (float)t_normal(r);
+        for (c = 0; c < nc; ++c) {
+            for (g = 0; g < 3; ++g) {
+                double nr = 0, nm = 0, dt = 0;
+                for (j = 0; j < D; ++j) {
+                    nr += (double)rows[g][j] * rows[g][j]; nm += (double)cen[c * D + j] * cen[c * D + j];
+                    dt += (double)rows[g][j] * cen[c * D + j];
+                }
+                sc[g] = dt / sqrt(nr * nm);
+            }
+            if (fabs(sc[0] - sc[1]) < 1e-4 || fabs(sc[0] - sc[2]) < 1e-4 || fabs(sc[1] - sc[2]) < 1e-4) ok = 0;
+        }
+    } while (!ok && ++tries < 20);
+    for (i = 0; i < n; ++i) {
+        grp[i] = (int)(t_next(r) % 3);
+        memcpy(qf + (size_t)i * D, rows[grp[i]], sizeof(float) * (size_t)D);
+        in[i] = 0;
+    }
+    for (c = 0; c < nc; ++c) {
+        for (i = 0; i < n; ++i) {
+            double nr = 0, nm = 0, dt = 0;
+            for (j = 0; j < D; ++j) {
+                nr += (double)qf[(size_t)i * D + j] * qf[(size_t)i * D + j]; nm += (double)cen[c * D + j] * cen[c * D + j];
+                dt += (double)qf[(size_t)i * D + j] * cen[c * D + j];
+            }
+            ent[i].s = dt / sqrt(nr * nm); ent[i].pos = i;
+        }
+        qsort(ent, (size_t)n, sizeof *ent, rt_cmp_score);
+        for (i = 0; i < w && i < n; ++i) in[ent[i].pos] = 1;
+    }
+    t_fill_normal(&v.t, r, 1.0);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = w;
+    s = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
+    for (i = 0; i < n && first_bad < 0; ++i) {
+        int nonzero = 0;
+        for (j = 0; j < D; ++j) nonzero |= of[(size_t)i * D + j] != 0.0f;
+        if (nonzero != in[i]) first_bad = i;
+    }
+    T_CHECK(tries < 20 && s == ATTN_OK && first_bad < 0, "routing group ties (%s, n %d, D %d, %d clusters, w %d): row %d's "
+            "window membership disagrees with the reference", attn_kernels(), n, D, nc, w, first_bad);
+    t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); free(cen); free(grp); free(in); free(ent);
+}
+
 #define RT_MIN(a, b) ((a) < (b) ? (a) : (b))
 /* The batch entry b of x as a batch-1 tensor of its first L rows. */
 static attn_tensor rt_seq(const attn_tensor *x, int b, int L) {
@@ -1284,6 +1346,9 @@ static void test_routing(void) {
     rt_ties(&r, 200, 33, 3, 20);
     rt_ties(&r, 70, 64, 70, 5);
     rt_ties(&r, 130, 32, 2, 64);
+    rt_ties_groups(&r, 300, 16, 5, 40);
+    rt_ties_groups(&r, 200, 64, 70, 30);   /* clusters in 2 blocks */
+    rt_ties_groups(&r, 97, 33, 3, 7);
     rt_update_case(&r, 2, 50, 2, 8, 5, ATTN_F32, 0.0f, NULL);
     rt_update_case(&r, 1, 30, 3, 16, 1, ATTN_F16, 0.5f, NULL);
     rt_update_case(&r, 1, 200, 1, 4, 16, ATTN_BF16, 0.9f, NULL);
