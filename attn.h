@@ -2358,12 +2358,15 @@ struct attn_pool {
 };
 
 /* Tasks of job `gen` as thread `index`, until none is left or a newer job has replaced it (a
-   worker that woke late); the last task to finish wakes the caller. */
+   worker that woke late); the last task to finish wakes the caller. Wakes are sent after the
+   unlock: a thread woken onto the waker's core can preempt it there, and if the waker still held
+   `lock` the woken one would block on it until the OS ran the waker again (a time slice when a
+   third thread wants that core). A wake that comes late is harmless: waiters recheck. */
 static void attn__pool_run(attn_pool *p, unsigned gen, int index) {
     for (;;) {
         attn_task_fn task;
         void *ctx;
-        int i;
+        int i, last;
         attn__lock(&p->lock);
         if (p->generation != gen || index >= p->job_threads || p->job.next >= p->job.n_tasks) { attn__unlock(&p->lock); return; }
         i = p->job.next++; task = p->job.task; ctx = p->job.ctx;
@@ -2371,8 +2374,9 @@ static void attn__pool_run(attn_pool *p, unsigned gen, int index) {
         task(ctx, i, index);
         attn__lock(&p->lock);
         ATTN__ATOMIC_STORE(p->done, p->done + 1);
-        if (p->done == p->job.n_tasks) attn__broadcast(&p->done_cv);
+        last = p->done == p->job.n_tasks;
         attn__unlock(&p->lock);
+        if (last) attn__broadcast(&p->done_cv);     /* p outlives this: destroy joins the workers first */
     }
 }
 
@@ -2462,8 +2466,8 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     ATTN__ATOMIC_STORE(p->done, 0);
     ATTN__ATOMIC_STORE(p->generation, p->generation + 1u);
     gen = p->generation;
-    attn__broadcast(&p->wake);
     attn__unlock(&p->lock);
+    attn__broadcast(&p->wake);                   /* after the unlock: see attn__pool_run */
     attn__pool_run(p, gen, 0);
     for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->done) != n_tasks; ++k) ATTN__PAUSE();
     attn__lock(&p->lock);
