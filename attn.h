@@ -3119,6 +3119,10 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
                                 17.0-18.2 ms. Small chunks paid the accumulator's rescale every 4 keys. */
 #define ATTN__DEC_CHUNK_BYTES_AVX2 (64 * 1024)  /* the same for the AVX2 kernel: 64 KiB (8 f32 keys at
                                 Hkv 8, D 128) ran 29.9-30.4 ms where 128 KiB ran 30.7-32.4 (same case) */
+#define ATTN__DEC_CHUNK_BYTES_AVX2_TILES (256 * 1024)  /* ... and where several tiles (over 8 rows: speculative
+                                steps under GQA) take each chunk in turn: it stays in L2 for all of them,
+                                and fewer, longer chunks pay the per-chunk rescale and set-up less often.
+                                1-token calls of <= 8 query heads per KV head are one tile: unchanged. */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -6942,7 +6946,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
         const int kg = lanes / R[0];
-        const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : ATTN__DEC_CHUNK_BYTES_AVX2;
+        const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : n_tiles > 1 ? ATTN__DEC_CHUNK_BYTES_AVX2_TILES : ATTN__DEC_CHUNK_BYTES_AVX2;
         nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, chunk_bytes / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
