@@ -2413,12 +2413,15 @@ struct attn_pool {
 };
 
 /* Tasks of job `gen` as thread `index`, until none is left or a newer job has replaced it (a
-   worker that woke late); the last task to finish wakes the caller. */
+   worker that woke late); the last task to finish wakes the caller. Wakes are sent after the
+   unlock: a thread woken onto the waker's core can preempt it there, and if the waker still held
+   `lock` the woken one would block on it until the OS ran the waker again (a time slice when a
+   third thread wants that core). A wake that comes late is harmless: waiters recheck. */
 static void attn__pool_run(attn_pool *p, unsigned gen, int index) {
     for (;;) {
         attn_task_fn task;
         void *ctx;
-        int i;
+        int i, last;
         attn__lock(&p->lock);
         if (p->generation != gen || index >= p->job_threads || p->job.next >= p->job.n_tasks) { attn__unlock(&p->lock); return; }
         i = p->job.next++; task = p->job.task; ctx = p->job.ctx;
@@ -2426,8 +2429,9 @@ static void attn__pool_run(attn_pool *p, unsigned gen, int index) {
         task(ctx, i, index);
         attn__lock(&p->lock);
         ATTN__ATOMIC_STORE(p->done, p->done + 1);
-        if (p->done == p->job.n_tasks) attn__broadcast(&p->done_cv);
+        last = p->done == p->job.n_tasks;
         attn__unlock(&p->lock);
+        if (last) attn__broadcast(&p->done_cv);     /* p outlives this: destroy joins the workers first */
     }
 }
 
@@ -2517,8 +2521,8 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     ATTN__ATOMIC_STORE(p->done, 0);
     ATTN__ATOMIC_STORE(p->generation, p->generation + 1u);
     gen = p->generation;
-    attn__broadcast(&p->wake);
     attn__unlock(&p->lock);
+    attn__broadcast(&p->wake);                   /* after the unlock: see attn__pool_run */
     attn__pool_run(p, gen, 0);
     for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->done) != n_tasks; ++k) ATTN__PAUSE();
     attn__lock(&p->lock);
@@ -3170,6 +3174,10 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
                                 17.0-18.2 ms. Small chunks paid the accumulator's rescale every 4 keys. */
 #define ATTN__DEC_CHUNK_BYTES_AVX2 (64 * 1024)  /* the same for the AVX2 kernel: 64 KiB (8 f32 keys at
                                 Hkv 8, D 128) ran 29.9-30.4 ms where 128 KiB ran 30.7-32.4 (same case) */
+#define ATTN__DEC_CHUNK_BYTES_AVX2_TILES (256 * 1024)  /* ... and where several tiles (over 8 rows: speculative
+                                steps under GQA) take each chunk in turn: it stays in L2 for all of them,
+                                and fewer, longer chunks pay the per-chunk rescale and set-up less often.
+                                1-token calls of <= 8 query heads per KV head are one tile: unchanged. */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -7281,7 +7289,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
         const int kg = lanes / R[0];
-        const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : ATTN__DEC_CHUNK_BYTES_AVX2;
+        const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : n_tiles > 1 ? ATTN__DEC_CHUNK_BYTES_AVX2_TILES : ATTN__DEC_CHUNK_BYTES_AVX2;
         nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, chunk_bytes / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
