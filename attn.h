@@ -30,7 +30,8 @@
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
-             (attn__lbw_task; non-causal attn__lnc_task; attn__linear_backward), RWKV-4 and RWKV-5/6 scans
+             (attn__linear_backward: ATTN_PERFORMER attn__lbw_task; ATTN_LINEAR / ATTN_COSFORMER
+             attn__lnc_task non-causal, attn__lcb_task causal), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv; attn__nystrom_backward:
@@ -501,8 +502,9 @@ typedef struct attn_bigbird_params {
    parallel, workspace and linear; the softmax-only fields must be 0 (ATTN_ERR_KIND_OPTION) and
    lse NULL (no logsumexp). A row with no visible key or a padding row gets 0. attn_backward
    gives dq, dk, dv (here, for ATTN_COSFORMER and for ATTN_PERFORMER) on the same chunked GEMMs,
-   in two passes over the chunks (section 3.14); lse must be NULL and out is validated but not
-   read (the forward's quantities are recomputed).
+   in two passes over the chunks (section 3.14); lse must be NULL. out must be the forward's
+   output: the causal ATTN_LINEAR / ATTN_COSFORMER backward reads it (for dO . out); the other
+   forms validate it and recompute what they need.
    field   default   meaning
    eps     1e-6      added to the denominator; finite and > 0, 0 selects the default,
                      ATTN_EPS_ZERO an exact 0 */
@@ -13026,8 +13028,9 @@ static attn_status attn__linear_state_size(const attn__call *c) {
    dO_i the output's gradient: g_i = dO_i / den_i, c_i = -(dO_i . out_i) / den_i (0 where the
    cosFormer clamp is active), dA_ij = g_i . v_j + c_i, and
        dphi(q_i) = sum_j dA_ij phi(k_j),  dphi(k_j) = sum_i dA_ij phi(q_i),  dv_j = sum_i A_ij g_i
-   then dq, dk through the features. Per (sequence, KV head) task, two passes over the 64-row
-   chunks, every product a GEMM:
+   then dq, dk through the features. attn__lbw_task (ATTN_PERFORMER, causal or not; ATTN_LINEAR
+   and ATTN_COSFORMER have attn__lnc_task and attn__lcb_task below): per (sequence, KV head)
+   task, two passes over the 64-row chunks, every product a GEMM:
      pass 1 (forward order): the forward's state (S, z) gives den_i, out_i, hence g_i, c_i (den_i
        and c_i kept per row); dphi(Q) = g S^T + c z^T + (the chunk's masked dA) phi(K).
      pass 2 (reverse order): a suffix state G = sum_i phi(q_i) g_i^T, h = sum_i c_i phi(q_i) over
@@ -13579,7 +13582,9 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
    10 products of 2 x 64 x F x Dv a chunk and head (the forward has 4; the former two-pass form
    recomputed the forward's 4 and A, dA: 14). As attn__lnc_task, a task owns a run of KV heads
    and stages each chunk's rows of all of them in address order (a per-head walk read its rows at
-   a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads. */
+   a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads.
+   Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
+   and 2 floats per query row and head. */
 typedef struct attn__lcb_bufs {
     float *S, *G;                 /* per head: (S [F][Dv], z [F]), (G, h); st floats apart */
     float *XQ, *GO, *OO;          /* the chunk's staged q (then dq), dO (then g), out rows [n][nq][.] */
