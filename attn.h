@@ -30,7 +30,8 @@
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
              split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
-             (attn__lbw_task; non-causal attn__lnc_task; attn__linear_backward), RWKV-4 and RWKV-5/6 scans
+             (attn__linear_backward: ATTN_PERFORMER attn__lbw_task; ATTN_LINEAR / ATTN_COSFORMER
+             attn__lnc_task non-causal, attn__lcb_task causal), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
              landmarks, chunked B V, attn__nys_pinv, blocked F W + conv; attn__nystrom_backward:
@@ -521,8 +522,9 @@ typedef struct attn_bigbird_params {
    parallel, workspace and linear; the softmax-only fields must be 0 (ATTN_ERR_KIND_OPTION) and
    lse NULL (no logsumexp). A row with no visible key or a padding row gets 0. attn_backward
    gives dq, dk, dv (here, for ATTN_COSFORMER and for ATTN_PERFORMER) on the same chunked GEMMs,
-   in two passes over the chunks (section 3.14); lse must be NULL and out is validated but not
-   read (the forward's quantities are recomputed).
+   in two passes over the chunks (section 3.14); lse must be NULL. out must be the forward's
+   output: the causal ATTN_LINEAR / ATTN_COSFORMER backward reads it (for dO . out); the other
+   forms validate it and recompute what they need.
    field   default   meaning
    eps     1e-6      added to the denominator; finite and > 0, 0 selects the default,
                      ATTN_EPS_ZERO an exact 0 */
@@ -13639,8 +13641,9 @@ static attn_status attn__linear_state_size(const attn__call *c) {
    dO_i the output's gradient: g_i = dO_i / den_i, c_i = -(dO_i . out_i) / den_i (0 where the
    cosFormer clamp is active), dA_ij = g_i . v_j + c_i, and
        dphi(q_i) = sum_j dA_ij phi(k_j),  dphi(k_j) = sum_i dA_ij phi(q_i),  dv_j = sum_i A_ij g_i
-   then dq, dk through the features. Per (sequence, KV head) task, two passes over the 64-row
-   chunks, every product a GEMM:
+   then dq, dk through the features. attn__lbw_task (ATTN_PERFORMER, causal or not; ATTN_LINEAR
+   and ATTN_COSFORMER have attn__lnc_task and attn__lcb_task below): per (sequence, KV head)
+   task, two passes over the 64-row chunks, every product a GEMM:
      pass 1 (forward order): the forward's state (S, z) gives den_i, out_i, hence g_i, c_i (den_i
        and c_i kept per row); dphi(Q) = g S^T + c z^T + (the chunk's masked dA) phi(K).
      pass 2 (reverse order): a suffix state G = sum_i phi(q_i) g_i^T, h = sum_i c_i phi(q_i) over
@@ -14060,14 +14063,14 @@ typedef struct attn__lnc_bufs {
 #define ATTN__LNC_STAGE 98304     /* floats of staged rows per block at full heads (384 KiB) */
 static size_t attn__lnc_st(const attn__lin *L) { return ((size_t)L->F * L->Dv + L->F + 15) & ~(size_t)15; }
 
-/* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y into Y (dims dx, dy). */
+/* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y (optional) into Y (dims dx, dy). */
 static void attn__lnc_stage(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
                             int n, float *X, float *Y) {
     int i, h;
     for (i = 0; i < n; ++i)
         for (h = 0; h < nh; ++h) {
             isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)i * nh + h) * x->dim, x->dim, 1.0f);
-            isa->load(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
+            if (y) isa->load(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
         }
 }
 
@@ -14178,6 +14181,201 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
     }
 }
 
+/* ---- the causal backward of ATTN_LINEAR and ATTN_COSFORMER: chunks of all heads staged ---------
+   The chunked form of attn__lbw_task's maths (chunks of ATTN__LIN_ROWS query rows and their own
+   keys), with the out the caller hands over: c_i = -(dO_i . out_i) / den_i needs no numerator,
+   and den_i = phi(q_i) . z + the masked row sum of A. Per chunk and query head:
+     pass 1 (forward order): A = phi(Q) phi(K)^T and dA = g V^T + c (both masked to j <= p_i),
+       den_i and c_i kept per row, dphi(Q) = g S^T + c z^T + dA phi(K) (to dq), and the chunk
+       keys' own terms dA^T phi(Q), A^T g kept in the workspace for pass 2; then the chunk's
+       keys join (S, z).
+     pass 2 (reverse order): dphi(K) = (kept) + V G^T + h and dV = (kept) + phi(K) G from the
+       suffix state of the later chunks' rows, then the chunk's rows join (G, h) (g recomputed
+       from the kept den). The keys every row sees take (G, h) at the end.
+   10 products of 2 x 64 x F x Dv a chunk and head (the forward has 4; the former two-pass form
+   recomputed the forward's 4 and A, dA: 14). As attn__lnc_task, a task owns a run of KV heads
+   and stages each chunk's rows of all of them in address order (a per-head walk read its rows at
+   a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads.
+   Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
+   and 2 floats per query row and head. */
+typedef struct attn__lcb_bufs {
+    float *S, *G;                 /* per head: (S [F][Dv], z [F]), (G, h); st floats apart */
+    float *XQ, *GO, *OO;          /* the chunk's staged q (then dq), dO (then g), out rows [n][nq][.] */
+    float *XK, *XV;               /* the chunk's staged k (then dk), v rows [nk][nh][.] */
+    float *Qf, *Kf, *T, *A, *dA;  /* one head's features, dphi(Q) [CH][F]; A, dA [CH][CH] */
+    float *gemm;
+    float *rden, *rc;             /* per query head and row: den (0: no visible key), c [nq][Sq] */
+    float *PK, *PV;               /* per key and head: pass 1's dphi(K), dV terms, then the sums [Sk][nh][.] */
+} attn__lcb_bufs;
+
+/* Pass 1 over keys [j0, j0 + n) seen by every row (n <= ATTN__LIN_ROWS): (S, z) += their sums. */
+static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n) {
+    const attn__lin *L = &C->L;
+    const int F = L->F, Dv = L->Dv;
+    const size_t st = attn__lnc_st(L);
+    int h, i;
+    attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
+    for (h = 0; h < nh; ++h) {
+        float *S = W->S + h * st;
+        attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
+        attn__sgemm_1t(W->gemm, 1, 0, F, Dv, n, 1.0f, W->Kf, F, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+        for (i = 0; i < n; ++i) L->isa->axpy(S + (size_t)F * Dv, 1.0f, W->Kf + (size_t)i * F, F);
+    }
+}
+
+/* Pass 2 over keys [j0, j0 + n): dphi(K) = beta PK + V G^T + h, dV = beta PK + phi(K) G (beta
+   1: the chunk's own terms kept by pass 1), written to dk (through the features) and dv. */
+static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n, float beta) {
+    const attn__lin *L = &C->L;
+    const int F = L->F, Dv = L->Dv, D = L->D;
+    const size_t st = attn__lnc_st(L);
+    int h, i;
+    attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
+    for (h = 0; h < nh; ++h) {
+        const float *G = W->G + h * st;
+        float *pk = W->PK + ((size_t)j0 * nh + h) * F, *pv = W->PV + ((size_t)j0 * nh + h) * Dv;
+        attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
+        attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, G, Dv, beta, pk, (ptrdiff_t)nh * F);
+        attn__sgemm_1t(W->gemm, 0, 0, n, Dv, F, 1.0f, W->Kf, F, G, Dv, beta, pv, (ptrdiff_t)nh * Dv);
+        for (i = 0; i < n; ++i) {
+            float *x = W->XK + ((size_t)i * nh + h) * D, *t = pk + (size_t)i * nh * F;
+            L->isa->axpy(t, 1.0f, G + (size_t)F * Dv, F);
+            attn__lbw_chain_row(L, b, x, W->Kf + (size_t)i * F, t, x, j0 + i);
+        }
+    }
+    attn__lnc_unstage(L->isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, W->XK, W->PV + (size_t)j0 * nh * Dv);
+}
+
+static void attn__lcb_task(void *ctx, int t, int thread) {
+    const attn__lbw *C = (const attn__lbw *)ctx;
+    const attn__lin *L = &C->L;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = ATTN__LIN_ROWS;
+    const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, Sq = L->q.seq;
+    const long long shift = (long long)Lk - Lq;
+    const size_t st = attn__lnc_st(L), ldq = (size_t)nq * Dv;
+    /* keys every row sees; none without a query row (then every gradient is 0) */
+    const int kd0 = Lq == 0 ? 0 : (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk));
+    float *w = L->ws + (size_t)thread * L->ws_per;
+    attn__lcb_bufs Wb, *W = &Wb;
+    int q0, j, h, gi, i, ci;
+    W->S = attn__lin_carve(&w, nh * st);
+    W->G = attn__lin_carve(&w, nh * st);
+    W->XQ = attn__lin_carve(&w, (size_t)CH * nq * D);
+    W->GO = attn__lin_carve(&w, (size_t)CH * ldq);
+    W->OO = attn__lin_carve(&w, (size_t)CH * ldq);
+    W->XK = attn__lin_carve(&w, (size_t)CH * nh * D);
+    W->XV = attn__lin_carve(&w, (size_t)CH * nh * Dv);
+    W->Qf = attn__lin_carve(&w, (size_t)CH * F);
+    W->Kf = attn__lin_carve(&w, (size_t)CH * F);
+    W->T = attn__lin_carve(&w, (size_t)CH * F);
+    W->A = attn__lin_carve(&w, (size_t)CH * CH);
+    W->dA = attn__lin_carve(&w, (size_t)CH * CH);
+    W->gemm = attn__lin_carve(&w, L->gemm_floats);
+    W->rden = attn__lin_carve(&w, (size_t)nq * Sq);
+    W->rc = attn__lin_carve(&w, (size_t)nq * Sq);
+    W->PK = attn__lin_carve(&w, (size_t)L->k.seq * nh * F);
+    W->PV = attn__lin_carve(&w, (size_t)L->k.seq * nh * Dv);
+    memset(W->S, 0, (size_t)nh * st * sizeof(float));
+    memset(W->G, 0, (size_t)nh * st * sizeof(float));
+
+    /* pass 1: dq; den, c per row; the chunks' own dk, dv terms */
+    for (j = 0; j < kd0; j += CH) attn__lcb_absorb(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j));
+    for (q0 = 0; q0 < Lq; q0 += CH) {
+        const int n = ATTN__MIN(CH, Lq - q0);
+        const long long pa = q0 + shift;               /* position of the chunk's first row */
+        const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
+        attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0, n, W->XQ, W->GO);
+        attn__lnc_stage(isa, &L->out, NULL, b, hq0, nq, q0, n, W->OO, NULL);
+        if (nk > 0) attn__lnc_stage(isa, &L->k, &L->v, b, hk0, nh, kd, nk, W->XK, W->XV);
+        for (h = 0; h < nh; ++h) {
+            float *S = W->S + h * st, *z = S + (size_t)F * Dv;
+            const float *vh = W->XV + (size_t)h * Dv;
+            if (nk > 0) attn__lnc_feats(L, b, W->XK, nh, h, nk, kd, W->Kf);
+            for (gi = 0; gi < g; ++gi) {
+                const int qh = h * g + gi;
+                float *go = W->GO + (size_t)qh * Dv, *rden = W->rden + (size_t)qh * Sq + q0, *rc = W->rc + (size_t)qh * Sq + q0;
+                attn__lnc_feats(L, b, W->XQ, nq, qh, n, pa, W->Qf);
+                if (nk > 0) attn__sgemm_1t(W->gemm, 0, 1, n, nk, F, 1.0f, W->Qf, F, W->Kf, F, 0.0f, W->A, nk);
+                for (i = 0; i < n; ++i) {               /* den, c; g = dO / den */
+                    const long long last = pa + i - kd;  /* last visible column of A */
+                    float *a = W->A + (size_t)i * nk, *gr = go + i * ldq, den = isa->dot(W->Qf + (size_t)i * F, z, F), sum = 0.0f;
+                    int clamped = 0;
+                    for (j = 0; j < nk; ++j) {
+                        if (j > last) a[j] = 0.0f;
+                        sum += a[j];
+                    }
+                    if (pa + i < 0 || Lk == 0) {        /* no visible key: out 0, no gradient */
+                        memset(gr, 0, (size_t)Dv * sizeof(float));
+                        rden[i] = 0.0f; rc[i] = 0.0f;
+                        continue;
+                    }
+                    den += sum;
+                    if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
+                    else den += L->eps;
+                    rc[i] = clamped ? 0.0f : -isa->dot(gr, W->OO + (size_t)i * ldq + (size_t)qh * Dv, Dv) / den;
+                    rden[i] = den;
+                    isa->scal(gr, 1.0f / den, Dv);
+                }
+                /* dphi(Q) = g S^T + c z^T + dA phi(K), dA = g V^T + c masked */
+                attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, go, (ptrdiff_t)ldq, S, Dv, 0.0f, W->T, F);
+                for (i = 0; i < n; ++i) isa->axpy(W->T + (size_t)i * F, rc[i], z, F);
+                if (nk > 0) {
+                    attn__sgemm_1t(W->gemm, 0, 1, n, nk, Dv, 1.0f, go, (ptrdiff_t)ldq, vh, (ptrdiff_t)nh * Dv, 0.0f, W->dA, nk);
+                    for (i = 0; i < n; ++i) {
+                        const long long last = pa + i - kd;
+                        float *da = W->dA + (size_t)i * nk;
+                        for (j = 0; j < nk; ++j) da[j] = j > last ? 0.0f : da[j] + rc[i];
+                    }
+                    attn__sgemm_1t(W->gemm, 0, 0, n, F, nk, 1.0f, W->dA, nk, W->Kf, F, 1.0f, W->T, F);
+                    /* the chunk keys' own terms: dphi(K) = dA^T phi(Q), dV = A^T g, summed over the heads */
+                    attn__sgemm_1t(W->gemm, 1, 0, nk, F, n, 1.0f, W->dA, nk, W->Qf, F, gi ? 1.0f : 0.0f,
+                                   W->PK + ((size_t)kd * nh + h) * F, (ptrdiff_t)nh * F);
+                    attn__sgemm_1t(W->gemm, 1, 0, nk, Dv, n, 1.0f, W->A, nk, go, (ptrdiff_t)ldq, gi ? 1.0f : 0.0f,
+                                   W->PV + ((size_t)kd * nh + h) * Dv, (ptrdiff_t)nh * Dv);
+                }
+                for (i = 0; i < n; ++i) {               /* dq over the staged q row */
+                    float *x = W->XQ + ((size_t)i * nq + qh) * D;
+                    attn__lbw_chain_row(L, b, x, W->Qf + (size_t)i * F, W->T + (size_t)i * F, x, pa + i);
+                }
+            }
+            if (nk > 0) {                               /* the chunk's keys join (S, z) */
+                attn__sgemm_1t(W->gemm, 1, 0, F, Dv, nk, 1.0f, W->Kf, F, vh, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+                for (i = 0; i < nk; ++i) isa->axpy(z, 1.0f, W->Kf + (size_t)i * F, F);
+            }
+        }
+        attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, q0, n, q0 + n < Lq ? 0 : Sq, W->XQ, NULL);
+    }
+    if (Lq == 0) attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, Sq, NULL, NULL);
+
+    /* pass 2, last chunk first: dk, dv */
+    for (ci = (Lq + CH - 1) / CH - 1; ci >= 0; --ci) {
+        const int q0c = ci * CH, n = ATTN__MIN(CH, Lq - q0c);
+        const long long pa = q0c + shift;
+        const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
+        if (nk > 0) attn__lcb_keys_out(C, W, b, hk0, nh, kd, nk, 1.0f);
+        attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0c, n, W->XQ, W->GO);
+        for (h = 0; h < nh; ++h) {                      /* the chunk's rows join (G, h) */
+            float *G = W->G + h * st;
+            for (gi = 0; gi < g; ++gi) {
+                const int qh = h * g + gi;
+                const float *rden = W->rden + (size_t)qh * Sq + q0c, *rc = W->rc + (size_t)qh * Sq + q0c;
+                float *go = W->GO + (size_t)qh * Dv;
+                attn__lnc_feats(L, b, W->XQ, nq, qh, n, pa, W->Qf);
+                for (i = 0; i < n; ++i) {
+                    if (rden[i] == 0.0f) memset(go + i * ldq, 0, (size_t)Dv * sizeof(float));
+                    else isa->scal(go + i * ldq, 1.0f / rden[i], Dv);
+                    isa->axpy(G + (size_t)F * Dv, rc[i], W->Qf + (size_t)i * F, F);
+                }
+                attn__sgemm_1t(W->gemm, 1, 0, F, Dv, n, 1.0f, W->Qf, F, go, (ptrdiff_t)ldq, 1.0f, G, Dv);
+            }
+        }
+    }
+    for (j = 0; j < kd0; j += CH) attn__lcb_keys_out(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j), 0.0f);
+    attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, Lq == 0 ? 0 : Lk, 0, L->k.seq, NULL, NULL);   /* padding keys */
+}
+
 static int attn__lbw_add(size_t *f, size_t a, size_t b) {    /* *f += roundup16(a * b) */
     size_t t;
     if (!attn__mul_size(a, b, &t) || !attn__add_size(t, 15, &t)) return 0;
@@ -14195,12 +14393,12 @@ static attn_status attn__linear_backward(const attn__call *c) {
     if ((s = attn__lin_check(c, ATTN__BACKWARD, L)) != ATTN_OK) return s;
     if (c->lse_in) return ATTN_ERR_KIND_LSE;
     if (!c->bytes) {
-        attn__view qv, kv, vv, ov;
-        if ((s = attn__check_qkv(&c->q, &c->k, &c->v, &c->out, &qv, &kv, &vv, &ov)) != ATTN_OK) return s;
+        attn__view qv, kv, vv;
+        if ((s = attn__check_qkv(&c->q, &c->k, &c->v, &c->out, &qv, &kv, &vv, &L->out)) != ATTN_OK) return s;
         if ((s = attn__check_bwd_grads(c, &C.dout, &C.dq, &C.dk, &C.dv)) != ATTN_OK) return s;
     }
     if (!attn__lin_plan(L, &bytes)) return ATTN_ERR_OVERFLOW;    /* forward GEMM shapes, W's shared floats */
-    if (!L->causal && !L->perf) {                                /* attn__lnc_task */
+    if (!L->perf) {                                              /* attn__lnc_task, attn__lcb_task */
         const int F = L->F, Dv = L->Dv, D = L->D, Hkv = c->k.heads, g = L->groups;
         /* rows per block from the shapes alone (results must not depend on the threads): the
            staged rows of every head, about ATTN__LNC_STAGE floats */
@@ -14215,13 +14413,31 @@ static attn_status attn__linear_backward(const attn__call *c) {
         if (!attn__tasks((size_t)c->q.batch, (size_t)nch, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
         L->n_threads = ATTN__MIN(L->n_threads, L->n_tasks);
         hc = (size_t)C.hc; hq = hc * (size_t)g;
-        L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
-                                   attn__sgemm_1t_floats(nb, Dv, F));
-        if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__lbw_add(&f, (size_t)nb, 2 * (size_t)F) ||
-            !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
-            !attn__mul_size((size_t)nb, hq, &t) || !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) ||
-            !attn__lbw_add(&f, (size_t)nb * hc, Dv) || !attn__add_size(f, 64, &f))
-            return ATTN_ERR_OVERFLOW;
+        if (L->causal) {                                         /* attn__lcb_bufs, in carving order */
+            const int CH = ATTN__LIN_ROWS;
+            const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
+                                      { CH, Dv, F } };
+            size_t i;
+            L->gemm_floats = 0;
+            for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+                L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
+            if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__mul_size((size_t)CH, hq, &t) ||
+                !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, t, Dv) ||
+                !attn__lbw_add(&f, (size_t)CH * hc, D) || !attn__lbw_add(&f, (size_t)CH * hc, Dv) || !attn__lbw_add(&f, CH, 3 * (size_t)F) ||
+                !attn__lbw_add(&f, CH, 2 * (size_t)CH) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+                !attn__mul_size(hq, (size_t)c->q.seq, &t) || !attn__lbw_add(&f, t, 2) ||
+                !attn__mul_size(hc, (size_t)c->k.seq, &t) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) ||
+                !attn__add_size(f, 64, &f))
+                return ATTN_ERR_OVERFLOW;
+        } else {
+            L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
+                                       attn__sgemm_1t_floats(nb, Dv, F));
+            if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__lbw_add(&f, (size_t)nb, 2 * (size_t)F) ||
+                !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+                !attn__mul_size((size_t)nb, hq, &t) || !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) ||
+                !attn__lbw_add(&f, (size_t)nb * hc, Dv) || !attn__add_size(f, 64, &f))
+                return ATTN_ERR_OVERFLOW;
+        }
         L->ws_per = f;
         if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), &bytes) ||
             !attn__add_size(bytes, 64, &bytes) || bytes > (size_t)PTRDIFF_MAX)
@@ -14256,7 +14472,7 @@ static attn_status attn__linear_backward(const attn__call *c) {
     L->ws = (float *)(void *)w.base + L->shared_floats;
     L->isa = attn__vec();
     if (L->perf) attn__perf_prepare(L, c, ATTN__BACKWARD, (float *)(void *)w.base);
-    attn__parallel_for(c->d, L->n_tasks, L->n_threads, !L->causal && !L->perf ? attn__lnc_task : attn__lbw_task, &C);
+    attn__parallel_for(c->d, L->n_tasks, L->n_threads, L->perf ? attn__lbw_task : L->causal ? attn__lcb_task : attn__lnc_task, &C);
     attn__ws_release(&w);
     return ATTN_OK;
 }

@@ -362,11 +362,13 @@ static void test_lbw_sweep(void) {
 
 /* Non-causal ATTN_LINEAR / ATTN_COSFORMER run a pass of their own (full-length sums, blocks of
    256 keys and up to 256 query rows): sequences of several blocks, GQA, padding (one sequence
-   with no valid key), the cosFormer clamp, f16/bf16, against the pairwise reference. */
+   with no valid key), the cosFormer clamp, f16/bf16, against the pairwise reference. Cases 4
+   and 5: the causal one (attn__lcb_task, 64-row chunks): more keys than rows (keys every row
+   sees, several chunks of them), fewer (first rows with no visible key), GQA, padding. */
 static void test_lbw_long(void) {
     t_rng r = t_rng_seed(815);
     int idx;
-    for (idx = 0; idx < 4; ++idx) {
+    for (idx = 0; idx < 6; ++idx) {
         lb_case c;
         int lq[2], lk[2];
         memset(&c, 0, sizeof c);
@@ -378,6 +380,12 @@ static void test_lbw_long(void) {
         c.no_fd = 1;
         if (idx == 0) { lq[0] = 600; lq[1] = 311; lk[0] = 529; lk[1] = 0; c.lq = lq; c.lk = lk; }
         if (idx == 2) { lq[0] = 257; lq[1] = 600; lk[0] = 600; lk[1] = 513; c.lq = lq; c.lk = lk; }
+        if (idx >= 4) {
+            c.causal = 1; c.kind = idx == 4 ? ATTN_LINEAR : ATTN_COSFORMER;
+            c.Hkv = 2; c.Hq = idx == 4 ? 4 : 2;
+            c.Sq = idx == 4 ? 200 : 300; c.Sk = idx == 4 ? 330 : 170; c.M = c.Sq > c.Sk ? c.Sq : c.Sk;
+            if (idx == 4) { lq[0] = 200; lq[1] = 150; lk[0] = 330; lk[1] = 97; c.lq = lq; c.lk = lk; }
+        }
         lb_run_case(100 + idx, &c, idx == 3 ? ATTN_F16 : ATTN_F32, idx == 3 ? ATTN_BF16 : ATTN_F32, &r, 0);
     }
 }
