@@ -519,7 +519,11 @@ typedef struct attn_bigbird_params {
    Cost O(n d dv) instead of O(n^2 d): the causal form runs in chunks of 64 rows (dense within
    the chunk, a carried (S, z) state between chunks), all on GEMMs. attn_step decodes it as an
    RNN with the state (S, z) per sequence and KV head. Reads causal, seqlens_q/_k, n_threads,
-   parallel, workspace and linear; the softmax-only fields must be 0 (ATTN_ERR_KIND_OPTION) and
+   parallel, workspace and linear; packed sequences (cu_seqlens_q/_k, varlen_batch segments,
+   batch 1, ending at q.seq / k.seq; not with seqlens_q/_k; attn_forward and attn_backward, as
+   fla's cu_seqlens): each segment's rows are bitwise those of the segment run alone, as for
+   ATTN_COSFORMER and ATTN_PERFORMER (cosFormer's default M and Performer's stabiliser and drawn
+   W are the segment's own). The other softmax-only fields must be 0 (ATTN_ERR_KIND_OPTION) and
    lse NULL (no logsumexp). A row with no visible key or a padding row gets 0. attn_backward
    gives dq, dk, dv (here, for ATTN_COSFORMER and for ATTN_PERFORMER) on the same chunked GEMMs,
    in two passes over the chunks (section 3.14); lse must be NULL. out must be the forward's
@@ -1070,7 +1074,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_STATE_SIZE,            202, ATTN_CAT_RANGE,       "attn_state.size (or floats) is smaller than attn_state_size() asks for") \
     X(ATTN_ERR_STATE_MISMATCH,        203, ATTN_CAT_SHAPE,       "attn_state was initialised for another kind, other batch, heads or dims, or other state-shaping parameters (performer.features / kernel, cosformer.max_len)") \
     X(ATTN_ERR_KIND_LSE,              204, ATTN_CAT_UNSUPPORTED, "lse must be NULL: this attn_desc.kind has no logsumexp") \
-    X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k, varlen_batch, bf16_kernels, dbias)") \
+    X(ATTN_ERR_KIND_OPTION,           205, ATTN_CAT_UNSUPPORTED, "attn_desc sets a softmax-only field this kind does not read (scale, window_left/_right, dilation, sink_tokens, global_tokens, alibi_slopes, softcap, bias, dropout_p, rope, rope_pos_q/_k, cu_seqlens_q/_k and varlen_batch outside attn_forward/attn_backward, bf16_kernels, dbias)") \
     X(ATTN_ERR_STEP_SEQ,              206, ATTN_CAT_SHAPE,       "attn_step: k.seq must equal q.seq (one key and value per new token)") \
     X(ATTN_ERR_STEP_LENGTHS,          207, ATTN_CAT_UNSUPPORTED, "attn_step: attn_desc.seqlens_q/_k must be NULL (every sequence consumes q.seq tokens)") \
     X(ATTN_ERR_STATE_POS,             208, ATTN_CAT_RANGE,       "attn_state.pos must be >= 0 (the tokens the state has consumed)") \
@@ -1416,9 +1420,9 @@ typedef struct attn_layer_weights {
      packed        attn.cu_seqlens_q/_k (batch 1) go to the kind, so a layer packs exactly where
                    the kind's attn_forward does, with its statuses (nothing written): ATTN_SOFTMAX,
                    ATTN_LONGFORMER (not with global_mask) and ATTN_ROUTING natively; ATTN_BIGBIRD,
-                   ATTN_LSH, ATTN_NYSTROM and ATTN_LINFORMER segment by segment (each segment a
-                   length the kind takes); not ATTN_LINEAR, ATTN_PERFORMER, ATTN_COSFORMER
-                   (ATTN_ERR_KIND_OPTION), nor the Direct kinds. The projections work row by row
+                   ATTN_LSH, ATTN_NYSTROM, ATTN_LINFORMER, ATTN_LINEAR, ATTN_PERFORMER and
+                   ATTN_COSFORMER segment by segment (each segment a length the kind takes); not
+                   the Direct kinds. The projections work row by row
                    and Super's W^A per segment, so with the built-in GEMM a segment's out and dx
                    rows are bitwise its layer run alone for the kinds that promise a segment its
                    own result (the segment-by-segment kinds, Routing); every weight gradient is
@@ -18185,12 +18189,14 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
    segment as the call of that segment alone (batch 1, its own length, no padding): the same
    code on the same rows, so a segment's rows are bitwise its run alone and every per-length
    rule (BigBird's block grid, global blocks and drawn random table, LSH's buckets and chunks,
-   Nystromformer's landmarks, Linformer's leading columns of E and F) is the segment's own. The
+   Nystromformer's landmarks, Linformer's leading columns of E and F, cosFormer's default M,
+   Performer's key stabiliser and drawn W) is the segment's own. The
    segments must cover q.seq and k.seq exactly; empty segments are skipped. Every segment is
    checked (a workspace query) before any is run, so a bad segment leaves the outputs untouched.
    lse and lse_in, [1][Hq][Sq] for the call but [1][Hq][L] for a segment, pass through scratch. */
 static int attn__varlen_by_segments(int kind) {
-    return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM || kind == ATTN_LSH || kind == ATTN_LINFORMER;
+    return kind == ATTN_BIGBIRD || kind == ATTN_NYSTROM || kind == ATTN_LSH || kind == ATTN_LINFORMER ||
+           kind == ATTN_LINEAR || kind == ATTN_COSFORMER || kind == ATTN_PERFORMER;
 }
 
 /* Rows [s0, s0 + len) of t (batch 1); t unchanged where it has no data (a workspace query). */

@@ -1608,8 +1608,7 @@ out:
 }
 
 /* Bad cu_seqlens inside a layer: the status the kind's own attn_forward gives the same packed
-   desc, from the layer's forward, backward and workspace queries, nothing written. The kinds
-   that refuse cu_seqlens (linear, Performer, cosFormer: ATTN_ERR_KIND_OPTION) are refused alike. */
+   desc, from the layer's forward, backward and workspace queries, nothing written. */
 static void check_packed_errors(void) {
     static float wbuf[1024];
     static const int cover[4] = { 0, 3, 4, 8 }, down[4] = { 0, 4, 3, 10 }, odd[4] = { 0, 3, 4, 10 }, one[2] = { 0, 10 };
@@ -1642,8 +1641,8 @@ static void check_packed_errors(void) {
             ad.linformer.e = P.e; ad.linformer.f = P.f; ad.nystrom.conv = P.conv;
             want = attn_forward(&ad, t, t, t, to, NULL);
             /* the statuses documented (ak_setup: BigBird block 2, LSH chunk 2, 4 landmarks, E/F of 9 columns) */
-            if (kd == ATTN_LINEAR || kd == ATTN_PERFORMER || kd == ATTN_COSFORMER) doc = ATTN_ERR_KIND_OPTION;
-            else if (j == 1) doc = ATTN_ERR_CU_SEQLENS_Q;
+            if (j == 1) doc = ATTN_ERR_CU_SEQLENS_Q;
+            else if (kd == ATTN_LINEAR || kd == ATTN_PERFORMER || kd == ATTN_COSFORMER) doc = j == 0 ? ATTN_ERR_VARLEN_COVER : ATTN_OK;
             else if (kd == ATTN_BIGBIRD || kd == ATTN_LSH || kd == ATTN_NYSTROM || kd == ATTN_LINFORMER) {
                 static const int by[4][3] = {   /* cases 0, 2, 3 */
                     { ATTN_ERR_VARLEN_COVER, ATTN_ERR_BIGBIRD_BLOCK, ATTN_OK }, { ATTN_ERR_VARLEN_COVER, ATTN_ERR_LSH_BUCKET_SIZE, ATTN_OK },
@@ -1664,18 +1663,18 @@ static void check_packed_errors(void) {
 
 /* Packed layers of every kind that takes cu_seqlens: 5 segments with a 1-row and an empty one
    (self-attention), every layer kind the attention kind fits; cross-attention where the kind
-   has it; then the refusals */
+   has it; then bad cu_seqlens */
 static void test_packed_kinds(t_rng *r) {
     static const int ls[5] = { 3, 1, 0, 4, 2 }, cq[4] = { 2, 1, 3, 2 }, ck[4] = { 4, 1, 3, 2 };
     int i, lkind;
     for (i = 0; i < N_AKINDS; ++i) {
         const attn_kind kd = akinds[i].kind;
-        if (kd == ATTN_LINEAR || kd == ATTN_PERFORMER || kd == ATTN_COSFORMER) continue;   /* refused: check_packed_errors */
         for (lkind = ATTN_LAYER_STANDARD; lkind <= ATTN_LAYER_SUPER; ++lkind) {
             if (kd == ATTN_LINFORMER && lkind == ATTN_LAYER_SUPER) continue;
             check_packed_kind(&akinds[i], lkind, 1, ls, ls, 5, r);
         }
-        if (kd == ATTN_LINFORMER || kd == ATTN_NYSTROM || kd == ATTN_SOFTMAX)
+        if (kd == ATTN_LINFORMER || kd == ATTN_NYSTROM || kd == ATTN_SOFTMAX || kd == ATTN_LINEAR || kd == ATTN_PERFORMER ||
+            kd == ATTN_COSFORMER)
             check_packed_kind(&akinds[i], ATTN_LAYER_STANDARD, 0, cq, ck, 4, r);
     }
     check_packed_errors();

@@ -271,7 +271,7 @@ static void test_linear_errors(void) {
         case 9: d.dropout_p = 0.1f; want = ATTN_ERR_KIND_OPTION; what = "dropout"; break;
         case 10: d.rope = ATTN_ROPE_HALF; want = ATTN_ERR_KIND_OPTION; what = "rope"; break;
         case 11: d.bf16_kernels = 1; want = ATTN_ERR_KIND_OPTION; what = "bf16_kernels"; break;
-        case 12: d.cu_seqlens_q = len; want = ATTN_ERR_KIND_OPTION; what = "cu_seqlens_q"; break;
+        case 12: step = 1; d.cu_seqlens_q = d.cu_seqlens_k = len; d.varlen_batch = 1; want = ATTN_ERR_KIND_OPTION; what = "step cu_seqlens (packed: attn_forward/attn_backward only, test_packed.c)"; break;
         case 13: d.dbias = lse; want = ATTN_ERR_KIND_OPTION; what = "dbias"; break;
         case 14: lp = lse; want = ATTN_ERR_KIND_LSE; what = "lse"; break;
         case 15: d.linear.eps = -1e-3f; want = ATTN_ERR_LINEAR_EPS; what = "eps < 0"; break;

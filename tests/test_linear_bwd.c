@@ -486,5 +486,6 @@ void test_linear_bwd(void) {
     test_lbw_long();
     test_lbw_threads();
     test_lbw_errors();
+    t_packed_linear();
     printf("      linear-bwd: largest passing fp32 gradient error %.3g (tolerance 2e-4)\n", g_lb_worst);
 }

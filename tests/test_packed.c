@@ -1,5 +1,6 @@
 /* tests/test_packed.c - packed sequences (attn_desc.cu_seqlens_q/_k, batch 1) for the kinds
-   that run each packed segment as its own call (ATTN_BIGBIRD, ATTN_NYSTROM, ATTN_LSH, ATTN_LINFORMER; called from their
+   that run each packed segment as its own call (ATTN_BIGBIRD, ATTN_NYSTROM, ATTN_LSH, ATTN_LINFORMER, and the linear
+   kinds ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER; called from their
    backward families).
    The property: every segment's rows of out, lse, dq, dk and dv are bitwise those of the same
    segment run alone (batch 1, its own length, no padding; its backward on its own forward's out
@@ -12,7 +13,7 @@
 /* Per-segment inputs of a kind: *e gets segment u's desc (from the packed d without cu_seqlens).
    NULL: the same desc for every segment. */
 typedef void (*tp_seg_desc)(const attn_desc *d, int u, attn_desc *e);
-static int tp_no_lse;   /* the kind has no logsumexp (ATTN_NYSTROM): lse NULL everywhere */
+static int tp_no_lse;   /* the kind has no logsumexp (ATTN_NYSTROM, the linear kinds): lse NULL everywhere */
 
 /* Copies rows [s0, s0 + n) of packed x (batch 1) into alone y, or back (to_packed). */
 static void tp_rows(t_owned *x, t_owned *y, int s0, int n, int to_packed) {
@@ -187,7 +188,8 @@ static void tp_expect(const char *name, const char *what, const attn_desc *d0, c
 }
 
 /* The cu_seqlens checks every packed kind shares, on a valid desc d over T = 96 rows whose
-   segments {0, 32, 64, 96} the kind takes (2 query heads, hkv KV heads); bad: a segment length the kind refuses, with its status. */
+   segments {0, 32, 64, 96} the kind takes (2 query heads, hkv KV heads); bad: a segment length the kind refuses, with its status
+   (bad_len < 0: the kind takes every length). */
 static void tp_errors(const char *name, const attn_desc *d, int hkv, int bad_len, attn_status bad_status) {
     static const int good[4] = { 0, 32, 64, 96 }, down[4] = { 0, 64, 32, 96 }, shortc[4] = { 0, 32, 64, 80 };
     static const int start[4] = { 32, 32, 64, 96 }, past[4] = { 0, 32, 64, 128 };
@@ -203,6 +205,7 @@ static void tp_errors(const char *name, const attn_desc *d, int hkv, int bad_len
     tp_expect(name, "batch 2", d, good, good, 3, 2, 96, 2, hkv, 8, ATTN_ERR_VARLEN_SHAPE);
     e.seqlens_k = good;
     tp_expect(name, "with seqlens_k", &e, good, good, 3, 1, 96, 2, hkv, 8, ATTN_ERR_VARLEN_WITH_SEQLENS);
+    if (bad_len < 0) return;
     bad[0] = 0; bad[1] = 32; bad[2] = 32 + bad_len; bad[3] = 96;   /* the last segment is fine alone */
     tp_expect(name, "a segment the kind refuses", d, bad, bad, 3, 1, 96, 2, hkv, 8, bad_status);
 }
@@ -298,4 +301,32 @@ void t_packed_linformer(void) {
     d.linformer.shared_kv = 1; d.linformer.shared_heads = 1;
     tp_case("linformer shared", &rng, &d, NULL, l2, 3, 2, 1, 8, 16, ATTN_F16, 1);
     tp_errors("linformer", &d, 1, 50, ATTN_ERR_LINFORMER_N);   /* 50 rows: longer than E's 48 columns */
+}
+
+/* ---- the linear kinds: each segment its own sequence (fla's cu_seqlens) ------------------- */
+void t_packed_linear(void) {
+    t_rng rng = t_rng_seed(335);
+    static const int l1[4] = { 70, 1, 0, 130 }, l2[3] = { 65, 64, 9 }, l3[4] = { 33, 0, 100, 2 };
+    attn_desc d;
+    tp_no_lse = 1;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LINEAR;
+    tp_case("linear", &rng, &d, NULL, l2, 3, 4, 2, 16, 8, ATTN_F32, 1);
+    d.causal = 1;   /* chunks of 64 rows: segments across a chunk edge, of one row, empty */
+    tp_case("linear causal", &rng, &d, NULL, l1, 4, 4, 2, 16, 8, ATTN_F32, 1);
+    tp_case("linear causal f16", &rng, &d, NULL, l3, 4, 2, 1, 8, 16, ATTN_F16, 1);
+    tp_errors("linear", &d, 2, -1, ATTN_OK);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_COSFORMER;        /* default M: the segment's own length */
+    tp_case("cosformer", &rng, &d, NULL, l2, 3, 2, 2, 8, 8, ATTN_F32, 1);
+    d.causal = 1;
+    tp_case("cosformer causal", &rng, &d, NULL, l1, 4, 4, 2, 16, 8, ATTN_F16, 1);
+    tp_errors("cosformer", &d, 2, -1, ATTN_OK);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_PERFORMER; d.performer.features = 32; d.performer.seed = 7;
+    tp_case("performer", &rng, &d, NULL, l3, 4, 4, 2, 16, 8, ATTN_F32, 1);
+    d.causal = 1;   /* the keys' stabiliser is the segment's own */
+    tp_case("performer causal", &rng, &d, NULL, l1, 4, 2, 1, 8, 16, ATTN_F32, 1);
+    tp_errors("performer", &d, 1, -1, ATTN_OK);
+    tp_no_lse = 0;
 }

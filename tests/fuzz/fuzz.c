@@ -695,7 +695,8 @@ static void target_kinds(fz *f) {
     k = fz_tensor(f, &r, kt, B, Sk, Hkv, D, 0, NULL);
     v = fz_tensor(f, &r, kt, B, Sk, Hkv, Dv, 0, NULL);
     o = fz_tensor(f, &r, ot, B, Sq, Hq, Dv, 1, &ob);
-    if ((d.kind == ATTN_BIGBIRD || d.kind == ATTN_NYSTROM || d.kind == ATTN_LSH || d.kind == ATTN_LINFORMER) && fz_chance(f, 96)) {   /* packed segments (#28): cuts anywhere, ends mostly at seq */
+    if ((d.kind == ATTN_BIGBIRD || d.kind == ATTN_NYSTROM || d.kind == ATTN_LSH || d.kind == ATTN_LINFORMER ||
+         d.kind == ATTN_LINEAR || d.kind == ATTN_COSFORMER || d.kind == ATTN_PERFORMER) && fz_chance(f, 96)) {   /* packed segments (#28): cuts anywhere, ends mostly at seq */
         const int n = fz_int(f, 1, 3);
         int *cq = (int *)gx_alloc(sizeof(int) * 4), *ck = (int *)gx_alloc(sizeof(int) * 4), u;
         cq[0] = ck[0] = 0;
