@@ -387,7 +387,8 @@ typedef struct attn_longformer_params {
                                                   ATTN_LSH_CHUNKS_ZERO (-1) for none
    chunks_after     0                             chunks looked ahead at (HF's lsh_num_chunks_after;
                                                   ATTN_LSH_CHUNKS_ZERO is 0 too); each at most the
-                                                  chunk count n_hashes * n / bucket_size
+                                                  chunk count n_hashes * n / bucket_size (attn_decode:
+                                                  no limit, the window wraps around the cache)
    The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
    first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
    earlier default n / bucket_size was not closer to full attention on every input measured
@@ -1123,7 +1124,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
     X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
-    X(ATTN_ERR_LSH_CHUNKS,            344, ATTN_CAT_RANGE,       "attn_desc.lsh.chunks_before and chunks_after must be 0 (default), ATTN_LSH_CHUNKS_ZERO or 1 .. n_hashes * seq / bucket_size") \
+    X(ATTN_ERR_LSH_CHUNKS,            344, ATTN_CAT_RANGE,       "attn_desc.lsh.chunks_before and chunks_after must be 0 (default), ATTN_LSH_CHUNKS_ZERO or 1 .. n_hashes * seq / bucket_size (attn_decode: any count)") \
     X(ATTN_ERR_LSH_DECODE_BUCKETS,    345, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: attn_desc.lsh.buckets must hold values in [0, n_hashes * (n_buckets + 1)) for every cached token (t < lens[b])") \
     X(ATTN_ERR_LSH_DECODE_COUNT,      346, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: attn_desc.lsh.n_buckets or bucket_factors must be set (the prefill's count: the default depends on the prefill's length)") \
     X(ATTN_ERR_LSH_DECODE_LENS,       347, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: cache.lens[b] must be >= sequence b's queries (q.seq, or seqlens_q[b]): they are its newest tokens, already appended") \
