@@ -18145,7 +18145,7 @@ static void attn__ovl_kind_arrays(attn__ovl *o, attn__op op, const attn__call *c
         attn__ovl_mem(o, 0, d->nystrom.conv, n, sizeof(float));
         if (bwd) attn__ovl_mem(o, 1, d->nystrom.dconv, n, sizeof(float));
     }
-    if (d->kind == ATTN_LINFORMER && d->linformer.k > 0 && d->linformer.n > 0) {
+    if (d->kind == ATTN_LINFORMER && d->linformer.k > 0 && d->linformer.k <= d->linformer.n) {
         const attn_linformer_params *L = &d->linformer;
         size_t t;
         if (attn__mul_size((size_t)(L->shared_heads ? 1 : c->k.heads), (size_t)L->k, &t) && attn__mul_size(t, (size_t)L->n, &n)) {
