@@ -191,7 +191,9 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
      - an output's span (lowest to highest byte its view can address) must not meet the span
        of an input or of another output of the same call: ATTN_ERR_OUT_OVERLAP (forward,
        decode, attn_step, where attn_state.data[0, size) counts as an output),
-       ATTN_ERR_BWD_OVERLAP (backward). So out may not live inside a packed QKV buffer even in
+       ATTN_ERR_BWD_OVERLAP (backward). A kind's arrays count too: linformer.e/.f and
+       nystrom.conv are inputs, linformer.de/.df and nystrom.dconv outputs of the backward,
+       linformer.proj an output of the forward and an input of the backward. So out may not live inside a packed QKV buffer even in
        slots no input uses: give it its own buffer. Inputs may share memory freely.
      - the scans keep the same rule for every output (out / y, state_out, the state of a _step,
        attn_ssm_s4d_kernel's K, the backwards' gradients) against every input (their views and
@@ -387,7 +389,8 @@ typedef struct attn_longformer_params {
                                                   ATTN_LSH_CHUNKS_ZERO (-1) for none
    chunks_after     0                             chunks looked ahead at (HF's lsh_num_chunks_after;
                                                   ATTN_LSH_CHUNKS_ZERO is 0 too); each at most the
-                                                  chunk count n_hashes * n / bucket_size
+                                                  chunk count n_hashes * n / bucket_size (attn_decode:
+                                                  no limit, the window wraps around the cache)
    The default n_buckets is HF's _set_num_buckets for the padded length n (HF computes it on its
    first call and keeps it in config.num_buckets: pass that value when lengths vary). attn.h's
    earlier default n / bucket_size was not closer to full attention on every input measured
@@ -1060,8 +1063,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t, or a task count (q.batch * q.heads, times the kind's blocks) exceeds INT_MAX") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
-    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse) overlaps q, k, v, the KV cache (attn_decode) or attn_state.data[0, size) (attn_step), or out's rows overlap each other (see attn_tensor)") \
-    X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk or dv overlaps q, k, v, out, dout, lse, another gradient or its own rows (see attn_tensor)") \
+    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse, or linformer.proj) overlaps q, k, v, the KV cache (attn_decode), attn_state.data[0, size) (attn_step) or the kind's arrays (linformer.e/.f, nystrom.conv), or out's rows overlap each other (see attn_tensor)") \
+    X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk, dv (or nystrom.dconv, linformer.de/.df) overlaps q, k, v, out, dout, lse, the kind's arrays (linformer.e/.f/.proj, nystrom.conv), another gradient or its own rows (see attn_tensor)") \
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
     X(ATTN_ERR_LAYER_ATTN_KIND,       142, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.kind does not fit the layer: the Direct kinds need ATTN_SOFTMAX (their logits are W_D's), Super a kind attending over key positions (not ATTN_LINFORMER), kv_heads < heads a kind with its own keys (not ATTN_LSH, nor ATTN_ROUTING without separate_qk)") \
     X(ATTN_ERR_BIAS_ROWS,             143, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
@@ -1123,7 +1126,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_LSH_HF_MERGE,          341, ATTN_CAT_RANGE,       "attn_desc.lsh.hf_merge must be 0 or 1") \
     X(ATTN_ERR_LSH_SEQLENS,           342, ATTN_CAT_UNSUPPORTED, "ATTN_LSH: attn_desc.seqlens_q[b] and seqlens_k[b] must be equal when both are given (one padding mask, HF's attention_mask)") \
     X(ATTN_ERR_LSH_FACTORS,           343, ATTN_CAT_RANGE,       "attn_desc.lsh.bucket_factors must be even values >= 2 followed by zeros, with a product <= 2^24 and n_buckets 0") \
-    X(ATTN_ERR_LSH_CHUNKS,            344, ATTN_CAT_RANGE,       "attn_desc.lsh.chunks_before and chunks_after must be 0 (default), ATTN_LSH_CHUNKS_ZERO or 1 .. n_hashes * seq / bucket_size") \
+    X(ATTN_ERR_LSH_CHUNKS,            344, ATTN_CAT_RANGE,       "attn_desc.lsh.chunks_before and chunks_after must be 0 (default), ATTN_LSH_CHUNKS_ZERO or 1 .. n_hashes * seq / bucket_size (attn_decode: any count)") \
     X(ATTN_ERR_LSH_DECODE_BUCKETS,    345, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: attn_desc.lsh.buckets must hold values in [0, n_hashes * (n_buckets + 1)) for every cached token (t < lens[b])") \
     X(ATTN_ERR_LSH_DECODE_COUNT,      346, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: attn_desc.lsh.n_buckets or bucket_factors must be set (the prefill's count: the default depends on the prefill's length)") \
     X(ATTN_ERR_LSH_DECODE_LENS,       347, ATTN_CAT_RANGE,       "attn_decode with ATTN_LSH: cache.lens[b] must be >= sequence b's queries (q.seq, or seqlens_q[b]): they are its newest tokens, already appended") \
@@ -18129,6 +18132,34 @@ ATTNDEF const char *attn_kind_name(attn_kind kind) {
 static int attn__same_shape(const attn_tensor *a, int batch, int seq, int heads, int dim) {
     return a->batch == batch && a->seq == seq && a->heads == heads && a->dim == dim && !attn__tensor_bcast(a);
 }
+/* The kinds' own arrays in the rule too (sizes from fields the kind checks later; a field out of
+   range lists nothing): Nystromformer's conv taps (in) and dconv (backward out); Linformer's E, F
+   (in), dE, dF (backward out) and proj (forward out, backward in; unused with cu_seqlens). */
+static void attn__ovl_kind_arrays(attn__ovl *o, attn__op op, const attn__call *c) {
+    const attn_desc *d = c->d;
+    const int bwd = op == ATTN__BACKWARD;
+    size_t n;
+    if (op != ATTN__FORWARD && !bwd) return;
+    if (d->kind == ATTN_NYSTROM && d->nystrom.conv && d->nystrom.conv_kernel > 0 &&
+        attn__mul_size((size_t)c->q.heads, (size_t)d->nystrom.conv_kernel, &n)) {
+        attn__ovl_mem(o, 0, d->nystrom.conv, n, sizeof(float));
+        if (bwd) attn__ovl_mem(o, 1, d->nystrom.dconv, n, sizeof(float));
+    }
+    if (d->kind == ATTN_LINFORMER && d->linformer.k > 0 && d->linformer.k <= d->linformer.n) {
+        const attn_linformer_params *L = &d->linformer;
+        size_t t;
+        if (attn__mul_size((size_t)(L->shared_heads ? 1 : c->k.heads), (size_t)L->k, &t) && attn__mul_size(t, (size_t)L->n, &n)) {
+            attn__ovl_mem(o, 0, L->e, n, sizeof(float));
+            if (!L->shared_kv) attn__ovl_mem(o, 0, L->f, n, sizeof(float));
+            if (bwd) attn__ovl_mem(o, 1, L->de, n, sizeof(float));
+            if (bwd && !L->shared_kv) attn__ovl_mem(o, 1, L->df, n, sizeof(float));
+        }
+        if (L->proj && !d->cu_seqlens_q && !d->cu_seqlens_k && attn__mul_size((size_t)c->k.batch, (size_t)L->k, &t) &&
+            attn__mul_size(t, (size_t)c->k.heads, &t) && attn__mul_size(t, (size_t)c->k.dim + (size_t)c->v.dim, &n))
+            attn__ovl_mem(o, !bwd, L->proj, n, sizeof(float));
+    }
+}
+
 static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
     attn__ovl o;
     attn__view ov;
@@ -18180,6 +18211,7 @@ static attn_status attn__check_overlap(attn__op op, const attn__call *c) {
         if (op == ATTN__STEP && c->state)      /* the state is read and written: all its declared floats */
             attn__ovl_mem(&o, 1, c->state->data, c->state->size, sizeof(float));
     }
+    attn__ovl_kind_arrays(&o, op, c);
     return attn__ovl_bad(&o) ? err : ATTN_OK;
 }
 

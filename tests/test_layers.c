@@ -825,13 +825,16 @@ static void expect_err(const ecase *e, attn_status want, int which, const char *
     float *xq = (float *)t_xmalloc(sizeof(float) * CAP), *xk = (float *)t_xmalloc(sizeof(float) * CAP);
     float *out = (float *)t_xmalloc(sizeof(float) * CAP), *dxq = (float *)t_xmalloc(sizeof(float) * CAP);
     float *dxk = (float *)t_xmalloc(sizeof(float) * CAP), *gw = (float *)t_xmalloc(sizeof(float) * CAP);
+    float *gf = (float *)t_xmalloc(sizeof(float) * CAP);   /* dF apart from dE: attn_backward refuses them aliased */
     attn_layer_grads G;
     attn_status s;
     int i;
     for (i = 0; i < CAP; ++i) { xq[i] = 0.5f; xk[i] = -0.25f; }
     t_sentinel(out, sizeof(float) * CAP, OUT_SEED_L); t_sentinel(dxq, sizeof(float) * CAP, OUT_SEED_L);
     t_sentinel(dxk, sizeof(float) * CAP, OUT_SEED_L); t_sentinel(gw, sizeof(float) * CAP, OUT_SEED_L);
-    G.wq = G.bq = G.wk = G.bk = G.wv = G.bv = G.wo = G.bo = G.wa = G.ba = G.wd = G.e = G.f = G.conv = gw;
+    t_sentinel(gf, sizeof(float) * CAP, OUT_SEED_L);
+    G.wq = G.bq = G.wk = G.bk = G.wv = G.bv = G.wo = G.bo = G.wa = G.ba = G.wd = G.e = G.conv = gw;
+    G.f = gf;
     if (which & E_FWD) {
         s = attn_layer_forward(&e->d, e->null_w ? NULL : &e->W, e->B, e->lq, e->lk, e->null_x ? NULL : xq,
                                e->self ? NULL : xk, e->null_out ? NULL : out);
@@ -839,7 +842,7 @@ static void expect_err(const ecase *e, attn_status want, int which, const char *
             t_status_provoked[want] = 1;
         if (want != ATTN_OK) T_CHECK(t_sentinel_ok(out, sizeof(float) * CAP, OUT_SEED_L), "%s: forward wrote out", what);
     }
-    if (!(which & E_BWD)) { free(xq); free(xk); free(out); free(dxq); free(dxk); free(gw); return; }
+    if (!(which & E_BWD)) { free(xq); free(xk); free(out); free(dxq); free(dxk); free(gw); free(gf); return; }
     s = attn_layer_backward(&e->d, e->null_w ? NULL : &e->W, e->B, e->lq, e->lk, e->null_x ? NULL : xq,
                             e->self ? NULL : xk, e->null_dout ? NULL : xq, dxq, (e->self && !e->dx_kv_self) ? NULL : dxk,
                             e->null_grads ? NULL : &G);
@@ -847,8 +850,9 @@ static void expect_err(const ecase *e, attn_status want, int which, const char *
         t_status_provoked[want] = 1;
     if (want != ATTN_OK)
         T_CHECK(t_sentinel_ok(dxq, sizeof(float) * CAP, OUT_SEED_L) && t_sentinel_ok(dxk, sizeof(float) * CAP, OUT_SEED_L) &&
-            t_sentinel_ok(gw, sizeof(float) * CAP, OUT_SEED_L), "%s: backward wrote an output", what);
-    free(xq); free(xk); free(out); free(dxq); free(dxk); free(gw);
+            t_sentinel_ok(gw, sizeof(float) * CAP, OUT_SEED_L) && t_sentinel_ok(gf, sizeof(float) * CAP, OUT_SEED_L),
+            "%s: backward wrote an output", what);
+    free(xq); free(xk); free(out); free(dxq); free(dxk); free(gw); free(gf);
 }
 
 static void test_layer_errors(void) {

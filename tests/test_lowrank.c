@@ -1521,6 +1521,73 @@ static void test_linformer_backward(void) {
     }
 }
 
+/* The kinds' arrays under the memory rule (attn_tensor): Linformer's E, F (inputs), dE, dF
+   (backward outputs), proj (forward output, backward input) and Nystromformer's conv (input),
+   dconv (backward output) may not meet an output / input of the same call: refused with
+   ATTN_ERR_OUT_OVERLAP / ATTN_ERR_BWD_OVERLAP, every byte of the arena and of out, dq, dk, dv
+   untouched. The disjoint layouts, and F = dE under shared_kv (F is not read), are accepted. */
+typedef struct { float *arena; size_t na; attn_tensor out, dq, dk, dv; } ko_bufs;
+static void ko_expect(int bwd, const attn_desc *d, const fx *f, const ko_bufs *K, attn_tensor dout, float *lse,
+                      attn_status want, const char *what) {
+    const attn_tensor *o[5];
+    void *snap[5];
+    size_t nb[5];
+    attn_status s;
+    int i, same = 1;
+    o[0] = &K->out; o[1] = &K->dq; o[2] = &K->dk; o[3] = &K->dv; o[4] = NULL;
+    for (i = 0; i < 5; ++i) {
+        nb[i] = i < 4 ? t_bytes(o[i]) : K->na * sizeof(float);
+        snap[i] = t_xmalloc(nb[i]);
+        memcpy(snap[i], i < 4 ? o[i]->data : (void *)K->arena, nb[i]);
+    }
+    s = bwd ? attn_backward(d, f->q, f->k, f->v, K->out, dout, lse, K->dq, K->dk, K->dv)
+            : attn_forward(d, f->q, f->k, f->v, K->out, lse);
+    for (i = 0; i < 5; ++i) same &= memcmp(snap[i], i < 4 ? o[i]->data : (void *)K->arena, nb[i]) == 0;
+    if (T_CHECK(s == want, "kind arrays, %s: got %s, want %s", what, attn_status_str(s), attn_status_str(want)) && want != ATTN_OK &&
+        T_CHECK(same, "kind arrays, %s: refused but memory changed", what))
+        t_status_provoked[want] = 1;
+    for (i = 0; i < 5; ++i) free(snap[i]);
+}
+static void test_kind_array_overlap(void) {
+    t_rng r = t_rng_seed(2203);
+    const int B = 1, S = 8, H = 2, D = 4, kp = 4, n = 8, ne = H * kp * n, np = B * kp * H * (D + D);
+    fx f = fx_make(ATTN_F32, ATTN_F32, B, S, S, H, H, D, D, 0, &r, 1.0);
+    ko_bufs K;
+    float *A, *e, *fm, *de, *df, *proj, *conv, *dconv, *lse = (float *)t_xmalloc(sizeof(float) * B * H * S);
+    attn_tensor dout;
+    attn_desc d0, d;
+    K.na = 1024; K.arena = A = rand_mat(&r, K.na, 0.3);
+    e = A; fm = A + ne; de = A + 2 * ne; df = A + 3 * ne; proj = A + 4 * ne; conv = proj + np; dconv = conv + 3 * H;
+    K.out = f.out;
+    K.dq = fx_tensor(ATTN_F32, B, S, H, D, 0); K.dk = fx_tensor(ATTN_F32, B, S, H, D, 0); K.dv = fx_tensor(ATTN_F32, B, S, H, D, 0);
+    dout = fx_tensor(ATTN_F32, B, S, H, D, 0);
+    t_fill_normal(&dout, &r, 1.0);
+    memset(&d0, 0, sizeof d0);
+    d0.kind = ATTN_LINFORMER; d0.linformer.e = e; d0.linformer.f = fm; d0.linformer.k = kp; d0.linformer.n = n;
+    d0.linformer.de = de; d0.linformer.df = df; d0.linformer.proj = proj;
+    ko_expect(0, &d0, &f, &K, dout, lse, ATTN_OK, "linformer forward storing proj");
+    ko_expect(1, &d0, &f, &K, dout, lse, ATTN_OK, "linformer backward reading proj, dE and dF apart");
+    d = d0; d.linformer.df = de;             ko_expect(1, &d, &f, &K, dout, lse, ATTN_ERR_BWD_OVERLAP, "dF is dE");
+    d = d0; d.linformer.de = e + 3;          ko_expect(1, &d, &f, &K, dout, lse, ATTN_ERR_BWD_OVERLAP, "dE inside E");
+    d = d0; d.linformer.de = (float *)K.dq.data + 5; ko_expect(1, &d, &f, &K, dout, lse, ATTN_ERR_BWD_OVERLAP, "dE inside dq");
+    d = d0; d.linformer.proj = df + ne - 1;  ko_expect(1, &d, &f, &K, dout, lse, ATTN_ERR_BWD_OVERLAP, "proj (read) meets dF");
+    d = d0; d.linformer.df = (float *)f.k.data; ko_expect(1, &d, &f, &K, dout, lse, ATTN_ERR_BWD_OVERLAP, "dF is k");
+    d = d0; d.linformer.proj = e + ne / 2;   ko_expect(0, &d, &f, &K, dout, lse, ATTN_ERR_OUT_OVERLAP, "proj (written) meets E");
+    d = d0; d.linformer.proj = (float *)f.q.data; ko_expect(0, &d, &f, &K, dout, lse, ATTN_ERR_OUT_OVERLAP, "proj is q");
+    d = d0; d.linformer.f = (float *)f.out.data + 1; ko_expect(0, &d, &f, &K, dout, lse, ATTN_ERR_OUT_OVERLAP, "F inside out");
+    d = d0; d.linformer.proj = NULL; d.linformer.shared_kv = 1; d.linformer.f = de; d.linformer.df = de;
+    ko_expect(1, &d, &f, &K, dout, lse, ATTN_OK, "shared_kv: F and dF not used, may be dE");
+    memset(&d0, 0, sizeof d0);
+    d0.kind = ATTN_NYSTROM; d0.nystrom.landmarks = 4; d0.nystrom.conv = conv; d0.nystrom.conv_kernel = 3; d0.nystrom.dconv = dconv;
+    ko_expect(0, &d0, &f, &K, dout, NULL, ATTN_OK, "nystrom forward with conv");
+    ko_expect(1, &d0, &f, &K, dout, NULL, ATTN_OK, "nystrom backward with dconv apart");
+    d = d0; d.nystrom.dconv = conv + 1;      ko_expect(1, &d, &f, &K, dout, NULL, ATTN_ERR_BWD_OVERLAP, "dconv meets conv");
+    d = d0; d.nystrom.dconv = (float *)K.dk.data; ko_expect(1, &d, &f, &K, dout, NULL, ATTN_ERR_BWD_OVERLAP, "dconv is dk");
+    d = d0; d.nystrom.conv = (float *)f.out.data; ko_expect(0, &d, &f, &K, dout, NULL, ATTN_ERR_OUT_OVERLAP, "conv is out");
+    free(A); free(lse); free(K.dq.data); free(K.dk.data); free(K.dv.data); free(dout.data);
+    fx_free(&f);
+}
+
 void test_lowrank(void) {
     test_linformer_backward();
     test_linformer_ref();
@@ -1540,5 +1607,6 @@ void test_lowrank(void) {
     test_nystrom_hf_fixture();
     test_nystrom_lucidrains_fixture();
     test_lowrank_errors();
+    test_kind_array_overlap();
     t_packed_linformer();
 }

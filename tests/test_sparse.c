@@ -924,31 +924,42 @@ static void rt_one_cluster(t_rng *r, int n) {
     t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2); free(bias);
 }
 
+/* Self-attention of q (shared QK) routed by `cen` (nc clusters, window w), one head: the first
+   row whose "has an output" (any nonzero value) disagrees with in[row], or -1; *s gets the status. */
+static int rt_window_first_bad(sp_tensor *q, sp_tensor *v, sp_tensor *o, float *cen, int nc, int w, const int *in, attn_status *s) {
+    const float *of = (const float *)o->buf;
+    const int n = q->t.seq, D = q->t.dim;
+    attn_desc d;
+    int i, j;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = w;
+    *s = attn_forward(&d, q->t, q->t, v->t, o->t, NULL);
+    for (i = 0; i < n; ++i) {
+        int nonzero = 0;
+        for (j = 0; j < D; ++j) nonzero |= of[(size_t)i * D + j] != 0.0f;
+        if (nonzero != in[i]) return i;
+    }
+    return -1;
+}
+
 /* The tie rule "ties: the lower position first" with every key row identical: each cluster's
    window is positions [0, w), whatever the ISA (the scores of identical rows must be computed
    identically, not with the row's place in a SIMD tile), so exactly rows [0, w) get an output. */
 static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
     sp_tensor q = sp_make(ATTN_F32, 1, n, 1, D, 1), v = sp_make(ATTN_F32, 1, n, 1, D, 1), o = sp_make(ATTN_F32, 1, n, 1, D, 1);
     float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)nc * D), *row = (float *)t_xmalloc(sizeof(float) * (size_t)D);
-    float *qf = (float *)q.buf, *of = (float *)o.buf;
-    attn_desc d;
+    float *qf = (float *)q.buf;
+    int *in = (int *)t_xmalloc(sizeof(int) * (size_t)n);
     attn_status s;
-    int i, j, first_bad = -1;
+    int i, j, first_bad;
     for (j = 0; j < D; ++j) row[j] = (float)t_normal(r);
-    for (i = 0; i < n; ++i) memcpy(qf + (size_t)i * D, row, sizeof(float) * (size_t)D);
+    for (i = 0; i < n; ++i) { memcpy(qf + (size_t)i * D, row, sizeof(float) * (size_t)D); in[i] = i < w; }
     for (i = 0; i < nc * D; ++i) cen[i] = (float)t_normal(r);
     t_fill_normal(&v.t, r, 1.0);
-    memset(&d, 0, sizeof d);
-    d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = w;
-    s = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
-    for (i = 0; i < n && first_bad < 0; ++i) {
-        int nonzero = 0;
-        for (j = 0; j < D; ++j) nonzero |= of[(size_t)i * D + j] != 0.0f;
-        if (nonzero != (i < w)) first_bad = i;
-    }
+    first_bad = rt_window_first_bad(&q, &v, &o, cen, nc, w, in, &s);
     T_CHECK(s == ATTN_OK && first_bad < 0, "routing ties (%s, n %d, D %d, %d clusters, w %d): the window must be positions "
             "[0, %d), row %d disagrees", attn_kernels(), n, D, nc, w, w, first_bad);
-    t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); free(cen); free(row);
+    t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); free(cen); free(row); free(in);
 }
 
 /* Ties between groups: every key row is one of three rows (drawn at random per token), so each
@@ -959,12 +970,11 @@ static void rt_ties(t_rng *r, int n, int D, int nc, int w) {
 static void rt_ties_groups(t_rng *r, int n, int D, int nc, int w) {
     sp_tensor q = sp_make(ATTN_F32, 1, n, 1, D, 1), v = sp_make(ATTN_F32, 1, n, 1, D, 1), o = sp_make(ATTN_F32, 1, n, 1, D, 1);
     float *cen = (float *)t_xmalloc(sizeof(float) * (size_t)nc * D), rows[3][64];
-    float *qf = (float *)q.buf, *of = (float *)o.buf;
+    float *qf = (float *)q.buf;
     int *grp = (int *)t_xmalloc(sizeof(int) * (size_t)n), *in = (int *)t_xmalloc(sizeof(int) * (size_t)n);
     rt_ent *ent = (rt_ent *)t_xmalloc(sizeof(rt_ent) * (size_t)n);
-    attn_desc d;
     attn_status s;
-    int i, j, c, g, tries = 0, first_bad = -1, ok;
+    int i, j, c, g, tries = 0, first_bad, ok;
     do {   /* redraw until no two groups' scores are near a tie for any cluster */
         double sc[3];
         ok = 1;
@@ -1000,14 +1010,7 @@ static void rt_ties_groups(t_rng *r, int n, int D, int nc, int w) {
         for (i = 0; i < w && i < n; ++i) in[ent[i].pos] = 1;
     }
     t_fill_normal(&v.t, r, 1.0);
-    memset(&d, 0, sizeof d);
-    d.kind = ATTN_ROUTING; d.routing.centroids = cen; d.routing.n_clusters = nc; d.routing.window = w;
-    s = attn_forward(&d, q.t, q.t, v.t, o.t, NULL);
-    for (i = 0; i < n && first_bad < 0; ++i) {
-        int nonzero = 0;
-        for (j = 0; j < D; ++j) nonzero |= of[(size_t)i * D + j] != 0.0f;
-        if (nonzero != in[i]) first_bad = i;
-    }
+    first_bad = rt_window_first_bad(&q, &v, &o, cen, nc, w, in, &s);
     T_CHECK(tries < 20 && s == ATTN_OK && first_bad < 0, "routing group ties (%s, n %d, D %d, %d clusters, w %d): row %d's "
             "window membership disagrees with the reference", attn_kernels(), n, D, nc, w, first_bad);
     t_owned_free(&q); t_owned_free(&v); t_owned_free(&o); free(cen); free(grp); free(in); free(ent);

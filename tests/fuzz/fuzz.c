@@ -1175,7 +1175,7 @@ static void ov_verify(ov_ctx *c, const float *snap, attn_status st, const char *
 static void target_overlap(fz *f) {
     float *arena = (float *)gx_alloc(OV_FLOATS * sizeof(float)), *snap;
     ov_ctx c;
-    const int op = (int)(fz_u8(f) % 16u), B = fz_int(f, 1, 2), T = fz_int(f, 1, 4), H = fz_int(f, 1, 2), D = fz_int(f, 1, 4);
+    const int op = (int)(fz_u8(f) % 18u), B = fz_int(f, 1, 2), T = fz_int(f, 1, 4), H = fz_int(f, 1, 2), D = fz_int(f, 1, 4);
     const char *call = "?";
     attn_status st = ATTN_OK;
     t_rng r = t_rng_seed(fz_u16(f));
@@ -1241,6 +1241,35 @@ static void target_overlap(fz *f) {
         if (v4) st = step ? attn_rwkv4_step(&d, a1, a2, k, v, o, sout) : attn_rwkv4_forward(&d, a1, a2, k, v, o, sin, sout);
         else st = step ? attn_rwkv6_step(&d, r, k, v, w, a1, o, sout) : attn_rwkv6_forward(&d, r, k, v, w, a1, o, sin, sout);
         call = v4 ? (step ? "attn_rwkv4_step" : "attn_rwkv4_forward") : (step ? "attn_rwkv6_step" : "attn_rwkv6_forward");
+    } else if (op >= 16) {                         /* 16 attn_rwkv4_backward, 17 attn_rwkv6_backward */
+        const int v4 = op == 16, C = H * D;
+        const size_t sf = (size_t)B * (v4 ? 3u * (size_t)C : (size_t)C * D);   /* head size = D */
+        attn_rwkv_desc d;
+        attn_tensor r, k, v, w, dy, dr, dk, dv, dw;
+        float *a1, *a2 = NULL, *sin = NULL, *dsout = NULL, *g1 = NULL, *g2 = NULL, *dsin = NULL;
+        memset(&d, 0, sizeof d); memset(&r, 0, sizeof r); memset(&w, 0, sizeof w);
+        memset(&dr, 0, sizeof dr); memset(&dk, 0, sizeof dk); memset(&dv, 0, sizeof dv); memset(&dw, 0, sizeof dw);
+        d.head_size = D; d.n_threads = fz_int(f, 0, 3);
+        if (!v4) r = ov_view(&c, fz_dt3(f), B, T, H, D, 0, "r");
+        k = ov_view(&c, fz_dt3(f), B, T, H, D, 0, "k");
+        v = ov_view(&c, fz_dt3(f), B, T, H, D, 0, "v");
+        if (!v4) w = ov_view(&c, fz_dt3(f), B, T, H, D, 0, "w");
+        a1 = ov_arr(&c, (size_t)C, 0, v4 ? "time_decay" : "u");
+        if (v4) a2 = ov_arr(&c, (size_t)C, 0, "time_first");
+        dy = ov_view(&c, fz_dt3(f), B, T, H, D, 0, "dout");
+        if (fz_chance(f, 160)) sin = ov_arr(&c, sf, 0, "state_in");
+        if (fz_chance(f, 160)) dsout = ov_arr(&c, sf, 0, "dstate_out");
+        if (!v4 && fz_chance(f, 160)) dr = ov_view(&c, fz_dt3(f), B, T, H, D, 1, "dr");
+        if (fz_chance(f, 200)) dk = ov_view(&c, fz_dt3(f), B, T, H, D, 1, "dk");
+        if (fz_chance(f, 200)) dv = ov_view(&c, fz_dt3(f), B, T, H, D, 1, "dv");
+        if (!v4 && fz_chance(f, 160)) dw = ov_view(&c, fz_dt3(f), B, T, H, D, 1, "dw");
+        if (fz_chance(f, 160)) g1 = ov_arr(&c, (size_t)C, 1, v4 ? "dtime_decay" : "du");
+        if (v4 && fz_chance(f, 160)) g2 = ov_arr(&c, (size_t)C, 1, "dtime_first");
+        if (fz_chance(f, 128)) dsin = ov_arr(&c, sf, 1, "dstate_in");
+        memcpy(snap, arena, OV_FLOATS * sizeof(float));
+        st = v4 ? attn_rwkv4_backward(&d, a1, a2, k, v, dy, sin, dsout, dk, dv, g1, g2, dsin)
+                : attn_rwkv6_backward(&d, r, k, v, w, a1, dy, sin, dsout, dr, dk, dv, dw, g1, dsin);
+        call = v4 ? "attn_rwkv4_backward" : "attn_rwkv6_backward";
     } else {                                       /* the state-space calls */
         const int N = fz_int(f, 1, 3), K = fz_int(f, 2, 4), L = op == 7 || op == 9 || op == 12 ? 1 : T;
         attn_ssm_desc d;
