@@ -11617,8 +11617,8 @@ static int attn__lsh_add(size_t *f, size_t a, size_t b) {
 /* Per-thread scratch of ATTN_LSH's forward (bwd 0: attn__lsh_task) or backward (bwd 1:
    attn__lsh_bwd_task), in floats (int arrays counted as floats), rounded up to 16; 0 when it
    does not fit a size_t.
-   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, keys)][BQ], Q, K, Ks [n][D], V, Vs,
-     acc [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [keys][D] and values Vc [keys][Dv], O
+   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, keys)][BQ], Q, K [n][D], V, acc
+     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [keys][D] and values Vc [keys][Dv], O
      [BQ][Dv], mx, sum [BQ]
    backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, keys)][BQ] (each a
      multiple of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd,
@@ -11632,7 +11632,7 @@ static size_t attn__lsh_ws_floats(int n, int D, int Dv, int nkeys, int nb, int n
     size_t f = 0;
     const int ok = bwd ? attn__lsh_add(&f, d + dv + 2 * srows, bq) && attn__lsh_add(&f, (size_t)n, 4 * d + 3 * dv + 4) &&
                              attn__lsh_add(&f, N, 1) && attn__lsh_add(&f, 2 * keys, d + dv) && attn__lsh_add(&f, bq, 2 * d + dv + 4)
-                       : attn__lsh_add(&f, d + srows, bq) && attn__lsh_add(&f, (size_t)n, 3 * d + 3 * dv + 4) &&
+                       : attn__lsh_add(&f, d + srows, bq) && attn__lsh_add(&f, (size_t)n, 2 * d + 2 * dv + 4) &&
                              attn__lsh_add(&f, keys, d + dv) && attn__lsh_add(&f, bq, dv + 2);
     if (!ok || !attn__lsh_add(&f, N, 1) || !attn__lsh_add(&f, (size_t)n, 3) || !attn__lsh_add(&f, (size_t)nb + 2 + keys + 15, 1))
         return 0;
@@ -11731,15 +11731,13 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
     const int keys = X->keys;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *Ks = K + (size_t)n * D;
-    float *V = Ks + (size_t)n * D, *Vs = V + (size_t)n * Dv, *acc = Vs + (size_t)n * Dv, *m = acc + (size_t)n * Dv;
-    float *l = m + n, *hi = l + n, *lo = hi + n;
+    float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
+    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
     float *Kc = lo + n, *Vc = Kc + (size_t)keys * D, *O = Vc + (size_t)keys * Dv, *mx = O + (size_t)ATTN__BQ * Dv;
     float *sum = mx + ATTN__BQ;
     int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
     int *cnt = arg_lo + n;
     int *kid = cnt + (size_t)X->nb + 2;
-    const int cpr = n / c;                     /* chunks per round */
     int i, j, ch;
     for (i = 0; i < n; ++i) {                  /* padding rows (i >= L) are never read */
         if (i < L) {
@@ -11754,31 +11752,17 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     attn__lsh_norm_keys(isa, K, L, D, NULL);
     for (ch = 0; ch < nchunks; ++ch) {
         const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
-        const int r = ch / cpr, first = ch % cpr - X->cb;   /* round; the window's first chunk in it */
-        const float *Kw = Kc, *Vw = Vc;
-        const int *kw = kid;
         int q0, nk;
-        if (ch % cpr == 0)                    /* the round's valid K / V rows in sorted order, once */
-            for (i = 0; i < L; ++i) {
-                const int id = order[(size_t)r * n + i];
-                memcpy(Ks + (size_t)i * D, K + (size_t)id * D, sizeof(float) * (size_t)D);
-                memcpy(Vs + (size_t)i * Dv, V + (size_t)id * Dv, sizeof(float) * (size_t)Dv);
-            }
         if (nq == 0) continue;                /* padding queries: out 0 */
-        if (first >= 0 && (first * c + keys <= L)) {   /* the window lies in the round, no padding: */
-            Kw = Ks + (size_t)first * c * D;            /* contiguous rows of Ks / Vs, no copy */
-            Vw = Vs + (size_t)first * c * Dv;
-            kw = order + (size_t)r * n + (size_t)first * c;
-            nk = keys;
-        } else nk = attn__lsh_gather(X, order, ch, L, K, V, Kc, Vc, kid);   /* wraps or meets padding */
+        nk = attn__lsh_gather(X, order, ch, L, K, V, Kc, Vc, kid);
         for (q0 = 0; q0 < nq; q0 += ATTN__BQ) {   /* queries in lanes, ATTN__BQ at a time */
             const int nl = ATTN__MIN(ATTN__BQ, nq - q0);
-            attn__sqk_block(isa, Q, D, qid + q0, nl, Kw, Vw, Dv, kw, nk, P->causal, -1e9f, -1e5f, RT, S, O, mx, sum);
+            attn__sqk_block(isa, Q, D, qid + q0, nl, Kc, Vc, Dv, kid, nk, P->causal, -1e9f, -1e5f, RT, S, O, mx, sum);
             for (j = 0; j < nl; ++j) {        /* merge (O_j / sum_j, lse_r) into position p */
                 const int p = qid[q0 + j];
                 const float lse_r = mx[j] + logf(sum[j]);
                 float o_scale;
-                if (lse_r > m[p]) {           /* the first round's acc is 0 already: no scal */
+                if (lse_r > m[p]) {           /* round 0: acc is still 0, no scal */
                     const float a = m[p] == -INFINITY ? 0.0f : expf(m[p] - lse_r);
                     if (m[p] != -INFINITY) isa->scal(acc + (size_t)p * Dv, a, Dv);
                     l[p] = l[p] * a + 1.0f;
