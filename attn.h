@@ -11765,9 +11765,9 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
                 const int p = qid[q0 + j];
                 const float lse_r = mx[j] + logf(sum[j]);
                 float o_scale;
-                if (lse_r > m[p]) {
+                if (lse_r > m[p]) {           /* round 0: acc is still 0, no scal */
                     const float a = m[p] == -INFINITY ? 0.0f : expf(m[p] - lse_r);
-                    isa->scal(acc + (size_t)p * Dv, a, Dv);
+                    if (m[p] != -INFINITY) isa->scal(acc + (size_t)p * Dv, a, Dv);
                     l[p] = l[p] * a + 1.0f;
                     m[p] = lse_r;
                     o_scale = 1.0f / sum[j];
