@@ -12313,6 +12313,18 @@ static uint64_t attn__rt_keep(uint64_t *c, int m, int w, uint64_t *tmp) {
     return kth;
 }
 
+/* The index of x's lowest set bit (x != 0) */
+static int attn__ctz64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    static const unsigned char db[64] = { 0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51,
+        43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23, 11, 46, 26, 40,
+        15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6 };
+    return db[((x & (0 - x)) * 0x03F79D71B4CB0A89ull) >> 58];
+#endif
+}
+
 /* p (4-byte aligned) rounded up to 8 bytes: the candidate lists hold uint64_t keys */
 static void *attn__rt_align8(void *p) { return (char *)p + ((uintptr_t)p & 4); }
 
@@ -12361,7 +12373,7 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
             for (j = 0; j < nt; ++j) {                /* tokens in position order */
                 const float *s = St + (size_t)j * ATTN__BQ;
                 const int pos = t0 + j;
-                int any = 0;
+                uint64_t above = 0;                   /* bit cl: s[cl] > thr[cl] */
                 if (pos < cap) {                      /* the first 2w tokens fill every list */
                     for (cl = 0; cl < ncb; ++cl) cand[(size_t)cl * cap + hs[cl]++] = attn__rt_key(s[cl], pos);
                     if (pos == cap - 1) {
@@ -12373,13 +12385,14 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
                     }
                     continue;
                 }
-                for (cl = 0; cl < ATTN__BQ; ++cl) any |= s[cl] > thr[cl];
-                for (cl = 0; any && cl < ncb; ++cl)
-                    if (s[cl] > thr[cl]) {
-                        uint64_t *c = cand + (size_t)cl * cap;
-                        c[hs[cl]++] = attn__rt_key(s[cl], pos);
-                        if (hs[cl] == cap) { thr[cl] = attn__rt_key_score(attn__rt_keep(c, cap, w, tmp)); hs[cl] = w; }
-                    }
+                for (cl = 0; cl < ATTN__BQ; ++cl) above |= (uint64_t)(s[cl] > thr[cl]) << cl;
+                for (; above; above &= above - 1) {  /* most tokens enter a few of the 64 lists */
+                    uint64_t *c;
+                    cl = attn__ctz64(above);
+                    c = cand + (size_t)cl * cap;
+                    c[hs[cl]++] = attn__rt_key(s[cl], pos);
+                    if (hs[cl] == cap) { thr[cl] = attn__rt_key_score(attn__rt_keep(c, cap, w, tmp)); hs[cl] = w; }
+                }
             }
         }
         for (cl = 0; cl < ncb; ++cl) {               /* the w best, in position order, as entries */
