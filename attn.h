@@ -12337,8 +12337,8 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 
 /* Routes clusters c0 .. c0 + ncb - 1 (ncb <= ATTN__BQ) of head h over the n tokens' unit keys
    Xn (and, with separate_qk, unit queries Xq): cluster c0 + cl's window, its w best tokens
-   sorted by position, is left in heaps[cl * w ..] (its query window in qheaps[cl * w ..]).
-   heaps and qheaps are each [BQ][2w] entries of scratch: per cluster a candidate list of rank
+   sorted by position, is left in lists[cl * w ..] (its query window in qlists[cl * w ..]).
+   lists and qlists are each [BQ][2w] entries of scratch: per cluster a candidate list of rank
    keys (attn__rt_key) in position order, at most 2w long; hn, hnq [BQ] their lengths. The first
    2w tokens fill every list; when a list reaches 2w it keeps its w best (attn__rt_keep), and
    their worst score thr[cl] then screens the later tokens (only a token scoring above it can
@@ -12347,7 +12347,7 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
    St [BQ][BQ], 64-byte aligned; thr [BQ]; tmp [2w] keys. The forward and the backward both
    route here, so they see the same windows. */
 static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
-                           float *CT, float *St, float *thr, attn__rt_ent *heaps, attn__rt_ent *qheaps, int *hn, int *hnq,
+                           float *CT, float *St, float *thr, attn__rt_ent *lists, attn__rt_ent *qlists, int *hn, int *hnq,
                            uint64_t *tmp) {
     const attn__isa *isa = R->isa;
     const int D = R->P->q.dim, cap = 2 * w;
@@ -12360,7 +12360,7 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
     }
     for (role = 0; role <= R->sep; ++role) {          /* the keys' windows, then the queries' */
         const float *X = role ? Xq : Xn;
-        attn__rt_ent *hb = role ? qheaps : heaps;
+        attn__rt_ent *hb = role ? qlists : lists;
         uint64_t *cand = (uint64_t *)(void *)hb;      /* cluster cl's list: cand + cl * cap */
         int *hs = role ? hnq : hn;
         for (cl = 0; cl < ncb; ++cl) hs[cl] = 0;
@@ -12437,8 +12437,8 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *Xq = sum + ATTN__BQ;                       /* separate_qk: the unit queries [n][D] */
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     int *hnq = wpos + w, *qwpos = hnq + (R->sep ? ATTN__BQ : 0), *kid = qwpos + (R->sep ? w : 0);
-    attn__rt_ent *heaps = (attn__rt_ent *)attn__rt_align8(kid + (R->sep ? w : 0)), *qheaps = heaps + (size_t)ATTN__BQ * 2 * w;
-    uint64_t *tmp = (uint64_t *)(void *)(qheaps + (R->sep ? (size_t)ATTN__BQ * 2 * w : 0));
+    attn__rt_ent *lists = (attn__rt_ent *)attn__rt_align8(kid + (R->sep ? w : 0)), *qlists = lists + (size_t)ATTN__BQ * 2 * w;
+    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * w : 0));
     int i, c0, cl, s, t;
     for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
         if (R->sep) {                                 /* the query's own routing row */
@@ -12455,9 +12455,9 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
         const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, S, mx, heaps, qheaps, hn, hnq, tmp);
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, S, mx, lists, qlists, hn, hnq, tmp);
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
-            attn__rt_ent *ent = heaps + (size_t)cl * w;
+            attn__rt_ent *ent = lists + (size_t)cl * w;
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
@@ -12467,7 +12467,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             }
             if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
                                position, so no key is the query's own (causal is 0 here) */
-                const attn__rt_ent *qe = qheaps + (size_t)cl * w;
+                const attn__rt_ent *qe = qlists + (size_t)cl * w;
                 for (t = 0; t < w; ++t) { qwpos[t] = qe[t].pos; kid[t] = -1 - wpos[t]; }
                 qw = qwpos; kw = kid;
             }
@@ -12605,7 +12605,7 @@ static size_t attn__rt_bwd_floats(const attn__rt *R, int D, int Dv) {
        [D][BQ], VT [Dv][BQ] (64-byte aligned, first); RT [BQ][D]; Q, K, Xn, dQ, dK [n][D]; V, G,
        dV [n][Dv]; |k| [n]; the window's keys Kw and accumulators dKa [wr][D], dVa [wr][Dv]; a
        query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum, delta, ones [BQ]; separate_qk: Xq
-       [n][D]; ints: count [n], heap sizes [2][BQ], every cluster's window [nc][w] (separate_qk:
+       [n][D]; ints: count [n], list lengths [2][BQ], every cluster's window [nc][w] (separate_qk:
        and its query window); the candidate lists [BQ][2w] of 2 floats each (separate_qk: twice;
        8-byte aligned: one float more) and their scratch [2w]. 0: overflow. */
     const size_t n = (size_t)R->n, w = (size_t)R->w, wr = (w + ATTN__BQ - 1) / ATTN__BQ * ATTN__BQ;
@@ -12636,8 +12636,8 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     float *sum = mx + B, *dl = sum + B, *ones = dl + B, *Xq = ones + B;
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *hnq = hn + B, *kwin = hnq + B;
     int *qwin = R->sep ? kwin + (size_t)nc * w : kwin;
-    attn__rt_ent *heaps = (attn__rt_ent *)attn__rt_align8(qwin + (size_t)nc * w), *qheaps = heaps + (size_t)B * 2 * w;
-    uint64_t *tmp = (uint64_t *)(void *)(qheaps + (R->sep ? (size_t)B * 2 * w : 0));
+    attn__rt_ent *lists = (attn__rt_ent *)attn__rt_align8(qwin + (size_t)nc * w), *qlists = lists + (size_t)B * 2 * w;
+    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)B * 2 * w : 0));
     int i, c, c0, cl, t, q0, kb, r, j, e;
     size_t z;
     for (i = 0; i < B; ++i) ones[i] = 1.0f;
@@ -12662,11 +12662,11 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < nc; c0 += B) {        /* every window first: the counts */
         const int ncb = ATTN__MIN(B, nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, ST, mx, heaps, qheaps, hn, hnq, tmp);
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, ST, mx, lists, qlists, hn, hnq, tmp);
         for (cl = 0; cl < ncb; ++cl)
             for (t = 0; t < w; ++t) {
-                kwin[(size_t)(c0 + cl) * w + t] = heaps[(size_t)cl * w + t].pos;
-                if (R->sep) qwin[(size_t)(c0 + cl) * w + t] = qheaps[(size_t)cl * w + t].pos;
+                kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;
+                if (R->sep) qwin[(size_t)(c0 + cl) * w + t] = qlists[(size_t)cl * w + t].pos;
             }
     }
     for (z = 0; n > 0 && z < (size_t)nc * w; ++z) cnt[qwin[z]]++;
