@@ -12246,9 +12246,10 @@ static attn_status attn__lsh_decode(const attn__call *c) {
    at a time on the Q.K^T tile kernel (ATTN__BQ tokens as its key rows, the unit centroids in
    its ATTN__BQ lanes; at that width every kernel computes each score as the same sum over d in
    order whatever the token's row, so identical rows score identically and the tie rule holds),
-   streamed in position order into one heap per cluster that keeps its top w (O(n log w); once
-   a heap is full only the few tokens above its worst score touch it, found by a branch-free
-   test per token); each window's attention on the Q.K^T and P.V tile kernels
+   streamed in position order into one candidate list per cluster that is cut to its best w by
+   a quickselect on (score, position) keys whenever it reaches 2w (O(n) expected; after the
+   first cut only the few tokens above the cluster's w-th score enter, found by a branch-free
+   test per token; the cuts keep position order, so no sort follows); each window's attention on the Q.K^T and P.V tile kernels
    (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
    its windows' outputs and their count. A task's sequence is one batch entry, or one packed
    segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
@@ -12267,29 +12268,68 @@ typedef struct attn__rt {
 } attn__rt;
 
 typedef struct attn__rt_ent { float s; int pos; } attn__rt_ent;
-static int attn__rt_by_pos(const void *a, const void *b) {
-    const attn__rt_ent *x = (const attn__rt_ent *)a, *y = (const attn__rt_ent *)b;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-/* a ranks below b: lower score, or the same score at a later position */
-static int attn__rt_worse(attn__rt_ent a, attn__rt_ent b) { return (a.s < b.s) | ((a.s == b.s) & (a.pos > b.pos)); }
 
-/* Offers e to the heap of the w best entries (the worst on top); *n entries so far. */
-static void attn__rt_offer(attn__rt_ent *hp, int *n, int w, attn__rt_ent e) {
-    int i, c;
-    if (*n < w) {
-        for (i = (*n)++; i > 0 && attn__rt_worse(e, hp[(i - 1) / 2]); i = (i - 1) / 2) hp[i] = hp[(i - 1) / 2];
-        hp[i] = e;
-        return;
-    }
-    if (!attn__rt_worse(hp[0], e)) return;
-    for (i = 0; (c = 2 * i + 1) < w; i = c) {
-        c += c + 1 < w && attn__rt_worse(hp[c + 1], hp[c]);   /* the worse child, without a branch */
-        if (!attn__rt_worse(hp[c], e)) break;
-        hp[i] = hp[c];
-    }
-    hp[i] = e;
+/* A routing score's rank key: larger is better, so a higher score wins and, at an equal score,
+   the lower position (the tie rule); distinct for distinct positions. NaN ranks as -inf and
+   -0 as +0 (their float compares are equal). The score's sign-folded bits are the high word. */
+static uint64_t attn__rt_key(float s, int pos) {
+    uint32_t u = attn__f32_to_bits(s == s ? s + 0.0f : -INFINITY);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
+    return (uint64_t)u << 32 | (uint32_t)(0xFFFFFFFFu - (uint32_t)pos);
 }
+static float attn__rt_key_score(uint64_t k) {
+    const uint32_t u = (uint32_t)(k >> 32);
+    return attn__bits_to_f32((u & 0x80000000u) ? u & 0x7FFFFFFFu : ~u);
+}
+
+/* The k-th largest (k >= 1) of the m >= k distinct keys a (Hoare quickselect; a is permuted) */
+static uint64_t attn__rt_kth(uint64_t *a, int m, int k) {
+    int lo = 0, hi = m - 1;
+    --k;
+    while (lo < hi) {
+        const uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
+        const uint64_t p = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);   /* median of 3 */
+        int i = lo, j = hi;
+        while (i <= j) {                             /* descending: > p left, < p right */
+            while (a[i] > p) ++i;
+            while (a[j] < p) --j;
+            if (i <= j) { const uint64_t t = a[i]; a[i++] = a[j]; a[j--] = t; }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return a[k];
+    }
+    return a[lo];
+}
+
+/* Keeps the w best of a cluster's m candidate keys c (position order, kept so); tmp [m]. Returns
+   the w-th best key. */
+static uint64_t attn__rt_keep(uint64_t *c, int m, int w, uint64_t *tmp) {
+    uint64_t kth;
+    int i, o = 0;
+    memcpy(tmp, c, sizeof *c * (size_t)m);
+    kth = attn__rt_kth(tmp, m, w);
+    for (i = 0; i < m; ++i) {                        /* stable and branch-free: exactly w are >= kth */
+        c[o] = c[i];
+        o += c[i] >= kth;
+    }
+    return kth;
+}
+
+/* The index of x's lowest set bit (x != 0) */
+static int attn__ctz64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    static const unsigned char db[64] = { 0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51,
+        43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44, 32, 23, 11, 46, 26, 40,
+        15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6 };
+    return db[((x & (0 - x)) * 0x03F79D71B4CB0A89ull) >> 58];
+#endif
+}
+
+/* p (4-byte aligned) rounded up to 8 bytes: the candidate lists hold uint64_t keys */
+static void *attn__rt_align8(void *p) { return (char *)p + ((uintptr_t)p & 4); }
 
 /* mu / |mu| into dst (zeros for a zero row) */
 static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D) {
@@ -12300,14 +12340,20 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 
 /* Routes clusters c0 .. c0 + ncb - 1 (ncb <= ATTN__BQ) of head h over the n tokens' unit keys
    Xn (and, with separate_qk, unit queries Xq): cluster c0 + cl's window, its w best tokens
-   sorted by position, is left in heaps[cl * w ..] (its query window in qheaps[cl * w ..]);
-   hn, hnq [BQ] are the heaps' sizes. Scratch: CT [D][BQ] (the unit centroids in lanes) and
-   St [BQ][BQ], 64-byte aligned; thr [BQ]. The forward and the backward both route here, so
-   they see the same windows. */
+   sorted by position, is left in lists[cl * w ..] (its query window in qlists[cl * w ..]).
+   lists and qlists are each [BQ][2w] entries of scratch: per cluster a candidate list of rank
+   keys (attn__rt_key) in position order, at most 2w long; hn, hnq [BQ] their lengths. The first
+   2w tokens fill every list; when a list reaches 2w it keeps its w best (attn__rt_keep), and
+   their worst score thr[cl] then screens the later tokens (only a token scoring above it can
+   enter: at an equal score the kept token's lower position wins), which few pass: a branch-free
+   test of a token's ATTN__BQ scores first. Scratch: CT [D][BQ] (the unit centroids in lanes),
+   St [BQ][BQ], 64-byte aligned; thr [BQ]; tmp [2w] keys. The forward and the backward both
+   route here, so they see the same windows. */
 static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
-                           float *CT, float *St, float *thr, attn__rt_ent *heaps, attn__rt_ent *qheaps, int *hn, int *hnq) {
+                           float *CT, float *St, float *thr, attn__rt_ent *lists, attn__rt_ent *qlists, int *hn, int *hnq,
+                           uint64_t *tmp) {
     const attn__isa *isa = R->isa;
-    const int D = R->P->q.dim;
+    const int D = R->P->q.dim, cap = 2 * w;
     int cl, e, t0, j, role;
     memset(CT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
     for (cl = 0; cl < ncb; ++cl) {                   /* mu / |mu| (attn__unit's) in lanes, zeros past ncb */
@@ -12317,7 +12363,8 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
     }
     for (role = 0; role <= R->sep; ++role) {          /* the keys' windows, then the queries' */
         const float *X = role ? Xq : Xn;
-        attn__rt_ent *hb = role ? qheaps : heaps;
+        attn__rt_ent *hb = role ? qlists : lists;
+        uint64_t *cand = (uint64_t *)(void *)hb;      /* cluster cl's list: cand + cl * cap */
         int *hs = role ? hnq : hn;
         for (cl = 0; cl < ncb; ++cl) hs[cl] = 0;
         for (t0 = 0; t0 < n; t0 += ATTN__BQ) {       /* ATTN__BQ tokens at a time */
@@ -12329,46 +12376,52 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
             for (j = 0; j < nt; ++j) {                /* tokens in position order */
                 const float *s = St + (size_t)j * ATTN__BQ;
                 const int pos = t0 + j;
-                int any = 0;
-                if (pos < w) {                        /* the first w tokens fill every heap */
-                    for (cl = 0; cl < ncb; ++cl) {
-                        attn__rt_ent en;
-                        en.s = s[cl]; en.pos = pos;
-                        attn__rt_offer(hb + (size_t)cl * w, &hs[cl], w, en);
-                        if (pos == w - 1) thr[cl] = hb[(size_t)cl * w].s;
+                uint64_t above = 0;                   /* bit cl: s[cl] > thr[cl] */
+                if (pos < cap) {                      /* the first 2w tokens fill every list */
+                    for (cl = 0; cl < ncb; ++cl) cand[(size_t)cl * cap + hs[cl]++] = attn__rt_key(s[cl], pos);
+                    if (pos == cap - 1) {
+                        for (cl = 0; cl < ncb; ++cl) {
+                            thr[cl] = attn__rt_key_score(attn__rt_keep(cand + (size_t)cl * cap, cap, w, tmp));
+                            hs[cl] = w;
+                        }
+                        for (cl = ncb; cl < ATTN__BQ; ++cl) thr[cl] = INFINITY;
                     }
-                    if (pos == w - 1) for (cl = ncb; cl < ATTN__BQ; ++cl) thr[cl] = INFINITY;
                     continue;
                 }
-                /* a full heap takes a token only above its worst score thr (at an equal score the
-                   kept token's lower position wins), which few do: a branch-free test first */
-                for (cl = 0; cl < ATTN__BQ; ++cl) any |= s[cl] > thr[cl];
-                for (cl = 0; any && cl < ncb; ++cl)
-                    if (s[cl] > thr[cl]) {
-                        attn__rt_ent en;
-                        en.s = s[cl]; en.pos = pos;
-                        attn__rt_offer(hb + (size_t)cl * w, &hs[cl], w, en);
-                        thr[cl] = hb[(size_t)cl * w].s;
-                    }
+                for (cl = 0; cl < ATTN__BQ; ++cl) above |= (uint64_t)(s[cl] > thr[cl]) << cl;
+                for (; above; above &= above - 1) {  /* most tokens enter a few of the 64 lists */
+                    uint64_t *c;
+                    cl = attn__ctz64(above);
+                    c = cand + (size_t)cl * cap;
+                    c[hs[cl]++] = attn__rt_key(s[cl], pos);
+                    if (hs[cl] == cap) { thr[cl] = attn__rt_key_score(attn__rt_keep(c, cap, w, tmp)); hs[cl] = w; }
+                }
             }
         }
-    }
-    for (cl = 0; cl < ncb; ++cl) {
-        qsort(heaps + (size_t)cl * w, (size_t)w, sizeof *heaps, attn__rt_by_pos);
-        if (R->sep) qsort(qheaps + (size_t)cl * w, (size_t)w, sizeof *qheaps, attn__rt_by_pos);
+        for (cl = 0; cl < ncb; ++cl) {               /* the w best, in position order, as entries */
+            uint64_t *c = cand + (size_t)cl * cap;
+            attn__rt_ent *out = hb + (size_t)cl * w;  /* at or before c: written in order, read ahead */
+            if (hs[cl] > w) attn__rt_keep(c, hs[cl], w, tmp);
+            for (j = 0; j < w; ++j) {
+                const uint64_t k = c[j];
+                out[j].s = attn__rt_key_score(k);
+                out[j].pos = (int)(0xFFFFFFFFu - (uint32_t)k);
+            }
+        }
     }
 }
 
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
     /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
        acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: count [n], heap sizes [BQ], a window's positions [w]; heaps [BQ][w] entries (2 each);
-       separate_qk adds the unit queries [n][D], their heap sizes [BQ], the query window [w], the
-       key ids [w] and the query heaps [BQ][w] */
+       sum [BQ]; ints: count [n], list lengths [BQ], a window's positions [w]; the candidate lists
+       (attn__rt_route) [BQ][2w] keys (2 each, 8-byte aligned: one float more) and their scratch [2w] keys; separate_qk adds the unit
+       queries [n][D], their list lengths [BQ], the query window [w], the key ids [w] and the query
+       lists [BQ][2w] */
     const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w), m = sep ? 2 : 1;
     return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * ((2 + m) * (size_t)D + 2 * (size_t)Dv + 1) +
                          (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 2 * m * (size_t)ATTN__BQ * w);
+                         m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 4 * m * (size_t)ATTN__BQ * w + 4 * (size_t)w + 1);
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
@@ -12387,7 +12440,8 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *Xq = sum + ATTN__BQ;                       /* separate_qk: the unit queries [n][D] */
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     int *hnq = wpos + w, *qwpos = hnq + (R->sep ? ATTN__BQ : 0), *kid = qwpos + (R->sep ? w : 0);
-    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(kid + (R->sep ? w : 0)), *qheaps = heaps + (size_t)ATTN__BQ * w;
+    attn__rt_ent *lists = (attn__rt_ent *)attn__rt_align8(kid + (R->sep ? w : 0)), *qlists = lists + (size_t)ATTN__BQ * 2 * w;
+    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * w : 0));
     int i, c0, cl, s, t;
     for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
         if (R->sep) {                                 /* the query's own routing row */
@@ -12404,9 +12458,9 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
         const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, S, mx, heaps, qheaps, hn, hnq);
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, S, mx, lists, qlists, hn, hnq, tmp);
         for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
-            attn__rt_ent *ent = heaps + (size_t)cl * w;
+            attn__rt_ent *ent = lists + (size_t)cl * w;
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
@@ -12416,7 +12470,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             }
             if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
                                position, so no key is the query's own (causal is 0 here) */
-                const attn__rt_ent *qe = qheaps + (size_t)cl * w;
+                const attn__rt_ent *qe = qlists + (size_t)cl * w;
                 for (t = 0; t < w; ++t) { qwpos[t] = qe[t].pos; kid[t] = -1 - wpos[t]; }
                 qw = qwpos; kw = kid;
             }
@@ -12554,14 +12608,15 @@ static size_t attn__rt_bwd_floats(const attn__rt *R, int D, int Dv) {
        [D][BQ], VT [Dv][BQ] (64-byte aligned, first); RT [BQ][D]; Q, K, Xn, dQ, dK [n][D]; V, G,
        dV [n][Dv]; |k| [n]; the window's keys Kw and accumulators dKa [wr][D], dVa [wr][Dv]; a
        query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum, delta, ones [BQ]; separate_qk: Xq
-       [n][D]; ints: count [n], heap sizes [2][BQ], every cluster's window [nc][w] (separate_qk:
-       and its query window); heaps [BQ][w] of 2 floats each (separate_qk: twice). 0: overflow. */
+       [n][D]; ints: count [n], list lengths [2][BQ], every cluster's window [nc][w] (separate_qk:
+       and its query window); the candidate lists [BQ][2w] of 2 floats each (separate_qk: twice;
+       8-byte aligned: one float more) and their scratch [2w]. 0: overflow. */
     const size_t n = (size_t)R->n, w = (size_t)R->w, wr = (w + ATTN__BQ - 1) / ATTN__BQ * ATTN__BQ;
     const size_t m = R->sep ? 2 : 1, B = ATTN__BQ;
     size_t wins, f;
     if (!attn__mul_size((size_t)R->nc, w * m, &wins)) return 0;
     f = wr * (2 * B + (size_t)D + (size_t)Dv) + B * (size_t)D + n * ((4 + m) * (size_t)D + 3 * (size_t)Dv + 1) +
-        wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + n + 2 * B + 2 * m * B * w;
+        wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + n + 2 * B + 4 * m * B * w + 4 * w + 1;
     if (!attn__add_size(f, wins, &f)) return 0;
     return attn__round16(f);
 }
@@ -12584,7 +12639,8 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     float *sum = mx + B, *dl = sum + B, *ones = dl + B, *Xq = ones + B;
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *hnq = hn + B, *kwin = hnq + B;
     int *qwin = R->sep ? kwin + (size_t)nc * w : kwin;
-    attn__rt_ent *heaps = (attn__rt_ent *)(void *)(qwin + (size_t)nc * w), *qheaps = heaps + (size_t)B * w;
+    attn__rt_ent *lists = (attn__rt_ent *)attn__rt_align8(qwin + (size_t)nc * w), *qlists = lists + (size_t)B * 2 * w;
+    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)B * 2 * w : 0));
     int i, c, c0, cl, t, q0, kb, r, j, e;
     size_t z;
     for (i = 0; i < B; ++i) ones[i] = 1.0f;
@@ -12609,11 +12665,11 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < nc; c0 += B) {        /* every window first: the counts */
         const int ncb = ATTN__MIN(B, nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, ST, mx, heaps, qheaps, hn, hnq);
+        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, ST, mx, lists, qlists, hn, hnq, tmp);
         for (cl = 0; cl < ncb; ++cl)
             for (t = 0; t < w; ++t) {
-                kwin[(size_t)(c0 + cl) * w + t] = heaps[(size_t)cl * w + t].pos;
-                if (R->sep) qwin[(size_t)(c0 + cl) * w + t] = qheaps[(size_t)cl * w + t].pos;
+                kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;
+                if (R->sep) qwin[(size_t)(c0 + cl) * w + t] = qlists[(size_t)cl * w + t].pos;
             }
     }
     for (z = 0; n > 0 && z < (size_t)nc * w; ++z) cnt[qwin[z]]++;
