@@ -34,9 +34,9 @@ static void check(attn_status s, const char *what) {
     if (s != ATTN_OK) { fprintf(stderr, "bench: %s: %s\n", what, attn_status_str(s)); exit(3); }
 }
 
-/* ---- RWKV-4 WKV vs Hugging Face rwkv_linear_attention_cpu: B 1, T 4096, C 1024 ------------ */
+/* ---- RWKV-4 WKV vs Hugging Face rwkv_linear_attention_cpu: B 1, T 1024, C 1024 ------------ */
 static void rwkv4(int what, FILE *f, char *dims) {
-    enum { B = 1, T = 4096, C = 1024 };
+    enum { B = 1, T = 1024, C = 1024 };
     static float *td, *tf, *k, *v, *dout, *out, *dk, *dv, *dtd, *dtf;
     static attn_rwkv_desc rd;
     const size_t n = (size_t)B * T * C;
@@ -61,9 +61,9 @@ static void rwkv4(int what, FILE *f, char *dims) {
 }
 
 /* ---- Mamba's selective scan vs Hugging Face MambaMixer.slow_forward's scan: B 1, D 1536,
-   L 2048, N 16 (per-token B and C, delta_bias + softplus, D skip, SiLU gate) ---------------- */
+   L 1024, N 16 (per-token B and C, delta_bias + softplus, D skip, SiLU gate) ---------------- */
 static void mamba(int what, FILE *f, char *dims) {
-    enum { B = 1, D = 1536, L = 2048, N = 16 };
+    enum { B = 1, D = 1536, L = 1024, N = 16 };
     static float *u, *delta, *A, *Bm, *Cm, *Dk, *z, *dbias, *dy, *y;
     static float *du, *ddelta, *dz, *dA, *dB, *dC, *dD, *ddb;
     static attn_ssm_desc sd;
@@ -96,11 +96,11 @@ static void mamba(int what, FILE *f, char *dims) {
     }
 }
 
-/* ---- RWKV-6 vs fla's naive_recurrent_rwkv6: B 1, T 2048, H 8, K 64; fla's log decay
+/* ---- RWKV-6 vs fla's naive_recurrent_rwkv6: B 1, T 1024, H 8, K 64; fla's log decay
    exponentiated and r times fla's default scale K^-1/2 (docs/porting.md); the dr written for
    the comparison is attn.h's times that scale (fla's leaf is the unscaled r) ---------------- */
 static void rwkv6(int what, FILE *f, char *dims) {
-    enum { B = 1, T = 2048, H = 8, K = 64 };
+    enum { B = 1, T = 1024, H = 8, K = 64 };
     static float *r, *rs, *k, *v, *lw, *w, *u, *dout, *o, *dr, *dk, *dv, *dw, *du;
     static attn_rwkv_desc rd;
     const size_t n = (size_t)B * T * H * K;
@@ -134,14 +134,46 @@ static void rwkv6(int what, FILE *f, char *dims) {
     }
 }
 
+/* ---- Nystromformer vs Hugging Face NystromformerSelfAttention: B 1, S 2048, H 4, D 64, 64
+   landmarks, HF's defaults (conv 65, Z0 over the batch, 6 iterations), no mask; HF's q/k/v
+   Linear layers replaced by the tensors themselves (tests/fixtures/nystromformer_hf_bwd.py) -- */
+static void nystrom(int what, FILE *f, char *dims) {
+    enum { B = 1, S = 2048, H = 4, D = 64, M = 64, KC = 65 };
+    static float *q, *k, *v, *conv, *dout, *o, *dq, *dk, *dv, *dconv;
+    static attn_desc d;
+    const size_t n = (size_t)B * S * H * D;
+    attn_tensor Q = attn_tensor_dense(q, ATTN_F32, B, S, H, D), Kt = attn_tensor_dense(k, ATTN_F32, B, S, H, D);
+    attn_tensor Vt = attn_tensor_dense(v, ATTN_F32, B, S, H, D), O = attn_tensor_dense(o, ATTN_F32, B, S, H, D);
+    if (what == SETUP) {
+        q = buf(n, -1.0, 1.0); k = buf(n, -1.0, 1.0); v = buf(n, -1.0, 1.0); conv = buf((size_t)H * KC, -0.1, 0.1);
+        dout = buf(n, -1.0, 1.0); o = buf(n, 0, 0); dq = buf(n, 0, 0); dk = buf(n, 0, 0); dv = buf(n, 0, 0);
+        dconv = buf((size_t)H * KC, 0, 0);
+        d.kind = ATTN_NYSTROM; d.n_threads = 1;
+        d.nystrom.landmarks = M; d.nystrom.conv = conv; d.nystrom.conv_kernel = KC; d.nystrom.dconv = dconv;
+        d.nystrom.padding_rule = ATTN_NYSTROM_PADDING_HF; d.nystrom.pinv_init = ATTN_NYSTROM_PINV_BATCH;
+        sprintf(dims, "%d %d %d %d %d %d", B, S, H, D, M, KC);
+        nystrom(FWD, f, dims); nystrom(BWD, f, dims);
+        put(f, q, n); put(f, k, n); put(f, v, n); put(f, conv, (size_t)H * KC); put(f, dout, n); put(f, o, n); put(f, dq, n);
+    } else if (what == FWD) {
+        check(attn_forward(&d, Q, Kt, Vt, O, NULL), "nystrom forward");
+    } else if (what == BWD) {
+        check(attn_backward(&d, Q, Kt, Vt, O, attn_tensor_dense(dout, ATTN_F32, B, S, H, D), NULL,
+                            attn_tensor_dense(dq, ATTN_F32, B, S, H, D), attn_tensor_dense(dk, ATTN_F32, B, S, H, D),
+                            attn_tensor_dense(dv, ATTN_F32, B, S, H, D)), "nystrom backward");
+    } else {
+        free(q); free(k); free(v); free(conv); free(dout); free(o); free(dq); free(dk); free(dv); free(dconv);
+    }
+}
+
 /* the families with a PyTorch peer: name (peers_torch.py's key), the peer, the shape used */
 static const struct {
     const char *name, *peer, *shape;
     void (*run)(int what, FILE *f, char *dims);
 } families[] = {
-    { "rwkv4", "HF rwkv_linear_attention_cpu", "B 1 T 4096 C 1024", rwkv4 },
-    { "mamba", "HF MambaMixer slow_forward scan", "B 1 D 1536 L 2048 N 16", mamba },
-    { "rwkv6", "fla naive_recurrent_rwkv6", "B 1 T 2048 H 8 K 64", rwkv6 },
+    { "rwkv4", "HF rwkv_linear_attention_cpu", "B 1 T 1024 C 1024", rwkv4 },
+    { "mamba", "HF MambaMixer slow_forward scan", "B 1 D 1536 L 1024 N 16", mamba },
+    { "rwkv6", "fla naive_recurrent_rwkv6", "B 1 T 1024 H 8 K 64", rwkv6 },
+    { "nystrom", "HF NystromformerSelfAttention", "B 1 S 2048 H 4 D 64 m 64", nystrom },
 };
 
 int main(int argc, char **argv) {

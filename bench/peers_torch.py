@@ -94,7 +94,36 @@ def rwkv6(torch, buf, B, T, H, K):
     return f, b, out, ref_o, r.grad, ref_dr, "fla %s naive_recurrent_rwkv6" % getattr(fla, "__version__", "?")
 
 
-FAMILIES = {"rwkv4": rwkv4, "mamba": mamba, "rwkv6": rwkv6}
+def nystrom(torch, buf, B, S, H, D, M, KC):
+    """HF NystromformerSelfAttention with its defaults (tests/fixtures/nystromformer_hf_bwd.py):
+    the query/key/value Linear layers return q, k, v themselves; no mask; conv weight [H, 1, KC, 1]"""
+    import transformers
+    from transformers import NystromformerConfig
+    from transformers.models.nystromformer.modeling_nystromformer import NystromformerSelfAttention
+
+    class Leaf(torch.nn.Module):
+        def __init__(self, t):
+            super().__init__()
+            self.t = t
+
+        def forward(self, x):
+            return self.t
+
+    q, k, v, conv, dout, ref_o, ref_dq = take(
+        buf, [(B, S, H * D), (B, S, H * D), (B, S, H * D), (H, 1, KC, 1), (B, S, H * D), (B, S, H * D), (B, S, H * D)])
+    cfg = NystromformerConfig(hidden_size=H * D, num_attention_heads=H, num_landmarks=M, segment_means_seq_len=S,
+                              conv_kernel_size=KC, attention_probs_dropout_prob=0.0)
+    att = NystromformerSelfAttention(cfg).eval()
+    with torch.no_grad():
+        att.conv.weight.copy_(conv)
+    q.requires_grad_()
+    att.query, att.key, att.value = Leaf(q), Leaf(k), Leaf(v)
+    x = torch.zeros(B, S, H * D)
+    out, f, b = timed(lambda: att(x)[0], [q], dout)
+    return f, b, out, ref_o, q.grad, ref_dq, "transformers %s" % transformers.__version__
+
+
+FAMILIES = {"rwkv4": rwkv4, "mamba": mamba, "rwkv6": rwkv6, "nystrom": nystrom}
 
 
 def main():
