@@ -2463,13 +2463,27 @@ struct attn_pool {
    unlock: a thread woken onto the waker's core can preempt it there, and if the waker still held
    `lock` the woken one would block on it until the OS ran the waker again (a time slice when a
    third thread wants that core). A wake that comes late is harmless: waiters recheck. Returns
-   how many tasks this thread ran. */
-static int attn__pool_run(attn_pool *p, unsigned gen, int index) {
+   how many tasks this thread ran. The caller passes `longest` holding its start time and gets
+   back its longest step (taking and running one task), for the adaptive team; workers pass NULL. */
+static int attn__pool_run(attn_pool *p, unsigned gen, int index, long long *longest) {
     int ran = 0;
+#if defined(ATTN__HAVE_TICKS)
+    long long prev = longest ? *longest : 0;
+    if (longest) *longest = 0;
+#else
+    (void)longest;
+#endif
     for (;;) {
         attn_task_fn task;
         void *ctx;
         int i, last;
+#if defined(ATTN__HAVE_TICKS)
+        if (longest) {
+            const long long now = attn__ticks();
+            if (now - prev > *longest) *longest = now - prev;
+            prev = now;
+        }
+#endif
         attn__lock(&p->lock);
         if (p->generation != gen || index >= p->job_threads || p->job.next >= p->job.n_tasks) { attn__unlock(&p->lock); return ran; }
         i = p->job.next++; task = p->job.task; ctx = p->job.ctx;
@@ -2495,7 +2509,7 @@ static void attn__pool_worker_loop(attn__pool_worker *w) {
         if (p->stop) { attn__unlock(&p->lock); return; }
         seen = p->generation;
         attn__unlock(&p->lock);
-        attn__pool_run(p, seen, w->index);
+        attn__pool_run(p, seen, w->index, NULL);
     }
 }
 ATTN__THREAD_MAIN(attn__pool_main, attn__pool_worker, attn__pool_worker_loop)
@@ -2554,18 +2568,21 @@ ATTNDEF void attn_pool_destroy(attn_pool *pool) {
 
 ATTNDEF int attn_pool_threads(const attn_pool *pool) { return pool ? pool->n_threads : 0; }
 
-/* The adaptive team. A worker that the OS deschedules mid-task (its core busy elsewhere) holds
-   the caller, once the caller has run out of tasks, for a scheduler time slice (milliseconds),
-   where the job's tasks take tens of microseconds. When the caller waits that long (more than
-   ATTN__STRAGGLER_RATIO times its own mean task time and ATTN__STRAGGLER_FLOOR ticks), the pool
+/* The adaptive team. When the cores are busy elsewhere a job's threads get descheduled: a
+   worker stopped mid-task holds the caller, once the caller has run out of tasks, for a
+   scheduler time slice (milliseconds) where the tasks take tens of microseconds; and waking a
+   worker can hand the caller's own core to it, so the caller waits a slice in the middle of its
+   tasks (a one-thread call never gives its core away). The caller times both: its wait at the
+   end and its longest step, each against its typical step (the mean of its other steps). When
+   either exceeds ATTN__STRAGGLER_RATIO times that and ATTN__STRAGGLER_FLOOR ticks, the pool
    runs the next `backoff` calls on the caller alone, then probes the whole team again: a probe
-   that straggles too doubles backoff (up to ATTN__SOLO_MAX calls), one that does not resets it
-   to 1. So a persistently busy core costs about the one-thread time and a transiently busy one
+   that straggles too doubles backoff (up to ATTN__SOLO_MAX calls), one that does not halves it.
+   So a persistently busy core costs about the one-thread time and a transiently busy one
    recovers. Results do not change: a kind splits its tasks by the n_threads it asked for, and
    which thread runs a task never changes its result. solo_left and backoff are read and written
    only by the caller holding `run`. */
 #define ATTN__STRAGGLER_RATIO 8
-#define ATTN__STRAGGLER_FLOOR 100000LL     /* ticks: 100 us, or 25-100 us of TSC cycles */
+#define ATTN__STRAGGLER_FLOOR 200000LL     /* ticks: 200 us, or 50-200 us of TSC cycles */
 #define ATTN__SOLO_MAX 64
 
 ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_task_fn task, void *task_ctx) {
@@ -2574,7 +2591,9 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     long k;
     int i, mine;
 #if defined(ATTN__HAVE_TICKS)
-    long long t0, t1, t2;
+    long long t0, t1, longest, typical, wait;
+#else
+    long long longest = 0;
 #endif
     if (n_tasks <= 0) return;
     if (!p || n_threads <= 1 || n_tasks == 1 || p->n_threads == 1) {     /* nothing to share */
@@ -2595,11 +2614,11 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     ATTN__ATOMIC_STORE(p->generation, p->generation + 1u);
     gen = p->generation;
     attn__unlock(&p->lock);
-    attn__broadcast(&p->wake);                   /* after the unlock: see attn__pool_run */
 #if defined(ATTN__HAVE_TICKS)
-    t0 = attn__ticks();
+    longest = t0 = attn__ticks();                /* the first step includes the wake */
 #endif
-    mine = attn__pool_run(p, gen, 0);
+    attn__broadcast(&p->wake);                   /* after the unlock: see attn__pool_run */
+    mine = attn__pool_run(p, gen, 0, &longest);
 #if defined(ATTN__HAVE_TICKS)
     t1 = attn__ticks();
 #endif
@@ -2608,12 +2627,14 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     while (p->done != n_tasks) attn__wait(&p->done_cv, &p->lock);
     attn__unlock(&p->lock);
 #if defined(ATTN__HAVE_TICKS)
-    t2 = attn__ticks();
-    if (mine > 0 && t2 - t1 > ATTN__STRAGGLER_FLOOR && t2 - t1 > ATTN__STRAGGLER_RATIO * ((t1 - t0) / mine)) {
+    wait = attn__ticks() - t1;
+    typical = mine > 1 ? (t1 - t0 - longest) / (mine - 1) : t1 - t0;
+    if ((wait > ATTN__STRAGGLER_FLOOR && wait > ATTN__STRAGGLER_RATIO * typical) ||
+        (mine > 1 && longest > ATTN__STRAGGLER_FLOOR && longest > ATTN__STRAGGLER_RATIO * typical)) {
         p->solo_left = p->backoff;
         p->backoff = ATTN__MIN(2 * p->backoff, ATTN__SOLO_MAX);
     } else {
-        p->backoff = 1;
+        p->backoff = ATTN__MAX(p->backoff / 2, 1);
     }
 #else
     (void)mine;
