@@ -2572,8 +2572,10 @@ ATTNDEF int attn_pool_threads(const attn_pool *pool) { return pool ? pool->n_thr
    worker stopped mid-task holds the caller, once the caller has run out of tasks, for a
    scheduler time slice (milliseconds) where the tasks take tens of microseconds; and waking a
    worker can hand the caller's own core to it, so the caller waits a slice in the middle of its
-   tasks (a one-thread call never gives its core away). The caller times both: its wait at the
-   end and its longest step, each against its typical step (the mean of its other steps). When
+   tasks (a one-thread call never gives its core away; on a loaded 2-core machine the caller
+   often ran no task at all, the worker ran them all and the caller came back a slice later).
+   The caller times both: its wait at the end and its longest step, each against a typical step
+   (the mean of its other steps; with one step or none, the job's time per task). When
    either exceeds ATTN__STRAGGLER_RATIO times that and ATTN__STRAGGLER_FLOOR ticks, the pool
    runs the next `backoff` calls on the caller alone, then probes the whole team again: a probe
    that straggles too doubles backoff (up to ATTN__SOLO_MAX calls), one that does not halves it.
@@ -2628,9 +2630,9 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     attn__unlock(&p->lock);
 #if defined(ATTN__HAVE_TICKS)
     wait = attn__ticks() - t1;
-    typical = mine > 1 ? (t1 - t0 - longest) / (mine - 1) : t1 - t0;
+    typical = mine > 1 ? (t1 - t0 - longest) / (mine - 1) : (t1 - t0 + wait) * p->job_threads / n_tasks;
     if ((wait > ATTN__STRAGGLER_FLOOR && wait > ATTN__STRAGGLER_RATIO * typical) ||
-        (mine > 1 && longest > ATTN__STRAGGLER_FLOOR && longest > ATTN__STRAGGLER_RATIO * typical)) {
+        (longest > ATTN__STRAGGLER_FLOOR && longest > ATTN__STRAGGLER_RATIO * typical)) {
         p->solo_left = p->backoff;
         p->backoff = ATTN__MIN(2 * p->backoff, ATTN__SOLO_MAX);
     } else {

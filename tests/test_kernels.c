@@ -568,7 +568,7 @@ static void test_pool(void) {
    bitwise the same on the caller alone, on the team and on one thread. */
 #if defined(ATTN__HAVE_TICKS) && defined(ATTN__PTHREADS) && (defined(__GNUC__) || defined(__clang__))
 #define T_ADAPTIVE 1
-typedef struct straggle_job { int hits[64]; int n_tasks, done, on_worker, straggle; } straggle_job;
+typedef struct straggle_job { int hits[64]; int n_tasks, done, on_worker, straggle, waited; } straggle_job;
 static void t_spin_ticks(long long n) {
     const long long t0 = attn__ticks();
     while (attn__ticks() - t0 < n) ATTN__PAUSE();
@@ -577,12 +577,17 @@ static void straggle_task(void *ctx, int i, int thread) {
     straggle_job *j = (straggle_job *)ctx;
     ++j->hits[i];                                   /* index i belongs to one task: no race */
     if (thread != 0) {
-        j->on_worker = 1;                           /* read by the caller after the call */
+        __atomic_store_n(&j->on_worker, 1, __ATOMIC_RELEASE);
         if (j->straggle) {
             while (__atomic_load_n(&j->done, __ATOMIC_ACQUIRE) < j->n_tasks - 1) ATTN__PAUSE();
             t_spin_ticks(2000000);
             return;
         }
+    }
+    if (j->straggle && thread == 0 && !j->waited) { /* give the worker (slow to wake on a loaded machine) time to join */
+        const long long t0 = attn__ticks();
+        j->waited = 1;
+        while (!__atomic_load_n(&j->on_worker, __ATOMIC_ACQUIRE) && attn__ticks() - t0 < 20000000) ATTN__PAUSE();
     }
     t_spin_ticks(10000);
     __atomic_fetch_add(&j->done, 1, __ATOMIC_ACQ_REL);
