@@ -802,8 +802,9 @@ typedef void (*attn_parallel_fn)(void *user, int n_tasks, int n_threads,
    you are done. Plug it in with
        desc.parallel = attn_pool_parallel; desc.parallel_user = pool;
    Between calls its workers spin for up to spin_us microseconds (0: 100; negative: never)
-   waiting for the next one, then sleep. One call at a time: a second caller waits for the
-   first. Do not call it from inside one of its own tasks, and destroy it only when no call
+   waiting for the next one, then sleep. When a worker straggles (its core busy elsewhere) the
+   next calls run on the caller alone for a while (3.2, "the adaptive team"); results do not
+   change. One call at a time: a second caller waits for the first. Do not call it from inside one of its own tasks, and destroy it only when no call
    is running. attn_pool_create returns NULL where attn.h has no threads (ATTN_NO_THREADS)
    or the threads could not be created. n_threads 0 = all cores. */
 typedef struct attn_pool attn_pool;
@@ -2382,7 +2383,9 @@ ATTN__THREAD_MAIN(attn__worker_main, attn__worker, attn__worker_run)
    as thread i (when i < the job's n_threads); the caller is thread 0 and takes tasks too. The
    caller waits for the job's tasks (`done` of them), never for a worker to turn up: a worker
    that the OS has not run yet (its core busy elsewhere) just finds no task left, so a busy core
-   costs a call its share of the work, not a scheduler time slice. Spinning reads generation and
+   costs a call its share of the work, not a scheduler time slice; one the OS stops mid-task
+   does cost one, and then the adaptive team (attn_pool_parallel) runs the next calls on the
+   caller alone. Spinning reads generation and
    done with atomic loads (GCC/clang builtins or Interlocked*), writes happen under `lock`;
    without those builtins nothing spins. */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS))
@@ -2406,6 +2409,42 @@ ATTN__THREAD_MAIN(attn__worker_main, attn__worker, attn__worker_run)
 #endif
 #define ATTN__SPINS_PER_US 32       /* pause + load rounds per microsecond, roughly (25-40 ns each) */
 
+/* A monotonic tick count for the pool's straggler test (attn_pool_parallel): nanoseconds from
+   clock_gettime where <time.h> declares it (a POSIX feature macro; strict C99 hides it),
+   QueryPerformanceCounter on Windows, the AArch64 virtual counter, else the x86 time-stamp
+   counter (cycles at the nominal clock: 1-4 per nanosecond). Only ratios and a floor of
+   ATTN__STRAGGLER_FLOOR ticks are used, so the unit need not be exact. Without any of them the
+   team never shrinks. */
+#if defined(ATTN__PTHREADS)
+#include <time.h>
+#endif
+#if defined(ATTN__PTHREADS) && defined(CLOCK_MONOTONIC)
+#define ATTN__HAVE_TICKS 1
+static long long attn__ticks(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+#elif defined(ATTN__WIN32_THREADS)
+#define ATTN__HAVE_TICKS 1
+static long long attn__ticks(void) {
+    LARGE_INTEGER t, f;
+    QueryPerformanceCounter(&t); QueryPerformanceFrequency(&f);
+    return (long long)((double)t.QuadPart * (1e9 / (double)f.QuadPart));
+}
+#elif defined(ATTN__PTHREADS) && (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN__HAVE_TICKS 1
+static long long attn__ticks(void) { return (long long)__builtin_ia32_rdtsc(); }
+#elif defined(ATTN__PTHREADS) && (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#define ATTN__HAVE_TICKS 1
+static long long attn__ticks(void) {
+    unsigned long long v, f;
+    __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+    __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+    return (long long)((double)v * (1e9 / (double)(f ? f : 1)));
+}
+#endif
+
 #if defined(ATTN__PTHREADS) || defined(ATTN__WIN32_THREADS)
 typedef struct attn__pool_worker { struct attn_pool *pool; int index; } attn__pool_worker;
 
@@ -2417,6 +2456,7 @@ struct attn_pool {
     unsigned generation;             /* counts jobs; a worker runs each new value once */
     int stop, job_threads, done;     /* shutting down; the job's threads; its tasks finished */
     attn__job job;                   /* the current job */
+    int solo_left, backoff;          /* calls left to run on the caller alone; the next such run's length */
     attn__thread th[ATTN__MAX_THREADS];
     attn__pool_worker workers[ATTN__MAX_THREADS];
 };
@@ -2425,17 +2465,34 @@ struct attn_pool {
    worker that woke late); the last task to finish wakes the caller. Wakes are sent after the
    unlock: a thread woken onto the waker's core can preempt it there, and if the waker still held
    `lock` the woken one would block on it until the OS ran the waker again (a time slice when a
-   third thread wants that core). A wake that comes late is harmless: waiters recheck. */
-static void attn__pool_run(attn_pool *p, unsigned gen, int index) {
+   third thread wants that core). A wake that comes late is harmless: waiters recheck. Returns
+   how many tasks this thread ran. The caller passes `longest` holding its start time and gets
+   back its longest step (taking and running one task), for the adaptive team; workers pass NULL. */
+static int attn__pool_run(attn_pool *p, unsigned gen, int index, long long *longest) {
+    int ran = 0;
+#if defined(ATTN__HAVE_TICKS)
+    long long prev = longest ? *longest : 0;
+    if (longest) *longest = 0;
+#else
+    (void)longest;
+#endif
     for (;;) {
         attn_task_fn task;
         void *ctx;
         int i, last;
+#if defined(ATTN__HAVE_TICKS)
+        if (longest) {
+            const long long now = attn__ticks();
+            if (now - prev > *longest) *longest = now - prev;
+            prev = now;
+        }
+#endif
         attn__lock(&p->lock);
-        if (p->generation != gen || index >= p->job_threads || p->job.next >= p->job.n_tasks) { attn__unlock(&p->lock); return; }
+        if (p->generation != gen || index >= p->job_threads || p->job.next >= p->job.n_tasks) { attn__unlock(&p->lock); return ran; }
         i = p->job.next++; task = p->job.task; ctx = p->job.ctx;
         attn__unlock(&p->lock);
         task(ctx, i, index);
+        ++ran;
         attn__lock(&p->lock);
         ATTN__ATOMIC_STORE(p->done, p->done + 1);
         last = p->done == p->job.n_tasks;
@@ -2455,7 +2512,7 @@ static void attn__pool_worker_loop(attn__pool_worker *w) {
         if (p->stop) { attn__unlock(&p->lock); return; }
         seen = p->generation;
         attn__unlock(&p->lock);
-        attn__pool_run(p, seen, w->index);
+        attn__pool_run(p, seen, w->index, NULL);
     }
 }
 ATTN__THREAD_MAIN(attn__pool_main, attn__pool_worker, attn__pool_worker_loop)
@@ -2490,6 +2547,7 @@ ATTNDEF attn_pool *attn_pool_create(int n_threads, int spin_us) {
     if (!p) return NULL;
     memset(p, 0, sizeof *p);
     p->n_threads = n_threads;
+    p->backoff = 1;
 #if defined(ATTN__HAVE_SPIN)
     p->spins = spin_us < 0 ? 0 : (long)(spin_us == 0 ? 100 : ATTN__MIN(spin_us, 1000000)) * ATTN__SPINS_PER_US;
 #else
@@ -2513,17 +2571,47 @@ ATTNDEF void attn_pool_destroy(attn_pool *pool) {
 
 ATTNDEF int attn_pool_threads(const attn_pool *pool) { return pool ? pool->n_threads : 0; }
 
+/* The adaptive team. When the cores are busy elsewhere a job's threads get descheduled: a
+   worker stopped mid-task holds the caller, once the caller has run out of tasks, for a
+   scheduler time slice (milliseconds) where the tasks take tens of microseconds; and waking a
+   worker can hand the caller's own core to it, so the caller waits a slice in the middle of its
+   tasks (a one-thread call never gives its core away; on a loaded 2-core machine the caller
+   often ran no task at all, the worker ran them all and the caller came back a slice later).
+   The caller times both: its wait at the end and its longest step, each against a typical step
+   (the mean of its other steps; with one step or none, the job's time per task). When
+   either exceeds ATTN__STRAGGLER_RATIO times that and ATTN__STRAGGLER_FLOOR ticks, the pool
+   runs the next `backoff` calls on the caller alone, then probes the whole team again: a probe
+   that straggles too doubles backoff (up to ATTN__SOLO_MAX calls), one that does not halves it.
+   So a persistently busy core costs about the one-thread time and a transiently busy one
+   recovers. Results do not change: a kind splits its tasks by the n_threads it asked for, and
+   which thread runs a task never changes its result. solo_left and backoff are read and written
+   only by the caller holding `run`. */
+#define ATTN__STRAGGLER_RATIO 8
+#define ATTN__STRAGGLER_FLOOR 200000LL     /* ticks: 200 us, or 50-200 us of TSC cycles */
+#define ATTN__SOLO_MAX 64
+
 ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_task_fn task, void *task_ctx) {
     attn_pool *p = (attn_pool *)user;
     unsigned gen;
     long k;
-    int i;
+    int i, mine;
+#if defined(ATTN__HAVE_TICKS)
+    long long t0, t1, longest, typical, wait;
+#else
+    long long longest = 0;
+#endif
     if (n_tasks <= 0) return;
     if (!p || n_threads <= 1 || n_tasks == 1 || p->n_threads == 1) {     /* nothing to share */
         for (i = 0; i < n_tasks; ++i) task(task_ctx, i, 0);
         return;
     }
     attn__lock(&p->run);
+    if (p->solo_left > 0) {                      /* a worker straggled lately: the caller alone */
+        --p->solo_left;
+        attn__unlock(&p->run);
+        for (i = 0; i < n_tasks; ++i) task(task_ctx, i, 0);
+        return;
+    }
     attn__lock(&p->lock);
     p->job.task = task; p->job.ctx = task_ctx; p->job.n_tasks = n_tasks; p->job.next = 0;
     p->job_threads = ATTN__MIN(n_threads, p->n_threads);
@@ -2531,12 +2619,31 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
     ATTN__ATOMIC_STORE(p->generation, p->generation + 1u);
     gen = p->generation;
     attn__unlock(&p->lock);
+#if defined(ATTN__HAVE_TICKS)
+    longest = t0 = attn__ticks();                /* the first step includes the wake */
+#endif
     attn__broadcast(&p->wake);                   /* after the unlock: see attn__pool_run */
-    attn__pool_run(p, gen, 0);
+    mine = attn__pool_run(p, gen, 0, &longest);
+#if defined(ATTN__HAVE_TICKS)
+    t1 = attn__ticks();
+#endif
     for (k = 0; k < p->spins && ATTN__ATOMIC_LOAD(p->done) != n_tasks; ++k) ATTN__PAUSE();
     attn__lock(&p->lock);
     while (p->done != n_tasks) attn__wait(&p->done_cv, &p->lock);
     attn__unlock(&p->lock);
+#if defined(ATTN__HAVE_TICKS)
+    wait = attn__ticks() - t1;
+    typical = mine > 1 ? (t1 - t0 - longest) / (mine - 1) : (t1 - t0 + wait) * p->job_threads / n_tasks;
+    if ((wait > ATTN__STRAGGLER_FLOOR && wait > ATTN__STRAGGLER_RATIO * typical) ||
+        (longest > ATTN__STRAGGLER_FLOOR && longest > ATTN__STRAGGLER_RATIO * typical)) {
+        p->solo_left = p->backoff;
+        p->backoff = ATTN__MIN(2 * p->backoff, ATTN__SOLO_MAX);
+    } else {
+        p->backoff = ATTN__MAX(p->backoff / 2, 1);
+    }
+#else
+    (void)mine;
+#endif
     attn__unlock(&p->run);
 }
 #else  /* no threads: the pool does not exist */

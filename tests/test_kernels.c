@@ -560,6 +560,103 @@ static void test_pool(void) {
     }
 }
 
+/* The adaptive team (attn_pool_parallel): a worker that holds a task long after the caller ran
+   out of them (a worker descheduled mid-task, simulated: thread 1's task spins until every other
+   task is done, then 2M ticks more) puts the pool on the caller alone for `backoff` calls (1, 2,
+   4, ... 64: doubled by each straggling probe); those calls use thread 0 only; every task still
+   runs once; calls without a straggler bring the team back (backoff halved to 1); attn_forward's result is
+   bitwise the same on the caller alone, on the team and on one thread. */
+#if defined(ATTN__HAVE_TICKS) && defined(ATTN__PTHREADS) && (defined(__GNUC__) || defined(__clang__))
+#define T_ADAPTIVE 1
+typedef struct straggle_job { int hits[64]; int n_tasks, done, on_worker, straggle, waited; } straggle_job;
+static void t_spin_ticks(long long n) {
+    const long long t0 = attn__ticks();
+    while (attn__ticks() - t0 < n) ATTN__PAUSE();
+}
+static void straggle_task(void *ctx, int i, int thread) {
+    straggle_job *j = (straggle_job *)ctx;
+    ++j->hits[i];                                   /* index i belongs to one task: no race */
+    if (thread != 0) {
+        __atomic_store_n(&j->on_worker, 1, __ATOMIC_RELEASE);
+        if (j->straggle) {
+            while (__atomic_load_n(&j->done, __ATOMIC_ACQUIRE) < j->n_tasks - 1) ATTN__PAUSE();
+            t_spin_ticks(2000000);
+            return;
+        }
+    }
+    if (j->straggle && thread == 0 && !j->waited) { /* give the worker (slow to wake on a loaded machine) time to join */
+        const long long t0 = attn__ticks();
+        j->waited = 1;
+        while (!__atomic_load_n(&j->on_worker, __ATOMIC_ACQUIRE) && attn__ticks() - t0 < 20000000) ATTN__PAUSE();
+    }
+    t_spin_ticks(10000);
+    __atomic_fetch_add(&j->done, 1, __ATOMIC_ACQ_REL);
+}
+static int straggle_call(attn_pool *p, straggle_job *j, int straggle) {
+    int i, ok = 1;
+    memset(j, 0, sizeof *j);
+    j->n_tasks = 64; j->straggle = straggle;
+    attn_pool_parallel(p, 64, 2, straggle_task, j);
+    for (i = 0; i < 64; ++i) ok &= j->hits[i] == 1;
+    return ok;
+}
+static void adaptive_forward(attn_pool *p, attn_kind kind, int n_threads, int solo, float *out) {
+    enum { L = 200, H = 2, D = 32 };
+    static float q[L * H * D];
+    attn_desc d;
+    attn_tensor t;
+    t_rng r = t_rng_seed(77);
+    attn_status s;
+    memset(&d, 0, sizeof d);
+    d.kind = kind; d.causal = 1; d.n_threads = n_threads;
+    d.parallel = attn_pool_parallel; d.parallel_user = p;
+    t = attn_tensor_dense(q, ATTN_F32, 1, L, H, D);
+    t_fill_normal(&t, &r, 1.0);
+    p->solo_left = solo; p->backoff = 1;            /* the internal state: force the caller alone */
+    s = attn_forward(&d, t, t, t, attn_tensor_dense(out, ATTN_F32, 1, L, H, D), NULL);
+    T_CHECK(s == ATTN_OK && p->solo_left == (solo ? solo - 1 : 0), "adaptive pool: attn_forward (kind %d) status %d, solo_left %d", (int)kind, (int)s, p->solo_left);
+}
+static void test_pool_adaptive(void) {
+    static straggle_job j;
+    static float a[200 * 2 * 32], b[200 * 2 * 32], c[200 * 2 * 32];
+    static const attn_kind kinds[2] = { ATTN_SOFTMAX, ATTN_LINEAR };
+    attn_pool *p = attn_pool_create(2, 0);
+    int it, k, straggled = 0, once = 1, solo_ok = 1, probe_ok = 1, recovered = 0;
+    T_CHECK(p != NULL, "attn_pool_create(2, 0) failed");
+    if (!p) return;
+    T_CHECK(p->backoff == 1 && p->solo_left == 0, "a new pool must start with the whole team");
+    for (it = 0; it < 2000 && straggled < 7; ++it) {
+        const int solo = p->solo_left, backoff = p->backoff;
+        once &= straggle_call(p, &j, 1);
+        if (solo > 0) solo_ok &= !j.on_worker && p->solo_left == solo - 1 && p->backoff == backoff;
+        else if (j.on_worker) {                     /* a probe the worker joined: it straggled */
+            ++straggled;
+            probe_ok &= p->solo_left == backoff && p->backoff == ATTN__MIN(2 * backoff, ATTN__SOLO_MAX);
+        } else {                  /* the worker woke too late (no straggler, unless the OS stopped the caller) */
+            straggled = 0;
+        }
+    }
+    T_CHECK(straggled == 7, "adaptive pool: no 7 straggling probes in a row in %d calls", it);
+    T_CHECK(probe_ok && p->backoff == 64, "adaptive pool: a straggling probe must run the next `backoff` calls on the caller alone and double backoff (backoff %d)", p->backoff);
+    T_CHECK(solo_ok, "adaptive pool: a call on the caller alone ran a task on a worker or miscounted");
+    for (it = 0; it < 2000 && !recovered; ++it) {
+        const int solo = p->solo_left;
+        once &= straggle_call(p, &j, 0);
+        recovered = solo == 0 && p->backoff == 1 && p->solo_left == 0;
+    }
+    T_CHECK(recovered, "adaptive pool: calls without a straggler must bring the team back (backoff %d)", p->backoff);
+    T_CHECK(once, "adaptive pool: a task ran twice or never");
+    for (k = 0; k < 2; ++k) {
+        adaptive_forward(p, kinds[k], 2, 0, a);
+        adaptive_forward(p, kinds[k], 2, 3, b);
+        adaptive_forward(p, kinds[k], 1, 0, c);
+        T_CHECK(memcmp(a, b, sizeof a) == 0 && memcmp(a, c, sizeof a) == 0,
+                "adaptive pool: kind %d differs between the team, the caller alone and one thread", (int)kinds[k]);
+    }
+    attn_pool_destroy(p);
+}
+#endif
+
 /* The shared pool behind attn__parallel_for (calls without desc.parallel): every task once on a
    thread index below the call's n_threads, whether the call gets the pool (2 threads) or starts
    its own (more threads than the pool has, a call from inside a pool task, a second user
@@ -659,6 +756,9 @@ void test_kernels(void) {
     test_vector_layer();
     test_sqk_helpers();
     test_pool();
+#if defined(T_ADAPTIVE)
+    test_pool_adaptive();
+#endif
     test_shared_pool();
     test_vector_math();
     test_decoding();
