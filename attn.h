@@ -653,7 +653,7 @@ typedef struct attn_performer_params {
    Speed: with shared_heads and fp32 k, v whose heads sit side by side in a row ([B, S, H, D]),
    E K, F V, dk, dv and dE are one product over every head ([k, n] x [n, H*D], E packed once);
    otherwise one per KV head. Both directions allocate nothing when desc.workspace holds
-   attn_workspace_size / attn_backward_workspace_size bytes. */
+   attn_workspace_size / attn_backward_workspace_size bytes (less with proj: E K, F V live there). */
 typedef struct attn_linformer_params {
     const float *e, *f;
     int k, n;
@@ -15731,8 +15731,9 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     }
     if (!attn__add_size(P->scratch_floats, 15, &P->scratch_floats)) return ATTN_ERR_OVERFLOW;
     P->scratch_floats &= ~(size_t)15;   /* every thread's block 64-byte aligned */
-    if (!attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim) ||
-        !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim) ||
+    /* E K, F V (not with proj: they live there), their gradients (backward), per-thread buffers */
+    if ((!L->proj && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
+        (!L->proj && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
         (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
         (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
         !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads) ||
@@ -15741,22 +15742,24 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     return ATTN_OK;
 }
 
-/* Carves our floats from the workspace and puts E K, F V in kbuf, vbuf: in linformer.proj when
-   given (the backward then reads the forward's there), else in the workspace. */
+/* Carves our floats from the workspace (in attn__lfm_plan_make's order) and puts E K, F V in
+   kbuf, vbuf: in linformer.proj when given (the backward then reads the forward's there), else
+   in the workspace. */
 static void attn__lfm_project_all(const attn__call *c, attn__lfm_plan *P, char *base) {
-    float *proj = c->d->linformer.proj;
+    float *proj = c->d->linformer.proj, *w = (float *)(void *)base;
     size_t kf = 0, vf = 0, g = 0;
     attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->k.dim);
     attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->v.dim);
     attn__lr_floats(&g, P->gemm_floats, (size_t)P->n_threads);
-    P->kbuf = (float *)(void *)base; P->vbuf = P->kbuf + kf;
-    if (P->bwd) { P->dkbuf = P->vbuf + vf; P->dvbuf = P->dkbuf + kf; }
-    P->gemm = (P->bwd ? P->dvbuf : P->kbuf + kf) + vf;
-    P->scratch = P->gemm + g;
     if (proj) {
         P->kbuf = proj; P->vbuf = proj + (size_t)c->k.batch * (size_t)P->kp * (size_t)c->k.heads * (size_t)c->k.dim;
-        if (P->bwd) return;
+    } else {
+        P->kbuf = w; P->vbuf = w + kf; w = P->vbuf + vf;
     }
+    if (P->bwd) { P->dkbuf = w; P->dvbuf = w + kf; w = P->dvbuf + vf; }
+    P->gemm = w;
+    P->scratch = P->gemm + g;
+    if (proj && P->bwd) return;
     attn__parallel_for(c->d, 2 * c->k.batch * P->groups * P->split, P->n_threads, attn__lfm_task, P);
 }
 
