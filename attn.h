@@ -656,7 +656,7 @@ typedef struct attn_performer_params {
    Speed: with shared_heads and fp32 k, v whose heads sit side by side in a row ([B, S, H, D]),
    E K, F V, dk, dv and dE are one product over every head ([k, n] x [n, H*D], E packed once);
    otherwise one per KV head. Both directions allocate nothing when desc.workspace holds
-   attn_workspace_size / attn_backward_workspace_size bytes. */
+   attn_workspace_size / attn_backward_workspace_size bytes (less with proj: E K, F V live there). */
 typedef struct attn_linformer_params {
     const float *e, *f;
     int k, n;
@@ -13861,85 +13861,46 @@ static void attn__lbw_chain_row(const attn__lin *L, int b, const float *x, const
     }
 }
 
-/* dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] whose features are Fe [n][F]; row r at
-   position p0 + r % period (ATTN_COSFORMER); query: Fe includes the Performer eps. */
-static void attn__lbw_chain(const attn__lin *L, int b, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX,
-                            long long p0, int period, int query) {
+/* ATTN_PERFORMER: dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] whose features are
+   Fe [n][F]; query: Fe includes the eps. */
+static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX, int query) {
     const attn__isa *isa = L->isa;
     const int F = L->F, D = L->D;
     int r;
-    if (L->perf) {
-        for (r = 0; r < n; ++r) {
-            float *t = dF + (size_t)r * F;
-            const float *f = Fe + (size_t)r * F;
-            int l;
-            if (L->perf == 2) {
-                for (l = 0; l < F; ++l) t[l] = f[l] > L->eps ? t[l] : 0.0f;
-            } else {
-                const float e0 = query ? L->eps : 0.0f;
-                for (l = 0; l < F; ++l) t[l] *= f[l] - e0;
-            }
-        }
-        if (n <= ATTN__LIN_FEW) {
-            int l;
-            for (r = 0; r < n; ++r) {
-                memset(dX + (size_t)r * D, 0, (size_t)D * sizeof(float));
-                for (l = 0; l < F; ++l) isa->axpy(dX + (size_t)r * D, L->pnorm * dF[(size_t)r * F + l], L->W + (size_t)l * D, D);
-            }
+    for (r = 0; r < n; ++r) {
+        float *t = dF + (size_t)r * F;
+        const float *f = Fe + (size_t)r * F;
+        int l;
+        if (L->perf == 2) {
+            for (l = 0; l < F; ++l) t[l] = f[l] > L->eps ? t[l] : 0.0f;
         } else {
-            attn__sgemm_1t(gemm, 0, 0, n, D, F, L->pnorm, dF, F, L->W, D, 0.0f, dX, D);
+            const float e0 = query ? L->eps : 0.0f;
+            for (l = 0; l < F; ++l) t[l] *= f[l] - e0;
         }
-        if (L->perf == 1)
-            for (r = 0; r < n; ++r) {
-                float s = 0.0f;
-                int l;
-                for (l = 0; l < F; ++l) s += dF[(size_t)r * F + l];
-                isa->axpy(dX + (size_t)r * D, -2.0f * L->hmul * s, X + (size_t)r * D, D);
-            }
+    }
+    if (n <= ATTN__LIN_FEW) {
+        int l;
+        for (r = 0; r < n; ++r) {
+            memset(dX + (size_t)r * D, 0, (size_t)D * sizeof(float));
+            for (l = 0; l < F; ++l) isa->axpy(dX + (size_t)r * D, L->pnorm * dF[(size_t)r * F + l], L->W + (size_t)l * D, D);
+        }
     } else {
-        for (r = 0; r < n; ++r) attn__lbw_chain_row(L, b, X + (size_t)r * D, Fe + (size_t)r * F, dF + (size_t)r * F, dX + (size_t)r * D,
-                                             p0 + r % period);
+        attn__sgemm_1t(gemm, 0, 0, n, D, F, L->pnorm, dF, F, L->W, D, 0.0f, dX, D);
     }
-}
-
-/* Keys [j0, j0 + n) of (b, hk): raw rows into X, features into B.K, V into B.V; Performer: K~
-   with running maxes recorded into kc (fixed: kc given, the second pass). */
-static void attn__lbw_keys(const attn__lin *L, attn__lbw_bufs *W, int b, int hk, int j0, int n, long long cnt, int fixed) {
-    int j;
-    if (L->perf) {
-        attn__perf_load_keys(L, &W->P, b, hk, j0, n, cnt > 0, fixed && L->perf == 1 ? W->kc + j0 : NULL);
-        if (!fixed && L->perf == 1) memcpy(W->kc + j0, W->P.ck, (size_t)n * sizeof(float));
-        return;
-    }
-    if (L->cos) {
-        attn__lin_load_keys(L, &W->P.B, b, hk, j0, n);
-        for (j = 0; j < n; ++j) L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, W->P.X + (size_t)j * L->D, L->D, 1.0f);
-        return;
-    }
-    for (j = 0; j < n; ++j) {          /* ATTN_LINEAR: each row read once, phi from the loaded row */
-        float *x = W->P.X + (size_t)j * L->D;
-        if (n > ATTN__LIN_FEW) { attn__lin_prefetch(&L->k, b, j0 + j + ATTN__LIN_PF, hk); attn__lin_prefetch(&L->v, b, j0 + j + ATTN__LIN_PF, hk); }
-        L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, x, L->D, 1.0f);
-        L->isa->elu1(W->P.B.K + (size_t)j * L->F, x, NULL, L->D);
-        L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, W->P.B.V + (size_t)j * L->Dv, L->Dv, 1.0f);
-    }
-}
-
-/* Query rows of the chunk: raw into XQ, features into B.Q (Performer: sumq, s, fac too). */
-static void attn__lbw_queries(const attn__lin *L, attn__lbw_bufs *W, int b, int hk, int q0, int n, long long pa, int kdone,
-                              int Lk, long long cnt) {
-    const int g = L->groups, D = L->D;
-    int gi, i;
-    if (L->perf) { attn__perf_queries(L, &W->P, b, hk, q0, n, pa, kdone, Lk, cnt, W->XQ); return; }
-    for (gi = 0; gi < g; ++gi)
-        for (i = 0; i < n; ++i) {
-            const int r = gi * n + i;
-            const void *src = attn__at(&L->q, b, q0 + i, hk * g + gi);
-            attn__lin_feat(L, b, src, L->q.dtype, W->P.B.Q + (size_t)r * L->F, W->P.B.row, L->pos0 + q0 + i + (L->causal ? pa - q0 : 0));
-            L->isa->load(src, L->q.dtype, W->XQ + (size_t)r * D, D, 1.0f);
-            W->P.fac[r] = 1.0f;
-            W->P.sumq[r] = 0.0f;
+    if (L->perf == 1)
+        for (r = 0; r < n; ++r) {
+            float s = 0.0f;
+            int l;
+            for (l = 0; l < F; ++l) s += dF[(size_t)r * F + l];
+            isa->axpy(dX + (size_t)r * D, -2.0f * L->hmul * s, X + (size_t)r * D, D);
         }
+}
+
+/* Keys [j0, j0 + n) of (b, hk): raw rows into X, K~ into B.K, V into B.V, with running maxes
+   recorded into kc (fixed: kc given, the second pass). */
+static void attn__lbw_keys(const attn__lin *L, attn__lbw_bufs *W, int b, int hk, int j0, int n, long long cnt, int fixed) {
+    attn__perf_load_keys(L, &W->P, b, hk, j0, n, cnt > 0, fixed && L->perf == 1 ? W->kc + j0 : NULL);
+    if (!fixed && L->perf == 1) memcpy(W->kc + j0, W->P.ck, (size_t)n * sizeof(float));
 }
 
 /* dK, dV of n loaded keys from the suffix state: dK = V G^T + h, dV = K G (Performer: times
@@ -13965,7 +13926,7 @@ static void attn__lbw_keys_from_state(const attn__lin *L, attn__lbw_bufs *W, int
 /* Writes the n keys' dk (through the features) and dv rows from j0. */
 static void attn__lbw_store_keys(const attn__lin *L, const attn__lbw *C, attn__lbw_bufs *W, int b, int hk, int j0, int n) {
     int j;
-    attn__lbw_chain(L, b, W->P.B.gemm, n, W->P.X, W->P.B.K, W->dK, W->dX, j0, INT_MAX, 0);
+    attn__lbw_chain(L, W->P.B.gemm, n, W->P.X, W->P.B.K, W->dK, W->dX, 0);
     for (j = 0; j < n; ++j) {
         L->isa->store(attn__at(&C->dk, b, j0 + j, hk), C->dk.dtype, W->dX + (size_t)j * L->D, L->D, 1.0f);
         L->isa->store(attn__at(&C->dv, b, j0 + j, hk), C->dv.dtype, W->dV + (size_t)j * L->Dv, L->Dv, 1.0f);
@@ -14021,7 +13982,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         while (kdone < Lk) {
             const int n = ATTN__MIN(KB, Lk - kdone);
             attn__lbw_keys(L, W, b, hk, kdone, n, cnt, 0);
-            if (L->perf) attn__perf_absorb_loaded(L, P, n, cnt); else attn__lin_absorb_loaded(L, B, n);
+            attn__perf_absorb_loaded(L, P, n, cnt);
             cnt += n; kdone += n;
         }
     for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
@@ -14033,13 +13994,13 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             while (kdone < upto) {
                 const int nb = ATTN__MIN(KB, upto - kdone);
                 attn__lbw_keys(L, W, b, hk, kdone, nb, cnt, 0);
-                if (L->perf) attn__perf_absorb_loaded(L, P, nb, cnt); else attn__lin_absorb_loaded(L, B, nb);
+                attn__perf_absorb_loaded(L, P, nb, cnt);
                 cnt += nb; kdone += nb;
             }
             nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kdone;
             if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
         }
-        attn__lbw_queries(L, W, b, hk, q0, n, pa, kdone, Lk, cnt);
+        attn__perf_queries(L, P, b, hk, q0, n, pa, kdone, Lk, cnt, W->XQ);
         attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
         for (r = 0; r < m; ++r) {
             float *nr = B->num + (size_t)r * Dv;
@@ -14070,17 +14031,14 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
                 const size_t at = (size_t)gi * Sq + q0 + i;
                 float *gr = W->Gm + (size_t)r2 * Dv, *nr = B->num + (size_t)r2 * Dv, den = B->den[r2], cc;
                 const long long vis = L->causal ? ATTN__MIN(pa + i, (long long)Lk - 1) : (long long)Lk - 1;
-                int clamped = 0;
                 isa->load(attn__at(&C->dout, b, q0 + i, hk * g + gi), C->dout.dtype, gr, Dv, 1.0f);
                 if (vis < 0) {
                     memset(gr, 0, (size_t)Dv * sizeof(float));
                     W->rden[at] = 0.0f; W->rc[at] = 0.0f; W->rs[at] = 0.0f;
                     continue;
                 }
-                if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
-                else if (!L->perf) den += L->eps;
                 isa->scal(nr, 1.0f / den, Dv);          /* out */
-                cc = clamped ? 0.0f : -isa->dot(gr, nr, Dv) / den;
+                cc = -isa->dot(gr, nr, Dv) / den;
                 isa->scal(gr, 1.0f / den, Dv);
                 W->rden[at] = den; W->rc[at] = cc; W->rs[at] = split ? P->sq[r2] : 0.0f;
             }
@@ -14117,12 +14075,12 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             }
             attn__sgemm_1t(B->gemm, 0, 0, m, F, nk, 1.0f, W->BE, nk, B->K, F, 1.0f, W->dQ, F);
         }
-        attn__lbw_chain(L, b, B->gemm, m, W->XQ, B->Q, W->dQ, W->dX, L->causal ? pa : q0, n, 1);
+        attn__lbw_chain(L, B->gemm, m, W->XQ, B->Q, W->dQ, W->dX, 1);
         for (gi = 0; gi < g; ++gi)
             for (i = 0; i < n; ++i)
                 isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
         if (nk > 0) {
-            if (L->perf) attn__perf_absorb_loaded(L, P, nk, cnt); else attn__lin_absorb_loaded(L, B, nk);
+            attn__perf_absorb_loaded(L, P, nk, cnt);
             cnt += nk; kdone += nk;
         }
     }
@@ -14137,7 +14095,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         const int kd = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)) : Lk;
         const int nk = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd : 0;
         int first = -1;
-        attn__lbw_queries(L, W, b, hk, qc, n, pa, kd, Lk, 1);
+        attn__perf_queries(L, P, b, hk, qc, n, pa, kd, Lk, 1, W->XQ);
         for (r = 0; r < m; ++r) {
             const size_t at = (size_t)(r / n) * Sq + qc + r % n;
             float *gr = W->Gm + (size_t)r * Dv;
@@ -15939,8 +15897,9 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     }
     if (!attn__add_size(P->scratch_floats, 15, &P->scratch_floats)) return ATTN_ERR_OVERFLOW;
     P->scratch_floats &= ~(size_t)15;   /* every thread's block 64-byte aligned */
-    if (!attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim) ||
-        !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim) ||
+    /* E K, F V (not with proj: they live there), their gradients (backward), per-thread buffers */
+    if ((!L->proj && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
+        (!L->proj && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
         (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->k.dim)) ||
         (bwd && !attn__lr_floats(&f, (size_t)c->k.batch * (size_t)L->k, (size_t)c->k.heads * (size_t)c->v.dim)) ||
         !attn__lr_floats(&f, P->scratch_floats, (size_t)P->n_threads) ||
@@ -15949,22 +15908,24 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     return ATTN_OK;
 }
 
-/* Carves our floats from the workspace and puts E K, F V in kbuf, vbuf: in linformer.proj when
-   given (the backward then reads the forward's there), else in the workspace. */
+/* Carves our floats from the workspace (in attn__lfm_plan_make's order) and puts E K, F V in
+   kbuf, vbuf: in linformer.proj when given (the backward then reads the forward's there), else
+   in the workspace. */
 static void attn__lfm_project_all(const attn__call *c, attn__lfm_plan *P, char *base) {
-    float *proj = c->d->linformer.proj;
+    float *proj = c->d->linformer.proj, *w = (float *)(void *)base;
     size_t kf = 0, vf = 0, g = 0;
     attn__lr_floats(&kf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->k.dim);
     attn__lr_floats(&vf, (size_t)c->k.batch * (size_t)P->kp, (size_t)c->k.heads * (size_t)c->v.dim);
     attn__lr_floats(&g, P->gemm_floats, (size_t)P->n_threads);
-    P->kbuf = (float *)(void *)base; P->vbuf = P->kbuf + kf;
-    if (P->bwd) { P->dkbuf = P->vbuf + vf; P->dvbuf = P->dkbuf + kf; }
-    P->gemm = (P->bwd ? P->dvbuf : P->kbuf + kf) + vf;
-    P->scratch = P->gemm + g;
     if (proj) {
         P->kbuf = proj; P->vbuf = proj + (size_t)c->k.batch * (size_t)P->kp * (size_t)c->k.heads * (size_t)c->k.dim;
-        if (P->bwd) return;
+    } else {
+        P->kbuf = w; P->vbuf = w + kf; w = P->vbuf + vf;
     }
+    if (P->bwd) { P->dkbuf = w; P->dvbuf = w + kf; w = P->dvbuf + vf; }
+    P->gemm = w;
+    P->scratch = P->gemm + g;
+    if (proj && P->bwd) return;
     attn__parallel_for(c->d, 2 * c->k.batch * P->groups * P->split, P->n_threads, attn__lfm_task, P);
 }
 

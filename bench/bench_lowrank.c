@@ -256,7 +256,9 @@ static const char lfm_torch_snippet[] =
 /* S 4096, H 8, D 64, k 256 (E and F [k][n], shared across heads, not shared between k and v),
    1 thread; each round: attn.h's forward and backward, then one Python process times the same
    case (torch.set_num_threads(1), one warm-up); medians over the rounds. attn.h's forward keeps
-   E K and F V in linformer.proj for its backward, as autograd keeps torch's. */
+   E K and F V in linformer.proj for its backward, as autograd keeps torch's (row `linformer`);
+   each round also times the calls without proj (row `linformer-noproj`: the backward projects
+   k, v again). */
 static void run_linformer_peer(const char *outdir) {
     enum { PH = 8, PS = 4096, MAXR = 15 };
     const int rounds = ATTN__MAX(5, ATTN__MIN(env_int("BENCH_ROUNDS", 7), MAXR));
@@ -264,13 +266,13 @@ static void run_linformer_peer(const char *outdir) {
     float *q = (float *)xalloc(n * 4), *k = (float *)xalloc(n * 4), *v = (float *)xalloc(n * 4), *o = (float *)xalloc(n * 4);
     float *dO = (float *)xalloc(n * 4), *g3 = (float *)xalloc(3 * n * 4), *lse = (float *)xalloc((size_t)PS * PH * 4);
     float *E = (float *)xalloc((size_t)2 * KP * PS * 4), *proj = (float *)xalloc((size_t)2 * KP * PH * D * 4);
-    double ta[2][MAXR], tt[2][MAXR], med[4], lo, hi;
+    double ta[4][MAXR], tt[2][MAXR], med[6], lo, hi;
     char ver[128], args[64], last[256], path[512];
     attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, PS, PH, D), tk = attn_tensor_dense(k, ATTN_F32, 1, PS, PH, D);
     attn_tensor tv = attn_tensor_dense(v, ATTN_F32, 1, PS, PH, D), to = attn_tensor_dense(o, ATTN_F32, 1, PS, PH, D);
     attn_tensor tdo = attn_tensor_dense(dO, ATTN_F32, 1, PS, PH, D), gq = attn_tensor_dense(g3, ATTN_F32, 1, PS, PH, D);
     attn_tensor gk = attn_tensor_dense(g3 + n, ATTN_F32, 1, PS, PH, D), gv = attn_tensor_dense(g3 + 2 * n, ATTN_F32, 1, PS, PH, D);
-    attn_desc d;
+    attn_desc d, dn;
     int torch_on, r, j;
     FILE *f;
     fill_rand(q, n); fill_rand(k, n); fill_rand(v, n); fill_rand(dO, n); fill_rand(E, (size_t)2 * KP * PS);
@@ -278,6 +280,7 @@ static void run_linformer_peer(const char *outdir) {
     memset(&d, 0, sizeof d);
     d.kind = ATTN_LINFORMER; d.linformer.e = E; d.linformer.f = E + (size_t)KP * PS; d.linformer.k = KP; d.linformer.n = PS;
     d.linformer.shared_heads = 1; d.n_threads = 1; d.linformer.proj = proj;
+    dn = d; dn.linformer.proj = NULL;
     torch_on = torch_probe_ok(lfm_torch_probe, ver, sizeof ver);
     printf("== linformer-peer: ATTN_LINFORMER (k %d, E, F shared across heads), B 1, S %d, H %d, D %d, fp32, 1 thread, %d interleaved rounds\n",
            KP, PS, PH, D, rounds);
@@ -293,6 +296,12 @@ static void run_linformer_peer(const char *outdir) {
         t0 = now_s();
         if (attn_backward(&d, tq, tk, tv, to, tdo, lse, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
         ta[1][r] = now_s() - t0;
+        t0 = now_s();
+        if (attn_forward(&dn, tq, tk, tv, to, lse) != ATTN_OK) die("attn_forward failed");
+        ta[2][r] = now_s() - t0;
+        t0 = now_s();
+        if (attn_backward(&dn, tq, tk, tv, to, tdo, lse, gq, gk, gv) != ATTN_OK) die("attn_backward failed");
+        ta[3][r] = now_s() - t0;
         if (torch_on) {
             double t[2];
             if (python_run(lfm_torch_snippet, args, t, 2, last, sizeof last) != 2) {
@@ -306,21 +315,29 @@ static void run_linformer_peer(const char *outdir) {
     for (j = 0; j < 2; ++j) {
         med[j] = median_of(ta[j], rounds, &lo, &hi) * 1e3;
         med[2 + j] = torch_on ? median_of(tt[j], rounds, &lo, &hi) * 1e3 : NAN;
+        med[4 + j] = median_of(ta[2 + j], rounds, &lo, &hi) * 1e3;
     }
-    printf("  attn.h forward %8.2f ms, backward %8.2f ms (%.2fx its forward)", med[0], med[1], med[1] / med[0]);
-    if (torch_on)
-        printf("; torch forward %8.2f ms, backward %8.2f ms: attn.h %.2fx / %.2fx", med[2], med[3], med[2] / med[0], med[3] / med[1]);
-    printf("\n");
+    for (j = 0; j < 2; ++j) {   /* j 0: with proj (med 0, 1), 1: without (med 4, 5) */
+        const double af = med[4 * j], ab = med[4 * j + 1];
+        printf("  attn.h %-7s forward %8.2f ms, backward %8.2f ms (%.2fx its forward)", j ? "noproj" : "proj", af, ab, ab / af);
+        if (torch_on)
+            printf("; torch forward %8.2f ms, backward %8.2f ms: attn.h %.2fx / %.2fx", med[2], med[3], med[2] / af, med[3] / ab);
+        printf("\n");
+    }
     snprintf(path, sizeof path, "%s/results_linformer_peer.csv", outdir);
     if (!(f = fopen(path, "w"))) die("cannot write the CSV");
     bench_csv_header(f, "case,seq,heads,dim,k,threads,rounds,attn_fwd_ms,attn_bwd_ms,torch_fwd_ms,torch_bwd_ms,fwd_speedup,"
                         "bwd_speedup,attn_bwd_over_fwd,torch_version");
     bench_csv_machine(f);
-    fprintf(f, "linformer,%d,%d,%d,%d,1,%d,%.3f,%.3f,", PS, PH, D, KP, rounds, med[0], med[1]);
-    if (torch_on)
-        fprintf(f, "%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", med[2], med[3], med[2] / med[0], med[3] / med[1], med[1] / med[0], ver);
-    else
-        fprintf(f, ",,,,%.3f,\n", med[1] / med[0]);
+    for (j = 0; j < 2; ++j) {
+        const double af = med[4 * j], ab = med[4 * j + 1];
+        if (j) bench_csv_machine(f);
+        fprintf(f, "%s,%d,%d,%d,%d,1,%d,%.3f,%.3f,", j ? "linformer-noproj" : "linformer", PS, PH, D, KP, rounds, af, ab);
+        if (torch_on)
+            fprintf(f, "%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", med[2], med[3], med[2] / af, med[3] / ab, ab / af, ver);
+        else
+            fprintf(f, ",,,,%.3f,\n", ab / af);
+    }
     if (fclose(f) != 0) die("cannot write the CSV");
     printf("wrote %s\n", path);
     free(q); free(k); free(v); free(o); free(dO); free(g3); free(lse); free(E); free(proj);

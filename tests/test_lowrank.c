@@ -566,11 +566,13 @@ static void test_linformer_threads(void) {
    make no ATTN_MALLOC call and give bitwise the result of the allocating call; one byte short is
    ATTN_ERR_WORKSPACE with every output (out, lse; dq, dk, dv, dE, dF) untouched. Cases: E shared
    across heads with fp32 k, v (the one-product path), per-head E, BHSD strides, f16 inputs with
-   bf16 gradients, padded keys; 1 and 3 threads. */
+   bf16 gradients, padded keys; 1 and 3 threads; each without and with linformer.proj (then both
+   queried sizes are smaller by at least E K and F V, and the results bitwise those without). */
 static void test_linformer_workspace(void) {
     t_rng r = t_rng_seed(1931);
-    int cfg;
-    for (cfg = 0; cfg < 8; ++cfg) {
+    int ci;
+    for (ci = 0; ci < 16; ++ci) {
+        const int cfg = ci % 8, pj = ci >= 8;
         const int sh = cfg % 2 == 0, f16 = cfg == 4 || cfg == 5, layout = cfg == 2 || cfg == 3, kp = 16, n = 40;
         const int B = 2, Sq = 9, Sk = 33, Hq = 4, Hk = 2, D = 8, Dv = 6;
         static const int lens[2] = { 33, 20 };
@@ -583,10 +585,11 @@ static void test_linformer_workspace(void) {
         float *de = (float *)t_xmalloc(4 * ne), *df = (float *)t_xmalloc(4 * ne);
         float *de0 = (float *)t_xmalloc(4 * ne), *df0 = (float *)t_xmalloc(4 * ne);
         float *lse = (float *)t_xmalloc(4 * nl), *lse0 = (float *)t_xmalloc(4 * nl);
+        float *proj = (float *)t_xmalloc(4 * (size_t)B * kp * Hk * (D + Dv));
         unsigned char *out0 = (unsigned char *)t_xmalloc(ob);
         const attn_tensor to = attn_tensor_dense(dout, ATTN_F32, B, Sq, Hq, Dv);
         attn_desc d;
-        size_t bytes = 0, m0;
+        size_t bytes = 0, m0, fwd0 = 0, bwd0 = 0;
         void *ws;
         attn_status st;
         memset(&d, 0, sizeof d);
@@ -599,7 +602,18 @@ static void test_linformer_workspace(void) {
         memcpy(out0, f.out.data, ob);
         T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse0, ref.q, ref.k, ref.v) == ATTN_OK, "cfg %d: backward", cfg);
         memcpy(de0, de, 4 * ne); memcpy(df0, df, 4 * ne);
-        /* forward with exactly attn_workspace_size bytes (NaN garbage: nothing read before written) */
+        if (pj) {   /* proj holds E K and F V: the workspace does not */
+            const size_t saved = 4 * (size_t)B * kp * Hk * (D + Dv);
+            T_CHECK(attn_workspace_size(&d, f.q, f.k, f.v, &fwd0) == ATTN_OK &&
+                    attn_backward_workspace_size(&d, f.q, f.k, f.v, &bwd0) == ATTN_OK, "cfg %d: size queries", cfg);
+            d.linformer.proj = proj;
+            T_CHECK(attn_workspace_size(&d, f.q, f.k, f.v, &bytes) == ATTN_OK && bytes + saved <= fwd0,
+                    "cfg %d: forward workspace with proj %lu bytes, without %lu", cfg, (unsigned long)bytes, (unsigned long)fwd0);
+            T_CHECK(attn_backward_workspace_size(&d, f.q, f.k, f.v, &bytes) == ATTN_OK && bytes + saved <= bwd0,
+                    "cfg %d: backward workspace with proj %lu bytes, without %lu", cfg, (unsigned long)bytes, (unsigned long)bwd0);
+        }
+        /* forward with exactly attn_workspace_size bytes (NaN garbage: nothing read before written;
+           with proj it also fills proj for the backward below) */
         st = attn_workspace_size(&d, f.q, f.k, f.v, &bytes);
         if (T_CHECK(st == ATTN_OK && bytes > 0, "cfg %d: workspace query: %s", cfg, attn_status_str(st))) {
             ws = t_xmalloc(bytes); memset(ws, 0xFF, bytes);
@@ -657,7 +671,7 @@ static void test_linformer_workspace(void) {
                     "cfg %d: short backward workspace wrote a gradient", cfg);
             free(ws);
         }
-        free(e); free(fm); free(dout); free(de); free(df); free(de0); free(df0); free(lse); free(lse0); free(out0);
+        free(e); free(fm); free(dout); free(de); free(df); free(de0); free(df0); free(lse); free(lse0); free(out0); free(proj);
         fx_free(&f); fx_free(&g); fx_free(&ref);
     }
 }
