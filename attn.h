@@ -1852,10 +1852,12 @@ typedef struct attn_ssm_desc {
      y[d][l] = (2 Re(sum_n C_l[n] x_l[n]) + d_skip[d] u[d][l]) * silu(z[d][l])   (no conjugate)
      A [dim, d_state, 2]; per-token B, C [batch, G N, 2 len] (token l's re, im at 2l, 2l + 1,
      as the reference's "(L two)"); constant B, C [dim, 2 d_state]; state_in / state_out
-     [S, dim, d_state, 2]. Runs one channel at a time (fp32 expf / cosf / sinf), not SIMD.
-   Parallel over (sequence, 64-channel block); the real case runs the vector layer's fused
-   kernel (ssm_scan: 16 channels in SIMD lanes, the state in registers, exp(dt A) as 2^t with
-   A prescaled by log2 e, about 1.5 ulp). */
+     [S, dim, d_state, 2].
+   Parallel over (sequence, 64-channel block); the vector layer's fused kernel per ISA (ssm_scan:
+   16 channels in SIMD lanes, the state in registers, exp(dt A) as 2^t with A prescaled by log2
+   e, about 1.5 ulp). Complex A: ssm_cscan on the same plan, exp(dt Re A) as that 2^t and
+   (cos, sin)(dt Im A) from a 16-lane polynomial sincos (~2 ulp for |dt Im A| < 1e4; past that
+   the phase loses bits as fp32 libm's would not), the backward's arithmetic. */
 ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
                                             const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                             const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
@@ -3392,9 +3394,10 @@ static size_t attn__ssm_cbk_floats(int N) {
 /* sin and cos of x on 16 lanes: k = round(x 2/pi) (the 1.5 2^23 trick: |x| < 6e6), x - k pi/2 in
    three FMAs (Cody-Waite, Cephes' constants), Cephes' sinf / cosf polynomials on [-pi/4, pi/4],
    the quadrant k mod 4 applied by selects: ~2 ulp for |x| < 1e4, as the forward's libm sinf /
-   cosf to rounding. The complex scan's phase dt Im(A). */
-#define ATTN__SSM_SINCOS_DEF(S, ATTR)                                                                            \
-ATTR static void attn__w_sincos_##S(attn__w_##S x, attn__w_##S *sn, attn__w_##S *cs) {              \
+   cosf to rounding. The complex scan's phase dt Im(A). INL: the SIMD ISAs inline it (a call per
+   state and token, its results through memory: the forward measured 1.1-1.3x slower). */
+#define ATTN__SSM_SINCOS_DEF(S, ATTR, INL)                                                                       \
+ATTR static INL void attn__w_sincos_##S(attn__w_##S x, attn__w_##S *sn, attn__w_##S *cs) {          \
     const attn__w_##S mg = attn__w_set_##S(12582912.0f), zero = attn__w_set_##S(0.0f);                          \
     const attn__w_##S k = attn__w_sub_##S(attn__w_add_##S(attn__w_mul_##S(x, attn__w_set_##S(0.636619772367581343f)), mg), mg);\
     const attn__w_##S k4 = attn__w_mul_##S(k, attn__w_set_##S(0.25f));                                         \
@@ -3427,7 +3430,6 @@ ATTR static void attn__w_sincos_##S(attn__w_##S x, attn__w_##S *sn, attn__w_##S 
      ddt_A += Re(s conj(A));  q += Re(g conj(B));  dB = dt u g;  dC = 2 dy' conj(x_l);  g = conj(e) g
    Tiles of 8 tokens: a per-token dB / dC tile is 16 (re, im) rows for one register tree. */
 #define ATTN__SSM_CBWD_DEF(S, ATTR)                                                                              \
-ATTN__SSM_SINCOS_DEF(S, ATTR)                                                                                    \
 ATTR static void attn__ssm_cbwd_##S(const attn__ssm_bk *k) {                                                     \
     const int N = k->N, N2 = 2 * k->N, nt = k->nt, T = ATTN__SSM_BT, bcc = k->bc_const;                         \
     const ptrdiff_t ldb = k->ldb;                                                                                \
@@ -3963,6 +3965,7 @@ static void attn__w_hred_sc(const float *v, float *out, int m, int add) {
     }
 }
 ATTN__SSM_BWD_DEF(sc, )
+ATTN__SSM_SINCOS_DEF(sc, , )
 ATTN__SSM_CBWD_DEF(sc, )
 ATTN__SSM_CSCAN_DEF(sc, )
 
@@ -4688,6 +4691,7 @@ ATTN__T512 static void attn__w_hred_512(const float *v, float *out, int m, int a
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(512, ATTN__T512)
+ATTN__SSM_SINCOS_DEF(512, ATTN__T512, ATTN__INLINE)
 ATTN__SSM_CBWD_DEF(512, ATTN__T512)
 ATTN__SSM_CSCAN_DEF(512, ATTN__T512)
 
@@ -5378,6 +5382,7 @@ ATTN__T256 static void attn__w_hred_256(const float *v, float *out, int m, int a
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(256, ATTN__T256)
+ATTN__SSM_SINCOS_DEF(256, ATTN__T256, ATTN__INLINE)
 ATTN__SSM_CBWD_DEF(256, ATTN__T256)
 ATTN__SSM_CSCAN_DEF(256, ATTN__T256)
 
@@ -5955,6 +5960,7 @@ static void attn__w_hred_neon(const float *v, float *out, int m, int add) {
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(neon, )
+ATTN__SSM_SINCOS_DEF(neon, , inline)
 ATTN__SSM_CBWD_DEF(neon, )
 ATTN__SSM_CSCAN_DEF(neon, )
 
@@ -16869,7 +16875,9 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    gate ~20%; the transposes and staging the rest. Each (sequence, block of ATTN__SSM_W
    channels) is one task that runs its tokens in order, so results never depend on the thread
    count, and a token's arithmetic does not depend on where a tile or a piece starts. Complex
-   A runs attn__ssm_cscan_task, scalar per channel.
+   A runs the ssm_cscan op on the same task (A, B, C and state rows twice as long): ~45 vector
+   ops per state and token (the 16-lane sincos ~25), measured 10-13x the scalar per-channel
+   libm loop it replaced (one thread, D 256 / 1536, N 16, L 2k; bench/README.md).
    The backward (attn__ssm_bwd_task) runs the ssm_bwd op on the same 16-channel pieces: per
    (sequence, piece) a checkpoint pass, then 256-token chunks last first (recompute, gate,
    reverse sweep; 64 and 128 measured 15% and 10% slower: per-chunk costs). Per state and token the sweep costs 9 vector ops (3 FMAs, 6 multiplies: no
