@@ -16886,7 +16886,8 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    shared cores), one thread, D 1536, N 16, L 2k-16k: 3.4-3.6x the forward per channel-token,
    from 69x (scalar per channel, libm expf in three passes; bench/README.md). Complex A runs
    ssm_cbwd on the same driver (attn__ssm_bwd_task, Q = 2 floats per state): ~30 vector ops per
-   state and token, 0.24x the scalar complex forward (D 256, N 16, L 2k, one thread, same Xeon).
+   state and token, 3.1x the complex forward (ssm_cscan; 0.24x the scalar one it replaced; D 256,
+   N 16, L 2k, one thread, same Xeon).
    The conv1d's backward (attn__ssm_convb_task) and S4D's (attn__s4db_task, the recurrence's
    adjoint with the modes in rows of madd / axpy / dot) are per channel; measured 2.0-2.5x and
    6.4-7.3x their forwards (bench/README.md). */
