@@ -1856,10 +1856,12 @@ typedef struct attn_ssm_desc {
      y[d][l] = (2 Re(sum_n C_l[n] x_l[n]) + d_skip[d] u[d][l]) * silu(z[d][l])   (no conjugate)
      A [dim, d_state, 2]; per-token B, C [batch, G N, 2 len] (token l's re, im at 2l, 2l + 1,
      as the reference's "(L two)"); constant B, C [dim, 2 d_state]; state_in / state_out
-     [S, dim, d_state, 2]. Runs one channel at a time (fp32 expf / cosf / sinf), not SIMD.
-   Parallel over (sequence, 64-channel block); the real case runs the vector layer's fused
-   kernel (ssm_scan: 16 channels in SIMD lanes, the state in registers, exp(dt A) as 2^t with
-   A prescaled by log2 e, about 1.5 ulp). */
+     [S, dim, d_state, 2].
+   Parallel over (sequence, 64-channel block); the vector layer's fused kernel per ISA (ssm_scan:
+   16 channels in SIMD lanes, the state in registers, exp(dt A) as 2^t with A prescaled by log2
+   e, about 1.5 ulp). Complex A: ssm_cscan on the same plan, exp(dt Re A) as that 2^t and
+   (cos, sin)(dt Im A) from a 16-lane polynomial sincos (~2 ulp for |dt Im A| < 1e4; past that
+   the phase loses bits as fp32 libm's would not), the backward's arithmetic. */
 ATTNDEF attn_status attn_ssm_selective_scan(const attn_ssm_desc *desc, attn_ssm_tensor u, attn_ssm_tensor delta,
                                             const float *A, attn_ssm_tensor B, attn_ssm_tensor C,
                                             const float *d_skip, attn_ssm_tensor z, const float *delta_bias,
@@ -3502,9 +3504,10 @@ static size_t attn__ssm_cbk_floats(int N) {
 /* sin and cos of x on 16 lanes: k = round(x 2/pi) (the 1.5 2^23 trick: |x| < 6e6), x - k pi/2 in
    three FMAs (Cody-Waite, Cephes' constants), Cephes' sinf / cosf polynomials on [-pi/4, pi/4],
    the quadrant k mod 4 applied by selects: ~2 ulp for |x| < 1e4, as the forward's libm sinf /
-   cosf to rounding. The complex scan's phase dt Im(A). */
-#define ATTN__SSM_SINCOS_DEF(S, ATTR)                                                                            \
-ATTR static void attn__w_sincos_##S(attn__w_##S x, attn__w_##S *sn, attn__w_##S *cs) {              \
+   cosf to rounding. The complex scan's phase dt Im(A). INL: the SIMD ISAs inline it (a call per
+   state and token, its results through memory: the forward measured 1.1-1.3x slower). */
+#define ATTN__SSM_SINCOS_DEF(S, ATTR, INL)                                                                       \
+ATTR static INL void attn__w_sincos_##S(attn__w_##S x, attn__w_##S *sn, attn__w_##S *cs) {          \
     const attn__w_##S mg = attn__w_set_##S(12582912.0f), zero = attn__w_set_##S(0.0f);                          \
     const attn__w_##S k = attn__w_sub_##S(attn__w_add_##S(attn__w_mul_##S(x, attn__w_set_##S(0.636619772367581343f)), mg), mg);\
     const attn__w_##S k4 = attn__w_mul_##S(k, attn__w_set_##S(0.25f));                                         \
@@ -3537,7 +3540,6 @@ ATTR static void attn__w_sincos_##S(attn__w_##S x, attn__w_##S *sn, attn__w_##S 
      ddt_A += Re(s conj(A));  q += Re(g conj(B));  dB = dt u g;  dC = 2 dy' conj(x_l);  g = conj(e) g
    Tiles of 8 tokens: a per-token dB / dC tile is 16 (re, im) rows for one register tree. */
 #define ATTN__SSM_CBWD_DEF(S, ATTR)                                                                              \
-ATTN__SSM_SINCOS_DEF(S, ATTR)                                                                                    \
 ATTR static void attn__ssm_cbwd_##S(const attn__ssm_bk *k) {                                                     \
     const int N = k->N, N2 = 2 * k->N, nt = k->nt, T = ATTN__SSM_BT, bcc = k->bc_const;                         \
     const ptrdiff_t ldb = k->ldb;                                                                                \
@@ -3683,6 +3685,76 @@ ATTR static void attn__ssm_cbwd_##S(const attn__ssm_bk *k) {                    
     attn__w_st_##S(acc + 16 * 6 * (size_t)N, accD);                                                              \
     attn__w_st_##S(acc + 16 * 6 * (size_t)N + 16, accDb);                                                        \
 }
+/* The complex-A forward (ssm_cscan): attn__ssm_k with A, constant Bc / Cc and the state rows
+   xin / xout of 2N floats ((re, im) of state n at 2n, 2n + 1) and per-token B / C rows of 2 nt
+   floats (token j's re, im at 2j, 2j + 1; row n at + n ldb). The real kernel's plan: 16 channels
+   in the lanes, tiles of 16 tokens, per state n the tile's tokens in order with x_n in two
+   registers. Per state and token the arithmetic of ssm_cbwd's recompute, so the backward's states
+   are the forward's bit for bit:
+     e = 2^(dt Re A log2 e) (cos, sin)(dt Im A)  (attn__w_sincos: ~2 ulp for |dt Im A| < 1e4)
+     x = e x + dt u B;  y = (D u + sum_n 2 Re(C_n x_n)) silu(z)   (the sum in n order)
+   ~45 vector ops per state and token (the sin / cos ~25). scratch: 8 N x 16 floats. */
+#define ATTN__SSM_CSCAN_DEF(S, ATTR)                                                                             \
+ATTR static void attn__ssm_cscan_##S(const attn__ssm_k *k) {                                                     \
+    const int N = k->N, N2 = 2 * k->N, nt = k->nt, bcc = k->bc_const;                                           \
+    const ptrdiff_t ldb = k->ldb;                                                                                \
+    float *x = k->scratch, *An = x + 16 * (size_t)N2, *Bc = An + 16 * (size_t)N2, *Cc = Bc + 16 * (size_t)N2;    \
+    float tu[256], tdt[256], tdc[256], tdu[256], ty[256], tz[256], *yr[16];                                      \
+    const attn__w_##S bias = attn__w_ld_##S(k->bias), dsk = attn__w_ld_##S(k->dsk), zero = attn__w_set_##S(0.0f);\
+    const attn__w_##S szero = attn__w_set_##S(ATTN__SILU_ZERO), nzero = attn__w_set_##S(-0.0f);                  \
+    int t0, j, n, c;                                                                                             \
+    attn__w_rows_in_##S(k->xin, 0, N2, x);          /* x, An, Bc, Cc [2N][16]; An's re rows: Re A log2 e */      \
+    attn__w_rows_in_##S(k->A, 0, N2, An);                                                                        \
+    for (n = 0; n < N; ++n)                                                                                      \
+        attn__w_st_##S(An + 32 * n, attn__w_clamp_##S(attn__w_mul_##S(attn__w_ld_##S(An + 32 * n),              \
+                                                                      attn__w_set_##S(1.44269504088896341f))));  \
+    if (bcc) { attn__w_rows_in_##S(k->Bc, 0, N2, Bc); attn__w_rows_in_##S(k->Cc, 0, N2, Cc); }                   \
+    for (t0 = 0; t0 < nt; t0 += 16) {                                                                            \
+        const int m = ATTN__MIN(16, nt - t0);                                                                    \
+        attn__w_rows_in_##S(k->u, t0, m, tu);                                                                    \
+        attn__w_rows_in_##S(k->dl, t0, m, tdt);                                                                  \
+        if (k->has_z) attn__w_rows_in_##S(k->z, t0, m, tz);                                                      \
+        for (j = 0; j < m; ++j) {         /* dt (tdt), clamped for the exp (tdc), dt u (tdu), D u (ty) */        \
+            const attn__w_##S uv = attn__w_ld_##S(tu + 16 * j), r = attn__w_add_##S(attn__w_ld_##S(tdt + 16 * j), bias);\
+            const attn__w_##S dt = k->softplus ? attn__w_softplus_##S(r) : r;                                    \
+            attn__w_st_##S(tdt + 16 * j, dt);                                                                    \
+            attn__w_st_##S(tdc + 16 * j, attn__w_clamp_##S(dt));                                                \
+            attn__w_st_##S(tdu + 16 * j, attn__w_mul_##S(dt, uv));                                               \
+            attn__w_st_##S(ty + 16 * j, attn__w_mul_##S(dsk, uv));                                               \
+        }                                                                                                        \
+        for (n = 0; n < N; ++n) {                                                                                \
+            const attn__w_##S a = attn__w_ld_##S(An + 32 * n), ai = attn__w_ld_##S(An + 32 * n + 16);            \
+            const attn__w_##S bnr = bcc ? attn__w_ld_##S(Bc + 32 * n) : zero, bni = bcc ? attn__w_ld_##S(Bc + 32 * n + 16) : zero;\
+            const attn__w_##S cnr = bcc ? attn__w_ld_##S(Cc + 32 * n) : zero, cni = bcc ? attn__w_ld_##S(Cc + 32 * n + 16) : zero;\
+            const float *Bt = bcc ? NULL : k->Bt + n * ldb + 2 * t0, *Ct = bcc ? NULL : k->Ct + n * ldb + 2 * t0;\
+            attn__w_##S xa = attn__w_ld_##S(x + 32 * n), xb = attn__w_ld_##S(x + 32 * n + 16);                  \
+            for (j = 0; j < m; ++j) {                                                                            \
+                const attn__w_##S mag = attn__w_exp2_##S(attn__w_mul_##S(attn__w_ld_##S(tdc + 16 * j), a));      \
+                const attn__w_##S du = attn__w_ld_##S(tdu + 16 * j);                                             \
+                const attn__w_##S br = bcc ? bnr : attn__w_set_##S(Bt[2 * j]), bi = bcc ? bni : attn__w_set_##S(Bt[2 * j + 1]);\
+                const attn__w_##S cr = bcc ? cnr : attn__w_set_##S(Ct[2 * j]), ci = bcc ? cni : attn__w_set_##S(Ct[2 * j + 1]);\
+                attn__w_##S sn, cs, e_r, e_i, nr, re;                                                            \
+                attn__w_sincos_##S(attn__w_mul_##S(attn__w_ld_##S(tdt + 16 * j), ai), &sn, &cs);                 \
+                e_r = attn__w_mul_##S(mag, cs); e_i = attn__w_mul_##S(mag, sn);                                  \
+                nr = attn__w_fma_##S(e_r, xa, attn__w_fma_##S(du, br, attn__w_mul_##S(attn__w_sub_##S(zero, e_i), xb)));\
+                xb = attn__w_fma_##S(e_r, xb, attn__w_fma_##S(du, bi, attn__w_mul_##S(e_i, xa)));                \
+                xa = nr;                                                                                         \
+                re = attn__w_sub_##S(attn__w_mul_##S(cr, xa), attn__w_mul_##S(ci, xb));                          \
+                attn__w_st_##S(ty + 16 * j, attn__w_add_##S(attn__w_ld_##S(ty + 16 * j), attn__w_add_##S(re, re)));\
+            }                                                                                                    \
+            attn__w_st_##S(x + 32 * n, xa); attn__w_st_##S(x + 32 * n + 16, xb);                                 \
+        }                                                                                                        \
+        if (k->has_z)                     /* y *= z sigmoid(z); -0 below ATTN__SILU_ZERO (attn__silu1) */        \
+            for (j = 0; j < m; ++j) {                                                                            \
+                const attn__w_##S z = attn__w_ld_##S(tz + 16 * j);                                               \
+                const attn__w_##S g = attn__w_sel_lt_##S(z, szero, nzero, attn__w_mul_##S(z, attn__w_sig_##S(z)));\
+                attn__w_st_##S(ty + 16 * j, attn__w_mul_##S(attn__w_ld_##S(ty + 16 * j), g));                    \
+            }                                                                                                    \
+        for (c = 0; c < 16; ++c) yr[c] = k->y[c] + t0;                                                           \
+        attn__w_rows_out_##S(ty, yr, m);                                                                         \
+    }                                                                                                            \
+    attn__w_rows_out_##S(x, k->xout, N2);                                                                        \
+}
 /* 2^r = 1 + r (C1 + r (C2 + r (C3 + r (C4 + r C5)))) on |r| <= 1/2, relative error 9.2e-8: the
    scan kernels' exp(dt A) = 2^(dt A log2 e) (A prescaled by log2 e) */
 #define ATTN__EXP2_C1 0.6931469776f
@@ -3750,6 +3822,9 @@ typedef struct attn__isa {
     void (*ssm_bwd)(const attn__ssm_bk *k);
     /* the same with complex A, B, C (attn__ssm_bk's complex layout, see attn__ssm_cbk_floats) */
     void (*ssm_cbwd)(const attn__ssm_bk *k);
+    /* the selective scan with complex A, B, C on one tile of 16 channels (attn__ssm_k's complex
+       layout, see ATTN__SSM_CSCAN_DEF) */
+    void (*ssm_cscan)(const attn__ssm_k *k);
     /* rows gathered into lanes (the shared-QK kinds' query tiles): XT[e][j] = X[rows[j] ldx + e]
        for e < D, j < n <= ATTN__BQ, lanes n..round16(n) 0; XT [D][ATTN__BQ] 64-byte aligned.
        A copy: every ISA writes the same bits. */
@@ -4000,7 +4075,9 @@ static void attn__w_hred_sc(const float *v, float *out, int m, int add) {
     }
 }
 ATTN__SSM_BWD_DEF(sc, )
+ATTN__SSM_SINCOS_DEF(sc, , )
 ATTN__SSM_CBWD_DEF(sc, )
+ATTN__SSM_CSCAN_DEF(sc, )
 
 /* row by row: each source row read once, in order (NEON uses it too) */
 static void attn__gather_t_scalar(const float *X, size_t ldx, const int *rows, int n, int D, float *XT) {
@@ -4061,7 +4138,7 @@ static void attn__hash_arg_scalar(const float *S, int nk, int nl, int c0, float 
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
-    attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__ssm_bwd_sc, attn__ssm_cbwd_sc, attn__gather_t_scalar,
+    attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__ssm_bwd_sc, attn__ssm_cbwd_sc, attn__ssm_cscan_sc, attn__gather_t_scalar,
     attn__sqk_softmax_scalar, attn__hash_arg_scalar
 };
 
@@ -4724,7 +4801,9 @@ ATTN__T512 static void attn__w_hred_512(const float *v, float *out, int m, int a
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(512, ATTN__T512)
+ATTN__SSM_SINCOS_DEF(512, ATTN__T512, ATTN__INLINE)
 ATTN__SSM_CBWD_DEF(512, ATTN__T512)
+ATTN__SSM_CSCAN_DEF(512, ATTN__T512)
 
 /* 16 rows x 16 columns at a time, transposed in registers (unpack, shuffle_ps, two rounds of
    128-bit lane shuffles); rows past n are zero vectors, columns past D masked off. Measured
@@ -4833,7 +4912,7 @@ ATTN__T512 static void attn__hash_arg_avx512(const float *S, int nk, int nl, int
 static const attn__isa attn__isa_avx512 = {
     "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
-    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__ssm_bwd_512, attn__ssm_cbwd_512,
+    attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__ssm_bwd_512, attn__ssm_cbwd_512, attn__ssm_cscan_512,
     attn__gather_t_avx512, attn__sqk_softmax_avx512, attn__hash_arg_avx512
 };
 
@@ -5413,7 +5492,9 @@ ATTN__T256 static void attn__w_hred_256(const float *v, float *out, int m, int a
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(256, ATTN__T256)
+ATTN__SSM_SINCOS_DEF(256, ATTN__T256, ATTN__INLINE)
 ATTN__SSM_CBWD_DEF(256, ATTN__T256)
+ATTN__SSM_CSCAN_DEF(256, ATTN__T256)
 
 /* 8 x 8 blocks transposed in registers (unpack, shuffle_ps, permute2f128), as the AVX-512 one */
 ATTN__T256 static void attn__gather_t_avx2(const float *X, size_t ldx, const int *rows, int n, int D, float *XT) {
@@ -5519,7 +5600,7 @@ ATTN__T256 static void attn__hash_arg_avx2(const float *S, int nk, int nl, int c
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
-    attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__ssm_bwd_256, attn__ssm_cbwd_256, attn__gather_t_avx2,
+    attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__ssm_bwd_256, attn__ssm_cbwd_256, attn__ssm_cscan_256, attn__gather_t_avx2,
     attn__sqk_softmax_avx2, attn__hash_arg_avx2
 };
 #endif /* ATTN__X86_SIMD */
@@ -5989,7 +6070,9 @@ static void attn__w_hred_neon(const float *v, float *out, int m, int add) {
     for (j = 0; j < m; ++j) out[j] = add ? out[j] + tmp[j] : tmp[j];
 }
 ATTN__SSM_BWD_DEF(neon, )
+ATTN__SSM_SINCOS_DEF(neon, , inline)
 ATTN__SSM_CBWD_DEF(neon, )
+ATTN__SSM_CSCAN_DEF(neon, )
 
 static void attn__sqk_softmax_neon(float *S, int nk, int nq, const int *kpos, const int *qpos, int causal, float masked,
                                    float self, float *mx, float *sum) {
@@ -5999,7 +6082,7 @@ static void attn__sqk_softmax_neon(float *S, int nk, int nq, const int *kpos, co
 static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
-    attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__ssm_bwd_neon, attn__ssm_cbwd_neon, attn__gather_t_scalar,
+    attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__ssm_bwd_neon, attn__ssm_cbwd_neon, attn__ssm_cscan_neon, attn__gather_t_scalar,
     attn__sqk_softmax_neon, attn__hash_arg_scalar
 };
 #endif /* ATTN__NEON */
@@ -16919,7 +17002,9 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    gate ~20%; the transposes and staging the rest. Each (sequence, block of ATTN__SSM_W
    channels) is one task that runs its tokens in order, so results never depend on the thread
    count, and a token's arithmetic does not depend on where a tile or a piece starts. Complex
-   A runs attn__ssm_cscan_task, scalar per channel.
+   A runs the ssm_cscan op on the same task (A, B, C and state rows twice as long): ~45 vector
+   ops per state and token (the 16-lane sincos ~25), measured 10-13x the scalar per-channel
+   libm loop it replaced (one thread, D 256 / 1536, N 16, L 2k; bench/README.md).
    The backward (attn__ssm_bwd_task) runs the ssm_bwd op on the same 16-channel pieces: per
    (sequence, piece) a checkpoint pass, then 256-token chunks last first (recompute, gate,
    reverse sweep; 64 and 128 measured 15% and 10% slower: per-chunk costs). Per state and token the sweep costs 9 vector ops (3 FMAs, 6 multiplies: no
@@ -16928,7 +17013,8 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    shared cores), one thread, D 1536, N 16, L 2k-16k: 3.4-3.6x the forward per channel-token,
    from 69x (scalar per channel, libm expf in three passes; bench/README.md). Complex A runs
    ssm_cbwd on the same driver (attn__ssm_bwd_task, Q = 2 floats per state): ~30 vector ops per
-   state and token, 0.24x the scalar complex forward (D 256, N 16, L 2k, one thread, same Xeon).
+   state and token, 3.1x the complex forward (ssm_cscan; 0.24x the scalar one it replaced; D 256,
+   N 16, L 2k, one thread, same Xeon).
    The conv1d's backward (attn__ssm_convb_task) and S4D's (attn__s4db_task, the recurrence's
    adjoint with the modes in rows of madd / axpy / dot) are per channel; measured 2.0-2.5x and
    6.4-7.3x their forwards (bench/README.md). */
@@ -17012,12 +17098,13 @@ typedef struct attn__ssm_scan {
     size_t ws_floats;
 } attn__ssm_scan;
 
-/* per-thread scratch: the kernel's 4 N x 16, the carried state ATTN__SSM_W x N, constant
-   B and C, converted rows (u, delta, z, y: 16 x T each; B, C: N x T each), a zero row and a
-   scratch row; the state, B and C areas are twice that (complex A) */
+/* per-thread scratch: the kernel's 8 N x 16 (the real kernel uses 4 N x 16), the carried state
+   ATTN__SSM_W x N, constant B and C, converted rows (u, delta, z, y: 16 x T each; B, C: N x T
+   each), a zero row and a scratch row (2N or T floats); the state, B and C areas are twice
+   that (complex A: Q N floats per state row, Q = 2) */
 static size_t attn__ssm_scan_floats(int N) {
-    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T, R = ATTN__MAX((size_t)N, T);
-    return attn__ssm_round((size_t)N * 16 * 4) + attn__ssm_round(W * N * 2) + attn__ssm_round((size_t)4 * N * W) +
+    const size_t W = ATTN__SSM_W, T = ATTN__SSM_T, R = ATTN__MAX((size_t)N * 2, T);
+    return attn__ssm_round((size_t)N * 16 * 8) + attn__ssm_round(W * N * 2) + attn__ssm_round((size_t)4 * N * W) +
            16 * T * 4 + attn__ssm_round((size_t)N * T * 4) + attn__ssm_round(R) * 2;
 }
 
@@ -17036,19 +17123,20 @@ static void attn__ssm_rows(const attn__isa *V, const attn__ssm_tv *v, int b, int
 }
 
 /* One (sequence set, channel block of ATTN__SSM_W) task: tiles of T tokens, each staged once
-   (per-token B and C, converted rows) and run by the vector layer's ssm_scan on the block's
-   16-channel pieces, the state carried in the workspace between tiles. */
+   (per-token B and C, converted rows) and run by the vector layer's ssm_scan (complex A:
+   ssm_cscan, every row of A, B, C and the state Q = 2 times as long) on the block's 16-channel
+   pieces, the state carried in the workspace between tiles. */
 static void attn__ssm_scan_task(void *ctx, int task, int thread) {
     const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
     const attn__isa *V = P->V;
-    const int N = P->N, T = ATTN__SSM_T, R = (int)attn__ssm_round((size_t)ATTN__MAX(N, T));
+    const int N = P->N, Q = 1 + P->cplx, QN = Q * N, T = ATTN__SSM_T, R = (int)attn__ssm_round((size_t)ATTN__MAX(2 * N, T));
     const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
     const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
     float *f = P->ws + P->ws_floats * (size_t)thread;
-    float *scr = f, *xb = scr + attn__ssm_round((size_t)N * 16 * 4);
-    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N * 2);       /* const B, C rows [2][W][N] */
+    float *scr = f, *xb = scr + attn__ssm_round((size_t)N * 16 * 8);    /* carried states [W][Q N] */
+    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N * 2);       /* const B, C rows [2][W][Q N] */
     float *ub = bcv + attn__ssm_round((size_t)4 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
-    float *bb = yb + 16 * T, *cb = bb + (size_t)N * T, *zero = bb + attn__ssm_round((size_t)N * T * 4), *dump = zero + R;
+    float *bb = yb + 16 * T, *cb = bb + (size_t)QN * T, *zero = bb + attn__ssm_round((size_t)N * T * 4), *dump = zero + R;
     attn__ssm_k k;
     int c, n, s0, seg, s_lo, s_hi;
     memset(zero, 0, sizeof(float) * (size_t)R);
@@ -17056,8 +17144,8 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
     k.N = N; k.softplus = P->softplus; k.has_z = P->has_z; k.bc_const = P->bc_const; k.scratch = scr;
     if (P->bc_const)
         for (c = 0; c < w; ++c) {
-            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * N, N, 1.0f);
-            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * N, N, 1.0f);
+            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * QN, QN, 1.0f);
+            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * QN, QN, 1.0f);
         }
     if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
     for (seg = s_lo; seg < s_hi; ++seg) {
@@ -17066,8 +17154,8 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
         if (t_beg == t_end) {                          /* an empty sequence: the state passes through */
             if (P->sout)
                 for (c = 0; c < w; ++c)
-                    for (n = 0; n < N; ++n)
-                        P->sout[((size_t)seg * P->D + c0 + c) * N + n] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N + n] : 0.0f;
+                    for (n = 0; n < QN; ++n)
+                        P->sout[((size_t)seg * P->D + c0 + c) * QN + n] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * QN + n] : 0.0f;
             continue;
         }
         for (t0 = t_beg; t0 < t_end; t0 += T) {
@@ -17075,15 +17163,15 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
             k.nt = nt;
             if (!P->bc_const) {                        /* the group's B, C rows of this tile */
                 if (P->Bm.dt == ATTN_F32 && P->Cm.dt == ATTN_F32 && P->Bm.sc == P->Cm.sc) {
-                    k.Bt = (const float *)attn__ssm_at(&P->Bm, b, g * N, t0);
-                    k.Ct = (const float *)attn__ssm_at(&P->Cm, b, g * N, t0);
+                    k.Bt = (const float *)attn__ssm_at(&P->Bm, b, g * N, Q * t0);
+                    k.Ct = (const float *)attn__ssm_at(&P->Cm, b, g * N, Q * t0);
                     k.ldb = P->Bm.sc;
                 } else {
                     for (n = 0; n < N; ++n) {
-                        V->load(attn__ssm_at(&P->Bm, b, g * N + n, t0), P->Bm.dt, bb + (size_t)n * T, nt, 1.0f);
-                        V->load(attn__ssm_at(&P->Cm, b, g * N + n, t0), P->Cm.dt, cb + (size_t)n * T, nt, 1.0f);
+                        V->load(attn__ssm_at(&P->Bm, b, g * N + n, Q * t0), P->Bm.dt, bb + (size_t)n * Q * T, Q * nt, 1.0f);
+                        V->load(attn__ssm_at(&P->Cm, b, g * N + n, Q * t0), P->Cm.dt, cb + (size_t)n * Q * T, Q * nt, 1.0f);
                     }
-                    k.Bt = bb; k.Ct = cb; k.ldb = T;
+                    k.Bt = bb; k.Ct = cb; k.ldb = (ptrdiff_t)Q * T;
                 }
             }
             for (s0 = 0; s0 < w; s0 += 16) {           /* the block's 16-channel pieces */
@@ -17094,90 +17182,21 @@ static void attn__ssm_scan_task(void *ctx, int task, int thread) {
                 if (P->has_z) attn__ssm_rows(V, &P->z, b, cs, ws16, t0, nt, zb, T, zero, k.z);
                 for (c = 0; c < 16; ++c) {
                     const int in = c < ws16;
-                    float *xr = xb + (size_t)(s0 + c) * N;
-                    k.A[c] = in ? P->A + (size_t)(cs + c) * N : zero;
-                    k.Bc[c] = in ? bcv + (size_t)(s0 + c) * N : zero;
-                    k.Cc[c] = in ? bcv + (size_t)(ATTN__SSM_W + s0 + c) * N : zero;
+                    float *xr = xb + (size_t)(s0 + c) * QN;
+                    k.A[c] = in ? P->A + (size_t)(cs + c) * QN : zero;
+                    k.Bc[c] = in ? bcv + (size_t)(s0 + c) * QN : zero;
+                    k.Cc[c] = in ? bcv + (size_t)(ATTN__SSM_W + s0 + c) * QN : zero;
                     k.bias[c] = in && P->dbias ? P->dbias[cs + c] : 0.0f;
                     k.dsk[c] = in && P->Dk ? P->Dk[cs + c] : 0.0f;
-                    k.xin[c] = !in ? zero : t0 != t_beg ? xr : P->sin ? P->sin + ((size_t)seg * P->D + cs + c) * N : zero;
-                    k.xout[c] = !in ? dump : last && P->sout ? P->sout + ((size_t)seg * P->D + cs + c) * N : xr;
+                    k.xin[c] = !in ? zero : t0 != t_beg ? xr : P->sin ? P->sin + ((size_t)seg * P->D + cs + c) * QN : zero;
+                    k.xout[c] = !in ? dump : last && P->sout ? P->sout + ((size_t)seg * P->D + cs + c) * QN : xr;
                     k.y[c] = !in ? dump : P->y.dt == ATTN_F32 ? (float *)attn__ssm_at(&P->y, b, cs + c, t0) : yb + (size_t)c * T;
                 }
-                V->ssm_scan(&k);
+                if (P->cplx) V->ssm_cscan(&k); else V->ssm_scan(&k);
                 if (P->y.dt != ATTN_F32)
                     for (c = 0; c < ws16; ++c) V->store(attn__ssm_at(&P->y, b, cs + c, t0), P->y.dt, yb + (size_t)c * T, nt, 1.0f);
             }
         }
-    }
-}
-
-/* The complex-A scan (desc->a_complex) on one (sequence set, channel block) task: channel by
-   channel in fp32 scalars, tiles of T tokens with the group's B, C rows staged once per tile.
-   Workspace as attn__ssm_scan_task's: xb [W][2N] the carried states, bcv [2][W][2N] constant
-   B, C, ub / db / zb / yb rows of T, bb / cb [N][2T]. */
-static void attn__ssm_cscan_task(void *ctx, int task, int thread) {
-    const attn__ssm_scan *P = (const attn__ssm_scan *)ctx;
-    const attn__isa *V = P->V;
-    const int N = P->N, T = ATTN__SSM_T, N2 = 2 * P->N;
-    const int b = task / (P->G * P->nblk), g = (task / P->nblk) % P->G, blk = task % P->nblk;
-    const int c0 = g * P->cg + blk * ATTN__SSM_W, w = ATTN__MIN(ATTN__SSM_W, P->cg - blk * ATTN__SSM_W);
-    float *f = P->ws + P->ws_floats * (size_t)thread;
-    float *xb = f + attn__ssm_round((size_t)N * 16 * 4);
-    float *bcv = xb + attn__ssm_round((size_t)ATTN__SSM_W * N * 2);
-    float *ub = bcv + attn__ssm_round((size_t)4 * N * ATTN__SSM_W), *db = ub + 16 * T, *zb = db + 16 * T, *yb = zb + 16 * T;
-    float *bb = yb + 16 * T, *cb = bb + (size_t)N * 2 * T;
-    int c, n, t, seg, s_lo, s_hi;
-    if (P->bc_const)
-        for (c = 0; c < w; ++c) {
-            V->load(attn__ssm_at(&P->Bm, 0, c0 + c, 0), P->Bm.dt, bcv + (size_t)c * N2, N2, 1.0f);
-            V->load(attn__ssm_at(&P->Cm, 0, c0 + c, 0), P->Cm.dt, bcv + (size_t)(ATTN__SSM_W + c) * N2, N2, 1.0f);
-        }
-    if (P->cu) { s_lo = 0; s_hi = P->S; } else { s_lo = b; s_hi = b + 1; }
-    for (seg = s_lo; seg < s_hi; ++seg) {
-        const int t_beg = P->cu ? P->cu[seg] : 0, t_end = P->cu ? P->cu[seg + 1] : P->L;
-        int t0;
-        for (c = 0; c < w; ++c)
-            for (n = 0; n < N2; ++n) xb[(size_t)c * N2 + n] = P->sin ? P->sin[((size_t)seg * P->D + c0 + c) * N2 + n] : 0.0f;
-        for (t0 = t_beg; t0 < t_end; t0 += T) {
-            const int nt = ATTN__MIN(T, t_end - t0);
-            if (!P->bc_const)
-                for (n = 0; n < N; ++n) {
-                    V->load(attn__ssm_at(&P->Bm, b, g * N + n, 2 * t0), P->Bm.dt, bb + (size_t)n * 2 * T, 2 * nt, 1.0f);
-                    V->load(attn__ssm_at(&P->Cm, b, g * N + n, 2 * t0), P->Cm.dt, cb + (size_t)n * 2 * T, 2 * nt, 1.0f);
-                }
-            for (c = 0; c < w; ++c) {
-                const int ch = c0 + c;
-                const float bias = P->dbias ? P->dbias[ch] : 0.0f, dsk = P->Dk ? P->Dk[ch] : 0.0f, *A = P->A + (size_t)ch * N2;
-                const float *Bv = P->bc_const ? bcv + (size_t)c * N2 : NULL, *Cv = P->bc_const ? bcv + (size_t)(ATTN__SSM_W + c) * N2 : NULL;
-                float *x = xb + (size_t)c * N2;
-                V->load(attn__ssm_at(&P->u, b, ch, t0), P->u.dt, ub, nt, 1.0f);
-                V->load(attn__ssm_at(&P->dl, b, ch, t0), P->dl.dt, db, nt, 1.0f);
-                if (P->has_z) V->load(attn__ssm_at(&P->z, b, ch, t0), P->z.dt, zb, nt, 1.0f);
-                for (t = 0; t < nt; ++t) {
-                    float dt = db[t] + bias, du, acc = 0.0f;
-                    if (P->softplus && dt <= 20.0f) dt = log1pf(expf(dt));
-                    du = dt * ub[t];
-                    for (n = 0; n < N; ++n) {
-                        const float mag = expf(dt * A[2 * n]), ph = dt * A[2 * n + 1];
-                        const float er = mag * cosf(ph), ei = mag * sinf(ph);
-                        const float br = Bv ? Bv[2 * n] : bb[(size_t)n * 2 * T + 2 * t], bi = Bv ? Bv[2 * n + 1] : bb[(size_t)n * 2 * T + 2 * t + 1];
-                        const float cr = Cv ? Cv[2 * n] : cb[(size_t)n * 2 * T + 2 * t], ci = Cv ? Cv[2 * n + 1] : cb[(size_t)n * 2 * T + 2 * t + 1];
-                        const float xr = er * x[2 * n] - ei * x[2 * n + 1] + du * br;
-                        const float xi = er * x[2 * n + 1] + ei * x[2 * n] + du * bi;
-                        x[2 * n] = xr; x[2 * n + 1] = xi;
-                        acc += cr * xr - ci * xi;
-                    }
-                    acc = 2.0f * acc + dsk * ub[t];
-                    if (P->has_z) acc *= attn__silu1(zb[t]);
-                    yb[t] = acc;
-                }
-                V->store(attn__ssm_at(&P->y, b, ch, t0), P->y.dt, yb, nt, 1.0f);
-            }
-        }
-        if (P->sout)
-            for (c = 0; c < w; ++c)
-                for (n = 0; n < N2; ++n) P->sout[((size_t)seg * P->D + c0 + c) * N2 + n] = xb[(size_t)c * N2 + n];
     }
 }
 
@@ -17281,7 +17300,7 @@ static attn_status attn__ssm_scan_run(const attn_ssm_desc *d, attn__ssm_scan *P,
     pd.parallel = d->parallel; pd.parallel_user = d->parallel_user;
     P->V = attn__vec();
     P->ws = (float *)(void *)w.base;
-    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, P->cplx ? attn__ssm_cscan_task : attn__ssm_scan_task, P);
+    attn__parallel_for(&pd, (P->cu ? 1 : P->B) * P->G * P->nblk, nt, attn__ssm_scan_task, P);
     attn__ws_release(&w);
     return ATTN_OK;
 }

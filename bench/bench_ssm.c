@@ -237,7 +237,8 @@ static void bench_backward(int D, int L, int reps) {
 
 /* the sequential recurrence in plain C: 1 thread */
 /* The other backwards (issue #29): the complex-A scan, the conv1d + SiLU and S4D, each timed
-   against its own forward on the same inputs, interleaved pairs, 1 and 2 threads. */
+   against its own forward on the same inputs, interleaved pairs, 1 and 2 threads. bwd 0: the
+   forward alone (the complex-A forward row, BENCH_SSM_CPLX_FWD). */
 typedef struct {
     int op, D, L, N, nt;         /* op 0: complex scan, 1: conv1d, 2: S4D */
     float *u, *dl, *z, *y, *dy, *B, *C, *A, *Dk, *bias, *w, *g[10];
@@ -280,7 +281,7 @@ static attn_status nb_run(nb_prob *q, int bwd) {
     }
 }
 
-static void bench_backward_other(int op, int D, int L, int N, int nt, int reps) {
+static void bench_backward_other(int op, int D, int L, int N, int nt, int reps, int bwd) {
     static const char *names[3] = { "complex_scan", "conv1d", "s4d" };
     const size_t n = (size_t)D * L, big = 2 * (size_t)N * L + 2 * (size_t)D * N + n;
     double tf[16], tb[16], rt[16], mf, mb, mr;
@@ -306,15 +307,23 @@ static void bench_backward_other(int op, int D, int L, int N, int nt, int reps) 
         double t0 = now_s(), t1;
         if (nb_run(&q, 0) != ATTN_OK) die("forward failed");
         t1 = now_s();
-        if (nb_run(&q, 1) != ATTN_OK) die("backward failed");
+        if (bwd && nb_run(&q, 1) != ATTN_OK) die("backward failed");
         if (i >= 0) { tf[i] = t1 - t0; tb[i] = now_s() - t1; rt[i] = tb[i] / tf[i]; }
     }
     mf = median_of(tf, reps, NULL, NULL); mb = median_of(tb, reps, NULL, NULL); mr = median_of(rt, reps, NULL, NULL);
-    printf("  %-12s D %5d L %5d N %2d (%d thread%s): forward %.2f ns, backward %.2f ns per channel-token; backward / forward %.2fx\n",
-           names[op], D, L, N, nt, nt > 1 ? "s" : "", mf * 1e9 / (double)n, mb * 1e9 / (double)n, mr);
-    snprintf(what, sizeof what, "%s_backward_over_forward", names[op]);
-    bench_csv_machine(g_csv);
-    fprintf(g_csv, "%s,f32,%d,%d,%d,%d,%.3f,0,0,0,0\n", what, D, N, L, nt, mr);
+    if (!bwd) {
+        printf("  %-12s D %5d L %5d N %2d (%d thread%s): forward %.2f ns per channel-token (%.1f ms)\n", names[op], D, L, N, nt,
+               nt > 1 ? "s" : "", mf * 1e9 / (double)n, mf * 1e3);
+        snprintf(what, sizeof what, "%s_forward", names[op]);
+        bench_csv_machine(g_csv);
+        fprintf(g_csv, "%s,f32,%d,%d,%d,%d,%.3f,%.0f,0,0,0\n", what, D, N, L, nt, mf * 1e3, L / mf);
+    } else {
+        printf("  %-12s D %5d L %5d N %2d (%d thread%s): forward %.2f ns, backward %.2f ns per channel-token; backward / forward %.2fx\n",
+               names[op], D, L, N, nt, nt > 1 ? "s" : "", mf * 1e9 / (double)n, mb * 1e9 / (double)n, mr);
+        snprintf(what, sizeof what, "%s_backward_over_forward", names[op]);
+        bench_csv_machine(g_csv);
+        fprintf(g_csv, "%s,f32,%d,%d,%d,%d,%.3f,0,0,0,0\n", what, D, N, L, nt, mr);
+    }
     free(q.u); free(q.dl); free(q.z); free(q.y); free(q.dy); free(q.B); free(q.C); free(q.A); free(q.Dk); free(q.bias); free(q.w);
     for (i = 0; i < 10; ++i) free(q.g[i]);
 }
@@ -542,10 +551,17 @@ int main(void) {
         int nt;
         printf("backward / forward of the complex-A scan (N 16, per-token B/C, softplus, z), conv1d (K 4, SiLU), S4D (32 modes, ZOH), median of 5:\n");
         for (nt = 1; nt <= 2; ++nt) {
-            bench_backward_other(0, 256, 2048, 16, nt, 5);
-            bench_backward_other(1, 1536, 4096, 0, nt, 5);
-            bench_backward_other(2, 256, 4096, 32, nt, 5);
+            bench_backward_other(0, 256, 2048, 16, nt, 5, 1);
+            bench_backward_other(1, 1536, 4096, 0, nt, 5, 1);
+            bench_backward_other(2, 256, 4096, 32, nt, 5, 1);
         }
+        fclose(g_csv);
+        return 0;
+    }
+    if (env_int("BENCH_SSM_CPLX_FWD", 0)) {
+        printf("complex-A selective scan forward (batch 1, N 16, per-token B/C, softplus, z; 1 thread), median of 5:\n");
+        bench_backward_other(0, 256, 2048, 16, 1, 5, 0);
+        bench_backward_other(0, 1536, 2048, 16, 1, 5, 0);
         fclose(g_csv);
         return 0;
     }
