@@ -587,7 +587,7 @@ static void straggle_task(void *ctx, int i, int thread) {
     if (j->straggle && thread == 0 && !j->waited) { /* give the worker (slow to wake on a loaded machine) time to join */
         const long long t0 = attn__ticks();
         j->waited = 1;
-        while (!__atomic_load_n(&j->on_worker, __ATOMIC_ACQUIRE) && attn__ticks() - t0 < 20000000) ATTN__PAUSE();
+        while (!__atomic_load_n(&j->on_worker, __ATOMIC_ACQUIRE) && attn__ticks() - t0 < 100000000) ATTN__PAUSE();   /* 100 ms */
     }
     t_spin_ticks(10000);
     __atomic_fetch_add(&j->done, 1, __ATOMIC_ACQ_REL);
