@@ -614,7 +614,9 @@ static void adaptive_forward(attn_pool *p, attn_kind kind, int n_threads, int so
     t_fill_normal(&t, &r, 1.0);
     p->solo_left = solo; p->backoff = 1;            /* the internal state: force the caller alone */
     s = attn_forward(&d, t, t, t, attn_tensor_dense(out, ATTN_F32, 1, L, H, D), NULL);
-    T_CHECK(s == ATTN_OK && p->solo_left == (solo ? solo - 1 : 0), "adaptive pool: attn_forward (kind %d) status %d, solo_left %d", (int)kind, (int)s, p->solo_left);
+    /* forced alone: one call counted down; on the team: 0, or 1 if the OS made a straggler */
+    T_CHECK(s == ATTN_OK && (solo ? p->solo_left == solo - 1 : p->solo_left <= 1),
+            "adaptive pool: attn_forward (kind %d) status %d, solo_left %d", (int)kind, (int)s, p->solo_left);
 }
 static void test_pool_adaptive(void) {
     static straggle_job j;
