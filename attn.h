@@ -2592,6 +2592,21 @@ ATTNDEF int attn_pool_threads(const attn_pool *pool) { return pool ? pool->n_thr
 #define ATTN__STRAGGLER_FLOOR 200000LL     /* ticks: 200 us, or 50-200 us of TSC cycles */
 #define ATTN__SOLO_MAX 64
 
+#if defined(ATTN__HAVE_TICKS)
+/* The team's verdict after a call on it (ticks): a straggler (the wait at the end or the longest
+   step over ATTN__STRAGGLER_RATIO typical steps and ATTN__STRAGGLER_FLOOR) sends the next
+   `backoff` calls to the caller alone and doubles backoff; a good call halves it. */
+static void attn__pool_judge(attn_pool *p, long long wait, long long longest, long long typical) {
+    if ((wait > ATTN__STRAGGLER_FLOOR && wait > ATTN__STRAGGLER_RATIO * typical) ||
+        (longest > ATTN__STRAGGLER_FLOOR && longest > ATTN__STRAGGLER_RATIO * typical)) {
+        p->solo_left = p->backoff;
+        p->backoff = ATTN__MIN(2 * p->backoff, ATTN__SOLO_MAX);
+    } else {
+        p->backoff = ATTN__MAX(p->backoff / 2, 1);
+    }
+}
+#endif
+
 ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_task_fn task, void *task_ctx) {
     attn_pool *p = (attn_pool *)user;
     unsigned gen;
@@ -2636,13 +2651,7 @@ ATTNDEF void attn_pool_parallel(void *user, int n_tasks, int n_threads, attn_tas
 #if defined(ATTN__HAVE_TICKS)
     wait = attn__ticks() - t1;
     typical = mine > 1 ? (t1 - t0 - longest) / (mine - 1) : (t1 - t0 + wait) * p->job_threads / n_tasks;
-    if ((wait > ATTN__STRAGGLER_FLOOR && wait > ATTN__STRAGGLER_RATIO * typical) ||
-        (longest > ATTN__STRAGGLER_FLOOR && longest > ATTN__STRAGGLER_RATIO * typical)) {
-        p->solo_left = p->backoff;
-        p->backoff = ATTN__MIN(2 * p->backoff, ATTN__SOLO_MAX);
-    } else {
-        p->backoff = ATTN__MAX(p->backoff / 2, 1);
-    }
+    attn__pool_judge(p, wait, longest, typical);
 #else
     (void)mine;
 #endif

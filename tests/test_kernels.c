@@ -587,7 +587,7 @@ static void straggle_task(void *ctx, int i, int thread) {
     if (j->straggle && thread == 0 && !j->waited) { /* give the worker (slow to wake on a loaded machine) time to join */
         const long long t0 = attn__ticks();
         j->waited = 1;
-        while (!__atomic_load_n(&j->on_worker, __ATOMIC_ACQUIRE) && attn__ticks() - t0 < 20000000) ATTN__PAUSE();
+        while (!__atomic_load_n(&j->on_worker, __ATOMIC_ACQUIRE) && attn__ticks() - t0 < 100000000) ATTN__PAUSE();   /* 100 ms */
     }
     t_spin_ticks(10000);
     __atomic_fetch_add(&j->done, 1, __ATOMIC_ACQ_REL);
@@ -614,14 +614,16 @@ static void adaptive_forward(attn_pool *p, attn_kind kind, int n_threads, int so
     t_fill_normal(&t, &r, 1.0);
     p->solo_left = solo; p->backoff = 1;            /* the internal state: force the caller alone */
     s = attn_forward(&d, t, t, t, attn_tensor_dense(out, ATTN_F32, 1, L, H, D), NULL);
-    T_CHECK(s == ATTN_OK && p->solo_left == (solo ? solo - 1 : 0), "adaptive pool: attn_forward (kind %d) status %d, solo_left %d", (int)kind, (int)s, p->solo_left);
+    /* forced alone: one call counted down; on the team: 0, or 1 if the OS made a straggler */
+    T_CHECK(s == ATTN_OK && (solo ? p->solo_left == solo - 1 : p->solo_left <= 1),
+            "adaptive pool: attn_forward (kind %d) status %d, solo_left %d", (int)kind, (int)s, p->solo_left);
 }
 static void test_pool_adaptive(void) {
     static straggle_job j;
     static float a[200 * 2 * 32], b[200 * 2 * 32], c[200 * 2 * 32];
     static const attn_kind kinds[2] = { ATTN_SOFTMAX, ATTN_LINEAR };
     attn_pool *p = attn_pool_create(2, 0);
-    int it, k, straggled = 0, once = 1, solo_ok = 1, probe_ok = 1, recovered = 0;
+    int it, k, straggled = 0, once = 1, solo_ok = 1, probe_ok = 1, verdict_ok = 1;
     T_CHECK(p != NULL, "attn_pool_create(2, 0) failed");
     if (!p) return;
     T_CHECK(p->backoff == 1 && p->solo_left == 0, "a new pool must start with the whole team");
@@ -639,13 +641,33 @@ static void test_pool_adaptive(void) {
     T_CHECK(straggled == 7, "adaptive pool: no 7 straggling probes in a row in %d calls", it);
     T_CHECK(probe_ok && p->backoff == 64, "adaptive pool: a straggling probe must run the next `backoff` calls on the caller alone and double backoff (backoff %d)", p->backoff);
     T_CHECK(solo_ok, "adaptive pool: a call on the caller alone ran a task on a worker or miscounted");
-    for (it = 0; it < 2000 && !recovered; ++it) {
-        const int solo = p->solo_left;
+    /* calls without a deliberate straggler: on a loaded machine the OS may still make one (the
+       wake hands the caller's core to the worker), so each probe is checked for a consistent
+       verdict, not for a recovery; the rule itself is checked on attn__pool_judge below */
+    for (it = 0; it < 300; ++it) {
+        const int solo = p->solo_left, backoff = p->backoff;
         once &= straggle_call(p, &j, 0);
-        recovered = solo == 0 && p->backoff == 1 && p->solo_left == 0;
+        if (solo > 0) verdict_ok &= p->solo_left == solo - 1 && p->backoff == backoff;
+        else verdict_ok &= (p->solo_left == backoff && p->backoff == ATTN__MIN(2 * backoff, ATTN__SOLO_MAX)) ||
+                           (p->solo_left == 0 && p->backoff == ATTN__MAX(backoff / 2, 1));
     }
-    T_CHECK(recovered, "adaptive pool: calls without a straggler must bring the team back (backoff %d)", p->backoff);
+    T_CHECK(verdict_ok, "adaptive pool: a call's verdict was neither a straggle (solo run, backoff doubled) nor a good call (backoff halved)");
     T_CHECK(once, "adaptive pool: a task ran twice or never");
+    {   /* the verdict rule: both the ratio and the floor must be exceeded, by the wait or the longest step */
+        const long long F = ATTN__STRAGGLER_FLOOR, R = ATTN__STRAGGLER_RATIO;
+        int ok = 1, n;
+        p->solo_left = 0; p->backoff = ATTN__SOLO_MAX;
+        for (n = 0; n < 8; ++n) attn__pool_judge(p, F, F, F / (2 * R));          /* at the floor: good */
+        ok &= p->backoff == 1 && p->solo_left == 0;
+        attn__pool_judge(p, F + 1, 0, (F + 1) / R - 1); ok &= p->solo_left == 1 && p->backoff == 2;   /* the wait */
+        p->solo_left = 0;
+        attn__pool_judge(p, 0, F + 1, (F + 1) / R - 1); ok &= p->solo_left == 2 && p->backoff == 4;   /* the longest step */
+        p->solo_left = 0;
+        attn__pool_judge(p, 10 * F, 10 * F, 10 * F / R); ok &= p->solo_left == 0 && p->backoff == 2; /* within the ratio */
+        for (n = 0; n < 10; ++n) { p->solo_left = 0; attn__pool_judge(p, 100 * F, 0, 1); }
+        ok &= p->solo_left == ATTN__SOLO_MAX && p->backoff == ATTN__SOLO_MAX;
+        T_CHECK(ok, "adaptive pool: attn__pool_judge's rule (solo_left %d, backoff %d)", p->solo_left, p->backoff);
+    }
     for (k = 0; k < 2; ++k) {
         adaptive_forward(p, kinds[k], 2, 0, a);
         adaptive_forward(p, kinds[k], 2, 3, b);
