@@ -320,7 +320,7 @@ static void check_vec(const char *isa, const attn__isa *V) {
     float a[NMAX + 2 * PAD + 2], b[NMAX + 2 * PAD + 2], y[NMAX + 2 * PAD + 2], y0[NMAX + 2 * PAD + 2];
     t_rng r = t_rng_seed(777);
     float f[NMAX + 2 * PAD + 2], y1[NMAX + 2 * PAD + 2];
-    int n, off, i, bad_dot = 0, bad_axpy = 0, bad_scal = 0, bad_max = 0, bad_exp = 0, bad_guard = 0, bad_elu = 0;
+    int n, off, i, bad_dot = 0, bad_axpy = 0, bad_scal = 0, bad_max = 0, bad_exp = 0, bad_guard = 0, bad_elu = 0, bad_cos = 0;
     for (n = 0; n <= NMAX; ++n)
         for (off = 1; off <= PAD; off += 5) {
             float *pa = a + off, *pb = b + off, *py = y + off, got, m, mu;
@@ -349,8 +349,9 @@ static void check_vec(const char *isa, const attn__isa *V) {
             m = n ? V->max(py, n) : 0.0f;
             mu = m == -INFINITY ? 0.0f : m;
             got = V->exp_sum(py, py, mu, n);
-            for (i = 0; i < n; ++i) {
-                const double e = exp((double)y0[off + i] - mu);
+            for (i = 0; i < n; ++i) {   /* exp of the fp32 difference x - m, as the op defines it */
+                volatile float dx = y0[off + i] - mu;
+                const double e = exp((double)dx);
                 esum += e;
                 bad_exp += fabs(py[i] - e) > 2.5 * ldexp(1.0, -23) * e + 1e-37;
             }
@@ -365,7 +366,36 @@ static void check_vec(const char *isa, const attn__isa *V) {
             for (i = 0; i < n; ++i) bad_elu += memcmp(&py[i], &y1[i], 4) != 0;
             for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&y[i], &y0[i], 4) != 0;
             memcpy(y, y0, sizeof y);
+            /* cos_feat: features [a relu(x), b relu(x)] (one fp32 product each: exact against
+               double rounded once) into f (2n, guards after), then the gradient in place over a
+               copy of x, against a dy0 + b dy1 in double (two products and a sum: 2 ulp) */
+            if (n <= NMAX / 2) {
+                const float ca = (float)t_normal(&r), cb = (float)t_normal(&r), pzero = 0.0f;
+                float xc[NMAX + 2 * PAD + 2];
+                for (i = 0; i < NMAX + 2 * PAD + 2; ++i) f[i] = y0[i];
+                V->cos_feat(f + off, pa, NULL, ca, cb, n);
+                for (i = 0; i < n; ++i) {
+                    const float x = pa[i];
+                    const double rx = x > 0.0f ? (double)x : 0.0;
+                    const float wa = (float)(ca * rx), wb = (float)(cb * rx);
+                    if (x != x) bad_cos += f[off + i] == f[off + i] || f[off + n + i] == f[off + n + i];
+                    else bad_cos += memcmp(&f[off + i], &wa, 4) != 0 || memcmp(&f[off + n + i], &wb, 4) != 0;
+                }
+                for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + 2 * n) bad_guard += memcmp(&f[i], &y0[i], 4) != 0;
+                for (i = 0; i < NMAX + 2 * PAD + 2; ++i) xc[i] = a[i];
+                V->cos_feat(xc + off, xc + off, pb, ca, cb, n);   /* pb: dy [2n] (b has NMAX + 2 PAD + 2 floats) */
+                for (i = 0; i < n; ++i) {
+                    const float x = pa[i], got = xc[off + i];
+                    const double g = (double)ca * pb[i] + (double)cb * pb[n + i];
+                    const double bound = ldexp(fabs((double)ca * pb[i]) + fabs((double)cb * pb[n + i]), -22) + 1e-37;
+                    if (x != x) bad_cos += got == got;
+                    else if (x > 0.0f) bad_cos += fabs(got - g) > bound;
+                    else bad_cos += memcmp(&got, &pzero, 4) != 0;   /* +0, also for x = -0 */
+                }
+                for (i = 0; i < NMAX + 2 * PAD + 2; ++i) if (i < off || i >= off + n) bad_guard += memcmp(&xc[i], &a[i], 4) != 0;
+            }
         }
+    T_CHECK(bad_cos == 0, "%s cos_feat: %d features or gradients wrong", isa, bad_cos);
     T_CHECK(bad_elu == 0, "%s elu1_grad: %d elements differ from elu1's gradient", isa, bad_elu);
     T_CHECK(bad_dot == 0, "%s dot: %d results outside n 2^-23 sum|a b|", isa, bad_dot);
     T_CHECK(bad_max == 0, "%s max: %d wrong", isa, bad_max);
