@@ -125,8 +125,9 @@ def nystrom(torch, buf, B, S, H, D, M, KC):
 
 
 def given(torch, t):
-    """a projection module returning the given tensor (the leaf autograd differentiates);
-    fn (optional) maps it first, e.g. HF's in-place query scaling needs a copy"""
+    """a projection module class whose forward ignores its input and returns fn(t): the given
+    tensor(s), the leaves autograd differentiates, e.g. transposed, or copied where the peer
+    scales its projection in place"""
     class Given(torch.nn.Module):
         def __init__(self, fn):
             super().__init__()
@@ -266,7 +267,7 @@ def nystrom_lr(torch, buf, B, S, H, D, M, KC):
     att = NystromAttention(dim=H * D, dim_head=D, heads=H, num_landmarks=M, residual_conv_kernel=KC).eval()
     with torch.no_grad():
         att.res_conv.weight.copy_(conv)
-    att.to_qkv = given(torch, None)(lambda t: torch.cat([q, k, v], dim=-1))
+    att.to_qkv = given(torch, (q, k, v))(lambda t: torch.cat(t, dim=-1))
     att.to_out = torch.nn.Identity()
     x = torch.zeros(B, S, H * D)
     out, f, b = timed(lambda: att(x), [q, k, v, att.res_conv.weight], dout)   # attn.h: dq, dk, dv, dconv
