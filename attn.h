@@ -11747,7 +11747,7 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0).
    The queries' gather into lanes and the masks / max / exp / sums are the ISA's gather_t and
    sqk_softmax (the scalar versions of both were ~40% of the ATTN_LSH forward before). */
-/* attn__sqk_scores on queries already in lanes, QT [D][BQ] (ATTN_ROUTING scales its gathered tile) */
+/* attn__sqk_scores on queries already in lanes, QT [D][BQ] (ATTN_ROUTING gathers its own) */
 static void attn__sqk_lanes(const attn__isa *isa, int D, const int *qpos, int nq, const float *Kc, const int *kpos, int nk,
                             int causal, float masked, float self, const float *QT, float *S, float *mx, float *sum) {
     const int lanes = (int)attn__round16((size_t)nq);
@@ -12472,23 +12472,24 @@ static attn_status attn__lsh_decode(const attn__call *c) {
 }
 
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
-   One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
+   One task per (batch, head): the head's unit keys in fp32; the routing scores of ATTN__BQ clusters
    at a time on the Q.K^T tile kernel (ATTN__BQ tokens as its key rows, the unit centroids in
    its ATTN__BQ lanes; at that width every kernel computes each score as the same sum over d in
    order whatever the token's row, so identical rows score identically and the tie rule holds),
    streamed in position order into one candidate list per cluster that is cut to its best w by
    a quickselect on (score, position) keys whenever it reaches 2w (O(n) expected; after the
    first cut only the few tokens above the cluster's w-th score enter, found by a branch-free
-   test per token; the cuts keep position order, so no sort follows); each window's attention on the Q.K^T and P.V tile kernels
-   (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
-   its windows' outputs and their count. A task's sequence is one batch entry, or one packed
+   test per token; the cuts keep position order, so no sort follows); each window's attention
+   on the Q.K^T and P.V tile kernels (its keys and values loaded from the tensors into a block,
+   its queries into lanes, as ATTN_LSH's chunks: the head's rows are not kept in fp32, which
+   halved the scratch a head streams through); per token the sum of its windows' outputs and
+   their count. A task's sequence is one batch entry, or one packed
    segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
 typedef struct attn__rt {
     const attn__problem *P;
     int n, nc, w, window;        /* n = q.seq, w = min(window, n) sizes the scratch */
     const int *lens, *cu;        /* valid lengths [batch] or segment offsets, or NULL */
     int units, normk, sep;       /* sequences; normalize_keys; separate_qk */
-    int qisk;                    /* q and k are one view: the forward's queries are scale K, not loaded */
     float ceps;                  /* count_eps */
     const float *cen;
     const attn__isa *isa;
@@ -12651,13 +12652,14 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
     /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ], the candidate lists
        (attn__rt_route) [BQ][2w] keys (2 floats each; with separate_qk the query lists [BQ][2w] too)
-       (64-byte aligned, first), their scratch [2w] keys; Q, K, X [n][D], V, acc [n][Dv], a row [D],
-       a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx, sum [BQ]; ints: count [n],
-       list lengths [BQ], a window's positions [w]; separate_qk adds the unit queries [n][D], their
-       list lengths [BQ], the query window [w] and the key ids [w] */
+       (64-byte aligned, first), their scratch [2w] keys; X [n][D] (unit keys), acc [n][Dv], a row
+       [D], a window's keys Kw [w][D] and values Vw [w][Dv], a query block Qw [BQ][D], O [BQ][Dv],
+       mx, sum [BQ]; ints: count [n], list lengths [BQ], a window's positions [w], lane rows [BQ];
+       separate_qk adds the unit queries [n][D], their list lengths [BQ], the query window [w] and
+       the key ids [w] */
     const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w), m = sep ? 2 : 1;
-    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * ((2 + m) * (size_t)D + 2 * (size_t)Dv + 1) +
-                         (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
+    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (m * (size_t)D + (size_t)Dv + 1) +
+                         (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)D + (size_t)Dv + 3) +
                          m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 4 * m * (size_t)ATTN__BQ * w + 4 * (size_t)w);
 }
 
@@ -12673,23 +12675,21 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *QT = S + (size_t)ATTN__MAX(ATTN__BK, w) * ATTN__BQ;
     attn__rt_ent *lists = (attn__rt_ent *)(void *)(QT + (size_t)D * ATTN__BQ), *qlists = lists + (size_t)ATTN__BQ * 2 * w;
     uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * w : 0));
-    float *Q = (float *)(void *)(tmp + 2 * w), *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
-    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *Kw = row + D;
-    float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
-    float *Xq = sum + ATTN__BQ;                       /* separate_qk: the unit queries [n][D] */
+    float *Xn = (float *)(void *)(tmp + 2 * w), *acc = Xn + (size_t)n * D, *row = acc + (size_t)n * Dv, *Kw = row + D;
+    float *Vw = Kw + (size_t)w * D, *Qw = Vw + (size_t)w * Dv, *O = Qw + (size_t)ATTN__BQ * D, *mx = O + (size_t)ATTN__BQ * Dv;
+    float *sum = mx + ATTN__BQ, *Xq = sum + ATTN__BQ;  /* separate_qk: the unit queries [n][D] */
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     int *hnq = wpos + w, *qwpos = hnq + (R->sep ? ATTN__BQ : 0), *kid = qwpos + (R->sep ? w : 0);
-    const float *Kr = R->normk ? Xn : K, *Qs = R->qisk ? K : Q;   /* the key rows; the query rows (scale K: x scale) */
+    int *lane = kid + (R->sep ? w : 0);              /* 0 .. BQ - 1: Qw's rows into lanes */
     int i, c0, cl, s, t;
+    for (s = 0; s < ATTN__BQ; ++s) lane[s] = s;
     for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
         if (R->sep) {                                 /* the query's own routing row */
             isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, row, D, 1.0f);
             attn__unit(isa, row, Xq + (size_t)i * D, D);
         }
-        if (!R->qisk) isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
-        isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
-        attn__unit(isa, K + (size_t)i * D, Xn + (size_t)i * D, D);
+        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, row, D, 1.0f);
+        attn__unit(isa, row, Xn + (size_t)i * D, D);
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
         cnt[i] = 0;
     }
@@ -12701,9 +12701,10 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
-                wpos[t] = ent[t].pos;
-                memcpy(Kw + (size_t)t * D, Kr + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
-                memcpy(Vw + (size_t)t * Dv, V + (size_t)ent[t].pos * Dv, sizeof(float) * (size_t)Dv);
+                const int p = wpos[t] = ent[t].pos;
+                if (R->normk) memcpy(Kw + (size_t)t * D, Xn + (size_t)p * D, sizeof(float) * (size_t)D);
+                else isa->load(attn__at(&P->k, b, off + p, h), P->k.dtype, Kw + (size_t)t * D, D, 1.0f);
+                isa->load(attn__at(&P->v, b, off + p, h), P->v.dtype, Vw + (size_t)t * Dv, Dv, 1.0f);
             }
             if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
                                position, so no key is the query's own (causal is 0 here) */
@@ -12713,8 +12714,9 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             }
             for (q0 = 0; q0 < w; q0 += ATTN__BQ) {   /* its queries in lanes, on the tile kernels */
                 const int nl = ATTN__MIN(ATTN__BQ, w - q0);
-                isa->gather_t(Qs, (size_t)D, qw + q0, nl, D, QT);
-                if (R->qisk) isa->scal(QT, P->scale, D * ATTN__BQ);   /* the loaded Q's one rounding of q scale */
+                for (s = 0; s < nl; ++s)
+                    isa->load(attn__at(&P->q, b, off + qw[q0 + s], h), P->q.dtype, Qw + (size_t)s * D, D, P->scale);
+                isa->gather_t(Qw, (size_t)D, lane, nl, D, QT);
                 attn__sqk_lanes(isa, D, qw + q0, nl, Kw, kw, w, P->causal, -INFINITY, -5e4f, QT, S, mx, sum);
                 memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
                 isa->pv(S, w, nl, Vw, Dv, Dv, sum /* finite: O is 0 */, O, (size_t)Dv);
@@ -12797,8 +12799,6 @@ static attn_status attn__rt_setup(const attn__call *c, attn__problem *P, attn__r
     R->window = d->routing.window ? d->routing.window : 64;
     R->w = ATTN__MIN(R->window, R->n);
     R->normk = d->routing.normalize_keys; R->ceps = d->routing.count_eps; R->sep = d->routing.separate_qk;
-    R->qisk = P->q.data == P->k.data && P->q.dtype == P->k.dtype && P->q.sb == P->k.sb && P->q.ss == P->k.ss &&
-              P->q.sh == P->k.sh;
     if (!attn__tasks((size_t)R->units, (size_t)c->q.heads, 1, tasks)) return ATTN_ERR_OVERFLOW;
     return ATTN_OK;
 }
