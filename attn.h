@@ -12663,6 +12663,23 @@ static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
                          m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 4 * m * (size_t)ATTN__BQ * w + 4 * (size_t)w);
 }
 
+/* Prefetches (into L2) the rows of view x at the w positions of window e (of sequence b at off,
+   head h): the next window's rows are scattered over the tensors, so they are asked for while
+   this window is attended. */
+static void attn__rt_prefetch(const attn__view *x, int b, int off, int h, const attn__rt_ent *e, int w) {
+#if defined(__GNUC__) || defined(__clang__)
+    const size_t bytes = (size_t)x->dim * x->esize;
+    size_t o;
+    int t;
+    for (t = 0; t < w; ++t) {
+        const char *p = (const char *)attn__at(x, b, off + e[t].pos, h);
+        for (o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 2);
+    }
+#else
+    (void)x; (void)b; (void)off; (void)h; (void)e; (void)w;
+#endif
+}
+
 static void attn__rt_task(void *ctx, int task, int thread) {
     const attn__rt *R = (const attn__rt *)ctx;
     const attn__problem *P = R->P;
@@ -12700,6 +12717,11 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             attn__rt_ent *ent = lists + (size_t)cl * w;
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
+            if (cl + 1 < ncb) {
+                if (!R->normk) attn__rt_prefetch(&P->k, b, off, h, ent + w, w);
+                attn__rt_prefetch(&P->v, b, off, h, ent + w, w);
+                attn__rt_prefetch(&P->q, b, off, h, (R->sep ? qlists : lists) + (size_t)(cl + 1) * w, w);
+            }
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
                 const int p = wpos[t] = ent[t].pos;
                 if (R->normk) memcpy(Kw + (size_t)t * D, Xn + (size_t)p * D, sizeof(float) * (size_t)D);
