@@ -11739,7 +11739,7 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    on its pvt kernel, dq += dS K' on the P.V kernel, with K' = n(k); each key slot's rows
    added to its position in slot order; finally dk = the RMS norm's backward of dK'. */
 /* One block of shared-QK attention on the exact core's tiles, for ATTN_LSH's chunks and
-   ATTN_ROUTING's windows: nk keys gathered in Kc [nk][D] / Vc [nk][Dv] (positions kpos) and up
+   ATTN_ROUTING's windows (which gather their queries themselves, then attn__sqk_lanes): nk keys gathered in Kc [nk][D] / Vc [nk][Dv] (positions kpos) and up
    to ATTN__BQ queries (positions qpos, rows of Q [.][D]) in lanes. A key after its query
    (causal) gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r]
    (its largest logit), sum[r] = sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not
@@ -12584,8 +12584,8 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
    keys (attn__rt_key) in position order, at most 2w long; hn, hnq [BQ] their lengths. The first
    2w tokens fill every list; when a list reaches 2w it keeps its w best (attn__rt_keep), and
    their worst score thr[cl] then screens the later tokens (only a token scoring above it can
-   enter: at an equal score the kept token's lower position wins), which few pass: a branch-free
-   test of a token's ATTN__BQ scores first. Scratch: CT [D][BQ] (the unit centroids in lanes),
+   enter: at an equal score the kept token's lower position wins), which few pass: the ISA's
+   rt_above tests a token's ATTN__BQ scores at once first. Scratch: CT [D][BQ] (the unit centroids in lanes),
    St [BQ][BQ], 64-byte aligned; thr [BQ]; tmp [2w] keys. The forward and the backward both
    route here, so they see the same windows. */
 static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
