@@ -11739,11 +11739,11 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    on its pvt kernel, dq += dS K' on the P.V kernel, with K' = n(k); each key slot's rows
    added to its position in slot order; finally dk = the RMS norm's backward of dK'. */
 /* One block of shared-QK attention on the exact core's tiles, for ATTN_LSH's chunks and
-   ATTN_ROUTING's windows (which load their queries themselves, then attn__sqk_lanes): nk keys
-   gathered in Kc [nk][D] / Vc [nk][Dv] (positions kpos) and up to ATTN__BQ queries (positions
-   qpos, rows of Q [.][D]) in lanes. A key after its query (causal) gets the logit `masked`, the
-   query's own key `self`; then per query lane r: mx[r] (its largest logit), sum[r] =
-   sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv].
+   ATTN_ROUTING's windows: nk keys gathered in Kc [nk][D] / Vc [nk][Dv] (positions kpos) and up
+   to ATTN__BQ queries (positions qpos, rows of Q [.][D]) in lanes. A key after its query
+   (causal) gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r]
+   (its largest logit), sum[r] = sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not
+   normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv].
    attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0).
    The queries' gather into lanes and the masks / max / exp / sums are the ISA's gather_t and
    sqk_softmax (the scalar versions of both were ~40% of the ATTN_LSH forward before). */
