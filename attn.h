@@ -3855,6 +3855,9 @@ typedef struct attn__isa {
        takes hi[i] = x, ahi[i] = c0 + its index, the first such column of the row's largest (x <
        lo[i] the same with the smallest); NaN never wins. The result is the scalar scan's. */
     void (*hash_arg)(const float *S, int nk, int nl, int c0, float *hi, int *ahi, float *lo, int *alo);
+    /* ATTN_ROUTING's screen of one token's cluster scores: bit j of the result is s[j] > thr[j]
+       for j < ATTN__BQ (0 for NaN), on every ISA (the scalar loop was 10% of a forward) */
+    uint64_t (*rt_above)(const float *s, const float *thr);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -4166,11 +4169,18 @@ static void attn__hash_arg_scalar(const float *S, int nk, int nl, int c0, float 
     }
 }
 
+static uint64_t attn__rt_above_scalar(const float *s, const float *thr) {
+    uint64_t m = 0;
+    int j;
+    for (j = 0; j < ATTN__BQ; ++j) m |= (uint64_t)(s[j] > thr[j]) << j;
+    return m;
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
     attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__cos_feat_scalar, attn__ssm_bwd_sc, attn__ssm_cbwd_sc, attn__ssm_cscan_sc, attn__gather_t_scalar,
-    attn__sqk_softmax_scalar, attn__hash_arg_scalar
+    attn__sqk_softmax_scalar, attn__hash_arg_scalar, attn__rt_above_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -4958,11 +4968,19 @@ ATTN__T512 static void attn__hash_arg_avx512(const float *S, int nk, int nl, int
     }
 }
 
+ATTN__T512 static uint64_t attn__rt_above_avx512(const float *s, const float *thr) {
+    uint64_t m = 0;
+    int j;
+    for (j = 0; j < ATTN__BQ; j += 16)
+        m |= (uint64_t)_mm512_cmp_ps_mask(_mm512_loadu_ps(s + j), _mm512_loadu_ps(thr + j), _CMP_GT_OQ) << j;
+    return m;
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
     attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__cos_feat_avx512, attn__ssm_bwd_512, attn__ssm_cbwd_512, attn__ssm_cscan_512,
-    attn__gather_t_avx512, attn__sqk_softmax_avx512, attn__hash_arg_avx512
+    attn__gather_t_avx512, attn__sqk_softmax_avx512, attn__hash_arg_avx512, attn__rt_above_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -5664,11 +5682,19 @@ ATTN__T256 static void attn__hash_arg_avx2(const float *S, int nk, int nl, int c
     }
 }
 
+ATTN__T256 static uint64_t attn__rt_above_avx2(const float *s, const float *thr) {
+    uint64_t m = 0;
+    int j;
+    for (j = 0; j < ATTN__BQ; j += 8)
+        m |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(s + j), _mm256_loadu_ps(thr + j), _CMP_GT_OQ)) << j;
+    return m;
+}
+
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
     attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__cos_feat_avx2, attn__ssm_bwd_256, attn__ssm_cbwd_256, attn__ssm_cscan_256, attn__gather_t_avx2,
-    attn__sqk_softmax_avx2, attn__hash_arg_avx2
+    attn__sqk_softmax_avx2, attn__hash_arg_avx2, attn__rt_above_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -6166,7 +6192,7 @@ static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
     attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__cos_feat_neon, attn__ssm_bwd_neon, attn__ssm_cbwd_neon, attn__ssm_cscan_neon, attn__gather_t_scalar,
-    attn__sqk_softmax_neon, attn__hash_arg_scalar
+    attn__sqk_softmax_neon, attn__hash_arg_scalar, attn__rt_above_scalar
 };
 #endif /* ATTN__NEON */
 
@@ -11795,15 +11821,20 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0).
    The queries' gather into lanes and the masks / max / exp / sums are the ISA's gather_t and
    sqk_softmax (the scalar versions of both were ~40% of the ATTN_LSH forward before). */
-static void attn__sqk_scores(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
-                             const int *kpos, int nk, int causal, float masked, float self, float *QT, float *S, float *mx,
-                             float *sum) {
+/* attn__sqk_scores on queries already in lanes, QT [D][BQ] (ATTN_ROUTING gathers its own) */
+static void attn__sqk_lanes(const attn__isa *isa, int D, const int *qpos, int nq, const float *Kc, const int *kpos, int nk,
+                            int causal, float masked, float self, const float *QT, float *S, float *mx, float *sum) {
     const int lanes = (int)attn__round16((size_t)nq);
     int k0;
-    isa->gather_t(Q, (size_t)D, qpos, nq, D, QT);
     for (k0 = 0; k0 < nk; k0 += ATTN__BK)
         isa->qk(Kc + (size_t)k0 * D, D, ATTN__MIN(ATTN__BK, nk - k0), QT, lanes, D, S + (size_t)k0 * ATTN__BQ);
     isa->sqk_softmax(S, nk, nq, kpos, qpos, causal, masked, self, mx, sum);   /* sum: pv's alpha, 0 past nq */
+}
+static void attn__sqk_scores(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
+                             const int *kpos, int nk, int causal, float masked, float self, float *QT, float *S, float *mx,
+                             float *sum) {
+    isa->gather_t(Q, (size_t)D, qpos, nq, D, QT);
+    attn__sqk_lanes(isa, D, qpos, nq, Kc, kpos, nk, causal, masked, self, QT, S, mx, sum);
 }
 static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
                             const float *Vc, int Dv, const int *kpos, int nk, int causal, float masked, float self,
@@ -12515,16 +12546,18 @@ static attn_status attn__lsh_decode(const attn__call *c) {
 }
 
 /* ---- ATTN_ROUTING (Routing Transformer) ---------------------------------------------------
-   One task per (batch, head): the head's rows in fp32; the routing scores of ATTN__BQ clusters
+   One task per (batch, head): the head's unit keys in fp32; the routing scores of ATTN__BQ clusters
    at a time on the Q.K^T tile kernel (ATTN__BQ tokens as its key rows, the unit centroids in
    its ATTN__BQ lanes; at that width every kernel computes each score as the same sum over d in
    order whatever the token's row, so identical rows score identically and the tie rule holds),
    streamed in position order into one candidate list per cluster that is cut to its best w by
    a quickselect on (score, position) keys whenever it reaches 2w (O(n) expected; after the
    first cut only the few tokens above the cluster's w-th score enter, found by a branch-free
-   test per token; the cuts keep position order, so no sort follows); each window's attention on the Q.K^T and P.V tile kernels
-   (keys gathered into a block, queries in lanes, as ATTN_LSH's chunks); per token the sum of
-   its windows' outputs and their count. A task's sequence is one batch entry, or one packed
+   test per token; the cuts keep position order, so no sort follows); each window's attention
+   on the Q.K^T and P.V tile kernels (its keys and values loaded from the tensors into a block,
+   its queries into lanes, as ATTN_LSH's chunks: the head's rows are not kept in fp32, which
+   halved the scratch a head streams through); per token the sum of its windows' outputs and
+   their count. A task's sequence is one batch entry, or one packed
    segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
 typedef struct attn__rt {
     const attn__problem *P;
@@ -12555,22 +12588,32 @@ static float attn__rt_key_score(uint64_t k) {
     return attn__bits_to_f32((u & 0x80000000u) ? u & 0x7FFFFFFFu : ~u);
 }
 
-/* The k-th largest (k >= 1) of the m >= k distinct keys a (Hoare quickselect; a is permuted) */
+static void attn__rt_swap(uint64_t *a, int i, int j) { const uint64_t t = a[i]; a[i] = a[j]; a[j] = t; }
+
+/* The k-th largest (k >= 1) of the m >= k distinct keys a (a is permuted): a quickselect whose
+   partition is branch-free (Lomuto: each key swapped to the front when above the pivot), since
+   on random scores Hoare's scanning loops mispredicted about every other key (measured: they
+   were 20% of a forward). */
 static uint64_t attn__rt_kth(uint64_t *a, int m, int k) {
     int lo = 0, hi = m - 1;
     --k;
     while (lo < hi) {
-        const uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
-        const uint64_t p = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);   /* median of 3 */
-        int i = lo, j = hi;
-        while (i <= j) {                             /* descending: > p left, < p right */
-            while (a[i] > p) ++i;
-            while (a[j] < p) --j;
-            if (i <= j) { const uint64_t t = a[i]; a[i++] = a[j]; a[j--] = t; }
+        const int mid = lo + (hi - lo) / 2;
+        uint64_t p;
+        int i, s = lo;
+        if (a[mid] < a[lo]) attn__rt_swap(a, lo, mid);   /* median of 3 to a[hi]: the pivot */
+        if (a[hi] < a[lo]) attn__rt_swap(a, lo, hi);
+        if (a[mid] < a[hi]) attn__rt_swap(a, mid, hi);
+        p = a[hi];
+        for (i = lo; i < hi; ++i) {                  /* descending: a[lo..s) > p, a[s..i] < p */
+            const uint64_t t = a[i];
+            a[i] = a[s];
+            a[s] = t;
+            s += t > p;
         }
-        if (k <= j) hi = j;
-        else if (k >= i) lo = i;
-        else return a[k];
+        attn__rt_swap(a, s, hi);                     /* p at its rank s */
+        if (k == s) return p;
+        if (k < s) hi = s - 1; else lo = s + 1;
     }
     return a[lo];
 }
@@ -12601,9 +12644,6 @@ static int attn__ctz64(uint64_t x) {
 #endif
 }
 
-/* p (4-byte aligned) rounded up to 8 bytes: the candidate lists hold uint64_t keys */
-static void *attn__rt_align8(void *p) { return (char *)p + ((uintptr_t)p & 4); }
-
 /* mu / |mu| into dst (zeros for a zero row) */
 static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D) {
     const float nn = isa->dot(src, src, D);
@@ -12618,8 +12658,8 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
    keys (attn__rt_key) in position order, at most 2w long; hn, hnq [BQ] their lengths. The first
    2w tokens fill every list; when a list reaches 2w it keeps its w best (attn__rt_keep), and
    their worst score thr[cl] then screens the later tokens (only a token scoring above it can
-   enter: at an equal score the kept token's lower position wins), which few pass: a branch-free
-   test of a token's ATTN__BQ scores first. Scratch: CT [D][BQ] (the unit centroids in lanes),
+   enter: at an equal score the kept token's lower position wins), which few pass: the ISA's
+   rt_above tests a token's ATTN__BQ scores at once first. Scratch: CT [D][BQ] (the unit centroids in lanes),
    St [BQ][BQ], 64-byte aligned; thr [BQ]; tmp [2w] keys. The forward and the backward both
    route here, so they see the same windows. */
 static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
@@ -12649,7 +12689,7 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
             for (j = 0; j < nt; ++j) {                /* tokens in position order */
                 const float *s = St + (size_t)j * ATTN__BQ;
                 const int pos = t0 + j;
-                uint64_t above = 0;                   /* bit cl: s[cl] > thr[cl] */
+                uint64_t above;                       /* bit cl: s[cl] > thr[cl] */
                 if (pos < cap) {                      /* the first 2w tokens fill every list */
                     for (cl = 0; cl < ncb; ++cl) cand[(size_t)cl * cap + hs[cl]++] = attn__rt_key(s[cl], pos);
                     if (pos == cap - 1) {
@@ -12661,8 +12701,7 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
                     }
                     continue;
                 }
-                for (cl = 0; cl < ATTN__BQ; ++cl) above |= (uint64_t)(s[cl] > thr[cl]) << cl;
-                for (; above; above &= above - 1) {  /* most tokens enter a few of the 64 lists */
+                for (above = isa->rt_above(s, thr); above; above &= above - 1) {  /* most tokens enter a few of the 64 lists */
                     uint64_t *c;
                     cl = attn__ctz64(above);
                     c = cand + (size_t)cl * cap;
@@ -12685,16 +12724,34 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
 }
 
 static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
-    /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ] (aligned, first), Q, K, X [n][D], V,
-       acc [n][Dv], a row [D], a window's keys Kw [w][D] and values Vw [w][Dv], O [BQ][Dv], mx,
-       sum [BQ]; ints: count [n], list lengths [BQ], a window's positions [w]; the candidate lists
-       (attn__rt_route) [BQ][2w] keys (2 each, 8-byte aligned: one float more) and their scratch [2w] keys; separate_qk adds the unit
-       queries [n][D], their list lengths [BQ], the query window [w], the key ids [w] and the query
-       lists [BQ][2w] */
+    /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ], the candidate lists
+       (attn__rt_route) [BQ][2w] keys (2 floats each; with separate_qk the query lists [BQ][2w] too)
+       (64-byte aligned, first), their scratch [2w] keys; X [n][D] (unit keys), acc [n][Dv], a row
+       [D], a window's keys Kw [w][D] and values Vw [w][Dv], a query block Qw [BQ][D], O [BQ][Dv],
+       mx, sum [BQ]; ints: count [n], list lengths [BQ], a window's positions [w], lane rows [BQ];
+       separate_qk adds the unit queries [n][D], their list lengths [BQ], the query window [w] and
+       the key ids [w] */
     const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w), m = sep ? 2 : 1;
-    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * ((2 + m) * (size_t)D + 2 * (size_t)Dv + 1) +
-                         (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)Dv + 2) +
-                         m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 4 * m * (size_t)ATTN__BQ * w + 4 * (size_t)w + 1);
+    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (m * (size_t)D + (size_t)Dv + 1) +
+                         (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)D + (size_t)Dv + 3) +
+                         m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 4 * m * (size_t)ATTN__BQ * w + 4 * (size_t)w);
+}
+
+/* Prefetches (into L2) the rows of view x at the w positions of window e (of sequence b at off,
+   head h): the next window's rows are scattered over the tensors, so they are asked for while
+   this window is attended. */
+static void attn__rt_prefetch(const attn__view *x, int b, int off, int h, const attn__rt_ent *e, int w) {
+#if defined(__GNUC__) || defined(__clang__)
+    const size_t bytes = (size_t)x->dim * x->esize;
+    size_t o;
+    int t;
+    for (t = 0; t < w; ++t) {
+        const char *p = (const char *)attn__at(x, b, off + e[t].pos, h);
+        for (o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 2);
+    }
+#else
+    (void)x; (void)b; (void)off; (void)h; (void)e; (void)w;
+#endif
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
@@ -12706,26 +12763,24 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     const int n = R->cu ? R->cu[u + 1] - off : R->lens ? R->lens[u] : R->n;     /* L: valid tokens */
     const int w = ATTN__MIN(R->window, n), pad_end = R->cu ? (u == R->units - 1 ? R->n : off + n) : R->n;
     float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *QT = S + (size_t)ATTN__MAX(ATTN__BK, w) * ATTN__BQ, *Q = QT + (size_t)D * ATTN__BQ;
-    float *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D;
-    float *V = Xn + (size_t)n * D, *acc = V + (size_t)n * Dv, *row = acc + (size_t)n * Dv, *Kw = row + D;
-    float *Vw = Kw + (size_t)w * D, *O = Vw + (size_t)w * Dv, *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ;
-    float *Xq = sum + ATTN__BQ;                       /* separate_qk: the unit queries [n][D] */
+    float *QT = S + (size_t)ATTN__MAX(ATTN__BK, w) * ATTN__BQ;
+    attn__rt_ent *lists = (attn__rt_ent *)(void *)(QT + (size_t)D * ATTN__BQ), *qlists = lists + (size_t)ATTN__BQ * 2 * w;
+    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * w : 0));
+    float *Xn = (float *)(void *)(tmp + 2 * w), *acc = Xn + (size_t)n * D, *row = acc + (size_t)n * Dv, *Kw = row + D;
+    float *Vw = Kw + (size_t)w * D, *Qw = Vw + (size_t)w * Dv, *O = Qw + (size_t)ATTN__BQ * D, *mx = O + (size_t)ATTN__BQ * Dv;
+    float *sum = mx + ATTN__BQ, *Xq = sum + ATTN__BQ;  /* separate_qk: the unit queries [n][D] */
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *wpos = hn + ATTN__BQ;
     int *hnq = wpos + w, *qwpos = hnq + (R->sep ? ATTN__BQ : 0), *kid = qwpos + (R->sep ? w : 0);
-    attn__rt_ent *lists = (attn__rt_ent *)attn__rt_align8(kid + (R->sep ? w : 0)), *qlists = lists + (size_t)ATTN__BQ * 2 * w;
-    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * w : 0));
+    int *lane = kid + (R->sep ? w : 0);              /* 0 .. BQ - 1: Qw's rows into lanes */
     int i, c0, cl, s, t;
+    for (s = 0; s < ATTN__BQ; ++s) lane[s] = s;
     for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
         if (R->sep) {                                 /* the query's own routing row */
             isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, row, D, 1.0f);
             attn__unit(isa, row, Xq + (size_t)i * D, D);
         }
-        isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
-        isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
-        attn__unit(isa, K + (size_t)i * D, Xn + (size_t)i * D, D);
-        if (R->normk) memcpy(K + (size_t)i * D, Xn + (size_t)i * D, sizeof(float) * (size_t)D);
+        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, row, D, 1.0f);
+        attn__unit(isa, row, Xn + (size_t)i * D, D);
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
         cnt[i] = 0;
     }
@@ -12736,10 +12791,16 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             attn__rt_ent *ent = lists + (size_t)cl * w;
             const int *qw = wpos, *kw = wpos;         /* query and key positions */
             int q0;
+            if (cl + 1 < ncb) {
+                if (!R->normk) attn__rt_prefetch(&P->k, b, off, h, ent + w, w);
+                attn__rt_prefetch(&P->v, b, off, h, ent + w, w);
+                attn__rt_prefetch(&P->q, b, off, h, (R->sep ? qlists : lists) + (size_t)(cl + 1) * w, w);
+            }
             for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
-                wpos[t] = ent[t].pos;
-                memcpy(Kw + (size_t)t * D, K + (size_t)ent[t].pos * D, sizeof(float) * (size_t)D);
-                memcpy(Vw + (size_t)t * Dv, V + (size_t)ent[t].pos * Dv, sizeof(float) * (size_t)Dv);
+                const int p = wpos[t] = ent[t].pos;
+                if (R->normk) memcpy(Kw + (size_t)t * D, Xn + (size_t)p * D, sizeof(float) * (size_t)D);
+                else isa->load(attn__at(&P->k, b, off + p, h), P->k.dtype, Kw + (size_t)t * D, D, 1.0f);
+                isa->load(attn__at(&P->v, b, off + p, h), P->v.dtype, Vw + (size_t)t * Dv, Dv, 1.0f);
             }
             if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
                                position, so no key is the query's own (causal is 0 here) */
@@ -12749,7 +12810,12 @@ static void attn__rt_task(void *ctx, int task, int thread) {
             }
             for (q0 = 0; q0 < w; q0 += ATTN__BQ) {   /* its queries in lanes, on the tile kernels */
                 const int nl = ATTN__MIN(ATTN__BQ, w - q0);
-                attn__sqk_block(isa, Q, D, qw + q0, nl, Kw, Vw, Dv, kw, w, P->causal, -INFINITY, -5e4f, QT, S, O, mx, sum);
+                for (s = 0; s < nl; ++s)
+                    isa->load(attn__at(&P->q, b, off + qw[q0 + s], h), P->q.dtype, Qw + (size_t)s * D, D, P->scale);
+                isa->gather_t(Qw, (size_t)D, lane, nl, D, QT);
+                attn__sqk_lanes(isa, D, qw + q0, nl, Kw, kw, w, P->causal, -INFINITY, -5e4f, QT, S, mx, sum);
+                memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
+                isa->pv(S, w, nl, Vw, Dv, Dv, sum /* finite: O is 0 */, O, (size_t)Dv);
                 for (s = 0; s < nl; ++s) {
                     const int p = qw[q0 + s];
                     isa->axpy(acc + (size_t)p * Dv, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
@@ -12882,14 +12948,14 @@ static size_t attn__rt_bwd_floats(const attn__rt *R, int D, int Dv) {
        dV [n][Dv]; |k| [n]; the window's keys Kw and accumulators dKa [wr][D], dVa [wr][Dv]; a
        query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum, delta, ones [BQ]; separate_qk: Xq
        [n][D]; ints: count [n], list lengths [2][BQ], every cluster's window [nc][w] (separate_qk:
-       and its query window); the candidate lists [BQ][2w] of 2 floats each (separate_qk: twice;
-       8-byte aligned: one float more) and their scratch [2w]. 0: overflow. */
+       and its query window); the candidate lists [BQ][2w] of 2 floats each (separate_qk: twice) and
+       their scratch [2w], after RT (64-byte aligned). 0: overflow. */
     const size_t n = (size_t)R->n, w = (size_t)R->w, wr = (w + ATTN__BQ - 1) / ATTN__BQ * ATTN__BQ;
     const size_t m = R->sep ? 2 : 1, B = ATTN__BQ;
     size_t wins, f;
     if (!attn__mul_size((size_t)R->nc, w * m, &wins)) return 0;
     f = wr * (2 * B + (size_t)D + (size_t)Dv) + B * (size_t)D + n * ((4 + m) * (size_t)D + 3 * (size_t)Dv + 1) +
-        wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + n + 2 * B + 4 * m * B * w + 4 * w + 1;
+        wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + n + 2 * B + 4 * m * B * w + 4 * w;
     if (!attn__add_size(f, wins, &f)) return 0;
     return attn__round16(f);
 }
@@ -12905,15 +12971,15 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     const int nkb = (w + B - 1) / B, wr = nkb * B, nc = R->nc, self = !R->sep;
     float *ST = R->ws + (size_t)thread * R->ws_floats, *dPT = ST + (size_t)wr * B;   /* 64-byte aligned */
     float *KT = dPT + (size_t)wr * B, *VT = KT + (size_t)wr * D, *RT = VT + (size_t)wr * Dv;
-    float *Q = RT + (size_t)B * D, *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D, *dQ = Xn + (size_t)n * D;
+    attn__rt_ent *lists = (attn__rt_ent *)(void *)(RT + (size_t)B * D), *qlists = lists + (size_t)B * 2 * w;
+    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)B * 2 * w : 0));
+    float *Q = (float *)(void *)(tmp + 2 * w), *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D, *dQ = Xn + (size_t)n * D;
     float *dK = dQ + (size_t)n * D, *V = dK + (size_t)n * D, *G = V + (size_t)n * Dv, *dV = G + (size_t)n * Dv;
     float *kn = dV + (size_t)n * Dv, *Kw = kn + n, *dKa = Kw + (size_t)wr * D, *dVa = dKa + (size_t)wr * D;
     float *Qg = dVa + (size_t)wr * Dv, *dQa = Qg + (size_t)B * D, *Gg = dQa + (size_t)B * D, *mx = Gg + (size_t)B * Dv;
     float *sum = mx + B, *dl = sum + B, *ones = dl + B, *Xq = ones + B;
     int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *hnq = hn + B, *kwin = hnq + B;
     int *qwin = R->sep ? kwin + (size_t)nc * w : kwin;
-    attn__rt_ent *lists = (attn__rt_ent *)attn__rt_align8(qwin + (size_t)nc * w), *qlists = lists + (size_t)B * 2 * w;
-    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)B * 2 * w : 0));
     int i, c, c0, cl, t, q0, kb, r, j, e;
     size_t z;
     for (i = 0; i < B; ++i) ones[i] = 1.0f;

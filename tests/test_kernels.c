@@ -425,14 +425,15 @@ static void test_vector_layer(void) {
    exp's bound), sum within (4 + nk) 2^-24 relative, lanes past nq untouched, mx -inf and sum 0 there.
    Query and key ids overlap (self logits), causal and not, nq 1..64 and nk 1..130. hash_arg
    (ATTN_LSH's bucket argmax) against the strict scan: the same indices, with ties, NaN, inf and
-   signed zeros, over two blocks of columns. */
+   signed zeros, over two blocks of columns. rt_above (ATTN_ROUTING's screen) against the
+   compares one by one. */
 static void check_sqk(const char *isa, const attn__isa *V) {
     enum { NK = 130, DM = 40, NR = 200 };
     static float X[NR * DM], XTb[(DM + 1) * ATTN__BQ + 16], Sb[NK * ATTN__BQ + 16], S0[NK * ATTN__BQ];
     float *XT = XTb + (16 - ((uintptr_t)XTb / 4) % 16) % 16, *S = Sb + (16 - ((uintptr_t)Sb / 4) % 16) % 16;   /* 64-byte aligned */
     float mx[ATTN__BQ], sum[ATTN__BQ];
     t_rng r = t_rng_seed(4242);
-    int rows[ATTN__BQ], kpos[NK], it, i, j, u, e, bad_h = 0, bad_g = 0, bad_m = 0, bad_e = 0, bad_s = 0, bad_lane = 0;
+    int rows[ATTN__BQ], kpos[NK], it, i, j, u, e, bad_a = 0, bad_h = 0, bad_g = 0, bad_m = 0, bad_e = 0, bad_s = 0, bad_lane = 0;
     for (i = 0; i < NR * DM; ++i) X[i] = (float)t_normal(&r);
     for (it = 0; it < 300; ++it) {
         const int n = t_irange(&r, 1, ATTN__BQ), D = t_irange(&r, 1, DM), nk = t_irange(&r, 1, NK), causal = it & 1;
@@ -494,7 +495,20 @@ static void check_sqk(const char *isa, const attn__isa *V) {
             for (i = 0; i < nk; ++i) bad_h += hi[i] != rh[i] || lo[i] != rl[i] || ah[i] != rah[i] || al[i] != ral[i];
         }
     }
+    for (it = 0; it < 200; ++it) {   /* rt_above: the mask of s > thr, bit by bit, with ties, NaN, inf, signed zeros */
+        float s[ATTN__BQ], thr[ATTN__BQ];
+        uint64_t want = 0, got;
+        for (j = 0; j < ATTN__BQ; ++j) {
+            const int v = t_irange(&r, 0, 9);
+            s[j] = v == 0 ? NAN : v == 1 ? -0.0f : v == 2 ? INFINITY : (float)t_irange(&r, -3, 3) * 0.5f;
+            thr[j] = it % 7 == 0 ? INFINITY : v == 3 ? 0.0f : v == 4 ? -INFINITY : (float)t_irange(&r, -3, 3) * 0.5f;
+            if (s[j] > thr[j]) want |= (uint64_t)1 << j;
+        }
+        got = V->rt_above(s, thr);
+        bad_a += got != want;
+    }
     T_CHECK(bad_h == 0, "%s hash_arg: %d rows' first max / min differ from the scan", isa, bad_h);
+    T_CHECK(bad_a == 0, "%s rt_above: %d masks differ from the compares", isa, bad_a);
     T_CHECK(bad_g == 0, "%s gather_t: %d floats differ from the gathered rows (or written outside)", isa, bad_g);
     T_CHECK(bad_m == 0, "%s sqk_softmax: %d row maxima differ from the masked max", isa, bad_m);
     T_CHECK(bad_e == 0, "%s sqk_softmax: %d exp entries outside 2.5 ulp", isa, bad_e);
