@@ -11723,8 +11723,8 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    ATTN__BQ at a time, loaded and scaled from the caller's q) transposed into lanes, their
    scores on the exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on
    its P.V tile kernel, each query's round result merged into its position across rounds by
-   the logsumexp rule in sorted-axis order. The ring keeps the scratch small (2.3 MB a thread
-   at S 4096, D 64, against 6.3 with q and v copied whole), so it stays in L2.
+   the logsumexp rule in sorted-axis order. The ring keeps the scratch small (2.4 MB a thread
+   at S 4096, D 64, against 4.5 with q and v copied whole), so it stays in L2.
    The backward (attn__lsh_bwd_task) hashes and sorts again (the buckets are piecewise constant:
    no gradient) and takes the rounds as one softmax over all the (round, key) entries a row
    sees, weighted: P = w_r exp(s - lse_r) with w_r the round's merge weight, whichever merge,
