@@ -4271,6 +4271,25 @@ ATTN__T512 static void attn__qk512_1x64(const float *K, const float *QT, int D, 
     }
     _mm512_store_ps(S, c0); _mm512_store_ps(S + 16, c1); _mm512_store_ps(S + 32, c2); _mm512_store_ps(S + 48, c3);
 }
+/* 12 keys x 32 lanes, for tiles of 17..32 lanes (ATTN_LSH's hashing: 32 rotation columns a
+   round), where 6x64 would spend half its FMAs on zero lanes; the same FMA chain per element. */
+#define ATTN__QK12_ROW(x) b = _mm512_set1_ps(K[(ptrdiff_t)(x) * ldk + d]); \
+    c##x##0 = _mm512_fmadd_ps(b, q0, c##x##0); c##x##1 = _mm512_fmadd_ps(b, q1, c##x##1);
+#define ATTN__QK12_STORE(x) _mm512_store_ps(S + (x) * ATTN__BQ, c##x##0); _mm512_store_ps(S + (x) * ATTN__BQ + 16, c##x##1);
+ATTN__T512 static void attn__qk512_12x32(const float *K, ptrdiff_t ldk, const float *QT, int D, float *S) {
+    __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71, c80, c81, c90, c91,
+           c100, c101, c110, c111, b;
+    int d;
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm512_setzero_ps();
+    c60 = c61 = c70 = c71 = c80 = c81 = c90 = c91 = c100 = c101 = c110 = c111 = _mm512_setzero_ps();
+    for (d = 0; d < D; ++d) {
+        const __m512 q0 = _mm512_load_ps(QT + (size_t)d * ATTN__BQ), q1 = _mm512_load_ps(QT + (size_t)d * ATTN__BQ + 16);
+        ATTN__QK12_ROW(0) ATTN__QK12_ROW(1) ATTN__QK12_ROW(2) ATTN__QK12_ROW(3) ATTN__QK12_ROW(4) ATTN__QK12_ROW(5)
+        ATTN__QK12_ROW(6) ATTN__QK12_ROW(7) ATTN__QK12_ROW(8) ATTN__QK12_ROW(9) ATTN__QK12_ROW(10) ATTN__QK12_ROW(11)
+    }
+    ATTN__QK12_STORE(0) ATTN__QK12_STORE(1) ATTN__QK12_STORE(2) ATTN__QK12_STORE(3) ATTN__QK12_STORE(4) ATTN__QK12_STORE(5)
+    ATTN__QK12_STORE(6) ATTN__QK12_STORE(7) ATTN__QK12_STORE(8) ATTN__QK12_STORE(9) ATTN__QK12_STORE(10) ATTN__QK12_STORE(11)
+}
 #define ATTN__QK8_ROW(x) c##x = _mm512_fmadd_ps(_mm512_set1_ps(k##x[d]), q, c##x);
 ATTN__T512 static void attn__qk512_8x16(const float *K, ptrdiff_t ldk, const float *QT, int D, float *S) {
     const float *k0 = K, *k1 = K + ldk, *k2 = K + 2 * ldk, *k3 = K + 3 * ldk, *k4 = K + 4 * ldk, *k5 = K + 5 * ldk,
@@ -4361,6 +4380,9 @@ ATTN__T512 static void attn__qk_avx512(const float *K, ptrdiff_t ldk, int nk, co
     if (nlanes <= 16) {
         for (; j + 8 <= nk; j += 8) attn__qk512_8x16(K + (ptrdiff_t)j * ldk, ldk, QT, D, S + (size_t)j * ATTN__BQ);
         for (; j < nk; ++j) attn__qk512_1x16(K + (ptrdiff_t)j * ldk, QT, D, S + (size_t)j * ATTN__BQ);
+    } else if (nlanes <= 32) {   /* tails on 1x64, the same sums (lanes past 32 as 6x64 treats them) */
+        for (; j + 12 <= nk; j += 12) attn__qk512_12x32(K + (ptrdiff_t)j * ldk, ldk, QT, D, S + (size_t)j * ATTN__BQ);
+        for (; j < nk; ++j) attn__qk512_1x64(K + (ptrdiff_t)j * ldk, QT, D, S + (size_t)j * ATTN__BQ);
     } else {        /* lanes past nlanes hold zeros in QT: computing all 64 is harmless */
         for (; j + 6 <= nk; j += 6) attn__qk512_6x64(K + (ptrdiff_t)j * ldk, ldk, QT, D, S + (size_t)j * ATTN__BQ);
         for (; j < nk; ++j) attn__qk512_1x64(K + (ptrdiff_t)j * ldk, QT, D, S + (size_t)j * ATTN__BQ);
@@ -11792,14 +11814,17 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
 }
 
 /* ---- ATTN_LSH (Reformer) ------------------------------------------------------------------
-   One task per (batch, head), each on its own per-thread scratch: the head's q (scaled), k and
-   v rows in fp32, every round's buckets by dot products with the rotation columns (the Q.K^T
-   tile kernel; each key's first argmax / argmin on the ISA's hash_arg), a stable counting sort
-   per round into the sorted axis, then chunk by chunk each chunk's keys (its own and its
-   neighbours', lsh.chunks_before / _after) gathered into a block, the chunk's queries (up to
-   ATTN__BQ at a time) transposed into lanes, their scores on the exact core's Q.K^T tile
-   kernel, the HF masks and a per-lane softmax, P.V on its P.V tile kernel, each query's round
-   result merged into its position across rounds by the logsumexp rule in sorted-axis order.
+   One task per (batch, head), each on its own per-thread scratch: the head's k rows in fp32,
+   every round's buckets by dot products with the rotation columns (the Q.K^T tile kernel;
+   each key's first argmax / argmin on the ISA's hash_arg), a stable counting sort per round
+   into the sorted axis, then chunk by chunk: the chunk's keys (its own and its neighbours',
+   lsh.chunks_before / _after) from a ring of chunk slots (each chunk's normalised k rows and
+   its v rows, loaded from the caller's v, filled once per round), the chunk's queries (up to
+   ATTN__BQ at a time, loaded and scaled from the caller's q) transposed into lanes, their
+   scores on the exact core's Q.K^T tile kernel, the HF masks and a per-lane softmax, P.V on
+   its P.V tile kernel, each query's round result merged into its position across rounds by
+   the logsumexp rule in sorted-axis order. The ring keeps the scratch small (2.4 MB a thread
+   at S 4096, D 64, against 4.5 with q and v copied whole), so it stays in L2.
    The backward (attn__lsh_bwd_task) hashes and sorts again (the buckets are piecewise constant:
    no gradient) and takes the rounds as one softmax over all the (round, key) entries a row
    sees, weighted: P = w_r exp(s - lse_r) with w_r the round's merge weight, whichever merge,
@@ -11924,14 +11949,15 @@ static int attn__lsh_add(size_t *f, size_t a, size_t b) {
 /* Per-thread scratch of ATTN_LSH's forward (bwd 0: attn__lsh_task) or backward (bwd 1:
    attn__lsh_bwd_task), in floats (int arrays counted as floats), rounded up to 16; 0 when it
    does not fit a size_t.
-   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, keys)][BQ], Q, K [n][D], V, acc
-     [n][Dv], m, l, hi, lo [n], the chunk's keys Kc [keys][D] and values Vc [keys][Dv], O
-     [BQ][Dv], mx, sum [BQ]
+   forward floats: RT (= the queries' QT) [D][BQ], S [max(BK, keys)][BQ], the ring of chunk
+     slots' keys Ks [keys][D] and values Vs [keys][Dv], the query block Qc [BQ][D], O [BQ][Dv],
+     mx, sum, ones [BQ], K [n][D], acc [n][Dv], m, l, hi, lo [n]
    backward floats: RT (= QT) [D][BQ], GT [Dv][BQ], S and dP [max(BK, keys)][BQ] (each a
      multiple of 16: they stay 64-byte aligned); Q, K, dQ, dK [n][D], V, G, dV [n][Dv], rs, dd,
      hi, lo [n], W [nh*n], Kc, dKc [keys][D], Vc, dVc [keys][Dv], Qg, dQc [BQ][D], Gg [BQ][Dv],
      mx, sum, a, ones [BQ]
-   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [keys]
+   then ints (both): order [nh*n], bucket, arg_hi, arg_lo [n], counts [nb+2], key ids [keys];
+   forward only: the slots' key ids [keys], chunk tags and counts [keys / c each], 0..BQ-1 [BQ]
    (keys: the keys a chunk attends, (chunks before + 1 + chunks after) * c) */
 static size_t attn__lsh_ws_floats(int n, int D, int Dv, int nkeys, int nb, int nh, int bwd) {
     const size_t keys = (size_t)nkeys, srows = ATTN__MAX((size_t)ATTN__BK, keys), N = (size_t)nh * (size_t)n;
@@ -11939,8 +11965,8 @@ static size_t attn__lsh_ws_floats(int n, int D, int Dv, int nkeys, int nb, int n
     size_t f = 0;
     const int ok = bwd ? attn__lsh_add(&f, d + dv + 2 * srows, bq) && attn__lsh_add(&f, (size_t)n, 4 * d + 3 * dv + 4) &&
                              attn__lsh_add(&f, N, 1) && attn__lsh_add(&f, 2 * keys, d + dv) && attn__lsh_add(&f, bq, 2 * d + dv + 4)
-                       : attn__lsh_add(&f, d + srows, bq) && attn__lsh_add(&f, (size_t)n, 2 * d + 2 * dv + 4) &&
-                             attn__lsh_add(&f, keys, d + dv) && attn__lsh_add(&f, bq, dv + 2);
+                       : attn__lsh_add(&f, d + srows, bq) && attn__lsh_add(&f, (size_t)n, d + dv + 4) &&
+                             attn__lsh_add(&f, keys, d + dv + 3) && attn__lsh_add(&f, bq, d + dv + 4);
     if (!ok || !attn__lsh_add(&f, N, 1) || !attn__lsh_add(&f, (size_t)n, 3) || !attn__lsh_add(&f, (size_t)nb + 2 + keys + 15, 1))
         return 0;
     return f & ~(size_t)15;
@@ -12030,41 +12056,106 @@ static void attn__lsh_norm_keys(const attn__isa *isa, float *K, int L, int D, fl
     }
 }
 
+/* The forward's ring of chunk slots: chunk k's valid keys (positions into ids, rows of the
+   normalised K [n][D] into Ks, the caller's v rows loaded into Vs, c rows each); returns their
+   count. Chunk ch attends the slots of chunks ch - cb .. ch + after, so each chunk is filled
+   once per round however many chunks attend it, into a slot that stays in L1 / L2. */
+static int attn__lsh_fill(const attn__lsh *X, const int *order, int k, int L, int b, int h, const float *K, float *Ks,
+                          float *Vs, int *ids) {
+    const attn__problem *P = X->P;
+    const int *pos = order + (size_t)k * X->c, D = P->q.dim, Dv = P->v.dim;
+    int u, nk = 0;
+    for (u = 0; u < X->c; ++u) {           /* a padding key's logit -1e9 gives it weight 0: skipped */
+        const int id = pos[u];
+        if (id >= L) continue;
+        ids[nk] = id;
+        memcpy(Ks + (size_t)nk * D, K + (size_t)id * D, sizeof(float) * (size_t)D);
+        X->isa->load(attn__at(&P->v, b, id, h), P->v.dtype, Vs + (size_t)nk * Dv, Dv, 1.0f);
+        ++nk;
+    }
+    return nk;
+}
+
+/* Prefetches the caller's rows of view t (q or v) at chunk k's valid positions, so the next
+   chunk's loads (random rows: the hardware prefetchers cannot guess them) overlap this chunk's
+   arithmetic. */
+static void attn__lsh_prefetch(const attn__lsh *X, const attn__view *t, const int *order, int k, int L, int b, int h) {
+#if defined(__GNUC__) || defined(__clang__)
+    const int *pos = order + (size_t)k * X->c;
+    const size_t bytes = (size_t)t->dim * t->esize;
+    int u;
+    size_t off;
+    for (u = 0; u < X->c && pos[u] < L; ++u) {
+        const char *r = (const char *)attn__at(t, b, pos[u], h);
+        for (off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
+    }
+#else
+    (void)X; (void)t; (void)order; (void)k; (void)L; (void)b; (void)h;
+#endif
+}
+
 static void attn__lsh_task(void *ctx, int task, int thread) {
     const attn__lsh *X = (const attn__lsh *)ctx;
     const attn__problem *P = X->P;
     const attn__isa *isa = X->isa;
     const int H = P->q.heads, b = task / H, h = task % H, n = X->n, D = P->q.dim, Dv = P->v.dim, c = X->c;
     const int N = X->nh * n, nchunks = N / c, L = X->lens ? X->lens[b] : n;
-    const int keys = X->keys;
+    const int keys = X->keys, nslots = keys / c;
     float *RT = X->ws + (size_t)thread * X->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *Q = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *K = Q + (size_t)n * D, *V = K + (size_t)n * D;
-    float *acc = V + (size_t)n * Dv, *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
-    float *Kc = lo + n, *Vc = Kc + (size_t)keys * D, *O = Vc + (size_t)keys * Dv, *mx = O + (size_t)ATTN__BQ * Dv;
-    float *sum = mx + ATTN__BQ;
-    int *order = (int *)(void *)(sum + ATTN__BQ), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
-    int *cnt = arg_lo + n;
-    int *kid = cnt + (size_t)X->nb + 2;
-    int i, j, ch;
+    float *Ks = S + (size_t)ATTN__MAX(ATTN__BK, keys) * ATTN__BQ, *Vs = Ks + (size_t)keys * D;
+    float *Qc = Vs + (size_t)keys * Dv, *O = Qc + (size_t)ATTN__BQ * D, *mx = O + (size_t)ATTN__BQ * Dv;
+    float *sum = mx + ATTN__BQ, *ones = sum + ATTN__BQ, *K = ones + ATTN__BQ, *acc = K + (size_t)n * D;
+    float *m = acc + (size_t)n * Dv, *l = m + n, *hi = l + n, *lo = hi + n;
+    int *order = (int *)(void *)(lo + n), *bucket = order + N, *arg_hi = bucket + n, *arg_lo = arg_hi + n;
+    int *cnt = arg_lo + n, *kid = cnt + (size_t)X->nb + 2, *sid = kid + keys, *tag = sid + keys, *scnt = tag + nslots;
+    int *iota = scnt + nslots;
+    int i, j, u, ch;
     for (i = 0; i < n; ++i) {                  /* padding rows (i >= L) are never read */
-        if (i < L) {
-            isa->load(attn__at(&P->q, b, i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-            isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
-            isa->load(attn__at(&P->v, b, i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
-        }
+        if (i < L) isa->load(attn__at(&P->k, b, i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
         m[i] = -INFINITY; l[i] = 0.0f;
         memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
     }
+    for (j = 0; j < ATTN__BQ; ++j) { ones[j] = 1.0f; iota[j] = j; }
+    for (u = 0; u < nslots; ++u) tag[u] = -1;
     attn__lsh_sort(X, h, L, K, RT, S, hi, lo, bucket, arg_hi, arg_lo, cnt, order);
     attn__lsh_norm_keys(isa, K, L, D, NULL);
     for (ch = 0; ch < nchunks; ++ch) {
         const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
-        int q0, nk;
+        int q0, nk = 0;
         if (nq == 0) continue;                /* padding queries: out 0 */
-        nk = attn__lsh_gather(X, order, ch, L, K, V, Kc, Vc, kid);
+        for (u = 0; u < nslots; ++u) {        /* chunks ch - cb + u, circularly (cb <= nchunks), in order */
+            const int k = (int)(((long long)ch - X->cb + u + nchunks) % nchunks), s = (ch % nslots + u) % nslots;
+            if (tag[s] != k) {
+                scnt[s] = attn__lsh_fill(X, order, k, L, b, h, K, Ks + (size_t)s * c * D, Vs + (size_t)s * c * Dv, sid + (size_t)s * c);
+                tag[s] = k;
+            }
+            memcpy(kid + nk, sid + (size_t)s * c, sizeof(int) * (size_t)scnt[s]);
+            nk += scnt[s];
+        }
+        if (ch + 1 < nchunks) {               /* the next chunk's queries and newly attended values */
+            attn__lsh_prefetch(X, &P->q, order, ch + 1, L, b, h);
+            attn__lsh_prefetch(X, &P->v, order, (int)(((long long)ch + 1 + nslots - 1 - X->cb) % nchunks), L, b, h);
+        }
         for (q0 = 0; q0 < nq; q0 += ATTN__BQ) {   /* queries in lanes, ATTN__BQ at a time */
-            const int nl = ATTN__MIN(ATTN__BQ, nq - q0);
-            attn__sqk_block(isa, Q, D, qid + q0, nl, Kc, Vc, Dv, kid, nk, P->causal, -1e9f, -1e5f, RT, S, O, mx, sum);
+            const int nl = ATTN__MIN(ATTN__BQ, nq - q0), lanes = (int)attn__round16((size_t)nl);
+            int row = 0;
+            for (j = 0; j < nl; ++j)
+                isa->load(attn__at(&P->q, b, qid[q0 + j], h), P->q.dtype, Qc + (size_t)j * D, D, P->scale);
+            /* attn__sqk_block's steps with the keys in their slots: S rows and P.V in key order,
+               so the sums are attn__sqk_block's bit for bit */
+            isa->gather_t(Qc, (size_t)D, iota, nl, D, RT);
+            for (u = 0; u < nslots; ++u) {
+                const int s = (ch % nslots + u) % nslots;
+                isa->qk(Ks + (size_t)s * c * D, D, scnt[s], RT, lanes, D, S + (size_t)row * ATTN__BQ);
+                row += scnt[s];
+            }
+            isa->sqk_softmax(S, nk, nl, kid, qid + q0, P->causal, -1e9f, -1e5f, mx, sum);
+            memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
+            for (row = 0, u = 0; u < nslots; ++u) {   /* O starts at 0: alpha 1 continues each chain */
+                const int s = (ch % nslots + u) % nslots;
+                isa->pv(S + (size_t)row * ATTN__BQ, scnt[s], nl, Vs + (size_t)s * c * Dv, Dv, Dv, ones, O, (size_t)Dv);
+                row += scnt[s];
+            }
             for (j = 0; j < nl; ++j) {        /* merge (O_j / sum_j, lse_r) into position p */
                 const int p = qid[q0 + j];
                 const float lse_r = mx[j] + logf(sum[j]);
