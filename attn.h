@@ -16207,6 +16207,198 @@ ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, flo
     return ATTN_OK;
 }
 
+/* The conv residual's two loops over one head's rows (fp32, channels contiguous, row strides
+   ldo / ldx / ldg), picked per ISA by attn__nys_conv_kernels:
+     band: O[i - r0] += sum_j w[(j - i + half) ws] X[j - x0] for i in [r0, r1), j in [x0, x1)
+           with |j - i| <= half, j ascending, one FMA each (the forward's conv; with the taps
+           reversed, ws = -1, its dv);
+     lag:  out[t] = sum_i G[i] . X[i + t - half] for t < 2 half + 1, i < ng, i + t - half in
+           [0, nx) (dconv), summed in fp32 lanes over blocks of ATTN__NYS_LAG rows, then in
+           double in block order (fixed by the shape: the same for every thread count).
+   The AVX-512 / AVX2 ones hold 64 / 32 channels of a row in registers across the taps (the
+   vector layer's axpy / dot per (row, tap) re-read and re-wrote the row and reduced each dot:
+   the conv was 40% of the forward and half the backward at 65 taps, D 64); band's are bitwise
+   the vector layer's loop (the same FMA per element, in the same order). */
+#define ATTN__NYS_LAG 32    /* lag's rows per block: G's and X's rows stay in L1 across the taps */
+#define ATTN__NYS_TAPS 64   /* lag's taps per pass (their double sums on the stack) */
+typedef void (*attn__nys_band_fn)(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X,
+                                  ptrdiff_t ldx, int x0, int x1, const float *w, ptrdiff_t ws, int half, int n);
+typedef void (*attn__nys_lag_fn)(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X,
+                                 ptrdiff_t ldx, int nx, int half, int n, float *out);
+static void attn__nys_band_v(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X, ptrdiff_t ldx,
+                             int x0, int x1, const float *w, ptrdiff_t ws, int half, int n) {
+    int i, j;
+    for (i = r0; i < r1; ++i)
+        for (j = ATTN__MAX(x0, i - half); j < ATTN__MIN(x1, i + half + 1); ++j)
+            isa->axpy(O + (ptrdiff_t)(i - r0) * ldo, w[(ptrdiff_t)(j - i + half) * ws], X + (ptrdiff_t)(j - x0) * ldx, n);
+}
+static void attn__nys_lag_v(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X, ptrdiff_t ldx,
+                            int nx, int half, int n, float *out) {
+    double acc[ATTN__NYS_TAPS];
+    int t0, t, i0, i;
+    for (t0 = 0; t0 <= 2 * half; t0 += ATTN__NYS_TAPS) {
+        const int nt = ATTN__MIN(ATTN__NYS_TAPS, 2 * half + 1 - t0);
+        for (t = 0; t < nt; ++t) acc[t] = 0.0;
+        for (i0 = 0; i0 < ng; i0 += ATTN__NYS_LAG)
+            for (t = t0; t < t0 + nt; ++t) {
+                    float s = 0.0f;
+                    for (i = ATTN__MAX(i0, half - t); i < ATTN__MIN(ATTN__MIN(ng, i0 + ATTN__NYS_LAG), nx + half - t); ++i)
+                        s += isa->dot(G + (ptrdiff_t)i * ldg, X + (ptrdiff_t)(i + t - half) * ldx, n);
+                    acc[t - t0] += (double)s;
+                }
+        for (t = 0; t < nt; ++t) out[t0 + t] = (float)acc[t];
+    }
+}
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+ATTN__T512 static ATTN__INLINE __mmask16 attn__nys_m16(int r) { return (__mmask16)(r >= 16 ? 0xffffu : r <= 0 ? 0u : (1u << r) - 1u); }
+/* a row's 64-channel block: a[0..3] += w X row x (masks k0..k3) */
+#define ATTN__NYS_FMA512(a, w, x)                                                                 \
+    a##0 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k0, x), a##0);                                \
+    a##1 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k1, (x) + 16), a##1);                         \
+    a##2 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k2, (x) + 32), a##2);                         \
+    a##3 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k3, (x) + 48), a##3);
+ATTN__T512 static void attn__nys_band_avx512(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X,
+                                             ptrdiff_t ldx, int x0, int x1, const float *w, ptrdiff_t ws, int half, int n) {
+    int i, j, c;
+    (void)isa;
+    for (i = r0; i < r1; i += 2)   /* two rows at a time: 8 FMA chains, X's rows loaded once for both */
+        for (c = 0; c < n; c += 64) {
+            const __mmask16 k0 = attn__nys_m16(n - c), k1 = attn__nys_m16(n - c - 16), k2 = attn__nys_m16(n - c - 32),
+                            k3 = attn__nys_m16(n - c - 48);
+            const int two = i + 1 < r1;   /* row i + 1 exists */
+            const int jlo = ATTN__MAX(x0, i - half), jhi = ATTN__MIN(x1, i + half + 1);   /* row i's keys */
+            const int klo = two ? ATTN__MAX(x0, i + 1 - half) : jhi, khi = two ? ATTN__MIN(x1, i + half + 2) : jhi;
+            float *o = O + (ptrdiff_t)(i - r0) * ldo + c, *p = o + ldo;
+            __m512 a0 = _mm512_maskz_loadu_ps(k0, o), a1 = _mm512_maskz_loadu_ps(k1, o + 16);
+            __m512 a2 = _mm512_maskz_loadu_ps(k2, o + 32), a3 = _mm512_maskz_loadu_ps(k3, o + 48);
+            __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
+            if (two) {
+                b0 = _mm512_maskz_loadu_ps(k0, p); b1 = _mm512_maskz_loadu_ps(k1, p + 16);
+                b2 = _mm512_maskz_loadu_ps(k2, p + 32); b3 = _mm512_maskz_loadu_ps(k3, p + 48);
+            }
+            for (j = jlo; j < ATTN__MIN(klo, jhi); ++j) {   /* row i alone (j ascending in each row) */
+                const __m512 wa = _mm512_set1_ps(w[(ptrdiff_t)(j - i + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                ATTN__NYS_FMA512(a, wa, x)
+            }
+            for (j = klo; j < jhi; ++j) {   /* both rows */
+                const __m512 wa = _mm512_set1_ps(w[(ptrdiff_t)(j - i + half) * ws]);
+                const __m512 wb = _mm512_set1_ps(w[(ptrdiff_t)(j - i - 1 + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                const __m512 x0v = _mm512_maskz_loadu_ps(k0, x), x1v = _mm512_maskz_loadu_ps(k1, x + 16);
+                const __m512 x2v = _mm512_maskz_loadu_ps(k2, x + 32), x3v = _mm512_maskz_loadu_ps(k3, x + 48);
+                a0 = _mm512_fmadd_ps(wa, x0v, a0); a1 = _mm512_fmadd_ps(wa, x1v, a1);
+                a2 = _mm512_fmadd_ps(wa, x2v, a2); a3 = _mm512_fmadd_ps(wa, x3v, a3);
+                b0 = _mm512_fmadd_ps(wb, x0v, b0); b1 = _mm512_fmadd_ps(wb, x1v, b1);
+                b2 = _mm512_fmadd_ps(wb, x2v, b2); b3 = _mm512_fmadd_ps(wb, x3v, b3);
+            }
+            for (j = ATTN__MAX(klo, jhi); j < khi; ++j) {   /* row i + 1 alone */
+                const __m512 wb = _mm512_set1_ps(w[(ptrdiff_t)(j - i - 1 + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                ATTN__NYS_FMA512(b, wb, x)
+            }
+            _mm512_mask_storeu_ps(o, k0, a0); _mm512_mask_storeu_ps(o + 16, k1, a1);
+            _mm512_mask_storeu_ps(o + 32, k2, a2); _mm512_mask_storeu_ps(o + 48, k3, a3);
+            if (two) {
+                _mm512_mask_storeu_ps(p, k0, b0); _mm512_mask_storeu_ps(p + 16, k1, b1);
+                _mm512_mask_storeu_ps(p + 32, k2, b2); _mm512_mask_storeu_ps(p + 48, k3, b3);
+            }
+        }
+}
+#undef ATTN__NYS_FMA512
+ATTN__T512 static void attn__nys_lag_avx512(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X,
+                                            ptrdiff_t ldx, int nx, int half, int n, float *out) {
+    double acc[ATTN__NYS_TAPS];
+    int t0, t, i0, i, c;
+    (void)isa;
+    for (t0 = 0; t0 <= 2 * half; t0 += ATTN__NYS_TAPS) {
+        const int nt = ATTN__MIN(ATTN__NYS_TAPS, 2 * half + 1 - t0);
+        for (t = 0; t < nt; ++t) acc[t] = 0.0;
+        for (i0 = 0; i0 < ng; i0 += ATTN__NYS_LAG)
+            for (t = t0; t < t0 + nt; ++t) {
+                const int i1 = ATTN__MIN(ATTN__MIN(ng, i0 + ATTN__NYS_LAG), nx + half - t);
+                __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+                for (c = 0; c < n; c += 64) {
+                    const __mmask16 k0 = attn__nys_m16(n - c), k1 = attn__nys_m16(n - c - 16), k2 = attn__nys_m16(n - c - 32),
+                                    k3 = attn__nys_m16(n - c - 48);
+                    for (i = ATTN__MAX(i0, half - t); i < i1; ++i) {
+                        const float *g = G + (ptrdiff_t)i * ldg + c, *x = X + (ptrdiff_t)(i + t - half) * ldx + c;
+                        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k0, g), _mm512_maskz_loadu_ps(k0, x), s0);
+                        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k1, g + 16), _mm512_maskz_loadu_ps(k1, x + 16), s1);
+                        s2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k2, g + 32), _mm512_maskz_loadu_ps(k2, x + 32), s2);
+                        s3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k3, g + 48), _mm512_maskz_loadu_ps(k3, x + 48), s3);
+                    }
+                }
+                acc[t - t0] += (double)_mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+            }
+        for (t = 0; t < nt; ++t) out[t0 + t] = (float)acc[t];
+    }
+}
+#endif
+ATTN__T256 static void attn__nys_band_avx2(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X,
+                                           ptrdiff_t ldx, int x0, int x1, const float *w, ptrdiff_t ws, int half, int n) {
+    int i, j, c;
+    (void)isa;
+    for (i = r0; i < r1; ++i)
+        for (c = 0; c < n; c += 32) {
+            const __m256i k0 = attn__mask8(n - c), k1 = attn__mask8(n - c - 8), k2 = attn__mask8(n - c - 16),
+                          k3 = attn__mask8(n - c - 24);
+            float *o = O + (ptrdiff_t)(i - r0) * ldo + c;
+            __m256 a0 = _mm256_maskload_ps(o, k0), a1 = _mm256_maskload_ps(o + 8, k1);
+            __m256 a2 = _mm256_maskload_ps(o + 16, k2), a3 = _mm256_maskload_ps(o + 24, k3);
+            for (j = ATTN__MAX(x0, i - half); j < ATTN__MIN(x1, i + half + 1); ++j) {
+                const __m256 wj = _mm256_set1_ps(w[(ptrdiff_t)(j - i + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                a0 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x, k0), a0);
+                a1 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 8, k1), a1);
+                a2 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 16, k2), a2);
+                a3 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 24, k3), a3);
+            }
+            _mm256_maskstore_ps(o, k0, a0); _mm256_maskstore_ps(o + 8, k1, a1);
+            _mm256_maskstore_ps(o + 16, k2, a2); _mm256_maskstore_ps(o + 24, k3, a3);
+        }
+}
+ATTN__T256 static void attn__nys_lag_avx2(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X,
+                                          ptrdiff_t ldx, int nx, int half, int n, float *out) {
+    double acc[ATTN__NYS_TAPS];
+    int t0, t, i0, i, c;
+    (void)isa;
+    for (t0 = 0; t0 <= 2 * half; t0 += ATTN__NYS_TAPS) {
+        const int nt = ATTN__MIN(ATTN__NYS_TAPS, 2 * half + 1 - t0);
+        for (t = 0; t < nt; ++t) acc[t] = 0.0;
+        for (i0 = 0; i0 < ng; i0 += ATTN__NYS_LAG)
+            for (t = t0; t < t0 + nt; ++t) {
+                const int i1 = ATTN__MIN(ATTN__MIN(ng, i0 + ATTN__NYS_LAG), nx + half - t);
+                __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+                for (c = 0; c < n; c += 32) {
+                    const __m256i k0 = attn__mask8(n - c), k1 = attn__mask8(n - c - 8), k2 = attn__mask8(n - c - 16),
+                                  k3 = attn__mask8(n - c - 24);
+                    for (i = ATTN__MAX(i0, half - t); i < i1; ++i) {
+                        const float *g = G + (ptrdiff_t)i * ldg + c, *x = X + (ptrdiff_t)(i + t - half) * ldx + c;
+                        s0 = _mm256_fmadd_ps(_mm256_maskload_ps(g, k0), _mm256_maskload_ps(x, k0), s0);
+                        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(g + 8, k1), _mm256_maskload_ps(x + 8, k1), s1);
+                        s2 = _mm256_fmadd_ps(_mm256_maskload_ps(g + 16, k2), _mm256_maskload_ps(x + 16, k2), s2);
+                        s3 = _mm256_fmadd_ps(_mm256_maskload_ps(g + 24, k3), _mm256_maskload_ps(x + 24, k3), s3);
+                    }
+                }
+                acc[t - t0] += (double)attn__hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+            }
+        for (t = 0; t < nt; ++t) out[t0 + t] = (float)acc[t];
+    }
+}
+#endif
+static void attn__nys_conv_kernels(const attn__isa *isa, attn__nys_band_fn *band, attn__nys_lag_fn *lag) {
+    *band = attn__nys_band_v; *lag = attn__nys_lag_v;   /* scalar, NEON: the vector layer's */
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+    if (isa == &attn__isa_avx512) { *band = attn__nys_band_avx512; *lag = attn__nys_lag_avx512; }
+#endif
+    if (isa == &attn__isa_avx2) { *band = attn__nys_band_avx2; *lag = attn__nys_lag_avx2; }
+#endif
+    (void)isa;
+}
+
 #define ATTN__NYS_KC 256   /* keys per B V chunk (task): depends on nothing else, so neither does the sum */
 #define ATTN__NYS_RQ 128   /* query rows per F W block (task) */
 typedef struct attn__nys_plan {
@@ -16219,6 +16411,8 @@ typedef struct attn__nys_plan {
                                           the front padding of q and of k */
     const int *lens_q, *lens_k;        /* valid lengths (NULL: full); lens_q may be seqlens_k */
     const float *conv;
+    attn__nys_band_fn band;            /* the conv's loops (attn__nys_conv_kernels) */
+    attn__nys_lag_fn lag;
     float scale;
     attn_desc core;                    /* the exact path's desc (seqlens_q = lens_q) */
     size_t scratch_floats, floats, core_bytes;
@@ -16433,10 +16627,7 @@ static void attn__nys_conv_rows(const attn__nys_plan *P, int b, int h, int r0, i
     const float *wt = P->conv + (size_t)h * P->kernel;
     ptrdiff_t ld;
     const float *V = attn__nys_rows(P->isa, &P->v, b, hv, v0, v1, vb, &ld);
-    int i, j;
-    for (i = r0; i < r1; ++i)
-        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
-            P->isa->axpy(O + (size_t)(i - r0) * Dv, wt[j - i + half], V + (ptrdiff_t)(j - v0) * ld, Dv);
+    P->band(P->isa, O, Dv, r0, r1, V, ld, v0, v1, wt, 1, half, Dv);
 }
 
 /* F W for a block of query rows of (b, h): S = softmax(scale Q K~^T) [rows, m], O = S W, plus
@@ -16559,6 +16750,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, i
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if ((int)d->bf16_kernels < ATTN_BF16_AUTO || (int)d->bf16_kernels > ATTN_BF16_FP32) return ATTN_ERR_BF16_KERNELS;
     P->d = d; P->isa = attn__vec();
+    attn__nys_conv_kernels(P->isa, &P->band, &P->lag);
     P->iters = N->iterations ? N->iterations : 6;
     P->hf = N->padding_rule == ATTN_NYSTROM_PADDING_HF;
     P->lens_k = d->seqlens_k;   /* zero rule, self-attention: one mask for queries and keys */
@@ -16672,25 +16864,14 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
 
 /* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (ld Hk*Dv) += the taps
    times the dout rows G [Lq][Dv]; sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
-   (summed in row order in double), into dcp. V: rows [0, n) of v, leading dimension ldv. */
+   (attn__nys_lag's order), into dcp. V: rows [0, n) of v, leading dimension ldv. */
 static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, const float *V, ptrdiff_t ldv,
                                float *gv) {
     const int Dv = P->v.dim, n = attn__nys_read(P, 1, b), half = P->kernel / 2, lq = attn__nys_lq(P, b);
     const ptrdiff_t ld = (ptrdiff_t)P->k.heads * Dv;
     const float *wt = P->conv + (size_t)h * P->kernel;
-    int i, j, t;
-    for (i = 0; i < lq; ++i)
-        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
-            P->isa->axpy(gv + (ptrdiff_t)j * ld, wt[j - i + half], G + (size_t)i * Dv, Dv);
-    if (P->dconv)
-        for (t = 0; t < P->kernel; ++t) {
-            double acc = 0.0;
-            for (i = 0; i < lq; ++i) {
-                j = i + t - half;
-                if (j >= 0 && j < n) acc += (double)P->isa->dot(G + (size_t)i * Dv, V + (ptrdiff_t)j * ldv, Dv);
-            }
-            P->dcp[((size_t)b * P->q.heads + h) * P->kernel + t] = (float)acc;
-        }
+    P->band(P->isa, gv, ld, 0, n, G, Dv, 0, lq, wt + 2 * half, -1, half, Dv);   /* dv_j += sum_i wt[j - i + half] G_i */
+    if (P->dconv) P->lag(P->isa, G, Dv, lq, V, ldv, n, half, Dv, P->dcp + ((size_t)b * P->q.heads + h) * P->kernel);
 }
 
 /* dconv = the sequences' parts summed in batch order (deterministic) */
