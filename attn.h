@@ -16153,8 +16153,9 @@ static double attn__nys_colmax(const float *a, int m) {
 }
 
 /* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; gw: GEMM packing
-   (attn__sgemm_1t_bound(m, m, m) floats); cmax > 0; hist (NULL: none) gets the iterate before
-   each step, Z_0 .. Z_{iters-1} [iters][m][m] (backward). */
+   (attn__sgemm_1t_bound(m, m, m) floats); cmax > 0; hist (NULL: none) gets, for each step k,
+   what the backward reads [iters][5][m][m]: Z_k, AZ_k, 7I - AZ_k, 15I - AZ_k (7I - AZ_k) and
+   13I - AZ_k (15I - ...) (attn__nys_pinv_bwd: kept, not recomputed). */
 static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s, float *gw, float *hist) {
     const size_t mm = (size_t)m * m;
     float *AZ = s, *T = s + mm, *U = s + 2 * mm, *Zc = Z, *tmp;
@@ -16163,7 +16164,8 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
     for (i = 0; i < m; ++i)
         for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] * inv;
     for (it = 0; it < iters; ++it) {
-        if (hist) memcpy(hist + (size_t)it * mm, Zc, mm * sizeof(float));
+        float *h = hist ? hist + (size_t)it * 5 * mm : NULL;
+        if (h) memcpy(h, Zc, mm * sizeof(float));
         attn__sgemm_1t(gw, 0, 0, m, m, m, 1.0f, A, m, Zc, m, 0.0f, AZ, m);            /* AZ */
         for (i = 0; i < m; ++i) {                                                            /* T = 7I - AZ */
             for (j = 0; j < m; ++j) T[(size_t)i * m + j] = -AZ[(size_t)i * m + j];
@@ -16171,8 +16173,10 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
         }
         attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, T, m, 0.0f, U, m);            /* U = 15I - AZ T */
         for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;
+        if (h) { memcpy(h + mm, AZ, mm * sizeof(float)); memcpy(h + 2 * mm, T, mm * sizeof(float)); memcpy(h + 3 * mm, U, mm * sizeof(float)); }
         attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T, m);            /* T = 13I - AZ U */
         for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 13.0f;
+        if (h) memcpy(h + 4 * mm, T, mm * sizeof(float));
         attn__sgemm_1t(gw, 0, 0, m, m, m, 0.25f, Zc, m, T, m, 0.0f, U, m);            /* Z T / 4 */
         tmp = Zc; Zc = U; U = tmp;
     }
@@ -16673,8 +16677,9 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
    doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv and
-   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates, 8 m^2 of
-   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
+   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates with their
+   products (5 m^2 a step), Z, dZ, 4 m^2 of work and the GEMMs' packing (attn__nys_plan_make
+   adds it). The exact path (landmarks =
    tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
    per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
@@ -16708,7 +16713,8 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
             !attn__lr_floats(&P->f_hs, B * Hq * m, x) || !attn__lr_floats(&P->f_gq, B * Sq, Hq * D) ||
             !attn__lr_floats(&P->f_gk, B * Sk, Hk * D) || !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv) ||
             !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
-            !attn__lr_floats(&sc, 4 * m, Dv) || !attn__lr_floats(&sc, (size_t)P->iters + 9, m * m))
+            !attn__lr_floats(&sc, 4 * m, Dv) || !attn__mul_size(5, (size_t)P->iters, &x) || !attn__add_size(x, 6, &x) ||
+            !attn__lr_floats(&sc, x, m * m))
             return ATTN_ERR_OVERFLOW;
     }
     P->scratch_floats = ATTN__MAX(sc, D);
@@ -16901,31 +16907,25 @@ static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, i
 }
 
 /* dA += the gradient through `iters` steps Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4 given dZ
-   of the last iterate; hist: the iterates before each step; on return dZ holds dL/dZ0. Every
-   product is recomputed from hist as the forward made it. w: 6 m^2 floats; gw: GEMM packing. */
+   of the last iterate; hist: attn__nys_pinv's record of each step (Z_k, AZ_k, T1 = 7I - AZ_k,
+   U = 15I - AZ_k T1, T2 = 13I - AZ_k U); on return dZ holds dL/dZ0. w: 4 m^2 floats; gw: GEMM
+   packing. */
 static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hist, float *dZ, float *dA, float *w,
                                float *gw) {
     const size_t mm = (size_t)m * m;
-    float *AZ = w, *T1 = w + mm, *U = w + 2 * mm, *T2 = w + 3 * mm, *X = w + 4 * mm, *Y = w + 5 * mm;
+    float *X = w, *Y = w + mm, *dAZ = w + 2 * mm, *dU = w + 3 * mm;
     int it, i;
     for (it = iters - 1; it >= 0; --it) {
-        const float *Zk = hist + (size_t)it * mm;
-        attn__sgemm_1t(gw, 0, 0, m, m, m, 1.0f, A, m, Zk, m, 0.0f, AZ, m);              /* AZ */
-        for (i = 0; i < (int)mm; ++i) T1[i] = -AZ[i];
-        for (i = 0; i < m; ++i) T1[(size_t)i * m + i] += 7.0f;                                 /* T1 = 7I - AZ */
-        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, T1, m, 0.0f, U, m);
-        for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;                                 /* U = 15I - AZ T1 */
-        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T2, m);
-        for (i = 0; i < m; ++i) T2[(size_t)i * m + i] += 13.0f;                                /* T2 = 13I - AZ U */
+        const float *Zk = hist + (size_t)it * 5 * mm, *AZ = Zk + mm, *T1 = Zk + 2 * mm, *U = Zk + 3 * mm, *T2 = Zk + 4 * mm;
         attn__sgemm_1t(gw, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);             /* dT2 = Zk^T dZ / 4 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, 0.25f, dZ, m, T2, m, 0.0f, Y, m);             /* dZk = dZ T2^T / 4 */
-        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, T2, m);              /* dAZ = -dT2 U^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, U, m);              /* dU = -AZ^T dT2 */
-        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, U, m, T1, m, 1.0f, T2, m);             /* dAZ -= dU T1^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, X, m);              /* dT1 = -AZ^T dU */
-        for (i = 0; i < (int)mm; ++i) T2[i] -= X[i];                                           /* dAZ -= dT1 */
-        attn__sgemm_1t(gw, 0, 1, m, m, m, 1.0f, T2, m, Zk, m, 1.0f, dA, m);             /* dA += dAZ Zk^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, 1.0f, A, m, T2, m, 1.0f, Y, m);               /* dZk += A^T dAZ */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, dAZ, m);             /* dAZ = -dT2 U^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, dU, m);             /* dU = -AZ^T dT2 */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, dU, m, T1, m, 1.0f, dAZ, m);           /* dAZ -= dU T1^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, dU, m, 0.0f, X, m);             /* dT1 = -AZ^T dU */
+        for (i = 0; i < (int)mm; ++i) dAZ[i] -= X[i];                                          /* dAZ -= dT1 */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, 1.0f, dAZ, m, Zk, m, 1.0f, dA, m);            /* dA += dAZ Zk^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, 1.0f, A, m, dAZ, m, 1.0f, Y, m);              /* dZk += A^T dAZ */
         memcpy(dZ, Y, mm * sizeof(float));
     }
 }
@@ -16945,8 +16945,8 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     float *Qb = P->scratch + (size_t)thread * P->scratch_floats, *Kb = Qb + (size_t)Sq * D, *Vb = Kb + (size_t)Sk * D;
     float *G = Vb + (size_t)Sk * Dv, *F = G + (size_t)Sq * Dv, *dF = F + (size_t)Sq * m, *Bm = dF + (size_t)Sq * m;
     float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
-    float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * mm, *dZ = Z + mm;
-    float *work = dZ + mm;   /* 7 m^2: pinv's 3 (forward) or 6 (backward) */
+    float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * 5 * mm, *dZ = Z + mm;
+    float *work = dZ + mm;   /* 4 m^2: pinv's 3 (forward) or 4 (backward) */
     float *gw = attn__nys_gw(P, thread);
     float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
     ptrdiff_t ldk = D, ldv = Dv, ldqq = D;
@@ -16970,7 +16970,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         const float inv = (float)(1.0 / cmax);
         double dc = 0.0;
         if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
-        for (r = 0; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));
+        for (r = lq; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));   /* rows < lq: dF K~ below */
         /* B [m][lk] (a landmark with no valid token: uniform over m*l keys) and B V */
         if (lk > 0) attn__sgemm_1t(gw, 0, 1, m, lk, D, P->scale, Ql, ldq, K, ldk, 0.0f, Bm, lk);
         for (j = 0; j < m && lk > 0; ++j) {
@@ -16997,7 +16997,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
             attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, F, m, G, Dv, 0.0f, dW, Dv);
             attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, G, Dv, W, Dv, 0.0f, dF, m);
             for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, F + (size_t)r * m, dF + (size_t)r * m, m);
-            attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 1.0f, gq, ldq);
+            attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 0.0f, gq, ldq);
             attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
             if (P->conv) attn__nys_conv_bwd(P, b, h, G, V, ldv, gv);
         } else {
