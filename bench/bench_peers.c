@@ -10,7 +10,9 @@
    empty: no peers, one line says why); a missing package skips just its row, with the reason.
    Writes bench/results_peers.csv (the machine and the peer versions in every row).
 
-   Usage: build/bench_peers [rounds]     (run from the repository root; default 5 rounds) */
+   Usage: build/bench_peers [rounds]     (run from the repository root; default 5 rounds)
+   BENCH_PEERS_ONLY=<name> runs that row alone and writes build/results_peers_<name>.csv instead
+   (the committed CSV keeps the complete run). */
 #define _POSIX_C_SOURCE 200809L   /* popen, for the PyTorch peer */
 #define ATTN_IMPLEMENTATION
 #include "attn.h"
@@ -179,7 +181,8 @@ static const struct {
 int main(int argc, char **argv) {
     const int rounds = argc > 1 ? atoi(argv[1]) : 5;
     const int nf = (int)(sizeof families / sizeof families[0]);
-    char ver[512], dims[128], args[512], last[512];
+    const char *only = getenv("BENCH_PEERS_ONLY");
+    char ver[512], dims[128], args[512], last[512], path[256];
     int fi, r, torch_on;
     FILE *csv;
     if (rounds < 1 || rounds > 64) die("rounds: 1..64");
@@ -188,13 +191,16 @@ int main(int argc, char **argv) {
     torch_on = torch_probe_ok("import torch; print(torch.__version__)", ver, sizeof ver);
     if (!torch_on) { printf("  no peers: %s\n", g_torch_why); return 0; }
     printf("  PyTorch %s (%s)\n", ver, g_python);
-    if (!(csv = fopen("bench/results_peers.csv", "w"))) die("cannot write bench/results_peers.csv");
+    if (only && *only) snprintf(path, sizeof path, "build/results_peers_%s.csv", only);
+    else snprintf(path, sizeof path, "bench/results_peers.csv");
+    if (!(csv = fopen(path, "w"))) die("cannot write the CSV");
     bench_csv_header(csv, "family,peer,shape,threads,rounds,attn_fwd_ms,attn_bwd_ms,peer_fwd_ms,peer_bwd_ms,"
                           "fwd_ratio,bwd_ratio,max_diff_out,max_diff_grad,peer_versions");
     for (fi = 0; fi < nf; ++fi) {
         double ta[2][64], tp[2][64], res[4] = { 0 }, m[4];
         FILE *f = fopen(PEER_FILE, "wb");
         int ok = 1;
+        if (only && *only && strcmp(only, families[fi].name) != 0) { if (f) fclose(f); continue; }
         if (!f) die("cannot write " PEER_FILE " (run from the repository root after make)");
         families[fi].run(SETUP, f, dims);   /* also one warm-up forward and backward */
         if (fclose(f) != 0) die("cannot write " PEER_FILE);
@@ -227,7 +233,7 @@ int main(int argc, char **argv) {
                 res[2], res[3], strncmp(last, "versions: ", 10) == 0 ? last + 10 : last);
         fflush(csv);
     }
-    if (fclose(csv) != 0) die("cannot write bench/results_peers.csv");
+    if (fclose(csv) != 0) die("cannot write the CSV");
     remove(PEER_FILE);
     return 0;
 }
