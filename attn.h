@@ -34,8 +34,9 @@
              attn__lnc_task non-causal, attn__lcb_task causal), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
-             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv; attn__nystrom_backward:
-             attn__nys_bwd1_task, attn__nys_pinv_bwd, attn__nys_bwd2_task), attn_nystrom_pinv
+             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv (attn__nys_band_*,
+             attn__nys_lag_*: per-ISA); attn__nystrom_backward: attn__nys_bwd1_task,
+             attn__nys_pinv_bwd, attn__nys_bwd2_task), attn_nystrom_pinv
         3.16 state-space scans and their backwards: Mamba selective scan (real or complex A),
              its step, causal conv1d, S4D (attn__ssm_scan_task, attn__ssm_bwd_task,
              attn__ssm_conv_task, attn__ssm_convb_task, attn__s4d_task, attn__s4db_task)
