@@ -34,8 +34,9 @@
              attn__lnc_task non-causal, attn__lcb_task causal), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
-             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv; attn__nystrom_backward:
-             attn__nys_bwd1_task, attn__nys_pinv_bwd, attn__nys_bwd2_task), attn_nystrom_pinv
+             landmarks, chunked B V, attn__nys_pinv, blocked F W + conv (attn__nys_band_*,
+             attn__nys_lag_*: per-ISA); attn__nystrom_backward: attn__nys_bwd1_task,
+             attn__nys_pinv_bwd, attn__nys_bwd2_task), attn_nystrom_pinv
         3.16 state-space scans and their backwards: Mamba selective scan (real or complex A),
              its step, causal conv1d, S4D (attn__ssm_scan_task, attn__ssm_bwd_task,
              attn__ssm_conv_task, attn__ssm_convb_task, attn__s4d_task, attn__s4db_task)
@@ -11837,13 +11838,13 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    (0 for the self and masked logits, which are constants), dV += P^T dout and dK' += dS^T q
    on its pvt kernel, dq += dS K' on the P.V kernel, with K' = n(k); each key slot's rows
    added to its position in slot order; finally dk = the RMS norm's backward of dK'. */
-/* One block of shared-QK attention on the exact core's tiles, for ATTN_LSH's chunks and
-   ATTN_ROUTING's windows: nk keys gathered in Kc [nk][D] / Vc [nk][Dv] (positions kpos) and up
-   to ATTN__BQ queries (positions qpos, rows of Q [.][D]) in lanes. A key after its query
-   (causal) gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r]
-   (its largest logit), sum[r] = sum_j exp(s_j - mx) and O[r] = sum_j exp(s_j - mx) v_j (not
-   normalised). QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch; O [BQ][Dv].
-   attn__sqk_scores stops before P.V: S [nk][BQ] holds exp(s_j - mx) (lanes nq..round16(nq) 0).
+/* The scores of one block of shared-QK attention on the exact core's tiles, for ATTN_LSH's
+   chunks and ATTN_ROUTING's windows: nk keys gathered in Kc [nk][D] (positions kpos) and up to
+   ATTN__BQ queries (positions qpos, rows of Q [.][D]) in lanes. A key after its query (causal)
+   gets the logit `masked`, the query's own key `self`; then per query lane r: mx[r] (its largest
+   logit), sum[r] = sum_j exp(s_j - mx), and S [nk][BQ] holds exp(s_j - mx) (lanes
+   nq..round16(nq) 0), ready for the pv kernel (O[r] = sum_j exp(s_j - mx) v_j, not normalised).
+   QT [D][BQ] and S [max(BK, nk)][BQ] are 64-byte aligned scratch.
    The queries' gather into lanes and the masks / max / exp / sums are the ISA's gather_t and
    sqk_softmax (the scalar versions of both were ~40% of the ATTN_LSH forward before). */
 /* attn__sqk_scores on queries already in lanes, QT [D][BQ] (ATTN_ROUTING gathers its own) */
@@ -11860,13 +11861,6 @@ static void attn__sqk_scores(const attn__isa *isa, const float *Q, int D, const 
                              float *sum) {
     isa->gather_t(Q, (size_t)D, qpos, nq, D, QT);
     attn__sqk_lanes(isa, D, qpos, nq, Kc, kpos, nk, causal, masked, self, QT, S, mx, sum);
-}
-static void attn__sqk_block(const attn__isa *isa, const float *Q, int D, const int *qpos, int nq, const float *Kc,
-                            const float *Vc, int Dv, const int *kpos, int nk, int causal, float masked, float self,
-                            float *QT, float *S, float *O, float *mx, float *sum) {
-    attn__sqk_scores(isa, Q, D, qpos, nq, Kc, kpos, nk, causal, masked, self, QT, S, mx, sum);
-    memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
-    isa->pv(S, nk, nq, Vc, Dv, Dv, sum /* finite: O is 0 */, O, (size_t)Dv);
 }
 
 typedef struct attn__lsh {
@@ -12141,8 +12135,8 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
             int row = 0;
             for (j = 0; j < nl; ++j)
                 isa->load(attn__at(&P->q, b, qid[q0 + j], h), P->q.dtype, Qc + (size_t)j * D, D, P->scale);
-            /* attn__sqk_block's steps with the keys in their slots: S rows and P.V in key order,
-               so the sums are attn__sqk_block's bit for bit */
+            /* attn__sqk_scores' steps with the keys in their slots: S rows and P.V in key order,
+               so the sums are those of one block over the gathered keys, bit for bit */
             isa->gather_t(Qc, (size_t)D, iota, nl, D, RT);
             for (u = 0; u < nslots; ++u) {
                 const int s = (ch % nslots + u) % nslots;
@@ -16376,8 +16370,9 @@ static double attn__nys_colmax(const float *a, int m) {
 }
 
 /* Z = pinv(A) by the Nystromformer iteration; A, Z [m][m]; s: 3 m^2 floats; gw: GEMM packing
-   (attn__sgemm_1t_bound(m, m, m) floats); cmax > 0; hist (NULL: none) gets the iterate before
-   each step, Z_0 .. Z_{iters-1} [iters][m][m] (backward). */
+   (attn__sgemm_1t_bound(m, m, m) floats); cmax > 0; hist (NULL: none) gets, for each step k,
+   what the backward reads [iters][5][m][m]: Z_k, AZ_k, 7I - AZ_k, 15I - AZ_k (7I - AZ_k) and
+   13I - AZ_k (15I - ...) (attn__nys_pinv_bwd: kept, not recomputed). */
 static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float *Z, float *s, float *gw, float *hist) {
     const size_t mm = (size_t)m * m;
     float *AZ = s, *T = s + mm, *U = s + 2 * mm, *Zc = Z, *tmp;
@@ -16386,7 +16381,8 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
     for (i = 0; i < m; ++i)
         for (j = 0; j < m; ++j) Z[(size_t)i * m + j] = A[(size_t)j * m + i] * inv;
     for (it = 0; it < iters; ++it) {
-        if (hist) memcpy(hist + (size_t)it * mm, Zc, mm * sizeof(float));
+        float *h = hist ? hist + (size_t)it * 5 * mm : NULL;
+        if (h) memcpy(h, Zc, mm * sizeof(float));
         attn__sgemm_1t(gw, 0, 0, m, m, m, 1.0f, A, m, Zc, m, 0.0f, AZ, m);            /* AZ */
         for (i = 0; i < m; ++i) {                                                            /* T = 7I - AZ */
             for (j = 0; j < m; ++j) T[(size_t)i * m + j] = -AZ[(size_t)i * m + j];
@@ -16394,8 +16390,10 @@ static void attn__nys_pinv(const float *A, int m, int iters, double cmax, float 
         }
         attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, T, m, 0.0f, U, m);            /* U = 15I - AZ T */
         for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;
+        if (h) { memcpy(h + mm, AZ, mm * sizeof(float)); memcpy(h + 2 * mm, T, mm * sizeof(float)); memcpy(h + 3 * mm, U, mm * sizeof(float)); }
         attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T, m);            /* T = 13I - AZ U */
         for (i = 0; i < m; ++i) T[(size_t)i * m + i] += 13.0f;
+        if (h) memcpy(h + 4 * mm, T, mm * sizeof(float));
         attn__sgemm_1t(gw, 0, 0, m, m, m, 0.25f, Zc, m, T, m, 0.0f, U, m);            /* Z T / 4 */
         tmp = Zc; Zc = U; U = tmp;
     }
@@ -16430,6 +16428,198 @@ ATTNDEF attn_status attn_nystrom_pinv(int m, int iterations, const float *a, flo
     return ATTN_OK;
 }
 
+/* The conv residual's two loops over one head's rows (fp32, channels contiguous, row strides
+   ldo / ldx / ldg), picked per ISA by attn__nys_conv_kernels:
+     band: O[i - r0] += sum_j w[(j - i + half) ws] X[j - x0] for i in [r0, r1), j in [x0, x1)
+           with |j - i| <= half, j ascending, one FMA each (the forward's conv; with the taps
+           reversed, ws = -1, its dv);
+     lag:  out[t] = sum_i G[i] . X[i + t - half] for t < 2 half + 1, i < ng, i + t - half in
+           [0, nx) (dconv), summed in fp32 lanes over blocks of ATTN__NYS_LAG rows, then in
+           double in block order (fixed by the shape: the same for every thread count).
+   The AVX-512 / AVX2 ones hold 64 / 32 channels of a row in registers across the taps (the
+   vector layer's axpy / dot per (row, tap) re-read and re-wrote the row and reduced each dot:
+   the conv was 40% of the forward and half the backward at 65 taps, D 64); band's are bitwise
+   the vector layer's loop (the same FMA per element, in the same order). */
+#define ATTN__NYS_LAG 32    /* lag's rows per block: G's and X's rows stay in L1 across the taps */
+#define ATTN__NYS_TAPS 64   /* lag's taps per pass (their double sums on the stack) */
+typedef void (*attn__nys_band_fn)(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X,
+                                  ptrdiff_t ldx, int x0, int x1, const float *w, ptrdiff_t ws, int half, int n);
+typedef void (*attn__nys_lag_fn)(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X,
+                                 ptrdiff_t ldx, int nx, int half, int n, float *out);
+static void attn__nys_band_v(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X, ptrdiff_t ldx,
+                             int x0, int x1, const float *w, ptrdiff_t ws, int half, int n) {
+    int i, j;
+    for (i = r0; i < r1; ++i)
+        for (j = ATTN__MAX(x0, i - half); j < ATTN__MIN(x1, i + half + 1); ++j)
+            isa->axpy(O + (ptrdiff_t)(i - r0) * ldo, w[(ptrdiff_t)(j - i + half) * ws], X + (ptrdiff_t)(j - x0) * ldx, n);
+}
+static void attn__nys_lag_v(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X, ptrdiff_t ldx,
+                            int nx, int half, int n, float *out) {
+    double acc[ATTN__NYS_TAPS];
+    int t0, t, i0, i;
+    for (t0 = 0; t0 <= 2 * half; t0 += ATTN__NYS_TAPS) {
+        const int nt = ATTN__MIN(ATTN__NYS_TAPS, 2 * half + 1 - t0);
+        for (t = 0; t < nt; ++t) acc[t] = 0.0;
+        for (i0 = 0; i0 < ng; i0 += ATTN__NYS_LAG)
+            for (t = t0; t < t0 + nt; ++t) {
+                    float s = 0.0f;
+                    for (i = ATTN__MAX(i0, half - t); i < ATTN__MIN(ATTN__MIN(ng, i0 + ATTN__NYS_LAG), nx + half - t); ++i)
+                        s += isa->dot(G + (ptrdiff_t)i * ldg, X + (ptrdiff_t)(i + t - half) * ldx, n);
+                    acc[t - t0] += (double)s;
+                }
+        for (t = 0; t < nt; ++t) out[t0 + t] = (float)acc[t];
+    }
+}
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+ATTN__T512 static ATTN__INLINE __mmask16 attn__nys_m16(int r) { return (__mmask16)(r >= 16 ? 0xffffu : r <= 0 ? 0u : (1u << r) - 1u); }
+/* a row's 64-channel block: a[0..3] += w X row x (masks k0..k3) */
+#define ATTN__NYS_FMA512(a, w, x)                                                                 \
+    a##0 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k0, x), a##0);                                \
+    a##1 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k1, (x) + 16), a##1);                         \
+    a##2 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k2, (x) + 32), a##2);                         \
+    a##3 = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k3, (x) + 48), a##3);
+ATTN__T512 static void attn__nys_band_avx512(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X,
+                                             ptrdiff_t ldx, int x0, int x1, const float *w, ptrdiff_t ws, int half, int n) {
+    int i, j, c;
+    (void)isa;
+    for (i = r0; i < r1; i += 2)   /* two rows at a time: 8 FMA chains, X's rows loaded once for both */
+        for (c = 0; c < n; c += 64) {
+            const __mmask16 k0 = attn__nys_m16(n - c), k1 = attn__nys_m16(n - c - 16), k2 = attn__nys_m16(n - c - 32),
+                            k3 = attn__nys_m16(n - c - 48);
+            const int two = i + 1 < r1;   /* row i + 1 exists */
+            const int jlo = ATTN__MAX(x0, i - half), jhi = ATTN__MIN(x1, i + half + 1);   /* row i's keys */
+            const int klo = two ? ATTN__MAX(x0, i + 1 - half) : jhi, khi = two ? ATTN__MIN(x1, i + half + 2) : jhi;
+            float *o = O + (ptrdiff_t)(i - r0) * ldo + c, *p = o + ldo;
+            __m512 a0 = _mm512_maskz_loadu_ps(k0, o), a1 = _mm512_maskz_loadu_ps(k1, o + 16);
+            __m512 a2 = _mm512_maskz_loadu_ps(k2, o + 32), a3 = _mm512_maskz_loadu_ps(k3, o + 48);
+            __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
+            if (two) {
+                b0 = _mm512_maskz_loadu_ps(k0, p); b1 = _mm512_maskz_loadu_ps(k1, p + 16);
+                b2 = _mm512_maskz_loadu_ps(k2, p + 32); b3 = _mm512_maskz_loadu_ps(k3, p + 48);
+            }
+            for (j = jlo; j < ATTN__MIN(klo, jhi); ++j) {   /* row i alone (j ascending in each row) */
+                const __m512 wa = _mm512_set1_ps(w[(ptrdiff_t)(j - i + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                ATTN__NYS_FMA512(a, wa, x)
+            }
+            for (j = klo; j < jhi; ++j) {   /* both rows */
+                const __m512 wa = _mm512_set1_ps(w[(ptrdiff_t)(j - i + half) * ws]);
+                const __m512 wb = _mm512_set1_ps(w[(ptrdiff_t)(j - i - 1 + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                const __m512 x0v = _mm512_maskz_loadu_ps(k0, x), x1v = _mm512_maskz_loadu_ps(k1, x + 16);
+                const __m512 x2v = _mm512_maskz_loadu_ps(k2, x + 32), x3v = _mm512_maskz_loadu_ps(k3, x + 48);
+                a0 = _mm512_fmadd_ps(wa, x0v, a0); a1 = _mm512_fmadd_ps(wa, x1v, a1);
+                a2 = _mm512_fmadd_ps(wa, x2v, a2); a3 = _mm512_fmadd_ps(wa, x3v, a3);
+                b0 = _mm512_fmadd_ps(wb, x0v, b0); b1 = _mm512_fmadd_ps(wb, x1v, b1);
+                b2 = _mm512_fmadd_ps(wb, x2v, b2); b3 = _mm512_fmadd_ps(wb, x3v, b3);
+            }
+            for (j = ATTN__MAX(klo, jhi); j < khi; ++j) {   /* row i + 1 alone */
+                const __m512 wb = _mm512_set1_ps(w[(ptrdiff_t)(j - i - 1 + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                ATTN__NYS_FMA512(b, wb, x)
+            }
+            _mm512_mask_storeu_ps(o, k0, a0); _mm512_mask_storeu_ps(o + 16, k1, a1);
+            _mm512_mask_storeu_ps(o + 32, k2, a2); _mm512_mask_storeu_ps(o + 48, k3, a3);
+            if (two) {
+                _mm512_mask_storeu_ps(p, k0, b0); _mm512_mask_storeu_ps(p + 16, k1, b1);
+                _mm512_mask_storeu_ps(p + 32, k2, b2); _mm512_mask_storeu_ps(p + 48, k3, b3);
+            }
+        }
+}
+#undef ATTN__NYS_FMA512
+ATTN__T512 static void attn__nys_lag_avx512(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X,
+                                            ptrdiff_t ldx, int nx, int half, int n, float *out) {
+    double acc[ATTN__NYS_TAPS];
+    int t0, t, i0, i, c;
+    (void)isa;
+    for (t0 = 0; t0 <= 2 * half; t0 += ATTN__NYS_TAPS) {
+        const int nt = ATTN__MIN(ATTN__NYS_TAPS, 2 * half + 1 - t0);
+        for (t = 0; t < nt; ++t) acc[t] = 0.0;
+        for (i0 = 0; i0 < ng; i0 += ATTN__NYS_LAG)
+            for (t = t0; t < t0 + nt; ++t) {
+                const int i1 = ATTN__MIN(ATTN__MIN(ng, i0 + ATTN__NYS_LAG), nx + half - t);
+                __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+                for (c = 0; c < n; c += 64) {
+                    const __mmask16 k0 = attn__nys_m16(n - c), k1 = attn__nys_m16(n - c - 16), k2 = attn__nys_m16(n - c - 32),
+                                    k3 = attn__nys_m16(n - c - 48);
+                    for (i = ATTN__MAX(i0, half - t); i < i1; ++i) {
+                        const float *g = G + (ptrdiff_t)i * ldg + c, *x = X + (ptrdiff_t)(i + t - half) * ldx + c;
+                        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k0, g), _mm512_maskz_loadu_ps(k0, x), s0);
+                        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k1, g + 16), _mm512_maskz_loadu_ps(k1, x + 16), s1);
+                        s2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k2, g + 32), _mm512_maskz_loadu_ps(k2, x + 32), s2);
+                        s3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k3, g + 48), _mm512_maskz_loadu_ps(k3, x + 48), s3);
+                    }
+                }
+                acc[t - t0] += (double)_mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+            }
+        for (t = 0; t < nt; ++t) out[t0 + t] = (float)acc[t];
+    }
+}
+#endif
+ATTN__T256 static void attn__nys_band_avx2(const attn__isa *isa, float *O, ptrdiff_t ldo, int r0, int r1, const float *X,
+                                           ptrdiff_t ldx, int x0, int x1, const float *w, ptrdiff_t ws, int half, int n) {
+    int i, j, c;
+    (void)isa;
+    for (i = r0; i < r1; ++i)
+        for (c = 0; c < n; c += 32) {
+            const __m256i k0 = attn__mask8(n - c), k1 = attn__mask8(n - c - 8), k2 = attn__mask8(n - c - 16),
+                          k3 = attn__mask8(n - c - 24);
+            float *o = O + (ptrdiff_t)(i - r0) * ldo + c;
+            __m256 a0 = _mm256_maskload_ps(o, k0), a1 = _mm256_maskload_ps(o + 8, k1);
+            __m256 a2 = _mm256_maskload_ps(o + 16, k2), a3 = _mm256_maskload_ps(o + 24, k3);
+            for (j = ATTN__MAX(x0, i - half); j < ATTN__MIN(x1, i + half + 1); ++j) {
+                const __m256 wj = _mm256_set1_ps(w[(ptrdiff_t)(j - i + half) * ws]);
+                const float *x = X + (ptrdiff_t)(j - x0) * ldx + c;
+                a0 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x, k0), a0);
+                a1 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 8, k1), a1);
+                a2 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 16, k2), a2);
+                a3 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 24, k3), a3);
+            }
+            _mm256_maskstore_ps(o, k0, a0); _mm256_maskstore_ps(o + 8, k1, a1);
+            _mm256_maskstore_ps(o + 16, k2, a2); _mm256_maskstore_ps(o + 24, k3, a3);
+        }
+}
+ATTN__T256 static void attn__nys_lag_avx2(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X,
+                                          ptrdiff_t ldx, int nx, int half, int n, float *out) {
+    double acc[ATTN__NYS_TAPS];
+    int t0, t, i0, i, c;
+    (void)isa;
+    for (t0 = 0; t0 <= 2 * half; t0 += ATTN__NYS_TAPS) {
+        const int nt = ATTN__MIN(ATTN__NYS_TAPS, 2 * half + 1 - t0);
+        for (t = 0; t < nt; ++t) acc[t] = 0.0;
+        for (i0 = 0; i0 < ng; i0 += ATTN__NYS_LAG)
+            for (t = t0; t < t0 + nt; ++t) {
+                const int i1 = ATTN__MIN(ATTN__MIN(ng, i0 + ATTN__NYS_LAG), nx + half - t);
+                __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+                for (c = 0; c < n; c += 32) {
+                    const __m256i k0 = attn__mask8(n - c), k1 = attn__mask8(n - c - 8), k2 = attn__mask8(n - c - 16),
+                                  k3 = attn__mask8(n - c - 24);
+                    for (i = ATTN__MAX(i0, half - t); i < i1; ++i) {
+                        const float *g = G + (ptrdiff_t)i * ldg + c, *x = X + (ptrdiff_t)(i + t - half) * ldx + c;
+                        s0 = _mm256_fmadd_ps(_mm256_maskload_ps(g, k0), _mm256_maskload_ps(x, k0), s0);
+                        s1 = _mm256_fmadd_ps(_mm256_maskload_ps(g + 8, k1), _mm256_maskload_ps(x + 8, k1), s1);
+                        s2 = _mm256_fmadd_ps(_mm256_maskload_ps(g + 16, k2), _mm256_maskload_ps(x + 16, k2), s2);
+                        s3 = _mm256_fmadd_ps(_mm256_maskload_ps(g + 24, k3), _mm256_maskload_ps(x + 24, k3), s3);
+                    }
+                }
+                acc[t - t0] += (double)attn__hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+            }
+        for (t = 0; t < nt; ++t) out[t0 + t] = (float)acc[t];
+    }
+}
+#endif
+static void attn__nys_conv_kernels(const attn__isa *isa, attn__nys_band_fn *band, attn__nys_lag_fn *lag) {
+    *band = attn__nys_band_v; *lag = attn__nys_lag_v;   /* scalar, NEON: the vector layer's */
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+    if (isa == &attn__isa_avx512) { *band = attn__nys_band_avx512; *lag = attn__nys_lag_avx512; }
+#endif
+    if (isa == &attn__isa_avx2) { *band = attn__nys_band_avx2; *lag = attn__nys_lag_avx2; }
+#endif
+    (void)isa;
+}
+
 #define ATTN__NYS_KC 256   /* keys per B V chunk (task): depends on nothing else, so neither does the sum */
 #define ATTN__NYS_RQ 128   /* query rows per F W block (task) */
 typedef struct attn__nys_plan {
@@ -16442,6 +16632,8 @@ typedef struct attn__nys_plan {
                                           the front padding of q and of k */
     const int *lens_q, *lens_k;        /* valid lengths (NULL: full); lens_q may be seqlens_k */
     const float *conv;
+    attn__nys_band_fn band;            /* the conv's loops (attn__nys_conv_kernels) */
+    attn__nys_lag_fn lag;
     float scale;
     attn_desc core;                    /* the exact path's desc (seqlens_q = lens_q) */
     size_t scratch_floats, floats, core_bytes;
@@ -16656,10 +16848,7 @@ static void attn__nys_conv_rows(const attn__nys_plan *P, int b, int h, int r0, i
     const float *wt = P->conv + (size_t)h * P->kernel;
     ptrdiff_t ld;
     const float *V = attn__nys_rows(P->isa, &P->v, b, hv, v0, v1, vb, &ld);
-    int i, j;
-    for (i = r0; i < r1; ++i)
-        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
-            P->isa->axpy(O + (size_t)(i - r0) * Dv, wt[j - i + half], V + (ptrdiff_t)(j - v0) * ld, Dv);
+    P->band(P->isa, O, Dv, r0, r1, V, ld, v0, v1, wt, 1, half, Dv);
 }
 
 /* F W for a block of query rows of (b, h): S = softmax(scale Q K~^T) [rows, m], O = S W, plus
@@ -16705,8 +16894,9 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
    doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv and
-   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates, 8 m^2 of
-   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
+   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates with their
+   products (5 m^2 a step), Z, dZ, 4 m^2 of work and the GEMMs' packing (attn__nys_plan_make
+   adds it). The exact path (landmarks =
    tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
    per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
@@ -16740,7 +16930,8 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
             !attn__lr_floats(&P->f_hs, B * Hq * m, x) || !attn__lr_floats(&P->f_gq, B * Sq, Hq * D) ||
             !attn__lr_floats(&P->f_gk, B * Sk, Hk * D) || !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv) ||
             !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
-            !attn__lr_floats(&sc, 4 * m, Dv) || !attn__lr_floats(&sc, (size_t)P->iters + 9, m * m))
+            !attn__lr_floats(&sc, 4 * m, Dv) || !attn__mul_size(5, (size_t)P->iters, &x) || !attn__add_size(x, 6, &x) ||
+            !attn__lr_floats(&sc, x, m * m))
             return ATTN_ERR_OVERFLOW;
     }
     P->scratch_floats = ATTN__MAX(sc, D);
@@ -16782,6 +16973,7 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, i
     if (d->n_threads < 0) return ATTN_ERR_N_THREADS;
     if ((int)d->bf16_kernels < ATTN_BF16_AUTO || (int)d->bf16_kernels > ATTN_BF16_FP32) return ATTN_ERR_BF16_KERNELS;
     P->d = d; P->isa = attn__vec();
+    attn__nys_conv_kernels(P->isa, &P->band, &P->lag);
     P->iters = N->iterations ? N->iterations : 6;
     P->hf = N->padding_rule == ATTN_NYSTROM_PADDING_HF;
     P->lens_k = d->seqlens_k;   /* zero rule, self-attention: one mask for queries and keys */
@@ -16895,25 +17087,14 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
 
 /* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (ld Hk*Dv) += the taps
    times the dout rows G [Lq][Dv]; sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
-   (summed in row order in double), into dcp. V: rows [0, n) of v, leading dimension ldv. */
+   (attn__nys_lag's order), into dcp. V: rows [0, n) of v, leading dimension ldv. */
 static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, const float *V, ptrdiff_t ldv,
                                float *gv) {
     const int Dv = P->v.dim, n = attn__nys_read(P, 1, b), half = P->kernel / 2, lq = attn__nys_lq(P, b);
     const ptrdiff_t ld = (ptrdiff_t)P->k.heads * Dv;
     const float *wt = P->conv + (size_t)h * P->kernel;
-    int i, j, t;
-    for (i = 0; i < lq; ++i)
-        for (j = ATTN__MAX(0, i - half); j <= i + half && j < n; ++j)
-            P->isa->axpy(gv + (ptrdiff_t)j * ld, wt[j - i + half], G + (size_t)i * Dv, Dv);
-    if (P->dconv)
-        for (t = 0; t < P->kernel; ++t) {
-            double acc = 0.0;
-            for (i = 0; i < lq; ++i) {
-                j = i + t - half;
-                if (j >= 0 && j < n) acc += (double)P->isa->dot(G + (size_t)i * Dv, V + (ptrdiff_t)j * ldv, Dv);
-            }
-            P->dcp[((size_t)b * P->q.heads + h) * P->kernel + t] = (float)acc;
-        }
+    P->band(P->isa, gv, ld, 0, n, G, Dv, 0, lq, wt + 2 * half, -1, half, Dv);   /* dv_j += sum_i wt[j - i + half] G_i */
+    if (P->dconv) P->lag(P->isa, G, Dv, lq, V, ldv, n, half, Dv, P->dcp + ((size_t)b * P->q.heads + h) * P->kernel);
 }
 
 /* dconv = the sequences' parts summed in batch order (deterministic) */
@@ -16943,31 +17124,25 @@ static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, i
 }
 
 /* dA += the gradient through `iters` steps Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4 given dZ
-   of the last iterate; hist: the iterates before each step; on return dZ holds dL/dZ0. Every
-   product is recomputed from hist as the forward made it. w: 6 m^2 floats; gw: GEMM packing. */
+   of the last iterate; hist: attn__nys_pinv's record of each step (Z_k, AZ_k, T1 = 7I - AZ_k,
+   U = 15I - AZ_k T1, T2 = 13I - AZ_k U); on return dZ holds dL/dZ0. w: 4 m^2 floats; gw: GEMM
+   packing. */
 static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hist, float *dZ, float *dA, float *w,
                                float *gw) {
     const size_t mm = (size_t)m * m;
-    float *AZ = w, *T1 = w + mm, *U = w + 2 * mm, *T2 = w + 3 * mm, *X = w + 4 * mm, *Y = w + 5 * mm;
+    float *X = w, *Y = w + mm, *dAZ = w + 2 * mm, *dU = w + 3 * mm;
     int it, i;
     for (it = iters - 1; it >= 0; --it) {
-        const float *Zk = hist + (size_t)it * mm;
-        attn__sgemm_1t(gw, 0, 0, m, m, m, 1.0f, A, m, Zk, m, 0.0f, AZ, m);              /* AZ */
-        for (i = 0; i < (int)mm; ++i) T1[i] = -AZ[i];
-        for (i = 0; i < m; ++i) T1[(size_t)i * m + i] += 7.0f;                                 /* T1 = 7I - AZ */
-        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, T1, m, 0.0f, U, m);
-        for (i = 0; i < m; ++i) U[(size_t)i * m + i] += 15.0f;                                 /* U = 15I - AZ T1 */
-        attn__sgemm_1t(gw, 0, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, T2, m);
-        for (i = 0; i < m; ++i) T2[(size_t)i * m + i] += 13.0f;                                /* T2 = 13I - AZ U */
+        const float *Zk = hist + (size_t)it * 5 * mm, *AZ = Zk + mm, *T1 = Zk + 2 * mm, *U = Zk + 3 * mm, *T2 = Zk + 4 * mm;
         attn__sgemm_1t(gw, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);             /* dT2 = Zk^T dZ / 4 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, 0.25f, dZ, m, T2, m, 0.0f, Y, m);             /* dZk = dZ T2^T / 4 */
-        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, T2, m);              /* dAZ = -dT2 U^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, U, m);              /* dU = -AZ^T dT2 */
-        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, U, m, T1, m, 1.0f, T2, m);             /* dAZ -= dU T1^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, U, m, 0.0f, X, m);              /* dT1 = -AZ^T dU */
-        for (i = 0; i < (int)mm; ++i) T2[i] -= X[i];                                           /* dAZ -= dT1 */
-        attn__sgemm_1t(gw, 0, 1, m, m, m, 1.0f, T2, m, Zk, m, 1.0f, dA, m);             /* dA += dAZ Zk^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, 1.0f, A, m, T2, m, 1.0f, Y, m);               /* dZk += A^T dAZ */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, dAZ, m);             /* dAZ = -dT2 U^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, dU, m);             /* dU = -AZ^T dT2 */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, dU, m, T1, m, 1.0f, dAZ, m);           /* dAZ -= dU T1^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, dU, m, 0.0f, X, m);             /* dT1 = -AZ^T dU */
+        for (i = 0; i < (int)mm; ++i) dAZ[i] -= X[i];                                          /* dAZ -= dT1 */
+        attn__sgemm_1t(gw, 0, 1, m, m, m, 1.0f, dAZ, m, Zk, m, 1.0f, dA, m);            /* dA += dAZ Zk^T */
+        attn__sgemm_1t(gw, 1, 0, m, m, m, 1.0f, A, m, dAZ, m, 1.0f, Y, m);              /* dZk += A^T dAZ */
         memcpy(dZ, Y, mm * sizeof(float));
     }
 }
@@ -16987,8 +17162,8 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     float *Qb = P->scratch + (size_t)thread * P->scratch_floats, *Kb = Qb + (size_t)Sq * D, *Vb = Kb + (size_t)Sk * D;
     float *G = Vb + (size_t)Sk * Dv, *F = G + (size_t)Sq * Dv, *dF = F + (size_t)Sq * m, *Bm = dF + (size_t)Sq * m;
     float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
-    float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * mm, *dZ = Z + mm;
-    float *work = dZ + mm;   /* 7 m^2: pinv's 3 (forward) or 6 (backward) */
+    float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * 5 * mm, *dZ = Z + mm;
+    float *work = dZ + mm;   /* 4 m^2: pinv's 3 (forward) or 4 (backward) */
     float *gw = attn__nys_gw(P, thread);
     float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
     ptrdiff_t ldk = D, ldv = Dv, ldqq = D;
@@ -17012,7 +17187,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         const float inv = (float)(1.0 / cmax);
         double dc = 0.0;
         if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
-        for (r = 0; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));
+        for (r = lq; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));   /* rows < lq: dF K~ below */
         /* B [m][lk] (a landmark with no valid token: uniform over m*l keys) and B V */
         if (lk > 0) attn__sgemm_1t(gw, 0, 1, m, lk, D, P->scale, Ql, ldq, K, ldk, 0.0f, Bm, lk);
         for (j = 0; j < m && lk > 0; ++j) {
@@ -17039,7 +17214,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
             attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, F, m, G, Dv, 0.0f, dW, Dv);
             attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, G, Dv, W, Dv, 0.0f, dF, m);
             for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, F + (size_t)r * m, dF + (size_t)r * m, m);
-            attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 1.0f, gq, ldq);
+            attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 0.0f, gq, ldq);
             attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
             if (P->conv) attn__nys_conv_bwd(P, b, h, G, V, ldv, gv);
         } else {
