@@ -4261,6 +4261,21 @@ ATTN__T512 static void attn__qk512_6x64(const float *K, ptrdiff_t ldk, const flo
     }
     ATTN__QK6_STORE(0) ATTN__QK6_STORE(1) ATTN__QK6_STORE(2) ATTN__QK6_STORE(3) ATTN__QK6_STORE(4) ATTN__QK6_STORE(5)
 }
+/* 4 rows: the remainder of a 64-row block after ten 6-row tiles (the same sums as 6x64's) */
+ATTN__T512 static void attn__qk512_4x64(const float *K, ptrdiff_t ldk, const float *QT, int D, float *S) {
+    const float *k0 = K, *k1 = K + ldk, *k2 = K + 2 * ldk, *k3 = K + 3 * ldk;
+    __m512 c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33, b;
+    int d;
+    c00 = c01 = c02 = c03 = c10 = c11 = c12 = c13 = c20 = c21 = c22 = c23 = _mm512_setzero_ps();
+    c30 = c31 = c32 = c33 = _mm512_setzero_ps();
+    for (d = 0; d < D; ++d) {
+        const float *qt = QT + (size_t)d * ATTN__BQ;
+        const __m512 q0 = _mm512_load_ps(qt), q1 = _mm512_load_ps(qt + 16), q2 = _mm512_load_ps(qt + 32),
+                     q3 = _mm512_load_ps(qt + 48);
+        ATTN__QK6_ROW(0) ATTN__QK6_ROW(1) ATTN__QK6_ROW(2) ATTN__QK6_ROW(3)
+    }
+    ATTN__QK6_STORE(0) ATTN__QK6_STORE(1) ATTN__QK6_STORE(2) ATTN__QK6_STORE(3)
+}
 ATTN__T512 static void attn__qk512_1x64(const float *K, const float *QT, int D, float *S) {
     __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
     int d;
@@ -4386,6 +4401,7 @@ ATTN__T512 static void attn__qk_avx512(const float *K, ptrdiff_t ldk, int nk, co
         for (; j < nk; ++j) attn__qk512_1x64(K + (ptrdiff_t)j * ldk, QT, D, S + (size_t)j * ATTN__BQ);
     } else {        /* lanes past nlanes hold zeros in QT: computing all 64 is harmless */
         for (; j + 6 <= nk; j += 6) attn__qk512_6x64(K + (ptrdiff_t)j * ldk, ldk, QT, D, S + (size_t)j * ATTN__BQ);
+        for (; j + 4 <= nk; j += 4) attn__qk512_4x64(K + (ptrdiff_t)j * ldk, ldk, QT, D, S + (size_t)j * ATTN__BQ);
         for (; j < nk; ++j) attn__qk512_1x64(K + (ptrdiff_t)j * ldk, QT, D, S + (size_t)j * ATTN__BQ);
     }
 }
@@ -16071,7 +16087,7 @@ typedef struct attn__lfm_plan {
     float *dkbuf, *dvbuf;               /* dL/d(E K), dL/d(F V), laid out as kbuf, vbuf */
 } attn__lfm_plan;
 
-#define ATTN__LFM_ROWS 256              /* dk, dv rows computed per product (their scratch block) */
+#define ATTN__LFM_ROWS 256              /* dk, dv rows per product when converted (their scratch block) */
 
 /* Every head's D columns of a row side by side in fp32 (one [seq, H*D] matrix with row stride ss) */
 static int attn__lfm_wide_ok(const attn__view *x) {
@@ -16200,7 +16216,7 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
     if (bwd) P->scratch_floats = ATTN__MAX(P->scratch_floats, (size_t)ATTN__MIN(ATTN__LFM_ROWS, c->k.seq) * wmax);
     P->gemm_floats = attn__sgemm_1t_floats(L->k, (int)wmax, ATTN__MIN(c->k.seq, ATTN__GEMM_KC));
     if (bwd) {
-        P->gemm_floats = ATTN__MAX(P->gemm_floats, attn__sgemm_1t_floats(ATTN__MIN(ATTN__LFM_ROWS, c->k.seq), (int)wmax,
+        P->gemm_floats = ATTN__MAX(P->gemm_floats, attn__sgemm_1t_floats(c->k.seq, (int)wmax,
                                                                          ATTN__MIN(L->k, ATTN__GEMM_KC)));
         P->gemm_floats = ATTN__MAX(P->gemm_floats, attn__sgemm_1t_floats(L->k, c->k.seq, ATTN__MIN((int)wmax, ATTN__GEMM_KC)));
     }
@@ -16272,18 +16288,23 @@ static void attn__lfm_dx(const attn__lfm_plan *P, int t, float *scratch, float *
     const int direct = P->wide ? attn__lfm_wide_ok(dx) : attn__lr_direct(dx);
     const float *E = (which ? P->f : P->e) + (size_t)g * P->e_head;
     const float *G = (which ? P->dvbuf : P->dkbuf) + ((size_t)b * P->kp * H + g) * D;
-    for (; r0 < r1; r0 += ATTN__LFM_ROWS) {
-        const int m = ATTN__MIN(ATTN__LFM_ROWS, r1 - r0), mv = ATTN__MAX(0, ATTN__MIN(m, L - r0));
-        float *out = direct ? (float *)attn__at(dx, b, r0, P->wide ? 0 : g) : scratch;
-        const ptrdiff_t ldo = direct ? (m == 1 ? W : dx->ss) : W;
+    if (direct) {   /* in place: one product over the part's rows, so dK', dV' are packed once */
+        const int m = r1 - r0, mv = ATTN__MAX(0, ATTN__MIN(m, L - r0));
+        float *out = (float *)attn__at(dx, b, r0, P->wide ? 0 : g);
+        const ptrdiff_t ldo = m == 1 ? W : dx->ss;
         attn__sgemm_1t(gemm, 1, 0, mv, W, P->kp, 1.0f, E + r0, P->n, G, (ptrdiff_t)H * D, 0.0f, out, ldo);
         for (i = mv; i < m; ++i) memset(out + i * ldo, 0, sizeof(float) * (size_t)W);
-        if (!direct)
-            for (i = 0; i < m; ++i)
-                for (j = 0; j < W / D; ++j) {
-                    h = P->wide ? j : g;
-                    P->isa->store(attn__at(dx, b, r0 + i, h), dx->dtype, scratch + (size_t)i * W + (size_t)j * D, D, 1.0f);
-                }
+        return;
+    }
+    for (; r0 < r1; r0 += ATTN__LFM_ROWS) {   /* blocks of rows converted from scratch */
+        const int m = ATTN__MIN(ATTN__LFM_ROWS, r1 - r0), mv = ATTN__MAX(0, ATTN__MIN(m, L - r0));
+        attn__sgemm_1t(gemm, 1, 0, mv, W, P->kp, 1.0f, E + r0, P->n, G, (ptrdiff_t)H * D, 0.0f, scratch, W);
+        for (i = mv; i < m; ++i) memset(scratch + (size_t)i * W, 0, sizeof(float) * (size_t)W);
+        for (i = 0; i < m; ++i)
+            for (j = 0; j < W / D; ++j) {
+                h = P->wide ? j : g;
+                P->isa->store(attn__at(dx, b, r0 + i, h), dx->dtype, scratch + (size_t)i * W + (size_t)j * D, D, 1.0f);
+            }
     }
 }
 static int attn__lfm_de_units(const attn__lfm_plan *P) {

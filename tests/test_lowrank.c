@@ -1535,6 +1535,57 @@ static void test_linformer_backward(void) {
     }
 }
 
+/* dk, dv over more rows than one 256-row block (S 600, padded to 500 keys): fp32 dk, dv laid out
+   as the product (written in place, one product over the rows) are bitwise those of BHSD dk, dv
+   (converted block by block) and of 3 threads; and dk = E^T dK' row by row, checked in double:
+   E's first kp columns are the identity, so dk's first kp rows are dK' itself. */
+static void test_linformer_long_rows(void) {
+    t_rng r = t_rng_seed(1941);
+    const int B = 1, Sq = 8, Sk = 600, H = 2, D = 8, kp = 16, n = 600, L = 500;
+    static const int lens[1] = { 500 };
+    fx f = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, H, H, D, D, 0, &r, 1.0);
+    fx g[3];
+    float *e = rand_mat(&r, (size_t)kp * n, 0.2), *fm = rand_mat(&r, (size_t)kp * n, 0.2), *dout = rand_mat(&r, out_n(&f.out), 1.0);
+    float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * H * Sq);
+    const attn_tensor to = attn_tensor_dense(dout, ATTN_F32, B, Sq, H, D);
+    double *x[3][2], err = 0.0;
+    attn_desc d;
+    int i, j, c, t, w;
+    for (i = 0; i < kp; ++i)
+        for (j = 0; j < kp; ++j) e[(size_t)i * n + j] = fm[(size_t)i * n + j] = i == j ? 1.0f : 0.0f;
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.f = fm; d.linformer.k = kp; d.linformer.n = n;
+    d.linformer.shared_heads = 1; d.seqlens_k = lens; d.n_threads = 1;
+    T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer long rows: forward");
+    for (t = 0; t < 3; ++t) {   /* 0: dense, 1 thread; 1: BHSD, 1 thread; 2: dense, 3 threads */
+        g[t] = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, H, H, D, D, t == 1, &r, 1.0);
+        d.n_threads = t == 2 ? 3 : 1;
+        T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, g[t].q, g[t].k, g[t].v) == ATTN_OK, "linformer long rows: backward %d", t);
+        x[t][0] = out_get(&g[t].k); x[t][1] = out_get(&g[t].v);
+    }
+    for (t = 1; t < 3; ++t)
+        for (w = 0; w < 2; ++w)
+            T_CHECK(memcmp(x[0][w], x[t][w], sizeof(double) * (size_t)Sk * H * D) == 0, "linformer long rows: %s of run %d differs",
+                    w ? "dv" : "dk", t);
+    for (w = 0; w < 2; ++w) {
+        const float *E = w ? fm : e;
+        const double *dx = x[0][w];
+        double big = 0.0, worst = 0.0;
+        for (j = 0; j < Sk * H * D; ++j) big = fmax(big, fabs(dx[j]));
+        for (j = kp; j < Sk; ++j)
+            for (c = 0; c < H * D; ++c) {
+                double want = 0.0;
+                if (j < L) for (i = 0; i < kp; ++i) want += (double)E[(size_t)i * n + j] * dx[(size_t)i * H * D + c];
+                worst = fmax(worst, fabs(dx[(size_t)j * H * D + c] - want));
+            }
+        err = fmax(err, big > 0.0 ? worst / big : worst);
+        T_CHECK(big > 0.0, "linformer long rows: %s is all zero", w ? "dv" : "dk");
+    }
+    T_CHECK(err <= 1e-5, "linformer long rows: dk, dv vs E^T dK', F^T dV' in double: %.3g", err);
+    for (t = 0; t < 3; ++t) { free(x[t][0]); free(x[t][1]); fx_free(&g[t]); }
+    free(e); free(fm); free(dout); free(lse); fx_free(&f);
+}
+
 /* The kinds' arrays under the memory rule (attn_tensor): Linformer's E, F (inputs), dE, dF
    (backward outputs), proj (forward output, backward input) and Nystromformer's conv (input),
    dconv (backward output) may not meet an output / input of the same call: refused with
@@ -1604,6 +1655,7 @@ static void test_kind_array_overlap(void) {
 
 void test_lowrank(void) {
     test_linformer_backward();
+    test_linformer_long_rows();
     test_linformer_ref();
     test_linformer_fixture();
     test_linformer_identity();
