@@ -14147,6 +14147,8 @@ static attn_status attn__linear_state_size(const attn__call *c) {
        the later chunks' rows (which see every key of this chunk) gives dphi(K) = V G^T + h and
        dV = phi(K) G, plus the chunk's own masked dA^T phi(Q) and A^T g; then the chunk's rows
        join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
+     Non-causal: every key sees every row, so the rows join (G, h) in pass 1 and there is no
+       pass 2 (its query features recomputed and dO reloaded were 11% of the backward).
    ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
    stabiliser (the query's own row max and the visible keys' max s_i, as lucidrains' detach():
    exactly the gradient of phi with s held fixed; with eps > 0 the stabiliser's own subgradient
@@ -14256,6 +14258,40 @@ static void attn__lbw_store_keys(const attn__lin *L, const attn__lbw *C, attn__l
         L->isa->store(attn__at(&C->dk, b, j0 + j, hk), C->dk.dtype, W->dX + (size_t)j * L->D, L->D, 1.0f);
         L->isa->store(attn__at(&C->dv, b, j0 + j, hk), C->dv.dtype, W->dV + (size_t)j * L->Dv, L->Dv, 1.0f);
     }
+}
+
+/* Rows [q0, q0 + n) of every query head in the group join the suffix state (G, h, gs): their
+   features in B.Q (eps included), g in Gm, den, c and s in rden, rc, rs; rows without a visible
+   key (den 0) add nothing. Performer: G, h are kept against *Rref, the smallest s joined. */
+static void attn__lbw_join(const attn__lin *L, attn__lbw_bufs *W, int Sq, int q0, int n, float *Rref, int *rhas) {
+    const attn__isa *isa = L->isa;
+    const int F = L->F, Dv = L->Dv, m = L->groups * n, split = L->perf == 1;
+    const attn__lin_bufs *B = &W->P.B;
+    int r, first = -1;
+    for (r = 0; r < m; ++r)
+        if (W->rden[(size_t)(r / n) * Sq + q0 + r % n] != 0.0f && (first < 0 || r % n < first % n)) first = r;
+    if (first < 0) return;
+    if (split) {
+        const float Rn = W->rs[(size_t)(first / n) * Sq + q0 + first % n];
+        if (*rhas && Rn < *Rref) {
+            const float f = attn__perf_exp(isa, Rn - *Rref);
+            isa->scal(W->G, f, F * Dv);
+            isa->scal(W->h, f, F);
+        }
+        if (!*rhas || Rn < *Rref) *Rref = Rn;
+        *rhas = 1;
+    }
+    for (r = 0; r < m; ++r) {
+        const size_t at = (size_t)(r / n) * Sq + q0 + r % n;
+        const float wr = W->rden[at] == 0.0f ? 0.0f :
+                         (split && W->rs[at] != *Rref ? attn__perf_exp(isa, *Rref - W->rs[at]) : 1.0f);
+        float *qw = W->Qw + (size_t)r * F;
+        memcpy(qw, B->Q + (size_t)r * F, (size_t)F * sizeof(float));
+        isa->scal(qw, wr, F);
+        isa->axpy(W->h, W->rc[at], qw, F);
+        if (split && wr != 0.0f) isa->axpy(W->gs, W->P.sumq[r], W->Gm + (size_t)r * Dv, Dv);
+    }
+    attn__sgemm_1t(B->gemm, 1, 0, F, Dv, m, 1.0f, W->Qw, F, W->Gm, Dv, 1.0f, W->G, Dv);
 }
 
 static void attn__lbw_task(void *ctx, int t, int thread) {
@@ -14404,6 +14440,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         for (gi = 0; gi < g; ++gi)
             for (i = 0; i < n; ++i)
                 isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
+        if (!L->causal) attn__lbw_join(L, W, Sq, q0, n, &Rref, &rhas);   /* every key sees these rows */
         if (nk > 0) {
             attn__perf_absorb_loaded(L, P, nk, cnt);
             cnt += nk; kdone += nk;
@@ -14412,14 +14449,13 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     for (gi = 0; gi < g; ++gi)
         for (i = Lq; i < Sq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
 
-    /* pass 2, last chunk first: dk, dv */
-    nchunks = (Lq + ATTN__LIN_ROWS - 1) / ATTN__LIN_ROWS;
+    /* pass 2, last chunk first: dk, dv (causal; non-causal rows joined (G, h) in pass 1) */
+    nchunks = L->causal ? (Lq + ATTN__LIN_ROWS - 1) / ATTN__LIN_ROWS : 0;
     for (ci = nchunks - 1; ci >= 0; --ci) {
         const int qc = ci * ATTN__LIN_ROWS, n = ATTN__MIN(ATTN__LIN_ROWS, Lq - qc), m = g * n;
         const long long pa = qc + shift;
         const int kd = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)) : Lk;
-        const int nk = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd : 0;
-        int first = -1;
+        const int nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
         attn__perf_queries(L, P, b, hk, qc, n, pa, kd, Lk, 1, W->XQ);
         for (r = 0; r < m; ++r) {
             const size_t at = (size_t)(r / n) * Sq + qc + r % n;
@@ -14428,7 +14464,6 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             isa->load(attn__at(&C->dout, b, qc + r % n, hk * g + r / n), C->dout.dtype, gr, Dv, 1.0f);
             isa->scal(gr, 1.0f / W->rden[at], Dv);
             P->sq[r] = W->rs[at];
-            if (first < 0 || r % n < first % n) first = r;
         }
         if (nk > 0) {
             attn__lbw_keys(L, W, b, hk, kd, nk, 1, 1);
@@ -14451,29 +14486,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             attn__sgemm_1t(B->gemm, 1, 0, nk, Dv, m, 1.0f, B->A, nk, W->Gm, Dv, 1.0f, W->dV, Dv);
             attn__lbw_store_keys(L, C, W, b, hk, kd, nk);
         }
-        if (first >= 0) {                               /* the chunk's rows join the suffix state */
-            const float Rn = split ? P->sq[first] : 0.0f;
-            if (split) {
-                if (rhas && Rn < Rref) {
-                    const float f = attn__perf_exp(isa, Rn - Rref);
-                    isa->scal(W->G, f, F * Dv);
-                    isa->scal(W->h, f, F);
-                }
-                if (!rhas || Rn < Rref) Rref = Rn;
-                rhas = 1;
-            }
-            for (r = 0; r < m; ++r) {
-                const size_t at = (size_t)(r / n) * Sq + qc + r % n;
-                const float wr = W->rden[at] == 0.0f ? 0.0f :
-                                 (split && P->sq[r] != Rref ? attn__perf_exp(isa, Rref - P->sq[r]) : 1.0f);
-                float *qw = W->Qw + (size_t)r * F;
-                memcpy(qw, B->Q + (size_t)r * F, (size_t)F * sizeof(float));
-                isa->scal(qw, wr, F);
-                isa->axpy(W->h, W->rc[at], qw, F);
-                if (split && wr != 0.0f) isa->axpy(W->gs, P->sumq[r], W->Gm + (size_t)r * Dv, Dv);
-            }
-            attn__sgemm_1t(B->gemm, 1, 0, F, Dv, m, 1.0f, W->Qw, F, W->Gm, Dv, 1.0f, W->G, Dv);
-        }
+        attn__lbw_join(L, W, Sq, qc, n, &Rref, &rhas);
     }
     kd0 = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk)) : Lk;   /* keys every row sees */
     /* No query row (seqlens_q 0): every dk, dv is 0, stored below. Not through the state: a
