@@ -755,7 +755,8 @@ typedef struct attn_linformer_params {
    are inputs like any other and get their gradients (as in Hugging Face); dout past Lq is not
    read. With landmarks = q.seq = k.seq (the exact path) it is the exact kernel's backward plus
    the conv's. Bitwise the same for every n_threads; attn_backward_workspace_size sizes it
-   (per thread O((q.seq + k.seq)(d + dv + 2m) + (iterations + 9) m^2) floats). */
+   (per thread O((q.seq + k.seq)(d + dv + 2m) + (5 iterations + 6) m^2) floats: each
+   pseudo-inverse step's products are kept for the backward's steps). */
 typedef enum attn_nystrom_padding {
     ATTN_NYSTROM_PADDING_ZERO = 0, ATTN_NYSTROM_PADDING_HF = 1, ATTN_NYSTROM_PADDING_LUCIDRAINS = 2
 } attn_nystrom_padding;
