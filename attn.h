@@ -2876,6 +2876,23 @@ static void *attn__at(const attn__view *v, int b, int s, int h) {
     return v->data + (ptrdiff_t)v->esize * ((ptrdiff_t)b * v->sb + (ptrdiff_t)s * v->ss + (ptrdiff_t)h * v->sh);
 }
 
+/* Prefetches row s of head h of sequence b of t (when s < t->seq) into the caches: a
+   (sequence, head) walk over a [seq][heads][dim] tensor, or rows in hashed / routed order, has
+   a stride the hardware prefetchers do not follow (see the decoding stage). */
+static void attn__prefetch_row(const attn__view *t, int b, int s, int h) {
+#if defined(__GNUC__) || defined(__clang__)
+    if (s < t->seq) {
+        const char *p = (const char *)attn__at(t, b, s, h);
+        const size_t n = (size_t)t->dim * t->esize;
+        size_t off;
+        for (off = 0; off < n; off += 64) __builtin_prefetch(p + off, 0, 3);
+        __builtin_prefetch(p + n - 1, 0, 3);
+    }
+#else
+    (void)t; (void)b; (void)s; (void)h;
+#endif
+}
+
 /* |a| * n added to *span, with overflow checks against PTRDIFF_MAX. */
 static int attn__span_add(size_t *span, ptrdiff_t stride, int n) {
     size_t a, t;
@@ -12091,18 +12108,9 @@ static int attn__lsh_fill(const attn__lsh *X, const int *order, int k, int L, in
    chunk's loads (random rows: the hardware prefetchers cannot guess them) overlap this chunk's
    arithmetic. */
 static void attn__lsh_prefetch(const attn__lsh *X, const attn__view *t, const int *order, int k, int L, int b, int h) {
-#if defined(__GNUC__) || defined(__clang__)
     const int *pos = order + (size_t)k * X->c;
-    const size_t bytes = (size_t)t->dim * t->esize;
     int u;
-    size_t off;
-    for (u = 0; u < X->c && pos[u] < L; ++u) {
-        const char *r = (const char *)attn__at(t, b, pos[u], h);
-        for (off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
-    }
-#else
-    (void)X; (void)t; (void)order; (void)k; (void)L; (void)b; (void)h;
-#endif
+    for (u = 0; u < X->c && pos[u] < L; ++u) attn__prefetch_row(t, b, pos[u], h);
 }
 
 static void attn__lsh_task(void *ctx, int task, int thread) {
@@ -12839,21 +12847,12 @@ static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
                          m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 4 * m * (size_t)ATTN__BQ * w + 4 * (size_t)w);
 }
 
-/* Prefetches (into L2) the rows of view x at the w positions of window e (of sequence b at off,
+/* Prefetches the rows of view x at the w positions of window e (of sequence b at off,
    head h): the next window's rows are scattered over the tensors, so they are asked for while
    this window is attended. */
 static void attn__rt_prefetch(const attn__view *x, int b, int off, int h, const attn__rt_ent *e, int w) {
-#if defined(__GNUC__) || defined(__clang__)
-    const size_t bytes = (size_t)x->dim * x->esize;
-    size_t o;
     int t;
-    for (t = 0; t < w; ++t) {
-        const char *p = (const char *)attn__at(x, b, off + e[t].pos, h);
-        for (o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 2);
-    }
-#else
-    (void)x; (void)b; (void)off; (void)h; (void)e; (void)w;
-#endif
+    for (t = 0; t < w; ++t) attn__prefetch_row(x, b, off + e[t].pos, h);
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
@@ -13548,29 +13547,14 @@ static void attn__lin_feat(const attn__lin *L, int b, const void *src, attn_dtyp
 
 typedef struct attn__lin_bufs { float *S, *z, *K, *V, *Q, *A, *num, *den, *row, *gemm; } attn__lin_bufs;
 
-/* Prefetches row s of head h of sequence b of t (when s < t->seq) into the caches: one
-   (sequence, head) walk over a [seq][heads][dim] tensor has a stride the hardware prefetchers do
-   not follow (see the decoding stage), so the row loaders below ask ATTN__LIN_PF rows ahead. */
+/* The row loaders below ask attn__prefetch_row for the row ATTN__LIN_PF rows ahead. */
 #define ATTN__LIN_PF 16
-static void attn__lin_prefetch(const attn__view *t, int b, int s, int h) {
-#if defined(__GNUC__) || defined(__clang__)
-    if (s < t->seq) {
-        const char *p = (const char *)attn__at(t, b, s, h);
-        const size_t n = (size_t)t->dim * t->esize;
-        size_t off;
-        for (off = 0; off < n; off += 64) __builtin_prefetch(p + off, 0, 3);
-        __builtin_prefetch(p + n - 1, 0, 3);
-    }
-#else
-    (void)t; (void)b; (void)s; (void)h;
-#endif
-}
 
 /* Loads keys [j0, j0 + n) of (b, hk) as phi(K) and V rows into B->K, B->V. */
 static void attn__lin_load_keys(const attn__lin *L, const attn__lin_bufs *B, int b, int hk, int j0, int n) {
     int j;
     for (j = 0; j < n; ++j) {
-        if (n > ATTN__LIN_FEW) { attn__lin_prefetch(&L->k, b, j0 + j + ATTN__LIN_PF, hk); attn__lin_prefetch(&L->v, b, j0 + j + ATTN__LIN_PF, hk); }
+        if (n > ATTN__LIN_FEW) { attn__prefetch_row(&L->k, b, j0 + j + ATTN__LIN_PF, hk); attn__prefetch_row(&L->v, b, j0 + j + ATTN__LIN_PF, hk); }
         attn__lin_feat(L, b, attn__at(&L->k, b, j0 + j, hk), L->k.dtype, B->K + (size_t)j * L->F, B->row, L->pos0 + j0 + j);
         L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, B->V + (size_t)j * L->Dv, L->Dv, 1.0f);
     }
