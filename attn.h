@@ -14079,13 +14079,17 @@ static void attn__perf_prepare(attn__lin *L, const attn__call *c, attn__op op, f
     }
 }
 
-/* forward, step (state given) and their workspace queries */
+static attn_status attn__lnf_run(const attn__call *c, const attn__lin *L);
+
+/* forward, step (state given) and their workspace queries (non-causal ATTN_LINEAR and
+   ATTN_COSFORMER forwards: attn__lnf_run) */
 static attn_status attn__lin_run(const attn__call *c, attn__op op) {
     attn__lin L;
     attn__ws w;
     size_t bytes, need;
     attn_status s;
     if ((s = attn__lin_check(c, op, &L)) != ATTN_OK) return s;
+    if (op == ATTN__FORWARD && !L.perf && !L.causal) return attn__lnf_run(c, &L);
     if (op == ATTN__STEP) {
         if (!(need = attn__lin_state_floats(L.F, L.perf, &c->q, &c->k, &c->v))) return ATTN_ERR_OVERFLOW;
         if ((s = attn__check_state(c, need)) != ATTN_OK) return s;
@@ -14548,6 +14552,24 @@ static void attn__lnc_feats(const attn__lin *L, int b, const float *X, int nh, i
     for (i = 0; i < n; ++i) attn__lin_feat_row(L, b, X + ((size_t)i * nh + h) * L->D, K + (size_t)i * L->F, p0 + i);
 }
 
+/* Per head h of the nh KV heads from hk0: KV_h += phi(K)^T V, z_h += sum phi(k) over keys
+   [0, Lk) of sequence b, staged NB rows at a time (B->S: st floats a head). */
+static void attn__lnc_absorb(const attn__lin *L, const attn__lnc_bufs *B, int b, int hk0, int nh, int Lk, int NB) {
+    const int F = L->F, Dv = L->Dv;
+    const size_t st = attn__lnc_st(L), ldv = (size_t)nh * Dv;
+    int r0, n, h, i;
+    for (r0 = 0; r0 < Lk; r0 += n) {
+        n = ATTN__MIN(NB, Lk - r0);
+        attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, r0, n, B->X, B->V);
+        for (h = 0; h < nh; ++h) {
+            float *S = B->S + h * st;
+            attn__lnc_feats(L, b, B->X, nh, h, n, L->pos0 + r0, B->K);
+            attn__sgemm_1t(B->gemm, 1, 0, F, Dv, n, 1.0f, B->K, F, B->V + (size_t)h * Dv, (ptrdiff_t)ldv, 1.0f, S, Dv);
+            for (i = 0; i < n; ++i) L->isa->axpy(S + (size_t)F * Dv, 1.0f, B->K + (size_t)i * F, F);
+        }
+    }
+}
+
 static void attn__lnc_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
     const attn__lin *L = &C->L;
@@ -14576,16 +14598,7 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
         attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, 0, 0, L->k.seq, NULL, NULL);
         return;
     }
-    for (r0 = 0; r0 < Lk; r0 += n) {                    /* KV += phi(K)^T V, z += sum phi(k) */
-        n = ATTN__MIN(NB, Lk - r0);
-        attn__lnc_stage(isa, &L->k, &L->v, b, hk0, nh, r0, n, B.X, B.V);
-        for (h = 0; h < nh; ++h) {
-            float *S = B.S + h * st;
-            attn__lnc_feats(L, b, B.X, nh, h, n, L->pos0 + r0, B.K);
-            attn__sgemm_1t(B.gemm, 1, 0, F, Dv, n, 1.0f, B.K, F, B.V + (size_t)h * Dv, (ptrdiff_t)ldv, 1.0f, S, Dv);
-            for (i = 0; i < n; ++i) isa->axpy(S + (size_t)F * Dv, 1.0f, B.K + (size_t)i * F, F);
-        }
-    }
+    attn__lnc_absorb(L, &B, b, hk0, nh, Lk, NB);
 
     for (r0 = 0; r0 < Lq; r0 += n) {                    /* dq; dKV, dz */
         n = ATTN__MIN(NB, Lq - r0);
@@ -14833,6 +14846,119 @@ static int attn__lbw_add(size_t *f, size_t a, size_t b) {    /* *f += roundup16(
     return attn__add_size(*f, t & ~(size_t)15, f);
 }
 
+/* Plan of the staged kernels (attn__lnc_task, attn__lcb_task, attn__lnf_task): rows per block,
+   KV heads per task, GEMM scratch and the workspace per thread (causal: attn__lcb_bufs; else
+   attn__lnc_bufs, whose backward blocks the forward leaves unused); *bytes in all. */
+static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, size_t *bytes) {
+    attn__lin *L = &C->L;
+    size_t f = 0, t;
+    const int F = L->F, Dv = L->Dv, D = L->D, Hkv = c->k.heads, g = L->groups;
+    /* rows per block from the shapes alone (results must not depend on the threads): the
+       staged rows of every head, about ATTN__LNC_STAGE floats */
+    const double per_row = (double)Hkv * ATTN__MAX((double)g * (D + Dv), (double)D + 2.0 * Dv);
+    int nch, nb = per_row * 256 <= ATTN__LNC_STAGE ? 256 : (int)(ATTN__LNC_STAGE / per_row) & ~15;
+    size_t hc, hq;
+    C->nb = nb = ATTN__MAX(16, nb);
+    /* KV heads per task: all of them on one thread; else about 2 tasks per thread */
+    nch = L->n_threads <= 1 ? 1 : (int)ATTN__MIN((size_t)Hkv, ((size_t)2 * L->n_threads + c->q.batch - 1) / c->q.batch);
+    C->hc = (Hkv + nch - 1) / nch;
+    nch = (Hkv + C->hc - 1) / C->hc;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)nch, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
+    L->n_threads = ATTN__MIN(L->n_threads, L->n_tasks);
+    hc = (size_t)C->hc; hq = hc * (size_t)g;
+    if (L->causal) {                                         /* attn__lcb_bufs, in carving order */
+        const int CH = ATTN__LIN_ROWS;
+        const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
+                                  { CH, Dv, F } };
+        size_t i;
+        L->gemm_floats = 0;
+        for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+            L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
+        if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__mul_size((size_t)CH, hq, &t) ||
+            !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, t, Dv) ||
+            !attn__lbw_add(&f, (size_t)CH * hc, D) || !attn__lbw_add(&f, (size_t)CH * hc, Dv) || !attn__lbw_add(&f, CH, 3 * (size_t)F) ||
+            !attn__lbw_add(&f, CH, 2 * (size_t)CH) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+            !attn__mul_size(hq, (size_t)c->q.seq, &t) || !attn__lbw_add(&f, t, 2) ||
+            !attn__mul_size(hc, (size_t)c->k.seq, &t) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) ||
+            !attn__add_size(f, 64, &f))
+            return ATTN_ERR_OVERFLOW;
+    } else {
+        L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
+                                   attn__sgemm_1t_floats(nb, Dv, F));
+        if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__lbw_add(&f, (size_t)nb, 2 * (size_t)F) ||
+            !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+            !attn__mul_size((size_t)nb, hq, &t) || !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) ||
+            !attn__lbw_add(&f, (size_t)nb * hc, Dv) || !attn__add_size(f, 64, &f))
+            return ATTN_ERR_OVERFLOW;
+    }
+    L->ws_per = f;
+    if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), bytes) ||
+        !attn__add_size(*bytes, 64, bytes) || *bytes > (size_t)PTRDIFF_MAX)
+        return ATTN_ERR_OVERFLOW;
+    return ATTN_OK;
+}
+
+/* The non-causal forward of ATTN_LINEAR and ATTN_COSFORMER on attn__lnc_task's staging: a task's keys,
+   all its heads a row, absorbed into (KV, z) per head, then its query rows staged the same way,
+   out = phi(Q) KV / den written back in address order. The per-head walk of attn__lin_task
+   read [seq][heads][dim] rows at a 1 KiB stride (H 4, D 64), which the prefetchers do not
+   follow: 34 GFLOP/s at S 8192 against 56 on contiguous rows (Zen 4, one thread). */
+static void attn__lnf_task(void *ctx, int t, int thread) {
+    const attn__lbw *C = (const attn__lbw *)ctx;
+    const attn__lin *L = &C->L;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc;
+    const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, NB = C->nb;
+    const size_t st = attn__lnc_st(L), ldq = (size_t)nq * Dv;
+    float *w = L->ws + (size_t)thread * L->ws_per;
+    attn__lnc_bufs B;
+    int r0, n, h, i;
+    B.S = attn__lin_carve(&w, nh * st);
+    B.K = attn__lin_carve(&w, (size_t)NB * F);
+    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
+    B.gemm = attn__lin_carve(&w, L->gemm_floats);
+    B.X = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * D);
+    B.V = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * Dv);
+    memset(B.S, 0, (size_t)nh * st * sizeof(float));
+    attn__lnc_absorb(L, &B, b, hk0, nh, Lk, NB);
+    for (r0 = 0; r0 < Lq; r0 += n) {                    /* out = phi(q) KV / den */
+        n = ATTN__MIN(NB, Lq - r0);
+        attn__lnc_stage(isa, &L->q, NULL, b, hq0, nq, r0, n, B.X, NULL);
+        for (h = 0; h < nq; ++h) {                      /* query head hq0 + h reads KV head hk0 + h / g */
+            const float *S = B.S + (size_t)(h / g) * st, *z = S + (size_t)F * Dv;
+            float *o = B.V + (size_t)h * Dv;
+            attn__lnc_feats(L, b, B.X, nq, h, n, L->pos0 + r0, B.K);
+            attn__sgemm_1t(B.gemm, 0, 0, n, Dv, F, 1.0f, B.K, F, S, Dv, 0.0f, o, (ptrdiff_t)ldq);
+            for (i = 0; i < n; ++i) {
+                const float den = isa->dot(B.K + (size_t)i * F, z, F);
+                isa->scal(o + i * ldq, 1.0f / (L->cos ? ATTN__MAX(den, L->eps) : den + L->eps), Dv);
+            }
+        }
+        attn__lnc_unstage(isa, &L->out, NULL, b, hq0, nq, r0, n, r0 + n < Lq ? 0 : L->q.seq, B.V, NULL);
+    }
+    if (Lq == 0) attn__lnc_unstage(isa, &L->out, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
+}
+
+/* attn_forward (and its workspace query) of non-causal ATTN_LINEAR and ATTN_COSFORMER */
+static attn_status attn__lnf_run(const attn__call *c, const attn__lin *L0) {
+    attn__lbw C;
+    attn__ws w;
+    size_t bytes;
+    attn_status s;
+    memset(&C, 0, sizeof C);
+    C.L = *L0;
+    if (!attn__lin_plan(&C.L, &bytes)) return ATTN_ERR_OVERFLOW;
+    if ((s = attn__lnc_plan(&C, c, &bytes)) != ATTN_OK) return s;
+    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    C.L.ws = (float *)(void *)w.base;
+    C.L.isa = attn__vec();
+    attn__parallel_for(c->d, C.L.n_tasks, C.L.n_threads, attn__lnf_task, &C);
+    attn__ws_release(&w);
+    return ATTN_OK;
+}
+
 /* attn_backward (and its workspace query) for the three kinds of the ATTN_LINEAR core */
 static attn_status attn__linear_backward(const attn__call *c) {
     attn__lbw C;
@@ -14850,49 +14976,7 @@ static attn_status attn__linear_backward(const attn__call *c) {
     }
     if (!attn__lin_plan(L, &bytes)) return ATTN_ERR_OVERFLOW;    /* forward GEMM shapes, W's shared floats */
     if (!L->perf) {                                              /* attn__lnc_task, attn__lcb_task */
-        const int F = L->F, Dv = L->Dv, D = L->D, Hkv = c->k.heads, g = L->groups;
-        /* rows per block from the shapes alone (results must not depend on the threads): the
-           staged rows of every head, about ATTN__LNC_STAGE floats */
-        const double per_row = (double)Hkv * ATTN__MAX((double)g * (D + Dv), (double)D + 2.0 * Dv);
-        int nch, nb = per_row * 256 <= ATTN__LNC_STAGE ? 256 : (int)(ATTN__LNC_STAGE / per_row) & ~15;
-        size_t hc, hq;
-        C.nb = nb = ATTN__MAX(16, nb);
-        /* KV heads per task: all of them on one thread; else about 2 tasks per thread */
-        nch = L->n_threads <= 1 ? 1 : (int)ATTN__MIN((size_t)Hkv, ((size_t)2 * L->n_threads + c->q.batch - 1) / c->q.batch);
-        C.hc = (Hkv + nch - 1) / nch;
-        nch = (Hkv + C.hc - 1) / C.hc;
-        if (!attn__tasks((size_t)c->q.batch, (size_t)nch, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
-        L->n_threads = ATTN__MIN(L->n_threads, L->n_tasks);
-        hc = (size_t)C.hc; hq = hc * (size_t)g;
-        if (L->causal) {                                         /* attn__lcb_bufs, in carving order */
-            const int CH = ATTN__LIN_ROWS;
-            const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
-                                      { CH, Dv, F } };
-            size_t i;
-            L->gemm_floats = 0;
-            for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
-                L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
-            if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__mul_size((size_t)CH, hq, &t) ||
-                !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, t, Dv) ||
-                !attn__lbw_add(&f, (size_t)CH * hc, D) || !attn__lbw_add(&f, (size_t)CH * hc, Dv) || !attn__lbw_add(&f, CH, 3 * (size_t)F) ||
-                !attn__lbw_add(&f, CH, 2 * (size_t)CH) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
-                !attn__mul_size(hq, (size_t)c->q.seq, &t) || !attn__lbw_add(&f, t, 2) ||
-                !attn__mul_size(hc, (size_t)c->k.seq, &t) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) ||
-                !attn__add_size(f, 64, &f))
-                return ATTN_ERR_OVERFLOW;
-        } else {
-            L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
-                                       attn__sgemm_1t_floats(nb, Dv, F));
-            if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__lbw_add(&f, (size_t)nb, 2 * (size_t)F) ||
-                !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
-                !attn__mul_size((size_t)nb, hq, &t) || !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) ||
-                !attn__lbw_add(&f, (size_t)nb * hc, Dv) || !attn__add_size(f, 64, &f))
-                return ATTN_ERR_OVERFLOW;
-        }
-        L->ws_per = f;
-        if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__mul_size(t, sizeof(float), &bytes) ||
-            !attn__add_size(bytes, 64, &bytes) || bytes > (size_t)PTRDIFF_MAX)
-            return ATTN_ERR_OVERFLOW;
+        if ((s = attn__lnc_plan(&C, c, &bytes)) != ATTN_OK) return s;
     } else {
         const int F = L->F, Dv = L->Dv, D = L->D, gr = (int)ATTN__MIN((size_t)L->groups * ATTN__LIN_ROWS, (size_t)INT_MAX);
         const int KB = ATTN__LIN_KEYS, CH = ATTN__LIN_ROWS;
