@@ -29,7 +29,9 @@
              ATTN_LSH (attn__lsh_task; decoding attn__lsh_decode_task), ATTN_ROUTING (attn__rt_task)
         3.14 linear and kernel attention: the ATTN_LINEAR core (attn__lin_task: chunked causal,
              state for attn_step) shared by ATTN_COSFORMER and ATTN_PERFORMER (attn__perf_task:
-             split stabilised state; attn__perf_draw: RNG, Householder QR), their backward
+             split stabilised state; attn__perf_draw: RNG, Householder QR); the ATTN_LINEAR /
+             ATTN_COSFORMER forwards on rows staged for all heads (attn__lnf_task non-causal,
+             attn__lcf_task causal); their backward
              (attn__linear_backward: ATTN_PERFORMER attn__lbw_task; ATTN_LINEAR / ATTN_COSFORMER
              attn__lnc_task non-causal, attn__lcb_task causal), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
