@@ -13586,6 +13586,8 @@ static void attn__lin_absorb(const attn__lin *L, const attn__lin_bufs *B, int b,
     }
 }
 
+/* attn_step of ATTN_LINEAR / ATTN_COSFORMER (always causal, state given): per (sequence, KV
+   head), chunks of ATTN__LIN_ROWS query rows; the forwards run attn__lnf_task / attn__lcf_task. */
 static void attn__lin_task(void *ctx, int t, int thread) {
     const attn__lin *L = (const attn__lin *)ctx;
     const attn__isa *isa = L->isa;
@@ -13595,7 +13597,6 @@ static void attn__lin_task(void *ctx, int t, int thread) {
     float *w = L->ws + (size_t)thread * L->ws_per;
     attn__lin_bufs B;
     int q0, gi, i, kdone = 0;
-    B.S = attn__lin_carve(&w, (size_t)D * Dv + (size_t)D + 16);
     B.K = attn__lin_carve(&w, (size_t)D * ATTN__LIN_KEYS);
     B.V = attn__lin_carve(&w, (size_t)Dv * ATTN__LIN_KEYS);
     B.Q = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS * D);
@@ -13604,25 +13605,18 @@ static void attn__lin_task(void *ctx, int t, int thread) {
     B.den = attn__lin_carve(&w, (size_t)g * ATTN__LIN_ROWS);
     B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(L->D, Dv));
     B.gemm = attn__lin_carve(&w, L->gemm_floats);
-    if (L->state) {
-        B.S = L->state + (size_t)t * ((size_t)D * Dv + D);
-    } else {
-        memset(B.S, 0, ((size_t)D * Dv + D) * sizeof(float));
-    }
+    B.S = L->state + (size_t)t * ((size_t)D * Dv + D);
     B.z = B.S + (size_t)D * Dv;
-    if (!L->causal) attn__lin_absorb(L, &B, b, hk, 0, Lk);
     for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
         const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
         const long long pa = q0 + shift;               /* position of the chunk's first row */
+        const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));   /* keys every row sees */
         int r;
-        if (L->causal) {                               /* keys every row of the chunk sees */
-            const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
-            if (upto > kdone) { attn__lin_absorb(L, &B, b, hk, kdone, upto); kdone = upto; }
-        }
+        if (upto > kdone) { attn__lin_absorb(L, &B, b, hk, kdone, upto); kdone = upto; }
         for (gi = 0; gi < g; ++gi)                     /* row gi*n + i: head hk*g + gi, query q0 + i */
             for (i = 0; i < n; ++i)
                 attn__lin_feat(L, b, attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, B.Q + (size_t)(gi * n + i) * D,
-                               B.row, L->pos0 + q0 + i + (L->causal ? shift : 0));
+                               B.row, L->pos0 + pa + i);
         if (m <= ATTN__LIN_FEW) {     /* num = phi(Q) S row by row (decoding steps) */
             int f;
             for (r = 0; r < m; ++r) {
@@ -13634,7 +13628,7 @@ static void attn__lin_task(void *ctx, int t, int thread) {
             attn__sgemm_1t(B.gemm, 0, 0, m, Dv, D, 1.0f, B.Q, D, B.S, Dv, 0.0f, B.num, Dv);
         }
         for (r = 0; r < m; ++r) B.den[r] = isa->dot(B.Q + (size_t)r * D, B.z, D);
-        if (L->causal) {                               /* the chunk's own keys, masked j <= p */
+        {                                              /* the chunk's own keys, masked j <= p */
             const int kend = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)), nk = kend - kdone;
             if (nk > 0) {
                 int j;
@@ -14928,7 +14922,6 @@ static void attn__lnf_task(void *ctx, int t, int thread) {
     int r0, n, h, i;
     B.S = attn__lin_carve(&w, nh * st);
     B.K = attn__lin_carve(&w, (size_t)NB * F);
-    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
     B.gemm = attn__lin_carve(&w, L->gemm_floats);
     B.X = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * D);
     B.V = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * Dv);
@@ -15036,7 +15029,6 @@ static attn_status attn__lnf_run(const attn__call *c, const attn__lin *L0) {
     attn_status s;
     memset(&C, 0, sizeof C);
     C.L = *L0;
-    if (!attn__lin_plan(&C.L, &bytes)) return ATTN_ERR_OVERFLOW;
     if ((s = attn__lnc_plan(&C, c, 1, &bytes)) != ATTN_OK) return s;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
