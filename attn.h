@@ -11829,7 +11829,7 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
     pad = L.rows_k ? attn__round16(2 * (size_t)P.k.seq) : 0;
     if (B.r > 0 && B.nb > 2 && !B.table && B.mult != ATTN_BIGBIRD_HF_EVAL && !B.full &&
         !attn__mul_size((size_t)P.q.heads * (size_t)(B.nb - 2), (size_t)B.r, &tab)) return ATTN_ERR_OVERFLOW;
-    if (block % ATTN__BQ == 0 && !getenv("ATTN_BB_NOPACK")) {             /* whole pieces: K^T, V^T packed once (above) */
+    if (block % ATTN__BQ == 0) {             /* whole pieces: K^T, V^T packed once (above) */
         L.pack_floats = (size_t)ATTN__BQ * (size_t)(P.q.dim + P.v.dim);
         if (!attn__mul_size((size_t)P.q.batch * (size_t)P.k.heads, (size_t)P.k.seq, &packed) ||
             !attn__mul_size(packed, (size_t)(P.q.dim + P.v.dim), &packed)) return ATTN_ERR_OVERFLOW;
