@@ -11631,7 +11631,10 @@ static attn_status attn__bigbird_forward(const attn__call *c) {
    forward's -10000 (the pad row as the bias), padded query rows get dq 0 and give nothing.
    Pass A costs 3 of the pair's GEMMs, pass B 4 (the fused exact backward: 5, with dQ partials
    per key split, which a block-sparse pattern would need per listed block). A drawn random
-   table is materialised once in the workspace (the same rows as attn_bigbird_random_table). */
+   table is materialised once in the workspace (the same rows as attn_bigbird_random_table).
+   When the block is a multiple of ATTN__BQ, K^T and V^T are packed once per key piece before
+   pass A (pass A walks each key piece once per query piece: packing there cost ~13% of the
+   backward); otherwise pass A packs per pair. */
 typedef struct attn__bbw {
     attn__bwd_ctx C;             /* the pair's context: P, kernels, lse, drow, views */
     const attn__bb *B;
@@ -11639,6 +11642,8 @@ typedef struct attn__bbw {
     const int *rows_q, *rows_k;
     const float *pad_row;        /* NULL, or 2 k.seq floats as the forward's */
     size_t list_off;             /* per-thread ints for the list, after the pair's scratch */
+    float *packed;               /* NULL, or [B][Hk][k.seq / ATTN__BQ] pieces of pack_floats */
+    size_t pack_floats;          /* K^T (D x ATTN__BQ) then V^T (Dv x ATTN__BQ) */
 } attn__bbw;
 
 /* How many times query block i of head h counts key block kb (attn__bb_list's counts; the
@@ -11664,6 +11669,23 @@ static void attn__bbw_local(const attn__bbw *L, int b, attn__bwd_ctx *C, attn__p
     *C = L->C; *P = *L->C.P; C->P = P;
     P->bias_batch = P->bias_heads = P->bias_rows = 1; P->bias_sb = P->bias_sh = P->bias_sq = 0;
     *pad = L->rows_k ? L->pad_row + (P->k.seq - L->rows_k[b]) : NULL;
+}
+
+/* Packs key piece c (ATTN__BQ keys) of (batch, KV head) into L->packed, once for pass A. */
+static void attn__bbw_pack_task(void *ctx, int task, int thread) {
+    const attn__bbw *L = (const attn__bbw *)ctx;
+    const attn__problem *P = L->C.P;
+    const int pieces = P->k.seq / ATTN__BQ, c = task % pieces, hk = task / pieces % P->k.heads;
+    const int b = task / pieces / P->k.heads;
+    float *dst = L->packed + (size_t)task * L->pack_floats;
+    attn__bwd_ws W;
+    const float *Kr, *Vr;
+    ptrdiff_t ldkr, ldvr;
+    attn__bwd_ws_layout(&L->C, L->C.ws + (size_t)thread * L->C.ws_floats, &W);
+    Kr = attn__bwd_rows_f32(L->C.isa, &P->k, b, c * ATTN__BQ, hk, ATTN__BQ, W.kc[0], L->C.ldk, &ldkr);
+    Vr = attn__bwd_rows_f32(L->C.isa, &P->v, b, c * ATTN__BQ, hk, ATTN__BQ, W.dva[0], L->C.ldv, &ldvr);
+    W.kt[0] = dst; W.vt[0] = dst + (size_t)P->q.dim * ATTN__BQ;
+    attn__bwd_pack(&L->C, &W, 0, Kr, ldkr, Vr, ldvr, ATTN__BQ);
 }
 
 /* Pass A: drow and dq of one piece of a query block. */
@@ -11710,8 +11732,15 @@ static void attn__bbw_dq_task(void *ctx, int task, int thread) {
             ptrdiff_t ldkr, ldvr;
             nk = (int)ATTN__MIN((long long)ATTN__BQ, c1 - c0);
             Kr = attn__bwd_rows_f32(C.isa, &P.k, b, (int)c0, h / P.groups, nk, W.kc[0], C.ldk, &ldkr);
-            Vr = attn__bwd_rows_f32(C.isa, &P.v, b, (int)c0, h / P.groups, nk, W.dva[0], C.ldv, &ldvr);
-            attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
+            if (L->packed) {                   /* nk == ATTN__BQ, c0 a multiple of it */
+                const size_t piece_k = ((size_t)b * P.k.heads + (size_t)(h / P.groups)) * (size_t)(P.k.seq / ATTN__BQ) +
+                                       (size_t)(c0 / ATTN__BQ);
+                W.kt[0] = L->packed + piece_k * L->pack_floats;
+                W.vt[0] = W.kt[0] + (size_t)P.q.dim * ATTN__BQ;
+            } else {
+                Vr = attn__bwd_rows_f32(C.isa, &P.v, b, (int)c0, h / P.groups, nk, W.dva[0], C.ldv, &ldvr);
+                attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
+            }
             P.bias = c0 + nk > Lk ? pad : NULL;
             attn__bwd_pair(&C, &W, &S, h, r0, valid, Qr, ldq, Or, ldo, c0, nk, 1, 0, Kr, ldkr, W.dka[0], C.ldk, 0);
         }
@@ -11773,7 +11802,7 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
     attn__bb B;
     attn__bbw L;
     attn__bwd_ws W;
-    size_t per_thread, drow, pad, tab = 0, total, bytes, i;
+    size_t per_thread, drow, pad, tab = 0, packed = 0, total, bytes, i;
     attn__ws w;
     attn_status s;
     int block, tasks, h, row;
@@ -11802,8 +11831,14 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
     pad = L.rows_k ? attn__round16(2 * (size_t)P.k.seq) : 0;
     if (B.r > 0 && B.nb > 2 && !B.table && B.mult != ATTN_BIGBIRD_HF_EVAL && !B.full &&
         !attn__mul_size((size_t)P.q.heads * (size_t)(B.nb - 2), (size_t)B.r, &tab)) return ATTN_ERR_OVERFLOW;
+    if (block % ATTN__BQ == 0) {             /* whole pieces: K^T, V^T packed once (above) */
+        L.pack_floats = (size_t)ATTN__BQ * (size_t)(P.q.dim + P.v.dim);
+        if (!attn__mul_size((size_t)P.q.batch * (size_t)P.k.heads, (size_t)P.k.seq, &packed) ||
+            !attn__mul_size(packed, (size_t)(P.q.dim + P.v.dim), &packed)) return ATTN_ERR_OVERFLOW;
+    }
     if (!attn__add_size(per_thread, drow, &total) || !attn__add_size(total, pad, &total) ||
-        !attn__add_size(total, tab, &total) || !attn__mul_size(total, sizeof(float), &total) ||
+        !attn__add_size(total, attn__round16(tab), &total) || !attn__add_size(total, packed, &total) ||
+        !attn__mul_size(total, sizeof(float), &total) ||
         !attn__add_size(total, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -11820,6 +11855,10 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
             for (row = 1; row <= B.nb - 2; ++row)
                 attn__bb_row(B.seed, B.nb, B.r, h, row, a, t + ((size_t)h * (size_t)(B.nb - 2) + (size_t)(row - 1)) * (size_t)B.r, B.r);
         B.table = t;
+    }
+    if (packed) {                            /* after the table; B Hk (seq / ATTN__BQ) <= pass A's tasks */
+        L.packed = L.C.drow + drow + pad + attn__round16(tab);
+        attn__parallel_for(c->d, P.q.batch * P.k.heads * (P.k.seq / ATTN__BQ), P.n_threads, attn__bbw_pack_task, &L);
     }
     tasks = P.q.batch * P.q.heads * B.nb * L.pieces;
     attn__parallel_for(c->d, tasks, P.n_threads, attn__bbw_dq_task, &L);

@@ -267,6 +267,7 @@ static void bbw_sweep(void) {
     bbw_run(&rng, 2, 9, 4, 2, 2, 8, 8, 2, ATTN_BIGBIRD_HF_EVAL, 0, 0, ATTN_F32, ATTN_F32, 24);
     bbw_run(&rng, 1, 3, 70, 2, 1, 16, 8, 1, ATTN_BIGBIRD_HF_LISTED, 1, 0, ATTN_F32, ATTN_F32, 8);   /* 2 pieces a block */
     bbw_run(&rng, 2, 6, 8, 4, 2, 8, 8, 3, ATTN_BIGBIRD_UNION, 1, 0, ATTN_F32, ATTN_F32, 16);
+    bbw_run(&rng, 2, 4, 128, 4, 2, 16, 8, 1, ATTN_BIGBIRD_HF_LISTED, 1, 0, ATTN_F32, ATTN_F32, 0); /* K^T, V^T packed once, 2 pieces */
     bbw_run(&rng, 2, 4, 8, 2, 1, 8, 8, 2, ATTN_BIGBIRD_HF_LISTED, 0, 1, ATTN_F32, ATTN_F32, 16);   /* hf_fallback */
     bbw_run(&rng, 1, 1, 16, 2, 2, 4, 4, 3, ATTN_BIGBIRD_UNION, 0, 0, ATTN_F32, ATTN_F32, -1);     /* one block */
     bbw_run(&rng, 2, 2, 8, 1, 1, 4, 4, 3, ATTN_BIGBIRD_HF_EVAL, 0, 0, ATTN_F32, ATTN_F32, -1);    /* two blocks */
