@@ -11905,10 +11905,10 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    no gradient) and takes the rounds as one softmax over all the (round, key) entries a row
    sees, weighted: P = w_r exp(s - lse_r) with w_r the round's merge weight, whichever merge,
    so dS = P (dP - D_i), D_i = dout_i . out_i, dP = dout_i . v_j (FlashAttention-2's form, no
-   term of its own for the merge). w_r needs every round's lse_r first: with n_hashes > 1 one
-   pass over the chunks recomputes them (the forward's scores, bitwise), then
-   w_r = exp(lse_r - lse_i) with the forward's lse_i, divided by their sum over the rounds
-   unless hf_merge (HF's weights, which need not sum to 1). Then per chunk and query block, on
+   term of its own for the merge). w_r = exp(lse_r - lse_i) with the forward's lse_i; with
+   hf_merge (HF's weights, which need not sum to 1) that is all, computed from the block's own
+   scores; else, with n_hashes > 1, the normalisation needs every round's lse_r first: one pass
+   over the chunks recomputes them (the forward's scores, bitwise). Then per chunk and query block, on
    the exact backward's tiles: the scores and P again, dP = V.dout^T on the Q.K^T kernel, dS
    (0 for the self and masked logits, which are constants), dV += P^T dout and dK' += dS^T q
    on its pvt kernel, dq += dS K' on the P.V kernel, with K' = n(k); each key slot's rows
@@ -12276,7 +12276,7 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
     memset(dV, 0, sizeof(float) * (size_t)n * Dv);
     attn__lsh_sort(X, h, L, K, RT, S, hi, lo, bucket, arg_hi, arg_lo, cnt, order);
     attn__lsh_norm_keys(isa, K, L, D, rs);
-    if (X->nh > 1) {   /* every entry's lse_r as the forward computes it, then the round weights */
+    if (X->nh > 1 && !X->hf_merge) {   /* every entry's lse_r as the forward computes it, then the normalised weights */
         for (ch = 0; ch < nchunks; ++ch) {
             const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
             int q0, nk;
@@ -12295,8 +12295,7 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
             W[t] = expf(W[t] - lse[p]);
             hi[p] += W[t];
         }
-        if (!X->hf_merge)                      /* normalised exactly, as the forward's merge */
-            for (t = 0; t < N; ++t) if (order[t] < L) W[t] /= hi[order[t]];
+        for (t = 0; t < N; ++t) if (order[t] < L) W[t] /= hi[order[t]];   /* normalised exactly, as the forward's merge */
     }
     for (ch = 0; ch < nchunks; ++ch) {
         const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
@@ -12310,7 +12309,9 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
             int k0;
             attn__sqk_scores(isa, Q, D, qp, nl, Kc, kid, nk, P->causal, -1e9f, -1e5f, RT, S, mx, sum);
             for (j = 0; j < nl; ++j) {         /* P = w exp(s - mx) / sum; the rows of q and dout */
-                a[j] = (X->nh > 1 ? W[(size_t)ch * c + q0 + j] : 1.0f) / sum[j];
+                /* hf_merge: w_r = exp(lse_r - lse_i) from this pass's scores (the pre-pass's, bitwise) */
+                a[j] = (X->nh == 1 ? 1.0f : X->hf_merge ? expf(mx[j] + logf(sum[j]) - lse[qp[j]])
+                                                        : W[(size_t)ch * c + q0 + j]) / sum[j];
                 memcpy(Qg + (size_t)j * D, Q + (size_t)qp[j] * D, sizeof(float) * (size_t)D);
                 memcpy(Gg + (size_t)j * Dv, G + (size_t)qp[j] * Dv, sizeof(float) * (size_t)Dv);
             }
