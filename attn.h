@@ -11905,10 +11905,13 @@ ATTNDEF attn_status attn_bigbird_random_table(const attn_desc *desc, int heads, 
    no gradient) and takes the rounds as one softmax over all the (round, key) entries a row
    sees, weighted: P = w_r exp(s - lse_r) with w_r the round's merge weight, whichever merge,
    so dS = P (dP - D_i), D_i = dout_i . out_i, dP = dout_i . v_j (FlashAttention-2's form, no
-   term of its own for the merge). w_r = exp(lse_r - lse_i) with the forward's lse_i; with
-   hf_merge (HF's weights, which need not sum to 1) that is all, computed from the block's own
-   scores; else, with n_hashes > 1, the normalisation needs every round's lse_r first: one pass
-   over the chunks recomputes them (the forward's scores, bitwise). Then per chunk and query block, on
+   term of its own for the merge). w_r = exp(lse_r - lse_i) with the forward's lse_i, from the
+   block's own scores: so P = exp(s - lse_i), as FlashAttention-2's backward. With hf_merge
+   (HF's weights, which need not sum to 1) that is exact. The exact merge's weights sum to 1
+   only up to fp32's rounding of lse_i, a relative 2^-24 |lse_i|: below 32 that is the
+   rounding of any fp32 softmax; a row at or above (one that sees only itself, lse_i near -1e5,
+   off by up to 0.4%) is normalised, after a first pass over its blocks recomputes its lse_r
+   (the forward's scores, bitwise; attn__lsh_renorm). Then per chunk and query block, on
    the exact backward's tiles: the scores and P again, dP = V.dout^T on the Q.K^T kernel, dS
    (0 for the self and masked logits, which are constants), dV += P^T dout and dK' += dS^T q
    on its pvt kernel, dq += dS K' on the P.V kernel, with K' = n(k); each key slot's rows
@@ -12243,6 +12246,9 @@ static void attn__lsh_task(void *ctx, int task, int thread) {
     }
 }
 
+/* Whether the backward normalises a row's round weights (the exact merge; comment above). */
+static int attn__lsh_renorm(float lse_i) { return !(fabsf(lse_i) < 32.0f); }
+
 static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
     const attn__lsh *X = (const attn__lsh *)ctx;
     const attn__problem *P = X->P;
@@ -12276,14 +12282,15 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
     memset(dV, 0, sizeof(float) * (size_t)n * Dv);
     attn__lsh_sort(X, h, L, K, RT, S, hi, lo, bucket, arg_hi, arg_lo, cnt, order);
     attn__lsh_norm_keys(isa, K, L, D, rs);
-    if (X->nh > 1 && !X->hf_merge) {   /* every entry's lse_r as the forward computes it, then the normalised weights */
+    if (X->nh > 1 && !X->hf_merge) {   /* the rows whose weights need normalising: their lse_r first */
         for (ch = 0; ch < nchunks; ++ch) {
             const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
-            int q0, nk;
-            if (nq == 0) continue;
-            nk = attn__lsh_gather(X, order, ch, L, K, NULL, Kc, NULL, kid);
+            int q0, nk = -1;
             for (q0 = 0; q0 < nq; q0 += ATTN__BQ) {
                 const int nl = ATTN__MIN(ATTN__BQ, nq - q0);
+                for (j = 0; j < nl && !attn__lsh_renorm(lse[qid[q0 + j]]); ++j) {}
+                if (j == nl) continue;         /* no such row in this block */
+                if (nk < 0) nk = attn__lsh_gather(X, order, ch, L, K, NULL, Kc, NULL, kid);
                 attn__sqk_scores(isa, Q, D, qid + q0, nl, Kc, kid, nk, P->causal, -1e9f, -1e5f, RT, S, mx, sum);
                 for (j = 0; j < nl; ++j) W[(size_t)ch * c + q0 + j] = mx[j] + logf(sum[j]);
             }
@@ -12291,11 +12298,12 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
         for (i = 0; i < L; ++i) hi[i] = 0.0f;   /* hi: the sum of a row's weights */
         for (t = 0; t < N; ++t) {
             const int p = order[t];
-            if (p >= L) continue;
+            if (p >= L || !attn__lsh_renorm(lse[p])) continue;
             W[t] = expf(W[t] - lse[p]);
             hi[p] += W[t];
         }
-        for (t = 0; t < N; ++t) if (order[t] < L) W[t] /= hi[order[t]];   /* normalised exactly, as the forward's merge */
+        for (t = 0; t < N; ++t)                /* normalised exactly, as the forward's merge */
+            if (order[t] < L && attn__lsh_renorm(lse[order[t]])) W[t] /= hi[order[t]];
     }
     for (ch = 0; ch < nchunks; ++ch) {
         const int *qid = order + (size_t)ch * c, nq = attn__lsh_chunk_queries(X, order, ch, L);
@@ -12309,9 +12317,10 @@ static void attn__lsh_bwd_task(void *ctx, int task, int thread) {
             int k0;
             attn__sqk_scores(isa, Q, D, qp, nl, Kc, kid, nk, P->causal, -1e9f, -1e5f, RT, S, mx, sum);
             for (j = 0; j < nl; ++j) {         /* P = w exp(s - mx) / sum; the rows of q and dout */
-                /* hf_merge: w_r = exp(lse_r - lse_i) from this pass's scores (the pre-pass's, bitwise) */
-                a[j] = (X->nh == 1 ? 1.0f : X->hf_merge ? expf(mx[j] + logf(sum[j]) - lse[qp[j]])
-                                                        : W[(size_t)ch * c + q0 + j]) / sum[j];
+                /* w_r = exp(lse_r - lse_i) from this pass's scores (the pre-pass's, bitwise) */
+                const float l = lse[qp[j]];
+                a[j] = (X->nh == 1 ? 1.0f : !X->hf_merge && attn__lsh_renorm(l) ? W[(size_t)ch * c + q0 + j]
+                                                                               : expf(mx[j] + logf(sum[j]) - l)) / sum[j];
                 memcpy(Qg + (size_t)j * D, Q + (size_t)qp[j] * D, sizeof(float) * (size_t)D);
                 memcpy(Gg + (size_t)j * Dv, G + (size_t)qp[j] * Dv, sizeof(float) * (size_t)Dv);
             }

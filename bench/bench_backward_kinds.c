@@ -37,7 +37,8 @@ int main(void) {
     float *dout = (float *)xalloc(n * 4), *dq = (float *)xalloc(n * 4), *dk = (float *)xalloc(n * 4), *dv = (float *)xalloc(n * 4);
     float *lse = (float *)xalloc((size_t)S * H * 4), *cent = (float *)xalloc((size_t)H * (S / 64 + 1) * D * 4);
     float *ef = (float *)xalloc((size_t)H * 256 * S * 4);
-    FILE *csv = fopen("bench/results_backward_kinds.csv", "w");
+    const char *only = getenv("BENCH_ONLY");   /* a substring of the kind names: those rows only, no CSV */
+    FILE *csv = only && *only ? NULL : fopen("bench/results_backward_kinds.csv", "w");
     int c, t, r;
     fill_rand(q, n); fill_rand(k, n); fill_rand(v, n); fill_rand(dout, n);
     fill_rand(cent, (size_t)H * (S / 64 + 1) * D);
@@ -49,6 +50,7 @@ int main(void) {
     for (c = 0; c < N_CASES; ++c) {
         const kind_case *kc = &cases[c];
         double res[2][2];
+        if (only && *only && !strstr(kc->name, only)) continue;
         for (t = 1; t <= 2; ++t) {
             attn_desc d;
             attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, S, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, S, H, D);
