@@ -14698,7 +14698,7 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
    Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
    and 2 floats per query row and head. */
 typedef struct attn__lcb_bufs {
-    float *S, *G;                 /* per head: (S [F][Dv], z [F]), (G, h); st floats apart */
+    float *S, *G;                 /* per head: (S^T [Dv][F], z [F]), (G, h); st floats apart */
     float *XQ, *GO, *OO;          /* the chunk's staged q (then dq), dO (then g), out rows [n][nq][.] */
     float *XK, *XV;               /* the chunk's staged k (then dk), v rows [nk][nh][.] */
     float *Qf, *Kf, *T, *A, *dA;  /* one head's features, dphi(Q) [CH][F]; A, dA [CH][CH] */
@@ -14706,6 +14706,10 @@ typedef struct attn__lcb_bufs {
     float *rden, *rc;             /* per query head and row: den (0: no visible key), c [nq][Sq] */
     float *PK, *PV;               /* per key and head: pass 1's dphi(K), dV terms, then the sums [Sk][nh][.] */
 } attn__lcb_bufs;
+
+static int attn__lcb_old(void) { const char *e = getenv("ATTN_LCB_OLD"); return e && e[0] == '1'; }   /* TEMPORARY A/B */
+/* Rows per chunk: the largest multiple of the GEMM kernel's MR up to 32 */
+static int attn__lcb_rows(void) { const int mr = attn__gemm_pick()->mr; return 32 / mr * mr; }
 
 /* Pass 1 over keys [j0, j0 + n) seen by every row (n <= ATTN__LIN_ROWS): (S, z) += their sums. */
 static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n) {
@@ -14717,7 +14721,8 @@ static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int h
     for (h = 0; h < nh; ++h) {
         float *S = W->S + h * st;
         attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
-        attn__sgemm_1t(W->gemm, 1, 0, F, Dv, n, 1.0f, W->Kf, F, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+        if (attn__lcb_old() || getenv("LCB_NOST")) attn__sgemm_1t(W->gemm, 1, 0, F, Dv, n, 1.0f, W->Kf, F, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+        else attn__sgemm_1t(W->gemm, 1, 0, Dv, F, n, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, W->Kf, F, 1.0f, S, F);
         for (i = 0; i < n; ++i) L->isa->axpy(S + (size_t)F * Dv, 1.0f, W->Kf + (size_t)i * F, F);
     }
 }
@@ -14749,7 +14754,7 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
     const attn__lin *L = &C->L;
     const attn__isa *isa = L->isa;
-    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = ATTN__LIN_ROWS;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = attn__lcb_old() ? ATTN__LIN_ROWS : attn__lcb_rows();
     const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, Sq = L->q.seq;
     const long long shift = (long long)Lk - Lq;
@@ -14818,7 +14823,8 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                     isa->scal(gr, 1.0f / den, Dv);
                 }
                 /* dphi(Q) = g S^T + c z^T + dA phi(K), dA = g V^T + c masked */
-                attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, go, (ptrdiff_t)ldq, S, Dv, 0.0f, W->T, F);
+                if (attn__lcb_old() || getenv("LCB_NOST")) attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, go, (ptrdiff_t)ldq, S, Dv, 0.0f, W->T, F);
+                else attn__sgemm_1t(W->gemm, 0, 0, n, F, Dv, 1.0f, go, (ptrdiff_t)ldq, S, F, 0.0f, W->T, F);
                 for (i = 0; i < n; ++i) isa->axpy(W->T + (size_t)i * F, rc[i], z, F);
                 if (nk > 0) {
                     attn__sgemm_1t(W->gemm, 0, 1, n, nk, Dv, 1.0f, go, (ptrdiff_t)ldq, vh, (ptrdiff_t)nh * Dv, 0.0f, W->dA, nk);
@@ -14840,7 +14846,8 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                 }
             }
             if (nk > 0) {                               /* the chunk's keys join (S, z) */
-                attn__sgemm_1t(W->gemm, 1, 0, F, Dv, nk, 1.0f, W->Kf, F, vh, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+                if (attn__lcb_old() || getenv("LCB_NOST")) attn__sgemm_1t(W->gemm, 1, 0, F, Dv, nk, 1.0f, W->Kf, F, vh, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+                else attn__sgemm_1t(W->gemm, 1, 0, Dv, F, nk, 1.0f, vh, (ptrdiff_t)nh * Dv, W->Kf, F, 1.0f, S, F);
                 for (i = 0; i < nk; ++i) isa->axpy(z, 1.0f, W->Kf + (size_t)i * F, F);
             }
         }
@@ -14914,7 +14921,7 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
     } else if (L->causal) {                                  /* attn__lcb_bufs, in carving order */
         const int CH = ATTN__LIN_ROWS;
         const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
-                                  { CH, Dv, F } };
+                                  { CH, Dv, F }, { Dv, F, CH } };
         size_t i;
         L->gemm_floats = 0;
         for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
