@@ -14715,7 +14715,7 @@ typedef struct attn__lcb_bufs {
    to 32 (AVX-512 28, AVX2 30, NEON and scalar 32); the ISA's alone, never the threads'. */
 static int attn__lcb_rows(void) { const int mr = attn__gemm_pick()->mr; return 32 / mr * mr; }
 
-/* Pass 1 over keys [j0, j0 + n) seen by every row (n <= ATTN__LIN_ROWS): (S, z) += their sums. */
+/* Pass 1 over keys [j0, j0 + n) seen by every row (n <= attn__lcb_rows()): (S^T, z) += their sums. */
 static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n) {
     const attn__lin *L = &C->L;
     const int F = L->F, Dv = L->Dv;
