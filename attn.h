@@ -14691,8 +14691,8 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
 }
 
 /* ---- the causal backward of ATTN_LINEAR and ATTN_COSFORMER: chunks of all heads staged ---------
-   The chunked form of attn__lbw_task's maths (chunks of ATTN__LIN_ROWS query rows and their own
-   keys), with the out the caller hands over: c_i = -(dO_i . out_i) / den_i needs no numerator,
+   The chunked form of attn__lbw_task's maths (chunks of attn__lcb_rows() query rows and their
+   own keys), with the out the caller hands over: c_i = -(dO_i . out_i) / den_i needs no numerator,
    and den_i = phi(q_i) . z + the masked row sum of A. Per chunk and query head:
      pass 1 (forward order): A = phi(Q) phi(K)^T and dA = g V^T + c (both masked to j <= p_i),
        den_i and c_i kept per row, dphi(Q) = g S^T + c z^T + dA phi(K) (to dq), and the chunk
@@ -14701,14 +14701,18 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
      pass 2 (reverse order): dphi(K) = (kept) + V G^T + h and dV = (kept) + phi(K) G from the
        suffix state of the later chunks' rows, then the chunk's rows join (G, h) (g recomputed
        from the kept den). The keys every row sees take (G, h) at the end.
-   10 products of 2 x 64 x F x Dv a chunk and head (the forward has 4; the former two-pass form
-   recomputed the forward's 4 and A, dA: 14). As attn__lnc_task, a task owns a run of KV heads
+   Per row and head: 5 products of 2 F Dv flops against the states, 5 of 2 CH (F or Dv) within
+   the chunk (the forward: 2 and 2), so chunks shorter than the forward's 64 rows cost less:
+   28 rows on AVX-512 (2 x the kernel's 14-row tiles; 32 rows pad to 42) took the backward from
+   2.6x to 2.2x its forward (Zen 4, S 2048 and 8192, one thread). The prefix state is kept as
+   S^T [Dv][F]: both its update V^T phi(K) and g S^T then pack without transposing (an F x Dv
+   transpose a chunk). As attn__lnc_task, a task owns a run of KV heads
    and stages each chunk's rows of all of them in address order (a per-head walk read its rows at
    a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads.
    Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
    and 2 floats per query row and head. */
 typedef struct attn__lcb_bufs {
-    float *S, *G;                 /* per head: (S [F][Dv], z [F]), (G, h); st floats apart */
+    float *S, *G;                 /* per head: (S^T [Dv][F], z [F]), (G, h); st floats apart */
     float *XQ, *GO, *OO;          /* the chunk's staged q (then dq), dO (then g), out rows [n][nq][.] */
     float *XK, *XV;               /* the chunk's staged k (then dk), v rows [nk][nh][.] */
     float *Qf, *Kf, *T, *A, *dA;  /* one head's features, dphi(Q) [CH][F]; A, dA [CH][CH] */
@@ -14717,7 +14721,11 @@ typedef struct attn__lcb_bufs {
     float *PK, *PV;               /* per key and head: pass 1's dphi(K), dV terms, then the sums [Sk][nh][.] */
 } attn__lcb_bufs;
 
-/* Pass 1 over keys [j0, j0 + n) seen by every row (n <= ATTN__LIN_ROWS): (S, z) += their sums. */
+/* Rows per chunk of attn__lcb_task: the largest multiple of the GEMM kernel's row tile (MR) up
+   to 32 (AVX-512 28, AVX2 30, NEON and scalar 32); the ISA's alone, never the threads'. */
+static int attn__lcb_rows(void) { const int mr = attn__gemm_pick()->mr; return 32 / mr * mr; }
+
+/* Pass 1 over keys [j0, j0 + n) seen by every row (n <= attn__lcb_rows()): (S^T, z) += their sums. */
 static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n) {
     const attn__lin *L = &C->L;
     const int F = L->F, Dv = L->Dv;
@@ -14727,7 +14735,7 @@ static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int h
     for (h = 0; h < nh; ++h) {
         float *S = W->S + h * st;
         attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
-        attn__sgemm_1t(W->gemm, 1, 0, F, Dv, n, 1.0f, W->Kf, F, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+        attn__sgemm_1t(W->gemm, 1, 0, Dv, F, n, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, W->Kf, F, 1.0f, S, F);
         for (i = 0; i < n; ++i) L->isa->axpy(S + (size_t)F * Dv, 1.0f, W->Kf + (size_t)i * F, F);
     }
 }
@@ -14759,7 +14767,7 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
     const attn__lin *L = &C->L;
     const attn__isa *isa = L->isa;
-    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = ATTN__LIN_ROWS;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = attn__lcb_rows();
     const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, Sq = L->q.seq;
     const long long shift = (long long)Lk - Lq;
@@ -14828,7 +14836,7 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                     isa->scal(gr, 1.0f / den, Dv);
                 }
                 /* dphi(Q) = g S^T + c z^T + dA phi(K), dA = g V^T + c masked */
-                attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, go, (ptrdiff_t)ldq, S, Dv, 0.0f, W->T, F);
+                attn__sgemm_1t(W->gemm, 0, 0, n, F, Dv, 1.0f, go, (ptrdiff_t)ldq, S, F, 0.0f, W->T, F);
                 for (i = 0; i < n; ++i) isa->axpy(W->T + (size_t)i * F, rc[i], z, F);
                 if (nk > 0) {
                     attn__sgemm_1t(W->gemm, 0, 1, n, nk, Dv, 1.0f, go, (ptrdiff_t)ldq, vh, (ptrdiff_t)nh * Dv, 0.0f, W->dA, nk);
@@ -14850,7 +14858,7 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                 }
             }
             if (nk > 0) {                               /* the chunk's keys join (S, z) */
-                attn__sgemm_1t(W->gemm, 1, 0, F, Dv, nk, 1.0f, W->Kf, F, vh, (ptrdiff_t)nh * Dv, 1.0f, S, Dv);
+                attn__sgemm_1t(W->gemm, 1, 0, Dv, F, nk, 1.0f, vh, (ptrdiff_t)nh * Dv, W->Kf, F, 1.0f, S, F);
                 for (i = 0; i < nk; ++i) isa->axpy(z, 1.0f, W->Kf + (size_t)i * F, F);
             }
         }
@@ -14922,9 +14930,9 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
             !attn__lbw_add(&f, CH, F) || !attn__lbw_add(&f, CH, CH) || !attn__lbw_add(&f, t, 1) || !attn__add_size(f, 64, &f))
             return ATTN_ERR_OVERFLOW;
     } else if (L->causal) {                                  /* attn__lcb_bufs, in carving order */
-        const int CH = ATTN__LIN_ROWS;
+        const int CH = attn__lcb_rows();
         const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
-                                  { CH, Dv, F } };
+                                  { CH, Dv, F }, { Dv, F, CH } };
         size_t i;
         L->gemm_floats = 0;
         for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)

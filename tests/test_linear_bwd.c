@@ -363,8 +363,8 @@ static void test_lbw_sweep(void) {
 /* Non-causal ATTN_LINEAR / ATTN_COSFORMER run a pass of their own (full-length sums, blocks of
    256 keys and up to 256 query rows): sequences of several blocks, GQA, padding (one sequence
    with no valid key), the cosFormer clamp, f16/bf16, against the pairwise reference. Cases 4
-   and 5: the causal one (attn__lcb_task, 64-row chunks): more keys than rows (keys every row
-   sees, several chunks of them), fewer (first rows with no visible key), GQA, padding. */
+   and 5: the causal one (attn__lcb_task, chunks of 28 to 32 rows): more keys than rows (keys
+   every row sees, several chunks of them), fewer (first rows with no visible key), GQA, padding. */
 static void test_lbw_long(void) {
     t_rng r = t_rng_seed(815);
     int idx;
