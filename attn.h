@@ -16875,6 +16875,7 @@ typedef struct attn__nys_plan {
     float *hs;                         /* per (b, query head): dA [m][m], dQ~ [m][D], dK~ [m][D] */
     float *gq, *gk, *gv, *lse;         /* fp32 dq, dk, dv (laid out as q, k, v, dense); the exact
                                           path's lse [B, Hq, Sq] */
+    int gq_out, gk_out, gv_out;        /* gq / gk / gv are dq / dk / dv themselves (fp32 dense) */
     double *dc, dctot;                 /* per head dL/dc (c: Z0's divisor); their sum (BATCH) */
 } attn__nys_plan;
 
@@ -17470,6 +17471,12 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     }
 }
 
+/* A gradient the passes can accumulate in place: fp32, dense [B, S, H, D] as the staging rows */
+static int attn__nys_dense_f32(const attn__view *x) {
+    return x->dtype == ATTN_F32 && x->sh == x->dim && (x->seq == 1 || x->ss == (ptrdiff_t)x->heads * x->dim) &&
+           (x->batch == 1 || x->sb == (ptrdiff_t)x->seq * x->heads * x->dim);
+}
+
 /* dX (rows of q or k: is_k) of sequence b += the landmark means' gradient dL [m][D]: each row of
    segment j gets dL_j / l (nystrom-attention's mask: / its valid rows), as the forward's means */
 static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld) {
@@ -17529,12 +17536,12 @@ static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
         else isa->axpy(dKs, 1.0f, dKl, m * D);
     }
     attn__nys_scatter(P, 1, b, dKs, gk, (ptrdiff_t)Hk * D);
-    for (r = 0; r < Sq; ++r)
+    for (r = 0; r < Sq && !P->gq_out; ++r)
         for (h = hk * g; h < hk * g + g; ++h)
             isa->store(attn__at(&P->dq, b, r, h), P->dq.dtype, P->gq + (((size_t)b * Sq + r) * Hq + h) * D, D, 1.0f);
     for (r = 0; r < Sk; ++r) {
-        isa->store(attn__at(&P->dk, b, r, hk), P->dk.dtype, gk + (size_t)r * Hk * D, D, 1.0f);
-        isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
+        if (!P->gk_out) isa->store(attn__at(&P->dk, b, r, hk), P->dk.dtype, gk + (size_t)r * Hk * D, D, 1.0f);
+        if (!P->gv_out) isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
     }
 }
 
@@ -17589,6 +17596,12 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
         P.cmax = (double *)(void *)w.base; P.dc = P.cmax + (size_t)B * Hq;
         P.ql = (float *)(void *)w.base + P.f_dbl; P.kl = P.ql + P.f_ql; P.a_all = P.kl + P.f_ql; P.hs = P.a_all + P.f_a;
         P.gq = P.hs + P.f_hs; P.gk = P.gq + P.f_gq; P.gv = P.gk + P.f_gk; P.dcp = P.gv + P.f_gv; P.scratch = P.dcp + P.f_dcp;
+        {   /* fp32 dense gradients are accumulated in place: no staging rows, no copy out */
+            const int stage = getenv("ATTN_NYS_STAGE") != NULL;   /* TEMPORARY A/B switch */
+            if (!stage && attn__nys_dense_f32(&P.dq)) { P.gq = (float *)(void *)P.dq.data; P.gq_out = 1; }
+            if (!stage && attn__nys_dense_f32(&P.dk)) { P.gk = (float *)(void *)P.dk.data; P.gk_out = 1; }
+            if (!stage && attn__nys_dense_f32(&P.dv)) { P.gv = (float *)(void *)P.dv.data; P.gv_out = 1; }
+        }
         attn__parallel_for(c->d, B * Hq + B * Hk, P.n_threads, attn__nys_landmark_task, &P);
         attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_a_task, &P);
         P.gmax = -(double)INFINITY;
