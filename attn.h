@@ -747,19 +747,20 @@ typedef struct attn_linformer_params {
                                      other values: ATTN_ERR_NYSTROM_PINV_INIT
    dconv          NULL: not computed attn_backward only: dL/dconv [q.heads][conv_kernel], written
                                      (not accumulated); needs conv (else ATTN_ERR_NYSTROM_DCONV)
-   saved          NULL: recomputed   training: per (batch, query head), in that order, B [m][k.seq]
-                                     then F [q.seq][m] (m (q.seq + k.seq) floats each), which
-                                     attn_forward stores (B's columns past Lk, F's rows past Lq: 0)
-                                     and attn_backward reads instead of computing them again: pass
+   saved          NULL: recomputed   training: per (batch, query head), in that order, B [m][k.seq],
+                                     F [q.seq][m] and B V [m][v.dim] (m (q.seq + k.seq + v.dim)
+                                     floats each), which attn_forward stores (B's columns past Lk,
+                                     F's rows past Lq: 0) and attn_backward reads instead of
+                                     computing them again (3 products m x n x d fewer a head): pass
                                      the same buffer, q, k, v and desc to both calls (nothing can
                                      check that); the gradients are bitwise those without it. Not
                                      read nor written with landmarks = q.seq = k.seq (the exact
                                      path), with cu_seqlens, nor by the attn_layer_* calls
-   saved_size     - (required with   saved's bytes: at least batch * q.heads * m * (q.seq + k.seq) *
-                  saved)             sizeof(float), else ATTN_ERR_NYSTROM_SAVED_SIZE
+   saved_size     - (required with   saved's bytes: at least batch * q.heads * m * (q.seq + k.seq +
+                  saved)             v.dim) * sizeof(float), else ATTN_ERR_NYSTROM_SAVED_SIZE
    attn_backward (lse must be NULL) gives dq, dk, dv and dconv as torch autograd differentiates
-   the forward above: it recomputes the landmarks, F, A, B (F, B: unless saved holds them) and
-   every pseudo-inverse iterate, then
+   the forward above: it recomputes the landmarks, F, A, B, B V (F, B, B V: unless saved holds
+   them; else the forward's way, so bitwise the same) and every pseudo-inverse iterate, then
    goes back through F W, the iteration's steps, Z0 = A^T / c (c, a max, sends its gradient to
    the column(s) holding the largest column sum; ties share it, as torch's max; under
    ATTN_NYSTROM_PINV_BATCH that column may be another sequence's), the three softmaxes, the
@@ -1160,7 +1161,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_PERFORMER_DRAW_DIM,    357, ATTN_CAT_SHAPE,       "attn_performer_draw: dim must be >= 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_FEATURES, 358, ATTN_CAT_RANGE, "attn_desc.performer.features must be set (>= 1, the rows of W) when .projection is given: it is never defaulted for a caller's array") \
     X(ATTN_ERR_PERFORMER_RELU_NORMALIZE, 359, ATTN_CAT_RANGE,    "attn_desc.performer.relu_normalize must be 0 or 1") \
-    X(ATTN_ERR_NYSTROM_SAVED_SIZE,    365, ATTN_CAT_RANGE,       "attn_desc.nystrom.saved_size must be at least batch * q.heads * landmarks * (q.seq + k.seq) * sizeof(float) bytes when .saved is given") \
+    X(ATTN_ERR_NYSTROM_SAVED_SIZE,    365, ATTN_CAT_RANGE,       "attn_desc.nystrom.saved_size must be at least batch * q.heads * landmarks * (q.seq + k.seq + v.dim) * sizeof(float) bytes when .saved is given") \
     /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
@@ -16880,7 +16881,7 @@ typedef struct attn__nys_plan {
                                         W = pinv(A) B V [B, m, Hq, Dv]; part: per (b, h, key chunk)
                                         m rows of [Dv sums, max, sum]; stage [B, Sq, Hq, Dv] */
     float *saved;                      /* nystrom.saved (NULL: not given, or the exact path) */
-    size_t saved_head;                 /* its floats per (b, query head): m (Sq + Sk) */
+    size_t saved_head;                 /* its floats per (b, query head): m (Sq + Sk + Dv) */
     float *a_all;                      /* ATTN_NYSTROM_PINV_BATCH: every A [B*Hq][m][m], then */
     double *cmax, gmax;                /* their column maxima [B*Hq] and the largest */
     /* attn_backward */
@@ -16930,12 +16931,15 @@ static void attn__nys_softmax_range(const attn__isa *isa, float *row, int lo, in
     for (j = hi; j < m; ++j) row[j] = 0.0f;
 }
 
-/* (b, query head h)'s block of nystrom.saved: B [m][Sk], then F [Sq][m] */
+/* (b, query head h)'s block of nystrom.saved: B [m][Sk], F [Sq][m], then B V [m][Dv] */
 static float *attn__nys_saved_b(const attn__nys_plan *P, int b, int h) {
     return P->saved + ((size_t)b * P->q.heads + h) * P->saved_head;
 }
 static float *attn__nys_saved_f(const attn__nys_plan *P, int b, int h) {
     return attn__nys_saved_b(P, b, h) + (size_t)P->m * P->k.seq;
+}
+static float *attn__nys_saved_bv(const attn__nys_plan *P, int b, int h) {
+    return attn__nys_saved_f(P, b, h) + (size_t)P->q.seq * P->m;
 }
 
 /* A row of B from its key chunks' maxima pm[c stride] and exp sums pm[c stride + 1], merged in
@@ -17077,6 +17081,28 @@ static void attn__nys_vsum(const attn__nys_plan *P, int b, int h, float *row) {
     P->isa->scal(row, 1.0f / (float)(P->m * P->lk), Dv);
 }
 
+/* Row i of B V of (b, query head h) from its key chunks' partials pr[c cstride] ([Dv sums, max,
+   sum]: attn__nys_bv_task's) merged in chunk order, and (brow not NULL) B's row [0, Lk) in place
+   from its chunks' exponentials. The forward's and the backward's. row + Dv:
+   Dv floats of scratch. */
+static void attn__nys_bv_row(const attn__nys_plan *P, int b, int h, int i, int qlo, int qhi, const float *pr, size_t cstride,
+                             float *row, float *brow) {
+    const int Dv = P->v.dim, lk = attn__nys_lk(P, b);
+    float mx, l;
+    int c;
+    for (c = 0; c < Dv; ++c) row[c] = 0.0f;
+    if (i < qlo || i >= qhi) {   /* a masked landmark's uniform row */
+        attn__nys_vsum(P, b, h, row);
+        for (c = 0; brow && c < lk; ++c) brow[c] = 1.0f / (float)(P->m * P->lk);
+        return;
+    }
+    l = attn__nys_b_merge(P, pr + Dv, cstride, &mx);
+    if (mx == -INFINITY) return;   /* no valid key (Lk = 0): B V = 0 */
+    for (c = 0; c < P->n_chunks; ++c) P->isa->axpy(row, expf(pr[c * cstride + Dv] - mx), pr + c * cstride, Dv);
+    P->isa->scal(row, 1.0f / l, Dv);
+    if (brow) attn__nys_b_scale(P, brow, lk, pr + Dv, cstride, mx, l);
+}
+
 /* Per (b, query head): B V from the chunks' partials (merged in chunk order), A = softmax(scale
    Q~ K~^T) (or the first pass's), Z = pinv(A), W = Z (B V). */
 static void attn__nys_pinv_task(void *ctx, int t, int thread) {
@@ -17086,28 +17112,15 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
     float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm, *bv = Z + 4 * mm, *gw = attn__nys_gw(P, thread);
     const float *part = P->part + ((size_t)b * Hq + h) * P->n_chunks * (size_t)m * P->part_row;
     const size_t ov = ((size_t)b * m * Hq + h) * Dv, cstride = (size_t)m * P->part_row;
-    int i, c, qlo, qhi;
+    int i, qlo, qhi;
     attn__nys_valid(P, 0, b, &qlo, &qhi);
     for (i = 0; i < m; ++i) {
-        const int Sk = P->k.seq, lk = attn__nys_lk(P, b);
-        float mx, l, *row = bv + (size_t)i * Dv, *brow = P->saved ? attn__nys_saved_b(P, b, h) + (size_t)i * Sk : NULL;
-        for (c = 0; c < Dv; ++c) row[c] = 0.0f;
-        if (i < qlo || i >= qhi) {   /* a masked landmark's uniform row */
-            attn__nys_vsum(P, b, h, row);
-            for (c = 0; brow && c < lk; ++c) brow[c] = 1.0f / (float)(m * P->lk);
-        } else {
-            l = attn__nys_b_merge(P, part + (size_t)i * P->part_row + Dv, cstride, &mx);
-            if (mx != -INFINITY) {   /* else no valid key (Lk = 0): B V = 0 */
-                for (c = 0; c < P->n_chunks; ++c) {
-                    const float *pr = part + c * cstride + (size_t)i * P->part_row;
-                    P->isa->axpy(row, expf(pr[Dv] - mx), pr, Dv);
-                }
-                P->isa->scal(row, 1.0f / l, Dv);
-                if (brow) attn__nys_b_scale(P, brow, lk, part + (size_t)i * P->part_row + Dv, cstride, mx, l);
-            }
-        }
-        for (c = lk; brow && c < Sk; ++c) brow[c] = 0.0f;
+        float *brow = P->saved ? attn__nys_saved_b(P, b, h) + (size_t)i * P->k.seq : NULL;
+        int c;
+        attn__nys_bv_row(P, b, h, i, qlo, qhi, part + (size_t)i * P->part_row, cstride, bv + (size_t)i * Dv, brow);
+        for (c = attn__nys_lk(P, b); brow && c < P->k.seq; ++c) brow[c] = 0.0f;
     }
+    if (P->saved) memcpy(attn__nys_saved_bv(P, b, h), bv, (size_t)m * Dv * sizeof(float));
     if (P->a_all) A = P->a_all + (size_t)t * mm;
     else attn__nys_a(P, b, h, A, gw);
     attn__nys_pinv(A, m, P->iters, P->a_all ? P->gmax : attn__nys_colmax(A, m), Z, Z + mm, gw, NULL);
@@ -17207,7 +17220,7 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
             !attn__lr_floats(&P->f_gk, B * Sk, Hk * D) || !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv) ||
             !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
             !attn__lr_floats(&sc, 4 * m, Dv) || !attn__mul_size(5, (size_t)P->iters, &x) || !attn__add_size(x, 6, &x) ||
-            !attn__lr_floats(&sc, x, m * m) || !attn__lr_floats(&sc, 2 * m, (size_t)P->n_chunks))
+            !attn__lr_floats(&sc, x, m * m) || !attn__lr_floats(&sc, (size_t)P->n_chunks * m, P->part_row))
             return ATTN_ERR_OVERFLOW;
     }
     P->scratch_floats = ATTN__MAX(sc, D);
@@ -17258,9 +17271,9 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, i
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
     if (P->luc) { P->masked = d->seqlens_k != NULL; P->pq = P->m * P->lq - Sq; P->pk = P->m * P->lk - Sk; }
     P->exact = P->m == Sq && P->m == Sk && !P->luc;
-    if (N->saved) {   /* B [m][Sk] and F [Sq][m] per (b, query head); never sized by a guess */
+    if (N->saved) {   /* B [m][Sk], F [Sq][m] and B V [m][Dv] per (b, query head); never sized by a guess */
         size_t need;
-        if (!attn__mul_size((size_t)P->m, (size_t)Sq + (size_t)Sk, &P->saved_head) ||
+        if (!attn__mul_size((size_t)P->m, (size_t)Sq + (size_t)Sk + (size_t)Dv, &P->saved_head) ||
             !attn__mul_size((size_t)B, (size_t)Hq, &need) || !attn__mul_size(need, P->saved_head, &need) ||
             !attn__mul_size(need, sizeof(float), &need))
             return ATTN_ERR_OVERFLOW;
@@ -17371,15 +17384,15 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
 /* ---- Nystromformer backward ------------------------------------------------------------------ */
 
 /* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (ld Hk*Dv) += the taps
-   times the dout rows G [Lq][Dv]; sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
+   times the dout rows G [Lq][Dv] (row stride ldg); sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
    (attn__nys_lag's order), into dcp. V: rows [0, n) of v, leading dimension ldv. */
-static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, const float *V, ptrdiff_t ldv,
-                               float *gv) {
+static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, ptrdiff_t ldg, const float *V,
+                               ptrdiff_t ldv, float *gv) {
     const int Dv = P->v.dim, n = attn__nys_read(P, 1, b), half = P->kernel / 2, lq = attn__nys_lq(P, b);
     const ptrdiff_t ld = (ptrdiff_t)P->k.heads * Dv;
     const float *wt = P->conv + (size_t)h * P->kernel;
-    P->band(P->isa, gv, ld, 0, n, G, Dv, 0, lq, wt + 2 * half, -1, half, Dv);   /* dv_j += sum_i wt[j - i + half] G_i */
-    if (P->dconv) P->lag(P->isa, G, Dv, lq, V, ldv, n, half, Dv, P->dcp + ((size_t)b * P->q.heads + h) * P->kernel);
+    P->band(P->isa, gv, ld, 0, n, G, ldg, 0, lq, wt + 2 * half, -1, half, Dv);   /* dv_j += sum_i wt[j - i + half] G_i */
+    if (P->dconv) P->lag(P->isa, G, ldg, lq, V, ldv, n, half, Dv, P->dcp + ((size_t)b * P->q.heads + h) * P->kernel);
 }
 
 /* dconv = the sequences' parts summed in batch order (deterministic) */
@@ -17432,31 +17445,36 @@ static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hi
     }
 }
 
-/* B [m][lk] (row stride lk) of one head as the forward makes it (attn__nys_bv_task's key chunks,
-   attn__nys_pinv_task's merge): bitwise what the forward saves. st: 2 m n_chunks floats. */
-static void attn__nys_b_rows(const attn__nys_plan *P, const float *Ql, ptrdiff_t ldq, const float *K, ptrdiff_t ldk, int lk,
-                             int qlo, int qhi, float *Bm, float *st, float *gw) {
-    const int m = P->m;
-    const size_t stride = 2 * (size_t)m;
+/* B [m][lk] (row stride lk) and B V [m][Dv] of (b, h) as the forward makes them
+   (attn__nys_bv_task's key chunks, attn__nys_bv_row's merge): bitwise what the forward saves.
+   part: the chunks' partials, n_chunks m (Dv + 2) floats; BV + m Dv: Dv floats of scratch. */
+static void attn__nys_bbv(const attn__nys_plan *P, int b, int h, const float *Ql, ptrdiff_t ldq, const float *K, ptrdiff_t ldk,
+                          const float *V, ptrdiff_t ldv, int lk, int qlo, int qhi, float *Bm, float *BV, float *part, float *gw) {
+    const int m = P->m, Dv = P->v.dim;
+    const size_t cstride = (size_t)m * P->part_row;
     int c, j;
     for (c = 0; c < P->n_chunks; ++c) {
         const int k0 = c * ATTN__NYS_KC, kc = ATTN__MIN(lk, k0 + ATTN__NYS_KC) - k0;
-        float *pm = st + (size_t)c * stride;
-        if (kc <= 0) { for (j = 0; j < m; ++j) { pm[2 * j] = -INFINITY; pm[2 * j + 1] = 0.0f; } continue; }
+        float *pc = part + (size_t)c * cstride;
+        if (kc <= 0) {   /* as attn__nys_bv_task's empty partial */
+            for (j = 0; j < m; ++j) {
+                memset(pc + (size_t)j * P->part_row, 0, (size_t)Dv * sizeof(float));
+                pc[(size_t)j * P->part_row + Dv] = -INFINITY;
+                pc[(size_t)j * P->part_row + Dv + 1] = 0.0f;
+            }
+            continue;
+        }
         attn__sgemm_1t(gw, 0, 1, m, kc, P->q.dim, P->scale, Ql, ldq, K + (ptrdiff_t)k0 * ldk, ldk, 0.0f, Bm + k0, lk);
         for (j = 0; j < m; ++j) {
             float *row = Bm + (size_t)j * lk + k0;
-            pm[2 * j] = P->isa->max(row, kc);
-            pm[2 * j + 1] = P->isa->exp_sum(row, row, pm[2 * j], kc);
+            const float mx = P->isa->max(row, kc);
+            pc[(size_t)j * P->part_row + Dv] = mx;
+            pc[(size_t)j * P->part_row + Dv + 1] = P->isa->exp_sum(row, row, mx, kc);
         }
+        attn__sgemm_1t(gw, 0, 0, m, Dv, kc, 1.0f, Bm + k0, lk, V + (ptrdiff_t)k0 * ldv, ldv, 0.0f, pc, (ptrdiff_t)P->part_row);
     }
-    for (j = 0; j < m; ++j) {
-        float *row = Bm + (size_t)j * lk, mx, l;
-        int r;
-        if (j < qlo || j >= qhi) { for (r = 0; r < lk; ++r) row[r] = 1.0f / (float)(m * P->lk); continue; }
-        l = attn__nys_b_merge(P, st + 2 * (size_t)j, stride, &mx);
-        if (mx != -INFINITY) attn__nys_b_scale(P, row, lk, st + 2 * (size_t)j, stride, mx, l);
-    }
+    for (j = 0; j < m; ++j)
+        attn__nys_bv_row(P, b, h, j, qlo, qhi, part + (size_t)j * P->part_row, cstride, BV + (size_t)j * Dv, Bm + (size_t)j * lk);
 }
 
 /* F [lq][m] of (b, h) as attn__nys_fw_task makes it (blocks of ATTN__NYS_RQ rows): bitwise what
@@ -17490,7 +17508,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
     float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * 5 * mm, *dZ = Z + mm;
     float *work = dZ + mm;   /* 4 m^2: pinv's 3 (forward) or 4 (backward) */
-    float *st = work + 4 * mm;   /* B's chunk maxima and sums */
+    float *part = work + 4 * mm;   /* B's key chunks' partials (attn__nys_bbv) */
     float *gw = attn__nys_gw(P, thread);
     float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
     ptrdiff_t ldk = D, ldv = Dv, ldqq = D;
@@ -17516,32 +17534,33 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         /* B [m][lk] (a landmark with no valid token: uniform over m*l keys) and F [lq][m]: the
            forward's saved ones (row strides Sk, m) or made again as the forward makes them */
         const float *Bs = P->saved ? attn__nys_saved_b(P, b, h) : Bm, *Fs = P->saved ? attn__nys_saved_f(P, b, h) : F;
+        const float *BVs = P->saved ? attn__nys_saved_bv(P, b, h) : BV;   /* and B V [m][Dv] */
         const ptrdiff_t ldb = P->saved ? Sk : lk;
         if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
         for (r = lq; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));   /* rows < lq: dF K~ below */
-        if (lk > 0 && !P->saved) attn__nys_b_rows(P, Ql, ldq, K, ldk, lk, qlo, qhi, Bm, st, gw);
-        if (lk > 0) attn__sgemm_1t(gw, 0, 0, m, Dv, lk, 1.0f, Bs, ldb, V, ldv, 0.0f, BV, Dv);
-        else memset(BV, 0, (size_t)m * Dv * sizeof(float));
+        if (lk > 0 && !P->saved) attn__nys_bbv(P, b, h, Ql, ldq, K, ldk, V, ldv, lk, qlo, qhi, Bm, BV, part, gw);
+        else if (!P->saved) memset(BV, 0, (size_t)m * Dv * sizeof(float));
         /* Z = pinv(A) with its iterates, W = Z (B V) */
         attn__nys_pinv(A, m, P->iters, cmax, Z, work, gw, hist);
-        attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BV, Dv, 0.0f, W, Dv);
+        attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BVs, Dv, 0.0f, W, Dv);
         /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
         if (lq > 0) {
             if (!P->saved) attn__nys_f_rows(P, b, Q, ldqq, Kl, ldq, lq, F, gw);
-            attn__nys_dout_rows(P, b, h, lq, G);
-            attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, Fs, m, G, Dv, 0.0f, dW, Dv);
-            attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, G, Dv, W, Dv, 0.0f, dF, m);
+            ptrdiff_t ldg;
+            const float *Gd = attn__nys_rows(isa, &P->dout, b, h, 0, lq, G, &ldg);   /* fp32 dout: read in place */
+            attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, Fs, m, Gd, ldg, 0.0f, dW, Dv);
+            attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, Gd, ldg, W, Dv, 0.0f, dF, m);
             for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, Fs + (size_t)r * m, dF + (size_t)r * m, m);
             attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 0.0f, gq, ldq);
             attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
-            if (P->conv) attn__nys_conv_bwd(P, b, h, G, V, ldv, gv);
+            if (P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv);
         } else {
             memset(dW, 0, (size_t)m * Dv * sizeof(float));
             memset(dKl, 0, (size_t)m * D * sizeof(float));
             if (P->dconv) memset(P->dcp + (size_t)u * P->kernel, 0, (size_t)P->kernel * sizeof(float));
         }
         /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
-        attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BV, Dv, 0.0f, dZ, m);
+        attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BVs, Dv, 0.0f, dZ, m);
         attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
         memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lk > 0) {
@@ -17653,7 +17672,7 @@ static void attn__nys_bwdx_task(void *ctx, int t, int thread) {
     int i, r;
     for (i = 0; i < g; ++i) {
         attn__nys_dout_rows(P, b, hk * g + i, lq, G);
-        attn__nys_conv_bwd(P, b, hk * g + i, G, V, ldv, gv);
+        attn__nys_conv_bwd(P, b, hk * g + i, G, Dv, V, ldv, gv);
     }
     for (r = 0; r < Sk; ++r) P->isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
 }
@@ -19028,10 +19047,10 @@ static void attn__ovl_kind_arrays(attn__ovl *o, attn__op op, const attn__call *c
     }
     if (d->kind == ATTN_NYSTROM && d->nystrom.saved && !d->cu_seqlens_q && !d->cu_seqlens_k && d->nystrom.landmarks >= 0) {
         size_t t;
-        if (c->q.batch > 0 && c->q.heads > 0 && c->q.seq >= 0 && c->k.seq >= 0 &&
+        if (c->q.batch > 0 && c->q.heads > 0 && c->q.seq >= 0 && c->k.seq >= 0 && c->v.dim >= 0 &&
             attn__mul_size((size_t)c->q.batch, (size_t)c->q.heads, &t) &&
             attn__mul_size(t, (size_t)(d->nystrom.landmarks ? d->nystrom.landmarks : 64), &t) &&
-            attn__mul_size(t, (size_t)c->q.seq + (size_t)c->k.seq, &n))
+            attn__mul_size(t, (size_t)c->q.seq + (size_t)c->k.seq + (size_t)c->v.dim, &n))
             attn__ovl_mem(o, !bwd, d->nystrom.saved, n, sizeof(float));
     }
     if (d->kind == ATTN_LINFORMER && d->linformer.k > 0 && d->linformer.k <= d->linformer.n) {

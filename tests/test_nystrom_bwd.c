@@ -223,9 +223,9 @@ static float *nb_rand(t_rng *r, size_t n, double sigma) {
     return x;
 }
 
-/* B [m][Sk] and F [Sq][m] per (b, query head): nystrom.saved's documented size */
+/* B [m][Sk], F [Sq][m] and B V [m][Dv] per (b, query head): nystrom.saved's documented size */
 static size_t nb_saved_bytes(const nb_case *c) {
-    return sizeof(float) * (size_t)c->B * c->Hq * c->m * (size_t)(c->Sq + c->Sk);
+    return sizeof(float) * (size_t)c->B * c->Hq * c->m * (size_t)(c->Sq + c->Sk + c->Dv);
 }
 
 /* the library's gradients of one case with n threads (dq, dk, dv, dconv concatenated); saved:
@@ -441,6 +441,19 @@ static void nb_contract(void) {
         }
     }
 #undef NB_UNTOUCHED
+    {   /* the backward reads nystrom.saved (not a copy of its own): one changed entry of F changes dq */
+        const size_t sb = nb_saved_bytes(c);
+        float *sv = (float *)t_xmalloc(sb), *g1 = (float *)t_xmalloc(sizeof(float) * ng);
+        attn_desc d2 = nb_desc(c, cf, g + nq + nk + nv, 1);
+        d2.nystrom.saved = sv; d2.nystrom.saved_size = sb;
+        T_CHECK(attn_forward(&d2, q, k, v, o, NULL) == ATTN_OK && attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv) == ATTN_OK,
+                "nystrom saved: calls");
+        memcpy(g1, g, sizeof(float) * ng);
+        sv[(size_t)c->m * c->Sk] += 0.25f;   /* F [0][0] of (b 0, head 0) */
+        T_CHECK(attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv) == ATTN_OK && memcmp(g1, g, sizeof(float) * nq) != 0,
+                "nystrom saved: the backward does not read F from saved");
+        free(sv); free(g1);
+    }
     {   /* bf16 inputs, f16 gradients: the fp32 call on the rounded inputs, within the storage's rounding */
         attn_tensor qb = attn_tensor_dense(NULL, ATTN_BF16, c->B, c->Sq, c->Hq, c->D), kb = attn_tensor_dense(NULL, ATTN_BF16, c->B, c->Sk, c->Hk, c->D);
         attn_tensor vb = attn_tensor_dense(NULL, ATTN_BF16, c->B, c->Sk, c->Hk, c->Dv);
