@@ -17710,12 +17710,10 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
         P.cmax = (double *)(void *)w.base; P.dc = P.cmax + (size_t)B * Hq;
         P.ql = (float *)(void *)w.base + P.f_dbl; P.kl = P.ql + P.f_ql; P.a_all = P.kl + P.f_ql; P.hs = P.a_all + P.f_a;
         P.gq = P.hs + P.f_hs; P.gk = P.gq + P.f_gq; P.gv = P.gk + P.f_gk; P.dcp = P.gv + P.f_gv; P.scratch = P.dcp + P.f_dcp;
-        {   /* fp32 dense gradients are accumulated in place: no staging rows, no copy out */
-            const int stage = getenv("ATTN_NYS_STAGE") != NULL;   /* TEMPORARY A/B switch */
-            if (!stage && attn__nys_dense_f32(&P.dq)) { P.gq = (float *)(void *)P.dq.data; P.gq_out = 1; }
-            if (!stage && attn__nys_dense_f32(&P.dk)) { P.gk = (float *)(void *)P.dk.data; P.gk_out = 1; }
-            if (!stage && attn__nys_dense_f32(&P.dv)) { P.gv = (float *)(void *)P.dv.data; P.gv_out = 1; }
-        }
+        /* fp32 dense gradients are accumulated in place: no staging rows, no copy out */
+        if (attn__nys_dense_f32(&P.dq)) { P.gq = (float *)(void *)P.dq.data; P.gq_out = 1; }
+        if (attn__nys_dense_f32(&P.dk)) { P.gk = (float *)(void *)P.dk.data; P.gk_out = 1; }
+        if (attn__nys_dense_f32(&P.dv)) { P.gv = (float *)(void *)P.dv.data; P.gv_out = 1; }
         attn__parallel_for(c->d, B * Hq + B * Hk, P.n_threads, attn__nys_landmark_task, &P);
         attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_a_task, &P);
         P.gmax = -(double)INFINITY;
