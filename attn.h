@@ -196,7 +196,7 @@ typedef enum attn_dtype { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype
        decode, attn_step, where attn_state.data[0, size) counts as an output),
        ATTN_ERR_BWD_OVERLAP (backward). A kind's arrays count too: linformer.e/.f and
        nystrom.conv are inputs, linformer.de/.df and nystrom.dconv outputs of the backward,
-       linformer.proj an output of the forward and an input of the backward. So out may not live inside a packed QKV buffer even in
+       linformer.proj and nystrom.saved outputs of the forward and inputs of the backward. So out may not live inside a packed QKV buffer even in
        slots no input uses: give it its own buffer. Inputs may share memory freely.
      - the scans keep the same rule for every output (out / y, state_out, the state of a _step,
        attn_ssm_s4d_kernel's K, the backwards' gradients) against every input (their views and
@@ -747,8 +747,20 @@ typedef struct attn_linformer_params {
                                      other values: ATTN_ERR_NYSTROM_PINV_INIT
    dconv          NULL: not computed attn_backward only: dL/dconv [q.heads][conv_kernel], written
                                      (not accumulated); needs conv (else ATTN_ERR_NYSTROM_DCONV)
+   saved          NULL: recomputed   training: per (batch, query head), in that order, B [m][k.seq],
+                                     F [q.seq][m] and B V [m][v.dim] (m (q.seq + k.seq + v.dim)
+                                     floats each), which attn_forward stores (B's columns past Lk,
+                                     F's rows past Lq: 0) and attn_backward reads instead of
+                                     computing them again (3 products m x n x d fewer a head): pass
+                                     the same buffer, q, k, v and desc to both calls (nothing can
+                                     check that); the gradients are bitwise those without it. Not
+                                     read nor written with landmarks = q.seq = k.seq (the exact
+                                     path), with cu_seqlens, nor by the attn_layer_* calls
+   saved_size     - (required with   saved's bytes: at least batch * q.heads * m * (q.seq + k.seq +
+                  saved)             v.dim) * sizeof(float), else ATTN_ERR_NYSTROM_SAVED_SIZE
    attn_backward (lse must be NULL) gives dq, dk, dv and dconv as torch autograd differentiates
-   the forward above: it recomputes the landmarks, F, A, B and every pseudo-inverse iterate, then
+   the forward above: it recomputes the landmarks, F, A, B, B V (F, B, B V: unless saved holds
+   them; else the forward's way, so bitwise the same) and every pseudo-inverse iterate, then
    goes back through F W, the iteration's steps, Z0 = A^T / c (c, a max, sends its gradient to
    the column(s) holding the largest column sum; ties share it, as torch's max; under
    ATTN_NYSTROM_PINV_BATCH that column may be another sequence's), the three softmaxes, the
@@ -772,6 +784,8 @@ typedef struct attn_nystrom_params {
     attn_nystrom_padding padding_rule;
     attn_nystrom_pinv_init pinv_init;
     float *dconv;
+    float *saved;
+    size_t saved_size;
 } attn_nystrom_params;
 
 
@@ -1068,8 +1082,8 @@ typedef struct attn_desc {
     X(ATTN_ERR_OVERFLOW,              137, ATTN_CAT_OVERFLOW,    "a tensor's or attn_desc.bias's size or strides overflow ptrdiff_t/size_t, or a task count (q.batch * q.heads, times the kind's blocks) exceeds INT_MAX") \
     X(ATTN_ERR_OUT_OF_MEMORY,         138, ATTN_CAT_MEMORY,      "out of memory (workspace allocation failed)") \
     /* -- core, continued (139-199) -- */ \
-    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse, or linformer.proj) overlaps q, k, v, the KV cache (attn_decode), attn_state.data[0, size) (attn_step) or the kind's arrays (linformer.e/.f, nystrom.conv), or out's rows overlap each other (see attn_tensor)") \
-    X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk, dv (or nystrom.dconv, linformer.de/.df) overlaps q, k, v, out, dout, lse, the kind's arrays (linformer.e/.f/.proj, nystrom.conv), another gradient or its own rows (see attn_tensor)") \
+    X(ATTN_ERR_OUT_OVERLAP,           139, ATTN_CAT_UNSUPPORTED, "out (or lse, or linformer.proj, nystrom.saved) overlaps q, k, v, the KV cache (attn_decode), attn_state.data[0, size) (attn_step) or the kind's arrays (linformer.e/.f, nystrom.conv), or out's rows overlap each other (see attn_tensor)") \
+    X(ATTN_ERR_BWD_OVERLAP,           140, ATTN_CAT_UNSUPPORTED, "attn_backward: dq, dk, dv (or nystrom.dconv, linformer.de/.df) overlaps q, k, v, out, dout, lse, the kind's arrays (linformer.e/.f/.proj, nystrom.saved, nystrom.conv), another gradient or its own rows (see attn_tensor)") \
     X(ATTN_ERR_KV_OVERLAP,            141, ATTN_CAT_UNSUPPORTED, "attn_kv_cache.k or .v rows overlap each other, or k's memory span meets v's (see attn_tensor)") \
     X(ATTN_ERR_LAYER_ATTN_KIND,       142, ATTN_CAT_UNSUPPORTED, "attn_layer_desc.attn.kind does not fit the layer: the Direct kinds need ATTN_SOFTMAX (their logits are W_D's), Super a kind attending over key positions (not ATTN_LINFORMER), kv_heads < heads a kind with its own keys (not ATTN_LSH, nor ATTN_ROUTING without separate_qk)") \
     X(ATTN_ERR_BIAS_ROWS,             143, ATTN_CAT_SHAPE,       "attn_desc.bias.rows must be 1 (one row for every query) or q.seq") \
@@ -1147,6 +1161,7 @@ typedef struct attn_desc {
     X(ATTN_ERR_PERFORMER_DRAW_DIM,    357, ATTN_CAT_SHAPE,       "attn_performer_draw: dim must be >= 1") \
     X(ATTN_ERR_PERFORMER_PROJECTION_FEATURES, 358, ATTN_CAT_RANGE, "attn_desc.performer.features must be set (>= 1, the rows of W) when .projection is given: it is never defaulted for a caller's array") \
     X(ATTN_ERR_PERFORMER_RELU_NORMALIZE, 359, ATTN_CAT_RANGE,    "attn_desc.performer.relu_normalize must be 0 or 1") \
+    X(ATTN_ERR_NYSTROM_SAVED_SIZE,    365, ATTN_CAT_RANGE,       "attn_desc.nystrom.saved_size must be at least batch * q.heads * landmarks * (q.seq + k.seq + v.dim) * sizeof(float) bytes when .saved is given") \
     /* cosFormer: 387-389 (after the RWKV block) */ \
     \
     /* RWKV scans (attn_rwkv4_*, attn_rwkv6_*): 370-389 */ \
@@ -9537,6 +9552,7 @@ static attn_status attn__layer_plan(const attn_layer_desc *d, int backward, int 
     if (!attn__mul_size((size_t)batch, (size_t)L->H, &n) || n > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;  /* backward tasks */
     L->ad = d->attn;
     L->ad.linformer.proj = NULL;   /* the layer's own K, V: Linformer projects them each call */
+    L->ad.nystrom.saved = NULL;    /* Nystromformer's B, F of them too */
     L->ad.n_threads = d->n_threads; L->ad.workspace = NULL; L->ad.workspace_size = 0;
     L->shared = attn__layer_shared_qk(&d->attn);
     L->lse = attn__layer_kind_lse(d->attn.kind);
@@ -16882,6 +16898,8 @@ typedef struct attn__nys_plan {
     float *ql, *kl, *w, *part, *stage, *scratch;   /* Q~, K~ (per query head) [B, m, Hq, D];
                                         W = pinv(A) B V [B, m, Hq, Dv]; part: per (b, h, key chunk)
                                         m rows of [Dv sums, max, sum]; stage [B, Sq, Hq, Dv] */
+    float *saved;                      /* nystrom.saved (NULL: not given, or the exact path) */
+    size_t saved_head;                 /* its floats per (b, query head): m (Sq + Sk + Dv) */
     float *a_all;                      /* ATTN_NYSTROM_PINV_BATCH: every A [B*Hq][m][m], then */
     double *cmax, gmax;                /* their column maxima [B*Hq] and the largest */
     /* attn_backward */
@@ -16893,6 +16911,7 @@ typedef struct attn__nys_plan {
     float *hs;                         /* per (b, query head): dA [m][m], dQ~ [m][D], dK~ [m][D] */
     float *gq, *gk, *gv, *lse;         /* fp32 dq, dk, dv (laid out as q, k, v, dense); the exact
                                           path's lse [B, Hq, Sq] */
+    int gq_out, gk_out, gv_out;        /* gq / gk / gv are dq / dk / dv themselves (fp32 dense) */
     double *dc, dctot;                 /* per head dL/dc (c: Z0's divisor); their sum (BATCH) */
 } attn__nys_plan;
 
@@ -16928,6 +16947,38 @@ static void attn__nys_softmax_range(const attn__isa *isa, float *row, int lo, in
     }
     for (j = 0; j < lo; ++j) row[j] = 0.0f;
     for (j = hi; j < m; ++j) row[j] = 0.0f;
+}
+
+/* (b, query head h)'s block of nystrom.saved: B [m][Sk], F [Sq][m], then B V [m][Dv] */
+static float *attn__nys_saved_b(const attn__nys_plan *P, int b, int h) {
+    return P->saved + ((size_t)b * P->q.heads + h) * P->saved_head;
+}
+static float *attn__nys_saved_f(const attn__nys_plan *P, int b, int h) {
+    return attn__nys_saved_b(P, b, h) + (size_t)P->m * P->k.seq;
+}
+static float *attn__nys_saved_bv(const attn__nys_plan *P, int b, int h) {
+    return attn__nys_saved_f(P, b, h) + (size_t)P->q.seq * P->m;
+}
+
+/* A row of B from its key chunks' maxima pm[c stride] and exp sums pm[c stride + 1], merged in
+   chunk order (nystrom-attention's front zeros: keys of logit 0): *mx the row's max (-inf: no
+   key), returns its softmax denominator. One place, so that the backward's B is the forward's. */
+static float attn__nys_b_merge(const attn__nys_plan *P, const float *pm, size_t stride, float *mx) {
+    float l = 0.0f;
+    int c;
+    *mx = -INFINITY;
+    for (c = 0; c < P->n_chunks; ++c) *mx = ATTN__MAX(*mx, pm[(size_t)c * stride]);
+    if (P->luc && !P->masked && P->pk) { *mx = ATTN__MAX(*mx, 0.0f); l = (float)P->pk * expf(-*mx); }
+    if (*mx != -INFINITY)
+        for (c = 0; c < P->n_chunks; ++c) l += expf(pm[(size_t)c * stride] - *mx) * pm[(size_t)c * stride + 1];
+    return l;
+}
+/* B's row [0, lk) in place: each chunk's exp(s - its max) times exp(its max - mx) / l */
+static void attn__nys_b_scale(const attn__nys_plan *P, float *row, int lk, const float *pm, size_t stride, float mx, float l) {
+    int c;
+    for (c = 0; c * ATTN__NYS_KC < lk; ++c)
+        P->isa->scal(row + (size_t)c * ATTN__NYS_KC, expf(pm[(size_t)c * stride] - mx) / l,
+                     ATTN__MIN(ATTN__NYS_KC, lk - c * ATTN__NYS_KC));
 }
 
 /* Landmarks: task t < B*Hq makes Q~ of (b, h); the rest K~ of a KV head, copied to its query heads. */
@@ -16999,15 +17050,17 @@ static void attn__nys_bv_task(void *ctx, int t, int thread) {
     for (i = 0; i < g; ++i) {
         const int h = hk * g + i;
         float *part = P->part + (((size_t)b * Hq + h) * P->n_chunks + c) * (size_t)m * P->part_row;
+        float *E = P->saved ? attn__nys_saved_b(P, b, h) + k0 : S;   /* saved: B's columns, scaled in pinv_task */
+        const ptrdiff_t lde = P->saved ? P->k.seq : kc;
         attn__sgemm_1t(gw, 0, 1, m, kc, D, P->scale, P->ql + ((size_t)b * m * Hq + h) * D, (ptrdiff_t)Hq * D, K, ldk,
-                        0.0f, S, kc);
+                        0.0f, E, lde);
         for (r = 0; r < m; ++r) {
-            float *row = S + (size_t)r * kc;
+            float *row = E + (size_t)r * lde;
             const float mx = P->isa->max(row, kc);
             part[(size_t)r * P->part_row + Dv] = mx;
             part[(size_t)r * P->part_row + Dv + 1] = P->isa->exp_sum(row, row, mx, kc);
         }
-        attn__sgemm_1t(gw, 0, 0, m, Dv, kc, 1.0f, S, kc, V, ldv, 0.0f, part, (ptrdiff_t)P->part_row);
+        attn__sgemm_1t(gw, 0, 0, m, Dv, kc, 1.0f, E, lde, V, ldv, 0.0f, part, (ptrdiff_t)P->part_row);
     }
 }
 
@@ -17046,6 +17099,28 @@ static void attn__nys_vsum(const attn__nys_plan *P, int b, int h, float *row) {
     P->isa->scal(row, 1.0f / (float)(P->m * P->lk), Dv);
 }
 
+/* Row i of B V of (b, query head h) from its key chunks' partials pr[c cstride] ([Dv sums, max,
+   sum]: attn__nys_bv_task's) merged in chunk order, and (brow not NULL) B's row [0, Lk) in place
+   from its chunks' exponentials. The forward's and the backward's. row + Dv:
+   Dv floats of scratch. */
+static void attn__nys_bv_row(const attn__nys_plan *P, int b, int h, int i, int qlo, int qhi, const float *pr, size_t cstride,
+                             float *row, float *brow) {
+    const int Dv = P->v.dim, lk = attn__nys_lk(P, b);
+    float mx, l;
+    int c;
+    for (c = 0; c < Dv; ++c) row[c] = 0.0f;
+    if (i < qlo || i >= qhi) {   /* a masked landmark's uniform row */
+        attn__nys_vsum(P, b, h, row);
+        for (c = 0; brow && c < lk; ++c) brow[c] = 1.0f / (float)(P->m * P->lk);
+        return;
+    }
+    l = attn__nys_b_merge(P, pr + Dv, cstride, &mx);
+    if (mx == -INFINITY) return;   /* no valid key (Lk = 0): B V = 0 */
+    for (c = 0; c < P->n_chunks; ++c) P->isa->axpy(row, expf(pr[c * cstride + Dv] - mx), pr + c * cstride, Dv);
+    P->isa->scal(row, 1.0f / l, Dv);
+    if (brow) attn__nys_b_scale(P, brow, lk, pr + Dv, cstride, mx, l);
+}
+
 /* Per (b, query head): B V from the chunks' partials (merged in chunk order), A = softmax(scale
    Q~ K~^T) (or the first pass's), Z = pinv(A), W = Z (B V). */
 static void attn__nys_pinv_task(void *ctx, int t, int thread) {
@@ -17055,25 +17130,15 @@ static void attn__nys_pinv_task(void *ctx, int t, int thread) {
     float *A = P->scratch + (size_t)thread * P->scratch_floats, *Z = A + mm, *bv = Z + 4 * mm, *gw = attn__nys_gw(P, thread);
     const float *part = P->part + ((size_t)b * Hq + h) * P->n_chunks * (size_t)m * P->part_row;
     const size_t ov = ((size_t)b * m * Hq + h) * Dv, cstride = (size_t)m * P->part_row;
-    int i, c, qlo, qhi;
+    int i, qlo, qhi;
     attn__nys_valid(P, 0, b, &qlo, &qhi);
     for (i = 0; i < m; ++i) {
-        float mx = -INFINITY, l = 0.0f, *row = bv + (size_t)i * Dv;
-        for (c = 0; c < P->n_chunks; ++c) mx = ATTN__MAX(mx, part[c * cstride + (size_t)i * P->part_row + Dv]);
-        for (c = 0; c < Dv; ++c) row[c] = 0.0f;
-        if (i < qlo || i >= qhi) { attn__nys_vsum(P, b, h, row); continue; }   /* a masked landmark's uniform row */
-        if (P->luc && !P->masked && P->pk) {   /* nystrom-attention's front zeros: keys of logit 0, value 0 */
-            mx = ATTN__MAX(mx, 0.0f);
-            l = (float)P->pk * expf(-mx);
-        }
-        if (mx == -INFINITY) continue;   /* no valid key (Lk = 0): B V = 0 */
-        for (c = 0; c < P->n_chunks; ++c) {
-            const float *pr = part + c * cstride + (size_t)i * P->part_row, wgt = expf(pr[Dv] - mx);
-            l += wgt * pr[Dv + 1];
-            P->isa->axpy(row, wgt, pr, Dv);
-        }
-        P->isa->scal(row, 1.0f / l, Dv);
+        float *brow = P->saved ? attn__nys_saved_b(P, b, h) + (size_t)i * P->k.seq : NULL;
+        int c;
+        attn__nys_bv_row(P, b, h, i, qlo, qhi, part + (size_t)i * P->part_row, cstride, bv + (size_t)i * Dv, brow);
+        for (c = attn__nys_lk(P, b); brow && c < P->k.seq; ++c) brow[c] = 0.0f;
     }
+    if (P->saved) memcpy(attn__nys_saved_bv(P, b, h), bv, (size_t)m * Dv * sizeof(float));
     if (P->a_all) A = P->a_all + (size_t)t * mm;
     else attn__nys_a(P, b, h, A, gw);
     attn__nys_pinv(A, m, P->iters, P->a_all ? P->gmax : attn__nys_colmax(A, m), Z, Z + mm, gw, NULL);
@@ -17099,10 +17164,12 @@ static void attn__nys_fw_task(void *ctx, int t, int thread) {
     const int blk = t % P->n_blocks, bh = t / P->n_blocks, b = bh / Hq, h = bh % Hq;
     const int r0 = blk * ATTN__NYS_RQ, r1 = ATTN__MIN(P->q.seq, r0 + ATTN__NYS_RQ), nr = r1 - r0;
     const int nv = ATTN__MAX(0, ATTN__MIN(r1, attn__nys_lq(P, b)) - r0);   /* valid rows; padding rows get 0 */
-    float *S = P->scratch + (size_t)thread * P->scratch_floats, *O = S + (size_t)ATTN__NYS_RQ * m;
+    float *S0 = P->scratch + (size_t)thread * P->scratch_floats, *O = S0 + (size_t)ATTN__NYS_RQ * m;
     float *qb = O + (size_t)ATTN__NYS_RQ * Dv, *gw = attn__nys_gw(P, thread);
+    float *S = P->saved ? attn__nys_saved_f(P, b, h) + (size_t)r0 * m : S0;   /* F's rows */
     const size_t oq = ((size_t)b * m * Hq + h) * D, ov = ((size_t)b * m * Hq + h) * Dv;
     int i;
+    if (P->saved) memset(S + (size_t)nv * m, 0, (size_t)(nr - nv) * m * sizeof(float));
     if (nv > 0) {
         ptrdiff_t ldq;
         const float *Q = attn__nys_rows(P->isa, &P->q, b, h, r0, r0 + nv, qb, &ldq);
@@ -17171,7 +17238,7 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
             !attn__lr_floats(&P->f_gk, B * Sk, Hk * D) || !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv) ||
             !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
             !attn__lr_floats(&sc, 4 * m, Dv) || !attn__mul_size(5, (size_t)P->iters, &x) || !attn__add_size(x, 6, &x) ||
-            !attn__lr_floats(&sc, x, m * m))
+            !attn__lr_floats(&sc, x, m * m) || !attn__lr_floats(&sc, (size_t)P->n_chunks * m, P->part_row))
             return ATTN_ERR_OVERFLOW;
     }
     P->scratch_floats = ATTN__MAX(sc, D);
@@ -17222,6 +17289,15 @@ static attn_status attn__nys_plan_make(const attn__call *c, attn__nys_plan *P, i
     P->lq = (Sq + P->m - 1) / P->m; P->lk = (Sk + P->m - 1) / P->m;
     if (P->luc) { P->masked = d->seqlens_k != NULL; P->pq = P->m * P->lq - Sq; P->pk = P->m * P->lk - Sk; }
     P->exact = P->m == Sq && P->m == Sk && !P->luc;
+    if (N->saved) {   /* B [m][Sk], F [Sq][m] and B V [m][Dv] per (b, query head); never sized by a guess */
+        size_t need;
+        if (!attn__mul_size((size_t)P->m, (size_t)Sq + (size_t)Sk + (size_t)Dv, &P->saved_head) ||
+            !attn__mul_size((size_t)B, (size_t)Hq, &need) || !attn__mul_size(need, P->saved_head, &need) ||
+            !attn__mul_size(need, sizeof(float), &need))
+            return ATTN_ERR_OVERFLOW;
+        if (N->saved_size < need) return ATTN_ERR_NYSTROM_SAVED_SIZE;
+        if (!P->exact) P->saved = N->saved;
+    }
     P->conv = N->conv; P->kernel = N->conv ? N->conv_kernel : 1;   /* no conv: the kernel is not read */
     P->n_threads = attn__resolve_threads(d);
     P->scale = d->scale != 0.0f ? d->scale : 1.0f / sqrtf((float)D);
@@ -17326,15 +17402,15 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
 /* ---- Nystromformer backward ------------------------------------------------------------------ */
 
 /* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (ld Hk*Dv) += the taps
-   times the dout rows G [Lq][Dv]; sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
+   times the dout rows G [Lq][Dv] (row stride ldg); sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
    (attn__nys_lag's order), into dcp. V: rows [0, n) of v, leading dimension ldv. */
-static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, const float *V, ptrdiff_t ldv,
-                               float *gv) {
+static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, ptrdiff_t ldg, const float *V,
+                               ptrdiff_t ldv, float *gv) {
     const int Dv = P->v.dim, n = attn__nys_read(P, 1, b), half = P->kernel / 2, lq = attn__nys_lq(P, b);
     const ptrdiff_t ld = (ptrdiff_t)P->k.heads * Dv;
     const float *wt = P->conv + (size_t)h * P->kernel;
-    P->band(P->isa, gv, ld, 0, n, G, Dv, 0, lq, wt + 2 * half, -1, half, Dv);   /* dv_j += sum_i wt[j - i + half] G_i */
-    if (P->dconv) P->lag(P->isa, G, Dv, lq, V, ldv, n, half, Dv, P->dcp + ((size_t)b * P->q.heads + h) * P->kernel);
+    P->band(P->isa, gv, ld, 0, n, G, ldg, 0, lq, wt + 2 * half, -1, half, Dv);   /* dv_j += sum_i wt[j - i + half] G_i */
+    if (P->dconv) P->lag(P->isa, G, ldg, lq, V, ldv, n, half, Dv, P->dcp + ((size_t)b * P->q.heads + h) * P->kernel);
 }
 
 /* dconv = the sequences' parts summed in batch order (deterministic) */
@@ -17387,6 +17463,52 @@ static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hi
     }
 }
 
+/* B [m][lk] (row stride lk) and B V [m][Dv] of (b, h) as the forward makes them
+   (attn__nys_bv_task's key chunks, attn__nys_bv_row's merge): bitwise what the forward saves.
+   part: the chunks' partials, n_chunks m (Dv + 2) floats; BV + m Dv: Dv floats of scratch. */
+static void attn__nys_bbv(const attn__nys_plan *P, int b, int h, const float *Ql, ptrdiff_t ldq, const float *K, ptrdiff_t ldk,
+                          const float *V, ptrdiff_t ldv, int lk, int qlo, int qhi, float *Bm, float *BV, float *part, float *gw) {
+    const int m = P->m, Dv = P->v.dim;
+    const size_t cstride = (size_t)m * P->part_row;
+    int c, j;
+    for (c = 0; c < P->n_chunks; ++c) {
+        const int k0 = c * ATTN__NYS_KC, kc = ATTN__MIN(lk, k0 + ATTN__NYS_KC) - k0;
+        float *pc = part + (size_t)c * cstride;
+        if (kc <= 0) {   /* as attn__nys_bv_task's empty partial */
+            for (j = 0; j < m; ++j) {
+                memset(pc + (size_t)j * P->part_row, 0, (size_t)Dv * sizeof(float));
+                pc[(size_t)j * P->part_row + Dv] = -INFINITY;
+                pc[(size_t)j * P->part_row + Dv + 1] = 0.0f;
+            }
+            continue;
+        }
+        attn__sgemm_1t(gw, 0, 1, m, kc, P->q.dim, P->scale, Ql, ldq, K + (ptrdiff_t)k0 * ldk, ldk, 0.0f, Bm + k0, lk);
+        for (j = 0; j < m; ++j) {
+            float *row = Bm + (size_t)j * lk + k0;
+            const float mx = P->isa->max(row, kc);
+            pc[(size_t)j * P->part_row + Dv] = mx;
+            pc[(size_t)j * P->part_row + Dv + 1] = P->isa->exp_sum(row, row, mx, kc);
+        }
+        attn__sgemm_1t(gw, 0, 0, m, Dv, kc, 1.0f, Bm + k0, lk, V + (ptrdiff_t)k0 * ldv, ldv, 0.0f, pc, (ptrdiff_t)P->part_row);
+    }
+    for (j = 0; j < m; ++j)
+        attn__nys_bv_row(P, b, h, j, qlo, qhi, part + (size_t)j * P->part_row, cstride, BV + (size_t)j * Dv, Bm + (size_t)j * lk);
+}
+
+/* F [lq][m] of (b, h) as attn__nys_fw_task makes it (blocks of ATTN__NYS_RQ rows): bitwise what
+   the forward saves. Q: rows [0, lq) of q (ld ldq), Kl: K~ (ld ldl). */
+static void attn__nys_f_rows(const attn__nys_plan *P, int b, const float *Q, ptrdiff_t ldq, const float *Kl, ptrdiff_t ldl,
+                             int lq, float *F, float *gw) {
+    int r0, r, klo, khi;
+    attn__nys_valid(P, 1, b, &klo, &khi);
+    for (r0 = 0; r0 < lq; r0 += ATTN__NYS_RQ) {
+        const int nv = ATTN__MIN(lq - r0, ATTN__NYS_RQ);
+        attn__sgemm_1t(gw, 0, 1, nv, P->m, P->q.dim, P->scale, Q + (ptrdiff_t)r0 * ldq, ldq, Kl, ldl, 0.0f,
+                        F + (size_t)r0 * P->m, P->m);
+        for (r = r0; r < r0 + nv; ++r) attn__nys_softmax_range(P->isa, F + (size_t)r * P->m, klo, khi, P->m);
+    }
+}
+
 /* Backward pass 1 for (b, KV head hk), its g query heads in turn (they share dk, dv rows): B,
    B V, Z (keeping its iterates), W and F again; dW and dF -> dq (F's softmax), dK~, the conv's
    dv and dconv; dZ and d(B V) -> dv, dk and dQ~ (B's softmax); the pseudo-inverse's steps
@@ -17404,12 +17526,13 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
     float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * 5 * mm, *dZ = Z + mm;
     float *work = dZ + mm;   /* 4 m^2: pinv's 3 (forward) or 4 (backward) */
+    float *part = work + 4 * mm;   /* B's key chunks' partials (attn__nys_bbv) */
     float *gw = attn__nys_gw(P, thread);
     float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
     ptrdiff_t ldk = D, ldv = Dv, ldqq = D;
     const float *K = NULL, *V = NULL, *Q = NULL;
-    int qlo, qhi, klo, khi, i, j, r;
-    attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
+    int qlo, qhi, i, j, r;
+    attn__nys_valid(P, 0, b, &qlo, &qhi);
     for (r = 0; r < Sk; ++r) {
         memset(gk + (size_t)r * ldgk, 0, (size_t)D * sizeof(float));
         memset(gv + (size_t)r * ldgv, 0, (size_t)Dv * sizeof(float));
@@ -17426,52 +17549,44 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
         const float inv = (float)(1.0 / cmax);
         double dc = 0.0;
+        /* B [m][lk] (a landmark with no valid token: uniform over m*l keys) and F [lq][m]: the
+           forward's saved ones (row strides Sk, m) or made again as the forward makes them */
+        const float *Bs = P->saved ? attn__nys_saved_b(P, b, h) : Bm, *Fs = P->saved ? attn__nys_saved_f(P, b, h) : F;
+        const float *BVs = P->saved ? attn__nys_saved_bv(P, b, h) : BV;   /* and B V [m][Dv] */
+        const ptrdiff_t ldb = P->saved ? Sk : lk;
         if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
         for (r = lq; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));   /* rows < lq: dF K~ below */
-        /* B [m][lk] (a landmark with no valid token: uniform over m*l keys) and B V */
-        if (lk > 0) attn__sgemm_1t(gw, 0, 1, m, lk, D, P->scale, Ql, ldq, K, ldk, 0.0f, Bm, lk);
-        for (j = 0; j < m && lk > 0; ++j) {
-            float *row = Bm + (size_t)j * lk;
-            if (j < qlo || j >= qhi) {
-                for (r = 0; r < lk; ++r) row[r] = 1.0f / (float)(m * P->lk);
-            } else {
-                float mx = isa->max(row, lk), l = 0.0f;
-                if (P->luc && !P->masked && P->pk) { mx = ATTN__MAX(mx, 0.0f); l = (float)P->pk * expf(-mx); }
-                l += isa->exp_sum(row, row, mx, lk);
-                isa->scal(row, 1.0f / l, lk);
-            }
-        }
-        if (lk > 0) attn__sgemm_1t(gw, 0, 0, m, Dv, lk, 1.0f, Bm, lk, V, ldv, 0.0f, BV, Dv);
-        else memset(BV, 0, (size_t)m * Dv * sizeof(float));
+        if (lk > 0 && !P->saved) attn__nys_bbv(P, b, h, Ql, ldq, K, ldk, V, ldv, lk, qlo, qhi, Bm, BV, part, gw);
+        else if (!P->saved) memset(BV, 0, (size_t)m * Dv * sizeof(float));
         /* Z = pinv(A) with its iterates, W = Z (B V) */
         attn__nys_pinv(A, m, P->iters, cmax, Z, work, gw, hist);
-        attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BV, Dv, 0.0f, W, Dv);
+        attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BVs, Dv, 0.0f, W, Dv);
         /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
         if (lq > 0) {
-            attn__sgemm_1t(gw, 0, 1, lq, m, D, P->scale, Q, ldqq, Kl, ldq, 0.0f, F, m);
-            for (r = 0; r < lq; ++r) attn__nys_softmax_range(isa, F + (size_t)r * m, klo, khi, m);
-            attn__nys_dout_rows(P, b, h, lq, G);
-            attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, F, m, G, Dv, 0.0f, dW, Dv);
-            attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, G, Dv, W, Dv, 0.0f, dF, m);
-            for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, F + (size_t)r * m, dF + (size_t)r * m, m);
+            if (!P->saved) attn__nys_f_rows(P, b, Q, ldqq, Kl, ldq, lq, F, gw);
+            ptrdiff_t ldg;
+            const float *Gd = attn__nys_rows(isa, &P->dout, b, h, 0, lq, G, &ldg);   /* fp32 dout: read in place */
+            attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, Fs, m, Gd, ldg, 0.0f, dW, Dv);
+            attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, Gd, ldg, W, Dv, 0.0f, dF, m);
+            for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, Fs + (size_t)r * m, dF + (size_t)r * m, m);
             attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 0.0f, gq, ldq);
             attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
-            if (P->conv) attn__nys_conv_bwd(P, b, h, G, V, ldv, gv);
+            if (P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv);
         } else {
             memset(dW, 0, (size_t)m * Dv * sizeof(float));
             memset(dKl, 0, (size_t)m * D * sizeof(float));
             if (P->dconv) memset(P->dcp + (size_t)u * P->kernel, 0, (size_t)P->kernel * sizeof(float));
         }
         /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
-        attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BV, Dv, 0.0f, dZ, m);
+        attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BVs, Dv, 0.0f, dZ, m);
         attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
         memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lk > 0) {
-            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bm, lk, dBV, Dv, 1.0f, gv, ldgv);
+            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bs, ldb, dBV, Dv, 1.0f, gv, ldgv);
             attn__sgemm_1t(gw, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
             for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
                 if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
-                else attn__nys_dsoftmax(isa, Bm + (size_t)j * lk, dB + (size_t)j * lk, lk);
+                else attn__nys_dsoftmax(isa, Bs + (size_t)j * ldb, dB + (size_t)j * lk, lk);
             }
             attn__sgemm_1t(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
             attn__sgemm_1t(gw, 1, 0, lk, D, m, P->scale, dB, lk, Ql, ldq, 1.0f, gk, ldgk);
@@ -17486,6 +17601,12 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
             }
         P->dc[u] = -dc / (cmax * cmax);
     }
+}
+
+/* A gradient the passes can accumulate in place: fp32, dense [B, S, H, D] as the staging rows */
+static int attn__nys_dense_f32(const attn__view *x) {
+    return x->dtype == ATTN_F32 && x->sh == x->dim && (x->seq == 1 || x->ss == (ptrdiff_t)x->heads * x->dim) &&
+           (x->batch == 1 || x->sb == (ptrdiff_t)x->seq * x->heads * x->dim);
 }
 
 /* dX (rows of q or k: is_k) of sequence b += the landmark means' gradient dL [m][D]: each row of
@@ -17547,12 +17668,12 @@ static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
         else isa->axpy(dKs, 1.0f, dKl, m * D);
     }
     attn__nys_scatter(P, 1, b, dKs, gk, (ptrdiff_t)Hk * D);
-    for (r = 0; r < Sq; ++r)
+    for (r = 0; r < Sq && !P->gq_out; ++r)
         for (h = hk * g; h < hk * g + g; ++h)
             isa->store(attn__at(&P->dq, b, r, h), P->dq.dtype, P->gq + (((size_t)b * Sq + r) * Hq + h) * D, D, 1.0f);
     for (r = 0; r < Sk; ++r) {
-        isa->store(attn__at(&P->dk, b, r, hk), P->dk.dtype, gk + (size_t)r * Hk * D, D, 1.0f);
-        isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
+        if (!P->gk_out) isa->store(attn__at(&P->dk, b, r, hk), P->dk.dtype, gk + (size_t)r * Hk * D, D, 1.0f);
+        if (!P->gv_out) isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
     }
 }
 
@@ -17569,7 +17690,7 @@ static void attn__nys_bwdx_task(void *ctx, int t, int thread) {
     int i, r;
     for (i = 0; i < g; ++i) {
         attn__nys_dout_rows(P, b, hk * g + i, lq, G);
-        attn__nys_conv_bwd(P, b, hk * g + i, G, V, ldv, gv);
+        attn__nys_conv_bwd(P, b, hk * g + i, G, Dv, V, ldv, gv);
     }
     for (r = 0; r < Sk; ++r) P->isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
 }
@@ -17607,6 +17728,10 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
         P.cmax = (double *)(void *)w.base; P.dc = P.cmax + (size_t)B * Hq;
         P.ql = (float *)(void *)w.base + P.f_dbl; P.kl = P.ql + P.f_ql; P.a_all = P.kl + P.f_ql; P.hs = P.a_all + P.f_a;
         P.gq = P.hs + P.f_hs; P.gk = P.gq + P.f_gq; P.gv = P.gk + P.f_gk; P.dcp = P.gv + P.f_gv; P.scratch = P.dcp + P.f_dcp;
+        /* fp32 dense gradients are accumulated in place: no staging rows, no copy out */
+        if (attn__nys_dense_f32(&P.dq)) { P.gq = (float *)(void *)P.dq.data; P.gq_out = 1; }
+        if (attn__nys_dense_f32(&P.dk)) { P.gk = (float *)(void *)P.dk.data; P.gk_out = 1; }
+        if (attn__nys_dense_f32(&P.dv)) { P.gv = (float *)(void *)P.dv.data; P.gv_out = 1; }
         attn__parallel_for(c->d, B * Hq + B * Hk, P.n_threads, attn__nys_landmark_task, &P);
         attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_a_task, &P);
         P.gmax = -(double)INFINITY;
@@ -18923,7 +19048,8 @@ static int attn__same_shape(const attn_tensor *a, int batch, int seq, int heads,
     return a->batch == batch && a->seq == seq && a->heads == heads && a->dim == dim && !attn__tensor_bcast(a);
 }
 /* The kinds' own arrays in the rule too (sizes from fields the kind checks later; a field out of
-   range lists nothing): Nystromformer's conv taps (in) and dconv (backward out); Linformer's E, F
+   range lists nothing): Nystromformer's conv taps (in), dconv (backward out) and saved (forward
+   out, backward in; unused with cu_seqlens); Linformer's E, F
    (in), dE, dF (backward out) and proj (forward out, backward in; unused with cu_seqlens). */
 static void attn__ovl_kind_arrays(attn__ovl *o, attn__op op, const attn__call *c) {
     const attn_desc *d = c->d;
@@ -18934,6 +19060,14 @@ static void attn__ovl_kind_arrays(attn__ovl *o, attn__op op, const attn__call *c
         attn__mul_size((size_t)c->q.heads, (size_t)d->nystrom.conv_kernel, &n)) {
         attn__ovl_mem(o, 0, d->nystrom.conv, n, sizeof(float));
         if (bwd) attn__ovl_mem(o, 1, d->nystrom.dconv, n, sizeof(float));
+    }
+    if (d->kind == ATTN_NYSTROM && d->nystrom.saved && !d->cu_seqlens_q && !d->cu_seqlens_k && d->nystrom.landmarks >= 0) {
+        size_t t;
+        if (c->q.batch > 0 && c->q.heads > 0 && c->q.seq >= 0 && c->k.seq >= 0 && c->v.dim >= 0 &&
+            attn__mul_size((size_t)c->q.batch, (size_t)c->q.heads, &t) &&
+            attn__mul_size(t, (size_t)(d->nystrom.landmarks ? d->nystrom.landmarks : 64), &t) &&
+            attn__mul_size(t, (size_t)c->q.seq + (size_t)c->k.seq + (size_t)c->v.dim, &n))
+            attn__ovl_mem(o, !bwd, d->nystrom.saved, n, sizeof(float));
     }
     if (d->kind == ATTN_LINFORMER && d->linformer.k > 0 && d->linformer.k <= d->linformer.n) {
         const attn_linformer_params *L = &d->linformer;
@@ -19090,6 +19224,7 @@ static attn_status attn__varlen_run(attn__op op, attn__op_fn fn, const attn__cal
     e = *d;
     e.cu_seqlens_q = e.cu_seqlens_k = NULL; e.varlen_batch = 0;
     e.linformer.proj = NULL;        /* each segment projects its own keys */
+    e.nystrom.saved = NULL;         /* and has its own B, F */
     for (u = 0; u < n; ++u) {                  /* every segment's checks and workspace first */
         attn__varlen_segment(c, &e, u, &tab, &s);
         if (!s.q.seq && !s.k.seq) continue;

@@ -12,21 +12,22 @@
 #define H 4
 #define D 64
 
-typedef struct kind_case { const char *name; attn_kind kind; int causal, has_lse; } kind_case;
+typedef struct kind_case { const char *name; attn_kind kind; int causal, has_lse, saved; } kind_case;   /* saved: nystrom.saved */
 static const kind_case cases[] = {
-    { "softmax (exact)", ATTN_SOFTMAX, 0, 1 },
-    { "softmax (exact), causal", ATTN_SOFTMAX, 1, 1 },
-    { "Longformer (w 256 + 1 global)", ATTN_LONGFORMER, 0, 1 },
-    { "BigBird (block 64, r 3)", ATTN_BIGBIRD, 0, 1 },
-    { "Reformer LSH (bucket 64, 2 rounds)", ATTN_LSH, 0, 1 },
-    { "Routing (S/64 clusters, w 64), causal", ATTN_ROUTING, 1, 0 },
-    { "linear (elu+1)", ATTN_LINEAR, 0, 0 },
-    { "linear (elu+1), causal", ATTN_LINEAR, 1, 0 },
-    { "cosFormer", ATTN_COSFORMER, 0, 0 },
-    { "cosFormer, causal", ATTN_COSFORMER, 1, 0 },
-    { "Performer (m 256)", ATTN_PERFORMER, 0, 0 },
-    { "Linformer (k 256)", ATTN_LINFORMER, 0, 1 },
-    { "Nystromformer (m 64)", ATTN_NYSTROM, 0, 0 },
+    { "softmax (exact)", ATTN_SOFTMAX, 0, 1, 0 },
+    { "softmax (exact), causal", ATTN_SOFTMAX, 1, 1, 0 },
+    { "Longformer (w 256 + 1 global)", ATTN_LONGFORMER, 0, 1, 0 },
+    { "BigBird (block 64, r 3)", ATTN_BIGBIRD, 0, 1, 0 },
+    { "Reformer LSH (bucket 64, 2 rounds)", ATTN_LSH, 0, 1, 0 },
+    { "Routing (S/64 clusters, w 64), causal", ATTN_ROUTING, 1, 0, 0 },
+    { "linear (elu+1)", ATTN_LINEAR, 0, 0, 0 },
+    { "linear (elu+1), causal", ATTN_LINEAR, 1, 0, 0 },
+    { "cosFormer", ATTN_COSFORMER, 0, 0, 0 },
+    { "cosFormer, causal", ATTN_COSFORMER, 1, 0, 0 },
+    { "Performer (m 256)", ATTN_PERFORMER, 0, 0, 0 },
+    { "Linformer (k 256)", ATTN_LINFORMER, 0, 1, 0 },
+    { "Nystromformer (m 64)", ATTN_NYSTROM, 0, 0, 0 },
+    { "Nystromformer (m 64), saved B, F, B V", ATTN_NYSTROM, 0, 0, 1 },
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -37,6 +38,8 @@ int main(void) {
     float *dout = (float *)xalloc(n * 4), *dq = (float *)xalloc(n * 4), *dk = (float *)xalloc(n * 4), *dv = (float *)xalloc(n * 4);
     float *lse = (float *)xalloc((size_t)S * H * 4), *cent = (float *)xalloc((size_t)H * (S / 64 + 1) * D * 4);
     float *ef = (float *)xalloc((size_t)H * 256 * S * 4);
+    const size_t saved_bytes = sizeof(float) * (size_t)H * 64 * (2 * (size_t)S + D);
+    float *saved = (float *)xalloc(saved_bytes);
     const char *only = getenv("BENCH_ONLY");   /* a substring of the kind names: those rows only, no CSV */
     FILE *csv = only && *only ? NULL : fopen("bench/results_backward_kinds.csv", "w");
     int c, t, r;
@@ -68,7 +71,10 @@ int main(void) {
             case ATTN_ROUTING: d.routing.centroids = cent; d.routing.n_clusters = S / 64; d.routing.window = 64; break;
             case ATTN_PERFORMER: d.performer.features = 256; d.performer.seed = 1; break;
             case ATTN_LINFORMER: d.linformer.e = ef; d.linformer.f = ef; d.linformer.k = 256; d.linformer.n = S; break;
-            case ATTN_NYSTROM: d.nystrom.landmarks = 64; break;
+            case ATTN_NYSTROM:
+                d.nystrom.landmarks = 64;
+                if (kc->saved) { d.nystrom.saved = saved; d.nystrom.saved_size = saved_bytes; }   /* training: the forward's B, F, B V */
+                break;
             default: break;
             }
             if (attn_forward(&d, tq, tk, tv, to, l) != ATTN_OK) { printf("%s: forward failed\n", kc->name); exit(1); }

@@ -223,14 +223,26 @@ static float *nb_rand(t_rng *r, size_t n, double sigma) {
     return x;
 }
 
-/* the library's gradients of one case with n threads (dq, dk, dv, dconv concatenated) */
-static attn_status nb_lib(const nb_case *c, const float *q, const float *k, const float *v, const float *conv, const float *dO,
-                          int threads, float *grads) {
+/* B [m][Sk], F [Sq][m] and B V [m][Dv] per (b, query head): nystrom.saved's documented size */
+static size_t nb_saved_bytes(const nb_case *c) {
+    return sizeof(float) * (size_t)c->B * c->Hq * c->m * (size_t)(c->Sq + c->Sk + c->Dv);
+}
+
+/* the library's gradients of one case with n threads (dq, dk, dv, dconv concatenated); saved:
+   pass nystrom.saved (a buffer of its size) to both calls; out_keep (or NULL) gets the forward's */
+static attn_status nb_lib_saved(const nb_case *c, const float *q, const float *k, const float *v, const float *conv,
+                                const float *dO, int threads, float *grads, int saved, float *out_keep) {
     const size_t nq = (size_t)c->B * c->Sq * c->Hq * c->D, nk = (size_t)c->B * c->Sk * c->Hk * c->D;
     const size_t nv = (size_t)c->B * c->Sk * c->Hk * c->Dv, no = (size_t)c->B * c->Sq * c->Hq * c->Dv;
-    float *out = (float *)t_xmalloc(sizeof(float) * no);
-    const attn_desc d = nb_desc(c, conv, c->kernel ? grads + nq + nk + nv : NULL, threads);
+    float *out = (float *)t_xmalloc(sizeof(float) * no), *buf = NULL;
+    attn_desc d = nb_desc(c, conv, c->kernel ? grads + nq + nk + nv : NULL, threads);
     attn_status s;
+    if (saved) {
+        size_t i;
+        buf = (float *)t_xmalloc(nb_saved_bytes(c));
+        for (i = 0; i < nb_saved_bytes(c) / sizeof(float); ++i) buf[i] = NAN;   /* the forward must fill what is read */
+        d.nystrom.saved = buf; d.nystrom.saved_size = nb_saved_bytes(c);
+    }
     s = attn_forward(&d, attn_tensor_dense((void *)q, ATTN_F32, c->B, c->Sq, c->Hq, c->D),
                      attn_tensor_dense((void *)k, ATTN_F32, c->B, c->Sk, c->Hk, c->D),
                      attn_tensor_dense((void *)v, ATTN_F32, c->B, c->Sk, c->Hk, c->Dv),
@@ -244,8 +256,13 @@ static attn_status nb_lib(const nb_case *c, const float *q, const float *k, cons
                           attn_tensor_dense(grads, ATTN_F32, c->B, c->Sq, c->Hq, c->D),
                           attn_tensor_dense(grads + nq, ATTN_F32, c->B, c->Sk, c->Hk, c->D),
                           attn_tensor_dense(grads + nq + nk, ATTN_F32, c->B, c->Sk, c->Hk, c->Dv));
-    free(out);
+    if (out_keep) memcpy(out_keep, out, sizeof(float) * no);
+    free(out); free(buf);
     return s;
+}
+static attn_status nb_lib(const nb_case *c, const float *q, const float *k, const float *v, const float *conv, const float *dO,
+                          int threads, float *grads) {
+    return nb_lib_saved(c, q, k, v, conv, dO, threads, grads, 0, NULL);
 }
 
 static double nb_worst;   /* the largest err / max |fd| seen, printed */
@@ -313,6 +330,21 @@ static void nb_fd_case(const nb_case *c, t_rng *r, int pick) {
         s = nb_lib(c, qf, kf, vf, cf, of, th, lib2);
         T_CHECK(s == ATTN_OK && memcmp(lib, lib2, sizeof(float) * ng) == 0, "nystrom backward (%s): %d threads differ from 1",
                 c->name, th);
+    }
+    {   /* nystrom.saved: the forward's B and F read back by the backward; out and the gradients
+           bitwise those without it (1 and 2 threads) */
+        float *o1 = (float *)t_xmalloc(sizeof(float) * no), *o2 = (float *)t_xmalloc(sizeof(float) * no);
+        s = nb_lib_saved(c, qf, kf, vf, cf, of, 1, lib2, 0, o1);
+        T_CHECK(s == ATTN_OK, "nystrom (%s): forward without saved", c->name);
+        for (th = 1; th <= 2; ++th) {
+            for (i = 0; i < ng; ++i) lib2[i] = NAN;
+            s = nb_lib_saved(c, qf, kf, vf, cf, of, th, lib2, 1, o2);
+            T_CHECK(s == ATTN_OK && memcmp(o1, o2, sizeof(float) * no) == 0, "nystrom forward (%s): saved changes out (%d threads)",
+                    c->name, th);
+            T_CHECK(s == ATTN_OK && memcmp(lib, lib2, sizeof(float) * ng) == 0,
+                    "nystrom backward (%s): gradients with saved differ from without (%d threads)", c->name, th);
+        }
+        free(o1); free(o2);
     }
 done:
     free(qf); free(kf); free(vf); free(cf); free(of); free(lib); free(lib2); free(x); free(dO); free(out);
@@ -385,8 +417,43 @@ static void nb_contract(void) {
         d2 = d; d2.nystrom.landmarks = 5;
         t_expect_status(attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv), ATTN_ERR_NYSTROM_DIVIDE, "nystrom backward", "m does not divide");
         NB_UNTOUCHED("bad input");
+        {   /* nystrom.saved one float short (both calls), or overlapping an input / a gradient */
+            const size_t sb = nb_saved_bytes(c);
+            float *sv = (float *)t_xmalloc(sb), *o0 = (float *)t_xmalloc(sizeof(float) * no);
+            memcpy(o0, out, sizeof(float) * no);
+            d2 = d; d2.nystrom.saved = sv; d2.nystrom.saved_size = sb - sizeof(float);
+            t_expect_status(attn_forward(&d2, q, k, v, o, NULL), ATTN_ERR_NYSTROM_SAVED_SIZE, "nystrom forward", "saved short");
+            T_CHECK(memcmp(o0, out, sizeof(float) * no) == 0, "nystrom forward saved short: out written");
+            t_expect_status(attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv), ATTN_ERR_NYSTROM_SAVED_SIZE, "nystrom backward",
+                            "saved short");
+            NB_UNTOUCHED("saved short");
+            d2.nystrom.saved_size = 0;
+            t_expect_status(attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv), ATTN_ERR_NYSTROM_SAVED_SIZE, "nystrom backward",
+                            "saved without saved_size");
+            d2.nystrom.saved = g; d2.nystrom.saved_size = sb;   /* the gradients' memory */
+            t_expect_status(attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv), ATTN_ERR_BWD_OVERLAP, "nystrom backward",
+                            "saved overlaps dq");
+            NB_UNTOUCHED("saved overlaps dq");
+            d2.nystrom.saved = kf;   /* an input's: the forward writes it */
+            t_expect_status(attn_forward(&d2, q, k, v, o, NULL), ATTN_ERR_OUT_OVERLAP, "nystrom forward", "saved overlaps k");
+            T_CHECK(memcmp(o0, out, sizeof(float) * no) == 0, "nystrom forward saved overlaps k: out written");
+            free(sv); free(o0);
+        }
     }
 #undef NB_UNTOUCHED
+    {   /* the backward reads nystrom.saved (not a copy of its own): one changed entry of F changes dq */
+        const size_t sb = nb_saved_bytes(c);
+        float *sv = (float *)t_xmalloc(sb), *g1 = (float *)t_xmalloc(sizeof(float) * ng);
+        attn_desc d2 = nb_desc(c, cf, g + nq + nk + nv, 1);
+        d2.nystrom.saved = sv; d2.nystrom.saved_size = sb;
+        T_CHECK(attn_forward(&d2, q, k, v, o, NULL) == ATTN_OK && attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv) == ATTN_OK,
+                "nystrom saved: calls");
+        memcpy(g1, g, sizeof(float) * ng);
+        sv[(size_t)c->m * c->Sk] += 0.25f;   /* F [0][0] of (b 0, head 0) */
+        T_CHECK(attn_backward(&d2, q, k, v, o, dout, NULL, dq, dk, dv) == ATTN_OK && memcmp(g1, g, sizeof(float) * nq) != 0,
+                "nystrom saved: the backward does not read F from saved");
+        free(sv); free(g1);
+    }
     {   /* bf16 inputs, f16 gradients: the fp32 call on the rounded inputs, within the storage's rounding */
         attn_tensor qb = attn_tensor_dense(NULL, ATTN_BF16, c->B, c->Sq, c->Hq, c->D), kb = attn_tensor_dense(NULL, ATTN_BF16, c->B, c->Sk, c->Hk, c->D);
         attn_tensor vb = attn_tensor_dense(NULL, ATTN_BF16, c->B, c->Sk, c->Hk, c->Dv);
