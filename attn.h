@@ -14325,6 +14325,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const int Sq = L->q.seq, KB = ATTN__LIN_KEYS, split = L->perf == 1;
+    const int nonum = !L->causal;                  /* c from g S^T: no num = Q~ S (one GEMM of five per row) */
     const long long shift = (long long)Lk - Lq;
     const size_t per = attn__lin_state_per(F, Dv, 1), R = (size_t)g * ATTN__LIN_ROWS;
     float *w = L->ws + (size_t)thread * L->ws_per, Rref = 0.0f;
@@ -14386,13 +14387,13 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
         }
         attn__perf_queries(L, P, b, hk, q0, n, pa, kdone, Lk, cnt, W->XQ);
-        attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
+        if (!nonum) attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
         for (r = 0; r < m; ++r) {
             float *nr = B->num + (size_t)r * Dv;
             B->den[r] = isa->dot(B->Q + (size_t)r * F, B->z, F);
             if (split) {
-                if (P->fac[r] != 1.0f) { isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
-                isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
+                if (P->fac[r] != 1.0f) { if (!nonum) isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
+                if (!nonum) isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
                 B->den[r] += L->eps * P->sumq[r] * (float)cnt;
             }
         }
@@ -14422,13 +14423,26 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
                     W->rden[at] = 0.0f; W->rc[at] = 0.0f; W->rs[at] = 0.0f;
                     continue;
                 }
-                isa->scal(nr, 1.0f / den, Dv);          /* out */
-                cc = -isa->dot(gr, nr, Dv) / den;
+                if (nonum) {
+                    cc = 0.0f;                          /* from g S^T below */
+                } else {
+                    isa->scal(nr, 1.0f / den, Dv);      /* out */
+                    cc = -isa->dot(gr, nr, Dv) / den;
+                }
                 isa->scal(gr, 1.0f / den, Dv);
                 W->rden[at] = den; W->rc[at] = cc; W->rs[at] = split ? P->sq[r2] : 0.0f;
             }
         /* dphi(Q) = fac (g S^T + c z) [+ eps ((g . vs) + c n)] + (dA . E) phi(K) [+ eps rowsum dA] */
         attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, W->dQ, F);
+        if (nonum)                                      /* c = -(g . num) / den = -(fac (g S^T) . Q~ [+ eps sumQ (g . vs)]) / den */
+            for (r = 0; r < m; ++r) {
+                const size_t at = (size_t)(r / n) * Sq + q0 + r % n;
+                float cc;
+                if (W->rden[at] == 0.0f) continue;
+                cc = isa->dot(W->dQ + (size_t)r * F, B->Q + (size_t)r * F, F);
+                if (split) cc = P->fac[r] * cc + L->eps * P->sumq[r] * isa->dot(W->Gm + (size_t)r * Dv, P->vs, Dv);
+                W->rc[at] = -cc / W->rden[at];
+            }
         for (r = 0; r < m; ++r) {
             const float cc = W->rc[(size_t)(r / n) * Sq + q0 + r % n];
             float *dq = W->dQ + (size_t)r * F;
