@@ -14178,7 +14178,10 @@ static attn_status attn__linear_state_size(const attn__call *c) {
        dV = phi(K) G, plus the chunk's own masked dA^T phi(Q) and A^T g; then the chunk's rows
        join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
      Non-causal: every key sees every row, so the rows join (G, h) in pass 1 and there is no
-       pass 2 (its query features recomputed and dO reloaded were 11% of the backward).
+       pass 2 (its query features recomputed and dO reloaded were 11% of the backward); pass 1
+       keeps every key's K~ (Sk x F floats a thread) for dk, dv instead of projecting the keys
+       again, and takes c_i = -(g_i . num_i) / den_i from g S^T (needed for dphi(Q) anyway):
+       g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)], so num = Q~ S is never built.
    ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
    stabiliser (the query's own row max and the visible keys' max s_i, as lucidrains' detach():
    exactly the gradient of phi with s held fixed; with eps > 0 the stabiliser's own subgradient
@@ -14332,8 +14335,8 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const int Sq = L->q.seq, KB = ATTN__LIN_KEYS, split = L->perf == 1;
-    const int nonum = !L->causal && !getenv("ATTN_PERF_OLD");   /* TEMP A/B switch. c from g S^T: no num = Q~ S (one GEMM of five per row) */
-    const int keep = !L->causal && !getenv("ATTN_PERF_RECOMPUTE");  /* TEMP A/B switch */
+    const int nonum = !L->causal;                  /* c from g S^T: no num = Q~ S (one GEMM of five per row) */
+    const int keep = !L->causal;                   /* pass 1's K~ serve dk, dv: no second projection of the keys */
     const long long shift = (long long)Lk - Lq;
     const size_t per = attn__lin_state_per(F, Dv, 1), R = (size_t)g * ATTN__LIN_ROWS;
     float *w = L->ws + (size_t)thread * L->ws_per, Rref = 0.0f;
@@ -14373,14 +14376,14 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     W->h = W->G + (size_t)F * Dv; W->gs = W->h + F;
 
     /* pass 1: den, g, c per row; dq */
-    if (!L->causal) {
+    if (keep) {
         float *const K0 = B->K;
         while (kdone < Lk) {
             const int n = ATTN__MIN(KB, Lk - kdone);
-            if (keep) B->K = W->Kf + (size_t)kdone * F;
+            B->K = W->Kf + (size_t)kdone * F;
             attn__lbw_keys(L, W, b, hk, kdone, n, cnt, 0);
             attn__perf_absorb_loaded(L, P, n, cnt);
-            if (keep && split)                          /* absorbing rescaled K~ to the block's last max */
+            if (split)                                  /* absorbing rescaled K~ to the block's last max */
                 for (j = 0; j < n; ++j) W->kc[kdone + j] = P->ck[n - 1];
             cnt += n; kdone += n;
         }
