@@ -13911,6 +13911,15 @@ static void attn__perf_project(const attn__lin *L, float *gemm, int n, const flo
     }
 }
 
+/* Raw k rows [j0, j0 + n) of (b, hk) into X, v rows into B.V */
+static void attn__perf_load_rows(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int j0, int n) {
+    int j;
+    for (j = 0; j < n; ++j) {
+        L->isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, P->X + (size_t)j * L->D, L->D, 1.0f);
+        L->isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, P->B.V + (size_t)j * L->Dv, L->Dv, 1.0f);
+    }
+}
+
 /* Loads keys [j0, j0 + n) of (b, hk): raw rows into X, K~ rows into B.K, V rows into B.V, running
    maxes into ck (continuing from *c when the state holds keys: has), or, with fixed (the
    backward's second pass), K~ = exp(a - fixed[j]). */
@@ -13920,10 +13929,7 @@ static void attn__perf_load_keys(const attn__lin *L, const attn__perf_bufs *P, i
     const int D = L->D, F = L->F;
     float run = *P->c;
     int j, l;
-    for (j = 0; j < n; ++j) {
-        isa->load(attn__at(&L->k, b, j0 + j, hk), L->k.dtype, P->X + (size_t)j * D, D, 1.0f);
-        isa->load(attn__at(&L->v, b, j0 + j, hk), L->v.dtype, P->B.V + (size_t)j * L->Dv, L->Dv, 1.0f);
-    }
+    attn__perf_load_rows(L, P, b, hk, j0, n);
     attn__perf_project(L, P->B.gemm, n, P->X, P->B.K);
     for (j = 0; j < n; ++j) {
         float *u = P->B.K + (size_t)j * F;
@@ -14198,7 +14204,10 @@ static attn_status attn__linear_state_size(const attn__call *c) {
        dV = phi(K) G, plus the chunk's own masked dA^T phi(Q) and A^T g; then the chunk's rows
        join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
      Non-causal: every key sees every row, so the rows join (G, h) in pass 1 and there is no
-       pass 2 (its query features recomputed and dO reloaded were 11% of the backward).
+       pass 2 (its query features recomputed and dO reloaded were 11% of the backward); pass 1
+       keeps every key's K~ (Sk x F floats a thread) for dk, dv instead of projecting the keys
+       again, and takes c_i = -(g_i . num_i) / den_i from g S^T (needed for dphi(Q) anyway):
+       g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)], so num = Q~ S is never built.
    ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
    stabiliser (the query's own row max and the visible keys' max s_i, as lucidrains' detach():
    exactly the gradient of phi with s held fixed; with eps > 0 the stabiliser's own subgradient
@@ -14223,6 +14232,7 @@ typedef struct attn__lbw_bufs {
     float *G, *h, *gs;            /* the suffix state (G [F][Dv], h [F], gs [Dv]) */
     float *XQ, *Gm, *Bm, *BE, *dQ, *dK, *dV, *dX, *Qw;
     float *rden, *rc, *rs, *kc;   /* per task: rows' normaliser, c and s [g][Sq]; keys' max [Sk] */
+    float *Kf;                    /* non-causal: every key's K~ [Sk][F] from pass 1 (not recomputed for dk, dv) */
 } attn__lbw_bufs;
 
 /* dx [D] of one ATTN_LINEAR / ATTN_COSFORMER row x [D] with features f [F] at 0-based position
@@ -14351,6 +14361,8 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const int Sq = L->q.seq, KB = ATTN__LIN_KEYS, split = L->perf == 1;
+    const int nonum = !L->causal;                  /* c from g S^T: no num = Q~ S (one GEMM of five per row) */
+    const int keep = !L->causal;                   /* pass 1's K~ serve dk, dv: no second projection of the keys */
     const long long shift = (long long)Lk - Lq;
     const size_t per = attn__lin_state_per(F, Dv, 1), R = (size_t)g * ATTN__LIN_ROWS;
     float *w = L->ws + (size_t)thread * L->ws_per, Rref = 0.0f;
@@ -14382,6 +14394,7 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     W->dV = attn__lin_carve(&w, (size_t)KB * Dv);
     W->dX = attn__lin_carve(&w, ATTN__MAX(R, (size_t)KB) * D);
     W->Qw = attn__lin_carve(&w, R * F);
+    W->Kf = keep ? attn__lin_carve(&w, (size_t)L->k.seq * F) : NULL;
     W->rden = w; W->rc = W->rden + (size_t)g * Sq; W->rs = W->rc + (size_t)g * Sq; W->kc = W->rs + (size_t)g * Sq;
     memset(B->S, 0, per * sizeof(float));
     B->z = B->S + (size_t)F * Dv; P->vs = B->z + F; P->c = P->vs + Dv;
@@ -14389,13 +14402,19 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     W->h = W->G + (size_t)F * Dv; W->gs = W->h + F;
 
     /* pass 1: den, g, c per row; dq */
-    if (!L->causal)
+    if (keep) {
+        float *const K0 = B->K;
         while (kdone < Lk) {
             const int n = ATTN__MIN(KB, Lk - kdone);
+            B->K = W->Kf + (size_t)kdone * F;
             attn__lbw_keys(L, W, b, hk, kdone, n, cnt, 0);
             attn__perf_absorb_loaded(L, P, n, cnt);
+            if (split)                                  /* absorbing rescaled K~ to the block's last max */
+                for (j = 0; j < n; ++j) W->kc[kdone + j] = P->ck[n - 1];
             cnt += n; kdone += n;
         }
+        B->K = K0;
+    }
     for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
         const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
         const long long pa = q0 + shift;
@@ -14412,13 +14431,13 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
             if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
         }
         attn__perf_queries(L, P, b, hk, q0, n, pa, kdone, Lk, cnt, W->XQ);
-        attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
+        if (!nonum) attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
         for (r = 0; r < m; ++r) {
             float *nr = B->num + (size_t)r * Dv;
             B->den[r] = isa->dot(B->Q + (size_t)r * F, B->z, F);
             if (split) {
-                if (P->fac[r] != 1.0f) { isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
-                isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
+                if (P->fac[r] != 1.0f) { if (!nonum) isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
+                if (!nonum) isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
                 B->den[r] += L->eps * P->sumq[r] * (float)cnt;
             }
         }
@@ -14448,13 +14467,26 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
                     W->rden[at] = 0.0f; W->rc[at] = 0.0f; W->rs[at] = 0.0f;
                     continue;
                 }
-                isa->scal(nr, 1.0f / den, Dv);          /* out */
-                cc = -isa->dot(gr, nr, Dv) / den;
+                if (nonum) {
+                    cc = 0.0f;                          /* from g S^T below */
+                } else {
+                    isa->scal(nr, 1.0f / den, Dv);      /* out */
+                    cc = -isa->dot(gr, nr, Dv) / den;
+                }
                 isa->scal(gr, 1.0f / den, Dv);
                 W->rden[at] = den; W->rc[at] = cc; W->rs[at] = split ? P->sq[r2] : 0.0f;
             }
         /* dphi(Q) = fac (g S^T + c z) [+ eps ((g . vs) + c n)] + (dA . E) phi(K) [+ eps rowsum dA] */
         attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, W->dQ, F);
+        if (nonum)                                      /* c = -(g . num) / den = -(fac (g S^T) . Q~ [+ eps sumQ (g . vs)]) / den */
+            for (r = 0; r < m; ++r) {
+                const size_t at = (size_t)(r / n) * Sq + q0 + r % n;
+                float cc;
+                if (W->rden[at] == 0.0f) continue;
+                cc = isa->dot(W->dQ + (size_t)r * F, B->Q + (size_t)r * F, F);
+                if (split) cc = P->fac[r] * cc + L->eps * P->sumq[r] * isa->dot(W->Gm + (size_t)r * Dv, P->vs, Dv);
+                W->rc[at] = -cc / W->rden[at];
+            }
         for (r = 0; r < m; ++r) {
             const float cc = W->rc[(size_t)(r / n) * Sq + q0 + r % n];
             float *dq = W->dQ + (size_t)r * F;
@@ -14544,9 +14576,16 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     if (Lq == 0) kd0 = 0;
     for (j = 0; j < kd0; j += KB) {
         const int n = ATTN__MIN(KB, kd0 - j);
-        attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
+        float *const K0 = B->K;
+        if (keep) {
+            B->K = W->Kf + (size_t)j * F;
+            attn__perf_load_rows(L, P, b, hk, j, n);
+        } else {
+            attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
+        }
         attn__lbw_keys_from_state(L, W, n, W->kc + j, Rref, rhas);
         attn__lbw_store_keys(L, C, W, b, hk, j, n);
+        B->K = K0;
     }
     for (j = Lq == 0 ? 0 : Lk; j < L->k.seq; ++j) {
         attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
@@ -15148,7 +15187,8 @@ static attn_status attn__linear_backward(const attn__call *c) {
             !attn__lbw_add(&f, R, D) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, 2 * CH) || !attn__lbw_add(&f, R, 2 * (size_t)F) ||
             !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, ATTN__MAX(R, (size_t)KB), D) ||
             !attn__mul_size((size_t)L->groups * 3, (size_t)c->q.seq, &rows) || !attn__add_size(rows, (size_t)c->k.seq, &rows) ||
-            !attn__lbw_add(&f, rows, 1) || !attn__add_size(f, 64, &f))   /* + the carves' rounding */
+            !attn__lbw_add(&f, rows, 1) || !attn__lbw_add(&f, L->causal ? 0 : (size_t)c->k.seq, F) ||   /* Kf */
+            !attn__add_size(f, 64, &f))   /* + the carves' rounding */
             return ATTN_ERR_OVERFLOW;
         L->ws_per = f;
         if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__add_size(t, L->shared_floats, &t) ||

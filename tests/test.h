@@ -85,6 +85,7 @@ void test_linear_bwd(void);   /* attn_backward of ATTN_LINEAR, ATTN_COSFORMER, A
 /* low-rank */
 void test_lowrank(void);
 void t_packed_linformer(void);   /* tests/test_packed.c: cu_seqlens, called by test_lowrank */
+void t_performer_bwd_out(void);   /* tests/test_linear_bwd.c: Performer backward, dO = out + noise, run by test_performer */
 void t_packed_linear(void);   /* tests/test_packed.c: cu_seqlens for the linear kinds, called by test_linear_bwd */
 /* tests/test_lowrank.c's double helpers, shared with test_nystrom_bwd.c: C = A B ([m][k] x [k][n]);
    the largest column sum of an m x m A */

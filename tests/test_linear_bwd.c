@@ -24,6 +24,7 @@ typedef struct {
     const float *W;
     const int *lq, *lk;
     int no_fd;                   /* long cases: the pairwise reference only (finite differences cost O(S^2) each) */
+    int dout_out;                /* dO = out + noise: dO . out large, so c_i = -(dO_i . out_i) / den_i weighs in */
 } lb_case;
 
 /* cosFormer's M for a sequence of valid lengths Lq, Lk: c->M, or (when c->M is the default, passed
@@ -278,6 +279,11 @@ static void lb_run_case(int idx, lb_case *c, attn_dtype tin, attn_dtype tgrad, t
     dk = lb_tensor(tgrad, c->B, c->Sk, c->Hkv, c->D, NULL, 0);
     dv = lb_tensor(tgrad, c->B, c->Sk, c->Hkv, c->Dv, NULL, 0);
     T_CHECK(attn_forward(&d, q, k, v, o, NULL) == ATTN_OK, "linear-bwd #%d forward", idx);
+    if (c->dout_out) {
+        int b, i, h, e;
+        for (b = 0; b < c->B; ++b) for (i = 0; i < c->Sq; ++i) for (h = 0; h < c->Hq; ++h) for (e = 0; e < c->Dv; ++e)
+            t_store(&dO, b, i, h, e, t_load(&o, b, i, h, e) + 0.1 * t_load(&dO, b, i, h, e));
+    }
     st = attn_backward(&d, q, k, v, o, dO, NULL, dq, dk, dv);
     if (!T_CHECK(st == ATTN_OK, "linear-bwd #%d: %s", idx, attn_status_str(st))) goto done;
     qd = lb_read(&q); kd = lb_read(&k); vd = lb_read(&v); od = lb_read(&dO);
@@ -436,6 +442,31 @@ static void test_lbw_threads(void) {
             free(q.data); free(k.data); free(v.data); free(dO.data); free(o.data);
             for (i = 0; i < 3; ++i) { free(g[i].data); free(first[i].data); }
         }
+}
+
+/* ATTN_PERFORMER with dO = out + noise, so the c_i = -(dO_i . out_i) / den_i term is a large part
+   of every gradient (a random dO leaves it small: a missing 1/den there passed every random-dO
+   case of the performer family). Non-causal (its c from g S^T . phi(Q) and eps sumQ g . vs) and
+   causal, several 64-row chunks and 64-key blocks, GQA, padding, eps large enough that the eps
+   terms count, both kernels; against the pairwise double gradient, and finite differences for the
+   smallest. The performer family runs it (test_performer). */
+void t_performer_bwd_out(void) {
+    t_rng r = t_rng_seed(3342);
+    int idx;
+    for (idx = 0; idx < 4; ++idx) {
+        lb_case c;
+        int lq[2] = { 150, 97 }, lk[2] = { 140, 71 };
+        memset(&c, 0, sizeof c);
+        c.kind = ATTN_PERFORMER; c.dout_out = 1; c.no_fd = idx != 1;
+        c.relu = idx == 2; c.causal = idx == 3;
+        c.B = idx == 0 ? 2 : 1; c.Hkv = idx == 2 ? 2 : 1 + (idx == 0); c.Hq = idx == 2 ? 2 : 2 * c.Hkv;
+        c.Sq = idx == 1 ? 70 : (idx == 2 ? 130 : (idx == 3 ? 140 : 150));
+        c.Sk = idx == 1 ? 90 : (idx == 2 ? 130 : (idx == 3 ? 150 : 140));
+        c.D = idx == 1 ? 6 : 8; c.Dv = idx == 2 ? 3 : (idx == 1 ? 4 : 5); c.m = idx == 1 ? 12 : 16;
+        c.eps = idx == 1 ? 1e-6 : (idx == 2 ? 1e-3 : 1e-2);
+        if (idx == 0) { c.lq = lq; c.lk = lk; }
+        lb_run_case(200 + idx, &c, ATTN_F32, ATTN_F32, &r, 0);
+    }
 }
 
 static void test_lbw_errors(void) {

@@ -741,6 +741,7 @@ void test_performer(void) {
     test_performer_converges();
     test_performer_errors();
     test_performer_bwd_empty_queries();
+    t_performer_bwd_out();
     printf("      performer: largest passing f32-out error %.3g (tolerance %.3g)\n", g_pf_worst,
            pf_tol(ATTN_F32));
 }
