@@ -13133,7 +13133,7 @@ static attn__rt_head attn__rt_head_at(const attn__rt *R, float *base, int hh, in
     return x;
 }
 
-/* Floats of a backward task's scratch before its staged heads, 0 on overflow: per window key
+/* Floats of a backward task's scratch before its staged heads: per window key
    block (wr = its keys rounded up to ATTN__BQ) ST, dPT [BQ][BQ], KT [D][BQ], VT [Dv][BQ] (64-byte
    aligned, first); RT [BQ][D]; the candidate lists [BQ][2w] of 2 floats each (separate_qk:
    twice) and their scratch [2w] keys; the window's keys Kw and accumulators dKa [wr][D], dVa
