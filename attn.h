@@ -12747,6 +12747,8 @@ typedef struct attn__rt {
     float *ws;
     size_t ws_floats;
     const attn__bwd_isa *bisa;   /* backward: its pvt kernel */
+    int hc, nch;                 /* backward: heads per task, chunks per sequence (attn__rt_bwd_plan) */
+    size_t head_floats, scr_floats;   /* backward: a staged head, the scratch before the heads */
     attn__view dout, dq, dk, dv; /* backward */
 } attn__rt;
 
@@ -13094,11 +13096,14 @@ static attn_status attn__routing_forward(const attn__call *c) {
     return ATTN_OK;
 }
 
-/* ATTN_ROUTING's backward. One task per (sequence, head), as the forward: the head's rows in
-   fp32, every cluster routed first (attn__rt_route, the forward's windows) and its windows kept,
-   so each token's window count c_i is known; g_i = dout_i / (c_i + count_eps). Then window by
-   window, its queries in blocks of ATTN__BQ rows against its keys in blocks of ATTN__BQ lanes
-   (the exact backward's layout, on its tile kernels):
+/* ATTN_ROUTING's backward. One task per (sequence, chunk of heads): the chunk's rows staged in
+   fp32 for all its heads a position at a time, in address order (attn__rt_bwd_stage), as the
+   linear forwards stage theirs: one head's rows alone are D floats every H * D, a stride the
+   prefetchers do not follow, and reading them so was a sixth of the backward. Then per head,
+   every cluster routed first (attn__rt_route, the forward's windows) and its windows kept, so
+   each token's window count c_i is known; g_i = dout_i / (c_i + count_eps) (staged likewise).
+   Then per head, window by window, its queries in blocks of ATTN__BQ rows against its keys in
+   blocks of ATTN__BQ lanes (the exact backward's layout, on its tile kernels):
        S  = (scale Q) K'^T         qk kernel; causal -> -inf, the query's own key -> -5e4
        P  = softmax(S) over the window's keys      (recomputed: no logsumexp is stored)
        dP = G V^T                  qk kernel
@@ -13106,33 +13111,155 @@ static attn_status attn__routing_forward(const attn__call *c) {
        dV += P^T G, dK' += dS^T (scale Q)          pv kernel into the window's accumulators
        dQ += dS K'                 pvt kernel
    each window's rows then added to the tokens' rows in cluster order, so every sum has one
-   order whatever the threads. dq = scale dQ; dk = dK', or with normalize_keys (K' = K / |K|)
-   (dK' - x (x . dK')) / |k| (0 for a zero row); padded rows 0. The routing (top-w selection)
-   is piecewise constant: no gradient, as in routing-transformer (its k-means scores are
-   no_grad); the centroids get none (attn_routing_update moves them). */
-static size_t attn__rt_bwd_floats(const attn__rt *R, int D, int Dv) {
-    /* floats: per window key block (wr = its keys rounded up to ATTN__BQ) ST, dPT [BQ][BQ], KT
-       [D][BQ], VT [Dv][BQ] (64-byte aligned, first); RT [BQ][D]; Q, K, Xn, dQ, dK [n][D]; V, G,
-       dV [n][Dv]; |k| [n]; the window's keys Kw and accumulators dKa [wr][D], dVa [wr][Dv]; a
-       query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum, delta, ones [BQ]; separate_qk: Xq
-       [n][D]; ints: count [n], list lengths [2][BQ], every cluster's window [nc][w] (separate_qk:
-       and its query window); the candidate lists [BQ][2w] of 2 floats each (separate_qk: twice) and
-       their scratch [2w], after RT (64-byte aligned). 0: overflow. */
-    const size_t n = (size_t)R->n, w = (size_t)R->w, wr = (w + ATTN__BQ - 1) / ATTN__BQ * ATTN__BQ;
-    const size_t m = R->sep ? 2 : 1, B = ATTN__BQ;
+   order whatever the threads and however the heads are chunked. dq = scale dQ; dk = dK', or
+   with normalize_keys (K' = K / |K|) (dK' - x (x . dK')) / |k| (0 for a zero row); padded rows
+   0; all written back a position at a time. The routing (top-w selection) is piecewise
+   constant: no gradient, as in routing-transformer (its k-means scores are no_grad); the
+   centroids get none (attn_routing_update moves them). */
+#define ATTN__RT_STAGE_BYTES ((size_t)32 << 20)   /* a task's staged heads, at most (unless one head is more) */
+
+/* One head's rows in a backward task: local row i is position off + i. With normalize_keys the
+   keys K' are the unit keys: K is Xn. */
+typedef struct attn__rt_head {
+    float *Q, *K, *Xn, *Xq, *dQ, *dK, *V, *G, *dV, *kn;
+    int *cnt, *kwin, *qwin;       /* window counts [n]; every cluster's window [nc][w] (and its query window) */
+} attn__rt_head;
+
+/* Floats of one staged head (attn__rt_head_at), 0 on overflow: Q, Xn, dQ, dK [n][D], K (without
+   normalize_keys) and Xq (separate_qk) too; V, G, dV [n][Dv]; |k| [n]; ints: count [n], the
+   windows [nc][w] (separate_qk: twice). A multiple of 16 (64-byte aligned heads). */
+static size_t attn__rt_head_floats(const attn__rt *R, int D, int Dv) {
+    const size_t n = (size_t)R->n, m = R->sep ? 2 : 1, rows = 3 + m + (R->normk ? 0 : 1);
     size_t wins, f;
-    if (!attn__mul_size((size_t)R->nc, w * m, &wins)) return 0;
-    f = wr * (2 * B + (size_t)D + (size_t)Dv) + B * (size_t)D + n * ((4 + m) * (size_t)D + 3 * (size_t)Dv + 1) +
-        wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + n + 2 * B + 4 * m * B * w + 4 * w;
-    if (!attn__add_size(f, wins, &f)) return 0;
+    if (!attn__mul_size((size_t)R->nc, (size_t)R->w * m, &wins)) return 0;
+    f = n * (rows * (size_t)D + 3 * (size_t)Dv + 2);
+    if (!attn__add_size(f, wins, &f) || f > SIZE_MAX / 2) return 0;
     return attn__round16(f);
+}
+
+/* Head hh's rows in the task's staging at base, for a sequence of n tokens, windows of w */
+static attn__rt_head attn__rt_head_at(const attn__rt *R, float *base, int hh, int n, int w) {
+    const int D = R->P->q.dim, Dv = R->P->v.dim;
+    attn__rt_head x;
+    float *f = base + (size_t)hh * R->head_floats;
+    x.Q = f; f += (size_t)n * D;
+    x.Xn = f; f += (size_t)n * D;
+    x.K = x.Xn;
+    if (!R->normk) { x.K = f; f += (size_t)n * D; }
+    x.Xq = f; f += R->sep ? (size_t)n * D : 0;
+    x.dQ = f; f += (size_t)n * D;
+    x.dK = f; f += (size_t)n * D;
+    x.V = f; f += (size_t)n * Dv;
+    x.G = f; f += (size_t)n * Dv;
+    x.dV = f; f += (size_t)n * Dv;
+    x.kn = f; f += n;
+    x.cnt = (int *)(void *)f;
+    x.kwin = x.cnt + n;
+    x.qwin = R->sep ? x.kwin + (size_t)R->nc * w : x.kwin;
+    return x;
+}
+
+/* Floats of a backward task's scratch before its staged heads: per window key
+   block (wr = its keys rounded up to ATTN__BQ) ST, dPT [BQ][BQ], KT [D][BQ], VT [Dv][BQ] (64-byte
+   aligned, first); RT [BQ][D]; the candidate lists [BQ][2w] of 2 floats each (separate_qk:
+   twice) and their scratch [2w] keys; the window's keys Kw and accumulators dKa [wr][D], dVa
+   [wr][Dv]; a query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum, delta, ones [BQ]; ints: list
+   lengths [2][BQ]. A multiple of 16. */
+static size_t attn__rt_scr_floats(const attn__rt *R, int D, int Dv) {
+    const size_t w = (size_t)R->w, wr = (w + ATTN__BQ - 1) / ATTN__BQ * ATTN__BQ, m = R->sep ? 2 : 1, B = ATTN__BQ;
+    return attn__round16(wr * (2 * B + (size_t)D + (size_t)Dv) + B * (size_t)D + 4 * m * B * w + 4 * w +
+                         wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + 2 * B);
+}
+
+/* The heads per task (R->hc) and chunks per sequence (R->nch) for nt threads: as few chunks as
+   keep every thread busy, each at most ATTN__RT_STAGE_BYTES of staged heads (one head at
+   least); and R->ws_floats. 0 on overflow. */
+static int attn__rt_bwd_plan(attn__rt *R, int nt, int *tasks) {
+    const int H = R->P->q.heads, D = R->P->q.dim, Dv = R->P->v.dim;
+    const int want = ATTN__MIN(H, (nt + ATTN__MAX(R->units, 1) - 1) / ATTN__MAX(R->units, 1));    /* chunks that fill the threads */
+    size_t hc, scr = attn__rt_scr_floats(R, D, Dv);
+    if (!(R->head_floats = attn__rt_head_floats(R, D, Dv))) return 0;
+    hc = ATTN__RT_STAGE_BYTES / sizeof(float) / R->head_floats;
+    hc = ATTN__MAX((size_t)1, ATTN__MIN(hc, (size_t)((H + want - 1) / want)));
+    R->hc = (int)hc;
+    R->nch = (H + R->hc - 1) / R->hc;
+    if (!attn__mul_size(hc, R->head_floats, &R->ws_floats) || !attn__add_size(R->ws_floats, scr, &R->ws_floats)) return 0;
+    R->scr_floats = scr;
+    return attn__tasks((size_t)R->units, (size_t)R->nch, 1, tasks);
+}
+
+/* Stages rows [0, n) of heads h0 .. h0 + nh - 1 (of sequence b at off) a position at a time:
+   when dout is 0 q (scaled), k, v and the unit keys (and unit queries), with dQ, dK, dV and the
+   counts 0; else dout_i / (c_i + count_eps) into G. row: [D] scratch. */
+static void attn__rt_bwd_stage(const attn__rt *R, float *heads, float *row, int b, int off, int n, int w, int h0, int nh,
+                               int dout) {
+    const attn__problem *P = R->P;
+    const attn__isa *isa = R->isa;
+    const int D = P->q.dim, Dv = P->v.dim;
+    int i, hh;
+    for (hh = 0; !dout && hh < nh; ++hh) {           /* whole arrays: fewer streams in the walk below */
+        const attn__rt_head x = attn__rt_head_at(R, heads, hh, n, w);
+        memset(x.dQ, 0, sizeof(float) * (size_t)n * D);
+        memset(x.dK, 0, sizeof(float) * (size_t)n * D);
+        memset(x.dV, 0, sizeof(float) * (size_t)n * Dv);
+        memset(x.cnt, 0, sizeof(int) * (size_t)n);
+    }
+    for (i = 0; i < n; ++i)
+        for (hh = 0; hh < nh; ++hh) {
+            const attn__rt_head x = attn__rt_head_at(R, heads, hh, n, w);
+            const int h = h0 + hh;
+            float *k = R->normk ? row : x.K + (size_t)i * D, nn;   /* normalize_keys: K is Xn */
+            if (dout) {
+                const int c = x.cnt[i];
+                isa->load(attn__at(&R->dout, b, off + i, h), R->dout.dtype, x.G + (size_t)i * Dv, Dv,
+                          c ? 1.0f / ((float)c + R->ceps) : 0.0f);
+                continue;
+            }
+            if (R->sep) {                             /* the query's own routing row */
+                isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, row, D, 1.0f);
+                attn__unit(isa, row, x.Xq + (size_t)i * D, D);
+            }
+            isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, x.Q + (size_t)i * D, D, P->scale);
+            isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, k, D, 1.0f);
+            isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, x.V + (size_t)i * Dv, Dv, 1.0f);
+            nn = isa->dot(k, k, D);
+            x.kn[i] = nn > 0.0f ? sqrtf(nn) : 0.0f;
+            attn__unit(isa, k, x.Xn + (size_t)i * D, D);
+        }
+}
+
+/* Writes dq, dk, dv of heads h0 .. h0 + nh - 1 back a position at a time: rows [0, n) from the
+   staging (dk already through the key normalisation), then the padding rows up to pad_end 0 */
+static void attn__rt_bwd_unstage(const attn__rt *R, float *heads, float *zero, int b, int off, int n, int w, int pad_end,
+                                 int h0, int nh) {
+    const attn__problem *P = R->P;
+    const attn__isa *isa = R->isa;
+    const int D = P->q.dim, Dv = P->v.dim;
+    int i, hh;
+    for (i = 0; i < n; ++i)
+        for (hh = 0; hh < nh; ++hh) {
+            const attn__rt_head x = attn__rt_head_at(R, heads, hh, n, w);
+            const int h = h0 + hh;
+            isa->store(attn__at(&R->dq, b, off + i, h), R->dq.dtype, x.dQ + (size_t)i * D, D, P->scale);
+            isa->store(attn__at(&R->dk, b, off + i, h), R->dk.dtype, x.dK + (size_t)i * D, D,
+                       R->normk ? (x.kn[i] > 0.0f ? 1.0f / x.kn[i] : 0.0f) : 1.0f);
+            isa->store(attn__at(&R->dv, b, off + i, h), R->dv.dtype, x.dV + (size_t)i * Dv, Dv, 1.0f);
+        }
+    memset(zero, 0, sizeof(float) * (size_t)ATTN__MAX(D, Dv));   /* padding rows (and rows past the last segment) */
+    for (i = off + n; i < pad_end; ++i)
+        for (hh = 0; hh < nh; ++hh) {
+            isa->store(attn__at(&R->dq, b, i, h0 + hh), R->dq.dtype, zero, D, 1.0f);
+            isa->store(attn__at(&R->dk, b, i, h0 + hh), R->dk.dtype, zero, D, 1.0f);
+            isa->store(attn__at(&R->dv, b, i, h0 + hh), R->dv.dtype, zero, Dv, 1.0f);
+        }
 }
 
 static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     const attn__rt *R = (const attn__rt *)ctx;
     const attn__problem *P = R->P;
     const attn__isa *isa = R->isa;
-    const int H = P->q.heads, u = task / H, h = task % H, D = P->q.dim, Dv = P->v.dim, B = ATTN__BQ;
+    const int H = P->q.heads, u = task / R->nch, h0 = task % R->nch * R->hc, nh = ATTN__MIN(R->hc, H - h0);
+    const int D = P->q.dim, Dv = P->v.dim, B = ATTN__BQ;
     const int b = R->cu ? 0 : u, off = R->cu ? R->cu[u] : 0;
     const int n = R->cu ? R->cu[u + 1] - off : R->lens ? R->lens[u] : R->n;     /* L: valid tokens */
     const int w = ATTN__MIN(R->window, n), pad_end = R->cu ? (u == R->units - 1 ? R->n : off + n) : R->n;
@@ -13141,147 +13268,112 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     float *KT = dPT + (size_t)wr * B, *VT = KT + (size_t)wr * D, *RT = VT + (size_t)wr * Dv;
     attn__rt_ent *lists = (attn__rt_ent *)(void *)(RT + (size_t)B * D), *qlists = lists + (size_t)B * 2 * w;
     uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)B * 2 * w : 0));
-    float *Q = (float *)(void *)(tmp + 2 * w), *K = Q + (size_t)n * D, *Xn = K + (size_t)n * D, *dQ = Xn + (size_t)n * D;
-    float *dK = dQ + (size_t)n * D, *V = dK + (size_t)n * D, *G = V + (size_t)n * Dv, *dV = G + (size_t)n * Dv;
-    float *kn = dV + (size_t)n * Dv, *Kw = kn + n, *dKa = Kw + (size_t)wr * D, *dVa = dKa + (size_t)wr * D;
+    float *Kw = (float *)(void *)(tmp + 2 * w), *dKa = Kw + (size_t)wr * D, *dVa = dKa + (size_t)wr * D;
     float *Qg = dVa + (size_t)wr * Dv, *dQa = Qg + (size_t)B * D, *Gg = dQa + (size_t)B * D, *mx = Gg + (size_t)B * Dv;
-    float *sum = mx + B, *dl = sum + B, *ones = dl + B, *Xq = ones + B;
-    int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *hnq = hn + B, *kwin = hnq + B;
-    int *qwin = R->sep ? kwin + (size_t)nc * w : kwin;
-    int i, c, c0, cl, t, q0, kb, r, j, e;
+    float *sum = mx + B, *dl = sum + B, *ones = dl + B, *heads = ST + R->scr_floats;
+    int *hn = (int *)(void *)(ones + B), *hnq = hn + B;
+    int i, c, c0, cl, t, q0, kb, r, j, hh;
     size_t z;
     for (i = 0; i < B; ++i) ones[i] = 1.0f;
-    for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
-        float *k = K + (size_t)i * D;
-        float nn;
-        if (R->sep) {                                 /* the query's own routing row (dQ: scratch) */
-            isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, dQ + (size_t)i * D, D, 1.0f);
-            attn__unit(isa, dQ + (size_t)i * D, Xq + (size_t)i * D, D);
+    attn__rt_bwd_stage(R, heads, Qg, b, off, n, w, h0, nh, 0);
+    for (hh = 0; hh < nh; ++hh) {                    /* every window first: the counts */
+        const attn__rt_head x = attn__rt_head_at(R, heads, hh, n, w);
+        for (c0 = 0; n > 0 && c0 < nc; c0 += B) {
+            const int ncb = ATTN__MIN(B, nc - c0);
+            attn__rt_route(R, h0 + hh, n, w, c0, ncb, x.Xn, x.Xq, RT, ST, mx, lists, qlists, hn, hnq, tmp);
+            for (cl = 0; cl < ncb; ++cl)
+                for (t = 0; t < w; ++t) {
+                    x.kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;
+                    if (R->sep) x.qwin[(size_t)(c0 + cl) * w + t] = qlists[(size_t)cl * w + t].pos;
+                }
         }
-        isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, P->scale);
-        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, k, D, 1.0f);
-        isa->load(attn__at(&P->v, b, off + i, h), P->v.dtype, V + (size_t)i * Dv, Dv, 1.0f);
-        nn = isa->dot(k, k, D);
-        kn[i] = nn > 0.0f ? sqrtf(nn) : 0.0f;
-        attn__unit(isa, k, Xn + (size_t)i * D, D);
-        if (R->normk) memcpy(k, Xn + (size_t)i * D, sizeof(float) * (size_t)D);
-        memset(dQ + (size_t)i * D, 0, sizeof(float) * (size_t)D);
-        memset(dK + (size_t)i * D, 0, sizeof(float) * (size_t)D);
-        memset(dV + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
-        cnt[i] = 0;
+        for (z = 0; n > 0 && z < (size_t)nc * w; ++z) x.cnt[x.qwin[z]]++;
     }
-    for (c0 = 0; n > 0 && c0 < nc; c0 += B) {        /* every window first: the counts */
-        const int ncb = ATTN__MIN(B, nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, ST, mx, lists, qlists, hn, hnq, tmp);
-        for (cl = 0; cl < ncb; ++cl)
-            for (t = 0; t < w; ++t) {
-                kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;
-                if (R->sep) qwin[(size_t)(c0 + cl) * w + t] = qlists[(size_t)cl * w + t].pos;
+    attn__rt_bwd_stage(R, heads, Qg, b, off, n, w, h0, nh, 1);   /* g_i = dout_i / (c_i + count_eps) */
+    for (hh = 0; hh < nh; ++hh) {
+        const attn__rt_head x = attn__rt_head_at(R, heads, hh, n, w);
+        const float *Q = x.Q, *K = x.K, *V = x.V, *G = x.G;
+        float *dQ = x.dQ, *dK = x.dK, *dV = x.dV;
+        for (c = 0; n > 0 && c < nc; ++c) {
+            const int *kw = x.kwin + (size_t)c * w, *qw = x.qwin + (size_t)c * w;
+            for (t = 0; t < w; ++t) memcpy(Kw + (size_t)t * D, K + (size_t)kw[t] * D, sizeof(float) * (size_t)D);
+            for (kb = 0; kb < nkb; ++kb) {               /* K'^T and V^T per key block (the qk kernel's lanes) */
+                const int nk = ATTN__MIN(B, w - kb * B);
+                isa->gather_t(K, (size_t)D, kw + kb * B, nk, D, KT + (size_t)kb * D * B);
+                isa->gather_t(V, (size_t)Dv, kw + kb * B, nk, Dv, VT + (size_t)kb * Dv * B);
             }
-    }
-    for (z = 0; n > 0 && z < (size_t)nc * w; ++z) cnt[qwin[z]]++;
-    for (i = 0; i < n; ++i)                          /* g_i = dout_i / (c_i + count_eps) */
-        isa->load(attn__at(&R->dout, b, off + i, h), R->dout.dtype, G + (size_t)i * Dv, Dv,
-                  cnt[i] ? 1.0f / ((float)cnt[i] + R->ceps) : 0.0f);
-    for (c = 0; n > 0 && c < nc; ++c) {
-        const int *kw = kwin + (size_t)c * w, *qw = qwin + (size_t)c * w;
-        for (t = 0; t < w; ++t) memcpy(Kw + (size_t)t * D, K + (size_t)kw[t] * D, sizeof(float) * (size_t)D);
-        for (kb = 0; kb < nkb; ++kb) {               /* K'^T and V^T per key block; lanes past w 0 */
-            const int nk = ATTN__MIN(B, w - kb * B);
-            for (e = 0; e < D; ++e) {
-                float *kt = KT + ((size_t)kb * D + e) * B;
-                for (j = 0; j < nk; ++j) kt[j] = Kw[((size_t)kb * B + j) * D + e];
-                for (; j < B; ++j) kt[j] = 0.0f;
-            }
-            for (e = 0; e < Dv; ++e) {
-                float *vt = VT + ((size_t)kb * Dv + e) * B;
-                for (j = 0; j < nk; ++j) vt[j] = V[(size_t)kw[kb * B + j] * Dv + e];
-                for (; j < B; ++j) vt[j] = 0.0f;
-            }
-        }
-        memset(dKa, 0, sizeof(float) * (size_t)wr * D);
-        memset(dVa, 0, sizeof(float) * (size_t)wr * Dv);
-        for (q0 = 0; q0 < w; q0 += B) {
-            const int nl = ATTN__MIN(B, w - q0);
-            for (r = 0; r < nl; ++r) {
-                memcpy(Qg + (size_t)r * D, Q + (size_t)qw[q0 + r] * D, sizeof(float) * (size_t)D);
-                memcpy(Gg + (size_t)r * Dv, G + (size_t)qw[q0 + r] * Dv, sizeof(float) * (size_t)Dv);
-                mx[r] = -INFINITY; sum[r] = 0.0f; dl[r] = 0.0f;
-            }
-            memset(dQa, 0, sizeof(float) * (size_t)nl * D);
-            for (kb = 0; kb < nkb; ++kb) {           /* logits and dP, the masks, the row maxima */
-                const int nk = ATTN__MIN(B, w - kb * B), lanes = (int)attn__round16((size_t)nk);
-                float *st = ST + (size_t)kb * B * B;
-                isa->qk(Qg, D, nl, KT + (size_t)kb * D * B, lanes, D, st);
-                isa->qk(Gg, Dv, nl, VT + (size_t)kb * Dv * B, lanes, Dv, dPT + (size_t)kb * B * B);
+            memset(dKa, 0, sizeof(float) * (size_t)wr * D);
+            memset(dVa, 0, sizeof(float) * (size_t)wr * Dv);
+            for (q0 = 0; q0 < w; q0 += B) {
+                const int nl = ATTN__MIN(B, w - q0);
                 for (r = 0; r < nl; ++r) {
-                    const int p = qw[q0 + r];
-                    float *sr = st + (size_t)r * B, m = mx[r];
-                    for (j = 0; j < nk; ++j) {       /* branch-free, as the forward's */
-                        const int kp = kw[kb * B + j];
-                        float x = P->causal && kp > p ? -INFINITY : sr[j];
-                        x = self && kp == p ? -5e4f : x;
-                        sr[j] = x;
-                        m = m > x ? m : x;           /* NaN in x makes m NaN: it propagates */
+                    memcpy(Qg + (size_t)r * D, Q + (size_t)qw[q0 + r] * D, sizeof(float) * (size_t)D);
+                    memcpy(Gg + (size_t)r * Dv, G + (size_t)qw[q0 + r] * Dv, sizeof(float) * (size_t)Dv);
+                    mx[r] = -INFINITY; sum[r] = 0.0f; dl[r] = 0.0f;
+                }
+                memset(dQa, 0, sizeof(float) * (size_t)nl * D);
+                for (kb = 0; kb < nkb; ++kb) {           /* logits and dP, the masks, the row maxima */
+                    const int nk = ATTN__MIN(B, w - kb * B), lanes = (int)attn__round16((size_t)nk);
+                    float *st = ST + (size_t)kb * B * B;
+                    isa->qk(Qg, D, nl, KT + (size_t)kb * D * B, lanes, D, st);
+                    isa->qk(Gg, Dv, nl, VT + (size_t)kb * Dv * B, lanes, Dv, dPT + (size_t)kb * B * B);
+                    for (r = 0; r < nl; ++r) {
+                        const int p = qw[q0 + r];
+                        float *sr = st + (size_t)r * B, m = mx[r];
+                        for (j = 0; j < nk; ++j) {       /* branch-free, as the forward's */
+                            const int kp = kw[kb * B + j];
+                            float x = P->causal && kp > p ? -INFINITY : sr[j];
+                            x = self && kp == p ? -5e4f : x;
+                            sr[j] = x;
+                            m = m > x ? m : x;           /* NaN in x makes m NaN: it propagates */
+                        }
+                        mx[r] = m;
                     }
-                    mx[r] = m;
                 }
-            }
-            for (kb = 0; kb < nkb; ++kb) {           /* exp(s - max) and the sums */
-                const int nk = ATTN__MIN(B, w - kb * B);
-                for (r = 0; r < nl; ++r) {
-                    float *sr = ST + (size_t)kb * B * B + (size_t)r * B;
-                    sum[r] += isa->exp_sum(sr, sr, mx[r], nk);
+                for (kb = 0; kb < nkb; ++kb) {           /* exp(s - max) and the sums */
+                    const int nk = ATTN__MIN(B, w - kb * B);
+                    for (r = 0; r < nl; ++r) {
+                        float *sr = ST + (size_t)kb * B * B + (size_t)r * B;
+                        sum[r] += isa->exp_sum(sr, sr, mx[r], nk);
+                    }
                 }
-            }
-            for (kb = 0; kb < nkb; ++kb) {           /* P, and rowsum(P dP) */
-                const int nk = ATTN__MIN(B, w - kb * B);
-                for (r = 0; r < nl; ++r) {
-                    float *sr = ST + (size_t)kb * B * B + (size_t)r * B;
-                    isa->scal(sr, 1.0f / sum[r], nk);
-                    memset(sr + nk, 0, sizeof(float) * (size_t)(B - nk));
-                    dl[r] += isa->dot(sr, dPT + (size_t)kb * B * B + (size_t)r * B, nk);
+                for (kb = 0; kb < nkb; ++kb) {           /* P, and rowsum(P dP) */
+                    const int nk = ATTN__MIN(B, w - kb * B);
+                    for (r = 0; r < nl; ++r) {
+                        float *sr = ST + (size_t)kb * B * B + (size_t)r * B;
+                        isa->scal(sr, 1.0f / sum[r], nk);
+                        memset(sr + nk, 0, sizeof(float) * (size_t)(B - nk));
+                        dl[r] += isa->dot(sr, dPT + (size_t)kb * B * B + (size_t)r * B, nk);
+                    }
                 }
-            }
-            for (kb = 0; kb < nkb; ++kb) {           /* dS; then the products */
-                const int nk = ATTN__MIN(B, w - kb * B);
-                float *st = ST + (size_t)kb * B * B, *dp = dPT + (size_t)kb * B * B;
-                for (r = 0; r < nl; ++r) {
-                    const int p = qw[q0 + r];
-                    float *sr = st + (size_t)r * B, *dr = dp + (size_t)r * B;
-                    isa->madd(dr, sr, dr, -dl[r], sr, nk);
-                    for (j = 0; self && j < nk; ++j) if (kw[kb * B + j] == p) dr[j] = 0.0f;
-                    memset(dr + nk, 0, sizeof(float) * (size_t)(B - nk));
+                for (kb = 0; kb < nkb; ++kb) {           /* dS; then the products */
+                    const int nk = ATTN__MIN(B, w - kb * B);
+                    float *st = ST + (size_t)kb * B * B, *dp = dPT + (size_t)kb * B * B;
+                    for (r = 0; r < nl; ++r) {
+                        const int p = qw[q0 + r];
+                        float *sr = st + (size_t)r * B, *dr = dp + (size_t)r * B;
+                        isa->madd(dr, sr, dr, -dl[r], sr, nk);
+                        for (j = 0; self && j < nk; ++j) if (kw[kb * B + j] == p) dr[j] = 0.0f;
+                        memset(dr + nk, 0, sizeof(float) * (size_t)(B - nk));
+                    }
+                    isa->pv(st, nl, nk, Gg, Dv, Dv, ones, dVa + (size_t)kb * B * Dv, (size_t)Dv);
+                    isa->pv(dp, nl, nk, Qg, D, D, ones, dKa + (size_t)kb * B * D, (size_t)D);
+                    R->bisa->pvt(dp, nk, nl, Kw + (size_t)kb * B * D, D, D, dQa, (size_t)D);
                 }
-                isa->pv(st, nl, nk, Gg, Dv, Dv, ones, dVa + (size_t)kb * B * Dv, (size_t)Dv);
-                isa->pv(dp, nl, nk, Qg, D, D, ones, dKa + (size_t)kb * B * D, (size_t)D);
-                R->bisa->pvt(dp, nk, nl, Kw + (size_t)kb * B * D, D, D, dQa, (size_t)D);
+                for (r = 0; r < nl; ++r) isa->axpy(dQ + (size_t)qw[q0 + r] * D, 1.0f, dQa + (size_t)r * D, D);
             }
-            for (r = 0; r < nl; ++r) isa->axpy(dQ + (size_t)qw[q0 + r] * D, 1.0f, dQa + (size_t)r * D, D);
+            for (t = 0; t < w; ++t) {
+                isa->axpy(dK + (size_t)kw[t] * D, 1.0f, dKa + (size_t)t * D, D);
+                isa->axpy(dV + (size_t)kw[t] * Dv, 1.0f, dVa + (size_t)t * Dv, Dv);
+            }
         }
-        for (t = 0; t < w; ++t) {
-            isa->axpy(dK + (size_t)kw[t] * D, 1.0f, dKa + (size_t)t * D, D);
-            isa->axpy(dV + (size_t)kw[t] * Dv, 1.0f, dVa + (size_t)t * Dv, Dv);
+        for (i = 0; R->normk && i < n; ++i) {        /* through x = k / |k|: (g - x (x . g)), the 1 / |k| on the way out */
+            float *g = dK + (size_t)i * D;
+            const float *xk = K + (size_t)i * D;
+            isa->axpy(g, -isa->dot(xk, g, D), xk, D);
         }
     }
-    for (i = 0; i < n; ++i) {
-        float *g = dK + (size_t)i * D, mul = 1.0f;
-        if (R->normk) {                              /* through x = k / |k|: (g - x (x . g)) / |k| */
-            const float *x = K + (size_t)i * D;
-            isa->axpy(g, -isa->dot(x, g, D), x, D);
-            mul = kn[i] > 0.0f ? 1.0f / kn[i] : 0.0f;
-        }
-        isa->store(attn__at(&R->dq, b, off + i, h), R->dq.dtype, dQ + (size_t)i * D, D, P->scale);
-        isa->store(attn__at(&R->dk, b, off + i, h), R->dk.dtype, g, D, mul);
-        isa->store(attn__at(&R->dv, b, off + i, h), R->dv.dtype, dV + (size_t)i * Dv, Dv, 1.0f);
-    }
-    memset(dQa, 0, sizeof(float) * (size_t)D);       /* padding rows (and rows past the last segment): 0 */
-    memset(Gg, 0, sizeof(float) * (size_t)Dv);
-    for (i = off + n; i < pad_end; ++i) {
-        isa->store(attn__at(&R->dq, b, i, h), R->dq.dtype, dQa, D, 1.0f);
-        isa->store(attn__at(&R->dk, b, i, h), R->dk.dtype, dQa, D, 1.0f);
-        isa->store(attn__at(&R->dv, b, i, h), R->dv.dtype, Gg, Dv, 1.0f);
-    }
+    attn__rt_bwd_unstage(R, heads, dQa, b, off, n, w, pad_end, h0, nh);
 }
 
 static attn_status attn__routing_backward(const attn__call *c) {
@@ -13296,7 +13388,7 @@ static attn_status attn__routing_backward(const attn__call *c) {
     if (!c->bytes) {
         if ((s = attn__check_bwd_grads(c, &R.dout, &R.dq, &R.dk, &R.dv)) != ATTN_OK) return s;
     }
-    if (!(R.ws_floats = attn__rt_bwd_floats(&R, c->q.dim, c->v.dim))) return ATTN_ERR_OVERFLOW;
+    if (!attn__rt_bwd_plan(&R, P.n_threads, &tasks)) return ATTN_ERR_OVERFLOW;
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!(bytes = attn__rt_bytes(&R, nt))) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }

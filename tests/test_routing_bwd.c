@@ -306,6 +306,8 @@ static void rb_cases(void) {
     c = rb_make(1, 45, 2, 8, 8, 3, 8, 1, 1, 0.0, 0);             /* packed sequences, rows past the last 0 */
     c.cu = cu; c.segs = 3;
     rb_run(&r, &c, 0, ATTN_F32, 1);
+    c = rb_make(1, 37, 3, 8, 8, 4, 11, 1, 1, 1e-5, 0);           /* 3 heads: 2 threads stage them as 2 + 1 */
+    rb_run(&r, &c, 1, ATTN_F32, 1);
     c = rb_make(2, 23, 2, 8, 8, 3, 0, 0, 0, 0.0, 0);             /* window 0 (64) > n: one window of all */
     rb_run(&r, &c, 0, ATTN_F16, 1);
     c = rb_make(2, 150, 1, 8, 8, 3, 80, 1, 1, 1e-5, 0);          /* two key blocks a window, padding */
