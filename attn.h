@@ -11629,10 +11629,13 @@ static attn_status attn__bigbird_forward(const attn__call *c) {
      3  (batch, query head, query block, piece): dq = its partials added in the forward's list
         order (a block listed m times: its partial added m times), times scale
    Each partial has one writer and each sum a fixed order: the gradients are bitwise the same
-   for every thread count. The partials take B x pairs x block x D floats, pairs = the (query
-   head, query block, key block) triples the lists name, at most Hq (2 nb + (nb-2) min(nb, 5+r))
-   (about 10 dq's at r 3; the workspace counts the bound); they are ordered by (query head, key
-   block, query block), so the rows of a run of query blocks are consecutive.
+   for every thread count. A partial is block x D floats per (query head, query block, key
+   block) that the lists name: at most 2 nb + (nb-2) min(nb, 5+r) per head, about 10 times a
+   head's dq at r 3 (the workspace counts this bound). Passes 2 and 3 run over chunks of
+   (batch, KV head) units, at least n_threads units and about ATTN__BBW_CHUNK_BYTES of
+   partials a chunk, so the partials stay near the cache and the workspace stays small (a
+   workspace past glibc's mmap threshold is faulted in afresh on every call). The pairs are
+   ordered by (query head, key block, query block): a run of query blocks has consecutive rows.
    The pair recomputes P = exp(logit - lse) from the forward's lse; padded keys carry the
    forward's -10000 (the pad row as the bias), padded query rows get dq 0 and give nothing.
    A drawn random table is materialised once in the workspace (the same rows as
@@ -11646,9 +11649,12 @@ typedef struct attn__bbw {
     size_t list_off;             /* per-thread ints for the list, after the pair's scratch */
     const int *first;            /* [Hq nb + 1]: the first pair of (query head, key block) */
     const int *qblock, *mult;    /* [pairs]: each pair's query block, and how often it lists the key block */
-    int pairs;                   /* pairs per batch: first[Hq nb] */
-    float *dqp;                  /* [B][pairs][block][D] fp32 dq partials (unscaled) */
+    int unit0, units;            /* the chunk's (batch, KV head) units: unit = b Hk + hk */
+    size_t unit_floats;          /* partials per unit: g heads' pairs at their bound, block x D each */
+    float *dqp;                  /* [units][unit_floats] the chunk's fp32 dq partials (unscaled) */
 } attn__bbw;
+
+#define ATTN__BBW_CHUNK_BYTES ((size_t)8 << 20)   /* about this much dq partials per chunk */
 
 /* The most pairs the lists of Hq heads can name (the workspace's count). */
 static int attn__bbw_pairs_max(const attn__bb *B, int Hq, size_t *pairs) {
@@ -11690,12 +11696,14 @@ static void attn__bbw_local(const attn__bbw *L, int b, attn__bwd_ctx *C, attn__p
     *pad = L->rows_k ? L->pad_row + (P->k.seq - L->rows_k[b]) : NULL;
 }
 
-/* The rows r0.. of task's (batch, query head, query block, piece) for passes 1 and 3. */
+/* The rows r0.. of task's (batch, query head, query block, piece) of the chunk's units, for
+   passes 1 and 3; global query blocks first. */
 static void attn__bbw_piece(const attn__bbw *L, int task, int *b, int *h, int *qb, int *r0, int *rows, int *valid) {
     const attn__problem *P = L->C.P;
-    const int piece = task % L->pieces;
-    *h = task / L->pieces % P->q.heads; *b = task / L->pieces / P->q.heads % P->q.batch;
-    *qb = task / L->pieces / P->q.heads / P->q.batch;
+    const int g = P->groups, piece = task % L->pieces, at = task / L->pieces % (L->units * g);
+    const int unit = L->unit0 + at / g;
+    *b = unit / P->k.heads; *h = unit % P->k.heads * g + at % g;
+    *qb = attn__bb_order(L->B->nb, task / L->pieces / (L->units * g));
     *r0 = *qb * L->block + piece * ATTN__BQ; *rows = ATTN__MIN(ATTN__BQ, (*qb + 1) * L->block - *r0);
     *valid = L->rows_q ? ATTN__MAX(0, ATTN__MIN(*rows, L->rows_q[*b] - *r0)) : *rows;
 }
@@ -11720,8 +11728,9 @@ static void attn__bbw_drow_task(void *ctx, int task, int thread) {
 static void attn__bbw_task(void *ctx, int task, int thread) {
     const attn__bbw *L = (const attn__bbw *)ctx;
     const attn__problem *P0 = L->C.P;
-    const int Hk = P0->k.heads, g = P0->groups, nb = L->B->nb, D = P0->q.dim, hk = task % Hk;
-    const int b = task / Hk % P0->q.batch, kb = attn__bb_order(nb, task / Hk / P0->q.batch), k1 = (kb + 1) * L->block;
+    const int Hk = P0->k.heads, g = P0->groups, nb = L->B->nb, D = P0->q.dim, unit = L->unit0 + task % L->units;
+    const int hk = unit % Hk, b = unit / Hk, kb = attn__bb_order(nb, task / L->units), k1 = (kb + 1) * L->block;
+    const int unit_p0 = L->first[(size_t)hk * (size_t)g * (size_t)nb];
     const int Lq = L->rows_q ? L->rows_q[b] : P0->q.seq, Lk = L->rows_k ? L->rows_k[b] : P0->k.seq;
     attn__bwd_ctx C;
     attn__problem P;
@@ -11746,7 +11755,7 @@ static void attn__bbw_task(void *ctx, int task, int thread) {
         for (h = hk * g; h < hk * g + g; ++h) {
             const int p0 = L->first[(size_t)h * (size_t)nb + (size_t)kb], np = L->first[(size_t)h * (size_t)nb + (size_t)kb + 1] - p0;
             const int *qs = L->qblock + p0, *ms = L->mult + p0;
-            float *part = L->dqp + ((size_t)b * (size_t)L->pairs + (size_t)p0) * (size_t)L->block * (size_t)D;
+            float *part = L->dqp + (size_t)(unit - L->unit0) * L->unit_floats + (size_t)(p0 - unit_p0) * (size_t)L->block * (size_t)D;
             for (e = 0; e < np && qs[e] * L->block < Lq; e = f) {   /* runs: consecutive blocks, same m */
                 const int r0 = qs[e] * L->block;
                 int r1;
@@ -11795,7 +11804,9 @@ static void attn__bbw_dq_task(void *ctx, int task, int thread) {
                 if (L->qblock[mid] < qb) lo = mid + 1; else hi = mid;
             }
             kb = list[i];
-            src = L->dqp + (((size_t)b * (size_t)L->pairs + (size_t)lo) * (size_t)L->block + (size_t)(r0 - qb * L->block)) * (size_t)D;
+            src = L->dqp + (size_t)(b * P->k.heads + h / P->groups - L->unit0) * L->unit_floats +
+                  ((size_t)(lo - L->first[(size_t)(h / P->groups) * (size_t)P->groups * (size_t)nb]) * (size_t)L->block +
+                   (size_t)(r0 - qb * L->block)) * (size_t)D;
         }
         for (r = 0; r < valid; ++r)
             for (c = 0; c < D; ++c) acc[(size_t)r * L->C.ldk + (size_t)c] += src[(size_t)r * (size_t)D + (size_t)c];
@@ -11809,10 +11820,10 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
     attn__bb B;
     attn__bbw L;
     attn__bwd_ws W;
-    size_t per_thread, drow, pad, tab = 0, pairs, index, dqp, total, bytes, i;
+    size_t per_thread, drow, pad, tab = 0, pairs, index, dqp, total, bytes, i, chunk, units;
     attn__ws w;
     attn_status s;
-    int block, tasks, h, row, *list;
+    int block, h, row, *list;
     float *base;
     if ((s = attn__bb_check(c, &P, &B, &block)) != ATTN_OK) return s;
     memset(&L, 0, sizeof L);
@@ -11827,7 +11838,7 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
     }
     /* per thread: the pair's scratch, then the list (nb + r entries, 3 nb scratch ints);
        shared: drow [B][Hq][Sq], the pad row, a drawn table [Hq][nb-2][r], the pair index
-       (first, qblock, mult), the dq partials [B][pairs][block][D] */
+       (first, qblock, mult), a chunk's dq partials [chunk][unit_floats] */
     L.list_off = attn__bwd_ws_layout(&L.C, NULL, &W);
     if (!attn__mul_size(4, (size_t)B.nb, &per_thread) || !attn__add_size(per_thread, (size_t)B.r, &per_thread) ||
         !attn__add_size(L.list_off, attn__round16(per_thread), &L.C.ws_floats) ||
@@ -11835,8 +11846,14 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
         !attn__mul_size((size_t)P.q.batch * (size_t)P.q.heads, (size_t)P.q.seq, &drow) ||
         !attn__mul_size((size_t)P.q.batch * (size_t)P.q.heads, (size_t)B.nb * (size_t)L.pieces, &total) || total > INT_MAX ||
         !attn__bbw_pairs_max(&B, P.q.heads, &pairs) ||
-        !attn__mul_size((size_t)P.q.batch * pairs, (size_t)block, &dqp) || !attn__mul_size(dqp, (size_t)P.q.dim, &dqp))
+        !attn__mul_size(pairs / (size_t)P.k.heads, (size_t)block, &L.unit_floats) ||
+        !attn__mul_size(L.unit_floats, (size_t)P.q.dim, &L.unit_floats))
         return ATTN_ERR_OVERFLOW;
+    units = (size_t)P.q.batch * (size_t)P.k.heads;   /* <= B Hq nb: fits an int */
+    chunk = ATTN__MAX((size_t)P.n_threads, ATTN__BBW_CHUNK_BYTES / sizeof(float) / L.unit_floats);
+    i = ATTN__MAX((size_t)1, (units + chunk - 1) / chunk);   /* chunks, then as even as they go */
+    chunk = (units + i - 1) / i;
+    if (!attn__mul_size(chunk, L.unit_floats, &dqp)) return ATTN_ERR_OVERFLOW;
     drow = attn__round16(drow);
     pad = L.rows_k ? attn__round16(2 * (size_t)P.k.seq) : 0;
     if (B.r > 0 && B.nb > 2 && !B.table && B.mult != ATTN_BIGBIRD_HF_EVAL && !B.full &&
@@ -11867,13 +11884,15 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
         int *first = (int *)(void *)(L.C.drow + drow + pad + attn__round16(tab)), *qblock = first + (size_t)P.q.heads * (size_t)B.nb + 1;
         attn__bbw_index(&B, P.q.heads, first, qblock, qblock + pairs, list, list + (size_t)B.nb + (size_t)B.r);
         L.first = first; L.qblock = qblock; L.mult = qblock + pairs;
-        L.pairs = first[(size_t)P.q.heads * (size_t)B.nb];
         L.dqp = L.C.drow + drow + pad + attn__round16(tab) + index;
     }
-    tasks = P.q.batch * P.q.heads * B.nb * L.pieces;
-    attn__parallel_for(c->d, tasks, P.n_threads, attn__bbw_drow_task, &L);
-    attn__parallel_for(c->d, P.q.batch * P.k.heads * B.nb, P.n_threads, attn__bbw_task, &L);
-    attn__parallel_for(c->d, tasks, P.n_threads, attn__bbw_dq_task, &L);
+    L.unit0 = 0; L.units = (int)units;
+    attn__parallel_for(c->d, L.units * P.groups * B.nb * L.pieces, P.n_threads, attn__bbw_drow_task, &L);
+    for (L.unit0 = 0; L.unit0 < (int)units; L.unit0 += L.units) {
+        L.units = (int)ATTN__MIN(chunk, units - (size_t)L.unit0);
+        attn__parallel_for(c->d, L.units * B.nb, P.n_threads, attn__bbw_task, &L);
+        attn__parallel_for(c->d, L.units * P.groups * B.nb * L.pieces, P.n_threads, attn__bbw_dq_task, &L);
+    }
     attn__ws_release(&w);
     return ATTN_OK;
 }
