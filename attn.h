@@ -335,9 +335,9 @@ typedef struct attn_longformer_params {
    differentiated), a key that counts m times gets m times its share, padded keys keep the
    -10000 (their dk/dv are what their tiny weights give: 0 in fp32 unless a row's logits span
    about 1e4 or every key of the sequence is padded), padded query rows get dq 0 and give
-   nothing to dk/dv. Two passes on the exact backward's tiles over the forward's block lists
-   (dq by query block, dk/dv by key block: about 7 GEMM-shaped products per visible pair
-   against the fused exact backward's 5); bitwise the same for any n_threads.
+   nothing to dk/dv. One pass per key block on the exact backward's tiles over the forward's
+   block lists (the fused exact backward's 5 GEMM-shaped products per visible pair), dq from
+   per-pair partials summed in list order; bitwise the same for any n_threads.
    docs/porting.md maps HF's tensors and config onto these fields. */
 /* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
    shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
