@@ -11753,9 +11753,9 @@ static void attn__bbw_task(void *ctx, int task, int thread) {
         memset(W.dva[0], 0, sizeof(float) * ATTN__BQ * C.ldv);
         P.bias = c0 + nk > Lk ? pad : NULL;
         for (h = hk * g; h < hk * g + g; ++h) {
-            const int p0 = L->first[(size_t)h * (size_t)nb + (size_t)kb], np = L->first[(size_t)h * (size_t)nb + (size_t)kb + 1] - p0;
+            const int *at = L->first + (size_t)h * (size_t)nb + (size_t)kb, p0 = at[0], np = at[1] - p0;
             const int *qs = L->qblock + p0, *ms = L->mult + p0;
-            float *part = L->dqp + (size_t)(unit - L->unit0) * L->unit_floats + (size_t)(p0 - unit_p0) * (size_t)L->block * (size_t)D;
+            float *part = L->dqp + (size_t)(unit - L->unit0) * L->unit_floats + (size_t)(p0 - unit_p0) * (size_t)L->block * D;
             for (e = 0; e < np && qs[e] * L->block < Lq; e = f) {   /* runs: consecutive blocks, same m */
                 const int r0 = qs[e] * L->block;
                 int r1;
@@ -11858,7 +11858,9 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
     pad = L.rows_k ? attn__round16(2 * (size_t)P.k.seq) : 0;
     if (B.r > 0 && B.nb > 2 && !B.table && B.mult != ATTN_BIGBIRD_HF_EVAL && !B.full &&
         !attn__mul_size((size_t)P.q.heads * (size_t)(B.nb - 2), (size_t)B.r, &tab)) return ATTN_ERR_OVERFLOW;
-    index = attn__round16((size_t)P.q.heads * (size_t)B.nb + 1 + 2 * pairs);   /* ints: pairs <= INT_MAX */
+    if (!attn__mul_size(2, pairs, &index) || !attn__add_size(index, (size_t)P.q.heads * (size_t)B.nb + 1 + 15, &index))
+        return ATTN_ERR_OVERFLOW;
+    index &= ~(size_t)15;                    /* ints, in 16-float steps */
     if (!attn__add_size(per_thread, drow, &total) || !attn__add_size(total, pad, &total) ||
         !attn__add_size(total, attn__round16(tab), &total) || !attn__add_size(total, index, &total) ||
         !attn__add_size(total, dqp, &total) || !attn__mul_size(total, sizeof(float), &total) ||
@@ -11881,7 +11883,8 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
         B.table = t;
     }
     {   /* the pair index, from the lists (after the table they read) */
-        int *first = (int *)(void *)(L.C.drow + drow + pad + attn__round16(tab)), *qblock = first + (size_t)P.q.heads * (size_t)B.nb + 1;
+        int *first = (int *)(void *)(L.C.drow + drow + pad + attn__round16(tab));
+        int *qblock = first + (size_t)P.q.heads * (size_t)B.nb + 1;
         attn__bbw_index(&B, P.q.heads, first, qblock, qblock + pairs, list, list + (size_t)B.nb + (size_t)B.r);
         L.first = first; L.qblock = qblock; L.mult = qblock + pairs;
         L.dqp = L.C.drow + drow + pad + attn__round16(tab) + index;
