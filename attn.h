@@ -335,9 +335,9 @@ typedef struct attn_longformer_params {
    differentiated), a key that counts m times gets m times its share, padded keys keep the
    -10000 (their dk/dv are what their tiny weights give: 0 in fp32 unless a row's logits span
    about 1e4 or every key of the sequence is padded), padded query rows get dq 0 and give
-   nothing to dk/dv. Two passes on the exact backward's tiles over the forward's block lists
-   (dq by query block, dk/dv by key block: about 7 GEMM-shaped products per visible pair
-   against the fused exact backward's 5); bitwise the same for any n_threads.
+   nothing to dk/dv. One pass per key block on the exact backward's tiles over the forward's
+   block lists (the fused exact backward's 5 GEMM-shaped products per visible pair), dq from
+   per-pair partials summed in list order; bitwise the same for any n_threads.
    docs/porting.md maps HF's tensors and config onto these fields. */
 /* ATTN_LSH (Kitaev et al. 2020, Reformer; Hugging Face LSHSelfAttention), self-attention with
    shared QK: q.seq == k.seq = n, q.heads == k.heads; pass the shared QK projection as both q and
@@ -11635,46 +11635,71 @@ static attn_status attn__bigbird_forward(const attn__call *c) {
     return ATTN_OK;
 }
 /* attn_backward for ATTN_BIGBIRD: the exact backward's pair (3.9: S = Q K^T and dP = dO V^T on
-   the qk kernel, the stage, dV/dK on pv, dQ on pvt) over the forward's block lists, in two
-   passes so that every gradient row has one owner and no partial sums are needed:
-     A  (batch, query head, query block, piece of ATTN__BQ rows), heaviest (global rows) first:
-        drow = rowsum(dO * out) of its rows, then dQ over the forward's list exactly as the
-        forward walks it (attn__bb_list: a block listed m times is walked m times)
-     B  (batch, KV head, key block, piece of ATTN__BQ keys), global key blocks first: dK, dV
-        over every (query head of the group, query block) that lists the block, m times
-        (attn__bb_mult), runs of query blocks with the same m walked as one range of rows
+   the qk kernel, the stage, dV/dK on pv, dQ on pvt: five products per pair, as the fused exact
+   backward) over the forward's block lists, in one pass that owns key blocks:
+     1  (batch, query head, query block, piece of ATTN__BQ rows): drow = rowsum(dO * out)
+     2  (batch, KV head, key block), global key blocks first: dK, dV of the block over every
+        (query head of the group, query block) that lists it, m times (a block listed m times
+        is walked m times), runs of query blocks with the same m walked as one range of rows;
+        the pair's dS K goes to the dq partial of its (query head, query block, key block)
+     3  (batch, query head, query block, piece): dq = its partials added in the forward's list
+        order (a block listed m times: its partial added m times), times scale
+   Each partial has one writer and each sum a fixed order: the gradients are bitwise the same
+   for every thread count. A partial is block x D floats per (query head, query block, key
+   block) that the lists name: at most 2 nb + (nb-2) min(nb, 5+r) per head, about 10 times a
+   head's dq at r 3 (the workspace counts this bound). Passes 2 and 3 run over chunks of
+   (batch, KV head) units, at least n_threads units and about ATTN__BBW_CHUNK_BYTES of
+   partials a chunk, so the partials stay near the cache and the workspace stays small (a
+   workspace past glibc's mmap threshold is faulted in afresh on every call). The pairs are
+   ordered by (query head, key block, query block): a run of query blocks has consecutive rows.
    The pair recomputes P = exp(logit - lse) from the forward's lse; padded keys carry the
    forward's -10000 (the pad row as the bias), padded query rows get dq 0 and give nothing.
-   Pass A costs 3 of the pair's GEMMs, pass B 4 (the fused exact backward: 5, with dQ partials
-   per key split, which a block-sparse pattern would need per listed block). A drawn random
-   table is materialised once in the workspace (the same rows as attn_bigbird_random_table).
-   When the block is a multiple of ATTN__BQ, K^T and V^T are packed once per key piece before
-   pass A (pass A walks each key piece once per query piece: packing there cost ~13% of the
-   backward); otherwise pass A packs per pair. */
+   A drawn random table is materialised once in the workspace (the same rows as
+   attn_bigbird_random_table). */
 typedef struct attn__bbw {
     attn__bwd_ctx C;             /* the pair's context: P, kernels, lse, drow, views */
     const attn__bb *B;
-    int block, pieces;
+    int block, pieces;           /* pieces: of ATTN__BQ rows per block */
     const int *rows_q, *rows_k;
     const float *pad_row;        /* NULL, or 2 k.seq floats as the forward's */
     size_t list_off;             /* per-thread ints for the list, after the pair's scratch */
-    float *packed;               /* NULL, or [B][Hk][k.seq / ATTN__BQ] pieces of pack_floats */
-    size_t pack_floats;          /* K^T (D x ATTN__BQ) then V^T (Dv x ATTN__BQ) */
+    const int *first;            /* [Hq nb + 1]: the first pair of (query head, key block) */
+    const int *qblock, *mult;    /* [pairs]: each pair's query block, and how often it lists the key block */
+    int unit0, units;            /* the chunk's (batch, KV head) units: unit = b Hk + hk */
+    size_t unit_floats;          /* partials per unit: g heads' pairs at their bound, block x D each */
+    float *dqp;                  /* [units][unit_floats] the chunk's fp32 dq partials (unscaled) */
 } attn__bbw;
 
-/* How many times query block i of head h counts key block kb (attn__bb_list's counts; the
-   table is materialised unless HF_EVAL or r == 0). */
-static int attn__bb_mult(const attn__bb *B, int h, int i, int kb) {
+#define ATTN__BBW_CHUNK_BYTES ((size_t)8 << 20)   /* about this much dq partials per chunk */
+
+/* The most pairs the lists of Hq heads can name (the workspace's count). */
+static int attn__bbw_pairs_max(const attn__bb *B, int Hq, size_t *pairs) {
+    const size_t nb = (size_t)B->nb, middle = B->full || nb <= 2 ? 0 : nb - 2;
+    const size_t seen = (size_t)ATTN__MIN((long long)nb, 5LL + B->r);
+    size_t head;
+    return attn__mul_size(nb - middle, nb, &head) && attn__mul_size(middle, seen, pairs) &&
+           attn__add_size(head, *pairs, &head) && attn__mul_size(head, (size_t)Hq, pairs) && *pairs <= (size_t)INT_MAX;
+}
+
+/* Builds L's pair index from the lists: first [Hq nb + 1] ints, qblock and mult at least
+   attn__bbw_pairs_max's; list and scratch as attn__bb_list takes them. */
+static void attn__bbw_index(const attn__bb *B, int Hq, int *first, int *qblock, int *mult, int *list, int *scratch) {
     const int nb = B->nb;
-    int c, t;
-    if (B->full || i == 0 || i == nb - 1) return 1;
-    c = kb == 0 || kb == nb - 1 || (kb >= i - 1 && kb <= i + 1);
-    if (B->mult == ATTN_BIGBIRD_HF_EVAL) return c + (kb == 0 ? B->r : 0);
-    if (B->table) {
-        const int *row = B->table + ((size_t)h * (size_t)(nb - 2) + (size_t)(i - 1)) * (size_t)B->r;
-        for (t = 0; t < B->r; ++t) if (row[t] == kb) c = B->mult == ATTN_BIGBIRD_UNION ? 1 : c + 1;
+    int pass, h, i, t, u, n;
+    memset(first, 0, sizeof(int) * ((size_t)Hq * (size_t)nb + 1));
+    for (pass = 0; pass < 2; ++pass) {       /* 0: count per (head, key block); 1: fill */
+        for (h = 0; h < Hq; ++h)
+            for (i = 0; i < nb; ++i)
+                for (n = attn__bb_list(B, h, i, list, scratch), t = 0; t < n; t = u) {
+                    int *at = first + (size_t)h * (size_t)nb + (size_t)list[t];
+                    for (u = t + 1; u < n && list[u] == list[t]; ++u) {}
+                    if (pass == 0) { ++at[1]; continue; }
+                    qblock[*at] = i; mult[*at] = u - t; ++*at;   /* query blocks ascending */
+                }
+        if (pass == 0) for (t = 0; t < Hq * nb; ++t) first[t + 1] += first[t];
     }
-    return c;
+    for (t = Hq * nb; t > 0; --t) first[t] = first[t - 1];   /* the fill moved each start to its end */
+    first[0] = 0;
 }
 
 /* Block of ordinal o: the two global blocks (the heavy tasks) first, then 1..nb-2. */
@@ -11687,130 +11712,123 @@ static void attn__bbw_local(const attn__bbw *L, int b, attn__bwd_ctx *C, attn__p
     *pad = L->rows_k ? L->pad_row + (P->k.seq - L->rows_k[b]) : NULL;
 }
 
-/* Packs key piece c (ATTN__BQ keys) of (batch, KV head) into L->packed, once for pass A. */
-static void attn__bbw_pack_task(void *ctx, int task, int thread) {
+/* The rows r0.. of task's (batch, query head, query block, piece) of the chunk's units, for
+   passes 1 and 3; global query blocks first. */
+static void attn__bbw_piece(const attn__bbw *L, int task, int *b, int *h, int *qb, int *r0, int *rows, int *valid) {
+    const attn__problem *P = L->C.P;
+    const int g = P->groups, piece = task % L->pieces, at = task / L->pieces % (L->units * g);
+    const int unit = L->unit0 + at / g;
+    *b = unit / P->k.heads; *h = unit % P->k.heads * g + at % g;
+    *qb = attn__bb_order(L->B->nb, task / L->pieces / (L->units * g));
+    *r0 = *qb * L->block + piece * ATTN__BQ; *rows = ATTN__MIN(ATTN__BQ, (*qb + 1) * L->block - *r0);
+    *valid = L->rows_q ? ATTN__MAX(0, ATTN__MIN(*rows, L->rows_q[*b] - *r0)) : *rows;
+}
+
+/* Pass 1: drow of one piece of a query block (as the exact backward's pass 1). */
+static void attn__bbw_drow_task(void *ctx, int task, int thread) {
     const attn__bbw *L = (const attn__bbw *)ctx;
     const attn__problem *P = L->C.P;
-    const int pieces = P->k.seq / ATTN__BQ, c = task % pieces, hk = task / pieces % P->k.heads;
-    const int b = task / pieces / P->k.heads;
-    float *dst = L->packed + (size_t)task * L->pack_floats;
-    attn__bwd_ws W;
-    const float *Kr, *Vr;
-    ptrdiff_t ldkr, ldvr;
-    attn__bwd_ws_layout(&L->C, L->C.ws + (size_t)thread * L->C.ws_floats, &W);
-    Kr = attn__bwd_rows_f32(L->C.isa, &P->k, b, c * ATTN__BQ, hk, ATTN__BQ, W.kc[0], L->C.ldk, &ldkr);
-    Vr = attn__bwd_rows_f32(L->C.isa, &P->v, b, c * ATTN__BQ, hk, ATTN__BQ, W.dva[0], L->C.ldv, &ldvr);
-    W.kt[0] = dst; W.vt[0] = dst + (size_t)P->q.dim * ATTN__BQ;
-    attn__bwd_pack(&L->C, &W, 0, Kr, ldkr, Vr, ldvr, ATTN__BQ);
+    float *o = L->C.ws + (size_t)thread * L->C.ws_floats, *d = o + L->C.ldv;
+    int b, h, qb, r0, rows, valid, i, c;
+    attn__bbw_piece(L, task, &b, &h, &qb, &r0, &rows, &valid);
+    for (i = r0; i < r0 + valid; ++i) {
+        float s = 0.0f;
+        L->C.isa->load(attn__at(&P->out, b, i, h), P->out.dtype, o, P->v.dim, 1.0f);
+        L->C.isa->load(attn__at(&L->C.dout, b, i, h), L->C.dout.dtype, d, P->v.dim, 1.0f);
+        for (c = 0; c < P->v.dim; ++c) s += d[c] * o[c];
+        L->C.drow[((size_t)b * P->q.heads + h) * P->q.seq + (size_t)i] = s;
+    }
 }
 
-/* Pass A: drow and dq of one piece of a query block. */
+/* Pass 2: dk and dv of one key block of one KV head, and the dq partials of its pairs. */
+static void attn__bbw_task(void *ctx, int task, int thread) {
+    const attn__bbw *L = (const attn__bbw *)ctx;
+    const attn__problem *P0 = L->C.P;
+    const int Hk = P0->k.heads, g = P0->groups, nb = L->B->nb, D = P0->q.dim, unit = L->unit0 + task % L->units;
+    const int hk = unit % Hk, b = unit / Hk, kb = attn__bb_order(nb, task / L->units), k1 = (kb + 1) * L->block;
+    const int unit_p0 = L->first[(size_t)hk * (size_t)g * (size_t)nb];
+    const int Lq = L->rows_q ? L->rows_q[b] : P0->q.seq, Lk = L->rows_k ? L->rows_k[b] : P0->k.seq;
+    attn__bwd_ctx C;
+    attn__problem P;
+    attn__bwd_ws W;
+    attn__seq S;
+    const float *pad;
+    int c0, nk, h, e, f, i, t, j;
+    attn__bbw_local(L, b, &C, &P, &pad);
+    attn__bwd_ws_layout(&C, L->C.ws + (size_t)thread * L->C.ws_floats, &W);
+    for (i = 0; i < ATTN__BQ; ++i) W.ones[i] = 1.0f;
+    S.tb = b; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
+    for (c0 = kb * L->block; c0 < k1; c0 += nk) {   /* the block's pieces of ATTN__BQ keys */
+        const float *Kr, *Vr;
+        ptrdiff_t ldkr, ldvr;
+        nk = ATTN__MIN(ATTN__BQ, k1 - c0);
+        Kr = attn__bwd_rows_f32(C.isa, &P.k, b, c0, hk, nk, W.kc[0], C.ldk, &ldkr);
+        Vr = attn__bwd_rows_f32(C.isa, &P.v, b, c0, hk, nk, W.oc, C.ldv, &ldvr);
+        attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
+        memset(W.dka[0], 0, sizeof(float) * ATTN__BQ * C.ldk);
+        memset(W.dva[0], 0, sizeof(float) * ATTN__BQ * C.ldv);
+        P.bias = c0 + nk > Lk ? pad : NULL;
+        for (h = hk * g; h < hk * g + g; ++h) {
+            const int *at = L->first + (size_t)h * (size_t)nb + (size_t)kb, p0 = at[0], np = at[1] - p0;
+            const int *qs = L->qblock + p0, *ms = L->mult + p0;
+            float *part = L->dqp + (size_t)(unit - L->unit0) * L->unit_floats + (size_t)(p0 - unit_p0) * (size_t)L->block * D;
+            for (e = 0; e < np && qs[e] * L->block < Lq; e = f) {   /* runs: consecutive blocks, same m */
+                const int r0 = qs[e] * L->block;
+                int r1;
+                for (f = e + 1; f < np && qs[f] == qs[f - 1] + 1 && ms[f] == ms[e]; ++f) {}
+                r1 = ATTN__MIN((qs[f - 1] + 1) * L->block, Lq);
+                for (i = r0; i < r1; i += ATTN__BQ) {
+                    const int n = ATTN__MIN(ATTN__BQ, r1 - i);
+                    float *dqa = part + ((size_t)e * (size_t)L->block + (size_t)(i - r0)) * (size_t)D;
+                    ptrdiff_t ldq, ldo;
+                    const float *Qr = attn__bwd_rows_f32(C.isa, &P.q, b, i, h, n, W.qc, C.ldk, &ldq);
+                    const float *Or = attn__bwd_rows_f32(C.isa, &C.dout, b, i, h, n, W.oc, C.ldv, &ldo);
+                    if (c0 == kb * L->block) memset(dqa, 0, sizeof(float) * (size_t)n * (size_t)D);
+                    for (t = 0; t < ms[e]; ++t)   /* dq once: pass 3 adds the partial m times */
+                        attn__bwd_pair(&C, &W, &S, h, i, n, Qr, ldq, Or, ldo, c0, nk, 1, 0, Kr, ldkr, t == 0 ? dqa : NULL,
+                                       (size_t)D, 1);
+                }
+            }
+        }
+        for (j = 0; j < nk; ++j) {
+            attn__store_row(attn__at(&C.dk, b, c0 + j, hk), C.dk.dtype, W.dka[0] + (size_t)j * C.ldk, D, P.scale);
+            attn__store_row(attn__at(&C.dv, b, c0 + j, hk), C.dv.dtype, W.dva[0] + (size_t)j * C.ldv, P.v.dim, 1.0f);
+        }
+    }
+}
+
+/* Pass 3: dq of one piece of a query block, its partials in the forward's list order. */
 static void attn__bbw_dq_task(void *ctx, int task, int thread) {
     const attn__bbw *L = (const attn__bbw *)ctx;
-    const attn__problem *P0 = L->C.P;
-    const int Hq = P0->q.heads, nb = L->B->nb, piece = task % L->pieces, h = task / L->pieces % Hq;
-    const int b = task / L->pieces / Hq % P0->q.batch, qb = attn__bb_order(nb, task / L->pieces / Hq / P0->q.batch);
-    const int r0 = qb * L->block + piece * ATTN__BQ, rows = ATTN__MIN(ATTN__BQ, (qb + 1) * L->block - r0);
-    const int valid = L->rows_q ? ATTN__MAX(0, ATTN__MIN(rows, L->rows_q[b] - r0)) : rows;
-    const int Lk = L->rows_k ? L->rows_k[b] : P0->k.seq, D = P0->q.dim, Dv = P0->v.dim;
-    float *ws = L->C.ws + (size_t)thread * L->C.ws_floats;
+    const attn__problem *P = L->C.P;
+    const int nb = L->B->nb, D = P->q.dim;
+    float *ws = L->C.ws + (size_t)thread * L->C.ws_floats, *acc = ws;   /* ATTN__BQ rows of ldk */
     int *list = (int *)(void *)(ws + L->list_off);
-    attn__bwd_ctx C;
-    attn__problem P;
-    attn__bwd_ws W;
-    attn__seq S;
-    const float *pad, *Qr, *Or;
-    ptrdiff_t ldq, ldo;
-    int i, j, n, c;
-    attn__bbw_local(L, b, &C, &P, &pad);
-    attn__bwd_ws_layout(&C, ws, &W);
-    for (i = 0; i < ATTN__BQ; ++i) W.ones[i] = 1.0f;
-    for (i = r0 + valid; i < r0 + rows; ++i) attn__store_zero_row(attn__at(&C.dq, b, i, h), C.dq.dtype, D);
+    const float *src = NULL;
+    int b, h, qb, r0, rows, valid, i, n, r, c, kb = -1;
+    attn__bbw_piece(L, task, &b, &h, &qb, &r0, &rows, &valid);
+    for (i = r0 + valid; i < r0 + rows; ++i) attn__store_zero_row(attn__at(&L->C.dq, b, i, h), L->C.dq.dtype, D);
     if (valid == 0) return;
-    S.tb = b; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
-    Qr = attn__bwd_rows_f32(C.isa, &P.q, b, r0, h, valid, W.qc, C.ldk, &ldq);
-    Or = attn__bwd_rows_f32(C.isa, &C.dout, b, r0, h, valid, W.oc, C.ldv, &ldo);
-    for (i = 0; i < valid; ++i) {              /* drow, as the exact backward's pass 1 */
-        float s = 0.0f, *o = W.dva[1];
-        C.isa->load(attn__at(&P.out, b, r0 + i, h), P.out.dtype, o, Dv, 1.0f);
-        for (c = 0; c < Dv; ++c) s += Or[(ptrdiff_t)i * ldo + c] * o[c];
-        C.drow[((size_t)b * Hq + h) * P.q.seq + (size_t)(r0 + i)] = s;
-    }
-    memset(W.dka[0], 0, sizeof(float) * (size_t)valid * C.ldk);
+    memset(acc, 0, sizeof(float) * (size_t)valid * L->C.ldk);
     n = attn__bb_list(L->B, h, qb, list, list + (size_t)nb + (size_t)L->B->r);
-    for (i = 0; i < n; i = j) {                /* the forward's walk: runs of consecutive blocks */
-        long long c0, c1;
-        int nk;
-        for (j = i + 1; j < n && list[j] == list[j - 1] + 1; ++j) {}
-        c1 = (long long)(list[j - 1] + 1) * L->block;
-        for (c0 = (long long)list[i] * L->block; c0 < c1; c0 += nk) {
-            const float *Kr, *Vr;
-            ptrdiff_t ldkr, ldvr;
-            nk = (int)ATTN__MIN((long long)ATTN__BQ, c1 - c0);
-            Kr = attn__bwd_rows_f32(C.isa, &P.k, b, (int)c0, h / P.groups, nk, W.kc[0], C.ldk, &ldkr);
-            if (L->packed) {                   /* nk == ATTN__BQ, c0 a multiple of it */
-                const size_t piece_k = ((size_t)b * P.k.heads + (size_t)(h / P.groups)) * (size_t)(P.k.seq / ATTN__BQ) +
-                                       (size_t)(c0 / ATTN__BQ);
-                W.kt[0] = L->packed + piece_k * L->pack_floats;
-                W.vt[0] = W.kt[0] + (size_t)P.q.dim * ATTN__BQ;
-            } else {
-                Vr = attn__bwd_rows_f32(C.isa, &P.v, b, (int)c0, h / P.groups, nk, W.dva[0], C.ldv, &ldvr);
-                attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
+    for (i = 0; i < n; ++i) {
+        if (list[i] != kb) {                 /* the pair (h, qb, kb): qb's place among kb's query blocks */
+            const int p0 = L->first[(size_t)h * (size_t)nb + (size_t)list[i]];
+            int lo = p0, hi = L->first[(size_t)h * (size_t)nb + (size_t)list[i] + 1] - 1;
+            while (lo < hi) {
+                const int mid = lo + (hi - lo) / 2;
+                if (L->qblock[mid] < qb) lo = mid + 1; else hi = mid;
             }
-            P.bias = c0 + nk > Lk ? pad : NULL;
-            attn__bwd_pair(&C, &W, &S, h, r0, valid, Qr, ldq, Or, ldo, c0, nk, 1, 0, Kr, ldkr, W.dka[0], C.ldk, 0);
+            kb = list[i];
+            src = L->dqp + (size_t)(b * P->k.heads + h / P->groups - L->unit0) * L->unit_floats +
+                  ((size_t)(lo - L->first[(size_t)(h / P->groups) * (size_t)P->groups * (size_t)nb]) * (size_t)L->block +
+                   (size_t)(r0 - qb * L->block)) * (size_t)D;
         }
+        for (r = 0; r < valid; ++r)
+            for (c = 0; c < D; ++c) acc[(size_t)r * L->C.ldk + (size_t)c] += src[(size_t)r * (size_t)D + (size_t)c];
     }
-    for (i = 0; i < valid; ++i)
-        attn__store_row(attn__at(&C.dq, b, r0 + i, h), C.dq.dtype, W.dka[0] + (size_t)i * C.ldk, D, P.scale);
-}
-
-/* Pass B: dk and dv of one piece of a key block of one KV head. */
-static void attn__bbw_dkv_task(void *ctx, int task, int thread) {
-    const attn__bbw *L = (const attn__bbw *)ctx;
-    const attn__problem *P0 = L->C.P;
-    const int Hk = P0->k.heads, g = P0->groups, nb = L->B->nb, piece = task % L->pieces, hk = task / L->pieces % Hk;
-    const int b = task / L->pieces / Hk % P0->q.batch, kb = attn__bb_order(nb, task / L->pieces / Hk / P0->q.batch);
-    const int c0 = kb * L->block + piece * ATTN__BQ, nk = ATTN__MIN(ATTN__BQ, (kb + 1) * L->block - c0);
-    const int Lq = L->rows_q ? L->rows_q[b] : P0->q.seq, Lk = L->rows_k ? L->rows_k[b] : P0->k.seq;
-    float *ws = L->C.ws + (size_t)thread * L->C.ws_floats;
-    attn__bwd_ctx C;
-    attn__problem P;
-    attn__bwd_ws W;
-    attn__seq S;
-    const float *pad, *Kr, *Vr;
-    ptrdiff_t ldkr, ldvr;
-    int h, i, qb, qe, m, t, j;
-    attn__bbw_local(L, b, &C, &P, &pad);
-    attn__bwd_ws_layout(&C, ws, &W);
-    for (i = 0; i < ATTN__BQ; ++i) W.ones[i] = 1.0f;
-    S.tb = b; S.seq = 0; S.q0 = 0; S.k0 = 0; S.Lq = P.q.seq; S.Lk = P.k.seq;
-    Kr = attn__bwd_rows_f32(C.isa, &P.k, b, c0, hk, nk, W.kc[0], C.ldk, &ldkr);
-    Vr = attn__bwd_rows_f32(C.isa, &P.v, b, c0, hk, nk, W.oc, C.ldv, &ldvr);
-    attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
-    memset(W.dka[0], 0, sizeof(float) * ATTN__BQ * C.ldk);
-    memset(W.dva[0], 0, sizeof(float) * ATTN__BQ * C.ldv);
-    P.bias = c0 + nk > Lk ? pad : NULL;
-    for (h = hk * g; h < hk * g + g; ++h)
-        for (qb = 0; qb < nb && qb * L->block < Lq; qb = qe + 1) {
-            int r1;
-            qe = qb;
-            if ((m = attn__bb_mult(L->B, h, qb, kb)) == 0) continue;
-            while (qe + 1 < nb && attn__bb_mult(L->B, h, qe + 1, kb) == m) ++qe;
-            r1 = ATTN__MIN((qe + 1) * L->block, Lq);
-            for (i = qb * L->block; i < r1; i += ATTN__BQ) {
-                const int n = ATTN__MIN(ATTN__BQ, r1 - i);
-                ptrdiff_t ldq, ldo;
-                const float *Qr = attn__bwd_rows_f32(C.isa, &P.q, b, i, h, n, W.qc, C.ldk, &ldq);
-                const float *Or = attn__bwd_rows_f32(C.isa, &C.dout, b, i, h, n, W.oc, C.ldv, &ldo);
-                for (t = 0; t < m; ++t)
-                    attn__bwd_pair(&C, &W, &S, h, i, n, Qr, ldq, Or, ldo, c0, nk, 1, 0, Kr, ldkr, NULL, 0, 1);
-            }
-        }
-    for (j = 0; j < nk; ++j) {
-        attn__store_row(attn__at(&C.dk, b, c0 + j, hk), C.dk.dtype, W.dka[0] + (size_t)j * C.ldk, P.q.dim, P.scale);
-        attn__store_row(attn__at(&C.dv, b, c0 + j, hk), C.dv.dtype, W.dva[0] + (size_t)j * C.ldv, P.v.dim, 1.0f);
-    }
+    for (r = 0; r < valid; ++r)
+        attn__store_row(attn__at(&L->C.dq, b, r0 + r, h), L->C.dq.dtype, acc + (size_t)r * L->C.ldk, D, P->scale);
 }
 
 static attn_status attn__bigbird_backward(const attn__call *c) {
@@ -11818,10 +11836,10 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
     attn__bb B;
     attn__bbw L;
     attn__bwd_ws W;
-    size_t per_thread, drow, pad, tab = 0, packed = 0, total, bytes, i;
+    size_t per_thread, drow, pad, tab = 0, pairs, index, dqp, total, bytes, i, chunk, units;
     attn__ws w;
     attn_status s;
-    int block, tasks, h, row;
+    int block, h, row, *list;
     float *base;
     if ((s = attn__bb_check(c, &P, &B, &block)) != ATTN_OK) return s;
     memset(&L, 0, sizeof L);
@@ -11835,30 +11853,38 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
         if (!c->lse_in) return ATTN_ERR_BWD_NULL_LSE;
     }
     /* per thread: the pair's scratch, then the list (nb + r entries, 3 nb scratch ints);
-       shared: drow [B][Hq][Sq], the pad row, a drawn table [Hq][nb-2][r] */
+       shared: drow [B][Hq][Sq], the pad row, a drawn table [Hq][nb-2][r], the pair index
+       (first, qblock, mult), a chunk's dq partials [chunk][unit_floats] */
     L.list_off = attn__bwd_ws_layout(&L.C, NULL, &W);
     if (!attn__mul_size(4, (size_t)B.nb, &per_thread) || !attn__add_size(per_thread, (size_t)B.r, &per_thread) ||
         !attn__add_size(L.list_off, attn__round16(per_thread), &L.C.ws_floats) ||
         !attn__mul_size(L.C.ws_floats, (size_t)P.n_threads, &per_thread) ||
         !attn__mul_size((size_t)P.q.batch * (size_t)P.q.heads, (size_t)P.q.seq, &drow) ||
-        !attn__mul_size((size_t)P.q.batch * (size_t)P.q.heads, (size_t)B.nb * (size_t)L.pieces, &total) || total > INT_MAX)
+        !attn__mul_size((size_t)P.q.batch * (size_t)P.q.heads, (size_t)B.nb * (size_t)L.pieces, &total) || total > INT_MAX ||
+        !attn__bbw_pairs_max(&B, P.q.heads, &pairs) ||
+        !attn__mul_size(pairs / (size_t)P.k.heads, (size_t)block, &L.unit_floats) ||
+        !attn__mul_size(L.unit_floats, (size_t)P.q.dim, &L.unit_floats))
         return ATTN_ERR_OVERFLOW;
+    units = (size_t)P.q.batch * (size_t)P.k.heads;   /* <= B Hq nb: fits an int */
+    chunk = ATTN__MAX((size_t)P.n_threads, ATTN__BBW_CHUNK_BYTES / sizeof(float) / L.unit_floats);
+    i = ATTN__MAX((size_t)1, (units + chunk - 1) / chunk);   /* chunks, then as even as they go */
+    chunk = (units + i - 1) / i;
+    if (!attn__mul_size(chunk, L.unit_floats, &dqp)) return ATTN_ERR_OVERFLOW;
     drow = attn__round16(drow);
     pad = L.rows_k ? attn__round16(2 * (size_t)P.k.seq) : 0;
     if (B.r > 0 && B.nb > 2 && !B.table && B.mult != ATTN_BIGBIRD_HF_EVAL && !B.full &&
         !attn__mul_size((size_t)P.q.heads * (size_t)(B.nb - 2), (size_t)B.r, &tab)) return ATTN_ERR_OVERFLOW;
-    if (block % ATTN__BQ == 0) {             /* whole pieces: K^T, V^T packed once (above) */
-        L.pack_floats = (size_t)ATTN__BQ * (size_t)(P.q.dim + P.v.dim);
-        if (!attn__mul_size((size_t)P.q.batch * (size_t)P.k.heads, (size_t)P.k.seq, &packed) ||
-            !attn__mul_size(packed, (size_t)(P.q.dim + P.v.dim), &packed)) return ATTN_ERR_OVERFLOW;
-    }
+    if (!attn__mul_size(2, pairs, &index) || !attn__add_size(index, (size_t)P.q.heads * (size_t)B.nb + 1 + 15, &index))
+        return ATTN_ERR_OVERFLOW;
+    index &= ~(size_t)15;                    /* ints, in 16-float steps */
     if (!attn__add_size(per_thread, drow, &total) || !attn__add_size(total, pad, &total) ||
-        !attn__add_size(total, attn__round16(tab), &total) || !attn__add_size(total, packed, &total) ||
-        !attn__mul_size(total, sizeof(float), &total) ||
+        !attn__add_size(total, attn__round16(tab), &total) || !attn__add_size(total, index, &total) ||
+        !attn__add_size(total, dqp, &total) || !attn__mul_size(total, sizeof(float), &total) ||
         !attn__add_size(total, ATTN__ALIGN, &bytes)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     base = (float *)(void *)w.base;
+    list = (int *)(void *)(base + L.list_off);   /* thread 0's list ints, free until the passes */
     L.C.ws = base; L.C.drow = base + per_thread; L.C.lse = c->lse_in;
     if (pad) {
         float *r = L.C.drow + drow;
@@ -11866,20 +11892,26 @@ static attn_status attn__bigbird_backward(const attn__call *c) {
         L.pad_row = r;
     }
     if (tab) {                               /* the seeded draw, once (int and float are 4 bytes) */
-        int *t = (int *)(void *)(L.C.drow + drow + pad), *a = (int *)(void *)(base + L.list_off);
+        int *t = (int *)(void *)(L.C.drow + drow + pad);
         for (h = 0; h < P.q.heads; ++h)
             for (row = 1; row <= B.nb - 2; ++row)
-                attn__bb_row(B.seed, B.nb, B.r, h, row, a, t + ((size_t)h * (size_t)(B.nb - 2) + (size_t)(row - 1)) * (size_t)B.r, B.r);
+                attn__bb_row(B.seed, B.nb, B.r, h, row, list, t + ((size_t)h * (size_t)(B.nb - 2) + (size_t)(row - 1)) * (size_t)B.r, B.r);
         B.table = t;
     }
-    if (packed) {                            /* after the table; B Hk (seq / ATTN__BQ) <= pass A's tasks */
-        L.packed = L.C.drow + drow + pad + attn__round16(tab);
-        attn__parallel_for(c->d, P.q.batch * P.k.heads * (P.k.seq / ATTN__BQ), P.n_threads, attn__bbw_pack_task, &L);
+    {   /* the pair index, from the lists (after the table they read) */
+        int *first = (int *)(void *)(L.C.drow + drow + pad + attn__round16(tab));
+        int *qblock = first + (size_t)P.q.heads * (size_t)B.nb + 1;
+        attn__bbw_index(&B, P.q.heads, first, qblock, qblock + pairs, list, list + (size_t)B.nb + (size_t)B.r);
+        L.first = first; L.qblock = qblock; L.mult = qblock + pairs;
+        L.dqp = L.C.drow + drow + pad + attn__round16(tab) + index;
     }
-    tasks = P.q.batch * P.q.heads * B.nb * L.pieces;
-    attn__parallel_for(c->d, tasks, P.n_threads, attn__bbw_dq_task, &L);
-    tasks = P.q.batch * P.k.heads * B.nb * L.pieces;
-    attn__parallel_for(c->d, tasks, P.n_threads, attn__bbw_dkv_task, &L);
+    L.unit0 = 0; L.units = (int)units;
+    attn__parallel_for(c->d, L.units * P.groups * B.nb * L.pieces, P.n_threads, attn__bbw_drow_task, &L);
+    for (L.unit0 = 0; L.unit0 < (int)units; L.unit0 += L.units) {
+        L.units = (int)ATTN__MIN(chunk, units - (size_t)L.unit0);
+        attn__parallel_for(c->d, L.units * B.nb, P.n_threads, attn__bbw_task, &L);
+        attn__parallel_for(c->d, L.units * P.groups * B.nb * L.pieces, P.n_threads, attn__bbw_dq_task, &L);
+    }
     attn__ws_release(&w);
     return ATTN_OK;
 }

@@ -7,8 +7,8 @@
    For each shape and n_threads 1 and 2: forward and backward interleaved, one warm-up each, then
    BENCH_REPS (default 7) of each; medians; the ratio backward / forward. GFLOP/s count 4 D per
    visible (query, key) pair for the forward and 10 D for the backward (FlashAttention-2's five
-   products); attn.h's backward runs seven (two passes recompute S and dP), so its useful rate
-   is quoted. % of the measured all-thread FMA peak (bench_util.h).
+   products, which attn.h's one-pass backward runs). % of the measured all-thread FMA peak
+   (bench_util.h).
    Env: BENCH_QUICK=1 (seq up to 4096, 5 reps), BENCH_REPS, BENCH_OUTDIR (default bench).
    Writes BENCH_OUTDIR/results_bigbird_bwd.csv. */
 #define _POSIX_C_SOURCE 200809L

@@ -15,7 +15,8 @@
    gradients add 1.5x their rounding); a sequence whose keys are all padded (seqlens_k 0, valid
    rows) sees logits near -1e4 where fp32 keeps 2^-10: 5e-3 there.
    Properties: bitwise equal gradients for n_threads 1/2/3 and a caller workspace (no
-   allocation); HF_EVAL == HF_LISTED with an all-zero table and a drawn table (seed) == the
+   allocation), and for n_threads 1 and 4 on a shape whose dq partials pass 2 and 3 take in two
+   chunks of (batch, KV head) units at 1 thread, one at 4 (attn.h's ATTN__BBW_CHUNK_BYTES); HF_EVAL == HF_LISTED with an all-zero table and a drawn table (seed) == the
    same table passed explicitly (bitwise); padded query rows' dq exactly 0; the backward
    statuses with the gradients untouched.
    Then Hugging Face's numbers: tests/fixtures/bigbird_bwd_hf.txt (torch autograd through
@@ -343,6 +344,38 @@ static void bbw_props(void) {
     free(table); free(lse);
 }
 
+/* Chunks: B 2, Hq 4 / Hkv 2, D 128, S 512, block 64: a unit's partials (2 heads x 64 pairs x
+   64 x 128 floats) are 4 MiB, so attn.h's 8 MiB chunks hold max(n_threads, 2) of the 4 units:
+   two chunks at 1 thread, one at 4. Against the double reference (bbw_run: 1-3 threads, two
+   chunks), then bitwise 1 thread == 4 threads. */
+static void bbw_chunked(void) {
+    t_rng rng = t_rng_seed(4343);
+    const int B = 2, S = 512, Hq = 4, Hkv = 2, D = 128, Dv = 24;
+    t_owned q = t_owned_dense(ATTN_F32, B, S, Hq, D), k = t_owned_dense(ATTN_F32, B, S, Hkv, D), v = t_owned_dense(ATTN_F32, B, S, Hkv, Dv);
+    t_owned dO = t_owned_dense(ATTN_F32, B, S, Hq, Dv), o = t_owned_dense(ATTN_F32, B, S, Hq, Dv), g[2][3];
+    float *lse = (float *)t_xmalloc(sizeof(float) * B * Hq * S);
+    int lens[2] = { 512, 300 }, run, w, same = 1;
+    attn_desc d;
+    bbw_run(&rng, B, S / 64, 64, Hq, Hkv, D, Dv, 3, ATTN_BIGBIRD_HF_LISTED, 1, 0, ATTN_F32, ATTN_F32, 0);
+    t_fill_normal(&q.t, &rng, 1.0); t_fill_normal(&k.t, &rng, 1.0); t_fill_normal(&v.t, &rng, 1.0); t_fill_normal(&dO.t, &rng, 1.0);
+    memset(&d, 0, sizeof d);
+    d.kind = ATTN_BIGBIRD; d.bigbird.block = 64; d.bigbird.random_blocks = 3; d.bigbird.seed = 9;
+    d.seqlens_q = d.seqlens_k = lens;
+    T_CHECK(attn_forward(&d, q.t, k.t, v.t, o.t, lse) == ATTN_OK, "bigbird-bwd chunks: forward");
+    for (run = 0; run < 2; ++run) {
+        g[run][0] = t_owned_dense(ATTN_F32, B, S, Hq, D); g[run][1] = t_owned_dense(ATTN_F32, B, S, Hkv, D);
+        g[run][2] = t_owned_dense(ATTN_F32, B, S, Hkv, Dv);
+        d.n_threads = run ? 4 : 1;
+        T_CHECK(attn_backward(&d, q.t, k.t, v.t, o.t, dO.t, lse, g[run][0].t, g[run][1].t, g[run][2].t) == ATTN_OK,
+                "bigbird-bwd chunks: backward, %d threads", d.n_threads);
+    }
+    for (w = 0; w < 3; ++w) same &= memcmp(g[0][w].buf, g[1][w].buf, g[0][w].n * 4) == 0;
+    T_CHECK(same, "bigbird-bwd chunks: two chunks (1 thread) and one (4 threads) differ");
+    t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&dO); t_owned_free(&o);
+    for (run = 0; run < 2; ++run) for (w = 0; w < 3; ++w) t_owned_free(&g[run][w]);
+    free(lse);
+}
+
 /* The backward statuses: exact code, gradients untouched. */
 static void bbw_errors(void) {
     t_owned q = t_owned_dense(ATTN_F32, 2, 64, 2, 8), k = t_owned_dense(ATTN_F32, 2, 64, 1, 8), v = t_owned_dense(ATTN_F32, 2, 64, 1, 8);
@@ -466,6 +499,7 @@ void test_bigbird_bwd(void) {
     bbw_errors();
     bbw_fixture();
     bbw_props();
+    bbw_chunked();
     bbw_sweep();
     t_packed_bigbird();
     printf("      bigbird-bwd: largest passing fp32 gradient error %.3g (tolerance %.0e)\n", g_bbw_worst, BBW_TOL);
