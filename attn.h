@@ -13354,10 +13354,10 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
                         float *sr = st + (size_t)r * B, m = mx[r];
                         for (j = 0; j < nk; ++j) {       /* branch-free, as the forward's */
                             const int kp = kw[kb * B + j];
-                            float x = P->causal && kp > p ? -INFINITY : sr[j];
-                            x = self && kp == p ? -5e4f : x;
-                            sr[j] = x;
-                            m = m > x ? m : x;           /* NaN in x makes m NaN: it propagates */
+                            float sv = P->causal && kp > p ? -INFINITY : sr[j];
+                            sv = self && kp == p ? -5e4f : sv;
+                            sr[j] = sv;
+                            m = m > sv ? m : sv;         /* NaN in sv makes m NaN: it propagates */
                         }
                         mx[r] = m;
                     }
@@ -17727,9 +17727,10 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BVs, Dv, 0.0f, W, Dv);
         /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
         if (lq > 0) {
-            if (!P->saved) attn__nys_f_rows(P, b, Q, ldqq, Kl, ldq, lq, F, gw);
             ptrdiff_t ldg;
-            const float *Gd = attn__nys_rows(isa, &P->dout, b, h, 0, lq, G, &ldg);   /* fp32 dout: read in place */
+            const float *Gd;
+            if (!P->saved) attn__nys_f_rows(P, b, Q, ldqq, Kl, ldq, lq, F, gw);
+            Gd = attn__nys_rows(isa, &P->dout, b, h, 0, lq, G, &ldg);   /* fp32 dout: read in place */
             attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, Fs, m, Gd, ldg, 0.0f, dW, Dv);
             attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, Gd, ldg, W, Dv, 0.0f, dF, m);
             for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, Fs + (size_t)r * m, dF + (size_t)r * m, m);
