@@ -22,7 +22,9 @@
    the work it does per visible pair: 12 * D (the lse pass's Q.K^T again when n_hashes > 1, then
    Q.K^T, dout.V^T, P^T dout, dS^T q, dS K); every gradient checked finite.
    Env: BENCH_QUICK=1 (lengths up to 16k, exact up to 8k, fewer repetitions), BENCH_OUTDIR
-   (default bench), BENCH_SPARSE_BWD_ONLY=1 (the backward part alone). Writes
+   (default bench), BENCH_SPARSE_BWD_ONLY=1 (the backward part alone), BENCH_SHARE_ONLY=1 (issue 33 item 5: exact, LSH
+   and Routing alternated at BENCH_SEQ (4096), 1 and 2 threads, BENCH_REPS (9) calls each, their
+   useful GFLOP/s and share of peak against exact's; no CSV). Writes
    BENCH_OUTDIR/results_sparse.csv and BENCH_OUTDIR/chart_sparse.svg (the sweep) and
    BENCH_OUTDIR/results_sparse_backward.csv (the backward part). */
 #define ATTN_IMPLEMENTATION
@@ -277,6 +279,50 @@ static int backward_part(const char *outdir, const machine *m0) {
     return 0;
 }
 
+/* Issue 33 item 5: LSH's and Routing's share of the machine's peak beside exact attention's, S 4096,
+   1 and 2 threads, the three kinds alternated call by call (so drifting load hits all three alike),
+   medians. GFLOP/s count only the useful attention work, 4 D per (query, key) pair: exact S^2, LSH
+   2 rounds x 128 keys per query, Routing 64 keys per query (hashing and routing not counted, as the
+   bar is stated). Share = the kind's % of peak / exact's; the peak cancels, so it is also the ratio of
+   the two GFLOP/s. */
+static int share_part(const machine *m0) {
+    const int S = env_int("BENCH_SEQ", 4096), reps = env_int("BENCH_REPS", 9), kinds[3] = { 0, 5, 6 };
+    const size_t n = (size_t)S * H * D;
+    float *q = (float *)xalloc(n * 4), *k = (float *)xalloc(n * 4), *v = (float *)xalloc(n * 4), *o = (float *)xalloc(n * 4);
+    attn_tensor tq = attn_tensor_dense(q, ATTN_F32, 1, S, H, D), tk = attn_tensor_dense(k, ATTN_F32, 1, S, H, D),
+                tv = attn_tensor_dense(v, ATTN_F32, 1, S, H, D), to = attn_tensor_dense(o, ATTN_F32, 1, S, H, D);
+    int th, r, j;
+    if (S < 256 || S > 65536 || S % 64 || reps < 1 || reps > 64) die("BENCH_SEQ must be a multiple of 64 in 256..65536, BENCH_REPS 1..64");
+    fill_rand(q, n); fill_rand(k, n); fill_rand(v, n);
+    printf("\nshare of peak (issue 33 item 5): S %d, H %d, D %d, f32, %d calls each alternated, medians\n", S, H, D, reps);
+    printf("%-8s %7s %10s %9s %7s %12s\n", "kind", "threads", "median ms", "GFLOP/s", "%peak", "share/exact");
+    for (th = 1; th <= (g_ncpu < 2 ? 1 : 2); ++th) {
+        double t[3][64], ms[3], gf[3], mn, mx;
+        attn_desc d[3];
+        for (j = 0; j < 3; ++j) {
+            make_desc(kinds[j], S, &d[j]);
+            d[j].n_threads = th;
+            if (attn_forward(&d[j], tq, j ? tq : tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");
+        }
+        for (r = 0; r < reps; ++r)
+            for (j = 0; j < 3; ++j) {
+                const double t0 = now_s();
+                if (attn_forward(&d[j], tq, j ? tq : tk, tv, to, NULL) != ATTN_OK) die("attn_forward failed");
+                t[j][r] = now_s() - t0;
+            }
+        for (j = 0; j < 3; ++j) {
+            const double pairs = (double)H * S * (j == 0 ? S : j == 1 ? 256 : 64);
+            ms[j] = median_of(t[j], reps, &mn, &mx) * 1e3;
+            gf[j] = 4.0 * D * pairs / (ms[j] * 1e6);
+        }
+        for (j = 0; j < 3; ++j)
+            printf("%-8s %7d %10.2f %9.1f %7.1f %12.3f\n", names[kinds[j]], th, ms[j], gf[j],
+                   100.0 * gf[j] / (th == 1 ? m0->peak_1t : m0->peak_all), gf[j] / gf[0]);
+    }
+    free(q); free(k); free(v); free(o);
+    return 0;
+}
+
 int main(void) {
     char cpu[256], path[512];
     const char *outdir = getenv("BENCH_OUTDIR");
@@ -300,6 +346,7 @@ int main(void) {
     print_machine(&m0, g_ncpu, (size_t)64 << 20);
     peak = m0.peak_all;
     if (env_int("BENCH_SPARSE_BWD_ONLY", 0)) return backward_part(outdir, &m0);
+    if (env_int("BENCH_SHARE_ONLY", 0)) return share_part(&m0);
     printf("\n%-8s %6s %10s %8s %9s %7s %10s %12s\n", "kind", "seq", "median ms", "spread", "GFLOP/s", "%peak",
            "vs exact", "diff/exact");
     for (li = 0; li < N_LEN && lens[li] <= max_len; ++li) {
