@@ -12763,10 +12763,11 @@ static attn_status attn__lsh_decode(const attn__call *c) {
    a quickselect on (score, position) keys whenever it reaches 2w (O(n) expected; after the
    first cut only the few tokens above the cluster's w-th score enter, found by a branch-free
    test per token; the cuts keep position order, so no sort follows); each window's attention
-   on the Q.K^T and P.V tile kernels (its keys and values loaded from the tensors into a block,
-   its queries into lanes, as ATTN_LSH's chunks: the head's rows are not kept in fp32, which
-   halved the scratch a head streams through); per token the sum of its windows' outputs and
-   their count. A task's sequence is one batch entry, or one packed
+   on the Q.K^T and P.V tile kernels (its keys from the head's raw keys, kept in fp32 for the
+   routing, its values loaded from the tensor, its queries gathered into lanes from the raw keys
+   when q and k are the same rows, else from the raw queries, as ATTN_LSH's chunks). Every
+   cluster is routed first, so each token's window count is known: a token in one window is
+   written from it, one in more summed in acc in cluster order. A task's sequence is one batch entry, or one packed
    segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
 typedef struct attn__rt {
     const attn__problem *P;
