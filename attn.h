@@ -12763,10 +12763,11 @@ static attn_status attn__lsh_decode(const attn__call *c) {
    a quickselect on (score, position) keys whenever it reaches 2w (O(n) expected; after the
    first cut only the few tokens above the cluster's w-th score enter, found by a branch-free
    test per token; the cuts keep position order, so no sort follows); each window's attention
-   on the Q.K^T and P.V tile kernels (its keys and values loaded from the tensors into a block,
-   its queries into lanes, as ATTN_LSH's chunks: the head's rows are not kept in fp32, which
-   halved the scratch a head streams through); per token the sum of its windows' outputs and
-   their count. A task's sequence is one batch entry, or one packed
+   on the Q.K^T and P.V tile kernels (its keys from the head's raw keys, kept in fp32 for the
+   routing, its values loaded from the tensor, its queries gathered into lanes from the raw keys
+   when q and k are the same rows, else from the raw queries, as ATTN_LSH's chunks). Every
+   cluster is routed first, so each token's window count is known: a token in one window is
+   written from it, one in more summed in acc in cluster order. A task's sequence is one batch entry, or one packed
    segment (cu_seqlens), of L valid tokens; its padding takes no part and gets rows of 0. */
 typedef struct attn__rt {
     const attn__problem *P;
@@ -12863,8 +12864,9 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
 }
 
 /* Routes clusters c0 .. c0 + ncb - 1 (ncb <= ATTN__BQ) of head h over the n tokens' unit keys
-   Xn (and, with separate_qk, unit queries Xq): cluster c0 + cl's window, its w best tokens
-   sorted by position, is left in lists[cl * w ..] (its query window in qlists[cl * w ..]).
+   Xn (and, with separate_qk, unit queries Xq), or, when U [BQ][D] is given, over their raw rows
+   (each block of ATTN__BQ made unit in U first, as attn__unit; the forward keeps only the raw
+   rows): cluster c0 + cl's window, its w best tokens sorted by position, is left in lists[cl * w ..] (its query window in qlists[cl * w ..]).
    lists and qlists are each [BQ][2w] entries of scratch: per cluster a candidate list of rank
    keys (attn__rt_key) in position order, at most 2w long; hn, hnq [BQ] their lengths. The first
    2w tokens fill every list; when a list reaches 2w it keeps its w best (attn__rt_keep), and
@@ -12874,8 +12876,8 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
    St [BQ][BQ], 64-byte aligned; thr [BQ]; tmp [2w] keys. The forward and the backward both
    route here, so they see the same windows. */
 static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
-                           float *CT, float *St, float *thr, attn__rt_ent *lists, attn__rt_ent *qlists, int *hn, int *hnq,
-                           uint64_t *tmp) {
+                           float *U, float *CT, float *St, float *thr, attn__rt_ent *lists, attn__rt_ent *qlists, int *hn,
+                           int *hnq, uint64_t *tmp) {
     const attn__isa *isa = R->isa;
     const int D = R->P->q.dim, cap = 2 * w;
     int cl, e, t0, j, role;
@@ -12893,10 +12895,15 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
         for (cl = 0; cl < ncb; ++cl) hs[cl] = 0;
         for (t0 = 0; t0 < n; t0 += ATTN__BQ) {       /* ATTN__BQ tokens at a time */
             const int nt = ATTN__MIN(ATTN__BQ, n - t0);
+            const float *Xt = X + (size_t)t0 * D;
+            if (U) {                                  /* raw rows: the block's unit rows (attn__unit's) */
+                for (j = 0; j < nt; ++j) attn__unit(isa, Xt + (size_t)j * D, U + (size_t)j * D, D);
+                Xt = U;
+            }
             /* St[j][cl] = x_(t0+j) . mu_cl: the tokens are the tile's key rows. Each score is the
                same sum in the same order whichever row a token sits in (see attn__isa's qk), so
                identical rows score identically and the tie rule holds. */
-            isa->qk(X + (size_t)t0 * D, D, nt, CT, ATTN__BQ, D, St);
+            isa->qk(Xt, D, nt, CT, ATTN__BQ, D, St);
             for (j = 0; j < nt; ++j) {                /* tokens in position order */
                 const float *s = St + (size_t)j * ATTN__BQ;
                 const int pos = t0 + j;
@@ -12934,101 +12941,121 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
     }
 }
 
-static size_t attn__rt_ws_floats(int n, int D, int Dv, int w, int sep) {
-    /* floats: RT [BQ][D] (unit centroids), S [max(BK, w)][BQ], QT [D][BQ], the candidate lists
-       (attn__rt_route) [BQ][2w] keys (2 floats each; with separate_qk the query lists [BQ][2w] too)
-       (64-byte aligned, first), their scratch [2w] keys; X [n][D] (unit keys), acc [n][Dv], a row
-       [D], a window's keys Kw [w][D] and values Vw [w][Dv], a query block Qw [BQ][D], O [BQ][Dv],
-       mx, sum [BQ]; ints: count [n], list lengths [BQ], a window's positions [w], lane rows [BQ];
-       separate_qk adds the unit queries [n][D], their list lengths [BQ], the query window [w] and
-       the key ids [w] */
-    const size_t srows = ATTN__MAX((size_t)ATTN__BK, (size_t)w), m = sep ? 2 : 1;
-    return attn__round16(2 * (size_t)D * ATTN__BQ + srows * ATTN__BQ + (size_t)n * (m * (size_t)D + (size_t)Dv + 1) +
-                         (size_t)D + (size_t)w * ((size_t)D + (size_t)Dv) + (size_t)ATTN__BQ * ((size_t)D + (size_t)Dv + 3) +
-                         m * (ATTN__BQ + (size_t)w) + (m - 1) * (size_t)w + 4 * m * (size_t)ATTN__BQ * w + 4 * (size_t)w);
+/* Floats of ATTN_ROUTING's forward scratch a thread, 0 on overflow: RT [D][BQ] (unit centroids),
+   S [max(BK, w)][BQ], QT [D][BQ], the candidate lists (attn__rt_route) [BQ][2w] keys (2 floats
+   each; separate_qk: the query lists too) (64-byte aligned, first), their scratch [2w] keys;
+   K [n][D] (the raw keys), acc [n][Dv] (rows of tokens in two windows or more), a row [Dv], a
+   window's keys Kw [w][D] and values Vw [w][Dv], U [BQ][D] (a block's unit keys), O [BQ][Dv],
+   mx, sum [BQ]; Q [n][D] (the raw queries) when they are not K's rows (qrows); ints: count [n],
+   list lengths [BQ], every cluster's window [nc][w]; separate_qk adds the query lists' lengths
+   [BQ], the query windows [nc][w] and the key ids [w]. */
+static size_t attn__rt_ws_floats(const attn__rt *R, int D, int Dv, int qrows) {
+    const size_t n = (size_t)R->n, w = (size_t)R->w, bq = ATTN__BQ, srows = ATTN__MAX((size_t)ATTN__BK, w);
+    const size_t m = R->sep ? 2 : 1, d = (size_t)D, dv = (size_t)Dv;
+    size_t f = 0;
+    if (!attn__lsh_add(&f, 2 * d + srows, bq) || !attn__lsh_add(&f, n, (qrows ? 2 : 1) * d + dv + 1) ||
+        !attn__lsh_add(&f, w, d + dv + 4 * m * bq + 4 + (m - 1)) || !attn__lsh_add(&f, bq, d + dv + 2 + m) ||
+        !attn__lsh_add(&f, (size_t)R->nc, w * m) || !attn__lsh_add(&f, dv + 15, 1) || f > SIZE_MAX / 8)
+        return 0;
+    return f & ~(size_t)15;
 }
 
-/* Prefetches the rows of view x at the w positions of window e (of sequence b at off,
-   head h): the next window's rows are scattered over the tensors, so they are asked for while
-   this window is attended. */
-static void attn__rt_prefetch(const attn__view *x, int b, int off, int h, const attn__rt_ent *e, int w) {
-    int t;
-    for (t = 0; t < w; ++t) attn__prefetch_row(x, b, off + e[t].pos, h);
+/* Prefetches the fp32 rows [.][D] of X at the w positions pos: the next window's rows. */
+static void attn__rt_prefetch_f32(const float *X, int D, const int *pos, int w) {
+#if defined(__GNUC__) || defined(__clang__)
+    int t, e;
+    for (t = 0; t < w; ++t)
+        for (e = 0; e < D; e += 16) __builtin_prefetch(X + (size_t)pos[t] * D + e, 0, 3);
+#else
+    (void)X; (void)D; (void)pos; (void)w;
+#endif
+}
+
+/* Do views a and b address the same rows (ATTN_ROUTING's shared QK passed as both q and k)? */
+static int attn__same_rows(const attn__view *a, const attn__view *b) {
+    return a->data == b->data && a->dtype == b->dtype && a->dim == b->dim && a->sb == b->sb && a->ss == b->ss &&
+           a->sh == b->sh;
 }
 
 static void attn__rt_task(void *ctx, int task, int thread) {
     const attn__rt *R = (const attn__rt *)ctx;
     const attn__problem *P = R->P;
     const attn__isa *isa = R->isa;
-    const int H = P->q.heads, u = task / H, h = task % H, D = P->q.dim, Dv = P->v.dim;
+    const int H = P->q.heads, u = task / H, h = task % H, D = P->q.dim, Dv = P->v.dim, nc = R->nc;
     const int b = R->cu ? 0 : u, off = R->cu ? R->cu[u] : 0;
     const int n = R->cu ? R->cu[u + 1] - off : R->lens ? R->lens[u] : R->n;     /* L: valid tokens */
     const int w = ATTN__MIN(R->window, n), pad_end = R->cu ? (u == R->units - 1 ? R->n : off + n) : R->n;
+    const int qrows = R->sep || !attn__same_rows(&P->q, &P->k);   /* the queries are not K's rows */
+    const float one = 1.0f / (1.0f + R->ceps);        /* a token in one window: its count's factor */
     float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *QT = S + (size_t)ATTN__MAX(ATTN__BK, w) * ATTN__BQ;
-    attn__rt_ent *lists = (attn__rt_ent *)(void *)(QT + (size_t)D * ATTN__BQ), *qlists = lists + (size_t)ATTN__BQ * 2 * w;
-    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * w : 0));
-    float *Xn = (float *)(void *)(tmp + 2 * w), *acc = Xn + (size_t)n * D, *row = acc + (size_t)n * Dv, *Kw = row + D;
-    float *Vw = Kw + (size_t)w * D, *Qw = Vw + (size_t)w * Dv, *O = Qw + (size_t)ATTN__BQ * D, *mx = O + (size_t)ATTN__BQ * Dv;
-    float *sum = mx + ATTN__BQ, *Xq = sum + ATTN__BQ;  /* separate_qk: the unit queries [n][D] */
-    int *cnt = (int *)(void *)(Xq + (R->sep ? (size_t)n * D : 0)), *hn = cnt + n, *wpos = hn + ATTN__BQ;
-    int *hnq = wpos + w, *qwpos = hnq + (R->sep ? ATTN__BQ : 0), *kid = qwpos + (R->sep ? w : 0);
-    int *lane = kid + (R->sep ? w : 0);              /* 0 .. BQ - 1: Qw's rows into lanes */
-    int i, c0, cl, s, t;
-    for (s = 0; s < ATTN__BQ; ++s) lane[s] = s;
+    float *QT = S + (size_t)ATTN__MAX(ATTN__BK, R->w) * ATTN__BQ;
+    attn__rt_ent *lists = (attn__rt_ent *)(void *)(QT + (size_t)D * ATTN__BQ), *qlists = lists + (size_t)ATTN__BQ * 2 * R->w;
+    uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * R->w : 0));
+    float *K = (float *)(void *)(tmp + 2 * R->w), *acc = K + (size_t)R->n * D, *row = acc + (size_t)R->n * Dv;
+    float *Kw = row + Dv, *Vw = Kw + (size_t)R->w * D, *U = Vw + (size_t)R->w * Dv, *O = U + (size_t)ATTN__BQ * D;
+    float *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ, *Q = sum + ATTN__BQ;
+    float *Qf = qrows ? Q : K;                       /* the queries' raw rows */
+    int *cnt = (int *)(void *)(Q + (qrows ? (size_t)R->n * D : 0)), *hn = cnt + R->n, *kwin = hn + ATTN__BQ;
+    int *hnq = kwin + (size_t)nc * R->w, *qwin = R->sep ? hnq + ATTN__BQ : kwin;
+    int *kid = qwin + (R->sep ? (size_t)nc * R->w : 0);
+    int i, c0, cl, s, t, e;
+    size_t z;
     for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
-        if (R->sep) {                                 /* the query's own routing row */
-            isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, row, D, 1.0f);
-            attn__unit(isa, row, Xq + (size_t)i * D, D);
-        }
-        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, row, D, 1.0f);
-        attn__unit(isa, row, Xn + (size_t)i * D, D);
-        memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+        if (qrows) isa->load(attn__at(&P->q, b, off + i, h), P->q.dtype, Q + (size_t)i * D, D, 1.0f);
+        isa->load(attn__at(&P->k, b, off + i, h), P->k.dtype, K + (size_t)i * D, D, 1.0f);
         cnt[i] = 0;
     }
-    for (c0 = 0; n > 0 && c0 < R->nc; c0 += ATTN__BQ) {      /* ATTN__BQ clusters at a time */
-        const int ncb = ATTN__MIN(ATTN__BQ, R->nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, Xn, Xq, RT, S, mx, lists, qlists, hn, hnq, tmp);
-        for (cl = 0; cl < ncb; ++cl) {               /* each window, in position order */
-            attn__rt_ent *ent = lists + (size_t)cl * w;
-            const int *qw = wpos, *kw = wpos;         /* query and key positions */
-            int q0;
-            if (cl + 1 < ncb) {
-                if (!R->normk) attn__rt_prefetch(&P->k, b, off, h, ent + w, w);
-                attn__rt_prefetch(&P->v, b, off, h, ent + w, w);
-                attn__rt_prefetch(&P->q, b, off, h, (R->sep ? qlists : lists) + (size_t)(cl + 1) * w, w);
+    for (c0 = 0; n > 0 && c0 < nc; c0 += ATTN__BQ) { /* every window first: the counts */
+        const int ncb = ATTN__MIN(ATTN__BQ, nc - c0);
+        attn__rt_route(R, h, n, w, c0, ncb, K, Q, U, RT, S, mx, lists, qlists, hn, hnq, tmp);
+        for (cl = 0; cl < ncb; ++cl)
+            for (t = 0; t < w; ++t) {
+                kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;
+                if (R->sep) qwin[(size_t)(c0 + cl) * w + t] = qlists[(size_t)cl * w + t].pos;
             }
-            for (t = 0; t < w; ++t) {                /* the window's keys and values in a block */
-                const int p = wpos[t] = ent[t].pos;
-                if (R->normk) memcpy(Kw + (size_t)t * D, Xn + (size_t)p * D, sizeof(float) * (size_t)D);
-                else isa->load(attn__at(&P->k, b, off + p, h), P->k.dtype, Kw + (size_t)t * D, D, 1.0f);
-                isa->load(attn__at(&P->v, b, off + p, h), P->v.dtype, Vw + (size_t)t * Dv, Dv, 1.0f);
-            }
-            if (R->sep) {   /* the queries' own window; key ids -1 - pos never equal a query's
-                               position, so no key is the query's own (causal is 0 here) */
-                const attn__rt_ent *qe = qlists + (size_t)cl * w;
-                for (t = 0; t < w; ++t) { qwpos[t] = qe[t].pos; kid[t] = -1 - wpos[t]; }
-                qw = qwpos; kw = kid;
-            }
-            for (q0 = 0; q0 < w; q0 += ATTN__BQ) {   /* its queries in lanes, on the tile kernels */
-                const int nl = ATTN__MIN(ATTN__BQ, w - q0);
-                for (s = 0; s < nl; ++s)
-                    isa->load(attn__at(&P->q, b, off + qw[q0 + s], h), P->q.dtype, Qw + (size_t)s * D, D, P->scale);
-                isa->gather_t(Qw, (size_t)D, lane, nl, D, QT);
-                attn__sqk_lanes(isa, D, qw + q0, nl, Kw, kw, w, P->causal, -INFINITY, -5e4f, QT, S, mx, sum);
-                memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
-                isa->pv(S, w, nl, Vw, Dv, Dv, sum /* finite: O is 0 */, O, (size_t)Dv);
-                for (s = 0; s < nl; ++s) {
-                    const int p = qw[q0 + s];
-                    isa->axpy(acc + (size_t)p * Dv, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
-                    cnt[p]++;
-                }
+    }
+    for (z = 0; n > 0 && z < (size_t)nc * w; ++z) cnt[qwin[z]]++;
+    for (i = 0; i < n; ++i)                          /* a token in one window is written from it */
+        if (cnt[i] != 1) memset(acc + (size_t)i * Dv, 0, sizeof(float) * (size_t)Dv);
+    for (cl = 0; n > 0 && cl < nc; ++cl) {           /* each window, in cluster order */
+        const int *kp = kwin + (size_t)cl * w, *qp = qwin + (size_t)cl * w, *kw = kp;  /* positions */
+        int q0;
+        if (cl + 1 < nc) {                           /* the next window's rows, while this one is attended */
+            attn__rt_prefetch_f32(K, D, kp + w, w);
+            for (t = 0; t < w; ++t) attn__prefetch_row(&P->v, b, off + kp[w + t], h);
+        }
+        for (t = 0; t < w; ++t) {                    /* the window's keys and values in a block */
+            const float *k = K + (size_t)kp[t] * D;
+            if (R->normk) attn__unit(isa, k, Kw + (size_t)t * D, D);
+            else memcpy(Kw + (size_t)t * D, k, sizeof(float) * (size_t)D);
+            isa->load(attn__at(&P->v, b, off + kp[t], h), P->v.dtype, Vw + (size_t)t * Dv, Dv, 1.0f);
+        }
+        if (R->sep) {       /* key ids -1 - pos never equal a query's position, so no key is the
+                               query's own (causal is 0 here) */
+            for (t = 0; t < w; ++t) kid[t] = -1 - kp[t];
+            kw = kid;
+        }
+        for (q0 = 0; q0 < w; q0 += ATTN__BQ) {       /* its queries in lanes, on the tile kernels */
+            const int nl = ATTN__MIN(ATTN__BQ, w - q0), lanes = (int)attn__round16((size_t)nl);
+            isa->gather_t(Qf, (size_t)D, qp + q0, nl, D, QT);
+            for (e = 0; e < D; ++e) isa->scal(QT + (size_t)e * ATTN__BQ, P->scale, lanes);   /* as loading q scaled */
+            attn__sqk_lanes(isa, D, qp + q0, nl, Kw, kw, w, P->causal, -INFINITY, -5e4f, QT, S, mx, sum);
+            memset(O, 0, sizeof(float) * (size_t)ATTN__BQ * (size_t)Dv);
+            isa->pv(S, w, nl, Vw, Dv, Dv, sum /* finite: O is 0 */, O, (size_t)Dv);
+            for (s = 0; s < nl; ++s) {
+                const int p = qp[q0 + s];
+                if (cnt[p] == 1) {                   /* acc's sum from 0 and scaling, on one row */
+                    memset(row, 0, sizeof(float) * (size_t)Dv);
+                    isa->axpy(row, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
+                    isa->store(attn__at(&P->out, b, off + p, h), P->out.dtype, row, Dv, one);
+                } else isa->axpy(acc + (size_t)p * Dv, 1.0f / sum[s], O + (size_t)s * Dv, Dv);
             }
         }
     }
     for (i = 0; i < n; ++i)
-        isa->store(attn__at(&P->out, b, off + i, h), P->out.dtype, acc + (size_t)i * Dv, Dv,
-                   cnt[i] ? 1.0f / ((float)cnt[i] + R->ceps) : 0.0f);
+        if (cnt[i] != 1)
+            isa->store(attn__at(&P->out, b, off + i, h), P->out.dtype, acc + (size_t)i * Dv, Dv,
+                       cnt[i] ? 1.0f / ((float)cnt[i] + R->ceps) : 0.0f);
     memset(O, 0, sizeof(float) * (size_t)Dv);        /* padding rows (and rows past the last segment): 0 */
     for (i = off + n; i < pad_end; ++i) isa->store(attn__at(&P->out, b, i, h), P->out.dtype, O, Dv, 1.0f);
 }
@@ -13117,9 +13144,9 @@ static attn_status attn__routing_forward(const attn__call *c) {
     attn_status s;
     int tasks, nt;
     if ((s = attn__rt_setup(c, &P, &R, &tasks)) != ATTN_OK) return s;
-    R.ws_floats = attn__rt_ws_floats(R.n, c->q.dim, c->v.dim, R.w, R.sep);
+    R.ws_floats = attn__rt_ws_floats(&R, c->q.dim, c->v.dim, R.sep || !attn__same_rows(&P.q, &P.k));
     nt = ATTN__MIN(P.n_threads, tasks);
-    if (!(bytes = attn__rt_bytes(&R, nt))) return ATTN_ERR_OVERFLOW;
+    if (!R.ws_floats || !(bytes = attn__rt_bytes(&R, nt))) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
     if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     R.ws = (float *)(void *)w.base;
@@ -13312,7 +13339,7 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
         const attn__rt_head x = attn__rt_head_at(R, heads, hh, n, w);
         for (c0 = 0; n > 0 && c0 < nc; c0 += B) {
             const int ncb = ATTN__MIN(B, nc - c0);
-            attn__rt_route(R, h0 + hh, n, w, c0, ncb, x.Xn, x.Xq, RT, ST, mx, lists, qlists, hn, hnq, tmp);
+            attn__rt_route(R, h0 + hh, n, w, c0, ncb, x.Xn, x.Xq, NULL, RT, ST, mx, lists, qlists, hn, hnq, tmp);
             for (cl = 0; cl < ncb; ++cl)
                 for (t = 0; t < w; ++t) {
                     x.kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;

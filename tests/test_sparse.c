@@ -875,7 +875,7 @@ static void rt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt
     do {
         for (i = 0; i < (size_t)H * nc * D; ++i) cen[i] = (float)t_normal(r);
         t_fill_normal(&k.t, r, 1.0); t_fill_normal(&v.t, r, 1.0);
-        if (shared && qt == kvt && !k.t.stride_seq) memcpy(q.buf, k.buf, sp_bytes(&k));
+        if (shared && qt == kvt && k.t.stride_seq == q.t.stride_seq) memcpy(q.buf, k.buf, sp_bytes(&k));   /* same layout */
         else t_fill_normal(&q.t, r, 1.0);
     } while (!rt_ref(&q.t, &k.t, &v.t, cen, nc, w, causal, 1.0 / sqrt((double)D), 0, 0.0, 0, ro) && ++tries < 20);
     if (!T_CHECK(tries < 20, "%s: no inputs without near ties", what)) goto done;
@@ -897,6 +897,10 @@ static void rt_case(t_rng *r, int B, int n, int H, int D, int Dv, attn_dtype kvt
         e.workspace_size = bytes - 1;
         T_CHECK(attn_forward(&e, q.t, k.t, v.t, o2.t, NULL) == ATTN_ERR_WORKSPACE, "%s: short workspace", what);
         free(ws);
+    }
+    if (shared && qt == kvt && k.t.stride_seq == q.t.stride_seq) {   /* k passed as q too: the queries read from the keys' rows */
+        s = attn_forward(&d, k.t, k.t, v.t, o2.t, NULL);
+        T_CHECK(s == ATTN_OK && memcmp(o.buf, o2.buf, sp_bytes(&o)) == 0, "%s: k passed as q must equal its copy", what);
     }
 done:
     t_owned_free(&q); t_owned_free(&k); t_owned_free(&v); t_owned_free(&o); t_owned_free(&o2);
