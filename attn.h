@@ -6880,7 +6880,6 @@ typedef struct attn__fwd_geo {
     size_t narrow_tile;          /* a tile with at most 16 rows: struct, QR, acc, m/l/alpha */
 } attn__fwd_geo;
 
-static int attn__dec43_old = 0;   /* TEMP A/B */
 static attn__fwd_geo attn__fwd_geometry(int D, int Dv) {
     attn__fwd_geo g;
     const size_t st = attn__round16((sizeof(attn__tile) + sizeof(float) - 1) / sizeof(float));
@@ -7847,7 +7846,6 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
        6 rows x 16 columns per P.V step) rather than 8-row fused tiles, which ran at the rate
        per flop of a 1-token call's 4-row tile (issue 33 item 6). 1-token calls never take it. */
     C->dec_wide = C->decode && isa == &attn__isa_avx2 && P->q.seq > 1 && vrows > 16 && attn__decode_fused(P, isa);
-    if (attn__dec43_old) C->dec_wide = 0;   /* TEMP A/B */
     /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
        at least 8 chunks, aiming at 32 tasks; depends on shapes only, never on threads */
     C->n_splits = 1;
@@ -7866,7 +7864,6 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     C->fused = C->decode && !C->dec_wide && attn__decode_fused(P, isa);
     C->dec_rows = isa == &attn__isa_avx2 && P->q.seq > 1 && vrows <= (size_t)ATTN__DEC_TILES * ATTN__DEC_ROWS_AVX2_STEPS
                   ? ATTN__DEC_ROWS_AVX2_STEPS : ATTN__DEC_ROWS;
-    if (attn__dec43_old) C->dec_rows = ATTN__DEC_ROWS;   /* TEMP A/B */
     C->dec_tiles = C->fused ? (int)((vrows + (size_t)C->dec_rows - 1) / (size_t)C->dec_rows) : 1;
     C->dec_tile = C->dec_wide ? C->geo.tile : C->geo.narrow_tile;
     if (!attn__mul_size(C->dec_tile, (size_t)P->k.heads * (size_t)C->dec_tiles, &heads_mem)) return ATTN_ERR_OVERFLOW;
