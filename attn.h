@@ -7845,7 +7845,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
        of all of them on the GEMM tile kernels (staged chunks; 6 keys x 16 rows per Q.K^T step,
        6 rows x 16 columns per P.V step) rather than 8-row fused tiles, which ran at the rate
        per flop of a 1-token call's 4-row tile (issue 33 item 6). 1-token calls never take it. */
-    C->dec_wide = C->decode && isa == &attn__isa_avx2 && P->q.seq > 1 && vrows > 16 && attn__decode_fused(P, isa);
+    C->dec_wide = C->decode && attn__dec_lanes(isa) == 8 && P->q.seq > 1 && vrows > 16 && attn__decode_fused(P, isa);
     /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
        at least 8 chunks, aiming at 32 tasks; depends on shapes only, never on threads */
     C->n_splits = 1;
@@ -7862,7 +7862,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         return ATTN_ERR_OVERFLOW;
     C->partial_row = C->geo.ldo + 2;
     C->fused = C->decode && !C->dec_wide && attn__decode_fused(P, isa);
-    C->dec_rows = isa == &attn__isa_avx2 && P->q.seq > 1 && vrows <= (size_t)ATTN__DEC_TILES * ATTN__DEC_ROWS_AVX2_STEPS
+    C->dec_rows = attn__dec_lanes(isa) == 8 && P->q.seq > 1 && vrows <= (size_t)ATTN__DEC_TILES * ATTN__DEC_ROWS_AVX2_STEPS
                   ? ATTN__DEC_ROWS_AVX2_STEPS : ATTN__DEC_ROWS;
     C->dec_tiles = C->fused ? (int)((vrows + (size_t)C->dec_rows - 1) / (size_t)C->dec_rows) : 1;
     C->dec_tile = C->dec_wide ? C->geo.tile : C->geo.narrow_tile;
