@@ -3331,7 +3331,7 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__DEC_TILES 4    /* most fused decoding tiles per KV head (32 rows) */
 #define ATTN__DEC_ROWS_AVX2_STEPS 4   /* rows per fused AVX2 tile in a call of several query tokens with at most
                                 16 rows per KV head: on Zen 4 two 4-row tiles over each chunk beat one 8-row
-                                tile (8 loads per 8 FMAs there, q as memory operands); speculative calls with
+                                tile (9 loads per 8 FMAs there, q as memory operands); speculative calls with
                                 more rows take one wide tile (attn__fwd_plan's dec_wide) */
 #define ATTN__DEC_CHUNK_BYTES (128 * 1024)  /* K+V bytes per fused decoding chunk (AVX-512), which is
                                 also how far ahead it prefetches, into L2. Zen 4, Hq 32 / Hkv 8, D 128,
@@ -7843,8 +7843,8 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
                 !P->cu_q;
     /* AVX2, several query tokens (speculative steps) with over 16 rows per KV head: one wide tile
        of all of them on the GEMM tile kernels (staged chunks; 6 keys x 16 rows per Q.K^T step,
-       6 rows x 16 columns per P.V step) rather than 8-row fused tiles, which ran at the rate
-       per flop of a 1-token call's 4-row tile (issue 33 item 6). 1-token calls never take it. */
+       6 rows x 16 columns per P.V step) rather than 8-row fused tiles, which ran no faster
+       per flop than a 1-token call's 4-row tile (issue 33 item 6). 1-token calls never take it. */
     C->dec_wide = C->decode && attn__dec_lanes(isa) == 8 && P->q.seq > 1 && vrows > 16 && attn__decode_fused(P, isa);
     /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
        at least 8 chunks, aiming at 32 tasks; depends on shapes only, never on threads */
