@@ -3329,6 +3329,10 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
                                 groups) run as two tiles of 8 over each chunk, which beat one tile of
                                 16 rows (register spills) and the staged tiles */
 #define ATTN__DEC_TILES 4    /* most fused decoding tiles per KV head (32 rows) */
+#define ATTN__DEC_ROWS_AVX2_STEPS 4   /* rows per fused AVX2 tile in a call of several query tokens with at most
+                                16 rows per KV head: on Zen 4 two 4-row tiles over each chunk beat one 8-row
+                                tile (9 loads per 8 FMAs there, q as memory operands); speculative calls with
+                                more rows take one wide tile (attn__fwd_plan's dec_wide) */
 #define ATTN__DEC_CHUNK_BYTES (128 * 1024)  /* K+V bytes per fused decoding chunk (AVX-512), which is
                                 also how far ahead it prefetches, into L2. Zen 4, Hq 32 / Hkv 8, D 128,
                                 65k-token cache from memory, 1 thread: f32 40.0 -> 29.7 ms, f16 26.4 ->
@@ -6900,7 +6904,10 @@ typedef struct attn__fwd_ctx {
     int decode;                /* one narrow tile per (batch, KV head): a task takes every KV head */
     int decode_chunk;          /* keys per staged chunk when decoding (attn__decode_stage) */
     int fused;                 /* decoding takes attn__fwd_decode_fused (no stage) */
-    int dec_tiles;             /* decoding tiles per KV head (rows in blocks of ATTN__DEC_ROWS when fused) */
+    int dec_tiles;             /* decoding tiles per KV head (rows in blocks of dec_rows when fused) */
+    int dec_rows;              /* rows per fused decoding tile: ATTN__DEC_ROWS or ATTN__DEC_ROWS_AVX2_STEPS */
+    int dec_wide;              /* decoding stages into one tile of all the KV head's rows on the GEMM tile kernels */
+    size_t dec_tile;           /* floats per decoding tile (narrow, or a whole tile when dec_wide) */
     int bf16;                  /* 3.6 bf16 tile kernels: 0 none, 1 AVX512-BF16, 2 AMX */
     int copy_k, copy_v;        /* K / V rows are copied into fp32 rows before the tile kernels read them */
     size_t hc_off, hc_rows;    /* the head cache (attn__tile_chunk) at ws + hc_off in each thread's
@@ -7234,7 +7241,7 @@ static void attn__fwd_unit(const attn__fwd_ctx *C, float *ws, int u, int split) 
    follow: it measured 7 GB/s on one core against 38 GB/s for a streaming read. */
 /* Decoding's per-KV-head tiles live one after another after the scratch, then the stage. */
 static attn__tile *attn__decode_tile(const attn__fwd_ctx *C, float *ws, int hk) {
-    return (attn__tile *)(void *)(ws + C->geo.scratch + (size_t)hk * C->geo.narrow_tile);
+    return (attn__tile *)(void *)(ws + C->geo.scratch + (size_t)hk * C->dec_tile);
 }
 
 /* Prefetches part `part` of `parts` of the rows attn__decode_stage will read for keys
@@ -7622,7 +7629,7 @@ ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S,
 #endif /* ATTN__X86_SIMD */
 
 /* Whether decoding can take the fused kernels above: AVX-512 or AVX2 (the query rows of a KV
-   head, q.seq x groups <= 32, in tiles of ATTN__DEC_ROWS), head dims in whole vectors, no
+   head, q.seq x groups <= 32, in tiles of dec_rows), head dims in whole vectors, no
    per-element score inputs (bias, dilation, dropout) and no key rotation; everything else
    stages. Keys that only some of the rows see (the last q.seq - 1 under a causal mask, window
    edges) stage too. */
@@ -7656,18 +7663,18 @@ static void attn__dec_rows(const attn__problem *P, const attn__seq *S, long long
 #endif
 
 /* Keys [a, b) of sequence Sq through the fused kernel, a chunk at a time; every row sees them all.
-   The rows' tiles (ATTN__DEC_ROWS rows each) take each chunk in turn while it is in cache. */
+   The rows' tiles (dec_rows rows each) take each chunk in turn while it is in cache. */
 static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, const attn__seq *Sq, long long a, long long b) {
 #if defined(ATTN__X86_SIMD)
     const attn__problem *P = C->P;
     const int n = Sq->Lq * P->groups, Hk = P->k.heads, lanes = attn__dec_lanes(C->isa);
-    const int n_tiles = (n + ATTN__DEC_ROWS - 1) / ATTN__DEC_ROWS;
+    const int DR = C->dec_rows, n_tiles = (n + DR - 1) / DR;
     int R[ATTN__DEC_TILES];                     /* each tile's rows rounded up to a power of two */
     long long c0;
     int nkc, h, i, t, nn;
     attn__dec_chunk X;
     for (t = 0; t < n_tiles; ++t)
-        for (R[t] = 1; R[t] < ATTN__MIN(ATTN__DEC_ROWS, n - t * ATTN__DEC_ROWS); R[t] *= 2) {}
+        for (R[t] = 1; R[t] < ATTN__MIN(DR, n - t * DR); R[t] *= 2) {}
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
         const int kg = lanes / R[0];
@@ -7729,7 +7736,7 @@ static void attn__fwd_decode_staged(const attn__fwd_ctx *C, float *ws, float *st
 static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int split) {
     const attn__problem *P = C->P;
     const int g = P->groups, Hk = P->k.heads;
-    float *stage = ws + C->geo.scratch + (size_t)Hk * C->dec_tiles * C->geo.narrow_tile;
+    float *stage = ws + C->geo.scratch + (size_t)Hk * C->dec_tiles * C->dec_tile;
     attn__seq S;
     long long klo, khi, ranges[2][2], p0, p1;
     int hk, ri, n_ranges, v, n, t, n_tiles, rows;
@@ -7740,7 +7747,7 @@ static void attn__fwd_decode(const attn__fwd_ctx *C, float *ws, int tb, int spli
             for (v = n; v < P->q.seq * g; ++v) attn__fwd_store(P, C->isa, tb, v / g, hk * g + v % g, NULL, 0.0f, 0.0f);
     if (n == 0) return;
     klo = (long long)split * C->split_keys; khi = ATTN__MIN((long long)S.Lk, klo + C->split_keys);
-    rows = C->fused ? ATTN__DEC_ROWS : n;           /* rows per tile */
+    rows = C->fused ? C->dec_rows : n;              /* rows per tile */
     n_tiles = (n + rows - 1) / rows;
     for (t = 0; t < n_tiles; ++t)
         for (hk = 0; hk < Hk; ++hk) {
@@ -7834,6 +7841,11 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     /* decoding: a step's rows of a KV head in one narrow tile, or in the fused kernels' tiles */
     C->decode = (vrows <= 16 || (vrows <= ATTN__DEC_TILES * ATTN__DEC_ROWS && attn__decode_fused(P, isa))) &&
                 !P->cu_q;
+    /* AVX2, several query tokens (speculative steps) with over 16 rows per KV head: one wide tile
+       of all of them on the GEMM tile kernels (staged chunks; 6 keys x 16 rows per Q.K^T step,
+       6 rows x 16 columns per P.V step) rather than 8-row fused tiles, which ran no faster
+       per flop than a 1-token call's 4-row tile (issue 33 item 6). 1-token calls never take it. */
+    C->dec_wide = C->decode && attn__dec_lanes(isa) == 8 && P->q.seq > 1 && vrows > 16 && attn__decode_fused(P, isa);
     /* flash-decoding: too few units to keep a machine busy -> cut the keys into splits of
        at least 8 chunks, aiming at 32 tasks; depends on shapes only, never on threads */
     C->n_splits = 1;
@@ -7849,9 +7861,12 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
     if (!attn__mul_size(C->decode ? (size_t)P->q.batch : units, (size_t)C->n_splits, &tasks) || tasks > INT_MAX)
         return ATTN_ERR_OVERFLOW;
     C->partial_row = C->geo.ldo + 2;
-    C->fused = C->decode && attn__decode_fused(P, isa);
-    C->dec_tiles = C->fused ? (int)((vrows + ATTN__DEC_ROWS - 1) / ATTN__DEC_ROWS) : 1;
-    if (!attn__mul_size(C->geo.narrow_tile, (size_t)P->k.heads * (size_t)C->dec_tiles, &heads_mem)) return ATTN_ERR_OVERFLOW;
+    C->fused = C->decode && !C->dec_wide && attn__decode_fused(P, isa);
+    C->dec_rows = attn__dec_lanes(isa) == 8 && P->q.seq > 1 && vrows <= (size_t)ATTN__DEC_TILES * ATTN__DEC_ROWS_AVX2_STEPS
+                  ? ATTN__DEC_ROWS_AVX2_STEPS : ATTN__DEC_ROWS;
+    C->dec_tiles = C->fused ? (int)((vrows + (size_t)C->dec_rows - 1) / (size_t)C->dec_rows) : 1;
+    C->dec_tile = C->dec_wide ? C->geo.tile : C->geo.narrow_tile;
+    if (!attn__mul_size(C->dec_tile, (size_t)P->k.heads * (size_t)C->dec_tiles, &heads_mem)) return ATTN_ERR_OVERFLOW;
     if (C->decode) {            /* the stage: decode_chunk keys of every head, K and V, fp32; fused: the scores */
         const size_t row = ((size_t)P->k.heads * (C->geo.ldk + C->geo.ldv)) * sizeof(float);
         size_t stage;

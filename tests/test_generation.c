@@ -1247,8 +1247,10 @@ static void test_gen_errors(void) {
 
 /* Every speculative step shape the fused decoding kernels take: Sq 1..8 query tokens (causal
    among themselves, as speculative decoding checks draft tokens) x groups 1 and 4, so a KV head
-   runs R = 1..8 rows in one tile and up to four tiles of 8 (32 rows), f32 and f16, head dims 64
-   and 128, a cache long enough for several chunks and a short tail; against the double reference. */
+   runs R = 1..8 rows in one tile and up to four tiles of 8 (32 rows; on AVX2 tiles of 4 up to 16
+   rows and one wide staged tile above), f32 and f16, head dims 64 and 128, a cache long enough
+   for several chunks and a short tail; against the double reference. Then groups 4 over a paged
+   cache (pages cut the chunks) with every thread count bitwise equal. */
 static void test_decode_rows(void) {
     static const int gs[] = { 1, 4 }, Ds[] = { 64, 128 };
     t_rng r = t_rng_seed(633);
@@ -1268,6 +1270,19 @@ static void test_decode_rows(void) {
                     d.causal = 1;
                     decode_case("decode rows", &cf, d, lens, &r, 0);
                 }
+    for (ti = 0; ti < 2; ++ti)
+        for (sq = 2; sq <= 8; sq += 2) {        /* 8, 16, 24, 32 rows per KV head */
+            dcfg cf;
+            attn_desc d;
+            int lens[1];
+            memset(&cf, 0, sizeof cf);
+            memset(&d, 0, sizeof d);
+            cf.B = 1; cf.Hkv = 2; cf.g = 4; cf.D = cf.Dv = 64; cf.Sq = sq; cf.ps = 16;
+            cf.dt = ti ? ATTN_F16 : ATTN_F32;
+            lens[0] = T_QUICK ? 77 : 157;
+            d.causal = 1;
+            decode_case("decode rows, paged", &cf, d, lens, &r, 1);
+        }
 }
 
 void test_generation(void) {
