@@ -17673,6 +17673,69 @@ static void attn__nys_f_rows(const attn__nys_plan *P, int b, const float *Q, ptr
     }
 }
 
+/* Rows [lo, hi) of dX (rows of q or k: is_k) of sequence b += the landmark means' gradient
+   dL [m][D]: each row of segment j gets dL_j / l (nystrom-attention's mask: / its valid rows), as
+   the forward's means */
+static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld, int lo, int hi) {
+    const int l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq, n = attn__nys_read(P, is_k, b), D = P->q.dim;
+    int j, r;
+    for (j = 0; j < P->m; ++j) {
+        const int r0 = ATTN__MAX(0, j * l - p), r1 = ATTN__MIN(n, (j + 1) * l - p);
+        const float f = !P->masked ? 1.0f / (float)l : r1 > r0 ? 1.0f / (float)(r1 - r0) : 0.0f;
+        for (r = ATTN__MAX(r0, lo); r < ATTN__MIN(r1, hi); ++r) P->isa->axpy(dX + (ptrdiff_t)r * ld, f, dL + (size_t)j * D, D);
+    }
+}
+
+/* Rows [0, n) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [n][m] (row stride
+   ldm) or M^T with M [m][n] (trans); with dL, blocks of ATTN__NYS_RQ rows, each given the
+   landmark means' gradient dL (attn__nys_scatter) while in cache, and rows [n, read) dL alone. */
+static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int n, const float *M, ptrdiff_t ldm, int trans,
+                                const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld, float *gw) {
+    const int blk = dL ? ATTN__NYS_RQ : ATTN__MAX(n, 1);
+    int r0;
+    for (r0 = 0; r0 < n; r0 += blk) {
+        const int r1 = ATTN__MIN(n, r0 + blk);
+        attn__sgemm_1t(gw, trans, 0, r1 - r0, P->q.dim, P->m, P->scale, trans ? M + r0 : M + (ptrdiff_t)r0 * ldm, ldm, X, ldx,
+                        beta, dX + (ptrdiff_t)r0 * ld, ld);
+        if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, r0, r1);
+    }
+    if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, n, INT_MAX);
+}
+
+/* dQ~, dK~ += A's softmax backward of dA (u = b Hq + h), with c's gradient first added onto the
+   column(s) holding the largest column sum (torch's max: shared evenly between ties). dS: m^2
+   floats of scratch. */
+static void attn__nys_dland(const attn__nys_plan *P, int u, int qlo, int qhi, float *dA, float *dQl, float *dKl, float *dS,
+                            float *gw) {
+    const int m = P->m, Hq = P->q.heads, D = P->q.dim;
+    const size_t mm = (size_t)m * m, oq = ((size_t)(u / Hq) * m * Hq + u % Hq) * D;
+    const float *A = P->a_all + (size_t)u * mm, *Ql = P->ql + oq, *Kl = P->kl + oq;
+    const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
+    const ptrdiff_t ldq = (ptrdiff_t)Hq * D;
+    int ntie = P->ntie, j, r;
+    if (!P->pinv_batch)
+        for (ntie = 0, j = 0; j < m; ++j) {
+            double sum = 0.0;
+            for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
+            ntie += sum == cmax;
+        }
+    if (P->cmax[u] == cmax) {
+        const float add = (float)((P->pinv_batch ? P->dctot : P->dc[u]) / ntie);
+        for (j = 0; j < m; ++j) {   /* the column sums as attn__nys_colmax adds them */
+            double sum = 0.0;
+            for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
+            if (sum == cmax) for (r = 0; r < m; ++r) dA[(size_t)r * m + j] += add;
+        }
+    }
+    memcpy(dS, dA, mm * sizeof(float));
+    for (r = 0; r < m; ++r) {   /* rows of masked landmarks are uniform constants */
+        if (r < qlo || r >= qhi) memset(dS + (size_t)r * m, 0, (size_t)m * sizeof(float));
+        else attn__nys_dsoftmax(P->isa, A + (size_t)r * m, dS + (size_t)r * m, m);
+    }
+    attn__sgemm_1t(gw, 0, 0, m, D, m, P->scale, dS, m, Kl, ldq, 1.0f, dQl, D);
+    attn__sgemm_1t(gw, 1, 0, m, D, m, P->scale, dS, m, Ql, ldq, 1.0f, dKl, D);
+}
+
 /* Backward pass 1 for (b, KV head hk), its g query heads in turn (they share dk, dv rows): B,
    B V, Z (keeping its iterates), W and F again; dW and dF -> dq (F's softmax), dK~, the conv's
    dv and dconv; dZ and d(B V) -> dv, dk and dQ~ (B's softmax); the pseudo-inverse's steps
@@ -17697,7 +17760,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     const float *K = NULL, *V = NULL, *Q = NULL;
     int qlo, qhi, i, j, r;
     attn__nys_valid(P, 0, b, &qlo, &qhi);
-    for (r = 0; r < Sk; ++r) {
+    for (r = lk; r < Sk; ++r) {   /* rows < lk: the first head's products write them (beta 0) */
         memset(gk + (size_t)r * ldgk, 0, (size_t)D * sizeof(float));
         memset(gv + (size_t)r * ldgv, 0, (size_t)Dv * sizeof(float));
     }
@@ -17718,6 +17781,8 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         const float *Bs = P->saved ? attn__nys_saved_b(P, b, h) : Bm, *Fs = P->saved ? attn__nys_saved_f(P, b, h) : F;
         const float *BVs = P->saved ? attn__nys_saved_bv(P, b, h) : BV;   /* and B V [m][Dv] */
         const ptrdiff_t ldb = P->saved ? Sk : lk;
+        const float *Gd = NULL;
+        ptrdiff_t ldg = Dv;
         if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
         for (r = lq; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));   /* rows < lq: dF K~ below */
         if (lk > 0 && !P->saved) attn__nys_bbv(P, b, h, Ql, ldq, K, ldk, V, ldv, lk, qlo, qhi, Bm, BV, part, gw);
@@ -17727,16 +17792,12 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BVs, Dv, 0.0f, W, Dv);
         /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
         if (lq > 0) {
-            ptrdiff_t ldg;
-            const float *Gd;
             if (!P->saved) attn__nys_f_rows(P, b, Q, ldqq, Kl, ldq, lq, F, gw);
             Gd = attn__nys_rows(isa, &P->dout, b, h, 0, lq, G, &ldg);   /* fp32 dout: read in place */
             attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, Fs, m, Gd, ldg, 0.0f, dW, Dv);
             attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, Gd, ldg, W, Dv, 0.0f, dF, m);
             for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, Fs + (size_t)r * m, dF + (size_t)r * m, m);
-            attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 0.0f, gq, ldq);
             attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
-            if (P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv);
         } else {
             memset(dW, 0, (size_t)m * Dv * sizeof(float));
             memset(dKl, 0, (size_t)m * D * sizeof(float));
@@ -17745,17 +17806,16 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
         attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BVs, Dv, 0.0f, dZ, m);
         attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
-        memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lk > 0) {
-            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bs, ldb, dBV, Dv, 1.0f, gv, ldgv);
+            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bs, ldb, dBV, Dv, i > 0 ? 1.0f : 0.0f, gv, ldgv);
             attn__sgemm_1t(gw, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
             for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
                 if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
                 else attn__nys_dsoftmax(isa, Bs + (size_t)j * ldb, dB + (size_t)j * lk, lk);
             }
             attn__sgemm_1t(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
-            attn__sgemm_1t(gw, 1, 0, lk, D, m, P->scale, dB, lk, Ql, ldq, 1.0f, gk, ldgk);
-        }
+        } else memset(dQl, 0, (size_t)m * D * sizeof(float));
+        if (lq > 0 && P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv);   /* after gv's first write */
         /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
         memset(dA, 0, mm * sizeof(float));
         attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work, gw);
@@ -17765,6 +17825,12 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
                 dc += (double)dZ[(size_t)j * m + r] * (double)A[(size_t)r * m + j];
             }
         P->dc[u] = -dc / (cmax * cmax);
+        /* dq = dF K~, dk += dB^T Q~ (rows past lq, lk: zero). Per-head c: the landmark means'
+           gradient is this head's alone, so it is complete here and each block of rows gets it
+           while in cache; BATCH's c needs every head first (pass 2 adds it). */
+        if (!P->pinv_batch) attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, work, gw);
+        attn__nys_grad_rows(P, 0, b, lq, dF, m, 0, Kl, ldq, 0.0f, P->pinv_batch ? NULL : dQl, gq, ldq, gw);
+        attn__nys_grad_rows(P, 1, b, lk, dB, lk, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f, P->pinv_batch ? NULL : dKl, gk, ldgk, gw);
     }
 }
 
@@ -17774,21 +17840,9 @@ static int attn__nys_dense_f32(const attn__view *x) {
            (x->batch == 1 || x->sb == (ptrdiff_t)x->seq * x->heads * x->dim);
 }
 
-/* dX (rows of q or k: is_k) of sequence b += the landmark means' gradient dL [m][D]: each row of
-   segment j gets dL_j / l (nystrom-attention's mask: / its valid rows), as the forward's means */
-static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld) {
-    const int l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq, n = attn__nys_read(P, is_k, b), D = P->q.dim;
-    int j, r;
-    for (j = 0; j < P->m; ++j) {
-        const int r0 = ATTN__MAX(0, j * l - p), r1 = ATTN__MIN(n, (j + 1) * l - p);
-        const float f = !P->masked ? 1.0f / (float)l : r1 > r0 ? 1.0f / (float)(r1 - r0) : 0.0f;
-        for (r = r0; r < r1; ++r) P->isa->axpy(dX + (ptrdiff_t)r * ld, f, dL + (size_t)j * D, D);
-    }
-}
-
-/* Backward pass 2 for (b, KV head hk): c's gradient onto the column(s) holding the largest
-   column sum (torch's max: shared evenly between ties), A's softmax -> dQ~, dK~, the landmark
-   means -> dq, dk; then dq, dk, dv stored. */
+/* Backward pass 2 for (b, KV head hk): BATCH's c (the call's largest column sum) onto each
+   head's A, then the landmark means -> dq, dk (attn__nys_dland, attn__nys_scatter; per-head c:
+   pass 1 did it); then dq, dk, dv stored unless accumulated in place. */
 static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
     const attn__isa *isa = P->isa;
@@ -17798,41 +17852,17 @@ static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
     const ptrdiff_t ldq = (ptrdiff_t)Hq * D;
     float *dS = P->scratch + (size_t)thread * P->scratch_floats, *dKs = dS + mm, *gw = attn__nys_gw(P, thread);
     float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
-    int qlo, qhi, klo, khi, i, j, r, h;
-    attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
-    for (i = 0; i < g; ++i) {
+    int qlo, qhi, i, r, h;
+    attn__nys_valid(P, 0, b, &qlo, &qhi);
+    for (i = 0; i < g && P->pinv_batch; ++i) {
         const int u = b * Hq + hk * g + i;
-        const size_t oq = ((size_t)b * m * Hq + hk * g + i) * D;
-        const float *A = P->a_all + (size_t)u * mm, *Ql = P->ql + oq, *Kl = P->kl + oq;
         float *dA = P->hs + (size_t)u * hs_floats, *dQl = dA + mm, *dKl = dQl + (size_t)m * D;
-        const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
-        int ntie = P->ntie;
-        if (!P->pinv_batch)
-            for (ntie = 0, j = 0; j < m; ++j) {
-                double sum = 0.0;
-                for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
-                ntie += sum == cmax;
-            }
-        if (P->cmax[u] == cmax) {
-            const float add = (float)((P->pinv_batch ? P->dctot : P->dc[u]) / ntie);
-            for (j = 0; j < m; ++j) {   /* the column sums as attn__nys_colmax adds them */
-                double sum = 0.0;
-                for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
-                if (sum == cmax) for (r = 0; r < m; ++r) dA[(size_t)r * m + j] += add;
-            }
-        }
-        memcpy(dS, dA, mm * sizeof(float));
-        for (r = 0; r < m; ++r) {   /* rows of masked landmarks are uniform constants */
-            if (r < qlo || r >= qhi) memset(dS + (size_t)r * m, 0, (size_t)m * sizeof(float));
-            else attn__nys_dsoftmax(isa, A + (size_t)r * m, dS + (size_t)r * m, m);
-        }
-        attn__sgemm_1t(gw, 0, 0, m, D, m, P->scale, dS, m, Kl, ldq, 1.0f, dQl, D);
-        attn__sgemm_1t(gw, 1, 0, m, D, m, P->scale, dS, m, Ql, ldq, 1.0f, dKl, D);
-        attn__nys_scatter(P, 0, b, dQl, P->gq + ((size_t)b * Sq * Hq + hk * g + i) * D, ldq);
+        attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, dS, gw);
+        attn__nys_scatter(P, 0, b, dQl, P->gq + ((size_t)b * Sq * Hq + hk * g + i) * D, ldq, 0, INT_MAX);
         if (i == 0) memcpy(dKs, dKl, (size_t)m * D * sizeof(float));
         else isa->axpy(dKs, 1.0f, dKl, m * D);
     }
-    attn__nys_scatter(P, 1, b, dKs, gk, (ptrdiff_t)Hk * D);
+    if (P->pinv_batch) attn__nys_scatter(P, 1, b, dKs, gk, (ptrdiff_t)Hk * D, 0, INT_MAX);
     for (r = 0; r < Sq && !P->gq_out; ++r)
         for (h = hk * g; h < hk * g + g; ++h)
             isa->store(attn__at(&P->dq, b, r, h), P->dq.dtype, P->gq + (((size_t)b * Sq + r) * Hq + h) * D, D, 1.0f);
@@ -17916,7 +17946,8 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
                 }
             }
         }
-        attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwd2_task, &P);
+        if (P.pinv_batch || !P.gq_out || !P.gk_out || !P.gv_out)   /* else pass 1 did it all */
+            attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwd2_task, &P);
     }
     attn__ws_release(&w);
     return s;
