@@ -17365,8 +17365,8 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 }
 
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
-   doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv and
-   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates with their
+   doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv
+   staging rows (those not accumulated in place) and per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates with their
    products (5 m^2 a step), Z, dZ, 4 m^2 of work and the GEMMs' packing (attn__nys_plan_make
    adds it). The exact path (landmarks =
    tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
@@ -17759,9 +17759,10 @@ static void attn__nys_dland(const attn__nys_plan *P, int u, int qlo, int qhi, fl
 }
 
 /* Backward pass 1 for (b, KV head hk), its g query heads in turn (they share dk, dv rows): B,
-   B V, Z (keeping its iterates), W and F again; dW and dF -> dq (F's softmax), dK~, the conv's
-   dv and dconv; dZ and d(B V) -> dv, dk and dQ~ (B's softmax); the pseudo-inverse's steps
-   backwards -> dA (without c's term) and dc, the gradient of Z0's divisor. */
+   B V, Z (keeping its iterates), W and F again; dW and dF -> dK~ (F's softmax); dZ and d(B V)
+   -> dv and dQ~ (B's softmax); the conv's dv and dconv; the pseudo-inverse's steps backwards ->
+   dA and dc, the gradient of Z0's divisor; then dq = dF K~ and dk += dB^T Q~ (per-head c: with
+   A's softmax backward and the landmark means' scatter too, attn__nys_grad_rows). */
 static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     attn__nys_plan *P = (attn__nys_plan *)ctx;
     const attn__isa *isa = P->isa;
