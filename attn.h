@@ -17366,9 +17366,9 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
    doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv
-   staging rows (those not accumulated in place) and per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates with their
-   products (5 m^2 a step), Z, dZ, 4 m^2 of work and the GEMMs' packing (attn__nys_plan_make
-   adds it). The exact path (landmarks =
+   staging rows (those not accumulated in place) and per thread Q, K, V, dout rows, F, dF, B,
+   dB, B V, W, dW, d(B V), Z's iterates with their products (5 m^2 a step), Z, dZ, 4 m^2 of
+   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
    tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
    per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
@@ -17698,7 +17698,8 @@ static void attn__nys_f_rows(const attn__nys_plan *P, int b, const float *Q, ptr
 /* Rows [lo, hi) of dX (rows of q or k: is_k) of sequence b += the landmark means' gradient
    dL [m][D]: each row of segment j gets dL_j / l (nystrom-attention's mask: / its valid rows), as
    the forward's means */
-static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld, int lo, int hi) {
+static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld, int lo,
+                              int hi) {
     const int l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq, n = attn__nys_read(P, is_k, b), D = P->q.dim;
     int j, r;
     for (j = 0; j < P->m; ++j) {
@@ -17924,8 +17925,8 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
         !attn__lr_bytes(queried, P.core_bytes, &queried)) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = queried; return ATTN_OK; }
     /* a caller's workspace: the queried size (with the staging rows); our own: what is used */
-    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, c->d->workspace ? queried : bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK)
-        return s;
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, c->d->workspace ? queried : bytes, ATTN_ERR_WORKSPACE,
+                              &w)) != ATTN_OK) return s;
     if (P.exact) {
         void *core_ws = w.base + P.floats * sizeof(float);
         attn_tensor stage, dvt;
