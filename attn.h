@@ -17113,11 +17113,12 @@ typedef struct attn__nys_plan {
     attn__view dout, dq, dk, dv;
     float *dconv;                      /* NULL: not computed (always NULL without conv) */
     size_t f_dbl, f_hs, f_gq, f_gk, f_gv, f_lse, f_dcp;
+    size_t f_unstaged;                 /* staging floats not laid out (gradients in place): still queried */
     float *dcp;                        /* dconv's part of each (b, query head) [B*Hq][kernel] */
     float *hs;                         /* per (b, query head): dA [m][m], dQ~ [m][D], dK~ [m][D] */
     float *gq, *gk, *gv, *lse;         /* fp32 dq, dk, dv (laid out as q, k, v, dense); the exact
                                           path's lse [B, Hq, Sq] */
-    int gq_out, gk_out, gv_out;        /* gq / gk / gv are dq / dk / dv themselves (fp32 dense) */
+    int gq_out, gk_out, gv_out;        /* dq / dk / dv accumulated in place (attn__nys_grad) */
     double *dc, dctot;                 /* per head dL/dc (c: Z0's divisor); their sum (BATCH) */
 } attn__nys_plan;
 
@@ -17406,10 +17407,10 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 }
 
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
-   doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv and
-   per thread Q, K, V, dout rows, F, dF, B, dB, B V, W, dW, d(B V), Z's iterates with their
-   products (5 m^2 a step), Z, dZ, 4 m^2 of work and the GEMMs' packing (attn__nys_plan_make
-   adds it). The exact path (landmarks =
+   doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv
+   staging rows (those not accumulated in place) and per thread Q, K, V, dout rows, F, dF, B,
+   dB, B V, W, dW, d(B V), Z's iterates with their products (5 m^2 a step), Z, dZ, 4 m^2 of
+   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
    tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
    per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
@@ -17438,10 +17439,19 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
             (P->conv && !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv)) ||
             !attn__lr_floats(&sc, Sq + Sk, Dv)) return ATTN_ERR_OVERFLOW;
     } else {
+        /* fp32 gradients with a usable row stride are accumulated in place (per head, as the
+           products write them: attn__lr_direct, not Linformer's every-heads-side-by-side
+           attn__lfm_wide_ok). Their staging rows are not laid out; the workspace query cannot see
+           the gradients, so it counts them and a caller's workspace must still hold them. */
+        P->gq_out = !c->bytes && attn__lr_direct(&P->dq);
+        P->gk_out = !c->bytes && attn__lr_direct(&P->dk);
+        P->gv_out = !c->bytes && attn__lr_direct(&P->dv);
         if (!attn__lr_floats(&P->f_dbl, 4 * B, Hq) || !attn__lr_floats(&P->f_ql, B * m, Hq * D) ||
             !attn__lr_floats(&P->f_a, B * Hq * m, m) || !attn__add_size(m, 2 * D, &x) ||
-            !attn__lr_floats(&P->f_hs, B * Hq * m, x) || !attn__lr_floats(&P->f_gq, B * Sq, Hq * D) ||
-            !attn__lr_floats(&P->f_gk, B * Sk, Hk * D) || !attn__lr_floats(&P->f_gv, B * Sk, Hk * Dv) ||
+            !attn__lr_floats(&P->f_hs, B * Hq * m, x) ||
+            !attn__lr_floats(P->gq_out ? &P->f_unstaged : &P->f_gq, B * Sq, Hq * D) ||
+            !attn__lr_floats(P->gk_out ? &P->f_unstaged : &P->f_gk, B * Sk, Hk * D) ||
+            !attn__lr_floats(P->gv_out ? &P->f_unstaged : &P->f_gv, B * Sk, Hk * Dv) ||
             !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
             !attn__lr_floats(&sc, 4 * m, Dv) || !attn__mul_size(5, (size_t)P->iters, &x) || !attn__add_size(x, 6, &x) ||
             !attn__lr_floats(&sc, x, m * m) || !attn__lr_floats(&sc, (size_t)P->n_chunks * m, P->part_row))
@@ -17607,13 +17617,25 @@ static attn_status attn__nystrom_forward(const attn__call *c) {
 }
 /* ---- Nystromformer backward ------------------------------------------------------------------ */
 
-/* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (ld Hk*Dv) += the taps
+/* Rows of gradient `which` (0: dq, 1: dk, 2: dv) of (b, head h) as fp32 rows with stride *ld:
+   the caller's array when accumulated in place, else the staging rows [B, S, H, D] */
+static float *attn__nys_grad(const attn__nys_plan *P, int which, int b, int h, ptrdiff_t *ld) {
+    const attn__view *x = which == 0 ? &P->dq : which == 1 ? &P->dk : &P->dv;
+    float *stage = which == 0 ? P->gq : which == 1 ? P->gk : P->gv;
+    if (which == 0 ? P->gq_out : which == 1 ? P->gk_out : P->gv_out) {
+        *ld = x->seq == 1 ? x->dim : x->ss;
+        return (float *)attn__at(x, b, 0, h);
+    }
+    *ld = (ptrdiff_t)x->heads * x->dim;
+    return stage + ((size_t)b * x->seq * x->heads + h) * x->dim;
+}
+
+/* The conv residual's backward for (b, query head h): dv rows [0, n) of gv (row stride ld) += the taps
    times the dout rows G [Lq][Dv] (row stride ldg); sequence b's part of dconv[h][t], sum_i dout_i . v_{i+t-kernel/2}
    (attn__nys_lag's order), into dcp. V: rows [0, n) of v, leading dimension ldv. */
 static void attn__nys_conv_bwd(const attn__nys_plan *P, int b, int h, const float *G, ptrdiff_t ldg, const float *V,
-                               ptrdiff_t ldv, float *gv) {
+                               ptrdiff_t ldv, float *gv, ptrdiff_t ld) {
     const int Dv = P->v.dim, n = attn__nys_read(P, 1, b), half = P->kernel / 2, lq = attn__nys_lq(P, b);
-    const ptrdiff_t ld = (ptrdiff_t)P->k.heads * Dv;
     const float *wt = P->conv + (size_t)h * P->kernel;
     P->band(P->isa, gv, ld, 0, n, G, ldg, 0, lq, wt + 2 * half, -1, half, Dv);   /* dv_j += sum_i wt[j - i + half] G_i */
     if (P->dconv) P->lag(P->isa, G, ldg, lq, V, ldv, n, half, Dv, P->dcp + ((size_t)b * P->q.heads + h) * P->kernel);
@@ -17715,10 +17737,75 @@ static void attn__nys_f_rows(const attn__nys_plan *P, int b, const float *Q, ptr
     }
 }
 
+/* Rows [lo, hi) of dX (rows of q or k: is_k) of sequence b += the landmark means' gradient
+   dL [m][D]: each row of segment j gets dL_j / l (nystrom-attention's mask: / its valid rows), as
+   the forward's means */
+static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld, int lo,
+                              int hi) {
+    const int l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq, n = attn__nys_read(P, is_k, b), D = P->q.dim;
+    int j, r;
+    for (j = 0; j < P->m; ++j) {
+        const int r0 = ATTN__MAX(0, j * l - p), r1 = ATTN__MIN(n, (j + 1) * l - p);
+        const float f = !P->masked ? 1.0f / (float)l : r1 > r0 ? 1.0f / (float)(r1 - r0) : 0.0f;
+        for (r = ATTN__MAX(r0, lo); r < ATTN__MIN(r1, hi); ++r) P->isa->axpy(dX + (ptrdiff_t)r * ld, f, dL + (size_t)j * D, D);
+    }
+}
+
+/* Rows [0, n) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [n][m] (row stride
+   ldm) or M^T with M [m][n] (trans); with dL, blocks of ATTN__NYS_RQ rows, each given the
+   landmark means' gradient dL (attn__nys_scatter) while in cache, and rows [n, read) dL alone. */
+static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int n, const float *M, ptrdiff_t ldm, int trans,
+                                const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld, float *gw) {
+    const int blk = dL ? ATTN__NYS_RQ : ATTN__MAX(n, 1);
+    int r0;
+    for (r0 = 0; r0 < n; r0 += blk) {
+        const int r1 = ATTN__MIN(n, r0 + blk);
+        attn__sgemm_1t(gw, trans, 0, r1 - r0, P->q.dim, P->m, P->scale, trans ? M + r0 : M + (ptrdiff_t)r0 * ldm, ldm, X, ldx,
+                        beta, dX + (ptrdiff_t)r0 * ld, ld);
+        if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, r0, r1);
+    }
+    if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, n, INT_MAX);
+}
+
+/* dQ~, dK~ += A's softmax backward of dA (u = b Hq + h), with c's gradient first added onto the
+   column(s) holding the largest column sum (torch's max: shared evenly between ties). dS: m^2
+   floats of scratch. */
+static void attn__nys_dland(const attn__nys_plan *P, int u, int qlo, int qhi, float *dA, float *dQl, float *dKl, float *dS,
+                            float *gw) {
+    const int m = P->m, Hq = P->q.heads, D = P->q.dim;
+    const size_t mm = (size_t)m * m, oq = ((size_t)(u / Hq) * m * Hq + u % Hq) * D;
+    const float *A = P->a_all + (size_t)u * mm, *Ql = P->ql + oq, *Kl = P->kl + oq;
+    const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
+    const ptrdiff_t ldq = (ptrdiff_t)Hq * D;
+    int ntie = P->ntie, j, r;
+    if (!P->pinv_batch)
+        for (ntie = 0, j = 0; j < m; ++j) {
+            double sum = 0.0;
+            for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
+            ntie += sum == cmax;
+        }
+    if (P->cmax[u] == cmax) {
+        const float add = (float)((P->pinv_batch ? P->dctot : P->dc[u]) / ntie);
+        for (j = 0; j < m; ++j) {   /* the column sums as attn__nys_colmax adds them */
+            double sum = 0.0;
+            for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
+            if (sum == cmax) for (r = 0; r < m; ++r) dA[(size_t)r * m + j] += add;
+        }
+    }
+    memcpy(dS, dA, mm * sizeof(float));
+    for (r = 0; r < m; ++r) {   /* rows of masked landmarks are uniform constants */
+        if (r < qlo || r >= qhi) memset(dS + (size_t)r * m, 0, (size_t)m * sizeof(float));
+        else attn__nys_dsoftmax(P->isa, A + (size_t)r * m, dS + (size_t)r * m, m);
+    }
+    attn__sgemm_1t(gw, 0, 0, m, D, m, P->scale, dS, m, Kl, ldq, 1.0f, dQl, D);
+    attn__sgemm_1t(gw, 1, 0, m, D, m, P->scale, dS, m, Ql, ldq, 1.0f, dKl, D);
+}
+
 /* Backward pass 1 for (b, KV head hk), its g query heads in turn (they share dk, dv rows): B,
-   B V, Z (keeping its iterates), W and F again; dW and dF -> dq (F's softmax), dK~, the conv's
-   dv and dconv; dZ and d(B V) -> dv, dk and dQ~ (B's softmax); the pseudo-inverse's steps
-   backwards -> dA (without c's term) and dc, the gradient of Z0's divisor. */
+   B V, Z (keeping its iterates), W and F again; dW and dF -> dK~ (F's softmax); dZ and d(B V)
+   -> dv and dQ~ (B's softmax); the conv's dv and dconv; the pseudo-inverse's steps backwards ->
+   dA and dc, the gradient of Z0's divisor; then dq = dF K~ and dk += dB^T Q~ (per-head c: with
+   A's softmax backward and the landmark means' scatter too, attn__nys_grad_rows). */
 static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     attn__nys_plan *P = (attn__nys_plan *)ctx;
     const attn__isa *isa = P->isa;
@@ -17726,7 +17813,8 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     const int Sq = P->q.seq, Sk = P->k.seq, b = t / Hk, hk = t % Hk;
     const int lq = attn__nys_lq(P, b), lk = attn__nys_lk(P, b), nv = attn__nys_read(P, 1, b);
     const size_t mm = (size_t)m * m, hs_floats = mm + 2 * (size_t)m * D;
-    const ptrdiff_t ldq = (ptrdiff_t)Hq * D, ldgk = (ptrdiff_t)Hk * D, ldgv = (ptrdiff_t)Hk * Dv;
+    const ptrdiff_t ldq = (ptrdiff_t)Hq * D;
+    ptrdiff_t ldgk, ldgv;
     float *Qb = P->scratch + (size_t)thread * P->scratch_floats, *Kb = Qb + (size_t)Sq * D, *Vb = Kb + (size_t)Sk * D;
     float *G = Vb + (size_t)Sk * Dv, *F = G + (size_t)Sq * Dv, *dF = F + (size_t)Sq * m, *Bm = dF + (size_t)Sq * m;
     float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
@@ -17734,14 +17822,14 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     float *work = dZ + mm;   /* 4 m^2: pinv's 3 (forward) or 4 (backward) */
     float *part = work + 4 * mm;   /* B's key chunks' partials (attn__nys_bbv) */
     float *gw = attn__nys_gw(P, thread);
-    float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
+    float *gk = attn__nys_grad(P, 1, b, hk, &ldgk), *gv = attn__nys_grad(P, 2, b, hk, &ldgv);
     ptrdiff_t ldk = D, ldv = Dv, ldqq = D;
     const float *K = NULL, *V = NULL, *Q = NULL;
     int qlo, qhi, i, j, r;
     attn__nys_valid(P, 0, b, &qlo, &qhi);
-    for (r = 0; r < Sk; ++r) {
-        memset(gk + (size_t)r * ldgk, 0, (size_t)D * sizeof(float));
-        memset(gv + (size_t)r * ldgv, 0, (size_t)Dv * sizeof(float));
+    for (r = lk; r < Sk; ++r) {   /* rows < lk: the first head's products write them (beta 0) */
+        memset(gk + r * ldgk, 0, (size_t)D * sizeof(float));
+        memset(gv + r * ldgv, 0, (size_t)Dv * sizeof(float));
     }
     if (lk > 0) K = attn__nys_rows(isa, &P->k, b, hk, 0, lk, Kb, &ldk);
     if (nv > 0) V = attn__nys_rows(isa, &P->v, b, hk, 0, nv, Vb, &ldv);
@@ -17751,7 +17839,8 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         const size_t oq = ((size_t)b * m * Hq + h) * D;
         const float *Ql = P->ql + oq, *Kl = P->kl + oq, *A = P->a_all + (size_t)u * mm;
         float *dA = P->hs + (size_t)u * hs_floats, *dQl = dA + mm, *dKl = dQl + (size_t)m * D;
-        float *gq = P->gq + ((size_t)b * Sq * Hq + h) * D;
+        ptrdiff_t ldgq;
+        float *gq = attn__nys_grad(P, 0, b, h, &ldgq);
         const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
         const float inv = (float)(1.0 / cmax);
         double dc = 0.0;
@@ -17760,8 +17849,10 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         const float *Bs = P->saved ? attn__nys_saved_b(P, b, h) : Bm, *Fs = P->saved ? attn__nys_saved_f(P, b, h) : F;
         const float *BVs = P->saved ? attn__nys_saved_bv(P, b, h) : BV;   /* and B V [m][Dv] */
         const ptrdiff_t ldb = P->saved ? Sk : lk;
+        const float *Gd = NULL;
+        ptrdiff_t ldg = Dv;
         if (i > 0 && lq > 0) Q = attn__nys_rows(isa, &P->q, b, h, 0, lq, Qb, &ldqq);
-        for (r = lq; r < Sq; ++r) memset(gq + (size_t)r * ldq, 0, (size_t)D * sizeof(float));   /* rows < lq: dF K~ below */
+        for (r = lq; r < Sq; ++r) memset(gq + r * ldgq, 0, (size_t)D * sizeof(float));   /* rows < lq: dF K~ below */
         if (lk > 0 && !P->saved) attn__nys_bbv(P, b, h, Ql, ldq, K, ldk, V, ldv, lk, qlo, qhi, Bm, BV, part, gw);
         else if (!P->saved) memset(BV, 0, (size_t)m * Dv * sizeof(float));
         /* Z = pinv(A) with its iterates, W = Z (B V) */
@@ -17769,16 +17860,12 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BVs, Dv, 0.0f, W, Dv);
         /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
         if (lq > 0) {
-            ptrdiff_t ldg;
-            const float *Gd;
             if (!P->saved) attn__nys_f_rows(P, b, Q, ldqq, Kl, ldq, lq, F, gw);
             Gd = attn__nys_rows(isa, &P->dout, b, h, 0, lq, G, &ldg);   /* fp32 dout: read in place */
             attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, Fs, m, Gd, ldg, 0.0f, dW, Dv);
             attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, Gd, ldg, W, Dv, 0.0f, dF, m);
             for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, Fs + (size_t)r * m, dF + (size_t)r * m, m);
-            attn__sgemm_1t(gw, 0, 0, lq, D, m, P->scale, dF, m, Kl, ldq, 0.0f, gq, ldq);
             attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
-            if (P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv);
         } else {
             memset(dW, 0, (size_t)m * Dv * sizeof(float));
             memset(dKl, 0, (size_t)m * D * sizeof(float));
@@ -17787,17 +17874,16 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
         attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BVs, Dv, 0.0f, dZ, m);
         attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
-        memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lk > 0) {
-            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bs, ldb, dBV, Dv, 1.0f, gv, ldgv);
+            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bs, ldb, dBV, Dv, i > 0 ? 1.0f : 0.0f, gv, ldgv);
             attn__sgemm_1t(gw, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
             for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
                 if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
                 else attn__nys_dsoftmax(isa, Bs + (size_t)j * ldb, dB + (size_t)j * lk, lk);
             }
             attn__sgemm_1t(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
-            attn__sgemm_1t(gw, 1, 0, lk, D, m, P->scale, dB, lk, Ql, ldq, 1.0f, gk, ldgk);
-        }
+        } else memset(dQl, 0, (size_t)m * D * sizeof(float));
+        if (lq > 0 && P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv, ldgv);   /* after gv's first write */
         /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
         memset(dA, 0, mm * sizeof(float));
         attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work, gw);
@@ -17807,80 +17893,45 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
                 dc += (double)dZ[(size_t)j * m + r] * (double)A[(size_t)r * m + j];
             }
         P->dc[u] = -dc / (cmax * cmax);
+        /* dq = dF K~, dk += dB^T Q~ (rows past lq, lk: zero). Per-head c: the landmark means'
+           gradient is this head's alone, so it is complete here and each block of rows gets it
+           while in cache; BATCH's c needs every head first (pass 2 adds it). */
+        if (!P->pinv_batch) attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, work, gw);
+        attn__nys_grad_rows(P, 0, b, lq, dF, m, 0, Kl, ldq, 0.0f, P->pinv_batch ? NULL : dQl, gq, ldgq, gw);
+        attn__nys_grad_rows(P, 1, b, lk, dB, lk, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f, P->pinv_batch ? NULL : dKl, gk, ldgk, gw);
     }
 }
 
-/* A gradient the passes can accumulate in place: fp32, dense [B, S, H, D] as the staging rows */
-static int attn__nys_dense_f32(const attn__view *x) {
-    return x->dtype == ATTN_F32 && x->sh == x->dim && (x->seq == 1 || x->ss == (ptrdiff_t)x->heads * x->dim) &&
-           (x->batch == 1 || x->sb == (ptrdiff_t)x->seq * x->heads * x->dim);
-}
-
-/* dX (rows of q or k: is_k) of sequence b += the landmark means' gradient dL [m][D]: each row of
-   segment j gets dL_j / l (nystrom-attention's mask: / its valid rows), as the forward's means */
-static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const float *dL, float *dX, ptrdiff_t ld) {
-    const int l = is_k ? P->lk : P->lq, p = is_k ? P->pk : P->pq, n = attn__nys_read(P, is_k, b), D = P->q.dim;
-    int j, r;
-    for (j = 0; j < P->m; ++j) {
-        const int r0 = ATTN__MAX(0, j * l - p), r1 = ATTN__MIN(n, (j + 1) * l - p);
-        const float f = !P->masked ? 1.0f / (float)l : r1 > r0 ? 1.0f / (float)(r1 - r0) : 0.0f;
-        for (r = r0; r < r1; ++r) P->isa->axpy(dX + (ptrdiff_t)r * ld, f, dL + (size_t)j * D, D);
-    }
-}
-
-/* Backward pass 2 for (b, KV head hk): c's gradient onto the column(s) holding the largest
-   column sum (torch's max: shared evenly between ties), A's softmax -> dQ~, dK~, the landmark
-   means -> dq, dk; then dq, dk, dv stored. */
+/* Backward pass 2 for (b, KV head hk): BATCH's c (the call's largest column sum) onto each
+   head's A, then the landmark means -> dq, dk (attn__nys_dland, attn__nys_scatter; per-head c:
+   pass 1 did it); then dq, dk, dv stored unless accumulated in place. */
 static void attn__nys_bwd2_task(void *ctx, int t, int thread) {
     const attn__nys_plan *P = (const attn__nys_plan *)ctx;
     const attn__isa *isa = P->isa;
     const int Hq = P->q.heads, Hk = P->k.heads, g = Hq / Hk, D = P->q.dim, Dv = P->v.dim, m = P->m;
     const int Sq = P->q.seq, Sk = P->k.seq, b = t / Hk, hk = t % Hk;
     const size_t mm = (size_t)m * m, hs_floats = mm + 2 * (size_t)m * D;
-    const ptrdiff_t ldq = (ptrdiff_t)Hq * D;
     float *dS = P->scratch + (size_t)thread * P->scratch_floats, *dKs = dS + mm, *gw = attn__nys_gw(P, thread);
-    float *gk = P->gk + ((size_t)b * Sk * Hk + hk) * D, *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
-    int qlo, qhi, klo, khi, i, j, r, h;
-    attn__nys_valid(P, 0, b, &qlo, &qhi); attn__nys_valid(P, 1, b, &klo, &khi);
-    for (i = 0; i < g; ++i) {
+    ptrdiff_t ldgq, ldgk, ldgv;
+    float *gk = attn__nys_grad(P, 1, b, hk, &ldgk), *gv = attn__nys_grad(P, 2, b, hk, &ldgv), *gq;
+    int qlo, qhi, i, r, h;
+    attn__nys_valid(P, 0, b, &qlo, &qhi);
+    for (i = 0; i < g && P->pinv_batch; ++i) {
         const int u = b * Hq + hk * g + i;
-        const size_t oq = ((size_t)b * m * Hq + hk * g + i) * D;
-        const float *A = P->a_all + (size_t)u * mm, *Ql = P->ql + oq, *Kl = P->kl + oq;
         float *dA = P->hs + (size_t)u * hs_floats, *dQl = dA + mm, *dKl = dQl + (size_t)m * D;
-        const double cmax = P->pinv_batch ? P->gmax : P->cmax[u];
-        int ntie = P->ntie;
-        if (!P->pinv_batch)
-            for (ntie = 0, j = 0; j < m; ++j) {
-                double sum = 0.0;
-                for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
-                ntie += sum == cmax;
-            }
-        if (P->cmax[u] == cmax) {
-            const float add = (float)((P->pinv_batch ? P->dctot : P->dc[u]) / ntie);
-            for (j = 0; j < m; ++j) {   /* the column sums as attn__nys_colmax adds them */
-                double sum = 0.0;
-                for (r = 0; r < m; ++r) sum += (double)A[(size_t)r * m + j];
-                if (sum == cmax) for (r = 0; r < m; ++r) dA[(size_t)r * m + j] += add;
-            }
-        }
-        memcpy(dS, dA, mm * sizeof(float));
-        for (r = 0; r < m; ++r) {   /* rows of masked landmarks are uniform constants */
-            if (r < qlo || r >= qhi) memset(dS + (size_t)r * m, 0, (size_t)m * sizeof(float));
-            else attn__nys_dsoftmax(isa, A + (size_t)r * m, dS + (size_t)r * m, m);
-        }
-        attn__sgemm_1t(gw, 0, 0, m, D, m, P->scale, dS, m, Kl, ldq, 1.0f, dQl, D);
-        attn__sgemm_1t(gw, 1, 0, m, D, m, P->scale, dS, m, Ql, ldq, 1.0f, dKl, D);
-        attn__nys_scatter(P, 0, b, dQl, P->gq + ((size_t)b * Sq * Hq + hk * g + i) * D, ldq);
+        attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, dS, gw);
+        gq = attn__nys_grad(P, 0, b, hk * g + i, &ldgq);
+        attn__nys_scatter(P, 0, b, dQl, gq, ldgq, 0, INT_MAX);
         if (i == 0) memcpy(dKs, dKl, (size_t)m * D * sizeof(float));
         else isa->axpy(dKs, 1.0f, dKl, m * D);
     }
-    attn__nys_scatter(P, 1, b, dKs, gk, (ptrdiff_t)Hk * D);
-    for (r = 0; r < Sq && !P->gq_out; ++r)
-        for (h = hk * g; h < hk * g + g; ++h)
-            isa->store(attn__at(&P->dq, b, r, h), P->dq.dtype, P->gq + (((size_t)b * Sq + r) * Hq + h) * D, D, 1.0f);
+    if (P->pinv_batch) attn__nys_scatter(P, 1, b, dKs, gk, ldgk, 0, INT_MAX);
+    for (h = hk * g; h < hk * g + g && !P->gq_out; ++h)
+        for (gq = attn__nys_grad(P, 0, b, h, &ldgq), r = 0; r < Sq; ++r)
+            isa->store(attn__at(&P->dq, b, r, h), P->dq.dtype, gq + r * ldgq, D, 1.0f);
     for (r = 0; r < Sk; ++r) {
-        if (!P->gk_out) isa->store(attn__at(&P->dk, b, r, hk), P->dk.dtype, gk + (size_t)r * Hk * D, D, 1.0f);
-        if (!P->gv_out) isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
+        if (!P->gk_out) isa->store(attn__at(&P->dk, b, r, hk), P->dk.dtype, gk + r * ldgk, D, 1.0f);
+        if (!P->gv_out) isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + r * ldgv, Dv, 1.0f);
     }
 }
 
@@ -17891,15 +17942,15 @@ static void attn__nys_bwdx_task(void *ctx, int t, int thread) {
     const int Hq = P->q.heads, Hk = P->k.heads, g = Hq / Hk, Dv = P->v.dim, Sk = P->k.seq, b = t / Hk, hk = t % Hk;
     const int nv = attn__nys_read(P, 1, b), lq = attn__nys_lq(P, b);
     float *G = P->scratch + (size_t)thread * P->scratch_floats, *Vb = G + (size_t)P->q.seq * Dv;
-    float *gv = P->gv + ((size_t)b * Sk * Hk + hk) * Dv;
-    ptrdiff_t ldv = Dv;
+    ptrdiff_t ldv = Dv, ldgv;
+    float *gv = attn__nys_grad(P, 2, b, hk, &ldgv);
     const float *V = nv > 0 ? attn__nys_rows(P->isa, &P->v, b, hk, 0, nv, Vb, &ldv) : Vb;
     int i, r;
     for (i = 0; i < g; ++i) {
         attn__nys_dout_rows(P, b, hk * g + i, lq, G);
-        attn__nys_conv_bwd(P, b, hk * g + i, G, Dv, V, ldv, gv);
+        attn__nys_conv_bwd(P, b, hk * g + i, G, Dv, V, ldv, gv, ldgv);
     }
-    for (r = 0; r < Sk; ++r) P->isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + (size_t)r * Hk * Dv, Dv, 1.0f);
+    for (r = 0; r < Sk; ++r) P->isa->store(attn__at(&P->dv, b, r, hk), P->dv.dtype, gv + r * ldgv, Dv, 1.0f);
 }
 
 /* ATTN_NYSTROM's backward: the forward again, keeping what autograd would (B, F, Z's iterates),
@@ -17909,12 +17960,15 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
     attn__nys_plan P;
     attn__ws w;
     attn_status s = ATTN_OK;
-    size_t bytes;
+    size_t bytes, queried;
     const int B = c->q.batch, Hq = c->q.heads, Hk = c->k.heads, Dv = c->v.dim;
     if ((s = attn__nys_plan_make(c, &P, 1)) != ATTN_OK) return s;
-    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes)) return ATTN_ERR_OVERFLOW;
-    if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
-    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
+    if (!attn__lr_bytes(P.floats, P.core_bytes, &bytes) || !attn__add_size(P.floats, P.f_unstaged, &queried) ||
+        !attn__lr_bytes(queried, P.core_bytes, &queried)) return ATTN_ERR_OVERFLOW;
+    if (c->bytes) { *c->bytes = queried; return ATTN_OK; }
+    /* a caller's workspace: the queried size (with the staging rows); our own: what is used */
+    if ((s = attn__ws_acquire(c->d->workspace, c->d->workspace_size, c->d->workspace ? queried : bytes, ATTN_ERR_WORKSPACE,
+                              &w)) != ATTN_OK) return s;
     if (P.exact) {
         void *core_ws = w.base + P.floats * sizeof(float);
         attn_tensor stage, dvt;
@@ -17935,10 +17989,6 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
         P.cmax = (double *)(void *)w.base; P.dc = P.cmax + (size_t)B * Hq;
         P.ql = (float *)(void *)w.base + P.f_dbl; P.kl = P.ql + P.f_ql; P.a_all = P.kl + P.f_ql; P.hs = P.a_all + P.f_a;
         P.gq = P.hs + P.f_hs; P.gk = P.gq + P.f_gq; P.gv = P.gk + P.f_gk; P.dcp = P.gv + P.f_gv; P.scratch = P.dcp + P.f_dcp;
-        /* fp32 dense gradients are accumulated in place: no staging rows, no copy out */
-        if (attn__nys_dense_f32(&P.dq)) { P.gq = (float *)(void *)P.dq.data; P.gq_out = 1; }
-        if (attn__nys_dense_f32(&P.dk)) { P.gk = (float *)(void *)P.dk.data; P.gk_out = 1; }
-        if (attn__nys_dense_f32(&P.dv)) { P.gv = (float *)(void *)P.dv.data; P.gv_out = 1; }
         attn__parallel_for(c->d, B * Hq + B * Hk, P.n_threads, attn__nys_landmark_task, &P);
         attn__parallel_for(c->d, B * Hq, P.n_threads, attn__nys_a_task, &P);
         P.gmax = -(double)INFINITY;
@@ -17958,7 +18008,8 @@ static attn_status attn__nystrom_backward(const attn__call *c) {
                 }
             }
         }
-        attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwd2_task, &P);
+        if (P.pinv_batch || !P.gq_out || !P.gk_out || !P.gv_out)   /* else pass 1 did it all */
+            attn__parallel_for(c->d, B * Hk, P.n_threads, attn__nys_bwd2_task, &P);
     }
     attn__ws_release(&w);
     return s;

@@ -488,6 +488,51 @@ static void nb_contract(void) {
     free(ws); free(qf); free(kf); free(vf); free(cf); free(of); free(out); free(ref); free(g); free(g0);
 }
 
+/* fp32 gradients that are not dense [B, S, H, D] (rows padded by 3 floats; or [B, H, S, D]) are
+   accumulated in place as the dense ones: the same bits, the padding untouched; per-head and
+   batch Z0, with and without a conv */
+static void nb_strided_grads(const nb_case *c, int heads_major, t_rng *r) {
+    const size_t nq = (size_t)c->B * c->Sq * c->Hq * c->D, nk = (size_t)c->B * c->Sk * c->Hk * c->D;
+    const size_t nv = (size_t)c->B * c->Sk * c->Hk * c->Dv, no = (size_t)c->B * c->Sq * c->Hq * c->Dv;
+    const size_t nc = (size_t)c->Hq * c->kernel, ng = nq + nk + nv + nc;
+    const int S[3] = { c->Sq, c->Sk, c->Sk }, H[3] = { c->Hq, c->Hk, c->Hk }, Dx[3] = { c->D, c->D, c->Dv };
+    float *qf = nb_rand(r, nq, 1.0), *kf = nb_rand(r, nk, 1.0), *vf = nb_rand(r, nv, 1.0), *cf = nb_rand(r, nc + 1, 0.3);
+    float *of = nb_rand(r, no, 1.0), *out = (float *)t_xmalloc(sizeof(float) * no), *ref = (float *)t_xmalloc(sizeof(float) * ng);
+    float *dc = (float *)t_xmalloc(sizeof(float) * (nc + 1)), *buf[3];
+    attn_tensor gt[3];
+    attn_desc d = nb_desc(c, cf, c->kernel ? dc : NULL, 2);
+    size_t len[3], i;
+    int x, b, t, h, e, bad = 0;
+    T_CHECK(nb_lib(c, qf, kf, vf, cf, of, 2, ref) == ATTN_OK, "nystrom strided gradients (%s): dense call", c->name);
+    for (x = 0; x < 3; ++x) {
+        const ptrdiff_t row = heads_major ? Dx[x] : (ptrdiff_t)H[x] * Dx[x] + 3;
+        len[x] = (size_t)c->B * S[x] * (heads_major ? (size_t)H[x] * Dx[x] : (size_t)row);
+        buf[x] = (float *)t_xmalloc(sizeof(float) * len[x]);
+        for (i = 0; i < len[x]; ++i) buf[x][i] = 7.0f;
+        gt[x] = attn_tensor_dense(buf[x], ATTN_F32, c->B, S[x], H[x], Dx[x]);
+        gt[x].stride_seq = row; gt[x].stride_head = heads_major ? (ptrdiff_t)S[x] * Dx[x] : Dx[x];
+        gt[x].stride_batch = (ptrdiff_t)(len[x] / (size_t)c->B);
+    }
+    T_CHECK(attn_forward(&d, attn_tensor_dense(qf, ATTN_F32, c->B, c->Sq, c->Hq, c->D), attn_tensor_dense(kf, ATTN_F32, c->B, c->Sk, c->Hk, c->D),
+                         attn_tensor_dense(vf, ATTN_F32, c->B, c->Sk, c->Hk, c->Dv), attn_tensor_dense(out, ATTN_F32, c->B, c->Sq, c->Hq, c->Dv), NULL) == ATTN_OK &&
+            attn_backward(&d, attn_tensor_dense(qf, ATTN_F32, c->B, c->Sq, c->Hq, c->D), attn_tensor_dense(kf, ATTN_F32, c->B, c->Sk, c->Hk, c->D),
+                          attn_tensor_dense(vf, ATTN_F32, c->B, c->Sk, c->Hk, c->Dv), attn_tensor_dense(out, ATTN_F32, c->B, c->Sq, c->Hq, c->Dv),
+                          attn_tensor_dense(of, ATTN_F32, c->B, c->Sq, c->Hq, c->Dv), NULL, gt[0], gt[1], gt[2]) == ATTN_OK,
+            "nystrom strided gradients (%s): calls", c->name);
+    for (x = 0, i = 0; x < 3; ++x) {
+        size_t pad = 0, j;
+        for (b = 0; b < c->B; ++b) for (t = 0; t < S[x]; ++t) for (h = 0; h < H[x]; ++h) for (e = 0; e < Dx[x]; ++e, ++i)
+            bad += t_load(&gt[x], b, t, h, e) != ref[i];   /* the dense call's bits, in its flat order */
+        for (j = 0; j < len[x]; ++j) pad += buf[x][j] == 7.0f;
+        bad += !heads_major && pad != (size_t)c->B * S[x] * 3;   /* every padding float untouched */
+    }
+    for (i = 0; i < nc; ++i) bad += dc[i] != ref[nq + nk + nv + i];
+    T_CHECK(bad == 0, "nystrom strided gradients (%s, %s): %d entries differ from the dense call", c->name,
+            heads_major ? "[B, H, S, D]" : "padded rows", bad);
+    for (x = 0; x < 3; ++x) free(buf[x]);
+    free(qf); free(kf); free(vf); free(cf); free(of); free(out); free(ref); free(dc);
+}
+
 /* ---- allocations: none with a caller workspace of the queried size, one block without -------- */
 
 /* packed (cu_seqlens, batch 1) variants: segments of 4 (landmarks = rows: the exact path), 7, 0, 19 */
@@ -711,6 +756,7 @@ void test_nystrom_bwd(void) {
     printf("     nystrom backward vs finite differences (%d cases): largest max|err| / max|grad| %.2g\n",
            (int)(sizeof nb_cases / sizeof nb_cases[0] + sizeof nb_big / sizeof nb_big[0]), nb_worst);
     nb_contract();
+    for (i = 0; i < 4; ++i) nb_strided_grads(&nb_cases[i], (int)(i & 1), &r);   /* GQA, batch Z0, HF rule, seqlens */
     nb_workspace();
     nb_fixture_hf();
     nb_fixture_lucidrains();
