@@ -16494,7 +16494,7 @@ typedef struct attn__lfm_plan {
 /* The core's backward splits the projected keys until about this many tasks (the exact kernel:
    16). Its k keys are few (256: one sweep of ATTN__BWD_KG key blocks), and every extra split
    reads the query rows again and adds an fp32 dq partial: one split instead of two at B 1, H 8
-   cut the whole backward by 6-7% (Zen 4, one thread); 8 tasks still fill 8 threads. */
+   cut the whole backward by 5-10% (Zen 4, one thread); 8 tasks still fill 8 threads. */
 #define ATTN__LFM_SPLIT_TASKS 8
 
 /* Every head's D columns of a row side by side in fp32 (one [seq, H*D] matrix with row stride ss) */
