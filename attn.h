@@ -3122,6 +3122,9 @@ typedef struct attn__call {
     attn_state *state;                  /* step */
     size_t *bytes;                      /* non-NULL: a query; write the workspace bytes (state
                                            size: floats) here, and nothing else */
+    int key_split_tasks;                /* exact backward: split the keys until about this many
+                                           tasks (0: ATTN__BWD_SPLIT_TASKS); a family that runs
+                                           it as its core sets it in the query and the call alike */
 } attn__call;
 typedef attn_status (*attn__op_fn)(const attn__call *c);
 typedef enum attn__op { ATTN__FORWARD, ATTN__BACKWARD, ATTN__DECODE, ATTN__STEP, ATTN__STATE_SIZE } attn__op;
@@ -8810,7 +8813,7 @@ static void attn__bwd_final_task(void *vctx, int task, int thread) {
 }
 
 /* Decomposition and workspace size; shapes only (never the thread count). */
-static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, attn__bwd_ctx *C, size_t *bytes) {
+static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, int split_tasks, attn__bwd_ctx *C, size_t *bytes) {
     size_t units, dq_floats, dq_bytes, drow_floats, per_thread, total, maxsplit;
     attn__bwd_ws W;
     long long kb;
@@ -8827,7 +8830,8 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, at
         !attn__mul_size(dq_floats, (size_t)P->q.dim, &dq_floats) || !attn__mul_size(dq_floats, sizeof(float), &dq_bytes))
         return ATTN_ERR_OVERFLOW;
     kb = ((long long)P->k.seq + ATTN__BQ - 1) / ATTN__BQ;
-    want = units >= ATTN__BWD_SPLIT_TASKS ? 1 : (int)((ATTN__BWD_SPLIT_TASKS + units - 1) / units);
+    if (split_tasks <= 0) split_tasks = ATTN__BWD_SPLIT_TASKS;
+    want = units >= (size_t)split_tasks ? 1 : (int)(((size_t)split_tasks + units - 1) / units);
     maxsplit = dq_bytes > 0 ? ATTN__BWD_SPLIT_BYTES / dq_bytes : (size_t)want;
     C->n_split = (int)ATTN__MAX(1LL, ATTN__MIN((long long)want, ATTN__MIN(kb, (long long)ATTN__MIN(maxsplit, (size_t)INT_MAX))));
     C->split_keys = (kb + C->n_split - 1) / C->n_split * ATTN__BQ;
@@ -8868,7 +8872,7 @@ static attn_status attn__softmax_backward(const attn__call *c) {
         return attn__longformer_backward(c);
     memset(&P, 0, sizeof P);
     if ((s = attn__check_forward(desc, &q, &k, &v, c->bytes ? NULL : &out, &P)) != ATTN_OK) return s;
-    if (c->bytes) return attn__bwd_plan(&P, desc, &C, c->bytes);
+    if (c->bytes) return attn__bwd_plan(&P, desc, c->key_split_tasks, &C, c->bytes);
     if (!c->dout.data) return ATTN_ERR_BWD_NULL_DOUT;
     if (!lse) return ATTN_ERR_BWD_NULL_LSE;
     if ((s = attn__check_bwd_grads(c, &vdout, &vdq, &vdk, &vdv)) != ATTN_OK) return s;
@@ -8877,7 +8881,7 @@ static attn_status attn__softmax_backward(const attn__call *c) {
         if ((P.bias_batch > 1 && P.bias_sb == 0) || (P.bias_heads > 1 && P.bias_sh == 0) || (P.bias_rows > 1 && P.bias_sq == 0))
             return ATTN_ERR_BWD_DBIAS_BROADCAST;
     }
-    if ((s = attn__bwd_plan(&P, desc, &C, &bytes)) != ATTN_OK) return s;
+    if ((s = attn__bwd_plan(&P, desc, c->key_split_tasks, &C, &bytes)) != ATTN_OK) return s;
     C.lse = lse;
     C.dout = vdout; C.dq = vdq; C.dk = vdk; C.dv = vdv;
     if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
@@ -16529,6 +16533,11 @@ typedef struct attn__lfm_plan {
 } attn__lfm_plan;
 
 #define ATTN__LFM_ROWS 256              /* dk, dv rows per product when converted (their scratch block) */
+/* The core's backward splits the projected keys until about this many tasks (the exact kernel:
+   16). Its k keys are few (256: one sweep of ATTN__BWD_KG key blocks), and every extra split
+   reads the query rows again and adds an fp32 dq partial: one split instead of two at B 1, H 8
+   cut the whole backward by 5-10% (Zen 4, one thread); 8 tasks still fill 8 threads. */
+#define ATTN__LFM_SPLIT_TASKS 8
 
 /* Every head's D columns of a row side by side in fp32 (one [seq, H*D] matrix with row stride ss) */
 static int attn__lfm_wide_ok(const attn__view *x) {
@@ -16629,7 +16638,7 @@ static attn_status attn__lfm_plan_make(const attn__call *c, attn__lfm_plan *P, i
            it writes dq; dk, dv, de and df are written after it succeeded) */
         const attn_tensor *dk = &c->dk, *dv = &c->dv;
         attn__call cc = *c;
-        cc.d = &P->core;
+        cc.d = &P->core; cc.key_split_tasks = ATTN__LFM_SPLIT_TASKS;
         if ((s = attn__lr_core_bwd(&cc, kt, vt, kt, vt, NULL, 0, &P->core_bytes)) != ATTN_OK) return s;
         if (!c->bytes) {
             if (!dk->data) return ATTN_ERR_BWD_NULL_DK;
@@ -16803,7 +16812,7 @@ static attn_status attn__linformer_backward(const attn__call *c) {
     dvt = attn_tensor_dense(P.dvbuf, ATTN_F32, c->k.batch, P.kp, c->k.heads, c->v.dim);
     {
         attn__call cc = *c;
-        cc.d = &P.core;
+        cc.d = &P.core; cc.key_split_tasks = ATTN__LFM_SPLIT_TASKS;
         s = attn__lr_core_bwd(&cc, kt, vt, dkt, dvt, (char *)w.base + P.floats * sizeof(float), P.core_bytes, NULL);
     }
     if (s == ATTN_OK) {

@@ -9,6 +9,7 @@
 #include "test.h"
 #include <float.h>
 #include "fixture.h"
+#include "ref_backward.h"
 
 /* ---- references (double) ---------------------------------------------------------------- */
 
@@ -1586,6 +1587,62 @@ static void test_linformer_long_rows(void) {
     free(e); free(fm); free(dout); free(lse); fx_free(&f);
 }
 
+/* The core's key splits (ATTN__LFM_SPLIT_TASKS): with E = F = the identity Linformer is exact
+   attention over k, v, so dq, dk, dv match the double softmax-backward reference; 130 projected
+   keys are 3 key blocks, cut in 1 split at B Hkv = 8 (two before) and 2 at B Hkv = 4 (GQA);
+   bitwise the same on 1 and 3 threads and on a caller workspace of the queried size (query and
+   call agree on the split). */
+static void test_linformer_key_splits(void) {
+    t_rng r = t_rng_seed(4301);
+    int cfg;
+    for (cfg = 0; cfg < 2; ++cfg) {
+        const int B = 2, Sq = 20, Sk = 130, Hq = 4, Hk = cfg ? 2 : 4, D = 8, kp = Sk, n = Sk;
+        fx f = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, D, 0, &r, 1.0), g[3];
+        float *e = (float *)t_xmalloc(sizeof(float) * (size_t)kp * n), *dout = rand_mat(&r, out_n(&f.out), 1.0);
+        float *lse = (float *)t_xmalloc(sizeof(float) * (size_t)B * Hq * Sq);
+        const attn_tensor to = attn_tensor_dense(dout, ATTN_F32, B, Sq, Hq, D);
+        double *q = out_get(&f.q), *k = out_get(&f.k), *v = out_get(&f.v), *o, *dd = to_double(dout, out_n(&f.out));
+        double *rq = (double *)t_xmalloc(sizeof(double) * out_n(&f.q)), *rk = (double *)t_xmalloc(sizeof(double) * out_n(&f.k));
+        double *rv = (double *)t_xmalloc(sizeof(double) * out_n(&f.v)), *x[3];
+        const rb_dims z = { B, Sq, Sk, Hq, Hk, D, D, 1, 1 };
+        attn_desc d, ds;
+        size_t ws = 0, i;
+        void *buf = NULL;
+        int t;
+        for (i = 0; i < (size_t)kp * n; ++i) e[i] = i % (size_t)(n + 1) == 0 ? 1.0f : 0.0f;
+        memset(&d, 0, sizeof d);
+        d.kind = ATTN_LINFORMER; d.linformer.e = e; d.linformer.k = kp; d.linformer.n = n;
+        d.linformer.shared_heads = 1; d.linformer.shared_kv = 1; d.n_threads = 1;
+        T_CHECK(attn_forward(&d, f.q, f.k, f.v, f.out, lse) == ATTN_OK, "linformer key splits: forward (cfg %d)", cfg);
+        o = out_get(&f.out);
+        memset(&ds, 0, sizeof ds);
+        ref_backward(&ds, &z, q, k, v, dd, NULL, o, NULL, NULL, rq, rk, rv, NULL);
+        for (t = 0; t < 3; ++t) {   /* 0: 1 thread; 1: 3 threads; 2: 2 threads on a caller workspace */
+            g[t] = fx_make(ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, Hk, D, D, 0, &r, 1.0);
+            d.n_threads = t + 1;
+            if (t == 2) {
+                T_CHECK(attn_backward_workspace_size(&d, f.q, f.k, f.v, &ws) == ATTN_OK && ws > 0, "linformer key splits: query");
+                buf = t_xmalloc(ws); memset(buf, 0xFF, ws); d.workspace = buf; d.workspace_size = ws;
+            }
+            T_CHECK(attn_backward(&d, f.q, f.k, f.v, f.out, to, lse, g[t].q, g[t].k, g[t].v) == ATTN_OK,
+                    "linformer key splits: backward %d (cfg %d)", t, cfg);
+            if (t > 0)
+                T_CHECK(memcmp(g[0].q.data, g[t].q.data, t_bytes(&g[t].q)) == 0 && memcmp(g[0].k.data, g[t].k.data, t_bytes(&g[t].k)) == 0 &&
+                        memcmp(g[0].v.data, g[t].v.data, t_bytes(&g[t].v)) == 0, "linformer key splits: run %d differs (cfg %d)", t, cfg);
+        }
+        x[0] = out_get(&g[0].q); x[1] = out_get(&g[0].k); x[2] = out_get(&g[0].v);
+        T_CHECK(t_max_norm_err(rq, x[0], out_n(&f.q)) <= 1e-5, "linformer key splits: dq vs double: %.3g (cfg %d)",
+                t_max_norm_err(rq, x[0], out_n(&f.q)), cfg);
+        T_CHECK(t_max_norm_err(rk, x[1], out_n(&f.k)) <= 1e-5, "linformer key splits: dk vs double: %.3g (cfg %d)",
+                t_max_norm_err(rk, x[1], out_n(&f.k)), cfg);
+        T_CHECK(t_max_norm_err(rv, x[2], out_n(&f.v)) <= 1e-5, "linformer key splits: dv vs double: %.3g (cfg %d)",
+                t_max_norm_err(rv, x[2], out_n(&f.v)), cfg);
+        for (t = 0; t < 3; ++t) { free(x[t]); fx_free(&g[t]); }
+        free(buf); free(e); free(dout); free(lse); free(q); free(k); free(v); free(o); free(dd); free(rq); free(rk); free(rv);
+        fx_free(&f);
+    }
+}
+
 /* The kinds' arrays under the memory rule (attn_tensor): Linformer's E, F (inputs), dE, dF
    (backward outputs), proj (forward output, backward input) and Nystromformer's conv (input),
    dconv (backward output) may not meet an output / input of the same call: refused with
@@ -1656,6 +1713,7 @@ static void test_kind_array_overlap(void) {
 void test_lowrank(void) {
     test_linformer_backward();
     test_linformer_long_rows();
+    test_linformer_key_splits();
     test_linformer_ref();
     test_linformer_fixture();
     test_linformer_identity();
