@@ -13727,9 +13727,9 @@ static int attn__lin_plan(attn__lin *L, size_t *bytes) {
     }
     L->ws_per = f;
     L->shared_floats = 0;
-    if (L->perf && !L->W) {          /* the drawn W [F][D] and the draw's 2 D^2 doubles */
+    if (L->perf && !L->W) {          /* the drawn W [F][D] and the draw's 2 D^2 + 2 D doubles */
         size_t w, dd;
-        if (!attn__mul_size((size_t)L->F, (size_t)L->D, &w) || !attn__mul_size((size_t)L->D, (size_t)L->D * 4 + 2, &dd) ||
+        if (!attn__mul_size((size_t)L->F, (size_t)L->D, &w) || !attn__mul_size((size_t)L->D, (size_t)L->D * 4 + 4, &dd) ||
             !attn__add_size(w, dd + 32, &L->shared_floats)) return 0;
         L->shared_floats &= ~(size_t)15;
     }
@@ -13957,15 +13957,19 @@ static double attn__perf_gauss(uint64_t seed, unsigned stream, uint64_t idx) {
     }
     return 0.0;
 }
-/* A [d][d] (row-major, overwritten by R) = Q R with R's diagonal > 0: Q [d][d] out. Householder
-   reflections H_k zero column k below the diagonal (A <- H_k A, Q <- Q H_k, from Q = I), then
-   column k of Q is negated where R[k][k] < 0 (which makes Q Gram-Schmidt's, a Haar draw). */
-static void attn__perf_qr(double *A, double *Q, double *v, int d) {
+/* A [d][d] (row-major, overwritten by R) = Q R with R's diagonal > 0: Qt [d][d] out, Q
+   transposed. Householder reflections H_k zero column k below the diagonal (A <- H_k A, Q <- Q H_k,
+   from Q = I), then column k of Q is negated where R[k][k] < 0 (which makes Q Gram-Schmidt's, a
+   Haar draw). v, w: d doubles each. Each dot product (v . column j of A, row i of Q . v) sums in
+   ascending index order as a one-at-a-time loop would, but the loops run across j (and i on Qt)
+   in the inner loop: independent sums in contiguous memory, which vectorise, instead of one
+   latency-bound chain at a time (the same bits, 3-4x faster). */
+static void attn__perf_qr(double *A, double *Qt, double *v, double *w, int d) {
     int i, j, k;
     for (i = 0; i < d; ++i)
-        for (j = 0; j < d; ++j) Q[(size_t)i * d + j] = i == j ? 1.0 : 0.0;
+        for (j = 0; j < d; ++j) Qt[(size_t)i * d + j] = i == j ? 1.0 : 0.0;
     for (k = 0; k + 1 < d; ++k) {
-        double nrm = 0.0, vn = 0.0, w, x;
+        double nrm = 0.0, vn = 0.0, x;
         for (i = k; i < d; ++i) { x = A[(size_t)i * d + k] * A[(size_t)i * d + k]; nrm = nrm + x; }
         if (nrm == 0.0) continue;
         nrm = sqrt(nrm);
@@ -13973,34 +13977,41 @@ static void attn__perf_qr(double *A, double *Q, double *v, int d) {
         v[k] = v[k] >= 0.0 ? v[k] + nrm : v[k] - nrm;
         for (i = k; i < d; ++i) { x = v[i] * v[i]; vn = vn + x; }
         vn = 2.0 / vn;
-        for (j = k; j < d; ++j) {                   /* A <- (I - vn v v^T) A */
-            w = 0.0;
-            for (i = k; i < d; ++i) { x = v[i] * A[(size_t)i * d + j]; w = w + x; }
-            w = w * vn;
-            for (i = k; i < d; ++i) { x = w * v[i]; A[(size_t)i * d + j] = A[(size_t)i * d + j] - x; }
+        for (j = k; j < d; ++j) w[j] = 0.0;         /* A <- (I - vn v v^T) A: w = vn v^T A */
+        for (i = k; i < d; ++i) {
+            const double *a = A + (size_t)i * d;
+            for (j = k; j < d; ++j) { x = v[i] * a[j]; w[j] = w[j] + x; }
         }
-        for (i = 0; i < d; ++i) {                   /* Q <- Q (I - vn v v^T) */
-            double *q = Q + (size_t)i * d;
-            w = 0.0;
-            for (j = k; j < d; ++j) { x = q[j] * v[j]; w = w + x; }
-            w = w * vn;
-            for (j = k; j < d; ++j) { x = w * v[j]; q[j] = q[j] - x; }
+        for (j = k; j < d; ++j) w[j] = w[j] * vn;
+        for (i = k; i < d; ++i) {
+            double *a = A + (size_t)i * d;
+            for (j = k; j < d; ++j) { x = w[j] * v[i]; a[j] = a[j] - x; }
+        }
+        for (i = 0; i < d; ++i) w[i] = 0.0;         /* Q <- Q (I - vn v v^T): w = vn Q v */
+        for (j = k; j < d; ++j) {
+            const double *q = Qt + (size_t)j * d;
+            for (i = 0; i < d; ++i) { x = q[i] * v[j]; w[i] = w[i] + x; }
+        }
+        for (i = 0; i < d; ++i) w[i] = w[i] * vn;
+        for (j = k; j < d; ++j) {
+            double *q = Qt + (size_t)j * d;
+            for (i = 0; i < d; ++i) { x = w[i] * v[j]; q[i] = q[i] - x; }
         }
     }
     for (k = 0; k < d; ++k)
         if (A[(size_t)k * d + k] < 0.0)
-            for (i = 0; i < d; ++i) Q[(size_t)i * d + k] = -Q[(size_t)i * d + k];
+            for (i = 0; i < d; ++i) Qt[(size_t)k * d + i] = -Qt[(size_t)k * d + i];
 }
-/* W [m][d] from seed; scratch: 2 d^2 + d doubles (attn_performer_draw's formula). */
+/* W [m][d] from seed; scratch: 2 d^2 + 2 d doubles (attn_performer_draw's formula). */
 static void attn__perf_draw(uint64_t seed, int m, int d, int fixed_norms, float *W, double *scratch) {
-    double *A = scratch, *Q = scratch + (size_t)d * d, *v = Q + (size_t)d * d;
+    double *A = scratch, *Qt = scratch + (size_t)d * d, *v = Qt + (size_t)d * d, *w = v + d;
     const int nb = (m + d - 1) / d;
     int b, i, t;
     for (b = 0; b < nb; ++b) {
         for (i = 0; i < d; ++i)
             for (t = 0; t < d; ++t)
                 A[(size_t)i * d + t] = attn__perf_gauss(seed, 0, ((uint64_t)b * (uint64_t)d + (uint64_t)i) * (uint64_t)d + (uint64_t)t);
-        attn__perf_qr(A, Q, v, d);
+        attn__perf_qr(A, Qt, v, w, d);
         for (i = 0; i < d && b * d + i < m; ++i) {
             const int r = b * d + i;
             double nrm = 0.0, x;
@@ -14014,7 +14025,7 @@ static void attn__perf_draw(uint64_t seed, int m, int d, int fixed_norms, float 
                 }
                 nrm = sqrt(nrm);
             }
-            for (t = 0; t < d; ++t) W[(size_t)r * d + t] = (float)(nrm * Q[(size_t)t * d + i]);
+            for (t = 0; t < d; ++t) W[(size_t)r * d + t] = (float)(nrm * Qt[(size_t)i * d + t]);
         }
     }
 }
@@ -14035,9 +14046,9 @@ ATTNDEF attn_status attn_performer_draw(const attn_performer_params *params, int
         (params->fixed_norms != 0 && params->fixed_norms != 1)) return ATTN_ERR_PERFORMER_OPTIONS;
     if (dim < 1) return ATTN_ERR_PERFORMER_DRAW_DIM;
     m = params->features ? params->features : 256;
-    if (!attn__mul_size((size_t)dim, (size_t)dim * 2 + 1, &n) || !attn__mul_size(n, sizeof(double), &n) ||
+    if (!attn__mul_size((size_t)dim, (size_t)dim * 2 + 2, &n) || !attn__mul_size(n, sizeof(double), &n) ||
         !attn__mul_size((size_t)m, (size_t)dim, &n) || n > (size_t)PTRDIFF_MAX / sizeof(float)) return ATTN_ERR_OVERFLOW;
-    if (!(scratch = attn__alloc(((size_t)dim * dim * 2 + (size_t)dim) * sizeof(double)))) return ATTN_ERR_OUT_OF_MEMORY;
+    if (!(scratch = attn__alloc(((size_t)dim * dim * 2 + (size_t)dim * 2) * sizeof(double)))) return ATTN_ERR_OUT_OF_MEMORY;
     attn__perf_draw((uint64_t)params->seed, m, dim, params->fixed_norms, W, (double *)scratch);
     attn__free(scratch);
     return ATTN_OK;
