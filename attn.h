@@ -12965,14 +12965,15 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
    each; separate_qk: the query lists too) (64-byte aligned, first), their scratch [2w] keys;
    K [n][D] (the raw keys), acc [n][Dv] (rows of tokens in two windows or more), a row [Dv], a
    window's keys Kw [w][D] and values Vw [w][Dv], U [BQ][D] (a block's unit keys), O [BQ][Dv],
-   mx, sum [BQ]; Q [n][D] (the raw queries) when they are not K's rows (qrows); ints: count [n],
-   list lengths [BQ], every cluster's window [nc][w]; separate_qk adds the query lists' lengths
-   [BQ], the query windows [nc][w] and the key ids [w]. */
-static size_t attn__rt_ws_floats(const attn__rt *R, int D, int Dv, int qrows) {
+   mx, sum [BQ]; Q [n][D] (the raw queries, used when they are not K's rows: reserved always, so
+   the size depends on shapes only and a size query need not pass the call's pointers); ints:
+   count [n], list lengths [BQ], every cluster's window [nc][w]; separate_qk adds the query
+   lists' lengths [BQ], the query windows [nc][w] and the key ids [w]. */
+static size_t attn__rt_ws_floats(const attn__rt *R, int D, int Dv) {
     const size_t n = (size_t)R->n, w = (size_t)R->w, bq = ATTN__BQ, srows = ATTN__MAX((size_t)ATTN__BK, w);
     const size_t m = R->sep ? 2 : 1, d = (size_t)D, dv = (size_t)Dv;
     size_t f = 0;
-    if (!attn__lsh_add(&f, 2 * d + srows, bq) || !attn__lsh_add(&f, n, (qrows ? 2 : 1) * d + dv + 1) ||
+    if (!attn__lsh_add(&f, 2 * d + srows, bq) || !attn__lsh_add(&f, n, 2 * d + dv + 1) ||
         !attn__lsh_add(&f, w, d + dv + 4 * m * bq + 4 + (m - 1)) || !attn__lsh_add(&f, bq, d + dv + 2 + m) ||
         !attn__lsh_add(&f, (size_t)R->nc, w * m) || !attn__lsh_add(&f, dv + 15, 1) || f > SIZE_MAX / 8)
         return 0;
@@ -13014,7 +13015,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     float *Kw = row + Dv, *Vw = Kw + (size_t)R->w * D, *U = Vw + (size_t)R->w * Dv, *O = U + (size_t)ATTN__BQ * D;
     float *mx = O + (size_t)ATTN__BQ * Dv, *sum = mx + ATTN__BQ, *Q = sum + ATTN__BQ;
     float *Qf = qrows ? Q : K;                       /* the queries' raw rows */
-    int *cnt = (int *)(void *)(Q + (qrows ? (size_t)R->n * D : 0)), *hn = cnt + R->n, *kwin = hn + ATTN__BQ;
+    int *cnt = (int *)(void *)(Q + (size_t)R->n * D), *hn = cnt + R->n, *kwin = hn + ATTN__BQ;
     int *hnq = kwin + (size_t)nc * R->w, *qwin = R->sep ? hnq + ATTN__BQ : kwin;
     int *kid = qwin + (R->sep ? (size_t)nc * R->w : 0);
     int i, c0, cl, s, t, e;
@@ -13163,7 +13164,7 @@ static attn_status attn__routing_forward(const attn__call *c) {
     attn_status s;
     int tasks, nt;
     if ((s = attn__rt_setup(c, &P, &R, &tasks)) != ATTN_OK) return s;
-    R.ws_floats = attn__rt_ws_floats(&R, c->q.dim, c->v.dim, R.sep || !attn__same_rows(&P.q, &P.k));
+    R.ws_floats = attn__rt_ws_floats(&R, c->q.dim, c->v.dim);
     nt = ATTN__MIN(P.n_threads, tasks);
     if (!R.ws_floats || !(bytes = attn__rt_bytes(&R, nt))) return ATTN_ERR_OVERFLOW;
     if (c->bytes) { *c->bytes = bytes; return ATTN_OK; }
