@@ -2893,6 +2893,18 @@ static void *attn__at(const attn__view *v, int b, int s, int h) {
     return v->data + (ptrdiff_t)v->esize * ((ptrdiff_t)b * v->sb + (ptrdiff_t)s * v->ss + (ptrdiff_t)h * v->sh);
 }
 
+/* Prefetches bytes [p, p + bytes) into the caches, for reading or (write) for writing: rows in
+   an order the hardware prefetchers do not follow (a stride of a row, hashed or routed order). */
+static void attn__prefetch_span(const void *p, size_t bytes, int write) {
+#if defined(__GNUC__) || defined(__clang__)
+    size_t off;
+    if (write) for (off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 1, 3);
+    else for (off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 0, 3);
+#else
+    (void)p; (void)bytes; (void)write;
+#endif
+}
+
 /* Prefetches row s of head h of sequence b of t (when s < t->seq) into the caches: a
    (sequence, head) walk over a [seq][heads][dim] tensor, or rows in hashed / routed order, has
    a stride the hardware prefetchers do not follow (see the decoding stage). */
@@ -12980,17 +12992,6 @@ static size_t attn__rt_ws_floats(const attn__rt *R, int D, int Dv) {
     return f & ~(size_t)15;
 }
 
-/* Prefetches the fp32 rows [.][D] of X at the w positions pos: the next window's rows. */
-static void attn__rt_prefetch_f32(const float *X, int D, const int *pos, int w) {
-#if defined(__GNUC__) || defined(__clang__)
-    int t, e;
-    for (t = 0; t < w; ++t)
-        for (e = 0; e < D; e += 16) __builtin_prefetch(X + (size_t)pos[t] * D + e, 0, 3);
-#else
-    (void)X; (void)D; (void)pos; (void)w;
-#endif
-}
-
 /* Do views a and b address the same rows (ATTN_ROUTING's shared QK passed as both q and k)? */
 static int attn__same_rows(const attn__view *a, const attn__view *b) {
     return a->data == b->data && a->dtype == b->dtype && a->dim == b->dim && a->sb == b->sb && a->ss == b->ss &&
@@ -13041,8 +13042,10 @@ static void attn__rt_task(void *ctx, int task, int thread) {
         const int *kp = kwin + (size_t)cl * w, *qp = qwin + (size_t)cl * w, *kw = kp;  /* positions */
         int q0;
         if (cl + 1 < nc) {                           /* the next window's rows, while this one is attended */
-            attn__rt_prefetch_f32(K, D, kp + w, w);
-            for (t = 0; t < w; ++t) attn__prefetch_row(&P->v, b, off + kp[w + t], h);
+            for (t = 0; t < w; ++t) {
+                attn__prefetch_span(K + (size_t)kp[w + t] * D, sizeof(float) * (size_t)D, 0);
+                attn__prefetch_row(&P->v, b, off + kp[w + t], h);
+            }
         }
         for (t = 0; t < w; ++t) {                    /* the window's keys and values in a block */
             const float *k = K + (size_t)kp[t] * D;
@@ -15459,15 +15462,6 @@ static int attn__rwkv_range_ok(const attn__view *v, float lo, float hi) {
    every token's row, a walk with a stride of the row length (often a page) that the hardware
    prefetchers do not follow. */
 #define ATTN__RWKV_PREFETCH 8
-static void attn__rwkv_prefetch(const void *p, size_t bytes, int write) {
-#if defined(__GNUC__) || defined(__clang__)
-    size_t off;
-    if (write) for (off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 1, 3);
-    else for (off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)p + off, 0, 3);
-#else
-    (void)p; (void)bytes; (void)write;
-#endif
-}
 
 static int attn__rwkv_finite(const float *x, size_t n) {
     size_t i;
@@ -15506,9 +15500,9 @@ static void attn__rwkv4_tokens(const attn__rwkv4_ctx *X, attn__rwkv4_blk *B, int
     for (t = t0; t < t1; ++t) {
         if (t + ATTN__RWKV_CHUNK < X->k.seq) {   /* this block's row of the next chunk */
             const int tp = t + ATTN__RWKV_CHUNK;
-            attn__rwkv_prefetch((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)n * X->k.esize, 0);
-            attn__rwkv_prefetch((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)n * X->v.esize, 0);
-            attn__rwkv_prefetch((const char *)attn__at(&X->out, b, tp, h) + (size_t)d0 * X->out.esize, (size_t)n * X->out.esize, 1);
+            attn__prefetch_span((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)n * X->k.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)n * X->v.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->out, b, tp, h) + (size_t)d0 * X->out.esize, (size_t)n * X->out.esize, 1);
         }
         isa->load((const char *)attn__at(&X->k, b, t, h) + (size_t)d0 * X->k.esize, X->k.dtype, kk, n, 1.0f);
         isa->load((const char *)attn__at(&X->v, b, t, h) + (size_t)d0 * X->v.esize, X->v.dtype, vv, n, 1.0f);
@@ -15739,11 +15733,11 @@ static void attn__rwkv6_tokens(const attn__rwkv6_ctx *X, float *S, float *buf, i
         float a = 0.0f;
         if (t + ATTN__RWKV_CHUNK < X->k.seq) {   /* this head's row of the next chunk */
             const int tp = t + ATTN__RWKV_CHUNK;
-            attn__rwkv_prefetch((const char *)attn__at(&X->r, b, tp, h) + (size_t)d0 * X->r.esize, (size_t)N * X->r.esize, 0);
-            attn__rwkv_prefetch((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)N * X->k.esize, 0);
-            attn__rwkv_prefetch((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)N * X->v.esize, 0);
-            attn__rwkv_prefetch((const char *)attn__at(&X->w, b, tp, h) + (size_t)d0 * X->w.esize, (size_t)N * X->w.esize, 0);
-            attn__rwkv_prefetch((const char *)attn__at(&X->out, b, tp, h) + (size_t)d0 * X->out.esize, (size_t)N * X->out.esize, 1);
+            attn__prefetch_span((const char *)attn__at(&X->r, b, tp, h) + (size_t)d0 * X->r.esize, (size_t)N * X->r.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)N * X->k.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)N * X->v.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->w, b, tp, h) + (size_t)d0 * X->w.esize, (size_t)N * X->w.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->out, b, tp, h) + (size_t)d0 * X->out.esize, (size_t)N * X->out.esize, 1);
         }
         isa->load((const char *)attn__at(&X->r, b, t, h) + (size_t)d0 * X->r.esize, X->r.dtype, rr, N, 1.0f);
         isa->load((const char *)attn__at(&X->k, b, t, h) + (size_t)d0 * X->k.esize, X->k.dtype, kk, N, 1.0f);
@@ -15942,8 +15936,8 @@ static void attn__rwkv4b_fwd(const attn__rwkv4b_ctx *X, const float *w, const fl
     for (t = t0; t < t1; ++t) {
         if (t + ATTN__RWKV_PREFETCH < X->k.seq) {
             const int tp = t + ATTN__RWKV_PREFETCH;
-            attn__rwkv_prefetch((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)n * X->k.esize, 0);
-            attn__rwkv_prefetch((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)n * X->v.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->k, b, tp, h) + (size_t)d0 * X->k.esize, (size_t)n * X->k.esize, 0);
+            attn__prefetch_span((const char *)attn__at(&X->v, b, tp, h) + (size_t)d0 * X->v.esize, (size_t)n * X->v.esize, 0);
         }
         isa->load((const char *)attn__at(&X->k, b, t, h) + (size_t)d0 * X->k.esize, X->k.dtype, kk, n, 1.0f);
         isa->load((const char *)attn__at(&X->v, b, t, h) + (size_t)d0 * X->v.esize, X->v.dtype, vv, n, 1.0f);
@@ -16032,9 +16026,9 @@ static void attn__rwkv4b_tokens(const attn__rwkv4b_ctx *X, attn__rwkv4b_blk *K, 
     for (t = t1 - 1; t >= t0; --t) {
         if (t - ATTN__RWKV_PREFETCH >= t0) {         /* the rows a few tokens back (the walk runs backwards) */
             const int tp = t - ATTN__RWKV_PREFETCH;
-            attn__rwkv_prefetch((const char *)attn__at(&X->dy, b, tp, h) + (size_t)d0 * X->dy.esize, (size_t)n * X->dy.esize, 0);
-            if (X->dk.data) attn__rwkv_prefetch((const char *)attn__at(&X->dk, b, tp, h) + (size_t)d0 * X->dk.esize, (size_t)n * X->dk.esize, 1);
-            if (X->dv.data) attn__rwkv_prefetch((const char *)attn__at(&X->dv, b, tp, h) + (size_t)d0 * X->dv.esize, (size_t)n * X->dv.esize, 1);
+            attn__prefetch_span((const char *)attn__at(&X->dy, b, tp, h) + (size_t)d0 * X->dy.esize, (size_t)n * X->dy.esize, 0);
+            if (X->dk.data) attn__prefetch_span((const char *)attn__at(&X->dk, b, tp, h) + (size_t)d0 * X->dk.esize, (size_t)n * X->dk.esize, 1);
+            if (X->dv.data) attn__prefetch_span((const char *)attn__at(&X->dv, b, tp, h) + (size_t)d0 * X->dv.esize, (size_t)n * X->dv.esize, 1);
         }
         X->isa->load((const char *)attn__at(&X->dy, b, t, h) + (size_t)d0 * X->dy.esize, X->dy.dtype, dy, n, 1.0f);
         X->token(rec + (size_t)(t - t0) * ATTN__RWKV4B_REC * ATTN__RWKV4_BLOCK, dy, K->w, K->u, K->ga, K->gb, K->gp, dk, dv,
