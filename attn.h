@@ -8083,13 +8083,15 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
    A split's dQpart rows are zeroed when a pair first touches them and flagged (rows no key of
    the split reaches are never touched, zeroed or read).
    Pass 3 (rows): dq = scale * sum of the touched dQpart rows in split order; zeros for rows and
-   keys that no sequence owns. dbias: a task owns dbias[.., keys of its split] and, when the
+   keys that no sequence owns. With one split whose keys fit one sweep (k.seq <= ATTN__BWD_KG
+   blocks: Linformer's 256 projected keys) a query block's dQ is whole after its sweep: it sums
+   in a per-thread block and pass 2 stores it (no dQ partials, no touched flags; the same bits). dbias: a task owns dbias[.., keys of its split] and, when the
    bias broadcasts over batch (heads), takes every sequence (KV head) of its split in order.
    Every sum has a fixed order: the bits never depend on the thread count. The number of
    splits depends on the shapes only (enough tasks to keep cores busy, fp32 partials capped).
    Workspace: per thread the packed key blocks and their dK/dV accumulators (about
-   ATTN__BWD_KG * 64 * (3 D + 2 Dv) floats) and one query block; shared: drow, the dQ partials
-   (n_split * |dq| fp32) and their flags. */
+   ATTN__BWD_KG * 64 * (3 D + 2 Dv) floats) and one query block with its dQ; shared: drow, the
+   dQ partials (n_split * |dq| fp32, none with the one-sweep dq) and their flags. */
 
 #define ATTN__BWD_SPLIT_TASKS 16          /* split the keys until about this many tasks */
 #define ATTN__BWD_SPLIT_BYTES ((size_t)512 << 20)   /* at most this much fp32 dq partials */
