@@ -4543,10 +4543,56 @@ ATTN__T512 static void attn__pv512_4rows(const float *S, int nk, const float *V,
         ATTN__PV4_STORE(0) ATTN__PV4_STORE(1) ATTN__PV4_STORE(2) ATTN__PV4_STORE(3)
     }
 }
+/* 6 rows x 64 columns: 24 accumulators, 4 loads and 6 broadcasts per 24 FMAs (8 x 32: 2 and 8
+   per 16), about 7% faster on Zen 4 with Dv 64 (the same sums in the same order). */
+ATTN__T512 static void attn__pv512_6rows(const float *S, int nk, const float *V, ptrdiff_t ldv, int Dv,
+                                         const float *alpha, float *acc, size_t ldo) {
+    int c, j;
+    for (c = 0; c < Dv; c += 64) {
+        const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16), m2 = attn__mask16(Dv - c - 32),
+                        m3 = attn__mask16(Dv - c - 48);
+        __m512 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33,
+               a40, a41, a42, a43, a50, a51, a52, a53, al, p;
+        float *o;
+        ATTN__PV4_LOAD(0) ATTN__PV4_LOAD(1) ATTN__PV4_LOAD(2) ATTN__PV4_LOAD(3) ATTN__PV4_LOAD(4) ATTN__PV4_LOAD(5)
+        for (j = 0; j < nk; ++j) {
+            const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ;
+            const __m512 v0 = _mm512_maskz_loadu_ps(m0, vj), v1 = _mm512_maskz_loadu_ps(m1, vj + 16),
+                         v2 = _mm512_maskz_loadu_ps(m2, vj + 32), v3 = _mm512_maskz_loadu_ps(m3, vj + 48);
+            ATTN__PV4_FMA(0) ATTN__PV4_FMA(1) ATTN__PV4_FMA(2) ATTN__PV4_FMA(3) ATTN__PV4_FMA(4) ATTN__PV4_FMA(5)
+        }
+        ATTN__PV4_STORE(0) ATTN__PV4_STORE(1) ATTN__PV4_STORE(2) ATTN__PV4_STORE(3) ATTN__PV4_STORE(4) ATTN__PV4_STORE(5)
+    }
+}
+/* 1 row x 64 columns: the rows a 6-row and a 4-row tile leave (never past nrows) */
+ATTN__T512 static void attn__pv512_1row(const float *S, int nk, const float *V, ptrdiff_t ldv, int Dv,
+                                        const float *alpha, float *acc, size_t ldo) {
+    int c, j;
+    for (c = 0; c < Dv; c += 64) {
+        const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16), m2 = attn__mask16(Dv - c - 32),
+                        m3 = attn__mask16(Dv - c - 48);
+        __m512 a00, a01, a02, a03, al, p;
+        float *o;
+        ATTN__PV4_LOAD(0)
+        for (j = 0; j < nk; ++j) {
+            const float *vj = V + (ptrdiff_t)j * ldv + c, *pj = S + (size_t)j * ATTN__BQ;
+            const __m512 v0 = _mm512_maskz_loadu_ps(m0, vj), v1 = _mm512_maskz_loadu_ps(m1, vj + 16),
+                         v2 = _mm512_maskz_loadu_ps(m2, vj + 32), v3 = _mm512_maskz_loadu_ps(m3, vj + 48);
+            ATTN__PV4_FMA(0)
+        }
+        ATTN__PV4_STORE(0)
+    }
+}
 ATTN__T512 static void attn__pv_avx512(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
                                        const float *alpha, float *acc, size_t ldo) {
     int r0, c, j;
     if (nrows <= 4) { attn__pv512_4rows(S, nk, V, ldv, Dv, alpha, acc, ldo); return; }
+    if (Dv > 32 && Dv <= 64) {    /* 6-row tiles, then 4 rows, then single rows */
+        for (r0 = 0; r0 + 6 <= nrows; r0 += 6) attn__pv512_6rows(S + r0, nk, V, ldv, Dv, alpha + r0, acc + (size_t)r0 * ldo, ldo);
+        if (r0 + 4 <= nrows) { attn__pv512_4rows(S + r0, nk, V, ldv, Dv, alpha + r0, acc + (size_t)r0 * ldo, ldo); r0 += 4; }
+        for (; r0 < nrows; ++r0) attn__pv512_1row(S + r0, nk, V, ldv, Dv, alpha + r0, acc + (size_t)r0 * ldo, ldo);
+        return;
+    }
     for (r0 = 0; r0 < nrows; r0 += 8)
         for (c = 0; c < Dv; c += 32) {
             const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16);
@@ -8037,13 +8083,15 @@ ATTNDEF attn_status attn_merge(int n_parts, const attn_tensor *parts, const floa
    A split's dQpart rows are zeroed when a pair first touches them and flagged (rows no key of
    the split reaches are never touched, zeroed or read).
    Pass 3 (rows): dq = scale * sum of the touched dQpart rows in split order; zeros for rows and
-   keys that no sequence owns. dbias: a task owns dbias[.., keys of its split] and, when the
+   keys that no sequence owns. With one split whose keys fit one sweep (k.seq <= ATTN__BWD_KG
+   blocks: Linformer's 256 projected keys) a query block's dQ is whole after its sweep: it sums
+   in a per-thread block and pass 2 stores it (no dQ partials, no touched flags; the same bits). dbias: a task owns dbias[.., keys of its split] and, when the
    bias broadcasts over batch (heads), takes every sequence (KV head) of its split in order.
    Every sum has a fixed order: the bits never depend on the thread count. The number of
    splits depends on the shapes only (enough tasks to keep cores busy, fp32 partials capped).
    Workspace: per thread the packed key blocks and their dK/dV accumulators (about
-   ATTN__BWD_KG * 64 * (3 D + 2 Dv) floats) and one query block; shared: drow, the dQ partials
-   (n_split * |dq| fp32) and their flags. */
+   ATTN__BWD_KG * 64 * (3 D + 2 Dv) floats) and one query block with its dQ; shared: drow, the
+   dQ partials (n_split * |dq| fp32, none with the one-sweep dq) and their flags. */
 
 #define ATTN__BWD_SPLIT_TASKS 16          /* split the keys until about this many tasks */
 #define ATTN__BWD_SPLIT_BYTES ((size_t)512 << 20)   /* at most this much fp32 dq partials */
@@ -8222,8 +8270,45 @@ ATTN__T512 static void attn__bwd_stage_avx512(float *ST, float *dPT, const attn_
 #define ATTN__PVT_LOAD(r) o = acc + (size_t)(r0 + r) * ldo + c; a##r##0 = _mm512_maskz_loadu_ps(m0, o); a##r##1 = _mm512_maskz_loadu_ps(m1, o + 16);
 #define ATTN__PVT_FMA(r) p = _mm512_set1_ps(sk[(r) * ATTN__BQ]); a##r##0 = _mm512_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm512_fmadd_ps(p, v1, a##r##1);
 #define ATTN__PVT_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; _mm512_mask_storeu_ps(o, m0, a##r##0); _mm512_mask_storeu_ps(o + 16, m1, a##r##1);
+/* acc rows r0.. += S rows . V, R (6 or 4) rows x 64 columns: 4 loads and R broadcasts per 4 R
+   FMAs (the 8 x 32 tile: 2 and 8 per 16); the same sums in the same order. */
+#define ATTN__PVT6_LOAD(r) o = acc + (size_t)(r0 + r) * ldo + c; \
+    a##r##0 = _mm512_maskz_loadu_ps(m0, o);      a##r##1 = _mm512_maskz_loadu_ps(m1, o + 16); \
+    a##r##2 = _mm512_maskz_loadu_ps(m2, o + 32); a##r##3 = _mm512_maskz_loadu_ps(m3, o + 48);
+#define ATTN__PVT6_FMA(r) p = _mm512_set1_ps(sk[(r) * ATTN__BQ]); \
+    a##r##0 = _mm512_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm512_fmadd_ps(p, v1, a##r##1); \
+    a##r##2 = _mm512_fmadd_ps(p, v2, a##r##2); a##r##3 = _mm512_fmadd_ps(p, v3, a##r##3);
+#define ATTN__PVT6_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; \
+    _mm512_mask_storeu_ps(o, m0, a##r##0);      _mm512_mask_storeu_ps(o + 16, m1, a##r##1); \
+    _mm512_mask_storeu_ps(o + 32, m2, a##r##2); _mm512_mask_storeu_ps(o + 48, m3, a##r##3);
+ATTN__T512 static ATTN__INLINE void attn__pvt512_rx64(const float *S, int nk, int r0, const float *V, ptrdiff_t ldv, int Dv, float *acc,
+                                         size_t ldo, const int R) {
+    int c, k;
+    for (c = 0; c < Dv; c += 64) {
+        const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16), m2 = attn__mask16(Dv - c - 32),
+                        m3 = attn__mask16(Dv - c - 48);
+        __m512 a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33,
+               a40, a41, a42, a43, a50, a51, a52, a53, p;
+        float *o;
+        ATTN__PVT6_LOAD(0) ATTN__PVT6_LOAD(1) ATTN__PVT6_LOAD(2) ATTN__PVT6_LOAD(3)
+        if (R == 6) { ATTN__PVT6_LOAD(4) ATTN__PVT6_LOAD(5) } else { a40 = a41 = a42 = a43 = a50 = a51 = a52 = a53 = _mm512_setzero_ps(); }
+        for (k = 0; k < nk; ++k) {
+            const float *vk = V + (ptrdiff_t)k * ldv + c, *sk = S + (size_t)r0 * ATTN__BQ + k;
+            const __m512 v0 = _mm512_maskz_loadu_ps(m0, vk), v1 = _mm512_maskz_loadu_ps(m1, vk + 16),
+                         v2 = _mm512_maskz_loadu_ps(m2, vk + 32), v3 = _mm512_maskz_loadu_ps(m3, vk + 48);
+            ATTN__PVT6_FMA(0) ATTN__PVT6_FMA(1) ATTN__PVT6_FMA(2) ATTN__PVT6_FMA(3)
+            if (R == 6) { ATTN__PVT6_FMA(4) ATTN__PVT6_FMA(5) }
+        }
+        ATTN__PVT6_STORE(0) ATTN__PVT6_STORE(1) ATTN__PVT6_STORE(2) ATTN__PVT6_STORE(3)
+        if (R == 6) { ATTN__PVT6_STORE(4) ATTN__PVT6_STORE(5) }
+    }
+}
 ATTN__T512 static void attn__pvt_avx512(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv, float *acc, size_t ldo) {
     int r0 = 0, c, k;
+    if (Dv > 32 && Dv <= 64) {
+        for (; r0 + 6 <= nrows; r0 += 6) attn__pvt512_rx64(S, nk, r0, V, ldv, Dv, acc, ldo, 6);
+        if (r0 + 4 <= nrows) { attn__pvt512_rx64(S, nk, r0, V, ldv, Dv, acc, ldo, 4); r0 += 4; }
+    }
     for (; r0 + 8 <= nrows; r0 += 8)
         for (c = 0; c < Dv; c += 32) {
             const __mmask16 m0 = attn__mask16(Dv - c), m1 = attn__mask16(Dv - c - 16);
@@ -8549,6 +8634,9 @@ typedef struct attn__bwd_ctx {
     float *dbias;                /* NULL: not asked */
     int n_split;
     long long split_keys;        /* keys per split, a multiple of ATTN__BQ */
+    int dq_direct;               /* one split, every key in one sweep: a query block's dq is whole
+                                    after its sweep and goes straight to dq (no dQ partials, no
+                                    touched flags, pass 3 writes only rows no sequence owns) */
     int all_seqs, all_heads;     /* a task takes every sequence / every KV head (dbias broadcast) */
     int n_bg, n_hg;              /* sequence groups, KV-head groups */
     int q_blocks, k_blocks;      /* pass 1/3 row blocks per batch */
@@ -8559,7 +8647,7 @@ typedef struct attn__bwd_ctx {
 /* Per-thread scratch, in floats (each piece a multiple of 16 floats: stays 64-byte aligned). */
 typedef struct attn__bwd_ws {
     float *kt[ATTN__BWD_KG], *vt[ATTN__BWD_KG], *kc[ATTN__BWD_KG], *dka[ATTN__BWD_KG], *dva[ATTN__BWD_KG];
-    float *qc, *oc, *st, *dpt, *dl, *ones;
+    float *qc, *oc, *st, *dpt, *dl, *ones, *dqc;
 } attn__bwd_ws;
 
 static size_t attn__bwd_ws_layout(const attn__bwd_ctx *C, float *base, attn__bwd_ws *W) {
@@ -8579,15 +8667,26 @@ static size_t attn__bwd_ws_layout(const attn__bwd_ctx *C, float *base, attn__bwd
     W->dpt = p; p += B * B;
     W->dl = p; p += B * B;
     W->ones = p; p += B;
+    W->dqc = p; p += B * C->ldk;
     return (size_t)(p - base);
 }
 
-/* n rows of a strided tensor as fp32 rows: in place when f32, else converted into buf. */
+/* n rows of a strided tensor as fp32 rows: in place when f32, else converted into buf. f32 rows
+   that the tile kernels reread (reread 1) and whose stride is a multiple of 1 KiB ([S, H, D] heads
+   of 64 at H 4, 8, 16...) map to a few L1 sets only and evict each other, so they are copied too
+   (Linformer's backward, Zen 4: about 1% of the whole call). */
 static const float *attn__bwd_rows_f32(const attn__isa *isa, const attn__view *t, int tb, int row0, int h, int n,
-                                       float *buf, size_t ldb, ptrdiff_t *ld) {
+                                       float *buf, size_t ldb, ptrdiff_t *ld, int reread) {
     const char *src = (const char *)attn__at(t, tb, row0, h);
     int r;
-    if (t->dtype == ATTN_F32) { *ld = t->ss; return (const float *)(const void *)src; }
+    if (t->dtype == ATTN_F32) {
+        if (!reread || n == 1 || ((size_t)t->ss * sizeof(float)) % 1024 != 0) {
+            *ld = t->ss; return (const float *)(const void *)src;
+        }
+        for (r = 0; r < n; ++r) memcpy(buf + (size_t)r * ldb, (const float *)(const void *)src + (ptrdiff_t)r * t->ss, sizeof(float) * (size_t)t->dim);
+        *ld = (ptrdiff_t)ldb;
+        return buf;
+    }
     for (r = 0; r < n; ++r) isa->load(src + (ptrdiff_t)r * t->ss * (ptrdiff_t)t->esize, t->dtype, buf + (size_t)r * ldb, t->dim, 1.0f);
     *ld = (ptrdiff_t)ldb;
     return buf;
@@ -8686,7 +8785,12 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
     long long c0;
     int i, h, j;
     const size_t dqp_split_rows = C->dqp_split / (size_t)D;
-    for (h = hk * g; h < hk * g + g; ++h)            /* no dq row of this split touched yet */
+    if (C->dq_direct && klo >= kend) {               /* no keys: dq rows are 0 */
+        for (h = hk * g; h < hk * g + g; ++h)
+            for (i = 0; i < S->Lq; ++i) attn__store_zero_row(attn__at(&C->dq, S->tb, S->q0 + i, h), C->dq.dtype, D);
+        return;
+    }
+    for (h = hk * g; h < hk * g + g && !C->dq_direct; ++h)   /* no dq row of this split touched yet */
         memset(C->touched + (size_t)split * (dqp_split_rows) + ((size_t)S->tb * Hq + (size_t)h) * P->q.seq + (size_t)S->q0, 0,
                (size_t)S->Lq);
     for (c0 = klo; c0 < kend; c0 += (long long)ATTN__BQ * ATTN__BWD_KG) {
@@ -8700,8 +8804,8 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
             ptrdiff_t ldvr;
             const float *Vr;
             nk[kg] = (int)ATTN__MIN((long long)ATTN__BQ, kend - cb);
-            Kr[kg] = attn__bwd_rows_f32(C->isa, &P->k, S->tb, krow, hk, nk[kg], W->kc[kg], C->ldk, &ldkr[kg]);
-            Vr = attn__bwd_rows_f32(C->isa, &P->v, S->tb, krow, hk, nk[kg], W->oc, C->ldv, &ldvr);
+            Kr[kg] = attn__bwd_rows_f32(C->isa, &P->k, S->tb, krow, hk, nk[kg], W->kc[kg], C->ldk, &ldkr[kg], 1);
+            Vr = attn__bwd_rows_f32(C->isa, &P->v, S->tb, krow, hk, nk[kg], W->oc, C->ldv, &ldvr, 0);
             attn__bwd_pack(C, W, kg, Kr[kg], ldkr[kg], Vr, ldvr, nk[kg]);
             memset(W->dka[kg], 0, sizeof(float) * ATTN__BQ * C->ldk);
             memset(W->dva[kg], 0, sizeof(float) * ATTN__BQ * C->ldv);
@@ -8714,18 +8818,23 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
                 const int nr = attn__key_ranges(P, p0, p1, S->Lk, rg);
                 const float *Qr = NULL, *Or = NULL;
                 ptrdiff_t ldq = 0, ldo = 0;
+                if (C->dq_direct) memset(W->dqc, 0, sizeof(float) * (size_t)n * C->ldk);
                 for (kg = 0; kg < ng; ++kg) {
                     const long long cb = c0 + (long long)kg * ATTN__BQ;
                     int ri, seen = 0;
                     for (ri = 0; ri < nr; ++ri) seen |= rg[ri][0] < cb + nk[kg] && rg[ri][1] > cb;
                     if (!seen) continue;
                     if (!Qr) {
-                        Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, S->q0 + i, h, n, W->qc, C->ldk, &ldq);
-                        Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, S->q0 + i, h, n, W->oc, C->ldv, &ldo);
+                        Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, S->q0 + i, h, n, W->qc, C->ldk, &ldq, 1);
+                        Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, S->q0 + i, h, n, W->oc, C->ldv, &ldo, 1);
                     }
                     attn__bwd_pair(C, W, S, h, i, n, Qr, ldq, Or, ldo, cb, nk[kg], attn__chunk_full(P, p0, p1, cb, cb + nk[kg]),
-                                   kg, Kr[kg], ldkr[kg], attn__bwd_dq_rows(C, S, h, split, i, n), (size_t)D, 1);
+                                   kg, Kr[kg], ldkr[kg], C->dq_direct ? W->dqc : attn__bwd_dq_rows(C, S, h, split, i, n),
+                                   C->dq_direct ? C->ldk : (size_t)D, 1);
                 }
+                if (C->dq_direct)   /* as pass 3 stores one split's sum (never -0: it starts at +0) */
+                    for (j = 0; j < n; ++j)
+                        attn__store_row(attn__at(&C->dq, S->tb, S->q0 + i + j, h), C->dq.dtype, W->dqc + (size_t)j * C->ldk, D, P->scale);
             }
         for (kg = 0; kg < ng; ++kg) {
             const int krow = S->k0 + (int)(c0 + (long long)kg * ATTN__BQ);
@@ -8802,9 +8911,12 @@ static void attn__bwd_final_task(void *vctx, int task, int thread) {
             const int owned = attn__seq_of_row(P, tb, row, &S);
             for (h = 0; h < Hq; ++h) {
                 void *o = attn__at(&C->dq, tb, row, h);
-                const float *src = C->dqp + (((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row) * (size_t)D;
-                const unsigned char *tf = C->touched + ((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row;
+                const size_t li = ((size_t)tb * Hq + (size_t)h) * P->q.seq + (size_t)row;
+                const float *src;
+                const unsigned char *tf;
                 if (!owned) { attn__store_zero_row(o, C->dq.dtype, D); continue; }
+                if (C->dq_direct) continue;       /* written by pass 2 */
+                src = C->dqp + li * (size_t)D; tf = C->touched + li;
                 for (c = 0; c < D; ++c) acc[c] = 0.0f;
                 for (s = 0; s < C->n_split; ++s)
                     if (tf[(size_t)s * (C->dqp_split / (size_t)D)])
@@ -8848,6 +8960,7 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, in
     C->n_split = (int)ATTN__MAX(1LL, ATTN__MIN((long long)want, ATTN__MIN(kb, (long long)ATTN__MIN(maxsplit, (size_t)INT_MAX))));
     C->split_keys = (kb + C->n_split - 1) / C->n_split * ATTN__BQ;
     C->n_split = (int)(((long long)P->k.seq + C->split_keys - 1) / C->split_keys);
+    C->dq_direct = C->n_split == 1 && P->k.seq <= (long long)ATTN__BQ * ATTN__BWD_KG;
     if (units * (size_t)C->n_split > (size_t)INT_MAX) return ATTN_ERR_OVERFLOW;
     C->q_blocks = (int)(((long long)P->q.seq + ATTN__BQ - 1) / ATTN__BQ);   /* seq may be INT_MAX */
     C->k_blocks = (int)(((long long)P->k.seq + ATTN__BQ - 1) / ATTN__BQ);
@@ -8857,9 +8970,9 @@ static attn_status attn__bwd_plan(const attn__problem *P, const attn_desc *d, in
     C->ws_floats = attn__bwd_ws_layout(C, NULL, &W);
     drow_floats = attn__round16((size_t)P->q.batch * (size_t)P->q.heads * (size_t)P->q.seq);   /* checked by validation */
     if (!attn__mul_size(C->ws_floats, (size_t)P->n_threads, &per_thread) ||
-        !attn__mul_size(dq_floats, (size_t)C->n_split, &total) || !attn__add_size(total, per_thread, &total) ||
+        !attn__mul_size(dq_floats, C->dq_direct ? 0u : (size_t)C->n_split, &total) || !attn__add_size(total, per_thread, &total) ||
         !attn__add_size(total, drow_floats, &total) || !attn__mul_size(total, sizeof(float), &total) ||
-        !attn__add_size(total, (size_t)C->n_split * (drow_floats + ATTN__ALIGN), &total) ||   /* touched flags */
+        !attn__add_size(total, C->dq_direct ? 0u : (size_t)C->n_split * (drow_floats + ATTN__ALIGN), &total) ||   /* touched flags */
         !attn__add_size(total, ATTN__ALIGN, bytes)) return ATTN_ERR_OVERFLOW;
     C->thr = attn__dropout_thr(P->dropout_p);
     C->keep_scale = 1.0f / (1.0f - P->dropout_p);
@@ -8899,8 +9012,10 @@ static attn_status attn__softmax_backward(const attn__call *c) {
     if ((s = attn__ws_acquire(desc->workspace, desc->workspace_size, bytes, ATTN_ERR_WORKSPACE, &w)) != ATTN_OK) return s;
     C.ws = (float *)(void *)w.base;
     C.drow = C.ws + C.ws_floats * (size_t)P.n_threads;
-    C.dqp = C.drow + attn__round16((size_t)q.batch * (size_t)q.heads * (size_t)q.seq);
-    C.touched = (unsigned char *)(C.dqp + C.dqp_split * (size_t)C.n_split);
+    if (!C.dq_direct) {
+        C.dqp = C.drow + attn__round16((size_t)q.batch * (size_t)q.heads * (size_t)q.seq);
+        C.touched = (unsigned char *)(C.dqp + C.dqp_split * (size_t)C.n_split);
+    }
     C.dbias = desc->dbias;
     attn__parallel_for(desc, q.batch * C.q_blocks, P.n_threads, attn__bwd_drow_task, &C);
     attn__parallel_for(desc, C.n_bg * C.n_hg * C.n_split, P.n_threads, attn__bwd_task, &C);
@@ -11793,8 +11908,8 @@ static void attn__bbw_task(void *ctx, int task, int thread) {
         const float *Kr, *Vr;
         ptrdiff_t ldkr, ldvr;
         nk = ATTN__MIN(ATTN__BQ, k1 - c0);
-        Kr = attn__bwd_rows_f32(C.isa, &P.k, b, c0, hk, nk, W.kc[0], C.ldk, &ldkr);
-        Vr = attn__bwd_rows_f32(C.isa, &P.v, b, c0, hk, nk, W.oc, C.ldv, &ldvr);
+        Kr = attn__bwd_rows_f32(C.isa, &P.k, b, c0, hk, nk, W.kc[0], C.ldk, &ldkr, 1);
+        Vr = attn__bwd_rows_f32(C.isa, &P.v, b, c0, hk, nk, W.oc, C.ldv, &ldvr, 0);
         attn__bwd_pack(&C, &W, 0, Kr, ldkr, Vr, ldvr, nk);
         memset(W.dka[0], 0, sizeof(float) * ATTN__BQ * C.ldk);
         memset(W.dva[0], 0, sizeof(float) * ATTN__BQ * C.ldv);
@@ -11812,8 +11927,8 @@ static void attn__bbw_task(void *ctx, int task, int thread) {
                     const int n = ATTN__MIN(ATTN__BQ, r1 - i);
                     float *dqa = part + ((size_t)e * (size_t)L->block + (size_t)(i - r0)) * (size_t)D;
                     ptrdiff_t ldq, ldo;
-                    const float *Qr = attn__bwd_rows_f32(C.isa, &P.q, b, i, h, n, W.qc, C.ldk, &ldq);
-                    const float *Or = attn__bwd_rows_f32(C.isa, &C.dout, b, i, h, n, W.oc, C.ldv, &ldo);
+                    const float *Qr = attn__bwd_rows_f32(C.isa, &P.q, b, i, h, n, W.qc, C.ldk, &ldq, 1);
+                    const float *Or = attn__bwd_rows_f32(C.isa, &C.dout, b, i, h, n, W.oc, C.ldv, &ldo, 1);
                     if (c0 == kb * L->block) memset(dqa, 0, sizeof(float) * (size_t)n * (size_t)D);
                     for (t = 0; t < ms[e]; ++t)   /* dq once: pass 3 adds the partial m times */
                         attn__bwd_pair(&C, &W, &S, h, i, n, Qr, ldq, Or, ldo, c0, nk, 1, 0, Kr, ldkr, t == 0 ? dqa : NULL,
