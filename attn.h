@@ -3340,6 +3340,9 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
 #define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
 #define ATTN__DEC_NK 32      /* most keys per chunk of the fused decoding kernels */
+#define ATTN__DEC_NK_AVX2_TILES 64   /* ... and of the AVX2 kernel's speculative calls (4-row tiles), whose
+                                256 KiB chunks hold more keys at D 64: fewer rescales and softmax set-ups
+                                (D 64, Lq 2-4: 3-5% faster than 30 keys); the size of a chunk's arrays */
 #define ATTN__DEC_ROWS 8     /* most query rows per tile of the fused decoding kernels: 16 rows (q.seq x
                                 groups) run as two tiles of 8 over each chunk, which beat one tile of
                                 16 rows (register spills) and the staged tiles */
@@ -3347,7 +3350,8 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__DEC_ROWS_AVX2_STEPS 4   /* rows per fused AVX2 tile in a call of several query tokens with at most
                                 16 rows per KV head: on Zen 4 two 4-row tiles over each chunk beat one 8-row
                                 tile (9 loads per 8 FMAs there, q as memory operands); speculative calls with
-                                more rows take one wide tile (attn__fwd_plan's dec_wide) */
+                                more rows take one wide tile (attn__fwd_plan's dec_wide), which at 8-16 rows
+                                ran 0.6-0.9x the 4-row tiles */
 #define ATTN__DEC_CHUNK_BYTES (128 * 1024)  /* K+V bytes per fused decoding chunk (AVX-512), which is
                                 also how far ahead it prefetches, into L2. Zen 4, Hq 32 / Hkv 8, D 128,
                                 65k-token cache from memory, 1 thread: f32 40.0 -> 29.7 ms, f16 26.4 ->
@@ -3357,9 +3361,10 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__DEC_CHUNK_BYTES_AVX2 (64 * 1024)  /* the same for the AVX2 kernel: 64 KiB (8 f32 keys at
                                 Hkv 8, D 128) ran 29.9-30.4 ms where 128 KiB ran 30.7-32.4 (same case) */
 #define ATTN__DEC_CHUNK_BYTES_AVX2_TILES (256 * 1024)  /* ... and where several tiles (over 8 rows: speculative
-                                steps under GQA) take each chunk in turn: it stays in L2 for all of them,
-                                and fewer, longer chunks pay the per-chunk rescale and set-up less often.
-                                1-token calls of <= 8 query heads per KV head are one tile: unchanged. */
+                                steps under GQA) take each chunk in turn, or a speculative call's one 4-row
+                                tile: it stays in L2 for all of them, and fewer, longer chunks pay the
+                                per-chunk rescale and set-up less often. 1-token calls of <= 8 query heads
+                                per KV head are one tile: unchanged. */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -4247,10 +4252,12 @@ static const attn__isa attn__isa_scalar = {
 #define ATTN__T512 __attribute__((target("avx512f,avx2,fma,f16c")))
 #define ATTN__T256 __attribute__((target("avx2,fma,f16c")))
 #define ATTN__INLINE __attribute__((always_inline)) inline
+#define ATTN__NOINLINE __attribute__((noinline))
 #else
 #define ATTN__T512
 #define ATTN__T256
 #define ATTN__INLINE __forceinline
+#define ATTN__NOINLINE __declspec(noinline)
 #endif
 
 /* exp(x) on 16 lanes, Cephes' expf: |rel err| < 2 ulp on [-87, 88]; 0 below -104; NaN kept.
@@ -5303,6 +5310,12 @@ ATTN__T256 static void attn__load_avx2(const void *src, attn_dtype t, float *dst
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(dst + i, _mm256_mul_ps(mv, attn__ld8_256((const char *)src + (size_t)i * es, t)));
     if (i < n) attn__load_row((const char *)src + (size_t)i * es, t, dst + i, n - i, mul);
+}
+
+/* One 4-lane vector whose lane i is the sum of a_i's 8 lanes. */
+ATTN__T256 static ATTN__INLINE __m128 attn__hsum4_256(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    const __m256 c = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));   /* a0..a3, per 128-bit half */
+    return _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
 }
 
 /* One vector whose lane i is the sum of a_i's 8 lanes. */
@@ -7356,7 +7369,7 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
    computes, so the memory reads overlap the arithmetic.
    R = the tile's rows (at most ATTN__DEC_ROWS) rounded up to a power of two; 16 accumulators are
    16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V. Scores sit in
-   S[h][j*R + r] (ATTN__DEC_NK keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
+   S[h][j*R + r] (ATTN__DEC_NK_AVX2_TILES keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
    (lane i = row i % R). */
 #define ATTN__X16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
@@ -7409,11 +7422,11 @@ ATTN__T512 static ATTN__INLINE __m512 attn__fold512(__m512 x, int R, int is_max)
     return x;
 }
 
-/* A chunk of nk <= ATTN__DEC_NK keys, and the next chunk's nn keys to prefetch. Every key has
+/* A chunk of nk <= ATTN__DEC_NK_AVX2_TILES keys, and the next chunk's nn keys to prefetch. Every key has
    its own row pointers, so a chunk may span the pages of a paged cache. */
 typedef struct attn__dec_chunk {
-    const char *k[ATTN__DEC_NK], *v[ATTN__DEC_NK];    /* key c0 + j's rows of KV head 0 */
-    const char *kn[ATTN__DEC_NK], *vn[ATTN__DEC_NK];  /* the next chunk's */
+    const char *k[ATTN__DEC_NK_AVX2_TILES], *v[ATTN__DEC_NK_AVX2_TILES];    /* key c0 + j's rows of KV head 0 */
+    const char *kn[ATTN__DEC_NK_AVX2_TILES], *vn[ATTN__DEC_NK_AVX2_TILES];  /* the next chunk's */
     ptrdiff_t khs, vhs;                               /* bytes to the next head */
     long long c0;
     int nk, nn;
@@ -7460,13 +7473,13 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
 #undef ATTN__DEC_LK
 #undef ATTN__DEC_QK
             }
-            _mm512_storeu_ps(S + (size_t)h * ATTN__DEC_NK * R + (size_t)g0 * R,
+            _mm512_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R,
                              attn__hsum16_512(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15));
         }
     }
     for (h = 0; h < Hk; ++h) {
         attn__tile *T = attn__decode_tile(C, ws, X->tile0 + h);
-        float *sh = S + (size_t)h * ATTN__DEC_NK * R;
+        float *sh = S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
@@ -7554,7 +7567,9 @@ ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S,
 
 /* The same kernel in 8 lanes for AVX2 (16 registers): R <= 8 rows, 8/R keys per Q.K^T pass
    (the query rows in registers for R <= 4, memory operands for R 8), R rows x 8/R column
-   vectors in P.V. */
+   vectors in P.V. W3 (speculative calls' 4-row tiles): 3 keys per Q.K^T pass and 3 column
+   vectors per P.V pass, 12 accumulators (7 loads per 12 FMAs, against 6 per 8): the same
+   sums in the same order, so the bits are those of W3 off. */
 #define ATTN__X8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 ATTN__T256 static ATTN__INLINE __m256 attn__pick8(int i, __m256 x0, __m256 x1, __m256 x2, __m256 x3, __m256 x4, __m256 x5,
@@ -7575,10 +7590,47 @@ ATTN__T256 static ATTN__INLINE __m256 attn__fold256(__m256 x, int R, int is_max)
     return x;
 }
 
+/* P.V of a 4-row tile over 3 column vectors (from column byte offset off of each key's
+   rows): 12 accumulators, 7 loads per 12 FMAs. Not inlined: inside attn__dec256_chunk gcc kept
+   that kernel's constants in 4 of the 16 registers and spilled 4 accumulators. */
+ATTN__T256 static ATTN__INLINE void attn__dec256_pv3_t(const attn__dec_chunk *X, ptrdiff_t off, const float *sh, const float *alpha,
+                                                       float *acc, size_t ldo, const attn_dtype t) {
+    const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
+    __m256 o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, x0, x1, x2, p;
+    int j;
+#define ATTN__DEC_W3O(r, a, b, e) p = _mm256_set1_ps(alpha[r]); o##a = _mm256_mul_ps(p, _mm256_loadu_ps(acc + (size_t)(r) * ldo)); \
+    o##b = _mm256_mul_ps(p, _mm256_loadu_ps(acc + (size_t)(r) * ldo + 8)); o##e = _mm256_mul_ps(p, _mm256_loadu_ps(acc + (size_t)(r) * ldo + 16));
+    ATTN__DEC_W3O(0, 0, 1, 2) ATTN__DEC_W3O(1, 3, 4, 5) ATTN__DEC_W3O(2, 6, 7, 8) ATTN__DEC_W3O(3, 9, 10, 11)
+#undef ATTN__DEC_W3O
+    for (j = 0; j < X->nk; ++j) {
+        const char *vr = X->v[j] + off;
+        const float *pj = sh + (size_t)j * 4;
+        if (j < X->nn) attn__prefetch_bytes(X->vn[j] + off, (size_t)(24 * es));
+        x0 = attn__ld8_256(vr, t); ATTN__IN_REG(x0);
+        x1 = attn__ld8_256(vr + 8 * es, t); ATTN__IN_REG(x1);
+        x2 = attn__ld8_256(vr + 16 * es, t); ATTN__IN_REG(x2);
+#define ATTN__DEC_W3P(r, a, b, e) p = _mm256_set1_ps(pj[r]); \
+        o##a = _mm256_fmadd_ps(p, x0, o##a); o##b = _mm256_fmadd_ps(p, x1, o##b); o##e = _mm256_fmadd_ps(p, x2, o##e);
+        ATTN__DEC_W3P(0, 0, 1, 2) ATTN__DEC_W3P(1, 3, 4, 5) ATTN__DEC_W3P(2, 6, 7, 8) ATTN__DEC_W3P(3, 9, 10, 11)
+#undef ATTN__DEC_W3P
+    }
+#define ATTN__DEC_W3S(r, a, b, e) _mm256_storeu_ps(acc + (size_t)(r) * ldo, o##a); \
+    _mm256_storeu_ps(acc + (size_t)(r) * ldo + 8, o##b); _mm256_storeu_ps(acc + (size_t)(r) * ldo + 16, o##e);
+    ATTN__DEC_W3S(0, 0, 1, 2) ATTN__DEC_W3S(1, 3, 4, 5) ATTN__DEC_W3S(2, 6, 7, 8) ATTN__DEC_W3S(3, 9, 10, 11)
+#undef ATTN__DEC_W3S
+}
+ATTN__T256 static ATTN__NOINLINE void attn__dec256_pv3(const attn__dec_chunk *X, ptrdiff_t off, const float *sh, const float *alpha,
+                                                       float *acc, size_t ldo, attn_dtype t) {
+    if (t == ATTN_F32) attn__dec256_pv3_t(X, off, sh, alpha, acc, ldo, ATTN_F32);
+    else if (t == ATTN_F16) attn__dec256_pv3_t(X, off, sh, alpha, acc, ldo, ATTN_F16);
+    else attn__dec256_pv3_t(X, off, sh, alpha, acc, ldo, ATTN_BF16);
+}
+
 ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X,
-                                                       const int R, const attn_dtype t) {
+                                                       const int R, const attn_dtype t, const int W3) {
     const attn__problem *P = C->P;
-    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 8, KG = 8 / R, CW = 8 / R, nvec = (X->nk * R + 7) / 8;
+    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 8, KG = W3 ? 3 : 8 / R, CW = 8 / R;
+    const int nvec = (X->nk * R + 7) / 8;
     const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
     const size_t ldq = C->geo.ldk, ldo = C->geo.ldo;
     const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
@@ -7591,9 +7643,25 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             const float *q = attn__decode_tile(C, ws, X->tile0 + h)->qr;
             const ptrdiff_t ho = (ptrdiff_t)h * X->khs;
             __m256 a0 = zero, a1 = zero, a2 = zero, a3 = zero, a4 = zero, a5 = zero, a6 = zero, a7 = zero;
+            __m256 a8 = zero, a9 = zero, a10 = zero, a11 = zero;
             __m256 k0 = zero, k1 = zero, k2 = zero, k3 = zero, k4 = zero, k5 = zero, k6 = zero, k7 = zero;
             __m256 q0 = zero, q1 = zero, q2 = zero, q3 = zero;
             for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn[g0 + kk] + ho, (size_t)(D * es));
+            if (W3) {                       /* 4 rows x 3 keys: 12 accumulators, 7 loads per 12 FMAs */
+                for (d = 0; d < D; d += 8) {
+                    __m256 x;
+                    k0 = attn__ld8_256(kr[0] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k0);
+                    k1 = attn__ld8_256(kr[1] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k1);
+                    k2 = attn__ld8_256(kr[2] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k2);
+#define ATTN__DEC_W3(r, b, c) x = _mm256_loadu_ps(q + (size_t)(r) * ldq + d); ATTN__IN_REG(x); \
+                    a##r = _mm256_fmadd_ps(x, k0, a##r); a##b = _mm256_fmadd_ps(x, k1, a##b); a##c = _mm256_fmadd_ps(x, k2, a##c);
+                    ATTN__DEC_W3(0, 4, 8) ATTN__DEC_W3(1, 5, 9) ATTN__DEC_W3(2, 6, 10) ATTN__DEC_W3(3, 7, 11)
+#undef ATTN__DEC_W3
+                }
+                _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
+                _mm_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R + 8, attn__hsum4_256(a8, a9, a10, a11));
+                continue;
+            }
             for (d = 0; d < D; d += 8) {
                 /* R <= 4: the query rows in registers, each read once per step (as memory operands
                    of the FMAs gcc read each row KG times: 10 loads per 8 FMAs at R 4, 16 at R 1);
@@ -7610,12 +7678,12 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
 #undef ATTN__DEC_QV
 #undef ATTN__DEC_QK
             }
-            _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
+            _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
         }
     }
     for (h = 0; h < Hk; ++h) {
         attn__tile *T = attn__decode_tile(C, ws, X->tile0 + h);
-        float *sh = S + (size_t)h * ATTN__DEC_NK * R;
+        float *sh = S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m256 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
@@ -7629,7 +7697,7 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm256_mul_ps(_mm256_set1_ps(P->softcap), attn__tanh256(_mm256_mul_ps(x, _mm256_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m256 dist = _mm256_add_ps(_mm256_set1_ps((float)(v * KG)), koff);     /* key - row position */
+                __m256 dist = _mm256_add_ps(_mm256_set1_ps((float)(v * (8 / R))), koff);     /* key - row position */
                 dist = _mm256_and_ps(dist, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
                 x = _mm256_fnmadd_ps(slope, dist, x);
             }
@@ -7654,6 +7722,11 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
             int ok[8];                  /* column vector c + i exists: plain loads and stores, since AMD */
             ptrdiff_t co[8];            /* runs vmaskmovps stores as microcode (they took most of the time) */
             __m256 o0, o1, o2, o3, o4, o5, o6, o7;
+            if (W3 && nv - c >= 3) {       /* 4 rows x 3 column vectors */
+                attn__dec256_pv3(X, vo + (ptrdiff_t)c * 8 * es, sh, T->alpha, T->acc + (size_t)c * 8, ldo, t);
+                c += 3 - CW;            /* the loop adds CW */
+                continue;
+            }
             for (i = 0; i < CW; ++i) {
                 ok[i] = c + i < nv;
                 co[i] = (ptrdiff_t)ATTN__MIN(c + i, nv - 1) * 8 * es;
@@ -7677,13 +7750,18 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
     }
 }
 
-ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, int R, attn_dtype t) {
-#define ATTN__DEC_CASE(r) case r: \
-        if (t == ATTN_F32) attn__dec256_chunk(C, ws, S, X, r, ATTN_F32); \
-        else if (t == ATTN_F16) attn__dec256_chunk(C, ws, S, X, r, ATTN_F16); \
-        else attn__dec256_chunk(C, ws, S, X, r, ATTN_BF16); \
+ATTN__T256 static void attn__dec256(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, int R, attn_dtype t, int w3) {
+#define ATTN__DEC_CASE(r, w) \
+        if (t == ATTN_F32) attn__dec256_chunk(C, ws, S, X, r, ATTN_F32, w); \
+        else if (t == ATTN_F16) attn__dec256_chunk(C, ws, S, X, r, ATTN_F16, w); \
+        else attn__dec256_chunk(C, ws, S, X, r, ATTN_BF16, w); \
         break;
-    switch (R) { ATTN__DEC_CASE(1) ATTN__DEC_CASE(2) ATTN__DEC_CASE(4) default: ATTN__DEC_CASE(8) }
+    switch (R) {
+    case 1: ATTN__DEC_CASE(1, 0)
+    case 2: ATTN__DEC_CASE(2, 0)
+    case 4: if (w3) { ATTN__DEC_CASE(4, 1) } ATTN__DEC_CASE(4, 0)
+    default: ATTN__DEC_CASE(8, 0)
+    }
 #undef ATTN__DEC_CASE
 }
 #undef ATTN__X8
@@ -7730,6 +7808,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     const attn__problem *P = C->P;
     const int n = Sq->Lq * P->groups, Hk = P->k.heads, lanes = attn__dec_lanes(C->isa);
     const int DR = C->dec_rows, n_tiles = (n + DR - 1) / DR;
+    const int steps = lanes == 8 && DR == ATTN__DEC_ROWS_AVX2_STEPS;   /* AVX2, several query tokens */
     int R[ATTN__DEC_TILES];                     /* each tile's rows rounded up to a power of two */
     long long c0;
     int nkc, h, i, t, nn;
@@ -7738,9 +7817,10 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
         for (R[t] = 1; R[t] < ATTN__MIN(DR, n - t * DR); R[t] *= 2) {}
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
-        const int kg = lanes / R[0];
-        const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : n_tiles > 1 ? ATTN__DEC_CHUNK_BYTES_AVX2_TILES : ATTN__DEC_CHUNK_BYTES_AVX2;
-        nkc = (int)ATTN__MIN((size_t)ATTN__DEC_NK, chunk_bytes / key_bytes / (size_t)kg * (size_t)kg);
+        const int kg = steps && R[0] == 4 ? 3 : lanes / R[0];
+        const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : n_tiles > 1 || steps ? ATTN__DEC_CHUNK_BYTES_AVX2_TILES : ATTN__DEC_CHUNK_BYTES_AVX2;
+        const int most = steps ? ATTN__DEC_NK_AVX2_TILES : ATTN__DEC_NK;
+        nkc = (int)ATTN__MIN((size_t)(most / kg * kg), chunk_bytes / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
     for (t = 0; t < n_tiles; ++t)               /* the kernel keeps m and l in every lane (lane i: row i % R); */
@@ -7753,13 +7833,13 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     if (X.nn > 0) attn__dec_rows(P, Sq, a, X.nn, X.kn, X.vn);
     for (c0 = a; c0 < b; c0 += X.nk) {          /* this chunk = the last one's next */
         X.c0 = c0; X.nk = X.nn;
-        memcpy(X.k, X.kn, sizeof X.k); memcpy(X.v, X.vn, sizeof X.v);
+        memcpy(X.k, X.kn, (size_t)X.nk * sizeof *X.k); memcpy(X.v, X.vn, (size_t)X.nk * sizeof *X.v);
         X.nn = (int)ATTN__MIN((long long)nkc, b - c0 - X.nk);
         if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
         for (t = 0, nn = X.nn; t < n_tiles; ++t) {
             X.tile0 = t * Hk; X.nn = t == 0 ? nn : 0;   /* the first tile prefetches the next chunk */
             if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R[t], P->k.dtype);
-            else attn__dec256(C, ws, S, &X, R[t], P->k.dtype);
+            else attn__dec256(C, ws, S, &X, R[t], P->k.dtype, steps);
         }
         X.nn = nn;
     }
@@ -7932,7 +8012,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         const size_t row = ((size_t)P->k.heads * (C->geo.ldk + C->geo.ldv)) * sizeof(float);
         size_t stage;
         C->decode_chunk = (int)ATTN__MAX((size_t)1, ATTN__MIN((size_t)ATTN__BK_DECODE, ATTN__DECODE_STAGE_BYTES / row));
-        if (!attn__mul_size((size_t)P->k.heads, ATTN__MAX((size_t)(C->fused ? 16 * ATTN__DEC_NK : 0), (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv)), &stage) ||
+        if (!attn__mul_size((size_t)P->k.heads, ATTN__MAX((size_t)(C->fused ? 16 * ATTN__DEC_NK_AVX2_TILES : 0), (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv)), &stage) ||
             !attn__add_size(heads_mem, stage, &heads_mem)) return ATTN_ERR_OVERFLOW;
     }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);

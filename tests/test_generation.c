@@ -1248,15 +1248,17 @@ static void test_gen_errors(void) {
 /* Every speculative step shape the fused decoding kernels take: Sq 1..8 query tokens (causal
    among themselves, as speculative decoding checks draft tokens) x groups 1 and 4, so a KV head
    runs R = 1..8 rows in one tile and up to four tiles of 8 (32 rows; on AVX2 tiles of 4 up to 16
-   rows and one wide staged tile above), f32 and f16, head dims 64 and 128, a cache long enough
-   for several chunks and a short tail; against the double reference. Then groups 4 over a paged
+   rows and one wide staged tile above), f32, f16 and bf16, head dims 48 (the AVX2 4-row tiles'
+   P.V in whole passes of 3 column vectors), 64 and 128 (a pass of 2 or 1 after them), a cache
+   long enough for several chunks and a short tail; against the double reference. Then groups 4 over a paged
    cache (pages cut the chunks) with every thread count bitwise equal. */
 static void test_decode_rows(void) {
-    static const int gs[] = { 1, 4 }, Ds[] = { 64, 128 };
+    static const int gs[] = { 1, 4 }, Ds[] = { 48, 64, 128 };
+    static const attn_dtype dts[] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
     t_rng r = t_rng_seed(633);
     int sq, gi, di, ti;
-    for (ti = 0; ti < 2; ++ti)
-        for (di = 0; di < 2; ++di)
+    for (ti = 0; ti < 3; ++ti)
+        for (di = 0; di < 3; ++di)
             for (gi = 0; gi < 2; ++gi)
                 for (sq = 1; sq <= 8; ++sq) {
                     dcfg cf;
@@ -1265,7 +1267,7 @@ static void test_decode_rows(void) {
                     memset(&cf, 0, sizeof cf);
                     memset(&d, 0, sizeof d);
                     cf.B = 1; cf.Hkv = 2; cf.g = gs[gi]; cf.D = cf.Dv = Ds[di]; cf.Sq = sq;
-                    cf.dt = ti ? ATTN_F16 : ATTN_F32;
+                    cf.dt = dts[ti];
                     lens[0] = T_QUICK ? 77 : 157;
                     d.causal = 1;
                     decode_case("decode rows", &cf, d, lens, &r, 0);
