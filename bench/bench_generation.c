@@ -246,7 +246,7 @@ static void bench_decode_steps(void) {
         free(tmp); free(ref); free(qf); free(sbuf); free(kb); free(vb); free(qb); free(ob);
     }
     printf("   (speculative decoding checks Lq draft tokens in one call; the fused kernel runs the query rows of a KV head\n"
-           "    in tiles of 8 over each chunk: Lq 2 x 4 groups is one tile, Lq 8 x 4 = 32 rows four)\n");
+           "    in tiles of 8 over each chunk (AVX-512; AVX2: tiles of 4 up to 16 rows, one wide staged tile above))\n");
 }
 
 /* 1c. Speculative steps on small caches (issue 33 item 6): Hkv 8 with Hq 8 (a call of Lq tokens
