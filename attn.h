@@ -32,7 +32,8 @@
              split stabilised state; attn__perf_draw: RNG, Householder QR); the ATTN_LINEAR /
              ATTN_COSFORMER forwards on rows staged for all heads (attn__lnf_task non-causal,
              attn__lcf_task causal); their backward
-             (attn__linear_backward: ATTN_PERFORMER attn__lbw_task; ATTN_LINEAR / ATTN_COSFORMER
+             (attn__linear_backward: ATTN_PERFORMER attn__pbw_task non-causal, attn__lbw_task
+             causal; ATTN_LINEAR / ATTN_COSFORMER
              attn__lnc_task non-causal, attn__lcb_task causal), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
@@ -14393,20 +14394,21 @@ static attn_status attn__linear_state_size(const attn__call *c) {
    dO_i the output's gradient: g_i = dO_i / den_i, c_i = -(dO_i . out_i) / den_i (0 where the
    cosFormer clamp is active), dA_ij = g_i . v_j + c_i, and
        dphi(q_i) = sum_j dA_ij phi(k_j),  dphi(k_j) = sum_i dA_ij phi(q_i),  dv_j = sum_i A_ij g_i
-   then dq, dk through the features. attn__lbw_task (ATTN_PERFORMER, causal or not; ATTN_LINEAR
-   and ATTN_COSFORMER have attn__lnc_task and attn__lcb_task below): per (sequence, KV head)
-   task, two passes over the 64-row chunks, every product a GEMM:
+   then dq, dk through the features. attn__lbw_task (ATTN_PERFORMER causal; non-causal:
+   attn__pbw_task; ATTN_LINEAR and ATTN_COSFORMER have attn__lnc_task and attn__lcb_task below):
+   per (sequence, KV head) task, two passes over the 64-row chunks, every product a GEMM:
      pass 1 (forward order): the forward's state (S, z) gives den_i, out_i, hence g_i, c_i (den_i
        and c_i kept per row); dphi(Q) = g S^T + c z^T + (the chunk's masked dA) phi(K).
      pass 2 (reverse order): a suffix state G = sum_i phi(q_i) g_i^T, h = sum_i c_i phi(q_i) over
        the later chunks' rows (which see every key of this chunk) gives dphi(K) = V G^T + h and
        dV = phi(K) G, plus the chunk's own masked dA^T phi(Q) and A^T g; then the chunk's rows
        join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
-     Non-causal: every key sees every row, so the rows join (G, h) in pass 1 and there is no
-       pass 2 (its query features recomputed and dO reloaded were 11% of the backward); pass 1
-       keeps every key's K~ (Sk x F floats a thread) for dk, dv instead of projecting the keys
-       again, and takes c_i = -(g_i . num_i) / den_i from g S^T (needed for dphi(Q) anyway):
-       g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)], so num = Q~ S is never built.
+     Non-causal (attn__pbw_task): every key sees every row, so the rows join (G, h) as they
+       come and there is no pass 2 (its query features recomputed and dO reloaded were 11% of
+       the backward); the keys' pass keeps every key's K~ (Sk x F floats a head) for dk, dv
+       instead of projecting the keys again, and c_i = -(g_i . num_i) / den_i comes from g S^T
+       (needed for dphi(Q) anyway): g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)],
+       so num = Q~ S is never built.
    ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
    stabiliser (the query's own row max and the visible keys' max s_i, as lucidrains' detach():
    exactly the gradient of phi with s held fixed; with eps > 0 the stabiliser's own subgradient
@@ -14431,7 +14433,6 @@ typedef struct attn__lbw_bufs {
     float *G, *h, *gs;            /* the suffix state (G [F][Dv], h [F], gs [Dv]) */
     float *XQ, *Gm, *Bm, *BE, *dQ, *dK, *dV, *dX, *Qw;
     float *rden, *rc, *rs, *kc;   /* per task: rows' normaliser, c and s [g][Sq]; keys' max [Sk] */
-    float *Kf;                    /* non-causal: every key's K~ [Sk][F] from pass 1 (not recomputed for dk, dv) */
 } attn__lbw_bufs;
 
 /* dx [D] of one ATTN_LINEAR / ATTN_COSFORMER row x [D] with features f [F] at 0-based position
@@ -14480,12 +14481,6 @@ static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float 
         if (L->perf == 2) {
             for (l = 0; l < F; ++l) t[l] = f[l] > L->eps ? t[l] : 0.0f;
             if (n <= ATTN__LIN_FEW) memset(dx, 0, (size_t)D * sizeof(float));
-        } else if (getenv("ATTN_CHAIN_OLD")) {
-            const float e0 = query ? L->eps : 0.0f;
-            float sum = 0.0f;
-            for (l = 0; l < F; ++l) t[l] *= f[l] - e0;
-            for (l = 0; l < F; ++l) sum += t[l];
-            for (l = 0; l < D; ++l) dx[l] = -2.0f * L->hmul * sum * x[l];
         } else {
             const float a = -2.0f * L->hmul * attn__lbw_dfeat(t, f, query ? L->eps : 0.0f, F);
             for (l = 0; l < D; ++l) dx[l] = a * x[l];
@@ -14577,8 +14572,6 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const int Sq = L->q.seq, KB = ATTN__LIN_KEYS, split = L->perf == 1;
-    const int nonum = !L->causal;                  /* c from g S^T: no num = Q~ S (one GEMM of five per row) */
-    const int keep = !L->causal;                   /* pass 1's K~ serve dk, dv: no second projection of the keys */
     const long long shift = (long long)Lk - Lq;
     const size_t per = attn__lin_state_per(F, Dv, 1), R = (size_t)g * ATTN__LIN_ROWS;
     float *w = L->ws + (size_t)thread * L->ws_per, Rref = 0.0f;
@@ -14610,7 +14603,6 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     W->dV = attn__lin_carve(&w, (size_t)KB * Dv);
     W->dX = attn__lin_carve(&w, ATTN__MAX(R, (size_t)KB) * D);
     W->Qw = attn__lin_carve(&w, R * F);
-    W->Kf = keep ? attn__lin_carve(&w, (size_t)L->k.seq * F) : NULL;
     W->rden = w; W->rc = W->rden + (size_t)g * Sq; W->rs = W->rc + (size_t)g * Sq; W->kc = W->rs + (size_t)g * Sq;
     memset(B->S, 0, per * sizeof(float));
     B->z = B->S + (size_t)F * Dv; P->vs = B->z + F; P->c = P->vs + Dv;
@@ -14618,42 +14610,27 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     W->h = W->G + (size_t)F * Dv; W->gs = W->h + F;
 
     /* pass 1: den, g, c per row; dq */
-    if (keep) {
-        float *const K0 = B->K;
-        while (kdone < Lk) {
-            const int n = ATTN__MIN(KB, Lk - kdone);
-            B->K = W->Kf + (size_t)kdone * F;
-            attn__lbw_keys(L, W, b, hk, kdone, n, cnt, 0);
-            attn__perf_absorb_loaded(L, P, n, cnt);
-            if (split)                                  /* absorbing rescaled K~ to the block's last max */
-                for (j = 0; j < n; ++j) W->kc[kdone + j] = P->ck[n - 1];
-            cnt += n; kdone += n;
-        }
-        B->K = K0;
-    }
     for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
         const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
         const long long pa = q0 + shift;
-        int nk = 0;
-        if (L->causal) {
-            const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
-            while (kdone < upto) {
-                const int nb = ATTN__MIN(KB, upto - kdone);
-                attn__lbw_keys(L, W, b, hk, kdone, nb, cnt, 0);
-                attn__perf_absorb_loaded(L, P, nb, cnt);
-                cnt += nb; kdone += nb;
-            }
-            nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kdone;
-            if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
+        const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
+        int nk;
+        while (kdone < upto) {
+            const int nb = ATTN__MIN(KB, upto - kdone);
+            attn__lbw_keys(L, W, b, hk, kdone, nb, cnt, 0);
+            attn__perf_absorb_loaded(L, P, nb, cnt);
+            cnt += nb; kdone += nb;
         }
+        nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kdone;
+        if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
         attn__perf_queries(L, P, b, hk, q0, n, pa, kdone, Lk, cnt, W->XQ);
-        if (!nonum) attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
+        attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
         for (r = 0; r < m; ++r) {
             float *nr = B->num + (size_t)r * Dv;
             B->den[r] = isa->dot(B->Q + (size_t)r * F, B->z, F);
             if (split) {
-                if (P->fac[r] != 1.0f) { if (!nonum) isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
-                if (!nonum) isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
+                if (P->fac[r] != 1.0f) { isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
+                isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
                 B->den[r] += L->eps * P->sumq[r] * (float)cnt;
             }
         }
@@ -14676,33 +14653,20 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
                 const int r2 = gi * n + i;
                 const size_t at = (size_t)gi * Sq + q0 + i;
                 float *gr = W->Gm + (size_t)r2 * Dv, *nr = B->num + (size_t)r2 * Dv, den = B->den[r2], cc;
-                const long long vis = L->causal ? ATTN__MIN(pa + i, (long long)Lk - 1) : (long long)Lk - 1;
+                const long long vis = ATTN__MIN(pa + i, (long long)Lk - 1);
                 isa->load(attn__at(&C->dout, b, q0 + i, hk * g + gi), C->dout.dtype, gr, Dv, 1.0f);
                 if (vis < 0) {
                     memset(gr, 0, (size_t)Dv * sizeof(float));
                     W->rden[at] = 0.0f; W->rc[at] = 0.0f; W->rs[at] = 0.0f;
                     continue;
                 }
-                if (nonum) {
-                    cc = 0.0f;                          /* from g S^T below */
-                } else {
-                    isa->scal(nr, 1.0f / den, Dv);      /* out */
-                    cc = -isa->dot(gr, nr, Dv) / den;
-                }
+                isa->scal(nr, 1.0f / den, Dv);          /* out */
+                cc = -isa->dot(gr, nr, Dv) / den;
                 isa->scal(gr, 1.0f / den, Dv);
                 W->rden[at] = den; W->rc[at] = cc; W->rs[at] = split ? P->sq[r2] : 0.0f;
             }
         /* dphi(Q) = fac (g S^T + c z) [+ eps ((g . vs) + c n)] + (dA . E) phi(K) [+ eps rowsum dA] */
         attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, W->dQ, F);
-        if (nonum)                                      /* c = -(g . num) / den = -(fac (g S^T) . Q~ [+ eps sumQ (g . vs)]) / den */
-            for (r = 0; r < m; ++r) {
-                const size_t at = (size_t)(r / n) * Sq + q0 + r % n;
-                float cc;
-                if (W->rden[at] == 0.0f) continue;
-                cc = isa->dot(W->dQ + (size_t)r * F, B->Q + (size_t)r * F, F);
-                if (split) cc = P->fac[r] * cc + L->eps * P->sumq[r] * isa->dot(W->Gm + (size_t)r * Dv, P->vs, Dv);
-                W->rc[at] = -cc / W->rden[at];
-            }
         for (r = 0; r < m; ++r) {
             const float cc = W->rc[(size_t)(r / n) * Sq + q0 + r % n];
             float *dq = W->dQ + (size_t)r * F;
@@ -14738,7 +14702,6 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         for (gi = 0; gi < g; ++gi)
             for (i = 0; i < n; ++i)
                 isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
-        if (!L->causal) attn__lbw_join(L, W, Sq, q0, n, &Rref, &rhas);   /* every key sees these rows */
         if (nk > 0) {
             attn__perf_absorb_loaded(L, P, nk, cnt);
             cnt += nk; kdone += nk;
@@ -14747,12 +14710,12 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     for (gi = 0; gi < g; ++gi)
         for (i = Lq; i < Sq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
 
-    /* pass 2, last chunk first: dk, dv (causal; non-causal rows joined (G, h) in pass 1) */
-    nchunks = L->causal ? (Lq + ATTN__LIN_ROWS - 1) / ATTN__LIN_ROWS : 0;
+    /* pass 2, last chunk first: dk, dv */
+    nchunks = (Lq + ATTN__LIN_ROWS - 1) / ATTN__LIN_ROWS;
     for (ci = nchunks - 1; ci >= 0; --ci) {
         const int qc = ci * ATTN__LIN_ROWS, n = ATTN__MIN(ATTN__LIN_ROWS, Lq - qc), m = g * n;
         const long long pa = qc + shift;
-        const int kd = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)) : Lk;
+        const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
         const int nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
         attn__perf_queries(L, P, b, hk, qc, n, pa, kd, Lk, 1, W->XQ);
         for (r = 0; r < m; ++r) {
@@ -14786,22 +14749,15 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         }
         attn__lbw_join(L, W, Sq, qc, n, &Rref, &rhas);
     }
-    kd0 = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk)) : Lk;   /* keys every row sees */
-    /* No query row (seqlens_q 0): every dk, dv is 0, stored below. Not through the state: a
-       causal pass 1 absorbed no key, so the Performer's key maxes kc were never written. */
+    kd0 = (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk));   /* keys every row sees */
+    /* No query row (seqlens_q 0): every dk, dv is 0, stored below. Not through the state: pass
+       1 absorbed no key, so the Performer's key maxes kc were never written. */
     if (Lq == 0) kd0 = 0;
     for (j = 0; j < kd0; j += KB) {
         const int n = ATTN__MIN(KB, kd0 - j);
-        float *const K0 = B->K;
-        if (keep) {
-            B->K = W->Kf + (size_t)j * F;
-            attn__perf_load_rows(L, P, b, hk, j, n);
-        } else {
-            attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
-        }
+        attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
         attn__lbw_keys_from_state(L, W, n, W->kc + j, Rref, rhas);
         attn__lbw_store_keys(L, C, W, b, hk, j, n);
-        B->K = K0;
     }
     for (j = Lq == 0 ? 0 : Lk; j < L->k.seq; ++j) {
         attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
@@ -14842,14 +14798,14 @@ static void attn__pbw_unstage(const attn__isa *isa, const attn__view *x, int b, 
    call a head, and the few-row path is taken per head as there. U = pnorm X W^T. */
 static void attn__pbw_project(const attn__lin *L, float *gemm, int nh, int n, const float *X, float *U) {
     int h;
-    if (n > ATTN__LIN_FEW && !(n >= 256 && getenv("ATTN_PBW_KSPLIT"))) { attn__perf_project(L, gemm, nh * n, X, U); return; }
+    if (n > ATTN__LIN_FEW) { attn__perf_project(L, gemm, nh * n, X, U); return; }
     for (h = 0; h < nh; ++h) attn__perf_project(L, gemm, n, X + (size_t)h * n * L->D, U + (size_t)h * n * L->F);
 }
 /* attn__lbw_chain of nh heads' rows (as above) */
 static void attn__pbw_chain(const attn__lin *L, float *gemm, int nh, int n, const float *X, const float *Fe, float *dF, float *dX,
                             int query) {
     int h;
-    if (n > ATTN__LIN_FEW && !(n >= 256 && getenv("ATTN_PBW_KSPLIT"))) { attn__lbw_chain(L, gemm, nh * n, X, Fe, dF, dX, query); return; }
+    if (n > ATTN__LIN_FEW) { attn__lbw_chain(L, gemm, nh * n, X, Fe, dF, dX, query); return; }
     for (h = 0; h < nh; ++h) {
         const size_t xo = (size_t)h * n * L->D, fo = (size_t)h * n * L->F;
         attn__lbw_chain(L, gemm, n, X + xo, Fe + fo, dF + fo, dX + xo, query);
@@ -15584,7 +15540,7 @@ static attn_status attn__linear_backward(const attn__call *c) {
         if (!per) return ATTN_ERR_OVERFLOW;
         for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
             L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
-        if (!L->causal && !getenv("ATTN_PBW_OLD")) {             /* attn__pbw_task's carves, in order */
+        if (!L->causal) {                                        /* attn__pbw_task's carves, in order */
             const size_t ps = (per + 31) & ~(size_t)15, Sk = (size_t)c->k.seq;
             size_t hc, hk, hq;
             if ((s = attn__lnc_split(&C, c)) != ATTN_OK) return s;
@@ -15592,8 +15548,8 @@ static attn_status attn__linear_backward(const attn__call *c) {
             if (!attn__mul_size(hc, R, &hq) || hq > INT_MAX) return ATTN_ERR_OVERFLOW;
             if (!attn__mul_size(hc, KB, &hk) || hk > INT_MAX) return ATTN_ERR_OVERFLOW;
             for (i = 0; i < 2; ++i) {                           /* W's products over every head's rows */
-                const int rows = (int)(i ? hq : hk);
-                L->gemm_floats = ATTN__MAX(ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(rows, F, D)), attn__sgemm_1t_floats(rows, D, F));
+                const int nr = (int)(i ? hq : hk);
+                L->gemm_floats = ATTN__MAX(ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(nr, F, D)), attn__sgemm_1t_floats(nr, D, F));
             }
             if (!attn__lbw_add(&f, hc, ps) || !attn__lbw_add(&f, hc, ps) || !attn__lbw_add(&f, hc, 2) || !attn__lbw_add(&f, hc, Sk) ||
                 !attn__mul_size(hc, Sk, &t) || !attn__lbw_add(&f, t, F) ||
@@ -15611,8 +15567,7 @@ static attn_status attn__linear_backward(const attn__call *c) {
             !attn__lbw_add(&f, R, D) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, 2 * CH) || !attn__lbw_add(&f, R, 2 * (size_t)F) ||
             !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, ATTN__MAX(R, (size_t)KB), D) ||
             !attn__mul_size((size_t)L->groups * 3, (size_t)c->q.seq, &rows) || !attn__add_size(rows, (size_t)c->k.seq, &rows) ||
-            !attn__lbw_add(&f, rows, 1) || !attn__lbw_add(&f, L->causal ? 0 : (size_t)c->k.seq, F) ||   /* Kf */
-            !attn__add_size(f, 64, &f))   /* + the carves' rounding */
+            !attn__lbw_add(&f, rows, 1) || !attn__add_size(f, 64, &f))   /* + the carves' rounding */
             return ATTN_ERR_OVERFLOW;
         L->ws_per = f;
         if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__add_size(t, L->shared_floats, &t) ||
@@ -15625,7 +15580,7 @@ static attn_status attn__linear_backward(const attn__call *c) {
     L->isa = attn__vec();
     if (L->perf) attn__perf_prepare(L, c, ATTN__BACKWARD, (float *)(void *)w.base);
     attn__parallel_for(c->d, L->n_tasks, L->n_threads,
-                       L->perf ? (L->causal || getenv("ATTN_PBW_OLD") ? attn__lbw_task : attn__pbw_task) : L->causal ? attn__lcb_task : attn__lnc_task, &C);
+                       L->perf ? (L->causal ? attn__lbw_task : attn__pbw_task) : L->causal ? attn__lcb_task : attn__lnc_task, &C);
     attn__ws_release(&w);
     return ATTN_OK;
 }
