@@ -25,6 +25,7 @@ typedef struct {
     const int *lq, *lk;
     int no_fd;                   /* long cases: the pairwise reference only (finite differences cost O(S^2) each) */
     int dout_out;                /* dO = out + noise: dO . out large, so c_i = -(dO_i . out_i) / den_i weighs in */
+    int threads;                 /* n_threads, or 0: 1 to 3 at random */
 } lb_case;
 
 /* cosFormer's M for a sequence of valid lengths Lq, Lk: c->M, or (when c->M is the default, passed
@@ -261,6 +262,7 @@ static void lb_run_case(int idx, lb_case *c, attn_dtype tin, attn_dtype tgrad, t
     attn_status st;
     memset(&d, 0, sizeof d);
     d.kind = c->kind; d.causal = c->causal; d.n_threads = t_irange(r, 1, 3);
+    if (c->threads) d.n_threads = c->threads;
     d.seqlens_q = c->lq; d.seqlens_k = c->lk;
     if (c->kind == ATTN_LINEAR) d.linear.eps = (float)c->eps;
     if (c->kind == ATTN_COSFORMER) { d.cosformer.eps = (float)c->eps; d.cosformer.max_len = c->M == (c->Sq > c->Sk ? c->Sq : c->Sk) ? 0 : c->M; }
@@ -470,6 +472,7 @@ void t_performer_bwd_out(void) {
         if (idx == 0) { c.lq = lq; c.lk = lk; }
         if (idx == 4) {
             c.B = 2; c.Hkv = 2; c.Hq = 4; c.Sq = 90; c.Sk = 600; c.Dv = 5; c.m = 16;
+            c.threads = 1;                              /* both KV heads in one task */
             lq[0] = 90; lq[1] = 61; lk[0] = 600; lk[1] = 300; c.lq = lq; c.lk = lk;
         }
         lb_run_case(200 + idx, &c, ATTN_F32, ATTN_F32, &r, 0);
