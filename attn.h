@@ -32,7 +32,8 @@
              split stabilised state; attn__perf_draw: RNG, Householder QR); the ATTN_LINEAR /
              ATTN_COSFORMER forwards on rows staged for all heads (attn__lnf_task non-causal,
              attn__lcf_task causal); their backward
-             (attn__linear_backward: ATTN_PERFORMER attn__lbw_task; ATTN_LINEAR / ATTN_COSFORMER
+             (attn__linear_backward: ATTN_PERFORMER attn__pbw_task non-causal, attn__lbw_task
+             causal; ATTN_LINEAR / ATTN_COSFORMER
              attn__lnc_task non-causal, attn__lcb_task causal), RWKV-4 and RWKV-5/6 scans
         3.15 low-rank attention: Linformer (attn__linformer_forward/_backward: SGEMM
              projections around the exact kernel), Nystromformer (attn__nystrom_forward:
@@ -14300,17 +14301,14 @@ static void attn__perf_load_rows(const attn__lin *L, const attn__perf_bufs *P, i
     }
 }
 
-/* Loads keys [j0, j0 + n) of (b, hk): raw rows into X, K~ rows into B.K, V rows into B.V, running
-   maxes into ck (continuing from *c when the state holds keys: has), or, with fixed (the
-   backward's second pass), K~ = exp(a - fixed[j]). */
-static void attn__perf_load_keys(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int j0, int n, int has,
-                                 const float *fixed) {
+/* K~ rows in place of the projections in B.K of the n raw key rows in X, running maxes into ck
+   (continuing from *c when the state holds keys: has), or, with fixed (the backward's second
+   pass), K~ = exp(a - fixed[j]). */
+static void attn__perf_key_feats(const attn__lin *L, const attn__perf_bufs *P, int n, int has, const float *fixed) {
     const attn__isa *isa = L->isa;
     const int D = L->D, F = L->F;
     float run = *P->c;
     int j, l;
-    attn__perf_load_rows(L, P, b, hk, j0, n);
-    attn__perf_project(L, P->B.gemm, n, P->X, P->B.K);
     for (j = 0; j < n; ++j) {
         float *u = P->B.K + (size_t)j * F;
         if (L->perf == 2) {
@@ -14329,6 +14327,14 @@ static void attn__perf_load_keys(const attn__lin *L, const attn__perf_bufs *P, i
             }
         }
     }
+}
+
+/* Loads keys [j0, j0 + n) of (b, hk): raw rows into X, V rows into B.V, then their K~ as above. */
+static void attn__perf_load_keys(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int j0, int n, int has,
+                                 const float *fixed) {
+    attn__perf_load_rows(L, P, b, hk, j0, n);
+    attn__perf_project(L, P->B.gemm, n, P->X, P->B.K);
+    attn__perf_key_feats(L, P, n, has, fixed);
 }
 
 /* Absorbs the n loaded keys into the state, which held cnt keys. */
@@ -14365,18 +14371,15 @@ static void attn__perf_absorb(const attn__lin *L, const attn__perf_bufs *P, int 
     }
 }
 
-/* The chunk's query rows q0 .. q0 + n - 1 of the g heads (row gi*n + i): raw rows into XQ,
-   features into B.Q, sumq, and (softmax kernel) each row's key max s (the running max at its
-   last visible key: ck of the chunk's loaded keys from kdone, else the state's c) and exp(c - s). */
-static void attn__perf_queries(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int q0, int n, long long pa,
-                               int kdone, int Lk, long long cnt, float *XQ) {
+/* Of the chunk's raw query rows in XQ (g heads of n rows, row gi*n + i) and their projections in
+   B.Q: features in place, sumq, and (softmax kernel) each row's key max s (the running max at
+   its last visible key: ck of the chunk's loaded keys from kdone, else the state's c) and
+   exp(c - s). */
+static void attn__perf_query_feats(const attn__lin *L, const attn__perf_bufs *P, int n, long long pa, int kdone, int Lk,
+                                   long long cnt, const float *XQ) {
     const attn__isa *isa = L->isa;
     const int g = L->groups, F = L->F, D = L->D, m = g * n;
-    int gi, i, r, l;
-    for (gi = 0; gi < g; ++gi)
-        for (i = 0; i < n; ++i)
-            isa->load(attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, XQ + (size_t)(gi * n + i) * D, D, 1.0f);
-    attn__perf_project(L, P->B.gemm, m, XQ, P->B.Q);
+    int r, l;
     for (r = 0; r < m; ++r) {
         float *u = P->B.Q + (size_t)r * F;
         const long long vis = L->causal ? ATTN__MIN(pa + r % n, (long long)Lk - 1) : (long long)Lk - 1;
@@ -14393,6 +14396,18 @@ static void attn__perf_queries(const attn__lin *L, const attn__perf_bufs *P, int
             P->fac[r] = cnt == 0 ? 0.0f : (P->sq[r] == *P->c ? 1.0f : attn__perf_exp(isa, *P->c - P->sq[r]));
         }
     }
+}
+
+/* The chunk's query rows q0 .. q0 + n - 1 of (b, hk)'s g heads loaded into XQ, then as above. */
+static void attn__perf_queries(const attn__lin *L, const attn__perf_bufs *P, int b, int hk, int q0, int n, long long pa,
+                               int kdone, int Lk, long long cnt, float *XQ) {
+    const int g = L->groups, D = L->D;
+    int gi, i;
+    for (gi = 0; gi < g; ++gi)
+        for (i = 0; i < n; ++i)
+            L->isa->load(attn__at(&L->q, b, q0 + i, hk * g + gi), L->q.dtype, XQ + (size_t)(gi * n + i) * D, D, 1.0f);
+    attn__perf_project(L, P->B.gemm, g * n, XQ, P->B.Q);
+    attn__perf_query_feats(L, P, n, pa, kdone, Lk, cnt, XQ);
 }
 
 static void attn__perf_task(void *ctx, int t, int thread) {
@@ -14574,20 +14589,21 @@ static attn_status attn__linear_state_size(const attn__call *c) {
    dO_i the output's gradient: g_i = dO_i / den_i, c_i = -(dO_i . out_i) / den_i (0 where the
    cosFormer clamp is active), dA_ij = g_i . v_j + c_i, and
        dphi(q_i) = sum_j dA_ij phi(k_j),  dphi(k_j) = sum_i dA_ij phi(q_i),  dv_j = sum_i A_ij g_i
-   then dq, dk through the features. attn__lbw_task (ATTN_PERFORMER, causal or not; ATTN_LINEAR
-   and ATTN_COSFORMER have attn__lnc_task and attn__lcb_task below): per (sequence, KV head)
-   task, two passes over the 64-row chunks, every product a GEMM:
+   then dq, dk through the features. attn__lbw_task (ATTN_PERFORMER causal; non-causal:
+   attn__pbw_task; ATTN_LINEAR and ATTN_COSFORMER have attn__lnc_task and attn__lcb_task below):
+   per (sequence, KV head) task, two passes over the 64-row chunks, every product a GEMM:
      pass 1 (forward order): the forward's state (S, z) gives den_i, out_i, hence g_i, c_i (den_i
        and c_i kept per row); dphi(Q) = g S^T + c z^T + (the chunk's masked dA) phi(K).
      pass 2 (reverse order): a suffix state G = sum_i phi(q_i) g_i^T, h = sum_i c_i phi(q_i) over
        the later chunks' rows (which see every key of this chunk) gives dphi(K) = V G^T + h and
        dV = phi(K) G, plus the chunk's own masked dA^T phi(Q) and A^T g; then the chunk's rows
        join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
-     Non-causal: every key sees every row, so the rows join (G, h) in pass 1 and there is no
-       pass 2 (its query features recomputed and dO reloaded were 11% of the backward); pass 1
-       keeps every key's K~ (Sk x F floats a thread) for dk, dv instead of projecting the keys
-       again, and takes c_i = -(g_i . num_i) / den_i from g S^T (needed for dphi(Q) anyway):
-       g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)], so num = Q~ S is never built.
+     Non-causal (attn__pbw_task): every key sees every row, so the rows join (G, h) as they
+       come and there is no pass 2 (its query features recomputed and dO reloaded were 11% of
+       the backward); the keys' pass keeps every key's K~ (Sk x F floats a head) for dk, dv
+       instead of projecting the keys again, and c_i = -(g_i . num_i) / den_i comes from g S^T
+       (needed for dphi(Q) anyway): g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)],
+       so num = Q~ S is never built.
    ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
    stabiliser (the query's own row max and the visible keys' max s_i, as lucidrains' detach():
    exactly the gradient of phi with s held fixed; with eps > 0 the stabiliser's own subgradient
@@ -14612,7 +14628,6 @@ typedef struct attn__lbw_bufs {
     float *G, *h, *gs;            /* the suffix state (G [F][Dv], h [F], gs [Dv]) */
     float *XQ, *Gm, *Bm, *BE, *dQ, *dK, *dV, *dX, *Qw;
     float *rden, *rc, *rs, *kc;   /* per task: rows' normaliser, c and s [g][Sq]; keys' max [Sk] */
-    float *Kf;                    /* non-causal: every key's K~ [Sk][F] from pass 1 (not recomputed for dk, dv) */
 } attn__lbw_bufs;
 
 /* dx [D] of one ATTN_LINEAR / ATTN_COSFORMER row x [D] with features f [F] at 0-based position
@@ -14628,39 +14643,50 @@ static void attn__lbw_chain_row(const attn__lin *L, int b, const float *x, const
     }
 }
 
-/* ATTN_PERFORMER: dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] whose features are
-   Fe [n][F]; query: Fe includes the eps. */
+/* t[l] *= f[l] - e0 over n floats (the feature map's derivative), returning their sum: 16
+   partial sums added in a fixed order, in 16-float blocks with restrict so that compilers
+   vectorise it (one scalar chain of adds per row was 9% of the Performer's backward). */
+static float attn__lbw_dfeat(float *ATTN__RESTRICT t, const float *ATTN__RESTRICT f, float e0, int n) {
+    float p[16], s = 0.0f;
+    int l = 0, k;
+    for (k = 0; k < 16; ++k) p[k] = 0.0f;
+    for (; l + 16 <= n; l += 16)
+        for (k = 0; k < 16; ++k) {
+            t[l + k] *= f[l + k] - e0;
+            p[k] += t[l + k];
+        }
+    for (k = 0; k < 16; ++k) s += p[k];
+    for (; l < n; ++l) {
+        t[l] *= f[l] - e0;
+        s += t[l];
+    }
+    return s;
+}
+
+/* ATTN_PERFORMER: dX [n][D] from dF [n][F] (overwritten) for rows X [n][D] (not dX) whose
+   features are Fe [n][F]; query: Fe includes the eps. The stabiliser's term goes into dX first,
+   and the product with W adds onto it. */
 static void attn__lbw_chain(const attn__lin *L, float *gemm, int n, const float *X, const float *Fe, float *dF, float *dX, int query) {
     const attn__isa *isa = L->isa;
     const int F = L->F, D = L->D;
-    int r;
+    int r, l;
     for (r = 0; r < n; ++r) {
-        float *t = dF + (size_t)r * F;
-        const float *f = Fe + (size_t)r * F;
-        int l;
+        float *t = dF + (size_t)r * F, *dx = dX + (size_t)r * D;
+        const float *f = Fe + (size_t)r * F, *x = X + (size_t)r * D;
         if (L->perf == 2) {
             for (l = 0; l < F; ++l) t[l] = f[l] > L->eps ? t[l] : 0.0f;
+            if (n <= ATTN__LIN_FEW) memset(dx, 0, (size_t)D * sizeof(float));
         } else {
-            const float e0 = query ? L->eps : 0.0f;
-            for (l = 0; l < F; ++l) t[l] *= f[l] - e0;
+            const float a = -2.0f * L->hmul * attn__lbw_dfeat(t, f, query ? L->eps : 0.0f, F);
+            for (l = 0; l < D; ++l) dx[l] = a * x[l];
         }
     }
     if (n <= ATTN__LIN_FEW) {
-        int l;
-        for (r = 0; r < n; ++r) {
-            memset(dX + (size_t)r * D, 0, (size_t)D * sizeof(float));
+        for (r = 0; r < n; ++r)
             for (l = 0; l < F; ++l) isa->axpy(dX + (size_t)r * D, L->pnorm * dF[(size_t)r * F + l], L->W + (size_t)l * D, D);
-        }
     } else {
-        attn__sgemm_1t(gemm, 0, 0, n, D, F, L->pnorm, dF, F, L->W, D, 0.0f, dX, D);
+        attn__sgemm_1t(gemm, 0, 0, n, D, F, L->pnorm, dF, F, L->W, D, L->perf == 1 ? 1.0f : 0.0f, dX, D);
     }
-    if (L->perf == 1)
-        for (r = 0; r < n; ++r) {
-            float s = 0.0f;
-            int l;
-            for (l = 0; l < F; ++l) s += dF[(size_t)r * F + l];
-            isa->axpy(dX + (size_t)r * D, -2.0f * L->hmul * s, X + (size_t)r * D, D);
-        }
 }
 
 /* Keys [j0, j0 + n) of (b, hk): raw rows into X, K~ into B.K, V into B.V, with running maxes
@@ -14741,8 +14767,6 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     const int Hkv = L->k.heads, b = t / Hkv, hk = t % Hkv, g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const int Sq = L->q.seq, KB = ATTN__LIN_KEYS, split = L->perf == 1;
-    const int nonum = !L->causal;                  /* c from g S^T: no num = Q~ S (one GEMM of five per row) */
-    const int keep = !L->causal;                   /* pass 1's K~ serve dk, dv: no second projection of the keys */
     const long long shift = (long long)Lk - Lq;
     const size_t per = attn__lin_state_per(F, Dv, 1), R = (size_t)g * ATTN__LIN_ROWS;
     float *w = L->ws + (size_t)thread * L->ws_per, Rref = 0.0f;
@@ -14774,7 +14798,6 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     W->dV = attn__lin_carve(&w, (size_t)KB * Dv);
     W->dX = attn__lin_carve(&w, ATTN__MAX(R, (size_t)KB) * D);
     W->Qw = attn__lin_carve(&w, R * F);
-    W->Kf = keep ? attn__lin_carve(&w, (size_t)L->k.seq * F) : NULL;
     W->rden = w; W->rc = W->rden + (size_t)g * Sq; W->rs = W->rc + (size_t)g * Sq; W->kc = W->rs + (size_t)g * Sq;
     memset(B->S, 0, per * sizeof(float));
     B->z = B->S + (size_t)F * Dv; P->vs = B->z + F; P->c = P->vs + Dv;
@@ -14782,42 +14805,27 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     W->h = W->G + (size_t)F * Dv; W->gs = W->h + F;
 
     /* pass 1: den, g, c per row; dq */
-    if (keep) {
-        float *const K0 = B->K;
-        while (kdone < Lk) {
-            const int n = ATTN__MIN(KB, Lk - kdone);
-            B->K = W->Kf + (size_t)kdone * F;
-            attn__lbw_keys(L, W, b, hk, kdone, n, cnt, 0);
-            attn__perf_absorb_loaded(L, P, n, cnt);
-            if (split)                                  /* absorbing rescaled K~ to the block's last max */
-                for (j = 0; j < n; ++j) W->kc[kdone + j] = P->ck[n - 1];
-            cnt += n; kdone += n;
-        }
-        B->K = K0;
-    }
     for (q0 = 0; q0 < Lq; q0 += ATTN__LIN_ROWS) {
         const int n = ATTN__MIN(ATTN__LIN_ROWS, Lq - q0), m = g * n;
         const long long pa = q0 + shift;
-        int nk = 0;
-        if (L->causal) {
-            const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
-            while (kdone < upto) {
-                const int nb = ATTN__MIN(KB, upto - kdone);
-                attn__lbw_keys(L, W, b, hk, kdone, nb, cnt, 0);
-                attn__perf_absorb_loaded(L, P, nb, cnt);
-                cnt += nb; kdone += nb;
-            }
-            nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kdone;
-            if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
+        const int upto = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
+        int nk;
+        while (kdone < upto) {
+            const int nb = ATTN__MIN(KB, upto - kdone);
+            attn__lbw_keys(L, W, b, hk, kdone, nb, cnt, 0);
+            attn__perf_absorb_loaded(L, P, nb, cnt);
+            cnt += nb; kdone += nb;
         }
+        nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kdone;
+        if (nk > 0) attn__lbw_keys(L, W, b, hk, kdone, nk, cnt, 0);
         attn__perf_queries(L, P, b, hk, q0, n, pa, kdone, Lk, cnt, W->XQ);
-        if (!nonum) attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
+        attn__sgemm_1t(B->gemm, 0, 0, m, Dv, F, 1.0f, B->Q, F, B->S, Dv, 0.0f, B->num, Dv);
         for (r = 0; r < m; ++r) {
             float *nr = B->num + (size_t)r * Dv;
             B->den[r] = isa->dot(B->Q + (size_t)r * F, B->z, F);
             if (split) {
-                if (P->fac[r] != 1.0f) { if (!nonum) isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
-                if (!nonum) isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
+                if (P->fac[r] != 1.0f) { isa->scal(nr, P->fac[r], Dv); B->den[r] *= P->fac[r]; }
+                isa->axpy(nr, L->eps * P->sumq[r], P->vs, Dv);
                 B->den[r] += L->eps * P->sumq[r] * (float)cnt;
             }
         }
@@ -14840,33 +14848,20 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
                 const int r2 = gi * n + i;
                 const size_t at = (size_t)gi * Sq + q0 + i;
                 float *gr = W->Gm + (size_t)r2 * Dv, *nr = B->num + (size_t)r2 * Dv, den = B->den[r2], cc;
-                const long long vis = L->causal ? ATTN__MIN(pa + i, (long long)Lk - 1) : (long long)Lk - 1;
+                const long long vis = ATTN__MIN(pa + i, (long long)Lk - 1);
                 isa->load(attn__at(&C->dout, b, q0 + i, hk * g + gi), C->dout.dtype, gr, Dv, 1.0f);
                 if (vis < 0) {
                     memset(gr, 0, (size_t)Dv * sizeof(float));
                     W->rden[at] = 0.0f; W->rc[at] = 0.0f; W->rs[at] = 0.0f;
                     continue;
                 }
-                if (nonum) {
-                    cc = 0.0f;                          /* from g S^T below */
-                } else {
-                    isa->scal(nr, 1.0f / den, Dv);      /* out */
-                    cc = -isa->dot(gr, nr, Dv) / den;
-                }
+                isa->scal(nr, 1.0f / den, Dv);          /* out */
+                cc = -isa->dot(gr, nr, Dv) / den;
                 isa->scal(gr, 1.0f / den, Dv);
                 W->rden[at] = den; W->rc[at] = cc; W->rs[at] = split ? P->sq[r2] : 0.0f;
             }
         /* dphi(Q) = fac (g S^T + c z) [+ eps ((g . vs) + c n)] + (dA . E) phi(K) [+ eps rowsum dA] */
         attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, W->dQ, F);
-        if (nonum)                                      /* c = -(g . num) / den = -(fac (g S^T) . Q~ [+ eps sumQ (g . vs)]) / den */
-            for (r = 0; r < m; ++r) {
-                const size_t at = (size_t)(r / n) * Sq + q0 + r % n;
-                float cc;
-                if (W->rden[at] == 0.0f) continue;
-                cc = isa->dot(W->dQ + (size_t)r * F, B->Q + (size_t)r * F, F);
-                if (split) cc = P->fac[r] * cc + L->eps * P->sumq[r] * isa->dot(W->Gm + (size_t)r * Dv, P->vs, Dv);
-                W->rc[at] = -cc / W->rden[at];
-            }
         for (r = 0; r < m; ++r) {
             const float cc = W->rc[(size_t)(r / n) * Sq + q0 + r % n];
             float *dq = W->dQ + (size_t)r * F;
@@ -14902,7 +14897,6 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         for (gi = 0; gi < g; ++gi)
             for (i = 0; i < n; ++i)
                 isa->store(attn__at(&C->dq, b, q0 + i, hk * g + gi), C->dq.dtype, W->dX + (size_t)(gi * n + i) * D, D, 1.0f);
-        if (!L->causal) attn__lbw_join(L, W, Sq, q0, n, &Rref, &rhas);   /* every key sees these rows */
         if (nk > 0) {
             attn__perf_absorb_loaded(L, P, nk, cnt);
             cnt += nk; kdone += nk;
@@ -14911,12 +14905,12 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
     for (gi = 0; gi < g; ++gi)
         for (i = Lq; i < Sq; ++i) attn__store_zero_row(attn__at(&C->dq, b, i, hk * g + gi), C->dq.dtype, D);
 
-    /* pass 2, last chunk first: dk, dv (causal; non-causal rows joined (G, h) in pass 1) */
-    nchunks = L->causal ? (Lq + ATTN__LIN_ROWS - 1) / ATTN__LIN_ROWS : 0;
+    /* pass 2, last chunk first: dk, dv */
+    nchunks = (Lq + ATTN__LIN_ROWS - 1) / ATTN__LIN_ROWS;
     for (ci = nchunks - 1; ci >= 0; --ci) {
         const int qc = ci * ATTN__LIN_ROWS, n = ATTN__MIN(ATTN__LIN_ROWS, Lq - qc), m = g * n;
         const long long pa = qc + shift;
-        const int kd = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)) : Lk;
+        const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk));
         const int nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
         attn__perf_queries(L, P, b, hk, qc, n, pa, kd, Lk, 1, W->XQ);
         for (r = 0; r < m; ++r) {
@@ -14950,27 +14944,199 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
         }
         attn__lbw_join(L, W, Sq, qc, n, &Rref, &rhas);
     }
-    kd0 = L->causal ? (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk)) : Lk;   /* keys every row sees */
-    /* No query row (seqlens_q 0): every dk, dv is 0, stored below. Not through the state: a
-       causal pass 1 absorbed no key, so the Performer's key maxes kc were never written. */
+    kd0 = (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk));   /* keys every row sees */
+    /* No query row (seqlens_q 0): every dk, dv is 0, stored below. Not through the state: pass
+       1 absorbed no key, so the Performer's key maxes kc were never written. */
     if (Lq == 0) kd0 = 0;
     for (j = 0; j < kd0; j += KB) {
         const int n = ATTN__MIN(KB, kd0 - j);
-        float *const K0 = B->K;
-        if (keep) {
-            B->K = W->Kf + (size_t)j * F;
-            attn__perf_load_rows(L, P, b, hk, j, n);
-        } else {
-            attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
-        }
+        attn__lbw_keys(L, W, b, hk, j, n, 1, 1);
         attn__lbw_keys_from_state(L, W, n, W->kc + j, Rref, rhas);
         attn__lbw_store_keys(L, C, W, b, hk, j, n);
-        B->K = K0;
     }
     for (j = Lq == 0 ? 0 : Lk; j < L->k.seq; ++j) {
         attn__store_zero_row(attn__at(&C->dk, b, j, hk), C->dk.dtype, D);
         attn__store_zero_row(attn__at(&C->dv, b, j, hk), C->dv.dtype, Dv);
     }
+}
+
+/* ---- the non-causal ATTN_PERFORMER backward on rows staged for all heads ----------------------
+   attn__lbw_task's non-causal maths (keys into (S, z) with every K~ kept; query rows to dq and
+   into (G, h); keys again to dk, dv), but a task owns a run of KV heads as attn__lnc_task does, and
+   each pass reads a block of rows of all its heads in address order: [seq][heads][dim] streams
+   through the prefetchers, where the per-head walk (a 1 KiB stride at H 4, D 64) stalled on its
+   loads and stores (12% of the backward at S 4096). The rows land per head ([head][n][dim]), so
+   each head runs attn__lbw_task's code on contiguous rows, in its order and with its block
+   sizes: bitwise the same results whatever the heads per task. */
+
+/* Rows [r0, r0 + n) of heads [h0, h0 + nh) of x, read in address order, into X as [head][n][dim]. */
+static void attn__pbw_stage(const attn__isa *isa, const attn__view *x, int b, int h0, int nh, int r0, int n, float *X) {
+    int i, h;
+    for (i = 0; i < n; ++i)
+        for (h = 0; h < nh; ++h)
+            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)h * n + i) * x->dim, x->dim, 1.0f);
+}
+
+/* The inverse of attn__pbw_stage; rows past n up to `to` get 0 (padding). */
+static void attn__pbw_unstage(const attn__isa *isa, const attn__view *x, int b, int h0, int nh, int r0, int n, int to,
+                              const float *X) {
+    int i, h;
+    for (i = 0; i < n; ++i)
+        for (h = 0; h < nh; ++h)
+            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)h * n + i) * x->dim, x->dim, 1.0f);
+    for (i = r0 + n; i < to; ++i)
+        for (h = 0; h < nh; ++h) attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
+}
+
+/* The products with W of nh heads' rows (n a head, heads one after another) in one GEMM, which
+   packs W once: a GEMM row does not depend on the rows beside it, so the bits are those of one
+   call a head, and the few-row path is taken per head as there. U = pnorm X W^T. */
+static void attn__pbw_project(const attn__lin *L, float *gemm, int nh, int n, const float *X, float *U) {
+    int h;
+    if (n > ATTN__LIN_FEW) { attn__perf_project(L, gemm, nh * n, X, U); return; }
+    for (h = 0; h < nh; ++h) attn__perf_project(L, gemm, n, X + (size_t)h * n * L->D, U + (size_t)h * n * L->F);
+}
+/* attn__lbw_chain of nh heads' rows (as above) */
+static void attn__pbw_chain(const attn__lin *L, float *gemm, int nh, int n, const float *X, const float *Fe, float *dF, float *dX,
+                            int query) {
+    int h;
+    if (n > ATTN__LIN_FEW) { attn__lbw_chain(L, gemm, nh * n, X, Fe, dF, dX, query); return; }
+    for (h = 0; h < nh; ++h) {
+        const size_t xo = (size_t)h * n * L->D, fo = (size_t)h * n * L->F;
+        attn__lbw_chain(L, gemm, n, X + xo, Fe + fo, dF + fo, dX + xo, query);
+    }
+}
+
+/* Points W at one head's (S, z, vs, c) and (G, h, gs). */
+static void attn__pbw_head(const attn__lin *L, attn__lbw_bufs *W, float *S, float *G) {
+    W->P.B.S = S; W->P.B.z = S + (size_t)L->F * L->Dv; W->P.vs = W->P.B.z + L->F; W->P.c = W->P.vs + L->Dv;
+    W->G = G; W->h = G + (size_t)L->F * L->Dv; W->gs = W->h + L->F;
+}
+
+static void attn__pbw_task(void *ctx, int t, int thread) {
+    const attn__lbw *C = (const attn__lbw *)ctx;
+    const attn__lin *L = &C->L;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc;
+    const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
+    const int Sq = L->q.seq, Sk = L->k.seq, KB = ATTN__LIN_KEYS, CH = ATTN__LIN_ROWS, split = L->perf == 1;
+    const size_t ps = (attn__lin_state_per(F, Dv, 1) + 31) & ~(size_t)15, R = (size_t)g * CH, hc = (size_t)C->hc;
+    float *w = L->ws + (size_t)thread * L->ws_per, *S0, *G0, *ref, *kc, *Kf, *Xk, *Vk, *dXk, *dVk, *Xq, *Gq, *dXq, *Qa, *dQa, *dKa;
+    attn__lbw_bufs Wb, *W = &Wb;
+    attn__perf_bufs *P = &W->P;
+    attn__lin_bufs *B = &P->B;
+    long long cnt = 0;
+    int q0, j0, n, h, r, j, kd0;
+    memset(W, 0, sizeof *W);
+    S0 = attn__lin_carve(&w, hc * ps);
+    G0 = attn__lin_carve(&w, hc * ps);
+    ref = attn__lin_carve(&w, hc * 2);            /* per head: the suffix state's R and whether it has one */
+    kc = attn__lin_carve(&w, hc * Sk);
+    Kf = attn__lin_carve(&w, hc * Sk * F);           /* K~ by key blocks: block j0's head h at (j0 nh + h n) F */
+    Xk = attn__lin_carve(&w, hc * KB * D);
+    Vk = attn__lin_carve(&w, hc * KB * Dv);
+    dXk = attn__lin_carve(&w, hc * KB * D);
+    dVk = attn__lin_carve(&w, hc * KB * Dv);
+    Xq = attn__lin_carve(&w, hc * R * D);
+    Gq = attn__lin_carve(&w, hc * R * Dv);
+    dXq = attn__lin_carve(&w, hc * R * D);
+    Qa = attn__lin_carve(&w, hc * R * F);             /* every head's query features and their gradient */
+    dQa = attn__lin_carve(&w, hc * R * F);
+    B->gemm = attn__lin_carve(&w, L->gemm_floats);
+    P->ck = attn__lin_carve(&w, (size_t)KB);
+    P->sq = attn__lin_carve(&w, R); P->sumq = attn__lin_carve(&w, R); P->fac = attn__lin_carve(&w, R);
+    W->Qw = attn__lin_carve(&w, R * F);
+    dKa = attn__lin_carve(&w, hc * KB * F);
+    W->rden = attn__lin_carve(&w, R); W->rc = attn__lin_carve(&w, R); W->rs = attn__lin_carve(&w, R);
+    memset(S0, 0, hc * ps * sizeof(float));
+    memset(G0, 0, hc * ps * sizeof(float));
+    memset(ref, 0, hc * 2 * sizeof(float));
+
+    for (j0 = 0; j0 < Lk; j0 += n) {                   /* keys into (S, z), K~ kept */
+        n = ATTN__MIN(KB, Lk - j0);
+        attn__pbw_stage(isa, &L->k, b, hk0, nh, j0, n, Xk);
+        attn__pbw_stage(isa, &L->v, b, hk0, nh, j0, n, Vk);
+        attn__pbw_project(L, B->gemm, nh, n, Xk, Kf + (size_t)j0 * nh * F);
+        for (h = 0; h < nh; ++h) {
+            attn__pbw_head(L, W, S0 + h * ps, G0 + h * ps);
+            P->X = Xk + (size_t)h * n * D; B->V = Vk + (size_t)h * n * Dv; B->K = Kf + ((size_t)j0 * nh + (size_t)h * n) * F;
+            attn__perf_key_feats(L, P, n, cnt > 0, NULL);
+            attn__perf_absorb_loaded(L, P, n, cnt);
+            if (split)                                  /* absorbing rescaled K~ to the block's last max */
+                for (j = 0; j < n; ++j) kc[(size_t)h * Sk + j0 + j] = P->ck[n - 1];
+        }
+        cnt += n;
+    }
+    for (q0 = 0; q0 < Lq; q0 += n) {                   /* query rows: dq, and into (G, h) */
+        int m;
+        n = ATTN__MIN(CH, Lq - q0); m = g * n;
+        attn__pbw_stage(isa, &L->q, b, hk0 * g, nh * g, q0, n, Xq);
+        attn__pbw_stage(isa, &C->dout, b, hk0 * g, nh * g, q0, n, Gq);
+        attn__pbw_project(L, B->gemm, nh, m, Xq, Qa);
+        for (h = 0; h < nh; ++h) {
+            const float *XQ = Xq + (size_t)h * m * D;
+            float Rref = ref[2 * h];
+            int rhas = ref[2 * h + 1] != 0.0f;
+            attn__pbw_head(L, W, S0 + h * ps, G0 + h * ps);
+            W->Gm = Gq + (size_t)h * m * Dv; B->Q = Qa + (size_t)h * m * F; W->dQ = dQa + (size_t)h * m * F;
+            attn__perf_query_feats(L, P, n, q0 + (long long)Lk - Lq, Lk, Lk, cnt, XQ);
+            for (r = 0; r < m; ++r) {                   /* g = dO / den */
+                float *gr = W->Gm + (size_t)r * Dv, den = isa->dot(B->Q + (size_t)r * F, B->z, F);
+                if (split) {
+                    if (P->fac[r] != 1.0f) den *= P->fac[r];
+                    den += L->eps * P->sumq[r] * (float)cnt;
+                }
+                if (Lk == 0) {                          /* no visible key */
+                    memset(gr, 0, (size_t)Dv * sizeof(float));
+                    W->rden[r] = 0.0f; W->rc[r] = 0.0f; W->rs[r] = 0.0f;
+                    continue;
+                }
+                isa->scal(gr, 1.0f / den, Dv);
+                W->rden[r] = den; W->rc[r] = 0.0f; W->rs[r] = split ? P->sq[r] : 0.0f;
+            }
+            /* dphi(Q) = fac (g S^T + c z) [+ eps ((g . vs) + c n)], c = -(fac (g S^T) . Q~ [+ eps sumQ (g . vs)]) / den */
+            attn__sgemm_1t(B->gemm, 0, 1, m, F, Dv, 1.0f, W->Gm, Dv, B->S, Dv, 0.0f, W->dQ, F);
+            for (r = 0; r < m; ++r) {
+                float *dq = W->dQ + (size_t)r * F, cc;
+                if (W->rden[r] != 0.0f) {
+                    cc = isa->dot(dq, B->Q + (size_t)r * F, F);
+                    if (split) cc = P->fac[r] * cc + L->eps * P->sumq[r] * isa->dot(W->Gm + (size_t)r * Dv, P->vs, Dv);
+                    W->rc[r] = -cc / W->rden[r];
+                }
+                cc = W->rc[r];
+                isa->axpy(dq, cc, B->z, F);
+                if (split) {
+                    const float add = L->eps * (isa->dot(W->Gm + (size_t)r * Dv, P->vs, Dv) + cc * (float)cnt);
+                    int l;
+                    if (P->fac[r] != 1.0f) isa->scal(dq, P->fac[r], F);
+                    for (l = 0; l < F; ++l) dq[l] += add;
+                }
+            }
+            attn__lbw_join(L, W, n, 0, n, &Rref, &rhas);   /* every key sees these rows */
+            ref[2 * h] = Rref; ref[2 * h + 1] = (float)rhas;
+        }
+        attn__pbw_chain(L, B->gemm, nh, m, Xq, Qa, dQa, dXq, 1);
+        attn__pbw_unstage(isa, &C->dq, b, hk0 * g, nh * g, q0, n, 0, dXq);
+    }
+    attn__pbw_unstage(isa, &C->dq, b, hk0 * g, nh * g, Lq, 0, Sq, NULL);   /* padding rows */
+    kd0 = Lq == 0 ? 0 : Lk;          /* no query row: every dk, dv is 0 (and kc of no use) */
+    for (j0 = 0; j0 < kd0; j0 += n) {                  /* keys again: dk, dv from (G, h) */
+        n = ATTN__MIN(KB, kd0 - j0);
+        attn__pbw_stage(isa, &L->k, b, hk0, nh, j0, n, Xk);
+        attn__pbw_stage(isa, &L->v, b, hk0, nh, j0, n, Vk);
+        for (h = 0; h < nh; ++h) {
+            attn__pbw_head(L, W, S0 + h * ps, G0 + h * ps);
+            B->V = Vk + (size_t)h * n * Dv; B->K = Kf + ((size_t)j0 * nh + (size_t)h * n) * F;
+            W->dK = dKa + (size_t)h * n * F; W->dV = dVk + (size_t)h * n * Dv;
+            attn__lbw_keys_from_state(L, W, n, kc + (size_t)h * Sk + j0, ref[2 * h], ref[2 * h + 1] != 0.0f);
+        }
+        attn__pbw_chain(L, B->gemm, nh, n, Xk, Kf + (size_t)j0 * nh * F, dKa, dXk, 0);
+        attn__pbw_unstage(isa, &C->dk, b, hk0, nh, j0, n, 0, dXk);
+        attn__pbw_unstage(isa, &C->dv, b, hk0, nh, j0, n, 0, dVk);
+    }
+    attn__pbw_unstage(isa, &C->dk, b, hk0, nh, kd0, 0, Sk, NULL);          /* padding keys */
+    attn__pbw_unstage(isa, &C->dv, b, hk0, nh, kd0, 0, Sk, NULL);
 }
 
 /* ---- the non-causal backward of ATTN_LINEAR and ATTN_COSFORMER: no forward recomputed --------
@@ -15334,6 +15500,19 @@ static int attn__lbw_add(size_t *f, size_t a, size_t b) {    /* *f += roundup16(
     return attn__add_size(*f, t & ~(size_t)15, f);
 }
 
+/* KV heads per task of the staged kernels (all of them on one thread; else about 2 tasks per
+   thread) and the tasks */
+static attn_status attn__lnc_split(attn__lbw *C, const attn__call *c) {
+    attn__lin *L = &C->L;
+    const int Hkv = c->k.heads;
+    int nch = L->n_threads <= 1 ? 1 : (int)ATTN__MIN((size_t)Hkv, ((size_t)2 * L->n_threads + c->q.batch - 1) / c->q.batch);
+    C->hc = (Hkv + nch - 1) / nch;
+    nch = (Hkv + C->hc - 1) / C->hc;
+    if (!attn__tasks((size_t)c->q.batch, (size_t)nch, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
+    L->n_threads = ATTN__MIN(L->n_threads, L->n_tasks);
+    return ATTN_OK;
+}
+
 /* Plan of the staged kernels (backward fwd 0: attn__lnc_task, attn__lcb_task; forward fwd 1:
    attn__lnf_task, attn__lcf_task): rows per block, KV heads per task, GEMM scratch and the
    workspace per thread (non-causal: attn__lnc_bufs, whose backward blocks the forward leaves
@@ -15345,15 +15524,11 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
     /* rows per block from the shapes alone (results must not depend on the threads): the
        staged rows of every head, about ATTN__LNC_STAGE floats */
     const double per_row = (double)Hkv * ATTN__MAX((double)g * (D + Dv), (double)D + 2.0 * Dv);
-    int nch, nb = per_row * 256 <= ATTN__LNC_STAGE ? 256 : (int)(ATTN__LNC_STAGE / per_row) & ~15;
+    int nb = per_row * 256 <= ATTN__LNC_STAGE ? 256 : (int)(ATTN__LNC_STAGE / per_row) & ~15;
     size_t hc, hq;
+    attn_status s;
     C->nb = nb = ATTN__MAX(16, nb);
-    /* KV heads per task: all of them on one thread; else about 2 tasks per thread */
-    nch = L->n_threads <= 1 ? 1 : (int)ATTN__MIN((size_t)Hkv, ((size_t)2 * L->n_threads + c->q.batch - 1) / c->q.batch);
-    C->hc = (Hkv + nch - 1) / nch;
-    nch = (Hkv + C->hc - 1) / C->hc;
-    if (!attn__tasks((size_t)c->q.batch, (size_t)nch, 1, &L->n_tasks)) return ATTN_ERR_OVERFLOW;
-    L->n_threads = ATTN__MIN(L->n_threads, L->n_tasks);
+    if ((s = attn__lnc_split(C, c)) != ATTN_OK) return s;
     hc = (size_t)C->hc; hq = hc * (size_t)g;
     if (L->causal && fwd) {                                  /* attn__lcf_task's blocks, in carving order */
         const int CH = ATTN__LIN_ROWS;
@@ -15560,15 +15735,34 @@ static attn_status attn__linear_backward(const attn__call *c) {
         if (!per) return ATTN_ERR_OVERFLOW;
         for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
             L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
-        if (!attn__lbw_add(&f, per + 16, 2) || !attn__lbw_add(&f, F, KB) || !attn__lbw_add(&f, Dv, KB) ||
+        if (!L->causal) {                                        /* attn__pbw_task's carves, in order */
+            const size_t ps = (per + 31) & ~(size_t)15, Sk = (size_t)c->k.seq;
+            size_t hc, hk, hq;
+            if ((s = attn__lnc_split(&C, c)) != ATTN_OK) return s;
+            hc = (size_t)C.hc;
+            if (!attn__mul_size(hc, R, &hq) || hq > INT_MAX) return ATTN_ERR_OVERFLOW;
+            if (!attn__mul_size(hc, KB, &hk) || hk > INT_MAX) return ATTN_ERR_OVERFLOW;
+            for (i = 0; i < 2; ++i) {                           /* W's products over every head's rows */
+                const int nr = (int)(i ? hq : hk);
+                L->gemm_floats = ATTN__MAX(ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(nr, F, D)), attn__sgemm_1t_floats(nr, D, F));
+            }
+            if (!attn__lbw_add(&f, hc, ps) || !attn__lbw_add(&f, hc, ps) || !attn__lbw_add(&f, hc, 2) || !attn__lbw_add(&f, hc, Sk) ||
+                !attn__mul_size(hc, Sk, &t) || !attn__lbw_add(&f, t, F) ||
+                !attn__lbw_add(&f, hk, D) || !attn__lbw_add(&f, hk, Dv) || !attn__lbw_add(&f, hk, D) || !attn__lbw_add(&f, hk, Dv) ||
+                !attn__lbw_add(&f, hq, D) || !attn__lbw_add(&f, hq, Dv) || !attn__lbw_add(&f, hq, D) ||
+                !attn__lbw_add(&f, hq, F) || !attn__lbw_add(&f, hq, F) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+                !attn__lbw_add(&f, KB, 1) || !attn__lbw_add(&f, R, 3) ||   /* ck; sq, sumq, fac (R: a multiple of 64) */
+                !attn__lbw_add(&f, R, F) || !attn__lbw_add(&f, hk, F) || !attn__lbw_add(&f, R, 3) ||
+                !attn__add_size(f, 64, &f))
+                return ATTN_ERR_OVERFLOW;
+        } else if (!attn__lbw_add(&f, per + 16, 2) || !attn__lbw_add(&f, F, KB) || !attn__lbw_add(&f, Dv, KB) ||
             !attn__lbw_add(&f, R, F) || !attn__lbw_add(&f, R, CH) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, 1) ||
             !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) || !attn__lbw_add(&f, KB, D) ||
             !attn__lbw_add(&f, KB, 1) || !attn__lbw_add(&f, R, 3) || !attn__lbw_add(&f, CH, 1) ||
             !attn__lbw_add(&f, R, D) || !attn__lbw_add(&f, R, Dv) || !attn__lbw_add(&f, R, 2 * CH) || !attn__lbw_add(&f, R, 2 * (size_t)F) ||
             !attn__lbw_add(&f, KB, F) || !attn__lbw_add(&f, KB, Dv) || !attn__lbw_add(&f, ATTN__MAX(R, (size_t)KB), D) ||
             !attn__mul_size((size_t)L->groups * 3, (size_t)c->q.seq, &rows) || !attn__add_size(rows, (size_t)c->k.seq, &rows) ||
-            !attn__lbw_add(&f, rows, 1) || !attn__lbw_add(&f, L->causal ? 0 : (size_t)c->k.seq, F) ||   /* Kf */
-            !attn__add_size(f, 64, &f))   /* + the carves' rounding */
+            !attn__lbw_add(&f, rows, 1) || !attn__add_size(f, 64, &f))   /* + the carves' rounding */
             return ATTN_ERR_OVERFLOW;
         L->ws_per = f;
         if (!attn__mul_size(f, (size_t)L->n_threads, &t) || !attn__add_size(t, L->shared_floats, &t) ||
@@ -15580,7 +15774,8 @@ static attn_status attn__linear_backward(const attn__call *c) {
     L->ws = (float *)(void *)w.base + L->shared_floats;
     L->isa = attn__vec();
     if (L->perf) attn__perf_prepare(L, c, ATTN__BACKWARD, (float *)(void *)w.base);
-    attn__parallel_for(c->d, L->n_tasks, L->n_threads, L->perf ? attn__lbw_task : L->causal ? attn__lcb_task : attn__lnc_task, &C);
+    attn__parallel_for(c->d, L->n_tasks, L->n_threads,
+                       L->perf ? (L->causal ? attn__lbw_task : attn__pbw_task) : L->causal ? attn__lcb_task : attn__lnc_task, &C);
     attn__ws_release(&w);
     return ATTN_OK;
 }

@@ -25,6 +25,7 @@ typedef struct {
     const int *lq, *lk;
     int no_fd;                   /* long cases: the pairwise reference only (finite differences cost O(S^2) each) */
     int dout_out;                /* dO = out + noise: dO . out large, so c_i = -(dO_i . out_i) / den_i weighs in */
+    int threads;                 /* n_threads, or 0: 1 to 3 at random */
 } lb_case;
 
 /* cosFormer's M for a sequence of valid lengths Lq, Lk: c->M, or (when c->M is the default, passed
@@ -261,6 +262,7 @@ static void lb_run_case(int idx, lb_case *c, attn_dtype tin, attn_dtype tgrad, t
     attn_status st;
     memset(&d, 0, sizeof d);
     d.kind = c->kind; d.causal = c->causal; d.n_threads = t_irange(r, 1, 3);
+    if (c->threads) d.n_threads = c->threads;
     d.seqlens_q = c->lq; d.seqlens_k = c->lk;
     if (c->kind == ATTN_LINEAR) d.linear.eps = (float)c->eps;
     if (c->kind == ATTN_COSFORMER) { d.cosformer.eps = (float)c->eps; d.cosformer.max_len = c->M == (c->Sq > c->Sk ? c->Sq : c->Sk) ? 0 : c->M; }
@@ -396,13 +398,14 @@ static void test_lbw_long(void) {
     }
 }
 
-/* threads 1/2/3 and a caller workspace: bitwise equal gradients. The last case (non-causal
-   ATTN_LINEAR, one sequence, 5 KV heads, 2 blocks of rows) runs 5, 2 and 1 KV heads per task. */
+/* threads 1/2/3 and a caller workspace: bitwise equal gradients. The last two cases (non-causal
+   ATTN_LINEAR and ATTN_PERFORMER, one sequence, 5 KV heads, 2 blocks of rows; the Performer's 2
+   blocks of keys, the second partial) run 5, 2 (the last task 1) and 1 KV heads per task. */
 static void test_lbw_threads(void) {
-    static const attn_kind kinds[4] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER, ATTN_LINEAR };
+    static const attn_kind kinds[5] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER, ATTN_LINEAR, ATTN_PERFORMER };
     t_rng r = t_rng_seed(12);
     int kk, causal, th;
-    for (kk = 0; kk < 4; ++kk)
+    for (kk = 0; kk < 5; ++kk)
         for (causal = 0; causal <= (kk < 3); ++causal) {
             const int B = kk < 3 ? 2 : 1, Sq = kk < 3 ? 100 : 300, Sk = kk < 3 ? 90 : 280, Hkv = kk < 3 ? 2 : 5, Hq = 2 * Hkv;
             attn_tensor q = lb_tensor(ATTN_F32, B, Sq, Hq, 16, &r, 0.8), k = lb_tensor(ATTN_F32, B, Sk, Hkv, 16, &r, 0.8);
@@ -449,11 +452,13 @@ static void test_lbw_threads(void) {
    case of the performer family). Non-causal (its c from g S^T . phi(Q) and eps sumQ g . vs) and
    causal, several 64-row chunks and 64-key blocks, GQA, padding, eps large enough that the eps
    terms count, both kernels; against the pairwise double gradient, and finite differences for the
-   smallest. The performer family runs it (test_performer). */
+   smallest. Case 4: non-causal with 3 blocks of 256 keys (the staged backward keeps each block's
+   K~ of all heads together), the second sequence padded to 2. The performer family runs it
+   (test_performer). */
 void t_performer_bwd_out(void) {
     t_rng r = t_rng_seed(3342);
     int idx;
-    for (idx = 0; idx < 4; ++idx) {
+    for (idx = 0; idx < 5; ++idx) {
         lb_case c;
         int lq[2] = { 150, 97 }, lk[2] = { 140, 71 };
         memset(&c, 0, sizeof c);
@@ -465,6 +470,11 @@ void t_performer_bwd_out(void) {
         c.D = idx == 1 ? 6 : 8; c.Dv = idx == 2 ? 3 : (idx == 1 ? 4 : 5); c.m = idx == 1 ? 12 : 16;
         c.eps = idx == 1 ? 1e-6 : (idx == 2 ? 1e-3 : 1e-2);
         if (idx == 0) { c.lq = lq; c.lk = lk; }
+        if (idx == 4) {
+            c.B = 2; c.Hkv = 2; c.Hq = 4; c.Sq = 90; c.Sk = 600; c.Dv = 5; c.m = 16;
+            c.threads = 1;                              /* both KV heads in one task */
+            lq[0] = 90; lq[1] = 61; lk[0] = 600; lk[1] = 300; c.lq = lq; c.lk = lk;
+        }
         lb_run_case(200 + idx, &c, ATTN_F32, ATTN_F32, &r, 0);
     }
 }
