@@ -14996,6 +14996,7 @@ static void attn__pbw_project(const attn__lin *L, float *gemm, int nh, int n, co
     if (n > ATTN__LIN_FEW) { attn__perf_project(L, gemm, nh * n, X, U); return; }
     for (h = 0; h < nh; ++h) attn__perf_project(L, gemm, n, X + (size_t)h * n * L->D, U + (size_t)h * n * L->F);
 }
+
 /* attn__lbw_chain of nh heads' rows (as above) */
 static void attn__pbw_chain(const attn__lin *L, float *gemm, int nh, int n, const float *X, const float *Fe, float *dF, float *dX,
                             int query) {
