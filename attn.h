@@ -15067,7 +15067,34 @@ typedef struct attn__lcb_bufs {
     float *PK, *PV;               /* the chunk's keys' dphi(K), dV [nk][nh][.] */
     float *Qf, *Kf, *T, *A, *dA;  /* one head's features, dphi(Q) [CH][F]; A, dA [CH][CH] */
     float *rc, *gemm;             /* one head's c [CH]; GEMM scratch */
+    float *aq, *ak;               /* ATTN_COSFORMER: (sin, cos) of the chunk rows' and keys' angles [CH][2] */
 } attn__lcb_bufs;
+
+/* ATTN_COSFORMER: (sin a, cos a) of positions [p0, p0 + n) into sc [n][2], once per chunk for
+   all its heads (attn__lin_feat_row's angles; a libm sincos a row and head was 3% of the time) */
+static void attn__lcb_angles(const attn__lin *L, int b, long long p0, int n, float *sc) {
+    const double step = L->cos ? attn__lin_ang(L, b) : 0.0;
+    int i;
+    for (i = 0; L->cos && i < n; ++i) {
+        const double a = step * (double)(p0 + i + 1);
+        sc[2 * i] = (float)sin(a); sc[2 * i + 1] = (float)cos(a);
+    }
+}
+
+/* Features [n][F] of head h of the staged rows X (nh heads a row) at positions p0..: sc their
+   angles (attn__lcb_angles). */
+static void attn__lcb_feats(const attn__lin *L, int b, const float *X, int nh, int h, int n, long long p0, const float *sc, float *K) {
+    int i;
+    if (!L->cos) { attn__lnc_feats(L, b, X, nh, h, n, p0, K); return; }
+    for (i = 0; i < n; ++i)
+        L->isa->cos_feat(K + (size_t)i * L->F, X + ((size_t)i * nh + h) * L->D, NULL, sc[2 * i], sc[2 * i + 1], L->D);
+}
+
+/* attn__lbw_chain_row with the row's angle from sc (attn__lcb_angles) */
+static void attn__lcb_chain_row(const attn__lin *L, const float *x, const float *f, const float *t, float *dx, const float *sc) {
+    if (L->cos) L->isa->cos_feat(dx, x, t, sc[0], sc[1], L->D);
+    else L->isa->elu1_grad(dx, x, f, t, L->D);
+}
 
 /* Rows per chunk of attn__lcb_task and attn__lcf_task: the largest multiple of the GEMM kernel's
    row tile (MR) up to 32 (AVX-512 28, AVX2 30, NEON and scalar 32); the ISA's alone, never the
@@ -15083,9 +15110,10 @@ static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, float *S, in
     const size_t st = attn__lnc_st(L);
     int h, i;
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
+    attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
         float *Sh = S + h * st;
-        attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
+        attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
         attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, Sh, F, 1, 0, n, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, W->Kf, F, 0, 0, 0, NULL, 0, NULL, 0);
         for (i = 0; i < n; ++i) L->isa->axpy(Sh + (size_t)F * Dv, 1.0f, W->Kf + (size_t)i * F, F);
     }
@@ -15099,16 +15127,17 @@ static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int
     const size_t st = attn__lnc_st(L), ldk = (size_t)nh * F, ldv = (size_t)nh * Dv;
     int h, i;
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
+    attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
         const float *G = W->G + h * st;
         float *pk = W->PK + (size_t)h * F, *pv = W->PV + (size_t)h * Dv;
-        attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
+        attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
         attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)ldv, G, Dv, 0.0f, pk, (ptrdiff_t)ldk);
         attn__sgemm_1t(W->gemm, 0, 0, n, Dv, F, 1.0f, W->Kf, F, G, Dv, 0.0f, pv, (ptrdiff_t)ldv);
         for (i = 0; i < n; ++i) {
             float *x = W->XK + ((size_t)i * nh + h) * D, *t = pk + i * ldk;
             L->isa->axpy(t, 1.0f, G + (size_t)F * Dv, F);
-            attn__lbw_chain_row(L, b, x, W->Kf + (size_t)i * F, t, x, j0 + i);
+            attn__lcb_chain_row(L, x, W->Kf + (size_t)i * F, t, x, W->ak + 2 * i);
         }
     }
     attn__lnc_unstage(L->isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, W->XK, W->PV);
@@ -15148,6 +15177,8 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
     W->dA = attn__lin_carve(&w, (size_t)CH * CH);
     W->rc = attn__lin_carve(&w, (size_t)CH);
     W->gemm = attn__lin_carve(&w, L->gemm_floats);
+    W->aq = attn__lin_carve(&w, 2 * (size_t)CH);
+    W->ak = attn__lin_carve(&w, 2 * (size_t)CH);
     memset(W->SS, 0, (size_t)nh * st * sizeof(float));
     memset(W->G, 0, (size_t)nh * st * sizeof(float));
 
@@ -15169,23 +15200,26 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
         attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0, n, W->XQ, W->GO);
         attn__lnc_stage(isa, &L->out, NULL, b, hq0, nq, q0, n, W->OO, NULL);
         if (nk > 0) attn__lnc_stage(isa, &L->k, &L->v, b, hk0, nh, kd, nk, W->XK, W->XV);
+        attn__lcb_angles(L, b, pa, n, W->aq);
+        attn__lcb_angles(L, b, kd, nk, W->ak);
         for (h = 0; h < nh; ++h) {
             const float *S = W->SS + ((size_t)ci * nh + h) * st, *z = S + (size_t)F * Dv, *vh = W->XV + (size_t)h * Dv;
             float *G = W->G + h * st, *hs = G + (size_t)F * Dv, *pk = W->PK + (size_t)h * F, *pv = W->PV + (size_t)h * Dv;
-            if (nk > 0) attn__lnc_feats(L, b, W->XK, nh, h, nk, kd, W->Kf);
+            if (nk > 0) attn__lcb_feats(L, b, W->XK, nh, h, nk, kd, W->ak, W->Kf);
             for (gi = 0; gi < g; ++gi) {
                 const int qh = h * g + gi;
                 float *go = W->GO + (size_t)qh * Dv, *rc = W->rc;
-                attn__lnc_feats(L, b, W->XQ, nq, qh, n, pa, W->Qf);
+                attn__lcb_feats(L, b, W->XQ, nq, qh, n, pa, W->aq, W->Qf);
                 if (nk > 0) attn__sgemm_1t(W->gemm, 0, 1, n, nk, F, 1.0f, W->Qf, F, W->Kf, F, 0.0f, W->A, nk);
                 for (i = 0; i < n; ++i) {               /* den, c; g = dO / den */
-                    const long long last = pa + i - kd;  /* last visible column of A */
-                    float *a = W->A + (size_t)i * nk, *gr = go + i * ldq, den = isa->dot(W->Qf + (size_t)i * F, z, F), sum = 0.0f;
+                    const int vis = (int)ATTN__MAX(0LL, ATTN__MIN(pa + i - kd + 1, (long long)nk));   /* visible columns of A */
+                    float *a = W->A + (size_t)i * nk, *gr = go + i * ldq, den = isa->dot(W->Qf + (size_t)i * F, z, F), sum;
+                    float s4[4] = { 0.0f, 0.0f, 0.0f, 0.0f };   /* four running sums: no add waits on the last */
                     int clamped = 0;
-                    for (j = 0; j < nk; ++j) {
-                        if (j > last) a[j] = 0.0f;
-                        sum += a[j];
-                    }
+                    for (j = 0; j + 4 <= vis; j += 4) { s4[0] += a[j]; s4[1] += a[j + 1]; s4[2] += a[j + 2]; s4[3] += a[j + 3]; }
+                    for (; j < vis; ++j) s4[0] += a[j];
+                    for (j = vis; j < nk; ++j) a[j] = 0.0f;
+                    sum = (s4[0] + s4[1]) + (s4[2] + s4[3]);
                     if (pa + i < 0 || Lk == 0) {        /* no visible key: out 0, no gradient */
                         memset(gr, 0, (size_t)Dv * sizeof(float));
                         rc[i] = 0.0f;
@@ -15200,9 +15234,10 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                 if (nk > 0) {                           /* dA = g V^T + c, masked */
                     attn__sgemm_1t(W->gemm, 0, 1, n, nk, Dv, 1.0f, go, (ptrdiff_t)ldq, vh, (ptrdiff_t)ldv, 0.0f, W->dA, nk);
                     for (i = 0; i < n; ++i) {
-                        const long long last = pa + i - kd;
+                        const int vis = (int)ATTN__MAX(0LL, ATTN__MIN(pa + i - kd + 1, (long long)nk));
                         float *da = W->dA + (size_t)i * nk;
-                        for (j = 0; j < nk; ++j) da[j] = j > last ? 0.0f : da[j] + rc[i];
+                        for (j = 0; j < vis; ++j) da[j] += rc[i];
+                        for (; j < nk; ++j) da[j] = 0.0f;
                     }
                 }
                 /* dphi(Q) = g S^T + dA phi(K) + c z^T */
@@ -15223,12 +15258,12 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                 for (i = 0; i < n; ++i) {
                     float *x = W->XQ + ((size_t)i * nq + qh) * D;
                     isa->axpy(hs, rc[i], W->Qf + (size_t)i * F, F);
-                    attn__lbw_chain_row(L, b, x, W->Qf + (size_t)i * F, W->T + (size_t)i * F, x, pa + i);   /* dq over the staged q row */
+                    attn__lcb_chain_row(L, x, W->Qf + (size_t)i * F, W->T + (size_t)i * F, x, W->aq + 2 * i);   /* dq over the staged q row */
                 }
             }
             for (j = 0; j < nk; ++j) {                  /* dk over the staged k row */
                 float *x = W->XK + ((size_t)j * nh + h) * D;
-                attn__lbw_chain_row(L, b, x, W->Kf + (size_t)j * F, pk + j * ldk, x, kd + j);
+                attn__lcb_chain_row(L, x, W->Kf + (size_t)j * F, pk + j * ldk, x, W->ak + 2 * j);
             }
         }
         attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, q0, n, q0 + n < Lq ? 0 : Sq, W->XQ, NULL);
@@ -15289,7 +15324,8 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
             !attn__lbw_add(&f, t, Dv) || !attn__mul_size((size_t)CH, hc, &t) || !attn__lbw_add(&f, t, D) ||
             !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, CH, F) ||
             !attn__lbw_add(&f, CH, F) || !attn__lbw_add(&f, CH, F) || !attn__lbw_add(&f, CH, CH) || !attn__lbw_add(&f, CH, CH) ||
-            !attn__lbw_add(&f, CH, 1) || !attn__lbw_add(&f, L->gemm_floats, 1) || !attn__add_size(f, 64, &f))
+            !attn__lbw_add(&f, CH, 1) || !attn__lbw_add(&f, L->gemm_floats, 1) || !attn__lbw_add(&f, CH, 2) ||
+            !attn__lbw_add(&f, CH, 2) || !attn__add_size(f, 64, &f))
             return ATTN_ERR_OVERFLOW;
     } else {
         L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
