@@ -15040,33 +15040,37 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
 /* ---- the causal backward of ATTN_LINEAR and ATTN_COSFORMER: chunks of all heads staged ---------
    The chunked form of attn__lbw_task's maths (chunks of attn__lcb_rows() query rows and their
    own keys), with the out the caller hands over: c_i = -(dO_i . out_i) / den_i needs no numerator,
-   and den_i = phi(q_i) . z + the masked row sum of A. Two sweeps:
-     keys, forward order: the prefix state (S^T [Dv][F], z) before each chunk is kept in the
-       workspace, then the chunk's keys join it;
-     chunks, reverse order, each chunk's q, dO, out, k, v rows read once; per query head
-       A = phi(Q) phi(K)^T and dA = g V^T + c (both masked to j <= p_i; g = dO / den),
-       dphi(Q) = g S^T + dA phi(K) + c z^T (to dq), and the chunk's keys
-       dphi(K) = V G^T + h + dA^T phi(Q), dV = phi(K) G + A^T g from the suffix state (G, h) of
-       the later chunks' rows, which the chunk's rows then join.
-     The keys every row sees take (G, h) at the end.
+   and den_i = phi(q_i) . z + the masked row sum of A. Per chunk and query head:
+     pass 1 (forward order): A = phi(Q) phi(K)^T and dA = g V^T + c (both masked to j <= p_i),
+       den_i and c_i kept per row, dphi(Q) = g S^T + c z^T + dA phi(K) (to dq), and the chunk
+       keys' own terms dA^T phi(Q), A^T g kept in the workspace for pass 2; then the chunk's
+       keys join (S, z).
+     pass 2 (reverse order): dphi(K) = (kept) + V G^T + h and dV = (kept) + phi(K) G from the
+       suffix state of the later chunks' rows, then the chunk's rows join (G, h) (g recomputed
+       from the kept den). The keys every row sees take (G, h) at the end.
    Per row and head: 5 products of 2 F Dv flops against the states, 5 of 2 CH (F or Dv) within
-   the chunk (the forward: 2 and 2), so chunks shorter than the forward's old 64 rows cost less
-   (28 rows on AVX-512: 2 x the kernel's 14-row tiles). The three chunk products that share an
-   output with a state product run in its k loop (attn__sgemm_1t2: one pass over each C tile).
-   The prefix states as S^T: its update V^T phi(K) and g S^T pack without transposing. The
-   earlier form (dq forward, then dk, dv in a second sweep that read q, dO, k, v again and kept
-   the keys' chunk terms per key) featurised every row twice: see bench/README.md, stop 44.
-   As attn__lnc_task, a task owns a run of KV heads and stages each chunk's rows of all of them in
-   address order (a per-head walk read its rows at a 2 KiB stride, a third of the time at H 8,
-   D 64); results do not depend on the threads. Workspace: the prefix states, F Dv + F floats per
-   chunk and KV head (about the size of k and v at F = Dv = 64, as the kept key terms were). */
+   the chunk (the forward: 2 and 2), so chunks shorter than the forward's 64 rows cost less:
+   28 rows on AVX-512 (2 x the kernel's 14-row tiles; 32 rows pad to 42) took the backward from
+   2.6x to 2.2x its forward (Zen 4, S 2048 and 8192, one thread). The prefix state is kept as
+   S^T [Dv][F]: both its update V^T phi(K) and g S^T then pack without transposing (an F x Dv
+   transpose a chunk). g S^T + dA phi(K) runs as one product (attn__sgemm_1t2), and on AVX-512
+   the states, the staged rows and the transposed operands (dA^T, A^T, phi(Q)^T, V^T) are read
+   in place, not packed: 1.11x the backward of stop 43 (bench/README.md, stop 44). A one-sweep
+   form (reverse chunks against prefix states kept per chunk) read q, dO once but its states
+   (F Dv floats a chunk, 39 MB at cosFormer S 8192, H 4) made the workspace larger than these
+   kept key terms. As attn__lnc_task, a task owns a run of KV heads
+   and stages each chunk's rows of all of them in address order (a per-head walk read its rows at
+   a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads.
+   Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
+   and 2 floats per query row and head. */
 typedef struct attn__lcb_bufs {
-    float *SS, *G;                /* per chunk and head: prefix (S^T [Dv][F], z [F]); per head: suffix (G [F][Dv], h [F]); st floats apart */
+    float *S, *G;                 /* per head: (S^T [Dv][F], z [F]), (G, h); st floats apart */
     float *XQ, *GO, *OO;          /* the chunk's staged q (then dq), dO (then g), out rows [n][nq][.] */
     float *XK, *XV;               /* the chunk's staged k (then dk), v rows [nk][nh][.] */
-    float *PK, *PV;               /* the chunk's keys' dphi(K), dV [nk][nh][.] */
     float *Qf, *Kf, *T, *A, *dA;  /* one head's features, dphi(Q) [CH][F]; A, dA [CH][CH] */
-    float *rc, *gemm;             /* one head's c [CH]; GEMM scratch */
+    float *gemm;
+    float *rden, *rc;             /* per query head and row: den (0: no visible key), c [nq][Sq] */
+    float *PK, *PV;               /* per key and head: pass 1's dphi(K), dV terms, then the sums [Sk][nh][.] */
     float *aq, *ak;               /* ATTN_COSFORMER: (sin, cos) of the chunk rows' and keys' angles [CH][2] */
 } attn__lcb_bufs;
 
@@ -15102,9 +15106,8 @@ static void attn__lcb_chain_row(const attn__lin *L, const float *x, const float 
    (64 -> 28 rows: causal linear forward 5.1 -> 4.1 ms, cosFormer 8.8 -> 7.6, S 2048, Zen 4). */
 static int attn__lcb_rows(void) { const int mr = attn__gemm_pick()->mr; return 32 / mr * mr; }
 
-/* The states (S^T, z) of the nh heads at S (st floats apart) += the sums of keys [j0, j0 + n)
-   (n <= attn__lcb_rows()). */
-static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, float *S, int b, int hk0, int nh, int j0, int n) {
+/* Pass 1 over keys [j0, j0 + n) seen by every row (n <= attn__lcb_rows()): (S^T, z) += their sums. */
+static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n) {
     const attn__lin *L = &C->L;
     const int F = L->F, Dv = L->Dv;
     const size_t st = attn__lnc_st(L);
@@ -15112,39 +15115,36 @@ static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, float *S, in
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
     attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
-        float *Sh = S + h * st;
+        float *S = W->S + h * st;
         attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
-        attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, Sh, F, 1, 0, n, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, W->Kf, F, 0, 0, 0, NULL, 0, NULL, 0);
-        for (i = 0; i < n; ++i) L->isa->axpy(Sh + (size_t)F * Dv, 1.0f, W->Kf + (size_t)i * F, F);
+        attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, S, F, 1, 0, n, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, W->Kf, F, 0, 0, 0, NULL, 0, NULL, 0);
+        for (i = 0; i < n; ++i) L->isa->axpy(S + (size_t)F * Dv, 1.0f, W->Kf + (size_t)i * F, F);
     }
 }
 
-/* Keys [j0, j0 + n) seen by every row: dphi(K) = V G^T + h, dV = phi(K) G from the suffix state
-   of all rows, written to dk (through the features) and dv. */
-static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n) {
+/* Pass 2 over keys [j0, j0 + n): dphi(K) = beta PK + V G^T + h, dV = beta PK + phi(K) G (beta
+   1: the chunk's own terms kept by pass 1), written to dk (through the features) and dv. */
+static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n, float beta) {
     const attn__lin *L = &C->L;
     const int F = L->F, Dv = L->Dv, D = L->D;
-    const size_t st = attn__lnc_st(L), ldk = (size_t)nh * F, ldv = (size_t)nh * Dv;
+    const size_t st = attn__lnc_st(L);
     int h, i;
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
     attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
         const float *G = W->G + h * st;
-        float *pk = W->PK + (size_t)h * F, *pv = W->PV + (size_t)h * Dv;
+        float *pk = W->PK + ((size_t)j0 * nh + h) * F, *pv = W->PV + ((size_t)j0 * nh + h) * Dv;
         attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
-        attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)ldv, G, Dv, 0.0f, pk, (ptrdiff_t)ldk);
-        attn__sgemm_1t(W->gemm, 0, 0, n, Dv, F, 1.0f, W->Kf, F, G, Dv, 0.0f, pv, (ptrdiff_t)ldv);
+        attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, G, Dv, beta, pk, (ptrdiff_t)nh * F);
+        attn__sgemm_1t2(W->gemm, n, Dv, beta, pv, (ptrdiff_t)nh * Dv, 0, 0, F, W->Kf, F, G, Dv, 0, 0, 0, NULL, 0, NULL, 0);
         for (i = 0; i < n; ++i) {
-            float *x = W->XK + ((size_t)i * nh + h) * D, *t = pk + i * ldk;
+            float *x = W->XK + ((size_t)i * nh + h) * D, *t = pk + (size_t)i * nh * F;
             L->isa->axpy(t, 1.0f, G + (size_t)F * Dv, F);
             attn__lcb_chain_row(L, x, W->Kf + (size_t)i * F, t, x, W->ak + 2 * i);
         }
     }
-    attn__lnc_unstage(L->isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, W->XK, W->PV);
+    attn__lnc_unstage(L->isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, W->XK, W->PV + (size_t)j0 * nh * Dv);
 }
-
-/* Prefix states kept per chunk: ceil(Sq / CH) slots (at least 1) of st floats per KV head. */
-static size_t attn__lcb_slots(int Sq, int CH) { return (size_t)ATTN__MAX(1, (Sq + CH - 1) / CH); }
 
 static void attn__lcb_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
@@ -15153,48 +15153,39 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
     const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = attn__lcb_rows();
     const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, Sq = L->q.seq;
-    const int nchunks = (Lq + CH - 1) / CH;
     const long long shift = (long long)Lk - Lq;
-    const size_t st = attn__lnc_st(L), ldq = (size_t)nq * Dv, ldv = (size_t)nh * Dv, ldk = (size_t)nh * F;
+    const size_t st = attn__lnc_st(L), ldq = (size_t)nq * Dv;
     /* keys every row sees; none without a query row (then every gradient is 0) */
     const int kd0 = Lq == 0 ? 0 : (int)ATTN__MAX(0LL, ATTN__MIN(shift, (long long)Lk));
     float *w = L->ws + (size_t)thread * L->ws_per;
     attn__lcb_bufs Wb, *W = &Wb;
-    int j, h, gi, i, ci;
-    W->SS = attn__lin_carve(&w, attn__lcb_slots(Sq, CH) * nh * st);
+    int q0, j, h, gi, i, ci;
+    W->S = attn__lin_carve(&w, nh * st);
     W->G = attn__lin_carve(&w, nh * st);
     W->XQ = attn__lin_carve(&w, (size_t)CH * nq * D);
     W->GO = attn__lin_carve(&w, (size_t)CH * ldq);
     W->OO = attn__lin_carve(&w, (size_t)CH * ldq);
     W->XK = attn__lin_carve(&w, (size_t)CH * nh * D);
-    W->XV = attn__lin_carve(&w, (size_t)CH * ldv);
-    W->PK = attn__lin_carve(&w, (size_t)CH * ldk);
-    W->PV = attn__lin_carve(&w, (size_t)CH * ldv);
+    W->XV = attn__lin_carve(&w, (size_t)CH * nh * Dv);
     W->Qf = attn__lin_carve(&w, (size_t)CH * F);
     W->Kf = attn__lin_carve(&w, (size_t)CH * F);
     W->T = attn__lin_carve(&w, (size_t)CH * F);
     W->A = attn__lin_carve(&w, (size_t)CH * CH);
     W->dA = attn__lin_carve(&w, (size_t)CH * CH);
-    W->rc = attn__lin_carve(&w, (size_t)CH);
     W->gemm = attn__lin_carve(&w, L->gemm_floats);
+    W->rden = attn__lin_carve(&w, (size_t)nq * Sq);
+    W->rc = attn__lin_carve(&w, (size_t)nq * Sq);
+    W->PK = attn__lin_carve(&w, (size_t)L->k.seq * nh * F);
+    W->PV = attn__lin_carve(&w, (size_t)L->k.seq * nh * Dv);
     W->aq = attn__lin_carve(&w, 2 * (size_t)CH);
     W->ak = attn__lin_carve(&w, 2 * (size_t)CH);
-    memset(W->SS, 0, (size_t)nh * st * sizeof(float));
+    memset(W->S, 0, (size_t)nh * st * sizeof(float));
     memset(W->G, 0, (size_t)nh * st * sizeof(float));
 
-    /* keys, forward order: slot ci holds the state of the keys before chunk ci */
-    for (j = 0; j < kd0; j += CH) attn__lcb_absorb(C, W, W->SS, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j));
-    for (ci = 1; ci < nchunks; ++ci) {
-        const long long pa = (long long)(ci - 1) * CH + shift;   /* the previous (full) chunk's first row */
-        const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + CH, (long long)Lk)) - kd;
-        float *S = W->SS + (size_t)ci * nh * st;
-        memcpy(S, S - nh * st, (size_t)nh * st * sizeof(float));
-        if (nk > 0) attn__lcb_absorb(C, W, S, b, hk0, nh, kd, nk);
-    }
-
-    /* chunks, last first: dq of the chunk's rows, dk and dv of its keys */
-    for (ci = nchunks - 1; ci >= 0; --ci) {
-        const int q0 = ci * CH, n = ATTN__MIN(CH, Lq - q0);
+    /* pass 1: dq; den, c per row; the chunks' own dk, dv terms */
+    for (j = 0; j < kd0; j += CH) attn__lcb_absorb(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j));
+    for (q0 = 0; q0 < Lq; q0 += CH) {
+        const int n = ATTN__MIN(CH, Lq - q0);
         const long long pa = q0 + shift;               /* position of the chunk's first row */
         const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
         attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0, n, W->XQ, W->GO);
@@ -15203,12 +15194,12 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
         attn__lcb_angles(L, b, pa, n, W->aq);
         attn__lcb_angles(L, b, kd, nk, W->ak);
         for (h = 0; h < nh; ++h) {
-            const float *S = W->SS + ((size_t)ci * nh + h) * st, *z = S + (size_t)F * Dv, *vh = W->XV + (size_t)h * Dv;
-            float *G = W->G + h * st, *hs = G + (size_t)F * Dv, *pk = W->PK + (size_t)h * F, *pv = W->PV + (size_t)h * Dv;
+            float *S = W->S + h * st, *z = S + (size_t)F * Dv;
+            const float *vh = W->XV + (size_t)h * Dv;
             if (nk > 0) attn__lcb_feats(L, b, W->XK, nh, h, nk, kd, W->ak, W->Kf);
             for (gi = 0; gi < g; ++gi) {
                 const int qh = h * g + gi;
-                float *go = W->GO + (size_t)qh * Dv, *rc = W->rc;
+                float *go = W->GO + (size_t)qh * Dv, *rden = W->rden + (size_t)qh * Sq + q0, *rc = W->rc + (size_t)qh * Sq + q0;
                 attn__lcb_feats(L, b, W->XQ, nq, qh, n, pa, W->aq, W->Qf);
                 if (nk > 0) attn__sgemm_1t(W->gemm, 0, 1, n, nk, F, 1.0f, W->Qf, F, W->Kf, F, 0.0f, W->A, nk);
                 for (i = 0; i < n; ++i) {               /* den, c; g = dO / den */
@@ -15222,17 +15213,18 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                     sum = (s4[0] + s4[1]) + (s4[2] + s4[3]);
                     if (pa + i < 0 || Lk == 0) {        /* no visible key: out 0, no gradient */
                         memset(gr, 0, (size_t)Dv * sizeof(float));
-                        rc[i] = 0.0f;
+                        rden[i] = 0.0f; rc[i] = 0.0f;
                         continue;
                     }
                     den += sum;
                     if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
                     else den += L->eps;
                     rc[i] = clamped ? 0.0f : -isa->dot(gr, W->OO + (size_t)i * ldq + (size_t)qh * Dv, Dv) / den;
+                    rden[i] = den;
                     isa->scal(gr, 1.0f / den, Dv);
                 }
                 if (nk > 0) {                           /* dA = g V^T + c, masked */
-                    attn__sgemm_1t(W->gemm, 0, 1, n, nk, Dv, 1.0f, go, (ptrdiff_t)ldq, vh, (ptrdiff_t)ldv, 0.0f, W->dA, nk);
+                    attn__sgemm_1t(W->gemm, 0, 1, n, nk, Dv, 1.0f, go, (ptrdiff_t)ldq, vh, (ptrdiff_t)nh * Dv, 0.0f, W->dA, nk);
                     for (i = 0; i < n; ++i) {
                         const int vis = (int)ATTN__MAX(0LL, ATTN__MIN(pa + i - kd + 1, (long long)nk));
                         float *da = W->dA + (size_t)i * nk;
@@ -15243,34 +15235,51 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                 /* dphi(Q) = g S^T + dA phi(K) + c z^T */
                 attn__sgemm_1t2(W->gemm, n, F, 0.0f, W->T, F, 0, 0, Dv, go, (ptrdiff_t)ldq, S, F, 0, 0, nk, W->dA, nk, W->Kf, F);
                 for (i = 0; i < n; ++i) isa->axpy(W->T + (size_t)i * F, rc[i], z, F);
-                if (nk > 0 && gi == 0) {                /* the chunk's keys: the later rows' terms and this head's */
-                    attn__sgemm_1t2(W->gemm, nk, F, 0.0f, pk, (ptrdiff_t)ldk, 0, 1, Dv, vh, (ptrdiff_t)ldv, G, Dv, 1, 0, n, W->dA, nk,
-                                    W->Qf, F);
-                    attn__sgemm_1t2(W->gemm, nk, Dv, 0.0f, pv, (ptrdiff_t)ldv, 0, 0, F, W->Kf, F, G, Dv, 1, 0, n, W->A, nk, go,
-                                    (ptrdiff_t)ldq);
-                    for (j = 0; j < nk; ++j) isa->axpy(pk + j * ldk, 1.0f, hs, F);
-                } else if (nk > 0) {                    /* the group's other query heads */
-                    attn__sgemm_1t(W->gemm, 1, 0, nk, F, n, 1.0f, W->dA, nk, W->Qf, F, 1.0f, pk, (ptrdiff_t)ldk);
-                    attn__sgemm_1t(W->gemm, 1, 0, nk, Dv, n, 1.0f, W->A, nk, go, (ptrdiff_t)ldq, 1.0f, pv, (ptrdiff_t)ldv);
+                if (nk > 0) {   /* the chunk keys' own terms: dphi(K) = dA^T phi(Q), dV = A^T g, summed over the heads */
+                    attn__sgemm_1t2(W->gemm, nk, F, gi ? 1.0f : 0.0f, W->PK + ((size_t)kd * nh + h) * F, (ptrdiff_t)nh * F, 1, 0, n,
+                                    W->dA, nk, W->Qf, F, 0, 0, 0, NULL, 0, NULL, 0);
+                    attn__sgemm_1t2(W->gemm, nk, Dv, gi ? 1.0f : 0.0f, W->PV + ((size_t)kd * nh + h) * Dv, (ptrdiff_t)nh * Dv, 1, 0, n,
+                                    W->A, nk, go, (ptrdiff_t)ldq, 0, 0, 0, NULL, 0, NULL, 0);
                 }
-                /* the chunk's rows join (G, h) (after the group's first head read them above) */
-                attn__sgemm_1t2(W->gemm, F, Dv, 1.0f, G, Dv, 1, 0, n, W->Qf, F, go, (ptrdiff_t)ldq, 0, 0, 0, NULL, 0, NULL, 0);
-                for (i = 0; i < n; ++i) {
+                for (i = 0; i < n; ++i) {               /* dq over the staged q row */
                     float *x = W->XQ + ((size_t)i * nq + qh) * D;
-                    isa->axpy(hs, rc[i], W->Qf + (size_t)i * F, F);
-                    attn__lcb_chain_row(L, x, W->Qf + (size_t)i * F, W->T + (size_t)i * F, x, W->aq + 2 * i);   /* dq over the staged q row */
+                    attn__lcb_chain_row(L, x, W->Qf + (size_t)i * F, W->T + (size_t)i * F, x, W->aq + 2 * i);
                 }
             }
-            for (j = 0; j < nk; ++j) {                  /* dk over the staged k row */
-                float *x = W->XK + ((size_t)j * nh + h) * D;
-                attn__lcb_chain_row(L, x, W->Kf + (size_t)j * F, pk + j * ldk, x, W->ak + 2 * j);
+            if (nk > 0) {                               /* the chunk's keys join (S, z) */
+                attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, S, F, 1, 0, nk, vh, (ptrdiff_t)nh * Dv, W->Kf, F, 0, 0, 0, NULL, 0, NULL, 0);
+                for (i = 0; i < nk; ++i) isa->axpy(z, 1.0f, W->Kf + (size_t)i * F, F);
             }
         }
         attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, q0, n, q0 + n < Lq ? 0 : Sq, W->XQ, NULL);
-        if (nk > 0) attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, kd, nk, 0, W->XK, W->PV);
     }
     if (Lq == 0) attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, Sq, NULL, NULL);
-    for (j = 0; j < kd0; j += CH) attn__lcb_keys_out(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j));
+
+    /* pass 2, last chunk first: dk, dv */
+    for (ci = (Lq + CH - 1) / CH - 1; ci >= 0; --ci) {
+        const int q0c = ci * CH, n = ATTN__MIN(CH, Lq - q0c);
+        const long long pa = q0c + shift;
+        const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
+        if (nk > 0) attn__lcb_keys_out(C, W, b, hk0, nh, kd, nk, 1.0f);
+        attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0c, n, W->XQ, W->GO);
+        attn__lcb_angles(L, b, pa, n, W->aq);
+        for (h = 0; h < nh; ++h) {                      /* the chunk's rows join (G, h) */
+            float *G = W->G + h * st;
+            for (gi = 0; gi < g; ++gi) {
+                const int qh = h * g + gi;
+                const float *rden = W->rden + (size_t)qh * Sq + q0c, *rc = W->rc + (size_t)qh * Sq + q0c;
+                float *go = W->GO + (size_t)qh * Dv;
+                attn__lcb_feats(L, b, W->XQ, nq, qh, n, pa, W->aq, W->Qf);
+                for (i = 0; i < n; ++i) {
+                    if (rden[i] == 0.0f) memset(go + i * ldq, 0, (size_t)Dv * sizeof(float));
+                    else isa->scal(go + i * ldq, 1.0f / rden[i], Dv);
+                    isa->axpy(G + (size_t)F * Dv, rc[i], W->Qf + (size_t)i * F, F);
+                }
+                attn__sgemm_1t2(W->gemm, F, Dv, 1.0f, G, Dv, 1, 0, n, W->Qf, F, go, (ptrdiff_t)ldq, 0, 0, 0, NULL, 0, NULL, 0);
+            }
+        }
+    }
+    for (j = 0; j < kd0; j += CH) attn__lcb_keys_out(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j), 0.0f);
     attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, Lq == 0 ? 0 : Lk, 0, L->k.seq, NULL, NULL);   /* padding keys */
 }
 
@@ -15312,20 +15321,19 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
             return ATTN_ERR_OVERFLOW;
     } else if (L->causal) {                                  /* attn__lcb_bufs, in carving order */
         const int CH = attn__lcb_rows();
-        const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv + CH }, { CH, Dv, F + CH }, { F, Dv, CH },
-                                  { Dv, F, CH }, { CH, F, CH }, { CH, Dv, CH }, { CH, F, Dv }, { CH, Dv, F } };
+        const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv + CH }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
+                                  { CH, Dv, F }, { Dv, F, CH }, { CH, F, Dv } };
         size_t i;
         L->gemm_floats = 0;
         for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)   /* k <= KC: attn__sgemm_1t2's fused blocks too */
             L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_bound(shapes[i][0], shapes[i][1], shapes[i][2]));
-        if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__mul_size(t, attn__lcb_slots(c->q.seq, CH), &t) ||
-            !attn__lbw_add(&f, t, 1) || !attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 1) ||
-            !attn__mul_size((size_t)CH, hq, &t) || !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) ||
-            !attn__lbw_add(&f, t, Dv) || !attn__mul_size((size_t)CH, hc, &t) || !attn__lbw_add(&f, t, D) ||
-            !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, CH, F) ||
-            !attn__lbw_add(&f, CH, F) || !attn__lbw_add(&f, CH, F) || !attn__lbw_add(&f, CH, CH) || !attn__lbw_add(&f, CH, CH) ||
-            !attn__lbw_add(&f, CH, 1) || !attn__lbw_add(&f, L->gemm_floats, 1) || !attn__lbw_add(&f, CH, 2) ||
-            !attn__lbw_add(&f, CH, 2) || !attn__add_size(f, 64, &f))
+        if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__mul_size((size_t)CH, hq, &t) ||
+            !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, t, Dv) ||
+            !attn__lbw_add(&f, (size_t)CH * hc, D) || !attn__lbw_add(&f, (size_t)CH * hc, Dv) || !attn__lbw_add(&f, CH, 3 * (size_t)F) ||
+            !attn__lbw_add(&f, CH, 2 * (size_t)CH) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+            !attn__mul_size(hq, (size_t)c->q.seq, &t) || !attn__lbw_add(&f, t, 2) ||
+            !attn__mul_size(hc, (size_t)c->k.seq, &t) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) ||
+            !attn__lbw_add(&f, CH, 2) || !attn__lbw_add(&f, CH, 2) || !attn__add_size(f, 64, &f))
             return ATTN_ERR_OVERFLOW;
     } else {
         L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
