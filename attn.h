@@ -9130,6 +9130,12 @@ typedef void (*attn__gemm_tr)(const float *src, ptrdiff_t lds, int nr, int nc, f
                               unsigned smask);
 /* src[0..n) cut into chunks of w (<= 32) floats; chunk q goes to dst + q*ps, zero-padded to w. */
 typedef void (*attn__gemm_rows)(const float *src, ptrdiff_t n, float *dst, ptrdiff_t ps, int w);
+/* acc = sum over segments s of ks steps: A rows As, As + sas, ... (MR floats: a packed panel, or
+   op(A) = A^T read in place) times B rows Bs, Bs + sbs, ... (the first nr of NR floats: a packed
+   panel, or B read in place); then C as attn__gemm_ukr with alpha 1 (attn__sgemm_1t2). */
+typedef void (*attn__gemm_ukr2)(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
+                                int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
+                                float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c);
 typedef struct attn__gemm_kern {
     const char *name;
     int mr, nr;          /* register tile */
@@ -9137,6 +9143,7 @@ typedef struct attn__gemm_kern {
     attn__gemm_ukr ukr;
     attn__gemm_tr tr;
     attn__gemm_rows rows;
+    attn__gemm_ukr2 ukr2;   /* NULL: attn__sgemm_1t2 packs both segments for ukr */
 } attn__gemm_kern;
 
 /* --- scalar (and the portable kernel other ISAs fall back to): 4 x 16 ---------------------- */
@@ -9167,7 +9174,7 @@ static void attn__gemm_rows_scalar(const float *src, ptrdiff_t n, float *dst, pt
     }
 }
 static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, attn__gemm_ukr_scalar, NULL,
-                                                   attn__gemm_rows_scalar };
+                                                   attn__gemm_rows_scalar, NULL };
 
 #if defined(ATTN__X86_SIMD)
 /* --- AVX-512: 14 rows x 32 columns, 28 zmm accumulators; masked stores at the edges -------- */
@@ -9244,8 +9251,32 @@ ATTN__T512 static void attn__gemm_rows512(const float *src, ptrdiff_t n, float *
         }
     }
 }
+/* attn__gemm_ukr2 on AVX-512: operands read in place skip the packing copy (a chunk's small
+   products against a state: the state's packing was a fifth of their time) */
+ATTN__T512 static void attn__gemm_ukr512_2(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
+                                           int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
+                                           float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c) {
+    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
+    const int pf1 = nr > 16 ? 16 : 0;
+    const float *A = A1, *B = B1;
+    __m512 a, b0, b1, va, vb;
+    int p;
+    ATTN__G512_ROWS(ATTN__G512_DECL)
+    ATTN__G512_ROWS(ATTN__G512_PF)
+    for (p = 0; p < k1; ++p, A += sa1, B += sb1) {
+        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
+        ATTN__G512_ROWS(ATTN__G512_FMA)
+    }
+    for (p = 0, A = A2, B = B2; p < k2; ++p, A += sa2, B += sb2) {
+        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
+        ATTN__G512_ROWS(ATTN__G512_FMA)
+    }
+    va = _mm512_set1_ps(1.0f); vb = _mm512_set1_ps(beta);
+    ATTN__G512_ROWS(ATTN__G512_STORE)
+}
 static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512,
-                                                   attn__gemm_rows512 };
+                                                   attn__gemm_rows512, attn__gemm_ukr512_2 };
 
 /* --- AVX2 + FMA: 6 rows x 16 columns, 12 ymm accumulators -------------------------------- */
 #define ATTN__G256_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -9336,7 +9367,7 @@ ATTN__T256 static void attn__gemm_rows256(const float *src, ptrdiff_t n, float *
     }
 }
 static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, attn__gemm_tr256,
-                                                 attn__gemm_rows256 };
+                                                 attn__gemm_rows256, NULL };
 #endif /* ATTN__X86_SIMD */
 
 #if defined(ATTN__NEON)
@@ -9373,7 +9404,7 @@ static void attn__gemm_ukr_neon(int kc, const float *A, const float *B, float *C
         for (r = 0; r < mr; ++r) for (c = 0; c < nr; ++c) C[(ptrdiff_t)r * ldc + c] = tile[r * 12 + c];
 }
 static const attn__gemm_kern attn__gemm_neon = { "neon", 8, 12, 192, 3072, attn__gemm_ukr_neon, NULL,
-                                                 attn__gemm_rows_scalar };
+                                                 attn__gemm_rows_scalar, NULL };
 #endif /* ATTN__NEON */
 
 /* The micro-kernel of the ISA attn__pick_isa chose (same cpuid dispatch as attention). */
@@ -9390,18 +9421,19 @@ static const attn__gemm_kern *attn__gemm_pick(void) {
     return &attn__gemm_scalar;
 }
 
-/* Rows [i0, i0+mb) x columns [p0, p0+kb) of op(A) as MR-row panels [kb][MR]; rows past the
-   edge are 0. op(A)[i][p] is A[i*lda + p], or A[p*lda + i] when ta. */
+/* Rows [i0, i0+mb) x columns [p0, p0+kb) of op(A) as MR-row panels [kb][MR], ps floats apart
+   (MR kb, or more when another k segment shares the panels); rows past the edge are 0.
+   op(A)[i][p] is A[i*lda + p], or A[p*lda + i] when ta. */
 static void attn__gemm_pack_a(const attn__gemm_kern *K, int ta, const float *A, ptrdiff_t lda, ptrdiff_t i0,
-                              ptrdiff_t mb, ptrdiff_t p0, int kb, float *dst) {
+                              ptrdiff_t mb, ptrdiff_t p0, int kb, float *dst, ptrdiff_t ps) {
     const int MR = K->mr;
     ptrdiff_t ir;
     int r, p;
     if (ta) {   /* row p of the stored A holds op(A)[i0..][p]: cut it across the panels */
-        for (p = 0; p < kb; ++p) K->rows(A + (p0 + p) * lda + i0, mb, dst + (ptrdiff_t)p * MR, (ptrdiff_t)MR * kb, MR);
+        for (p = 0; p < kb; ++p) K->rows(A + (p0 + p) * lda + i0, mb, dst + (ptrdiff_t)p * MR, ps, MR);
         return;
     }
-    for (ir = 0; ir < mb; ir += MR, dst += (ptrdiff_t)MR * kb) {
+    for (ir = 0; ir < mb; ir += MR, dst += ps) {
         const int rows = (int)ATTN__MIN((ptrdiff_t)MR, mb - ir);
         if (!ta && K->tr) {   /* MR <= 16: 16 x 16 blocks transposed in registers */
             const float *src = A + (i0 + ir) * lda + p0;
@@ -9417,18 +9449,19 @@ static void attn__gemm_pack_a(const attn__gemm_kern *K, int ta, const float *A, 
     }
 }
 
-/* Rows [p0, p0+kb) x columns [j0, j0+nb) of op(B) as NR-column panels [kb][NR]; columns past
-   the edge are 0. op(B)[p][j] is B[p*ldb + j], or B[j*ldb + p] when tb. */
+/* Rows [p0, p0+kb) x columns [j0, j0+nb) of op(B) as NR-column panels [kb][NR], ps floats apart
+   (NR kb, or more as in attn__gemm_pack_a); columns past the edge are 0. op(B)[p][j] is
+   B[p*ldb + j], or B[j*ldb + p] when tb. */
 static void attn__gemm_pack_b(const attn__gemm_kern *K, int tb, const float *B, ptrdiff_t ldb, ptrdiff_t p0,
-                              int kb, ptrdiff_t j0, ptrdiff_t nb, float *dst) {
+                              int kb, ptrdiff_t j0, ptrdiff_t nb, float *dst, ptrdiff_t ps) {
     const int NR = K->nr;
     ptrdiff_t jr;
     int c, p;
     if (!tb) {   /* row p of B holds op(B)[p][j0..]: cut it across the panels */
-        for (p = 0; p < kb; ++p) K->rows(B + (p0 + p) * ldb + j0, nb, dst + (ptrdiff_t)p * NR, (ptrdiff_t)NR * kb, NR);
+        for (p = 0; p < kb; ++p) K->rows(B + (p0 + p) * ldb + j0, nb, dst + (ptrdiff_t)p * NR, ps, NR);
         return;
     }
-    for (jr = 0; jr < nb; jr += NR, dst += (ptrdiff_t)NR * kb) {
+    for (jr = 0; jr < nb; jr += NR, dst += ps) {
         const int cols = (int)ATTN__MIN((ptrdiff_t)NR, nb - jr);
         if (tb && K->tr) {   /* NR a multiple of 16: 16 x 16 blocks transposed in registers */
             for (c = 0; c < NR; c += 16) {
@@ -9474,10 +9507,10 @@ static void attn__gemm_task(void *ctx, int t, int thread) {
             const int kb = (int)ATTN__MIN(J->kc, J->k - pc);
             const int load_c = pc > 0 || J->beta != 0.0f;
             const float beta = pc > 0 ? 1.0f : J->beta;
-            attn__gemm_pack_b(K, J->tb, J->B, J->ldb, pc, kb, jc, nb, Bp);
+            attn__gemm_pack_b(K, J->tb, J->B, J->ldb, pc, kb, jc, nb, Bp, (ptrdiff_t)NR * kb);
             for (ic = r0; ic < r1; ic += J->mc) {
                 const ptrdiff_t mb = ATTN__MIN(J->mc, r1 - ic);
-                attn__gemm_pack_a(K, J->ta, J->A, J->lda, ic, mb, pc, kb, Ap);
+                attn__gemm_pack_a(K, J->ta, J->A, J->lda, ic, mb, pc, kb, Ap, (ptrdiff_t)MR * kb);
                 for (jr = 0; jr < nb; jr += NR)
                     for (ir = 0; ir < mb; ir += MR)
                         K->ukr(kb, Ap + ir * kb, Bp + jr * kb, J->C + (ic + ir) * J->ldc + jc + jr, J->ldc,
@@ -9549,6 +9582,80 @@ static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, in
     attn__gemm_job_1t(&J);
     J.ws = ws;
     attn__gemm_task(&J, 0, 0);
+}
+
+/* C = op(A1) op(B1) + op(A2) op(B2) + beta C (m x n; k1, k2 deep) on the calling thread: the
+   sum of two products over one k loop, so each C tile is read and written once and the kernel
+   runs k1 + k2 steps without a break (a family's chunk product against its state plus the
+   chunk's own term). Both segments are packed side by side into the same panels when they fit
+   one block (k1 + k2 <= ATTN__GEMM_KC, m <= mc, n <= nc), else two attn__sgemm_1t calls. The
+   order of the sums depends on the shapes alone. ws: attn__sgemm_1t_bound(m, n, k1 + k2) floats
+   (m, n, k1, k2 at most those). */
+/* attn__sgemm_1t2 on a kernel with ukr2: B read in place unless transposed; op(A) = A^T read in
+   place in its full MR-row tiles; the rest packed segment by segment (within the same ws). */
+static void attn__gemm_1t2_direct(const attn__gemm_kern *K, float *ws, int m, int n, float beta, float *C, ptrdiff_t ldc,
+                                  int ta1, int tb1, int k1, const float *A1, ptrdiff_t lda1, const float *B1, ptrdiff_t ldb1,
+                                  int ta2, int tb2, int k2, const float *A2, ptrdiff_t lda2, const float *B2, ptrdiff_t ldb2) {
+    const int MR = K->mr, NR = K->nr, full = m / MR * MR, ks[2] = { k1, k2 }, ta[2] = { ta1, ta2 }, tb[2] = { tb1, tb2 };
+    const float *As[2], *Bs[2];
+    const ptrdiff_t lda[2] = { lda1, lda2 }, ldb[2] = { ldb1, ldb2 }, np = attn__gemm_round(n, NR);
+    float *Ap[2] = { NULL, NULL }, *Bp[2] = { NULL, NULL }, *p = ws;
+    int s, ir, jr;
+    As[0] = A1; As[1] = A2; Bs[0] = B1; Bs[1] = B2;
+    for (s = 0; s < 2; ++s) {
+        if (ks[s] <= 0) continue;
+        if (tb[s]) { Bp[s] = p; attn__gemm_pack_b(K, 1, Bs[s], ldb[s], 0, ks[s], 0, n, p, (ptrdiff_t)NR * ks[s]); p += (ptrdiff_t)ks[s] * np; }
+        if (!ta[s] || full < m) {   /* packed from row 0, or only the partial tile */
+            const int r0 = ta[s] ? full : 0;
+            Ap[s] = p;
+            attn__gemm_pack_a(K, ta[s], As[s], lda[s], r0, m - r0, 0, ks[s], p, (ptrdiff_t)MR * ks[s]);
+            p += (ptrdiff_t)ks[s] * attn__gemm_round(m - r0, MR);
+        }
+    }
+    for (jr = 0; jr < n; jr += NR)
+        for (ir = 0; ir < m; ir += MR) {
+            const float *a[2], *b[2];
+            ptrdiff_t sa[2], sb[2];
+            for (s = 0; s < 2; ++s) {
+                const int direct = ta[s] && ir < full;
+                if (ks[s] <= 0) { a[s] = b[s] = NULL; sa[s] = sb[s] = 0; continue; }
+                a[s] = direct ? As[s] + ir : Ap[s] + (ptrdiff_t)(ta[s] ? ir - full : ir) * ks[s];
+                sa[s] = direct ? lda[s] : MR;
+                b[s] = tb[s] ? Bp[s] + (ptrdiff_t)jr * ks[s] : Bs[s] + jr;
+                sb[s] = tb[s] ? NR : ldb[s];
+            }
+            K->ukr2(ks[0], a[0], sa[0], b[0], sb[0], ATTN__MAX(0, ks[1]), a[1], sa[1], b[1], sb[1], C + (ptrdiff_t)ir * ldc + jr, ldc,
+                    ATTN__MIN(MR, m - ir), ATTN__MIN(NR, n - jr), beta, beta != 0.0f);
+        }
+}
+static void attn__sgemm_1t2(float *ws, int m, int n, float beta, float *C, ptrdiff_t ldc,
+                            int ta1, int tb1, int k1, const float *A1, ptrdiff_t lda1, const float *B1, ptrdiff_t ldb1,
+                            int ta2, int tb2, int k2, const float *A2, ptrdiff_t lda2, const float *B2, ptrdiff_t ldb2) {
+    const attn__gemm_kern *K = attn__gemm_pick();
+    const int MR = K->mr, NR = K->nr, kb = k1 + k2;
+    ptrdiff_t mp, np;
+    float *Bp, *Ap;
+    int ir, jr;
+    if (m <= 0 || n <= 0) return;
+    mp = attn__gemm_round(m, MR); np = attn__gemm_round(n, NR);
+    if (K->ukr2 && k1 >= 0 && k2 >= 0 && kb > 0 && kb <= ATTN__GEMM_KC && mp <= K->mc && np <= K->nc) {
+        attn__gemm_1t2_direct(K, ws, m, n, beta, C, ldc, ta1, tb1, k1, A1, lda1, B1, ldb1, ta2, tb2, k2, A2, lda2, B2, ldb2);
+        return;
+    }
+    if (k1 <= 0 || k2 <= 0 || kb > ATTN__GEMM_KC || mp > K->mc || np > K->nc) {
+        attn__sgemm_1t(ws, ta1, tb1, m, n, k1, 1.0f, A1, lda1, B1, ldb1, beta, C, ldc);
+        attn__sgemm_1t(ws, ta2, tb2, m, n, k2, 1.0f, A2, lda2, B2, ldb2, 1.0f, C, ldc);
+        return;
+    }
+    Bp = ws; Ap = ws + (ptrdiff_t)kb * np;   /* within attn__sgemm_1t_floats(m, n, kb): kc >= kb */
+    attn__gemm_pack_b(K, tb1, B1, ldb1, 0, k1, 0, n, Bp, (ptrdiff_t)NR * kb);
+    attn__gemm_pack_b(K, tb2, B2, ldb2, 0, k2, 0, n, Bp + (ptrdiff_t)k1 * NR, (ptrdiff_t)NR * kb);
+    attn__gemm_pack_a(K, ta1, A1, lda1, 0, m, 0, k1, Ap, (ptrdiff_t)MR * kb);
+    attn__gemm_pack_a(K, ta2, A2, lda2, 0, m, 0, k2, Ap + (ptrdiff_t)k1 * MR, (ptrdiff_t)MR * kb);
+    for (jr = 0; jr < n; jr += NR)
+        for (ir = 0; ir < m; ir += MR)
+            K->ukr(kb, Ap + (ptrdiff_t)ir * kb, Bp + (ptrdiff_t)jr * kb, C + (ptrdiff_t)ir * ldc + jr, ldc, ATTN__MIN(MR, m - ir),
+                   ATTN__MIN(NR, n - jr), 1.0f, beta, beta != 0.0f);
 }
 
 /* No validation (attn_sgemm validates); see attn_sgemm for the contract. n_threads <= 0: all
@@ -15308,7 +15415,12 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
    28 rows on AVX-512 (2 x the kernel's 14-row tiles; 32 rows pad to 42) took the backward from
    2.6x to 2.2x its forward (Zen 4, S 2048 and 8192, one thread). The prefix state is kept as
    S^T [Dv][F]: both its update V^T phi(K) and g S^T then pack without transposing (an F x Dv
-   transpose a chunk). As attn__lnc_task, a task owns a run of KV heads
+   transpose a chunk). g S^T + dA phi(K) runs as one product (attn__sgemm_1t2), and on AVX-512
+   the states, the staged rows and the transposed operands (dA^T, A^T, phi(Q)^T, V^T) are read
+   in place, not packed: 1.11x the backward of stop 43 (bench/README.md, stop 44). A one-sweep
+   form (reverse chunks against prefix states kept per chunk) read q, dO once but its states
+   (F Dv floats a chunk, 39 MB at cosFormer S 8192, H 4) made the workspace larger than these
+   kept key terms. As attn__lnc_task, a task owns a run of KV heads
    and stages each chunk's rows of all of them in address order (a per-head walk read its rows at
    a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads.
    Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
@@ -15321,10 +15433,39 @@ typedef struct attn__lcb_bufs {
     float *gemm;
     float *rden, *rc;             /* per query head and row: den (0: no visible key), c [nq][Sq] */
     float *PK, *PV;               /* per key and head: pass 1's dphi(K), dV terms, then the sums [Sk][nh][.] */
+    float *aq, *ak;               /* ATTN_COSFORMER: (sin, cos) of the chunk rows' and keys' angles [CH][2] */
 } attn__lcb_bufs;
 
-/* Rows per chunk of attn__lcb_task: the largest multiple of the GEMM kernel's row tile (MR) up
-   to 32 (AVX-512 28, AVX2 30, NEON and scalar 32); the ISA's alone, never the threads'. */
+/* ATTN_COSFORMER: (sin a, cos a) of positions [p0, p0 + n) into sc [n][2], once per chunk for
+   all its heads (attn__lin_feat_row's angles; a libm sincos a row and head was 3% of the time) */
+static void attn__lcb_angles(const attn__lin *L, int b, long long p0, int n, float *sc) {
+    const double step = L->cos ? attn__lin_ang(L, b) : 0.0;
+    int i;
+    for (i = 0; L->cos && i < n; ++i) {
+        const double a = step * (double)(p0 + i + 1);
+        sc[2 * i] = (float)sin(a); sc[2 * i + 1] = (float)cos(a);
+    }
+}
+
+/* Features [n][F] of head h of the staged rows X (nh heads a row) at positions p0..: sc their
+   angles (attn__lcb_angles). */
+static void attn__lcb_feats(const attn__lin *L, int b, const float *X, int nh, int h, int n, long long p0, const float *sc, float *K) {
+    int i;
+    if (!L->cos) { attn__lnc_feats(L, b, X, nh, h, n, p0, K); return; }
+    for (i = 0; i < n; ++i)
+        L->isa->cos_feat(K + (size_t)i * L->F, X + ((size_t)i * nh + h) * L->D, NULL, sc[2 * i], sc[2 * i + 1], L->D);
+}
+
+/* attn__lbw_chain_row with the row's angle from sc (attn__lcb_angles) */
+static void attn__lcb_chain_row(const attn__lin *L, const float *x, const float *f, const float *t, float *dx, const float *sc) {
+    if (L->cos) L->isa->cos_feat(dx, x, t, sc[0], sc[1], L->D);
+    else L->isa->elu1_grad(dx, x, f, t, L->D);
+}
+
+/* Rows per chunk of attn__lcb_task and attn__lcf_task: the largest multiple of the GEMM kernel's
+   row tile (MR) up to 32 (AVX-512 28, AVX2 30, NEON and scalar 32); the ISA's alone, never the
+   threads'. The forward's two in-chunk products shrink with the chunk as the backward's five do
+   (64 -> 28 rows: causal linear forward 5.1 -> 4.1 ms, cosFormer 8.8 -> 7.6, S 2048, Zen 4). */
 static int attn__lcb_rows(void) { const int mr = attn__gemm_pick()->mr; return 32 / mr * mr; }
 
 /* Pass 1 over keys [j0, j0 + n) seen by every row (n <= attn__lcb_rows()): (S^T, z) += their sums. */
@@ -15334,10 +15475,11 @@ static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int h
     const size_t st = attn__lnc_st(L);
     int h, i;
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
+    attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
         float *S = W->S + h * st;
-        attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
-        attn__sgemm_1t(W->gemm, 1, 0, Dv, F, n, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, W->Kf, F, 1.0f, S, F);
+        attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
+        attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, S, F, 1, 0, n, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, W->Kf, F, 0, 0, 0, NULL, 0, NULL, 0);
         for (i = 0; i < n; ++i) L->isa->axpy(S + (size_t)F * Dv, 1.0f, W->Kf + (size_t)i * F, F);
     }
 }
@@ -15350,16 +15492,17 @@ static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int
     const size_t st = attn__lnc_st(L);
     int h, i;
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
+    attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
         const float *G = W->G + h * st;
         float *pk = W->PK + ((size_t)j0 * nh + h) * F, *pv = W->PV + ((size_t)j0 * nh + h) * Dv;
-        attn__lnc_feats(L, b, W->XK, nh, h, n, j0, W->Kf);
+        attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
         attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, G, Dv, beta, pk, (ptrdiff_t)nh * F);
-        attn__sgemm_1t(W->gemm, 0, 0, n, Dv, F, 1.0f, W->Kf, F, G, Dv, beta, pv, (ptrdiff_t)nh * Dv);
+        attn__sgemm_1t2(W->gemm, n, Dv, beta, pv, (ptrdiff_t)nh * Dv, 0, 0, F, W->Kf, F, G, Dv, 0, 0, 0, NULL, 0, NULL, 0);
         for (i = 0; i < n; ++i) {
             float *x = W->XK + ((size_t)i * nh + h) * D, *t = pk + (size_t)i * nh * F;
             L->isa->axpy(t, 1.0f, G + (size_t)F * Dv, F);
-            attn__lbw_chain_row(L, b, x, W->Kf + (size_t)i * F, t, x, j0 + i);
+            attn__lcb_chain_row(L, x, W->Kf + (size_t)i * F, t, x, W->ak + 2 * i);
         }
     }
     attn__lnc_unstage(L->isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, W->XK, W->PV + (size_t)j0 * nh * Dv);
@@ -15396,6 +15539,8 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
     W->rc = attn__lin_carve(&w, (size_t)nq * Sq);
     W->PK = attn__lin_carve(&w, (size_t)L->k.seq * nh * F);
     W->PV = attn__lin_carve(&w, (size_t)L->k.seq * nh * Dv);
+    W->aq = attn__lin_carve(&w, 2 * (size_t)CH);
+    W->ak = attn__lin_carve(&w, 2 * (size_t)CH);
     memset(W->S, 0, (size_t)nh * st * sizeof(float));
     memset(W->G, 0, (size_t)nh * st * sizeof(float));
 
@@ -15408,23 +15553,26 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
         attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0, n, W->XQ, W->GO);
         attn__lnc_stage(isa, &L->out, NULL, b, hq0, nq, q0, n, W->OO, NULL);
         if (nk > 0) attn__lnc_stage(isa, &L->k, &L->v, b, hk0, nh, kd, nk, W->XK, W->XV);
+        attn__lcb_angles(L, b, pa, n, W->aq);
+        attn__lcb_angles(L, b, kd, nk, W->ak);
         for (h = 0; h < nh; ++h) {
             float *S = W->S + h * st, *z = S + (size_t)F * Dv;
             const float *vh = W->XV + (size_t)h * Dv;
-            if (nk > 0) attn__lnc_feats(L, b, W->XK, nh, h, nk, kd, W->Kf);
+            if (nk > 0) attn__lcb_feats(L, b, W->XK, nh, h, nk, kd, W->ak, W->Kf);
             for (gi = 0; gi < g; ++gi) {
                 const int qh = h * g + gi;
                 float *go = W->GO + (size_t)qh * Dv, *rden = W->rden + (size_t)qh * Sq + q0, *rc = W->rc + (size_t)qh * Sq + q0;
-                attn__lnc_feats(L, b, W->XQ, nq, qh, n, pa, W->Qf);
+                attn__lcb_feats(L, b, W->XQ, nq, qh, n, pa, W->aq, W->Qf);
                 if (nk > 0) attn__sgemm_1t(W->gemm, 0, 1, n, nk, F, 1.0f, W->Qf, F, W->Kf, F, 0.0f, W->A, nk);
                 for (i = 0; i < n; ++i) {               /* den, c; g = dO / den */
-                    const long long last = pa + i - kd;  /* last visible column of A */
-                    float *a = W->A + (size_t)i * nk, *gr = go + i * ldq, den = isa->dot(W->Qf + (size_t)i * F, z, F), sum = 0.0f;
+                    const int vis = (int)ATTN__MAX(0LL, ATTN__MIN(pa + i - kd + 1, (long long)nk));   /* visible columns of A */
+                    float *a = W->A + (size_t)i * nk, *gr = go + i * ldq, den = isa->dot(W->Qf + (size_t)i * F, z, F), sum;
+                    float s4[4] = { 0.0f, 0.0f, 0.0f, 0.0f };   /* four running sums: no add waits on the last */
                     int clamped = 0;
-                    for (j = 0; j < nk; ++j) {
-                        if (j > last) a[j] = 0.0f;
-                        sum += a[j];
-                    }
+                    for (j = 0; j + 4 <= vis; j += 4) { s4[0] += a[j]; s4[1] += a[j + 1]; s4[2] += a[j + 2]; s4[3] += a[j + 3]; }
+                    for (; j < vis; ++j) s4[0] += a[j];
+                    for (j = vis; j < nk; ++j) a[j] = 0.0f;
+                    sum = (s4[0] + s4[1]) + (s4[2] + s4[3]);
                     if (pa + i < 0 || Lk == 0) {        /* no visible key: out 0, no gradient */
                         memset(gr, 0, (size_t)Dv * sizeof(float));
                         rden[i] = 0.0f; rc[i] = 0.0f;
@@ -15437,30 +15585,31 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
                     rden[i] = den;
                     isa->scal(gr, 1.0f / den, Dv);
                 }
-                /* dphi(Q) = g S^T + c z^T + dA phi(K), dA = g V^T + c masked */
-                attn__sgemm_1t(W->gemm, 0, 0, n, F, Dv, 1.0f, go, (ptrdiff_t)ldq, S, F, 0.0f, W->T, F);
-                for (i = 0; i < n; ++i) isa->axpy(W->T + (size_t)i * F, rc[i], z, F);
-                if (nk > 0) {
+                if (nk > 0) {                           /* dA = g V^T + c, masked */
                     attn__sgemm_1t(W->gemm, 0, 1, n, nk, Dv, 1.0f, go, (ptrdiff_t)ldq, vh, (ptrdiff_t)nh * Dv, 0.0f, W->dA, nk);
                     for (i = 0; i < n; ++i) {
-                        const long long last = pa + i - kd;
+                        const int vis = (int)ATTN__MAX(0LL, ATTN__MIN(pa + i - kd + 1, (long long)nk));
                         float *da = W->dA + (size_t)i * nk;
-                        for (j = 0; j < nk; ++j) da[j] = j > last ? 0.0f : da[j] + rc[i];
+                        for (j = 0; j < vis; ++j) da[j] += rc[i];
+                        for (; j < nk; ++j) da[j] = 0.0f;
                     }
-                    attn__sgemm_1t(W->gemm, 0, 0, n, F, nk, 1.0f, W->dA, nk, W->Kf, F, 1.0f, W->T, F);
-                    /* the chunk keys' own terms: dphi(K) = dA^T phi(Q), dV = A^T g, summed over the heads */
-                    attn__sgemm_1t(W->gemm, 1, 0, nk, F, n, 1.0f, W->dA, nk, W->Qf, F, gi ? 1.0f : 0.0f,
-                                   W->PK + ((size_t)kd * nh + h) * F, (ptrdiff_t)nh * F);
-                    attn__sgemm_1t(W->gemm, 1, 0, nk, Dv, n, 1.0f, W->A, nk, go, (ptrdiff_t)ldq, gi ? 1.0f : 0.0f,
-                                   W->PV + ((size_t)kd * nh + h) * Dv, (ptrdiff_t)nh * Dv);
+                }
+                /* dphi(Q) = g S^T + dA phi(K) + c z^T */
+                attn__sgemm_1t2(W->gemm, n, F, 0.0f, W->T, F, 0, 0, Dv, go, (ptrdiff_t)ldq, S, F, 0, 0, nk, W->dA, nk, W->Kf, F);
+                for (i = 0; i < n; ++i) isa->axpy(W->T + (size_t)i * F, rc[i], z, F);
+                if (nk > 0) {   /* the chunk keys' own terms: dphi(K) = dA^T phi(Q), dV = A^T g, summed over the heads */
+                    attn__sgemm_1t2(W->gemm, nk, F, gi ? 1.0f : 0.0f, W->PK + ((size_t)kd * nh + h) * F, (ptrdiff_t)nh * F, 1, 0, n,
+                                    W->dA, nk, W->Qf, F, 0, 0, 0, NULL, 0, NULL, 0);
+                    attn__sgemm_1t2(W->gemm, nk, Dv, gi ? 1.0f : 0.0f, W->PV + ((size_t)kd * nh + h) * Dv, (ptrdiff_t)nh * Dv, 1, 0, n,
+                                    W->A, nk, go, (ptrdiff_t)ldq, 0, 0, 0, NULL, 0, NULL, 0);
                 }
                 for (i = 0; i < n; ++i) {               /* dq over the staged q row */
                     float *x = W->XQ + ((size_t)i * nq + qh) * D;
-                    attn__lbw_chain_row(L, b, x, W->Qf + (size_t)i * F, W->T + (size_t)i * F, x, pa + i);
+                    attn__lcb_chain_row(L, x, W->Qf + (size_t)i * F, W->T + (size_t)i * F, x, W->aq + 2 * i);
                 }
             }
             if (nk > 0) {                               /* the chunk's keys join (S, z) */
-                attn__sgemm_1t(W->gemm, 1, 0, Dv, F, nk, 1.0f, vh, (ptrdiff_t)nh * Dv, W->Kf, F, 1.0f, S, F);
+                attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, S, F, 1, 0, nk, vh, (ptrdiff_t)nh * Dv, W->Kf, F, 0, 0, 0, NULL, 0, NULL, 0);
                 for (i = 0; i < nk; ++i) isa->axpy(z, 1.0f, W->Kf + (size_t)i * F, F);
             }
         }
@@ -15475,19 +15624,20 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
         const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
         if (nk > 0) attn__lcb_keys_out(C, W, b, hk0, nh, kd, nk, 1.0f);
         attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0c, n, W->XQ, W->GO);
+        attn__lcb_angles(L, b, pa, n, W->aq);
         for (h = 0; h < nh; ++h) {                      /* the chunk's rows join (G, h) */
             float *G = W->G + h * st;
             for (gi = 0; gi < g; ++gi) {
                 const int qh = h * g + gi;
                 const float *rden = W->rden + (size_t)qh * Sq + q0c, *rc = W->rc + (size_t)qh * Sq + q0c;
                 float *go = W->GO + (size_t)qh * Dv;
-                attn__lnc_feats(L, b, W->XQ, nq, qh, n, pa, W->Qf);
+                attn__lcb_feats(L, b, W->XQ, nq, qh, n, pa, W->aq, W->Qf);
                 for (i = 0; i < n; ++i) {
                     if (rden[i] == 0.0f) memset(go + i * ldq, 0, (size_t)Dv * sizeof(float));
                     else isa->scal(go + i * ldq, 1.0f / rden[i], Dv);
                     isa->axpy(G + (size_t)F * Dv, rc[i], W->Qf + (size_t)i * F, F);
                 }
-                attn__sgemm_1t(W->gemm, 1, 0, F, Dv, n, 1.0f, W->Qf, F, go, (ptrdiff_t)ldq, 1.0f, G, Dv);
+                attn__sgemm_1t2(W->gemm, F, Dv, 1.0f, G, Dv, 1, 0, n, W->Qf, F, go, (ptrdiff_t)ldq, 0, 0, 0, NULL, 0, NULL, 0);
             }
         }
     }
@@ -15532,7 +15682,7 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
     if ((s = attn__lnc_split(C, c)) != ATTN_OK) return s;
     hc = (size_t)C->hc; hq = hc * (size_t)g;
     if (L->causal && fwd) {                                  /* attn__lcf_task's blocks, in carving order */
-        const int CH = ATTN__LIN_ROWS;
+        const int CH = attn__lcb_rows();
         L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(CH, Dv, F), attn__sgemm_1t_floats(CH, CH, F)),
                                    ATTN__MAX(attn__sgemm_1t_floats(CH, Dv, CH), attn__sgemm_1t_floats(F, Dv, CH)));
         if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 1) || !attn__lbw_add(&f, (size_t)CH * hc, D) ||
@@ -15542,19 +15692,19 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
             return ATTN_ERR_OVERFLOW;
     } else if (L->causal) {                                  /* attn__lcb_bufs, in carving order */
         const int CH = attn__lcb_rows();
-        const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
-                                  { CH, Dv, F }, { Dv, F, CH } };
+        const int shapes[][3] = { { CH, CH, F }, { CH, CH, Dv }, { CH, F, Dv + CH }, { CH, F, CH }, { CH, Dv, CH }, { F, Dv, CH },
+                                  { CH, Dv, F }, { Dv, F, CH }, { CH, F, Dv } };
         size_t i;
         L->gemm_floats = 0;
-        for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
-            L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
+        for (i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)   /* k <= KC: attn__sgemm_1t2's fused blocks too */
+            L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_bound(shapes[i][0], shapes[i][1], shapes[i][2]));
         if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__mul_size((size_t)CH, hq, &t) ||
             !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) || !attn__lbw_add(&f, t, Dv) ||
             !attn__lbw_add(&f, (size_t)CH * hc, D) || !attn__lbw_add(&f, (size_t)CH * hc, Dv) || !attn__lbw_add(&f, CH, 3 * (size_t)F) ||
             !attn__lbw_add(&f, CH, 2 * (size_t)CH) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
             !attn__mul_size(hq, (size_t)c->q.seq, &t) || !attn__lbw_add(&f, t, 2) ||
             !attn__mul_size(hc, (size_t)c->k.seq, &t) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) ||
-            !attn__add_size(f, 64, &f))
+            !attn__lbw_add(&f, CH, 2) || !attn__lbw_add(&f, CH, 2) || !attn__add_size(f, 64, &f))
             return ATTN_ERR_OVERFLOW;
     } else {
         L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
@@ -15614,7 +15764,7 @@ static void attn__lnf_task(void *ctx, int t, int thread) {
 }
 
 /* The causal forward of ATTN_LINEAR and ATTN_COSFORMER on the same staging, in chunks of
-   ATTN__LIN_ROWS query rows (attn__lin_task's chunked form: the keys every row of a chunk sees
+   attn__lcb_rows() query rows (attn__lin_task's chunked form: the keys every row of a chunk sees
    absorbed into (KV, z) first, then per query head out = (phi(Q) KV + A V) / den with the chunk's
    own keys masked j <= p, then those keys absorbed). Each chunk's q, k, v rows of every head are
    staged in address order and its out rows written back so: at H 4, D 64, S 8192 the per-head
@@ -15623,7 +15773,7 @@ static void attn__lcf_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
     const attn__lin *L = &C->L;
     const attn__isa *isa = L->isa;
-    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = ATTN__LIN_ROWS;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = attn__lcb_rows();
     const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const long long shift = (long long)Lk - Lq;
