@@ -3363,10 +3363,10 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__DEC_CHUNK_BYTES_AVX2 (64 * 1024)  /* the same for the AVX2 kernel: 64 KiB (8 f32 keys at
                                 Hkv 8, D 128) ran 29.9-30.4 ms where 128 KiB ran 30.7-32.4 (same case) */
 #define ATTN__DEC_CHUNK_BYTES_TILES (256 * 1024)  /* ... and where several AVX2 tiles (over 8 rows:
-                                speculative steps under GQA) take each chunk in turn, or any speculative
-                                call (AVX2 or AVX-512): it stays in L2 for all of them, and fewer, longer
-                                chunks pay the per-chunk rescale and set-up less often. AVX-512 1-token
-                                calls and AVX2 1-token calls of <= 8 query heads per KV head: unchanged. */
+                                speculative steps under GQA) take each chunk in turn, or a speculative
+                                call's AVX2 4-row tile or AVX-512 8-row tiles: it stays in L2 for all of
+                                them, and fewer, longer chunks pay the per-chunk rescale and set-up less
+                                often. 1-token calls (AVX2: of <= 8 query heads per KV head): unchanged. */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -7891,16 +7891,16 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     const int n = Sq->Lq * P->groups, Hk = P->k.heads, lanes = attn__dec_lanes(C->isa);
     const int DR = C->dec_rows, n_tiles = (n + DR - 1) / DR;
     const int steps = lanes == 8 && DR == ATTN__DEC_ROWS_AVX2_STEPS;   /* AVX2, several query tokens */
-    const int steps512 = lanes == 16 && Sq->Lq > 1;   /* AVX-512, several query tokens: 8-row tiles take W3 */
     int R[ATTN__DEC_TILES];                     /* each tile's rows rounded up to a power of two */
     long long c0;
-    int nkc, h, i, t, nn;
+    int nkc, h, i, t, nn, steps512;
     attn__dec_chunk X;
     for (t = 0; t < n_tiles; ++t)
         for (R[t] = 1; R[t] < ATTN__MIN(DR, n - t * DR); R[t] *= 2) {}
+    steps512 = lanes == 16 && Sq->Lq > 1 && R[0] == 8;   /* AVX-512, several query tokens in 8-row tiles: W3 */
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
-        const int kg = (steps && R[0] == 4) || (steps512 && R[0] == 8) ? 3 : lanes / R[0];
+        const int kg = (steps && R[0] == 4) || steps512 ? 3 : lanes / R[0];
         const size_t chunk_bytes = steps512 || steps || (lanes == 8 && n_tiles > 1) ? ATTN__DEC_CHUNK_BYTES_TILES
                                    : lanes == 16 ? ATTN__DEC_CHUNK_BYTES : ATTN__DEC_CHUNK_BYTES_AVX2;
         const int most = steps || steps512 ? ATTN__DEC_NK_TILES : ATTN__DEC_NK;
