@@ -3343,8 +3343,8 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__DEC_NK_TILES 64   /* ... and of speculative calls (calls of several query tokens: AVX2's
                                 4-row, AVX-512's 8-row W3 tiles), whose 256 KiB chunks hold more keys:
                                 fewer rescales and softmax set-ups (AVX2 D 64, Lq 2-4: 3-5% faster than
-                                30 keys; AVX-512 f32 D 128: 5-10% against 15 keys in 128 KiB); the size
-                                of a chunk's arrays */
+                                30 keys; AVX-512 D 64-128: 3-6% against 128 KiB chunks of 15-32 keys);
+                                the size of a chunk's arrays */
 #define ATTN__DEC_ROWS 8     /* most query rows per tile of the fused decoding kernels: 16 rows (q.seq x
                                 groups) run as two tiles of 8 over each chunk, which beat one tile of
                                 16 rows (register spills) and the staged tiles */
