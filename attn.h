@@ -3341,9 +3341,11 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
 #define ATTN__BK_DECODE 32   /* most keys per chunk when decoding stages every KV head at once */
 #define ATTN__DECODE_STAGE_BYTES (192 * 1024)   /* decoding's staged K/V chunk: fits L2 */
 #define ATTN__DEC_NK 32      /* most keys per chunk of the fused decoding kernels */
-#define ATTN__DEC_NK_AVX2_TILES 64   /* ... and of the AVX2 kernel's speculative calls (4-row tiles), whose
-                                256 KiB chunks hold more keys at D 64: fewer rescales and softmax set-ups
-                                (D 64, Lq 2-4: 3-5% faster than 30 keys); the size of a chunk's arrays */
+#define ATTN__DEC_NK_TILES 64   /* ... and of speculative calls (calls of several query tokens: AVX2's
+                                4-row, AVX-512's 8-row W3 tiles), whose 256 KiB chunks hold more keys:
+                                fewer rescales and softmax set-ups (AVX2 D 64, Lq 2-4: 3-5% faster than
+                                30 keys; AVX-512 D 64-128: 3-6% against 128 KiB chunks of 15-32 keys);
+                                the size of a chunk's arrays */
 #define ATTN__DEC_ROWS 8     /* most query rows per tile of the fused decoding kernels: 16 rows (q.seq x
                                 groups) run as two tiles of 8 over each chunk, which beat one tile of
                                 16 rows (register spills) and the staged tiles */
@@ -3361,11 +3363,11 @@ static attn_status attn__check_forward(const attn_desc *d, const attn_tensor *q,
                                 17.0-18.2 ms. Small chunks paid the accumulator's rescale every 4 keys. */
 #define ATTN__DEC_CHUNK_BYTES_AVX2 (64 * 1024)  /* the same for the AVX2 kernel: 64 KiB (8 f32 keys at
                                 Hkv 8, D 128) ran 29.9-30.4 ms where 128 KiB ran 30.7-32.4 (same case) */
-#define ATTN__DEC_CHUNK_BYTES_AVX2_TILES (256 * 1024)  /* ... and where several tiles (over 8 rows: speculative
-                                steps under GQA) take each chunk in turn, or a speculative call's one 4-row
-                                tile: it stays in L2 for all of them, and fewer, longer chunks pay the
-                                per-chunk rescale and set-up less often. 1-token calls of <= 8 query heads
-                                per KV head are one tile: unchanged. */
+#define ATTN__DEC_CHUNK_BYTES_TILES (256 * 1024)  /* ... and where several AVX2 tiles (over 8 rows:
+                                speculative steps under GQA) take each chunk in turn, or a speculative
+                                call's AVX2 4-row tile or AVX-512 8-row tiles: it stays in L2 for all of
+                                them, and fewer, longer chunks pay the per-chunk rescale and set-up less
+                                often. 1-token calls (AVX2: of <= 8 query heads per KV head): unchanged. */
 
 /* What the softmax stage needs per row of the tile ("lane"). */
 typedef struct attn__smx {
@@ -7369,8 +7371,9 @@ static void attn__decode_stage(const attn__fwd_ctx *C, const attn__seq *S, float
    the accumulators in registers. The next chunk's rows are prefetched (into L2) while this one
    computes, so the memory reads overlap the arithmetic.
    R = the tile's rows (at most ATTN__DEC_ROWS) rounded up to a power of two; 16 accumulators are
-   16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V. Scores sit in
-   S[h][j*R + r] (ATTN__DEC_NK_AVX2_TILES keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
+   16/R keys x R rows in Q.K^T and R rows x 16/R column vectors in P.V (a speculative call's 8-row
+   tiles: 24, attn__dec512_chunk's W3). Scores sit in
+   S[h][j*R + r] (ATTN__DEC_NK_TILES keys x R rows per head), the tile's m, l and alpha as 16-lane patterns
    (lane i = row i % R). */
 #define ATTN__X16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
@@ -7390,6 +7393,13 @@ ATTN__T512 static ATTN__INLINE __m512 attn__hsum16_512(__m512 a0, __m512 a1, __m
 #undef ATTN__HS1
 #undef ATTN__HS2
 #undef ATTN__HS3
+}
+
+/* Lane i (i < 8) is the sum of a_i's 16 lanes, by the tree of attn__hsum16_512 (the same bits). */
+ATTN__T512 static ATTN__INLINE __m256 attn__hsum8_512(__m512 a0, __m512 a1, __m512 a2, __m512 a3, __m512 a4, __m512 a5,
+                                                     __m512 a6, __m512 a7) {
+    const __m512 z = _mm512_setzero_ps();
+    return _mm512_castps512_ps256(attn__hsum16_512(a0, a1, a2, a3, a4, a5, a6, a7, z, z, z, z, z, z, z, z));
 }
 
 /* Keeps a vector in a register: without it gcc folds each use into the FMA as a memory
@@ -7423,11 +7433,11 @@ ATTN__T512 static ATTN__INLINE __m512 attn__fold512(__m512 x, int R, int is_max)
     return x;
 }
 
-/* A chunk of nk <= ATTN__DEC_NK_AVX2_TILES keys, and the next chunk's nn keys to prefetch. Every key has
+/* A chunk of nk <= ATTN__DEC_NK_TILES keys, and the next chunk's nn keys to prefetch. Every key has
    its own row pointers, so a chunk may span the pages of a paged cache. */
 typedef struct attn__dec_chunk {
-    const char *k[ATTN__DEC_NK_AVX2_TILES], *v[ATTN__DEC_NK_AVX2_TILES];    /* key c0 + j's rows of KV head 0 */
-    const char *kn[ATTN__DEC_NK_AVX2_TILES], *vn[ATTN__DEC_NK_AVX2_TILES];  /* the next chunk's */
+    const char *k[ATTN__DEC_NK_TILES], *v[ATTN__DEC_NK_TILES];    /* key c0 + j's rows of KV head 0 */
+    const char *kn[ATTN__DEC_NK_TILES], *vn[ATTN__DEC_NK_TILES];  /* the next chunk's */
     ptrdiff_t khs, vhs;                               /* bytes to the next head */
     long long c0;
     int nk, nn;
@@ -7440,10 +7450,53 @@ ATTN__T256 static ATTN__INLINE void attn__prefetch_bytes(const char *p, size_t n
     for (off = 0; off < n; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
 }
 
+/* P.V of an 8-row tile over 3 column vectors (from column byte offset off of each key's rows):
+   24 accumulators, 11 loads per 24 FMAs (the 8 x 2 tile: 10 per 16). Not inlined, as its AVX2
+   twin attn__dec256_pv3. */
+ATTN__T512 static ATTN__INLINE void attn__dec512_pv3_t(const attn__dec_chunk *X, ptrdiff_t off, const float *sh, const float *alpha,
+                                                       float *acc, size_t ldo, const attn_dtype t) {
+    const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
+    __m512 o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16, o17, o18, o19, o20, o21, o22, o23;
+    __m512 x0, x1, x2, p;
+    int j;
+#define ATTN__DEC_W3O(r, a, b, e) p = _mm512_set1_ps(alpha[r]); o##a = _mm512_mul_ps(p, _mm512_loadu_ps(acc + (size_t)(r) * ldo)); \
+    o##b = _mm512_mul_ps(p, _mm512_loadu_ps(acc + (size_t)(r) * ldo + 16)); o##e = _mm512_mul_ps(p, _mm512_loadu_ps(acc + (size_t)(r) * ldo + 32));
+#define ATTN__DEC_W3X(X) X(0, 0, 1, 2) X(1, 3, 4, 5) X(2, 6, 7, 8) X(3, 9, 10, 11) X(4, 12, 13, 14) X(5, 15, 16, 17) \
+    X(6, 18, 19, 20) X(7, 21, 22, 23)
+    ATTN__DEC_W3X(ATTN__DEC_W3O)
+#undef ATTN__DEC_W3O
+    for (j = 0; j < X->nk; ++j) {
+        const char *vr = X->v[j] + off;
+        const float *pj = sh + (size_t)j * 8;
+        if (j < X->nn) attn__prefetch_bytes(X->vn[j] + off, (size_t)(48 * es));
+        x0 = attn__ld16_512(vr, t); ATTN__IN_REG(x0);
+        x1 = attn__ld16_512(vr + 16 * es, t); ATTN__IN_REG(x1);
+        x2 = attn__ld16_512(vr + 32 * es, t); ATTN__IN_REG(x2);
+#define ATTN__DEC_W3P(r, a, b, e) p = _mm512_set1_ps(pj[r]); \
+        o##a = _mm512_fmadd_ps(p, x0, o##a); o##b = _mm512_fmadd_ps(p, x1, o##b); o##e = _mm512_fmadd_ps(p, x2, o##e);
+        ATTN__DEC_W3X(ATTN__DEC_W3P)
+#undef ATTN__DEC_W3P
+    }
+#define ATTN__DEC_W3S(r, a, b, e) _mm512_storeu_ps(acc + (size_t)(r) * ldo, o##a); \
+    _mm512_storeu_ps(acc + (size_t)(r) * ldo + 16, o##b); _mm512_storeu_ps(acc + (size_t)(r) * ldo + 32, o##e);
+    ATTN__DEC_W3X(ATTN__DEC_W3S)
+#undef ATTN__DEC_W3S
+#undef ATTN__DEC_W3X
+}
+ATTN__T512 static ATTN__NOINLINE void attn__dec512_pv3(const attn__dec_chunk *X, ptrdiff_t off, const float *sh, const float *alpha,
+                                                       float *acc, size_t ldo, attn_dtype t) {
+    if (t == ATTN_F32) attn__dec512_pv3_t(X, off, sh, alpha, acc, ldo, ATTN_F32);
+    else if (t == ATTN_F16) attn__dec512_pv3_t(X, off, sh, alpha, acc, ldo, ATTN_F16);
+    else attn__dec512_pv3_t(X, off, sh, alpha, acc, ldo, ATTN_BF16);
+}
+
+/* W3 (speculative calls' 8-row tiles): 3 keys per Q.K^T pass (24 accumulators, the query rows
+   loaded one at a time: 11 loads per 24 FMAs) and 3 column vectors per P.V pass
+   (attn__dec512_pv3); the same sums in the same order, so the bits are those of W3 off. */
 ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X,
-                                                       const int R, const attn_dtype t) {
+                                                       const int R, const attn_dtype t, const int W3) {
     const attn__problem *P = C->P;
-    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 16, KG = 16 / R, CW = 16 / R, nvec = (X->nk * R + 15) / 16;
+    const int Hk = P->k.heads, D = P->q.dim, nv = P->v.dim / 16, KG = W3 ? 3 : 16 / R, CW = 16 / R, nvec = (X->nk * R + 15) / 16;
     const ptrdiff_t es = (ptrdiff_t)attn__dtype_size(t);
     const size_t ldq = C->geo.ldk, ldo = C->geo.ldo;
     const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
@@ -7462,6 +7515,25 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             __m512 k0 = zero, k1 = zero, k2 = zero, k3 = zero, k4 = zero, k5 = zero, k6 = zero, k7 = zero;
             __m512 k8 = zero, k9 = zero, k10 = zero, k11 = zero, k12 = zero, k13 = zero, k14 = zero, k15 = zero;
             for (kk = 0; kk < KG && g0 + kk < X->nn; ++kk) attn__prefetch_bytes(X->kn[g0 + kk] + ho, (size_t)(D * es));
+            if (W3) {                       /* 8 rows x 3 keys: 24 accumulators */
+                __m512 a16 = zero, a17 = zero, a18 = zero, a19 = zero, a20 = zero, a21 = zero, a22 = zero, a23 = zero;
+                for (d = 0; d < D; d += 16) {
+                    __m512 x;
+                    k0 = attn__ld16_512(kr[0] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k0);
+                    k1 = attn__ld16_512(kr[1] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k1);
+                    k2 = attn__ld16_512(kr[2] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k2);
+#define ATTN__DEC_W3(r, b, c) x = _mm512_loadu_ps(q + (size_t)(r) * ldq + d); ATTN__IN_REG(x); \
+                    a##r = _mm512_fmadd_ps(x, k0, a##r); a##b = _mm512_fmadd_ps(x, k1, a##b); a##c = _mm512_fmadd_ps(x, k2, a##c);
+                    ATTN__DEC_W3(0, 8, 16) ATTN__DEC_W3(1, 9, 17) ATTN__DEC_W3(2, 10, 18) ATTN__DEC_W3(3, 11, 19)
+                    ATTN__DEC_W3(4, 12, 20) ATTN__DEC_W3(5, 13, 21) ATTN__DEC_W3(6, 14, 22) ATTN__DEC_W3(7, 15, 23)
+#undef ATTN__DEC_W3
+                }
+                _mm512_storeu_ps(S + (size_t)h * ATTN__DEC_NK_TILES * R + (size_t)g0 * R,
+                                 attn__hsum16_512(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15));
+                _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK_TILES * R + (size_t)g0 * R + 16,
+                                 attn__hsum8_512(a16, a17, a18, a19, a20, a21, a22, a23));
+                continue;
+            }
             for (d = 0; d < D; d += 16) {       /* R query and 16/R key vectors in registers */
 #define ATTN__DEC_LQ(i) if ((i) < R) { q##i = _mm512_loadu_ps(q + (size_t)(i) * ldq + d); ATTN__IN_REG(q##i); }
 #define ATTN__DEC_LK(i) if ((i) < KG) { k##i = attn__ld16_512(kr[i] + ho + (ptrdiff_t)d * es, t); ATTN__IN_REG(k##i); }
@@ -7474,13 +7546,13 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
 #undef ATTN__DEC_LK
 #undef ATTN__DEC_QK
             }
-            _mm512_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R,
+            _mm512_storeu_ps(S + (size_t)h * ATTN__DEC_NK_TILES * R + (size_t)g0 * R,
                              attn__hsum16_512(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15));
         }
     }
     for (h = 0; h < Hk; ++h) {
         attn__tile *T = attn__decode_tile(C, ws, X->tile0 + h);
-        float *sh = S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R;
+        float *sh = S + (size_t)h * ATTN__DEC_NK_TILES * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m512 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
@@ -7495,7 +7567,7 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             if (P->softcap > 0.0f)
                 x = _mm512_mul_ps(_mm512_set1_ps(P->softcap), attn__tanh512(_mm512_mul_ps(x, _mm512_set1_ps(1.0f / P->softcap))));
             if (P->alibi) {
-                __m512 dist = _mm512_add_ps(_mm512_set1_ps((float)(v * KG)), koff);     /* key - row position */
+                __m512 dist = _mm512_add_ps(_mm512_set1_ps((float)(v * (16 / R))), koff);     /* key - row position */
                 dist = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(dist), _mm512_set1_epi32(0x7fffffff)));
                 x = _mm512_fnmadd_ps(slope, dist, x);
             }
@@ -7522,6 +7594,11 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
             __mmask16 mk[16];
             ptrdiff_t co[16];
             __m512 o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15;
+            if (W3 && nv - c >= 3) {       /* 8 rows x 3 column vectors (D 64: then 1 on the 8 x 1 pass, which beat two 8 x 2) */
+                attn__dec512_pv3(X, vo + (ptrdiff_t)c * 16 * es, sh, T->alpha, T->acc + (size_t)c * 16, ldo, t);
+                c += 3 - CW;            /* the loop adds CW */
+                continue;
+            }
             for (i = 0; i < CW; ++i) {
                 mk[i] = (__mmask16)(c + i < nv ? 0xffff : 0);
                 co[i] = (ptrdiff_t)ATTN__MIN(c + i, nv - 1) * 16 * es;
@@ -7555,13 +7632,18 @@ ATTN__T512 static ATTN__INLINE void attn__dec512_chunk(const attn__fwd_ctx *C, f
 
 /* One instance of the kernel per row count R (1, 2, 4, 8) and dtype, so both are
    constants inside it. */
-ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, int R, attn_dtype t) {
-#define ATTN__DEC_CASE(r) case r: \
-        if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, r, ATTN_F32); \
-        else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, r, ATTN_F16); \
-        else attn__dec512_chunk(C, ws, S, X, r, ATTN_BF16); \
+ATTN__T512 static void attn__dec512(const attn__fwd_ctx *C, float *ws, float *S, const attn__dec_chunk *X, int R, attn_dtype t, int w3) {
+#define ATTN__DEC_CASE(r, w) \
+        if (t == ATTN_F32) attn__dec512_chunk(C, ws, S, X, r, ATTN_F32, w); \
+        else if (t == ATTN_F16) attn__dec512_chunk(C, ws, S, X, r, ATTN_F16, w); \
+        else attn__dec512_chunk(C, ws, S, X, r, ATTN_BF16, w); \
         break;
-    switch (R) { ATTN__DEC_CASE(1) ATTN__DEC_CASE(2) ATTN__DEC_CASE(4) default: ATTN__DEC_CASE(8) }
+    switch (R) {
+    case 1: ATTN__DEC_CASE(1, 0)
+    case 2: ATTN__DEC_CASE(2, 0)
+    case 4: ATTN__DEC_CASE(4, 0)
+    default: if (w3) { ATTN__DEC_CASE(8, 1) } ATTN__DEC_CASE(8, 0)
+    }
 #undef ATTN__DEC_CASE
 }
 #undef ATTN__X16
@@ -7659,8 +7741,8 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
                     ATTN__DEC_W3(0, 4, 8) ATTN__DEC_W3(1, 5, 9) ATTN__DEC_W3(2, 6, 10) ATTN__DEC_W3(3, 7, 11)
 #undef ATTN__DEC_W3
                 }
-                _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
-                _mm_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R + 8, attn__hsum4_256(a8, a9, a10, a11));
+                _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK_TILES * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
+                _mm_storeu_ps(S + (size_t)h * ATTN__DEC_NK_TILES * R + (size_t)g0 * R + 8, attn__hsum4_256(a8, a9, a10, a11));
                 continue;
             }
             for (d = 0; d < D; d += 8) {
@@ -7679,12 +7761,12 @@ ATTN__T256 static ATTN__INLINE void attn__dec256_chunk(const attn__fwd_ctx *C, f
 #undef ATTN__DEC_QV
 #undef ATTN__DEC_QK
             }
-            _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
+            _mm256_storeu_ps(S + (size_t)h * ATTN__DEC_NK_TILES * R + (size_t)g0 * R, attn__hsum8_256(a0, a1, a2, a3, a4, a5, a6, a7));
         }
     }
     for (h = 0; h < Hk; ++h) {
         attn__tile *T = attn__decode_tile(C, ws, X->tile0 + h);
-        float *sh = S + (size_t)h * ATTN__DEC_NK_AVX2_TILES * R;
+        float *sh = S + (size_t)h * ATTN__DEC_NK_TILES * R;
         const ptrdiff_t vo = (ptrdiff_t)h * X->vhs;
         __m256 mx = ninf, sum = zero, mold, mnew, msafe, alpha, slope = zero, koff = zero;
         if (P->alibi) {                 /* lane i: row i % R's slope; key offset i / R minus that row's position */
@@ -7812,15 +7894,17 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
     const int steps = lanes == 8 && DR == ATTN__DEC_ROWS_AVX2_STEPS;   /* AVX2, several query tokens */
     int R[ATTN__DEC_TILES];                     /* each tile's rows rounded up to a power of two */
     long long c0;
-    int nkc, h, i, t, nn;
+    int nkc, h, i, t, nn, steps512;
     attn__dec_chunk X;
     for (t = 0; t < n_tiles; ++t)
         for (R[t] = 1; R[t] < ATTN__MIN(DR, n - t * DR); R[t] *= 2) {}
+    steps512 = lanes == 16 && Sq->Lq > 1 && R[0] == 8;   /* AVX-512, several query tokens in 8-row tiles: W3 */
     {   /* keys per chunk: about ATTN__DEC_CHUNK_BYTES, a multiple of the lanes/R keys Q.K^T takes at once */
         const size_t key_bytes = (size_t)Hk * (size_t)(P->q.dim + P->v.dim) * attn__dtype_size(P->k.dtype);
-        const int kg = steps && R[0] == 4 ? 3 : lanes / R[0];
-        const size_t chunk_bytes = lanes == 16 ? ATTN__DEC_CHUNK_BYTES : n_tiles > 1 || steps ? ATTN__DEC_CHUNK_BYTES_AVX2_TILES : ATTN__DEC_CHUNK_BYTES_AVX2;
-        const int most = steps ? ATTN__DEC_NK_AVX2_TILES : ATTN__DEC_NK;
+        const int kg = (steps && R[0] == 4) || steps512 ? 3 : lanes / R[0];
+        const size_t chunk_bytes = steps512 || steps || (lanes == 8 && n_tiles > 1) ? ATTN__DEC_CHUNK_BYTES_TILES
+                                   : lanes == 16 ? ATTN__DEC_CHUNK_BYTES : ATTN__DEC_CHUNK_BYTES_AVX2;
+        const int most = steps || steps512 ? ATTN__DEC_NK_TILES : ATTN__DEC_NK;
         nkc = (int)ATTN__MIN((size_t)(most / kg * kg), chunk_bytes / key_bytes / (size_t)kg * (size_t)kg);
         nkc = ATTN__MAX(nkc, kg);
     }
@@ -7839,7 +7923,7 @@ static void attn__fwd_decode_fused(const attn__fwd_ctx *C, float *ws, float *S, 
         if (X.nn > 0) attn__dec_rows(P, Sq, c0 + X.nk, X.nn, X.kn, X.vn);
         for (t = 0, nn = X.nn; t < n_tiles; ++t) {
             X.tile0 = t * Hk; X.nn = t == 0 ? nn : 0;   /* the first tile prefetches the next chunk */
-            if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R[t], P->k.dtype);
+            if (C->isa == &attn__isa_avx512) attn__dec512(C, ws, S, &X, R[t], P->k.dtype, steps512 && R[t] == 8);
             else attn__dec256(C, ws, S, &X, R[t], P->k.dtype, steps);
         }
         X.nn = nn;
@@ -8013,7 +8097,7 @@ static attn_status attn__fwd_plan(const attn__problem *P, const attn__isa *isa, 
         const size_t row = ((size_t)P->k.heads * (C->geo.ldk + C->geo.ldv)) * sizeof(float);
         size_t stage;
         C->decode_chunk = (int)ATTN__MAX((size_t)1, ATTN__MIN((size_t)ATTN__BK_DECODE, ATTN__DECODE_STAGE_BYTES / row));
-        if (!attn__mul_size((size_t)P->k.heads, ATTN__MAX((size_t)(C->fused ? 16 * ATTN__DEC_NK_AVX2_TILES : 0), (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv)), &stage) ||
+        if (!attn__mul_size((size_t)P->k.heads, ATTN__MAX((size_t)(C->fused ? 16 * ATTN__DEC_NK_TILES : 0), (size_t)C->decode_chunk * (C->geo.ldk + C->geo.ldv)), &stage) ||
             !attn__add_size(heads_mem, stage, &heads_mem)) return ATTN_ERR_OVERFLOW;
     }
     C->ws_floats = C->geo.scratch + (C->decode ? heads_mem : C->geo.tile);
