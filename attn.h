@@ -15546,10 +15546,10 @@ static void attn__lcb_chain_row(const attn__lin *L, const float *x, const float 
     else L->isa->elu1_grad(dx, x, f, t, L->D);
 }
 
-/* Rows per chunk of attn__lcb_task and attn__lcf_task: the largest multiple of the GEMM kernel's
-   row tile (MR) up to 32 (AVX-512 28, AVX2 30, NEON and scalar 32); the ISA's alone, never the
-   threads'. The forward's two in-chunk products shrink with the chunk as the backward's five do
-   (64 -> 28 rows: causal linear forward 5.1 -> 4.1 ms, cosFormer 8.8 -> 7.6, S 2048, Zen 4). */
+/* Rows per chunk of attn__lcb_task: the largest multiple of the GEMM kernel's row tile (MR) up
+   to 32 (AVX-512 28, AVX2 30, NEON and scalar 32); the ISA's alone, never the threads'. The
+   causal forward keeps ATTN__LIN_ROWS: in these chunks it is 1.15-1.24x faster, but its backward
+   would then be 2.4-2.7x its time, over issue 33's bar of 2.5x (bench/README, stop 44). */
 static int attn__lcb_rows(void) { const int mr = attn__gemm_pick()->mr; return 32 / mr * mr; }
 
 /* Pass 1 over keys [j0, j0 + n) seen by every row (n <= attn__lcb_rows()): (S^T, z) += their sums. */
@@ -15766,7 +15766,7 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
     if ((s = attn__lnc_split(C, c)) != ATTN_OK) return s;
     hc = (size_t)C->hc; hq = hc * (size_t)g;
     if (L->causal && fwd) {                                  /* attn__lcf_task's blocks, in carving order */
-        const int CH = attn__lcb_rows();
+        const int CH = ATTN__LIN_ROWS;
         L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(CH, Dv, F), attn__sgemm_1t_floats(CH, CH, F)),
                                    ATTN__MAX(attn__sgemm_1t_floats(CH, Dv, CH), attn__sgemm_1t_floats(F, Dv, CH)));
         if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 1) || !attn__lbw_add(&f, (size_t)CH * hc, D) ||
@@ -15848,7 +15848,7 @@ static void attn__lnf_task(void *ctx, int t, int thread) {
 }
 
 /* The causal forward of ATTN_LINEAR and ATTN_COSFORMER on the same staging, in chunks of
-   attn__lcb_rows() query rows (attn__lin_task's chunked form: the keys every row of a chunk sees
+   ATTN__LIN_ROWS query rows (attn__lin_task's chunked form: the keys every row of a chunk sees
    absorbed into (KV, z) first, then per query head out = (phi(Q) KV + A V) / den with the chunk's
    own keys masked j <= p, then those keys absorbed). Each chunk's q, k, v rows of every head are
    staged in address order and its out rows written back so: at H 4, D 64, S 8192 the per-head
@@ -15857,7 +15857,7 @@ static void attn__lcf_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
     const attn__lin *L = &C->L;
     const attn__isa *isa = L->isa;
-    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = attn__lcb_rows();
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc, CH = ATTN__LIN_ROWS;
     const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const long long shift = (long long)Lk - Lq;
