@@ -9668,13 +9668,6 @@ static void attn__sgemm_1t(float *ws, int trans_a, int trans_b, int m, int n, in
     attn__gemm_task(&J, 0, 0);
 }
 
-/* C = op(A1) op(B1) + op(A2) op(B2) + beta C (m x n; k1, k2 deep) on the calling thread: the
-   sum of two products over one k loop, so each C tile is read and written once and the kernel
-   runs k1 + k2 steps without a break (a family's chunk product against its state plus the
-   chunk's own term). Both segments are packed side by side into the same panels when they fit
-   one block (k1 + k2 <= ATTN__GEMM_KC, m <= mc, n <= nc), else two attn__sgemm_1t calls. The
-   order of the sums depends on the shapes alone. ws: attn__sgemm_1t_bound(m, n, k1 + k2) floats
-   (m, n, k1, k2 at most those). */
 /* attn__sgemm_1t2 on a kernel with ukr2: B read in place unless transposed; op(A) = A^T read in
    place in its full MR-row tiles; the rest packed segment by segment (within the same ws). */
 static void attn__gemm_1t2_direct(const attn__gemm_kern *K, float *ws, int m, int n, float beta, float *C, ptrdiff_t ldc,
@@ -9712,6 +9705,15 @@ static void attn__gemm_1t2_direct(const attn__gemm_kern *K, float *ws, int m, in
                     ATTN__MIN(MR, m - ir), ATTN__MIN(NR, n - jr), beta, beta != 0.0f);
         }
 }
+
+/* C = op(A1) op(B1) + op(A2) op(B2) + beta C (m x n; k1, k2 deep) on the calling thread: the
+   sum of two products over one k loop, so each C tile is read and written once and the kernel
+   runs k1 + k2 steps without a break (a family's chunk product against its state plus the
+   chunk's own term). When both fit one block (k1 + k2 <= ATTN__GEMM_KC, m <= mc, n <= nc), a
+   kernel with ukr2 reads them in place (attn__gemm_1t2_direct); others pack both segments side
+   by side into the same panels. Else two attn__sgemm_1t calls. The order of the sums depends on
+   the shapes (and the ISA) alone. ws: attn__sgemm_1t_bound(m, n, k1 + k2) floats (m, n, k1, k2
+   at most those). */
 static void attn__sgemm_1t2(float *ws, int m, int n, float beta, float *C, ptrdiff_t ldc,
                             int ta1, int tb1, int k1, const float *A1, ptrdiff_t lda1, const float *B1, ptrdiff_t ldb1,
                             int ta2, int tb2, int k2, const float *A2, ptrdiff_t lda2, const float *B2, ptrdiff_t ldb2) {
