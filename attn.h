@@ -8985,16 +8985,29 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
                 ptrdiff_t ldq = 0, ldo = 0;
                 if (C->dq_direct) memset(W->dqc, 0, sizeof(float) * (size_t)n * C->ldk);
                 for (kg = 0; kg < ng; ++kg) {
+                    /* the pair shrinks to the rows and the leading keys that can see each other, as the
+                       forward's key ranges do: a block with Longformer's global row runs that row alone
+                       against keys its other rows never see, the global key column runs as 1 key */
                     const long long cb = c0 + (long long)kg * ATTN__BQ;
-                    int ri, seen = 0;
-                    for (ri = 0; ri < nr; ++ri) seen |= rg[ri][0] < cb + nk[kg] && rg[ri][1] > cb;
-                    if (!seen) continue;
+                    long long kend_seen = cb;
+                    int ri, rows = n;
+                    for (ri = 0; ri < nr; ++ri)
+                        if (rg[ri][0] < cb + nk[kg] && rg[ri][1] > cb) kend_seen = ATTN__MAX(kend_seen, ATTN__MIN(rg[ri][1], cb + nk[kg]));
+                    if (kend_seen == cb) continue;
+                    if (p0 < P->global && p1 >= P->global) {
+                        long long rl[2][2];
+                        const int nl = attn__key_ranges(P, P->global, p1, S->Lk, rl);
+                        int local_seen = 0;
+                        for (ri = 0; ri < nl; ++ri) local_seen |= rl[ri][0] < kend_seen && rl[ri][1] > cb;
+                        if (!local_seen) rows = (int)(P->global - p0);
+                    }
                     if (!Qr) {
                         Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, S->q0 + i, h, n, W->qc, C->ldk, &ldq, 1);
                         Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, S->q0 + i, h, n, W->oc, C->ldv, &ldo, 1);
                     }
-                    attn__bwd_pair(C, W, S, h, i, n, Qr, ldq, Or, ldo, cb, nk[kg], attn__chunk_full(P, p0, p1, cb, cb + nk[kg]),
-                                   kg, Kr[kg], ldkr[kg], C->dq_direct ? W->dqc : attn__bwd_dq_rows(C, S, h, split, i, n),
+                    attn__bwd_pair(C, W, S, h, i, rows, Qr, ldq, Or, ldo, cb, (int)(kend_seen - cb),
+                                   attn__chunk_full(P, p0, p0 + rows - 1, cb, kend_seen), kg, Kr[kg], ldkr[kg],
+                                   C->dq_direct ? W->dqc : attn__bwd_dq_rows(C, S, h, split, i, n),
                                    C->dq_direct ? C->ldk : (size_t)D, 1);
                 }
                 if (C->dq_direct)   /* as pass 3 stores one split's sum (never -0: it starts at +0) */

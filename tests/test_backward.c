@@ -351,7 +351,7 @@ static void test_families(void) {
 static void test_long(void) {
     t_rng r = t_rng_seed(67);
     int cfg;
-    for (cfg = 0; cfg < 4; ++cfg) {
+    for (cfg = 0; cfg < 6; ++cfg) {
         bcase c;
         attn_desc d;
         float *bias = NULL;
@@ -367,6 +367,13 @@ static void test_long(void) {
         if (cfg == 1) { d.window_left = 150; d.window_right = 40; d.sink_tokens = 3; }
         if (cfg == 2) { d.causal = 1; d.dropout_p = 0.15f; d.dropout_seed = 11; d.softcap = 6.0f; }
         if (cfg == 3) { d.causal = 1; bias = t_make_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, 0, &r, NULL); d.dbias = (float *)1; }
+        /* Longformer's global rows and keys far outside the window: the pairs that shrink to the
+           global rows alone (dQ partials at 300 keys, direct dq at 250) and to the global keys */
+        if (cfg == 4) { c.Hq = 4; c.Hkv = 2; d.window_left = 30; d.window_right = 10; d.global_tokens = 3; }
+        if (cfg == 5) {
+            c.Hq = 4; c.Hkv = 4; c.Sq = c.Sk = 250; d.causal = 1; d.window_left = 40; d.global_tokens = 1;
+            bias = t_make_bias(&d.bias, c.B, c.Hq, c.Sq, c.Sk, 0, &r, NULL); d.dbias = (float *)1;
+        }
         snprintf(tag, sizeof tag, "long cfg %d", cfg);
         run_case(tag, &d, &c, &r);
         free(bias);
