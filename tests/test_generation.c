@@ -1250,8 +1250,8 @@ static void test_gen_errors(void) {
    runs R = 1..8 rows in one tile and up to four tiles of 8 (32 rows; on AVX2 tiles of 4 up to 16
    rows and one wide staged tile above), f32, f16 and bf16, head dims 48 (the AVX2 4-row tiles'
    P.V in whole passes of 3 column vectors), 64 and 128 (a pass of 2 or 1 after them), a cache
-   long enough for several chunks and a short tail; against the double reference. Then groups 4 over a paged
-   cache (pages cut the chunks) with every thread count bitwise equal. */
+   long enough for several chunks and a short tail; against the double reference. Then groups 4
+   over a paged cache (pages cut the chunks) with every thread count bitwise equal. */
 static void test_decode_rows(void) {
     static const int gs[] = { 1, 4 }, Ds[] = { 48, 64, 128 };
     static const attn_dtype dts[] = { ATTN_F32, ATTN_F16, ATTN_BF16 };
