@@ -13307,10 +13307,10 @@ static attn_status attn__lsh_decode(const attn__call *c) {
    at a time on the Q.K^T tile kernel (ATTN__BQ tokens as its key rows, the unit centroids in
    its ATTN__BQ lanes; at that width every kernel computes each score as the same sum over d in
    order whatever the token's row, so identical rows score identically and the tie rule holds),
-   streamed in position order into one candidate list per cluster that is cut to its best w by
-   a quickselect on (score, position) keys whenever it reaches 2w (O(n) expected; after the
-   first cut only the few tokens above the cluster's w-th score enter, found by a branch-free
-   test per token; the cuts keep position order, so no sort follows); each window's attention
+   all kept; a bound from each block's two best scores (at or below the w-th best) lets only
+   about w tokens a cluster into its candidate list in one pass in position order, cut to its
+   best w by a quickselect on (score, position) keys (and whenever it reaches 2w; the cuts keep
+   position order, so no sort follows; see attn__rt_route); each window's attention
    on the Q.K^T and P.V tile kernels (its keys from the head's raw keys, kept in fp32 for the
    routing, its values loaded from the tensor, its queries gathered into lanes from the raw keys
    when q and k are the same rows, else from the raw queries, as ATTN_LSH's chunks). Every
