@@ -3921,6 +3921,13 @@ typedef struct attn__isa {
     /* ATTN_ROUTING's screen of one token's cluster scores: bit j of the result is s[j] > thr[j]
        for j < ATTN__BQ (0 for NaN), on every ISA (the scalar loop was 10% of a forward) */
     uint64_t (*rt_above)(const float *s, const float *thr);
+    /* ATTN_ROUTING's selection bound. rt_top2: for each block of bs rows of S [nt][ATTN__BQ]
+       (the last may be short), its two largest rank keys (attn__rt_ukey) in each lane, the
+       largest first, as two rows of M [2 ceil(nt / bs)][ATTN__BQ] (0 where a block has one row).
+       rt_kth: T[l] = the k-th largest of M[0..m)[l], 1 <= k <= m, for every lane l at once.
+       Exact on every ISA: the same bits. */
+    void (*rt_top2)(const float *S, int nt, int bs, uint32_t *M);
+    void (*rt_kth)(const uint32_t *M, int m, int k, uint32_t *T);
 } attn__isa;
 
 /* --- scalar: always compiled, the reference the SIMD kernels are tested against --------- */
@@ -4239,11 +4246,48 @@ static uint64_t attn__rt_above_scalar(const float *s, const float *thr) {
     return m;
 }
 
+/* A routing score's rank as an unsigned key (larger is better): NaN ranks as -inf and -0 as +0
+   (their float compares are equal); the sign-folded bits. The high word of attn__rt_key. */
+static uint32_t attn__rt_ukey(float s) {
+    const uint32_t u = attn__f32_to_bits(s == s ? s + 0.0f : -INFINITY);
+    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+
+static void attn__rt_top2_scalar(const float *S, int nt, int bs, uint32_t *M) {
+    int r0, r, j;
+    for (r0 = 0; r0 < nt; r0 += bs, M += 2 * ATTN__BQ)
+        for (j = 0; j < ATTN__BQ; ++j) {
+            uint32_t m1 = 0, m2 = 0;
+            for (r = r0; r < ATTN__MIN(r0 + bs, nt); ++r) {
+                const uint32_t u = attn__rt_ukey(S[(size_t)r * ATTN__BQ + j]);
+                m2 = ATTN__MAX(m2, ATTN__MIN(m1, u));
+                m1 = ATTN__MAX(m1, u);
+            }
+            M[j] = m1;
+            M[ATTN__BQ + j] = m2;
+        }
+}
+
+/* The k-th largest a lane: the largest t with at least k keys >= t, built bit by bit from the top */
+static void attn__rt_kth_scalar(const uint32_t *M, int m, int k, uint32_t *T) {
+    int j, r, bit;
+    for (j = 0; j < ATTN__BQ; ++j) {
+        uint32_t t = 0;
+        for (bit = 31; bit >= 0; --bit) {
+            const uint32_t c = t | (uint32_t)1 << bit;
+            int cnt = 0;
+            for (r = 0; r < m; ++r) cnt += M[(size_t)r * ATTN__BQ + j] >= c;
+            if (cnt >= k) t = c;
+        }
+        T[j] = t;
+    }
+}
+
 static const attn__isa attn__isa_scalar = {
     "scalar", 0, attn__qk_scalar, attn__qk_narrow_scalar, attn__softmax_scalar, attn__pv_scalar, attn__load_row, attn__store_row,
     attn__dot_scalar, attn__axpy_scalar, attn__scal_scalar, attn__max_scalar, attn__exp_sum_scalar, attn__madd_scalar,
     attn__ssm_scan_scalar, attn__elu1_scalar, attn__elu1_grad_scalar, attn__cos_feat_scalar, attn__ssm_bwd_sc, attn__ssm_cbwd_sc, attn__ssm_cscan_sc, attn__gather_t_scalar,
-    attn__sqk_softmax_scalar, attn__hash_arg_scalar, attn__rt_above_scalar
+    attn__sqk_softmax_scalar, attn__hash_arg_scalar, attn__rt_above_scalar, attn__rt_top2_scalar, attn__rt_kth_scalar
 };
 
 /* --- x86 SIMD: compiled with target attributes so one binary serves every x86 CPU -------- */
@@ -5125,11 +5169,46 @@ ATTN__T512 static uint64_t attn__rt_above_avx512(const float *s, const float *th
     return m;
 }
 
+ATTN__T512 static void attn__rt_top2_avx512(const float *S, int nt, int bs, uint32_t *M) {
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+    const __m512i top = _mm512_set1_epi32(INT32_MIN);
+    int r0, r, j;
+    for (r0 = 0; r0 < nt; r0 += bs, M += 2 * ATTN__BQ)
+        for (j = 0; j < ATTN__BQ; j += 16) {
+            __m512i m1 = _mm512_setzero_si512(), m2 = m1;
+            for (r = r0; r < ATTN__MIN(r0 + bs, nt); ++r) {   /* attn__rt_ukey: max(x, -inf) is -inf for NaN */
+                const __m512i b = _mm512_castps_si512(_mm512_add_ps(_mm512_max_ps(_mm512_loadu_ps(S + (size_t)r * ATTN__BQ + j), ninf), zero));
+                const __m512i u = _mm512_xor_si512(b, _mm512_or_si512(_mm512_srai_epi32(b, 31), top));
+                m2 = _mm512_max_epu32(m2, _mm512_min_epu32(m1, u));
+                m1 = _mm512_max_epu32(m1, u);
+            }
+            _mm512_storeu_si512((void *)(M + j), m1);
+            _mm512_storeu_si512((void *)(M + ATTN__BQ + j), m2);
+        }
+}
+
+ATTN__T512 static void attn__rt_kth_avx512(const uint32_t *M, int m, int k, uint32_t *T) {
+    const __m512i one = _mm512_set1_epi32(1), kk = _mm512_set1_epi32(k);
+    int j, r, bit;
+    for (j = 0; j < ATTN__BQ; j += 16) {
+        __m512i t = _mm512_setzero_si512();
+        for (bit = 31; bit >= 0; --bit) {
+            const __m512i c = _mm512_or_si512(t, _mm512_slli_epi32(one, (unsigned)bit));
+            __m512i cnt = _mm512_setzero_si512();
+            for (r = 0; r < m; ++r)
+                cnt = _mm512_mask_add_epi32(cnt, _mm512_cmpge_epu32_mask(_mm512_loadu_si512((const void *)(M + (size_t)r * ATTN__BQ + j)), c), cnt, one);
+            t = _mm512_mask_mov_epi32(t, _mm512_cmpge_epi32_mask(cnt, kk), c);
+        }
+        _mm512_storeu_si512((void *)(T + j), t);
+    }
+}
+
 static const attn__isa attn__isa_avx512 = {
     "avx512", 1, attn__qk_avx512, attn__qk512_narrow, attn__softmax_avx512, attn__pv_avx512, attn__load_avx512,
     attn__store_avx512, attn__dot_avx512, attn__axpy_avx512, attn__scal_avx512, attn__max_avx512, attn__exp_sum_avx512,
     attn__madd_avx512, attn__ssm_scan_avx512, attn__elu1_avx512, attn__elu1_grad_avx512, attn__cos_feat_avx512, attn__ssm_bwd_512, attn__ssm_cbwd_512, attn__ssm_cscan_512,
-    attn__gather_t_avx512, attn__sqk_softmax_avx512, attn__hash_arg_avx512, attn__rt_above_avx512
+    attn__gather_t_avx512, attn__sqk_softmax_avx512, attn__hash_arg_avx512, attn__rt_above_avx512, attn__rt_top2_avx512,
+    attn__rt_kth_avx512
 };
 
 /* --- AVX2 + FMA + F16C: the same kernels on 8 lanes --------------------------------------- */
@@ -5845,11 +5924,47 @@ ATTN__T256 static uint64_t attn__rt_above_avx2(const float *s, const float *thr)
     return m;
 }
 
+ATTN__T256 static void attn__rt_top2_avx2(const float *S, int nt, int bs, uint32_t *M) {
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    const __m256i top = _mm256_set1_epi32(INT32_MIN);
+    int r0, r, j;
+    for (r0 = 0; r0 < nt; r0 += bs, M += 2 * ATTN__BQ)
+        for (j = 0; j < ATTN__BQ; j += 8) {
+            __m256i m1 = _mm256_setzero_si256(), m2 = m1;
+            for (r = r0; r < ATTN__MIN(r0 + bs, nt); ++r) {   /* attn__rt_ukey: max(x, -inf) is -inf for NaN */
+                const __m256i b = _mm256_castps_si256(_mm256_add_ps(_mm256_max_ps(_mm256_loadu_ps(S + (size_t)r * ATTN__BQ + j), ninf), zero));
+                const __m256i u = _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi32(b, 31), top));
+                m2 = _mm256_max_epu32(m2, _mm256_min_epu32(m1, u));
+                m1 = _mm256_max_epu32(m1, u);
+            }
+            _mm256_storeu_si256((__m256i *)(void *)(M + j), m1);
+            _mm256_storeu_si256((__m256i *)(void *)(M + ATTN__BQ + j), m2);
+        }
+}
+
+ATTN__T256 static void attn__rt_kth_avx2(const uint32_t *M, int m, int k, uint32_t *T) {
+    const __m256i one = _mm256_set1_epi32(1), km1 = _mm256_set1_epi32(k - 1);
+    int j, r, bit;
+    for (j = 0; j < ATTN__BQ; j += 8) {
+        __m256i t = _mm256_setzero_si256();
+        for (bit = 31; bit >= 0; --bit) {
+            const __m256i c = _mm256_or_si256(t, _mm256_slli_epi32(one, bit));
+            __m256i cnt = _mm256_setzero_si256();
+            for (r = 0; r < m; ++r) {                 /* x >= c: max(x, c) == x (no unsigned compare); -1 a key */
+                const __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(M + (size_t)r * ATTN__BQ + j));
+                cnt = _mm256_sub_epi32(cnt, _mm256_cmpeq_epi32(_mm256_max_epu32(x, c), x));
+            }
+            t = _mm256_blendv_epi8(t, c, _mm256_cmpgt_epi32(cnt, km1));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)(T + j), t);
+    }
+}
+
 static const attn__isa attn__isa_avx2 = {
     "avx2", 1, attn__qk_avx2, attn__qk256_narrow, attn__softmax_avx2, attn__pv_avx2, attn__load_avx2, attn__store_avx2,
     attn__dot_avx2, attn__axpy_avx2, attn__scal_avx2, attn__max_avx2, attn__exp_sum_avx2, attn__madd_avx2,
     attn__ssm_scan_avx2, attn__elu1_avx2, attn__elu1_grad_avx2, attn__cos_feat_avx2, attn__ssm_bwd_256, attn__ssm_cbwd_256, attn__ssm_cscan_256, attn__gather_t_avx2,
-    attn__sqk_softmax_avx2, attn__hash_arg_avx2, attn__rt_above_avx2
+    attn__sqk_softmax_avx2, attn__hash_arg_avx2, attn__rt_above_avx2, attn__rt_top2_avx2, attn__rt_kth_avx2
 };
 #endif /* ATTN__X86_SIMD */
 
@@ -6347,7 +6462,7 @@ static const attn__isa attn__isa_neon = {
     "neon", 0, attn__qk_neon, attn__qk_narrow_neon, attn__softmax_neon, attn__pv_neon, attn__load_neon, attn__store_row,
     attn__dot_neon, attn__axpy_neon, attn__scal_neon, attn__max_neon, attn__exp_sum_neon, attn__madd_neon,
     attn__ssm_scan_neon, attn__elu1_neon, attn__elu1_grad_neon, attn__cos_feat_neon, attn__ssm_bwd_neon, attn__ssm_cbwd_neon, attn__ssm_cscan_neon, attn__gather_t_scalar,
-    attn__sqk_softmax_neon, attn__hash_arg_scalar, attn__rt_above_scalar
+    attn__sqk_softmax_neon, attn__hash_arg_scalar, attn__rt_above_scalar, attn__rt_top2_scalar, attn__rt_kth_scalar
 };
 #endif /* ATTN__NEON */
 
@@ -13192,10 +13307,10 @@ static attn_status attn__lsh_decode(const attn__call *c) {
    at a time on the Q.K^T tile kernel (ATTN__BQ tokens as its key rows, the unit centroids in
    its ATTN__BQ lanes; at that width every kernel computes each score as the same sum over d in
    order whatever the token's row, so identical rows score identically and the tie rule holds),
-   streamed in position order into one candidate list per cluster that is cut to its best w by
-   a quickselect on (score, position) keys whenever it reaches 2w (O(n) expected; after the
-   first cut only the few tokens above the cluster's w-th score enter, found by a branch-free
-   test per token; the cuts keep position order, so no sort follows); each window's attention
+   all kept; a bound from each block's two best scores (at or below the w-th best) lets only
+   about w tokens a cluster into its candidate list in one pass in position order, cut to its
+   best w by a quickselect on (score, position) keys (and whenever it reaches 2w; the cuts keep
+   position order, so no sort follows; see attn__rt_route); each window's attention
    on the Q.K^T and P.V tile kernels (its keys from the head's raw keys, kept in fp32 for the
    routing, its values loaded from the tensor, its queries gathered into lanes from the raw keys
    when q and k are the same rows, else from the raw queries, as ATTN_LSH's chunks). Every
@@ -13221,17 +13336,13 @@ typedef struct attn__rt {
 typedef struct attn__rt_ent { float s; int pos; } attn__rt_ent;
 
 /* A routing score's rank key: larger is better, so a higher score wins and, at an equal score,
-   the lower position (the tie rule); distinct for distinct positions. NaN ranks as -inf and
-   -0 as +0 (their float compares are equal). The score's sign-folded bits are the high word. */
+   the lower position (the tie rule); distinct for distinct positions. The score's rank
+   (attn__rt_ukey) is the high word. */
 static uint64_t attn__rt_key(float s, int pos) {
-    uint32_t u = attn__f32_to_bits(s == s ? s + 0.0f : -INFINITY);
-    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
-    return (uint64_t)u << 32 | (uint32_t)(0xFFFFFFFFu - (uint32_t)pos);
+    return (uint64_t)attn__rt_ukey(s) << 32 | (uint32_t)(0xFFFFFFFFu - (uint32_t)pos);
 }
-static float attn__rt_key_score(uint64_t k) {
-    const uint32_t u = (uint32_t)(k >> 32);
-    return attn__bits_to_f32((u & 0x80000000u) ? u & 0x7FFFFFFFu : ~u);
-}
+static float attn__rt_ukey_score(uint32_t u) { return attn__bits_to_f32((u & 0x80000000u) ? u & 0x7FFFFFFFu : ~u); }
+static float attn__rt_key_score(uint64_t k) { return attn__rt_ukey_score((uint32_t)(k >> 32)); }
 
 static void attn__rt_swap(uint64_t *a, int i, int j) { const uint64_t t = a[i]; a[i] = a[j]; a[j] = t; }
 
@@ -13296,24 +13407,40 @@ static void attn__unit(const attn__isa *isa, const float *src, float *dst, int D
     isa->scal(dst, nn > 0.0f ? 1.0f / sqrtf(nn) : 0.0f, D);
 }
 
+/* The rows of a selection bound's block (attn__rt_route): the largest power of two up to
+   min(n / w, ATTN__BQ), so there are at least w blocks and a tile holds whole blocks. */
+static int attn__rt_block(int n, int w) {
+    int bs = 1;
+    while (bs < ATTN__BQ && (size_t)bs * 2 * (size_t)w <= (size_t)n) bs *= 2;
+    return bs;
+}
+
+/* Rows of attn__rt_route's bound scratch M for n tokens and windows of w: two a block
+   (attn__rt_block: at most max(2w, n / ATTN__BQ rounded up) blocks), and one for the bound */
+static size_t attn__rt_bound_rows(size_t n, size_t w) { return 2 * (2 * w + (n + ATTN__BQ - 1) / ATTN__BQ) + 1; }
+
 /* Routes clusters c0 .. c0 + ncb - 1 (ncb <= ATTN__BQ) of head h over the n tokens' unit keys
    Xn (and, with separate_qk, unit queries Xq), or, when U [BQ][D] is given, over their raw rows
    (each block of ATTN__BQ made unit in U first, as attn__unit; the forward keeps only the raw
    rows): cluster c0 + cl's window, its w best tokens sorted by position, is left in lists[cl * w ..] (its query window in qlists[cl * w ..]).
-   lists and qlists are each [BQ][2w] entries of scratch: per cluster a candidate list of rank
-   keys (attn__rt_key) in position order, at most 2w long; hn, hnq [BQ] their lengths. The first
-   2w tokens fill every list; when a list reaches 2w it keeps its w best (attn__rt_keep), and
-   their worst score thr[cl] then screens the later tokens (only a token scoring above it can
-   enter: at an equal score the kept token's lower position wins), which few pass: the ISA's
-   rt_above tests a token's ATTN__BQ scores at once first. Scratch: CT [D][BQ] (the unit centroids in lanes),
-   St [BQ][BQ], 64-byte aligned; thr [BQ]; tmp [2w] keys. The forward and the backward both
-   route here, so they see the same windows. */
+   Every score is kept, Sc [n][BQ], and a bound comes first: the two best rank keys of each block
+   of attn__rt_block rows (the ISA's rt_top2) are distinct tokens' scores, so at least w tokens
+   score at or above the w-th largest of them (rt_kth), and the w best do too. Then one pass in
+   position order: a cluster's candidate list of rank keys (attn__rt_key) takes the tokens at or
+   above its bound (about w + w / 10 on random scores); should it reach 2w it keeps its w best
+   (attn__rt_keep), whose worst score then screens the later tokens (only a token scoring above
+   it can enter: at an equal score the kept token's lower position wins); the ISA's rt_above
+   tests a token's ATTN__BQ scores at once. lists and qlists are each [BQ][2w] entries of
+   scratch, hn, hnq [BQ] the lists' lengths. Scratch: CT [D][BQ] (the unit centroids in lanes),
+   Sc [n][BQ], 64-byte aligned; M [attn__rt_bound_rows][BQ]; thr [BQ]; tmp [2w] keys. The
+   forward and the backward both route here, so they see the same windows. */
 static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int ncb, const float *Xn, const float *Xq,
-                           float *U, float *CT, float *St, float *thr, attn__rt_ent *lists, attn__rt_ent *qlists, int *hn,
-                           int *hnq, uint64_t *tmp) {
+                           float *U, float *CT, float *Sc, uint32_t *M, float *thr, attn__rt_ent *lists,
+                           attn__rt_ent *qlists, int *hn, int *hnq, uint64_t *tmp) {
     const attn__isa *isa = R->isa;
-    const int D = R->P->q.dim, cap = 2 * w;
-    int cl, e, t0, j, role;
+    const int D = R->P->q.dim, cap = 2 * w, bs = attn__rt_block(n, w);
+    const uint32_t lowest = attn__rt_ukey(-INFINITY);
+    int cl, e, t0, j, role, m;
     memset(CT, 0, sizeof(float) * (size_t)D * ATTN__BQ);
     for (cl = 0; cl < ncb; ++cl) {                   /* mu / |mu| (attn__unit's) in lanes, zeros past ncb */
         const float *mu = R->cen + ((size_t)h * R->nc + c0 + cl) * D;
@@ -13324,40 +13451,43 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
         const float *X = role ? Xq : Xn;
         attn__rt_ent *hb = role ? qlists : lists;
         uint64_t *cand = (uint64_t *)(void *)hb;      /* cluster cl's list: cand + cl * cap */
+        uint32_t *T;
+        uint64_t all = 0;                             /* bit cl: every token is cl's candidate */
         int *hs = role ? hnq : hn;
-        for (cl = 0; cl < ncb; ++cl) hs[cl] = 0;
-        for (t0 = 0; t0 < n; t0 += ATTN__BQ) {       /* ATTN__BQ tokens at a time */
+        for (t0 = 0, m = 0; t0 < n; t0 += ATTN__BQ) { /* ATTN__BQ tokens at a time */
             const int nt = ATTN__MIN(ATTN__BQ, n - t0);
             const float *Xt = X + (size_t)t0 * D;
             if (U) {                                  /* raw rows: the block's unit rows (attn__unit's) */
                 for (j = 0; j < nt; ++j) attn__unit(isa, Xt + (size_t)j * D, U + (size_t)j * D, D);
                 Xt = U;
             }
-            /* St[j][cl] = x_(t0+j) . mu_cl: the tokens are the tile's key rows. Each score is the
-               same sum in the same order whichever row a token sits in (see attn__isa's qk), so
-               identical rows score identically and the tie rule holds. */
-            isa->qk(Xt, D, nt, CT, ATTN__BQ, D, St);
-            for (j = 0; j < nt; ++j) {                /* tokens in position order */
-                const float *s = St + (size_t)j * ATTN__BQ;
-                const int pos = t0 + j;
-                uint64_t above;                       /* bit cl: s[cl] > thr[cl] */
-                if (pos < cap) {                      /* the first 2w tokens fill every list */
-                    for (cl = 0; cl < ncb; ++cl) cand[(size_t)cl * cap + hs[cl]++] = attn__rt_key(s[cl], pos);
-                    if (pos == cap - 1) {
-                        for (cl = 0; cl < ncb; ++cl) {
-                            thr[cl] = attn__rt_key_score(attn__rt_keep(cand + (size_t)cl * cap, cap, w, tmp));
-                            hs[cl] = w;
-                        }
-                        for (cl = ncb; cl < ATTN__BQ; ++cl) thr[cl] = INFINITY;
-                    }
-                    continue;
-                }
-                for (above = isa->rt_above(s, thr); above; above &= above - 1) {  /* most tokens enter a few of the 64 lists */
-                    uint64_t *c;
-                    cl = attn__ctz64(above);
-                    c = cand + (size_t)cl * cap;
-                    c[hs[cl]++] = attn__rt_key(s[cl], pos);
-                    if (hs[cl] == cap) { thr[cl] = attn__rt_key_score(attn__rt_keep(c, cap, w, tmp)); hs[cl] = w; }
+            /* Sc[t0 + j][cl] = x_(t0+j) . mu_cl: the tokens are the tile's key rows. Each score is
+               the same sum in the same order whichever row a token sits in (see attn__isa's qk),
+               so identical rows score identically and the tie rule holds. */
+            isa->qk(Xt, D, nt, CT, ATTN__BQ, D, Sc + (size_t)t0 * ATTN__BQ);
+            isa->rt_top2(Sc + (size_t)t0 * ATTN__BQ, nt, bs, M + (size_t)m * ATTN__BQ);
+            m += 2 * ((nt + bs - 1) / bs);
+        }
+        T = M + (size_t)m * ATTN__BQ;
+        isa->rt_kth(M, m, w, T);                      /* m >= 2w: at least w blocks */
+        for (cl = 0; cl < ATTN__BQ; ++cl) {           /* s >= T as s > thr: T's next lower rank */
+            hs[cl] = 0;
+            thr[cl] = cl >= ncb || T[cl] <= lowest ? INFINITY
+                    : attn__rt_ukey_score(T[cl] - 1 == 0x7FFFFFFFu ? 0x7FFFFFFEu : T[cl] - 1);   /* not -0: +0 > -0 fails */
+            if (cl < ncb && T[cl] <= lowest) all |= (uint64_t)1 << cl;   /* the bound is -inf: NaN too */
+        }
+        for (j = 0; j < n; ++j) {                     /* tokens in position order */
+            const float *s = Sc + (size_t)j * ATTN__BQ;
+            uint64_t above;                           /* bit cl: s[cl] > thr[cl] */
+            for (above = isa->rt_above(s, thr) | all; above; above &= above - 1) {  /* most tokens enter none of the 64 lists */
+                uint64_t *c;
+                cl = attn__ctz64(above);
+                c = cand + (size_t)cl * cap;
+                c[hs[cl]++] = attn__rt_key(s[cl], j);
+                if (hs[cl] == cap) {
+                    thr[cl] = attn__rt_key_score(attn__rt_keep(c, cap, w, tmp));
+                    hs[cl] = w;
+                    all &= ~((uint64_t)1 << cl);
                 }
             }
         }
@@ -13375,19 +13505,22 @@ static void attn__rt_route(const attn__rt *R, int h, int n, int w, int c0, int n
 }
 
 /* Floats of ATTN_ROUTING's forward scratch a thread, 0 on overflow: RT [D][BQ] (unit centroids),
-   S [max(BK, w)][BQ], QT [D][BQ], the candidate lists (attn__rt_route) [BQ][2w] keys (2 floats
-   each; separate_qk: the query lists too) (64-byte aligned, first), their scratch [2w] keys;
+   S [max(BK, w)][BQ], QT [D][BQ], the routing scores Sc [n][BQ], the candidate lists
+   (attn__rt_route) [BQ][2w] keys (2 floats each; separate_qk: the query lists too) (64-byte
+   aligned, first), their scratch [2w] keys;
    K [n][D] (the raw keys), acc [n][Dv] (rows of tokens in two windows or more), a row [Dv], a
    window's keys Kw [w][D] and values Vw [w][Dv], U [BQ][D] (a block's unit keys), O [BQ][Dv],
    mx, sum [BQ]; Q [n][D] (the raw queries, used when they are not K's rows: reserved always, so
    the size depends on shapes only and a size query need not pass the call's pointers); ints:
    count [n], list lengths [BQ], every cluster's window [nc][w]; separate_qk adds the query
-   lists' lengths [BQ], the query windows [nc][w] and the key ids [w]. */
+   lists' lengths [BQ], the query windows [nc][w] and the key ids [w]; the route's bound scratch
+   M [attn__rt_bound_rows][BQ]. */
 static size_t attn__rt_ws_floats(const attn__rt *R, int D, int Dv) {
     const size_t n = (size_t)R->n, w = (size_t)R->w, bq = ATTN__BQ, srows = ATTN__MAX((size_t)ATTN__BK, w);
     const size_t m = R->sep ? 2 : 1, d = (size_t)D, dv = (size_t)Dv;
     size_t f = 0;
-    if (!attn__lsh_add(&f, 2 * d + srows, bq) || !attn__lsh_add(&f, n, 2 * d + dv + 1) ||
+    if (!attn__lsh_add(&f, 2 * d + srows, bq) || !attn__lsh_add(&f, n, 2 * d + dv + 1 + bq) ||
+        !attn__lsh_add(&f, attn__rt_bound_rows(n, w), bq) ||
         !attn__lsh_add(&f, w, d + dv + 4 * m * bq + 4 + (m - 1)) || !attn__lsh_add(&f, bq, d + dv + 2 + m) ||
         !attn__lsh_add(&f, (size_t)R->nc, w * m) || !attn__lsh_add(&f, dv + 15, 1) || f > SIZE_MAX / 8)
         return 0;
@@ -13411,8 +13544,8 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     const int qrows = R->sep || !attn__same_rows(&P->q, &P->k);   /* the queries are not K's rows */
     const float one = 1.0f / (1.0f + R->ceps);        /* a token in one window: its count's factor */
     float *RT = R->ws + (size_t)thread * R->ws_floats, *S = RT + (size_t)D * ATTN__BQ;   /* 64-byte aligned */
-    float *QT = S + (size_t)ATTN__MAX(ATTN__BK, R->w) * ATTN__BQ;
-    attn__rt_ent *lists = (attn__rt_ent *)(void *)(QT + (size_t)D * ATTN__BQ), *qlists = lists + (size_t)ATTN__BQ * 2 * R->w;
+    float *QT = S + (size_t)ATTN__MAX(ATTN__BK, R->w) * ATTN__BQ, *Sc = QT + (size_t)D * ATTN__BQ;
+    attn__rt_ent *lists = (attn__rt_ent *)(void *)(Sc + (size_t)R->n * ATTN__BQ), *qlists = lists + (size_t)ATTN__BQ * 2 * R->w;
     uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)ATTN__BQ * 2 * R->w : 0));
     float *K = (float *)(void *)(tmp + 2 * R->w), *acc = K + (size_t)R->n * D, *row = acc + (size_t)R->n * Dv;
     float *Kw = row + Dv, *Vw = Kw + (size_t)R->w * D, *U = Vw + (size_t)R->w * Dv, *O = U + (size_t)ATTN__BQ * D;
@@ -13421,6 +13554,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     int *cnt = (int *)(void *)(Q + (size_t)R->n * D), *hn = cnt + R->n, *kwin = hn + ATTN__BQ;
     int *hnq = kwin + (size_t)nc * R->w, *qwin = R->sep ? hnq + ATTN__BQ : kwin;
     int *kid = qwin + (R->sep ? (size_t)nc * R->w : 0);
+    uint32_t *M = (uint32_t *)(void *)(R->sep ? kid + R->w : hnq);   /* hnq and kid are separate_qk's */
     int i, c0, cl, s, t, e;
     size_t z;
     for (i = 0; i < n; ++i) {                        /* local row i is position off + i */
@@ -13430,7 +13564,7 @@ static void attn__rt_task(void *ctx, int task, int thread) {
     }
     for (c0 = 0; n > 0 && c0 < nc; c0 += ATTN__BQ) { /* every window first: the counts */
         const int ncb = ATTN__MIN(ATTN__BQ, nc - c0);
-        attn__rt_route(R, h, n, w, c0, ncb, K, Q, U, RT, S, mx, lists, qlists, hn, hnq, tmp);
+        attn__rt_route(R, h, n, w, c0, ncb, K, Q, U, RT, Sc, M, mx, lists, qlists, hn, hnq, tmp);
         for (cl = 0; cl < ncb; ++cl)
             for (t = 0; t < w; ++t) {
                 kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;
@@ -13643,16 +13777,21 @@ static attn__rt_head attn__rt_head_at(const attn__rt *R, float *base, int hh, in
     return x;
 }
 
-/* Floats of a backward task's scratch before its staged heads: per window key
-   block (wr = its keys rounded up to ATTN__BQ) ST, dPT [BQ][BQ], KT [D][BQ], VT [Dv][BQ] (64-byte
-   aligned, first); RT [BQ][D]; the candidate lists [BQ][2w] of 2 floats each (separate_qk:
-   twice) and their scratch [2w] keys; the window's keys Kw and accumulators dKa [wr][D], dVa
-   [wr][Dv]; a query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum, delta, ones [BQ]; ints: list
-   lengths [2][BQ]. A multiple of 16. */
+/* Floats of a backward task's scratch before its staged heads, 0 on overflow: per window key
+   block (wr = its keys rounded up to ATTN__BQ) ST, dPT [BQ][BQ], KT [D][BQ], VT [Dv][BQ], the
+   routing scores Sc [n][BQ] (64-byte aligned, first); RT [BQ][D]; the candidate lists [BQ][2w]
+   of 2 floats each (separate_qk: twice) and their scratch [2w] keys; the window's keys Kw and
+   accumulators dKa [wr][D], dVa [wr][Dv]; a query block's Qg, dQa [BQ][D], Gg [BQ][Dv]; mx, sum,
+   delta, ones [BQ]; ints: list lengths [2][BQ]; the route's bound scratch M
+   [attn__rt_bound_rows][BQ]. A multiple of 16. */
 static size_t attn__rt_scr_floats(const attn__rt *R, int D, int Dv) {
     const size_t w = (size_t)R->w, wr = (w + ATTN__BQ - 1) / ATTN__BQ * ATTN__BQ, m = R->sep ? 2 : 1, B = ATTN__BQ;
-    return attn__round16(wr * (2 * B + (size_t)D + (size_t)Dv) + B * (size_t)D + 4 * m * B * w + 4 * w +
-                         wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + 2 * B);
+    size_t f = wr * (2 * B + (size_t)D + (size_t)Dv) + B * (size_t)D + 4 * m * B * w + 4 * w +
+               wr * (2 * (size_t)D + (size_t)Dv) + B * (2 * (size_t)D + (size_t)Dv + 4) + 2 * B;
+    if (!attn__lsh_add(&f, (size_t)R->n, B) || !attn__lsh_add(&f, attn__rt_bound_rows((size_t)R->n, w), B) ||
+        f > SIZE_MAX / 8)
+        return 0;
+    return attn__round16(f);
 }
 
 /* The heads per task (R->hc) and chunks per sequence (R->nch) for nt threads: as few chunks as
@@ -13662,7 +13801,7 @@ static int attn__rt_bwd_plan(attn__rt *R, int nt, int *tasks) {
     const int H = R->P->q.heads, D = R->P->q.dim, Dv = R->P->v.dim;
     const int want = ATTN__MIN(H, (nt + ATTN__MAX(R->units, 1) - 1) / ATTN__MAX(R->units, 1));    /* chunks that fill the threads */
     size_t hc, scr = attn__rt_scr_floats(R, D, Dv);
-    if (!(R->head_floats = attn__rt_head_floats(R, D, Dv))) return 0;
+    if (!scr || !(R->head_floats = attn__rt_head_floats(R, D, Dv))) return 0;
     hc = ATTN__RT_STAGE_BYTES / sizeof(float) / R->head_floats;
     hc = ATTN__MAX((size_t)1, ATTN__MIN(hc, (size_t)((H + want - 1) / want)));
     R->hc = (int)hc;
@@ -13749,13 +13888,14 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
     const int w = ATTN__MIN(R->window, n), pad_end = R->cu ? (u == R->units - 1 ? R->n : off + n) : R->n;
     const int nkb = (w + B - 1) / B, wr = nkb * B, nc = R->nc, self = !R->sep;
     float *ST = R->ws + (size_t)thread * R->ws_floats, *dPT = ST + (size_t)wr * B;   /* 64-byte aligned */
-    float *KT = dPT + (size_t)wr * B, *VT = KT + (size_t)wr * D, *RT = VT + (size_t)wr * Dv;
+    float *KT = dPT + (size_t)wr * B, *VT = KT + (size_t)wr * D, *Sc = VT + (size_t)wr * Dv, *RT = Sc + (size_t)R->n * B;
     attn__rt_ent *lists = (attn__rt_ent *)(void *)(RT + (size_t)B * D), *qlists = lists + (size_t)B * 2 * w;
     uint64_t *tmp = (uint64_t *)(void *)(qlists + (R->sep ? (size_t)B * 2 * w : 0));
     float *Kw = (float *)(void *)(tmp + 2 * w), *dKa = Kw + (size_t)wr * D, *dVa = dKa + (size_t)wr * D;
     float *Qg = dVa + (size_t)wr * Dv, *dQa = Qg + (size_t)B * D, *Gg = dQa + (size_t)B * D, *mx = Gg + (size_t)B * Dv;
     float *sum = mx + B, *dl = sum + B, *ones = dl + B, *heads = ST + R->scr_floats;
     int *hn = (int *)(void *)(ones + B), *hnq = hn + B;
+    uint32_t *M = (uint32_t *)(void *)(hnq + B);
     int i, c, c0, cl, t, q0, kb, r, j, hh;
     size_t z;
     for (i = 0; i < B; ++i) ones[i] = 1.0f;
@@ -13764,7 +13904,7 @@ static void attn__rt_bwd_task(void *ctx, int task, int thread) {
         const attn__rt_head x = attn__rt_head_at(R, heads, hh, n, w);
         for (c0 = 0; n > 0 && c0 < nc; c0 += B) {
             const int ncb = ATTN__MIN(B, nc - c0);
-            attn__rt_route(R, h0 + hh, n, w, c0, ncb, x.Xn, x.Xq, NULL, RT, ST, mx, lists, qlists, hn, hnq, tmp);
+            attn__rt_route(R, h0 + hh, n, w, c0, ncb, x.Xn, x.Xq, NULL, RT, Sc, M, mx, lists, qlists, hn, hnq, tmp);
             for (cl = 0; cl < ncb; ++cl)
                 for (t = 0; t < w; ++t) {
                     x.kwin[(size_t)(c0 + cl) * w + t] = lists[(size_t)cl * w + t].pos;

@@ -426,14 +426,15 @@ static void test_vector_layer(void) {
    Query and key ids overlap (self logits), causal and not, nq 1..64 and nk 1..130. hash_arg
    (ATTN_LSH's bucket argmax) against the strict scan: the same indices, with ties, NaN, inf and
    signed zeros, over two blocks of columns. rt_above (ATTN_ROUTING's screen) against the
-   compares one by one. */
+   compares one by one; rt_top2 (its bound's block maxima) against the scores sorted here, and
+   rt_kth: k keys at or above its result, fewer above, and the result one of the keys. */
 static void check_sqk(const char *isa, const attn__isa *V) {
     enum { NK = 130, DM = 40, NR = 200 };
     static float X[NR * DM], XTb[(DM + 1) * ATTN__BQ + 16], Sb[NK * ATTN__BQ + 16], S0[NK * ATTN__BQ];
     float *XT = XTb + (16 - ((uintptr_t)XTb / 4) % 16) % 16, *S = Sb + (16 - ((uintptr_t)Sb / 4) % 16) % 16;   /* 64-byte aligned */
     float mx[ATTN__BQ], sum[ATTN__BQ];
     t_rng r = t_rng_seed(4242);
-    int rows[ATTN__BQ], kpos[NK], it, i, j, u, e, bad_a = 0, bad_h = 0, bad_g = 0, bad_m = 0, bad_e = 0, bad_s = 0, bad_lane = 0;
+    int rows[ATTN__BQ], kpos[NK], it, i, j, u, e, bad_t = 0, bad_k = 0, bad_a = 0, bad_h = 0, bad_g = 0, bad_m = 0, bad_e = 0, bad_s = 0, bad_lane = 0;
     for (i = 0; i < NR * DM; ++i) X[i] = (float)t_normal(&r);
     for (it = 0; it < 300; ++it) {
         const int n = t_irange(&r, 1, ATTN__BQ), D = t_irange(&r, 1, DM), nk = t_irange(&r, 1, NK), causal = it & 1;
@@ -507,6 +508,45 @@ static void check_sqk(const char *isa, const attn__isa *V) {
         got = V->rt_above(s, thr);
         bad_a += got != want;
     }
+    for (it = 0; it < 200; ++it) {   /* rt_top2 and rt_kth: ranks against sorted floats, with ties, NaN, inf, signed zeros */
+        enum { MR = 2 * ATTN__BQ };
+        static uint32_t M[MR * ATTN__BQ], T[ATTN__BQ];
+        const int nt = t_irange(&r, 1, ATTN__BQ), bs = 1 << t_irange(&r, 0, 6), nb = (nt + bs - 1) / bs;
+        int k, blk;
+        for (i = 0; i < nt * ATTN__BQ; ++i) {
+            const int v = t_irange(&r, 0, 12);
+            S[i] = v == 0 ? NAN : v == 1 ? -0.0f : v == 2 ? 0.0f : v == 3 ? INFINITY : v == 4 ? -INFINITY
+                 : it % 3 ? (float)t_irange(&r, -4, 4) * 0.5f : (float)t_normal(&r);
+        }
+        V->rt_top2(S, nt, bs, M);
+        for (blk = 0; blk < nb; ++blk)
+            for (j = 0; j < ATTN__BQ; ++j) {   /* the two largest of the block, NaN as -inf and -0 as +0 */
+                float a = -INFINITY, b = -INFINITY, x;
+                const int rows = ATTN__MIN(bs, nt - blk * bs);
+                for (u = blk * bs; u < blk * bs + rows; ++u) {
+                    x = S[(size_t)u * ATTN__BQ + j];
+                    x = x != x ? -INFINITY : x == 0.0f ? 0.0f : x;
+                    if (x > a) { b = a; a = x; } else if (x > b) b = x;
+                }
+                x = attn__rt_ukey_score(M[(size_t)2 * blk * ATTN__BQ + j]);
+                bad_t += memcmp(&x, &a, 4) != 0;
+                x = attn__rt_ukey_score(M[(size_t)(2 * blk + 1) * ATTN__BQ + j]);
+                bad_t += rows > 1 ? memcmp(&x, &b, 4) != 0 : M[(size_t)(2 * blk + 1) * ATTN__BQ + j] != 0;
+            }
+        k = t_irange(&r, 1, 2 * nb);
+        V->rt_kth(M, 2 * nb, k, T);
+        for (j = 0; j < ATTN__BQ; ++j) {       /* the k-th largest: k keys at or above it, fewer above */
+            int ge = 0, gt = 0;
+            for (u = 0; u < 2 * nb; ++u) {
+                ge += M[(size_t)u * ATTN__BQ + j] >= T[j];
+                gt += M[(size_t)u * ATTN__BQ + j] > T[j];
+            }
+            for (u = 0; u < 2 * nb && M[(size_t)u * ATTN__BQ + j] != T[j]; ++u) {}
+            bad_k += ge < k || gt >= k || u == 2 * nb;
+        }
+    }
+    T_CHECK(bad_t == 0, "%s rt_top2: %d block maxima / seconds differ from the sorted scores", isa, bad_t);
+    T_CHECK(bad_k == 0, "%s rt_kth: %d lanes' bounds are not the k-th largest key", isa, bad_k);
     T_CHECK(bad_h == 0, "%s hash_arg: %d rows' first max / min differ from the scan", isa, bad_h);
     T_CHECK(bad_a == 0, "%s rt_above: %d masks differ from the compares", isa, bad_a);
     T_CHECK(bad_g == 0, "%s gather_t: %d floats differ from the gathered rows (or written outside)", isa, bad_g);
