@@ -4595,6 +4595,7 @@ ATTN__T512 static void attn__pv512_1row(const float *S, int nk, const float *V, 
 ATTN__T512 static void attn__pv_avx512(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
                                        const float *alpha, float *acc, size_t ldo) {
     int r0, c, j;
+    if (nrows == 1) { attn__pv512_1row(S, nk, V, ldv, Dv, alpha, acc, ldo); return; }   /* a global row alone, decoding */
     if (nrows <= 4) { attn__pv512_4rows(S, nk, V, ldv, Dv, alpha, acc, ldo); return; }
     if (Dv > 32 && Dv <= 64) {    /* 6-row tiles, then 4 rows, then single rows */
         for (r0 = 0; r0 + 6 <= nrows; r0 += 6) attn__pv512_6rows(S + r0, nk, V, ldv, Dv, alpha + r0, acc + (size_t)r0 * ldo, ldo);
@@ -6761,7 +6762,9 @@ static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo 
     uint32_t *PP = (uint32_t *)(void *)(ws + G->pp);
     uint16_t *Kb = (uint16_t *)(void *)(ws + G->kb);
     float *S = ws + G->s, *acc = ws + G->acc;
-    const int D = P->q.dim, Dv = P->v.dim, nlanes = (n + 15) & ~15;
+    /* AMX's P.V rescales 32 rows at a time: each of them takes this chunk's alpha (rows past n
+       masked: 1, or 0 on a row with nothing seen yet and acc 0) */
+    const int D = P->q.dim, Dv = P->v.dim, nlanes = kind == 2 ? (n + 31) & ~31 : (n + 15) & ~15;
     const int nk32 = (nk + 31) & ~31, full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
     const char *kp = (const char *)attn__at(&P->k, tb, k0 + (int)c0, hk);
     const char *vp = (const char *)attn__at(&P->v, tb, k0 + (int)c0, hk);
@@ -6838,10 +6841,9 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
         for (c0 = a; c0 < b; c0 += ATTN__BK) {
             const int nk = (int)ATTN__MIN((long long)ATTN__BK, b - c0);
-            /* far keys on the global rows alone, as attn__tile_chunk_rows; AMX rescales 32 rows at a
-               time from alpha, so it keeps every row */
-            const int rows = kind == 2 ? n : attn__tile_rows(P, v0, n, shift, p0, p1, Lk, c0, c0 + nk);
-            attn__bf16_chunk(P, kind, &G, ws, tb, seq, k0, Lk, hk, v0, rows, shift, p0, p1, c0, nk);
+            /* far keys on the global rows alone, as attn__tile_chunk_rows */
+            attn__bf16_chunk(P, kind, &G, ws, tb, seq, k0, Lk, hk, v0, attn__tile_rows(P, v0, n, shift, p0, p1, Lk, c0, c0 + nk),
+                             shift, p0, p1, c0, nk);
         }
     }
 #if defined(ATTN__AMX)
