@@ -3849,9 +3849,10 @@ typedef struct attn__isa {
        per-tile copy cost it 8%, until the head cache: 182-183 ms against 196-202 in place
        (170-179 on [B, H, S, D]). NEON and scalar read them in place (not measured). */
     int pack_strided_kv;
-    /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16). With nlanes =
-       ATTN__BQ every S[j][r] is the same sum in the same order whatever j and r (one FMA chain
-       over d on the SIMD kernels): ATTN_ROUTING's tie rule relies on it (attn__rt_route) */
+    /* S[j][r] = sum_d K[j][d] QT[d][r], j < nk, r < nlanes (a multiple of 16). Every S[j][r] is
+       the same sum in the same order whatever j, r and nlanes (one FMA chain over d on the SIMD
+       kernels): ATTN_ROUTING's tie rule relies on it (attn__rt_route), and the forward's global
+       rows alone on fewer lanes (attn__tile_chunk_rows) */
     void (*qk)(const float *K, ptrdiff_t ldk, int nk, const float *QT, int nlanes, int D, float *S);
     /* the same for n <= 16 rows from row-major QR [16][ldq] (decoding's narrow tiles) */
     void (*qk_narrow)(const float *K, ptrdiff_t ldk, int nk, const float *QR, size_t ldq, int n, int D, float *S);
@@ -4429,15 +4430,13 @@ ATTN__T512 static void attn__qk512_8x16(const float *K, ptrdiff_t ldk, const flo
     _mm512_store_ps(S + 3 * ATTN__BQ, c3); _mm512_store_ps(S + 4 * ATTN__BQ, c4); _mm512_store_ps(S + 5 * ATTN__BQ, c5);
     _mm512_store_ps(S + 6 * ATTN__BQ, c6); _mm512_store_ps(S + 7 * ATTN__BQ, c7);
 }
+/* one FMA chain over d, as every other tile: a forward tile's global rows alone on 16 lanes
+   get the bits the 64-lane kernels gave them (attn__tile_chunk_rows) */
 ATTN__T512 static void attn__qk512_1x16(const float *K, const float *QT, int D, float *S) {
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0;
+    __m512 c0 = _mm512_setzero_ps();
     int d;
-    for (d = 0; d + 2 <= D; d += 2) {
-        c0 = _mm512_fmadd_ps(_mm512_set1_ps(K[d]), _mm512_load_ps(QT + (size_t)d * ATTN__BQ), c0);
-        c1 = _mm512_fmadd_ps(_mm512_set1_ps(K[d + 1]), _mm512_load_ps(QT + (size_t)(d + 1) * ATTN__BQ), c1);
-    }
-    if (d < D) c0 = _mm512_fmadd_ps(_mm512_set1_ps(K[d]), _mm512_load_ps(QT + (size_t)d * ATTN__BQ), c0);
-    _mm512_store_ps(S, _mm512_add_ps(c0, c1));
+    for (d = 0; d < D; ++d) c0 = _mm512_fmadd_ps(_mm512_set1_ps(K[d]), _mm512_load_ps(QT + (size_t)d * ATTN__BQ), c0);
+    _mm512_store_ps(S, c0);
 }
 
 /* First n lanes set (n clamped to [0, 16]). */
@@ -4640,6 +4639,7 @@ ATTN__T512 static void attn__pv512_1row(const float *S, int nk, const float *V, 
 ATTN__T512 static void attn__pv_avx512(const float *S, int nk, int nrows, const float *V, ptrdiff_t ldv, int Dv,
                                        const float *alpha, float *acc, size_t ldo) {
     int r0, c, j;
+    if (nrows == 1) { attn__pv512_1row(S, nk, V, ldv, Dv, alpha, acc, ldo); return; }   /* a global row alone, decoding */
     if (nrows <= 4) { attn__pv512_4rows(S, nk, V, ldv, Dv, alpha, acc, ldo); return; }
     if (Dv > 32 && Dv <= 64) {    /* 6-row tiles, then 4 rows, then single rows */
         for (r0 = 0; r0 + 6 <= nrows; r0 += 6) attn__pv512_6rows(S + r0, nk, V, ldv, Dv, alpha + r0, acc + (size_t)r0 * ldo, ldo);
@@ -6555,6 +6555,8 @@ static const attn__isa *attn__vec(void) { return attn__pick_isa(); }
 /* 3.7's helpers, defined after this section */
 ATTN__HD static int attn__chunk_full(const attn__problem *P, long long p0, long long p1, long long c0, long long c1);
 ATTN__HD static int attn__key_ranges(const attn__problem *P, long long p0, long long p1, long long Lk, long long r[2][2]);
+static int attn__tile_rows(const attn__problem *P, int v0, int n, long long shift, long long p0, long long p1, long long Lk,
+                           long long c0, long long c1);
 ATTN__HD static int attn__visible(const attn__problem *P, long long p, long long j);
 static void attn__fwd_store(const attn__problem *P, const attn__isa *isa, int tb, int row, int h, const float *acc, float m, float l);
 static void attn__score_stage(const attn__problem *P, attn__smx *X, float *S, int nk, int n, int nlanes, long long c0,
@@ -6875,7 +6877,9 @@ static void attn__bf16_chunk(const attn__problem *P, int kind, const attn__bgeo 
     uint32_t *PP = (uint32_t *)(void *)(ws + G->pp);
     uint16_t *Kb = (uint16_t *)(void *)(ws + G->kb);
     float *S = ws + G->s, *acc = ws + G->acc;
-    const int D = P->q.dim, Dv = P->v.dim, nlanes = (n + 15) & ~15;
+    /* AMX's P.V rescales 32 rows at a time: each of them takes this chunk's alpha (rows past n
+       masked: 1, or 0 on a row with nothing seen yet and acc 0) */
+    const int D = P->q.dim, Dv = P->v.dim, nlanes = kind == 2 ? (n + 31) & ~31 : (n + 15) & ~15;
     const int nk32 = (nk + 31) & ~31, full = attn__chunk_full(P, p0, p1, c0, c0 + nk);
     const char *kp = (const char *)attn__at(&P->k, tb, k0 + (int)c0, hk);
     const char *vp = (const char *)attn__at(&P->v, tb, k0 + (int)c0, hk);
@@ -6950,8 +6954,12 @@ static void attn__bf16_tile(const attn__problem *P, int kind, float *ws, int tb,
     n_ranges = attn__key_ranges(P, p0, p1, Lk, ranges);
     for (ri = 0; ri < n_ranges; ++ri) {
         const long long a = ATTN__MAX(ranges[ri][0], klo), b = ATTN__MIN(ranges[ri][1], khi);
-        for (c0 = a; c0 < b; c0 += ATTN__BK)
-            attn__bf16_chunk(P, kind, &G, ws, tb, seq, k0, Lk, hk, v0, n, shift, p0, p1, c0, (int)ATTN__MIN((long long)ATTN__BK, b - c0));
+        for (c0 = a; c0 < b; c0 += ATTN__BK) {
+            const int nk = (int)ATTN__MIN((long long)ATTN__BK, b - c0);
+            /* far keys on the global rows alone, as attn__tile_chunk_rows */
+            attn__bf16_chunk(P, kind, &G, ws, tb, seq, k0, Lk, hk, v0, attn__tile_rows(P, v0, n, shift, p0, p1, Lk, c0, c0 + nk),
+                             shift, p0, p1, c0, nk);
+        }
     }
 #if defined(ATTN__AMX)
     if (kind == 2) attn__amx_end();
@@ -7018,6 +7026,27 @@ ATTN__HD static int attn__key_ranges(const attn__problem *P, long long p0, long 
     if (pre >= lo) { r[0][0] = 0; r[0][1] = ATTN__MAX(pre, lhi); return 1; }
     if (pre <= 0) { r[0][0] = lo; r[0][1] = lhi; return 1; }
     r[0][0] = 0; r[0][1] = pre; r[1][0] = lo; r[1][1] = lhi; return 2;
+}
+
+/* How many leading positions of [p0, p1] need keys [c0, c1) (inside the key ranges of
+   [p0, p1]): all of them, or only Longformer's global rows (p < global) where the others see
+   none of those keys. Both directions run a block's far keys on its global rows alone. */
+static long long attn__rows_seeing(const attn__problem *P, long long p0, long long p1, long long Lk, long long c0, long long c1) {
+    long long r[2][2];
+    int ri, n;
+    if (p0 >= P->global || p1 < P->global) return p1 - p0 + 1;
+    n = attn__key_ranges(P, P->global, p1, Lk, r);
+    for (ri = 0; ri < n; ++ri)
+        if (r[ri][0] < c1 && r[ri][1] > c0) return p1 - p0 + 1;
+    return P->global - p0;
+}
+
+/* attn__rows_seeing for a tile's rows v0..v0+n-1 (row v at position v / groups + shift,
+   positions p0..p1): how many of its leading rows run keys [c0, c1). */
+static int attn__tile_rows(const attn__problem *P, int v0, int n, long long shift, long long p0, long long p1, long long Lk,
+                           long long c0, long long c1) {
+    const long long np = attn__rows_seeing(P, p0, p1, Lk, c0, c1);
+    return np > p1 - p0 ? n : (int)ATTN__MIN((long long)n, (p0 + np - shift) * P->groups - v0);
 }
 
 /* Where one sequence of the batch lives: tensor batch, its index for seqlens/bias, first row
@@ -7195,7 +7224,7 @@ static int attn__kv_run(const attn__problem *P, long long row, int n) {
 }
 
 /* Attention dropout on a tile's probabilities S [nk][BQ] (defined in 3.9). */
-static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk);
+static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk, int n, int nlanes);
 
 /* Between Q.K^T and the softmax, for every kind of tile: softcap (it comes before bias and
    mask, so it is applied here when either follows; else the softmax kernel fuses it), the
@@ -7248,17 +7277,21 @@ static void attn__tile_chunk_rows(const attn__fwd_ctx *C, attn__tile *T, float *
                                   const float *K, ptrdiff_t ldk, const float *V, ptrdiff_t ldv) {
     const attn__problem *P = C->P;
     const attn__isa *isa = C->isa;
-    const int D = P->q.dim, Dv = P->v.dim, n = T->n;
+    const int D = P->q.dim, Dv = P->v.dim;
     const int full = attn__chunk_full(P, T->p0, T->p1, c0, c0 + nk);
+    /* keys only the tile's leading global rows see run on those rows alone (narrow tiles are at
+       most 16 lanes anyway); the other rows' lanes stay in the softmax masked, as they were */
+    const int n = T->narrow ? T->n : attn__tile_rows(P, T->v0, T->n, T->shift, T->p0, T->p1, T->S.Lk, c0, c0 + nk);
+    const int nlanes = T->narrow ? T->nlanes : (int)attn__round16((size_t)n);
     attn__smx X;
     if (T->narrow) isa->qk_narrow(K, ldk, nk, T->qr, C->geo.ldk, n, D, S);
-    else isa->qk(K, ldk, nk, T->qt, T->nlanes, D, S);
+    else isa->qk(K, ldk, nk, T->qt, nlanes, D, S);
 
     X.m = T->m; X.l = T->l; X.alpha = T->alpha; X.slope = T->slope;
     X.lo = T->lo; X.hi = T->hi; X.cap = T->cap;
-    attn__score_stage(P, &X, S, nk, n, T->nlanes, c0, full, T->S.seq, T->S.Lk, T->head, T->qrow, T->v0, T->shift);
-    isa->softmax(S, nk, T->nlanes, (int)c0, &X);
-    if (P->dropout_p > 0.0f) attn__dropout_tile(P, T, S, c0, nk);   /* l keeps the undropped sum */
+    attn__score_stage(P, &X, S, nk, n, nlanes, c0, full, T->S.seq, T->S.Lk, T->head, T->qrow, T->v0, T->shift);
+    isa->softmax(S, nk, nlanes, (int)c0, &X);
+    if (P->dropout_p > 0.0f) attn__dropout_tile(P, T, S, c0, nk, n, nlanes);   /* l keeps the undropped sum */
     isa->pv(S, nk, n, V, ldv, Dv, T->alpha, T->acc, C->geo.ldo);
 }
 
@@ -8886,15 +8919,16 @@ static const attn__bwd_isa *attn__pick_bwd_isa(const attn__isa *isa) {
     return &attn__bwd_isa_scalar;
 }
 
-/* The forward's hook (attn__tile_chunk): probabilities of the tile's rows times keep/(1-p). */
-static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk) {
+/* The forward's hook (attn__tile_chunk): probabilities of the tile's first n rows (nlanes
+   lanes) times keep/(1-p). */
+static void attn__dropout_tile(const attn__problem *P, const attn__tile *T, float *S, long long c0, int nk, int n, int nlanes) {
     uint32_t ra[ATTN__BQ], rc[ATTN__BQ];
     int r;
-    for (r = 0; r < T->nlanes; ++r) {
-        if (r < T->n) attn__dropout_row(P, T->S.tb, T->head[r], T->qrow[r], &ra[r], &rc[r]);
+    for (r = 0; r < nlanes; ++r) {
+        if (r < n) attn__dropout_row(P, T->S.tb, T->head[r], T->qrow[r], &ra[r], &rc[r]);
         else ra[r] = rc[r] = 0;
     }
-    attn__pick_bwd_isa(attn__pick_isa())->dropout(S, nk, T->nlanes, (uint32_t)(T->S.k0 + c0), ra, rc,
+    attn__pick_bwd_isa(attn__pick_isa())->dropout(S, nk, nlanes, (uint32_t)(T->S.k0 + c0), ra, rc,
                                                   attn__dropout_thr(P->dropout_p), 1.0f / (1.0f - P->dropout_p));
 }
 
@@ -9105,17 +9139,11 @@ static void attn__bwd_unit(const attn__bwd_ctx *C, const attn__bwd_ws *W, const 
                        against keys its other rows never see, the global key column runs as 1 key */
                     const long long cb = c0 + (long long)kg * ATTN__BQ;
                     long long kend_seen = cb;
-                    int ri, rows = n;
+                    int ri, rows;
                     for (ri = 0; ri < nr; ++ri)
                         if (rg[ri][0] < cb + nk[kg] && rg[ri][1] > cb) kend_seen = ATTN__MAX(kend_seen, ATTN__MIN(rg[ri][1], cb + nk[kg]));
                     if (kend_seen == cb) continue;
-                    if (p0 < P->global && p1 >= P->global) {
-                        long long rl[2][2];
-                        const int nl = attn__key_ranges(P, P->global, p1, S->Lk, rl);
-                        int local_seen = 0;
-                        for (ri = 0; ri < nl; ++ri) local_seen |= rl[ri][0] < kend_seen && rl[ri][1] > cb;
-                        if (!local_seen) rows = (int)(P->global - p0);
-                    }
+                    rows = (int)attn__rows_seeing(P, p0, p1, S->Lk, cb, kend_seen);
                     if (!Qr) {
                         Qr = attn__bwd_rows_f32(C->isa, &P->q, S->tb, S->q0 + i, h, n, W->qc, C->ldk, &ldq, 1);
                         Or = attn__bwd_rows_f32(C->isa, &C->dout, S->tb, S->q0 + i, h, n, W->oc, C->ldv, &ldo, 1);

@@ -163,6 +163,8 @@ static void test_amx_reference(void) {
     a_case(&r, M_NONE, 1, 70, 1500, 1, 1, 64, 64, ATTN_F32);
     a_case(&r, M_CAUSAL, 1, 1100, 1100, 1, 1, 32, 48, ATTN_F32);
     a_case(&r, M_SINK, 1, 130, 1400, 2, 1, 128, 128, ATTN_F32);
+    /* global rows alone on the key blocks past their tile's window (several blocks, GQA) */
+    a_case(&r, M_GLOBAL, 1, 400, 400, 4, 2, 64, 64, ATTN_F32);
     /* Sq = 1 with Hq/Hkv = 1 is decoding (fp32 narrow kernels), 17 rows of a group are not */
     a_case(&r, M_CAUSAL, 2, 1, 300, 4, 4, 64, 64, ATTN_F32);
     a_case(&r, M_CAUSAL, 1, 1, 300, 17, 1, 64, 64, ATTN_F32);

@@ -927,6 +927,63 @@ static void test_hook(void *user, int n_tasks, int n_threads, attn_task_fn task,
     }
 }
 
+/* Longformer's global rows alone: where a 64-row tile holds global rows (p < global_tokens)
+   and its other rows see none of a key block, the forward runs that block on the global rows
+   alone (attn__rows_seeing). Global rows far outside the window, several of them, past the
+   first tile, under GQA (tiles that start inside a position's heads), causal, dilated, sinks,
+   padded sequences, a KV offset (Sq < Sk), bf16 kernels: each against the double reference,
+   and bitwise the same on 1, 2 and 3 threads. */
+static void test_global_rows(void) {
+    t_rng r = t_rng_seed(45);
+    static const int cfgs[10][13] = {   /* B, Sq, Sk, Hq, Hkv, D, global, wl, wr, causal, dil, sinks, pad/bf16 */
+        { 1, 300, 300, 2, 2, 64, 1, 16, 16, 0, 0, 0, 0 },   /* one global row, far keys */
+        { 1, 333, 333, 4, 2, 64, 3, 8, 8, 0, 0, 0, 0 },     /* several, GQA */
+        { 1, 260, 260, 3, 1, 32, 70, 20, 5, 0, 0, 0, 0 },   /* global rows past tile 0, groups 3 */
+        { 1, 400, 400, 2, 2, 64, 2, 30, 0, 1, 0, 0, 0 },    /* causal + global */
+        { 2, 350, 350, 2, 1, 48, 2, 10, 10, 0, 0, 0, 1 },   /* padded sequences */
+        { 1, 300, 302, 2, 2, 64, 5, 12, 12, 0, 0, 0, 0 },   /* KV offset: query i at i + 2 */
+        { 1, 320, 320, 2, 2, 64, 2, 9, 9, 0, 2, 1, 0 },     /* dilated, a sink */
+        { 1, 300, 300, 2, 2, 64, 1, 16, 16, 0, 0, 0, 2 },   /* bf16 kernels */
+        { 1, 129, 129, 16, 1, 16, 1, 4, 4, 0, 0, 0, 0 },    /* 16 global rows (one per head) */
+        { 1, 200, 200, 2, 2, 80, 3, 0, 6, 1, 0, 0, 1 }      /* causal, right window, padded */
+    };
+    int cfg;
+    for (cfg = 0; cfg < 10; ++cfg) {
+        const int *x = cfgs[cfg];
+        const int B = x[0], Sq = x[1], Sk = x[2], Hq = x[3], D = x[5];
+        const size_t ob = (size_t)B * Sq * Hq * D * sizeof(float), lb = (size_t)B * Hq * Sq * sizeof(float);
+        unsigned char *out0 = (unsigned char *)t_xmalloc(ob), *lse0 = (unsigned char *)t_xmalloc(lb);
+        int sql[2], skl[2], t;
+        simple_call c;
+        char tag[96];
+        sc_init(&c, x[12] == 2 ? ATTN_BF16 : ATTN_F32, ATTN_F32, B, Sq, Sk, Hq, x[4], D, D, &r);
+        c.d.global_tokens = x[6]; c.d.window_left = x[7]; c.d.window_right = x[8]; c.d.causal = x[9];
+        c.d.dilation = x[10]; c.d.sink_tokens = x[11];
+        if (x[12] == 1) {           /* the second sequence padded: its last tiles shorter */
+            sql[0] = Sq; sql[1] = Sq - 77; skl[0] = Sk; skl[1] = Sk - 77;
+            c.d.seqlens_q = sql; c.d.seqlens_k = skl;
+        }
+        for (t = 1; t <= 3; ++t) {
+            attn_status st;
+            c.d.n_threads = t;
+            snprintf(tag, sizeof tag, "global rows alone #%d, %d thread(s)", cfg, t);
+            if (t == 1) {
+                if (!fwd_check(tag, &c.d, &c.q, &c.k, &c.v, &c.out, 1)) break;
+                st = sc_run(&c);          /* this time with c.lse */
+                if (!T_CHECK(st == ATTN_OK, "%s: status %s", tag, attn_status_str(st))) break;
+                memcpy(out0, c.out.buf, ob); memcpy(lse0, c.lse, lb);
+                continue;
+            }
+            t_sentinel(c.out.buf, ob, 1); t_sentinel(c.lse, lb, 2);
+            st = sc_run(&c);
+            T_CHECK(st == ATTN_OK && memcmp(out0, c.out.buf, ob) == 0 && memcmp(lse0, c.lse, lb) == 0,
+                    "%s: status %s, or the result differs bitwise from 1 thread", tag, attn_status_str(st));
+        }
+        sc_free(&c);
+        free(out0); free(lse0);
+    }
+}
+
 static void prop_threads(void) {
     t_rng r = t_rng_seed(8);
     int cfg, hook_calls = 0;
@@ -2287,6 +2344,7 @@ void test_exact(void) {
     prop_decode();
     prop_split_merge();
     prop_threads();
+    test_global_rows();
     prop_history();
     test_merge();
     fuzz_forward();
