@@ -15185,23 +15185,37 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
 
 #define ATTN__PBW_KEEP ((size_t)2 << 20)   /* floats of K~ a task keeps (8 MiB) */
 
-/* Rows [r0, r0 + n) of heads [h0, h0 + nh) of x, read in address order, into X as [head][n][dim]. */
-static void attn__pbw_stage(const attn__isa *isa, const attn__view *x, int b, int h0, int nh, int r0, int n, float *X) {
+/* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y (optional) into Y, read in
+   address order (a [seq][heads][dim] tensor streams through the prefetchers): row i of head h
+   lands i rs + h hs rows (of its dim) in, so rs nh, hs 1 lays them out [n][nh][dim]
+   (attn__lnc_stage) and rs 1, hs n [nh][n][dim] (attn__pbw_task). */
+static void attn__stage_rows(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
+                             int n, size_t rs, size_t hs, float *X, float *Y) {
     int i, h;
     for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h)
-            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)h * n + i) * x->dim, x->dim, 1.0f);
+        for (h = 0; h < nh; ++h) {
+            const size_t at = (size_t)i * rs + (size_t)h * hs;
+            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + at * x->dim, x->dim, 1.0f);
+            if (y) isa->load(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + at * y->dim, y->dim, 1.0f);
+        }
 }
 
-/* The inverse of attn__pbw_stage; rows past n up to `to` get 0 (padding). */
-static void attn__pbw_unstage(const attn__isa *isa, const attn__view *x, int b, int h0, int nh, int r0, int n, int to,
-                              const float *X) {
+/* Writes staged rows back (the inverse of attn__stage_rows, y optional); rows past n up to `to`
+   get 0 (the padding of a shorter sequence). */
+static void attn__unstage_rows(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
+                               int n, int to, size_t rs, size_t hs, const float *X, const float *Y) {
     int i, h;
     for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h)
-            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)h * n + i) * x->dim, x->dim, 1.0f);
+        for (h = 0; h < nh; ++h) {
+            const size_t at = (size_t)i * rs + (size_t)h * hs;
+            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + at * x->dim, x->dim, 1.0f);
+            if (y) isa->store(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + at * y->dim, y->dim, 1.0f);
+        }
     for (i = r0 + n; i < to; ++i)
-        for (h = 0; h < nh; ++h) attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
+        for (h = 0; h < nh; ++h) {
+            attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
+            if (y) attn__store_zero_row(attn__at(y, b, i, h0 + h), y->dtype, y->dim);
+        }
 }
 
 /* The products with W of nh heads' rows (n a head, heads one after another) in one GEMM, which
@@ -15277,8 +15291,7 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
     for (j0 = 0; j0 < Lk; j0 += n) {                   /* keys into (S, z), K~ kept */
         float *Kb = Kf + (size_t)ATTN__MIN(j0, keep) * nh * F;
         n = ATTN__MIN(KB, Lk - j0);
-        attn__pbw_stage(isa, &L->k, b, hk0, nh, j0, n, Xk);
-        attn__pbw_stage(isa, &L->v, b, hk0, nh, j0, n, Vk);
+        attn__stage_rows(isa, &L->k, &L->v, b, hk0, nh, j0, n, 1, (size_t)n, Xk, Vk);
         attn__pbw_project(L, B->gemm, nh, n, Xk, Kb);
         for (h = 0; h < nh; ++h) {
             attn__pbw_head(L, W, S0 + h * ps, G0 + h * ps);
@@ -15294,8 +15307,7 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
     for (q0 = 0; q0 < Lq; q0 += n) {                   /* query rows: dq, and into (G, h) */
         int m;
         n = ATTN__MIN(CH, Lq - q0); m = g * n;
-        attn__pbw_stage(isa, &L->q, b, hk0 * g, nh * g, q0, n, Xq);
-        attn__pbw_stage(isa, &C->dout, b, hk0 * g, nh * g, q0, n, Gq);
+        attn__stage_rows(isa, &L->q, &C->dout, b, hk0 * g, nh * g, q0, n, 1, (size_t)n, Xq, Gq);
         attn__pbw_project(L, B->gemm, nh, m, Xq, Qa);
         for (h = 0; h < nh; ++h) {
             const float *XQ = Xq + (size_t)h * m * D;
@@ -15340,15 +15352,14 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
             ref[2 * h] = Rref; ref[2 * h + 1] = (float)rhas;
         }
         attn__pbw_chain(L, B->gemm, nh, m, Xq, Qa, dQa, dXq, 1);
-        attn__pbw_unstage(isa, &C->dq, b, hk0 * g, nh * g, q0, n, 0, dXq);
+        attn__unstage_rows(isa, &C->dq, NULL, b, hk0 * g, nh * g, q0, n, 0, 1, (size_t)n, dXq, NULL);
     }
-    attn__pbw_unstage(isa, &C->dq, b, hk0 * g, nh * g, Lq, 0, Sq, NULL);   /* padding rows */
+    attn__unstage_rows(isa, &C->dq, NULL, b, hk0 * g, nh * g, Lq, 0, Sq, 1, 0, NULL, NULL);   /* padding rows */
     kd0 = Lq == 0 ? 0 : Lk;          /* no query row: every dk, dv is 0 (and kc of no use) */
     for (j0 = 0; j0 < kd0; j0 += n) {                  /* keys again: dk, dv from (G, h) */
         float *Kb = Kf + (size_t)ATTN__MIN(j0, keep) * nh * F;
         n = ATTN__MIN(KB, kd0 - j0);
-        attn__pbw_stage(isa, &L->k, b, hk0, nh, j0, n, Xk);
-        attn__pbw_stage(isa, &L->v, b, hk0, nh, j0, n, Vk);
+        attn__stage_rows(isa, &L->k, &L->v, b, hk0, nh, j0, n, 1, (size_t)n, Xk, Vk);
         if (j0 >= keep) attn__pbw_project(L, B->gemm, nh, n, Xk, Kb);   /* K~ again, bitwise the first pass's */
         for (h = 0; h < nh; ++h) {
             attn__pbw_head(L, W, S0 + h * ps, G0 + h * ps);
@@ -15363,11 +15374,9 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
             attn__lbw_keys_from_state(L, W, n, kc + (size_t)h * Sk + j0, ref[2 * h], ref[2 * h + 1] != 0.0f);
         }
         attn__pbw_chain(L, B->gemm, nh, n, Xk, Kb, dKa, dXk, 0);
-        attn__pbw_unstage(isa, &C->dk, b, hk0, nh, j0, n, 0, dXk);
-        attn__pbw_unstage(isa, &C->dv, b, hk0, nh, j0, n, 0, dVk);
+        attn__unstage_rows(isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, 1, (size_t)n, dXk, dVk);
     }
-    attn__pbw_unstage(isa, &C->dk, b, hk0, nh, kd0, 0, Sk, NULL);          /* padding keys */
-    attn__pbw_unstage(isa, &C->dv, b, hk0, nh, kd0, 0, Sk, NULL);
+    attn__unstage_rows(isa, &C->dk, &C->dv, b, hk0, nh, kd0, 0, Sk, 1, 0, NULL, NULL);   /* padding keys */
 }
 
 /* ---- the non-causal backward of ATTN_LINEAR and ATTN_COSFORMER: no forward recomputed --------
@@ -15395,32 +15404,16 @@ typedef struct attn__lnc_bufs {
 #define ATTN__LNC_STAGE 98304     /* floats of staged rows per block at full heads (384 KiB) */
 static size_t attn__lnc_st(const attn__lin *L) { return ((size_t)L->F * L->Dv + L->F + 15) & ~(size_t)15; }
 
-/* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y (optional) into Y (dims dx, dy). */
+/* attn__stage_rows laid out [n][nh][dim] (X) and [n][nh][y's dim] (Y) */
 static void attn__lnc_stage(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
                             int n, float *X, float *Y) {
-    int i, h;
-    for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h) {
-            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)i * nh + h) * x->dim, x->dim, 1.0f);
-            if (y) isa->load(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
-        }
+    attn__stage_rows(isa, x, y, b, h0, nh, r0, n, (size_t)nh, 1, X, Y);
 }
 
-/* Writes staged rows back (the inverse of attn__lnc_stage, y optional); rows past n up to
-   `to` get 0 (the padding of a shorter sequence). */
+/* attn__unstage_rows of the same layout */
 static void attn__lnc_unstage(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
                               int n, int to, const float *X, const float *Y) {
-    int i, h;
-    for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h) {
-            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)i * nh + h) * x->dim, x->dim, 1.0f);
-            if (y) isa->store(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
-        }
-    for (i = r0 + n; i < to; ++i)
-        for (h = 0; h < nh; ++h) {
-            attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
-            if (y) attn__store_zero_row(attn__at(y, b, i, h0 + h), y->dtype, y->dim);
-        }
+    attn__unstage_rows(isa, x, y, b, h0, nh, r0, n, to, (size_t)nh, 1, X, Y);
 }
 
 /* Features [n][F] of head h's staged rows X (nh heads a row), rows from position p0. */
