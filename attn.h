@@ -16009,7 +16009,6 @@ static attn_status attn__linear_backward(const attn__call *c) {
             hc = (size_t)C.hc;
             kb = ATTN__PBW_KEEP / hc / (size_t)F / KB * KB;    /* keys a head kept, whole blocks */
             C.keep = (int)ATTN__MIN(Sk, kb);
-            if (getenv("ATTN_PBW_OLD")) C.keep = (int)Sk;   /* TEMP A/B */
             if (!attn__mul_size(hc, R, &hq) || hq > INT_MAX) return ATTN_ERR_OVERFLOW;
             if (!attn__mul_size(hc, KB, &hk) || hk > INT_MAX) return ATTN_ERR_OVERFLOW;
             for (i = 0; i < 2; ++i) {                           /* W's products over every head's rows */
