@@ -14812,8 +14812,9 @@ static attn_status attn__linear_state_size(const attn__call *c) {
        join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
      Non-causal (attn__pbw_task): every key sees every row, so the rows join (G, h) as they
        come and there is no pass 2 (its query features recomputed and dO reloaded were 11% of
-       the backward); the keys' pass keeps every key's K~ (Sk x F floats a head) for dk, dv
-       instead of projecting the keys again, and c_i = -(g_i . num_i) / den_i comes from g S^T
+       the backward); the keys' pass keeps K~ (F floats a key) for dk, dv instead of projecting
+       the keys again, up to ATTN__PBW_KEEP floats a task (the later blocks are projected again,
+       bitwise as before: exp against each key's running max, then the block's rescaling), and c_i = -(g_i . num_i) / den_i comes from g S^T
        (needed for dphi(Q) anyway): g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)],
        so num = Q~ S is never built.
    ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
@@ -15183,7 +15184,9 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
    each head runs attn__lbw_task's code on contiguous rows, in its order and with its block
    sizes: bitwise the same results whatever the heads per task. */
 
-#define ATTN__PBW_KEEP ((size_t)2 << 20)   /* floats of K~ a task keeps (8 MiB) */
+/* Floats of K~ a task keeps (8 MiB: keeping every key's took 16 MiB a thread at S 4096, H 4,
+   m 256, and 64 MiB at S 16384); the key blocks past it are projected again in the last pass. */
+#define ATTN__PBW_KEEP ((size_t)2 << 20)
 
 /* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y (optional) into Y, read in
    address order (a [seq][heads][dim] tensor streams through the prefetchers): row i of head h
