@@ -15291,7 +15291,7 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
     memset(G0, 0, hc * ps * sizeof(float));
     memset(ref, 0, hc * 2 * sizeof(float));
 
-    for (j0 = 0; j0 < Lk; j0 += n) {                   /* keys into (S, z), K~ kept */
+    for (j0 = 0; j0 < Lk; j0 += n) {                   /* keys into (S, z), K~ kept up to keep */
         float *Kb = Kf + (size_t)ATTN__MIN(j0, keep) * nh * F;
         n = ATTN__MIN(KB, Lk - j0);
         attn__stage_rows(isa, &L->k, &L->v, b, hk0, nh, j0, n, 1, (size_t)n, Xk, Vk);
