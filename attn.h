@@ -14711,6 +14711,13 @@ static void attn__perf_load_keys(const attn__lin *L, const attn__perf_bufs *P, i
     attn__perf_key_feats(L, P, n, has, fixed);
 }
 
+/* K~ rows [n][F] loaded against their running maxes ck, rescaled to the last one (softmax kernel) */
+static void attn__perf_rescale_keys(const attn__isa *isa, float *K, const float *ck, int n, int F) {
+    int j;
+    for (j = 0; j < n - 1; ++j)
+        if (ck[j] != ck[n - 1]) isa->scal(K + (size_t)j * F, attn__perf_exp(isa, ck[j] - ck[n - 1]), F);
+}
+
 /* Absorbs the n loaded keys into the state, which held cnt keys. */
 static void attn__perf_absorb_loaded(const attn__lin *L, const attn__perf_bufs *P, int n, long long cnt) {
     const attn__isa *isa = L->isa;
@@ -14723,8 +14730,7 @@ static void attn__perf_absorb_loaded(const attn__lin *L, const attn__perf_bufs *
             isa->scal(P->B.S, f, F * Dv);
             isa->scal(P->B.z, f, F);
         }
-        for (j = 0; j < n - 1; ++j)
-            if (P->ck[j] != cn) isa->scal(P->B.K + (size_t)j * F, attn__perf_exp(isa, P->ck[j] - cn), F);
+        attn__perf_rescale_keys(isa, P->B.K, P->ck, n, F);
         *P->c = cn;
     }
     attn__lin_absorb_loaded(L, &P->B, n);
@@ -14974,8 +14980,9 @@ static attn_status attn__linear_state_size(const attn__call *c) {
        join (G, h). The keys every row sees (non-causal: all) take (G, h) at the end.
      Non-causal (attn__pbw_task): every key sees every row, so the rows join (G, h) as they
        come and there is no pass 2 (its query features recomputed and dO reloaded were 11% of
-       the backward); the keys' pass keeps every key's K~ (Sk x F floats a head) for dk, dv
-       instead of projecting the keys again, and c_i = -(g_i . num_i) / den_i comes from g S^T
+       the backward); the keys' pass keeps K~ (F floats a key) for dk, dv instead of projecting
+       the keys again, up to ATTN__PBW_KEEP floats a task (the later blocks are projected again,
+       bitwise as before: exp against each key's running max, then the block's rescaling), and c_i = -(g_i . num_i) / den_i comes from g S^T
        (needed for dphi(Q) anyway): g_i . num_i = fac_i (g S^T)_i . Q~_i [+ eps sumQ_i (g_i . vs)],
        so num = Q~ S is never built.
    ATTN_PERFORMER: gradients flow through q, k and v; W is a constant, and so is every max of the
@@ -14995,6 +15002,8 @@ typedef struct attn__lbw {
     attn__view dout, dq, dk, dv;
     size_t rows_per;              /* floats of per-task row and key arrays in each slice */
     int hc, nb;                   /* attn__lnc_task: KV heads per task, rows per block */
+    int keep;                     /* attn__pbw_task: keys a head whose K~ is kept (a multiple of
+                                     ATTN__LIN_KEYS, or Sk); the later ones are recomputed */
 } attn__lbw;
 
 typedef struct attn__lbw_bufs {
@@ -15343,23 +15352,41 @@ static void attn__lbw_task(void *ctx, int t, int thread) {
    each head runs attn__lbw_task's code on contiguous rows, in its order and with its block
    sizes: bitwise the same results whatever the heads per task. */
 
-/* Rows [r0, r0 + n) of heads [h0, h0 + nh) of x, read in address order, into X as [head][n][dim]. */
-static void attn__pbw_stage(const attn__isa *isa, const attn__view *x, int b, int h0, int nh, int r0, int n, float *X) {
+/* Floats of K~ a task keeps (8 MiB: keeping every key's took 16 MiB a thread at S 4096, H 4,
+   m 256, and 64 MiB at S 16384); the key blocks past it are projected again in the last pass. */
+#define ATTN__PBW_KEEP ((size_t)2 << 20)
+
+/* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y (optional) into Y, read in
+   address order (a [seq][heads][dim] tensor streams through the prefetchers): row i of head h
+   lands i rs + h hs rows (of its dim) in, so rs nh, hs 1 lays them out [n][nh][dim]
+   (attn__lnc_stage) and rs 1, hs n [nh][n][dim] (attn__pbw_task). */
+static void attn__stage_rows(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
+                             int n, size_t rs, size_t hs, float *X, float *Y) {
     int i, h;
     for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h)
-            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)h * n + i) * x->dim, x->dim, 1.0f);
+        for (h = 0; h < nh; ++h) {
+            const size_t at = (size_t)i * rs + (size_t)h * hs;
+            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + at * x->dim, x->dim, 1.0f);
+            if (y) isa->load(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + at * y->dim, y->dim, 1.0f);
+        }
 }
 
-/* The inverse of attn__pbw_stage; rows past n up to `to` get 0 (padding). */
-static void attn__pbw_unstage(const attn__isa *isa, const attn__view *x, int b, int h0, int nh, int r0, int n, int to,
-                              const float *X) {
+/* Writes staged rows back (the inverse of attn__stage_rows, y optional); rows past n up to `to`
+   get 0 (the padding of a shorter sequence). */
+static void attn__unstage_rows(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
+                               int n, int to, size_t rs, size_t hs, const float *X, const float *Y) {
     int i, h;
     for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h)
-            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)h * n + i) * x->dim, x->dim, 1.0f);
+        for (h = 0; h < nh; ++h) {
+            const size_t at = (size_t)i * rs + (size_t)h * hs;
+            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + at * x->dim, x->dim, 1.0f);
+            if (y) isa->store(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + at * y->dim, y->dim, 1.0f);
+        }
     for (i = r0 + n; i < to; ++i)
-        for (h = 0; h < nh; ++h) attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
+        for (h = 0; h < nh; ++h) {
+            attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
+            if (y) attn__store_zero_row(attn__at(y, b, i, h0 + h), y->dtype, y->dim);
+        }
 }
 
 /* The products with W of nh heads' rows (n a head, heads one after another) in one GEMM, which
@@ -15396,8 +15423,10 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
     const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, F = L->F, Dv = L->Dv, D = L->D;
     const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq;
     const int Sq = L->q.seq, Sk = L->k.seq, KB = ATTN__LIN_KEYS, CH = ATTN__LIN_ROWS, split = L->perf == 1;
+    const int keep = C->keep;
     const size_t ps = (attn__lin_state_per(F, Dv, 1) + 31) & ~(size_t)15, R = (size_t)g * CH, hc = (size_t)C->hc;
-    float *w = L->ws + (size_t)thread * L->ws_per, *S0, *G0, *ref, *kc, *Kf, *Xk, *Vk, *dXk, *dVk, *Xq, *Gq, *dXq, *Qa, *dQa, *dKa;
+    const size_t nr = (size_t)(Sk - keep);            /* keys a head whose K~ is recomputed */
+    float *w = L->ws + (size_t)thread * L->ws_per, *S0, *G0, *ref, *kc, *kr, *Kf, *Xk, *Vk, *dXk, *dVk, *Xq, *Gq, *dXq, *Qa, *dQa, *dKa;
     attn__lbw_bufs Wb, *W = &Wb;
     attn__perf_bufs *P = &W->P;
     attn__lin_bufs *B = &P->B;
@@ -15408,7 +15437,9 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
     G0 = attn__lin_carve(&w, hc * ps);
     ref = attn__lin_carve(&w, hc * 2);            /* per head: the suffix state's R and whether it has one */
     kc = attn__lin_carve(&w, hc * Sk);
-    Kf = attn__lin_carve(&w, hc * Sk * F);           /* K~ by key blocks: block j0's head h at (j0 nh + h n) F */
+    kr = attn__lin_carve(&w, hc * nr);               /* per head: running max of each key from keep */
+    /* K~ by key blocks: block j0's head h at (j0 nh + h n) F; the blocks from keep share one slot */
+    Kf = attn__lin_carve(&w, hc * ATTN__MIN((size_t)Sk, (size_t)keep + KB) * F);
     Xk = attn__lin_carve(&w, hc * KB * D);
     Vk = attn__lin_carve(&w, hc * KB * Dv);
     dXk = attn__lin_carve(&w, hc * KB * D);
@@ -15428,15 +15459,16 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
     memset(G0, 0, hc * ps * sizeof(float));
     memset(ref, 0, hc * 2 * sizeof(float));
 
-    for (j0 = 0; j0 < Lk; j0 += n) {                   /* keys into (S, z), K~ kept */
+    for (j0 = 0; j0 < Lk; j0 += n) {                   /* keys into (S, z), K~ kept up to keep */
+        float *Kb = Kf + (size_t)ATTN__MIN(j0, keep) * nh * F;
         n = ATTN__MIN(KB, Lk - j0);
-        attn__pbw_stage(isa, &L->k, b, hk0, nh, j0, n, Xk);
-        attn__pbw_stage(isa, &L->v, b, hk0, nh, j0, n, Vk);
-        attn__pbw_project(L, B->gemm, nh, n, Xk, Kf + (size_t)j0 * nh * F);
+        attn__stage_rows(isa, &L->k, &L->v, b, hk0, nh, j0, n, 1, (size_t)n, Xk, Vk);
+        attn__pbw_project(L, B->gemm, nh, n, Xk, Kb);
         for (h = 0; h < nh; ++h) {
             attn__pbw_head(L, W, S0 + h * ps, G0 + h * ps);
-            P->X = Xk + (size_t)h * n * D; B->V = Vk + (size_t)h * n * Dv; B->K = Kf + ((size_t)j0 * nh + (size_t)h * n) * F;
+            P->X = Xk + (size_t)h * n * D; B->V = Vk + (size_t)h * n * Dv; B->K = Kb + (size_t)h * n * F;
             attn__perf_key_feats(L, P, n, cnt > 0, NULL);
+            if (split && j0 >= keep) memcpy(kr + h * nr + (j0 - keep), P->ck, (size_t)n * sizeof(float));
             attn__perf_absorb_loaded(L, P, n, cnt);
             if (split)                                  /* absorbing rescaled K~ to the block's last max */
                 for (j = 0; j < n; ++j) kc[(size_t)h * Sk + j0 + j] = P->ck[n - 1];
@@ -15446,8 +15478,7 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
     for (q0 = 0; q0 < Lq; q0 += n) {                   /* query rows: dq, and into (G, h) */
         int m;
         n = ATTN__MIN(CH, Lq - q0); m = g * n;
-        attn__pbw_stage(isa, &L->q, b, hk0 * g, nh * g, q0, n, Xq);
-        attn__pbw_stage(isa, &C->dout, b, hk0 * g, nh * g, q0, n, Gq);
+        attn__stage_rows(isa, &L->q, &C->dout, b, hk0 * g, nh * g, q0, n, 1, (size_t)n, Xq, Gq);
         attn__pbw_project(L, B->gemm, nh, m, Xq, Qa);
         for (h = 0; h < nh; ++h) {
             const float *XQ = Xq + (size_t)h * m * D;
@@ -15492,26 +15523,31 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
             ref[2 * h] = Rref; ref[2 * h + 1] = (float)rhas;
         }
         attn__pbw_chain(L, B->gemm, nh, m, Xq, Qa, dQa, dXq, 1);
-        attn__pbw_unstage(isa, &C->dq, b, hk0 * g, nh * g, q0, n, 0, dXq);
+        attn__unstage_rows(isa, &C->dq, NULL, b, hk0 * g, nh * g, q0, n, 0, 1, (size_t)n, dXq, NULL);
     }
-    attn__pbw_unstage(isa, &C->dq, b, hk0 * g, nh * g, Lq, 0, Sq, NULL);   /* padding rows */
+    attn__unstage_rows(isa, &C->dq, NULL, b, hk0 * g, nh * g, Lq, 0, Sq, 1, 0, NULL, NULL);   /* padding rows */
     kd0 = Lq == 0 ? 0 : Lk;          /* no query row: every dk, dv is 0 (and kc of no use) */
     for (j0 = 0; j0 < kd0; j0 += n) {                  /* keys again: dk, dv from (G, h) */
+        float *Kb = Kf + (size_t)ATTN__MIN(j0, keep) * nh * F;
         n = ATTN__MIN(KB, kd0 - j0);
-        attn__pbw_stage(isa, &L->k, b, hk0, nh, j0, n, Xk);
-        attn__pbw_stage(isa, &L->v, b, hk0, nh, j0, n, Vk);
+        attn__stage_rows(isa, &L->k, &L->v, b, hk0, nh, j0, n, 1, (size_t)n, Xk, Vk);
+        if (j0 >= keep) attn__pbw_project(L, B->gemm, nh, n, Xk, Kb);   /* K~ again, bitwise the first pass's */
         for (h = 0; h < nh; ++h) {
             attn__pbw_head(L, W, S0 + h * ps, G0 + h * ps);
-            B->V = Vk + (size_t)h * n * Dv; B->K = Kf + ((size_t)j0 * nh + (size_t)h * n) * F;
+            B->V = Vk + (size_t)h * n * Dv; B->K = Kb + (size_t)h * n * F;
+            if (j0 >= keep) {
+                const float *ck = kr + h * nr + (j0 - keep);
+                P->X = Xk + (size_t)h * n * D;
+                attn__perf_key_feats(L, P, n, 0, split ? ck : NULL);
+                if (split) attn__perf_rescale_keys(isa, B->K, ck, n, F);
+            }
             W->dK = dKa + (size_t)h * n * F; W->dV = dVk + (size_t)h * n * Dv;
             attn__lbw_keys_from_state(L, W, n, kc + (size_t)h * Sk + j0, ref[2 * h], ref[2 * h + 1] != 0.0f);
         }
-        attn__pbw_chain(L, B->gemm, nh, n, Xk, Kf + (size_t)j0 * nh * F, dKa, dXk, 0);
-        attn__pbw_unstage(isa, &C->dk, b, hk0, nh, j0, n, 0, dXk);
-        attn__pbw_unstage(isa, &C->dv, b, hk0, nh, j0, n, 0, dVk);
+        attn__pbw_chain(L, B->gemm, nh, n, Xk, Kb, dKa, dXk, 0);
+        attn__unstage_rows(isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, 1, (size_t)n, dXk, dVk);
     }
-    attn__pbw_unstage(isa, &C->dk, b, hk0, nh, kd0, 0, Sk, NULL);          /* padding keys */
-    attn__pbw_unstage(isa, &C->dv, b, hk0, nh, kd0, 0, Sk, NULL);
+    attn__unstage_rows(isa, &C->dk, &C->dv, b, hk0, nh, kd0, 0, Sk, 1, 0, NULL, NULL);   /* padding keys */
 }
 
 /* ---- the non-causal backward of ATTN_LINEAR and ATTN_COSFORMER: no forward recomputed --------
@@ -15539,32 +15575,16 @@ typedef struct attn__lnc_bufs {
 #define ATTN__LNC_STAGE 98304     /* floats of staged rows per block at full heads (384 KiB) */
 static size_t attn__lnc_st(const attn__lin *L) { return ((size_t)L->F * L->Dv + L->F + 15) & ~(size_t)15; }
 
-/* Stages rows [r0, r0 + n) of heads [h0, h0 + nh) of x into X, of y (optional) into Y (dims dx, dy). */
+/* attn__stage_rows laid out [n][nh][dim] (X) and [n][nh][y's dim] (Y) */
 static void attn__lnc_stage(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
                             int n, float *X, float *Y) {
-    int i, h;
-    for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h) {
-            isa->load(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)i * nh + h) * x->dim, x->dim, 1.0f);
-            if (y) isa->load(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
-        }
+    attn__stage_rows(isa, x, y, b, h0, nh, r0, n, (size_t)nh, 1, X, Y);
 }
 
-/* Writes staged rows back (the inverse of attn__lnc_stage, y optional); rows past n up to
-   `to` get 0 (the padding of a shorter sequence). */
+/* attn__unstage_rows of the same layout */
 static void attn__lnc_unstage(const attn__isa *isa, const attn__view *x, const attn__view *y, int b, int h0, int nh, int r0,
                               int n, int to, const float *X, const float *Y) {
-    int i, h;
-    for (i = 0; i < n; ++i)
-        for (h = 0; h < nh; ++h) {
-            isa->store(attn__at(x, b, r0 + i, h0 + h), x->dtype, X + ((size_t)i * nh + h) * x->dim, x->dim, 1.0f);
-            if (y) isa->store(attn__at(y, b, r0 + i, h0 + h), y->dtype, Y + ((size_t)i * nh + h) * y->dim, y->dim, 1.0f);
-        }
-    for (i = r0 + n; i < to; ++i)
-        for (h = 0; h < nh; ++h) {
-            attn__store_zero_row(attn__at(x, b, i, h0 + h), x->dtype, x->dim);
-            if (y) attn__store_zero_row(attn__at(y, b, i, h0 + h), y->dtype, y->dim);
-        }
+    attn__unstage_rows(isa, x, y, b, h0, nh, r0, n, to, (size_t)nh, 1, X, Y);
 }
 
 /* Features [n][F] of head h's staged rows X (nh heads a row), rows from position p0. */
@@ -16155,9 +16175,11 @@ static attn_status attn__linear_backward(const attn__call *c) {
             L->gemm_floats = ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
         if (!L->causal) {                                        /* attn__pbw_task's carves, in order */
             const size_t ps = (per + 31) & ~(size_t)15, Sk = (size_t)c->k.seq;
-            size_t hc, hk, hq;
+            size_t hc, hk, hq, kb;
             if ((s = attn__lnc_split(&C, c)) != ATTN_OK) return s;
             hc = (size_t)C.hc;
+            kb = ATTN__PBW_KEEP / hc / (size_t)F / KB * KB;    /* keys a head kept, whole blocks */
+            C.keep = (int)ATTN__MIN(Sk, kb);
             if (!attn__mul_size(hc, R, &hq) || hq > INT_MAX) return ATTN_ERR_OVERFLOW;
             if (!attn__mul_size(hc, KB, &hk) || hk > INT_MAX) return ATTN_ERR_OVERFLOW;
             for (i = 0; i < 2; ++i) {                           /* W's products over every head's rows */
@@ -16165,7 +16187,8 @@ static attn_status attn__linear_backward(const attn__call *c) {
                 L->gemm_floats = ATTN__MAX(ATTN__MAX(L->gemm_floats, attn__sgemm_1t_floats(nr, F, D)), attn__sgemm_1t_floats(nr, D, F));
             }
             if (!attn__lbw_add(&f, hc, ps) || !attn__lbw_add(&f, hc, ps) || !attn__lbw_add(&f, hc, 2) || !attn__lbw_add(&f, hc, Sk) ||
-                !attn__mul_size(hc, Sk, &t) || !attn__lbw_add(&f, t, F) ||
+                !attn__lbw_add(&f, hc, Sk - (size_t)C.keep) || !attn__mul_size(hc, ATTN__MIN(Sk, (size_t)C.keep + KB), &t) ||
+                !attn__lbw_add(&f, t, F) ||
                 !attn__lbw_add(&f, hk, D) || !attn__lbw_add(&f, hk, Dv) || !attn__lbw_add(&f, hk, D) || !attn__lbw_add(&f, hk, Dv) ||
                 !attn__lbw_add(&f, hq, D) || !attn__lbw_add(&f, hq, Dv) || !attn__lbw_add(&f, hq, D) ||
                 !attn__lbw_add(&f, hq, F) || !attn__lbw_add(&f, hq, F) || !attn__lbw_add(&f, L->gemm_floats, 1) ||

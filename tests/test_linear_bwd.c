@@ -398,16 +398,19 @@ static void test_lbw_long(void) {
     }
 }
 
-/* threads 1/2/3 and a caller workspace: bitwise equal gradients. The last two cases (non-causal
+/* threads 1/2/3 and a caller workspace: bitwise equal gradients. The last three cases (non-causal
    ATTN_LINEAR and ATTN_PERFORMER, one sequence, 5 KV heads, 2 blocks of rows; the Performer's 2
-   blocks of keys, the second partial) run 5, 2 (the last task 1) and 1 KV heads per task. */
+   blocks of keys, the second partial) run 5, 2 (the last task 1) and 1 KV heads per task. The
+   last one has 1024 features and 600 keys: with 5 heads a task keeps K~ of the first block of
+   keys only and computes the other two again (ATTN__PBW_KEEP), with 2 or 1 it keeps all three,
+   so the two must agree bitwise. */
 static void test_lbw_threads(void) {
-    static const attn_kind kinds[5] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER, ATTN_LINEAR, ATTN_PERFORMER };
+    static const attn_kind kinds[6] = { ATTN_LINEAR, ATTN_COSFORMER, ATTN_PERFORMER, ATTN_LINEAR, ATTN_PERFORMER, ATTN_PERFORMER };
     t_rng r = t_rng_seed(12);
     int kk, causal, th;
-    for (kk = 0; kk < 5; ++kk)
+    for (kk = 0; kk < 6; ++kk)
         for (causal = 0; causal <= (kk < 3); ++causal) {
-            const int B = kk < 3 ? 2 : 1, Sq = kk < 3 ? 100 : 300, Sk = kk < 3 ? 90 : 280, Hkv = kk < 3 ? 2 : 5, Hq = 2 * Hkv;
+            const int B = kk < 3 ? 2 : 1, Sq = kk < 3 ? 100 : 300, Sk = kk < 3 ? 90 : (kk < 5 ? 280 : 600), Hkv = kk < 3 ? 2 : 5, Hq = 2 * Hkv;
             attn_tensor q = lb_tensor(ATTN_F32, B, Sq, Hq, 16, &r, 0.8), k = lb_tensor(ATTN_F32, B, Sk, Hkv, 16, &r, 0.8);
             attn_tensor v = lb_tensor(ATTN_F32, B, Sk, Hkv, 8, &r, 1.0), dO = lb_tensor(ATTN_F32, B, Sq, Hq, 8, &r, 1.0);
             attn_tensor o = lb_tensor(ATTN_F32, B, Sq, Hq, 8, NULL, 0);
@@ -420,7 +423,7 @@ static void test_lbw_threads(void) {
             g[2] = lb_tensor(ATTN_F32, B, Sk, Hkv, 8, NULL, 0);
             for (i = 0; i < 3; ++i) first[i] = lb_tensor(ATTN_F32, g[i].batch, g[i].seq, g[i].heads, g[i].dim, NULL, 0);
             memset(&d, 0, sizeof d);
-            d.kind = kinds[kk]; d.causal = causal; d.performer.features = 40;
+            d.kind = kinds[kk]; d.causal = causal; d.performer.features = kk == 5 ? 1024 : 40;
             for (th = 1; th <= 4; ++th) {
                 d.n_threads = th == 4 ? 2 : th;
                 if (th == 4) {
@@ -453,12 +456,13 @@ static void test_lbw_threads(void) {
    causal, several 64-row chunks and 64-key blocks, GQA, padding, eps large enough that the eps
    terms count, both kernels; against the pairwise double gradient, and finite differences for the
    smallest. Case 4: non-causal with 3 blocks of 256 keys (the staged backward keeps each block's
-   K~ of all heads together), the second sequence padded to 2. The performer family runs it
-   (test_performer). */
+   K~ of all heads together), the second sequence padded to 2. Cases 5, 6: 8192 features
+   (softmax) and 16384 (ReLU): a task keeps K~ of the first block of keys (ATTN__PBW_KEEP), or
+   of none, and computes the others again. The performer family runs it (test_performer). */
 void t_performer_bwd_out(void) {
     t_rng r = t_rng_seed(3342);
     int idx;
-    for (idx = 0; idx < 5; ++idx) {
+    for (idx = 0; idx < 7; ++idx) {
         lb_case c;
         int lq[2] = { 150, 97 }, lk[2] = { 140, 71 };
         memset(&c, 0, sizeof c);
@@ -474,6 +478,11 @@ void t_performer_bwd_out(void) {
             c.B = 2; c.Hkv = 2; c.Hq = 4; c.Sq = 90; c.Sk = 600; c.Dv = 5; c.m = 16;
             c.threads = 1;                              /* both KV heads in one task */
             lq[0] = 90; lq[1] = 61; lk[0] = 600; lk[1] = 300; c.lq = lq; c.lk = lk;
+        }
+        if (idx >= 5) {                                 /* K~ computed again past the first block, or all */
+            c.B = 2; c.Hkv = 1; c.Hq = 1; c.Sq = 8; c.Sk = 300; c.D = 4; c.Dv = 3; c.m = idx == 5 ? 8192 : 16384;
+            c.relu = idx == 6; c.threads = 1;
+            lq[0] = 8; lq[1] = 5; lk[0] = 300; lk[1] = idx == 5 ? 280 : 100; c.lq = lq; c.lk = lk;
         }
         lb_run_case(200 + idx, &c, ATTN_F32, ATTN_F32, &r, 0);
     }
