@@ -9308,6 +9308,8 @@ static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, a
     if (load_c) { x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), x0); \
                   x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), x1); } \
     _mm512_mask_storeu_ps(cr, m0, x0); _mm512_mask_storeu_ps(cr + 16, m1, x1); }
+/* an edge tile of at most 8 rows runs 8 (m = 64 is 4 x 14 + 8: its fifth tile wasted 6 of 14 rows) */
+#define ATTN__G512_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m512 a, b0, b1, va, vb;
@@ -9316,10 +9318,16 @@ ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B,
     int p;
     ATTN__G512_ROWS(ATTN__G512_DECL)
     ATTN__G512_ROWS(ATTN__G512_PF)
-    for (p = 0; p < kc; ++p, A += 14, B += 32) {
-        b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
-        ATTN__G512_ROWS(ATTN__G512_FMA)
-    }
+    if (mr <= 8)
+        for (p = 0; p < kc; ++p, A += 14, B += 32) {
+            b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
+            ATTN__G512_ROWS8(ATTN__G512_FMA)
+        }
+    else
+        for (p = 0; p < kc; ++p, A += 14, B += 32) {
+            b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
+            ATTN__G512_ROWS(ATTN__G512_FMA)
+        }
     va = _mm512_set1_ps(alpha); vb = _mm512_set1_ps(beta);
     m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
     m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
@@ -9403,10 +9411,16 @@ ATTN__T512 static void attn__gemm_ukr512_b(int kc, const float *A, const float *
     int p;
     ATTN__G512_ROWS(ATTN__G512_DECL)
     ATTN__G512_ROWS(ATTN__G512_PF)
-    for (p = 0; p < kc; ++p, A += 14, B += sb) {
-        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
-        ATTN__G512_ROWS(ATTN__G512_FMA)
-    }
+    if (mr <= 8)
+        for (p = 0; p < kc; ++p, A += 14, B += sb) {
+            b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
+            ATTN__G512_ROWS8(ATTN__G512_FMA)
+        }
+    else
+        for (p = 0; p < kc; ++p, A += 14, B += sb) {
+            b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
+            ATTN__G512_ROWS(ATTN__G512_FMA)
+        }
     va = _mm512_set1_ps(alpha); vb = _mm512_set1_ps(beta);
     ATTN__G512_ROWS(ATTN__G512_STORE)
 }
