@@ -9376,6 +9376,10 @@ typedef void (*attn__gemm_rows)(const float *src, ptrdiff_t n, float *dst, ptrdi
 typedef void (*attn__gemm_ukr2)(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
                                 int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
                                 float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c);
+/* attn__gemm_ukr with B read in place: step p reads B[p sb + c] for c < nr only (B's k rows sb
+   floats apart); A a packed panel. The same sums in the same order as ukr on a packed B panel. */
+typedef void (*attn__gemm_ukrb)(int kc, const float *A, const float *B, ptrdiff_t sb, float *C, ptrdiff_t ldc,
+                                int mr, int nr, float alpha, float beta, int load_c);
 typedef struct attn__gemm_kern {
     const char *name;
     int mr, nr;          /* register tile */
@@ -9384,6 +9388,7 @@ typedef struct attn__gemm_kern {
     attn__gemm_tr tr;
     attn__gemm_rows rows;
     attn__gemm_ukr2 ukr2;   /* NULL: attn__sgemm_1t2 packs both segments for ukr */
+    attn__gemm_ukrb ukrb;   /* NULL: attn__sgemm_1t_direct packs B as attn__sgemm_1t */
 } attn__gemm_kern;
 
 /* --- scalar (and the portable kernel other ISAs fall back to): 4 x 16 ---------------------- */
@@ -9413,8 +9418,24 @@ static void attn__gemm_rows_scalar(const float *src, ptrdiff_t n, float *dst, pt
         for (; c < w; ++c) d[c] = 0.0f;
     }
 }
+static void attn__gemm_ukrb_scalar(int kc, const float *A, const float *B, ptrdiff_t sb, float *C, ptrdiff_t ldc,
+                                   int mr, int nr, float alpha, float beta, int load_c) {
+    float acc[4][16];
+    int p, r, c;
+    memset(acc, 0, sizeof acc);
+    for (p = 0; p < kc; ++p, A += 4, B += sb)
+        for (r = 0; r < 4; ++r) {
+            const float a = A[r];
+            for (c = 0; c < nr; ++c) acc[r][c] += a * B[c];
+        }
+    for (r = 0; r < mr; ++r) {
+        float *cr = C + (ptrdiff_t)r * ldc;
+        if (load_c) for (c = 0; c < nr; ++c) cr[c] = alpha * acc[r][c] + beta * cr[c];
+        else        for (c = 0; c < nr; ++c) cr[c] = alpha * acc[r][c];
+    }
+}
 static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, attn__gemm_ukr_scalar, NULL,
-                                                   attn__gemm_rows_scalar, NULL };
+                                                   attn__gemm_rows_scalar, NULL, attn__gemm_ukrb_scalar };
 
 #if defined(ATTN__X86_SIMD)
 /* --- AVX-512: 14 rows x 32 columns, 28 zmm accumulators; masked stores at the edges -------- */
@@ -9430,6 +9451,8 @@ static const attn__gemm_kern attn__gemm_scalar = { "scalar", 4, 16, 128, 2048, a
     if (load_c) { x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), x0); \
                   x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), x1); } \
     _mm512_mask_storeu_ps(cr, m0, x0); _mm512_mask_storeu_ps(cr + 16, m1, x1); }
+/* an edge tile of at most 8 rows runs 8 (m = 64 is 4 x 14 + 8: its fifth tile wasted 6 of 14 rows) */
+#define ATTN__G512_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m512 a, b0, b1, va, vb;
@@ -9438,10 +9461,16 @@ ATTN__T512 static void attn__gemm_ukr512(int kc, const float *A, const float *B,
     int p;
     ATTN__G512_ROWS(ATTN__G512_DECL)
     ATTN__G512_ROWS(ATTN__G512_PF)
-    for (p = 0; p < kc; ++p, A += 14, B += 32) {
-        b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
-        ATTN__G512_ROWS(ATTN__G512_FMA)
-    }
+    if (mr <= 8)
+        for (p = 0; p < kc; ++p, A += 14, B += 32) {
+            b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
+            ATTN__G512_ROWS8(ATTN__G512_FMA)
+        }
+    else
+        for (p = 0; p < kc; ++p, A += 14, B += 32) {
+            b0 = _mm512_load_ps(B); b1 = _mm512_load_ps(B + 16);
+            ATTN__G512_ROWS(ATTN__G512_FMA)
+        }
     va = _mm512_set1_ps(alpha); vb = _mm512_set1_ps(beta);
     m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
     m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
@@ -9515,8 +9544,31 @@ ATTN__T512 static void attn__gemm_ukr512_2(int k1, const float *A1, ptrdiff_t sa
     va = _mm512_set1_ps(1.0f); vb = _mm512_set1_ps(beta);
     ATTN__G512_ROWS(ATTN__G512_STORE)
 }
+/* attn__gemm_ukrb on AVX-512 */
+ATTN__T512 static void attn__gemm_ukr512_b(int kc, const float *A, const float *B, ptrdiff_t sb, float *C, ptrdiff_t ldc,
+                                           int mr, int nr, float alpha, float beta, int load_c) {
+    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
+    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
+    const int pf1 = nr > 16 ? 16 : 0;
+    __m512 a, b0, b1, va, vb;
+    int p;
+    ATTN__G512_ROWS(ATTN__G512_DECL)
+    ATTN__G512_ROWS(ATTN__G512_PF)
+    if (mr <= 8)
+        for (p = 0; p < kc; ++p, A += 14, B += sb) {
+            b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
+            ATTN__G512_ROWS8(ATTN__G512_FMA)
+        }
+    else
+        for (p = 0; p < kc; ++p, A += 14, B += sb) {
+            b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
+            ATTN__G512_ROWS(ATTN__G512_FMA)
+        }
+    va = _mm512_set1_ps(alpha); vb = _mm512_set1_ps(beta);
+    ATTN__G512_ROWS(ATTN__G512_STORE)
+}
 static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512,
-                                                   attn__gemm_rows512, attn__gemm_ukr512_2 };
+                                                   attn__gemm_rows512, attn__gemm_ukr512_2, attn__gemm_ukr512_b };
 
 /* --- AVX2 + FMA: 6 rows x 16 columns, 12 ymm accumulators -------------------------------- */
 #define ATTN__G256_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -9606,8 +9658,23 @@ ATTN__T256 static void attn__gemm_rows256(const float *src, ptrdiff_t n, float *
         for (; c < w; ++c) d[c] = 0.0f;
     }
 }
+/* attn__gemm_ukrb on AVX2: masked loads only for a partial tile's B rows */
+ATTN__T256 static void attn__gemm_ukr256_b(int kc, const float *A, const float *B, ptrdiff_t sb, float *C, ptrdiff_t ldc,
+                                           int mr, int nr, float alpha, float beta, int load_c) {
+    const __m256i m0 = attn__mask8(nr), m1 = attn__mask8(nr - 8);
+    __m256 a, b0, b1, va, vb;
+    int p;
+    ATTN__G256_ROWS(ATTN__G256_DECL)
+    for (p = 0; p < kc; ++p, A += 6, B += sb) {
+        if (nr == 16) { b0 = _mm256_loadu_ps(B); b1 = _mm256_loadu_ps(B + 8); }
+        else { b0 = _mm256_maskload_ps(B, m0); b1 = _mm256_maskload_ps(B + 8, m1); }
+        ATTN__G256_ROWS(ATTN__G256_FMA)
+    }
+    va = _mm256_set1_ps(alpha); vb = _mm256_set1_ps(beta);
+    ATTN__G256_ROWS(ATTN__G256_STORE)
+}
 static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, attn__gemm_tr256,
-                                                 attn__gemm_rows256, NULL };
+                                                 attn__gemm_rows256, NULL, attn__gemm_ukr256_b };
 #endif /* ATTN__X86_SIMD */
 
 #if defined(ATTN__NEON)
@@ -9644,7 +9711,7 @@ static void attn__gemm_ukr_neon(int kc, const float *A, const float *B, float *C
         for (r = 0; r < mr; ++r) for (c = 0; c < nr; ++c) C[(ptrdiff_t)r * ldc + c] = tile[r * 12 + c];
 }
 static const attn__gemm_kern attn__gemm_neon = { "neon", 8, 12, 192, 3072, attn__gemm_ukr_neon, NULL,
-                                                 attn__gemm_rows_scalar, NULL };
+                                                 attn__gemm_rows_scalar, NULL, NULL };
 #endif /* ATTN__NEON */
 
 /* The micro-kernel of the ISA attn__pick_isa chose (same cpuid dispatch as attention). */
@@ -9775,17 +9842,22 @@ static void attn__gemm_scale_c(int m, int n, float beta, float *C, ptrdiff_t ldc
     }
 }
 
-/* The product's kernel and k blocking: k blocks of (nearly) equal size, a multiple of 8,
-   depending on k alone (determinism). Task grid and buffers are the caller's to set. */
+/* The k block of a product k (> 0) deep: k blocks of (nearly) equal size, a multiple of 8,
+   depending on k alone (determinism). A caller that splits such a product along k at these
+   blocks (beta 1 after the first) gets it bitwise. */
+static int attn__gemm_kc(int k) {
+    const ptrdiff_t nk = ((ptrdiff_t)k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
+    return (int)ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round(((ptrdiff_t)k + nk - 1) / nk, 8));
+}
+
+/* The product's kernel and k blocking (attn__gemm_kc). Task grid and buffers are the caller's to set. */
 static void attn__gemm_job_init(attn__gemm_job *J, int trans_a, int trans_b, int m, int n, int k, float alpha,
                                 const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb, float beta, float *C,
                                 ptrdiff_t ldc) {
-    ptrdiff_t nk;
     memset(J, 0, sizeof *J);
     J->K = attn__gemm_pick(); J->ta = trans_a != 0; J->tb = trans_b != 0; J->m = m; J->n = n; J->k = k;
     J->alpha = alpha; J->beta = beta; J->A = A; J->B = B; J->C = C; J->lda = lda; J->ldb = ldb; J->ldc = ldc;
-    nk = (J->k + ATTN__GEMM_KC - 1) / ATTN__GEMM_KC;
-    J->kc = ATTN__MIN(ATTN__GEMM_KC, attn__gemm_round((J->k + nk - 1) / nk, 8));
+    J->kc = attn__gemm_kc(k);
 }
 
 /* One task covering all of C, blocked for the caller's packing buffer (attn__sgemm_1t). */
@@ -9898,6 +9970,47 @@ static void attn__sgemm_1t2(float *ws, int m, int n, float beta, float *C, ptrdi
         for (ir = 0; ir < m; ir += MR)
             K->ukr(kb, Ap + (ptrdiff_t)ir * kb, Bp + (ptrdiff_t)jr * kb, C + (ptrdiff_t)ir * ldc + jr, ldc, ATTN__MIN(MR, m - ir),
                    ATTN__MIN(NR, n - jr), 1.0f, beta, beta != 0.0f);
+}
+
+/* The widest row stride (floats) at which attn__sgemm_1t_direct reads B in place: a B panel's k
+   rows further apart crowd into fewer cache sets and evict each other before the next A tile
+   reads them again */
+#define ATTN__GEMM_DIRECT_LD 256
+
+/* attn__sgemm_1t, bitwise (the same k blocks, the same sums per C tile), with op(B) = B (not
+   transposed, rows ldb <= ATTN__GEMM_DIRECT_LD floats apart) read in place by the kernel's ukrb
+   instead of packed; op(A) packed as attn__sgemm_1t packs it. For products whose k runs over the
+   tokens while m and n are tens (Nystromformer's F^T dO, dF^T Q, dB K, E V against 64
+   landmarks): each packed float of B there serves only m / MR tiles, and copying it cost more
+   than reading it in place (bench/README.md, issue 33 stop 45). Same ws as attn__sgemm_1t. */
+static void attn__sgemm_1t_direct(float *ws, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                                  const float *A, ptrdiff_t lda, const float *B, ptrdiff_t ldb,
+                                  float beta, float *C, ptrdiff_t ldc) {
+    const attn__gemm_kern *K = attn__gemm_pick();
+    const ptrdiff_t MR = K->mr, NR = K->nr;
+    attn__gemm_job J;
+    ptrdiff_t jc, pc, ic, ir, jr;
+    if (!K->ukrb || trans_b || ldb > ATTN__GEMM_DIRECT_LD || m <= 0 || n <= 0 || k <= 0 || alpha == 0.0f) {
+        attn__sgemm_1t(ws, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    attn__gemm_job_init(&J, trans_a, trans_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    attn__gemm_job_1t(&J);
+    for (jc = 0; jc < n; jc += J.nc) {
+        const ptrdiff_t nb = ATTN__MIN(J.nc, n - jc);
+        for (pc = 0; pc < k; pc += J.kc) {
+            const int kb = (int)ATTN__MIN(J.kc, k - pc), load_c = pc > 0 || beta != 0.0f;
+            const float bt = pc > 0 ? 1.0f : beta;
+            for (ic = 0; ic < m; ic += J.mc) {
+                const ptrdiff_t mb = ATTN__MIN(J.mc, m - ic);
+                attn__gemm_pack_a(K, trans_a, A, lda, ic, mb, pc, kb, ws, MR * kb);
+                for (ir = 0; ir < mb; ir += MR)
+                    for (jr = 0; jr < nb; jr += NR)
+                        K->ukrb(kb, ws + ir * kb, B + pc * ldb + jc + jr, ldb, C + (ic + ir) * ldc + jc + jr, ldc,
+                                (int)ATTN__MIN(MR, mb - ir), (int)ATTN__MIN(NR, nb - jr), alpha, bt, load_c);
+            }
+        }
+    }
 }
 
 /* No validation (attn_sgemm validates); see attn_sgemm for the contract. n_threads <= 0: all
@@ -18113,7 +18226,7 @@ static void attn__nys_bv_task(void *ctx, int t, int thread) {
             part[(size_t)r * P->part_row + Dv] = mx;
             part[(size_t)r * P->part_row + Dv + 1] = P->isa->exp_sum(row, row, mx, kc);
         }
-        attn__sgemm_1t(gw, 0, 0, m, Dv, kc, 1.0f, E, lde, V, ldv, 0.0f, part, (ptrdiff_t)P->part_row);
+        attn__sgemm_1t_direct(gw, 0, 0, m, Dv, kc, 1.0f, E, lde, V, ldv, 0.0f, part, (ptrdiff_t)P->part_row);
     }
 }
 
@@ -18563,7 +18676,7 @@ static void attn__nys_bbv(const attn__nys_plan *P, int b, int h, const float *Ql
             pc[(size_t)j * P->part_row + Dv] = mx;
             pc[(size_t)j * P->part_row + Dv + 1] = P->isa->exp_sum(row, row, mx, kc);
         }
-        attn__sgemm_1t(gw, 0, 0, m, Dv, kc, 1.0f, Bm + k0, lk, V + (ptrdiff_t)k0 * ldv, ldv, 0.0f, pc, (ptrdiff_t)P->part_row);
+        attn__sgemm_1t_direct(gw, 0, 0, m, Dv, kc, 1.0f, Bm + k0, lk, V + (ptrdiff_t)k0 * ldv, ldv, 0.0f, pc, (ptrdiff_t)P->part_row);
     }
     for (j = 0; j < m; ++j)
         attn__nys_bv_row(P, b, h, j, qlo, qhi, part + (size_t)j * P->part_row, cstride, BV + (size_t)j * Dv, Bm + (size_t)j * lk);
@@ -18704,14 +18817,23 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         /* Z = pinv(A) with its iterates, W = Z (B V) */
         attn__nys_pinv(A, m, P->iters, cmax, Z, work, gw, hist);
         attn__sgemm_1t(gw, 0, 0, m, Dv, m, 1.0f, Z, m, BVs, Dv, 0.0f, W, Dv);
-        /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~ */
+        /* F [lq][m]; dW = F^T dout, dF = dout W^T -> F's softmax -> dq, dK~; in the k blocks of
+           dW's and dK~'s products (bitwise their single calls), so that each block's q and dout
+           rows, F and dF are read again from L2 instead of memory */
         if (lq > 0) {
-            if (!P->saved) attn__nys_f_rows(P, b, Q, ldqq, Kl, ldq, lq, F, gw);
+            const int kb = attn__gemm_kc(lq);
+            int r0;
             Gd = attn__nys_rows(isa, &P->dout, b, h, 0, lq, G, &ldg);   /* fp32 dout: read in place */
-            attn__sgemm_1t(gw, 1, 0, m, Dv, lq, 1.0f, Fs, m, Gd, ldg, 0.0f, dW, Dv);
-            attn__sgemm_1t(gw, 0, 1, lq, m, Dv, 1.0f, Gd, ldg, W, Dv, 0.0f, dF, m);
-            for (r = 0; r < lq; ++r) attn__nys_dsoftmax(isa, Fs + (size_t)r * m, dF + (size_t)r * m, m);
-            attn__sgemm_1t(gw, 1, 0, m, D, lq, P->scale, dF, m, Q, ldqq, 0.0f, dKl, D);
+            for (r0 = 0; r0 < lq; r0 += kb) {
+                const int nr = ATTN__MIN(kb, lq - r0);
+                const float *Gr = Gd + (ptrdiff_t)r0 * ldg, *Qr = Q + (ptrdiff_t)r0 * ldqq, *Fr = Fs + (size_t)r0 * m;
+                float *dFr = dF + (size_t)r0 * m;
+                if (!P->saved) attn__nys_f_rows(P, b, Qr, ldqq, Kl, ldq, nr, F + (size_t)r0 * m, gw);
+                attn__sgemm_1t_direct(gw, 1, 0, m, Dv, nr, 1.0f, Fr, m, Gr, ldg, r0 > 0 ? 1.0f : 0.0f, dW, Dv);
+                attn__sgemm_1t(gw, 0, 1, nr, m, Dv, 1.0f, Gr, ldg, W, Dv, 0.0f, dFr, m);
+                for (r = 0; r < nr; ++r) attn__nys_dsoftmax(isa, Fr + (size_t)r * m, dFr + (size_t)r * m, m);
+                attn__sgemm_1t_direct(gw, 1, 0, m, D, nr, P->scale, dFr, m, Qr, ldqq, r0 > 0 ? 1.0f : 0.0f, dKl, D);
+            }
         } else {
             memset(dW, 0, (size_t)m * Dv * sizeof(float));
             memset(dKl, 0, (size_t)m * D * sizeof(float));
@@ -18727,7 +18849,7 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
                 if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
                 else attn__nys_dsoftmax(isa, Bs + (size_t)j * ldb, dB + (size_t)j * lk, lk);
             }
-            attn__sgemm_1t(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
+            attn__sgemm_1t_direct(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
         } else memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lq > 0 && P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv, ldgv);   /* after gv's first write */
         /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */

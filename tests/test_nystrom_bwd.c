@@ -214,6 +214,8 @@ static const int nb_lbig[2] = { 257, 190 }, nb_lbig2[2] = { 130, 61 };
 static const nb_case nb_big[] = {
     { 2, 257, 257, 4, 2, 32, 24, 16, 6, 1, 1, 1, 33, NULL, nb_lbig, "large: HF rule, pad 1, batch Z0, GQA, conv 33" },
     { 2, 130, 130, 2, 1, 16, 16, 12, 6, 0, 2, 0, 9, NULL, nb_lbig2, "large: nystrom-attention rule, mask, GQA, conv 9" },
+    /* dW and dK~ split at their k blocks (3 of 272, 272, 256 rows), B read in place (rows 128 floats apart) */
+    { 1, 800, 800, 2, 1, 64, 64, 32, 6, 0, 0, 0, 0, NULL, NULL, "large: 800 tokens, zero rule, GQA" },
 };
 
 static float *nb_rand(t_rng *r, size_t n, double sigma) {
