@@ -9349,28 +9349,39 @@ ATTN__T512 static void attn__gemm_rows512(const float *src, ptrdiff_t n, float *
     }
 }
 /* attn__gemm_ukr2 on AVX-512: operands read in place skip the packing copy (a chunk's small
-   products against a state: the state's packing was a fifth of their time) */
+   products against a state: the state's packing was a fifth of their time). Defined for the
+   rows ROWS lists: all 14, and the first 8 for a tile of at most 8 rows (the edge tile of a
+   64-row product, D or Dv 64: 8 rows cost 8 / 14 of a full tile, not a full one). */
+#define ATTN__G512_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define ATTN__G512_UKR2(NAME, ROWS) \
+ATTN__T512 static void NAME(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1, int k2, const float *A2, \
+                            ptrdiff_t sa2, const float *B2, ptrdiff_t sb2, float *C, ptrdiff_t ldc, int mr, int nr, float beta, \
+                            int load_c) { \
+    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u); \
+    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u); \
+    const int pf1 = nr > 16 ? 16 : 0; \
+    const float *A = A1, *B = B1; \
+    __m512 a, b0, b1, va, vb; \
+    int p; \
+    ROWS(ATTN__G512_DECL) \
+    ROWS(ATTN__G512_PF) \
+    for (p = 0; p < k1; ++p, A += sa1, B += sb1) { \
+        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16); \
+        ROWS(ATTN__G512_FMA) \
+    } \
+    for (p = 0, A = A2, B = B2; p < k2; ++p, A += sa2, B += sb2) { \
+        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16); \
+        ROWS(ATTN__G512_FMA) \
+    } \
+    va = _mm512_set1_ps(1.0f); vb = _mm512_set1_ps(beta); \
+    ROWS(ATTN__G512_STORE) \
+}
+ATTN__G512_UKR2(attn__gemm_ukr512_2r14, ATTN__G512_ROWS)
+ATTN__G512_UKR2(attn__gemm_ukr512_2r8, ATTN__G512_ROWS8)
 ATTN__T512 static void attn__gemm_ukr512_2(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
                                            int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
                                            float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c) {
-    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
-    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
-    const int pf1 = nr > 16 ? 16 : 0;
-    const float *A = A1, *B = B1;
-    __m512 a, b0, b1, va, vb;
-    int p;
-    ATTN__G512_ROWS(ATTN__G512_DECL)
-    ATTN__G512_ROWS(ATTN__G512_PF)
-    for (p = 0; p < k1; ++p, A += sa1, B += sb1) {
-        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
-        ATTN__G512_ROWS(ATTN__G512_FMA)
-    }
-    for (p = 0, A = A2, B = B2; p < k2; ++p, A += sa2, B += sb2) {
-        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
-        ATTN__G512_ROWS(ATTN__G512_FMA)
-    }
-    va = _mm512_set1_ps(1.0f); vb = _mm512_set1_ps(beta);
-    ATTN__G512_ROWS(ATTN__G512_STORE)
+    (mr <= 8 ? attn__gemm_ukr512_2r8 : attn__gemm_ukr512_2r14)(k1, A1, sa1, B1, sb1, k2, A2, sa2, B2, sb2, C, ldc, mr, nr, beta, load_c);
 }
 static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512,
                                                    attn__gemm_rows512, attn__gemm_ukr512_2 };
@@ -15498,10 +15509,11 @@ static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int h
 
 /* Pass 2 over keys [j0, j0 + n): dphi(K) = beta PK + V G^T + h, dV = beta PV + phi(K) G (beta
    1: the chunk's own terms kept by pass 1), written to dk (through the features) and dv. Head
-   h's dphi(K) rows: pk + h hs, ld apart; PV: the block's dV rows [n][nh][Dv]. Gt: per head G^T
-   [Dv][F] (st apart) read in place, or NULL: G^T packed from G. */
+   h's dphi(K) rows: pk + h hs, ld apart; PV: the block's dV rows [n][nh][Dv]. Gs: per head (G
+   [F][Dv], h [F]) st apart; Gt: the same heads' G^T [Dv][F] read in place, or NULL: G^T packed
+   from G. */
 static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n, float beta,
-                               float *pk0, ptrdiff_t hs, ptrdiff_t ld, float *PV, const float *Gt) {
+                               float *pk0, ptrdiff_t hs, ptrdiff_t ld, float *PV, const float *Gs, const float *Gt) {
     const attn__lin *L = &C->L;
     const int F = L->F, Dv = L->Dv, D = L->D;
     const size_t st = attn__lnc_st(L);
@@ -15509,7 +15521,7 @@ static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
     attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
-        const float *G = W->G + h * st, *vh = W->XV + (size_t)h * Dv;
+        const float *G = Gs + h * st, *vh = W->XV + (size_t)h * Dv;
         float *pk = pk0 + h * hs, *pv = PV + (size_t)h * Dv;
         attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
         if (Gt) attn__sgemm_1t2(W->gemm, n, F, beta, pk, ld, 0, 0, Dv, vh, (ptrdiff_t)nh * Dv, Gt + h * st, F, 0, 0, 0, NULL, 0, NULL, 0);
@@ -15639,7 +15651,7 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
         const long long pa = q0c + shift;
         const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
         if (nk > 0) attn__lcb_keys_out(C, W, b, hk0, nh, kd, nk, 1.0f, W->PK + (size_t)kd * nh * F, F, (ptrdiff_t)nh * F,
-                                       W->PV + (size_t)kd * nh * Dv, NULL);
+                                       W->PV + (size_t)kd * nh * Dv, W->G, NULL);
         attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0c, n, W->XQ, W->GO);
         attn__lcb_angles(L, b, pa, n, W->aq);
         for (h = 0; h < nh; ++h) {                      /* the chunk's rows join (G, h) */
@@ -15660,7 +15672,7 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
     }
     for (j = 0; j < kd0; j += CH)
         attn__lcb_keys_out(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j), 0.0f, W->PK + (size_t)j * nh * F, F, (ptrdiff_t)nh * F,
-                           W->PV + (size_t)j * nh * Dv, NULL);
+                           W->PV + (size_t)j * nh * Dv, W->G, NULL);
     attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, Lq == 0 ? 0 : Lk, 0, L->k.seq, NULL, NULL);   /* padding keys */
 }
 
@@ -15707,7 +15719,7 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
         attn__lcb_angles(L, b, r0, n, W->aq);
         for (h = 0; h < nq; ++h) {                      /* query head hq0 + h reads KV head hk0 + h / g */
             const float *St = W->S + (size_t)(h / g) * st, *z = St + (size_t)F * Dv;
-            float *G = W->G + (size_t)(h / g) * st, *gv = W->GO + (size_t)h * Dv;
+            float *Gt = W->G + (size_t)(h / g) * st, *gv = W->GO + (size_t)h * Dv;
             attn__lcb_feats(L, b, W->XQ, nq, h, n, r0, W->aq, W->Qf);
             attn__sgemm_1t2(W->gemm, n, F, 0.0f, W->T, F, 0, 0, Dv, gv, (ptrdiff_t)ldq, St, F, 0, 0, 0, NULL, 0, NULL, 0);   /* dO KV^T */
             for (i = 0; i < n; ++i) {
@@ -15720,23 +15732,24 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
                 isa->scal(tr, 1.0f / den, F);
                 isa->axpy(tr, cc, z, F);                /* dphi(q) */
                 isa->scal(gv + i * ldq, 1.0f / den, Dv);
-                isa->axpy(G + (size_t)F * Dv, cc, fq, F);   /* dz */
+                isa->axpy(Gt + (size_t)F * Dv, cc, fq, F);  /* dz */
                 attn__lcb_chain_row(L, x, fq, tr, x, W->aq + 2 * i);   /* dq over the staged q row */
             }
-            attn__sgemm_1t2(W->gemm, F, Dv, 1.0f, G, Dv, 1, 0, n, W->Qf, F, gv, (ptrdiff_t)ldq, 0, 0, 0, NULL, 0, NULL, 0);   /* dKV */
+            attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, Gt, F, 1, 0, n, gv, (ptrdiff_t)ldq, W->Qf, F, 0, 0, 0, NULL, 0, NULL, 0);   /* dKV^T */
         }
         attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, r0, n, r0 + n < Lq ? 0 : L->q.seq, W->XQ, NULL);
     }
     if (Lq == 0) attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
 
-    for (h = 0; h < nh; ++h) {                          /* G^T into S^T's place */
-        const float *G = W->G + h * st;
-        float *Gt = W->S + h * st;
-        for (f = 0; f < F; ++f)
-            for (i = 0; i < Dv; ++i) Gt[(size_t)i * F + f] = G[(size_t)f * Dv + i];
+    for (h = 0; h < nh; ++h) {                          /* (dKV, dz) into S^T's place */
+        const float *Gt = W->G + h * st;
+        float *G = W->S + h * st;
+        for (i = 0; i < Dv; ++i)
+            for (f = 0; f < F; ++f) G[(size_t)f * Dv + i] = Gt[(size_t)i * F + f];
+        memcpy(G + (size_t)F * Dv, Gt + (size_t)F * Dv, (size_t)F * sizeof(float));
     }
     for (r0 = 0; r0 < Lk; r0 += NB)                     /* dk = chain(V dKV^T + dz), dv = phi(K) dKV */
-        attn__lcb_keys_out(C, W, b, hk0, nh, r0, ATTN__MIN(NB, Lk - r0), 0.0f, W->T, 0, F, W->PV, W->S);
+        attn__lcb_keys_out(C, W, b, hk0, nh, r0, ATTN__MIN(NB, Lk - r0), 0.0f, W->T, 0, F, W->PV, W->S, W->G);
     attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, Lk, 0, L->k.seq, NULL, NULL);   /* padding keys */
 }
 
