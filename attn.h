@@ -9350,9 +9350,10 @@ ATTN__T512 static void attn__gemm_rows512(const float *src, ptrdiff_t n, float *
 }
 /* attn__gemm_ukr2 on AVX-512: operands read in place skip the packing copy (a chunk's small
    products against a state: the state's packing was a fifth of their time). Defined for the
-   rows ROWS lists: all 14, and the first 8 for a tile of at most 8 rows (the edge tile of a
-   64-row product, D or Dv 64: 8 rows cost 8 / 14 of a full tile, not a full one). */
+   rows ROWS lists: all 14, or the first 8 or 4 for a tile of at most that many rows (the edge
+   tile of a 64- or 128-row product: 8 or 2 rows then cost 8 or 4 fourteenths of a full tile). */
 #define ATTN__G512_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define ATTN__G512_ROWS4(X) X(0) X(1) X(2) X(3)
 #define ATTN__G512_UKR2(NAME, ROWS) \
 ATTN__T512 static void NAME(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1, int k2, const float *A2, \
                             ptrdiff_t sa2, const float *B2, ptrdiff_t sb2, float *C, ptrdiff_t ldc, int mr, int nr, float beta, \
@@ -9378,10 +9379,11 @@ ATTN__T512 static void NAME(int k1, const float *A1, ptrdiff_t sa1, const float 
 }
 ATTN__G512_UKR2(attn__gemm_ukr512_2r14, ATTN__G512_ROWS)
 ATTN__G512_UKR2(attn__gemm_ukr512_2r8, ATTN__G512_ROWS8)
+ATTN__G512_UKR2(attn__gemm_ukr512_2r4, ATTN__G512_ROWS4)
 ATTN__T512 static void attn__gemm_ukr512_2(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
                                            int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
                                            float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c) {
-    (mr <= 8 ? attn__gemm_ukr512_2r8 : attn__gemm_ukr512_2r14)(k1, A1, sa1, B1, sb1, k2, A2, sa2, B2, sb2, C, ldc, mr, nr, beta, load_c);
+    (mr <= 4 ? attn__gemm_ukr512_2r4 : mr <= 8 ? attn__gemm_ukr512_2r8 : attn__gemm_ukr512_2r14)(k1, A1, sa1, B1, sb1, k2, A2, sa2, B2, sb2, C, ldc, mr, nr, beta, load_c);
 }
 static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, attn__gemm_ukr512, attn__gemm_tr512,
                                                    attn__gemm_rows512, attn__gemm_ukr512_2 };
