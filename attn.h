@@ -15354,7 +15354,8 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
        dphi(q_i) = T_i / den_i + c_i z,   dKV = sum_i phi(q_i) (dO_i / den_i)^T,   dz = sum_i c_i phi(q_i),
        dphi(k_j) = dKV v_j + dz,          dv_j = dKV^T phi(k_j).
    Three passes over blocks of nb rows: keys into (KV, z); query rows to dq and into (dKV, dz);
-   keys again to dk, dv. 10 F Dv flops per (row, head), each row read once or twice.
+   keys again to dk, dv. 10 F Dv flops per (row, head), each row read once or twice. The task
+   (attn__lnc_task) sits after attn__lcb_task, whose key passes it shares.
    A task takes a run of KV heads (all of them on one thread) and stages each block of rows of
    every head it owns in address order, [row][head][dim], so a [seq][heads][dim] tensor streams
    through the hardware prefetchers instead of being walked one head at a time (a 2 KiB stride
@@ -15362,10 +15363,10 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
    same way and written back in address order. Per head each product is a GEMM on the staged
    rows (leading dimension heads x dim), and nb depends on the shapes alone, so every head's sums
    run in one order whatever the thread count and the heads per task: bitwise the same results. */
-typedef struct attn__lnc_bufs {
-    float *S, *G;                 /* per head: (KV [F][Dv], z [F]), (dKV, dz), st floats apart */
-    float *X, *V, *dV;            /* staged rows: raw q or k (then their gradients) [nb][heads][D], dO or v, dv */
-    float *K, *T, *row, *gemm;    /* one head's features [nb][F] and their gradient [nb][F]; scratch */
+typedef struct attn__lnc_bufs {  /* the forwards' (attn__lnf_task, attn__lcf_task) */
+    float *S;                     /* per head: (KV [F][Dv], z [F]), st floats apart */
+    float *X, *V, *dV;            /* staged rows: q or k [nb][heads][D], out or v; attn__lcf_task's out rows */
+    float *K, *gemm;              /* one head's features [nb][F]; GEMM scratch */
 } attn__lnc_bufs;
 
 #define ATTN__LNC_STAGE 98304     /* floats of staged rows per block at full heads (384 KiB) */
@@ -15449,7 +15450,7 @@ static void attn__lnc_absorb(const attn__lin *L, const attn__lnc_bufs *B, int b,
    a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads.
    Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
    and 2 floats per query row and head. */
-typedef struct attn__lcb_bufs {
+typedef struct attn__lcb_bufs {  /* also attn__lnc_task's: blocks of nb rows for CH, no OO, A, dA, rden, rc, PK */
     float *S, *G;                 /* per head: (S^T [Dv][F], z [F]), (G, h); st floats apart */
     float *XQ, *GO, *OO;          /* the chunk's staged q (then dq), dO (then g), out rows [n][nq][.] */
     float *XK, *XV;               /* the chunk's staged k (then dk), v rows [nk][nh][.] */
@@ -15681,9 +15682,10 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
 /* attn__lnc_task: the non-causal backward (see its section comment above) on attn__lcb_task's
    helpers: the keys join (S^T, z) by attn__lcb_absorb and leave by attn__lcb_keys_out, the
    cosFormer angles come once per block for all heads, and every product reads its state and its
-   transposed operand in place (attn__sgemm_1t2): the states are S^T [Dv][F] and G [F][Dv], and
-   after the query rows G^T takes S^T's place, so the keys' V G^T and phi(K) G pack only V and
-   phi(K). Packing and a sincos per row and head were 14% of this backward (Zen 4, S 2048, H 4). */
+   transposed operand in place (attn__sgemm_1t2): the states are S^T [Dv][F] and dKV^T [Dv][F]
+   (Dv-row products: 64 rows fill the AVX-512 tiles better than F = 128), and after the query
+   rows dKV takes S^T's place, so the keys' V dKV^T and phi(K) dKV pack only V and phi(K).
+   Packing and a sincos per row and head were 14% of this backward (Zen 4, S 2048, H 4). */
 static void attn__lnc_task(void *ctx, int t, int thread) {
     const attn__lbw *C = (const attn__lbw *)ctx;
     const attn__lin *L = &C->L;
