@@ -9521,28 +9521,41 @@ ATTN__T512 static void attn__gemm_rows512(const float *src, ptrdiff_t n, float *
     }
 }
 /* attn__gemm_ukr2 on AVX-512: operands read in place skip the packing copy (a chunk's small
-   products against a state: the state's packing was a fifth of their time) */
+   products against a state: the state's packing was a fifth of their time). Defined for the
+   rows ROWS lists: all 14, or the first 8 or 4 for a tile of at most that many rows (the edge
+   tile of a 64- or 128-row product: 8 or 2 rows then cost 8 or 4 fourteenths of a full tile). */
+#define ATTN__G512_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define ATTN__G512_ROWS4(X) X(0) X(1) X(2) X(3)
+#define ATTN__G512_UKR2(NAME, ROWS) \
+ATTN__T512 static void NAME(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1, int k2, const float *A2, \
+                            ptrdiff_t sa2, const float *B2, ptrdiff_t sb2, float *C, ptrdiff_t ldc, int mr, int nr, float beta, \
+                            int load_c) { \
+    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u); \
+    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u); \
+    const int pf1 = nr > 16 ? 16 : 0; \
+    const float *A = A1, *B = B1; \
+    __m512 a, b0, b1, va, vb; \
+    int p; \
+    ROWS(ATTN__G512_DECL) \
+    ROWS(ATTN__G512_PF) \
+    for (p = 0; p < k1; ++p, A += sa1, B += sb1) { \
+        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16); \
+        ROWS(ATTN__G512_FMA) \
+    } \
+    for (p = 0, A = A2, B = B2; p < k2; ++p, A += sa2, B += sb2) { \
+        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16); \
+        ROWS(ATTN__G512_FMA) \
+    } \
+    va = _mm512_set1_ps(1.0f); vb = _mm512_set1_ps(beta); \
+    ROWS(ATTN__G512_STORE) \
+}
+ATTN__G512_UKR2(attn__gemm_ukr512_2r14, ATTN__G512_ROWS)
+ATTN__G512_UKR2(attn__gemm_ukr512_2r8, ATTN__G512_ROWS8)
+ATTN__G512_UKR2(attn__gemm_ukr512_2r4, ATTN__G512_ROWS4)
 ATTN__T512 static void attn__gemm_ukr512_2(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
                                            int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
                                            float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c) {
-    const __mmask16 m0 = (__mmask16)(nr >= 16 ? 0xFFFFu : (1u << nr) - 1u);
-    const __mmask16 m1 = (__mmask16)(nr >= 32 ? 0xFFFFu : nr > 16 ? (1u << (nr - 16)) - 1u : 0u);
-    const int pf1 = nr > 16 ? 16 : 0;
-    const float *A = A1, *B = B1;
-    __m512 a, b0, b1, va, vb;
-    int p;
-    ATTN__G512_ROWS(ATTN__G512_DECL)
-    ATTN__G512_ROWS(ATTN__G512_PF)
-    for (p = 0; p < k1; ++p, A += sa1, B += sb1) {
-        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
-        ATTN__G512_ROWS(ATTN__G512_FMA)
-    }
-    for (p = 0, A = A2, B = B2; p < k2; ++p, A += sa2, B += sb2) {
-        b0 = _mm512_maskz_loadu_ps(m0, B); b1 = _mm512_maskz_loadu_ps(m1, B + 16);
-        ATTN__G512_ROWS(ATTN__G512_FMA)
-    }
-    va = _mm512_set1_ps(1.0f); vb = _mm512_set1_ps(beta);
-    ATTN__G512_ROWS(ATTN__G512_STORE)
+    (mr <= 4 ? attn__gemm_ukr512_2r4 : mr <= 8 ? attn__gemm_ukr512_2r8 : attn__gemm_ukr512_2r14)(k1, A1, sa1, B1, sb1, k2, A2, sa2, B2, sb2, C, ldc, mr, nr, beta, load_c);
 }
 /* attn__gemm_ukrb on AVX-512 */
 ATTN__T512 static void attn__gemm_ukr512_b(int kc, const float *A, const float *B, ptrdiff_t sb, float *C, ptrdiff_t ldc,
@@ -15126,19 +15139,6 @@ typedef struct attn__lbw_bufs {
     float *rden, *rc, *rs, *kc;   /* per task: rows' normaliser, c and s [g][Sq]; keys' max [Sk] */
 } attn__lbw_bufs;
 
-/* dx [D] of one ATTN_LINEAR / ATTN_COSFORMER row x [D] with features f [F] at 0-based position
-   pos from the gradient t [F] of the features; dx may be x. */
-static void attn__lbw_chain_row(const attn__lin *L, int b, const float *x, const float *f, const float *t, float *dx,
-                                long long pos) {
-    const int D = L->D;
-    if (L->cos) {
-        const double a = attn__lin_ang(L, b) * (double)(pos + 1);
-        L->isa->cos_feat(dx, x, t, (float)sin(a), (float)cos(a), D);
-    } else {
-        L->isa->elu1_grad(dx, x, f, t, D);
-    }
-}
-
 /* t[l] *= f[l] - e0 over n floats (the feature map's derivative), returning their sum: 16
    partial sums added in a fixed order, in 16-float blocks with restrict so that compilers
    vectorise it (one scalar chain of adds per row was 9% of the Performer's backward). */
@@ -15671,7 +15671,8 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
        dphi(q_i) = T_i / den_i + c_i z,   dKV = sum_i phi(q_i) (dO_i / den_i)^T,   dz = sum_i c_i phi(q_i),
        dphi(k_j) = dKV v_j + dz,          dv_j = dKV^T phi(k_j).
    Three passes over blocks of nb rows: keys into (KV, z); query rows to dq and into (dKV, dz);
-   keys again to dk, dv. 10 F Dv flops per (row, head), each row read once or twice.
+   keys again to dk, dv. 10 F Dv flops per (row, head), each row read once or twice. The task
+   (attn__lnc_task) sits after attn__lcb_task, whose key passes it shares.
    A task takes a run of KV heads (all of them on one thread) and stages each block of rows of
    every head it owns in address order, [row][head][dim], so a [seq][heads][dim] tensor streams
    through the hardware prefetchers instead of being walked one head at a time (a 2 KiB stride
@@ -15679,10 +15680,10 @@ static void attn__pbw_task(void *ctx, int t, int thread) {
    same way and written back in address order. Per head each product is a GEMM on the staged
    rows (leading dimension heads x dim), and nb depends on the shapes alone, so every head's sums
    run in one order whatever the thread count and the heads per task: bitwise the same results. */
-typedef struct attn__lnc_bufs {
-    float *S, *G;                 /* per head: (KV [F][Dv], z [F]), (dKV, dz), st floats apart */
-    float *X, *V, *dV;            /* staged rows: raw q or k (then their gradients) [nb][heads][D], dO or v, dv */
-    float *K, *T, *row, *gemm;    /* one head's features [nb][F] and their gradient [nb][F]; scratch */
+typedef struct attn__lnc_bufs {  /* the forwards' (attn__lnf_task, attn__lcf_task) */
+    float *S;                     /* per head: (KV [F][Dv], z [F]), st floats apart */
+    float *X, *V, *dV;            /* staged rows: q or k [nb][heads][D], out or v; attn__lcf_task's out rows */
+    float *K, *gemm;              /* one head's features [nb][F]; GEMM scratch */
 } attn__lnc_bufs;
 
 #define ATTN__LNC_STAGE 98304     /* floats of staged rows per block at full heads (384 KiB) */
@@ -15724,81 +15725,6 @@ static void attn__lnc_absorb(const attn__lin *L, const attn__lnc_bufs *B, int b,
     }
 }
 
-static void attn__lnc_task(void *ctx, int t, int thread) {
-    const attn__lbw *C = (const attn__lbw *)ctx;
-    const attn__lin *L = &C->L;
-    const attn__isa *isa = L->isa;
-    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc;
-    const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
-    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, NB = C->nb;
-    const size_t st = attn__lnc_st(L), ldv = (size_t)nh * Dv, ldq = (size_t)nq * Dv;
-    float *w = L->ws + (size_t)thread * L->ws_per;
-    attn__lnc_bufs B;
-    int r0, n, h, i;
-    B.S = attn__lin_carve(&w, nh * st);
-    B.G = attn__lin_carve(&w, nh * st);
-    B.K = attn__lin_carve(&w, (size_t)NB * F);
-    B.T = attn__lin_carve(&w, (size_t)NB * F);
-    B.row = attn__lin_carve(&w, (size_t)ATTN__MAX(D, Dv));
-    B.gemm = attn__lin_carve(&w, L->gemm_floats);
-    B.X = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * D);
-    B.V = attn__lin_carve(&w, (size_t)NB * ATTN__MAX(nh, nq) * Dv);
-    B.dV = attn__lin_carve(&w, (size_t)NB * nh * Dv);
-    memset(B.S, 0, (size_t)nh * st * sizeof(float));
-    memset(B.G, 0, (size_t)nh * st * sizeof(float));
-
-    if (Lk == 0) {                                      /* no key: out = 0, every gradient 0 */
-        attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
-        attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, 0, 0, L->k.seq, NULL, NULL);
-        return;
-    }
-    attn__lnc_absorb(L, &B, b, hk0, nh, 0, Lk, NB);
-
-    for (r0 = 0; r0 < Lq; r0 += n) {                    /* dq; dKV, dz */
-        n = ATTN__MIN(NB, Lq - r0);
-        attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, r0, n, B.X, B.V);
-        for (h = 0; h < nq; ++h) {                      /* query head hq0 + h reads KV head hk0 + h / g */
-            const float *S = B.S + (size_t)(h / g) * st, *z = S + (size_t)F * Dv;
-            float *G = B.G + (size_t)(h / g) * st, *gv = B.V + (size_t)h * Dv;
-            attn__lnc_feats(L, b, B.X, nq, h, n, L->pos0 + r0, B.K);
-            attn__sgemm_1t(B.gemm, 0, 1, n, F, Dv, 1.0f, gv, (ptrdiff_t)ldq, S, Dv, 0.0f, B.T, F);     /* T = dO KV^T */
-            for (i = 0; i < n; ++i) {
-                const float *fq = B.K + (size_t)i * F;
-                float *tr = B.T + (size_t)i * F, *x = B.X + ((size_t)i * nq + h) * D, den = isa->dot(fq, z, F), cc;
-                int clamped = 0;
-                if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
-                else den += L->eps;
-                cc = clamped ? 0.0f : -(isa->dot(tr, fq, F) / den) / den;
-                isa->scal(tr, 1.0f / den, F);
-                isa->axpy(tr, cc, z, F);                /* dphi(q) */
-                isa->scal(gv + i * ldq, 1.0f / den, Dv);
-                isa->axpy(G + (size_t)F * Dv, cc, fq, F);   /* dz */
-                attn__lbw_chain_row(L, b, x, fq, tr, x, r0 + i);   /* dq over the staged q row */
-            }
-            attn__sgemm_1t(B.gemm, 1, 0, F, Dv, n, 1.0f, B.K, F, gv, (ptrdiff_t)ldq, 1.0f, G, Dv);   /* dKV */
-        }
-        attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, r0, n, r0 + n < Lq ? 0 : L->q.seq, B.X, NULL);
-    }
-    if (Lq == 0) attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
-
-    for (r0 = 0; r0 < Lk; r0 += n) {                    /* dk = chain(V dKV^T + dz), dv = phi(K) dKV */
-        n = ATTN__MIN(NB, Lk - r0);
-        attn__lnc_stage(isa, &L->k, &L->v, b, hk0, nh, r0, n, B.X, B.V);
-        for (h = 0; h < nh; ++h) {
-            const float *G = B.G + h * st;
-            attn__lnc_feats(L, b, B.X, nh, h, n, L->pos0 + r0, B.K);
-            attn__sgemm_1t(B.gemm, 0, 1, n, F, Dv, 1.0f, B.V + (size_t)h * Dv, (ptrdiff_t)ldv, G, Dv, 0.0f, B.T, F);
-            attn__sgemm_1t(B.gemm, 0, 0, n, Dv, F, 1.0f, B.K, F, G, Dv, 0.0f, B.dV + (size_t)h * Dv, (ptrdiff_t)ldv);
-            for (i = 0; i < n; ++i) {
-                float *x = B.X + ((size_t)i * nh + h) * D, *tr = B.T + (size_t)i * F;
-                isa->axpy(tr, 1.0f, G + (size_t)F * Dv, F);
-                attn__lbw_chain_row(L, b, x, B.K + (size_t)i * F, tr, x, r0 + i);
-            }
-        }
-        attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, r0, n, r0 + n < Lk ? 0 : L->k.seq, B.X, B.dV);
-    }
-}
-
 /* ---- the causal backward of ATTN_LINEAR and ATTN_COSFORMER: chunks of all heads staged ---------
    The chunked form of attn__lbw_task's maths (chunks of attn__lcb_rows() query rows and their
    own keys), with the out the caller hands over: c_i = -(dO_i . out_i) / den_i needs no numerator,
@@ -15825,7 +15751,7 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
    a 2 KiB stride, a third of the time at H 8, D 64); results do not depend on the threads.
    Workspace: the kept key terms, F + Dv floats per key and KV head (about the size of k and v),
    and 2 floats per query row and head. */
-typedef struct attn__lcb_bufs {
+typedef struct attn__lcb_bufs {  /* also attn__lnc_task's: blocks of nb rows for CH, no OO, A, dA, rden, rc, PK */
     float *S, *G;                 /* per head: (S^T [Dv][F], z [F]), (G, h); st floats apart */
     float *XQ, *GO, *OO;          /* the chunk's staged q (then dq), dO (then g), out rows [n][nq][.] */
     float *XK, *XV;               /* the chunk's staged k (then dk), v rows [nk][nh][.] */
@@ -15856,7 +15782,8 @@ static void attn__lcb_feats(const attn__lin *L, int b, const float *X, int nh, i
         L->isa->cos_feat(K + (size_t)i * L->F, X + ((size_t)i * nh + h) * L->D, NULL, sc[2 * i], sc[2 * i + 1], L->D);
 }
 
-/* attn__lbw_chain_row with the row's angle from sc (attn__lcb_angles) */
+/* dx [D] of one ATTN_LINEAR / ATTN_COSFORMER row x [D] with features f [F] from the gradient t [F]
+   of the features, sc the row's (sin, cos) (attn__lcb_angles); dx may be x. */
 static void attn__lcb_chain_row(const attn__lin *L, const float *x, const float *f, const float *t, float *dx, const float *sc) {
     if (L->cos) L->isa->cos_feat(dx, x, t, sc[0], sc[1], L->D);
     else L->isa->elu1_grad(dx, x, f, t, L->D);
@@ -15884,9 +15811,13 @@ static void attn__lcb_absorb(const attn__lbw *C, attn__lcb_bufs *W, int b, int h
     }
 }
 
-/* Pass 2 over keys [j0, j0 + n): dphi(K) = beta PK + V G^T + h, dV = beta PK + phi(K) G (beta
-   1: the chunk's own terms kept by pass 1), written to dk (through the features) and dv. */
-static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n, float beta) {
+/* Pass 2 over keys [j0, j0 + n): dphi(K) = beta PK + V G^T + h, dV = beta PV + phi(K) G (beta
+   1: the chunk's own terms kept by pass 1), written to dk (through the features) and dv. Head
+   h's dphi(K) rows: pk + h hs, ld apart; PV: the block's dV rows [n][nh][Dv]. Gs: per head (G
+   [F][Dv], h [F]) st apart; Gt: the same heads' G^T [Dv][F] read in place, or NULL: G^T packed
+   from G. */
+static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int hk0, int nh, int j0, int n, float beta,
+                               float *pk0, ptrdiff_t hs, ptrdiff_t ld, float *PV, const float *Gs, const float *Gt) {
     const attn__lin *L = &C->L;
     const int F = L->F, Dv = L->Dv, D = L->D;
     const size_t st = attn__lnc_st(L);
@@ -15894,18 +15825,19 @@ static void attn__lcb_keys_out(const attn__lbw *C, attn__lcb_bufs *W, int b, int
     attn__lnc_stage(L->isa, &L->k, &L->v, b, hk0, nh, j0, n, W->XK, W->XV);
     attn__lcb_angles(L, b, j0, n, W->ak);
     for (h = 0; h < nh; ++h) {
-        const float *G = W->G + h * st;
-        float *pk = W->PK + ((size_t)j0 * nh + h) * F, *pv = W->PV + ((size_t)j0 * nh + h) * Dv;
+        const float *G = Gs + h * st, *vh = W->XV + (size_t)h * Dv;
+        float *pk = pk0 + h * hs, *pv = PV + (size_t)h * Dv;
         attn__lcb_feats(L, b, W->XK, nh, h, n, j0, W->ak, W->Kf);
-        attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, W->XV + (size_t)h * Dv, (ptrdiff_t)nh * Dv, G, Dv, beta, pk, (ptrdiff_t)nh * F);
+        if (Gt) attn__sgemm_1t2(W->gemm, n, F, beta, pk, ld, 0, 0, Dv, vh, (ptrdiff_t)nh * Dv, Gt + h * st, F, 0, 0, 0, NULL, 0, NULL, 0);
+        else attn__sgemm_1t(W->gemm, 0, 1, n, F, Dv, 1.0f, vh, (ptrdiff_t)nh * Dv, G, Dv, beta, pk, ld);
         attn__sgemm_1t2(W->gemm, n, Dv, beta, pv, (ptrdiff_t)nh * Dv, 0, 0, F, W->Kf, F, G, Dv, 0, 0, 0, NULL, 0, NULL, 0);
         for (i = 0; i < n; ++i) {
-            float *x = W->XK + ((size_t)i * nh + h) * D, *t = pk + (size_t)i * nh * F;
+            float *x = W->XK + ((size_t)i * nh + h) * D, *t = pk + i * ld;
             L->isa->axpy(t, 1.0f, G + (size_t)F * Dv, F);
             attn__lcb_chain_row(L, x, W->Kf + (size_t)i * F, t, x, W->ak + 2 * i);
         }
     }
-    attn__lnc_unstage(L->isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, W->XK, W->PV + (size_t)j0 * nh * Dv);
+    attn__lnc_unstage(L->isa, &C->dk, &C->dv, b, hk0, nh, j0, n, 0, W->XK, PV);
 }
 
 static void attn__lcb_task(void *ctx, int t, int thread) {
@@ -16022,7 +15954,8 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
         const int q0c = ci * CH, n = ATTN__MIN(CH, Lq - q0c);
         const long long pa = q0c + shift;
         const int kd = (int)ATTN__MAX(0LL, ATTN__MIN(pa, (long long)Lk)), nk = (int)ATTN__MAX(0LL, ATTN__MIN(pa + n, (long long)Lk)) - kd;
-        if (nk > 0) attn__lcb_keys_out(C, W, b, hk0, nh, kd, nk, 1.0f);
+        if (nk > 0) attn__lcb_keys_out(C, W, b, hk0, nh, kd, nk, 1.0f, W->PK + (size_t)kd * nh * F, F, (ptrdiff_t)nh * F,
+                                       W->PV + (size_t)kd * nh * Dv, W->G, NULL);
         attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, q0c, n, W->XQ, W->GO);
         attn__lcb_angles(L, b, pa, n, W->aq);
         for (h = 0; h < nh; ++h) {                      /* the chunk's rows join (G, h) */
@@ -16041,8 +15974,88 @@ static void attn__lcb_task(void *ctx, int t, int thread) {
             }
         }
     }
-    for (j = 0; j < kd0; j += CH) attn__lcb_keys_out(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j), 0.0f);
+    for (j = 0; j < kd0; j += CH)
+        attn__lcb_keys_out(C, W, b, hk0, nh, j, ATTN__MIN(CH, kd0 - j), 0.0f, W->PK + (size_t)j * nh * F, F, (ptrdiff_t)nh * F,
+                           W->PV + (size_t)j * nh * Dv, W->G, NULL);
     attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, Lq == 0 ? 0 : Lk, 0, L->k.seq, NULL, NULL);   /* padding keys */
+}
+
+/* attn__lnc_task: the non-causal backward (see its section comment above) on attn__lcb_task's
+   helpers: the keys join (S^T, z) by attn__lcb_absorb and leave by attn__lcb_keys_out, the
+   cosFormer angles come once per block for all heads, and every product reads its state and its
+   transposed operand in place (attn__sgemm_1t2): the states are S^T [Dv][F] and dKV^T [Dv][F]
+   (Dv-row products: 64 rows fill the AVX-512 tiles better than F = 128), and after the query
+   rows dKV takes S^T's place, so the keys' V dKV^T and phi(K) dKV pack only V and phi(K).
+   Packing and a sincos per row and head were 14% of this backward (Zen 4, S 2048, H 4). */
+static void attn__lnc_task(void *ctx, int t, int thread) {
+    const attn__lbw *C = (const attn__lbw *)ctx;
+    const attn__lin *L = &C->L;
+    const attn__isa *isa = L->isa;
+    const int Hkv = L->k.heads, nch = (Hkv + C->hc - 1) / C->hc, b = t / nch, hk0 = t % nch * C->hc;
+    const int nh = ATTN__MIN(C->hc, Hkv - hk0), g = L->groups, nq = nh * g, hq0 = hk0 * g, F = L->F, Dv = L->Dv, D = L->D;
+    const int Lq = L->seqlens_q ? L->seqlens_q[b] : L->q.seq, Lk = L->seqlens_k ? L->seqlens_k[b] : L->k.seq, NB = C->nb;
+    const size_t st = attn__lnc_st(L), ldq = (size_t)nq * Dv, nx = (size_t)NB * ATTN__MAX(nh, nq);
+    float *w = L->ws + (size_t)thread * L->ws_per;
+    attn__lcb_bufs Wb, *W = &Wb;
+    int r0, n, h, i, f;
+    memset(W, 0, sizeof *W);
+    W->S = attn__lin_carve(&w, nh * st);
+    W->G = attn__lin_carve(&w, nh * st);
+    W->XQ = W->XK = attn__lin_carve(&w, nx * D);           /* q rows, then k rows */
+    W->GO = W->XV = attn__lin_carve(&w, nx * Dv);          /* dO (then g) rows, then v rows */
+    W->Qf = W->Kf = attn__lin_carve(&w, (size_t)NB * F);
+    W->T = attn__lin_carve(&w, (size_t)NB * F);
+    W->PV = attn__lin_carve(&w, (size_t)NB * nh * Dv);
+    W->aq = W->ak = attn__lin_carve(&w, 2 * (size_t)NB);
+    W->gemm = attn__lin_carve(&w, L->gemm_floats);
+    memset(W->S, 0, (size_t)nh * st * sizeof(float));
+    memset(W->G, 0, (size_t)nh * st * sizeof(float));
+
+    if (Lk == 0) {                                      /* no key: out = 0, every gradient 0 */
+        attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
+        attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, 0, 0, L->k.seq, NULL, NULL);
+        return;
+    }
+    for (r0 = 0; r0 < Lk; r0 += NB) attn__lcb_absorb(C, W, b, hk0, nh, r0, ATTN__MIN(NB, Lk - r0));
+
+    for (r0 = 0; r0 < Lq; r0 += n) {                    /* dq; dKV, dz */
+        n = ATTN__MIN(NB, Lq - r0);
+        attn__lnc_stage(isa, &L->q, &C->dout, b, hq0, nq, r0, n, W->XQ, W->GO);
+        attn__lcb_angles(L, b, r0, n, W->aq);
+        for (h = 0; h < nq; ++h) {                      /* query head hq0 + h reads KV head hk0 + h / g */
+            const float *St = W->S + (size_t)(h / g) * st, *z = St + (size_t)F * Dv;
+            float *Gt = W->G + (size_t)(h / g) * st, *gv = W->GO + (size_t)h * Dv;
+            attn__lcb_feats(L, b, W->XQ, nq, h, n, r0, W->aq, W->Qf);
+            attn__sgemm_1t2(W->gemm, n, F, 0.0f, W->T, F, 0, 0, Dv, gv, (ptrdiff_t)ldq, St, F, 0, 0, 0, NULL, 0, NULL, 0);   /* dO KV^T */
+            for (i = 0; i < n; ++i) {
+                const float *fq = W->Qf + (size_t)i * F;
+                float *tr = W->T + (size_t)i * F, *x = W->XQ + ((size_t)i * nq + h) * D, den = isa->dot(fq, z, F), cc;
+                int clamped = 0;
+                if (L->cos) { clamped = !(den > L->eps); den = clamped ? L->eps : den; }
+                else den += L->eps;
+                cc = clamped ? 0.0f : -(isa->dot(tr, fq, F) / den) / den;
+                isa->scal(tr, 1.0f / den, F);
+                isa->axpy(tr, cc, z, F);                /* dphi(q) */
+                isa->scal(gv + i * ldq, 1.0f / den, Dv);
+                isa->axpy(Gt + (size_t)F * Dv, cc, fq, F);  /* dz */
+                attn__lcb_chain_row(L, x, fq, tr, x, W->aq + 2 * i);   /* dq over the staged q row */
+            }
+            attn__sgemm_1t2(W->gemm, Dv, F, 1.0f, Gt, F, 1, 0, n, gv, (ptrdiff_t)ldq, W->Qf, F, 0, 0, 0, NULL, 0, NULL, 0);   /* dKV^T */
+        }
+        attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, r0, n, r0 + n < Lq ? 0 : L->q.seq, W->XQ, NULL);
+    }
+    if (Lq == 0) attn__lnc_unstage(isa, &C->dq, NULL, b, hq0, nq, 0, 0, L->q.seq, NULL, NULL);
+
+    for (h = 0; h < nh; ++h) {                          /* (dKV, dz) into S^T's place */
+        const float *Gt = W->G + h * st;
+        float *G = W->S + h * st;
+        for (i = 0; i < Dv; ++i)
+            for (f = 0; f < F; ++f) G[(size_t)f * Dv + i] = Gt[(size_t)i * F + f];
+        memcpy(G + (size_t)F * Dv, Gt + (size_t)F * Dv, (size_t)F * sizeof(float));
+    }
+    for (r0 = 0; r0 < Lk; r0 += NB)                     /* dk = chain(V dKV^T + dz), dv = phi(K) dKV */
+        attn__lcb_keys_out(C, W, b, hk0, nh, r0, ATTN__MIN(NB, Lk - r0), 0.0f, W->T, 0, F, W->PV, W->S, W->G);
+    attn__lnc_unstage(isa, &C->dk, &C->dv, b, hk0, nh, Lk, 0, L->k.seq, NULL, NULL);   /* padding keys */
 }
 
 static int attn__lbw_add(size_t *f, size_t a, size_t b) {    /* *f += roundup16(a * b) */
@@ -16106,11 +16119,11 @@ static attn_status attn__lnc_plan(attn__lbw *C, const attn__call *c, int fwd, si
             !attn__mul_size(hc, (size_t)c->k.seq, &t) || !attn__lbw_add(&f, t, F) || !attn__lbw_add(&f, t, Dv) ||
             !attn__lbw_add(&f, CH, 2) || !attn__lbw_add(&f, CH, 2) || !attn__add_size(f, 64, &f))
             return ATTN_ERR_OVERFLOW;
-    } else {
-        L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_floats(F, Dv, nb), attn__sgemm_1t_floats(nb, F, Dv)),
-                                   attn__sgemm_1t_floats(nb, Dv, F));
+    } else {                                                 /* attn__lnc_task's carves (attn__lnf_task's are fewer) */
+        L->gemm_floats = ATTN__MAX(ATTN__MAX(attn__sgemm_1t_bound(F, Dv, nb), attn__sgemm_1t_bound(nb, F, Dv)),
+                                   ATTN__MAX(attn__sgemm_1t_bound(nb, Dv, F), attn__sgemm_1t_bound(Dv, F, nb)));
         if (!attn__mul_size(hc, attn__lnc_st(L), &t) || !attn__lbw_add(&f, t, 2) || !attn__lbw_add(&f, (size_t)nb, 2 * (size_t)F) ||
-            !attn__lbw_add(&f, ATTN__MAX(D, Dv), 1) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
+            !attn__lbw_add(&f, nb, 2) || !attn__lbw_add(&f, L->gemm_floats, 1) ||
             !attn__mul_size((size_t)nb, hq, &t) || !attn__lbw_add(&f, t, D) || !attn__lbw_add(&f, t, Dv) ||
             !attn__lbw_add(&f, (size_t)nb * hc, Dv) || !attn__add_size(f, 64, &f))
             return ATTN_ERR_OVERFLOW;
