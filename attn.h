@@ -9524,7 +9524,6 @@ ATTN__T512 static void attn__gemm_rows512(const float *src, ptrdiff_t n, float *
    products against a state: the state's packing was a fifth of their time). Defined for the
    rows ROWS lists: all 14, or the first 8 or 4 for a tile of at most that many rows (the edge
    tile of a 64- or 128-row product: 8 or 2 rows then cost 8 or 4 fourteenths of a full tile). */
-#define ATTN__G512_ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define ATTN__G512_ROWS4(X) X(0) X(1) X(2) X(3)
 #define ATTN__G512_UKR2(NAME, ROWS) \
 ATTN__T512 static void NAME(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1, int k2, const float *A2, \
