@@ -428,6 +428,14 @@ static void test_vector_layer(void) {
    signed zeros, over two blocks of columns. rt_above (ATTN_ROUTING's screen) against the
    compares one by one; rt_top2 (its bound's block maxima) against the scores sorted here, and
    rt_kth: k keys at or above its result, fewer above, and the result one of the keys. */
+/* A float's rank as an unsigned key, written here for rt_top2's check: order-preserving (-inf
+   lowest, +inf highest), negatives' bits inverted, positives' sign bit set. */
+static uint32_t t_rank_key(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (u >> 31) ? ~u : u + 0x80000000u;
+}
+
 static void check_sqk(const char *isa, const attn__isa *V) {
     enum { NK = 130, DM = 40, NR = 200 };
     static float X[NR * DM], XTb[(DM + 1) * ATTN__BQ + 16], Sb[NK * ATTN__BQ + 16], S0[NK * ATTN__BQ];
@@ -528,10 +536,8 @@ static void check_sqk(const char *isa, const attn__isa *V) {
                     x = x != x ? -INFINITY : x == 0.0f ? 0.0f : x;
                     if (x > a) { b = a; a = x; } else if (x > b) b = x;
                 }
-                x = attn__rt_ukey_score(M[(size_t)2 * blk * ATTN__BQ + j]);
-                bad_t += memcmp(&x, &a, 4) != 0;
-                x = attn__rt_ukey_score(M[(size_t)(2 * blk + 1) * ATTN__BQ + j]);
-                bad_t += rows > 1 ? memcmp(&x, &b, 4) != 0 : M[(size_t)(2 * blk + 1) * ATTN__BQ + j] != 0;
+                bad_t += M[(size_t)2 * blk * ATTN__BQ + j] != t_rank_key(a);
+                bad_t += M[(size_t)(2 * blk + 1) * ATTN__BQ + j] != (rows > 1 ? t_rank_key(b) : 0u);
             }
         k = t_irange(&r, 1, 2 * nb);
         V->rt_kth(M, 2 * nb, k, T);
