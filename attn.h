@@ -9692,8 +9692,45 @@ ATTN__T256 static void attn__gemm_ukr256_b(int kc, const float *A, const float *
     va = _mm256_set1_ps(alpha); vb = _mm256_set1_ps(beta);
     ATTN__G256_ROWS(ATTN__G256_STORE)
 }
+/* attn__gemm_ukr2 on AVX2 (as attn__gemm_ukr512_2): without it the linear backwards packed
+   every operand, 20% of the non-causal one. Defined for all 6 rows, or the first 4 for an edge
+   tile of at most 4 (m = 64 is 10 x 6 + 4); masked B loads only for a partial tile's columns. */
+#define ATTN__G256_ROWS4(X) X(0) X(1) X(2) X(3)
+#define ATTN__G256_UKR2(NAME, ROWS) \
+ATTN__T256 static void NAME(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1, int k2, const float *A2, \
+                            ptrdiff_t sa2, const float *B2, ptrdiff_t sb2, float *C, ptrdiff_t ldc, int mr, int nr, float beta, \
+                            int load_c) { \
+    const __m256i m0 = attn__mask8(nr), m1 = attn__mask8(nr - 8); \
+    __m256 a, b0, b1, va, vb; \
+    int s, p; \
+    ROWS(ATTN__G256_DECL) \
+    for (s = 0; s < 2; ++s) { \
+        const float *A = s ? A2 : A1, *B = s ? B2 : B1; \
+        const ptrdiff_t sa = s ? sa2 : sa1, sb = s ? sb2 : sb1; \
+        const int k = s ? k2 : k1; \
+        if (nr == 16) \
+            for (p = 0; p < k; ++p, A += sa, B += sb) { \
+                b0 = _mm256_loadu_ps(B); b1 = _mm256_loadu_ps(B + 8); \
+                ROWS(ATTN__G256_FMA) \
+            } \
+        else \
+            for (p = 0; p < k; ++p, A += sa, B += sb) { \
+                b0 = _mm256_maskload_ps(B, m0); b1 = _mm256_maskload_ps(B + 8, m1); \
+                ROWS(ATTN__G256_FMA) \
+            } \
+    } \
+    va = _mm256_set1_ps(1.0f); vb = _mm256_set1_ps(beta); \
+    ROWS(ATTN__G256_STORE) \
+}
+ATTN__G256_UKR2(attn__gemm_ukr256_2r6, ATTN__G256_ROWS)
+ATTN__G256_UKR2(attn__gemm_ukr256_2r4, ATTN__G256_ROWS4)
+ATTN__T256 static void attn__gemm_ukr256_2(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
+                                           int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
+                                           float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c) {
+    (mr <= 4 ? attn__gemm_ukr256_2r4 : attn__gemm_ukr256_2r6)(k1, A1, sa1, B1, sb1, k2, A2, sa2, B2, sb2, C, ldc, mr, nr, beta, load_c);
+}
 static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, attn__gemm_tr256,
-                                                 attn__gemm_rows256, NULL, attn__gemm_ukr256_b };
+                                                 attn__gemm_rows256, attn__gemm_ukr256_2, attn__gemm_ukr256_b };
 #endif /* ATTN__X86_SIMD */
 
 #if defined(ATTN__NEON)
