@@ -5484,12 +5484,19 @@ ATTN__T256 static float attn__dot_avx2(const float *a, const float *b, int n) {
     }
     return attn__hsum256(_mm256_add_ps(s0, s1));
 }
+/* x's lanes k (the first n, all 8 when n >= 8) to p: AMD microcodes a vmaskmovps store (Zen 4:
+   a 64-float axpy took 37-60 ns with one a vector, 12-13 ns with plain stores), so a full vector
+   takes a plain store and only a row's tail the masked one */
+ATTN__T256 static ATTN__INLINE void attn__stn256(float *p, __m256i k, int n, __m256 x) {
+    if (n >= 8) _mm256_storeu_ps(p, x);
+    else _mm256_maskstore_ps(p, k, x);
+}
 ATTN__T256 static void attn__axpy_avx2(float *y, float a, const float *x, int n) {
     const __m256 va = _mm256_set1_ps(a);
     int i;
     for (i = 0; i < n; i += 8) {
         const __m256i k = attn__mask8(n - i);
-        _mm256_maskstore_ps(y + i, k, _mm256_fmadd_ps(va, _mm256_maskload_ps(x + i, k), _mm256_maskload_ps(y + i, k)));
+        attn__stn256(y + i, k, n - i, _mm256_fmadd_ps(va, _mm256_maskload_ps(x + i, k), _mm256_maskload_ps(y + i, k)));
     }
 }
 ATTN__T256 static void attn__scal_avx2(float *y, float a, int n) {
@@ -5497,7 +5504,7 @@ ATTN__T256 static void attn__scal_avx2(float *y, float a, int n) {
     int i;
     for (i = 0; i < n; i += 8) {
         const __m256i k = attn__mask8(n - i);
-        _mm256_maskstore_ps(y + i, k, _mm256_mul_ps(va, _mm256_maskload_ps(y + i, k)));
+        attn__stn256(y + i, k, n - i, _mm256_mul_ps(va, _mm256_maskload_ps(y + i, k)));
     }
 }
 ATTN__T256 static float attn__max_avx2(const float *x, int n) {
@@ -5521,7 +5528,7 @@ ATTN__T256 static float attn__exp_sum_avx2(float *y, const float *x, float m, in
     for (i = 0; i < n; i += 8) {
         const __m256i k = attn__mask8(n - i);
         const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(k), attn__exp256(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), vm)));
-        _mm256_maskstore_ps(y + i, k, e);
+        attn__stn256(y + i, k, n - i, e);
         s = _mm256_add_ps(s, e);
     }
     return attn__hsum256(s);
@@ -5533,7 +5540,7 @@ ATTN__T256 static void attn__madd_avx2(float *y, const float *a, const float *b,
     for (i = 0; i < n; i += 8) {
         const __m256i k = attn__mask8(n - i);
         const __m256 cx = _mm256_mul_ps(vc, _mm256_maskload_ps(x + i, k));
-        _mm256_maskstore_ps(y + i, k, _mm256_fmadd_ps(_mm256_maskload_ps(a + i, k), _mm256_maskload_ps(b + i, k), cx));
+        attn__stn256(y + i, k, n - i, _mm256_fmadd_ps(_mm256_maskload_ps(a + i, k), _mm256_maskload_ps(b + i, k), cx));
     }
 }
 
@@ -5547,7 +5554,7 @@ ATTN__T256 static void attn__elu1_avx2(float *y, const float *x, const float *dy
         const __m256 e = _mm256_blendv_ps(v, attn__exp256(_mm256_min_ps(zero, v)), le);   /* NaN: v */
         const __m256 r = dy ? _mm256_mul_ps(_mm256_maskload_ps(dy + i, k), _mm256_blendv_ps(e, one, pos))
                             : _mm256_blendv_ps(e, _mm256_add_ps(v, one), pos);
-        _mm256_maskstore_ps(y + i, k, r);
+        attn__stn256(y + i, k, n - i, r);
     }
 }
 
@@ -5557,7 +5564,7 @@ ATTN__T256 static void attn__elu1_grad_avx2(float *y, const float *x, const floa
         const __m256i k = attn__mask8(n - i);
         const __m256 g = _mm256_maskload_ps(dy + i, k);
         const __m256 pos = _mm256_cmp_ps(_mm256_maskload_ps(x + i, k), _mm256_setzero_ps(), _CMP_GT_OQ);
-        _mm256_maskstore_ps(y + i, k, _mm256_blendv_ps(_mm256_mul_ps(g, _mm256_maskload_ps(f + i, k)), g, pos));
+        attn__stn256(y + i, k, n - i, _mm256_blendv_ps(_mm256_mul_ps(g, _mm256_maskload_ps(f + i, k)), g, pos));
     }
 }
 
@@ -5571,10 +5578,10 @@ ATTN__T256 static void attn__cos_feat_avx2(float *y, const float *x, const float
         if (dy) {
             const __m256 g = _mm256_add_ps(_mm256_mul_ps(va, _mm256_maskload_ps(dy + i, k)),
                                            _mm256_mul_ps(vb, _mm256_maskload_ps(dy + n + i, k)));
-            _mm256_maskstore_ps(y + i, k, _mm256_blendv_ps(r, g, _mm256_cmp_ps(v, zero, _CMP_GT_OQ)));
+            attn__stn256(y + i, k, n - i, _mm256_blendv_ps(r, g, _mm256_cmp_ps(v, zero, _CMP_GT_OQ)));
         } else {
-            _mm256_maskstore_ps(y + i, k, _mm256_mul_ps(va, r));
-            _mm256_maskstore_ps(y + n + i, k, _mm256_mul_ps(vb, r));
+            attn__stn256(y + i, k, n - i, _mm256_mul_ps(va, r));
+            attn__stn256(y + n + i, k, n - i, _mm256_mul_ps(vb, r));
         }
     }
 }
@@ -9685,8 +9692,45 @@ ATTN__T256 static void attn__gemm_ukr256_b(int kc, const float *A, const float *
     va = _mm256_set1_ps(alpha); vb = _mm256_set1_ps(beta);
     ATTN__G256_ROWS(ATTN__G256_STORE)
 }
+/* attn__gemm_ukr2 on AVX2 (as attn__gemm_ukr512_2): without it the linear backwards packed
+   every operand, 20% of the non-causal one. Defined for all 6 rows, or the first 4 for an edge
+   tile of at most 4 (m = 64 is 10 x 6 + 4); masked B loads only for a partial tile's columns. */
+#define ATTN__G256_ROWS4(X) X(0) X(1) X(2) X(3)
+#define ATTN__G256_UKR2(NAME, ROWS) \
+ATTN__T256 static void NAME(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1, int k2, const float *A2, \
+                            ptrdiff_t sa2, const float *B2, ptrdiff_t sb2, float *C, ptrdiff_t ldc, int mr, int nr, float beta, \
+                            int load_c) { \
+    const __m256i m0 = attn__mask8(nr), m1 = attn__mask8(nr - 8); \
+    __m256 a, b0, b1, va, vb; \
+    int s, p; \
+    ROWS(ATTN__G256_DECL) \
+    for (s = 0; s < 2; ++s) { \
+        const float *A = s ? A2 : A1, *B = s ? B2 : B1; \
+        const ptrdiff_t sa = s ? sa2 : sa1, sb = s ? sb2 : sb1; \
+        const int k = s ? k2 : k1; \
+        if (nr == 16) \
+            for (p = 0; p < k; ++p, A += sa, B += sb) { \
+                b0 = _mm256_loadu_ps(B); b1 = _mm256_loadu_ps(B + 8); \
+                ROWS(ATTN__G256_FMA) \
+            } \
+        else \
+            for (p = 0; p < k; ++p, A += sa, B += sb) { \
+                b0 = _mm256_maskload_ps(B, m0); b1 = _mm256_maskload_ps(B + 8, m1); \
+                ROWS(ATTN__G256_FMA) \
+            } \
+    } \
+    va = _mm256_set1_ps(1.0f); vb = _mm256_set1_ps(beta); \
+    ROWS(ATTN__G256_STORE) \
+}
+ATTN__G256_UKR2(attn__gemm_ukr256_2r6, ATTN__G256_ROWS)
+ATTN__G256_UKR2(attn__gemm_ukr256_2r4, ATTN__G256_ROWS4)
+ATTN__T256 static void attn__gemm_ukr256_2(int k1, const float *A1, ptrdiff_t sa1, const float *B1, ptrdiff_t sb1,
+                                           int k2, const float *A2, ptrdiff_t sa2, const float *B2, ptrdiff_t sb2,
+                                           float *C, ptrdiff_t ldc, int mr, int nr, float beta, int load_c) {
+    (mr <= 4 ? attn__gemm_ukr256_2r4 : attn__gemm_ukr256_2r6)(k1, A1, sa1, B1, sb1, k2, A2, sa2, B2, sb2, C, ldc, mr, nr, beta, load_c);
+}
 static const attn__gemm_kern attn__gemm_avx2 = { "avx2", 6, 16, 192, 4096, attn__gemm_ukr256, attn__gemm_tr256,
-                                                 attn__gemm_rows256, NULL, attn__gemm_ukr256_b };
+                                                 attn__gemm_rows256, attn__gemm_ukr256_2, attn__gemm_ukr256_b };
 #endif /* ATTN__X86_SIMD */
 
 #if defined(ATTN__NEON)

@@ -118,6 +118,65 @@ static void test_vector_math(void) {
     printf("      kernels in use: %s\n", attn__pick_isa()->name);
 }
 
+/* attn__sgemm_1t2 (C = op(A1) op(B1) + op(A2) op(B2) + beta C) through the kernel the CPU
+   runs, and the in-place path (attn__gemm_1t2_direct) of every kernel with a ukr2 the CPU
+   runs, against double sums: random m, n, k1, k2 (0 included) up to 40, every transpose of
+   either segment, beta 0 / 1 / other, operands at a padded leading dimension whose padding
+   holds NaN (a padding float summed into C shows), and C's padding that must survive. The
+   edge tiles (AVX-512 8- and 4-row, AVX2 4-row kernels; partial columns) come up among them. */
+static void check_gemm2(const char *name, const attn__gemm_kern *K, t_rng *r, int cases) {
+    enum { MX = 40, LD = MX + 3 };
+    static float A[2][LD * LD], B[2][LD * LD], C[LD * LD], C0[LD * LD];
+    static float ws[2 * MX * (MX + 32 + MX + 14) + 64];
+    float *wa = ws + (16 - ((uintptr_t)ws / sizeof(float)) % 16) % 16;
+    const float betas[3] = { 0.0f, 1.0f, -0.75f };
+    int c, bad = 0, guard = 0;
+    for (c = 0; c < cases; ++c) {
+        const int m = t_irange(r, 1, MX), n = t_irange(r, 1, MX), ks[2] = { t_irange(r, 0, MX), t_irange(r, 0, MX) };
+        const int ta[2] = { t_irange(r, 0, 1), t_irange(r, 0, 1) }, tb[2] = { t_irange(r, 0, 1), t_irange(r, 0, 1) };
+        const float beta = betas[t_irange(r, 0, 2)];
+        const ptrdiff_t ld = LD;
+        int s, i, p;
+        for (s = 0; s < 2; ++s)
+            for (i = 0; i < LD * LD; ++i) {   /* op(X) rows / columns within the shape: values; the rest NaN */
+                const int row = i / LD, col = i % LD;
+                const int ina = ta[s] ? row < ks[s] && col < m : row < m && col < ks[s];
+                const int inb = tb[s] ? row < n && col < ks[s] : row < ks[s] && col < n;
+                A[s][i] = ina ? (float)t_normal(r) : NAN;
+                B[s][i] = inb ? (float)t_normal(r) : NAN;
+            }
+        for (i = 0; i < LD * LD; ++i) C0[i] = C[i] = i / LD < m && i % LD < n ? (float)t_normal(r) : 1234.5f;
+        if (K) attn__gemm_1t2_direct(K, wa, m, n, beta, C, ld, ta[0], tb[0], ks[0], A[0], ld, B[0], ld, ta[1], tb[1], ks[1], A[1], ld, B[1], ld);
+        else attn__sgemm_1t2(wa, m, n, beta, C, ld, ta[0], tb[0], ks[0], A[0], ld, B[0], ld, ta[1], tb[1], ks[1], A[1], ld, B[1], ld);
+        for (i = 0; i < LD * LD; ++i) {
+            const int row = i / LD, col = i % LD;
+            double want, mag;
+            if (row >= m || col >= n) { guard += memcmp(&C[i], &C0[i], 4) != 0; continue; }
+            want = beta == 0.0f ? 0.0 : (double)beta * C0[i];
+            mag = fabs(want);
+            for (s = 0; s < 2; ++s)
+                for (p = 0; p < ks[s]; ++p) {
+                    const double x = (double)(ta[s] ? A[s][p * LD + row] : A[s][row * LD + p]) *
+                                     (tb[s] ? B[s][col * LD + p] : B[s][p * LD + col]);
+                    want += x; mag += fabs(x);
+                }
+            bad += !(fabs(C[i] - want) <= (ks[0] + ks[1] + 2) * ldexp(mag, -23) + 1e-30);
+        }
+    }
+    T_CHECK(bad == 0, "%s attn__sgemm_1t2: %d elements off the double sum", name, bad);
+    T_CHECK(guard == 0, "%s attn__sgemm_1t2: %d floats written outside C", name, guard);
+}
+
+static void test_gemm2(void) {
+    t_rng r = t_rng_seed(4242);
+    check_gemm2(attn__gemm_pick()->name, NULL, &r, 300);
+#if defined(ATTN__X86_SIMD) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) check_gemm2("avx512 in place", &attn__gemm_avx512, &r, 300);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) check_gemm2("avx2 in place", &attn__gemm_avx2, &r, 300);
+#endif
+}
+
 static attn_pool *g_pool;   /* attn_pool with 3 threads (NULL without threads: runs inline) */
 
 /* A caller's "thread pool": runs tasks in reverse order on pretend thread 1. */
@@ -866,6 +925,7 @@ void test_kernels(void) {
     g_pool = attn_pool_create(3, 0);
     test_output_store();
     test_vector_layer();
+    test_gemm2();
     test_sqk_helpers();
     test_pool();
 #if defined(T_ADAPTIVE)
