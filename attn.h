@@ -17324,15 +17324,6 @@ static void attn__rwkv6b_kernels(attn__rwkv6b_ctx *X) {
 #endif
 }
 
-/* Rows [t0, t1) of this head's slice of t (those given) into the caches; write: for stores. */
-static void attn__rwkv6b_prefetch(const attn__rwkv6b_ctx *X, const attn__view *t, int b, int h, int d0, int t0, int t1,
-                                  int write) {
-    int s;
-    if (!t->data || t->ss == 0) return;
-    for (s = ATTN__MAX(t0, 0); s < ATTN__MIN(t1, t->seq); ++s)
-        attn__prefetch_span((const char *)attn__at(t, b, s, h) + (size_t)d0 * t->esize, (size_t)X->N * t->esize, write);
-}
-
 static void attn__rwkv6b_load(const attn__rwkv6b_ctx *X, const attn__view *t, int b, int s, int h, int d0, float *dst) {
     X->isa->load((const char *)attn__at(t, b, s, h) + (size_t)d0 * t->esize, t->dtype, dst, X->N, 1.0f);
 }
@@ -17365,11 +17356,10 @@ static void attn__rwkv6b_transpose(float *D, const float *S, int N) {
 
 /* Task (b, head g): checkpoints of St every ATTN__RWKV6_BCHUNK tokens, then per chunk last
    first the chunk's rows gathered once, its states recomputed (the state before each token but
-   the first, whose is the checkpoint), and the tokens backwards. The next chunk's rows are
-   prefetched a chunk ahead (a head's slice of a row is a strided walk the hardware prefetchers
-   do not follow). Scratch (per_thread floats, a multiple of 16; ld = N rounded up to 16,
-   ldn = N N rounded up to 16): [2][N] doubles (4 ld floats), [nck][ldn] checkpoints,
-   [BC - 1][ldn] states, Gt [ldn], P [16][ld], the chunk's rows [BC][5][ld], four rows of ld. */
+   the first, whose is the checkpoint), and the tokens backwards. Scratch (per_thread floats,
+   a multiple of 16; ld = N and ldn = N N rounded up to 16): [2][N] doubles (4 ld floats),
+   [nck][ldn] checkpoints, [BC - 1][ldn] states, Gt [ldn], P [16][ld], the chunk's rows
+   [BC][5][ld], four rows of ld. */
 static void attn__rwkv6b_task(void *vctx, int task, int thread) {
     const attn__rwkv6b_ctx *X = (const attn__rwkv6b_ctx *)vctx;
     const int N = X->N, b = task / X->G, g = task % X->G, h = g / X->per_head, d0 = (g % X->per_head) * N;
@@ -17384,10 +17374,7 @@ static void attn__rwkv6b_task(void *vctx, int task, int thread) {
     attn__rwkv6b_transpose(ck, X->state_in ? X->state_in + off : NULL, N);
     for (ch = 0; ch + 1 < X->nck; ++ch) {            /* checkpoints: chunks 0 .. nck - 2 */
         float *S = ck + (size_t)(ch + 1) * ldn;
-        const int t0 = ch * BC, t1 = t0 + BC;
-        attn__rwkv6b_gather(X, b, h, d0, t0, t1, in, ld, 0);
-        attn__rwkv6b_prefetch(X, &X->k, b, h, d0, t1, t1 + BC, 0); attn__rwkv6b_prefetch(X, &X->v, b, h, d0, t1, t1 + BC, 0);
-        attn__rwkv6b_prefetch(X, &X->w, b, h, d0, t1, t1 + BC, 0);
+        attn__rwkv6b_gather(X, b, h, d0, ch * BC, (ch + 1) * BC, in, ld, 0);
         for (t = 0; t < BC; ++t) {
             const float *row = in + (size_t)t * 5 * ld;
             X->next(S, t ? S : S - ldn, N, row + 3 * ld, row + ld, row + 2 * ld);
@@ -17399,14 +17386,6 @@ static void attn__rwkv6b_task(void *vctx, int task, int thread) {
         const int t0 = ch * BC, t1 = ATTN__MIN(T, t0 + BC);
         const float *S0 = ck + (size_t)ch * ldn;
         attn__rwkv6b_gather(X, b, h, d0, t0, t1, in, ld, 1);
-        if (ch > 0) {                                /* the next chunk's rows, this chunk's gradient rows */
-            attn__rwkv6b_prefetch(X, &X->r, b, h, d0, t0 - BC, t0, 0); attn__rwkv6b_prefetch(X, &X->k, b, h, d0, t0 - BC, t0, 0);
-            attn__rwkv6b_prefetch(X, &X->v, b, h, d0, t0 - BC, t0, 0); attn__rwkv6b_prefetch(X, &X->w, b, h, d0, t0 - BC, t0, 0);
-            attn__rwkv6b_prefetch(X, &X->dy, b, h, d0, t0 - BC, t0, 0);
-        }
-        attn__rwkv6b_prefetch(X, &X->dr, b, h, d0, t0, t1, 1); attn__rwkv6b_prefetch(X, &X->dk, b, h, d0, t0, t1, 1);
-        attn__rwkv6b_prefetch(X, &X->dv, b, h, d0, t0, t1, 1);
-        if (X->dw_mode == 0) attn__rwkv6b_prefetch(X, &X->dw, b, h, d0, t0, t1, 1);
         for (t = t0; t + 1 < t1; ++t) {              /* the state before token t + 1 in sts[t - t0] */
             const float *row = in + (size_t)(t - t0) * 5 * ld;
             X->next(sts + (size_t)(t - t0) * ldn, t == t0 ? S0 : sts + (size_t)(t - t0 - 1) * ldn, N, row + 3 * ld,
