@@ -17154,10 +17154,8 @@ ATTNDEF attn_status attn_rwkv4_backward_workspace_size(const attn_rwkv_desc *des
 /* ---- RWKV-5/6 backward ----
    The backward keeps each state transposed, St[j][i] = S[i][j] (row j: value channel j over the
    key channels i), so three of the four sums over a token's state (dr, dk, dw: over j) run down
-   the rows in vector accumulators and only dv's (over i) needs a horizontal sum, batched over
-   16 rows (the row layout needs three horizontal sums a row: they bounded the old kernel). */
-#define ATTN__RWKV6_BCHUNK 32   /* tokens a chunk's recomputed states cover (L2-resident at N 64) */
-
+   the rows in vector accumulators and only dv's (over i) needs horizontal sums, a vector's
+   width of rows at once (the row layout needs three a row, and they bounded its time). */
 typedef struct attn__rwkv6b_ctx {
     const attn__isa *isa;
     attn__view r, k, v, w, dy, dr, dk, dv, dw;
@@ -17354,7 +17352,7 @@ static void attn__rwkv6b_transpose(float *D, const float *S, int N) {
         for (j = 0; j < N; ++j) D[(size_t)j * N + i] = S[(size_t)i * N + j];
 }
 
-/* Task (b, head g): checkpoints of St every ATTN__RWKV6_BCHUNK tokens, then per chunk last
+/* Task (b, head g): checkpoints of St every ATTN__RWKV_BCHUNK tokens, then per chunk last
    first the chunk's rows gathered once, its states recomputed (the state before each token but
    the first, whose is the checkpoint), and the tokens backwards. Scratch (per_thread floats,
    a multiple of 16; ld = N and ldn = N N rounded up to 16): [2][N] doubles (4 ld floats),
@@ -17363,7 +17361,7 @@ static void attn__rwkv6b_transpose(float *D, const float *S, int N) {
 static void attn__rwkv6b_task(void *vctx, int task, int thread) {
     const attn__rwkv6b_ctx *X = (const attn__rwkv6b_ctx *)vctx;
     const int N = X->N, b = task / X->G, g = task % X->G, h = g / X->per_head, d0 = (g % X->per_head) * N;
-    const int T = X->k.seq, BC = ATTN__RWKV6_BCHUNK;
+    const int T = X->k.seq, BC = ATTN__RWKV_BCHUNK;
     const size_t ld = ((size_t)N + 15) / 16 * 16, ldn = ((size_t)N * N + 15) / 16 * 16;
     const size_t NN = (size_t)N * N, C = (size_t)X->G * N, off = ((size_t)b * X->G + g) * NN;
     double *acc = (double *)(void *)(X->ws + X->per_thread * (size_t)thread);   /* [2][N]: du, dw over tokens */
@@ -17456,7 +17454,7 @@ static attn_status attn__rwkv6b_run(const attn_rwkv_desc *d, const attn_tensor *
                    (s = attn__rwkv_grad_view(dv, k, 0, &X.dv, &red[2], &mode)) != ATTN_OK ||
                    (s = attn__rwkv_grad_view(dw, k, 1, &X.dw, &red[3], &X.dw_mode)) != ATTN_OK)) return s;
     X.per_head = k->dim / X.N;
-    X.nck = (k->seq + ATTN__RWKV6_BCHUNK - 1) / ATTN__RWKV6_BCHUNK;
+    X.nck = (k->seq + ATTN__RWKV_BCHUNK - 1) / ATTN__RWKV_BCHUNK;
     if (!attn__mul_size((size_t)k->heads, (size_t)k->dim, &C) || C > (size_t)INT_MAX ||
         !attn__mul_size(C * (size_t)k->batch, (size_t)X.N, &st) || st > (size_t)PTRDIFF_MAX / sizeof(float) ||
         !attn__mul_size(C / (size_t)X.N, (size_t)k->batch, &tasks) || tasks > (size_t)INT_MAX)
@@ -17467,8 +17465,8 @@ static attn_status attn__rwkv6b_run(const attn_rwkv_desc *d, const attn_tensor *
        4 + 16 + 5 BC + 4 rows of ld (N N <= st: ld and ldn fit) */
     {
         const size_t ld = ((size_t)X.N + 15) / 16 * 16, ldn = ((size_t)X.N * (size_t)X.N + 15) / 16 * 16;
-        if (!attn__mul_size((size_t)X.nck + ATTN__RWKV6_BCHUNK, ldn, &per) ||
-            !attn__add_size(per, (24 + 5 * (size_t)ATTN__RWKV6_BCHUNK) * ld, &per)) return ATTN_ERR_OVERFLOW;
+        if (!attn__mul_size((size_t)X.nck + ATTN__RWKV_BCHUNK, ldn, &per) ||
+            !attn__add_size(per, (24 + 5 * (size_t)ATTN__RWKV_BCHUNK) * ld, &per)) return ATTN_ERR_OVERFLOW;
     }
     if (!attn__mul_size(per, (size_t)nt * sizeof(float), &total) ||
         !attn__add_size(total, C * (size_t)k->batch * 2 * sizeof(double) + 2 * ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
