@@ -17195,7 +17195,11 @@ ATTNDEF attn_status attn_rwkv4_backward_workspace_size(const attn_rwkv_desc *des
     return attn__rwkv4b_run(desc, NULL, NULL, &k, &v, &none, NULL, NULL, &none, &none, NULL, NULL, NULL, bytes);
 }
 
-/* ---- RWKV-5/6 backward ---- */
+/* ---- RWKV-5/6 backward ----
+   The backward keeps each state transposed, St[j][i] = S[i][j] (row j: value channel j over the
+   key channels i), so three of the four sums over a token's state (dr, dk, dw: over j) run down
+   the rows in vector accumulators and only dv's (over i) needs horizontal sums, a vector's
+   width of rows at once (the row layout needs three a row, and they bounded its time). */
 typedef struct attn__rwkv6b_ctx {
     const attn__isa *isa;
     attn__view r, k, v, w, dy, dr, dk, dv, dw;
@@ -17204,76 +17208,162 @@ typedef struct attn__rwkv6b_ctx {
     double *part;                /* [B][2][C]: per batch entry, the sums of du and (dw mode 2) dw */
     int N, G, per_head, nck, dw_mode;
     size_t per_thread;
-    void (*rows)(float *S, int N, const float *r, const float *w, const float *k, const float *v, float *y);
-    void (*brows)(float *G, const float *S, int N, const float *r, const float *w, const float *k, const float *v,
-                  const float *dy, float *dr, float *dk, float *dv, float *dw);
+    void (*next)(float *D, const float *P, int N, const float *w, const float *k, const float *v);
+    void (*back)(float *G, const float *S, int N, const float *r, const float *w, const float *k, const float *v,
+                 const float *dy, float *dr, float *dk, float *dv, float *dw, float *P);
 } attn__rwkv6b_ctx;
 
-/* One token of one head backwards, on the state S before it and dS (G, the gradient of the
-   state after it, becomes that of S):
-     dr_i += sum_j S_ij dy_j;  dk_i += sum_j G_ij v_j;  dw_i = sum_j G_ij S_ij;  dv_j += sum_i G_ij k_i
-     G_ij = w_i G_ij + r_i dy_j
-   The row sums run in 16 lanes (j mod 16) added up in lane order, so the result is one fixed
-   sequence of roundings; compiled per ISA like attn__rwkv6_rows_*. */
-#define ATTN__RWKV6_BROWS_BODY                                                                    \
-    int i, j, l;                                                                                  \
-    for (i = 0; i < N; ++i) {                                                                     \
-        float *ATTN__RESTRICT g = G + (size_t)i * N;                                              \
-        const float *ATTN__RESTRICT s = S + (size_t)i * N;                                        \
-        const float ri = r[i], wi = w[i], ki = k[i];                                              \
-        float a1[16], a2[16], a3[16], x1 = 0.0f, x2 = 0.0f, x3 = 0.0f;                            \
-        for (l = 0; l < 16; ++l) a1[l] = a2[l] = a3[l] = 0.0f;                                    \
-        for (j = 0; j + 16 <= N; j += 16)                                                         \
-            for (l = 0; l < 16; ++l) {                                                            \
-                const float sv = s[j + l], gv = g[j + l];                                         \
-                a1[l] += sv * dy[j + l]; a2[l] += gv * v[j + l]; a3[l] += gv * sv;                \
-                dv[j + l] += gv * ki;                                                             \
-                g[j + l] = wi * gv + ri * dy[j + l];                                              \
-            }                                                                                     \
-        for (l = 0; j < N; ++j, ++l) {                                                            \
-            const float sv = s[j], gv = g[j];                                                     \
-            a1[l] += sv * dy[j]; a2[l] += gv * v[j]; a3[l] += gv * sv;                            \
-            dv[j] += gv * ki;                                                                     \
-            g[j] = wi * gv + ri * dy[j];                                                          \
-        }                                                                                         \
-        for (l = 0; l < 16; ++l) { x1 += a1[l]; x2 += a2[l]; x3 += a3[l]; }                       \
-        dr[i] += x1; dk[i] += x2; dw[i] = x3;                                                     \
+/* The state after a token, transposed: D[j][i] = w_i P[j][i] + k_i v_j (D may be P). The
+   forward's products and sum in the forward's order (no FMA), so the recomputed states are
+   the forward's bits. The SIMD kernels take N a multiple of their width (attn__rwkv6b_kernels). */
+static void attn__rwkv6_bnext_scalar(float *D, const float *P, int N, const float *w, const float *k, const float *v) {
+    int i, j;
+    for (j = 0; j < N; ++j) {
+        float *d = D + (size_t)j * N;
+        const float *p = P + (size_t)j * N, vj = v[j];
+        for (i = 0; i < N; ++i) d[i] = w[i] * p[i] + k[i] * vj;
     }
-static void attn__rwkv6_brows_scalar(float *ATTN__RESTRICT G, const float *ATTN__RESTRICT S, int N, const float *r,
-                                     const float *w, const float *k, const float *ATTN__RESTRICT v,
-                                     const float *ATTN__RESTRICT dy, float *dr, float *dk, float *ATTN__RESTRICT dv,
-                                     float *dw) {
-    ATTN__RWKV6_BROWS_BODY
 }
-#if defined(ATTN__X86_SIMD)
-ATTN__T256 static void attn__rwkv6_brows_avx2(float *ATTN__RESTRICT G, const float *ATTN__RESTRICT S, int N,
-                                             const float *r, const float *w, const float *k, const float *ATTN__RESTRICT v,
-                                             const float *ATTN__RESTRICT dy, float *dr, float *dk,
-                                             float *ATTN__RESTRICT dv, float *dw) {
-    ATTN__RWKV6_BROWS_BODY
-}
-#if !defined(ATTN_NO_AVX512)
-ATTN__T512 static void attn__rwkv6_brows_avx512(float *ATTN__RESTRICT G, const float *ATTN__RESTRICT S, int N,
-                                               const float *r, const float *w, const float *k,
-                                               const float *ATTN__RESTRICT v, const float *ATTN__RESTRICT dy, float *dr,
-                                               float *dk, float *ATTN__RESTRICT dv, float *dw) {
-    ATTN__RWKV6_BROWS_BODY
-}
-#endif
-#endif
-#undef ATTN__RWKV6_BROWS_BODY
 
-static void (*attn__rwkv6_brows_for(const attn__isa *isa))(float *, const float *, int, const float *, const float *,
-                                                          const float *, const float *, const float *, float *, float *,
-                                                          float *, float *) {
+/* One token backwards on St (the state before it) and Gt (the gradient of the state after it,
+   becomes that of St), both transposed:
+     dr_i += sum_j St_ji dy_j;  dk_i += sum_j Gt_ji v_j;  dw_i = sum_j Gt_ji St_ji;
+     dv_j += sum_i Gt_ji k_i;   Gt_ji = w_i Gt_ji + r_i dy_j
+   P: scratch of N x 16 floats (the SIMD kernels keep dv's lane sums there). The scalar kernel
+   sums dv's terms in 16 lanes (i mod 16) added in lane order, so NEON builds vectorise it. */
+static void attn__rwkv6_bback_scalar(float *ATTN__RESTRICT G, const float *ATTN__RESTRICT S, int N, const float *r,
+                                     const float *w, const float *k, const float *v, const float *dy,
+                                     float *ATTN__RESTRICT dr, float *ATTN__RESTRICT dk, float *ATTN__RESTRICT dv,
+                                     float *ATTN__RESTRICT dw, float *P) {
+    int i, j, l;
+    (void)P;
+    for (i = 0; i < N; ++i) dw[i] = 0.0f;
+    for (j = 0; j < N; ++j) {
+        float *ATTN__RESTRICT g = G + (size_t)j * N;
+        const float *ATTN__RESTRICT s = S + (size_t)j * N;
+        const float dyj = dy[j], vj = v[j];
+        float p[16], x = 0.0f;
+        for (l = 0; l < 16; ++l) p[l] = 0.0f;
+        for (i = 0; i + 16 <= N; i += 16)
+            for (l = 0; l < 16; ++l) {
+                const float sv = s[i + l], gv = g[i + l];
+                dr[i + l] += sv * dyj; dk[i + l] += gv * vj; dw[i + l] += gv * sv;
+                p[l] += gv * k[i + l];
+                g[i + l] = w[i + l] * gv + r[i + l] * dyj;
+            }
+        for (l = 0; i < N; ++i, ++l) {
+            const float sv = s[i], gv = g[i];
+            dr[i] += sv * dyj; dk[i] += gv * vj; dw[i] += gv * sv;
+            p[l] += gv * k[i];
+            g[i] = w[i] * gv + r[i] * dyj;
+        }
+        for (l = 0; l < 16; ++l) x += p[l];
+        dv[j] += x;
+    }
+}
+
+#if defined(ATTN__X86_SIMD)
+/* N a multiple of 8. A lane block of i runs down all N rows (w, k and the three sums in
+   registers); dv's lane sums go to P, reduced 8 rows at a time. */
+ATTN__T256 static void attn__rwkv6_bnext_avx2(float *D, const float *P, int N, const float *w, const float *k,
+                                             const float *v) {
+    int i, j;
+    for (i = 0; i < N; i += 8) {
+        const __m256 wv = _mm256_loadu_ps(w + i), kv = _mm256_loadu_ps(k + i);
+        for (j = 0; j < N; ++j)
+            _mm256_storeu_ps(D + (size_t)j * N + i, _mm256_add_ps(_mm256_mul_ps(wv, _mm256_loadu_ps(P + (size_t)j * N + i)),
+                                                                  _mm256_mul_ps(kv, _mm256_set1_ps(v[j]))));
+    }
+}
+ATTN__T256 static void attn__rwkv6_bback_avx2(float *G, const float *S, int N, const float *r, const float *w,
+                                             const float *k, const float *v, const float *dy, float *dr, float *dk,
+                                             float *dv, float *dw, float *P) {
+    int i, j;
+    for (i = 0; i < N; i += 8) {
+        const __m256 wv = _mm256_loadu_ps(w + i), rv = _mm256_loadu_ps(r + i), kv = _mm256_loadu_ps(k + i);
+        const __m256 keep = i ? _mm256_castsi256_ps(_mm256_set1_epi32(-1)) : _mm256_setzero_ps();   /* P's sums so far */
+        __m256 ar = _mm256_setzero_ps(), ak = ar, aw = ar;
+        for (j = 0; j < N; ++j) {
+            float *g = G + (size_t)j * N + i;
+            const __m256 sv = _mm256_loadu_ps(S + (size_t)j * N + i), gv = _mm256_loadu_ps(g), dyj = _mm256_set1_ps(dy[j]);
+            ar = _mm256_fmadd_ps(sv, dyj, ar);
+            ak = _mm256_fmadd_ps(gv, _mm256_set1_ps(v[j]), ak);
+            aw = _mm256_fmadd_ps(gv, sv, aw);
+            _mm256_storeu_ps(P + 8 * j, _mm256_fmadd_ps(gv, kv, _mm256_and_ps(keep, _mm256_loadu_ps(P + 8 * j))));
+            _mm256_storeu_ps(g, _mm256_fmadd_ps(wv, gv, _mm256_mul_ps(rv, dyj)));
+        }
+        _mm256_storeu_ps(dr + i, _mm256_add_ps(_mm256_loadu_ps(dr + i), ar));
+        _mm256_storeu_ps(dk + i, _mm256_add_ps(_mm256_loadu_ps(dk + i), ak));
+        _mm256_storeu_ps(dw + i, aw);
+    }
+    for (j = 0; j < N; j += 8) {
+        const float *p = P + 8 * j;
+        _mm256_storeu_ps(dv + j, _mm256_add_ps(_mm256_loadu_ps(dv + j),
+                                               attn__hsum8_256(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _mm256_loadu_ps(p + 16),
+                                                               _mm256_loadu_ps(p + 24), _mm256_loadu_ps(p + 32), _mm256_loadu_ps(p + 40),
+                                                               _mm256_loadu_ps(p + 48), _mm256_loadu_ps(p + 56))));
+    }
+}
+#if !defined(ATTN_NO_AVX512)
+/* N a multiple of 16; as the AVX2 pair. */
+ATTN__T512 static void attn__rwkv6_bnext_avx512(float *D, const float *P, int N, const float *w, const float *k,
+                                               const float *v) {
+    int i, j;
+    for (i = 0; i < N; i += 16) {
+        const __m512 wv = _mm512_loadu_ps(w + i), kv = _mm512_loadu_ps(k + i);
+        for (j = 0; j < N; ++j)
+            _mm512_storeu_ps(D + (size_t)j * N + i, _mm512_add_ps(_mm512_mul_ps(wv, _mm512_loadu_ps(P + (size_t)j * N + i)),
+                                                                  _mm512_mul_ps(kv, _mm512_set1_ps(v[j]))));
+    }
+}
+ATTN__T512 static void attn__rwkv6_bback_avx512(float *G, const float *S, int N, const float *r, const float *w,
+                                               const float *k, const float *v, const float *dy, float *dr, float *dk,
+                                               float *dv, float *dw, float *P) {
+    int i, j, l;
+    for (i = 0; i < N; i += 16) {
+        const __m512 wv = _mm512_loadu_ps(w + i), rv = _mm512_loadu_ps(r + i), kv = _mm512_loadu_ps(k + i);
+        const __mmask16 keep = (__mmask16)(i ? 0xffff : 0);                                  /* P's sums so far */
+        __m512 ar = _mm512_setzero_ps(), ak = ar, aw = ar;
+        for (j = 0; j < N; ++j) {
+            float *g = G + (size_t)j * N + i;
+            const __m512 sv = _mm512_loadu_ps(S + (size_t)j * N + i), gv = _mm512_loadu_ps(g), dyj = _mm512_set1_ps(dy[j]);
+            ar = _mm512_fmadd_ps(sv, dyj, ar);
+            ak = _mm512_fmadd_ps(gv, _mm512_set1_ps(v[j]), ak);
+            aw = _mm512_fmadd_ps(gv, sv, aw);
+            _mm512_storeu_ps(P + 16 * j, _mm512_fmadd_ps(gv, kv, _mm512_maskz_loadu_ps(keep, P + 16 * j)));
+            _mm512_storeu_ps(g, _mm512_fmadd_ps(wv, gv, _mm512_mul_ps(rv, dyj)));
+        }
+        _mm512_storeu_ps(dr + i, _mm512_add_ps(_mm512_loadu_ps(dr + i), ar));
+        _mm512_storeu_ps(dk + i, _mm512_add_ps(_mm512_loadu_ps(dk + i), ak));
+        _mm512_storeu_ps(dw + i, aw);
+    }
+    for (j = 0; j < N; j += 16) {
+        __m512 q[16];
+        for (l = 0; l < 16; ++l) q[l] = _mm512_loadu_ps(P + 16 * (j + l));
+        _mm512_storeu_ps(dv + j, _mm512_add_ps(_mm512_loadu_ps(dv + j), attn__hsum16x16(q)));
+    }
+}
+#endif
+#endif
+
+/* The kernels for the vector layer's ISA and head size N: each SIMD pair takes N a multiple of
+   its width, else the next narrower one runs (NEON builds vectorise the scalar pair). */
+static void attn__rwkv6b_kernels(attn__rwkv6b_ctx *X) {
+    X->next = attn__rwkv6_bnext_scalar;
+    X->back = attn__rwkv6_bback_scalar;
 #if defined(ATTN__X86_SIMD)
 #if !defined(ATTN_NO_AVX512)
-    if (isa == &attn__isa_avx512) return attn__rwkv6_brows_avx512;
+    if (X->isa == &attn__isa_avx512 && X->N % 16 == 0) {
+        X->next = attn__rwkv6_bnext_avx512;
+        X->back = attn__rwkv6_bback_avx512;
+        return;
+    }
 #endif
-    if (isa == &attn__isa_avx2) return attn__rwkv6_brows_avx2;
+    if ((X->isa == &attn__isa_avx2 || X->isa == &attn__isa_avx512) && X->N % 8 == 0) {
+        X->next = attn__rwkv6_bnext_avx2;
+        X->back = attn__rwkv6_bback_avx2;
+    }
 #endif
-    (void)isa;
-    return attn__rwkv6_brows_scalar;
 }
 
 static void attn__rwkv6b_load(const attn__rwkv6b_ctx *X, const attn__view *t, int b, int s, int h, int d0, float *dst) {
@@ -17283,52 +17373,69 @@ static void attn__rwkv6b_store(const attn__rwkv6b_ctx *X, const attn__view *t, i
     if (t->data) X->isa->store((char *)attn__at(t, b, s, h) + (size_t)d0 * t->esize, t->dtype, src, X->N, 1.0f);
 }
 
-/* Task (b, head g): checkpoints of S every ATTN__RWKV_BCHUNK tokens, then per chunk last first
-   the chunk's states (S before each token) recomputed with the forward's row kernel, and the
-   tokens backwards. Scratch (per_thread floats, a multiple of 16): [2][N] doubles, [nck][N N]
-   checkpoints, [BC][N N] states, dS, ten rows of N. */
+/* Rows of tokens [t0, t1) into the chunk's inputs in[t - t0][5][ld] (r, k, v, w, dout); all:
+   0 loads only k, v, w (the checkpoint pass). */
+static void attn__rwkv6b_gather(const attn__rwkv6b_ctx *X, int b, int h, int d0, int t0, int t1, float *in, size_t ld,
+                                int all) {
+    int t;
+    for (t = t0; t < t1; ++t) {
+        float *row = in + (size_t)(t - t0) * 5 * ld;
+        if (all) attn__rwkv6b_load(X, &X->r, b, t, h, d0, row);
+        attn__rwkv6b_load(X, &X->k, b, t, h, d0, row + ld);
+        attn__rwkv6b_load(X, &X->v, b, t, h, d0, row + 2 * ld);
+        attn__rwkv6b_load(X, &X->w, b, t, h, d0, row + 3 * ld);
+        if (all) attn__rwkv6b_load(X, &X->dy, b, t, h, d0, row + 4 * ld);
+    }
+}
+
+/* D = S transposed (N x N; S NULL: zeros). */
+static void attn__rwkv6b_transpose(float *D, const float *S, int N) {
+    int i, j;
+    if (!S) { memset(D, 0, sizeof(float) * (size_t)N * N); return; }
+    for (i = 0; i < N; ++i)
+        for (j = 0; j < N; ++j) D[(size_t)j * N + i] = S[(size_t)i * N + j];
+}
+
+/* Task (b, head g): checkpoints of St every ATTN__RWKV_BCHUNK tokens, then per chunk last
+   first the chunk's rows gathered once, its states recomputed (the state before each token but
+   the first, whose is the checkpoint), and the tokens backwards. Scratch (per_thread floats,
+   a multiple of 16; ld = N and ldn = N N rounded up to 16): [2][N] doubles (4 ld floats),
+   [nck][ldn] checkpoints, [BC - 1][ldn] states, Gt [ldn], P [16][ld], the chunk's rows
+   [BC][5][ld], four rows of ld. */
 static void attn__rwkv6b_task(void *vctx, int task, int thread) {
     const attn__rwkv6b_ctx *X = (const attn__rwkv6b_ctx *)vctx;
     const int N = X->N, b = task / X->G, g = task % X->G, h = g / X->per_head, d0 = (g % X->per_head) * N;
     const int T = X->k.seq, BC = ATTN__RWKV_BCHUNK;
+    const size_t ld = ((size_t)N + 15) / 16 * 16, ldn = ((size_t)N * N + 15) / 16 * 16;
     const size_t NN = (size_t)N * N, C = (size_t)X->G * N, off = ((size_t)b * X->G + g) * NN;
     double *acc = (double *)(void *)(X->ws + X->per_thread * (size_t)thread);   /* [2][N]: du, dw over tokens */
-    float *ck = (float *)(void *)(acc + 2 * N), *sts = ck + (size_t)X->nck * NN, *dS = sts + (size_t)BC * NN;
-    float *rr = dS + NN, *kk = rr + N, *vv = kk + N, *ww = vv + N, *dy = ww + N, *y = dy + N;
-    float *gr = y + N, *gk = gr + N, *gv = gk + N, *gw = gv + N;
+    float *ck = (float *)(void *)(acc + 2 * ld), *sts = ck + (size_t)X->nck * ldn, *dS = sts + (size_t)(BC - 1) * ldn;
+    float *P = dS + ldn, *in = P + 16 * ld, *gr = in + (size_t)BC * 5 * ld, *gk = gr + ld, *gv = gk + ld, *gw = gv + ld;
     const float *u = X->u + (size_t)g * N;
     int ch, t, i;
-    if (X->state_in) memcpy(ck, X->state_in + off, NN * sizeof(float));
-    else memset(ck, 0, NN * sizeof(float));
-    for (ch = 0; ch + 1 < X->nck; ++ch) {
-        float *S = ck + (size_t)(ch + 1) * NN;
-        memcpy(S, ck + (size_t)ch * NN, NN * sizeof(float));
-        for (t = ch * BC; t < (ch + 1) * BC; ++t) {
-            attn__rwkv6b_load(X, &X->r, b, t, h, d0, rr); attn__rwkv6b_load(X, &X->k, b, t, h, d0, kk);
-            attn__rwkv6b_load(X, &X->v, b, t, h, d0, vv); attn__rwkv6b_load(X, &X->w, b, t, h, d0, ww);
-            memset(y, 0, sizeof(float) * (size_t)N);   /* the output is not needed */
-            X->rows(S, N, rr, ww, kk, vv, y);
+    attn__rwkv6b_transpose(ck, X->state_in ? X->state_in + off : NULL, N);
+    for (ch = 0; ch + 1 < X->nck; ++ch) {            /* checkpoints: chunks 0 .. nck - 2 */
+        float *S = ck + (size_t)(ch + 1) * ldn;
+        attn__rwkv6b_gather(X, b, h, d0, ch * BC, (ch + 1) * BC, in, ld, 0);
+        for (t = 0; t < BC; ++t) {
+            const float *row = in + (size_t)t * 5 * ld;
+            X->next(S, t ? S : S - ldn, N, row + 3 * ld, row + ld, row + 2 * ld);
         }
     }
-    if (X->dstate_out) memcpy(dS, X->dstate_out + off, NN * sizeof(float));
-    else memset(dS, 0, NN * sizeof(float));
+    attn__rwkv6b_transpose(dS, X->dstate_out ? X->dstate_out + off : NULL, N);
     for (i = 0; i < 2 * N; ++i) acc[i] = 0.0;
     for (ch = X->nck - 1; ch >= 0; --ch) {
         const int t0 = ch * BC, t1 = ATTN__MIN(T, t0 + BC);
-        memcpy(sts, ck + (size_t)ch * NN, NN * sizeof(float));
-        for (t = t0; t + 1 < t1; ++t) {
-            float *S = sts + (size_t)(t + 1 - t0) * NN;
-            memcpy(S, S - NN, NN * sizeof(float));
-            attn__rwkv6b_load(X, &X->r, b, t, h, d0, rr); attn__rwkv6b_load(X, &X->k, b, t, h, d0, kk);
-            attn__rwkv6b_load(X, &X->v, b, t, h, d0, vv); attn__rwkv6b_load(X, &X->w, b, t, h, d0, ww);
-            memset(y, 0, sizeof(float) * (size_t)N);   /* the output is not needed */
-            X->rows(S, N, rr, ww, kk, vv, y);
+        const float *S0 = ck + (size_t)ch * ldn;
+        attn__rwkv6b_gather(X, b, h, d0, t0, t1, in, ld, 1);
+        for (t = t0; t + 1 < t1; ++t) {              /* the state before token t + 1 in sts[t - t0] */
+            const float *row = in + (size_t)(t - t0) * 5 * ld;
+            X->next(sts + (size_t)(t - t0) * ldn, t == t0 ? S0 : sts + (size_t)(t - t0 - 1) * ldn, N, row + 3 * ld,
+                    row + ld, row + 2 * ld);
         }
         for (t = t1 - 1; t >= t0; --t) {
+            const float *rr = in + (size_t)(t - t0) * 5 * ld, *kk = rr + ld, *vv = kk + ld, *ww = vv + ld, *dy = ww + ld;
             float a = 0.0f, dyv = 0.0f;
-            attn__rwkv6b_load(X, &X->r, b, t, h, d0, rr); attn__rwkv6b_load(X, &X->k, b, t, h, d0, kk);
-            attn__rwkv6b_load(X, &X->v, b, t, h, d0, vv); attn__rwkv6b_load(X, &X->w, b, t, h, d0, ww);
-            attn__rwkv6b_load(X, &X->dy, b, t, h, d0, dy);
             for (i = 0; i < N; ++i) a += rr[i] * u[i] * kk[i];        /* the forward's order */
             for (i = 0; i < N; ++i) dyv += dy[i] * vv[i];
             for (i = 0; i < N; ++i) {
@@ -17336,14 +17443,14 @@ static void attn__rwkv6b_task(void *vctx, int task, int thread) {
                 gr[i] = u[i] * kk[i] * dyv; gk[i] = rr[i] * u[i] * dyv; gv[i] = a * dy[i];
                 acc[i] += (double)rk;
             }
-            X->brows(dS, sts + (size_t)(t - t0) * NN, N, rr, ww, kk, vv, dy, gr, gk, gv, gw);
+            X->back(dS, t == t0 ? S0 : sts + (size_t)(t - t0 - 1) * ldn, N, rr, ww, kk, vv, dy, gr, gk, gv, gw, P);
             attn__rwkv6b_store(X, &X->dr, b, t, h, d0, gr); attn__rwkv6b_store(X, &X->dk, b, t, h, d0, gk);
             attn__rwkv6b_store(X, &X->dv, b, t, h, d0, gv);
             if (X->dw_mode == 0) attn__rwkv6b_store(X, &X->dw, b, t, h, d0, gw);
             else for (i = 0; i < N; ++i) acc[N + i] += (double)gw[i];
         }
     }
-    if (X->dstate_in) memcpy(X->dstate_in + off, dS, NN * sizeof(float));
+    if (X->dstate_in) attn__rwkv6b_transpose(X->dstate_in + off, dS, N);
     for (i = 0; i < N; ++i) {
         X->part[(size_t)b * 2 * C + (size_t)g * N + i] = acc[i];
         X->part[(size_t)b * 2 * C + C + (size_t)g * N + i] = acc[N + i];
@@ -17398,10 +17505,13 @@ static attn_status attn__rwkv6b_run(const attn_rwkv_desc *d, const attn_tensor *
         return ATTN_ERR_OVERFLOW;
     attn__rwkv_pdesc(d, &pd);
     nt = d->n_threads > 0 ? attn__resolve_threads(&pd) : attn__rwkv_threads(attn__resolve_threads(&pd), st, (size_t)k->seq, 1u << 16);
-    /* per thread: 4N (2N doubles), checkpoints and chunk states (nck + BC + 1) N N, 10 rows */
-    if (!attn__mul_size((size_t)X.nck + ATTN__RWKV_BCHUNK + 1, (size_t)X.N * (size_t)X.N, &per) ||
-        !attn__add_size(per, 14 * (size_t)X.N + 15, &per)) return ATTN_ERR_OVERFLOW;
-    per = per / 16 * 16;
+    /* per thread (attn__rwkv6b_task): checkpoints, chunk states and Gt (nck + BC) ldn, then
+       4 + 16 + 5 BC + 4 rows of ld (N N <= st: ld and ldn fit) */
+    {
+        const size_t ld = ((size_t)X.N + 15) / 16 * 16, ldn = ((size_t)X.N * (size_t)X.N + 15) / 16 * 16;
+        if (!attn__mul_size((size_t)X.nck + ATTN__RWKV_BCHUNK, ldn, &per) ||
+            !attn__add_size(per, (24 + 5 * (size_t)ATTN__RWKV_BCHUNK) * ld, &per)) return ATTN_ERR_OVERFLOW;
+    }
     if (!attn__mul_size(per, (size_t)nt * sizeof(float), &total) ||
         !attn__add_size(total, C * (size_t)k->batch * 2 * sizeof(double) + 2 * ATTN__ALIGN, &total)) return ATTN_ERR_OVERFLOW;
     if (bytes) { *bytes = total; return ATTN_OK; }
@@ -17422,8 +17532,7 @@ static attn_status attn__rwkv6b_run(const attn_rwkv_desc *d, const attn_tensor *
     X.isa = attn__vec();
     X.u = u; X.state_in = state_in; X.dstate_out = dstate_out; X.du = du; X.dstate_in = dstate_in;
     X.G = (int)(C / (size_t)X.N); X.per_thread = per;
-    X.rows = attn__rwkv6_rows_for(X.isa);
-    X.brows = attn__rwkv6_brows_for(X.isa);
+    attn__rwkv6b_kernels(&X);
     X.part = (double *)(void *)ws.base;
     X.ws = (float *)(void *)(ws.base + (C * (size_t)k->batch * 2 * sizeof(double) + ATTN__ALIGN - 1) / ATTN__ALIGN * ATTN__ALIGN);
     attn__parallel_for(&pd, (int)tasks, nt, attn__rwkv6b_task, &X);

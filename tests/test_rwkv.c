@@ -1158,6 +1158,7 @@ void test_rwkv(void) {
             { 1, 70, 1, 32, 16, 1, 1, 0, ATTN_F32 },   /* three chunks */
             { 2, 35, 2, 6,   3, 1, 1, 2, ATTN_F32 },   /* RWKV-5: one decay row, dw summed over batch and tokens */
             { 3, 20, 1, 8,   8, 0, 1, 1, ATTN_F32 },   /* a decay row per batch entry: dw summed over tokens */
+            { 1, 40, 1, 96, 48, 1, 1, 0, ATTN_F32 },   /* 2 heads of 48: three 16-lane blocks, two chunks */
         };
         for (i = 0; i < (int)(sizeof c4 / sizeof c4[0]); ++i) rk4b_check(&c4[i], &rng);
         for (i = 0; i < (int)(sizeof c6 / sizeof c6[0]); ++i) rk6b_check(&c6[i], &rng);
