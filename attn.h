@@ -2003,12 +2003,12 @@ typedef struct attn_s4d_grads {
 /* Backward of attn_ssm_s4d: its arguments (y and state_out aside), dy [batch, dim, len] (no
    zero strides) = dLoss/dy, and the gradients, through the ZOH or bilinear discretisation
    (desc->s4d_disc). Computed by the recurrence's adjoint, which is the kernel convolution's
-   gradient: per channel, modes in the vector layer's rows (madd, axpy, dot), a checkpoint pass
-   keeps the state every 256 tokens (O(L/256 x d_state) floats per thread, never O(L
-   d_state)), then the chunks last first recompute their states and run the tokens backwards;
-   the chain rule through dA, dB to log_dt, A, B in double. Threads over channels; every
-   parameter gradient summed per chunk, then in double over sequences and chunks in a fixed
-   order (bitwise the same for any thread count). */
+   gradient: 16 channels in the SIMD lanes, a checkpoint pass keeps the state every 256 tokens
+   (O(L/256 x 16 d_state) floats per thread, never O(L d_state)), then the chunks last first
+   recompute their states mode by mode and run the tokens backwards; the chain rule through
+   dA, dB to log_dt, A, B in double. Threads over pieces of 16 channels; every parameter
+   gradient summed per chunk, then in double over sequences and chunks in a fixed order
+   (bitwise the same for any thread count). */
 ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
                                           const float *state_in, attn_ssm_tensor dy, const attn_s4d_grads *grads);
 
@@ -19025,9 +19025,10 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    ssm_cbwd on the same driver (attn__ssm_bwd_task, Q = 2 floats per state): ~30 vector ops per
    state and token, 3.1x the complex forward (ssm_cscan; 0.24x the scalar one it replaced; D 256,
    N 16, L 2k, one thread, same Xeon).
-   The conv1d's backward (attn__ssm_convb_task) and S4D's (attn__s4db_task, the recurrence's
-   adjoint with the modes in rows of madd / axpy / dot) are per channel; measured 2.0-2.5x and
-   6.4-7.3x their forwards (bench/README.md). */
+   The conv1d's backward (attn__ssm_convb_task) is per channel, measured 2.0-2.5x its forward;
+   S4D's (attn__s4db_task, the recurrence's adjoint) runs 16 channels in the lanes of a per-ISA
+   kernel (attn__s4db_kern_*), 1.0-1.1x its forward per channel-token where the modes in rows of
+   madd / axpy / dot were 6.6-7.0x (Zen 4; bench/README.md). */
 #define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
