@@ -5696,7 +5696,7 @@ ATTN__T256 static ATTN__INLINE void attn__ssm_tile256(const float *const *rows_i
     } else if (rows_in) {
         for (j = 0; j < m; ++j)
             for (c = 0; c < 16; ++c) buf[16 * j + c] = rows_in[c][t0 + j];
-    } else if (rows_out)                 /* (gcc 12 -march=native saw a NULL rows_out here) */
+    } else if (rows_out)   /* always given here; the test keeps gcc 12 -march=native's -Warray-bounds quiet */
         for (j = 0; j < m; ++j)
             for (c = 0; c < 16; ++c) rows_out[c][t0 + j] = buf[16 * j + c];
 }
@@ -19027,8 +19027,8 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    N 16, L 2k, one thread, same Xeon).
    The conv1d's backward (attn__ssm_convb_task) is per channel, measured 2.0-2.5x its forward;
    S4D's (attn__s4db_task, the recurrence's adjoint) runs 16 channels in the lanes of a per-ISA
-   kernel (attn__s4db_kern_*), 1.0-1.1x its forward per channel-token where the modes in rows of
-   madd / axpy / dot were 6.6-7.0x (Zen 4; bench/README.md). */
+   kernel (attn__s4db_kern_*), 0.9-1.1x its forward per channel-token where the modes in rows of
+   madd / axpy / dot were 6.6-7.2x (Zen 4; bench/README.md). */
 #define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
