@@ -2003,12 +2003,12 @@ typedef struct attn_s4d_grads {
 /* Backward of attn_ssm_s4d: its arguments (y and state_out aside), dy [batch, dim, len] (no
    zero strides) = dLoss/dy, and the gradients, through the ZOH or bilinear discretisation
    (desc->s4d_disc). Computed by the recurrence's adjoint, which is the kernel convolution's
-   gradient: per channel, modes in the vector layer's rows (madd, axpy, dot), a checkpoint pass
-   keeps the state every 256 tokens (O(L/256 x d_state) floats per thread, never O(L
-   d_state)), then the chunks last first recompute their states and run the tokens backwards;
-   the chain rule through dA, dB to log_dt, A, B in double. Threads over channels; every
-   parameter gradient summed per chunk, then in double over sequences and chunks in a fixed
-   order (bitwise the same for any thread count). */
+   gradient: 16 channels in the SIMD lanes, a checkpoint pass keeps the state every 256 tokens
+   (O(L/256 x 16 d_state) floats per thread, never O(L d_state)), then the chunks last first
+   recompute their states mode by mode and run the tokens backwards; the chain rule through
+   dA, dB to log_dt, A, B in double. Threads over pieces of 16 channels; every parameter
+   gradient summed per chunk, then in double over sequences and chunks in a fixed order
+   (bitwise the same for any thread count). */
 ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
                                           const float *state_in, attn_ssm_tensor dy, const attn_s4d_grads *grads);
 
@@ -5703,7 +5703,7 @@ ATTN__T256 static ATTN__INLINE void attn__ssm_tile256(const float *const *rows_i
     } else if (rows_in) {
         for (j = 0; j < m; ++j)
             for (c = 0; c < 16; ++c) buf[16 * j + c] = rows_in[c][t0 + j];
-    } else
+    } else if (rows_out)   /* always given here; the test keeps gcc 12 -march=native's -Warray-bounds quiet */
         for (j = 0; j < m; ++j)
             for (c = 0; c < 16; ++c) rows_out[c][t0 + j] = buf[16 * j + c];
 }
@@ -19178,9 +19178,10 @@ static const attn__mech attn__mech_nystrom = { attn__nystrom_forward, attn__nyst
    ssm_cbwd on the same driver (attn__ssm_bwd_task, Q = 2 floats per state): ~30 vector ops per
    state and token, 3.1x the complex forward (ssm_cscan; 0.24x the scalar one it replaced; D 256,
    N 16, L 2k, one thread, same Xeon).
-   The conv1d's backward (attn__ssm_convb_task) and S4D's (attn__s4db_task, the recurrence's
-   adjoint with the modes in rows of madd / axpy / dot) are per channel; measured 2.0-2.5x and
-   6.4-7.3x their forwards (bench/README.md). */
+   The conv1d's backward (attn__ssm_convb_task) is per channel, measured 2.0-2.5x its forward;
+   S4D's (attn__s4db_task, the recurrence's adjoint) runs 16 channels in the lanes of a per-ISA
+   kernel (attn__s4db_kern_*), 0.9-1.1x its forward per channel-token where the modes in rows of
+   madd / axpy / dot were 6.6-7.2x (Zen 4; bench/README.md). */
 #define ATTN__SSM_W 64          /* channels per task (4 pieces of 16 for the fused kernel) */
 #define ATTN__SSM_T 256         /* tokens per tile: per-token B and C staged once per tile */
 #define ATTN__SSM_CONV_T 1024   /* tokens per conv1d chunk */
@@ -20161,152 +20162,258 @@ ATTNDEF attn_status attn_ssm_s4d_step(const attn_ssm_desc *desc, const attn_s4d_
 typedef struct attn__s4db {
     attn__s4d F;                 /* the forward's problem (y = dy) */
     const attn_s4d_grads *g;
-    size_t ck_floats;            /* per-thread checkpoint floats: ceil(L / BT) 2N */
 } attn__s4db;
 
-/* per-thread scratch in floats: the sums of the parameters' gradients in double (7 N + 1), 16
-   rows of N (dA re, im, -im, dB re, im, 2 C re, -2 C im, g re, im, two temporaries and five
-   chunk sums), the chunk's states [BT + 1][2N], u and dy [BT] each, the checkpoints */
+/* S4D's backward on one piece of 16 channels in the lanes (lane c = channel c) and one chunk of
+   nt <= ATTN__S4D_BT tokens: the per-ISA kernel attn__s4db_kern_* on the 16-lane primitives
+   attn__w_*, driven by attn__s4db_task. u, dy: the chunk's rows (rows past the piece's channels
+   point at a zero row and their lanes have zero parameters, so they stay exact zeros); par
+   [7][N][16]: dA re, im, -im, dB re, im, 2 Re C, -2 Im C; x [N][2][16]: the state before the
+   chunk (mode n's re, im at rows 2n, 2n + 1).
+   phase 0: x advanced over the chunk in place (the checkpoint pass).
+   phase 1: x read only; g [N][2][16]: dLoss/dx of the token after the chunk, updated to that of
+     the chunk's first token; writes the chunk's du rows and acc [6N + 1][16], the chunk's sums
+     per lane: d(dA) re, im, d(dB) re, im, dC re, im [N][16] each, then dD.
+   scratch: attn__s4db_kern_floats(). */
+typedef struct attn__s4db_k {
+    const float *u[16], *dy[16];
+    float *du[16];
+    const float *par;
+    float *x, *g, *acc, *scratch;
+    float dsk[16];
+    int N, nt, phase;
+} attn__s4db_k;
+static size_t attn__s4db_kern_floats(void) { return (size_t)16 * (3 * ATTN__S4D_BT + 2 * (ATTN__S4D_BT + 1)); }
+
+/* Per mode n (modes one after another: the recurrences are independent, only du sums them),
+   with dA, dB, C and the running sums in registers: the states over the chunk recomputed from
+   x into xs [nt + 1][2][16] (dC's sums on the way), then the tokens backwards with
+   g = dLoss/dx_l carried:
+     g = 2 dy_l conj(C) + conj(dA) g;  d(dA) += g conj(x_{l-1});  d(dB) += u_l g;
+     du_l += Re(g conj(dB))  (du_l starts at D dy_l);  dC = sum_l 2 dy_l conj(x_l)
+   ~28 vector ops per mode and token over the three passes (checkpoint, recompute, backwards). */
+#define ATTN__S4DB_DEF(S, ATTR)                                                                                  \
+ATTR static void attn__s4db_kern_##S(const attn__s4db_k *k) {                                                    \
+    const int N = k->N, nt = k->nt, T = ATTN__S4D_BT;                                                            \
+    const float *par = k->par;                                                                                   \
+    float *tu = k->scratch, *tdy = tu + 16 * T, *tdu = tdy + 16 * T, *xs = tdu + 16 * T;                         \
+    const attn__w_##S zero = attn__w_set_##S(0.0f);                                                              \
+    attn__w_##S accD = zero;                                                                                     \
+    int j, n;                                                                                                    \
+    attn__w_rows_in_##S(k->u, 0, nt, tu);                                                                        \
+    if (k->phase == 0) {                                                                                         \
+        for (n = 0; n < N; ++n) {                                                                                \
+            const attn__w_##S ar = attn__w_ld_##S(par + 16 * n), ai = attn__w_ld_##S(par + 16 * (N + n));       \
+            const attn__w_##S nai = attn__w_ld_##S(par + 16 * (2 * N + n));                                      \
+            const attn__w_##S br = attn__w_ld_##S(par + 16 * (3 * N + n)), bi = attn__w_ld_##S(par + 16 * (4 * N + n));\
+            attn__w_##S xr = attn__w_ld_##S(k->x + 32 * n), xi = attn__w_ld_##S(k->x + 32 * n + 16);             \
+            for (j = 0; j < nt; ++j) {                                                                           \
+                const attn__w_##S uv = attn__w_ld_##S(tu + 16 * j);                                              \
+                const attn__w_##S nr = attn__w_fma_##S(ar, xr, attn__w_fma_##S(nai, xi, attn__w_mul_##S(br, uv)));\
+                xi = attn__w_fma_##S(ar, xi, attn__w_fma_##S(ai, xr, attn__w_mul_##S(bi, uv)));                  \
+                xr = nr;                                                                                         \
+            }                                                                                                    \
+            attn__w_st_##S(k->x + 32 * n, xr); attn__w_st_##S(k->x + 32 * n + 16, xi);                           \
+        }                                                                                                        \
+        return;                                                                                                  \
+    }                                                                                                            \
+    attn__w_rows_in_##S(k->dy, 0, nt, tdy);                                                                      \
+    {                                                                                                            \
+        const attn__w_##S dsk = attn__w_ld_##S(k->dsk);                                                          \
+        for (j = 0; j < nt; ++j) {                                                                               \
+            const attn__w_##S dyv = attn__w_ld_##S(tdy + 16 * j);                                                \
+            accD = attn__w_fma_##S(dyv, attn__w_ld_##S(tu + 16 * j), accD);                                      \
+            attn__w_st_##S(tdu + 16 * j, attn__w_mul_##S(dsk, dyv));                                             \
+        }                                                                                                        \
+    }                                                                                                            \
+    for (n = 0; n < N; ++n) {                                                                                    \
+        const attn__w_##S ar = attn__w_ld_##S(par + 16 * n), ai = attn__w_ld_##S(par + 16 * (N + n));           \
+        const attn__w_##S nai = attn__w_ld_##S(par + 16 * (2 * N + n));                                          \
+        const attn__w_##S br = attn__w_ld_##S(par + 16 * (3 * N + n)), bi = attn__w_ld_##S(par + 16 * (4 * N + n));\
+        const attn__w_##S cr = attn__w_ld_##S(par + 16 * (5 * N + n)), ci = attn__w_ld_##S(par + 16 * (6 * N + n));\
+        attn__w_##S xr = attn__w_ld_##S(k->x + 32 * n), xi = attn__w_ld_##S(k->x + 32 * n + 16), sCr = zero, sCi = zero;\
+        attn__w_##S gr = attn__w_ld_##S(k->g + 32 * n), gi = attn__w_ld_##S(k->g + 32 * n + 16);                 \
+        attn__w_##S sAr = zero, sAr2 = zero, sAi = zero, sAn = zero, sBr = zero, sBi = zero;                     \
+        attn__w_st_##S(xs, xr); attn__w_st_##S(xs + 16, xi);                                                     \
+        for (j = 0; j < nt; ++j) {            /* xs[j + 1] = x after token j */                                  \
+            const attn__w_##S uv = attn__w_ld_##S(tu + 16 * j), dyv = attn__w_ld_##S(tdy + 16 * j);             \
+            const attn__w_##S nr = attn__w_fma_##S(ar, xr, attn__w_fma_##S(nai, xi, attn__w_mul_##S(br, uv)));   \
+            xi = attn__w_fma_##S(ar, xi, attn__w_fma_##S(ai, xr, attn__w_mul_##S(bi, uv)));                      \
+            xr = nr;                                                                                             \
+            attn__w_st_##S(xs + 32 * (j + 1), xr); attn__w_st_##S(xs + 32 * (j + 1) + 16, xi);                   \
+            sCr = attn__w_fma_##S(dyv, xr, sCr); sCi = attn__w_fma_##S(dyv, xi, sCi);                            \
+        }                                                                                                        \
+        for (j = nt - 1; j >= 0; --j) {       /* sums split so no chain is longer than one fma a token */        \
+            const attn__w_##S uv = attn__w_ld_##S(tu + 16 * j), dyv = attn__w_ld_##S(tdy + 16 * j);             \
+            const attn__w_##S xpr = attn__w_ld_##S(xs + 32 * j), xpi = attn__w_ld_##S(xs + 32 * j + 16);        \
+            const attn__w_##S nr = attn__w_fma_##S(ar, gr, attn__w_fma_##S(ai, gi, attn__w_mul_##S(dyv, cr)));  \
+            gi = attn__w_fma_##S(ar, gi, attn__w_fma_##S(nai, gr, attn__w_mul_##S(dyv, ci)));                   \
+            gr = nr;                                                                                             \
+            sAr = attn__w_fma_##S(gr, xpr, sAr); sAr2 = attn__w_fma_##S(gi, xpi, sAr2);                          \
+            sAi = attn__w_fma_##S(gi, xpr, sAi); sAn = attn__w_fma_##S(gr, xpi, sAn);                            \
+            sBr = attn__w_fma_##S(uv, gr, sBr); sBi = attn__w_fma_##S(uv, gi, sBi);                              \
+            attn__w_st_##S(tdu + 16 * j, attn__w_fma_##S(gr, br, attn__w_fma_##S(gi, bi, attn__w_ld_##S(tdu + 16 * j))));\
+        }                                                                                                        \
+        attn__w_st_##S(k->g + 32 * n, gr); attn__w_st_##S(k->g + 32 * n + 16, gi);                               \
+        attn__w_st_##S(k->acc + 16 * n, attn__w_add_##S(sAr, sAr2));                                             \
+        attn__w_st_##S(k->acc + 16 * (N + n), attn__w_sub_##S(sAi, sAn));                                        \
+        attn__w_st_##S(k->acc + 16 * (2 * N + n), sBr);                                                          \
+        attn__w_st_##S(k->acc + 16 * (3 * N + n), sBi);                                                          \
+        attn__w_st_##S(k->acc + 16 * (4 * N + n), attn__w_add_##S(sCr, sCr));                                    \
+        attn__w_st_##S(k->acc + 16 * (5 * N + n), attn__w_sub_##S(zero, attn__w_add_##S(sCi, sCi)));             \
+    }                                                                                                            \
+    attn__w_rows_out_##S(tdu, k->du, nt);                                                                        \
+    attn__w_st_##S(k->acc + 16 * 6 * (size_t)N, accD);                                                           \
+}
+ATTN__S4DB_DEF(sc, )
+#if defined(ATTN__X86_SIMD)
+ATTN__S4DB_DEF(256, ATTN__T256)
+#if !defined(ATTN_NO_AVX512)
+ATTN__S4DB_DEF(512, ATTN__T512)
+#endif
+#endif
+#if defined(ATTN__NEON)
+ATTN__S4DB_DEF(neon, )
+#endif
+#undef ATTN__S4DB_DEF
+
+static void (*attn__s4db_kern_for(const attn__isa *isa))(const attn__s4db_k *) {
+#if defined(ATTN__X86_SIMD)
+#if !defined(ATTN_NO_AVX512)
+    if (isa == &attn__isa_avx512) return attn__s4db_kern_512;
+#endif
+    if (isa == &attn__isa_avx2) return attn__s4db_kern_256;
+#endif
+#if defined(ATTN__NEON)
+    if (isa == &attn__isa_neon) return attn__s4db_kern_neon;
+#endif
+    (void)isa;
+    return attn__s4db_kern_sc;
+}
+
+/* per-thread scratch in floats: the gradients' sums per lane in double ((6 N + 1) x 16), the
+   parameters [7][N][16], the chunk's sums ((6 N + 1) x 16), dLoss/dx [N][2][16], the kernel's
+   scratch, converted u and dy rows (16 x BT each), a zero row and a scratch row (BT each), the
+   checkpoints [ceil(L / BT)][N][2][16] */
 static size_t attn__s4db_floats(int N, int L) {
-    const size_t T = ATTN__S4D_BT, nck = ((size_t)L + T - 1) / T;
-    return attn__ssm_round(2 * (7 * (size_t)N + 1)) + attn__ssm_round((size_t)N) * 16 +
-           attn__ssm_round((T + 1) * 2 * (size_t)N) + 2 * T + attn__ssm_round(nck * 2 * (size_t)N);
+    const size_t T = ATTN__S4D_BT, nck = ((size_t)L + T - 1) / T, nv = (6 * (size_t)N + 1) * 16, N32 = (size_t)N * 32;
+    return attn__ssm_round(2 * nv) + attn__ssm_round(7 * (size_t)N * 16) + attn__ssm_round(nv) + N32 +
+           attn__s4db_kern_floats() + 34 * T + nck * N32;
 }
 
-/* x' = dA x + dB u on split (re | im) rows of N */
-static void attn__s4db_step(const attn__isa *V, const float *ar, const float *ai, const float *nai, const float *br,
-                            const float *bi, int N, const float *x, float u, float *xo) {
-    V->madd(xo, ar, x, u, br, N);                  /* ar xr + u br - ai xi */
-    V->madd(xo, nai, x + N, 1.0f, xo, N);
-    V->madd(xo + N, ar, x + N, u, bi, N);          /* ar xi + u bi + ai xr */
-    V->madd(xo + N, ai, x, 1.0f, xo + N, N);
+/* The chain rule through the discretisation for channel h, per mode in double, from the sums
+   e[16 (k N + n)] (k: d(dA) re, im, d(dB) re, im, dC re, im) and e[16 6N] (dD). */
+static void attn__s4db_params(const attn__s4d *P, const attn_s4d_grads *G, int h, const double *e) {
+    const attn_s4d_params *p = P->p;
+    const int N = P->N;
+    const double dt = exp((double)p->log_dt[h]);
+    double ddt = 0.0;
+    int n;
+    for (n = 0; n < N; ++n) {
+        const size_t i = (size_t)h * N + n;
+        const double Ar = -exp((double)p->log_a_real[i]), Ai = (double)p->a_imag[i];
+        const double Br = p->b_re ? (double)p->b_re[i] : 1.0, Bi = p->b_re ? (double)p->b_im[i] : 0.0;
+        const double gar = e[16 * n], gai = e[16 * (N + n)], gbr = e[16 * (2 * N + n)], gbi = e[16 * (3 * N + n)];
+        double gAr, gAi, gBr, gBi;
+        if (P->disc == ATTN_SSM_ZOH) {
+            const double ex = exp(dt * Ar), Er = ex * cos(dt * Ai), Ei = ex * sin(dt * Ai), den = Ar * Ar + Ai * Ai;
+            const double qr = ((Er - 1.0) * Ar + Ei * Ai) / den, qi = (Ei * Ar - (Er - 1.0) * Ai) / den;   /* (E - 1) / A */
+            const double gqr = Br * gbr + Bi * gbi, gqi = Br * gbi - Bi * gbr;                                 /* conj(B) g_dB */
+            /* dq/dA = (dt E A - (E - 1)) / A^2 = (dt E - q) / A */
+            const double nr = dt * Er - qr, ni = dt * Ei - qi, pr = (nr * Ar + ni * Ai) / den, pi = (ni * Ar - nr * Ai) / den;
+            const double AEr = Ar * Er - Ai * Ei, AEi = Ar * Ei + Ai * Er;
+            gAr = dt * (Er * gar + Ei * gai) + (pr * gqr + pi * gqi);     /* conj(dt E) g_dA + conj(dq/dA) g_q */
+            gAi = dt * (Er * gai - Ei * gar) + (pr * gqi - pi * gqr);
+            ddt += (gar * AEr + gai * AEi) + (gqr * Er + gqi * Ei);       /* Re(g_dA conj(A E)) + Re(g_q conj(E)) */
+            gBr = qr * gbr + qi * gbi; gBi = qr * gbi - qi * gbr;         /* conj(q) g_dB */
+        } else {
+            const double mr = 1.0 - dt * Ar / 2, mi = -dt * Ai / 2, den = mr * mr + mi * mi;
+            const double ir = mr / den, ii = -mi / den;                  /* 1 / m */
+            const double i2r = ir * ir - ii * ii, i2i = 2 * ir * ii;     /* 1 / m^2 */
+            const double wr = dt * (Br * i2r - Bi * i2i) / 2, wi = dt * (Br * i2i + Bi * i2r) / 2;   /* dt B / (2 m^2) */
+            const double gsr = (i2r * gar + i2i * gai) + (wr * gbr + wi * gbi);   /* conj(1/m^2) g_dA + conj(w) g_dB */
+            const double gsi = (i2r * gai - i2i * gar) + (wr * gbi - wi * gbr);
+            const double Bmr = Br * ir - Bi * ii, Bmi = Br * ii + Bi * ir;        /* B / m */
+            gAr = dt * gsr; gAi = dt * gsi;
+            ddt += (gsr * Ar + gsi * Ai) + (gbr * Bmr + gbi * Bmi);
+            gBr = dt * (ir * gbr + ii * gbi); gBi = dt * (ir * gbi - ii * gbr);   /* conj(dt / m) g_dB */
+        }
+        if (G->dlog_a_real) G->dlog_a_real[i] = (float)(gAr * Ar);
+        if (G->da_imag) G->da_imag[i] = (float)gAi;
+        if (p->b_re && G->db_re) G->db_re[i] = (float)gBr;
+        if (p->b_re && G->db_im) G->db_im[i] = (float)gBi;
+        if (G->dc_re) G->dc_re[i] = (float)e[16 * (4 * N + n)];
+        if (G->dc_im) G->dc_im[i] = (float)e[16 * (5 * N + n)];
+    }
+    if (G->dlog_dt) G->dlog_dt[h] = (float)(dt * ddt);
+    if (G->dd_skip) G->dd_skip[h] = (float)e[16 * 6 * N];
 }
 
-/* One channel over every sequence: the recurrence's adjoint (x_l = dA x_{l-1} + dB u_l,
-   y_l = 2 Re(C x_l) + D u_l), the modes in the vector layer's rows. Per sequence a checkpoint
-   pass (the state every BT tokens), then the chunks last first: recompute the states, then the
-   tokens backwards with g = dLoss/dx_l carried:
-     g += 2 dy conj(C);  dC += 2 dy conj(x_l);  d(dA) += g conj(x_{l-1});  d(dB) += u g;
-     du = Re(g conj(dB)) + D dy;  g = conj(dA) g
-   chunk sums in float, added into doubles in a fixed order; then the chain rule through the
-   discretisation (double) to log_dt, log_a_real, a_imag, B and C. */
-static void attn__s4db_task(void *ctx, int h, int thread) {
+/* One piece of 16 channels over every sequence: the discretisation per lane in double, then
+   per sequence a checkpoint pass (kernel phase 0: the state every BT tokens), then the chunks
+   last first (phase 1: recompute, gradients, dLoss/dx carried back); the chunk sums go into
+   per-lane doubles in a fixed order (sequences, then chunks backwards), so a channel's
+   gradients are the same bits for any thread count; then the chain rule per channel. */
+static void attn__s4db_task(void *ctx, int task, int thread) {
     const attn__s4db *W = (const attn__s4db *)ctx;
     const attn__s4d *P = &W->F;
-    const attn_s4d_grads *G = W->g;
     const attn_s4d_params *p = P->p;
     const attn__isa *V = P->V;
-    const int N = P->N, T = ATTN__S4D_BT, L = P->L, nck = (L + T - 1) / T;
-    const size_t RN = attn__ssm_round((size_t)N);
+    const int N = P->N, T = ATTN__S4D_BT, L = P->L, nck = (L + T - 1) / T, c0 = 16 * task, w = ATTN__MIN(16, P->D - c0);
+    const size_t nv = (6 * (size_t)N + 1) * 16, N32 = (size_t)N * 32;
     float *f = P->ws + P->ws_floats * (size_t)thread;
-    double *dd = (double *)(void *)f;           /* [7][N] dA re, im, dB re, im, C re, im, -; [1] D */
-    float *r0 = f + attn__ssm_round(2 * (7 * (size_t)N + 1));
-    float *ar = r0, *ai = ar + RN, *nai = ai + RN, *br = nai + RN, *bi = br + RN, *c2r = bi + RN, *c2i = c2r + RN;
-    float *gr = c2i + RN, *gi = gr + RN, *t1 = gi + RN, *t2 = t1 + RN;
-    float *sAr = t2 + RN, *sAi = sAr + RN, *sAn = sAi + RN, *sBr = sAn + RN, *sBi = sBr + RN;
-    float *xs = r0 + RN * 16, *ub = xs + attn__ssm_round((size_t)(T + 1) * 2 * N), *yb = ub + T, *ck = yb + T;
-    const float dsk = p->d_skip ? p->d_skip[h] : 0.0f;
-    int n, b, ch, j;
-    for (n = 0; n < N; ++n) {
-        double dar, dai, cbr, cbi, dbr, dbi;
-        attn__s4d_disc(P, h, n, &dar, &dai, &cbr, &cbi, &dbr, &dbi);
-        ar[n] = (float)dar; ai[n] = (float)dai; nai[n] = -(float)dai; br[n] = (float)dbr; bi[n] = (float)dbi;
-        c2r[n] = 2.0f * p->c_re[(size_t)h * N + n]; c2i[n] = -2.0f * p->c_im[(size_t)h * N + n];
-    }
-    for (n = 0; n < 7 * N + 1; ++n) dd[n] = 0.0;
-    for (b = 0; b < P->B; ++b) {
-        const size_t so = ((size_t)b * P->D + h) * (size_t)N * 2;
-        float *dur = G->du ? G->du + ((size_t)b * P->D + h) * (size_t)L : NULL;
-        for (n = 0; n < N; ++n) {               /* the state before token 0: (re | im) rows */
-            ck[n] = P->sin ? P->sin[so + 2 * n] : 0.0f;
-            ck[N + n] = P->sin ? P->sin[so + 2 * n + 1] : 0.0f;
-        }
-        for (ch = 0; ch + 1 < nck; ++ch) {      /* checkpoints: the state before each chunk */
-            float *x = ck + (size_t)ch * 2 * N;
-            V->load(attn__ssm_at(&P->u, b, h, ch * T), P->u.dt, ub, T, 1.0f);
-            memcpy(xs, x, sizeof(float) * 2 * (size_t)N);
-            for (j = 0; j < T; ++j)
-                attn__s4db_step(V, ar, ai, nai, br, bi, N, xs + (size_t)(j & 1) * 2 * N, ub[j], xs + (size_t)((j + 1) & 1) * 2 * N);
-            memcpy(x + 2 * N, xs + (size_t)(T & 1) * 2 * N, sizeof(float) * 2 * (size_t)N);
-        }
-        for (n = 0; n < N; ++n) { gr[n] = 0.0f; gi[n] = 0.0f; }
-        for (ch = nck - 1; ch >= 0; --ch) {
-            const int t0 = ch * T, nt = ATTN__MIN(T, L - t0);
-            V->load(attn__ssm_at(&P->u, b, h, t0), P->u.dt, ub, nt, 1.0f);
-            V->load(attn__ssm_at(&P->y, b, h, t0), P->y.dt, yb, nt, 1.0f);
-            memcpy(xs, ck + (size_t)ch * 2 * N, sizeof(float) * 2 * (size_t)N);
-            for (j = 0; j < nt; ++j)            /* xs[j + 1] = x after token t0 + j */
-                attn__s4db_step(V, ar, ai, nai, br, bi, N, xs + (size_t)j * 2 * N, ub[j], xs + (size_t)(j + 1) * 2 * N);
-            for (n = 0; n < N; ++n) { sAr[n] = 0.0f; sAi[n] = 0.0f; sAn[n] = 0.0f; sBr[n] = 0.0f; sBi[n] = 0.0f; t1[n] = 0.0f; t2[n] = 0.0f; }
-            for (j = nt - 1; j >= 0; --j) {
-                const float dy = yb[j], *xp = xs + (size_t)j * 2 * N;
-                V->axpy(gr, dy, c2r, N);                            /* g += 2 dy conj(C) */
-                V->axpy(gi, dy, c2i, N);
-                V->madd(sAr, gr, xp, 1.0f, sAr, N);                    /* d(dA) += g conj(x_{l-1}) */
-                V->madd(sAr, gi, xp + N, 1.0f, sAr, N);
-                V->madd(sAi, gi, xp, 1.0f, sAi, N);
-                V->madd(sAn, gr, xp + N, 1.0f, sAn, N);
-                V->axpy(sBr, ub[j], gr, N);                         /* d(dB) += u g */
-                V->axpy(sBi, ub[j], gi, N);
-                if (dur) dur[t0 + j] = V->dot(gr, br, N) + V->dot(gi, bi, N) + dsk * dy;
-                V->madd(t1, ai, gi, 0.0f, gi, N);                      /* g = conj(dA) g */
-                V->madd(t1, ar, gr, 1.0f, t1, N);
-                V->madd(t2, nai, gr, 0.0f, gr, N);
-                V->madd(gi, ar, gi, 1.0f, t2, N);
-                memcpy(gr, t1, sizeof(float) * (size_t)N);
-            }
-            for (n = 0; n < N; ++n) {           /* dC = sum 2 dy conj(x_l): one dot per mode over the chunk */
-                double cr = 0.0, ci = 0.0;
-                for (j = 0; j < nt; ++j) { cr += (double)(yb[j] * xs[(size_t)(j + 1) * 2 * N + n]); ci += (double)(yb[j] * xs[(size_t)(j + 1) * 2 * N + N + n]); }
-                dd[4 * N + n] += 2.0 * cr; dd[5 * N + n] -= 2.0 * ci;
-                dd[n] += (double)sAr[n]; dd[N + n] += (double)sAi[n] - (double)sAn[n];
-                dd[2 * N + n] += (double)sBr[n]; dd[3 * N + n] += (double)sBi[n];
-            }
-            dd[7 * N] += (double)V->dot(yb, ub, nt);
-        }
-    }
-    {   /* the chain rule through the discretisation, per mode in double */
-        const double dt = exp((double)p->log_dt[h]);
-        double ddt = 0.0;
+    double *dd = (double *)(void *)f;
+    float *par = f + attn__ssm_round(2 * nv), *acc = par + attn__ssm_round(7 * (size_t)N * 16), *gv = acc + attn__ssm_round(nv);
+    float *ks = gv + N32, *stg = ks + attn__s4db_kern_floats(), *zero = stg + 32 * T, *dump = zero + T, *ck = dump + T;
+    void (*kern)(const attn__s4db_k *) = attn__s4db_kern_for(V);
+    attn__s4db_k k;
+    int c, n, b, kk;
+    size_t i;
+    memset(&k, 0, sizeof k);
+    k.N = N; k.par = par; k.g = gv; k.acc = acc; k.scratch = ks;
+    memset(zero, 0, sizeof(float) * (size_t)T);
+    for (c = 0; c < 16; ++c) {
+        k.dsk[c] = c < w && p->d_skip ? p->d_skip[c0 + c] : 0.0f;
         for (n = 0; n < N; ++n) {
-            const size_t i = (size_t)h * N + n;
-            const double Ar = -exp((double)p->log_a_real[i]), Ai = (double)p->a_imag[i];
-            const double Br = p->b_re ? (double)p->b_re[i] : 1.0, Bi = p->b_re ? (double)p->b_im[i] : 0.0;
-            const double gar = dd[n], gai = dd[N + n], gbr = dd[2 * N + n], gbi = dd[3 * N + n];
-            double gAr, gAi, gBr, gBi;
-            if (P->disc == ATTN_SSM_ZOH) {
-                const double e = exp(dt * Ar), Er = e * cos(dt * Ai), Ei = e * sin(dt * Ai), den = Ar * Ar + Ai * Ai;
-                const double qr = ((Er - 1.0) * Ar + Ei * Ai) / den, qi = (Ei * Ar - (Er - 1.0) * Ai) / den;   /* (E - 1) / A */
-                const double gqr = Br * gbr + Bi * gbi, gqi = Br * gbi - Bi * gbr;                                 /* conj(B) g_dB */
-                /* dq/dA = (dt E A - (E - 1)) / A^2 = (dt E - q) / A */
-                const double nr = dt * Er - qr, ni = dt * Ei - qi, pr = (nr * Ar + ni * Ai) / den, pi = (ni * Ar - nr * Ai) / den;
-                const double AEr = Ar * Er - Ai * Ei, AEi = Ar * Ei + Ai * Er;
-                gAr = dt * (Er * gar + Ei * gai) + (pr * gqr + pi * gqi);     /* conj(dt E) g_dA + conj(dq/dA) g_q */
-                gAi = dt * (Er * gai - Ei * gar) + (pr * gqi - pi * gqr);
-                ddt += (gar * AEr + gai * AEi) + (gqr * Er + gqi * Ei);       /* Re(g_dA conj(A E)) + Re(g_q conj(E)) */
-                gBr = qr * gbr + qi * gbi; gBi = qr * gbi - qi * gbr;         /* conj(q) g_dB */
-            } else {
-                const double mr = 1.0 - dt * Ar / 2, mi = -dt * Ai / 2, den = mr * mr + mi * mi;
-                const double ir = mr / den, ii = -mi / den;                  /* 1 / m */
-                const double i2r = ir * ir - ii * ii, i2i = 2 * ir * ii;     /* 1 / m^2 */
-                const double wr = dt * (Br * i2r - Bi * i2i) / 2, wi = dt * (Br * i2i + Bi * i2r) / 2;   /* dt B / (2 m^2) */
-                const double gsr = (i2r * gar + i2i * gai) + (wr * gbr + wi * gbi);   /* conj(1/m^2) g_dA + conj(w) g_dB */
-                const double gsi = (i2r * gai - i2i * gar) + (wr * gbi - wi * gbr);
-                const double Bmr = Br * ir - Bi * ii, Bmi = Br * ii + Bi * ir;        /* B / m */
-                gAr = dt * gsr; gAi = dt * gsi;
-                ddt += (gsr * Ar + gsi * Ai) + (gbr * Bmr + gbi * Bmi);
-                gBr = dt * (ir * gbr + ii * gbi); gBi = dt * (ir * gbi - ii * gbr);   /* conj(dt / m) g_dB */
+            float v[7] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
+            if (c < w) {
+                const size_t pi = (size_t)(c0 + c) * N + n;
+                double dar, dai, cbr, cbi, dbr, dbi;
+                attn__s4d_disc(P, c0 + c, n, &dar, &dai, &cbr, &cbi, &dbr, &dbi);
+                v[0] = (float)dar; v[1] = (float)dai; v[2] = -(float)dai; v[3] = (float)dbr; v[4] = (float)dbi;
+                v[5] = 2.0f * p->c_re[pi]; v[6] = -2.0f * p->c_im[pi];
             }
-            if (G->dlog_a_real) G->dlog_a_real[i] = (float)(gAr * Ar);
-            if (G->da_imag) G->da_imag[i] = (float)gAi;
-            if (p->b_re && G->db_re) G->db_re[i] = (float)gBr;
-            if (p->b_re && G->db_im) G->db_im[i] = (float)gBi;
-            if (G->dc_re) G->dc_re[i] = (float)dd[4 * N + n];
-            if (G->dc_im) G->dc_im[i] = (float)dd[5 * N + n];
+            for (kk = 0; kk < 7; ++kk) par[((size_t)kk * N + n) * 16 + c] = v[kk];
         }
-        if (G->dlog_dt) G->dlog_dt[h] = (float)(dt * ddt);
-        if (G->dd_skip) G->dd_skip[h] = (float)dd[7 * N];
     }
+    for (i = 0; i < nv; ++i) dd[i] = 0.0;
+    for (b = 0; b < P->B; ++b) {
+        for (n = 0; n < N; ++n)                          /* the state before token 0 */
+            for (c = 0; c < 16; ++c) {
+                const size_t so = (((size_t)b * P->D + c0 + c) * N + n) * 2;
+                ck[32 * (size_t)n + c] = c < w && P->sin ? P->sin[so] : 0.0f;
+                ck[32 * (size_t)n + 16 + c] = c < w && P->sin ? P->sin[so + 1] : 0.0f;
+            }
+        memset(gv, 0, sizeof(float) * N32);
+        for (kk = 0; kk < 2 * nck - 1; ++kk) {           /* checkpoints forward, then the chunks backwards */
+            const int fwd = kk < nck - 1, ch = fwd ? kk : 2 * nck - 2 - kk, t0 = ch * T, nt = ATTN__MIN(T, L - t0);
+            k.nt = nt; k.phase = !fwd;
+            attn__ssm_rows(V, &P->u, b, c0, w, t0, nt, stg, T, zero, k.u);
+            if (fwd) {
+                memcpy(ck + (size_t)(ch + 1) * N32, ck + (size_t)ch * N32, sizeof(float) * N32);
+                k.x = ck + (size_t)(ch + 1) * N32;
+                kern(&k);
+                continue;
+            }
+            k.x = ck + (size_t)ch * N32;
+            attn__ssm_rows(V, &P->y, b, c0, w, t0, nt, stg + 16 * T, T, zero, k.dy);
+            for (c = 0; c < 16; ++c)
+                k.du[c] = c < w && W->g->du ? W->g->du + ((size_t)b * P->D + c0 + c) * (size_t)L + t0 : dump;
+            kern(&k);
+            for (i = 0; i < nv; ++i) dd[i] += (double)acc[i];
+        }
+    }
+    for (c = 0; c < w; ++c) attn__s4db_params(P, W->g, c0 + c, dd + c);
 }
 
 ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_s4d_params *params, attn_ssm_tensor u,
@@ -20352,7 +20459,7 @@ ATTNDEF attn_status attn_ssm_s4d_backward(const attn_ssm_desc *desc, const attn_
     pd.parallel = desc->parallel; pd.parallel_user = desc->parallel_user;
     W.F.V = attn__vec();
     W.F.ws = (float *)(void *)w.base;
-    attn__parallel_for(&pd, W.F.D, attn__ssm_threads(desc), attn__s4db_task, &W);
+    attn__parallel_for(&pd, (W.F.D + 15) / 16, attn__ssm_threads(desc), attn__s4db_task, &W);
     attn__ws_release(&w);
     return ATTN_OK;
 }

@@ -221,10 +221,12 @@ static void test_s4d_backward(void) {
     t_rng r = t_rng_seed(2902);
     int cfg;
     /* cfg 0: ZOH, B = 1, state_in, L 23; 1: bilinear with B; 2: ZOH with B, L 600 (3 chunks of
-       the 256-token checkpoints), 3 channels; 3: bilinear, no state, f16 u and dy */
-    for (cfg = 0; cfg < 4; ++cfg) {
+       the 256-token checkpoints), 3 channels; 3: bilinear, no state, f16 u and dy; 4: ZOH with B,
+       21 channels (two pieces of the kernel's 16 lanes, the second 5 wide: one per thread), L 300 */
+    for (cfg = 0; cfg < 5; ++cfg) {
         s4b p;
-        const int B = cfg == 2 ? 1 : 2, D = cfg == 2 ? 3 : 4, N = cfg == 2 ? 5 : 3, L = cfg == 2 ? 600 : 23;
+        const int B = cfg == 2 ? 1 : 2, D = cfg == 2 ? 3 : cfg == 4 ? 21 : 4, N = cfg == 2 ? 5 : cfg == 4 ? 4 : 3;
+        const int L = cfg == 2 ? 600 : cfg == 4 ? 300 : 23;
         const attn_dtype dt = cfg == 3 ? ATTN_F16 : ATTN_F32;
         const size_t nx = (size_t)B * D * L, dn = (size_t)D * N, ns = (size_t)B * D * N * 2;
         char what[64];
