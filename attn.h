@@ -18055,6 +18055,8 @@ static void attn__nys_conv_kernels(const attn__isa *isa, attn__nys_band_fn *band
 
 #define ATTN__NYS_KC 256   /* keys per B V chunk (task): depends on nothing else, so neither does the sum */
 #define ATTN__NYS_RQ 128   /* query rows per F W block (task) */
+#define ATTN__NYS_RB 512   /* dq / dk rows per block given the landmark means' gradient while in L2 (128 KiB
+                              at d 64); X~ is packed once a block */
 typedef struct attn__nys_plan {
     const attn_desc *d;
     const attn__isa *isa;
@@ -18631,11 +18633,13 @@ static void attn__nys_dout_rows(const attn__nys_plan *P, int b, int h, int n, fl
     for (i = 0; i < n; ++i) P->isa->load(attn__at(&P->dout, b, i, h), P->dout.dtype, G + (size_t)i * P->v.dim, P->v.dim, 1.0f);
 }
 
-/* softmax backward of a row in place: d <- p * (d - p . d) */
-static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, int n) {
-    const float dot = isa->dot(p, d, n);
+/* softmax backward of a row in place given its dot = p . d: d <- p * (d - dot) */
+static void attn__nys_dsoftmax_dot(const float *p, float *d, int n, float dot) {
     int j;
     for (j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
+}
+static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, int n) {
+    attn__nys_dsoftmax_dot(p, d, n, isa->dot(p, d, n));
 }
 
 /* dA += the gradient through `iters` steps Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4 given dZ
@@ -18694,18 +18698,15 @@ static void attn__nys_bbv(const attn__nys_plan *P, int b, int h, const float *Ql
         attn__nys_bv_row(P, b, h, j, qlo, qhi, part + (size_t)j * P->part_row, cstride, BV + (size_t)j * Dv, Bm + (size_t)j * lk);
 }
 
-/* F [lq][m] of (b, h) as attn__nys_fw_task makes it (blocks of ATTN__NYS_RQ rows): bitwise what
-   the forward saves. Q: rows [0, lq) of q (ld ldq), Kl: K~ (ld ldl). */
+/* F [lq][m] of (b, h) bitwise as attn__nys_fw_task makes it in blocks of ATTN__NYS_RQ rows (each
+   row's sums do not depend on the blocking): one product, so K~ is packed once. Q: rows [0, lq)
+   of q (ld ldq), Kl: K~ (ld ldl). */
 static void attn__nys_f_rows(const attn__nys_plan *P, int b, const float *Q, ptrdiff_t ldq, const float *Kl, ptrdiff_t ldl,
                              int lq, float *F, float *gw) {
-    int r0, r, klo, khi;
+    int r, klo, khi;
     attn__nys_valid(P, 1, b, &klo, &khi);
-    for (r0 = 0; r0 < lq; r0 += ATTN__NYS_RQ) {
-        const int nv = ATTN__MIN(lq - r0, ATTN__NYS_RQ);
-        attn__sgemm_1t(gw, 0, 1, nv, P->m, P->q.dim, P->scale, Q + (ptrdiff_t)r0 * ldq, ldq, Kl, ldl, 0.0f,
-                        F + (size_t)r0 * P->m, P->m);
-        for (r = r0; r < r0 + nv; ++r) attn__nys_softmax_range(P->isa, F + (size_t)r * P->m, klo, khi, P->m);
-    }
+    attn__sgemm_1t(gw, 0, 1, lq, P->m, P->q.dim, P->scale, Q, ldq, Kl, ldl, 0.0f, F, P->m);
+    for (r = 0; r < lq; ++r) attn__nys_softmax_range(P->isa, F + (size_t)r * P->m, klo, khi, P->m);
 }
 
 /* Rows [lo, hi) of dX (rows of q or k: is_k) of sequence b += the landmark means' gradient
@@ -18723,11 +18724,11 @@ static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const fl
 }
 
 /* Rows [0, n) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [n][m] (row stride
-   ldm) or M^T with M [m][n] (trans); with dL, blocks of ATTN__NYS_RQ rows, each given the
+   ldm) or M^T with M [m][n] (trans); with dL, blocks of ATTN__NYS_RB rows, each given the
    landmark means' gradient dL (attn__nys_scatter) while in cache, and rows [n, read) dL alone. */
 static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int n, const float *M, ptrdiff_t ldm, int trans,
                                 const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld, float *gw) {
-    const int blk = dL ? ATTN__NYS_RQ : ATTN__MAX(n, 1);
+    const int blk = dL ? ATTN__NYS_RB : ATTN__MAX(n, 1);
     int r0;
     for (r0 = 0; r0 < n; r0 += blk) {
         const int r1 = ATTN__MIN(n, r0 + blk);
@@ -18855,13 +18856,24 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
         attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BVs, Dv, 0.0f, dZ, m);
         attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
         if (lk > 0) {
-            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bs, ldb, dBV, Dv, i > 0 ? 1.0f : 0.0f, gv, ldgv);
-            attn__sgemm_1t(gw, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
-            for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
-                if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
-                else attn__nys_dsoftmax(isa, Bs + (size_t)j * ldb, dB + (size_t)j * lk, lk);
+            /* B's softmax backward needs each row's B_j . dB_j = d(B V)_j . (B V)_j, known before
+               dB: so dv, dB, its softmax backward and dQ~ run in the k blocks of dQ~'s product
+               (bitwise its single call) while each block of B and dB is in L2 */
+            const int kb = attn__gemm_kc(lk);
+            float *dots = work;   /* m floats; pinv_bwd below reuses work */
+            int c0;
+            for (j = 0; j < m; ++j) dots[j] = isa->dot(dBV + (size_t)j * Dv, BVs + (size_t)j * Dv, Dv);
+            for (c0 = 0; c0 < lk; c0 += kb) {
+                const int nc = ATTN__MIN(kb, lk - c0);
+                attn__sgemm_1t(gw, 1, 0, nc, Dv, m, 1.0f, Bs + c0, ldb, dBV, Dv, i > 0 ? 1.0f : 0.0f, gv + c0 * ldgv, ldgv);
+                attn__sgemm_1t(gw, 0, 1, m, nc, Dv, 1.0f, dBV, Dv, V + (ptrdiff_t)c0 * ldv, ldv, 0.0f, dB + c0, lk);
+                for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
+                    if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk + c0, 0, (size_t)nc * sizeof(float));
+                    else attn__nys_dsoftmax_dot(Bs + (size_t)j * ldb + c0, dB + (size_t)j * lk + c0, nc, dots[j]);
+                }
+                attn__sgemm_1t_direct(gw, 0, 0, m, D, nc, P->scale, dB + c0, lk, K + (ptrdiff_t)c0 * ldk, ldk,
+                                      c0 > 0 ? 1.0f : 0.0f, dQl, D);
             }
-            attn__sgemm_1t_direct(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
         } else memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lq > 0 && P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv, ldgv);   /* after gv's first write */
         /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
