@@ -18653,15 +18653,15 @@ static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hi
     int it, i;
     for (it = iters - 1; it >= 0; --it) {
         const float *Zk = hist + (size_t)it * 5 * mm, *AZ = Zk + mm, *T1 = Zk + 2 * mm, *U = Zk + 3 * mm, *T2 = Zk + 4 * mm;
-        attn__sgemm_1t(gw, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);             /* dT2 = Zk^T dZ / 4 */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);      /* dT2 = Zk^T dZ / 4 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, 0.25f, dZ, m, T2, m, 0.0f, Y, m);             /* dZk = dZ T2^T / 4 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, dAZ, m);             /* dAZ = -dT2 U^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, dU, m);             /* dU = -AZ^T dT2 */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, dU, m);      /* dU = -AZ^T dT2 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, dU, m, T1, m, 1.0f, dAZ, m);           /* dAZ -= dU T1^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, dU, m, 0.0f, X, m);             /* dT1 = -AZ^T dU */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, -1.0f, AZ, m, dU, m, 0.0f, X, m);      /* dT1 = -AZ^T dU */
         for (i = 0; i < (int)mm; ++i) dAZ[i] -= X[i];                                          /* dAZ -= dT1 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, 1.0f, dAZ, m, Zk, m, 1.0f, dA, m);            /* dA += dAZ Zk^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, 1.0f, A, m, dAZ, m, 1.0f, Y, m);              /* dZk += A^T dAZ */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, 1.0f, A, m, dAZ, m, 1.0f, Y, m);       /* dZk += A^T dAZ */
         memcpy(dZ, Y, mm * sizeof(float));
     }
 }
@@ -18723,20 +18723,21 @@ static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const fl
     }
 }
 
-/* Rows [0, n) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [n][m] (row stride
+/* Rows [lo, hi) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [n][m] (row stride
    ldm) or M^T with M [m][n] (trans); with dL, blocks of ATTN__NYS_RB rows, each given the
-   landmark means' gradient dL (attn__nys_scatter) while in cache, and rows [n, read) dL alone. */
-static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int n, const float *M, ptrdiff_t ldm, int trans,
-                                const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld, float *gw) {
-    const int blk = dL ? ATTN__NYS_RB : ATTN__MAX(n, 1);
+   landmark means' gradient dL (attn__nys_scatter) while in cache, and (last) rows [hi, read) dL alone. */
+static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int lo, int hi, int last, const float *M, ptrdiff_t ldm,
+                                int trans, const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld,
+                                float *gw) {
+    const int blk = dL ? ATTN__NYS_RB : ATTN__MAX(hi - lo, 1);
     int r0;
-    for (r0 = 0; r0 < n; r0 += blk) {
-        const int r1 = ATTN__MIN(n, r0 + blk);
+    for (r0 = lo; r0 < hi; r0 += blk) {
+        const int r1 = ATTN__MIN(hi, r0 + blk);
         attn__sgemm_1t(gw, trans, 0, r1 - r0, P->q.dim, P->m, P->scale, trans ? M + r0 : M + (ptrdiff_t)r0 * ldm, ldm, X, ldx,
                         beta, dX + (ptrdiff_t)r0 * ld, ld);
         if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, r0, r1);
     }
-    if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, n, INT_MAX);
+    if (dL && last) attn__nys_scatter(P, is_k, b, dL, dX, ld, hi, INT_MAX);
 }
 
 /* dQ~, dK~ += A's softmax backward of dA (u = b Hq + h), with c's gradient first added onto the
@@ -18774,10 +18775,11 @@ static void attn__nys_dland(const attn__nys_plan *P, int u, int qlo, int qhi, fl
 }
 
 /* Backward pass 1 for (b, KV head hk), its g query heads in turn (they share dk, dv rows): B,
-   B V, Z (keeping its iterates), W and F again; dW and dF -> dK~ (F's softmax); dZ and d(B V)
-   -> dv and dQ~ (B's softmax); the conv's dv and dconv; the pseudo-inverse's steps backwards ->
-   dA and dc, the gradient of Z0's divisor; then dq = dF K~ and dk += dB^T Q~ (per-head c: with
-   A's softmax backward and the landmark means' scatter too, attn__nys_grad_rows). */
+   B V, Z (keeping its iterates), W and F again; dW and dF -> dK~ (F's softmax); dZ and d(B V);
+   the pseudo-inverse's steps backwards -> dA and dc, the gradient of Z0's divisor (per-head c:
+   A's softmax backward -> dQ~, dK~ too); d(B V) -> dv, dQ~ and dk += dB^T Q~ (B's softmax) in
+   key blocks; the conv's dv and dconv; then dq = dF K~ (per-head c: with the landmark means'
+   scatter, attn__nys_grad_rows). */
 static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     attn__nys_plan *P = (attn__nys_plan *)ctx;
     const attn__isa *isa = P->isa;
@@ -18852,15 +18854,32 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
             memset(dKl, 0, (size_t)m * D * sizeof(float));
             if (P->dconv) memset(P->dcp + (size_t)u * P->kernel, 0, (size_t)P->kernel * sizeof(float));
         }
-        /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
+        /* dZ = dW (B V)^T, d(B V) = Z^T dW */
         attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BVs, Dv, 0.0f, dZ, m);
         attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
+        /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
+        memset(dA, 0, mm * sizeof(float));
+        attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work, gw);
+        for (r = 0; r < m; ++r)
+            for (j = 0; j < m; ++j) {
+                dA[(size_t)r * m + j] += dZ[(size_t)j * m + r] * inv;
+                dc += (double)dZ[(size_t)j * m + r] * (double)A[(size_t)r * m + j];
+            }
+        P->dc[u] = -dc / (cmax * cmax);
+        /* Per-head c: the landmark means' gradient is this head's alone, complete once A's
+           softmax backward is added, so each block of dq / dk rows gets it while in cache;
+           BATCH's c needs every head first (pass 2 adds it). */
+        if (!P->pinv_batch) {
+            memset(dQl, 0, (size_t)m * D * sizeof(float));
+            attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, work, gw);
+        } else if (lk == 0) memset(dQl, 0, (size_t)m * D * sizeof(float));
         if (lk > 0) {
-            /* B's softmax backward needs each row's B_j . dB_j = d(B V)_j . (B V)_j, known before
-               dB: so dv, dB, its softmax backward and dQ~ run in the k blocks of dQ~'s product
-               (bitwise its single call) while each block of B and dB is in L2 */
+            /* d(B V) -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk. The softmax backward needs
+               each row's B_j . dB_j = d(B V)_j . (B V)_j, known before dB: so all of it runs in
+               the k blocks of dQ~'s product (bitwise its single call) while each block of B and
+               dB is in L2 */
             const int kb = attn__gemm_kc(lk);
-            float *dots = work;   /* m floats; pinv_bwd below reuses work */
+            float *dots = work;   /* m floats */
             int c0;
             for (j = 0; j < m; ++j) dots[j] = isa->dot(dBV + (size_t)j * Dv, BVs + (size_t)j * Dv, Dv);
             for (c0 = 0; c0 < lk; c0 += kb) {
@@ -18872,25 +18891,14 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
                     else attn__nys_dsoftmax_dot(Bs + (size_t)j * ldb + c0, dB + (size_t)j * lk + c0, nc, dots[j]);
                 }
                 attn__sgemm_1t_direct(gw, 0, 0, m, D, nc, P->scale, dB + c0, lk, K + (ptrdiff_t)c0 * ldk, ldk,
-                                      c0 > 0 ? 1.0f : 0.0f, dQl, D);
+                                      c0 > 0 || !P->pinv_batch ? 1.0f : 0.0f, dQl, D);
+                attn__nys_grad_rows(P, 1, b, c0, c0 + nc, c0 + nc == lk, dB, lk, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f,
+                                    P->pinv_batch ? NULL : dKl, gk, ldgk, gw);
             }
-        } else memset(dQl, 0, (size_t)m * D * sizeof(float));
+        } else if (!P->pinv_batch) attn__nys_scatter(P, 1, b, dKl, gk, ldgk, 0, INT_MAX);
         if (lq > 0 && P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv, ldgv);   /* after gv's first write */
-        /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
-        memset(dA, 0, mm * sizeof(float));
-        attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work, gw);
-        for (r = 0; r < m; ++r)
-            for (j = 0; j < m; ++j) {
-                dA[(size_t)r * m + j] += dZ[(size_t)j * m + r] * inv;
-                dc += (double)dZ[(size_t)j * m + r] * (double)A[(size_t)r * m + j];
-            }
-        P->dc[u] = -dc / (cmax * cmax);
-        /* dq = dF K~, dk += dB^T Q~ (rows past lq, lk: zero). Per-head c: the landmark means'
-           gradient is this head's alone, so it is complete here and each block of rows gets it
-           while in cache; BATCH's c needs every head first (pass 2 adds it). */
-        if (!P->pinv_batch) attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, work, gw);
-        attn__nys_grad_rows(P, 0, b, lq, dF, m, 0, Kl, ldq, 0.0f, P->pinv_batch ? NULL : dQl, gq, ldgq, gw);
-        attn__nys_grad_rows(P, 1, b, lk, dB, lk, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f, P->pinv_batch ? NULL : dKl, gk, ldgk, gw);
+        /* dq = dF K~ (rows past lq: zero), given dQ~ when per-head */
+        attn__nys_grad_rows(P, 0, b, 0, lq, 1, dF, m, 0, Kl, ldq, 0.0f, P->pinv_batch ? NULL : dQl, gq, ldgq, gw);
     }
 }
 
