@@ -18723,8 +18723,8 @@ static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const fl
     }
 }
 
-/* Rows [lo, hi) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [n][m] (row stride
-   ldm) or M^T with M [m][n] (trans); with dL, blocks of ATTN__NYS_RB rows, each given the
+/* Rows [lo, hi) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [hi - lo][m] (row
+   stride ldm) or M^T with M [m][hi - lo] (trans); with dL, blocks of ATTN__NYS_RB rows, each given the
    landmark means' gradient dL (attn__nys_scatter) while in cache, and (last) rows [hi, read) dL alone. */
 static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int lo, int hi, int last, const float *M, ptrdiff_t ldm,
                                 int trans, const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld,
@@ -18733,8 +18733,8 @@ static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int lo
     int r0;
     for (r0 = lo; r0 < hi; r0 += blk) {
         const int r1 = ATTN__MIN(hi, r0 + blk);
-        attn__sgemm_1t(gw, trans, 0, r1 - r0, P->q.dim, P->m, P->scale, trans ? M + r0 : M + (ptrdiff_t)r0 * ldm, ldm, X, ldx,
-                        beta, dX + (ptrdiff_t)r0 * ld, ld);
+        attn__sgemm_1t(gw, trans, 0, r1 - r0, P->q.dim, P->m, P->scale, trans ? M + (r0 - lo) : M + (ptrdiff_t)(r0 - lo) * ldm,
+                        ldm, X, ldx, beta, dX + (ptrdiff_t)r0 * ld, ld);
         if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, r0, r1);
     }
     if (dL && last) attn__nys_scatter(P, is_k, b, dL, dX, ld, hi, INT_MAX);
@@ -18879,20 +18879,20 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
                the k blocks of dQ~'s product (bitwise its single call) while each block of B and
                dB is in L2 */
             const int kb = attn__gemm_kc(lk);
-            float *dots = work;   /* m floats */
+            float *dots = work;   /* m floats; dB: this block's [m][nc] */
             int c0;
             for (j = 0; j < m; ++j) dots[j] = isa->dot(dBV + (size_t)j * Dv, BVs + (size_t)j * Dv, Dv);
             for (c0 = 0; c0 < lk; c0 += kb) {
                 const int nc = ATTN__MIN(kb, lk - c0);
                 attn__sgemm_1t(gw, 1, 0, nc, Dv, m, 1.0f, Bs + c0, ldb, dBV, Dv, i > 0 ? 1.0f : 0.0f, gv + c0 * ldgv, ldgv);
-                attn__sgemm_1t(gw, 0, 1, m, nc, Dv, 1.0f, dBV, Dv, V + (ptrdiff_t)c0 * ldv, ldv, 0.0f, dB + c0, lk);
+                attn__sgemm_1t(gw, 0, 1, m, nc, Dv, 1.0f, dBV, Dv, V + (ptrdiff_t)c0 * ldv, ldv, 0.0f, dB, nc);
                 for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
-                    if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk + c0, 0, (size_t)nc * sizeof(float));
-                    else attn__nys_dsoftmax_dot(Bs + (size_t)j * ldb + c0, dB + (size_t)j * lk + c0, nc, dots[j]);
+                    if (j < qlo || j >= qhi) memset(dB + (size_t)j * nc, 0, (size_t)nc * sizeof(float));
+                    else attn__nys_dsoftmax_dot(Bs + (size_t)j * ldb + c0, dB + (size_t)j * nc, nc, dots[j]);
                 }
-                attn__sgemm_1t_direct(gw, 0, 0, m, D, nc, P->scale, dB + c0, lk, K + (ptrdiff_t)c0 * ldk, ldk,
+                attn__sgemm_1t_direct(gw, 0, 0, m, D, nc, P->scale, dB, nc, K + (ptrdiff_t)c0 * ldk, ldk,
                                       c0 > 0 || !P->pinv_batch ? 1.0f : 0.0f, dQl, D);
-                attn__nys_grad_rows(P, 1, b, c0, c0 + nc, c0 + nc == lk, dB, lk, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f,
+                attn__nys_grad_rows(P, 1, b, c0, c0 + nc, c0 + nc == lk, dB, nc, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f,
                                     P->pinv_batch ? NULL : dKl, gk, ldgk, gw);
             }
         } else if (!P->pinv_batch) attn__nys_scatter(P, 1, b, dKl, gk, ldgk, 0, INT_MAX);
