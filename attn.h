@@ -18382,10 +18382,10 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
    doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv
    staging rows (those not accumulated in place) and per thread Q, K, V, dout rows, F, dF, B,
-   dB, B V, W, dW, d(B V), Z's iterates with their products (5 m^2 a step), Z, dZ, 4 m^2 of
-   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
-   tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
-   per thread. */
+   dB of one key block (at most ATTN__GEMM_KC keys), B V, W, dW, d(B V), Z's iterates with their
+   products (5 m^2 a step), Z, dZ, 4 m^2 of work and the GEMMs' packing (attn__nys_plan_make
+   adds it). The exact path (landmarks = tokens): the exact kernel's out and lse, fp32 dv when
+   the conv adds to it, dout and V rows per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
     const attn_nystrom_params *N = &c->d->nystrom;
     const size_t B = (size_t)c->q.batch, Sq = (size_t)c->q.seq, Sk = (size_t)c->k.seq, Hq = (size_t)c->q.heads;
@@ -18425,7 +18425,8 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
             !attn__lr_floats(P->gq_out ? &P->f_unstaged : &P->f_gq, B * Sq, Hq * D) ||
             !attn__lr_floats(P->gk_out ? &P->f_unstaged : &P->f_gk, B * Sk, Hk * D) ||
             !attn__lr_floats(P->gv_out ? &P->f_unstaged : &P->f_gv, B * Sk, Hk * Dv) ||
-            !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
+            !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + m) ||
+            !attn__lr_floats(&sc, m, ATTN__MIN(Sk, ATTN__GEMM_KC)) ||
             !attn__lr_floats(&sc, 4 * m, Dv) || !attn__mul_size(5, (size_t)P->iters, &x) || !attn__add_size(x, 6, &x) ||
             !attn__lr_floats(&sc, x, m * m) || !attn__lr_floats(&sc, (size_t)P->n_chunks * m, P->part_row))
             return ATTN_ERR_OVERFLOW;
@@ -18791,7 +18792,8 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     ptrdiff_t ldgk, ldgv;
     float *Qb = P->scratch + (size_t)thread * P->scratch_floats, *Kb = Qb + (size_t)Sq * D, *Vb = Kb + (size_t)Sk * D;
     float *G = Vb + (size_t)Sk * Dv, *F = G + (size_t)Sq * Dv, *dF = F + (size_t)Sq * m, *Bm = dF + (size_t)Sq * m;
-    float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
+    float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * ATTN__MIN(Sk, ATTN__GEMM_KC), *W = BV + (size_t)m * Dv;
+    float *dW = W + (size_t)m * Dv;
     float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * 5 * mm, *dZ = Z + mm;
     float *work = dZ + mm;   /* 4 m^2: pinv's 3 (forward) or 4 (backward) */
     float *part = work + 4 * mm;   /* B's key chunks' partials (attn__nys_bbv) */
