@@ -18208,6 +18208,8 @@ static void attn__nys_conv_kernels(const attn__isa *isa, attn__nys_band_fn *band
 
 #define ATTN__NYS_KC 256   /* keys per B V chunk (task): depends on nothing else, so neither does the sum */
 #define ATTN__NYS_RQ 128   /* query rows per F W block (task) */
+#define ATTN__NYS_RB 512   /* dq / dk rows per block given the landmark means' gradient while in L2 (128 KiB
+                              at d 64); X~ is packed once a block */
 typedef struct attn__nys_plan {
     const attn_desc *d;
     const attn__isa *isa;
@@ -18533,10 +18535,10 @@ static void attn__nys_conv_task(void *ctx, int t, int thread) {
 /* attn_backward's part of the plan: the gradients' views and the workspace. The general path:
    doubles (column maxima, dc), Q~, K~, every A, per head dA / dQ~ / dK~, fp32 dq / dk / dv
    staging rows (those not accumulated in place) and per thread Q, K, V, dout rows, F, dF, B,
-   dB, B V, W, dW, d(B V), Z's iterates with their products (5 m^2 a step), Z, dZ, 4 m^2 of
-   work and the GEMMs' packing (attn__nys_plan_make adds it). The exact path (landmarks =
-   tokens): the exact kernel's out and lse, fp32 dv when the conv adds to it, dout and V rows
-   per thread. */
+   dB of one key block (at most ATTN__GEMM_KC keys), B V, W, dW, d(B V), Z's iterates with their
+   products (5 m^2 a step), Z, dZ, 4 m^2 of work and the GEMMs' packing (attn__nys_plan_make
+   adds it). The exact path (landmarks = tokens): the exact kernel's out and lse, fp32 dv when
+   the conv adds to it, dout and V rows per thread. */
 static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
     const attn_nystrom_params *N = &c->d->nystrom;
     const size_t B = (size_t)c->q.batch, Sq = (size_t)c->q.seq, Sk = (size_t)c->k.seq, Hq = (size_t)c->q.heads;
@@ -18576,7 +18578,8 @@ static attn_status attn__nys_bwd_plan(const attn__call *c, attn__nys_plan *P) {
             !attn__lr_floats(P->gq_out ? &P->f_unstaged : &P->f_gq, B * Sq, Hq * D) ||
             !attn__lr_floats(P->gk_out ? &P->f_unstaged : &P->f_gk, B * Sk, Hk * D) ||
             !attn__lr_floats(P->gv_out ? &P->f_unstaged : &P->f_gv, B * Sk, Hk * Dv) ||
-            !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + 2 * m) ||
+            !attn__lr_floats(&sc, Sq, D + Dv + 2 * m) || !attn__lr_floats(&sc, Sk, D + Dv + m) ||
+            !attn__lr_floats(&sc, m, ATTN__MIN(Sk, ATTN__GEMM_KC)) ||
             !attn__lr_floats(&sc, 4 * m, Dv) || !attn__mul_size(5, (size_t)P->iters, &x) || !attn__add_size(x, 6, &x) ||
             !attn__lr_floats(&sc, x, m * m) || !attn__lr_floats(&sc, (size_t)P->n_chunks * m, P->part_row))
             return ATTN_ERR_OVERFLOW;
@@ -18784,11 +18787,13 @@ static void attn__nys_dout_rows(const attn__nys_plan *P, int b, int h, int n, fl
     for (i = 0; i < n; ++i) P->isa->load(attn__at(&P->dout, b, i, h), P->dout.dtype, G + (size_t)i * P->v.dim, P->v.dim, 1.0f);
 }
 
-/* softmax backward of a row in place: d <- p * (d - p . d) */
-static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, int n) {
-    const float dot = isa->dot(p, d, n);
+/* softmax backward of a row in place given its dot = p . d: d <- p * (d - dot) */
+static void attn__nys_dsoftmax_dot(const float *p, float *d, int n, float dot) {
     int j;
     for (j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
+}
+static void attn__nys_dsoftmax(const attn__isa *isa, const float *p, float *d, int n) {
+    attn__nys_dsoftmax_dot(p, d, n, isa->dot(p, d, n));
 }
 
 /* dA += the gradient through `iters` steps Z <- Z (13I - AZ (15I - AZ (7I - AZ))) / 4 given dZ
@@ -18802,15 +18807,15 @@ static void attn__nys_pinv_bwd(const float *A, int m, int iters, const float *hi
     int it, i;
     for (it = iters - 1; it >= 0; --it) {
         const float *Zk = hist + (size_t)it * 5 * mm, *AZ = Zk + mm, *T1 = Zk + 2 * mm, *U = Zk + 3 * mm, *T2 = Zk + 4 * mm;
-        attn__sgemm_1t(gw, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);             /* dT2 = Zk^T dZ / 4 */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, 0.25f, Zk, m, dZ, m, 0.0f, X, m);      /* dT2 = Zk^T dZ / 4 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, 0.25f, dZ, m, T2, m, 0.0f, Y, m);             /* dZk = dZ T2^T / 4 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, X, m, U, m, 0.0f, dAZ, m);             /* dAZ = -dT2 U^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, dU, m);             /* dU = -AZ^T dT2 */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, -1.0f, AZ, m, X, m, 0.0f, dU, m);      /* dU = -AZ^T dT2 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, -1.0f, dU, m, T1, m, 1.0f, dAZ, m);           /* dAZ -= dU T1^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, -1.0f, AZ, m, dU, m, 0.0f, X, m);             /* dT1 = -AZ^T dU */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, -1.0f, AZ, m, dU, m, 0.0f, X, m);      /* dT1 = -AZ^T dU */
         for (i = 0; i < (int)mm; ++i) dAZ[i] -= X[i];                                          /* dAZ -= dT1 */
         attn__sgemm_1t(gw, 0, 1, m, m, m, 1.0f, dAZ, m, Zk, m, 1.0f, dA, m);            /* dA += dAZ Zk^T */
-        attn__sgemm_1t(gw, 1, 0, m, m, m, 1.0f, A, m, dAZ, m, 1.0f, Y, m);              /* dZk += A^T dAZ */
+        attn__sgemm_1t_direct(gw, 1, 0, m, m, m, 1.0f, A, m, dAZ, m, 1.0f, Y, m);       /* dZk += A^T dAZ */
         memcpy(dZ, Y, mm * sizeof(float));
     }
 }
@@ -18847,18 +18852,15 @@ static void attn__nys_bbv(const attn__nys_plan *P, int b, int h, const float *Ql
         attn__nys_bv_row(P, b, h, j, qlo, qhi, part + (size_t)j * P->part_row, cstride, BV + (size_t)j * Dv, Bm + (size_t)j * lk);
 }
 
-/* F [lq][m] of (b, h) as attn__nys_fw_task makes it (blocks of ATTN__NYS_RQ rows): bitwise what
-   the forward saves. Q: rows [0, lq) of q (ld ldq), Kl: K~ (ld ldl). */
+/* F [lq][m] of (b, h) bitwise as attn__nys_fw_task makes it in blocks of ATTN__NYS_RQ rows (each
+   row's sums do not depend on the blocking): one product, so K~ is packed once. Q: rows [0, lq)
+   of q (ld ldq), Kl: K~ (ld ldl). */
 static void attn__nys_f_rows(const attn__nys_plan *P, int b, const float *Q, ptrdiff_t ldq, const float *Kl, ptrdiff_t ldl,
                              int lq, float *F, float *gw) {
-    int r0, r, klo, khi;
+    int r, klo, khi;
     attn__nys_valid(P, 1, b, &klo, &khi);
-    for (r0 = 0; r0 < lq; r0 += ATTN__NYS_RQ) {
-        const int nv = ATTN__MIN(lq - r0, ATTN__NYS_RQ);
-        attn__sgemm_1t(gw, 0, 1, nv, P->m, P->q.dim, P->scale, Q + (ptrdiff_t)r0 * ldq, ldq, Kl, ldl, 0.0f,
-                        F + (size_t)r0 * P->m, P->m);
-        for (r = r0; r < r0 + nv; ++r) attn__nys_softmax_range(P->isa, F + (size_t)r * P->m, klo, khi, P->m);
-    }
+    attn__sgemm_1t(gw, 0, 1, lq, P->m, P->q.dim, P->scale, Q, ldq, Kl, ldl, 0.0f, F, P->m);
+    for (r = 0; r < lq; ++r) attn__nys_softmax_range(P->isa, F + (size_t)r * P->m, klo, khi, P->m);
 }
 
 /* Rows [lo, hi) of dX (rows of q or k: is_k) of sequence b += the landmark means' gradient
@@ -18875,20 +18877,21 @@ static void attn__nys_scatter(const attn__nys_plan *P, int is_k, int b, const fl
     }
 }
 
-/* Rows [0, n) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [n][m] (row stride
-   ldm) or M^T with M [m][n] (trans); with dL, blocks of ATTN__NYS_RQ rows, each given the
-   landmark means' gradient dL (attn__nys_scatter) while in cache, and rows [n, read) dL alone. */
-static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int n, const float *M, ptrdiff_t ldm, int trans,
-                                const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld, float *gw) {
-    const int blk = dL ? ATTN__NYS_RQ : ATTN__MAX(n, 1);
+/* Rows [lo, hi) of dX (q's, or k's: is_k) = scale op(M) X + beta dX, op(M) = M [hi - lo][m] (row
+   stride ldm) or M^T with M [m][hi - lo] (trans); with dL, blocks of ATTN__NYS_RB rows, each given the
+   landmark means' gradient dL (attn__nys_scatter) while in cache, and (last) rows [hi, read) dL alone. */
+static void attn__nys_grad_rows(const attn__nys_plan *P, int is_k, int b, int lo, int hi, int last, const float *M, ptrdiff_t ldm,
+                                int trans, const float *X, ptrdiff_t ldx, float beta, const float *dL, float *dX, ptrdiff_t ld,
+                                float *gw) {
+    const int blk = dL ? ATTN__NYS_RB : ATTN__MAX(hi - lo, 1);
     int r0;
-    for (r0 = 0; r0 < n; r0 += blk) {
-        const int r1 = ATTN__MIN(n, r0 + blk);
-        attn__sgemm_1t(gw, trans, 0, r1 - r0, P->q.dim, P->m, P->scale, trans ? M + r0 : M + (ptrdiff_t)r0 * ldm, ldm, X, ldx,
-                        beta, dX + (ptrdiff_t)r0 * ld, ld);
+    for (r0 = lo; r0 < hi; r0 += blk) {
+        const int r1 = ATTN__MIN(hi, r0 + blk);
+        attn__sgemm_1t(gw, trans, 0, r1 - r0, P->q.dim, P->m, P->scale, trans ? M + (r0 - lo) : M + (ptrdiff_t)(r0 - lo) * ldm,
+                        ldm, X, ldx, beta, dX + (ptrdiff_t)r0 * ld, ld);
         if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, r0, r1);
     }
-    if (dL) attn__nys_scatter(P, is_k, b, dL, dX, ld, n, INT_MAX);
+    if (dL && last) attn__nys_scatter(P, is_k, b, dL, dX, ld, hi, INT_MAX);
 }
 
 /* dQ~, dK~ += A's softmax backward of dA (u = b Hq + h), with c's gradient first added onto the
@@ -18926,10 +18929,11 @@ static void attn__nys_dland(const attn__nys_plan *P, int u, int qlo, int qhi, fl
 }
 
 /* Backward pass 1 for (b, KV head hk), its g query heads in turn (they share dk, dv rows): B,
-   B V, Z (keeping its iterates), W and F again; dW and dF -> dK~ (F's softmax); dZ and d(B V)
-   -> dv and dQ~ (B's softmax); the conv's dv and dconv; the pseudo-inverse's steps backwards ->
-   dA and dc, the gradient of Z0's divisor; then dq = dF K~ and dk += dB^T Q~ (per-head c: with
-   A's softmax backward and the landmark means' scatter too, attn__nys_grad_rows). */
+   B V, Z (keeping its iterates), W and F again; dW and dF -> dK~ (F's softmax); dZ and d(B V);
+   the pseudo-inverse's steps backwards -> dA and dc, the gradient of Z0's divisor (per-head c:
+   A's softmax backward -> dQ~, dK~ too); d(B V) -> dv, dQ~ and dk += dB^T Q~ (B's softmax) in
+   key blocks; the conv's dv and dconv; then dq = dF K~ (per-head c: with the landmark means'
+   scatter, attn__nys_grad_rows). */
 static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     attn__nys_plan *P = (attn__nys_plan *)ctx;
     const attn__isa *isa = P->isa;
@@ -18941,7 +18945,8 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
     ptrdiff_t ldgk, ldgv;
     float *Qb = P->scratch + (size_t)thread * P->scratch_floats, *Kb = Qb + (size_t)Sq * D, *Vb = Kb + (size_t)Sk * D;
     float *G = Vb + (size_t)Sk * Dv, *F = G + (size_t)Sq * Dv, *dF = F + (size_t)Sq * m, *Bm = dF + (size_t)Sq * m;
-    float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * Sk, *W = BV + (size_t)m * Dv, *dW = W + (size_t)m * Dv;
+    float *dB = Bm + (size_t)m * Sk, *BV = dB + (size_t)m * ATTN__MIN(Sk, ATTN__GEMM_KC), *W = BV + (size_t)m * Dv;
+    float *dW = W + (size_t)m * Dv;
     float *dBV = dW + (size_t)m * Dv, *hist = dBV + (size_t)m * Dv, *Z = hist + (size_t)P->iters * 5 * mm, *dZ = Z + mm;
     float *work = dZ + mm;   /* 4 m^2: pinv's 3 (forward) or 4 (backward) */
     float *part = work + 4 * mm;   /* B's key chunks' partials (attn__nys_bbv) */
@@ -19004,19 +19009,9 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
             memset(dKl, 0, (size_t)m * D * sizeof(float));
             if (P->dconv) memset(P->dcp + (size_t)u * P->kernel, 0, (size_t)P->kernel * sizeof(float));
         }
-        /* dZ = dW (B V)^T, d(B V) = Z^T dW -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk */
+        /* dZ = dW (B V)^T, d(B V) = Z^T dW */
         attn__sgemm_1t(gw, 0, 1, m, m, Dv, 1.0f, dW, Dv, BVs, Dv, 0.0f, dZ, m);
         attn__sgemm_1t(gw, 1, 0, m, Dv, m, 1.0f, Z, m, dW, Dv, 0.0f, dBV, Dv);
-        if (lk > 0) {
-            attn__sgemm_1t(gw, 1, 0, lk, Dv, m, 1.0f, Bs, ldb, dBV, Dv, i > 0 ? 1.0f : 0.0f, gv, ldgv);
-            attn__sgemm_1t(gw, 0, 1, m, lk, Dv, 1.0f, dBV, Dv, V, ldv, 0.0f, dB, lk);
-            for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
-                if (j < qlo || j >= qhi) memset(dB + (size_t)j * lk, 0, (size_t)lk * sizeof(float));
-                else attn__nys_dsoftmax(isa, Bs + (size_t)j * ldb, dB + (size_t)j * lk, lk);
-            }
-            attn__sgemm_1t_direct(gw, 0, 0, m, D, lk, P->scale, dB, lk, K, ldk, 0.0f, dQl, D);
-        } else memset(dQl, 0, (size_t)m * D * sizeof(float));
-        if (lq > 0 && P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv, ldgv);   /* after gv's first write */
         /* the pseudo-inverse backwards; Z0 = A^T / c: dA += dZ0^T / c, dc = -sum(dZ0 . A^T) / c^2 */
         memset(dA, 0, mm * sizeof(float));
         attn__nys_pinv_bwd(A, m, P->iters, hist, dZ, dA, work, gw);
@@ -19026,12 +19021,39 @@ static void attn__nys_bwd1_task(void *ctx, int t, int thread) {
                 dc += (double)dZ[(size_t)j * m + r] * (double)A[(size_t)r * m + j];
             }
         P->dc[u] = -dc / (cmax * cmax);
-        /* dq = dF K~, dk += dB^T Q~ (rows past lq, lk: zero). Per-head c: the landmark means'
-           gradient is this head's alone, so it is complete here and each block of rows gets it
-           while in cache; BATCH's c needs every head first (pass 2 adds it). */
-        if (!P->pinv_batch) attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, work, gw);
-        attn__nys_grad_rows(P, 0, b, lq, dF, m, 0, Kl, ldq, 0.0f, P->pinv_batch ? NULL : dQl, gq, ldgq, gw);
-        attn__nys_grad_rows(P, 1, b, lk, dB, lk, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f, P->pinv_batch ? NULL : dKl, gk, ldgk, gw);
+        /* Per-head c: the landmark means' gradient is this head's alone, complete once A's
+           softmax backward is added, so each block of dq / dk rows gets it while in cache;
+           BATCH's c needs every head first (pass 2 adds it). */
+        if (!P->pinv_batch) {
+            memset(dQl, 0, (size_t)m * D * sizeof(float));
+            attn__nys_dland(P, u, qlo, qhi, dA, dQl, dKl, work, gw);
+        } else if (lk == 0) memset(dQl, 0, (size_t)m * D * sizeof(float));
+        if (lk > 0) {
+            /* d(B V) -> dv; dB = d(B V) V^T -> B's softmax -> dQ~, dk. The softmax backward needs
+               each row's B_j . dB_j = d(B V)_j . (B V)_j, known before dB: so all of it runs in
+               the k blocks of dQ~'s product (bitwise its single call) while each block of B and
+               dB is in L2 */
+            const int kb = attn__gemm_kc(lk);
+            float *dots = work;   /* m floats; dB: this block's [m][nc] */
+            int c0;
+            for (j = 0; j < m; ++j) dots[j] = isa->dot(dBV + (size_t)j * Dv, BVs + (size_t)j * Dv, Dv);
+            for (c0 = 0; c0 < lk; c0 += kb) {
+                const int nc = ATTN__MIN(kb, lk - c0);
+                attn__sgemm_1t(gw, 1, 0, nc, Dv, m, 1.0f, Bs + c0, ldb, dBV, Dv, i > 0 ? 1.0f : 0.0f, gv + c0 * ldgv, ldgv);
+                attn__sgemm_1t(gw, 0, 1, m, nc, Dv, 1.0f, dBV, Dv, V + (ptrdiff_t)c0 * ldv, ldv, 0.0f, dB, nc);
+                for (j = 0; j < m; ++j) {   /* a uniform row is a constant: no gradient to its logits */
+                    if (j < qlo || j >= qhi) memset(dB + (size_t)j * nc, 0, (size_t)nc * sizeof(float));
+                    else attn__nys_dsoftmax_dot(Bs + (size_t)j * ldb + c0, dB + (size_t)j * nc, nc, dots[j]);
+                }
+                attn__sgemm_1t_direct(gw, 0, 0, m, D, nc, P->scale, dB, nc, K + (ptrdiff_t)c0 * ldk, ldk,
+                                      c0 > 0 || !P->pinv_batch ? 1.0f : 0.0f, dQl, D);
+                attn__nys_grad_rows(P, 1, b, c0, c0 + nc, c0 + nc == lk, dB, nc, 1, Ql, ldq, i > 0 ? 1.0f : 0.0f,
+                                    P->pinv_batch ? NULL : dKl, gk, ldgk, gw);
+            }
+        } else if (!P->pinv_batch) attn__nys_scatter(P, 1, b, dKl, gk, ldgk, 0, INT_MAX);
+        if (lq > 0 && P->conv) attn__nys_conv_bwd(P, b, h, Gd, ldg, V, ldv, gv, ldgv);   /* after gv's first write */
+        /* dq = dF K~ (rows past lq: zero), given dQ~ when per-head */
+        attn__nys_grad_rows(P, 0, b, 0, lq, 1, dF, m, 0, Kl, ldq, 0.0f, P->pinv_batch ? NULL : dQl, gq, ldgq, gw);
     }
 }
 
