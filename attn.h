@@ -5329,12 +5329,19 @@ ATTN__T256 static void attn__softmax_avx2(float *S, int nk, int nlanes, int c0, 
 /* P.V in blocks of 6 rows x 16 columns: 12 ymm accumulators, so the two FMA pipes (latency 4)
    always have independent work (4 rows left 8 in flight, exactly the minimum, and ran at about
    60% of the FMA peak from L1); plain loads and stores where all 16 columns exist, maskload /
-   maskstore only at a ragged head dim's tail. Rows are covered up to the next multiple of 4
+   attn__stn256 only at a ragged head dim's tail. Rows are covered up to the next multiple of 4
    in blocks of 6 and 4. Each acc element is alpha * acc + sum_j p_j v_j in j order whatever
    the blocking, so the bits do not depend on it. */
 ATTN__T256 static __m256i attn__mask8(int n) {
     const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n < 0 ? 0 : n), idx);
+}
+/* x's lanes k (the first n, all 8 when n >= 8) to p: AMD microcodes a vmaskmovps store (Zen 4:
+   a 64-float axpy took 37-60 ns with one per vector, 12-13 ns with plain stores), so a full vector
+   takes a plain store and only a row's tail the masked one */
+ATTN__T256 static ATTN__INLINE void attn__stn256(float *p, __m256i k, int n, __m256 x) {
+    if (n >= 8) _mm256_storeu_ps(p, x);
+    else _mm256_maskstore_ps(p, k, x);
 }
 #define ATTN__PVY_ROWS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ATTN__PVY_ROWS4(X) X(0) X(1) X(2) X(3)
@@ -5345,7 +5352,7 @@ ATTN__T256 static __m256i attn__mask8(int n) {
 #define ATTN__PVY_FMA(r) p = _mm256_broadcast_ss(pj + r); a##r##0 = _mm256_fmadd_ps(p, v0, a##r##0); a##r##1 = _mm256_fmadd_ps(p, v1, a##r##1);
 #define ATTN__PVY_STORE(r) o = acc + (size_t)(r0 + r) * ldo + c; \
     if (full) { _mm256_storeu_ps(o, a##r##0); _mm256_storeu_ps(o + 8, a##r##1); } \
-    else { _mm256_maskstore_ps(o, m0, a##r##0); _mm256_maskstore_ps(o + 8, m1, a##r##1); }
+    else { attn__stn256(o, m0, Dv - c, a##r##0); attn__stn256(o + 8, m1, Dv - c - 8, a##r##1); }
 /* One block of ROWS rows at r0, columns [c, c + 16) (masked past Dv). */
 #define ATTN__PVY_BLOCK(ROWS) { \
     const int full = Dv - c >= 16; \
@@ -5483,13 +5490,6 @@ ATTN__T256 static float attn__dot_avx2(const float *a, const float *b, int n) {
         s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, k), _mm256_maskload_ps(b + i, k), s0);
     }
     return attn__hsum256(_mm256_add_ps(s0, s1));
-}
-/* x's lanes k (the first n, all 8 when n >= 8) to p: AMD microcodes a vmaskmovps store (Zen 4:
-   a 64-float axpy took 37-60 ns with one a vector, 12-13 ns with plain stores), so a full vector
-   takes a plain store and only a row's tail the masked one */
-ATTN__T256 static ATTN__INLINE void attn__stn256(float *p, __m256i k, int n, __m256 x) {
-    if (n >= 8) _mm256_storeu_ps(p, x);
-    else _mm256_maskstore_ps(p, k, x);
 }
 ATTN__T256 static void attn__axpy_avx2(float *y, float a, const float *x, int n) {
     const __m256 va = _mm256_set1_ps(a);
@@ -5867,17 +5867,17 @@ ATTN__T256 static void attn__sqk_softmax_avx2(float *S, int nk, int nq, const in
             __m256 x = _mm256_maskload_ps(su, k);
             if (causal) x = _mm256_blendv_ps(x, vmk, _mm256_castsi256_ps(_mm256_cmpgt_epi32(ku, q)));
             x = _mm256_blendv_ps(x, vself, _mm256_castsi256_ps(_mm256_cmpeq_epi32(ku, q)));
-            _mm256_maskstore_ps(su, k, x);
+            attn__stn256(su, k, nq - j0, x);
             m = _mm256_blendv_ps(m, _mm256_max_ps(m, x), kf);
         }
         for (u = 0; u < nk; ++u) {
             float *su = S + (size_t)u * ATTN__BQ + j0;
             const __m256 e = _mm256_and_ps(kf, attn__exp256(_mm256_sub_ps(_mm256_maskload_ps(su, k), m)));
-            _mm256_maskstore_ps(su, k, e);
+            attn__stn256(su, k, nq - j0, e);
             s = _mm256_add_ps(s, e);
         }
-        _mm256_maskstore_ps(mx + j0, k, m);
-        _mm256_maskstore_ps(sum + j0, k, s);
+        attn__stn256(mx + j0, k, nq - j0, m);
+        attn__stn256(sum + j0, k, nq - j0, s);
     }
 }
 
@@ -9594,8 +9594,8 @@ static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, 
 #define ATTN__G256_DECL(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
 #define ATTN__G256_FMA(r) a = _mm256_broadcast_ss(A + (r)); \
     c##r##0 = _mm256_fmadd_ps(a, b0, c##r##0); c##r##1 = _mm256_fmadd_ps(a, b1, c##r##1);
-/* maskload/maskstore only for a partial tile: AMD runs a masked store as a microcoded
-   sequence, which cost the full 6 x 16 tiles several % of the product */
+/* maskload/masked store only for a partial tile (and there only for its ragged vector): AMD runs
+   a masked store as a microcoded sequence, which cost the full 6 x 16 tiles several % of the product */
 #define ATTN__G256_STORE(r) if ((r) < mr) { \
     float *cr = C + (ptrdiff_t)(r) * ldc; \
     __m256 x0 = _mm256_mul_ps(va, c##r##0), x1 = _mm256_mul_ps(va, c##r##1); \
@@ -9605,7 +9605,7 @@ static const attn__gemm_kern attn__gemm_avx512 = { "avx512", 14, 32, 336, 4096, 
     } else { \
         if (load_c) { x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr, m0), x0); \
                       x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(cr + 8, m1), x1); } \
-        _mm256_maskstore_ps(cr, m0, x0); _mm256_maskstore_ps(cr + 8, m1, x1); } }
+        attn__stn256(cr, m0, nr, x0); attn__stn256(cr + 8, m1, nr - 8, x1); } }
 ATTN__T256 static void attn__gemm_ukr256(int kc, const float *A, const float *B, float *C, ptrdiff_t ldc,
                                          int mr, int nr, float alpha, float beta, int load_c) {
     __m256 a, b0, b1, va, vb;
@@ -18162,8 +18162,8 @@ ATTN__T256 static void attn__nys_band_avx2(const attn__isa *isa, float *O, ptrdi
                 a2 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 16, k2), a2);
                 a3 = _mm256_fmadd_ps(wj, _mm256_maskload_ps(x + 24, k3), a3);
             }
-            _mm256_maskstore_ps(o, k0, a0); _mm256_maskstore_ps(o + 8, k1, a1);
-            _mm256_maskstore_ps(o + 16, k2, a2); _mm256_maskstore_ps(o + 24, k3, a3);
+            attn__stn256(o, k0, n - c, a0); attn__stn256(o + 8, k1, n - c - 8, a1);
+            attn__stn256(o + 16, k2, n - c - 16, a2); attn__stn256(o + 24, k3, n - c - 24, a3);
         }
 }
 ATTN__T256 static void attn__nys_lag_avx2(const attn__isa *isa, const float *G, ptrdiff_t ldg, int ng, const float *X,
