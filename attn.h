@@ -2278,6 +2278,12 @@ static int attn__add_size(size_t a, size_t b, size_t *r) {
     if (b > SIZE_MAX - a) return 0;
     *r = a + b; return 1;
 }
+/* D [cols][rows] = S [rows][cols] transposed (small per-head states; not a hot path) */
+static void attn__transpose(float *ATTN__RESTRICT D, const float *ATTN__RESTRICT S, int rows, int cols) {
+    int i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j) D[(size_t)j * rows + i] = S[(size_t)i * cols + j];
+}
 /* The one checked task count every kind uses: a * b * c work items as the int that
    attn__parallel_for takes, or 0 when the product exceeds INT_MAX (the caller returns
    ATTN_ERR_OVERFLOW). attn__check_qkv applies it to q.batch * q.heads for every kind. */
@@ -16040,7 +16046,7 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
     const size_t st = attn__lnc_st(L), ldq = (size_t)nq * Dv, nx = (size_t)NB * ATTN__MAX(nh, nq);
     float *w = L->ws + (size_t)thread * L->ws_per;
     attn__lcb_bufs Wb, *W = &Wb;
-    int r0, n, h, i, f;
+    int r0, n, h, i;
     memset(W, 0, sizeof *W);
     W->S = attn__lin_carve(&w, nh * st);
     W->G = attn__lin_carve(&w, nh * st);
@@ -16092,8 +16098,7 @@ static void attn__lnc_task(void *ctx, int t, int thread) {
     for (h = 0; h < nh; ++h) {                          /* (dKV, dz) into S^T's place */
         const float *Gt = W->G + h * st;
         float *G = W->S + h * st;
-        for (i = 0; i < Dv; ++i)
-            for (f = 0; f < F; ++f) G[(size_t)f * Dv + i] = Gt[(size_t)i * F + f];
+        attn__transpose(G, Gt, Dv, F);
         memcpy(G + (size_t)F * Dv, Gt + (size_t)F * Dv, (size_t)F * sizeof(float));
     }
     for (r0 = 0; r0 < Lk; r0 += NB)                     /* dk = chain(V dKV^T + dz), dv = phi(K) dKV */
@@ -17281,15 +17286,15 @@ ATTN__T256 static void attn__rwkv6_bback_avx2(float *G, const float *S, int N, c
     int i, j;
     for (i = 0; i < N; i += 8) {
         const __m256 wv = _mm256_loadu_ps(w + i), rv = _mm256_loadu_ps(r + i), kv = _mm256_loadu_ps(k + i);
-        const __m256 keep = i ? _mm256_castsi256_ps(_mm256_set1_epi32(-1)) : _mm256_setzero_ps();   /* P's sums so far */
         __m256 ar = _mm256_setzero_ps(), ak = ar, aw = ar;
         for (j = 0; j < N; ++j) {
             float *g = G + (size_t)j * N + i;
             const __m256 sv = _mm256_loadu_ps(S + (size_t)j * N + i), gv = _mm256_loadu_ps(g), dyj = _mm256_set1_ps(dy[j]);
+            const __m256 pj = i ? _mm256_loadu_ps(P + 8 * j) : _mm256_setzero_ps();   /* P's sums so far (none at i 0) */
             ar = _mm256_fmadd_ps(sv, dyj, ar);
             ak = _mm256_fmadd_ps(gv, _mm256_set1_ps(v[j]), ak);
             aw = _mm256_fmadd_ps(gv, sv, aw);
-            _mm256_storeu_ps(P + 8 * j, _mm256_fmadd_ps(gv, kv, _mm256_and_ps(keep, _mm256_loadu_ps(P + 8 * j))));
+            _mm256_storeu_ps(P + 8 * j, _mm256_fmadd_ps(gv, kv, pj));
             _mm256_storeu_ps(g, _mm256_fmadd_ps(wv, gv, _mm256_mul_ps(rv, dyj)));
         }
         _mm256_storeu_ps(dr + i, _mm256_add_ps(_mm256_loadu_ps(dr + i), ar));
@@ -17390,10 +17395,8 @@ static void attn__rwkv6b_gather(const attn__rwkv6b_ctx *X, int b, int h, int d0,
 
 /* D = S transposed (N x N; S NULL: zeros). */
 static void attn__rwkv6b_transpose(float *D, const float *S, int N) {
-    int i, j;
-    if (!S) { memset(D, 0, sizeof(float) * (size_t)N * N); return; }
-    for (i = 0; i < N; ++i)
-        for (j = 0; j < N; ++j) D[(size_t)j * N + i] = S[(size_t)i * N + j];
+    if (S) attn__transpose(D, S, N, N);
+    else memset(D, 0, sizeof(float) * (size_t)N * N);
 }
 
 /* Task (b, head g): checkpoints of St every ATTN__RWKV_BCHUNK tokens, then per chunk last
